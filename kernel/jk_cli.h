@@ -1,0 +1,13 @@
+/* jk_cli.h - the subcommands of the `kiln` binary. Each returns the process exit
+ * status; only jk_main.c calls exit(). */
+#ifndef JK_CLI_H
+#define JK_CLI_H
+
+/* kiln kernel -f CONNECTION_FILE : serve the Jupyter protocol (kernel/jk_kernel.c). */
+int jk_kernel_main(const char *connection_file);
+/* kiln run NOTEBOOK.ipynb [-o OUT] [-p NAME VALUE]... (kernel/jk_run.c); argv[0] = "run". */
+int jk_run_main(int argc, char **argv);
+/* kiln install [--user|--sys-prefix|--prefix DIR] [--name NAME] (kernel/jk_install.c). */
+int jk_install_main(int argc, char **argv);
+
+#endif

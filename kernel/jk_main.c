@@ -1,0 +1,86 @@
+/* jk_main.c - the `kiln` command line: kernel, run, install, help, --version.
+ * The only file in Kiln allowed to decide the process's exit status. */
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+
+#include "jk_cli.h"
+#include "kiln_config.h"
+#include "mg.h"
+
+static const char usage[] =
+    "usage: kiln <command> [options]\n"
+    "\n"
+    "Kiln: a native Jupyter kernel for training convolutional networks.\n"
+    "\n"
+    "commands:\n"
+    "  kernel -f CONNECTION_FILE      serve the Jupyter protocol (started by Jupyter)\n"
+    "  run NOTEBOOK.ipynb [-o OUT.ipynb] [-p NAME VALUE]...\n"
+    "                                 execute a notebook headless, write the outputs\n"
+    "  install [--user | --sys-prefix | --prefix DIR] [--name NAME]\n"
+    "                                 install the kernelspec for Jupyter\n"
+    "  help [MAGIC]                   list the magics, or show one magic's help\n"
+    "  --version                      print the version\n"
+    "  --help                         this text\n";
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        size_t n = 0;
+        const mg_command *const *all = mg_registry_all(&n);
+        printf("magics:\n");
+        for (size_t i = 0; i < n; i++)
+            printf("  %s%-14s %s\n", (all[i]->flags & MG_CELL) && !(all[i]->flags & MG_LINE)
+                   ? "%%" : "%", all[i]->name, all[i]->summary);
+        printf("\n`kiln help MAGIC` shows one magic's options.\n");
+        return 0;
+    }
+    const char *name = argv[1];
+    while (*name == '%') name++;
+    const mg_command *cmd = mg_registry_find(name);
+    if (!cmd) {
+        fprintf(stderr, "kiln: no magic named '%s' (try `kiln help`)\n", argv[1]);
+        return 2;
+    }
+    char *text = mg_command_help(cmd);
+    if (!text) return 1;
+    fputs(text, stdout);
+    free(text);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("kiln %s\n", KILN_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "kernel")) {
+        const char *conn = NULL;
+        for (int i = 2; i < argc; i++) {
+            if ((!strcmp(argv[i], "-f") || !strcmp(argv[i], "--connection-file")) && i + 1 < argc)
+                conn = argv[++i];
+            else if (!strncmp(argv[i], "--connection-file=", 18))
+                conn = argv[i] + 18;
+        }
+        if (!conn) {
+            fprintf(stderr, "kiln kernel: missing -f CONNECTION_FILE\n");
+            return 2;
+        }
+        return jk_kernel_main(conn);
+    }
+    if (!strcmp(cmd, "run")) return jk_run_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "install")) return jk_install_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "help")) return cmd_help(argc - 1, argv + 1);
+    fprintf(stderr, "kiln: unknown command '%s'\n\n%s", cmd, usage);
+    return 2;
+}

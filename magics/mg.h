@@ -1,0 +1,151 @@
+/* mg.h - the public face of magics/: the output API, the host interface a magic
+ * calls back into, the magic command table and the shared argument parser.
+ *
+ * magics/ knows nothing about ZeroMQ or the wire: everything a magic shows goes
+ * through an mg_out (the kernel's IOPub publisher is one implementation, the
+ * `kiln run` notebook writer another). Everything a magic needs from the cell
+ * language (variables, running a cell body, the interrupt flag) comes through
+ * mg_host. Long-lived state a magic keeps between cells (models, data sets, the
+ * last run) lives in the mg_session slots, owned by the engine - no globals.
+ *
+ * JSON ownership follows jansson: "borrowed" arguments are not kept; "stolen"
+ * ones are released by the callee.
+ */
+#ifndef MG_H
+#define MG_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* ---- output ---- */
+
+typedef struct mg_out {
+    void *user;
+    /* Text on "stdout" or "stderr". */
+    void (*stream)(void *user, const char *name, const char *text, size_t len);
+    /* A display_data: data is a MIME bundle {"text/plain": ..., "image/png": <base64>, ...}
+     * (borrowed); metadata may be NULL. display_id may be NULL; with update != 0 the
+     * display with that id is replaced in place (update_display_data). */
+    void (*display)(void *user, json_t *data, json_t *metadata, const char *display_id,
+                    int update);
+    /* The value of a cell's trailing expression (execute_result), borrowed bundle. */
+    void (*result)(void *user, json_t *data, json_t *metadata);
+    /* clear_output; wait != 0 clears when the next output arrives. */
+    void (*clear)(void *user, int wait);
+    /* Comms (widgets): send comm_open / comm_msg / comm_close from the kernel.
+     * data and metadata are borrowed. May be NULL where a frontend has no comms
+     * (kiln run): callers must check and fall back to plain displays. */
+    void (*comm_open)(void *user, const char *comm_id, const char *target_name,
+                      json_t *data, json_t *metadata);
+    void (*comm_msg)(void *user, const char *comm_id, json_t *data, json_t *metadata);
+    void (*comm_close)(void *user, const char *comm_id, json_t *data);
+} mg_out;
+
+/* Convenience wrappers: printf-style stream output, plain text display. */
+void mg_printf(const mg_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mg_eprintf(const mg_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- errors ---- */
+
+typedef struct mg_error {
+    char ename[64];     /* "UsageError", "ValueError", "KeyboardInterrupt", ... */
+    char evalue[1024];  /* one line, names the magic and the option at fault */
+} mg_error;
+
+/* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. */
+int mg_fail(mg_error *err, const char *ename, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- session state (per engine; replaces globals) ---- */
+
+typedef struct mg_session mg_session;
+mg_session *mg_session_create(void);
+void mg_session_destroy(mg_session *s);   /* runs every slot's destructor; accepts NULL */
+/* Borrowed pointer stored under key, or NULL. */
+void *mg_session_get(mg_session *s, const char *key);
+/* Stores ptr under key (taking ownership; the previous value's destructor runs). */
+int mg_session_set(mg_session *s, const char *key, void *ptr, void (*destroy)(void *));
+
+/* ---- host: what the cell language offers to magics ---- */
+
+typedef struct mg_host {
+    void *user;
+    /* Variables of the cell language, as JSON values (int, real, string, bool, null,
+     * array, object). get returns a borrowed ref or NULL; set steals value. */
+    json_t *(*var_get)(void *user, const char *name);
+    int (*var_set)(void *user, const char *name, json_t *value);
+    /* New ref: array of variable names in definition order. */
+    json_t *(*var_names)(void *user);
+    /* Runs code as a cell (for %%time); returns 0 or -1 with err filled. */
+    int (*run_cell)(void *user, const char *code, const mg_out *out, mg_error *err);
+    /* Non-zero once an interrupt has been requested for the running cell. */
+    int (*interrupted)(void *user);
+} mg_host;
+
+/* ---- the context a magic runs in ---- */
+
+typedef struct mg_ctx {
+    const mg_out *out;
+    const mg_host *host;
+    mg_session *session;
+    json_t *cell_metadata; /* borrowed request metadata (JupyterLab's cellId), may be NULL */
+} mg_ctx;
+
+/* ---- arguments ---- */
+
+typedef enum { MG_OPT_FLAG, MG_OPT_STRING, MG_OPT_INT, MG_OPT_FLOAT, MG_OPT_CHOICE } mg_opt_kind;
+
+typedef struct mg_option {
+    const char *name;     /* "--epochs" */
+    mg_opt_kind kind;
+    const char *metavar;  /* "N" */
+    const char *help;     /* one line */
+    const char *choices;  /* MG_OPT_CHOICE: "adam|sgd|adamw" */
+} mg_option;
+
+#define MG_MAX_ARGS 64
+typedef struct mg_args {
+    int npos;
+    char *pos[MG_MAX_ARGS];        /* positional words, in order */
+    int nopt;
+    const mg_option *opt[MG_MAX_ARGS];
+    char *val[MG_MAX_ARGS];        /* option values ("" for flags) */
+    const char *body;              /* cell magic body (after the first line), or NULL */
+    char *storage;                 /* owns all strings above */
+} mg_args;
+
+/* ---- the command table ---- */
+
+enum { MG_LINE = 1u, MG_CELL = 2u, MG_LONG_RUNNING = 4u };
+
+typedef struct mg_command {
+    const char *name;      /* without %: "train" */
+    const char *summary;   /* one line for %lsmagic */
+    const char *usage;     /* full help text: usage line, description, examples */
+    unsigned flags;        /* MG_LINE | MG_CELL | MG_LONG_RUNNING */
+    const mg_option *options;   /* terminated by {NULL}; may be NULL */
+    int (*run)(mg_ctx *ctx, const mg_args *args, mg_error *err);
+} mg_command;
+
+/* The registry: every magic Kiln ships, in one static table (magics/mg_registry.c). */
+const mg_command *mg_registry_find(const char *name);
+const mg_command *const *mg_registry_all(size_t *n);
+
+/* Parses a magic's argument string (already interpolated) against its option table.
+ * Shell-like words: quotes and backslashes; `--opt=value` and `--opt value`.
+ * Unknown options, missing values and bad numbers are errors naming the option.
+ * On success returns 0 and args must be released with mg_args_deinit. */
+int mg_args_parse(const mg_command *cmd, const char *line, const char *body, mg_args *args,
+                  mg_error *err);
+void mg_args_deinit(mg_args *args);
+/* Borrowed value of an option, or NULL when absent. */
+const char *mg_args_get(const mg_args *args, const char *name);
+int mg_args_has(const mg_args *args, const char *name);
+/* Typed getters: 0 with *out set (def when absent), -1 with err naming the option. */
+int mg_args_int(const mg_args *args, const char *name, long def, long *out, mg_error *err);
+int mg_args_float(const mg_args *args, const char *name, double def, double *out,
+                  mg_error *err);
+/* Prints the magic's usage and option table (for --help and NAME?). New string; free(). */
+char *mg_command_help(const mg_command *cmd);
+
+#endif

@@ -1,0 +1,57 @@
+/* rt_dataset.h - an in-memory image classification data set, and how to get one.
+ *
+ * The contract the trainer relies on (the loader fills it, the trainer only reads it):
+ *   images: (N, C, H, W) float32, already normalised (per-channel mean/std of the
+ *           training split), contiguous, owned by the data set;
+ *   labels: (N) uint8 in [0, num_classes).
+ * A data set never changes after loading, so its checksum identifies it in
+ * checkpoints and the results store.
+ */
+#ifndef RT_DATASET_H
+#define RT_DATASET_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "rt_error.h"
+
+#define RT_MAX_CLASSES 100
+
+typedef struct rt_dataset {
+    char name[64];           /* "fashion-mnist/train", "mnist/test", "cifar10/val" ... */
+    int n, c, h, w;          /* N images of C x H x W */
+    int num_classes;
+    float *images;           /* (N, C, H, W), normalised */
+    uint8_t *labels;         /* (N) */
+    char class_names[RT_MAX_CLASSES][32];
+    float mean[4], std[4];   /* per-channel normalisation that was applied */
+    uint64_t checksum;       /* FNV-1a 64 of the raw (unnormalised) bytes and labels */
+} rt_dataset;
+
+/* The splits of a named data set. val is carved from the end of train (--val N);
+ * val.n == 0 when no validation split was asked for. */
+typedef struct rt_dataset_splits {
+    rt_dataset train, val, test;
+    char source[512];        /* directory or URL it came from, for the user */
+} rt_dataset_splits;
+
+/* Progress of a download: bytes so far, total (0 if unknown). Return non-zero to stop. */
+typedef int (*rt_download_progress_fn)(const char *file, uint64_t done, uint64_t total,
+                                       void *user);
+
+typedef struct rt_dataset_opts {
+    const char *name;        /* "mnist", "fashion-mnist", "cifar10", or a path to IDX/CIFAR files */
+    const char *dir;         /* --dir: looked in first (and where downloads go); may be NULL */
+    const char *url;         /* --url: base URL overriding the canonical mirrors; may be NULL */
+    int val;                 /* --val N: images moved from train to val */
+    rt_download_progress_fn progress;
+    void *user;
+    int (*should_stop)(void *user); /* checked during downloads; may be NULL */
+} rt_dataset_opts;
+
+/* Loads (finding or downloading as needed) all splits. On error nothing is left allocated. */
+rt_status rt_dataset_load(rt_dataset_splits *out, const rt_dataset_opts *opts, rt_error *err);
+/* Frees the images and labels of every split. Accepts NULL. */
+void rt_dataset_splits_deinit(rt_dataset_splits *s);
+
+#endif
