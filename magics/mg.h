@@ -39,6 +39,10 @@ typedef struct mg_out {
                       json_t *data, json_t *metadata);
     void (*comm_msg)(void *user, const char *comm_id, json_t *data, json_t *metadata);
     void (*comm_close)(void *user, const char *comm_id, json_t *data);
+    /* Asks the frontend for a line of input (input_request on stdin). Returns a new
+     * string (free()) or NULL when the frontend does not allow stdin or the request
+     * was interrupted. May itself be NULL. */
+    char *(*input)(void *user, const char *prompt, int password);
 } mg_out;
 
 /* Convenience wrappers: printf-style stream output, plain text display. */

@@ -1,0 +1,51 @@
+/* fm.h - Colab-style forms: `#@title`, `#@markdown` and `#@param` annotations
+ * parsed into a form, shown as live ipywidgets (protocol 2.1) bound to the cell
+ * language's variables, or as a text/HTML table where a frontend has no comms.
+ *
+ * The engine (kernel/lang) owns one fm_registry and calls, for each cell:
+ *   fm_form_parse()  before running it (a malformed annotation is an error naming
+ *                    the line; the cell's code still means what it says);
+ *   fm_registry_show() after it ran successfully, when a form was parsed;
+ * and forwards every incoming comm message to fm_registry_comm_msg().
+ */
+#ifndef FM_H
+#define FM_H
+
+#include <jansson.h>
+#include "mg.h"
+
+typedef struct fm_form fm_form;
+typedef struct fm_registry fm_registry;
+
+/* *out = NULL when code has no annotations. Returns 0, or -1 with err filled
+ * (ename "SyntaxError", evalue "line N: ..."). The form is the caller's. */
+int fm_form_parse(const char *code, fm_form **out, mg_error *err);
+void fm_form_destroy(fm_form *f);   /* accepts NULL */
+
+/* Type-checks a `kiln run -p NAME VALUE` override against the form's annotation
+ * for NAME. Returns 1 and *value (new ref) when NAME is a parameter of this form,
+ * 0 when it is not, -1 with err when VALUE does not fit the annotation. */
+int fm_form_coerce(const fm_form *f, const char *name, const char *value_text,
+                   json_t **value, mg_error *err);
+
+fm_registry *fm_registry_create(void);
+void fm_registry_destroy(fm_registry *r);   /* accepts NULL */
+
+/* Shows form f (taken) with the current variable values from host: widgets through
+ * out->comm_open when available, else a text/plain + text/html table. cell_metadata
+ * (borrowed, may be NULL) keys the form to its cell, so re-running a cell replaces
+ * its form. Returns 0 or -1 with err. */
+int fm_registry_show(fm_registry *r, fm_form *f, json_t *cell_metadata,
+                     const mg_host *host, const mg_out *out, mg_error *err);
+
+/* An incoming comm_open/comm_msg/comm_close (content borrowed). Updates variables
+ * through host and echoes through out as ipywidgets expects. Returns 0 when the
+ * comm is one of ours, -1 when unknown (the caller logs it). */
+int fm_registry_comm_msg(fm_registry *r, const char *msg_type, json_t *content,
+                         const mg_host *host, const mg_out *out);
+
+/* Widget state for the notebook's metadata (application/vnd.jupyter.widget-state+json),
+ * new ref; used by `kiln run` so a saved notebook reopens showing its forms. */
+json_t *fm_registry_widget_state(fm_registry *r);
+
+#endif
