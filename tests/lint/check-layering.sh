@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Structural checks that keep the module boundaries true (run as a meson test):
+#   kernel -> magics -> runtime -> runtime/{cpu,cuda}; nothing points backwards.
+# - runtime/ includes no ZeroMQ, no Jupyter-side header, no OpenSSL except the
+#   SHA-256 of downloads, no jansson except checkpoint headers and the results store.
+# - magics/ includes no ZeroMQ/OpenSSL and nothing from kernel/.
+# - kernel/ and magics/ include no CUDA header; CUDA #ifdefs stay in runtime/cuda.
+# - only kernel/jk_main.c calls exit() (children after fork use _exit).
+set -u
+root="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
+cd "$root" || exit 99
+fail=0
+bad() { echo "layering: $*"; fail=1; }
+
+check() { # dir pattern allowed-regex description
+  local dir="$1" pat="$2" allow="$3" what="$4"
+  [ -d "$dir" ] || return 0
+  while IFS= read -r hit; do
+    file="${hit%%:*}"
+    if [ -n "$allow" ] && echo "$file" | grep -Eq "$allow"; then continue; fi
+    bad "$what: $hit"
+  done < <(grep -rnE --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh' "$pat" "$dir" 2>/dev/null)
+}
+
+inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]'
+check runtime "${inc}zmq\.h" "" "runtime includes ZeroMQ"
+check runtime "${inc}(mg|kl|fm|jk_[a-z_]*)\.h" "" "runtime includes a kernel/magics header"
+check runtime "${inc}openssl/" "^runtime/data/rt_sha256\.c$" "runtime includes OpenSSL"
+check runtime "${inc}jansson\.h" "^runtime/(rt_safetensors|rt_ckpt_[a-z_]*)\.c$|^runtime/results/" "runtime includes jansson"
+check magics "${inc}(zmq\.h|openssl/)" "" "magics includes ZeroMQ/OpenSSL"
+check magics "${inc}(kl|fm|jk_[a-z_]*)\.h" "" "magics includes a kernel header"
+check kernel "${inc}(cuda|cudnn|cublas)[a-z_]*\.h" "" "kernel includes CUDA"
+check magics "${inc}(cuda|cudnn|cublas)[a-z_]*\.h" "" "magics includes CUDA"
+check kernel "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "" "CUDA #ifdef outside runtime/cuda"
+check magics "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "" "CUDA #ifdef outside runtime/cuda"
+check runtime "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "^runtime/cuda/|^runtime/rt_backend\.c$" "CUDA #ifdef outside runtime/cuda"
+for d in kernel magics runtime; do
+  check "$d" "(^|[^_a-zA-Z0-9])exit[[:space:]]*\(" "^kernel/jk_main\.c$" "exit() outside kernel/jk_main.c"
+done
+
+if [ "$fail" = 0 ]; then echo "layering: ok"; fi
+exit "$fail"
