@@ -1,0 +1,235 @@
+/* rt_backend.h - the one interface every compute backend (CPU, CUDA) implements.
+ *
+ * A backend is a read-only table of function pointers (rt_backend_ops) plus a handle
+ * (rt_backend) holding the backend's private state (threads, CUDA stream, cuBLAS/cuDNN
+ * handles, scratch workspace). Layers call only through this table, so the CPU and CUDA
+ * signatures are identical and tests/ops can cross-check them mechanically.
+ *
+ * Conventions (STYLE.md "CPU and CUDA backends: one interface"):
+ *  - signature: backend handle first, then outputs, inputs, the descriptor, rt_error *;
+ *  - every tensor's data is backend memory; only upload/download touch host memory;
+ *  - ops are asynchronous on a device backend: results are visible to the host only
+ *    after download (which synchronises) or sync;
+ *  - outputs are OVERWRITTEN (never accumulated) unless the op says otherwise;
+ *  - ops never allocate: scratch memory is reserved once (reserve_workspace) when the
+ *    model is built, and an op whose scratch need exceeds it returns RT_EINVAL;
+ *  - ops must be deterministic for a fixed backend and thread count (bitwise resume).
+ *  - shape letters: N batch, C input channels, H,W input height/width, K output channels,
+ *    R,S kernel height/width, P,Q output height/width, F features, O outputs (dense),
+ *    L classes. Tensor shapes are (N,C,H,W) in rt_tensor.
+ */
+#ifndef RT_BACKEND_H
+#define RT_BACKEND_H
+
+#include <stdint.h>
+
+#include "rt_error.h"
+#include "rt_tensor.h"
+
+/* ---- descriptors: pure shapes and hyperparameters, passed by const pointer ---- */
+
+/* Convolution, PyTorch semantics (cross-correlation, zero padding, no dilation/groups).
+ * P = (H + 2*pad - R)/stride + 1, Q = (W + 2*pad - S)/stride + 1. */
+typedef struct rt_conv_desc {
+    int N, C, H, W;   /* input */
+    int K, R, S;      /* filters (K,C,R,S) */
+    int stride, pad;  /* same in both dimensions */
+    int P, Q;         /* output (N,K,P,Q) */
+} rt_conv_desc;
+
+/* Pooling (max or average) with a R x S window, no padding (PyTorch default),
+ * P = (H - R)/stride + 1, Q = (W - S)/stride + 1 (floor mode). */
+typedef struct rt_pool_desc {
+    int N, C, H, W;
+    int R, S, stride;
+    int P, Q;
+} rt_pool_desc;
+
+/* Dense (PyTorch Linear): out(N,O) = in(N,F) * w(O,F)^T + bias(O). */
+typedef struct rt_dense_desc {
+    int N, F, O;
+} rt_dense_desc;
+
+/* Batch normalisation over (N,H,W) per channel C; PyTorch BatchNorm2d semantics:
+ * biased variance for normalising, unbiased (count/(count-1)) for the running var,
+ * running = (1-momentum)*running + momentum*batch. */
+typedef struct rt_bn_desc {
+    int N, C, H, W;
+    float eps;        /* 1e-5 */
+    float momentum;   /* 0.1 */
+} rt_bn_desc;
+
+/* Dropout (inverted): keep an element with probability 1-p and scale it by 1/(1-p).
+ * The keep decision of element i (flat NCHW index) is rt_dropout_keep(seed, offset + i, p)
+ * (rt_backend.c), a stateless counter-based draw, so every backend produces the same mask
+ * and a resumed run reproduces it from (seed, offset) alone. */
+typedef struct rt_dropout_desc {
+    int N, C, H, W;
+    float p;
+    uint64_t seed;    /* key of the run's RNG stream for this layer */
+    uint64_t offset;  /* counter of the first element (advances by numel every step) */
+} rt_dropout_desc;
+
+/* Softmax cross-entropy over L classes for N samples (log-softmax + NLL). */
+typedef struct rt_xent_desc {
+    int N, L;
+} rt_xent_desc;
+
+/* Optimiser updates on one flat parameter tensor of `numel` elements (PyTorch formulas).
+ * adam:  g += wd*p (adam) | p *= 1-lr*wd (adamw, decoupled); m = b1 m + (1-b1) g;
+ *        v = b2 v + (1-b2) g^2; p -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps).
+ * sgd:   g += wd*p; buf = momentum*buf + (1-dampening)*g (buf = g at step 1);
+ *        g = nesterov ? g + momentum*buf : buf; p -= lr*g. */
+typedef struct rt_adam_desc {
+    float lr, beta1, beta2, eps, weight_decay;
+    int decoupled;    /* 1 = AdamW */
+    int64_t step;     /* t, 1-based, for bias correction */
+} rt_adam_desc;
+
+typedef struct rt_sgd_desc {
+    float lr, momentum, dampening, weight_decay;
+    int nesterov;
+    int64_t step;     /* 1-based; step 1 initialises the momentum buffer */
+} rt_sgd_desc;
+
+/* ---- the backend ---- */
+
+typedef struct rt_backend_ops rt_backend_ops;
+
+struct rt_backend {
+    const rt_backend_ops *ops;  /* borrowed static table */
+    void *impl;                 /* backend-private state */
+    int device;                 /* device index (0 on CPU) */
+    int threads;                /* CPU: OpenMP threads used by ops */
+    int lost;                   /* device poisoned: every op returns RT_EDEVICE_LOST */
+};
+
+struct rt_backend_ops {
+    const char *name;  /* "cpu", "cuda" */
+
+    /* lifecycle: open fills b->impl; RT_ENODEV when the device does not exist. */
+    rt_status (*open)(rt_backend *b, int device, rt_error *err);
+    void (*close)(rt_backend *b);  /* accepts a never-opened (zeroed) handle */
+
+    /* memory: alloc returns zero-filled backend memory; free accepts NULL. */
+    rt_status (*alloc)(rt_backend *b, void **ptr, size_t bytes, rt_error *err);
+    void (*free)(rt_backend *b, void *ptr);
+    /* Reserves scratch for later ops (grows only; the only allocating op besides alloc). */
+    rt_status (*reserve_workspace)(rt_backend *b, size_t bytes, rt_error *err);
+    /* Scratch bytes the conv ops need for this descriptor (im2col buffers etc.). */
+    size_t (*conv2d_workspace)(rt_backend *b, const rt_conv_desc *d);
+
+    /* host <-> backend copies: bytes = rt_tensor_bytes(t) or fewer (a prefix). */
+    rt_status (*upload)(rt_backend *b, rt_tensor *dst, const void *host_src, size_t bytes,
+                        rt_error *err);
+    rt_status (*download)(rt_backend *b, void *host_dst, const rt_tensor *src, size_t bytes,
+                          rt_error *err);
+    rt_status (*sync)(rt_backend *b, rt_error *err);
+
+    /* elementwise utilities on whole tensors (numel of dst) */
+    rt_status (*fill)(rt_backend *b, rt_tensor *dst, float value, rt_error *err);
+    rt_status (*copy)(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err);
+
+    /* conv2d. out (N,K,P,Q); in (N,C,H,W); w (K,C,R,S); bias (K) or NULL. */
+    rt_status (*conv2d_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                            const rt_tensor *w, const rt_tensor *bias,
+                            const rt_conv_desc *d, rt_error *err);
+    /* din (N,C,H,W) = gradient w.r.t. the input, from dout (N,K,P,Q) and w (K,C,R,S). */
+    rt_status (*conv2d_bwd_data)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                 const rt_tensor *w, const rt_conv_desc *d, rt_error *err);
+    /* dw (K,C,R,S), dbias (K) or NULL, from dout (N,K,P,Q) and in (N,C,H,W). */
+    rt_status (*conv2d_bwd_filter)(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                   const rt_tensor *dout, const rt_tensor *in,
+                                   const rt_conv_desc *d, rt_error *err);
+
+    /* pooling. out (N,C,P,Q), in (N,C,H,W). Max ties go to the first element in
+     * row-major window order (PyTorch). bwd: din (N,C,H,W) from dout, in and out. */
+    rt_status (*maxpool_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                             const rt_pool_desc *d, rt_error *err);
+    rt_status (*maxpool_bwd)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                             const rt_tensor *in, const rt_tensor *out,
+                             const rt_pool_desc *d, rt_error *err);
+    rt_status (*avgpool_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                             const rt_pool_desc *d, rt_error *err);
+    rt_status (*avgpool_bwd)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                             const rt_pool_desc *d, rt_error *err);
+
+    /* (leaky) relu, any shape: out = x > 0 ? x : slope*x (slope 0 = relu). In place
+     * (out == in) allowed. bwd uses the OUTPUT (sign of y == sign of x for slope >= 0):
+     * din = y > 0 ? dout : slope*dout; din == dout allowed. */
+    rt_status (*relu_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in, float slope,
+                          rt_error *err);
+    rt_status (*relu_bwd)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                          const rt_tensor *out, float slope, rt_error *err);
+
+    /* batchnorm2d. Training: out, save_mean (C), save_invstd (C) = 1/sqrt(var+eps),
+     * running_mean/var (C) updated in place. Eval: uses running stats only. */
+    rt_status (*bn_fwd_train)(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                              rt_tensor *save_invstd, rt_tensor *running_mean,
+                              rt_tensor *running_var, const rt_tensor *in,
+                              const rt_tensor *gamma, const rt_tensor *beta,
+                              const rt_bn_desc *d, rt_error *err);
+    rt_status (*bn_fwd_eval)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                             const rt_tensor *gamma, const rt_tensor *beta,
+                             const rt_tensor *running_mean, const rt_tensor *running_var,
+                             const rt_bn_desc *d, rt_error *err);
+    /* din (N,C,H,W), dgamma (C), dbeta (C) from dout, in and the saved batch stats. */
+    rt_status (*bn_bwd)(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                        const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
+                        const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                        const rt_bn_desc *d, rt_error *err);
+
+    /* dropout. out and mask have the shape of in; mask holds 0 or 1/(1-p).
+     * bwd: din = dout * mask (din == dout allowed). */
+    rt_status (*dropout_fwd)(rt_backend *b, rt_tensor *out, rt_tensor *mask,
+                             const rt_tensor *in, const rt_dropout_desc *d, rt_error *err);
+    rt_status (*dropout_bwd)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                             const rt_tensor *mask, rt_error *err);
+
+    /* dense. out (N,O); in (N,F) (any (N,C,H,W) with C*H*W = F); w (O,F); bias (O)/NULL */
+    rt_status (*dense_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                           const rt_tensor *w, const rt_tensor *bias,
+                           const rt_dense_desc *d, rt_error *err);
+    /* din (N,F) = dout (N,O) * w (O,F) */
+    rt_status (*dense_bwd_data)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                const rt_tensor *w, const rt_dense_desc *d, rt_error *err);
+    /* dw (O,F) = dout^T * in; dbias (O) = column sums of dout (or NULL) */
+    rt_status (*dense_bwd_filter)(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                  const rt_tensor *dout, const rt_tensor *in,
+                                  const rt_dense_desc *d, rt_error *err);
+
+    /* softmax cross-entropy. loss (N): per-sample -log softmax(logits)[label];
+     * probs (N,L) softmax; logits (N,L); labels (N) RT_I32 in [0,L) (RT_EINVAL otherwise
+     * is NOT checked on device: the trainer validates labels on upload).
+     * bwd: dlogits (N,L) = (probs - onehot(label)) * scale  (scale = 1/N for a mean). */
+    rt_status (*xent_fwd)(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
+                          const rt_tensor *logits, const rt_tensor *labels,
+                          const rt_xent_desc *d, rt_error *err);
+    rt_status (*xent_bwd)(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
+                          const rt_tensor *labels, float scale, const rt_xent_desc *d,
+                          rt_error *err);
+
+    /* optimiser updates (see the descriptors); tensors are flat and of equal numel.
+     * param, m, v / momentum_buf are updated in place; grad is read only. */
+    rt_status (*adam_update)(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
+                             const rt_tensor *grad, const rt_adam_desc *d, rt_error *err);
+    rt_status (*sgd_update)(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
+                            const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err);
+};
+
+/* ---- backend selection (rt_backend.c) ---- */
+
+/* The CPU backend's table (runtime/cpu/). Always available. */
+extern const rt_backend_ops rt_cpu_ops;
+
+/* Opens a backend by name: "cpu", "cuda", "cuda:N" or "auto" (CUDA when compiled in and
+ * a device exists, else CPU). threads <= 0 means all cores (CPU). On error b is zeroed. */
+rt_status rt_backend_open(rt_backend *b, const char *device, int threads, rt_error *err);
+/* Closes and zeroes b. Accepts a zeroed handle. */
+void rt_backend_close(rt_backend *b);
+
+/* The dropout keep rule shared by all backends: 1 when element `counter` of the stream
+ * `seed` is kept (uniform draw >= p). Pure function; see rt_dropout_desc. */
+int rt_dropout_keep(uint64_t seed, uint64_t counter, float p);
+
+#endif
