@@ -60,14 +60,16 @@ typedef struct rt_bn_desc {
 } rt_bn_desc;
 
 /* Dropout (inverted): keep an element with probability 1-p and scale it by 1/(1-p).
- * The keep decision of element i (flat NCHW index) is rt_dropout_keep(seed, offset + i, p)
- * (rt_backend.c), a stateless counter-based draw, so every backend produces the same mask
- * and a resumed run reproduces it from (seed, offset) alone. */
+ * The mask is the Philox stream rt_rng_stream(seed, RT_RNG_DROPOUT, step, layer) of
+ * rt_rng.h, one 32-bit word per element in flat NCHW order, element i kept iff
+ * (word_i >> 8) < ceil((1-p) * 2^24) (rt_rng_fill_bernoulli's contract). Every backend
+ * therefore draws the same mask, and a resumed run reproduces it from the step alone. */
 typedef struct rt_dropout_desc {
     int N, C, H, W;
     float p;
-    uint64_t seed;    /* key of the run's RNG stream for this layer */
-    uint64_t offset;  /* counter of the first element (advances by numel every step) */
+    uint64_t seed;    /* the run's seed */
+    uint32_t step;    /* stream word a: the training step */
+    uint32_t layer;   /* stream word b: the layer index */
 } rt_dropout_desc;
 
 /* Softmax cross-entropy over L classes for N samples (log-softmax + NLL). */
@@ -227,9 +229,5 @@ extern const rt_backend_ops rt_cpu_ops;
 rt_status rt_backend_open(rt_backend *b, const char *device, int threads, rt_error *err);
 /* Closes and zeroes b. Accepts a zeroed handle. */
 void rt_backend_close(rt_backend *b);
-
-/* The dropout keep rule shared by all backends: 1 when element `counter` of the stream
- * `seed` is kept (uniform draw >= p). Pure function; see rt_dropout_desc. */
-int rt_dropout_keep(uint64_t seed, uint64_t counter, float p);
 
 #endif
