@@ -1,0 +1,80 @@
+/* jk_dispatch.c - the shell dispatch table and the rule every request follows:
+ *   iopub busy -> handler (replies, outputs) -> iopub idle, all with parent = request.
+ * Unknown message types are logged and still get busy/idle (no reply), as the spec
+ * allows; nothing a client sends can crash the loop.
+ *
+ * stop_on_error: when an execute_request fails, the execute_requests already queued
+ * behind it are answered "aborted" without running (ipykernel's behaviour); other
+ * request types in the queue are served normally (papermill relies on that).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <zmq.h>
+
+#include "jk_internal.h"
+
+const jkp_handler jkp_shell_handlers[] = {
+    {"execute_request", jkp_handle_execute},
+    {"kernel_info_request", jkp_handle_kernel_info},
+    {"complete_request", jkp_handle_complete},
+    {"inspect_request", jkp_handle_inspect},
+    {"is_complete_request", jkp_handle_is_complete},
+    {"history_request", jkp_handle_history},
+    {"comm_info_request", jkp_handle_comm_info},
+    {"comm_open", jkp_handle_comm_frontend},
+    {"comm_msg", jkp_handle_comm_frontend},
+    {"comm_close", jkp_handle_comm_frontend},
+    {"shutdown_request", jkp_handle_shutdown}, /* deprecated on shell since 5.4 */
+    {NULL, NULL},
+};
+
+void jkp_dispatch(jkp_chan *ch, const jkp_handler *table, const jkp_msg *req)
+{
+    jkp_publish_status(ch->iopub, req->header, "busy");
+    const jkp_handler *h = table;
+    while (h->msg_type && strcmp(h->msg_type, req->msg_type) != 0) h++;
+    if (h->fn)
+        h->fn(ch, req);
+    else
+        jkp_log("%s: unknown message type '%.64s' ignored", ch->name, req->msg_type);
+    jkp_publish_status(ch->iopub, req->header, "idle");
+}
+
+static void send_aborted(jkp_chan *ch, const jkp_msg *req)
+{
+    jkp_publish_status(ch->iopub, req->header, "busy");
+    jkp_log("aborting %s %s (an earlier cell failed)", req->msg_type, req->msg_id);
+    jkp_reply(ch->sock, &ch->k->session, req, "execute_reply",
+              json_pack("{s:s, s:b, s:s}", "status", "aborted", "dependencies_met", 1,
+                        "engine", ch->k->session.session),
+              json_pack("{s:s}", "status", "aborted"));
+    jkp_publish_status(ch->iopub, req->header, "idle");
+}
+
+void jkp_abort_queued(jkp_chan *ch)
+{
+    jkp_kernel *k = ch->k;
+    k->abort_queue = 0;
+    zmq_pollitem_t item = {ch->sock, 0, ZMQ_POLLIN, 0};
+    for (;;) {
+        int n = zmq_poll(&item, 1, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0 || !(item.revents & ZMQ_POLLIN)) break;
+        jkp_msg m;
+        jk_error err;
+        int rc = jkp_msg_recv(ch->sock, k->session.hmac, &m, &err);
+        if (rc == -2) break;
+        if (rc == -1) {
+            jkp_log("shell: dropped a message: %s", err.msg);
+            continue;
+        }
+        if (!strcmp(m.msg_type, "execute_request"))
+            send_aborted(ch, &m);
+        else
+            jkp_dispatch(ch, jkp_shell_handlers, &m);
+        jkp_msg_deinit(&m);
+        if (atomic_load(&k->shutdown)) break;
+    }
+    k->abort_queue = 0; /* a handler run above may have set it again */
+}
