@@ -6,6 +6,14 @@
  *   labels: (N) uint8 in [0, num_classes).
  * A data set never changes after loading, so its checksum identifies it in
  * checkpoints and the results store.
+ *
+ * Units: a raw pixel v in 0..255 is stored as ((v / 255) - mean[c]) / std[c], with
+ * mean/std measured on the training split (after --val is carved off) and applied
+ * unchanged to val and test. rt_dataset_image_u8() undoes it exactly, so nothing
+ * else is kept in memory for pictures.
+ * Checksum: FNV-1a 64 (offset basis 0xcbf29ce484222325, prime 0x100000001b3) fed
+ * the split's raw image bytes in (N, C, H, W) order, then its N label bytes.
+ * Resolution and download: see rt_dataset.c; the HTTP transfer is rt_download.h.
  */
 #ifndef RT_DATASET_H
 #define RT_DATASET_H
@@ -47,11 +55,21 @@ typedef struct rt_dataset_opts {
     rt_download_progress_fn progress;
     void *user;
     int (*should_stop)(void *user); /* checked during downloads; may be NULL */
+    /* Added by DATA (additive): a sha256sum-format file ("HEX  NAME" lines) whose
+     * hashes replace the built-in ones for downloads (own mirrors, tests); may be NULL. */
+    const char *sha256sums;
 } rt_dataset_opts;
 
 /* Loads (finding or downloading as needed) all splits. On error nothing is left allocated. */
 rt_status rt_dataset_load(rt_dataset_splits *out, const rt_dataset_opts *opts, rt_error *err);
 /* Frees the images and labels of every split. Accepts NULL. */
 void rt_dataset_splits_deinit(rt_dataset_splits *s);
+
+/* Added by DATA (additive). Writes image i (C*H*W bytes, CHW order) back as the raw
+ * 0..255 bytes it was loaded from (exact: undoes the normalisation and rounds). */
+void rt_dataset_image_u8(const rt_dataset *d, int i, uint8_t *out);
+/* The names a user may give: "mnist", "fashion-mnist", "cifar10" (NULL-terminated,
+ * static), for help and completion. */
+const char *const *rt_dataset_known_names(void);
 
 #endif

@@ -1,0 +1,89 @@
+/* rt_data_internal.h - private to runtime/data/: raw (uint8) splits and the readers
+ * that fill them. A reader validates everything it reads and names the file in each
+ * error; the preparation step (rt_dataset_prep.c) turns raw splits into rt_dataset.
+ */
+#ifndef RT_DATA_INTERNAL_H
+#define RT_DATA_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "rt_dataset.h"
+#include "rt_error.h"
+
+/* One split as it is stored on disk: bytes, not floats. */
+typedef struct rtp_raw_split {
+    int n, c, h, w;
+    uint8_t *pixels;    /* (N, C, H, W), owned */
+    uint8_t *labels;    /* (N), owned */
+} rtp_raw_split;
+
+void rtp_raw_split_deinit(rtp_raw_split *s);
+
+/* Class names found next to the data (CIFAR batches.meta.txt); count 0 if none. */
+typedef struct rtp_class_names {
+    int count;
+    char names[RT_MAX_CLASSES][32];
+} rtp_class_names;
+
+/* ---- IDX (rt_idx.c): gzip or plain, magic 0x803 images / 0x801 labels ---- */
+/* Reads an image file into s->pixels and sets n, c = 1, h, w. */
+rt_status rtp_idx_read_images(const char *path, rtp_raw_split *s, rt_error *err);
+/* Reads a label file into s->labels; checks the count equals s->n (images read first)
+ * and, when num_classes > 0, that every label is below it. */
+rt_status rtp_idx_read_labels(const char *path, rtp_raw_split *s, int num_classes,
+                              const char *images_path, rt_error *err);
+
+/* ---- CIFAR-10 binary (rt_cifar.c) ---- */
+/* Reads data_batch_1..5.bin, test_batch.bin (and batches.meta.txt if present) from
+ * a directory, or from a cifar-10-binary.tar.gz stream (libarchive, no extraction). */
+rt_status rtp_cifar_read_dir(const char *dir, rtp_raw_split *train, rtp_raw_split *test,
+                             rtp_class_names *names, rt_error *err);
+rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_split *test,
+                             rtp_class_names *names, rt_error *err);
+/* Parses batches.meta.txt bytes (one name a line, blank lines ignored). */
+rt_status rtp_cifar_parse_meta(const char *what, const char *text, size_t len,
+                               rtp_class_names *names, rt_error *err);
+
+/* ---- preparation (rt_dataset_prep.c) ---- */
+typedef struct rtp_prep {
+    const char *base;           /* "fashion-mnist": split names become base/train ... */
+    int val;                    /* --val N */
+    int num_classes;            /* labels already checked below it */
+    const char *const *class_names; /* num_classes entries */
+} rtp_prep;
+
+/* Carves val from the end of train, checksums, measures mean/std on train and
+ * normalises all splits into out. Consumes (frees) train and test in all cases. */
+rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train,
+                              rtp_raw_split *test, const rtp_prep *p, rt_error *err);
+uint64_t rtp_fnv1a64(uint64_t h, const uint8_t *p, size_t n);
+#define RTP_FNV1A64_INIT 0xcbf29ce484222325ULL
+
+/* ---- known sets (rt_dataset_table.c) ---- */
+typedef enum { RTP_FMT_IDX, RTP_FMT_CIFAR } rtp_format;
+
+typedef struct rtp_known_file {
+    const char *name;           /* file name on the mirror and on disk */
+    const char *sha256;         /* of the file as served (see the table for sources) */
+    uint64_t size;
+} rtp_known_file;
+
+typedef struct rtp_known_set {
+    const char *name;           /* "fashion-mnist" */
+    rtp_format format;
+    const char *base_url;       /* canonical mirror, ends with '/' */
+    const char *system_dirs[3]; /* NULL-terminated */
+    rtp_known_file files[4];    /* IDX: train images, train labels, test images, test
+                                   labels; CIFAR: the archive only */
+    int num_files;
+    const char *class_names[10];
+} rtp_known_set;
+
+const rtp_known_set *rtp_known_set_find(const char *name);
+/* Looks NAME up in a sha256sum-format manifest; hex[65] gets the hash. RT_ENOTFOUND
+ * when the manifest has no line for NAME. */
+rt_status rtp_manifest_lookup(const char *manifest, const char *name, char hex[65],
+                              rt_error *err);
+
+#endif

@@ -1,0 +1,42 @@
+/* rt_sha256.c - SHA-256 of a file (OpenSSL EVP), the one thing libcrypto is used
+ * for in runtime/data/. */
+#include "rt_download.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+rt_status rt_sha256_file(const char *path, char hex[65], rt_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return RT_ERR(err, RT_EIO, "%s: cannot open: %s", path, strerror(errno));
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    size_t cap = 1u << 20;
+    unsigned char *buf = malloc(cap);
+    rt_status st = RT_OK;
+    if (!ctx || !buf || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
+        st = RT_ERR(err, RT_ENOMEM, "%s: cannot start SHA-256", path);
+    while (st == RT_OK) {
+        size_t n = fread(buf, 1, cap, f);
+        if (n && !EVP_DigestUpdate(ctx, buf, n))
+            st = RT_ERR(err, RT_EIO, "%s: SHA-256 update failed", path);
+        if (n < cap) {
+            if (ferror(f)) st = RT_ERR(err, RT_EIO, "%s: read error: %s", path, strerror(errno));
+            break;
+        }
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (st == RT_OK && (!EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32))
+        st = RT_ERR(err, RT_EIO, "%s: SHA-256 final failed", path);
+    if (st == RT_OK) {
+        for (unsigned i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+        hex[64] = '\0';
+    }
+    free(buf);
+    EVP_MD_CTX_free(ctx);
+    fclose(f);
+    return st;
+}
