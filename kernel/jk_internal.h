@@ -28,7 +28,7 @@
 #define JKP_MAX_MSG_BYTES ((size_t)8 << 20)
 #define JKP_HMAC_HEX_MAX 129 /* 2 x 64-byte digest (sha512) + NUL */
 
-/* ---- errors, log, ids (jk_util.c) ---- */
+/* ---- errors, log, ids (jk_util.c), UTF-8 text (jk_text.c) ---- */
 
 typedef struct jk_error {
     char msg[256];
@@ -44,6 +44,9 @@ int jkp_uuid4(char *buf, size_t n);
 /* Number of Unicode code points in s (UTF-8), and the byte offset of code point cp. */
 size_t jkp_utf8_len(const char *s);
 size_t jkp_utf8_offset(const char *s, size_t cp);
+/* A JSON string of s[0..len), invalid UTF-8 replaced by U+FFFD (never NULL unless out
+ * of memory). New ref. */
+json_t *jkp_json_text(const char *s, size_t len);
 
 /* ---- byte strings ---- */
 
@@ -216,9 +219,6 @@ struct jkp_exec {
     int count;         /* execution_count for execute_result */
     char *result_text; /* text/plain of the execute_result (history output), owned */
 };
-/* A JSON string of s[0..len), invalid UTF-8 replaced by U+FFFD (never NULL unless out
- * of memory). New ref. */
-json_t *jkp_json_text(const char *s, size_t len);
 /* Fills out with the IOPub implementation of mg_out writing for x. */
 void jkp_outputs_init(mg_out *out, jkp_exec *x);
 /* mg_out.input: input_request on stdin, blocks for input_reply (jk_stdin.c). */

@@ -1,6 +1,5 @@
 /* jk_util.c - small helpers of the protocol side: error records, the stderr log,
- * ISO 8601 dates, UUIDs, UTF-8 code point offsets and owned byte strings.
- * No zmq, no JSON here. */
+ * ISO 8601 dates, UUIDs and owned byte strings. No zmq, no JSON here. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,27 +52,6 @@ int jkp_uuid4(char *buf, size_t n)
              b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
              b[14], b[15]);
     return 0;
-}
-
-/* Continuation bytes (10xxxxxx) do not start a code point. */
-size_t jkp_utf8_len(const char *s)
-{
-    size_t n = 0;
-    for (; *s; s++)
-        if (((unsigned char)*s & 0xc0) != 0x80) n++;
-    return n;
-}
-
-size_t jkp_utf8_offset(const char *s, size_t cp)
-{
-    size_t i = 0, seen = 0;
-    for (; s[i]; i++) {
-        if (((unsigned char)s[i] & 0xc0) != 0x80) {
-            if (seen == cp) return i;
-            seen++;
-        }
-    }
-    return i;
 }
 
 int jkp_bytes_set(jkp_bytes *b, const void *data, size_t len)
