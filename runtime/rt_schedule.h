@@ -1,0 +1,81 @@
+/* rt_schedule.h - learning-rate schedules as pure functions of the step.
+ *
+ * lr = rt_schedule_lr(s, base_lr, step), step = the 0-based index of the optimiser
+ * update about to happen (the number of updates done so far). Nothing is accumulated,
+ * so a resumed run gets exactly the lr of the uninterrupted one from the step alone.
+ * Each schedule equals its torch.optim.lr_scheduler counterpart stepped once per unit:
+ *   constant                 ConstantLR(factor=1) / no scheduler
+ *   step  step_size gamma    StepLR:  base * gamma^(t // step_size)
+ *   cosine t_max eta_min     CosineAnnealingLR (closed form; periodic past t_max as torch)
+ *   onecycle                 OneCycleLR (max_lr, total_steps, pct_start 0.3, anneal cos,
+ *                            div_factor 25, final_div_factor 1e4, three_phase false);
+ *                            cycle_momentum is NOT applied (momentum/betas stay fixed);
+ *                            past total_steps (torch raises) the lr stays at its end value
+ * t counts epochs (unit=epoch: t = step / steps_per_epoch, i.e. scheduler.step() once an
+ * epoch, the torch habit for StepLR/Cosine) or steps (unit=step; OneCycle's default).
+ * warmup=W (constant/step/cosine): SequentialLR(LinearLR(warmup_start, 1, W), S,
+ * milestones=[W]) where S sees t - W (so cosine's t_max counts from the warmup's end).
+ *
+ * Option strings (%train --schedule): a name, optional ':'-separated positional values,
+ * then key=value words (space or comma separated), e.g.
+ *   "constant"  "step:10:0.1"  "step step_size=10 gamma=0.1"  "cosine warmup=5"
+ *   "cosine:50:1e-5 unit=step"  "onecycle max_lr=0.1 pct_start=0.25 anneal=linear"
+ * Positional order: step (step_size, gamma), cosine (t_max, eta_min),
+ * onecycle (max_lr, total_steps, pct_start).
+ */
+#ifndef RT_SCHEDULE_H
+#define RT_SCHEDULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_error.h"
+
+typedef enum {
+    RT_SCHED_CONSTANT = 0,
+    RT_SCHED_STEP = 1,
+    RT_SCHED_COSINE = 2,
+    RT_SCHED_ONECYCLE = 3
+} rt_sched_kind;
+
+typedef struct rt_schedule {
+    rt_sched_kind kind;
+    int per_step;              /* unit: 1 = steps, 0 = epochs */
+    int64_t steps_per_epoch;   /* set by rt_schedule_resolve (> 0) */
+    int64_t warmup;            /* W units of linear warmup (0 = none) */
+    double warmup_start;       /* LinearLR start_factor (default 0.1) */
+    int64_t step_size;         /* step: required, > 0 */
+    double gamma;              /* step: 0.1 */
+    int64_t t_max;             /* cosine: 0 = the run's length (resolve) */
+    double eta_min;            /* cosine: 0 */
+    double max_lr;             /* onecycle: 0 = base_lr */
+    int64_t total_steps;       /* onecycle: 0 = the run's length (resolve) */
+    double pct_start;          /* onecycle: 0.3 */
+    int anneal_linear;         /* onecycle: 0 = cos, 1 = linear */
+    double div_factor;         /* onecycle: 25 */
+    double final_div_factor;   /* onecycle: 1e4 */
+    int three_phase;           /* onecycle: 0 */
+} rt_schedule;
+
+/* Defaults for kind (unit = step for onecycle, epoch otherwise). */
+rt_schedule rt_schedule_default(rt_sched_kind kind);
+const char *rt_schedule_kind_name(rt_sched_kind kind);
+
+/* Parses an option string (see above). RT_EINVAL with a message naming what was
+ * expected; *out is only written on success. */
+rt_status rt_schedule_parse(rt_schedule *out, const char *text, rt_error *err);
+
+/* Fills what depends on the run (steps_per_epoch; t_max and total_steps when 0) and
+ * checks the result (e.g. warmup shorter than t_max, onecycle phases non-empty).
+ * epochs = the run's planned length. Idempotent for already-resolved fields. */
+rt_status rt_schedule_resolve(rt_schedule *s, int64_t steps_per_epoch, int64_t epochs,
+                              rt_error *err);
+
+/* The learning rate of update `step` (0-based). s must be resolved. */
+double rt_schedule_lr(const rt_schedule *s, double base_lr, int64_t step);
+
+/* Canonical text that rt_schedule_parse reads back to the same schedule (every field,
+ * %.17g): for checkpoint metadata. Returns the snprintf length (>= n: truncated). */
+int rt_schedule_format(const rt_schedule *s, char *buf, size_t n);
+
+#endif
