@@ -1,0 +1,166 @@
+/* cpu_backend.c - the CPU backend: lifecycle, memory, copies, and the ops table.
+ *
+ * "Backend memory" is plain host memory (64-byte aligned for AVX-512), so upload and
+ * download are memcpy. Threads: OpenMP loops in the op files use b->threads, and
+ * OpenBLAS is told the same count at open (its OpenMP build runs single-threaded when
+ * called inside our own parallel regions, so per-image GEMMs do not oversubscribe).
+ * The workspace is the only scratch: reserved when a model is built, never inside a step.
+ */
+#include <cblas.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_internal.h"
+
+static rt_status cpu_open(rt_backend *b, int device, rt_error *err)
+{
+    if (device != 0) return RT_ERR(err, RT_ENODEV, "cpu:%d does not exist (use cpu)", device);
+    rtp_cpu *c = calloc(1, sizeof *c);
+    if (!c) return RT_ERR(err, RT_ENOMEM, "out of memory opening the CPU backend");
+    b->impl = c;
+    if (b->threads <= 0) b->threads = omp_get_num_procs();
+    openblas_set_num_threads(b->threads);
+    return RT_OK;
+}
+
+static void cpu_close(rt_backend *b)
+{
+    rtp_cpu *c = b ? b->impl : NULL;
+    if (!c) return;
+    free(c->ws);
+    free(c);
+    b->impl = NULL;
+}
+
+static rt_status cpu_alloc(rt_backend *b, void **ptr, size_t bytes, rt_error *err)
+{
+    size_t n = (bytes + 63) / 64 * 64;
+    if (n == 0) n = 64;
+    void *p = aligned_alloc(64, n);
+    if (!p) {
+        *ptr = NULL;
+        return RT_ERR(err, RT_ENOMEM, "out of memory allocating %zu bytes ---> HINT: "
+                      "reduce --batch or the model size", bytes);
+    }
+    memset(p, 0, n);
+    *ptr = p;
+    return RT_OK;
+}
+
+static void cpu_free(rt_backend *b, void *ptr) { free(ptr); }
+
+static rt_status cpu_reserve_workspace(rt_backend *b, size_t bytes, rt_error *err)
+{
+    rtp_cpu *c = b->impl;
+    if (bytes <= c->ws_bytes) return RT_OK;
+    void *p = NULL;
+    RT_TRY(cpu_alloc(b, &p, bytes, err));
+    free(c->ws);
+    c->ws = p;
+    c->ws_bytes = bytes;
+    return RT_OK;
+}
+
+float *rtp_cpu_scratch(rt_backend *b, size_t bytes, rt_error *err)
+{
+    rtp_cpu *c = b->impl;
+    if (bytes > c->ws_bytes) {
+        RT_ERR(err, RT_EINVAL, "CPU workspace too small (%zu bytes reserved, %zu needed): "
+               "the model did not reserve it", c->ws_bytes, bytes);
+        return NULL;
+    }
+    return c->ws;
+}
+
+rt_status rtp_cpu_check(const rt_tensor *t, size_t numel, const char *what, rt_error *err)
+{
+    if (!t || !t->data) return RT_ERR(err, RT_EINVAL, "%s: unbound tensor", what);
+    if (rt_tensor_numel(t) < numel)
+        return RT_ERR(err, RT_EINVAL, "%s: tensor has %zu elements, op needs %zu", what,
+                      rt_tensor_numel(t), numel);
+    return RT_OK;
+}
+
+static rt_status cpu_upload(rt_backend *b, rt_tensor *dst, const void *src, size_t bytes,
+                            rt_error *err)
+{
+    if (bytes > rt_tensor_bytes(dst) || !dst->data)
+        return RT_ERR(err, RT_EINVAL, "upload of %zu bytes into a %zu-byte tensor", bytes,
+                      rt_tensor_bytes(dst));
+    memcpy(dst->data, src, bytes);
+    return RT_OK;
+}
+
+static rt_status cpu_download(rt_backend *b, void *dst, const rt_tensor *src, size_t bytes,
+                              rt_error *err)
+{
+    if (bytes > rt_tensor_bytes(src) || !src->data)
+        return RT_ERR(err, RT_EINVAL, "download of %zu bytes from a %zu-byte tensor", bytes,
+                      rt_tensor_bytes(src));
+    memcpy(dst, src->data, bytes);
+    return RT_OK;
+}
+
+static rt_status cpu_sync(rt_backend *b, rt_error *err) { return RT_OK; }
+
+static rt_status cpu_fill(rt_backend *b, rt_tensor *dst, float v, rt_error *err)
+{
+    RTP_CHECK(dst, 0, "fill");
+    float *p = dst->data;
+    size_t n = rt_tensor_numel(dst);
+    if (v == 0.0f) {
+        memset(p, 0, n * sizeof *p);
+        return RT_OK;
+    }
+    for (size_t i = 0; i < n; i++) p[i] = v;
+    return RT_OK;
+}
+
+static rt_status cpu_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err)
+{
+    RTP_CHECK(dst, rt_tensor_numel(src), "copy");
+    memmove(dst->data, src->data, rt_tensor_bytes(src));
+    return RT_OK;
+}
+
+static size_t cpu_conv_ws(rt_backend *b, const rt_conv_desc *d)
+{
+    return rtp_cpu_conv2d_workspace(b, d);
+}
+
+const rt_backend_ops rt_cpu_ops = {
+    .name = "cpu",
+    .open = cpu_open,
+    .close = cpu_close,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .reserve_workspace = cpu_reserve_workspace,
+    .conv2d_workspace = cpu_conv_ws,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .sync = cpu_sync,
+    .fill = cpu_fill,
+    .copy = cpu_copy,
+    .conv2d_fwd = rtp_cpu_conv2d_fwd,
+    .conv2d_bwd_data = rtp_cpu_conv2d_bwd_data,
+    .conv2d_bwd_filter = rtp_cpu_conv2d_bwd_filter,
+    .maxpool_fwd = rtp_cpu_maxpool_fwd,
+    .maxpool_bwd = rtp_cpu_maxpool_bwd,
+    .avgpool_fwd = rtp_cpu_avgpool_fwd,
+    .avgpool_bwd = rtp_cpu_avgpool_bwd,
+    .relu_fwd = rtp_cpu_relu_fwd,
+    .relu_bwd = rtp_cpu_relu_bwd,
+    .bn_fwd_train = rtp_cpu_bn_fwd_train,
+    .bn_fwd_eval = rtp_cpu_bn_fwd_eval,
+    .bn_bwd = rtp_cpu_bn_bwd,
+    .dropout_fwd = rtp_cpu_dropout_fwd,
+    .dropout_bwd = rtp_cpu_dropout_bwd,
+    .dense_fwd = rtp_cpu_dense_fwd,
+    .dense_bwd_data = rtp_cpu_dense_bwd_data,
+    .dense_bwd_filter = rtp_cpu_dense_bwd_filter,
+    .xent_fwd = rtp_cpu_xent_fwd,
+    .xent_bwd = rtp_cpu_xent_bwd,
+    .adam_update = rtp_cpu_adam_update,
+    .sgd_update = rtp_cpu_sgd_update,
+};

@@ -1,0 +1,56 @@
+/* cpu_xent.c - softmax cross-entropy on the CPU (log-softmax + NLL, per sample).
+ *
+ * The max is subtracted before exp (stable); the per-sample loss is
+ * logsumexp(logits) - logits[label], computed in double. The caller reduces the (N)
+ * losses (mean) on the host in a fixed order.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "cpu_internal.h"
+
+rt_status rtp_cpu_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
+                           const rt_tensor *logits, const rt_tensor *labels,
+                           const rt_xent_desc *d, rt_error *err)
+{
+    RTP_CHECK(logits, (size_t)d->N * d->L, "xent logits");
+    RTP_CHECK(probs, (size_t)d->N * d->L, "xent probs");
+    RTP_CHECK(loss, (size_t)d->N, "xent loss");
+    RTP_CHECK(labels, (size_t)d->N, "xent labels");
+    const float *z = logits->data;
+    const int32_t *y = labels->data;
+    float *p = probs->data, *l = loss->data;
+    for (int n = 0; n < d->N; n++) {
+        const float *zn = z + (size_t)n * d->L;
+        float *pn = p + (size_t)n * d->L;
+        if (y[n] < 0 || y[n] >= d->L)
+            return RT_ERR(err, RT_EINVAL, "label %d of sample %d is outside [0, %d)", y[n], n,
+                          d->L);
+        float m = zn[0];
+        for (int j = 1; j < d->L; j++) m = zn[j] > m ? zn[j] : m;
+        double s = 0.0;
+        for (int j = 0; j < d->L; j++) s += exp((double)zn[j] - m);
+        double lse = m + log(s);
+        for (int j = 0; j < d->L; j++) pn[j] = (float)exp((double)zn[j] - lse);
+        l[n] = (float)(lse - zn[y[n]]);
+    }
+    return RT_OK;
+}
+
+rt_status rtp_cpu_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
+                           const rt_tensor *labels, float scale, const rt_xent_desc *d,
+                           rt_error *err)
+{
+    RTP_CHECK(probs, (size_t)d->N * d->L, "xent probs");
+    RTP_CHECK(dlogits, (size_t)d->N * d->L, "xent logits gradient");
+    RTP_CHECK(labels, (size_t)d->N, "xent labels");
+    const float *p = probs->data;
+    const int32_t *y = labels->data;
+    float *g = dlogits->data;
+    for (int n = 0; n < d->N; n++)
+        for (int j = 0; j < d->L; j++) {
+            size_t i = (size_t)n * d->L + j;
+            g[i] = (p[i] - (j == y[n] ? 1.0f : 0.0f)) * scale;
+        }
+    return RT_OK;
+}

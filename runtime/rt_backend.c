@@ -1,0 +1,59 @@
+/* rt_backend.c - opening a backend by device name ("cpu", "cuda[:N]", "auto").
+ *
+ * The CUDA backend registers itself through rt_cuda_ops when it is compiled in (a
+ * weak symbol here, so this file needs no #ifdef and builds without CUDA).
+ */
+#include "rt_backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+extern const rt_backend_ops rt_cuda_ops __attribute__((weak));
+
+static rt_status open_with(rt_backend *b, const rt_backend_ops *ops, int device, int threads,
+                           rt_error *err)
+{
+    memset(b, 0, sizeof *b);
+    b->ops = ops;
+    b->device = device;
+    b->threads = threads;
+    rt_status s = ops->open(b, device, err);
+    if (s != RT_OK) memset(b, 0, sizeof *b);
+    return s;
+}
+
+rt_status rt_backend_open(rt_backend *b, const char *device, int threads, rt_error *err)
+{
+    const rt_backend_ops *cuda = &rt_cuda_ops;
+    if (!device || !strcmp(device, "cpu")) return open_with(b, &rt_cpu_ops, 0, threads, err);
+    if (!strcmp(device, "auto")) {
+        if (cuda && open_with(b, cuda, 0, threads, NULL) == RT_OK) return RT_OK;
+        return open_with(b, &rt_cpu_ops, 0, threads, err);
+    }
+    if (!strncmp(device, "cuda", 4)) {
+        int idx = 0;
+        if (device[4] == ':') {
+            char *end;
+            long v = strtol(device + 5, &end, 10);
+            if (*end || end == device + 5 || v < 0 || v > 255)
+                return RT_ERR(err, RT_EINVAL, "bad device '%s' (expected cuda:N)", device);
+            idx = (int)v;
+        } else if (device[4]) {
+            return RT_ERR(err, RT_EINVAL, "bad device '%s' (expected cpu, cuda, cuda:N, auto)",
+                          device);
+        }
+        if (!cuda)
+            return RT_ERR(err, RT_ENODEV, "this Kiln was built without CUDA ---> HINT: use "
+                          "--device cpu, or rebuild with -Dcuda=enabled");
+        return open_with(b, cuda, idx, threads, err);
+    }
+    return RT_ERR(err, RT_EINVAL, "unknown device '%s' (expected cpu, cuda, cuda:N, auto)",
+                  device);
+}
+
+void rt_backend_close(rt_backend *b)
+{
+    if (!b) return;
+    if (b->ops && b->ops->close) b->ops->close(b);
+    memset(b, 0, sizeof *b);
+}

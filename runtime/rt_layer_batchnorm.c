@@ -1,0 +1,101 @@
+/* rt_layer_batchnorm.c - `batchnorm [momentum=0.1] [eps=1e-5]`: PyTorch BatchNorm2d over
+ * (N,H,W) per channel; after flatten/dense it normalises each feature over the batch
+ * (BatchNorm1d semantics, the same op with H = W = 1).
+ * Parameters: weight (gamma, 1) and bias (beta, 0); buffers running_mean (0) and
+ * running_var (1), saved in checkpoints; per-step saved batch mean and 1/std. */
+#include <stdio.h>
+
+#include "rt_layer.h"
+
+static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
+{
+    l->f = 0.1f;   /* momentum */
+    l->k = 0;      /* eps exponent unused; eps stored in r as 1e-5 fixed unless given */
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        if (rtp_opt(argv[i], "momentum", &v)) {
+            if (rtp_parse_float(v, &l->f) || l->f < 0.0f || l->f > 1.0f) goto bad;
+        } else {
+            snprintf(why, RT_LAYER_WHY, "unexpected argument '%s'", argv[i]);
+            return RT_EINVAL;
+        }
+        continue;
+    bad:
+        snprintf(why, RT_LAYER_WHY, "'%s' needs a value in [0, 1]", argv[i]);
+        return RT_EINVAL;
+    }
+    return RT_OK;
+}
+
+static rt_status infer(rt_layer *l, char *why)
+{
+    rtp_same_shape(l, why);
+    int C = l->in_c;
+    l->nparams = 2;
+    rtp_shape(&l->param[0], C, 1, 1, 1);
+    rtp_shape(&l->param[1], C, 1, 1, 1);
+    l->param_name[0] = "weight";
+    l->param_name[1] = "bias";
+    l->param_ndim[0] = l->param_ndim[1] = 1;
+    l->nbufs = 2;
+    rtp_shape(&l->buf[0], C, 1, 1, 1);
+    rtp_shape(&l->buf[1], C, 1, 1, 1);
+    l->buf_name[0] = "running_mean";
+    l->buf_name[1] = "running_var";
+    l->nsaved = 2;
+    rtp_shape(&l->saved[0], C, 1, 1, 1);
+    rtp_shape(&l->saved[1], C, 1, 1, 1);
+    return RT_OK;
+}
+
+static void format(const rt_layer *l, char *buf, size_t n)
+{
+    if (l->f == 0.1f) snprintf(buf, n, "batchnorm");
+    else snprintf(buf, n, "batchnorm momentum=%.9g", (double)l->f);
+}
+
+static void init(const rt_layer *l, float **host, uint64_t seed)
+{
+    for (int c = 0; c < l->in_c; c++) {
+        host[0][c] = 1.0f; /* gamma */
+        host[1][c] = 0.0f; /* beta */
+        host[2][c] = 0.0f; /* running mean */
+        host[3][c] = 1.0f; /* running var */
+    }
+}
+
+static void desc(const rt_layer *l, int N, rt_bn_desc *d)
+{
+    *d = (rt_bn_desc){.N = N, .C = l->in_c, .H = l->in_h, .W = l->in_w, .eps = 1e-5f,
+                      .momentum = l->f};
+}
+
+static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                         const rt_fwd_ctx *ctx, rt_error *err)
+{
+    rt_bn_desc d;
+    desc(l, in->n, &d);
+    if (!ctx->train)
+        return b->ops->bn_fwd_eval(b, out, in, &l->param[0], &l->param[1], &l->buf[0],
+                                   &l->buf[1], &d, err);
+    return b->ops->bn_fwd_train(b, out, &l->saved[0], &l->saved[1], &l->buf[0], &l->buf[1],
+                                in, &l->param[0], &l->param[1], &d, err);
+}
+
+static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                          const rt_tensor *in, const rt_tensor *out, rt_error *err)
+{
+    rt_bn_desc d;
+    desc(l, in->n, &d);
+    if (din)
+        return b->ops->bn_bwd(b, din, &l->grad[0], &l->grad[1], dout, in, &l->param[0],
+                              &l->saved[0], &l->saved[1], &d, err);
+    return RT_ERR(err, RT_EINVAL, "batchnorm as the first layer needs an input gradient "
+                  "buffer (internal)");
+}
+
+const rt_layer_type rt_layer_batchnorm = {
+    .name = "batchnorm", .usage = "batchnorm [momentum=0.1]",
+    .parse = parse, .infer = infer, .format = format, .init = init,
+    .forward = forward, .backward = backward,
+};

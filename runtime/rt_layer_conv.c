@@ -1,0 +1,124 @@
+/* rt_layer_conv.c - conv2d: `conv2d K R [stride=1] [pad=0]` (square R x R kernel, bias).
+ *
+ * Weight (K,C,R,R) and bias (K); PyTorch Conv2d semantics and default init. Needs a
+ * (C,H,W) input (not after flatten/dense). The computation is the backend's
+ * conv2d_fwd/bwd_data/bwd_filter; this file only parses, infers shapes and dispatches.
+ */
+#include <stdio.h>
+
+#include "rt_layer.h"
+
+static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
+{
+    l->stride = 1;
+    l->pad = 0;
+    int pos = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        if (rtp_opt(argv[i], "stride", &v)) {
+            if (rtp_parse_int(v, &l->stride)) goto bad_opt;
+        } else if (rtp_opt(argv[i], "pad", &v) || rtp_opt(argv[i], "padding", &v)) {
+            if (v[0] == '0' && v[1] == 0) l->pad = 0;
+            else if (rtp_parse_int(v, &l->pad)) goto bad_opt;
+        } else if (pos == 0) {
+            if (rtp_parse_int(argv[i], &l->k)) goto bad_pos;
+            pos++;
+        } else if (pos == 1) {
+            if (rtp_parse_int(argv[i], &l->r)) goto bad_pos;
+            pos++;
+        } else {
+            snprintf(why, RT_LAYER_WHY, "unexpected argument '%s'", argv[i]);
+            return RT_EINVAL;
+        }
+        continue;
+    bad_opt:
+        snprintf(why, RT_LAYER_WHY, "'%s' needs a positive integer value", argv[i]);
+        return RT_EINVAL;
+    bad_pos:
+        snprintf(why, RT_LAYER_WHY, "'%s' is not a positive integer", argv[i]);
+        return RT_EINVAL;
+    }
+    if (pos < 2) {
+        snprintf(why, RT_LAYER_WHY, "missing %s", pos == 0 ? "the output channels K and "
+                 "kernel size R" : "the kernel size R");
+        return RT_EINVAL;
+    }
+    return RT_OK;
+}
+
+static void desc(const rt_layer *l, int N, rt_conv_desc *d)
+{
+    *d = (rt_conv_desc){.N = N, .C = l->in_c, .H = l->in_h, .W = l->in_w, .K = l->k,
+                        .R = l->r, .S = l->r, .stride = l->stride, .pad = l->pad,
+                        .P = l->out_h, .Q = l->out_w};
+}
+
+static rt_status infer(rt_layer *l, char *why)
+{
+    if (l->in_flat) {
+        snprintf(why, RT_LAYER_WHY, "needs a (C,H,W) input but gets %d flat features "
+                 "(a conv2d cannot follow flatten or dense)", l->in_c);
+        return RT_EINVAL;
+    }
+    int hp = l->in_h + 2 * l->pad, wp = l->in_w + 2 * l->pad;
+    if (l->r > hp || l->r > wp) {
+        snprintf(why, RT_LAYER_WHY, "kernel %dx%d does not fit the input %dx%dx%d "
+                 "(padded %dx%d)", l->r, l->r, l->in_c, l->in_h, l->in_w, hp, wp);
+        return RT_EINVAL;
+    }
+    l->out_c = l->k;
+    l->out_h = (hp - l->r) / l->stride + 1;
+    l->out_w = (wp - l->r) / l->stride + 1;
+    l->out_flat = 0;
+    l->nparams = 2;
+    rtp_shape(&l->param[0], l->k, l->in_c, l->r, l->r);
+    rtp_shape(&l->param[1], l->k, 1, 1, 1);
+    l->param_name[0] = "weight";
+    l->param_name[1] = "bias";
+    l->param_ndim[0] = 4;
+    l->param_ndim[1] = 1;
+    return RT_OK;
+}
+
+static void format(const rt_layer *l, char *buf, size_t n)
+{
+    snprintf(buf, n, "conv2d %d %d stride=%d pad=%d", l->k, l->r, l->stride, l->pad);
+}
+
+static void init(const rt_layer *l, float **host, uint64_t seed)
+{
+    int fan_in = l->in_c * l->r * l->r;
+    rtp_init_uniform(host[0], rt_tensor_numel(&l->param[0]), fan_in, seed, l->index, 0);
+    rtp_init_uniform(host[1], (size_t)l->k, fan_in, seed, l->index, 1);
+}
+
+static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                         const rt_fwd_ctx *ctx, rt_error *err)
+{
+    rt_conv_desc d;
+    desc(l, in->n, &d);
+    return b->ops->conv2d_fwd(b, out, in, &l->param[0], &l->param[1], &d, err);
+}
+
+static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                          const rt_tensor *in, const rt_tensor *out, rt_error *err)
+{
+    rt_conv_desc d;
+    desc(l, in->n, &d);
+    RT_TRY(b->ops->conv2d_bwd_filter(b, &l->grad[0], &l->grad[1], dout, in, &d, err));
+    if (din) RT_TRY(b->ops->conv2d_bwd_data(b, din, dout, &l->param[0], &d, err));
+    return RT_OK;
+}
+
+static size_t workspace(const rt_layer *l, rt_backend *b, int N)
+{
+    rt_conv_desc d;
+    desc(l, N, &d);
+    return b->ops->conv2d_workspace(b, &d);
+}
+
+const rt_layer_type rt_layer_conv2d = {
+    .name = "conv2d", .usage = "conv2d K R [stride=1] [pad=0]",
+    .parse = parse, .infer = infer, .format = format, .init = init,
+    .forward = forward, .backward = backward, .workspace = workspace,
+};

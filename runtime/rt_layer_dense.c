@@ -1,0 +1,70 @@
+/* rt_layer_dense.c - `dense O`: fully connected layer, PyTorch Linear(F, O) with bias.
+ * Weight (O,F), bias (O), default init U(-1/sqrt(F), 1/sqrt(F)). Needs flat features
+ * (put `flatten` after convolutions). */
+#include <stdio.h>
+
+#include "rt_layer.h"
+
+static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
+{
+    if (argc != 1) {
+        snprintf(why, RT_LAYER_WHY, argc ? "unexpected argument '%s'" : "missing the number "
+                 "of outputs O%s", argc ? argv[1] : "");
+        return RT_EINVAL;
+    }
+    if (rtp_parse_int(argv[0], &l->k)) {
+        snprintf(why, RT_LAYER_WHY, "'%s' is not a positive integer", argv[0]);
+        return RT_EINVAL;
+    }
+    return RT_OK;
+}
+
+static rt_status infer(rt_layer *l, char *why)
+{
+    if (!l->in_flat && (l->in_h > 1 || l->in_w > 1)) {
+        snprintf(why, RT_LAYER_WHY, "needs flat features but gets a %dx%dx%d input ---> "
+                 "HINT: add a 'flatten' line before it", l->in_c, l->in_h, l->in_w);
+        return RT_EINVAL;
+    }
+    l->out_c = l->k;
+    l->out_h = l->out_w = 1;
+    l->out_flat = 1;
+    l->nparams = 2;
+    rtp_shape(&l->param[0], l->k, l->in_c, 1, 1);
+    rtp_shape(&l->param[1], l->k, 1, 1, 1);
+    l->param_name[0] = "weight";
+    l->param_name[1] = "bias";
+    l->param_ndim[0] = 2;
+    l->param_ndim[1] = 1;
+    return RT_OK;
+}
+
+static void format(const rt_layer *l, char *buf, size_t n) { snprintf(buf, n, "dense %d", l->k); }
+
+static void init(const rt_layer *l, float **host, uint64_t seed)
+{
+    rtp_init_uniform(host[0], (size_t)l->k * l->in_c, l->in_c, seed, l->index, 0);
+    rtp_init_uniform(host[1], (size_t)l->k, l->in_c, seed, l->index, 1);
+}
+
+static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                         const rt_fwd_ctx *ctx, rt_error *err)
+{
+    rt_dense_desc d = {.N = in->n, .F = l->in_c, .O = l->k};
+    return b->ops->dense_fwd(b, out, in, &l->param[0], &l->param[1], &d, err);
+}
+
+static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                          const rt_tensor *in, const rt_tensor *out, rt_error *err)
+{
+    rt_dense_desc d = {.N = in->n, .F = l->in_c, .O = l->k};
+    RT_TRY(b->ops->dense_bwd_filter(b, &l->grad[0], &l->grad[1], dout, in, &d, err));
+    if (din) RT_TRY(b->ops->dense_bwd_data(b, din, dout, &l->param[0], &d, err));
+    return RT_OK;
+}
+
+const rt_layer_type rt_layer_dense = {
+    .name = "dense", .usage = "dense O",
+    .parse = parse, .infer = infer, .format = format, .init = init,
+    .forward = forward, .backward = backward,
+};

@@ -1,0 +1,316 @@
+/* rt_model.c - model lifecycle: create (parse), attach (arenas on a backend, init),
+ * forward, loss and backward.
+ *
+ * Memory: four arenas per model, allocated once at attach: params and grads (each one
+ * contiguous flat vector, tensors packed without gaps so an optimiser can update the
+ * whole model in one call), acts (every layer's output for a max batch, per-sample
+ * saved tensors such as dropout masks, two ping-pong gradient buffers, labels, losses,
+ * probabilities) and state (BN running stats and batch stats). flatten's output aliases
+ * its input. Forward/backward allocate nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rt_model_internal.h"
+
+rt_status rt_model_create(rt_model **out, const char *spec, const rt_model_input *in,
+                          rt_error *err)
+{
+    *out = NULL;
+    if (!spec || !in) return RT_ERR(err, RT_EINVAL, "rt_model_create: NULL spec or input");
+    rt_model *m = calloc(1, sizeof *m);
+    if (!m || !(m->spec = strdup(spec))) {
+        free(m);
+        return RT_ERR(err, RT_ENOMEM, "out of memory creating the model");
+    }
+    m->in = *in;
+    rt_status s = rtp_model_parse(m, err);
+    if (s == RT_OK) {
+        m->tfwd = calloc((size_t)m->nlayers + 1, sizeof *m->tfwd);
+        m->tbwd = calloc((size_t)m->nlayers + 1, sizeof *m->tbwd);
+        if (!m->tfwd || !m->tbwd) s = RT_ERR(err, RT_ENOMEM, "out of memory");
+    }
+    if (s != RT_OK) {
+        rt_model_destroy(m);
+        return s;
+    }
+    *out = m;
+    return RT_OK;
+}
+
+void rtp_model_detach(rt_model *m)
+{
+    rt_arena_deinit(&m->params);
+    rt_arena_deinit(&m->grads);
+    rt_arena_deinit(&m->acts);
+    rt_arena_deinit(&m->state);
+    free(m->act);
+    free(m->host_loss);
+    m->act = NULL;
+    m->host_loss = NULL;
+    m->b = NULL;
+}
+
+void rt_model_destroy(rt_model *m)
+{
+    if (!m) return;
+    rtp_model_detach(m);
+    free(m->spec);
+    free(m->canonical);
+    free(m->layers);
+    free(m->rows);
+    free(m->tfwd);
+    free(m->tbwd);
+    free(m);
+}
+
+const char *rt_model_spec(const rt_model *m) { return m->spec; }
+const char *rt_model_spec_canonical(const rt_model *m) { return m->canonical; }
+const rt_model_input *rt_model_input_shape(const rt_model *m) { return &m->in; }
+rt_backend *rt_model_backend(const rt_model *m) { return m->b; }
+int rt_model_max_batch(const rt_model *m) { return m->max_batch; }
+int rt_model_num_layers(const rt_model *m) { return m->nlayers; }
+long rt_model_num_params(const rt_model *m) { return m->total_params; }
+rt_tensor *rt_model_input_tensor(rt_model *m) { return &m->act[0]; }
+rt_tensor *rt_model_label_tensor(rt_model *m) { return &m->labels; }
+rt_tensor *rt_model_params_flat(rt_model *m) { return &m->pflat; }
+rt_tensor *rt_model_grads_flat(rt_model *m) { return &m->gflat; }
+
+const rt_summary_row *rt_model_summary(const rt_model *m, int *n, long *total)
+{
+    if (n) *n = m->nlayers;
+    if (total) *total = m->total_params;
+    return m->rows;
+}
+
+/* ---- attach: size, allocate and bind the arenas ---- */
+
+static size_t act_numel(const rt_layer *l) { return (size_t)l->out_c * l->out_h * l->out_w; }
+
+static rt_status bind_params(rt_model *m, rt_error *err)
+{
+    size_t P = (size_t)m->total_params, off = 0;
+    RT_TRY(rt_arena_init(&m->params, m->b, P * 4, err));
+    RT_TRY(rt_arena_init(&m->grads, m->b, P * 4, err));
+    for (int i = 0; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i];
+        for (int p = 0; p < l->nparams; p++) {
+            l->param[p].data = (char *)m->params.base + off * 4;
+            l->grad[p] = l->param[p];
+            l->grad[p].data = (char *)m->grads.base + off * 4;
+            off += rt_tensor_numel(&l->param[p]);
+        }
+    }
+    rtp_shape(&m->pflat, (int)P, 1, 1, 1);
+    m->pflat.data = m->params.base;
+    m->gflat = m->pflat;
+    m->gflat.data = m->grads.base;
+    return RT_OK;
+}
+
+static rt_status bind_acts(rt_model *m, rt_error *err)
+{
+    const int N = m->max_batch, L = m->in.num_classes > 0 ? m->in.num_classes
+                                                           : m->layers[m->nlayers - 1].out_c;
+    size_t maxact = (size_t)m->in.c * m->in.h * m->in.w, need = rt_arena_need(maxact * N);
+    size_t sneed = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i];
+        if (act_numel(l) > maxact) maxact = act_numel(l);
+        if (l->type != &rt_layer_flatten) need += rt_arena_need(act_numel(l) * N);
+        for (int s = 0; s < l->nsaved; s++) {
+            size_t n = rt_tensor_numel(&l->saved[s]);
+            if (l->saved_per_sample[s])
+                need += rt_arena_need((size_t)l->saved[s].c * l->saved[s].h * l->saved[s].w * N);
+            else sneed += rt_arena_need(n);
+        }
+        for (int s = 0; s < l->nbufs; s++) sneed += rt_arena_need(rt_tensor_numel(&l->buf[s]));
+    }
+    need += 2 * rt_arena_need(maxact * N) + 2 * rt_arena_need((size_t)N) +
+            rt_arena_need((size_t)N * L);
+    RT_TRY(rt_arena_init(&m->acts, m->b, need, err));
+    RT_TRY(rt_arena_init(&m->state, m->b, sneed + 64, err));
+    if (!(m->act = calloc((size_t)m->nlayers + 1, sizeof *m->act)) ||
+        !(m->host_loss = malloc((size_t)N * sizeof *m->host_loss)))
+        return RT_ERR(err, RT_ENOMEM, "out of memory attaching the model");
+    rtp_shape(&m->act[0], N, m->in.c, m->in.h, m->in.w);
+    RT_TRY(rt_arena_take(&m->acts, &m->act[0], err));
+    for (int i = 0; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i];
+        rtp_shape(&m->act[i + 1], N, l->out_c, l->out_h, l->out_w);
+        if (l->type == &rt_layer_flatten) m->act[i + 1].data = m->act[i].data;
+        else RT_TRY(rt_arena_take(&m->acts, &m->act[i + 1], err));
+        for (int s = 0; s < l->nsaved; s++) {
+            if (l->saved_per_sample[s]) {
+                l->saved[s].n = N;
+                RT_TRY(rt_arena_take(&m->acts, &l->saved[s], err));
+            } else {
+                RT_TRY(rt_arena_take(&m->state, &l->saved[s], err));
+            }
+        }
+        for (int s = 0; s < l->nbufs; s++) RT_TRY(rt_arena_take(&m->state, &l->buf[s], err));
+    }
+    for (int g = 0; g < 2; g++) {
+        rtp_shape(&m->gbuf[g], N, (int)maxact, 1, 1);
+        RT_TRY(rt_arena_take(&m->acts, &m->gbuf[g], err));
+    }
+    rtp_shape(&m->labels, N, 1, 1, 1);
+    m->labels.dtype = RT_I32;
+    RT_TRY(rt_arena_take(&m->acts, &m->labels, err));
+    rtp_shape(&m->loss, N, 1, 1, 1);
+    RT_TRY(rt_arena_take(&m->acts, &m->loss, err));
+    rtp_shape(&m->probs, N, L, 1, 1);
+    return rt_arena_take(&m->acts, &m->probs, err);
+}
+
+static rt_status init_params(rt_model *m, rt_error *err)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i];
+        if (!l->type->init) continue;
+        float *host[RT_LAYER_MAX_PARAMS * 2] = {0};
+        rt_tensor *t[RT_LAYER_MAX_PARAMS * 2];
+        int nt = 0;
+        for (int p = 0; p < l->nparams; p++) t[nt++] = &l->param[p];
+        for (int p = 0; p < l->nbufs; p++) t[nt++] = &l->buf[p];
+        rt_status s = RT_OK;
+        for (int k = 0; k < nt && s == RT_OK; k++)
+            if (!(host[k] = malloc(rt_tensor_bytes(t[k]))))
+                s = RT_ERR(err, RT_ENOMEM, "out of memory initialising the model");
+        if (s == RT_OK) l->type->init(l, host, m->seed);
+        for (int k = 0; k < nt && s == RT_OK; k++)
+            s = m->b->ops->upload(m->b, t[k], host[k], rt_tensor_bytes(t[k]), err);
+        for (int k = 0; k < nt; k++) free(host[k]);
+        RT_TRY(s);
+    }
+    return RT_OK;
+}
+
+rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t seed,
+                          rt_error *err)
+{
+    rtp_model_detach(m);
+    if (max_batch < 1) return RT_ERR(err, RT_EINVAL, "batch size must be >= 1");
+    m->b = b;
+    m->max_batch = max_batch;
+    m->seed = seed;
+    size_t ws = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const rt_layer *l = &m->layers[i];
+        size_t w = l->type->workspace ? l->type->workspace(l, b, max_batch) : 0;
+        if (w > ws) ws = w;
+    }
+    rt_status s = b->ops->reserve_workspace(b, ws, err);
+    if (s == RT_OK) s = bind_params(m, err);
+    if (s == RT_OK) s = bind_acts(m, err);
+    if (s == RT_OK) s = init_params(m, err);
+    if (s != RT_OK) rtp_model_detach(m);
+    return s;
+}
+
+/* ---- the step ---- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static rt_status check_n(const rt_model *m, int N, rt_error *err)
+{
+    if (!m->b) return RT_ERR(err, RT_EINVAL, "the model is not attached to a backend");
+    if (N < 1 || N > m->max_batch)
+        return RT_ERR(err, RT_EINVAL, "batch of %d outside [1, %d]", N, m->max_batch);
+    return RT_OK;
+}
+
+rt_status rt_model_forward(rt_model *m, int N, int train, uint32_t step, rt_error *err)
+{
+    RT_TRY(check_n(m, N, err));
+    rt_fwd_ctx ctx = {.train = train, .seed = m->seed, .step = step};
+    m->act[0].n = N;
+    for (int i = 0; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i];
+        double t0 = m->timing ? now() : 0.0;
+        m->act[i + 1].n = N;
+        RT_TRY(l->type->forward(l, m->b, &m->act[i + 1], &m->act[i], &ctx, err));
+        if (m->timing) {
+            RT_TRY(m->b->ops->sync(m->b, err));
+            m->tfwd[i] += now() - t0;
+        }
+    }
+    return RT_OK;
+}
+
+rt_status rt_model_loss(rt_model *m, int N, double *loss_out, float *probs_out,
+                        float *sample_loss_out, rt_error *err)
+{
+    RT_TRY(check_n(m, N, err));
+    double t0 = m->timing ? now() : 0.0;
+    rt_xent_desc d = {.N = N, .L = m->probs.c};
+    m->loss.n = m->labels.n = m->probs.n = N;
+    rt_tensor logits = m->act[m->nlayers];
+    RT_TRY(m->b->ops->xent_fwd(m->b, &m->loss, &m->probs, &logits, &m->labels, &d, err));
+    RT_TRY(m->b->ops->download(m->b, m->host_loss, &m->loss, (size_t)N * 4, err));
+    if (loss_out) {
+        double s = 0.0;
+        for (int n = 0; n < N; n++) s += m->host_loss[n];
+        *loss_out = s / N;
+    }
+    if (sample_loss_out) memcpy(sample_loss_out, m->host_loss, (size_t)N * 4);
+    if (probs_out)
+        RT_TRY(m->b->ops->download(m->b, probs_out, &m->probs, (size_t)N * d.L * 4, err));
+    if (m->timing) m->tfwd[m->nlayers] += now() - t0;
+    return RT_OK;
+}
+
+rt_status rt_model_backward(rt_model *m, int N, rt_error *err)
+{
+    RT_TRY(check_n(m, N, err));
+    double t0 = m->timing ? now() : 0.0;
+    rt_xent_desc d = {.N = N, .L = m->probs.c};
+    int cur = 0;
+    rt_tensor dout = m->gbuf[0];
+    rtp_shape(&dout, N, d.L, 1, 1);
+    dout.data = m->gbuf[0].data;
+    RT_TRY(m->b->ops->xent_bwd(m->b, &dout, &m->probs, &m->labels, 1.0f / (float)N, &d, err));
+    if (m->timing) m->tbwd[m->nlayers] += now() - t0;
+    for (int i = m->nlayers - 1; i >= 0; i--) {
+        rt_layer *l = &m->layers[i];
+        t0 = m->timing ? now() : 0.0;
+        rt_tensor din = m->act[i];
+        int need_din = i > 0 || l->type == &rt_layer_batchnorm;
+        if (l->type == &rt_layer_flatten) {
+            din.data = dout.data; /* pass-through, no copy */
+        } else {
+            din.data = m->gbuf[1 - cur].data;
+            RT_TRY(l->type->backward(l, m->b, need_din ? &din : NULL, &dout, &m->act[i],
+                                     &m->act[i + 1], err));
+            cur = 1 - cur;
+        }
+        dout = din;
+        if (m->timing) {
+            RT_TRY(m->b->ops->sync(m->b, err));
+            m->tbwd[i] += now() - t0;
+        }
+    }
+    return RT_OK;
+}
+
+/* ---- timing ---- */
+
+void rt_model_timing_enable(rt_model *m, int on) { m->timing = on; }
+
+void rt_model_timing(const rt_model *m, int i, double *fwd, double *bwd)
+{
+    *fwd = (i >= 0 && i <= m->nlayers) ? m->tfwd[i] : 0.0;
+    *bwd = (i >= 0 && i <= m->nlayers) ? m->tbwd[i] : 0.0;
+}
+
+void rt_model_timing_reset(rt_model *m)
+{
+    memset(m->tfwd, 0, ((size_t)m->nlayers + 1) * sizeof *m->tfwd);
+    memset(m->tbwd, 0, ((size_t)m->nlayers + 1) * sizeof *m->tbwd);
+}

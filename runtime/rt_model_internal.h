@@ -1,0 +1,36 @@
+/* rt_model_internal.h - the model record shared by rt_model*.c (private). */
+#ifndef RT_MODEL_INTERNAL_H
+#define RT_MODEL_INTERNAL_H
+
+#include "rt_layer.h"
+#include "rt_model.h"
+
+struct rt_model {
+    char *spec;              /* as given (owned) */
+    char *canonical;         /* normalised (owned) */
+    rt_model_input in;
+    int nlayers;
+    rt_layer *layers;        /* (nlayers) owned */
+    rt_summary_row *rows;    /* (nlayers) owned */
+    long total_params;
+    /* ---- after attach ---- */
+    rt_backend *b;           /* borrowed */
+    int max_batch;
+    uint64_t seed;
+    rt_arena params, grads, acts, state;
+    rt_tensor *act;          /* (nlayers + 1) owned array of views; act[0] = input */
+    rt_tensor gbuf[2];       /* ping-pong gradient buffers, max activation size */
+    rt_tensor labels, loss, probs;
+    rt_tensor pflat, gflat;
+    float *host_loss;        /* (max_batch) host scratch for the loss download */
+    /* ---- timing ---- */
+    int timing;
+    double *tfwd, *tbwd;     /* (nlayers + 1) owned */
+};
+
+/* rt_model_parse.c: parse + infer into m (spec already copied). */
+rt_status rtp_model_parse(rt_model *m, rt_error *err);
+/* rt_model.c: frees attach-time memory (arenas, views). */
+void rtp_model_detach(rt_model *m);
+
+#endif

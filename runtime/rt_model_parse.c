@@ -1,0 +1,172 @@
+/* rt_model_parse.c - the `%%model` spec parser and shape inference.
+ *
+ * One layer a line; '#' comments and blank lines are skipped. Every error names the
+ * 1-based line and what was expected (the layer's usage string). Shape inference walks
+ * the layers from the input (C,H,W); a layer whose input does not fit names its line and
+ * both shapes. The last layer must produce exactly num_classes flat features. Also
+ * builds the canonical spec text and the summary rows.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_model_internal.h"
+
+#define MAX_TOKENS 16
+
+static const struct { const char *word; const rt_layer_type *type; } keywords[] = {
+    {"conv2d", &rt_layer_conv2d},     {"conv", &rt_layer_conv2d},
+    {"maxpool", &rt_layer_maxpool},   {"maxpool2d", &rt_layer_maxpool},
+    {"avgpool", &rt_layer_avgpool},   {"avgpool2d", &rt_layer_avgpool},
+    {"relu", &rt_layer_relu},         {"leakyrelu", &rt_layer_leakyrelu},
+    {"leaky_relu", &rt_layer_leakyrelu},
+    {"batchnorm", &rt_layer_batchnorm}, {"batchnorm2d", &rt_layer_batchnorm},
+    {"bn", &rt_layer_batchnorm},
+    {"dropout", &rt_layer_dropout},   {"flatten", &rt_layer_flatten},
+    {"dense", &rt_layer_dense},       {"linear", &rt_layer_dense},
+};
+
+static const rt_layer_type *lookup(const char *word)
+{
+    char low[32];
+    size_t i;
+    for (i = 0; word[i] && i + 1 < sizeof low; i++) low[i] = (char)tolower((unsigned char)word[i]);
+    low[i] = 0;
+    for (size_t k = 0; k < sizeof keywords / sizeof keywords[0]; k++)
+        if (!strcmp(low, keywords[k].word)) return keywords[k].type;
+    return NULL;
+}
+
+/* Splits one line (modified in place) into tokens; returns the count or -1 if too many. */
+static int tokenize(char *line, char **tok)
+{
+    char *hash = strchr(line, '#'), *save = NULL;
+    if (hash) *hash = 0;
+    int n = 0;
+    for (char *p = strtok_r(line, " \t\r", &save); p; p = strtok_r(NULL, " \t\r", &save)) {
+        if (n == MAX_TOKENS) return -1;
+        tok[n++] = p;
+    }
+    return n;
+}
+
+static rt_status add_layer(rt_model *m, int *cap, const rt_layer_type *t, int line,
+                           rt_layer **out, rt_error *err)
+{
+    if (m->nlayers == *cap) {
+        int nc = *cap ? *cap * 2 : 16;
+        rt_layer *nl = realloc(m->layers, (size_t)nc * sizeof *nl);
+        if (!nl) return RT_ERR(err, RT_ENOMEM, "out of memory parsing the model");
+        m->layers = nl;
+        *cap = nc;
+    }
+    rt_layer *l = &m->layers[m->nlayers];
+    memset(l, 0, sizeof *l);
+    l->type = t;
+    l->index = m->nlayers++;
+    l->line = line;
+    *out = l;
+    return RT_OK;
+}
+
+static rt_status parse_lines(rt_model *m, rt_error *err)
+{
+    char *text = strdup(m->spec);
+    if (!text) return RT_ERR(err, RT_ENOMEM, "out of memory parsing the model");
+    rt_status s = RT_OK;
+    int cap = 0, lineno = 0;
+    char *tok[MAX_TOKENS], why[RT_LAYER_WHY];
+    for (char *p = text; p && s == RT_OK; lineno++) {
+        char *nl = strchr(p, '\n');
+        if (nl) *nl = 0;
+        char *line = p;
+        p = nl ? nl + 1 : NULL;
+        int n = tokenize(line, tok);
+        if (n == 0) continue;
+        if (n < 0) {
+            s = RT_ERR(err, RT_EINVAL, "line %d: too many words (at most %d)", lineno + 1,
+                       MAX_TOKENS);
+            break;
+        }
+        const rt_layer_type *t = lookup(tok[0]);
+        if (!t) {
+            s = RT_ERR(err, RT_EINVAL, "line %d: unknown layer '%s' (expected one of conv2d, "
+                       "maxpool, avgpool, relu, leakyrelu, batchnorm, dropout, flatten, "
+                       "dense)", lineno + 1, tok[0]);
+            break;
+        }
+        rt_layer *l = NULL;
+        if ((s = add_layer(m, &cap, t, lineno + 1, &l, err)) != RT_OK) break;
+        why[0] = 0;
+        if (t->parse(l, n - 1, tok + 1, why) != RT_OK)
+            s = RT_ERR(err, RT_EINVAL, "line %d: %s: %s (expected '%s')", lineno + 1, t->name,
+                       why, t->usage);
+    }
+    free(text);
+    if (s == RT_OK && m->nlayers == 0)
+        s = RT_ERR(err, RT_EINVAL, "the model has no layers (write one layer a line, e.g. "
+                   "'conv2d 32 3', ending with 'dense <classes>')");
+    return s;
+}
+
+static rt_status infer_shapes(rt_model *m, rt_error *err)
+{
+    int c = m->in.c, h = m->in.h, w = m->in.w, flat = 0;
+    char why[RT_LAYER_WHY], spec[80];
+    for (int i = 0; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i];
+        l->in_c = c, l->in_h = h, l->in_w = w, l->in_flat = flat;
+        why[0] = 0;
+        l->type->format(l, spec, sizeof spec);
+        if (l->type->infer(l, why) != RT_OK)
+            return RT_ERR(err, RT_EINVAL, "line %d: %s: %s", l->line, spec, why);
+        if (l->out_c < 1 || l->out_h < 1 || l->out_w < 1)
+            return RT_ERR(err, RT_EINVAL, "line %d: %s: the output would be empty (%dx%dx%d)",
+                          l->line, spec, l->out_c, l->out_h, l->out_w);
+        c = l->out_c, h = l->out_h, w = l->out_w, flat = l->out_flat;
+    }
+    const rt_layer *last = &m->layers[m->nlayers - 1];
+    int features = c * h * w;
+    if (m->in.num_classes > 0 && (features != m->in.num_classes || (!flat && h * w > 1))) {
+        char shape[48];
+        if (flat || h * w == 1) snprintf(shape, sizeof shape, "%d outputs", features);
+        else snprintf(shape, sizeof shape, "a %dx%dx%d output", c, h, w);
+        return RT_ERR(err, RT_EINVAL, "line %d: the model ends with %s but the data has %d "
+                      "classes ---> HINT: end the model with 'flatten' (if needed) and "
+                      "'dense %d'", last->line, shape, m->in.num_classes, m->in.num_classes);
+    }
+    return RT_OK;
+}
+
+static rt_status build_summary(rt_model *m, rt_error *err)
+{
+    m->rows = calloc((size_t)m->nlayers, sizeof *m->rows);
+    size_t cap = (size_t)m->nlayers * 80 + 1, used = 0;
+    m->canonical = malloc(cap);
+    if (!m->rows || !m->canonical) return RT_ERR(err, RT_ENOMEM, "out of memory");
+    m->total_params = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const rt_layer *l = &m->layers[i];
+        rt_summary_row *r = &m->rows[i];
+        r->index = i;
+        r->line = l->line;
+        r->type = l->type->name;
+        l->type->format(l, r->spec, sizeof r->spec);
+        r->out_c = l->out_c, r->out_h = l->out_h, r->out_w = l->out_w;
+        r->out_flat = l->out_flat;
+        for (int p = 0; p < l->nparams; p++) r->params += (long)rt_tensor_numel(&l->param[p]);
+        m->total_params += r->params;
+        used += (size_t)snprintf(m->canonical + used, cap - used, "%s\n", r->spec);
+    }
+    return RT_OK;
+}
+
+rt_status rtp_model_parse(rt_model *m, rt_error *err)
+{
+    if (m->in.c < 1 || m->in.h < 1 || m->in.w < 1)
+        return RT_ERR(err, RT_EINVAL, "bad input shape %dx%dx%d", m->in.c, m->in.h, m->in.w);
+    RT_TRY(parse_lines(m, err));
+    RT_TRY(infer_shapes(m, err));
+    return build_summary(m, err);
+}
