@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const schema_sql =
@@ -162,6 +163,28 @@ static rt_status open_db(const char *path, int readonly, sqlite3 **db, int *ro_f
     return RT_OK;
 }
 
+/* journal_mode=WAL. Switching needs a moment alone with the file, and SQLite answers
+ * SQLITE_BUSY at once (no busy handler) while another connection is opening it, so
+ * two kernels creating one store at the same time retry here. WAL also needs write
+ * access to the directory (-wal, -shm files). */
+static rt_status set_wal(sqlite3 *db, const char *path, int readonly, rt_error *err)
+{
+    for (int waited_ms = 0;; waited_ms += 10) {
+        sqlite3_stmt *st = NULL;
+        RT_TRY(rtp_prepare(db, "PRAGMA journal_mode=WAL", &st, err));
+        int rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc == SQLITE_ROW || readonly) return RT_OK;
+        int ec = sqlite3_errcode(db);
+        if ((ec != SQLITE_BUSY && ec != SQLITE_LOCKED) || waited_ms >= RTP_RESULTS_BUSY_MS)
+            return RT_ERR(err, RT_EIO, "cannot write results store %s: %s ---> HINT: set "
+                          "--results or KILN_RESULTS to a writable place", path,
+                          sqlite3_errmsg(db));
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 rt_status rtp_schema_open(const char *path, int readonly, sqlite3 **out, rt_error *err)
 {
     sqlite3 *db = NULL;
@@ -169,16 +192,7 @@ rt_status rtp_schema_open(const char *path, int readonly, sqlite3 **out, rt_erro
     *out = NULL;
     RT_TRY(open_db(path, readonly, &db, &ro_file, err));
     rt_status s = check_kind(db, path, &is_new, err);
-    if (s == RT_OK && !ro_file) {
-        /* WAL needs write access to the directory (-wal, -shm files). */
-        sqlite3_stmt *st = NULL;
-        s = rtp_prepare(db, "PRAGMA journal_mode=WAL", &st, err);
-        if (s == RT_OK && sqlite3_step(st) != SQLITE_ROW && !readonly)
-            s = RT_ERR(err, RT_EIO, "cannot write results store %s: %s ---> HINT: set "
-                       "--results or KILN_RESULTS to a writable place", path,
-                       sqlite3_errmsg(db));
-        sqlite3_finalize(st);
-    }
+    if (s == RT_OK && !ro_file) s = set_wal(db, path, readonly, err);
     if (s == RT_OK && !ro_file)
         s = rtp_exec(db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", err);
     if (s == RT_OK && !readonly && is_new) {
