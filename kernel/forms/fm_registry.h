@@ -1,0 +1,32 @@
+/* fm_registry.h - the registry's insides, shared by fm_registry.c (showing forms,
+ * saved state) and fm_update.c (messages from the frontend). Internal. */
+#ifndef FM_REGISTRY_H
+#define FM_REGISTRY_H
+
+#include "fm_internal.h"
+
+/* A form on screen: its parse, the cell it belongs to and the models it opened. */
+typedef struct fm_shown {
+    unsigned long serial;
+    char *cell_key;        /* JupyterLab's cellId, or NULL */
+    fm_form *form;
+    json_t *ids;           /* array of model ids, in the order they were opened */
+} fm_shown;
+
+struct fm_registry {
+    fm_shown **forms;
+    size_t n, cap;
+    unsigned long next_serial;
+    unsigned long long next_id;
+    char prefix[17];       /* random per registry, so ids never repeat across kernels */
+    /* model id -> {"state": {...}, "form": serial, "item": index or -1} */
+    json_t *models;
+    char *control_comm;    /* the frontend's jupyter.widget.control comm, or NULL */
+};
+
+/* {id: {model_name, model_module, model_module_version, state, buffers}} of every
+ * live model (new ref), as saved notebooks and the control comm want them. */
+json_t *fm_registry_states(fm_registry *r);
+fm_shown *fm_registry_find_serial(fm_registry *r, unsigned long serial);
+
+#endif
