@@ -37,6 +37,7 @@ static inline void ck_rmrf(const char *dir)
 /* Whole file into a malloc'd buffer (caller frees); NULL on failure. */
 static inline unsigned char *ck_read(const char *path, size_t *len)
 {
+    *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
@@ -91,16 +92,19 @@ static inline void ck_sample_fill(ck_sample *s, int64_t step)
     for (int i = 0; i < 16; i++) s->order[i] = (uint8_t)(15 - i + step);
 }
 
-/* Saves the sample for `step` (metric: val_accuracy = acc, mode max) to path. */
-static inline rt_status ck_save_sample_metric(const char *path, int64_t step, double acc,
-                                              ck_sample *s, rt_error *err)
+/* Saves the sample for `step` to path, with metric val_accuracy = value (mode max) or
+ * val_loss = value (mode min). */
+static inline rt_status ck_save_sample_mode(const char *path, int64_t step, double value,
+                                            int higher_is_better, ck_sample *s,
+                                            rt_error *err)
 {
     rt_ckpt_writer *w = NULL;
     ck_sample_fill(s, step);
     rt_status st = rt_ckpt_writer_create(&w, err);
     if (st != RT_OK) return st;
-    rt_ckpt_metric m = {.has_value = 1, .value = acc, .higher_is_better = 1, .step = step};
-    snprintf(m.name, sizeof m.name, "val_accuracy");
+    rt_ckpt_metric m = {.has_value = 1, .value = value, .higher_is_better = higher_is_better,
+                        .step = step};
+    snprintf(m.name, sizeof m.name, higher_is_better ? "val_accuracy" : "val_loss");
     if (!st) st = rt_ckpt_writer_add_tensor(w, "model.conv1.weight", RT_ST_F32, 4, ck_w_shape, s->w, err);
     if (!st) st = rt_ckpt_writer_add_tensor(w, "model.conv1.bias", RT_ST_F32, 1, ck_b_shape, s->b, err);
     if (!st) st = rt_ckpt_writer_add_tensor(w, "model.fc.weight", RT_ST_F32, 2, ck_fc_shape, s->fc, err);
@@ -122,6 +126,12 @@ static inline rt_status ck_save_sample_metric(const char *path, int64_t step, do
     if (!st) st = rt_ckpt_writer_save(w, path, err);
     rt_ckpt_writer_destroy(w);
     return st;
+}
+
+static inline rt_status ck_save_sample_metric(const char *path, int64_t step, double acc,
+                                              ck_sample *s, rt_error *err)
+{
+    return ck_save_sample_mode(path, step, acc, 1, s, err);
 }
 
 static inline rt_status ck_save_sample(const char *path, int64_t step, rt_error *err)
