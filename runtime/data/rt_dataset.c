@@ -26,6 +26,14 @@
 static const char *const idx_stems[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                                          "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
 
+/* Copies src into dst[size], truncating; never warns, never overflows. */
+static void copy_str(char *dst, size_t size, const char *src)
+{
+    size_t n = strnlen(src, size - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 static int is_file(const char *p)
 {
     struct stat st;
@@ -86,7 +94,7 @@ static rt_status read_idx(rt_dataset_splits *out, char paths[4][PATH_MAX], int n
     if (st == RT_OK) st = rtp_idx_read_labels(paths[1], &train, num_classes, paths[0], err);
     if (st == RT_OK) st = rtp_idx_read_images(paths[2], &test, err);
     if (st == RT_OK) st = rtp_idx_read_labels(paths[3], &test, num_classes, paths[2], err);
-    char digits[RT_MAX_CLASSES][4];
+    char digits[RT_MAX_CLASSES][12];
     const char *generic[RT_MAX_CLASSES];
     if (st == RT_OK && num_classes == 0) {   /* a path: classes = largest label + 1 */
         for (int i = 0; i < train.n; i++)
@@ -179,7 +187,7 @@ static rt_status fetch_set(const rtp_known_set *ks, const char *dir,
 {
     RT_TRY(mkdir_p(dir, err));
     const char *base = opts->url && opts->url[0] ? opts->url : ks->base_url;
-    snprintf(source, source_len, "%s", base);
+    copy_str(source, source_len, base);
     for (int i = 0; i < ks->num_files; i++) {
         const rtp_known_file *kf = &ks->files[i];
         char dest[PATH_MAX], url[2048], hex[65];
@@ -214,9 +222,9 @@ static rt_status load_named(rt_dataset_splits *out, const rtp_known_set *ks,
     for (int i = 0; !use_url && ks->system_dirs[i]; i++) cands[nc++] = ks->system_dirs[i];
     cands[nc++] = cache;
     for (int i = 0; i < nc && !where[0]; i++)
-        if (has_set(ks, cands[i], idx, cifar, &is_tar)) snprintf(where, sizeof where, "%s", cands[i]);
+        if (has_set(ks, cands[i], idx, cifar, &is_tar)) copy_str(where, sizeof where, cands[i]);
     if (where[0]) {
-        snprintf(out->source, sizeof out->source, "%s", where);
+        copy_str(out->source, sizeof out->source, where);
     } else {
         const char *target = opts->dir && opts->dir[0] ? opts->dir : cache;
         RT_TRY(fetch_set(ks, target, opts, out->source, sizeof out->source, err));
@@ -263,7 +271,7 @@ static rt_status load_path(rt_dataset_splits *out, const rt_dataset_opts *opts, 
         return RT_ERR(err, RT_ENOTFOUND, "unknown data set \"%s\": not one of mnist, "
                       "fashion-mnist, cifar10, nor a directory of IDX or CIFAR-10 files", path);
     if (st != RT_OK) { rt_dataset_splits_deinit(&tmp); return st; }
-    snprintf(tmp.source, sizeof tmp.source, "%s", path);
+    copy_str(tmp.source, sizeof tmp.source, path);
     *out = tmp;
     return RT_OK;
 }

@@ -41,7 +41,7 @@ static size_t image_bytes(const rtp_raw_split *s)
 /* Moves the last n images of train into val (new buffers for val). */
 static rt_status carve_val(rtp_raw_split *train, rtp_raw_split *val, int n, rt_error *err)
 {
-    memset(val, 0, sizeof *val);
+    *val = (rtp_raw_split){.c = train->c, .h = train->h, .w = train->w};   /* empty */
     if (n < 0) return RT_ERR(err, RT_EINVAL, "--val %d: must be 0 or more", n);
     if (n == 0) return RT_OK;
     if (n >= train->n)

@@ -119,13 +119,19 @@ static rt_status close_part(xfer *x, rt_error *err)
     return bad ? RT_ERR(err, RT_EIO, "%s: cannot write: %s", x->part, strerror(e)) : RT_OK;
 }
 
+static const char *u64_str(uint64_t v, char buf[24])
+{
+    snprintf(buf, 24, "%llu", (unsigned long long)v);
+    return buf;
+}
+
 typedef enum { ATTEMPT_DONE, ATTEMPT_RETRY, ATTEMPT_FAIL, ATTEMPT_RESTART } attempt_result;
 
 /* One request. Sets *st on failure; the result says whether to try again. */
 static attempt_result attempt(xfer *x, rt_download_info *info, rt_status *st, rt_error *err)
 {
     const rt_download_opts *o = x->o;
-    char errbuf[CURL_ERROR_SIZE] = "", range[32];
+    char errbuf[CURL_ERROR_SIZE] = "", range[32], num[24];
     x->asked_from = file_size(x->part);
     x->written = 0;
     x->range_start = -1;
@@ -213,16 +219,12 @@ static attempt_result attempt(xfer *x, rt_download_info *info, rt_status *st, rt
     case CURLE_RECV_ERROR:
     case CURLE_GOT_NOTHING:
     case CURLE_SEND_ERROR:
-        if (total > 0)
-            *st = RT_ERR(err, RT_EIO, "download of %s cut off after %llu of %llu bytes (%s); "
-                         "%s is kept and the next attempt resumes from it", o->url,
-                         (unsigned long long)have, (unsigned long long)(x->base + (uint64_t)total),
-                         errbuf[0] ? errbuf : curl_easy_strerror(rc), x->part);
-        else
-            *st = RT_ERR(err, RT_EIO, "download of %s cut off after %llu bytes (%s); %s is "
-                         "kept and the next attempt resumes from it", o->url,
-                         (unsigned long long)have, errbuf[0] ? errbuf : curl_easy_strerror(rc),
-                         x->part);
+        *st = RT_ERR(err, RT_EIO, "download of %s %s after %llu%s%s bytes (%s); %s is kept "
+                     "and the next attempt resumes from it", o->url,
+                     rc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "cut off",
+                     (unsigned long long)have, total > 0 ? " of " : "",
+                     total > 0 ? u64_str(x->base + (uint64_t)total, num) : "",
+                     errbuf[0] ? errbuf : curl_easy_strerror(rc), x->part);
         return ATTEMPT_RETRY;
     default:
         *st = RT_ERR(err, RT_EIO, "download of %s failed: %s", o->url,
