@@ -164,7 +164,7 @@ rt_status rt_ckpt_dir_scan(const char *dir, unsigned flags, rt_ckpt_list *out, r
         rt_ckpt_list_deinit(out);
         return s;
     }
-    qsort(out->items, out->count, sizeof *out->items, entry_cmp);
+    if (out->count) qsort(out->items, out->count, sizeof *out->items, entry_cmp);
     return RT_OK;
 }
 

@@ -210,7 +210,7 @@ static int wtensor_cmp(const void *a, const void *b)
 static void writer_sort(rt_st_writer *w)
 {
     if (w->sorted) return;
-    qsort(w->t, w->n, sizeof *w->t, wtensor_cmp);
+    if (w->n) qsort(w->t, w->n, sizeof *w->t, wtensor_cmp);
     uint64_t off = 0;
     for (size_t i = 0; i < w->n; i++) {
         uint64_t nbytes = w->t[i].info.end - w->t[i].info.begin;
@@ -502,7 +502,7 @@ const rt_st_tensor_info *rt_st_index_find(const rt_st_index *ix, const char *nam
 
 const char *rt_st_index_meta(const rt_st_index *ix, const char *key)
 {
-    const char **k = bsearch(&key, ix->mk, ix->mn, sizeof *ix->mk, meta_cmp);
+    const char **k = ix->mn ? bsearch(&key, ix->mk, ix->mn, sizeof *ix->mk, meta_cmp) : NULL;
     return k ? ix->mv[k - ix->mk] : NULL;
 }
 
