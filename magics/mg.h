@@ -116,11 +116,17 @@ typedef struct mg_args {
     char *val[MG_MAX_ARGS];        /* option values ("" for flags) */
     const char *body;              /* cell magic body (after the first line), or NULL */
     char *storage;                 /* owns all strings above */
+    const char *raw;               /* the whole argument string as the magic got it
+                                      (borrowed from the caller; for MG_RAW_ARGS) */
 } mg_args;
 
 /* ---- the command table ---- */
 
-enum { MG_LINE = 1u, MG_CELL = 2u, MG_LONG_RUNNING = 4u };
+/* MG_NO_VAR_EXPAND: the engine passes the arguments as typed, without $name/{expr}
+ * interpolation. MG_RAW_ARGS: no option parsing either; the magic reads args->raw
+ * (both for magics whose argument is code, like %time). */
+enum { MG_LINE = 1u, MG_CELL = 2u, MG_LONG_RUNNING = 4u, MG_NO_VAR_EXPAND = 8u,
+       MG_RAW_ARGS = 16u };
 
 typedef struct mg_command {
     const char *name;      /* without %: "train" */
@@ -149,6 +155,8 @@ int mg_args_has(const mg_args *args, const char *name);
 int mg_args_int(const mg_args *args, const char *name, long def, long *out, mg_error *err);
 int mg_args_float(const mg_args *args, const char *name, double def, double *out,
                   mg_error *err);
+/* 1 when the argument string asks for help (a `--help` or `-h` word outside quotes). */
+int mg_args_wants_help(const char *line);
 /* Prints the magic's usage and option table (for --help and NAME?). New string; free(). */
 char *mg_command_help(const mg_command *cmd);
 

@@ -1,0 +1,315 @@
+/* kl_builtins_seq.c - numeric and sequence builtins: abs, round (half to even, as
+ * Python), min, max, sum, range, list, dict, sorted (stable merge sort whose
+ * comparisons may fail with a TypeError), enumerate, zip, any, all. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kl_builtins.h"
+
+static json_t *items_of(klpb_call *k, json_t *v)
+{
+    json_t *r;
+    return klp_iter_items(k->c, k->n, v, &r) < 0 ? NULL : r;
+}
+
+json_t *klpb_abs(klpb_call *k)
+{
+    if (klpb_nargs(k, 1, 1) < 0) return NULL;
+    json_t *v = k->args[0];
+    if (json_is_real(v)) return json_real(fabs(json_real_value(v)));
+    if (json_is_boolean(v)) return json_integer(json_is_true(v));
+    if (json_is_integer(v)) {
+        long long i = (long long)json_integer_value(v);
+        if (i == INT64_MIN) return klpb_fail(k->c, k->n, "OverflowError", "integer overflow");
+        return json_integer(i < 0 ? -i : i);
+    }
+    return klpb_fail(k->c, k->n, "TypeError", "bad operand type for abs(): '%s'",
+                     klp_type_name(v));
+}
+
+json_t *klpb_round(klpb_call *k)
+{
+    json_t *kv[1] = {NULL};
+    if (klpb_nargs(k, 1, 2) < 0 || klpb_kwargs(k, "ndigits", kv) < 0) return NULL;
+    json_t *v = k->args[0], *nd = k->na > 1 ? k->args[1] : kv[0];
+    if (nd && json_is_null(nd)) nd = NULL;
+    if (nd && !json_is_integer(nd))
+        return klpb_fail(k->c, k->n, "TypeError", "'%s' object cannot be interpreted as an "
+                         "integer", klp_type_name(nd));
+    long long digits = nd ? (long long)json_integer_value(nd) : 0;
+    if (json_is_integer(v) || json_is_boolean(v)) {
+        long long i = json_is_boolean(v) ? json_is_true(v) : (long long)json_integer_value(v);
+        if (digits >= 0) return json_integer(i);
+        if (digits < -18) return json_integer(0);
+        long long p = 1;
+        for (long long d = 0; d < -digits; d++) p *= 10;
+        long long q = i / p, r = i % p;
+        if (r < 0) r += p, q--;
+        if (2 * r > p || (2 * r == p && (q & 1))) q++;
+        long long out;
+        if (__builtin_mul_overflow(q, p, &out))
+            return klpb_fail(k->c, k->n, "OverflowError", "integer overflow");
+        return json_integer(out);
+    }
+    if (!json_is_real(v))
+        return klpb_fail(k->c, k->n, "TypeError", "type %s doesn't define __round__ method",
+                         klp_type_name(v));
+    double d = json_real_value(v);
+    if (!nd) {
+        double r = rint(d);   /* default rounding mode: half to even */
+        if (r >= 9.2233720368547758e18 || r < -9.2233720368547758e18)
+            return klpb_fail(k->c, k->n, "OverflowError", "int too large (Kiln integers are "
+                             "64-bit)");
+        return json_integer((json_int_t)r);
+    }
+    if (digits > 320) return json_incref(v);
+    if (digits >= 0) {
+        char buf[700];
+        snprintf(buf, sizeof buf, "%.*f", (int)digits, d);   /* correctly rounded */
+        return klp_real(k->c, k->n, strtod(buf, NULL));
+    }
+    if (digits < -308) return json_real(copysign(0.0, d));
+    double p = pow(10.0, (double)-digits);
+    return klp_real(k->c, k->n, rint(d / p) * p);
+}
+
+static json_t *minmax(klpb_call *k, const char *op)
+{
+    json_t *kv[2] = {NULL, NULL};
+    if (klpb_kwargs(k, "default,key", kv) < 0) return NULL;
+    if (kv[1]) return klpb_fail(k->c, k->n, "TypeError", "%s(key=...) is not supported", k->name);
+    if (k->na == 0) return klpb_fail(k->c, k->n, "TypeError", "%s expected at least 1 argument, "
+                                     "got 0", k->name);
+    json_t *items;
+    if (k->na == 1) {
+        if (!(items = items_of(k, k->args[0]))) return NULL;
+    } else {
+        items = json_array();
+        for (size_t i = 0; items && i < k->na; i++) json_array_append(items, k->args[i]);
+        if (!items) return NULL;
+    }
+    json_t *best = NULL;
+    size_t i;
+    json_t *x;
+    json_array_foreach(items, i, x) {
+        if (!best) {
+            best = x;
+            continue;
+        }
+        int r = klp_compare(k->c, k->n, op, x, best);
+        if (r < 0) {
+            json_decref(items);
+            return NULL;
+        }
+        if (r) best = x;
+    }
+    json_t *res = best ? json_incref(best) : kv[0] ? json_incref(kv[0]) : NULL;
+    json_decref(items);
+    if (!res) klpb_fail(k->c, k->n, "ValueError", "%s() arg is an empty sequence", k->name);
+    return res;
+}
+
+json_t *klpb_max(klpb_call *k) { return minmax(k, ">"); }
+json_t *klpb_min(klpb_call *k) { return minmax(k, "<"); }
+
+json_t *klpb_sum(klpb_call *k)
+{
+    json_t *kv[1] = {NULL};
+    if (klpb_nargs(k, 1, 2) < 0 || klpb_kwargs(k, "start", kv) < 0) return NULL;
+    json_t *start = k->na > 1 ? k->args[1] : kv[0];
+    if (start && json_is_string(start))
+        return klpb_fail(k->c, k->n, "TypeError", "sum() can't sum strings [use "
+                         "''.join(seq) instead]");
+    json_t *items = items_of(k, k->args[0]);
+    if (!items) return NULL;
+    json_t *acc = start ? json_incref(start) : json_integer(0);
+    size_t i;
+    json_t *x;
+    json_array_foreach(items, i, x) {
+        json_t *next = klp_binop(k->c, k->n, "+", acc, x);
+        json_decref(acc);
+        if (!(acc = next)) break;
+    }
+    json_decref(items);
+    return acc;
+}
+
+static int as_ll(klpb_call *k, json_t *v, long long *out)
+{
+    if (json_is_integer(v)) *out = (long long)json_integer_value(v);
+    else if (json_is_boolean(v)) *out = json_is_true(v);
+    else {
+        klpb_fail(k->c, k->n, "TypeError", "'%s' object cannot be interpreted as an integer",
+                  klp_type_name(v));
+        return -1;
+    }
+    return 0;
+}
+
+json_t *klpb_range(klpb_call *k)
+{
+    if (klpb_nargs(k, 1, 3) < 0) return NULL;
+    long long a[3] = {0, 0, 1};
+    for (size_t i = 0; i < k->na; i++)
+        if (as_ll(k, k->args[i], &a[k->na == 1 ? 1 : i]) < 0) return NULL;
+    long long start = a[0], stop = a[1], step = a[2];
+    if (step == 0) return klpb_fail(k->c, k->n, "ValueError", "range() arg 3 must not be zero");
+    double cnt = step > 0 ? ceil(((double)stop - (double)start) / (double)step)
+                          : ceil(((double)start - (double)stop) / (double)-step);
+    if (cnt > KLP_MAX_ITEMS)
+        return klpb_fail(k->c, k->n, "MemoryError", "range() of %.0f items is too large "
+                         "(Kiln builds ranges as lists; the limit is %u)", cnt, KLP_MAX_ITEMS);
+    json_t *r = json_array();
+    for (long long i = start; r && (step > 0 ? i < stop : i > stop); i += step) {
+        if (json_array_append_new(r, json_integer(i)) < 0) {
+            json_decref(r);
+            return NULL;
+        }
+        if (__builtin_add_overflow(i, step, &(long long){0})) break;
+    }
+    return r;
+}
+
+json_t *klpb_list(klpb_call *k)
+{
+    if (klpb_nargs(k, 0, 1) < 0) return NULL;
+    return k->na ? items_of(k, k->args[0]) : json_array();
+}
+
+json_t *klpb_dict(klpb_call *k)
+{
+    if (klpb_nargs(k, 0, 1) < 0) return NULL;
+    json_t *r = json_object();
+    if (!r) return NULL;
+    if (k->na) {
+        json_t *v = k->args[0];
+        if (json_is_object(v)) {
+            json_object_update(r, v);
+        } else if (json_is_array(v)) {
+            size_t i;
+            json_t *p;
+            json_array_foreach(v, i, p) {
+                if (!json_is_array(p) || json_array_size(p) != 2 ||
+                    !json_is_string(json_array_get(p, 0))) {
+                    json_decref(r);
+                    return klpb_fail(k->c, k->n, "TypeError", "dict() needs [key, value] "
+                                     "pairs with str keys (item %zu is not)", i);
+                }
+                json_t *key = json_array_get(p, 0);
+                json_object_setn(r, json_string_value(key), json_string_length(key),
+                                 json_array_get(p, 1));
+            }
+        } else {
+            json_decref(r);
+            return klpb_fail(k->c, k->n, "TypeError", "'%s' object is not iterable",
+                             klp_type_name(v));
+        }
+    }
+    for (size_t i = 0; i < k->nk; i++) json_object_set(r, k->kwn[i], k->kw[i]);
+    return r;
+}
+
+/* stable merge sort; returns -1 when a comparison failed */
+static int msort(klpb_call *k, json_t **v, json_t **tmp, size_t n, int rev)
+{
+    if (n < 2) return 0;
+    size_t h = n / 2;
+    if (msort(k, v, tmp, h, rev) < 0 || msort(k, v + h, tmp, n - h, rev) < 0) return -1;
+    size_t i = 0, j = h, o = 0;
+    while (i < h && j < n) {
+        int lt = klp_compare(k->c, k->n, "<", rev ? v[i] : v[j], rev ? v[j] : v[i]);
+        if (lt < 0) return -1;
+        tmp[o++] = lt ? v[j++] : v[i++];
+    }
+    while (i < h) tmp[o++] = v[i++];
+    while (j < n) tmp[o++] = v[j++];
+    memcpy(v, tmp, n * sizeof *v);
+    return 0;
+}
+
+json_t *klpb_sorted(klpb_call *k)
+{
+    json_t *kv[2] = {NULL, NULL};
+    if (klpb_nargs(k, 1, 1) < 0 || klpb_kwargs(k, "reverse,key", kv) < 0) return NULL;
+    if (kv[1]) return klpb_fail(k->c, k->n, "TypeError", "sorted(key=...) is not supported");
+    json_t *items = items_of(k, k->args[0]);
+    if (!items) return NULL;
+    size_t n = json_array_size(items);
+    json_t **v = malloc((n + 1) * sizeof *v), **tmp = malloc((n + 1) * sizeof *tmp);
+    json_t *r = NULL;
+    if (v && tmp) {
+        for (size_t i = 0; i < n; i++) v[i] = json_array_get(items, i);
+        if (msort(k, v, tmp, n, kv[0] && klp_truthy(kv[0])) == 0) {
+            r = json_array();
+            for (size_t i = 0; r && i < n; i++) json_array_append(r, v[i]);
+        }
+    }
+    free(v);
+    free(tmp);
+    json_decref(items);
+    return r;
+}
+
+json_t *klpb_enumerate(klpb_call *k)
+{
+    json_t *kv[1] = {NULL};
+    long long start = 0;
+    if (klpb_nargs(k, 1, 2) < 0 || klpb_kwargs(k, "start", kv) < 0) return NULL;
+    json_t *sv = k->na > 1 ? k->args[1] : kv[0];
+    if (sv && as_ll(k, sv, &start) < 0) return NULL;
+    json_t *items = items_of(k, k->args[0]);
+    if (!items) return NULL;
+    json_t *r = json_array();
+    size_t i;
+    json_t *x;
+    json_array_foreach(items, i, x) {
+        json_t *pair = json_array();
+        json_array_append_new(pair, json_integer(start + (long long)i));
+        json_array_append(pair, x);
+        json_array_append_new(r, pair);
+    }
+    json_decref(items);
+    return r;
+}
+
+json_t *klpb_zip(klpb_call *k)
+{
+    json_t **lists = calloc(k->na + 1, sizeof *lists), *r = NULL;
+    size_t len = SIZE_MAX;
+    if (!lists) return NULL;
+    for (size_t i = 0; i < k->na; i++) {
+        if (!(lists[i] = items_of(k, k->args[i]))) goto done;
+        if (json_array_size(lists[i]) < len) len = json_array_size(lists[i]);
+    }
+    r = json_array();
+    for (size_t j = 0; r && k->na && j < len; j++) {
+        json_t *t = json_array();
+        for (size_t i = 0; i < k->na; i++) json_array_append(t, json_array_get(lists[i], j));
+        json_array_append_new(r, t);
+    }
+done:
+    for (size_t i = 0; i < k->na; i++) json_decref(lists[i]);
+    free(lists);
+    return r;
+}
+
+static json_t *anyall(klpb_call *k, int want)
+{
+    if (klpb_nargs(k, 1, 1) < 0) return NULL;
+    json_t *items = items_of(k, k->args[0]);
+    if (!items) return NULL;
+    int res = !want;
+    size_t i;
+    json_t *x;
+    json_array_foreach(items, i, x) if (klp_truthy(x) == want) {
+        res = want;
+        break;
+    }
+    json_decref(items);
+    return json_boolean(res);
+}
+
+json_t *klpb_any(klpb_call *k) { return anyall(k, 1); }
+json_t *klpb_all(klpb_call *k) { return anyall(k, 0); }

@@ -1,0 +1,214 @@
+/* kl_engine.c - the public face of the cell engine (kl.h): owns the variable
+ * namespace (a JSON object, in definition order), the magics' session slots and the
+ * host interface magics call back into; routes a cell to the cell-magic path or to
+ * lex -> parse -> exec; converts the internal error into a Jupyter error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kl_internal.h"
+
+struct kl_engine {
+    atomic_int *interrupt;
+    json_t *vars;
+    mg_session *session;
+    mg_host host;
+    json_t *cell_metadata;   /* borrowed, for the running cell */
+    int run_depth;
+};
+
+json_t *klp_vars(kl_engine *e) { return e->vars; }
+mg_session *klp_session(kl_engine *e) { return e->session; }
+const mg_host *klp_host(kl_engine *e) { return &e->host; }
+json_t *klp_cell_metadata(kl_engine *e) { return e->cell_metadata; }
+int klp_interrupted(kl_engine *e) { return e->interrupt && atomic_load(e->interrupt) != 0; }
+
+/* ---- host callbacks ---- */
+
+static json_t *host_var_get(void *u, const char *name)
+{
+    return json_object_get(((kl_engine *)u)->vars, name);
+}
+
+static int host_var_set(void *u, const char *name, json_t *value)
+{
+    return kl_engine_var_set(u, name, value);
+}
+
+static json_t *host_var_names(void *u)
+{
+    kl_engine *e = u;
+    json_t *names = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(e->vars, k, v) json_array_append_new(names, json_string(k));
+    return names;
+}
+
+static int run_code(kl_engine *e, const char *code, const mg_out *out, klp_err *err);
+
+static int host_run_cell(void *u, const char *code, const mg_out *out, mg_error *merr)
+{
+    kl_engine *e = u;
+    klp_err err = {0};
+    if (e->run_depth >= KLP_MAX_RUN_DEPTH) {
+        snprintf(merr->ename, sizeof merr->ename, "RecursionError");
+        snprintf(merr->evalue, sizeof merr->evalue, "cells nested too deeply");
+        return -1;
+    }
+    e->run_depth++;
+    int rc = run_code(e, code ? code : "", out, &err);
+    e->run_depth--;
+    if (rc < 0) {
+        snprintf(merr->ename, sizeof merr->ename, "%s", err.ename);
+        if (err.line > 0)
+            snprintf(merr->evalue, sizeof merr->evalue, "%.900s (line %d%s)", err.evalue, err.line,
+                     "");
+        else
+            snprintf(merr->evalue, sizeof merr->evalue, "%s", err.evalue);
+    }
+    return rc;
+}
+
+static int host_interrupted(void *u) { return klp_interrupted(u); }
+
+/* ---- lifetime ---- */
+
+kl_engine *kl_engine_create(atomic_int *interrupt)
+{
+    kl_engine *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->interrupt = interrupt;
+    e->vars = json_object();
+    e->session = mg_session_create();
+    if (!e->vars || !e->session) {
+        kl_engine_destroy(e);
+        return NULL;
+    }
+    e->host = (mg_host){.user = e, .var_get = host_var_get, .var_set = host_var_set,
+                        .var_names = host_var_names, .run_cell = host_run_cell,
+                        .interrupted = host_interrupted};
+    return e;
+}
+
+void kl_engine_destroy(kl_engine *e)
+{
+    if (!e) return;
+    mg_session_destroy(e->session);
+    json_decref(e->vars);
+    free(e);
+}
+
+/* ---- running code ---- */
+
+static const char *skip_blank_lines(const char *code)
+{
+    const char *p = code, *line = code;
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') {
+        if (*p == '\n') line = p + 1;
+        p++;
+    }
+    return *p == '%' && p[1] == '%' ? p : line;
+}
+
+static int run_code(kl_engine *e, const char *code, const mg_out *out, klp_err *err)
+{
+    if (!klp_utf8_valid(code, strlen(code)))
+        return klp_syntax(err, 1, 1, "(unicode error) the cell is not valid UTF-8");
+    const char *start = skip_blank_lines(code);
+    if (start[0] == '%' && start[1] == '%') {
+        int rc = klp_magic_cell(e, start, out, err);
+        for (const char *p = code; rc < 0 && err->line > 0 && p < start; p++)
+            if (*p == '\n') err->line++;
+        return rc;
+    }
+    klp_arena *a = klp_arena_create();
+    if (!a) return klp_fail(err, 0, 0, "MemoryError", "out of memory");
+    klp_toks toks;
+    klp_prog prog;
+    int rc = -1;
+    if (klp_lex(a, code, &toks, err) == 0 && klp_parse(a, &toks, &prog, err) == 0) {
+        klp_ctx c = {.eng = e, .out = out, .err = err};
+        rc = klp_exec(&c, &prog);
+    }
+    klp_arena_destroy(a);
+    return rc;
+}
+
+int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out,
+                      json_t *cell_metadata, kl_error *err)
+{
+    klp_err ie = {0};
+    memset(err, 0, sizeof *err);
+    if (!code) code = "";
+    e->cell_metadata = cell_metadata;
+    int rc = run_code(e, code, out, &ie);
+    e->cell_metadata = NULL;
+    if (rc < 0) klp_err_export(&ie, code, err);
+    return rc;
+}
+
+/* Evaluates one expression source to a new value (for interpolation and
+ * user_expressions); NULL with err. */
+json_t *klp_eval_source(kl_engine *e, const char *src, const mg_out *out, klp_err *err)
+{
+    if (!klp_utf8_valid(src, strlen(src))) {
+        klp_syntax(err, 1, 1, "(unicode error) not valid UTF-8");
+        return NULL;
+    }
+    klp_arena *a = klp_arena_create();
+    if (!a) return NULL;
+    klp_node *n;
+    json_t *v = NULL;
+    if (klp_parse_expr(a, src, &n, err) == 0) {
+        klp_ctx c = {.eng = e, .out = out, .err = err};
+        v = klp_eval(&c, n);
+    }
+    klp_arena_destroy(a);
+    return v;
+}
+
+json_t *kl_engine_eval_expression(kl_engine *e, const char *expr)
+{
+    klp_err err = {0};
+    json_t *v = klp_eval_source(e, expr ? expr : "", NULL, &err);
+    if (!v) {
+        kl_error ke;
+        klp_err_export(&err, expr, &ke);
+        json_t *r = json_pack("{s:s, s:s, s:s, s:o}", "status", "error", "ename", ke.ename,
+                              "evalue", ke.evalue, "traceback",
+                              ke.traceback ? ke.traceback : json_array());
+        return r;
+    }
+    klp_buf b = {0};
+    klp_repr(&b, v);
+    json_decref(v);
+    json_t *r = json_pack("{s:s, s:{s:s%}, s:{}}", "status", "ok", "data", "text/plain",
+                          b.s ? b.s : "", b.n, "metadata");
+    klp_buf_free(&b);
+    return r;
+}
+
+json_t *kl_engine_var_get(kl_engine *e, const char *name)
+{
+    return json_object_get(e->vars, name);
+}
+
+int kl_engine_var_set(kl_engine *e, const char *name, json_t *value)
+{
+    if (!value) return -1;
+    if (!name || !*name || strlen(name) > 256) {
+        json_decref(value);
+        return -1;
+    }
+    return json_object_set_new(e->vars, name, value);
+}
+
+int kl_engine_comm_msg(kl_engine *e, const char *msg_type, json_t *content, const mg_out *out)
+{
+    (void)e;
+    (void)msg_type;
+    (void)content;
+    (void)out;
+    return -1;   /* no comm targets until the forms registry is wired in */
+}

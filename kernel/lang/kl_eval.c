@@ -1,0 +1,325 @@
+/* kl_eval.c - evaluates expression nodes to jansson values (new references).
+ * Every failure fills c->err with the node's line/column and returns NULL; nothing
+ * here aborts. Operators live in kl_ops.c/kl_compare.c/kl_index.c, calls in
+ * kl_builtins.c/kl_methods.c, f-string formatting in kl_format.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kl_internal.h"
+
+static json_t *oom(klp_ctx *c, const klp_node *n)
+{
+    klp_fail(c->err, n->line, n->col, "MemoryError", "out of memory");
+    return NULL;
+}
+
+static json_t *eval_name(klp_ctx *c, const klp_node *n)
+{
+    json_t *v = json_object_get(klp_vars(c->eng), n->str);
+    if (v) return json_incref(v);
+    if (klp_is_builtin(n->str))
+        klp_fail(c->err, n->line, n->col, "TypeError", "the builtin '%s' can only be called "
+                 "here (Kiln values are data, not functions)", n->str);
+    else
+        klp_fail(c->err, n->line, n->col, "NameError", "name '%s' is not defined", n->str);
+    return NULL;
+}
+
+static json_t *eval_seq(klp_ctx *c, const klp_node *n)
+{
+    json_t *arr = json_array();
+    if (!arr) return oom(c, n);
+    int nested = 0;
+    for (size_t i = 0; i < n->n; i++) {
+        json_t *v = klp_eval(c, n->kids[i]);
+        if (!v) {
+            json_decref(arr);
+            return NULL;
+        }
+        nested |= json_is_array(v) || json_is_object(v);
+        if (json_array_append_new(arr, v) < 0) {
+            json_decref(arr);
+            return oom(c, n);
+        }
+    }
+    if (nested && klp_check_depth(c, n, arr) < 0) {
+        json_decref(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+static json_t *eval_dict(klp_ctx *c, const klp_node *n)
+{
+    json_t *obj = json_object();
+    if (!obj) return oom(c, n);
+    int nested = 0;
+    for (size_t i = 0; i + 1 < n->n; i += 2) {
+        json_t *k = klp_eval(c, n->kids[i]);
+        if (!k) goto fail;
+        if (!json_is_string(k)) {
+            klp_fail(c->err, n->kids[i]->line, n->kids[i]->col, "TypeError", "dict keys must "
+                     "be str in Kiln (JSON objects), not %s", klp_type_name(k));
+            json_decref(k);
+            goto fail;
+        }
+        json_t *v = klp_eval(c, n->kids[i + 1]);
+        if (!v) {
+            json_decref(k);
+            goto fail;
+        }
+        nested |= json_is_array(v) || json_is_object(v);
+        int rc = json_object_setn_new(obj, json_string_value(k), json_string_length(k), v);
+        json_decref(k);
+        if (rc < 0) {
+            oom(c, n);
+            goto fail;
+        }
+    }
+    if (nested && klp_check_depth(c, n, obj) < 0) goto fail;
+    return obj;
+fail:
+    json_decref(obj);
+    return NULL;
+}
+
+static json_t *eval_compare(klp_ctx *c, const klp_node *n)
+{
+    json_t *l = klp_eval(c, n->kids[0]);
+    if (!l) return NULL;
+    for (size_t i = 1; i < n->n; i++) {
+        json_t *r = klp_eval(c, n->kids[i]);
+        if (!r) {
+            json_decref(l);
+            return NULL;
+        }
+        int ok = klp_compare(c, n, n->ops[i], l, r);
+        json_decref(l);
+        l = r;
+        if (ok <= 0) {
+            json_decref(l);
+            return ok < 0 ? NULL : json_false();
+        }
+    }
+    json_decref(l);
+    return json_true();
+}
+
+static json_t *eval_call(klp_ctx *c, const klp_node *n)
+{
+    const klp_node *callee = n->kids[0];
+    size_t na = 0, nk = 0, total = n->n - 1;
+    json_t **args = calloc(total + 1, sizeof *args), **kw = calloc(total + 1, sizeof *kw);
+    const char **kwn = calloc(total + 1, sizeof *kwn);
+    json_t *self = NULL, *res = NULL;
+    if (!args || !kw || !kwn) {
+        oom(c, n);
+        goto done;
+    }
+    for (size_t i = 1; i < n->n; i++) {
+        json_t *v = klp_eval(c, n->kids[i]);
+        if (!v) goto done;
+        if (n->ops[i]) {
+            kwn[nk] = n->ops[i];
+            kw[nk++] = v;
+        } else {
+            args[na++] = v;
+        }
+    }
+    if (callee->kind == KLP_N_ATTR) {
+        if (nk) {
+            klp_fail(c->err, n->line, n->col, "TypeError", "%s() takes no keyword arguments",
+                     callee->str);
+            goto done;
+        }
+        if (!(self = klp_eval(c, callee->kids[0]))) goto done;
+        res = klp_call_method(c, n, self, callee->str, args, na);
+    } else if (callee->kind == KLP_N_NAME && !json_object_get(klp_vars(c->eng), callee->str) &&
+               klp_is_builtin(callee->str)) {
+        res = klp_call_builtin(c, n, callee->str, args, na, kwn, kw, nk);
+    } else {
+        json_t *v = klp_eval(c, callee);
+        if (v) klp_fail(c->err, n->line, n->col, "TypeError", "'%s' object is not callable",
+                        klp_type_name(v));
+        json_decref(v);
+    }
+done:
+    for (size_t i = 0; args && i < na; i++) json_decref(args[i]);
+    for (size_t i = 0; kw && i < nk; i++) json_decref(kw[i]);
+    json_decref(self);
+    free(args);
+    free(kw);
+    free(kwn);
+    return res;
+}
+
+static json_t *eval_listcomp(klp_ctx *c, const klp_node *n)
+{
+    /* kids: elt, var, iter, cond (may be NULL) */
+    json_t *src = klp_eval(c, n->kids[2]), *items = NULL, *out = NULL;
+    if (!src) return NULL;
+    if (klp_iter_items(c, n->kids[2], src, &items) < 0) goto done;
+    json_t *vars = klp_vars(c->eng);
+    const char *var = n->kids[1]->str;
+    json_t *saved = json_incref(json_object_get(vars, var));
+    out = json_array();
+    size_t i;
+    json_t *x;
+    json_array_foreach(items, i, x) {
+        if (!out) break;
+        if (klp_interrupted(c->eng)) {
+            klp_fail(c->err, n->line, n->col, "KeyboardInterrupt", "interrupted");
+            json_decref(out);
+            out = NULL;
+            break;
+        }
+        json_object_set(vars, var, x);
+        json_t *keep = n->kids[3] ? klp_eval(c, n->kids[3]) : json_true();
+        json_t *v = keep && klp_truthy(keep) ? klp_eval(c, n->kids[0]) : NULL;
+        int failed = !keep || (klp_truthy(keep) && !v);
+        json_decref(keep);
+        if (failed || (v && json_array_append_new(out, v) < 0)) {
+            json_decref(out);
+            out = NULL;
+            break;
+        }
+    }
+    if (saved) json_object_set_new(vars, var, saved);
+    else json_object_del(vars, var);
+    if (out && klp_check_depth(c, n, out) < 0) {
+        json_decref(out);
+        out = NULL;
+    }
+done:
+    json_decref(src);
+    json_decref(items);
+    return out;
+}
+
+json_t *klp_format_value(klp_ctx *c, const klp_node *n, json_t *v, const char *spec);
+
+static json_t *eval_fstr(klp_ctx *c, const klp_node *n)
+{
+    klp_buf b = {0};
+    for (size_t i = 0; i < n->n; i++) {
+        const klp_node *k = n->kids[i];
+        if (!n->ops[i]) {
+            klp_buf_add(&b, k->str, k->len);
+            continue;
+        }
+        json_t *v = klp_eval(c, k);
+        if (!v) goto fail;
+        char conv = n->ops[i][0];
+        if (conv == 'r' || conv == 'a') {
+            klp_buf r = {0};
+            klp_repr(&r, v);
+            json_decref(v);
+            v = json_stringn(r.s ? r.s : "", r.n);
+            klp_buf_free(&r);
+        } else if (conv == 's' && !json_is_string(v)) {
+            klp_buf r = {0};
+            klp_str(&r, v);
+            json_decref(v);
+            v = json_stringn(r.s ? r.s : "", r.n);
+            klp_buf_free(&r);
+        }
+        if (!v) goto fail;
+        json_t *s = klp_format_value(c, k, v, n->ops[i] + 1);
+        json_decref(v);
+        if (!s) goto fail;
+        klp_buf_add(&b, json_string_value(s), json_string_length(s));
+        json_decref(s);
+        if (b.n > KLP_MAX_STR) {
+            klp_fail(c->err, n->line, n->col, "MemoryError", "result would be too large");
+            goto fail;
+        }
+    }
+    json_t *r = b.oom ? NULL : json_stringn(b.s ? b.s : "", b.n);
+    klp_buf_free(&b);
+    return r ? r : oom(c, n);
+fail:
+    klp_buf_free(&b);
+    return NULL;
+}
+
+json_t *klp_eval(klp_ctx *c, const klp_node *n)
+{
+    json_t *a, *b, *r;
+    switch (n->kind) {
+    case KLP_N_CONST_INT: return (r = json_integer(n->ival)) ? r : oom(c, n);
+    case KLP_N_CONST_FLOAT: return klp_real(c, n, n->fval);
+    case KLP_N_CONST_STR: return (r = json_stringn(n->str, n->len)) ? r : oom(c, n);
+    case KLP_N_NONE: return json_null();
+    case KLP_N_TRUE: return json_true();
+    case KLP_N_FALSE: return json_false();
+    case KLP_N_NAME: return eval_name(c, n);
+    case KLP_N_LIST:
+    case KLP_N_TUPLE: return eval_seq(c, n);
+    case KLP_N_DICT: return eval_dict(c, n);
+    case KLP_N_BINOP:
+        if (!(a = klp_eval(c, n->kids[0]))) return NULL;
+        if (!(b = klp_eval(c, n->kids[1]))) {
+            json_decref(a);
+            return NULL;
+        }
+        r = klp_binop(c, n, n->op, a, b);
+        json_decref(a);
+        json_decref(b);
+        return r;
+    case KLP_N_UNARY:
+        if (!(a = klp_eval(c, n->kids[0]))) return NULL;
+        r = klp_unary(c, n, n->op, a);
+        json_decref(a);
+        return r;
+    case KLP_N_NOT:
+        if (!(a = klp_eval(c, n->kids[0]))) return NULL;
+        r = json_boolean(!klp_truthy(a));
+        json_decref(a);
+        return r;
+    case KLP_N_AND:
+    case KLP_N_OR:
+        if (!(a = klp_eval(c, n->kids[0]))) return NULL;
+        if (klp_truthy(a) == (n->kind == KLP_N_OR)) return a;
+        json_decref(a);
+        return klp_eval(c, n->kids[1]);
+    case KLP_N_COMPARE: return eval_compare(c, n);
+    case KLP_N_IFEXP: {
+        if (!(a = klp_eval(c, n->kids[1]))) return NULL;
+        int t = klp_truthy(a);
+        json_decref(a);
+        return klp_eval(c, n->kids[t ? 0 : 2]);
+    }
+    case KLP_N_CALL: return eval_call(c, n);
+    case KLP_N_INDEX:
+        if (!(a = klp_eval(c, n->kids[0]))) return NULL;
+        if (!(b = klp_eval(c, n->kids[1]))) {
+            json_decref(a);
+            return NULL;
+        }
+        r = klp_index(c, n, a, b);
+        json_decref(a);
+        json_decref(b);
+        return r;
+    case KLP_N_SLICE: {
+        json_t *v[4] = {NULL, NULL, NULL, NULL};
+        r = NULL;
+        for (int i = 0; i < 4; i++)
+            if (n->kids[i] && !(v[i] = klp_eval(c, n->kids[i]))) goto slice_done;
+        r = klp_slice(c, n, v[0], v[1], v[2], v[3]);
+    slice_done:
+        for (int i = 0; i < 4; i++) json_decref(v[i]);
+        return r;
+    }
+    case KLP_N_ATTR:
+        if (!(a = klp_eval(c, n->kids[0]))) return NULL;
+        klp_fail(c->err, n->line, n->col, "AttributeError", "'%s' object has no attribute "
+                 "'%s' (methods must be called, e.g. x.%s())", klp_type_name(a), n->str, n->str);
+        json_decref(a);
+        return NULL;
+    case KLP_N_FSTR: return eval_fstr(c, n);
+    case KLP_N_LISTCOMP: return eval_listcomp(c, n);
+    default:
+        klp_syntax(c->err, n->line, n->col, "invalid syntax (a statement is not an expression)");
+        return NULL;
+    }
+}

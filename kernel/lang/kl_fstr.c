@@ -1,0 +1,110 @@
+/* kl_fstr.c - f-string templates: f"loss {loss:.4f} after {n!r} steps".
+ * Splits the (already unescaped) template into literal parts and expressions with
+ * an optional !r/!s/!a conversion and a format spec; `{{` and `}}` are literal
+ * braces. Nested replacement fields inside a spec are not supported. */
+#include <string.h>
+
+#include "kl_parse.h"
+
+static klp_node *lit(klpp *P, const klp_tok *t, const char *s, size_t n)
+{
+    klp_node *k = klpp_mk(P, KLP_N_CONST_STR, t);
+    char *c = klp_arena_alloc(P->a, n + 1);
+    if (!k || !c) return NULL;
+    memcpy(c, s, n);
+    k->str = c;
+    k->len = n;
+    k->depth = 1;
+    return k;
+}
+
+static klp_node *fail(klpp *P, const klp_tok *t, const char *msg)
+{
+    klp_syntax(P->err, t->line, t->col, "f-string: %s", msg);
+    return NULL;
+}
+
+klp_node *klpp_fstring(klpp *P, const klp_tok *t, const char *s, size_t len)
+{
+    klp_node *n = klpp_mk(P, KLP_N_FSTR, t);
+    if (!n) return NULL;
+    char *buf = klp_arena_alloc(P->a, len + 1);
+    if (!buf) return NULL;
+    size_t blen = 0, i = 0;
+    while (i < len) {
+        char c = s[i];
+        if ((c == '{' || c == '}') && i + 1 < len && s[i + 1] == c) {
+            buf[blen++] = c;
+            i += 2;
+            continue;
+        }
+        if (c == '}') return fail(P, t, "single '}' is not allowed");
+        if (c != '{') {
+            buf[blen++] = c;
+            i++;
+            continue;
+        }
+        if (blen) {
+            klp_node *l = lit(P, t, buf, blen);
+            if (!l || klpp_push(P, n, l, NULL) < 0) return NULL;
+            blen = 0;
+        }
+        /* the expression: up to !conv, :spec or } at depth 0, outside quotes */
+        size_t st = ++i;
+        int depth = 0;
+        char q = 0;
+        for (; i < len; i++) {
+            char d = s[i];
+            if (q) {
+                if (d == q) q = 0;
+                continue;
+            }
+            if (d == '\'' || d == '"') q = d;
+            else if (d == '(' || d == '[' || d == '{') depth++;
+            else if ((d == ')' || d == ']' || d == '}') && depth > 0) depth--;
+            else if (depth == 0 && (d == '}' || d == ':' || (d == '!' && i + 1 < len &&
+                                                             s[i + 1] != '=')))
+                break;
+        }
+        if (i >= len) return fail(P, t, "expecting '}'");
+        size_t en = i;
+        char conv = 'n';
+        if (s[i] == '!') {
+            if (i + 2 >= len || !strchr("rsa", s[i + 1]))
+                return fail(P, t, "invalid conversion character: expected 's', 'r', or 'a'");
+            conv = s[i + 1];
+            i += 2;
+        }
+        size_t spec_st = i, spec_en = i;
+        if (i < len && s[i] == ':') {
+            spec_st = ++i;
+            while (i < len && s[i] != '}') {
+                if (s[i] == '{') return fail(P, t, "nested replacement fields in a format "
+                                             "spec are not supported");
+                i++;
+            }
+            spec_en = i;
+        }
+        if (i >= len || s[i] != '}') return fail(P, t, "expecting '}'");
+        i++;
+        char *src = klp_arena_alloc(P->a, en - st + 1);
+        char *spec = klp_arena_alloc(P->a, spec_en - spec_st + 2);
+        if (!src || !spec) return NULL;
+        memcpy(src, s + st, en - st);
+        spec[0] = conv;
+        memcpy(spec + 1, s + spec_st, spec_en - spec_st);
+        klp_node *e;
+        klp_err sub = {0};
+        if (strspn(src, " \t\n") == en - st) return fail(P, t, "empty expression not allowed");
+        if (klp_parse_expr(P->a, src, &e, &sub) < 0) {
+            klp_syntax(P->err, t->line, t->col, "f-string: %s", sub.evalue);
+            return NULL;
+        }
+        if (klpp_push(P, n, e, spec) < 0) return NULL;
+    }
+    if (blen) {
+        klp_node *l = lit(P, t, buf, blen);
+        if (!l || klpp_push(P, n, l, NULL) < 0) return NULL;
+    }
+    return klpp_finish(P, n);
+}

@@ -1,0 +1,203 @@
+/* kl_internal.h - private types of the cell engine, shared by the kernel/lang sources only.
+ *
+ * Pipeline for one cell: the lexer (kl_lex.c) turns UTF-8 source into tokens, the
+ * parser (kl_parse*.c) builds an AST in a per-cell arena, the executor (kl_exec.c)
+ * runs statements, evaluating expressions (kl_eval.c, kl_ops.c, kl_builtins.c) to
+ * jansson values. Errors travel as a klp_err (name, message, line/column) and are
+ * turned into a Jupyter error with a traceback by kl_error.c at the very end.
+ *
+ * Limits that keep hostile input from crashing the process live here as constants.
+ */
+#ifndef KL_INTERNAL_H
+#define KL_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kl.h"
+
+#define KLP_MAX_DEPTH 200          /* AST nesting and value nesting limit */
+#define KLP_MAX_ITEMS 10000000     /* largest list/str an operation may create */
+#define KLP_MAX_STR (1u << 26)     /* largest str an operation may create (64 MiB) */
+#define KLP_MAX_REPR (1u << 20)    /* repr output is cut after 1 MiB */
+#define KLP_MAX_RUN_DEPTH 8        /* %%time nesting of run_cell */
+
+/* ---- errors ---- */
+
+typedef struct klp_err {
+    char ename[64];
+    char evalue[1024];
+    int line, col, end_col;   /* 1-based; 0 = unknown */
+    int is_syntax;            /* SyntaxError-style report (caret under the column) */
+    int set;
+} klp_err;
+
+int klp_fail(klp_err *e, int line, int col, const char *ename, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+int klp_syntax(klp_err *e, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Builds the public error (with traceback pointing into src). */
+void klp_err_export(const klp_err *e, const char *src, kl_error *out);
+
+/* ---- growable buffer ---- */
+
+typedef struct klp_buf {
+    char *s;
+    size_t n, cap;
+    int oom;
+} klp_buf;
+void klp_buf_add(klp_buf *b, const char *s, size_t n);
+void klp_buf_puts(klp_buf *b, const char *s);
+void klp_buf_printf(klp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void klp_buf_free(klp_buf *b);
+
+/* ---- arena (per cell; tokens, AST, decoded strings) ---- */
+
+typedef struct klp_arena klp_arena;
+klp_arena *klp_arena_create(void);
+void klp_arena_destroy(klp_arena *a);
+void *klp_arena_alloc(klp_arena *a, size_t n);   /* zeroed; NULL on OOM */
+
+/* ---- UTF-8 ---- */
+
+int klp_utf8_valid(const char *s, size_t n);
+size_t klp_utf8_len(const char *s, size_t n);          /* code points */
+size_t klp_utf8_offset(const char *s, size_t n, size_t cp);  /* byte offset of code point */
+int klp_utf8_encode(uint32_t cp, char out[4]);          /* bytes written; 0 if invalid */
+/* Bytes of s[0..n) that form complete valid sequences, invalid bytes replaced by
+ * U+FFFD into b; returns how many trailing bytes were held back (incomplete). */
+size_t klp_utf8_sanitize(klp_buf *b, const char *s, size_t n, int final);
+
+/* ---- tokens ---- */
+
+typedef enum {
+    KLP_T_EOF, KLP_T_NEWLINE, KLP_T_NAME, KLP_T_INT, KLP_T_FLOAT, KLP_T_STR, KLP_T_OP,
+    KLP_T_MAGIC,   /* "%name args" line: text = the line after the '%' */
+    KLP_T_SHELL,   /* "!cmd": text = the command */
+    KLP_T_HELP     /* "name?" / "?name" / "%magic?": text = the name (with '%' if a magic) */
+} klp_tok_kind;
+
+typedef struct klp_tok {
+    klp_tok_kind kind;
+    int line, col, end_col;   /* end_col: 0 when the token spans lines */
+    const char *text;   /* NAME/OP/MAGIC/SHELL/HELP: NUL-terminated (arena); STR: decoded */
+    size_t len;         /* STR: decoded byte length */
+    long long ival;
+    double fval;
+    int fstring;        /* STR with an f prefix: text is the raw template */
+} klp_tok;
+
+typedef struct klp_toks {
+    klp_tok *v;
+    size_t n;
+    int incomplete;     /* ended inside brackets / a string / after a backslash */
+} klp_toks;
+
+/* Tokenises src (valid UTF-8). Returns 0, or -1 with err (SyntaxError/IndentationError);
+ * toks->incomplete is set when the error is "unexpected end of input". */
+int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err);
+
+/* ---- AST ---- */
+
+typedef enum {
+    KLP_N_CONST_INT, KLP_N_CONST_FLOAT, KLP_N_CONST_STR, KLP_N_NONE, KLP_N_TRUE,
+    KLP_N_FALSE, KLP_N_NAME, KLP_N_LIST, KLP_N_TUPLE, KLP_N_DICT, KLP_N_BINOP,
+    KLP_N_UNARY, KLP_N_NOT, KLP_N_AND, KLP_N_OR, KLP_N_COMPARE, KLP_N_IFEXP,
+    KLP_N_CALL, KLP_N_INDEX, KLP_N_SLICE, KLP_N_ATTR, KLP_N_FSTR, KLP_N_LISTCOMP,
+    /* statements */
+    KLP_S_EXPR, KLP_S_ASSIGN, KLP_S_AUGASSIGN, KLP_S_PASS, KLP_S_DEL, KLP_S_MAGIC,
+    KLP_S_SHELL, KLP_S_HELP
+} klp_node_kind;
+
+typedef struct klp_node klp_node;
+struct klp_node {
+    klp_node_kind kind;
+    int line, col, end_col;
+    int depth;
+    const char *op;          /* BINOP/UNARY/AUGASSIGN operator; COMPARE ops in ops[] */
+    const char *str;         /* NAME/ATTR/STR/MAGIC/SHELL/HELP text; keyword names */
+    size_t len;
+    long long ival;
+    double fval;
+    klp_node **kids;         /* children (see each kind in kl_parse.c) */
+    const char **ops;        /* COMPARE: n-1 operators; CALL: keyword names (NULL = positional) */
+    size_t n;
+    int suppress;            /* S_EXPR followed by ';' at the end of the cell */
+};
+
+typedef struct klp_prog {
+    klp_node **stmts;
+    size_t n;
+} klp_prog;
+
+/* Parses tokens into statements. Returns 0 or -1 with a SyntaxError in err. */
+int klp_parse(klp_arena *a, const klp_toks *toks, klp_prog *prog, klp_err *err);
+/* Parses one expression (for {expr} interpolation, f-strings, user_expressions). */
+int klp_parse_expr(klp_arena *a, const char *src, klp_node **out, klp_err *err);
+
+/* ---- evaluation ---- */
+
+typedef struct klp_ctx {
+    kl_engine *eng;
+    const mg_out *out;
+    klp_err *err;
+} klp_ctx;
+
+/* The engine's namespace and state (kl_engine.c owns it). */
+json_t *klp_vars(kl_engine *e);
+int klp_interrupted(kl_engine *e);
+const mg_host *klp_host(kl_engine *e);
+mg_session *klp_session(kl_engine *e);
+json_t *klp_cell_metadata(kl_engine *e);
+
+json_t *klp_eval(klp_ctx *c, const klp_node *n);
+/* Parses and evaluates one expression; new ref or NULL with err. */
+json_t *klp_eval_source(kl_engine *e, const char *src, const mg_out *out, klp_err *err);   /* new ref or NULL with c->err */
+int klp_exec(klp_ctx *c, const klp_prog *p);         /* 0 or -1 */
+
+/* Operators (kl_ops.c). All return new refs or NULL with err filled (line/col from n). */
+json_t *klp_binop(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json_t *b);
+json_t *klp_unary(klp_ctx *c, const klp_node *n, const char *op, json_t *a);
+int klp_compare(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json_t *b);
+int klp_truthy(json_t *v);
+int klp_equal(json_t *a, json_t *b);
+json_t *klp_index(klp_ctx *c, const klp_node *n, json_t *obj, json_t *idx);
+json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t *hi,
+                  json_t *step);
+json_t *klp_real(klp_ctx *c, const klp_node *n, double v);   /* rejects nan/inf */
+/* 1 when container v is or (transitively) contains target. */
+int klp_reaches(json_t *v, json_t *target);
+int klp_check_depth(klp_ctx *c, const klp_node *n, json_t *v);
+int klp_iter_items(klp_ctx *c, const klp_node *n, json_t *v, json_t **list_out);
+
+/* Builtins (kl_builtins.c) and methods (kl_methods.c). args/kw borrowed. */
+int klp_is_builtin(const char *name);
+const char *klp_builtin_doc(const char *name);
+const char *const *klp_builtin_names(size_t *n);
+json_t *klp_call_builtin(klp_ctx *c, const klp_node *n, const char *name, json_t **args,
+                         size_t nargs, const char **kwnames, json_t **kwvals, size_t nkw);
+json_t *klp_call_method(klp_ctx *c, const klp_node *n, json_t *self, const char *name,
+                        json_t **args, size_t nargs);
+
+/* repr()/str() (kl_repr.c): appended to b. */
+const char *klp_type_name(json_t *v);
+void klp_repr(klp_buf *b, json_t *v);
+void klp_str(klp_buf *b, json_t *v);
+void klp_float_repr(klp_buf *b, double d);
+
+/* $name / {expr} interpolation (kl_interp.c): new string (free()), or NULL on OOM. */
+char *klp_interpolate(kl_engine *e, const char *text);
+
+/* Shell (kl_shell.c): runs cmd, streaming into out. 0, or -1 (interrupt / failure). */
+int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status,
+                  klp_err *err);
+
+/* Magics (kl_magic.c). text = "name args" (line) or the whole cell (cell magic). */
+int klp_magic_line(klp_ctx *c, const klp_node *n);
+int klp_magic_cell(kl_engine *e, const char *code, const mg_out *out, klp_err *err);
+int klp_help(klp_ctx *c, const char *name);
+/* Help text (new string) for a magic or name, or NULL. */
+char *klp_help_text(kl_engine *e, const char *name);
+
+#endif

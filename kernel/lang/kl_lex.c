@@ -1,0 +1,519 @@
+/* kl_lex.c - the tokenizer of the cell language (a Python subset).
+ *
+ * Python's rules where they matter to form and parameter cells: NEWLINE only at
+ * bracket depth 0, backslash continuation, # comments, str literals with every
+ * prefix Python has except bytes (r, u, f and combinations), single/double/triple
+ * quotes and all escapes, int literals in 4 bases with underscores, floats.
+ * IPython's line syntax is recognised at the start of a logical line:
+ * `%magic args`, `!command`, `name?`, `?name`, `%magic?`.
+ * No indentation is valid (there are no compound statements): an indented line is
+ * an IndentationError, as Python says.
+ * Errors carry line and column (1-based, columns in code points).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kl_internal.h"
+
+typedef struct lexer {
+    klp_arena *a;
+    const char *s;
+    size_t pos, n, line_start;
+    int line;
+    int depth;
+    char br[KLP_MAX_DEPTH];
+    int br_line[KLP_MAX_DEPTH], br_col[KLP_MAX_DEPTH];
+    klp_toks *t;
+    size_t cap;
+    klp_err *err;
+} lexer;
+
+static int col_at(lexer *L, size_t pos)
+{
+    return (int)klp_utf8_len(L->s + L->line_start, pos - L->line_start) + 1;
+}
+
+static klp_tok *push(lexer *L, klp_tok_kind k, size_t start)
+{
+    if (L->t->n == L->cap) {
+        size_t cap = L->cap ? L->cap * 2 : 64;
+        klp_tok *v = klp_arena_alloc(L->a, cap * sizeof *v);
+        if (!v) return NULL;
+        if (L->t->n) memcpy(v, L->t->v, L->t->n * sizeof *v);
+        L->t->v = v;
+        L->cap = cap;
+    }
+    klp_tok *tk = &L->t->v[L->t->n++];
+    memset(tk, 0, sizeof *tk);
+    tk->kind = k;
+    tk->line = L->line;
+    tk->col = col_at(L, start);
+    return tk;
+}
+
+static char *dup(lexer *L, const char *s, size_t n)
+{
+    char *p = klp_arena_alloc(L->a, n + 1);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+static int oom(lexer *L) { return klp_fail(L->err, L->line, 0, "MemoryError", "out of memory"); }
+
+static int is_id_start(unsigned char c) { return isalpha(c) || c == '_' || c >= 0x80; }
+static int is_id(unsigned char c) { return isalnum(c) || c == '_' || c >= 0x80; }
+
+static size_t eol_of(lexer *L, size_t p)
+{
+    while (p < L->n && L->s[p] != '\n') p++;
+    return p;
+}
+
+/* ---- IPython line syntax at the start of a logical line ---- */
+
+/* `name?`, `name??`, `%magic?`, `?name`: returns 1 and the name span. */
+static int help_line(const char *p, const char *e, const char **name, size_t *len)
+{
+    while (e > p && isspace((unsigned char)e[-1])) e--;
+    const char *q = p;
+    int lead = 0;
+    while (q < e && *q == '?' && lead < 2) q++, lead++;
+    const char *ns = q;
+    while (q < e && *q == '%' && q - ns < 2) q++;
+    if (q >= e || !is_id_start((unsigned char)*q)) return 0;
+    while (q < e && (is_id((unsigned char)*q) || *q == '.')) q++;
+    const char *ne = q;
+    int trail = 0;
+    while (q < e && *q == '?' && trail < 2) q++, trail++;
+    if (q != e || (lead == 0) == (trail == 0)) return 0;
+    *name = ns;
+    *len = (size_t)(ne - ns);
+    return 1;
+}
+
+static int special_line(lexer *L, int *handled)
+{
+    size_t start = L->pos, e = eol_of(L, start);
+    size_t te = e;
+    if (te > start && L->s[te - 1] == '\r') te--;
+    const char *name;
+    size_t nlen;
+    *handled = 1;
+    klp_tok *tk;
+    if (help_line(L->s + start, L->s + te, &name, &nlen)) {
+        if (!(tk = push(L, KLP_T_HELP, start))) return oom(L);
+        tk->text = dup(L, name, nlen);
+    } else if (L->s[start] == '%') {
+        if (start + 1 < L->n && L->s[start + 1] == '%')
+            return klp_syntax(L->err, L->line, col_at(L, start),
+                              "a cell magic (%%%%name) must be on the first line of the cell");
+        if (!(tk = push(L, KLP_T_MAGIC, start))) return oom(L);
+        tk->text = dup(L, L->s + start + 1, te - start - 1);
+    } else if (L->s[start] == '!') {
+        if (!(tk = push(L, KLP_T_SHELL, start))) return oom(L);
+        tk->text = dup(L, L->s + start + 1, te - start - 1);
+    } else {
+        *handled = 0;
+        return 0;
+    }
+    if (!tk->text) return oom(L);
+    tk->len = strlen(tk->text);
+    if (!push(L, KLP_T_NEWLINE, te)) return oom(L);
+    L->pos = e;
+    return 0;
+}
+
+/* ---- numbers ---- */
+
+static int lex_number(lexer *L)
+{
+    size_t st = L->pos;
+    const char *s = L->s;
+    char clean[128];
+    size_t k = 0;
+    int is_float = 0, base = 10;
+    size_t p = st;
+    if (s[p] == '0' && p + 1 < L->n && strchr("xXoObB", s[p + 1])) {
+        char b = (char)tolower((unsigned char)s[p + 1]);
+        base = b == 'x' ? 16 : b == 'o' ? 8 : 2;
+        p += 2;
+        while (p < L->n && (isxdigit((unsigned char)s[p]) || s[p] == '_')) {
+            if (s[p] != '_' && k < sizeof clean - 1) clean[k++] = s[p];
+            p++;
+        }
+    } else {
+        while (p < L->n && (isdigit((unsigned char)s[p]) || s[p] == '_' || s[p] == '.' ||
+                            ((s[p] == 'e' || s[p] == 'E') && p > st) ||
+                            ((s[p] == '+' || s[p] == '-') && (s[p - 1] == 'e' || s[p - 1] == 'E')))) {
+            if (s[p] == '.' || s[p] == 'e' || s[p] == 'E') is_float = 1;
+            if (s[p] == '.' && p + 1 < L->n && s[p + 1] == '.') break;
+            if (s[p] != '_' && k < sizeof clean - 1) clean[k++] = s[p];
+            p++;
+        }
+    }
+    clean[k] = 0;
+    L->pos = p;
+    if (p < L->n && (s[p] == 'j' || s[p] == 'J'))
+        return klp_syntax(L->err, L->line, col_at(L, st), "complex numbers are not supported");
+    if (p < L->n && is_id((unsigned char)s[p]))
+        return klp_syntax(L->err, L->line, col_at(L, st), "invalid %s literal",
+                          base == 10 ? "decimal" : base == 16 ? "hexadecimal" :
+                          base == 8 ? "octal" : "binary");
+    if (k == 0 || (s[p - 1] == '_') || k >= sizeof clean - 1)
+        return klp_syntax(L->err, L->line, col_at(L, st), "invalid number literal");
+    klp_tok *tk = push(L, is_float ? KLP_T_FLOAT : KLP_T_INT, st);
+    if (!tk) return oom(L);
+    tk->text = dup(L, s + st, p - st);
+    char *end;
+    errno = 0;
+    if (is_float) {
+        tk->fval = strtod(clean, &end);
+        if (*end) return klp_syntax(L->err, L->line, tk->col, "invalid float literal");
+        if (!isfinite(tk->fval))
+            return klp_fail(L->err, L->line, tk->col, "OverflowError",
+                            "float literal %s is out of range", clean);
+    } else {
+        if (base == 10 && clean[0] == '0' && clean[1])
+            for (size_t i = 1; i < k; i++)
+                if (clean[i] != '0')
+                    return klp_syntax(L->err, L->line, tk->col,
+                                      "leading zeros in decimal integer literals are not "
+                                      "permitted; use an 0o prefix for octal integers");
+        unsigned long long v = strtoull(clean, &end, base);
+        if (*end) return klp_syntax(L->err, L->line, tk->col, "invalid digit in literal");
+        if (errno == ERANGE || v > (unsigned long long)INT64_MAX)
+            return klp_fail(L->err, L->line, tk->col, "OverflowError",
+                            "integer literal %s is too large (Kiln integers are 64-bit)",
+                            tk->text);
+        tk->ival = (long long)v;
+    }
+    return 0;
+}
+
+/* ---- strings ---- */
+
+static int hexval(const char *s, int n, uint32_t *out)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isxdigit((unsigned char)s[i])) return -1;
+        v = v * 16 + (uint32_t)(isdigit((unsigned char)s[i]) ? s[i] - '0'
+                                : tolower((unsigned char)s[i]) - 'a' + 10);
+    }
+    *out = v;
+    return 0;
+}
+
+/* Decodes the escapes of body[0..n) into the arena. */
+static int decode(lexer *L, const char *b, size_t n, int raw, int line, int col, klp_tok *tk)
+{
+    char *o = klp_arena_alloc(L->a, n + 1), *w = o;
+    if (!o) return oom(L);
+    for (size_t i = 0; i < n; i++) {
+        if (b[i] != '\\' || raw || i + 1 >= n) {
+            *w++ = b[i];
+            continue;
+        }
+        char c = b[++i];
+        uint32_t cp;
+        int hex = 0;
+        switch (c) {
+        case '\n': break;
+        case '\r': if (i + 1 < n && b[i + 1] == '\n') i++; break;
+        case '\\': *w++ = '\\'; break;
+        case '\'': *w++ = '\''; break;
+        case '"': *w++ = '"'; break;
+        case 'a': *w++ = '\a'; break;
+        case 'b': *w++ = '\b'; break;
+        case 'f': *w++ = '\f'; break;
+        case 'n': *w++ = '\n'; break;
+        case 'r': *w++ = '\r'; break;
+        case 't': *w++ = '\t'; break;
+        case 'v': *w++ = '\v'; break;
+        case 'x': hex = 2; break;
+        case 'u': hex = 4; break;
+        case 'U': hex = 8; break;
+        case 'N':
+            return klp_syntax(L->err, line, col, "(unicode error) \\N{...} escapes are not "
+                              "supported");
+        default:
+            if (c >= '0' && c <= '7') {
+                cp = 0;
+                int k = 0;
+                while (k < 3 && i < n && b[i] >= '0' && b[i] <= '7') cp = cp * 8 + (uint32_t)(b[i++] - '0'), k++;
+                i--;
+                char enc[4];
+                int m = klp_utf8_encode(cp, enc);
+                memcpy(w, enc, (size_t)m);
+                w += m;
+            } else {
+                *w++ = '\\';
+                *w++ = c;
+            }
+        }
+        if (hex) {
+            if (i + (size_t)hex >= n || hexval(b + i + 1, hex, &cp) < 0)
+                return klp_syntax(L->err, line, col, "(unicode error) truncated \\%c escape", c);
+            char enc[4];
+            int m = klp_utf8_encode(cp, enc);
+            if (!m)
+                return klp_syntax(L->err, line, col, "(unicode error) illegal Unicode "
+                                  "character \\%c%.*s", c, hex, b + i + 1);
+            memcpy(w, enc, (size_t)m);
+            w += m;
+            i += (size_t)hex;
+        }
+    }
+    tk->text = o;
+    tk->len = (size_t)(w - o);
+    return 0;
+}
+
+static int lex_string(lexer *L, size_t st, int raw, int fstr)
+{
+    const char *s = L->s;
+    int line0 = L->line, col0 = col_at(L, st);
+    char q = s[L->pos];
+    int triple = L->pos + 2 < L->n && s[L->pos + 1] == q && s[L->pos + 2] == q;
+    size_t p = L->pos + (triple ? 3 : 1), body = p;
+    for (;;) {
+        if (p >= L->n) {
+            if (triple) {
+                L->t->incomplete = 1;
+                return klp_syntax(L->err, line0, col0, "unterminated triple-quoted string "
+                                  "literal (detected at line %d)", L->line);
+            }
+            return klp_syntax(L->err, line0, col0, "unterminated string literal (detected "
+                              "at line %d)", L->line);
+        }
+        char c = s[p];
+        if (c == '\\' && p + 1 < L->n) {
+            if (s[p + 1] == '\n') {
+                L->line++;
+                L->line_start = p + 2;
+            }
+            p += 2;
+            continue;
+        }
+        if (c == '\n') {
+            if (!triple)
+                return klp_syntax(L->err, line0, col0, "unterminated string literal "
+                                  "(detected at line %d)", line0);
+            L->line++;
+            L->line_start = p + 1;
+        }
+        if (c == q && (!triple || (p + 2 < L->n && s[p + 1] == q && s[p + 2] == q))) break;
+        p++;
+    }
+    size_t bend = p;
+    L->pos = p + (triple ? 3 : 1);
+    klp_tok tmp;
+    memset(&tmp, 0, sizeof tmp);
+    if (decode(L, s + body, bend - body, raw, line0, col0, &tmp) < 0) return -1;
+    klp_tok *tk = push(L, KLP_T_STR, L->pos);
+    if (!tk) return oom(L);
+    tk->line = line0;
+    tk->col = col0;
+    tk->text = tmp.text;
+    tk->len = tmp.len;
+    tk->fstring = fstr;
+    return 0;
+}
+
+/* ---- operators ---- */
+
+static const char *const ops3[] = {"**=", "//=", ">>=", "<<=", "...", NULL};
+static const char *const ops2[] = {"**", "//", "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=",
+                                   "%=", "&=", "|=", "^=", "->", ":=", "<<", ">>", "@=", NULL};
+static const char ops1[] = "+-*/%@&|^~<>()[]{},:.;=";
+
+static int lex_op(lexer *L)
+{
+    const char *s = L->s + L->pos;
+    size_t avail = L->n - L->pos;
+    const char *const *tabs[2] = {ops3, ops2};
+    size_t lens[2] = {3, 2};
+    const char *found = NULL;
+    size_t flen = 1;
+    for (int t = 0; t < 2 && !found; t++)
+        for (int i = 0; tabs[t][i]; i++)
+            if (avail >= lens[t] && !memcmp(s, tabs[t][i], lens[t])) {
+                found = tabs[t][i];
+                flen = lens[t];
+                break;
+            }
+    if (!found && strchr(ops1, *s) && *s) found = s;
+    int col = col_at(L, L->pos);
+    if (!found) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f)
+            return klp_syntax(L->err, L->line, col, "invalid non-printable character U+%04X", c);
+        return klp_syntax(L->err, L->line, col, "invalid syntax");
+    }
+    char c = *s;
+    if (flen == 1 && strchr("([{", c)) {
+        if (L->depth >= KLP_MAX_DEPTH)
+            return klp_syntax(L->err, L->line, col, "too many nested parentheses");
+        L->br[L->depth] = c;
+        L->br_line[L->depth] = L->line;
+        L->br_col[L->depth] = col;
+        L->depth++;
+    } else if (flen == 1 && strchr(")]}", c)) {
+        char open = c == ')' ? '(' : c == ']' ? '[' : '{';
+        if (L->depth == 0) return klp_syntax(L->err, L->line, col, "unmatched '%c'", c);
+        if (L->br[L->depth - 1] != open) {
+            if (L->br_line[L->depth - 1] != L->line)
+                return klp_syntax(L->err, L->line, col, "closing parenthesis '%c' does not "
+                                  "match opening parenthesis '%c' on line %d", c,
+                                  L->br[L->depth - 1], L->br_line[L->depth - 1]);
+            return klp_syntax(L->err, L->line, col, "closing parenthesis '%c' does not match "
+                              "opening parenthesis '%c'", c, L->br[L->depth - 1]);
+        }
+        L->depth--;
+    }
+    klp_tok *tk = push(L, KLP_T_OP, L->pos);
+    if (!tk || !(tk->text = dup(L, s, flen))) return oom(L);
+    tk->len = flen;
+    L->pos += flen;
+    return 0;
+}
+
+/* ---- names (and string prefixes) ---- */
+
+static int lex_name(lexer *L)
+{
+    size_t st = L->pos, p = st;
+    while (p < L->n && is_id((unsigned char)L->s[p])) p++;
+    size_t n = p - st;
+    if (p < L->n && (L->s[p] == '\'' || L->s[p] == '"') && n <= 2) {
+        int raw = 0, fstr = 0, bad = 0;
+        for (size_t i = st; i < p; i++) {
+            char c = (char)tolower((unsigned char)L->s[i]);
+            if (c == 'r') raw++;
+            else if (c == 'f') fstr++;
+            else if (c == 'u' && n == 1) ;
+            else if (c == 'b')
+                return klp_syntax(L->err, L->line, col_at(L, st), "bytes literals are not "
+                                  "supported");
+            else bad = 1;
+        }
+        if (!bad && raw <= 1 && fstr <= 1) {
+            L->pos = p;
+            return lex_string(L, st, raw, fstr);
+        }
+    }
+    klp_tok *tk = push(L, KLP_T_NAME, st);
+    if (!tk || !(tk->text = dup(L, L->s + st, n))) return oom(L);
+    tk->len = n;
+    L->pos = p;
+    return 0;
+}
+
+/* ---- driver ---- */
+
+static int newline(lexer *L, size_t at)
+{
+    if (L->t->n && L->t->v[L->t->n - 1].kind != KLP_T_NEWLINE)
+        if (!push(L, KLP_T_NEWLINE, at)) return oom(L);
+    return 0;
+}
+
+int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
+{
+    lexer L;
+    memset(&L, 0, sizeof L);
+    L.a = a;
+    L.s = src;
+    L.n = strlen(src);
+    L.line = 1;
+    L.t = toks;
+    L.err = err;
+    memset(toks, 0, sizeof *toks);
+    int bol = 1;
+    while (L.pos < L.n) {
+        char c = src[L.pos];
+        if (bol && L.depth == 0) {
+            size_t p = L.pos;
+            while (p < L.n && (src[p] == ' ' || src[p] == '\t' || src[p] == '\f')) p++;
+            if (p >= L.n) break;
+            if (src[p] == '\n' || src[p] == '#' || src[p] == '\r') {
+                L.pos = p;
+                while (L.pos < L.n && src[L.pos] != '\n') L.pos++;
+                if (L.pos < L.n) {
+                    L.pos++;
+                    L.line++;
+                    L.line_start = L.pos;
+                }
+                continue;
+            }
+            if (p > L.pos)
+                return klp_fail(err, L.line, col_at(&L, p), "IndentationError",
+                                "unexpected indent");
+            bol = 0;
+            int handled;
+            if (special_line(&L, &handled) < 0) return -1;
+            if (handled) {
+                bol = 1;
+                continue;
+            }
+            continue;
+        }
+        int rc = 0;
+        size_t ntok = toks->n;
+        if (c == ' ' || c == '\t' || c == '\f' || c == '\r') {
+            L.pos++;
+        } else if (c == '\n') {
+            if (L.depth == 0) {
+                if (newline(&L, L.pos) < 0) return -1;
+                bol = 1;
+            }
+            L.pos++;
+            L.line++;
+            L.line_start = L.pos;
+        } else if (c == '#') {
+            while (L.pos < L.n && src[L.pos] != '\n') L.pos++;
+        } else if (c == '\\') {
+            size_t p = L.pos + 1;
+            if (p < L.n && src[p] == '\r') p++;
+            if (p >= L.n) {
+                toks->incomplete = 1;
+                return klp_syntax(err, L.line, col_at(&L, L.pos), "unexpected EOF after "
+                                  "line continuation character");
+            }
+            if (src[p] != '\n')
+                return klp_syntax(err, L.line, col_at(&L, L.pos + 1), "unexpected character "
+                                  "after line continuation character");
+            L.pos = p + 1;
+            L.line++;
+            L.line_start = L.pos;
+        } else if (isdigit((unsigned char)c) ||
+                   (c == '.' && L.pos + 1 < L.n && isdigit((unsigned char)src[L.pos + 1]))) {
+            rc = lex_number(&L);
+        } else if (c == '\'' || c == '"') {
+            rc = lex_string(&L, L.pos, 0, 0);
+        } else if (is_id_start((unsigned char)c)) {
+            rc = lex_name(&L);
+        } else if (c == '!' && !(L.pos + 1 < L.n && src[L.pos + 1] == '=')) {
+            rc = klp_syntax(err, L.line, col_at(&L, L.pos), "invalid syntax ('!' runs a shell "
+                            "command only at the start of a line)");
+        } else if (c == '$' || c == '?' || c == '`') {
+            rc = klp_syntax(err, L.line, col_at(&L, L.pos), "invalid syntax");
+        } else {
+            rc = lex_op(&L);
+        }
+        if (rc < 0) return -1;
+        if (toks->n > ntok && toks->v[toks->n - 1].line == L.line)
+            toks->v[toks->n - 1].end_col = col_at(&L, L.pos);
+    }
+    if (L.depth > 0) {
+        toks->incomplete = 1;
+        return klp_syntax(err, L.br_line[L.depth - 1], L.br_col[L.depth - 1],
+                          "'%c' was never closed", L.br[L.depth - 1]);
+    }
+    if (newline(&L, L.pos) < 0) return -1;
+    if (!push(&L, KLP_T_EOF, L.pos)) return oom(&L);
+    return 0;
+}

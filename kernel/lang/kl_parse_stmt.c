@@ -1,0 +1,185 @@
+/* kl_parse_stmt.c - statements: lines of magics / shell / help, `pass`, `del`,
+ * assignments (chained, tuple unpacking, subscripts), augmented assignments and
+ * expression statements separated by ';'. Also the one-expression entry point used
+ * by interpolation, f-strings and user_expressions. */
+#include <string.h>
+
+#include "kl_parse.h"
+
+#define cur klpp_cur
+
+static int valid_target(klpp *P, klp_node *t, int aug)
+{
+    const char *what = NULL;
+    switch (t->kind) {
+    case KLP_N_NAME:
+    case KLP_N_INDEX:
+        return 0;
+    case KLP_N_TUPLE:
+    case KLP_N_LIST:
+        if (aug) {
+            what = "tuple";
+            break;
+        }
+        for (size_t i = 0; i < t->n; i++)
+            if (valid_target(P, t->kids[i], 0) < 0) return -1;
+        return 0;
+    case KLP_N_CALL: what = "function call"; break;
+    case KLP_N_SLICE: what = "slice (slice assignment is not supported)"; break;
+    case KLP_N_ATTR: what = "attribute (Kiln values have no attributes)"; break;
+    case KLP_N_CONST_INT: case KLP_N_CONST_FLOAT: case KLP_N_CONST_STR: case KLP_N_NONE:
+    case KLP_N_TRUE: case KLP_N_FALSE: case KLP_N_FSTR:
+        what = "literal"; break;
+    default: what = "expression"; break;
+    }
+    klp_syntax(P->err, t->line, t->col, "cannot assign to %s%s", what,
+               t->kind == KLP_N_COMPARE ? " here. Maybe you meant '=' instead of '=='?" : "");
+    return -1;
+}
+
+static const char *const augops[] = {"+=", "-=", "*=", "/=", "//=", "%=", "**=", "&=", "|=",
+                                     "^=", "<<=", ">>=", NULL};
+
+static klp_node *p_simple(klpp *P)
+{
+    klp_tok *t = cur(P);
+    if (klpp_is_kw(P, "pass")) {
+        klpp_next(P);
+        return klpp_finish(P, klpp_mk(P, KLP_S_PASS, t));
+    }
+    if (klpp_is_kw(P, "del")) {
+        klpp_next(P);
+        klp_node *n = klpp_mk(P, KLP_S_DEL, t);
+        klp_node *e = n ? klpp_exprs(P) : NULL;
+        if (!e) return NULL;
+        if (e->kind == KLP_N_TUPLE) {
+            for (size_t i = 0; i < e->n; i++)
+                if (klpp_push(P, n, e->kids[i], NULL) < 0) return NULL;
+        } else if (klpp_push(P, n, e, NULL) < 0) {
+            return NULL;
+        }
+        for (size_t i = 0; i < n->n; i++)
+            if (n->kids[i]->kind != KLP_N_NAME && n->kids[i]->kind != KLP_N_INDEX) {
+                klp_syntax(P->err, n->kids[i]->line, n->kids[i]->col, "cannot delete this "
+                           "expression");
+                return NULL;
+            }
+        return klpp_finish(P, n);
+    }
+    if (klpp_check_unsupported_kw(P) < 0) return NULL;
+    klp_node *e = klpp_exprs(P);
+    if (!e) return NULL;
+    for (int i = 0; augops[i]; i++)
+        if (klpp_is_op(P, augops[i])) {
+            klpp_next(P);
+            if (valid_target(P, e, 1) < 0) return NULL;
+            klp_node *n = klpp_mk(P, KLP_S_AUGASSIGN, t);
+            klp_node *v = n ? klpp_exprs(P) : NULL;
+            if (!v || klpp_push(P, n, e, NULL) < 0 || klpp_push(P, n, v, NULL) < 0)
+                return NULL;
+            n->op = augops[i];
+            return klpp_finish(P, n);
+        }
+    if (klpp_is_op(P, "=")) {
+        klp_node *n = klpp_mk(P, KLP_S_ASSIGN, t);
+        if (!n || klpp_push(P, n, e, NULL) < 0) return NULL;
+        while (klpp_is_op(P, "=")) {
+            klpp_next(P);
+            klp_node *v = klpp_exprs(P);
+            if (!v || klpp_push(P, n, v, NULL) < 0) return NULL;
+        }
+        for (size_t i = 0; i + 1 < n->n; i++)
+            if (valid_target(P, n->kids[i], 0) < 0) return NULL;
+        return klpp_finish(P, n);
+    }
+    if (klpp_is_op(P, ":"))
+        return klpp_error(P, cur(P), "annotations (name: type) are not supported");
+    klp_node *n = klpp_mk(P, KLP_S_EXPR, t);
+    if (!n || klpp_push(P, n, e, NULL) < 0) return NULL;
+    return klpp_finish(P, n);
+}
+
+static int add_stmt(klpp *P, klp_prog *prog, klp_node *s, size_t *cap)
+{
+    if (prog->n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        klp_node **v = klp_arena_alloc(P->a, nc * sizeof *v);
+        if (!v) return klp_fail(P->err, s->line, 0, "MemoryError", "out of memory");
+        if (prog->n) memcpy(v, prog->stmts, prog->n * sizeof *v);
+        prog->stmts = v;
+        *cap = nc;
+    }
+    prog->stmts[prog->n++] = s;
+    return 0;
+}
+
+static klp_node *p_line_special(klpp *P, klp_tok *t)
+{
+    klp_node_kind k = t->kind == KLP_T_MAGIC ? KLP_S_MAGIC
+                      : t->kind == KLP_T_SHELL ? KLP_S_SHELL : KLP_S_HELP;
+    klpp_next(P);
+    klp_node *n = klpp_mk(P, k, t);
+    if (!n) return NULL;
+    n->str = t->text;
+    n->len = t->len;
+    return klpp_finish(P, n);
+}
+
+int klp_parse(klp_arena *a, const klp_toks *toks, klp_prog *prog, klp_err *err)
+{
+    klpp P = {.a = a, .t = toks, .err = err};
+    size_t cap = 0;
+    memset(prog, 0, sizeof *prog);
+    while (cur(&P)->kind != KLP_T_EOF) {
+        klp_tok *t = cur(&P);
+        if (t->kind == KLP_T_NEWLINE) {
+            klpp_next(&P);
+            continue;
+        }
+        if (t->kind == KLP_T_MAGIC || t->kind == KLP_T_SHELL || t->kind == KLP_T_HELP) {
+            klp_node *s = p_line_special(&P, t);
+            if (!s || add_stmt(&P, prog, s, &cap) < 0) return -1;
+            continue;
+        }
+        for (;;) {
+            klp_node *s = p_simple(&P);
+            if (!s || add_stmt(&P, prog, s, &cap) < 0) return -1;
+            if (klpp_is_op(&P, ";")) {
+                klpp_next(&P);
+                if (cur(&P)->kind == KLP_T_NEWLINE) {
+                    s->suppress = 1;
+                    break;
+                }
+                continue;
+            }
+            break;
+        }
+        if (cur(&P)->kind != KLP_T_NEWLINE) {
+            klp_tok *bad = cur(&P);
+            if (klpp_is_op(&P, "=") || klpp_is_op(&P, ":="))
+                klpp_error(&P, bad, "invalid syntax (cannot assign here)");
+            else
+                klpp_error(&P, bad, "invalid syntax");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int klp_parse_expr(klp_arena *a, const char *src, klp_node **out, klp_err *err)
+{
+    klp_toks toks;
+    if (klp_lex(a, src, &toks, err) < 0) return -1;
+    klpp P = {.a = a, .t = &toks, .err = err};
+    if (toks.n == 0 || toks.v[0].kind == KLP_T_EOF || toks.v[0].kind == KLP_T_NEWLINE)
+        return klp_syntax(err, 1, 1, "empty expression");
+    klp_node *e = klpp_exprs(&P);
+    if (!e) return -1;
+    if (cur(&P)->kind == KLP_T_NEWLINE) klpp_next(&P);
+    if (cur(&P)->kind != KLP_T_EOF) {
+        klpp_error(&P, cur(&P), "invalid syntax");
+        return -1;
+    }
+    *out = e;
+    return 0;
+}

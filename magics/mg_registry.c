@@ -1,0 +1,37 @@
+/* mg_registry.c - the one static table of every magic Kiln ships. %lsmagic,
+ * `kiln help`, completion and inspect are all generated from it. To add a magic:
+ * define `const mg_command mg_cmd_NAME` in its own file, then add one extern line
+ * and one table line below (keep the table sorted by name). */
+#include <string.h>
+
+#include "mg.h"
+
+extern const mg_command mg_cmd_cd;
+extern const mg_command mg_cmd_env;
+extern const mg_command mg_cmd_lsmagic;
+extern const mg_command mg_cmd_pwd;
+extern const mg_command mg_cmd_time;
+extern const mg_command mg_cmd_who;
+
+static const mg_command *const table[] = {
+    &mg_cmd_cd,
+    &mg_cmd_env,
+    &mg_cmd_lsmagic,
+    &mg_cmd_pwd,
+    &mg_cmd_time,
+    &mg_cmd_who,
+};
+
+const mg_command *mg_registry_find(const char *name)
+{
+    if (!name) return NULL;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(table[i]->name, name)) return table[i];
+    return NULL;
+}
+
+const mg_command *const *mg_registry_all(size_t *n)
+{
+    *n = sizeof table / sizeof table[0];
+    return table;
+}
