@@ -10,6 +10,7 @@ extern const mg_command mg_cmd_cd;
 extern const mg_command mg_cmd_env;
 extern const mg_command mg_cmd_lsmagic;
 extern const mg_command mg_cmd_pwd;
+extern const mg_command mg_cmd_results;
 extern const mg_command mg_cmd_time;
 extern const mg_command mg_cmd_who;
 
@@ -18,6 +19,7 @@ static const mg_command *const table[] = {
     &mg_cmd_env,
     &mg_cmd_lsmagic,
     &mg_cmd_pwd,
+    &mg_cmd_results,
     &mg_cmd_time,
     &mg_cmd_who,
 };
