@@ -70,6 +70,7 @@ const char *rt_model_spec_canonical(const rt_model *m) { return m->canonical; }
 const rt_model_input *rt_model_input_shape(const rt_model *m) { return &m->in; }
 rt_backend *rt_model_backend(const rt_model *m) { return m->b; }
 int rt_model_max_batch(const rt_model *m) { return m->max_batch; }
+uint64_t rt_model_seed(const rt_model *m) { return m->seed; }
 int rt_model_num_layers(const rt_model *m) { return m->nlayers; }
 long rt_model_num_params(const rt_model *m) { return m->total_params; }
 rt_tensor *rt_model_input_tensor(rt_model *m) { return &m->act[0]; }
@@ -211,12 +212,15 @@ rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t se
 
 /* ---- the step ---- */
 
-static double now(void)
+/* Timing clock: wall time, or the process's CPU time (all threads) when timing == 2,
+ * which is robust to other processes sharing the cores (benchmarks on busy machines). */
+static double now_clock(int timing)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(timing == 2 ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+#define now() now_clock(m->timing)
 
 static rt_status check_n(const rt_model *m, int N, rt_error *err)
 {

@@ -71,6 +71,8 @@ const rt_summary_row *rt_model_summary(const rt_model *m, int *n, long *total_pa
 rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t seed,
                           rt_error *err);
 rt_backend *rt_model_backend(const rt_model *m);
+/* The seed given to attach: the key of every random stream of the run. */
+uint64_t rt_model_seed(const rt_model *m);
 int rt_model_max_batch(const rt_model *m);
 
 /* Inputs of a step: upload images (N,C,H,W) float and labels (N) int32 here. The
@@ -100,7 +102,9 @@ rt_status rt_model_tensor(rt_model *m, int i, rt_named_tensor *out, rt_error *er
 rt_status rt_model_tensor_read(rt_model *m, int i, float *dst, rt_error *err);
 rt_status rt_model_tensor_write(rt_model *m, int i, const float *src, rt_error *err);
 
-/* ---- per-layer timing (for benchmarks): enable, then read seconds accumulated ---- */
+/* ---- per-layer timing (for benchmarks): enable, then read seconds accumulated ----
+ * on = 1: wall-clock seconds; on = 2: process CPU seconds (all threads), robust to
+ * other processes on the same cores. Timing syncs the backend after every layer. */
 void rt_model_timing_enable(rt_model *m, int on);
 /* fwd/bwd seconds of layer i (i == num layers: the loss); resets when reset != 0. */
 void rt_model_timing(const rt_model *m, int i, double *fwd, double *bwd);

@@ -1,0 +1,138 @@
+/* train_bench.c - Kiln's side of bench/train_bench.py: trains the PyTorch MNIST example
+ * net on Fashion-MNIST for a fixed number of steps and prints throughput, the per-layer
+ * time breakdown and (optionally) the test accuracy. Not installed; not a test.
+ *
+ * usage: train_bench [--steps N] [--batch B] [--threads T] [--epochs E] [--seed S]
+ *                    [--timing | --cpu-timing] [--eval] [--synthetic]
+ * --epochs E trains E full epochs instead of --steps. Output: "key value" lines.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "rt.h"
+
+static const char *mnist_net =
+    "conv2d 32 3\nrelu\nconv2d 64 3\nrelu\nmaxpool 2\ndropout 0.25\nflatten\n"
+    "dense 128\nrelu\ndropout 0.5\ndense 10\n";
+
+static int fail(const rt_error *e)
+{
+    fprintf(stderr, "train_bench: %s\n", e->msg);
+    return 1;
+}
+
+static void synth(rt_dataset *d, int n)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "synthetic");
+    d->n = n, d->c = 1, d->h = 28, d->w = 28, d->num_classes = 10;
+    d->images = malloc((size_t)n * 784 * 4);
+    d->labels = malloc((size_t)n);
+    rt_rng r = rt_rng_stream(1, RT_RNG_USER, 0, 0);
+    rt_rng_fill_normal(&r, d->images, (size_t)n * 784, 0.0f, 1.0f);
+    for (int i = 0; i < n; i++) d->labels[i] = (uint8_t)(i % 10);
+}
+
+int main(int argc, char **argv)
+{
+    int steps = 100, batch = 128, threads = 2, epochs = 0, timing = 0, eval = 0, syn = 0;
+    unsigned long long seed = 1;
+    const char *spec = mnist_net;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
+        if (!strcmp(a, "--steps")) steps = atoi(v), i++;
+        else if (!strcmp(a, "--batch")) batch = atoi(v), i++;
+        else if (!strcmp(a, "--threads")) threads = atoi(v), i++;
+        else if (!strcmp(a, "--epochs")) epochs = atoi(v), i++;
+        else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10), i++;
+        else if (!strcmp(a, "--timing")) timing = 1;
+        else if (!strcmp(a, "--cpu-timing")) timing = 2;
+        else if (!strcmp(a, "--eval")) eval = 1;
+        else if (!strcmp(a, "--synthetic")) syn = 1;
+        else {
+            fprintf(stderr, "train_bench: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    rt_error err = {0};
+    rt_dataset_splits splits;
+    memset(&splits, 0, sizeof splits);
+    rt_dataset *train = &splits.train;
+    if (syn) {
+        synth(&splits.train, 60000);
+        synth(&splits.test, 1000);
+    } else {
+        rt_dataset_opts o = {.name = "fashion-mnist"};
+        if (rt_dataset_load(&splits, &o, &err)) return fail(&err);
+    }
+    rt_backend b;
+    rt_model *m = NULL;
+    rt_trainer *t = NULL;
+    if (rt_backend_open(&b, "cpu", threads, &err)) return fail(&err);
+    rt_model_input in = {train->c, train->h, train->w, train->num_classes};
+    if (rt_model_create(&m, spec, &in, &err) || rt_model_attach(m, &b, batch, seed, &err))
+        return fail(&err);
+    rt_trainer_config c = rt_trainer_config_default();
+    c.batch_size = batch;
+    c.epochs = epochs > 0 ? epochs : 1;
+    if (rt_trainer_create(&t, m, train, &c, &err) || rt_trainer_begin(t, &err))
+        return fail(&err);
+    long total = epochs > 0 ? (long)(rt_trainer_steps_per_epoch(t) * epochs) : steps;
+    /* warm-up: 3 steps not timed (first touches of the arenas, OpenBLAS buffers) */
+    rt_step_event ev;
+    for (int i = 0; i < 3 && epochs == 0; i++)
+        if (rt_trainer_step(t, &ev, &err)) return fail(&err);
+    rt_model_timing_enable(m, timing);
+    rt_train_summary s;
+    if (rt_trainer_begin(t, &err)) return fail(&err);
+    for (long i = 0; i < total; i++) {
+        if (rt_trainer_step(t, &ev, &err)) return fail(&err);
+        if (ev == RT_STEP_DONE) break;
+        if (ev == RT_STEP_EPOCH_END) {
+            rt_trainer_state st = rt_trainer_get_state(t);
+            fprintf(stderr, "epoch loss %.4f acc %.4f\n",
+                    st.epoch_loss_sum / (double)st.epoch_seen,
+                    (double)st.epoch_correct / (double)st.epoch_seen);
+        }
+    }
+    rt_trainer_end(t, &s, &err);
+    printf("steps %lld\nimages %lld\nseconds %.3f\nimages_per_s %.1f\nlast_loss %.5f\n",
+           (long long)s.steps, (long long)s.images, s.seconds, s.images_per_s, s.last_loss);
+    printf("seconds_per_epoch %.2f\n", 60000.0 / s.images_per_s);
+    if (timing) {
+        int nl;
+        const rt_summary_row *rows = rt_model_summary(m, &nl, NULL);
+        double tot = 0;
+        for (int i = 0; i <= nl; i++) {
+            double f, bw;
+            rt_model_timing(m, i, &f, &bw);
+            tot += f + bw;
+        }
+        for (int i = 0; i <= nl; i++) {
+            double f, bw;
+            rt_model_timing(m, i, &f, &bw);
+            printf("layer %-28s fwd_ms %7.2f bwd_ms %7.2f share %5.1f%%\n",
+                   i < nl ? rows[i].spec : "softmax-xent", 1e3 * f / s.steps,
+                   1e3 * bw / s.steps, 100.0 * (f + bw) / tot);
+        }
+        printf("layers_ms_per_step %.2f step_ms %.2f\n", 1e3 * tot / s.steps,
+               1e3 * s.seconds / s.steps);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    if (eval) {
+        rt_eval_result *r = malloc(sizeof *r);
+        if (rt_trainer_evaluate(m, &splits.test, 0, r, &err)) return fail(&err);
+        printf("test_loss %.4f\ntest_accuracy %.4f\n", r->loss, r->accuracy);
+        free(r);
+    }
+    printf("process_cpu_s %.3f\n", ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec);
+    printf("peak_rss_mb %.1f\n", ru.ru_maxrss / 1024.0);
+    rt_trainer_destroy(t);
+    rt_model_destroy(m);
+    rt_backend_close(&b);
+    rt_dataset_splits_deinit(&splits);
+    return 0;
+}

@@ -1,0 +1,259 @@
+/* rt_trainer.c - the steppable training loop (see rt_trainer.h for the contract).
+ *
+ * Host staging buffers for one minibatch (images, labels, probabilities) and the
+ * optimiser state are allocated at create; a step allocates nothing. The optimiser is
+ * the OPTIM module's rt_optim over the model's parameter tensors (host memory on the
+ * CPU backend). Randomness: the batcher (shuffle/augment streams keyed by epoch), the
+ * model (dropout stream keyed by step) and init (at attach) all derive from the
+ * model's seed, so the state to restore is the step and the batcher position.
+ */
+#include "rt_trainer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct rt_trainer {
+    rt_model *m;                 /* borrowed */
+    const rt_dataset *data;      /* borrowed */
+    rt_trainer_config cfg;
+    rt_batcher *batcher;
+    rt_optim *optim;
+    rt_trainer_state st;
+    int64_t steps_per_epoch, total_steps;
+    float *images, *probs;       /* (B,C,H,W), (B,L) host staging */
+    int32_t *labels;             /* (B) */
+    double t_begin, last_loss;
+    int64_t images_done, steps_done;
+};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+rt_trainer_config rt_trainer_config_default(void)
+{
+    rt_trainer_config c;
+    memset(&c, 0, sizeof c);
+    c.epochs = 1;
+    c.batch_size = 64;
+    c.lr = 1e-3;
+    c.optim = rt_optim_config_default(RT_OPTIM_ADAM);
+    c.schedule = rt_schedule_default(RT_SCHED_CONSTANT);
+    c.shuffle = 1;
+    return c;
+}
+
+static rt_status check_config(const rt_model *m, const rt_dataset *d,
+                              const rt_trainer_config *c, rt_error *err)
+{
+    const rt_model_input *in = rt_model_input_shape(m);
+    if (!rt_model_backend(m))
+        return RT_ERR(err, RT_EINVAL, "the model is not attached to a device");
+    if (strcmp(rt_model_backend(m)->ops->name, "cpu"))
+        return RT_ERR(err, RT_ENODEV, "training on '%s' is not supported yet ---> HINT: use "
+                      "--device cpu", rt_model_backend(m)->ops->name);
+    if (c->epochs < 1) return RT_ERR(err, RT_EINVAL, "--epochs must be >= 1 (got %d)", c->epochs);
+    if (c->batch_size < 1 || c->batch_size > rt_model_max_batch(m))
+        return RT_ERR(err, RT_EINVAL, "--batch %d outside [1, %d] (the model was set up for "
+                      "%d)", c->batch_size, rt_model_max_batch(m), rt_model_max_batch(m));
+    if (!(c->lr >= 0.0) || !isfinite(c->lr))
+        return RT_ERR(err, RT_EINVAL, "--lr must be a finite number >= 0 (got %g)", c->lr);
+    if (d->n < 1) return RT_ERR(err, RT_EINVAL, "the training data set '%s' is empty", d->name);
+    if (d->c != in->c || d->h != in->h || d->w != in->w)
+        return RT_ERR(err, RT_EINVAL, "the data set '%s' has %dx%dx%d images but the model "
+                      "was built for %dx%dx%d", d->name, d->c, d->h, d->w, in->c, in->h,
+                      in->w);
+    if (d->num_classes != in->num_classes)
+        return RT_ERR(err, RT_EINVAL, "the data set '%s' has %d classes but the model ends "
+                      "with %d outputs", d->name, d->num_classes, in->num_classes);
+    return RT_OK;
+}
+
+static rt_status make_optim(rt_trainer *t, rt_error *err)
+{
+    int nt = rt_model_num_tensors(t->m), np = 0;
+    rt_optim_param *ps = calloc((size_t)nt + 1, sizeof *ps);
+    if (!ps) return RT_ERR(err, RT_ENOMEM, "out of memory creating the optimiser");
+    rt_tensor *g = rt_model_grads_flat(t->m), *p = rt_model_params_flat(t->m);
+    size_t off = 0;
+    rt_status s = RT_OK;
+    for (int i = 0; i < nt && s == RT_OK; i++) {
+        rt_named_tensor nt_;
+        s = rt_model_tensor(t->m, i, &nt_, err);
+        if (s != RT_OK || !nt_.trainable) continue;
+        /* parameters are packed in the flat vectors in enumeration order */
+        ps[np].param = (float *)p->data + off;
+        ps[np].grad = (const float *)g->data + off;
+        ps[np].n = nt_.numel;
+        ps[np].no_decay = 0; /* torch applies weight decay to every parameter */
+        off += nt_.numel;
+        np++;
+    }
+    if (s == RT_OK) s = rt_optim_create(&t->optim, &t->cfg.optim, ps, (size_t)np, err);
+    free(ps);
+    return s;
+}
+
+rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *train,
+                            const rt_trainer_config *cfg, rt_error *err)
+{
+    *out = NULL;
+    RT_TRY(check_config(m, train, cfg, err));
+    rt_trainer *t = calloc(1, sizeof *t);
+    if (!t) return RT_ERR(err, RT_ENOMEM, "out of memory creating the trainer");
+    t->m = m;
+    t->data = train;
+    t->cfg = *cfg;
+    const int B = cfg->batch_size, L = train->num_classes;
+    const size_t img = (size_t)train->c * train->h * train->w;
+    rt_batcher_config bc = rt_batcher_config_default(B, rt_model_seed(m));
+    bc.shuffle = cfg->shuffle;
+    bc.augment = cfg->augment;
+    rt_batcher_data bd = rt_batcher_data_of(train);
+    rt_status s = rt_batcher_create(&t->batcher, &bd, &bc, err);
+    if (s == RT_OK) s = make_optim(t, err);
+    if (s == RT_OK) {
+        t->images = malloc((size_t)B * img * sizeof *t->images);
+        t->probs = malloc((size_t)B * L * sizeof *t->probs);
+        t->labels = malloc((size_t)B * sizeof *t->labels);
+        if (!t->images || !t->probs || !t->labels)
+            s = RT_ERR(err, RT_ENOMEM, "out of memory creating the trainer");
+    }
+    if (s == RT_OK) {
+        t->steps_per_epoch = rt_batcher_steps_per_epoch(t->batcher);
+        t->total_steps = t->steps_per_epoch * cfg->epochs;
+        s = rt_schedule_resolve(&t->cfg.schedule, t->steps_per_epoch, cfg->epochs, err);
+    }
+    if (s != RT_OK) {
+        rt_trainer_destroy(t);
+        return s;
+    }
+    *out = t;
+    return RT_OK;
+}
+
+void rt_trainer_destroy(rt_trainer *t)
+{
+    if (!t) return;
+    rt_batcher_destroy(t->batcher);
+    rt_optim_destroy(t->optim);
+    free(t->images);
+    free(t->probs);
+    free(t->labels);
+    free(t);
+}
+
+rt_status rt_trainer_begin(rt_trainer *t, rt_error *err)
+{
+    t->t_begin = now();
+    t->images_done = t->steps_done = 0;
+    t->last_loss = NAN;
+    return RT_OK;
+}
+
+/* One minibatch: forward, loss, backward, update. Sets the batch's loss/accuracy. */
+static rt_status train_batch(rt_trainer *t, int count, double lr, double *loss, int *correct,
+                             rt_error *err)
+{
+    rt_model *m = t->m;
+    rt_backend *b = rt_model_backend(m);
+    const rt_dataset *d = t->data;
+    const int L = d->num_classes;
+    for (int i = 0; i < count; i++)
+        if (t->labels[i] < 0 || t->labels[i] >= L)
+            return RT_ERR(err, RT_EINVAL, "label %d outside [0, %d) in '%s'", t->labels[i], L,
+                          d->name);
+    RT_TRY(b->ops->upload(b, rt_model_input_tensor(m), t->images,
+                          (size_t)count * d->c * d->h * d->w * 4, err));
+    RT_TRY(b->ops->upload(b, rt_model_label_tensor(m), t->labels, (size_t)count * 4, err));
+    RT_TRY(rt_model_forward(m, count, 1, (uint32_t)t->st.step, err));
+    RT_TRY(rt_model_loss(m, count, loss, t->probs, NULL, err));
+    RT_TRY(rt_model_backward(m, count, err));
+    RT_TRY(rt_optim_step(t->optim, lr, err));
+    *correct = 0;
+    for (int i = 0; i < count; i++) {
+        const float *p = t->probs + (size_t)i * L;
+        int best = 0;
+        for (int j = 1; j < L; j++)
+            if (p[j] > p[best]) best = j;
+        *correct += best == t->labels[i];
+    }
+    return RT_OK;
+}
+
+rt_status rt_trainer_step(rt_trainer *t, rt_step_event *ev, rt_error *err)
+{
+    const rt_trainer_config *c = &t->cfg;
+    if (t->st.step >= t->total_steps) return *ev = RT_STEP_DONE, RT_OK;
+    if (c->should_stop && c->should_stop(c->user)) return *ev = RT_STEP_STOPPED, RT_OK;
+    if (c->time_limit_s > 0 && now() - t->t_begin >= c->time_limit_s)
+        return *ev = RT_STEP_TIME_LIMIT, RT_OK;
+    /* ---- the batch ---- */
+    int count = 0, correct = 0;
+    int64_t epoch = t->st.batcher.epoch;
+    if (rt_batcher_epoch_done(t->batcher)) epoch++;
+    RT_TRY(rt_batcher_next(t->batcher, t->images, t->labels, NULL, &count, err));
+    if (t->st.batcher.position == 0 || epoch != t->st.batcher.epoch) {
+        t->st.epoch_loss_sum = 0.0;
+        t->st.epoch_correct = t->st.epoch_seen = 0;
+    }
+    double lr = rt_schedule_lr(&c->schedule, c->lr, t->st.step), loss = 0.0;
+    RT_TRY(train_batch(t, count, lr, &loss, &correct, err));
+    /* ---- bookkeeping ---- */
+    t->st.step++;
+    t->st.batcher = rt_batcher_get_state(t->batcher);
+    t->st.epoch_loss_sum += loss * count;
+    t->st.epoch_correct += correct;
+    t->st.epoch_seen += count;
+    t->images_done += count;
+    t->steps_done++;
+    t->last_loss = loss;
+    int epoch_end = rt_batcher_epoch_done(t->batcher);
+    *ev = epoch_end ? RT_STEP_EPOCH_END : RT_STEP_CONTINUE;
+    if (c->progress) {
+        double el = now() - t->t_begin;
+        rt_progress p = {
+            .step = t->st.step, .total_steps = t->total_steps, .epoch = epoch,
+            .epochs = c->epochs, .steps_per_epoch = t->steps_per_epoch,
+            .step_in_epoch = (t->st.batcher.position + c->batch_size - 1) / c->batch_size,
+            .loss = loss, .accuracy = (double)correct / count,
+            .epoch_loss = t->st.epoch_loss_sum / (double)t->st.epoch_seen,
+            .epoch_accuracy = (double)t->st.epoch_correct / (double)t->st.epoch_seen,
+            .lr = lr, .images_per_s = el > 0 ? (double)t->images_done / el : 0.0,
+            .elapsed_s = el, .epoch_end = epoch_end,
+        };
+        c->progress(&p, c->user);
+    }
+    return RT_OK;
+}
+
+rt_status rt_trainer_end(rt_trainer *t, rt_train_summary *out, rt_error *err)
+{
+    if (!out) return RT_OK;
+    double el = now() - t->t_begin;
+    out->steps = t->steps_done;
+    out->images = t->images_done;
+    out->seconds = el;
+    out->images_per_s = el > 0 ? (double)t->images_done / el : 0.0;
+    out->last_loss = t->last_loss;
+    return RT_OK;
+}
+
+rt_trainer_state rt_trainer_get_state(const rt_trainer *t) { return t->st; }
+
+rt_status rt_trainer_set_state(rt_trainer *t, const rt_trainer_state *s, rt_error *err)
+{
+    if (s->step < 0) return RT_ERR(err, RT_EINVAL, "trainer state: step %lld < 0",
+                                   (long long)s->step);
+    RT_TRY(rt_batcher_set_state(t->batcher, s->batcher, err));
+    t->st = *s;
+    return RT_OK;
+}
+
+rt_optim *rt_trainer_optim(rt_trainer *t) { return t->optim; }
+int64_t rt_trainer_steps_per_epoch(const rt_trainer *t) { return t->steps_per_epoch; }

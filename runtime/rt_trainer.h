@@ -1,0 +1,124 @@
+/* rt_trainer.h - the steppable training loop and evaluation.
+ *
+ * The caller (%train) owns the loop (STYLE "steppable training"):
+ *     rt_trainer_create(&t, model, &train, &cfg, err);
+ *     rt_trainer_begin(t, err);
+ *     do { rt_trainer_step(t, &ev, err); ...write checkpoints, publish... }
+ *     while (ev == RT_STEP_CONTINUE || ev == RT_STEP_EPOCH_END);
+ *     rt_trainer_end(t, &summary, err);
+ * One step = one minibatch: batch -> upload -> forward -> loss -> backward -> optimiser
+ * update with the schedule's lr. should_stop is polled before every step, the time
+ * limit too; progress is reported after every step (and at epoch ends).
+ * Checkpoint hooks: between any two steps (ev tells when an epoch ended) the caller may
+ * read rt_trainer_get_state + the model's tensors + rt_trainer_optim's named state, and
+ * a new trainer restored with rt_trainer_set_state (+ the same) continues with per-step
+ * losses bitwise equal to the uninterrupted run on the CPU: every random draw (init,
+ * shuffle, dropout, augmentation) is a pure function of (seed, step/epoch).
+ * Nothing in a step allocates.
+ */
+#ifndef RT_TRAINER_H
+#define RT_TRAINER_H
+
+#include <stdint.h>
+
+#include "rt_batcher.h"
+#include "rt_dataset.h"
+#include "rt_model.h"
+#include "rt_optim.h"
+#include "rt_schedule.h"
+
+typedef struct rt_progress {
+    int64_t step;            /* steps done (1-based after the first step) */
+    int64_t total_steps;     /* epochs * steps_per_epoch */
+    int64_t epoch;           /* 0-based epoch the step belonged to */
+    int epochs;
+    int64_t step_in_epoch, steps_per_epoch;
+    double loss, accuracy;   /* of this step's minibatch */
+    double epoch_loss, epoch_accuracy; /* running means over the epoch so far */
+    double lr;               /* lr used by this step */
+    double images_per_s;     /* training throughput since begin (this process) */
+    double elapsed_s;        /* since begin */
+    int epoch_end;           /* 1 when this step finished an epoch */
+} rt_progress;
+
+typedef void (*rt_progress_fn)(const rt_progress *p, void *user);
+
+typedef struct rt_trainer_config {
+    int epochs;              /* planned length (>= 1) */
+    int batch_size;          /* <= the model's max batch */
+    double lr;               /* base learning rate */
+    rt_optim_config optim;   /* rt_optim_config_default(RT_OPTIM_ADAM) etc. */
+    rt_schedule schedule;    /* rt_schedule_default(...) or parsed; resolved at begin */
+    int shuffle, augment;    /* batcher options (shuffle 1, augment 0 by default) */
+    double time_limit_s;     /* 0 = none; else a step is not started past it */
+    rt_progress_fn progress; /* may be NULL */
+    int (*should_stop)(void *user); /* may be NULL; non-zero stops before the next step */
+    void *user;
+} rt_trainer_config;
+
+/* Defaults: 1 epoch, batch 64, Adam lr 1e-3, constant schedule, shuffle on. */
+rt_trainer_config rt_trainer_config_default(void);
+
+typedef enum {
+    RT_STEP_CONTINUE = 0,    /* a step was done */
+    RT_STEP_EPOCH_END,       /* a step was done and it finished an epoch */
+    RT_STEP_DONE,            /* all planned steps are done; no step was taken */
+    RT_STEP_STOPPED,         /* should_stop said so; no step was taken */
+    RT_STEP_TIME_LIMIT       /* the time limit passed; no step was taken */
+} rt_step_event;
+
+/* Everything that positions a run, besides the model tensors and optimiser state. */
+typedef struct rt_trainer_state {
+    int64_t step;            /* optimiser updates done */
+    rt_batcher_state batcher;/* data order position (epoch, position) */
+    double epoch_loss_sum;   /* running epoch statistics, so a mid-epoch resume */
+    int64_t epoch_correct, epoch_seen;  /* reports the same epoch means */
+} rt_trainer_state;
+
+typedef struct rt_trainer rt_trainer;
+
+/* The model must be attached (its seed is the run's seed: init, dropout) and outlive
+ * the trainer, as must the data set. Validates the config (errors name the option). */
+rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *train,
+                            const rt_trainer_config *cfg, rt_error *err);
+void rt_trainer_destroy(rt_trainer *t);
+
+rt_status rt_trainer_begin(rt_trainer *t, rt_error *err);
+rt_status rt_trainer_step(rt_trainer *t, rt_step_event *ev, rt_error *err);
+/* Summary of the steps done since begin. */
+typedef struct rt_train_summary {
+    int64_t steps, images;
+    double seconds, images_per_s, last_loss;
+} rt_train_summary;
+rt_status rt_trainer_end(rt_trainer *t, rt_train_summary *out, rt_error *err);
+
+rt_trainer_state rt_trainer_get_state(const rt_trainer *t);
+rt_status rt_trainer_set_state(rt_trainer *t, const rt_trainer_state *s, rt_error *err);
+/* The optimiser (borrowed): its named state and step count go into checkpoints. */
+rt_optim *rt_trainer_optim(rt_trainer *t);
+int64_t rt_trainer_steps_per_epoch(const rt_trainer *t);
+
+/* ---- evaluation (no trainer needed) ---- */
+#define RT_EVAL_MAX_PREDS 64
+typedef struct rt_prediction {
+    int index;               /* data-set index */
+    int label, predicted;
+    float confidence;        /* softmax probability of the prediction */
+} rt_prediction;
+
+typedef struct rt_eval_result {
+    int64_t n;               /* images evaluated */
+    double loss, accuracy;   /* mean loss, fraction correct */
+    int num_classes;
+    int64_t confusion[RT_MAX_CLASSES][RT_MAX_CLASSES]; /* [true][predicted] */
+    int npreds;              /* predictions of the first npreds samples */
+    rt_prediction preds[RT_EVAL_MAX_PREDS];
+} rt_eval_result;
+
+/* Evaluates the model (eval mode: running BN stats, no dropout) on all of d in batches of
+ * the model's max batch. max_preds (<= RT_EVAL_MAX_PREDS) predictions are kept. The
+ * result is large (~80 KB): allocate it, do not put it on a small stack. */
+rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds,
+                              rt_eval_result *out, rt_error *err);
+
+#endif

@@ -1,0 +1,72 @@
+/* rt_trainer_eval.c - evaluation of a model on a data set: mean loss, accuracy, the
+ * confusion matrix ([true][predicted]) and the predictions of the first samples.
+ *
+ * Runs in eval mode (BN running statistics, dropout off) in batches of the model's max
+ * batch, in data-set order; per-sample losses are summed in double in that order, so
+ * the result is deterministic. Host staging is allocated per call (not a training step).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_trainer.h"
+
+rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds,
+                              rt_eval_result *out, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(m);
+    const rt_model_input *in = rt_model_input_shape(m);
+    if (!b) return RT_ERR(err, RT_EINVAL, "the model is not attached to a device");
+    if (d->c != in->c || d->h != in->h || d->w != in->w || d->num_classes != in->num_classes)
+        return RT_ERR(err, RT_EINVAL, "the data set '%s' (%dx%dx%d, %d classes) does not fit "
+                      "the model (%dx%dx%d, %d classes)", d->name, d->c, d->h, d->w,
+                      d->num_classes, in->c, in->h, in->w, in->num_classes);
+    if (max_preds < 0) max_preds = 0;
+    if (max_preds > RT_EVAL_MAX_PREDS) max_preds = RT_EVAL_MAX_PREDS;
+    memset(out, 0, sizeof *out);
+    out->num_classes = d->num_classes;
+    const int B = rt_model_max_batch(m), L = d->num_classes;
+    const size_t img = (size_t)d->c * d->h * d->w;
+    float *probs = malloc((size_t)B * L * sizeof *probs), *losses = malloc((size_t)B * 4);
+    int32_t *labels = malloc((size_t)B * sizeof *labels);
+    rt_status s = RT_OK;
+    if (!probs || !losses || !labels) s = RT_ERR(err, RT_ENOMEM, "out of memory evaluating");
+    double loss_sum = 0.0;
+    int64_t correct = 0;
+    for (int start = 0; start < d->n && s == RT_OK; start += B) {
+        int count = d->n - start < B ? d->n - start : B;
+        for (int i = 0; i < count; i++) {
+            labels[i] = d->labels[start + i];
+            if (labels[i] >= L) {
+                s = RT_ERR(err, RT_EINVAL, "label %d of image %d outside [0, %d) in '%s'",
+                           labels[i], start + i, L, d->name);
+                break;
+            }
+        }
+        if (s != RT_OK) break;
+        s = b->ops->upload(b, rt_model_input_tensor(m), d->images + (size_t)start * img,
+                           (size_t)count * img * 4, err);
+        if (s == RT_OK)
+            s = b->ops->upload(b, rt_model_label_tensor(m), labels, (size_t)count * 4, err);
+        if (s == RT_OK) s = rt_model_forward(m, count, 0, 0, err);
+        if (s == RT_OK) s = rt_model_loss(m, count, NULL, probs, losses, err);
+        for (int i = 0; i < count && s == RT_OK; i++) {
+            const float *p = probs + (size_t)i * L;
+            int best = 0;
+            for (int j = 1; j < L; j++)
+                if (p[j] > p[best]) best = j;
+            loss_sum += losses[i];
+            correct += best == labels[i];
+            out->confusion[labels[i]][best]++;
+            if (out->npreds < max_preds)
+                out->preds[out->npreds++] = (rt_prediction){start + i, labels[i], best, p[best]};
+        }
+    }
+    free(probs);
+    free(losses);
+    free(labels);
+    if (s != RT_OK) return s;
+    out->n = d->n;
+    out->loss = d->n ? loss_sum / d->n : 0.0;
+    out->accuracy = d->n ? (double)correct / d->n : 0.0;
+    return RT_OK;
+}

@@ -1,0 +1,256 @@
+/* test_model_spec.c - the %%model spec parser: valid specs, canonical round trip,
+ * summary parameter counts, and an error naming the line for every malformed input. */
+#include <stdlib.h>
+
+#include "../t.h"
+#include "rt_model.h"
+
+static const char *mnist_net =
+    "# the PyTorch MNIST example\n"
+    "conv2d 32 3\nrelu\nconv2d 64 3   # second conv\nrelu\nmaxpool 2\ndropout 0.25\n"
+    "\nflatten\ndense 128\nrelu\ndropout 0.5\ndense 10\n";
+
+static const rt_model_input mnist_in = {1, 28, 28, 10};
+
+/* Creates a model expecting failure; returns the error message (static buffer). */
+static const char *error_of(const char *spec, const rt_model_input *in)
+{
+    static rt_error err;
+    rt_model *m = NULL;
+    rt_error_clear(&err);
+    if (rt_model_create(&m, spec, in, &err) == RT_OK) {
+        rt_model_destroy(m);
+        return "(no error)";
+    }
+    if (m) return "(model returned on error)";
+    return err.msg;
+}
+
+T_TEST(mnist_summary)
+{
+    rt_error err = {0};
+    rt_model *m = NULL;
+    ASSERT_EQ(rt_model_create(&m, mnist_net, &mnist_in, &err), RT_OK);
+    int n;
+    long total;
+    const rt_summary_row *r = rt_model_summary(m, &n, &total);
+    ASSERT_EQ(n, 11);
+    ASSERT_EQ(total, 1199882); /* PyTorch: sum(p.numel() for p in Net().parameters()) */
+    ASSERT_EQ(r[0].params, 320);
+    ASSERT_EQ(r[0].out_c, 32);
+    ASSERT_EQ(r[0].out_h, 26);
+    ASSERT_EQ(r[2].params, 18496);
+    ASSERT_EQ(r[4].out_h, 12);
+    ASSERT_EQ(r[6].out_c, 9216);
+    ASSERT_EQ(r[6].out_flat, 1);
+    ASSERT_EQ(r[7].params, 1179776);
+    ASSERT_EQ(r[10].params, 1290);
+    ASSERT_EQ(r[2].line, 4);   /* comment line 1 and the blank line count */
+    ASSERT_EQ(r[7].line, 10);
+    ASSERT_STR_EQ(r[0].spec, "conv2d 32 3 stride=1 pad=0");
+    rt_model_destroy(m);
+}
+
+T_TEST(canonical_round_trip)
+{
+    const char *specs[] = {
+        mnist_net,
+        "conv2d 8 5 stride=2 pad=2\nbatchnorm momentum=0.2\nleakyrelu 0.2\navgpool 2\n"
+        "conv 4 3 padding=1\nLeakyReLU\nmaxpool 3 stride=1\nflatten\nlinear 10\n",
+    };
+    const rt_model_input in = {3, 32, 32, 10};
+    for (int k = 0; k < 2; k++) {
+        rt_error err = {0};
+        rt_model *a = NULL, *b = NULL;
+        ASSERT_EQ(rt_model_create(&a, specs[k], k ? &in : &mnist_in, &err), RT_OK);
+        ASSERT_STR_EQ(rt_model_spec(a), specs[k]);
+        ASSERT_EQ(rt_model_create(&b, rt_model_spec_canonical(a), k ? &in : &mnist_in, &err),
+                  RT_OK);
+        ASSERT_STR_EQ(rt_model_spec_canonical(a), rt_model_spec_canonical(b));
+        int na, nb;
+        long ta, tb;
+        const rt_summary_row *ra = rt_model_summary(a, &na, &ta), *rb = rt_model_summary(b, &nb, &tb);
+        ASSERT_EQ(na, nb);
+        ASSERT_EQ(ta, tb);
+        for (int i = 0; i < na; i++) {
+            ASSERT_STR_EQ(ra[i].spec, rb[i].spec);
+            ASSERT_EQ(ra[i].out_c * ra[i].out_h * ra[i].out_w, rb[i].out_c * rb[i].out_h * rb[i].out_w);
+        }
+        rt_model_destroy(a);
+        rt_model_destroy(b);
+    }
+}
+
+T_TEST(syntax_errors_name_the_line)
+{
+    static const struct { const char *spec, *expect[3]; } cases[] = {
+        {"conv2d 32 3\nrelu\nconvv 3 3\n", {"line 3", "unknown layer 'convv'", "conv2d"}},
+        {"conv2d\n", {"line 1", "conv2d", "conv2d K R"}},
+        {"\n\nconv2d 32\n", {"line 3", "kernel size", "conv2d K R"}},
+        {"conv2d x 3\n", {"line 1", "'x' is not a positive integer", "conv2d K R"}},
+        {"conv2d 0 3\n", {"line 1", "'0'", "conv2d K R"}},
+        {"conv2d 4 3 stride=0\n", {"line 1", "stride=0", "positive integer"}},
+        {"conv2d 4 3 stride=1 pad=-1\n", {"line 1", "pad=-1", ""}},
+        {"conv2d 4 3 foo=1\n", {"line 1", "unexpected argument 'foo=1'", ""}},
+        {"conv2d 4 3 5 6\n", {"line 1", "unexpected argument '5'", ""}},
+        {"conv2d 4 3\nrelu 2\n", {"line 2", "relu", "no arguments"}},
+        {"conv2d 4 3\nleakyrelu abc\n", {"line 2", "'abc'", "leakyrelu [slope=0.01]"}},
+        {"conv2d 4 3\nmaxpool\n", {"line 2", "window", "maxpool R"}},
+        {"conv2d 4 3\nmaxpool 2 stride=x\n", {"line 2", "stride=x", ""}},
+        {"conv2d 4 3\navgpool -2\n", {"line 2", "'-2'", "avgpool R"}},
+        {"conv2d 4 3\nbatchnorm 3\n", {"line 2", "unexpected argument", "batchnorm"}},
+        {"conv2d 4 3\nbatchnorm momentum=2\n", {"line 2", "momentum=2", "[0, 1]"}},
+        {"conv2d 4 3\ndropout\n", {"line 2", "probability", "dropout P"}},
+        {"conv2d 4 3\ndropout 1.5\n", {"line 2", "'1.5'", "[0, 1)"}},
+        {"conv2d 4 3\ndropout 0.5 0.2\n", {"line 2", "unexpected", ""}},
+        {"conv2d 4 3\nflatten all\n", {"line 2", "flatten", "no arguments"}},
+        {"flatten\ndense\n", {"line 2", "outputs", "dense O"}},
+        {"flatten\ndense 10.5\n", {"line 2", "'10.5'", "dense O"}},
+        {"# only a comment\n\n", {"no layers", "", ""}},
+        {"", {"no layers", "", ""}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *msg = error_of(cases[i].spec, &mnist_in);
+        for (int k = 0; k < 3; k++) {
+            if (!strstr(msg, cases[i].expect[k])) {
+                fprintf(stderr, "  case %zu: \"%s\" lacks \"%s\"\n", i, msg, cases[i].expect[k]);
+                ASSERT(0);
+            }
+        }
+    }
+}
+
+T_TEST(shape_errors_name_the_line)
+{
+    static const struct { const char *spec, *expect[3]; } cases[] = {
+        {"conv2d 8 3\nconv2d 8 30\nflatten\ndense 10\n", {"line 2", "kernel 30x30", "8x26x26"}},
+        {"flatten\nconv2d 8 3\ndense 10\n", {"line 2", "784 flat features", "conv2d"}},
+        {"conv2d 8 3\ndense 10\n", {"line 2", "8x26x26", "flatten"}},
+        {"conv2d 8 3\nmaxpool 30\nflatten\ndense 10\n", {"line 2", "window 30x30", "8x26x26"}},
+        {"flatten\nmaxpool 2\ndense 10\n", {"line 2", "flat features", "maxpool"}},
+        {"conv2d 4 3\nflatten\ndense 12\n", {"line 3", "12 outputs", "10 classes"}},
+        {"conv2d 4 3\nrelu\n", {"line 2", "4x26x26 output", "dense 10"}},
+        {"conv2d 10 28\n# trailing comment\n", {"line 1", "", ""}},
+        {"conv2d 4 3 stride=30\nflatten\ndense 10\n", {"", "", ""}}, /* valid: 1x1 output */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *msg = error_of(cases[i].spec, &mnist_in);
+        if (i == 7) { /* conv to 10x1x1 without flatten: allowed (1x1 spatial) */
+            ASSERT_STR_EQ(msg, "(no error)");
+            continue;
+        }
+        if (i == 8) {
+            ASSERT_STR_EQ(msg, "(no error)");
+            continue;
+        }
+        for (int k = 0; k < 3; k++) {
+            if (!strstr(msg, cases[i].expect[k])) {
+                fprintf(stderr, "  case %zu: \"%s\" lacks \"%s\"\n", i, msg, cases[i].expect[k]);
+                ASSERT(0);
+            }
+        }
+    }
+}
+
+T_TEST(tensor_enumeration)
+{
+    rt_error err = {0};
+    rt_backend b;
+    rt_model *m = NULL;
+    rt_model_input in = {3, 8, 8, 4};
+    ASSERT_EQ(rt_backend_open(&b, "cpu", 1, &err), RT_OK);
+    ASSERT_EQ(rt_model_create(&m, "conv2d 4 3 pad=1\nbatchnorm\nrelu\nflatten\ndense 4", &in,
+                              &err), RT_OK);
+    ASSERT_EQ(rt_model_attach(m, &b, 2, 7, &err), RT_OK);
+    ASSERT_EQ(rt_model_num_tensors(m), 8);
+    static const char *names[] = {"0.conv2d.weight", "0.conv2d.bias", "1.batchnorm.weight",
+                                  "1.batchnorm.bias", "1.batchnorm.running_mean",
+                                  "1.batchnorm.running_var", "4.dense.weight", "4.dense.bias"};
+    static const int ndims[] = {4, 1, 1, 1, 1, 1, 2, 1};
+    static const int trainable[] = {1, 1, 1, 1, 0, 0, 1, 1};
+    size_t nparams = 0;
+    for (int i = 0; i < 8; i++) {
+        rt_named_tensor t;
+        ASSERT_EQ(rt_model_tensor(m, i, &t, &err), RT_OK);
+        ASSERT_STR_EQ(t.name, names[i]);
+        ASSERT_EQ(t.ndim, ndims[i]);
+        ASSERT_EQ(t.trainable, trainable[i]);
+        ASSERT(t.host != NULL);
+        if (t.trainable) nparams += t.numel;
+    }
+    rt_named_tensor w;
+    ASSERT_EQ(rt_model_tensor(m, 0, &w, &err), RT_OK);
+    ASSERT_EQ(w.shape[0], 4);
+    ASSERT_EQ(w.shape[1], 3);
+    ASSERT_EQ(w.shape[2], 3);
+    ASSERT_EQ(w.shape[3], 3);
+    /* init: |w| <= 1/sqrt(fan_in) = 1/sqrt(27), and not all equal */
+    float bound = 1.0f / sqrtf(27.0f), lo = 1, hi = -1;
+    for (size_t k = 0; k < w.numel; k++) {
+        ASSERT(fabsf(w.host[k]) <= bound);
+        lo = fminf(lo, w.host[k]), hi = fmaxf(hi, w.host[k]);
+    }
+    ASSERT(hi - lo > bound); /* spread over the range, not a constant */
+    rt_named_tensor rv;
+    ASSERT_EQ(rt_model_tensor(m, 5, &rv, &err), RT_OK);
+    ASSERT_EQ(rv.host[0], 1.0f); /* running_var starts at 1 */
+    ASSERT_EQ((long)nparams, rt_model_num_params(m));
+    /* write then read back through the backend-neutral calls */
+    float buf[4] = {1, 2, 3, 4}, back[4];
+    ASSERT_EQ(rt_model_tensor_write(m, 7, buf, &err), RT_OK);
+    ASSERT_EQ(rt_model_tensor_read(m, 7, back, &err), RT_OK);
+    ASSERT_EQ(memcmp(buf, back, sizeof buf), 0);
+    ASSERT_NE(rt_model_tensor(m, 8, &w, &err), RT_OK);
+    ASSERT_STR_CONTAINS(err.msg, "does not exist");
+    rt_model_destroy(m);
+    rt_backend_close(&b);
+}
+
+T_TEST(create_destroy_100_times)
+{
+    /* No leak: run under `meson test --setup valgrind` (tests free everything). */
+    rt_error err = {0};
+    rt_backend b;
+    ASSERT_EQ(rt_backend_open(&b, "cpu", 1, &err), RT_OK);
+    for (int i = 0; i < 100; i++) {
+        rt_model *m = NULL;
+        ASSERT_EQ(rt_model_create(&m, mnist_net, &mnist_in, &err), RT_OK);
+        ASSERT_EQ(rt_model_attach(m, &b, 4, (uint64_t)i, &err), RT_OK);
+        if (i % 10 == 0) ASSERT_EQ(rt_model_attach(m, &b, 2, (uint64_t)i, &err), RT_OK);
+        rt_model_destroy(m);
+        ASSERT(error_of("conv2d 4 3\nbogus\n", &mnist_in)[0] == 'l'); /* error path frees too */
+    }
+    rt_backend_close(&b);
+}
+
+T_TEST(bad_device_and_batch)
+{
+    rt_error err = {0};
+    rt_backend b;
+    ASSERT_EQ(rt_backend_open(&b, "tpu", 1, &err), RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "unknown device 'tpu'");
+    ASSERT_EQ(rt_backend_open(&b, "cuda:x", 1, &err), RT_EINVAL);
+    ASSERT_EQ(rt_backend_open(&b, "cpu", 1, &err), RT_OK);
+    rt_model *m = NULL;
+    ASSERT_EQ(rt_model_create(&m, mnist_net, &mnist_in, &err), RT_OK);
+    ASSERT_EQ(rt_model_forward(m, 1, 0, 0, &err), RT_EINVAL); /* not attached */
+    ASSERT_STR_CONTAINS(err.msg, "not attached");
+    ASSERT_EQ(rt_model_attach(m, &b, 0, 1, &err), RT_EINVAL);
+    ASSERT_EQ(rt_model_attach(m, &b, 2, 1, &err), RT_OK);
+    ASSERT_EQ(rt_model_forward(m, 3, 0, 0, &err), RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "outside [1, 2]");
+    rt_model_destroy(m);
+    rt_backend_close(&b);
+}
+
+int main(void)
+{
+    T_RUN(mnist_summary);
+    T_RUN(canonical_round_trip);
+    T_RUN(syntax_errors_name_the_line);
+    T_RUN(shape_errors_name_the_line);
+    T_RUN(tensor_enumeration);
+    T_RUN(create_destroy_100_times);
+    T_RUN(bad_device_and_batch);
+    return T_EXIT();
+}
