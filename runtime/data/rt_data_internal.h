@@ -5,6 +5,7 @@
 #ifndef RT_DATA_INTERNAL_H
 #define RT_DATA_INTERNAL_H
 
+#include <limits.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -85,5 +86,32 @@ const rtp_known_set *rtp_known_set_find(const char *name);
  * when the manifest has no line for NAME. */
 rt_status rtp_manifest_lookup(const char *manifest, const char *name, char hex[65],
                               rt_error *err);
+
+/* ---- files and places (rt_dataset_fs.c) ---- */
+void rtp_copy_str(char *dst, size_t size, const char *src);   /* truncates, never warns */
+int rtp_is_file(const char *path);
+int rtp_is_dir(const char *path);
+/* The four IDX files of dir (train images, train labels, test images, test labels),
+ * gzipped or not, "-idx3-" or ".idx3-" spelling. 0 if any is missing. */
+int rtp_find_idx(const char *dir, char paths[4][PATH_MAX]);
+/* A CIFAR-10 source in dir: the batches (dir or dir/cifar-10-batches-bin) -> *is_tar 0,
+ * or dir/cifar-10-binary.tar.gz -> *is_tar 1. */
+int rtp_find_cifar(const char *dir, char path[PATH_MAX], int *is_tar);
+/* $XDG_CACHE_HOME/kiln/datasets/NAME, else ~/.cache/kiln/datasets/NAME. */
+rt_status rtp_cache_dir(const char *name, char out[PATH_MAX], rt_error *err);
+rt_status rtp_mkdir_p(const char *path, rt_error *err);
+/* Last path (or URL) component without trailing '/' and .tar.gz/.tgz: split names. */
+void rtp_base_name(const char *path, char *out, size_t size);
+
+/* ---- fetching (rt_dataset_fetch.c) ---- */
+typedef struct rtp_fetch_file {
+    const char *name;           /* file name in dir */
+    const char *url;
+    const char *sha256;         /* NULL = not known (URL sets without a manifest) */
+} rtp_fetch_file;
+
+/* Downloads the files dir lacks (opts->sha256sums, when set, supplies every hash). */
+rt_status rtp_fetch(const char *dir, const rtp_fetch_file *files, int n,
+                    const rt_dataset_opts *opts, rt_error *err);
 
 #endif

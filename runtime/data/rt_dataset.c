@@ -7,83 +7,27 @@
  *   3. the cache, $XDG_CACHE_HOME/kiln/datasets/NAME (default ~/.cache/...),
  * and otherwise downloaded from --url or the canonical mirror into --dir or the
  * cache, each file checked against its SHA-256 (the built-in table, or the
- * --sha256sums manifest). Only the missing files are fetched; a file present
- * under its final name was either put there by the user or verified when
- * downloaded (downloads are atomic), and the readers validate every byte anyway.
- * Anything else is a path: a directory of IDX files (train-images-idx3-ubyte[.gz]
- * ...), a directory of CIFAR-10 batches, or a CIFAR-10 .tar.gz.
+ * --sha256sums manifest). A file present under its final name was either put
+ * there by the user or verified when downloaded (downloads are atomic), and the
+ * readers validate every byte anyway.
+ * An http(s)/file URL names files on a server: IDX (URL/train-images-idx3-ubyte.gz
+ * ...) or a CIFAR-10 .tar.gz; they are fetched into --dir or the cache, verified
+ * when a manifest is given, else validated by their format (and gzip's CRC) only.
+ * Anything else is a path: a directory of IDX files, a directory of CIFAR-10
+ * batches, or a CIFAR-10 .tar.gz.
  */
 #include "rt_data_internal.h"
-#include "rt_download.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-static const char *const idx_stems[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                                         "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+static const char *const idx_files[4] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                                         "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
+static const char *const cifar_names[10] = {"airplane", "automobile", "bird", "cat", "deer",
+                                            "dog", "frog", "horse", "ship", "truck"};
 
-/* Copies src into dst[size], truncating; never warns, never overflows. */
-static void copy_str(char *dst, size_t size, const char *src)
-{
-    size_t n = strnlen(src, size - 1);
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
-static int is_file(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int is_dir(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/* Finds the four IDX files in dir (gzipped or not; "name.idx3-ubyte" spelling too). */
-static int find_idx(const char *dir, char paths[4][PATH_MAX])
-{
-    for (int i = 0; i < 4; i++) {
-        char dotted[64];
-        snprintf(dotted, sizeof dotted, "%s", idx_stems[i]);
-        char *dash = strstr(dotted, "-idx");
-        if (dash) *dash = '.';
-        const char *cand[4] = {idx_stems[i], idx_stems[i], dotted, dotted};
-        int found = 0;
-        for (int k = 0; k < 4 && !found; k++) {
-            snprintf(paths[i], PATH_MAX, "%s/%s%s", dir, cand[k], k % 2 == 0 ? ".gz" : "");
-            found = is_file(paths[i]);
-        }
-        if (!found) return 0;
-    }
-    return 1;
-}
-
-/* A CIFAR-10 source in dir: the batches (in dir or dir/cifar-10-batches-bin), or
- * the archive. *is_tar says which. */
-static int find_cifar(const char *dir, char path[PATH_MAX], int *is_tar)
-{
-    const char *sub[2] = {"cifar-10-batches-bin/", ""};
-    for (int i = 0; i < 2; i++) {
-        char probe[PATH_MAX];
-        snprintf(probe, sizeof probe, "%s/%stest_batch.bin", dir, sub[i]);
-        if (is_file(probe)) {
-            snprintf(path, PATH_MAX, "%s/%s", dir, sub[i]);
-            path[strlen(path) - 1] = '\0';   /* drop the trailing '/' */
-            *is_tar = 0;
-            return 1;
-        }
-    }
-    snprintf(path, PATH_MAX, "%s/cifar-10-binary.tar.gz", dir);
-    *is_tar = 1;
-    return is_file(path);
-}
+/* ---- reading (num_classes 0: a path, classes = largest label + 1) ---- */
 
 static rt_status read_idx(rt_dataset_splits *out, char paths[4][PATH_MAX], int num_classes,
                           const char *const *class_names, const char *base, int val,
@@ -96,7 +40,7 @@ static rt_status read_idx(rt_dataset_splits *out, char paths[4][PATH_MAX], int n
     if (st == RT_OK) st = rtp_idx_read_labels(paths[3], &test, num_classes, paths[2], err);
     char digits[RT_MAX_CLASSES][12];
     const char *generic[RT_MAX_CLASSES];
-    if (st == RT_OK && num_classes == 0) {   /* a path: classes = largest label + 1 */
+    if (st == RT_OK && num_classes == 0) {
         for (int i = 0; i < train.n; i++)
             if (train.labels[i] >= num_classes) num_classes = train.labels[i] + 1;
         for (int i = 0; i < test.n; i++)
@@ -139,98 +83,62 @@ static rt_status read_cifar(rt_dataset_splits *out, const char *path, int is_tar
     return rtp_dataset_prepare(out, &train, &test, &p, err);
 }
 
-static const char *const cifar_names[10] = {"airplane", "automobile", "bird", "cat", "deer",
-                                            "dog", "frog", "horse", "ship", "truck"};
-
-/* ---- named sets ---- */
-
-static rt_status cache_dir(const char *name, char out[PATH_MAX], rt_error *err)
+/* Prefixes err->msg with where we looked, when that still fits. */
+static rt_status not_found_locally(rt_status st, const char *name, const char *const *cands,
+                                   int nc, rt_error *err)
 {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && xdg[0] == '/')
-        snprintf(out, PATH_MAX, "%s/kiln/datasets/%s", xdg, name);
-    else if (home && home[0])
-        snprintf(out, PATH_MAX, "%s/.cache/kiln/datasets/%s", home, name);
-    else
-        return RT_ERR(err, RT_ENOTFOUND, "no cache directory (neither XDG_CACHE_HOME nor HOME "
-                      "is set) ---> HINT: give --dir");
-    return RT_OK;
-}
-
-static rt_status mkdir_p(const char *path, rt_error *err)
-{
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char c = *p;
-            *p = '\0';
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-                return RT_ERR(err, RT_EIO, "cannot create %s: %s", tmp, strerror(errno));
-            *p = c;
-            if (!c) break;
-        }
+    if (!err) return st;
+    char pre[sizeof err->msg];
+    int k = snprintf(pre, sizeof pre, "%s is not in", name);
+    for (int i = 0; i < nc && k > 0 && (size_t)k < sizeof pre; i++)
+        k += snprintf(pre + k, sizeof pre - (size_t)k, "%s %s", i ? "," : "", cands[i]);
+    if (k > 0 && (size_t)k + 20 + strlen(err->msg) < sizeof err->msg) {
+        char msg[sizeof err->msg];
+        if (snprintf(msg, sizeof msg, "%s; download failed: %s", pre, err->msg) > 0)
+            memcpy(err->msg, msg, sizeof msg);
     }
-    return RT_OK;
-}
-
-static int has_set(const rtp_known_set *ks, const char *dir, char idx[4][PATH_MAX],
-                   char cifar[PATH_MAX], int *is_tar)
-{
-    return ks->format == RTP_FMT_IDX ? find_idx(dir, idx) : find_cifar(dir, cifar, is_tar);
-}
-
-/* Downloads the files of ks that dir lacks. */
-static rt_status fetch_set(const rtp_known_set *ks, const char *dir,
-                           const rt_dataset_opts *opts, char *source, size_t source_len,
-                           rt_error *err)
-{
-    RT_TRY(mkdir_p(dir, err));
-    const char *base = opts->url && opts->url[0] ? opts->url : ks->base_url;
-    copy_str(source, source_len, base);
-    for (int i = 0; i < ks->num_files; i++) {
-        const rtp_known_file *kf = &ks->files[i];
-        char dest[PATH_MAX], url[2048], hex[65];
-        if (snprintf(dest, sizeof dest, "%s/%s", dir, kf->name) >= (int)sizeof dest)
-            return RT_ERR(err, RT_EINVAL, "%s: path too long", dir);
-        if (is_file(dest)) continue;
-        size_t bl = strlen(base);
-        if (bl > 7 && !strcmp(base + bl - 7, ".tar.gz") && ks->num_files == 1)
-            snprintf(url, sizeof url, "%s", base);
-        else
-            snprintf(url, sizeof url, "%s%s%s", base, bl && base[bl - 1] == '/' ? "" : "/",
-                     kf->name);
-        if (opts->sha256sums) RT_TRY(rtp_manifest_lookup(opts->sha256sums, kf->name, hex, err));
-        else snprintf(hex, sizeof hex, "%s", kf->sha256);
-        rt_download_opts d = {.url = url, .dest = dest, .sha256_hex = hex,
-                              .progress = opts->progress, .user = opts->user,
-                              .should_stop = opts->should_stop, .retries = 3};
-        RT_TRY(rt_download_file(&d, NULL, err));
-    }
-    return RT_OK;
+    return st;
 }
 
 static rt_status load_named(rt_dataset_splits *out, const rtp_known_set *ks,
                             const rt_dataset_opts *opts, rt_error *err)
 {
-    char idx[4][PATH_MAX], cifar[PATH_MAX], cache[PATH_MAX], where[PATH_MAX] = "";
+    char idx[4][PATH_MAX], cifar[PATH_MAX], cache[PATH_MAX];
+    const char *where = NULL;
     int is_tar = 0, use_url = opts->url && opts->url[0];
-    RT_TRY(cache_dir(ks->name, cache, err));
+    RT_TRY(rtp_cache_dir(ks->name, cache, err));
     const char *cands[6];
     int nc = 0;
     if (opts->dir && opts->dir[0]) cands[nc++] = opts->dir;
     for (int i = 0; !use_url && ks->system_dirs[i]; i++) cands[nc++] = ks->system_dirs[i];
     cands[nc++] = cache;
-    for (int i = 0; i < nc && !where[0]; i++)
-        if (has_set(ks, cands[i], idx, cifar, &is_tar)) copy_str(where, sizeof where, cands[i]);
-    if (where[0]) {
-        copy_str(out->source, sizeof out->source, where);
+    for (int i = 0; i < nc && !where; i++)
+        if (ks->format == RTP_FMT_IDX ? rtp_find_idx(cands[i], idx)
+                                      : rtp_find_cifar(cands[i], cifar, &is_tar))
+            where = cands[i];
+    if (where) {
+        rtp_copy_str(out->source, sizeof out->source, where);
     } else {
         const char *target = opts->dir && opts->dir[0] ? opts->dir : cache;
-        RT_TRY(fetch_set(ks, target, opts, out->source, sizeof out->source, err));
-        if (!has_set(ks, target, idx, cifar, &is_tar))
+        const char *base = use_url ? opts->url : ks->base_url;
+        size_t bl = strlen(base);
+        char urls[4][2048];
+        rtp_fetch_file files[4];
+        for (int i = 0; i < ks->num_files; i++) {
+            if (ks->format == RTP_FMT_CIFAR && bl > 7 && !strcmp(base + bl - 7, ".tar.gz"))
+                rtp_copy_str(urls[i], sizeof urls[i], base);   /* --url is the archive */
+            else
+                snprintf(urls[i], sizeof urls[i], "%s%s%s", base,
+                         bl && base[bl - 1] == '/' ? "" : "/", ks->files[i].name);
+            files[i] = (rtp_fetch_file){ks->files[i].name, urls[i], ks->files[i].sha256};
+        }
+        rt_status st = rtp_fetch(target, files, ks->num_files, opts, err);
+        if (st != RT_OK) return not_found_locally(st, ks->name, cands, nc, err);
+        if (!(ks->format == RTP_FMT_IDX ? rtp_find_idx(target, idx)
+                                        : rtp_find_cifar(target, cifar, &is_tar)))
             return RT_ERR(err, RT_ENOTFOUND, "%s: files missing in %s after download",
                           ks->name, target);
+        rtp_copy_str(out->source, sizeof out->source, base);
     }
     rt_dataset_splits tmp = {0};
     rt_status st = ks->format == RTP_FMT_IDX
@@ -242,36 +150,90 @@ static rt_status load_named(rt_dataset_splits *out, const rtp_known_set *ks,
     return RT_OK;
 }
 
-/* ---- paths ---- */
+/* ---- URLs and paths ---- */
+
+static int is_url(const char *s)
+{
+    return !strncmp(s, "http://", 7) || !strncmp(s, "https://", 8) || !strncmp(s, "file://", 7);
+}
+
+static int is_archive_name(const char *s)
+{
+    size_t l = strlen(s);
+    return (l > 7 && !strcmp(s + l - 7, ".tar.gz")) || (l > 4 && !strcmp(s + l - 4, ".tgz"));
+}
+
+static rt_status load_url(rt_dataset_splits *out, const rt_dataset_opts *opts, rt_error *err)
+{
+    const char *url = opts->name;
+    char base[48], dir[PATH_MAX], key[32], urls[4][2048], fname[256];
+    rtp_base_name(url, base, sizeof base);
+    if (opts->dir && opts->dir[0]) {
+        rtp_copy_str(dir, sizeof dir, opts->dir);
+    } else {   /* one cache folder per URL */
+        uint64_t h = rtp_fnv1a64(RTP_FNV1A64_INIT, (const uint8_t *)url, strlen(url));
+        snprintf(key, sizeof key, "url-%016llx", (unsigned long long)h);
+        RT_TRY(rtp_cache_dir(key, dir, err));
+    }
+    rtp_fetch_file files[4];
+    int n = 0, archive = is_archive_name(url);
+    if (archive) {
+        const char *slash = strrchr(url, '/');
+        rtp_copy_str(fname, sizeof fname, slash ? slash + 1 : url);
+        files[n++] = (rtp_fetch_file){fname, url, NULL};
+    } else {
+        size_t ul = strlen(url);
+        for (int i = 0; i < 4; i++) {
+            snprintf(urls[i], sizeof urls[i], "%s%s%s", url, ul && url[ul - 1] == '/' ? "" : "/",
+                     idx_files[i]);
+            files[n++] = (rtp_fetch_file){idx_files[i], urls[i], NULL};
+        }
+    }
+    RT_TRY(rtp_fetch(dir, files, n, opts, err));
+    rt_dataset_splits tmp = {0};
+    char paths[4][PATH_MAX];
+    rt_status st = RT_OK;
+    for (int i = 0; i < n; i++)   /* rtp_fetch already refused paths that do not fit */
+        if (snprintf(paths[i], PATH_MAX, "%s/%s", dir, files[i].name) >= PATH_MAX)
+            st = RT_ERR(err, RT_EINVAL, "%s: path too long", dir);
+    if (st == RT_OK)
+        st = archive ? read_cifar(&tmp, paths[0], 1, cifar_names, base, opts->val, err)
+                     : read_idx(&tmp, paths, 0, NULL, base, opts->val, err);
+    if (st != RT_OK) { rt_dataset_splits_deinit(&tmp); return st; }
+    rtp_copy_str(tmp.source, sizeof tmp.source, url);
+    *out = tmp;
+    return RT_OK;
+}
 
 static rt_status load_path(rt_dataset_splits *out, const rt_dataset_opts *opts, rt_error *err)
 {
     const char *path = opts->name;
     char idx[4][PATH_MAX], cifar[PATH_MAX], base[48];
     int is_tar = 0;
-    size_t len = strlen(path);
-    while (len > 1 && path[len - 1] == '/') len--;
-    size_t b = len;
-    while (b > 0 && path[b - 1] != '/') b--;
-    snprintf(base, sizeof base, "%.*s", (int)(len - b), path + b);
+    rtp_base_name(path, base, sizeof base);
     rt_status st;
     rt_dataset_splits tmp = {0};
-    if (is_dir(path) && find_idx(path, idx))
+    if (rtp_is_dir(path) && rtp_find_idx(path, idx))
         st = read_idx(&tmp, idx, 0, NULL, base, opts->val, err);
-    else if (is_dir(path) && find_cifar(path, cifar, &is_tar))
+    else if (rtp_is_dir(path) && rtp_find_cifar(path, cifar, &is_tar))
         st = read_cifar(&tmp, cifar, is_tar, cifar_names, base, opts->val, err);
-    else if (is_file(path) && len > 3 && (strstr(path, ".tar") || strstr(path, ".tgz")))
+    else if (rtp_is_file(path) && is_archive_name(path))
         st = read_cifar(&tmp, path, 1, cifar_names, base, opts->val, err);
-    else if (is_dir(path))
+    else if (rtp_is_dir(path))
         return RT_ERR(err, RT_ENOTFOUND, "%s: no data set here: expected IDX files "
                       "(train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "
                       "t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]) or CIFAR-10 "
                       "batches (data_batch_1..5.bin, test_batch.bin)", path);
+    else if (rtp_is_file(path))
+        return RT_ERR(err, RT_EINVAL, "%s: give the directory that holds the IDX files, or a "
+                      "CIFAR-10 .tar.gz", path);
+    else if (strchr(path, '/') || path[0] == '.' || path[0] == '~')
+        return RT_ERR(err, RT_ENOTFOUND, "%s: no such file or directory", path);
     else
         return RT_ERR(err, RT_ENOTFOUND, "unknown data set \"%s\": not one of mnist, "
                       "fashion-mnist, cifar10, nor a directory of IDX or CIFAR-10 files", path);
     if (st != RT_OK) { rt_dataset_splits_deinit(&tmp); return st; }
-    copy_str(tmp.source, sizeof tmp.source, path);
+    rtp_copy_str(tmp.source, sizeof tmp.source, path);
     *out = tmp;
     return RT_OK;
 }
@@ -284,7 +246,8 @@ rt_status rt_dataset_load(rt_dataset_splits *out, const rt_dataset_opts *opts, r
         return RT_ERR(err, RT_EINVAL, "no data set named ---> HINT: %%dataset fashion-mnist");
     if (opts->val < 0) return RT_ERR(err, RT_EINVAL, "--val %d: must be 0 or more", opts->val);
     const rtp_known_set *ks = rtp_known_set_find(opts->name);
-    return ks ? load_named(out, ks, opts, err) : load_path(out, opts, err);
+    if (ks) return load_named(out, ks, opts, err);
+    return is_url(opts->name) ? load_url(out, opts, err) : load_path(out, opts, err);
 }
 
 void rt_dataset_splits_deinit(rt_dataset_splits *s)

@@ -332,3 +332,52 @@ def test_cifar10_from_server(server, tmp_path):
     assert r["train_n"] == "20" and r["test_n"] == "4" and r["train_shape"] == "3x32x32"
     assert r["class0"] == "airplane"
     assert (d / "cifar-10-binary.tar.gz").read_bytes() == data
+
+
+# ---- a URL as the data set name (no built-in hashes) ----
+
+def test_url_of_idx_files(server, tmp_path):
+    publish_idx(server, tmp_path)
+    cache = tmp_path / "cache"
+    r = run_tool("load", server.url, "--val", 5, env={"XDG_CACHE_HOME": str(cache)})
+    assert r["rc"] == 0, r
+    assert r["train_n"] == "45" and r["val_n"] == "5" and r["test_n"] == "20"
+    assert r["classes"] == "10" and r["source"] == server.url
+    (folder,) = os.listdir(cache / "kiln" / "datasets")
+    assert folder.startswith("url-")
+    n = len(server.log)
+    r2 = run_tool("load", server.url, "--val", 5, env={"XDG_CACHE_HOME": str(cache)})
+    assert r2["rc"] == 0 and len(server.log) == n       # cached: no new requests
+    assert r2["train_checksum"] == r["train_checksum"]
+
+
+def test_url_with_manifest_is_verified(server, tmp_path):
+    manifest = publish_idx(server, tmp_path, corrupt_name="train-labels-idx1-ubyte.gz")
+    d = tmp_path / "d"
+    r = run_tool("load", server.url, "--dir", d, "--sha256sums", manifest)
+    assert r["rc"] == 1 and r["status"] == "FormatError"
+    assert "train-labels-idx1-ubyte.gz: SHA-256 mismatch" in r["msg"]
+    assert not (d / "train-labels-idx1-ubyte.gz").exists()
+
+
+def test_url_of_corrupt_idx_is_refused(server, tmp_path):
+    publish_idx(server, tmp_path)
+    with open(os.path.join(server.root, "t10k-labels-idx1-ubyte.gz"), "wb") as f:
+        f.write(gzip.compress(struct.pack(">II", 0x801, 19) + bytes(19), mtime=0))
+    d = tmp_path / "d"
+    r = run_tool("load", server.url, "--dir", d)
+    assert r["rc"] == 1 and r["status"] == "FormatError"
+    assert str(d / "t10k-labels-idx1-ubyte.gz") in r["msg"] and "has 19 labels" in r["msg"]
+
+
+def test_named_set_download_failure_says_where_it_looked(tmp_path):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    d = tmp_path / "d"
+    r = run_tool("load", "mnist", "--dir", d, "--url", "http://127.0.0.1:%d/" % port,
+                 env={"XDG_CACHE_HOME": str(tmp_path / "c")})
+    assert r["rc"] == 1 and r["status"] == "IOError"
+    assert r["msg"].startswith("mnist is not in %s, %s/kiln/datasets/mnist; download failed: "
+                               "cannot connect" % (d, tmp_path / "c")), r["msg"]
