@@ -68,6 +68,8 @@ static void axis_fit(axis *a, double lo, double hi, int want)
     a->nticks = (int)floor((a->hi - a->lo) / step + 0.5) + 1;
 }
 
+/* Labels carry as many decimals as the tick step needs (0.0005 -> 4), so ticks of a
+ * narrow range around a large value stay distinct ("30.0005", not "30"). */
 static void tick_label(char *buf, size_t n, double v, double step, int log_y)
 {
     if (log_y) {
@@ -75,7 +77,10 @@ static void tick_label(char *buf, size_t n, double v, double step, int log_y)
         return;
     }
     if (fabs(v) < step * 1e-9) v = 0;
-    snprintf(buf, n, "%.4g", v);
+    int dec = (int)ceil(-log10(step) - 1e-9);
+    if (dec < 0) dec = 0;
+    if (fabs(v) >= 1e7 || dec > 9) snprintf(buf, n, "%.4g", v);
+    else snprintf(buf, n, "%.*f", dec, v);
 }
 
 typedef struct frame {
@@ -277,9 +282,7 @@ char *mg_plot_svg(const mg_plot_series *s, int n, const mg_plot_opts *o)
     int width = o->width > 0 ? o->width : 640, height = o->height > 0 ? o->height : 360;
     if (width < 160) width = 160;
     if (height < 120) height = 120;
-    frame fr = {.left = o->ylabel ? 70 : 56, .top = o->title ? 30 : 12, .log_y = o->log_y};
-    fr.w = width - fr.left - 16;
-    fr.h = height - fr.top - (o->xlabel ? 44 : 30);
+    frame fr = {.top = o->title ? 30 : 12, .log_y = o->log_y};
     double x0, x1, y0, y1;
     size_t count = data_range(&fr, s, n, &x0, &x1, &y0, &y1);
     if (!count) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
@@ -294,6 +297,17 @@ char *mg_plot_svg(const mg_plot_series *s, int n, const mg_plot_opts *o)
         if (fr.y.hi == fr.y.lo) fr.y.hi += 1;
         fr.y.nticks = (int)(fr.y.hi - fr.y.lo) + 1;
     }
+    /* room on the left for the widest y tick label (about 7 px a digit at 11 px) */
+    size_t widest = 0;
+    for (int i = 0; i < fr.y.nticks; i++) {
+        char lab[64];
+        tick_label(lab, sizeof lab, fr.y.t0 + i * fr.y.step, fr.y.step, fr.log_y);
+        if (strlen(lab) > widest) widest = strlen(lab);
+    }
+    fr.left = 18 + 7.2 * (double)widest + (o->ylabel ? 18 : 0);
+    if (fr.left < 40) fr.left = 40;
+    fr.w = width - fr.left - 16;
+    fr.h = height - fr.top - (o->xlabel ? 44 : 30);
     char *out = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&out, &len);
