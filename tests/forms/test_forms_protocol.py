@@ -1,0 +1,277 @@
+"""Colab-style forms through the real kernel (jupyter_client, ipywidgets protocol 2.1).
+
+Needs JUPYTER_PATH pointing at the build's test kernelspec (meson sets it). Checks:
+each @param type opens the right widget model (state keys equal to what ipywidgets
+8 itself syncs, when ipywidgets is installed); layouts/styles open before the
+widgets that use them and everything before the display_data; a comm_msg "update"
+changes the variable the next cell sees, with an echo_update whose parent is that
+comm_msg and busy/idle around it; bad updates (wrong type, out of range, unknown
+model) change nothing and the kernel stays fine; request_state answers with the
+full state; re-running the cell closes the old form and restores the code's values;
+a malformed annotation is a SyntaxError naming the line.
+"""
+import os
+import queue
+import time
+
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+KERNEL = os.environ.get("KILN_KERNEL_NAME", "kiln")
+TIMEOUT = 30
+
+FORM = """#@title Protocol form { display-mode: "form" }
+#@markdown Some **markdown**.
+epochs = 10  #@param {type:"slider", min:1, max:50, step:1}
+rate = 0.5  #@param {type:"slider", min:0, max:1, step:0.1}
+lr = 0.001  #@param {type:"number"}
+steps = 100  #@param {type:"integer"}
+run_name = "mnist"  #@param {type:"string"}
+augment = False  #@param {type:"boolean"}
+start = "2024-09-19"  #@param {type:"date"}
+milestones = [30, 60]  #@param {type:"raw"}
+batch = 64  #@param [32, 64, 128] {type:"raw"}
+optimizer = "adam"  #@param ["adam", "sgd", "adamw"]
+arch = "resnet"  #@param ["resnet", "vgg"] {allow-input: true}
+"""
+
+CELL_ID = "forms-protocol-cell"
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    km, kc = start_new_kernel(kernel_name=KERNEL, startup_timeout=60)
+    yield kc
+    kc.stop_channels()
+    km.shutdown_kernel(now=False)
+
+
+def _collect(kc, msg_id, timeout=TIMEOUT):
+    """iopub messages whose parent is msg_id, up to and including its idle status."""
+    out, deadline = [], time.time() + timeout
+    while time.time() < deadline:
+        try:
+            m = kc.get_iopub_msg(timeout=1)
+        except queue.Empty:
+            continue
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        out.append(m)
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            return out
+    raise AssertionError(f"no idle for {msg_id}; got {[x['msg_type'] for x in out]}")
+
+
+def execute(kc, code, cell_id=CELL_ID):
+    msg = kc.session.msg("execute_request",
+                         {"code": code, "silent": False, "store_history": True,
+                          "user_expressions": {}, "allow_stdin": False, "stop_on_error": True},
+                         metadata={"cellId": cell_id} if cell_id else {})
+    kc.shell_channel.send(msg)
+    msgs = _collect(kc, msg["header"]["msg_id"])
+    reply = kc.get_shell_msg(timeout=TIMEOUT)
+    assert reply["parent_header"]["msg_id"] == msg["header"]["msg_id"]
+    return reply, msgs
+
+
+def comm_msg(kc, comm_id, data):
+    msg = kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+    kc.shell_channel.send(msg)
+    msgs = _collect(kc, msg["header"]["msg_id"])
+    return msg, msgs
+
+
+def value_of(kc, name):
+    """The text/plain repr of variable `name` as the next cell sees it."""
+    reply, msgs = execute(kc, name, cell_id="probe")
+    assert reply["content"]["status"] == "ok", reply["content"]
+    res = [m for m in msgs if m["msg_type"] == "execute_result"]
+    assert res, [m["msg_type"] for m in msgs]
+    return res[0]["content"]["data"]["text/plain"]
+
+
+def opens(msgs):
+    return [m for m in msgs if m["msg_type"] == "comm_open"]
+
+
+def by_model(msgs, name, n=0):
+    found = [m for m in opens(msgs) if m["content"]["data"]["state"]["_model_name"] == name]
+    return found[n]
+
+
+@pytest.fixture(scope="module")
+def shown(kernel):
+    reply, msgs = execute(kernel, FORM)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    return msgs
+
+
+def test_busy_first_idle_last(shown):
+    assert shown[0]["msg_type"] == "status" and shown[0]["content"]["execution_state"] == "busy"
+    assert shown[-1]["content"]["execution_state"] == "idle"
+
+
+def test_comm_open_order_and_protocol(shown):
+    seen = set()
+    for m in shown:
+        if m["msg_type"] == "display_data":
+            break
+        if m["msg_type"] != "comm_open":
+            continue
+        c = m["content"]
+        assert c["target_name"] == "jupyter.widget"
+        assert m["metadata"]["version"] == "2.1.0"
+        assert c["data"]["buffer_paths"] == []
+        st = c["data"]["state"]
+        for v in st.values():   # every reference names a model opened before
+            refs = v if isinstance(v, list) else [v]
+            for r in refs:
+                if isinstance(r, str) and r.startswith("IPY_MODEL_"):
+                    assert r[10:] in seen, f"{st['_model_name']} references {r} before its open"
+        seen.add(c["comm_id"])
+    displays = [m for m in shown if m["msg_type"] == "display_data"]
+    assert len(displays) == 1
+    data = displays[0]["content"]["data"]
+    view = data["application/vnd.jupyter.widget-view+json"]
+    assert view["version_major"] == 2 and view["version_minor"] == 0
+    assert by_model(shown, "VBoxModel")["content"]["comm_id"] == view["model_id"]
+    assert "epochs = 10" in data["text/plain"]
+    idx = shown.index(displays[0])
+    assert all(m["msg_type"] != "comm_open" for m in shown[idx:])
+
+
+EXPECTED = [
+    ("IntSliderModel", 0, {"value": 10, "min": 1, "max": 50, "step": 1}),
+    ("FloatSliderModel", 0, {"value": 0.5, "min": 0.0, "max": 1.0, "step": 0.1}),
+    ("FloatTextModel", 0, {"value": 0.001}),
+    ("IntTextModel", 0, {"value": 100}),
+    ("TextModel", 0, {"value": "mnist"}),
+    ("CheckboxModel", 0, {"value": False}),
+    ("DatePickerModel", 0, {"value": {"year": 2024, "month": 8, "date": 19}}),
+    ("TextModel", 1, {"value": "[30, 60]"}),
+    ("DropdownModel", 0, {"_options_labels": ["32", "64", "128"], "index": 1}),
+    ("DropdownModel", 1, {"_options_labels": ["adam", "sgd", "adamw"], "index": 0}),
+    ("ComboboxModel", 0, {"options": ["resnet", "vgg"], "value": "resnet"}),
+]
+
+
+@pytest.mark.parametrize("model,n,want", EXPECTED, ids=[f"{m}{n}" for m, n, _ in EXPECTED])
+def test_each_type_state(shown, model, n, want):
+    st = by_model(shown, model, n)["content"]["data"]["state"]
+    assert st["_model_module"] == "@jupyter-widgets/controls"
+    assert st["_model_module_version"] == "2.0.0"
+    assert st["_view_module_version"] == "2.0.0"
+    assert st["_view_name"] == model.replace("Model", "View")
+    for k, v in want.items():
+        assert st[k] == pytest.approx(v) if isinstance(v, float) else st[k] == v, (k, st[k])
+
+
+def test_states_match_ipywidgets(shown):
+    widgets = pytest.importorskip("ipywidgets")
+    owners = {"SliderStyleModel": widgets.IntSlider, "DescriptionStyleModel": widgets.IntText,
+              "TextStyleModel": widgets.Text, "CheckboxStyleModel": widgets.Checkbox,
+              "LabelStyleModel": widgets.Label, "HTMLStyleModel": widgets.HTML}
+    for m in opens(shown):
+        st = m["content"]["data"]["state"]
+        name = st["_model_name"]
+        if name == "LayoutModel":
+            ref = widgets.Layout()
+        elif name in owners:
+            ref = owners[name]().style
+        else:
+            ref = getattr(widgets, name[:-len("Model")])()
+        ref_state = ref.get_state()
+        assert set(st) == set(ref_state), (name, set(st) ^ set(ref_state))
+        for k in ("_model_module", "_model_module_version", "_view_module",
+                  "_view_module_version", "_view_name"):
+            assert st[k] == ref_state[k], (name, k)
+
+
+def test_update_changes_variable(kernel, shown):
+    slider = by_model(shown, "IntSliderModel")["content"]["comm_id"]
+    req, msgs = comm_msg(kernel, slider, {"method": "update", "state": {"value": 20},
+                                          "buffer_paths": []})
+    assert msgs[0]["content"]["execution_state"] == "busy"
+    echoes = [m for m in msgs if m["msg_type"] == "comm_msg"
+              and m["content"]["data"]["method"] == "echo_update"]
+    assert echoes and echoes[0]["content"]["data"]["state"] == {"value": 20}
+    assert echoes[0]["parent_header"]["msg_id"] == req["header"]["msg_id"]
+    assert value_of(kernel, "epochs") == "20"
+
+    dropdown = by_model(shown, "DropdownModel", 1)["content"]["comm_id"]
+    comm_msg(kernel, dropdown, {"method": "update", "state": {"index": 1}, "buffer_paths": []})
+    assert value_of(kernel, "optimizer") == "'sgd'"
+    raw = by_model(shown, "DropdownModel", 0)["content"]["comm_id"]
+    comm_msg(kernel, raw, {"method": "update", "state": {"index": 2}, "buffer_paths": []})
+    assert value_of(kernel, "batch") == "128"
+    check = by_model(shown, "CheckboxModel")["content"]["comm_id"]
+    comm_msg(kernel, check, {"method": "update", "state": {"value": True}, "buffer_paths": []})
+    assert value_of(kernel, "augment") == "True"
+    date = by_model(shown, "DatePickerModel")["content"]["comm_id"]
+    comm_msg(kernel, date, {"method": "update", "state": {"value": {"year": 2025, "month": 0,
+                                                                    "date": 31}},
+                            "buffer_paths": []})
+    assert value_of(kernel, "start") == "'2025-01-31'"
+    text = by_model(shown, "TextModel", 1)["content"]["comm_id"]
+    comm_msg(kernel, text, {"method": "update", "state": {"value": "[1, 2, 3]"},
+                            "buffer_paths": []})
+    assert value_of(kernel, "milestones") == "[1, 2, 3]"
+
+
+@pytest.mark.parametrize("model,n,state,var", [
+    ("IntSliderModel", 0, {"value": 99}, "epochs"),
+    ("IntSliderModel", 0, {"value": "7"}, "epochs"),
+    ("FloatSliderModel", 0, {"value": 1.5}, "rate"),
+    ("IntTextModel", 0, {"value": 2.5}, "steps"),
+    ("DropdownModel", 1, {"index": 9}, "optimizer"),
+    ("CheckboxModel", 0, {"value": "yes"}, "augment"),
+    ("DatePickerModel", 0, {"value": {"year": 2025, "month": 1, "date": 30}}, "start"),
+])
+def test_bad_update_refused(kernel, shown, model, n, state, var):
+    before = value_of(kernel, var)
+    cid = by_model(shown, model, n)["content"]["comm_id"]
+    req, msgs = comm_msg(kernel, cid, {"method": "update", "state": state, "buffer_paths": []})
+    reverts = [m for m in msgs if m["msg_type"] == "comm_msg"
+               and m["content"]["data"]["method"] == "update"]
+    assert reverts, "the kernel sends the value it kept"
+    assert value_of(kernel, var) == before
+
+
+def test_unknown_model_refused(kernel):
+    before = value_of(kernel, "epochs")
+    comm_msg(kernel, "no-such-model-id", {"method": "update", "state": {"value": 3},
+                                          "buffer_paths": []})
+    assert value_of(kernel, "epochs") == before
+    kernel.kernel_info()
+    assert kernel.get_shell_msg(timeout=TIMEOUT)["msg_type"] == "kernel_info_reply"
+
+
+def test_request_state(kernel, shown):
+    cid = by_model(shown, "ComboboxModel")["content"]["comm_id"]
+    req, msgs = comm_msg(kernel, cid, {"method": "request_state"})
+    ups = [m for m in msgs if m["msg_type"] == "comm_msg"]
+    assert ups and ups[0]["content"]["data"]["method"] == "update"
+    st = ups[0]["content"]["data"]["state"]
+    assert st["_model_name"] == "ComboboxModel" and st["options"] == ["resnet", "vgg"]
+    assert ups[0]["parent_header"]["msg_id"] == req["header"]["msg_id"]
+
+
+def test_rerun_replaces_form_and_restores_values(kernel, shown):
+    slider = by_model(shown, "IntSliderModel")["content"]["comm_id"]
+    comm_msg(kernel, slider, {"method": "update", "state": {"value": 33}, "buffer_paths": []})
+    assert value_of(kernel, "epochs") == "33"
+    reply, msgs = execute(kernel, FORM)
+    assert reply["content"]["status"] == "ok"
+    closed = {m["content"]["comm_id"] for m in msgs if m["msg_type"] == "comm_close"}
+    assert slider in closed
+    assert {m["content"]["comm_id"] for m in opens(shown)} <= closed
+    assert value_of(kernel, "epochs") == "10"
+    assert by_model(msgs, "IntSliderModel")["content"]["data"]["state"]["value"] == 10
+
+
+def test_malformed_annotation_names_line(kernel):
+    reply, msgs = execute(kernel, 'a = 1\nx = 5  #@param {type:"slidr"}\n', cell_id="bad")
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "SyntaxError"
+    assert "line 2" in reply["content"]["evalue"]
+    assert value_of(kernel, "1 + 1") == "2"
