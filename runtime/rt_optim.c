@@ -7,6 +7,7 @@
  * plain SGD 0, Adam/AdamW 2 (exp_avg, exp_avg_sq).
  */
 #include "rt_optim.h"
+#include "rt_optim_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -150,24 +151,43 @@ static float *slot_ptr(const rt_optim *o, size_t slot, size_t i)
     return o->state + slot * o->total + o->offsets[i];
 }
 
+/* Thread share [lo, hi) of the flattened parameters: update the overlapping slices. */
+static void step_share(const rt_optim *o, size_t lo, size_t hi, const rt_sgd_coef sgd[2],
+                       const rt_adam_coef adam[2])
+{
+    for (size_t i = 0; i < o->nparams; i++) {
+        const rt_optim_param *p = &o->params[i];
+        size_t a = o->offsets[i], b = a + p->n;
+        if (b <= lo || a >= hi) continue;
+        size_t s = (lo > a ? lo : a) - a, e = (hi < b ? hi : b) - a; /* within param */
+        int nd = p->no_decay != 0;
+        if (o->cfg.kind == RT_OPTIM_SGD) {
+            float *buf = o->nslots ? slot_ptr(o, 0, i) + s : NULL;
+            rtp_optim_sgd_range(p->param + s, buf, p->grad + s, e - s, &sgd[nd]);
+        } else {
+            rtp_optim_adam_range(p->param + s, slot_ptr(o, 0, i) + s, slot_ptr(o, 1, i) + s,
+                                 p->grad + s, e - s, &adam[nd]);
+        }
+    }
+}
+
 rt_status rt_optim_step(rt_optim *o, double lr, rt_error *err)
 {
     if (!(lr >= 0.0) || !isfinite(lr))
         return RT_ERR(err, RT_EINVAL, "Invalid learning rate: %g (must be finite and >= 0)",
                       lr);
     int64_t t = ++o->step;
-    for (size_t i = 0; i < o->nparams; i++) {
-        const rt_optim_param *p = &o->params[i];
-        if (p->n == 0) continue;
-        if (o->cfg.kind == RT_OPTIM_SGD) {
-            rt_sgd_coef c = rt_optim_sgd_coef(&o->cfg, lr, t, p->no_decay);
-            float *buf = o->nslots ? slot_ptr(o, 0, i) : NULL;
-            rt_optim_sgd_kernel(p->param, buf, p->grad, p->n, &c);
-        } else {
-            rt_adam_coef c = rt_optim_adam_coef(&o->cfg, lr, t, p->no_decay);
-            rt_optim_adam_kernel(p->param, slot_ptr(o, 0, i), slot_ptr(o, 1, i), p->grad,
-                                 p->n, &c);
-        }
+    rt_sgd_coef sgd[2] = {rt_optim_sgd_coef(&o->cfg, lr, t, 0),
+                          rt_optim_sgd_coef(&o->cfg, lr, t, 1)};
+    rt_adam_coef adam[2] = {rt_optim_adam_coef(&o->cfg, lr, t, 0),
+                            rt_optim_adam_coef(&o->cfg, lr, t, 1)};
+    /* one parallel region for all parameters; each thread takes an equal share of
+     * the flattened elements (elementwise updates: any split gives the same bits) */
+#pragma omp parallel if (o->total >= RTP_OPTIM_PAR_MIN)
+    {
+        size_t lo, hi;
+        rtp_optim_thread_share(o->total, &lo, &hi);
+        step_share(o, lo, hi, sgd, adam);
     }
     return RT_OK;
 }

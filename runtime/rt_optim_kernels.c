@@ -5,14 +5,20 @@
  * (mul_, add_(alpha), addcmul_, addcdiv_) in float, with the scalars computed in double
  * as Python does and rounded to float once, so results match PyTorch to within FMA
  * contraction differences. A CUDA kernel mirrors these loops line by line.
- * Loops are OpenMP-parallel when long enough to pay for the threads; each element is
- * independent, so results do not depend on the thread count.
+ * The public kernels split n over an OpenMP team when long enough to pay for the
+ * threads; each element is independent, so results do not depend on the thread count.
  */
 #include <math.h>
+#include <omp.h>
 
-#include "rt_optim.h"
+#include "rt_optim_internal.h"
 
-#define PAR_MIN 16384 /* elements below which a single thread is faster */
+void rtp_optim_thread_share(size_t n, size_t *lo, size_t *hi)
+{
+    size_t nth = (size_t)omp_get_num_threads(), tid = (size_t)omp_get_thread_num();
+    *lo = n / nth * tid + (tid < n % nth ? tid : n % nth);
+    *hi = *lo + n / nth + (tid < n % nth ? 1 : 0);
+}
 
 rt_sgd_coef rt_optim_sgd_coef(const rt_optim_config *cfg, double lr, int64_t t, int no_decay)
 {
@@ -46,12 +52,12 @@ rt_adam_coef rt_optim_adam_coef(const rt_optim_config *cfg, double lr, int64_t t
     return c;
 }
 
-void rt_optim_sgd_kernel(float *p, float *buf, const float *g, size_t n, const rt_sgd_coef *c)
+void rtp_optim_sgd_range(float *p, float *buf, const float *g, size_t n,
+                         const rt_sgd_coef *c)
 {
     const float wd = c->weight_decay, mom = c->momentum, omd = c->one_minus_dampening;
     const float neg_lr = -c->lr;
     const int first = c->first, nesterov = c->nesterov;
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float gi = g[i];
         if (wd != 0.0f) gi = gi + wd * p[i];
@@ -64,14 +70,13 @@ void rt_optim_sgd_kernel(float *p, float *buf, const float *g, size_t n, const r
     }
 }
 
-void rt_optim_adam_kernel(float *p, float *m, float *v, const float *g, size_t n,
+void rtp_optim_adam_range(float *p, float *m, float *v, const float *g, size_t n,
                           const rt_adam_coef *c)
 {
     const float wd = c->weight_decay, decay = c->decay_factor;
     const float b1 = c->beta1, omb1 = c->one_minus_beta1;
     const float b2 = c->beta2, omb2 = c->one_minus_beta2;
     const float neg_step = -c->step_size, bc2s = c->bias_correction2_sqrt, eps = c->eps;
-#pragma omp parallel for schedule(static) if (n >= PAR_MIN)
     for (size_t i = 0; i < n; i++) {
         float pi = p[i];
         if (decay != 1.0f) pi = pi * decay;
@@ -83,5 +88,26 @@ void rt_optim_adam_kernel(float *p, float *m, float *v, const float *g, size_t n
         v[i] = vi;
         float denom = sqrtf(vi) / bc2s + eps;
         p[i] = pi + neg_step * (mi / denom);
+    }
+}
+
+void rt_optim_sgd_kernel(float *p, float *buf, const float *g, size_t n, const rt_sgd_coef *c)
+{
+#pragma omp parallel if (n >= RTP_OPTIM_PAR_MIN)
+    {
+        size_t lo, hi;
+        rtp_optim_thread_share(n, &lo, &hi);
+        rtp_optim_sgd_range(p + lo, buf ? buf + lo : NULL, g + lo, hi - lo, c);
+    }
+}
+
+void rt_optim_adam_kernel(float *p, float *m, float *v, const float *g, size_t n,
+                          const rt_adam_coef *c)
+{
+#pragma omp parallel if (n >= RTP_OPTIM_PAR_MIN)
+    {
+        size_t lo, hi;
+        rtp_optim_thread_share(n, &lo, &hi);
+        rtp_optim_adam_range(p + lo, m + lo, v + lo, g + lo, hi - lo, c);
     }
 }

@@ -23,6 +23,8 @@
 #define PAR_MIN_WORDS 32768 /* below this, threads cost more than they save */
 
 static const double TWO_M24 = 1.0 / 16777216.0; /* 2^-24 */
+static const float TWO_M24F = 1.0f / 16777216.0f;
+static const float TWO_PI_F = 6.28318530717958647692f;
 
 /* ---- the bijection ---- */
 
@@ -49,6 +51,15 @@ void rt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out
 }
 
 /* Blocks b0 .. b0+nb-1 of stream (key, stream) into out[4*nb]. */
+/* The AVX2 clone is chosen at load time (ifunc); integer arithmetic, so every clone
+ * produces the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RNG_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define RNG_CLONES
+#endif
+
+RNG_CLONES
 static void philox_blocks(const uint32_t key[2], const uint32_t stream[2], uint64_t b0,
                           size_t nb, uint32_t *out)
 {
@@ -63,13 +74,18 @@ static void philox_blocks(const uint32_t key[2], const uint32_t stream[2], uint6
         }
         uint32_t k0 = key[0], k1 = key[1];
         for (int round = 0; round < PHILOX_ROUNDS; round++) {
+            /* high and low halves written separately: GCC vectorises this form
+             * (mult-highpart pattern), not a 64-bit product split afterwards; omp simd
+             * keeps the lane loop from being fully unrolled before vectorisation */
+#pragma omp simd
             for (int l = 0; l < LANES; l++) {
-                uint64_t p0 = (uint64_t)PHILOX_M0 * c0[l];
-                uint64_t p1 = (uint64_t)PHILOX_M1 * c2[l];
-                uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0;
-                uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
-                c1[l] = (uint32_t)p1;
-                c3[l] = (uint32_t)p0;
+                uint32_t a = c0[l], b = c2[l];
+                uint32_t hi0 = (uint32_t)(((uint64_t)a * PHILOX_M0) >> 32);
+                uint32_t hi1 = (uint32_t)(((uint64_t)b * PHILOX_M1) >> 32);
+                uint32_t n0 = hi1 ^ c1[l] ^ k0;
+                uint32_t n2 = hi0 ^ c3[l] ^ k1;
+                c1[l] = b * PHILOX_M1;
+                c3[l] = a * PHILOX_M0;
                 c0[l] = n0;
                 c2[l] = n2;
             }
@@ -133,11 +149,15 @@ uint32_t rt_rng_u32(rt_rng *r)
 
 static inline float to_uniform(uint32_t x) { return (float)((x >> 8) * TWO_M24); }
 
-static inline double box_muller(uint32_t x1, uint32_t x2)
+/* Box-Muller on words x1, x2: z0 = r cos(theta), z1 = r sin(theta), in float. */
+static inline void box_muller(uint32_t x1, uint32_t x2, float *z0, float *z1)
 {
-    double u1 = ((double)(x1 >> 8) + 1.0) * TWO_M24; /* (0, 1]: log is finite */
-    double u2 = (double)(x2 >> 8) * TWO_M24;
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+    float u1 = (float)((x1 >> 8) + 1u) * TWO_M24F; /* (0, 1]: log is finite */
+    float u2 = (float)(x2 >> 8) * TWO_M24F;
+    float rad = sqrtf(-2.0f * logf(u1));
+    float theta = TWO_PI_F * u2;
+    *z0 = rad * cosf(theta);
+    *z1 = rad * sinf(theta);
 }
 
 /* keep iff (x >> 8) < threshold, equal to uniform < p for every p */
@@ -155,11 +175,18 @@ float rt_rng_uniform_range(rt_rng *r, float lo, float hi)
     return lo + (hi - lo) * rt_rng_uniform(r);
 }
 
-float rt_rng_normal(rt_rng *r)
+void rt_rng_normal2(rt_rng *r, float *z0, float *z1)
 {
     uint32_t x1 = rt_rng_u32(r);
     uint32_t x2 = rt_rng_u32(r);
-    return (float)box_muller(x1, x2);
+    box_muller(x1, x2, z0, z1);
+}
+
+float rt_rng_normal(rt_rng *r)
+{
+    float z0, z1;
+    rt_rng_normal2(r, &z0, &z1);
+    return z0;
 }
 
 int rt_rng_bernoulli(rt_rng *r, float p)
@@ -183,8 +210,10 @@ uint32_t rt_rng_below(rt_rng *r, uint32_t n)
 }
 
 /* ---- bulk fills ----
- * Each fill consumes k words per element; chunk c covers elements
- * [c*CHUNK_WORDS/k, ...). */
+ * Chunk c covers elements [c*CHUNK_WORDS, ...) and starts at word c*CHUNK_WORDS:
+ * uniform and bernoulli use one word per element, normal one word per element in
+ * pairs (2 words -> 2 values; an odd last element still uses a whole pair), and
+ * CHUNK_WORDS is even, so chunks never split a pair. */
 
 typedef enum { FILL_UNIFORM, FILL_NORMAL, FILL_BERNOULLI } fill_kind;
 
@@ -194,41 +223,53 @@ typedef struct {
     uint32_t threshold;  /* bernoulli */
 } fill_desc;
 
+static size_t words_for(fill_kind kind, size_t m)
+{
+    return kind == FILL_NORMAL ? (m + 1) / 2 * 2 : m;
+}
+
 static void fill_chunk(const rt_rng *r, const fill_desc *d, uint64_t word0, float *out,
                        size_t m)
 {
     uint32_t scratch[CHUNK_WORDS + 8];
-    size_t k = d->kind == FILL_NORMAL ? 2 : 1;
-    const uint32_t *x = words_range(r, word0, m * k, scratch);
+    const uint32_t *x = words_range(r, word0, words_for(d->kind, m), scratch);
+    const float a = d->a, b = d->b;
+    const uint32_t t = d->threshold;
     switch (d->kind) {
         case FILL_UNIFORM:
-            for (size_t i = 0; i < m; i++) out[i] = d->a + (d->b - d->a) * to_uniform(x[i]);
+            for (size_t i = 0; i < m; i++) out[i] = a + (b - a) * to_uniform(x[i]);
             break;
         case FILL_NORMAL:
-            for (size_t i = 0; i < m; i++)
-                out[i] = d->a + d->b * (float)box_muller(x[2 * i], x[2 * i + 1]);
+            for (size_t i = 0; i < m; i += 2) {
+                float z0, z1;
+                box_muller(x[i], x[i + 1], &z0, &z1);
+                out[i] = a + b * z0;
+                if (i + 1 < m) out[i + 1] = a + b * z1;
+            }
             break;
-        case FILL_BERNOULLI:
-            for (size_t i = 0; i < m; i++)
-                out[i] = (x[i] >> 8) < d->threshold ? d->b : 0.0f;
+        case FILL_BERNOULLI: {
+            /* branch-free bit select (value or +0): a data-dependent branch
+             * mispredicts half the time */
+            uint32_t vb, *o = (uint32_t *)out;
+            memcpy(&vb, &b, sizeof vb);
+            for (size_t i = 0; i < m; i++) o[i] = (0u - (uint32_t)((x[i] >> 8) < t)) & vb;
             break;
+        }
     }
 }
 
 static void fill(rt_rng *r, const fill_desc *d, float *out, size_t n)
 {
-    size_t k = d->kind == FILL_NORMAL ? 2 : 1;
-    size_t per_chunk = CHUNK_WORDS / k;
-    size_t nchunks = (n + per_chunk - 1) / per_chunk;
+    size_t nchunks = (n + CHUNK_WORDS - 1) / CHUNK_WORDS;
     uint64_t word0 = r->word;
     const rt_rng *rc = r;
-#pragma omp parallel for schedule(static) if (n * k >= PAR_MIN_WORDS)
+#pragma omp parallel for schedule(static) if (n >= PAR_MIN_WORDS)
     for (size_t c = 0; c < nchunks; c++) {
-        size_t e0 = c * per_chunk;
-        size_t m = n - e0 < per_chunk ? n - e0 : per_chunk;
-        fill_chunk(rc, d, word0 + (uint64_t)(e0 * k), out + e0, m);
+        size_t e0 = c * CHUNK_WORDS;
+        size_t m = n - e0 < CHUNK_WORDS ? n - e0 : CHUNK_WORDS;
+        fill_chunk(rc, d, word0 + (uint64_t)e0, out + e0, m);
     }
-    r->word += (uint64_t)n * k;
+    r->word += (uint64_t)words_for(d->kind, n);
 }
 
 void rt_rng_fill_uniform(rt_rng *r, float *out, size_t n, float lo, float hi)

@@ -16,8 +16,9 @@
  *
  * Conversions (the contract a CUDA mirror must follow):
  *   uniform   u = (x >> 8) * 2^-24                      in [0, 1), one word
- *   normal    z = sqrt(-2 ln u1) cos(2 pi u2), u1 = ((x1 >> 8) + 1) * 2^-24 in (0, 1],
- *             u2 = (x2 >> 8) * 2^-24; two words, computed in double, stored as float
+ *   normal    pairs: words x1, x2 -> z0 = rad cos(theta), z1 = rad sin(theta),
+ *             rad = sqrtf(-2 logf(u1)), theta = 2 pi u2, u1 = ((x1 >> 8) + 1) * 2^-24
+ *             in (0, 1], u2 = (x2 >> 8) * 2^-24, all in float
  *   bernoulli keep iff (x >> 8) < ceil(p * 2^24)   (== uniform < p exactly), one word
  * Not cryptographic. No allocation, no global state; an rt_rng is plain data
  * (copy it to fork a position).
@@ -62,14 +63,16 @@ rt_rng rt_rng_stream(uint64_t seed, rt_rng_purpose purpose, uint32_t a, uint32_t
 uint32_t rt_rng_u32(rt_rng *r);                        /* 1 word */
 float rt_rng_uniform(rt_rng *r);                       /* [0,1), 1 word */
 float rt_rng_uniform_range(rt_rng *r, float lo, float hi); /* lo + (hi-lo)*u, 1 word */
-float rt_rng_normal(rt_rng *r);                        /* N(0,1), 2 words */
+void rt_rng_normal2(rt_rng *r, float *z0, float *z1);  /* 2 x N(0,1), 2 words */
+float rt_rng_normal(rt_rng *r);                        /* z0 of normal2, 2 words */
 int rt_rng_bernoulli(rt_rng *r, float p);              /* 1 with probability p, 1 word */
 /* Unbiased integer in [0, n), n >= 1 (Lemire's method; 1 word, more on rejection). */
 uint32_t rt_rng_below(rt_rng *r, uint32_t n);
 
 /* ---- bulk fills: identical to n consecutive scalar draws, OpenMP-parallel ---- */
 void rt_rng_fill_uniform(rt_rng *r, float *out, size_t n, float lo, float hi);
-/* out[i] = mean + std * normal */
+/* out[i] = mean + std * z: out[2k], out[2k+1] = z0, z1 of the k-th rt_rng_normal2
+ * (an odd last element is z0 of one more pair; 2*ceil(n/2) words in all) */
 void rt_rng_fill_normal(rt_rng *r, float *out, size_t n, float mean, float std);
 /* Dropout mask: out[i] = value if the draw keeps (probability p_keep) else 0.
  * With value = 1/p_keep this is the inverted-dropout scale (PyTorch's convention). */
