@@ -25,10 +25,10 @@ const fm_field *fm_form_find(const fm_form *f, const char *name) {
     return NULL;
 }
 
-/* As Colab does, a form shows the values written in the code; only where the code
- * is an expression rather than a literal does it show what the variable holds. */
+/* What the variable holds right after the cell ran: the value written in the code
+ * (so re-running a cell restores it, as Colab does), or a `kiln run -p` override
+ * applied after the cell. Without the variable, the literal in the code. */
 json_t *fm_field_current(const fm_field *fd, const mg_host *host) {
-    if (fd->code_value) return fd->code_value;
-    if (host && host->var_get) return host->var_get(host->user, fd->name);
-    return NULL;
+    json_t *v = host && host->var_get ? host->var_get(host->user, fd->name) : NULL;
+    return v ? v : fd->code_value;
 }

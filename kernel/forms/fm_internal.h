@@ -82,7 +82,7 @@ int fm_date_parse(const char *s, int *y, int *m, int *d);
 
 const char *fm_kind_name(fm_kind k);
 const fm_field *fm_form_find(const fm_form *f, const char *name);
-/* Value the form shows for field: the variable if host has it, else the literal. */
+/* Value the form shows for field: the variable if host has it, else the code's literal. */
 json_t *fm_field_current(const fm_field *fd, const mg_host *host); /* borrowed, may be NULL */
 
 /* ---- fm_widget.c ---- */

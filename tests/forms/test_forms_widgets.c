@@ -285,6 +285,11 @@ T_TEST(fallback_without_comms) {
     }
     ASSERT_EQ(checkboxes, 1);
     json_decref(ws);
+    /* a `kiln run -p flag True` override applied after the cell shows in its table */
+    json_object_set_new(fk.vars, "flag", json_true());
+    ASSERT_EQ(show(&fk, &host, &out, r, code, "c"), 0);
+    plain = json_string_value(json_object_get(json_object_get(fake_find(&fk, "display", 1), "data"), "text/plain"));
+    ASSERT_STR_CONTAINS(plain, "  flag  = True\n");
     fm_registry_destroy(r);
     fake_deinit(&fk);
 }
