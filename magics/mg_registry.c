@@ -7,7 +7,9 @@
 #include "mg.h"
 
 extern const mg_command mg_cmd_cd;
+extern const mg_command mg_cmd_clear;
 extern const mg_command mg_cmd_env;
+extern const mg_command mg_cmd_html;
 extern const mg_command mg_cmd_lsmagic;
 extern const mg_command mg_cmd_pwd;
 extern const mg_command mg_cmd_results;
@@ -16,7 +18,9 @@ extern const mg_command mg_cmd_who;
 
 static const mg_command *const table[] = {
     &mg_cmd_cd,
+    &mg_cmd_clear,
     &mg_cmd_env,
+    &mg_cmd_html,
     &mg_cmd_lsmagic,
     &mg_cmd_pwd,
     &mg_cmd_results,
