@@ -242,6 +242,10 @@ static int check_code_value(pctx *pc, fm_field *f) {
 
 /* ---- lines ---- */
 
+/* A form with more items than this is surely not meant as a form (and would open
+ * thousands of widget models); it also keeps the duplicate-name check linear enough. */
+#define FM_MAX_ITEMS 1000
+
 static int add_item(fm_form *form, fm_item_kind kind, char *text, fm_field *field) {
     if (form->n == form->cap) {
         size_t cap = form->cap ? form->cap * 2 : 8;
@@ -378,6 +382,8 @@ static int parse_line(pctx *pc, fm_form *form, const char *line) {
     int is_title = at_keyword(a, "title"), is_md = at_keyword(a, "markdown"),
         is_param = at_keyword(a, "param");
     if (!is_title && !is_md && !is_param) return 0;
+    if (form->n >= FM_MAX_ITEMS)
+        return PFAIL(pc, "a form holds at most %d annotation lines", FM_MAX_ITEMS);
     if (!fm_utf8_valid(line, strlen(line))) return PFAIL(pc, "annotation is not valid UTF-8");
     if (hash != p) {   /* after code: only @param means something there */
         return is_param ? parse_param(pc, form, p, hash, a + 6) : 0;

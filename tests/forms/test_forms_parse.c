@@ -279,6 +279,19 @@ T_TEST(fuzz_does_not_crash) {
     ASSERT(errors > 100);
 }
 
+T_TEST(size_limit) {
+    size_t n = 1001 * 40;
+    char *code = malloc(n + 1), *p = code;
+    ASSERT(code != NULL);
+    for (int i = 0; i < 1001; i++) p += sprintf(p, "v%d = %d  #@param {type:\"integer\"}\n", i, i);
+    fm_form *f = NULL;
+    mg_error err = {{0}, {0}};
+    int rc = fm_form_parse(code, &f, &err);
+    free(code);
+    ASSERT_EQ(rc, -1);
+    ASSERT_STR_CONTAINS(err.evalue, "line 1001: a form holds at most 1000");
+}
+
 int main(void) {
     T_RUN(design_example);
     T_RUN(every_kind_both_spellings);
@@ -286,5 +299,6 @@ int main(void) {
     T_RUN(malformed_names_the_line);
     T_RUN(python_literals);
     T_RUN(fuzz_does_not_crash);
+    T_RUN(size_limit);
     return T_EXIT();
 }
