@@ -62,4 +62,15 @@ int kl_engine_var_set(kl_engine *e, const char *name, json_t *value /* stolen */
 int kl_engine_comm_msg(kl_engine *e, const char *msg_type, json_t *content,
                        const mg_out *out);
 
+/* Parses text as a literal of the cell language (numbers, strings, True/False/None,
+ * lists and dicts of literals, unary minus): new ref, or NULL when it is not one.
+ * Names, calls and statements are never evaluated. (For `kiln run -p`.) */
+json_t *kl_literal_parse(const char *text);
+/* Python repr() of a value, as the engine prints it. New string; free(). */
+char *kl_value_repr(json_t *v);
+
+/* Widget state of the forms shown so far (application/vnd.jupyter.widget-state+json),
+ * new ref or NULL; `kiln run` stores it in the notebook metadata. */
+json_t *kl_engine_widget_state(kl_engine *e);
+
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fm.h"
 #include "kl_internal.h"
 
 struct kl_engine {
@@ -15,6 +16,7 @@ struct kl_engine {
     mg_host host;
     json_t *cell_metadata;   /* borrowed, for the running cell */
     int run_depth;
+    fm_registry *forms;
 };
 
 json_t *klp_vars(kl_engine *e) { return e->vars; }
@@ -81,7 +83,8 @@ kl_engine *kl_engine_create(atomic_int *interrupt)
     e->interrupt = interrupt;
     e->vars = json_object();
     e->session = mg_session_create();
-    if (!e->vars || !e->session) {
+    e->forms = fm_registry_create();
+    if (!e->vars || !e->session || !e->forms) {
         kl_engine_destroy(e);
         return NULL;
     }
@@ -94,6 +97,7 @@ kl_engine *kl_engine_create(atomic_int *interrupt)
 void kl_engine_destroy(kl_engine *e)
 {
     if (!e) return;
+    fm_registry_destroy(e->forms);
     mg_session_destroy(e->session);
     json_decref(e->vars);
     free(e);
@@ -142,7 +146,24 @@ int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out,
     memset(err, 0, sizeof *err);
     if (!code) code = "";
     e->cell_metadata = cell_metadata;
-    int rc = run_code(e, code, out, &ie);
+    /* Colab form annotations: parsed before the cell runs, shown after it succeeded */
+    fm_form *form = NULL;
+    mg_error merr = {{0}, {0}};
+    int rc = 0;
+    if (klp_utf8_valid(code, strlen(code)) && fm_form_parse(code, &form, &merr) < 0) {
+        int line = 0;
+        sscanf(merr.evalue, "line %d", &line);
+        rc = klp_fail(&ie, line, 0, merr.ename[0] ? merr.ename : "SyntaxError", "%s", merr.evalue);
+    }
+    if (rc == 0) rc = run_code(e, code, out, &ie);
+    if (rc == 0 && form) {
+        mg_error serr = {{0}, {0}};
+        rc = fm_registry_show(e->forms, form, cell_metadata, &e->host, out, &serr);
+        form = NULL;
+        if (rc < 0)
+            klp_fail(&ie, 0, 0, serr.ename[0] ? serr.ename : "ValueError", "%s", serr.evalue);
+    }
+    fm_form_destroy(form);
     e->cell_metadata = NULL;
     if (rc < 0) klp_err_export(&ie, code, err);
     return rc;
@@ -206,9 +227,57 @@ int kl_engine_var_set(kl_engine *e, const char *name, json_t *value)
 
 int kl_engine_comm_msg(kl_engine *e, const char *msg_type, json_t *content, const mg_out *out)
 {
-    (void)e;
-    (void)msg_type;
-    (void)content;
-    (void)out;
-    return -1;   /* no comm targets until the forms registry is wired in */
+    if (!msg_type || !content) return -1;
+    return fm_registry_comm_msg(e->forms, msg_type, content, &e->host, out);
+}
+
+json_t *kl_engine_widget_state(kl_engine *e) { return fm_registry_widget_state(e->forms); }
+
+/* ---- literals for `kiln run -p` ---- */
+
+static int is_literal(const klp_node *n)
+{
+    switch (n->kind) {
+    case KLP_N_CONST_INT: case KLP_N_CONST_FLOAT: case KLP_N_CONST_STR: case KLP_N_NONE:
+    case KLP_N_TRUE: case KLP_N_FALSE:
+        return 1;
+    case KLP_N_UNARY:
+        return (n->op[0] == '-' || n->op[0] == '+') &&
+               (n->kids[0]->kind == KLP_N_CONST_INT || n->kids[0]->kind == KLP_N_CONST_FLOAT);
+    case KLP_N_LIST: case KLP_N_TUPLE: case KLP_N_DICT:
+        for (size_t i = 0; i < n->n; i++)
+            if (!is_literal(n->kids[i])) return 0;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+json_t *kl_literal_parse(const char *text)
+{
+    if (!text || !klp_utf8_valid(text, strlen(text))) return NULL;
+    klp_arena *a = klp_arena_create();
+    kl_engine *tmp = kl_engine_create(NULL);
+    json_t *v = NULL;
+    klp_node *n;
+    klp_err err = {0};
+    if (a && tmp && klp_parse_expr(a, text, &n, &err) == 0 && is_literal(n)) {
+        klp_ctx c = {.eng = tmp, .out = NULL, .err = &err};
+        v = klp_eval(&c, n);
+    }
+    kl_engine_destroy(tmp);
+    klp_arena_destroy(a);
+    return v;
+}
+
+char *kl_value_repr(json_t *v)
+{
+    klp_buf b = {0};
+    if (v) klp_repr(&b, v);
+    klp_buf_add(&b, "", 0);
+    if (b.oom) {
+        klp_buf_free(&b);
+        return NULL;
+    }
+    return b.s;
 }

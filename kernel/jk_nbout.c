@@ -1,0 +1,132 @@
+/* jk_nbout.c - the notebook writer behind `kiln run`: streams merge into the
+ * previous output of the same name (as nbclient does), displays and results become
+ * display_data / execute_result, update_display_data rewrites every earlier output
+ * with that display_id in place (in any cell), clear_output empties the cell (now, or
+ * at the next output with wait). No comms: forms fall back to their text/HTML table. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "jk_nbout.h"
+
+static jk_nbout *self(void *u) { return u; }
+
+static void apply_clear(jk_nbout *nb)
+{
+    if (nb->clear_pending && nb->outputs) json_array_clear(nb->outputs);
+    nb->clear_pending = 0;
+}
+
+static void on_stream(void *u, const char *name, const char *text, size_t len)
+{
+    jk_nbout *nb = self(u);
+    if (!nb->outputs) return;
+    apply_clear(nb);
+    size_t n = json_array_size(nb->outputs);
+    json_t *last = n ? json_array_get(nb->outputs, n - 1) : NULL;
+    const char *type = json_string_value(json_object_get(last, "output_type"));
+    const char *lname = json_string_value(json_object_get(last, "name"));
+    if (type && !strcmp(type, "stream") && lname && !strcmp(lname, name)) {
+        json_t *old = json_object_get(last, "text");
+        size_t ol = json_string_length(old);
+        char *joined = malloc(ol + len + 1);
+        if (!joined) return;
+        memcpy(joined, json_string_value(old), ol);
+        memcpy(joined + ol, text, len);
+        json_t *s = json_stringn(joined, ol + len);
+        free(joined);
+        if (s) json_object_set_new(last, "text", s);
+        return;
+    }
+    json_t *s = json_stringn(text, len);
+    if (!s) return;
+    json_array_append_new(nb->outputs, json_pack("{s:s, s:s, s:o}", "output_type", "stream",
+                                                 "name", name, "text", s));
+}
+
+static json_t *meta_or_empty(json_t *metadata)
+{
+    return metadata ? json_deep_copy(metadata) : json_object();
+}
+
+static void on_display(void *u, json_t *data, json_t *metadata, const char *display_id,
+                       int update)
+{
+    jk_nbout *nb = self(u);
+    if (update) {
+        json_t *list = display_id ? json_object_get(nb->displays, display_id) : NULL;
+        size_t i;
+        json_t *o;
+        json_array_foreach(list, i, o) {
+            json_object_set_new(o, "data", json_deep_copy(data));
+            json_object_set_new(o, "metadata", meta_or_empty(metadata));
+        }
+        return;
+    }
+    if (!nb->outputs) return;
+    apply_clear(nb);
+    json_t *o = json_pack("{s:s, s:o, s:o}", "output_type", "display_data", "data",
+                          json_deep_copy(data), "metadata", meta_or_empty(metadata));
+    if (!o) return;
+    json_array_append(nb->outputs, o);
+    if (display_id) {
+        json_t *list = json_object_get(nb->displays, display_id);
+        if (!list) {
+            list = json_array();
+            json_object_set_new(nb->displays, display_id, list);
+        }
+        json_array_append(list, o);
+    }
+    json_decref(o);
+}
+
+static void on_result(void *u, json_t *data, json_t *metadata)
+{
+    jk_nbout *nb = self(u);
+    if (!nb->outputs) return;
+    apply_clear(nb);
+    json_array_append_new(nb->outputs,
+                          json_pack("{s:s, s:i, s:o, s:o}", "output_type", "execute_result",
+                                    "execution_count", nb->execution_count, "data",
+                                    json_deep_copy(data), "metadata", meta_or_empty(metadata)));
+}
+
+static void on_clear(void *u, int wait)
+{
+    jk_nbout *nb = self(u);
+    nb->clear_pending = 1;
+    if (!wait) apply_clear(nb);
+}
+
+int jk_nbout_init(jk_nbout *nb)
+{
+    memset(nb, 0, sizeof *nb);
+    nb->displays = json_object();
+    if (!nb->displays) return -1;
+    nb->out = (mg_out){.user = nb, .stream = on_stream, .display = on_display,
+                       .result = on_result, .clear = on_clear};
+    return 0;
+}
+
+void jk_nbout_deinit(jk_nbout *nb)
+{
+    if (!nb) return;
+    json_decref(nb->displays);
+    nb->displays = NULL;
+}
+
+void jk_nbout_begin_cell(jk_nbout *nb, json_t *outputs, int execution_count)
+{
+    nb->outputs = outputs;
+    nb->execution_count = execution_count;
+    nb->clear_pending = 0;
+}
+
+void jk_nbout_error(jk_nbout *nb, const char *ename, const char *evalue, json_t *traceback)
+{
+    if (!nb->outputs) return;
+    apply_clear(nb);
+    json_array_append_new(nb->outputs,
+                          json_pack("{s:s, s:s, s:s, s:o}", "output_type", "error", "ename",
+                                    ename, "evalue", evalue, "traceback",
+                                    traceback ? json_incref(traceback) : json_array()));
+}

@@ -1,0 +1,290 @@
+/* jk_run.c - `kiln run NOTEBOOK.ipynb [-o OUT.ipynb] [-p NAME VALUE]...`: executes a
+ * notebook's code cells in order with the cell engine, headless, and writes the
+ * result notebook (nbformat 4.5, cell ids, outputs as nbclient records them).
+ *  - -p NAME VALUE, as papermill: a cell tagged "injected-parameters" is inserted
+ *    after the cell tagged "parameters" (or first; an old injected cell is replaced).
+ *    VALUE is checked against the parameter's #@param annotation when it has one,
+ *    else read as a literal of the cell language, else taken as a string.
+ *  - Default output: NOTEBOOK with .ipynb replaced by .out.ipynb (never overwrites
+ *    the input). Written atomically, also when a cell fails.
+ *  - Exit status: 0 all cells ran; 1 a cell raised (the run stops there, the error
+ *    is in the cell's outputs); 2 bad usage or unreadable notebook.
+ *  - SIGINT/SIGTERM interrupt the running cell (KeyboardInterrupt), like a kernel.
+ * Progress goes to stderr. */
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fm.h"
+#include "jk_cli.h"
+#include "jk_nbout.h"
+#include "jk_run.h"
+#include "kl.h"
+
+static atomic_int run_interrupt;   /* set from the signal handler only */
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    atomic_store(&run_interrupt, 1);
+}
+
+typedef struct run_opts {
+    const char *in, *out;
+    int nparams;
+    const char **names, **values;
+} run_opts;
+
+static const char usage_text[] =
+    "usage: kiln run NOTEBOOK.ipynb [-o OUT.ipynb] [-p NAME VALUE]...\n"
+    "  -o, --output OUT   where to write the executed notebook (default NOTEBOOK.out.ipynb)\n"
+    "  -p, --parameter NAME VALUE\n"
+    "                     override a parameter (papermill-style injected cell)\n";
+
+static int parse_args(int argc, char **argv, run_opts *o)
+{
+    o->names = calloc((size_t)argc, sizeof *o->names);
+    o->values = calloc((size_t)argc, sizeof *o->values);
+    if (!o->names || !o->values) return -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage_text, stdout);
+            return 1;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (i + 1 >= argc) return fprintf(stderr, "kiln run: %s needs a path\n", a), -1;
+            o->out = argv[++i];
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--parameter")) {
+            if (i + 2 >= argc) return fprintf(stderr, "kiln run: %s needs NAME VALUE\n", a), -1;
+            o->names[o->nparams] = argv[++i];
+            o->values[o->nparams++] = argv[++i];
+        } else if (a[0] == '-' && a[1]) {
+            return fprintf(stderr, "kiln run: unknown option %s\n%s", a, usage_text), -1;
+        } else if (!o->in) {
+            o->in = a;
+        } else {
+            return fprintf(stderr, "kiln run: more than one notebook given (%s)\n", a), -1;
+        }
+    }
+    if (!o->in) return fprintf(stderr, "%s", usage_text), -1;
+    return 0;
+}
+
+/* ---- notebook helpers ---- */
+
+static char *cell_source(json_t *cell)
+{
+    json_t *src = json_object_get(cell, "source");
+    if (json_is_string(src)) return strdup(json_string_value(src));
+    size_t total = 1, i;
+    json_t *x;
+    json_array_foreach(src, i, x) total += json_string_length(x);
+    char *s = malloc(total);
+    if (!s) return NULL;
+    s[0] = 0;
+    json_array_foreach(src, i, x) if (json_is_string(x)) strcat(s, json_string_value(x));
+    return s;
+}
+
+static void new_cell_id(json_t *cells, char *buf, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();; seed = seed * 1103515245u + 12345u) {
+        unsigned v = seed;
+        for (size_t k = 0; k < 8 && k + 1 < n; k++, v = v * 2654435761u + 7u) buf[k] = hex[(v >> 13) & 15];
+        buf[n < 9 ? n - 1 : 8] = 0;
+        int clash = 0;
+        size_t i;
+        json_t *c;
+        json_array_foreach(cells, i, c) {
+            const char *id = json_string_value(json_object_get(c, "id"));
+            if (id && !strcmp(id, buf)) clash = 1;
+        }
+        if (!clash) return;
+    }
+}
+
+static int load(const char *path, json_t **nb_out)
+{
+    json_error_t jerr;
+    json_t *nb = json_load_file(path, 0, &jerr);
+    if (!nb) {
+        fprintf(stderr, "kiln run: cannot read %s: %s (line %d, column %d)\n", path, jerr.text,
+                jerr.line, jerr.column);
+        return -1;
+    }
+    const char *why = NULL;
+    if (!json_is_object(nb)) why = "the top level is not a JSON object";
+    else if (json_integer_value(json_object_get(nb, "nbformat")) != 4)
+        why = "\"nbformat\" is not 4 (only nbformat 4 notebooks are supported)";
+    else if (!json_is_array(json_object_get(nb, "cells"))) why = "\"cells\" is not a list";
+    if (!why) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(nb, "cells"), i, c) {
+            json_t *src = json_object_get(c, "source");
+            if (!json_is_object(c) || !json_is_string(json_object_get(c, "cell_type")) ||
+                !(json_is_string(src) || json_is_array(src))) {
+                why = "a cell lacks \"cell_type\" or \"source\"";
+                break;
+            }
+        }
+    }
+    if (why) {
+        fprintf(stderr, "kiln run: %s is not a valid notebook: %s\n", path, why);
+        json_decref(nb);
+        return -1;
+    }
+    *nb_out = nb;
+    return 0;
+}
+
+/* nbformat 4.5: every cell has an id; code cells have outputs and execution_count. */
+static void normalise(json_t *nb)
+{
+    json_t *cells = json_object_get(nb, "cells");
+    size_t i;
+    json_t *c;
+    json_array_foreach(cells, i, c) {
+        if (!json_is_string(json_object_get(c, "id"))) {
+            char id[16];
+            new_cell_id(cells, id, sizeof id);
+            json_object_set_new(c, "id", json_string(id));
+        }
+        if (!json_is_object(json_object_get(c, "metadata")))
+            json_object_set_new(c, "metadata", json_object());
+        if (!strcmp(json_string_value(json_object_get(c, "cell_type")), "code")) {
+            json_object_set_new(c, "outputs", json_array());
+            json_object_set_new(c, "execution_count", json_null());
+        }
+    }
+    if (json_integer_value(json_object_get(nb, "nbformat_minor")) < 5)
+        json_object_set_new(nb, "nbformat_minor", json_integer(5));
+    json_t *meta = json_object_get(nb, "metadata");
+    if (!json_is_object(meta)) {
+        meta = json_object();
+        json_object_set_new(nb, "metadata", meta);
+    }
+    if (!json_object_get(meta, "kernelspec"))
+        json_object_set_new(meta, "kernelspec", json_pack("{s:s, s:s, s:s}", "name", "kiln",
+                                                          "display_name", "Kiln", "language",
+                                                          "kiln"));
+    if (!json_object_get(meta, "language_info"))
+        json_object_set_new(meta, "language_info", json_pack("{s:s}", "name", "kiln"));
+}
+
+
+static int save(json_t *nb, const char *path)
+{
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp) return -1;
+    snprintf(tmp, n + 16, "%s.tmp%d", path, (int)getpid());
+    int rc = json_dump_file(nb, tmp, JSON_INDENT(1));
+    if (rc == 0) {
+        FILE *f = fopen(tmp, "a");
+        if (!f || fputc('\n', f) == EOF || fclose(f) != 0) rc = -1;
+    }
+    if (rc == 0 && rename(tmp, path) != 0) rc = -1;
+    if (rc != 0) {
+        unlink(tmp);
+        fprintf(stderr, "kiln run: cannot write %s\n", path);
+    }
+    free(tmp);
+    return rc;
+}
+
+static char *default_out(const char *in)
+{
+    size_t n = strlen(in);
+    char *o = malloc(n + 16);
+    if (!o) return NULL;
+    if (n > 6 && !strcmp(in + n - 6, ".ipynb")) snprintf(o, n + 16, "%.*s.out.ipynb", (int)(n - 6), in);
+    else snprintf(o, n + 16, "%s.out.ipynb", in);
+    return o;
+}
+
+/* ---- execution ---- */
+
+static int execute_all(json_t *nb, kl_engine *eng, jk_nbout *w)
+{
+    json_t *cells = json_object_get(nb, "cells");
+    size_t ncode = 0, done = 0, i;
+    json_t *c;
+    json_array_foreach(cells, i, c) ncode += !strcmp(json_string_value(json_object_get(c, "cell_type")), "code");
+    int count = 0;
+    json_array_foreach(cells, i, c) {
+        if (strcmp(json_string_value(json_object_get(c, "cell_type")), "code")) continue;
+        done++;
+        char *src = cell_source(c);
+        if (!src) return -1;
+        if (!src[strspn(src, " \t\r\n")]) {
+            free(src);
+            continue;
+        }
+        json_object_set_new(c, "execution_count", json_integer(++count));
+        jk_nbout_begin_cell(w, json_object_get(c, "outputs"), count);
+        fprintf(stderr, "kiln run: cell %zu/%zu [%d]\n", done, ncode, count);
+        atomic_store(&run_interrupt, 0);
+        kl_error err;
+        int rc = kl_engine_execute(eng, src, &w->out, json_object_get(c, "metadata"), &err);
+        free(src);
+        if (rc < 0) {
+            jk_nbout_error(w, err.ename, err.evalue, err.traceback);
+            fprintf(stderr, "kiln run: cell %zu raised %s: %s\n", done, err.ename, err.evalue);
+            kl_error_deinit(&err);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int jk_run_main(int argc, char **argv)
+{
+    run_opts o = {0};
+    int pr = parse_args(argc, argv, &o);
+    int status = 2;
+    json_t *nb = NULL;
+    kl_engine *eng = NULL;
+    char *out_path = NULL;
+    jk_nbout w;
+    int w_ok = 0;
+    if (pr != 0) {
+        status = pr > 0 ? 0 : 2;
+        goto done;
+    }
+    if (load(o.in, &nb) < 0) goto done;
+    normalise(nb);
+    if (o.nparams && jk_run_inject(nb, o.nparams, o.names, o.values) < 0) goto done;
+    out_path = o.out ? strdup(o.out) : default_out(o.in);
+    if (!out_path || jk_nbout_init(&w) < 0) goto done;
+    w_ok = 1;
+    eng = kl_engine_create(&run_interrupt);
+    if (!eng) goto done;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int rc = execute_all(nb, eng, &w);
+    json_t *state = kl_engine_widget_state(eng);
+    if (state && json_object_size(json_object_get(state, "state")))
+        json_object_set_new(json_object_get(nb, "metadata"), "widgets",
+                            json_pack("{s:O}", "application/vnd.jupyter.widget-state+json", state));
+    json_decref(state);
+    if (save(nb, out_path) < 0) goto done;
+    fprintf(stderr, "kiln run: wrote %s\n", out_path);
+    status = rc == 0 ? 0 : 1;
+done:
+    if (w_ok) jk_nbout_deinit(&w);
+    kl_engine_destroy(eng);
+    json_decref(nb);
+    free(out_path);
+    free(o.names);
+    free(o.values);
+    return status;
+}
