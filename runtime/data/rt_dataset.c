@@ -106,12 +106,13 @@ static rt_status load_named(rt_dataset_splits *out, const rtp_known_set *ks,
     char idx[4][PATH_MAX], cifar[PATH_MAX], cache[PATH_MAX];
     const char *where = NULL;
     int is_tar = 0, use_url = opts->url && opts->url[0];
-    RT_TRY(rtp_cache_dir(ks->name, cache, err));
+    rt_error cache_err = {0};
+    int have_cache = rtp_cache_dir(ks->name, cache, &cache_err) == RT_OK;
     const char *cands[6];
     int nc = 0;
     if (opts->dir && opts->dir[0]) cands[nc++] = opts->dir;
     for (int i = 0; !use_url && ks->system_dirs[i]; i++) cands[nc++] = ks->system_dirs[i];
-    cands[nc++] = cache;
+    if (have_cache) cands[nc++] = cache;
     for (int i = 0; i < nc && !where; i++)
         if (ks->format == RTP_FMT_IDX ? rtp_find_idx(cands[i], idx)
                                       : rtp_find_cifar(cands[i], cifar, &is_tar))
@@ -119,6 +120,10 @@ static rt_status load_named(rt_dataset_splits *out, const rtp_known_set *ks,
     if (where) {
         rtp_copy_str(out->source, sizeof out->source, where);
     } else {
+        if (!(opts->dir && opts->dir[0]) && !have_cache) {   /* nowhere to download to */
+            if (err) *err = cache_err;
+            return cache_err.code;
+        }
         const char *target = opts->dir && opts->dir[0] ? opts->dir : cache;
         const char *base = use_url ? opts->url : ks->base_url;
         size_t bl = strlen(base);

@@ -9,7 +9,8 @@
  * Interrupts: should_stop and the progress callback are polled from curl's
  * progress hook, which curl calls at least once a second even when no data flows.
  * No total timeout (big files on slow links are fine); a stall or a slow connect
- * is one.
+ * is one. Downloads into one directory are serialised across processes with a
+ * flock on the directory, so two kernels sharing a cache never write one .part.
  */
 #include "rt_download.h"
 
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,6 +51,17 @@ static uint64_t file_size(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+}
+
+/* The directory part of path ("." when there is none). */
+static void dir_of(const char *path, char dir[PATH_MAX])
+{
+    size_t n = strnlen(path, PATH_MAX - 1);
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+    else memcpy(dir, ".", 2);
 }
 
 static size_t on_header(char *buf, size_t size, size_t n, void *user)
@@ -254,10 +267,7 @@ static rt_status finish(xfer *x, rt_download_info *info, rt_error *err)
                       strerror(errno));
     /* Make the rename durable: fsync the directory. */
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", o->dest);
-    char *slash = strrchr(dir, '/');
-    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
-    else snprintf(dir, sizeof dir, ".");
+    dir_of(o->dest, dir);
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd >= 0) {
         (void)fsync(fd);
@@ -272,6 +282,57 @@ static int valid_hex64(const char *h)
     for (int i = 0; i < 64; i++)
         if (!h[i] || !strchr("0123456789abcdefABCDEF", h[i])) return 0;
     return h[64] == '\0';
+}
+
+/* The attempts, then the check and rename; called with the directory locked. */
+static rt_status download_locked(xfer *x, rt_download_info *info, rt_error *err)
+{
+    const rt_download_opts *o = x->o;
+    rt_status st = RT_OK;
+    int retries = o->retries > 0 ? o->retries : 0, restarts = 0;
+    for (;;) {
+        attempt_result r = attempt(x, info, &st, err);
+        if (r == ATTEMPT_DONE) break;
+        if (r == ATTEMPT_RESTART && restarts++ == 0) {
+            /* 416 or a wrong range: is the part already the whole file? */
+            rt_error tmp;
+            if (o->sha256_hex && finish(x, info, &tmp) == RT_OK) return RT_OK;
+            unlink(x->part);
+            continue;
+        }
+        if (r == ATTEMPT_RETRY && retries-- > 0) continue;
+        if (r == ATTEMPT_RESTART)
+            st = RT_ERR(err, RT_EIO, "%s: the server keeps refusing the byte range; %s deleted",
+                        o->url, x->part);
+        return st;
+    }
+    return finish(x, info, err);
+}
+
+/* Two kernels fetching into one directory (a shared cache) would write one .part
+ * together: an exclusive flock on the directory serialises them. The lock is
+ * advisory and best-effort: where the file system refuses it, we go on without.
+ * Returns the locked fd (or -1) and sets *waited if another holder was waited for. */
+static rt_status lock_dir(const xfer *x, int *fd, int *waited, rt_error *err)
+{
+    char dir[PATH_MAX];
+    dir_of(x->o->dest, dir);
+    *waited = 0;
+    *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*fd < 0) return RT_OK;   /* the transfer will report a missing directory */
+    while (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR) break;
+        *waited = 1;
+        if (x->o->should_stop && x->o->should_stop(x->o->user)) {
+            close(*fd);
+            *fd = -1;
+            return RT_ERR(err, RT_EINTERRUPTED, "interrupted while waiting for another "
+                          "download into %s", dir);
+        }
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return RT_OK;
 }
 
 rt_status rt_download_file(const rt_download_opts *o, rt_download_info *info, rt_error *err)
@@ -290,23 +351,17 @@ rt_status rt_download_file(const rt_download_opts *o, rt_download_info *info, rt
     x.file = strrchr(o->dest, '/') ? strrchr(o->dest, '/') + 1 : o->dest;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return RT_ERR(err, RT_EIO, "cannot initialise libcurl");
+    int fd, waited;
+    RT_TRY(lock_dir(&x, &fd, &waited, err));
     rt_status st = RT_OK;
-    int retries = o->retries > 0 ? o->retries : 0, restarts = 0;
-    for (;;) {
-        attempt_result r = attempt(&x, info, &st, err);
-        if (r == ATTEMPT_DONE) break;
-        if (r == ATTEMPT_RESTART && restarts++ == 0) {
-            /* 416 or a wrong range: is the part already the whole file? */
-            rt_error tmp;
-            if (o->sha256_hex && finish(&x, info, &tmp) == RT_OK) return RT_OK;
-            unlink(x.part);
-            continue;
-        }
-        if (r == ATTEMPT_RETRY && retries-- > 0) continue;
-        if (r == ATTEMPT_RESTART)
-            st = RT_ERR(err, RT_EIO, "%s: the server keeps refusing the byte range; %s deleted",
-                        o->url, x.part);
-        return st;
-    }
-    return finish(&x, info, err);
+    char got[65];
+    /* Someone else just finished it: keep theirs when it checks out. */
+    if (waited && file_size(o->dest) > 0 &&
+        (!o->sha256_hex || (rt_sha256_file(o->dest, got, NULL) == RT_OK &&
+                            !strcasecmp(got, o->sha256_hex))))
+        info->bytes = file_size(o->dest);
+    else
+        st = download_locked(&x, info, err);
+    if (fd >= 0) close(fd);   /* releases the lock */
+    return st;
 }

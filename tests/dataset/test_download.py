@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import tarfile
+import time
 
 import pytest
 
@@ -175,6 +176,23 @@ def test_interrupt_keeps_part_and_resumes(server, payload, tmp_path):
     assert r["rc"] == 0, r
     assert server.log[-1]["range"] == "bytes=%d-" % size
     assert dest.read_bytes() == payload
+
+
+def test_two_processes_share_one_download(server, payload, tmp_path):
+    server.config.update(chunk=4000, delay=0.02)     # ~0.6 s transfer
+    dest = tmp_path / "blob.gz"
+    args = [TOOL, "download", server.url + "blob.gz", str(dest), "--sha256", sha256(payload)]
+    first = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    for _ in range(200):                             # until the first one is transferring
+        if server.log:
+            break
+        time.sleep(0.01)
+    second = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+    out1, _ = first.communicate(timeout=30)
+    out2, _ = second.communicate(timeout=30)
+    assert first.returncode == 0 and second.returncode == 0, (out1, out2)
+    assert len(server.log) == 1                      # the second waited and reused it
+    assert "attempts 0" in out2 and dest.read_bytes() == payload
 
 
 def test_stall_times_out_and_keeps_part(server, payload, tmp_path):
