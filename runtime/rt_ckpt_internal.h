@@ -38,6 +38,13 @@ rt_status rtp_ckpt_read_file(const char *path, const char *what, uint8_t **buf,
 rt_status rtp_ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *what,
                          rt_error *err);
 
+/* ---- JSON parsing shared with rt_safetensors.c (which defines it) ---- */
+struct json_t;
+/* Parses n bytes of JSON (jansson flags) into *out (new ref). 0 ok, -1 invalid JSON
+ * (why = "byte N: message"), -2 out of memory. */
+int rtp_json_load(const char *s, size_t n, size_t flags, struct json_t **out, char *why,
+                  size_t cap);
+
 /* ---- metadata contract (rt_ckpt_meta.c) ---- */
 /* Keys the writer fills itself; callers may not set them. */
 int rtp_ckpt_meta_reserved(const char *key);

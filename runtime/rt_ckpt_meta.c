@@ -88,10 +88,12 @@ static const char *const json_keys[] = {RT_CKPT_KEY_INPUT_SHAPE, RT_CKPT_KEY_HYP
 /* 1 valid JSON, 0 not, -1 out of memory. */
 static int json_valid(const char *s)
 {
-    json_error_t jerr;
-    json_t *j = json_loads(s, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    json_t *j = NULL;
+    char why[200];
+    int rc = rtp_json_load(s, strlen(s), JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &j, why,
+                           sizeof why);
     json_decref(j);
-    return j ? 1 : json_error_code(&jerr) == json_error_out_of_memory ? -1 : 0;
+    return rc == 0 ? 1 : rc == -2 ? -1 : 0;
 }
 
 rt_status rtp_ckpt_meta_check(const rt_st_index *ix, const char *what, rt_error *err)
@@ -157,9 +159,10 @@ int rtp_ckpt_metric_parse(const char *s, rt_ckpt_metric *m)
 {
     memset(m, 0, sizeof *m);
     m->step = -1;
-    json_error_t jerr;
-    json_t *o = json_loads(s, JSON_REJECT_DUPLICATES, &jerr);
-    if (!o && json_error_code(&jerr) == json_error_out_of_memory) return -2;
+    json_t *o = NULL;
+    char why[200];
+    if (rtp_json_load(s, strlen(s), JSON_REJECT_DUPLICATES, &o, why, sizeof why) == -2)
+        return -2;
     json_t *name = json_object_get(o, "name"), *value = json_object_get(o, "value");
     json_t *mode = json_object_get(o, "mode"), *step = json_object_get(o, "step");
     const char *md = json_string_value(mode);

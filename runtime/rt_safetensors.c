@@ -8,7 +8,10 @@
  */
 #include "rt_safetensors.h"
 
+#include "rt_ckpt_internal.h"
+
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -275,6 +278,35 @@ static json_t *tensor_json(const rt_st_tensor_info *t)
     return o;
 }
 
+/* A growing byte buffer for json_dump_callback. jansson ignores the status of some
+ * of its own writes (object keys), so a failed append is remembered here rather than
+ * trusted to come back as the dump's return value: a header is never emitted with a
+ * piece missing. */
+typedef struct hbuf {
+    char *p;
+    size_t len, cap;
+    int failed;
+} hbuf;
+
+static int hbuf_put(const char *s, size_t n, void *user)
+{
+    hbuf *b = user;
+    if (b->failed) return -1;
+    if (b->len + n + 8 > b->cap) {
+        size_t cap = 2 * (b->len + n + 8);
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->failed = 1;
+            return -1;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+
 /* The JSON header padded with spaces to a multiple of 8, preceded by its length. */
 static char *header_bytes(rt_st_writer *w, size_t *len)
 {
@@ -288,20 +320,21 @@ static char *header_bytes(rt_st_writer *w, size_t *len)
     }
     for (size_t i = 0; !bad && i < w->n; i++)
         bad = set_new(root, w->t[i].info.name, tensor_json(&w->t[i].info)) != 0;
-    char *json = bad ? NULL : json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    hbuf b = {0};
+    bad = bad || hbuf_put("\0\0\0\0\0\0\0\0", 8, &b) != 0 || /* the length, later */
+          json_dump_callback(root, hbuf_put, &b, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 ||
+          b.failed;
     json_decref(meta);
     json_decref(root);
-    if (!json) return NULL;
-    size_t n = strlen(json), padded = n + (8 - n % 8) % 8;
-    char *buf = malloc(8 + padded);
-    if (buf) {
-        for (int i = 0; i < 8; i++) buf[i] = (char)(((uint64_t)padded >> (8 * i)) & 0xFF);
-        memcpy(buf + 8, json, n);
-        memset(buf + 8 + n, ' ', padded - n);
-        *len = 8 + padded;
+    if (bad) {
+        free(b.p);
+        return NULL;
     }
-    free(json);
-    return buf;
+    size_t n = b.len - 8, padded = n + (8 - n % 8) % 8;   /* cap has 8 bytes spare */
+    memset(b.p + 8 + n, ' ', padded - n);
+    for (int i = 0; i < 8; i++) b.p[i] = (char)(((uint64_t)padded >> (8 * i)) & 0xFF);
+    *len = 8 + padded;
+    return b.p;
 }
 
 rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user, rt_error *err)
@@ -320,6 +353,35 @@ rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user, rt_
 }
 
 /* ---- reader ---- */
+
+int rtp_json_load(const char *s, size_t n, size_t flags, struct json_t **out, char *why,
+                  size_t cap)
+{
+    /* jansson 2.14 mishandles allocation failures while parsing: a failed string
+     * buffer either reads as a syntax error ("invalid token") or silently drops a
+     * character from a key or value and still succeeds. So a document is accepted
+     * only when two parses agree, and called invalid only when parsing fails twice
+     * with a syntax message; anything else is an allocation failure. */
+    json_error_t jerr = {0};
+    int syntax_errors = 0;
+    for (int attempt = 0; attempt < 4 && syntax_errors < 2; attempt++) {
+        json_t *a = json_loadb(s, n, flags, &jerr);
+        json_t *b = a ? json_loadb(s, n, flags, &jerr) : NULL;
+        if (b && json_equal(a, b)) {
+            json_decref(b);
+            *out = a;
+            return 0;
+        }
+        json_decref(a);
+        json_decref(b);
+        if (!b && json_error_code(&jerr) != json_error_out_of_memory && jerr.text[0])
+            syntax_errors++;
+    }
+    *out = NULL;
+    if (syntax_errors < 2) return -2;
+    snprintf(why, cap, "byte %d: %s", jerr.position, jerr.text);
+    return -1;
+}
 
 struct rt_st_index {
     json_t *root;                    /* owns every string handed out */
@@ -468,14 +530,14 @@ rt_status rt_st_index_parse(const char *header, size_t n, uint64_t data_len,
     *out = NULL;
     rt_st_index *ix = calloc(1, sizeof *ix);
     if (!ix) return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading the header", what);
-    json_error_t jerr;
-    ix->root = json_loadb(header, n, JSON_REJECT_DUPLICATES, &jerr);
+    char why[200];
+    int rc = rtp_json_load(header, n, JSON_REJECT_DUPLICATES, &ix->root, why, sizeof why);
     rt_status s = RT_OK;
-    if (!ix->root && json_error_code(&jerr) == json_error_out_of_memory)
+    if (rc == -2)
         s = RT_ERR(err, RT_ENOMEM, "%s: out of memory parsing the header", what);
-    else if (!ix->root)
-        s = RT_ERR(err, RT_EFORMAT, "%s: header is not valid JSON (byte %d: %s; corrupt "
-                   "file?)", what, jerr.position, jerr.text);
+    else if (rc != 0)
+        s = RT_ERR(err, RT_EFORMAT, "%s: header is not valid JSON (%s; corrupt file?)", what,
+                   why);
     else
         s = index_fill(ix, data_len, what, err);
     if (s != RT_OK) {

@@ -254,7 +254,7 @@ T_TEST(newer_format_version)
 int main(void)
 {
     rt_error err;
-    if (ck_tmpdir(dir, sizeof dir) != 0) return 99;
+    if (ck_tmpdir_fast(dir, sizeof dir) != 0) return 99;
     snprintf(good, sizeof good, "%s/good.safetensors", dir);
     snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
     if (ck_save_sample(good, 500, &err) != RT_OK) {
