@@ -12,6 +12,7 @@ a malformed annotation is a SyntaxError naming the line.
 """
 import os
 import queue
+import re
 import time
 
 import pytest
@@ -135,7 +136,7 @@ def test_comm_open_order_and_protocol(shown):
     view = data["application/vnd.jupyter.widget-view+json"]
     assert view["version_major"] == 2 and view["version_minor"] == 0
     assert by_model(shown, "VBoxModel")["content"]["comm_id"] == view["model_id"]
-    assert "epochs = 10" in data["text/plain"]
+    assert re.search(r"epochs +=  ?10\n", data["text/plain"])
     idx = shown.index(displays[0])
     assert all(m["msg_type"] != "comm_open" for m in shown[idx:])
 
