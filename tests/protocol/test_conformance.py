@@ -28,11 +28,14 @@ class KilnKernelTests(jupyter_kernel_test.KernelTests):
         {"code": "2*4", "result": "8"},
         {"code": "'ab' + 'c'", "result": "'abc'"},
     ]
-    code_display_data = [{"code": "%display_test", "mime": "text/html"}]
+    code_display_data = [
+        {"code": "%%html\n<b>lr</b> = 0.001", "mime": "text/html"},
+        {"code": "%html <i>hello</i>", "mime": "text/plain"},
+    ]
     code_history_pattern = "1?2"
     supported_history_operations = ("tail", "range", "search")
     code_inspect_sample = "print"
-    code_clear_output = "%clear_output"
+    code_clear_output = "%clear"
 
 
 if __name__ == "__main__":
