@@ -69,7 +69,7 @@ static uint8_t pix_test[NTEST * ROWS * COLS], lab_test[NTEST];
 static void write_good(int gz)
 {
     clear_dir();
-    uint8_t buf[4096];
+    uint8_t buf[4096] = {0};
     uint32_t d3[3] = {NTRAIN, ROWS, COLS}, d1[1] = {NTRAIN};
     write_file("train-images-idx3-ubyte", buf, make_idx(buf, 0x803, d3, 3, pix_train, sizeof pix_train), gz);
     write_file("train-labels-idx1-ubyte", buf, make_idx(buf, 0x801, d1, 1, lab_train, NTRAIN), gz);
@@ -129,7 +129,7 @@ T_TEST(good_plain_and_gz_agree)
 T_TEST(bad_magic)
 {
     write_good(1);
-    uint8_t buf[4096];
+    uint8_t buf[4096] = {0};
     uint32_t d3[3] = {NTRAIN, ROWS, COLS};
     write_file("train-images-idx3-ubyte", buf, make_idx(buf, 0x801, d3, 3, pix_train, sizeof pix_train), 1);
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte.gz", "bad magic 0x00000801");
@@ -146,7 +146,7 @@ T_TEST(bad_magic)
 
 T_TEST(truncated_data)
 {
-    uint8_t buf[4096];
+    uint8_t buf[4096] = {0};
     uint32_t d3[3] = {NTRAIN, ROWS, COLS};
     size_t n = make_idx(buf, 0x803, d3, 3, pix_train, sizeof pix_train);
     write_good(0);
@@ -164,7 +164,7 @@ T_TEST(truncated_data)
 
 T_TEST(wrong_dims)
 {
-    uint8_t buf[4096];
+    uint8_t buf[4096] = {0};
     uint32_t d3[3] = {NTRAIN, ROWS + 1, COLS};   /* header claims 5x5, data is 4x5 */
     write_good(0);
     write_file("train-images-idx3-ubyte", buf, make_idx(buf, 0x803, d3, 3, pix_train, sizeof pix_train), 0);
@@ -194,7 +194,7 @@ T_TEST(wrong_dims)
 
 T_TEST(count_mismatch)
 {
-    uint8_t buf[4096];
+    uint8_t buf[4096] = {0};
     uint32_t d1[1] = {NTRAIN - 1};
     write_good(1);
     write_file("train-labels-idx1-ubyte", buf, make_idx(buf, 0x801, d1, 1, lab_train, NTRAIN - 1), 1);
@@ -227,7 +227,7 @@ T_TEST(truncated_gzip)
 
 T_TEST(label_out_of_range)
 {
-    uint8_t buf[4096], bad[NTEST];
+    uint8_t buf[4096] = {0}, bad[NTEST];
     memcpy(bad, lab_test, NTEST);
     bad[3] = 12;
     uint32_t d1[1] = {NTEST};
