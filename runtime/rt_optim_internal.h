@@ -15,6 +15,15 @@ void rtp_optim_adam_range(float *p, float *m, float *v, const float *g, size_t n
  * them outside a parallel region). */
 void rtp_optim_thread_share(size_t n, size_t *lo, size_t *hi);
 
+/* An AVX2 clone of the element loops is picked at load time (ifunc). Same operations
+ * in the same order, no FMA (ISO C mode keeps -ffp-contract=off), IEEE sqrt and
+ * division: every clone gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RTP_OPTIM_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define RTP_OPTIM_CLONES
+#endif
+
 /* Elements below which threads cost more than they save. */
 #define RTP_OPTIM_PAR_MIN 16384
 

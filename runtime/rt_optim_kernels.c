@@ -52,6 +52,7 @@ rt_adam_coef rt_optim_adam_coef(const rt_optim_config *cfg, double lr, int64_t t
     return c;
 }
 
+RTP_OPTIM_CLONES
 void rtp_optim_sgd_range(float *p, float *buf, const float *g, size_t n,
                          const rt_sgd_coef *c)
 {
@@ -70,6 +71,7 @@ void rtp_optim_sgd_range(float *p, float *buf, const float *g, size_t n,
     }
 }
 
+RTP_OPTIM_CLONES
 void rtp_optim_adam_range(float *p, float *m, float *v, const float *g, size_t n,
                           const rt_adam_coef *c)
 {
