@@ -36,7 +36,7 @@ typedef enum {
     RT_RNG_INIT = 1,    /* parameter init: a = layer index, b = parameter index */
     RT_RNG_SHUFFLE = 2, /* data order: a = epoch */
     RT_RNG_DROPOUT = 3, /* dropout masks: a = step, b = layer index */
-    RT_RNG_AUGMENT = 4, /* augmentation: a = epoch, b = sample index (< 2^24) */
+    RT_RNG_AUGMENT = 4, /* augmentation: a = epoch, b = 0; sample i at word 4*i */
     RT_RNG_SPLIT = 5,   /* data set splits / sampling for display */
     RT_RNG_USER = 6     /* anything else (tests, benchmarks) */
 } rt_rng_purpose;
