@@ -1,13 +1,15 @@
 /* cpu_conv.c - conv2d forward and backward on the CPU: im2col + sgemm per image.
  *
- * Images of the minibatch are spread over OpenMP threads (static, contiguous chunks);
- * each thread unfolds one image at a time into its own column buffer (C*R*S x P*Q,
- * sized to stay in L2) and calls single-threaded OpenBLAS sgemm on it. This keeps the
- * unfolded data cache-resident instead of materialising a whole-batch column matrix.
+ * Images of the minibatch are spread over OpenMP threads (dynamic scheduling, so a
+ * thread that the OS preempts does not hold the others back); each thread unfolds one
+ * image at a time into its own column buffer (C*R*S x P*Q, sized to stay in L2) and
+ * calls single-threaded OpenBLAS sgemm on it. This keeps the unfolded data
+ * cache-resident instead of materialising a whole-batch column matrix.
  * A 1x1, stride 1, unpadded convolution skips the unfold (the image is its own column).
- * The weight gradient is accumulated per thread and reduced in thread order, so results
- * are bitwise reproducible for a fixed thread count. Nothing here allocates: scratch
- * comes from the workspace reserved by the model (rtp_cpu_conv2d_workspace).
+ * The weight gradient is accumulated per fixed group of GROUP images (whichever thread
+ * runs it) and the groups are summed in order, so results are bitwise identical for any
+ * thread count. Nothing here allocates: scratch comes from the workspace reserved by
+ * the model (rtp_cpu_conv2d_workspace).
  */
 #include <cblas.h>
 #include <omp.h>
@@ -22,18 +24,25 @@ static int is_direct(const rt_conv_desc *d)
     return d->R == 1 && d->S == 1 && d->stride == 1 && d->pad == 0;
 }
 
-static int nthreads(rt_backend *b, int n) { return n < b->threads ? 1 : b->threads; }
+#define GROUP 8 /* images per weight-gradient partial sum */
 
-/* Floats of scratch one thread uses: a column buffer and a dW/dbias accumulator. */
-static size_t per_thread(const rt_conv_desc *d)
+static int nthreads(rt_backend *b, int n) { return n < b->threads ? 1 : b->threads; }
+static int ngroups(int n) { return (n + GROUP - 1) / GROUP; }
+
+/* Scratch layout (floats): T column buffers, then ngroups(N) dW/dbias accumulators. */
+static size_t col_floats(const rt_conv_desc *d)
 {
-    size_t crs = (size_t)d->C * d->R * d->S;
-    return round16(crs * (size_t)d->P * d->Q) + round16((size_t)d->K * crs + d->K);
+    return round16((size_t)d->C * d->R * d->S * (size_t)d->P * d->Q);
+}
+static size_t acc_floats(const rt_conv_desc *d)
+{
+    return round16((size_t)d->K * d->C * d->R * d->S + d->K);
 }
 
 size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
 {
-    return per_thread(d) * (size_t)(b->threads > 0 ? b->threads : 1) * sizeof(float);
+    size_t T = (size_t)(b->threads > 0 ? b->threads : 1);
+    return (T * col_floats(d) + (size_t)ngroups(d->N) * acc_floats(d)) * sizeof(float);
 }
 
 /* col (C*R*S, P*Q) <- image x (C,H,W), zero outside the padded border. */
@@ -108,13 +117,13 @@ rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
-    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ, per = per_thread(d);
+    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ, per = col_floats(d);
     const float *X = in->data, *Wt = w->data, *B = bias ? bias->data : NULL;
     float *Y = out->data;
 #pragma omp parallel num_threads(T)
     {
         float *col = ws + per * (size_t)omp_get_thread_num();
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
         for (int n = 0; n < d->N; n++) {
             const float *x = X + chw * (size_t)n;
             float *y = Y + kpq * (size_t)n;
@@ -140,13 +149,13 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
-    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ, per = per_thread(d);
+    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ, per = col_floats(d);
     const float *DY = dout->data, *Wt = w->data;
     float *DX = din->data;
 #pragma omp parallel num_threads(T)
     {
         float *col = ws + per * (size_t)omp_get_thread_num();
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
         for (int n = 0; n < d->N; n++) {
             float *dx = DX + chw * (size_t)n;
             const float *dy = DY + kpq * (size_t)n;
@@ -173,39 +182,42 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
-    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ, per = per_thread(d);
-    const size_t colsz = round16((size_t)CRS * PQ), nw = (size_t)K * CRS;
+    const int G = ngroups(d->N);
+    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ;
+    const size_t colsz = col_floats(d), accsz = acc_floats(d), nw = (size_t)K * CRS;
+    float *accs = ws + (size_t)(b->threads > 0 ? b->threads : 1) * colsz;
     const float *X = in->data, *DY = dout->data;
+    float *DW = dw->data, *DB = dbias ? dbias->data : NULL;
 #pragma omp parallel num_threads(T)
     {
-        /* ---- per-thread partial sums over a contiguous chunk of images ---- */
-        int t = omp_get_thread_num();
-        float *col = ws + per * (size_t)t, *acc = col + colsz, *accb = acc + nw;
-        int n0 = (int)((long)d->N * t / T), n1 = (int)((long)d->N * (t + 1) / T);
-        memset(acc, 0, (nw + (size_t)K) * sizeof *acc);
-        for (int n = n0; n < n1; n++) {
-            const float *x = X + chw * (size_t)n, *dy = DY + kpq * (size_t)n;
-            const float *src = x;
-            if (!is_direct(d)) {
-                im2col(col, x, d);
-                src = col;
-            }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, CRS, PQ, 1.0f, dy, PQ,
-                        src, PQ, 1.0f, acc, CRS);
-            for (int k = 0; k < K; k++) {
-                float s = 0.0f;
-                const float *row = dy + (size_t)k * PQ;
-                for (int i = 0; i < PQ; i++) s += row[i];
-                accb[k] += s;
+        /* ---- partial sums over fixed groups of GROUP images ---- */
+        float *col = ws + colsz * (size_t)omp_get_thread_num();
+#pragma omp for schedule(dynamic, 1)
+        for (int g = 0; g < G; g++) {
+            float *acc = accs + accsz * (size_t)g, *accb = acc + nw;
+            int n1 = (g + 1) * GROUP < d->N ? (g + 1) * GROUP : d->N;
+            for (int n = g * GROUP; n < n1; n++) {
+                const float *x = X + chw * (size_t)n, *dy = DY + kpq * (size_t)n;
+                const float *src = x;
+                if (!is_direct(d)) {
+                    im2col(col, x, d);
+                    src = col;
+                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, CRS, PQ, 1.0f, dy, PQ,
+                            src, PQ, n == g * GROUP ? 0.0f : 1.0f, acc, CRS);
+                for (int k = 0; k < K; k++) {
+                    float s = 0.0f;
+                    const float *row = dy + (size_t)k * PQ;
+                    for (int i = 0; i < PQ; i++) s += row[i];
+                    accb[k] = n == g * GROUP ? s : accb[k] + s;
+                }
             }
         }
-#pragma omp barrier
-        /* ---- reduce in thread order (deterministic) ---- */
-        float *DW = dw->data, *DB = dbias ? dbias->data : NULL;
+        /* ---- sum the groups in order (deterministic for any thread count) ---- */
 #pragma omp for schedule(static)
         for (size_t i = 0; i < nw + (size_t)K; i++) {
             float s = 0.0f;
-            for (int u = 0; u < T; u++) s += ws[per * (size_t)u + colsz + i];
+            for (int g = 0; g < G; g++) s += accs[accsz * (size_t)g + i];
             if (i < nw) DW[i] = s;
             else if (DB) DB[i - nw] = s;
         }

@@ -65,7 +65,7 @@ rt_status rtp_cpu_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in
     const int H = d->H, W = d->W, P = d->P, Q = d->Q, planes = d->N * d->C;
     const float *X = in->data;
     float *Y = out->data;
-#pragma omp parallel for schedule(static) num_threads(b->threads)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(b->threads)
     for (int pl = 0; pl < planes; pl++) {
         const float *x = X + (size_t)pl * H * W;
         float *y = Y + (size_t)pl * P * Q;
@@ -97,7 +97,7 @@ rt_status rtp_cpu_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *do
     const int H = d->H, W = d->W, P = d->P, Q = d->Q, planes = d->N * d->C;
     const float *X = in->data, *Y = out->data, *DY = dout->data;
     float *DX = din->data;
-#pragma omp parallel for schedule(static) num_threads(b->threads)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(b->threads)
     for (int pl = 0; pl < planes; pl++) {
         const float *x = X + (size_t)pl * H * W, *y = Y + (size_t)pl * P * Q;
         const float *dy = DY + (size_t)pl * P * Q;
@@ -134,7 +134,7 @@ rt_status rtp_cpu_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in
     const float inv = 1.0f / (float)(d->R * d->S);
     const float *X = in->data;
     float *Y = out->data;
-#pragma omp parallel for schedule(static) num_threads(b->threads)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(b->threads)
     for (int pl = 0; pl < planes; pl++) {
         const float *x = X + (size_t)pl * H * W;
         float *y = Y + (size_t)pl * P * Q;
@@ -158,7 +158,7 @@ rt_status rtp_cpu_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *do
     const float inv = 1.0f / (float)(d->R * d->S);
     const float *DY = dout->data;
     float *DX = din->data;
-#pragma omp parallel for schedule(static) num_threads(b->threads)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(b->threads)
     for (int pl = 0; pl < planes; pl++) {
         const float *dy = DY + (size_t)pl * P * Q;
         float *dx = DX + (size_t)pl * H * W;
