@@ -101,7 +101,9 @@ static rt_status fsync_dir(const char *path, rt_error *err)
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     rt_status s = RT_OK;
     if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP))
-        s = rtp_ckpt_errno_error(err, errno, "syncing the directory of checkpoint", path);
+        s = RT_ERR(err, RT_EIO, "checkpoint '%s' is complete and in place, but syncing its "
+                   "directory failed (%s): a power cut now could lose the rename", path,
+                   strerror(errno));
     if (fd >= 0) close(fd);
     free(dir);
     return s;
