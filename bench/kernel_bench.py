@@ -29,12 +29,12 @@ def rss_kib(pid):
 def start(name):
     """Starts kernel `name`; returns (km, kc, seconds from spawn to first kernel_info_reply)."""
     km = KernelManager(kernel_name=name)
-    # The client connects before the kernel has bound; zmq's default 100 ms reconnect
-    # interval would then be measured instead of the kernel. Same setting for both.
-    km.context.setsockopt(zmq.RECONNECT_IVL, 1)
     t0 = time.perf_counter()
     km.start_kernel()
     kc = km.client()
+    # The client connects before the kernel has bound; zmq's default 100 ms reconnect
+    # interval would then be measured instead of the kernel. Same setting for both.
+    kc.context.setsockopt(zmq.RECONNECT_IVL, 1)
     kc.start_channels()
     while True:
         msg_id = kc.kernel_info()
