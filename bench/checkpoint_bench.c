@@ -16,7 +16,11 @@
 
 #include "rt_ckpt.h"
 
-typedef struct { const char *name; int ndim; int64_t shape[4]; } layer;
+typedef struct {
+    const char *name;
+    int ndim;
+    int64_t shape[4];
+} layer;
 
 /* conv 1->32 3x3, conv 32->64 3x3, dense 9216->128, dense 128->10: 1,199,882 params */
 static const layer layers[] = {
@@ -64,7 +68,8 @@ static int save(const char *path, float **bufs, rt_error *err)
         for (size_t i = 0; i < NL && !bad; i++) {
             snprintf(name, sizeof name, "%s%s", roles[r], layers[i].name);
             bad = rt_ckpt_writer_add_tensor(w, name, RT_ST_F32, layers[i].ndim,
-                                            layers[i].shape, bufs[r * NL + i], err) != RT_OK;
+                                            layers[i].shape, bufs[r * NL + i],
+                                            err) != RT_OK;
         }
     bad = bad || rt_ckpt_writer_set_meta_i64(w, "step", 4690, err) ||
           rt_ckpt_writer_set_meta_i64(w, "epoch", 5, err) ||
@@ -106,7 +111,8 @@ int main(int argc, char **argv)
         bufs[j] = malloc(n * sizeof(float));
         back[j] = malloc(n * sizeof(float));
         if (!bufs[j] || !back[j]) return 1;
-        for (size_t k = 0; k < n; k++) bufs[j][k] = (float)(rand_r(&seed) % 2001 - 1000) * 1e-3f;
+        for (size_t k = 0; k < n; k++)
+            bufs[j][k] = (float)(rand_r(&seed) % 2001 - 1000) * 1e-3f;
         params += j < NL ? n : 0;
         bytes += n * sizeof(float);
     }
@@ -123,7 +129,8 @@ int main(int argc, char **argv)
         double t3 = now();
         uLong crc = crc32_z(0L, Z_NULL, 0);
         for (size_t j = 0; j < 3 * NL; j++)
-            crc = crc32_z(crc, (const Bytef *)bufs[j], numel(&layers[j % NL]) * sizeof(float));
+            crc = crc32_z(crc, (const Bytef *)bufs[j],
+                          numel(&layers[j % NL]) * sizeof(float));
         double t4 = now();
         t_save[i] = t1 - t0;
         t_load[i] = t2 - t1;

@@ -55,7 +55,8 @@ rt_status rt_ckpt_dir_ensure(const char *dir, rt_error *err)
     }
     struct stat st;
     if (s == RT_OK && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
-        s = RT_ERR(err, RT_EINVAL, "run directory '%s' exists but is not a directory", dir);
+        s = RT_ERR(err, RT_EINVAL, "run directory '%s' exists but is not a directory",
+                   dir);
     free(p);
     return s;
 }
@@ -105,8 +106,10 @@ static rt_status examine(rt_ckpt_entry *e, unsigned flags, rt_error *err)
         return RT_OK;
     }
     e->valid = 1;
-    if (rt_ckpt_reader_meta_i64(r, RT_CKPT_KEY_STEP, &e->step, NULL) != RT_OK) e->step = -1;
-    if (rt_ckpt_reader_meta_i64(r, RT_CKPT_KEY_EPOCH, &e->epoch, NULL) != RT_OK) e->epoch = -1;
+    if (rt_ckpt_reader_meta_i64(r, RT_CKPT_KEY_STEP, &e->step, NULL) != RT_OK)
+        e->step = -1;
+    if (rt_ckpt_reader_meta_i64(r, RT_CKPT_KEY_EPOCH, &e->epoch, NULL) != RT_OK)
+        e->epoch = -1;
     const char *c = rt_ckpt_reader_meta(r, RT_CKPT_KEY_CREATED);
     snprintf(e->created, sizeof e->created, "%s", c ? c : "");
     s = rt_ckpt_reader_metric(r, RT_CKPT_KEY_METRIC, &e->metric, err);
@@ -115,8 +118,8 @@ static rt_status examine(rt_ckpt_entry *e, unsigned flags, rt_error *err)
     return s == RT_ENOMEM ? s : RT_OK;
 }
 
-static rt_status add_entry(rt_ckpt_list *l, size_t *cap, const char *dir, const char *name,
-                           unsigned flags, rt_error *err)
+static rt_status add_entry(rt_ckpt_list *l, size_t *cap, const char *dir,
+                           const char *name, unsigned flags, rt_error *err)
 {
     if (l->count == *cap) {
         size_t ncap = *cap ? 2 * *cap : 16;
@@ -137,7 +140,7 @@ static rt_status add_entry(rt_ckpt_list *l, size_t *cap, const char *dir, const 
     l->count++;
     struct stat st;
     if (stat(e->path, &st) != 0 || !S_ISREG(st.st_mode)) {
-        l->count--;                  /* vanished, or a directory named *.safetensors */
+        l->count--; /* vanished, or a directory named *.safetensors */
         free(e->path);
         free(e->name);
         return RT_OK;
@@ -147,7 +150,8 @@ static rt_status add_entry(rt_ckpt_list *l, size_t *cap, const char *dir, const 
     return examine(e, flags, err);
 }
 
-rt_status rt_ckpt_dir_scan(const char *dir, unsigned flags, rt_ckpt_list *out, rt_error *err)
+rt_status rt_ckpt_dir_scan(const char *dir, unsigned flags, rt_ckpt_list *out,
+                           rt_error *err)
 {
     memset(out, 0, sizeof *out);
     DIR *d = opendir(dir);
@@ -192,7 +196,8 @@ static char *skipped_report(const rt_ckpt_list *l, long from)
 {
     size_t len = 0;
     for (size_t i = (size_t)(from + 1); i < l->count; i++)
-        if (!l->items[i].valid) len += strlen(l->items[i].name) + strlen(l->items[i].error) + 3;
+        if (!l->items[i].valid)
+            len += strlen(l->items[i].name) + strlen(l->items[i].error) + 3;
     if (!len) return NULL;
     char *s = malloc(len + 1), *p = s;
     for (size_t i = (size_t)(from + 1); s && i < l->count; i++)
@@ -210,13 +215,16 @@ rt_status rt_ckpt_dir_latest(const char *dir, char **path, char **skipped, rt_er
     char *report = skipped_report(&l, i);
     rt_status s = RT_OK;
     if (i < 0)
-        s = RT_ERR(err, RT_ENOTFOUND, "no valid checkpoint in '%s' (%zu file(s) examined)%s%.300s"
-                   " ---> HINT: check --run-dir, or start the run afresh with %%train", dir,
-                   l.count, report ? ":\n" : "", report ? report : "");
+        s = RT_ERR(err, RT_ENOTFOUND,
+                   "no valid checkpoint in '%s' (%zu file(s) examined)%s%.300s"
+                   " ---> HINT: check --run-dir, or start the run afresh with %%train",
+                   dir, l.count, report ? ":\n" : "", report ? report : "");
     else if (!(*path = strdup(l.items[i].path)))
         s = RT_ERR(err, RT_ENOMEM, "out of memory listing '%s'", dir);
-    if (s == RT_OK) *skipped = report;
-    else free(report);
+    if (s == RT_OK)
+        *skipped = report;
+    else
+        free(report);
     rt_ckpt_list_deinit(&l);
     return s;
 }
@@ -238,8 +246,8 @@ static long best_entry(const rt_ckpt_list *l, long newest)
     return best;
 }
 
-rt_status rt_ckpt_dir_rotate(const char *dir, int keep_last, int keep_best, size_t *removed,
-                             rt_error *err)
+rt_status rt_ckpt_dir_rotate(const char *dir, int keep_last, int keep_best,
+                             size_t *removed, rt_error *err)
 {
     if (removed) *removed = 0;
     rt_ckpt_list l;
@@ -257,7 +265,8 @@ rt_status rt_ckpt_dir_rotate(const char *dir, int keep_last, int keep_best, size
         }
         if (i == best) continue;
         if (remove(e->path) != 0 && errno != ENOENT) {
-            if (s == RT_OK) s = rtp_ckpt_errno_error(err, errno, "removing old checkpoint", e->path);
+            if (s == RT_OK)
+                s = rtp_ckpt_errno_error(err, errno, "removing old checkpoint", e->path);
         } else if (removed) {
             (*removed)++;
         }

@@ -18,21 +18,21 @@
 #define RT_CKPT_DIR_PREFIX "ckpt-step"
 
 typedef struct rt_ckpt_entry {
-    char *path;                      /* dir + "/" + name */
-    char *name;                      /* file name */
-    uint64_t size;                   /* bytes */
-    int64_t mtime;                   /* seconds since the epoch */
-    int valid;                       /* 1: opened and validated */
-    char error[512];                 /* why not valid ("" when valid) */
-    int64_t step, epoch;             /* from the metadata; -1 when unknown */
-    char created[40];                /* metadata "created", "" when unknown */
-    int has_metric;                  /* metric holds this checkpoint's "metric" */
+    char *path;          /* dir + "/" + name */
+    char *name;          /* file name */
+    uint64_t size;       /* bytes */
+    int64_t mtime;       /* seconds since the epoch */
+    int valid;           /* 1: opened and validated */
+    char error[512];     /* why not valid ("" when valid) */
+    int64_t step, epoch; /* from the metadata; -1 when unknown */
+    char created[40];    /* metadata "created", "" when unknown */
+    int has_metric;      /* metric holds this checkpoint's "metric" */
     rt_ckpt_metric metric;
 } rt_ckpt_entry;
 
 typedef struct rt_ckpt_list {
-    rt_ckpt_entry *items;            /* oldest first: by step (from the name when the
-                                        file is damaged), then mtime, then name */
+    rt_ckpt_entry *items; /* oldest first: by step (from the name when the
+                             file is damaged), then mtime, then name */
     size_t count;
 } rt_ckpt_list;
 
@@ -59,7 +59,7 @@ rt_status rt_ckpt_dir_latest(const char *dir, char **path, char **skipped, rt_er
 /* Deletes valid Kiln-named checkpoints of dir except the newest keep_last (at least 1)
  * and, with keep_best, the best by each file's "metric" (same metric name as the
  * newest's; ties go to the newer). *removed (may be NULL) = files deleted. */
-rt_status rt_ckpt_dir_rotate(const char *dir, int keep_last, int keep_best, size_t *removed,
-                             rt_error *err);
+rt_status rt_ckpt_dir_rotate(const char *dir, int keep_last, int keep_best,
+                             size_t *removed, rt_error *err);
 
 #endif

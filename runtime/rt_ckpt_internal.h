@@ -11,9 +11,9 @@
 
 /* ---- atomic file writing (rt_ckpt_io.c) ---- */
 typedef struct rtp_ckpt_file {
-    int fd;                          /* -1 when closed */
-    char *path;                      /* the final name */
-    char *tmp;                       /* path + ".tmp", in the same directory */
+    int fd;     /* -1 when closed */
+    char *path; /* the final name */
+    char *tmp;  /* path + ".tmp", in the same directory */
     uint64_t written;
 } rtp_ckpt_file;
 

@@ -21,16 +21,23 @@
 rt_status rtp_ckpt_errno_error(rt_error *err, int e, const char *doing, const char *path)
 {
     if (e == ENOSPC || e == EDQUOT || e == EFBIG)
-        return RT_ERR(err, RT_EIO, "disk full while %s '%s' (%s) ---> HINT: free space or "
-                      "raise the file-size limit (ulimit -f), or save to another --run-dir; "
-                      "the previous checkpoint is untouched", doing, path, strerror(e));
+        return RT_ERR(
+            err, RT_EIO,
+            "disk full while %s '%s' (%s) ---> HINT: free space or "
+            "raise the file-size limit (ulimit -f), or save to another --run-dir; "
+            "the previous checkpoint is untouched",
+            doing, path, strerror(e));
     if (e == ENOMEM) return RT_ERR(err, RT_ENOMEM, "out of memory %s '%s'", doing, path);
     if (e == ENOENT)
-        return RT_ERR(err, RT_ENOTFOUND, "%s '%s': %s ---> HINT: check the path and that "
-                      "its directory exists", doing, path, strerror(e));
+        return RT_ERR(err, RT_ENOTFOUND,
+                      "%s '%s': %s ---> HINT: check the path and that "
+                      "its directory exists",
+                      doing, path, strerror(e));
     if (e == EACCES || e == EROFS || e == EPERM)
-        return RT_ERR(err, RT_EIO, "%s '%s': %s ---> HINT: choose a writable directory "
-                      "(--run-dir)", doing, path, strerror(e));
+        return RT_ERR(err, RT_EIO,
+                      "%s '%s': %s ---> HINT: choose a writable directory "
+                      "(--run-dir)",
+                      doing, path, strerror(e));
     return RT_ERR(err, RT_EIO, "%s '%s': %s", doing, path, strerror(e));
 }
 
@@ -95,15 +102,16 @@ void rtp_ckpt_file_abort(rtp_ckpt_file *f)
 static rt_status fsync_dir(const char *path, rt_error *err)
 {
     const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path))
-                      : strdup(".");
+    char *dir =
+        slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
     if (!dir) return RT_ERR(err, RT_ENOMEM, "out of memory saving checkpoint '%s'", path);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     rt_status s = RT_OK;
     if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL && errno != ENOTSUP))
-        s = RT_ERR(err, RT_EIO, "checkpoint '%s' is complete and in place, but syncing its "
-                   "directory failed (%s): a power cut now could lose the rename", path,
-                   strerror(errno));
+        s = RT_ERR(err, RT_EIO,
+                   "checkpoint '%s' is complete and in place, but syncing its "
+                   "directory failed (%s): a power cut now could lose the rename",
+                   path, strerror(errno));
     if (fd >= 0) close(fd);
     free(dir);
     return s;
@@ -124,7 +132,7 @@ rt_status rtp_ckpt_file_commit(rtp_ckpt_file *f, rt_error *err)
         rtp_ckpt_file_abort(f);
         return s;
     }
-    s = fsync_dir(f->path, err);     /* the new file is complete and in place either way */
+    s = fsync_dir(f->path, err); /* the new file is complete and in place either way */
     file_free(f);
     return s;
 }
@@ -134,13 +142,14 @@ rt_status rtp_ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char
 {
     char *p = buf;
     while (len > 0) {
-        ssize_t k = pread(fd, p, len < ((size_t)1 << 30) ? len : ((size_t)1 << 30),
-                          (off_t)off);
+        ssize_t k =
+            pread(fd, p, len < ((size_t)1 << 30) ? len : ((size_t)1 << 30), (off_t)off);
         if (k < 0 && errno == EINTR) continue;
-        if (k < 0) return RT_ERR(err, RT_EIO, "%s: read failed: %s", what, strerror(errno));
+        if (k < 0)
+            return RT_ERR(err, RT_EIO, "%s: read failed: %s", what, strerror(errno));
         if (k == 0)
-            return RT_ERR(err, RT_EFORMAT, "%s: file ended early (truncated while reading?)",
-                          what);
+            return RT_ERR(err, RT_EFORMAT,
+                          "%s: file ended early (truncated while reading?)", what);
         p += k;
         len -= (size_t)k;
         off += (uint64_t)k;
@@ -157,7 +166,8 @@ rt_status rtp_ckpt_read_file(const char *path, const char *what, uint8_t **buf,
     if (fd < 0) return rtp_ckpt_errno_error(err, errno, "opening", path);
     struct stat st;
     rt_status s = RT_OK;
-    if (fstat(fd, &st) != 0) s = rtp_ckpt_errno_error(err, errno, "examining", path);
+    if (fstat(fd, &st) != 0)
+        s = rtp_ckpt_errno_error(err, errno, "examining", path);
     else if (!S_ISREG(st.st_mode))
         s = RT_ERR(err, RT_EINVAL, "%s: not a regular file", what);
     else if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX - 1)
@@ -166,8 +176,10 @@ rt_status rtp_ckpt_read_file(const char *path, const char *what, uint8_t **buf,
         *size = (size_t)st.st_size;
         *buf = malloc(*size ? *size : 1);
         if (!*buf)
-            s = RT_ERR(err, RT_ENOMEM, "%s: out of memory loading %zu bytes ---> HINT: free "
-                       "memory (other models, data sets)", what, *size);
+            s = RT_ERR(err, RT_ENOMEM,
+                       "%s: out of memory loading %zu bytes ---> HINT: free "
+                       "memory (other models, data sets)",
+                       what, *size);
         else
             s = rtp_ckpt_pread(fd, *buf, *size, 0, what, err);
     }

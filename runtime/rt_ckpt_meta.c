@@ -81,17 +81,17 @@ uint32_t rtp_ckpt_header_crc32(void *src, size_t ntensors, rtp_tensor_at_fn info
 static const char *const int_keys[] = {RT_CKPT_KEY_STEP, RT_CKPT_KEY_EPOCH,
                                        RT_CKPT_KEY_OPTIMIZER_STEP};
 static const char *const json_keys[] = {RT_CKPT_KEY_INPUT_SHAPE, RT_CKPT_KEY_HYPERPARAMS,
-                                        RT_CKPT_KEY_DATASET, RT_CKPT_KEY_SCHEDULE,
-                                        RT_CKPT_KEY_RNG, RT_CKPT_KEY_DATA_ORDER,
-                                        RT_CKPT_KEY_METRIC, RT_CKPT_KEY_BEST_METRIC};
+                                        RT_CKPT_KEY_DATASET,     RT_CKPT_KEY_SCHEDULE,
+                                        RT_CKPT_KEY_RNG,         RT_CKPT_KEY_DATA_ORDER,
+                                        RT_CKPT_KEY_METRIC,      RT_CKPT_KEY_BEST_METRIC};
 
 /* 1 valid JSON, 0 not, -1 out of memory. */
 static int json_valid(const char *s)
 {
     json_t *j = NULL;
     char why[200];
-    int rc = rtp_json_load(s, strlen(s), JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &j, why,
-                           sizeof why);
+    int rc = rtp_json_load(s, strlen(s), JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &j,
+                           why, sizeof why);
     json_decref(j);
     return rc == 0 ? 1 : rc == -2 ? -1 : 0;
 }
@@ -101,33 +101,41 @@ rt_status rtp_ckpt_meta_check(const rt_st_index *ix, const char *what, rt_error 
     const char *fmt = rt_st_index_meta(ix, RT_CKPT_KEY_FORMAT);
     const char *ver = rt_st_index_meta(ix, RT_CKPT_KEY_FORMAT_VERSION);
     if (!fmt || strcmp(fmt, RT_CKPT_FORMAT) != 0)
-        return RT_ERR(err, RT_EFORMAT, "%s: a safetensors file but not a Kiln checkpoint "
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s: a safetensors file but not a Kiln checkpoint "
                       "(__metadata__.format is %s%s%s, expected \"" RT_CKPT_FORMAT "\") "
                       "---> HINT: load plain safetensors weights with a weights import, "
-                      "not %%resume", what, fmt ? "\"" : "", fmt ? fmt : "missing",
-                      fmt ? "\"" : "");
+                      "not %%resume",
+                      what, fmt ? "\"" : "", fmt ? fmt : "missing", fmt ? "\"" : "");
     int64_t v;
     if (!ver || rtp_parse_i64(ver, &v) != 0 || v < 1)
-        return RT_ERR(err, RT_EFORMAT, "%s: format_version %s%s%s is not a version number "
-                      "(corrupt header)", what, ver ? "\"" : "", ver ? ver : "missing",
-                      ver ? "\"" : "");
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s: format_version %s%s%s is not a version number "
+                      "(corrupt header)",
+                      what, ver ? "\"" : "", ver ? ver : "missing", ver ? "\"" : "");
     if (v > RT_CKPT_FORMAT_VERSION)
-        return RT_ERR(err, RT_EFORMAT, "%s: checkpoint format v%lld found, this kiln reads "
-                      "v%d ---> HINT: upgrade kiln to read it (it was written by kiln %s)",
-                      what, (long long)v, RT_CKPT_FORMAT_VERSION,
-                      rt_st_index_meta(ix, RT_CKPT_KEY_KILN_VERSION)
-                          ? rt_st_index_meta(ix, RT_CKPT_KEY_KILN_VERSION) : "unknown");
+        return RT_ERR(
+            err, RT_EFORMAT,
+            "%s: checkpoint format v%lld found, this kiln reads "
+            "v%d ---> HINT: upgrade kiln to read it (it was written by kiln %s)",
+            what, (long long)v, RT_CKPT_FORMAT_VERSION,
+            rt_st_index_meta(ix, RT_CKPT_KEY_KILN_VERSION)
+                ? rt_st_index_meta(ix, RT_CKPT_KEY_KILN_VERSION)
+                : "unknown");
     for (size_t i = 0; i < sizeof int_keys / sizeof *int_keys; i++) {
         const char *s = rt_st_index_meta(ix, int_keys[i]);
         int64_t x;
         if (s && (rtp_parse_i64(s, &x) != 0 || x < 0))
-            return RT_ERR(err, RT_EFORMAT, "%s: metadata '%s' = \"%s\" is not a "
-                          "non-negative integer", what, int_keys[i], s);
+            return RT_ERR(err, RT_EFORMAT,
+                          "%s: metadata '%s' = \"%s\" is not a "
+                          "non-negative integer",
+                          what, int_keys[i], s);
     }
     for (size_t i = 0; i < sizeof json_keys / sizeof *json_keys; i++) {
         const char *s = rt_st_index_meta(ix, json_keys[i]);
         int ok = s ? json_valid(s) : 1;
-        if (ok < 0) return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading metadata", what);
+        if (ok < 0)
+            return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading metadata", what);
         if (!ok)
             return RT_ERR(err, RT_EFORMAT, "%s: metadata '%s' is not valid JSON", what,
                           json_keys[i]);
@@ -143,11 +151,10 @@ int rtp_ckpt_json_valid(const char *s) { return json_valid(s); }
 /* Encodes m as JSON; caller frees. NULL when out of memory. */
 char *rtp_ckpt_metric_json(const rt_ckpt_metric *m)
 {
-    json_t *o = json_pack("{s:s, s:o, s:s, s:I}", "name", m->name, "value",
-                          m->has_value && isfinite(m->value) ? json_real(m->value)
-                                                             : json_null(),
-                          "mode", m->higher_is_better ? "max" : "min", "step",
-                          (json_int_t)m->step);
+    json_t *o = json_pack(
+        "{s:s, s:o, s:s, s:I}", "name", m->name, "value",
+        m->has_value && isfinite(m->value) ? json_real(m->value) : json_null(), "mode",
+        m->higher_is_better ? "max" : "min", "step", (json_int_t)m->step);
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;

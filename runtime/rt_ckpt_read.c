@@ -20,8 +20,8 @@
 
 struct rt_ckpt_reader {
     char *path;
-    char *what;                      /* "checkpoint '<path>'", starts every message */
-    uint8_t *buf;                    /* whole file, or NULL when header-only */
+    char *what;   /* "checkpoint '<path>'", starts every message */
+    uint8_t *buf; /* whole file, or NULL when header-only */
     uint64_t file_size, data_start;
     rt_st_index *ix;
 };
@@ -43,12 +43,14 @@ static rt_status check_crc(const rt_ckpt_reader *r, const char *key, uint32_t co
     char hex[9];
     rtp_ckpt_crc_hex(computed, hex);
     if (!stored)
-        return RT_ERR(err, RT_EFORMAT, "%s: no %s in its metadata (corrupt header)", r->what,
-                      key);
+        return RT_ERR(err, RT_EFORMAT, "%s: no %s in its metadata (corrupt header)",
+                      r->what, key);
     if (strcmp(stored, hex) != 0)
-        return RT_ERR(err, RT_EFORMAT, "%s: %s checksum mismatch (stored %.16s, computed %s): "
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s: %s checksum mismatch (stored %.16s, computed %s): "
                       "the file is corrupt ---> HINT: use an older checkpoint; %%resume "
-                      "picks the newest valid one", r->what, part, stored, hex);
+                      "picks the newest valid one",
+                      r->what, part, stored, hex);
     return RT_OK;
 }
 
@@ -65,7 +67,8 @@ static rt_status read_header(rt_ckpt_reader *r, rt_error *err)
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
         s = RT_ERR(err, RT_EINVAL, "%s: not a readable regular file", r->what);
     r->file_size = s == RT_OK ? (uint64_t)st.st_size : 0;
-    if (s == RT_OK && r->file_size >= 8) s = rtp_ckpt_pread(fd, prefix, 8, 0, r->what, err);
+    if (s == RT_OK && r->file_size >= 8)
+        s = rtp_ckpt_pread(fd, prefix, 8, 0, r->what, err);
     if (s == RT_OK) s = rt_st_prefix_check(prefix, r->file_size, r->what, &n, err);
     if (s == RT_OK && !(hdr = malloc(n ? n : 1)))
         s = RT_ERR(err, RT_ENOMEM, "%s: out of memory reading the header", r->what);
@@ -86,7 +89,8 @@ static rt_status read_all(rt_ckpt_reader *r, rt_error *err)
     r->file_size = size;
     RT_TRY(rt_st_prefix_check(r->buf, size, r->what, &n, err));
     r->data_start = 8 + n;
-    return rt_st_index_parse((const char *)r->buf + 8, n, size - 8 - n, r->what, &r->ix, err);
+    return rt_st_index_parse((const char *)r->buf + 8, n, size - 8 - n, r->what, &r->ix,
+                             err);
 }
 
 static rt_status validate(rt_ckpt_reader *r, int header_only, rt_error *err)
@@ -139,7 +143,10 @@ void rt_ckpt_reader_destroy(rt_ckpt_reader *r)
 
 const char *rt_ckpt_reader_path(const rt_ckpt_reader *r) { return r->path; }
 uint64_t rt_ckpt_reader_file_size(const rt_ckpt_reader *r) { return r->file_size; }
-size_t rt_ckpt_reader_tensor_count(const rt_ckpt_reader *r) { return rt_st_index_count(r->ix); }
+size_t rt_ckpt_reader_tensor_count(const rt_ckpt_reader *r)
+{
+    return rt_st_index_count(r->ix);
+}
 
 const rt_st_tensor_info *rt_ckpt_reader_tensor_at(const rt_ckpt_reader *r, size_t i)
 {
@@ -166,8 +173,10 @@ rt_status rt_ckpt_reader_get(const rt_ckpt_reader *r, const char *name, rt_st_dt
 {
     const rt_st_tensor_info *t = rt_st_index_find(r->ix, name);
     if (!t)
-        return RT_ERR(err, RT_ENOTFOUND, "%s has no tensor '%s' ---> HINT: was it saved "
-                      "from a different %%%%model?", r->what, name);
+        return RT_ERR(err, RT_ENOTFOUND,
+                      "%s has no tensor '%s' ---> HINT: was it saved "
+                      "from a different %%%%model?",
+                      r->what, name);
     if (!r->buf)
         return RT_ERR(err, RT_EINVAL, "%s was opened header-only; tensor '%s' not loaded",
                       r->what, name);
@@ -177,14 +186,16 @@ rt_status rt_ckpt_reader_get(const rt_ckpt_reader *r, const char *name, rt_st_dt
         char have[160], want[160];
         shape_str(have, sizeof have, t->ndim, t->shape);
         shape_str(want, sizeof want, ndim, shape);
-        return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' is %s %s, the model expects %s %s "
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s: tensor '%s' is %s %s, the model expects %s %s "
                       "---> HINT: the %%%%model differs from the one that saved this "
-                      "checkpoint (see %%checkpoint show)", r->what, name,
-                      rt_st_dtype_name(t->dtype), have, rt_st_dtype_name(dtype), want);
+                      "checkpoint (see %%checkpoint show)",
+                      r->what, name, rt_st_dtype_name(t->dtype), have,
+                      rt_st_dtype_name(dtype), want);
     }
     if (dst_bytes != t->end - t->begin)
-        return RT_ERR(err, RT_EINVAL, "%s: tensor '%s' is %llu bytes, buffer is %zu", r->what,
-                      name, (unsigned long long)(t->end - t->begin), dst_bytes);
+        return RT_ERR(err, RT_EINVAL, "%s: tensor '%s' is %llu bytes, buffer is %zu",
+                      r->what, name, (unsigned long long)(t->end - t->begin), dst_bytes);
     if (dst_bytes) memcpy(dst, r->buf + r->data_start + t->begin, dst_bytes);
     return RT_OK;
 }
@@ -194,7 +205,10 @@ const char *rt_ckpt_reader_meta(const rt_ckpt_reader *r, const char *key)
     return rt_st_index_meta(r->ix, key);
 }
 
-size_t rt_ckpt_reader_meta_count(const rt_ckpt_reader *r) { return rt_st_index_meta_count(r->ix); }
+size_t rt_ckpt_reader_meta_count(const rt_ckpt_reader *r)
+{
+    return rt_st_index_meta_count(r->ix);
+}
 
 void rt_ckpt_reader_meta_at(const rt_ckpt_reader *r, size_t i, const char **key,
                             const char **value)
@@ -219,9 +233,12 @@ rt_status rt_ckpt_reader_metric(const rt_ckpt_reader *r, const char *key,
     const char *s = rt_st_index_meta(r->ix, key);
     if (!s) return RT_ERR(err, RT_ENOTFOUND, "%s has no metadata '%s'", r->what, key);
     int rc = rtp_ckpt_metric_parse(s, out);
-    if (rc == -2) return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading '%s'", r->what, key);
+    if (rc == -2)
+        return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading '%s'", r->what, key);
     if (rc != 0)
-        return RT_ERR(err, RT_EFORMAT, "%s: metadata '%s' is not a metric "
-                      "{\"name\",\"value\",\"mode\":\"max\"|\"min\"}", r->what, key);
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s: metadata '%s' is not a metric "
+                      "{\"name\",\"value\",\"mode\":\"max\"|\"min\"}",
+                      r->what, key);
     return RT_OK;
 }

@@ -24,7 +24,8 @@ struct rt_ckpt_writer {
 rt_status rt_ckpt_writer_create(rt_ckpt_writer **out, rt_error *err)
 {
     *out = calloc(1, sizeof **out);
-    if (!*out) return RT_ERR(err, RT_ENOMEM, "out of memory creating a checkpoint writer");
+    if (!*out)
+        return RT_ERR(err, RT_ENOMEM, "out of memory creating a checkpoint writer");
     rt_status s = rt_st_writer_create(&(*out)->st, err);
     if (s != RT_OK) {
         free(*out);
@@ -40,9 +41,9 @@ void rt_ckpt_writer_destroy(rt_ckpt_writer *w)
     free(w);
 }
 
-rt_status rt_ckpt_writer_add_tensor(rt_ckpt_writer *w, const char *name, rt_st_dtype dtype,
-                                    int ndim, const int64_t *shape, const void *data,
-                                    rt_error *err)
+rt_status rt_ckpt_writer_add_tensor(rt_ckpt_writer *w, const char *name,
+                                    rt_st_dtype dtype, int ndim, const int64_t *shape,
+                                    const void *data, rt_error *err)
 {
     return rt_st_writer_add(w->st, name, dtype, ndim, shape, data, err);
 }
@@ -51,8 +52,8 @@ rt_status rt_ckpt_writer_set_meta(rt_ckpt_writer *w, const char *key, const char
                                   rt_error *err)
 {
     if (key && rtp_ckpt_meta_reserved(key))
-        return RT_ERR(err, RT_EINVAL, "checkpoint metadata '%s' is written by kiln itself",
-                      key);
+        return RT_ERR(err, RT_EINVAL,
+                      "checkpoint metadata '%s' is written by kiln itself", key);
     return rt_st_writer_set_meta(w->st, key, value, err);
 }
 
@@ -64,11 +65,12 @@ rt_status rt_ckpt_writer_set_meta_i64(rt_ckpt_writer *w, const char *key, int64_
     return rt_ckpt_writer_set_meta(w, key, buf, err);
 }
 
-rt_status rt_ckpt_writer_set_meta_json(rt_ckpt_writer *w, const char *key, const char *json,
-                                       rt_error *err)
+rt_status rt_ckpt_writer_set_meta_json(rt_ckpt_writer *w, const char *key,
+                                       const char *json, rt_error *err)
 {
     int ok = json ? rtp_ckpt_json_valid(json) : 0;
-    if (ok < 0) return RT_ERR(err, RT_ENOMEM, "out of memory checking metadata '%s'", key);
+    if (ok < 0)
+        return RT_ERR(err, RT_ENOMEM, "out of memory checking metadata '%s'", key);
     if (!ok)
         return RT_ERR(err, RT_EINVAL, "checkpoint metadata '%s' must be JSON, got: %.80s",
                       key ? key : "(null)", json ? json : "(null)");
@@ -80,8 +82,10 @@ rt_status rt_ckpt_writer_set_metric(rt_ckpt_writer *w, const char *key,
 {
     char *json = rtp_ckpt_metric_json(m);
     if (!json)
-        return RT_ERR(err, RT_ENOMEM, "cannot encode metric '%s' (out of memory or not "
-                      "UTF-8)", m->name);
+        return RT_ERR(err, RT_ENOMEM,
+                      "cannot encode metric '%s' (out of memory or not "
+                      "UTF-8)",
+                      m->name);
     rt_status s = rt_ckpt_writer_set_meta(w, key, json, err);
     free(json);
     return s;
@@ -143,8 +147,10 @@ static rt_status require_int(rt_st_writer *st, const char *key, const char *path
             break;
         }
     }
-    return RT_ERR(err, RT_EINVAL, "checkpoint '%s': metadata '%s' must be set to a "
-                  "non-negative integer before saving", path, key);
+    return RT_ERR(err, RT_EINVAL,
+                  "checkpoint '%s': metadata '%s' must be set to a "
+                  "non-negative integer before saving",
+                  path, key);
 }
 
 rt_status rt_ckpt_writer_save(rt_ckpt_writer *w, const char *path, rt_error *err)

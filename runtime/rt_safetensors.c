@@ -22,12 +22,17 @@
 
 /* ---- dtypes ---- */
 
-static const struct { const char *name; size_t size; } dtypes[RT_ST_DTYPE_COUNT] = {
-    [RT_ST_BOOL] = {"BOOL", 1},       [RT_ST_U8] = {"U8", 1},   [RT_ST_I8] = {"I8", 1},
-    [RT_ST_F8_E5M2] = {"F8_E5M2", 1}, [RT_ST_F8_E4M3] = {"F8_E4M3", 1},
-    [RT_ST_I16] = {"I16", 2},         [RT_ST_U16] = {"U16", 2}, [RT_ST_F16] = {"F16", 2},
-    [RT_ST_BF16] = {"BF16", 2},       [RT_ST_I32] = {"I32", 4}, [RT_ST_U32] = {"U32", 4},
-    [RT_ST_F32] = {"F32", 4},         [RT_ST_F64] = {"F64", 8}, [RT_ST_I64] = {"I64", 8},
+static const struct {
+    const char *name;
+    size_t size;
+} dtypes[RT_ST_DTYPE_COUNT] = {
+    [RT_ST_BOOL] = {"BOOL", 1},       [RT_ST_U8] = {"U8", 1},
+    [RT_ST_I8] = {"I8", 1},           [RT_ST_F8_E5M2] = {"F8_E5M2", 1},
+    [RT_ST_F8_E4M3] = {"F8_E4M3", 1}, [RT_ST_I16] = {"I16", 2},
+    [RT_ST_U16] = {"U16", 2},         [RT_ST_F16] = {"F16", 2},
+    [RT_ST_BF16] = {"BF16", 2},       [RT_ST_I32] = {"I32", 4},
+    [RT_ST_U32] = {"U32", 4},         [RT_ST_F32] = {"F32", 4},
+    [RT_ST_F64] = {"F64", 8},         [RT_ST_I64] = {"I64", 8},
     [RT_ST_U64] = {"U64", 8},
 };
 
@@ -56,8 +61,11 @@ static int utf8_valid(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
-        unsigned c = *p, n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2
-                           : (c >> 3) == 30 ? 3 : 9;
+        unsigned c = *p, n = c < 0x80         ? 0
+                             : (c >> 5) == 6  ? 1
+                             : (c >> 4) == 14 ? 2
+                             : (c >> 3) == 30 ? 3
+                                              : 9;
         if (n == 9) return 0;
         unsigned cp = n ? c & (0x3Fu >> n) : c;
         for (unsigned i = 1; i <= n; i++) {
@@ -85,22 +93,23 @@ static int tensor_nbytes(rt_st_dtype dt, int ndim, const int64_t *shape, uint64_
 /* ---- writer ---- */
 
 typedef struct wtensor {
-    rt_st_tensor_info info;          /* info.name owned (malloc) */
+    rt_st_tensor_info info; /* info.name owned (malloc) */
     const void *data;
 } wtensor;
 
 struct rt_st_writer {
     wtensor *t;
     size_t n, cap;
-    int sorted;                      /* t[] in file order with offsets assigned */
-    char **mk, **mv;                 /* metadata, sorted by key */
+    int sorted;      /* t[] in file order with offsets assigned */
+    char **mk, **mv; /* metadata, sorted by key */
     size_t mn, mcap;
 };
 
 rt_status rt_st_writer_create(rt_st_writer **out, rt_error *err)
 {
     *out = calloc(1, sizeof **out);
-    if (!*out) return RT_ERR(err, RT_ENOMEM, "out of memory creating a safetensors writer");
+    if (!*out)
+        return RT_ERR(err, RT_ENOMEM, "out of memory creating a safetensors writer");
     return RT_OK;
 }
 
@@ -126,8 +135,8 @@ rt_status rt_st_writer_add(rt_st_writer *w, const char *name, rt_st_dtype dtype,
     if (!rt_st_dtype_name(dtype))
         return RT_ERR(err, RT_EINVAL, "tensor '%s': unknown dtype %d", name, (int)dtype);
     if (ndim < 0 || ndim > RT_ST_MAX_DIMS || (ndim > 0 && !shape))
-        return RT_ERR(err, RT_EINVAL, "tensor '%s': %d dimensions (at most %d)", name, ndim,
-                      RT_ST_MAX_DIMS);
+        return RT_ERR(err, RT_EINVAL, "tensor '%s': %d dimensions (at most %d)", name,
+                      ndim, RT_ST_MAX_DIMS);
     uint64_t nbytes;
     if (!tensor_nbytes(dtype, ndim, shape, &nbytes) || nbytes > (uint64_t)SIZE_MAX)
         return RT_ERR(err, RT_EINVAL, "tensor '%s': negative or overflowing shape", name);
@@ -149,7 +158,7 @@ rt_status rt_st_writer_add(rt_st_writer *w, const char *name, rt_st_dtype dtype,
     t->info.dtype = dtype;
     t->info.ndim = ndim;
     if (ndim) memcpy(t->info.shape, shape, (size_t)ndim * sizeof *shape);
-    t->info.end = nbytes;            /* begin/end are assigned when sorted */
+    t->info.end = nbytes; /* begin/end are assigned when sorted */
     t->data = data;
     w->n++;
     w->sorted = 0;
@@ -160,15 +169,19 @@ rt_status rt_st_writer_set_meta(rt_st_writer *w, const char *key, const char *va
                                 rt_error *err)
 {
     if (!key || !value || !utf8_valid(key) || !utf8_valid(value))
-        return RT_ERR(err, RT_EINVAL, "metadata '%s': key and value must be UTF-8 strings",
+        return RT_ERR(err, RT_EINVAL,
+                      "metadata '%s': key and value must be UTF-8 strings",
                       key ? key : "(null)");
-    size_t lo = 0, hi = w->mn;       /* binary search for key's slot */
+    size_t lo = 0, hi = w->mn; /* binary search for key's slot */
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         int c = strcmp(w->mk[mid], key);
-        if (c == 0) lo = hi = mid;
-        else if (c < 0) lo = mid + 1;
-        else hi = mid;
+        if (c == 0)
+            lo = hi = mid;
+        else if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     char *v = strdup(value);
     if (!v) return RT_ERR(err, RT_ENOMEM, "out of memory setting metadata '%s'", key);
@@ -233,7 +246,8 @@ const rt_st_tensor_info *rt_st_writer_tensor(rt_st_writer *w, size_t i)
 
 size_t rt_st_writer_meta_count(const rt_st_writer *w) { return w->mn; }
 
-void rt_st_writer_meta_at(const rt_st_writer *w, size_t i, const char **key, const char **value)
+void rt_st_writer_meta_at(const rt_st_writer *w, size_t i, const char **key,
+                          const char **value)
 {
     *key = i < w->mn ? w->mk[i] : NULL;
     *value = i < w->mn ? w->mv[i] : NULL;
@@ -267,7 +281,8 @@ static json_t *tensor_json(const rt_st_tensor_info *t)
               json_array_append_new(offs, json_integer((json_int_t)t->end));
     if (!bad) {
         bad = set_new(o, "dtype", json_string(rt_st_dtype_name(t->dtype))) ||
-              json_object_set(o, "shape", shape) || json_object_set(o, "data_offsets", offs);
+              json_object_set(o, "shape", shape) ||
+              json_object_set(o, "data_offsets", offs);
     }
     json_decref(shape);
     json_decref(offs);
@@ -321,28 +336,31 @@ static char *header_bytes(rt_st_writer *w, size_t *len)
     for (size_t i = 0; !bad && i < w->n; i++)
         bad = set_new(root, w->t[i].info.name, tensor_json(&w->t[i].info)) != 0;
     hbuf b = {0};
-    bad = bad || hbuf_put("\0\0\0\0\0\0\0\0", 8, &b) != 0 || /* the length, later */
-          json_dump_callback(root, hbuf_put, &b, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 ||
-          b.failed;
+    bad =
+        bad || hbuf_put("\0\0\0\0\0\0\0\0", 8, &b) != 0 || /* the length, later */
+        json_dump_callback(root, hbuf_put, &b, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 ||
+        b.failed;
     json_decref(meta);
     json_decref(root);
     if (bad) {
         free(b.p);
         return NULL;
     }
-    size_t n = b.len - 8, padded = n + (8 - n % 8) % 8;   /* cap has 8 bytes spare */
+    size_t n = b.len - 8, padded = n + (8 - n % 8) % 8; /* cap has 8 bytes spare */
     memset(b.p + 8 + n, ' ', padded - n);
     for (int i = 0; i < 8; i++) b.p[i] = (char)(((uint64_t)padded >> (8 * i)) & 0xFF);
     *len = 8 + padded;
     return b.p;
 }
 
-rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user, rt_error *err)
+rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user,
+                            rt_error *err)
 {
     writer_sort(w);
     size_t len = 0;
     char *hdr = header_bytes(w, &len);
-    if (!hdr) return RT_ERR(err, RT_ENOMEM, "out of memory building a safetensors header");
+    if (!hdr)
+        return RT_ERR(err, RT_ENOMEM, "out of memory building a safetensors header");
     rt_status s = sink(user, hdr, len, err);
     free(hdr);
     for (size_t i = 0; s == RT_OK && i < w->n; i++) {
@@ -384,25 +402,28 @@ int rtp_json_load(const char *s, size_t n, size_t flags, struct json_t **out, ch
 }
 
 struct rt_st_index {
-    json_t *root;                    /* owns every string handed out */
-    rt_st_tensor_info *t;            /* data order */
+    json_t *root;         /* owns every string handed out */
+    rt_st_tensor_info *t; /* data order */
     size_t n;
-    const char **mk, **mv;           /* metadata in key order */
+    const char **mk, **mv; /* metadata in key order */
     size_t mn;
 };
 
-rt_status rt_st_prefix_check(const uint8_t prefix[8], uint64_t file_size, const char *what,
-                             uint64_t *n, rt_error *err)
+rt_status rt_st_prefix_check(const uint8_t prefix[8], uint64_t file_size,
+                             const char *what, uint64_t *n, rt_error *err)
 {
     if (file_size < 8)
-        return RT_ERR(err, RT_EFORMAT, "%s: only %llu bytes, too short for a safetensors "
-                      "file (truncated?)", what, (unsigned long long)file_size);
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s: only %llu bytes, too short for a safetensors "
+                      "file (truncated?)",
+                      what, (unsigned long long)file_size);
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) v = (v << 8) | prefix[i];
     if (v > RT_ST_MAX_HEADER || v > file_size - 8)
-        return RT_ERR(err, RT_EFORMAT, "%s: header length %llu is impossible for a %llu-byte "
-                      "file (truncated, or not a safetensors file)", what,
-                      (unsigned long long)v, (unsigned long long)file_size);
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s: header length %llu is impossible for a %llu-byte "
+                      "file (truncated, or not a safetensors file)",
+                      what, (unsigned long long)v, (unsigned long long)file_size);
     *n = v;
     return RT_OK;
 }
@@ -420,8 +441,9 @@ void rt_st_index_destroy(rt_st_index *ix)
 /* A non-negative JSON integer, or -1. */
 static int64_t json_uint(const json_t *v)
 {
-    return json_is_integer(v) && json_integer_value(v) >= 0 ? (int64_t)json_integer_value(v)
-                                                            : -1;
+    return json_is_integer(v) && json_integer_value(v) >= 0
+               ? (int64_t)json_integer_value(v)
+               : -1;
 }
 
 static rt_status parse_tensor(const char *name, json_t *v, const char *what,
@@ -432,8 +454,10 @@ static rt_status parse_tensor(const char *name, json_t *v, const char *what,
     t->name = name;
     if (!json_is_object(v) || !json_is_string(dt) || !json_is_array(shape) ||
         !json_is_array(offs))
-        return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' lacks dtype/shape/data_offsets "
-                      "(corrupt header)", what, name);
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s: tensor '%s' lacks dtype/shape/data_offsets "
+                      "(corrupt header)",
+                      what, name);
     if (rt_st_dtype_parse(json_string_value(dt), &t->dtype) != 0)
         return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' has unsupported dtype '%s'", what,
                       name, json_string_value(dt));
@@ -443,19 +467,25 @@ static rt_status parse_tensor(const char *name, json_t *v, const char *what,
     t->ndim = (int)json_array_size(shape);
     for (int d = 0; d < t->ndim; d++)
         if ((t->shape[d] = json_uint(json_array_get(shape, (size_t)d))) < 0)
-            return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' has a shape that is not a list "
-                          "of non-negative integers", what, name);
-    int64_t b = json_uint(json_array_get(offs, 0)), e = json_uint(json_array_get(offs, 1));
+            return RT_ERR(err, RT_EFORMAT,
+                          "%s: tensor '%s' has a shape that is not a list "
+                          "of non-negative integers",
+                          what, name);
+    int64_t b = json_uint(json_array_get(offs, 0)),
+            e = json_uint(json_array_get(offs, 1));
     if (json_array_size(offs) != 2 || b < 0 || e < b)
-        return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' has invalid data_offsets", what, name);
+        return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' has invalid data_offsets", what,
+                      name);
     t->begin = (uint64_t)b;
     t->end = (uint64_t)e;
     uint64_t nbytes;
-    if (!tensor_nbytes(t->dtype, t->ndim, t->shape, &nbytes) || nbytes != t->end - t->begin)
-        return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' (%s, %d dims) needs a different byte "
-                      "count than its data_offsets [%llu, %llu] give", what, name,
-                      rt_st_dtype_name(t->dtype), t->ndim, (unsigned long long)t->begin,
-                      (unsigned long long)t->end);
+    if (!tensor_nbytes(t->dtype, t->ndim, t->shape, &nbytes) ||
+        nbytes != t->end - t->begin)
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s: tensor '%s' (%s, %d dims) needs a different byte "
+                      "count than its data_offsets [%llu, %llu] give",
+                      what, name, rt_st_dtype_name(t->dtype), t->ndim,
+                      (unsigned long long)t->begin, (unsigned long long)t->end);
     return RT_OK;
 }
 
@@ -471,7 +501,8 @@ static int meta_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static rt_status parse_meta(rt_st_index *ix, json_t *meta, const char *what, rt_error *err)
+static rt_status parse_meta(rt_st_index *ix, json_t *meta, const char *what,
+                            rt_error *err)
 {
     if (!json_is_object(meta))
         return RT_ERR(err, RT_EFORMAT, "%s: __metadata__ is not an object", what);
@@ -481,7 +512,8 @@ static rt_status parse_meta(rt_st_index *ix, json_t *meta, const char *what, rt_
     if (!ix->mk || !ix->mv) return RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
     const char *k;
     json_t *v;
-    json_object_foreach(meta, k, v) {
+    json_object_foreach(meta, k, v)
+    {
         if (!json_is_string(v))
             return RT_ERR(err, RT_EFORMAT, "%s: __metadata__ value '%s' is not a string",
                           what, k);
@@ -499,27 +531,33 @@ static rt_status index_fill(rt_st_index *ix, uint64_t data_len, const char *what
     if (!json_is_object(ix->root))
         return RT_ERR(err, RT_EFORMAT, "%s: header is not a JSON object", what);
     ix->t = calloc(json_object_size(ix->root) + 1, sizeof *ix->t);
-    if (!ix->t) return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading the header", what);
+    if (!ix->t)
+        return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading the header", what);
     const char *key;
     json_t *v;
-    json_object_foreach(ix->root, key, v) {
-        if (strcmp(key, "__metadata__") == 0) RT_TRY(parse_meta(ix, v, what, err));
-        else RT_TRY(parse_tensor(key, v, what, &ix->t[ix->n++], err));
+    json_object_foreach(ix->root, key, v)
+    {
+        if (strcmp(key, "__metadata__") == 0)
+            RT_TRY(parse_meta(ix, v, what, err));
+        else
+            RT_TRY(parse_tensor(key, v, what, &ix->t[ix->n++], err));
     }
     qsort(ix->t, ix->n, sizeof *ix->t, info_cmp);
     uint64_t expect = 0;
     for (size_t i = 0; i < ix->n; i++) {
         if (ix->t[i].begin != expect)
-            return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' starts at byte %llu of the data, "
+            return RT_ERR(err, RT_EFORMAT,
+                          "%s: tensor '%s' starts at byte %llu of the data, "
                           "expected %llu (overlapping or gapped offsets: corrupt header)",
                           what, ix->t[i].name, (unsigned long long)ix->t[i].begin,
                           (unsigned long long)expect);
         expect = ix->t[i].end;
     }
     if (expect != data_len)
-        return RT_ERR(err, RT_EFORMAT, "%s: the tensors need %llu data bytes but the file "
-                      "holds %llu (%s)", what, (unsigned long long)expect,
-                      (unsigned long long)data_len,
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s: the tensors need %llu data bytes but the file "
+                      "holds %llu (%s)",
+                      what, (unsigned long long)expect, (unsigned long long)data_len,
                       expect > data_len ? "truncated" : "trailing bytes");
     return RT_OK;
 }
@@ -536,8 +574,8 @@ rt_status rt_st_index_parse(const char *header, size_t n, uint64_t data_len,
     if (rc == -2)
         s = RT_ERR(err, RT_ENOMEM, "%s: out of memory parsing the header", what);
     else if (rc != 0)
-        s = RT_ERR(err, RT_EFORMAT, "%s: header is not valid JSON (%s; corrupt file?)", what,
-                   why);
+        s = RT_ERR(err, RT_EFORMAT, "%s: header is not valid JSON (%s; corrupt file?)",
+                   what, why);
     else
         s = index_fill(ix, data_len, what, err);
     if (s != RT_OK) {
@@ -564,13 +602,15 @@ const rt_st_tensor_info *rt_st_index_find(const rt_st_index *ix, const char *nam
 
 const char *rt_st_index_meta(const rt_st_index *ix, const char *key)
 {
-    const char **k = ix->mn ? bsearch(&key, ix->mk, ix->mn, sizeof *ix->mk, meta_cmp) : NULL;
+    const char **k =
+        ix->mn ? bsearch(&key, ix->mk, ix->mn, sizeof *ix->mk, meta_cmp) : NULL;
     return k ? ix->mv[k - ix->mk] : NULL;
 }
 
 size_t rt_st_index_meta_count(const rt_st_index *ix) { return ix->mn; }
 
-void rt_st_index_meta_at(const rt_st_index *ix, size_t i, const char **key, const char **value)
+void rt_st_index_meta_at(const rt_st_index *ix, size_t i, const char **key,
+                         const char **value)
 {
     *key = i < ix->mn ? ix->mk[i] : NULL;
     *value = i < ix->mn ? ix->mv[i] : NULL;

@@ -24,8 +24,21 @@
 
 /* In the reference's enum order: the writer sorts by descending rank. */
 typedef enum rt_st_dtype {
-    RT_ST_BOOL, RT_ST_U8, RT_ST_I8, RT_ST_F8_E5M2, RT_ST_F8_E4M3, RT_ST_I16, RT_ST_U16,
-    RT_ST_F16, RT_ST_BF16, RT_ST_I32, RT_ST_U32, RT_ST_F32, RT_ST_F64, RT_ST_I64, RT_ST_U64,
+    RT_ST_BOOL,
+    RT_ST_U8,
+    RT_ST_I8,
+    RT_ST_F8_E5M2,
+    RT_ST_F8_E4M3,
+    RT_ST_I16,
+    RT_ST_U16,
+    RT_ST_F16,
+    RT_ST_BF16,
+    RT_ST_I32,
+    RT_ST_U32,
+    RT_ST_F32,
+    RT_ST_F64,
+    RT_ST_I64,
+    RT_ST_U64,
     RT_ST_DTYPE_COUNT
 } rt_st_dtype;
 
@@ -41,17 +54,18 @@ size_t rt_st_dtype_size(rt_st_dtype dt);
 int rt_st_dtype_parse(const char *name, rt_st_dtype *out);
 
 typedef struct rt_st_tensor_info {
-    const char *name;                /* borrowed from the writer / index */
+    const char *name; /* borrowed from the writer / index */
     rt_st_dtype dtype;
-    int ndim;                        /* 0 = scalar */
+    int ndim; /* 0 = scalar */
     int64_t shape[RT_ST_MAX_DIMS];
-    uint64_t begin, end;             /* byte offsets in the data area, end - begin = size */
+    uint64_t begin, end; /* byte offsets in the data area, end - begin = size */
 } rt_st_tensor_info;
 
 /* ---- writer ---- */
 typedef struct rt_st_writer rt_st_writer;
 /* Receives the file's bytes in order; returns RT_OK or fills err. */
-typedef rt_status (*rt_st_sink_fn)(void *user, const void *buf, size_t len, rt_error *err);
+typedef rt_status (*rt_st_sink_fn)(void *user, const void *buf, size_t len,
+                                   rt_error *err);
 
 rt_status rt_st_writer_create(rt_st_writer **out, rt_error *err);
 void rt_st_writer_destroy(rt_st_writer *w); /* NULL ok */
@@ -68,11 +82,13 @@ size_t rt_st_writer_count(rt_st_writer *w);
 const rt_st_tensor_info *rt_st_writer_tensor(rt_st_writer *w, size_t i);
 /* Metadata entries in key order (i < count). */
 size_t rt_st_writer_meta_count(const rt_st_writer *w);
-void rt_st_writer_meta_at(const rt_st_writer *w, size_t i, const char **key, const char **value);
+void rt_st_writer_meta_at(const rt_st_writer *w, size_t i, const char **key,
+                          const char **value);
 /* CRC-32 (zlib) of the data area the writer will emit. */
 uint32_t rt_st_writer_data_crc32(rt_st_writer *w);
 /* Emits the whole file through sink. */
-rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user, rt_error *err);
+rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user,
+                            rt_error *err);
 
 /* ---- reader: the parsed, validated header ---- */
 typedef struct rt_st_index rt_st_index;
@@ -80,8 +96,8 @@ typedef struct rt_st_index rt_st_index;
 /* Checks the 8-byte prefix of a `file_size`-byte file and returns the header length N
  * in *n: RT_EFORMAT when the file is shorter than 8 bytes, N exceeds RT_ST_MAX_HEADER or
  * the file. `what` (the path) starts every message. */
-rt_status rt_st_prefix_check(const uint8_t prefix[8], uint64_t file_size, const char *what,
-                             uint64_t *n, rt_error *err);
+rt_status rt_st_prefix_check(const uint8_t prefix[8], uint64_t file_size,
+                             const char *what, uint64_t *n, rt_error *err);
 /* Parses and validates the N header bytes of a file whose data area has data_len bytes:
  * JSON object, no duplicate keys, string-only __metadata__, known dtypes, integer
  * shapes, offsets contiguous from 0 to data_len without gaps or overlaps, and
@@ -97,6 +113,7 @@ const rt_st_tensor_info *rt_st_index_find(const rt_st_index *ix, const char *nam
 const char *rt_st_index_meta(const rt_st_index *ix, const char *key);
 /* __metadata__ entries in key order (i < count); borrowed. */
 size_t rt_st_index_meta_count(const rt_st_index *ix);
-void rt_st_index_meta_at(const rt_st_index *ix, size_t i, const char **key, const char **value);
+void rt_st_index_meta_at(const rt_st_index *ix, size_t i, const char **key,
+                         const char **value);
 
 #endif

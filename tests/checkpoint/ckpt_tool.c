@@ -61,16 +61,22 @@ static void write_ref(const char *path)
         if (rt_ckpt_writer_add_tensor(w, refs[i].name, refs[i].dtype, refs[i].ndim,
                                       refs[i].shape, refs[i].data, &err))
             die(&err);
-    rt_ckpt_metric m = {.name = "val_accuracy", .has_value = 1, .value = 0.8125,
-                        .higher_is_better = 1, .step = 77};
+    rt_ckpt_metric m = {.name = "val_accuracy",
+                        .has_value = 1,
+                        .value = 0.8125,
+                        .higher_is_better = 1,
+                        .step = 77};
     if (rt_ckpt_writer_set_meta_i64(w, "step", 77, &err) ||
         rt_ckpt_writer_set_meta_i64(w, "epoch", 3, &err) ||
         rt_ckpt_writer_set_meta(w, "created", "2026-01-02T03:04:05Z", &err) ||
         rt_ckpt_writer_set_meta(w, "run_id", "run-\xc3\xa9t\xc3\xa9", &err) ||
-        rt_ckpt_writer_set_meta(w, "model_spec", "conv2d 4 3\n\trelu\n\"q\" \\ /", &err) ||
-        rt_ckpt_writer_set_meta_json(w, "hyperparameters",
-                                     "{\"lr\":0.001,\"batch\":128,\"optimizer\":\"adam\"}", &err) ||
-        rt_ckpt_writer_set_meta_json(w, "rng", "{\"seed\":\"42\",\"counter\":\"1099511627776\"}", &err) ||
+        rt_ckpt_writer_set_meta(w, "model_spec", "conv2d 4 3\n\trelu\n\"q\" \\ /",
+                                &err) ||
+        rt_ckpt_writer_set_meta_json(
+            w, "hyperparameters", "{\"lr\":0.001,\"batch\":128,\"optimizer\":\"adam\"}",
+            &err) ||
+        rt_ckpt_writer_set_meta_json(
+            w, "rng", "{\"seed\":\"42\",\"counter\":\"1099511627776\"}", &err) ||
         rt_ckpt_writer_set_meta(w, "optimizer", "adam", &err) ||
         rt_ckpt_writer_set_metric(w, "metric", &m, &err) ||
         rt_ckpt_writer_save(w, path, &err))
@@ -113,13 +119,16 @@ static void dump(size_t n, const rt_st_tensor_info *(*at)(const void *, size_t),
     for (size_t i = 0; i < n; i++) {
         const rt_st_tensor_info *t = at(src, i);
         json_t *shape = json_array();
-        for (int d = 0; d < t->ndim; d++) json_array_append_new(shape, json_integer(t->shape[d]));
+        for (int d = 0; d < t->ndim; d++)
+            json_array_append_new(shape, json_integer(t->shape[d]));
         size_t len = (size_t)(t->end - t->begin);
         char *hex = malloc(2 * len + 1);
         for (size_t k = 0; k < len; k++) sprintf(hex + 2 * k, "%02x", data[t->begin + k]);
         hex[2 * len] = '\0';
-        json_object_set_new(tensors, t->name, json_pack("{s:s,s:o,s:s}", "dtype",
-                            rt_st_dtype_name(t->dtype), "shape", shape, "hex", hex));
+        json_object_set_new(tensors, t->name,
+                            json_pack("{s:s,s:o,s:s}", "dtype",
+                                      rt_st_dtype_name(t->dtype), "shape", shape, "hex",
+                                      hex));
         free(hex);
     }
     for (size_t i = 0; i < nmeta; i++) {
@@ -134,7 +143,10 @@ static void dump(size_t n, const rt_st_tensor_info *(*at)(const void *, size_t),
     json_decref(root);
 }
 
-static const rt_st_tensor_info *ix_at(const void *ix, size_t i) { return rt_st_index_tensor(ix, i); }
+static const rt_st_tensor_info *ix_at(const void *ix, size_t i)
+{
+    return rt_st_index_tensor(ix, i);
+}
 static void ix_meta(const void *ix, size_t i, const char **k, const char **v)
 {
     rt_st_index_meta_at(ix, i, k, v);
@@ -151,12 +163,16 @@ static void st_dump(const char *path)
         rt_st_prefix_check(buf, size, path, &n, &err) ||
         rt_st_index_parse((const char *)buf + 8, n, size - 8 - n, path, &ix, &err))
         die(&err);
-    dump(rt_st_index_count(ix), ix_at, ix, buf + 8 + n, rt_st_index_meta_count(ix), ix_meta);
+    dump(rt_st_index_count(ix), ix_at, ix, buf + 8 + n, rt_st_index_meta_count(ix),
+         ix_meta);
     rt_st_index_destroy(ix);
     free(buf);
 }
 
-static const rt_st_tensor_info *rd_at(const void *r, size_t i) { return rt_ckpt_reader_tensor_at(r, i); }
+static const rt_st_tensor_info *rd_at(const void *r, size_t i)
+{
+    return rt_ckpt_reader_tensor_at(r, i);
+}
 static void rd_meta(const void *r, size_t i, const char **k, const char **v)
 {
     rt_ckpt_reader_meta_at(r, i, k, v);
@@ -169,7 +185,8 @@ static void ckpt_dump(const char *path)
     if (rt_ckpt_reader_open(path, 0, &r, &err)) die(&err);
     /* copy every tensor out through the checked getter into one buffer */
     size_t n = rt_ckpt_reader_tensor_count(r), total = 0;
-    for (size_t i = 0; i < n; i++) total += (size_t)(rd_at(r, i)->end - rd_at(r, i)->begin);
+    for (size_t i = 0; i < n; i++)
+        total += (size_t)(rd_at(r, i)->end - rd_at(r, i)->begin);
     uint8_t *data = malloc(total + 1);
     for (size_t i = 0; i < n; i++) {
         const rt_st_tensor_info *t = rd_at(r, i);
@@ -189,10 +206,15 @@ int main(int argc, char **argv)
         return 2;
     }
     fill();
-    if (strcmp(argv[1], "write-ref") == 0) write_ref(argv[2]);
-    else if (strcmp(argv[1], "write-plain") == 0) write_plain(argv[2]);
-    else if (strcmp(argv[1], "dump") == 0) ckpt_dump(argv[2]);
-    else if (strcmp(argv[1], "st-dump") == 0) st_dump(argv[2]);
-    else return 2;
+    if (strcmp(argv[1], "write-ref") == 0)
+        write_ref(argv[2]);
+    else if (strcmp(argv[1], "write-plain") == 0)
+        write_plain(argv[2]);
+    else if (strcmp(argv[1], "dump") == 0)
+        ckpt_dump(argv[2]);
+    else if (strcmp(argv[1], "st-dump") == 0)
+        st_dump(argv[2]);
+    else
+        return 2;
     return 0;
 }

@@ -88,9 +88,12 @@ T_TEST(every_header_value_edited)
     int edits = 0;
     for (size_t i = 8; i < 8 + n; i++) {
         unsigned char c = b[i];
-        if (c >= '0' && c <= '9') b[i] = (unsigned char)(c == '9' ? '0' : c + 1);
-        else if (c >= 'a' && c <= 'z') b[i] = (unsigned char)(c == 'z' ? 'a' : c + 1);
-        else continue;
+        if (c >= '0' && c <= '9')
+            b[i] = (unsigned char)(c == '9' ? '0' : c + 1);
+        else if (c >= 'a' && c <= 'z')
+            b[i] = (unsigned char)(c == 'z' ? 'a' : c + 1);
+        else
+            continue;
         edits++;
         ASSERT_EQ(ck_write(bad, b, len), 0);
         b[i] = c;
@@ -112,7 +115,7 @@ T_TEST(every_data_byte_flipped)
     for (int i = 7; i >= 0; i--) n = (n << 8) | b[i];
     char why[700];
     for (size_t i = 8 + n; i < len; i++) {
-        b[i] ^= (unsigned char)(1u << (i % 8));   /* a single bit */
+        b[i] ^= (unsigned char)(1u << (i % 8)); /* a single bit */
         ASSERT_EQ(ck_write(bad, b, len), 0);
         b[i] ^= (unsigned char)(1u << (i % 8));
         if (!refused_as(RT_EFORMAT, "data checksum mismatch", 0, why, sizeof why)) {
@@ -128,8 +131,8 @@ T_TEST(absurd_header_lengths)
     size_t len;
     unsigned char *b = ck_read(good, &len);
     ASSERT(b);
-    uint64_t lens[] = {UINT64_MAX, (uint64_t)1 << 63, (uint64_t)1 << 40,
-                       RT_ST_MAX_HEADER + 1, len - 7, len};
+    uint64_t lens[] = {UINT64_MAX,           (uint64_t)1 << 63, (uint64_t)1 << 40,
+                       RT_ST_MAX_HEADER + 1, len - 7,           len};
     char why[700];
     for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
         for (int i = 0; i < 8; i++) b[i] = (unsigned char)(lens[k] >> (8 * i));
@@ -156,33 +159,46 @@ static void write_raw(const char *hdr, size_t data_len)
 
 T_TEST(inconsistent_headers)
 {
-    static const struct { const char *hdr; size_t data; const char *needle; } cases[] = {
+    static const struct {
+        const char *hdr;
+        size_t data;
+        const char *needle;
+    } cases[] = {
         {"[1,2,3]", 0, "not a JSON object"},
-        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}", 8, "not valid JSON"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}", 8,
+         "not valid JSON"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-         "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "not valid JSON"},
+         "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+         8, "not valid JSON"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-         "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, "'b' starts"},
+         "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+         12, "'b' starts"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-         "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]}}", 20, "'b' starts"},
+         "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]}}",
+         20, "'b' starts"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, "'a'"},
-        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 9, "trailing"},
-        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8, "data_offsets"},
-        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0.0,8]}}", 8, "data_offsets"},
-        {"{\"a\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "dtype 'F33'"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 9,
+         "trailing"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8,
+         "data_offsets"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0.0,8]}}", 8,
+         "data_offsets"},
+        {"{\"a\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
+         "dtype 'F33'"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8, "shape"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4294967296],"
-         "\"data_offsets\":[0,8]}}", 8, "'a'"},
+         "\"data_offsets\":[0,8]}}",
+         8, "'a'"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2]}}", 8, "lacks"},
         {"{\"a\":[]}", 0, "lacks"},
         {"{\"__metadata__\":{\"format\":1}}", 0, "not a string"},
         {"{\"__metadata__\":[]}", 0, "not an object"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
          "not a Kiln checkpoint"},
-        {"{\"__metadata__\":{\"format\":\"kiln-checkpoint\",\"format_version\":\"x\"}}", 0,
-         "format_version"},
-        {"{\"__metadata__\":{\"format\":\"kiln-checkpoint\",\"format_version\":\"1\"}}", 0,
-         "header_crc32"},
+        {"{\"__metadata__\":{\"format\":\"kiln-checkpoint\",\"format_version\":\"x\"}}",
+         0, "format_version"},
+        {"{\"__metadata__\":{\"format\":\"kiln-checkpoint\",\"format_version\":\"1\"}}",
+         0, "header_crc32"},
     };
     char why[700];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -198,7 +214,10 @@ T_TEST(inconsistent_headers)
     rt_st_index_destroy(ix);
 }
 
-static const rt_st_tensor_info *wt(void *w, size_t i) { return rt_st_writer_tensor(w, i); }
+static const rt_st_tensor_info *wt(void *w, size_t i)
+{
+    return rt_st_writer_tensor(w, i);
+}
 static void wm(void *w, size_t i, const char **k, const char **v)
 {
     rt_st_writer_meta_at(w, i, k, v);
@@ -228,7 +247,8 @@ static void write_version(const char *ver)
     rt_st_writer_set_meta(w, "data_crc32", hex, NULL);
     rt_st_writer_set_meta(w, "header_crc32", "", NULL);
     rtp_ckpt_crc_hex(rtp_ckpt_header_crc32(w, rt_st_writer_count(w), wt,
-                                           rt_st_writer_meta_count(w), wm), hex);
+                                           rt_st_writer_meta_count(w), wm),
+                     hex);
     rt_st_writer_set_meta(w, "header_crc32", hex, NULL);
     FILE *f = fopen(bad, "wb");
     rt_st_writer_emit(w, sink, f, NULL);

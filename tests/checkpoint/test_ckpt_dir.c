@@ -150,7 +150,8 @@ T_TEST(rotate_keeps_newest_n_and_best)
     for (int i = 0; i < 6; i++) save(d, 100 * (i + 1), acc[i], 1);
     ASSERT_EQ(rt_ckpt_dir_rotate(d, 2, 1, &removed, NULL), RT_OK);
     ASSERT_EQ(removed, 3);
-    ASSERT(!has_step(d, 100) && has_step(d, 200) && !has_step(d, 300) && !has_step(d, 400));
+    ASSERT(!has_step(d, 100) && has_step(d, 200) && !has_step(d, 300) &&
+           !has_step(d, 400));
     ASSERT(has_step(d, 500) && has_step(d, 600));
     /* idempotent */
     ASSERT_EQ(rt_ckpt_dir_rotate(d, 2, 1, &removed, NULL), RT_OK);
@@ -186,14 +187,14 @@ T_TEST(rotate_spares_damaged_and_user_files)
     char d[400], user[500], *p = NULL;
     run_dir(d, sizeof d, "spare");
     for (int s = 1; s <= 5; s++) save(d, s, 0.1 * s, 1);
-    damage(d, 5, 't');               /* newest is damaged: 4 is the newest valid */
-    damage(d, 1, 'f');               /* an old damaged one */
+    damage(d, 5, 't'); /* newest is damaged: 4 is the newest valid */
+    damage(d, 1, 'f'); /* an old damaged one */
     snprintf(user, sizeof user, "%s/my-best.safetensors", d);
     ck_sample s;
     ASSERT_EQ(ck_save_sample_metric(user, 2, 0.99, &s, NULL), RT_OK);
     size_t removed = 0;
     ASSERT_EQ(rt_ckpt_dir_rotate(d, 1, 1, &removed, NULL), RT_OK);
-    ASSERT_EQ(removed, 2);           /* steps 2 and 3 */
+    ASSERT_EQ(removed, 2); /* steps 2 and 3 */
     ASSERT(has_step(d, 1) && !has_step(d, 2) && !has_step(d, 3) && has_step(d, 4));
     ASSERT(has_step(d, 5) && ck_exists(user));
     rt_ckpt_dir_path(d, 4, &p, NULL);

@@ -15,7 +15,10 @@
 
 static char dir[256], path[512], tmp[600];
 
-typedef struct { int status; char msg[512]; } child_result;
+typedef struct {
+    int status;
+    char msg[512];
+} child_result;
 
 /* Saves step 200 over path in a child limited to `limit` bytes a file. */
 static int save_limited(rlim_t limit, child_result *res)
@@ -39,7 +42,8 @@ static int save_limited(rlim_t limit, child_result *res)
     close(fds[0]);
     int wst;
     waitpid(pid, &wst, 0);
-    return got == (ssize_t)sizeof *res && WIFEXITED(wst) && WEXITSTATUS(wst) == 0 ? 0 : -1;
+    return got == (ssize_t)sizeof *res && WIFEXITED(wst) && WEXITSTATUS(wst) == 0 ? 0
+                                                                                  : -1;
 }
 
 T_TEST(full_disk_at_every_stage)
@@ -52,18 +56,28 @@ T_TEST(full_disk_at_every_stage)
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | b[i];
     free(b);
-    rlim_t limits[] = {0, 1, 7, 8, 100, (rlim_t)(8 + n - 1), (rlim_t)(8 + n),
-                       (rlim_t)(8 + n + 50), (rlim_t)(size / 2 + n / 2), (rlim_t)(size - 1)};
+    rlim_t limits[] = {0,
+                       1,
+                       7,
+                       8,
+                       100,
+                       (rlim_t)(8 + n - 1),
+                       (rlim_t)(8 + n),
+                       (rlim_t)(8 + n + 50),
+                       (rlim_t)(size / 2 + n / 2),
+                       (rlim_t)(size - 1)};
     for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
         child_result r;
-        if (save_limited(limits[i], &r) != 0) T_FAIL_("child for limit %llu died",
-                                                      (unsigned long long)limits[i]);
+        if (save_limited(limits[i], &r) != 0)
+            T_FAIL_("child for limit %llu died", (unsigned long long)limits[i]);
         if (r.status != RT_EIO || !strstr(r.msg, path) || !strstr(r.msg, "disk full"))
-            T_FAIL_("limit %llu: status %d, msg: %s", (unsigned long long)limits[i], r.status,
-                    r.msg);
-        if (ck_exists(tmp)) T_FAIL_("limit %llu: %s left behind", (unsigned long long)limits[i], tmp);
+            T_FAIL_("limit %llu: status %d, msg: %s", (unsigned long long)limits[i],
+                    r.status, r.msg);
+        if (ck_exists(tmp))
+            T_FAIL_("limit %llu: %s left behind", (unsigned long long)limits[i], tmp);
         if (!ck_holds_step(path, 100))
-            T_FAIL_("limit %llu: the previous checkpoint was damaged", (unsigned long long)limits[i]);
+            T_FAIL_("limit %llu: the previous checkpoint was damaged",
+                    (unsigned long long)limits[i]);
     }
     /* with exactly enough room the save succeeds (same size: same tensors and keys) */
     child_result r;
@@ -78,7 +92,8 @@ T_TEST(errno_messages)
     rt_error err;
     int errs[] = {ENOSPC, EDQUOT, EFBIG};
     for (size_t i = 0; i < 3; i++) {
-        ASSERT_EQ(rtp_ckpt_errno_error(&err, errs[i], "writing checkpoint", "/x/y"), RT_EIO);
+        ASSERT_EQ(rtp_ckpt_errno_error(&err, errs[i], "writing checkpoint", "/x/y"),
+                  RT_EIO);
         ASSERT_STR_CONTAINS(err.msg, "disk full");
         ASSERT_STR_CONTAINS(err.msg, "'/x/y'");
         ASSERT_STR_CONTAINS(err.msg, "HINT");

@@ -46,7 +46,8 @@ T_TEST(round_trip)
     ASSERT_EQ(v, 12);
     ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "format"), "kiln-checkpoint");
     ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "format_version"), "1");
-    ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "model_spec"), "conv2d 8 3\nrelu\nflatten\ndense 10\n");
+    ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "model_spec"),
+                  "conv2d 8 3\nrelu\nflatten\ndense 10\n");
     ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "input_shape"), "[1,28,28]");
     ASSERT_EQ(strlen(rt_ckpt_reader_meta(r, "data_crc32")), 8);
     ASSERT_EQ(strlen(rt_ckpt_reader_meta(r, "created")), 20); /* 2026-11-30T08:44:55Z */
@@ -77,21 +78,26 @@ T_TEST(load_refuses_wrong_shape_dtype_and_missing)
     ASSERT_EQ(rt_ckpt_reader_open(path, 0, &r, &err), RT_OK);
     int64_t other[4] = {4, 1, 3, 3};
     ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 4, other, buf,
-                                 4 * 9 * sizeof(float), &err), RT_EFORMAT);
+                                 4 * 9 * sizeof(float), &err),
+              RT_EFORMAT);
     ASSERT_STR_CONTAINS(err.msg, path);
     ASSERT_STR_CONTAINS(err.msg, "[8,1,3,3]");
     ASSERT_STR_CONTAINS(err.msg, "[4,1,3,3]");
     ASSERT_STR_CONTAINS(err.msg, "HINT");
     int64_t flat[1] = {CK_W_N};
     ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 1, flat, buf,
-                                 sizeof buf, &err), RT_EFORMAT);
+                                 sizeof buf, &err),
+              RT_EFORMAT);
     ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_I32, 4, ck_w_shape, buf,
-                                 sizeof buf, &err), RT_EFORMAT);
+                                 sizeof buf, &err),
+              RT_EFORMAT);
     ASSERT_STR_CONTAINS(err.msg, "F32");
     ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 4, ck_w_shape, buf,
-                                 sizeof buf - 4, &err), RT_EINVAL);
+                                 sizeof buf - 4, &err),
+              RT_EINVAL);
     ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv2.weight", RT_ST_F32, 4, ck_w_shape, buf,
-                                 sizeof buf, &err), RT_ENOTFOUND);
+                                 sizeof buf, &err),
+              RT_ENOTFOUND);
     ASSERT_STR_CONTAINS(err.msg, "model.conv2.weight");
     ASSERT_STR_CONTAINS(err.msg, path);
     rt_ckpt_reader_destroy(r);
@@ -107,7 +113,8 @@ T_TEST(header_only_open)
     ASSERT_EQ(rt_ckpt_reader_tensor_count(r), 7);
     ASSERT(rt_ckpt_reader_find(r, "model.fc.weight") != NULL);
     ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 4, ck_w_shape, buf,
-                                 sizeof buf, &err), RT_EINVAL);
+                                 sizeof buf, &err),
+              RT_EINVAL);
     size_t len;
     unsigned char *bytes = ck_read(path, &len);
     ASSERT(bytes);
@@ -125,14 +132,19 @@ T_TEST(writer_refusals)
     ASSERT_EQ(rt_ckpt_writer_create(&w, &err), RT_OK);
     ASSERT_EQ(rt_ckpt_writer_set_meta(w, "format_version", "2", &err), RT_EINVAL);
     ASSERT_EQ(rt_ckpt_writer_set_meta(w, "data_crc32", "00000000", &err), RT_EINVAL);
-    ASSERT_EQ(rt_ckpt_writer_set_meta_json(w, "hyperparameters", "{lr: 1}", &err), RT_EINVAL);
+    ASSERT_EQ(rt_ckpt_writer_set_meta_json(w, "hyperparameters", "{lr: 1}", &err),
+              RT_EINVAL);
     ASSERT_EQ(rt_ckpt_writer_set_meta(w, "bad", "\xff\xfe", &err), RT_EINVAL);
-    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.x", RT_ST_F32, 1, shape, x, &err), RT_OK);
-    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.x", RT_ST_F32, 1, shape, x, &err), RT_EINVAL);
+    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.x", RT_ST_F32, 1, shape, x, &err),
+              RT_OK);
+    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.x", RT_ST_F32, 1, shape, x, &err),
+              RT_EINVAL);
     ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "__metadata__", RT_ST_F32, 1, shape, x, &err),
               RT_EINVAL);
-    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.y", RT_ST_F32, 1, neg, x, &err), RT_EINVAL);
-    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.z", RT_ST_F32, 9, shape, x, &err), RT_EINVAL);
+    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.y", RT_ST_F32, 1, neg, x, &err),
+              RT_EINVAL);
+    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.z", RT_ST_F32, 9, shape, x, &err),
+              RT_EINVAL);
     ASSERT_EQ(rt_ckpt_writer_save(w, path, &err), RT_EINVAL); /* no step/epoch */
     ASSERT_STR_CONTAINS(err.msg, "step");
     ASSERT_EQ(rt_ckpt_writer_set_meta(w, "step", "-3", &err), RT_OK);
