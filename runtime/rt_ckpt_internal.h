@@ -30,10 +30,6 @@ rt_status rtp_ckpt_file_commit(rtp_ckpt_file *f, rt_error *err);
 /* Closes and removes the tmp file, frees f's strings; safe after a failed begin. */
 void rtp_ckpt_file_abort(rtp_ckpt_file *f);
 
-/* Reads a whole regular file (what names it in messages): *buf (caller frees) holds
- * *size bytes. */
-rt_status rtp_ckpt_read_file(const char *path, const char *what, uint8_t **buf,
-                             size_t *size, rt_error *err);
 /* Reads bytes [off, off+len) of an open file; RT_EFORMAT if it ends first. */
 rt_status rtp_ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *what,
                          rt_error *err);

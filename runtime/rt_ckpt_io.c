@@ -156,38 +156,3 @@ rt_status rtp_ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char
     }
     return RT_OK;
 }
-
-rt_status rtp_ckpt_read_file(const char *path, const char *what, uint8_t **buf,
-                             size_t *size, rt_error *err)
-{
-    *buf = NULL;
-    *size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return rtp_ckpt_errno_error(err, errno, "opening", path);
-    struct stat st;
-    rt_status s = RT_OK;
-    if (fstat(fd, &st) != 0)
-        s = rtp_ckpt_errno_error(err, errno, "examining", path);
-    else if (!S_ISREG(st.st_mode))
-        s = RT_ERR(err, RT_EINVAL, "%s: not a regular file", what);
-    else if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX - 1)
-        s = RT_ERR(err, RT_ENOMEM, "%s: too large to load", what);
-    if (s == RT_OK) {
-        *size = (size_t)st.st_size;
-        *buf = malloc(*size ? *size : 1);
-        if (!*buf)
-            s = RT_ERR(err, RT_ENOMEM,
-                       "%s: out of memory loading %zu bytes ---> HINT: free "
-                       "memory (other models, data sets)",
-                       what, *size);
-        else
-            s = rtp_ckpt_pread(fd, *buf, *size, 0, what, err);
-    }
-    close(fd);
-    if (s != RT_OK) {
-        free(*buf);
-        *buf = NULL;
-        *size = 0;
-    }
-    return s;
-}

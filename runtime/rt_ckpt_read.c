@@ -4,8 +4,10 @@
  * prefix against the file size, the header JSON and its tensor table (rt_safetensors),
  * the format name and version (before the checksums, so a newer file is reported as
  * "newer", not "corrupt"), the typed metadata, the header checksum, the data checksum.
- * The whole file is read into one buffer (a CNN checkpoint is tens of MB); tensors are
- * copied out of it on request, after a dtype and shape check.
+ * The data area is read only after the header passed, into one buffer (a CNN
+ * checkpoint is tens of MB; read(2), not mmap, so an I/O error on a network or FUSE
+ * mount is a message, not SIGBUS); tensors are copied out of it on request, after a
+ * dtype and shape check.
  */
 #include "rt_ckpt_internal.h"
 
@@ -20,8 +22,8 @@
 
 struct rt_ckpt_reader {
     char *path;
-    char *what;   /* "checkpoint '<path>'", starts every message */
-    uint8_t *buf; /* whole file, or NULL when header-only */
+    char *what;    /* "checkpoint '<path>'", starts every message */
+    uint8_t *data; /* the data area, or NULL when opened header-only */
     uint64_t file_size, data_start;
     rt_st_index *ix;
 };
@@ -54,56 +56,47 @@ static rt_status check_crc(const rt_ckpt_reader *r, const char *key, uint32_t co
     return RT_OK;
 }
 
-/* Reads the prefix and header only: no data, no data checksum. */
-static rt_status read_header(rt_ckpt_reader *r, rt_error *err)
+/* The header checks, before any data is read: a wrong or newer file is refused without
+ * reading (or allocating) its data area. */
+static rt_status check_header(rt_ckpt_reader *r, rt_error *err)
 {
-    int fd = open(r->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return rtp_ckpt_errno_error(err, errno, "opening", r->path);
+    RT_TRY(rtp_ckpt_meta_check(r->ix, r->what, err));
+    return check_crc(r, RT_CKPT_KEY_HEADER_CRC,
+                     rtp_ckpt_header_crc32(r->ix, rt_st_index_count(r->ix), index_tensor,
+                                           rt_st_index_meta_count(r->ix), index_meta),
+                     "header", err);
+}
+
+/* Reads and checks the prefix and header, then (unless header_only) the data area,
+ * all through one descriptor so the file cannot change between the two. */
+static rt_status read_checked(rt_ckpt_reader *r, int fd, int header_only, rt_error *err)
+{
     struct stat st;
     uint8_t prefix[8];
     uint64_t n = 0;
-    char *hdr = NULL;
-    rt_status s = RT_OK;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        s = RT_ERR(err, RT_EINVAL, "%s: not a readable regular file", r->what);
-    r->file_size = s == RT_OK ? (uint64_t)st.st_size : 0;
-    if (s == RT_OK && r->file_size >= 8)
-        s = rtp_ckpt_pread(fd, prefix, 8, 0, r->what, err);
-    if (s == RT_OK) s = rt_st_prefix_check(prefix, r->file_size, r->what, &n, err);
-    if (s == RT_OK && !(hdr = malloc(n ? n : 1)))
-        s = RT_ERR(err, RT_ENOMEM, "%s: out of memory reading the header", r->what);
-    if (s == RT_OK) s = rtp_ckpt_pread(fd, hdr, n, 8, r->what, err);
-    close(fd);
+        return RT_ERR(err, RT_EINVAL, "%s: not a readable regular file", r->what);
+    r->file_size = (uint64_t)st.st_size;
+    if (r->file_size >= 8) RT_TRY(rtp_ckpt_pread(fd, prefix, 8, 0, r->what, err));
+    RT_TRY(rt_st_prefix_check(prefix, r->file_size, r->what, &n, err));
+    char *hdr = malloc(n ? n : 1);
+    if (!hdr)
+        return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading the header", r->what);
+    rt_status s = rtp_ckpt_pread(fd, hdr, n, 8, r->what, err);
     if (s == RT_OK)
         s = rt_st_index_parse(hdr, n, r->file_size - 8 - n, r->what, &r->ix, err);
     free(hdr);
     r->data_start = 8 + n;
-    return s;
-}
-
-static rt_status read_all(rt_ckpt_reader *r, rt_error *err)
-{
-    size_t size;
-    uint64_t n;
-    RT_TRY(rtp_ckpt_read_file(r->path, r->what, &r->buf, &size, err));
-    r->file_size = size;
-    RT_TRY(rt_st_prefix_check(r->buf, size, r->what, &n, err));
-    r->data_start = 8 + n;
-    return rt_st_index_parse((const char *)r->buf + 8, n, size - 8 - n, r->what, &r->ix,
-                             err);
-}
-
-static rt_status validate(rt_ckpt_reader *r, int header_only, rt_error *err)
-{
-    RT_TRY(header_only ? read_header(r, err) : read_all(r, err));
-    RT_TRY(rtp_ckpt_meta_check(r->ix, r->what, err));
-    RT_TRY(check_crc(r, RT_CKPT_KEY_HEADER_CRC,
-                     rtp_ckpt_header_crc32(r->ix, rt_st_index_count(r->ix), index_tensor,
-                                           rt_st_index_meta_count(r->ix), index_meta),
-                     "header", err));
-    if (header_only) return RT_OK;
-    uLong crc = crc32_z(0L, Z_NULL, 0);
-    crc = crc32_z(crc, r->buf + r->data_start, (size_t)(r->file_size - r->data_start));
+    if (s == RT_OK) s = check_header(r, err);
+    if (s != RT_OK || header_only) return s;
+    uint64_t len = r->file_size - r->data_start;
+    if (len > SIZE_MAX - 1 || !(r->data = malloc(len ? (size_t)len : 1)))
+        return RT_ERR(err, RT_ENOMEM,
+                      "%s: out of memory loading %llu bytes ---> HINT: "
+                      "free memory (other models, data sets)",
+                      r->what, (unsigned long long)len);
+    RT_TRY(rtp_ckpt_pread(fd, r->data, (size_t)len, r->data_start, r->what, err));
+    uLong crc = crc32_z(crc32_z(0L, Z_NULL, 0), r->data, (size_t)len);
     return check_crc(r, RT_CKPT_KEY_DATA_CRC, (uint32_t)crc, "data", err);
 }
 
@@ -122,7 +115,11 @@ rt_status rt_ckpt_reader_open(const char *path, unsigned flags, rt_ckpt_reader *
         return RT_ERR(err, RT_ENOMEM, "out of memory opening checkpoint '%s'", path);
     }
     snprintf(r->what, wlen, "checkpoint '%s'", path);
-    rt_status s = validate(r, (flags & RT_CKPT_OPEN_HEADER_ONLY) != 0, err);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    rt_status s = fd < 0
+                      ? rtp_ckpt_errno_error(err, errno, "opening", path)
+                      : read_checked(r, fd, (flags & RT_CKPT_OPEN_HEADER_ONLY) != 0, err);
+    if (fd >= 0) close(fd);
     if (s != RT_OK) {
         rt_ckpt_reader_destroy(r);
         return s;
@@ -135,7 +132,7 @@ void rt_ckpt_reader_destroy(rt_ckpt_reader *r)
 {
     if (!r) return;
     rt_st_index_destroy(r->ix);
-    free(r->buf);
+    free(r->data);
     free(r->what);
     free(r->path);
     free(r);
@@ -177,7 +174,7 @@ rt_status rt_ckpt_reader_get(const rt_ckpt_reader *r, const char *name, rt_st_dt
                       "%s has no tensor '%s' ---> HINT: was it saved "
                       "from a different %%%%model?",
                       r->what, name);
-    if (!r->buf)
+    if (!r->data)
         return RT_ERR(err, RT_EINVAL, "%s was opened header-only; tensor '%s' not loaded",
                       r->what, name);
     int same = t->dtype == dtype && t->ndim == ndim;
@@ -196,7 +193,7 @@ rt_status rt_ckpt_reader_get(const rt_ckpt_reader *r, const char *name, rt_st_dt
     if (dst_bytes != t->end - t->begin)
         return RT_ERR(err, RT_EINVAL, "%s: tensor '%s' is %llu bytes, buffer is %zu",
                       r->what, name, (unsigned long long)(t->end - t->begin), dst_bytes);
-    if (dst_bytes) memcpy(dst, r->buf + r->data_start + t->begin, dst_bytes);
+    if (dst_bytes) memcpy(dst, r->data + t->begin, dst_bytes);
     return RT_OK;
 }
 

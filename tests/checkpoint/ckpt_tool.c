@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ck_util.h"
 #include "rt_ckpt.h"
 #include "rt_ckpt_internal.h"
 
@@ -155,12 +156,15 @@ static void ix_meta(const void *ix, size_t i, const char **k, const char **v)
 static void st_dump(const char *path)
 {
     rt_error err;
-    uint8_t *buf;
     size_t size;
     uint64_t n;
     rt_st_index *ix = NULL;
-    if (rtp_ckpt_read_file(path, path, &buf, &size, &err) ||
-        rt_st_prefix_check(buf, size, path, &n, &err) ||
+    uint8_t *buf = ck_read(path, &size);
+    if (!buf) {
+        fprintf(stderr, "cannot read %s\n", path);
+        exit(1);
+    }
+    if (rt_st_prefix_check(buf, size, path, &n, &err) ||
         rt_st_index_parse((const char *)buf + 8, n, size - 8 - n, path, &ix, &err))
         die(&err);
     dump(rt_st_index_count(ix), ix_at, ix, buf + 8 + n, rt_st_index_meta_count(ix),
