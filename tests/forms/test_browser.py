@@ -154,10 +154,14 @@ def _run_cell(page, index):
 
 
 def _wait_idle(page, timeout=60):
+    """Waits until a kernel is connected and idle (the status bar reads "<kernel> | Idle";
+    before the kernel connects it reads "No Kernel | ...")."""
     page.wait_for_function(
-        """() => { const s = document.querySelector('.jp-Notebook-ExecutionIndicator');
-                   return s && s.getAttribute('data-status') === 'idle'; }""",
+        """() => [...document.querySelectorAll('.jp-StatusBar-TextItem')].some(e => {
+                   const t = e.textContent.trim();
+                   return /[|] Idle$/.test(t) && !t.startsWith('No Kernel'); })""",
         timeout=timeout * 1000)
+    page.wait_for_timeout(300)
 
 
 def test_form_in_jupyterlab(lab):
@@ -225,6 +229,19 @@ def test_form_in_jupyterlab(lab):
                 "(el) => /VALUES 10 adam False END/.test(el.innerText)",
                 arg=out.element_handle(), timeout=30000)
             _shot(page, "05-rerun-restored.png")
+
+            # save and reload the page: the widget manager fetches the models back from
+            # the kernel (jupyter.widget.control / request_state) and draws the form again
+            page.keyboard.press("Control+s")
+            page.wait_for_timeout(1000)
+            page.reload()
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
+            _wait_idle(page, 90)
+            cell = page.locator(".jp-Notebook .jp-Cell").nth(0)
+            cell.locator(".widget-hslider .widget-readout").first.wait_for(timeout=30000)
+            assert cell.locator(".widget-hslider .widget-readout").first.inner_text().strip() == "10"
+            assert cell.locator(".widget-dropdown select").count() == 2
+            _shot(page, "06-reloaded.png")
             widget_errors = [e for e in errors if "widget" in e.lower() or "model" in e.lower()]
             assert not widget_errors, widget_errors
         except Exception:
