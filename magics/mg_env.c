@@ -31,37 +31,66 @@ static int set(mg_ctx *ctx, const char *name, const char *value, mg_error *err)
     return 0;
 }
 
+/* Strips surrounding whitespace and one level of matching quotes, in place. */
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) s[--n] = 0;
+    if (n >= 2 && (s[0] == '"' || s[0] == '\'') && s[n - 1] == s[0]) {
+        s[n - 1] = 0;
+        s++;
+    }
+    return s;
+}
+
+static int list_all(mg_ctx *ctx, mg_error *err)
+{
+    size_t n = 0;
+    while (environ && environ[n]) n++;
+    char **copy = malloc((n + 1) * sizeof *copy);
+    if (!copy) return mg_fail(err, "MemoryError", "%%env: out of memory");
+    memcpy(copy, environ, n * sizeof *copy);
+    qsort(copy, n, sizeof *copy, cmp);
+    for (size_t i = 0; i < n; i++) mg_printf(ctx->out, "%s\n", copy[i]);
+    free(copy);
+    return 0;
+}
+
+/* The value is the rest of the line (spaces included), as in IPython. */
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
-    if (args->npos == 0) {
-        size_t n = 0;
-        while (environ && environ[n]) n++;
-        char **copy = malloc((n + 1) * sizeof *copy);
-        if (!copy) return mg_fail(err, "MemoryError", "%%env: out of memory");
-        memcpy(copy, environ, n * sizeof *copy);
-        qsort(copy, n, sizeof *copy, cmp);
-        for (size_t i = 0; i < n; i++) mg_printf(ctx->out, "%s\n", copy[i]);
-        free(copy);
-        return 0;
+    char *line = strdup(args->raw ? args->raw : "");
+    if (!line) return mg_fail(err, "MemoryError", "%%env: out of memory");
+    char *p = line;
+    while (*p == ' ' || *p == '\t') p++;
+    int rc;
+    size_t name_len = strcspn(p, " \t=");
+    if (!*p) {
+        rc = list_all(ctx, err);
+    } else if (p[name_len] == '=' || p[name_len] == ' ' || p[name_len] == '\t') {
+        char sep = p[name_len];
+        p[name_len] = 0;
+        char *value = p + name_len + 1;
+        if (sep != '=') {
+            while (*value == ' ' || *value == '\t') value++;
+            if (*value == '=') value++;   /* "%env NAME = VALUE" */
+        }
+        value = trim(value);
+        if (sep != '=' && !*value) {
+            const char *v = getenv(p);
+            rc = v ? (mg_printf(ctx->out, "%s\n", v), 0)
+                   : mg_fail(err, "UsageError", "%%env: environment does not have key: %s", p);
+        } else {
+            rc = set(ctx, p, value, err);
+        }
+    } else {
+        const char *v = getenv(p);
+        rc = v ? (mg_printf(ctx->out, "%s\n", v), 0)
+               : mg_fail(err, "UsageError", "%%env: environment does not have key: %s", p);
     }
-    const char *a = args->pos[0];
-    const char *eq = strchr(a, '=');
-    if (eq) {
-        if (args->npos > 1)
-            return mg_fail(err, "UsageError", "%%env: use either NAME=VALUE or NAME VALUE");
-        char *name = strndup(a, (size_t)(eq - a));
-        if (!name) return mg_fail(err, "MemoryError", "%%env: out of memory");
-        int rc = set(ctx, name, eq + 1, err);
-        free(name);
-        return rc;
-    }
-    if (args->npos == 2) return set(ctx, a, args->pos[1], err);
-    if (args->npos > 2)
-        return mg_fail(err, "UsageError", "%%env: too many arguments (quote a value with spaces)");
-    const char *v = getenv(a);
-    if (!v) return mg_fail(err, "UsageError", "%%env: environment does not have key: %s", a);
-    mg_printf(ctx->out, "%s\n", v);
-    return 0;
+    free(line);
+    return rc;
 }
 
 const mg_command mg_cmd_env = {
@@ -72,7 +101,7 @@ const mg_command mg_cmd_env = {
              "       %env NAME=VALUE    set one (also: %env NAME VALUE)\n\n"
              "Commands run with !cmd afterwards see the new value.\n"
              "Example: %env OMP_NUM_THREADS=2",
-    .flags = MG_LINE,
+    .flags = MG_LINE | MG_RAW_ARGS,
     .options = NULL,
     .run = run,
 };

@@ -242,7 +242,7 @@ fail:
     return NULL;
 }
 
-json_t *klp_eval(klp_ctx *c, const klp_node *n)
+static json_t *eval_node(klp_ctx *c, const klp_node *n)
 {
     json_t *a, *b, *r;
     switch (n->kind) {
@@ -322,4 +322,14 @@ json_t *klp_eval(klp_ctx *c, const klp_node *n)
         klp_syntax(c->err, n->line, n->col, "invalid syntax (a statement is not an expression)");
         return NULL;
     }
+}
+
+json_t *klp_eval(klp_ctx *c, const klp_node *n)
+{
+    json_t *v = eval_node(c, n);
+    /* an error raised at this node gets its full span, for the traceback's carets */
+    if (!v && c->err->set && !c->err->end_col && c->err->line == n->line &&
+        c->err->col == n->col && n->end_col > n->col)
+        c->err->end_col = n->end_col;
+    return v;
 }

@@ -29,11 +29,23 @@ typedef struct lexer {
     klp_toks *t;
     size_t cap;
     klp_err *err;
+    size_t cache_ls, cache_pos;   /* col_at memo: columns are counted incrementally */
+    int cache_col;
 } lexer;
 
+/* Column (1-based, code points) of pos on the current line; amortised O(1) when
+ * called with increasing positions, so long lines stay linear. */
 static int col_at(lexer *L, size_t pos)
 {
-    return (int)klp_utf8_len(L->s + L->line_start, pos - L->line_start) + 1;
+    if (pos < L->line_start) return 1;
+    if (L->cache_ls != L->line_start || pos < L->cache_pos) {
+        L->cache_ls = L->line_start;
+        L->cache_pos = L->line_start;
+        L->cache_col = 1;
+    }
+    L->cache_col += (int)klp_utf8_len(L->s + L->cache_pos, pos - L->cache_pos);
+    L->cache_pos = pos;
+    return L->cache_col;
 }
 
 static klp_tok *push(lexer *L, klp_tok_kind k, size_t start)
@@ -431,6 +443,7 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
     L.line = 1;
     L.t = toks;
     L.err = err;
+    L.cache_col = 1;
     memset(toks, 0, sizeof *toks);
     int bol = 1;
     while (L.pos < L.n) {

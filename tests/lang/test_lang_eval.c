@@ -1,0 +1,286 @@
+/* test_lang_eval.c - the cell language: every construct, Python's repr of the
+ * results, and every error with its name, message and line/column. */
+#include "lang_util.h"
+#include "t.h"
+
+static atomic_int intr;
+
+/* Evaluates code in a fresh engine and checks the execute_result text. */
+#define EXPECT_REPR(code, want) do {                                                  \
+        kl_engine *e_ = kl_engine_create(&intr);                                       \
+        run r_;                                                                        \
+        run_cell(e_, code, &r_);                                                       \
+        kl_engine_destroy(e_);                                                         \
+        if (r_.rc != 0) T_FAIL_("%s: raised %s: %s", code, r_.err.ename, r_.err.evalue); \
+        ASSERT_EQ(r_.cap.nresults, 1);                                                 \
+        ASSERT_STR_EQ(r_.cap.result, want);                                            \
+    } while (0)
+
+#define EXPECT_ERR(code, want_name, msg_part) do {                                        \
+        kl_engine *e_ = kl_engine_create(&intr);                                       \
+        run r_;                                                                        \
+        run_cell(e_, code, &r_);                                                       \
+        kl_engine_destroy(e_);                                                         \
+        ASSERT_EQ(r_.rc, -1);                                                          \
+        ASSERT_STR_EQ(r_.err.ename, want_name);                                            \
+        ASSERT_STR_CONTAINS(r_.err.evalue, msg_part);                                  \
+    } while (0)
+
+T_TEST(literals_and_repr)
+{
+    EXPECT_REPR("1", "1");
+    EXPECT_REPR("-9223372036854775807 - 1", "-9223372036854775808");
+    EXPECT_REPR("0x1F + 0o17 + 0b101 + 1_000", "1051");
+    EXPECT_REPR("2.5", "2.5");
+    EXPECT_REPR("0.1 + 0.2", "0.30000000000000004");
+    EXPECT_REPR("1e16", "1e+16");
+    EXPECT_REPR("1e15", "1000000000000000.0");
+    EXPECT_REPR("0.0001", "0.0001");
+    EXPECT_REPR("0.00001", "1e-05");
+    EXPECT_REPR("-0.0", "-0.0");
+    EXPECT_REPR("3.0", "3.0");
+    EXPECT_REPR("'a'", "'a'");
+    EXPECT_REPR("\"it's\"", "\"it's\"");
+    EXPECT_REPR("'say \"hi\"'", "'say \"hi\"'");
+    EXPECT_REPR("'both \\' and \"'", "'both \\' and \"'");
+    EXPECT_REPR("'tab\\tnl\\n\\x00\\u00e9'", "'tab\\tnl\\n\\x00\xc3\xa9'");
+    EXPECT_REPR("r'raw\\n'", "'raw\\\\n'");
+    EXPECT_REPR("'''tri\nple'''", "'tri\\nple'");
+    EXPECT_REPR("'ab' 'cd'", "'abcd'");
+    EXPECT_REPR("True", "True");
+    EXPECT_REPR("[1, 2.5, 'x', None, False]", "[1, 2.5, 'x', None, False]");
+    EXPECT_REPR("{'k': True, \"n\": {'x': []}}", "{'k': True, 'n': {'x': []}}");
+    EXPECT_REPR("(1, 2)", "[1, 2]");   /* tuples are lists in Kiln */
+    EXPECT_REPR("[\n  1,\n  2,  # comment\n]", "[1, 2]");
+}
+
+T_TEST(arithmetic)
+{
+    EXPECT_REPR("7 // 2, -7 // 2, 7 % -3, -7 % 3", "[3, -4, -2, 2]");
+    EXPECT_REPR("7 / 2", "3.5");
+    EXPECT_REPR("2 ** 10, 2 ** -1, 2.0 ** 0.5", "[1024, 0.5, 1.4142135623730951]");
+    EXPECT_REPR("-7.5 // 2, 7.5 % -2", "[-4.0, -0.5]");
+    EXPECT_REPR("1 + 2 * 3 - 4 / 2", "5.0");
+    EXPECT_REPR("(1 + 2) * 3", "9");
+    EXPECT_REPR("-2 ** 2", "-4");
+    EXPECT_REPR("True + True", "2");
+    EXPECT_REPR("6 & 3, 6 | 3, 6 ^ 3, ~5, 1 << 4, -16 >> 2", "[2, 7, 5, -6, 16, -4]");
+    EXPECT_REPR("'ab' * 3 + 'c'", "'abababc'");
+    EXPECT_REPR("[1] * 3 + [2]", "[1, 1, 1, 2]");
+    EXPECT_REPR("{'a': 1} | {'b': 2}", "{'a': 1, 'b': 2}");
+}
+
+T_TEST(comparisons_and_logic)
+{
+    EXPECT_REPR("1 < 2 < 3, 1 < 2 > 3, 1 == 1.0, 'a' < 'b'", "[True, False, True, True]");
+    EXPECT_REPR("[1, 2] < [1, 3], [1, 2] == [1, 2.0]", "[True, True]");
+    EXPECT_REPR("'ell' in 'hello', 3 in [1, 2], 'k' in {'k': 1}, 4 not in [4]",
+                "[True, False, True, False]");
+    EXPECT_REPR("None is None, 1 is not None", "[True, True]");
+    EXPECT_REPR("0 or 'x', 1 and 0, not [], not 5", "['x', 0, True, False]");
+    EXPECT_REPR("'yes' if 2 > 1 else 'no'", "'yes'");
+}
+
+T_TEST(statements)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    run r;
+    run_cell(e, "a = b = 2\nc, d = 1, [2, 3]\na += 1; c -= 5\nlst = [1]\nlst += [2]\n"
+                "dd = {}\ndd['k'] = lst\ndd['k'][0] = 9\n[a, b, c, d, lst, dd]", &r);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT_STR_EQ(r.cap.result, "[3, 2, -4, [2, 3], [9, 2], {'k': [9, 2]}]");
+    run_cell(e, "del a, dd['k']\ndd", &r);
+    ASSERT_STR_EQ(r.cap.result, "{}");
+    run_cell(e, "x = 5;", &r);
+    ASSERT_EQ(r.cap.nresults, 0);
+    run_cell(e, "x;", &r);   /* a trailing ';' hides the value, as in IPython */
+    ASSERT_EQ(r.cap.nresults, 0);
+    run_cell(e, "None", &r);
+    ASSERT_EQ(r.cap.nresults, 0);
+    run_cell(e, "print(1)\nx\ny = 2", &r);   /* only a trailing expression shows */
+    ASSERT_EQ(r.cap.nresults, 0);
+    ASSERT_STR_EQ(r.cap.out, "1\n");
+    run_cell(e, "pass\n# only a comment\n", &r);
+    ASSERT_EQ(r.rc, 0);
+    kl_engine_destroy(e);
+}
+
+T_TEST(builtins)
+{
+    EXPECT_REPR("len('héllo'), len([1, 2]), len({'a': 1})", "[5, 2, 1]");
+    EXPECT_REPR("int('  -42 '), int(3.9), int('ff', 16), int(True)", "[-42, 3, 255, 1]");
+    EXPECT_REPR("float('1.5'), float(2), str(1.0), str([1, 'a'])",
+                "[1.5, 2.0, '1.0', \"[1, 'a']\"]");
+    EXPECT_REPR("min(3, 1, 2), max([1, 5, 2]), min('b', 'a'), max([], default=0)",
+                "[1, 5, 'a', 0]");
+    EXPECT_REPR("round(2.5), round(3.5), round(2.675, 2), round(1234, -2), round(0.5)",
+                "[2, 4, 2.67, 1200, 0]");
+    EXPECT_REPR("range(3), range(1, 10, 4), range(5, 0, -2)", "[[0, 1, 2], [1, 5, 9], [5, 3, 1]]");
+    EXPECT_REPR("abs(-3), abs(-2.5), sum([1, 2, 3]), sum([0.5], 1)", "[3, 2.5, 6, 1.5]");
+    EXPECT_REPR("bool(0), bool('x'), repr('a'), sorted([3, 1, 2], reverse=True)",
+                "[False, True, \"'a'\", [3, 2, 1]]");
+    EXPECT_REPR("list('ab'), dict(a=1), enumerate(['x']), zip([1, 2], 'ab')",
+                "[['a', 'b'], {'a': 1}, [[0, 'x']], [[1, 'a'], [2, 'b']]]");
+    EXPECT_REPR("any([0, 1]), all([]), format(3.14159, '.2f')", "[True, True, '3.14']");
+    EXPECT_REPR("[x * x for x in range(6) if x % 2]", "[1, 9, 25]");
+    EXPECT_REPR("'a,b'.split(','), '-'.join(['x', 'y']), ' s '.strip(), 'Ab'.upper()",
+                "[['a', 'b'], 'x-y', 's', 'AB']");
+    EXPECT_REPR("'{} and {:>4}'.format(1, 'x')", "'1 and    x'");
+    EXPECT_REPR("{'a': 1}.get('b', 7), list({'a': 1}.items())", "[7, [['a', 1]]]");
+}
+
+T_TEST(strings_index_slice_fstring)
+{
+    EXPECT_REPR("'héllo'[1], 'hello'[-1], 'hello'[1:3], 'hello'[::-1], [1, 2, 3][::2]",
+                "['é', 'o', 'el', 'olleh', [1, 3]]");
+    EXPECT_REPR("x = 3.14159\nf'{x:.2f}|{x!r}|{\"s\":>3}|{{}}|{7:05d}|{1234567:,}'",
+                "'3.14|3.14159|  s|{}|00007|1,234,567'");
+    EXPECT_REPR("f'{0.25:.0%}'", "'25%'");
+}
+
+T_TEST(print_and_input)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    run r;
+    run_cell(e, "print('a', 1, None, sep='|', end='!')\nprint()", &r);
+    ASSERT_STR_EQ(r.cap.out, "a|1|None!\n");
+    mg_out o = cap_out(&r.cap);
+    r.cap.input_reply = "typed";
+    kl_error err;
+    ASSERT_EQ(kl_engine_execute(e, "v = input('name? ')\nv", &o, NULL, &err), 0);
+    ASSERT_STR_EQ(r.cap.result, "'typed'");
+    o.input = NULL;
+    ASSERT_EQ(kl_engine_execute(e, "input()", &o, NULL, &err), -1);
+    ASSERT_STR_EQ(err.ename, "StdinNotImplementedError");
+    kl_error_deinit(&err);
+    kl_engine_destroy(e);
+}
+
+T_TEST(runtime_errors)
+{
+    EXPECT_ERR("x", "NameError", "name 'x' is not defined");
+    EXPECT_ERR("1 / 0", "ZeroDivisionError", "division by zero");
+    EXPECT_ERR("1 // 0", "ZeroDivisionError", "integer division or modulo by zero");
+    EXPECT_ERR("1.0 % 0", "ZeroDivisionError", "float modulo");
+    EXPECT_ERR("'a' + 1", "TypeError", "can only concatenate str (not \"int\") to str");
+    EXPECT_ERR("1 + 'a'", "TypeError", "unsupported operand type(s) for +: 'int' and 'str'");
+    EXPECT_ERR("1 < 'a'", "TypeError", "'<' not supported between instances of 'int' and 'str'");
+    EXPECT_ERR("[1][5]", "IndexError", "list index out of range");
+    EXPECT_ERR("{'a': 1}['b']", "KeyError", "'b'");
+    EXPECT_ERR("{1: 2}", "TypeError", "dict keys must be str");
+    EXPECT_ERR("int('abc')", "ValueError", "invalid literal for int() with base 10: 'abc'");
+    EXPECT_ERR("float('inf')", "OverflowError", "inf");
+    EXPECT_ERR("1e308 * 10", "OverflowError", "infinite");
+    EXPECT_ERR("9223372036854775807 + 1", "OverflowError", "64-bit");
+    EXPECT_ERR("len(5)", "TypeError", "object of type 'int' has no len()");
+    EXPECT_ERR("print", "TypeError", "can only be called");
+    EXPECT_ERR("x = 5\nx()", "TypeError", "'int' object is not callable");
+    EXPECT_ERR("a, b = [1, 2, 3]", "ValueError", "too many values to unpack (expected 2)");
+    EXPECT_ERR("range(10 ** 12)", "MemoryError", "too large");
+    EXPECT_ERR("'x' * 10 ** 12", "MemoryError", "too large");
+    EXPECT_ERR("l = [1]\nl[0] = l", "ValueError", "cannot contain itself");
+    EXPECT_ERR("l = [1]\nl.append(l)", "ValueError", "cannot contain itself");
+    EXPECT_ERR("'abc'.nope()", "AttributeError", "'str' object has no attribute 'nope'");
+    EXPECT_ERR("%nosuchmagic", "UsageError", "`%nosuchmagic` not found");
+}
+
+/* The traceback names the line and puts a caret under the column. */
+T_TEST(error_positions)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    run r;
+    run_cell(e, "a = 1\nb = a + 2\nc = b + zz\nd = 4", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_CONTAINS(r.tb, "Cell line 3, column 9");
+    ASSERT_STR_CONTAINS(r.tb, "c = b + zz");
+    ASSERT_STR_CONTAINS(r.tb, "^^");
+    ASSERT_STR_CONTAINS(r.tb, "NameError");
+    /* the statement before the error ran, the one after did not */
+    ASSERT(kl_engine_var_get(e, "b") != NULL);
+    ASSERT(kl_engine_var_get(e, "d") == NULL);
+    kl_engine_destroy(e);
+}
+
+T_TEST(syntax_errors)
+{
+    EXPECT_ERR("a = (1 +", "SyntaxError", "'(' was never closed (line 1, column 5)");
+    EXPECT_ERR("x = 1\ny = = 2", "SyntaxError", "(line 2, column 5)");
+    EXPECT_ERR("1 = x", "SyntaxError", "cannot assign to literal");
+    EXPECT_ERR("f(x) = 1", "SyntaxError", "cannot assign to function call");
+    EXPECT_ERR("'abc", "SyntaxError", "unterminated string literal");
+    EXPECT_ERR("x = 1\n  y = 2", "IndentationError", "unexpected indent");
+    EXPECT_ERR("for i in range(3): pass", "SyntaxError", "'for' is not supported");
+    EXPECT_ERR("import os", "SyntaxError", "'import' is not supported");
+    EXPECT_ERR("x = [1, 2)", "SyntaxError", "closing parenthesis ')' does not match");
+    EXPECT_ERR("007", "SyntaxError", "leading zeros");
+    EXPECT_ERR("12abc", "SyntaxError", "invalid decimal literal");
+    EXPECT_ERR("x = 1 $ 2", "SyntaxError", "invalid syntax");
+    EXPECT_ERR("f'{}'", "SyntaxError", "f-string: empty expression");
+    EXPECT_ERR("'\\xZZ'", "SyntaxError", "truncated \\x escape");
+    EXPECT_ERR("99999999999999999999", "OverflowError", "64-bit");
+    EXPECT_ERR("x = 1\n%%time\n", "SyntaxError", "first line");
+    EXPECT_ERR("a = 1 +\\", "SyntaxError", "line continuation");
+    EXPECT_ERR("\xff\xfe", "SyntaxError", "not valid UTF-8");
+}
+
+T_TEST(nothing_runs_on_syntax_error)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    run r;
+    run_cell(e, "print('side effect')\nx = (", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_EQ(r.cap.nout, 0);
+    kl_engine_destroy(e);
+}
+
+T_TEST(interrupt_between_statements)
+{
+    atomic_int flag = 1;
+    kl_engine *e = kl_engine_create(&flag);
+    run r;
+    run_cell(e, "x = 1", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_EQ(r.err.ename, "KeyboardInterrupt");
+    ASSERT(kl_engine_var_get(e, "x") == NULL);
+    kl_engine_destroy(e);
+}
+
+T_TEST(api_vars_and_expressions)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    ASSERT_EQ(kl_engine_var_set(e, "lr", json_real(0.5)), 0);
+    json_t *r = kl_engine_eval_expression(e, "lr * 2");
+    ASSERT_STR_EQ(json_string_value(json_object_get(r, "status")), "ok");
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_object_get(r, "data"), "text/plain")), "1.0");
+    json_decref(r);
+    r = kl_engine_eval_expression(e, "nope + 1");
+    ASSERT_STR_EQ(json_string_value(json_object_get(r, "status")), "error");
+    ASSERT_STR_EQ(json_string_value(json_object_get(r, "ename")), "NameError");
+    json_decref(r);
+    json_t *lit = kl_literal_parse("[1, -2.5, 'a', {'b': None}]");
+    char *s = kl_value_repr(lit);
+    ASSERT_STR_EQ(s, "[1, -2.5, 'a', {'b': None}]");
+    free(s);
+    json_decref(lit);
+    ASSERT(kl_literal_parse("adam") == NULL);          /* a name is not a literal */
+    ASSERT(kl_literal_parse("print('x')") == NULL);    /* calls never run */
+    kl_engine_destroy(e);
+}
+
+int main(void)
+{
+    T_RUN(literals_and_repr);
+    T_RUN(arithmetic);
+    T_RUN(comparisons_and_logic);
+    T_RUN(statements);
+    T_RUN(builtins);
+    T_RUN(strings_index_slice_fstring);
+    T_RUN(print_and_input);
+    T_RUN(runtime_errors);
+    T_RUN(error_positions);
+    T_RUN(syntax_errors);
+    T_RUN(nothing_runs_on_syntax_error);
+    T_RUN(interrupt_between_statements);
+    T_RUN(api_vars_and_expressions);
+    return T_EXIT();
+}

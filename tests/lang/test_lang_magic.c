@@ -1,0 +1,225 @@
+/* test_lang_magic.c - the shared option parser, $name/{expr} interpolation, magic
+ * dispatch and help, the convenience magics, and is_complete / complete / inspect. */
+#include <unistd.h>
+
+#include "lang_util.h"
+#include "t.h"
+
+static atomic_int intr;
+
+static const mg_option opts[] = {
+    {"--epochs", MG_OPT_INT, "N", "number of epochs", NULL},
+    {"--lr", MG_OPT_FLOAT, "LR", "learning rate", NULL},
+    {"--optimizer", MG_OPT_CHOICE, "NAME", "optimizer", "adam|sgd|adamw"},
+    {"--dry-run", MG_OPT_FLAG, NULL, "do nothing", NULL},
+    {"--name", MG_OPT_STRING, "S", "a name", NULL},
+    {NULL, 0, NULL, NULL, NULL},
+};
+static int noop(mg_ctx *c, const mg_args *a, mg_error *e) { (void)c; (void)a; (void)e; return 0; }
+static const mg_command fake = {"train", "train a model", "Usage: %train [MODEL] [options]",
+                                MG_LINE, opts, noop};
+
+T_TEST(args_parse_ok)
+{
+    mg_args a;
+    mg_error err = {{0}, {0}};
+    ASSERT_EQ(mg_args_parse(&fake, "cnn --epochs 3 --lr=0.5 --optimizer sgd --dry-run "
+                                   "--name 'my run' \"x y\" -5 -- --literal", NULL, &a, &err), 0);
+    ASSERT_EQ(a.npos, 4);
+    ASSERT_STR_EQ(a.pos[0], "cnn");
+    ASSERT_STR_EQ(a.pos[1], "x y");
+    ASSERT_STR_EQ(a.pos[2], "-5");
+    ASSERT_STR_EQ(a.pos[3], "--literal");
+    long ep;
+    double lr;
+    ASSERT_EQ(mg_args_int(&a, "--epochs", 1, &ep, &err), 0);
+    ASSERT_EQ(ep, 3);
+    ASSERT_EQ(mg_args_float(&a, "--lr", 0, &lr, &err), 0);
+    ASSERT_NEAR(lr, 0.5, 0);
+    ASSERT_STR_EQ(mg_args_get(&a, "--optimizer"), "sgd");
+    ASSERT_STR_EQ(mg_args_get(&a, "--name"), "my run");
+    ASSERT(mg_args_has(&a, "--dry-run"));
+    ASSERT(!mg_args_has(&a, "--missing"));
+    ASSERT_EQ(mg_args_int(&a, "--absent", 7, &ep, &err), 0);
+    ASSERT_EQ(ep, 7);
+    mg_args_deinit(&a);
+}
+
+#define EXPECT_ARGS_ERR(line, part) do {                                     \
+        mg_args margs_;                                                          \
+        mg_error merr_ = {{0}, {0}};                                            \
+        ASSERT_EQ(mg_args_parse(&fake, line, NULL, &margs_, &merr_), -1);           \
+        ASSERT_STR_EQ(merr_.ename, "UsageError");                               \
+        ASSERT_STR_CONTAINS(merr_.evalue, "%train");                            \
+        ASSERT_STR_CONTAINS(merr_.evalue, part);                                \
+    } while (0)
+
+T_TEST(args_parse_errors)
+{
+    EXPECT_ARGS_ERR("--epoch 3", "unknown option --epoch (did you mean --epochs?)");
+    EXPECT_ARGS_ERR("--bogus", "unknown option --bogus");
+    EXPECT_ARGS_ERR("--epochs", "option --epochs needs a value N");
+    EXPECT_ARGS_ERR("--epochs three", "option --epochs expects an integer, got 'three'");
+    EXPECT_ARGS_ERR("--lr fast", "option --lr expects a number, got 'fast'");
+    EXPECT_ARGS_ERR("--lr nan", "expects a number");
+    EXPECT_ARGS_ERR("--optimizer rmsprop", "must be one of {adam,sgd,adamw}, got 'rmsprop'");
+    EXPECT_ARGS_ERR("--dry-run=yes", "option --dry-run takes no value");
+    EXPECT_ARGS_ERR("--name 'unterminated", "unterminated single quote");
+    ASSERT(mg_args_wants_help("cnn --help"));
+    ASSERT(!mg_args_wants_help("'--help'x"));
+    char *help = mg_command_help(&fake);
+    ASSERT_STR_CONTAINS(help, "Usage: %train");
+    ASSERT_STR_CONTAINS(help, "--optimizer {adam,sgd,adamw}");
+    ASSERT_STR_CONTAINS(help, "--epochs N");
+    free(help);
+}
+
+T_TEST(interpolation_and_shell_vars)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    run r;
+    run_cell(e, "n = 3\nname = 'a b'\n!echo $n {n * 2} '$$n' {{x}} '$undefined_var' '{1 +}'", &r);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT_STR_EQ(r.cap.out, "3 6 $n {x} $undefined_var {1 +}\n");
+    run_cell(e, "%env KILN_TEST_VAR=$n-{name}", &r);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT_STR_EQ(getenv("KILN_TEST_VAR"), "3-a b");
+    kl_engine_destroy(e);
+}
+
+T_TEST(convenience_magics)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    run r;
+    run_cell(e, "%lsmagic", &r);
+    ASSERT_STR_CONTAINS(r.cap.out, "%time");
+    ASSERT_STR_CONTAINS(r.cap.out, "%%time");
+    ASSERT_STR_CONTAINS(r.cap.out, "%env");
+    run_cell(e, "%who", &r);
+    ASSERT_STR_EQ(r.cap.out, "Interactive namespace is empty.\n");
+    run_cell(e, "b = 1\na = 'x'\n_hidden = 2\n%who", &r);
+    ASSERT_STR_EQ(r.cap.out, "a\tb\n");
+    run_cell(e, "%who str", &r);
+    ASSERT_STR_EQ(r.cap.out, "a\n");
+    run_cell(e, "%env KILN_T2 hello\n%env KILN_T2", &r);
+    ASSERT_STR_EQ(r.cap.out, "env: KILN_T2=hello\nhello\n");
+    run_cell(e, "%env NOPE_NOT_SET_X", &r);
+    ASSERT_EQ(r.rc, -1);
+    char *old = getcwd(NULL, 0);
+    run_cell(e, "%cd /tmp\n%pwd", &r);
+    ASSERT_STR_EQ(r.cap.out, "/tmp\n/tmp\n");
+    run_cell(e, "%cd -", &r);
+    ASSERT_STR_CONTAINS(r.cap.out, old);
+    run_cell(e, "%cd /no/such/dir", &r);
+    ASSERT_STR_EQ(r.err.ename, "FileNotFoundError");
+    free(old);
+    run_cell(e, "%time q = sum(range(100))\nq", &r);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT_STR_CONTAINS(r.cap.out, "CPU times: user");
+    ASSERT_STR_CONTAINS(r.cap.out, "Wall time:");
+    ASSERT_STR_EQ(r.cap.result, "4950");
+    run_cell(e, "%%time\nz = 2\nprint('in body', z)", &r);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT_STR_CONTAINS(r.cap.out, "in body 2\nCPU times");
+    run_cell(e, "%%time\nzz = undefined_thing", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_EQ(r.err.ename, "NameError");
+    run_cell(e, "%%nosuch\nbody", &r);
+    ASSERT_STR_CONTAINS(r.err.evalue, "Cell magic `%%nosuch` not found");
+    run_cell(e, "%%lsmagic\nbody", &r);
+    ASSERT_STR_CONTAINS(r.err.evalue, "line magic, not a cell magic");
+    run_cell(e, "%who --bogus", &r);
+    ASSERT_STR_CONTAINS(r.err.evalue, "%who: unknown option --bogus");
+    kl_engine_destroy(e);
+}
+
+T_TEST(help)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    run r;
+    run_cell(e, "%env --help", &r);
+    ASSERT_STR_CONTAINS(r.cap.out, "Usage: %env");
+    run_cell(e, "%time?", &r);
+    ASSERT_STR_CONTAINS(r.cap.out, "Usage: %time");
+    run_cell(e, "%%time?", &r);
+    ASSERT_STR_CONTAINS(r.cap.out, "Usage: %time");
+    run_cell(e, "lr = 0.5\nlr?", &r);
+    ASSERT_STR_CONTAINS(r.cap.out, "Type:  float");
+    ASSERT_STR_CONTAINS(r.cap.out, "Value: 0.5");
+    run_cell(e, "?len", &r);
+    ASSERT_STR_CONTAINS(r.cap.out, "len(x)");
+    run_cell(e, "nothing_here?", &r);
+    ASSERT_STR_CONTAINS(r.cap.out, "Object `nothing_here` not found.");
+    kl_engine_destroy(e);
+}
+
+static int has_match(json_t *r, const char *m)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(r, "matches"), i, x)
+        if (!strcmp(json_string_value(x), m)) return 1;
+    return 0;
+}
+
+T_TEST(is_complete_complete_inspect)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    const char *ind;
+    ASSERT_STR_EQ(kl_engine_is_complete(e, "a = 1", &ind), "complete");
+    ASSERT_STR_EQ(kl_engine_is_complete(e, "a = [1,", &ind), "incomplete");
+    ASSERT_STR_EQ(kl_engine_is_complete(e, "s = '''abc", &ind), "incomplete");
+    ASSERT_STR_EQ(kl_engine_is_complete(e, "a = 1 + \\", &ind), "incomplete");
+    ASSERT_STR_EQ(kl_engine_is_complete(e, "%%time\nx = 1", &ind), "incomplete");
+    ASSERT_STR_EQ(kl_engine_is_complete(e, "a = = 1", &ind), "invalid");
+    ASSERT_STR_EQ(kl_engine_is_complete(e, "a = 1)", &ind), "invalid");
+    ASSERT_STR_EQ(kl_engine_is_complete(e, "%lsmagic", &ind), "complete");
+    run r;
+    run_cell(e, "learning_rate = 0.1\nlearn_x = 'abc'", &r);
+    json_t *c = kl_engine_complete(e, "%ls", 3);
+    ASSERT(has_match(c, "%lsmagic"));
+    ASSERT_EQ(json_integer_value(json_object_get(c, "cursor_start")), 0);
+    json_decref(c);
+    c = kl_engine_complete(e, "%%ti", 4);
+    ASSERT(has_match(c, "%%time"));
+    json_decref(c);
+    c = kl_engine_complete(e, "x = lear", 8);
+    ASSERT(has_match(c, "learning_rate"));
+    ASSERT(has_match(c, "learn_x"));
+    ASSERT_EQ(json_integer_value(json_object_get(c, "cursor_start")), 4);
+    json_decref(c);
+    c = kl_engine_complete(e, "pri", 3);
+    ASSERT(has_match(c, "print"));
+    json_decref(c);
+    c = kl_engine_complete(e, "learn_x.up", 10);
+    ASSERT(has_match(c, "upper"));
+    json_decref(c);
+    c = kl_engine_complete(e, "é = lear", 8);   /* cursor counts code points */
+    ASSERT(has_match(c, "learning_rate"));
+    ASSERT_EQ(json_integer_value(json_object_get(c, "cursor_start")), 4);
+    json_decref(c);
+    c = kl_engine_complete(e, "!echo $lea", 10);
+    ASSERT(has_match(c, "$learning_rate"));
+    json_decref(c);
+    json_t *i = kl_engine_inspect(e, "x = learning_rate + 1", 8, 0);
+    ASSERT(i != NULL);
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(i, "text/plain")), "Value: 0.1");
+    json_decref(i);
+    i = kl_engine_inspect(e, "%lsmagic", 3, 0);
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(i, "text/plain")), "Usage: %lsmagic");
+    json_decref(i);
+    ASSERT(kl_engine_inspect(e, "   ", 1, 0) == NULL);
+    ASSERT(kl_engine_inspect(e, "unknown_thing", 3, 0) == NULL);
+    kl_engine_destroy(e);
+}
+
+int main(void)
+{
+    T_RUN(args_parse_ok);
+    T_RUN(args_parse_errors);
+    T_RUN(interpolation_and_shell_vars);
+    T_RUN(convenience_magics);
+    T_RUN(help);
+    T_RUN(is_complete_complete_inspect);
+    return T_EXIT();
+}
