@@ -109,14 +109,7 @@ static rt_status fill_format_keys(rt_st_writer *st, const char *path, rt_error *
     snprintf(buf, sizeof buf, "%d", RT_CKPT_FORMAT_VERSION);
     RT_TRY(rt_st_writer_set_meta(st, RT_CKPT_KEY_FORMAT_VERSION, buf, err));
     RT_TRY(rt_st_writer_set_meta(st, RT_CKPT_KEY_KILN_VERSION, KILN_VERSION, err));
-    size_t n = rt_st_writer_meta_count(st);
-    int have_created = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *k, *v;
-        rt_st_writer_meta_at(st, i, &k, &v);
-        have_created |= strcmp(k, RT_CKPT_KEY_CREATED) == 0;
-    }
-    if (!have_created) {
+    if (!rt_st_writer_meta(st, RT_CKPT_KEY_CREATED)) {
         time_t now = time(NULL);
         struct tm tm;
         if (!gmtime_r(&now, &tm) || !strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm))
@@ -137,19 +130,12 @@ static rt_status fill_format_keys(rt_st_writer *st, const char *path, rt_error *
 static rt_status require_int(rt_st_writer *st, const char *key, const char *path,
                              rt_error *err)
 {
-    size_t n = rt_st_writer_meta_count(st);
-    for (size_t i = 0; i < n; i++) {
-        const char *k, *v;
-        int64_t x;
-        rt_st_writer_meta_at(st, i, &k, &v);
-        if (strcmp(k, key) == 0) {
-            if (rtp_parse_i64(v, &x) == 0 && x >= 0) return RT_OK;
-            break;
-        }
-    }
+    const char *v = rt_st_writer_meta(st, key);
+    int64_t x;
+    if (v && rtp_parse_i64(v, &x) == 0 && x >= 0) return RT_OK;
     return RT_ERR(err, RT_EINVAL,
-                  "checkpoint '%s': metadata '%s' must be set to a "
-                  "non-negative integer before saving",
+                  "checkpoint '%s': metadata '%s' must be set to a non-negative integer "
+                  "before saving",
                   path, key);
 }
 

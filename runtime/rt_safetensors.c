@@ -165,6 +165,28 @@ rt_status rt_st_writer_add(rt_st_writer *w, const char *name, rt_st_dtype dtype,
     return RT_OK;
 }
 
+/* Index of key in the sorted metadata, or where it would be inserted. */
+static size_t meta_slot(const rt_st_writer *w, const char *key)
+{
+    size_t lo = 0, hi = w->mn;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(w->mk[mid], key);
+        if (c == 0) return mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+const char *rt_st_writer_meta(const rt_st_writer *w, const char *key)
+{
+    size_t i = meta_slot(w, key);
+    return i < w->mn && strcmp(w->mk[i], key) == 0 ? w->mv[i] : NULL;
+}
+
 rt_status rt_st_writer_set_meta(rt_st_writer *w, const char *key, const char *value,
                                 rt_error *err)
 {
@@ -172,17 +194,7 @@ rt_status rt_st_writer_set_meta(rt_st_writer *w, const char *key, const char *va
         return RT_ERR(err, RT_EINVAL,
                       "metadata '%s': key and value must be UTF-8 strings",
                       key ? key : "(null)");
-    size_t lo = 0, hi = w->mn; /* binary search for key's slot */
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int c = strcmp(w->mk[mid], key);
-        if (c == 0)
-            lo = hi = mid;
-        else if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = meta_slot(w, key);
     char *v = strdup(value);
     if (!v) return RT_ERR(err, RT_ENOMEM, "out of memory setting metadata '%s'", key);
     if (lo < w->mn && strcmp(w->mk[lo], key) == 0) {

@@ -77,6 +77,8 @@ rt_status rt_st_writer_add(rt_st_writer *w, const char *name, rt_st_dtype dtype,
 /* Sets (or replaces) a __metadata__ entry; copies both strings (valid UTF-8). */
 rt_status rt_st_writer_set_meta(rt_st_writer *w, const char *key, const char *value,
                                 rt_error *err);
+/* The value set for key, or NULL; borrowed until the next set_meta. */
+const char *rt_st_writer_meta(const rt_st_writer *w, const char *key);
 /* The tensors in file order with their offsets (i < count), valid until the next add. */
 size_t rt_st_writer_count(rt_st_writer *w);
 const rt_st_tensor_info *rt_st_writer_tensor(rt_st_writer *w, size_t i);
