@@ -67,11 +67,21 @@ static void measure(const rtp_raw_split *s, float mean[4], float std[4])
 {
     size_t plane = (size_t)s->h * (size_t)s->w;
     for (int c = 0; c < s->c; c++) {
-        uint64_t hist[256] = {0};
+        /* Four interleaved histograms: consecutive equal bytes would otherwise
+         * serialise on one counter (store-to-load forwarding). */
+        uint64_t h4[4][256] = {{0}}, hist[256];
         for (int i = 0; i < s->n; i++) {
             const uint8_t *p = s->pixels + ((size_t)i * (size_t)s->c + (size_t)c) * plane;
-            for (size_t k = 0; k < plane; k++) hist[p[k]]++;
+            size_t k = 0;
+            for (; k + 4 <= plane; k += 4) {
+                h4[0][p[k]]++;
+                h4[1][p[k + 1]]++;
+                h4[2][p[k + 2]]++;
+                h4[3][p[k + 3]]++;
+            }
+            for (; k < plane; k++) h4[0][p[k]]++;
         }
+        for (int v = 0; v < 256; v++) hist[v] = h4[0][v] + h4[1][v] + h4[2][v] + h4[3][v];
         double cnt = (double)s->n * (double)plane, sum = 0, sq = 0;
         for (int v = 0; v < 256; v++) {
             double x = v / 255.0;
