@@ -191,19 +191,23 @@ long rt_ckpt_list_newest_valid(const rt_ckpt_list *l)
     return -1;
 }
 
-/* "name: reason\n" for every invalid entry after index `from`; NULL when none. */
-static char *skipped_report(const rt_ckpt_list *l, long from)
+/* "name: reason\n" for every invalid entry after index `from` into *out (NULL when
+ * there is none). */
+static rt_status skipped_report(const rt_ckpt_list *l, long from, char **out,
+                                rt_error *err)
 {
     size_t len = 0;
+    *out = NULL;
     for (size_t i = (size_t)(from + 1); i < l->count; i++)
         if (!l->items[i].valid)
             len += strlen(l->items[i].name) + strlen(l->items[i].error) + 3;
-    if (!len) return NULL;
-    char *s = malloc(len + 1), *p = s;
-    for (size_t i = (size_t)(from + 1); s && i < l->count; i++)
+    if (!len) return RT_OK;
+    char *p = *out = malloc(len + 1);
+    if (!p) return RT_ERR(err, RT_ENOMEM, "out of memory listing checkpoints");
+    for (size_t i = (size_t)(from + 1); i < l->count; i++)
         if (!l->items[i].valid)
             p += sprintf(p, "%s: %s\n", l->items[i].name, l->items[i].error);
-    return s;
+    return RT_OK;
 }
 
 rt_status rt_ckpt_dir_latest(const char *dir, char **path, char **skipped, rt_error *err)
@@ -212,14 +216,14 @@ rt_status rt_ckpt_dir_latest(const char *dir, char **path, char **skipped, rt_er
     rt_ckpt_list l;
     RT_TRY(rt_ckpt_dir_scan(dir, 0, &l, err));
     long i = rt_ckpt_list_newest_valid(&l);
-    char *report = skipped_report(&l, i);
-    rt_status s = RT_OK;
-    if (i < 0)
+    char *report = NULL;
+    rt_status s = skipped_report(&l, i, &report, err);
+    if (s == RT_OK && i < 0)
         s = RT_ERR(err, RT_ENOTFOUND,
                    "no valid checkpoint in '%s' (%zu file(s) examined)%s%.300s"
                    " ---> HINT: check --run-dir, or start the run afresh with %%train",
                    dir, l.count, report ? ":\n" : "", report ? report : "");
-    else if (!(*path = strdup(l.items[i].path)))
+    else if (s == RT_OK && !(*path = strdup(l.items[i].path)))
         s = RT_ERR(err, RT_ENOMEM, "out of memory listing '%s'", dir);
     if (s == RT_OK)
         *skipped = report;

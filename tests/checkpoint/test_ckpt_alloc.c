@@ -145,6 +145,10 @@ int main(void)
     if (ck_tmpdir_fast(dir, sizeof dir) != 0) return 99;
     snprintf(path, sizeof path, "%s/ckpt-step00000100.safetensors", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    /* a damaged newer file, so listing and resume selection take their report paths */
+    char junk[600];
+    snprintf(junk, sizeof junk, "%s/ckpt-step00000900.safetensors", dir);
+    if (ck_write(junk, "\x10\0\0\0\0\0\0\0{\"a\":1}", 15) != 0) return 99;
     T_RUN(sweep);
     ck_rmrf(dir);
     return T_EXIT();
