@@ -48,7 +48,8 @@ typedef int (*rt_download_progress_fn)(const char *file, uint64_t done, uint64_t
                                        void *user);
 
 typedef struct rt_dataset_opts {
-    const char *name;        /* "mnist", "fashion-mnist", "cifar10", or a path to IDX/CIFAR files */
+    const char *name;        /* "mnist", "fashion-mnist", "cifar10", or a path to IDX/CIFAR files
+                                (DATA: or an http(s)/file URL of them; see docs/datasets.md) */
     const char *dir;         /* --dir: looked in first (and where downloads go); may be NULL */
     const char *url;         /* --url: base URL overriding the canonical mirrors; may be NULL */
     int val;                 /* --val N: images moved from train to val */
