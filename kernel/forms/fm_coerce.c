@@ -198,8 +198,8 @@ int fm_form_coerce(const fm_form *f, const char *name, const char *value_text, j
     *value = NULL;
     const fm_field *fd = f && name ? fm_form_find(f, name) : NULL;
     if (!fd) return 0;
-    if (!value_text) return fm_fail(err, "ValueError", "-p %s: missing value", name);
+    if (!value_text) return fm_fail(err, "ValueError", "no value for '%s'", name);
     *value = text_value(fd, value_text, msg, sizeof msg);
-    if (!*value) return fm_fail(err, "ValueError", "-p %s: %s", name, msg);
+    if (!*value) return fm_fail(err, "ValueError", "%s", msg);
     return 1;
 }

@@ -91,6 +91,7 @@ class Lab:
                    JUPYTERLAB_WORKSPACES_DIR=os.path.join(home, "workspaces"))
         if jupyter_path:
             env["JUPYTER_PATH"] = jupyter_path
+        self.env = env
         self.log = open(os.path.join(home, "lab.log"), "w")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
@@ -246,6 +247,57 @@ def test_form_in_jupyterlab(lab):
             assert not widget_errors, widget_errors
         except Exception:
             _shot(page, "99-failure.png")
+            raise
+        finally:
+            browser.close()
+
+
+def _kiln_binary():
+    for d in os.environ.get("JUPYTER_PATH", "").split(os.pathsep):
+        spec = os.path.join(d, "kernels", "kiln", "kernel.json")
+        if d and os.path.exists(spec):
+            with open(spec) as f:
+                return json.load(f)["argv"][0]
+    return None
+
+
+def test_kiln_run_notebook_reopens_with_form(lab):
+    """`kiln run` has no widgets: it writes the text/HTML table plus the widget view and
+    saves the widget state in the notebook's metadata, so JupyterLab shows the form
+    (once the notebook is trusted; untrusted, it shows the HTML table)."""
+    kiln = _kiln_binary()
+    if not kiln or not os.path.exists(kiln):
+        pytest.skip("no kiln binary in the test kernelspec")
+    src = os.path.join(lab.root, "stage.ipynb")
+    with open(src, "w") as f:
+        json.dump(_notebook([FORM_CELL, PRINT_CELL], "kiln"), f)
+    run = subprocess.run([kiln, "run", src, "-o", os.path.join(lab.root, "ran.ipynb")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    with open(os.path.join(lab.root, "ran.ipynb")) as f:
+        nb = json.load(f)
+    outputs = nb["cells"][0]["outputs"]
+    assert "epochs" in "".join(outputs[0]["data"]["text/plain"])
+    assert nb["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    # a notebook from elsewhere is untrusted: JupyterLab then shows the HTML table (the
+    # widget renderer is not "safe"); trusting it, as a user would, shows the widgets
+    trust = subprocess.run([sys.executable, "-m", "jupyter", "trust", "ran.ipynb"], cwd=lab.root,
+                           env=lab.env, capture_output=True, text=True, timeout=60)
+    assert trust.returncode == 0, trust.stderr
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--headless=new"])
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        try:
+            page.goto(f"{lab.url}/lab/tree/ran.ipynb?token={lab.token}", timeout=60000)
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
+            cell = page.locator(".jp-Notebook .jp-Cell").nth(0)
+            cell.locator(".widget-hslider .widget-readout").first.wait_for(timeout=60000)
+            assert cell.locator(".widget-hslider .widget-readout").first.inner_text().strip() == "10"
+            assert "Train on MNIST" in cell.locator(".widget-vbox").first.inner_text()
+            _shot(page, "10-kiln-run-reopened.png")
+        except Exception:
+            _shot(page, "98-kiln-run-failure.png")
             raise
         finally:
             browser.close()
