@@ -1,5 +1,6 @@
-/* jk_nbout.c - the notebook writer behind `kiln run`: streams merge into the
- * previous output of the same name (as nbclient does), displays and results become
+/* jk_nbout.c - the notebook writer behind `kiln run`, recording outputs exactly as
+ * nbclient does (so both give the same notebook): each stream message is its own
+ * output (nbclient does not merge them; frontends do), displays and results become
  * display_data / execute_result, update_display_data rewrites every earlier output
  * with that display_id in place (in any cell), clear_output empties the cell (now, or
  * at the next output with wait). No comms: forms fall back to their text/HTML table. */
@@ -21,22 +22,6 @@ static void on_stream(void *u, const char *name, const char *text, size_t len)
     jk_nbout *nb = self(u);
     if (!nb->outputs) return;
     apply_clear(nb);
-    size_t n = json_array_size(nb->outputs);
-    json_t *last = n ? json_array_get(nb->outputs, n - 1) : NULL;
-    const char *type = json_string_value(json_object_get(last, "output_type"));
-    const char *lname = json_string_value(json_object_get(last, "name"));
-    if (type && !strcmp(type, "stream") && lname && !strcmp(lname, name)) {
-        json_t *old = json_object_get(last, "text");
-        size_t ol = json_string_length(old);
-        char *joined = malloc(ol + len + 1);
-        if (!joined) return;
-        memcpy(joined, json_string_value(old), ol);
-        memcpy(joined + ol, text, len);
-        json_t *s = json_stringn(joined, ol + len);
-        free(joined);
-        if (s) json_object_set_new(last, "text", s);
-        return;
-    }
     json_t *s = json_stringn(text, len);
     if (!s) return;
     json_array_append_new(nb->outputs, json_pack("{s:s, s:s, s:o}", "output_type", "stream",
