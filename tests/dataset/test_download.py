@@ -316,6 +316,16 @@ def test_named_set_without_manifest_entry(server, tmp_path):
     assert server.log == []
 
 
+def test_malformed_manifest_is_refused(server, tmp_path):
+    manifest = tmp_path / "SHA256SUMS"
+    manifest.write_text("# hashes\n\nnot-a-hash  train-images-idx3-ubyte.gz\n")
+    r = run_tool("load", "mnist", "--dir", tmp_path / "d", "--url", server.url,
+                 "--sha256sums", manifest, env={"XDG_CACHE_HOME": str(tmp_path / "c")})
+    assert r["rc"] == 1 and r["status"] == "FormatError"
+    assert "%s:3: expected" % manifest in r["msg"]
+    assert server.log == []
+
+
 def test_named_set_interrupted_download(server, tmp_path):
     manifest = publish_idx(server, tmp_path)
     server.config.update(chunk=1000, delay=0.02)

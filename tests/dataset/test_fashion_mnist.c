@@ -135,6 +135,11 @@ T_TEST(stable_across_loads)
 {
     rt_dataset_splits s;
     rt_error err = {0};
+    rt_dataset_opts alias = {.name = "Fashion_MNIST"};   /* spellings people use */
+    ASSERT_EQ(rt_dataset_load(&s, &alias, &err), RT_OK);
+    ASSERT_EQ(s.train.checksum, full.train.checksum);
+    ASSERT_STR_EQ(s.train.name, "fashion-mnist/train");
+    rt_dataset_splits_deinit(&s);
     rt_dataset_opts o = {.name = SYS_DIR};   /* the same files, by path */
     ASSERT_EQ(rt_dataset_load(&s, &o, &err), RT_OK);
     ASSERT_EQ(s.train.checksum, full.train.checksum);

@@ -257,6 +257,14 @@ T_TEST(missing_and_unknown)
     ASSERT_STR_CONTAINS(e.msg, "unknown data set \"imagenet-nope\"");
     rt_dataset_opts v = {.name = dir, .val = -1};
     ASSERT_EQ(rt_dataset_load(&s, &v, &e), RT_EINVAL);
+    rt_dataset_opts w = {.name = "/no/such/dir"};
+    ASSERT_EQ(rt_dataset_load(&s, &w, &e), RT_ENOTFOUND);
+    ASSERT_STR_CONTAINS(e.msg, "/no/such/dir: no such file or directory");
+    const char *const *names = rt_dataset_known_names();
+    ASSERT_STR_EQ(names[0], "mnist");
+    ASSERT_STR_EQ(names[1], "fashion-mnist");
+    ASSERT_STR_EQ(names[2], "cifar10");
+    ASSERT(names[3] == NULL);
 }
 
 int main(void)
