@@ -15,6 +15,10 @@
 #define RT_LAYER_MAX_PARAMS 2
 #define RT_LAYER_MAX_SAVED 2
 #define RT_LAYER_WHY 200
+/* Largest integer a spec argument may have, and most elements a per-sample tensor or a
+ * conv's unfolded image may have: keeps every size computation far from int overflow. */
+#define RT_LAYER_MAX_INT (1 << 20)
+#define RT_LAYER_MAX_ELEMS (1u << 30)
 
 typedef struct rt_layer_type rt_layer_type;
 

@@ -70,6 +70,12 @@ static rt_status infer(rt_layer *l, char *why)
     l->out_h = (hp - l->r) / l->stride + 1;
     l->out_w = (wp - l->r) / l->stride + 1;
     l->out_flat = 0;
+    if ((double)l->in_c * l->r * l->r * l->out_h * l->out_w > RT_LAYER_MAX_ELEMS ||
+        (double)l->k * l->in_c * l->r * l->r > RT_LAYER_MAX_ELEMS) {
+        snprintf(why, RT_LAYER_WHY, "too large (%d channels of %dx%d from a %dx%dx%d input)",
+                 l->k, l->r, l->r, l->in_c, l->in_h, l->in_w);
+        return RT_EINVAL;
+    }
     l->nparams = 2;
     rtp_shape(&l->param[0], l->k, l->in_c, l->r, l->r);
     rtp_shape(&l->param[1], l->k, 1, 1, 1);

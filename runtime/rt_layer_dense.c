@@ -26,6 +26,10 @@ static rt_status infer(rt_layer *l, char *why)
                  "HINT: add a 'flatten' line before it", l->in_c, l->in_h, l->in_w);
         return RT_EINVAL;
     }
+    if ((double)l->k * l->in_c > RT_LAYER_MAX_ELEMS) {
+        snprintf(why, RT_LAYER_WHY, "too large (%d x %d weights)", l->k, l->in_c);
+        return RT_EINVAL;
+    }
     l->out_c = l->k;
     l->out_h = l->out_w = 1;
     l->out_flat = 1;

@@ -15,7 +15,7 @@ int rtp_parse_int(const char *s, int *out)
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v <= 0 || v > INT_MAX / 2) return -1;
+    if (errno || end == s || *end || v <= 0 || v > RT_LAYER_MAX_INT) return -1;
     *out = (int)v;
     return 0;
 }

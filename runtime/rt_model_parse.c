@@ -121,6 +121,9 @@ static rt_status infer_shapes(rt_model *m, rt_error *err)
         l->type->format(l, spec, sizeof spec);
         if (l->type->infer(l, why) != RT_OK)
             return RT_ERR(err, RT_EINVAL, "line %d: %s: %s", l->line, spec, why);
+        if ((double)l->out_c * l->out_h * l->out_w > RT_LAYER_MAX_ELEMS)
+            return RT_ERR(err, RT_EINVAL, "line %d: %s: the output %dx%dx%d is too large",
+                          l->line, spec, l->out_c, l->out_h, l->out_w);
         if (l->out_c < 1 || l->out_h < 1 || l->out_w < 1)
             return RT_ERR(err, RT_EINVAL, "line %d: %s: the output would be empty (%dx%dx%d)",
                           l->line, spec, l->out_c, l->out_h, l->out_w);
@@ -164,7 +167,8 @@ static rt_status build_summary(rt_model *m, rt_error *err)
 
 rt_status rtp_model_parse(rt_model *m, rt_error *err)
 {
-    if (m->in.c < 1 || m->in.h < 1 || m->in.w < 1)
+    if (m->in.c < 1 || m->in.h < 1 || m->in.w < 1 ||
+        (double)m->in.c * m->in.h * m->in.w > RT_LAYER_MAX_ELEMS)
         return RT_ERR(err, RT_EINVAL, "bad input shape %dx%dx%d", m->in.c, m->in.h, m->in.w);
     RT_TRY(parse_lines(m, err));
     RT_TRY(infer_shapes(m, err));

@@ -108,6 +108,9 @@ T_TEST(syntax_errors_name_the_line)
         {"flatten\ndense 10.5\n", {"line 2", "'10.5'", "dense O"}},
         {"# only a comment\n\n", {"no layers", "", ""}},
         {"", {"no layers", "", ""}},
+        {"conv2d 4 3 pad=2000000000\n", {"line 1", "pad=2000000000", "positive integer"}},
+        {"conv2d 1048576 3 pad=1000\n", {"line 1", "too large", ""}},
+        {"flatten\ndense 1000000\ndense 1000000\n", {"line 3", "too large", ""}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *msg = error_of(cases[i].spec, &mnist_in);

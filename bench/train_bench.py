@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""Training throughput: Kiln's CPU runtime vs PyTorch on the PyTorch MNIST example net.
+
+Both train the same network (conv 32x3 - relu - conv 64x3 - relu - maxpool 2 -
+dropout .25 - flatten - dense 128 - relu - dropout .5 - dense 10, softmax
+cross-entropy, Adam lr 1e-3) on Fashion-MNIST, batch 128, the same number of steps,
+the same thread count, in the same run, each in its own process (so peak RSS is per
+side). Prints images/s, the ratio, seconds per 60,000-image epoch and peak RSS.
+
+usage: /usr/bin/python3 bench/train_bench.py [--build build-core] [--steps 100]
+           [--threads 2] [--batch 128] [--venv DIR] [--timing]
+  --venv DIR  also run the PyTorch side with DIR/bin/python (e.g. a venv with the
+              current PyPI torch); skipped with a message when it has no torch.
+  --timing    print Kiln's per-layer breakdown (wall time, synced per layer).
+The environment is inherited by both sides (OMP_*, OPENBLAS_CORETYPE, ...).
+"""
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def torch_child(steps, threads, batch):
+    """Runs in a child process: trains with PyTorch, prints 'key value' lines."""
+    import gzip
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    with gzip.open(os.path.join(DATA, "train-images-idx3-ubyte.gz")) as f:
+        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
+    with gzip.open(os.path.join(DATA, "train-labels-idx1-ubyte.gz")) as f:
+        y = np.frombuffer(f.read(), np.uint8, offset=8)
+    x = torch.from_numpy(((x / 255.0 - 0.2860) / 0.3530).astype(np.float32))
+    y = torch.from_numpy(y.astype(np.int64))
+
+    class Net(nn.Module):  # the PyTorch examples/mnist network
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 32, 3, 1)
+            self.conv2 = nn.Conv2d(32, 64, 3, 1)
+            self.dropout1 = nn.Dropout(0.25)
+            self.dropout2 = nn.Dropout(0.5)
+            self.fc1 = nn.Linear(9216, 128)
+            self.fc2 = nn.Linear(128, 10)
+
+        def forward(self, x):
+            x = F.relu(self.conv1(x))
+            x = F.relu(self.conv2(x))
+            x = F.max_pool2d(x, 2)
+            x = torch.flatten(self.dropout1(x), 1)
+            x = self.dropout2(F.relu(self.fc1(x)))
+            return self.fc2(x)
+
+    model = Net()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    perm = torch.randperm(x.shape[0])
+
+    def step(i):
+        idx = perm[(i * batch) % (x.shape[0] - batch):][:batch]
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x[idx]), y[idx])
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    for i in range(3):  # warm-up, as the Kiln driver does
+        step(i)
+    t0 = time.perf_counter()
+    for i in range(steps):
+        loss = step(i + 3)
+    dt = time.perf_counter() - t0
+    print("torch_version %s" % torch.__version__)
+    print("images_per_s %.1f" % (steps * batch / dt))
+    print("last_loss %.5f" % loss)
+    print("peak_rss_mb %.1f" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+
+
+def parse(out):
+    kv = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            kv[parts[0]] = parts[1]
+    return kv
+
+
+def run(cmd, env):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    if p.returncode != 0:
+        raise RuntimeError("%s failed (%d): %s" % (cmd[0], p.returncode, p.stderr[-2000:]))
+    return p.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build-core"))
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--venv")
+    ap.add_argument("--timing", action="store_true")
+    ap.add_argument("--torch-child", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.torch_child:
+        torch_child(a.steps, a.threads, a.batch)
+        return
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    driver = os.path.join(a.build, "bench", "train_bench")
+    if not os.path.exists(driver):
+        sys.exit("no %s: build it with `ninja -C %s bench/train_bench`" % (driver, a.build))
+    kcmd = [driver, "--steps", str(a.steps), "--threads", str(a.threads), "--batch",
+            str(a.batch)] + (["--timing"] if a.timing else [])
+    child = ["--torch-child", "--steps", str(a.steps), "--threads", str(a.threads),
+             "--batch", str(a.batch)]
+    print("train_bench: %d steps, batch %d, %d threads, OPENBLAS_CORETYPE=%s, load %.1f" %
+          (a.steps, a.batch, a.threads, os.environ.get("OPENBLAS_CORETYPE", "(auto)"),
+           os.getloadavg()[0]))
+    kout = run(kcmd, env)
+    k = parse(kout)
+    t = parse(run([sys.executable, os.path.abspath(__file__)] + child, env))
+    kips, tips = float(k["images_per_s"]), float(t["images_per_s"])
+    print("%-22s %10s %10s %10s" % ("", "images/s", "s/epoch", "peak RSS"))
+    print("%-22s %10.0f %10.1f %8.0f MB" % ("kiln", kips, 60000 / kips, float(k["peak_rss_mb"])))
+    print("%-22s %10.0f %10.1f %8.0f MB" % ("torch " + t["torch_version"], tips, 60000 / tips,
+                                            float(t["peak_rss_mb"])))
+    print("ratio kiln/torch %.2f" % (kips / tips))
+    # fraction of the GEMM floor: 72 MFLOP per image at the measured sgemm peak
+    print("kiln at %.0f GFLOP/s of model arithmetic (72 MFLOP/image)" % (kips * 72e6 / 1e9))
+    if a.venv:
+        py = os.path.join(a.venv, "bin", "python")
+        try:
+            v = parse(run([py, os.path.abspath(__file__)] + child, env))
+            vips = float(v["images_per_s"])
+            print("%-22s %10.0f %10.1f %8.0f MB   ratio kiln/it %.2f" %
+                  ("torch " + v["torch_version"] + " (venv)", vips, 60000 / vips,
+                   float(v["peak_rss_mb"]), kips / vips))
+        except (RuntimeError, OSError, KeyError) as e:
+            print("venv torch skipped: %s" % str(e).splitlines()[0][:200])
+    if a.timing:
+        print("".join(l + "\n" for l in kout.splitlines() if l.startswith("layer")), end="")
+
+
+if __name__ == "__main__":
+    main()
