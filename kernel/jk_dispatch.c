@@ -3,11 +3,14 @@
  * Unknown message types are logged and still get busy/idle (no reply), as the spec
  * allows; nothing a client sends can crash the loop.
  *
- * stop_on_error: when an execute_request fails, the execute_requests already queued
- * behind it are answered "aborted" without running (ipykernel's behaviour); other
- * request types in the queue are served normally (papermill relies on that).
+ * stop_on_error: when an execute_request fails, the requests already queued behind it
+ * are set aside before its idle goes out; then the execute_requests among them are
+ * answered "aborted" without running (ipykernel's behaviour) and the other types are
+ * served normally (papermill relies on that). Taking the snapshot before the idle
+ * matters: a client that saw the idle and sent the next cell must not lose it.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <zmq.h>
@@ -52,10 +55,9 @@ static void send_aborted(jkp_chan *ch, const jkp_msg *req)
     jkp_publish_status(ch->iopub, req->header, "idle");
 }
 
-void jkp_abort_queued(jkp_chan *ch)
+void jkp_abort_snapshot(jkp_chan *ch)
 {
     jkp_kernel *k = ch->k;
-    k->abort_queue = 0;
     zmq_pollitem_t item = {ch->sock, 0, ZMQ_POLLIN, 0};
     for (;;) {
         int n = zmq_poll(&item, 1, 0);
@@ -69,12 +71,33 @@ void jkp_abort_queued(jkp_chan *ch)
             jkp_log("shell: dropped a message: %s", err.msg);
             continue;
         }
-        if (!strcmp(m.msg_type, "execute_request"))
-            send_aborted(ch, &m);
-        else
+        jkp_msg *grown = realloc(k->aborting, (k->naborting + 1) * sizeof *grown);
+        if (!grown) { /* cannot hold it back: serve it now rather than lose it */
+            jkp_log("out of memory while aborting; serving %s", m.msg_type);
             jkp_dispatch(ch, jkp_shell_handlers, &m);
-        jkp_msg_deinit(&m);
-        if (atomic_load(&k->shutdown)) break;
+            jkp_msg_deinit(&m);
+            continue;
+        }
+        k->aborting = grown;
+        k->aborting[k->naborting++] = m;
     }
-    k->abort_queue = 0; /* a handler run above may have set it again */
+}
+
+void jkp_abort_run(jkp_chan *ch)
+{
+    jkp_kernel *k = ch->k;
+    jkp_msg *list = k->aborting;
+    size_t n = k->naborting;
+    k->aborting = NULL; /* a handler below may take a new snapshot */
+    k->naborting = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!atomic_load(&k->shutdown)) {
+            if (!strcmp(list[i].msg_type, "execute_request"))
+                send_aborted(ch, &list[i]);
+            else
+                jkp_dispatch(ch, jkp_shell_handlers, &list[i]);
+        }
+        jkp_msg_deinit(&list[i]);
+    }
+    free(list);
 }

@@ -4,7 +4,7 @@
  * (kernel/lang, kl_engine_execute); this file maps the request's flags onto it:
  * silent (no execute_input, no outputs, no history), store_history (counts and
  * records), user_expressions (evaluated only after success), allow_stdin (jk_stdin.c),
- * stop_on_error (asks jk_dispatch.c to abort the queue after a failure).
+ * stop_on_error (jk_dispatch.c sets the queued requests aside before the idle).
  *
  * A one-line `NAME?`/`NAME??` cell whose NAME the engine can inspect becomes a pager
  * payload ({"source": "page"}), which is how Jupyter frontends show help.
@@ -136,5 +136,5 @@ void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req)
                         x.count, "ename", jkp_json_text(ename, strnlen(ename, sizeof e.ename)), "evalue",
                         jkp_json_text(e.evalue, elen), "traceback", tb));
     kl_error_deinit(&e);
-    if (stop_on_error && !silent) k->abort_queue = 1;
+    if (stop_on_error && !silent) jkp_abort_snapshot(ch);
 }

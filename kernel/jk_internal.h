@@ -172,7 +172,8 @@ typedef struct jkp_kernel {
     int execution_count;
     jkp_history *history;
     jkp_comms *comms;
-    int abort_queue; /* a failed execute asked to abort the queued execute_requests */
+    jkp_msg *aborting; /* requests queued when an execute failed (stop_on_error) */
+    size_t naborting;
     jkp_exec *exec;  /* the execute_request running now, or NULL */
 } jkp_kernel;
 
@@ -194,8 +195,12 @@ typedef struct jkp_handler {
 /* jk_dispatch.c: busy -> handler (unknown types: logged) -> idle, parent = req. */
 void jkp_dispatch(jkp_chan *ch, const jkp_handler *table, const jkp_msg *req);
 extern const jkp_handler jkp_shell_handlers[]; /* terminated by {NULL, NULL} */
-/* Answers the execute_requests queued on shell with "aborted" (stop_on_error). */
-void jkp_abort_queued(jkp_chan *ch);
+/* stop_on_error, in two steps as ipykernel does. snapshot (in the failing handler,
+ * before its idle): takes every request already queued on shell into k->aborting.
+ * run (after the idle): answers the execute_requests among them "aborted" and serves
+ * the others normally. Requests sent after the failure was seen run normally. */
+void jkp_abort_snapshot(jkp_chan *ch);
+void jkp_abort_run(jkp_chan *ch);
 
 /* Handlers, one message family a file. */
 void jkp_handle_kernel_info(jkp_chan *ch, const jkp_msg *req);   /* jk_kernel_info.c */

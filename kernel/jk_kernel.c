@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <zmq.h>
@@ -96,6 +97,8 @@ static void stop(jkp_kernel *k, kernel_threads *t)
     jkp_worker_stop(&t->publisher); /* last: drains what the others queued */
     if (k->shell) zmq_close(k->shell);
     if (k->stdin_sock) zmq_close(k->stdin_sock);
+    for (size_t i = 0; i < k->naborting; i++) jkp_msg_deinit(&k->aborting[i]);
+    free(k->aborting);
     jkp_history_destroy(k->history);
     jkp_comms_destroy(k->comms);
 }
@@ -122,7 +125,7 @@ static void shell_loop(jkp_kernel *k, void *control_ctl)
         if (rc != 0) continue;
         jkp_dispatch(&ch, jkp_shell_handlers, &m);
         jkp_msg_deinit(&m);
-        if (k->abort_queue) jkp_abort_queued(&ch);
+        while (k->naborting) jkp_abort_run(&ch);
     }
 }
 
