@@ -33,7 +33,7 @@ typedef size_t (*read_fn)(void *ctx, void *buf, size_t n);
 
 /* Reads `size` bytes of records from a stream into a fresh split. */
 static rt_status read_batch(rtp_raw_split *s, read_fn rd, void *ctx, uint64_t size,
-                            const char *what, rt_error *err)
+                            const char *what, const rtp_stop *stop, rt_error *err)
 {
     if (size == 0 || size % CIFAR_RECORD != 0 || size > CIFAR_MAX_BYTES)
         return RT_ERR(err, RT_EFORMAT,
@@ -50,6 +50,7 @@ static rt_status read_batch(rtp_raw_split *s, read_fn rd, void *ctx, uint64_t si
         st = RT_ERR(err, RT_ENOMEM, "%s: out of memory for %zu records", what, n);
     for (size_t i = 0; st == RT_OK && i < n;) {
         size_t k = n - i < 256 ? n - i : 256, want = k * CIFAR_RECORD;
+        if ((i & 4095) == 0 && (st = rtp_check_stop(stop, what, err)) != RT_OK) break;
         size_t got = rd(ctx, rec, want);
         if (got != want) {
             st = RT_ERR(err, RT_EFORMAT, "%s: truncated: ends after %zu of %llu bytes", what,
@@ -125,7 +126,7 @@ static rt_status assemble(rtp_raw_split b[NBATCH], const char *where, rtp_raw_sp
 static size_t file_read(void *ctx, void *buf, size_t n) { return fread(buf, 1, n, ctx); }
 
 rt_status rtp_cifar_read_dir(const char *dir, rtp_raw_split *train, rtp_raw_split *test,
-                             rtp_class_names *names, rt_error *err)
+                             rtp_class_names *names, const rtp_stop *stop, rt_error *err)
 {
     rtp_raw_split b[NBATCH] = {0};
     char path[4096];
@@ -141,7 +142,7 @@ rt_status rtp_cifar_read_dir(const char *dir, rtp_raw_split *train, rtp_raw_spli
             break;
         }
         if (fstat(fileno(f), &sb) != 0) st = RT_ERR(err, RT_EIO, "%s: cannot stat", path);
-        if (st == RT_OK) st = read_batch(&b[k], file_read, f, (uint64_t)sb.st_size, path, err);
+        if (st == RT_OK) st = read_batch(&b[k], file_read, f, (uint64_t)sb.st_size, path, stop, err);
         fclose(f);
     }
     snprintf(path, sizeof path, "%s/batches.meta.txt", dir);
@@ -171,7 +172,7 @@ static size_t archive_read(void *ctx, void *buf, size_t n)
 }
 
 rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_split *test,
-                             rtp_class_names *names, rt_error *err)
+                             rtp_class_names *names, const rtp_stop *stop, rt_error *err)
 {
     rtp_raw_split b[NBATCH] = {0};
     rt_status st = RT_OK;
@@ -200,7 +201,8 @@ rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_spl
         snprintf(what, sizeof what, "%s:%s", path, full ? full : "?");
         for (int k = 0; base && k < NBATCH; k++)
             if (!strcmp(base, batch_names[k]) && !b[k].pixels)
-                st = read_batch(&b[k], archive_read, a, (uint64_t)archive_entry_size(e), what, err);
+                st = read_batch(&b[k], archive_read, a, (uint64_t)archive_entry_size(e), what,
+                                stop, err);
         if (st == RT_OK && base && !strcmp(base, "batches.meta.txt")) {
             char *text = malloc(META_MAX);
             size_t len = text ? archive_read(a, text, META_MAX) : 0;

@@ -27,9 +27,18 @@ typedef struct rtp_class_names {
     char names[RT_MAX_CLASSES][32];
 } rtp_class_names;
 
+/* The caller's interrupt check, polled while big files are read (fn NULL = never).
+ * rtp_check_stop returns RT_EINTERRUPTED naming `what` once fn says stop. */
+typedef struct rtp_stop {
+    int (*fn)(void *user);
+    void *user;
+} rtp_stop;
+rt_status rtp_check_stop(const rtp_stop *stop, const char *what, rt_error *err);
+
 /* ---- IDX (rt_idx.c): gzip or plain, magic 0x803 images / 0x801 labels ---- */
 /* Reads an image file into s->pixels and sets n, c = 1, h, w. */
-rt_status rtp_idx_read_images(const char *path, rtp_raw_split *s, rt_error *err);
+rt_status rtp_idx_read_images(const char *path, rtp_raw_split *s, const rtp_stop *stop,
+                              rt_error *err);
 /* Reads a label file into s->labels; checks the count equals s->n (images read first)
  * and, when num_classes > 0, that every label is below it. */
 rt_status rtp_idx_read_labels(const char *path, rtp_raw_split *s, int num_classes,
@@ -39,9 +48,9 @@ rt_status rtp_idx_read_labels(const char *path, rtp_raw_split *s, int num_classe
 /* Reads data_batch_1..5.bin, test_batch.bin (and batches.meta.txt if present) from
  * a directory, or from a cifar-10-binary.tar.gz stream (libarchive, no extraction). */
 rt_status rtp_cifar_read_dir(const char *dir, rtp_raw_split *train, rtp_raw_split *test,
-                             rtp_class_names *names, rt_error *err);
+                             rtp_class_names *names, const rtp_stop *stop, rt_error *err);
 rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_split *test,
-                             rtp_class_names *names, rt_error *err);
+                             rtp_class_names *names, const rtp_stop *stop, rt_error *err);
 /* Parses batches.meta.txt bytes (one name a line, blank lines ignored). */
 rt_status rtp_cifar_parse_meta(const char *what, const char *text, size_t len,
                                rtp_class_names *names, rt_error *err);

@@ -30,13 +30,15 @@ static const char *const cifar_names[10] = {"airplane", "automobile", "bird", "c
 /* ---- reading (num_classes 0: a path, classes = largest label + 1) ---- */
 
 static rt_status read_idx(rt_dataset_splits *out, char paths[4][PATH_MAX], int num_classes,
-                          const char *const *class_names, const char *base, int val,
-                          rt_error *err)
+                          const char *const *class_names, const char *base,
+                          const rt_dataset_opts *opts, rt_error *err)
 {
     rtp_raw_split train = {0}, test = {0};
-    rt_status st = rtp_idx_read_images(paths[0], &train, err);
+    rtp_stop stop = {opts->should_stop, opts->user};
+    int val = opts->val;
+    rt_status st = rtp_idx_read_images(paths[0], &train, &stop, err);
     if (st == RT_OK) st = rtp_idx_read_labels(paths[1], &train, num_classes, paths[0], err);
-    if (st == RT_OK) st = rtp_idx_read_images(paths[2], &test, err);
+    if (st == RT_OK) st = rtp_idx_read_images(paths[2], &test, &stop, err);
     if (st == RT_OK) st = rtp_idx_read_labels(paths[3], &test, num_classes, paths[2], err);
     char digits[RT_MAX_CLASSES][12];
     const char *generic[RT_MAX_CLASSES];
@@ -65,12 +67,15 @@ static rt_status read_idx(rt_dataset_splits *out, char paths[4][PATH_MAX], int n
 }
 
 static rt_status read_cifar(rt_dataset_splits *out, const char *path, int is_tar,
-                            const char *const *builtin, const char *base, int val, rt_error *err)
+                            const char *const *builtin, const char *base,
+                            const rt_dataset_opts *opts, rt_error *err)
 {
     rtp_raw_split train = {0}, test = {0};
     rtp_class_names names;
-    rt_status st = is_tar ? rtp_cifar_read_tar(path, &train, &test, &names, err)
-                          : rtp_cifar_read_dir(path, &train, &test, &names, err);
+    rtp_stop stop = {opts->should_stop, opts->user};
+    int val = opts->val;
+    rt_status st = is_tar ? rtp_cifar_read_tar(path, &train, &test, &names, &stop, err)
+                          : rtp_cifar_read_dir(path, &train, &test, &names, &stop, err);
     if (st != RT_OK) return st;
     const char *list[RT_MAX_CLASSES];
     int n = names.count;
@@ -147,8 +152,8 @@ static rt_status load_named(rt_dataset_splits *out, const rtp_known_set *ks,
     }
     rt_dataset_splits tmp = {0};
     rt_status st = ks->format == RTP_FMT_IDX
-                       ? read_idx(&tmp, idx, 10, ks->class_names, ks->name, opts->val, err)
-                       : read_cifar(&tmp, cifar, is_tar, ks->class_names, ks->name, opts->val, err);
+                       ? read_idx(&tmp, idx, 10, ks->class_names, ks->name, opts, err)
+                       : read_cifar(&tmp, cifar, is_tar, ks->class_names, ks->name, opts, err);
     if (st != RT_OK) { rt_dataset_splits_deinit(&tmp); return st; }
     memcpy(tmp.source, out->source, sizeof tmp.source);
     *out = tmp;
@@ -202,8 +207,8 @@ static rt_status load_url(rt_dataset_splits *out, const rt_dataset_opts *opts, r
         if (snprintf(paths[i], PATH_MAX, "%s/%s", dir, files[i].name) >= PATH_MAX)
             st = RT_ERR(err, RT_EINVAL, "%s: path too long", dir);
     if (st == RT_OK)
-        st = archive ? read_cifar(&tmp, paths[0], 1, cifar_names, base, opts->val, err)
-                     : read_idx(&tmp, paths, 0, NULL, base, opts->val, err);
+        st = archive ? read_cifar(&tmp, paths[0], 1, cifar_names, base, opts, err)
+                     : read_idx(&tmp, paths, 0, NULL, base, opts, err);
     if (st != RT_OK) { rt_dataset_splits_deinit(&tmp); return st; }
     rtp_copy_str(tmp.source, sizeof tmp.source, url);
     *out = tmp;
@@ -219,11 +224,11 @@ static rt_status load_path(rt_dataset_splits *out, const rt_dataset_opts *opts, 
     rt_status st;
     rt_dataset_splits tmp = {0};
     if (rtp_is_dir(path) && rtp_find_idx(path, idx))
-        st = read_idx(&tmp, idx, 0, NULL, base, opts->val, err);
+        st = read_idx(&tmp, idx, 0, NULL, base, opts, err);
     else if (rtp_is_dir(path) && rtp_find_cifar(path, cifar, &is_tar))
-        st = read_cifar(&tmp, cifar, is_tar, cifar_names, base, opts->val, err);
+        st = read_cifar(&tmp, cifar, is_tar, cifar_names, base, opts, err);
     else if (rtp_is_file(path) && is_archive_name(path))
-        st = read_cifar(&tmp, path, 1, cifar_names, base, opts->val, err);
+        st = read_cifar(&tmp, path, 1, cifar_names, base, opts, err);
     else if (rtp_is_dir(path))
         return RT_ERR(err, RT_ENOTFOUND, "%s: no data set here: expected IDX files "
                       "(train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "

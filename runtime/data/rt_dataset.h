@@ -55,7 +55,8 @@ typedef struct rt_dataset_opts {
     int val;                 /* --val N: images moved from train to val */
     rt_download_progress_fn progress;
     void *user;
-    int (*should_stop)(void *user); /* checked during downloads; may be NULL */
+    int (*should_stop)(void *user); /* checked during downloads (DATA: and while reading
+                                       big files: RT_EINTERRUPTED); may be NULL */
     /* Added by DATA (additive): a sha256sum-format file ("HEX  NAME" lines) whose
      * hashes replace the built-in ones for downloads (own mirrors, tests); may be NULL. */
     const char *sha256sums;

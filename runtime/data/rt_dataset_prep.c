@@ -24,6 +24,13 @@ void rtp_raw_split_deinit(rtp_raw_split *s)
     memset(s, 0, sizeof *s);
 }
 
+rt_status rtp_check_stop(const rtp_stop *stop, const char *what, rt_error *err)
+{
+    if (stop && stop->fn && stop->fn(stop->user))
+        return RT_ERR(err, RT_EINTERRUPTED, "loading %s interrupted", what);
+    return RT_OK;
+}
+
 uint64_t rtp_fnv1a64(uint64_t h, const uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {

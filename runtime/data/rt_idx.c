@@ -20,6 +20,7 @@
 #define IDX_MAX_DIM 4096              /* an image side larger than this is corruption */
 #define IDX_MAX_BYTES (1ULL << 34)    /* 16 GiB: far beyond any IDX data set */
 #define IDX_FIRST_CHUNK (16u << 20)
+#define IDX_PIECE (4u << 20)          /* read between interrupt checks */
 
 typedef struct idx_file {
     const char *path;
@@ -139,27 +140,30 @@ static rt_status idx_open(idx_file *f, const char *path, int ndim, rt_error *err
 }
 
 /* Reads the f->payload data bytes into a new buffer, then requires the end of the
- * stream (no extra bytes, CRC good). */
-static rt_status idx_read_payload(idx_file *f, const char *what, uint8_t **out, rt_error *err)
+ * stream (no extra bytes, CRC good). Polls stop between 4 MiB pieces. */
+static rt_status idx_read_payload(idx_file *f, const char *what, const rtp_stop *stop,
+                                  uint8_t **out, rt_error *err)
 {
     size_t cap = f->payload < IDX_FIRST_CHUNK ? f->payload : IDX_FIRST_CHUNK, have = 0;
     uint8_t *buf = malloc(cap);
     if (!buf) return RT_ERR(err, RT_ENOMEM, "%s: out of memory (%zu bytes)", f->path, cap);
-    for (;;) {
-        size_t got;
-        rt_status s = gz_read(f, buf + have, cap - have, &got, err);
+    while (have < f->payload) {
+        if (have == cap) {
+            size_t ncap = cap * 2 < f->payload ? cap * 2 : f->payload;
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                return RT_ERR(err, RT_ENOMEM, "%s: out of memory (%zu bytes)", f->path, ncap);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t want = cap - have < IDX_PIECE ? cap - have : IDX_PIECE, got;
+        rt_status s = gz_read(f, buf + have, want, &got, err);
+        if (s == RT_OK && got < want) s = short_read(f, what, have + got, f->payload, err);
+        if (s == RT_OK) s = rtp_check_stop(stop, f->path, err);
         if (s != RT_OK) { free(buf); return s; }
         have += got;
-        if (have < cap) { free(buf); return short_read(f, what, have, f->payload, err); }
-        if (have == f->payload) break;
-        size_t ncap = cap * 2 < f->payload ? cap * 2 : f->payload;
-        uint8_t *nb = realloc(buf, ncap);
-        if (!nb) {
-            free(buf);
-            return RT_ERR(err, RT_ENOMEM, "%s: out of memory (%zu bytes)", f->path, ncap);
-        }
-        buf = nb;
-        cap = ncap;
     }
     uint8_t extra;
     size_t got;
@@ -185,12 +189,13 @@ static void idx_close(idx_file *f)
     f->gz = NULL;
 }
 
-rt_status rtp_idx_read_images(const char *path, rtp_raw_split *s, rt_error *err)
+rt_status rtp_idx_read_images(const char *path, rtp_raw_split *s, const rtp_stop *stop,
+                              rt_error *err)
 {
     idx_file f;
     rt_status st = idx_open(&f, path, 3, err);
     uint8_t *px = NULL;
-    if (st == RT_OK) st = idx_read_payload(&f, "image data", &px, err);
+    if (st == RT_OK) st = idx_read_payload(&f, "image data", stop, &px, err);
     idx_close(&f);
     if (st != RT_OK) return st;
     free(s->pixels);
@@ -211,7 +216,7 @@ rt_status rtp_idx_read_labels(const char *path, rtp_raw_split *s, int num_classe
         st = RT_ERR(err, RT_EFORMAT, "%s: has %u labels but %s has %d images", path,
                     f.dims[0], images_path, s->n);
     uint8_t *lb = NULL;
-    if (st == RT_OK) st = idx_read_payload(&f, "label data", &lb, err);
+    if (st == RT_OK) st = idx_read_payload(&f, "label data", NULL, &lb, err);
     idx_close(&f);
     if (st != RT_OK) return st;
     for (int i = 0; num_classes > 0 && i < s->n; i++) {

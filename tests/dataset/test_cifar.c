@@ -216,6 +216,28 @@ T_TEST(corrupt_archives)
     unlink(tgz);
 }
 
+static int stop_now(void *user)
+{
+    (void)user;
+    return 1;
+}
+
+T_TEST(interrupt_while_reading)
+{
+    rt_dataset_splits s;
+    rt_error err = {0};
+    char tgz[512];
+    snprintf(tgz, sizeof tgz, "%s/cifar-10-binary.tar.gz", named);
+    write_tar(tgz, -1);
+    rt_dataset_opts o = {.name = tgz, .should_stop = stop_now};
+    ASSERT_EQ(rt_dataset_load(&s, &o, &err), RT_EINTERRUPTED);
+    ASSERT_STR_CONTAINS(err.msg, "test_batch.bin interrupted");   /* first member in the tar */
+    ASSERT(s.train.images == NULL);
+    rt_dataset_opts d = {.name = bins, .should_stop = stop_now};
+    ASSERT_EQ(rt_dataset_load(&s, &d, &err), RT_EINTERRUPTED);
+    ASSERT_STR_CONTAINS(err.msg, "data_batch_1.bin interrupted");
+}
+
 int main(void)
 {
     const char *tmp = getenv("TMPDIR");
@@ -230,6 +252,7 @@ int main(void)
     T_RUN(default_class_names_without_meta);
     T_RUN(corrupt_batches);
     T_RUN(corrupt_archives);
+    T_RUN(interrupt_while_reading);
     int rc = T_EXIT();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -131,6 +131,24 @@ T_TEST(val_too_large)
     ASSERT(s.train.images == NULL && s.val.images == NULL && s.test.images == NULL);
 }
 
+static int stop_now(void *user)
+{
+    (*(int *)user)++;
+    return 1;
+}
+
+T_TEST(interrupt_while_reading)
+{
+    rt_dataset_splits s;
+    rt_error err = {0};
+    int polls = 0;
+    rt_dataset_opts o = {.name = "fashion-mnist", .should_stop = stop_now, .user = &polls};
+    ASSERT_EQ(rt_dataset_load(&s, &o, &err), RT_EINTERRUPTED);
+    ASSERT_STR_CONTAINS(err.msg, "train-images-idx3-ubyte.gz interrupted");
+    ASSERT_EQ(polls, 1);                   /* stopped at the first check, 4 MiB in */
+    ASSERT(s.train.images == NULL && s.test.images == NULL);
+}
+
 T_TEST(stable_across_loads)
 {
     rt_dataset_splits s;
@@ -168,6 +186,7 @@ int main(void)
     T_RUN(normalisation);
     T_RUN(val_split);
     T_RUN(val_too_large);
+    T_RUN(interrupt_while_reading);
     T_RUN(stable_across_loads);
     rt_dataset_splits_deinit(&full);
     return T_EXIT();
