@@ -78,6 +78,12 @@ static void im2col(float *col, const float *x, const rt_conv_desc *d)
             }
 }
 
+__attribute__((noinline)) static void add_span(float *restrict dst,
+                                               const float *restrict src, int n)
+{
+    for (int i = 0; i < n; i++) dst[i] += src[i];
+}
+
 /* image dx (C,H,W) += fold of col (C*R*S, P*Q); dx must be zeroed by the caller. */
 static void col2im(float *dx, const float *col, const rt_conv_desc *d)
 {
@@ -91,6 +97,12 @@ static void col2im(float *dx, const float *col, const rt_conv_desc *d)
                     int ih = p * st - pad + r;
                     if (ih < 0 || ih >= H) continue;
                     float *row = xc + (size_t)ih * W;
+                    if (st == 1) { /* contiguous, vectorisable range of valid columns */
+                        int q0 = pad - s > 0 ? pad - s : 0;
+                        int q1 = W + pad - s < Q ? W + pad - s : Q;
+                        add_span(row + q0 - pad + s, src + q0, q1 - q0);
+                        continue;
+                    }
                     for (int q = 0; q < Q; q++) {
                         int iw = q * st - pad + s;
                         if (iw >= 0 && iw < W) row[iw] += src[q];

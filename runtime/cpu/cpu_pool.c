@@ -12,7 +12,7 @@
  * than the generic loops (random data makes the comparisons unpredictable) ---- */
 
 static inline float max_sel(float m, float v) { return (v > m || v != v) ? v : m; }
-static inline int same(float v, float m) { return v == m || (m != m && v != v); }
+static inline int same(float v, float m) { return (v == m) | ((m != m) & (v != v)); }
 
 static void max2_fwd_plane(float *restrict y, const float *restrict x, int H, int W, int P,
                            int Q)
@@ -38,8 +38,9 @@ static void max2_bwd_plane(float *restrict dx, const float *restrict dy,
         float *d0 = dx + (size_t)(2 * p) * W, *d1 = d0 + W;
         for (int q = 0; q < Q; q++) {
             float m = y[(size_t)p * Q + q], g = dy[(size_t)p * Q + q];
-            int e0 = same(r0[2 * q], m), e1 = !e0 && same(r0[2 * q + 1], m);
-            int e2 = !e0 && !e1 && same(r1[2 * q], m), e3 = !e0 && !e1 && !e2;
+            /* first maximum in window order wins (PyTorch); bitwise & keeps it branchless */
+            int e0 = same(r0[2 * q], m), e1 = (!e0) & same(r0[2 * q + 1], m);
+            int e2 = (!(e0 | e1)) & same(r1[2 * q], m), e3 = !(e0 | e1 | e2);
             d0[2 * q] = e0 ? g : 0.0f;
             d0[2 * q + 1] = e1 ? g : 0.0f;
             d1[2 * q] = e2 ? g : 0.0f;
