@@ -2,12 +2,12 @@
  * buffered metrics, checkpoints.
  *
  * Metrics are appended to an in-memory buffer (keys interned, so a log call costs no
- * allocation once a key is known) and written in one BEGIN IMMEDIATE transaction
- * when the buffer holds RT_RESULTS_FLUSH_ROWS rows or RT_RESULTS_FLUSH_MS have passed.
- * A failed flush (another writer holding the lock past the busy timeout, disk full)
- * keeps the rows for the next try, warns once and returns RT_EIO. What was committed
- * locally is then handed to the MLflow mirror, so the mirror never has more than the
- * local store. Parameters, run begin/end and checkpoints are rare and written at once.
+ * allocation once a key is known); every RT_RESULTS_FLUSH_ROWS rows or
+ * RT_RESULTS_FLUSH_MS the buffer is handed to the writer thread (rt_results_writer.c),
+ * which commits it in one transaction and then passes it to the MLflow mirror. The
+ * caller never waits for SQLite while logging metrics; run_end, flush and close wait
+ * until everything is written. Parameters, run begin/end and checkpoints are rare and
+ * written at once on the caller's connection.
  */
 #include "rt_results_internal.h"
 
@@ -17,9 +17,6 @@
 #include <string.h>
 
 #include "kiln_config.h"
-
-/* Rows kept in memory while writes fail, before new rows are dropped (~200 MB). */
-#define MAX_PENDING (4u << 20)
 
 const char *rt_results_status_name(rt_results_status s)
 {
@@ -115,15 +112,13 @@ rt_status rt_results_open_config(const rt_results_config *cfg, rt_results **out,
     }
     rt_status s = rtp_schema_open(rs->path, rs->readonly, &rs->db, err);
     if (s == RT_OK && !sqlite3_db_readonly(rs->db, "main")) s = rtp_schema_repair(rs->db, err);
-    if (s == RT_OK && !rs->readonly)
-        s = rtp_prepare(rs->db, "INSERT INTO metrics(run_id, key, kind, step, epoch, value, "
-                                "time) VALUES(?, ?, ?, ?, ?, ?, ?)", &rs->ins_metric, err);
     if (s == RT_OK && !rs->readonly && cfg->mlflow_url) {
         const char *exp = cfg->experiment ? cfg->experiment : getenv("KILN_MLFLOW_EXPERIMENT");
         s = rtp_mlflow_create(cfg->mlflow_url, exp && *exp ? exp : "kiln",
                               cfg->mlflow_timeout_ms > 0 ? cfg->mlflow_timeout_ms : 5000,
                               rs->path, &rs->mlflow, err);
     }
+    if (s == RT_OK && !rs->readonly) s = rtp_writer_create(rs->path, rs->mlflow, &rs->writer, err);
     if (s != RT_OK) {
         rt_results_close(rs);
         return s;
@@ -139,42 +134,33 @@ static void take_mlflow_warning(rt_results *rs)
     free(w);
 }
 
-rt_status rt_results_flush(rt_results *rs, rt_error *err)
+static void take_writer_warning(rt_results *rs)
+{
+    char *w = rs->writer ? rtp_writer_take_warning(rs->writer) : NULL;
+    if (w) rtp_results_warn(rs, RTP_WARN_FLUSH, "%s", w);
+    free(w);
+}
+
+/* Hands the buffer to the writer thread; a new buffer is allocated on the next log. */
+static void submit(rt_results *rs)
 {
     rs->last_flush_ms = rtp_mono_ms();
     take_mlflow_warning(rs);
-    if (rs->npending == 0) return RT_OK;
-    if (rtp_exec(rs->db, "BEGIN IMMEDIATE", err) != RT_OK) goto fail;
-    for (size_t i = 0; i < rs->npending; i++) {
-        const rtp_metric_row *r = &rs->pending[i];
-        sqlite3_stmt *st = rs->ins_metric;
-        sqlite3_bind_int64(st, 1, r->run);
-        sqlite3_bind_text(st, 2, r->key, -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 3, r->kind);
-        sqlite3_bind_int64(st, 4, r->step);
-        sqlite3_bind_int(st, 5, r->epoch);
-        sqlite3_bind_double(st, 6, r->value);
-        sqlite3_bind_double(st, 7, r->time);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE) {
-            RT_ERR(err, RT_EIO, "results store %s: %s", rs->path, sqlite3_errmsg(rs->db));
-            sqlite3_exec(rs->db, "ROLLBACK", NULL, NULL, NULL);
-            goto fail;
-        }
-    }
-    if (rtp_exec(rs->db, "COMMIT", err) != RT_OK) {
-        sqlite3_exec(rs->db, "ROLLBACK", NULL, NULL, NULL);
-        goto fail;
-    }
-    if (rs->mlflow) rtp_mlflow_metrics(rs->mlflow, rs->pending, rs->npending);
-    rs->npending = 0;
-    return RT_OK;
-fail:
-    rtp_results_warn(rs, RTP_WARN_FLUSH, "could not write metrics to %s (%s); they are "
-                     "kept in memory and written at the next flush", rs->path,
-                     err ? err->msg : sqlite3_errmsg(rs->db));
-    return RT_EIO;
+    take_writer_warning(rs);
+    if (rs->npending == 0 || !rs->writer) return;
+    rtp_writer_submit(rs->writer, rs->pending, rs->npending);
+    rs->pending = NULL;
+    rs->npending = rs->cappending = 0;
+}
+
+rt_status rt_results_flush(rt_results *rs, rt_error *err)
+{
+    if (!rs || !rs->writer) return RT_OK;
+    submit(rs);
+    rt_status s = rtp_writer_sync(rs->writer, err);
+    take_writer_warning(rs);
+    take_mlflow_warning(rs);
+    return s;
 }
 
 static int is_open_run(const rt_results *rs, int64_t run)
@@ -222,11 +208,6 @@ rt_status rt_results_log_metric(rt_results *rs, int64_t run, const char *key, do
     const char *k = intern_key(rs, key);
     if (!k) return RT_ERR(err, RT_ENOMEM, "results: out of memory");
     if (rs->npending == rs->cappending) {
-        if (rs->cappending >= MAX_PENDING) {
-            rtp_results_warn(rs, RTP_WARN_DROP, "%s cannot be written and %u metric rows "
-                             "are waiting; newer metrics are dropped", rs->path, MAX_PENDING);
-            return RT_ERR(err, RT_EIO, "results store %s not writable", rs->path);
-        }
         size_t cap = rs->cappending ? rs->cappending * 2 : RT_RESULTS_FLUSH_ROWS;
         rtp_metric_row *p = realloc(rs->pending, cap * sizeof *p);
         if (!p) return RT_ERR(err, RT_ENOMEM, "results: out of memory");
@@ -238,7 +219,7 @@ rt_status rt_results_log_metric(rt_results *rs, int64_t run, const char *key, do
                                                    rtp_now()};
     if (rs->npending >= RT_RESULTS_FLUSH_ROWS ||
         now_ms - rs->last_flush_ms >= RT_RESULTS_FLUSH_MS)
-        return rt_results_flush(rs, err);
+        submit(rs);
     return RT_OK;
 }
 
@@ -378,7 +359,7 @@ rt_status rt_results_run_end(rt_results *rs, int64_t run, rt_results_status stat
 void rt_results_close(rt_results *rs)
 {
     if (!rs) return;
-    if (rs->db && !rs->readonly) {
+    if (rs->db && rs->writer) {
         rt_results_flush(rs, NULL);
         while (rs->nopen > 0) {
             size_t before = rs->nopen;
@@ -386,13 +367,18 @@ void rt_results_close(rt_results *rs)
             if (rs->nopen == before) rs->nopen--;
         }
     }
+    if (rs->writer) {
+        size_t lost = rtp_writer_destroy(rs->writer);
+        rs->writer = NULL;
+        if (lost)
+            rtp_results_warn(rs, RTP_WARN_LOST, "%zu metric rows could not be written to %s "
+                             "and are lost", lost, rs->path);
+    }
     if (rs->mlflow) {
         rtp_mlflow_stop(rs->mlflow, 5000);
         take_mlflow_warning(rs);
     }
     rtp_mlflow_destroy(rs->mlflow, 0);
-    rs->mlflow = NULL;
-    sqlite3_finalize(rs->ins_metric);
     sqlite3_close(rs->db);
     for (size_t i = 0; i < rs->nkeys; i++) free(rs->keys[i]);
     free(rs->keys);

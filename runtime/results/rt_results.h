@@ -24,10 +24,11 @@
  *
  * Guarantees:
  * - Several processes may write one store at once (WAL mode, busy timeout, short
- *   BEGIN IMMEDIATE transactions). Metrics are buffered in memory and written in one
- *   transaction every RT_RESULTS_FLUSH_ROWS rows or RT_RESULTS_FLUSH_MS milliseconds,
- *   so logging one metric costs about a microsecond; run_end, close and
- *   rt_results_flush write everything out.
+ *   BEGIN IMMEDIATE transactions). Metrics are buffered in memory and handed, every
+ *   RT_RESULTS_FLUSH_ROWS rows or RT_RESULTS_FLUSH_MS milliseconds, to a writer thread
+ *   that commits them in one transaction: a log call costs a few hundred nanoseconds
+ *   and never waits for the disk or for another kernel holding the lock (see
+ *   bench/results_bench.py). run_end, flush and close wait until all is written.
  * - A run whose process died (kill -9, OOM, the VM going away) is shown as
  *   "interrupted" the next time the store is opened on that host (pid + boot id +
  *   process start time are recorded, so a reused pid is not mistaken for the run).
@@ -35,8 +36,8 @@
  *   location that cannot be written, an unknown run. Decision: open problems are
  *   reported by rt_results_open BEFORE training starts (the caller refuses to train
  *   and names --results), so no run is silently unrecorded. Write failures during a
- *   run (disk full) keep the rows buffered, warn once and return RT_EIO; training
- *   may ignore that status.
+ *   run (disk full, a lock held for longer than the busy timeout) keep the rows queued
+ *   for retry, warn once, and make run_end/flush return RT_EIO; training goes on.
  * - The MLflow mirror never slows or breaks training: it runs in a background thread
  *   with a bounded queue; an absent or failing server gives one warning and the
  *   local record stays complete. Epoch metrics are sent with step = epoch, so use
@@ -83,7 +84,8 @@ typedef struct rt_results_config {
     const char *mlflow_url;  /* "http://HOST:PORT" (no "mlflow+"); NULL = no mirror */
     const char *experiment;  /* MLflow experiment; NULL = $KILN_MLFLOW_EXPERIMENT or "kiln" */
     int mlflow_timeout_ms;   /* per request; 0 = 5000 */
-    int readonly;            /* open for queries only (no liveness repair, no mirror) */
+    int readonly;            /* for %results: the file must exist; queries and delete
+                                only, no runs begun, no mirror */
 } rt_results_config;
 
 /* Opens (creating if needed) the store named by spec (see top). On success *out is a

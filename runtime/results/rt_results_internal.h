@@ -57,6 +57,23 @@ void rtp_mlflow_stop(rtp_mlflow *m, int wait_ms);
 /* Stops (as above) and frees. Accepts NULL. */
 void rtp_mlflow_destroy(rtp_mlflow *m, int wait_ms);
 
+/* ---- the metric writer thread (rt_results_writer.c) ---- */
+
+typedef struct rtp_writer rtp_writer;
+/* Opens its own connection to the (existing) store at path; mirror may be NULL. */
+rt_status rtp_writer_create(const char *path, rtp_mlflow *mirror, rtp_writer **out,
+                            rt_error *err);
+/* Hands rows (malloc'd array of n, keys borrowed until destroy) to the thread, which
+ * frees it. -1 when the queue is full (rows dropped, warning queued). Never blocks
+ * on I/O. */
+int rtp_writer_submit(rtp_writer *w, rtp_metric_row *rows, size_t n);
+/* Waits until everything submitted is committed; RT_EIO when a fresh attempt failed. */
+rt_status rtp_writer_sync(rtp_writer *w, rt_error *err);
+/* A warning from the thread (new string, free()) or NULL. */
+char *rtp_writer_take_warning(rtp_writer *w);
+/* Makes a last attempt, stops, frees. Returns the number of rows never written. */
+size_t rtp_writer_destroy(rtp_writer *w);
+
 /* ---- the handle (rt_results.c) ---- */
 
 struct rt_results {
@@ -73,13 +90,13 @@ struct rt_results {
     rtp_metric_row *pending;
     size_t npending, cappending;
     double last_flush_ms;
-    sqlite3_stmt *ins_metric;
+    rtp_writer *writer;
     int64_t *open_runs;         /* begun here, not yet ended */
     size_t nopen, capopen;
     rtp_mlflow *mlflow;
 };
 
-enum { RTP_WARN_FLUSH = 1u, RTP_WARN_MLFLOW = 2u, RTP_WARN_DROP = 4u };
+enum { RTP_WARN_FLUSH = 1u, RTP_WARN_MLFLOW = 2u, RTP_WARN_LOST = 4u };
 void rtp_results_warn(rt_results *rs, unsigned kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -233,7 +233,7 @@ rt_status rt_results_delete(rt_results *rs, int64_t run_id, int force, rt_error 
     if (alive != 0 && !force)
         return RT_ERR(err, RT_EINVAL, "run %lld is still running (pid %ld); stop it first or "
                       "delete with --force", (long long)run_id, pid);
-    if (rs->readonly || sqlite3_db_readonly(rs->db, "main") == 1)
+    if (sqlite3_db_readonly(rs->db, "main") == 1)
         return RT_ERR(err, RT_EIO, "results store %s is read-only", rs->path);
     RT_TRY(rtp_prepare(rs->db, "DELETE FROM runs WHERE id = ?", &st, err));
     sqlite3_bind_int64(st, 1, run_id);
