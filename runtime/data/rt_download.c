@@ -81,7 +81,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *user)
     xfer *x = user;
     if (!x->fp) {
         long code = 0;
-        curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &code);
+        if (curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK) code = 0;
         int append = x->asked_from > 0 && (code == 206 || code == 0);   /* 0: file:// */
         if (append && code == 206 && x->range_start != (long)x->asked_from) {
             x->bad_range = 1;
@@ -140,62 +140,50 @@ static const char *u64_str(uint64_t v, char buf[24])
 
 typedef enum { ATTEMPT_DONE, ATTEMPT_RETRY, ATTEMPT_FAIL, ATTEMPT_RESTART } attempt_result;
 
-/* One request. Sets *st on failure; the result says whether to try again. */
-static attempt_result attempt(xfer *x, rt_download_info *info, rt_status *st, rt_error *err)
+/* Sets every option of one request; returns the first failure. */
+static CURLcode setup_request(xfer *x, CURL *c, char *errbuf, char range[32])
 {
     const rt_download_opts *o = x->o;
-    char errbuf[CURL_ERROR_SIZE] = "", range[32], num[24];
-    x->asked_from = file_size(x->part);
-    x->written = 0;
-    x->range_start = -1;
-    x->bad_range = 0;
-    CURL *c = x->curl = curl_easy_init();
-    if (!c) { *st = RT_ERR(err, RT_ENOMEM, "cannot start a transfer (curl)"); return ATTEMPT_FAIL; }
-    curl_easy_setopt(c, CURLOPT_URL, o->url);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-    curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "kiln-dataset/1");
+    CURLcode oc = CURLE_OK;
+#define SETOPT(opt, val) \
+    do { if (oc == CURLE_OK) oc = curl_easy_setopt(c, opt, val); } while (0)
+    SETOPT(CURLOPT_URL, o->url);
+    SETOPT(CURLOPT_ERRORBUFFER, errbuf);
+    SETOPT(CURLOPT_NOSIGNAL, 1L);
+    SETOPT(CURLOPT_FOLLOWLOCATION, 1L);
+    SETOPT(CURLOPT_MAXREDIRS, 5L);
+    SETOPT(CURLOPT_FAILONERROR, 1L);
+    SETOPT(CURLOPT_USERAGENT, "kiln-dataset/1");
 #if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https,file");
-    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    SETOPT(CURLOPT_PROTOCOLS_STR, "http,https,file");
+    SETOPT(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 #endif
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s > 0 ? o->connect_timeout_s : 30L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, o->stall_timeout_s > 0 ? o->stall_timeout_s : 60L);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
+    SETOPT(CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s > 0 ? o->connect_timeout_s : 30L);
+    SETOPT(CURLOPT_LOW_SPEED_LIMIT, 1L);
+    SETOPT(CURLOPT_LOW_SPEED_TIME, o->stall_timeout_s > 0 ? o->stall_timeout_s : 60L);
+    SETOPT(CURLOPT_HEADERFUNCTION, on_header);
+    SETOPT(CURLOPT_HEADERDATA, x);
+    SETOPT(CURLOPT_WRITEFUNCTION, on_body);
+    SETOPT(CURLOPT_WRITEDATA, x);
+    SETOPT(CURLOPT_NOPROGRESS, 0L);
+    SETOPT(CURLOPT_XFERINFOFUNCTION, on_progress);
+    SETOPT(CURLOPT_XFERINFODATA, x);
     if (x->asked_from > 0) {
-        snprintf(range, sizeof range, "%llu-", (unsigned long long)x->asked_from);
-        curl_easy_setopt(c, CURLOPT_RANGE, range);
+        snprintf(range, 32, "%llu-", (unsigned long long)x->asked_from);
+        SETOPT(CURLOPT_RANGE, range);
     }
-    CURLcode rc = curl_easy_perform(c);
-    long code = 0;
-    curl_off_t total = -1;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-    curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &total);
-    curl_easy_cleanup(c);
-    x->curl = NULL;
-    info->attempts++;
-    info->http_status = code;
-    rt_status cs = close_part(x, err);
+#undef SETOPT
+    return oc;
+}
+
+/* Turns a failed request into an error, and says whether trying again helps. */
+static attempt_result failure(const xfer *x, CURLcode rc, long code, curl_off_t total,
+                              const char *errbuf, rt_status *st, rt_error *err)
+{
+    const rt_download_opts *o = x->o;
+    const char *why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
     uint64_t have = x->written ? x->base + x->written : x->asked_from;
-    if (rc == CURLE_OK && cs != RT_OK) { *st = cs; return ATTEMPT_FAIL; }
-    if (rc == CURLE_OK) {
-        if (x->written == 0 && x->asked_from == 0) {   /* empty reply: make an empty part */
-            FILE *f = fopen(x->part, "wb");
-            if (f) fclose(f);
-        }
-        info->resumed_from = x->written ? x->base : x->asked_from;
-        return ATTEMPT_DONE;
-    }
+    char num[24];
     switch (rc) {
     case CURLE_ABORTED_BY_CALLBACK:
         *st = RT_ERR(err, RT_EINTERRUPTED,
@@ -213,11 +201,10 @@ static attempt_result attempt(xfer *x, rt_download_info *info, rt_status *st, rt
     case CURLE_COULDNT_RESOLVE_PROXY:
         *st = RT_ERR(err, RT_EIO, "cannot resolve the host of %s (DNS failure: %s) ---> HINT: "
                      "offline? put the files in --dir, or point --url at a reachable mirror",
-                     o->url, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+                     o->url, why);
         return ATTEMPT_FAIL;
     case CURLE_COULDNT_CONNECT:
-        *st = RT_ERR(err, RT_EIO, "cannot connect to %s: %s", o->url,
-                     errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        *st = RT_ERR(err, RT_EIO, "cannot connect to %s: %s", o->url, why);
         return ATTEMPT_FAIL;
     case CURLE_WRITE_ERROR:
         if (x->bad_range) {
@@ -236,14 +223,53 @@ static attempt_result attempt(xfer *x, rt_download_info *info, rt_status *st, rt
                      "and the next attempt resumes from it", o->url,
                      rc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "cut off",
                      (unsigned long long)have, total > 0 ? " of " : "",
-                     total > 0 ? u64_str(x->base + (uint64_t)total, num) : "",
-                     errbuf[0] ? errbuf : curl_easy_strerror(rc), x->part);
+                     total > 0 ? u64_str(x->base + (uint64_t)total, num) : "", why, x->part);
         return ATTEMPT_RETRY;
     default:
-        *st = RT_ERR(err, RT_EIO, "download of %s failed: %s", o->url,
-                     errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        *st = RT_ERR(err, RT_EIO, "download of %s failed: %s", o->url, why);
         return ATTEMPT_FAIL;
     }
+}
+
+/* One request. Sets *st on failure; the result says whether to try again. */
+static attempt_result attempt(xfer *x, rt_download_info *info, rt_status *st, rt_error *err)
+{
+    char errbuf[CURL_ERROR_SIZE] = "", range[32];
+    x->asked_from = file_size(x->part);
+    x->written = 0;
+    x->range_start = -1;
+    x->bad_range = 0;
+    CURL *c = x->curl = curl_easy_init();
+    if (!c) { *st = RT_ERR(err, RT_ENOMEM, "cannot start a transfer (curl)"); return ATTEMPT_FAIL; }
+    CURLcode rc = setup_request(x, c, errbuf, range);
+    if (rc != CURLE_OK) {
+        curl_easy_cleanup(c);
+        x->curl = NULL;
+        *st = RT_ERR(err, RT_EIO, "cannot set up the transfer of %s: %s", x->o->url,
+                     curl_easy_strerror(rc));
+        return ATTEMPT_FAIL;
+    }
+    rc = curl_easy_perform(c);
+    long code = 0;            /* both stay at "unknown" if curl cannot tell */
+    curl_off_t total = -1;
+    if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK) code = 0;
+    if (curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &total) != CURLE_OK) total = -1;
+    curl_easy_cleanup(c);
+    x->curl = NULL;
+    info->attempts++;
+    info->http_status = code;
+    rt_status cs = close_part(x, err);
+    if (rc != CURLE_OK) return failure(x, rc, code, total, errbuf, st, err);
+    if (cs != RT_OK) { *st = cs; return ATTEMPT_FAIL; }
+    if (x->written == 0 && (x->asked_from == 0 || code == 200)) {   /* empty body */
+        FILE *f = fopen(x->part, "wb");
+        if (!f || fclose(f) != 0) {
+            *st = RT_ERR(err, RT_EIO, "%s: cannot write", x->part);
+            return ATTEMPT_FAIL;
+        }
+    }
+    info->resumed_from = x->written ? x->base : x->asked_from;
+    return ATTEMPT_DONE;
 }
 
 /* Checks the finished .part and renames it into place. */
