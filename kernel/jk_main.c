@@ -1,5 +1,6 @@
 /* jk_main.c - the `kiln` command line: kernel, run, install, help, --version.
  * The only file in Kiln allowed to decide the process's exit status. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
@@ -51,6 +52,9 @@ static int cmd_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* A file-size limit (ulimit -f) must be a clean "disk full" error from the
+     * checkpoint writer, not a signal that kills the kernel mid-training. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         fputs(usage, stderr);
         return 2;
