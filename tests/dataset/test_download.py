@@ -179,7 +179,7 @@ def test_interrupt_keeps_part_and_resumes(server, payload, tmp_path):
 
 
 def test_two_processes_share_one_download(server, payload, tmp_path):
-    server.config.update(chunk=4000, delay=0.02)     # ~0.6 s transfer
+    server.config.update(chunk=2000, delay=0.02)     # ~1.2 s transfer
     dest = tmp_path / "blob.gz"
     args = [TOOL, "download", server.url + "blob.gz", str(dest), "--sha256", sha256(payload)]
     first = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
