@@ -206,7 +206,7 @@ static void compare_cell(const rt_results_run *r, const char *key, int metric, c
     double num;
     int is_num;
     if (!rt_results_run_value(r, key, buf, n, &num, &is_num)) snprintf(buf, n, "-");
-    else if (metric) mgp_number(num, buf, n);
+    else if (metric) snprintf(buf, n, "%.6g", num);   /* enough digits to see a difference */
 }
 
 /* Rows: fields, then the union of parameters, then the union of metrics. */
