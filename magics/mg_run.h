@@ -1,0 +1,116 @@
+/* mg_run.h - one training run: the %train options, creating the run (model on a
+ * backend, data set, trainer, results store) and the step loop with its live display.
+ * Used by %train (mg_train.c) and %resume (RESUME helper, mg_ckpt*.c).
+ *
+ * Life of a run:
+ *   mg_run_opts o; mg_run_opts_default(&o); mg_run_opts_from_args(&o, args, err);
+ *   mg_run_create(&run, ctx, &o, err);   model (fresh from the seed), data, trainer;
+ *                                        nothing is recorded or shown yet
+ *   ... %resume restores tensors, optimiser state and rt_trainer_set_state here ...
+ *   mg_run_loop(run, err);               results run begin (or resume), steps with the
+ *                                        progress display, per-epoch validation, the
+ *                                        checkpoint hook, results run end; the trained
+ *                                        model goes to the workspace (mg_workspace.h)
+ *   mg_run_destroy(run);
+ * The loop calls mg_run_checkpoint_hook (mg_ckpt.h, RESUME helper) after every step
+ * (ev = RT_STEP_CONTINUE / RT_STEP_EPOCH_END, after that epoch's validation) and once
+ * when it stops (ev = RT_STEP_DONE / RT_STEP_STOPPED / RT_STEP_TIME_LIMIT). A hook
+ * failure (-1) ends the run as failed with the hook's error. An interrupt stops the
+ * loop before the next step (KeyboardInterrupt after the stop report); the time limit
+ * stops it the same way but is not an error (a stage notebook goes on to its next cell).
+ */
+#ifndef MG_RUN_H
+#define MG_RUN_H
+
+#include <stdint.h>
+
+#include "mg.h"
+#include "rt.h"
+#include "rt_results.h"
+
+/* --checkpoint-every: "500steps" / "500" (steps), "10m" / "90s" / "1h30m" (time),
+ * "1epoch" / "2epochs". */
+typedef enum { MG_EVERY_NONE = 0, MG_EVERY_STEPS, MG_EVERY_SECONDS, MG_EVERY_EPOCHS }
+    mg_every_unit;
+typedef struct mg_every {
+    mg_every_unit unit;
+    double n;                /* steps, seconds or epochs (> 0 unless NONE) */
+} mg_every;
+
+/* Every %train option (DESIGN.md). Strings are "" when not given. */
+typedef struct mg_run_opts {
+    char model[64];          /* MODEL (positional); "" = the model defined last */
+    char data[256];          /* --data NAME/PATH; "" = the data set loaded last */
+    int epochs;              /* --epochs (1) */
+    int batch;               /* --batch (64) */
+    double lr;               /* --lr (0.001) */
+    char optimizer[16];      /* --optimizer adam|sgd|adamw ("adam") */
+    double momentum;         /* --momentum (SGD; 0.9 when sgd and not given, else 0) */
+    double weight_decay;     /* --weight-decay; NAN = the optimiser's default */
+    int nesterov;            /* --nesterov (flag) */
+    char schedule[256];      /* --schedule text (rt_schedule.h); "constant" */
+    uint64_t seed;           /* --seed (0) */
+    char device[32];         /* --device auto|cpu|cuda|cuda:N ("auto") */
+    char precision[8];       /* --precision fp32|bf16|fp16 ("fp32"; GPU only for bf16/fp16) */
+    char run_dir[1024];      /* --run-dir DIR; "" = no run directory */
+    mg_every checkpoint_every; /* --checkpoint-every (NONE; RESUME: 1 epoch with --run-dir) */
+    char checkpoint_every_text[32];
+    int keep;                /* --keep N newest checkpoints (3) */
+    double time_limit_s;     /* --time-limit 8h30m (0 = none) */
+    char results[1024];      /* --results PATH/URL; "" = KILN_RESULTS or the default */
+    int augment;             /* --augment (flag): random crop + flip */
+    int val;                 /* --val N: validation images carved from train; -1 = as the
+                                data set was loaded by %dataset */
+    char name[64];           /* --name: run name in the results store ("" = model name) */
+    int64_t resume_run_id;   /* %resume: results-store run to continue (0 = a new run) */
+} mg_run_opts;
+
+/* The %train option table (NULL-terminated), for the command and for %resume. */
+extern const mg_option mg_run_options[];
+
+void mg_run_opts_default(mg_run_opts *o);
+/* Reads MODEL and every option of args into o (on top of what o holds); errors name
+ * the option ("%train: --lr: 'abc' is not a number"). */
+int mg_run_opts_from_args(mg_run_opts *o, const mg_args *args, mg_error *err);
+int mg_run_parse_every(const char *text, mg_every *out, mg_error *err);
+/* "8h30m", "90s", "45m", "2h", "1.5h", "3600" (seconds) -> seconds. */
+int mg_run_parse_duration(const char *text, double *seconds, mg_error *err);
+/* The hyperparameters as a JSON object (new ref), for checkpoint metadata and the
+ * results store; mg_run_opts_from_json reads it back (unknown keys are ignored). */
+json_t *mg_run_opts_to_json(const mg_run_opts *o);
+int mg_run_opts_from_json(mg_run_opts *o, const json_t *j, mg_error *err);
+
+/* ---- the run ---- */
+typedef struct mg_run mg_run;
+
+/* Builds the run: finds the model spec and data set in the session's workspace (loading
+ * --data if needed), opens the device, creates the model from its spec and the seed and
+ * the trainer. ctx must outlive the run. Errors are user errors (ValueError/UsageError)
+ * naming the option or model. On error *out is NULL. */
+int mg_run_create(mg_run **out, mg_ctx *ctx, const mg_run_opts *o, mg_error *err);
+/* Trains until done, interrupted, out of time or failed (see top). 0 when finished or
+ * stopped by the time limit; -1 with err (KeyboardInterrupt for an interrupt). */
+int mg_run_loop(mg_run *run, mg_error *err);
+void mg_run_destroy(mg_run *run); /* accepts NULL */
+
+/* ---- accessors (borrowed; valid until mg_run_destroy) ---- */
+rt_model *mg_run_model(mg_run *run);
+rt_trainer *mg_run_trainer(mg_run *run);
+const rt_dataset_splits *mg_run_data(const mg_run *run);
+const char *mg_run_dataset_name(const mg_run *run);  /* "fashion-mnist" */
+const mg_run_opts *mg_run_options(const mg_run *run);
+const char *mg_run_model_name(const mg_run *run);
+const char *mg_run_model_spec(const mg_run *run);    /* the %%model body, verbatim */
+const char *mg_run_dir(const mg_run *run);           /* --run-dir, "" when none */
+mg_ctx *mg_run_ctx(mg_run *run);
+/* The results store (NULL when it could not be opened: a warning was shown) and this
+ * run's id in it (0 before mg_run_loop began it). */
+rt_results *mg_run_results(mg_run *run);
+int64_t mg_run_id(const mg_run *run);
+/* The last validation (or, without a val split, test) loss/accuracy measured at an
+ * epoch end; 0 when there is one, -1 when none yet. */
+int mg_run_last_val(const mg_run *run, double *loss, double *accuracy);
+/* Wall-clock seconds since mg_run_loop started. */
+double mg_run_elapsed(const mg_run *run);
+
+#endif

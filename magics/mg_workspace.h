@@ -1,0 +1,62 @@
+/* mg_workspace.h - what the training magics keep between cells: named models (spec
+ * text, input shape, and once trained the model on its backend), loaded data sets and
+ * the name of the last run's model. Stored in the mg_session slot "train.workspace"
+ * (no globals): one workspace per engine, freed with the session.
+ *
+ * Models: %%model NAME defines (or redefines) a spec; %train builds a fresh rt_model
+ * from it and, when the run ends, gives the trained model to the workspace
+ * (mg_ws_model_set_trained); %evaluate/%predict/%checkpoint use that one.
+ * Data sets: keyed by the name the user gave plus --val; %dataset loads, %train
+ * --data loads on demand.
+ */
+#ifndef MG_WORKSPACE_H
+#define MG_WORKSPACE_H
+
+#include "mg.h"
+#include "rt.h"
+
+typedef struct mg_workspace mg_workspace;
+
+typedef struct mg_ws_model {
+    char name[64];
+    char *spec;              /* the %%model body, verbatim */
+    rt_model_input input;    /* the shape it was checked against */
+    char dataset[256];       /* the data set it was checked against ("" = default) */
+    rt_model *trained;       /* NULL until a run (or %checkpoint load) gave one */
+    rt_backend *backend;     /* the trained model's backend (heap; owned) */
+} mg_ws_model;
+
+typedef struct mg_ws_data {
+    char name[256];          /* as the user wrote it: "fashion-mnist", a path */
+    int val;                 /* --val it was loaded with */
+    rt_dataset_splits splits;
+} mg_ws_data;
+
+/* The session's workspace, created on first use; NULL with err on out of memory. */
+mg_workspace *mg_ws_get(mg_ctx *ctx, mg_error *err);
+
+/* ---- models ---- */
+/* Defines (or replaces, dropping its trained model) model name. spec is copied. */
+int mg_ws_model_define(mg_workspace *ws, const char *name, const char *spec,
+                       const rt_model_input *in, const char *dataset, mg_error *err);
+/* name "" or NULL = the model defined last. NULL when none (no error filled). */
+mg_ws_model *mg_ws_model_find(mg_workspace *ws, const char *name);
+/* Takes ownership of m and b (b heap-allocated with malloc, opened); frees the previous
+ * trained model of that entry. */
+void mg_ws_model_set_trained(mg_ws_model *e, rt_model *m, rt_backend *b);
+int mg_ws_model_count(const mg_workspace *ws);
+mg_ws_model *mg_ws_model_at(mg_workspace *ws, int i);
+
+/* ---- data sets ---- */
+/* Loads (or returns the already loaded) data set name with val images carved off
+ * (val < 0: any already loaded under this name, else 0). Shows download progress on
+ * out. Borrowed result, NULL with err (a ValueError naming the data set) on failure. */
+mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
+                            mg_error *err);
+/* name "" or NULL = the data set loaded last; NULL when none is loaded. */
+mg_ws_data *mg_ws_data_find(mg_workspace *ws, const char *name);
+
+/* Frees an rt_backend made with malloc + rt_backend_open (accepts NULL). */
+void mg_ws_backend_free(rt_backend *b);
+
+#endif
