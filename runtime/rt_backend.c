@@ -1,14 +1,21 @@
 /* rt_backend.c - opening a backend by device name ("cpu", "cuda[:N]", "auto").
  *
- * The CUDA backend registers itself through rt_cuda_ops when it is compiled in (a
- * weak symbol here, so this file needs no #ifdef and builds without CUDA).
+ * The CUDA backend registers itself through rt_cuda_ops when it is compiled in:
+ * runtime/cuda/meson.build defines KILN_HAVE_CUDA, read only here (the one place outside
+ * runtime/cuda/ allowed a CUDA #ifdef). A strong reference, because a weak one does not
+ * pull the backend's object out of its static library.
  */
 #include "rt_backend.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-extern const rt_backend_ops rt_cuda_ops __attribute__((weak));
+#ifdef KILN_HAVE_CUDA
+extern const rt_backend_ops rt_cuda_ops;
+#define RT_CUDA_OPS (&rt_cuda_ops)
+#else
+#define RT_CUDA_OPS ((const rt_backend_ops *)NULL)
+#endif
 
 static rt_status open_with(rt_backend *b, const rt_backend_ops *ops, int device, int threads,
                            rt_error *err)
@@ -24,7 +31,7 @@ static rt_status open_with(rt_backend *b, const rt_backend_ops *ops, int device,
 
 rt_status rt_backend_open(rt_backend *b, const char *device, int threads, rt_error *err)
 {
-    const rt_backend_ops *cuda = &rt_cuda_ops;
+    const rt_backend_ops *cuda = RT_CUDA_OPS;
     if (!device || !strcmp(device, "cpu")) return open_with(b, &rt_cpu_ops, 0, threads, err);
     if (!strcmp(device, "auto")) {
         if (cuda && open_with(b, cuda, 0, threads, NULL) == RT_OK) return RT_OK;

@@ -1,0 +1,149 @@
+/* cuda_conv.c - conv2d on the CUDA backend: cuDNN when it was found at build time and
+ * opened (cudnn_conv.c), else im2col + cuBLAS per image (this file), the way
+ * cpu_conv.c does it on the CPU. The choice is made once, at open (c->dnn), not per
+ * call. Both paths add the bias and reduce the bias gradient with our own kernels
+ * (deterministic, fixed order).
+ * The im2col path's scratch is one column buffer (C*R*S x P*Q floats); images run one
+ * after another on the stream, the weight gradient accumulating in place (beta = 1
+ * after the first image), which is deterministic.
+ */
+#include "cuda_internal.h"
+
+static size_t col_floats(const rt_conv_desc *d)
+{
+    return (size_t)d->C * d->R * d->S * (size_t)d->P * d->Q;
+}
+
+static int is_direct(const rt_conv_desc *d)
+{
+    return d->R == 1 && d->S == 1 && d->stride == 1 && d->pad == 0;
+}
+
+static rtp_conv_geom geom(const rt_conv_desc *d)
+{
+    return (rtp_conv_geom){d->C, d->H, d->W, d->R, d->S, d->stride, d->pad, d->P, d->Q};
+}
+
+size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
+{
+    if (b->lost || !b->impl) return 0;
+    if (rtp_cuda_of(b)->dnn) return rtp_cudnn_workspace(b, d);
+    return col_floats(d) * sizeof(float);
+}
+
+static rt_status check_all(const rt_conv_desc *d, const rt_tensor *x, const rt_tensor *y,
+                           const rt_tensor *w, rt_error *err)
+{
+    RTP_CHECK(x, (size_t)d->N * d->C * d->H * d->W, "conv2d input");
+    RTP_CHECK(y, (size_t)d->N * d->K * d->P * d->Q, "conv2d output");
+    RTP_CHECK(w, (size_t)d->K * d->C * d->R * d->S, "conv2d weight");
+    if (d->stride < 1 || d->pad < 0 || d->P != (d->H + 2 * d->pad - d->R) / d->stride + 1 ||
+        d->Q != (d->W + 2 * d->pad - d->S) / d->stride + 1)
+        return RT_ERR(err, RT_EINVAL, "conv2d: inconsistent descriptor (P=%d, Q=%d)", d->P,
+                      d->Q);
+    return RT_OK;
+}
+
+/* ---- im2col + cuBLAS (no cuDNN) ---- */
+
+static rt_status gemm_fwd(rt_backend *b, float *y, const float *x, const float *w,
+                          const rt_conv_desc *d, rt_error *err)
+{
+    const int PQ = d->P * d->Q, CRS = d->C * d->R * d->S;
+    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
+    float *col = rtp_cuda_scratch(b, col_floats(d) * sizeof(float), err);
+    if (!col) return err ? err->code : RT_EINVAL;
+    for (int n = 0; n < d->N; n++) {
+        const float *src = x + chw * (size_t)n;
+        if (!is_direct(d)) {
+            RT_CUDA_TRY(b, err, rtp_k_im2col(rtp_cuda_of(b)->stream, col, src, geom(d)));
+            src = col;
+        }
+        /* y_n (K,PQ) = w (K,CRS) col (CRS,PQ); column-major: y^T = col^T w^T */
+        RT_TRY(rtp_cuda_gemm(b, CUBLAS_OP_N, CUBLAS_OP_N, PQ, d->K, CRS, src, PQ, w, CRS, 0.0f,
+                             y + kpq * (size_t)n, PQ, err));
+    }
+    return RT_OK;
+}
+
+static rt_status gemm_bwd_data(rt_backend *b, float *dx, const float *dy, const float *w,
+                               const rt_conv_desc *d, rt_error *err)
+{
+    const int PQ = d->P * d->Q, CRS = d->C * d->R * d->S;
+    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
+    float *col = rtp_cuda_scratch(b, col_floats(d) * sizeof(float), err);
+    if (!col) return err ? err->code : RT_EINVAL;
+    for (int n = 0; n < d->N; n++) {
+        float *dst = is_direct(d) ? dx + chw * (size_t)n : col;
+        /* col (CRS,PQ) = w^T (CRS,K) dy_n (K,PQ); column-major: col^T = dy^T w */
+        RT_TRY(rtp_cuda_gemm(b, CUBLAS_OP_N, CUBLAS_OP_T, PQ, CRS, d->K, dy + kpq * (size_t)n,
+                             PQ, w, CRS, 0.0f, dst, PQ, err));
+        if (!is_direct(d))
+            RT_CUDA_TRY(b, err, rtp_k_col2im(rtp_cuda_of(b)->stream, dx + chw * (size_t)n, col,
+                                             geom(d)));
+    }
+    return RT_OK;
+}
+
+static rt_status gemm_bwd_filter(rt_backend *b, float *dw, const float *dy, const float *x,
+                                 const rt_conv_desc *d, rt_error *err)
+{
+    const int PQ = d->P * d->Q, CRS = d->C * d->R * d->S;
+    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
+    float *col = rtp_cuda_scratch(b, col_floats(d) * sizeof(float), err);
+    if (!col) return err ? err->code : RT_EINVAL;
+    for (int n = 0; n < d->N; n++) {
+        const float *src = x + chw * (size_t)n;
+        if (!is_direct(d)) {
+            RT_CUDA_TRY(b, err, rtp_k_im2col(rtp_cuda_of(b)->stream, col, src, geom(d)));
+            src = col;
+        }
+        /* dw (K,CRS) += dy_n (K,PQ) col^T (PQ,CRS); column-major: dw^T += col dy^T */
+        RT_TRY(rtp_cuda_gemm(b, CUBLAS_OP_T, CUBLAS_OP_N, CRS, d->K, PQ, src, PQ,
+                             dy + kpq * (size_t)n, PQ, n == 0 ? 0.0f : 1.0f, dw, CRS, err));
+    }
+    if (d->N == 0) RT_CUDA_TRY(b, err, rtp_k_fill(rtp_cuda_of(b)->stream, dw,
+                                                  (size_t)d->K * CRS, 0.0f));
+    return RT_OK;
+}
+
+/* ---- the ops ---- */
+
+rt_status rtp_cuda_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                              const rt_tensor *w, const rt_tensor *bias,
+                              const rt_conv_desc *d, rt_error *err)
+{
+    RTP_ENTER(b);
+    RT_TRY(check_all(d, in, out, w, err));
+    if (bias) RTP_CHECK(bias, (size_t)d->K, "conv2d bias");
+    if (rtp_cuda_of(b)->dnn) RT_TRY(rtp_cudnn_fwd(b, out->data, in->data, w->data, d, err));
+    else RT_TRY(gemm_fwd(b, out->data, in->data, w->data, d, err));
+    if (bias)
+        RT_CUDA_TRY(b, err, rtp_k_bias_add(rtp_cuda_of(b)->stream, out->data, bias->data, d->N,
+                                           d->K, d->P * d->Q));
+    return RT_OK;
+}
+
+rt_status rtp_cuda_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                   const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
+{
+    RTP_ENTER(b);
+    RT_TRY(check_all(d, din, dout, w, err));
+    if (rtp_cuda_of(b)->dnn) return rtp_cudnn_bwd_data(b, din->data, dout->data, w->data, d, err);
+    return gemm_bwd_data(b, din->data, dout->data, w->data, d, err);
+}
+
+rt_status rtp_cuda_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                     const rt_tensor *dout, const rt_tensor *in,
+                                     const rt_conv_desc *d, rt_error *err)
+{
+    RTP_ENTER(b);
+    RT_TRY(check_all(d, in, dout, dw, err));
+    if (dbias) RTP_CHECK(dbias, (size_t)d->K, "conv2d bias gradient");
+    if (rtp_cuda_of(b)->dnn) RT_TRY(rtp_cudnn_bwd_filter(b, dw->data, dout->data, in->data, d, err));
+    else RT_TRY(gemm_bwd_filter(b, dw->data, dout->data, in->data, d, err));
+    if (dbias)
+        RT_CUDA_TRY(b, err, rtp_k_bias_grad(rtp_cuda_of(b)->stream, dbias->data, dout->data,
+                                            d->N, d->K, d->P * d->Q));
+    return RT_OK;
+}

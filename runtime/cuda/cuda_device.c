@@ -1,0 +1,117 @@
+/* cuda_device.c - the device list for %device, the backend's compute precision, memory
+ * information and the loss-scaling gradient check (rt_cuda.h).
+ *
+ * Listing never fails for lack of devices: zero devices (no driver, no GPU) is an empty
+ * list with the CUDA runtime's reason, so %device can always print something useful.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+
+rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->built = 1;
+    if (cudaDriverGetVersion(&out->driver_version) != cudaSuccess) out->driver_version = 0;
+    if (cudaRuntimeGetVersion(&out->runtime_version) != cudaSuccess) out->runtime_version = 0;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        snprintf(out->why, sizeof out->why, "cudaGetDeviceCount: %s (%s)",
+                 cudaGetErrorString(e), cudaGetErrorName(e));
+        return RT_OK;
+    }
+    if (count == 0) {
+        snprintf(out->why, sizeof out->why, "cudaGetDeviceCount: 0 devices");
+        return RT_OK;
+    }
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess) prev = -1;
+    for (int i = 0; i < count && out->count < RT_CUDA_MAX_DEVICES; i++) {
+        struct cudaDeviceProp p;
+        rt_cuda_device_info *d = &out->dev[out->count];
+        if (cudaGetDeviceProperties(&p, i) != cudaSuccess) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        d->index = i;
+        snprintf(d->name, sizeof d->name, "%s", p.name);
+        d->mem_total = p.totalGlobalMem;
+        d->cc_major = p.major;
+        d->cc_minor = p.minor;
+        d->multiprocessors = p.multiProcessorCount;
+        d->bf16 = p.major >= 8;
+        size_t fr = 0, tot = 0;
+        if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&fr, &tot) == cudaSuccess)
+            d->mem_free = fr;
+        else
+            (void)cudaGetLastError();
+        out->count++;
+    }
+    if (prev >= 0) (void)cudaSetDevice(prev);
+    (void)err;
+    return RT_OK;
+}
+
+static rt_status need_cuda(rt_backend *b, rt_error *err)
+{
+    if (!b || b->ops != &rt_cuda_ops || !b->impl)
+        return RT_ERR(err, RT_EINVAL, "not an open CUDA backend (device '%s')",
+                      b && b->ops ? b->ops->name : "none");
+    return RT_OK;
+}
+
+rt_status rt_cuda_set_precision(rt_backend *b, rt_precision p, rt_error *err)
+{
+    if (b && b->ops && b->ops != &rt_cuda_ops && p != RT_PREC_FP32)
+        return RT_ERR(err, RT_EINVAL, "--precision %s needs a CUDA device; the %s backend "
+                      "computes in fp32 only ---> HINT: use --precision fp32 or --device cuda",
+                      rt_precision_name(p), b->ops->name);
+    if (b && b->ops && b->ops != &rt_cuda_ops) return RT_OK;
+    RT_TRY(need_cuda(b, err));
+    RTP_ENTER(b);
+    rtp_cuda *c = rtp_cuda_of(b);
+    if ((unsigned)p > RT_PREC_FP16)
+        return RT_ERR(err, RT_EINVAL, "unknown precision %d", (int)p);
+    if (p == RT_PREC_BF16 && c->cc_major < 8)
+        return RT_ERR(err, RT_EINVAL, "--precision bf16 needs compute capability 8.0 or newer; "
+                      "cuda:%d (%s) is %d.%d ---> HINT: use --precision fp16", c->device,
+                      c->name, c->cc_major, c->cc_minor);
+    c->prec = p;
+    return RT_OK;
+}
+
+rt_precision rt_cuda_get_precision(const rt_backend *b)
+{
+    if (!b || b->ops != &rt_cuda_ops || !b->impl) return RT_PREC_FP32;
+    return ((const rtp_cuda *)b->impl)->prec;
+}
+
+rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes,
+                           rt_error *err)
+{
+    RT_TRY(need_cuda(b, err));
+    RTP_ENTER(b);
+    RT_CUDA_TRY(b, err, cudaMemGetInfo(free_bytes, total_bytes));
+    return RT_OK;
+}
+
+rt_status rt_cuda_unscale_grads(rt_backend *b, rt_tensor *grad, float inv_scale,
+                                int *overflow, rt_error *err)
+{
+    RT_TRY(need_cuda(b, err));
+    RTP_ENTER(b);
+    RTP_CHECK(grad, 0, "unscale gradients");
+    rtp_cuda *c = rtp_cuda_of(b);
+    int flag = 0;
+    RT_CUDA_TRY(b, err, cudaMemsetAsync(c->flag, 0, sizeof(int), c->stream));
+    RT_CUDA_TRY(b, err, rtp_k_unscale(c->stream, grad->data, rt_tensor_numel(grad), inv_scale,
+                                      c->flag));
+    RT_CUDA_TRY(b, err, cudaMemcpyAsync(&flag, c->flag, sizeof(int), cudaMemcpyDeviceToHost,
+                                        c->stream));
+    RT_CUDA_TRY(b, err, cudaStreamSynchronize(c->stream));
+    *overflow = flag != 0;
+    return RT_OK;
+}

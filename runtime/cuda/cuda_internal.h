@@ -1,0 +1,166 @@
+/* cuda_internal.h - private state and helpers shared by the CUDA backend's C files.
+ *
+ * Everything device-side lives in one rtp_cuda (b->impl): the device index, one stream
+ * (every op is issued on it, so ops are ordered without host synchronisation), the
+ * cuBLAS handle, the cuDNN state (cudnn_conv.c; NULL without cuDNN), the workspace
+ * reserved when a model is built, and a 4-byte device flag for overflow checks.
+ * Errors: RT_CUDA_TRY / RTP_CUBLAS_TRY turn a failed call into RT_EDEVICE with the
+ * call, the CUDA message and file:line; a sticky error (illegal address, launch
+ * failure, ...) marks the backend lost and returns RT_EDEVICE_LOST, and every later op
+ * returns RT_EDEVICE_LOST at once (RTP_ENTER).
+ */
+#ifndef CUDA_INTERNAL_H
+#define CUDA_INTERNAL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "../rt_backend.h"
+#include "cuda_kernels.h"
+#include "rt_cuda.h"
+
+typedef struct rtp_cudnn rtp_cudnn; /* cudnn_conv.c */
+
+/* The table (cuda_backend.c); rt_backend.c refers to it when KILN_HAVE_CUDA is set. */
+extern const rt_backend_ops rt_cuda_ops;
+
+typedef struct rtp_cuda {
+    int device;
+    int cc_major, cc_minor;
+    char name[256];
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    rtp_cudnn *dnn;       /* NULL: convolution by im2col + cuBLAS (cuda_conv.c) */
+    void *ws;             /* workspace (device), ws_bytes long */
+    size_t ws_bytes;
+    int *flag;            /* device int: overflow flag of rt_cuda_unscale_grads */
+    rt_precision prec;
+} rtp_cuda;
+
+static inline rtp_cuda *rtp_cuda_of(rt_backend *b) { return (rtp_cuda *)b->impl; }
+
+/* Records a failed CUDA call: sticky errors mark b lost (RT_EDEVICE_LOST), others give
+ * RT_EDEVICE and are cleared. Returns the status to propagate. */
+rt_status rtp_cuda_fail(rt_backend *b, cudaError_t e, const char *call, const char *file,
+                        int line, rt_error *err);
+rt_status rtp_cublas_fail(rt_backend *b, cublasStatus_t s, const char *call, const char *file,
+                          int line, rt_error *err);
+/* RT_EDEVICE_LOST if b is lost, else RT_OK. */
+rt_status rtp_cuda_enter(rt_backend *b, rt_error *err);
+/* Checks a tensor is bound and holds at least numel elements (as the CPU backend). */
+rt_status rtp_cuda_check(const rt_tensor *t, size_t numel, const char *what, rt_error *err);
+/* The workspace if it holds `bytes`, else NULL with RT_EINVAL in err. */
+void *rtp_cuda_scratch(rt_backend *b, size_t bytes, rt_error *err);
+/* Out-of-memory message: asked, free and total bytes. */
+rt_status rtp_cuda_oom(rt_backend *b, size_t asked, const char *what, rt_error *err);
+
+#define RT_CUDA_TRY(b, err, call)                                                       \
+    do {                                                                                \
+        cudaError_t rtp_e_ = (call);                                                    \
+        if (rtp_e_ != cudaSuccess)                                                      \
+            return rtp_cuda_fail((b), rtp_e_, #call, __FILE__, __LINE__, (err));        \
+    } while (0)
+#define RTP_CUBLAS_TRY(b, err, call)                                                    \
+    do {                                                                                \
+        cublasStatus_t rtp_s_ = (call);                                                 \
+        if (rtp_s_ != CUBLAS_STATUS_SUCCESS)                                            \
+            return rtp_cublas_fail((b), rtp_s_, #call, __FILE__, __LINE__, (err));      \
+    } while (0)
+#define RTP_ENTER(b) RT_TRY(rtp_cuda_enter((b), err))
+#define RTP_CHECK(t, numel, what) RT_TRY(rtp_cuda_check((t), (numel), (what), err))
+
+/* ---- cuda_mem.c ---- */
+rt_status rtp_cuda_alloc(rt_backend *b, void **ptr, size_t bytes, rt_error *err);
+void rtp_cuda_free(rt_backend *b, void *ptr);
+rt_status rtp_cuda_reserve_workspace(rt_backend *b, size_t bytes, rt_error *err);
+rt_status rtp_cuda_upload(rt_backend *b, rt_tensor *dst, const void *src, size_t bytes,
+                          rt_error *err);
+rt_status rtp_cuda_download(rt_backend *b, void *dst, const rt_tensor *src, size_t bytes,
+                            rt_error *err);
+rt_status rtp_cuda_sync(rt_backend *b, rt_error *err);
+rt_status rtp_cuda_fill(rt_backend *b, rt_tensor *dst, float v, rt_error *err);
+rt_status rtp_cuda_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err);
+
+/* ---- cuda_conv.c: dispatch to cuDNN or im2col + cuBLAS ---- */
+size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d);
+rt_status rtp_cuda_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                              const rt_tensor *w, const rt_tensor *bias,
+                              const rt_conv_desc *d, rt_error *err);
+rt_status rtp_cuda_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                   const rt_tensor *w, const rt_conv_desc *d, rt_error *err);
+rt_status rtp_cuda_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                     const rt_tensor *dout, const rt_tensor *in,
+                                     const rt_conv_desc *d, rt_error *err);
+
+/* ---- cudnn_conv.c (or cudnn_none.c without cuDNN) ---- */
+/* Creates the cuDNN state on c's stream; *out = NULL (and RT_OK) without cuDNN. */
+rt_status rtp_cudnn_create(rt_backend *b, rtp_cudnn **out, rt_error *err);
+void rtp_cudnn_destroy(rtp_cudnn *dnn);
+/* cuDNN library version (e.g. 91900), 0 without cuDNN. */
+size_t rtp_cudnn_version(void);
+size_t rtp_cudnn_workspace(rt_backend *b, const rt_conv_desc *d);
+rt_status rtp_cudnn_fwd(rt_backend *b, float *y, const float *x, const float *w,
+                        const rt_conv_desc *d, rt_error *err);
+rt_status rtp_cudnn_bwd_data(rt_backend *b, float *dx, const float *dy, const float *w,
+                             const rt_conv_desc *d, rt_error *err);
+rt_status rtp_cudnn_bwd_filter(rt_backend *b, float *dw, const float *dy, const float *x,
+                               const rt_conv_desc *d, rt_error *err);
+
+/* ---- cuda_dense.c ---- */
+rt_status rtp_cuda_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                             const rt_tensor *w, const rt_tensor *bias,
+                             const rt_dense_desc *d, rt_error *err);
+rt_status rtp_cuda_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                  const rt_tensor *w, const rt_dense_desc *d, rt_error *err);
+rt_status rtp_cuda_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                    const rt_tensor *dout, const rt_tensor *in,
+                                    const rt_dense_desc *d, rt_error *err);
+/* C (m,n) col-major = op(A) op(B) with the backend's precision (fp32: cublasSgemm; bf16,
+ * fp16: fp32 in/out, inputs rounded to 16 bits on tensor cores, fp32 accumulation). */
+rt_status rtp_cuda_gemm(rt_backend *b, cublasOperation_t ta, cublasOperation_t tb, int m,
+                        int n, int k, const float *A, int lda, const float *B, int ldb,
+                        float beta, float *C, int ldc, rt_error *err);
+
+/* ---- cuda_ops.c: pooling, activations, batchnorm, dropout, loss, optimisers ---- */
+rt_status rtp_cuda_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                               const rt_pool_desc *d, rt_error *err);
+rt_status rtp_cuda_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                               const rt_tensor *in, const rt_tensor *out,
+                               const rt_pool_desc *d, rt_error *err);
+rt_status rtp_cuda_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                               const rt_pool_desc *d, rt_error *err);
+rt_status rtp_cuda_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                               const rt_pool_desc *d, rt_error *err);
+rt_status rtp_cuda_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, float slope,
+                            rt_error *err);
+rt_status rtp_cuda_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                            const rt_tensor *out, float slope, rt_error *err);
+rt_status rtp_cuda_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                rt_tensor *save_invstd, rt_tensor *running_mean,
+                                rt_tensor *running_var, const rt_tensor *in,
+                                const rt_tensor *gamma, const rt_tensor *beta,
+                                const rt_bn_desc *d, rt_error *err);
+rt_status rtp_cuda_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                               const rt_tensor *gamma, const rt_tensor *beta,
+                               const rt_tensor *running_mean, const rt_tensor *running_var,
+                               const rt_bn_desc *d, rt_error *err);
+rt_status rtp_cuda_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                          const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
+                          const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                          const rt_bn_desc *d, rt_error *err);
+rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
+                               const rt_tensor *in, const rt_dropout_desc *d, rt_error *err);
+rt_status rtp_cuda_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                               const rt_tensor *mask, rt_error *err);
+rt_status rtp_cuda_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
+                            const rt_tensor *logits, const rt_tensor *labels,
+                            const rt_xent_desc *d, rt_error *err);
+rt_status rtp_cuda_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
+                            const rt_tensor *labels, float scale, const rt_xent_desc *d,
+                            rt_error *err);
+rt_status rtp_cuda_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
+                               const rt_tensor *grad, const rt_adam_desc *d, rt_error *err);
+rt_status rtp_cuda_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
+                              const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err);
+
+#endif

@@ -1,0 +1,105 @@
+/* cuda_kernels.h - launchers of our own CUDA kernels (the .cu files), callable from C.
+ *
+ * Each launcher computes its grid, launches on `s` and returns cudaGetLastError(), so
+ * the caller checks every launch with RT_CUDA_TRY (STYLE: check after every launch).
+ * Pointers are device memory; shapes use the N, C, H, W, K, P, Q letters of
+ * rt_backend.h. Launchers never allocate and never synchronise.
+ */
+#ifndef CUDA_KERNELS_H
+#define CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "../rt_optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Pooling geometry: planes = N*C independent (H,W) -> (P,Q) planes, R x S window. */
+typedef struct rtp_pool_geom {
+    int planes, H, W, R, S, stride, P, Q;
+} rtp_pool_geom;
+
+/* Convolution geometry of ONE image for im2col/col2im (no cuDNN). */
+typedef struct rtp_conv_geom {
+    int C, H, W, R, S, stride, pad, P, Q;
+} rtp_conv_geom;
+
+/* The Philox stream of a dropout mask: key = seed, counter words c2, c3 (rt_rng.h). */
+typedef struct rtp_philox_stream {
+    uint32_t key0, key1, c2, c3;
+} rtp_philox_stream;
+
+/* ---- cuda_elem.cu ---- */
+cudaError_t rtp_k_fill(cudaStream_t s, float *p, size_t n, float v);
+/* y = x * (x > 0 ? 1 : slope); dx = dy * (y > 0 ? 1 : slope). In place allowed. */
+cudaError_t rtp_k_relu_fwd(cudaStream_t s, float *y, const float *x, size_t n, float slope);
+cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy, const float *y,
+                           size_t n, float slope);
+/* mask[i] = (word_i >> 8) < threshold ? value : 0; y = x * mask (word i of the stream). */
+cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, const float *x,
+                              size_t n, rtp_philox_stream st, uint32_t threshold,
+                              float value);
+/* z = a * b elementwise (z may alias a). */
+cudaError_t rtp_k_mul(cudaStream_t s, float *z, const float *a, const float *b, size_t n);
+/* y (N,K,PQ) += bias (K). */
+cudaError_t rtp_k_bias_add(cudaStream_t s, float *y, const float *bias, int N, int K, int PQ);
+/* db (K) = sum over n, pq of dy (N,K,PQ); fixed order (deterministic). */
+cudaError_t rtp_k_bias_grad(cudaStream_t s, float *db, const float *dy, int N, int K, int PQ);
+/* db (O) = column sums of dy (N,O), in n order from 0 (the CPU's order). */
+cudaError_t rtp_k_col_sums(cudaStream_t s, float *db, const float *dy, int N, int O);
+/* y (N,O) = bias broadcast over rows. */
+cudaError_t rtp_k_row_broadcast(cudaStream_t s, float *y, const float *bias, int N, int O);
+/* fp32 <-> 16-bit (bf16 != 0: bfloat16, else IEEE half), round to nearest even. */
+cudaError_t rtp_k_to_16(cudaStream_t s, void *dst, const float *src, size_t n, int bf16);
+cudaError_t rtp_k_from_16(cudaStream_t s, float *dst, const void *src, size_t n, int bf16);
+/* g *= inv; *flag = 1 if some g was inf/NaN before (flag is only ever set, not cleared). */
+cudaError_t rtp_k_unscale(cudaStream_t s, float *g, size_t n, float inv, int *flag);
+
+/* ---- cuda_pool.cu (PyTorch semantics, as cpu_pool.c) ---- */
+cudaError_t rtp_k_maxpool_fwd(cudaStream_t s, float *y, const float *x, rtp_pool_geom g);
+cudaError_t rtp_k_maxpool_bwd(cudaStream_t s, float *dx, const float *dy, const float *x,
+                              const float *y, rtp_pool_geom g);
+cudaError_t rtp_k_avgpool_fwd(cudaStream_t s, float *y, const float *x, rtp_pool_geom g);
+cudaError_t rtp_k_avgpool_bwd(cudaStream_t s, float *dx, const float *dy, rtp_pool_geom g);
+
+/* ---- cuda_bn.cu (as cpu_bn.c; x, y: (N,C,HW)) ---- */
+cudaError_t rtp_k_bn_fwd_train(cudaStream_t s, float *y, float *save_mean, float *save_invstd,
+                               float *running_mean, float *running_var, const float *x,
+                               const float *gamma, const float *beta, int N, int C, int HW,
+                               float eps, float momentum);
+cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *x, const float *gamma,
+                              const float *beta, const float *running_mean,
+                              const float *running_var, int N, int C, int HW, float eps);
+cudaError_t rtp_k_bn_bwd(cudaStream_t s, float *dx, float *dgamma, float *dbeta,
+                         const float *dy, const float *x, const float *gamma,
+                         const float *save_mean, const float *save_invstd, int N, int C,
+                         int HW);
+
+/* ---- cuda_xent.cu (as cpu_xent.c); a label outside [0, L) gives a NaN loss ---- */
+cudaError_t rtp_k_xent_fwd(cudaStream_t s, float *loss, float *probs, const float *logits,
+                           const int32_t *labels, int N, int L);
+cudaError_t rtp_k_xent_bwd(cudaStream_t s, float *dlogits, const float *probs,
+                           const int32_t *labels, float scale, int N, int L);
+
+/* ---- cuda_optim.cu (mirrors rt_optim_kernels.c line by line) ---- */
+cudaError_t rtp_k_adam(cudaStream_t s, float *p, float *m, float *v, const float *g, size_t n,
+                       rt_adam_coef c);
+cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
+                      rt_sgd_coef c);
+
+/* ---- cuda_im2col.cu (convolution without cuDNN) ---- */
+/* col (C*R*S, P*Q) <- image x (C,H,W), zeros outside the padded border. */
+cudaError_t rtp_k_im2col(cudaStream_t s, float *col, const float *x, rtp_conv_geom g);
+/* dx (C,H,W) = fold of col (C*R*S, P*Q) (overwrites dx; gather form, no atomics). */
+cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col, rtp_conv_geom g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,69 @@
+/* rt_cuda.h - what the CUDA backend offers beyond rt_backend_ops: the device list for
+ * %device and the compute precision of an opened CUDA backend.
+ *
+ * This header is the same in every build (STYLE: public headers do not change with
+ * build flags). Without CUDA compiled in (rt_cuda_stub.c) the list is empty with a
+ * reason "built without CUDA" and rt_cuda_set_precision returns RT_ENODEV.
+ *
+ * Precision (mixed precision, --precision): a CUDA backend computes convolutions and
+ * dense layers in fp32 (default), bf16 or fp16 on tensor cores: inputs and weights are
+ * rounded to 16 bits in the backend's workspace, products accumulate in fp32, results
+ * are stored in fp32. Every tensor the runtime sees stays fp32 (activations, gradients,
+ * master weights, optimiser state), so checkpoints move between CPU and GPU unchanged.
+ * Set it after open and BEFORE attaching a model (the workspace the model reserves
+ * includes the 16-bit copies). fp16 needs dynamic loss scaling (rt_amp.h).
+ */
+#ifndef RT_CUDA_H
+#define RT_CUDA_H
+
+#include <stddef.h>
+
+#include "rt_backend.h"
+
+typedef enum { RT_PREC_FP32 = 0, RT_PREC_BF16 = 1, RT_PREC_FP16 = 2 } rt_precision;
+
+/* "fp32" | "bf16" | "fp16" -> *out; RT_EINVAL naming the choices otherwise. */
+rt_status rt_precision_parse(const char *name, rt_precision *out, rt_error *err);
+const char *rt_precision_name(rt_precision p);
+
+/* One CUDA device as %device shows it. */
+typedef struct rt_cuda_device_info {
+    int index;
+    char name[256];
+    size_t mem_total, mem_free;  /* bytes (free: at the time of the call) */
+    int cc_major, cc_minor;      /* compute capability */
+    int multiprocessors;
+    int bf16;                    /* 1 when bf16 tensor-core math is available (cc >= 8.0) */
+} rt_cuda_device_info;
+
+#define RT_CUDA_MAX_DEVICES 16
+
+typedef struct rt_cuda_device_list {
+    int count;                   /* 0 when there is no usable device: not an error */
+    rt_cuda_device_info dev[RT_CUDA_MAX_DEVICES];
+    int driver_version, runtime_version;  /* e.g. 13000 = 13.0; 0 if unknown */
+    int built;                   /* 1 when the CUDA backend is compiled in */
+    char why[256];               /* when count == 0: why (e.g. "cudaGetDeviceCount: no
+                                    CUDA-capable device is detected") */
+} rt_cuda_device_list;
+
+/* Fills *out. Zero devices is RT_OK with count 0 and a reason in why. Does not create a
+ * CUDA context on any device besides what the CUDA runtime does for cudaMemGetInfo. */
+rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err);
+
+/* Sets the compute precision of an opened CUDA backend (see above). RT_EINVAL for a
+ * backend that is not CUDA, or bf16 on a device below compute capability 8.0. */
+rt_status rt_cuda_set_precision(rt_backend *b, rt_precision p, rt_error *err);
+rt_precision rt_cuda_get_precision(const rt_backend *b);
+
+/* Free and total memory of the backend's device, bytes (sync first for a stable value). */
+rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes,
+                           rt_error *err);
+
+/* Mixed-precision gradient check for loss scaling: grad *= inv_scale in place (flat
+ * tensor) and *overflow = 1 if any element was inf or NaN before scaling. One small
+ * download (the flag). CUDA backends only. */
+rt_status rt_cuda_unscale_grads(rt_backend *b, rt_tensor *grad, float inv_scale,
+                                int *overflow, rt_error *err);
+
+#endif

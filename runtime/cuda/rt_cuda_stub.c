@@ -1,0 +1,38 @@
+/* rt_cuda_stub.c - rt_cuda.h for a Kiln built without CUDA (-Dcuda=disabled or no
+ * toolkit): no devices, with the reason; precision other than fp32 is refused. The
+ * same header as the real backend, so callers (%device, %train) need no #ifdef. */
+#include <stdio.h>
+#include <string.h>
+
+#include "rt_cuda.h"
+
+rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->why, sizeof out->why, "this Kiln was built without CUDA");
+    return RT_OK;
+}
+
+rt_status rt_cuda_set_precision(rt_backend *b, rt_precision p, rt_error *err)
+{
+    if (p == RT_PREC_FP32) return RT_OK;
+    return RT_ERR(err, RT_EINVAL, "--precision %s needs a CUDA device; this Kiln was built "
+                  "without CUDA and computes in fp32 only ---> HINT: use --precision fp32",
+                  rt_precision_name(p));
+}
+
+rt_precision rt_cuda_get_precision(const rt_backend *b) { return RT_PREC_FP32; }
+
+rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes,
+                           rt_error *err)
+{
+    *free_bytes = *total_bytes = 0;
+    return RT_ERR(err, RT_ENODEV, "this Kiln was built without CUDA");
+}
+
+rt_status rt_cuda_unscale_grads(rt_backend *b, rt_tensor *grad, float inv_scale,
+                                int *overflow, rt_error *err)
+{
+    *overflow = 0;
+    return RT_ERR(err, RT_ENODEV, "this Kiln was built without CUDA");
+}
