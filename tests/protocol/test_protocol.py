@@ -235,6 +235,32 @@ def test_comm_open_to_unknown_target_is_closed(kernel):
     assert all(v["target_name"] == "jupyter.widget" for v in comms.values())
 
 
+def test_kernel_opened_comms_are_listed_and_reachable(kernel):
+    kc = kernel.kc
+    reply, msgs = execute(kc, 'epochs = 10  #@param {type:"slider", min:1, max:50, step:1}')
+    assert reply["content"]["status"] == "ok"
+    opens = [m for m in msgs if m["msg_type"] == "comm_open"]
+    assert opens and all(m["metadata"].get("version") == "2.1.0" for m in opens)
+    ci = kc.session.msg("comm_info_request", {"target_name": "jupyter.widget"})
+    kc.shell_channel.send(ci)
+    comms = reply_for(kc.shell_channel, ci["header"]["msg_id"])["content"]["comms"]
+    assert {m["content"]["comm_id"] for m in opens} <= set(comms)
+    slider = next(m["content"]["comm_id"] for m in opens
+                  if m["content"]["data"]["state"].get("_model_name") == "IntSliderModel")
+    # the frontend moves the slider: comm_msg reaches the engine, bracketed by busy/idle
+    msg = kc.session.msg("comm_msg", {"comm_id": slider, "data": {
+        "method": "update", "state": {"value": 20}, "buffer_paths": []}})
+    bracketed(kc, kc.shell_channel, msg, None)
+    reply, msgs = execute(kc, "epochs")
+    assert outputs(msgs, "execute_result")[0]["data"]["text/plain"] == "20"
+    # the frontend closes it: comm_info no longer lists it
+    msg = kc.session.msg("comm_close", {"comm_id": slider, "data": {}})
+    bracketed(kc, kc.shell_channel, msg, None)
+    kc.shell_channel.send(ci := kc.session.msg("comm_info_request", {}))
+    comms = reply_for(kc.shell_channel, ci["header"]["msg_id"])["content"]["comms"]
+    assert slider not in comms
+
+
 def test_input_request_round_trip(kernel):
     kc = kernel.kc
     msg_id = kc.execute('answer = input("your name? ")\nprint("hi", answer)', allow_stdin=True)
