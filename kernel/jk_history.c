@@ -70,19 +70,24 @@ static int get_int(json_t *req, const char *key, int def)
     return json_is_integer(v) ? (int)json_integer_value(v) : def;
 }
 
-/* Keeps only the last n items of arr (n < 0: all). */
-static void keep_last(json_t *arr, int n)
+/* search: walks from the newest entry back, so "the last n matches" and "the latest
+ * occurrence of each input" (unique, with a JSON object as the set of inputs seen)
+ * both fall out of one pass; the result is then put back in oldest-first order. */
+static void search(const jkp_history *h, json_t *req, int output, int n, json_t *out)
 {
-    while (n >= 0 && json_array_size(arr) > (size_t)n) json_array_remove(arr, 0);
-}
-
-/* Is there a later entry with the same code among the matches? */
-static int later_duplicate(const jkp_history *h, size_t i, const char *pattern)
-{
-    for (size_t j = i + 1; j < h->n; j++)
-        if (!strcmp(h->v[j].code, h->v[i].code) && !fnmatch(pattern, h->v[j].code, 0))
-            return 1;
-    return 0;
+    const char *pattern = json_string_value(json_object_get(req, "pattern"));
+    int unique = json_is_true(json_object_get(req, "unique"));
+    json_t *seen = unique ? json_object() : NULL;
+    if (!pattern) pattern = "*";
+    for (size_t i = h->n; i-- > 0 && (n < 0 || json_array_size(out) < (size_t)n);) {
+        if (fnmatch(pattern, h->v[i].code, 0) != 0) continue;
+        if (seen) {
+            if (json_object_get(seen, h->v[i].code)) continue;
+            json_object_set_new(seen, h->v[i].code, json_true());
+        }
+        json_array_insert_new(out, 0, entry_json(&h->v[i], output));
+    }
+    json_decref(seen);
 }
 
 json_t *jkp_history_query(const jkp_history *h, json_t *req)
@@ -103,15 +108,7 @@ json_t *jkp_history_query(const jkp_history *h, json_t *req)
             if (h->v[i].line >= start && (stop < 0 || h->v[i].line < stop))
                 json_array_append_new(out, entry_json(&h->v[i], output));
     } else if (!strcmp(type, "search")) {
-        const char *pattern = json_string_value(json_object_get(req, "pattern"));
-        int unique = json_is_true(json_object_get(req, "unique"));
-        if (!pattern) pattern = "*";
-        for (size_t i = 0; i < h->n; i++) {
-            if (fnmatch(pattern, h->v[i].code, 0) != 0) continue;
-            if (unique && later_duplicate(h, i, pattern)) continue;
-            json_array_append_new(out, entry_json(&h->v[i], output));
-        }
-        keep_last(out, n);
+        search(h, req, output, n, out);
     } else {
         jkp_log("history_request: unknown hist_access_type '%.32s'", type);
     }
