@@ -351,14 +351,29 @@ def test_bad_messages_are_dropped_logged_and_not_run(fresh_kernel):
 # ---- shutdown and restart --------------------------------------------------------------
 
 
-def test_shutdown_reply_echoes_restart_and_exits(fresh_kernel):
+@pytest.mark.parametrize("channel,restart", [("control", True), ("control", False),
+                                             ("shell", True)])  # shell: deprecated, served
+def test_shutdown_reply_echoes_restart_and_exits(fresh_kernel, channel, restart):
     k = fresh_kernel
     proc = k.km.provisioner.process
-    msg = k.kc.session.msg("shutdown_request", {"restart": True})
-    k.kc.control_channel.send(msg)
-    reply = reply_for(k.kc.control_channel, msg["header"]["msg_id"])
-    assert reply["content"] == {"status": "ok", "restart": True}
+    chan = getattr(k.kc, channel + "_channel")
+    msg = k.kc.session.msg("shutdown_request", {"restart": restart})
+    chan.send(msg)
+    reply = reply_for(chan, msg["header"]["msg_id"])
+    assert reply["content"] == {"status": "ok", "restart": restart}
     proc.wait(timeout=3)  # exits by itself, well before any SIGTERM
+    assert proc.returncode == 0
+
+
+def test_shutdown_while_a_cell_runs(fresh_kernel):
+    k = fresh_kernel
+    proc = k.km.provisioner.process
+    k.kc.execute("!sleep 30")
+    time.sleep(0.5)
+    msg = k.kc.session.msg("shutdown_request", {"restart": False})  # no interrupt first
+    k.kc.control_channel.send(msg)
+    assert reply_for(k.kc.control_channel, msg["header"]["msg_id"])["content"]["status"] == "ok"
+    proc.wait(timeout=5)  # the running command is stopped, the process exits cleanly
     assert proc.returncode == 0
 
 
