@@ -86,6 +86,8 @@ int main(int argc, char **argv)
         if (rt_trainer_step(t, &ev, &err)) return fail(&err);
     rt_model_timing_enable(m, timing);
     rt_train_summary s;
+    struct rusage ru0, ru;
+    getrusage(RUSAGE_SELF, &ru0);
     if (rt_trainer_begin(t, &err)) return fail(&err);
     for (long i = 0; i < total; i++) {
         if (rt_trainer_step(t, &ev, &err)) return fail(&err);
@@ -98,6 +100,12 @@ int main(int argc, char **argv)
         }
     }
     rt_trainer_end(t, &s, &err);
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = (double)(ru.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+                 1e-6 * (double)(ru.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
+                 (double)(ru.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                 1e-6 * (double)(ru.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
+    printf("cpu_ms_per_image %.4f\n", 1e3 * cpu / (double)s.images);
     printf("steps %lld\nimages %lld\nseconds %.3f\nimages_per_s %.1f\nlast_loss %.5f\n",
            (long long)s.steps, (long long)s.images, s.seconds, s.images_per_s, s.last_loss);
     printf("seconds_per_epoch %.2f\n", 60000.0 / s.images_per_s);
@@ -120,7 +128,6 @@ int main(int argc, char **argv)
         printf("layers_ms_per_step %.2f step_ms %.2f\n", 1e3 * tot / s.steps,
                1e3 * s.seconds / s.steps);
     }
-    struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     if (eval) {
         rt_eval_result *r = malloc(sizeof *r);
@@ -128,7 +135,6 @@ int main(int argc, char **argv)
         printf("test_loss %.4f\ntest_accuracy %.4f\n", r->loss, r->accuracy);
         free(r);
     }
-    printf("process_cpu_s %.3f\n", ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec);
     printf("peak_rss_mb %.1f\n", ru.ru_maxrss / 1024.0);
     rt_trainer_destroy(t);
     rt_model_destroy(m);

@@ -73,8 +73,18 @@ int rt_model_max_batch(const rt_model *m) { return m->max_batch; }
 uint64_t rt_model_seed(const rt_model *m) { return m->seed; }
 int rt_model_num_layers(const rt_model *m) { return m->nlayers; }
 long rt_model_num_params(const rt_model *m) { return m->total_params; }
-rt_tensor *rt_model_input_tensor(rt_model *m) { return &m->act[0]; }
-rt_tensor *rt_model_label_tensor(rt_model *m) { return &m->labels; }
+/* Upload targets span the whole max batch (forward narrows them to N again). */
+rt_tensor *rt_model_input_tensor(rt_model *m)
+{
+    m->act[0].n = m->max_batch;
+    return &m->act[0];
+}
+
+rt_tensor *rt_model_label_tensor(rt_model *m)
+{
+    m->labels.n = m->max_batch;
+    return &m->labels;
+}
 rt_tensor *rt_model_params_flat(rt_model *m) { return &m->pflat; }
 rt_tensor *rt_model_grads_flat(rt_model *m) { return &m->gflat; }
 

@@ -25,7 +25,9 @@
 
 typedef struct rt_model rt_model;
 
-/* The input a model is built for: images of C x H x W, num_classes classes. */
+/* The input a model is built for: images of C x H x W, num_classes classes. num_classes
+ * 0 skips the last-layer check (e.g. %%model before a data set is chosen); the trainer
+ * re-checks against the data set. */
 typedef struct rt_model_input {
     int c, h, w;
     int num_classes;

@@ -248,8 +248,10 @@ T_TEST(evaluate_and_errors)
     double l[STEPS];
     int n = 0;
     run r;
+    d.n = IMGS - 4; /* a partial last batch (12 of 16), then evaluate in full batches */
     ASSERT_EQ(start(&r, &d, &err), RT_OK);
     ASSERT_EQ(train(&r, l, &n, &err), RT_OK);
+    d.n = IMGS;
     rt_eval_result *res = calloc(1, sizeof *res);
     ASSERT_EQ(rt_trainer_evaluate(r.m, &d, 5, res, &err), RT_OK);
     ASSERT_EQ(res->n, IMGS);
