@@ -32,6 +32,7 @@ static rt_status open_with(rt_backend *b, const rt_backend_ops *ops, int device,
 rt_status rt_backend_open(rt_backend *b, const char *device, int threads, rt_error *err)
 {
     const rt_backend_ops *cuda = RT_CUDA_OPS;
+    memset(b, 0, sizeof *b); /* zeroed on every error path, as rt_backend.h says */
     if (!device || !strcmp(device, "cpu")) return open_with(b, &rt_cpu_ops, 0, threads, err);
     if (!strcmp(device, "auto")) {
         if (cuda && open_with(b, cuda, 0, threads, NULL) == RT_OK) return RT_OK;

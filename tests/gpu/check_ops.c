@@ -1,0 +1,440 @@
+/* check_ops.c - every op of rt_backend_ops on the CPU and the CUDA backend, same inputs,
+ * compared within stated tolerances (STYLE "Cross-checking the backends", level 1).
+ *
+ * usage: check_ops [fp32|bf16|fp16]   (the CUDA backend's compute precision)
+ * One generic driver: each case is a function run once per backend (side 0 = CPU,
+ * side 1 = CUDA) through b->ops, on tensors that hold the same values on both sides;
+ * the driver then compares each output with |gpu - cpu| <= atol + rtol*|cpu| and prints
+ * the first mismatches. Shapes cover odd sizes, padding, stride > 1 and batch 1.
+ * Tolerances (why):
+ *   GEMM-like ops (conv, dense) fp32: 1e-4 + 1e-4|x| - both sides are true fp32 (cuDNN
+ *     restricted to FMA math, cuBLAS default math excludes TF32); only the summation
+ *     order differs (~sqrt(terms) ulps).
+ *   bf16: 8-bit mantissas in the products (2^-8 relative each), fp32 accumulation:
+ *     0.1 + 3e-2|x|. fp16 (11-bit): 2e-2 + 1e-2|x|.
+ *   Ops written as the same float expressions in the same order on both sides (relu,
+ *     pooling, dropout, bias, optimisers): exact (atol 0, rtol 0); the dropout mask is
+ *     the same Philox stream, bit for bit.
+ *   batchnorm / softmax: double statistics summed in another order: 1e-5 + 1e-5|x|.
+ * Without a device: prints "SKIP: no CUDA device (...)" and exits 77.
+ */
+#include "gpu_util.h"
+
+static rt_backend B[2];          /* [0] CPU, [1] CUDA */
+static double g_atol, g_rtol;    /* GEMM-like tolerance for the chosen precision */
+static size_t failures;
+
+#define T(p) (side ? &(p).g : &(p).c)
+#define MAKE(p, n, c, h, w, v) gpu_pair_make(&(p), &B[0], &B[1], (n), (c), (h), (w), (v))
+#define FREE(p) gpu_pair_free(&(p), &B[0], &B[1])
+#define CMP(name, p, atol, rtol) (failures += gpu_compare((name), &B[0], &B[1], &(p), (p).n, \
+                                                          (atol), (rtol)))
+
+/* Runs fn on both backends; a failing op is a failure (message printed). */
+typedef rt_status (*case_fn)(rt_backend *b, int side, void *ctx, rt_error *err);
+static int both(const char *what, case_fn fn, void *ctx)
+{
+    for (int side = 0; side < 2; side++) {
+        rt_error err = {0};
+        if (fn(&B[side], side, ctx, &err) != RT_OK) {
+            fprintf(stderr, "  %s on %s failed: %s\n", what, B[side].ops->name, err.msg);
+            failures++;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- conv2d ---- */
+
+typedef struct conv_ctx {
+    rt_conv_desc d;
+    gpu_pair x, w, bias, dy, y, dx, dw, db;
+    int with_bias;
+} conv_ctx;
+
+static rt_status conv_case(rt_backend *b, int side, void *vc, rt_error *err)
+{
+    conv_ctx *k = vc;
+    RT_TRY(b->ops->reserve_workspace(b, b->ops->conv2d_workspace(b, &k->d), err));
+    RT_TRY(b->ops->conv2d_fwd(b, T(k->y), T(k->x), T(k->w), k->with_bias ? T(k->bias) : NULL,
+                              &k->d, err));
+    RT_TRY(b->ops->conv2d_bwd_data(b, T(k->dx), T(k->dy), T(k->w), &k->d, err));
+    return b->ops->conv2d_bwd_filter(b, T(k->dw), k->with_bias ? T(k->db) : NULL, T(k->dy),
+                                     T(k->x), &k->d, err);
+}
+
+static void check_conv(int N, int C, int H, int W, int K, int R, int stride, int pad,
+                       int with_bias)
+{
+    conv_ctx k = {.with_bias = with_bias};
+    rt_conv_desc *d = &k.d;
+    *d = (rt_conv_desc){N, C, H, W, K, R, R, stride, pad, 0, 0};
+    d->P = (H + 2 * pad - R) / stride + 1;
+    d->Q = (W + 2 * pad - R) / stride + 1;
+    printf("conv2d N=%d C=%d H=%d W=%d K=%d R=S=%d stride=%d pad=%d bias=%d\n", N, C, H, W, K,
+           R, stride, pad, with_bias);
+    size_t nx = (size_t)N * C * H * W, nw = (size_t)K * C * R * R, ny = (size_t)N * K * d->P * d->Q;
+    float *vx = gpu_randn(nx, 1, 1.0f), *vw = gpu_randn(nw, 2, 1.0f / sqrtf((float)(C * R * R)));
+    float *vb = gpu_randn((size_t)K, 3, 0.5f), *vdy = gpu_randn(ny, 4, 1.0f);
+    MAKE(k.x, N, C, H, W, vx);
+    MAKE(k.w, K, C, R, R, vw);
+    MAKE(k.bias, K, 1, 1, 1, vb);
+    MAKE(k.dy, N, K, d->P, d->Q, vdy);
+    MAKE(k.y, N, K, d->P, d->Q, NULL);
+    MAKE(k.dx, N, C, H, W, NULL);
+    MAKE(k.dw, K, C, R, R, NULL);
+    MAKE(k.db, K, 1, 1, 1, NULL);
+    if (both("conv2d", conv_case, &k)) {
+        CMP("conv2d_fwd out", k.y, g_atol, g_rtol);
+        CMP("conv2d_bwd_data din", k.dx, g_atol, g_rtol);
+        CMP("conv2d_bwd_filter dw", k.dw, g_atol, g_rtol);
+        /* the bias gradient is a plain fp32 sum in every precision */
+        if (with_bias) CMP("conv2d_bwd_filter dbias", k.db, 1e-4, 1e-5);
+    }
+    gpu_pair *all[] = {&k.x, &k.w, &k.bias, &k.dy, &k.y, &k.dx, &k.dw, &k.db};
+    for (int i = 0; i < 8; i++) FREE(*all[i]);
+    free(vx), free(vw), free(vb), free(vdy);
+}
+
+/* ---- pooling ---- */
+
+typedef struct pool_ctx {
+    rt_pool_desc d;
+    gpu_pair x, y, dy, dx, ya, dxa;
+} pool_ctx;
+
+static rt_status pool_case(rt_backend *b, int side, void *vc, rt_error *err)
+{
+    pool_ctx *k = vc;
+    RT_TRY(b->ops->maxpool_fwd(b, T(k->y), T(k->x), &k->d, err));
+    RT_TRY(b->ops->maxpool_bwd(b, T(k->dx), T(k->dy), T(k->x), T(k->y), &k->d, err));
+    RT_TRY(b->ops->avgpool_fwd(b, T(k->ya), T(k->x), &k->d, err));
+    return b->ops->avgpool_bwd(b, T(k->dxa), T(k->dy), &k->d, err);
+}
+
+static void check_pool(int N, int C, int H, int W, int R, int stride, int ties)
+{
+    pool_ctx k;
+    rt_pool_desc *d = &k.d;
+    *d = (rt_pool_desc){N, C, H, W, R, R, stride, (H - R) / stride + 1, (W - R) / stride + 1};
+    printf("pool N=%d C=%d H=%d W=%d R=S=%d stride=%d ties=%d\n", N, C, H, W, R, stride, ties);
+    size_t nx = (size_t)N * C * H * W, ny = (size_t)N * C * d->P * d->Q;
+    float *vx = gpu_randn(nx, 5, 1.0f), *vdy = gpu_randn(ny, 6, 1.0f);
+    if (ties) /* relu'd input: all-zero windows, where the first maximum must win */
+        for (size_t i = 0; i < nx; i++) vx[i] = vx[i] > 0.5f ? vx[i] : 0.0f;
+    MAKE(k.x, N, C, H, W, vx);
+    MAKE(k.dy, N, C, d->P, d->Q, vdy);
+    MAKE(k.y, N, C, d->P, d->Q, NULL);
+    MAKE(k.ya, N, C, d->P, d->Q, NULL);
+    MAKE(k.dx, N, C, H, W, NULL);
+    MAKE(k.dxa, N, C, H, W, NULL);
+    if (both("pool", pool_case, &k)) {
+        CMP("maxpool_fwd out", k.y, 0, 0);
+        CMP("maxpool_bwd din", k.dx, 0, 0);
+        CMP("avgpool_fwd out", k.ya, 0, 0);
+        CMP("avgpool_bwd din", k.dxa, 0, 0);
+    }
+    gpu_pair *all[] = {&k.x, &k.dy, &k.y, &k.ya, &k.dx, &k.dxa};
+    for (int i = 0; i < 6; i++) FREE(*all[i]);
+    free(vx), free(vdy);
+}
+
+/* ---- relu, dropout, fill, copy (elementwise) ---- */
+
+typedef struct elem_ctx {
+    rt_dropout_desc dd;
+    float slope;
+    gpu_pair x, y, dy, dx, yi, mask, yd, dxd, f, cp;
+} elem_ctx;
+
+static rt_status elem_case(rt_backend *b, int side, void *vc, rt_error *err)
+{
+    elem_ctx *k = vc;
+    RT_TRY(b->ops->relu_fwd(b, T(k->y), T(k->x), k->slope, err));
+    RT_TRY(b->ops->relu_bwd(b, T(k->dx), T(k->dy), T(k->y), k->slope, err));
+    RT_TRY(b->ops->copy(b, T(k->yi), T(k->x), err));
+    RT_TRY(b->ops->relu_fwd(b, T(k->yi), T(k->yi), k->slope, err)); /* in place */
+    RT_TRY(b->ops->dropout_fwd(b, T(k->yd), T(k->mask), T(k->x), &k->dd, err));
+    RT_TRY(b->ops->dropout_bwd(b, T(k->dxd), T(k->dy), T(k->mask), err));
+    RT_TRY(b->ops->fill(b, T(k->f), 0.375f, err));
+    return b->ops->copy(b, T(k->cp), T(k->dy), err);
+}
+
+static void check_elem(int n, float slope, float p, uint32_t step)
+{
+    elem_ctx k = {.slope = slope};
+    k.dd = (rt_dropout_desc){.N = 1, .C = n, .H = 1, .W = 1, .p = p, .seed = 42, .step = step,
+                             .layer = 3};
+    printf("elementwise n=%d slope=%g dropout p=%g step=%u\n", n, (double)slope, (double)p,
+           step);
+    float *vx = gpu_randn((size_t)n, 7, 1.0f), *vdy = gpu_randn((size_t)n, 8, 1.0f);
+    MAKE(k.x, 1, n, 1, 1, vx);
+    MAKE(k.dy, 1, n, 1, 1, vdy);
+    gpu_pair *outs[] = {&k.y, &k.dx, &k.yi, &k.mask, &k.yd, &k.dxd, &k.f, &k.cp};
+    for (int i = 0; i < 8; i++) MAKE(*outs[i], 1, n, 1, 1, NULL);
+    if (both("elementwise", elem_case, &k)) {
+        CMP("relu_fwd out", k.y, 0, 0);
+        CMP("relu_bwd din", k.dx, 0, 0);
+        CMP("relu_fwd in place", k.yi, 0, 0);
+        CMP("dropout_fwd mask (bitwise)", k.mask, 0, 0);
+        CMP("dropout_fwd out", k.yd, 0, 0);
+        CMP("dropout_bwd din", k.dxd, 0, 0);
+        CMP("fill", k.f, 0, 0);
+        CMP("copy", k.cp, 0, 0);
+    }
+    FREE(k.x), FREE(k.dy);
+    for (int i = 0; i < 8; i++) FREE(*outs[i]);
+    free(vx), free(vdy);
+}
+
+/* ---- batchnorm ---- */
+
+typedef struct bn_ctx {
+    rt_bn_desc d;
+    gpu_pair x, g, be, rm, rv, y, sm, si, dy, dx, dg, db, ye;
+} bn_ctx;
+
+static rt_status bn_case(rt_backend *b, int side, void *vc, rt_error *err)
+{
+    bn_ctx *k = vc;
+    RT_TRY(b->ops->bn_fwd_train(b, T(k->y), T(k->sm), T(k->si), T(k->rm), T(k->rv), T(k->x),
+                                T(k->g), T(k->be), &k->d, err));
+    RT_TRY(b->ops->bn_bwd(b, T(k->dx), T(k->dg), T(k->db), T(k->dy), T(k->x), T(k->g), T(k->sm),
+                          T(k->si), &k->d, err));
+    return b->ops->bn_fwd_eval(b, T(k->ye), T(k->x), T(k->g), T(k->be), T(k->rm), T(k->rv),
+                               &k->d, err);
+}
+
+static void check_bn(int N, int C, int H, int W)
+{
+    bn_ctx k;
+    k.d = (rt_bn_desc){N, C, H, W, 1e-5f, 0.1f};
+    printf("batchnorm N=%d C=%d H=%d W=%d\n", N, C, H, W);
+    size_t n = (size_t)N * C * H * W;
+    float *vx = gpu_randn(n, 9, 2.0f), *vdy = gpu_randn(n, 10, 1.0f);
+    float *vg = gpu_randn((size_t)C, 11, 1.0f), *vb = gpu_randn((size_t)C, 12, 1.0f);
+    float *vrv = malloc((size_t)C * 4);
+    for (int c = 0; c < C; c++) vrv[c] = 1.0f + 0.1f * (float)c;
+    for (size_t i = 0; i < n; i++) vx[i] += 3.0f; /* a mean to remove */
+    MAKE(k.x, N, C, H, W, vx);
+    MAKE(k.dy, N, C, H, W, vdy);
+    MAKE(k.g, C, 1, 1, 1, vg);
+    MAKE(k.be, C, 1, 1, 1, vb);
+    MAKE(k.rm, C, 1, 1, 1, vb);
+    MAKE(k.rv, C, 1, 1, 1, vrv);
+    gpu_pair *o[] = {&k.sm, &k.si, &k.dg, &k.db};
+    for (int i = 0; i < 4; i++) MAKE(*o[i], C, 1, 1, 1, NULL);
+    MAKE(k.y, N, C, H, W, NULL);
+    MAKE(k.dx, N, C, H, W, NULL);
+    MAKE(k.ye, N, C, H, W, NULL);
+    if (both("batchnorm", bn_case, &k)) {
+        CMP("bn_fwd_train out", k.y, 1e-5, 1e-5);
+        CMP("bn_fwd_train mean", k.sm, 1e-5, 1e-5);
+        CMP("bn_fwd_train invstd", k.si, 1e-5, 1e-5);
+        CMP("bn_fwd_train running_mean", k.rm, 1e-5, 1e-5);
+        CMP("bn_fwd_train running_var", k.rv, 1e-5, 1e-5);
+        CMP("bn_bwd din", k.dx, 1e-5, 1e-4);
+        CMP("bn_bwd dgamma", k.dg, 1e-4, 1e-5);
+        CMP("bn_bwd dbeta", k.db, 1e-4, 1e-5);
+        CMP("bn_fwd_eval out", k.ye, 1e-5, 1e-5);
+    }
+    gpu_pair *all[] = {&k.x, &k.dy, &k.g, &k.be, &k.rm, &k.rv, &k.sm, &k.si, &k.dg, &k.db,
+                       &k.y, &k.dx, &k.ye};
+    for (int i = 0; i < 13; i++) FREE(*all[i]);
+    free(vx), free(vdy), free(vg), free(vb), free(vrv);
+}
+
+/* ---- dense ---- */
+
+typedef struct dense_ctx {
+    rt_dense_desc d;
+    gpu_pair x, w, bias, dy, y, dx, dw, db;
+} dense_ctx;
+
+static rt_status dense_case(rt_backend *b, int side, void *vc, rt_error *err)
+{
+    dense_ctx *k = vc;
+    RT_TRY(b->ops->dense_fwd(b, T(k->y), T(k->x), T(k->w), T(k->bias), &k->d, err));
+    RT_TRY(b->ops->dense_bwd_data(b, T(k->dx), T(k->dy), T(k->w), &k->d, err));
+    return b->ops->dense_bwd_filter(b, T(k->dw), T(k->db), T(k->dy), T(k->x), &k->d, err);
+}
+
+static void check_dense(int N, int F, int O)
+{
+    dense_ctx k;
+    k.d = (rt_dense_desc){N, F, O};
+    printf("dense N=%d F=%d O=%d\n", N, F, O);
+    float *vx = gpu_randn((size_t)N * F, 13, 1.0f);
+    float *vw = gpu_randn((size_t)O * F, 14, 1.0f / sqrtf((float)F));
+    float *vb = gpu_randn((size_t)O, 15, 0.5f), *vdy = gpu_randn((size_t)N * O, 16, 1.0f);
+    MAKE(k.x, N, F, 1, 1, vx);
+    MAKE(k.w, O, F, 1, 1, vw);
+    MAKE(k.bias, O, 1, 1, 1, vb);
+    MAKE(k.dy, N, O, 1, 1, vdy);
+    MAKE(k.y, N, O, 1, 1, NULL);
+    MAKE(k.dx, N, F, 1, 1, NULL);
+    MAKE(k.dw, O, F, 1, 1, NULL);
+    MAKE(k.db, O, 1, 1, 1, NULL);
+    if (both("dense", dense_case, &k)) {
+        CMP("dense_fwd out", k.y, g_atol, g_rtol);
+        CMP("dense_bwd_data din", k.dx, g_atol, g_rtol);
+        CMP("dense_bwd_filter dw", k.dw, g_atol, g_rtol);
+        CMP("dense_bwd_filter dbias", k.db, 0, 0); /* same float sums, same order */
+    }
+    gpu_pair *all[] = {&k.x, &k.w, &k.bias, &k.dy, &k.y, &k.dx, &k.dw, &k.db};
+    for (int i = 0; i < 8; i++) FREE(*all[i]);
+    free(vx), free(vw), free(vb), free(vdy);
+}
+
+/* ---- softmax cross-entropy ---- */
+
+typedef struct xent_ctx {
+    rt_xent_desc d;
+    gpu_pair z, loss, probs, dz, labels;
+} xent_ctx;
+
+static rt_status xent_case(rt_backend *b, int side, void *vc, rt_error *err)
+{
+    xent_ctx *k = vc;
+    rt_tensor *lab = T(k->labels);
+    lab->dtype = RT_I32;
+    RT_TRY(b->ops->xent_fwd(b, T(k->loss), T(k->probs), T(k->z), lab, &k->d, err));
+    return b->ops->xent_bwd(b, T(k->dz), T(k->probs), lab, 1.0f / (float)k->d.N, &k->d, err);
+}
+
+static void check_xent(int N, int L)
+{
+    xent_ctx k;
+    k.d = (rt_xent_desc){N, L};
+    printf("xent N=%d L=%d\n", N, L);
+    float *vz = gpu_randn((size_t)N * L, 17, 3.0f);
+    int32_t *lab = malloc((size_t)N * 4);
+    for (int n = 0; n < N; n++) lab[n] = (n * 7 + 3) % L;
+    MAKE(k.z, N, L, 1, 1, vz);
+    MAKE(k.labels, N, 1, 1, 1, (const float *)lab); /* 4-byte labels, copied as bytes */
+    MAKE(k.loss, N, 1, 1, 1, NULL);
+    MAKE(k.probs, N, L, 1, 1, NULL);
+    MAKE(k.dz, N, L, 1, 1, NULL);
+    if (both("xent", xent_case, &k)) {
+        CMP("xent_fwd loss", k.loss, 1e-5, 1e-5);
+        CMP("xent_fwd probs", k.probs, 1e-6, 1e-5);
+        CMP("xent_bwd dlogits", k.dz, 1e-6, 1e-5);
+    }
+    gpu_pair *all[] = {&k.z, &k.labels, &k.loss, &k.probs, &k.dz};
+    for (int i = 0; i < 5; i++) FREE(*all[i]);
+    free(vz), free(lab);
+}
+
+/* ---- optimisers (three steps each, so state carries over) ---- */
+
+typedef struct optim_ctx {
+    rt_adam_desc ad;
+    rt_sgd_desc sd;
+    gpu_pair p, m, v, g, ps, buf;
+} optim_ctx;
+
+static rt_status optim_case(rt_backend *b, int side, void *vc, rt_error *err)
+{
+    optim_ctx *k = vc;
+    for (int t = 1; t <= 3; t++) {
+        rt_adam_desc ad = k->ad;
+        rt_sgd_desc sd = k->sd;
+        ad.step = sd.step = t;
+        RT_TRY(b->ops->adam_update(b, T(k->p), T(k->m), T(k->v), T(k->g), &ad, err));
+        RT_TRY(b->ops->sgd_update(b, T(k->ps), T(k->buf), T(k->g), &sd, err));
+    }
+    return RT_OK;
+}
+
+static void check_optim(int n, int decoupled, float wd, float momentum, int nesterov)
+{
+    optim_ctx k;
+    k.ad = (rt_adam_desc){1e-3f, 0.9f, 0.999f, 1e-8f, wd, decoupled, 1};
+    k.sd = (rt_sgd_desc){0.01f, momentum, 0.0f, wd, nesterov, 1};
+    printf("optim n=%d adam%s wd=%g sgd momentum=%g nesterov=%d\n", n, decoupled ? "w" : "",
+           (double)wd, (double)momentum, nesterov);
+    float *vp = gpu_randn((size_t)n, 18, 1.0f), *vg = gpu_randn((size_t)n, 19, 0.1f);
+    MAKE(k.p, n, 1, 1, 1, vp);
+    MAKE(k.ps, n, 1, 1, 1, vp);
+    MAKE(k.g, n, 1, 1, 1, vg);
+    MAKE(k.m, n, 1, 1, 1, NULL);
+    MAKE(k.v, n, 1, 1, 1, NULL);
+    MAKE(k.buf, n, 1, 1, 1, NULL);
+    if (both("optim", optim_case, &k)) {
+        CMP("adam_update param", k.p, 0, 0);
+        CMP("adam_update m", k.m, 0, 0);
+        CMP("adam_update v", k.v, 0, 0);
+        CMP("sgd_update param", k.ps, 0, 0);
+        CMP("sgd_update momentum_buf", k.buf, 0, 0);
+    }
+    gpu_pair *all[] = {&k.p, &k.ps, &k.g, &k.m, &k.v, &k.buf};
+    for (int i = 0; i < 6; i++) FREE(*all[i]);
+    free(vp), free(vg);
+}
+
+int main(int argc, char **argv)
+{
+    const char *prec_name = argc > 1 ? argv[1] : "fp32";
+    rt_precision prec;
+    rt_error err = {0};
+    if (rt_precision_parse(prec_name, &prec, &err) != RT_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 99;
+    }
+    gpu_open_or_skip(&B[1]);
+    if (rt_backend_open(&B[0], "cpu", 2, &err) != RT_OK) {
+        fprintf(stderr, "cannot open the CPU backend: %s\n", err.msg);
+        return 99;
+    }
+    if (rt_cuda_set_precision(&B[1], prec, &err) != RT_OK) {
+        if (prec == RT_PREC_BF16 && err.code == RT_EINVAL) { /* device below cc 8.0 */
+            printf("SKIP: %s\n", err.msg);
+            return 77;
+        }
+        fprintf(stderr, "%s\n", err.msg);
+        return 99;
+    }
+    g_atol = prec == RT_PREC_FP32 ? 1e-4 : prec == RT_PREC_BF16 ? 0.1 : 2e-2;
+    g_rtol = prec == RT_PREC_FP32 ? 1e-4 : prec == RT_PREC_BF16 ? 3e-2 : 1e-2;
+    printf("precision %s: GEMM-like tolerance %g + %g|cpu|\n", prec_name, g_atol, g_rtol);
+
+    /* conv: batch 1, odd sizes with padding, stride 2, 1x1 direct, 5x5, a tensor-core
+     * sized layer, a window larger than the stride */
+    check_conv(1, 1, 5, 5, 1, 3, 1, 0, 1);
+    check_conv(2, 3, 7, 9, 4, 3, 1, 1, 1);
+    check_conv(3, 5, 11, 8, 6, 3, 2, 1, 1);
+    check_conv(2, 4, 6, 6, 8, 1, 1, 0, 0);
+    check_conv(2, 3, 9, 9, 5, 5, 2, 2, 1);
+    check_conv(4, 16, 14, 14, 32, 3, 1, 1, 1);
+    check_conv(1, 2, 4, 4, 3, 4, 3, 0, 0);
+    /* pooling: even, odd (floor mode), overlapping windows, ties after relu */
+    check_pool(1, 1, 4, 4, 2, 2, 0);
+    check_pool(2, 3, 7, 9, 2, 2, 0);
+    check_pool(2, 2, 9, 8, 3, 2, 0);
+    check_pool(2, 3, 5, 5, 3, 1, 1);
+    check_pool(3, 4, 8, 8, 2, 2, 1);
+    /* elementwise: tiny, odd, not a multiple of 4 (the last Philox block) */
+    check_elem(1, 0.0f, 0.5f, 0);
+    check_elem(7, 0.01f, 0.25f, 1);
+    check_elem(1001, 0.0f, 0.5f, 17);
+    check_elem(4099, 0.2f, 0.0f, 123456);
+    check_bn(1, 3, 1, 2);
+    check_bn(2, 4, 5, 7);
+    check_bn(8, 16, 3, 3);
+    check_dense(1, 1, 1);
+    check_dense(3, 7, 5);
+    check_dense(17, 33, 10);
+    check_dense(128, 300, 128);
+    check_xent(1, 2);
+    check_xent(5, 10);
+    check_xent(33, 7);
+    check_optim(1, 0, 0.0f, 0.0f, 0);
+    check_optim(1000, 1, 0.01f, 0.9f, 0);
+    check_optim(100003, 0, 1e-4f, 0.9f, 1);
+
+    rt_backend_close(&B[1]);
+    rt_backend_close(&B[0]);
+    printf("%zu mismatching tensors\n", failures);
+    return failures ? 1 : 0;
+}
