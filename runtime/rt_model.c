@@ -6,7 +6,8 @@
  * whole model in one call), acts (every layer's output for a max batch, per-sample
  * saved tensors such as dropout masks, two ping-pong gradient buffers, labels, losses,
  * probabilities) and state (BN running stats and batch stats). flatten's output aliases
- * its input. Forward/backward allocate nothing.
+ * its input, and so does a relu's after conv/dense/batchnorm (aliases_input). Forward and
+ * backward allocate nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,18 @@ const rt_summary_row *rt_model_summary(const rt_model *m, int *n, long *total)
 
 static size_t act_numel(const rt_layer *l) { return (size_t)l->out_c * l->out_h * l->out_w; }
 
+/* Layer i writes its output over its input: flatten (a view), and a (leaky) relu right
+ * after a conv2d, dense or batchnorm, whose backward never reads their own output (relu's
+ * backward reads only the relu output). Saves an activation-sized buffer and one memory
+ * pass each; not done after pooling (max-pool backward reads its output). */
+static int aliases_input(const rt_model *m, int i)
+{
+    const rt_layer_type *t = m->layers[i].type, *prev = i > 0 ? m->layers[i - 1].type : NULL;
+    if (t == &rt_layer_flatten) return 1;
+    if (t != &rt_layer_relu && t != &rt_layer_leakyrelu) return 0;
+    return prev == &rt_layer_conv2d || prev == &rt_layer_dense || prev == &rt_layer_batchnorm;
+}
+
 static rt_status bind_params(rt_model *m, rt_error *err)
 {
     size_t P = (size_t)m->total_params, off = 0;
@@ -129,7 +142,7 @@ static rt_status bind_acts(rt_model *m, rt_error *err)
     for (int i = 0; i < m->nlayers; i++) {
         rt_layer *l = &m->layers[i];
         if (act_numel(l) > maxact) maxact = act_numel(l);
-        if (l->type != &rt_layer_flatten) need += rt_arena_need(act_numel(l) * N);
+        if (!aliases_input(m, i)) need += rt_arena_need(act_numel(l) * N);
         for (int s = 0; s < l->nsaved; s++) {
             size_t n = rt_tensor_numel(&l->saved[s]);
             if (l->saved_per_sample[s])
@@ -150,7 +163,7 @@ static rt_status bind_acts(rt_model *m, rt_error *err)
     for (int i = 0; i < m->nlayers; i++) {
         rt_layer *l = &m->layers[i];
         rtp_shape(&m->act[i + 1], N, l->out_c, l->out_h, l->out_w);
-        if (l->type == &rt_layer_flatten) m->act[i + 1].data = m->act[i].data;
+        if (aliases_input(m, i)) m->act[i + 1].data = m->act[i].data;
         else RT_TRY(rt_arena_take(&m->acts, &m->act[i + 1], err));
         for (int s = 0; s < l->nsaved; s++) {
             if (l->saved_per_sample[s]) {
