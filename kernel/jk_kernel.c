@@ -47,10 +47,11 @@ static void *bind_channel(jkp_kernel *k, const jkp_connection *c, int ch, int ty
         jkp_fail(err, "%s socket: %s", jkp_channel_names[ch], zmq_strerror(errno));
         return NULL;
     }
-    int linger = 500, on = 1, hwm = 1000000;
+    int linger = 500, on = 1, hwm = 100000;
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     if (type == ZMQ_ROUTER) zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &on, sizeof on);
-    /* Training logs come in bursts; the default HWM (1000) would drop them silently. */
+    /* Training logs come in bursts; the default HWM (1000) would drop them silently.
+     * 100k messages (~100 MB) still bounds what a stalled frontend can pin in memory. */
     if (type == ZMQ_PUB) zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     if (zmq_bind(s, ep) != 0) {
         jkp_fail(err, "cannot bind %s to %s: %s", jkp_channel_names[ch], ep,

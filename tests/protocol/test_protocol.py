@@ -6,7 +6,6 @@ import datetime
 import os
 import signal
 import subprocess
-import threading
 import time
 
 import pytest
@@ -425,32 +424,23 @@ def test_10000_executes_rss_flat(fresh_kernel):
             pytest.skip("ASan build: its quarantine keeps freed memory, RSS says nothing")
     k = fresh_kernel
     kc = k.kc
-    stop = threading.Event()
 
-    def drain():  # keep IOPub from piling up in the client
-        while not stop.is_set():
-            try:
-                kc.get_iopub_msg(timeout=0.1)
-            except Exception:
-                pass
+    def run(n):  # as a frontend does: each cell's reply and its idle before the next
+        for _ in range(n):
+            msg_id = kc.execute("x = 1")
+            reply = kc.get_shell_msg(timeout=10)
+            assert reply["parent_header"]["msg_id"] == msg_id
+            assert reply["content"]["status"] == "ok"
+            while True:
+                msg = kc.get_iopub_msg(timeout=10)
+                if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+                        and msg["content"]["execution_state"] == "idle"):
+                    break
 
-    t = threading.Thread(target=drain, daemon=True)
-    t.start()
-    try:
-        def run(n):
-            for _ in range(n):
-                msg_id = kc.execute("x = 1")
-                reply = kc.get_shell_msg(timeout=10)
-                assert reply["parent_header"]["msg_id"] == msg_id
-                assert reply["content"]["status"] == "ok"
-
-        run(2000)  # warm-up: allocator arenas and zmq queues reach their working size
-        rss0 = k.rss_kib()
-        run(8000)
-        rss1 = k.rss_kib()
-    finally:
-        stop.set()
-        t.join()
+    run(2000)  # warm-up: allocator arenas and zmq queues reach their working size
+    rss0 = k.rss_kib()
+    run(8000)
+    rss1 = k.rss_kib()
     print(f"RSS after 2000 executes: {rss0} KiB, after 10000: {rss1} KiB")
     # 8000 more history entries are ~0.5 MB and allocator noise is ~2-3 MB; leaking one
     # message (>= 500 bytes) per cell would add more than 4 MB.
