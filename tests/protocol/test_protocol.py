@@ -10,6 +10,7 @@ import time
 
 import pytest
 import zmq
+from jupyter_client.manager import KernelManager
 from jupyter_client.session import Session
 
 from conftest import execute, iopub_for, kiln_binary, outputs, reply_for, stdout_text
@@ -393,6 +394,39 @@ def test_restart_gives_a_new_process_and_session(fresh_kernel):
     proc = k.km.provisioner.process
     k.km.shutdown_kernel(now=False)
     assert proc.returncode == 0 and time.monotonic() - t0 < 3
+
+
+# ---- transports and keys ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport,key", [("ipc", b"ipc-key"), ("tcp", b"")],
+                         ids=["ipc", "empty_key"])
+def test_ipc_transport_and_unsigned_mode(tmp_path, transport, key):
+    km = KernelManager(kernel_name="kiln", transport=transport)
+    if transport == "ipc":
+        km.ip = str(tmp_path / "kiln")  # endpoints ipc://<ip>-<port>
+    km.session.key = key
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=30)
+        reply, msgs = execute(kc, "1+2")
+        assert outputs(msgs, "execute_result")[0]["data"]["text/plain"] == "3"
+        assert km.get_connection_info()["key"] == key
+        if not key:  # the kernel really sends unsigned frames
+            info = km.get_connection_info()
+            sock = zmq.Context.instance().socket(zmq.DEALER)
+            sock.linger = 0
+            sock.connect(f"tcp://{info['ip']}:{info['shell_port']}")
+            sock.send_multipart(Session(key=b"").serialize(Session(key=b"").msg("kernel_info_request", {})))
+            assert sock.poll(10000)
+            frames = sock.recv_multipart()
+            sock.close()
+            assert frames[frames.index(b"<IDS|MSG>") + 1] == b""
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel()
 
 
 # ---- the command line's errors ---------------------------------------------------------
