@@ -87,6 +87,24 @@ static void push_str(json_t *tb, klp_buf *b)
     klp_buf_free(b);
 }
 
+/* Messages can quote user text cut at a byte limit (ours or another module's):
+ * make evalue valid UTF-8 (it becomes a JSON string), cutting at a character. */
+static void fix_utf8(char *s, size_t cap)
+{
+    size_t n = strlen(s);
+    if (klp_utf8_valid(s, n)) return;
+    klp_buf b = {0};
+    klp_utf8_sanitize(&b, s, n, 1);
+    size_t k = b.oom ? 0 : b.n;
+    if (k >= cap) {
+        k = cap - 1;
+        while (k > 0 && ((unsigned char)b.s[k] & 0xc0) == 0x80) k--;
+    }
+    if (k) memcpy(s, b.s, k);
+    s[k] = 0;
+    klp_buf_free(&b);
+}
+
 void klp_err_export(const klp_err *e, const char *src, kl_error *out)
 {
     memset(out, 0, sizeof *out);
@@ -96,6 +114,8 @@ void klp_err_export(const klp_err *e, const char *src, kl_error *out)
                  e->line, e->col > 0 ? e->col : 1);
     else
         snprintf(out->evalue, sizeof out->evalue, "%s", e->set ? e->evalue : "unknown error");
+    fix_utf8(out->evalue, sizeof out->evalue);
+    fix_utf8(out->ename, sizeof out->ename);
     json_t *tb = json_array();
     if (!tb) return;
     klp_buf b = {0};
