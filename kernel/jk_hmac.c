@@ -13,6 +13,7 @@
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
@@ -75,7 +76,10 @@ size_t jkp_hmac_hexlen(const jkp_hmac *h) { return h->mac ? h->hexlen : 0; }
 static size_t digest_parts(const jkp_hmac *h, const jkp_view parts[4], unsigned char *md)
 {
     EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(h->mac);
-    if (!ctx) return 0;
+    if (!ctx) {
+        ERR_clear_error();
+        return 0;
+    }
     char digest[sizeof h->digest];
     memcpy(digest, h->digest, sizeof digest);
     OSSL_PARAM params[2] = {
@@ -88,6 +92,7 @@ static size_t digest_parts(const jkp_hmac *h, const jkp_view parts[4], unsigned 
         ok = EVP_MAC_update(ctx, parts[i].data, parts[i].len);
     if (ok) ok = EVP_MAC_final(ctx, md, &out, JKP_HMAC_HEX_MAX / 2);
     EVP_MAC_CTX_free(ctx);
+    if (!ok) ERR_clear_error(); /* reported by the caller; keep this thread's queue empty */
     return ok ? out : 0;
 }
 
