@@ -188,3 +188,28 @@ def test_matches_nbclient(tmp_path):
     for a, b in zip(ours, theirs):
         assert strip(a.outputs) == strip(b.outputs), a.source
         assert a.execution_count == b.execution_count
+
+
+def test_form_cell_falls_back_to_a_table(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        '#@title Train { display-mode: "form" }\n'
+        'epochs = 10  #@param {type:"slider", min:1, max:50, step:1}\n',
+        metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("epochs")]
+    src = tmp_path / "form.ipynb"
+    nbformat.write(nb, src)
+    p = run(str(src), "-o", str(tmp_path / "o.ipynb"), "-p", "epochs", "20")
+    assert p.returncode == 0, p.stderr
+    cells = code_cells(tmp_path / "o.ipynb")
+    shown = [o for o in cells[0].outputs if o.output_type == "display_data"]
+    assert shown and "epochs" in shown[0]["data"]["text/plain"]
+    assert "text/html" in shown[0]["data"]
+    assert result(cells[-1]) == "20"
+
+
+def test_install_user_honours_jupyter_data_dir(tmp_path):
+    env = dict(os.environ, JUPYTER_DATA_DIR=str(tmp_path / "data"))
+    p = subprocess.run([KILN, "install"], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "data" / "kernels" / "kiln" / "kernel.json").exists()

@@ -108,9 +108,32 @@ T_TEST(deep_and_huge_inputs)
     kl_engine_destroy(e);
 }
 
+/* inputs that once produced invalid output; each must give a clean error */
+T_TEST(regressions)
+{
+    static const char *const cases[] = {
+        /* a forms message quoted user text cut inside a UTF-8 character */
+        "[ n\x0alr = 0.0$01 #@param nt= 'i(\xde\x96t\x5c" "e(10)s' x*2), int(\xde\x96" "e(10)s' x*\x01's@=*=*ode",
+    };
+    atomic_int intr = 0;
+    kl_engine *e = kl_engine_create(&intr);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        capture cap;
+        mg_out o = cap_out(&cap);
+        kl_error err;
+        ASSERT_EQ(kl_engine_execute(e, cases[i], &o, NULL, &err), -1);
+        json_t *ev = json_string(err.evalue);
+        ASSERT(ev != NULL);
+        json_decref(ev);
+        kl_error_deinit(&err);
+    }
+    kl_engine_destroy(e);
+}
+
 int main(void)
 {
     T_RUN(malformed_inputs_never_crash);
     T_RUN(deep_and_huge_inputs);
+    T_RUN(regressions);
     return T_EXIT();
 }
