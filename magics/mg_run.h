@@ -66,7 +66,7 @@ typedef struct mg_run_opts {
 } mg_run_opts;
 
 /* The %train option table (NULL-terminated), for the command and for %resume. */
-extern const mg_option mg_run_options[];
+extern const mg_option mg_train_options[];
 
 void mg_run_opts_default(mg_run_opts *o);
 /* Reads MODEL and every option of args into o (on top of what o holds); errors name

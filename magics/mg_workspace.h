@@ -49,10 +49,10 @@ mg_ws_model *mg_ws_model_at(mg_workspace *ws, int i);
 
 /* ---- data sets ---- */
 /* Loads (or returns the already loaded) data set name with val images carved off
- * (val < 0: any already loaded under this name, else 0). Shows download progress on
- * out. Borrowed result, NULL with err (a ValueError naming the data set) on failure. */
+ * (val < 0: any already loaded under this name, else 0); dir/url (may be NULL) as
+ * %dataset --dir/--url (given: always reloads). Shows download progress on out. Borrowed result, NULL with err (a ValueError naming the data set) on failure. */
 mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
-                            mg_error *err);
+                            const char *dir, const char *url, mg_error *err);
 /* name "" or NULL = the data set loaded last; NULL when none is loaded. */
 mg_ws_data *mg_ws_data_find(mg_workspace *ws, const char *name);
 

@@ -1,0 +1,27 @@
+/* mg_images.h - grids of data-set images for %dataset (samples) and %predict
+ * (predictions): one MIME bundle with the grid as image/png (each cell framed green
+ * or red when marked), an HTML figure grid with a caption under every image, and a
+ * text/plain list of the captions. Pixels are the raw 0..255 values the data set was
+ * loaded from (rt_dataset_image_u8 undoes the mean/std normalisation exactly). */
+#ifndef MG_IMAGES_H
+#define MG_IMAGES_H
+
+#include <jansson.h>
+
+#include "mg.h"
+#include "rt.h"
+
+typedef struct mg_grid_cell {
+    int index;               /* image index in the data set */
+    const char *caption;     /* shown under the image (may be NULL) */
+    int mark;                /* 0 none, 1 correct (green frame), 2 wrong (red frame) */
+} mg_grid_cell;
+
+/* A bundle (new ref) for n cells in rows of cols; title may be NULL. NULL with err. */
+json_t *mg_images_grid(const rt_dataset *d, const mg_grid_cell *cells, int n, int cols,
+                       const char *title, mg_error *err);
+
+/* The HTML-escaped copy of s (new string; free()), NULL on no memory. */
+char *mg_html_escape(const char *s);
+
+#endif

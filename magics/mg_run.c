@@ -1,0 +1,200 @@
+/* mg_run.c - a training run (see mg_run.h): building it from the options and the
+ * workspace, the step loop (results store, per-epoch validation, the checkpoint hook,
+ * interrupt and time limit) and handing the trained model back to the workspace.
+ * What the user sees while it runs is drawn by mg_run_view.c. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg_ckpt.h"
+#include "mg_run_internal.h"
+#include "rt_cuda.h"
+
+/* ---- creation ---- */
+
+static int should_stop(void *user)
+{
+    mg_run *r = user;
+    const mg_host *h = r->ctx->host;
+    return h && h->interrupted && h->interrupted(h->user);
+}
+
+static void on_progress(const rt_progress *p, void *user)
+{
+    mg_run *r = user;
+    r->last = *p;
+    r->has_progress = 1;
+    mgp_series_add(&r->step_loss, (double)p->step, p->loss);
+    if (r->rs) {
+        rt_error re = {0};
+        if (rt_results_log_metric(r->rs, r->run_id, "loss", p->loss, p->step, (int)p->epoch + 1,
+                                  RT_RESULTS_STEP, &re) != RT_OK ||
+            rt_results_log_metric(r->rs, r->run_id, "accuracy", p->accuracy, p->step,
+                                  (int)p->epoch + 1, RT_RESULTS_STEP, &re) != RT_OK ||
+            rt_results_log_metric(r->rs, r->run_id, "lr", p->lr, p->step, (int)p->epoch + 1,
+                                  RT_RESULTS_STEP, &re) != RT_OK)
+            mgp_rs_warn(r, "logging a step", re.msg);
+    }
+    mgp_view_progress(r, p, p->epoch_end);
+}
+
+/* Finds the model entry and the data set the run uses (loading it if needed). */
+static int resolve_inputs(mg_run *r, mg_workspace *ws, mg_error *err)
+{
+    mg_ws_model *e = mg_ws_model_find(ws, r->o.model);
+    if (!e && r->o.model[0])
+        return mg_fail(err, "NameError", "%%train: no model named '%s' ---> HINT: define it "
+                       "with %%%%model %s (%%model list shows the defined ones)", r->o.model,
+                       r->o.model);
+    if (!e)
+        return mg_fail(err, "UsageError", "%%train: no model defined yet ---> HINT: define "
+                       "one with %%%%model NAME (one layer a line) before %%train");
+    snprintf(r->model_name, sizeof r->model_name, "%s", e->name);
+    if (!(r->spec = strdup(e->spec))) return mg_fail(err, "MemoryError", "out of memory");
+    const char *want = r->o.data[0] ? r->o.data : NULL;
+    mg_ws_data *d = want ? NULL : mg_ws_data_find(ws, NULL);
+    if (!d && !want && e->dataset[0]) want = e->dataset;
+    if (!d && !want)
+        return mg_fail(err, "UsageError", "%%train: no data set loaded ---> HINT: run "
+                       "%%dataset NAME first, or give --data NAME");
+    if (d && r->o.val >= 0 && d->val != r->o.val) want = d->name;
+    if (want && !(d = mg_ws_data_load(ws, r->ctx, want, r->o.val, NULL, NULL, err))) return -1;
+    r->data = d;
+    r->val = d->splits.val.n > 0 ? &d->splits.val : &d->splits.test;
+    r->val_name = d->splits.val.n > 0 ? "val" : "test";
+    return 0;
+}
+
+/* --precision: bf16 on a CUDA backend (before attach: the model's workspace holds the
+ * 16-bit copies). fp16 needs dynamic loss scaling, which the trainer does not do yet. */
+static int set_precision(mg_run *r, mg_error *err)
+{
+    if (!strcmp(r->o.precision, "fp32")) return 0;
+    if (strcmp(r->backend->ops->name, "cuda"))
+        return mg_fail(err, "ValueError", "%%train: --precision %s needs a CUDA device (the "
+                       "CPU backend trains in fp32) ---> HINT: --precision fp32, or --device "
+                       "cuda", r->o.precision);
+    if (!strcmp(r->o.precision, "fp16"))
+        return mg_fail(err, "ValueError", "%%train: --precision fp16 needs loss scaling, which "
+                       "the trainer does not do yet ---> HINT: use --precision bf16");
+    rt_precision p;
+    rt_error re = {0};
+    if (rt_precision_parse(r->o.precision, &p, &re) != RT_OK ||
+        rt_cuda_set_precision(r->backend, p, &re) != RT_OK)
+        return mg_fail(err, "ValueError", "%%train: --precision %s: %s", r->o.precision, re.msg);
+    return 0;
+}
+
+static int build_model(mg_run *r, mg_error *err)
+{
+    const rt_dataset *tr = &r->data->splits.train;
+    rt_model_input in = {tr->c, tr->h, tr->w, tr->num_classes};
+    rt_error re = {0};
+    if (rt_model_create(&r->model, r->spec, &in, &re) != RT_OK)
+        return mg_fail(err, "ValueError", "%%train: model '%s' does not fit data set '%s' "
+                       "(%dx%dx%d images, %d classes): %s", r->model_name, r->data->name,
+                       tr->c, tr->h, tr->w, tr->num_classes, re.msg);
+    if (!(r->backend = calloc(1, sizeof *r->backend)))
+        return mg_fail(err, "MemoryError", "out of memory");
+    if (rt_backend_open(r->backend, r->o.device, 0, &re) != RT_OK) {
+        free(r->backend);
+        r->backend = NULL;
+        return mg_fail(err, "ValueError", "%%train: --device %s: %s", r->o.device, re.msg);
+    }
+    if (set_precision(r, err) < 0) return -1;
+    if (rt_model_attach(r->model, r->backend, r->o.batch, r->o.seed, &re) != RT_OK)
+        return mg_fail(err, re.code == RT_ENOMEM || re.code == RT_EDEVICE ? "MemoryError"
+                       : "ValueError", "%%train: model '%s' with --batch %d: %s",
+                       r->model_name, r->o.batch, re.msg);
+    return 0;
+}
+
+static int build_trainer(mg_run *r, mg_error *err)
+{
+    rt_trainer_config c = rt_trainer_config_default();
+    rt_error re = {0};
+    rt_optim_kind kind;
+    if (rt_optim_kind_parse(r->o.optimizer, &kind, &re) != RT_OK)
+        return mg_fail(err, "ValueError", "%%train: --optimizer: %s", re.msg);
+    c.optim = rt_optim_config_default(kind);
+    if (isfinite(r->o.momentum) && kind != RT_OPTIM_SGD)
+        mg_eprintf(r->ctx->out, "warning: %%train: --momentum applies to --optimizer sgd; "
+                   "ignored with %s\n", r->o.optimizer);
+    if (kind == RT_OPTIM_SGD) c.optim.momentum = isfinite(r->o.momentum) ? r->o.momentum : 0.9;
+    if (isfinite(r->o.weight_decay)) c.optim.weight_decay = r->o.weight_decay;
+    c.optim.nesterov = r->o.nesterov;
+    if (r->o.nesterov && kind != RT_OPTIM_SGD)
+        return mg_fail(err, "ValueError", "%%train: --nesterov needs --optimizer sgd");
+    if (rt_schedule_parse(&c.schedule, r->o.schedule, &re) != RT_OK)
+        return mg_fail(err, "ValueError", "%%train: --schedule: %s", re.msg);
+    c.epochs = r->o.epochs;
+    c.batch_size = r->o.batch;
+    c.lr = r->o.lr;
+    c.augment = r->o.augment;
+    c.time_limit_s = r->o.time_limit_s;
+    c.progress = on_progress;
+    c.should_stop = should_stop;
+    c.user = r;
+    if (rt_trainer_create(&r->trainer, r->model, &r->data->splits.train, &c, &re) != RT_OK)
+        return mg_fail(err, "ValueError", "%%train: %s", re.msg);
+    if (!(r->eval = malloc(sizeof *r->eval))) return mg_fail(err, "MemoryError", "out of memory");
+    return 0;
+}
+
+int mg_run_create(mg_run **out, mg_ctx *ctx, const mg_run_opts *o, mg_error *err)
+{
+    *out = NULL;
+    mg_workspace *ws = mg_ws_get(ctx, err);
+    if (!ws) return -1;
+    mg_run *r = calloc(1, sizeof *r);
+    if (!r) return mg_fail(err, "MemoryError", "%%train: out of memory");
+    r->ctx = ctx;
+    r->o = *o;
+    if (resolve_inputs(r, ws, err) < 0 || build_model(r, err) < 0 ||
+        build_trainer(r, err) < 0) {
+        mg_run_destroy(r);
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+void mg_run_destroy(mg_run *r)
+{
+    if (!r) return;
+    rt_trainer_destroy(r->trainer);
+    rt_model_destroy(r->model);
+    mg_ws_backend_free(r->backend);
+    if (r->rs && r->run_id) {
+        /* a run that never reached its end (an error path) is marked failed */
+        rt_results_run_end(r->rs, r->run_id, RT_RESULTS_FAILED, NULL);
+    }
+    rt_results_close(r->rs);
+    free(r->eval);
+    free(r->spec);
+    mgp_series *s[] = {&r->step_loss, &r->ep_loss, &r->ep_acc, &r->ep_vloss, &r->ep_vacc};
+    for (size_t i = 0; i < sizeof s / sizeof *s; i++) mgp_series_free(s[i]);
+    free(r);
+}
+
+/* ---- accessors ---- */
+rt_model *mg_run_model(mg_run *r) { return r->model; }
+rt_trainer *mg_run_trainer(mg_run *r) { return r->trainer; }
+const rt_dataset_splits *mg_run_data(const mg_run *r) { return &r->data->splits; }
+const char *mg_run_dataset_name(const mg_run *r) { return r->data->name; }
+const mg_run_opts *mg_run_options(const mg_run *r) { return &r->o; }
+const char *mg_run_model_name(const mg_run *r) { return r->model_name; }
+const char *mg_run_model_spec(const mg_run *r) { return r->spec; }
+const char *mg_run_dir(const mg_run *r) { return r->o.run_dir; }
+mg_ctx *mg_run_ctx(mg_run *r) { return r->ctx; }
+rt_results *mg_run_results(mg_run *r) { return r->rs; }
+int64_t mg_run_id(const mg_run *r) { return r->run_id; }
+double mg_run_elapsed(const mg_run *r) { return r->t_start > 0 ? mgp_now() - r->t_start : 0; }
+int mg_run_last_val(const mg_run *r, double *loss, double *accuracy)
+{
+    if (!r->has_val) return -1;
+    if (loss) *loss = r->val_loss;
+    if (accuracy) *accuracy = r->val_acc;
+    return 0;
+}

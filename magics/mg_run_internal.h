@@ -1,0 +1,54 @@
+/* mg_run_internal.h - the run's fields, shared by mg_run.c (create, loop) and
+ * mg_run_view.c (progress display, epoch lines, plot, summary). Not for other files:
+ * they use the accessors of mg_run.h. */
+#ifndef MG_RUN_INTERNAL_H
+#define MG_RUN_INTERNAL_H
+
+#include "mg_run.h"
+#include "mg_workspace.h"
+
+typedef struct mgp_series {
+    double *x, *y;
+    size_t n, cap;
+} mgp_series;
+
+struct mg_run {
+    mg_ctx *ctx;
+    mg_run_opts o;
+    char model_name[64];
+    char *spec;                    /* copy of the %%model body */
+    mg_ws_data *data;              /* borrowed from the workspace */
+    const rt_dataset *val;         /* val split, or test when there is none */
+    const char *val_name;          /* "val" or "test" */
+    rt_backend *backend;           /* heap; handed to the workspace with the model */
+    rt_model *model;
+    rt_trainer *trainer;
+    rt_results *rs;                /* NULL: no store (a warning was shown) */
+    int64_t run_id;
+    int rs_warned;
+    rt_eval_result *eval;          /* scratch for the per-epoch validation */
+    /* live view */
+    char progress_id[80], plot_id[80];
+    int progress_shown, plot_shown;
+    double t_start, last_update, epoch_t0;
+    int64_t start_step;            /* trainer step when the loop began (resume) */
+    rt_progress last;              /* the latest step's progress */
+    int has_progress;
+    double val_loss, val_acc;
+    int has_val;
+    mgp_series step_loss, ep_loss, ep_acc, ep_vloss, ep_vacc;
+};
+
+/* mg_run_loop.c: a results-store problem, shown once as a warning */
+void mgp_rs_warn(mg_run *r, const char *what, const char *msg);
+/* mg_run_view.c */
+void mgp_view_start(mg_run *r);
+void mgp_view_progress(mg_run *r, const rt_progress *p, int force);
+void mgp_view_epoch(mg_run *r, const rt_progress *p, double seconds, double images_per_s);
+void mgp_view_plot(mg_run *r);
+void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_summary *s);
+int mgp_series_add(mgp_series *s, double x, double y);
+void mgp_series_free(mgp_series *s);
+double mgp_now(void);
+
+#endif

@@ -1,0 +1,162 @@
+/* mg_run_loop.c - mg_run_loop: records the run in the results store, steps the trainer
+ * until it is done / interrupted / out of time, validates at every epoch end, calls
+ * the checkpoint hook (mg_ckpt.h) after every step and at the stop, and hands the
+ * trained model to the workspace. A broken results store is a warning, never a stop.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg_ckpt.h"
+#include "mg_run_internal.h"
+
+void mgp_rs_warn(mg_run *r, const char *what, const char *msg)
+{
+    if (r->rs_warned++) return;
+    mg_eprintf(r->ctx->out, "warning: results store: %s: %s (training goes on; this run is "
+               "not recorded completely)\n", what, msg);
+}
+
+/* Opens the store and begins (or, for %resume, continues) the run. */
+static void results_begin(mg_run *r)
+{
+    rt_error re = {0};
+    if (rt_results_open(r->o.results[0] ? r->o.results : NULL, &r->rs, &re) != RT_OK) {
+        r->rs = NULL;
+        mgp_rs_warn(r, r->o.results[0] ? r->o.results : "opening", re.msg);
+        return;
+    }
+    char dev[32];
+    snprintf(dev, sizeof dev, "%s:%d", r->backend->ops->name, r->backend->device);
+    rt_results_run_info info = {.name = r->o.name[0] ? r->o.name : r->model_name,
+                                .device = dev, .precision = r->o.precision,
+                                .dataset = r->data->name, .model_spec = r->spec};
+    rt_status s = r->o.resume_run_id > 0
+                      ? rt_results_run_resume(r->rs, r->run_id = r->o.resume_run_id, &re)
+                      : rt_results_run_begin(r->rs, &info, &r->run_id, &re);
+    if (s != RT_OK) {
+        mgp_rs_warn(r, "starting the run", re.msg);
+        rt_results_close(r->rs);
+        r->rs = NULL;
+        r->run_id = 0;
+        return;
+    }
+    json_t *params = mg_run_opts_to_json(&r->o);
+    const char *key;
+    json_t *v;
+    char buf[64];
+    json_object_foreach(params, key, v) {
+        char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY);
+        if (rt_results_log_param(r->rs, r->run_id, key, text ? text : json_string_value(v),
+                                 &re) != RT_OK)
+            mgp_rs_warn(r, "logging parameters", re.msg);
+        free(text);
+    }
+    json_decref(params);
+    snprintf(buf, sizeof buf, "%ld", rt_model_num_params(r->model));
+    rt_results_log_param(r->rs, r->run_id, "model", r->model_name, NULL);
+    rt_results_log_param(r->rs, r->run_id, "params_total", buf, NULL);
+    rt_results_log_param(r->rs, r->run_id, "validation_split", r->val_name, NULL);
+}
+
+static void log_epoch(mg_run *r, const char *key, double v, int64_t step, int epoch)
+{
+    rt_error re = {0};
+    if (r->rs && rt_results_log_metric(r->rs, r->run_id, key, v, step, epoch, RT_RESULTS_EPOCH,
+                                       &re) != RT_OK)
+        mgp_rs_warn(r, "logging an epoch", re.msg);
+}
+
+/* Epoch end: validation, the epoch line, metrics, plot. */
+static int epoch_end(mg_run *r, mg_error *err)
+{
+    const rt_progress *p = &r->last;
+    rt_error re = {0};
+    double secs = mgp_now() - r->epoch_t0;
+    rt_trainer_state st = rt_trainer_get_state(r->trainer);
+    double ips = secs > 0 ? (double)st.epoch_seen / secs : 0;
+    if (rt_trainer_evaluate(r->model, r->val, 0, r->eval, &re) != RT_OK)
+        return mg_fail(err, "RuntimeError", "%%train: validation on '%s' failed: %s",
+                       r->val->name, re.msg);
+    r->val_loss = r->eval->loss;
+    r->val_acc = r->eval->accuracy;
+    r->has_val = 1;
+    int ep = (int)p->epoch + 1;
+    double x = (double)p->step;
+    mgp_series_add(&r->ep_loss, x, p->epoch_loss);
+    mgp_series_add(&r->ep_acc, x, p->epoch_accuracy);
+    mgp_series_add(&r->ep_vloss, x, r->val_loss);
+    mgp_series_add(&r->ep_vacc, x, r->val_acc);
+    log_epoch(r, "train_loss", p->epoch_loss, p->step, ep);
+    log_epoch(r, "train_accuracy", p->epoch_accuracy, p->step, ep);
+    log_epoch(r, "val_loss", r->val_loss, p->step, ep);
+    log_epoch(r, "val_accuracy", r->val_acc, p->step, ep);
+    log_epoch(r, "epoch_seconds", secs, p->step, ep);
+    log_epoch(r, "images_per_s", ips, p->step, ep);
+    mgp_view_epoch(r, p, secs, ips);
+    mgp_view_plot(r);
+    r->epoch_t0 = mgp_now();
+    return 0;
+}
+
+/* Gives the model (and its backend) to the workspace entry of its name. */
+static void hand_over(mg_run *r)
+{
+    mg_error ignored;
+    mg_workspace *ws = mg_ws_get(r->ctx, &ignored);
+    mg_ws_model *e = ws ? mg_ws_model_find(ws, r->model_name) : NULL;
+    if (!e) return;
+    rt_trainer_destroy(r->trainer); /* the trainer borrows the model */
+    r->trainer = NULL;
+    mg_ws_model_set_trained(e, r->model, r->backend);
+    r->model = NULL;
+    r->backend = NULL;
+}
+
+int mg_run_loop(mg_run *r, mg_error *err)
+{
+    rt_error re = {0};
+    results_begin(r);
+    r->t_start = r->epoch_t0 = mgp_now();
+    mgp_view_start(r);
+    rt_step_event ev = RT_STEP_CONTINUE;
+    int rc = 0;
+    if (rt_trainer_begin(r->trainer, &re) != RT_OK)
+        rc = mg_fail(err, "RuntimeError", "%%train: %s", re.msg);
+    while (rc == 0) {
+        if (rt_trainer_step(r->trainer, &ev, &re) != RT_OK) {
+            rc = mg_fail(err, re.code == RT_EDEVICE_LOST ? "SystemError" : "RuntimeError",
+                         "%%train: step %lld failed: %s", (long long)r->last.step + 1, re.msg);
+            break;
+        }
+        if (ev == RT_STEP_EPOCH_END && epoch_end(r, err) < 0) {
+            rc = -1;
+            break;
+        }
+        if (mg_run_checkpoint_hook(r, ev, r->ctx->out, err) < 0) {
+            rc = -1;
+            break;
+        }
+        if (ev != RT_STEP_CONTINUE && ev != RT_STEP_EPOCH_END) break;
+    }
+    if (r->has_progress) mgp_view_progress(r, &r->last, 1);
+    rt_train_summary sum = {0};
+    rt_trainer_end(r->trainer, &sum, NULL);
+    mgp_view_summary(r, ev, rc != 0, &sum);
+    if (r->rs) {
+        rt_results_status st = rc ? RT_RESULTS_FAILED
+                             : ev == RT_STEP_DONE ? RT_RESULTS_FINISHED : RT_RESULTS_INTERRUPTED;
+        if (rt_results_run_end(r->rs, r->run_id, st, &re) != RT_OK)
+            mgp_rs_warn(r, "ending the run", re.msg);
+        rt_results_close(r->rs);
+        r->rs = NULL;
+    }
+    if (rc == 0) hand_over(r);
+    if (rc == 0 && ev == RT_STEP_STOPPED)
+        return mg_fail(err, "KeyboardInterrupt", "%%train stopped by an interrupt after step "
+                       "%lld of %lld (epoch %lld); the model keeps the weights of that step",
+                       (long long)r->last.step, (long long)r->last.total_steps,
+                       (long long)r->last.epoch + 1);
+    return rc;
+}

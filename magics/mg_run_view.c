@@ -1,0 +1,197 @@
+/* mg_run_view.c - what %train shows while it runs: the start line, ONE progress
+ * display updated in place (update_display_data, at most 4 updates a second, plus
+ * every epoch end and the final state), a line per epoch on stdout, a loss/accuracy
+ * SVG plot (mg_plot) updated every epoch, and the summary at the end. Output only:
+ * nothing here changes the run. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mg_images.h"
+#include "mg_plot.h"
+#include "mg_run_internal.h"
+
+#define UPDATE_EVERY_S 0.25 /* 4 updates a second: smooth enough, cheap for the frontend */
+
+double mgp_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int mgp_series_add(mgp_series *s, double x, double y)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 256;
+        double *nx = realloc(s->x, cap * sizeof *nx);
+        if (!nx) return -1;
+        s->x = nx;
+        double *ny = realloc(s->y, cap * sizeof *ny);
+        if (!ny) return -1;
+        s->y = ny;
+        s->cap = cap;
+    }
+    s->x[s->n] = x;
+    s->y[s->n++] = y;
+    return 0;
+}
+
+void mgp_series_free(mgp_series *s)
+{
+    free(s->x);
+    free(s->y);
+    memset(s, 0, sizeof *s);
+}
+
+static void show(mg_run *r, json_t *data, const char *id, int *shown)
+{
+    if (data && r->ctx->out->display) r->ctx->out->display(r->ctx->out->user, data, NULL, id, *shown);
+    if (data) *shown = 1;
+    json_decref(data);
+}
+
+static void hms(double s, char *buf, size_t n)
+{
+    long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
+    if (t >= 3600) snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else snprintf(buf, n, "%02ld:%02ld", t / 60, t % 60);
+}
+
+void mgp_view_start(mg_run *r)
+{
+    static unsigned counter;
+    counter++;
+    snprintf(r->progress_id, sizeof r->progress_id, "kiln-train-%ld-%ld-%u-progress",
+             (long)getpid(), (long)time(NULL), counter);
+    snprintf(r->plot_id, sizeof r->plot_id, "kiln-train-%ld-%ld-%u-plot", (long)getpid(),
+             (long)time(NULL), counter);
+    r->start_step = rt_trainer_get_state(r->trainer).step;
+    const rt_dataset_splits *d = &r->data->splits;
+    mg_printf(r->ctx->out, "Training %s (%ld params) on %s: %d train images, validation on "
+              "%s (%d), %d epoch%s of batch %d, %s lr %g%s%s | device %s%s (%d thread%s) | "
+              "seed %llu\n", r->model_name, rt_model_num_params(r->model), r->data->name,
+              d->train.n, r->val_name, r->val->n, r->o.epochs, r->o.epochs == 1 ? "" : "s",
+              r->o.batch, r->o.optimizer, r->o.lr,
+              strcmp(r->o.schedule, "constant") ? ", schedule " : "",
+              strcmp(r->o.schedule, "constant") ? r->o.schedule : "", r->backend->ops->name,
+              !strcmp(r->o.device, "auto") ? " (auto)" : "", r->backend->threads,
+              r->backend->threads == 1 ? "" : "s", (unsigned long long)r->o.seed);
+    if (r->run_id && r->rs)
+        mg_printf(r->ctx->out, "Recording as run %lld in %s\n", (long long)r->run_id,
+                  rt_results_path(r->rs));
+    if (r->start_step > 0)
+        mg_printf(r->ctx->out, "Continuing from step %lld\n", (long long)r->start_step);
+}
+
+void mgp_view_progress(mg_run *r, const rt_progress *p, int force)
+{
+    double t = mgp_now();
+    if (!force && r->progress_shown && t - r->last_update < UPDATE_EVERY_S) return;
+    r->last_update = t;
+    const int W = 30;
+    int64_t total = p->total_steps > 0 ? p->total_steps : 1;
+    int fill = (int)((double)W * (double)p->step / (double)total);
+    if (fill > W) fill = W;
+    char bar[64], el[48], eta[48];
+    for (int i = 0; i < W; i++) bar[i] = i < fill ? '#' : '.';
+    bar[W] = 0;
+    int64_t done = p->step - r->start_step;
+    hms(p->elapsed_s, el, sizeof el);
+    hms(done > 0 ? p->elapsed_s / (double)done * (double)(total - p->step) : 0, eta, sizeof eta);
+    char line[512];
+    snprintf(line, sizeof line, "epoch %lld/%d [%s] step %lld/%lld  loss %.4f  acc %.4f  "
+             "lr %.3g  %.0f img/s  %s elapsed, %s left", (long long)p->epoch + 1, p->epochs, bar,
+             (long long)p->step, (long long)total, p->epoch_loss, p->epoch_accuracy, p->lr,
+             p->images_per_s, el, eta);
+    char html[1024];
+    snprintf(html, sizeof html, "<div style=\"font-family:monospace\"><progress value=\"%lld\" "
+             "max=\"%lld\" style=\"width:40%%;vertical-align:middle\"></progress> epoch "
+             "<b>%lld</b>/%d &middot; step %lld/%lld &middot; loss <b>%.4f</b> &middot; acc "
+             "<b>%.4f</b> &middot; lr %.3g &middot; %.0f img/s &middot; %s elapsed, %s left</div>",
+             (long long)p->step, (long long)total, (long long)p->epoch + 1, p->epochs,
+             (long long)p->step, (long long)total, p->epoch_loss, p->epoch_accuracy, p->lr,
+             p->images_per_s, el, eta);
+    show(r, json_pack("{s:s, s:s}", "text/plain", line, "text/html", html), r->progress_id,
+         &r->progress_shown);
+}
+
+void mgp_view_epoch(mg_run *r, const rt_progress *p, double seconds, double images_per_s)
+{
+    mg_printf(r->ctx->out, "epoch %lld/%d  loss %.4f  acc %.4f  %s_loss %.4f  %s_acc %.4f  "
+              "%.1f s  %.0f img/s\n", (long long)p->epoch + 1, p->epochs, p->epoch_loss,
+              p->epoch_accuracy, r->val_name, r->val_loss, r->val_name, r->val_acc, seconds,
+              images_per_s);
+}
+
+void mgp_view_plot(mg_run *r)
+{
+    char vl[32], va[32], title[128];
+    snprintf(vl, sizeof vl, "%s loss", r->val_name);
+    snprintf(va, sizeof va, "%s accuracy", r->val_name);
+    snprintf(title, sizeof title, "%s: loss and accuracy", r->model_name);
+    mg_plot_series s[] = {
+        {"loss (step)", r->step_loss.x, r->step_loss.y, r->step_loss.n},
+        {"train loss", r->ep_loss.x, r->ep_loss.y, r->ep_loss.n},
+        {vl, r->ep_vloss.x, r->ep_vloss.y, r->ep_vloss.n},
+        {"train accuracy", r->ep_acc.x, r->ep_acc.y, r->ep_acc.n},
+        {va, r->ep_vacc.x, r->ep_vacc.y, r->ep_vacc.n},
+    };
+    mg_plot_opts o = {.title = title, .xlabel = "step", .ylabel = "loss / accuracy"};
+    char *svg = mg_plot_svg(s, 5, &o);
+    if (!svg) return;
+    char text[160];
+    snprintf(text, sizeof text, "<loss/accuracy plot: %zu epochs, %zu steps>", r->ep_loss.n,
+             r->step_loss.n);
+    show(r, json_pack("{s:s, s:s}", "image/svg+xml", svg, "text/plain", text), r->plot_id,
+         &r->plot_shown);
+    free(svg);
+}
+
+void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_summary *s)
+{
+    const rt_progress *p = &r->last;
+    char status[256], el[48];
+    if (failed) snprintf(status, sizeof status, "failed at step %lld", (long long)p->step + 1);
+    else if (why == RT_STEP_DONE) snprintf(status, sizeof status, "finished");
+    else if (why == RT_STEP_TIME_LIMIT)
+        snprintf(status, sizeof status, "stopped by the time limit (%s) after step %lld of %lld",
+                 r->o.time_limit_s > 0 ? "--time-limit" : "", (long long)p->step,
+                 (long long)p->total_steps);
+    else snprintf(status, sizeof status, "stopped by an interrupt after step %lld of %lld",
+                  (long long)p->step, (long long)p->total_steps);
+    hms(s->seconds, el, sizeof el);
+    char *text = NULL;
+    size_t tl = 0;
+    FILE *t = open_memstream(&text, &tl);
+    if (!t) return;
+    fprintf(t, "Run %s: %s\n", r->model_name, status);
+    fprintf(t, "  steps %lld (epoch %lld of %d), %lld images in %s, %.0f images/s\n",
+            (long long)s->steps, (long long)p->epoch + 1, r->o.epochs, (long long)s->images, el,
+            s->images_per_s);
+    if (r->has_progress)
+        fprintf(t, "  train loss %.4f, accuracy %.4f (epoch mean)\n", p->epoch_loss,
+                p->epoch_accuracy);
+    if (r->has_val)
+        fprintf(t, "  %s loss %.4f, accuracy %.4f\n", r->val_name, r->val_loss, r->val_acc);
+    fprintf(t, "  model %s: %ld parameters; data %s\n", r->model_name,
+            rt_model_num_params(r->model), r->data->name);
+    if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);
+    if (r->o.run_dir[0]) fprintf(t, "  run directory: %s\n", r->o.run_dir);
+    if (!failed && why != RT_STEP_DONE && r->o.run_dir[0])
+        fprintf(t, "  continue with: %%resume %s\n", r->o.run_dir);
+    fclose(t);
+    char *esc = text ? mg_html_escape(text) : NULL, *html = NULL;
+    if (esc && asprintf(&html, "<pre style=\"margin:0;border-left:3px solid %s;padding-left:6px\">"
+                        "%s</pre>", failed ? "#d22" : why == RT_STEP_DONE ? "#1ea03c" : "#e90",
+                        esc) < 0)
+        html = NULL;
+    free(esc);
+    int shown = 0;
+    if (text && html) show(r, json_pack("{s:s, s:s}", "text/plain", text, "text/html", html), NULL, &shown);
+    free(text);
+    free(html);
+}

@@ -1,0 +1,41 @@
+/* mg_train.c - %train [MODEL] [options]: reads the options (mg_run_opts.c), builds a
+ * run and trains it (mg_run.c / mg_run_loop.c). A fresh model from the spec and the
+ * seed every time; the trained model replaces the previous one of that name in the
+ * workspace, for %evaluate, %predict and %checkpoint. */
+#include "mg_run.h"
+
+static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
+{
+    mg_run_opts o;
+    mg_run_opts_default(&o);
+    if (mg_run_opts_from_args(&o, args, err) < 0) return -1;
+    mg_run *r = NULL;
+    if (mg_run_create(&r, ctx, &o, err) < 0) return -1;
+    int rc = mg_run_loop(r, err);
+    mg_run_destroy(r);
+    return rc;
+}
+
+const mg_command mg_cmd_train = {
+    .name = "train",
+    .summary = "Train a model (live progress, per-epoch lines, loss/accuracy plot)",
+    .usage = "Usage: %train [MODEL] [--data NAME] [--epochs N] [--batch N] [--lr LR]\n"
+             "              [--optimizer adam|sgd|adamw] [--momentum M] [--weight-decay WD]\n"
+             "              [--nesterov] [--schedule SPEC] [--seed N] [--device auto|cpu|cuda[:N]]\n"
+             "              [--precision fp32|bf16|fp16] [--run-dir DIR]\n"
+             "              [--checkpoint-every 500steps|10m|1epoch] [--keep N]\n"
+             "              [--time-limit 8h30m] [--results PATH] [--augment] [--val N] [--name NAME]\n\n"
+             "Trains MODEL (default: the model defined last) on the data set loaded last (or\n"
+             "--data) from a fresh initialisation given by --seed. Shows one progress bar\n"
+             "updated in place, a line per epoch (loss, accuracy, validation, time, images/s)\n"
+             "and a loss/accuracy plot, then a summary. Validation uses the --val split, or\n"
+             "the test split when there is none. An interrupt stops at the next step and\n"
+             "keeps the model; --time-limit stops the same way (not an error) so a stage\n"
+             "notebook can go on. Every run is recorded in the results store (--results,\n"
+             "else $KILN_RESULTS, else ~/.local/share/kiln/results.sqlite); a store that\n"
+             "cannot be written is a warning. Options take $var / {expr} values.\n\n"
+             "Example:\n  %train mnist_net --epochs $epochs --lr {lr} --optimizer sgd --momentum 0.9",
+    .flags = MG_LINE | MG_LONG_RUNNING,
+    .options = mg_train_options,
+    .run = run,
+};

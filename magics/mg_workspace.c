@@ -1,0 +1,203 @@
+/* mg_workspace.c - the training magics' session state (see mg_workspace.h): small
+ * arrays of models and data sets in one session slot. Nothing here trains or draws;
+ * loading a data set reports download progress as one display updated in place. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mg_workspace.h"
+
+#define WS_KEY "train.workspace"
+
+struct mg_workspace {
+    mg_ws_model *models;
+    int nmodels, last_model;
+    mg_ws_data **data;       /* pointers: entries stay put while the array grows */
+    int ndata, last_data;
+};
+
+void mg_ws_backend_free(rt_backend *b)
+{
+    if (!b) return;
+    rt_backend_close(b);
+    free(b);
+}
+
+static void model_clear(mg_ws_model *e)
+{
+    rt_model_destroy(e->trained);
+    mg_ws_backend_free(e->backend);
+    free(e->spec);
+    e->trained = NULL;
+    e->backend = NULL;
+    e->spec = NULL;
+}
+
+static void ws_destroy(void *p)
+{
+    mg_workspace *ws = p;
+    for (int i = 0; i < ws->nmodels; i++) model_clear(&ws->models[i]);
+    for (int i = 0; i < ws->ndata; i++) {
+        rt_dataset_splits_deinit(&ws->data[i]->splits);
+        free(ws->data[i]);
+    }
+    free(ws->models);
+    free(ws->data);
+    free(ws);
+}
+
+mg_workspace *mg_ws_get(mg_ctx *ctx, mg_error *err)
+{
+    mg_workspace *ws = mg_session_get(ctx->session, WS_KEY);
+    if (ws) return ws;
+    ws = calloc(1, sizeof *ws);
+    if (!ws || mg_session_set(ctx->session, WS_KEY, ws, ws_destroy) < 0) {
+        free(ws);
+        mg_fail(err, "MemoryError", "out of memory creating the training workspace");
+        return NULL;
+    }
+    ws->last_model = ws->last_data = -1;
+    return ws;
+}
+
+/* ---- models ---- */
+
+int mg_ws_model_define(mg_workspace *ws, const char *name, const char *spec,
+                       const rt_model_input *in, const char *dataset, mg_error *err)
+{
+    char *copy = strdup(spec);
+    if (!copy) return mg_fail(err, "MemoryError", "out of memory storing model '%s'", name);
+    mg_ws_model *e = NULL;
+    for (int i = 0; i < ws->nmodels; i++)
+        if (!strcmp(ws->models[i].name, name)) e = &ws->models[i];
+    if (!e) {
+        mg_ws_model *v = realloc(ws->models, (size_t)(ws->nmodels + 1) * sizeof *v);
+        if (!v) {
+            free(copy);
+            return mg_fail(err, "MemoryError", "out of memory storing model '%s'", name);
+        }
+        ws->models = v;
+        e = &v[ws->nmodels++];
+        memset(e, 0, sizeof *e);
+        snprintf(e->name, sizeof e->name, "%s", name);
+    }
+    model_clear(e);
+    e->spec = copy;
+    e->input = *in;
+    snprintf(e->dataset, sizeof e->dataset, "%s", dataset ? dataset : "");
+    ws->last_model = (int)(e - ws->models);
+    return 0;
+}
+
+mg_ws_model *mg_ws_model_find(mg_workspace *ws, const char *name)
+{
+    if (!name || !*name) return ws->last_model >= 0 ? &ws->models[ws->last_model] : NULL;
+    for (int i = 0; i < ws->nmodels; i++)
+        if (!strcmp(ws->models[i].name, name)) return &ws->models[i];
+    return NULL;
+}
+
+void mg_ws_model_set_trained(mg_ws_model *e, rt_model *m, rt_backend *b)
+{
+    rt_model_destroy(e->trained);
+    mg_ws_backend_free(e->backend);
+    e->trained = m;
+    e->backend = b;
+}
+
+int mg_ws_model_count(const mg_workspace *ws) { return ws->nmodels; }
+mg_ws_model *mg_ws_model_at(mg_workspace *ws, int i)
+{
+    return i >= 0 && i < ws->nmodels ? &ws->models[i] : NULL;
+}
+
+/* ---- data sets ---- */
+
+mg_ws_data *mg_ws_data_find(mg_workspace *ws, const char *name)
+{
+    if (!name || !*name) return ws->last_data >= 0 ? ws->data[ws->last_data] : NULL;
+    for (int i = ws->ndata; i-- > 0;)
+        if (!strcmp(ws->data[i]->name, name)) return ws->data[i];
+    return NULL;
+}
+
+typedef struct dl_state {
+    mg_ctx *ctx;
+    char id[48];
+    double last;
+    int shown;
+} dl_state;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Download progress: one display, updated at most 4 times a second. */
+static int on_download(const char *file, uint64_t done, uint64_t total, void *user)
+{
+    dl_state *s = user;
+    double t = now_s();
+    if (s->shown && t - s->last < 0.25 && done != total) return s->ctx->host->interrupted(s->ctx->host->user);
+    s->last = t;
+    char text[320];
+    if (total)
+        snprintf(text, sizeof text, "downloading %s: %.1f / %.1f MB (%.0f%%)", file,
+                 (double)done / 1e6, (double)total / 1e6, 100.0 * (double)done / (double)total);
+    else
+        snprintf(text, sizeof text, "downloading %s: %.1f MB", file, (double)done / 1e6);
+    json_t *data = json_pack("{s:s}", "text/plain", text);
+    if (data && s->ctx->out->display)
+        s->ctx->out->display(s->ctx->out->user, data, NULL, s->id, s->shown);
+    json_decref(data);
+    s->shown = 1;
+    return s->ctx->host->interrupted(s->ctx->host->user);
+}
+
+static int host_stop(void *user)
+{
+    mg_ctx *ctx = user;
+    return ctx->host && ctx->host->interrupted && ctx->host->interrupted(ctx->host->user);
+}
+
+static int stop_dl(void *user) { return host_stop(((dl_state *)user)->ctx); }
+
+mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
+                            const char *dir, const char *url, mg_error *err)
+{
+    for (int i = ws->ndata; !dir && !url && i-- > 0;) {
+        mg_ws_data *d = ws->data[i];
+        if (!strcmp(d->name, name) && (val < 0 || d->val == val)) {
+            ws->last_data = i;
+            return d;
+        }
+    }
+    mg_ws_data **v = realloc(ws->data, (size_t)(ws->ndata + 1) * sizeof *v);
+    if (!v) return mg_fail(err, "MemoryError", "out of memory loading '%s'", name), NULL;
+    ws->data = v;
+    mg_ws_data *d = calloc(1, sizeof *d);
+    if (!d) return mg_fail(err, "MemoryError", "out of memory loading '%s'", name), NULL;
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->val = val < 0 ? 0 : val;
+    dl_state dl = {.ctx = ctx};
+    snprintf(dl.id, sizeof dl.id, "kiln-dl-%p-%ld", (void *)d, (long)time(NULL));
+    rt_dataset_opts o = {.name = name, .val = d->val, .progress = on_download, .user = &dl,
+                         .should_stop = stop_dl, .dir = dir, .url = url};
+    rt_error re = {0};
+    rt_status s = rt_dataset_load(&d->splits, &o, &re);
+    if (s != RT_OK) {
+        free(d);
+        if (s == RT_EINTERRUPTED || host_stop(ctx))
+            mg_fail(err, "KeyboardInterrupt", "loading data set '%s' was interrupted", name);
+        else
+            mg_fail(err, s == RT_ENOTFOUND ? "FileNotFoundError" : "ValueError",
+                    "data set '%s': %s", name, re.msg);
+        return NULL;
+    }
+    ws->data[ws->ndata] = d;
+    ws->last_data = ws->ndata++;
+    return d;
+}
