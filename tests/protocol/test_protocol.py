@@ -125,6 +125,30 @@ def test_user_expressions(kernel):
     assert reply["content"].get("user_expressions", {}) == {}
 
 
+def test_display_ids_updates_and_clear(kernel):
+    kc = kernel.kc
+    _, msgs = execute(kc, "%%html --id progress\n<b>epoch 1</b>")
+    shown = outputs(msgs, "display_data")
+    assert shown[0]["transient"] == {"display_id": "progress"}
+    _, msgs = execute(kc, "%html --id progress --update <b>epoch 2</b>")
+    upd = outputs(msgs, "update_display_data")
+    assert upd[0]["transient"] == {"display_id": "progress"}
+    assert upd[0]["data"]["text/html"] == "<b>epoch 2</b>" and upd[0]["metadata"] == {}
+    assert outputs(msgs, "display_data") == []
+    _, msgs = execute(kc, "%clear --wait")
+    assert outputs(msgs, "clear_output") == [{"wait": True}]
+    _, msgs = execute(kc, "%html <i>x</i>", silent=True)  # silent: no outputs at all
+    assert [m["msg_type"] for m in msgs] == ["status", "status"]
+
+
+def test_pager_payload_for_help(kernel):
+    reply, msgs = execute(kernel.kc, "%html??")
+    payload = reply["content"]["payload"]
+    assert len(payload) == 1 and payload[0]["source"] == "page"
+    assert "--update" in payload[0]["data"]["text/plain"]
+    assert outputs(msgs, "error") == []
+
+
 # ---- interrupts, heartbeat, control while busy ----------------------------------------
 
 
