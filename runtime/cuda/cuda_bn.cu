@@ -1,20 +1,20 @@
 /* cuda_bn.cu - batchnorm2d (PyTorch BatchNorm2d semantics), as cpu_bn.c computes it.
  *
- * Own kernels rather than cuDNN's batch norm: the same formulas as the CPU in the same
+ * Own kernels rather than cuDNN's batch norm: the CPU's formulas in the CPU's
  * precisions (statistics in double, the per-element transform in float), so the
- * cross-check tolerances stay tight, and the reduction is deterministic (one block per
- * channel, fixed strided split, fixed tree), which bitwise resume needs.
+ * cross-check stays tight, and a deterministic reduction (one block per channel, fixed
+ * strided split, fixed tree), which bitwise resume needs. Bodies in cuda_elem.cuh;
+ * tests/gpu/test_kernels_host.cu replays the same split and tree on the CPU.
  */
-#include "cuda_kernels.h"
+#include "cuda_elem.cuh"
+#include "cuda_launch.cuh"
 
-#define THREADS 256
-
-/* Sum of part[0..THREADS) into part[0] (all threads of the block call it). */
+/* Sum over the block of each thread's v (the tree of rtp_tree_sum_host). */
 __device__ static double block_sum(double *part, double v)
 {
     part[threadIdx.x] = v;
     __syncthreads();
-    for (int w = THREADS / 2; w > 0; w /= 2) {
+    for (int w = RTP_THREADS / 2; w > 0; w /= 2) {
         if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
         __syncthreads();
     }
@@ -23,85 +23,44 @@ __device__ static double block_sum(double *part, double v)
     return r;
 }
 
-__device__ static size_t at(size_t j, int C, int c, int HW)
-{
-    size_t n = j / (size_t)HW, i = j % (size_t)HW;
-    return (n * C + c) * HW + i;
-}
-
 __global__ void bn_fwd_train_k(float *Y, float *SM, float *SI, float *RM, float *RV,
                                const float *X, const float *G, const float *Bt, int N, int C,
                                int HW, float eps, float momentum)
 {
-    __shared__ double part[THREADS];
-    const int c = blockIdx.x;
+    __shared__ double part[RTP_THREADS];
+    const int c = blockIdx.x, t = threadIdx.x;
     const size_t M = (size_t)N * HW;
-    double s = 0.0;
-    for (size_t j = threadIdx.x; j < M; j += THREADS) s += X[at(j, C, c, HW)];
-    double mean = block_sum(part, s) / (double)M;
-    double ss = 0.0;
-    for (size_t j = threadIdx.x; j < M; j += THREADS) {
-        double dv = X[at(j, C, c, HW)] - mean;
-        ss += dv * dv;
-    }
-    ss = block_sum(part, ss);
-    double var = ss / (double)M;
-    float inv = (float)(1.0 / sqrt(var + eps));
-    float mf = (float)mean, g = G[c] * inv, sh = Bt[c] - mf * g;
-    for (size_t j = threadIdx.x; j < M; j += THREADS) {
-        size_t k = at(j, C, c, HW);
-        Y[k] = X[k] * g + sh;
-    }
-    if (threadIdx.x == 0) {
-        SM[c] = mf;
-        SI[c] = inv;
-        double unbiased = M > 1 ? ss / (double)(M - 1) : var;
-        RM[c] = (float)((1.0 - momentum) * RM[c] + momentum * mean);
-        RV[c] = (float)((1.0 - momentum) * RV[c] + momentum * unbiased);
-    }
+    double s = block_sum(part, rtp_bn_part_sum(t, RTP_THREADS, X, N, C, c, HW));
+    double ss = block_sum(part, rtp_bn_part_sq(t, RTP_THREADS, X, N, C, c, HW, s / (double)M));
+    float g, sh;
+    rtp_bn_finish(c, s, ss, M, eps, momentum, G, Bt, t == 0 ? SM : NULL, SI, RM, RV, &g, &sh);
+    rtp_bn_part_apply(t, RTP_THREADS, Y, X, N, C, c, HW, g, sh);
 }
 
 __global__ void bn_fwd_eval_k(float *Y, const float *X, const float *G, const float *Bt,
                               const float *RM, const float *RV, size_t n, int C, int HW,
                               float eps)
 {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        int c = (int)((i / (size_t)HW) % (size_t)C);
-        float g = G[c] / sqrtf(RV[c] + eps), sh = Bt[c] - RM[c] * g;
-        Y[i] = X[i] * g + sh;
-    }
+    RTP_GRID_LOOP(i, n) rtp_bn_eval_at(i, Y, X, G, Bt, RM, RV, C, HW, eps);
 }
 
 __global__ void bn_bwd_k(float *DX, float *DG, float *DB, const float *DY, const float *X,
                          const float *G, const float *SM, const float *SI, int N, int C,
                          int HW)
 {
-    __shared__ double part[THREADS];
-    const int c = blockIdx.x;
-    const size_t M = (size_t)N * HW;
+    __shared__ double part[RTP_THREADS];
+    const int c = blockIdx.x, t = threadIdx.x;
     const float mean = SM[c], inv = SI[c];
-    double sdy = 0.0, sdyx = 0.0;
-    for (size_t j = threadIdx.x; j < M; j += THREADS) {
-        size_t k = at(j, C, c, HW);
-        sdy += DY[k];
-        sdyx += (double)DY[k] * ((X[k] - mean) * inv);
-    }
+    double sdy, sdyx;
+    rtp_bn_bwd_part(t, RTP_THREADS, DY, X, N, C, c, HW, mean, inv, &sdy, &sdyx);
     sdy = block_sum(part, sdy);
     sdyx = block_sum(part, sdyx);
-    if (threadIdx.x == 0) {
+    if (t == 0) {
         DB[c] = (float)sdy;
         DG[c] = (float)sdyx;
     }
-    const float kk = G[c] * inv / (float)M, a = (float)sdy, bq = (float)sdyx;
-    for (size_t j = threadIdx.x; j < M; j += THREADS) {
-        size_t k = at(j, C, c, HW);
-        float xh = (X[k] - mean) * inv;
-        DX[k] = kk * ((float)M * DY[k] - a - xh * bq);
-    }
+    rtp_bn_bwd_apply(t, RTP_THREADS, DX, DY, X, N, C, c, HW, mean, inv, G[c], sdy, sdyx);
 }
-
-/* ---- launchers ---- */
 
 extern "C" cudaError_t rtp_k_bn_fwd_train(cudaStream_t s, float *y, float *save_mean,
                                           float *save_invstd, float *running_mean,
@@ -110,9 +69,9 @@ extern "C" cudaError_t rtp_k_bn_fwd_train(cudaStream_t s, float *y, float *save_
                                           int HW, float eps, float momentum)
 {
     if (C <= 0) return cudaSuccess;
-    bn_fwd_train_k<<<(unsigned)C, THREADS, 0, s>>>(y, save_mean, save_invstd, running_mean,
-                                                   running_var, x, gamma, beta, N, C, HW, eps,
-                                                   momentum);
+    bn_fwd_train_k<<<(unsigned)C, RTP_THREADS, 0, s>>>(y, save_mean, save_invstd, running_mean,
+                                                       running_var, x, gamma, beta, N, C, HW,
+                                                       eps, momentum);
     return cudaGetLastError();
 }
 
@@ -122,11 +81,7 @@ extern "C" cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *
                                          int N, int C, int HW, float eps)
 {
     size_t n = (size_t)N * C * HW;
-    if (n == 0) return cudaSuccess;
-    size_t b = (n + THREADS - 1) / THREADS;
-    bn_fwd_eval_k<<<(unsigned)(b > 1048560 ? 1048560 : b), THREADS, 0, s>>>(
-        y, x, gamma, beta, running_mean, running_var, n, C, HW, eps);
-    return cudaGetLastError();
+    RTP_LAUNCH(n, s, bn_fwd_eval_k, y, x, gamma, beta, running_mean, running_var, n, C, HW, eps);
 }
 
 extern "C" cudaError_t rtp_k_bn_bwd(cudaStream_t s, float *dx, float *dgamma, float *dbeta,
@@ -135,7 +90,7 @@ extern "C" cudaError_t rtp_k_bn_bwd(cudaStream_t s, float *dx, float *dgamma, fl
                                     int C, int HW)
 {
     if (C <= 0) return cudaSuccess;
-    bn_bwd_k<<<(unsigned)C, THREADS, 0, s>>>(dx, dgamma, dbeta, dy, x, gamma, save_mean,
-                                             save_invstd, N, C, HW);
+    bn_bwd_k<<<(unsigned)C, RTP_THREADS, 0, s>>>(dx, dgamma, dbeta, dy, x, gamma, save_mean,
+                                                 save_invstd, N, C, HW);
     return cudaGetLastError();
 }

@@ -46,10 +46,25 @@ static rt_status check_all(const rt_conv_desc *d, const rt_tensor *x, const rt_t
 
 /* ---- im2col + cuBLAS (no cuDNN) ---- */
 
+rtp_gemm rtp_conv_gemm(int pass, const rt_conv_desc *d)
+{
+    const cublasOperation_t N = CUBLAS_OP_N, T = CUBLAS_OP_T;
+    const int PQ = d->P * d->Q, CRS = d->C * d->R * d->S, K = d->K;
+    switch (pass) {
+    case RTP_FWD: /* y_n (K,PQ) = w (K,CRS) col (CRS,PQ); column-major y^T = col^T w^T */
+        return (rtp_gemm){N, N, PQ, K, CRS, PQ, CRS, PQ};
+    case RTP_BWD_DATA: /* col (CRS,PQ) = w^T dy_n; column-major col^T = dy^T w */
+        return (rtp_gemm){N, T, PQ, CRS, K, PQ, CRS, PQ};
+    default: /* dw (K,CRS) += dy_n col^T; column-major dw^T += col dy^T */
+        return (rtp_gemm){T, N, CRS, K, PQ, PQ, PQ, CRS};
+    }
+}
+
 static rt_status gemm_fwd(rt_backend *b, float *y, const float *x, const float *w,
                           const rt_conv_desc *d, rt_error *err)
 {
-    const int PQ = d->P * d->Q, CRS = d->C * d->R * d->S;
+    const rtp_gemm g = rtp_conv_gemm(RTP_FWD, d);
+    const int PQ = d->P * d->Q;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
     float *col = rtp_cuda_scratch(b, col_floats(d) * sizeof(float), err);
     if (!col) return err ? err->code : RT_EINVAL;
@@ -59,9 +74,7 @@ static rt_status gemm_fwd(rt_backend *b, float *y, const float *x, const float *
             RT_CUDA_TRY(b, err, rtp_k_im2col(rtp_cuda_of(b)->stream, col, src, geom(d)));
             src = col;
         }
-        /* y_n (K,PQ) = w (K,CRS) col (CRS,PQ); column-major: y^T = col^T w^T */
-        RT_TRY(rtp_cuda_gemm(b, CUBLAS_OP_N, CUBLAS_OP_N, PQ, d->K, CRS, src, PQ, w, CRS, 0.0f,
-                             y + kpq * (size_t)n, PQ, err));
+        RT_TRY(rtp_cuda_gemm(b, &g, src, w, 0.0f, y + kpq * (size_t)n, err));
     }
     return RT_OK;
 }
@@ -69,15 +82,14 @@ static rt_status gemm_fwd(rt_backend *b, float *y, const float *x, const float *
 static rt_status gemm_bwd_data(rt_backend *b, float *dx, const float *dy, const float *w,
                                const rt_conv_desc *d, rt_error *err)
 {
-    const int PQ = d->P * d->Q, CRS = d->C * d->R * d->S;
+    const rtp_gemm g = rtp_conv_gemm(RTP_BWD_DATA, d);
+    const int PQ = d->P * d->Q;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
     float *col = rtp_cuda_scratch(b, col_floats(d) * sizeof(float), err);
     if (!col) return err ? err->code : RT_EINVAL;
     for (int n = 0; n < d->N; n++) {
         float *dst = is_direct(d) ? dx + chw * (size_t)n : col;
-        /* col (CRS,PQ) = w^T (CRS,K) dy_n (K,PQ); column-major: col^T = dy^T w */
-        RT_TRY(rtp_cuda_gemm(b, CUBLAS_OP_N, CUBLAS_OP_T, PQ, CRS, d->K, dy + kpq * (size_t)n,
-                             PQ, w, CRS, 0.0f, dst, PQ, err));
+        RT_TRY(rtp_cuda_gemm(b, &g, dy + kpq * (size_t)n, w, 0.0f, dst, err));
         if (!is_direct(d))
             RT_CUDA_TRY(b, err, rtp_k_col2im(rtp_cuda_of(b)->stream, dx + chw * (size_t)n, col,
                                              geom(d)));
@@ -88,6 +100,7 @@ static rt_status gemm_bwd_data(rt_backend *b, float *dx, const float *dy, const 
 static rt_status gemm_bwd_filter(rt_backend *b, float *dw, const float *dy, const float *x,
                                  const rt_conv_desc *d, rt_error *err)
 {
+    const rtp_gemm g = rtp_conv_gemm(RTP_BWD_FILTER, d);
     const int PQ = d->P * d->Q, CRS = d->C * d->R * d->S;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
     float *col = rtp_cuda_scratch(b, col_floats(d) * sizeof(float), err);
@@ -98,9 +111,7 @@ static rt_status gemm_bwd_filter(rt_backend *b, float *dw, const float *dy, cons
             RT_CUDA_TRY(b, err, rtp_k_im2col(rtp_cuda_of(b)->stream, col, src, geom(d)));
             src = col;
         }
-        /* dw (K,CRS) += dy_n (K,PQ) col^T (PQ,CRS); column-major: dw^T += col dy^T */
-        RT_TRY(rtp_cuda_gemm(b, CUBLAS_OP_T, CUBLAS_OP_N, CRS, d->K, PQ, src, PQ,
-                             dy + kpq * (size_t)n, PQ, n == 0 ? 0.0f : 1.0f, dw, CRS, err));
+        RT_TRY(rtp_cuda_gemm(b, &g, src, dy + kpq * (size_t)n, n == 0 ? 0.0f : 1.0f, dw, err));
     }
     if (d->N == 0) RT_CUDA_TRY(b, err, rtp_k_fill(rtp_cuda_of(b)->stream, dw,
                                                   (size_t)d->K * CRS, 0.0f));

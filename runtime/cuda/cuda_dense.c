@@ -14,26 +14,37 @@
  */
 #include "cuda_internal.h"
 
-rt_status rtp_cuda_gemm(rt_backend *b, cublasOperation_t ta, cublasOperation_t tb, int m,
-                        int n, int k, const float *A, int lda, const float *B, int ldb,
-                        float beta, float *C, int ldc, rt_error *err)
+rtp_gemm rtp_dense_gemm(int pass, const rt_dense_desc *d)
+{
+    const cublasOperation_t N = CUBLAS_OP_N, T = CUBLAS_OP_T;
+    switch (pass) {
+    case RTP_FWD: /* y^T (O,N) = w^T(col-major (F,O))^T x^T (F,N) */
+        return (rtp_gemm){T, N, d->O, d->N, d->F, d->F, d->F, d->O};
+    case RTP_BWD_DATA: /* dx^T (F,N) = w (col-major (F,O)) dy^T (O,N) */
+        return (rtp_gemm){N, N, d->F, d->N, d->O, d->F, d->O, d->F};
+    default: /* dw^T (F,O) = x^T (F,N) (dy^T (O,N))^T */
+        return (rtp_gemm){N, T, d->F, d->O, d->N, d->F, d->O, d->F};
+    }
+}
+
+rt_status rtp_cuda_gemm(rt_backend *b, const rtp_gemm *g, const float *A, const float *B,
+                        float beta, float *C, rt_error *err)
 {
     rtp_cuda *c = rtp_cuda_of(b);
     const float one = 1.0f;
-    if (m == 0 || n == 0) return RT_OK;
+    if (g->m == 0 || g->n == 0) return RT_OK;
     if (c->prec == RT_PREC_FP32) {
-        RTP_CUBLAS_TRY(b, err, cublasSgemm(c->blas, ta, tb, m, n, k, &one, A, lda, B, ldb,
-                                           &beta, C, ldc));
+        RTP_CUBLAS_TRY(b, err, cublasSgemm(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one, A,
+                                           g->lda, B, g->ldb, &beta, C, g->ldc));
         return RT_OK;
     }
     cublasComputeType_t ct =
         c->prec == RT_PREC_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
-    RTP_CUBLAS_TRY(b, err, cublasGemmEx(c->blas, ta, tb, m, n, k, &one, A, CUDA_R_32F, lda, B,
-                                        CUDA_R_32F, ldb, &beta, C, CUDA_R_32F, ldc, ct,
-                                        CUBLAS_GEMM_DEFAULT));
+    RTP_CUBLAS_TRY(b, err, cublasGemmEx(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one, A,
+                                        CUDA_R_32F, g->lda, B, CUDA_R_32F, g->ldb, &beta, C,
+                                        CUDA_R_32F, g->ldc, ct, CUBLAS_GEMM_DEFAULT));
     return RT_OK;
 }
-
 static rt_status check(const rt_tensor *x, const rt_tensor *y, const rt_tensor *w,
                        const rt_dense_desc *d, rt_error *err)
 {
@@ -54,8 +65,8 @@ rt_status rtp_cuda_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
         RT_CUDA_TRY(b, err, rtp_k_row_broadcast(rtp_cuda_of(b)->stream, out->data, bias->data,
                                                 d->N, d->O));
     }
-    return rtp_cuda_gemm(b, CUBLAS_OP_T, CUBLAS_OP_N, d->O, d->N, d->F, w->data, d->F,
-                         in->data, d->F, bias ? 1.0f : 0.0f, out->data, d->O, err);
+    rtp_gemm g = rtp_dense_gemm(RTP_FWD, d);
+    return rtp_cuda_gemm(b, &g, w->data, in->data, bias ? 1.0f : 0.0f, out->data, err);
 }
 
 rt_status rtp_cuda_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
@@ -63,8 +74,8 @@ rt_status rtp_cuda_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
 {
     RTP_ENTER(b);
     RT_TRY(check(din, dout, w, d, err));
-    return rtp_cuda_gemm(b, CUBLAS_OP_N, CUBLAS_OP_N, d->F, d->N, d->O, w->data, d->F,
-                         dout->data, d->O, 0.0f, din->data, d->F, err);
+    rtp_gemm g = rtp_dense_gemm(RTP_BWD_DATA, d);
+    return rtp_cuda_gemm(b, &g, w->data, dout->data, 0.0f, din->data, err);
 }
 
 rt_status rtp_cuda_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
@@ -73,8 +84,8 @@ rt_status rtp_cuda_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
 {
     RTP_ENTER(b);
     RT_TRY(check(in, dout, dw, d, err));
-    RT_TRY(rtp_cuda_gemm(b, CUBLAS_OP_N, CUBLAS_OP_T, d->F, d->O, d->N, in->data, d->F,
-                         dout->data, d->O, 0.0f, dw->data, d->F, err));
+    rtp_gemm g = rtp_dense_gemm(RTP_BWD_FILTER, d);
+    RT_TRY(rtp_cuda_gemm(b, &g, in->data, dout->data, 0.0f, dw->data, err));
     if (dbias) {
         RTP_CHECK(dbias, (size_t)d->O, "dense bias gradient");
         RT_CUDA_TRY(b, err, rtp_k_col_sums(rtp_cuda_of(b)->stream, dbias->data, dout->data,

@@ -115,11 +115,23 @@ rt_status rtp_cuda_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
 rt_status rtp_cuda_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
                                     const rt_tensor *dout, const rt_tensor *in,
                                     const rt_dense_desc *d, rt_error *err);
-/* C (m,n) col-major = op(A) op(B) with the backend's precision (fp32: cublasSgemm; bf16,
- * fp16: fp32 in/out, inputs rounded to 16 bits on tensor cores, fp32 accumulation). */
-rt_status rtp_cuda_gemm(rt_backend *b, cublasOperation_t ta, cublasOperation_t tb, int m,
-                        int n, int k, const float *A, int lda, const float *B, int ldb,
-                        float beta, float *C, int ldc, rt_error *err);
+/* The shape of one cuBLAS GEMM: C (m,n) = op(A) op(B) + beta C, column-major. The ops
+ * choose the operands, these pure functions the shape, so the row-major <-> column-major
+ * mapping is checked on the CPU (tests/gpu/test_kernels_host.cu). */
+typedef struct rtp_gemm {
+    cublasOperation_t ta, tb;
+    int m, n, k, lda, ldb, ldc;
+} rtp_gemm;
+enum { RTP_FWD = 0, RTP_BWD_DATA = 1, RTP_BWD_FILTER = 2 };
+/* dense, operands (A, B, C): fwd (w, in, out), data (w, dout, din), filter (in, dout, dw) */
+rtp_gemm rtp_dense_gemm(int pass, const rt_dense_desc *d);
+/* conv, per image n (cuda_conv.c): fwd (col or x_n, w, y_n), data (dy_n, w, col or dx_n),
+ * filter (col or x_n, dy_n, dw accumulated over images) */
+rtp_gemm rtp_conv_gemm(int pass, const rt_conv_desc *d);
+/* Runs g with the backend's precision (fp32: cublasSgemm; bf16, fp16: fp32 in/out,
+ * inputs rounded to 16 bits on tensor cores, fp32 accumulation), alpha = 1. */
+rt_status rtp_cuda_gemm(rt_backend *b, const rtp_gemm *g, const float *A, const float *B,
+                        float beta, float *C, rt_error *err);
 
 /* ---- cuda_ops.c: pooling, activations, batchnorm, dropout, loss, optimisers ---- */
 rt_status rtp_cuda_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,

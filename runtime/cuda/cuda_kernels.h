@@ -40,10 +40,10 @@ cudaError_t rtp_k_fill(cudaStream_t s, float *p, size_t n, float v);
 cudaError_t rtp_k_relu_fwd(cudaStream_t s, float *y, const float *x, size_t n, float slope);
 cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy, const float *y,
                            size_t n, float slope);
-/* mask[i] = (word_i >> 8) < threshold ? value : 0; y = x * mask (word i of the stream). */
+/* mask[i] = (word_i >> 8) < ceil(keep * 2^24) ? 1/keep : 0; y = x * mask (word i of the
+ * stream; rt_rng_fill_bernoulli's contract). */
 cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, const float *x,
-                              size_t n, rtp_philox_stream st, uint32_t threshold,
-                              float value);
+                              size_t n, rtp_philox_stream st, float keep);
 /* z = a * b elementwise (z may alias a). */
 cudaError_t rtp_k_mul(cudaStream_t s, float *z, const float *a, const float *b, size_t n);
 /* y (N,K,PQ) += bias (K). */

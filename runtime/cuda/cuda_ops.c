@@ -1,11 +1,9 @@
 /* cuda_ops.c - the CUDA backend's pooling, activations, batchnorm, dropout, loss and
  * optimiser ops: argument checks as in runtime/cpu/, then one launcher each
  * (cuda_*.cu). Scalars that the CPU computes once per op on the host (the dropout
- * threshold and scale, the optimiser coefficients) are computed here by the same code,
- * so the device kernels receive exactly the CPU's numbers.
+ * stream and keep probability, the optimiser coefficients) are computed here by the
+ * same code, so the device kernels receive exactly the CPU's numbers.
  */
-#include <math.h>
-
 #include "../rt_rng.h"
 #include "cuda_internal.h"
 
@@ -156,14 +154,6 @@ rt_status rtp_cuda_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_t
 
 /* ---- dropout ---- */
 
-/* rt_rng.c's bernoulli_threshold (static there): keep iff (word >> 8) < threshold. */
-static uint32_t keep_threshold(float p)
-{
-    if (!(p > 0.0f)) return 0;
-    if (p >= 1.0f) return 1u << 24;
-    return (uint32_t)ceil((double)p * 16777216.0);
-}
-
 rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
                                const rt_tensor *in, const rt_dropout_desc *d, rt_error *err)
 {
@@ -178,8 +168,7 @@ rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
     float keep = 1.0f - d->p;
     rt_rng r = rt_rng_stream(d->seed, RT_RNG_DROPOUT, d->step, d->layer);
     rtp_philox_stream st = {r.key[0], r.key[1], r.stream[0], r.stream[1]};
-    RT_CUDA_TRY(b, err, rtp_k_dropout_fwd(STREAM, out->data, mask->data, in->data, n, st,
-                                          keep_threshold(keep), 1.0f / keep));
+    RT_CUDA_TRY(b, err, rtp_k_dropout_fwd(STREAM, out->data, mask->data, in->data, n, st, keep));
     return RT_OK;
 }
 
