@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""GPU training throughput: Kiln's CUDA backend vs PyTorch on the same GPU, same run.
+
+Both train the PyTorch MNIST example net (conv 32x3 - relu - conv 64x3 - relu -
+maxpool 2 - dropout .25 - flatten - dense 128 - relu - dropout .5 - dense 10, softmax
+cross-entropy, Adam lr 1e-3, batch 128) on Fashion-MNIST for the same number of steps
+after the same warm-up, with the training set resident on the GPU on both sides, each
+in its own process. Prints images/s per side and the ratio, for fp32 and bf16.
+  Kiln fp32: true fp32 (cuDNN FMA-math algorithms, cuBLAS without TF32).
+  Kiln bf16: conv/dense inputs rounded to bf16 on tensor cores, fp32 accumulation and
+             fp32 master weights (rt_cuda.h).
+  PyTorch fp32: TF32 disabled (torch.backends.{cuda.matmul,cudnn}.allow_tf32 = False),
+             so both sides do the same math; PyTorch bf16: torch.autocast(bfloat16).
+
+usage: python3 bench/cuda_bench.py [--build build-cuda] [--steps 300] [--warmup 30]
+           [--batch 128] [--precision fp32,bf16] [--python PY] [--synthetic]
+  --python PY  the interpreter for the PyTorch side (default: this one). It needs a
+               CUDA build of torch, e.g. on the GPU machine:
+                   python3 -m pip install torch --index-url https://download.pytorch.org/whl/cu126
+               (Debian's python3-torch is CPU-only: the PyTorch side is then skipped with
+               a message and Kiln's figures are still printed.)
+Without a GPU it prints "no GPU: <reason>" and exits with status 3.
+Build the driver first: ninja -C build-cuda bench/cuda_bench
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def torch_child(steps, warmup, batch, precision, synthetic):
+    """Runs in a child process: trains with PyTorch on cuda:0, prints 'key value' lines."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    if not torch.cuda.is_available():
+        print("no_cuda torch %s was built without CUDA or sees no GPU" % torch.__version__)
+        return
+    dev = torch.device("cuda:0")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    torch.manual_seed(1)
+    if synthetic:
+        x = torch.randn(60000, 1, 28, 28)
+        y = torch.arange(60000) % 10
+    else:
+        import gzip
+        import numpy as np
+        with gzip.open(os.path.join(DATA, "train-images-idx3-ubyte.gz")) as f:
+            xs = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
+        with gzip.open(os.path.join(DATA, "train-labels-idx1-ubyte.gz")) as f:
+            ys = np.frombuffer(f.read(), np.uint8, offset=8)
+        x = torch.from_numpy(((xs / 255.0 - 0.2860) / 0.3530).astype(np.float32))
+        y = torch.from_numpy(ys.astype(np.int64))
+    perm = torch.randperm(x.shape[0])
+    x, y = x[perm].to(dev), y[perm].to(dev)  # resident on the GPU, shuffled once
+
+    class Net(nn.Module):  # the PyTorch examples/mnist network
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 32, 3, 1)
+            self.conv2 = nn.Conv2d(32, 64, 3, 1)
+            self.dropout1 = nn.Dropout(0.25)
+            self.dropout2 = nn.Dropout(0.5)
+            self.fc1 = nn.Linear(9216, 128)
+            self.fc2 = nn.Linear(128, 10)
+
+        def forward(self, t):
+            t = F.relu(self.conv1(t))
+            t = F.relu(self.conv2(t))
+            t = F.max_pool2d(t, 2)
+            t = torch.flatten(self.dropout1(t), 1)
+            t = self.dropout2(F.relu(self.fc1(t)))
+            return self.fc2(t)
+
+    model = Net().to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    per_epoch = x.shape[0] // batch
+    bf16 = precision == "bf16"
+
+    def step(i):
+        j = (i % per_epoch) * batch
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            loss = F.cross_entropy(model(x[j:j + batch]), y[j:j + batch])
+        loss.backward()
+        opt.step()
+        return loss.item()  # one host read per step, as Kiln's loss read
+
+    first = step(0)
+    for i in range(1, warmup):
+        step(i)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for i in range(warmup, warmup + steps):
+        loss = step(i)
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    print("torch_version %s" % torch.__version__)
+    print("device %s" % torch.cuda.get_device_name(0).replace(" ", "_"))
+    print("images_per_s %.1f" % (steps * batch / dt))
+    print("first_loss %.5f" % first)
+    print("last_loss %.5f" % loss)
+
+
+def parse(out):
+    kv = {}
+    for line in out.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2:
+            kv[parts[0]] = parts[1].strip()
+    return kv
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "build-cuda"))
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--precision", default="fp32,bf16")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--synthetic", action="store_true")
+    ap.add_argument("--torch-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--child-precision", default="fp32", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.torch_child:
+        torch_child(a.steps, a.warmup, a.batch, a.child_precision, a.synthetic)
+        return 0
+    driver = os.path.join(a.build, "bench", "cuda_bench")
+    if not os.path.exists(driver):
+        print("no %s: build it with `ninja -C %s bench/cuda_bench`" % (driver, a.build))
+        return 2
+    rc, out, err = run([driver, "--list"])
+    if rc != 0:
+        why = parse(out).get("no_gpu", (out + err).strip() or "rc %d" % rc)
+        print("no GPU: %s" % why)
+        return 3
+    print(out.strip())
+    data = "synthetic" if a.synthetic else "fashion-mnist"
+    print("cuda_bench: %d steps after %d warm-up, batch %d, %s" %
+          (a.steps, a.warmup, a.batch, data))
+    print("%-6s %14s %14s %8s  %s" % ("prec", "kiln img/s", "torch img/s", "ratio",
+                                      "last loss kiln / torch"))
+    status = 0
+    for prec in [p.strip() for p in a.precision.split(",") if p.strip()]:
+        kcmd = [driver, "--precision", prec, "--steps", str(a.steps), "--warmup",
+                str(a.warmup), "--batch", str(a.batch)] + (["--synthetic"] if a.synthetic else [])
+        rc, out, err = run(kcmd)
+        k = parse(out)
+        if rc != 0 or "images_per_s" not in k:
+            print("%-6s kiln failed (rc %d): %s" % (prec, rc, (err or out).strip()[-500:]))
+            status = 1
+            continue
+        tcmd = [a.python, os.path.abspath(__file__), "--torch-child", "--child-precision",
+                prec, "--steps", str(a.steps), "--warmup", str(a.warmup), "--batch",
+                str(a.batch)] + (["--synthetic"] if a.synthetic else [])
+        rc, tout, terr = run(tcmd)
+        t = parse(tout)
+        kips = float(k["images_per_s"])
+        if rc != 0 or "images_per_s" not in t:
+            why = t.get("no_cuda") or (terr.strip().splitlines() or ["rc %d" % rc])[-1]
+            print("%-6s %14.1f %14s %8s  %s / -   (PyTorch side skipped: %s)" %
+                  (prec, kips, "-", "-", k.get("last_loss"), why))
+            continue
+        tips = float(t["images_per_s"])
+        print("%-6s %14.1f %14.1f %8.2f  %s / %s" % (prec, kips, tips, kips / tips,
+                                                     k.get("last_loss"), t.get("last_loss")))
+    print("ratio = Kiln / PyTorch images per second (higher is better for Kiln)")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
