@@ -6,8 +6,10 @@ reason printed) when the kernel does not answer."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import nbformat
 import pytest
@@ -166,28 +168,59 @@ def test_install_prefix_is_listed_by_jupyter(tmp_path):
     assert kiln("install", "--name", "bad/name").returncode == 2
 
 
-def test_matches_nbclient(tmp_path):
+def has_magic(name):
+    return kiln("help", name).returncode == 0
+
+
+@pytest.mark.parametrize("notebook", ["smoke.ipynb", "displays.ipynb"])
+def test_matches_nbclient(tmp_path, notebook):
     """The same notebook through the Jupyter protocol (nbclient + the test kernelspec)
-    gives the same outputs as `kiln run`."""
+    gives the same outputs as `kiln run` (streams, results, display ids updated in
+    place, clear_output)."""
     nbclient = pytest.importorskip("nbclient")
     if not JUPYTER_PATH:
         pytest.skip("KILN_TEST_JUPYTER_PATH not set")
+    if notebook == "displays.ipynb" and not (has_magic("html") and has_magic("clear")):
+        pytest.skip("%html / %clear are not registered in this build")
     os.environ["JUPYTER_PATH"] = JUPYTER_PATH
-    nb = nbformat.read(os.path.join(NOTEBOOKS, "smoke.ipynb"), as_version=4)
+    nb = nbformat.read(os.path.join(NOTEBOOKS, notebook), as_version=4)
     client = nbclient.NotebookClient(nb, kernel_name="kiln", timeout=30, startup_timeout=20)
     try:
         client.execute()
-    except Exception as e:  # the protocol side may not answer yet
+    except Exception as e:  # the protocol side may not answer
         pytest.skip("the kiln kernel did not answer nbclient: %s: %s" % (type(e).__name__, e))
     out = tmp_path / "run.ipynb"
-    p = run(os.path.join(NOTEBOOKS, "smoke.ipynb"), "-o", str(out))
+    p = run(os.path.join(NOTEBOOKS, notebook), "-o", str(out))
     assert p.returncode == 0, p.stderr
     ours = code_cells(out)
     theirs = [c for c in nb.cells if c.cell_type == "code"]
+    assert len(ours) == len(theirs)
     strip = lambda outs: [{k: v for k, v in o.items() if k != "transient"} for o in outs]
     for a, b in zip(ours, theirs):
         assert strip(a.outputs) == strip(b.outputs), a.source
         assert a.execution_count == b.execution_count
+    if notebook == "displays.ipynb":
+        assert ours[0].outputs[0]["data"]["text/html"] == "<b>epoch 2</b>"
+
+
+def test_sigint_interrupts_the_running_cell(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("!echo started; sleep 30"),
+                nbformat.v4.new_code_cell("print('not reached')")]
+    src = tmp_path / "long.ipynb"
+    nbformat.write(nb, src)
+    proc = subprocess.Popen([KILN, "run", str(src), "-o", str(tmp_path / "o.ipynb")],
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert time.monotonic() - t0 < 10
+    assert proc.returncode == 1, err
+    cells = code_cells(tmp_path / "o.ipynb")
+    assert texts(cells[0]) == "started\n"
+    assert [o["ename"] for o in cells[0].outputs if o.output_type == "error"] == ["KeyboardInterrupt"]
+    assert cells[1].outputs == []
 
 
 def test_form_cell_falls_back_to_a_table(tmp_path):
