@@ -134,8 +134,12 @@ static int parse_list(pctx *pc, const char **p, json_t *labels, json_t *lits) {
         if (!v) return PFAIL(pc, "dropdown list: %s", msg);
         json_t *label = fm_jstr(text, strlen(text));
         free(text);
-        if (!label || json_array_append_new(labels, label) || json_array_append_new(lits, v))
+        if (!label) {
+            json_decref(v);
             return PFAIL(pc, "dropdown list: option is not valid text");
+        }
+        if (json_array_append_new(labels, label) || json_array_append_new(lits, v))
+            return PFAIL(pc, "out of memory");
         skip_blank(p);
         if (**p == ',') { (*p)++; continue; }
         if (**p == ']') { (*p)++; break; }

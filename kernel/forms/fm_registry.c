@@ -111,7 +111,8 @@ static int push_text(builder *b, const char *model, const char *style_model, con
         push(b, fm_w_state(style_model, NULL, NULL), -1, sid))
         return -1;
     json_t *st = fm_w_state(model, lid, sid), *v = value ? fm_jstr(value, strlen(value)) : NULL;
-    if (!st || !v || json_object_set_new(st, "value", v)) { json_decref(st); return -1; }
+    if (!st || !v) { json_decref(st); json_decref(v); return -1; }
+    if (json_object_set_new(st, "value", v)) { json_decref(st); return -1; }
     return push(b, st, -1, id);
 }
 

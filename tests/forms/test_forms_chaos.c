@@ -1,0 +1,78 @@
+/* test_forms_chaos.c - allocation-failure sweep (after jansson's test_chaos.c): fail
+ * the n-th jansson allocation, for every n, while parsing a form, showing it, handling
+ * an update and saving the widget state. Every step must end cleanly (a status, no
+ * crash; run under ASan/valgrind for leaks) and the kernel variable is either the old
+ * or the new value, never garbage. */
+#include "../t.h"
+#include "fm_fake.h"
+
+static long chaos_countdown = -1;   /* test-only global: the allocator hook has no user pointer */
+
+static void *chaos_malloc(size_t n) {
+    if (chaos_countdown >= 0 && chaos_countdown-- == 0) return NULL;
+    return malloc(n);
+}
+
+static const char *CODE =
+    "#@title Chaos { display-mode: \"form\" }\n"
+    "#@markdown **bold** text\n"
+    "epochs = 10  #@param {type:\"slider\", min:1, max:50}\n"
+    "optimizer = \"adam\"  #@param [\"adam\", \"sgd\"]\n"
+    "start = \"2024-09-19\"  #@param {type:\"date\"}\n"
+    "extra = [1, 2]  #@param {type:\"raw\"}\n";
+
+/* One full round: parse, coerce, show, update, save. */
+static void round_trip(int *t_failed_) {
+    fake fk;
+    mg_host host;
+    mg_out out;
+    fake_init(&fk, &host, &out, 1);
+    fm_registry *r = fm_registry_create();
+    fm_form *f = NULL;
+    mg_error err = {{0}, {0}};
+    if (r && fk.vars && fk.log && fm_form_parse(CODE, &f, &err) == 0 && f) {
+        json_t *cv = NULL;
+        if (fm_form_coerce(f, "optimizer", "sgd", &cv, &err) == 1) json_decref(cv);
+        json_object_set_new(fk.vars, "epochs", json_integer(10));
+        json_t *meta = json_pack("{s:s}", "cellId", "x");
+        if (fm_registry_show(r, f, meta, &host, &out, &err) == 0) {
+            const char *id = NULL;
+            if (fake_model(&fk, "IntSliderModel", 0, &id)) {
+                char *cid = strdup(id);
+                json_t *m = json_pack("{s:s,s:{s:s,s:{s:i},s:[]}}", "comm_id", cid, "data", "method",
+                                      "update", "state", "value", 20, "buffer_paths");
+                if (m) fm_registry_comm_msg(r, "comm_msg", m, &host, &out);
+                json_decref(m);
+                free(cid);
+                json_t *v = json_object_get(fk.vars, "epochs");
+                ASSERT(v == NULL || json_integer_value(v) == 10 || json_integer_value(v) == 20);
+            }
+            json_decref(fm_registry_widget_state(r));
+        }
+        json_decref(meta);   /* f belongs to the registry now, shown or not */
+    } else {
+        fm_form_destroy(f);
+    }
+    fm_registry_destroy(r);
+    fake_deinit(&fk);
+}
+
+T_TEST(every_allocation_may_fail) {
+    json_set_alloc_funcs(chaos_malloc, free);
+    chaos_countdown = -1;
+    round_trip(t_failed_);
+    long total = 0;
+    for (long n = 0;; n++) {
+        chaos_countdown = n;
+        round_trip(t_failed_);
+        if (chaos_countdown >= 0) { total = n; break; }   /* the round made fewer than n+1 */
+    }
+    chaos_countdown = -1;
+    json_set_alloc_funcs(malloc, free);
+    ASSERT(total > 500);   /* the sweep really covered parse, show, update and save */
+}
+
+int main(void) {
+    T_RUN(every_allocation_may_fail);
+    return T_EXIT();
+}
