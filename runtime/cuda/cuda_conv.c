@@ -27,6 +27,10 @@ static rtp_conv_geom geom(const rt_conv_desc *d)
 size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
 {
     if (b->lost || !b->impl) return 0;
+    if (cudaSetDevice(rtp_cuda_of(b)->device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0; /* the op will report the device error */
+    }
     if (rtp_cuda_of(b)->dnn) return rtp_cudnn_workspace(b, d);
     return col_floats(d) * sizeof(float);
 }

@@ -3,9 +3,10 @@
  * Only this file (and open/close) calls cudaMalloc/cudaFree (STYLE memory rule 4).
  * Out of device memory is a user error (RT_EDEVICE) whose message says how much was
  * asked for and how much was free, with a hint; the failed call is cleared, so the
- * backend stays usable. upload copies pageable host memory on the backend's stream
- * (the CUDA runtime stages it before returning, so the caller may reuse its buffer at
- * once); download synchronises the stream, so the host sees every earlier op's result.
+ * backend stays usable. upload copies on the backend's stream; from pageable memory the
+ * CUDA runtime stages the bytes before returning, from page-locked memory upload waits
+ * for the copy, so either way the caller may reuse its buffer at once. download
+ * synchronises the stream, so the host sees every earlier op's result.
  */
 #include <string.h>
 
@@ -96,8 +97,15 @@ rt_status rtp_cuda_upload(rt_backend *b, rt_tensor *dst, const void *src, size_t
         return RT_ERR(err, RT_EINVAL, "upload of %zu bytes into a %zu-byte tensor", bytes,
                       rt_tensor_bytes(dst));
     if (bytes == 0) return RT_OK;
+    rtp_cuda *c = rtp_cuda_of(b);
     RT_CUDA_TRY(b, err, cudaMemcpyAsync(dst->data, src, bytes, cudaMemcpyHostToDevice,
-                                        rtp_cuda_of(b)->stream));
+                                        c->stream));
+    /* from page-locked memory the copy is truly asynchronous: wait, so the caller may
+     * reuse its buffer as with pageable memory */
+    struct cudaPointerAttributes at;
+    if (cudaPointerGetAttributes(&at, src) != cudaSuccess) (void)cudaGetLastError();
+    else if (at.type == cudaMemoryTypeHost)
+        RT_CUDA_TRY(b, err, cudaStreamSynchronize(c->stream));
     return RT_OK;
 }
 
