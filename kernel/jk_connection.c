@@ -12,8 +12,8 @@
 
 #include "jk_internal.h"
 
-const char *const jkp_channel_names[JKP_NCHANNELS] = {"shell", "iopub", "stdin", "control",
-                                                      "hb"};
+const char *const jkp_channel_names[JKP_NCHANNELS] = {"shell", "iopub", "stdin",
+                                                      "control", "hb"};
 
 static int get_string(json_t *root, const char *name, int required, const char *def,
                       char *out, size_t n, jk_error *err)
@@ -38,7 +38,8 @@ static int get_port(json_t *root, int ch, int *port, jk_error *err)
     snprintf(name, sizeof name, "%s_port", jkp_channel_names[ch]);
     json_t *v = json_object_get(root, name);
     if (!v) return jkp_fail(err, "missing field \"%s\"", name);
-    if (!json_is_integer(v)) return jkp_fail(err, "field \"%s\" must be an integer", name);
+    if (!json_is_integer(v))
+        return jkp_fail(err, "field \"%s\" must be an integer", name);
     json_int_t p = json_integer_value(v);
     if (p < 1 || p > 65535)
         return jkp_fail(err, "field \"%s\" = %lld is not a port (1..65535)", name,
@@ -59,11 +60,12 @@ static int parse_root(json_t *root, jkp_connection *c, jk_error *err)
     if (!c->ip[0]) return jkp_fail(err, "field \"ip\" is empty");
     for (int ch = 0; ch < JKP_NCHANNELS; ch++)
         if (get_port(root, ch, &c->ports[ch], err)) return -1;
-    if (get_string(root, "signature_scheme", 0, "hmac-sha256", c->scheme, sizeof c->scheme,
-                   err))
+    if (get_string(root, "signature_scheme", 0, "hmac-sha256", c->scheme,
+                   sizeof c->scheme, err))
         return -1;
     json_t *key = json_object_get(root, "key");
-    if (!key) return jkp_fail(err, "missing field \"key\" (use \"\" to turn signing off)");
+    if (!key)
+        return jkp_fail(err, "missing field \"key\" (use \"\" to turn signing off)");
     if (!json_is_string(key)) return jkp_fail(err, "field \"key\" must be a string");
     c->keylen = json_string_length(key);
     c->key = malloc(c->keylen + 1);
@@ -77,8 +79,7 @@ int jkp_connection_parse(const char *json_text, jkp_connection *c, jk_error *err
     memset(c, 0, sizeof *c);
     json_error_t jerr;
     json_t *root = json_loads(json_text, 0, &jerr);
-    if (!root)
-        return jkp_fail(err, "invalid JSON at line %d: %s", jerr.line, jerr.text);
+    if (!root) return jkp_fail(err, "invalid JSON at line %d: %s", jerr.line, jerr.text);
     int rc = parse_root(root, c, err);
     json_decref(root);
     if (rc) jkp_connection_deinit(c);

@@ -16,7 +16,8 @@
 #include "jk_internal.h"
 #include "kl.h"
 
-/* For `name?` / `%magic??` returns a new string "name" and the detail level; else NULL. */
+/* For `name?` / `%magic??` returns a new string "name" and the detail level; else NULL.
+ */
 static char *help_target(const char *code, int *detail)
 {
     while (isspace((unsigned char)*code)) code++;
@@ -54,12 +55,15 @@ static json_t *eval_user_expressions(jkp_kernel *k, json_t *exprs)
     json_t *out = json_object();
     const char *name;
     json_t *v;
-    json_object_foreach(exprs, name, v) {
-        json_t *r = json_is_string(v) ? kl_engine_eval_expression(k->engine, json_string_value(v))
-                                      : NULL;
+    json_object_foreach(exprs, name, v)
+    {
+        json_t *r = json_is_string(v)
+                        ? kl_engine_eval_expression(k->engine, json_string_value(v))
+                        : NULL;
         if (!r)
-            r = json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", "TypeError",
-                          "evalue", "user expression must be a string", "traceback");
+            r = json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
+                          "TypeError", "evalue", "user expression must be a string",
+                          "traceback");
         json_object_set_new(out, name, r);
     }
     return out;
@@ -69,6 +73,27 @@ static json_t *reply_metadata(jkp_kernel *k, const char *started, const char *st
 {
     return json_pack("{s:s, s:b, s:s, s:s}", "started", started, "dependencies_met", 1,
                      "engine", k->session.session, "status", status);
+}
+
+/* The cell failed: one iopub error (unless silent) and an error execute_reply with the
+ * same ename/evalue/traceback (text made valid UTF-8 whatever the engine wrote). */
+static void send_error(jkp_chan *ch, const jkp_exec *x, const kl_error *e,
+                       const char *started)
+{
+    jkp_kernel *k = ch->k;
+    const char *ename = e->ename[0] ? e->ename : "Error";
+    size_t nlen = strnlen(ename, sizeof e->ename),
+           vlen = strnlen(e->evalue, sizeof e->evalue);
+    json_t *tb = json_is_array(e->traceback) ? json_incref(e->traceback) : json_array();
+    if (!x->silent)
+        jkp_publish(ch->iopub, "error", x->req->header, NULL,
+                    json_pack("{s:o, s:o, s:O}", "ename", jkp_json_text(ename, nlen),
+                              "evalue", jkp_json_text(e->evalue, vlen), "traceback", tb));
+    jkp_reply(ch->sock, &k->session, x->req, "execute_reply",
+              reply_metadata(k, started, "error"),
+              json_pack("{s:s, s:i, s:o, s:o, s:o}", "status", "error", "execution_count",
+                        x->count, "ename", jkp_json_text(ename, nlen), "evalue",
+                        jkp_json_text(e->evalue, vlen), "traceback", tb));
 }
 
 void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req)
@@ -86,15 +111,21 @@ void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req)
     jkp_now_iso(started, sizeof started);
 
     if (!code) { /* not a cell we can run: say so, run nothing */
-        jkp_reply(ch->sock, &k->session, req, "execute_reply", reply_metadata(k, started, "error"),
+        jkp_reply(ch->sock, &k->session, req, "execute_reply",
+                  reply_metadata(k, started, "error"),
                   json_pack("{s:s, s:s, s:s, s:[], s:i}", "status", "error", "ename",
-                            "ValueError", "evalue", "execute_request without a string 'code'",
-                            "traceback", "execution_count", k->execution_count));
+                            "ValueError", "evalue",
+                            "execute_request without a string 'code'", "traceback",
+                            "execution_count", k->execution_count));
         return;
     }
     if (store) k->execution_count++;
-    jkp_exec x = {ch, req, silent, json_is_true(json_object_get(c, "allow_stdin")),
-                  k->execution_count, NULL};
+    jkp_exec x = {ch,
+                  req,
+                  silent,
+                  json_is_true(json_object_get(c, "allow_stdin")),
+                  k->execution_count,
+                  NULL};
     if (!silent)
         jkp_publish(ch->iopub, "execute_input", req->header, NULL,
                     json_pack("{s:s, s:i}", "code", code, "execution_count", x.count));
@@ -107,9 +138,7 @@ void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req)
     if (!payload) {
         mg_out out;
         jkp_outputs_init(&out, &x);
-        k->exec = &x;
         rc = kl_engine_execute(k->engine, code, &out, req->metadata, &e);
-        k->exec = NULL;
         payload = json_array();
     }
     if (store && jkp_history_add(k->history, x.count, code, x.result_text) != 0)
@@ -117,24 +146,16 @@ void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req)
     free(x.result_text);
 
     if (rc == 0) {
-        json_t *ue = json_is_object(uexpr) ? eval_user_expressions(k, uexpr) : json_object();
-        jkp_reply(ch->sock, &k->session, req, "execute_reply", reply_metadata(k, started, "ok"),
-                  json_pack("{s:s, s:i, s:o, s:o}", "status", "ok", "execution_count", x.count,
-                            "payload", payload, "user_expressions", ue));
+        json_t *ue =
+            json_is_object(uexpr) ? eval_user_expressions(k, uexpr) : json_object();
+        jkp_reply(ch->sock, &k->session, req, "execute_reply",
+                  reply_metadata(k, started, "ok"),
+                  json_pack("{s:s, s:i, s:o, s:o}", "status", "ok", "execution_count",
+                            x.count, "payload", payload, "user_expressions", ue));
         return;
     }
     json_decref(payload);
-    json_t *tb = json_is_array(e.traceback) ? json_incref(e.traceback) : json_array();
-    const char *ename = e.ename[0] ? e.ename : "Error";
-    size_t elen = strnlen(e.evalue, sizeof e.evalue);
-    if (!silent)
-        jkp_publish(ch->iopub, "error", req->header, NULL,
-                    json_pack("{s:o, s:o, s:O}", "ename", jkp_json_text(ename, strnlen(ename, sizeof e.ename)),
-                              "evalue", jkp_json_text(e.evalue, elen), "traceback", tb));
-    jkp_reply(ch->sock, &k->session, req, "execute_reply", reply_metadata(k, started, "error"),
-              json_pack("{s:s, s:i, s:o, s:o, s:o}", "status", "error", "execution_count",
-                        x.count, "ename", jkp_json_text(ename, strnlen(ename, sizeof e.ename)), "evalue",
-                        jkp_json_text(e.evalue, elen), "traceback", tb));
+    send_error(ch, &x, &e, started);
     kl_error_deinit(&e);
     if (stop_on_error && !silent) jkp_abort_snapshot(ch);
 }

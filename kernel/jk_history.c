@@ -99,7 +99,8 @@ json_t *jkp_history_query(const jkp_history *h, json_t *req)
     if (!type || !out) return out;
     if (!strcmp(type, "tail")) {
         size_t from = (n >= 0 && (size_t)n < h->n) ? h->n - (size_t)n : 0;
-        for (size_t i = from; i < h->n; i++) json_array_append_new(out, entry_json(&h->v[i], output));
+        for (size_t i = from; i < h->n; i++)
+            json_array_append_new(out, entry_json(&h->v[i], output));
     } else if (!strcmp(type, "range")) {
         int session = get_int(req, "session", 0);
         int start = get_int(req, "start", 0), stop = get_int(req, "stop", -1);
@@ -118,6 +119,7 @@ json_t *jkp_history_query(const jkp_history *h, json_t *req)
 void jkp_handle_history(jkp_chan *ch, const jkp_msg *req)
 {
     json_t *hist = jkp_history_query(ch->k->history, req->content);
-    jkp_reply(ch->sock, &ch->k->session, req, "history_reply", NULL,
-              json_pack("{s:s, s:o}", "status", "ok", "history", hist ? hist : json_array()));
+    jkp_reply(
+        ch->sock, &ch->k->session, req, "history_reply", NULL,
+        json_pack("{s:s, s:o}", "status", "ok", "history", hist ? hist : json_array()));
 }

@@ -27,12 +27,15 @@ struct jkp_hmac {
     size_t hexlen;
 };
 
-jkp_hmac *jkp_hmac_create(const char *scheme, const void *key, size_t keylen, jk_error *err)
+jkp_hmac *jkp_hmac_create(const char *scheme, const void *key, size_t keylen,
+                          jk_error *err)
 {
     if (!scheme || strncmp(scheme, "hmac-", 5) != 0 || strlen(scheme + 5) == 0 ||
         strlen(scheme + 5) >= sizeof(((jkp_hmac *)0)->digest)) {
-        jkp_fail(err, "unsupported signature_scheme '%s' (expected hmac-<digest>, e.g. "
-                      "hmac-sha256)", scheme ? scheme : "(null)");
+        jkp_fail(err,
+                 "unsupported signature_scheme '%s' (expected hmac-<digest>, e.g. "
+                 "hmac-sha256)",
+                 scheme ? scheme : "(null)");
         return NULL;
     }
     const EVP_MD *md = EVP_get_digestbyname(scheme + 5);
@@ -92,7 +95,8 @@ static size_t digest_parts(const jkp_hmac *h, const jkp_view parts[4], unsigned 
         ok = EVP_MAC_update(ctx, parts[i].data, parts[i].len);
     if (ok) ok = EVP_MAC_final(ctx, md, &out, JKP_HMAC_HEX_MAX / 2);
     EVP_MAC_CTX_free(ctx);
-    if (!ok) ERR_clear_error(); /* reported by the caller; keep this thread's queue empty */
+    if (!ok)
+        ERR_clear_error(); /* reported by the caller; keep this thread's queue empty */
     return ok ? out : 0;
 }
 

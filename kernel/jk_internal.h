@@ -21,12 +21,12 @@
 #include <stddef.h>
 
 #define JKP_PROTOCOL_VERSION "5.4"
-#define JKP_DELIM "<IDS|MSG>"
+#define JKP_DELIM            "<IDS|MSG>"
 /* Largest request accepted (all frames together). Bigger ones are drained and dropped:
  * a cell or widget message this large is an attack or a bug, and it would otherwise
  * sit in memory while jansson builds a second copy. */
 #define JKP_MAX_MSG_BYTES ((size_t)8 << 20)
-#define JKP_HMAC_HEX_MAX 129 /* 2 x 64-byte digest (sha512) + NUL */
+#define JKP_HMAC_HEX_MAX  129 /* 2 x 64-byte digest (sha512) + NUL */
 
 /* ---- errors, log, ids (jk_util.c), UTF-8 text (jk_text.c) ---- */
 
@@ -65,7 +65,8 @@ void jkp_bytes_deinit(jkp_bytes *b);
 
 typedef struct jkp_hmac jkp_hmac;
 /* scheme "hmac-sha256" etc.; key raw bytes; keylen 0 = signing off. */
-jkp_hmac *jkp_hmac_create(const char *scheme, const void *key, size_t keylen, jk_error *err);
+jkp_hmac *jkp_hmac_create(const char *scheme, const void *key, size_t keylen,
+                          jk_error *err);
 void jkp_hmac_destroy(jkp_hmac *h); /* accepts NULL */
 /* Length of the hex signature (2 x digest), 0 when signing is off. */
 size_t jkp_hmac_hexlen(const jkp_hmac *h);
@@ -174,7 +175,6 @@ typedef struct jkp_kernel {
     jkp_comms *comms;
     jkp_msg *aborting; /* requests queued when an execute failed (stop_on_error) */
     size_t naborting;
-    jkp_exec *exec;  /* the execute_request running now, or NULL */
 } jkp_kernel;
 
 /* Where a request came from: the socket to reply on and the thread's IOPub sender. */
@@ -203,11 +203,11 @@ void jkp_abort_snapshot(jkp_chan *ch);
 void jkp_abort_run(jkp_chan *ch);
 
 /* Handlers, one message family a file. */
-void jkp_handle_kernel_info(jkp_chan *ch, const jkp_msg *req);   /* jk_kernel_info.c */
-void jkp_handle_shutdown(jkp_chan *ch, const jkp_msg *req);      /* jk_control.c */
-void jkp_handle_interrupt(jkp_chan *ch, const jkp_msg *req);     /* jk_control.c */
-void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req);       /* jk_execute.c */
-void jkp_handle_is_complete(jkp_chan *ch, const jkp_msg *req);   /* jk_complete_inspect.c */
+void jkp_handle_kernel_info(jkp_chan *ch, const jkp_msg *req); /* jk_kernel_info.c */
+void jkp_handle_shutdown(jkp_chan *ch, const jkp_msg *req);    /* jk_control.c */
+void jkp_handle_interrupt(jkp_chan *ch, const jkp_msg *req);   /* jk_control.c */
+void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req);     /* jk_execute.c */
+void jkp_handle_is_complete(jkp_chan *ch, const jkp_msg *req); /* jk_complete_inspect.c */
 void jkp_handle_complete(jkp_chan *ch, const jkp_msg *req);
 void jkp_handle_inspect(jkp_chan *ch, const jkp_msg *req);
 void jkp_handle_history(jkp_chan *ch, const jkp_msg *req);       /* jk_history.c */
@@ -252,14 +252,15 @@ json_t *jkp_comms_info(const jkp_comms *c, const char *target);
 typedef struct jkp_worker {
     pthread_t tid;
     int started;
-    void *ctl;         /* main's end of the PAIR */
-    void *peer;        /* the thread's end */
+    void *ctl;  /* main's end of the PAIR */
+    void *peer; /* the thread's end */
     void *sock, *sock2;
     jkp_kernel *k;
 } jkp_worker;
-int jkp_worker_start(jkp_worker *w, jkp_kernel *k, const char *name,
-                     void *(*fn)(void *), jk_error *err);
-void jkp_worker_stop(jkp_worker *w); /* sends "stop", joins, closes ctl; accepts unstarted */
+int jkp_worker_start(jkp_worker *w, jkp_kernel *k, const char *name, void *(*fn)(void *),
+                     jk_error *err);
+void jkp_worker_stop(
+    jkp_worker *w); /* sends "stop", joins, closes ctl; accepts unstarted */
 void *jkp_publisher_main(void *w); /* sock = PUB/XPUB, sock2 = PULL (inproc) */
 void *jkp_heartbeat_main(void *w); /* sock = ROUTER echo */
 void *jkp_control_main(void *w);   /* sock = control ROUTER; says "shutdown" on peer */

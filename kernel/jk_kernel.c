@@ -107,7 +107,8 @@ static void stop(jkp_kernel *k, kernel_threads *t)
 static void shell_loop(jkp_kernel *k, void *control_ctl)
 {
     jkp_chan ch = {k, k->shell, &k->iopub, "shell", NULL};
-    zmq_pollitem_t items[2] = {{k->shell, 0, ZMQ_POLLIN, 0}, {control_ctl, 0, ZMQ_POLLIN, 0}};
+    zmq_pollitem_t items[2] = {{k->shell, 0, ZMQ_POLLIN, 0},
+                               {control_ctl, 0, ZMQ_POLLIN, 0}};
     while (!atomic_load(&k->shutdown)) {
         if (zmq_poll(items, 2, -1) < 0) {
             if (errno == EINTR) continue;
@@ -146,7 +147,8 @@ int jk_kernel_main(const char *connection_file)
     memset(&t, 0, sizeof t);
     jkp_hmac *hmac = jkp_hmac_create(conn.scheme, conn.key, conn.keylen, &err);
     int rc = (hmac && jkp_session_init(&k.session, hmac, &err) == 0) ? 0 : -1;
-    if (rc == 0 && !(k.zctx = zmq_ctx_new())) rc = jkp_fail(&err, "cannot create a zmq context");
+    if (rc == 0 && !(k.zctx = zmq_ctx_new()))
+        rc = jkp_fail(&err, "cannot create a zmq context");
     if (rc == 0) rc = start(&k, &conn, &t, &err);
     jkp_connection_deinit(&conn);
     if (rc == 0) {

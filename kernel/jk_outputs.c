@@ -23,8 +23,8 @@ static void out_stream(void *user, const char *name, const char *text, size_t le
                 json_pack("{s:s, s:o}", "name", n, "text", jkp_json_text(text, len)));
 }
 
-static void out_display(void *user, json_t *data, json_t *metadata, const char *display_id,
-                        int update)
+static void out_display(void *user, json_t *data, json_t *metadata,
+                        const char *display_id, int update)
 {
     jkp_exec *x = user;
     if (x->silent || !json_is_object(data)) return;
@@ -32,8 +32,10 @@ static void out_display(void *user, json_t *data, json_t *metadata, const char *
     json_t *content = json_pack("{s:O, s:o}", "data", data, "metadata", md);
     if (!content) return;
     if (display_id)
-        json_object_set_new(content, "transient", json_pack("{s:s}", "display_id", display_id));
-    jkp_publish(x->ch->iopub, update && display_id ? "update_display_data" : "display_data",
+        json_object_set_new(content, "transient",
+                            json_pack("{s:s}", "display_id", display_id));
+    jkp_publish(x->ch->iopub,
+                update && display_id ? "update_display_data" : "display_data",
                 x->req->header, NULL, content);
 }
 
@@ -90,7 +92,8 @@ static void out_comm_close(void *user, const char *comm_id, json_t *data)
 {
     jkp_exec *x = user;
     jkp_comms_remove(x->ch->k->comms, comm_id);
-    jkp_publish(x->ch->iopub, "comm_close", x->req->header, NULL, comm_content(comm_id, data));
+    jkp_publish(x->ch->iopub, "comm_close", x->req->header, NULL,
+                comm_content(comm_id, data));
 }
 
 static char *out_input(void *user, const char *prompt, int password)

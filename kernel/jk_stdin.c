@@ -29,11 +29,13 @@ char *jkp_stdin_input(jkp_exec *x, const char *prompt, int password)
     if (!x->allow_stdin || !k->stdin_sock) return NULL;
     drain(k->stdin_sock);
     jk_error err;
-    if (jkp_msg_send(k->stdin_sock, &k->session, x->req->ids, x->req->nids, "input_request",
-                     x->req->header, NULL,
-                     json_pack("{s:o, s:b}", "prompt", jkp_json_text(prompt ? prompt : "",
-                               prompt ? strlen(prompt) : 0), "password", password),
-                     &err) != 0) {
+    if (jkp_msg_send(
+            k->stdin_sock, &k->session, x->req->ids, x->req->nids, "input_request",
+            x->req->header, NULL,
+            json_pack("{s:o, s:b}", "prompt",
+                      jkp_json_text(prompt ? prompt : "", prompt ? strlen(prompt) : 0),
+                      "password", password),
+            &err) != 0) {
         jkp_log("stdin: %s", err.msg);
         return NULL;
     }

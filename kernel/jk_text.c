@@ -34,10 +34,14 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     unsigned min;
     unsigned cp;
     if (s[0] < 0x80) return 1;
-    if ((s[0] & 0xe0) == 0xc0) len = 2, min = 0x80, cp = s[0] & 0x1fu;
-    else if ((s[0] & 0xf0) == 0xe0) len = 3, min = 0x800, cp = s[0] & 0x0fu;
-    else if ((s[0] & 0xf8) == 0xf0) len = 4, min = 0x10000, cp = s[0] & 0x07u;
-    else return 0;
+    if ((s[0] & 0xe0) == 0xc0)
+        len = 2, min = 0x80, cp = s[0] & 0x1fu;
+    else if ((s[0] & 0xf0) == 0xe0)
+        len = 3, min = 0x800, cp = s[0] & 0x0fu;
+    else if ((s[0] & 0xf8) == 0xf0)
+        len = 4, min = 0x10000, cp = s[0] & 0x07u;
+    else
+        return 0;
     if (len > n) return 0;
     for (size_t i = 1; i < len; i++) {
         if ((s[i] & 0xc0) != 0x80) return 0;
@@ -70,4 +74,3 @@ json_t *jkp_json_text(const char *s, size_t len)
     free(buf);
     return v;
 }
-

@@ -128,7 +128,8 @@ int jkp_msg_parse(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *
     memset(m, 0, sizeof *m);
     size_t d = 0;
     const size_t dlen = sizeof JKP_DELIM - 1;
-    while (d < n && !(frames[d].len == dlen && !memcmp(frames[d].data, JKP_DELIM, dlen))) d++;
+    while (d < n && !(frames[d].len == dlen && !memcmp(frames[d].data, JKP_DELIM, dlen)))
+        d++;
     if (d == n) return jkp_fail(err, "no <IDS|MSG> delimiter among %zu frames", n);
     if (n - d - 1 < 5)
         return jkp_fail(err, "%zu frames after <IDS|MSG>; need signature + 4 JSON frames",
@@ -166,7 +167,8 @@ int jkp_msg_recv(void *sock, const jkp_hmac *h, jkp_msg *m, jk_error *err)
         if (zmq_msg_recv(&part, sock, 0) < 0) {
             int e = errno;
             zmq_msg_close(&part);
-            if (seen > 0 && e == EINTR) continue; /* the rest of a message is queued whole */
+            if (seen > 0 && e == EINTR)
+                continue; /* the rest of a message is queued whole */
             for (size_t i = 0; i < n; i++) zmq_msg_close(&parts[i]);
             free(parts);
             errno = e;
@@ -221,9 +223,9 @@ static json_t *make_header(jkp_session *s, const char *msg_type)
     unsigned long long k = atomic_fetch_add(&s->counter, 1) + 1;
     snprintf(id, sizeof id, "%s_%d_%llu", s->session, (int)getpid(), k);
     jkp_now_iso(date, sizeof date);
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", id, "session", s->session,
-                     "username", s->username, "date", date, "msg_type", msg_type,
-                     "version", JKP_PROTOCOL_VERSION);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", id, "session",
+                     s->session, "username", s->username, "date", date, "msg_type",
+                     msg_type, "version", JKP_PROTOCOL_VERSION);
 }
 
 int jkp_msg_build(jkp_session *s, const char *msg_type, json_t *parent, json_t *metadata,
@@ -271,7 +273,8 @@ int jkp_msg_send(void *sock, jkp_session *s, const jkp_bytes *ids, size_t nids,
     int rc = 0;
     for (size_t i = 0; i < nids && rc == 0; i++)
         if (zmq_send(sock, ids[i].data, ids[i].len, ZMQ_SNDMORE) < 0) rc = -1;
-    if (rc == 0 && zmq_send(sock, JKP_DELIM, sizeof JKP_DELIM - 1, ZMQ_SNDMORE) < 0) rc = -1;
+    if (rc == 0 && zmq_send(sock, JKP_DELIM, sizeof JKP_DELIM - 1, ZMQ_SNDMORE) < 0)
+        rc = -1;
     for (int i = 0; i < 5 && rc == 0; i++)
         if (zmq_send(sock, f[i].data, f[i].len, i < 4 ? ZMQ_SNDMORE : 0) < 0) rc = -1;
     if (rc) jkp_fail(err, "sending %s: %s", msg_type, zmq_strerror(errno));
@@ -283,8 +286,8 @@ int jkp_reply(void *sock, jkp_session *s, const jkp_msg *req, const char *msg_ty
               json_t *metadata, json_t *content)
 {
     jk_error err;
-    if (jkp_msg_send(sock, s, req->ids, req->nids, msg_type, req->header, metadata, content,
-                     &err) != 0) {
+    if (jkp_msg_send(sock, s, req->ids, req->nids, msg_type, req->header, metadata,
+                     content, &err) != 0) {
         jkp_log("%s", err.msg);
         return -1;
     }

@@ -14,8 +14,8 @@
 
 #include "jk_internal.h"
 
-int jkp_worker_start(jkp_worker *w, jkp_kernel *k, const char *name,
-                     void *(*fn)(void *), jk_error *err)
+int jkp_worker_start(jkp_worker *w, jkp_kernel *k, const char *name, void *(*fn)(void *),
+                     jk_error *err)
 {
     char ep[64];
     snprintf(ep, sizeof ep, "inproc://kiln-ctl-%s", name);
@@ -29,7 +29,8 @@ int jkp_worker_start(jkp_worker *w, jkp_kernel *k, const char *name,
     pthread_sigmask(SIG_BLOCK, &all, &old); /* the new thread inherits this mask */
     int rc = pthread_create(&w->tid, NULL, fn, w);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) return jkp_fail(err, "cannot start the %s thread: %s", name, strerror(rc));
+    if (rc != 0)
+        return jkp_fail(err, "cannot start the %s thread: %s", name, strerror(rc));
     w->started = 1;
     return 0;
 }

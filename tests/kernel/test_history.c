@@ -38,22 +38,23 @@ static json_t *query(jkp_history *h, const char *req_json)
     return r;
 }
 
-#define CHECK(h, req, want)                                                  \
-    do {                                                                     \
-        char buf_[512];                                                      \
-        json_t *r_ = query(h, req);                                          \
-        const char *got_ = inputs(r_, buf_, sizeof buf_);                    \
-        int eq_ = !strcmp(got_, want);                                       \
-        if (!eq_) fprintf(stderr, "  %s -> \"%s\", want \"%s\"\n", req, got_, want); \
-        json_decref(r_);                                                     \
-        ASSERT(eq_);                                                         \
+#define CHECK(h, req, want)                                                              \
+    do {                                                                                 \
+        char buf_[512];                                                                  \
+        json_t *r_ = query(h, req);                                                      \
+        const char *got_ = inputs(r_, buf_, sizeof buf_);                                \
+        int eq_ = !strcmp(got_, want);                                                   \
+        if (!eq_) fprintf(stderr, "  %s -> \"%s\", want \"%s\"\n", req, got_, want);     \
+        json_decref(r_);                                                                 \
+        ASSERT(eq_);                                                                     \
     } while (0)
 
 T_TEST(tail)
 {
     jkp_history *h = sample();
     CHECK(h, "{\"hist_access_type\": \"tail\", \"n\": 2}", "4:1+2|5:print(12)");
-    CHECK(h, "{\"hist_access_type\": \"tail\", \"n\": 99}", "1:x = 1|2:1+2|3:2*4|4:1+2|5:print(12)");
+    CHECK(h, "{\"hist_access_type\": \"tail\", \"n\": 99}",
+          "1:x = 1|2:1+2|3:2*4|4:1+2|5:print(12)");
     CHECK(h, "{\"hist_access_type\": \"tail\"}", "1:x = 1|2:1+2|3:2*4|4:1+2|5:print(12)");
     CHECK(h, "{\"hist_access_type\": \"tail\", \"n\": 0}", "");
     jkp_history_destroy(h);
@@ -76,8 +77,11 @@ T_TEST(output_pairs_and_session)
 T_TEST(range)
 {
     jkp_history *h = sample();
-    CHECK(h, "{\"hist_access_type\": \"range\", \"session\": 1, \"start\": 2, \"stop\": 3}", "2:1+2");
-    CHECK(h, "{\"hist_access_type\": \"range\", \"session\": 0, \"start\": 4}", "4:1+2|5:print(12)");
+    CHECK(h,
+          "{\"hist_access_type\": \"range\", \"session\": 1, \"start\": 2, \"stop\": 3}",
+          "2:1+2");
+    CHECK(h, "{\"hist_access_type\": \"range\", \"session\": 0, \"start\": 4}",
+          "4:1+2|5:print(12)");
     CHECK(h, "{\"hist_access_type\": \"range\", \"session\": 7, \"start\": 1}", "");
     jkp_history_destroy(h);
 }
@@ -86,10 +90,14 @@ T_TEST(search)
 {
     jkp_history *h = sample();
     CHECK(h, "{\"hist_access_type\": \"search\", \"pattern\": \"1?2\"}", "2:1+2|4:1+2");
-    CHECK(h, "{\"hist_access_type\": \"search\", \"pattern\": \"1?2\", \"unique\": true}", "4:1+2");
-    CHECK(h, "{\"hist_access_type\": \"search\", \"pattern\": \"*2*\", \"n\": 2}", "4:1+2|5:print(12)");
+    CHECK(h, "{\"hist_access_type\": \"search\", \"pattern\": \"1?2\", \"unique\": true}",
+          "4:1+2");
+    CHECK(h, "{\"hist_access_type\": \"search\", \"pattern\": \"*2*\", \"n\": 2}",
+          "4:1+2|5:print(12)");
     CHECK(h, "{\"hist_access_type\": \"search\", \"pattern\": \"2\"}", ""); /* anchored */
-    CHECK(h, "{\"hist_access_type\": \"search\", \"pattern\": \"*\", \"unique\": true, \"n\": 3}",
+    CHECK(h,
+          "{\"hist_access_type\": \"search\", \"pattern\": \"*\", \"unique\": true, "
+          "\"n\": 3}",
           "3:2*4|4:1+2|5:print(12)");
     CHECK(h, "{\"hist_access_type\": \"nonsense\"}", "");
     jkp_history_destroy(h);

@@ -41,9 +41,12 @@ T_TEST(build_then_parse_round_trip)
     jkp_bytes f[5], g[5];
     jk_error err;
     ASSERT_EQ(jkp_msg_build(s, "execute_reply", parent, NULL,
-                            json_pack("{s:s, s:i}", "status", "ok", "execution_count", 3), f, &err), 0);
-    ASSERT_EQ(jkp_msg_build(s, "execute_reply", parent, NULL, json_pack("{s:s}", "status", "ok"),
-                            g, &err), 0);
+                            json_pack("{s:s, s:i}", "status", "ok", "execution_count", 3),
+                            f, &err),
+              0);
+    ASSERT_EQ(jkp_msg_build(s, "execute_reply", parent, NULL,
+                            json_pack("{s:s}", "status", "ok"), g, &err),
+              0);
     ASSERT_EQ(f[0].len, 64);
     ASSERT(strcmp(f[0].data, g[0].data) != 0); /* fresh msg_id -> fresh signature */
     jkp_msg m, n;
@@ -108,7 +111,9 @@ T_TEST(sockets_and_oversized_message)
     zmq_send(dealer, blob, big, 0);
     free(blob);
     /* 2. a normal request right behind it */
-    ASSERT_EQ(jkp_msg_send(dealer, s, NULL, 0, "kernel_info_request", NULL, NULL, NULL, &err), 0);
+    ASSERT_EQ(
+        jkp_msg_send(dealer, s, NULL, 0, "kernel_info_request", NULL, NULL, NULL, &err),
+        0);
     jkp_msg m;
     ASSERT_EQ(jkp_msg_recv(router, s->hmac, &m, &err), -1);
     ASSERT_STR_CONTAINS(err.msg, "refused");
@@ -118,7 +123,9 @@ T_TEST(sockets_and_oversized_message)
     ASSERT_EQ(m.ids[0].len, 8);
     ASSERT(!memcmp(m.ids[0].data, "client-7", 8));
     /* 3. the reply finds its way back, parent = request header */
-    ASSERT_EQ(jkp_reply(router, s, &m, "kernel_info_reply", NULL, json_pack("{s:s}", "status", "ok")), 0);
+    ASSERT_EQ(jkp_reply(router, s, &m, "kernel_info_reply", NULL,
+                        json_pack("{s:s}", "status", "ok")),
+              0);
     jkp_msg r;
     ASSERT_EQ(jkp_msg_recv(dealer, s->hmac, &r, &err), 0);
     ASSERT_STR_EQ(r.msg_type, "kernel_info_reply");
@@ -149,8 +156,9 @@ T_TEST(utf8_helpers)
     const char bad[] = {'a', (char)0xff, 'b', 0, 'c', (char)0xe2, (char)0x98};
     json_t *fixed = jkp_json_text(bad, sizeof bad);
     ASSERT(fixed != NULL);
-    ASSERT_STR_EQ(json_string_value(fixed),
-                  "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd");
+    ASSERT_STR_EQ(json_string_value(fixed), "a\xef\xbf\xbd"
+                                            "b\xef\xbf\xbd"
+                                            "c\xef\xbf\xbd\xef\xbf\xbd");
     json_decref(fixed);
 }
 
