@@ -104,7 +104,8 @@ static void stop(jkp_kernel *k, kernel_threads *t)
     jkp_comms_destroy(k->comms);
 }
 
-static void shell_loop(jkp_kernel *k, void *control_ctl)
+/* Serves shell until a shutdown_request; -1 if the shell socket itself fails. */
+static int shell_loop(jkp_kernel *k, void *control_ctl)
 {
     jkp_chan ch = {k, k->shell, &k->iopub, "shell", NULL};
     zmq_pollitem_t items[2] = {{k->shell, 0, ZMQ_POLLIN, 0},
@@ -113,7 +114,7 @@ static void shell_loop(jkp_kernel *k, void *control_ctl)
         if (zmq_poll(items, 2, -1) < 0) {
             if (errno == EINTR) continue;
             jkp_log("shell: poll failed: %s", zmq_strerror(errno));
-            break;
+            return -1;
         }
         if (items[1].revents & ZMQ_POLLIN) { /* "shutdown" from the control thread */
             char word[16];
@@ -123,12 +124,17 @@ static void shell_loop(jkp_kernel *k, void *control_ctl)
         jkp_msg m;
         jk_error err;
         int rc = jkp_msg_recv(k->shell, k->session.hmac, &m, &err);
+        if (rc == -2 && errno != EINTR && errno != EAGAIN) {
+            jkp_log("shell: receive failed: %s", zmq_strerror(errno));
+            return -1;
+        }
         if (rc == -1) jkp_log("shell: dropped a message: %s", err.msg);
         if (rc != 0) continue;
         jkp_dispatch(&ch, jkp_shell_handlers, &m);
         jkp_msg_deinit(&m);
         while (k->naborting) jkp_abort_run(&ch);
     }
+    return 0;
 }
 
 int jk_kernel_main(const char *connection_file)
@@ -161,7 +167,7 @@ int jk_kernel_main(const char *connection_file)
         signal(SIGPIPE, SIG_IGN); /* a closed pipe is an error return, not death */
         jkp_log("kernel %s ready (protocol %s)", k.session.session, JKP_PROTOCOL_VERSION);
         jkp_publish_status(&k.iopub, NULL, "starting");
-        shell_loop(&k, t.control.ctl);
+        rc = shell_loop(&k, t.control.ctl);
         sigint_flag = NULL;
     } else {
         fprintf(stderr, "kiln kernel: %s\n", err.msg);
