@@ -108,39 +108,46 @@ static void new_cell_id(json_t *cells, char *buf, size_t n)
     }
 }
 
+/* Checks that nb is an nbformat-4 notebook kiln run can execute; NULL if so, else why. */
+static const char *notebook_problem(json_t *nb)
+{
+    if (!json_is_object(nb)) return "the top level is not a JSON object";
+    if (json_integer_value(json_object_get(nb, "nbformat")) != 4)
+        return "\"nbformat\" is not 4 (only nbformat 4 notebooks are supported)";
+    if (!json_is_array(json_object_get(nb, "cells"))) return "\"cells\" is not a list";
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(nb, "cells"), i, c) {
+        json_t *src = json_object_get(c, "source");
+        if (!json_is_object(c) || !json_is_string(json_object_get(c, "cell_type")) ||
+            !(json_is_string(src) || json_is_array(src)))
+            return "a cell lacks \"cell_type\" or \"source\"";
+    }
+    return NULL;
+}
+
+/* nb (stolen) if valid, else NULL after printing why, naming what. */
+static json_t *checked(json_t *nb, const json_error_t *jerr, const char *what)
+{
+    if (!nb) {
+        fprintf(stderr, "kiln run: cannot read %s: %s (line %d, column %d)\n", what,
+                jerr->text, jerr->line, jerr->column);
+        return NULL;
+    }
+    const char *why = notebook_problem(nb);
+    if (why) {
+        fprintf(stderr, "kiln run: %s is not a valid notebook: %s\n", what, why);
+        json_decref(nb);
+        return NULL;
+    }
+    return nb;
+}
+
 static int load(const char *path, json_t **nb_out)
 {
     json_error_t jerr;
-    json_t *nb = json_load_file(path, 0, &jerr);
-    if (!nb) {
-        fprintf(stderr, "kiln run: cannot read %s: %s (line %d, column %d)\n", path, jerr.text,
-                jerr.line, jerr.column);
-        return -1;
-    }
-    const char *why = NULL;
-    if (!json_is_object(nb)) why = "the top level is not a JSON object";
-    else if (json_integer_value(json_object_get(nb, "nbformat")) != 4)
-        why = "\"nbformat\" is not 4 (only nbformat 4 notebooks are supported)";
-    else if (!json_is_array(json_object_get(nb, "cells"))) why = "\"cells\" is not a list";
-    if (!why) {
-        size_t i;
-        json_t *c;
-        json_array_foreach(json_object_get(nb, "cells"), i, c) {
-            json_t *src = json_object_get(c, "source");
-            if (!json_is_object(c) || !json_is_string(json_object_get(c, "cell_type")) ||
-                !(json_is_string(src) || json_is_array(src))) {
-                why = "a cell lacks \"cell_type\" or \"source\"";
-                break;
-            }
-        }
-    }
-    if (why) {
-        fprintf(stderr, "kiln run: %s is not a valid notebook: %s\n", path, why);
-        json_decref(nb);
-        return -1;
-    }
-    *nb_out = nb;
-    return 0;
+    *nb_out = checked(json_load_file(path, 0, &jerr), &jerr, path);
+    return *nb_out ? 0 : -1;
 }
 
 /* nbformat 4.5: every cell has an id; code cells have outputs and execution_count. */
@@ -177,6 +184,14 @@ static void normalise(json_t *nb)
         json_object_set_new(meta, "language_info", json_pack("{s:s}", "name", "kiln"));
 }
 
+
+json_t *jk_run_parse(const char *text, size_t len, const char *what)
+{
+    json_error_t jerr;
+    json_t *nb = checked(json_loadb(text, len, 0, &jerr), &jerr, what);
+    if (nb) normalise(nb);
+    return nb;
+}
 
 static int save(json_t *nb, const char *path)
 {

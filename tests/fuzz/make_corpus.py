@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora under tests/fuzz/corpus/<target>/ (a few valid and invalid
+inputs each, in each target's input format: see the top comment of <target>.c).
+Reproducers of fixed findings are added by hand as corpus/<target>/crash-<what> and
+are never rewritten by this script. Run: python3 tests/fuzz/make_corpus.py"""
+import gzip, hashlib, hmac, io, json, os, struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+
+
+def put(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# ---- wire: mode byte + frames joined by \n ----
+def unescape(line):
+    out, i = bytearray(), 0
+    while i < len(line):
+        if line[i:i + 2] == b"\\x":
+            out.append(int(line[i + 2:i + 4], 16)); i += 4
+        elif line[i:i + 2] == b"\\\\":
+            out.append(0x5c); i += 2
+        else:
+            out.append(line[i]); i += 1
+    return bytes(out)
+
+wire_dir = os.path.join(ROOT, "tests", "kernel", "wire")
+for kind in ("valid", "invalid"):
+    for case in sorted(os.listdir(os.path.join(wire_dir, kind))):
+        cdir = os.path.join(wire_dir, kind, case)
+        frames = open(os.path.join(cdir, "frames"), "rb").read().split(b"\n")[:-1]
+        frames = [unescape(f) for f in frames]
+        if any(b"\n" in f for f in frames):
+            continue
+        keyfile = os.path.join(cdir, "key")
+        key = open(keyfile, "rb").read() if os.path.exists(keyfile) else b"secret-key"
+        if key not in (b"secret-key", b""):
+            mode = 1
+        else:
+            mode = 1 if key else 0
+        put("wire", f"{kind}-{case}", bytes([mode]) + b"\n".join(frames))
+hdr = json.dumps({"msg_id": "m-2", "msg_type": "comm_msg", "session": "s", "username": "u",
+                  "date": "2026-01-01T00:00:00Z", "version": "5.4"}).encode()
+put("wire", "resign-buffers", b"\x03" + b"\n".join([b"id", b"<IDS|MSG>", b"0" * 64, hdr, b"{}", b"{}",
+                                                    b'{"comm_id": "c", "data": {}}', b"buf1", b"\xff\x00buf2"]))
+
+# ---- connection ----
+conn = {"shell_port": 5001, "iopub_port": 5002, "stdin_port": 5003, "control_port": 5004,
+        "hb_port": 5005, "ip": "127.0.0.1", "key": "a0436f6c-1916-498b-8eb9-e81ab9368e84",
+        "transport": "tcp", "signature_scheme": "hmac-sha256", "kernel_name": "kiln"}
+put("connection", "valid", json.dumps(conn, indent=1))
+put("connection", "valid-ipc-sha512", json.dumps(dict(conn, transport="ipc", ip="/tmp/kiln",
+                                                     signature_scheme="hmac-sha512")))
+put("connection", "valid-empty-key", json.dumps(dict(conn, key="")))
+put("connection", "invalid-port", json.dumps(dict(conn, hb_port=70000)))
+put("connection", "invalid-missing-key", json.dumps({k: v for k, v in conn.items() if k != "key"}))
+put("connection", "invalid-scheme", json.dumps(dict(conn, signature_scheme="hmac-md99")))
+put("connection", "invalid-json", '{"shell_port": 1,')
+
+# ---- notebook ----
+def nb(cells, **kw):
+    d = {"nbformat": 4, "nbformat_minor": 4, "metadata": {}, "cells": cells}
+    d.update(kw)
+    return json.dumps(d)
+params = {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "outputs": [], "execution_count": None,
+          "source": ["#@title Run { display-mode: \"form\" }\n",
+                     "epochs = 10  #@param {type:\"slider\", min:1, max:50, step:1}\n",
+                     "lr = 0.001  #@param {type:\"number\"}\n",
+                     "optimizer = \"adam\"  #@param [\"adam\", \"sgd\", \"adamw\"]\n",
+                     "run_name = \"x\"  #@param {type:\"string\"}\n", "sizes = [1]  #@param {type:\"raw\"}\n"]}
+put("notebook", "valid-params", nb([{"cell_type": "markdown", "metadata": {}, "source": "# T"}, params,
+                                    {"cell_type": "code", "metadata": {}, "source": "print(epochs)",
+                                     "outputs": [], "execution_count": None}]))
+put("notebook", "valid-injected", nb([params, {"cell_type": "code", "id": "abc",
+                                               "metadata": {"tags": ["injected-parameters"]},
+                                               "source": "epochs = 3\n", "outputs": []}]))
+put("notebook", "valid-untagged", nb([{"cell_type": "code", "source": "x = 1\n"}], nbformat_minor=5))
+put("notebook", "invalid-nbformat3", nb([], nbformat=3))
+put("notebook", "invalid-cell", nb([{"cell_type": "code"}]))
+put("notebook", "invalid-json", "[1, 2")
+
+# ---- cell ----
+cells = {
+    "assign": "x = 1\ny = x * 2.5\nz = [x, y, 'a', None, True]\nd = {'k': z}\nd['k'][1]\n",
+    "strings": "s = 'abc' + \"def\"\nf'{s!r:>10} {len(s):03d} {3.14159:.2f}'\n",
+    "builtins": "print(min(3, 1), max([4, 5]), round(2.675, 2), int('12'), float('1e3'), str(7))\n"
+                "sorted(range(10), reverse=True)[:3]\n",
+    "comprehension": "[i * i for i in range(20) if i % 3 == 0]\n",
+    "format": "'{:>8}|{:<4}|{:^6}'.format('a', 'b', 'c')\n'%d %s %.3f' % (1, 'x', 2.0)\n",
+    "errors": "x = 1\nundefined_name + 1\n",
+    "syntax": "x = (1 + \n",
+    "magics": "%lsmagic\n%who\n%time x = 1\n",
+    "cellmagic": "%%time\nx = sum(range(100))\nx\n",
+    "html": "%%html\n<b>hi</b>\n",
+    "form": "#@title T { display-mode: \"form\" }\nepochs = 10  #@param {type:\"slider\", min:1, max:50}\n"
+            "opt = 'adam'  #@param ['adam', 'sgd']\n",
+    "help": "len?\n",
+    "unicode": "s = 'héllo wörld ✓'\nlen(s), s.upper()\n",
+    "methods": "l = [3, 1, 2]\nl.append(4)\n' '.join(['a', 'b']).split(' ')\n",
+}
+for k, v in cells.items():
+    put("cell", k, v)
+
+# ---- forms ----
+forms = {
+    "design": open(os.path.join(HERE, "corpus", "cell", "form")).read() if False else
+    "#@title Train on MNIST { display-mode: \"form\" }\n#@markdown Choose the run's hyperparameters.\n"
+    "epochs = 10          #@param {type:\"slider\", min:1, max:50, step:1}\n"
+    "lr = 0.001           #@param {type:\"number\"}\n"
+    "batch_size = 128     #@param [32, 64, 128, 256] {type:\"raw\"}\n"
+    "optimizer = \"adam\"   #@param [\"adam\", \"sgd\", \"adamw\"]\n"
+    "precision = \"fp32\"   #@param [\"fp32\", \"bf16\", \"fp16\"]\n"
+    "run_name = \"mnist\"   #@param {type:\"string\"}\n"
+    "augment = False      #@param {type:\"boolean\"}\n\x0025",
+    "date": "d = '2026-01-01'  #@param {type:\"date\"}\nx = 3  #@param {type:\"integer\"}\n\x00\"2026-02-03\"",
+    "allow-input": "opt = 'a'  #@param ['a', 'b'] {allow-input: true}\n\x00\"c\"",
+    "bad-slider": "e = 5  #@param {type:\"slider\", min:10, max:1}\n",
+    "bad-type": "e = 5  #@param {type:\"nope\"}\n",
+    "no-form": "x = 1\n",
+}
+for k, v in forms.items():
+    put("forms", k, v)
+
+# ---- model: C, H, W, classes bytes then the spec ----
+def model(c, h, w, k, spec):
+    return bytes([(c - 1) % 4, (h - 1) % 40, (w - 1) % 40, k]) + spec.encode()
+put("model", "lenet", model(1, 28, 28, 10, "conv2d 6 5 pad=2\nrelu\nmaxpool 2\nconv2d 16 5\nrelu\n"
+                                          "maxpool 2\nflatten\ndense 120\nrelu\ndense 10\n"))
+put("model", "small", model(3, 8, 8, 4, "conv2d 4 3 stride=1 pad=1  # c\nbatchnorm momentum=0.1\n"
+                                       "leakyrelu slope=0.1\navgpool 2\ndropout 0.25\nflatten\ndense 4\n"))
+put("model", "invalid-last", model(1, 8, 8, 10, "flatten\ndense 3\n"))
+put("model", "invalid-word", model(1, 8, 8, 10, "conv2d x 3\n"))
+put("model", "invalid-shape", model(1, 4, 4, 2, "conv2d 2 5\nflatten\ndense 2\n"))
+
+# ---- idx: flags, image length (LE16), image file, label file ----
+def idx_images(n, h, w):
+    return struct.pack(">IIII", 0x803, n, h, w) + bytes((i * 7) % 256 for i in range(n * h * w))
+def idx_labels(labels):
+    return struct.pack(">II", 0x801, len(labels)) + bytes(labels)
+def idx(flags, img, lab):
+    return bytes([flags]) + struct.pack("<H", len(img)) + img + lab
+put("idx", "valid-plain", idx(0x24, idx_images(3, 4, 5), idx_labels([0, 9, 3])))
+put("idx", "valid-gzip", idx(0x27, idx_images(2, 3, 3), idx_labels([1, 2])))
+put("idx", "invalid-count", idx(0x24, idx_images(3, 2, 2), idx_labels([1, 2])))
+put("idx", "invalid-label", idx(0x04, idx_images(1, 2, 2), idx_labels([7])))
+put("idx", "invalid-magic", idx(0, struct.pack(">IIII", 0x80D, 1, 1, 1) + b"\0\0\0\0", b""))
+put("idx", "invalid-truncated", idx(1, idx_images(5, 4, 4)[:40], b""))
+
+# ---- cifar: members = selector, LE16 length, data ----
+def member(sel, data):
+    return bytes([sel]) + struct.pack("<H", len(data)) + data
+allsix = b"".join(member(0x80 | k, bytes([k % 10]) + b"\x01\x02") for k in range(6))
+put("cifar", "valid-six", allsix)
+put("cifar", "valid-meta", allsix + member(6, b"airplane\nautomobile\nbird\ncat\ndeer\n"
+                                              b"dog\nfrog\nhorse\nship\ntruck\n") + member(0x47, b"x"))
+put("cifar", "invalid-label", b"".join(member(0xC0 | k, bytes([12])) for k in range(6)))
+put("cifar", "invalid-missing", b"".join(member(0x80 | k, b"\x00") for k in range(5)))
+put("cifar", "invalid-size", b"".join(member(k, b"\x00" * 10) for k in range(6)))
+put("cifar", "invalid-meta", allsix + member(6, b"a\nb\n"))
+
+# ---- ckpt: flags byte then a safetensors file ----
+def st(tensors, meta):
+    hdr, data = {}, b""
+    if meta is not None:
+        hdr["__metadata__"] = meta
+    for name, (dt, shape, raw) in tensors.items():
+        hdr[name] = {"dtype": dt, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(hdr, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + data
+meta = {"format": "kiln-checkpoint", "format_version": "1", "kiln_version": "0.1.0", "epoch": "2",
+        "step": "100", "optimizer": "adam", "optimizer_step": "100", "model_spec": "flatten\ndense 2\n",
+        "input_shape": "[1, 2, 2]", "hyperparameters": "{\"lr\": 0.001}",
+        "metric": "{\"name\":\"val_accuracy\",\"value\":0.5,\"mode\":\"max\",\"step\":100}",
+        "best_metric": "{\"name\":\"val_accuracy\",\"value\":null,\"mode\":\"max\",\"step\":-1}",
+        "data_crc32": "00000000", "header_crc32": "00000000"}
+ten = {"model.0.dense.weight": ("F32", [2, 4], struct.pack("<8f", *range(8))),
+       "model.0.dense.bias": ("F32", [2], struct.pack("<2f", 0.5, -0.5)),
+       "state.rng": ("U64", [], struct.pack("<Q", 12345))}
+put("ckpt", "valid-fixcrc", b"\x01" + st(ten, meta))
+put("ckpt", "valid-header-only", b"\x03" + st(ten, meta))
+put("ckpt", "invalid-crc", b"\x00" + st(ten, meta))
+put("ckpt", "invalid-not-kiln", b"\x01" + st(ten, {"format": "pt"}))
+put("ckpt", "invalid-offsets", b"\x01" + st({"a": ("F32", [3], b"\0" * 8)}, meta))
+put("ckpt", "invalid-short", b"\x00\x10\x00\x00")
+put("ckpt", "invalid-bf16-shape", b"\x01" + st({"b": ("BF16", [1, 0, 3], b"")}, meta))
+
+# ---- http: flags, .part length, .part bytes, raw response ----
+def http(flags, part, resp):
+    return bytes([flags, len(part)]) + part + resp
+body = b"0123456789abcdef"
+put("http", "200", http(0, b"", b"HTTP/1.1 200 OK\r\nContent-Length: 16\r\nConnection: close\r\n\r\n" + body))
+put("http", "206-resume", http(1, b"01234567", b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 8-15/16\r\n"
+                                              b"Content-Length: 8\r\n\r\n89abcdef"))
+put("http", "206-wrong-range", http(1, b"0123", b"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 2-15/16\r\n"
+                                               b"Content-Length: 14\r\n\r\n23456789abcdef"))
+put("http", "200-instead-of-206", http(1, b"xxxx", b"HTTP/1.1 200 OK\r\nContent-Length: 16\r\n\r\n" + body))
+put("http", "416", http(1, b"0123456789abcdef", b"HTTP/1.1 416 Range Not Satisfiable\r\nContent-Length: 0\r\n\r\n"))
+put("http", "404", http(0, b"", b"HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nno\n"))
+put("http", "cut-off-retry", http(4, b"", b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + body))
+put("http", "chunked-sha", http(2, b"", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                        b"5\r\nhello\r\n0\r\n\r\n"))
+put("http", "garbage", http(0, b"", b"\x00\xffnot http at all\r\n\r\n"))
