@@ -15,6 +15,7 @@ static const mg_option options[] = {
     {"--url", MG_OPT_STRING, "URL", "base URL of the files instead of the canonical mirror", NULL},
     {"--val", MG_OPT_INT, "N", "move N training images into a validation split (0)", NULL},
     {"--samples", MG_OPT_INT, "N", "sample images to show (20; 0 = none)", NULL},
+    {"--subset", MG_OPT_INT, "N", "keep only the first N training images (quick runs)", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -104,8 +105,9 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (args->npos != 1)
         return mg_fail(err, "UsageError", "%%dataset: expected one data set name (%s), got %d "
                        "words", "mnist, fashion-mnist, cifar10 or a path", args->npos);
-    long val, samples;
-    if (mg_args_int(args, "--val", 0, &val, err) < 0 ||
+    long val, samples, subset;
+    if (mg_args_int(args, "--subset", 0, &subset, err) < 0 ||
+        mg_args_int(args, "--val", 0, &val, err) < 0 ||
         mg_args_int(args, "--samples", 20, &samples, err) < 0)
         return -1;
     if (val < 0 || val > 10000000)
@@ -115,7 +117,9 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
                        samples);
     mg_workspace *ws = mg_ws_get(ctx, err);
     if (!ws) return -1;
-    mg_ws_data *d = mg_ws_data_load(ws, ctx, args->pos[0], (int)val,
+    if (subset < 0 || subset > 100000000)
+        return mg_fail(err, "ValueError", "%%dataset: --subset must be >= 0, got %ld", subset);
+    mg_ws_data *d = mg_ws_data_load(ws, ctx, args->pos[0], (int)val, (int)subset,
                                     mg_args_get(args, "--dir"), mg_args_get(args, "--url"), err);
     if (!d) return -1;
     show_summary(ctx, d);
@@ -126,7 +130,7 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 const mg_command mg_cmd_dataset = {
     .name = "dataset",
     .summary = "Load a data set (mnist, fashion-mnist, cifar10, IDX/CIFAR files) and show samples",
-    .usage = "Usage: %dataset NAME [--dir DIR] [--url URL] [--val N] [--samples N]\n\n"
+    .usage = "Usage: %dataset NAME [--dir DIR] [--url URL] [--val N] [--samples N] [--subset N]\n\n"
              "Makes a data set ready for %train: mnist, fashion-mnist, cifar10, or a path/URL\n"
              "of IDX or CIFAR-10 files. Looks in --dir, then the system locations (Debian's\n"
              "dataset-fashion-mnist: /usr/share/datasets/fashion-mnist), then the cache, and\n"

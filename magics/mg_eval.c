@@ -25,10 +25,10 @@ int mg_eval_resolve(mg_ctx *ctx, const mg_args *args, const char *magic, mg_eval
                        "%%train %s first, or %%checkpoint load PATH", magic, t->model->name,
                        t->model->name);
     const char *want = mg_args_get(args, "--data");
-    t->data = want ? mg_ws_data_load(ws, ctx, want, -1, NULL, NULL, err)
+    t->data = want ? mg_ws_data_load(ws, ctx, want, -1, -1, NULL, NULL, err)
                    : mg_ws_data_find(ws, NULL);
     if (!t->data && !want && t->model->dataset[0])
-        t->data = mg_ws_data_load(ws, ctx, t->model->dataset, -1, NULL, NULL, err);
+        t->data = mg_ws_data_load(ws, ctx, t->model->dataset, -1, -1, NULL, NULL, err);
     else if (!t->data && !want)
         return mg_fail(err, "UsageError", "%%%s: no data set loaded ---> HINT: %%dataset NAME "
                        "or --data NAME", magic);

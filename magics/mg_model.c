@@ -115,7 +115,7 @@ static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
         in.num_classes = (int)classes;
     } else {
         const char *want = mg_args_get(args, "--data");
-        mg_ws_data *d = want ? mg_ws_data_load(ws, ctx, want, -1, NULL, NULL, err)
+        mg_ws_data *d = want ? mg_ws_data_load(ws, ctx, want, -1, -1, NULL, NULL, err)
                              : mg_ws_data_find(ws, NULL);
         if (!d && want) return -1;
         if (!d)

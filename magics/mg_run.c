@@ -59,7 +59,7 @@ static int resolve_inputs(mg_run *r, mg_workspace *ws, mg_error *err)
         return mg_fail(err, "UsageError", "%%train: no data set loaded ---> HINT: run "
                        "%%dataset NAME first, or give --data NAME");
     if (d && r->o.val >= 0 && d->val != r->o.val) want = d->name;
-    if (want && !(d = mg_ws_data_load(ws, r->ctx, want, r->o.val, NULL, NULL, err))) return -1;
+    if (want && !(d = mg_ws_data_load(ws, r->ctx, want, r->o.val, -1, NULL, NULL, err))) return -1;
     r->data = d;
     r->val = d->splits.val.n > 0 ? &d->splits.val : &d->splits.test;
     r->val_name = d->splits.val.n > 0 ? "val" : "test";

@@ -165,19 +165,50 @@ static int host_stop(void *user)
 
 static int stop_dl(void *user) { return host_stop(((dl_state *)user)->ctx); }
 
-mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
-                            const char *dir, const char *url, mg_error *err)
+/* Keeps only the first n training images (the split's name gets "[:n]" and its
+ * checksum is recomputed as rt_dataset.h defines it, from the raw bytes). */
+static void cut(mg_ws_data *d, int n)
 {
-    for (int i = ws->ndata; !dir && !url && i-- > 0;) {
-        mg_ws_data *d = ws->data[i];
-        if (!strcmp(d->name, name) && (val < 0 || d->val == val)) {
-            ws->last_data = i;
+    rt_dataset *t = &d->splits.train;
+    if (n <= 0 || n >= t->n) return;
+    size_t img = (size_t)t->c * (size_t)t->h * (size_t)t->w;
+    uint8_t *raw = malloc(img);
+    if (!raw) return;
+    t->n = n;
+    d->subset = n;
+    size_t len = strlen(t->name);
+    snprintf(t->name + len, sizeof t->name - len, "[:%d]", n);
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64: pixels (N, C, H, W), then labels */
+    for (int i = 0; i < n; i++) {
+        rt_dataset_image_u8(t, i, raw);
+        for (size_t k = 0; k < img; k++) h = (h ^ raw[k]) * 0x100000001b3ull;
+    }
+    for (int i = 0; i < n; i++) h = (h ^ t->labels[i]) * 0x100000001b3ull;
+    t->checksum = h;
+    free(raw);
+}
+
+mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
+                            int subset, const char *dir, const char *url, mg_error *err)
+{
+    int slot = -1;
+    for (int i = 0; i < ws->ndata; i++)
+        if (!strcmp(ws->data[i]->name, name)) slot = i;
+    if (slot >= 0 && !dir && !url) {
+        mg_ws_data *d = ws->data[slot];
+        /* a cut can be made on a whole split, never undone */
+        if ((val < 0 || d->val == val) &&
+            (subset < 0 || subset == d->subset || (d->subset == 0 && subset > 0))) {
+            cut(d, subset);
+            ws->last_data = slot;
             return d;
         }
     }
-    mg_ws_data **v = realloc(ws->data, (size_t)(ws->ndata + 1) * sizeof *v);
-    if (!v) return mg_fail(err, "MemoryError", "out of memory loading '%s'", name), NULL;
-    ws->data = v;
+    if (slot < 0) {
+        mg_ws_data **v = realloc(ws->data, (size_t)(ws->ndata + 1) * sizeof *v);
+        if (!v) return mg_fail(err, "MemoryError", "out of memory loading '%s'", name), NULL;
+        ws->data = v;
+    }
     mg_ws_data *d = calloc(1, sizeof *d);
     if (!d) return mg_fail(err, "MemoryError", "out of memory loading '%s'", name), NULL;
     snprintf(d->name, sizeof d->name, "%s", name);
@@ -197,7 +228,14 @@ mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int
                     "data set '%s': %s", name, re.msg);
         return NULL;
     }
-    ws->data[ws->ndata] = d;
-    ws->last_data = ws->ndata++;
+    cut(d, subset);
+    if (slot >= 0) { /* one copy per name: the new one replaces the old */
+        rt_dataset_splits_deinit(&ws->data[slot]->splits);
+        free(ws->data[slot]);
+    } else {
+        slot = ws->ndata++;
+    }
+    ws->data[slot] = d;
+    ws->last_data = slot;
     return d;
 }

@@ -29,6 +29,7 @@ typedef struct mg_ws_model {
 typedef struct mg_ws_data {
     char name[256];          /* as the user wrote it: "fashion-mnist", a path */
     int val;                 /* --val it was loaded with */
+    int subset;              /* --subset: train split cut to its first N images (0 = all) */
     rt_dataset_splits splits;
 } mg_ws_data;
 
@@ -48,11 +49,14 @@ int mg_ws_model_count(const mg_workspace *ws);
 mg_ws_model *mg_ws_model_at(mg_workspace *ws, int i);
 
 /* ---- data sets ---- */
-/* Loads (or returns the already loaded) data set name with val images carved off
- * (val < 0: any already loaded under this name, else 0); dir/url (may be NULL) as
- * %dataset --dir/--url (given: always reloads). Shows download progress on out. Borrowed result, NULL with err (a ValueError naming the data set) on failure. */
+/* Returns the data set name loaded with val images carved off and its training split
+ * cut to the first subset images, loading it when the workspace holds no such copy
+ * (val < 0 / subset < 0: whatever copy is loaded, else val 0 / the whole split).
+ * dir/url (may be NULL) as %dataset --dir/--url; given, they force a reload. One copy
+ * per name: a reload replaces the previous one. Shows download progress on out.
+ * Borrowed result, NULL with err (naming the data set) on failure. */
 mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
-                            const char *dir, const char *url, mg_error *err);
+                            int subset, const char *dir, const char *url, mg_error *err);
 /* name "" or NULL = the data set loaded last; NULL when none is loaded. */
 mg_ws_data *mg_ws_data_find(mg_workspace *ws, const char *name);
 

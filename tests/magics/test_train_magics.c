@@ -1,0 +1,406 @@
+/* test_train_magics.c - the training magics end to end on a tiny IDX data set, through
+ * their command table entries as the engine runs them: what the user sees (summary,
+ * one progress display updated in place, epoch lines, plot, evaluation, prediction
+ * grid as valid PNG), what the results store records, and the errors for bad input.
+ */
+#include <png.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg.h"
+#include "mg_png.h"
+#include "mg_run.h"
+#include "rt_results.h"
+#include "rt_results_query.h"
+#include "t.h"
+#include "tm_util.h"
+
+static char g_dir[128], g_store[256];
+static mg_session *g_s;
+static mg_error g_err;
+
+static const char *small_net = "conv2d 4 3 pad=1\nrelu\nmaxpool 2\nflatten\ndense 3\n";
+
+/* 1 when b64 decodes to a PNG libpng reads, with its size in *w, *h. */
+static int valid_png_b64(const char *b64, int *w, int *h)
+{
+    size_t n = strlen(b64), k = 0;
+    unsigned char *bin = malloc(n);
+    unsigned v = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n && b64[i] != '='; i++) {
+        const char *tab = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const char *p = strchr(tab, b64[i]);
+        if (!p) return free(bin), 0;
+        v = v << 6 | (unsigned)(p - tab);
+        bits += 6;
+        if (bits >= 8) bin[k++] = (unsigned char)(v >> (bits -= 8));
+    }
+    png_image img;
+    memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    int ok = png_image_begin_read_from_memory(&img, bin, k) != 0;
+    if (ok) {
+        img.format = PNG_FORMAT_RGB;
+        unsigned char *px = malloc(PNG_IMAGE_SIZE(img));
+        ok = px && png_image_finish_read(&img, NULL, px, 0, NULL);
+        *w = (int)img.width, *h = (int)img.height;
+        free(px);
+    }
+    png_image_free(&img);
+    free(bin);
+    return ok;
+}
+
+static int fresh_session(void)
+{
+    mg_session_destroy(g_s);
+    g_s = mg_session_create();
+    return g_s ? 0 : -1;
+}
+
+static int setup_model(void)
+{
+    char line[256];
+    snprintf(line, sizeof line, "dataset %s --samples 6", g_dir);
+    return tm_magic(g_s, line, NULL, &g_err) || tm_magic(g_s, "model tiny", small_net, &g_err);
+}
+
+T_TEST(test_png_and_base64)
+{
+    char *b = mg_base64((const unsigned char *)"foobar", 6);
+    ASSERT_STR_EQ(b, "Zm9vYmFy");
+    free(b);
+    b = mg_base64((const unsigned char *)"fooba", 5);
+    ASSERT_STR_EQ(b, "Zm9vYmE=");
+    free(b);
+    b = mg_base64((const unsigned char *)"f", 1);
+    ASSERT_STR_EQ(b, "Zg==");
+    free(b);
+    uint8_t px[3 * 5 * 4];
+    for (size_t i = 0; i < sizeof px; i++) px[i] = (uint8_t)(i * 7);
+    char *png = mg_png_base64(px, 5, 4, 3, &g_err);
+    int w = 0, h = 0;
+    ASSERT(png && valid_png_b64(png, &w, &h));
+    ASSERT_EQ(w, 5);
+    ASSERT_EQ(h, 4);
+    free(png);
+    ASSERT(mg_png_base64(px, 0, 4, 3, &g_err) == NULL);
+    ASSERT(mg_png_base64(px, 5, 4, 2, &g_err) == NULL);
+}
+
+T_TEST(test_options)
+{
+    double s;
+    ASSERT_EQ(mg_run_parse_duration("8h30m", &s, &g_err), 0);
+    ASSERT_NEAR(s, 30600, 0);
+    ASSERT_EQ(mg_run_parse_duration("90s", &s, &g_err), 0);
+    ASSERT_NEAR(s, 90, 0);
+    ASSERT_EQ(mg_run_parse_duration("1.5h", &s, &g_err), 0);
+    ASSERT_NEAR(s, 5400, 0);
+    ASSERT_EQ(mg_run_parse_duration("8x", &s, &g_err), -1);
+    ASSERT_EQ(mg_run_parse_duration("", &s, &g_err), -1);
+    ASSERT_EQ(mg_run_parse_duration("h", &s, &g_err), -1);
+    mg_every e;
+    ASSERT_EQ(mg_run_parse_every("500steps", &e, &g_err), 0);
+    ASSERT(e.unit == MG_EVERY_STEPS && e.n == 500);
+    ASSERT_EQ(mg_run_parse_every("10m", &e, &g_err), 0);
+    ASSERT(e.unit == MG_EVERY_SECONDS && e.n == 600);
+    ASSERT_EQ(mg_run_parse_every("1epoch", &e, &g_err), 0);
+    ASSERT(e.unit == MG_EVERY_EPOCHS && e.n == 1);
+    ASSERT_EQ(mg_run_parse_every("2.5steps", &e, &g_err), -1);
+    ASSERT_EQ(mg_run_parse_every("soon", &e, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--checkpoint-every");
+    /* every option through the shared parser, then back through JSON */
+    const mg_command *cmd = mg_registry_find("train");
+    mg_args a;
+    ASSERT_EQ(mg_args_parse(cmd, "net --epochs 3 --batch 32 --lr 0.01 --optimizer sgd "
+                            "--momentum 0.8 --weight-decay 0.0005 --nesterov --schedule "
+                            "cosine --seed 7 --device cpu --precision fp32 --run-dir r "
+                            "--checkpoint-every 1epoch --keep 2 --time-limit 1h --results "
+                            "x.sqlite --augment --val 100 --name n1", NULL, &a, &g_err), 0);
+    mg_run_opts o, back;
+    mg_run_opts_default(&o);
+    ASSERT_EQ(mg_run_opts_from_args(&o, &a, &g_err), 0);
+    mg_args_deinit(&a);
+    ASSERT_STR_EQ(o.model, "net");
+    ASSERT(o.epochs == 3 && o.batch == 32 && o.lr == 0.01 && o.momentum == 0.8);
+    ASSERT(o.nesterov && o.augment && o.seed == 7 && o.keep == 2 && o.val == 100);
+    ASSERT(o.time_limit_s == 3600 && o.checkpoint_every.unit == MG_EVERY_EPOCHS);
+    json_t *j = mg_run_opts_to_json(&o);
+    mg_run_opts_default(&back);
+    ASSERT_EQ(mg_run_opts_from_json(&back, j, &g_err), 0);
+    json_decref(j);
+    ASSERT(back.epochs == 3 && back.lr == 0.01 && back.momentum == 0.8 && back.nesterov);
+    ASSERT_STR_EQ(back.schedule, "cosine");
+    ASSERT_STR_EQ(back.run_dir, "r");
+    ASSERT(back.checkpoint_every.unit == MG_EVERY_EPOCHS && back.time_limit_s == 3600);
+    /* bad values name the option */
+    ASSERT_EQ(mg_args_parse(cmd, "--lr fast", NULL, &a, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--lr");
+    ASSERT_EQ(mg_args_parse(cmd, "--optimizer rmsprop", NULL, &a, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--optimizer");
+    ASSERT_EQ(mg_args_parse(cmd, "--epoch 3", NULL, &a, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--epochs");
+    ASSERT_EQ(mg_args_parse(cmd, "--epochs 0", NULL, &a, &g_err), 0);
+    mg_run_opts_default(&o);
+    ASSERT_EQ(mg_run_opts_from_args(&o, &a, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--epochs");
+    mg_args_deinit(&a);
+    ASSERT_EQ(mg_args_parse(cmd, "--time-limit forever", NULL, &a, &g_err), 0);
+    ASSERT_EQ(mg_run_opts_from_args(&o, &a, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--time-limit");
+    mg_args_deinit(&a);
+}
+
+T_TEST(test_errors_before_training)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "train", NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "no model");
+    ASSERT_EQ(tm_magic(g_s, "model tiny", small_net, &g_err), -1); /* no data set */
+    ASSERT_STR_CONTAINS(g_err.evalue, "%dataset");
+    ASSERT_EQ(tm_magic(g_s, "dataset /nonexistent/kiln-data", NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "/nonexistent/kiln-data");
+    ASSERT_EQ(tm_magic(g_s, "evaluate", NULL, &g_err), -1);
+    ASSERT_EQ(tm_magic(g_s, "model tiny --input 1x8x8 --classes 3", small_net, &g_err), 0);
+    ASSERT_EQ(tm_magic(g_s, "train tiny", NULL, &g_err), -1); /* model, but no data */
+    ASSERT_STR_CONTAINS(g_err.evalue, "data set");
+    ASSERT_EQ(tm_magic(g_s, "evaluate tiny", NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "not been trained");
+    ASSERT_EQ(tm_magic(g_s, "model bad --input 1x8x8 --classes 3",
+                       "conv2d 4 3\nrelu\nflatten\ndense x\n", &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "line 4");
+    ASSERT_EQ(tm_magic(g_s, "model frobnicate", NULL, &g_err), -1);
+    ASSERT_EQ(tm_magic(g_s, "train nosuch", NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "nosuch");
+}
+
+T_TEST(test_dataset_and_model)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    tm_reset();
+    ASSERT_EQ(setup_model(), 0);
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(json_object_get(
+        json_array_get(tm_c.displays, 0), "data"), "text/plain")), "train 300, val 0, test 90");
+    const char *png = json_string_value(json_object_get(json_object_get(
+        json_array_get(tm_c.displays, 1), "data"), "image/png"));
+    int w = 0, h = 0;
+    ASSERT(png && valid_png_b64(png, &w, &h));
+    ASSERT(w > 6 * 16 && h > 16);
+    /* summary: conv 4*1*3*3+4 = 40, dense 4*4*4*3+3 = 195 -> 235 */
+    ASSERT_EQ(tm_count("text/html", "Model: \"tiny\"", NULL, NULL), 1);
+    const char *text = json_string_value(json_object_get(json_object_get(
+        json_array_get(tm_c.displays, 2), "data"), "text/plain"));
+    ASSERT_STR_CONTAINS(text, "Total params: 235");
+    ASSERT_STR_CONTAINS(text, "(4, 8, 8)");
+    ASSERT_STR_CONTAINS(text, "(64)");
+    /* the last layer must fit the 3 classes */
+    ASSERT_EQ(tm_magic(g_s, "model wide", "flatten\ndense 10\n", &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "wide");
+    /* --subset cuts the training split; asking for the whole split loads it again */
+    char line[256];
+    tm_reset();
+    snprintf(line, sizeof line, "dataset %s --samples 0 --subset 100", g_dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_STR_CONTAINS(tm_c.displays ? json_string_value(json_object_get(json_object_get(
+        json_array_get(tm_c.displays, 0), "data"), "text/plain")) : NULL, "train 100, val 0");
+    tm_reset();
+    snprintf(line, sizeof line, "dataset %s --samples 0", g_dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(json_object_get(
+        json_array_get(tm_c.displays, 0), "data"), "text/plain")), "train 300, val 0");
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "model list", NULL, &g_err), 0);
+    ASSERT_STR_CONTAINS(tm_c.out, "tiny");
+    ASSERT_EQ(tm_magic(g_s, "model show tiny", NULL, &g_err), 0);
+    ASSERT_EQ(tm_count("text/plain", "Model: \"tiny\"", NULL, NULL), 1);
+}
+
+T_TEST(test_train_evaluate_predict)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    tm_reset();
+    ASSERT_EQ(setup_model(), 0);
+    tm_reset();
+    char line[512];
+    snprintf(line, sizeof line, "train tiny --epochs 3 --batch 16 --lr 0.01 --results %s", g_store);
+    int rc = tm_magic(g_s, line, NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    /* one progress display, shown once and then only updated */
+    const char *id = NULL;
+    int updates = 0, n = tm_count("text/html", "epoch ", &id, &updates);
+    ASSERT(id != NULL);
+    ASSERT(n >= 3);
+    ASSERT_EQ(updates, n - 1);
+    size_t i;
+    json_t *d;
+    json_array_foreach(tm_c.displays, i, d) {
+        const char *did = json_string_value(json_object_get(d, "id"));
+        const char *tp = json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
+        if (tp && !strncmp(tp, "epoch ", 6)) ASSERT_STR_EQ(did, id);
+    }
+    /* the final progress says all 57 steps (3 epochs of ceil(300/16) = 19) */
+    json_t *last = NULL;
+    json_array_foreach(tm_c.displays, i, d) if (json_is_string(json_object_get(d, "id")) &&
+        !strcmp(json_string_value(json_object_get(d, "id")), id)) last = d;
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(json_object_get(last, "data"),
+                                                          "text/plain")), "step 57/57");
+    /* epoch lines, plot updated per epoch, summary */
+    ASSERT_STR_CONTAINS(tm_c.out, "epoch 1/3  loss");
+    ASSERT_STR_CONTAINS(tm_c.out, "epoch 3/3  loss");
+    ASSERT_STR_CONTAINS(tm_c.out, "test_acc");
+    int plots_updated = 0;
+    ASSERT_EQ(tm_count("image/svg+xml", NULL, NULL, &plots_updated), 3);
+    ASSERT_EQ(plots_updated, 2);
+    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
+    /* recorded: params, step and epoch metrics, finished */
+    rt_results *rs = NULL;
+    rt_error re;
+    ASSERT_EQ(rt_results_open(g_store, &rs, &re), RT_OK);
+    int64_t run;
+    ASSERT_EQ(rt_results_find(rs, "last", &run, &re), RT_OK);
+    rt_results_run r;
+    ASSERT_EQ(rt_results_get_run(rs, run, &r, &re), RT_OK);
+    ASSERT_EQ(r.status, RT_RESULTS_FINISHED);
+    char buf[64];
+    double num = 0;
+    int isnum = 0;
+    ASSERT(rt_results_run_value(&r, "lr", buf, sizeof buf, &num, &isnum) && num == 0.01);
+    ASSERT(rt_results_run_value(&r, "params_total", buf, sizeof buf, &num, &isnum) && num == 235);
+    ASSERT(rt_results_run_value(&r, "val_accuracy", buf, sizeof buf, &num, &isnum));
+    double acc = num;
+    rt_results_run_free(&r);
+    double *x, *y;
+    size_t ns;
+    ASSERT_EQ(rt_results_series(rs, run, "loss", RT_RESULTS_STEP, &x, &y, &ns, &re), RT_OK);
+    ASSERT_EQ(ns, 57);
+    free(x);
+    free(y);
+    rt_results_close(rs);
+    ASSERT(acc > 0.8); /* the squares are easy: a tiny net learns them in 3 epochs */
+    /* evaluate: same accuracy as the last validation (val = test here), PNG matrix */
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "evaluate tiny", NULL, &g_err), 0);
+    json_t *data = json_object_get(json_array_get(tm_c.displays, 0), "data");
+    int w, h;
+    ASSERT(valid_png_b64(json_string_value(json_object_get(data, "image/png")), &w, &h));
+    ASSERT_EQ(w, 3 * 28);
+    char want[64];
+    snprintf(want, sizeof want, "accuracy %.4f", acc);
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(data, "text/plain")), want);
+    /* predict: a valid PNG grid and one caption per image */
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "predict tiny --samples 5 --seed 3", NULL, &g_err), 0);
+    data = json_object_get(json_array_get(tm_c.displays, 0), "data");
+    ASSERT(valid_png_b64(json_string_value(json_object_get(data, "image/png")), &w, &h));
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(data, "text/html")), "data:image/png");
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(data, "text/plain")), "tiny on 5");
+    ASSERT_EQ(tm_magic(g_s, "predict tiny --samples 0", NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--samples");
+}
+
+T_TEST(test_interrupt_and_time_limit)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    tm_reset();
+    ASSERT_EQ(setup_model(), 0);
+    tm_reset();
+    tm_interrupt_after = 5; /* the 6th poll (before step 6) sees the interrupt */
+    char line[512];
+    snprintf(line, sizeof line, "train tiny --epochs 2 --batch 16 --results %s", g_store);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_EQ(g_err.ename, "KeyboardInterrupt");
+    ASSERT_STR_CONTAINS(g_err.evalue, "after step 5 of 38");
+    ASSERT_EQ(tm_count("text/plain", "Run tiny: stopped by an interrupt after step 5", NULL, NULL), 1);
+    rt_results *rs = NULL;
+    rt_error re;
+    int64_t run;
+    rt_results_run r;
+    ASSERT_EQ(rt_results_open(g_store, &rs, &re), RT_OK);
+    ASSERT_EQ(rt_results_find(rs, "last", &run, &re), RT_OK);
+    ASSERT_EQ(rt_results_get_run(rs, run, &r, &re), RT_OK);
+    ASSERT_EQ(r.status, RT_RESULTS_INTERRUPTED);
+    rt_results_run_free(&r);
+    rt_results_close(rs);
+    /* the model stays usable */
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "evaluate tiny", NULL, &g_err), 0);
+    /* the time limit stops the same way, but is not an error */
+    tm_reset();
+    snprintf(line, sizeof line, "train tiny --epochs 100000 --batch 16 --time-limit 1s "
+             "--results %s", g_store);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(tm_count("text/plain", "Run tiny: stopped by the time limit", NULL, NULL), 1);
+}
+
+T_TEST(test_broken_store_is_a_warning)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    tm_reset();
+    ASSERT_EQ(setup_model(), 0);
+    char path[256], line[512];
+    snprintf(path, sizeof path, "%s/not-a-store.sqlite", g_dir);
+    FILE *f = fopen(path, "w");
+    ASSERT(f != NULL);
+    fputs("this is not an SQLite database, just text that is long enough to be read\n", f);
+    fclose(f);
+    tm_reset();
+    snprintf(line, sizeof line, "train tiny --batch 32 --results %s", path);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_STR_CONTAINS(tm_c.errs, "warning: results store");
+    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
+}
+
+T_TEST(test_shapes_and_device_errors)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "model big --input 1x28x28 --classes 10",
+                       "conv2d 4 3\nrelu\nflatten\ndense 10\n", &g_err), 0);
+    char line[256];
+    snprintf(line, sizeof line, "dataset %s --samples 0", g_dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(tm_magic(g_s, "train big", NULL, &g_err), -1);
+    ASSERT_STR_EQ(g_err.ename, "ValueError");
+    ASSERT_STR_CONTAINS(g_err.evalue, "does not fit");
+    ASSERT_EQ(tm_magic(g_s, "model tiny", small_net, &g_err), 0);
+    ASSERT_EQ(tm_magic(g_s, "train tiny --device tpu", NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--device");
+    ASSERT_EQ(tm_magic(g_s, "train tiny --device cpu --precision bf16", NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--precision");
+    ASSERT_EQ(tm_magic(g_s, "train tiny --schedule wobbly", NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--schedule");
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "device", NULL, &g_err), 0);
+    ASSERT_EQ(tm_count("text/plain", "cpu ", NULL, NULL), 1);
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(json_object_get(
+        json_array_get(tm_c.displays, 0), "data"), "text/plain")), "--device auto picks");
+}
+
+int main(void)
+{
+    if (tm_make_dataset(g_dir, sizeof g_dir)) {
+        fprintf(stderr, "cannot write the test data set\n");
+        return 99;
+    }
+    snprintf(g_store, sizeof g_store, "%s/results.sqlite", g_dir);
+    T_RUN(test_png_and_base64);
+    T_RUN(test_options);
+    T_RUN(test_errors_before_training);
+    T_RUN(test_dataset_and_model);
+    T_RUN(test_train_evaluate_predict);
+    T_RUN(test_interrupt_and_time_limit);
+    T_RUN(test_broken_store_is_a_warning);
+    T_RUN(test_shapes_and_device_errors);
+    mg_session_destroy(g_s);
+    json_decref(tm_c.displays);
+    free(tm_c.out);
+    free(tm_c.errs);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    return T_EXIT();
+}

@@ -1,0 +1,92 @@
+"""%train through the Jupyter protocol: the progress display is ONE display_data whose
+display_id is then only updated (update_display_data), bad input gives error replies
+and leaves the kernel usable, and the kernel's memory after ten %train runs is back
+within a few MB of where it was (VmRSS from /proc)."""
+import os
+import shutil
+import sys
+import tempfile
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "protocol"))
+from conftest import Kernel  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def k():
+    d = tempfile.mkdtemp(prefix="kiln-tp-")
+    old = os.environ.get("KILN_RESULTS")
+    os.environ["KILN_RESULTS"] = os.path.join(d, "results.sqlite")
+    kern = Kernel()
+    yield kern
+    kern.close()
+    if old is None:
+        del os.environ["KILN_RESULTS"]
+    else:
+        os.environ["KILN_RESULTS"] = old
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def execute(k, code, timeout=300):
+    """(reply content, iopub messages of the request)."""
+    msg_id = k.kc.execute(code)
+    reply = k.kc.get_shell_msg(timeout=timeout)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = k.kc.get_shell_msg(timeout=timeout)
+    msgs = []
+    while True:
+        m = k.kc.get_iopub_msg(timeout=timeout)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        msgs.append(m)
+        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+            return reply["content"], msgs
+
+
+def ok(k, code):
+    content, msgs = execute(k, code)
+    assert content["status"] == "ok", content
+    return msgs
+
+
+def test_setup(k):
+    ok(k, "%dataset fashion-mnist --subset 512 --samples 0")
+    ok(k, "%%model tiny\nconv2d 4 3\nrelu\nmaxpool 2\nflatten\ndense 10")
+
+
+def test_progress_is_one_display_updated_in_place(k):
+    msgs = ok(k, "%train tiny --batch 32 --epochs 2")
+    progress = [m for m in msgs if m["msg_type"] in ("display_data", "update_display_data")
+                and m["content"]["data"].get("text/plain", "").startswith("epoch ")]
+    ids = {m["content"]["transient"]["display_id"] for m in progress}
+    assert len(ids) == 1
+    assert progress[0]["msg_type"] == "display_data"
+    assert all(m["msg_type"] == "update_display_data" for m in progress[1:])
+    assert len(progress) >= 2
+    assert "step 32/32" in progress[-1]["content"]["data"]["text/plain"]
+
+
+@pytest.mark.parametrize("code,ename,words", [
+    ("%nosuchmagic", "UsageError", "nosuchmagic"),
+    ("%train tiny --bogus 1", "UsageError", "--bogus"),
+    ("%train tiny --lr fast", "UsageError", "--lr"),
+    ("%train nosuch", "NameError", "nosuch"),
+    ("%dataset /nonexistent/data", "FileNotFoundError", "/nonexistent/data"),
+    ("%%model wrong\nflatten\ndense 7", "ValueError", "wrong"),
+])
+def test_bad_input_is_an_error_reply(k, code, ename, words):
+    content, _ = execute(k, code)
+    assert content["status"] == "error"
+    assert content["ename"] == ename, content
+    assert words in content["evalue"]
+    ok(k, "1 + 1")  # still usable
+
+
+def test_memory_after_ten_runs(k):
+    ok(k, "%train tiny --batch 32")  # warm-up: allocator pools, results store, plot
+    before = k.rss_kib()
+    for i in range(10):
+        ok(k, f"%train tiny --batch 32 --seed {i}")
+    after = k.rss_kib()
+    assert after - before < 4096, f"VmRSS grew {after - before} KiB over ten runs"

@@ -1,0 +1,164 @@
+/* tm_util.h - what the training-magic tests share: a capturing mg_out (stream text,
+ * every display with its display_id and update flag), a fake host (an interrupt that
+ * fires after N polls), running a magic line through the registry and the shared
+ * argument parser as the engine does, and a tiny IDX data set written to a temp dir
+ * (3 classes of 8x8 images, a bright square whose position is the class: learnable
+ * in a few steps). Header-only: each test file is its own executable. */
+#ifndef TM_UTIL_H
+#define TM_UTIL_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "mg.h"
+
+typedef struct tm_cap {
+    char *out, *errs;        /* stdout / stderr text */
+    size_t nout, nerr;
+    json_t *displays;        /* [{"data":..., "id": str|null, "update": bool}] */
+} tm_cap;
+
+static tm_cap tm_c;
+static long tm_interrupt_after = -1; /* polls until the interrupt fires; -1 never */
+static long tm_polls;
+
+static void tm_stream(void *user, const char *name, const char *text, size_t len)
+{
+    tm_cap *c = user;
+    char **buf = strcmp(name, "stderr") ? &c->out : &c->errs;
+    size_t *n = strcmp(name, "stderr") ? &c->nout : &c->nerr;
+    char *p = realloc(*buf, *n + len + 1);
+    if (!p) return;
+    memcpy(p + *n, text, len);
+    *n += len;
+    p[*n] = 0;
+    *buf = p;
+}
+
+static void tm_display(void *user, json_t *data, json_t *metadata, const char *id, int update)
+{
+    (void)metadata;
+    tm_cap *c = user;
+    json_array_append_new(c->displays, json_pack("{s:O, s:s?, s:b}", "data", data, "id", id,
+                                                 "update", update));
+}
+
+static void tm_reset(void)
+{
+    free(tm_c.out);
+    free(tm_c.errs);
+    tm_c.out = tm_c.errs = NULL;
+    tm_c.nout = tm_c.nerr = 0;
+    if (!tm_c.displays) tm_c.displays = json_array();
+    json_array_clear(tm_c.displays);
+    tm_interrupt_after = -1;
+    tm_polls = 0;
+}
+
+static int tm_interrupted(void *user)
+{
+    (void)user;
+    tm_polls++;
+    return tm_interrupt_after >= 0 && tm_polls > tm_interrupt_after;
+}
+
+static mg_out tm_out = {.user = &tm_c, .stream = tm_stream, .display = tm_display};
+static mg_host tm_host = {.interrupted = tm_interrupted};
+
+/* Runs "%name args" (body != NULL: the cell form) as the engine does. */
+static int tm_magic(mg_session *s, const char *line, const char *body, mg_error *err)
+{
+    char name[64];
+    size_t n = strcspn(line, " ");
+    snprintf(name, sizeof name, "%.*s", (int)n, line);
+    const mg_command *cmd = mg_registry_find(name);
+    if (!cmd) return mg_fail(err, "UsageError", "Line magic function `%%%s` not found.", name);
+    mg_args a;
+    if (mg_args_parse(cmd, line[n] ? line + n + 1 : "", body, &a, err) < 0) return -1;
+    mg_ctx ctx = {.out = &tm_out, .host = &tm_host, .session = s};
+    int rc = cmd->run(&ctx, &a, err);
+    mg_args_deinit(&a);
+    return rc;
+}
+
+/* ---- a tiny IDX data set ---- */
+
+static int tm_write_gz(const char *dir, const char *name, const uint8_t *hdr, size_t nh,
+                       const uint8_t *data, size_t nd)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    gzFile f = gzopen(path, "wb");
+    if (!f) return -1;
+    int ok = gzwrite(f, hdr, (unsigned)nh) == (int)nh && gzwrite(f, data, (unsigned)nd) == (int)nd;
+    return gzclose(f) == Z_OK && ok ? 0 : -1;
+}
+
+static void tm_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+/* n images of 8x8 with labels in 0..2 into dir as prefix-images/labels. */
+static int tm_write_split(const char *dir, const char *img_name, const char *lab_name, int n,
+                          unsigned seed)
+{
+    uint8_t *img = malloc((size_t)n * 64), *lab = malloc((size_t)n), h[16];
+    if (!img || !lab) return -1;
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        int c = (int)((seed >> 16) % 3);
+        lab[i] = (uint8_t)c;
+        for (int p = 0; p < 64; p++) {
+            seed = seed * 1103515245u + 12345u;
+            int y = p / 8, x = p % 8, on = y >= 2 && y < 6 && x >= c * 3 && x < c * 3 + 2;
+            img[(size_t)i * 64 + (size_t)p] = (uint8_t)((on ? 180 : 20) + (seed >> 16) % 60);
+        }
+    }
+    h[0] = h[1] = 0, h[2] = 8, h[3] = 3;
+    tm_be32(h + 4, (uint32_t)n), tm_be32(h + 8, 8), tm_be32(h + 12, 8);
+    int rc = tm_write_gz(dir, img_name, h, 16, img, (size_t)n * 64);
+    h[3] = 1;
+    if (!rc) rc = tm_write_gz(dir, lab_name, h, 8, lab, (size_t)n);
+    free(img);
+    free(lab);
+    return rc;
+}
+
+/* Makes a temp dir holding the tiny data set; path into dir (size >= 64). */
+static int tm_make_dataset(char *dir, size_t n)
+{
+    snprintf(dir, n, "/tmp/kiln-tm-XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    if (tm_write_split(dir, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", 300, 1) ||
+        tm_write_split(dir, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", 90, 2))
+        return -1;
+    return 0;
+}
+
+/* Counts displays whose data has mime and whose text/plain starts with prefix (may be
+ * NULL); *id gets the display id of the first one. */
+static int tm_count(const char *mime, const char *prefix, const char **id, int *updates)
+{
+    int n = 0;
+    size_t i;
+    json_t *d;
+    if (updates) *updates = 0;
+    json_array_foreach(tm_c.displays, i, d) {
+        json_t *data = json_object_get(d, "data");
+        const char *tp = json_string_value(json_object_get(data, "text/plain"));
+        if (!json_object_get(data, mime)) continue;
+        if (prefix && (!tp || strncmp(tp, prefix, strlen(prefix)))) continue;
+        if (!n && id) *id = json_string_value(json_object_get(d, "id"));
+        if (updates && json_is_true(json_object_get(d, "update"))) ++*updates;
+        n++;
+    }
+    return n;
+}
+
+#endif
