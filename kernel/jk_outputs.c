@@ -64,8 +64,8 @@ static void out_clear(void *user, int wait)
 
 static json_t *comm_content(const char *comm_id, json_t *data)
 {
-    return json_pack("{s:s, s:O}", "comm_id", comm_id, "data",
-                     json_is_object(data) ? data : json_object());
+    return json_pack("{s:s, s:o}", "comm_id", comm_id, "data",
+                     json_is_object(data) ? json_incref(data) : json_object());
 }
 
 static void out_comm_open(void *user, const char *comm_id, const char *target_name,
