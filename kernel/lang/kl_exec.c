@@ -184,7 +184,8 @@ static int run_stmt(klp_ctx *c, const klp_node *s, int last)
     case KLP_S_MAGIC: return klp_magic_line(c, s);
     case KLP_S_SHELL: {
         char *cmd = klp_interpolate(c->eng, s->str);
-        if (!cmd) return klp_fail(c->err, s->line, 0, "MemoryError", "out of memory");
+        if (!cmd) return klp_fail(c->err, s->line, 0, "MemoryError", "the command is too large "
+                                  "after $name/{expr} expansion (or out of memory)");
         int status = 0;
         int rc = klp_shell_run(c->eng, cmd, c->out, &status, c->err);
         free(cmd);

@@ -1,6 +1,6 @@
 /* kl_interp.c - IPython-style variable expansion in magic arguments and shell
  * lines: `$name` becomes str(name), `{expr}` becomes str(expr); `$$` and `{{`/`}}`
- * are a literal `$`/`{`/`}`. As in IPython, an unknown name or an expression that
+ * are a literal `$`/`{`/`}`. The expanded text is capped at 16 MiB (NULL beyond). As in IPython, an unknown name or an expression that
  * fails is left exactly as written, so `!echo $HOME` and `!awk '{print $1}'` reach
  * the shell untouched. */
 #include <ctype.h>
@@ -30,11 +30,14 @@ static size_t brace_end(const char *s)
     return 0;
 }
 
+#define MAX_EXPANDED (16u << 20)   /* argument strings stay far below this (ARG_MAX) */
+
 char *klp_interpolate(kl_engine *e, const char *text)
 {
     klp_buf b = {0};
     klp_buf_add(&b, "", 0);
-    for (size_t i = 0; text[i];) {
+    for (size_t i = 0; text[i] && !b.oom;) {
+        if (b.n > MAX_EXPANDED) b.oom = 1;   /* reported as a MemoryError */
         char c = text[i];
         if (c == '$' && text[i + 1] == '$') {
             klp_buf_add(&b, "$", 1);
@@ -76,7 +79,7 @@ char *klp_interpolate(kl_engine *e, const char *text)
             i++;
         }
     }
-    if (b.oom) {
+    if (b.oom || b.n > MAX_EXPANDED) {
         klp_buf_free(&b);
         return NULL;
     }

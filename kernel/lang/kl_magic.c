@@ -38,7 +38,8 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
                         "the first line of the cell", name, name);
     while (*p == ' ' || *p == '\t') p++;
     char *args = cmd->flags & MG_NO_VAR_EXPAND ? strdup(p) : klp_interpolate(e, p);
-    if (!args) return klp_fail(err, line, 0, "MemoryError", "out of memory");
+    if (!args) return klp_fail(err, line, 0, "MemoryError", "the arguments are too large "
+                               "after $name/{expr} expansion (or out of memory)");
     size_t al = strlen(args);
     while (al && (args[al - 1] == '\r' || args[al - 1] == ' ')) args[--al] = 0;
     int rc = 0;

@@ -104,6 +104,12 @@ T_TEST(deep_and_huge_inputs)
     }
     ASSERT(failed);
     ASSERT_EQ(kl_engine_execute(e, "z = 1 + 1", &o, NULL, &err), 0);
+    /* interpolation cannot blow a big value up without bound */
+    ASSERT_EQ(kl_engine_execute(e, "big = 'x' * 10000000\n%env KILN_BIG=$big$big", &o, NULL,
+                                &err), -1);
+    ASSERT_STR_EQ(err.ename, "MemoryError");
+    ASSERT_STR_CONTAINS(err.evalue, "expansion");
+    kl_error_deinit(&err);
     ASSERT(ok);
     kl_engine_destroy(e);
 }
