@@ -5,6 +5,7 @@
  * then free memory must come back to exactly its value after the warm-up.
  * Also opens and closes the backend 20 times: the CUDA runtime keeps some per-context
  * state, so that drift is only bounded (4 MiB, why: allocator granularity is 2 MiB).
+ * usage: test_gpu_memory [CYCLES [BATCH]] (100 and 32; the mock device runs fewer).
  * Skips (77) without a device.
  */
 #include "gpu_util.h"
@@ -14,6 +15,8 @@ static const char *spec =
     "conv2d 32 3\nrelu\nconv2d 64 3\nrelu\nmaxpool 2\ndropout 0.25\nflatten\n"
     "dense 128\nrelu\ndropout 0.5\ndense 10\n";
 
+static int cycles = 100, batch = 32;
+
 static rt_status cycle(rt_backend *b, const float *img, rt_error *err)
 {
     rt_model *m = NULL;
@@ -21,12 +24,13 @@ static rt_status cycle(rt_backend *b, const float *img, rt_error *err)
     int32_t lab[32];
     for (int i = 0; i < 32; i++) lab[i] = i % 10;
     RT_TRY(rt_model_create(&m, spec, &in, err));
-    rt_status s = rt_model_attach(m, b, 32, 1, err);
-    if (s == RT_OK) s = b->ops->upload(b, rt_model_input_tensor(m), img, 32 * 784 * 4, err);
-    if (s == RT_OK) s = b->ops->upload(b, rt_model_label_tensor(m), lab, sizeof lab, err);
-    if (s == RT_OK) s = rt_model_forward(m, 32, 1, 0, err);
-    if (s == RT_OK) s = rt_model_loss(m, 32, NULL, NULL, NULL, err);
-    if (s == RT_OK) s = rt_model_backward(m, 32, err);
+    rt_status s = rt_model_attach(m, b, batch, 1, err);
+    if (s == RT_OK)
+        s = b->ops->upload(b, rt_model_input_tensor(m), img, (size_t)batch * 784 * 4, err);
+    if (s == RT_OK) s = b->ops->upload(b, rt_model_label_tensor(m), lab, (size_t)batch * 4, err);
+    if (s == RT_OK) s = rt_model_forward(m, batch, 1, 0, err);
+    if (s == RT_OK) s = rt_model_loss(m, batch, NULL, NULL, NULL, err);
+    if (s == RT_OK) s = rt_model_backward(m, batch, err);
     if (s == RT_OK) s = b->ops->sync(b, err);
     rt_model_destroy(m);
     return s;
@@ -41,13 +45,13 @@ T_TEST(model_cycles_return_memory)
     size_t start = 0, now = 0, total = 0;
     ASSERT_EQ(cycle(&b, img, &err), RT_OK); /* warm-up */
     ASSERT_EQ(rt_cuda_mem_info(&b, &start, &total, &err), RT_OK);
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < cycles; i++) {
         rt_status s = cycle(&b, img, &err);
         if (s != RT_OK) fprintf(stderr, "cycle %d: %s\n", i, err.msg);
         ASSERT_EQ(s, RT_OK);
     }
     ASSERT_EQ(rt_cuda_mem_info(&b, &now, &total, &err), RT_OK);
-    printf("  free after warm-up %zu, after 100 cycles %zu (of %zu)\n", start, now, total);
+    printf("  free after warm-up %zu, after %d cycles %zu (of %zu)\n", start, cycles, now, total);
     ASSERT_EQ(now, start);
     free(img);
     rt_backend_close(&b);
@@ -74,8 +78,14 @@ T_TEST(backend_cycles_bounded)
     ASSERT(now + ((size_t)4 << 20) >= start);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1) cycles = atoi(argv[1]);
+    if (argc > 2) batch = atoi(argv[2]);
+    if (cycles < 1 || batch < 1 || batch > 32) {
+        fprintf(stderr, "usage: test_gpu_memory [CYCLES [BATCH <= 32]]\n");
+        return 99;
+    }
     T_RUN(model_cycles_return_memory);
     T_RUN(backend_cycles_bounded);
     return T_EXIT();

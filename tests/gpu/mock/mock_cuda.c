@@ -1,0 +1,273 @@
+/* mock_cuda.c - a stand-in for the CUDA runtime and cuBLAS, for running the CUDA
+ * backend's HOST code (runtime/cuda/ C files) on a machine without a GPU.
+ *
+ * One "device" whose memory is host memory (so kernels can be replayed on the host by
+ * mock_kernels.cu): cudaMalloc tracks every block and fails with
+ * cudaErrorMemoryAllocation past MOCK_MEMORY bytes, cudaMemGetInfo reports what is
+ * left (so the memory-return test means something), copies are memmove, streams are
+ * synchronous. cuBLAS GEMMs are a column-major reference that checks cuBLAS's argument
+ * rules; the FAST_16BF/16F compute types round the inputs to bf16/fp16 first, as the
+ * tensor cores do. What this cannot check: real launches, cuDNN, asynchrony, device
+ * faults - that is tests/gpu on a GPU.
+ * The prototypes come from the real headers, so a signature mismatch fails to compile.
+ */
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MOCK_MEMORY ((size_t)1 << 30) /* 1 GiB */
+#define MOCK_MAX_BLOCKS 4096
+
+static struct {
+    void *ptr[MOCK_MAX_BLOCKS];
+    size_t size[MOCK_MAX_BLOCKS];
+    size_t used;
+    cudaError_t last;
+} mock;
+
+static cudaError_t fail(cudaError_t e)
+{
+    mock.last = e;
+    return e;
+}
+
+static int find(const void *p)
+{
+    for (int i = 0; i < MOCK_MAX_BLOCKS; i++)
+        if (mock.ptr[i] && (const char *)p >= (const char *)mock.ptr[i] &&
+            (const char *)p < (const char *)mock.ptr[i] + mock.size[i])
+            return i;
+    return -1;
+}
+
+/* ---- device and errors ---- */
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+    *count = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice); }
+
+cudaError_t cudaGetDevice(int *device)
+{
+    *device = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+    if (device != 0) return fail(cudaErrorInvalidDevice);
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "Kiln mock device (host memory)");
+    prop->totalGlobalMem = MOCK_MEMORY;
+    prop->major = 8;
+    prop->minor = 0;
+    prop->multiProcessorCount = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int *v)
+{
+    *v = 13000;
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *v)
+{
+    *v = 13000;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = mock.last;
+    if (e != cudaErrorIllegalAddress) mock.last = cudaSuccess; /* that one is sticky */
+    return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return mock.last; }
+
+const char *cudaGetErrorString(cudaError_t e)
+{
+    return e == cudaErrorMemoryAllocation ? "out of memory (mock)" : "mock CUDA error";
+}
+
+const char *cudaGetErrorName(cudaError_t e)
+{
+    return e == cudaErrorMemoryAllocation ? "cudaErrorMemoryAllocation" : "cudaErrorMock";
+}
+
+/* ---- memory ---- */
+
+cudaError_t cudaMalloc(void **p, size_t size)
+{
+    *p = NULL;
+    if (size > MOCK_MEMORY - mock.used) return fail(cudaErrorMemoryAllocation);
+    for (int i = 0; i < MOCK_MAX_BLOCKS; i++)
+        if (!mock.ptr[i]) {
+            /* garbage, as real device memory: the backend must zero what it promises */
+            void *q = malloc(size ? size : 1);
+            if (!q) return fail(cudaErrorMemoryAllocation);
+            memset(q, 0xA5, size);
+            mock.ptr[i] = q, mock.size[i] = size, mock.used += size;
+            *p = q;
+            return cudaSuccess;
+        }
+    return fail(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaFree(void *p)
+{
+    if (!p) return cudaSuccess;
+    int i = find(p);
+    if (i < 0 || mock.ptr[i] != p) return fail(cudaErrorInvalidValue);
+    free(mock.ptr[i]);
+    mock.used -= mock.size[i];
+    mock.ptr[i] = NULL, mock.size[i] = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t *fr, size_t *total)
+{
+    *fr = MOCK_MEMORY - mock.used;
+    *total = MOCK_MEMORY;
+    return cudaSuccess;
+}
+
+/* A device range must lie inside one allocation: catches out-of-bounds copies. */
+int mock_in_device(const void *p, size_t n);
+int mock_in_device(const void *p, size_t n)
+{
+    int i = find(p);
+    return i >= 0 && (const char *)p + n <= (const char *)mock.ptr[i] + mock.size[i];
+}
+
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
+{
+    if (!mock_in_device(p, n)) return fail(cudaErrorInvalidValue);
+    memset(p, v, n);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                            cudaStream_t s)
+{
+    if (n == 0) return cudaSuccess;
+    int dd = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    int sd = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    if ((dd && !mock_in_device(dst, n)) || (sd && !mock_in_device(src, n)) ||
+        (!dd && find(dst) >= 0) || (!sd && find(src) >= 0))
+        return fail(cudaErrorInvalidValue);
+    memmove(dst, src, n);
+    return cudaSuccess;
+}
+
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
+{
+    memset(a, 0, sizeof *a);
+    a->type = find(p) >= 0 ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered;
+    return cudaSuccess;
+}
+
+/* ---- streams (synchronous) ---- */
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
+{
+    *s = (cudaStream_t)(uintptr_t)0x5151;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { return mock.last; }
+cudaError_t cudaStreamQuery(cudaStream_t s) { return cudaSuccess; }
+
+/* ---- cuBLAS ---- */
+
+static int handles;
+
+cublasStatus_t cublasCreate(cublasHandle_t *h)
+{
+    handles++;
+    *h = (cublasHandle_t)(uintptr_t)0x6262;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasDestroy(cublasHandle_t h)
+{
+    handles--;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m) { return CUBLAS_STATUS_SUCCESS; }
+const char *cublasGetStatusString(cublasStatus_t s) { return "mock cuBLAS status"; }
+
+static float round_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7FFFu + ((u >> 16) & 1u); /* round to nearest even (finite inputs) */
+    u &= 0xFFFF0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static float round_fp16(float f) { return (float)(_Float16)f; }
+
+/* Column-major C = alpha op(A) op(B) + beta C with cuBLAS's argument checks. */
+static cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                           float alpha, const float *A, int lda, const float *B, int ldb,
+                           float beta, float *C, int ldc, float (*rnd)(float))
+{
+    int ra = ta == CUBLAS_OP_N ? m : k, rb = tb == CUBLAS_OP_N ? k : n;
+    if (m < 0 || n < 0 || k < 0 || lda < (ra > 1 ? ra : 1) || ldb < (rb > 1 ? rb : 1) ||
+        ldc < (m > 1 ? m : 1))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (m && n && (!mock_in_device(C, ((size_t)(n - 1) * ldc + (size_t)m) * 4) ||
+                   (k && !mock_in_device(A, ((size_t)((ta == CUBLAS_OP_N ? k : m) - 1) * lda + ra) * 4)) ||
+                   (k && !mock_in_device(B, ((size_t)((tb == CUBLAS_OP_N ? n : k) - 1) * ldb + rb) * 4))))
+        return CUBLAS_STATUS_INVALID_VALUE; /* would read or write outside an allocation */
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            double s = 0.0;
+            for (int l = 0; l < k; l++) {
+                float a = ta == CUBLAS_OP_N ? A[i + (size_t)l * lda] : A[l + (size_t)i * lda];
+                float b = tb == CUBLAS_OP_N ? B[l + (size_t)j * ldb] : B[j + (size_t)l * ldb];
+                if (rnd) a = rnd(a), b = rnd(b);
+                s += (double)a * b;
+            }
+            float *c = &C[i + (size_t)j * ldc];
+            *c = (float)(beta == 0.0f ? alpha * s : alpha * s + (double)beta * *c);
+        }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                           int n, int k, const float *alpha, const float *A, int lda,
+                           const float *B, int ldb, const float *beta, float *C, int ldc)
+{
+    return gemm(ta, tb, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc, NULL);
+}
+
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                            int m, int n, int k, const void *alpha, const void *A,
+                            cudaDataType Atype, int lda, const void *B, cudaDataType Btype,
+                            int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc,
+                            cublasComputeType_t ct, cublasGemmAlgo_t algo)
+{
+    if (Atype != CUDA_R_32F || Btype != CUDA_R_32F || Ctype != CUDA_R_32F)
+        return CUBLAS_STATUS_NOT_SUPPORTED; /* the backend only uses fp32 matrices */
+    float (*rnd)(float) = ct == CUBLAS_COMPUTE_32F_FAST_16BF ? round_bf16
+                          : ct == CUBLAS_COMPUTE_32F_FAST_16F ? round_fp16 : NULL;
+    return gemm(ta, tb, m, n, k, *(const float *)alpha, A, lda, B, ldb, *(const float *)beta,
+                C, ldc, rnd);
+}
+
+/* A kernel touched memory outside every allocation: as on a GPU, a sticky error. */
+void mock_fault(void);
+void mock_fault(void) { mock.last = cudaErrorIllegalAddress; }

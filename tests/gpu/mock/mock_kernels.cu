@@ -1,0 +1,263 @@
+/* mock_kernels.cu - the launchers of runtime/cuda/cuda_kernels.h replayed on the host
+ * for the mock device (mock_cuda.c): each runs the kernel's per-element body
+ * (cuda_elem.cuh) for every index, and the block reductions with the kernels' split
+ * and tree. Every buffer a kernel touches is first checked to lie inside one mock
+ * allocation; a kernel that would go out of bounds "faults" (a sticky
+ * cudaErrorIllegalAddress), as it would on a GPU. Compiled by nvcc as host code.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "cuda_elem.cuh"
+
+extern "C" int mock_in_device(const void *p, size_t n);
+extern "C" void mock_fault(void);
+
+static const int T = 256; /* RTP_THREADS */
+
+/* All buffers valid (bytes each), else a fault. */
+static bool ok(std::initializer_list<std::pair<const void *, size_t>> bufs)
+{
+    for (auto &b : bufs)
+        if (b.second && !mock_in_device(b.first, b.second)) {
+            mock_fault();
+            return false;
+        }
+    return true;
+}
+
+#define F4(n) ((size_t)(n) * 4)
+#define CHECK(...) do { if (!ok({__VA_ARGS__})) return cudaErrorIllegalAddress; } while (0)
+
+extern "C" cudaError_t rtp_k_fill(cudaStream_t s, float *p, size_t n, float v)
+{
+    CHECK({p, F4(n)});
+    for (size_t i = 0; i < n; i++) p[i] = v;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_relu_fwd(cudaStream_t s, float *y, const float *x, size_t n, float slope)
+{
+    CHECK({y, F4(n)}, {x, F4(n)});
+    for (size_t i = 0; i < n; i++) rtp_relu_fwd_at(i, y, x, slope);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy, const float *y,
+                                      size_t n, float slope)
+{
+    CHECK({dx, F4(n)}, {dy, F4(n)}, {y, F4(n)});
+    for (size_t i = 0; i < n; i++) rtp_relu_bwd_at(i, dx, dy, y, slope);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, const float *x,
+                                         size_t n, rtp_philox_stream st, float keep)
+{
+    CHECK({y, F4(n)}, {mask, F4(n)}, {x, F4(n)});
+    for (size_t blk = 0; blk < (n + 3) / 4; blk++)
+        rtp_dropout_block_at(blk, y, mask, x, n, st, rtp_keep_threshold(keep), 1.0f / keep);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_mul(cudaStream_t s, float *z, const float *a, const float *b, size_t n)
+{
+    CHECK({z, F4(n)}, {a, F4(n)}, {b, F4(n)});
+    for (size_t i = 0; i < n; i++) z[i] = a[i] * b[i];
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_bias_add(cudaStream_t s, float *y, const float *bias, int N, int K,
+                                      int PQ)
+{
+    size_t n = (size_t)N * K * PQ;
+    CHECK({y, F4(n)}, {bias, F4(K)});
+    for (size_t i = 0; i < n; i++) rtp_bias_add_at(i, y, bias, K, PQ);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_bias_grad(cudaStream_t s, float *db, const float *dy, int N, int K,
+                                       int PQ)
+{
+    CHECK({db, F4(K)}, {dy, F4((size_t)N * K * PQ)});
+    double part[256];
+    for (int k = 0; k < K; k++) {
+        for (int t = 0; t < T; t++) part[t] = rtp_bias_grad_part(t, T, dy, N, K, PQ, k);
+        db[k] = (float)rtp_tree_sum_host(part, T);
+    }
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_col_sums(cudaStream_t s, float *db, const float *dy, int N, int O)
+{
+    CHECK({db, F4(O)}, {dy, F4((size_t)N * O)});
+    for (int o = 0; o < O; o++) rtp_col_sums_at(o, db, dy, N, O);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_row_broadcast(cudaStream_t s, float *y, const float *bias, int N, int O)
+{
+    CHECK({y, F4((size_t)N * O)}, {bias, F4(O)});
+    for (size_t i = 0; i < (size_t)N * O; i++) y[i] = bias[i % (size_t)O];
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_to_16(cudaStream_t s, void *dst, const float *src, size_t n, int bf16)
+{
+    CHECK({dst, n * 2}, {src, F4(n)});
+    for (size_t i = 0; i < n; i++) {
+        if (bf16) ((__nv_bfloat16 *)dst)[i] = __float2bfloat16_rn(src[i]);
+        else ((__half *)dst)[i] = __float2half_rn(src[i]);
+    }
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_from_16(cudaStream_t s, float *dst, const void *src, size_t n, int bf16)
+{
+    CHECK({dst, F4(n)}, {src, n * 2});
+    for (size_t i = 0; i < n; i++)
+        dst[i] = bf16 ? __bfloat162float(((const __nv_bfloat16 *)src)[i])
+                      : __half2float(((const __half *)src)[i]);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_unscale(cudaStream_t s, float *g, size_t n, float inv, int *flag)
+{
+    CHECK({g, F4(n)}, {flag, 4});
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(g[i])) *flag = 1;
+        g[i] = g[i] * inv;
+    }
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_maxpool_fwd(cudaStream_t s, float *y, const float *x, rtp_pool_geom g)
+{
+    size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
+    CHECK({y, F4(ny)}, {x, F4(nx)});
+    for (size_t o = 0; o < ny; o++) rtp_maxpool_fwd_at(o, y, x, g);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_maxpool_bwd(cudaStream_t s, float *dx, const float *dy,
+                                         const float *x, const float *y, rtp_pool_geom g)
+{
+    size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
+    CHECK({dx, F4(nx)}, {dy, F4(ny)}, {x, F4(nx)}, {y, F4(ny)});
+    for (size_t i = 0; i < nx; i++) rtp_maxpool_bwd_at(i, dx, dy, x, y, g);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_avgpool_fwd(cudaStream_t s, float *y, const float *x, rtp_pool_geom g)
+{
+    size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
+    CHECK({y, F4(ny)}, {x, F4(nx)});
+    for (size_t o = 0; o < ny; o++) rtp_avgpool_fwd_at(o, y, x, g, 1.0f / (float)(g.R * g.S));
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_avgpool_bwd(cudaStream_t s, float *dx, const float *dy, rtp_pool_geom g)
+{
+    size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
+    CHECK({dx, F4(nx)}, {dy, F4(ny)});
+    for (size_t i = 0; i < nx; i++) rtp_avgpool_bwd_at(i, dx, dy, g, 1.0f / (float)(g.R * g.S));
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_bn_fwd_train(cudaStream_t s, float *y, float *sm, float *si,
+                                          float *rm, float *rv, const float *x,
+                                          const float *gamma, const float *beta, int N, int C,
+                                          int HW, float eps, float momentum)
+{
+    size_t n = (size_t)N * C * HW, M = (size_t)N * HW;
+    CHECK({y, F4(n)}, {x, F4(n)}, {sm, F4(C)}, {si, F4(C)}, {rm, F4(C)}, {rv, F4(C)},
+          {gamma, F4(C)}, {beta, F4(C)});
+    double part[256];
+    for (int c = 0; c < C; c++) {
+        for (int t = 0; t < T; t++) part[t] = rtp_bn_part_sum(t, T, x, N, C, c, HW);
+        double sum = rtp_tree_sum_host(part, T);
+        for (int t = 0; t < T; t++) part[t] = rtp_bn_part_sq(t, T, x, N, C, c, HW, sum / (double)M);
+        double ss = rtp_tree_sum_host(part, T);
+        float g, sh;
+        rtp_bn_finish(c, sum, ss, M, eps, momentum, gamma, beta, sm, si, rm, rv, &g, &sh);
+        for (int t = 0; t < T; t++) rtp_bn_part_apply(t, T, y, x, N, C, c, HW, g, sh);
+    }
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *x,
+                                         const float *gamma, const float *beta,
+                                         const float *rm, const float *rv, int N, int C, int HW,
+                                         float eps)
+{
+    size_t n = (size_t)N * C * HW;
+    CHECK({y, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {beta, F4(C)}, {rm, F4(C)}, {rv, F4(C)});
+    for (size_t i = 0; i < n; i++) rtp_bn_eval_at(i, y, x, gamma, beta, rm, rv, C, HW, eps);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_bn_bwd(cudaStream_t s, float *dx, float *dg, float *db,
+                                    const float *dy, const float *x, const float *gamma,
+                                    const float *sm, const float *si, int N, int C, int HW)
+{
+    size_t n = (size_t)N * C * HW;
+    CHECK({dx, F4(n)}, {dy, F4(n)}, {x, F4(n)}, {dg, F4(C)}, {db, F4(C)}, {gamma, F4(C)},
+          {sm, F4(C)}, {si, F4(C)});
+    double p1[256], p2[256];
+    for (int c = 0; c < C; c++) {
+        for (int t = 0; t < T; t++) rtp_bn_bwd_part(t, T, dy, x, N, C, c, HW, sm[c], si[c], &p1[t], &p2[t]);
+        double sdy = rtp_tree_sum_host(p1, T), sdyx = rtp_tree_sum_host(p2, T);
+        db[c] = (float)sdy, dg[c] = (float)sdyx;
+        for (int t = 0; t < T; t++)
+            rtp_bn_bwd_apply(t, T, dx, dy, x, N, C, c, HW, sm[c], si[c], gamma[c], sdy, sdyx);
+    }
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_xent_fwd(cudaStream_t s, float *loss, float *probs,
+                                      const float *logits, const int32_t *labels, int N, int L)
+{
+    CHECK({loss, F4(N)}, {probs, F4((size_t)N * L)}, {logits, F4((size_t)N * L)}, {labels, F4(N)});
+    for (int n = 0; n < N; n++) rtp_xent_fwd_at(n, loss, probs, logits, labels, L);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_xent_bwd(cudaStream_t s, float *dlogits, const float *probs,
+                                      const int32_t *labels, float scale, int N, int L)
+{
+    CHECK({dlogits, F4((size_t)N * L)}, {probs, F4((size_t)N * L)}, {labels, F4(N)});
+    for (size_t i = 0; i < (size_t)N * L; i++) rtp_xent_bwd_at(i, dlogits, probs, labels, scale, L);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_adam(cudaStream_t s, float *p, float *m, float *v, const float *g,
+                                  size_t n, rt_adam_coef c)
+{
+    CHECK({p, F4(n)}, {m, F4(n)}, {v, F4(n)}, {g, F4(n)});
+    for (size_t i = 0; i < n; i++) rtp_adam_at(i, p, m, v, g, &c);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
+                                 rt_sgd_coef c)
+{
+    CHECK({p, F4(n)}, {g, F4(n)}, {buf, c.momentum != 0.0f ? F4(n) : 0});
+    for (size_t i = 0; i < n; i++) rtp_sgd_at(i, p, buf, g, &c);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_im2col(cudaStream_t s, float *col, const float *x, rtp_conv_geom g)
+{
+    size_t n = (size_t)g.C * g.R * g.S * g.P * g.Q;
+    CHECK({col, F4(n)}, {x, F4((size_t)g.C * g.H * g.W)});
+    for (size_t i = 0; i < n; i++) rtp_im2col_at(i, col, x, g);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col, rtp_conv_geom g)
+{
+    size_t n = (size_t)g.C * g.H * g.W;
+    CHECK({dx, F4(n)}, {col, F4((size_t)g.C * g.R * g.S * g.P * g.Q)});
+    for (size_t i = 0; i < n; i++) rtp_col2im_at(i, dx, col, g);
+    return cudaSuccess;
+}
