@@ -96,6 +96,7 @@ static json_t *check_dropdown(const fm_field *f, json_t *v, char *msg, size_t le
 
 json_t *fm_check_value(const fm_field *f, json_t *v, char *msg, size_t len) {
     int y, m, d;
+    msgf(msg, len, "out of memory checking '%s'", f->name);   /* unless a rule says more */
     if (!v) { msgf(msg, len, "'%s' needs a value", f->name); return NULL; }
     switch (f->kind) {
     case FM_STRING:
@@ -137,6 +138,7 @@ json_t *fm_check_value(const fm_field *f, json_t *v, char *msg, size_t len) {
 /* ---- kiln run -p NAME VALUE ---- */
 
 static json_t *text_value(const fm_field *f, const char *text, char *msg, size_t len) {
+    msgf(msg, len, "out of memory reading the value of '%s'", f->name);
     json_t *lit = fm_lit_python(text);
     json_t *v = NULL;
     switch (f->kind) {

@@ -13,13 +13,11 @@ static void *chaos_malloc(size_t n) {
     return malloc(n);
 }
 
+/* Small on purpose: the sweep costs (allocations per round)^2. */
 static const char *CODE =
-    "#@title Chaos { display-mode: \"form\" }\n"
-    "#@markdown **bold** text\n"
+    "#@title Chaos\n"
     "epochs = 10  #@param {type:\"slider\", min:1, max:50}\n"
-    "optimizer = \"adam\"  #@param [\"adam\", \"sgd\"]\n"
-    "start = \"2024-09-19\"  #@param {type:\"date\"}\n"
-    "extra = [1, 2]  #@param {type:\"raw\"}\n";
+    "optimizer = \"adam\"  #@param [\"adam\", \"sgd\"]\n";
 
 /* One full round: parse, coerce, show, update, save. */
 static void round_trip(int *t_failed_) {
@@ -69,7 +67,8 @@ T_TEST(every_allocation_may_fail) {
     }
     chaos_countdown = -1;
     json_set_alloc_funcs(malloc, free);
-    ASSERT(total > 500);   /* the sweep really covered parse, show, update and save */
+    printf("  %ld allocation points swept\n", total);
+    ASSERT(total > 200);   /* the sweep really covered parse, show, update and save */
 }
 
 int main(void) {
