@@ -84,6 +84,20 @@ __attribute__((noinline)) static void add_span(float *restrict dst,
     for (int i = 0; i < n; i++) dst[i] += src[i];
 }
 
+/* Sum of n floats with 16 independent partial sums (vectorisable; fixed order, so
+ * deterministic): the scalar chain was 1-2% of a training step. */
+__attribute__((noinline)) static float row_sum(const float *restrict x, int n)
+{
+    float acc[16] = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) acc[j] += x[i + j];
+    float s = 0.0f;
+    for (int j = 0; j < 16; j++) s += acc[j];
+    for (; i < n; i++) s += x[i];
+    return s;
+}
+
 /* image dx (C,H,W) += fold of col (C*R*S, P*Q); dx must be zeroed by the caller. */
 static void col2im(float *dx, const float *col, const rt_conv_desc *d)
 {
@@ -218,10 +232,8 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, CRS, PQ, 1.0f, dy, PQ,
                             src, PQ, n == g * GROUP ? 0.0f : 1.0f, acc, CRS);
                 for (int k = 0; k < K; k++) {
-                    float s = 0.0f;
-                    const float *row = dy + (size_t)k * PQ;
-                    for (int i = 0; i < PQ; i++) s += row[i];
-                    accb[k] = n == g * GROUP ? s : accb[k] + s;
+                    float sum = row_sum(dy + (size_t)k * PQ, PQ);
+                    accb[k] = n == g * GROUP ? sum : accb[k] + sum;
                 }
             }
         }
