@@ -10,9 +10,11 @@ model) change nothing and the kernel stays fine; request_state answers with the
 full state; re-running the cell closes the old form and restores the code's values;
 a malformed annotation is a SyntaxError naming the line.
 """
+import json
 import os
 import queue
 import re
+import subprocess
 import time
 
 import pytest
@@ -276,3 +278,98 @@ def test_malformed_annotation_names_line(kernel):
     assert reply["content"]["ename"] == "SyntaxError"
     assert "line 2" in reply["content"]["evalue"]
     assert value_of(kernel, "1 + 1") == "2"
+
+
+def test_control_comm_request_states(kernel, shown):
+    """What JupyterLab does after a page reload: open jupyter.widget.control and ask for
+    every model's state in one message."""
+    open_msg = kernel.session.msg("comm_open", {"comm_id": "ctl-1", "target_name":
+                                                "jupyter.widget.control", "data": {}},
+                                  metadata={"version": "1.0.0"})
+    kernel.shell_channel.send(open_msg)
+    msgs = _collect(kernel, open_msg["header"]["msg_id"])
+    assert not [m for m in msgs if m["msg_type"] == "comm_close"], "control target refused"
+    req, msgs = comm_msg(kernel, "ctl-1", {"method": "request_states"})
+    ups = [m for m in msgs if m["msg_type"] == "comm_msg"]
+    assert ups and ups[0]["content"]["data"]["method"] == "update_states"
+    states = ups[0]["content"]["data"]["states"]
+    # (the fixture's form may have been replaced by the re-run test: any live IntSlider)
+    sliders = [s for s in states.values() if s["model_name"] == "IntSliderModel"]
+    assert len(sliders) == 1 and sliders[0]["model_module"] == "@jupyter-widgets/controls"
+    assert sliders[0]["state"]["max"] == 50
+    info = kernel.session.msg("comm_info_request", {"target_name": "jupyter.widget"})
+    kernel.shell_channel.send(info)
+    reply = kernel.get_shell_msg(timeout=TIMEOUT)
+    comms = reply["content"]["comms"]
+    assert set(states) <= set(comms), "comm_info lists every live widget model"
+
+
+def _kiln_binary():
+    for d in os.environ.get("JUPYTER_PATH", "").split(os.pathsep):
+        spec = os.path.join(d, "kernels", "kiln", "kernel.json")
+        if d and os.path.exists(spec):
+            with open(spec) as f:
+                return json.load(f)["argv"][0]
+    pytest.skip("no kiln test kernelspec on JUPYTER_PATH")
+
+
+def _stage(tmp_path, tags=("parameters",)):
+    nb = {"nbformat": 4, "nbformat_minor": 5,
+          "metadata": {"kernelspec": {"name": "kiln", "display_name": "Kiln", "language": "kiln"}},
+          "cells": [{"cell_type": "code", "id": "form", "metadata": {"tags": list(tags)},
+                     "source": FORM, "outputs": [], "execution_count": None},
+                    {"cell_type": "code", "id": "show", "metadata": {},
+                     "source": "print(epochs, optimizer)", "outputs": [],
+                     "execution_count": None}]}
+    path = tmp_path / "stage.ipynb"
+    path.write_text(json.dumps(nb))
+    return path
+
+
+def test_kiln_run_fallback_and_saved_state(tmp_path):
+    kiln = _kiln_binary()
+    src = _stage(tmp_path)
+    out = tmp_path / "out.ipynb"
+    run = subprocess.run([kiln, "run", str(src), "-o", str(out), "-p", "epochs", "20",
+                          "-p", "optimizer", "sgd"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    nb = json.loads(out.read_text())
+    form_out = [o for c in nb["cells"] if c.get("id") == "form" for o in c["outputs"]]
+    data = form_out[0]["data"]
+    assert "text/html" in data and "<table>" in "".join(data["text/html"])
+    assert re.search(r"epochs +=  ?10\n", "".join(data["text/plain"]))
+    view = data["application/vnd.jupyter.widget-view+json"]
+    state = nb["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]
+    assert state["version_major"] == 2 and view["model_id"] in state["state"]
+    printed = "".join(o.get("text", "") for c in nb["cells"] for o in c["outputs"]
+                      if o["output_type"] == "stream")
+    assert "20 sgd" in printed
+
+
+@pytest.mark.parametrize("name,value,words", [
+    ("epochs", "99", "outside the range"), ("optimizer", "rmsprop", "not one of"),
+    ("start", "2024-02-30", "date"), ("steps", "ten", "not a number")])
+def test_kiln_run_bad_parameter(tmp_path, name, value, words):
+    kiln = _kiln_binary()
+    src = _stage(tmp_path)
+    run = subprocess.run([kiln, "run", str(src), "-o", str(tmp_path / "o.ipynb"), "-p", name,
+                          value], capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert words in run.stderr and name in run.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="kiln run injects -p values before the first cell when "
+                   "no cell is tagged 'parameters', so an untagged form cell sets them back; "
+                   "jk_run_params.c should inject after the first cell whose form has the "
+                   "parameter (reported to the lead). Remove this mark when it does.")
+def test_kiln_run_overrides_untagged_form_cell(tmp_path):
+    kiln = _kiln_binary()
+    src = _stage(tmp_path, tags=())
+    out = tmp_path / "out.ipynb"
+    run = subprocess.run([kiln, "run", str(src), "-o", str(out), "-p", "epochs", "20"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    nb = json.loads(out.read_text())
+    printed = "".join(o.get("text", "") for c in nb["cells"] for o in c["outputs"]
+                      if o["output_type"] == "stream")
+    assert "20 adam" in printed
