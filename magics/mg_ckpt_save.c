@@ -1,0 +1,165 @@
+/* mg_ckpt_save.c - a run -> a checkpoint file: the descriptive metadata that makes the
+ * file self-describing (hyperparameters, data set identity with its checksum, the
+ * schedule resolved to the run, results-store run), and the session's record of the
+ * last run for %checkpoint. The tensors and the training position are rt_ckpt_train's.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mg_ckpt_internal.h"
+#include "mg_workspace.h"
+
+void mgp_human_size(uint64_t b, char *buf, size_t n)
+{
+    if (b < 10000) snprintf(buf, n, "%" PRIu64 " B", b);
+    else if (b < 10000000) snprintf(buf, n, "%.1f kB", (double)b / 1e3);
+    else snprintf(buf, n, "%.1f MB", (double)b / 1e6);
+}
+
+void mgp_ckpt_last_clear(mg_ckpt_last *rec)
+{
+    if (!rec) return;
+    rt_ckpt_train_snap_deinit(&rec->snap);
+    free(rec->hyperparameters);
+    free(rec->dataset);
+    free(rec->schedule);
+    free(rec->run_id);
+    free(rec->results_store);
+    memset(rec, 0, sizeof *rec);
+}
+
+static void last_free(void *p)
+{
+    mgp_ckpt_last_clear(p);
+    free(p);
+}
+
+mg_ckpt_last *mg_ckpt_last_get(mg_ctx *ctx) { return mg_session_get(ctx->session, "ckpt.last"); }
+
+mg_ckpt_last *mg_ckpt_last_reset(mg_ctx *ctx, mg_error *err)
+{
+    mg_ckpt_last *rec = calloc(1, sizeof *rec);
+    if (!rec || mg_session_set(ctx->session, "ckpt.last", rec, last_free) != 0) {
+        free(rec);
+        return mg_fail(err, "MemoryError", "out of memory"), NULL;
+    }
+    return rec;
+}
+
+/* {"name", "val", "subset", "fnv1a64", "n_train", "test_fnv1a64", "n_test"}: enough
+ * to reload the data set by name and to refuse a different one. */
+static char *dataset_json(mg_run *run)
+{
+    const rt_dataset_splits *s = mg_run_data(run);
+    const char *name = mg_run_dataset_name(run);
+    mg_error ignored;
+    mg_workspace *ws = mg_ws_get(mg_run_ctx(run), &ignored);
+    mg_ws_data *d = ws ? mg_ws_data_find(ws, name) : NULL;
+    char tr[24], te[24];
+    snprintf(tr, sizeof tr, "%016" PRIx64, s->train.checksum);
+    snprintf(te, sizeof te, "%016" PRIx64, s->test.checksum);
+    json_t *j = json_pack("{sssisisssisssi}", "name", name, "val", d ? d->val : s->val.n,
+                          "subset", d ? d->subset : 0, "fnv1a64", tr, "n_train", s->train.n,
+                          "test_fnv1a64", te, "n_test", s->test.n);
+    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(j);
+    return text;
+}
+
+/* The --schedule text resolved to this run (t_max etc. fixed), so a resume with more
+ * --epochs keeps the learning rates of the original plan. */
+static char *schedule_text(mg_run *run)
+{
+    const mg_run_opts *o = mg_run_options(run);
+    rt_schedule s;
+    char buf[512];
+    if (rt_schedule_parse(&s, o->schedule, NULL) != RT_OK ||
+        rt_schedule_resolve(&s, rt_trainer_steps_per_epoch(mg_run_trainer(run)), o->epochs,
+                            NULL) != RT_OK)
+        return NULL;
+    int n = rt_schedule_format(&s, buf, sizeof buf);
+    return n > 0 && (size_t)n < sizeof buf ? strdup(buf) : NULL;
+}
+
+int mgp_ckpt_describe(mg_run *run, mg_ckpt_last *rec, mg_error *err)
+{
+    rt_ckpt_train_snap keep = rec->snap;
+    int has = rec->has_snap;
+    memset(&rec->snap, 0, sizeof rec->snap);
+    mgp_ckpt_last_clear(rec);
+    rec->snap = keep;
+    rec->has_snap = has;
+    const mg_run_opts *o = mg_run_options(run);
+    snprintf(rec->model_name, sizeof rec->model_name, "%s", mg_run_model_name(run));
+    snprintf(rec->run_dir, sizeof rec->run_dir, "%s", o->run_dir);
+    json_t *hp = mg_run_opts_to_json(o);
+    if (hp) { /* the run's own values, not what the next %train may default to */
+        json_object_set_new(hp, "model", json_string(mg_run_model_name(run)));
+        json_object_set_new(hp, "data", json_string(mg_run_dataset_name(run)));
+    }
+    rec->hyperparameters = hp ? json_dumps(hp, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(hp);
+    rec->dataset = dataset_json(run);
+    rec->schedule = schedule_text(run);
+    rec->base_lr = o->lr;
+    char id[32];
+    snprintf(id, sizeof id, "%" PRId64, mg_run_id(run));
+    rec->run_id = mg_run_id(run) > 0 ? strdup(id) : NULL;
+    rt_results *rs = mg_run_results(run);
+    rec->results_store = rs ? strdup(rt_results_path(rs)) : NULL;
+    if (!rec->hyperparameters || !rec->dataset || !rec->schedule ||
+        (mg_run_id(run) > 0 && !rec->run_id) || (rs && !rec->results_store))
+        return mg_fail(err, "MemoryError", "out of memory describing the run for a checkpoint");
+    return 0;
+}
+
+rt_ckpt_train_info mgp_ckpt_info(const mg_ckpt_last *rec)
+{
+    rt_ckpt_train_info in = {.run_id = rec->run_id, .model_name = rec->model_name,
+                             .hyperparameters = rec->hyperparameters, .dataset = rec->dataset,
+                             .schedule = rec->schedule, .base_lr = rec->base_lr};
+    return in;
+}
+
+/* Saves with the given metrics (may be NULL). */
+static int save(mg_run *run, const char *path, const rt_ckpt_metric *metric,
+                const rt_ckpt_metric *best, mg_error *err)
+{
+    mg_ckpt_last rec;
+    memset(&rec, 0, sizeof rec);
+    rt_ckpt_train_snap snap;
+    rt_error re = {0};
+    if (mgp_ckpt_describe(run, &rec, err) < 0) {
+        mgp_ckpt_last_clear(&rec);
+        return -1;
+    }
+    if (rt_ckpt_train_snap_capture(&snap, mg_run_trainer(run), mg_run_model(run), &re) != RT_OK) {
+        mgp_ckpt_last_clear(&rec);
+        return mg_fail(err, "MemoryError", "checkpoint '%s': %s", path, re.msg);
+    }
+    rt_ckpt_train_info in = mgp_ckpt_info(&rec);
+    in.metric = metric;
+    in.best_metric = best;
+    const char *extra[] = {"results_store", rec.results_store ? rec.results_store : "",
+                           "device", rt_model_backend(mg_run_model(run))->ops->name, NULL};
+    in.extra = extra;
+    rt_status st = rt_ckpt_train_save(path, mg_run_model(run), &snap, &in, &re);
+    rt_ckpt_train_snap_deinit(&snap);
+    mgp_ckpt_last_clear(&rec);
+    if (st != RT_OK) /* the file layer's message names the file and says what to do */
+        return mg_fail(err, st == RT_ENOMEM ? "MemoryError" : "OSError", "%s", re.msg);
+    return 0;
+}
+
+int mg_ckpt_save_run(mg_run *run, const char *path, mg_error *err)
+{
+    return save(run, path, NULL, NULL, err);
+}
+
+int mgp_ckpt_save_with(mg_run *run, const char *path, const rt_ckpt_metric *metric,
+                       const rt_ckpt_metric *best, mg_error *err)
+{
+    return save(run, path, metric, best, err);
+}

@@ -1,0 +1,328 @@
+/* mg_resume_run.c - a checkpoint -> a running run: mg_ckpt_resume (for %resume and for
+ * %train on a run directory that already holds checkpoints) and mg_ckpt_resolve.
+ *
+ * Nothing comes from the notebook's cells: the model is rebuilt from "model_spec", the
+ * data set is reloaded by the name, --val and --subset in "dataset" and must have the
+ * same checksum, the options come from "hyperparameters" and the schedule from its
+ * resolved form. Then mg_run_create builds the run as %train would (same seed, so the
+ * same random streams), rt_ckpt_train restores weights, optimiser state and position,
+ * and mg_run_loop continues. Run-control options (--epochs, --device, --time-limit,
+ * --checkpoint-every, --keep, --results) may be changed; training options may not.
+ */
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mg_ckpt_internal.h"
+#include "mg_workspace.h"
+#include "rt_ckpt_dir.h"
+
+void mg_resume_opts_default(mg_resume_opts *ro)
+{
+    memset(ro, 0, sizeof *ro);
+    ro->time_limit_s = -1;
+    ro->caller = "%resume";
+}
+
+int mg_ckpt_resolve(const char *arg, const mg_out *out, char **path, mg_error *err)
+{
+    struct stat st;
+    *path = NULL;
+    if (stat(arg, &st) != 0)
+        return mg_fail(err, "FileNotFoundError", "'%s' does not exist", arg);
+    if (!S_ISDIR(st.st_mode)) {
+        if (!(*path = strdup(arg))) return mg_fail(err, "MemoryError", "out of memory");
+        return 0;
+    }
+    char *skipped = NULL;
+    rt_error re = {0};
+    rt_status s = rt_ckpt_dir_latest(arg, path, &skipped, &re);
+    if (s == RT_OK && skipped) /* "name: reason" lines: each damaged newer file, named */
+        for (char *line = strtok(skipped, "\n"); line; line = strtok(NULL, "\n"))
+            mg_eprintf(out, "warning: skipped damaged checkpoint %s/%s\n", arg, line);
+    free(skipped);
+    if (s != RT_OK)
+        return mg_fail(err, s == RT_ENOMEM ? "MemoryError" : "FileNotFoundError", "%s", re.msg);
+    return 0;
+}
+
+/* ---- reading what the checkpoint says ---- */
+
+typedef struct ck_desc {
+    const char *spec, *name;
+    rt_model_input in;
+    char data[256];
+    int val, subset;
+    char fnv[24];
+    char schedule[sizeof(((mg_run_opts *)0)->schedule)];
+    mg_run_opts o;
+} ck_desc;
+
+static int describe(const rt_ckpt_reader *rd, const char *path, ck_desc *d, mg_error *err)
+{
+    const char *hp = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_HYPERPARAMS);
+    const char *ds = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_DATASET);
+    const char *sh = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_INPUT_SHAPE);
+    const char *sc = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_SCHEDULE);
+    d->spec = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_MODEL_SPEC);
+    d->name = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_MODEL_NAME);
+    if (!d->name || !d->name[0]) d->name = "resumed";
+    int64_t classes = 0;
+    if (!hp || !ds || !sh || !d->spec ||
+        rt_ckpt_reader_meta_i64(rd, RT_CKPT_KEY_NUM_CLASSES, &classes, NULL) != RT_OK)
+        return mg_fail(err, "ValueError", "checkpoint '%s' does not describe its run (no "
+                       "model_spec, hyperparameters, dataset or input_shape) ---> HINT: only "
+                       "checkpoints written by %%train or %%checkpoint save can be resumed",
+                       path);
+    json_t *h = json_loads(hp, 0, NULL), *dj = json_loads(ds, 0, NULL);
+    json_t *sj = json_loads(sh, 0, NULL), *cj = sc ? json_loads(sc, 0, NULL) : NULL;
+    int rc = 0;
+    mg_run_opts_default(&d->o);
+    if (!h || !dj || !sj || !json_is_string(json_object_get(dj, "name")) ||
+        json_array_size(sj) != 3 || mg_run_opts_from_json(&d->o, h, err) < 0) {
+        rc = mg_fail(err, "ValueError", "checkpoint '%s': malformed hyperparameters, dataset "
+                     "or input_shape", path);
+    } else {
+        d->in = (rt_model_input){(int)json_integer_value(json_array_get(sj, 0)),
+                                 (int)json_integer_value(json_array_get(sj, 1)),
+                                 (int)json_integer_value(json_array_get(sj, 2)), (int)classes};
+        snprintf(d->data, sizeof d->data, "%s", json_string_value(json_object_get(dj, "name")));
+        d->val = (int)json_integer_value(json_object_get(dj, "val"));
+        d->subset = (int)json_integer_value(json_object_get(dj, "subset"));
+        const char *f = json_string_value(json_object_get(dj, "fnv1a64"));
+        snprintf(d->fnv, sizeof d->fnv, "%s", f ? f : "");
+        const char *spec = json_string_value(json_object_get(cj, "spec"));
+        if (!spec) spec = d->o.schedule;
+        if (strlen(spec) >= sizeof d->schedule)
+            rc = mg_fail(err, "ValueError", "checkpoint '%s': schedule too long", path);
+        else
+            memcpy(d->schedule, spec, strlen(spec) + 1);
+    }
+    json_decref(h), json_decref(dj), json_decref(sj), json_decref(cj);
+    return rc;
+}
+
+/* Training options of %train that differ from the checkpoint's, as a warning. */
+static void warn_differences(const mg_run_opts *t, const mg_run_opts *c, const mg_out *out)
+{
+    char buf[512] = "";
+    size_t k = 0;
+#define DIFF(cond, ...)                                                           \
+    if ((cond) && k < sizeof buf) k += (size_t)snprintf(buf + k, sizeof buf - k, __VA_ARGS__)
+    DIFF(t->batch != c->batch, " --batch %d (checkpoint %d)", t->batch, c->batch);
+    DIFF(t->lr != c->lr, " --lr %g (checkpoint %g)", t->lr, c->lr);
+    DIFF(strcmp(t->optimizer, c->optimizer), " --optimizer %s (checkpoint %s)", t->optimizer,
+         c->optimizer);
+    DIFF(t->seed != c->seed, " --seed %" PRIu64 " (checkpoint %" PRIu64 ")", t->seed, c->seed);
+    DIFF(t->augment != c->augment, " --augment %d (checkpoint %d)", t->augment, c->augment);
+#undef DIFF
+    if (k) mg_eprintf(out, "warning: %%train continues the checkpoint's run, whose options "
+                      "differ:%s; the checkpoint's values are used\n", buf);
+}
+
+/* The options of the continued run: the checkpoint's plus what the caller may change. */
+static void run_options(ck_desc *d, const char *path, const mg_resume_opts *ro)
+{
+    mg_run_opts *o = &d->o;
+    snprintf(o->model, sizeof o->model, "%s", d->name);
+    snprintf(o->data, sizeof o->data, "%s", d->data);
+    snprintf(o->schedule, sizeof o->schedule, "%s", d->schedule);
+    o->val = d->val;
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    if (!strncmp(base, RT_CKPT_DIR_PREFIX, strlen(RT_CKPT_DIR_PREFIX))) /* its run dir */
+        snprintf(o->run_dir, sizeof o->run_dir, "%s", dirname(tmp));
+    if (ro->epochs > 0) o->epochs = ro->epochs;
+    if (ro->device[0]) snprintf(o->device, sizeof o->device, "%s", ro->device);
+    if (ro->results[0]) snprintf(o->results, sizeof o->results, "%s", ro->results);
+    if (ro->time_limit_s >= 0) o->time_limit_s = ro->time_limit_s;
+    if (ro->keep > 0) o->keep = ro->keep;
+    if (ro->checkpoint_every[0]) {
+        mg_error ignored;
+        snprintf(o->checkpoint_every_text, sizeof o->checkpoint_every_text, "%s",
+                 ro->checkpoint_every);
+        if (mg_run_parse_every(ro->checkpoint_every, &o->checkpoint_every, &ignored) < 0)
+            o->checkpoint_every = (mg_every){MG_EVERY_NONE, 0};
+    }
+}
+
+/* Continues the results-store run only when it is in the same store. */
+static void results_run(const rt_ckpt_reader *rd, mg_run_opts *o)
+{
+    const char *id = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_RUN_ID);
+    const char *store = rt_ckpt_reader_meta(rd, "results_store");
+    char here[1024];
+    o->resume_run_id = 0;
+    if (id && store && store[0] &&
+        rt_results_resolve_path(o->results[0] ? o->results : NULL, here, sizeof here) == 0 &&
+        !strcmp(here, store))
+        o->resume_run_id = strtoll(id, NULL, 10);
+}
+
+/* ---- rebuilding and restoring ---- */
+
+static int load_data(mg_ctx *ctx, const ck_desc *d, const char *path, const char *caller,
+                     mg_error *err)
+{
+    mg_workspace *ws = mg_ws_get(ctx, err);
+    if (!ws) return -1;
+    mg_ws_data *data = mg_ws_data_load(ws, ctx, d->data, d->val, d->subset, NULL, NULL, err);
+    if (!data) {
+        mg_error e = *err;
+        return mg_fail(err, e.ename, "%s: checkpoint '%s' was trained on data set '%s', "
+                       "which cannot be loaded here: %s", caller, path, d->data, e.evalue);
+    }
+    char here[24];
+    snprintf(here, sizeof here, "%016" PRIx64, data->splits.train.checksum);
+    if (d->fnv[0] && strcmp(here, d->fnv))
+        return mg_fail(err, "ValueError", "%s: data set '%s' here is not the one checkpoint "
+                       "'%s' was trained on (training split checksum %s here, %s in the "
+                       "checkpoint) ---> HINT: load the same files (same --val %d, --subset "
+                       "%d), or start a new run with %%train", caller, d->data, path, here,
+                       d->fnv, d->val, d->subset);
+    return mg_ws_model_define(ws, d->name, d->spec, &d->in, d->data, err);
+}
+
+/* Weights, optimiser state and position into the freshly built run. */
+static int restore(mg_run *run, const rt_ckpt_reader *rd, const char *path,
+                   const char *caller, mg_error *err)
+{
+    rt_error re = {0};
+    rt_ckpt_train_snap snap;
+    rt_status s = rt_ckpt_train_load_model(rd, mg_run_model(run), &re);
+    if (s == RT_OK) s = rt_ckpt_train_snap_read(&snap, rd, mg_run_model(run), &re);
+    if (s != RT_OK)
+        return mg_fail(err, "ValueError", "%s: %s", caller, re.msg);
+    s = rt_ckpt_train_snap_apply(&snap, mg_run_trainer(run), mg_run_model(run), &re);
+    int64_t step = snap.state.step;
+    rt_ckpt_train_snap_deinit(&snap);
+    if (s != RT_OK)
+        return mg_fail(err, "ValueError", "%s: checkpoint '%s': %s", caller, path, re.msg);
+    /* the periodic policy continues: no duplicate of this step, the best so far */
+    mgp_policy *p = mgp_policy_get(mg_run_ctx(run), run, err);
+    if (!p) return -1;
+    p->last_saved_step = p->last_step_seen = step;
+    if (mg_run_dir(run)[0]) snprintf(p->last_path, sizeof p->last_path, "%s", path);
+    if (rt_ckpt_reader_metric(rd, RT_CKPT_KEY_BEST_METRIC, &p->best, NULL) == RT_OK &&
+        p->best.has_value)
+        p->has_best = 1;
+    return 0;
+}
+
+int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_error *err)
+{
+    const char *caller = ro->caller ? ro->caller : "%resume";
+    rt_ckpt_reader *rd = NULL;
+    rt_error re = {0};
+    rt_status s = rt_ckpt_reader_open(path, 0, &rd, &re);
+    if (s != RT_OK)
+        return mg_fail(err, s == RT_ENOTFOUND ? "FileNotFoundError" : "ValueError", "%s: %s",
+                       caller, re.msg);
+    ck_desc *d = calloc(1, sizeof *d);
+    mg_run *run = NULL;
+    int rc = d ? describe(rd, path, d, err) : mg_fail(err, "MemoryError", "out of memory");
+    if (rc == 0 && ro->train) warn_differences(ro->train, &d->o, ctx->out);
+    if (rc == 0) {
+        run_options(d, path, ro);
+        results_run(rd, &d->o);
+        rc = load_data(ctx, d, path, caller, err);
+    }
+    if (rc == 0 && mg_run_create(&run, ctx, &d->o, err) < 0 && !ro->device[0] &&
+        strcmp(d->o.device, "auto") && strstr(err->evalue, "--device")) {
+        /* e.g. trained on CUDA, resumed where there is none: the weights are portable */
+        mg_eprintf(ctx->out, "warning: %s: --device %s is not available here (%s); using "
+                   "--device auto\n", caller, d->o.device, err->evalue);
+        snprintf(d->o.device, sizeof d->o.device, "auto");
+        mg_run_create(&run, ctx, &d->o, err);
+    }
+    if (rc == 0 && !run) rc = -1;
+    if (rc == 0) rc = restore(run, rd, path, caller, err);
+    if (rc == 0) {
+        rt_trainer *t = mg_run_trainer(run);
+        int64_t step = rt_trainer_get_state(t).step, spe = rt_trainer_steps_per_epoch(t);
+        mg_printf(ctx->out, "Resuming '%s' from %s: step %lld of %lld (epoch %lld of %d), data "
+                  "set '%s' (checksum verified)\n", d->name, path, (long long)step,
+                  (long long)(spe * d->o.epochs), (long long)(step / spe), d->o.epochs, d->data);
+        if (step >= spe * d->o.epochs)
+            mg_printf(ctx->out, "The run is already complete; %s --epochs N trains it longer.\n",
+                      caller);
+    }
+    rt_ckpt_reader_destroy(rd); /* the run holds everything now */
+    if (rc == 0) rc = mg_run_loop(run, err);
+    mg_run_destroy(run);
+    free(d);
+    return rc;
+}
+
+/* %train continuing a run directory: the notebook's model must be the checkpoint's. */
+static int same_model(mg_ctx *ctx, const mg_run_opts *o, const char *path, mg_error *err)
+{
+    mg_workspace *ws = mg_ws_get(ctx, err);
+    if (!ws) return -1;
+    mg_ws_model *e = mg_ws_model_find(ws, o->model);
+    rt_ckpt_reader *rd = NULL;
+    rt_model *m = NULL;
+    int rc = 0;
+    if (e && rt_ckpt_reader_open(path, RT_CKPT_OPEN_HEADER_ONLY, &rd, NULL) == RT_OK &&
+        rt_model_create(&m, e->spec, &(rt_model_input){e->input.c, e->input.h, e->input.w, 0},
+                        NULL) == RT_OK) {
+        const char *theirs = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_SPEC_CANONICAL);
+        if (theirs && strcmp(theirs, rt_model_spec_canonical(m)))
+            rc = mg_fail(err, "ValueError", "%%train: --run-dir %s holds checkpoints of another "
+                         "model than '%s' (newest: %s, whose model is: %.200s) ---> HINT: "
+                         "give a new --run-dir, or set KILN_NO_RESUME=1 to start over there",
+                         o->run_dir, e->name, path, theirs);
+    }
+    rt_model_destroy(m);
+    rt_ckpt_reader_destroy(rd);
+    return rc;
+}
+
+int mg_ckpt_train_autoresume(mg_ctx *ctx, const mg_run_opts *o, int *handled, mg_error *err)
+{
+    *handled = 0;
+    const char *env = getenv("KILN_NO_RESUME");
+    struct stat st;
+    if (!o->run_dir[0] || (env && env[0] && strcmp(env, "0")) || stat(o->run_dir, &st) != 0 ||
+        !S_ISDIR(st.st_mode))
+        return 0;
+    char *path = NULL, *skipped = NULL;
+    rt_error re = {0};
+    rt_status s = rt_ckpt_dir_latest(o->run_dir, &path, &skipped, &re);
+    if (s == RT_ENOMEM) return mg_fail(err, "MemoryError", "%s", re.msg);
+    if (s != RT_OK) { /* nothing valid to continue: a fresh run (damaged files stay) */
+        if (skipped)
+            mg_eprintf(ctx->out, "warning: %%train: no valid checkpoint in %s to continue "
+                       "from; starting over:\n%s", o->run_dir, skipped);
+        free(skipped);
+        return 0;
+    }
+    if (skipped)
+        for (char *line = strtok(skipped, "\n"); line; line = strtok(NULL, "\n"))
+            mg_eprintf(ctx->out, "warning: skipped damaged checkpoint %s/%s\n", o->run_dir, line);
+    free(skipped);
+    if (same_model(ctx, o, path, err) < 0) {
+        free(path);
+        return *handled = 1, -1;
+    }
+    *handled = 1;
+    mg_printf(ctx->out, "%s already holds checkpoints: continuing that run (KILN_NO_RESUME=1 "
+              "or `kiln run --no-resume` starts over)\n", o->run_dir);
+    mg_resume_opts ro;
+    mg_resume_opts_default(&ro);
+    ro.caller = "%train";
+    ro.train = o;
+    ro.epochs = o->epochs;
+    snprintf(ro.device, sizeof ro.device, "%s", o->device);
+    snprintf(ro.results, sizeof ro.results, "%s", o->results);
+    ro.time_limit_s = o->time_limit_s;
+    snprintf(ro.checkpoint_every, sizeof ro.checkpoint_every, "%s", o->checkpoint_every_text);
+    ro.keep = o->keep;
+    int rc = mg_ckpt_resume(ctx, path, &ro, err);
+    free(path);
+    return rc;
+}
