@@ -72,9 +72,13 @@ def execute(kc, code, cell_id=CELL_ID):
                          metadata={"cellId": cell_id} if cell_id else {})
     kc.shell_channel.send(msg)
     msgs = _collect(kc, msg["header"]["msg_id"])
-    reply = kc.get_shell_msg(timeout=TIMEOUT)
-    assert reply["parent_header"]["msg_id"] == msg["header"]["msg_id"]
-    return reply, msgs
+    # Skip stale replies: on a slow start (valgrind, a loaded CI box) wait_for_ready
+    # sends a kernel_info_request every second and leaves the extra replies queued.
+    while True:
+        reply = kc.get_shell_msg(timeout=TIMEOUT)
+        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
+            return reply, msgs
+        assert reply["msg_type"] == "kernel_info_reply", reply["msg_type"]
 
 
 def comm_msg(kc, comm_id, data):
