@@ -18,7 +18,7 @@
 #include "kl.h"
 
 #define KLP_MAX_DEPTH 200          /* AST nesting and value nesting limit */
-#define KLP_MAX_ITEMS 10000000     /* largest list/str an operation may create */
+#define KLP_MAX_ITEMS (1u << 21)   /* largest list an operation may create (~120 MB) */
 #define KLP_MAX_STR (1u << 26)     /* largest str an operation may create (64 MiB) */
 #define KLP_MAX_REPR (1u << 20)    /* repr output is cut after 1 MiB */
 #define KLP_MAX_RUN_DEPTH 8        /* %%time nesting of run_cell */
