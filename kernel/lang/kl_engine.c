@@ -17,7 +17,10 @@ struct kl_engine {
     json_t *cell_metadata;   /* borrowed, for the running cell */
     int run_depth;
     fm_registry *forms;
+    klp_err nested;          /* the last error of a cell run through host->run_cell */
 };
+
+klp_err *klp_nested_err(kl_engine *e) { return &e->nested; }
 
 json_t *klp_vars(kl_engine *e) { return e->vars; }
 mg_session *klp_session(kl_engine *e) { return e->session; }
@@ -61,6 +64,7 @@ static int host_run_cell(void *u, const char *code, const mg_out *out, mg_error 
     e->run_depth++;
     int rc = run_code(e, code ? code : "", out, &err);
     e->run_depth--;
+    e->nested = err;   /* lets the magic's caller point at the failing body line */
     if (rc < 0) {
         snprintf(merr->ename, sizeof merr->ename, "%s", err.ename);
         if (err.line > 0)

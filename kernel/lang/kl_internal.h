@@ -150,6 +150,7 @@ int klp_interrupted(kl_engine *e);
 const mg_host *klp_host(kl_engine *e);
 mg_session *klp_session(kl_engine *e);
 json_t *klp_cell_metadata(kl_engine *e);
+klp_err *klp_nested_err(kl_engine *e);   /* last error of host->run_cell */
 
 json_t *klp_eval(klp_ctx *c, const klp_node *n);
 /* Parses and evaluates one expression; new ref or NULL with err. */

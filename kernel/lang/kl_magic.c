@@ -64,9 +64,21 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
     } else {
         mg_ctx ctx = {.out = out, .host = klp_host(e), .session = klp_session(e),
                       .cell_metadata = klp_cell_metadata(e)};
-        if (cmd->run(&ctx, &margs, &merr) < 0)
-            rc = klp_fail(err, line, 0, merr.ename[0] ? merr.ename : "UsageError", "%s",
-                          merr.evalue[0] ? merr.evalue : "the magic failed");
+        klp_err *nested = klp_nested_err(e);
+        nested->set = 0;
+        if (cmd->run(&ctx, &margs, &merr) < 0) {
+            if (nested->set && !strcmp(nested->ename, merr.ename) && nested->line > 0) {
+                /* the error came from code the magic ran (%%time's body, %time's
+                 * statement): point at that code's line in the cell */
+                *err = *nested;
+                err->line = cell ? line + nested->line : line;
+                if (!cell) err->col = err->end_col = 0;
+                rc = -1;
+            } else {
+                rc = klp_fail(err, line, 0, merr.ename[0] ? merr.ename : "UsageError", "%s",
+                              merr.evalue[0] ? merr.evalue : "the magic failed");
+            }
+        }
         mg_args_deinit(&margs);
     }
     free(args);

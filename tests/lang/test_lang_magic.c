@@ -121,9 +121,11 @@ T_TEST(convenience_magics)
     run_cell(e, "%%time\nz = 2\nprint('in body', z)", &r);
     ASSERT_EQ(r.rc, 0);
     ASSERT_STR_CONTAINS(r.cap.out, "in body 2\nCPU times");
-    run_cell(e, "%%time\nzz = undefined_thing", &r);
+    run_cell(e, "%%time\nok = 1\nzz = undefined_thing", &r);
     ASSERT_EQ(r.rc, -1);
     ASSERT_STR_EQ(r.err.ename, "NameError");
+    ASSERT_STR_CONTAINS(r.tb, "Cell line 3, column 6");   /* the body's line in the cell */
+    ASSERT_STR_CONTAINS(r.tb, "zz = undefined_thing");
     run_cell(e, "%%nosuch\nbody", &r);
     ASSERT_STR_CONTAINS(r.err.evalue, "Cell magic `%%nosuch` not found");
     run_cell(e, "%%lsmagic\nbody", &r);
