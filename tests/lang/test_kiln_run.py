@@ -246,3 +246,15 @@ def test_install_user_honours_jupyter_data_dir(tmp_path):
     p = subprocess.run([KILN, "install"], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "data" / "kernels" / "kiln" / "kernel.json").exists()
+
+
+def test_install_sys_prefix_asks_python3(tmp_path):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text("#!/bin/sh\necho %s\n" % (tmp_path / "env"))
+    (fake / "python3").chmod(0o755)
+    env = dict(os.environ, PATH=str(fake) + os.pathsep + os.environ["PATH"])
+    p = subprocess.run([KILN, "install", "--sys-prefix"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "env" / "share" / "jupyter" / "kernels" / "kiln" / "kernel.json").exists()
