@@ -5,6 +5,7 @@
  * with that display_id in place (in any cell), clear_output empties the cell (now, or
  * at the next output with wait). No comms: forms fall back to their text/HTML table. */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "jk_nbout.h"
@@ -20,6 +21,10 @@ static void apply_clear(jk_nbout *nb)
 static void on_stream(void *u, const char *name, const char *text, size_t len)
 {
     jk_nbout *nb = self(u);
+    if (nb->log_output) {
+        fwrite(text, 1, len, stderr);
+        fflush(stderr);
+    }
     if (!nb->outputs) return;
     apply_clear(nb);
     json_t *s = json_stringn(text, len);

@@ -13,6 +13,7 @@ typedef struct jk_nbout {
     json_t *displays;      /* owned: display_id -> array of output objects (whole notebook) */
     int execution_count;
     int clear_pending;     /* clear_output(wait=True) seen */
+    int log_output;        /* also echo stream text to this process's stderr */
 } jk_nbout;
 
 int jk_nbout_init(jk_nbout *nb);      /* 0 or -1 (out of memory) */

@@ -10,7 +10,8 @@
  *  - Exit status: 0 all cells ran; 1 a cell raised (the run stops there, the error
  *    is in the cell's outputs); 2 bad usage or unreadable notebook.
  *  - SIGINT/SIGTERM interrupt the running cell (KeyboardInterrupt), like a kernel.
- * Progress goes to stderr. */
+ * Progress goes to stderr; --log-output echoes the cells' streams there too (for
+ * batch-job logs), as papermill's flag of that name does. */
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -35,15 +36,16 @@ static void on_signal(int sig)
 
 typedef struct run_opts {
     const char *in, *out;
-    int nparams;
+    int nparams, log_output;
     const char **names, **values;
 } run_opts;
 
 static const char usage_text[] =
-    "usage: kiln run NOTEBOOK.ipynb [-o OUT.ipynb] [-p NAME VALUE]...\n"
+    "usage: kiln run NOTEBOOK.ipynb [-o OUT.ipynb] [-p NAME VALUE]... [--log-output]\n"
     "  -o, --output OUT   where to write the executed notebook (default NOTEBOOK.out.ipynb)\n"
     "  -p, --parameter NAME VALUE\n"
-    "                     override a parameter (papermill-style injected cell)\n";
+    "                     override a parameter (papermill-style injected cell)\n"
+    "  --log-output       also echo the cells' stdout/stderr to stderr as they run\n";
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
@@ -58,6 +60,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (i + 1 >= argc) return fprintf(stderr, "kiln run: %s needs a path\n", a), -1;
             o->out = argv[++i];
+        } else if (!strcmp(a, "--log-output")) {
+            o->log_output = 1;
         } else if (!strcmp(a, "-p") || !strcmp(a, "--parameter")) {
             if (i + 2 >= argc) return fprintf(stderr, "kiln run: %s needs NAME VALUE\n", a), -1;
             o->names[o->nparams] = argv[++i];
@@ -278,6 +282,7 @@ int jk_run_main(int argc, char **argv)
     out_path = o.out ? strdup(o.out) : default_out(o.in);
     if (!out_path || jk_nbout_init(&w) < 0) goto done;
     w_ok = 1;
+    w.log_output = o.log_output;
     eng = kl_engine_create(&run_interrupt);
     if (!eng) goto done;
     struct sigaction sa;

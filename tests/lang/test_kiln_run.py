@@ -80,6 +80,14 @@ def test_parameters_are_injected_after_the_parameters_cell(tmp_path):
     assert len(injected) == 1 and injected[0].source == "# Parameters\nepochs = 1\n"
 
 
+def test_log_output_echoes_streams(tmp_path):
+    p = run(os.path.join(NOTEBOOKS, "smoke.ipynb"), "-o", str(tmp_path / "o.ipynb"), "--log-output")
+    assert p.returncode == 0
+    assert "epochs 3\nlr 0.01\n" in p.stderr
+    quiet = run(os.path.join(NOTEBOOKS, "smoke.ipynb"), "-o", str(tmp_path / "q.ipynb"))
+    assert "epochs 3" not in quiet.stderr and quiet.stdout == ""
+
+
 def test_unknown_parameter_warns(tmp_path):
     p = run(os.path.join(NOTEBOOKS, "smoke.ipynb"), "-o", str(tmp_path / "o.ipynb"),
             "-p", "extra", "[1, 2]")
