@@ -303,7 +303,11 @@ def test_control_comm_request_states(kernel, shown):
     assert sliders[0]["state"]["max"] == 50
     info = kernel.session.msg("comm_info_request", {"target_name": "jupyter.widget"})
     kernel.shell_channel.send(info)
-    reply = kernel.get_shell_msg(timeout=TIMEOUT)
+    while True:   # skip stale kernel_info_replies (see execute)
+        reply = kernel.get_shell_msg(timeout=TIMEOUT)
+        if reply["parent_header"].get("msg_id") == info["header"]["msg_id"]:
+            break
+        assert reply["msg_type"] == "kernel_info_reply", reply["msg_type"]
     comms = reply["content"]["comms"]
     assert set(states) <= set(comms), "comm_info lists every live widget model"
 
