@@ -12,7 +12,7 @@
 static const mg_option options[] = {
     {"--epochs", MG_OPT_INT, "N", "planned length of the run in epochs (as stored)", NULL},
     {"--device", MG_OPT_STRING, "DEV", "auto, cpu, cuda or cuda:N (as stored)", NULL},
-    {"--time-limit", MG_OPT_STRING, "TIME", "stop (and checkpoint) after e.g. 8h30m", NULL},
+    {"--time-limit", MG_OPT_STRING, "TIME", "stop (and checkpoint) after e.g. 8h30m; none (as stored)", NULL},
     {"--checkpoint-every", MG_OPT_STRING, "WHEN", "500steps, 10m or 1epoch (as stored)", NULL},
     {"--keep", MG_OPT_INT, "N", "keep the newest N checkpoints plus the best (as stored)", NULL},
     {"--results", MG_OPT_STRING, "PATH", "results store (as stored)", NULL},
@@ -46,7 +46,8 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     ro.epochs = (int)epochs;
     ro.keep = (int)keep;
     const char *tl = mg_args_get(args, "--time-limit");
-    if (tl && mg_run_parse_duration(tl, &ro.time_limit_s, err) < 0) return -1;
+    if (tl && (!strcmp(tl, "none") || !strcmp(tl, "0"))) ro.time_limit_s = 0; /* no limit */
+    else if (tl && mg_run_parse_duration(tl, &ro.time_limit_s, err) < 0) return -1;
     mg_every every;
     const char *ce = mg_args_get(args, "--checkpoint-every");
     if (ce && mg_run_parse_every(ce, &every, err) < 0) return -1;
@@ -87,7 +88,8 @@ const mg_command mg_cmd_resume = {
              "a fresh kernel on another machine, and across CPU and CUDA. On the CPU the\n"
              "continued run's per-step losses equal the uninterrupted run's exactly.\n"
              "--epochs N changes the planned length (e.g. to train longer); without an\n"
-             "argument the last run's directory of this session is used.\n\n"
+             "argument the last run's directory of this session is used. The run keeps its\n"
+             "--time-limit (a budget per session) unless --time-limit TIME or none is given.\n\n"
              "Example:\n  %resume runs/mnist --epochs 20",
     .flags = MG_LINE | MG_LONG_RUNNING,
     .options = options,

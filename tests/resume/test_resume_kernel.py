@@ -1,0 +1,372 @@
+"""%train / %checkpoint / %resume through the real kernel (jupyter_client), suite 'resume'.
+
+One reference run trains uninterrupted; the others are interrupted, killed with
+SIGKILL (while training and while writing checkpoints), damaged, or starved of disk,
+and then continued in a NEW kernel with %resume. Per-step losses come from the results
+store (KILN_RESULTS, one SQLite file for the module) and must equal the reference's
+bit for bit (Python floats from REAL columns), as must the final weights (read with the
+`safetensors` package). Data: Fashion-MNIST (Debian's dataset-fashion-mnist), a
+1024-image subset; 2 epochs of batch 16 = 128 steps, a few seconds on 2 cores.
+"""
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file, save
+from safetensors import safe_open
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "protocol"))
+from conftest import Kernel  # noqa: E402
+
+SETUP = ["%dataset fashion-mnist --subset 1024 --val 64 --samples 0",
+         "%%model net\nconv2d 8 3\nrelu\nbatchnorm\nmaxpool 2\ndropout 0.25\nflatten\ndense 10"]
+TRAIN = "%train net --batch 16 --epochs 2 --seed 11 --lr 0.002"
+STEPS = 2 * 1024 // 16
+
+if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
+    pytest.skip("Fashion-MNIST (Debian dataset-fashion-mnist) is not installed",
+                allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def tmp():
+    d = tempfile.mkdtemp(prefix="kiln-resume-")
+    old = os.environ.get("KILN_RESULTS")
+    os.environ["KILN_RESULTS"] = os.path.join(d, "results.sqlite")
+    yield d
+    if old is None:
+        del os.environ["KILN_RESULTS"]
+    else:
+        os.environ["KILN_RESULTS"] = old
+    shutil.rmtree(d, ignore_errors=True)
+
+
+class Cell:
+    def __init__(self):
+        self.reply, self.text, self.errors = None, "", []
+
+
+def start(k, code):
+    return k.kc.execute(code)
+
+
+def collect(k, msg_id, timeout=240, on_text=None):
+    """Runs until idle; stream text and error outputs of the request."""
+    c = Cell()
+    while True:
+        m = k.kc.get_iopub_msg(timeout=timeout)
+        if m["parent_header"].get("msg_id") != msg_id:
+            continue
+        t = m["msg_type"]
+        if t == "stream":
+            c.text += m["content"]["text"]
+            if on_text:
+                on_text(c.text)
+        elif t == "display_data":
+            c.text += m["content"]["data"].get("text/plain", "") + "\n"
+        elif t == "error":
+            c.errors.append(m["content"])
+        elif t == "status" and m["content"]["execution_state"] == "idle":
+            break
+    while True:
+        r = k.kc.get_shell_msg(timeout=timeout)
+        if r["parent_header"].get("msg_id") == msg_id:
+            c.reply = r["content"]
+            return c
+
+
+def run(k, code, ok=True):
+    c = collect(k, start(k, code))
+    if ok:
+        assert c.reply["status"] == "ok", (code, c.reply, c.text)
+    return c
+
+
+def new_kernel(setup=True):
+    k = Kernel()
+    if setup:
+        for code in SETUP:
+            run(k, code)
+    return k
+
+
+def run_id(text):
+    return int(re.search(r"Recording as run (\d+)", text).group(1))
+
+
+def losses(run_id_):
+    """Per-step training losses of a run: the last value logged for each step."""
+    db = sqlite3.connect(os.environ["KILN_RESULTS"])
+    rows = db.execute("SELECT step, value FROM metrics WHERE run_id=? AND key='loss' AND "
+                      "kind=(SELECT kind FROM metrics WHERE run_id=? AND key='loss' LIMIT 1) "
+                      "ORDER BY rowid", (run_id_, run_id_)).fetchall()
+    db.close()
+    out = {}
+    for step, v in rows:
+        out[step] = v
+    return out
+
+
+def weights(path):
+    return {k: v for k, v in load_file(path).items() if k.startswith("model.")}
+
+
+def ckpt(d, step):
+    return os.path.join(d, "ckpt-step%08d.safetensors" % step)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp):
+    """The uninterrupted run: its per-step losses and final checkpoint."""
+    k = new_kernel()
+    rd = os.path.join(tmp, "ref")
+    c = run(k, f"{TRAIN} --run-dir {rd} --checkpoint-every 32steps --keep 3")
+    k.close()
+    ls = losses(run_id(c.text))
+    assert sorted(ls) == list(range(1, STEPS + 1))
+    return {"losses": ls, "final": ckpt(rd, STEPS), "dir": rd}
+
+
+def assert_same_run(ref, ls, final, first=1):
+    """Steps first..STEPS equal the reference's (steps logged before first must match
+    where present: a SIGKILL loses the results store's last buffered rows)."""
+    bad = [(s, ls.get(s), ref["losses"][s]) for s in range(1, STEPS + 1)
+           if ls.get(s) != ref["losses"][s] and (s >= first or s in ls)]
+    assert not bad, f"{len(bad)} steps differ, first: {bad[:3]}"
+    a, b = weights(final), weights(ref["final"])
+    assert sorted(a) == sorted(b)
+    for name in a:
+        assert np.array_equal(a[name], b[name]), name
+
+
+def test_interrupt_then_resume_in_a_new_kernel_is_exact(tmp, reference):
+    rd = os.path.join(tmp, "interrupted")
+    k = new_kernel()
+    fired = []
+
+    def on_text(text):  # interrupt once a few checkpoints exist: an arbitrary later step
+        if not fired and text.count("checkpoint: ") >= 3:
+            fired.append(1)
+            k.km.interrupt_kernel()
+
+    c = collect(k, start(k, f"{TRAIN} --run-dir {rd} --checkpoint-every 10steps --keep 2"),
+                on_text=on_text)
+    assert c.reply["status"] == "error", "the run ended before the interrupt (too fast?)"
+    assert c.reply["ename"] == "KeyboardInterrupt"
+    stopped = int(re.search(r"after step (\d+)", c.reply["evalue"]).group(1))
+    assert 30 <= stopped < STEPS
+    assert os.path.exists(ckpt(rd, stopped)), "the interrupt did not checkpoint its step"
+    rid = run_id(c.text)
+    run(k, "1 + 1")  # the kernel stays usable
+    k.close()
+    k = new_kernel(setup=False)  # nothing defined: %resume rebuilds everything
+    c = run(k, f"%resume {rd}")
+    k.close()
+    assert f"step {stopped} of {STEPS}" in c.text
+    assert run_id(c.text) == rid  # the same run in the results store continues
+    assert_same_run(reference, losses(rid), ckpt(rd, STEPS))
+
+
+def test_kill9_while_training_and_writing(tmp, reference):
+    """SIGKILL while checkpointing every step (most of the time is spent writing), then
+    %resume continues from the newest complete checkpoint, exactly."""
+    rd = os.path.join(tmp, "killed")
+    k = new_kernel()
+    seen = []
+
+    def on_text(text):
+        steps = [int(s) for s in re.findall(r"ckpt-step(\d+)\.safetensors \(step", text)]
+        if not seen and len(steps) >= 20:
+            seen.append(max(steps))
+            os.kill(k.pid, signal.SIGKILL)
+
+    msg = start(k, f"{TRAIN} --run-dir {rd} --checkpoint-every 1steps --keep 3")
+    with pytest.raises(Exception):
+        collect(k, msg, timeout=5, on_text=on_text)  # the kernel died: no idle comes
+    assert seen, "the kernel was not killed"
+    k.kc.stop_channels()
+    k.km.shutdown_kernel(now=True)
+    os.unlink(k.log.name)
+    k = new_kernel(setup=False)
+    c = run(k, f"%resume {rd}")
+    k.close()
+    resumed = int(re.search(r"from \S+: step (\d+) of", c.text).group(1))
+    assert resumed >= seen[0]  # at most one interval (here: one step) lost
+    assert not [f for f in os.listdir(rd) if f.endswith(".tmp")]  # stale tmp overwritten/unused
+    db = sqlite3.connect(os.environ["KILN_RESULTS"])
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+    assert_same_run(reference, losses(run_id(c.text)), ckpt(rd, STEPS), first=resumed + 1)
+
+
+def flip(path, offset):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        b = f.read(1)
+        f.seek(offset)
+        f.write(bytes([b[0] ^ 0x5A]))
+
+
+def header_len(path):
+    with open(path, "rb") as f:
+        return struct.unpack("<Q", f.read(8))[0]
+
+
+def header_crc32(header):
+    """docs/checkpoint-format.md section 4 (as tests/checkpoint/test_interop.py)."""
+    crc = 0
+    meta = header.get("__metadata__", {})
+    tensors = sorted(((k, v) for k, v in header.items() if k != "__metadata__"),
+                     key=lambda kv: tuple(kv[1]["data_offsets"]))
+    for name, t in tensors:
+        for part in [name, t["dtype"], "[" + ",".join(str(d) for d in t["shape"]) + "]",
+                     "[%d,%d]" % tuple(t["data_offsets"])]:
+            crc = zlib.crc32(part.encode() + b"\0", crc)
+    for key in sorted(meta, key=lambda s: s.encode()):
+        if key != "header_crc32":
+            crc = zlib.crc32(key.encode() + b"\0", crc)
+            crc = zlib.crc32(meta[key].encode() + b"\0", crc)
+    return "%08x" % crc
+
+
+def write_checked(dst, tensors, meta):
+    """A safetensors file with Kiln's two checksums filled in for meta."""
+    meta = dict(meta)
+    raw = save(tensors, metadata=meta)
+    (n,) = struct.unpack("<Q", raw[:8])
+    meta["data_crc32"] = "%08x" % zlib.crc32(raw[8 + n:])
+    header = json.loads(raw[8:8 + n])
+    header["__metadata__"] = meta
+    meta["header_crc32"] = header_crc32(header)
+    with open(dst, "wb") as f:
+        f.write(save(tensors, metadata=meta))
+
+
+def rewrite(src, dst, drop=(), **changes):
+    """dst = src with metadata changed (or tensors/keys dropped) and valid checksums: a
+    file Kiln accepts but for what was changed."""
+    with safe_open(src, framework="np") as f:
+        meta = {k: v for k, v in f.metadata().items() if k not in drop}
+        tensors = {k: np.array(f.get_tensor(k)) for k in f.keys()
+                   if not any(k.startswith(d) for d in drop)}
+    meta.update(changes)
+    write_checked(dst, tensors, meta)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "header byte", "data byte"])
+def test_damaged_newest_is_skipped_with_a_warning(tmp, reference, damage):
+    rd = os.path.join(tmp, "damaged-" + damage.replace(" ", "-"))
+    os.makedirs(rd)
+    good, bad = ckpt(reference["dir"], 96), ckpt(rd, 112)
+    shutil.copy(good, rd)
+    rewrite(good, bad, step="112")  # stands in for a newer file, then damaged
+    if damage == "truncated":
+        os.truncate(bad, os.path.getsize(bad) - 100)
+    elif damage == "header byte":
+        flip(bad, 8 + header_len(bad) // 2)
+    else:
+        flip(bad, os.path.getsize(bad) - 7)
+    k = new_kernel(setup=False)
+    c = run(k, f"%checkpoint list {rd}")
+    assert "ckpt-step00000112.safetensors" in c.text and "NO: " in c.text
+    c = run(k, f"%checkpoint show {bad}", ok=False)
+    assert c.reply["status"] == "error" and bad in c.reply["evalue"]
+    c = run(k, f"%resume {rd}")
+    k.close()
+    assert f"skipped damaged checkpoint {rd}/ckpt-step00000112.safetensors" in c.text
+    assert "step 96 of" in c.text
+    assert os.path.exists(bad)  # damaged files are left for a human
+
+
+@pytest.mark.parametrize("case,ename,words", [
+    ("newer format", "ValueError", ["format v2", "upgrade"]),
+    ("other data set", "ValueError", ["checksum", "fashion-mnist"]),
+    ("weights only", "ValueError", ["weights only"]),
+    ("missing", "FileNotFoundError", ["does not exist"]),
+])
+def test_bad_checkpoints_are_clear_errors(tmp, reference, case, ename, words):
+    src = ckpt(reference["dir"], 96)
+    path = os.path.join(tmp, case.replace(" ", "-") + ".safetensors")
+    k = new_kernel(setup=False)
+    if case == "newer format":
+        rewrite(src, path, format_version="2")
+    elif case == "other data set":
+        with safe_open(src, framework="np") as f:
+            ds = json.loads(f.metadata()["dataset"])
+        ds["fnv1a64"] = "0123456789abcdef"
+        rewrite(src, path, dataset=json.dumps(ds))
+    elif case == "weights only":
+        rewrite(src, path, drop=("training_state", "optim."))
+    c = run(k, f"%resume {path}", ok=False)
+    run(k, "1 + 1")
+    k.close()
+    assert c.reply["status"] == "error" and c.reply["ename"] == ename, c.reply
+    for w in words:
+        assert w in c.reply["evalue"], c.reply["evalue"]
+    if case != "missing":
+        assert path in c.reply["evalue"]
+
+
+def test_full_disk_keeps_the_good_checkpoint(tmp, reference):
+    rd = os.path.join(tmp, "full")
+    os.makedirs(rd)
+    shutil.copy(ckpt(reference["dir"], 96), rd)
+    before = open(ckpt(rd, 96), "rb").read()
+    k = new_kernel(setup=False)
+    run(k, f"%checkpoint load {rd}")
+    limit = len(before) // 2  # a file-size limit below one checkpoint
+    resource.prlimit(k.pid, resource.RLIMIT_FSIZE, (limit, limit))
+    c = run(k, f"%checkpoint save {ckpt(rd, 96)}", ok=False)
+    assert c.reply["status"] == "error"
+    assert "disk full" in c.reply["evalue"] and ckpt(rd, 96) in c.reply["evalue"]
+    run(k, "1 + 1")
+    k.close()
+    assert open(ckpt(rd, 96), "rb").read() == before
+    assert sorted(os.listdir(rd)) == ["ckpt-step00000096.safetensors"]
+
+
+def test_time_limit_stops_cleanly_and_checkpoints(tmp, reference):
+    rd = os.path.join(tmp, "timed")
+    k = new_kernel()
+    c = run(k, f"{TRAIN} --run-dir {rd} --time-limit 0.5s")  # ok: not an error
+    k.close()
+    steps = [int(s) for s in re.findall(r"ckpt-step(\d+)\.safetensors \(step", c.text)]
+    assert steps and steps[-1] < STEPS and os.path.exists(ckpt(rd, steps[-1]))
+    k = new_kernel(setup=False)
+    c = run(k, f"%resume {rd}")  # the stored 0.5s again: a new budget
+    steps2 = [int(s) for s in re.findall(r"ckpt-step(\d+)\.safetensors \(step", c.text)]
+    assert f"step {steps[-1]} of" in c.text and steps2[-1] > steps[-1]
+    c = run(k, f"%resume {rd} --time-limit none")
+    k.close()
+    assert_same_run(reference, losses(run_id(c.text)), ckpt(rd, STEPS))
+
+
+def test_safetensors_reads_the_same_weights(tmp):
+    tool = os.environ.get("RESUME_RT")
+    if not tool:
+        pytest.skip("RESUME_RT (the test_resume_rt binary) not given")
+    d = os.path.join(tmp, "interop")
+    os.makedirs(d)
+    subprocess.run([tool, "--write-interop", d], check=True)
+    got = load_file(os.path.join(d, "trained.safetensors"))
+    raw = [f for f in os.listdir(d) if f.endswith(".f32")]
+    assert len(raw) >= 6
+    for f in raw:
+        want = np.fromfile(os.path.join(d, f), dtype="<f4")
+        t = got["model." + f[:-4]]
+        assert t.dtype == np.float32 and np.array_equal(t.reshape(-1), want), f
+    assert got["model.0.conv2d.weight"].shape == (4, 1, 3, 3)  # PyTorch's (K, C, R, S)
+    with safe_open(os.path.join(d, "trained.safetensors"), framework="np") as f:
+        assert f.metadata()["step"] == "10" and "model_spec" in f.metadata()
