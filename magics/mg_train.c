@@ -1,7 +1,11 @@
 /* mg_train.c - %train [MODEL] [options]: reads the options (mg_run_opts.c), builds a
  * run and trains it (mg_run.c / mg_run_loop.c). A fresh model from the spec and the
- * seed every time; the trained model replaces the previous one of that name in the
- * workspace, for %evaluate, %predict and %checkpoint. */
+ * seed every time - unless --run-dir already holds checkpoints, then that run continues
+ * (mg_ckpt_train_autoresume; KILN_NO_RESUME=1 starts over), so a stage notebook run
+ * again on a new machine picks up where the last one stopped. The trained model
+ * replaces the previous one of that name in the workspace, for %evaluate, %predict
+ * and %checkpoint. */
+#include "mg_ckpt.h"
 #include "mg_run.h"
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
@@ -9,9 +13,11 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     mg_run_opts o;
     mg_run_opts_default(&o);
     if (mg_run_opts_from_args(&o, args, err) < 0) return -1;
+    int handled = 0, rc = mg_ckpt_train_autoresume(ctx, &o, &handled, err);
+    if (handled || rc < 0) return rc;
     mg_run *r = NULL;
     if (mg_run_create(&r, ctx, &o, err) < 0) return -1;
-    int rc = mg_run_loop(r, err);
+    rc = mg_run_loop(r, err);
     mg_run_destroy(r);
     return rc;
 }
@@ -31,7 +37,9 @@ const mg_command mg_cmd_train = {
              "and a loss/accuracy plot, then a summary. Validation uses the --val split, or\n"
              "the test split when there is none. An interrupt stops at the next step and\n"
              "keeps the model; --time-limit stops the same way (not an error) so a stage\n"
-             "notebook can go on. Every run is recorded in the results store (--results,\n"
+             "notebook can go on. With --run-dir, checkpoints go there (every\n"
+             "--checkpoint-every, default 1epoch, and at the stop); a run directory that\n"
+             "already holds checkpoints is continued (KILN_NO_RESUME=1 starts over). Every run is recorded in the results store (--results,\n"
              "else $KILN_RESULTS, else ~/.local/share/kiln/results.sqlite); a store that\n"
              "cannot be written is a warning. Options take $var / {expr} values.\n\n"
              "Example:\n  %train mnist_net --epochs $epochs --lr {lr} --optimizer sgd --momentum 0.9",
