@@ -59,8 +59,10 @@ int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_e
  * variable KILN_NO_RESUME is unset (or "0"), continues that run instead of starting over
  * (the checkpoint's hyperparameters win; differing options are named in a warning;
  * o->epochs becomes the planned length) and sets *handled = 1; the return value is then
- * %train's. Otherwise *handled = 0 and nothing happens (0). `kiln run --no-resume` sets
- * KILN_NO_RESUME=1. */
+ * %train's. With KILN_NO_RESUME set, the directory's checkpoints are moved to
+ * DIR/previous-<time>/ (so the new run's files are not rotated away; nothing is
+ * deleted) and *handled = 0. Otherwise *handled = 0 and nothing happens (0).
+ * `kiln run --no-resume` sets KILN_NO_RESUME=1. */
 int mg_ckpt_train_autoresume(mg_ctx *ctx, const mg_run_opts *o, int *handled, mg_error *err);
 
 /* ---- the session's memory of the last run (mg_session slot "ckpt.last") ---- */

@@ -9,12 +9,15 @@
  * and mg_run_loop continues. Run-control options (--epochs, --device, --time-limit,
  * --checkpoint-every, --keep, --results) may be changed; training options may not.
  */
+#include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "mg_ckpt_internal.h"
 #include "mg_workspace.h"
@@ -282,14 +285,51 @@ static int same_model(mg_ctx *ctx, const mg_run_opts *o, const char *path, mg_er
     return rc;
 }
 
+/* Starting over in a run directory that holds checkpoints: its Kiln-named files move to
+ * DIR/previous-<UTC time>/ so the new run's (lower-step) files are not rotated away and
+ * nothing is deleted. */
+static int set_aside(mg_ctx *ctx, const char *dir, mg_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    char sub[1100], from[1400], to[1400], stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime_r(&now, &tm));
+    snprintf(sub, sizeof sub, "%s/previous-%s", dir, stamp);
+    int moved = 0, rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        size_t n = strlen(e->d_name), x = strlen(RT_CKPT_EXT);
+        if (strncmp(e->d_name, RT_CKPT_DIR_PREFIX, strlen(RT_CKPT_DIR_PREFIX)) || n <= x ||
+            strcmp(e->d_name + n - x, RT_CKPT_EXT))
+            continue;
+        if (!moved && mkdir(sub, 0777) != 0 && errno != EEXIST)
+            rc = mg_fail(err, "OSError", "%%train: cannot create %s: %s", sub, strerror(errno));
+        snprintf(from, sizeof from, "%s/%s", dir, e->d_name);
+        snprintf(to, sizeof to, "%s/%s", sub, e->d_name);
+        if (rc == 0 && rename(from, to) != 0)
+            rc = mg_fail(err, "OSError", "%%train: cannot move %s to %s: %s", from, sub,
+                         strerror(errno));
+        moved += rc == 0;
+    }
+    closedir(d);
+    if (moved)
+        mg_printf(ctx->out, "KILN_NO_RESUME: starting over; %d earlier checkpoint%s of %s "
+                  "moved to %s\n", moved, moved == 1 ? "" : "s", dir, sub);
+    return rc;
+}
+
 int mg_ckpt_train_autoresume(mg_ctx *ctx, const mg_run_opts *o, int *handled, mg_error *err)
 {
     *handled = 0;
     const char *env = getenv("KILN_NO_RESUME");
     struct stat st;
-    if (!o->run_dir[0] || (env && env[0] && strcmp(env, "0")) || stat(o->run_dir, &st) != 0 ||
-        !S_ISDIR(st.st_mode))
-        return 0;
+    if (!o->run_dir[0] || stat(o->run_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+    if (env && env[0] && strcmp(env, "0")) {
+        int rc = set_aside(ctx, o->run_dir, err);
+        return *handled = rc < 0, rc;
+    }
     char *path = NULL, *skipped = NULL;
     rt_error re = {0};
     rt_status s = rt_ckpt_dir_latest(o->run_dir, &path, &skipped, &re);

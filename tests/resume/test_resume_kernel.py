@@ -370,3 +370,62 @@ def test_safetensors_reads_the_same_weights(tmp):
     assert got["model.0.conv2d.weight"].shape == (4, 1, 3, 3)  # PyTorch's (K, C, R, S)
     with safe_open(os.path.join(d, "trained.safetensors"), framework="np") as f:
         assert f.metadata()["step"] == "10" and "model_spec" in f.metadata()
+
+
+def test_train_on_a_run_dir_of_another_model_is_an_error(tmp, reference):
+    rd = os.path.join(tmp, "othermodel")
+    shutil.copytree(reference["dir"], rd)
+    k = new_kernel(setup=False)
+    run(k, SETUP[0])
+    run(k, "%%model net\nconv2d 6 3\nrelu\nflatten\ndense 10")
+    c = run(k, f"{TRAIN} --run-dir {rd}", ok=False)
+    k.close()
+    assert c.reply["status"] == "error" and c.reply["ename"] == "ValueError", c.reply
+    assert "another model" in c.reply["evalue"] and rd in c.reply["evalue"]
+
+
+def kiln_run(nb, out, env=None):
+    from conftest import kiln_binary
+    p = subprocess.run([kiln_binary(), "run", nb, "-o", out], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    with open(out) as f:
+        cells = json.load(f)["cells"]
+    text = ""
+    for c in cells:
+        for o in c.get("outputs", []):
+            t = o.get("text") or o.get("data", {}).get("text/plain", "")
+            text += "".join(t) if isinstance(t, list) else t
+    return text
+
+
+def test_kiln_run_again_continues_the_run(tmp, reference):
+    """A stage notebook with a time limit (the platform's kill) run again and again by
+    `kiln run` finishes the run, exactly; KILN_NO_RESUME=1 starts over."""
+    rd = os.path.join(tmp, "stage")
+    nb = os.path.join(tmp, "stage.ipynb")
+    cells = SETUP + [f"{TRAIN} --run-dir {rd} --checkpoint-every 16steps --time-limit 0.5s"]
+    with open(nb, "w") as f:
+        json.dump({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                   "cells": [{"cell_type": "code", "metadata": {}, "source": c,
+                              "outputs": [], "execution_count": None, "id": "c%d" % i}
+                             for i, c in enumerate(cells)]}, f)
+    text = kiln_run(nb, nb + ".out")
+    assert "continuing" not in text
+    rid = run_id(text)
+    for attempt in range(20):
+        if os.path.exists(ckpt(rd, STEPS)):
+            break
+        text = kiln_run(nb, nb + ".out")
+        assert "already holds checkpoints: continuing" in text
+        assert run_id(text) == rid
+    assert os.path.exists(ckpt(rd, STEPS)), "not finished after 20 runs"
+    assert_same_run(reference, losses(rid), ckpt(rd, STEPS))
+    env = dict(os.environ, KILN_NO_RESUME="1")
+    text = kiln_run(nb, nb + ".out", env=env)
+    assert "continuing" not in text and run_id(text) != rid
+    assert "moved to" in text  # the finished run's files are set aside, not deleted
+    prev = [d for d in os.listdir(rd) if d.startswith("previous-")]
+    assert len(prev) == 1 and os.path.exists(os.path.join(rd, prev[0], os.path.basename(
+        ckpt(rd, STEPS))))
+    assert [f for f in os.listdir(rd) if f.startswith("ckpt-step")]  # the new run's
