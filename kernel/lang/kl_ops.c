@@ -74,6 +74,9 @@ static json_t *too_big(klp_ctx *c, const klp_node *n)
 static json_t *repeat(klp_ctx *c, const klp_node *n, json_t *seq, long long times)
 {
     if (times < 0) times = 0;
+    /* an empty sequence repeated any number of times is empty (and costs nothing) */
+    if (json_is_string(seq) ? json_string_length(seq) == 0 : json_array_size(seq) == 0)
+        times = 0;
     if (json_is_string(seq)) {
         size_t len = json_string_length(seq);
         if (len && (unsigned long long)times > KLP_MAX_STR / len) return too_big(c, n);

@@ -67,6 +67,7 @@ T_TEST(arithmetic)
     EXPECT_REPR("6 & 3, 6 | 3, 6 ^ 3, ~5, 1 << 4, -16 >> 2", "[2, 7, 5, -6, 16, -4]");
     EXPECT_REPR("'ab' * 3 + 'c'", "'abababc'");
     EXPECT_REPR("[1] * 3 + [2]", "[1, 1, 1, 2]");
+    EXPECT_REPR("'' * 10 ** 18, [] * 10 ** 18, 'ab' * -1", "['', [], '']");   /* instant */
     EXPECT_REPR("{'a': 1} | {'b': 2}", "{'a': 1, 'b': 2}");
 }
 
