@@ -83,6 +83,19 @@ def test_bad_input_is_an_error_reply(k, code, ename, words):
     ok(k, "1 + 1")  # still usable
 
 
+def test_help_completion_inspect(k):
+    msgs = ok(k, "%train --help")
+    text = "".join(m["content"].get("text", "") for m in msgs if m["msg_type"] == "stream")
+    for opt in ("--checkpoint-every", "--time-limit", "--precision {fp32,bf16,fp16}"):
+        assert opt in text
+    k.kc.complete("%train tiny --ep", 16)
+    reply = k.kc.get_shell_msg(timeout=30)["content"]
+    assert "--epochs" in reply["matches"]
+    k.kc.inspect("%evaluate", 9)
+    reply = k.kc.get_shell_msg(timeout=30)["content"]
+    assert reply["found"] and "--split" in reply["data"]["text/plain"]
+
+
 def test_memory_after_ten_runs(k):
     ok(k, "%train tiny --batch 32")  # warm-up: allocator pools, results store, plot
     before = k.rss_kib()
