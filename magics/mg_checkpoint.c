@@ -145,6 +145,14 @@ static int do_load(mg_ctx *ctx, const char *arg, const char *device, mg_error *e
             rec->dataset = dup_meta(rd, RT_CKPT_KEY_DATASET);
             rec->run_id = dup_meta(rd, RT_CKPT_KEY_RUN_ID);
             rec->results_store = dup_meta(rd, "results_store");
+            json_t *sc = json_loads(rt_ckpt_reader_meta(rd, RT_CKPT_KEY_SCHEDULE) ?
+                                    rt_ckpt_reader_meta(rd, RT_CKPT_KEY_SCHEDULE) : "{}", 0, NULL);
+            json_t *hp = json_loads(rec->hyperparameters ? rec->hyperparameters : "{}", 0, NULL);
+            const char *spec = json_string_value(json_object_get(sc, "spec"));
+            rec->schedule = spec ? strdup(spec) : NULL; /* re-saved as it was */
+            rec->base_lr = json_number_value(json_object_get(hp, "lr"));
+            json_decref(sc);
+            json_decref(hp);
             rec->has_snap = rt_ckpt_train_snap_read(&rec->snap, rd, m, NULL) == RT_OK;
         }
         int64_t step = 0, epoch = 0;

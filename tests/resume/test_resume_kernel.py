@@ -429,3 +429,21 @@ def test_kiln_run_again_continues_the_run(tmp, reference):
     assert len(prev) == 1 and os.path.exists(os.path.join(rd, prev[0], os.path.basename(
         ckpt(rd, STEPS))))
     assert [f for f in os.listdir(rd) if f.startswith("ckpt-step")]  # the new run's
+
+
+def test_checkpoint_save_then_resume_longer(tmp, reference):
+    """%train 1 epoch without a run dir, %checkpoint save, then in a new kernel
+    %resume FILE --epochs 2: the same run as 2 epochs straight (constant schedule)."""
+    one, two = os.path.join(tmp, "one.safetensors"), os.path.join(tmp, "two.safetensors")
+    k = new_kernel()
+    c = run(k, TRAIN.replace("--epochs 2", "--epochs 1"))
+    rid = run_id(c.text)
+    c = run(k, f"%checkpoint save {one}")
+    assert "with optimiser state" in c.text
+    k.close()
+    k = new_kernel(setup=False)
+    c = run(k, f"%resume {one} --epochs 2")
+    assert f"step {STEPS // 2} of {STEPS}" in c.text
+    run(k, f"%checkpoint save {two}")
+    k.close()
+    assert_same_run(reference, losses(rid), two)
