@@ -155,7 +155,8 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
 {
     const rt_progress *p = &r->last;
     char status[256], el[48];
-    if (failed) snprintf(status, sizeof status, "failed at step %lld", (long long)p->step + 1);
+    if (failed) snprintf(status, sizeof status, "failed after step %lld of %lld", (long long)p->step,
+                         (long long)p->total_steps);
     else if (why == RT_STEP_DONE) snprintf(status, sizeof status, "finished");
     else if (why == RT_STEP_TIME_LIMIT)
         snprintf(status, sizeof status, "stopped by the time limit (%s) after step %lld of %lld",

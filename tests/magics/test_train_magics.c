@@ -354,6 +354,35 @@ T_TEST(test_broken_store_is_a_warning)
     ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
 }
 
+/* A run that cannot write its final checkpoint fails: an error, recorded as failed. */
+T_TEST(test_failed_run_is_recorded)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    tm_reset();
+    ASSERT_EQ(setup_model(), 0);
+    char blocker[256], line[700];
+    snprintf(blocker, sizeof blocker, "%s/a-file", g_dir);
+    FILE *f = fopen(blocker, "w");
+    ASSERT(f != NULL);
+    fclose(f);
+    tm_reset();
+    snprintf(line, sizeof line, "train tiny --batch 32 --run-dir %s/sub --results %s", blocker,
+             g_store);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "a-file");
+    ASSERT_EQ(tm_count("text/plain", "Run tiny: failed", NULL, NULL), 1);
+    rt_results *rs = NULL;
+    rt_error re;
+    int64_t run;
+    rt_results_run r;
+    ASSERT_EQ(rt_results_open(g_store, &rs, &re), RT_OK);
+    ASSERT_EQ(rt_results_find(rs, "last", &run, &re), RT_OK);
+    ASSERT_EQ(rt_results_get_run(rs, run, &r, &re), RT_OK);
+    ASSERT_EQ(r.status, RT_RESULTS_FAILED);
+    rt_results_run_free(&r);
+    rt_results_close(rs);
+}
+
 T_TEST(test_shapes_and_device_errors)
 {
     ASSERT_EQ(fresh_session(), 0);
@@ -394,6 +423,7 @@ int main(void)
     T_RUN(test_train_evaluate_predict);
     T_RUN(test_interrupt_and_time_limit);
     T_RUN(test_broken_store_is_a_warning);
+    T_RUN(test_failed_run_is_recorded);
     T_RUN(test_shapes_and_device_errors);
     mg_session_destroy(g_s);
     json_decref(tm_c.displays);
