@@ -63,12 +63,12 @@ static void hms(double s, char *buf, size_t n)
 
 void mgp_view_start(mg_run *r)
 {
-    static unsigned counter;
-    counter++;
-    snprintf(r->progress_id, sizeof r->progress_id, "kiln-train-%ld-%ld-%u-progress",
-             (long)getpid(), (long)time(NULL), counter);
-    snprintf(r->plot_id, sizeof r->plot_id, "kiln-train-%ld-%ld-%u-plot", (long)getpid(),
-             (long)time(NULL), counter);
+    /* unique per run without global state: pid, the clock in ns, the run's address */
+    unsigned long long ns = (unsigned long long)(mgp_now() * 1e9);
+    snprintf(r->progress_id, sizeof r->progress_id, "kiln-train-%ld-%llx-%p-progress",
+             (long)getpid(), ns, (void *)r);
+    snprintf(r->plot_id, sizeof r->plot_id, "kiln-train-%ld-%llx-%p-plot", (long)getpid(), ns,
+             (void *)r);
     r->start_step = rt_trainer_get_state(r->trainer).step;
     const rt_dataset_splits *d = &r->data->splits;
     mg_printf(r->ctx->out, "Training %s (%ld params) on %s: %d train images, validation on "
