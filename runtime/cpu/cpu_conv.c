@@ -25,6 +25,10 @@ static int is_direct(const rt_conv_desc *d)
 }
 
 #define GROUP 8 /* images per weight-gradient partial sum */
+/* Up to this many C*R*S, the weight gradient is computed with dot products: an sgemm call
+ * with an output of K x 27 is mostly call and packing overhead (measured: conv1 of the
+ * MNIST net backward, 3.0 -> 2.4 ms per 128-image step). */
+#define SMALL_CRS 32
 
 static int nthreads(rt_backend *b, int n) { return n < b->threads ? 1 : b->threads; }
 static int ngroups(int n) { return (n + GROUP - 1) / GROUP; }
@@ -95,6 +99,20 @@ __attribute__((noinline)) static float row_sum(const float *restrict x, int n)
     float s = 0.0f;
     for (int j = 0; j < 16; j++) s += acc[j];
     for (; i < n; i++) s += x[i];
+    return s;
+}
+
+/* Dot product of n floats, 16 partial sums (vectorisable, fixed order). */
+__attribute__((noinline)) static float dot(const float *restrict a, const float *restrict b,
+                                           int n)
+{
+    float acc[16] = {0};
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) acc[j] += a[i + j] * b[i + j];
+    float s = 0.0f;
+    for (int j = 0; j < 16; j++) s += acc[j];
+    for (; i < n; i++) s += a[i] * b[i];
     return s;
 }
 
@@ -229,8 +247,17 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                     im2col(col, x, d);
                     src = col;
                 }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, CRS, PQ, 1.0f, dy, PQ,
-                            src, PQ, n == g * GROUP ? 0.0f : 1.0f, acc, CRS);
+                if (CRS <= SMALL_CRS) { /* e.g. a first layer: dots beat a 32x9 GEMM call */
+                    for (int k = 0; k < K; k++)
+                        for (int c = 0; c < CRS; c++) {
+                            float v = dot(dy + (size_t)k * PQ, src + (size_t)c * PQ, PQ);
+                            acc[(size_t)k * CRS + c] =
+                                n == g * GROUP ? v : acc[(size_t)k * CRS + c] + v;
+                        }
+                } else {
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, CRS, PQ, 1.0f, dy,
+                                PQ, src, PQ, n == g * GROUP ? 0.0f : 1.0f, acc, CRS);
+                }
                 for (int k = 0; k < K; k++) {
                     float sum = row_sum(dy + (size_t)k * PQ, PQ);
                     accb[k] = n == g * GROUP ? sum : accb[k] + sum;
