@@ -2,8 +2,11 @@
  *
  * Host staging buffers for one minibatch (images, labels, probabilities) and the
  * optimiser state are allocated at create; a step allocates nothing. The optimiser is
- * the OPTIM module's rt_optim over the model's parameter tensors (host memory on the
- * CPU backend). Randomness: the batcher (shuffle/augment streams keyed by epoch), the
+ * the OPTIM module's rt_optim over the model's parameter tensors: on the CPU backend
+ * directly on its (host) memory; on a device backend over host mirrors of the flat
+ * parameter and gradient vectors (download the gradients, update on the host, upload
+ * the parameters: two copies of 4 bytes a parameter per step), which keeps one optimiser
+ * implementation and its checkpoint names for every backend. Randomness: the batcher (shuffle/augment streams keyed by epoch), the
  * model (dropout stream keyed by step) and init (at attach) all derive from the
  * model's seed, so the state to restore is the step and the batcher position.
  */
@@ -24,6 +27,7 @@ struct rt_trainer {
     int64_t steps_per_epoch, total_steps;
     float *images, *probs;       /* (B,C,H,W), (B,L) host staging */
     int32_t *labels;             /* (B) */
+    float *hparams, *hgrads;     /* (P) host mirrors on a device backend, else NULL */
     double t_begin, last_loss;
     int64_t images_done, steps_done;
 };
@@ -54,9 +58,6 @@ static rt_status check_config(const rt_model *m, const rt_dataset *d,
     const rt_model_input *in = rt_model_input_shape(m);
     if (!rt_model_backend(m))
         return RT_ERR(err, RT_EINVAL, "the model is not attached to a device");
-    if (strcmp(rt_model_backend(m)->ops->name, "cpu"))
-        return RT_ERR(err, RT_ENODEV, "training on '%s' is not supported yet ---> HINT: use "
-                      "--device cpu", rt_model_backend(m)->ops->name);
     if (c->epochs < 1) return RT_ERR(err, RT_EINVAL, "--epochs must be >= 1 (got %d)", c->epochs);
     if (c->batch_size < 1 || c->batch_size > rt_model_max_batch(m))
         return RT_ERR(err, RT_EINVAL, "--batch %d outside [1, %d] (the model was set up for "
@@ -74,12 +75,22 @@ static rt_status check_config(const rt_model *m, const rt_dataset *d,
     return RT_OK;
 }
 
+/* Host mirror <- the model's parameters (device backends). */
+static rt_status sync_mirror(rt_trainer *t, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(t->m);
+    rt_tensor *p = rt_model_params_flat(t->m);
+    return b->ops->download(b, t->hparams, p, rt_tensor_bytes(p), err);
+}
+
 static rt_status make_optim(rt_trainer *t, rt_error *err)
 {
     int nt = rt_model_num_tensors(t->m), np = 0;
     rt_optim_param *ps = calloc((size_t)nt + 1, sizeof *ps);
     if (!ps) return RT_ERR(err, RT_ENOMEM, "out of memory creating the optimiser");
     rt_tensor *g = rt_model_grads_flat(t->m), *p = rt_model_params_flat(t->m);
+    float *pbase = t->hparams ? t->hparams : (float *)p->data;
+    const float *gbase = t->hgrads ? t->hgrads : (const float *)g->data;
     size_t off = 0;
     rt_status s = RT_OK;
     for (int i = 0; i < nt && s == RT_OK; i++) {
@@ -87,8 +98,8 @@ static rt_status make_optim(rt_trainer *t, rt_error *err)
         s = rt_model_tensor(t->m, i, &nt_, err);
         if (s != RT_OK || !nt_.trainable) continue;
         /* parameters are packed in the flat vectors in enumeration order */
-        ps[np].param = (float *)p->data + off;
-        ps[np].grad = (const float *)g->data + off;
+        ps[np].param = pbase + off;
+        ps[np].grad = gbase + off;
         ps[np].n = nt_.numel;
         ps[np].no_decay = 0; /* torch applies weight decay to every parameter */
         off += nt_.numel;
@@ -116,6 +127,13 @@ rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *tra
     bc.augment = cfg->augment;
     rt_batcher_data bd = rt_batcher_data_of(train);
     rt_status s = rt_batcher_create(&t->batcher, &bd, &bc, err);
+    if (s == RT_OK && (cfg->host_mirror || strcmp(rt_model_backend(m)->ops->name, "cpu"))) {
+        size_t P = (size_t)rt_model_num_params(m);
+        t->hparams = malloc((P ? P : 1) * sizeof *t->hparams);
+        t->hgrads = malloc((P ? P : 1) * sizeof *t->hgrads);
+        if (!t->hparams || !t->hgrads) s = RT_ERR(err, RT_ENOMEM, "out of memory");
+        if (s == RT_OK) s = sync_mirror(t, err);
+    }
     if (s == RT_OK) s = make_optim(t, err);
     if (s == RT_OK) {
         t->images = malloc((size_t)B * img * sizeof *t->images);
@@ -145,11 +163,14 @@ void rt_trainer_destroy(rt_trainer *t)
     free(t->images);
     free(t->probs);
     free(t->labels);
+    free(t->hparams);
+    free(t->hgrads);
     free(t);
 }
 
 rt_status rt_trainer_begin(rt_trainer *t, rt_error *err)
 {
+    if (t->hparams) RT_TRY(sync_mirror(t, err)); /* model tensors may have been loaded */
     t->t_begin = now();
     t->images_done = t->steps_done = 0;
     t->last_loss = NAN;
@@ -174,7 +195,14 @@ static rt_status train_batch(rt_trainer *t, int count, double lr, double *loss, 
     RT_TRY(rt_model_forward(m, count, 1, (uint32_t)t->st.step, err));
     RT_TRY(rt_model_loss(m, count, loss, t->probs, NULL, err));
     RT_TRY(rt_model_backward(m, count, err));
-    RT_TRY(rt_optim_step(t->optim, lr, err));
+    if (t->hparams) { /* device backend: update on the host mirrors */
+        rt_tensor *g = rt_model_grads_flat(m), *p = rt_model_params_flat(m);
+        RT_TRY(b->ops->download(b, t->hgrads, g, rt_tensor_bytes(g), err));
+        RT_TRY(rt_optim_step(t->optim, lr, err));
+        RT_TRY(b->ops->upload(b, p, t->hparams, rt_tensor_bytes(p), err));
+    } else {
+        RT_TRY(rt_optim_step(t->optim, lr, err));
+    }
     *correct = 0;
     for (int i = 0; i < count; i++) {
         const float *p = t->probs + (size_t)i * L;
@@ -251,6 +279,7 @@ rt_status rt_trainer_set_state(rt_trainer *t, const rt_trainer_state *s, rt_erro
     if (s->step < 0) return RT_ERR(err, RT_EINVAL, "trainer state: step %lld < 0",
                                    (long long)s->step);
     RT_TRY(rt_batcher_set_state(t->batcher, s->batcher, err));
+    if (t->hparams) RT_TRY(sync_mirror(t, err)); /* model tensors were just restored */
     t->st = *s;
     return RT_OK;
 }

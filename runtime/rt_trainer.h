@@ -14,7 +14,10 @@
  * a new trainer restored with rt_trainer_set_state (+ the same) continues with per-step
  * losses bitwise equal to the uninterrupted run on the CPU: every random draw (init,
  * shuffle, dropout, augmentation) is a pure function of (seed, step/epoch).
- * Nothing in a step allocates.
+ * Nothing in a step allocates. Any backend: on a device the optimiser runs on host
+ * mirrors of the flat parameter/gradient vectors (see rt_trainer.c); after writing model
+ * tensors (rt_model_tensor_write, a checkpoint load) call rt_trainer_set_state or
+ * rt_trainer_begin, which refresh the mirrors.
  */
 #ifndef RT_TRAINER_H
 #define RT_TRAINER_H
@@ -51,6 +54,8 @@ typedef struct rt_trainer_config {
     rt_schedule schedule;    /* rt_schedule_default(...) or parsed; resolved at begin */
     int shuffle, augment;    /* batcher options (shuffle 1, augment 0 by default) */
     double time_limit_s;     /* 0 = none; else a step is not started past it */
+    int host_mirror;         /* 1: optimiser on host mirrors even on the CPU backend (tests
+                                of the device path); device backends always use them */
     rt_progress_fn progress; /* may be NULL */
     int (*should_stop)(void *user); /* may be NULL; non-zero stops before the next step */
     void *user;

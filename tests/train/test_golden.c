@@ -44,6 +44,8 @@ static void make_data(rt_dataset *d)
     }
 }
 
+static int use_mirror; /* run the device-backend optimiser path (host mirrors) */
+
 typedef struct run {
     rt_backend b;
     rt_model *m;
@@ -79,6 +81,7 @@ static rt_status start(run *r, const rt_dataset *d, rt_error *err)
     c.progress = on_progress;
     c.should_stop = should_stop;
     c.user = r;
+    c.host_mirror = use_mirror;
     RT_TRY(rt_trainer_create(&r->t, r->m, d, &c, err));
     return rt_trainer_begin(r->t, err);
 }
@@ -240,6 +243,38 @@ T_TEST(resume_is_bitwise)
     free(d.labels);
 }
 
+T_TEST(device_path_equals_cpu_path)
+{
+    /* The optimiser on host mirrors (what a CUDA backend uses) gives the very same
+     * losses as the direct CPU path, and resumes bitwise too. */
+    rt_dataset d;
+    make_data(&d);
+    rt_error err = {0};
+    double a[STEPS] = {0}, b2[STEPS] = {0};
+    int na = 0, nb = 0;
+    run r;
+    ASSERT_EQ(start(&r, &d, &err), RT_OK);
+    ASSERT_EQ(train(&r, a, &na, &err), RT_OK);
+    stop(&r);
+    use_mirror = 1;
+    ASSERT_EQ(start(&r, &d, &err), RT_OK);
+    r.stop_at = 7;
+    ASSERT_EQ(train(&r, b2, &nb, &err), RT_OK);
+    capture cap;
+    ASSERT_EQ(save(&r, &cap, &err), RT_OK);
+    stop(&r);
+    ASSERT_EQ(start(&r, &d, &err), RT_OK);
+    ASSERT_EQ(restore(&r, &cap, &err), RT_OK);
+    ASSERT_EQ(train(&r, b2, &nb, &err), RT_OK);
+    stop(&r);
+    use_mirror = 0;
+    capture_free(&cap);
+    ASSERT_EQ(nb, STEPS);
+    ASSERT_EQ(memcmp(a, b2, sizeof a), 0);
+    free(d.images);
+    free(d.labels);
+}
+
 T_TEST(evaluate_and_errors)
 {
     rt_dataset d;
@@ -300,6 +335,7 @@ int main(int argc, char **argv)
     write_mode = argc > 2 && !strcmp(argv[2], "--write");
     T_RUN(golden_losses);
     T_RUN(resume_is_bitwise);
+    T_RUN(device_path_equals_cpu_path);
     T_RUN(evaluate_and_errors);
     return T_EXIT();
 }
