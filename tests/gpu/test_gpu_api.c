@@ -135,6 +135,43 @@ T_TEST(out_of_memory_survives)
     rt_backend_close(&b);
 }
 
+T_TEST(unscale_grads)
+{
+    if (!have_device()) {
+        printf("  (no device: unscale check not run)\n");
+        return;
+    }
+    rt_backend b;
+    rt_error err = {0};
+    ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
+    rt_tensor g = {.n = 1001, .c = 1, .h = 1, .w = 1};
+    float host[1001];
+    for (int i = 0; i < 1001; i++) host[i] = (float)(i - 500) * 1024.0f;
+    ASSERT_EQ(b.ops->alloc(&b, &g.data, sizeof host, &err), RT_OK);
+    ASSERT_EQ(b.ops->upload(&b, &g, host, sizeof host, &err), RT_OK);
+    int overflow = -1;
+    ASSERT_EQ(rt_cuda_unscale_grads(&b, &g, 1.0f / 1024.0f, &overflow, &err), RT_OK);
+    ASSERT_EQ(overflow, 0);
+    ASSERT_EQ(b.ops->download(&b, host, &g, sizeof host, &err), RT_OK);
+    ASSERT(host[0] == -500.0f && host[1000] == 500.0f); /* power-of-two scale: exact */
+    host[777] = INFINITY;
+    ASSERT_EQ(b.ops->upload(&b, &g, host, sizeof host, &err), RT_OK);
+    ASSERT_EQ(rt_cuda_unscale_grads(&b, &g, 0.5f, &overflow, &err), RT_OK);
+    ASSERT_EQ(overflow, 1);
+    host[777] = NAN;
+    ASSERT_EQ(b.ops->upload(&b, &g, host, sizeof host, &err), RT_OK);
+    ASSERT_EQ(rt_cuda_unscale_grads(&b, &g, 0.5f, &overflow, &err), RT_OK);
+    ASSERT_EQ(overflow, 1);
+    host[777] = 1.0f; /* the flag is cleared for each call */
+    ASSERT_EQ(b.ops->upload(&b, &g, host, sizeof host, &err), RT_OK);
+    ASSERT_EQ(rt_cuda_unscale_grads(&b, &g, 0.5f, &overflow, &err), RT_OK);
+    ASSERT_EQ(overflow, 0);
+    ASSERT_EQ(rt_cuda_set_precision(&b, RT_PREC_FP16, &err), RT_OK);
+    ASSERT_EQ(rt_cuda_get_precision(&b), RT_PREC_FP16);
+    b.ops->free(&b, g.data);
+    rt_backend_close(&b);
+}
+
 int main(void)
 {
     T_RUN(list_devices);
@@ -143,5 +180,6 @@ int main(void)
     T_RUN(precision_on_cpu);
     T_RUN(loss_scaler);
     T_RUN(out_of_memory_survives);
+    T_RUN(unscale_grads);
     return T_EXIT();
 }
