@@ -18,6 +18,13 @@ void mgp_rs_warn(mg_run *r, const char *what, const char *msg)
                "not recorded completely)\n", what, msg);
 }
 
+/* The store's own warnings (a write retried later, MLflow unreachable) go to the cell;
+ * rt_results calls this on the thread that logs, i.e. this one. */
+static void on_store_warning(void *user, const char *msg)
+{
+    mg_eprintf(((mg_run *)user)->ctx->out, "warning: results store: %s\n", msg);
+}
+
 /* Opens the store and begins (or, for %resume, continues) the run. */
 static void results_begin(mg_run *r)
 {
@@ -27,6 +34,10 @@ static void results_begin(mg_run *r)
         mgp_rs_warn(r, r->o.results[0] ? r->o.results : "opening", re.msg);
         return;
     }
+    rt_results_set_warn(r->rs, on_store_warning, r);
+    /* %results follows the store %train used (docs/results.md) */
+    char *spec = r->o.results[0] ? strdup(r->o.results) : NULL;
+    if (spec) mg_session_set(r->ctx->session, "results.spec", spec, free); /* frees on error */
     char dev[32];
     snprintf(dev, sizeof dev, "%s:%d", r->backend->ops->name, r->backend->device);
     rt_results_run_info info = {.name = r->o.name[0] ? r->o.name : r->model_name,

@@ -52,12 +52,12 @@ mg_workspace *mg_ws_get(mg_ctx *ctx, mg_error *err)
     mg_workspace *ws = mg_session_get(ctx->session, WS_KEY);
     if (ws) return ws;
     ws = calloc(1, sizeof *ws);
+    if (ws) ws->last_model = ws->last_data = -1;
+    /* mg_session_set destroys ws itself when it fails */
     if (!ws || mg_session_set(ctx->session, WS_KEY, ws, ws_destroy) < 0) {
-        free(ws);
         mg_fail(err, "MemoryError", "out of memory creating the training workspace");
         return NULL;
     }
-    ws->last_model = ws->last_data = -1;
     return ws;
 }
 

@@ -281,6 +281,14 @@ T_TEST(test_train_evaluate_predict)
     free(y);
     rt_results_close(rs);
     ASSERT(acc > 0.8); /* the squares are easy: a tiny net learns them in 3 epochs */
+    /* %results, without --results, reads the store this session's %train used */
+    setenv("KILN_RESULTS", "/nonexistent/kiln-results.sqlite", 1);
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "results list", NULL, &g_err), 0);
+    ASSERT_EQ(tm_count("text/plain", NULL, NULL, NULL) >= 1, 1);
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(json_object_get(
+        json_array_get(tm_c.displays, 0), "data"), "text/plain")), "tiny");
+    unsetenv("KILN_RESULTS");
     /* evaluate: same accuracy as the last validation (val = test here), PNG matrix */
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "evaluate tiny", NULL, &g_err), 0);
