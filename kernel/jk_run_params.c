@@ -1,6 +1,7 @@
 /* jk_run_params.c - papermill-style parameters for `kiln run -p NAME VALUE`.
  * The new cell (tagged "injected-parameters", source "# Parameters\nNAME = VALUE\n")
- * goes right after the cell tagged "parameters", else first; an injected cell from an
+ * goes right after the cell tagged "parameters", else after the first cell with a
+ * #@param form, else first; an injected cell from an
  * earlier run is replaced. Each VALUE is typed by, in order: the #@param annotation
  * of NAME in the parameters cell (fm_form_coerce: a bad value is an error), a literal
  * of the cell language (42, 0.1, True, [1, 2], 'x'), or else the text as a string.
@@ -74,6 +75,23 @@ int jk_run_inject(json_t *nb, int n, const char **names, const char **values)
     fm_form *form = NULL;
     mg_error merr = {{0}, {0}};
     if (psrc && fm_form_parse(psrc, &form, &merr) < 0) form = NULL;
+    /* No cell tagged "parameters": the first code cell with a #@param form is the
+     * parameters cell (a Colab notebook has no tags), so the injected values come
+     * after the form's own assignments instead of being overwritten by them. */
+    for (i = 0; !psrc && i < json_array_size(cells); i++) {
+        json_t *cell = json_array_get(cells, i);
+        const char *type = json_string_value(json_object_get(cell, "cell_type"));
+        if (!type || strcmp(type, "code")) continue;
+        char *src = join_source(cell);
+        if (src && fm_form_parse(src, &form, &merr) == 0 && form) {
+            params_at = i;
+            psrc = src;
+        } else {
+            fm_form_destroy(form);
+            form = NULL;
+            free(src);
+        }
+    }
     char *text = NULL;
     size_t tlen = 0;
     FILE *f = open_memstream(&text, &tlen);

@@ -366,10 +366,6 @@ def test_kiln_run_bad_parameter(tmp_path, name, value, words):
     assert words in run.stderr and name in run.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="kiln run injects -p values before the first cell when "
-                   "no cell is tagged 'parameters', so an untagged form cell sets them back; "
-                   "jk_run_params.c should inject after the first cell whose form has the "
-                   "parameter (reported to the lead). Remove this mark when it does.")
 def test_kiln_run_overrides_untagged_form_cell(tmp_path):
     kiln = _kiln_binary()
     src = _stage(tmp_path, tags=())
