@@ -83,6 +83,25 @@ def test_bad_input_is_an_error_reply(k, code, ename, words):
     ok(k, "1 + 1")  # still usable
 
 
+def test_interrupt_stops_training_and_keeps_the_model(k):
+    msg_id = k.kc.execute("%train tiny --batch 8 --epochs 1000")
+    # wait until training shows progress, then interrupt (interrupt_mode "message")
+    while True:
+        m = k.kc.get_iopub_msg(timeout=120)
+        if (m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "display_data"
+                and m["content"]["data"].get("text/plain", "").startswith("epoch ")):
+            break
+    k.km.interrupt_kernel()
+    reply = k.kc.get_shell_msg(timeout=120)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = k.kc.get_shell_msg(timeout=120)
+    c = reply["content"]
+    assert c["status"] == "error" and c["ename"] == "KeyboardInterrupt", c
+    assert "stopped by an interrupt after step" in c["evalue"]
+    msgs = ok(k, "%evaluate tiny")  # the model is usable
+    assert any("accuracy" in m["content"].get("data", {}).get("text/plain", "") for m in msgs)
+
+
 def test_help_completion_inspect(k):
     msgs = ok(k, "%train --help")
     text = "".join(m["content"].get("text", "") for m in msgs if m["msg_type"] == "stream")
@@ -106,4 +125,5 @@ def test_memory_after_ten_runs(k):
     for i in range(10):
         ok(k, f"%train tiny --batch 32 --seed {i}")
     after = k.rss_kib()
+    print(f"VmRSS before {before} KiB, after ten runs {after} KiB ({after - before:+d} KiB)")
     assert after - before < 4096, f"VmRSS grew {after - before} KiB over ten runs"
