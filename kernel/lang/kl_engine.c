@@ -150,16 +150,19 @@ int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out,
     memset(err, 0, sizeof *err);
     if (!code) code = "";
     e->cell_metadata = cell_metadata;
-    /* Colab form annotations: parsed before the cell runs, shown after it succeeded */
+    /* Colab form annotations: parsed before the cell runs, shown after it succeeded.
+     * A malformed annotation does not change what the code means: the cell runs as
+     * written, then ends with the annotation's error (naming its line) so that "Run
+     * all" stops there and the user sees it. */
     fm_form *form = NULL;
     mg_error merr = {{0}, {0}};
-    int rc = 0;
-    if (klp_utf8_valid(code, strlen(code)) && fm_form_parse(code, &form, &merr) < 0) {
+    int bad_form = klp_utf8_valid(code, strlen(code)) && fm_form_parse(code, &form, &merr) < 0;
+    int rc = run_code(e, code, out, &ie);
+    if (rc == 0 && bad_form) {
         int line = 0;
         sscanf(merr.evalue, "line %d", &line);
         rc = klp_fail(&ie, line, 0, merr.ename[0] ? merr.ename : "SyntaxError", "%s", merr.evalue);
     }
-    if (rc == 0) rc = run_code(e, code, out, &ie);
     if (rc == 0 && form) {
         mg_error serr = {{0}, {0}};
         rc = fm_registry_show(e->forms, form, cell_metadata, &e->host, out, &serr);

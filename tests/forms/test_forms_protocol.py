@@ -277,10 +277,14 @@ def test_rerun_replaces_form_and_restores_values(kernel, shown):
 
 
 def test_malformed_annotation_names_line(kernel):
-    reply, msgs = execute(kernel, 'a = 1\nx = 5  #@param {type:"slidr"}\n', cell_id="bad")
+    reply, msgs = execute(kernel, 'malformed_a = 1\nmalformed_x = 5  #@param {type:"slidr"}\n',
+                          cell_id="bad")
     assert reply["content"]["status"] == "error"
     assert reply["content"]["ename"] == "SyntaxError"
     assert "line 2" in reply["content"]["evalue"]
+    # the code still means what it says: both assignments ran
+    assert value_of(kernel, "malformed_a") == "1"
+    assert value_of(kernel, "malformed_x") == "5"
     assert value_of(kernel, "1 + 1") == "2"
 
 
