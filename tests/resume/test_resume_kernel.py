@@ -95,7 +95,13 @@ def run(k, code, ok=True):
 
 
 def new_kernel(setup=True):
-    k = Kernel()
+    for attempt in range(3):  # jupyter_client picks free ports that another process on a
+        try:                  # busy CI box may take first ("Address already in use")
+            k = Kernel()
+            break
+        except RuntimeError:
+            if attempt == 2:
+                raise
     if setup:
         for code in SETUP:
             run(k, code)
@@ -337,20 +343,22 @@ def test_full_disk_keeps_the_good_checkpoint(tmp, reference):
     assert sorted(os.listdir(rd)) == ["ckpt-step00000096.safetensors"]
 
 
-def test_time_limit_stops_cleanly_and_checkpoints(tmp, reference):
+def test_time_limit_stops_cleanly_and_checkpoints(tmp):
+    """--time-limit: the cell succeeds (a stage notebook goes on), the stop step is
+    checkpointed, and %resume gets a new budget (exactness: the other tests)."""
     rd = os.path.join(tmp, "timed")
+    long_run = TRAIN.replace("--epochs 2", "--epochs 30")  # far more than 1 s of work
     k = new_kernel()
-    c = run(k, f"{TRAIN} --run-dir {rd} --time-limit 0.5s")  # ok: not an error
+    c = run(k, f"{long_run} --run-dir {rd} --time-limit 1s")  # ok: not an error
+    run(k, "1 + 1")
     k.close()
     steps = [int(s) for s in re.findall(r"ckpt-step(\d+)\.safetensors \(step", c.text)]
-    assert steps and steps[-1] < STEPS and os.path.exists(ckpt(rd, steps[-1]))
+    assert steps and steps[-1] < 30 * STEPS // 2 and os.path.exists(ckpt(rd, steps[-1]))
     k = new_kernel(setup=False)
-    c = run(k, f"%resume {rd}")  # the stored 0.5s again: a new budget
-    steps2 = [int(s) for s in re.findall(r"ckpt-step(\d+)\.safetensors \(step", c.text)]
-    assert f"step {steps[-1]} of" in c.text and steps2[-1] > steps[-1]
-    c = run(k, f"%resume {rd} --time-limit none")
+    c = run(k, f"%resume {rd}")  # the stored 1 s again: a new budget
     k.close()
-    assert_same_run(reference, losses(run_id(c.text)), ckpt(rd, STEPS))
+    steps2 = [int(s) for s in re.findall(r"ckpt-step(\d+)\.safetensors \(step", c.text)]
+    assert f"step {steps[-1]} of" in c.text and steps2 and steps2[-1] > steps[-1]
 
 
 def test_safetensors_reads_the_same_weights(tmp):
