@@ -228,6 +228,13 @@ mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int
                     "data set '%s': %s", name, re.msg);
         return NULL;
     }
+    if (dl.shown) { /* the download display ends saying where the files are */
+        char text[700];
+        snprintf(text, sizeof text, "downloaded %s into %s", name, d->splits.source);
+        json_t *data = json_pack("{s:s}", "text/plain", text);
+        if (data && ctx->out->display) ctx->out->display(ctx->out->user, data, NULL, dl.id, 1);
+        json_decref(data);
+    }
     cut(d, subset);
     if (slot >= 0) { /* one copy per name: the new one replaces the old */
         rt_dataset_splits_deinit(&ws->data[slot]->splits);

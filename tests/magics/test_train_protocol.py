@@ -2,10 +2,14 @@
 display_id is then only updated (update_display_data), bad input gives error replies
 and leaves the kernel usable, and the kernel's memory after ten %train runs is back
 within a few MB of where it was (VmRSS from /proc)."""
+import gzip
+import http.server
 import os
 import shutil
+import struct
 import sys
 import tempfile
+import threading
 
 import pytest
 
@@ -127,3 +131,48 @@ def test_memory_after_ten_runs(k):
     after = k.rss_kib()
     print(f"VmRSS before {before} KiB, after ten runs {after} KiB ({after - before:+d} KiB)")
     assert after - before < 4096, f"VmRSS grew {after - before} KiB over ten runs"
+
+
+def write_idx(d, prefix, n, seed):
+    """n 8x8 images with labels 0..2 as gzipped IDX files (prefix train / t10k)."""
+    import random
+    rnd = random.Random(seed)
+    labels = bytes(rnd.randrange(3) for _ in range(n))
+    pixels = bytes(rnd.randrange(256) for _ in range(n * 64))
+    with gzip.open(os.path.join(d, f"{prefix}-images-idx3-ubyte.gz"), "wb") as f:
+        f.write(struct.pack(">BBBBIII", 0, 0, 8, 3, n, 8, 8) + pixels)
+    with gzip.open(os.path.join(d, f"{prefix}-labels-idx1-ubyte.gz"), "wb") as f:
+        f.write(struct.pack(">BBBBI", 0, 0, 8, 1, n) + labels)
+
+
+def test_dataset_download_progress(k):
+    """%dataset from a URL (a local server): one download display updated in place,
+    then the data set's summary."""
+    src, dst = tempfile.mkdtemp(prefix="kiln-srv-"), tempfile.mkdtemp(prefix="kiln-dl-")
+    write_idx(src, "train", 2000, 1)
+    write_idx(src, "t10k", 200, 2)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=src, **kw)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        msgs = ok(k, f"%dataset http://127.0.0.1:{srv.server_address[1]}/ --dir {dst} "
+                     "--samples 4")
+    finally:
+        srv.shutdown()
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.rmtree(dst, ignore_errors=True)
+    dl = [m for m in msgs if m["msg_type"] in ("display_data", "update_display_data")
+          and m["content"]["data"].get("text/plain", "").startswith("download")]
+    assert dl and dl[0]["msg_type"] == "display_data"
+    assert len({m["content"]["transient"]["display_id"] for m in dl}) == 1
+    assert all(m["msg_type"] == "update_display_data" for m in dl[1:])
+    assert dl[-1]["content"]["data"]["text/plain"].startswith("downloaded ")
+    text = "".join(m["content"].get("data", {}).get("text/plain", "") for m in msgs)
+    assert "train 2000, val 0, test 200" in text
