@@ -94,14 +94,30 @@ def run(k, code, ok=True):
     return c
 
 
+class IpcKernel(Kernel):
+    """conftest's Kernel over the ipc transport: many kernels started one after another
+    on a busy box kept hitting "Address already in use" on the TCP ports jupyter_client
+    had just picked; Unix sockets have no such race."""
+
+    def __init__(self):
+        from jupyter_client.manager import KernelManager
+        self.log = tempfile.NamedTemporaryFile(prefix="kiln-stderr-", suffix=".log",
+                                               delete=False)
+        self.ipc_dir = tempfile.mkdtemp(prefix="kiln-ipc-")
+        self.km = KernelManager(kernel_name="kiln", transport="ipc",
+                                ip=os.path.join(self.ipc_dir, "k"))
+        self.km.start_kernel(stderr=self.log)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=30)
+
+    def close(self):
+        super().close()
+        shutil.rmtree(self.ipc_dir, ignore_errors=True)
+
+
 def new_kernel(setup=True):
-    for attempt in range(3):  # jupyter_client picks free ports that another process on a
-        try:                  # busy CI box may take first ("Address already in use")
-            k = Kernel()
-            break
-        except RuntimeError:
-            if attempt == 2:
-                raise
+    k = IpcKernel()
     if setup:
         for code in SETUP:
             run(k, code)
@@ -205,6 +221,7 @@ def test_kill9_while_training_and_writing(tmp, reference):
     k.kc.stop_channels()
     k.km.shutdown_kernel(now=True)
     os.unlink(k.log.name)
+    shutil.rmtree(k.ipc_dir, ignore_errors=True)
     k = new_kernel(setup=False)
     c = run(k, f"%resume {rd}")
     k.close()
