@@ -1,8 +1,15 @@
 /* test_fashion_mnist.c - accuracy on real data (suite 'slow'): the PyTorch MNIST example
  * network trained for 2 epochs on Fashion-MNIST (Adam lr 1e-3, batch 128, seed 1) must
  * reach >= 89.9% test accuracy, the low end of what PyTorch's own run of the same recipe
- * reaches (89.9-90.2%). Skips (77) when the data set is not installed (Debian package
- * dataset-fashion-mnist). Takes about a minute on 2 cores; hence 'slow'. */
+ * reaches (issue 3: 89.9-90.2%). Skips (77) when the data set is not installed (Debian
+ * package dataset-fashion-mnist). About 3.5 CPU-minutes; hence 'slow'.
+ * The run is deterministic for a given OpenBLAS kernel set, but the margin is thin, as
+ * for PyTorch itself. Measured (2026-11-30, same recipe and normalisation):
+ *   Kiln  seed 1: 0.8993 (OPENBLAS_CORETYPE=Haswell, this environment), 0.8981 (OpenBLAS's
+ *         own choice, Cooperlake); seed 2: 0.9004; seed 3: 0.8982 (Haswell)
+ *   torch 1.13 (Debian) seed 1: 0.8993, seed 2: 0.8967
+ * so a different BLAS kernel set can move seed 1 below the line: that is seed noise
+ * (~0.1%), not a regression; compare against torch's spread before suspecting the code. */
 #include <stdlib.h>
 
 #include "../t.h"
