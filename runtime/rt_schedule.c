@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static const char *const KIND_NAMES[] = {"constant", "step", "cosine", "onecycle"};
 
@@ -147,6 +148,22 @@ double rt_schedule_lr(const rt_schedule *s, double base_lr, int64_t step)
     }
 }
 
+/* The shortest %g text that reads back as exactly x (0.1, not 0.10000000000000001):
+ * the canonical text is also what a user sees when a run resumes. */
+typedef struct num_text {
+    char s[32];
+} num_text;
+
+static num_text num(double x)
+{
+    num_text t;
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(t.s, sizeof t.s, "%.*g", prec, x);
+        if (strtod(t.s, NULL) == x) break;
+    }
+    return t;
+}
+
 int rt_schedule_format(const rt_schedule *s, char *buf, size_t n)
 {
     char common[160];
@@ -154,22 +171,22 @@ int rt_schedule_format(const rt_schedule *s, char *buf, size_t n)
              (long long)s->steps_per_epoch);
     char warm[96] = "";
     if (s->kind != RT_SCHED_ONECYCLE)
-        snprintf(warm, sizeof warm, " warmup=%lld warmup_start=%.17g", (long long)s->warmup,
-                 s->warmup_start);
+        snprintf(warm, sizeof warm, " warmup=%lld warmup_start=%s", (long long)s->warmup,
+                 num(s->warmup_start).s);
     switch (s->kind) {
         case RT_SCHED_STEP:
-            return snprintf(buf, n, "step %s%s step_size=%lld gamma=%.17g", common, warm,
-                            (long long)s->step_size, s->gamma);
+            return snprintf(buf, n, "step %s%s step_size=%lld gamma=%s", common, warm,
+                            (long long)s->step_size, num(s->gamma).s);
         case RT_SCHED_COSINE:
-            return snprintf(buf, n, "cosine %s%s t_max=%lld eta_min=%.17g", common, warm,
-                            (long long)s->t_max, s->eta_min);
+            return snprintf(buf, n, "cosine %s%s t_max=%lld eta_min=%s", common, warm,
+                            (long long)s->t_max, num(s->eta_min).s);
         case RT_SCHED_ONECYCLE:
             return snprintf(buf, n,
-                            "onecycle %s max_lr=%.17g total_steps=%lld pct_start=%.17g "
-                            "anneal=%s div_factor=%.17g final_div_factor=%.17g three_phase=%d",
-                            common, s->max_lr, (long long)s->total_steps, s->pct_start,
-                            s->anneal_linear ? "linear" : "cos", s->div_factor,
-                            s->final_div_factor, s->three_phase);
+                            "onecycle %s max_lr=%s total_steps=%lld pct_start=%s "
+                            "anneal=%s div_factor=%s final_div_factor=%s three_phase=%d",
+                            common, num(s->max_lr).s, (long long)s->total_steps,
+                            num(s->pct_start).s, s->anneal_linear ? "linear" : "cos",
+                            num(s->div_factor).s, num(s->final_div_factor).s, s->three_phase);
         default:
             return snprintf(buf, n, "constant %s%s", common, warm);
     }

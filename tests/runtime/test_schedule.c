@@ -92,6 +92,29 @@ T_TEST(test_format_roundtrip)
     }
 }
 
+/* The canonical text is shown when a run resumes: numbers in their shortest exact form
+ * (0.1, not 0.10000000000000001), and still exact where that needs 17 digits. */
+T_TEST(test_format_short_numbers)
+{
+    rt_schedule a, b;
+    rt_error err;
+    char text[512];
+    ASSERT_EQ(rt_schedule_parse(&a, "constant", &err), RT_OK);
+    rt_schedule_format(&a, text, sizeof text);
+    ASSERT(strstr(text, "warmup_start=0.1") != NULL);
+    ASSERT(strstr(text, "0000000") == NULL);
+    ASSERT_EQ(rt_schedule_parse(&a, "step:3:0.30000000000000004", &err), RT_OK);
+    rt_schedule_format(&a, text, sizeof text);
+    ASSERT(strstr(text, "gamma=0.30000000000000004") != NULL);
+    ASSERT_EQ(rt_schedule_parse(&b, text, &err), RT_OK);
+    ASSERT(b.gamma == 0.1 + 0.2 && b.gamma != 0.3);
+    ASSERT_EQ(rt_schedule_parse(&a, "onecycle:0.1", &err), RT_OK);
+    ASSERT_EQ(rt_schedule_resolve(&a, 10, 3, &err), RT_OK);
+    rt_schedule_format(&a, text, sizeof text);
+    ASSERT(strstr(text, "max_lr=0.1 ") && strstr(text, "pct_start=0.3 ") &&
+           strstr(text, "div_factor=25 ") && strstr(text, "final_div_factor=10000 "));
+}
+
 T_TEST(test_parse_forms)
 {
     rt_schedule a, b;
@@ -183,6 +206,7 @@ int main(int argc, char **argv)
     g_path = argv[1];
     T_RUN(test_against_pytorch);
     T_RUN(test_format_roundtrip);
+    T_RUN(test_format_short_numbers);
     T_RUN(test_parse_forms);
     T_RUN(test_parse_errors);
     return T_EXIT();
