@@ -48,9 +48,10 @@ static int list_devices(void)
     }
     printf("driver %d\nruntime %d\n", l.driver_version, l.runtime_version);
     for (int i = 0; i < l.count; i++)
-        printf("device cuda:%d %s | cc %d.%d | %.0f MiB total, %.0f MiB free\n", i,
+        printf("device cuda:%d %s | cc %d.%d | %.0f MiB total, %s%.0f MiB free\n", i,
                l.dev[i].name, l.dev[i].cc_major, l.dev[i].cc_minor,
-               (double)l.dev[i].mem_total / 1048576.0, (double)l.dev[i].mem_free / 1048576.0);
+               (double)l.dev[i].mem_total / 1048576.0, l.dev[i].mem_free_known ? "" : "? ",
+               (double)l.dev[i].mem_free / 1048576.0);
     return 0;
 }
 

@@ -2,7 +2,8 @@
  *
  * open checks cudaGetDeviceCount first, so "no device" is RT_ENODEV with the CUDA
  * runtime's own words, then creates one non-blocking stream, a cuBLAS handle bound to
- * it (default math: true fp32, no TF32) and the cuDNN state. Every op starts with
+ * it (default math: true fp32, no TF32; cuBLAS is loaded here, see cuda_blas_dl.c) and
+ * the cuDNN state. Every op starts with
  * RTP_ENTER: a lost backend answers RT_EDEVICE_LOST at once, and the backend's device
  * is made current (several backends on different devices may share a host thread).
  * close synchronises and frees everything the backend created; it never resets the
@@ -59,7 +60,8 @@ rt_status rtp_cublas_fail(rt_backend *b, cublasStatus_t s, const char *call, con
     cudaError_t e = c ? cudaStreamQuery(c->stream) : cudaSuccess;
     if (e != cudaSuccess && e != cudaErrorNotReady) return rtp_cuda_fail(b, e, call, file, line, err);
     return rt_error_set(err, RT_EDEVICE, file, line, "cuBLAS call %s failed: %s (status %d)",
-                        call, cublasGetStatusString(s), (int)s);
+                        call, c && c->blasf.status_string ? c->blasf.status_string(s) : "?",
+                        (int)s);
 }
 
 rt_status rtp_cuda_enter(rt_backend *b, rt_error *err)
@@ -89,7 +91,7 @@ static void cuda_close(rt_backend *b)
     (void)cudaSetDevice(c->device);
     if (c->stream && !b->lost) (void)cudaStreamSynchronize(c->stream);
     rtp_cudnn_destroy(c->dnn);
-    if (c->blas) (void)cublasDestroy(c->blas);
+    if (c->blas) (void)c->blasf.destroy(c->blas);
     (void)cudaFree(c->ws);
     (void)cudaFree(c->flag);
     if (c->stream) (void)cudaStreamDestroy(c->stream);
@@ -107,9 +109,10 @@ static rt_status open_device(rt_backend *b, rtp_cuda *c, rt_error *err)
     c->cc_major = prop.major;
     c->cc_minor = prop.minor;
     RT_CUDA_TRY(b, err, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-    RTP_CUBLAS_TRY(b, err, cublasCreate(&c->blas));
-    RTP_CUBLAS_TRY(b, err, cublasSetStream(c->blas, c->stream));
-    RTP_CUBLAS_TRY(b, err, cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH));
+    RT_TRY(rtp_blas_load(&c->blasf, err));
+    RTP_CUBLAS_TRY(b, err, c->blasf.create(&c->blas));
+    RTP_CUBLAS_TRY(b, err, c->blasf.set_stream(c->blas, c->stream));
+    RTP_CUBLAS_TRY(b, err, c->blasf.set_math_mode(c->blas, CUBLAS_DEFAULT_MATH));
     RT_TRY(rtp_cuda_alloc(b, (void **)&c->flag, sizeof(int), err));
     return rtp_cudnn_create(b, &c->dnn, err);
 }

@@ -34,17 +34,19 @@ rt_status rtp_cuda_gemm(rt_backend *b, const rtp_gemm *g, const float *A, const 
     const float one = 1.0f;
     if (g->m == 0 || g->n == 0) return RT_OK;
     if (c->prec == RT_PREC_FP32) {
-        RTP_CUBLAS_TRY(b, err, cublasSgemm(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one, A,
-                                           g->lda, B, g->ldb, &beta, C, g->ldc));
+        RTP_CUBLAS_TRY(b, err, c->blasf.sgemm(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one,
+                                              A, g->lda, B, g->ldb, &beta, C, g->ldc));
         return RT_OK;
     }
     cublasComputeType_t ct =
         c->prec == RT_PREC_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
-    RTP_CUBLAS_TRY(b, err, cublasGemmEx(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one, A,
-                                        CUDA_R_32F, g->lda, B, CUDA_R_32F, g->ldb, &beta, C,
-                                        CUDA_R_32F, g->ldc, ct, CUBLAS_GEMM_DEFAULT));
+    RTP_CUBLAS_TRY(b, err, c->blasf.gemm_ex(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one,
+                                            A, CUDA_R_32F, g->lda, B, CUDA_R_32F, g->ldb,
+                                            &beta, C, CUDA_R_32F, g->ldc, ct,
+                                            CUBLAS_GEMM_DEFAULT));
     return RT_OK;
 }
+
 static rt_status check(const rt_tensor *x, const rt_tensor *y, const rt_tensor *w,
                        const rt_dense_desc *d, rt_error *err)
 {

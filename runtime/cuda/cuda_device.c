@@ -3,6 +3,8 @@
  *
  * Listing never fails for lack of devices: zero devices (no driver, no GPU) is an empty
  * list with the CUDA runtime's reason, so %device can always print something useful.
+ * It creates no CUDA context except, on a single-device machine, the one needed to
+ * read free memory.
  */
 #include <stdio.h>
 #include <string.h>
@@ -44,10 +46,14 @@ rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err)
         d->multiprocessors = p.multiProcessorCount;
         d->bf16 = p.major >= 8;
         size_t fr = 0, tot = 0;
-        if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&fr, &tot) == cudaSuccess)
+        if (count > 1) {
+            /* no context on every GPU of a shared box just to list them */
+        } else if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&fr, &tot) == cudaSuccess) {
             d->mem_free = fr;
-        else
+            d->mem_free_known = 1;
+        } else {
             (void)cudaGetLastError();
+        }
         out->count++;
     }
     if (prev >= 0) (void)cudaSetDevice(prev);

@@ -31,6 +31,7 @@ typedef struct rt_cuda_device_info {
     int index;
     char name[256];
     size_t mem_total, mem_free;  /* bytes (free: at the time of the call) */
+    int mem_free_known;          /* 0: not measured (see rt_cuda_list_devices) */
     int cc_major, cc_minor;      /* compute capability */
     int multiprocessors;
     int bf16;                    /* 1 when bf16 tensor-core math is available (cc >= 8.0) */
@@ -47,8 +48,10 @@ typedef struct rt_cuda_device_list {
                                     CUDA-capable device is detected") */
 } rt_cuda_device_list;
 
-/* Fills *out. Zero devices is RT_OK with count 0 and a reason in why. Does not create a
- * CUDA context on any device besides what the CUDA runtime does for cudaMemGetInfo. */
+/* Fills *out. Zero devices is RT_OK with count 0 and a reason in why. Free memory needs
+ * a CUDA context on the device (a few hundred MiB, kept for the process's life), so it
+ * is measured only on a single-device machine (where training will create that context
+ * anyway); with several devices mem_free_known is 0 and mem_free 0. */
 rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err);
 
 /* Sets the compute precision of an opened CUDA backend (see above). RT_EINVAL for a

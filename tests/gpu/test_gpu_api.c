@@ -25,6 +25,8 @@ T_TEST(list_devices)
     for (int i = 0; i < l.count; i++) {
         ASSERT(l.dev[i].name[0]);
         ASSERT(l.dev[i].mem_total > 0 && l.dev[i].mem_free <= l.dev[i].mem_total);
+        ASSERT_EQ(l.dev[i].mem_free_known, l.count == 1);
+        if (l.dev[i].mem_free_known) ASSERT(l.dev[i].mem_free > 0);
         ASSERT(l.dev[i].cc_major >= 7);
     }
     printf("  %d device(s)%s%s, driver %d, runtime %d\n", l.count, l.count ? "" : ": ",

@@ -14,6 +14,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <stdint.h>
+
+#include "../../../runtime/cuda/cuda_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,26 +188,32 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) { return cudaSuccess; }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) { return mock.last; }
 cudaError_t cudaStreamQuery(cudaStream_t s) { return cudaSuccess; }
 
-/* ---- cuBLAS ---- */
+/* ---- cuBLAS (handed to the backend by rtp_blas_load, as cuda_blas_dl.c does) ---- */
 
 static int handles;
 
-cublasStatus_t cublasCreate(cublasHandle_t *h)
+static cublasStatus_t mock_create(cublasHandle_t *h)
 {
     handles++;
     *h = (cublasHandle_t)(uintptr_t)0x6262;
     return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasDestroy(cublasHandle_t h)
+static cublasStatus_t mock_destroy(cublasHandle_t h)
 {
     handles--;
     return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) { return CUBLAS_STATUS_SUCCESS; }
-cublasStatus_t cublasSetMathMode(cublasHandle_t h, cublasMath_t m) { return CUBLAS_STATUS_SUCCESS; }
-const char *cublasGetStatusString(cublasStatus_t s) { return "mock cuBLAS status"; }
+static cublasStatus_t mock_set_stream(cublasHandle_t h, cudaStream_t s)
+{
+    return CUBLAS_STATUS_SUCCESS;
+}
+static cublasStatus_t mock_set_math_mode(cublasHandle_t h, cublasMath_t m)
+{
+    return CUBLAS_STATUS_SUCCESS;
+}
+static const char *mock_status_string(cublasStatus_t s) { return "mock cuBLAS status"; }
 
 static float round_bf16(float f)
 {
@@ -247,14 +255,14 @@ static cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, in
     return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+static cublasStatus_t mock_sgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
                            int n, int k, const float *alpha, const float *A, int lda,
                            const float *B, int ldb, const float *beta, float *C, int ldc)
 {
     return gemm(ta, tb, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc, NULL);
 }
 
-cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+static cublasStatus_t mock_gemm_ex(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                             int m, int n, int k, const void *alpha, const void *A,
                             cudaDataType Atype, int lda, const void *B, cudaDataType Btype,
                             int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc,
@@ -266,6 +274,18 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                           : ct == CUBLAS_COMPUTE_32F_FAST_16F ? round_fp16 : NULL;
     return gemm(ta, tb, m, n, k, *(const float *)alpha, A, lda, B, ldb, *(const float *)beta,
                 C, ldc, rnd);
+}
+
+rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err)
+{
+    out->create = mock_create;
+    out->destroy = mock_destroy;
+    out->set_stream = mock_set_stream;
+    out->set_math_mode = mock_set_math_mode;
+    out->sgemm = mock_sgemm;
+    out->gemm_ex = mock_gemm_ex;
+    out->status_string = mock_status_string;
+    return RT_OK;
 }
 
 /* A kernel touched memory outside every allocation: as on a GPU, a sticky error. */
