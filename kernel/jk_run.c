@@ -6,12 +6,14 @@
  *    VALUE is checked against the parameter's #@param annotation when it has one,
  *    else read as a literal of the cell language, else taken as a string.
  *  - Default output: NOTEBOOK with .ipynb replaced by .out.ipynb (never overwrites
- *    the input). Written atomically, also when a cell fails.
+ *    the input). Written atomically before the first cell (an unwritable path is
+ *    refused at once), after every cell, and when a cell fails.
  *  - Exit status: 0 all cells ran; 1 a cell raised (the run stops there, the error
  *    is in the cell's outputs); 2 bad usage or unreadable notebook.
  *  - SIGINT/SIGTERM interrupt the running cell (KeyboardInterrupt), like a kernel.
  * Progress goes to stderr; --log-output echoes the cells' streams there too (for
  * batch-job logs), as papermill's flag of that name does. */
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -134,8 +136,11 @@ static const char *notebook_problem(json_t *nb)
 static json_t *checked(json_t *nb, const json_error_t *jerr, const char *what)
 {
     if (!nb) {
-        fprintf(stderr, "kiln run: cannot read %s: %s (line %d, column %d)\n", what,
-                jerr->text, jerr->line, jerr->column);
+        if (jerr->line > 0)
+            fprintf(stderr, "kiln run: cannot read %s: %s (line %d, column %d)\n", what,
+                    jerr->text, jerr->line, jerr->column);
+        else
+            fprintf(stderr, "kiln run: cannot read %s: %s\n", what, jerr->text);
         return NULL;
     }
     const char *why = notebook_problem(nb);
@@ -203,15 +208,19 @@ static int save(json_t *nb, const char *path)
     char *tmp = malloc(n + 16);
     if (!tmp) return -1;
     snprintf(tmp, n + 16, "%s.tmp%d", path, (int)getpid());
+    errno = 0;
     int rc = json_dump_file(nb, tmp, JSON_INDENT(1));
     if (rc == 0) {
         FILE *f = fopen(tmp, "a");
-        if (!f || fputc('\n', f) == EOF || fclose(f) != 0) rc = -1;
+        if (!f) rc = -1;
+        else if ((fputc('\n', f) == EOF) | (fclose(f) != 0)) rc = -1;
     }
     if (rc == 0 && rename(tmp, path) != 0) rc = -1;
     if (rc != 0) {
+        int e = errno;
         unlink(tmp);
-        fprintf(stderr, "kiln run: cannot write %s\n", path);
+        fprintf(stderr, "kiln run: cannot write %s: %s\n", path,
+                e ? strerror(e) : "write failed");
     }
     free(tmp);
     return rc;
@@ -229,7 +238,9 @@ static char *default_out(const char *in)
 
 /* ---- execution ---- */
 
-static int execute_all(json_t *nb, kl_engine *eng, jk_nbout *w)
+/* After each cell the result notebook is written again (as papermill does), so a
+ * batch job killed mid-run (SIGKILL, a reclaimed VM) leaves the cells that ran. */
+static int execute_all(json_t *nb, kl_engine *eng, jk_nbout *w, const char *out_path)
 {
     json_t *cells = json_object_get(nb, "cells");
     size_t ncode = 0, done = 0, i;
@@ -258,6 +269,8 @@ static int execute_all(json_t *nb, kl_engine *eng, jk_nbout *w)
             kl_error_deinit(&err);
             return 1;
         }
+        if (save(nb, out_path) < 0)
+            fprintf(stderr, "kiln run: warning: the result notebook is written again at the end\n");
     }
     return 0;
 }
@@ -290,7 +303,10 @@ int jk_run_main(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    int rc = execute_all(nb, eng, &w);
+    /* written once before the first cell: an output path that cannot be written is
+     * refused now, not after hours of training */
+    if (save(nb, out_path) < 0) goto done;
+    int rc = execute_all(nb, eng, &w, out_path);
     json_t *state = kl_engine_widget_state(eng);
     if (state && json_object_size(json_object_get(state, "state")))
         json_object_set_new(json_object_get(nb, "metadata"), "widgets",

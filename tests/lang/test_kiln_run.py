@@ -231,6 +231,42 @@ def test_sigint_interrupts_the_running_cell(tmp_path):
     assert cells[1].outputs == []
 
 
+def test_unwritable_output_is_refused_before_any_cell_runs(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    marker = tmp_path / "ran"
+    nb.cells = [nbformat.v4.new_code_cell(f"!touch {marker}")]
+    src = tmp_path / "stage.ipynb"
+    nbformat.write(nb, src)
+    p = run(str(src), "-o", str(tmp_path / "no" / "such" / "dir" / "o.ipynb"))
+    assert p.returncode == 2
+    assert "cannot write" in p.stderr and "o.ipynb" in p.stderr
+    assert "No such file or directory" in p.stderr
+    assert not marker.exists()  # refused before hours of training, not after
+
+
+def test_killed_run_keeps_the_cells_that_finished(tmp_path):
+    """A batch job whose machine goes away (SIGKILL: no chance to write at the end)
+    still leaves the result notebook with the outputs of the cells that ran."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print('first done')"),
+                nbformat.v4.new_code_cell("!sleep 30")]
+    src = tmp_path / "long.ipynb"
+    nbformat.write(nb, src)
+    out = tmp_path / "o.ipynb"
+    proc = subprocess.Popen([KILN, "run", str(src), "-o", str(out)],
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen = ""
+    while "cell 2/2" not in seen:
+        line = proc.stderr.readline()
+        assert line, seen
+        seen += line
+    os.killpg(proc.pid, signal.SIGKILL)  # kiln and its `sleep`
+    proc.wait(timeout=20)
+    cells = code_cells(out)
+    assert texts(cells[0]) == "first done\n"
+    assert cells[0].execution_count == 1
+
+
 def test_form_cell_falls_back_to_a_table(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
