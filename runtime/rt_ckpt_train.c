@@ -4,13 +4,13 @@
  * Tensors: "model.<tensor name>" for every model tensor in enumeration order, and
  * "optim.<array>.<parameter tensor name>" with the parameter's shape for every
  * optimiser array. On the CPU the writer borrows the model's own memory (no copy);
- * other backends are downloaded into host buffers first. Metadata JSON is built with
- * jansson (allowed in rt_ckpt_*.c: tests/lint/check-layering.sh).
+ * other backends are downloaded into host buffers first. Metadata JSON is formatted
+ * with snprintf (numbers and plain text only: nothing to allocate, nothing to escape).
  */
 #include "rt_ckpt_train.h"
 
 #include <inttypes.h>
-#include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,15 +25,28 @@ typedef struct save_ctx {
     int nowned;
 } save_ctx;
 
-static rt_status set_json(save_ctx *c, const char *key, json_t *j, rt_error *err)
+/* Metadata JSON is formatted here (numbers and fixed-alphabet text only), not built with
+ * jansson: no allocation, so out of memory can never produce a mangled text. */
+static rt_status set_jsonf(save_ctx *c, const char *key, rt_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static rt_status set_jsonf(save_ctx *c, const char *key, rt_error *err, const char *fmt, ...)
 {
-    if (!j) return RT_ERR(err, RT_ENOMEM, "out of memory building checkpoint metadata");
-    char *text = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
-    json_decref(j);
-    if (!text) return RT_ERR(err, RT_ENOMEM, "out of memory building checkpoint metadata");
-    rt_status s = rt_ckpt_writer_set_meta_json(c->w, key, text, err);
-    free(text);
-    return s;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        return RT_ERR(err, RT_EINVAL, "checkpoint metadata '%s' is too long", key);
+    return rt_ckpt_writer_set_meta_json(c->w, key, buf, err);
+}
+
+/* 1 when s needs no JSON escaping (schedule specs: letters, digits, "._=+- :") */
+static int plain_text(const char *s)
+{
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20) return 0;
+    return 1;
 }
 
 static rt_status add_model(save_ctx *c, rt_model *m, rt_error *err)
@@ -95,24 +108,25 @@ static rt_status add_state(save_ctx *c, rt_model *m, const rt_ckpt_train_snap *s
     char buf[64], seed[32];
     const rt_trainer_state *st = &s->state;
     snprintf(buf, sizeof buf, "%a", st->epoch_loss_sum);
-    RT_TRY(set_json(c, RT_CKPT_KEY_DATA_ORDER,
-                    json_pack("{sIsIsIsIsIss}", "epoch", (json_int_t)st->batcher.epoch,
-                              "position", (json_int_t)st->batcher.position, "steps_per_epoch",
-                              (json_int_t)s->steps_per_epoch, "epoch_correct",
-                              (json_int_t)st->epoch_correct, "epoch_seen",
-                              (json_int_t)st->epoch_seen, "epoch_loss_sum", buf), err));
+    RT_TRY(set_jsonf(c, RT_CKPT_KEY_DATA_ORDER, err,
+                     "{\"epoch\":%lld,\"position\":%lld,\"steps_per_epoch\":%lld,"
+                     "\"epoch_correct\":%lld,\"epoch_seen\":%lld,\"epoch_loss_sum\":\"%s\"}",
+                     (long long)st->batcher.epoch, (long long)st->batcher.position,
+                     (long long)s->steps_per_epoch, (long long)st->epoch_correct,
+                     (long long)st->epoch_seen, buf));
     snprintf(seed, sizeof seed, "%" PRIu64, s->seed);
-    RT_TRY(set_json(c, RT_CKPT_KEY_RNG,
-                    json_pack("{sssss{ssssssss}}", "generator", "philox4x32-10", "seed", seed,
-                              "streams", "init", "(seed, layer, parameter)", "shuffle",
-                              "(seed, epoch)", "dropout", "(seed, step, layer)", "augment",
-                              "(seed, epoch)"), err));
+    RT_TRY(set_jsonf(c, RT_CKPT_KEY_RNG, err,
+                     "{\"generator\":\"philox4x32-10\",\"seed\":\"%s\",\"streams\":{"
+                     "\"init\":\"(seed, layer, parameter)\",\"shuffle\":\"(seed, epoch)\","
+                     "\"dropout\":\"(seed, step, layer)\",\"augment\":\"(seed, epoch)\"}}",
+                     seed));
     const rt_optim_config *o = &s->optim;
-    RT_TRY(set_json(c, RT_CKPT_KEY_OPTIM_CONFIG,
-                    json_pack("{sssfsfsbsfsfsfsf}", "kind", rt_optim_kind_name(o->kind),
-                              "momentum", o->momentum, "dampening", o->dampening, "nesterov",
-                              o->nesterov, "beta1", o->beta1, "beta2", o->beta2, "eps", o->eps,
-                              "weight_decay", o->weight_decay), err));
+    RT_TRY(set_jsonf(c, RT_CKPT_KEY_OPTIM_CONFIG, err,
+                     "{\"kind\":\"%s\",\"momentum\":%.17g,\"dampening\":%.17g,"
+                     "\"nesterov\":%s,\"beta1\":%.17g,\"beta2\":%.17g,\"eps\":%.17g,"
+                     "\"weight_decay\":%.17g}", rt_optim_kind_name(o->kind), o->momentum,
+                     o->dampening, o->nesterov ? "true" : "false", o->beta1, o->beta2, o->eps,
+                     o->weight_decay));
     RT_TRY(rt_ckpt_writer_set_meta(c->w, RT_CKPT_KEY_OPTIMIZER, rt_optim_kind_name(o->kind),
                                    err));
     RT_TRY(rt_ckpt_writer_set_meta_i64(c->w, RT_CKPT_KEY_OPTIMIZER_STEP, s->optim_step, err));
@@ -146,9 +160,12 @@ static rt_status add_info(save_ctx *c, rt_model *m, const rt_ckpt_train_info *in
         rt_schedule s;
         RT_TRY(rt_schedule_parse(&s, in->schedule, err));
         double lr = s.steps_per_epoch > 0 ? rt_schedule_lr(&s, in->base_lr, step) : in->base_lr;
-        RT_TRY(set_json(c, RT_CKPT_KEY_SCHEDULE,
-                        json_pack("{sssssIsf}", "name", rt_schedule_kind_name(s.kind), "spec",
-                                  in->schedule, "step", (json_int_t)step, "lr", lr), err));
+        if (!plain_text(in->schedule))
+            return RT_ERR(err, RT_EINVAL, "schedule text '%s' has quotes or control "
+                          "characters", in->schedule);
+        RT_TRY(set_jsonf(c, RT_CKPT_KEY_SCHEDULE, err,
+                         "{\"name\":\"%s\",\"spec\":\"%s\",\"step\":%lld,\"lr\":%.17g}",
+                         rt_schedule_kind_name(s.kind), in->schedule, (long long)step, lr));
     }
     if (in->metric) RT_TRY(rt_ckpt_writer_set_metric(w, RT_CKPT_KEY_METRIC, in->metric, err));
     if (in->best_metric)
