@@ -6,6 +6,8 @@
  * steps of an epoch, i.e. at epoch ends; a time saves when that much run time passed
  * since the last save. Without the option a run directory gets one a epoch. Stopping
  * (done, interrupt, time limit) always saves unless the newest file is of this step.
+ * With --time-limit, one more save when the limit is two steps and two saves away, so
+ * a checkpoint exists before the limit even if the final one would end after it.
  * The metric is the validation accuracy of an epoch end, attached only to a checkpoint
  * of that very step (a mid-epoch file never claims a stale metric).
  */
@@ -42,17 +44,27 @@ mgp_policy *mgp_policy_get(mg_ctx *ctx, mg_run *run, mg_error *err)
         p->run = run;
         p->last_saved_step = p->metric_step = -1;
         p->last_step_seen = step;
+        p->first_step = step;
+        p->first_elapsed = el;
     }
     p->last_elapsed = el;
     return p;
 }
 
-/* Is a periodic checkpoint due after this step? */
+/* Is a checkpoint due after this step? 1: periodic, 2: ahead of the time limit. */
 static int due(const mg_run_opts *o, const mgp_policy *p, rt_step_event ev, int64_t step,
                int64_t spe, double elapsed)
 {
     mg_every e = o->checkpoint_every;
     if (e.unit == MG_EVERY_NONE) e = (mg_every){MG_EVERY_EPOCHS, 1};
+    if (o->time_limit_s > 0 && !p->limit_saved && step > p->first_step) {
+        /* the time limit stops the run before the next step that would start past it
+         * and then saves: with a slow disk that save ends after the limit, where the
+         * platform may already kill the machine. So also save when the limit is two
+         * steps and two saves away. */
+        double step_s = (elapsed - p->first_elapsed) / (double)(step - p->first_step);
+        if (elapsed + 2 * step_s + 2 * p->last_save_dur >= o->time_limit_s) return 2;
+    }
     if (e.unit == MG_EVERY_SECONDS) return elapsed - p->last_save_s >= e.n;
     double steps = e.unit == MG_EVERY_EPOCHS ? e.n * (double)spe : e.n;
     int64_t every = (int64_t)llround(steps) < 1 ? 1 : (int64_t)llround(steps);
@@ -77,7 +89,7 @@ static void remember(mg_run *run, const mgp_policy *p, const mg_out *out)
 }
 
 static void after_save(mg_run *run, const mgp_policy *p, const char *path, int64_t step,
-                       int64_t epoch, double ms, const mg_out *out)
+                       int64_t epoch, double ms, int why, const mg_out *out)
 {
     const mg_run_opts *o = mg_run_options(run);
     rt_error re = {0};
@@ -90,8 +102,8 @@ static void after_save(mg_run *run, const mgp_policy *p, const char *path, int64
                                         fresh ? MGP_METRIC : NULL,
                                         fresh ? p->metric.value : 0, &re) != RT_OK)
         mg_eprintf(out, "warning: results store: recording checkpoint: %s\n", re.msg);
-    mg_printf(out, "checkpoint: %s (step %lld, epoch %lld, %.0f ms)\n", path, (long long)step,
-              (long long)epoch, ms);
+    mg_printf(out, "checkpoint: %s (step %lld, epoch %lld, %.0f ms%s)\n", path, (long long)step,
+              (long long)epoch, ms, why == 2 ? ", ahead of the time limit" : "");
 }
 
 int mg_run_checkpoint_hook(mg_run *run, rt_step_event ev, const mg_out *out, mg_error *err)
@@ -128,11 +140,13 @@ int mg_run_checkpoint_hook(mg_run *run, rt_step_event ev, const mg_out *out, mg_
             rc = mgp_ckpt_save_with(run, path, p->metric_step == step ? &p->metric : NULL,
                                     p->has_best ? &p->best : NULL, err);
         p->last_save_s = mg_run_elapsed(run); /* a failed timed save waits a period too */
+        p->last_save_dur = now_s() - t0;
+        if (save == 2) p->limit_saved = 1;
         if (rc == 0) {
             p->last_saved_step = step;
             snprintf(p->last_path, sizeof p->last_path, "%s", path);
             after_save(run, p, path, step, spe > 0 ? step / spe : 0, 1e3 * (now_s() - t0),
-                       out);
+                       save, out);
         } else if (!stopping) { /* periodic: warn and train on; the old files are intact */
             mg_eprintf(out, "warning: %s: %s (training goes on)\n", err->ename, err->evalue);
             rc = 0;

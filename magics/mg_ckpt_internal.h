@@ -29,6 +29,10 @@ typedef struct mgp_policy {
     int64_t metric_step;        /* step of the last validation, -1 none */
     int64_t last_step_seen;     /* trainer step at the last hook call */
     char last_path[1024];       /* newest checkpoint this run wrote ("" none) */
+    int64_t first_step;         /* step and run time at the first hook call: the */
+    double first_elapsed;       /* step time, to save before --time-limit ends */
+    double last_save_dur;       /* seconds the last save took */
+    int limit_saved;            /* the save ahead of the time limit was made */
     rt_ckpt_metric metric, best;
     int has_best;
 } mgp_policy;

@@ -371,6 +371,7 @@ def test_time_limit_stops_cleanly_and_checkpoints(tmp):
     k.close()
     steps = [int(s) for s in re.findall(r"ckpt-step(\d+)\.safetensors \(step", c.text)]
     assert steps and steps[-1] < 30 * STEPS // 2 and os.path.exists(ckpt(rd, steps[-1]))
+    assert "ahead of the time limit" in c.text  # saved before the limit, then at the stop
     k = new_kernel(setup=False)
     c = run(k, f"%resume {rd}")  # the stored 1 s again: a new budget
     k.close()
