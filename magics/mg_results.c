@@ -162,6 +162,13 @@ static const char **split_params(const rt_results_list *l, char **common)
                 for (size_t p = 0; p < l->runs[r].nparams && !seen; p++)
                     seen = strcmp(l->runs[r].params[p].key, kv->key) == 0;
             if (seen) continue;
+            int empty = 1;   /* empty in every run (e.g. name=, results=): nothing to show */
+            for (size_t r = 0; r < l->n && empty; r++)
+                for (size_t p = 0; p < l->runs[r].nparams; p++)
+                    if (strcmp(l->runs[r].params[p].key, kv->key) == 0 &&
+                        l->runs[r].params[p].value && l->runs[r].params[p].value[0])
+                        empty = 0;
+            if (empty) continue;
             int same = l->n > 1;
             for (size_t r = 0; r < l->n && same; r++) {
                 const char *v = NULL;
@@ -185,23 +192,32 @@ static const char **split_params(const rt_results_list *l, char **common)
     return keys;
 }
 
-/* Metric keys over the runs, in first-seen order (borrowed, NULL-terminated). */
+static int metric_rank(const char *k)
+{
+    return strncmp(k, "val_", 4) == 0 ? 0 : strncmp(k, "train_", 6) == 0 ? 1 : 2;
+}
+
+/* Metric keys over the runs (borrowed, NULL-terminated): validation metrics first,
+ * then training ones, then the rest, each in first-seen order, so the columns that
+ * tell runs apart are the first ones a reader sees. */
 static const char **metric_keys(const rt_results_list *l)
 {
     const char **keys = calloc(1, sizeof *keys);
     size_t nk = 0;
-    for (size_t i = 0; keys && i < l->n; i++)
-        for (size_t j = 0; j < l->runs[i].nmetrics; j++) {
-            const char *k = l->runs[i].metrics[j].key;
-            int seen = 0;
-            for (size_t x = 0; x < nk && !seen; x++) seen = strcmp(keys[x], k) == 0;
-            if (seen) continue;
-            const char **p = realloc(keys, (nk + 2) * sizeof *p);
-            if (!p) return keys;
-            keys = p;
-            keys[nk++] = k;
-            keys[nk] = NULL;
-        }
+    for (int rank = 0; rank < 3; rank++)
+        for (size_t i = 0; keys && i < l->n; i++)
+            for (size_t j = 0; j < l->runs[i].nmetrics; j++) {
+                const char *k = l->runs[i].metrics[j].key;
+                if (metric_rank(k) != rank) continue;
+                int seen = 0;
+                for (size_t x = 0; x < nk && !seen; x++) seen = strcmp(keys[x], k) == 0;
+                if (seen) continue;
+                const char **p = realloc(keys, (nk + 2) * sizeof *p);
+                if (!p) return keys;
+                keys = p;
+                keys[nk++] = k;
+                keys[nk] = NULL;
+            }
     return keys;
 }
 
@@ -247,8 +263,9 @@ static int cmd_list(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err
     if (mgp_table_init(&t, 6 + npk + nmk) == 0) {
         const char *head[] = {"id", "name", "status", "started", "duration", "device"};
         for (size_t c = 0; c < 6; c++) mgp_table_set(&t, 0, c, "%s", head[c]);
-        for (size_t c = 0; c < npk; c++) mgp_table_set(&t, 0, 6 + c, "%s", pk[c]);
-        for (size_t c = 0; c < nmk; c++) mgp_table_set(&t, 0, 6 + npk + c, "%s", mk[c]);
+        /* metrics first (what a run achieved), then the parameters that differ */
+        for (size_t c = 0; c < nmk; c++) mgp_table_set(&t, 0, 6 + c, "%s", mk[c]);
+        for (size_t c = 0; c < npk; c++) mgp_table_set(&t, 0, 6 + nmk + c, "%s", pk[c]);
         for (size_t i = 0; i < l.n; i++) {
             long row = mgp_table_add_row(&t);
             if (row < 0) break;
@@ -257,10 +274,10 @@ static int cmd_list(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err
             double num;
             int is_num;
             for (size_t c = 0; c < npk + nmk; c++) {
-                const char *key = c < npk ? pk[c] : mk[c - npk];
+                const char *key = c < nmk ? mk[c] : pk[c - nmk];
                 if (!rt_results_run_value(&l.runs[i], key, buf, sizeof buf, &num, &is_num))
                     snprintf(buf, sizeof buf, "-");
-                else if (c >= npk) mgp_number(num, buf, sizeof buf);
+                else if (c < nmk) mgp_number(num, buf, sizeof buf);
                 mgp_table_set(&t, (size_t)row, 6 + c, "%s", buf);
             }
         }

@@ -136,7 +136,9 @@ static const char sort_script[] =
 
 void mgp_table_html(const mgp_table *t, FILE *f, int sortable)
 {
-    fputs("<table class=\"kiln-results\" style=\"border-collapse:collapse\">\n<thead><tr>", f);
+    /* the run list does not wrap (dates, paths); it scrolls sideways instead */
+    fprintf(f, "<table class=\"kiln-results\" style=\"border-collapse:collapse%s\">\n<thead><tr>",
+            sortable ? ";white-space:nowrap" : "");
     for (size_t c = 0; c < t->ncols; c++) {
         fputs("<th style=\"text-align:left;padding:2px 8px;border-bottom:1px solid #888\"", f);
         if (sortable) fputs(" title=\"click to sort\"", f);

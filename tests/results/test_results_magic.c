@@ -159,6 +159,49 @@ T_TEST(t_list)
     ASSERT_STR_CONTAINS(g_cap.text, "No runs match");
 }
 
+/* The run list leads with what runs achieved: validation metrics, then training ones,
+ * then the rest, then the parameters that differ; parameters empty in every run (name=,
+ * results= as %train records them when not given) are left out; the HTML does not wrap. */
+T_TEST(t_list_columns)
+{
+    char store[700];
+    snprintf(store, sizeof store, "%s/columns.sqlite", g_dir);
+    rt_results *rs = NULL;
+    ASSERT_EQ(rt_results_open(store, &rs, NULL), RT_OK);
+    const char *lrs[] = {"0.001", "0.01"};
+    for (int k = 0; k < 2; k++) {
+        rt_results_run_info info = {.name = "cnn", .device = "cpu", .precision = "fp32"};
+        int64_t run;
+        ASSERT_EQ(rt_results_run_begin(rs, &info, &run, NULL), RT_OK);
+        rt_results_log_param(rs, run, "lr", lrs[k], NULL);
+        rt_results_log_param(rs, run, "results", "", NULL);
+        rt_results_log_param(rs, run, "batch", "64", NULL);
+        rt_results_log_metric(rs, run, "loss", 1.5, 1, 0, RT_RESULTS_STEP, NULL);
+        rt_results_log_metric(rs, run, "train_loss", 1.25, 1, 1, RT_RESULTS_EPOCH, NULL);
+        rt_results_log_metric(rs, run, "val_accuracy", 0.75 + k * 0.1, 1, 1, RT_RESULTS_EPOCH,
+                              NULL);
+        rt_results_run_end(rs, run, RT_RESULTS_FINISHED, NULL);
+    }
+    rt_results_close(rs);
+    ASSERT_EQ(magic("list --results %s", store), 0);
+    char *text = shown(&g_cap, "text/plain"), *html = shown(&g_cap, "text/html");
+    ASSERT(text && html);
+    const char *head = strstr(text, "\nid ");
+    const char *va = head ? strstr(head, "val_accuracy") : NULL,
+               *tl = head ? strstr(head, "train_loss") : NULL,
+               *lo = head ? strstr(head, " loss") : NULL, *lr = head ? strstr(head, " lr") : NULL;
+    int order = va && tl && lo && lr && va < tl && tl < lo && lo < lr;
+    int common = strstr(text, "same in all: batch=64") != NULL;
+    int no_empty = strstr(text, "results=") == NULL && strstr(text, "results ") == NULL;
+    int nowrap = strstr(html, "white-space:nowrap") != NULL;
+    free(text);
+    free(html);
+    ASSERT(order);
+    ASSERT(common);
+    ASSERT(no_empty);
+    ASSERT(nowrap);
+}
+
 T_TEST(t_show)
 {
     ASSERT_EQ(magic("show fast --results %s", g_store), 0);
@@ -290,6 +333,7 @@ int main(void)
     }
     T_RUN(t_empty_store);
     T_RUN(t_list);
+    T_RUN(t_list_columns);
     T_RUN(t_show);
     T_RUN(t_compare);
     T_RUN(t_export_delete);
