@@ -9,8 +9,11 @@
  * argument as code, so that argument is checked as a line too. A watchdog sets the
  * engine's interrupt flag after a moment, so code that computes for long ends with
  * KeyboardInterrupt like it would in a kernel, instead of a fuzzer timeout.
+ * Then is_complete, complete, inspect, user_expressions and the `kiln run -p` literal
+ * parser run on the same text.
  * Input: the cell's text (up to the first NUL). Invariants: a failed cell has an
- * ename and an evalue; the engine stays usable (a second cell runs). */
+ * ename, a traceback and a valid UTF-8 evalue; the engine stays usable (a second cell
+ * runs); a literal's repr parses back to an equal value. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -98,7 +101,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int have_thread = pthread_create(&th, NULL, watch, &w) == 0;
     kl_error err;
     if (kl_engine_execute(e, code, &sink, NULL, &err) < 0) {
-        FZ_CHECK(err.ename[0] != '\0');
+        FZ_CHECK(err.ename[0] != '\0' && json_is_array(err.traceback));
+        json_t *ev = json_string(err.evalue); /* NULL when not valid UTF-8 */
+        FZ_CHECK(ev != NULL);
+        json_decref(ev);
         kl_error_deinit(&err);
     }
     atomic_store(&interrupt, 0);
@@ -114,6 +120,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_decref(kl_engine_inspect(e, code, (int)(size % 64), 1));
     const char *indent;
     (void)kl_engine_is_complete(e, code, &indent);
+    /* user_expressions and the `kiln run -p` literal parser on the same text */
+    json_t *ue = kl_engine_eval_expression(e, code);
+    FZ_CHECK(ue == NULL || json_is_object(ue));
+    json_decref(ue);
+    json_t *lit = kl_literal_parse(code);
+    if (lit) {
+        char *repr = kl_value_repr(lit);
+        FZ_CHECK(repr != NULL);
+        /* a literal's repr reads back as the same value */
+        json_t *back = kl_literal_parse(repr);
+        FZ_CHECK(back != NULL && json_equal(back, lit));
+        json_decref(back);
+        free(repr);
+        json_decref(lit);
+    }
     kl_engine_destroy(e);
     free(code);
     return 0;
