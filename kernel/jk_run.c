@@ -44,10 +44,13 @@ typedef struct run_opts {
 
 static const char usage_text[] =
     "usage: kiln run NOTEBOOK.ipynb [-o OUT.ipynb] [-p NAME VALUE]... [--log-output]\n"
+    "                [--no-resume]\n"
     "  -o, --output OUT   where to write the executed notebook (default NOTEBOOK.out.ipynb)\n"
     "  -p, --parameter NAME VALUE\n"
     "                     override a parameter (papermill-style injected cell)\n"
-    "  --log-output       also echo the cells' stdout/stderr to stderr as they run\n";
+    "  --log-output       also echo the cells' stdout/stderr to stderr as they run\n"
+    "  --no-resume        start %train runs over even where their --run-dir already\n"
+    "                     holds checkpoints (old ones are moved to previous-<time>/)\n";
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
@@ -64,6 +67,9 @@ static int parse_args(int argc, char **argv, run_opts *o)
             o->out = argv[++i];
         } else if (!strcmp(a, "--log-output")) {
             o->log_output = 1;
+        } else if (!strcmp(a, "--no-resume")) {
+            /* read by %train (magics/mg_ckpt_*): a re-run batch job normally continues */
+            if (setenv("KILN_NO_RESUME", "1", 1) != 0) return -1;
         } else if (!strcmp(a, "-p") || !strcmp(a, "--parameter")) {
             if (i + 2 >= argc) return fprintf(stderr, "kiln run: %s needs NAME VALUE\n", a), -1;
             o->names[o->nparams] = argv[++i];

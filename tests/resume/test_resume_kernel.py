@@ -410,10 +410,10 @@ def test_train_on_a_run_dir_of_another_model_is_an_error(tmp, reference):
     assert "another model" in c.reply["evalue"] and rd in c.reply["evalue"]
 
 
-def kiln_run(nb, out, env=None):
+def kiln_run(nb, out, env=None, args=()):
     from conftest import kiln_binary
-    p = subprocess.run([kiln_binary(), "run", nb, "-o", out], capture_output=True, text=True,
-                       env=env, timeout=300)
+    p = subprocess.run([kiln_binary(), "run", nb, "-o", out, *args], capture_output=True,
+                       text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr
     with open(out) as f:
         cells = json.load(f)["cells"]
@@ -427,7 +427,7 @@ def kiln_run(nb, out, env=None):
 
 def test_kiln_run_again_continues_the_run(tmp, reference):
     """A stage notebook's batch job killed (SIGKILL) mid-run and simply run again by
-    `kiln run` finishes the run, exactly; KILN_NO_RESUME=1 starts over."""
+    `kiln run` finishes the run, exactly; `kiln run --no-resume` starts over."""
     from conftest import kiln_binary
     rd = os.path.join(tmp, "stage")
     nb = os.path.join(tmp, "stage.ipynb")
@@ -455,8 +455,7 @@ def test_kiln_run_again_continues_the_run(tmp, reference):
     resumed = int(re.search(r"from \S+: step (\d+) of", text).group(1))
     assert resumed >= 32 and resumed % 16 == 0 and run_id(text) == rid
     assert_same_run(reference, losses(rid), ckpt(rd, STEPS), first=resumed + 1)
-    env = dict(os.environ, KILN_NO_RESUME="1")
-    text = kiln_run(nb, nb + ".out", env=env)
+    text = kiln_run(nb, nb + ".out", args=["--no-resume"])
     assert "continuing" not in text and run_id(text) != rid
     assert "moved to" in text  # the finished run's files are set aside, not deleted
     prev = [d for d in os.listdir(rd) if d.startswith("previous-")]
