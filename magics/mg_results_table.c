@@ -136,9 +136,9 @@ static const char sort_script[] =
 
 void mgp_table_html(const mgp_table *t, FILE *f, int sortable)
 {
-    /* the run list does not wrap (dates, paths); it scrolls sideways instead */
-    fprintf(f, "<table class=\"kiln-results\" style=\"border-collapse:collapse%s\">\n<thead><tr>",
-            sortable ? ";white-space:nowrap" : "");
+    /* the run list does not wrap (dates, paths); it scrolls sideways instead. On the
+     * cells: JupyterLab's stylesheet sets td { white-space: normal } */
+    fputs("<table class=\"kiln-results\" style=\"border-collapse:collapse\">\n<thead><tr>", f);
     for (size_t c = 0; c < t->ncols; c++) {
         fputs("<th style=\"text-align:left;padding:2px 8px;border-bottom:1px solid #888\"", f);
         if (sortable) fputs(" title=\"click to sort\"", f);
@@ -151,8 +151,8 @@ void mgp_table_html(const mgp_table *t, FILE *f, int sortable)
         fputs(t->mark[r] ? "<tr style=\"background:#fff3c4;font-weight:bold\">" : "<tr>", f);
         for (size_t c = 0; c < t->ncols; c++) {
             const char *s = cell(t, r, c);
-            fprintf(f, "<td style=\"padding:2px 8px;text-align:%s\">",
-                    numeric(s) ? "right" : "left");
+            fprintf(f, "<td style=\"padding:2px 8px;text-align:%s%s\">",
+                    numeric(s) ? "right" : "left", sortable ? ";white-space:nowrap" : "");
             mgp_html(f, s);
             fputs("</td>", f);
         }
