@@ -375,7 +375,13 @@ void rt_results_close(rt_results *rs)
                              "and are lost", lost, rs->path);
     }
     if (rs->mlflow) {
-        rtp_mlflow_stop(rs->mlflow, 5000);
+        /* How long closing waits for the MLflow queue to drain before giving up on a
+         * slow server: 5 s by default, KILN_MLFLOW_FLUSH_S to change it (a batch job
+         * that must mirror everything can afford to wait longer). */
+        const char *flush = getenv("KILN_MLFLOW_FLUSH_S");
+        double flush_s = flush && *flush ? strtod(flush, NULL) : 5.0;
+        if (!(flush_s >= 0 && flush_s <= 3600)) flush_s = 5.0;
+        rtp_mlflow_stop(rs->mlflow, (int)(flush_s * 1000));
         take_mlflow_warning(rs);
     }
     rtp_mlflow_destroy(rs->mlflow, 0);
