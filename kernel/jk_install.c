@@ -128,12 +128,14 @@ static void install_logos(const char *exe, const char *dest)
 int jk_install_main(int argc, char **argv)
 {
     int mode = 1;   /* 1 user, 2 sys-prefix, 3 prefix */
+    unsigned given = 0;   /* bit per destination named: more than one is an error */
     const char *prefix = NULL, *name = "kiln";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--user")) mode = 1;
-        else if (!strcmp(argv[i], "--sys-prefix")) mode = 2;
-        else if (!strcmp(argv[i], "--prefix") && i + 1 < argc) mode = 3, prefix = argv[++i];
-        else if (!strncmp(argv[i], "--prefix=", 9)) mode = 3, prefix = argv[i] + 9;
+        if (!strcmp(argv[i], "--user")) mode = 1, given |= 1u;
+        else if (!strcmp(argv[i], "--sys-prefix")) mode = 2, given |= 2u;
+        else if (!strcmp(argv[i], "--prefix") && i + 1 < argc)
+            mode = 3, given |= 4u, prefix = argv[++i];
+        else if (!strncmp(argv[i], "--prefix=", 9)) mode = 3, given |= 4u, prefix = argv[i] + 9;
         else if (!strcmp(argv[i], "--name") && i + 1 < argc) name = argv[++i];
         else if (!strncmp(argv[i], "--name=", 7)) name = argv[i] + 7;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -143,6 +145,11 @@ int jk_install_main(int argc, char **argv)
             fprintf(stderr, "kiln install: unknown or incomplete option %s\n%s", argv[i], usage_text);
             return 2;
         }
+    }
+    if (given & (given - 1)) {   /* as `jupyter kernelspec install`: one destination */
+        fprintf(stderr, "kiln install: --user, --sys-prefix and --prefix are exclusive; "
+                        "give one\n%s", usage_text);
+        return 2;
     }
     if (!valid_name(name)) {
         fprintf(stderr, "kiln install: invalid kernel name '%s' (letters, digits, '-', '.', '_')\n",

@@ -285,6 +285,14 @@ def test_form_cell_falls_back_to_a_table(tmp_path):
     assert result(cells[-1]) == "20"
 
 
+def test_install_refuses_two_destinations(tmp_path):
+    p = kiln("install", "--user", "--prefix", str(tmp_path))
+    assert p.returncode == 2
+    assert "exclusive" in p.stderr
+    assert not (tmp_path / "share").exists()  # nothing written anywhere
+    assert kiln("install", "--sys-prefix", f"--prefix={tmp_path}").returncode == 2
+
+
 def test_install_user_honours_jupyter_data_dir(tmp_path):
     env = dict(os.environ, JUPYTER_DATA_DIR=str(tmp_path / "data"))
     p = subprocess.run([KILN, "install"], capture_output=True, text=True, env=env, timeout=60)
