@@ -8,10 +8,15 @@
  * answered "aborted" without running (ipykernel's behaviour) and the other types are
  * served normally (papermill relies on that). Taking the snapshot before the idle
  * matters: a client that saw the idle and sent the next cell must not lose it.
+ * The snapshot waits ABORT_WINDOW_MS for requests still on their way: "Run all" sends
+ * every cell at once, and a cell that fails in microseconds (a NameError in the first
+ * cell) used to finish before the cells behind it had arrived, so they ran anyway.
+ * The window delays only a failing cell's idle, so nothing sent after it is lost.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <zmq.h>
 
@@ -55,12 +60,23 @@ static void send_aborted(jkp_chan *ch, const jkp_msg *req)
     jkp_publish_status(ch->iopub, req->header, "idle");
 }
 
+#define ABORT_WINDOW_MS 50
+
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void jkp_abort_snapshot(jkp_chan *ch)
 {
     jkp_kernel *k = ch->k;
     zmq_pollitem_t item = {ch->sock, 0, ZMQ_POLLIN, 0};
+    long long deadline = monotonic_ms() + ABORT_WINDOW_MS;
     for (;;) {
-        int n = zmq_poll(&item, 1, 0);
+        long long left = deadline - monotonic_ms();
+        int n = zmq_poll(&item, 1, left > 0 ? (long)left : 0);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0 || !(item.revents & ZMQ_POLLIN)) break;
         jkp_msg m;

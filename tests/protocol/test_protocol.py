@@ -238,6 +238,22 @@ def test_stop_on_error_aborts_queued_executes(kernel):
     assert outputs(msgs, "execute_result")[0]["data"]["text/plain"] == "1"
 
 
+def test_stop_on_error_aborts_cells_sent_together_with_a_fast_failure(kernel):
+    """"Run all" sends every cell at once; a first cell that fails at once (a NameError
+    takes microseconds) must still abort the cells behind it, as ipykernel does. The
+    kernel used to finish the failure before they arrived and ran them."""
+    kc = kernel.kc
+    for attempt in range(5):
+        ids = [kc.execute(code) for code in
+               ("undefined_name_fast_abort", "fast_abort_ran = 1", "print('ran')")]
+        statuses = [reply_for(kc.shell_channel, i)["content"]["status"] for i in ids]
+        assert statuses == ["error", "aborted", "aborted"], (attempt, statuses)
+        for i in ids:
+            iopub_for(kc, i)
+    reply, _ = execute(kc, "fast_abort_ran")
+    assert reply["content"]["ename"] == "NameError"
+
+
 # ---- comms and stdin ------------------------------------------------------------------
 
 
