@@ -210,10 +210,18 @@ rt_status rt_results_list_runs(rt_results *rs, const rt_results_query *q,
     n = kept;
     free(cl);
     if (s == RT_OK && q->sort && *q->sort) {
+        size_t having = 0;
         for (size_t i = 0; i < n; i++)
-            items[i].has = rt_results_run_value(&items[i].run, q->sort, items[i].text,
-                                                sizeof items[i].text, &items[i].num,
-                                                &items[i].is_num);
+            having += items[i].has = rt_results_run_value(&items[i].run, q->sort, items[i].text,
+                                                          sizeof items[i].text, &items[i].num,
+                                                          &items[i].is_num) != 0;
+        if (n && !having) { /* a typo (val_acc for val_accuracy) must not pass silently */
+            for (size_t i = 0; i < n; i++) rt_results_run_free(&items[i].run);
+            free(items);
+            return RT_ERR(err, RT_EINVAL,
+                          "--sort %s: no run has a field, parameter or metric of that name "
+                          "(`%%results show RUN` lists a run's keys)", q->sort);
+        }
         int desc = q->descending;
         qsort_r(items, n, sizeof *items, cmp_items, &desc);
     } else if (s == RT_OK && q->descending) {

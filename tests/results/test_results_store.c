@@ -195,6 +195,17 @@ T_TEST(t_list_filter_sort)
     ASSERT_EQ(rt_results_list_runs(rs, &q5, &l, &err), RT_EINVAL);
     ASSERT_STR_CONTAINS(err.msg, "KEY=VALUE");
     ASSERT_EQ(l.n, 0);
+
+    /* sorting by a key no run has is a typo (val_acc for val_accuracy): an error naming
+     * it, not a silently unsorted list; with no runs to sort there is nothing to say */
+    rt_results_query q6 = {.status = -1, .sort = "val_accuracy"};
+    ASSERT_EQ(rt_results_list_runs(rs, &q6, &l, &err), RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "--sort val_accuracy");
+    ASSERT_EQ(l.n, 0);
+    rt_results_query q7 = {.status = -1, .nwhere = 1, .where = w4, .sort = "val_accuracy"};
+    ASSERT_EQ(rt_results_list_runs(rs, &q7, &l, &err), RT_OK);
+    ASSERT_EQ(l.n, 0);
+    rt_results_list_free(&l);
     rt_results_close(rs);
 }
 
