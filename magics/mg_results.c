@@ -317,6 +317,15 @@ static int cmd_list(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err
 static int cmd_export(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err)
 {
     const char *format = a->pos[1], *path = a->pos[2];
+    if (a->npos == 2) {   /* `export PATH`: the format from the extension */
+        path = a->pos[1];
+        const char *dot = strrchr(path, '.');
+        format = dot && !strcmp(dot, ".csv") ? "csv" : dot && !strcmp(dot, ".json") ? "json" : NULL;
+        if (!format)
+            return mg_fail(err, "UsageError", "%%results export %s: cannot tell the format from "
+                           "the name (.csv or .json); or say it: `%%results export csv|json PATH`",
+                           path);
+    }
     if (strcmp(format, "csv") != 0 && strcmp(format, "json") != 0)
         return mg_fail(err, "UsageError", "%%results export %s: the format is csv or json",
                        format);
@@ -365,7 +374,7 @@ static const subcommand subcommands[] = {
     {"list", 0, 0, "%results list [--status S] [--where K=V] [--sort KEY] [--desc]", cmd_list},
     {"show", 1, 1, "%results show RUN", mgp_results_show},
     {"compare", 2, MG_MAX_ARGS, "%results compare RUN RUN...", mgp_results_compare},
-    {"export", 2, 2, "%results export csv|json PATH", cmd_export},
+    {"export", 1, 2, "%results export [csv|json] PATH", cmd_export},
     {"delete", 1, 1, "%results delete RUN [--force]", cmd_delete},
 };
 
@@ -402,24 +411,25 @@ const mg_command mg_cmd_results = {
     "%results [list] [--status S] [--where KEY=VALUE] [--sort KEY] [--desc] [--limit N]\n"
     "%results show RUN [--metric KEY]\n"
     "%results compare RUN RUN... [--metric KEY]\n"
-    "%results export csv|json PATH [--status S] [--where KEY=VALUE]\n"
+    "%results export [csv|json] PATH [--status S] [--where KEY=VALUE]\n"
     "%results delete RUN [--force]\n"
     "\n"
     "Every %train run is recorded with its parameters, per-step and per-epoch metrics and\n"
     "checkpoints. `list` shows them as a table (click a column to sort); `show` one run\n"
     "with its curves; `compare` overlays the curves of several runs and sets their\n"
     "parameters side by side, differences highlighted; `export` writes CSV (one row a\n"
-    "run) or JSON (everything); `delete` removes a run. RUN is an id from the list, a\n"
-    "run name (its newest run) or `last`. KEY is a field (name, status, device, ...),\n"
-    "a parameter or a metric (its last value).\n"
+    "run) or JSON (everything), by PATH's extension unless named; `delete` removes a\n"
+    "run. RUN is an id from the list, a run name (its newest run) or `last`. KEY is a\n"
+    "field (name, status, device, ...), a parameter or a metric (its last value, e.g.\n"
+    "val_accuracy, val_loss, train_loss).\n"
     "\n"
     "The store is --results PATH, else the one %train used, else $KILN_RESULTS, else\n"
     "~/.local/share/kiln/results.sqlite.\n"
     "\n"
     "Examples:\n"
-    "  %results list --status finished --sort val_acc --desc --where lr=0.001\n"
-    "  %results compare 3 4 --metric loss,val_acc\n"
-    "  %results export csv runs.csv --where \"val_acc>=0.9\"\n",
+    "  %results list --status finished --sort val_accuracy --desc --where lr=0.001\n"
+    "  %results compare 3 4 --metric loss,val_accuracy\n"
+    "  %results export runs.csv --where \"val_accuracy>=0.9\"\n",
     MG_LINE,
     results_options,
     results_run,

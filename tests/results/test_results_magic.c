@@ -249,6 +249,19 @@ T_TEST(t_export_delete)
     free(data);
     ASSERT(ok);
 
+    /* `export PATH` (as DESIGN.md writes it): the format from the extension */
+    char json_path[700];
+    snprintf(json_path, sizeof json_path, "%s/runs.json", g_dir);
+    ASSERT_EQ(magic("export %s --results %s", json_path, g_store), 0);
+    ASSERT_STR_CONTAINS(g_cap.text, "(json)");
+    data = tu_read_file(json_path);
+    ok = data && data[0] == '{' && strstr(data, "fast");
+    free(data);
+    ASSERT(ok);
+    ASSERT_EQ(magic("export %s/runs.txt --results %s", g_dir, g_store), -1);
+    ASSERT_STR_EQ(g_err.ename, "UsageError");
+    ASSERT_STR_CONTAINS(g_err.evalue, ".csv or .json");
+
     ASSERT_EQ(magic("delete 3 --results %s", g_store), 0);
     ASSERT_STR_CONTAINS(g_cap.text, "Deleted run 3 (slow)");
     ASSERT_EQ(magic("show 3 --results %s", g_store), -1);
