@@ -283,43 +283,53 @@ done:
     mgp_table_deinit(&t);
 }
 
+/* Charts come in this order: validation, training, loss/accuracy per step, the rest
+ * (lr, seconds, images/s), so the ones that tell runs apart are on top. */
+static int chart_rank(const char *key)
+{
+    if (!strncmp(key, "val_", 4)) return 0;
+    if (!strncmp(key, "train_", 6)) return 1;
+    return strcmp(key, "loss") && strcmp(key, "accuracy") ? 3 : 2;
+}
+
 /* One chart per (metric, kind) present in any run, a curve per run having it. */
 static int compare_charts(mg_ctx *ctx, rt_results *rs, const rt_results_run *runs, size_t nr,
                           char **metrics, size_t nm, rt_error *e)
 {
     int charts = 0;
-    for (size_t j = 0; j < nr; j++)
-        for (size_t i = 0; i < runs[j].nmetrics; i++) {
-            const rt_results_summary *m = &runs[j].metrics[i];
-            if (!wanted(metrics, nm, m->key)) continue;
-            int done = 0;   /* charted already for an earlier run */
-            for (size_t p = 0; p < j && !done; p++)
-                for (size_t q = 0; q < runs[p].nmetrics && !done; q++)
-                    done = strcmp(runs[p].metrics[q].key, m->key) == 0 &&
-                           runs[p].metrics[q].kind == m->kind;
-            if (done || charts >= MAX_CHARTS) continue;
-            int64_t ids[MG_MAX_ARGS];
-            const char *keys[MG_MAX_ARGS], *labels[MG_MAX_ARGS];
-            rt_results_kind kinds[MG_MAX_ARGS];
-            char names[MG_MAX_ARGS][96];
-            size_t n = 0;
-            for (size_t p = j; p < nr && n < MG_MAX_ARGS; p++)
-                for (size_t q = 0; q < runs[p].nmetrics; q++)
-                    if (strcmp(runs[p].metrics[q].key, m->key) == 0 &&
-                        runs[p].metrics[q].kind == m->kind) {
-                        snprintf(names[n], sizeof names[n], "#%lld %s", (long long)runs[p].id,
-                                 runs[p].name ? runs[p].name : "");
-                        ids[n] = runs[p].id;
-                        keys[n] = m->key;
-                        labels[n] = names[n];
-                        kinds[n++] = m->kind;
-                    }
-            char title[200];
-            snprintf(title, sizeof title, "%s (per %s)", m->key,
-                     m->kind == RT_RESULTS_EPOCH ? "epoch" : "step");
-            if (chart(ctx, rs, ids, labels, keys, kinds, n, title, e) < 0) return -1;
-            charts++;
-        }
+    for (int rank = 0; rank < 4; rank++)
+        for (size_t j = 0; j < nr; j++)
+            for (size_t i = 0; i < runs[j].nmetrics; i++) {
+                const rt_results_summary *m = &runs[j].metrics[i];
+                if (chart_rank(m->key) != rank || !wanted(metrics, nm, m->key)) continue;
+                int done = 0;   /* charted already for an earlier run */
+                for (size_t p = 0; p < j && !done; p++)
+                    for (size_t q = 0; q < runs[p].nmetrics && !done; q++)
+                        done = strcmp(runs[p].metrics[q].key, m->key) == 0 &&
+                               runs[p].metrics[q].kind == m->kind;
+                if (done || charts >= MAX_CHARTS) continue;
+                int64_t ids[MG_MAX_ARGS];
+                const char *keys[MG_MAX_ARGS], *labels[MG_MAX_ARGS];
+                rt_results_kind kinds[MG_MAX_ARGS];
+                char names[MG_MAX_ARGS][96];
+                size_t n = 0;
+                for (size_t p = j; p < nr && n < MG_MAX_ARGS; p++)
+                    for (size_t q = 0; q < runs[p].nmetrics; q++)
+                        if (strcmp(runs[p].metrics[q].key, m->key) == 0 &&
+                            runs[p].metrics[q].kind == m->kind) {
+                            snprintf(names[n], sizeof names[n], "#%lld %s", (long long)runs[p].id,
+                                     runs[p].name ? runs[p].name : "");
+                            ids[n] = runs[p].id;
+                            keys[n] = m->key;
+                            labels[n] = names[n];
+                            kinds[n++] = m->kind;
+                        }
+                char title[200];
+                snprintf(title, sizeof title, "%s (per %s)", m->key,
+                         m->kind == RT_RESULTS_EPOCH ? "epoch" : "step");
+                if (chart(ctx, rs, ids, labels, keys, kinds, n, title, e) < 0) return -1;
+                charts++;
+            }
     return 0;
 }
 

@@ -219,7 +219,10 @@ T_TEST(t_show)
 T_TEST(t_compare)
 {
     ASSERT_EQ(magic("compare 1 2 --results %s", g_store), 0);
-    ASSERT_EQ(count_mime(&g_cap, "image/svg+xml"), 2);   /* loss, val_acc */
+    ASSERT_EQ(count_mime(&g_cap, "image/svg+xml"), 2);   /* val_acc, then loss */
+    const char *first_chart =
+        json_string_value(json_object_get(json_array_get(g_cap.displays, 0), "text/plain"));
+    ASSERT(first_chart && strstr(first_chart, "val_acc"));   /* validation first */
     char *svg = shown(&g_cap, "image/svg+xml"), *text = shown(&g_cap, "text/plain"),
          *html = shown(&g_cap, "text/html");
     int legends = svg && strstr(svg, "#1 base") && strstr(svg, "#2 fast") &&
