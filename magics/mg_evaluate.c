@@ -1,13 +1,13 @@
 /* mg_evaluate.c - %evaluate [MODEL] [--split test|val|train]: accuracy and loss of the
  * trained model on a split, a per-class table (precision, recall, support) and the
- * confusion matrix as a picture (PNG heat map, rows = true class) plus an HTML table. */
+ * confusion matrix as one labelled SVG picture (heat map with the count in every cell,
+ * class names on both axes; row i = true class i), beside the table in the HTML. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mg_eval.h"
 #include "mg_images.h"
-#include "mg_png.h"
 
 static const mg_option options[] = {
     {"--split", MG_OPT_CHOICE, NULL, "split to evaluate on (test)", "test|val|train"},
@@ -15,36 +15,74 @@ static const mg_option options[] = {
     {NULL, 0, NULL, NULL, NULL},
 };
 
-#define CELL 28 /* pixels per confusion-matrix cell */
+#define CELL 34 /* pixels per confusion-matrix cell */
 
-/* Heat map: white -> blue by the row-normalised count; the diagonal in green tones. */
-static char *confusion_png(const rt_eval_result *e, mg_error *err)
+/* The confusion matrix as one self-contained SVG: a heat map (white -> blue by the
+ * row-normalised count, the diagonal in green tones) with the count in every cell,
+ * the class names on both axes and "true" / "predicted" axis titles. Row t is true
+ * class t and column p predicted class p; every cell has a <title> tooltip
+ * "true A, predicted B: N". NULL with err on no memory. */
+static char *confusion_svg(const rt_eval_result *e, const rt_dataset *d, mg_error *err)
 {
-    int L = e->num_classes, W = L * CELL;
-    uint8_t *rgb = malloc((size_t)W * (size_t)W * 3);
-    if (!rgb) return mg_fail(err, "MemoryError", "out of memory"), NULL;
+    int L = e->num_classes, longest = 1;
+    for (int c = 0; c < L; c++) {
+        int n = (int)strlen(d->class_names[c]);
+        if (n > longest) longest = n;
+    }
+    if (longest > 24) longest = 24;
+    int lab = longest * 7 + 8, left = 22 + lab, top = 8, grid = L * CELL;
+    int bottom = lab * 3 / 4 + 30, width = left + grid + 12, height = top + grid + bottom;
+    char *svg = NULL;
+    size_t sl = 0;
+    FILE *f = open_memstream(&svg, &sl);
+    if (!f) return mg_fail(err, "MemoryError", "out of memory"), NULL;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+               "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">"
+               "<title>confusion matrix (rows: true class, columns: predicted)</title>",
+            width, height, width, height);
     for (int t = 0; t < L; t++) {
         int64_t row = 0;
         for (int p = 0; p < L; p++) row += e->confusion[t][p];
+        char *tn = mg_html_escape(d->class_names[t]);
+        int y = top + t * CELL;
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" dominant-baseline=\"middle\">%s"
+                   "</text>", left - 6, y + CELL / 2, tn ? tn : "");
         for (int p = 0; p < L; p++) {
-            double f = row ? (double)e->confusion[t][p] / (double)row : 0;
-            uint8_t c[3] = {(uint8_t)(255 - 225 * f), (uint8_t)(255 - (t == p ? 95 : 180) * f),
-                            (uint8_t)(255 - (t == p ? 225 : 40) * f)};
-            for (int y = 0; y < CELL; y++)
-                for (int x = 0; x < CELL; x++) {
-                    uint8_t *px = rgb + 3 * ((size_t)(t * CELL + y) * (size_t)W + (size_t)(p * CELL + x));
-                    int edge = x == CELL - 1 || y == CELL - 1;
-                    for (int k = 0; k < 3; k++) px[k] = edge ? 235 : c[k];
-                }
+            double v = row ? (double)e->confusion[t][p] / (double)row : 0;
+            int r = (int)(255 - 225 * v), g = (int)(255 - (t == p ? 95 : 180) * v),
+                b = (int)(255 - (t == p ? 225 : 40) * v);
+            char *pn = mg_html_escape(d->class_names[p]);
+            int x = left + p * CELL;
+            fprintf(f, "<g><title>true %s, predicted %s: %lld</title><rect x=\"%d\" y=\"%d\" "
+                       "width=\"%d\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" stroke=\"#ddd\"/>"
+                       "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" dominant-baseline=\"middle\""
+                       " fill=\"%s\">%lld</text></g>", tn ? tn : "", pn ? pn : "",
+                    (long long)e->confusion[t][p], x, y, CELL, CELL, r, g, b, x + CELL / 2,
+                    y + CELL / 2, v > 0.5 ? "#fff" : "#222", (long long)e->confusion[t][p]);
+            free(pn);
         }
+        free(tn);
     }
-    char *b64 = mg_png_base64(rgb, W, W, 3, err);
-    free(rgb);
-    return b64;
+    for (int p = 0; p < L; p++) {
+        char *pn = mg_html_escape(d->class_names[p]);
+        int x = left + p * CELL + CELL / 2, y = top + grid + 8;
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" dominant-baseline=\"middle\" "
+                   "transform=\"rotate(-45 %d %d)\">%s</text>", x, y, x, y, pn ? pn : "");
+        free(pn);
+    }
+    fprintf(f, "<text x=\"12\" y=\"%d\" text-anchor=\"middle\" font-weight=\"bold\" "
+               "transform=\"rotate(-90 12 %d)\">true</text><text x=\"%d\" y=\"%d\" "
+               "text-anchor=\"middle\" font-weight=\"bold\">predicted</text></svg>",
+            top + grid / 2, top + grid / 2, left + grid / 2, height - 8);
+    if (fclose(f) != 0 || !svg) {
+        free(svg);
+        return mg_fail(err, "MemoryError", "out of memory"), NULL;
+    }
+    return svg;
 }
 
 static void show_report(mg_ctx *ctx, const char *model, const rt_dataset *d,
-                        const rt_eval_result *e, const char *png)
+                        const rt_eval_result *e, const char *svg)
 {
     int L = e->num_classes;
     char *text = NULL, *html = NULL;
@@ -55,7 +93,7 @@ static void show_report(mg_ctx *ctx, const char *model, const rt_dataset *d,
             e->accuracy, e->loss, (long long)e->n);
     fprintf(t, "%-4s %-16s %9s %9s %8s\n", "#", "class", "precision", "recall", "support");
     fprintf(h, "<p><b>%s</b> on <b>%s</b>: accuracy <b>%.4f</b>, loss %.4f (%lld images)</p>"
-               "<div style=\"display:flex;gap:24px;align-items:flex-start\"><table><tr><th>#</th>"
+               "<div style=\"display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start\"><table><tr><th>#</th>"
                "<th>class</th><th>precision</th><th>recall</th><th>support</th></tr>", model,
             d->name, e->accuracy, e->loss, (long long)e->n);
     for (int c = 0; c < L; c++) {
@@ -70,18 +108,18 @@ static void show_report(mg_ctx *ctx, const char *model, const rt_dataset *d,
     }
     fprintf(t, "confusion matrix (rows: true class, columns: predicted):\n");
     for (int a = 0; a < L; a++) {
+        fprintf(t, "%-4d %-16s", a, d->class_names[a]);
         for (int b = 0; b < L; b++) fprintf(t, "%6lld", (long long)e->confusion[a][b]);
         fputc('\n', t);
     }
-    fprintf(h, "</table><figure style=\"margin:0\"><img alt=\"confusion matrix\" "
-               "src=\"data:image/png;base64,%s\"/><figcaption style=\"font-size:11px\">confusion "
-               "matrix: rows true class 0..%d, columns predicted</figcaption></figure></div>",
-            png, L - 1);
+    fprintf(h, "</table><figure style=\"margin:0\">%s<figcaption style=\"font-size:11px\">"
+               "confusion matrix: rows true class, columns predicted</figcaption></figure>"
+               "</div>", svg);
 done:
     if (t) fclose(t);
     if (h) fclose(h);
     json_t *data = text && html ? json_pack("{s:s, s:s, s:s}", "text/plain", text, "text/html",
-                                            html, "image/png", png) : NULL;
+                                            html, "image/svg+xml", svg) : NULL;
     if (data) ctx->out->display(ctx->out->user, data, NULL, NULL, 0);
     json_decref(data);
     free(text);
@@ -99,12 +137,12 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (rt_trainer_evaluate(tg.model->trained, tg.split, 0, e, &re) != RT_OK) {
         mg_fail(err, "RuntimeError", "%%evaluate: %s", re.msg);
     } else {
-        char *png = confusion_png(e, err);
-        if (png) {
-            show_report(ctx, tg.model->name, tg.split, e, png);
+        char *svg = confusion_svg(e, tg.split, err);
+        if (svg) {
+            show_report(ctx, tg.model->name, tg.split, e, svg);
             rc = 0;
         }
-        free(png);
+        free(svg);
     }
     free(e);
     return rc;

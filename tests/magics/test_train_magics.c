@@ -289,13 +289,13 @@ T_TEST(test_train_evaluate_predict)
     ASSERT_STR_CONTAINS(json_string_value(json_object_get(json_object_get(
         json_array_get(tm_c.displays, 0), "data"), "text/plain")), "tiny");
     unsetenv("KILN_RESULTS");
-    /* evaluate: same accuracy as the last validation (val = test here), PNG matrix */
+    /* evaluate: same accuracy as the last validation (val = test here), SVG matrix
+     * (test_evaluate_confusion_svg checks the picture) */
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "evaluate tiny", NULL, &g_err), 0);
     json_t *data = json_object_get(json_array_get(tm_c.displays, 0), "data");
     int w, h;
-    ASSERT(valid_png_b64(json_string_value(json_object_get(data, "image/png")), &w, &h));
-    ASSERT_EQ(w, 3 * 28);
+    ASSERT(json_string_value(json_object_get(data, "image/svg+xml")) != NULL);
     char want[64];
     snprintf(want, sizeof want, "accuracy %.4f", acc);
     ASSERT_STR_CONTAINS(json_string_value(json_object_get(data, "text/plain")), want);
@@ -417,6 +417,74 @@ T_TEST(test_shapes_and_device_errors)
         json_array_get(tm_c.displays, 0), "data"), "text/plain")), "--device auto picks");
 }
 
+/* %evaluate's confusion matrix is one labelled SVG: every class name on the axes, the
+ * count in every cell (title "true A, predicted B: N" = the text matrix), row i = true
+ * class i (the diagonal cell of class i sits in the i-th row and column), and the
+ * diagonal equals the correct count of each class (recall * support). Runs after
+ * test_train_evaluate_predict, on its trained model. */
+T_TEST(test_evaluate_confusion_svg)
+{
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "evaluate tiny", NULL, &g_err), 0);
+    json_t *data = json_object_get(json_array_get(tm_c.displays, 0), "data");
+    const char *svg = json_string_value(json_object_get(data, "image/svg+xml"));
+    const char *text = json_string_value(json_object_get(data, "text/plain"));
+    const char *html = json_string_value(json_object_get(data, "text/html"));
+    ASSERT(svg && text && html);
+    ASSERT(!strncmp(svg, "<svg ", 5));
+    ASSERT_STR_CONTAINS(svg, ">true</text>");
+    ASSERT_STR_CONTAINS(svg, ">predicted</text>");
+    ASSERT_STR_CONTAINS(html, svg); /* the HTML shows the same picture */
+    /* the per-class table and the text matrix */
+    char names[3][32];
+    long long sup[3], m[3][3];
+    double rec[3];
+    const char *p = strstr(text, "support\n");
+    ASSERT(p != NULL);
+    p += 8;
+    for (int c = 0; c < 3; c++) {
+        int idx = -1, used = 0;
+        double prec;
+        ASSERT_EQ(sscanf(p, "%d %31s %lf %lf %lld%n", &idx, names[c], &prec, &rec[c], &sup[c],
+                         &used), 5);
+        ASSERT_EQ(idx, c);
+        p = strchr(p + used, '\n') + 1;
+    }
+    p = strstr(text, "predicted):\n");
+    ASSERT(p != NULL);
+    p += 12;
+    for (int t = 0; t < 3; t++) {
+        int idx = -1, used = 0;
+        char nm[32];
+        ASSERT_EQ(sscanf(p, "%d %31s %lld %lld %lld%n", &idx, nm, &m[t][0], &m[t][1], &m[t][2],
+                         &used), 5);
+        ASSERT_EQ(idx, t);
+        ASSERT_STR_EQ(nm, names[t]);
+        p = strchr(p + used, '\n') + 1;
+    }
+    int last_x = -1, last_y = -1;
+    for (int t = 0; t < 3; t++) {
+        char want[256];
+        snprintf(want, sizeof want, ">%s</text>", names[t]); /* axis label */
+        ASSERT_STR_CONTAINS(svg, want);
+        ASSERT_EQ(m[t][t], (long long)(rec[t] * (double)sup[t] + 0.5)); /* correct count */
+        for (int q = 0; q < 3; q++) {
+            snprintf(want, sizeof want, "<title>true %s, predicted %s: %lld</title>", names[t],
+                     names[q], m[t][q]);
+            ASSERT_STR_CONTAINS(svg, want);
+            snprintf(want, sizeof want, ">%lld</text></g>", m[t][q]); /* count drawn */
+            ASSERT_STR_CONTAINS(svg, want);
+        }
+        snprintf(want, sizeof want, "<title>true %s, predicted %s: ", names[t], names[t]);
+        const char *cell = strstr(svg, want);
+        int x = -1, y = -1;
+        ASSERT(cell && (cell = strstr(cell, "<rect ")) != NULL);
+        ASSERT_EQ(sscanf(cell, "<rect x=\"%d\" y=\"%d\"", &x, &y), 2);
+        ASSERT(x > last_x && y > last_y); /* row t and column t are the t-th ones */
+        last_x = x, last_y = y;
+    }
+}
+
 int main(void)
 {
     if (tm_make_dataset(g_dir, sizeof g_dir)) {
@@ -429,6 +497,7 @@ int main(void)
     T_RUN(test_errors_before_training);
     T_RUN(test_dataset_and_model);
     T_RUN(test_train_evaluate_predict);
+    T_RUN(test_evaluate_confusion_svg);
     T_RUN(test_interrupt_and_time_limit);
     T_RUN(test_broken_store_is_a_warning);
     T_RUN(test_failed_run_is_recorded);
