@@ -2,13 +2,16 @@
  * workspace, the step loop (results store, per-epoch validation, the checkpoint hook,
  * interrupt and time limit) and handing the trained model back to the workspace.
  * What the user sees while it runs is drawn by mg_run_view.c. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mg_ckpt.h"
 #include "mg_run_internal.h"
+#include "rt_ckpt_dir.h"
 #include "rt_cuda.h"
 
 /* ---- creation ---- */
@@ -142,9 +145,31 @@ static int build_trainer(mg_run *r, mg_error *err)
     return 0;
 }
 
+/* --run-dir: created (mkdir -p) and proven writable (a probe file) before step 1, so
+ * a bad directory is an error at once, not a whole run trained without checkpoints. */
+static int check_run_dir(const char *dir, mg_error *err)
+{
+    if (!dir[0]) return 0;
+    rt_error re = {0};
+    if (rt_ckpt_dir_ensure(dir, &re) != RT_OK)
+        return mg_fail(err, "OSError", "--run-dir %s: %s ---> HINT: give --run-dir a directory "
+                       "you can create and write (nothing was trained)", dir, re.msg);
+    char probe[1100];
+    snprintf(probe, sizeof probe, "%s/.kiln-write-test-XXXXXX", dir);
+    int fd = strlen(dir) < 1024 ? mkstemp(probe) : -1;
+    if (fd < 0)
+        return mg_fail(err, "OSError", "--run-dir %s: run directory is not writable: %s "
+                       "---> HINT: give --run-dir a directory you can write (nothing was "
+                       "trained)", dir, strerror(errno));
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
 int mg_run_create(mg_run **out, mg_ctx *ctx, const mg_run_opts *o, mg_error *err)
 {
     *out = NULL;
+    if (check_run_dir(o->run_dir, err) < 0) return -1;
     mg_workspace *ws = mg_ws_get(ctx, err);
     if (!ws) return -1;
     mg_run *r = calloc(1, sizeof *r);

