@@ -53,7 +53,12 @@ static void results_begin(mg_run *r)
         r->run_id = 0;
         return;
     }
-    json_t *params = mg_run_opts_to_json(&r->o);
+    /* the values in effect, not "" / -1 for "as %dataset loaded it": runs are compared
+     * on these columns */
+    mg_run_opts used = r->o;
+    if (!used.data[0]) snprintf(used.data, sizeof used.data, "%s", r->data->name);
+    if (used.val < 0) used.val = r->data->val;
+    json_t *params = mg_run_opts_to_json(&used);
     const char *key;
     json_t *v;
     char buf[64];

@@ -36,6 +36,39 @@ static int setup_model(void)
     return tm_magic(g_s, line, NULL, &g_err) || tm_magic(g_s, "model tiny", small_net, &g_err);
 }
 
+/* Without --data / --val the store records the data set and the val count in effect
+ * (it recorded data '' and val -1: runs could not be compared on them), and checkpoint
+ * options without --run-dir are a warning saying they need it (they were ignored). */
+T_TEST(test_recorded_data_and_val)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    tm_reset();
+    char line[700];
+    snprintf(line, sizeof line, "dataset %s --samples 0 --val 30", g_dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(tm_magic(g_s, "model tiny", small_net, &g_err), 0);
+    tm_reset();
+    snprintf(line, sizeof line, "train tiny --batch 32 --checkpoint-every 4steps --keep 2 "
+             "--results %s", g_store);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    rt_results *rs = NULL;
+    rt_error re;
+    int64_t run;
+    rt_results_run r;
+    char buf[300];
+    double num = 0;
+    int isnum = 0;
+    ASSERT_EQ(rt_results_open(g_store, &rs, &re), RT_OK);
+    ASSERT_EQ(rt_results_find(rs, "last", &run, &re), RT_OK);
+    ASSERT_EQ(rt_results_get_run(rs, run, &r, &re), RT_OK);
+    ASSERT(rt_results_run_value(&r, "data", buf, sizeof buf, &num, &isnum));
+    ASSERT_STR_EQ(buf, g_dir);
+    ASSERT(rt_results_run_value(&r, "val", buf, sizeof buf, &num, &isnum));
+    ASSERT(isnum && num == 30);
+    rt_results_run_free(&r);
+    rt_results_close(rs);
+}
+
 /* A run directory that cannot be created or written is an error before step 1 that
  * names it and --run-dir (it trained a whole run without checkpoints, then "failed"). */
 T_TEST(test_bad_run_dir_fails_at_once)
@@ -74,6 +107,7 @@ int main(void)
     }
     snprintf(g_store, sizeof g_store, "%s/results.sqlite", g_dir);
     T_RUN(test_bad_run_dir_fails_at_once);
+    T_RUN(test_recorded_data_and_val);
     mg_session_destroy(g_s);
     json_decref(tm_c.displays);
     free(tm_c.out);
