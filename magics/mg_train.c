@@ -13,6 +13,14 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     mg_run_opts o;
     mg_run_opts_default(&o);
     if (mg_run_opts_from_args(&o, args, err) < 0) return -1;
+    /* checkpoint options only act with a run directory: say so instead of ignoring them */
+    if (!o.run_dir[0] && (mg_args_has(args, "--checkpoint-every") || mg_args_has(args, "--keep")))
+        mg_eprintf(ctx->out, "warning: %%train: %s%s%s ignored: checkpoints need --run-dir DIR "
+                   "(this run writes none)\n",
+                   mg_args_has(args, "--checkpoint-every") ? "--checkpoint-every" : "",
+                   mg_args_has(args, "--checkpoint-every") && mg_args_has(args, "--keep")
+                       ? " and " : "",
+                   mg_args_has(args, "--keep") ? "--keep" : "");
     int handled = 0, rc = mg_ckpt_train_autoresume(ctx, &o, &handled, err);
     if (handled || rc < 0) return rc;
     mg_run *r = NULL;

@@ -51,6 +51,8 @@ T_TEST(test_recorded_data_and_val)
     snprintf(line, sizeof line, "train tiny --batch 32 --checkpoint-every 4steps --keep 2 "
              "--results %s", g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_STR_CONTAINS(tm_c.errs, "--checkpoint-every and --keep ignored");
+    ASSERT_STR_CONTAINS(tm_c.errs, "checkpoints need --run-dir");
     rt_results *rs = NULL;
     rt_error re;
     int64_t run;
@@ -67,6 +69,12 @@ T_TEST(test_recorded_data_and_val)
     ASSERT(isnum && num == 30);
     rt_results_run_free(&r);
     rt_results_close(rs);
+    /* with --run-dir there is no such warning */
+    tm_reset();
+    snprintf(line, sizeof line, "train tiny --batch 32 --keep 2 --run-dir %s/kept --results %s",
+             g_dir, g_store);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT(tm_c.errs == NULL || strstr(tm_c.errs, "need --run-dir") == NULL);
 }
 
 /* A run directory that cannot be created or written is an error before step 1 that
