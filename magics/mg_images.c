@@ -106,8 +106,11 @@ json_t *mg_images_grid(const rt_dataset *d, const mg_grid_cell *cells, int n, in
         if (et) fprintf(h, "<div><b>%s</b></div>", et);
         free(et);
         int k = d->h <= 32 ? 2 : 1, cw = d->w * k + 2 * FRAME;
-        fprintf(h, "<div style=\"display:grid;grid-template-columns:repeat(%d,%dpx);gap:%dpx;"
-                   "font:11px sans-serif\">", cols, cw + 24, GAP);
+        /* cells wrap onto more rows in a narrow pane (a fixed column count cut the last
+         * columns off); max-width keeps at most cols of them per row in a wide one */
+        fprintf(h, "<div style=\"display:grid;grid-template-columns:repeat(auto-fill,minmax("
+                   "%dpx,1fr));gap:%dpx;max-width:%dpx;font:11px sans-serif\">", cw + 24, GAP,
+                cols * (cw + 24) + (cols - 1) * GAP);
         if (title) fprintf(t, "%s\n", title);
         for (int i = 0; ok && i < n; i++) {
             const char *cap = cells[i].caption ? cells[i].caption : "";

@@ -493,6 +493,27 @@ T_TEST(test_evaluate_confusion_svg)
     }
 }
 
+/* The sample grid's HTML wraps in a narrow pane (CSS grid auto-fill with a minimum cell
+ * width, capped by max-width) instead of a fixed column count that cut the last columns
+ * off in a narrow JupyterLab pane. */
+T_TEST(test_sample_grid_wraps)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    tm_reset();
+    char line[256];
+    snprintf(line, sizeof line, "dataset %s --samples 12", g_dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    const char *html = json_string_value(json_object_get(json_object_get(
+        json_array_get(tm_c.displays, 1), "data"), "text/html"));
+    ASSERT(html != NULL);
+    ASSERT_STR_CONTAINS(html, "grid-template-columns:repeat(auto-fill,minmax(");
+    ASSERT_STR_CONTAINS(html, "max-width:");
+    ASSERT(strstr(html, "grid-template-columns:repeat(1") == NULL); /* no fixed count */
+    int n = 0;
+    for (const char *p = html; (p = strstr(p, "<img ")) != NULL; p++) n++;
+    ASSERT_EQ(n, 12);
+}
+
 int main(void)
 {
     if (tm_make_dataset(g_dir, sizeof g_dir)) {
@@ -510,6 +531,7 @@ int main(void)
     T_RUN(test_broken_store_is_a_warning);
     T_RUN(test_failed_run_is_recorded);
     T_RUN(test_shapes_and_device_errors);
+    T_RUN(test_sample_grid_wraps);
     mg_session_destroy(g_s);
     json_decref(tm_c.displays);
     free(tm_c.out);
