@@ -12,19 +12,19 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
 {
     l->stride = 1;
     l->pad = 0;
-    int pos = 0;
+    int pos = 0, rc = 0;
     for (int i = 0; i < argc; i++) {
         const char *v;
         if (rtp_opt(argv[i], "stride", &v)) {
-            if (rtp_parse_int(v, &l->stride)) goto bad_opt;
+            if ((rc = rtp_parse_int(v, &l->stride))) goto bad_opt;
         } else if (rtp_opt(argv[i], "pad", &v) || rtp_opt(argv[i], "padding", &v)) {
             if (v[0] == '0' && v[1] == 0) l->pad = 0;
-            else if (rtp_parse_int(v, &l->pad)) goto bad_opt;
+            else if ((rc = rtp_parse_int(v, &l->pad))) goto bad_opt;
         } else if (pos == 0) {
-            if (rtp_parse_int(argv[i], &l->k)) goto bad_pos;
+            if ((rc = rtp_parse_int(argv[i], &l->k))) goto bad_pos;
             pos++;
         } else if (pos == 1) {
-            if (rtp_parse_int(argv[i], &l->r)) goto bad_pos;
+            if ((rc = rtp_parse_int(argv[i], &l->r))) goto bad_pos;
             pos++;
         } else {
             snprintf(why, RT_LAYER_WHY, "unexpected argument '%s'", argv[i]);
@@ -32,10 +32,15 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
         }
         continue;
     bad_opt:
+        if (rc > 0) goto too_large;
         snprintf(why, RT_LAYER_WHY, "'%s' needs a positive integer value", argv[i]);
         return RT_EINVAL;
     bad_pos:
+        if (rc > 0) goto too_large;
         snprintf(why, RT_LAYER_WHY, "'%s' is not a positive integer", argv[i]);
+        return RT_EINVAL;
+    too_large:
+        snprintf(why, RT_LAYER_WHY, "'%s' is too large (at most %d)", argv[i], RT_LAYER_MAX_INT);
         return RT_EINVAL;
     }
     if (pos < 2) {

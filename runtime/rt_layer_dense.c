@@ -12,7 +12,13 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
                  "of outputs O%s", argc ? argv[1] : "");
         return RT_EINVAL;
     }
-    if (rtp_parse_int(argv[0], &l->k)) {
+    int rc = rtp_parse_int(argv[0], &l->k);
+    if (rc > 0) {
+        snprintf(why, RT_LAYER_WHY, "'%s' is too large (at most %d outputs)", argv[0],
+                 RT_LAYER_MAX_INT);
+        return RT_EINVAL;
+    }
+    if (rc) {
         snprintf(why, RT_LAYER_WHY, "'%s' is not a positive integer", argv[0]);
         return RT_EINVAL;
     }

@@ -10,12 +10,15 @@
 #include "rt_layer.h"
 #include "rt_rng.h"
 
+/* 0 on success, -1 when s is not a positive integer, 1 when it is one above
+ * RT_LAYER_MAX_INT (the caller says "too large" and gives the limit). */
 int rtp_parse_int(const char *s, int *out)
 {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v <= 0 || v > RT_LAYER_MAX_INT) return -1;
+    if (end == s || *end || v <= 0 || (errno && errno != ERANGE)) return -1;
+    if (errno == ERANGE || v > RT_LAYER_MAX_INT) return 1;
     *out = (int)v;
     return 0;
 }
@@ -64,12 +67,24 @@ rt_status rtp_pool_parse(rt_layer *l, int argc, char **argv, char *why)
     for (int i = 0; i < argc; i++) {
         const char *v;
         if (rtp_opt(argv[i], "stride", &v)) {
-            if (rtp_parse_int(v, &l->stride)) {
+            int rc = rtp_parse_int(v, &l->stride);
+            if (rc > 0) {
+                snprintf(why, RT_LAYER_WHY, "'%s' is too large (at most %d)", argv[i],
+                         RT_LAYER_MAX_INT);
+                return RT_EINVAL;
+            }
+            if (rc) {
                 snprintf(why, RT_LAYER_WHY, "'%s' needs a positive integer value", argv[i]);
                 return RT_EINVAL;
             }
         } else if (pos == 0) {
-            if (rtp_parse_int(argv[i], &l->r)) {
+            int rc = rtp_parse_int(argv[i], &l->r);
+            if (rc > 0) {
+                snprintf(why, RT_LAYER_WHY, "window '%s' is too large (at most %d)", argv[i],
+                         RT_LAYER_MAX_INT);
+                return RT_EINVAL;
+            }
+            if (rc) {
                 snprintf(why, RT_LAYER_WHY, "'%s' is not a positive integer window", argv[i]);
                 return RT_EINVAL;
             }

@@ -108,7 +108,17 @@ T_TEST(syntax_errors_name_the_line)
         {"flatten\ndense 10.5\n", {"line 2", "'10.5'", "dense O"}},
         {"# only a comment\n\n", {"no layers", "", ""}},
         {"", {"no layers", "", ""}},
-        {"conv2d 4 3 pad=2000000000\n", {"line 1", "pad=2000000000", "positive integer"}},
+        {"conv2d 4 3 pad=2000000000\n", {"line 1", "'pad=2000000000' is too large", "1048576"}},
+        /* a positive integer above RT_LAYER_MAX_INT is "too large", with the limit (it
+         * said "'40000000' is not a positive integer") */
+        {"flatten\ndense 40000000\n", {"line 2", "'40000000' is too large", "at most 1048576"}},
+        {"flatten\ndense -5\n", {"line 2", "'-5' is not a positive integer", ""}},
+        {"conv2d 40000000 3\n", {"line 1", "'40000000' is too large", "at most 1048576"}},
+        {"conv2d 4 99999999999999999999\n", {"line 1", "is too large", "1048576"}},
+        {"conv2d 4 3 stride=2000000\n", {"line 1", "'stride=2000000' is too large", "1048576"}},
+        {"conv2d 4 3\nmaxpool 2000000\n", {"line 2", "'2000000' is too large", "1048576"}},
+        {"conv2d 4 3\nmaxpool 2 stride=2000000\n", {"line 2", "stride=2000000' is too large",
+                                                     "1048576"}},
         {"conv2d 1048576 3 pad=1000\n", {"line 1", "too large", ""}},
         {"flatten\ndense 1000000\ndense 1000000\n", {"line 3", "too large", ""}},
     };
