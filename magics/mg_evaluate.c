@@ -1,13 +1,15 @@
 /* mg_evaluate.c - %evaluate [MODEL] [--split test|val|train]: accuracy and loss of the
  * trained model on a split, a per-class table (precision, recall, support) and the
  * confusion matrix as one labelled SVG picture (heat map with the count in every cell,
- * class names on both axes; row i = true class i), beside the table in the HTML. */
+ * class names on both axes; row i = true class i), beside the table in the HTML; the
+ * bundle also carries it as image/svg+xml and, without text, as image/png. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mg_eval.h"
 #include "mg_images.h"
+#include "mg_png.h"
 
 static const mg_option options[] = {
     {"--split", MG_OPT_CHOICE, NULL, "split to evaluate on (test)", "test|val|train"},
@@ -15,7 +17,43 @@ static const mg_option options[] = {
     {NULL, 0, NULL, NULL, NULL},
 };
 
-#define CELL 34 /* pixels per confusion-matrix cell */
+#define CELL 34     /* pixels per cell of the SVG */
+#define PNG_CELL 28 /* pixels per cell of the PNG */
+
+/* Cell colour: white -> blue by the row-normalised count v; the diagonal in green tones. */
+static void cell_rgb(double v, int diag, int rgb[3])
+{
+    rgb[0] = (int)(255 - 225 * v);
+    rgb[1] = (int)(255 - (diag ? 95 : 180) * v);
+    rgb[2] = (int)(255 - (diag ? 225 : 40) * v);
+}
+
+/* The same heat map as a PNG without text (image/png, for frontends that show neither
+ * HTML nor SVG, e.g. a PDF export): row t = true class t, PNG_CELL pixels a cell. */
+static char *confusion_png(const rt_eval_result *e, mg_error *err)
+{
+    int L = e->num_classes, W = L * PNG_CELL;
+    uint8_t *rgb = malloc((size_t)W * (size_t)W * 3);
+    if (!rgb) return mg_fail(err, "MemoryError", "out of memory"), NULL;
+    for (int t = 0; t < L; t++) {
+        int64_t row = 0;
+        for (int p = 0; p < L; p++) row += e->confusion[t][p];
+        for (int p = 0; p < L; p++) {
+            int c[3];
+            cell_rgb(row ? (double)e->confusion[t][p] / (double)row : 0, t == p, c);
+            for (int y = 0; y < PNG_CELL; y++)
+                for (int x = 0; x < PNG_CELL; x++) {
+                    uint8_t *px = rgb + 3 * ((size_t)(t * PNG_CELL + y) * (size_t)W +
+                                             (size_t)(p * PNG_CELL + x));
+                    int edge = x == PNG_CELL - 1 || y == PNG_CELL - 1;
+                    for (int k = 0; k < 3; k++) px[k] = (uint8_t)(edge ? 235 : c[k]);
+                }
+        }
+    }
+    char *b64 = mg_png_base64(rgb, W, W, 3, err);
+    free(rgb);
+    return b64;
+}
 
 /* The confusion matrix as one self-contained SVG: a heat map (white -> blue by the
  * row-normalised count, the diagonal in green tones) with the count in every cell,
@@ -49,15 +87,15 @@ static char *confusion_svg(const rt_eval_result *e, const rt_dataset *d, mg_erro
                    "</text>", left - 6, y + CELL / 2, tn ? tn : "");
         for (int p = 0; p < L; p++) {
             double v = row ? (double)e->confusion[t][p] / (double)row : 0;
-            int r = (int)(255 - 225 * v), g = (int)(255 - (t == p ? 95 : 180) * v),
-                b = (int)(255 - (t == p ? 225 : 40) * v);
+            int c[3];
+            cell_rgb(v, t == p, c);
             char *pn = mg_html_escape(d->class_names[p]);
             int x = left + p * CELL;
             fprintf(f, "<g><title>true %s, predicted %s: %lld</title><rect x=\"%d\" y=\"%d\" "
                        "width=\"%d\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" stroke=\"#ddd\"/>"
                        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" dominant-baseline=\"middle\""
                        " fill=\"%s\">%lld</text></g>", tn ? tn : "", pn ? pn : "",
-                    (long long)e->confusion[t][p], x, y, CELL, CELL, r, g, b, x + CELL / 2,
+                    (long long)e->confusion[t][p], x, y, CELL, CELL, c[0], c[1], c[2], x + CELL / 2,
                     y + CELL / 2, v > 0.5 ? "#fff" : "#222", (long long)e->confusion[t][p]);
             free(pn);
         }
@@ -82,7 +120,7 @@ static char *confusion_svg(const rt_eval_result *e, const rt_dataset *d, mg_erro
 }
 
 static void show_report(mg_ctx *ctx, const char *model, const rt_dataset *d,
-                        const rt_eval_result *e, const char *svg)
+                        const rt_eval_result *e, const char *svg, const char *png)
 {
     int L = e->num_classes;
     char *text = NULL, *html = NULL;
@@ -118,8 +156,9 @@ static void show_report(mg_ctx *ctx, const char *model, const rt_dataset *d,
 done:
     if (t) fclose(t);
     if (h) fclose(h);
-    json_t *data = text && html ? json_pack("{s:s, s:s, s:s}", "text/plain", text, "text/html",
-                                            html, "image/svg+xml", svg) : NULL;
+    json_t *data = text && html ? json_pack("{s:s, s:s, s:s, s:s}", "text/plain", text,
+                                            "text/html", html, "image/svg+xml", svg,
+                                            "image/png", png) : NULL;
     if (data) ctx->out->display(ctx->out->user, data, NULL, NULL, 0);
     json_decref(data);
     free(text);
@@ -138,11 +177,13 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         mg_fail(err, "RuntimeError", "%%evaluate: %s", re.msg);
     } else {
         char *svg = confusion_svg(e, tg.split, err);
-        if (svg) {
-            show_report(ctx, tg.model->name, tg.split, e, svg);
+        char *png = svg ? confusion_png(e, err) : NULL;
+        if (png) {
+            show_report(ctx, tg.model->name, tg.split, e, svg, png);
             rc = 0;
         }
         free(svg);
+        free(png);
     }
     free(e);
     return rc;

@@ -298,6 +298,8 @@ T_TEST(test_train_evaluate_predict)
     json_t *data = json_object_get(json_array_get(tm_c.displays, 0), "data");
     int w, h;
     ASSERT(json_string_value(json_object_get(data, "image/svg+xml")) != NULL);
+    ASSERT(valid_png_b64(json_string_value(json_object_get(data, "image/png")), &w, &h));
+    ASSERT_EQ(w, 3 * 28); /* the text-less fallback picture */
     char want[64];
     snprintf(want, sizeof want, "accuracy %.4f", acc);
     ASSERT_STR_CONTAINS(json_string_value(json_object_get(data, "text/plain")), want);
