@@ -88,9 +88,16 @@ static void remember(mg_run *run, const mgp_policy *p, const mg_out *out)
     snprintf(rec->last_path, sizeof rec->last_path, "%s", p->last_path);
 }
 
+/* After a save: rotation, the results store, and what the user sees. Epochs are
+ * 1-based as in the progress bar (a mid-epoch step of the first epoch is epoch 1, an
+ * epoch end is the epoch it ends). Periodic mid-epoch saves only show in the progress
+ * display ("last checkpoint: step N"); epoch-end, final, interrupt and time-limit
+ * saves also get a line. */
 static void after_save(mg_run *run, const mgp_policy *p, const char *path, int64_t step,
-                       int64_t epoch, double ms, int why, const mg_out *out)
+                       int64_t spe, double ms, int why, rt_step_event ev, const mg_out *out)
 {
+    int64_t epoch = spe > 0 ? step / spe : 0;
+    int64_t user_epoch = spe > 0 ? (step + spe - 1) / spe : 0;
     const mg_run_opts *o = mg_run_options(run);
     rt_error re = {0};
     size_t removed = 0;
@@ -102,8 +109,10 @@ static void after_save(mg_run *run, const mgp_policy *p, const char *path, int64
                                         fresh ? MGP_METRIC : NULL,
                                         fresh ? p->metric.value : 0, &re) != RT_OK)
         mg_eprintf(out, "warning: results store: recording checkpoint: %s\n", re.msg);
+    mg_run_note_checkpoint(run, step);
+    if (ev == RT_STEP_CONTINUE && why != 2) return;
     mg_printf(out, "checkpoint: %s (step %lld, epoch %lld, %.0f ms%s)\n", path, (long long)step,
-              (long long)epoch, ms, why == 2 ? ", ahead of the time limit" : "");
+              (long long)user_epoch, ms, why == 2 ? ", ahead of the time limit" : "");
 }
 
 int mg_run_checkpoint_hook(mg_run *run, rt_step_event ev, const mg_out *out, mg_error *err)
@@ -145,8 +154,7 @@ int mg_run_checkpoint_hook(mg_run *run, rt_step_event ev, const mg_out *out, mg_
         if (rc == 0) {
             p->last_saved_step = step;
             snprintf(p->last_path, sizeof p->last_path, "%s", path);
-            after_save(run, p, path, step, spe > 0 ? step / spe : 0, 1e3 * (now_s() - t0),
-                       save, out);
+            after_save(run, p, path, step, spe, 1e3 * (now_s() - t0), save, ev, out);
         } else if (!stopping) { /* periodic: warn and train on; the old files are intact */
             mg_eprintf(out, "warning: %s: %s (training goes on)\n", err->ename, err->evalue);
             rc = 0;

@@ -112,5 +112,8 @@ int64_t mg_run_id(const mg_run *run);
 int mg_run_last_val(const mg_run *run, double *loss, double *accuracy);
 /* Wall-clock seconds since mg_run_loop started. */
 double mg_run_elapsed(const mg_run *run);
+/* The checkpoint hook saved the checkpoint of step: the progress display shows
+ * "last checkpoint: step N" from its next update on. */
+void mg_run_note_checkpoint(mg_run *run, int64_t step);
 
 #endif

@@ -36,6 +36,7 @@ struct mg_run {
     int has_progress;
     double val_loss, val_acc;
     int has_val;
+    int64_t last_ckpt_step;        /* step of the newest checkpoint saved, -1 none */
     mgp_series step_loss, ep_loss, ep_acc, ep_vloss, ep_vacc;
 };
 

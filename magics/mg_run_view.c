@@ -102,19 +102,22 @@ void mgp_view_progress(mg_run *r, const rt_progress *p, int force)
     int64_t done = p->step - r->start_step;
     hms(p->elapsed_s, el, sizeof el);
     hms(done > 0 ? p->elapsed_s / (double)done * (double)(total - p->step) : 0, eta, sizeof eta);
-    char line[512];
+    char ck[64] = "";
+    if (r->last_ckpt_step >= 0)
+        snprintf(ck, sizeof ck, ", last checkpoint: step %lld", (long long)r->last_ckpt_step);
+    char line[600];
     snprintf(line, sizeof line, "epoch %lld/%d [%s] step %lld/%lld  loss %.4f  acc %.4f  "
-             "lr %.3g  %.0f img/s  %s elapsed, %s left", (long long)p->epoch + 1, p->epochs, bar,
-             (long long)p->step, (long long)total, p->epoch_loss, p->epoch_accuracy, p->lr,
-             p->images_per_s, el, eta);
-    char html[1024];
+             "lr %.3g  %.0f img/s  %s elapsed, %s left%s", (long long)p->epoch + 1, p->epochs,
+             bar, (long long)p->step, (long long)total, p->epoch_loss, p->epoch_accuracy, p->lr,
+             p->images_per_s, el, eta, ck);
+    char html[1100];
     snprintf(html, sizeof html, "<div style=\"font-family:monospace\"><progress value=\"%lld\" "
              "max=\"%lld\" style=\"width:40%%;vertical-align:middle\"></progress> epoch "
              "<b>%lld</b>/%d &middot; step %lld/%lld &middot; loss <b>%.4f</b> &middot; acc "
-             "<b>%.4f</b> &middot; lr %.3g &middot; %.0f img/s &middot; %s elapsed, %s left</div>",
+             "<b>%.4f</b> &middot; lr %.3g &middot; %.0f img/s &middot; %s elapsed, %s left%s</div>",
              (long long)p->step, (long long)total, (long long)p->epoch + 1, p->epochs,
              (long long)p->step, (long long)total, p->epoch_loss, p->epoch_accuracy, p->lr,
-             p->images_per_s, el, eta);
+             p->images_per_s, el, eta, ck);
     show(r, json_pack("{s:s, s:s}", "text/plain", line, "text/html", html), r->progress_id,
          &r->progress_shown);
 }

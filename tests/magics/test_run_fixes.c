@@ -107,6 +107,66 @@ T_TEST(test_bad_run_dir_fails_at_once)
     }
 }
 
+/* The text/plain of the last display with the progress display's id. */
+static const char *last_progress(void)
+{
+    const char *id = NULL, *text = NULL;
+    if (tm_count("text/html", "epoch ", &id, NULL) < 1 || !id) return NULL;
+    size_t i;
+    json_t *d;
+    json_array_foreach(tm_c.displays, i, d) {
+        const char *did = json_string_value(json_object_get(d, "id"));
+        if (did && !strcmp(did, id))
+            text = json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
+    }
+    return text;
+}
+
+static int count_lines(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+/* Checkpoint lines count epochs from 1 like the progress bar (a mid-epoch save of the
+ * first epoch said "epoch 0"); periodic mid-epoch saves show in the progress display
+ * ("last checkpoint: step N"), not one stream line each. */
+T_TEST(test_checkpoint_lines)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    tm_reset();
+    ASSERT_EQ(setup_model(), 0);
+    char line[700];
+    /* 2 epochs of ceil(300/32) = 10 steps: saves at 4, 8, 12, 16 (periodic) and 20
+     * (epoch end, the last) */
+    tm_reset();
+    snprintf(line, sizeof line, "train tiny --batch 32 --epochs 2 --checkpoint-every 4steps "
+             "--keep 10 --run-dir %s/every4 --results %s", g_dir, g_store);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(count_lines(tm_c.out, "checkpoint: "), 1);
+    ASSERT_STR_CONTAINS(tm_c.out, "(step 20, epoch 2, ");
+    ASSERT(strstr(tm_c.out, "(step 4,") == NULL && strstr(tm_c.out, "(step 16,") == NULL);
+    ASSERT_STR_CONTAINS(last_progress(), "last checkpoint: step 20");
+    /* the forced update at the end of epoch 1 (step 10) shows the save of step 8 */
+    int seen8 = 0;
+    size_t i;
+    json_t *d;
+    json_array_foreach(tm_c.displays, i, d) {
+        const char *tp = json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
+        if (tp && strstr(tp, "step 10/20") && strstr(tp, "last checkpoint: step 8")) seen8 = 1;
+    }
+    ASSERT(seen8);
+    /* an interrupt after step 5 (mid epoch 1): its checkpoint line says epoch 1 */
+    tm_reset();
+    tm_interrupt_after = 5;
+    snprintf(line, sizeof line, "train tiny --batch 32 --epochs 2 --run-dir %s/stopped "
+             "--results %s", g_dir, g_store);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_EQ(g_err.ename, "KeyboardInterrupt");
+    ASSERT_STR_CONTAINS(tm_c.out, "(step 5, epoch 1, ");
+}
+
 int main(void)
 {
     if (tm_make_dataset(g_dir, sizeof g_dir)) {
@@ -116,6 +176,7 @@ int main(void)
     snprintf(g_store, sizeof g_store, "%s/results.sqlite", g_dir);
     T_RUN(test_bad_run_dir_fails_at_once);
     T_RUN(test_recorded_data_and_val);
+    T_RUN(test_checkpoint_lines);
     mg_session_destroy(g_s);
     json_decref(tm_c.displays);
     free(tm_c.out);
