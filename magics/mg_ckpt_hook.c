@@ -136,7 +136,10 @@ int mg_run_checkpoint_hook(mg_run *run, rt_step_event ev, const mg_out *out, mg_
     int save = 0;
     char *path = NULL;
     if (o->run_dir[0])
-        save = stopping ? step > 0 && step != p->last_saved_step
+        /* a continued run that took no step (already complete) has the state of the
+         * checkpoint it came from: no second copy of it */
+        save = stopping ? step > 0 && step != p->last_saved_step &&
+                              step != mg_run_start_step(run)
                         : due(o, p, ev, step, spe, mg_run_elapsed(run));
     int rc = 0;
     if (save) {

@@ -216,6 +216,7 @@ const char *mg_run_dir(const mg_run *r) { return r->o.run_dir; }
 mg_ctx *mg_run_ctx(mg_run *r) { return r->ctx; }
 rt_results *mg_run_results(mg_run *r) { return r->rs; }
 int64_t mg_run_id(const mg_run *r) { return r->run_id; }
+int64_t mg_run_start_step(const mg_run *r) { return r->start_step; }
 void mg_run_note_checkpoint(mg_run *r, int64_t step) { r->last_ckpt_step = step; }
 double mg_run_elapsed(const mg_run *r) { return r->t_start > 0 ? mgp_now() - r->t_start : 0; }
 int mg_run_last_val(const mg_run *r, double *loss, double *accuracy)

@@ -115,5 +115,7 @@ double mg_run_elapsed(const mg_run *run);
 /* The checkpoint hook saved the checkpoint of step: the progress display shows
  * "last checkpoint: step N" from its next update on. */
 void mg_run_note_checkpoint(mg_run *run, int64_t step);
+/* The trainer's step when mg_run_loop began (> 0 for a continued run). */
+int64_t mg_run_start_step(const mg_run *run);
 
 #endif

@@ -13,6 +13,7 @@
 #include "mg_images.h"
 #include "mg_plot.h"
 #include "mg_run_internal.h"
+#include "rt_results_query.h"
 
 #define UPDATE_EVERY_S 0.25 /* 4 updates a second: smooth enough, cheap for the frontend */
 
@@ -154,6 +155,44 @@ void mgp_view_plot(mg_run *r)
     free(svg);
 }
 
+/* The last value of metric key of this run in the results store; 0 when known. */
+static int stored_metric(mg_run *r, const char *key, double *v)
+{
+    if (!r->rs || !r->run_id) return -1;
+    rt_results_run run;
+    rt_error re = {0};
+    if (rt_results_get_run(r->rs, r->run_id, &run, &re) != RT_OK) return -1;
+    char buf[64];
+    int is_num = 0, found = rt_results_run_value(&run, key, buf, sizeof buf, v, &is_num);
+    rt_results_run_free(&run);
+    return found && is_num ? 0 : -1;
+}
+
+/* A run (directory) trained again after its last planned step: no step was taken.
+ * Says so, with where it stands and its last metrics, and how to train further. */
+static void summary_complete(mg_run *r, FILE *t)
+{
+    int64_t spe = rt_trainer_steps_per_epoch(r->trainer);
+    int64_t ep = spe > 0 ? (r->start_step + spe - 1) / spe : 0;
+    fprintf(t, "Run %s: already complete at step %lld (epoch %lld of %d); nothing to train\n",
+            r->model_name, (long long)r->start_step, (long long)ep, r->o.epochs);
+    double vl = 0, va = 0, tl = 0, ta = 0;
+    if (r->has_val) vl = r->val_loss, va = r->val_acc;
+    if (r->has_val || (stored_metric(r, "val_loss", &vl) == 0 &&
+                       stored_metric(r, "val_accuracy", &va) == 0))
+        fprintf(t, "  last %s loss %.4f, accuracy %.4f\n", r->val_name, vl, va);
+    if (stored_metric(r, "train_loss", &tl) == 0 && stored_metric(r, "train_accuracy", &ta) == 0)
+        fprintf(t, "  last train loss %.4f, accuracy %.4f (epoch mean)\n", tl, ta);
+    if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);
+    if (r->o.run_dir[0]) {
+        fprintf(t, "  run directory: %s\n", r->o.run_dir);
+        fprintf(t, "  to train further: %%resume %s --epochs M with M > %d (e.g. --epochs %d)\n",
+                r->o.run_dir, r->o.epochs, r->o.epochs + 1);
+    } else {
+        fprintf(t, "  to train further: %%train with --epochs larger than %d\n", r->o.epochs);
+    }
+}
+
 void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_summary *s)
 {
     const rt_progress *p = &r->last;
@@ -172,21 +211,26 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
     size_t tl = 0;
     FILE *t = open_memstream(&text, &tl);
     if (!t) return;
-    fprintf(t, "Run %s: %s\n", r->model_name, status);
-    fprintf(t, "  steps %lld (epoch %lld of %d), %lld images in %s, %.0f images/s\n",
-            (long long)s->steps, (long long)p->epoch + 1, r->o.epochs, (long long)s->images, el,
-            s->images_per_s);
-    if (r->has_progress)
-        fprintf(t, "  train loss %.4f, accuracy %.4f (epoch mean)\n", p->epoch_loss,
-                p->epoch_accuracy);
-    if (r->has_val)
-        fprintf(t, "  %s loss %.4f, accuracy %.4f\n", r->val_name, r->val_loss, r->val_acc);
-    fprintf(t, "  model %s: %ld parameters; data %s\n", r->model_name,
-            rt_model_num_params(r->model), r->data->name);
-    if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);
-    if (r->o.run_dir[0]) fprintf(t, "  run directory: %s\n", r->o.run_dir);
-    if (!failed && why != RT_STEP_DONE && r->o.run_dir[0])
-        fprintf(t, "  continue with: %%resume %s\n", r->o.run_dir);
+    int complete = !failed && why == RT_STEP_DONE && s->steps == 0 && r->start_step > 0;
+    if (complete) {
+        summary_complete(r, t);
+    } else {
+        fprintf(t, "Run %s: %s\n", r->model_name, status);
+        fprintf(t, "  steps %lld (epoch %lld of %d), %lld images in %s, %.0f images/s\n",
+                (long long)s->steps, (long long)p->epoch + 1, r->o.epochs, (long long)s->images,
+                el, s->images_per_s);
+        if (r->has_progress)
+            fprintf(t, "  train loss %.4f, accuracy %.4f (epoch mean)\n", p->epoch_loss,
+                    p->epoch_accuracy);
+        if (r->has_val)
+            fprintf(t, "  %s loss %.4f, accuracy %.4f\n", r->val_name, r->val_loss, r->val_acc);
+        fprintf(t, "  model %s: %ld parameters; data %s\n", r->model_name,
+                rt_model_num_params(r->model), r->data->name);
+        if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);
+        if (r->o.run_dir[0]) fprintf(t, "  run directory: %s\n", r->o.run_dir);
+        if (!failed && why != RT_STEP_DONE && r->o.run_dir[0])
+            fprintf(t, "  continue with: %%resume %s\n", r->o.run_dir);
+    }
     fclose(t);
     char *esc = text ? mg_html_escape(text) : NULL, *html = NULL;
     if (esc && asprintf(&html, "<pre style=\"margin:0;border-left:3px solid %s;padding-left:6px\">"

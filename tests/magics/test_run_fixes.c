@@ -167,6 +167,50 @@ T_TEST(test_checkpoint_lines)
     ASSERT_STR_CONTAINS(tm_c.out, "(step 5, epoch 1, ");
 }
 
+/* Training a finished run directory again (or %resume of it) says it is complete, where
+ * it stands, its last metrics and how to train further (it printed "steps 0 (epoch 1 of
+ * 2), 0 images in 00:00" and no metrics), and writes no second copy of its checkpoint. */
+T_TEST(test_already_complete)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    tm_reset();
+    ASSERT_EQ(setup_model(), 0);
+    char line[700], dir[300];
+    snprintf(dir, sizeof dir, "%s/done", g_dir);
+    snprintf(line, sizeof line, "train tiny --batch 32 --epochs 2 --run-dir %s --results %s",
+             dir, g_store);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
+    const char *cmds[2] = {line, NULL};
+    char resume[400];
+    snprintf(resume, sizeof resume, "resume %s", dir);
+    cmds[1] = resume;
+    for (int k = 0; k < 2; k++) {
+        tm_reset();
+        int rc = tm_magic(g_s, cmds[k], NULL, &g_err);
+        if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+        ASSERT_EQ(rc, 0);
+        const char *sum = NULL;
+        ASSERT_EQ(tm_count("text/plain", "Run tiny: already complete at step 20 (epoch 2 of 2)",
+                           NULL, NULL), 1);
+        size_t i;
+        json_t *d;
+        json_array_foreach(tm_c.displays, i, d) {
+            const char *tp = json_string_value(json_object_get(json_object_get(d, "data"),
+                                                               "text/plain"));
+            if (tp && !strncmp(tp, "Run tiny:", 9)) sum = tp;
+        }
+        ASSERT(sum != NULL);
+        ASSERT_STR_CONTAINS(sum, "last test loss ");
+        ASSERT_STR_CONTAINS(sum, "last train loss ");
+        char want[400];
+        snprintf(want, sizeof want, "%%resume %s --epochs M with M > 2 (e.g. --epochs 3)", dir);
+        ASSERT_STR_CONTAINS(sum, want);
+        ASSERT(strstr(sum, "steps 0") == NULL);
+        ASSERT(tm_c.out == NULL || strstr(tm_c.out, "checkpoint: ") == NULL);
+    }
+}
+
 int main(void)
 {
     if (tm_make_dataset(g_dir, sizeof g_dir)) {
@@ -177,6 +221,7 @@ int main(void)
     T_RUN(test_bad_run_dir_fails_at_once);
     T_RUN(test_recorded_data_and_val);
     T_RUN(test_checkpoint_lines);
+    T_RUN(test_already_complete);
     mg_session_destroy(g_s);
     json_decref(tm_c.displays);
     free(tm_c.out);
