@@ -11,7 +11,8 @@
  * The snapshot waits ABORT_WINDOW_MS for requests still on their way: "Run all" sends
  * every cell at once, and a cell that fails in microseconds (a NameError in the first
  * cell) used to finish before the cells behind it had arrived, so they ran anyway.
- * The window delays only a failing cell's idle, so nothing sent after it is lost.
+ * The window delays only a failing cell's reply and idle (the snapshot is taken before
+ * both), so nothing sent after a client saw the reply is lost.
  */
 #include <errno.h>
 #include <stdlib.h>

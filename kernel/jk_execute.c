@@ -155,7 +155,10 @@ void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req)
         return;
     }
     json_decref(payload);
+    /* Set the queued requests aside BEFORE the error reply: they were sent without
+     * knowing of the error ("Run all"), while a client that waits for this reply
+     * and then sends its next cell (after an interrupt, say) must not lose it. */
+    if (stop_on_error && !silent) jkp_abort_snapshot(ch);
     send_error(ch, &x, &e, started);
     kl_error_deinit(&e);
-    if (stop_on_error && !silent) jkp_abort_snapshot(ch);
 }
