@@ -1,6 +1,7 @@
 /* mg_ckpt_table.c - the tables of %checkpoint list and show, as one display_data with
  * text/plain (aligned columns) and text/html. A cell holds at most 200 characters of a
  * value (long metadata such as the model spec is shown in full by show's own rows). */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +134,60 @@ int mg_ckpt_table_list(const mg_out *out, const char *dir, mg_error *err)
     return rc;
 }
 
+/* The shortest "%.Ng" that reads back as the same double (0.774, not the
+ * 0.77400000000000002 that JSON writers keep); ".0" kept on a whole real. */
+static int shortest_real(double v, char *buf, size_t n)
+{
+    int k = 0;
+    for (int p = 6; p <= 17; p++) {
+        k = snprintf(buf, n, "%.*g", p, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    if (k > 0 && (size_t)k + 2 < n && !strpbrk(buf, ".eEni")) k += snprintf(buf + k, n - (size_t)k, ".0");
+    return k;
+}
+
+/* Copies a metadata value for display with every real outside JSON strings written in
+ * its shortest round-trip form; other text unchanged. out is truncated to n. */
+void mgp_ckpt_display_value(const char *in, char *out, size_t n)
+{
+    size_t o = 0;
+    int in_str = 0;
+    if (!n) return;
+    for (const char *p = in; *p && o + 1 < n;) {
+        char c = *p;
+        if (in_str) {
+            out[o++] = c, p++;
+            if (c == '\\' && *p && o + 1 < n) out[o++] = *p++;
+            else if (c == '"') in_str = 0;
+            continue;
+        }
+        int start = (isdigit((unsigned char)c) || c == '-') &&
+                    (p == in || !(isalnum((unsigned char)p[-1]) || strchr("._-+", p[-1])));
+        if (start) {
+            char *end;
+            double v = strtod(p, &end);
+            size_t len = (size_t)(end - p);
+            char tok[40];
+            int real = len > 0 && memchr(p, '.', len) && len < sizeof tok &&
+                       !(isalnum((unsigned char)*end) || *end == '.' || *end == '-');
+            if (real) {
+                int k = shortest_real(v, tok, sizeof tok);
+                if (k > 0 && (size_t)k < len) {
+                    for (int i = 0; i < k && o + 1 < n; i++) out[o++] = tok[i];
+                    p = end;
+                    continue;
+                }
+            }
+            while (p < end && o + 1 < n) out[o++] = *p++;
+            if (len) continue;
+        }
+        if (c == '"') in_str = 1;
+        out[o++] = c, p++;
+    }
+    out[o] = 0;
+}
+
 int mg_ckpt_table_show(const mg_out *out, const char *path, mg_error *err)
 {
     rt_ckpt_reader *rd = NULL;
@@ -147,7 +202,9 @@ int mg_ckpt_table_show(const mg_out *out, const char *path, mg_error *err)
     for (size_t i = 0; i < rt_ckpt_reader_meta_count(rd) && rc == 0; i++) {
         const char *k, *v;
         rt_ckpt_reader_meta_at(rd, i, &k, &v);
-        const char *row[] = {k, v};
+        char shown[1024];
+        mgp_ckpt_display_value(v, shown, sizeof shown);
+        const char *row[] = {k, strlen(v) < sizeof shown ? shown : v};
         rc = add_row(&t, row);
     }
     size_t nt = rt_ckpt_reader_tensor_count(rd);

@@ -9,4 +9,8 @@ int mg_ckpt_table_list(const mg_out *out, const char *dir, mg_error *err);
 /* One checkpoint's metadata and tensors; a damaged file is an error naming it. */
 int mg_ckpt_table_show(const mg_out *out, const char *path, mg_error *err);
 
+/* A metadata value as shown: reals in their shortest round-trip form (0.774, not
+ * 0.77400000000000002), other text as is; out is truncated to n. */
+void mgp_ckpt_display_value(const char *in, char *out, size_t n);
+
 #endif
