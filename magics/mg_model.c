@@ -18,8 +18,8 @@ static const mg_option options[] = {
     {NULL, 0, NULL, NULL, NULL},
 };
 
-/* "1,234,567" */
-static const char *commas(long v, char buf[32])
+/* "1,234,567" (the %%model summary and %train's start line) */
+const char *mg_commas(long v, char buf[32])
 {
     char raw[32];
     int n = snprintf(raw, sizeof raw, "%ld", v < 0 ? -v : v), o = 0;
@@ -62,12 +62,12 @@ static void show_summary(mg_ctx *ctx, const char *name, const rt_model *m, int t
     for (int i = 0; i < n; i++) {
         shape_text(&rows[i], shape, sizeof shape);
         fprintf(t, "%-4d %-32s %-16s %12s\n", rows[i].index, rows[i].spec, shape,
-                commas(rows[i].params, num));
+                mg_commas(rows[i].params, num));
         fprintf(h, "<tr><td>%d</td><td style=\"text-align:left\"><code>%s</code></td>"
                    "<td>%s</td><td style=\"text-align:right\">%s</td></tr>",
                 rows[i].index, rows[i].spec, shape, num);
     }
-    fprintf(t, "Total params: %s\n", commas(total, num));
+    fprintf(t, "Total params: %s\n", mg_commas(total, num));
     fprintf(h, "</tbody><tfoot><tr><td></td><td style=\"text-align:left\"><b>Total params</b>"
                "</td><td></td><td style=\"text-align:right\"><b>%s</b></td></tr></tfoot>"
                "</table>", num);

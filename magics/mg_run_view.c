@@ -72,9 +72,11 @@ void mgp_view_start(mg_run *r)
              (void *)r);
     r->start_step = rt_trainer_get_state(r->trainer).step;
     const rt_dataset_splits *d = &r->data->splits;
-    mg_printf(r->ctx->out, "Training %s (%ld params) on %s: %d train images, validation on "
+    char nparams[32];
+    mg_printf(r->ctx->out, "Training %s (%s params) on %s: %d train images, validation on "
               "%s (%d), %d epoch%s of batch %d, %s lr %g%s%s | device %s%s (%d thread%s) | "
-              "seed %llu\n", r->model_name, rt_model_num_params(r->model), r->data->name,
+              "seed %llu\n", r->model_name, mg_commas(rt_model_num_params(r->model), nparams),
+              r->data->name,
               d->train.n, r->val_name, r->val->n, r->o.epochs, r->o.epochs == 1 ? "" : "s",
               r->o.batch, r->o.optimizer, r->o.lr,
               strcmp(r->o.schedule, "constant") ? ", schedule " : "",
@@ -121,6 +123,13 @@ void mgp_view_progress(mg_run *r, const rt_progress *p, int force)
              p->images_per_s, el, eta, ck);
     show(r, json_pack("{s:s, s:s}", "text/plain", line, "text/html", html), r->progress_id,
          &r->progress_shown);
+    /* the plot's display is made right under the progress, before any epoch line, and
+     * then only updated: the epoch lines stay below it and the layout does not jump */
+    if (!r->plot_shown)
+        show(r, json_pack("{s:s, s:s}", "text/plain", "<loss/accuracy plot appears after the "
+                          "first epoch>", "text/html", "<div style=\"color:#888\"><i>loss/"
+                          "accuracy plot appears after the first epoch</i></div>"),
+             r->plot_id, &r->plot_shown);
 }
 
 void mgp_view_epoch(mg_run *r, const rt_progress *p, double seconds, double images_per_s)
