@@ -2,7 +2,9 @@
  * lines: `$name` becomes str(name), `{expr}` becomes str(expr); `$$` and `{{`/`}}`
  * are a literal `$`/`{`/`}`. The expanded text is capped at 16 MiB (NULL beyond). As in IPython, an unknown name or an expression that
  * fails is left exactly as written, so `!echo $HOME` and `!awk '{print $1}'` reach
- * the shell untouched. */
+ * the shell untouched. Magic arguments (klp_interpolate_args) are stricter: a `{expr}`
+ * that raises NameError is that error (`--lr {lr}` with lr undefined), and the first
+ * undefined `$name` is reported back so a failing option can ask "is `$lr` defined?". */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,8 @@ static size_t brace_end(const char *s)
 
 #define MAX_EXPANDED (16u << 20)   /* argument strings stay far below this (ARG_MAX) */
 
-char *klp_interpolate(kl_engine *e, const char *text)
+static char *interpolate(kl_engine *e, const char *text, klp_err *name_err, char *undef,
+                         size_t nundef)
 {
     klp_buf b = {0};
     klp_buf_add(&b, "", 0);
@@ -55,6 +58,10 @@ char *klp_interpolate(kl_engine *e, const char *text)
             }
             if (v) klp_str(&b, v);
             else klp_buf_add(&b, text + i, j - i);
+            if (!v && undef && !undef[0] && j - i < nundef) {
+                memcpy(undef, text + i, j - i);
+                undef[j - i] = 0;
+            }
             i = j;
         } else if ((c == '{' || c == '}') && text[i + 1] == c) {
             klp_buf_add(&b, &c, 1);
@@ -70,6 +77,11 @@ char *klp_interpolate(kl_engine *e, const char *text)
             klp_err err = {0};
             json_t *v = src ? klp_eval_source(e, src, NULL, &err) : NULL;
             free(src);
+            if (!v && name_err && !strcmp(err.ename, "NameError")) {
+                *name_err = err;
+                klp_buf_free(&b);
+                return NULL;
+            }
             if (v) klp_str(&b, v);
             else klp_buf_add(&b, text + i, end + 1);
             json_decref(v);
@@ -84,4 +96,18 @@ char *klp_interpolate(kl_engine *e, const char *text)
         return NULL;
     }
     return b.s;
+}
+
+char *klp_interpolate(kl_engine *e, const char *text)
+{
+    return interpolate(e, text, NULL, NULL, 0);
+}
+
+char *klp_interpolate_args(kl_engine *e, const char *text, klp_err *name_err, char *undef,
+                           size_t nundef)
+{
+    name_err->set = 0;
+    name_err->ename[0] = 0;
+    if (nundef) undef[0] = 0;
+    return interpolate(e, text, name_err, undef, nundef);
 }

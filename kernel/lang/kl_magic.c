@@ -37,7 +37,13 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
         return klp_fail(err, line, 0, "UsageError", "`%%%%%s` is a cell magic: put %%%%%s on "
                         "the first line of the cell", name, name);
     while (*p == ' ' || *p == '\t') p++;
-    char *args = cmd->flags & MG_NO_VAR_EXPAND ? strdup(p) : klp_interpolate(e, p);
+    klp_err name_err = {0};
+    char undef[64] = "";
+    char *args = cmd->flags & MG_NO_VAR_EXPAND
+                     ? strdup(p) : klp_interpolate_args(e, p, &name_err, undef, sizeof undef);
+    if (!args && name_err.ename[0])
+        return klp_fail(err, line, 0, "NameError", "%s (in %s%s's arguments)", name_err.evalue,
+                        cell ? "%%" : "%", name);
     if (!args) return klp_fail(err, line, 0, "MemoryError", "the arguments are too large "
                                "after $name/{expr} expansion (or out of memory)");
     size_t al = strlen(args);
@@ -60,7 +66,11 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
         margs.body = body;
     }
     if (!(cmd->flags & MG_RAW_ARGS) && mg_args_parse(cmd, args, body, &margs, &merr) < 0) {
-        rc = klp_fail(err, line, 0, merr.ename[0] ? merr.ename : "UsageError", "%s", merr.evalue);
+        /* `--lr $lr` with lr undefined stays "$lr", which then fails to parse */
+        int hint = undef[0] && strstr(merr.evalue, undef);
+        rc = klp_fail(err, line, 0, merr.ename[0] ? merr.ename : "UsageError", "%s%s%s%s",
+                      merr.evalue, hint ? " (is `" : "", hint ? undef : "",
+                      hint ? "` defined?)" : "");
     } else {
         mg_ctx ctx = {.out = out, .host = klp_host(e), .session = klp_session(e),
                       .cell_metadata = klp_cell_metadata(e)};

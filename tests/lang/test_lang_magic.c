@@ -88,6 +88,35 @@ T_TEST(interpolation_and_shell_vars)
     kl_engine_destroy(e);
 }
 
+/* An undefined name in a magic's arguments: {expr} is a NameError naming the magic; an
+ * undefined $name stays as written (as in IPython) and an option that then fails to
+ * parse asks whether it is defined (it said only "expects a number, got '{lr}'"). */
+T_TEST(undefined_names_in_magic_args)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    run r;
+    run_cell(e, "%train cnn --lr {lr}", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_EQ(r.err.ename, "NameError");
+    ASSERT_STR_EQ(r.err.evalue, "name 'lr' is not defined (in %train's arguments)");
+    run_cell(e, "%train cnn --lr $lr", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_EQ(r.err.ename, "UsageError");
+    ASSERT_STR_CONTAINS(r.err.evalue, "expects a number, got '$lr' (is `$lr` defined?)");
+    /* a bad value that is not the undefined name gets no hint */
+    run_cell(e, "%train cnn --lr fast --name $nope", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT(strstr(r.err.evalue, "defined?") == NULL);
+    /* a {expr} failing otherwise is still left as written; shell lines keep IPython's rule */
+    run_cell(e, "%env KILN_TEST_VAR2={1 +}", &r);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT_STR_EQ(getenv("KILN_TEST_VAR2"), "{1 +}");
+    run_cell(e, "!echo {lr}", &r);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT_STR_CONTAINS(r.cap.out, "{lr}");
+    kl_engine_destroy(e);
+}
+
 T_TEST(convenience_magics)
 {
     kl_engine *e = kl_engine_create(&intr);
@@ -247,6 +276,7 @@ int main(void)
     T_RUN(args_parse_ok);
     T_RUN(args_parse_errors);
     T_RUN(interpolation_and_shell_vars);
+    T_RUN(undefined_names_in_magic_args);
     T_RUN(convenience_magics);
     T_RUN(help);
     T_RUN(is_complete_complete_inspect);
