@@ -5,69 +5,14 @@
  * intact and no tmp file, and nothing may leak.
  *
  * Linked with -Wl,--wrap=malloc,... so the checkpoint library's own allocations go
- * through the counters below; jansson's through json_set_alloc_funcs. */
+ * through the counters of tests/alloc_fail.h; jansson's through json_set_alloc_funcs. */
 #include "ck_util.h"
 
 #include <jansson.h>
 
 #include "rt_ckpt_dir.h"
 #include "t.h"
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t a, size_t b);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-
-static long alloc_count, fail_at = -1, live;
-
-static int inject(void) { return alloc_count++ == fail_at; }
-
-void *__wrap_malloc(size_t n)
-{
-    void *p = inject() ? NULL : __real_malloc(n);
-    live += p != NULL;
-    return p;
-}
-
-void *__wrap_calloc(size_t a, size_t b)
-{
-    void *p = inject() ? NULL : __real_calloc(a, b);
-    live += p != NULL;
-    return p;
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    if (inject()) return NULL;
-    void *q = __real_realloc(p, n);
-    live += q != NULL && p == NULL;
-    return q;
-}
-
-void __wrap_free(void *p)
-{
-    live -= p != NULL;
-    __real_free(p);
-}
-
-char *__wrap_strdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = __wrap_malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-
-char *__wrap_strndup(const char *s, size_t max)
-{
-    size_t n = strnlen(s, max);
-    char *p = __wrap_malloc(n + 1);
-    if (p) {
-        memcpy(p, s, n);
-        p[n] = '\0';
-    }
-    return p;
-}
+#include "../alloc_fail.h"
 
 static char dir[256], path[512], tmp[600];
 

@@ -13,59 +13,7 @@
 #include "../t.h"
 #include "rt.h"
 #include "rt_ckpt_train.h"
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t a, size_t b);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-
-static long alloc_count, fail_at = -1, live;
-
-static int inject(void) { return fail_at >= 0 && alloc_count++ == fail_at; }
-
-void *__wrap_malloc(size_t n)
-{
-    void *p = inject() ? NULL : __real_malloc(n);
-    live += p != NULL;
-    return p;
-}
-
-void *__wrap_calloc(size_t a, size_t b)
-{
-    void *p = inject() ? NULL : __real_calloc(a, b);
-    live += p != NULL;
-    return p;
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    if (inject()) return NULL;
-    void *q = __real_realloc(p, n);
-    live += q != NULL && p == NULL;
-    return q;
-}
-
-void __wrap_free(void *p)
-{
-    live -= p != NULL;
-    __real_free(p);
-}
-
-char *__wrap_strdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = __wrap_malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-
-char *__wrap_strndup(const char *s, size_t max)
-{
-    size_t n = strnlen(s, max);
-    char *p = __wrap_malloc(n + 1);
-    if (p) memcpy(p, s, n), p[n] = '\0';
-    return p;
-}
+#include "../alloc_fail.h"
 
 static const char *SPEC = "conv2d 2 3 pad=1\nrelu\nbatchnorm\nflatten\ndense 4\n";
 static rt_dataset g_data;
