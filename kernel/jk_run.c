@@ -219,7 +219,11 @@ static int save(json_t *nb, const char *path)
     if (rc == 0) {
         FILE *f = fopen(tmp, "a");
         if (!f) rc = -1;
-        else if ((fputc('\n', f) == EOF) | (fclose(f) != 0)) rc = -1;
+        else {
+            int put_failed = fputc('\n', f) == EOF;
+            int close_failed = fclose(f) != 0; /* always close, even after a failed put */
+            if (put_failed || close_failed) rc = -1;
+        }
     }
     if (rc == 0 && rename(tmp, path) != 0) rc = -1;
     if (rc != 0) {
