@@ -94,6 +94,47 @@ typedef struct rt_sgd_desc {
     int64_t step;     /* 1-based; step 1 initialises the momentum buffer */
 } rt_sgd_desc;
 
+/* ---- the trainer's device path: data set, step statistics and loss scaling held in
+ * backend memory, so a training step needs no host round trip (rt_trainer.c) ---- */
+
+/* A minibatch gathered from a data set in backend memory: images (count,C,H,W) f32 and
+ * labels (count) i32; sample i is data-set index order[start + i] (order: (n) i32, the
+ * epoch's permutation) from data (n,C,H,W) f32 and data_labels (n) i32. With augment,
+ * exactly rt_batcher.h's crop/flip: the draw of rt_batcher_augment_draw(seed, epoch,
+ * index, pad, flip_p) and rt_batcher_crop_flip, so the batch is bitwise the CPU
+ * batcher's. Labels are copied unchecked (the trainer validates them on upload). */
+typedef struct rt_gather_desc {
+    int n, C, H, W;
+    int64_t start;
+    int count;
+    int augment, pad;     /* crop padding (0..64) */
+    float flip_p;
+    float pad_value[4];   /* per channel (C <= 4 with augment) */
+    uint64_t seed;
+    uint32_t epoch;
+} rt_gather_desc;
+
+/* Floats per row of a step-statistics ring (xent_stats): the mean loss as a float pair
+ * (hi + lo = the double mean to ~48 bits), the number of correct predictions, 0. */
+#define RT_STEP_STATS 4
+
+/* Dynamic loss scaling (fp16) held in backend memory: an RT_I32 tensor of RT_AMP_WORDS
+ * words laid out as this struct, written and read with upload/download. Rules are
+ * rt_amp.h's (torch GradScaler): amp_unscale sets found_inf when a gradient is inf/NaN;
+ * the amp_*_update ops then either skip the update (skipped++, tracker = 0, scale *=
+ * backoff unless that goes below 2^-24) or apply it as step t = ++steps (tracker++; at
+ * interval the scale *= growth unless that exceeds 2^40, tracker = 0); found_inf is
+ * cleared and last_skipped tells which. */
+typedef struct rt_amp_state {
+    double scale, growth, backoff;
+    int64_t steps;          /* optimiser updates applied: the t of Adam's bias correction */
+    int64_t skipped;        /* updates skipped because of inf/NaN gradients */
+    int32_t interval, tracker;
+    int32_t found_inf;      /* set by amp_unscale, consumed by the update */
+    int32_t last_skipped;   /* 1: the last update was skipped */
+} rt_amp_state;
+#define RT_AMP_WORDS 16     /* 64 bytes >= sizeof(rt_amp_state) */
+
 /* ---- the backend ---- */
 
 typedef struct rt_backend_ops rt_backend_ops;
@@ -217,6 +258,30 @@ struct rt_backend_ops {
                              const rt_tensor *grad, const rt_adam_desc *d, rt_error *err);
     rt_status (*sgd_update)(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
                             const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err);
+
+    /* ---- the trainer's device path (see the descriptors above) ---- */
+    rt_status (*gather_batch)(rt_backend *b, rt_tensor *images, rt_tensor *labels,
+                              const rt_tensor *data, const rt_tensor *data_labels,
+                              const rt_tensor *order, const rt_gather_desc *d, rt_error *err);
+    /* Row `row` of stats (rows, RT_STEP_STATS) = {mean of loss (N) summed in double in
+     * sample order, split hi/lo; count of samples whose first maximal probability is at
+     * the label; 0}. Nothing is read back: the trainer downloads the ring when it shows
+     * progress. */
+    rt_status (*xent_stats)(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
+                            const rt_tensor *probs, const rt_tensor *labels,
+                            const rt_xent_desc *d, rt_error *err);
+    /* t *= amp.scale (the loss gradient, before the backward pass). */
+    rt_status (*amp_scale)(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err);
+    /* grad *= 1/amp.scale; amp.found_inf = 1 if some element was inf/NaN. */
+    rt_status (*amp_unscale)(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt_error *err);
+    /* adam_update / sgd_update gated by amp (rules above); d->step is ignored: the step
+     * is amp.steps + 1 when the update is applied. */
+    rt_status (*amp_adam_update)(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
+                                 const rt_tensor *grad, rt_tensor *amp, const rt_adam_desc *d,
+                                 rt_error *err);
+    rt_status (*amp_sgd_update)(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
+                                const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
+                                rt_error *err);
 };
 
 /* ---- backend selection (rt_backend.c) ---- */

@@ -167,6 +167,19 @@ void rt_batcher_crop_flip(float *dst, const float *src, int c, int h, int w, int
     }
 }
 
+void rt_batcher_augment_draw(uint64_t seed, uint32_t epoch, uint32_t idx, int pad,
+                             float flip_p, int *top, int *left, int *flip)
+{
+    rt_rng r = rt_rng_stream(seed, RT_RNG_AUGMENT, epoch, 0);
+    rt_rng_state st = rt_rng_get_state(&r);
+    st.word = (uint64_t)idx * 4; /* one Philox block per sample */
+    rt_rng_set_state(&r, st);
+    uint32_t span = 2u * (uint32_t)pad + 1u;
+    *top = (int)rt_rng_below(&r, span);
+    *left = (int)rt_rng_below(&r, span);
+    *flip = rt_rng_bernoulli(&r, flip_p);
+}
+
 /* Sample idx of epoch: copy (with augmentation) into dst (C,H,W). */
 static void load_sample(const rt_batcher *b, uint32_t idx, float *dst)
 {
@@ -177,14 +190,9 @@ static void load_sample(const rt_batcher *b, uint32_t idx, float *dst)
         memcpy(dst, src, img * sizeof *dst);
         return;
     }
-    rt_rng r = rt_rng_stream(b->cfg.seed, RT_RNG_AUGMENT, (uint32_t)b->epoch, 0);
-    rt_rng_state st = rt_rng_get_state(&r);
-    st.word = (uint64_t)idx * 4; /* one Philox block per sample */
-    rt_rng_set_state(&r, st);
-    uint32_t span = 2u * (uint32_t)b->cfg.crop_pad + 1u;
-    int top = (int)rt_rng_below(&r, span);
-    int left = (int)rt_rng_below(&r, span);
-    int flip = rt_rng_bernoulli(&r, b->cfg.flip_p);
+    int top, left, flip;
+    rt_batcher_augment_draw(b->cfg.seed, (uint32_t)b->epoch, idx, b->cfg.crop_pad,
+                            b->cfg.flip_p, &top, &left, &flip);
     rt_batcher_crop_flip(dst, src, d->c, d->h, d->w, b->cfg.crop_pad, top, left, flip,
                          b->cfg.pad_value);
 }
@@ -212,5 +220,30 @@ rt_status rt_batcher_next(rt_batcher *b, float *images, int32_t *labels, uint32_
     }
     b->position += m;
     *count = m;
+    return RT_OK;
+}
+
+const uint32_t *rt_batcher_order(const rt_batcher *b, int64_t *epoch)
+{
+    if (epoch) *epoch = b->order_epoch;
+    return b->order;
+}
+
+rt_status rt_batcher_advance(rt_batcher *b, int64_t *start, int *count, int64_t *epoch,
+                             rt_error *err)
+{
+    if (!start || !count || !epoch)
+        return RT_ERR(err, RT_EINVAL, "rt_batcher_advance needs start, count and epoch");
+    if (b->position >= b->epoch_len) {
+        b->epoch++;
+        b->position = 0;
+    }
+    ensure_order(b);
+    int64_t left = b->epoch_len - b->position;
+    int m = (int)(left < b->cfg.batch_size ? left : b->cfg.batch_size);
+    *start = b->position;
+    *count = m;
+    *epoch = b->epoch;
+    b->position += m;
     return RT_OK;
 }

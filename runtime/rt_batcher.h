@@ -80,6 +80,21 @@ rt_batcher_state rt_batcher_get_state(const rt_batcher *b);
 /* RT_EINVAL (naming the values) if epoch < 0 or position is not in [0, n]. */
 rt_status rt_batcher_set_state(rt_batcher *b, rt_batcher_state s, rt_error *err);
 
+/* The random crop/flip of data-set index idx in epoch (see the top of this file): the
+ * words from 4*idx of rt_rng_stream(seed, RT_RNG_AUGMENT, epoch, 0), rejection
+ * sampling of rt_rng_below included (it may read past word 4*idx+3). */
+void rt_batcher_augment_draw(uint64_t seed, uint32_t epoch, uint32_t idx, int pad,
+                             float flip_p, int *top, int *left, int *flip);
+
+/* The current epoch's order (n data-set indices; the first epoch_len are visited),
+ * valid after the epoch's first rt_batcher_advance/next; and that epoch. */
+const uint32_t *rt_batcher_order(const rt_batcher *b, int64_t *epoch);
+/* Moves to the next batch like rt_batcher_next but copies nothing: the batch is
+ * order[*start .. *start + *count) of the epoch in *epoch (rt_batcher_order). For a
+ * consumer that gathers the batch itself (the trainer's device path). */
+rt_status rt_batcher_advance(rt_batcher *b, int64_t *start, int *count, int64_t *epoch,
+                             rt_error *err);
+
 /* The augmentation of one image, exposed for tests and for a CUDA mirror:
  * dst (C,H,W) = crop/flip of src (C,H,W) with the given top/left offsets (0..2*pad). */
 void rt_batcher_crop_flip(float *dst, const float *src, int c, int h, int w, int pad,

@@ -163,4 +163,10 @@ const rt_backend_ops rt_cpu_ops = {
     .xent_bwd = rtp_cpu_xent_bwd,
     .adam_update = rtp_cpu_adam_update,
     .sgd_update = rtp_cpu_sgd_update,
+    .gather_batch = rtp_cpu_gather_batch,
+    .xent_stats = rtp_cpu_xent_stats,
+    .amp_scale = rtp_cpu_amp_scale,
+    .amp_unscale = rtp_cpu_amp_unscale,
+    .amp_adam_update = rtp_cpu_amp_adam_update,
+    .amp_sgd_update = rtp_cpu_amp_sgd_update,
 };

@@ -86,4 +86,20 @@ rt_status rtp_cpu_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_
 rt_status rtp_cpu_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
                              const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err);
 
+/* cpu_gather.c, cpu_xent.c, cpu_amp.c: the trainer's device path */
+rt_status rtp_cpu_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
+                               const rt_tensor *data, const rt_tensor *data_labels,
+                               const rt_tensor *order, const rt_gather_desc *d, rt_error *err);
+rt_status rtp_cpu_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
+                             const rt_tensor *probs, const rt_tensor *labels,
+                             const rt_xent_desc *d, rt_error *err);
+rt_status rtp_cpu_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err);
+rt_status rtp_cpu_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt_error *err);
+rt_status rtp_cpu_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
+                                  const rt_tensor *grad, rt_tensor *amp, const rt_adam_desc *d,
+                                  rt_error *err);
+rt_status rtp_cpu_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
+                                 const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
+                                 rt_error *err);
+
 #endif

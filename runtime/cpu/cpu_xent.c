@@ -54,3 +54,34 @@ rt_status rtp_cpu_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *p
         }
     return RT_OK;
 }
+
+rt_status rtp_cpu_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
+                             const rt_tensor *probs, const rt_tensor *labels,
+                             const rt_xent_desc *d, rt_error *err)
+{
+    RTP_CHECK(loss, (size_t)d->N, "xent_stats loss");
+    RTP_CHECK(probs, (size_t)d->N * d->L, "xent_stats probs");
+    RTP_CHECK(labels, (size_t)d->N, "xent_stats labels");
+    if (row < 0 || d->N < 1)
+        return RT_ERR(err, RT_EINVAL, "xent_stats: row %d, %d samples", row, d->N);
+    RTP_CHECK(stats, (size_t)(row + 1) * RT_STEP_STATS, "xent_stats ring");
+    const float *l = loss->data, *p = probs->data;
+    const int32_t *y = labels->data;
+    double s = 0.0;
+    int correct = 0;
+    for (int n = 0; n < d->N; n++) {
+        s += l[n];
+        const float *pn = p + (size_t)n * d->L;
+        int best = 0;
+        for (int j = 1; j < d->L; j++)
+            if (pn[j] > pn[best]) best = j;
+        correct += best == y[n];
+    }
+    double mean = s / d->N;
+    float *r = (float *)stats->data + (size_t)row * RT_STEP_STATS;
+    r[0] = (float)mean;
+    r[1] = (float)(mean - (double)r[0]);
+    r[2] = (float)correct;
+    r[3] = 0.0f;
+    return RT_OK;
+}

@@ -1,0 +1,55 @@
+/* cpu_gather.c - gather_batch on the CPU: a minibatch from a data set in backend memory
+ * by the epoch's order, with the batcher's crop/flip (rt_batcher.h), so the trainer's
+ * device path can be run - and checked against the host batcher bit for bit - on every
+ * machine. On the CPU the host path (rt_batcher_next) does the same work.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "../rt_batcher.h"
+#include "cpu_internal.h"
+
+rt_status rtp_cpu_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
+                               const rt_tensor *data, const rt_tensor *data_labels,
+                               const rt_tensor *order, const rt_gather_desc *d, rt_error *err)
+{
+    if (d->n < 1 || d->C < 1 || d->H < 1 || d->W < 1 || d->count < 0 || d->start < 0 ||
+        d->start + d->count > d->n)
+        return RT_ERR(err, RT_EINVAL, "gather_batch: positions [%lld, %lld) outside a data set "
+                      "of %d images of %dx%dx%d", (long long)d->start,
+                      (long long)d->start + d->count, d->n, d->C, d->H, d->W);
+    if (d->augment && (d->C > 4 || d->pad < 0 || d->pad > 64))
+        return RT_ERR(err, RT_EINVAL, "gather_batch: augmentation needs C <= 4 and pad in "
+                      "[0, 64] (got C %d, pad %d)", d->C, d->pad);
+    size_t img = (size_t)d->C * d->H * d->W;
+    RTP_CHECK(images, (size_t)d->count * img, "gather_batch images");
+    RTP_CHECK(labels, (size_t)d->count, "gather_batch labels");
+    RTP_CHECK(data, (size_t)d->n * img, "gather_batch data");
+    RTP_CHECK(data_labels, (size_t)d->n, "gather_batch data labels");
+    RTP_CHECK(order, (size_t)d->n, "gather_batch order");
+    const int32_t *ord = (const int32_t *)order->data + d->start;
+    for (int i = 0; i < d->count; i++)
+        if (ord[i] < 0 || ord[i] >= d->n)
+            return RT_ERR(err, RT_EINVAL, "gather_batch: order holds %d, outside [0, %d)",
+                          ord[i], d->n);
+    const float *src = data->data;
+    const int32_t *lab = data_labels->data;
+    float *dst = images->data;
+    int32_t *out_lab = labels->data;
+#pragma omp parallel for schedule(static) num_threads(b->threads) \
+    if ((size_t)d->count * img >= 65536)
+    for (int i = 0; i < d->count; i++) {
+        const float *s = src + (size_t)ord[i] * img;
+        float *o = dst + (size_t)i * img;
+        if (!d->augment) {
+            memcpy(o, s, img * sizeof *o);
+            continue;
+        }
+        int top, left, flip;
+        rt_batcher_augment_draw(d->seed, d->epoch, (uint32_t)ord[i], d->pad, d->flip_p, &top,
+                                &left, &flip);
+        rt_batcher_crop_flip(o, s, d->C, d->H, d->W, d->pad, top, left, flip, d->pad_value);
+    }
+    for (int i = 0; i < d->count; i++) out_lab[i] = lab[ord[i]];
+    return RT_OK;
+}
