@@ -82,14 +82,16 @@ typedef struct rt_xent_desc {
  *        v = b2 v + (1-b2) g^2; p -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps).
  * sgd:   g += wd*p; buf = momentum*buf + (1-dampening)*g (buf = g at step 1);
  *        g = nesterov ? g + momentum*buf : buf; p -= lr*g. */
+/* Hyperparameters are doubles, as in rt_optim_config: the coefficients are computed from
+ * exactly the values the host optimiser uses, so both paths round the same. */
 typedef struct rt_adam_desc {
-    float lr, beta1, beta2, eps, weight_decay;
+    double lr, beta1, beta2, eps, weight_decay;
     int decoupled;    /* 1 = AdamW */
     int64_t step;     /* t, 1-based, for bias correction */
 } rt_adam_desc;
 
 typedef struct rt_sgd_desc {
-    float lr, momentum, dampening, weight_decay;
+    double lr, momentum, dampening, weight_decay;
     int nesterov;
     int64_t step;     /* 1-based; step 1 initialises the momentum buffer */
 } rt_sgd_desc;

@@ -107,13 +107,19 @@ static rt_status add_state(save_ctx *c, rt_model *m, const rt_ckpt_train_snap *s
     }
     char buf[64], seed[32];
     const rt_trainer_state *st = &s->state;
+    char scale[64];
     snprintf(buf, sizeof buf, "%a", st->epoch_loss_sum);
+    snprintf(scale, sizeof scale, "%a", st->loss_scale);
+    /* loss_scale (0: none), scale_tracker, skipped_steps: fp16 loss scaling; readers
+     * of checkpoints without them (written before) take 0 */
     RT_TRY(set_jsonf(c, RT_CKPT_KEY_DATA_ORDER, err,
                      "{\"epoch\":%lld,\"position\":%lld,\"steps_per_epoch\":%lld,"
-                     "\"epoch_correct\":%lld,\"epoch_seen\":%lld,\"epoch_loss_sum\":\"%s\"}",
+                     "\"epoch_correct\":%lld,\"epoch_seen\":%lld,\"epoch_loss_sum\":\"%s\","
+                     "\"loss_scale\":\"%s\",\"scale_tracker\":%lld,\"skipped_steps\":%lld}",
                      (long long)st->batcher.epoch, (long long)st->batcher.position,
                      (long long)s->steps_per_epoch, (long long)st->epoch_correct,
-                     (long long)st->epoch_seen, buf));
+                     (long long)st->epoch_seen, buf, scale, (long long)st->scale_tracker,
+                     (long long)st->skipped_steps));
     snprintf(seed, sizeof seed, "%" PRIu64, s->seed);
     RT_TRY(set_jsonf(c, RT_CKPT_KEY_RNG, err,
                      "{\"generator\":\"philox4x32-10\",\"seed\":\"%s\",\"streams\":{"

@@ -61,6 +61,7 @@ rt_status rt_ckpt_train_snap_capture(rt_ckpt_train_snap *s, rt_trainer *t, rt_mo
                                      rt_error *err)
 {
     memset(s, 0, sizeof *s);
+    RT_TRY(rt_trainer_flush(t, err)); /* device path: statistics and optimiser to the host */
     rt_optim *o = rt_trainer_optim(t);
     size_t n = rt_optim_state_count(o);
     size_t *lens = calloc(n + 1, sizeof *lens);
@@ -139,6 +140,13 @@ static rt_status read_position(rt_ckpt_train_snap *s, const rt_ckpt_reader *r,
         get_hexf(d, "epoch_loss_sum", &t->epoch_loss_sum) || s->steps_per_epoch < 1)
         st = bad(r, RT_CKPT_KEY_DATA_ORDER, "lacks a field (epoch, position, steps_per_epoch, "
                  "epoch_correct, epoch_seen, epoch_loss_sum)", err);
+    /* loss scaling (optional: absent in checkpoints of runs without it, and older ones) */
+    if (st == RT_OK && json_object_get(d, "loss_scale") &&
+        (get_hexf(d, "loss_scale", &t->loss_scale) || !(t->loss_scale >= 0) ||
+         !isfinite(t->loss_scale) || get_i64(d, "scale_tracker", &t->scale_tracker) ||
+         get_i64(d, "skipped_steps", &t->skipped_steps)))
+        st = bad(r, RT_CKPT_KEY_DATA_ORDER, "has a bad loss_scale, scale_tracker or "
+                 "skipped_steps", err);
     json_decref(d);
     if (st == RT_OK) st = meta_obj(r, RT_CKPT_KEY_RNG, &g, err);
     if (st == RT_OK) {

@@ -280,7 +280,8 @@ rt_status rt_model_loss(rt_model *m, int N, double *loss_out, float *probs_out,
     m->loss.n = m->labels.n = m->probs.n = N;
     rt_tensor logits = m->act[m->nlayers];
     RT_TRY(m->b->ops->xent_fwd(m->b, &m->loss, &m->probs, &logits, &m->labels, &d, err));
-    RT_TRY(m->b->ops->download(m->b, m->host_loss, &m->loss, (size_t)N * 4, err));
+    if (loss_out || sample_loss_out) /* nothing asked: no read back (device path) */
+        RT_TRY(m->b->ops->download(m->b, m->host_loss, &m->loss, (size_t)N * 4, err));
     if (loss_out) {
         double s = 0.0;
         for (int n = 0; n < N; n++) s += m->host_loss[n];
@@ -293,9 +294,25 @@ rt_status rt_model_loss(rt_model *m, int N, double *loss_out, float *probs_out,
     return RT_OK;
 }
 
-rt_status rt_model_backward(rt_model *m, int N, rt_error *err)
+rt_status rt_model_step_stats(rt_model *m, int N, rt_tensor *stats, int row, rt_error *err)
 {
     RT_TRY(check_n(m, N, err));
+    if (!m->b->ops->xent_stats)
+        return RT_ERR(err, RT_EINVAL, "the %s backend has no xent_stats", m->b->ops->name);
+    rt_xent_desc d = {.N = N, .L = m->probs.c};
+    return m->b->ops->xent_stats(m->b, stats, row, &m->loss, &m->probs, &m->labels, &d, err);
+}
+
+rt_status rt_model_backward(rt_model *m, int N, rt_error *err)
+{
+    return rt_model_backward_scaled(m, N, NULL, err);
+}
+
+rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tensor *amp, rt_error *err)
+{
+    RT_TRY(check_n(m, N, err));
+    if (amp && !m->b->ops->amp_scale)
+        return RT_ERR(err, RT_EINVAL, "the %s backend cannot scale the loss", m->b->ops->name);
     double t0 = m->timing ? now() : 0.0;
     rt_xent_desc d = {.N = N, .L = m->probs.c};
     int cur = 0;
@@ -303,6 +320,7 @@ rt_status rt_model_backward(rt_model *m, int N, rt_error *err)
     rtp_shape(&dout, N, d.L, 1, 1);
     dout.data = m->gbuf[0].data;
     RT_TRY(m->b->ops->xent_bwd(m->b, &dout, &m->probs, &m->labels, 1.0f / (float)N, &d, err));
+    if (amp) RT_TRY(m->b->ops->amp_scale(m->b, &dout, amp, err)); /* x 2^k: exact */
     if (m->timing) m->tbwd[m->nlayers] += now() - t0;
     for (int i = m->nlayers - 1; i >= 0; i--) {
         rt_layer *l = &m->layers[i];

@@ -85,12 +85,19 @@ rt_tensor *rt_model_label_tensor(rt_model *m);
 /* Forward pass of N <= max_batch samples; train = 1 uses batch statistics and dropout
  * (mask stream: the attach seed and `step`). Then the loss: per-sample losses and
  * softmax probabilities on the backend; loss_out (may be NULL) gets the mean loss and
- * probs_out (may be NULL) the (N, classes) probabilities, both on the host. */
+ * probs_out (may be NULL) the (N, classes) probabilities, both on the host. With all
+ * three outputs NULL nothing is read back (the trainer's device path). */
 rt_status rt_model_forward(rt_model *m, int N, int train, uint32_t step, rt_error *err);
 rt_status rt_model_loss(rt_model *m, int N, double *loss_out, float *probs_out,
                         float *sample_loss_out, rt_error *err);
 /* Backward pass after forward(train = 1) and loss: fills every gradient. */
 rt_status rt_model_backward(rt_model *m, int N, rt_error *err);
+/* The same with the loss gradient multiplied by the loss scale held in amp (an
+ * rt_amp_state in backend memory, rt_backend.h); amp NULL = rt_model_backward. */
+rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tensor *amp, rt_error *err);
+/* After rt_model_loss: row `row` of stats (rows, RT_STEP_STATS) gets the batch's mean loss
+ * and correct count on the backend (ops->xent_stats), with no read back. */
+rt_status rt_model_step_stats(rt_model *m, int N, rt_tensor *stats, int row, rt_error *err);
 
 /* ---- parameters for optimisers: one flat vector each for params and grads ---- */
 rt_tensor *rt_model_params_flat(rt_model *m);  /* (P,1,1,1), all parameters in order */

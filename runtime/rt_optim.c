@@ -260,3 +260,11 @@ rt_status rt_optim_set_step_count(rt_optim *o, int64_t step, rt_error *err)
     o->step = step;
     return RT_OK;
 }
+
+size_t rt_optim_num_slots(const rt_optim *o) { return o->nslots; }
+
+float *rt_optim_state_slot(rt_optim *o, size_t s, size_t *n)
+{
+    *n = s < o->nslots ? o->total : 0;
+    return s < o->nslots ? o->state + s * o->total : NULL;
+}

@@ -81,6 +81,12 @@ const float *rt_optim_state_get(const rt_optim *o, size_t i, char *name, size_t 
  * or n differs (the message names both), and then the state is unchanged. */
 rt_status rt_optim_state_set(rt_optim *o, const char *name, const float *data, size_t n,
                              rt_error *err);
+/* Slot s (0: exp_avg or momentum_buffer, 1: exp_avg_sq) of every parameter as ONE
+ * contiguous array in parameter order (*n floats: the sum of the parameter sizes), i.e.
+ * the layout of a flat parameter vector; NULL if s >= rt_optim_num_slots. For a trainer
+ * that keeps the state in device memory and mirrors it here for checkpoints. */
+size_t rt_optim_num_slots(const rt_optim *o);
+float *rt_optim_state_slot(rt_optim *o, size_t s, size_t *n);
 /* Restores the step count (>= 0). */
 rt_status rt_optim_set_step_count(rt_optim *o, int64_t step, rt_error *err);
 

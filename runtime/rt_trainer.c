@@ -1,38 +1,24 @@
-/* rt_trainer.c - the steppable training loop (see rt_trainer.h for the contract).
+/* rt_trainer.c - the steppable training loop (see rt_trainer.h for the contract): the
+ * step's checks and events, the bookkeeping shared by both paths, and the host path.
  *
- * Host staging buffers for one minibatch (images, labels, probabilities) and the
- * optimiser state are allocated at create; a step allocates nothing. The optimiser is
- * the OPTIM module's rt_optim over the model's parameter tensors: on the CPU backend
- * directly on its (host) memory; on a device backend over host mirrors of the flat
- * parameter and gradient vectors (download the gradients, update on the host, upload
- * the parameters: two copies of 4 bytes a parameter per step), which keeps one optimiser
- * implementation and its checkpoint names for every backend. Randomness: the batcher (shuffle/augment streams keyed by epoch), the
- * model (dropout stream keyed by step) and init (at attach) all derive from the
- * model's seed, so the state to restore is the step and the batcher position.
+ * Host path (the CPU backend): staging buffers for one minibatch (images, labels,
+ * probabilities) are allocated at create, the batcher fills them, the loss is read every
+ * step and the OPTIM module's rt_optim updates the parameters in place. The device path
+ * (rt_trainer_device.c) keeps the data, the statistics and the optimiser state in
+ * backend memory. Randomness: the batcher (shuffle/augment streams keyed by epoch), the
+ * model (dropout stream keyed by step) and init (at attach) all derive from the model's
+ * seed, so the state to restore is the step and the batcher position.
  */
-#include "rt_trainer.h"
+#include "rt_trainer_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-struct rt_trainer {
-    rt_model *m;                 /* borrowed */
-    const rt_dataset *data;      /* borrowed */
-    rt_trainer_config cfg;
-    rt_batcher *batcher;
-    rt_optim *optim;
-    rt_trainer_state st;
-    int64_t steps_per_epoch, total_steps;
-    float *images, *probs;       /* (B,C,H,W), (B,L) host staging */
-    int32_t *labels;             /* (B) */
-    float *hparams, *hgrads;     /* (P) host mirrors on a device backend, else NULL */
-    double t_begin, last_loss;
-    int64_t images_done, steps_done;
-};
 
-static double now(void)
+
+double rtp_trainer_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -49,6 +35,7 @@ rt_trainer_config rt_trainer_config_default(void)
     c.optim = rt_optim_config_default(RT_OPTIM_ADAM);
     c.schedule = rt_schedule_default(RT_SCHED_CONSTANT);
     c.shuffle = 1;
+    c.report_every_s = 0.25;
     return c;
 }
 
@@ -75,22 +62,16 @@ static rt_status check_config(const rt_model *m, const rt_dataset *d,
     return RT_OK;
 }
 
-/* Host mirror <- the model's parameters (device backends). */
-static rt_status sync_mirror(rt_trainer *t, rt_error *err)
-{
-    rt_backend *b = rt_model_backend(t->m);
-    rt_tensor *p = rt_model_params_flat(t->m);
-    return b->ops->download(b, t->hparams, p, rt_tensor_bytes(p), err);
-}
-
 static rt_status make_optim(rt_trainer *t, rt_error *err)
 {
     int nt = rt_model_num_tensors(t->m), np = 0;
     rt_optim_param *ps = calloc((size_t)nt + 1, sizeof *ps);
     if (!ps) return RT_ERR(err, RT_ENOMEM, "out of memory creating the optimiser");
     rt_tensor *g = rt_model_grads_flat(t->m), *p = rt_model_params_flat(t->m);
-    float *pbase = t->hparams ? t->hparams : (float *)p->data;
-    const float *gbase = t->hgrads ? t->hgrads : (const float *)g->data;
+    /* on the device path these are backend pointers rt_optim never dereferences: it is
+     * not stepped there, only its state arrays and step count are used (rt_trainer.h) */
+    float *pbase = p->data;
+    const float *gbase = g->data;
     size_t off = 0;
     rt_status s = RT_OK;
     for (int i = 0; i < nt && s == RT_OK; i++) {
@@ -126,16 +107,14 @@ rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *tra
     bc.shuffle = cfg->shuffle;
     bc.augment = cfg->augment;
     rt_batcher_data bd = rt_batcher_data_of(train);
+    t->bcfg = bc;
     rt_status s = rt_batcher_create(&t->batcher, &bd, &bc, err);
-    if (s == RT_OK && (cfg->host_mirror || strcmp(rt_model_backend(m)->ops->name, "cpu"))) {
-        size_t P = (size_t)rt_model_num_params(m);
-        t->hparams = malloc((P ? P : 1) * sizeof *t->hparams);
-        t->hgrads = malloc((P ? P : 1) * sizeof *t->hgrads);
-        if (!t->hparams || !t->hgrads) s = RT_ERR(err, RT_ENOMEM, "out of memory");
-        if (s == RT_OK) s = sync_mirror(t, err);
-    }
+    int dev = cfg->device_path || strcmp(rt_model_backend(m)->ops->name, "cpu");
+    if (s == RT_OK && cfg->loss_scaling && !dev)
+        s = RT_ERR(err, RT_EINVAL, "loss scaling needs the trainer's device path");
     if (s == RT_OK) s = make_optim(t, err);
-    if (s == RT_OK) {
+    if (s == RT_OK && dev) s = rtp_dev_create(t, err);
+    if (s == RT_OK && !dev) {
         t->images = malloc((size_t)B * img * sizeof *t->images);
         t->probs = malloc((size_t)B * L * sizeof *t->probs);
         t->labels = malloc((size_t)B * sizeof *t->labels);
@@ -158,20 +137,19 @@ rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *tra
 void rt_trainer_destroy(rt_trainer *t)
 {
     if (!t) return;
+    rtp_dev_destroy(t);
     rt_batcher_destroy(t->batcher);
     rt_optim_destroy(t->optim);
     free(t->images);
     free(t->probs);
     free(t->labels);
-    free(t->hparams);
-    free(t->hgrads);
     free(t);
 }
 
 rt_status rt_trainer_begin(rt_trainer *t, rt_error *err)
 {
-    if (t->hparams) RT_TRY(sync_mirror(t, err)); /* model tensors may have been loaded */
-    t->t_begin = now();
+    if (t->dev) t->dev->last_read = rtp_trainer_now();
+    t->t_begin = rtp_trainer_now();
     t->images_done = t->steps_done = 0;
     t->last_loss = NAN;
     return RT_OK;
@@ -195,14 +173,7 @@ static rt_status train_batch(rt_trainer *t, int count, double lr, double *loss, 
     RT_TRY(rt_model_forward(m, count, 1, (uint32_t)t->st.step, err));
     RT_TRY(rt_model_loss(m, count, loss, t->probs, NULL, err));
     RT_TRY(rt_model_backward(m, count, err));
-    if (t->hparams) { /* device backend: update on the host mirrors */
-        rt_tensor *g = rt_model_grads_flat(m), *p = rt_model_params_flat(m);
-        RT_TRY(b->ops->download(b, t->hgrads, g, rt_tensor_bytes(g), err));
-        RT_TRY(rt_optim_step(t->optim, lr, err));
-        RT_TRY(b->ops->upload(b, p, t->hparams, rt_tensor_bytes(p), err));
-    } else {
-        RT_TRY(rt_optim_step(t->optim, lr, err));
-    }
+    RT_TRY(rt_optim_step(t->optim, lr, err));
     *correct = 0;
     for (int i = 0; i < count; i++) {
         const float *p = t->probs + (size_t)i * L;
@@ -214,61 +185,94 @@ static rt_status train_batch(rt_trainer *t, int count, double lr, double *loss, 
     return RT_OK;
 }
 
-rt_status rt_trainer_step(rt_trainer *t, rt_step_event *ev, rt_error *err)
+void rtp_trainer_account(rt_trainer *t, const rtp_pending *p, double loss, int correct)
 {
     const rt_trainer_config *c = &t->cfg;
-    if (t->st.step >= t->total_steps) return *ev = RT_STEP_DONE, RT_OK;
-    if (c->should_stop && c->should_stop(c->user)) return *ev = RT_STEP_STOPPED, RT_OK;
-    if (c->time_limit_s > 0 && now() - t->t_begin >= c->time_limit_s)
-        return *ev = RT_STEP_TIME_LIMIT, RT_OK;
-    /* ---- the batch ---- */
+    if (p->reset) {
+        t->st.epoch_loss_sum = 0.0;
+        t->st.epoch_correct = t->st.epoch_seen = 0;
+    }
+    t->st.epoch_loss_sum += loss * p->count;
+    t->st.epoch_correct += correct;
+    t->st.epoch_seen += p->count;
+    t->last_loss = loss;
+    if (!c->progress) return;
+    double el = rtp_trainer_now() - t->t_begin;
+    rt_progress pr = {
+        .step = p->step, .total_steps = t->total_steps, .epoch = p->epoch,
+        .epochs = c->epochs, .steps_per_epoch = t->steps_per_epoch,
+        .step_in_epoch = (p->position + c->batch_size - 1) / c->batch_size,
+        .loss = loss, .accuracy = (double)correct / p->count,
+        .epoch_loss = t->st.epoch_loss_sum / (double)t->st.epoch_seen,
+        .epoch_accuracy = (double)t->st.epoch_correct / (double)t->st.epoch_seen,
+        .lr = p->lr, .images_per_s = el > 0 ? (double)t->images_done / el : 0.0,
+        .elapsed_s = el, .epoch_end = p->epoch_end,
+        .skipped_steps = t->st.skipped_steps, .loss_scale = t->st.loss_scale,
+    };
+    c->progress(&pr, c->user);
+}
+
+/* Host path: one step with the batcher's copy and a loss read. */
+static rt_status host_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
+{
     int count = 0, correct = 0;
     int64_t epoch = t->st.batcher.epoch;
     if (rt_batcher_epoch_done(t->batcher)) epoch++;
     RT_TRY(rt_batcher_next(t->batcher, t->images, t->labels, NULL, &count, err));
-    if (t->st.batcher.position == 0 || epoch != t->st.batcher.epoch) {
-        t->st.epoch_loss_sum = 0.0;
-        t->st.epoch_correct = t->st.epoch_seen = 0;
-    }
-    double lr = rt_schedule_lr(&c->schedule, c->lr, t->st.step), loss = 0.0;
+    rtp_pending p = {.epoch = epoch, .count = count, .lr = lr,
+                     .reset = t->st.batcher.position == 0 || epoch != t->st.batcher.epoch};
+    double loss = 0.0;
     RT_TRY(train_batch(t, count, lr, &loss, &correct, err));
-    /* ---- bookkeeping ---- */
     t->st.step++;
     t->st.batcher = rt_batcher_get_state(t->batcher);
-    t->st.epoch_loss_sum += loss * count;
-    t->st.epoch_correct += correct;
-    t->st.epoch_seen += count;
     t->images_done += count;
     t->steps_done++;
-    t->last_loss = loss;
-    int epoch_end = rt_batcher_epoch_done(t->batcher);
-    *ev = epoch_end ? RT_STEP_EPOCH_END : RT_STEP_CONTINUE;
-    if (c->progress) {
-        double el = now() - t->t_begin;
-        rt_progress p = {
-            .step = t->st.step, .total_steps = t->total_steps, .epoch = epoch,
-            .epochs = c->epochs, .steps_per_epoch = t->steps_per_epoch,
-            .step_in_epoch = (t->st.batcher.position + c->batch_size - 1) / c->batch_size,
-            .loss = loss, .accuracy = (double)correct / count,
-            .epoch_loss = t->st.epoch_loss_sum / (double)t->st.epoch_seen,
-            .epoch_accuracy = (double)t->st.epoch_correct / (double)t->st.epoch_seen,
-            .lr = lr, .images_per_s = el > 0 ? (double)t->images_done / el : 0.0,
-            .elapsed_s = el, .epoch_end = epoch_end,
-        };
-        c->progress(&p, c->user);
-    }
+    *epoch_end = rt_batcher_epoch_done(t->batcher);
+    p.step = t->st.step;
+    p.position = t->st.batcher.position;
+    p.epoch_end = *epoch_end;
+    rtp_trainer_account(t, &p, loss, correct);
     return RT_OK;
 }
 
+rt_status rt_trainer_step(rt_trainer *t, rt_step_event *ev, rt_error *err)
+{
+    const rt_trainer_config *c = &t->cfg;
+    rt_step_event stop = RT_STEP_CONTINUE;
+    if (t->st.step >= t->total_steps) stop = RT_STEP_DONE;
+    else if (c->should_stop && c->should_stop(c->user)) stop = RT_STEP_STOPPED;
+    else if (c->time_limit_s > 0 && rtp_trainer_now() - t->t_begin >= c->time_limit_s)
+        stop = RT_STEP_TIME_LIMIT;
+    if (stop != RT_STEP_CONTINUE) { /* the caller reads the progress of every step now */
+        if (t->dev) RT_TRY(rtp_dev_flush(t, err));
+        return *ev = stop, RT_OK;
+    }
+    double lr = rt_schedule_lr(&c->schedule, c->lr, t->st.step);
+    int epoch_end = 0;
+    RT_TRY(t->dev ? rtp_dev_step(t, lr, &epoch_end, err) : host_step(t, lr, &epoch_end, err));
+    *ev = epoch_end ? RT_STEP_EPOCH_END : RT_STEP_CONTINUE;
+    return RT_OK;
+}
+
+rt_status rt_trainer_flush(rt_trainer *t, rt_error *err)
+{
+    return t->dev ? rtp_dev_flush(t, err) : RT_OK;
+}
+
+int rt_trainer_on_device(const rt_trainer *t) { return t->dev != NULL; }
+
 rt_status rt_trainer_end(rt_trainer *t, rt_train_summary *out, rt_error *err)
 {
+    if (t->dev) RT_TRY(rtp_dev_flush(t, err));
     if (!out) return RT_OK;
-    double el = now() - t->t_begin;
+    double el = rtp_trainer_now() - t->t_begin;
     out->steps = t->steps_done;
     out->images = t->images_done;
     out->seconds = el;
     out->images_per_s = el > 0 ? (double)t->images_done / el : 0.0;
     out->last_loss = t->last_loss;
+    out->skipped_steps = t->st.skipped_steps;
+    out->loss_scale = t->st.loss_scale;
     return RT_OK;
 }
 
@@ -278,11 +282,23 @@ rt_status rt_trainer_set_state(rt_trainer *t, const rt_trainer_state *s, rt_erro
 {
     if (s->step < 0) return RT_ERR(err, RT_EINVAL, "trainer state: step %lld < 0",
                                    (long long)s->step);
+    if (s->loss_scale < 0 || !isfinite(s->loss_scale) || s->scale_tracker < 0 ||
+        s->skipped_steps < 0)
+        return RT_ERR(err, RT_EINVAL, "trainer state: loss scale %g, tracker %lld, skipped "
+                      "%lld", s->loss_scale, (long long)s->scale_tracker,
+                      (long long)s->skipped_steps);
     RT_TRY(rt_batcher_set_state(t->batcher, s->batcher, err));
-    if (t->hparams) RT_TRY(sync_mirror(t, err)); /* model tensors were just restored */
     t->st = *s;
+    if (t->dev) { /* steps not yet read belong to the old position: drop them */
+        t->dev->pending = 0;
+        t->dev->upload_optim = 1;
+    }
     return RT_OK;
 }
 
-rt_optim *rt_trainer_optim(rt_trainer *t) { return t->optim; }
+rt_optim *rt_trainer_optim(rt_trainer *t)
+{
+    if (t->dev) t->dev->upload_optim = 1; /* the caller may write it */
+    return t->optim;
+}
 int64_t rt_trainer_steps_per_epoch(const rt_trainer *t) { return t->steps_per_epoch; }

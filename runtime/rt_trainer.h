@@ -14,10 +14,20 @@
  * a new trainer restored with rt_trainer_set_state (+ the same) continues with per-step
  * losses bitwise equal to the uninterrupted run on the CPU: every random draw (init,
  * shuffle, dropout, augmentation) is a pure function of (seed, step/epoch).
- * Nothing in a step allocates. Any backend: on a device the optimiser runs on host
- * mirrors of the flat parameter/gradient vectors (see rt_trainer.c); after writing model
- * tensors (rt_model_tensor_write, a checkpoint load) call rt_trainer_set_state or
- * rt_trainer_begin, which refresh the mirrors.
+ * Nothing in a step allocates.
+ *
+ * Two paths, one behaviour. The host path (CPU backend): the batcher copies the batch,
+ * the loss is read every step, rt_optim updates the parameters in place. The device
+ * path (every other backend; cfg.device_path forces it on the CPU for tests): the data
+ * set and each epoch's order are uploaded once, a step gathers its batch, computes the
+ * loss statistics into a ring and updates the parameters with the backend's optimiser
+ * ops - no host round trip. The ring is read (one synchronisation) when progress is due:
+ * every cfg.report_every_s, at an epoch end, when the ring is full, at the last step and
+ * on rt_trainer_flush; the progress callbacks of the steps since the last read are then
+ * made in step order. The trained parameters are bitwise the host path's on the CPU.
+ * On the device path rt_trainer_optim's arrays are a mirror: rt_trainer_flush fills them
+ * (checkpoint capture calls it), and after rt_trainer_optim or rt_trainer_set_state the
+ * next step uploads them again (a checkpoint load changes them).
  */
 #ifndef RT_TRAINER_H
 #define RT_TRAINER_H
@@ -42,6 +52,8 @@ typedef struct rt_progress {
     double images_per_s;     /* training throughput since begin (this process) */
     double elapsed_s;        /* since begin */
     int epoch_end;           /* 1 when this step finished an epoch */
+    int64_t skipped_steps;   /* loss scaling: updates skipped for inf/NaN gradients, in all */
+    double loss_scale;       /* loss scaling: the current scale (0 when off) */
 } rt_progress;
 
 typedef void (*rt_progress_fn)(const rt_progress *p, void *user);
@@ -54,8 +66,12 @@ typedef struct rt_trainer_config {
     rt_schedule schedule;    /* rt_schedule_default(...) or parsed; resolved at begin */
     int shuffle, augment;    /* batcher options (shuffle 1, augment 0 by default) */
     double time_limit_s;     /* 0 = none; else a step is not started past it */
-    int host_mirror;         /* 1: optimiser on host mirrors even on the CPU backend (tests
-                                of the device path); device backends always use them */
+    int device_path;         /* 1: the device path on the CPU backend too (tests); device
+                                backends always take it */
+    int loss_scaling;        /* 1: dynamic loss scaling (fp16); needs the device path */
+    double loss_scale_init;  /* its first scale (0: 2^16) */
+    double report_every_s;   /* device path: read the loss for progress at most this often
+                                (besides epoch ends); 0 = every step. Default 0.25 */
     rt_progress_fn progress; /* may be NULL */
     int (*should_stop)(void *user); /* may be NULL; non-zero stops before the next step */
     void *user;
@@ -78,6 +94,9 @@ typedef struct rt_trainer_state {
     rt_batcher_state batcher;/* data order position (epoch, position) */
     double epoch_loss_sum;   /* running epoch statistics, so a mid-epoch resume */
     int64_t epoch_correct, epoch_seen;  /* reports the same epoch means */
+    double loss_scale;       /* loss scaling: current scale (0: off / not started) */
+    int64_t scale_tracker;   /* clean steps since the scale last changed */
+    int64_t skipped_steps;   /* updates skipped for inf/NaN gradients */
 } rt_trainer_state;
 
 typedef struct rt_trainer rt_trainer;
@@ -94,12 +113,24 @@ rt_status rt_trainer_step(rt_trainer *t, rt_step_event *ev, rt_error *err);
 typedef struct rt_train_summary {
     int64_t steps, images;
     double seconds, images_per_s, last_loss;
+    int64_t skipped_steps;   /* loss scaling: skipped updates in all (state, not this call) */
+    double loss_scale;       /* loss scaling: the final scale (0 when off) */
 } rt_train_summary;
+/* Flushes (device path), then fills out (may be NULL). */
 rt_status rt_trainer_end(rt_trainer *t, rt_train_summary *out, rt_error *err);
 
+/* Device path: reads the statistics ring (progress callbacks of the pending steps) and
+ * the optimiser and loss-scaling state into their host mirrors. Host path: nothing. */
+rt_status rt_trainer_flush(rt_trainer *t, rt_error *err);
+/* 1 when the trainer takes the device path. */
+int rt_trainer_on_device(const rt_trainer *t);
+
+/* step and data position are always current; the epoch statistics and loss-scaling
+ * fields only after rt_trainer_flush on the device path. */
 rt_trainer_state rt_trainer_get_state(const rt_trainer *t);
 rt_status rt_trainer_set_state(rt_trainer *t, const rt_trainer_state *s, rt_error *err);
-/* The optimiser (borrowed): its named state and step count go into checkpoints. */
+/* The optimiser (borrowed): its named state and step count go into checkpoints. On the
+ * device path, flush first to read them; changes are uploaded before the next step. */
 rt_optim *rt_trainer_optim(rt_trainer *t);
 int64_t rt_trainer_steps_per_epoch(const rt_trainer *t);
 

@@ -86,7 +86,7 @@ T_TEST(sweep)
 
 int main(void)
 {
-    json_set_alloc_funcs(__wrap_malloc, __wrap_free);
+    json_set_alloc_funcs(alloc_fail_json_malloc, __wrap_free);
     if (ck_tmpdir_fast(dir, sizeof dir) != 0) return 99;
     snprintf(path, sizeof path, "%s/ckpt-step00000100.safetensors", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);

@@ -139,12 +139,10 @@ T_TEST(sweep)
     rmdir(dir);
 }
 
-static void *j_malloc(size_t n) { return __wrap_malloc(n); }
-static void j_free(void *p) { __wrap_free(p); }
 
 int main(void)
 {
-    json_set_alloc_funcs(j_malloc, j_free);
+    json_set_alloc_funcs(alloc_fail_json_malloc, __wrap_free);
     memset(&g_data, 0, sizeof g_data);
     g_data.n = 16, g_data.c = 1, g_data.h = 4, g_data.w = 4, g_data.num_classes = 4;
     g_data.images = __real_calloc(16 * 16, sizeof(float));

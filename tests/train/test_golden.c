@@ -44,27 +44,37 @@ static void make_data(rt_dataset *d)
     }
 }
 
-static int use_mirror; /* run the device-backend optimiser path (host mirrors) */
+/* the trainer's device path on the CPU backend (what a CUDA backend runs), with loss
+ * scaling from this initial scale when > 0 */
+static int use_device;
+static double use_scale;
 
 typedef struct run {
     rt_backend b;
     rt_model *m;
     rt_trainer *t;
     int progress_calls, stop_at;
-    int64_t last_step;
+    int64_t last_step, last_skipped;
+    int bad_order;
+    int64_t first_step;       /* first step this run reported */
+    double losses[STEPS];     /* per step, from the progress callbacks */
 } run;
 
 static void on_progress(const rt_progress *p, void *user)
 {
     run *r = user;
     r->progress_calls++;
+    if (p->step != r->last_step + 1) r->bad_order++; /* progress must come in step order */
+    if (!r->first_step) r->first_step = p->step;
     r->last_step = p->step;
+    r->last_skipped = p->skipped_steps;
+    if (p->step >= 1 && p->step <= STEPS) r->losses[p->step - 1] = p->loss;
 }
 
 static int should_stop(void *user)
 {
     run *r = user;
-    return r->stop_at > 0 && r->last_step >= r->stop_at;
+    return r->stop_at > 0 && rt_trainer_get_state(r->t).step >= r->stop_at;
 }
 
 static rt_status start(run *r, const rt_dataset *d, rt_error *err)
@@ -81,8 +91,12 @@ static rt_status start(run *r, const rt_dataset *d, rt_error *err)
     c.progress = on_progress;
     c.should_stop = should_stop;
     c.user = r;
-    c.host_mirror = use_mirror;
+    c.device_path = use_device;
+    c.loss_scaling = use_scale > 0;
+    c.loss_scale_init = use_scale;
     RT_TRY(rt_trainer_create(&r->t, r->m, d, &c, err));
+    if (rt_trainer_on_device(r->t) != (use_device != 0))
+        return RT_ERR(err, RT_EINVAL, "the trainer took the wrong path");
     return rt_trainer_begin(r->t, err);
 }
 
@@ -100,11 +114,11 @@ static rt_status train(run *r, double *losses, int *n, rt_error *err)
     for (;;) {
         RT_TRY(rt_trainer_step(r->t, &ev, err));
         if (ev != RT_STEP_CONTINUE && ev != RT_STEP_EPOCH_END) break;
-        rt_train_summary s;
-        RT_TRY(rt_trainer_end(r->t, &s, err));
-        losses[rt_trainer_get_state(r->t).step - 1] = s.last_loss;
         (*n)++;
     }
+    RT_TRY(rt_trainer_flush(r->t, err));
+    for (int64_t k = r->first_step - 1; k >= 0 && k < r->last_step && k < STEPS; k++)
+        losses[k] = r->losses[k];
     return RT_OK;
 }
 
@@ -160,6 +174,7 @@ T_TEST(golden_losses)
 /* ---- resume: capture and restore everything a checkpoint holds ---- */
 typedef struct capture {
     float *tensors[32];
+    size_t tensor_n[32];
     int ntensors;
     float *optim[64];
     char optim_name[64][RT_OPTIM_NAME_MAX];
@@ -176,8 +191,10 @@ static rt_status save(run *r, capture *c, rt_error *err)
         rt_named_tensor t;
         RT_TRY(rt_model_tensor(r->m, i, &t, err));
         c->tensors[i] = malloc(t.numel * 4);
+        c->tensor_n[i] = t.numel;
         RT_TRY(rt_model_tensor_read(r->m, i, c->tensors[i], err));
     }
+    RT_TRY(rt_trainer_flush(r->t, err)); /* device path: optimiser state to the host */
     rt_optim *o = rt_trainer_optim(r->t);
     c->noptim = rt_optim_state_count(o);
     for (size_t i = 0; i < c->noptim; i++) {
@@ -243,34 +260,121 @@ T_TEST(resume_is_bitwise)
     free(d.labels);
 }
 
-T_TEST(device_path_equals_cpu_path)
+/* Trains to the end (stopping at stop_at > 0, capturing and continuing in a fresh
+ * model/trainer from the capture, as %resume does); final model tensors into *fin. */
+static void run_to_end(int *t_failed_, const rt_dataset *d, int stop_at, double *losses, capture *fin,
+                       int64_t *skipped, double *scale)
 {
-    /* The optimiser on host mirrors (what a CUDA backend uses) gives the very same
-     * losses as the direct CPU path, and resumes bitwise too. */
+    rt_error err = {0};
+    run r;
+    int n = 0;
+    ASSERT_EQ(start(&r, d, &err), RT_OK);
+    if (stop_at > 0) {
+        capture cap;
+        r.stop_at = stop_at;
+        ASSERT_EQ(train(&r, losses, &n, &err), RT_OK);
+        ASSERT_EQ(n, stop_at);
+        ASSERT_EQ(save(&r, &cap, &err), RT_OK);
+        stop(&r);
+        ASSERT_EQ(start(&r, d, &err), RT_OK);
+        ASSERT_EQ(restore(&r, &cap, &err), RT_OK);
+        r.last_step = stop_at;
+        capture_free(&cap);
+    }
+    ASSERT_EQ(train(&r, losses, &n, &err), RT_OK);
+    ASSERT_EQ(n, STEPS);
+    ASSERT_EQ(r.bad_order, 0);
+    ASSERT_EQ(r.last_step, STEPS);
+    rt_train_summary sum;
+    ASSERT_EQ(rt_trainer_end(r.t, &sum, &err), RT_OK);
+    *skipped = sum.skipped_steps;
+    *scale = sum.loss_scale;
+    ASSERT_EQ(save(&r, fin, &err), RT_OK);
+    stop(&r);
+}
+
+static void assert_same_tensors(int *t_failed_, const capture *a, const capture *b)
+{
+    ASSERT_EQ(a->ntensors, b->ntensors);
+    for (int i = 0; i < a->ntensors; i++) {
+        ASSERT_EQ(a->tensor_n[i], b->tensor_n[i]);
+        ASSERT_EQ(memcmp(a->tensors[i], b->tensors[i], a->tensor_n[i] * 4), 0);
+    }
+    ASSERT_EQ(a->noptim, b->noptim);
+    ASSERT_EQ(a->optim_step, b->optim_step);
+    for (size_t i = 0; i < a->noptim; i++) {
+        ASSERT_EQ(a->optim_n[i], b->optim_n[i]);
+        ASSERT_EQ(memcmp(a->optim[i], b->optim[i], a->optim_n[i] * 4), 0);
+    }
+}
+
+T_TEST(device_path_equals_host_path)
+{
+    /* The device path (data set, statistics ring, optimiser state in backend memory;
+     * what a CUDA backend runs) on the CPU backend trains to the very same parameters and
+     * optimiser state as the host path, through a capture/restore mid-epoch too; its
+     * per-step losses (read back in batches, as a float pair) agree to ~1e-12. */
     rt_dataset d;
     make_data(&d);
-    rt_error err = {0};
     double a[STEPS] = {0}, b2[STEPS] = {0};
-    int na = 0, nb = 0;
-    run r;
-    ASSERT_EQ(start(&r, &d, &err), RT_OK);
-    ASSERT_EQ(train(&r, a, &na, &err), RT_OK);
-    stop(&r);
-    use_mirror = 1;
-    ASSERT_EQ(start(&r, &d, &err), RT_OK);
-    r.stop_at = 7;
-    ASSERT_EQ(train(&r, b2, &nb, &err), RT_OK);
-    capture cap;
-    ASSERT_EQ(save(&r, &cap, &err), RT_OK);
-    stop(&r);
-    ASSERT_EQ(start(&r, &d, &err), RT_OK);
-    ASSERT_EQ(restore(&r, &cap, &err), RT_OK);
-    ASSERT_EQ(train(&r, b2, &nb, &err), RT_OK);
-    stop(&r);
-    use_mirror = 0;
-    capture_free(&cap);
-    ASSERT_EQ(nb, STEPS);
-    ASSERT_EQ(memcmp(a, b2, sizeof a), 0);
+    capture ca, cb;
+    int64_t sk;
+    double sc;
+    run_to_end(t_failed_, &d, 0, a, &ca, &sk, &sc);
+    use_device = 1;
+    run_to_end(t_failed_, &d, 7, b2, &cb, &sk, &sc);
+    use_device = 0;
+    ASSERT_EQ(sk, 0);
+    ASSERT(sc == 0.0);
+    assert_same_tensors(t_failed_, &ca, &cb);
+    for (int i = 0; i < STEPS; i++) {
+        if (fabs(a[i] - b2[i]) > 1e-12 * fabs(a[i])) fprintf(stderr, "step %d: %.17g %.17g\n", i + 1, a[i], b2[i]);
+        ASSERT_NEAR(a[i], b2[i], 1e-12 * fabs(a[i]));
+    }
+    capture_free(&ca);
+    capture_free(&cb);
+    free(d.images);
+    free(d.labels);
+}
+
+T_TEST(loss_scaling_is_exact_and_skips_overflow)
+{
+    /* fp16's dynamic loss scaling on the CPU (fp32 math): a power-of-two scale changes
+     * no bit of the training; a scale so large the gradients overflow makes the first
+     * steps skip (parameters untouched, scale halved each time, reported), then training
+     * proceeds - and a capture/restore in the middle resumes it bitwise. */
+    rt_dataset d;
+    make_data(&d);
+    double a[STEPS] = {0}, b2[STEPS] = {0}, c2[STEPS] = {0};
+    capture ca, cb, cc, cd;
+    int64_t sk;
+    double sc;
+    run_to_end(t_failed_, &d, 0, a, &ca, &sk, &sc);
+    use_device = 1;
+    use_scale = 65536.0;
+    run_to_end(t_failed_, &d, 0, b2, &cb, &sk, &sc);
+    ASSERT_EQ(sk, 0);
+    ASSERT(sc == 65536.0);
+    assert_same_tensors(t_failed_, &ca, &cb);
+    for (int i = 0; i < STEPS; i++) ASSERT_NEAR(a[i], b2[i], 1e-12 * fabs(a[i]));
+    use_scale = 3e38; /* dlogits * 3e38 overflows in the backward pass */
+    run_to_end(t_failed_, &d, 0, c2, &cc, &sk, &sc);
+    ASSERT(sk >= 1);
+    ASSERT(sk < STEPS / 2);
+    ASSERT(sc < 3e38 && sc == 3e38 / (double)(1LL << sk));
+    ASSERT_EQ(cc.optim_step, STEPS - sk); /* Adam's t counts applied updates only */
+    for (int i = 0; i < STEPS; i++) ASSERT(isfinite(c2[i]));
+    double first = (c2[0] + c2[1] + c2[2] + c2[3]) / 4, last = 0;
+    for (int i = STEPS - 4; i < STEPS; i++) last += c2[i] / 4;
+    ASSERT(last < first);
+    run_to_end(t_failed_, &d, 3, b2, &cd, &sk, &sc); /* stopped while still skipping? resume too */
+    assert_same_tensors(t_failed_, &cc, &cd);
+    use_scale = 0;
+    use_device = 0;
+    capture_free(&ca);
+    capture_free(&cb);
+    capture_free(&cc);
+    capture_free(&cd);
     free(d.images);
     free(d.labels);
 }
@@ -335,7 +439,8 @@ int main(int argc, char **argv)
     write_mode = argc > 2 && !strcmp(argv[2], "--write");
     T_RUN(golden_losses);
     T_RUN(resume_is_bitwise);
-    T_RUN(device_path_equals_cpu_path);
+    T_RUN(device_path_equals_host_path);
+    T_RUN(loss_scaling_is_exact_and_skips_overflow);
     T_RUN(evaluate_and_errors);
     return T_EXIT();
 }

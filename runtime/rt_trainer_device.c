@@ -1,0 +1,252 @@
+/* rt_trainer_device.c - the trainer's device path (rt_trainer.h): the step runs on the
+ * backend from data already there, with no host round trip.
+ *
+ * At create: the training set (images f32, labels as i32, validated) is uploaded once,
+ * with room for the epoch order, a statistics ring and the optimiser state. A step:
+ * upload the order if the epoch changed (n int32, once an epoch) -> gather_batch ->
+ * forward -> loss -> xent_stats into ring row `pending` -> backward (loss-scaled when
+ * loss scaling is on) -> amp_unscale -> the optimiser op (amp-gated). The host keeps
+ * for each ring row what it knows without the device (step, epoch, position, lr) and
+ * reads the ring when progress is due (rtp_dev_flush): one download, one
+ * synchronisation. Backend memory: the data set, 2 x P floats of optimiser state, a
+ * 256-row ring.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_amp_rule.h"
+#include "rt_trainer_internal.h"
+
+#define RING_ROWS 256
+enum { M_DATA, M_LABELS, M_ORDER, M_STATS, M_AMP, M_S0, M_S1 };
+
+/* Backend memory for a (n,c,h,w) tensor; an out-of-memory error says what it was for. */
+static rt_status dev_alloc(rt_trainer *t, int slot, rt_tensor *out, rt_dtype dt, int n, int c,
+                           int h, int w, const char *what, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(t->m);
+    rtp_trainer_dev *d = t->dev;
+    size_t bytes = (size_t)n * c * h * w * 4;
+    rt_status s = b->ops->alloc(b, &d->mem[slot], bytes ? bytes : 4, err);
+    if (s != RT_OK) {
+        if (err) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            RT_ERR(err, s, "keeping %s in %s memory (%.1f MiB): %s", what, b->ops->name,
+                   (double)bytes / 1048576.0, msg);
+        }
+        return s;
+    }
+    *out = (rt_tensor){.data = d->mem[slot], .dtype = dt, .n = n, .c = c, .h = h, .w = w};
+    return RT_OK;
+}
+
+static int has_ops(const rt_backend_ops *o, int amp)
+{
+    return o->gather_batch && o->xent_stats &&
+           (!amp || (o->amp_scale && o->amp_unscale && o->amp_adam_update &&
+                     o->amp_sgd_update));
+}
+
+rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(t->m);
+    const rt_dataset *ds = t->data;
+    if (!has_ops(b->ops, t->cfg.loss_scaling))
+        return RT_ERR(err, RT_EINVAL, "the %s backend cannot train on its own memory (no "
+                      "gather_batch/xent_stats%s op)", b->ops->name,
+                      t->cfg.loss_scaling ? "/loss-scaling" : "");
+    if (!(t->dev = calloc(1, sizeof *t->dev)))
+        return RT_ERR(err, RT_ENOMEM, "out of memory creating the trainer");
+    rtp_trainer_dev *d = t->dev;
+    d->ring = RING_ROWS;
+    d->order_epoch = -1;
+    d->upload_optim = 1;
+    d->rows = calloc(RING_ROWS, sizeof *d->rows);
+    d->hstats = calloc((size_t)RING_ROWS * RT_STEP_STATS, sizeof *d->hstats);
+    int32_t *lab = malloc((size_t)ds->n * sizeof *lab);
+    if (!d->rows || !d->hstats || !lab) {
+        free(lab);
+        return RT_ERR(err, RT_ENOMEM, "out of memory creating the trainer");
+    }
+    for (int i = 0; i < ds->n; i++) { /* the device cannot report a bad label: check here */
+        lab[i] = ds->labels[i];
+        if (lab[i] >= ds->num_classes) {
+            free(lab);
+            return RT_ERR(err, RT_EINVAL, "label %d of image %d outside [0, %d) in '%s'",
+                          ds->labels[i], i, ds->num_classes, ds->name);
+        }
+    }
+    long P = rt_model_num_params(t->m);
+    size_t slots = rt_optim_num_slots(t->optim);
+    rt_status s = dev_alloc(t, M_DATA, &d->data, RT_F32, ds->n, ds->c, ds->h, ds->w,
+                            "the training set", err);
+    if (s == RT_OK)
+        s = dev_alloc(t, M_LABELS, &d->labels, RT_I32, ds->n, 1, 1, 1, "the labels", err);
+    if (s == RT_OK)
+        s = dev_alloc(t, M_ORDER, &d->order, RT_I32, ds->n, 1, 1, 1, "the data order", err);
+    if (s == RT_OK)
+        s = dev_alloc(t, M_STATS, &d->stats, RT_F32, RING_ROWS, RT_STEP_STATS, 1, 1,
+                      "the step statistics", err);
+    if (s == RT_OK && t->cfg.loss_scaling)
+        s = dev_alloc(t, M_AMP, &d->amp, RT_I32, RT_AMP_WORDS, 1, 1, 1, "the loss scale", err);
+    if (s == RT_OK && slots > 0)
+        s = dev_alloc(t, M_S0, &d->s0, RT_F32, (int)P, 1, 1, 1, "the optimiser state", err);
+    if (s == RT_OK && slots > 1)
+        s = dev_alloc(t, M_S1, &d->s1, RT_F32, (int)P, 1, 1, 1, "the optimiser state", err);
+    if (s == RT_OK)
+        s = b->ops->upload(b, &d->data, ds->images, rt_tensor_bytes(&d->data), err);
+    if (s == RT_OK) s = b->ops->upload(b, &d->labels, lab, rt_tensor_bytes(&d->labels), err);
+    free(lab);
+    return s;
+}
+
+void rtp_dev_destroy(rt_trainer *t)
+{
+    rtp_trainer_dev *d = t->dev;
+    if (!d) return;
+    rt_backend *b = rt_model_backend(t->m);
+    for (int i = 0; i < (int)(sizeof d->mem / sizeof d->mem[0]); i++)
+        if (d->mem[i]) b->ops->free(b, d->mem[i]);
+    free(d->rows);
+    free(d->hstats);
+    free(d);
+    t->dev = NULL;
+}
+
+/* Host mirrors -> device: the optimiser state and the loss-scaling state. */
+static rt_status upload_optim(rt_trainer *t, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(t->m);
+    rtp_trainer_dev *d = t->dev;
+    size_t n;
+    float *a = rt_optim_state_slot(t->optim, 0, &n);
+    if (a) RT_TRY(b->ops->upload(b, &d->s0, a, n * sizeof *a, err));
+    a = rt_optim_state_slot(t->optim, 1, &n);
+    if (a) RT_TRY(b->ops->upload(b, &d->s1, a, n * sizeof *a, err));
+    if (t->cfg.loss_scaling) {
+        union { rt_amp_state s; int32_t w[RT_AMP_WORDS]; } u;
+        memset(&u, 0, sizeof u);
+        rt_amp_state_init(&u.s, t->st.loss_scale > 0 ? t->st.loss_scale
+                                                     : t->cfg.loss_scale_init);
+        u.s.steps = rt_optim_step_count(t->optim);
+        u.s.tracker = (int32_t)t->st.scale_tracker;
+        u.s.skipped = t->st.skipped_steps;
+        t->st.loss_scale = u.s.scale;
+        RT_TRY(b->ops->upload(b, &d->amp, u.w, sizeof u.w, err));
+    }
+    d->upload_optim = 0;
+    return RT_OK;
+}
+
+/* Device -> host mirrors (unless the host's are newer). */
+static rt_status download_optim(rt_trainer *t, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(t->m);
+    rtp_trainer_dev *d = t->dev;
+    if (d->upload_optim) return RT_OK;
+    size_t n;
+    float *a = rt_optim_state_slot(t->optim, 0, &n);
+    if (a) RT_TRY(b->ops->download(b, a, &d->s0, n * sizeof *a, err));
+    a = rt_optim_state_slot(t->optim, 1, &n);
+    if (a) RT_TRY(b->ops->download(b, a, &d->s1, n * sizeof *a, err));
+    if (!t->cfg.loss_scaling) return RT_OK; /* the step count is kept on the host */
+    union { rt_amp_state s; int32_t w[RT_AMP_WORDS]; } u;
+    RT_TRY(b->ops->download(b, u.w, &d->amp, sizeof u.w, err));
+    t->st.loss_scale = u.s.scale;
+    t->st.scale_tracker = u.s.tracker;
+    t->st.skipped_steps = u.s.skipped;
+    return rt_optim_set_step_count(t->optim, u.s.steps, err);
+}
+
+rt_status rtp_dev_flush(rt_trainer *t, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(t->m);
+    rtp_trainer_dev *d = t->dev;
+    if (d->pending > 0) {
+        RT_TRY(b->ops->download(b, d->hstats, &d->stats,
+                                (size_t)d->pending * RT_STEP_STATS * sizeof(float), err));
+        if (t->cfg.loss_scaling) { /* the skip count and scale the progress line shows */
+            union { rt_amp_state s; int32_t w[RT_AMP_WORDS]; } u;
+            RT_TRY(b->ops->download(b, u.w, &d->amp, sizeof u.w, err));
+            t->st.loss_scale = u.s.scale;
+            t->st.skipped_steps = u.s.skipped;
+            t->st.scale_tracker = u.s.tracker;
+        }
+        int n = d->pending;
+        d->pending = 0;
+        for (int i = 0; i < n; i++) {
+            const float *r = d->hstats + (size_t)i * RT_STEP_STATS;
+            rtp_trainer_account(t, &d->rows[i], (double)r[0] + (double)r[1], (int)r[2]);
+        }
+    }
+    d->last_read = rtp_trainer_now();
+    return download_optim(t, err);
+}
+
+rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
+{
+    rt_model *m = t->m;
+    rt_backend *b = rt_model_backend(m);
+    rtp_trainer_dev *d = t->dev;
+    const rt_dataset *ds = t->data;
+    const rt_trainer_config *c = &t->cfg;
+    if (d->upload_optim) RT_TRY(upload_optim(t, err));
+    rt_batcher_state before = t->st.batcher;
+    int64_t start, epoch;
+    int count;
+    RT_TRY(rt_batcher_advance(t->batcher, &start, &count, &epoch, err));
+    if (epoch != d->order_epoch) { /* once an epoch: n int32 host -> device, no wait */
+        const uint32_t *ord = rt_batcher_order(t->batcher, NULL);
+        RT_TRY(b->ops->upload(b, &d->order, ord, (size_t)ds->n * 4, err));
+        d->order_epoch = epoch;
+    }
+    rt_gather_desc g = {.n = ds->n, .C = ds->c, .H = ds->h, .W = ds->w, .start = start,
+                        .count = count, .augment = c->augment, .pad = t->bcfg.crop_pad,
+                        .flip_p = t->bcfg.flip_p, .seed = t->bcfg.seed,
+                        .epoch = (uint32_t)epoch};
+    memcpy(g.pad_value, t->bcfg.pad_value, sizeof g.pad_value);
+    RT_TRY(b->ops->gather_batch(b, rt_model_input_tensor(m), rt_model_label_tensor(m),
+                                &d->data, &d->labels, &d->order, &g, err));
+    RT_TRY(rt_model_forward(m, count, 1, (uint32_t)t->st.step, err));
+    RT_TRY(rt_model_loss(m, count, NULL, NULL, NULL, err));
+    RT_TRY(rt_model_step_stats(m, count, &d->stats, d->pending, err));
+    rt_tensor *amp = c->loss_scaling ? &d->amp : NULL;
+    RT_TRY(rt_model_backward_scaled(m, count, amp, err));
+    rt_tensor *p = rt_model_params_flat(m), *gr = rt_model_grads_flat(m);
+    const rt_optim_config *oc = rt_optim_get_config(t->optim);
+    int64_t next = rt_optim_step_count(t->optim) + 1; /* without loss scaling */
+    if (amp) RT_TRY(b->ops->amp_unscale(b, gr, amp, err));
+    if (oc->kind == RT_OPTIM_SGD) {
+        rt_sgd_desc sd = {.lr = lr, .momentum = oc->momentum, .dampening = oc->dampening,
+                          .weight_decay = oc->weight_decay, .nesterov = oc->nesterov,
+                          .step = next};
+        rt_tensor *buf = oc->momentum != 0.0 ? &d->s0 : NULL;
+        RT_TRY(amp ? b->ops->amp_sgd_update(b, p, buf, gr, amp, &sd, err)
+                   : b->ops->sgd_update(b, p, buf, gr, &sd, err));
+    } else {
+        rt_adam_desc ad = {.lr = lr, .beta1 = oc->beta1, .beta2 = oc->beta2, .eps = oc->eps,
+                           .weight_decay = oc->weight_decay,
+                           .decoupled = oc->kind == RT_OPTIM_ADAMW, .step = next};
+        RT_TRY(amp ? b->ops->amp_adam_update(b, p, &d->s0, &d->s1, gr, amp, &ad, err)
+                   : b->ops->adam_update(b, p, &d->s0, &d->s1, gr, &ad, err));
+    }
+    if (!amp) RT_TRY(rt_optim_set_step_count(t->optim, next, err));
+    /* bookkeeping the host knows without the device */
+    t->st.step++;
+    t->st.batcher = rt_batcher_get_state(t->batcher);
+    t->images_done += count;
+    t->steps_done++;
+    *epoch_end = rt_batcher_epoch_done(t->batcher);
+    d->rows[d->pending++] = (rtp_pending){
+        .step = t->st.step, .epoch = epoch, .position = t->st.batcher.position,
+        .count = count, .reset = before.position == 0 || epoch != before.epoch,
+        .epoch_end = *epoch_end, .lr = lr};
+    if (*epoch_end || d->pending == d->ring || t->st.step >= t->total_steps ||
+        rtp_trainer_now() - d->last_read >= c->report_every_s)
+        RT_TRY(rtp_dev_flush(t, err));
+    return RT_OK;
+}

@@ -1,0 +1,60 @@
+/* rt_trainer_internal.h - the trainer's state, shared by rt_trainer.c (the loop, the
+ * host path, bookkeeping) and rt_trainer_device.c (the device path). */
+#ifndef RT_TRAINER_INTERNAL_H
+#define RT_TRAINER_INTERNAL_H
+
+#include "rt_trainer.h"
+
+/* One step whose statistics are still in the device ring. */
+typedef struct rtp_pending {
+    int64_t step;            /* 1-based step number */
+    int64_t epoch, position; /* epoch of the step, batcher position after it */
+    int count;               /* samples */
+    int reset;               /* 1: the step began a new epoch (epoch sums restart) */
+    int epoch_end;
+    double lr;
+} rtp_pending;
+
+/* The device path's backend memory and host mirrors (rt_trainer_device.c). */
+typedef struct rtp_trainer_dev {
+    void *mem[7];            /* backend allocations, freed with the trainer */
+    rt_tensor data, labels;  /* the training set (n,C,H,W) f32, (n) i32 */
+    rt_tensor order;         /* (n) i32: the permutation of order_epoch */
+    rt_tensor stats;         /* (ring, RT_STEP_STATS) */
+    rt_tensor amp;           /* RT_AMP_WORDS i32: rt_amp_state (loss scaling only) */
+    rt_tensor s0, s1;        /* optimiser state: exp_avg/exp_avg_sq or momentum */
+    int64_t order_epoch;     /* epoch whose order is on the device, -1 none */
+    int ring, pending;       /* ring rows; rows written since the last read */
+    rtp_pending *rows;       /* (ring) */
+    float *hstats;           /* (ring, RT_STEP_STATS) host copy */
+    int upload_optim;        /* 1: the host mirror of the optimiser is newer */
+    double last_read;        /* when the ring was last read */
+} rtp_trainer_dev;
+
+struct rt_trainer {
+    rt_model *m;                 /* borrowed */
+    const rt_dataset *data;      /* borrowed */
+    rt_trainer_config cfg;
+    rt_batcher *batcher;
+    rt_batcher_config bcfg;      /* the batcher's configuration (augmentation, seed) */
+    rt_optim *optim;
+    rt_trainer_state st;
+    int64_t steps_per_epoch, total_steps;
+    float *images, *probs;       /* host path: (B,C,H,W), (B,L) staging */
+    int32_t *labels;             /* host path: (B) */
+    rtp_trainer_dev *dev;        /* device path, else NULL */
+    double t_begin, last_loss;
+    int64_t images_done, steps_done;
+};
+
+double rtp_trainer_now(void);
+/* Accounts one finished step (statistics known) and calls progress. */
+void rtp_trainer_account(rt_trainer *t, const rtp_pending *p, double loss, int correct);
+
+/* rt_trainer_device.c */
+rt_status rtp_dev_create(rt_trainer *t, rt_error *err);
+void rtp_dev_destroy(rt_trainer *t);
+rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err);
+rt_status rtp_dev_flush(rt_trainer *t, rt_error *err);
+
+#endif
