@@ -3,13 +3,11 @@
  * dense 128 - relu - dropout .5 - dense 10, Adam 1e-3) on a CUDA device for a fixed
  * number of steps and prints throughput. Not installed; not a test.
  *
- * usage: cuda_bench [--device cuda:0] [--precision fp32|bf16] [--steps N] [--warmup W]
+ * usage: cuda_bench [--device cuda:0] [--precision fp32|bf16|fp16] [--steps N] [--warmup W]
  *                   [--batch B] [--seed S] [--synthetic] | --list
- * The data set is uploaded to the device ONCE (shuffled once on the host); a step
- * copies its minibatch device-to-device, then forward, loss, backward and the Adam
- * update run on the device. The only host round trip per step is the loss read
- * (rt_model_loss downloads the per-sample losses). rt_trainer trains on the CPU only so
- * far, so this driver steps rt_model and the backend's adam_update itself.
+ * Kiln's side is rt_trainer on its device path, as %train runs it: the data set is
+ * uploaded once, each epoch's order once, a step gathers its batch on the device and
+ * updates with Adam there; the losses are read in batches (every 0.25 s).
  * Output: "key value" lines. --list prints the devices, or "no_gpu <why>" and exits 3.
  */
 #include <stdio.h>
@@ -68,54 +66,16 @@ static void synth(rt_dataset *d, int n)
     for (int i = 0; i < n; i++) d->labels[i] = (uint8_t)(i % 10);
 }
 
-/* The training set shuffled once, as device tensors (images (n,C,H,W), labels (n)). */
-static rt_status upload_set(rt_backend *b, const rt_dataset *d, uint64_t seed, rt_tensor *img,
-                            rt_tensor *lab, rt_error *err)
-{
-    const size_t per = (size_t)d->c * d->h * d->w;
-    float *hi = malloc((size_t)d->n * per * 4);
-    int32_t *hl = malloc((size_t)d->n * 4);
-    uint32_t *perm = malloc((size_t)d->n * 4);
-    rt_status s = RT_OK;
-    if (!hi || !hl || !perm) s = RT_ERR(err, RT_ENOMEM, "out of host memory");
-    if (s == RT_OK) {
-        rt_rng r = rt_rng_stream(seed, RT_RNG_SHUFFLE, 0, 0);
-        rt_rng_permutation(&r, perm, (size_t)d->n);
-        for (int i = 0; i < d->n; i++) {
-            memcpy(hi + (size_t)i * per, d->images + (size_t)perm[i] * per, per * 4);
-            hl[i] = d->labels[perm[i]];
-        }
-        *img = (rt_tensor){NULL, RT_F32, d->n, d->c, d->h, d->w};
-        *lab = (rt_tensor){NULL, RT_I32, d->n, 1, 1, 1};
-        s = b->ops->alloc(b, &img->data, (size_t)d->n * per * 4, err);
-    }
-    if (s == RT_OK) s = b->ops->alloc(b, &lab->data, (size_t)d->n * 4, err);
-    if (s == RT_OK) s = b->ops->upload(b, img, hi, (size_t)d->n * per * 4, err);
-    if (s == RT_OK) s = b->ops->upload(b, lab, hl, (size_t)d->n * 4, err);
-    free(hi), free(hl), free(perm);
-    return s;
-}
+typedef struct bench_run {
+    double first_loss;
+    int64_t seen;
+} bench_run;
 
-/* One training step on minibatch `first` .. first+B-1 of the device-resident set. */
-static rt_status step(rt_model *m, rt_backend *b, const rt_tensor *img, const rt_tensor *lab,
-                      int first, int B, int64_t t, rt_tensor *adam_m, rt_tensor *adam_v,
-                      double *loss, rt_error *err)
+static void on_progress(const rt_progress *p, void *user)
 {
-    const size_t per = (size_t)img->c * img->h * img->w;
-    rt_tensor xi = {(char *)img->data + (size_t)first * per * 4, RT_F32, B, img->c, img->h,
-                    img->w};
-    rt_tensor li = {(char *)lab->data + (size_t)first * 4, RT_I32, B, 1, 1, 1};
-    rt_tensor *xin = rt_model_input_tensor(m), *lin = rt_model_label_tensor(m);
-    rt_tensor xd = *xin, ld = *lin;
-    xd.n = ld.n = B;
-    RT_TRY(b->ops->copy(b, &xd, &xi, err));
-    RT_TRY(b->ops->copy(b, &ld, &li, err));
-    RT_TRY(rt_model_forward(m, B, 1, (uint32_t)t, err));
-    RT_TRY(rt_model_loss(m, B, loss, NULL, NULL, err));
-    RT_TRY(rt_model_backward(m, B, err));
-    rt_adam_desc ad = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 0, t + 1};
-    return b->ops->adam_update(b, rt_model_params_flat(m), adam_m, adam_v,
-                               rt_model_grads_flat(m), &ad, err);
+    bench_run *r = user;
+    if (p->step == 1) r->first_loss = p->loss;
+    r->seen = p->step;
 }
 
 int main(int argc, char **argv)
@@ -163,33 +123,37 @@ int main(int argc, char **argv)
     rt_model_input in = {d->c, d->h, d->w, d->num_classes};
     if (rt_model_create(&m, mnist_net, &in, &err) || rt_model_attach(m, &b, batch, seed, &err))
         return fail(&err);
-    rt_tensor img, lab, am = {0}, av = {0};
-    long P = rt_model_num_params(m);
-    am = av = (rt_tensor){NULL, RT_F32, (int)P, 1, 1, 1};
-    if (upload_set(&b, d, seed, &img, &lab, &err) ||
-        b.ops->alloc(&b, &am.data, (size_t)P * 4, &err) ||
-        b.ops->alloc(&b, &av.data, (size_t)P * 4, &err))
-        return fail(&err);
-    const int per_epoch = d->n / batch;
-    double loss = 0.0, first_loss = 0.0, t0 = 0.0;
-    for (int64_t t = 0; t < warmup + steps; t++) {
-        if (t == warmup) {
-            if (b.ops->sync(&b, &err)) return fail(&err);
+    /* the product's loop: rt_trainer on its device path (rt_trainer.h) */
+    bench_run br = {0};
+    rt_trainer_config c = rt_trainer_config_default();
+    c.batch_size = batch;
+    c.lr = 1e-3;
+    c.epochs = (int)(((int64_t)(warmup + steps) * batch) / d->n + 1);
+    c.loss_scaling = prec == RT_PREC_FP16;
+    c.progress = on_progress;
+    c.user = &br;
+    rt_trainer *t = NULL;
+    if (rt_trainer_create(&t, m, d, &c, &err) || rt_trainer_begin(t, &err)) return fail(&err);
+    rt_step_event ev;
+    double t0 = 0.0;
+    for (int64_t i = 0; i < warmup + steps; i++) {
+        if (i == warmup) {
+            if (rt_trainer_flush(t, &err) || b.ops->sync(&b, &err)) return fail(&err);
             t0 = now();
         }
-        if (step(m, &b, &img, &lab, (int)(t % per_epoch) * batch, batch, t, &am, &av, &loss,
-                 &err))
-            return fail(&err);
-        if (t == 0) first_loss = loss;
+        if (rt_trainer_step(t, &ev, &err)) return fail(&err);
     }
-    if (b.ops->sync(&b, &err)) return fail(&err);
+    rt_train_summary sum;
+    if (rt_trainer_end(t, &sum, &err) || b.ops->sync(&b, &err)) return fail(&err);
     double dt = now() - t0;
     printf("device %s\nprecision %s\ndata %s\nbatch %d\nsteps %d\nseconds %.3f\n",
            device, prec_name, d->name, batch, steps, dt);
     printf("images_per_s %.1f\nfirst_loss %.5f\nlast_loss %.5f\n",
-           (double)steps * batch / dt, first_loss, loss);
-    b.ops->free(&b, img.data), b.ops->free(&b, lab.data);
-    b.ops->free(&b, am.data), b.ops->free(&b, av.data);
+           (double)steps * batch / dt, br.first_loss, sum.last_loss);
+    if (c.loss_scaling)
+        printf("skipped_steps %lld\nloss_scale %g\n", (long long)sum.skipped_steps,
+               sum.loss_scale);
+    rt_trainer_destroy(t);
     rt_model_destroy(m);
     rt_dataset_splits_deinit(&splits);
     rt_backend_close(&b);

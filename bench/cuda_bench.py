@@ -5,15 +5,20 @@ Both train the PyTorch MNIST example net (conv 32x3 - relu - conv 64x3 - relu -
 maxpool 2 - dropout .25 - flatten - dense 128 - relu - dropout .5 - dense 10, softmax
 cross-entropy, Adam lr 1e-3, batch 128) on Fashion-MNIST for the same number of steps
 after the same warm-up, with the training set resident on the GPU on both sides, each
-in its own process. Prints images/s per side and the ratio, for fp32 and bf16.
+in its own process. Prints images/s per side and the ratio, for fp32, bf16 (and fp16
+with --precision fp32,bf16,fp16). Neither side reads the loss every step: Kiln's trainer
+reads its loss ring every 0.25 s, the PyTorch loop keeps the loss on the device.
   Kiln fp32: true fp32 (cuDNN FMA-math algorithms, cuBLAS without TF32).
   Kiln bf16: conv/dense inputs rounded to bf16 on tensor cores, fp32 accumulation and
              fp32 master weights (rt_cuda.h).
   PyTorch fp32: TF32 disabled (torch.backends.{cuda.matmul,cudnn}.allow_tf32 = False),
-             so both sides do the same math; PyTorch bf16: torch.autocast(bfloat16).
+             so both sides do the same math; PyTorch bf16: torch.autocast(bfloat16);
+             fp16: autocast(float16) + GradScaler, Kiln: fp16 + dynamic loss scaling.
+  Kiln's side is rt_trainer itself (the %train path): data set on the device, batches
+  gathered by the epoch's permutation, Adam on the device.
 
 usage: python3 bench/cuda_bench.py [--build build-cuda] [--steps 300] [--warmup 30]
-           [--batch 128] [--precision fp32,bf16] [--python PY] [--synthetic]
+           [--batch 128] [--precision fp32,bf16[,fp16]] [--python PY] [--synthetic]
   --python PY  the interpreter for the PyTorch side (default: this one). It needs a
                CUDA build of torch, e.g. on the GPU machine:
                    python3 -m pip install torch --index-url https://download.pytorch.org/whl/cu126
@@ -82,18 +87,20 @@ def torch_child(steps, warmup, batch, precision, synthetic):
     model = Net().to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     per_epoch = x.shape[0] // batch
-    bf16 = precision == "bf16"
+    half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    scaler = torch.cuda.amp.GradScaler(enabled=precision == "fp16")
 
     def step(i):
         j = (i % per_epoch) * batch
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast("cuda", dtype=half or torch.float32, enabled=half is not None):
             loss = F.cross_entropy(model(x[j:j + batch]), y[j:j + batch])
-        loss.backward()
-        opt.step()
-        return loss.item()  # one host read per step, as Kiln's loss read
+        scaler.scale(loss).backward()
+        scaler.step(opt)  # fp16: GradScaler reads found_inf (a sync) - torch's own rule
+        scaler.update()
+        return loss  # no .item() per step: Kiln reads its losses in batches too
 
-    first = step(0)
+    first = step(0).item()
     for i in range(1, warmup):
         step(i)
     torch.cuda.synchronize()
@@ -106,7 +113,7 @@ def torch_child(steps, warmup, batch, precision, synthetic):
     print("device %s" % torch.cuda.get_device_name(0).replace(" ", "_"))
     print("images_per_s %.1f" % (steps * batch / dt))
     print("first_loss %.5f" % first)
-    print("last_loss %.5f" % loss)
+    print("last_loss %.5f" % loss.item())
 
 
 def parse(out):

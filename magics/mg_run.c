@@ -69,8 +69,8 @@ static int resolve_inputs(mg_run *r, mg_workspace *ws, mg_error *err)
     return 0;
 }
 
-/* --precision: bf16 on a CUDA backend (before attach: the model's workspace holds the
- * 16-bit copies). fp16 needs dynamic loss scaling, which the trainer does not do yet. */
+/* --precision: bf16/fp16 on a CUDA backend (before attach: the model's workspace holds
+ * the 16-bit copies). fp16 also turns on the trainer's dynamic loss scaling. */
 static int set_precision(mg_run *r, mg_error *err)
 {
     if (!strcmp(r->o.precision, "fp32")) return 0;
@@ -78,9 +78,6 @@ static int set_precision(mg_run *r, mg_error *err)
         return mg_fail(err, "ValueError", "%%train: --precision %s needs a CUDA device (the "
                        "CPU backend trains in fp32) ---> HINT: --precision fp32, or --device "
                        "cuda", r->o.precision);
-    if (!strcmp(r->o.precision, "fp16"))
-        return mg_fail(err, "ValueError", "%%train: --precision fp16 needs loss scaling, which "
-                       "the trainer does not do yet ---> HINT: use --precision bf16");
     rt_precision p;
     rt_error re = {0};
     if (rt_precision_parse(r->o.precision, &p, &re) != RT_OK ||
@@ -136,6 +133,7 @@ static int build_trainer(mg_run *r, mg_error *err)
     c.lr = r->o.lr;
     c.augment = r->o.augment;
     c.time_limit_s = r->o.time_limit_s;
+    c.loss_scaling = !strcmp(r->o.precision, "fp16");
     c.progress = on_progress;
     c.should_stop = should_stop;
     c.user = r;

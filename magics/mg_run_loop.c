@@ -110,6 +110,10 @@ static int epoch_end(mg_run *r, mg_error *err)
     log_epoch(r, "val_accuracy", r->val_acc, p->step, ep);
     log_epoch(r, "epoch_seconds", secs, p->step, ep);
     log_epoch(r, "images_per_s", ips, p->step, ep);
+    if (p->loss_scale > 0) { /* fp16 */
+        log_epoch(r, "skipped_steps", (double)p->skipped_steps, p->step, ep);
+        log_epoch(r, "loss_scale", p->loss_scale, p->step, ep);
+    }
     mgp_view_epoch(r, p, secs, ips);
     mgp_view_plot(r);
     r->epoch_t0 = mgp_now();

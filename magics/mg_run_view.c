@@ -105,9 +105,14 @@ void mgp_view_progress(mg_run *r, const rt_progress *p, int force)
     int64_t done = p->step - r->start_step;
     hms(p->elapsed_s, el, sizeof el);
     hms(done > 0 ? p->elapsed_s / (double)done * (double)(total - p->step) : 0, eta, sizeof eta);
-    char ck[64] = "";
+    char ck[128] = "";
     if (r->last_ckpt_step >= 0)
         snprintf(ck, sizeof ck, ", last checkpoint: step %lld", (long long)r->last_ckpt_step);
+    if (p->skipped_steps > 0) { /* fp16: steps whose gradients overflowed */
+        size_t used = strlen(ck);
+        snprintf(ck + used, sizeof ck - used, ", %lld skipped (fp16 overflow)",
+                 (long long)p->skipped_steps);
+    }
     char line[600];
     snprintf(line, sizeof line, "epoch %lld/%d [%s] step %lld/%lld  loss %.4f  acc %.4f  "
              "lr %.3g  %.0f img/s  %s elapsed, %s left%s", (long long)p->epoch + 1, p->epochs,
@@ -233,6 +238,10 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
                     p->epoch_accuracy);
         if (r->has_val)
             fprintf(t, "  %s loss %.4f, accuracy %.4f\n", r->val_name, r->val_loss, r->val_acc);
+        if (s->loss_scale > 0)
+            fprintf(t, "  fp16 loss scaling: %lld step%s skipped (inf/NaN gradients), loss "
+                    "scale now %g\n", (long long)s->skipped_steps,
+                    s->skipped_steps == 1 ? "" : "s", s->loss_scale);
         fprintf(t, "  model %s: %ld parameters; data %s\n", r->model_name,
                 rt_model_num_params(r->model), r->data->name);
         if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);

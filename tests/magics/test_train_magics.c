@@ -418,6 +418,8 @@ T_TEST(test_shapes_and_device_errors)
     ASSERT_STR_CONTAINS(g_err.evalue, "--device");
     ASSERT_EQ(tm_magic(g_s, "train tiny --device cpu --precision bf16", NULL, &g_err), -1);
     ASSERT_STR_CONTAINS(g_err.evalue, "--precision");
+    ASSERT_EQ(tm_magic(g_s, "train tiny --device cpu --precision fp16", NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "needs a CUDA device");
     ASSERT_EQ(tm_magic(g_s, "train tiny --schedule wobbly", NULL, &g_err), -1);
     ASSERT_STR_CONTAINS(g_err.evalue, "--schedule");
     tm_reset();
