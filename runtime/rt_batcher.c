@@ -153,6 +153,7 @@ void rt_batcher_crop_flip(float *dst, const float *src, int c, int h, int w, int
             const float *s = src + ((size_t)ch * (size_t)h + (size_t)sy) * (size_t)w;
             /* valid x' range: 0 <= x'+dx < w */
             int x0 = dx < 0 ? -dx : 0, x1 = dx > 0 ? w - dx : w;
+            x0 = x0 > w ? w : x0, x1 = x1 < x0 ? x0 : x1; /* |dx| > w (pad > w): all pad */
             if (!flip) {
                 fill(o, x0, pv);
                 memcpy(o + x0, s + x0 + dx, (size_t)(x1 - x0) * sizeof *o);
