@@ -183,4 +183,10 @@ const rt_backend_ops rt_cuda_ops = {
     .xent_bwd = rtp_cuda_xent_bwd,
     .adam_update = rtp_cuda_adam_update,
     .sgd_update = rtp_cuda_sgd_update,
+    .gather_batch = rtp_cuda_gather_batch,
+    .xent_stats = rtp_cuda_xent_stats,
+    .amp_scale = rtp_cuda_amp_scale,
+    .amp_unscale = rtp_cuda_amp_unscale,
+    .amp_adam_update = rtp_cuda_amp_adam_update,
+    .amp_sgd_update = rtp_cuda_amp_sgd_update,
 };

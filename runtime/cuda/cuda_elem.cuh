@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "../rt_amp_rule.h"
 #include "cuda_kernels.h"
 
 #define RTP_HD __host__ __device__ static inline
@@ -377,6 +378,124 @@ RTP_HD double rtp_tree_sum_host(double *part, int T)
     for (int w = T / 2; w > 0; w /= 2)
         for (int t = 0; t < w; t++) part[t] += part[t + w];
     return part[0];
+}
+
+/* ---- the trainer's device path (cpu_gather.c, cpu_xent.c, cpu_amp.c) ---- */
+
+/* A position in a Philox stream with the CPU generator's one-block cache: rt_rng_u32 */
+typedef struct rtp_words {
+    rtp_philox_stream st;
+    uint64_t word, block;
+    uint32_t c[4];
+    int valid;
+} rtp_words;
+
+RTP_HD uint32_t rtp_words_u32(rtp_words *w)
+{
+    uint64_t blk = w->word / 4;
+    if (!w->valid || w->block != blk) {
+        w->c[0] = (uint32_t)blk, w->c[1] = (uint32_t)(blk >> 32);
+        w->c[2] = w->st.c2, w->c[3] = w->st.c3;
+        rtp_philox(w->c, w->st.key0, w->st.key1);
+        w->block = blk, w->valid = 1;
+    }
+    return w->c[w->word++ % 4];
+}
+
+/* rt_rng_below: Lemire's method; n <= 1 reads no word; rejection reads further ones. */
+RTP_HD uint32_t rtp_words_below(rtp_words *w, uint32_t n)
+{
+    if (n <= 1) return 0;
+    uint64_t m = (uint64_t)rtp_words_u32(w) * n;
+    uint32_t low = (uint32_t)m;
+    if (low < n) {
+        uint32_t t = (uint32_t)(0u - n) % n; /* 2^32 mod n: the biased low values */
+        while (low < t) {
+            m = (uint64_t)rtp_words_u32(w) * n;
+            low = (uint32_t)m;
+        }
+    }
+    return (uint32_t)(m >> 32);
+}
+
+/* The crop/flip of one sample: rt_batcher_augment_draw(seed, epoch, idx, pad, flip_p). */
+typedef struct rtp_aug {
+    int top, left, flip;
+} rtp_aug;
+
+RTP_HD rtp_aug rtp_augment_draw(rtp_philox_stream st, uint32_t idx, int pad, float flip_p)
+{
+    rtp_words w = {st, (uint64_t)idx * 4, 0, {0, 0, 0, 0}, 0};
+    uint32_t span = 2u * (uint32_t)pad + 1u;
+    rtp_aug a;
+    a.top = (int)rtp_words_below(&w, span);
+    a.left = (int)rtp_words_below(&w, span);
+    a.flip = (rtp_words_u32(&w) >> 8) < rtp_keep_threshold(flip_p);
+    return a;
+}
+
+/* Element j of one (C,H,W) sample: a copy, or rt_batcher_crop_flip's
+ * out(c,y,x) = src(c, y+top-pad, x'+left-pad), x' = flip ? W-1-x : x, else pad_value[c]. */
+RTP_HD void rtp_gather_at(size_t j, float *o, const float *src, const rtp_gather_geom *g,
+                          rtp_aug a)
+{
+    if (!g->augment) {
+        o[j] = src[j];
+        return;
+    }
+    int x = (int)(j % (size_t)g->W), y = (int)((j / (size_t)g->W) % (size_t)g->H);
+    int c = (int)(j / ((size_t)g->W * g->H));
+    int sy = y + a.top - g->pad, sx = (a.flip ? g->W - 1 - x : x) + a.left - g->pad;
+    o[j] = (sy >= 0 && sy < g->H && sx >= 0 && sx < g->W)
+               ? src[((size_t)c * g->H + sy) * g->W + sx]
+               : g->pad_value[c];
+}
+
+/* 1 if sample n's first maximal probability is at its label (cpu_xent.c's argmax). */
+RTP_HD int rtp_xent_correct_at(int n, const float *probs, const int32_t *labels, int L)
+{
+    const float *pn = probs + (size_t)n * L;
+    int best = 0;
+    for (int j = 1; j < L; j++)
+        if (pn[j] > pn[best]) best = j;
+    return best == labels[n];
+}
+
+/* The step-statistics row from the loss sum (double, sample order) and the count. */
+RTP_HD void rtp_xent_stats_row(float *r, const float *loss, int N, int correct)
+{
+    double s = 0.0;
+    for (int n = 0; n < N; n++) s += loss[n];
+    double mean = s / N;
+    float hi = (float)mean;
+    r[0] = hi;
+    r[1] = (float)(mean - (double)hi);
+    r[2] = (float)correct;
+    r[3] = 0.0f;
+}
+
+RTP_HD void rtp_amp_scale_at(size_t i, float *x, float f) { x[i] *= f; }
+
+/* cpu_amp.c's unscale: 1 when g[i] was inf/NaN; g[i] *= inv either way. */
+RTP_HD int rtp_amp_unscale_at(size_t i, float *g, float inv)
+{
+    int bad = !isfinite(g[i]);
+    g[i] *= inv;
+    return bad;
+}
+
+/* The coefficients of the update rt_amp_rule_step just applied (s->steps is its t). */
+RTP_HD rt_adam_coef rtp_amp_adam_coef(const rtp_amp_adam *a, const rt_amp_state *s)
+{
+    rt_adam_coef c = a->c;
+    rt_amp_rule_adam_t(&c, a->lr, a->beta1, a->beta2, (long long)s->steps);
+    return c;
+}
+
+RTP_HD rt_sgd_coef rtp_amp_sgd_coef(rt_sgd_coef c, const rt_amp_state *s)
+{
+    c.first = s->steps <= 1; /* rt_optim_sgd_coef: t <= 1 */
+    return c;
 }
 
 #endif

@@ -199,4 +199,20 @@ rt_status rtp_cuda_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt
 rt_status rtp_cuda_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
                               const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err);
 
+/* ---- cuda_ops_train.c: the trainer's device path (no host round trip) ---- */
+rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
+                                const rt_tensor *data, const rt_tensor *data_labels,
+                                const rt_tensor *order, const rt_gather_desc *d, rt_error *err);
+rt_status rtp_cuda_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
+                              const rt_tensor *probs, const rt_tensor *labels,
+                              const rt_xent_desc *d, rt_error *err);
+rt_status rtp_cuda_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err);
+rt_status rtp_cuda_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt_error *err);
+rt_status rtp_cuda_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
+                                   const rt_tensor *grad, rt_tensor *amp,
+                                   const rt_adam_desc *d, rt_error *err);
+rt_status rtp_cuda_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
+                                  const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
+                                  rt_error *err);
+
 #endif

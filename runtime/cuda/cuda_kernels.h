@@ -13,6 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "../rt_backend.h"
 #include "../rt_optim.h"
 
 #ifdef __cplusplus
@@ -97,6 +98,47 @@ cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size
 cudaError_t rtp_k_im2col(cudaStream_t s, float *col, const float *x, rtp_conv_geom g);
 /* dx (C,H,W) = fold of col (C*R*S, P*Q) (overwrites dx; gather form, no atomics). */
 cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col, rtp_conv_geom g);
+
+/* ---- cuda_train.cu: the trainer's device path (rt_backend.h; as runtime/cpu/) ---- */
+
+/* A gather_batch as its kernel needs it: rt_gather_desc with the augmentation stream
+ * rt_rng_stream(seed, RT_RNG_AUGMENT, epoch, 0) built on the host (cuda_ops.c's way). */
+typedef struct rtp_gather_geom {
+    int n, C, H, W, count;
+    int augment, pad;
+    float flip_p;
+    float pad_value[4];
+    rtp_philox_stream st;
+} rtp_gather_geom;
+
+/* images (count,C,H,W), labels (count) from data (n,C,H,W), data_labels (n) by order
+ * (count; the epoch's order from the batch's start). An order value outside [0, n) is
+ * not read through: that sample's label becomes -1 (a NaN loss) and its image is left
+ * as it was (the host validated the order when it uploaded it). */
+cudaError_t rtp_k_gather(cudaStream_t s, float *images, int32_t *labels, const float *data,
+                         const int32_t *data_labels, const int32_t *order, rtp_gather_geom g);
+/* row[0..3] = {mean loss hi, lo, correct, 0} of loss (N), probs (N,L), labels (N):
+ * one block; the loss sum is sequential in sample order, in double (cpu_xent.c). */
+cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float *loss,
+                             const float *probs, const int32_t *labels, int N, int L);
+/* x (n) *= (float)amp->scale. */
+cudaError_t rtp_k_amp_scale(cudaStream_t s, float *x, size_t n, const rt_amp_state *amp);
+/* g (n) *= (float)(1/amp->scale); amp->found_inf = 1 if some g was inf/NaN. */
+cudaError_t rtp_k_amp_unscale(cudaStream_t s, float *g, size_t n, rt_amp_state *amp);
+
+/* Adam's coefficients but the step-dependent ones, which the device derives from
+ * amp->steps with rt_amp_rule_adam_t(lr, beta1, beta2) (rt_amp_rule.h). */
+typedef struct rtp_amp_adam {
+    rt_adam_coef c;
+    double lr, beta1, beta2;
+} rtp_amp_adam;
+
+/* rt_amp_rule_step on amp (one thread), then the update unless it was skipped; the
+ * Adam t (or SGD's first step) is the device's amp->steps. Two launches, no sync. */
+cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v, const float *g,
+                           size_t n, rt_amp_state *amp, rtp_amp_adam a);
+cudaError_t rtp_k_amp_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
+                          rt_amp_state *amp, rt_sgd_coef c);
 
 #ifdef __cplusplus
 }

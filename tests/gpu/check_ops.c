@@ -22,11 +22,13 @@
  *     pooling, dropout, bias, optimisers): exact (atol 0, rtol 0); the dropout mask is
  *     the same Philox stream, bit for bit.
  *   batchnorm / softmax: double statistics summed in another order: 1e-5 + 1e-5|x|.
+ *   The trainer's device-path ops (check_ops_train.c): bit for bit.
  * Without a device: prints "SKIP: no CUDA device (...)" and exits 77.
  */
-#include "gpu_util.h"
+#include "check_ops.h"
 
-static rt_backend B[2];          /* [0] CPU, [1] CUDA */
+rt_backend ck_be[2];
+size_t ck_failures;
 static double g_c;               /* 16-bit GEMM error per sqrt(term); 0 in fp32 */
 
 /* Tolerance of a GEMM-like output summing `terms` products of values with RMS sa, sb. */
@@ -36,23 +38,14 @@ static double gemm_atol(double terms, double sa, double sb)
 }
 /* 16-bit: cuDNN also stores the conv result in 16 bits (widened after): 2^-8 of |x|. */
 static double gemm_rtol(void) { return g_c == 0.0 ? 1e-4 : 1.0 / 256.0; }
-static size_t failures;
 
-#define T(p) (side ? &(p).g : &(p).c)
-#define MAKE(p, n, c, h, w, v) gpu_pair_make(&(p), &B[0], &B[1], (n), (c), (h), (w), (v))
-#define FREE(p) gpu_pair_free(&(p), &B[0], &B[1])
-#define CMP(name, p, atol, rtol) (failures += gpu_compare((name), &B[0], &B[1], &(p), (p).n, \
-                                                          (atol), (rtol)))
-
-/* Runs fn on both backends; a failing op is a failure (message printed). */
-typedef rt_status (*case_fn)(rt_backend *b, int side, void *ctx, rt_error *err);
-static int both(const char *what, case_fn fn, void *ctx)
+int ck_both(const char *what, case_fn fn, void *ctx)
 {
     for (int side = 0; side < 2; side++) {
         rt_error err = {0};
-        if (fn(&B[side], side, ctx, &err) != RT_OK) {
-            fprintf(stderr, "  %s on %s failed: %s\n", what, B[side].ops->name, err.msg);
-            failures++;
+        if (fn(&ck_be[side], side, ctx, &err) != RT_OK) {
+            fprintf(stderr, "  %s on %s failed: %s\n", what, ck_be[side].ops->name, err.msg);
+            ck_failures++;
             return 0;
         }
     }
@@ -99,7 +92,7 @@ static void check_conv(int N, int C, int H, int W, int K, int R, int stride, int
     MAKE(k.dx, N, C, H, W, NULL);
     MAKE(k.dw, K, C, R, R, NULL);
     MAKE(k.db, K, 1, 1, 1, NULL);
-    if (both("conv2d", conv_case, &k)) {
+    if (ck_both("conv2d", conv_case, &k)) {
         const double crs = (double)C * R * R, ws = 1.0 / sqrt(crs);
         CMP("conv2d_fwd out", k.y, gemm_atol(crs, 1.0, ws), gemm_rtol());
         CMP("conv2d_bwd_data din", k.dx, gemm_atol((double)K * R * R, 1.0, ws), gemm_rtol());
@@ -145,7 +138,7 @@ static void check_pool(int N, int C, int H, int W, int R, int stride, int ties)
     MAKE(k.ya, N, C, d->P, d->Q, NULL);
     MAKE(k.dx, N, C, H, W, NULL);
     MAKE(k.dxa, N, C, H, W, NULL);
-    if (both("pool", pool_case, &k)) {
+    if (ck_both("pool", pool_case, &k)) {
         CMP("maxpool_fwd out", k.y, 0, 0);
         CMP("maxpool_bwd din", k.dx, 0, 0);
         CMP("avgpool_fwd out", k.ya, 0, 0);
@@ -189,7 +182,7 @@ static void check_elem(int n, float slope, float p, uint32_t step)
     MAKE(k.dy, 1, n, 1, 1, vdy);
     gpu_pair *outs[] = {&k.y, &k.dx, &k.yi, &k.mask, &k.yd, &k.dxd, &k.f, &k.cp};
     for (int i = 0; i < 8; i++) MAKE(*outs[i], 1, n, 1, 1, NULL);
-    if (both("elementwise", elem_case, &k)) {
+    if (ck_both("elementwise", elem_case, &k)) {
         CMP("relu_fwd out", k.y, 0, 0);
         CMP("relu_bwd din", k.dx, 0, 0);
         CMP("relu_fwd in place", k.yi, 0, 0);
@@ -244,7 +237,7 @@ static void check_bn(int N, int C, int H, int W)
     MAKE(k.y, N, C, H, W, NULL);
     MAKE(k.dx, N, C, H, W, NULL);
     MAKE(k.ye, N, C, H, W, NULL);
-    if (both("batchnorm", bn_case, &k)) {
+    if (ck_both("batchnorm", bn_case, &k)) {
         CMP("bn_fwd_train out", k.y, 1e-5, 1e-5);
         CMP("bn_fwd_train mean", k.sm, 1e-5, 1e-5);
         CMP("bn_fwd_train invstd", k.si, 1e-5, 1e-5);
@@ -292,7 +285,7 @@ static void check_dense(int N, int F, int O)
     MAKE(k.dx, N, F, 1, 1, NULL);
     MAKE(k.dw, O, F, 1, 1, NULL);
     MAKE(k.db, O, 1, 1, 1, NULL);
-    if (both("dense", dense_case, &k)) {
+    if (ck_both("dense", dense_case, &k)) {
         const double ws = 1.0 / sqrt((double)F);
         CMP("dense_fwd out", k.y, gemm_atol(F, 1.0, ws), gemm_rtol());
         CMP("dense_bwd_data din", k.dx, gemm_atol(O, 1.0, ws), gemm_rtol());
@@ -333,7 +326,7 @@ static void check_xent(int N, int L)
     MAKE(k.loss, N, 1, 1, 1, NULL);
     MAKE(k.probs, N, L, 1, 1, NULL);
     MAKE(k.dz, N, L, 1, 1, NULL);
-    if (both("xent", xent_case, &k)) {
+    if (ck_both("xent", xent_case, &k)) {
         CMP("xent_fwd loss", k.loss, 1e-5, 1e-5);
         CMP("xent_fwd probs", k.probs, 1e-6, 1e-5);
         CMP("xent_bwd dlogits", k.dz, 1e-6, 1e-5);
@@ -378,7 +371,7 @@ static void check_optim(int n, int decoupled, float wd, float momentum, int nest
     MAKE(k.m, n, 1, 1, 1, NULL);
     MAKE(k.v, n, 1, 1, 1, NULL);
     MAKE(k.buf, n, 1, 1, 1, NULL);
-    if (both("optim", optim_case, &k)) {
+    if (ck_both("optim", optim_case, &k)) {
         CMP("adam_update param", k.p, 0, 0);
         CMP("adam_update m", k.m, 0, 0);
         CMP("adam_update v", k.v, 0, 0);
@@ -399,12 +392,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err.msg);
         return 99;
     }
-    gpu_open_or_skip(&B[1]);
-    if (rt_backend_open(&B[0], "cpu", 2, &err) != RT_OK) {
+    gpu_open_or_skip(&ck_be[1]);
+    if (rt_backend_open(&ck_be[0], "cpu", 2, &err) != RT_OK) {
         fprintf(stderr, "cannot open the CPU backend: %s\n", err.msg);
         return 99;
     }
-    if (rt_cuda_set_precision(&B[1], prec, &err) != RT_OK) {
+    if (rt_cuda_set_precision(&ck_be[1], prec, &err) != RT_OK) {
         if (prec == RT_PREC_BF16 && err.code == RT_EINVAL) { /* device below cc 8.0 */
             printf("SKIP: %s\n", err.msg);
             return 77;
@@ -450,9 +443,10 @@ int main(int argc, char **argv)
     check_optim(1, 0, 0.0f, 0.0f, 0);
     check_optim(1000, 1, 0.01f, 0.9f, 0);
     check_optim(100003, 0, 1e-4f, 0.9f, 1);
+    check_train_ops();
 
-    rt_backend_close(&B[1]);
-    rt_backend_close(&B[0]);
-    printf("%zu mismatching tensors\n", failures);
-    return failures ? 1 : 0;
+    rt_backend_close(&ck_be[1]);
+    rt_backend_close(&ck_be[0]);
+    printf("%zu mismatching tensors\n", ck_failures);
+    return ck_failures ? 1 : 0;
 }

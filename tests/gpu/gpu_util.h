@@ -118,4 +118,33 @@ static inline size_t gpu_compare(const char *what, rt_backend *cpu, rt_backend *
     return bad;
 }
 
+/* Bitwise version of gpu_compare for outputs that must be identical (copies, integer
+ * data, exact arithmetic): the first n 4-byte words of p on both backends. nan_equal:
+ * two NaN floats match whatever their payloads (a GPU writes the canonical NaN where
+ * x86 keeps the operand's payload; no op here promises NaN bits). */
+static inline size_t gpu_compare_bits(const char *what, rt_backend *cpu, rt_backend *gpu,
+                                      const gpu_pair *p, size_t n, int nan_equal)
+{
+    rt_error err = {0};
+    uint32_t *hc = malloc((n ? n : 1) * 4), *hg = malloc((n ? n : 1) * 4);
+    if (!hc || !hg || cpu->ops->download(cpu, hc, &p->c, n * 4, &err) != RT_OK ||
+        gpu->ops->download(gpu, hg, &p->g, n * 4, &err) != RT_OK) {
+        fprintf(stderr, "harness: download failed: %s\n", err.msg);
+        exit(99);
+    }
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float fc, fg;
+        memcpy(&fc, &hc[i], 4), memcpy(&fg, &hg[i], 4);
+        if (hc[i] == hg[i] || (nan_equal && isnan(fc) && isnan(fg))) continue;
+        if (++bad <= 10)
+            fprintf(stderr, "    %s differs at word %zu: cpu 0x%08x (%.9g) gpu 0x%08x (%.9g)\n",
+                    what, i, (unsigned)hc[i], (double)fc, (unsigned)hg[i], (double)fg);
+    }
+    printf("  %-28s n=%-8zu %s\n", what, n, bad ? "MISMATCH (bits)" : "bitwise ok");
+    free(hc);
+    free(hg);
+    return bad;
+}
+
 #endif

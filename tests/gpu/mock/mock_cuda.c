@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../../../runtime/cuda/cuda_internal.h"
+#include "mock_stats.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,12 @@ static struct {
     size_t size[MOCK_MAX_BLOCKS];
     size_t used;
     cudaError_t last;
+    long d2h, syncs; /* mock_stats.h */
 } mock;
+
+long mock_stat_d2h(void) { return mock.d2h; }
+long mock_stat_syncs(void) { return mock.syncs; }
+void mock_stat_reset(void) { mock.d2h = mock.syncs = 0; }
 
 static cudaError_t fail(cudaError_t e)
 {
@@ -156,9 +162,16 @@ cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
     return cudaSuccess;
 }
 
+/* cudaMemcpyDefault: the direction from where the pointers are (unified addressing). */
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
                             cudaStream_t s)
 {
+    if (kind == cudaMemcpyDefault) {
+        int dd = find(dst) >= 0, sd = find(src) >= 0;
+        kind = dd ? (sd ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                  : (sd ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+    }
+    if (kind == cudaMemcpyDeviceToHost) mock.d2h++; /* counted even when it fails */
     if (n == 0) return cudaSuccess;
     int dd = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     int sd = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
@@ -167,6 +180,11 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
         return fail(cudaErrorInvalidValue);
     memmove(dst, src, n);
     return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+{
+    return cudaMemcpyAsync(dst, src, n, kind, 0);
 }
 
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a, const void *p)
@@ -185,7 +203,23 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t s) { return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t s) { return mock.last; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    mock.syncs++;
+    return mock.last;
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    mock.syncs++;
+    return mock.last;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    mock.syncs++;
+    return mock.last;
+}
 cudaError_t cudaStreamQuery(cudaStream_t s) { return cudaSuccess; }
 
 /* ---- cuBLAS (handed to the backend by rtp_blas_load, as cuda_blas_dl.c does) ---- */

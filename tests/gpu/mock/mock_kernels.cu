@@ -261,3 +261,85 @@ extern "C" cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col,
     for (size_t i = 0; i < n; i++) rtp_col2im_at(i, dx, col, g);
     return cudaSuccess;
 }
+
+/* ---- cuda_train.cu ---- */
+
+extern "C" cudaError_t rtp_k_gather(cudaStream_t s, float *images, int32_t *labels,
+                                    const float *data, const int32_t *data_labels,
+                                    const int32_t *order, rtp_gather_geom g)
+{
+    if (g.count <= 0) return cudaSuccess;
+    const size_t img = (size_t)g.C * g.H * g.W, cnt = (size_t)g.count;
+    CHECK({images, F4(cnt * img)}, {labels, F4(cnt)}, {order, F4(cnt)},
+          {data, F4((size_t)g.n * img)}, {data_labels, F4(g.n)});
+    for (int i = 0; i < g.count; i++) { /* gather_k's block i */
+        int32_t idx = order[i];
+        if (idx < 0 || idx >= g.n) {
+            labels[i] = -1;
+            continue;
+        }
+        labels[i] = data_labels[idx];
+        rtp_aug a = {0, 0, 0};
+        if (g.augment) a = rtp_augment_draw(g.st, (uint32_t)idx, g.pad, g.flip_p);
+        for (size_t j = 0; j < img; j++)
+            rtp_gather_at(j, images + (size_t)i * img, data + (size_t)idx * img, &g, a);
+    }
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float *loss,
+                                        const float *probs, const int32_t *labels, int N,
+                                        int L)
+{
+    CHECK({row, F4(4)}, {loss, F4(N)}, {probs, F4((size_t)N * L)}, {labels, F4(N)});
+    int c = 0; /* the integer reduction: any order gives the same count */
+    for (int n = 0; n < N; n++) c += rtp_xent_correct_at(n, probs, labels, L);
+    rtp_xent_stats_row(row, loss, N, c);
+    return cudaSuccess;
+}
+
+#define AMP_BYTES sizeof(rt_amp_state)
+
+extern "C" cudaError_t rtp_k_amp_scale(cudaStream_t s, float *x, size_t n,
+                                       const rt_amp_state *amp)
+{
+    if (n == 0) return cudaSuccess;
+    CHECK({x, F4(n)}, {amp, AMP_BYTES});
+    const float f = (float)amp->scale;
+    for (size_t i = 0; i < n; i++) rtp_amp_scale_at(i, x, f);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_amp_unscale(cudaStream_t s, float *g, size_t n, rt_amp_state *amp)
+{
+    if (n == 0) return cudaSuccess;
+    CHECK({g, F4(n)}, {amp, AMP_BYTES});
+    const float inv = (float)(1.0 / amp->scale);
+    for (size_t i = 0; i < n; i++)
+        if (rtp_amp_unscale_at(i, g, inv)) amp->found_inf = 1;
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v,
+                                      const float *g, size_t n, rt_amp_state *amp,
+                                      rtp_amp_adam a)
+{
+    /* stricter than a GPU, which reads no element of a skipped update */
+    CHECK({amp, AMP_BYTES}, {p, F4(n)}, {m, F4(n)}, {v, F4(n)}, {g, F4(n)});
+    (void)rt_amp_rule_step(amp); /* amp_rule_k */
+    if (n == 0 || amp->last_skipped) return cudaSuccess;
+    const rt_adam_coef c = rtp_amp_adam_coef(&a, amp);
+    for (size_t i = 0; i < n; i++) rtp_adam_at(i, p, m, v, g, &c);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_amp_sgd(cudaStream_t s, float *p, float *buf, const float *g,
+                                     size_t n, rt_amp_state *amp, rt_sgd_coef c0)
+{
+    CHECK({amp, AMP_BYTES}, {p, F4(n)}, {g, F4(n)}, {buf, c0.momentum != 0.0f ? F4(n) : 0});
+    (void)rt_amp_rule_step(amp);
+    if (n == 0 || amp->last_skipped) return cudaSuccess;
+    const rt_sgd_coef c = rtp_amp_sgd_coef(c0, amp);
+    for (size_t i = 0; i < n; i++) rtp_sgd_at(i, p, buf, g, &c);
+    return cudaSuccess;
+}

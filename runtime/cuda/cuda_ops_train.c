@@ -1,0 +1,131 @@
+/* cuda_ops_train.c - the CUDA backend's ops for the trainer's device path: gather_batch,
+ * xent_stats and the loss-scaling ops (rt_backend.h). Argument checks are the CPU
+ * backend's (runtime/cpu/cpu_gather.c, cpu_xent.c, cpu_amp.c) as far as they need no
+ * device data; then one launcher each (cuda_train.cu).
+ *
+ * Deliberately NOT done here: reading anything back. These ops run once or more per
+ * training step, and a download would synchronise the step. So what the CPU checks in
+ * the data itself is left to the kernels' defensive rules instead:
+ *  - order values: the CPU refuses one outside [0, n); the kernel never reads through
+ *    it and gives that sample the label -1 (a NaN loss), see rtp_k_gather;
+ *  - the loss-scaling state: the CPU refuses a scale that is not a positive number;
+ *    the device state is only ever written by these ops and by upload of a state the
+ *    trainer built with rt_amp_state_init.
+ */
+#include "../rt_rng.h"
+#include "cuda_internal.h"
+
+#define STREAM (rtp_cuda_of(b)->stream)
+
+rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
+                                const rt_tensor *data, const rt_tensor *data_labels,
+                                const rt_tensor *order, const rt_gather_desc *d, rt_error *err)
+{
+    RTP_ENTER(b);
+    if (d->n < 1 || d->C < 1 || d->H < 1 || d->W < 1 || d->count < 0 || d->start < 0 ||
+        d->start + d->count > d->n)
+        return RT_ERR(err, RT_EINVAL, "gather_batch: positions [%lld, %lld) outside a data set "
+                      "of %d images of %dx%dx%d", (long long)d->start,
+                      (long long)d->start + d->count, d->n, d->C, d->H, d->W);
+    if (d->augment && (d->C > 4 || d->pad < 0 || d->pad > 64))
+        return RT_ERR(err, RT_EINVAL, "gather_batch: augmentation needs C <= 4 and pad in "
+                      "[0, 64] (got C %d, pad %d)", d->C, d->pad);
+    size_t img = (size_t)d->C * d->H * d->W;
+    RTP_CHECK(images, (size_t)d->count * img, "gather_batch images");
+    RTP_CHECK(labels, (size_t)d->count, "gather_batch labels");
+    RTP_CHECK(data, (size_t)d->n * img, "gather_batch data");
+    RTP_CHECK(data_labels, (size_t)d->n, "gather_batch data labels");
+    RTP_CHECK(order, (size_t)d->n, "gather_batch order");
+    /* the stream and conversions rt_batcher_augment_draw uses (rt_rng.h) */
+    rt_rng r = rt_rng_stream(d->seed, RT_RNG_AUGMENT, d->epoch, 0);
+    rtp_gather_geom g = {.n = d->n, .C = d->C, .H = d->H, .W = d->W, .count = d->count,
+                         .augment = d->augment != 0, .pad = d->pad, .flip_p = d->flip_p,
+                         .st = {r.key[0], r.key[1], r.stream[0], r.stream[1]}};
+    for (int c = 0; c < 4; c++) g.pad_value[c] = d->pad_value[c];
+    const int32_t *ord = (const int32_t *)order->data + d->start;
+    RT_CUDA_TRY(b, err, rtp_k_gather(STREAM, images->data, labels->data, data->data,
+                                     data_labels->data, ord, g));
+    return RT_OK;
+}
+
+rt_status rtp_cuda_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
+                              const rt_tensor *probs, const rt_tensor *labels,
+                              const rt_xent_desc *d, rt_error *err)
+{
+    RTP_ENTER(b);
+    RTP_CHECK(loss, (size_t)d->N, "xent_stats loss");
+    RTP_CHECK(probs, (size_t)d->N * d->L, "xent_stats probs");
+    RTP_CHECK(labels, (size_t)d->N, "xent_stats labels");
+    if (row < 0 || d->N < 1)
+        return RT_ERR(err, RT_EINVAL, "xent_stats: row %d, %d samples", row, d->N);
+    RTP_CHECK(stats, (size_t)(row + 1) * RT_STEP_STATS, "xent_stats ring");
+    float *r = (float *)stats->data + (size_t)row * RT_STEP_STATS;
+    RT_CUDA_TRY(b, err, rtp_k_xent_stats(STREAM, r, loss->data, probs->data, labels->data,
+                                         d->N, d->L));
+    return RT_OK;
+}
+
+/* ---- dynamic loss scaling ---- */
+
+rt_status rtp_cuda_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err)
+{
+    RTP_ENTER(b);
+    RTP_CHECK(amp, RT_AMP_WORDS, "loss-scaling state");
+    size_t n = t ? rt_tensor_numel(t) : 0;
+    RTP_CHECK(t, n, "amp_scale tensor");
+    RT_CUDA_TRY(b, err, rtp_k_amp_scale(STREAM, t->data, n, amp->data));
+    return RT_OK;
+}
+
+rt_status rtp_cuda_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt_error *err)
+{
+    RTP_ENTER(b);
+    RTP_CHECK(amp, RT_AMP_WORDS, "loss-scaling state");
+    size_t n = grad ? rt_tensor_numel(grad) : 0;
+    RTP_CHECK(grad, n, "amp_unscale gradient");
+    RT_CUDA_TRY(b, err, rtp_k_amp_unscale(STREAM, grad->data, n, amp->data));
+    return RT_OK;
+}
+
+/* Every check before the rule kernel: a refused op leaves the state as it was. */
+rt_status rtp_cuda_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
+                                   const rt_tensor *grad, rt_tensor *amp,
+                                   const rt_adam_desc *d, rt_error *err)
+{
+    RTP_ENTER(b);
+    RTP_CHECK(amp, RT_AMP_WORDS, "loss-scaling state");
+    size_t n = param ? rt_tensor_numel(param) : 0;
+    RTP_CHECK(param, n, "adam param");
+    RTP_CHECK(m, n, "adam m");
+    RTP_CHECK(v, n, "adam v");
+    RTP_CHECK(grad, n, "adam grad");
+    /* cuda_ops.c's (= cpu_optim.c's) coefficients; t = 1 is a placeholder for the two
+     * step-dependent ones, which the device derives from its step count */
+    rt_optim_config cfg = rt_optim_config_default(d->decoupled ? RT_OPTIM_ADAMW : RT_OPTIM_ADAM);
+    cfg.beta1 = d->beta1, cfg.beta2 = d->beta2, cfg.eps = d->eps;
+    cfg.weight_decay = d->weight_decay;
+    rtp_amp_adam a = {rt_optim_adam_coef(&cfg, d->lr, 1, 0), d->lr, cfg.beta1, cfg.beta2};
+    RT_CUDA_TRY(b, err, rtp_k_amp_adam(STREAM, param->data, m->data, v->data, grad->data, n,
+                                       amp->data, a));
+    return RT_OK;
+}
+
+rt_status rtp_cuda_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
+                                  const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
+                                  rt_error *err)
+{
+    RTP_ENTER(b);
+    RTP_CHECK(amp, RT_AMP_WORDS, "loss-scaling state");
+    size_t n = param ? rt_tensor_numel(param) : 0;
+    RTP_CHECK(param, n, "sgd param");
+    RTP_CHECK(grad, n, "sgd grad");
+    if (d->momentum != 0.0f) RTP_CHECK(momentum_buf, n, "sgd momentum buffer");
+    rt_optim_config cfg = rt_optim_config_default(RT_OPTIM_SGD);
+    cfg.momentum = d->momentum, cfg.dampening = d->dampening, cfg.nesterov = d->nesterov;
+    cfg.weight_decay = d->weight_decay;
+    rt_sgd_coef c = rt_optim_sgd_coef(&cfg, d->lr, 1, 0); /* first: from the device */
+    RT_CUDA_TRY(b, err, rtp_k_amp_sgd(STREAM, param->data, momentum_buf ? momentum_buf->data
+                                                                         : NULL,
+                                      grad->data, n, amp->data, c));
+    return RT_OK;
+}
