@@ -75,7 +75,8 @@ rt_status rtp_cpu_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *mom
     size_t n = param ? rt_tensor_numel(param) : 0;
     RTP_CHECK(param, n, "sgd param");
     RTP_CHECK(grad, n, "sgd grad");
-    if (!rt_amp_rule_step(s)) return RT_OK;
+    if (d->momentum != 0.0) RTP_CHECK(momentum_buf, n, "sgd momentum buffer");
+    if (!rt_amp_rule_step(s)) return RT_OK; /* everything checked before the state moves */
     rt_sgd_desc dd = *d;
     dd.step = s->steps;
     return rtp_cpu_sgd_update(b, param, momentum_buf, grad, &dd, err);
