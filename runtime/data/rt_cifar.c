@@ -1,5 +1,6 @@
 /* rt_cifar.c - CIFAR-10 binary batches, from a directory or straight from the
- * cifar-10-binary.tar.gz stream (libarchive; nothing is extracted to disk).
+ * cifar-10-binary.tar.gz stream (libarchive, loaded on first use by rt_archive_dl.c;
+ * nothing is extracted to disk).
  *
  * A batch file is records of 1 label byte + 3072 pixel bytes (1024 R, then G, then
  * B, each 32x32 row-major), i.e. already (C, H, W). Train = data_batch_1..5.bin in
@@ -8,10 +9,9 @@
  * class list, is refused with the file's name. Members of the archive are matched
  * by base name only and read into memory, so odd paths in a tarball are harmless.
  */
+#include "rt_archive_dl.h"
 #include "rt_data_internal.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,11 +160,18 @@ rt_status rtp_cifar_read_dir(const char *dir, rtp_raw_split *train, rtp_raw_spli
     return st;
 }
 
-static size_t archive_read(void *ctx, void *buf, size_t n)
+/* read_batch's source for an archive member */
+typedef struct tar_src {
+    const rtp_archive_fns *ar;
+    struct archive *a;
+} tar_src;
+
+static size_t tar_read(void *ctx, void *buf, size_t n)
 {
+    const tar_src *t = ctx;
     size_t got = 0;
     while (got < n) {
-        la_ssize_t r = archive_read_data(ctx, (char *)buf + got, n - got);
+        la_ssize_t r = t->ar->read_data(t->a, (char *)buf + got, n - got);
         if (r <= 0) break;
         got += (size_t)r;
     }
@@ -177,41 +184,44 @@ rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_spl
     rtp_raw_split b[NBATCH] = {0};
     rt_status st = RT_OK;
     names->count = 0;
-    struct archive *a = archive_read_new();
+    const rtp_archive_fns *ar;
+    RT_TRY(rtp_archive_lib(&ar, err));
+    struct archive *a = ar->read_new();
     if (!a) return RT_ERR(err, RT_ENOMEM, "%s: cannot start libarchive", path);
-    archive_read_support_filter_all(a);
-    archive_read_support_format_tar(a);
-    archive_read_support_format_gnutar(a);
-    if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK)
+    tar_src src = {ar, a};
+    ar->read_support_filter_all(a);
+    ar->read_support_format_tar(a);
+    ar->read_support_format_gnutar(a);
+    if (ar->read_open_filename(a, path, 1 << 16) != ARCHIVE_OK)
         st = RT_ERR(err, errno == ENOENT ? RT_ENOTFOUND : RT_EFORMAT, "%s: cannot open as a "
-                    "tar archive: %s", path, archive_error_string(a));
+                    "tar archive: %s", path, ar->error_string(a));
     struct archive_entry *e;
     while (st == RT_OK) {
-        int r = archive_read_next_header(a, &e);
+        int r = ar->read_next_header(a, &e);
         if (r == ARCHIVE_EOF) break;
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
             st = RT_ERR(err, RT_EFORMAT, "%s: corrupt or truncated archive: %s", path,
-                        archive_error_string(a));
+                        ar->error_string(a));
             break;
         }
-        if (archive_entry_filetype(e) != AE_IFREG) continue;
-        const char *full = archive_entry_pathname(e);
+        if (ar->entry_filetype(e) != AE_IFREG) continue;
+        const char *full = ar->entry_pathname(e);
         const char *base = full && strrchr(full, '/') ? strrchr(full, '/') + 1 : full;
         char what[4096];
         snprintf(what, sizeof what, "%s:%s", path, full ? full : "?");
         for (int k = 0; base && k < NBATCH; k++)
             if (!strcmp(base, batch_names[k]) && !b[k].pixels)
-                st = read_batch(&b[k], archive_read, a, (uint64_t)archive_entry_size(e), what,
+                st = read_batch(&b[k], tar_read, &src, (uint64_t)ar->entry_size(e), what,
                                 stop, err);
         if (st == RT_OK && base && !strcmp(base, "batches.meta.txt")) {
             char *text = malloc(META_MAX);
-            size_t len = text ? archive_read(a, text, META_MAX) : 0;
+            size_t len = text ? tar_read(&src, text, META_MAX) : 0;
             st = text ? rtp_cifar_parse_meta(what, text, len, names, err)
                       : RT_ERR(err, RT_ENOMEM, "out of memory");
             free(text);
         }
     }
-    archive_read_free(a);
+    ar->read_free(a);
     for (int k = 0; st == RT_OK && k < NBATCH; k++)
         if (!b[k].pixels)
             st = RT_ERR(err, RT_EFORMAT, "%s: the archive has no %s (is it "

@@ -11,8 +11,10 @@
  * No total timeout (big files on slow links are fine); a stall or a slow connect
  * is one. Downloads into one directory are serialised across processes with a
  * flock on the directory, so two kernels sharing a cache never write one .part.
+ * libcurl is loaded by the first download (rt_curl_dl.c), not at process start.
  */
 #include "rt_download.h"
+#include "rt_curl_dl.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -375,6 +377,7 @@ rt_status rt_download_file(const rt_download_opts *o, rt_download_info *info, rt
     if (snprintf(x.part, sizeof x.part, "%s.part", o->dest) >= (int)sizeof x.part)
         return RT_ERR(err, RT_EINVAL, "%s: path too long", o->dest);
     x.file = strrchr(o->dest, '/') ? strrchr(o->dest, '/') + 1 : o->dest;
+    RT_TRY(rtp_curl_load(err));
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
         return RT_ERR(err, RT_EIO, "cannot initialise libcurl");
     int fd, waited;
