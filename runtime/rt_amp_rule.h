@@ -12,9 +12,9 @@
 #include "rt_backend.h"
 #include "rt_optim.h"
 
-#ifdef __CUDACC__
-#define RT_AMP_FN __host__ __device__ static inline
-#else
+/* runtime/cuda/cuda_elem.cuh defines RT_AMP_FN as __host__ __device__ static inline
+ * before including this header (CUDA #ifdefs stay in runtime/cuda: tests/lint). */
+#ifndef RT_AMP_FN
 #define RT_AMP_FN static inline
 #endif
 

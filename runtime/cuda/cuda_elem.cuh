@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#define RT_AMP_FN __host__ __device__ static inline /* rt_amp_rule.h on the device */
 #include "../rt_amp_rule.h"
 #include "cuda_kernels.h"
 
