@@ -65,3 +65,49 @@ void rt_backend_close(rt_backend *b)
     if (b->ops && b->ops->close) b->ops->close(b);
     memset(b, 0, sizeof *b);
 }
+
+/* ---- argument checks shared by the backends (the device-path ops) ---- */
+
+static rt_status tensor_check(const rt_tensor *t, size_t numel, const char *what,
+                              rt_error *err)
+{
+    if (!t || !t->data) return RT_ERR(err, RT_EINVAL, "%s: unbound tensor", what);
+    if (rt_tensor_numel(t) < numel)
+        return RT_ERR(err, RT_EINVAL, "%s: tensor has %zu elements, op needs %zu", what,
+                      rt_tensor_numel(t), numel);
+    return RT_OK;
+}
+
+rt_status rt_gather_check(const rt_gather_desc *d, const rt_tensor *images,
+                          const rt_tensor *labels, const rt_tensor *data,
+                          const rt_tensor *data_labels, const rt_tensor *order, rt_error *err)
+{
+    if (d->n < 1 || d->C < 1 || d->H < 1 || d->W < 1 || d->count < 0 || d->start < 0 ||
+        d->start + d->count > d->n)
+        return RT_ERR(err, RT_EINVAL, "gather_batch: positions [%lld, %lld) outside a data set "
+                      "of %d images of %dx%dx%d", (long long)d->start,
+                      (long long)d->start + d->count, d->n, d->C, d->H, d->W);
+    if (d->augment && (d->C > 4 || d->pad < 0 || d->pad > 64))
+        return RT_ERR(err, RT_EINVAL, "gather_batch: augmentation needs C <= 4 and pad in "
+                      "[0, 64] (got C %d, pad %d)", d->C, d->pad);
+    size_t img = (size_t)d->C * d->H * d->W;
+    RT_TRY(tensor_check(images, (size_t)d->count * img, "gather_batch images", err));
+    RT_TRY(tensor_check(labels, (size_t)d->count, "gather_batch labels", err));
+    RT_TRY(tensor_check(data, (size_t)d->n * img, "gather_batch data", err));
+    RT_TRY(tensor_check(data_labels, (size_t)d->n, "gather_batch data labels", err));
+    return tensor_check(order, (size_t)d->n, "gather_batch order", err);
+}
+
+rt_status rt_xent_stats_check(const rt_tensor *stats, int row, const rt_tensor *loss,
+                              const rt_tensor *probs, const rt_tensor *labels,
+                              const rt_xent_desc *d, rt_error *err)
+{
+    RT_TRY(tensor_check(loss, (size_t)d->N, "xent_stats loss", err));
+    RT_TRY(tensor_check(probs, (size_t)d->N * d->L, "xent_stats probs", err));
+    RT_TRY(tensor_check(labels, (size_t)d->N, "xent_stats labels", err));
+    if (row < 0 || d->N < 1 || d->L < 1)
+        return RT_ERR(err, RT_EINVAL, "xent_stats: row %d, %d samples, %d classes", row, d->N,
+                      d->L);
+    return tensor_check(stats, (size_t)(row + 1) * RT_STEP_STATS, "xent_stats ring", err);
+}
+

@@ -297,4 +297,13 @@ rt_status rt_backend_open(rt_backend *b, const char *device, int threads, rt_err
 /* Closes and zeroes b. Accepts a zeroed handle. */
 void rt_backend_close(rt_backend *b);
 
+/* Argument checks of the device-path ops, shared so every backend refuses the same
+ * calls with the same messages (RT_EINVAL naming what is wrong). */
+rt_status rt_gather_check(const rt_gather_desc *d, const rt_tensor *images,
+                          const rt_tensor *labels, const rt_tensor *data,
+                          const rt_tensor *data_labels, const rt_tensor *order, rt_error *err);
+rt_status rt_xent_stats_check(const rt_tensor *stats, int row, const rt_tensor *loss,
+                              const rt_tensor *probs, const rt_tensor *labels,
+                              const rt_xent_desc *d, rt_error *err);
+
 #endif

@@ -203,14 +203,10 @@ rt_status rt_batcher_next(rt_batcher *b, float *images, int32_t *labels, uint32_
 {
     if (!images || !labels || !count)
         return RT_ERR(err, RT_EINVAL, "rt_batcher_next needs image and label buffers");
-    if (b->position >= b->epoch_len) {
-        b->epoch++;
-        b->position = 0;
-    }
-    ensure_order(b);
-    int64_t left = b->epoch_len - b->position;
-    int m = (int)(left < b->cfg.batch_size ? left : b->cfg.batch_size);
-    const uint32_t *ord = b->order + b->position;
+    int64_t start, epoch;
+    int m;
+    RT_TRY(rt_batcher_advance(b, &start, &m, &epoch, err));
+    const uint32_t *ord = b->order + start;
     size_t img = (size_t)b->data.c * (size_t)b->data.h * (size_t)b->data.w;
     const rt_batcher *bc = b;
 #pragma omp parallel for schedule(static) if ((size_t)m * img >= PAR_MIN_FLOATS)
@@ -219,7 +215,6 @@ rt_status rt_batcher_next(rt_batcher *b, float *images, int32_t *labels, uint32_
         labels[i] = b->data.labels[ord[i]];
         if (indices) indices[i] = ord[i];
     }
-    b->position += m;
     *count = m;
     return RT_OK;
 }

@@ -13,20 +13,8 @@ rt_status rtp_cpu_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labe
                                const rt_tensor *data, const rt_tensor *data_labels,
                                const rt_tensor *order, const rt_gather_desc *d, rt_error *err)
 {
-    if (d->n < 1 || d->C < 1 || d->H < 1 || d->W < 1 || d->count < 0 || d->start < 0 ||
-        d->start + d->count > d->n)
-        return RT_ERR(err, RT_EINVAL, "gather_batch: positions [%lld, %lld) outside a data set "
-                      "of %d images of %dx%dx%d", (long long)d->start,
-                      (long long)d->start + d->count, d->n, d->C, d->H, d->W);
-    if (d->augment && (d->C > 4 || d->pad < 0 || d->pad > 64))
-        return RT_ERR(err, RT_EINVAL, "gather_batch: augmentation needs C <= 4 and pad in "
-                      "[0, 64] (got C %d, pad %d)", d->C, d->pad);
+    RT_TRY(rt_gather_check(d, images, labels, data, data_labels, order, err));
     size_t img = (size_t)d->C * d->H * d->W;
-    RTP_CHECK(images, (size_t)d->count * img, "gather_batch images");
-    RTP_CHECK(labels, (size_t)d->count, "gather_batch labels");
-    RTP_CHECK(data, (size_t)d->n * img, "gather_batch data");
-    RTP_CHECK(data_labels, (size_t)d->n, "gather_batch data labels");
-    RTP_CHECK(order, (size_t)d->n, "gather_batch order");
     const int32_t *ord = (const int32_t *)order->data + d->start;
     for (int i = 0; i < d->count; i++)
         if (ord[i] < 0 || ord[i] >= d->n)

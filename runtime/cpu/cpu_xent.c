@@ -59,12 +59,7 @@ rt_status rtp_cpu_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_
                              const rt_tensor *probs, const rt_tensor *labels,
                              const rt_xent_desc *d, rt_error *err)
 {
-    RTP_CHECK(loss, (size_t)d->N, "xent_stats loss");
-    RTP_CHECK(probs, (size_t)d->N * d->L, "xent_stats probs");
-    RTP_CHECK(labels, (size_t)d->N, "xent_stats labels");
-    if (row < 0 || d->N < 1)
-        return RT_ERR(err, RT_EINVAL, "xent_stats: row %d, %d samples", row, d->N);
-    RTP_CHECK(stats, (size_t)(row + 1) * RT_STEP_STATS, "xent_stats ring");
+    RT_TRY(rt_xent_stats_check(stats, row, loss, probs, labels, d, err));
     const float *l = loss->data, *p = probs->data;
     const int32_t *y = labels->data;
     double s = 0.0;

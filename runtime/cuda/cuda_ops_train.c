@@ -22,20 +22,7 @@ rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *lab
                                 const rt_tensor *order, const rt_gather_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    if (d->n < 1 || d->C < 1 || d->H < 1 || d->W < 1 || d->count < 0 || d->start < 0 ||
-        d->start + d->count > d->n)
-        return RT_ERR(err, RT_EINVAL, "gather_batch: positions [%lld, %lld) outside a data set "
-                      "of %d images of %dx%dx%d", (long long)d->start,
-                      (long long)d->start + d->count, d->n, d->C, d->H, d->W);
-    if (d->augment && (d->C > 4 || d->pad < 0 || d->pad > 64))
-        return RT_ERR(err, RT_EINVAL, "gather_batch: augmentation needs C <= 4 and pad in "
-                      "[0, 64] (got C %d, pad %d)", d->C, d->pad);
-    size_t img = (size_t)d->C * d->H * d->W;
-    RTP_CHECK(images, (size_t)d->count * img, "gather_batch images");
-    RTP_CHECK(labels, (size_t)d->count, "gather_batch labels");
-    RTP_CHECK(data, (size_t)d->n * img, "gather_batch data");
-    RTP_CHECK(data_labels, (size_t)d->n, "gather_batch data labels");
-    RTP_CHECK(order, (size_t)d->n, "gather_batch order");
+    RT_TRY(rt_gather_check(d, images, labels, data, data_labels, order, err));
     /* the stream and conversions rt_batcher_augment_draw uses (rt_rng.h) */
     rt_rng r = rt_rng_stream(d->seed, RT_RNG_AUGMENT, d->epoch, 0);
     rtp_gather_geom g = {.n = d->n, .C = d->C, .H = d->H, .W = d->W, .count = d->count,
@@ -53,12 +40,7 @@ rt_status rtp_cuda_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt
                               const rt_xent_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    RTP_CHECK(loss, (size_t)d->N, "xent_stats loss");
-    RTP_CHECK(probs, (size_t)d->N * d->L, "xent_stats probs");
-    RTP_CHECK(labels, (size_t)d->N, "xent_stats labels");
-    if (row < 0 || d->N < 1)
-        return RT_ERR(err, RT_EINVAL, "xent_stats: row %d, %d samples", row, d->N);
-    RTP_CHECK(stats, (size_t)(row + 1) * RT_STEP_STATS, "xent_stats ring");
+    RT_TRY(rt_xent_stats_check(stats, row, loss, probs, labels, d, err));
     float *r = (float *)stats->data + (size_t)row * RT_STEP_STATS;
     RT_CUDA_TRY(b, err, rtp_k_xent_stats(STREAM, r, loss->data, probs->data, labels->data,
                                          d->N, d->L));
