@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../quadrants.h"
 #include "../t.h"
 #include "rt.h"
 #include "rt_ckpt_train.h"
@@ -32,23 +33,7 @@ static rt_dataset g_data;
 static char g_dir[256];
 static char g_self[4096]; /* this program, for the child process */
 
-static void make_data(rt_dataset *d)
-{
-    memset(d, 0, sizeof *d);
-    snprintf(d->name, sizeof d->name, "gen/train");
-    d->n = IMGS, d->c = 1, d->h = 8, d->w = 8, d->num_classes = 4;
-    d->images = malloc(IMGS * 64 * sizeof(float));
-    d->labels = malloc(IMGS);
-    rt_rng r = rt_rng_stream(7, RT_RNG_USER, 0, 0);
-    rt_rng_fill_normal(&r, d->images, IMGS * 64, 0.0f, 0.7f);
-    for (int i = 0; i < IMGS; i++) {
-        int cls = i % 4;
-        d->labels[i] = (uint8_t)cls;
-        for (int y = 0; y < 4; y++)
-            for (int x = 0; x < 4; x++)
-                d->images[i * 64 + (y + 4 * (cls / 2)) * 8 + x + 4 * (cls % 2)] += 1.0f;
-    }
-}
+static void make_data(rt_dataset *d) { quadrants_make(d, IMGS, 7, 0.7f, "gen/train"); }
 
 typedef struct cfgcase {
     const char *optim, *schedule;

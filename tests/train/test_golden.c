@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 
+#include "../quadrants.h"
 #include "../t.h"
 #include "rt.h"
 
@@ -26,23 +27,7 @@ static const char *spec = "conv2d 4 3 pad=1\nrelu\nmaxpool 2\nbatchnorm\ndropout
 static const char *expected_path;
 static int write_mode;
 
-static void make_data(rt_dataset *d)
-{
-    memset(d, 0, sizeof *d);
-    snprintf(d->name, sizeof d->name, "golden/train");
-    d->n = IMGS, d->c = 1, d->h = 8, d->w = 8, d->num_classes = 4;
-    d->images = malloc(IMGS * 64 * sizeof(float));
-    d->labels = malloc(IMGS);
-    rt_rng r = rt_rng_stream(99, RT_RNG_USER, 0, 0);
-    rt_rng_fill_normal(&r, d->images, IMGS * 64, 0.0f, 0.5f);
-    for (int i = 0; i < IMGS; i++) {
-        int cls = i % 4;
-        d->labels[i] = (uint8_t)cls;
-        for (int y = 0; y < 4; y++)
-            for (int x = 0; x < 4; x++)
-                d->images[i * 64 + (y + 4 * (cls / 2)) * 8 + x + 4 * (cls % 2)] += 1.0f;
-    }
-}
+static void make_data(rt_dataset *d) { quadrants_make(d, IMGS, 99, 0.5f, "golden/train"); }
 
 /* the trainer's device path on the CPU backend (what a CUDA backend runs), with loss
  * scaling from this initial scale when > 0 */
