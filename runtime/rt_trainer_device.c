@@ -32,11 +32,14 @@ static rt_status dev_alloc(rt_trainer *t, int slot, rt_tensor *out, rt_dtype dt,
     size_t bytes = (size_t)n * c * h * w * 4;
     rt_status s = b->ops->alloc(b, &d->mem[slot], bytes ? bytes : 4, err);
     if (s != RT_OK) {
-        if (err) {
+        if (err) { /* say what it was for; the backend's hint is about the model */
             char msg[sizeof err->msg];
             snprintf(msg, sizeof msg, "%s", err->msg);
-            RT_ERR(err, s, "keeping %s in %s memory (%.1f MiB): %s", what, b->ops->name,
-                   (double)bytes / 1048576.0, msg);
+            char *hint = strstr(msg, " ---> HINT");
+            if (hint) *hint = '\0';
+            RT_ERR(err, s, "keeping %s in %s memory (%.2f MiB): %s ---> HINT: train on fewer "
+                   "images (%%dataset --subset N), free other models, or use --device cpu",
+                   what, b->ops->name, (double)bytes / 1048576.0, msg);
         }
         return s;
     }

@@ -12,6 +12,8 @@
  *    device-to-host copy and no synchronisation. Counted by the mock device
  *    (tests/gpu/mock/mock_stats.h, linked as weak symbols); on a real GPU this part is
  *    reported as not measured;
+ *  - a training set that does not fit in device memory: a clear error (what, how many
+ *    MiB, what was free), and the backend trains once memory is back (mock only);
  *  - fp16 with loss scaling: a first scale of 2^24 overflows fp16 (65504) in the first
  *    backward passes, so those steps skip (reported in progress and the summary, scale
  *    halved each time, Adam's t counting applied steps only), then it trains.
@@ -174,6 +176,41 @@ T_TEST(no_round_trip_inside_a_step)
     finish(&g);
 }
 
+T_TEST(out_of_memory_for_the_data_set)
+{
+    /* the training set does not fit: a clear error naming what and how much, and the
+     * backend stays usable (a smaller ask then works). Mock device only: filling a real
+     * GPU's memory would disturb whatever else runs there. */
+    if (!mock_stat_d2h) {
+        printf("  (device memory is filled on the mock device only; not run here)\n");
+        return;
+    }
+    rt_error err = {0};
+    run g;
+    memset(&g, 0, sizeof g);
+    rt_model_input in = {1, 8, 8, 4};
+    ASSERT_EQ(rt_model_create(&g.m, SPEC, &in, &err), RT_OK);
+    ASSERT_EQ(rt_model_attach(g.m, &g_gpu, BATCH, 42, &err), RT_OK);
+    size_t fr = 0, total = 0;
+    ASSERT_EQ(rt_cuda_mem_info(&g_gpu, &fr, &total, &err), RT_OK);
+    void *filler = NULL;
+    ASSERT_EQ(g_gpu.ops->alloc(&g_gpu, &filler, fr - 8192, &err), RT_OK); /* < 16 KiB left */
+    rt_trainer_config c = rt_trainer_config_default();
+    c.batch_size = BATCH;
+    rt_status s = rt_trainer_create(&g.t, g.m, &g_data, &c, &err);
+    ASSERT_EQ(s, RT_EDEVICE);
+    ASSERT(g.t == NULL);
+    ASSERT_STR_CONTAINS(err.msg, "keeping the training set in cuda memory");
+    ASSERT_STR_CONTAINS(err.msg, "free");
+    printf("  error: %s\n", err.msg);
+    g_gpu.ops->free(&g_gpu, filler);
+    ASSERT_EQ(rt_trainer_create(&g.t, g.m, &g_data, &c, &err), RT_OK);
+    ASSERT_EQ(rt_trainer_begin(g.t, &err), RT_OK);
+    rt_step_event ev;
+    ASSERT_EQ(rt_trainer_step(g.t, &ev, &err), RT_OK);
+    finish(&g);
+}
+
 T_TEST(fp16_loss_scaling_skips_overflow)
 {
     rt_error err = {0};
@@ -213,6 +250,7 @@ int main(void)
     make_data(&g_data);
     T_RUN(fp32_tracks_cpu);
     T_RUN(no_round_trip_inside_a_step);
+    T_RUN(out_of_memory_for_the_data_set);
     T_RUN(fp16_loss_scaling_skips_overflow);
     rt_backend_close(&g_cpu);
     rt_backend_close(&g_gpu);
