@@ -1,5 +1,8 @@
 /* cudnn_conv.c - conv2d forward, backward data and backward filter on cuDNN (legacy
- * API), the only file that includes cudnn.h (STYLE: cuDNN isolated).
+ * API); with cudnn_dl.c, which loads the library, the only file that includes cudnn.h
+ * (STYLE: cuDNN isolated). cuDNN is called through the table of cudnn_dl.h; when the
+ * library cannot be loaded, rtp_cudnn_create leaves the backend without cuDNN state
+ * (conv2d by im2col + cuBLAS, as a build without cuDNN) and says so once on stderr.
  *
  * Algorithms are chosen once per (descriptor, precision) and cached: the
  * cudnnGet*Algorithm_v7 heuristics (no trial runs, no allocation), the first result
@@ -14,10 +17,13 @@
  * FLOAT), and the 16-bit result is widened back into the fp32 output.
  */
 #include <cudnn.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "cudnn_dl.h"
 
 #define CACHE 64
 #define ALGO_WS_CAP ((size_t)512 << 20) /* most workspace one algorithm may ask for */
@@ -35,6 +41,7 @@ typedef struct algos {
 } algos;
 
 struct rtp_cudnn {
+    const rtp_dnn_fns *f;               /* cuDNN's entry points (cudnn_dl.h) */
     cudnnHandle_t h;
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
@@ -49,8 +56,11 @@ static rt_status cudnn_fail(rt_backend *b, cudnnStatus_t s, const char *call, co
     rtp_cuda *c = rtp_cuda_of(b);
     cudaError_t e = cudaStreamQuery(c->stream);
     if (e != cudaSuccess && e != cudaErrorNotReady) return rtp_cuda_fail(b, e, call, file, line, err);
-    return rt_error_set(err, RT_EDEVICE, file, line, "cuDNN call %s failed: %s", call,
-                        cudnnGetErrorString(s));
+    /* DNN_TRY's text is "n->f->Create(...)": name the call as cuDNN does */
+    const char *fn = strstr(call, "->f->");
+    return rt_error_set(err, RT_EDEVICE, file, line, "cuDNN call %s%s failed: %s",
+                        fn ? "cudnn" : "", fn ? fn + 5 : call,
+                        c->dnn && c->dnn->f ? c->dnn->f->GetErrorString(s) : "?");
 }
 
 #define DNN_TRY(call)                                                                   \
@@ -60,31 +70,45 @@ static rt_status cudnn_fail(rt_backend *b, cudnnStatus_t s, const char *call, co
             return cudnn_fail(b, rtp_s_, #call, __FILE__, __LINE__, err);               \
     } while (0)
 
-size_t rtp_cudnn_version(void) { return cudnnGetVersion(); }
+size_t rtp_cudnn_version(void)
+{
+    const rtp_dnn_fns *f = NULL;
+    return rtp_dnn_load(&f, NULL) == RT_OK ? f->GetVersion() : 0;
+}
 
 rt_status rtp_cudnn_create(rt_backend *b, rtp_cudnn **out, rt_error *err)
 {
     *out = NULL;
+    const rtp_dnn_fns *f = NULL;
+    rt_error why = {0};
+    if (rtp_dnn_load(&f, &why) != RT_OK) {
+        /* as a build without cuDNN (cudnn_none.c): conv2d by im2col + cuBLAS */
+        static atomic_flag said = ATOMIC_FLAG_INIT;
+        if (!atomic_flag_test_and_set(&said))
+            fprintf(stderr, "kiln: conv2d runs as im2col + cuBLAS (slower): %s\n", why.msg);
+        return RT_OK;
+    }
     rtp_cudnn *n = calloc(1, sizeof *n);
     if (!n) return RT_ERR(err, RT_ENOMEM, "out of memory creating the cuDNN state");
+    n->f = f;
     *out = n; /* partially built: rtp_cudnn_destroy frees what exists */
-    DNN_TRY(cudnnCreate(&n->h));
-    DNN_TRY(cudnnSetStream(n->h, rtp_cuda_of(b)->stream));
-    DNN_TRY(cudnnCreateTensorDescriptor(&n->x));
-    DNN_TRY(cudnnCreateTensorDescriptor(&n->y));
-    DNN_TRY(cudnnCreateFilterDescriptor(&n->w));
-    DNN_TRY(cudnnCreateConvolutionDescriptor(&n->conv));
+    DNN_TRY(n->f->Create(&n->h));
+    DNN_TRY(n->f->SetStream(n->h, rtp_cuda_of(b)->stream));
+    DNN_TRY(n->f->CreateTensorDescriptor(&n->x));
+    DNN_TRY(n->f->CreateTensorDescriptor(&n->y));
+    DNN_TRY(n->f->CreateFilterDescriptor(&n->w));
+    DNN_TRY(n->f->CreateConvolutionDescriptor(&n->conv));
     return RT_OK;
 }
 
 void rtp_cudnn_destroy(rtp_cudnn *n)
 {
     if (!n) return;
-    if (n->conv) (void)cudnnDestroyConvolutionDescriptor(n->conv);
-    if (n->w) (void)cudnnDestroyFilterDescriptor(n->w);
-    if (n->y) (void)cudnnDestroyTensorDescriptor(n->y);
-    if (n->x) (void)cudnnDestroyTensorDescriptor(n->x);
-    if (n->h) (void)cudnnDestroy(n->h);
+    if (n->conv) (void)n->f->DestroyConvolutionDescriptor(n->conv);
+    if (n->w) (void)n->f->DestroyFilterDescriptor(n->w);
+    if (n->y) (void)n->f->DestroyTensorDescriptor(n->y);
+    if (n->x) (void)n->f->DestroyTensorDescriptor(n->x);
+    if (n->h) (void)n->f->Destroy(n->h);
     free(n);
 }
 
@@ -108,15 +132,15 @@ static rt_status set_desc(rt_backend *b, const rt_conv_desc *d, rt_precision p, 
     rtp_cudnn *n = rtp_cuda_of(b)->dnn;
     cudnnDataType_t dt = p == RT_PREC_BF16 ? CUDNN_DATA_BFLOAT16
                          : p == RT_PREC_FP16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-    DNN_TRY(cudnnSetTensor4dDescriptor(n->x, CUDNN_TENSOR_NCHW, dt, d->N, d->C, d->H, d->W));
-    DNN_TRY(cudnnSetTensor4dDescriptor(n->y, CUDNN_TENSOR_NCHW, dt, d->N, d->K, d->P, d->Q));
-    DNN_TRY(cudnnSetFilter4dDescriptor(n->w, dt, CUDNN_TENSOR_NCHW, d->K, d->C, d->R, d->S));
-    DNN_TRY(cudnnSetConvolution2dDescriptor(n->conv, d->pad, d->pad, d->stride, d->stride, 1,
-                                            1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    DNN_TRY(cudnnSetConvolutionMathType(n->conv, p == RT_PREC_FP32 ? CUDNN_FMA_MATH
-                                                                   : CUDNN_TENSOR_OP_MATH));
+    DNN_TRY(n->f->SetTensor4dDescriptor(n->x, CUDNN_TENSOR_NCHW, dt, d->N, d->C, d->H, d->W));
+    DNN_TRY(n->f->SetTensor4dDescriptor(n->y, CUDNN_TENSOR_NCHW, dt, d->N, d->K, d->P, d->Q));
+    DNN_TRY(n->f->SetFilter4dDescriptor(n->w, dt, CUDNN_TENSOR_NCHW, d->K, d->C, d->R, d->S));
+    DNN_TRY(n->f->SetConvolution2dDescriptor(n->conv, d->pad, d->pad, d->stride, d->stride, 1,
+                                             1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DNN_TRY(n->f->SetConvolutionMathType(n->conv, p == RT_PREC_FP32 ? CUDNN_FMA_MATH
+                                                                    : CUDNN_TENSOR_OP_MATH));
     int on, oc, oh, ow;
-    DNN_TRY(cudnnGetConvolution2dForwardOutputDim(n->conv, n->x, n->w, &on, &oc, &oh, &ow));
+    DNN_TRY(n->f->GetConvolution2dForwardOutputDim(n->conv, n->x, n->w, &on, &oc, &oh, &ow));
     if (on != d->N || oc != d->K || oh != d->P || ow != d->Q)
         return RT_ERR(err, RT_EINVAL, "conv2d: cuDNN computes output (%d,%d,%d,%d), the "
                       "descriptor says (%d,%d,%d,%d)", on, oc, oh, ow, d->N, d->K, d->P, d->Q);
@@ -146,19 +170,19 @@ static rt_status choose(rt_backend *b, const rt_conv_desc *d, rt_precision p, si
     int got = 0, i;
     RT_TRY(set_desc(b, d, p, err));
     cudnnConvolutionFwdAlgoPerf_t pf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    DNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(n->h, n->x, n->w, n->conv, n->y,
-                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf));
+    DNN_TRY(n->f->GetConvolutionForwardAlgorithm_v7(
+        n->h, n->x, n->w, n->conv, n->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf));
     PICK(pf, got, limit, 0, fp32, i);
     if (i < 0) goto none;
     a->fwd = pf[i].algo, a->m_fwd = pf[i].mathType, a->ws_fwd = pf[i].memory;
     cudnnConvolutionBwdDataAlgoPerf_t pd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    DNN_TRY(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+    DNN_TRY(n->f->GetConvolutionBackwardDataAlgorithm_v7(
         n->h, n->w, n->y, n->conv, n->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, pd));
     PICK(pd, got, limit, 1, fp32, i);
     if (i < 0) goto none;
     a->bwd_data = pd[i].algo, a->m_data = pd[i].mathType, a->ws_data = pd[i].memory;
     cudnnConvolutionBwdFilterAlgoPerf_t pw[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    DNN_TRY(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+    DNN_TRY(n->f->GetConvolutionBackwardFilterAlgorithm_v7(
         n->h, n->x, n->y, n->conv, n->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, pw));
     PICK(pw, got, limit, 1, fp32, i);
     if (i < 0) goto none;
@@ -249,19 +273,19 @@ rt_status rtp_cudnn_fwd(rt_backend *b, float *y, const float *x, const float *w,
     run r;
     const float one = 1.0f, zero = 0.0f;
     RT_TRY(prepare(b, d, &r, err));
-    DNN_TRY(cudnnSetConvolutionMathType(n->conv, r.a->m_fwd));
+    DNN_TRY(n->f->SetConvolutionMathType(n->conv, r.a->m_fwd));
     const size_t nx = (size_t)d->N * d->C * d->H * d->W, nw = (size_t)d->K * d->C * d->R * d->S;
     const size_t ny = (size_t)d->N * d->K * d->P * d->Q;
     if (!r.stage) {
-        DNN_TRY(cudnnConvolutionForward(n->h, &one, n->x, x, n->w, w, n->conv, r.a->fwd, r.ws,
-                                        r.ws_bytes, &zero, n->y, y));
+        DNN_TRY(n->f->ConvolutionForward(n->h, &one, n->x, x, n->w, w, n->conv, r.a->fwd, r.ws,
+                                         r.ws_bytes, &zero, n->y, y));
         return RT_OK;
     }
     void *x16 = r.stage + r.off[0], *w16 = r.stage + r.off[1], *y16 = r.stage + r.off[2];
     RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, x16, x, nx, BF16));
     RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, w16, w, nw, BF16));
-    DNN_TRY(cudnnConvolutionForward(n->h, &one, n->x, x16, n->w, w16, n->conv, r.a->fwd, r.ws,
-                                    r.ws_bytes, &zero, n->y, y16));
+    DNN_TRY(n->f->ConvolutionForward(n->h, &one, n->x, x16, n->w, w16, n->conv, r.a->fwd, r.ws,
+                                     r.ws_bytes, &zero, n->y, y16));
     RT_CUDA_TRY(b, err, rtp_k_from_16(STREAM, y, y16, ny, BF16));
     return RT_OK;
 }
@@ -273,19 +297,20 @@ rt_status rtp_cudnn_bwd_data(rt_backend *b, float *dx, const float *dy, const fl
     run r;
     const float one = 1.0f, zero = 0.0f;
     RT_TRY(prepare(b, d, &r, err));
-    DNN_TRY(cudnnSetConvolutionMathType(n->conv, r.a->m_data));
+    DNN_TRY(n->f->SetConvolutionMathType(n->conv, r.a->m_data));
     const size_t nx = (size_t)d->N * d->C * d->H * d->W, nw = (size_t)d->K * d->C * d->R * d->S;
     const size_t ny = (size_t)d->N * d->K * d->P * d->Q;
     if (!r.stage) {
-        DNN_TRY(cudnnConvolutionBackwardData(n->h, &one, n->w, w, n->y, dy, n->conv,
-                                             r.a->bwd_data, r.ws, r.ws_bytes, &zero, n->x, dx));
+        DNN_TRY(n->f->ConvolutionBackwardData(n->h, &one, n->w, w, n->y, dy, n->conv,
+                                              r.a->bwd_data, r.ws, r.ws_bytes, &zero, n->x,
+                                              dx));
         return RT_OK;
     }
     void *dx16 = r.stage + r.off[0], *w16 = r.stage + r.off[1], *dy16 = r.stage + r.off[2];
     RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, dy16, dy, ny, BF16));
     RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, w16, w, nw, BF16));
-    DNN_TRY(cudnnConvolutionBackwardData(n->h, &one, n->w, w16, n->y, dy16, n->conv,
-                                         r.a->bwd_data, r.ws, r.ws_bytes, &zero, n->x, dx16));
+    DNN_TRY(n->f->ConvolutionBackwardData(n->h, &one, n->w, w16, n->y, dy16, n->conv,
+                                          r.a->bwd_data, r.ws, r.ws_bytes, &zero, n->x, dx16));
     RT_CUDA_TRY(b, err, rtp_k_from_16(STREAM, dx, dx16, nx, BF16));
     return RT_OK;
 }
@@ -297,20 +322,21 @@ rt_status rtp_cudnn_bwd_filter(rt_backend *b, float *dw, const float *dy, const 
     run r;
     const float one = 1.0f, zero = 0.0f;
     RT_TRY(prepare(b, d, &r, err));
-    DNN_TRY(cudnnSetConvolutionMathType(n->conv, r.a->m_filter));
+    DNN_TRY(n->f->SetConvolutionMathType(n->conv, r.a->m_filter));
     const size_t nx = (size_t)d->N * d->C * d->H * d->W, nw = (size_t)d->K * d->C * d->R * d->S;
     const size_t ny = (size_t)d->N * d->K * d->P * d->Q;
     if (!r.stage) {
-        DNN_TRY(cudnnConvolutionBackwardFilter(n->h, &one, n->x, x, n->y, dy, n->conv,
-                                               r.a->bwd_filter, r.ws, r.ws_bytes, &zero, n->w,
-                                               dw));
+        DNN_TRY(n->f->ConvolutionBackwardFilter(n->h, &one, n->x, x, n->y, dy, n->conv,
+                                                r.a->bwd_filter, r.ws, r.ws_bytes, &zero, n->w,
+                                                dw));
         return RT_OK;
     }
     void *x16 = r.stage + r.off[0], *dw16 = r.stage + r.off[1], *dy16 = r.stage + r.off[2];
     RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, x16, x, nx, BF16));
     RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, dy16, dy, ny, BF16));
-    DNN_TRY(cudnnConvolutionBackwardFilter(n->h, &one, n->x, x16, n->y, dy16, n->conv,
-                                           r.a->bwd_filter, r.ws, r.ws_bytes, &zero, n->w, dw16));
+    DNN_TRY(n->f->ConvolutionBackwardFilter(n->h, &one, n->x, x16, n->y, dy16, n->conv,
+                                            r.a->bwd_filter, r.ws, r.ws_bytes, &zero, n->w,
+                                            dw16));
     RT_CUDA_TRY(b, err, rtp_k_from_16(STREAM, dw, dw16, nw, BF16));
     return RT_OK;
 }

@@ -1,0 +1,85 @@
+/* cudnn_dl.c - cuDNN loaded when the first CUDA backend opens, not when the process
+ * starts.
+ *
+ * Linked, libcudnn (and the libz it pulls in) was mapped and relocated by every Kiln
+ * process, the kernel on CPU-only machines included: ~0.25 ms of a ~10 ms start. The
+ * build now takes cuDNN's headers only, and this file dlopens the library of the major
+ * version Kiln was compiled against at the first rtp_cudnn_create (pthread_once), then
+ * fills one immutable table with the entry points cudnn_conv.c calls (cudnn_dl.h). The
+ * library is never dlclose'd (cuDNN handles live as long as the backend; a second
+ * backend gets the same table). KILN_LIBCUDNN names another file (a test hook).
+ * When loading fails, rtp_cudnn_create falls back to im2col + cuBLAS, as a build
+ * without cuDNN does (cudnn_none.c), and says so once on stderr.
+ * The mock build fills the table from tests/gpu/mock/mock_cudnn.c instead of this file.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cudnn_dl.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define CUDNN_SONAME "libcudnn.so." STR(CUDNN_MAJOR)
+
+static rtp_dnn_fns fns;
+static int loaded;      /* every entry of fns is set */
+static char why[400];   /* set when not loaded */
+static char name[256];  /* the file tried first */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void load_once(void)
+{
+    const char *env = getenv("KILN_LIBCUDNN");
+    const char *names[] = {env && *env ? env : CUDNN_SONAME, "libcudnn.so"};
+    snprintf(name, sizeof name, "%s", names[0]);
+    void *h = NULL;
+    for (int i = 0; i < (env && *env ? 1 : 2) && !h; i++)
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(why, sizeof why, "%s", e ? e : "not found");
+        return;
+    }
+#define SYM(f) {"cudnn" #f, (void **)&fns.f}
+    struct {
+        const char *name;
+        void **slot;
+    } syms[] = {
+        SYM(GetVersion), SYM(GetErrorString), SYM(Create), SYM(Destroy), SYM(SetStream),
+        SYM(CreateTensorDescriptor), SYM(DestroyTensorDescriptor),
+        SYM(CreateFilterDescriptor), SYM(DestroyFilterDescriptor),
+        SYM(CreateConvolutionDescriptor), SYM(DestroyConvolutionDescriptor),
+        SYM(SetTensor4dDescriptor), SYM(SetFilter4dDescriptor),
+        SYM(SetConvolution2dDescriptor), SYM(SetConvolutionMathType),
+        SYM(GetConvolution2dForwardOutputDim), SYM(GetConvolutionForwardAlgorithm_v7),
+        SYM(GetConvolutionBackwardDataAlgorithm_v7),
+        SYM(GetConvolutionBackwardFilterAlgorithm_v7), SYM(ConvolutionForward),
+        SYM(ConvolutionBackwardData), SYM(ConvolutionBackwardFilter),
+    };
+#undef SYM
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+        if (!(*syms[i].slot = dlsym(h, syms[i].name))) {
+            snprintf(why, sizeof why, "it lacks %s", syms[i].name);
+            return;
+        }
+    /* the unversioned fallback name may be another major: its ABI is not ours */
+    size_t v = fns.GetVersion();
+    if (v / 10000 != CUDNN_MAJOR) {
+        snprintf(why, sizeof why, "it is cuDNN %zu.%zu, Kiln was built with cuDNN %d",
+                 v / 10000, v / 100 % 100, CUDNN_MAJOR);
+        return;
+    }
+    loaded = 1;
+}
+
+rt_status rtp_dnn_load(const rtp_dnn_fns **out, rt_error *err)
+{
+    pthread_once(&once, load_once);
+    *out = loaded ? &fns : NULL;
+    if (loaded) return RT_OK;
+    return RT_ERR(err, RT_ENODEV, "cannot load cuDNN (%s): %s ---> HINT: install cuDNN %d "
+                  "for CUDA %d (e.g. apt install libcudnn%d-cuda-%d)", name, why, CUDNN_MAJOR,
+                  CUDART_VERSION / 1000, CUDNN_MAJOR, CUDART_VERSION / 1000);
+}
