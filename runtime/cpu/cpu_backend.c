@@ -4,6 +4,7 @@
  * download are memcpy. Threads: OpenMP loops in the op files use b->threads, and
  * OpenBLAS is told the same count at open (its OpenMP build runs single-threaded when
  * called inside our own parallel regions, so per-image GEMMs do not oversubscribe).
+ * OpenBLAS itself is dlopen'ed by the first open (cpu_blas_dl.c), not linked.
  * The workspace is the only scratch: reserved when a model is built, never inside a step.
  */
 #include <cblas.h>
@@ -16,6 +17,7 @@
 static rt_status cpu_open(rt_backend *b, int device, rt_error *err)
 {
     if (device != 0) return RT_ERR(err, RT_ENODEV, "cpu:%d does not exist (use cpu)", device);
+    RT_TRY(rtp_cpu_blas_load(err));
     rtp_cpu *c = calloc(1, sizeof *c);
     if (!c) return RT_ERR(err, RT_ENOMEM, "out of memory opening the CPU backend");
     b->impl = c;

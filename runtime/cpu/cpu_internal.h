@@ -21,6 +21,11 @@ rt_status rtp_cpu_check(const rt_tensor *t, size_t numel, const char *what, rt_e
 
 #define RTP_CHECK(t, numel, what) RT_TRY(rtp_cpu_check((t), (numel), (what), err))
 
+/* cpu_blas_dl.c: loads OpenBLAS once per process (thread-safe; later calls return the
+ * first result). RT_ENODEV naming the file and the apt package when it cannot be
+ * loaded. KILN_LIBOPENBLAS in the environment names another file (tests use it). */
+rt_status rtp_cpu_blas_load(rt_error *err) __attribute__((warn_unused_result));
+
 /* cpu_conv.c */
 size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d);
 rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,

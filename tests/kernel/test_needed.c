@@ -4,8 +4,9 @@
  * Reads the ELF dynamic section (64-bit, native byte order) and fails when a needed
  * library starts with a -forbid prefix or none starts with a -require prefix. Kiln
  * loads libcurl and libarchive on first use (runtime/data/rt_*_dl.c) because linking
- * them cost ~4.7 ms of the kernel's start; a -forbid here catches a build change that
- * links them again. The -require entries show the parser really read the list.
+ * them cost ~4.7 ms of the kernel's start, and OpenBLAS when the CPU backend first
+ * opens (runtime/cpu/cpu_blas_dl.c, 1.6-2.9 ms); a -forbid here catches a build change
+ * that links one of them again. The -require entries show the parser read the list.
  * Exit 0 pass, 1 fail, 99 setup error (unreadable or not ELF64).
  */
 #include <elf.h>
@@ -108,7 +109,7 @@ int main(int argc, char **argv)
         if (forbid == c.seen[i + 1]) {
             printf("FAIL: %s %s* %s\n", argv[1], argv[i + 1],
                    forbid ? "is linked: load it on first use instead (see "
-                            "runtime/data/rt_*_dl.c)"
+                            "runtime/data/rt_*_dl.c, runtime/cpu/cpu_blas_dl.c)"
                           : "is not in the NEEDED list");
             fail = 1;
         }

@@ -1,0 +1,62 @@
+/* test_blas_missing.c - OpenBLAS is loaded when the first CPU backend opens
+ * (runtime/cpu/cpu_blas_dl.c), not linked. When it cannot be loaded, opening the CPU
+ * backend fails with RT_ENODEV naming the file and the package to install, and the
+ * process goes on; when it can, the backend tells it the thread count as before.
+ *
+ * usage: test_blas_missing [EXPECTED-TEXT]
+ * With EXPECTED-TEXT (meson sets KILN_LIBOPENBLAS to a missing file, or to a library
+ * that is not OpenBLAS), the open must fail with a message containing it. Without it
+ * (KILN_LIBOPENBLAS unset), the open must succeed and OpenBLAS must report the
+ * backend's thread count.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rt_backend.h"
+#include "t.h"
+
+/* cblas.h's, defined by the runtime's forwarders (cpu_blas_dl.c) */
+extern int openblas_get_num_threads(void);
+
+static const char *expected;
+
+T_TEST(cpu_open_without_openblas)
+{
+    rt_backend b;
+    rt_error err = {0};
+    ASSERT_EQ(rt_backend_open(&b, "cpu", 2, &err), RT_ENODEV);
+    ASSERT_STR_CONTAINS(err.msg, "cannot load OpenBLAS");
+    ASSERT_STR_CONTAINS(err.msg, "apt install libopenblas0-openmp");
+    ASSERT_STR_CONTAINS(err.msg, "KILN_LIBOPENBLAS=");
+    ASSERT_STR_CONTAINS(err.msg, expected);
+    /* the first answer sticks: a second open says the same, without a retry */
+    rt_error again = {0};
+    ASSERT_EQ(rt_backend_open(&b, "cpu", 1, &again), RT_ENODEV);
+    ASSERT_STR_CONTAINS(again.msg, expected);
+    ASSERT_EQ(openblas_get_num_threads(), 0);
+}
+
+T_TEST(cpu_open_sets_openblas_threads)
+{
+    for (int threads = 1; threads <= 2; threads++) {
+        rt_backend b;
+        rt_error err = {0};
+        ASSERT_EQ(rt_backend_open(&b, "cpu", threads, &err), RT_OK);
+        ASSERT_EQ(b.threads, threads);
+        ASSERT_EQ(openblas_get_num_threads(), threads);
+        rt_backend_close(&b);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *env = getenv("KILN_LIBOPENBLAS");
+    expected = argc > 1 ? argv[1] : NULL;
+    if (!expected != !(env && *env)) {
+        fprintf(stderr, "pass EXPECTED-TEXT exactly when KILN_LIBOPENBLAS is set\n");
+        return 99;
+    }
+    if (expected) T_RUN(cpu_open_without_openblas);
+    else T_RUN(cpu_open_sets_openblas_threads);
+    return T_EXIT();
+}
