@@ -38,12 +38,17 @@ jkp_hmac *jkp_hmac_create(const char *scheme, const void *key, size_t keylen,
                  scheme ? scheme : "(null)");
         return NULL;
     }
-    const EVP_MD *md = EVP_get_digestbyname(scheme + 5);
+    /* fetched, not looked up by name: a name OpenSSL knows may have no implementation in
+     * the loaded providers (OpenSSL 3 keeps md4 & co in its legacy provider), and then
+     * every signature would fail after the kernel had started (found by fuzzing) */
+    EVP_MD *md = EVP_MD_fetch(NULL, scheme + 5, NULL);
     if (!md) {
-        jkp_fail(err, "signature_scheme '%s': OpenSSL does not know digest '%s'", scheme,
-                 scheme + 5);
+        jkp_fail(err, "signature_scheme '%s': digest '%s' is not available in this OpenSSL "
+                 "---> HINT: use hmac-sha256", scheme, scheme + 5);
         return NULL;
     }
+    int mdsize = EVP_MD_get_size(md);
+    EVP_MD_free(md);
     jkp_hmac *h = calloc(1, sizeof *h);
     if (!h) {
         jkp_fail(err, "out of memory");
@@ -51,7 +56,7 @@ jkp_hmac *jkp_hmac_create(const char *scheme, const void *key, size_t keylen,
     }
     strcpy(h->digest, scheme + 5);
     if (keylen == 0) return h; /* signing off */
-    h->hexlen = 2 * (size_t)EVP_MD_get_size(md);
+    h->hexlen = 2 * (size_t)mdsize;
     h->key = malloc(keylen);
     h->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
     if (!h->key || !h->mac || h->hexlen + 1 > JKP_HMAC_HEX_MAX) {
@@ -61,6 +66,12 @@ jkp_hmac *jkp_hmac_create(const char *scheme, const void *key, size_t keylen,
     }
     memcpy(h->key, key, keylen);
     h->keylen = keylen;
+    char hex[JKP_HMAC_HEX_MAX]; /* a trial signature: fail now, not on every message */
+    jkp_view empty[4] = {{"", 0}, {"", 0}, {"", 0}, {"", 0}};
+    if (jkp_hmac_sign(h, empty, hex, err) != 0) {
+        jkp_hmac_destroy(h);
+        return NULL;
+    }
     return h;
 }
 
