@@ -20,11 +20,12 @@
  * (-fvisibility=hidden), so the loaded library never binds to them. Never dlclose'd.
  */
 #include <cblas.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "../rt_dl.h"
 #include "cpu_internal.h"
 
 #ifndef KILN_OPENBLAS_PATH
@@ -50,36 +51,17 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_once(void)
 {
-    const char *env = getenv("KILN_LIBOPENBLAS");
-    const char *names[] = {env && *env ? env : KILN_OPENBLAS_PATH, DEBIAN_OPENMP,
-                           "libopenblas.so.0"};
-    int n = env && *env ? 1 : 3;
-    snprintf(tried, sizeof tried, "%s%s", n == 1 ? "KILN_LIBOPENBLAS=" : "", names[0]);
-    void *h = NULL;
-    int i = 0;
-    for (; i < n && !h; i++) {
-        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (!h && i == 0) {  /* the first file's reason is the one worth reporting */
-            const char *e = dlerror();
-            snprintf(why, sizeof why, "%s", e ? e : "not found");
-        }
-    }
-    if (!h) return;
-    const char *file = names[i - 1];
-    struct {
-        const char *name;
-        void **slot;
-    } syms[] = {
+    const char *names[] = {KILN_OPENBLAS_PATH, DEBIAN_OPENMP, "libopenblas.so.0"};
+    const rt_dl_sym syms[] = {
         {"cblas_sgemm", (void **)&fn.sgemm},
         {"openblas_set_num_threads", (void **)&fn.set_num_threads},
         {"openblas_get_num_threads", (void **)&fn.get_num_threads},
     };
-    for (size_t k = 0; k < sizeof syms / sizeof syms[0]; k++)
-        if (!(*syms[k].slot = dlsym(h, syms[k].name))) {
-            snprintf(why, sizeof why, "%s lacks %s (not OpenBLAS?)", file, syms[k].name);
-            return;
-        }
-    loaded = 1;
+    rt_dl_result r;
+    loaded = rt_dl_load("KILN_LIBOPENBLAS", names, 3, syms, sizeof syms / sizeof syms[0], &r);
+    int foreign = !loaded && strstr(r.why, " lacks ") != NULL;
+    snprintf(why, sizeof why, "%.370s%s", r.why, foreign ? " (not OpenBLAS?)" : "");
+    snprintf(tried, sizeof tried, "%s", r.file);
 }
 
 static int ready(void)

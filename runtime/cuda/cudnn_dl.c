@@ -12,11 +12,11 @@
  * without cuDNN does (cudnn_none.c), and says so once on stderr.
  * The mock build fills the table from tests/gpu/mock/mock_cudnn.c instead of this file.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../rt_dl.h"
 #include "cudnn_dl.h"
 
 #define STR_(x) #x
@@ -31,22 +31,9 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_once(void)
 {
-    const char *env = getenv("KILN_LIBCUDNN");
-    const char *names[] = {env && *env ? env : CUDNN_SONAME, "libcudnn.so"};
-    snprintf(name, sizeof name, "%s", names[0]);
-    void *h = NULL;
-    for (int i = 0; i < (env && *env ? 1 : 2) && !h; i++)
-        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(why, sizeof why, "%s", e ? e : "not found");
-        return;
-    }
+    const char *names[] = {CUDNN_SONAME, "libcudnn.so"};
 #define SYM(f) {"cudnn" #f, (void **)&fns.f}
-    struct {
-        const char *name;
-        void **slot;
-    } syms[] = {
+    const rt_dl_sym syms[] = {
         SYM(GetVersion), SYM(GetErrorString), SYM(Create), SYM(Destroy), SYM(SetStream),
         SYM(CreateTensorDescriptor), SYM(DestroyTensorDescriptor),
         SYM(CreateFilterDescriptor), SYM(DestroyFilterDescriptor),
@@ -59,11 +46,13 @@ static void load_once(void)
         SYM(ConvolutionBackwardData), SYM(ConvolutionBackwardFilter),
     };
 #undef SYM
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
-        if (!(*syms[i].slot = dlsym(h, syms[i].name))) {
-            snprintf(why, sizeof why, "it lacks %s", syms[i].name);
-            return;
-        }
+    rt_dl_result r;
+    int ok = rt_dl_load("KILN_LIBCUDNN", names, 2, syms, sizeof syms / sizeof syms[0], &r);
+    snprintf(name, sizeof name, "%s", r.file);
+    if (!ok) {
+        snprintf(why, sizeof why, "%s", r.why);
+        return;
+    }
     /* the unversioned fallback name may be another major: its ABI is not ours */
     size_t v = fns.GetVersion();
     if (v / 10000 != CUDNN_MAJOR) {

@@ -10,7 +10,8 @@
  */
 #include "rt_archive_dl.h"
 
-#include <dlfcn.h>
+#include "rt_dl.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,18 +25,8 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_once(void)
 {
-    const char *env = getenv("KILN_LIBARCHIVE");
-    const char *name = env && *env ? env : ARCHIVE_SONAME;
-    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(why, sizeof why, "%s", e ? e : "not found");
-        return;
-    }
-    struct {
-        const char *name;
-        void **slot;
-    } syms[] = {
+    const char *names[] = {ARCHIVE_SONAME};
+    const rt_dl_sym syms[] = {
         {"archive_read_new", (void **)&fns.read_new},
         {"archive_read_support_filter_all", (void **)&fns.read_support_filter_all},
         {"archive_read_support_format_tar", (void **)&fns.read_support_format_tar},
@@ -49,12 +40,9 @@ static void load_once(void)
         {"archive_entry_pathname", (void **)&fns.entry_pathname},
         {"archive_entry_size", (void **)&fns.entry_size},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
-        if (!(*syms[i].slot = dlsym(h, syms[i].name))) {
-            snprintf(why, sizeof why, "%s lacks %s", name, syms[i].name);
-            return;
-        }
-    loaded = 1;
+    rt_dl_result r;
+    loaded = rt_dl_load("KILN_LIBARCHIVE", names, 1, syms, sizeof syms / sizeof syms[0], &r);
+    snprintf(why, sizeof why, "%s", r.why);
 }
 
 rt_status rtp_archive_lib(const rtp_archive_fns **out, rt_error *err)

@@ -19,11 +19,12 @@
 #include "rt_curl_dl.h"
 
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "rt_dl.h"
 
 #define CURL_SONAME "libcurl.so.4"
 
@@ -48,21 +49,9 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_once(void)
 {
-    const char *env = getenv("KILN_LIBCURL");
     /* libcurl-gnutls (Debian's libcurl3-gnutls) has the same API and ABI */
-    const char *names[] = {env && *env ? env : CURL_SONAME, "libcurl-gnutls.so.4"};
-    int n = env && *env ? 1 : 2;
-    void *h = NULL;
-    for (int i = 0; i < n && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(why, sizeof why, "%s", e ? e : "not found");
-        return;
-    }
-    struct {
-        const char *name;
-        void **slot;
-    } syms[] = {
+    const char *names[] = {CURL_SONAME, "libcurl-gnutls.so.4"};
+    const rt_dl_sym syms[] = {
         {"curl_global_init", (void **)&fn.global_init},
         {"curl_global_cleanup", (void **)&fn.global_cleanup},
         {"curl_easy_init", (void **)&fn.easy_init},
@@ -77,12 +66,9 @@ static void load_once(void)
         {"curl_slist_append", (void **)&fn.slist_append},
         {"curl_slist_free_all", (void **)&fn.slist_free_all},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
-        if (!(*syms[i].slot = dlsym(h, syms[i].name))) {
-            snprintf(why, sizeof why, "%s lacks %s", names[0], syms[i].name);
-            return;
-        }
-    loaded = 1;
+    rt_dl_result r;
+    loaded = rt_dl_load("KILN_LIBCURL", names, 2, syms, sizeof syms / sizeof syms[0], &r);
+    snprintf(why, sizeof why, "%s", r.why);
 }
 
 static int ready(void)
