@@ -5,8 +5,9 @@
  * library starts with a -forbid prefix or none starts with a -require prefix. Kiln
  * loads libcurl and libarchive on first use (runtime/data/rt_*_dl.c) because linking
  * them cost ~4.7 ms of the kernel's start, and OpenBLAS when the CPU backend first
- * opens (runtime/cpu/cpu_blas_dl.c, 1.6-2.9 ms); a -forbid here catches a build change
- * that links one of them again. The -require entries show the parser read the list.
+ * opens (runtime/cpu/cpu_blas_dl.c, 1.6-2.9 ms), cuDNN/cuBLAS with the first CUDA
+ * backend and the CUDA runtime statically (~0.6 ms); a -forbid here catches a build
+ * change that links one of them again. The -require entries show the parser read the list.
  * Exit 0 pass, 1 fail, 99 setup error (unreadable or not ELF64).
  */
 #include <elf.h>
