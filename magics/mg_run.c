@@ -134,6 +134,11 @@ static int build_trainer(mg_run *r, mg_error *err)
     c.augment = r->o.augment;
     c.time_limit_s = r->o.time_limit_s;
     c.loss_scaling = !strcmp(r->o.precision, "fp16");
+    /* KILN_DEVICE_PATH=1: the CPU trains through the device path too (data set, loss
+     * statistics and optimiser state in backend memory, progress read in batches): what
+     * a GPU runs, so it can be checked on any machine (same parameters bit for bit) */
+    const char *dp = getenv("KILN_DEVICE_PATH");
+    c.device_path = dp && *dp && strcmp(dp, "0") != 0;
     c.progress = on_progress;
     c.should_stop = should_stop;
     c.user = r;

@@ -314,6 +314,65 @@ T_TEST(test_train_evaluate_predict)
     ASSERT_STR_CONTAINS(g_err.evalue, "--samples");
 }
 
+/* The step losses a run recorded in the store (newest run), *n of them. */
+static double *recorded(const char *key, size_t *n)
+{
+    rt_results *rs = NULL;
+    rt_error re;
+    int64_t run;
+    double *x = NULL, *y = NULL;
+    if (rt_results_open(g_store, &rs, &re) != RT_OK) return NULL;
+    if (rt_results_find(rs, "last", &run, &re) != RT_OK ||
+        rt_results_series(rs, run, key, RT_RESULTS_STEP, &x, &y, n, &re) != RT_OK)
+        y = NULL;
+    free(x);
+    rt_results_close(rs);
+    return y;
+}
+
+T_TEST(test_device_path_run)
+{
+    /* %train through the trainer's device path (KILN_DEVICE_PATH=1; what a GPU runs)
+     * shows and records what the host path does: every step's loss in the store (read
+     * from the device in batches, delivered in order), the same losses, one progress
+     * display ending at 57/57, three epoch lines; and an interrupt still stops after
+     * the step it says. */
+    char line[512];
+    snprintf(line, sizeof line, "train tiny --epochs 3 --batch 16 --lr 0.01 --seed 5 "
+             "--results %s", g_store);
+    size_t na = 0, nb = 0;
+    ASSERT_EQ(fresh_session(), 0);
+    ASSERT_EQ(setup_model(), 0);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    double *a = recorded("loss", &na);
+    ASSERT_EQ(fresh_session(), 0);
+    ASSERT_EQ(setup_model(), 0);
+    tm_reset();
+    setenv("KILN_DEVICE_PATH", "1", 1);
+    int rc = tm_magic(g_s, line, NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    double *b = recorded("loss", &nb);
+    ASSERT(a && b);
+    ASSERT_EQ(na, 57);
+    ASSERT_EQ(nb, 57);
+    for (size_t i = 0; i < na && i < nb; i++) ASSERT_NEAR(a[i], b[i], 1e-9 * fabs(a[i]));
+    free(a);
+    free(b);
+    const char *id = NULL;
+    int updates = 0, n = tm_count("text/html", "epoch ", &id, &updates);
+    ASSERT(n >= 1 && updates == n - 1);
+    ASSERT_STR_CONTAINS(tm_c.out, "epoch 3/3  loss");
+    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
+    tm_reset();
+    tm_interrupt_after = 5;
+    snprintf(line, sizeof line, "train tiny --epochs 2 --batch 16 --results %s", g_store);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_EQ(g_err.ename, "KeyboardInterrupt");
+    ASSERT_STR_CONTAINS(g_err.evalue, "after step 5 of 38");
+    unsetenv("KILN_DEVICE_PATH");
+}
+
 T_TEST(test_interrupt_and_time_limit)
 {
     ASSERT_EQ(fresh_session(), 0);
@@ -532,6 +591,7 @@ int main(void)
     T_RUN(test_train_evaluate_predict);
     T_RUN(test_evaluate_confusion_svg);
     T_RUN(test_interrupt_and_time_limit);
+    T_RUN(test_device_path_run);
     T_RUN(test_broken_store_is_a_warning);
     T_RUN(test_failed_run_is_recorded);
     T_RUN(test_shapes_and_device_errors);
