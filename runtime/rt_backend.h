@@ -116,8 +116,9 @@ typedef struct rt_gather_desc {
     uint32_t epoch;
 } rt_gather_desc;
 
-/* Floats per row of a step-statistics ring (xent_stats): the mean loss as a float pair
- * (hi + lo = the double mean to ~48 bits), the number of correct predictions, 0. */
+/* Floats per row of a step-statistics ring (xent_stats): words 0-1 hold the bytes of the
+ * mean loss as a double (copied, never computed on as floats), word 2 the number of
+ * correct predictions, word 3 is 0. */
 #define RT_STEP_STATS 4
 
 /* Dynamic loss scaling (fp16) held in backend memory: an RT_I32 tensor of RT_AMP_WORDS
@@ -266,7 +267,7 @@ struct rt_backend_ops {
                               const rt_tensor *data, const rt_tensor *data_labels,
                               const rt_tensor *order, const rt_gather_desc *d, rt_error *err);
     /* Row `row` of stats (rows, RT_STEP_STATS) = {mean of loss (N) summed in double in
-     * sample order, split hi/lo; count of samples whose first maximal probability is at
+     * sample order (its 8 bytes); count of samples whose first maximal probability is at
      * the label; 0}. Nothing is read back: the trainer downloads the ring when it shows
      * progress. */
     rt_status (*xent_stats)(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,

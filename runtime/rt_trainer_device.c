@@ -183,7 +183,9 @@ rt_status rtp_dev_flush(rt_trainer *t, rt_error *err)
         d->pending = 0;
         for (int i = 0; i < n; i++) {
             const float *r = d->hstats + (size_t)i * RT_STEP_STATS;
-            rtp_trainer_account(t, &d->rows[i], (double)r[0] + (double)r[1], (int)r[2]);
+            double loss;
+            memcpy(&loss, r, sizeof loss); /* the host path's double, bit for bit */
+            rtp_trainer_account(t, &d->rows[i], loss, (int)r[2]);
         }
     }
     d->last_read = rtp_trainer_now();

@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cpu_internal.h"
 
@@ -74,8 +75,7 @@ rt_status rtp_cpu_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_
     }
     double mean = s / d->N;
     float *r = (float *)stats->data + (size_t)row * RT_STEP_STATS;
-    r[0] = (float)mean;
-    r[1] = (float)(mean - (double)r[0]);
+    memcpy(r, &mean, sizeof mean); /* words 0-1: the double's bytes, exactly */
     r[2] = (float)correct;
     r[3] = 0.0f;
     return RT_OK;

@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #define RT_AMP_FN __host__ __device__ static inline /* rt_amp_rule.h on the device */
 #include "../rt_amp_rule.h"
@@ -468,9 +469,7 @@ RTP_HD void rtp_xent_stats_row(float *r, const float *loss, int N, int correct)
     double s = 0.0;
     for (int n = 0; n < N; n++) s += loss[n];
     double mean = s / N;
-    float hi = (float)mean;
-    r[0] = hi;
-    r[1] = (float)(mean - (double)hi);
+    memcpy(r, &mean, sizeof mean); /* words 0-1: the double's bytes, exactly */
     r[2] = (float)correct;
     r[3] = 0.0f;
 }
