@@ -205,6 +205,38 @@ def test_interrupt_then_resume_in_a_new_kernel_is_exact(tmp, reference):
     assert_same_run(reference, losses(rid), ckpt(rd, STEPS))
 
 
+def test_device_path_interrupt_and_resume_is_exact(tmp, reference):
+    """The trainer's device path (KILN_DEVICE_PATH=1: what a GPU runs, here on the CPU;
+    losses read back in batches) interrupted and resumed in a new kernel gives the host
+    path's reference run bit for bit: losses, weights."""
+    rd = os.path.join(tmp, "device-path")
+    os.environ["KILN_DEVICE_PATH"] = "1"
+    try:
+        k = new_kernel()
+        fired = []
+
+        def on_text(text):
+            saved = re.findall(r"last checkpoint: step (\d+)", text)
+            if not fired and saved and int(saved[-1]) >= 20:
+                fired.append(1)
+                k.km.interrupt_kernel()
+
+        c = collect(k, start(k, f"{TRAIN} --run-dir {rd} --checkpoint-every 10steps"),
+                    on_text=on_text)
+        assert c.reply["status"] == "error", "the run ended before the interrupt (too fast?)"
+        stopped = int(re.search(r"after step (\d+)", c.reply["evalue"]).group(1))
+        assert os.path.exists(ckpt(rd, stopped))
+        rid = run_id(c.text)
+        k.close()
+        k = new_kernel(setup=False)
+        c = run(k, f"%resume {rd}")
+        k.close()
+    finally:
+        del os.environ["KILN_DEVICE_PATH"]
+    assert f"step {stopped} of {STEPS}" in c.text
+    assert_same_run(reference, losses(rid), ckpt(rd, STEPS))
+
+
 def test_kill9_while_training_and_writing(tmp, reference):
     """SIGKILL while checkpointing every step (most of the time is spent writing), then
     %resume continues from the newest complete checkpoint, exactly."""
