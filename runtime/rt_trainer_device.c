@@ -7,8 +7,9 @@
  * forward -> loss -> xent_stats into ring row `pending` -> backward (loss-scaled when
  * loss scaling is on) -> amp_unscale -> the optimiser op (amp-gated). The host keeps
  * for each ring row what it knows without the device (step, epoch, position, lr) and
- * reads the ring when progress is due (rtp_dev_flush): one download, one
- * synchronisation. Backend memory: the data set, 2 x P floats of optimiser state, a
+ * reads the ring when progress is due (read_stats): one download, one
+ * synchronisation; the optimiser state comes back only on rtp_dev_flush (checkpoints,
+ * the end of a run). Backend memory: the data set, 2 x P floats of optimiser state, a
  * 256-row ring.
  */
 #include <math.h>
@@ -165,7 +166,9 @@ static rt_status download_optim(rt_trainer *t, rt_error *err)
     return rt_optim_set_step_count(t->optim, u.s.steps, err);
 }
 
-rt_status rtp_dev_flush(rt_trainer *t, rt_error *err)
+/* The progress read: the ring rows since the last read (and the loss-scaling state the
+ * progress line shows); one download each, no optimiser state. */
+static rt_status read_stats(rt_trainer *t, rt_error *err)
 {
     rt_backend *b = rt_model_backend(t->m);
     rtp_trainer_dev *d = t->dev;
@@ -189,7 +192,13 @@ rt_status rtp_dev_flush(rt_trainer *t, rt_error *err)
         }
     }
     d->last_read = rtp_trainer_now();
-    return download_optim(t, err);
+    return RT_OK;
+}
+
+rt_status rtp_dev_flush(rt_trainer *t, rt_error *err)
+{
+    RT_TRY(read_stats(t, err));
+    return download_optim(t, err); /* for a checkpoint: ~2 x 4 bytes a parameter */
 }
 
 rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
@@ -252,6 +261,6 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
         .epoch_end = *epoch_end, .lr = lr};
     if (*epoch_end || d->pending == d->ring || t->st.step >= t->total_steps ||
         rtp_trainer_now() - d->last_read >= c->report_every_s)
-        RT_TRY(rtp_dev_flush(t, err));
+        RT_TRY(read_stats(t, err));
     return RT_OK;
 }
