@@ -175,24 +175,26 @@ def assert_same_run(ref, ls, final, first=1):
         assert np.array_equal(a[name], b[name]), name
 
 
-def test_interrupt_then_resume_in_a_new_kernel_is_exact(tmp, reference):
-    rd = os.path.join(tmp, "interrupted")
+def interrupt_then_resume(rd, reference, after, extra=""):
+    """%train into rd, interrupted once a checkpoint of step >= after exists (an
+    arbitrary later step: periodic saves show in the progress display as "last
+    checkpoint: step N"), then %resume in a new kernel with nothing defined; the run
+    must equal the uninterrupted reference bit for bit."""
     k = new_kernel()
     fired = []
 
-    def on_text(text):  # interrupt once a few checkpoints exist: an arbitrary later step
-        # (periodic saves show in the progress display: "last checkpoint: step N")
+    def on_text(text):
         saved = re.findall(r"last checkpoint: step (\d+)", text)
-        if not fired and saved and int(saved[-1]) >= 30:
+        if not fired and saved and int(saved[-1]) >= after:
             fired.append(1)
             k.km.interrupt_kernel()
 
-    c = collect(k, start(k, f"{TRAIN} --run-dir {rd} --checkpoint-every 10steps --keep 2"),
+    c = collect(k, start(k, f"{TRAIN} --run-dir {rd} --checkpoint-every 10steps {extra}"),
                 on_text=on_text)
     assert c.reply["status"] == "error", "the run ended before the interrupt (too fast?)"
     assert c.reply["ename"] == "KeyboardInterrupt"
     stopped = int(re.search(r"after step (\d+)", c.reply["evalue"]).group(1))
-    assert 30 <= stopped < STEPS
+    assert after <= stopped < STEPS
     assert os.path.exists(ckpt(rd, stopped)), "the interrupt did not checkpoint its step"
     rid = run_id(c.text)
     run(k, "1 + 1")  # the kernel stays usable
@@ -205,36 +207,18 @@ def test_interrupt_then_resume_in_a_new_kernel_is_exact(tmp, reference):
     assert_same_run(reference, losses(rid), ckpt(rd, STEPS))
 
 
+def test_interrupt_then_resume_in_a_new_kernel_is_exact(tmp, reference):
+    interrupt_then_resume(os.path.join(tmp, "interrupted"), reference, 30, "--keep 2")
+
+
 def test_device_path_interrupt_and_resume_is_exact(tmp, reference):
     """The trainer's device path (KILN_DEVICE_PATH=1: what a GPU runs, here on the CPU;
-    losses read back in batches) interrupted and resumed in a new kernel gives the host
-    path's reference run bit for bit: losses, weights."""
-    rd = os.path.join(tmp, "device-path")
+    losses read back in batches) gives the host path's reference run bit for bit."""
     os.environ["KILN_DEVICE_PATH"] = "1"
     try:
-        k = new_kernel()
-        fired = []
-
-        def on_text(text):
-            saved = re.findall(r"last checkpoint: step (\d+)", text)
-            if not fired and saved and int(saved[-1]) >= 20:
-                fired.append(1)
-                k.km.interrupt_kernel()
-
-        c = collect(k, start(k, f"{TRAIN} --run-dir {rd} --checkpoint-every 10steps"),
-                    on_text=on_text)
-        assert c.reply["status"] == "error", "the run ended before the interrupt (too fast?)"
-        stopped = int(re.search(r"after step (\d+)", c.reply["evalue"]).group(1))
-        assert os.path.exists(ckpt(rd, stopped))
-        rid = run_id(c.text)
-        k.close()
-        k = new_kernel(setup=False)
-        c = run(k, f"%resume {rd}")
-        k.close()
+        interrupt_then_resume(os.path.join(tmp, "device-path"), reference, 20)
     finally:
         del os.environ["KILN_DEVICE_PATH"]
-    assert f"step {stopped} of {STEPS}" in c.text
-    assert_same_run(reference, losses(rid), ckpt(rd, STEPS))
 
 
 def test_kill9_while_training_and_writing(tmp, reference):
