@@ -1,7 +1,7 @@
 /* rt_amp_rule.h - the loss-scaling rules of rt_amp_state (rt_backend.h) as inline
  * functions, shared by the CPU backend (cpu_amp.c) and the CUDA kernels (nvcc compiles
  * them for host and device), so both backends skip, shrink and grow on the same steps.
- * The rules are torch.cuda.amp.GradScaler's, as rt_amp.c applies them on the host.
+ * The rules are torch.cuda.amp.GradScaler's; this is their only implementation.
  */
 #ifndef RT_AMP_RULE_H
 #define RT_AMP_RULE_H

@@ -123,7 +123,7 @@ typedef struct rt_gather_desc {
 
 /* Dynamic loss scaling (fp16) held in backend memory: an RT_I32 tensor of RT_AMP_WORDS
  * words laid out as this struct, written and read with upload/download. Rules are
- * rt_amp.h's (torch GradScaler): amp_unscale sets found_inf when a gradient is inf/NaN;
+ * rt_amp_rule.h's (torch GradScaler): amp_unscale sets found_inf when a gradient is inf/NaN;
  * the amp_*_update ops then either skip the update (skipped++, tracker = 0, scale *=
  * backoff unless that goes below 2^-24) or apply it as step t = ++steps (tracker++; at
  * interval the scale *= growth unless that exceeds 2^40, tracker = 0); found_inf is

@@ -93,7 +93,6 @@ static void cuda_close(rt_backend *b)
     rtp_cudnn_destroy(c->dnn);
     if (c->blas) (void)c->blasf.destroy(c->blas);
     (void)cudaFree(c->ws);
-    (void)cudaFree(c->flag);
     if (c->stream) (void)cudaStreamDestroy(c->stream);
     (void)cudaGetLastError();
     free(c);
@@ -113,7 +112,6 @@ static rt_status open_device(rt_backend *b, rtp_cuda *c, rt_error *err)
     RTP_CUBLAS_TRY(b, err, c->blasf.create(&c->blas));
     RTP_CUBLAS_TRY(b, err, c->blasf.set_stream(c->blas, c->stream));
     RTP_CUBLAS_TRY(b, err, c->blasf.set_math_mode(c->blas, CUBLAS_DEFAULT_MATH));
-    RT_TRY(rtp_cuda_alloc(b, (void **)&c->flag, sizeof(int), err));
     return rtp_cudnn_create(b, &c->dnn, err);
 }
 

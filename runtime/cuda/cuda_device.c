@@ -103,21 +103,3 @@ rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_byte
     RT_CUDA_TRY(b, err, cudaMemGetInfo(free_bytes, total_bytes));
     return RT_OK;
 }
-
-rt_status rt_cuda_unscale_grads(rt_backend *b, rt_tensor *grad, float inv_scale,
-                                int *overflow, rt_error *err)
-{
-    RT_TRY(need_cuda(b, err));
-    RTP_ENTER(b);
-    RTP_CHECK(grad, 0, "unscale gradients");
-    rtp_cuda *c = rtp_cuda_of(b);
-    int flag = 0;
-    RT_CUDA_TRY(b, err, cudaMemsetAsync(c->flag, 0, sizeof(int), c->stream));
-    RT_CUDA_TRY(b, err, rtp_k_unscale(c->stream, grad->data, rt_tensor_numel(grad), inv_scale,
-                                      c->flag));
-    RT_CUDA_TRY(b, err, cudaMemcpyAsync(&flag, c->flag, sizeof(int), cudaMemcpyDeviceToHost,
-                                        c->stream));
-    RT_CUDA_TRY(b, err, cudaStreamSynchronize(c->stream));
-    *overflow = flag != 0;
-    return RT_OK;
-}

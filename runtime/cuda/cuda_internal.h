@@ -3,7 +3,7 @@
  * Everything device-side lives in one rtp_cuda (b->impl): the device index, one stream
  * (every op is issued on it, so ops are ordered without host synchronisation), the
  * cuBLAS handle, the cuDNN state (cudnn_conv.c; NULL without cuDNN), the workspace
- * reserved when a model is built, and a 4-byte device flag for overflow checks.
+ * reserved when a model is built.
  * Errors: RT_CUDA_TRY / RTP_CUBLAS_TRY turn a failed call into RT_EDEVICE with the
  * call, the CUDA message and file:line; a sticky error (illegal address, launch
  * failure, ...) marks the backend lost and returns RT_EDEVICE_LOST, and every later op
@@ -57,7 +57,6 @@ typedef struct rtp_cuda {
     rtp_cudnn *dnn;       /* NULL: convolution by im2col + cuBLAS (cuda_conv.c) */
     void *ws;             /* workspace (device), ws_bytes long */
     size_t ws_bytes;
-    int *flag;            /* device int: overflow flag of rt_cuda_unscale_grads */
     rt_precision prec;
 } rtp_cuda;
 

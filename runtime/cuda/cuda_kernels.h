@@ -58,8 +58,6 @@ cudaError_t rtp_k_row_broadcast(cudaStream_t s, float *y, const float *bias, int
 /* fp32 <-> 16-bit (bf16 != 0: bfloat16, else IEEE half), round to nearest even. */
 cudaError_t rtp_k_to_16(cudaStream_t s, void *dst, const float *src, size_t n, int bf16);
 cudaError_t rtp_k_from_16(cudaStream_t s, float *dst, const void *src, size_t n, int bf16);
-/* g *= inv; *flag = 1 if some g was inf/NaN before (flag is only ever set, not cleared). */
-cudaError_t rtp_k_unscale(cudaStream_t s, float *g, size_t n, float inv, int *flag);
 
 /* ---- cuda_pool.cu (PyTorch semantics, as cpu_pool.c) ---- */
 cudaError_t rtp_k_maxpool_fwd(cudaStream_t s, float *y, const float *x, rtp_pool_geom g);

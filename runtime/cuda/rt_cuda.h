@@ -11,7 +11,8 @@
  * are stored in fp32. Every tensor the runtime sees stays fp32 (activations, gradients,
  * master weights, optimiser state), so checkpoints move between CPU and GPU unchanged.
  * Set it after open and BEFORE attaching a model (the workspace the model reserves
- * includes the 16-bit copies). fp16 needs dynamic loss scaling (rt_amp.h).
+ * includes the 16-bit copies). fp16 needs dynamic loss scaling: the trainer does it on the device (rt_amp_state and the
+ * amp_* ops of rt_backend.h, rules in runtime/rt_amp_rule.h).
  */
 #ifndef RT_CUDA_H
 #define RT_CUDA_H
@@ -62,11 +63,5 @@ rt_precision rt_cuda_get_precision(const rt_backend *b);
 /* Free and total memory of the backend's device, bytes (sync first for a stable value). */
 rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes,
                            rt_error *err);
-
-/* Mixed-precision gradient check for loss scaling: grad *= inv_scale in place (flat
- * tensor) and *overflow = 1 if any element was inf or NaN before scaling. One small
- * download (the flag). CUDA backends only. */
-rt_status rt_cuda_unscale_grads(rt_backend *b, rt_tensor *grad, float inv_scale,
-                                int *overflow, rt_error *err);
 
 #endif

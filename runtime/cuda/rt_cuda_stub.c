@@ -29,10 +29,3 @@ rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_byte
     *free_bytes = *total_bytes = 0;
     return RT_ERR(err, RT_ENODEV, "this Kiln was built without CUDA");
 }
-
-rt_status rt_cuda_unscale_grads(rt_backend *b, rt_tensor *grad, float inv_scale,
-                                int *overflow, rt_error *err)
-{
-    *overflow = 0;
-    return RT_ERR(err, RT_ENODEV, "this Kiln was built without CUDA");
-}

@@ -6,7 +6,7 @@
  * Built in every configuration (the stub rt_cuda.h without CUDA), so it never skips.
  */
 #include "gpu_util.h"
-#include "rt_amp.h"
+#include "rt_amp_rule.h"
 #include "t.h"
 
 static int have_device(void)
@@ -78,33 +78,39 @@ T_TEST(precision_on_cpu)
     ASSERT_EQ(rt_cuda_set_precision(&b, RT_PREC_BF16, &err), RT_EINVAL);
     ASSERT_STR_CONTAINS(err.msg, "--precision bf16");
     ASSERT_EQ(rt_cuda_get_precision(&b), RT_PREC_FP32);
-    int of = 1;
-    ASSERT(rt_cuda_unscale_grads(&b, NULL, 1.0f, &of, &err) != RT_OK);
+    ASSERT(b.ops->amp_unscale(&b, NULL, NULL, &err) != RT_OK); /* no state: refused */
     rt_backend_close(&b);
 }
 
 T_TEST(loss_scaler)
 {
-    rt_amp_scaler s;
-    rt_amp_init(&s, 1);
-    ASSERT_EQ((long long)rt_amp_scale(&s), 65536);
-    ASSERT(rt_amp_inv_scale(&s) == 1.0f / 65536.0f);
-    ASSERT_EQ(rt_amp_update(&s, 1), 0); /* overflow: skip and halve */
-    ASSERT_EQ((long long)rt_amp_scale(&s), 32768);
+    /* the one implementation of the rules (rt_amp_rule.h: the CPU op and the CUDA
+     * kernels both call it) */
+    rt_amp_state s;
+    rt_amp_state_init(&s, 0);
+    ASSERT_EQ((long long)s.scale, 65536);
+    s.found_inf = 1;
+    ASSERT_EQ(rt_amp_rule_step(&s), 0); /* overflow: skip and halve */
+    ASSERT_EQ((long long)s.scale, 32768);
     ASSERT_EQ(s.skipped, 1);
-    for (int i = 0; i < 1999; i++) ASSERT_EQ(rt_amp_update(&s, 0), 1);
-    ASSERT_EQ((long long)rt_amp_scale(&s), 32768); /* not yet */
-    ASSERT_EQ(rt_amp_update(&s, 0), 1);
-    ASSERT_EQ((long long)rt_amp_scale(&s), 65536); /* 2000 clean steps: doubled */
-    ASSERT_EQ(rt_amp_update(&s, 1), 0);
+    ASSERT_EQ(s.last_skipped, 1);
+    ASSERT_EQ(s.found_inf, 0); /* consumed */
+    for (int i = 0; i < 1999; i++) ASSERT_EQ(rt_amp_rule_step(&s), 1);
+    ASSERT_EQ((long long)s.scale, 32768); /* not yet */
+    ASSERT_EQ(rt_amp_rule_step(&s), 1);
+    ASSERT_EQ((long long)s.scale, 65536); /* 2000 clean steps: doubled */
+    ASSERT_EQ(s.steps, 2000);             /* Adam's t: applied updates only */
+    s.found_inf = 1;
+    ASSERT_EQ(rt_amp_rule_step(&s), 0);
     ASSERT_EQ(s.tracker, 0);
     ASSERT_EQ(s.skipped, 2);
-    for (int i = 0; i < 200; i++) rt_amp_update(&s, 1); /* never reaches 0 */
-    ASSERT(rt_amp_scale(&s) > 0.0f);
-    rt_amp_init(&s, 0); /* bf16/fp32: no scaling, never skips */
-    ASSERT(rt_amp_scale(&s) == 1.0f);
-    ASSERT_EQ(rt_amp_update(&s, 1), 1);
-    ASSERT_EQ(s.skipped, 0);
+    for (int i = 0; i < 200; i++) { /* never reaches 0 */
+        s.found_inf = 1;
+        rt_amp_rule_step(&s);
+    }
+    ASSERT(s.scale > 0.0);
+    /* without loss scaling (fp32, bf16) the trainer keeps no rt_amp_state and never
+     * skips: tests/train/test_golden.c checks skipped 0 and scale 0 there */
 }
 
 T_TEST(out_of_memory_survives)
@@ -147,30 +153,44 @@ T_TEST(unscale_grads)
     rt_error err = {0};
     ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
     rt_tensor g = {.n = 1001, .c = 1, .h = 1, .w = 1};
+    rt_tensor amp = {.dtype = RT_I32, .n = RT_AMP_WORDS, .c = 1, .h = 1, .w = 1};
+    union { rt_amp_state s; int32_t w[RT_AMP_WORDS]; } u;
     float host[1001];
     for (int i = 0; i < 1001; i++) host[i] = (float)(i - 500) * 1024.0f;
     ASSERT_EQ(b.ops->alloc(&b, &g.data, sizeof host, &err), RT_OK);
+    ASSERT_EQ(b.ops->alloc(&b, &amp.data, sizeof u.w, &err), RT_OK);
     ASSERT_EQ(b.ops->upload(&b, &g, host, sizeof host, &err), RT_OK);
-    int overflow = -1;
-    ASSERT_EQ(rt_cuda_unscale_grads(&b, &g, 1.0f / 1024.0f, &overflow, &err), RT_OK);
-    ASSERT_EQ(overflow, 0);
+    memset(&u, 0, sizeof u);
+    rt_amp_state_init(&u.s, 1024.0);
+    ASSERT_EQ(b.ops->upload(&b, &amp, u.w, sizeof u.w, &err), RT_OK);
+    ASSERT_EQ(b.ops->amp_unscale(&b, &g, &amp, &err), RT_OK);
+    ASSERT_EQ(b.ops->download(&b, u.w, &amp, sizeof u.w, &err), RT_OK);
+    ASSERT_EQ(u.s.found_inf, 0);
     ASSERT_EQ(b.ops->download(&b, host, &g, sizeof host, &err), RT_OK);
     ASSERT(host[0] == -500.0f && host[1000] == 500.0f); /* power-of-two scale: exact */
     host[777] = INFINITY;
     ASSERT_EQ(b.ops->upload(&b, &g, host, sizeof host, &err), RT_OK);
-    ASSERT_EQ(rt_cuda_unscale_grads(&b, &g, 0.5f, &overflow, &err), RT_OK);
-    ASSERT_EQ(overflow, 1);
+    ASSERT_EQ(b.ops->amp_unscale(&b, &g, &amp, &err), RT_OK);
+    ASSERT_EQ(b.ops->download(&b, u.w, &amp, sizeof u.w, &err), RT_OK);
+    ASSERT_EQ(u.s.found_inf, 1);
     host[777] = NAN;
+    u.s.found_inf = 0; /* a fresh step (the update op clears it) */
+    ASSERT_EQ(b.ops->upload(&b, &amp, u.w, sizeof u.w, &err), RT_OK);
     ASSERT_EQ(b.ops->upload(&b, &g, host, sizeof host, &err), RT_OK);
-    ASSERT_EQ(rt_cuda_unscale_grads(&b, &g, 0.5f, &overflow, &err), RT_OK);
-    ASSERT_EQ(overflow, 1);
-    host[777] = 1.0f; /* the flag is cleared for each call */
+    ASSERT_EQ(b.ops->amp_unscale(&b, &g, &amp, &err), RT_OK);
+    ASSERT_EQ(b.ops->download(&b, u.w, &amp, sizeof u.w, &err), RT_OK);
+    ASSERT_EQ(u.s.found_inf, 1);
+    host[777] = 1.0f;
+    u.s.found_inf = 0;
+    ASSERT_EQ(b.ops->upload(&b, &amp, u.w, sizeof u.w, &err), RT_OK);
     ASSERT_EQ(b.ops->upload(&b, &g, host, sizeof host, &err), RT_OK);
-    ASSERT_EQ(rt_cuda_unscale_grads(&b, &g, 0.5f, &overflow, &err), RT_OK);
-    ASSERT_EQ(overflow, 0);
+    ASSERT_EQ(b.ops->amp_unscale(&b, &g, &amp, &err), RT_OK);
+    ASSERT_EQ(b.ops->download(&b, u.w, &amp, sizeof u.w, &err), RT_OK);
+    ASSERT_EQ(u.s.found_inf, 0);
     ASSERT_EQ(rt_cuda_set_precision(&b, RT_PREC_FP16, &err), RT_OK);
     ASSERT_EQ(rt_cuda_get_precision(&b), RT_PREC_FP16);
     b.ops->free(&b, g.data);
+    b.ops->free(&b, amp.data);
     rt_backend_close(&b);
 }
 

@@ -121,16 +121,6 @@ extern "C" cudaError_t rtp_k_from_16(cudaStream_t s, float *dst, const void *src
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_unscale(cudaStream_t s, float *g, size_t n, float inv, int *flag)
-{
-    CHECK({g, F4(n)}, {flag, 4});
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(g[i])) *flag = 1;
-        g[i] = g[i] * inv;
-    }
-    return cudaSuccess;
-}
-
 extern "C" cudaError_t rtp_k_maxpool_fwd(cudaStream_t s, float *y, const float *x, rtp_pool_geom g)
 {
     size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
