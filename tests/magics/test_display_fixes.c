@@ -53,9 +53,7 @@ static void order_display(void *user, json_t *data, json_t *metadata, const char
 T_TEST(test_param_count_separators)
 {
     char line[512];
-    mg_session_destroy(g_s);
-    g_s = mg_session_create();
-    ASSERT(g_s != NULL);
+    ASSERT_EQ(tm_fresh_session(&g_s), 0);
     tm_reset();
     snprintf(line, sizeof line, "dataset %s --samples 0", g_dir);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);

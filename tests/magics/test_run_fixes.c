@@ -22,19 +22,8 @@ static mg_error g_err;
 
 static const char *small_net = "conv2d 4 3 pad=1\nrelu\nmaxpool 2\nflatten\ndense 3\n";
 
-static int fresh_session(void)
-{
-    mg_session_destroy(g_s);
-    g_s = mg_session_create();
-    return g_s ? 0 : -1;
-}
-
-static int setup_model(void)
-{
-    char line[256];
-    snprintf(line, sizeof line, "dataset %s --samples 0", g_dir);
-    return tm_magic(g_s, line, NULL, &g_err) || tm_magic(g_s, "model tiny", small_net, &g_err);
-}
+static int fresh_session(void) { return tm_fresh_session(&g_s); }
+static int setup_model(void) { return tm_setup_model(g_s, g_dir, 0, small_net, &g_err); }
 
 /* Without --data / --val the store records the data set and the val count in effect
  * (it recorded data '' and val -1: runs could not be compared on them), and checkpoint

@@ -54,19 +54,8 @@ static int valid_png_b64(const char *b64, int *w, int *h)
     return ok;
 }
 
-static int fresh_session(void)
-{
-    mg_session_destroy(g_s);
-    g_s = mg_session_create();
-    return g_s ? 0 : -1;
-}
-
-static int setup_model(void)
-{
-    char line[256];
-    snprintf(line, sizeof line, "dataset %s --samples 6", g_dir);
-    return tm_magic(g_s, line, NULL, &g_err) || tm_magic(g_s, "model tiny", small_net, &g_err);
-}
+static int fresh_session(void) { return tm_fresh_session(&g_s); }
+static int setup_model(void) { return tm_setup_model(g_s, g_dir, 6, small_net, &g_err); }
 
 T_TEST(test_png_and_base64)
 {

@@ -141,6 +141,23 @@ static int tm_make_dataset(char *dir, size_t n)
     return 0;
 }
 
+/* A new session in *s (the old one destroyed): 0, or -1 when it cannot be made. */
+static inline int tm_fresh_session(mg_session **s)
+{
+    mg_session_destroy(*s);
+    *s = mg_session_create();
+    return *s ? 0 : -1;
+}
+
+/* `%dataset DIR --samples N`, then `%%model tiny` with the given layers: 0 or -1. */
+static inline int tm_setup_model(mg_session *s, const char *dir, int samples, const char *net,
+                                 mg_error *err)
+{
+    char line[256];
+    snprintf(line, sizeof line, "dataset %s --samples %d", dir, samples);
+    return tm_magic(s, line, NULL, err) || tm_magic(s, "model tiny", net, err) ? -1 : 0;
+}
+
 /* Counts displays whose data has mime and whose text/plain starts with prefix (may be
  * NULL); *id gets the display id of the first one. */
 static int tm_count(const char *mime, const char *prefix, const char **id, int *updates)
