@@ -245,17 +245,9 @@ static rt_status load_path(rt_dataset_splits *out, const rt_dataset_opts *opts, 
         st = rtp_imgfolder_load(&tmp, opts, base, err);    /* images, else CIFAR batches */
         if (st == RT_ENOTFOUND) st = read_cifar(&tmp, path, 1, cifar_names, base, opts, err);
     }
-    else if (rtp_is_dir(path) &&
-             (st = rtp_imgfolder_load(&tmp, opts, base, err)) == RT_ENOTFOUND)
-        return RT_ERR(err, RT_ENOTFOUND, "%s: no data set here: expected class folders "
-                      "(%s/<class>/*.png|jpg, or train/<class>/... and val/, test/), IDX files "
-                      "(train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "
-                      "t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]) or CIFAR-10 "
-                      "batches (data_batch_1..5.bin, test_batch.bin)", path, path);
-    else if (rtp_is_dir(path))
-        ;                                                   /* an image folder, loaded */
-    else if (rtp_is_file(path) && is_image_set_file(path))
-        st = rtp_imgfolder_load(&tmp, opts, base, err);   /* a CSV or an archive */
+    else if (rtp_is_dir(path) || (rtp_is_file(path) && is_image_set_file(path)))
+        st = rtp_imgfolder_load(&tmp, opts, base, err);   /* an image folder (its error,
+                                                             when none: what may be here) */
     else if (rtp_is_file(path))
         return RT_ERR(err, RT_EINVAL, "%s: give the directory that holds the IDX files or "
                       "the class folders, a CSV of path,label, an archive (.zip, .tar.gz) of "

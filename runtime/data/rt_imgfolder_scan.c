@@ -174,9 +174,11 @@ static rt_status scan_classes(rtp_img_list *l, const char *dir, int split, int d
 static rt_status check_classes(const rtp_img_list *l, const char *path, rt_error *err)
 {
     if (l->num_classes == 0)   /* RT_ENOTFOUND: no data set of any kind is here */
-        return RT_ERR(err, RT_ENOTFOUND, "%s: no class folders with images ---> HINT: lay it "
-                      "out as PATH/<class>/*.png (or PATH/train/<class>/..., or a CSV of "
-                      "path,label)", path);
+        return RT_ERR(err, RT_ENOTFOUND, "%s: no data set here: expected class folders "
+                      "(%s/<class>/*.png|jpg, or train/<class>/... and val/, test/), IDX files "
+                      "(train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "
+                      "t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]) or CIFAR-10 "
+                      "batches (data_batch_1..5.bin, test_batch.bin)", path, path);
     if (l->num_classes == 1)
         return RT_ERR(err, RT_EFORMAT, "%s: only one class ('%s'); a classifier needs at "
                       "least two class folders", path, l->names[0]);

@@ -352,3 +352,12 @@ def test_folder_errors(tmp_path, cache):
     info = run(tmp_path / "nothing")
     assert info["rc"] == 1 and "no data set here: expected class folders" in info["msg"]
     assert run(tmp_path / "pets", "--channels", 2)["rc"] == 1
+
+
+def test_turbojpeg_missing(tmp_path, cache, monkeypatch):
+    """Without libturbojpeg a JPEG folder fails naming the library and its package."""
+    make_folder(tmp_path / "pets", per_class=6)
+    monkeypatch.setenv("KILN_LIBTURBOJPEG", "/nonexistent/libturbojpeg.so.0")
+    info = run(tmp_path / "pets")
+    assert info["rc"] == 1
+    assert "libturbojpeg" in info["msg"] and "apt install libturbojpeg0" in info["msg"]
