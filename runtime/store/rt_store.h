@@ -43,6 +43,10 @@ void rt_store_close(rt_store *s); /* NULL ok; wipes the credentials */
 const char *rt_store_bucket_url(const rt_store *s);
 const char *rt_store_endpoint(const rt_store *s);
 
+/* While *flag is non-zero, transfers of s stop at once and are not retried
+ * (RT_EINTERRUPTED). For a thread that must be stoppable; NULL to unset. */
+void rt_store_set_cancel(rt_store *s, const _Atomic int *flag);
+
 /* Uploads the file at path as object key (multipart above the part size). */
 rt_status rt_store_put_file(rt_store *s, const char *key, const char *path,
                             rt_error *err);

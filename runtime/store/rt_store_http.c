@@ -107,6 +107,16 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *user)
     return n;
 }
 
+static int on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+                       curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    const _Atomic int *cancel = user;
+    return cancel && *cancel ? 1 : 0;
+}
+
+static int cancelled(const rt_store *s) { return s->cancel && *s->cancel; }
+
 static char *request_url(rt_store *s, const rtp_store_req *r)
 {
     char *ek = r->key ? rtp_store_key_escape(r->key) : strdup("");
@@ -182,6 +192,11 @@ static rt_status attempt(rt_store *s, rtp_store_req *r, CURLcode *cc, char *errb
     SETOPT(CURLOPT_WRITEDATA, &k);
     SETOPT(CURLOPT_HEADERFUNCTION, on_header);
     SETOPT(CURLOPT_HEADERDATA, &k);
+    if (s->cancel) {
+        SETOPT(CURLOPT_NOPROGRESS, 0L);
+        SETOPT(CURLOPT_XFERINFOFUNCTION, on_progress);
+        SETOPT(CURLOPT_XFERINFODATA, (void *)s->cancel);
+    }
     if (strcmp(r->method, "HEAD") == 0) {
         SETOPT(CURLOPT_NOBODY, 1L);
     } else if (strcmp(r->method, "GET") != 0) {
@@ -274,6 +289,8 @@ rt_status rtp_store_do(rt_store *s, rtp_store_req *r, const char *what, rt_error
                           strerror(errno));
         RT_TRY(attempt(s, r, &cc, errbuf, err));
         if (cc == CURLE_OK && r->status > 0 && r->status < 300) return RT_OK;
+        if (cancelled(s))
+            return RT_ERR(err, RT_EINTERRUPTED, "%s: cancelled", what);
         if (!transient(cc, r->status) || i == 2) break;
         struct timespec ts = {0, (long)(200000000L << i)}; /* 0.2 s, 0.4 s */
         nanosleep(&ts, NULL);

@@ -73,6 +73,7 @@ struct rt_store {
     char *endpoint;   /* for messages */
     char *sigv4;      /* "aws:amz:REGION:s3" */
     uint64_t part_size;
+    const _Atomic int *cancel; /* rt_store_set_cancel */
 };
 
 #endif

@@ -38,6 +38,7 @@ void rt_store_close(rt_store *s)
 }
 
 const char *rt_store_bucket_url(const rt_store *s) { return s->bucket_url; }
+void rt_store_set_cancel(rt_store *s, const _Atomic int *flag) { s->cancel = flag; }
 const char *rt_store_endpoint(const rt_store *s) { return s->endpoint; }
 
 static rtp_store_req req(const char *method, const char *key, const char *query)

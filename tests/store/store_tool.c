@@ -14,6 +14,11 @@
  *                                        "fetched PATH", then "skipped: ..." lines
  *   store_tool URL ckpt-prune KEEP       prints "deleted N"
  *
+ *   store_tool URL sync KEEP CAP         background uploader driven from stdin, one
+ *                                        command a line: "put PATH STEP", "status"
+ *                                        (prints "pending N last S retrying R error E"),
+ *                                        "drain SECONDS" (prints "drained" or
+ *                                        "local-only PATH" lines + "error: ..."), "quit"
  *   store_tool make FILE STEP KB         (no URL) write a Kiln checkpoint of step STEP
  *                                        with KB kilobytes of tensor data
  * Prints "error: MESSAGE" on stderr and exits 1 on failure (2 for usage). */
@@ -24,6 +29,49 @@
 #include "rt_ckpt.h"
 #include "rt_store.h"
 #include "rt_store_ckpt.h"
+#include "rt_store_sync.h"
+
+/* The stdin-driven uploader (see the header comment). */
+static rt_status sync_loop(rt_store *s, const char *prefix, int keep, int cap, rt_error *err)
+{
+    rt_store_sync *y = NULL;
+    RT_TRY(rt_store_sync_start(s, prefix, keep, (size_t)cap, &y, err));
+    char line[4096], path[4000];
+    long long step;
+    double secs;
+    printf("ready\n");
+    fflush(stdout);
+    while (fgets(line, sizeof line, stdin)) {
+        if (sscanf(line, "put %3999s %lld", path, &step) == 2) {
+            rt_error e = {0};
+            if (rt_store_sync_enqueue(y, path, step, &e) != RT_OK)
+                printf("error: %s\n", e.msg);
+            else
+                printf("queued\n");
+        } else if (strncmp(line, "status", 6) == 0) {
+            rt_store_sync_status st;
+            rt_store_sync_get_status(y, &st);
+            printf("pending %zu last %lld retrying %d error %s\n", st.pending,
+                   (long long)st.last_step, st.retrying, st.last_error);
+        } else if (sscanf(line, "drain %lf", &secs) == 1) {
+            char *local = NULL;
+            rt_error e = {0};
+            if (rt_store_sync_drain(y, secs, &local, &e) == RT_OK) {
+                printf("drained\n");
+            } else {
+                for (char *l = local ? strtok(local, "\n") : NULL; l; l = strtok(NULL, "\n"))
+                    printf("local-only %s\n", l);
+                printf("error: %s\n", e.msg);
+            }
+            free(local);
+        } else if (strncmp(line, "quit", 4) == 0) {
+            break;
+        }
+        fflush(stdout);
+    }
+    rt_store_sync_stop(y);
+    return RT_OK;
+}
 
 /* A checkpoint with one F32 tensor of kb KiB whose values depend on step. */
 static int make(const char *path, long step, long kb)
@@ -84,6 +132,10 @@ int main(int argc, char **argv)
         rt_store_entries_free(e, n);
     } else if (st == RT_OK && strcmp(cmd, "rm") == 0 && argc == 4) {
         st = rt_store_delete(s, argv[3], &err);
+    } else if (st == RT_OK && strcmp(cmd, "sync") == 0 && argc == 5) {
+        rt_store *taken = s;
+        s = NULL; /* the uploader owns it now */
+        st = sync_loop(taken, prefix, atoi(argv[3]), atoi(argv[4]), &err);
     } else if (st == RT_OK && strcmp(cmd, "ckpt-push") == 0 && argc == 4) {
         st = rt_store_ckpt_push(s, prefix, argv[3], &err);
     } else if (st == RT_OK && strcmp(cmd, "ckpt-ls") == 0) {

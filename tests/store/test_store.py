@@ -7,8 +7,10 @@ import hashlib
 import json
 import os
 import socket
+import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -59,6 +61,68 @@ class Server:
                 self.proc.wait()
 
 
+class Proxy:
+    """A TCP relay 127.0.0.1:port -> the server that can be taken down and brought back
+    on the same port (the server keeps its state), and can stall every upload after
+    stall_after bytes (a transfer hanging mid-way)."""
+
+    def __init__(self, target_port):
+        self.target, self.port = target_port, free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.stall_after, self.sent, self.conns = None, 0, []
+        self.up()
+
+    def up(self):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", self.port))
+        self.sock.listen(16)
+        self.alive = True
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while self.alive:
+            try:
+                c, _ = self.sock.accept()
+                u = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                return
+            self.conns += [c, u]
+            threading.Thread(target=self._pipe, args=(c, u, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c, False), daemon=True).start()
+
+    def _pipe(self, a, b, upstream):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                if upstream:
+                    self.sent += len(d)
+                    while self.stall_after is not None and self.sent > self.stall_after \
+                            and self.alive:
+                        time.sleep(0.05)
+                b.sendall(d)
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def down(self):
+        self.alive = False
+        self.sock.close()
+        for c in self.conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()
+        self.conns = []
+
+
 @pytest.fixture(scope="module")
 def store():
     srv = Server()
@@ -76,7 +140,7 @@ def store():
                           aws_access_key_id=creds["AWS_ACCESS_KEY_ID"],
                           aws_secret_access_key=creds["AWS_SECRET_ACCESS_KEY"])
         s3.create_bucket(Bucket=BUCKET)
-        yield {"url": srv.url, "creds": creds, "s3": s3, "outputs": []}
+        yield {"url": srv.url, "port": srv.port, "creds": creds, "s3": s3, "outputs": []}
     finally:
         srv.stop()
 
@@ -278,6 +342,130 @@ def test_prune_keeps_the_newest_complete(store, tmp_path):
         ckpt_name(4) + ".manifest.json", ckpt_name(5))]
     assert tool(store, url, "ckpt-prune", "0").stdout.strip() == "deleted 1"  # keeps >= 1
     assert [line.split()[0] for line in tool(store, url, "ckpt-ls").stdout.splitlines()] == ["4"]
+
+
+def tool_env(st, **extra):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    e.update(AWS_ENDPOINT_URL=st["url"], AWS_REGION="us-east-1", HOME="/nonexistent")
+    e.update(st["creds"])
+    e.update(extra)
+    return e
+
+
+class Uploader:
+    """store_tool's stdin-driven background uploader."""
+
+    def __init__(self, st, url, keep, cap, endpoint):
+        self.st = st
+        self.p = subprocess.Popen([TOOL, url, "sync", str(keep), str(cap)], text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE,
+                                  env=tool_env(st, AWS_ENDPOINT_URL=endpoint))
+        assert self.p.stdout.readline().strip() == "ready"
+
+    def cmd(self, line, until=None):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        out = [self.p.stdout.readline().rstrip("\n")]
+        while until and not out[-1].startswith(until):
+            out.append(self.p.stdout.readline().rstrip("\n"))
+        self.st["outputs"].extend(out)
+        return out
+
+    def wait_status(self, pred, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            line = self.cmd("status")[0]
+            if pred(line):
+                return line
+            time.sleep(0.1)
+        raise AssertionError("status never matched: " + line)
+
+    def quit(self):
+        self.p.stdin.write("quit\n")
+        self.p.stdin.close()
+        self.p.wait(60)
+        err = self.p.stderr.read()
+        self.st["outputs"].append(err)
+        return err
+
+
+def test_uploads_go_on_in_the_background_and_catch_up_after_an_outage(store, tmp_path):
+    px = Proxy(store["port"])
+    url = f"s3://{BUCKET}/runs/outage"
+    files = {i: make(store, tmp_path / ckpt_name(i), i) for i in (1, 2, 3, 4)}
+    up = Uploader(store, url, keep=2, cap=4, endpoint=px.url)
+    try:
+        assert up.cmd(f"put {files[1]} 1") == ["queued"]
+        up.wait_status(lambda s: s.startswith("pending 0 last 1 "))
+        px.down()  # the store goes away mid-run
+        t0 = time.time()
+        assert up.cmd(f"put {files[2]} 2") == ["queued"]
+        assert up.cmd(f"put {files[3]} 3") == ["queued"]
+        assert time.time() - t0 < 1  # queueing never waits on the network
+        line = up.wait_status(lambda s: " retrying 1 " in s)
+        assert line.startswith("pending 2 last 1 ") and "cannot reach" in line
+        out = up.cmd("drain 0.3", until="error:")
+        assert out[:-1] == [f"local-only {files[2]}", f"local-only {files[3]}"]
+        assert "2 checkpoints are not in s3://kiln-test yet (kept locally)" in out[-1]
+        assert files[2].exists() and files[3].exists()
+        px.up()  # back: the queue catches up
+        assert up.cmd(f"put {files[4]} 4") == ["queued"]
+        assert up.cmd("drain 60") == ["drained"]
+        assert up.cmd("status")[0].startswith("pending 0 last 4 retrying 0")
+    finally:
+        up.quit()
+        px.down()
+    # keep=2, pruned only after a newer one was complete
+    out = tool(store, url, "ckpt-ls").stdout.split()
+    assert out[0::3] == ["3", "4"]
+
+
+def test_a_full_queue_drops_the_oldest_waiting(store, tmp_path):
+    px = Proxy(store["port"])
+    url = f"s3://{BUCKET}/runs/full"
+    files = {i: make(store, tmp_path / ckpt_name(i), i) for i in range(1, 6)}
+    up = Uploader(store, url, keep=0, cap=2, endpoint=px.url)
+    try:
+        px.down()
+        for i in range(1, 6):
+            assert up.cmd(f"put {files[i]} {i}") == ["queued"]
+        out = up.cmd("drain 0.2", until="error:")
+        # 1 may be in flight (kept); of the others only the newest fit the queue
+        assert f"local-only {files[5]}" in out and "5 checkpoints are not" in out[-1]
+        px.up()
+        out = up.cmd("drain 60", until="")
+    finally:
+        up.quit()
+        px.down()
+    steps = tool(store, url, "ckpt-ls").stdout.split()[0::3]
+    assert "5" in steps and len(steps) <= 2
+
+
+def test_kill_during_a_multipart_upload_keeps_the_previous_checkpoint(store, tmp_path):
+    url = f"s3://{BUCKET}/runs/kill"
+    tool(store, url, "ckpt-push", str(make(store, tmp_path / ckpt_name(10), 10)))
+    big = make(store, tmp_path / ckpt_name(20), 20, kb=12 * 1024)  # 3 parts of 5 MiB
+    px = Proxy(store["port"])
+    px.stall_after = 7 << 20  # part 1 through, part 2 hangs half-way
+    p = subprocess.Popen([TOOL, url, "ckpt-push", str(big)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE,
+                         env=tool_env(store, AWS_ENDPOINT_URL=px.url, KILN_S3_PART_MB="5"))
+    deadline = time.time() + 60
+    while px.sent <= px.stall_after and time.time() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    assert p.poll() is None and px.sent > px.stall_after
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    px.down()
+    uploads = store["s3"].list_multipart_uploads(Bucket=BUCKET, Prefix="runs/kill/")
+    assert [u["Key"] for u in uploads.get("Uploads", [])] == ["runs/kill/" + ckpt_name(20)]
+    assert tool(store, url, "ckpt-ls").stdout.split()[0::3] == ["10"]
+    out = tool(store, url, "ckpt-fetch", str(tmp_path / "f")).stdout
+    assert out.splitlines()[0] == f"fetched {tmp_path}/f/{ckpt_name(10)}"
+    # a fresh push of the same file completes normally afterwards
+    tool(store, url, "ckpt-push", str(big), env={"KILN_S3_PART_MB": "5"})
+    assert tool(store, url, "ckpt-ls").stdout.split()[0::3] == ["10", "20"]
 
 
 def test_no_secret_in_any_output(store):
