@@ -191,13 +191,16 @@ void klp_repr(klp_buf *b, json_t *v);
 void klp_str(klp_buf *b, json_t *v);
 void klp_float_repr(klp_buf *b, double d);
 
-/* $name / {expr} interpolation (kl_interp.c): new string (free()), or NULL on OOM. */
+/* $name / {expr} interpolation in a shell line (kl_interp.c), each value quoted as one
+ * sh word ($!name / {!expr}: raw): new string (free()), or NULL on OOM. */
 char *klp_interpolate(kl_engine *e, const char *text);
-/* The same for magic arguments: a {expr} raising NameError returns NULL with that error
- * in *name_err (name_err->ename[0] != 0; NULL otherwise means out of memory); the first
- * undefined `$name` (with its `$`) goes to undef[nundef] ("" when none). */
-char *klp_interpolate_args(kl_engine *e, const char *text, klp_err *name_err, char *undef,
-                           size_t nundef);
+/* The same for magic arguments, each value quoted as one mg_args word (quoted != 0) or
+ * as it is (quoted == 0, for magics that split nothing): a {expr} raising NameError
+ * returns NULL with that error in *name_err (name_err->ename[0] != 0; NULL otherwise
+ * means out of memory); the first undefined `$name` (with its `$`) goes to
+ * undef[nundef] ("" when none). */
+char *klp_interpolate_args(kl_engine *e, const char *text, int quoted, klp_err *name_err,
+                           char *undef, size_t nundef);
 
 /* Shell (kl_shell.c): runs cmd, streaming into out. 0, or -1 (interrupt / failure). */
 int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status,
