@@ -181,7 +181,8 @@ T_TEST(comprehensions_refused)
 {
     static const char *const cells[] = {"[x * x for x in range(6) if x % 2]",
                                         "{k: 1 for k in 'ab'}", "sum(x for x in [1])",
-                                        "(x for x in [1])", "y = [1, x for x in [1]]"};
+                                        "(x for x in [1])", "y = [1, x for x in [1]]",
+                                        "{x for x in 'ab'}"};
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++)
         EXPECT_ERR(cells[i], "SyntaxError", "comprehensions are not supported");
 }
@@ -233,6 +234,7 @@ T_TEST(runtime_errors)
     EXPECT_ERR("{1: 2}", "TypeError", "dict keys must be str");
     EXPECT_ERR("int('abc')", "ValueError", "invalid literal for int() with base 10: 'abc'");
     EXPECT_ERR("float('inf')", "OverflowError", "inf");
+    EXPECT_ERR("x = float('nan')", "OverflowError", "nan");   /* papermill's NaN parameter */
     EXPECT_ERR("1e308 * 10", "OverflowError", "infinite");
     EXPECT_ERR("9223372036854775807 + 1", "OverflowError", "64-bit");
     EXPECT_ERR("len(5)", "TypeError", "object of type 'int' has no len()");
