@@ -54,7 +54,7 @@ def test_runs_a_notebook(tmp_path):
     assert cells[1].outputs[-1]["execution_count"] == 2
     assert "shell says mnist" in texts(cells[2])
     assert result(cells[3]) == "{'k': True, 'v': [1, 2.5, None]}"
-    assert result(cells[4]) == "'mnist: 0.010 x3'"
+    assert result(cells[4]) == "'mnist: 0.01 x3'"
     nb = nbformat.read(out, as_version=4)
     assert nb.nbformat_minor >= 5 and all(c.get("id") for c in nb.cells)
 

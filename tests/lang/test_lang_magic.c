@@ -255,6 +255,24 @@ T_TEST(is_complete_complete_inspect)
     c = kl_engine_complete(e, "learn_x.up", 10);
     ASSERT(has_match(c, "upper"));
     json_decref(c);
+    /* methods come from the table the calls use: every completion of "v." runs */
+    char code[256];
+    run_cell(e, "lst = [1]\ndd = {'k': 'v'}", &r);
+    static const char *const values[][2] = {{"learn_x", "8"}, {"lst", "2"}, {"dd", "4"}};
+    for (size_t v = 0; v < 3; v++) {
+        snprintf(code, sizeof code, "%s.", values[v][0]);
+        c = kl_engine_complete(e, code, (int)strlen(code));
+        json_t *m = json_object_get(c, "matches");
+        ASSERT_EQ((long long)json_array_size(m), atoll(values[v][1]));
+        for (size_t k = 0; k < json_array_size(m); k++) {
+            char call[128];
+            const char *name = json_string_value(json_array_get(m, k));
+            snprintf(call, sizeof call, "%s.%s()", values[v][0], name);
+            run_cell(e, call, &r);
+            if (r.rc) ASSERT(strcmp(r.err.ename, "AttributeError") != 0);
+        }
+        json_decref(c);
+    }
     c = kl_engine_complete(e, "é = lear", 8);   /* cursor counts code points */
     ASSERT(has_match(c, "learning_rate"));
     ASSERT_EQ(json_integer_value(json_object_get(c, "cursor_start")), 4);
@@ -263,7 +281,7 @@ T_TEST(is_complete_complete_inspect)
     ASSERT(has_match(c, "$learning_rate"));
     json_decref(c);
     /* file names in magic and shell arguments */
-    char dir[] = "/tmp/kiln_complete_XXXXXX", code[256];
+    char dir[] = "/tmp/kiln_complete_XXXXXX";
     ASSERT(mkdtemp(dir) != NULL);
     char sub[300], file[300];
     snprintf(sub, sizeof sub, "%s/subdir", dir);
