@@ -320,14 +320,50 @@ T_TEST(api_vars_and_expressions)
     ASSERT_STR_EQ(json_string_value(json_object_get(r, "status")), "error");
     ASSERT_STR_EQ(json_string_value(json_object_get(r, "ename")), "NameError");
     json_decref(r);
-    json_t *lit = kl_literal_parse("[1, -2.5, 'a', {'b': None}]");
-    char *s = kl_value_repr(lit);
-    ASSERT_STR_EQ(s, "[1, -2.5, 'a', {'b': None}]");
-    free(s);
-    json_decref(lit);
-    ASSERT(kl_literal_parse("adam") == NULL);          /* a name is not a literal */
-    ASSERT(kl_literal_parse("print('x')") == NULL);    /* calls never run */
     kl_engine_destroy(e);
+}
+
+/* kl_literal_parse / kl_value_repr: the literals of `kiln run -p` and of the forms'
+ * #@param lines, read and shown as cells read and show them. */
+T_TEST(literal_parse_and_repr)
+{
+    json_t *v = kl_literal_parse(" [1, -2.5e3, 'a\\'b', \"\\u00e9\", True, None, (3,), {'k': [ ]}, "
+                                 "'''t''', +4, 1_000] ");
+    ASSERT(v != NULL);
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII);
+    ASSERT_STR_EQ(s, "[1,-2500.0,\"a'b\",\"\\u00E9\",true,null,[3],{\"k\":[]},\"t\",4,1000]");
+    free(s);
+    char *r = kl_value_repr(v);
+    ASSERT_STR_EQ(r, "[1, -2500.0, \"a'b\", '\xc3\xa9', True, None, [3], {'k': []}, 't', 4, 1000]");
+    free(r);
+    json_decref(v);
+    r = kl_value_repr(NULL);
+    ASSERT_STR_EQ(r, "None");
+    free(r);
+    /* names, calls, operators, bad syntax, non-str keys, overflow: not a literal */
+    static const char *not_literals[] = {"adam", "print('x')", "1+1", "x", "[1, 2", "'abc", "f(3)",
+                                         "1_", "{1: 2}", "1e", "", "(", "--1", "1 2", "0.1.2",
+                                         "[x]", "f'{1}'", "99999999999999999999", "1e999",
+                                         "a = 1", "%time", "\xff"};
+    for (size_t i = 0; i < sizeof not_literals / sizeof not_literals[0]; i++) {
+        json_t *x = kl_literal_parse(not_literals[i]);
+        if (x) fprintf(stderr, "  parsed as literal: %s\n", not_literals[i]);
+        ASSERT(x == NULL);
+    }
+    char deep[300];
+    memset(deep, '[', sizeof deep - 1);
+    deep[sizeof deep - 1] = '\0';
+    ASSERT(kl_literal_parse(deep) == NULL);   /* depth-limited, no stack overflow */
+    static const struct { double d; const char *repr; } reals[] = {
+        {0.1, "0.1"}, {10.0, "10.0"}, {1e-5, "1e-05"}, {1.5e20, "1.5e+20"}, {0.0001, "0.0001"},
+        {123456.789, "123456.789"}, {1e16, "1e+16"}, {-0.5, "-0.5"}, {1.0 / 3, "0.3333333333333333"}};
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
+        v = json_real(reals[i].d);
+        r = kl_value_repr(v);
+        ASSERT_STR_EQ(r, reals[i].repr);
+        free(r);
+        json_decref(v);
+    }
 }
 
 int main(void)
@@ -348,5 +384,6 @@ int main(void)
     T_RUN(nothing_runs_on_syntax_error);
     T_RUN(interrupt_between_statements);
     T_RUN(api_vars_and_expressions);
+    T_RUN(literal_parse_and_repr);
     return T_EXIT();
 }
