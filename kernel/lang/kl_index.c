@@ -1,5 +1,5 @@
 /* kl_index.c - subscripts and slices of lists, str (by code point, as Python) and
- * dicts; iteration (for comprehensions and builtins); and the value-nesting check
+ * dicts; iteration (for unpacking, builtins and methods); and the value-nesting check
  * that keeps lists of lists (and self-containing values) bounded. */
 #include <stdlib.h>
 #include <string.h>
