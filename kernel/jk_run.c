@@ -11,19 +11,14 @@
  *  - Exit status: 0 all cells ran; 1 a cell raised (the run stops there, the error
  *    is in the cell's outputs); 2 bad usage or unreadable notebook.
  *  - SIGINT/SIGTERM interrupt the running cell (KeyboardInterrupt), like a kernel.
-<<<<<<< HEAD
  * Progress goes to stderr: a line per cell and the live displays' (training progress)
  * text, jk_run_progress.c (in place on a terminal, plain lines otherwise: no control
  * codes in a captured stream); --log-output echoes the cells' streams there too (for
- * batch-job logs), as papermill's flag of that name does. */
-=======
- * Progress goes to stderr; --log-output echoes the cells' streams there too (for
  * batch-job logs), as papermill's flag of that name does.
  *  - Under a launcher (mpirun, srun, torchrun-style variables; runtime/rt_dist.h) every
  *    rank runs the notebook and only rank 0 writes the result notebook. At the end a
  *    rank that failed leaves without finalising MPI, so the launcher stops the others
  *    at once instead of after their collective timeout. */
->>>>>>> main
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -322,7 +317,7 @@ int jk_run_main(int argc, char **argv)
     w.log_output = o.log_output;
     jk_run_progress progress;
     jk_run_progress_init(&progress, stderr, isatty(STDERR_FILENO));
-    w.progress = &progress;
+    w.progress = rt_dist_is_writer() ? &progress : NULL; /* one rank's progress, not N */
     eng = kl_engine_create(&run_interrupt);
     if (!eng) goto done;
     struct sigaction sa;
