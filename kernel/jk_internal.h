@@ -50,9 +50,6 @@ int jkp_uuid4(char *buf, size_t n);
 /* Number of Unicode code points in s (UTF-8), and the byte offset of code point cp. */
 size_t jkp_utf8_len(const char *s);
 size_t jkp_utf8_offset(const char *s, size_t cp);
-/* A JSON string of s[0..len), invalid UTF-8 replaced by U+FFFD (never NULL unless out
- * of memory). New ref. */
-json_t *jkp_json_text(const char *s, size_t len);
 
 /* ---- byte strings ---- */
 

@@ -13,6 +13,7 @@
 #include <zmq.h>
 
 #include "jk_internal.h"
+#include "kl.h"
 
 static void drain(void *sock)
 {
@@ -33,7 +34,7 @@ char *jkp_stdin_input(jkp_exec *x, const char *prompt, int password)
             k->stdin_sock, &k->session, x->req->ids, x->req->nids, "input_request",
             x->req->header, NULL,
             json_pack("{s:o, s:b}", "prompt",
-                      jkp_json_text(prompt ? prompt : "", prompt ? strlen(prompt) : 0),
+                      kl_json_text(prompt ? prompt : "", prompt ? strlen(prompt) : 0),
                       "password", password),
             &err) != 0) {
         jkp_log("stdin: %s", err.msg);

@@ -71,6 +71,10 @@ json_t *kl_literal_parse(const char *text);
 char *kl_value_repr(const json_t *v);
 /* Non-zero when s[0..n) is valid UTF-8 (no overlongs or surrogates; NUL is valid). */
 int kl_utf8_valid(const char *s, size_t n);
+/* A JSON string of s[0..n) that is always valid, whatever bytes a cell or a shell
+ * command produced: NUL, invalid and cut-off sequences become U+FFFD. New ref; NULL
+ * only when out of memory. */
+json_t *kl_json_text(const char *s, size_t n);
 
 /* Widget state of the forms shown so far (application/vnd.jupyter.widget-state+json),
  * new ref or NULL; `kiln run` stores it in the notebook metadata. */

@@ -203,12 +203,9 @@ static json_t *b_int(klpb_call *k)
         long long r;
         int of = 0;
         if (parse_int_text(json_string_value(v), &r, &of) < 0) {
-            klp_buf b = {0};
-            klp_repr(&b, v);
-            json_t *e = klpb_fail(k->c, k->n, "ValueError", "invalid literal for int() with "
-                                  "base 10: %.900s", b.s ? b.s : "");
-            klp_buf_free(&b);
-            return e;
+            klp_fail_repr(k->c->err, k->n->line, k->n->col, "ValueError", "invalid literal for "
+                          "int() with base 10: ", v);
+            return NULL;
         }
         if (of) return klpb_fail(k->c, k->n, "OverflowError", "int too large (Kiln integers "
                                  "are 64-bit)");
@@ -239,12 +236,9 @@ static json_t *b_float(klpb_call *k)
         errno = 0;
         double d = j ? strtod(clean, &end) : 0;
         if (!j || *end || strchr(clean, 'x') || strchr(clean, 'X') || *s) {
-            klp_buf b = {0};
-            klp_repr(&b, v);
-            json_t *e = klpb_fail(k->c, k->n, "ValueError", "could not convert string to "
-                                  "float: %.900s", b.s ? b.s : "");
-            klp_buf_free(&b);
-            return e;
+            klp_fail_repr(k->c->err, k->n->line, k->n->col, "ValueError", "could not convert "
+                          "string to float: ", v);
+            return NULL;
         }
         return klp_real(k->c, k->n, d);
     }

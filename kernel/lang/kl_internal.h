@@ -37,6 +37,9 @@ int klp_fail(klp_err *e, int line, int col, const char *ename, const char *fmt, 
     __attribute__((format(printf, 5, 6)));
 int klp_syntax(klp_err *e, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* klp_fail with "<what><repr(v)>" as the message (repr cut after 900 bytes). */
+int klp_fail_repr(klp_err *e, int line, int col, const char *ename, const char *what,
+                  json_t *v);
 /* Builds the public error (with traceback pointing into src). */
 void klp_err_export(const klp_err *e, const char *src, kl_error *out);
 

@@ -111,6 +111,7 @@ static klp_node *p_dict(klpp *P, klp_tok *t)
     while (!klpp_is_op(P, "}")) {
         klp_node *k = klpp_test(P);
         if (!k) return NULL;
+        if (klpp_is_kw(P, "for")) return no_comprehension(P);
         if (!klpp_is_op(P, ":")) {
             if (n->n == 0 && (klpp_is_op(P, ",") || klpp_is_op(P, "}")))
                 return klpp_error(P, cur(P), "sets are not supported (use a list)");

@@ -1,9 +1,9 @@
-/* test_wire.c - jk_wire.c / jk_text.c beyond the data-driven cases: messages the kernel
- * builds parse back with the same key, carry the header clients need (fresh msg_id,
- * one session, UTC date, version 5.4), travel over real ROUTER/DEALER sockets, an
- * oversized message is refused without desynchronising the socket, a signed message
- * refused for its frame count still yields the header to answer, and a replayed
- * signature is dropped. */
+/* test_wire.c - jk_wire.c, jk_text.c and kl_json_text beyond the data-driven cases:
+ * messages the kernel builds parse back with the same key, carry the header clients
+ * need (fresh msg_id, one session, UTC date, version 5.4), travel over real
+ * ROUTER/DEALER sockets, an oversized message is refused without desynchronising the
+ * socket, a signed message refused for its frame count still yields the header to
+ * answer, and a replayed signature is dropped. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +11,7 @@
 #include <zmq.h>
 
 #include "jk_internal.h"
+#include "kl.h"
 #include "t.h"
 
 static jkp_session *new_session(const char *key)
@@ -276,11 +277,11 @@ T_TEST(utf8_helpers)
     ASSERT_EQ(jkp_utf8_offset(s, 2), 3);
     ASSERT_EQ(jkp_utf8_offset(s, 4), 10);
     ASSERT_EQ(jkp_utf8_offset(s, 99), strlen(s));
-    json_t *ok = jkp_json_text(s, strlen(s));
+    json_t *ok = kl_json_text(s, strlen(s));
     ASSERT_STR_EQ(json_string_value(ok), s);
     json_decref(ok);
     const char bad[] = {'a', (char)0xff, 'b', 0, 'c', (char)0xe2, (char)0x98};
-    json_t *fixed = jkp_json_text(bad, sizeof bad);
+    json_t *fixed = kl_json_text(bad, sizeof bad);
     ASSERT(fixed != NULL);
     ASSERT_STR_EQ(json_string_value(fixed), "a\xef\xbf\xbd"
                                             "b\xef\xbf\xbd"

@@ -133,6 +133,28 @@ def test_a_parameter_stays_one_value(tmp_path):
                                               if o.output_type == "error"]
 
 
+def test_papermill_parameter_cells_run(tmp_path):
+    """The cell papermill injects (its Python translator: negative numbers, escaped
+    strings, nested lists and dicts, None, bools) runs, and the values read back as
+    Python reads them; its float('nan') is refused (Kiln's values are JSON)."""
+    translators = pytest.importorskip("papermill.translators")
+    params = {"neg": -3, "lr": -1e-3, "big": 123456789012, "f": 3.0, "empty": [],
+              "name": "it's a \"test\"\n\\ \u00e9\t", "flags": [True, False, None],
+              "cfg": {"a": [1, -2.5, {"b": "x"}], "k-ey": 0.1}, "nothing": None}
+    code = translators.PythonTranslator.codify(params)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(code), nbformat.v4.new_code_cell("[" + ", ".join(params) + "]")]
+    src = tmp_path / "pm.ipynb"
+    nbformat.write(nb, src)
+    p = run(str(src), "-o", str(tmp_path / "pm.out.ipynb"))
+    assert p.returncode == 0, p.stderr + code
+    assert result(code_cells(tmp_path / "pm.out.ipynb")[1]) == repr(list(params.values()))
+    nb.cells = [nbformat.v4.new_code_cell(translators.PythonTranslator.codify({"x": float("nan")}))]
+    nbformat.write(nb, src)
+    p = run(str(src), "-o", str(tmp_path / "nan.out.ipynb"))
+    assert p.returncode == 1 and "OverflowError" in p.stderr
+
+
 def test_first_error_stops_with_nonzero_exit(tmp_path):
     out = tmp_path / "f.ipynb"
     p = run(os.path.join(NOTEBOOKS, "fails.ipynb"), "-o", str(out))

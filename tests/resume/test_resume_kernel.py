@@ -464,6 +464,72 @@ def test_train_on_a_run_dir_of_another_model_is_an_error(tmp, reference):
     assert "another model" in c.reply["evalue"] and rd in c.reply["evalue"]
 
 
+class Listener:
+    """A TCP port on 127.0.0.1 that records every connection made to it."""
+
+    def __init__(self):
+        import socket
+        import threading
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.hits, self.stop = [], threading.Event()
+        self.thread = threading.Thread(target=self.serve)
+        self.thread.start()
+
+    def serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            conn.settimeout(1)
+            try:
+                self.hits.append(conn.recv(65536))
+            except OSError:
+                self.hits.append(b"")
+            conn.close()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+
+def test_a_tampered_checkpoint_chooses_no_destination(tmp, reference):
+    """A checkpoint whose metadata names an MLflow server, another run directory and a
+    data set URL: resuming it sends nothing anywhere, writes only into the directory the
+    user named, and says the checkpoint's own destinations are not used."""
+    lis = Listener()
+    user_dir, elsewhere = os.path.join(tmp, "tampered"), os.path.join(tmp, "elsewhere")
+    os.makedirs(user_dir)
+    os.makedirs(elsewhere)
+    src = ckpt(reference["dir"], 96)
+    with safe_open(src, framework="np") as f:
+        hp = json.loads(f.metadata()["hyperparameters"])
+        ds = json.loads(f.metadata()["dataset"])
+    hp.update(results=f"mlflow+http://127.0.0.1:{lis.port}", run_dir=elsewhere)
+    rewrite(src, ckpt(user_dir, 96), hyperparameters=json.dumps(hp),
+            results_store=os.path.join(elsewhere, "r.sqlite"))
+    loose = os.path.join(tmp, "tampered-url.safetensors")
+    ds["name"] = f"http://127.0.0.1:{lis.port}/data/"
+    rewrite(src, loose, hyperparameters=json.dumps(hp), dataset=json.dumps(ds))
+    try:
+        k = new_kernel(setup=False)
+        c = run(k, f"%resume {user_dir}")
+        bad = run(k, f"%resume {loose}", ok=False)
+        k.close()
+    finally:
+        lis.close()
+    assert lis.hits == [], lis.hits
+    assert os.listdir(elsewhere) == []
+    assert "step 96 of" in c.text and "not used" in c.text, c.text
+    assert os.path.exists(ckpt(user_dir, STEPS))  # new checkpoints where the user said
+    assert bad.reply["ename"] == "ValueError" and "does not choose" in bad.reply["evalue"]
+
+
 def kiln_run(nb, out, env=None, args=()):
     from conftest import kiln_binary
     p = subprocess.run([kiln_binary(), "run", nb, "-o", out, *args], capture_output=True,
