@@ -1,9 +1,10 @@
 /* test_image_magics.c - %dataset on a folder of the user's own images, through the
  * command table as the engine runs it: the options reach the loader, the summary says
  * what was decoded (and, the second time, that the cache served it), a bad file is a
- * ValueError naming it or is skipped and counted, and a small CNN trains on the folder
- * to well above chance. The folder is PNG files written here (mg_png_encode): three
- * classes, a bright square whose position is the class, images of two sizes.
+ * ValueError naming it or is skipped and counted, a small CNN trains on the folder
+ * to well above chance and %predict on files names their classes, and the shipped
+ * ResNet-20 learns a CIFAR-10-shaped folder. The folders are PNG files written here
+ * (mg_png_encode): a bright square whose position (and colour) is the class.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,39 @@ T_TEST(test_train_on_folder)
     double acc = atof(strstr(rep, "accuracy ") + 9);
     fprintf(stderr, "validation accuracy after 6 epochs: %.4f\n", acc);
     ASSERT(acc > 0.8);                /* chance is 1/3 */
+    /* %predict on files: a file and a glob, top 2, preprocessing as in training */
+    tm_reset();
+    char line2[512];
+    snprintf(line2, sizeof line2, "predict tiny %s/left/003.png %s/right/00*.png --top 2",
+             g_dir, g_dir);
+    rc = tm_magic(g_s, line2, NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_CONTAINS(tm_c.out, "tiny on 11 files (top 2");
+    char want[300];
+    snprintf(want, sizeof want, "%s/left/003.png: left ", g_dir);
+    ASSERT_STR_CONTAINS(tm_c.out, want);
+    for (int i = 0; i < 10; i++) {
+        snprintf(want, sizeof want, "%s/right/%03d.png: right ", g_dir, i);
+        ASSERT_STR_CONTAINS(tm_c.out, want);
+    }
+    ASSERT_EQ(tm_count("image/png", NULL, NULL, NULL), 1);     /* the thumbnails */
+    snprintf(line2, sizeof line2, "predict tiny %s/nope/*.png", g_dir);
+    ASSERT_EQ(tm_magic(g_s, line2, NULL, &g_err), -1);
+    ASSERT_STR_EQ(g_err.ename, "FileNotFoundError");
+    ASSERT_STR_CONTAINS(g_err.evalue, "no file matches");
+    char bad[300];
+    snprintf(bad, sizeof bad, "%s/notes.png", g_dir);
+    FILE *f = fopen(bad, "w");
+    ASSERT(f != NULL);
+    fputs("not a picture", f);
+    fclose(f);
+    ASSERT_EQ(tm_magic(g_s, "predict tiny /tmp/../tmp/does-not-exist.png", NULL, &g_err), -1);
+    snprintf(line2, sizeof line2, "predict tiny %s", bad);
+    ASSERT_EQ(tm_magic(g_s, line2, NULL, &g_err), -1);
+    ASSERT_STR_EQ(g_err.ename, "ValueError");
+    ASSERT_STR_CONTAINS(g_err.evalue, bad);
+    remove(bad);
 }
 
 /* "epoch E/N  loss L  acc A ..." line E of the run's text: its loss and accuracy. */
