@@ -15,8 +15,8 @@
  *
  * What is not the single-process run: batchnorm normalises each rank's share with its
  * own statistics (as PyTorch DDP without SyncBatchNorm) and keeps its own running
- * statistics (rank 0's are the ones checkpointed), and dropout draws its masks per
- * rank's share, so with batchnorm or dropout N ranks train a different (equally
+ * statistics (rank 0's are the ones checkpointed), and dropout draws rank r's masks
+ * from streams of its own (rt_model_set_shard; rank 0's are the single process's), so with batchnorm or dropout N ranks train a different (equally
  * valid) model than one process; without them they agree to rounding (docs/distributed.md).
  */
 #include <stdlib.h>
@@ -27,6 +27,7 @@
 rt_status rtp_dist_begin(rt_trainer *t, rt_error *err)
 {
     rt_dist *d = t->cfg.dist;
+    rt_model_set_shard(t->m, (uint32_t)rt_dist_rank(d));
     /* every rank must start at the same step: a rank that resumed from another
      * checkpoint than rank 0 (a run directory not shared between hosts) would train a
      * different model in silence */
