@@ -4,10 +4,12 @@
  *
  * usage: train_bench [--steps N] [--batch B] [--threads T] [--epochs E] [--seed S]
  *                    [--timing | --cpu-timing] [--eval] [--synthetic] [--dist]
+ *                    [--device cpu|cuda[:N]]
  * --epochs E trains E full epochs instead of --steps. Output: "key value" lines.
  * --dist: one rank of a launch (mpirun -np N train_bench --dist ...; bench/dist_bench.py):
  * --batch is the global batch, the ranks average their gradients (runtime/rt_dist.h),
- * images/s is the whole launch's, and rank 0 alone prints.
+ * images/s is the whole launch's, and rank 0 alone prints. With --device cuda each
+ * rank takes the GPU of its local rank (bench/multi_gpu.sh).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +44,7 @@ int main(int argc, char **argv)
 {
     int steps = 100, batch = 128, threads = 2, epochs = 0, timing = 0, eval = 0, syn = 0;
     int dist = 0;
+    const char *device = "cpu";
     unsigned long long seed = 1;
     const char *spec = mnist_net;
     for (int i = 1; i < argc; i++) {
@@ -56,6 +59,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--eval")) eval = 1;
         else if (!strcmp(a, "--synthetic")) syn = 1;
         else if (!strcmp(a, "--dist")) dist = 1;
+        else if (!strcmp(a, "--device")) device = v, i++;
         else {
             fprintf(stderr, "train_bench: unknown option %s\n", a);
             return 2;
@@ -75,7 +79,12 @@ int main(int argc, char **argv)
     rt_backend b;
     rt_model *m = NULL;
     rt_trainer *t = NULL;
-    if (rt_backend_open(&b, "cpu", threads, &err)) return fail(&err);
+    rt_dist_env de;
+    char mine[32];
+    if (rt_dist_env_read(&de, &err)) return fail(&err);
+    snprintf(mine, sizeof mine, "cuda:%d", de.local_rank);
+    if (rt_backend_open(&b, dist && !strcmp(device, "cuda") ? mine : device, threads, &err))
+        return fail(&err);
     rt_model_input in = {train->c, train->h, train->w, train->num_classes};
     if (rt_model_create(&m, spec, &in, &err) || rt_model_attach(m, &b, batch, seed, &err))
         return fail(&err);
