@@ -9,9 +9,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "results_test_util.h"
 #include "rt_results.h"
+#include "rt_results_internal.h"
 #include "rt_results_query.h"
 #include "t.h"
 
@@ -527,6 +529,74 @@ T_TEST(t_mlflow_absent)
     rt_results_close(rs);
 }
 
+/* The store is private: directories made for it 0700, a new file 0600 (whatever the
+ * umask). An export is 0600 too and goes through a random O_EXCL temporary name: a
+ * symlink planted at the old predictable PATH.tmp-PID is not followed. */
+T_TEST(t_files_private)
+{
+    char dir[700], path[800], out[800], planted[900], victim[800];
+    snprintf(dir, sizeof dir, "%s/private/nested", g_dir);
+    snprintf(path, sizeof path, "%s/results.sqlite", dir);
+    mode_t old = umask(022);
+    rt_results *rs = NULL;
+    rt_error err = {0};
+    ASSERT_EQ(rt_results_open(path, &rs, &err), RT_OK);
+    ASSERT(log_run(rs, "p", "0.1", 0.5, 5, RT_RESULTS_FINISHED) > 0);
+    struct stat st;
+    ASSERT_EQ(stat(path, &st), 0);
+    ASSERT_EQ(st.st_mode & 0777, 0600);
+    ASSERT_EQ(stat(dir, &st), 0);
+    ASSERT_EQ(st.st_mode & 0777, 0700);
+    snprintf(out, sizeof out, "%s/export.csv", g_dir);
+    snprintf(victim, sizeof victim, "%s/victim.txt", g_dir);
+    FILE *v = fopen(victim, "w");
+    ASSERT(v != NULL);
+    fputs("keep me\n", v);
+    fclose(v);
+    snprintf(planted, sizeof planted, "%s.tmp-%ld", out, (long)getpid());
+    ASSERT_EQ(symlink(victim, planted), 0);
+    ASSERT_EQ(rt_results_export(rs, "csv", out, NULL, &err), RT_OK);
+    char *text = tu_read_file(victim);
+    ASSERT(text && !strcmp(text, "keep me\n"));
+    free(text);
+    ASSERT_EQ(stat(out, &st), 0);
+    ASSERT_EQ(st.st_mode & 0777, 0600);
+    unlink(planted);
+    rt_results_close(rs);
+    umask(old);
+}
+
+/* URLs lose their user-info before they are stored, shown or sent; credentials bound
+ * for another host over plain http are warned about (no request is made: the mirror's
+ * thread sends nothing before a run begins). */
+T_TEST(t_credentials_redacted_and_plain_http_warned)
+{
+    char out[256];
+    rt_results_redact("mlflow+http://alice:pw@x@host:5000/p?q=a@b", out, sizeof out);
+    ASSERT_STR_EQ(out, "mlflow+http://host:5000/p?q=a@b");
+    rt_results_redact("mlflow+https://host:5000", out, sizeof out);
+    ASSERT_STR_EQ(out, "mlflow+https://host:5000");
+    rt_results_redact("/data/user@site/results.sqlite", out, sizeof out);
+    ASSERT_STR_EQ(out, "/data/user@site/results.sqlite");
+    rtp_mlflow *m = NULL;
+    rt_error err = {0};
+    ASSERT_EQ(rtp_mlflow_create("http://alice:s3cret@192.0.2.7:5000/", "kiln", 1000,
+                                "/tmp/x.sqlite", &m, &err), RT_OK);
+    char *w = rtp_mlflow_take_warning(m);
+    ASSERT(w != NULL);
+    ASSERT_STR_CONTAINS(w, "plain http");
+    ASSERT_STR_CONTAINS(w, "http://192.0.2.7:5000");
+    ASSERT(strstr(w, "s3cret") == NULL && strstr(w, "alice") == NULL);
+    free(w);
+    rtp_mlflow_destroy(m, 0);
+    ASSERT_EQ(rtp_mlflow_create("http://alice:s3cret@127.0.0.1:9", "kiln", 1000,
+                                "/tmp/x.sqlite", &m, &err), RT_OK);
+    ASSERT(rtp_mlflow_take_warning(m) == NULL); /* loopback: nothing leaves the box */
+    rtp_mlflow_destroy(m, 0);
+    ASSERT(rtp_mlflow_is_loopback("localhost") && rtp_mlflow_is_loopback("[::1]") &&
+           !rtp_mlflow_is_loopback("10.0.0.1"));
+}
+
 /* Another connection holds the write lock (as another kernel committing would): the
  * training thread's log calls neither wait for it nor fail; the rows are written once
  * the lock is gone. (Were logging synchronous it would wait out the busy timeout and
@@ -581,6 +651,8 @@ int main(void)
     T_RUN(t_delete);
     T_RUN(t_spec_resolution);
     T_RUN(t_mlflow_absent);
+    T_RUN(t_credentials_redacted_and_plain_http_warned);
+    T_RUN(t_files_private);
     T_RUN(t_logging_never_waits_for_the_lock);
     int rc = T_EXIT();
     if (rc == 0) tu_rmtree(g_dir);
