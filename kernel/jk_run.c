@@ -11,7 +11,9 @@
  *  - Exit status: 0 all cells ran; 1 a cell raised (the run stops there, the error
  *    is in the cell's outputs); 2 bad usage or unreadable notebook.
  *  - SIGINT/SIGTERM interrupt the running cell (KeyboardInterrupt), like a kernel.
- * Progress goes to stderr; --log-output echoes the cells' streams there too (for
+ * Progress goes to stderr: a line per cell and the live displays' (training progress)
+ * text, jk_run_progress.c (in place on a terminal, plain lines otherwise: no control
+ * codes in a captured stream); --log-output echoes the cells' streams there too (for
  * batch-job logs), as papermill's flag of that name does.
  *  - Under a launcher (mpirun, srun, torchrun-style variables; runtime/rt_dist.h) every
  *    rank runs the notebook and only rank 0 writes the result notebook. At the end a
@@ -276,6 +278,7 @@ static int execute_all(json_t *nb, kl_engine *eng, jk_nbout *w, const char *out_
         kl_error err;
         int rc = kl_engine_execute(eng, src, &w->out, json_object_get(c, "metadata"), &err);
         free(src);
+        if (w->progress) jk_run_progress_end(w->progress);
         if (rc < 0) {
             jk_nbout_error(w, err.ename, err.evalue, err.traceback);
             fprintf(stderr, "kiln run: cell %zu raised %s: %s\n", done, err.ename, err.evalue);
@@ -309,6 +312,9 @@ int jk_run_main(int argc, char **argv)
     if (!out_path || jk_nbout_init(&w) < 0) goto done;
     w_ok = 1;
     w.log_output = o.log_output;
+    jk_run_progress progress;
+    jk_run_progress_init(&progress, stderr, isatty(STDERR_FILENO));
+    w.progress = rt_dist_is_writer() ? &progress : NULL; /* one rank's progress, not N */
     eng = kl_engine_create(&run_interrupt);
     if (!eng) goto done;
     struct sigaction sa;
