@@ -206,9 +206,11 @@ static void summary_complete(mg_run *r, FILE *t)
         fprintf(t, "  last train loss %.4f, accuracy %.4f (epoch mean)\n", tl, ta);
     if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);
     if (r->o.run_dir[0]) {
-        fprintf(t, "  run directory: %s\n", r->o.run_dir);
+        const char *url = mg_store_url(r->ctx); /* an s3:// run directory: the URL */
+        if (url) fprintf(t, "  run directory: %s (staged in %s)\n", url, r->o.run_dir);
+        else fprintf(t, "  run directory: %s\n", r->o.run_dir);
         fprintf(t, "  to train further: %%resume %s --epochs M with M > %d (e.g. --epochs %d)\n",
-                r->o.run_dir, r->o.epochs, r->o.epochs + 1);
+                url ? url : r->o.run_dir, r->o.epochs, r->o.epochs + 1);
     } else {
         fprintf(t, "  to train further: %%train with --epochs larger than %d\n", r->o.epochs);
     }
@@ -252,9 +254,13 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
         fprintf(t, "  model %s: %ld parameters; data %s\n", r->model_name,
                 rt_model_num_params(r->model), r->data->name);
         if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);
-        if (r->o.run_dir[0]) fprintf(t, "  run directory: %s\n", r->o.run_dir);
+        const char *url = mg_store_url(r->ctx); /* an s3:// run directory: the URL */
+        if (url && r->o.run_dir[0])
+            fprintf(t, "  run directory: %s (staged in %s)\n", url, r->o.run_dir);
+        else if (r->o.run_dir[0])
+            fprintf(t, "  run directory: %s\n", r->o.run_dir);
         if (!failed && why != RT_STEP_DONE && r->o.run_dir[0])
-            fprintf(t, "  continue with: %%resume %s\n", r->o.run_dir);
+            fprintf(t, "  continue with: %%resume %s\n", url ? url : r->o.run_dir);
     }
     fclose(t);
     char *esc = text ? mg_html_escape(text) : NULL, *html = NULL;

@@ -130,6 +130,12 @@ void mg_store_status(mg_ctx *ctx, char *buf, size_t cap)
         snprintf(buf, cap, "uploaded: step %lld", (long long)st.last_step);
 }
 
+const char *mg_store_url(mg_ctx *ctx)
+{
+    mgp_store *m = mg_session_get(ctx->session, SLOT);
+    return m && m->sync ? m->url : NULL;
+}
+
 double mg_store_drain_budget(double time_limit_s)
 {
     const char *e = getenv("KILN_UPLOAD_WAIT_S");

@@ -39,6 +39,8 @@ void mg_store_status(mg_ctx *ctx, char *buf, size_t cap);
  * (at least 10 s, at most 60 s), so a platform's deadline is not overrun;
  * KILN_UPLOAD_WAIT_S overrides. */
 double mg_store_drain_budget(double time_limit_s);
+/* The s3:// URL of the run directory being uploaded to (borrowed), NULL when none. */
+const char *mg_store_url(mg_ctx *ctx);
 /* The run ended: waits at most budget_s for the queue, names checkpoints that exist
  * only locally, stops the uploader. No-op without one. */
 void mg_store_end(mg_ctx *ctx, double budget_s, const mg_out *out);

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rt_store.h"
 
@@ -32,8 +33,10 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     char url[sizeof o.run_dir] = "";
     if (rt_store_is_url(o.run_dir)) {
         char *newest = NULL;
+        const char *nr = getenv("KILN_NO_RESUME"); /* starting over: nothing to fetch */
+        int fetch = !(nr && *nr && strcmp(nr, "0") != 0);
         snprintf(url, sizeof url, "%s", o.run_dir);
-        if (mg_store_fetch(url, 1, ctx->out, &newest, err) < 0 ||
+        if ((fetch && mg_store_fetch(url, 1, ctx->out, &newest, err) < 0) ||
             mg_store_begin(ctx, url, o.keep > 0 ? o.keep : 1, o.run_dir, sizeof o.run_dir,
                            err) < 0)
             return -1;

@@ -1,16 +1,19 @@
 """s3:// run directories through the kernel, against moto's S3 server on 127.0.0.1
 (moto_util.py): %train --run-dir s3://... uploads its checkpoints; %resume s3://... in a
 fresh kernel, with the local staging directory gone, continues the run bit for bit
-(the final checkpoint equals an uninterrupted local run's); wrong credentials, a
+(the final checkpoint equals an uninterrupted local run's); `kiln run` of a stage
+notebook twice, on two "machines", continues the run; wrong credentials, a
 missing bucket and a bad endpoint stop %train before any step with an error that names
 what to fix; and the secret key is in no output, no kernel log, no results-store row
 and no notebook-visible text of any of it."""
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -32,6 +35,7 @@ SETUP = ["%dataset fashion-mnist --subset 512 --val 64 --samples 0",
          "%%model net\nconv2d 4 3\nrelu\nmaxpool 2\nflatten\ndense 10"]
 TRAIN = "%train net --batch 32 --seed 5 --lr 0.003"
 STEPS_PER_EPOCH = 512 // 32
+KILN = os.environ.get("KILN_BIN", "kiln")
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +108,7 @@ def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
     env["texts"].append(c.text + str(c.reply) + "".join(frames))
     assert c.reply["status"] == "ok", c.reply
     close(env, k)
+    assert f"run directory: {url} (staged in " in c.text, c.text
     # the progress display shows the upload state
     assert any("uploaded: step " in f or "upload: " in f for f in frames), frames[-3:]
     assert f"uploaded: {url} (newest: step {2 * STEPS_PER_EPOCH})" in c.text, c.text
@@ -153,6 +158,31 @@ def test_store_problems_stop_train_before_any_step(env, case, env_change, words)
     assert "epoch 1/" not in c.text  # no training started
     if "AWS_SECRET_ACCESS_KEY" in env_change:
         assert env_change["AWS_SECRET_ACCESS_KEY"] not in str(c.reply) + c.text
+
+
+def test_kiln_run_twice_continues(env, tmp_path):
+    """A stage notebook run with `kiln run` on one machine, then again on a "new" one
+    (staging gone): the second run continues from the store."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("epochs = 1", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(SETUP[0]), nbformat.v4.new_code_cell(SETUP[1]),
+                nbformat.v4.new_code_cell(f"{TRAIN} --epochs $epochs "
+                                          f"--run-dir s3://{BUCKET}/runs/nb")]
+    src = tmp_path / "stage.ipynb"
+    nbformat.write(nb, str(src))
+    outs = []
+    for i, epochs in enumerate((1, 2)):
+        shutil.rmtree(os.environ["KILN_STAGING_DIR"], ignore_errors=True)
+        out = tmp_path / f"out{i}.ipynb"
+        p = subprocess.run([KILN, "run", str(src), "-o", str(out), "-p", "epochs", str(epochs)],
+                           capture_output=True, text=True, timeout=300)
+        text = out.read_text() if out.exists() else ""
+        env["texts"].append(p.stdout + p.stderr + text)
+        assert p.returncode == 0, p.stderr
+        outs.append(text)
+    assert f"newest: step {STEPS_PER_EPOCH})" in outs[0]
+    assert "already holds checkpoints: continuing that run" in outs[1]
+    assert f"newest: step {2 * STEPS_PER_EPOCH})" in outs[1]
 
 
 def test_the_secret_is_nowhere(env):
