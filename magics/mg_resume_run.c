@@ -326,8 +326,8 @@ int mg_ckpt_train_autoresume(mg_ctx *ctx, const mg_run_opts *o, int *handled, mg
     const char *env = getenv("KILN_NO_RESUME");
     struct stat st;
     if (!o->run_dir[0] || stat(o->run_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
-    if (env && env[0] && strcmp(env, "0")) {
-        int rc = set_aside(ctx, o->run_dir, err);
+    if (env && env[0] && strcmp(env, "0")) { /* rank 0 alone moves the files */
+        int rc = rt_dist_is_writer() ? set_aside(ctx, o->run_dir, err) : 0;
         return *handled = rc < 0, rc;
     }
     char *path = NULL, *skipped = NULL;

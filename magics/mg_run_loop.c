@@ -137,7 +137,9 @@ static void hand_over(mg_run *r)
 int mg_run_loop(mg_run *r, mg_error *err)
 {
     rt_error re = {0};
-    results_begin(r);
+    /* of the ranks of a launch, rank 0 alone records the run and writes checkpoints */
+    const int writer = rt_dist_is_writer();
+    if (writer) results_begin(r);
     r->t_start = r->epoch_t0 = mgp_now();
     mgp_view_start(r);
     rt_step_event ev = RT_STEP_CONTINUE;
@@ -154,7 +156,7 @@ int mg_run_loop(mg_run *r, mg_error *err)
             rc = -1;
             break;
         }
-        if (mg_run_checkpoint_hook(r, ev, r->ctx->out, err) < 0) {
+        if (writer && mg_run_checkpoint_hook(r, ev, r->ctx->out, err) < 0) {
             rc = -1;
             break;
         }

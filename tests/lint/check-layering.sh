@@ -5,6 +5,7 @@
 #   SHA-256 of downloads, no jansson except checkpoint headers and the results store.
 # - magics/ includes no ZeroMQ/OpenSSL and nothing from kernel/.
 # - kernel/ and magics/ include no CUDA header; CUDA #ifdefs stay in runtime/cuda.
+# - private headers (NAME_internal.h, magics' mg_*.h) stay in their own folder.
 # - only kernel/jk_main.c calls exit() (children after fork use _exit).
 set -u
 root="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -37,6 +38,19 @@ check magics "${inc}(cuda|cudnn|cublas)[a-z_]*\.h" "" "magics includes CUDA"
 check kernel "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "" "CUDA #ifdef outside runtime/cuda"
 check magics "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "" "CUDA #ifdef outside runtime/cuda"
 check runtime "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "^runtime/cuda/|^runtime/rt_backend\.c$" "CUDA #ifdef outside runtime/cuda"
+# magics/ headers other than mg.h (mg_run.h, mg_ckpt.h, ...) are private to magics/.
+check kernel "${inc}mg_[a-z_]+\.h" "" "kernel includes a private magics header"
+check runtime "${inc}mg_[a-z_]+\.h" "" "runtime includes a private magics header"
+# A private header (NAME_internal.h) is included only by files in its own folder.
+while IFS= read -r hdr; do
+  hname="$(basename "$hdr")"; hdir="$(dirname "$hdr")"
+  while IFS= read -r hit; do
+    file="${hit%%:*}"
+    [ "$(dirname "$file")" = "$hdir" ] && continue
+    bad "private header outside its folder: $hit"
+  done < <(grep -rnE --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh' \
+             "${inc}${hname//./\\.}\"" kernel magics runtime 2>/dev/null)
+done < <(find kernel magics runtime -name '*_internal.h' 2>/dev/null)
 for d in kernel magics runtime; do
   check "$d" "(^|[^_a-zA-Z0-9])exit[[:space:]]*\(" "^kernel/jk_main\.c$" "exit() outside kernel/jk_main.c"
 done
