@@ -94,6 +94,7 @@ static void cuda_close(rt_backend *b)
     rtp_cudnn_destroy(c->dnn);
     if (c->blas) (void)c->blasf.destroy(c->blas);
     (void)cudaFree(c->ws);
+    (void)cudaFree(c->coef);
     if (c->stream) (void)cudaStreamDestroy(c->stream);
     (void)cudaGetLastError();
     free(c);
@@ -114,6 +115,7 @@ static rt_status open_device(rt_backend *b, rtp_cuda *c, rt_error *err)
         return RT_ERR(err, RT_ENODEV, "%s", msg);
     }
     RT_CUDA_TRY(b, err, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    RT_CUDA_TRY(b, err, cudaMalloc((void **)&c->coef, sizeof *c->coef));
     RT_TRY(rtp_blas_load(&c->blasf, err));
     RTP_CUBLAS_TRY(b, err, c->blasf.create(&c->blas));
     RTP_CUBLAS_TRY(b, err, c->blasf.set_stream(c->blas, c->stream));
