@@ -29,14 +29,17 @@ static void on_store_warning(void *user, const char *msg)
 static void results_begin(mg_run *r)
 {
     rt_error re = {0};
+    char shown[sizeof r->o.results]; /* the spec without a URL's user:password@ */
+    rt_results_redact(r->o.results, shown, sizeof shown);
     if (rt_results_open(r->o.results[0] ? r->o.results : NULL, &r->rs, &re) != RT_OK) {
         r->rs = NULL;
-        mgp_rs_warn(r, r->o.results[0] ? r->o.results : "opening", re.msg);
+        mgp_rs_warn(r, shown[0] ? shown : "opening", re.msg);
         return;
     }
     rt_results_set_warn(r->rs, on_store_warning, r);
-    /* %results follows the store %train used (docs/results.md) */
-    char *spec = r->o.results[0] ? strdup(r->o.results) : NULL;
+    /* %results follows the store %train used (docs/results.md); it reads the local
+     * file only, so the credentials are not kept */
+    char *spec = shown[0] ? strdup(shown) : NULL;
     if (spec) mg_session_set(r->ctx->session, "results.spec", spec, free); /* frees on error */
     char dev[32];
     snprintf(dev, sizeof dev, "%s:%d", r->backend->ops->name, r->backend->device);

@@ -54,7 +54,7 @@ def test_runs_a_notebook(tmp_path):
     assert cells[1].outputs[-1]["execution_count"] == 2
     assert "shell says mnist" in texts(cells[2])
     assert result(cells[3]) == "{'k': True, 'v': [1, 2.5, None]}"
-    assert result(cells[4]) == "'mnist: 0.010 x3'"
+    assert result(cells[4]) == "'mnist: 0.01 x3'"
     nb = nbformat.read(out, as_version=4)
     assert nb.nbformat_minor >= 5 and all(c.get("id") for c in nb.cells)
 
@@ -109,6 +109,50 @@ def test_form_annotation_types_the_override(tmp_path):
     p = run(str(src), "-o", str(tmp_path / "bad.ipynb"), "-p", "epochs", "many")
     assert p.returncode != 0
     assert "epochs" in p.stderr
+
+
+def test_a_parameter_stays_one_value(tmp_path):
+    """-p values reach `!` lines and magic options as one word each: a `;` runs no
+    command, an ` --option` inside a value is no option."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell('name = "demo"\nfilt = "name=demo"',
+                                          metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("!echo $name"),
+                nbformat.v4.new_code_cell("%results --where $filt")]
+    src = tmp_path / "p.ipynb"
+    nbformat.write(nb, src)
+    env = dict(os.environ, HOME=str(tmp_path))
+    p = subprocess.run([KILN, "run", str(src), "-o", str(tmp_path / "o.ipynb"), "-p", "name",
+                        "x; touch PWNED", "-p", "filt", "name=x --bogus"],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert not (tmp_path / "PWNED").exists()
+    cells = code_cells(tmp_path / "o.ipynb")
+    assert texts(cells[-2]) == "x; touch PWNED\n"
+    assert "--bogus" not in p.stderr and not [o for o in cells[-1].outputs
+                                              if o.output_type == "error"]
+
+
+def test_papermill_parameter_cells_run(tmp_path):
+    """The cell papermill injects (its Python translator: negative numbers, escaped
+    strings, nested lists and dicts, None, bools) runs, and the values read back as
+    Python reads them; its float('nan') is refused (Kiln's values are JSON)."""
+    translators = pytest.importorskip("papermill.translators")
+    params = {"neg": -3, "lr": -1e-3, "big": 123456789012, "f": 3.0, "empty": [],
+              "name": "it's a \"test\"\n\\ \u00e9\t", "flags": [True, False, None],
+              "cfg": {"a": [1, -2.5, {"b": "x"}], "k-ey": 0.1}, "nothing": None}
+    code = translators.PythonTranslator.codify(params)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(code), nbformat.v4.new_code_cell("[" + ", ".join(params) + "]")]
+    src = tmp_path / "pm.ipynb"
+    nbformat.write(nb, src)
+    p = run(str(src), "-o", str(tmp_path / "pm.out.ipynb"))
+    assert p.returncode == 0, p.stderr + code
+    assert result(code_cells(tmp_path / "pm.out.ipynb")[1]) == repr(list(params.values()))
+    nb.cells = [nbformat.v4.new_code_cell(translators.PythonTranslator.codify({"x": float("nan")}))]
+    nbformat.write(nb, src)
+    p = run(str(src), "-o", str(tmp_path / "nan.out.ipynb"))
+    assert p.returncode == 1 and "OverflowError" in p.stderr
 
 
 def test_first_error_stops_with_nonzero_exit(tmp_path):
