@@ -168,8 +168,8 @@ class Bridge:
         reply = self.reply(msg_id)
         if reply is not None and reply.get("status") == "error" and error is None:
             error = reply
-        if interrupted:
-            raise KeyboardInterrupt
+        if interrupted:  # with Kiln's word on where it stopped, when it gave one
+            raise KeyboardInterrupt(*([error["evalue"]] if error and error.get("evalue") else []))
         if error is not None:
             raise KilnError(error.get("ename", "Error"), error.get("evalue", ""),
                             error.get("traceback"))
