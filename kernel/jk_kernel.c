@@ -137,7 +137,7 @@ static int shell_loop(jkp_kernel *k, void *control_ctl)
     return 0;
 }
 
-int jk_kernel_main(const char *connection_file)
+int jk_kernel_main(const char *connection_file, const mg_settings *settings)
 {
     jkp_connection conn;
     jk_error err;
@@ -156,6 +156,7 @@ int jk_kernel_main(const char *connection_file)
     if (rc == 0 && !(k.zctx = zmq_ctx_new()))
         rc = jkp_fail(&err, "cannot create a zmq context");
     if (rc == 0) rc = start(&k, &conn, &t, &err);
+    if (rc == 0 && settings) *kl_engine_settings(k.engine) = *settings;
     jkp_connection_deinit(&conn);
     if (rc == 0) {
         struct sigaction sa;

@@ -129,6 +129,7 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 
 const mg_command mg_cmd_dataset = {
     .name = "dataset",
+    .positional = "mnist|fashion-mnist|cifar10",
     .summary = "Load a data set (mnist, fashion-mnist, cifar10, IDX/CIFAR files) and show samples",
     .usage = "Usage: %dataset NAME [--dir DIR] [--url URL] [--val N] [--samples N] [--subset N]\n\n"
              "Makes a data set ready for %train: mnist, fashion-mnist, cifar10, or a path/URL\n"

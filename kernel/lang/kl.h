@@ -29,6 +29,9 @@ void kl_error_deinit(kl_error *e);   /* releases traceback; accepts NULL */
 /* interrupt: borrowed; the engine polls it (never clears it). */
 kl_engine *kl_engine_create(atomic_int *interrupt);
 void kl_engine_destroy(kl_engine *e);   /* accepts NULL */
+/* The settings every magic of this engine sees (mg.h); zero = defaults. Set them
+ * before the first cell runs. */
+mg_settings *kl_engine_settings(kl_engine *e);
 
 /* Runs one cell. Outputs (streams, displays, the trailing expression's value) go to
  * out. cell_metadata (borrowed, may be NULL) is the request's metadata.

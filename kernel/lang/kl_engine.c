@@ -18,7 +18,11 @@ struct kl_engine {
     int run_depth;
     fm_registry *forms;
     klp_err nested;          /* the last error of a cell run through host->run_cell */
+    mg_settings settings;    /* what magics see in mg_ctx.settings */
 };
+
+mg_settings *kl_engine_settings(kl_engine *e) { return &e->settings; }
+const mg_settings *klp_settings(kl_engine *e) { return &e->settings; }
 
 klp_err *klp_nested_err(kl_engine *e) { return &e->nested; }
 
