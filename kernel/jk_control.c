@@ -66,8 +66,12 @@ void *jkp_control_main(void *arg)
         }
         if (items[0].revents & ZMQ_POLLIN) {
             jkp_msg m;
-            int rc = jkp_msg_recv(w->sock, w->k->session.hmac, &m, &err);
+            int rc = jkp_msg_recv(w->sock, &w->k->session, &m, &err);
             if (rc == -1) jkp_log("control: dropped a message: %s", err.msg);
+            if (rc == -3) {
+                jkp_refuse(&ch, &m, err.msg);
+                jkp_msg_deinit(&m);
+            }
             if (rc == 0) {
                 jkp_dispatch(&ch, control_handlers, &m);
                 jkp_msg_deinit(&m);

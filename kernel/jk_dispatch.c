@@ -15,6 +15,7 @@
  * both), so nothing sent after a client saw the reply is lost.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,6 +51,21 @@ void jkp_dispatch(jkp_chan *ch, const jkp_handler *table, const jkp_msg *req)
     jkp_publish_status(ch->iopub, req->header, "idle");
 }
 
+void jkp_refuse(jkp_chan *ch, const jkp_msg *req, const char *why)
+{
+    jkp_log("%s: refused %.64s: %s", ch->name, req->msg_type, why);
+    size_t len = strlen(req->msg_type), suffix = strlen("_request");
+    if (len <= suffix || strcmp(req->msg_type + len - suffix, "_request") != 0) return;
+    char reply[96];
+    int base = (int)(len - suffix < 80 ? len - suffix : 80);
+    snprintf(reply, sizeof reply, "%.*s_reply", base, req->msg_type);
+    jkp_publish_status(ch->iopub, req->header, "busy");
+    jkp_reply(ch->sock, &ch->k->session, req, reply, NULL,
+              json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
+                        "MessageRefused", "evalue", why, "traceback"));
+    jkp_publish_status(ch->iopub, req->header, "idle");
+}
+
 static void send_aborted(jkp_chan *ch, const jkp_msg *req)
 {
     jkp_publish_status(ch->iopub, req->header, "busy");
@@ -82,10 +98,15 @@ void jkp_abort_snapshot(jkp_chan *ch)
         if (n <= 0 || !(item.revents & ZMQ_POLLIN)) break;
         jkp_msg m;
         jk_error err;
-        int rc = jkp_msg_recv(ch->sock, k->session.hmac, &m, &err);
+        int rc = jkp_msg_recv(ch->sock, &k->session, &m, &err);
         if (rc == -2) break;
         if (rc == -1) {
             jkp_log("shell: dropped a message: %s", err.msg);
+            continue;
+        }
+        if (rc == -3) {
+            jkp_refuse(ch, &m, err.msg);
+            jkp_msg_deinit(&m);
             continue;
         }
         jkp_msg *grown = realloc(k->aborting, (k->naborting + 1) * sizeof *grown);

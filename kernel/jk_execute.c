@@ -87,13 +87,13 @@ static void send_error(jkp_chan *ch, const jkp_exec *x, const kl_error *e,
     json_t *tb = json_is_array(e->traceback) ? json_incref(e->traceback) : json_array();
     if (!x->silent)
         jkp_publish(ch->iopub, "error", x->req->header, NULL,
-                    json_pack("{s:o, s:o, s:O}", "ename", jkp_json_text(ename, nlen),
-                              "evalue", jkp_json_text(e->evalue, vlen), "traceback", tb));
+                    json_pack("{s:o, s:o, s:O}", "ename", kl_json_text(ename, nlen),
+                              "evalue", kl_json_text(e->evalue, vlen), "traceback", tb));
     jkp_reply(ch->sock, &k->session, x->req, "execute_reply",
               reply_metadata(k, started, "error"),
               json_pack("{s:s, s:i, s:o, s:o, s:o}", "status", "error", "execution_count",
-                        x->count, "ename", jkp_json_text(ename, nlen), "evalue",
-                        jkp_json_text(e->evalue, vlen), "traceback", tb));
+                        x->count, "ename", kl_json_text(ename, nlen), "evalue",
+                        kl_json_text(e->evalue, vlen), "traceback", tb));
 }
 
 void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req)

@@ -22,10 +22,16 @@
 
 #define JKP_PROTOCOL_VERSION "5.4"
 #define JKP_DELIM            "<IDS|MSG>"
-/* Largest request accepted (all frames together). Bigger ones are drained and dropped:
- * a cell or widget message this large is an attack or a bug, and it would otherwise
- * sit in memory while jansson builds a second copy. */
-#define JKP_MAX_MSG_BYTES ((size_t)8 << 20)
+/* Limits on what a peer can make the kernel hold before its signature is checked
+ * (docs/kernel.md, docs/security.md). ZMQ_MAXMSGSIZE is set to JKP_MAX_MSG_BYTES on
+ * every socket, so libzmq drops the connection of a peer that announces a bigger frame
+ * before reading it. A message of more frames, or more bytes in all, is drained
+ * without being kept; if its signed part verifies, the sender gets an error reply. */
+#define JKP_MAX_MSG_BYTES ((size_t)64 << 20)
+#define JKP_MAX_FRAMES    1024
+/* How many signatures of verified messages are remembered to drop replays (jk_replay.c);
+ * jupyter_client's Session keeps 2^16 too. */
+#define JKP_REPLAY_HISTORY 65536
 #define JKP_HMAC_HEX_MAX  129 /* 2 x 64-byte digest (sha512) + NUL */
 
 /* ---- errors, log, ids (jk_util.c), UTF-8 text (jk_text.c) ---- */
@@ -44,9 +50,6 @@ int jkp_uuid4(char *buf, size_t n);
 /* Number of Unicode code points in s (UTF-8), and the byte offset of code point cp. */
 size_t jkp_utf8_len(const char *s);
 size_t jkp_utf8_offset(const char *s, size_t cp);
-/* A JSON string of s[0..len), invalid UTF-8 replaced by U+FFFD (never NULL unless out
- * of memory). New ref. */
-json_t *jkp_json_text(const char *s, size_t len);
 
 /* ---- byte strings ---- */
 
@@ -77,6 +80,16 @@ int jkp_hmac_sign(const jkp_hmac *h, const jkp_view parts[4], char *hex, jk_erro
  * constant-time compare). Always 0 with signing off. */
 int jkp_hmac_verify(const jkp_hmac *h, const jkp_view parts[4], const jkp_view *sig,
                     jk_error *err);
+
+/* ---- replay protection (jk_replay.c) ---- */
+
+typedef struct jkp_replay jkp_replay;
+jkp_replay *jkp_replay_create(void);
+void jkp_replay_destroy(jkp_replay *r); /* accepts NULL */
+/* 1 if this signature was seen among the last JKP_REPLAY_HISTORY ones (a replay), else
+ * remembers it and returns 0. An empty signature (signing off) is never a replay.
+ * Thread-safe. */
+int jkp_replay_seen(jkp_replay *r, const jkp_view *sig);
 
 /* ---- connection file (jk_connection.c) ---- */
 
@@ -110,6 +123,7 @@ typedef struct jkp_msg {
 /* The identity a whole process signs and stamps with; shared by all threads. */
 typedef struct jkp_session {
     jkp_hmac *hmac;
+    jkp_replay *replay; /* signatures seen, owned */
     char session[40]; /* uuid4 of this process */
     char username[32];
     atomic_ullong counter; /* msg_id = <session>_<counter> */
@@ -122,9 +136,16 @@ void jkp_session_deinit(jkp_session *s);
 int jkp_msg_parse(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *m,
                   jk_error *err);
 void jkp_msg_deinit(jkp_msg *m); /* accepts NULL / zeroed */
-/* Receives one multipart message from sock and parses it. Returns 0, -1 for a bad
- * message (err says why; the socket is fine), -2 for a socket error (errno set). */
-int jkp_msg_recv(void *sock, const jkp_hmac *h, jkp_msg *m, jk_error *err);
+/* For frames that were refused (by jkp_msg_parse or for their size): if the signed part
+ * verifies and the header is an object with a string msg_type, fills m->ids, m->header
+ * and m->msg_type (msg_id may be NULL) so the sender can be told why, and returns 0.
+ * Otherwise -1 and m is empty: an unauthenticated sender gets nothing back. */
+int jkp_msg_refusal(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *m);
+/* Receives one multipart message from sock and parses it. Returns 0; -1 for a bad or
+ * unauthenticated message or a replay (err says why; m is empty; the socket is fine);
+ * -3 for a signed message refused (err says why; m as jkp_msg_refusal leaves it, to
+ * answer with jkp_refuse); -2 for a socket error (errno set). */
+int jkp_msg_recv(void *sock, jkp_session *s, jkp_msg *m, jk_error *err);
 /* Builds the 5 signed frames (signature, header, parent, metadata, content) of a new
  * message. parent borrowed (NULL = {}); metadata and content stolen (NULL = {}). */
 int jkp_msg_build(jkp_session *s, const char *msg_type, json_t *parent, json_t *metadata,
@@ -195,6 +216,10 @@ typedef struct jkp_handler {
 /* jk_dispatch.c: busy -> handler (unknown types: logged) -> idle, parent = req. */
 void jkp_dispatch(jkp_chan *ch, const jkp_handler *table, const jkp_msg *req);
 extern const jkp_handler jkp_shell_handlers[]; /* terminated by {NULL, NULL} */
+/* A signed request that was refused (jkp_msg_recv's -3): busy -> "<type>_reply" with
+ * status "error" saying why -> idle, so the client never waits on silence. Types not
+ * ending in "_request" get nothing but the log line. */
+void jkp_refuse(jkp_chan *ch, const jkp_msg *req, const char *why);
 /* stop_on_error, in two steps as ipykernel does. snapshot (in the failing handler,
  * before its idle): takes every request already queued on shell into k->aborting.
  * run (after the idle): answers the execute_requests among them "aborted" and serves

@@ -13,6 +13,7 @@
  * flag is the one piece of static state, as the house style allows for signals.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,14 @@ static void *bind_channel(jkp_kernel *k, const jkp_connection *c, int ch, int ty
         return NULL;
     }
     int linger = 500, on = 1, hwm = 100000;
+    int64_t maxmsg = (int64_t)JKP_MAX_MSG_BYTES; /* per frame; refused before buffering */
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0) {
+        jkp_fail(err, "%s socket: ZMQ_MAXMSGSIZE: %s", jkp_channel_names[ch],
+                 zmq_strerror(errno));
+        zmq_close(s);
+        return NULL;
+    }
     if (type == ZMQ_ROUTER) zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &on, sizeof on);
     /* Training logs come in bursts; the default HWM (1000) would drop them silently.
      * 100k messages (~100 MB) still bounds what a stalled frontend can pin in memory. */
@@ -123,12 +131,16 @@ static int shell_loop(jkp_kernel *k, void *control_ctl)
         if (!(items[0].revents & ZMQ_POLLIN) || atomic_load(&k->shutdown)) continue;
         jkp_msg m;
         jk_error err;
-        int rc = jkp_msg_recv(k->shell, k->session.hmac, &m, &err);
+        int rc = jkp_msg_recv(k->shell, &k->session, &m, &err);
         if (rc == -2 && errno != EINTR && errno != EAGAIN) {
             jkp_log("shell: receive failed: %s", zmq_strerror(errno));
             return -1;
         }
         if (rc == -1) jkp_log("shell: dropped a message: %s", err.msg);
+        if (rc == -3) {
+            jkp_refuse(&ch, &m, err.msg);
+            jkp_msg_deinit(&m);
+        }
         if (rc != 0) continue;
         jkp_dispatch(&ch, jkp_shell_handlers, &m);
         jkp_msg_deinit(&m);
@@ -152,6 +164,10 @@ int jk_kernel_main(const char *connection_file, const mg_settings *settings)
     kernel_threads t;
     memset(&t, 0, sizeof t);
     jkp_hmac *hmac = jkp_hmac_create(conn.scheme, conn.key, conn.keylen, &err);
+    if (hmac && conn.keylen == 0) /* as jupyter_client warns: nothing is authenticated */
+        jkp_log("WARNING: the connection file's key is empty, so message signing is "
+                "disabled: anyone who can reach the kernel's ports can run code as this "
+                "user. This is insecure and not recommended.");
     int rc = (hmac && jkp_session_init(&k.session, hmac, &err) == 0) ? 0 : -1;
     if (rc == 0 && !(k.zctx = zmq_ctx_new()))
         rc = jkp_fail(&err, "cannot create a zmq context");

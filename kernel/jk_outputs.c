@@ -5,13 +5,14 @@
  * it is state, not output). Kernel-opened comms are entered in the comm registry so
  * comm_info_request lists them.
  *
- * All text goes through jkp_json_text (jk_text.c), so bytes that are not UTF-8 (a shell
+ * All text goes through kl_json_text (kl.h), so bytes that are not UTF-8 (a shell
  * command's binary output) become U+FFFD instead of an unsendable message.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "jk_internal.h"
+#include "kl.h"
 #include "mg.h"
 
 static void out_stream(void *user, const char *name, const char *text, size_t len)
@@ -20,7 +21,7 @@ static void out_stream(void *user, const char *name, const char *text, size_t le
     if (x->silent || len == 0) return;
     const char *n = (name && !strcmp(name, "stderr")) ? "stderr" : "stdout";
     jkp_publish(x->ch->iopub, "stream", x->req->header, NULL,
-                json_pack("{s:s, s:o}", "name", n, "text", jkp_json_text(text, len)));
+                json_pack("{s:s, s:o}", "name", n, "text", kl_json_text(text, len)));
 }
 
 static void out_display(void *user, json_t *data, json_t *metadata,

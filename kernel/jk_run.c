@@ -12,7 +12,11 @@
  *    is in the cell's outputs); 2 bad usage or unreadable notebook.
  *  - SIGINT/SIGTERM interrupt the running cell (KeyboardInterrupt), like a kernel.
  * Progress goes to stderr; --log-output echoes the cells' streams there too (for
- * batch-job logs), as papermill's flag of that name does. */
+ * batch-job logs), as papermill's flag of that name does.
+ *  - Under a launcher (mpirun, srun, torchrun-style variables; runtime/rt_dist.h) every
+ *    rank runs the notebook and only rank 0 writes the result notebook. At the end a
+ *    rank that failed leaves without finalising MPI, so the launcher stops the others
+ *    at once instead of after their collective timeout. */
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -27,6 +31,7 @@
 #include "jk_nbout.h"
 #include "jk_run.h"
 #include "kl.h"
+#include "rt_dist.h"
 
 static atomic_int run_interrupt;   /* set from the signal handler only */
 
@@ -209,6 +214,7 @@ json_t *jk_run_parse(const char *text, size_t len, const char *what)
 
 static int save(json_t *nb, const char *path)
 {
+    if (!rt_dist_is_writer()) return 0; /* rank 0 writes the result */
     size_t n = strlen(path);
     char *tmp = malloc(n + 16);
     if (!tmp) return -1;
@@ -323,9 +329,10 @@ int jk_run_main(int argc, char **argv)
                             json_pack("{s:O}", "application/vnd.jupyter.widget-state+json", state));
     json_decref(state);
     if (save(nb, out_path) < 0) goto done;
-    fprintf(stderr, "kiln run: wrote %s\n", out_path);
+    if (rt_dist_is_writer()) fprintf(stderr, "kiln run: wrote %s\n", out_path);
     status = rc == 0 ? 0 : 1;
 done:
+    rt_dist_finish(status == 0);
     if (w_ok) jk_nbout_deinit(&w);
     kl_engine_destroy(eng);
     json_decref(nb);

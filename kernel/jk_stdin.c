@@ -13,6 +13,7 @@
 #include <zmq.h>
 
 #include "jk_internal.h"
+#include "kl.h"
 
 static void drain(void *sock)
 {
@@ -33,7 +34,7 @@ char *jkp_stdin_input(jkp_exec *x, const char *prompt, int password)
             k->stdin_sock, &k->session, x->req->ids, x->req->nids, "input_request",
             x->req->header, NULL,
             json_pack("{s:o, s:b}", "prompt",
-                      jkp_json_text(prompt ? prompt : "", prompt ? strlen(prompt) : 0),
+                      kl_json_text(prompt ? prompt : "", prompt ? strlen(prompt) : 0),
                       "password", password),
             &err) != 0) {
         jkp_log("stdin: %s", err.msg);
@@ -48,8 +49,9 @@ char *jkp_stdin_input(jkp_exec *x, const char *prompt, int password)
         }
         if (n <= 0) continue;
         jkp_msg m;
-        int rc = jkp_msg_recv(k->stdin_sock, k->session.hmac, &m, &err);
-        if (rc == -1) jkp_log("stdin: dropped a message: %s", err.msg);
+        int rc = jkp_msg_recv(k->stdin_sock, &k->session, &m, &err);
+        if (rc == -1 || rc == -3) jkp_log("stdin: dropped a message: %s", err.msg);
+        if (rc == -3) jkp_msg_deinit(&m); /* an input_reply is not a request: no reply */
         if (rc != 0) continue;
         char *value = NULL;
         int is_reply = !strcmp(m.msg_type, "input_reply");

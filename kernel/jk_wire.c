@@ -5,13 +5,17 @@
  * received bytes (jk_hmac.c) BEFORE any JSON is parsed, then parse the four JSON
  * objects (jansson rejects invalid UTF-8 and NaN) and check the header fields every
  * client relies on. Anything wrong is an error message for the caller to log; nothing
- * here executes or replies. Messages over JKP_MAX_MSG_BYTES are drained and refused.
+ * here executes or replies. Messages over JKP_MAX_MSG_BYTES or JKP_MAX_FRAMES are
+ * drained without being kept. When the signed part of a refused message verifies, the
+ * caller gets its identities and header to answer with an error (jkp_msg_refusal);
+ * a verified signature seen before is a replay, dropped (jk_replay.c).
  *
  * Sending: every message gets a fresh msg_id (jupyter_client rejects a repeated
  * signature), the process's session, an ISO 8601 UTC date and version "5.4".
  */
 #include <ctype.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +31,7 @@ int jkp_session_init(jkp_session *s, jkp_hmac *hmac, jk_error *err)
 {
     memset(s, 0, sizeof *s);
     s->hmac = hmac;
+    if (!(s->replay = jkp_replay_create())) return jkp_fail(err, "out of memory");
     if (jkp_uuid4(s->session, sizeof s->session) != 0)
         return jkp_fail(err, "cannot read random bytes for the session id");
     snprintf(s->username, sizeof s->username, "kernel");
@@ -38,7 +43,9 @@ void jkp_session_deinit(jkp_session *s)
 {
     if (!s) return;
     jkp_hmac_destroy(s->hmac);
+    jkp_replay_destroy(s->replay);
     s->hmac = NULL;
+    s->replay = NULL;
 }
 
 /* ---- parsing ---- */
@@ -122,14 +129,20 @@ static int copy_frames(const jkp_view *f, size_t n, jkp_bytes **out, size_t *nou
     return 0;
 }
 
-int jkp_msg_parse(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *m,
-                  jk_error *err)
+static size_t find_delim(const jkp_view *frames, size_t n)
 {
-    memset(m, 0, sizeof *m);
     size_t d = 0;
     const size_t dlen = sizeof JKP_DELIM - 1;
     while (d < n && !(frames[d].len == dlen && !memcmp(frames[d].data, JKP_DELIM, dlen)))
         d++;
+    return d;
+}
+
+int jkp_msg_parse(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *m,
+                  jk_error *err)
+{
+    memset(m, 0, sizeof *m);
+    size_t d = find_delim(frames, n);
     if (d == n) return jkp_fail(err, "no <IDS|MSG> delimiter among %zu frames", n);
     if (n - d - 1 < 5)
         return jkp_fail(err, "%zu frames after <IDS|MSG>; need signature + 4 JSON frames",
@@ -152,15 +165,42 @@ fail:
     return -1;
 }
 
+int jkp_msg_refusal(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *m)
+{
+    memset(m, 0, sizeof *m);
+    size_t d = find_delim(frames, n);
+    if (d == n || n - d - 1 < 5 || jkp_hmac_verify(h, &frames[d + 2], &frames[d + 1], NULL))
+        return -1;
+    json_t *header = json_loadb(frames[d + 2].data, frames[d + 2].len, 0, NULL);
+    const char *type = json_string_value(json_object_get(header, "msg_type"));
+    if (!json_is_object(header) || !type || !type[0] ||
+        copy_frames(frames, d, &m->ids, &m->nids, NULL) != 0) {
+        json_decref(header);
+        jkp_msg_deinit(m);
+        return -1;
+    }
+    m->header = header;
+    m->msg_type = type;
+    m->msg_id = json_string_value(json_object_get(header, "msg_id"));
+    return 0;
+}
+
 /* ---- receiving ---- */
 
-int jkp_msg_recv(void *sock, const jkp_hmac *h, jkp_msg *m, jk_error *err)
+/* The signature frame of a message that verified: the replay check's key. */
+static int replayed(jkp_session *s, const jkp_view *frames, size_t n)
+{
+    size_t d = find_delim(frames, n);
+    return d + 1 < n && jkp_replay_seen(s->replay, &frames[d + 1]);
+}
+
+int jkp_msg_recv(void *sock, jkp_session *s, jkp_msg *m, jk_error *err)
 {
     memset(m, 0, sizeof *m);
     size_t n = 0, cap = 0, total = 0;
     zmq_msg_t *parts = NULL;
-    int more = 1, rc = 0, oversized = 0, nomem = 0;
-    size_t seen = 0; /* frames consumed, stored or not */
+    int more = 1, rc = 0, nomem = 0;
+    size_t seen = 0, bytes = 0; /* frames and bytes consumed, kept or not */
     while (more) {
         zmq_msg_t part;
         zmq_msg_init(&part);
@@ -176,9 +216,11 @@ int jkp_msg_recv(void *sock, const jkp_hmac *h, jkp_msg *m, jk_error *err)
         }
         more = zmq_msg_more(&part);
         seen++;
-        total += zmq_msg_size(&part);
-        if (total > JKP_MAX_MSG_BYTES) oversized = 1;
-        if (!oversized && !nomem && n == cap) {
+        bytes += zmq_msg_size(&part);
+        /* keep frames while both limits hold; what is kept is at most the limits */
+        int keep = !nomem && n < JKP_MAX_FRAMES &&
+                   total + zmq_msg_size(&part) <= JKP_MAX_MSG_BYTES;
+        if (keep && n == cap) {
             size_t ncap = cap ? 2 * cap : 8;
             zmq_msg_t *p = realloc(parts, ncap * sizeof *p);
             if (p) {
@@ -186,32 +228,46 @@ int jkp_msg_recv(void *sock, const jkp_hmac *h, jkp_msg *m, jk_error *err)
                 cap = ncap;
             } else {
                 nomem = 1;
+                keep = 0;
             }
         }
-        if (oversized || nomem) {
+        if (!keep) {
             zmq_msg_close(&part);
             continue; /* keep draining the rest of this message */
         }
+        total += zmq_msg_size(&part);
         parts[n++] = part;
     }
-    if (oversized)
-        rc = jkp_fail(err, "message of more than %zu bytes refused",
-                      (size_t)JKP_MAX_MSG_BYTES);
-    else if (nomem)
+    jkp_view *views = malloc((n ? n : 1) * sizeof *views);
+    if (!views) {
         rc = jkp_fail(err, "out of memory receiving a message");
-    else {
-        jkp_view *views = malloc((n ? n : 1) * sizeof *views);
-        if (!views) {
-            rc = jkp_fail(err, "out of memory receiving a message");
+    } else {
+        for (size_t i = 0; i < n; i++)
+            views[i] = (jkp_view){zmq_msg_data(&parts[i]), zmq_msg_size(&parts[i])};
+        if (nomem || n < seen) {
+            if (nomem)
+                jkp_fail(err, "out of memory receiving a message of %zu frames", seen);
+            else if (seen > JKP_MAX_FRAMES)
+                jkp_fail(err, "message of %zu frames refused (the limit is %d)", seen,
+                         JKP_MAX_FRAMES);
+            else
+                jkp_fail(err, "message of %zu bytes refused (the limit is %zu MiB)", bytes,
+                         JKP_MAX_MSG_BYTES >> 20);
+            rc = jkp_msg_refusal(views, n, s->hmac, m) == 0 ? -3 : -1;
         } else {
-            for (size_t i = 0; i < n; i++)
-                views[i] = (jkp_view){zmq_msg_data(&parts[i]), zmq_msg_size(&parts[i])};
-            rc = jkp_msg_parse(views, n, h, m, err);
-            free(views);
+            rc = jkp_msg_parse(views, n, s->hmac, m, err);
+            if (rc != 0 && jkp_msg_refusal(views, n, s->hmac, m) == 0) rc = -3;
         }
+        if (rc != -1 && replayed(s, views, n)) {
+            jkp_msg_deinit(m);
+            rc = jkp_fail(err, "replayed message dropped (its signature was seen before)");
+        }
+        free(views);
     }
     for (size_t i = 0; i < n; i++) zmq_msg_close(&parts[i]);
     free(parts);
+    if (seen > JKP_MAX_FRAMES || bytes > JKP_MAX_MSG_BYTES)
+        malloc_trim(0); /* libzmq held the whole message; give those pages back now */
     return rc;
 }
 

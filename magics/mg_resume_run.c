@@ -8,6 +8,12 @@
  * same random streams), rt_ckpt_train restores weights, optimiser state and position,
  * and mg_run_loop continues. Run-control options (--epochs, --device, --time-limit,
  * --checkpoint-every, --keep, --results) may be changed; training options may not.
+ *
+ * A checkpoint is untrusted input (docs/security.md): it may restore training state
+ * and the hyperparameters that define the run, never a destination. The results store
+ * or MLflow URL comes from the caller's --results or the environment, the run
+ * directory is the one holding the checkpoint the user named (none for a loose file),
+ * and a data set the checkpoint names by URL is not fetched: the user loads it first.
  */
 #include <inttypes.h>
 #include <libgen.h>
@@ -116,11 +122,15 @@ static void run_options(ck_desc *d, const char *path, const mg_resume_opts *ro)
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s", path);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    /* destinations: never the checkpoint's "run_dir" or "results" */
+    o->run_dir[0] = 0;
+    o->results[0] = 0;
     if (!strncmp(base, RT_CKPT_DIR_PREFIX, strlen(RT_CKPT_DIR_PREFIX))) /* its run dir */
         snprintf(o->run_dir, sizeof o->run_dir, "%s", dirname(tmp));
     if (ro->epochs > 0) o->epochs = ro->epochs;
     if (ro->device[0]) snprintf(o->device, sizeof o->device, "%s", ro->device);
     if (ro->results[0]) snprintf(o->results, sizeof o->results, "%s", ro->results);
+    if (!o->run_dir[0]) o->checkpoint_every = (mg_every){MG_EVERY_NONE, 0};
     if (ro->time_limit_s >= 0) o->time_limit_s = ro->time_limit_s;
     if (ro->keep > 0) o->keep = ro->keep;
     if (ro->checkpoint_every[0]) {
@@ -152,6 +162,12 @@ static int load_data(mg_ctx *ctx, const ck_desc *d, const char *path, const char
 {
     mg_workspace *ws = mg_ws_get(ctx, err);
     if (!ws) return -1;
+    if (strstr(d->data, "://") && !mg_ws_data_find(ws, d->data))
+        return mg_fail(err, "ValueError", "%s: checkpoint '%s' was trained on a data set "
+                       "downloaded from %.300s; a checkpoint does not choose what is fetched "
+                       "---> HINT: if you trust that address, load it yourself first "
+                       "(%%dataset %.300s --val %d --subset %d), then run %s again", caller,
+                       path, d->data, d->data, d->val, d->subset, caller);
     mg_ws_data *data = mg_ws_data_load(ws, ctx, d->data, d->val, d->subset, NULL, NULL, err);
     if (!data) {
         mg_error e = *err;
@@ -208,7 +224,15 @@ int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_e
     mg_run *run = NULL;
     int rc = d ? describe(rd, path, d, err) : mg_fail(err, "MemoryError", "out of memory");
     if (rc == 0) {
+        char theirs[sizeof d->o.run_dir];
+        snprintf(theirs, sizeof theirs, "%s", d->o.run_dir);
+        int had_results = d->o.results[0] != 0;
         run_options(d, path, ro);
+        if ((theirs[0] && strcmp(theirs, d->o.run_dir)) || (had_results && !ro->results[0]))
+            mg_eprintf(ctx->out, "note: %s: the checkpoint's own run directory and results "
+                       "store are not used (a checkpoint never chooses where data goes); "
+                       "new checkpoints go to %s, results to --results or KILN_RESULTS\n",
+                       caller, d->o.run_dir[0] ? d->o.run_dir : "no directory (a loose file)");
         results_run(rd, &d->o);
         rc = load_data(ctx, d, path, caller, err);
     }

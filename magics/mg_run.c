@@ -97,7 +97,12 @@ static int build_model(mg_run *r, mg_error *err)
                        tr->c, tr->h, tr->w, tr->num_classes, re.msg);
     if (!(r->backend = calloc(1, sizeof *r->backend)))
         return mg_fail(err, "MemoryError", "out of memory");
-    if (rt_backend_open(r->backend, r->o.device, 0, &re) != RT_OK) {
+    /* ranks of one host share its cores (0: all of them for a single process) */
+    rt_dist_env de;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = rt_dist_env_read(&de, NULL) == RT_OK && de.local_world > 1 && ncpu > 0
+                      ? (int)(ncpu / de.local_world > 1 ? ncpu / de.local_world : 1) : 0;
+    if (rt_backend_open(r->backend, r->o.device, threads, &re) != RT_OK) {
         free(r->backend);
         r->backend = NULL;
         return mg_fail(err, "ValueError", "%%train: --device %s: %s", r->o.device, re.msg);
@@ -138,6 +143,9 @@ static int build_trainer(mg_run *r, mg_error *err)
      * statistics and optimiser state in backend memory, progress read in batches): what
      * a GPU runs, so it can be checked on any machine (same parameters bit for bit) */
     c.device_path = r->ctx->settings && r->ctx->settings->device_path;
+    if (rt_dist_world(&c.dist, &re) != RT_OK)
+        return mg_fail(err, re.code == RT_ENODEV ? "ImportError" : "RuntimeError",
+                       "%%train: ranks of this launch: %s", re.msg);
     c.progress = on_progress;
     c.should_stop = should_stop;
     c.user = r;

@@ -29,14 +29,17 @@ static void on_store_warning(void *user, const char *msg)
 static void results_begin(mg_run *r)
 {
     rt_error re = {0};
+    char shown[sizeof r->o.results]; /* the spec without a URL's user:password@ */
+    rt_results_redact(r->o.results, shown, sizeof shown);
     if (rt_results_open(r->o.results[0] ? r->o.results : NULL, &r->rs, &re) != RT_OK) {
         r->rs = NULL;
-        mgp_rs_warn(r, r->o.results[0] ? r->o.results : "opening", re.msg);
+        mgp_rs_warn(r, shown[0] ? shown : "opening", re.msg);
         return;
     }
     rt_results_set_warn(r->rs, on_store_warning, r);
-    /* %results follows the store %train used (docs/results.md) */
-    char *spec = r->o.results[0] ? strdup(r->o.results) : NULL;
+    /* %results follows the store %train used (docs/results.md); it reads the local
+     * file only, so the credentials are not kept */
+    char *spec = shown[0] ? strdup(shown) : NULL;
     if (spec) mg_session_set(r->ctx->session, "results.spec", spec, free); /* frees on error */
     char dev[32];
     snprintf(dev, sizeof dev, "%s:%d", r->backend->ops->name, r->backend->device);
@@ -141,7 +144,9 @@ static void hand_over(mg_run *r)
 int mg_run_loop(mg_run *r, mg_error *err)
 {
     rt_error re = {0};
-    results_begin(r);
+    /* of the ranks of a launch, rank 0 alone records the run and writes checkpoints */
+    const int writer = rt_dist_is_writer();
+    if (writer) results_begin(r);
     r->t_start = r->epoch_t0 = mgp_now();
     r->epoch_seen0 = rt_trainer_get_state(r->trainer).epoch_seen;
     mgp_view_start(r);
@@ -159,7 +164,7 @@ int mg_run_loop(mg_run *r, mg_error *err)
             rc = -1;
             break;
         }
-        if (mg_run_checkpoint_hook(r, ev, r->ctx->out, err) < 0) {
+        if (writer && mg_run_checkpoint_hook(r, ev, r->ctx->out, err) < 0) {
             rc = -1;
             break;
         }

@@ -190,6 +190,8 @@ int mg_run_opts_from_args(mg_run_opts *o, const mg_args *a, mg_error *err)
 
 json_t *mg_run_opts_to_json(const mg_run_opts *o)
 {
+    char results[sizeof o->results]; /* stored, shown and sent: never its credentials */
+    rt_results_redact(o->results, results, sizeof results);
     json_t *j = json_pack("{s:s, s:s, s:i, s:i, s:f, s:s, s:b, s:s, s:I, s:s, s:s, s:s, s:s,"
                           " s:i, s:f, s:s, s:b, s:i, s:s}",
                           "model", o->model, "data", o->data, "epochs", o->epochs,
@@ -198,7 +200,7 @@ json_t *mg_run_opts_to_json(const mg_run_opts *o)
                           "seed", (json_int_t)o->seed, "device", o->device,
                           "precision", o->precision, "run_dir", o->run_dir,
                           "checkpoint_every", o->checkpoint_every_text, "keep", o->keep,
-                          "time_limit_s", o->time_limit_s, "results", o->results,
+                          "time_limit_s", o->time_limit_s, "results", results,
                           "augment", o->augment, "val", o->val, "name", o->name);
     if (j && isfinite(o->momentum)) json_object_set_new(j, "momentum", json_real(o->momentum));
     if (j && isfinite(o->weight_decay))

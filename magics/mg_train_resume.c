@@ -278,8 +278,8 @@ int mg_ckpt_train_autoresume(mg_ctx *ctx, mg_run_opts *o, mg_resume_mode mode, i
                                          "--run-dir DIR (the run to continue)");
         return 0;
     }
-    if (mode == MG_RESUME_NEVER) {
-        int rc = set_aside(ctx, o->run_dir, err);
+    if (mode == MG_RESUME_NEVER) { /* rank 0 alone moves the files */
+        int rc = rt_dist_is_writer() ? set_aside(ctx, o->run_dir, err) : 0;
         return *handled = rc < 0, rc;
     }
     int failed = 0;

@@ -191,10 +191,20 @@ static void cut(mg_ws_data *d, int n)
 mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
                             int subset, const char *dir, const char *url, mg_error *err)
 {
+    return mg_ws_data_load_images(ws, ctx, name, val, subset, dir, url, NULL, err);
+}
+
+mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
+                                   int subset, const char *dir, const char *url,
+                                   const mg_ws_images *images, mg_error *err)
+{
     int slot = -1;
     for (int i = 0; i < ws->ndata; i++)
         if (!strcmp(ws->data[i]->name, name)) slot = i;
-    if (slot >= 0 && !dir && !url) {
+    mg_ws_images img = {0};
+    if (images) img = *images;
+    else if (slot >= 0) img = ws->data[slot]->images;
+    if (slot >= 0 && !dir && !url && !memcmp(&img, &ws->data[slot]->images, sizeof img)) {
         mg_ws_data *d = ws->data[slot];
         /* a cut can be made on a whole split, never undone */
         if ((val < 0 || d->val == val) &&
@@ -213,10 +223,14 @@ mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int
     if (!d) return mg_fail(err, "MemoryError", "out of memory loading '%s'", name), NULL;
     snprintf(d->name, sizeof d->name, "%s", name);
     d->val = val < 0 ? 0 : val;
+    d->images = img;
     dl_state dl = {.ctx = ctx};
     snprintf(dl.id, sizeof dl.id, "kiln-dl-%p-%ld", (void *)d, (long)time(NULL));
     rt_dataset_opts o = {.name = name, .val = d->val, .progress = on_download, .user = &dl,
-                         .should_stop = stop_dl, .dir = dir, .url = url};
+                         .should_stop = stop_dl, .dir = dir, .url = url,
+                         .image_h = img.image_h, .image_w = img.image_w,
+                         .channels = img.channels, .val_fraction = img.val_fraction,
+                         .seed = img.seed, .skip_bad = img.skip_bad};
     rt_error re = {0};
     rt_status s = rt_dataset_load(&d->splits, &o, &re);
     if (s != RT_OK) {

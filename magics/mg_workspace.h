@@ -26,9 +26,17 @@ typedef struct mg_ws_model {
     rt_backend *backend;     /* the trained model's backend (heap; owned) */
 } mg_ws_model;
 
+/* %dataset's image-folder options (rt_dataset_opts' fields of the same names). */
+typedef struct mg_ws_images {
+    int image_h, image_w, channels, skip_bad;
+    double val_fraction;
+    uint64_t seed;
+} mg_ws_images;
+
 typedef struct mg_ws_data {
     char name[256];          /* as the user wrote it: "fashion-mnist", a path */
     int val;                 /* --val it was loaded with */
+    mg_ws_images images;     /* the image-folder options it was loaded with */
     int subset;              /* --subset: train split cut to its first N images (0 = all) */
     rt_dataset_splits splits;
 } mg_ws_data;
@@ -57,6 +65,12 @@ mg_ws_model *mg_ws_model_at(mg_workspace *ws, int i);
  * Borrowed result, NULL with err (naming the data set) on failure. */
 mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
                             int subset, const char *dir, const char *url, mg_error *err);
+/* The same with image-folder options (NULL = those of the loaded copy, else defaults);
+ * options that differ from the loaded copy's force a reload (the decode cache makes it
+ * cheap). */
+mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
+                                   int subset, const char *dir, const char *url,
+                                   const mg_ws_images *images, mg_error *err);
 /* name "" or NULL = the data set loaded last; NULL when none is loaded. */
 mg_ws_data *mg_ws_data_find(mg_workspace *ws, const char *name);
 

@@ -1,7 +1,8 @@
 /* rt_ckpt.h - Kiln checkpoint files: a safetensors file with Kiln's metadata contract.
  *
  * The trainer (the layer above) supplies the tensors and the metadata map; this layer
- * adds the format keys and two CRC-32 checksums, writes atomically (tmp file, fsync,
+ * adds the format keys and two checksums (XXH3-64 of the data, computed while the
+ * bytes are written; CRC-32 of the canonical header), writes atomically (tmp file, fsync,
  * rename, directory fsync) and, on reading, validates everything before anything is
  * trusted. Tensor names carry the role: "model.*" are weights, "optim.*" optimizer
  * state, "state.*" other training state, so a weights-only load ignores the rest.
@@ -18,15 +19,16 @@
 #include "rt_safetensors.h"
 
 #define RT_CKPT_FORMAT         "kiln-checkpoint"
-#define RT_CKPT_FORMAT_VERSION 1
+#define RT_CKPT_FORMAT_VERSION 2 /* written; every older version is still read */
 #define RT_CKPT_EXT            ".safetensors"
 
 /* __metadata__ keys (all values strings; "JSON" = a JSON text in the string). */
 #define RT_CKPT_KEY_FORMAT         "format"         /* "kiln-checkpoint" (writer) */
-#define RT_CKPT_KEY_FORMAT_VERSION "format_version" /* "1" (writer) */
+#define RT_CKPT_KEY_FORMAT_VERSION "format_version" /* "2" (writer) */
 #define RT_CKPT_KEY_KILN_VERSION   "kiln_version"   /* "0.1.0" (writer) */
 #define RT_CKPT_KEY_CREATED        "created" /* "2026-11-30T08:44:55Z" (writer default) */
-#define RT_CKPT_KEY_DATA_CRC       "data_crc32"   /* 8 hex digits (writer) */
+#define RT_CKPT_KEY_DATA_XXH3      "data_xxh3"  /* v2: 16 hex digits, XXH3-64 (writer) */
+#define RT_CKPT_KEY_DATA_CRC       "data_crc32" /* v1: 8 hex digits, CRC-32 (read only) */
 #define RT_CKPT_KEY_HEADER_CRC     "header_crc32" /* 8 hex digits (writer) */
 #define RT_CKPT_KEY_RUN_ID         "run_id"
 #define RT_CKPT_KEY_MODEL_NAME     "model_name"
@@ -77,6 +79,11 @@ rt_status rt_ckpt_writer_set_metric(rt_ckpt_writer *w, const char *key,
  * On any failure the file previously at path (if any) is untouched and no tmp file
  * remains. ENOSPC/EFBIG/EDQUOT give a "disk full" error naming the file. */
 rt_status rt_ckpt_writer_save(rt_ckpt_writer *w, const char *path, rt_error *err);
+/* After a successful save: the file's data checksum (the "data_xxh3" value, 16 hex
+ * digits) and its size in bytes, for a manifest that shares the checksum; NULL / 0
+ * before. */
+const char *rt_ckpt_writer_digest(const rt_ckpt_writer *w);
+uint64_t rt_ckpt_writer_file_size(const rt_ckpt_writer *w);
 
 /* ---- reading ---- */
 typedef struct rt_ckpt_reader rt_ckpt_reader;

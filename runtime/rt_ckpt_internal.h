@@ -30,6 +30,20 @@ rt_status rtp_ckpt_file_commit(rtp_ckpt_file *f, rt_error *err);
 /* Closes and removes the tmp file, frees f's strings; safe after a failed begin. */
 void rtp_ckpt_file_abort(rtp_ckpt_file *f);
 
+/* Writes len bytes at offset off of f's tmp file (pwrite), checking every call. */
+rt_status rtp_ckpt_file_pwrite(rtp_ckpt_file *f, const void *buf, size_t len,
+                               uint64_t off, rt_error *err);
+
+/* ---- the v2 data checksum, XXH3-64 (rt_ckpt_hash.c) ---- */
+typedef struct rtp_ckpt_hash rtp_ckpt_hash;
+rtp_ckpt_hash *rtp_ckpt_hash_create(void); /* NULL when out of memory */
+void rtp_ckpt_hash_update(rtp_ckpt_hash *h, const void *buf, size_t len);
+uint64_t rtp_ckpt_hash_digest(const rtp_ckpt_hash *h);
+void rtp_ckpt_hash_destroy(rtp_ckpt_hash *h); /* NULL ok */
+uint64_t rtp_ckpt_xxh3(const void *buf, size_t len);
+/* "%016llx" of a hash into out[17]. */
+void rtp_ckpt_xxh3_hex(uint64_t h, char out[17]);
+
 /* Reads bytes [off, off+len) of an open file; RT_EFORMAT if it ends first. */
 rt_status rtp_ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *what,
                          rt_error *err);

@@ -90,6 +90,25 @@ rt_status rtp_ckpt_file_write(void *user, const void *buf, size_t len, rt_error 
     return RT_OK;
 }
 
+rt_status rtp_ckpt_file_pwrite(rtp_ckpt_file *f, const void *buf, size_t len,
+                               uint64_t off, rt_error *err)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t k = pwrite(f->fd, p, len < ((size_t)1 << 30) ? len : ((size_t)1 << 30),
+                           (off_t)off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0)
+            return rtp_ckpt_errno_error(err, k < 0 ? errno : ENOSPC, "writing checkpoint",
+                                        f->path);
+        p += k;
+        len -= (size_t)k;
+        off += (uint64_t)k;
+        f->written += (uint64_t)k;
+    }
+    return RT_OK;
+}
+
 void rtp_ckpt_file_abort(rtp_ckpt_file *f)
 {
     if (f->fd >= 0) close(f->fd);

@@ -17,8 +17,8 @@
 #include <zlib.h>
 
 static const char *const reserved[] = {RT_CKPT_KEY_FORMAT, RT_CKPT_KEY_FORMAT_VERSION,
-                                       RT_CKPT_KEY_KILN_VERSION, RT_CKPT_KEY_DATA_CRC,
-                                       RT_CKPT_KEY_HEADER_CRC};
+                                       RT_CKPT_KEY_KILN_VERSION, RT_CKPT_KEY_DATA_XXH3,
+                                       RT_CKPT_KEY_DATA_CRC,     RT_CKPT_KEY_HEADER_CRC};
 
 int rtp_ckpt_meta_reserved(const char *key)
 {

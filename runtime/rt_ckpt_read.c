@@ -3,7 +3,8 @@
  * Nothing from the file is trusted before it is checked, in this order: the length
  * prefix against the file size, the header JSON and its tensor table (rt_safetensors),
  * the format name and version (before the checksums, so a newer file is reported as
- * "newer", not "corrupt"), the typed metadata, the header checksum, the data checksum.
+ * "newer", not "corrupt"), the typed metadata, the header checksum, the data checksum
+ * (XXH3-64 in format v2, zlib's CRC-32 in v1 files, which are still read).
  * The data area is read only after the header passed, into one buffer (a CNN
  * checkpoint is tens of MB; read(2), not mmap, so an I/O error on a network or FUSE
  * mount is a message, not SIGBUS); tensors are copied out of it on request, after a
@@ -38,12 +39,11 @@ static void index_meta(void *src, size_t i, const char **k, const char **v)
     rt_st_index_meta_at(src, i, k, v);
 }
 
-static rt_status check_crc(const rt_ckpt_reader *r, const char *key, uint32_t computed,
+/* Compares the stored checksum under key with the computed one (hex). */
+static rt_status check_sum(const rt_ckpt_reader *r, const char *key, const char *hex,
                            const char *part, rt_error *err)
 {
     const char *stored = rt_st_index_meta(r->ix, key);
-    char hex[9];
-    rtp_ckpt_crc_hex(computed, hex);
     if (!stored)
         return RT_ERR(err, RT_EFORMAT, "%s: no %s in its metadata (corrupt header)",
                       r->what, key);
@@ -54,6 +54,29 @@ static rt_status check_crc(const rt_ckpt_reader *r, const char *key, uint32_t co
                       "picks the newest valid one",
                       r->what, part, stored, hex);
     return RT_OK;
+}
+
+static rt_status check_crc(const rt_ckpt_reader *r, const char *key, uint32_t computed,
+                           const char *part, rt_error *err)
+{
+    char hex[9];
+    rtp_ckpt_crc_hex(computed, hex);
+    return check_sum(r, key, hex, part, err);
+}
+
+/* The data checksum of the file's version: XXH3-64 from v2 on, CRC-32 in v1 (the
+ * version was checked against the reader's before this runs). */
+static rt_status check_data(const rt_ckpt_reader *r, size_t len, rt_error *err)
+{
+    int64_t version = 1;
+    rtp_parse_i64(rt_st_index_meta(r->ix, RT_CKPT_KEY_FORMAT_VERSION), &version);
+    if (version == 1)
+        return check_crc(r, RT_CKPT_KEY_DATA_CRC,
+                         (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), r->data, len), "data",
+                         err);
+    char hex[17];
+    rtp_ckpt_xxh3_hex(rtp_ckpt_xxh3(r->data, len), hex);
+    return check_sum(r, RT_CKPT_KEY_DATA_XXH3, hex, "data", err);
 }
 
 /* The header checks, before any data is read: a wrong or newer file is refused without
@@ -96,8 +119,7 @@ static rt_status read_checked(rt_ckpt_reader *r, int fd, int header_only, rt_err
                       "free memory (other models, data sets)",
                       r->what, (unsigned long long)len);
     RT_TRY(rtp_ckpt_pread(fd, r->data, (size_t)len, r->data_start, r->what, err));
-    uLong crc = crc32_z(crc32_z(0L, Z_NULL, 0), r->data, (size_t)len);
-    return check_crc(r, RT_CKPT_KEY_DATA_CRC, (uint32_t)crc, "data", err);
+    return check_data(r, (size_t)len, err);
 }
 
 rt_status rt_ckpt_reader_open(const char *path, unsigned flags, rt_ckpt_reader **out,

@@ -1,11 +1,14 @@
 /* rt_ckpt_write.c - building and atomically saving a Kiln checkpoint.
  *
  * The writer wraps a safetensors writer: the caller adds tensors (borrowed, never
- * copied) and metadata; save() fills the format keys, the creation time (unless the
- * caller set one), the CRC-32 of the data area and the CRC-32 of the canonical
- * header, then streams the file through rt_ckpt_io's atomic writer. Tensor data is
- * read twice (checksum, then write) and never buffered: a 1.2M-parameter model with
- * Adam state is ~19 MB and saving must not double the process's memory.
+ * copied) and metadata; save() fills the format keys and the creation time (unless the
+ * caller set one) and writes the file through rt_ckpt_io's atomic writer in one pass
+ * over the tensor data: each 1 MiB piece is hashed (XXH3-64) while it is in cache and
+ * written at its place after the header. The two checksums have fixed widths, so the
+ * header's length is known before the data checksum is: the data goes first, then the
+ * header with the real checksums is written at offset 0. Nothing is buffered: a
+ * 1.2M-parameter model with Adam state is ~14 MB and saving must not double the
+ * process's memory.
  */
 #include "rt_ckpt_internal.h"
 
@@ -19,7 +22,12 @@
 
 struct rt_ckpt_writer {
     rt_st_writer *st;
+    char digest[17]; /* data_xxh3 of the last save, "" before */
+    uint64_t file_size;
 };
+
+/* Tensor data is hashed and written in pieces of this size (fits in L2). */
+#define PIECE ((size_t)1 << 20)
 
 rt_status rt_ckpt_writer_create(rt_ckpt_writer **out, rt_error *err)
 {
@@ -101,7 +109,8 @@ static void writer_meta(void *src, size_t i, const char **k, const char **v)
     rt_st_writer_meta_at(src, i, k, v);
 }
 
-/* The writer-owned keys, the two checksums last (the header one covers the rest). */
+/* The writer-owned keys with placeholder checksums of the final widths; a data_crc32
+ * a reader put there (a v1 file re-saved) is dropped by the caller never setting it. */
 static rt_status fill_format_keys(rt_st_writer *st, const char *path, rt_error *err)
 {
     char buf[40];
@@ -116,15 +125,45 @@ static rt_status fill_format_keys(rt_st_writer *st, const char *path, rt_error *
             return RT_ERR(err, RT_EIO, "checkpoint '%s': cannot read the clock", path);
         RT_TRY(rt_st_writer_set_meta(st, RT_CKPT_KEY_CREATED, buf, err));
     }
-    rtp_ckpt_crc_hex(rt_st_writer_data_crc32(st), buf);
-    RT_TRY(rt_st_writer_set_meta(st, RT_CKPT_KEY_DATA_CRC, buf, err));
-    /* header_crc32 is excluded from its own checksum; set a placeholder first so the
-     * key exists, then the value. */
-    RT_TRY(rt_st_writer_set_meta(st, RT_CKPT_KEY_HEADER_CRC, "", err));
+    RT_TRY(rt_st_writer_set_meta(st, RT_CKPT_KEY_DATA_XXH3, "0000000000000000", err));
+    return rt_st_writer_set_meta(st, RT_CKPT_KEY_HEADER_CRC, "00000000", err);
+}
+
+/* The real checksums: data_xxh3 from the data pass, then header_crc32 over the
+ * canonical header (which includes data_xxh3 but not itself). */
+static rt_status fill_checksums(rt_st_writer *st, uint64_t data_hash, char digest[17],
+                                rt_error *err)
+{
+    char crc[9];
+    rtp_ckpt_xxh3_hex(data_hash, digest);
+    RT_TRY(rt_st_writer_set_meta(st, RT_CKPT_KEY_DATA_XXH3, digest, err));
     rtp_ckpt_crc_hex(rtp_ckpt_header_crc32(st, rt_st_writer_count(st), writer_tensor,
                                            rt_st_writer_meta_count(st), writer_meta),
-                     buf);
-    return rt_st_writer_set_meta(st, RT_CKPT_KEY_HEADER_CRC, buf, err);
+                     crc);
+    return rt_st_writer_set_meta(st, RT_CKPT_KEY_HEADER_CRC, crc, err);
+}
+
+/* The data area at offset `at`, hashed piece by piece as it is written. */
+static rt_status write_data(rt_st_writer *st, rtp_ckpt_file *f, uint64_t at,
+                            uint64_t *hash, rt_error *err)
+{
+    rtp_ckpt_hash *h = rtp_ckpt_hash_create();
+    if (!h) return RT_ERR(err, RT_ENOMEM, "out of memory saving checkpoint '%s'", f->path);
+    rt_status s = RT_OK;
+    size_t n = rt_st_writer_count(st);
+    for (size_t i = 0; s == RT_OK && i < n; i++) {
+        const rt_st_tensor_info *t = rt_st_writer_tensor(st, i);
+        const char *p = rt_st_writer_data(st, i);
+        for (uint64_t off = 0; s == RT_OK && off < t->end - t->begin; off += PIECE) {
+            size_t len = (size_t)(t->end - t->begin - off < PIECE ? t->end - t->begin - off
+                                                                  : PIECE);
+            rtp_ckpt_hash_update(h, p + off, len);
+            s = rtp_ckpt_file_pwrite(f, p + off, len, at + t->begin + off, err);
+        }
+    }
+    *hash = rtp_ckpt_hash_digest(h);
+    rtp_ckpt_hash_destroy(h);
+    return s;
 }
 
 static rt_status require_int(rt_st_writer *st, const char *key, const char *path,
@@ -139,19 +178,59 @@ static rt_status require_int(rt_st_writer *st, const char *key, const char *path
                   path, key);
 }
 
+/* Header with placeholders (for its length), data + hash, header with checksums. */
+static rt_status write_file(rt_ckpt_writer *w, rtp_ckpt_file *f, const char *path,
+                            rt_error *err)
+{
+    size_t hlen = 0, hlen2 = 0;
+    char *hdr = rt_st_writer_header(w->st, &hlen);
+    if (!hdr)
+        return RT_ERR(err, RT_ENOMEM, "checkpoint '%s': out of memory building the header",
+                      path);
+    free(hdr);
+    uint64_t hash = 0;
+    RT_TRY(write_data(w->st, f, hlen, &hash, err));
+    RT_TRY(fill_checksums(w->st, hash, w->digest, err));
+    hdr = rt_st_writer_header(w->st, &hlen2);
+    if (!hdr)
+        return RT_ERR(err, RT_ENOMEM, "checkpoint '%s': out of memory building the header",
+                      path);
+    rt_status s = hlen2 == hlen ? rtp_ckpt_file_pwrite(f, hdr, hlen, 0, err)
+                                : RT_ERR(err, RT_EIO,
+                                         "checkpoint '%s': the header changed length "
+                                         "(%zu -> %zu bytes) when its checksums were set",
+                                         path, hlen, hlen2);
+    free(hdr);
+    return s;
+}
+
 rt_status rt_ckpt_writer_save(rt_ckpt_writer *w, const char *path, rt_error *err)
 {
+    w->digest[0] = '\0';
+    w->file_size = 0;
     RT_TRY(require_int(w->st, RT_CKPT_KEY_STEP, path, err));
     RT_TRY(require_int(w->st, RT_CKPT_KEY_EPOCH, path, err));
     RT_TRY(fill_format_keys(w->st, path, err));
     rtp_ckpt_file f;
     RT_TRY(rtp_ckpt_file_begin(&f, path, err));
-    rt_status s = rt_st_writer_emit(w->st, rtp_ckpt_file_write, &f, err);
+    rt_status s = write_file(w, &f, path, err);
     if (s != RT_OK) {
         rtp_ckpt_file_abort(&f);
-        if (s == RT_ENOMEM)
-            RT_ERR(err, s, "checkpoint '%s': out of memory building the header", path);
+        w->digest[0] = '\0';
         return s;
     }
-    return rtp_ckpt_file_commit(&f, err);
+    uint64_t size = f.written;
+    s = rtp_ckpt_file_commit(&f, err);
+    if (s == RT_OK)
+        w->file_size = size;
+    else
+        w->digest[0] = '\0';
+    return s;
 }
+
+const char *rt_ckpt_writer_digest(const rt_ckpt_writer *w)
+{
+    return w->digest[0] ? w->digest : NULL;
+}
+
+uint64_t rt_ckpt_writer_file_size(const rt_ckpt_writer *w) { return w->file_size; }

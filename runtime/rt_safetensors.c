@@ -276,6 +276,12 @@ uint32_t rt_st_writer_data_crc32(rt_st_writer *w)
     return (uint32_t)crc;
 }
 
+const void *rt_st_writer_data(rt_st_writer *w, size_t i)
+{
+    writer_sort(w);
+    return i < w->n ? w->t[i].data : NULL;
+}
+
 /* json_object_set_new that also fails on a NULL value (an allocation failure). */
 static int set_new(json_t *obj, const char *key, json_t *v)
 {
@@ -335,8 +341,9 @@ static int hbuf_put(const char *s, size_t n, void *user)
 }
 
 /* The JSON header padded with spaces to a multiple of 8, preceded by its length. */
-static char *header_bytes(rt_st_writer *w, size_t *len)
+char *rt_st_writer_header(rt_st_writer *w, size_t *len)
 {
+    writer_sort(w);
     json_t *root = json_object(), *meta = w->mn ? json_object() : NULL;
     int bad = !root || (w->mn && !meta);
     for (size_t i = 0; !bad && i < w->mn; i++)
@@ -370,7 +377,7 @@ rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user,
 {
     writer_sort(w);
     size_t len = 0;
-    char *hdr = header_bytes(w, &len);
+    char *hdr = rt_st_writer_header(w, &len);
     if (!hdr)
         return RT_ERR(err, RT_ENOMEM, "out of memory building a safetensors header");
     rt_status s = sink(user, hdr, len, err);

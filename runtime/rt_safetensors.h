@@ -88,6 +88,13 @@ void rt_st_writer_meta_at(const rt_st_writer *w, size_t i, const char **key,
                           const char **value);
 /* CRC-32 (zlib) of the data area the writer will emit. */
 uint32_t rt_st_writer_data_crc32(rt_st_writer *w);
+/* The file's first bytes: the 8-byte length and the padded JSON header for the current
+ * tensors and metadata (malloc'd, *len set); NULL when out of memory. The data area
+ * follows at offset *len. */
+char *rt_st_writer_header(rt_st_writer *w, size_t *len);
+/* The borrowed bytes of the i-th tensor in file order (rt_st_writer_tensor(w, i)->end
+ * - begin of them); NULL when i is out of range. */
+const void *rt_st_writer_data(rt_st_writer *w, size_t i);
 /* Emits the whole file through sink. */
 rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user,
                             rt_error *err);

@@ -110,6 +110,10 @@ rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *tra
     t->bcfg = bc;
     rt_status s = rt_batcher_create(&t->batcher, &bd, &bc, err);
     int dev = cfg->device_path || strcmp(rt_model_backend(m)->ops->name, "cpu");
+    if (s == RT_OK && cfg->dist && dev)
+        s = RT_ERR(err, RT_EINVAL, "training over %d ranks runs on the CPU backend's host "
+                   "path; the %s device path takes one process ---> HINT: --device cpu",
+                   rt_dist_size(cfg->dist), rt_model_backend(m)->ops->name);
     if (s == RT_OK && cfg->loss_scaling && !dev)
         s = RT_ERR(err, RT_EINVAL, "loss scaling needs the trainer's device path");
     if (s == RT_OK) s = make_optim(t, err);
@@ -152,35 +156,37 @@ rt_status rt_trainer_begin(rt_trainer *t, rt_error *err)
     t->t_begin = rtp_trainer_now();
     t->images_done = t->steps_done = 0;
     t->last_loss = NAN;
-    return RT_OK;
+    t->dist_stop = RT_STEP_CONTINUE;
+    return t->cfg.dist ? rtp_dist_begin(t, err) : RT_OK;
 }
 
-/* One minibatch: forward, loss, backward, update. Sets the batch's loss/accuracy. */
-static rt_status train_batch(rt_trainer *t, int count, double lr, double *loss, int *correct,
-                             rt_error *err)
+/* Forward, loss, backward of samples [off, off + n) of the staged batch. */
+rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *correct,
+                         rt_error *err)
 {
     rt_model *m = t->m;
     rt_backend *b = rt_model_backend(m);
     const rt_dataset *d = t->data;
     const int L = d->num_classes;
-    for (int i = 0; i < count; i++)
-        if (t->labels[i] < 0 || t->labels[i] >= L)
-            return RT_ERR(err, RT_EINVAL, "label %d outside [0, %d) in '%s'", t->labels[i], L,
+    const size_t img = (size_t)d->c * d->h * d->w;
+    const int32_t *labels = t->labels + off;
+    for (int i = 0; i < n; i++)
+        if (labels[i] < 0 || labels[i] >= L)
+            return RT_ERR(err, RT_EINVAL, "label %d outside [0, %d) in '%s'", labels[i], L,
                           d->name);
-    RT_TRY(b->ops->upload(b, rt_model_input_tensor(m), t->images,
-                          (size_t)count * d->c * d->h * d->w * 4, err));
-    RT_TRY(b->ops->upload(b, rt_model_label_tensor(m), t->labels, (size_t)count * 4, err));
-    RT_TRY(rt_model_forward(m, count, 1, (uint32_t)t->st.step, err));
-    RT_TRY(rt_model_loss(m, count, loss, t->probs, NULL, err));
-    RT_TRY(rt_model_backward(m, count, err));
-    RT_TRY(rt_optim_step(t->optim, lr, err));
+    RT_TRY(b->ops->upload(b, rt_model_input_tensor(m), t->images + (size_t)off * img,
+                          (size_t)n * img * 4, err));
+    RT_TRY(b->ops->upload(b, rt_model_label_tensor(m), labels, (size_t)n * 4, err));
+    RT_TRY(rt_model_forward(m, n, 1, (uint32_t)t->st.step, err));
+    RT_TRY(rt_model_loss(m, n, loss, t->probs, NULL, err));
+    RT_TRY(rt_model_backward(m, n, err));
     *correct = 0;
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < n; i++) {
         const float *p = t->probs + (size_t)i * L;
         int best = 0;
         for (int j = 1; j < L; j++)
             if (p[j] > p[best]) best = j;
-        *correct += best == t->labels[i];
+        *correct += best == labels[i];
     }
     return RT_OK;
 }
@@ -212,6 +218,15 @@ void rtp_trainer_account(rt_trainer *t, const rtp_pending *p, double loss, int c
     c->progress(&pr, c->user);
 }
 
+rt_step_event rtp_trainer_local_stop(const rt_trainer *t)
+{
+    const rt_trainer_config *c = &t->cfg;
+    if (c->should_stop && c->should_stop(c->user)) return RT_STEP_STOPPED;
+    if (c->time_limit_s > 0 && rtp_trainer_now() - t->t_begin >= c->time_limit_s)
+        return RT_STEP_TIME_LIMIT;
+    return RT_STEP_CONTINUE;
+}
+
 /* Host path: one step with the batcher's copy and a loss read. */
 static rt_status host_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
 {
@@ -222,7 +237,11 @@ static rt_status host_step(rt_trainer *t, double lr, int *epoch_end, rt_error *e
     rtp_pending p = {.epoch = epoch, .count = count, .lr = lr,
                      .reset = t->st.batcher.position == 0 || epoch != t->st.batcher.epoch};
     double loss = 0.0;
-    RT_TRY(train_batch(t, count, lr, &loss, &correct, err));
+    if (t->cfg.dist)
+        RT_TRY(rtp_dist_grads(t, count, &loss, &correct, err));
+    else
+        RT_TRY(rtp_host_grads(t, 0, count, &loss, &correct, err));
+    RT_TRY(rt_optim_step(t->optim, lr, err));
     t->st.step++;
     t->st.batcher = rt_batcher_get_state(t->batcher);
     t->images_done += count;
@@ -240,6 +259,7 @@ rt_status rt_trainer_step(rt_trainer *t, rt_step_event *ev, rt_error *err)
     const rt_trainer_config *c = &t->cfg;
     rt_step_event stop = RT_STEP_CONTINUE;
     if (t->st.step >= t->total_steps) stop = RT_STEP_DONE;
+    else if (c->dist) stop = t->dist_stop; /* every rank stops at the same step */
     else if (c->should_stop && c->should_stop(c->user)) stop = RT_STEP_STOPPED;
     else if (c->time_limit_s > 0 && rtp_trainer_now() - t->t_begin >= c->time_limit_s)
         stop = RT_STEP_TIME_LIMIT;

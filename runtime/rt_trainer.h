@@ -36,6 +36,7 @@
 
 #include "rt_batcher.h"
 #include "rt_dataset.h"
+#include "rt_dist.h"
 #include "rt_model.h"
 #include "rt_optim.h"
 #include "rt_schedule.h"
@@ -72,6 +73,11 @@ typedef struct rt_trainer_config {
     double loss_scale_init;  /* its first scale (0: 2^16) */
     double report_every_s;   /* device path: read the loss for progress at most this often
                                 (besides epoch ends); 0 = every step. Default 0.25 */
+    rt_dist *dist;           /* NULL: one process. Else this rank's world (rt_dist_world):
+                                each step's global batch is split between the ranks by
+                                rank, the gradients are averaged over them before the
+                                update, and loss, accuracy and images/s are the whole
+                                batch's (rt_trainer_dist.c). Host path only */
     rt_progress_fn progress; /* may be NULL */
     int (*should_stop)(void *user); /* may be NULL; non-zero stops before the next step */
     void *user;

@@ -45,11 +45,29 @@ struct rt_trainer {
     rtp_trainer_dev *dev;        /* device path, else NULL */
     double t_begin, last_loss;
     int64_t images_done, steps_done;
+    rt_step_event dist_stop;     /* ranks: the stop all ranks agreed on at the last step */
 };
 
 double rtp_trainer_now(void);
 /* Accounts one finished step (statistics known) and calls progress. */
 void rtp_trainer_account(rt_trainer *t, const rtp_pending *p, double loss, int correct);
+
+/* Forward, loss and backward of samples [off, off + n) of the staged batch (host path);
+ * *loss is their mean loss, *correct counts their right predictions. */
+rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *correct,
+                         rt_error *err);
+
+/* Should this process stop before the next step (time limit, should_stop)? */
+rt_step_event rtp_trainer_local_stop(const rt_trainer *t);
+
+/* rt_trainer_dist.c: the host path's step over the ranks of cfg.dist */
+rt_status rtp_dist_begin(rt_trainer *t, rt_error *err);
+/* Computes this rank's share of the staged batch of count samples, averages the
+ * gradients over the ranks and returns the whole batch's mean loss and right
+ * predictions. Each rank's wish to stop before the next step (rtp_trainer_local_stop)
+ * goes with the statistics; the strongest goes to t->dist_stop on every rank. */
+rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct,
+                         rt_error *err);
 
 /* rt_trainer_device.c */
 rt_status rtp_dev_create(rt_trainer *t, rt_error *err);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fm_internal.h"
+#include "kl.h"
 
 int fm_fail(mg_error *err, const char *ename, const char *fmt, ...) {
     va_list ap;
@@ -66,7 +67,7 @@ static json_t *check_slider(const fm_field *f, json_t *v, char *msg, size_t len)
     }
     double d = json_number_value(v), tol = (f->max - f->min) * 1e-9;
     if (d < f->min - tol || d > f->max + tol) {
-        char *r = fm_lit_repr(v);
+        char *r = kl_value_repr(v);
         msgf(msg, len, "%s is outside the range of slider '%s' [%g, %g]", r ? r : "value",
              f->name, f->min, f->max);
         free(r);
@@ -86,7 +87,7 @@ static json_t *check_dropdown(const fm_field *f, json_t *v, char *msg, size_t le
     int i = fm_dropdown_index(f, v);
     if (i >= 0) return json_incref(json_array_get(f->values, (size_t)i));
     if (f->allow_input && (f->raw || json_is_string(v))) return json_incref(v);
-    char *r = fm_lit_repr(v), *opts = json_dumps(f->labels, JSON_COMPACT);
+    char *r = kl_value_repr(v), *opts = json_dumps(f->labels, JSON_COMPACT);
     msgf(msg, len, "%s is not one of the options of '%s': %s", r ? r : "value", f->name,
          opts ? opts : "");
     free(r);
@@ -139,7 +140,7 @@ json_t *fm_check_value(const fm_field *f, json_t *v, char *msg, size_t len) {
 
 static json_t *text_value(const fm_field *f, const char *text, char *msg, size_t len) {
     msgf(msg, len, "out of memory reading the value of '%s'", f->name);
-    json_t *lit = fm_lit_python(text);
+    json_t *lit = kl_literal_parse(text);
     json_t *v = NULL;
     switch (f->kind) {
     case FM_STRING:
@@ -166,7 +167,7 @@ static json_t *text_value(const fm_field *f, const char *text, char *msg, size_t
     case FM_DROPDOWN:
         for (size_t i = 0; i < json_array_size(f->labels); i++) {
             if (strcmp(json_string_value(json_array_get(f->labels, i)), text)) continue;
-            json_t *opt = f->raw ? fm_lit_python(text) : NULL;
+            json_t *opt = f->raw ? kl_literal_parse(text) : NULL;
             json_decref(lit);
             if (f->raw && !opt) {
                 msgf(msg, len, "option %.60s of '%s' is code, not a literal; -p cannot set it",

@@ -47,7 +47,8 @@ struct fm_form {
     json_t *title_options; /* {"display-mode": "form", ...} or NULL */
 };
 
-/* ---- fm_lit.c: literals ---- */
+/* ---- fm_lit.c: annotation literals (Python literals and reprs: kl_literal_parse and
+ * kl_value_repr, kl.h) ---- */
 
 /* Parses a JSON5-ish literal at *p (double/single-quoted string, number, true/false/
  * True/False, null/None) for annotation option values and dropdown lists. On success
@@ -55,19 +56,8 @@ struct fm_form {
  * literal as written (strings without their quotes). NULL with msg on failure. */
 json_t *fm_lit_annotation(const char **p, char **text, char *msg, size_t msg_len);
 
-/* A Python literal (int, float, str, True/False/None, list, tuple, dict with string
- * keys) spanning all of text (surrounding blanks allowed), or NULL when text is not
- * exactly one literal. Never fails otherwise; depth-limited. */
-json_t *fm_lit_python(const char *text);
-
-/* Python-style text of a JSON value: True, None, 'str', [1, 2], {'a': 1}. malloc'd. */
-char *fm_lit_repr(const json_t *v);
-
 /* json_stringn that returns NULL on invalid UTF-8 (never aborts). */
 json_t *fm_jstr(const char *s, size_t n);
-
-/* Non-zero when s[0..n) is valid UTF-8 (no overlongs, no surrogates). */
-int fm_utf8_valid(const char *s, size_t n);
 
 /* ---- fm_coerce.c: values against annotations ---- */
 

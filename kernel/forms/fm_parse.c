@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "fm_internal.h"
+#include "kl.h"
 
 typedef struct {
     int line;
@@ -198,7 +199,7 @@ static int setup_dropdown(pctx *pc, fm_field *f, json_t *opts, json_t *lits) {
     f->allow_input = ai && json_is_true(ai);
     if (f->raw) {   /* a raw option is code: its value is what the text means */
         for (size_t i = 0; i < json_array_size(f->labels); i++) {
-            json_t *v = fm_lit_python(json_string_value(json_array_get(f->labels, i)));
+            json_t *v = kl_literal_parse(json_string_value(json_array_get(f->labels, i)));
             if (json_array_append_new(f->values, v ? v : json_null()))
                 return PFAIL(pc, "out of memory");
         }
@@ -303,7 +304,7 @@ static int parse_param(pctx *pc, fm_form *form, const char *line, const char *ha
         goto fail;
     }
     if (!*f->code_text) { PFAIL(pc, "#@param needs a value after '='"); goto fail; }
-    f->code_value = fm_lit_python(f->code_text);
+    f->code_value = kl_literal_parse(f->code_text);
 
     const char *p = ann;
     skip_blank(&p);
@@ -388,7 +389,7 @@ static int parse_line(pctx *pc, fm_form *form, const char *line) {
     if (!is_title && !is_md && !is_param) return 0;
     if (form->n >= FM_MAX_ITEMS)
         return PFAIL(pc, "a form holds at most %d annotation lines", FM_MAX_ITEMS);
-    if (!fm_utf8_valid(line, strlen(line))) return PFAIL(pc, "annotation is not valid UTF-8");
+    if (!kl_utf8_valid(line, strlen(line))) return PFAIL(pc, "annotation is not valid UTF-8");
     if (hash != p) {   /* after code: only @param means something there */
         return is_param ? parse_param(pc, form, p, hash, a + 6) : 0;
     }

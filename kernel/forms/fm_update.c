@@ -18,6 +18,7 @@
 
 #include "fm_registry.h"
 #include "fm_widget.h"
+#include "kl.h"
 
 static void send(const mg_out *out, const char *id, json_t *data) {
     if (out && out->comm_msg && data) {
@@ -32,7 +33,7 @@ static void send(const mg_out *out, const char *id, json_t *data) {
  * code is assigned by running `name = text`. 0 on success, -1 with msg. */
 static int assign_code(const fm_field *f, const char *text, const mg_host *host,
                        const mg_out *out, json_t **value, char *msg, size_t len) {
-    *value = fm_lit_python(text);
+    *value = kl_literal_parse(text);
     if (*value) return 0;
     if (!*text || strpbrk(text, "\r\n")) {
         snprintf(msg, len, "'%s' needs one line of code", f->name);

@@ -21,6 +21,7 @@
 
 #include "fm_internal.h"
 #include "fm_widget.h"
+#include "kl.h"
 
 static const char *const desc_keys =
     "\"_dom_classes\":[],\"description\":\"\",\"description_allow_html\":false,"
@@ -126,7 +127,7 @@ int fm_dropdown_index(const fm_field *f, const json_t *value) {
     if (!value) return -1;
     for (size_t i = 0; i < json_array_size(f->labels); i++) {
         if (f->raw) {
-            json_t *lit = fm_lit_python(json_string_value(json_array_get(f->labels, i)));
+            json_t *lit = kl_literal_parse(json_string_value(json_array_get(f->labels, i)));
             int eq = lit && values_equal(lit, value);
             json_decref(lit);
             if (eq) return (int)i;
@@ -145,7 +146,7 @@ char *fm_field_text(const fm_field *f, const json_t *value) {
         value && values_equal(value, f->code_value))
         return strdup(f->code_text);
     if (!value && f->code_text) return strdup(f->code_text);
-    return fm_lit_repr(value);
+    return kl_value_repr(value);
 }
 
 const char *fm_w_control_model(const fm_field *f) {

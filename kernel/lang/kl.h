@@ -66,11 +66,18 @@ int kl_engine_comm_msg(kl_engine *e, const char *msg_type, json_t *content,
                        const mg_out *out);
 
 /* Parses text as a literal of the cell language (numbers, strings, True/False/None,
- * lists and dicts of literals, unary minus): new ref, or NULL when it is not one.
- * Names, calls and statements are never evaluated. (For `kiln run -p`.) */
+ * lists, tuples and str-keyed dicts of literals, unary minus; blanks around it): new
+ * ref, or NULL when it is not exactly one. Names, calls and operators are never
+ * evaluated. (For `kiln run -p` and the forms; needs no engine: kl_syntax_dep.) */
 json_t *kl_literal_parse(const char *text);
-/* Python repr() of a value, as the engine prints it. New string; free(). */
-char *kl_value_repr(json_t *v);
+/* Python repr() of a value (NULL: None), as the engine prints it. New string; free(). */
+char *kl_value_repr(const json_t *v);
+/* Non-zero when s[0..n) is valid UTF-8 (no overlongs or surrogates; NUL is valid). */
+int kl_utf8_valid(const char *s, size_t n);
+/* A JSON string of s[0..n) that is always valid, whatever bytes a cell or a shell
+ * command produced: NUL, invalid and cut-off sequences become U+FFFD. New ref; NULL
+ * only when out of memory. */
+json_t *kl_json_text(const char *s, size_t n);
 
 /* Widget state of the forms shown so far (application/vnd.jupyter.widget-state+json),
  * new ref or NULL; `kiln run` stores it in the notebook metadata. */

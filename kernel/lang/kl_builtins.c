@@ -1,8 +1,7 @@
 /* kl_builtins.c - the builtin functions: print, input, len, int, float, str, bool,
- * repr, abs, round, min, max, sum, range, list, dict, sorted, enumerate, zip, any,
- * all, format. One small function each, found through a static table that also
- * feeds completion and inspect. range() builds a list (there are no lazy objects),
- * limited to KLP_MAX_ITEMS items. */
+ * repr, abs, round, min, max, sum, range, list, dict. One small function each, found
+ * through a static table that also feeds completion and inspect. range() builds a
+ * list (there are no lazy objects), limited to KLP_MAX_ITEMS items. */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -179,35 +178,26 @@ static json_t *b_bool(klpb_call *k)
     return json_boolean(k->na && klp_truthy(k->args[0]));
 }
 
-/* Parses Python int() text: whitespace, sign, underscores between digits, base prefixes. */
-static int parse_int_text(const char *s, int base, long long *out, int *overflow)
+/* Parses int() text: whitespace, sign, decimal digits with single underscores between. */
+static int parse_int_text(const char *s, long long *out, int *overflow)
 {
-    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\f' || *s == '\v') s++;
+    while (*s && strchr(" \t\n\r\f\v", *s)) s++;
     int neg = 0;
     if (*s == '+' || *s == '-') neg = *s++ == '-';
-    if (base == 0 || base == 16 || base == 8 || base == 2) {
-        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && (base == 0 || base == 16)) base = 16, s += 2;
-        else if (s[0] == '0' && (s[1] == 'o' || s[1] == 'O') && (base == 0 || base == 8)) base = 8, s += 2;
-        else if (s[0] == '0' && (s[1] == 'b' || s[1] == 'B') && (base == 0 || base == 2)) base = 2, s += 2;
-        else if (base == 0) base = 10;
-    }
     unsigned long long v = 0;
     int nd = 0, last_us = 0;
-    for (; *s; s++) {
-        if (*s == '_') {
-            if (!nd || last_us) return -1;
+    for (; *s && !strchr(" \t\n\r\f\v", *s); s++) {
+        if (*s == '_' && nd && !last_us) {
             last_us = 1;
             continue;
         }
-        int d = *s >= '0' && *s <= '9' ? *s - '0' : *s >= 'a' && *s <= 'z' ? *s - 'a' + 10
-                : *s >= 'A' && *s <= 'Z' ? *s - 'A' + 10 : 99;
-        if (d >= base) break;
+        if (*s < '0' || *s > '9') return -1;
         last_us = 0;
-        if (v > (ULLONG_MAX - (unsigned)d) / (unsigned)base) *overflow = 1;
-        else v = v * (unsigned)base + (unsigned)d;
+        if (v > (ULLONG_MAX - (unsigned)(*s - '0')) / 10) *overflow = 1;
+        else v = v * 10 + (unsigned)(*s - '0');
         nd++;
     }
-    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\f' || *s == '\v') s++;
+    while (*s && strchr(" \t\n\r\f\v", *s)) s++;
     if (*s || !nd || last_us) return -1;
     if (v > (unsigned long long)INT64_MAX + (unsigned)neg) *overflow = 1;
     *out = neg ? (long long)(0ULL - v) : (long long)v;
@@ -216,13 +206,9 @@ static int parse_int_text(const char *s, int base, long long *out, int *overflow
 
 static json_t *b_int(klpb_call *k)
 {
-    json_t *kv[1] = {NULL};
-    if (klpb_nargs(k, 0, 2) < 0 || klpb_kwargs(k, "base", kv) < 0) return NULL;
+    if (klpb_nargs(k, 0, 1) < 0) return NULL;
     if (!k->na) return json_integer(0);
-    json_t *v = k->args[0], *bv = k->na > 1 ? k->args[1] : kv[0];
-    if (bv && !json_is_string(v))
-        return klpb_fail(k->c, k->n, "TypeError", "int() can't convert non-string with "
-                         "explicit base");
+    json_t *v = k->args[0];
     if (json_is_integer(v)) return json_incref(v);
     if (json_is_boolean(v)) return json_integer(json_is_true(v));
     if (json_is_real(v)) {
@@ -233,22 +219,12 @@ static json_t *b_int(klpb_call *k)
         return json_integer((json_int_t)d);
     }
     if (json_is_string(v)) {
-        long long base = 10;
-        if (bv) {
-            if (!json_is_integer(bv) || (base = (long long)json_integer_value(bv)) == 1 ||
-                base < 0 || base > 36)
-                return klpb_fail(k->c, k->n, "ValueError", "int() base must be >= 2 and <= 36, "
-                                 "or 0");
-        }
         long long r;
         int of = 0;
-        if (parse_int_text(json_string_value(v), (int)base, &r, &of) < 0) {
-            klp_buf b = {0};
-            klp_repr(&b, v);
-            json_t *e = klpb_fail(k->c, k->n, "ValueError", "invalid literal for int() with "
-                                  "base %lld: %.900s", base, b.s ? b.s : "");
-            klp_buf_free(&b);
-            return e;
+        if (parse_int_text(json_string_value(v), &r, &of) < 0) {
+            klp_fail_repr(k->c->err, k->n->line, k->n->col, "ValueError", "invalid literal for "
+                          "int() with base 10: ", v);
+            return NULL;
         }
         if (of) return klpb_fail(k->c, k->n, "OverflowError", "int too large (Kiln integers "
                                  "are 64-bit)");
@@ -279,12 +255,9 @@ static json_t *b_float(klpb_call *k)
         errno = 0;
         double d = j ? strtod(clean, &end) : 0;
         if (!j || *end || strchr(clean, 'x') || strchr(clean, 'X') || *s) {
-            klp_buf b = {0};
-            klp_repr(&b, v);
-            json_t *e = klpb_fail(k->c, k->n, "ValueError", "could not convert string to "
-                                  "float: %.900s", b.s ? b.s : "");
-            klp_buf_free(&b);
-            return e;
+            klp_fail_repr(k->c->err, k->n->line, k->n->col, "ValueError", "could not convert "
+                          "string to float: ", v);
+            return NULL;
         }
         return klp_real(k->c, k->n, d);
     }
@@ -292,85 +265,74 @@ static json_t *b_float(klpb_call *k)
                      "number, not '%s'", klp_type_name(v));
 }
 
-static json_t *b_format(klpb_call *k)
-{
-    if (klpb_nargs(k, 1, 2) < 0) return NULL;
-    if (k->na == 2 && !json_is_string(k->args[1]))
-        return klpb_fail(k->c, k->n, "TypeError", "format() argument 2 must be str, not %s",
-                         klp_type_name(k->args[1]));
-    return klp_format_value(k->c, k->n, k->args[0], k->na == 2 ? json_string_value(k->args[1]) : "");
-}
-
 /* ---- the table ---- */
 
-static const klpb_entry table[] = {
-    {"abs", klpb_abs, "abs(x): the absolute value of a number."},
-    {"all", klpb_all, "all(iterable): True when every item is true."},
-    {"any", klpb_any, "any(iterable): True when some item is true."},
-    {"bool", b_bool, "bool(x): the truth value of x."},
-    {"dict", klpb_dict, "dict(mapping or key=value...): a new dict."},
-    {"enumerate", klpb_enumerate, "enumerate(iterable, start=0): a list of [index, item]."},
-    {"float", b_float, "float(x): a float from a number or a string."},
-    {"format", b_format, "format(value, spec): value formatted with a format spec."},
-    {"input", b_input, "input(prompt=''): a line typed by the user (stdin request)."},
-    {"int", b_int, "int(x, base=10): an int from a number or a string."},
-    {"len", b_len, "len(x): the number of items of a str, list or dict."},
-    {"list", klpb_list, "list(iterable): a new list."},
-    {"max", klpb_max, "max(iterable) or max(a, b, ...): the largest item."},
-    {"min", klpb_min, "min(iterable) or min(a, b, ...): the smallest item."},
-    {"help", b_help, "help() says where the help is; help(\"train\"): a magic's help."},
-    {"print", b_print, "print(*values, sep=' ', end='\\n'): writes the values to stdout."},
-    {"range", klpb_range, "range(stop) / range(start, stop[, step]): a list of ints."},
-    {"repr", b_repr, "repr(x): the printable representation of x."},
-    {"round", klpb_round, "round(x, ndigits=None): x rounded half to even."},
-    {"sorted", klpb_sorted, "sorted(iterable, reverse=False): a new sorted list."},
-    {"str", b_str, "str(x): x as a string."},
-    {"sum", klpb_sum, "sum(iterable, start=0): the sum of the items."},
-    {"zip", klpb_zip, "zip(a, b, ...): a list of [a[i], b[i], ...]."},
+static const struct {
+    const char *name;
+    json_t *(*fn)(klpb_call *k);   /* new ref, or NULL with k->c->err */
+    int kw;                        /* takes keyword arguments (klpb_kwargs names them) */
+    const char *doc;
+} table[] = {
+    {"abs", klpb_abs, 0, "abs(x): the absolute value of a number."},
+    {"bool", b_bool, 0, "bool(x): the truth value of x."},
+    {"dict", klpb_dict, 1, "dict(mapping) or dict(key=value, ...): a new dict."},
+    {"float", b_float, 0, "float(x): a float from a number or a string."},
+    {"input", b_input, 0, "input(prompt=''): a line typed by the user (stdin request)."},
+    {"int", b_int, 0, "int(x): an int from a number or a decimal string."},
+    {"len", b_len, 0, "len(x): the number of items of a str, list or dict."},
+    {"list", klpb_list, 0, "list(iterable): a new list."},
+    {"max", klpb_max, 1, "max(iterable) or max(a, b, ...): the largest item."},
+    {"min", klpb_min, 1, "min(iterable) or min(a, b, ...): the smallest item."},
+    {"help", b_help, 0, "help() says where the help is; help(\"train\"): a magic's help."},
+    {"print", b_print, 1, "print(*values, sep=' ', end='\\n'): writes the values to stdout."},
+    {"range", klpb_range, 0, "range(stop) / range(start, stop[, step]): a list of ints."},
+    {"repr", b_repr, 0, "repr(x): the printable representation of x."},
+    {"round", klpb_round, 1, "round(x, ndigits=None): x rounded half to even."},
+    {"str", b_str, 0, "str(x): x as a string."},
+    {"sum", klpb_sum, 1, "sum(iterable, start=0): the sum of the items."},
 };
 #define NTABLE (sizeof table / sizeof table[0])
 
-static const klpb_entry *find(const char *name)
+static size_t find(const char *name)
 {
     for (size_t i = 0; i < NTABLE; i++)
-        if (!strcmp(table[i].name, name)) return &table[i];
-    return NULL;
+        if (!strcmp(table[i].name, name)) return i;
+    return NTABLE;
 }
 
-int klp_is_builtin(const char *name) { return find(name) != NULL; }
+int klp_is_builtin(const char *name) { return find(name) < NTABLE; }
 
 const char *klp_builtin_doc(const char *name)
 {
-    const klpb_entry *e = find(name);
-    return e ? e->doc : NULL;
+    size_t i = find(name);
+    return i < NTABLE ? table[i].doc : NULL;
 }
 
-const char *const *klp_builtin_names(size_t *n)
-{
-    static const char *const names[] = {"abs", "all", "any", "bool", "dict", "enumerate",
-                                        "float", "format", "help", "input", "int", "len", "list",
-                                        "max", "min", "print", "range", "repr", "round",
-                                        "sorted", "str", "sum", "zip"};
-    *n = sizeof names / sizeof names[0];
-    return names;
-}
+const char *klp_builtin_name(size_t i) { return i < NTABLE ? table[i].name : NULL; }
 
 json_t *klp_call_builtin(klp_ctx *c, const klp_node *n, const char *name, json_t **args,
                          size_t nargs, const char **kwnames, json_t **kwvals, size_t nkw)
 {
-    const klpb_entry *e = find(name);
-    if (!e) {
-        klp_fail(c->err, n->line, n->col, "NameError", "name '%s' is not defined", name);
+    size_t i = find(name);
+    if (!strcmp(name, "format")) {
+        klp_fail(c->err, n->line, n->col, "NameError", "format() is not supported: Kiln has no "
+                 "format specs (use round(x, 3), str(x) or an f-string such as f'{x}')");
+        return NULL;
+    }
+    if (i == NTABLE) {
+        klp_buf b = {0};
+        for (size_t j = 0; j < NTABLE; j++) klp_buf_printf(&b, "%s%s", j ? ", " : "", table[j].name);
+        klp_fail(c->err, n->line, n->col, "NameError", "name '%s' is not defined (Kiln cells "
+                 "hold parameters; their functions are %s)", name, b.s ? b.s : "");
+        klp_buf_free(&b);
         return NULL;
     }
     klpb_call k = {c, n, name, args, nargs, kwnames, kwvals, nkw};
-    if (e->fn != b_print && e->fn != b_int && e->fn != klpb_sorted && e->fn != klpb_sum &&
-        e->fn != klpb_enumerate && e->fn != klpb_dict && e->fn != klpb_round &&
-        e->fn != klpb_max && e->fn != klpb_min && nkw) {
+    if (nkw && !table[i].kw) {
         klp_fail(c->err, n->line, n->col, "TypeError", "%s() takes no keyword arguments", name);
         return NULL;
     }
-    json_t *r = e->fn(&k);
+    json_t *r = table[i].fn(&k);
     if (!r && !c->err->set) klp_fail(c->err, n->line, n->col, "MemoryError", "out of memory");
     return r;
 }

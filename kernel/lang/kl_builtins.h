@@ -16,31 +16,19 @@ typedef struct klpb_call {
     size_t nk;
 } klpb_call;
 
-typedef struct klpb_entry {
-    const char *name;
-    json_t *(*fn)(klpb_call *k);   /* new ref, or NULL with k->c->err */
-    const char *doc;
-} klpb_entry;
-
 json_t *klpb_fail(klp_ctx *c, const klp_node *n, const char *ename, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int klpb_nargs(klpb_call *k, size_t lo, size_t hi);
 int klpb_kwargs(klpb_call *k, const char *allowed, json_t **vals);
 json_t *klpb_str_new(klp_buf *b);   /* frees b */
-json_t *klp_format_value(klp_ctx *c, const klp_node *n, json_t *v, const char *spec);
 
 json_t *klpb_abs(klpb_call *k);
-json_t *klpb_all(klpb_call *k);
-json_t *klpb_any(klpb_call *k);
 json_t *klpb_dict(klpb_call *k);
-json_t *klpb_enumerate(klpb_call *k);
 json_t *klpb_list(klpb_call *k);
 json_t *klpb_max(klpb_call *k);
 json_t *klpb_min(klpb_call *k);
 json_t *klpb_range(klpb_call *k);
 json_t *klpb_round(klpb_call *k);
-json_t *klpb_sorted(klpb_call *k);
 json_t *klpb_sum(klpb_call *k);
-json_t *klpb_zip(klpb_call *k);
 
 #endif

@@ -1,6 +1,5 @@
 /* kl_builtins_seq.c - numeric and sequence builtins: abs, round (half to even, as
- * Python), min, max, sum, range, list, dict, sorted (stable merge sort whose
- * comparisons may fail with a TypeError), enumerate, zip, any, all. */
+ * Python), min, max, sum, range, list, dict. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,131 +184,13 @@ json_t *klpb_dict(klpb_call *k)
     if (!r) return NULL;
     if (k->na) {
         json_t *v = k->args[0];
-        if (json_is_object(v)) {
-            json_object_update(r, v);
-        } else if (json_is_array(v)) {
-            size_t i;
-            json_t *p;
-            json_array_foreach(v, i, p) {
-                if (!json_is_array(p) || json_array_size(p) != 2 ||
-                    !json_is_string(json_array_get(p, 0))) {
-                    json_decref(r);
-                    return klpb_fail(k->c, k->n, "TypeError", "dict() needs [key, value] "
-                                     "pairs with str keys (item %zu is not)", i);
-                }
-                json_t *key = json_array_get(p, 0);
-                json_object_setn(r, json_string_value(key), json_string_length(key),
-                                 json_array_get(p, 1));
-            }
-        } else {
+        if (!json_is_object(v)) {
             json_decref(r);
-            return klpb_fail(k->c, k->n, "TypeError", "'%s' object is not iterable",
-                             klp_type_name(v));
+            return klpb_fail(k->c, k->n, "TypeError", "dict() takes a dict or key=value "
+                             "arguments, not %s", klp_type_name(v));
         }
+        json_object_update(r, v);
     }
     for (size_t i = 0; i < k->nk; i++) json_object_set(r, k->kwn[i], k->kw[i]);
     return r;
 }
-
-/* stable merge sort; returns -1 when a comparison failed */
-static int msort(klpb_call *k, json_t **v, json_t **tmp, size_t n, int rev)
-{
-    if (n < 2) return 0;
-    size_t h = n / 2;
-    if (msort(k, v, tmp, h, rev) < 0 || msort(k, v + h, tmp, n - h, rev) < 0) return -1;
-    size_t i = 0, j = h, o = 0;
-    while (i < h && j < n) {
-        int lt = klp_compare(k->c, k->n, "<", rev ? v[i] : v[j], rev ? v[j] : v[i]);
-        if (lt < 0) return -1;
-        tmp[o++] = lt ? v[j++] : v[i++];
-    }
-    while (i < h) tmp[o++] = v[i++];
-    while (j < n) tmp[o++] = v[j++];
-    memcpy(v, tmp, n * sizeof *v);
-    return 0;
-}
-
-json_t *klpb_sorted(klpb_call *k)
-{
-    json_t *kv[2] = {NULL, NULL};
-    if (klpb_nargs(k, 1, 1) < 0 || klpb_kwargs(k, "reverse,key", kv) < 0) return NULL;
-    if (kv[1]) return klpb_fail(k->c, k->n, "TypeError", "sorted(key=...) is not supported");
-    json_t *items = items_of(k, k->args[0]);
-    if (!items) return NULL;
-    size_t n = json_array_size(items);
-    json_t **v = malloc((n + 1) * sizeof *v), **tmp = malloc((n + 1) * sizeof *tmp);
-    json_t *r = NULL;
-    if (v && tmp) {
-        for (size_t i = 0; i < n; i++) v[i] = json_array_get(items, i);
-        if (msort(k, v, tmp, n, kv[0] && klp_truthy(kv[0])) == 0) {
-            r = json_array();
-            for (size_t i = 0; r && i < n; i++) json_array_append(r, v[i]);
-        }
-    }
-    free(v);
-    free(tmp);
-    json_decref(items);
-    return r;
-}
-
-json_t *klpb_enumerate(klpb_call *k)
-{
-    json_t *kv[1] = {NULL};
-    long long start = 0;
-    if (klpb_nargs(k, 1, 2) < 0 || klpb_kwargs(k, "start", kv) < 0) return NULL;
-    json_t *sv = k->na > 1 ? k->args[1] : kv[0];
-    if (sv && as_ll(k, sv, &start) < 0) return NULL;
-    json_t *items = items_of(k, k->args[0]);
-    if (!items) return NULL;
-    json_t *r = json_array();
-    size_t i;
-    json_t *x;
-    json_array_foreach(items, i, x) {
-        json_t *pair = json_array();
-        json_array_append_new(pair, json_integer(start + (long long)i));
-        json_array_append(pair, x);
-        json_array_append_new(r, pair);
-    }
-    json_decref(items);
-    return r;
-}
-
-json_t *klpb_zip(klpb_call *k)
-{
-    json_t **lists = calloc(k->na + 1, sizeof *lists), *r = NULL;
-    size_t len = SIZE_MAX;
-    if (!lists) return NULL;
-    for (size_t i = 0; i < k->na; i++) {
-        if (!(lists[i] = items_of(k, k->args[i]))) goto done;
-        if (json_array_size(lists[i]) < len) len = json_array_size(lists[i]);
-    }
-    r = json_array();
-    for (size_t j = 0; r && k->na && j < len; j++) {
-        json_t *t = json_array();
-        for (size_t i = 0; i < k->na; i++) json_array_append(t, json_array_get(lists[i], j));
-        json_array_append_new(r, t);
-    }
-done:
-    for (size_t i = 0; i < k->na; i++) json_decref(lists[i]);
-    free(lists);
-    return r;
-}
-
-static json_t *anyall(klpb_call *k, int want)
-{
-    if (klpb_nargs(k, 1, 1) < 0) return NULL;
-    json_t *items = items_of(k, k->args[0]);
-    if (!items) return NULL;
-    int res = !want;
-    size_t i;
-    json_t *x;
-    json_array_foreach(items, i, x) if (klp_truthy(x) == want) {
-        res = want;
-        break;
-    }
-    json_decref(items);
-    return json_boolean(res);
-}
-
-json_t *klpb_any(klpb_call *k) { return anyall(k, 1); }
-json_t *klpb_all(klpb_call *k) { return anyall(k, 0); }

@@ -132,13 +132,6 @@ static const mg_command *magic_of_line(const char *line, size_t len)
     return mg_registry_find(name);
 }
 
-static const char *const str_methods[] = {"count", "endswith", "find", "format", "join",
-    "lower", "lstrip", "replace", "rstrip", "split", "startswith", "strip", "upper", NULL};
-static const char *const list_methods[] = {"append", "count", "extend", "index", "insert",
-    "pop", NULL};
-static const char *const dict_methods[] = {"get", "items", "keys", "pop", "update", "values",
-    NULL};
-
 json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
 {
     if (!code) code = "";
@@ -218,17 +211,15 @@ json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
             name[ne - nb] = 0;
             v = json_object_get(klp_vars(e), name);
         }
-        const char *const *tab = json_is_string(v) ? str_methods : json_is_array(v) ? list_methods
-                                 : json_is_object(v) ? dict_methods : NULL;
-        for (int i = 0; tab && tab[i]; i++) add(m, word, wl, "", tab[i]);
+        size_t i = 0;
+        for (const char *meth; (meth = klp_method_name(v, &i));) add(m, word, wl, "", meth);
     } else if (!shell_line && wl && !isdigit((unsigned char)word[0])) {
         const char *k;
         json_t *v;
         json_object_foreach(klp_vars(e), k, v) add(m, word, wl, "", k);
-        const char *const *b = klp_builtin_names(&n);
-        for (size_t i = 0; i < n; i++) add(m, word, wl, "", b[i]);
+        for (size_t i = 0; klp_builtin_name(i); i++) add(m, word, wl, "", klp_builtin_name(i));
         static const char *const kws[] = {"True", "False", "None", "and", "or", "not", "in",
-                                          "is", "if", "else", "for", "del", "pass", NULL};
+                                          "is", "if", "else", "del", "pass", NULL};
         for (int i = 0; kws[i]; i++) add(m, word, wl, "", kws[i]);
     }
     size_t start_cp = klp_utf8_len(code, ws), end_cp = klp_utf8_len(code, cur);

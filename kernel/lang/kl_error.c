@@ -45,6 +45,16 @@ int klp_syntax(klp_err *e, int line, int col, const char *fmt, ...)
     return -1;
 }
 
+int klp_fail_repr(klp_err *e, int line, int col, const char *ename, const char *what,
+                  json_t *v)
+{
+    klp_buf b = {0};
+    klp_repr(&b, v);
+    klp_fail(e, line, col, ename, "%s%.900s", what, b.s ? b.s : "");
+    klp_buf_free(&b);
+    return -1;
+}
+
 void kl_error_deinit(kl_error *e)
 {
     if (!e) return;

@@ -1,7 +1,7 @@
 /* kl_eval.c - evaluates expression nodes to jansson values (new references).
  * Every failure fills c->err with the node's line/column and returns NULL; nothing
  * here aborts. Operators live in kl_ops.c/kl_compare.c/kl_index.c, calls in
- * kl_builtins.c/kl_methods.c, f-string formatting in kl_format.c. */
+ * kl_builtins.c/kl_methods.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,8 +139,8 @@ static json_t *eval_call(klp_ctx *c, const klp_node *n)
         }
         if (!(self = klp_eval(c, callee->kids[0]))) goto done;
         res = klp_call_method(c, n, self, callee->str, args, na);
-    } else if (callee->kind == KLP_N_NAME && !json_object_get(klp_vars(c->eng), callee->str) &&
-               klp_is_builtin(callee->str)) {
+    } else if (callee->kind == KLP_N_NAME && !json_object_get(klp_vars(c->eng), callee->str)) {
+        /* a builtin, or a NameError that lists the builtins */
         res = klp_call_builtin(c, n, callee->str, args, na, kwn, kw, nk);
     } else {
         json_t *v = klp_eval(c, callee);
@@ -158,51 +158,6 @@ done:
     return res;
 }
 
-static json_t *eval_listcomp(klp_ctx *c, const klp_node *n)
-{
-    /* kids: elt, var, iter, cond (may be NULL) */
-    json_t *src = klp_eval(c, n->kids[2]), *items = NULL, *out = NULL;
-    if (!src) return NULL;
-    if (klp_iter_items(c, n->kids[2], src, &items) < 0) goto done;
-    json_t *vars = klp_vars(c->eng);
-    const char *var = n->kids[1]->str;
-    json_t *saved = json_incref(json_object_get(vars, var));
-    out = json_array();
-    size_t i;
-    json_t *x;
-    json_array_foreach(items, i, x) {
-        if (!out) break;
-        if (klp_interrupted(c->eng)) {
-            klp_fail(c->err, n->line, n->col, "KeyboardInterrupt", "interrupted");
-            json_decref(out);
-            out = NULL;
-            break;
-        }
-        json_object_set(vars, var, x);
-        json_t *keep = n->kids[3] ? klp_eval(c, n->kids[3]) : json_true();
-        json_t *v = keep && klp_truthy(keep) ? klp_eval(c, n->kids[0]) : NULL;
-        int failed = !keep || (klp_truthy(keep) && !v);
-        json_decref(keep);
-        if (failed || (v && json_array_append_new(out, v) < 0)) {
-            json_decref(out);
-            out = NULL;
-            break;
-        }
-    }
-    if (saved) json_object_set_new(vars, var, saved);
-    else json_object_del(vars, var);
-    if (out && klp_check_depth(c, n, out) < 0) {
-        json_decref(out);
-        out = NULL;
-    }
-done:
-    json_decref(src);
-    json_decref(items);
-    return out;
-}
-
-json_t *klp_format_value(klp_ctx *c, const klp_node *n, json_t *v, const char *spec);
-
 static json_t *eval_fstr(klp_ctx *c, const klp_node *n)
 {
     klp_buf b = {0};
@@ -214,26 +169,9 @@ static json_t *eval_fstr(klp_ctx *c, const klp_node *n)
         }
         json_t *v = klp_eval(c, k);
         if (!v) goto fail;
-        char conv = n->ops[i][0];
-        if (conv == 'r' || conv == 'a') {
-            klp_buf r = {0};
-            klp_repr(&r, v);
-            json_decref(v);
-            v = json_stringn(r.s ? r.s : "", r.n);
-            klp_buf_free(&r);
-        } else if (conv == 's' && !json_is_string(v)) {
-            klp_buf r = {0};
-            klp_str(&r, v);
-            json_decref(v);
-            v = json_stringn(r.s ? r.s : "", r.n);
-            klp_buf_free(&r);
-        }
-        if (!v) goto fail;
-        json_t *s = klp_format_value(c, k, v, n->ops[i] + 1);
+        if (n->ops[i][0] == 'r') klp_repr(&b, v);
+        else klp_str(&b, v);
         json_decref(v);
-        if (!s) goto fail;
-        klp_buf_add(&b, json_string_value(s), json_string_length(s));
-        json_decref(s);
         if (b.n > KLP_MAX_STR) {
             klp_fail(c->err, n->line, n->col, "MemoryError", "result would be too large");
             goto fail;
@@ -322,7 +260,6 @@ static json_t *eval_node(klp_ctx *c, const klp_node *n)
         json_decref(a);
         return NULL;
     case KLP_N_FSTR: return eval_fstr(c, n);
-    case KLP_N_LISTCOMP: return eval_listcomp(c, n);
     default:
         klp_syntax(c->err, n->line, n->col, "invalid syntax (a statement is not an expression)");
         return NULL;

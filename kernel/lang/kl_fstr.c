@@ -1,7 +1,7 @@
-/* kl_fstr.c - f-string templates: f"loss {loss:.4f} after {n!r} steps".
- * Splits the (already unescaped) template into literal parts and expressions with
- * an optional !r/!s/!a conversion and a format spec; `{{` and `}}` are literal
- * braces. Nested replacement fields inside a spec are not supported. */
+/* kl_fstr.c - f-string templates: f"loss {loss} after {n!r} steps".
+ * Splits the (already unescaped) template into literal parts and expressions, each
+ * shown with str() or, with !r, repr(); `{{` and `}}` are literal braces. Format
+ * specs ({x:.3f}) are a SyntaxError that says so: Kiln has no format mini-language. */
 #include <string.h>
 
 #include "kl_parse.h"
@@ -68,31 +68,21 @@ klp_node *klpp_fstring(klpp *P, const klp_tok *t, const char *s, size_t len)
         }
         if (i >= len) return fail(P, t, "expecting '}'");
         size_t en = i;
-        char conv = 'n';
+        int repr = 0;
         if (s[i] == '!') {
-            if (i + 2 >= len || !strchr("rsa", s[i + 1]))
-                return fail(P, t, "invalid conversion character: expected 's', 'r', or 'a'");
-            conv = s[i + 1];
+            if (i + 1 >= len || s[i + 1] != 'r')
+                return fail(P, t, "only the !r conversion is supported ({x!r})");
+            repr = 1;
             i += 2;
         }
-        size_t spec_st = i, spec_en = i;
-        if (i < len && s[i] == ':') {
-            spec_st = ++i;
-            while (i < len && s[i] != '}') {
-                if (s[i] == '{') return fail(P, t, "nested replacement fields in a format "
-                                             "spec are not supported");
-                i++;
-            }
-            spec_en = i;
-        }
+        if (i < len && s[i] == ':')
+            return fail(P, t, "format specs such as {x:.3f} are not supported (Kiln has no "
+                        "format mini-language; use {x}, {x!r} or {round(x, 3)})");
         if (i >= len || s[i] != '}') return fail(P, t, "expecting '}'");
         i++;
         char *src = klp_arena_alloc(P->a, en - st + 1);
-        char *spec = klp_arena_alloc(P->a, spec_en - spec_st + 2);
-        if (!src || !spec) return NULL;
+        if (!src) return NULL;
         memcpy(src, s + st, en - st);
-        spec[0] = conv;
-        memcpy(spec + 1, s + spec_st, spec_en - spec_st);
         klp_node *e;
         klp_err sub = {0};
         if (strspn(src, " \t\n") == en - st) return fail(P, t, "empty expression not allowed");
@@ -100,7 +90,7 @@ klp_node *klpp_fstring(klpp *P, const klp_tok *t, const char *s, size_t len)
             klp_syntax(P->err, t->line, t->col, "f-string: %s", sub.evalue);
             return NULL;
         }
-        if (klpp_push(P, n, e, spec) < 0) return NULL;
+        if (klpp_push(P, n, e, repr ? "r" : "") < 0) return NULL;
     }
     if (blen) {
         klp_node *l = lit(P, t, buf, blen);

@@ -1,5 +1,5 @@
 /* kl_index.c - subscripts and slices of lists, str (by code point, as Python) and
- * dicts; iteration (for comprehensions and builtins); and the value-nesting check
+ * dicts; iteration (for unpacking, builtins and methods); and the value-nesting check
  * that keeps lists of lists (and self-containing values) bounded. */
 #include <stdlib.h>
 #include <string.h>
@@ -63,10 +63,7 @@ json_t *klp_index(klp_ctx *c, const klp_node *n, json_t *obj, json_t *idx)
         json_t *v = json_is_string(idx) ? json_object_getn(obj, json_string_value(idx),
                                                            json_string_length(idx)) : NULL;
         if (!v) {
-            klp_buf b = {0};
-            klp_repr(&b, idx);
-            klp_fail(c->err, n->line, n->col, "KeyError", "%.900s", b.s ? b.s : "");
-            klp_buf_free(&b);
+            klp_fail_repr(c->err, n->line, n->col, "KeyError", "", idx);
             return NULL;
         }
         return json_incref(v);

@@ -37,6 +37,9 @@ int klp_fail(klp_err *e, int line, int col, const char *ename, const char *fmt, 
     __attribute__((format(printf, 5, 6)));
 int klp_syntax(klp_err *e, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* klp_fail with "<what><repr(v)>" as the message (repr cut after 900 bytes). */
+int klp_fail_repr(klp_err *e, int line, int col, const char *ename, const char *what,
+                  json_t *v);
 /* Builds the public error (with traceback pointing into src). */
 void klp_err_export(const klp_err *e, const char *src, kl_error *out);
 
@@ -104,7 +107,7 @@ typedef enum {
     KLP_N_CONST_INT, KLP_N_CONST_FLOAT, KLP_N_CONST_STR, KLP_N_NONE, KLP_N_TRUE,
     KLP_N_FALSE, KLP_N_NAME, KLP_N_LIST, KLP_N_TUPLE, KLP_N_DICT, KLP_N_BINOP,
     KLP_N_UNARY, KLP_N_NOT, KLP_N_AND, KLP_N_OR, KLP_N_COMPARE, KLP_N_IFEXP,
-    KLP_N_CALL, KLP_N_INDEX, KLP_N_SLICE, KLP_N_ATTR, KLP_N_FSTR, KLP_N_LISTCOMP,
+    KLP_N_CALL, KLP_N_INDEX, KLP_N_SLICE, KLP_N_ATTR, KLP_N_FSTR,
     /* statements */
     KLP_S_EXPR, KLP_S_ASSIGN, KLP_S_AUGASSIGN, KLP_S_PASS, KLP_S_DEL, KLP_S_MAGIC,
     KLP_S_SHELL, KLP_S_HELP
@@ -171,16 +174,20 @@ json_t *klp_real(klp_ctx *c, const klp_node *n, double v);   /* rejects nan/inf 
 /* 1 when container v is or (transitively) contains target. */
 int klp_reaches(json_t *v, json_t *target);
 int klp_check_depth(klp_ctx *c, const klp_node *n, json_t *v);
+/* The items of a list, the characters of a str or the keys of a dict, as a new list. */
 int klp_iter_items(klp_ctx *c, const klp_node *n, json_t *v, json_t **list_out);
 
 /* Builtins (kl_builtins.c) and methods (kl_methods.c). args/kw borrowed. */
 int klp_is_builtin(const char *name);
 const char *klp_builtin_doc(const char *name);
-const char *const *klp_builtin_names(size_t *n);
+/* The i-th builtin's name (table order), NULL past the end. */
+const char *klp_builtin_name(size_t i);
 json_t *klp_call_builtin(klp_ctx *c, const klp_node *n, const char *name, json_t **args,
                          size_t nargs, const char **kwnames, json_t **kwvals, size_t nkw);
 json_t *klp_call_method(klp_ctx *c, const klp_node *n, json_t *self, const char *name,
                         json_t **args, size_t nargs);
+/* The next method of self's type from table position *i on (advances *i), NULL at the end. */
+const char *klp_method_name(json_t *self, size_t *i);
 
 /* repr()/str() (kl_repr.c): appended to b. */
 const char *klp_type_name(json_t *v);
@@ -188,13 +195,16 @@ void klp_repr(klp_buf *b, json_t *v);
 void klp_str(klp_buf *b, json_t *v);
 void klp_float_repr(klp_buf *b, double d);
 
-/* $name / {expr} interpolation (kl_interp.c): new string (free()), or NULL on OOM. */
+/* $name / {expr} interpolation in a shell line (kl_interp.c), each value quoted as one
+ * sh word ($!name / {!expr}: raw): new string (free()), or NULL on OOM. */
 char *klp_interpolate(kl_engine *e, const char *text);
-/* The same for magic arguments: a {expr} raising NameError returns NULL with that error
- * in *name_err (name_err->ename[0] != 0; NULL otherwise means out of memory); the first
- * undefined `$name` (with its `$`) goes to undef[nundef] ("" when none). */
-char *klp_interpolate_args(kl_engine *e, const char *text, klp_err *name_err, char *undef,
-                           size_t nundef);
+/* The same for magic arguments, each value quoted as one mg_args word (quoted != 0) or
+ * as it is (quoted == 0, for magics that split nothing): a {expr} raising NameError
+ * returns NULL with that error in *name_err (name_err->ename[0] != 0; NULL otherwise
+ * means out of memory); the first undefined `$name` (with its `$`) goes to
+ * undef[nundef] ("" when none). */
+char *klp_interpolate_args(kl_engine *e, const char *text, int quoted, klp_err *name_err,
+                           char *undef, size_t nundef);
 
 /* Shell (kl_shell.c): runs cmd, streaming into out. 0, or -1 (interrupt / failure). */
 int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status,

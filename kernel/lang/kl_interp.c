@@ -1,10 +1,21 @@
 /* kl_interp.c - IPython-style variable expansion in magic arguments and shell
  * lines: `$name` becomes str(name), `{expr}` becomes str(expr); `$$` and `{{`/`}}`
- * are a literal `$`/`{`/`}`. The expanded text is capped at 16 MiB (NULL beyond). As in IPython, an unknown name or an expression that
- * fails is left exactly as written, so `!echo $HOME` and `!awk '{print $1}'` reach
- * the shell untouched. Magic arguments (klp_interpolate_args) are stricter: a `{expr}`
- * that raises NameError is that error (`--lr {lr}` with lr undefined), and the first
- * undefined `$name` is reported back so a failing option can ask "is `$lr` defined?". */
+ * are a literal `$`/`{`/`}`. The expanded text is capped at 16 MiB (NULL beyond). As
+ * in IPython, an unknown name or an expression that fails is left exactly as written,
+ * so `!echo $HOME` and `!awk '{print $1}'` reach the shell untouched. Magic arguments
+ * (klp_interpolate_args) are stricter: a `{expr}` that raises NameError is that error
+ * (`--lr {lr}` with lr undefined), and the first undefined `$name` is reported back so
+ * a failing option can ask "is `$lr` defined?".
+ *
+ * An interpolated value is one value. Unlike IPython, which splices the text and then
+ * splits words, a value is quoted for where it lands, so `name = 'x; id'` stays one
+ * word in `!echo $name` and `filt = 'a --bogus'` stays one option value in
+ * `%results --where $filt`. The quoting follows the quote state of the text around it
+ * (unquoted, '...' or "..."), so `!echo "$name"` prints the value, not its quotes.
+ * Shell lines quote for sh; magic options quote for mg_args' word splitter; a
+ * MG_RAW_ARGS magic (it splits nothing) gets the value as it is. In shell lines,
+ * `$!name` and `{!expr}` splice the raw text (IPython's behaviour) for whoever wants
+ * the value re-split and re-interpreted by the shell. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,29 +45,83 @@ static size_t brace_end(const char *s)
 
 #define MAX_EXPANDED (16u << 20)   /* argument strings stay far below this (ARG_MAX) */
 
-static char *interpolate(kl_engine *e, const char *text, klp_err *name_err, char *undef,
-                         size_t nundef)
+enum { Q_NONE, Q_SINGLE, Q_DOUBLE }; /* quote state of the text around a value */
+
+/* Appends str(v) to b as one word in the given quote state: for sh (shell != 0) or for
+ * mg_args' splitter, whose double quotes know only \" and \\ as escapes. */
+static void add_quoted(klp_buf *b, json_t *v, int state, int shell)
+{
+    klp_buf t = {0};
+    klp_buf_add(&t, "", 0);
+    klp_str(&t, v);
+    if (t.oom) {
+        b->oom = 1;
+        klp_buf_free(&t);
+        return;
+    }
+    /* a ' can never appear inside '...': close, add it another way, reopen */
+    const char *squote = shell ? "'\\''" : "'\"'\"'";
+    if (state == Q_NONE) klp_buf_add(b, "'", 1);
+    for (size_t i = 0; i < t.n; i++) {
+        char c = t.s[i];
+        if (state != Q_DOUBLE && c == '\'') klp_buf_add(b, squote, strlen(squote));
+        else if (state == Q_DOUBLE &&
+                 (c == '"' || c == '\\' || (shell && (c == '$' || c == '`')))) {
+            klp_buf_add(b, "\\", 1);
+            klp_buf_add(b, &c, 1);
+        } else klp_buf_add(b, &c, 1);
+    }
+    if (state == Q_NONE) klp_buf_add(b, "'", 1);
+    klp_buf_free(&t);
+}
+
+/* mode: how a value is written (QUOTE_*) */
+enum { QUOTE_SHELL, QUOTE_ARGS, QUOTE_NONE };
+
+static void add_value(klp_buf *b, json_t *v, int mode, int state, int raw)
+{
+    if (raw || mode == QUOTE_NONE) klp_str(b, v);
+    else add_quoted(b, v, state, mode == QUOTE_SHELL);
+}
+
+static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name_err,
+                         char *undef, size_t nundef)
 {
     klp_buf b = {0};
     klp_buf_add(&b, "", 0);
+    int state = Q_NONE;
     for (size_t i = 0; text[i] && !b.oom;) {
         if (b.n > MAX_EXPANDED) b.oom = 1;   /* reported as a MemoryError */
         char c = text[i];
-        if (c == '$' && text[i + 1] == '$') {
+        /* in shell lines, $!name / {!expr} splice raw text */
+        int raw = mode == QUOTE_SHELL && text[i + 1] == '!' &&
+                  (c == '{' || (c == '$' && (isalpha((unsigned char)text[i + 2]) ||
+                                             text[i + 2] == '_')));
+        if (c == '\\' && state != Q_SINGLE && text[i + 1] && text[i + 1] != '$' &&
+            text[i + 1] != '{') {
+            klp_buf_add(&b, text + i, 2); /* an escaped character, quote state unchanged */
+            i += 2;
+        } else if ((c == '\'' && state != Q_DOUBLE) || (c == '"' && state != Q_SINGLE)) {
+            int q = c == '\'' ? Q_SINGLE : Q_DOUBLE;
+            state = state == q ? Q_NONE : q;
+            klp_buf_add(&b, &c, 1);
+            i++;
+        } else if (c == '$' && text[i + 1] == '$') {
             klp_buf_add(&b, "$", 1);
             i += 2;
-        } else if (c == '$' && (isalpha((unsigned char)text[i + 1]) || text[i + 1] == '_')) {
-            size_t j = i + 1;
+        } else if (c == '$' && (raw || isalpha((unsigned char)text[i + 1]) ||
+                                text[i + 1] == '_')) {
+            size_t j = i + 1 + raw;
             while (isalnum((unsigned char)text[j]) || text[j] == '_') j++;
             char name[257];
-            size_t n = j - i - 1;
+            size_t n = j - i - 1 - raw;
             json_t *v = NULL;
             if (n < sizeof name) {
-                memcpy(name, text + i + 1, n);
+                memcpy(name, text + i + 1 + raw, n);
                 name[n] = 0;
                 v = json_object_get(klp_vars(e), name);
             }
-            if (v) klp_str(&b, v);
+            if (v) add_value(&b, v, mode, state, raw);
             else klp_buf_add(&b, text + i, j - i);
             if (!v && undef && !undef[0] && j - i < nundef) {
                 memcpy(undef, text + i, j - i);
@@ -73,7 +138,7 @@ static char *interpolate(kl_engine *e, const char *text, klp_err *name_err, char
                 i++;
                 continue;
             }
-            char *src = strndup(text + i + 1, end - 1);
+            char *src = strndup(text + i + 1 + raw, end - 1 - raw);
             klp_err err = {0};
             json_t *v = src ? klp_eval_source(e, src, NULL, &err) : NULL;
             free(src);
@@ -82,7 +147,7 @@ static char *interpolate(kl_engine *e, const char *text, klp_err *name_err, char
                 klp_buf_free(&b);
                 return NULL;
             }
-            if (v) klp_str(&b, v);
+            if (v) add_value(&b, v, mode, state, raw);
             else klp_buf_add(&b, text + i, end + 1);
             json_decref(v);
             i += end + 1;
@@ -100,14 +165,14 @@ static char *interpolate(kl_engine *e, const char *text, klp_err *name_err, char
 
 char *klp_interpolate(kl_engine *e, const char *text)
 {
-    return interpolate(e, text, NULL, NULL, 0);
+    return interpolate(e, text, QUOTE_SHELL, NULL, NULL, 0);
 }
 
-char *klp_interpolate_args(kl_engine *e, const char *text, klp_err *name_err, char *undef,
-                           size_t nundef)
+char *klp_interpolate_args(kl_engine *e, const char *text, int quoted, klp_err *name_err,
+                           char *undef, size_t nundef)
 {
     name_err->set = 0;
     name_err->ename[0] = 0;
     if (nundef) undef[0] = 0;
-    return interpolate(e, text, name_err, undef, nundef);
+    return interpolate(e, text, quoted ? QUOTE_ARGS : QUOTE_NONE, name_err, undef, nundef);
 }

@@ -4,6 +4,7 @@
  * bracket depth 0, backslash continuation, # comments, str literals with every
  * prefix Python has except bytes (r, u, f and combinations), single/double/triple
  * quotes and all escapes, int literals in 4 bases with underscores, floats.
+ * Bitwise and matrix operators are a SyntaxError that names them.
  * IPython's line syntax is recognised at the start of a logical line:
  * `%magic args`, `!command`, `name?`, `?name`, `%magic?`.
  * No indentation is valid (there are no compound statements): an indented line is
@@ -341,6 +342,9 @@ static const char *const ops3[] = {"**=", "//=", ">>=", "<<=", "...", NULL};
 static const char *const ops2[] = {"**", "//", "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=",
                                    "%=", "&=", "|=", "^=", "->", ":=", "<<", ">>", "@=", NULL};
 static const char ops1[] = "+-*/%@&|^~<>()[]{},:.;=";
+/* Python operators Kiln leaves out: lexed whole so the error can name them. */
+static const char *const refused[] = {"&", "|", "^", "~", "<<", ">>", "&=", "|=", "^=", "<<=",
+                                      ">>=", "@", "@=", NULL};
 
 static int lex_op(lexer *L)
 {
@@ -365,6 +369,11 @@ static int lex_op(lexer *L)
             return klp_syntax(L->err, L->line, col, "invalid non-printable character U+%04X", c);
         return klp_syntax(L->err, L->line, col, "invalid syntax");
     }
+    for (int i = 0; refused[i]; i++)
+        if (strlen(refused[i]) == flen && !memcmp(refused[i], found, flen))
+            return klp_syntax(L->err, L->line, col, "the operator '%s' is not supported: Kiln "
+                              "cells have + - * / // %% ** and comparisons (no bitwise or "
+                              "matrix operators)", refused[i]);
     char c = *s;
     if (flen == 1 && strchr("([{", c)) {
         if (L->depth >= KLP_MAX_DEPTH)

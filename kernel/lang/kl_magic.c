@@ -48,7 +48,9 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
     klp_err name_err = {0};
     char undef[64] = "";
     char *args = cmd->flags & MG_NO_VAR_EXPAND
-                     ? strdup(p) : klp_interpolate_args(e, p, &name_err, undef, sizeof undef);
+                     ? strdup(p)
+                     : klp_interpolate_args(e, p, !(cmd->flags & MG_RAW_ARGS), &name_err,
+                                            undef, sizeof undef);
     if (!args && name_err.ename[0])
         return klp_fail(err, line, 0, "NameError", "%s (in %s%s's arguments)", name_err.evalue,
                         cell ? "%%" : "%", name);

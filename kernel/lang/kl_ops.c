@@ -1,7 +1,7 @@
-/* kl_ops.c - arithmetic and bitwise operators with Python semantics on int (64-bit,
- * overflow is an OverflowError instead of a bignum), float (never nan/inf: those
- * cannot be stored in JSON, so they are an OverflowError), bool (an int), str and
- * list concatenation/repetition, and dict merge with |. */
+/* kl_ops.c - arithmetic operators with Python semantics on int (64-bit, overflow is
+ * an OverflowError instead of a bignum), float (never nan/inf: those cannot be
+ * stored in JSON, so they are an OverflowError), bool (an int), and str and list
+ * concatenation/repetition. */
 #include <math.h>
 #include <string.h>
 
@@ -165,22 +165,6 @@ static json_t *int_op(klp_ctx *c, const klp_node *n, const char *op, long long a
         r = a % b;
         if (r != 0 && ((r < 0) != (b < 0))) r += b;
         break;
-    case '&': r = a & b; break;
-    case '|': r = a | b; break;
-    case '^': r = a ^ b; break;
-    case '<':
-    case '>':
-        if (b < 0) {
-            klp_fail(c->err, n->line, n->col, "ValueError", "negative shift count");
-            return NULL;
-        }
-        if (op[0] == '>') r = b >= 64 ? (a < 0 ? -1 : 0) : a >> b;
-        else {
-            if (a != 0 && (b >= 63 || (a > 0 ? a > (INT64_MAX >> b) : a < (INT64_MIN >> b))))
-                return overflow(c, n);
-            r = (long long)((unsigned long long)a << b);
-        }
-        break;
     default:
         return NULL;
     }
@@ -236,17 +220,7 @@ static json_t *float_op(klp_ctx *c, const klp_node *n, const char *op, double a,
 
 json_t *klp_binop(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json_t *b)
 {
-    int bitwise = strchr("&|^<>", op[0]) != NULL;
     if (is_num(a) && is_num(b)) {
-        if (bitwise) {
-            if (!is_int(a) || !is_int(b)) return unsupported(c, n, op, a, b);
-            if (json_is_boolean(a) && json_is_boolean(b) && op[0] != '<' && op[0] != '>') {
-                int x = json_is_true(a), y = json_is_true(b);
-                return json_boolean(op[0] == '&' ? (x & y) : op[0] == '|' ? (x | y) : (x ^ y));
-            }
-            return int_op(c, n, op, ival(a), ival(b));
-        }
-        if (op[0] == '@') return unsupported(c, n, op, a, b);
         if (is_int(a) && is_int(b)) return int_op(c, n, op, ival(a), ival(b));
         return float_op(c, n, op, fval(a), fval(b));
     }
@@ -257,17 +231,9 @@ json_t *klp_binop(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json
         return repeat(c, n, a, ival(b));
     if (!strcmp(op, "*") && (json_is_string(b) || json_is_array(b)) && is_int(a))
         return repeat(c, n, b, ival(a));
-    if (!strcmp(op, "|") && json_is_object(a) && json_is_object(b)) {
-        json_t *r = json_copy(a);
-        if (!r || json_object_update(r, b) < 0) {
-            json_decref(r);
-            return too_big(c, n);
-        }
-        return r;
-    }
     if (!strcmp(op, "%") && json_is_string(a)) {
         klp_fail(c->err, n->line, n->col, "TypeError",
-                 "%%-formatting of strings is not supported; use an f-string or str.format()");
+                 "%%-formatting of strings is not supported; use an f-string such as f'{x}'");
         return NULL;
     }
     return unsupported(c, n, op, a, b);
@@ -275,7 +241,7 @@ json_t *klp_binop(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json
 
 json_t *klp_unary(klp_ctx *c, const klp_node *n, const char *op, json_t *a)
 {
-    if (!is_num(a) || (op[0] == '~' && !is_int(a))) {
+    if (!is_num(a)) {
         klp_fail(c->err, n->line, n->col, "TypeError", "bad operand type for unary %s: '%s'",
                  op, klp_type_name(a));
         return NULL;
@@ -283,7 +249,6 @@ json_t *klp_unary(klp_ctx *c, const klp_node *n, const char *op, json_t *a)
     if (json_is_real(a)) return klp_real(c, n, op[0] == '-' ? -json_real_value(a)
                                                             : json_real_value(a));
     long long v = ival(a);
-    if (op[0] == '~') return mkint(c, n, ~v);
     if (op[0] == '+') return mkint(c, n, v);
     if (v == INT64_MIN) return overflow(c, n);
     return mkint(c, n, -v);

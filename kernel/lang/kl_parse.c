@@ -3,9 +3,11 @@
  * Grammar (Python's, restricted to simple statements):
  *   line   := MAGIC | SHELL | HELP | simple (';' simple)* [';'] NEWLINE
  *   simple := 'pass' | 'del' targets | exprs ('=' exprs)* | target AUGOP exprs | exprs
- *   expr   := or ['if' or 'else' expr];  or/and/not/comparison/|/^/&/<< >>/+ -/
- *             * / // % @ / unary - + ~ / ** / primary (calls, [index], [a:b:c], .attr)
- *   atom   := NAME | number | str+ | (exprs) | [exprs | comprehension] | {dict}
+ *   expr   := or ['if' or 'else' expr], then by precedence: or, and, not,
+ *             comparisons, + -, * / // %, unary - +, **, primary (calls,
+ *             [index], [a:b:c], .attr)
+ *   atom   := NAME | number | str+ | (exprs) | [exprs] | {dict}
+ * There are no comprehensions and no bitwise operators (the lexer refuses those).
  * Nesting is bounded (KLP_MAX_DEPTH) both in recursion and in AST depth, so hostile
  * input gets a SyntaxError instead of a stack overflow. Expressions in f-strings are
  * parsed here too (kl_fstr.c splits the template).
@@ -182,7 +184,7 @@ static klp_node *p_or(klpp *P)
     return l;
 }
 
-static klp_node *p_bitor(klpp *P);
+static klp_node *p_arith(klpp *P);
 
 static const char *comp_op(klpp *P)
 {
@@ -215,7 +217,7 @@ static const char *comp_op(klpp *P)
 
 static klp_node *p_comparison(klpp *P)
 {
-    klp_node *first = p_bitor(P);
+    klp_node *first = p_arith(P);
     if (!first) return NULL;
     klp_tok *t = cur(P);
     const char *op = comp_op(P);
@@ -225,7 +227,7 @@ static klp_node *p_comparison(klpp *P)
     n->line = first->line;
     n->col = first->col;
     while (op) {
-        klp_node *r = p_bitor(P);
+        klp_node *r = p_arith(P);
         if (!r || klpp_push(P, n, r, op) < 0) return NULL;
         op = comp_op(P);
     }
@@ -267,7 +269,7 @@ static klp_node *p_factor(klpp *P);
 
 static klp_node *p_term(klpp *P)
 {
-    static const char *const ops[] = {"*", "/", "//", "%", "@", NULL};
+    static const char *const ops[] = {"*", "/", "//", "%", NULL};
     return left_assoc(P, p_factor, ops);
 }
 
@@ -277,34 +279,10 @@ static klp_node *p_arith(klpp *P)
     return left_assoc(P, p_term, ops);
 }
 
-static klp_node *p_shift(klpp *P)
-{
-    static const char *const ops[] = {"<<", ">>", NULL};
-    return left_assoc(P, p_arith, ops);
-}
-
-static klp_node *p_bitand(klpp *P)
-{
-    static const char *const ops[] = {"&", NULL};
-    return left_assoc(P, p_shift, ops);
-}
-
-static klp_node *p_xor(klpp *P)
-{
-    static const char *const ops[] = {"^", NULL};
-    return left_assoc(P, p_bitand, ops);
-}
-
-static klp_node *p_bitor(klpp *P)
-{
-    static const char *const ops[] = {"|", NULL};
-    return left_assoc(P, p_xor, ops);
-}
-
 static klp_node *p_factor(klpp *P)
 {
     ENTER();
-    if (klpp_is_op(P, "-") || klpp_is_op(P, "+") || klpp_is_op(P, "~")) {
+    if (klpp_is_op(P, "-") || klpp_is_op(P, "+")) {
         klp_tok *t = klpp_next(P);
         klp_node *a = p_factor(P);
         if (!a) LEAVE(NULL);

@@ -1,6 +1,7 @@
 /* kl_parse_atom.c - atoms and trailers: names, literals (adjacent strings joined,
- * f-strings split into parts), (tuples), [lists and one-clause comprehensions],
- * {dicts}, calls with keyword arguments, subscripts and slices, attributes. */
+ * f-strings split into parts), (tuples), [lists], {dicts}, calls with keyword
+ * arguments, subscripts and slices, attributes. A comprehension is a SyntaxError
+ * that says so. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +67,12 @@ static klp_node *p_strings(klpp *P)
 
 /* ---- (...), [...], {...} ---- */
 
+static klp_node *no_comprehension(klpp *P)
+{
+    return klpp_error(P, cur(P), "comprehensions are not supported: Kiln cells hold "
+                      "parameters (write the list out, or use range())");
+}
+
 static klp_node *p_paren(klpp *P, klp_tok *t)
 {
     if (klpp_is_op(P, ")")) {
@@ -74,6 +81,7 @@ static klp_node *p_paren(klpp *P, klp_tok *t)
         return klpp_finish(P, n);
     }
     klp_node *e = klpp_exprs(P);
+    if (e && klpp_is_kw(P, "for")) return no_comprehension(P);
     if (e && e->kind == KLP_N_TUPLE) {
         e->line = t->line;
         e->col = t->col;
@@ -89,31 +97,7 @@ static klp_node *p_list(klpp *P, klp_tok *t)
     while (!klpp_is_op(P, "]")) {
         klp_node *e = klpp_test(P);
         if (!e || klpp_push(P, n, e, NULL) < 0) return NULL;
-        if (n->n == 1 && klpp_is_kw(P, "for")) {
-            /* [elt for NAME in iter [if cond]] */
-            n->kind = KLP_N_LISTCOMP;
-            klpp_next(P);
-            klp_tok *nt = cur(P);
-            if (nt->kind != KLP_T_NAME || is_reserved(nt->text))
-                return klpp_error(P, nt, "expected a variable name after 'for'");
-            klpp_next(P);
-            klp_node *var = klpp_mk(P, KLP_N_NAME, nt);
-            if (!var) return NULL;
-            var->str = nt->text;
-            if (!klpp_is_kw(P, "in")) return klpp_error(P, cur(P), "expected 'in'");
-            klpp_next(P);
-            klp_node *it = klpp_or(P);
-            if (!it || klpp_push(P, n, klpp_finish(P, var), NULL) < 0 ||
-                klpp_push(P, n, it, NULL) < 0)
-                return NULL;
-            klp_node *cond = NULL;
-            if (klpp_is_kw(P, "if")) {
-                klpp_next(P);
-                if (!(cond = klpp_or(P))) return NULL;
-            }
-            if (klpp_push(P, n, cond, NULL) < 0) return NULL;
-            break;
-        }
+        if (klpp_is_kw(P, "for")) return no_comprehension(P);
         if (!klpp_is_op(P, ",")) break;
         klpp_next(P);
     }
@@ -127,6 +111,7 @@ static klp_node *p_dict(klpp *P, klp_tok *t)
     while (!klpp_is_op(P, "}")) {
         klp_node *k = klpp_test(P);
         if (!k) return NULL;
+        if (klpp_is_kw(P, "for")) return no_comprehension(P);
         if (!klpp_is_op(P, ":")) {
             if (n->n == 0 && (klpp_is_op(P, ",") || klpp_is_op(P, "}")))
                 return klpp_error(P, cur(P), "sets are not supported (use a list)");
@@ -135,6 +120,7 @@ static klp_node *p_dict(klpp *P, klp_tok *t)
         klpp_next(P);
         klp_node *v = klpp_test(P);
         if (!v || klpp_push(P, n, k, NULL) < 0 || klpp_push(P, n, v, NULL) < 0) return NULL;
+        if (klpp_is_kw(P, "for")) return no_comprehension(P);
         if (!klpp_is_op(P, ",")) break;
         klpp_next(P);
     }
@@ -213,6 +199,7 @@ static klp_node *p_call(klpp *P, klp_tok *t, klp_node *callee)
         }
         klp_node *e = klpp_test(P);
         if (!e || klpp_push(P, n, e, kw) < 0) return NULL;
+        if (klpp_is_kw(P, "for")) return no_comprehension(P);
         if (!klpp_is_op(P, ",")) break;
         klpp_next(P);
     }

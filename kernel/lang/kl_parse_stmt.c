@@ -37,8 +37,7 @@ static int valid_target(klpp *P, klp_node *t, int aug)
     return -1;
 }
 
-static const char *const augops[] = {"+=", "-=", "*=", "/=", "//=", "%=", "**=", "&=", "|=",
-                                     "^=", "<<=", ">>=", NULL};
+static const char *const augops[] = {"+=", "-=", "*=", "/=", "//=", "%=", "**=", NULL};
 
 static klp_node *p_simple(klpp *P)
 {

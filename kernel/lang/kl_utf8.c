@@ -1,6 +1,7 @@
-/* kl_utf8.c - UTF-8 helpers: validation (cells, shell output), code-point counting
- * (the protocol's cursor positions count code points), encoding of \u escapes, and
- * a streaming sanitiser for shell output whose chunks may split a character. */
+/* kl_utf8.c - UTF-8 helpers: validation (cells, shell output, form annotations),
+ * code-point counting (the protocol's cursor positions count code points), encoding
+ * of \u escapes, a streaming sanitiser for shell output whose chunks may split a
+ * character, and the JSON strings the kernel puts on the wire (kl_json_text). */
 #include "kl_internal.h"
 
 /* Length of the valid sequence starting at s (n bytes available), 0 if invalid,
@@ -112,4 +113,26 @@ size_t klp_utf8_sanitize(klp_buf *b, const char *s, size_t n, int final)
     }
     klp_buf_add(b, s + start, i - start);
     return 0;
+}
+
+json_t *kl_json_text(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    klp_buf b = {0};
+    size_t i = 0, start = 0;
+    while (i < n) {
+        int k = p[i] ? seq_len(p + i, n - i) : 0;
+        if (k > 0) {
+            i += (size_t)k;
+            continue;
+        }
+        klp_buf_add(&b, s + start, i - start);   /* NUL, an invalid or a cut-off byte */
+        klp_buf_add(&b, "\xef\xbf\xbd", 3);
+        start = ++i;
+    }
+    if (start == 0) return json_stringn(s, n);   /* valid as it is */
+    klp_buf_add(&b, s + start, n - start);
+    json_t *v = b.oom ? NULL : json_stringn(b.s, b.n);
+    klp_buf_free(&b);
+    return v;
 }

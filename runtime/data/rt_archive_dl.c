@@ -31,6 +31,7 @@ static void load_once(void)
         {"archive_read_support_filter_all", (void **)&fns.read_support_filter_all},
         {"archive_read_support_format_tar", (void **)&fns.read_support_format_tar},
         {"archive_read_support_format_gnutar", (void **)&fns.read_support_format_gnutar},
+        {"archive_read_support_format_zip", (void **)&fns.read_support_format_zip},
         {"archive_read_open_filename", (void **)&fns.read_open_filename},
         {"archive_read_next_header", (void **)&fns.read_next_header},
         {"archive_read_data", (void **)&fns.read_data},

@@ -1,6 +1,7 @@
 /* rt_archive_dl.h - libarchive's read entry points, loaded on first use
  * (rt_archive_dl.c), not linked: the kernel does not pay for libarchive and its
- * compression libraries at start-up. Only rt_cifar.c reads archives.
+ * compression libraries at start-up. rt_cifar.c and rt_imgfolder_archive.c read
+ * archives.
  */
 #ifndef RT_ARCHIVE_DL_H
 #define RT_ARCHIVE_DL_H
@@ -16,6 +17,7 @@ typedef struct rtp_archive_fns {
     __typeof__(archive_read_support_filter_all) *read_support_filter_all;
     __typeof__(archive_read_support_format_tar) *read_support_format_tar;
     __typeof__(archive_read_support_format_gnutar) *read_support_format_gnutar;
+    __typeof__(archive_read_support_format_zip) *read_support_format_zip;
     __typeof__(archive_read_open_filename) *read_open_filename;
     __typeof__(archive_read_next_header) *read_next_header;
     __typeof__(archive_read_data) *read_data;

@@ -42,6 +42,10 @@ static struct {
     __typeof__(curl_free) *free_mem;
     __typeof__(curl_slist_append) *slist_append;
     __typeof__(curl_slist_free_all) *slist_free_all;
+    __typeof__(curl_url) *url;
+    __typeof__(curl_url_set) *url_set;
+    __typeof__(curl_url_get) *url_get;
+    __typeof__(curl_url_cleanup) *url_cleanup;
 } fn;
 static int loaded;          /* every entry of fn is set */
 static char why[400];       /* set when not loaded */
@@ -65,6 +69,10 @@ static void load_once(void)
         {"curl_free", (void **)&fn.free_mem},
         {"curl_slist_append", (void **)&fn.slist_append},
         {"curl_slist_free_all", (void **)&fn.slist_free_all},
+        {"curl_url", (void **)&fn.url},
+        {"curl_url_set", (void **)&fn.url_set},
+        {"curl_url_get", (void **)&fn.url_get},
+        {"curl_url_cleanup", (void **)&fn.url_cleanup},
     };
     rt_dl_result r;
     loaded = rt_dl_load("KILN_LIBCURL", names, 2, syms, sizeof syms / sizeof syms[0], &r);
@@ -169,4 +177,29 @@ struct curl_slist *curl_slist_append(struct curl_slist *l, const char *s)
 void curl_slist_free_all(struct curl_slist *l)
 {
     if (ready()) fn.slist_free_all(l);
+}
+
+/* The URL API (libcurl >= 7.62): the MLflow mirror takes credentials out of URLs. */
+CURLU *curl_url(void)
+{
+    return ready() ? fn.url() : NULL;
+}
+
+CURLUcode curl_url_set(CURLU *u, CURLUPart what, const char *part, unsigned int flags)
+{
+    return ready() ? fn.url_set(u, what, part, flags) : CURLUE_OUT_OF_MEMORY;
+}
+
+#if LIBCURL_VERSION_NUM >= 0x080200 /* curl 8.2 made the handle const */
+CURLUcode curl_url_get(const CURLU *u, CURLUPart what, char **part, unsigned int flags)
+#else
+CURLUcode curl_url_get(CURLU *u, CURLUPart what, char **part, unsigned int flags)
+#endif
+{
+    return ready() ? fn.url_get(u, what, part, flags) : CURLUE_OUT_OF_MEMORY;
+}
+
+void curl_url_cleanup(CURLU *u)
+{
+    if (ready()) fn.url_cleanup(u);
 }

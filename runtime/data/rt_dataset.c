@@ -14,13 +14,16 @@
  * ...) or a CIFAR-10 .tar.gz; they are fetched into --dir or the cache, verified
  * when a manifest is given, else validated by their format (and gzip's CRC) only.
  * Anything else is a path: a directory of IDX files, a directory of CIFAR-10
- * batches, or a CIFAR-10 .tar.gz.
+ * batches, a CIFAR-10 .tar.gz (a name with "cifar" in it), or else an image folder
+ * (rt_imgfolder_load.c): class folders, split folders, a CSV, or an archive of them.
  */
 #include "rt_data_internal.h"
+#include "rt_imgfolder_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const idx_files[4] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                                          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
@@ -173,6 +176,15 @@ static int is_archive_name(const char *s)
     return (l > 7 && !strcmp(s + l - 7, ".tar.gz")) || (l > 4 && !strcmp(s + l - 4, ".tgz"));
 }
 
+/* A CSV of path,label or an archive an image folder can be packed in. */
+static int is_image_set_file(const char *s)
+{
+    size_t l = strlen(s);
+    return is_archive_name(s) || (l > 4 && (!strcasecmp(s + l - 4, ".csv") ||
+                                            !strcasecmp(s + l - 4, ".zip") ||
+                                            !strcasecmp(s + l - 4, ".tar")));
+}
+
 static rt_status load_url(rt_dataset_splits *out, const rt_dataset_opts *opts, rt_error *err)
 {
     const char *url = opts->name;
@@ -221,22 +233,25 @@ static rt_status load_path(rt_dataset_splits *out, const rt_dataset_opts *opts, 
     char idx[4][PATH_MAX], cifar[PATH_MAX], base[48];
     int is_tar = 0;
     rtp_base_name(path, base, sizeof base);
-    rt_status st;
+    rt_status st = RT_OK;
     rt_dataset_splits tmp = {0};
     if (rtp_is_dir(path) && rtp_find_idx(path, idx))
         st = read_idx(&tmp, idx, 0, NULL, base, opts, err);
     else if (rtp_is_dir(path) && rtp_find_cifar(path, cifar, &is_tar))
         st = read_cifar(&tmp, cifar, is_tar, cifar_names, base, opts, err);
-    else if (rtp_is_file(path) && is_archive_name(path))
+    else if (rtp_is_file(path) && is_archive_name(path) && strcasestr(base, "cifar"))
         st = read_cifar(&tmp, path, 1, cifar_names, base, opts, err);
-    else if (rtp_is_dir(path))
-        return RT_ERR(err, RT_ENOTFOUND, "%s: no data set here: expected IDX files "
-                      "(train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "
-                      "t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]) or CIFAR-10 "
-                      "batches (data_batch_1..5.bin, test_batch.bin)", path);
+    else if (rtp_is_file(path) && is_archive_name(path)) {
+        st = rtp_imgfolder_load(&tmp, opts, base, err);    /* images, else CIFAR batches */
+        if (st == RT_ENOTFOUND) st = read_cifar(&tmp, path, 1, cifar_names, base, opts, err);
+    }
+    else if (rtp_is_dir(path) || (rtp_is_file(path) && is_image_set_file(path)))
+        st = rtp_imgfolder_load(&tmp, opts, base, err);   /* an image folder (its error,
+                                                             when none: what may be here) */
     else if (rtp_is_file(path))
-        return RT_ERR(err, RT_EINVAL, "%s: give the directory that holds the IDX files, or a "
-                      "CIFAR-10 .tar.gz", path);
+        return RT_ERR(err, RT_EINVAL, "%s: give the directory that holds the IDX files or "
+                      "the class folders, a CSV of path,label, an archive (.zip, .tar.gz) of "
+                      "class folders, or a CIFAR-10 .tar.gz", path);
     else if (strchr(path, '/') || path[0] == '.' || path[0] == '~')
         return RT_ERR(err, RT_ENOTFOUND, "%s: no such file or directory", path);
     else

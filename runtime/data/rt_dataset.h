@@ -36,11 +36,20 @@ typedef struct rt_dataset {
     uint64_t checksum;       /* FNV-1a 64 of the raw (unnormalised) bytes and labels */
 } rt_dataset;
 
+/* What loading an image folder did (zero for the other formats). */
+typedef struct rt_dataset_image_stats {
+    const char *layout;      /* "folder", "split folders", "csv"; NULL = not images */
+    int decoded;             /* files decoded by this load: 0 when the cache served it */
+    int skipped;             /* bad files skipped (--skip-bad) */
+    char first_bad[384];     /* the first skipped file's error */
+} rt_dataset_image_stats;
+
 /* The splits of a named data set. val is carved from the end of train (--val N);
  * val.n == 0 when no validation split was asked for. */
 typedef struct rt_dataset_splits {
     rt_dataset train, val, test;
     char source[512];        /* directory or URL it came from, for the user */
+    rt_dataset_image_stats images;
 } rt_dataset_splits;
 
 /* Progress of a download: bytes so far, total (0 if unknown). Return non-zero to stop. */
@@ -60,7 +69,17 @@ typedef struct rt_dataset_opts {
     /* Added by DATA (additive): a sha256sum-format file ("HEX  NAME" lines) whose
      * hashes replace the built-in ones for downloads (own mirrors, tests); may be NULL. */
     const char *sha256sums;
+    /* Image folders (a directory of class folders, split folders, a CSV of path,label
+     * or an archive of them; docs/datasets.md). Ignored by the other formats. */
+    int image_h, image_w;    /* --size: resize to cover H x W, centre crop; 0 = 64 x 64 */
+    int channels;            /* --channels 1 (grey) or 3 (RGB); 0 = the first image's */
+    double val_fraction;     /* --val F, 0 < F < 1: that fraction of train to val (else
+                                .val images); chosen by seed, not from the end */
+    uint64_t seed;           /* which images go to val */
+    int skip_bad;            /* --skip-bad: count and skip undecodable files (else the
+                                first one is the error) */
 } rt_dataset_opts;
+
 
 /* Loads (finding or downloading as needed) all splits. On error nothing is left allocated. */
 rt_status rt_dataset_load(rt_dataset_splits *out, const rt_dataset_opts *opts, rt_error *err);

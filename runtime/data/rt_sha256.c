@@ -1,5 +1,6 @@
-/* rt_sha256.c - SHA-256 of a file (OpenSSL EVP), the one thing libcrypto is used
- * for in runtime/data/. */
+/* rt_sha256.c - SHA-256 of a file or of bytes in memory (OpenSSL EVP), the one thing
+ * libcrypto is used for in the runtime (downloads, object-store payloads and
+ * manifests). */
 #include "rt_download.h"
 
 #include <errno.h>
@@ -39,4 +40,15 @@ rt_status rt_sha256_file(const char *path, char hex[65], rt_error *err)
     EVP_MD_CTX_free(ctx);
     fclose(f);
     return st;
+}
+
+rt_status rt_sha256_mem(const void *buf, size_t len, char hex[65], rt_error *err)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (!EVP_Digest(buf ? buf : "", len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
+        return RT_ERR(err, RT_ENOMEM, "cannot compute a SHA-256 (OpenSSL failed)");
+    for (unsigned i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    hex[64] = '\0';
+    return RT_OK;
 }

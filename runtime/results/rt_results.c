@@ -62,6 +62,23 @@ void rt_results_set_warn(rt_results *rs, rt_results_warn_fn fn, void *user)
 
 const char *rt_results_path(const rt_results *rs) { return rs->path; }
 
+void rt_results_redact(const char *spec, char *out, size_t n)
+{
+    if (!n) return;
+    const char *s = spec ? spec : "", *auth = strstr(s, "://");
+    if (!auth) {
+        snprintf(out, n, "%s", s);
+        return;
+    }
+    auth += 3;
+    size_t alen = strcspn(auth, "/?#"); /* RFC 3986: the authority ends there */
+    const char *at = NULL;
+    for (size_t i = 0; i < alen; i++)
+        if (auth[i] == '@') at = auth + i; /* the last one: a password may hold '@' */
+    if (!at) snprintf(out, n, "%s", s);
+    else snprintf(out, n, "%.*s%s", (int)(auth - s), s, at + 1);
+}
+
 int rt_results_resolve_path(const char *spec, char *buf, size_t n)
 {
     if (!spec || !*spec || strncmp(spec, "mlflow+", 7) == 0) {
@@ -86,9 +103,11 @@ rt_status rt_results_open(const char *spec, rt_results **out, rt_error *err)
     rt_results_config cfg = {0};
     if (!spec || !*spec) spec = getenv("KILN_RESULTS");
     if (spec && strncmp(spec, "mlflow+", 7) == 0) {
+        char shown[1024];
+        rt_results_redact(spec, shown, sizeof shown);
         if (strncmp(spec + 7, "http://", 7) != 0 && strncmp(spec + 7, "https://", 8) != 0)
             return RT_ERR(err, RT_EINVAL, "results store '%s': expected mlflow+http://HOST:"
-                          "PORT or mlflow+https://HOST:PORT", spec);
+                          "PORT or mlflow+https://HOST:PORT", shown);
         cfg.mlflow_url = spec + 7;
     } else {
         cfg.path = spec;

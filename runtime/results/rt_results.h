@@ -98,6 +98,10 @@ rt_status rt_results_open_config(const rt_results_config *cfg, rt_results **out,
  * MLflow thread (waiting at most a few seconds for it), frees. Accepts NULL. */
 void rt_results_close(rt_results *rs);
 
+/* spec with the user-info (user:password@) of any URL in it removed, into out (size
+ * n, truncated): what may be stored, shown or sent. A path comes back unchanged. */
+void rt_results_redact(const char *spec, char *out, size_t n);
+
 /* Where spec puts the local SQLite file: writes it to buf (size n). 0 or -1. */
 int rt_results_resolve_path(const char *spec, char *buf, size_t n);
 /* The local file this handle writes (borrowed). */

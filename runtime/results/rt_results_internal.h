@@ -29,6 +29,9 @@ double rtp_mono_ms(void);      /* monotonic milliseconds (coarse) */
 
 /* ---- MLflow mirror (rt_results_mlflow.c) ---- */
 
+/* 1 for localhost, 127.x.y.z and ::1: where plain http carries no secret off the box. */
+int rtp_mlflow_is_loopback(const char *host);
+
 typedef struct rtp_mlflow rtp_mlflow;
 typedef struct rtp_metric_row {
     int64_t run;

@@ -9,6 +9,13 @@
  * bounded time for the queue, then aborts the transfer in flight, so closing a store
  * never hangs on a slow server. The queue is bounded too (MAX_QUEUED rows).
  *
+ * Credentials never live in the URL kept here: user-info written in the URL is taken
+ * out at create (libcurl's URL parser) and sent as HTTP basic auth, like
+ * MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD; MLFLOW_TRACKING_TOKEN is sent as
+ * a bearer token. So warnings, tags and params can only ever show the bare URL. TLS is
+ * verified unless MLFLOW_TRACKING_INSECURE_TLS=true (as MLflow's own client), and
+ * credentials bound for a non-loopback host over plain http get a warning.
+ *
  * jansson is used here only to build request bodies and read the ids MLflow returns.
  * Status mapping: finished->FINISHED, failed->FAILED, interrupted->KILLED. NaN and
  * infinities are sent as the strings protobuf's JSON mapping accepts ("NaN", ...).
@@ -25,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #define MAX_QUEUED (1u << 20)
@@ -52,7 +60,9 @@ typedef struct run_map {
 } run_map;
 
 struct rtp_mlflow {
-    char base[1024];
+    char base[1024];        /* scheme://host:port/path, no user-info */
+    char *user, *password, *token; /* owned, wiped on destroy */
+    int insecure_tls;
     char experiment[256];
     char local_path[1024];
     char *exp_id;
@@ -171,6 +181,19 @@ static long request(rtp_mlflow *m, const char *path, json_t *body, json_t **resp
     CURL *c = m->curl;
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (m->token) {
+        curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+        curl_easy_setopt(c, CURLOPT_XOAUTH2_BEARER, m->token);
+    } else if (m->user || m->password) {
+        curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+        curl_easy_setopt(c, CURLOPT_USERNAME, m->user ? m->user : "");
+        curl_easy_setopt(c, CURLOPT_PASSWORD, m->password ? m->password : "");
+    }
+    if (m->insecure_tls) {
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, m->timeout_ms);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, m->timeout_ms < 2000 ? m->timeout_ms : 2000L);
@@ -385,13 +408,83 @@ static void *worker(void *arg)
 
 /* ---- the store's side ---- */
 
+static void wipe_free(char *s)
+{
+    if (s) explicit_bzero(s, strlen(s));
+    free(s);
+}
+
+static char *env_dup(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? strdup(v) : NULL;
+}
+
+int rtp_mlflow_is_loopback(const char *host)
+{
+    return !strcmp(host, "localhost") || !strncmp(host, "127.", 4) ||
+           !strcmp(host, "[::1]") || !strcmp(host, "::1");
+}
+
+/* url without user-info into m->base, credentials from it and from MLflow's
+ * environment variables into m; -1 when libcurl cannot parse the URL. */
+static int take_credentials(rtp_mlflow *m, const char *url)
+{
+    CURLU *u = curl_url();
+    char *user = NULL, *password = NULL, *clean = NULL, *scheme = NULL, *host = NULL;
+    int rc = -1;
+    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK) {
+        curl_url_get(u, CURLUPART_USER, &user, CURLU_URLDECODE);
+        curl_url_get(u, CURLUPART_PASSWORD, &password, CURLU_URLDECODE);
+        curl_url_set(u, CURLUPART_USER, NULL, 0);
+        curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+        if (curl_url_get(u, CURLUPART_URL, &clean, 0) == CURLUE_OK &&
+            curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+            curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
+            rc = 0;
+    }
+    if (rc == 0) {
+        snprintf(m->base, sizeof m->base, "%s", clean);
+        m->user = user && *user ? strdup(user) : env_dup("MLFLOW_TRACKING_USERNAME");
+        m->password = password && *password ? strdup(password)
+                                            : env_dup("MLFLOW_TRACKING_PASSWORD");
+        m->token = env_dup("MLFLOW_TRACKING_TOKEN");
+        const char *insecure = getenv("MLFLOW_TRACKING_INSECURE_TLS");
+        m->insecure_tls = insecure && !strcasecmp(insecure, "true");
+        if ((m->user || m->password || m->token) && !strcmp(scheme, "http") &&
+            !rtp_mlflow_is_loopback(host))
+            set_warning(m, "credentials for MLflow server %s are sent over plain http, "
+                        "readable by anyone on the network path: use https", m->base);
+        else if (m->insecure_tls && !strcmp(scheme, "https"))
+            set_warning(m, "MLFLOW_TRACKING_INSECURE_TLS=true: the certificate of MLflow "
+                        "server %s is not checked", m->base);
+    }
+    if (user) explicit_bzero(user, strlen(user));
+    if (password) explicit_bzero(password, strlen(password));
+    curl_free(user);
+    curl_free(password);
+    curl_free(clean);
+    curl_free(scheme);
+    curl_free(host);
+    curl_url_cleanup(u);
+    return rc;
+}
+
 rt_status rtp_mlflow_create(const char *url, const char *experiment, int timeout_ms,
                             const char *local_path, rtp_mlflow **out, rt_error *err)
 {
     *out = NULL;
     rtp_mlflow *m = calloc(1, sizeof *m);
     if (!m) return RT_ERR(err, RT_ENOMEM, "results: out of memory");
-    snprintf(m->base, sizeof m->base, "%s", url);
+    pthread_mutex_init(&m->mu, NULL);
+    if (take_credentials(m, url) != 0) {
+        char shown[1024];
+        rt_results_redact(url, shown, sizeof shown);
+        pthread_mutex_destroy(&m->mu);
+        wipe_free(m->user), wipe_free(m->password), wipe_free(m->token);
+        free(m);
+        return RT_ERR(err, RT_EINVAL, "results: '%s' is not a URL libcurl can parse", shown);
+    }
     size_t n = strlen(m->base);
     while (n > 0 && m->base[n - 1] == '/') m->base[--n] = '\0';
     snprintf(m->experiment, sizeof m->experiment, "%s", experiment);
@@ -399,16 +492,20 @@ rt_status rtp_mlflow_create(const char *url, const char *experiment, int timeout
     m->timeout_ms = timeout_ms;
     atomic_init(&m->abort, 0);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(m->curl = curl_easy_init())) {
+        pthread_mutex_destroy(&m->mu);
+        wipe_free(m->user), wipe_free(m->password), wipe_free(m->token);
+        free(m->warning);
         free(m);
         return RT_ERR(err, RT_EIO, "results: cannot initialise libcurl for MLflow");
     }
-    pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->cv, NULL);
     if (pthread_create(&m->thread, NULL, worker, m) != 0) {
         curl_easy_cleanup(m->curl);
         curl_global_cleanup();
         pthread_mutex_destroy(&m->mu);
         pthread_cond_destroy(&m->cv);
+        wipe_free(m->user), wipe_free(m->password), wipe_free(m->token);
+        free(m->warning);
         free(m);
         return RT_ERR(err, RT_EIO, "results: cannot start the MLflow thread");
     }
@@ -536,6 +633,7 @@ void rtp_mlflow_destroy(rtp_mlflow *m, int wait_ms)
     free(m->map);
     free(m->exp_id);
     free(m->warning);
+    wipe_free(m->user), wipe_free(m->password), wipe_free(m->token);
     curl_easy_cleanup(m->curl);
     curl_global_cleanup();
     pthread_mutex_destroy(&m->mu);

@@ -229,13 +229,15 @@ static rt_status sink(void *user, const void *buf, size_t len, rt_error *err)
     return fwrite(buf, 1, len, user) == len ? RT_OK : RT_EIO;
 }
 
-/* A checkpoint claiming format_version `ver`, with correct checksums. */
+/* A checkpoint claiming format_version `ver`, with correct checksums: the data
+ * checksum as format v1 defines it (zlib CRC-32, "data_crc32") or as v2 and later do
+ * (XXH3-64, "data_xxh3"). */
 static void write_version(const char *ver)
 {
     rt_st_writer *w = NULL;
     float x[2] = {1, 2};
     int64_t shape[1] = {2};
-    char hex[9];
+    char hex[17];
     rt_st_writer_create(&w, NULL);
     rt_st_writer_add(w, "model.x", RT_ST_F32, 1, shape, x, NULL);
     rt_st_writer_set_meta(w, "format", "kiln-checkpoint", NULL);
@@ -243,8 +245,13 @@ static void write_version(const char *ver)
     rt_st_writer_set_meta(w, "kiln_version", "9.0.0", NULL);
     rt_st_writer_set_meta(w, "step", "1", NULL);
     rt_st_writer_set_meta(w, "epoch", "0", NULL);
-    rtp_ckpt_crc_hex(rt_st_writer_data_crc32(w), hex);
-    rt_st_writer_set_meta(w, "data_crc32", hex, NULL);
+    if (strcmp(ver, "1") == 0) {
+        rtp_ckpt_crc_hex(rt_st_writer_data_crc32(w), hex);
+        rt_st_writer_set_meta(w, "data_crc32", hex, NULL);
+    } else {
+        rtp_ckpt_xxh3_hex(rtp_ckpt_xxh3(x, sizeof x), hex);
+        rt_st_writer_set_meta(w, "data_xxh3", hex, NULL);
+    }
     rt_st_writer_set_meta(w, "header_crc32", "", NULL);
     rtp_ckpt_crc_hex(rtp_ckpt_header_crc32(w, rt_st_writer_count(w), wt,
                                            rt_st_writer_meta_count(w), wm),
@@ -256,17 +263,44 @@ static void write_version(const char *ver)
     rt_st_writer_destroy(w);
 }
 
+/* Flips one bit of the last byte of path (inside the data area). */
+static void flip_last_byte(const char *path)
+{
+    FILE *f = fopen(path, "r+b");
+    fseek(f, -1, SEEK_END);
+    int c = fgetc(f);
+    fseek(f, -1, SEEK_END);
+    fputc(c ^ 1, f);
+    fclose(f);
+}
+
+T_TEST(older_format_versions_still_read)
+{
+    rt_ckpt_reader *r = NULL;
+    rt_error err;
+    float x[2];
+    int64_t shape[1] = {2};
+    for (int v = 1; v <= 2; v++) {
+        write_version(v == 1 ? "1" : "2"); /* v1: zlib CRC-32 of the data */
+        ASSERT_EQ(rt_ckpt_reader_open(bad, 0, &r, &err), RT_OK);
+        ASSERT_EQ(rt_ckpt_reader_get(r, "model.x", RT_ST_F32, 1, shape, x, sizeof x, &err),
+                  RT_OK);
+        ASSERT(x[0] == 1 && x[1] == 2);
+        rt_ckpt_reader_destroy(r);
+        flip_last_byte(bad); /* and its own checksum still guards it */
+        ASSERT_EQ(rt_ckpt_reader_open(bad, 0, &r, &err), RT_EFORMAT);
+        ASSERT_STR_CONTAINS(err.msg, "data checksum mismatch");
+    }
+}
+
 T_TEST(newer_format_version)
 {
     rt_ckpt_reader *r = NULL;
     rt_error err;
-    write_version("1");
-    ASSERT_EQ(rt_ckpt_reader_open(bad, 0, &r, &err), RT_OK); /* the helper is right */
-    rt_ckpt_reader_destroy(r);
-    write_version("2");
+    write_version("3");
     ASSERT_EQ(rt_ckpt_reader_open(bad, 0, &r, &err), RT_EFORMAT);
     ASSERT_STR_CONTAINS(err.msg, bad);
-    ASSERT_STR_CONTAINS(err.msg, "checkpoint format v2 found, this kiln reads v1");
+    ASSERT_STR_CONTAINS(err.msg, "checkpoint format v3 found, this kiln reads v2");
     ASSERT_STR_CONTAINS(err.msg, "HINT: upgrade kiln");
     ASSERT_STR_CONTAINS(err.msg, "9.0.0");
 }
@@ -287,6 +321,7 @@ int main(void)
     T_RUN(every_data_byte_flipped);
     T_RUN(absurd_header_lengths);
     T_RUN(inconsistent_headers);
+    T_RUN(older_format_versions_still_read);
     T_RUN(newer_format_version);
     /* none of this touched the good file */
     int intact = ck_holds_step(good, 500);

@@ -45,11 +45,13 @@ T_TEST(round_trip)
     ASSERT_EQ(rt_ckpt_reader_meta_i64(r, "epoch", &v, &err), RT_OK);
     ASSERT_EQ(v, 12);
     ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "format"), "kiln-checkpoint");
-    ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "format_version"), "1");
+    ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "format_version"), "2");
     ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "model_spec"),
                   "conv2d 8 3\nrelu\nflatten\ndense 10\n");
     ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "input_shape"), "[1,28,28]");
-    ASSERT_EQ(strlen(rt_ckpt_reader_meta(r, "data_crc32")), 8);
+    ASSERT_EQ(strlen(rt_ckpt_reader_meta(r, "data_xxh3")), 16);
+    ASSERT(rt_ckpt_reader_meta(r, "data_crc32") == NULL); /* v1's key is not written */
+    ASSERT_EQ(strlen(rt_ckpt_reader_meta(r, "header_crc32")), 8);
     ASSERT_EQ(strlen(rt_ckpt_reader_meta(r, "created")), 20); /* 2026-11-30T08:44:55Z */
     rt_ckpt_metric m;
     ASSERT_EQ(rt_ckpt_reader_metric(r, "metric", &m, &err), RT_OK);
@@ -132,6 +134,8 @@ T_TEST(writer_refusals)
     ASSERT_EQ(rt_ckpt_writer_create(&w, &err), RT_OK);
     ASSERT_EQ(rt_ckpt_writer_set_meta(w, "format_version", "2", &err), RT_EINVAL);
     ASSERT_EQ(rt_ckpt_writer_set_meta(w, "data_crc32", "00000000", &err), RT_EINVAL);
+    ASSERT_EQ(rt_ckpt_writer_set_meta(w, "data_xxh3", "0000000000000000", &err),
+              RT_EINVAL);
     ASSERT_EQ(rt_ckpt_writer_set_meta_json(w, "hyperparameters", "{lr: 1}", &err),
               RT_EINVAL);
     ASSERT_EQ(rt_ckpt_writer_set_meta(w, "bad", "\xff\xfe", &err), RT_EINVAL);
@@ -180,6 +184,42 @@ T_TEST(overwrite_replaces_and_leaves_no_tmp)
     ASSERT(!ck_exists(tmp));
 }
 
+/* The writer hands out the data checksum and size it wrote (a manifest shares them). */
+T_TEST(writer_reports_digest_and_size)
+{
+    rt_ckpt_writer *w = NULL;
+    rt_ckpt_reader *r = NULL;
+    rt_error err;
+    static float big[3 << 18]; /* 3 MiB: several 1 MiB pieces, the last one partial */
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++) big[i] = (float)i * 0.5f;
+    int64_t shape[1] = {(int64_t)(sizeof big / sizeof *big) - 7}, one[1] = {7};
+    ASSERT_EQ(rt_ckpt_writer_create(&w, &err), RT_OK);
+    ASSERT(rt_ckpt_writer_digest(w) == NULL && rt_ckpt_writer_file_size(w) == 0);
+    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.big", RT_ST_F32, 1, shape, big, &err),
+              RT_OK);
+    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.tail", RT_ST_F32, 1, one,
+                                        big + shape[0], &err),
+              RT_OK);
+    ASSERT_EQ(rt_ckpt_writer_set_meta_i64(w, "step", 3, &err), RT_OK);
+    ASSERT_EQ(rt_ckpt_writer_set_meta_i64(w, "epoch", 0, &err), RT_OK);
+    ASSERT_EQ(rt_ckpt_writer_save(w, path, &err), RT_OK);
+    ASSERT_EQ(rt_ckpt_reader_open(path, 0, &r, &err), RT_OK);
+    ASSERT_STR_EQ(rt_ckpt_writer_digest(w), rt_ckpt_reader_meta(r, "data_xxh3"));
+    ASSERT_EQ(rt_ckpt_writer_file_size(w), rt_ckpt_reader_file_size(r));
+    float back[7];
+    ASSERT_EQ(rt_ckpt_reader_get(r, "model.tail", RT_ST_F32, 1, one, back, sizeof back,
+                                 &err),
+              RT_OK);
+    ASSERT(memcmp(back, big + shape[0], sizeof back) == 0);
+    rt_ckpt_reader_destroy(r);
+    /* a failed save clears them */
+    char nowhere[600];
+    snprintf(nowhere, sizeof nowhere, "%s/no/such/dir/x.safetensors", dir);
+    ASSERT(rt_ckpt_writer_save(w, nowhere, &err) != RT_OK);
+    ASSERT(rt_ckpt_writer_digest(w) == NULL && rt_ckpt_writer_file_size(w) == 0);
+    rt_ckpt_writer_destroy(w);
+}
+
 T_TEST(missing_files_and_dirs_name_the_path)
 {
     rt_error err;
@@ -210,6 +250,7 @@ int main(void)
     T_RUN(header_only_open);
     T_RUN(writer_refusals);
     T_RUN(overwrite_replaces_and_leaves_no_tmp);
+    T_RUN(writer_reports_digest_and_size);
     T_RUN(missing_files_and_dirs_name_the_path);
     ck_rmrf(dir);
     return T_EXIT();

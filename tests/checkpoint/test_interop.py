@@ -5,6 +5,7 @@ checksums recomputed from docs/checkpoint-format.md), Kiln reads files written b
 safetensors; plain files are byte-identical; a file re-saved by Python (metadata in
 hash order) still validates. CKPT_TOOL is tests/checkpoint/ckpt_tool (set by meson).
 """
+import ctypes
 import json
 import os
 import struct
@@ -48,6 +49,16 @@ def split(path):
     return json.loads(raw[8:8 + n]), raw[8 + n:]
 
 
+# XXH3-64 from Debian's libxxhash (format v2's data checksum), through ctypes.
+_XXH = ctypes.CDLL("libxxhash.so.0")
+_XXH.XXH3_64bits.restype = ctypes.c_uint64
+_XXH.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+
+
+def xxh3(data):
+    return "%016x" % _XXH.XXH3_64bits(bytes(data), len(data))
+
+
 def header_crc32(header):
     """The canonical header checksum, as docs/checkpoint-format.md specifies it."""
     crc = 0
@@ -67,11 +78,15 @@ def header_crc32(header):
 
 
 def with_kiln_checksums(tensors, meta):
-    """meta plus data_crc32/header_crc32 for the file safetensors would write."""
+    """meta plus the data checksum of its format_version (v1: data_crc32, v2:
+    data_xxh3) and header_crc32 for the file safetensors would write."""
     meta = dict(meta)
     raw = save(tensors, metadata=meta)
     (n,) = struct.unpack("<Q", raw[:8])
-    meta["data_crc32"] = "%08x" % zlib.crc32(raw[8 + n:])
+    if meta["format_version"] == "1":
+        meta["data_crc32"] = "%08x" % zlib.crc32(raw[8 + n:])
+    else:
+        meta["data_xxh3"] = xxh3(raw[8 + n:])
     header = json.loads(raw[8:8 + n])
     header["__metadata__"] = meta
     meta["header_crc32"] = header_crc32(header)
@@ -91,7 +106,7 @@ def test_python_reads_kiln_checkpoint(tmp_path):
         meta = f.metadata()
         assert sorted(f.keys()) == sorted(want)
         np.testing.assert_array_equal(f.get_tensor("state.rng"), want["state.rng"])
-    assert meta["format"] == "kiln-checkpoint" and meta["format_version"] == "1"
+    assert meta["format"] == "kiln-checkpoint" and meta["format_version"] == "2"
     assert meta["step"] == "77" and meta["epoch"] == "3"
     assert meta["run_id"] == "run-été"
     assert meta["model_spec"] == 'conv2d 4 3\n\trelu\n"q" \\ /'
@@ -99,18 +114,19 @@ def test_python_reads_kiln_checkpoint(tmp_path):
     assert json.loads(meta["metric"]) == {"name": "val_accuracy", "value": 0.8125,
                                           "mode": "max", "step": 77}
     header, data = split(path)
-    assert meta["data_crc32"] == "%08x" % zlib.crc32(data)
+    assert meta["data_xxh3"] == xxh3(data) and "data_crc32" not in meta
     assert meta["header_crc32"] == header_crc32(header)
     (n,) = struct.unpack("<Q", open(path, "rb").read(8))
     assert n % 8 == 0  # data area 8-byte aligned, as the reference pads
 
 
-def test_kiln_reads_python_checkpoint(tmp_path):
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_kiln_reads_python_checkpoint(tmp_path, version):
     path = str(tmp_path / "py.safetensors")
     tensors = reference_tensors()
     tensors["model.big"] = np.random.default_rng(0).standard_normal((33, 17)).astype(np.float32)
     meta = with_kiln_checksums(tensors, {
-        "format": "kiln-checkpoint", "format_version": "1", "kiln_version": "0.1.0",
+        "format": "kiln-checkpoint", "format_version": version, "kiln_version": "0.1.0",
         "step": "5", "epoch": "1", "model_spec": "dense 10\n", "optimizer": "sgd"})
     save_file(tensors, path, metadata=meta)
     out = json.loads(tool("dump", path).stdout)

@@ -198,45 +198,6 @@ T_TEST(malformed_names_the_line) {
     }
 }
 
-T_TEST(python_literals) {
-    json_t *v = fm_lit_python(" [1, -2.5e3, 'a\\'b', \"\\u00e9\", True, None, (3,), {'k': [ ]}] ");
-    ASSERT(v != NULL);
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENSURE_ASCII);
-    ASSERT_STR_EQ(s, "[1,-2500.0,\"a'b\",\"\\u00E9\",true,null,[3],{\"k\":[]}]");
-    free(s);
-    char *r = fm_lit_repr(v);
-    ASSERT_STR_EQ(r, "[1, -2500.0, \"a'b\", '\xc3\xa9', True, None, [3], {'k': []}]");
-    free(r);
-    json_decref(v);
-    static const char *not_literals[] = {"1+1", "x", "[1, 2", "'abc", "f(3)", "1_", "{1: 2}",
-                                         "1e", "'''a'''", "", "(", "--1", "1 2", "0.1.2"};
-    for (size_t i = 0; i < sizeof not_literals / sizeof not_literals[0]; i++) {
-        json_t *x = fm_lit_python(not_literals[i]);
-        if (x) fprintf(stderr, "  parsed as literal: %s\n", not_literals[i]);
-        ASSERT(x == NULL);
-    }
-    v = fm_lit_python("1_000");
-    ASSERT_EQ(json_integer_value(v), 1000);
-    json_decref(v);
-    v = fm_lit_python("99999999999999999999");   /* too big for an int: a real */
-    ASSERT(json_is_real(v));
-    json_decref(v);
-    char deep[300];
-    memset(deep, '[', sizeof deep - 1);
-    deep[sizeof deep - 1] = '\0';
-    ASSERT(fm_lit_python(deep) == NULL);   /* depth-limited, no stack overflow */
-    static const struct { double d; const char *repr; } reals[] = {
-        {0.1, "0.1"}, {10.0, "10.0"}, {1e-5, "1e-05"}, {1.5e20, "1.5e+20"}, {0.0001, "0.0001"},
-        {123456.789, "123456.789"}, {1e16, "1e+16"}, {-0.5, "-0.5"}, {1.0 / 3, "0.3333333333333333"}};
-    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
-        v = json_real(reals[i].d);
-        r = fm_lit_repr(v);
-        ASSERT_STR_EQ(r, reals[i].repr);
-        free(r);
-        json_decref(v);
-    }
-}
-
 /* Random bytes and random mixes of annotation fragments: never a crash, always a
  * clean answer (0, or -1 with a SyntaxError/MemoryError naming a line). */
 T_TEST(fuzz_does_not_crash) {
@@ -297,7 +258,6 @@ int main(void) {
     T_RUN(every_kind_both_spellings);
     T_RUN(details);
     T_RUN(malformed_names_the_line);
-    T_RUN(python_literals);
     T_RUN(fuzz_does_not_crash);
     T_RUN(size_limit);
     return T_EXIT();

@@ -1,11 +1,12 @@
 /* ckpt.c - fuzz target: checkpoint files (rt_ckpt_reader_open: safetensors prefix and
- * JSON header index, Kiln's metadata contract, header and data CRC-32s, the data
- * area), then every reader accessor: tensors by index and name, rt_ckpt_reader_get
+ * JSON header index, Kiln's metadata contract, the header CRC-32 and the data checksum
+ * (v1 CRC-32, v2 XXH3-64), the data area), then every reader accessor: tensors by index and name, rt_ckpt_reader_get
  * with each tensor's own dtype and shape, typed metadata and metrics. The header
  * parser (rt_st_index_parse) is also fed the header bytes directly.
  * Input: byte 0 = flags, then the file.
- *   flags & 1: the harness rewrites data_crc32 and header_crc32 to the right values
- *              (when the header parses), so the fuzzer gets past the checksums;
+ *   flags & 1: the harness rewrites data_crc32 / data_xxh3 (whichever the header has)
+ *              and header_crc32 to the right values (when the header parses), so the
+ *              fuzzer gets past the checksums;
  *   flags & 2: open header-only (RT_CKPT_OPEN_HEADER_ONLY).
  * Invariants: an opened reader's tensors lie inside the file; a tensor read with its
  * own dtype and shape succeeds on a full reader; errors name the file. */
@@ -47,7 +48,7 @@ static uint8_t *assemble(json_t *h, const uint8_t *data, size_t dlen, size_t *ou
     return f;
 }
 
-/* Rewrites the two CRCs of file (if its header parses); new buffer or NULL. */
+/* Rewrites the checksums of file (if its header parses); new buffer or NULL. */
 static uint8_t *fix_crcs(const uint8_t *file, size_t size, size_t *outlen)
 {
     if (size < 8) return NULL;
@@ -59,9 +60,15 @@ static uint8_t *fix_crcs(const uint8_t *file, size_t size, size_t *outlen)
     json_t *meta = json_object_get(h, "__metadata__");
     uint8_t *out = NULL;
     if (json_is_object(meta)) {
-        char hex[9];
-        rtp_ckpt_crc_hex((uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), data, dlen), hex);
-        json_object_set_new(meta, RT_CKPT_KEY_DATA_CRC, json_string(hex));
+        char hex[17];
+        if (json_object_get(meta, RT_CKPT_KEY_DATA_CRC)) {
+            rtp_ckpt_crc_hex((uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), data, dlen), hex);
+            json_object_set_new(meta, RT_CKPT_KEY_DATA_CRC, json_string(hex));
+        }
+        if (json_object_get(meta, RT_CKPT_KEY_DATA_XXH3)) {
+            rtp_ckpt_xxh3_hex(rtp_ckpt_xxh3(data, dlen), hex);
+            json_object_set_new(meta, RT_CKPT_KEY_DATA_XXH3, json_string(hex));
+        }
         size_t l1 = 0;
         uint8_t *f1 = assemble(h, data, dlen, &l1);
         rt_st_index *ix = NULL;

@@ -1,4 +1,4 @@
-/* fz.h - shared by the fuzz targets in tests/fuzz/ (issue 9).
+/* fz.h - shared by the fuzz targets in tests/fuzz/.
  *
  * Each target is one file defining LLVMFuzzerTestOneInput (and optionally
  * LLVMFuzzerInitialize). It is linked twice: with libFuzzer (-Dfuzz=true, clang,

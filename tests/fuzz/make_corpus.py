@@ -185,6 +185,9 @@ ten = {"model.0.dense.weight": ("F32", [2, 4], struct.pack("<8f", *range(8))),
        "model.0.dense.bias": ("F32", [2], struct.pack("<2f", 0.5, -0.5)),
        "state.rng": ("U64", [], struct.pack("<Q", 12345))}
 put("ckpt", "valid-fixcrc", b"\x01" + st(ten, meta))
+meta2 = {k: v for k, v in meta.items() if k != "data_crc32"}
+meta2.update(format_version="2", data_xxh3="0000000000000000")
+put("ckpt", "valid-v2-fixsum", b"\x01" + st(ten, meta2))
 put("ckpt", "valid-header-only", b"\x03" + st(ten, meta))
 put("ckpt", "invalid-crc", b"\x00" + st(ten, meta))
 put("ckpt", "invalid-not-kiln", b"\x01" + st(ten, {"format": "pt"}))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target in tests/fuzz/ for SECONDS each (issue 9).
+# Runs every libFuzzer target in tests/fuzz/ for SECONDS each.
 #   tests/fuzz/run-all.sh SECONDS [TARGET...]
 # Build first:  CC=clang meson setup build-fuzz -Dfuzz=true \
 #                 -Db_sanitize=address,undefined -Db_lundef=false

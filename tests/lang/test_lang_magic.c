@@ -93,6 +93,35 @@ T_TEST(interpolation_and_shell_vars)
     kl_engine_destroy(e);
 }
 
+/* An interpolated value is one value: not re-split into words or options, in a shell
+ * line (quoted for sh, whatever quotes surround it) or in a magic's options; $!name and
+ * {!expr} splice raw text into a shell line for those who want that. */
+T_TEST(interpolated_value_is_one_value)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    run r;
+    run_cell(e, "evil = 'x; echo INJECTED > /dev/stderr'\n"
+                "q = \"it's \\\"q\\\" $HOME `id` \\\\\"\n"
+                "!echo $evil\n!echo {evil}\n!echo \"[$q]\" '[$q]' [$q]", &r);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT(strstr(r.cap.err, "INJECTED") == NULL); /* the ; did not start a command */
+    ASSERT_STR_EQ(r.cap.out, "x; echo INJECTED > /dev/stderr\n"
+                             "x; echo INJECTED > /dev/stderr\n"
+                             "[it's \"q\" $HOME `id` \\] [it's \"q\" $HOME `id` \\] "
+                             "[it's \"q\" $HOME `id` \\]\n");
+    run_cell(e, "words = 'one two'\n!printf '<%s>' $!words {!words} $words", &r);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT_STR_EQ(r.cap.out, "<one><two><one><two><one two>");
+    /* an option smuggled in a value stays part of that value */
+    run_cell(e, "e = '2 --lr fast'\n%train cnn --epochs $e", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_CONTAINS(r.err.evalue, "--epochs expects an integer, got '2 --lr fast'");
+    run_cell(e, "e = \"2' --lr 'fast\"\n%train cnn --epochs \"{e}\"", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_CONTAINS(r.err.evalue, "got '2' --lr 'fast'");
+    kl_engine_destroy(e);
+}
+
 /* An undefined name in a magic's arguments: {expr} is a NameError naming the magic; an
  * undefined $name stays as written (as in IPython) and an option that then fails to
  * parse asks whether it is defined (it said only "expects a number, got '{lr}'"). */
@@ -231,6 +260,24 @@ T_TEST(is_complete_complete_inspect)
     c = kl_engine_complete(e, "learn_x.up", 10);
     ASSERT(has_match(c, "upper"));
     json_decref(c);
+    /* methods come from the table the calls use: every completion of "v." runs */
+    char code[256];
+    run_cell(e, "lst = [1]\ndd = {'k': 'v'}", &r);
+    static const char *const values[][2] = {{"learn_x", "8"}, {"lst", "2"}, {"dd", "4"}};
+    for (size_t v = 0; v < 3; v++) {
+        snprintf(code, sizeof code, "%s.", values[v][0]);
+        c = kl_engine_complete(e, code, (int)strlen(code));
+        json_t *m = json_object_get(c, "matches");
+        ASSERT_EQ((long long)json_array_size(m), atoll(values[v][1]));
+        for (size_t k = 0; k < json_array_size(m); k++) {
+            char call[128];
+            const char *name = json_string_value(json_array_get(m, k));
+            snprintf(call, sizeof call, "%s.%s()", values[v][0], name);
+            run_cell(e, call, &r);
+            if (r.rc) ASSERT(strcmp(r.err.ename, "AttributeError") != 0);
+        }
+        json_decref(c);
+    }
     c = kl_engine_complete(e, "é = lear", 8);   /* cursor counts code points */
     ASSERT(has_match(c, "learning_rate"));
     ASSERT_EQ(json_integer_value(json_object_get(c, "cursor_start")), 4);
@@ -239,7 +286,7 @@ T_TEST(is_complete_complete_inspect)
     ASSERT(has_match(c, "$learning_rate"));
     json_decref(c);
     /* file names in magic and shell arguments */
-    char dir[] = "/tmp/kiln_complete_XXXXXX", code[256];
+    char dir[] = "/tmp/kiln_complete_XXXXXX";
     ASSERT(mkdtemp(dir) != NULL);
     char sub[300], file[300];
     snprintf(sub, sizeof sub, "%s/subdir", dir);
@@ -317,6 +364,7 @@ int main(void)
     T_RUN(args_parse_ok);
     T_RUN(args_parse_errors);
     T_RUN(interpolation_and_shell_vars);
+    T_RUN(interpolated_value_is_one_value);
     T_RUN(undefined_names_in_magic_args);
     T_RUN(convenience_magics);
     T_RUN(help);

@@ -2,9 +2,11 @@
 # Structural checks that keep the module boundaries true (run as a meson test):
 #   kernel -> magics -> runtime -> runtime/{cpu,cuda}; nothing points backwards.
 # - runtime/ includes no ZeroMQ, no Jupyter-side header, no OpenSSL except the
-#   SHA-256 of downloads, no jansson except checkpoint headers and the results store.
+#   SHA-256 of downloads, no jansson except checkpoint headers and manifests and the
+#   results store.
 # - magics/ includes no ZeroMQ/OpenSSL and nothing from kernel/.
 # - kernel/ and magics/ include no CUDA header; CUDA #ifdefs stay in runtime/cuda.
+# - private headers (NAME_internal.h, magics' mg_*.h) stay in their own folder.
 # - only kernel/jk_main.c calls exit() (children after fork use _exit).
 set -u
 root="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -29,7 +31,7 @@ inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]'
 check runtime "${inc}zmq\.h" "" "runtime includes ZeroMQ"
 check runtime "${inc}(mg|kl|fm|jk_[a-z_]*)\.h" "" "runtime includes a kernel/magics header"
 check runtime "${inc}openssl/" "^runtime/data/rt_sha256\.c$" "runtime includes OpenSSL"
-check runtime "${inc}jansson\.h" "^runtime/(rt_safetensors|rt_ckpt_[a-z_]*)\.c$|^runtime/results/" "runtime includes jansson"
+check runtime "${inc}jansson\.h" "^runtime/(rt_safetensors|rt_ckpt_[a-z_]*)\.c$|^runtime/results/|^runtime/store/rt_store_ckpt\.c$" "runtime includes jansson"
 check magics "${inc}(zmq\.h|openssl/)" "" "magics includes ZeroMQ/OpenSSL"
 check magics "${inc}(kl|fm|jk_[a-z_]*)\.h" "" "magics includes a kernel header"
 check kernel "${inc}(cuda|cudnn|cublas)[a-z_]*\.h" "" "kernel includes CUDA"
@@ -37,6 +39,19 @@ check magics "${inc}(cuda|cudnn|cublas)[a-z_]*\.h" "" "magics includes CUDA"
 check kernel "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "" "CUDA #ifdef outside runtime/cuda"
 check magics "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "" "CUDA #ifdef outside runtime/cuda"
 check runtime "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "^runtime/cuda/|^runtime/rt_backend\.c$" "CUDA #ifdef outside runtime/cuda"
+# magics/ headers other than mg.h (mg_run.h, mg_ckpt.h, ...) are private to magics/.
+check kernel "${inc}mg_[a-z_]+\.h" "" "kernel includes a private magics header"
+check runtime "${inc}mg_[a-z_]+\.h" "" "runtime includes a private magics header"
+# A private header (NAME_internal.h) is included only by files in its own folder.
+while IFS= read -r hdr; do
+  hname="$(basename "$hdr")"; hdir="$(dirname "$hdr")"
+  while IFS= read -r hit; do
+    file="${hit%%:*}"
+    [ "$(dirname "$file")" = "$hdir" ] && continue
+    bad "private header outside its folder: $hit"
+  done < <(grep -rnE --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh' \
+             "${inc}${hname//./\\.}\"" kernel magics runtime 2>/dev/null)
+done < <(find kernel magics runtime -name '*_internal.h' 2>/dev/null)
 for d in kernel magics runtime; do
   check "$d" "(^|[^_a-zA-Z0-9])exit[[:space:]]*\(" "^kernel/jk_main\.c$" "exit() outside kernel/jk_main.c"
 done

@@ -12,6 +12,7 @@
 
 #include "results_test_util.h"
 #include "rt_results.h"
+#include "rt_results_internal.h"
 #include "rt_results_query.h"
 #include "t.h"
 
@@ -527,6 +528,37 @@ T_TEST(t_mlflow_absent)
     rt_results_close(rs);
 }
 
+/* URLs lose their user-info before they are stored, shown or sent; credentials bound
+ * for another host over plain http are warned about (no request is made: the mirror's
+ * thread sends nothing before a run begins). */
+T_TEST(t_credentials_redacted_and_plain_http_warned)
+{
+    char out[256];
+    rt_results_redact("mlflow+http://alice:pw@x@host:5000/p?q=a@b", out, sizeof out);
+    ASSERT_STR_EQ(out, "mlflow+http://host:5000/p?q=a@b");
+    rt_results_redact("mlflow+https://host:5000", out, sizeof out);
+    ASSERT_STR_EQ(out, "mlflow+https://host:5000");
+    rt_results_redact("/data/user@site/results.sqlite", out, sizeof out);
+    ASSERT_STR_EQ(out, "/data/user@site/results.sqlite");
+    rtp_mlflow *m = NULL;
+    rt_error err = {0};
+    ASSERT_EQ(rtp_mlflow_create("http://alice:s3cret@192.0.2.7:5000/", "kiln", 1000,
+                                "/tmp/x.sqlite", &m, &err), RT_OK);
+    char *w = rtp_mlflow_take_warning(m);
+    ASSERT(w != NULL);
+    ASSERT_STR_CONTAINS(w, "plain http");
+    ASSERT_STR_CONTAINS(w, "http://192.0.2.7:5000");
+    ASSERT(strstr(w, "s3cret") == NULL && strstr(w, "alice") == NULL);
+    free(w);
+    rtp_mlflow_destroy(m, 0);
+    ASSERT_EQ(rtp_mlflow_create("http://alice:s3cret@127.0.0.1:9", "kiln", 1000,
+                                "/tmp/x.sqlite", &m, &err), RT_OK);
+    ASSERT(rtp_mlflow_take_warning(m) == NULL); /* loopback: nothing leaves the box */
+    rtp_mlflow_destroy(m, 0);
+    ASSERT(rtp_mlflow_is_loopback("localhost") && rtp_mlflow_is_loopback("[::1]") &&
+           !rtp_mlflow_is_loopback("10.0.0.1"));
+}
+
 /* Another connection holds the write lock (as another kernel committing would): the
  * training thread's log calls neither wait for it nor fail; the rows are written once
  * the lock is gone. (Were logging synchronous it would wait out the busy timeout and
@@ -581,6 +613,7 @@ int main(void)
     T_RUN(t_delete);
     T_RUN(t_spec_resolution);
     T_RUN(t_mlflow_absent);
+    T_RUN(t_credentials_redacted_and_plain_http_warned);
     T_RUN(t_logging_never_waits_for_the_lock);
     int rc = T_EXIT();
     if (rc == 0) tu_rmtree(g_dir);

@@ -8,6 +8,7 @@ bit for bit (Python floats from REAL columns), as must the final weights (read w
 `safetensors` package). Data: Fashion-MNIST (Debian's dataset-fashion-mnist), a
 1024-image subset; 2 epochs of batch 16 = 128 steps, a few seconds on 2 cores.
 """
+import ctypes
 import json
 import os
 import re
@@ -271,6 +272,16 @@ def header_len(path):
         return struct.unpack("<Q", f.read(8))[0]
 
 
+# XXH3-64 from Debian's libxxhash (format v2's data checksum), through ctypes.
+_XXH = ctypes.CDLL("libxxhash.so.0")
+_XXH.XXH3_64bits.restype = ctypes.c_uint64
+_XXH.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+
+
+def xxh3(data):
+    return "%016x" % _XXH.XXH3_64bits(bytes(data), len(data))
+
+
 def header_crc32(header):
     """docs/checkpoint-format.md section 4 (as tests/checkpoint/test_interop.py)."""
     crc = 0
@@ -289,11 +300,15 @@ def header_crc32(header):
 
 
 def write_checked(dst, tensors, meta):
-    """A safetensors file with Kiln's two checksums filled in for meta."""
-    meta = dict(meta)
+    """A safetensors file with Kiln's two checksums filled in for meta (the data one
+    as its format_version defines it: v1 CRC-32, later XXH3-64)."""
+    meta = {k: v for k, v in meta.items() if k not in ("data_crc32", "data_xxh3")}
     raw = save(tensors, metadata=meta)
     (n,) = struct.unpack("<Q", raw[:8])
-    meta["data_crc32"] = "%08x" % zlib.crc32(raw[8 + n:])
+    if meta["format_version"] == "1":
+        meta["data_crc32"] = "%08x" % zlib.crc32(raw[8 + n:])
+    else:
+        meta["data_xxh3"] = xxh3(raw[8 + n:])
     header = json.loads(raw[8:8 + n])
     header["__metadata__"] = meta
     meta["header_crc32"] = header_crc32(header)
@@ -337,8 +352,25 @@ def test_damaged_newest_is_skipped_with_a_warning(tmp, reference, damage):
     assert os.path.exists(bad)  # damaged files are left for a human
 
 
+def test_format_v1_checkpoint_resumes(tmp, reference):
+    """A checkpoint from a kiln before format v2 (data checksum zlib CRC-32) resumes;
+    the same file with one data byte flipped is refused."""
+    src = ckpt(reference["dir"], 96)
+    path = os.path.join(tmp, "v1.safetensors")
+    rewrite(src, path, format_version="1")
+    with safe_open(path, framework="np") as f:
+        assert "data_crc32" in f.metadata() and "data_xxh3" not in f.metadata()
+    k = new_kernel(setup=False)
+    c = run(k, f"%resume {path}")
+    assert "step 96 of" in c.text
+    flip(path, os.path.getsize(path) - 7)
+    c = run(k, f"%resume {path}", ok=False)
+    k.close()
+    assert "data checksum mismatch" in c.reply["evalue"], c.reply["evalue"]
+
+
 @pytest.mark.parametrize("case,ename,words", [
-    ("newer format", "ValueError", ["format v2", "upgrade"]),
+    ("newer format", "ValueError", ["format v3", "upgrade"]),
     ("other data set", "ValueError", ["checksum", "fashion-mnist"]),
     ("weights only", "ValueError", ["weights only"]),
     ("missing", "FileNotFoundError", ["does not exist"]),
@@ -348,7 +380,7 @@ def test_bad_checkpoints_are_clear_errors(tmp, reference, case, ename, words):
     path = os.path.join(tmp, case.replace(" ", "-") + ".safetensors")
     k = new_kernel(setup=False)
     if case == "newer format":
-        rewrite(src, path, format_version="2")
+        rewrite(src, path, format_version="3")
     elif case == "other data set":
         with safe_open(src, framework="np") as f:
             ds = json.loads(f.metadata()["dataset"])
@@ -441,6 +473,72 @@ def test_train_on_a_run_dir_of_another_model(tmp, reference):
     assert f"This run goes to {rd}-v2 (the run in {rd} is kept" in c.text, c.text
     assert sorted(os.listdir(rd)) == before
     assert any(f.endswith(".safetensors") for f in os.listdir(rd + "-v2"))
+
+
+class Listener:
+    """A TCP port on 127.0.0.1 that records every connection made to it."""
+
+    def __init__(self):
+        import socket
+        import threading
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.hits, self.stop = [], threading.Event()
+        self.thread = threading.Thread(target=self.serve)
+        self.thread.start()
+
+    def serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            conn.settimeout(1)
+            try:
+                self.hits.append(conn.recv(65536))
+            except OSError:
+                self.hits.append(b"")
+            conn.close()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+
+def test_a_tampered_checkpoint_chooses_no_destination(tmp, reference):
+    """A checkpoint whose metadata names an MLflow server, another run directory and a
+    data set URL: resuming it sends nothing anywhere, writes only into the directory the
+    user named, and says the checkpoint's own destinations are not used."""
+    lis = Listener()
+    user_dir, elsewhere = os.path.join(tmp, "tampered"), os.path.join(tmp, "elsewhere")
+    os.makedirs(user_dir)
+    os.makedirs(elsewhere)
+    src = ckpt(reference["dir"], 96)
+    with safe_open(src, framework="np") as f:
+        hp = json.loads(f.metadata()["hyperparameters"])
+        ds = json.loads(f.metadata()["dataset"])
+    hp.update(results=f"mlflow+http://127.0.0.1:{lis.port}", run_dir=elsewhere)
+    rewrite(src, ckpt(user_dir, 96), hyperparameters=json.dumps(hp),
+            results_store=os.path.join(elsewhere, "r.sqlite"))
+    loose = os.path.join(tmp, "tampered-url.safetensors")
+    ds["name"] = f"http://127.0.0.1:{lis.port}/data/"
+    rewrite(src, loose, hyperparameters=json.dumps(hp), dataset=json.dumps(ds))
+    try:
+        k = new_kernel(setup=False)
+        c = run(k, f"%resume {user_dir}")
+        bad = run(k, f"%resume {loose}", ok=False)
+        k.close()
+    finally:
+        lis.close()
+    assert lis.hits == [], lis.hits
+    assert os.listdir(elsewhere) == []
+    assert "step 96 of" in c.text and "not used" in c.text, c.text
+    assert os.path.exists(ckpt(user_dir, STEPS))  # new checkpoints where the user said
+    assert bad.reply["ename"] == "ValueError" and "does not choose" in bad.reply["evalue"]
 
 
 def kiln_run(nb, out, env=None, args=()):

@@ -1,7 +1,7 @@
 /* test_fashion_mnist.c - accuracy on real data (suite 'slow'): the PyTorch MNIST example
  * network trained for 2 epochs on Fashion-MNIST (Adam lr 1e-3, batch 128, seed 1) must
  * reach >= 89.9% test accuracy, the low end of what PyTorch's own run of the same recipe
- * reaches (issue 3: 89.9-90.2%). Skips (77) when the data set is not installed (Debian
+ * reaches (89.9-90.2%). Skips (77) when the data set is not installed (Debian
  * package dataset-fashion-mnist). About 3.5 CPU-minutes; hence 'slow'.
  * The run is deterministic for a given OpenBLAS kernel set, but the margin is thin, as
  * for PyTorch itself. Measured (2026-11-30, same recipe and normalisation):

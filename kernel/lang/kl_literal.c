@@ -1,0 +1,78 @@
+/* kl_literal.c - Python literals without an engine: kl_literal_parse reads one
+ * (numbers, strings, True/False/None, lists, tuples and str-keyed dicts of literals,
+ * unary minus) with the cell language's lexer and parser, and kl_value_repr writes
+ * any value as the engine's repr() does. `kiln run -p` and the Colab forms use both,
+ * so a value reads and prints the same way wherever it comes from. */
+#include <string.h>
+
+#include "kl_internal.h"
+
+/* The node's value when it is a literal; NULL otherwise (names, calls, operators). */
+static json_t *literal_value(const klp_node *n)
+{
+    json_t *r = NULL, *k;
+    switch (n->kind) {
+    case KLP_N_CONST_INT: return json_integer(n->ival);
+    case KLP_N_CONST_FLOAT: return json_real(n->fval);
+    case KLP_N_CONST_STR: return json_stringn(n->str, n->len);
+    case KLP_N_NONE: return json_null();
+    case KLP_N_TRUE: return json_true();
+    case KLP_N_FALSE: return json_false();
+    case KLP_N_UNARY:
+        if (n->kids[0]->kind == KLP_N_CONST_INT)
+            return json_integer(n->op[0] == '-' ? -n->kids[0]->ival : n->kids[0]->ival);
+        if (n->kids[0]->kind == KLP_N_CONST_FLOAT)
+            return json_real(n->op[0] == '-' ? -n->kids[0]->fval : n->kids[0]->fval);
+        return NULL;
+    case KLP_N_LIST:
+    case KLP_N_TUPLE:
+        r = json_array();
+        for (size_t i = 0; r && i < n->n; i++)
+            if (json_array_append_new(r, literal_value(n->kids[i])) < 0) {
+                json_decref(r);
+                r = NULL;
+            }
+        return r;
+    case KLP_N_DICT:
+        r = json_object();
+        for (size_t i = 0; r && i + 1 < n->n; i += 2) {
+            k = literal_value(n->kids[i]);
+            if (!json_is_string(k) || json_object_setn_new(r, json_string_value(k),
+                    json_string_length(k), literal_value(n->kids[i + 1])) < 0) {
+                json_decref(r);
+                r = NULL;
+            }
+            json_decref(k);
+        }
+        return r;
+    default:
+        return NULL;
+    }
+}
+
+json_t *kl_literal_parse(const char *text)
+{
+    if (!text || !klp_utf8_valid(text, strlen(text))) return NULL;
+    text += strspn(text, " \t");   /* an indented line would be an IndentationError */
+    klp_arena *a = klp_arena_create();
+    klp_node *n;
+    klp_err err = {0};
+    json_t *v = a && klp_parse_expr(a, text, &n, &err) == 0 ? literal_value(n) : NULL;
+    klp_arena_destroy(a);
+    return v;
+}
+
+char *kl_value_repr(const json_t *v)
+{
+    klp_buf b = {0};
+    if (v) klp_repr(&b, (json_t *)v);
+    else klp_buf_puts(&b, "None");
+    klp_buf_add(&b, "", 0);
+    if (b.oom) {
+        klp_buf_free(&b);
+        return NULL;
+    }
+    return b.s;
+}
+
+int kl_utf8_valid(const char *s, size_t n) { return klp_utf8_valid(s, n); }

@@ -1,0 +1,46 @@
+/* rt_image.h - private to runtime/data/: one decoded image, and the steps that turn a
+ * PNG or JPEG file into the C x H x W bytes of an image-folder data set.
+ *
+ *   rtp_image_decode   PNG (libpng) or JPEG (libturbojpeg), recognised by content, not
+ *                      by name; 8-bit grey or RGB out (alpha dropped, palettes expanded);
+ *   rtp_image_channels grey <-> RGB with Pillow's conversion (ITU-R 601-2 luma);
+ *   rtp_image_fit      resize (bilinear, Pillow's antialiased resampling, bit for bit)
+ *                      so the image covers H x W, then the centred H x W crop, as CHW.
+ * Every error names the file (`what`) and says what is wrong with it.
+ */
+#ifndef RT_IMAGE_H
+#define RT_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_error.h"
+
+/* Images above this many pixels are refused from their header, before any pixel
+ * memory is allocated: Pillow's own decompression-bomb limit (MAX_IMAGE_PIXELS). */
+#define RTP_IMAGE_MAX_PIXELS 89478485ULL
+
+typedef struct rtp_image {
+    int w, h, c;             /* c = 1 (grey) or 3 (RGB) */
+    uint8_t *px;             /* (H, W, C) interleaved, owned (malloc) */
+} rtp_image;
+
+void rtp_image_deinit(rtp_image *im);
+
+/* Decodes buf[0..len) (a whole file) into out. RT_EFORMAT naming `what` for: an empty
+ * file, neither PNG nor JPEG, a truncated or corrupt stream, CMYK/YCCK JPEG, 16-bit
+ * PNG, and a header claiming more than max_pixels (before allocating). RT_ENOTFOUND
+ * when libturbojpeg cannot be loaded. On error out is left empty. */
+rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what,
+                           uint64_t max_pixels, rtp_image *out, rt_error *err);
+
+/* Converts im in place to c channels (1 or 3). RT_ENOMEM only. */
+rt_status rtp_image_channels(rtp_image *im, int c, rt_error *err);
+
+/* Writes im resized to cover (H, W) and centre-cropped into out (C, H, W) bytes.
+ * The resize keeps the aspect ratio: the side that fits exactly gets its target, the
+ * other floor(target * other / side); the crop drops floor(extra / 2) at the top/left.
+ * RT_ENOMEM only. */
+rt_status rtp_image_fit(const rtp_image *im, int h, int w, uint8_t *out, rt_error *err);
+
+#endif

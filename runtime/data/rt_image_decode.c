@@ -1,0 +1,187 @@
+/* rt_image_decode.c - PNG (libpng) and JPEG (libturbojpeg) files held in memory ->
+ * 8-bit grey or RGB pixels.
+ *
+ * The format comes from the first bytes, never from the file name, so a text file
+ * called cat.png is named as "not a PNG or JPEG" rather than fed to a decoder. The
+ * header is read first and the image refused when it claims more than max_pixels,
+ * so a decompression bomb (a few hundred bytes saying 100000 x 100000) costs no
+ * allocation. What Pillow's convert("RGB") / ("L") would keep is kept: PNG alpha is
+ * dropped (not composited), palettes and 1/2/4-bit grey are expanded; 16-bit PNG and
+ * CMYK/YCCK JPEG are refused by name rather than quietly reduced. A JPEG warning
+ * (libjpeg's "premature end of data": a truncated file) is an error: a half-grey
+ * picture would otherwise train silently.
+ */
+#include "rt_image.h"
+
+#include "rt_turbojpeg_dl.h"
+
+#include <png.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rtp_image_deinit(rtp_image *im)
+{
+    if (!im) return;
+    free(im->px);
+    memset(im, 0, sizeof *im);
+}
+
+static rt_status too_big(const char *what, uint64_t w, uint64_t h, uint64_t max,
+                         rt_error *err)
+{
+    return RT_ERR(err, RT_EFORMAT, "%s: the header says %llu x %llu pixels, over the limit "
+                  "of %llu (a decompression bomb?); refused before decoding", what,
+                  (unsigned long long)w, (unsigned long long)h, (unsigned long long)max);
+}
+
+/* ---- JPEG ---- */
+
+static rt_status decode_jpeg(const uint8_t *buf, size_t len, const char *what,
+                             uint64_t max_pixels, rtp_image *out, rt_error *err)
+{
+    const rtp_tj_fns *tj;
+    RT_TRY(rtp_turbojpeg_lib(&tj, err));
+    tjhandle h = tj->init_decompress();
+    if (!h) return RT_ERR(err, RT_ENOMEM, "%s: cannot start a JPEG decoder", what);
+    int w = 0, ht = 0, sub = 0, cs = 0;
+    rt_status st = RT_OK;
+    if (len > (size_t)0xffffffffUL) {
+        st = RT_ERR(err, RT_EFORMAT, "%s: a JPEG over 4 GiB", what);
+    } else if (tj->decompress_header3(h, buf, (unsigned long)len, &w, &ht, &sub, &cs) != 0) {
+        st = RT_ERR(err, RT_EFORMAT, "%s: not a valid JPEG: %s", what, tj->error_str2(h));
+    } else if (w <= 0 || ht <= 0) {
+        st = RT_ERR(err, RT_EFORMAT, "%s: a JPEG of %d x %d pixels", what, w, ht);
+    } else if ((uint64_t)w * (uint64_t)ht > max_pixels) {
+        st = too_big(what, (uint64_t)w, (uint64_t)ht, max_pixels, err);
+    } else if (cs == TJCS_CMYK || cs == TJCS_YCCK) {
+        st = RT_ERR(err, RT_EFORMAT, "%s: a CMYK JPEG; only greyscale and RGB/YCbCr JPEGs "
+                    "are read ---> HINT: convert it to RGB (e.g. convert IN -colorspace sRGB "
+                    "OUT)", what);
+    }
+    if (st == RT_OK) {
+        int c = cs == TJCS_GRAY ? 1 : 3;
+        out->px = malloc((size_t)w * (size_t)ht * (size_t)c);
+        if (!out->px) {
+            st = RT_ERR(err, RT_ENOMEM, "%s: out of memory for %d x %d pixels", what, w, ht);
+        } else if (tj->decompress2(h, buf, (unsigned long)len, out->px, w, 0, ht,
+                                   c == 1 ? TJPF_GRAY : TJPF_RGB, 0) != 0) {
+            st = RT_ERR(err, RT_EFORMAT, "%s: %s JPEG: %s", what,
+                        tj->error_code(h) == TJERR_WARNING ? "a damaged or truncated"
+                                                           : "cannot decode the",
+                        tj->error_str2(h));
+        } else {
+            out->w = w;
+            out->h = ht;
+            out->c = c;
+        }
+    }
+    tj->destroy(h);
+    if (st != RT_OK) rtp_image_deinit(out);
+    return st;
+}
+
+/* ---- PNG ---- */
+
+typedef struct png_src {
+    const uint8_t *buf;
+    size_t len, pos;
+    char msg[160];           /* libpng's error text */
+} png_src;
+
+static void png_read_mem(png_structp p, png_bytep dst, png_size_t n)
+{
+    png_src *s = png_get_io_ptr(p);
+    if (n > s->len - s->pos) png_error(p, "the file ends early (truncated)");
+    memcpy(dst, s->buf + s->pos, n);
+    s->pos += n;
+}
+
+static void png_on_error(png_structp p, png_const_charp msg)
+{
+    png_src *s = png_get_error_ptr(p);
+    snprintf(s->msg, sizeof s->msg, "%s", msg);
+    png_longjmp(p, 1);
+}
+
+static void png_on_warning(png_structp p, png_const_charp msg) { (void)p; (void)msg; }
+
+static rt_status decode_png(const uint8_t *buf, size_t len, const char *what,
+                            uint64_t max_pixels, rtp_image *out, rt_error *err)
+{
+    png_src src = {.buf = buf, .len = len};
+    png_structp p = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_on_error,
+                                           png_on_warning);
+    png_infop info = p ? png_create_info_struct(p) : NULL;
+    if (!info) {
+        png_destroy_read_struct(p ? &p : NULL, NULL, NULL);
+        return RT_ERR(err, RT_ENOMEM, "%s: cannot start a PNG decoder", what);
+    }
+    /* Set before setjmp and read after a longjmp: volatile, so not kept in registers. */
+    uint8_t *volatile px = NULL;
+    png_bytep *volatile rows = NULL;
+    volatile rt_status st = RT_OK;
+    if (setjmp(png_jmpbuf(p))) {
+        if (st == RT_OK)
+            st = RT_ERR(err, RT_EFORMAT, "%s: not a valid PNG: %s", what, src.msg);
+        goto done;
+    }
+    png_set_read_fn(p, &src, png_read_mem);
+    png_set_user_limits(p, 0x7fffffff, 0x7fffffff);   /* our own limit below, by area */
+    png_read_info(p, info);
+    png_uint_32 w = png_get_image_width(p, info), h = png_get_image_height(p, info);
+    int depth = png_get_bit_depth(p, info), type = png_get_color_type(p, info);
+    if ((uint64_t)w * (uint64_t)h > max_pixels) {
+        st = too_big(what, w, h, max_pixels, err);
+        goto done;
+    }
+    if (depth == 16) {
+        st = RT_ERR(err, RT_EFORMAT, "%s: a 16-bit PNG; only 8-bit (and lower) PNGs are "
+                    "read ---> HINT: save it with 8 bits per channel", what);
+        goto done;
+    }
+    if (type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(p);
+    if (type == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(p);
+    if (type & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(p);
+    png_set_interlace_handling(p);
+    png_read_update_info(p, info);
+    int c = (int)png_get_channels(p, info);
+    if (c != 1 && c != 3) {
+        st = RT_ERR(err, RT_EFORMAT, "%s: a PNG with %d channels after expansion", what, c);
+        goto done;
+    }
+    px = malloc((size_t)w * (size_t)h * (size_t)c);
+    rows = malloc((size_t)h * sizeof *rows);
+    if (!px || !rows) {
+        st = RT_ERR(err, RT_ENOMEM, "%s: out of memory for %u x %u pixels", what, w, h);
+        goto done;
+    }
+    for (png_uint_32 y = 0; y < h; y++) rows[y] = px + (size_t)y * w * (size_t)c;
+    png_read_image(p, rows);
+    out->w = (int)w;
+    out->h = (int)h;
+    out->c = c;
+    out->px = px;
+    px = NULL;
+done:
+    png_destroy_read_struct(&p, &info, NULL);
+    free(px);
+    free(rows);
+    return st;
+}
+
+rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what,
+                           uint64_t max_pixels, rtp_image *out, rt_error *err)
+{
+    static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    memset(out, 0, sizeof *out);
+    if (len == 0) return RT_ERR(err, RT_EFORMAT, "%s: an empty file (0 bytes)", what);
+    if (len >= 8 && !memcmp(buf, png_sig, 8))
+        return decode_png(buf, len, what, max_pixels, out, err);
+    if (len >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff)
+        return decode_jpeg(buf, len, what, max_pixels, out, err);
+    return RT_ERR(err, RT_EFORMAT, "%s: not a PNG or JPEG image (it starts with bytes "
+                  "%02x %02x %02x %02x)", what, buf[0], len > 1 ? buf[1] : 0,
+                  len > 2 ? buf[2] : 0, len > 3 ? buf[3] : 0);
+}

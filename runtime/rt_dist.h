@@ -1,0 +1,77 @@
+/* rt_dist.h - data-parallel ranks: who this process is in a launch, and the
+ * collectives the trainer needs (a sum all-reduce, a broadcast), over MPI.
+ *
+ * A launch is described by the launcher's variables (rt_dist_env_read): OpenMPI's
+ * OMPI_COMM_WORLD_*, PMI_RANK/PMI_SIZE (MPICH, Intel MPI, Slurm's PMI), SLURM_PROCID/
+ * SLURM_NTASKS/SLURM_LOCALID (srun), or torchrun's RANK/WORLD_SIZE/LOCAL_RANK. No
+ * variable, or a world of 1, is a single process: nothing below opens MPI then.
+ *
+ * The world (rt_dist_world) is the process's MPI_COMM_WORLD, opened on first use:
+ * libmpi is dlopen'ed (runtime/rt_dist_mpi.c says why) and MPI_Init'ed once per process
+ * (MPI allows no second MPI_Init, so the world is a process-wide object, like the
+ * dlopen'ed tables of rt_dl.h). Every collective waits at most the world's timeout
+ * (KILN_DIST_TIMEOUT seconds, default 600, as PyTorch's process groups): a rank that
+ * died or hangs makes the others fail with RT_EDEVICE_LOST and a message naming the
+ * collective, the step and the timeout, instead of waiting forever. After that the
+ * world is broken: every later collective fails at once, and the process does not call
+ * MPI_Finalize (which would wait for the dead rank); the launcher ends the job when
+ * this process exits.
+ */
+#ifndef RT_DIST_H
+#define RT_DIST_H
+
+#include <stddef.h>
+
+#include "rt_error.h"
+
+typedef struct rt_dist_env {
+    int rank, world;         /* 0 <= rank < world; world 1 without a launcher */
+    int local_rank;          /* rank on this host (its GPU, its share of the cores) */
+    int local_world;         /* ranks on this host (1 when the launcher does not say) */
+    const char *source;      /* "OpenMPI", "PMI", "Slurm", "torchrun" or "none" */
+} rt_dist_env;
+
+/* Reads the launcher's variables (first complete set in the order above). RT_EINVAL
+ * naming the variables when they are not integers or rank is outside [0, world). */
+rt_status rt_dist_env_read(rt_dist_env *out, rt_error *err);
+/* 1 when this process writes the run's files (checkpoints, results, the output
+ * notebook): rank 0, or no launch. Unreadable variables count as rank 0, so a broken
+ * launch still keeps its files (the training that follows reports the error). */
+int rt_dist_is_writer(void);
+
+typedef struct rt_dist rt_dist;
+
+/* The world of this launch, opened on first call (MPI_Init). *out = NULL when the
+ * launch is a single process. RT_ENODEV when the launch has several ranks and libmpi
+ * cannot be loaded (naming the file and the package), RT_EINVAL when MPI's world does
+ * not match the launcher's variables (e.g. torchrun variables without mpirun: the CPU
+ * ranks need MPI). The world is never closed by the caller (see the top). */
+rt_status rt_dist_world(rt_dist **out, rt_error *err);
+
+int rt_dist_rank(const rt_dist *d);
+int rt_dist_size(const rt_dist *d);
+int rt_dist_local_rank(const rt_dist *d);
+int rt_dist_local_size(const rt_dist *d);
+/* Seconds a collective may wait (KILN_DIST_TIMEOUT). */
+double rt_dist_timeout(const rt_dist *d);
+
+/* In-place sums over all ranks: buf (n) ends the same on every rank. `what` and `step`
+ * name the collective in the timeout's message. RT_EDEVICE_LOST on timeout or a
+ * broken world. */
+rt_status rt_dist_allreduce_f32(rt_dist *d, float *buf, size_t n, const char *what,
+                                long long step, rt_error *err);
+rt_status rt_dist_allreduce_f64(rt_dist *d, double *buf, size_t n, const char *what,
+                                long long step, rt_error *err);
+/* In place, max over all ranks. */
+rt_status rt_dist_allmax_f64(rt_dist *d, double *buf, size_t n, const char *what,
+                             long long step, rt_error *err);
+/* buf (n) of rank 0 copied to every rank. */
+rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what,
+                            long long step, rt_error *err);
+
+/* End of the process (kiln run): ok = 1 finalises MPI (every rank leaves together);
+ * ok = 0 leaves without MPI_Finalize so the launcher stops the other ranks at once
+ * rather than after their timeout. Nothing when the world was never opened. */
+void rt_dist_finish(int ok);
+
+#endif

@@ -1,0 +1,287 @@
+/* rt_dist_mpi.c - the rank world over OpenMPI (rt_dist.h): libmpi loaded on first use,
+ * MPI_Init once, non-blocking collectives waited for with a deadline.
+ *
+ * Why dlopen and not a link: libmpi.so.40 brings ten more libraries (open-pal,
+ * open-rte, hwloc, libevent, ...) into every process that maps it, the kernel's start
+ * included, for a path only launched jobs take. Kiln keeps such libraries out of its
+ * start (rt_dl.h), so libmpi is opened here when a launch has more than one rank.
+ * It is opened RTLD_GLOBAL: OpenMPI's own plugins (mca_*.so) resolve libmpi's symbols
+ * from the global scope. The build needs no MPI headers: the handful of entry points
+ * and OpenMPI's predefined handles (MPI_COMM_WORLD is the address of
+ * ompi_mpi_comm_world, and so on) are declared below, which is OpenMPI's ABI of
+ * libmpi.so.40 (OpenMPI 3 to 5). Another MPI is refused by name ("lacks
+ * ompi_mpi_comm_world"); KILN_LIBMPI names the file to load.
+ *
+ * Waiting: a collective is started with MPI_Iallreduce/MPI_Ibcast and completed with
+ * MPI_Test, spinning briefly and then sleeping in growing steps up to 1 ms (the ranks
+ * of one host share its cores: a spinning rank would take the time its peer computes
+ * with), until the world's timeout. A timeout marks the world broken (rt_dist.h).
+ */
+#include "rt_dist.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MPI_OK 0
+#define MPI_THREAD_SERIALIZED 2      /* OpenMPI's enum: SINGLE 0, FUNNELED 1, ... */
+#define MPI_IN_PLACE_ ((void *)1)
+#define DEFAULT_TIMEOUT_S 600.0      /* PyTorch's default process-group timeout */
+#define MAX_CHUNK (1 << 28)          /* MPI counts are int: large buffers go in pieces */
+
+typedef void *mpi_handle; /* MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Errhandler */
+
+static struct {
+    int (*initialized)(int *);
+    int (*init_thread)(int *, char ***, int, int *);
+    int (*finalize)(void);
+    int (*comm_rank)(mpi_handle, int *);
+    int (*comm_size)(mpi_handle, int *);
+    int (*set_errhandler)(mpi_handle, mpi_handle);
+    int (*iallreduce)(const void *, void *, int, mpi_handle, mpi_handle, mpi_handle,
+                      mpi_handle *);
+    int (*ibcast)(void *, int, mpi_handle, int, mpi_handle, mpi_handle *);
+    int (*test)(mpi_handle *, int *, void *);
+    int (*error_string)(int, char *, int *);
+    mpi_handle comm_world, dt_float, dt_double, op_sum, op_max, errors_return;
+} mpi;
+
+struct rt_dist {
+    int rank, size, local_rank, local_size;
+    double timeout_s;
+    int broken;              /* a collective timed out or failed: no more, no finalize */
+    int finished;
+};
+
+static rt_dist world;
+static rt_status open_status = RT_OK;
+static rt_error open_err;
+static int opened;           /* 1: world is valid (a launch of several ranks) */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void finish_at_exit(void) { rt_dist_finish(1); }
+
+static const char *libmpi_names[] = {"libmpi.so.40", "libmpi.so"};
+
+static rt_status load_libmpi(rt_error *err)
+{
+    const char *env = getenv("KILN_LIBMPI");
+    const char *first = env && *env ? env : libmpi_names[0];
+    void *h = NULL;
+    char why[300] = "not found";
+    if (env && *env) h = dlopen(env, RTLD_NOW | RTLD_GLOBAL);
+    for (size_t i = 0; !h && !(env && *env) && i < 2; i++) {
+        h = dlopen(libmpi_names[i], RTLD_NOW | RTLD_GLOBAL);
+        if (!h && i == 0) snprintf(why, sizeof why, "%s", dlerror());
+    }
+    if (!h && env && *env) snprintf(why, sizeof why, "%s", dlerror());
+    if (!h)
+        return RT_ERR(err, RT_ENODEV, "cannot load MPI (%s%s): %s ---> HINT: install "
+                      "OpenMPI (apt install openmpi-bin libopenmpi3); the ranks of a launch "
+                      "average their gradients over it", env && *env ? "KILN_LIBMPI=" : "",
+                      first, why);
+    struct { const char *name; void **slot; } syms[] = {
+        {"MPI_Initialized", (void **)&mpi.initialized},
+        {"MPI_Init_thread", (void **)&mpi.init_thread},
+        {"MPI_Finalize", (void **)&mpi.finalize},
+        {"MPI_Comm_rank", (void **)&mpi.comm_rank},
+        {"MPI_Comm_size", (void **)&mpi.comm_size},
+        {"MPI_Comm_set_errhandler", (void **)&mpi.set_errhandler},
+        {"MPI_Iallreduce", (void **)&mpi.iallreduce},
+        {"MPI_Ibcast", (void **)&mpi.ibcast},
+        {"MPI_Test", (void **)&mpi.test},
+        {"MPI_Error_string", (void **)&mpi.error_string},
+        {"ompi_mpi_comm_world", &mpi.comm_world},
+        {"ompi_mpi_float", &mpi.dt_float},
+        {"ompi_mpi_double", &mpi.dt_double},
+        {"ompi_mpi_op_sum", &mpi.op_sum},
+        {"ompi_mpi_op_max", &mpi.op_max},
+        {"ompi_mpi_errors_return", &mpi.errors_return},
+    };
+    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
+        if (!(*syms[i].slot = dlsym(h, syms[i].name)))
+            return RT_ERR(err, RT_ENODEV, "%s lacks %s: Kiln's ranks need OpenMPI's "
+                          "libmpi.so.40 ---> HINT: install OpenMPI (apt install openmpi-bin "
+                          "libopenmpi3) or point KILN_LIBMPI at its libmpi.so.40", first,
+                          syms[i].name);
+    return RT_OK;
+}
+
+static const char *mpi_msg(int rc, char *buf, int cap)
+{
+    int len = 0;
+    if (!mpi.error_string || mpi.error_string(rc, buf, &len) != MPI_OK)
+        snprintf(buf, (size_t)cap, "MPI error %d", rc);
+    return buf;
+}
+
+static double timeout_from_env(void)
+{
+    const char *s = getenv("KILN_DIST_TIMEOUT");
+    char *end;
+    double v = s && *s ? strtod(s, &end) : 0;
+    return s && *s && *end == '\0' && v > 0 ? v : DEFAULT_TIMEOUT_S;
+}
+
+static void open_once(void)
+{
+    rt_dist_env env;
+    rt_error *err = &open_err;
+    if ((open_status = rt_dist_env_read(&env, err)) != RT_OK || env.world == 1) return;
+    if ((open_status = load_libmpi(err)) != RT_OK) return;
+    int flag = 0, provided = 0, rc, rank = -1, size = -1;
+    char buf[256];
+    if ((rc = mpi.initialized(&flag)) == MPI_OK && !flag)
+        rc = mpi.init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
+    if (rc == MPI_OK) rc = mpi.set_errhandler(mpi.comm_world, mpi.errors_return);
+    if (rc == MPI_OK) rc = mpi.comm_rank(mpi.comm_world, &rank);
+    if (rc == MPI_OK) rc = mpi.comm_size(mpi.comm_world, &size);
+    if (rc != MPI_OK) {
+        open_status = RT_ERR(err, RT_EDEVICE, "MPI_Init failed: %s", mpi_msg(rc, buf, 256));
+        return;
+    }
+    if (rank != env.rank || size != env.world) {
+        open_status = RT_ERR(err, RT_EINVAL, "MPI sees rank %d of %d but the %s variables "
+                             "say rank %d of %d ---> HINT: CPU ranks average their "
+                             "gradients over MPI: launch them with mpirun or srun", rank,
+                             size, env.source, env.rank, env.world);
+        return;
+    }
+    world = (rt_dist){.rank = rank, .size = size, .local_rank = env.local_rank,
+                      .local_size = env.local_world, .timeout_s = timeout_from_env()};
+    opened = 1;
+    /* a process that returns from main without rt_dist_finish still leaves cleanly */
+    atexit(finish_at_exit);
+}
+
+rt_status rt_dist_world(rt_dist **out, rt_error *err)
+{
+    *out = NULL;
+    pthread_once(&once, open_once);
+    if (open_status != RT_OK) {
+        if (err) *err = open_err;
+        return open_status;
+    }
+    *out = opened ? &world : NULL;
+    return RT_OK;
+}
+
+int rt_dist_rank(const rt_dist *d) { return d ? d->rank : 0; }
+int rt_dist_size(const rt_dist *d) { return d ? d->size : 1; }
+int rt_dist_local_rank(const rt_dist *d) { return d ? d->local_rank : 0; }
+int rt_dist_local_size(const rt_dist *d) { return d ? d->local_size : 1; }
+double rt_dist_timeout(const rt_dist *d) { return d ? d->timeout_s : DEFAULT_TIMEOUT_S; }
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Completes req by the deadline; a timeout or an MPI error breaks the world. */
+static rt_status wait_req(rt_dist *d, mpi_handle *req, const char *what, long long step,
+                          rt_error *err)
+{
+    const double t0 = now_s();
+    long sleep_ns = 1000;
+    char buf[256];
+    for (int spins = 0;; spins++) {
+        int done = 0, rc = mpi.test(req, &done, NULL);
+        if (rc != MPI_OK) {
+            d->broken = 1;
+            return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: %s of step %lld failed: %s "
+                          "---> HINT: the run directory's newest checkpoint is intact; run "
+                          "the same launch again to resume", d->rank, d->size, what, step,
+                          mpi_msg(rc, buf, 256));
+        }
+        if (done) return RT_OK;
+        if (spins < 200) continue;
+        if (now_s() - t0 > d->timeout_s) {
+            d->broken = 1;
+            return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: the other ranks did not join "
+                          "the %s of step %lld within %g s (KILN_DIST_TIMEOUT): a rank died "
+                          "or hangs, so this one stops ---> HINT: the run directory's newest "
+                          "checkpoint is intact; run the same launch again to resume",
+                          d->rank, d->size, what, step, d->timeout_s);
+        }
+        struct timespec ts = {0, sleep_ns};
+        nanosleep(&ts, NULL);
+        if (sleep_ns < 1000000) sleep_ns *= 2;
+    }
+}
+
+static rt_status check_open(rt_dist *d, const char *what, long long step, rt_error *err)
+{
+    if (!d->broken && !d->finished) return RT_OK;
+    return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: %s of step %lld: the ranks' "
+                  "connection was lost earlier ---> HINT: run the same launch again to "
+                  "resume from the newest checkpoint", d->rank, d->size, what, step);
+}
+
+static rt_status allreduce(rt_dist *d, void *buf, size_t n, size_t elem, mpi_handle dt,
+                           mpi_handle op, const char *what, long long step, rt_error *err)
+{
+    RT_TRY(check_open(d, what, step, err));
+    char buf_[256];
+    for (size_t off = 0; off < n; off += MAX_CHUNK) {
+        int count = (int)(n - off < MAX_CHUNK ? n - off : MAX_CHUNK);
+        mpi_handle req = NULL;
+        int rc = mpi.iallreduce(MPI_IN_PLACE_, (char *)buf + off * elem, count, dt, op,
+                                mpi.comm_world, &req);
+        if (rc != MPI_OK) {
+            d->broken = 1;
+            return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: %s of step %lld: %s",
+                          d->rank, d->size, what, step, mpi_msg(rc, buf_, 256));
+        }
+        RT_TRY(wait_req(d, &req, what, step, err));
+    }
+    return RT_OK;
+}
+
+rt_status rt_dist_allreduce_f32(rt_dist *d, float *buf, size_t n, const char *what,
+                                long long step, rt_error *err)
+{
+    return allreduce(d, buf, n, sizeof *buf, mpi.dt_float, mpi.op_sum, what, step, err);
+}
+
+rt_status rt_dist_allreduce_f64(rt_dist *d, double *buf, size_t n, const char *what,
+                                long long step, rt_error *err)
+{
+    return allreduce(d, buf, n, sizeof *buf, mpi.dt_double, mpi.op_sum, what, step, err);
+}
+
+rt_status rt_dist_allmax_f64(rt_dist *d, double *buf, size_t n, const char *what,
+                             long long step, rt_error *err)
+{
+    return allreduce(d, buf, n, sizeof *buf, mpi.dt_double, mpi.op_max, what, step, err);
+}
+
+rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what,
+                            long long step, rt_error *err)
+{
+    RT_TRY(check_open(d, what, step, err));
+    char buf_[256];
+    for (size_t off = 0; off < n; off += MAX_CHUNK) {
+        int count = (int)(n - off < MAX_CHUNK ? n - off : MAX_CHUNK);
+        mpi_handle req = NULL;
+        int rc = mpi.ibcast(buf + off, count, mpi.dt_float, 0, mpi.comm_world, &req);
+        if (rc != MPI_OK) {
+            d->broken = 1;
+            return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: %s of step %lld: %s",
+                          d->rank, d->size, what, step, mpi_msg(rc, buf_, 256));
+        }
+        RT_TRY(wait_req(d, &req, what, step, err));
+    }
+    return RT_OK;
+}
+
+void rt_dist_finish(int ok)
+{
+    if (!opened || world.finished) return;
+    world.finished = 1;
+    if (ok && !world.broken) mpi.finalize();
+}

@@ -1,0 +1,80 @@
+/* rt_trainer_dist.c - the host path's step over several ranks (cfg.dist): synchronous
+ * data parallelism with the gradients averaged between backward and the update.
+ *
+ * Sharding: every rank runs the same batcher (same seed, same global batch B), so all
+ * stage the same global batch of count samples; rank r trains on samples
+ * [count*r/W, count*(r+1)/W) of it. The data order, and what a checkpoint records of
+ * it, are the single-process run's, so a run resumes at any world size.
+ *
+ * Averaging: a rank's gradient is the mean over its n_r samples; scaled by n_r/count
+ * and summed over the ranks (one MPI all-reduce of the flat gradient vector) it is the
+ * mean over the whole batch - the gradient one process computes for the batch, up to
+ * the order of the floating-point sums. Loss, right predictions and the ranks' wishes
+ * to stop (interrupt, time limit) travel in a second, 4-double all-reduce, so every
+ * rank reports the whole batch's loss and stops after the same step.
+ *
+ * What is not the single-process run: batchnorm normalises each rank's share with its
+ * own statistics (as PyTorch DDP without SyncBatchNorm) and keeps its own running
+ * statistics (rank 0's are the ones checkpointed), and dropout draws its masks per
+ * rank's share, so with batchnorm or dropout N ranks train a different (equally
+ * valid) model than one process; without them they agree to rounding (docs/distributed.md).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_trainer_internal.h"
+
+rt_status rtp_dist_begin(rt_trainer *t, rt_error *err)
+{
+    rt_dist *d = t->cfg.dist;
+    /* every rank must start at the same step: a rank that resumed from another
+     * checkpoint than rank 0 (a run directory not shared between hosts) would train a
+     * different model in silence */
+    double st[2] = {(double)t->st.step, -(double)t->st.step};
+    RT_TRY(rt_dist_allmax_f64(d, st, 2, "start-of-run check", (long long)t->st.step, err));
+    if (st[0] != -st[1])
+        return RT_ERR(err, RT_EINVAL, "rank %d of %d starts at step %lld but another rank "
+                      "starts at step %.0f ---> HINT: every rank must see the same run "
+                      "directory (a shared file system) to resume the same checkpoint",
+                      rt_dist_rank(d), rt_dist_size(d), (long long)t->st.step,
+                      st[0] != (double)t->st.step ? st[0] : -st[1]);
+    /* rank 0's parameters for all (the same seed gives the same init; this makes it so
+     * whatever each rank loaded) */
+    rt_tensor *p = rt_model_params_flat(t->m);
+    return rt_dist_bcast_f32(d, rt_tensor_f32(p), rt_tensor_numel(p), "parameter broadcast",
+                             (long long)t->st.step, err);
+}
+
+rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct,
+                         rt_error *err)
+{
+    rt_dist *d = t->cfg.dist;
+    const int r = rt_dist_rank(d), w = rt_dist_size(d);
+    const int lo = (int)((int64_t)count * r / w), hi = (int)((int64_t)count * (r + 1) / w);
+    const int n = hi - lo;
+    const long long step = (long long)t->st.step + 1;
+    rt_tensor *g = rt_model_grads_flat(t->m);
+    float *gd = rt_tensor_f32(g);
+    const size_t np = rt_tensor_numel(g);
+    double my_loss = 0.0;
+    int my_correct = 0;
+    if (n > 0) {
+        RT_TRY(rtp_host_grads(t, lo, n, &my_loss, &my_correct, err));
+        const float scale = (float)n / (float)count;
+        if (scale != 1.0f)
+            for (size_t i = 0; i < np; i++) gd[i] *= scale;
+    } else { /* a last batch smaller than the world: this rank adds nothing */
+        memset(gd, 0, np * sizeof *gd);
+    }
+    RT_TRY(rt_dist_allreduce_f32(d, gd, np, "gradient all-reduce", step, err));
+    /* sums: loss * samples, right predictions, ranks stopped, ranks past the time limit */
+    rt_step_event vote = rtp_trainer_local_stop(t);
+    double stats[4] = {my_loss * n, (double)my_correct, vote == RT_STEP_STOPPED,
+                       vote == RT_STEP_TIME_LIMIT};
+    RT_TRY(rt_dist_allreduce_f64(d, stats, 4, "loss all-reduce", step, err));
+    *loss = stats[0] / count;
+    *correct = (int)stats[1];
+    t->dist_stop = stats[2] > 0 ? RT_STEP_STOPPED
+                   : stats[3] > 0 ? RT_STEP_TIME_LIMIT : RT_STEP_CONTINUE;
+    return RT_OK;
+}

@@ -1,0 +1,79 @@
+/* rt_store_internal.h - private pieces shared by the rt_store_* files (and tests). */
+#ifndef RT_STORE_INTERNAL_H
+#define RT_STORE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_store.h"
+
+/* ---- configuration (rt_store_config.c) ---- */
+typedef struct rtp_store_config {
+    char *access_key; /* not secret on its own, still only shown masked */
+    char *secret_key; /* secret: never printed */
+    char *session_token; /* secret: never printed; NULL when none */
+    char *region;        /* "us-east-1" when nothing says otherwise */
+    char *endpoint;      /* "http://127.0.0.1:9000" (no trailing slash); NULL = AWS */
+    char *source;        /* where the keys came from, e.g. "environment", "profile 'x' of
+                            /root/.aws/credentials" (no secret) */
+} rtp_store_config;
+
+/* Reads the environment and the shared credentials file. No keys at all is an error
+ * naming the variables to set. */
+rt_status rtp_store_config_load(rtp_store_config *c, rt_error *err);
+/* Frees c, wiping the secrets first. */
+void rtp_store_config_free(rtp_store_config *c);
+/* The access key as "****WXYZ" (its last 4 characters) into out. */
+void rtp_store_key_mask(const char *key, char out[16]);
+/* Splits "s3://bucket/pre/fix/" into bucket and "pre/fix" (both malloc'd). A bucket
+ * name S3 would refuse or an '@' anywhere in the URL (user:key@bucket; keys may hold
+ * '/'): RT_EINVAL, and the message about an '@' repeats nothing of the URL. */
+rt_status rtp_store_url_parse(const char *url, char **bucket, char **prefix,
+                              rt_error *err);
+
+/* ---- one signed request (rt_store_http.c) ---- */
+typedef struct rtp_store_req {
+    const char *method; /* "GET", "PUT", "POST", "DELETE", "HEAD" */
+    const char *key;    /* object key, or NULL for the bucket itself */
+    const char *query;  /* canonical query string (sorted, encoded) or NULL */
+    /* request body, from memory (NULL/0: none) */
+    const void *body;
+    uint64_t body_len;
+    const char *content_type; /* full header line; NULL: application/octet-stream */
+    /* response body: into memory (resp, resp_len; at most resp_max), or to resp_fd
+     * when it is >= 0 (an error reply's XML still goes to resp) */
+    int resp_fd;
+    size_t resp_max;
+    char *resp;
+    size_t resp_len;
+    /* results */
+    long status;
+    char etag[128]; /* the ETag response header, quotes kept */
+} rtp_store_req;
+
+/* Performs r (retrying connection failures and 5xx/503 SlowDown with backoff up to
+ * 3 times). An HTTP status >= 300 is an error built from the XML <Code>/<Message> of
+ * the reply, mapped to what to fix (credentials, bucket, endpoint); r->status is set
+ * either way. `what` names the operation for messages ("uploading 'k'"). */
+rt_status rtp_store_do(rt_store *s, rtp_store_req *r, const char *what, rt_error *err);
+/* The URL-encoded form of key for a path (RFC 3986 unreserved kept, '/' kept). */
+char *rtp_store_key_escape(const char *key);
+
+/* ---- XML replies (rt_store_xml.c) ---- */
+/* The text of the first <tag>...</tag> at or after *pos in xml (entities decoded,
+ * malloc'd), advancing *pos past it; NULL when there is none (or out of memory:
+ * *oom set). */
+char *rtp_store_xml_next(const char *xml, const char *tag, size_t *pos, int *oom);
+
+struct rt_store {
+    rtp_store_config cfg;
+    char *bucket;
+    char *bucket_url; /* "s3://bucket" */
+    char *base;       /* "http://127.0.0.1:9000/bucket" or "https://bucket.s3.R.amazonaws.com" */
+    char *endpoint;   /* for messages */
+    char *sigv4;      /* "aws:amz:REGION:s3" */
+    uint64_t part_size;
+    const _Atomic int *cancel; /* rt_store_set_cancel */
+};
+
+#endif

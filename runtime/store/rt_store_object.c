@@ -1,0 +1,428 @@
+/* rt_store_object.c - opening a store (and checking it) and the object operations:
+ * put (single request or multipart), get, delete, list. */
+#include "rt_store_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MIB ((uint64_t)1 << 20)
+
+/* A formatted string, malloc'd; NULL when out of memory. */
+__attribute__((format(printf, 1, 2))) static char *fmt(const char *f, ...)
+{
+    va_list ap;
+    va_start(ap, f);
+    char *s = NULL;
+    if (vasprintf(&s, f, ap) < 0) s = NULL;
+    va_end(ap);
+    return s;
+}
+
+void rt_store_close(rt_store *s)
+{
+    if (!s) return;
+    rtp_store_config_free(&s->cfg);
+    free(s->bucket);
+    free(s->bucket_url);
+    free(s->base);
+    free(s->endpoint);
+    free(s->sigv4);
+    free(s);
+}
+
+const char *rt_store_bucket_url(const rt_store *s) { return s->bucket_url; }
+void rt_store_set_cancel(rt_store *s, const _Atomic int *flag) { s->cancel = flag; }
+const char *rt_store_endpoint(const rt_store *s) { return s->endpoint; }
+
+static rtp_store_req req(const char *method, const char *key, const char *query)
+{
+    rtp_store_req r;
+    memset(&r, 0, sizeof r);
+    r.method = method;
+    r.key = key;
+    r.query = query;
+    r.resp_fd = -1;
+    r.resp_max = 1 << 20;
+    return r;
+}
+
+rt_status rt_store_open(const char *url, rt_store **out, char **prefix_out,
+                        rt_error *err)
+{
+    *out = NULL;
+    if (prefix_out) *prefix_out = NULL;
+    char *bucket = NULL, *prefix = NULL;
+    RT_TRY(rtp_store_url_parse(url, &bucket, &prefix, err));
+    rt_store *s = calloc(1, sizeof *s);
+    if (!s) {
+        free(bucket);
+        free(prefix);
+        return RT_ERR(err, RT_ENOMEM, "out of memory opening %s", url);
+    }
+    s->bucket = bucket;
+    rt_status st = rtp_store_config_load(&s->cfg, err);
+    if (st != RT_OK) {
+        free(prefix);
+        rt_store_close(s);
+        return st;
+    }
+    const char *region = s->cfg.region;
+    s->bucket_url = fmt("s3://%s", bucket);
+    s->sigv4 = fmt("aws:amz:%s:s3", region);
+    if (s->cfg.endpoint) { /* path-style: what MinIO, R2, B2, moto expect */
+        s->endpoint = strdup(s->cfg.endpoint);
+        s->base = fmt("%s/%s", s->cfg.endpoint, bucket);
+    } else {
+        s->endpoint = fmt("https://s3.%s.amazonaws.com", region);
+        s->base = fmt("https://%s.s3.%s.amazonaws.com", bucket, region);
+    }
+    const char *mb = getenv("KILN_S3_PART_MB");
+    long part = mb ? strtol(mb, NULL, 10) : 8;
+    s->part_size = (uint64_t)(part >= 5 && part <= 5120 ? part : 8) * MIB;
+    if (!s->bucket_url || !s->sigv4 || !s->endpoint || !s->base) {
+        free(prefix);
+        rt_store_close(s);
+        return RT_ERR(err, RT_ENOMEM, "out of memory opening %s", url);
+    }
+    char what[200];
+    snprintf(what, sizeof what, "checking s3://%.120s", bucket);
+    rtp_store_req r = req("HEAD", NULL, NULL);
+    st = rtp_store_do(s, &r, what, err);
+    free(r.resp);
+    if (st != RT_OK) {
+        free(prefix);
+        rt_store_close(s);
+        return st;
+    }
+    *out = s;
+    if (prefix_out)
+        *prefix_out = prefix;
+    else
+        free(prefix);
+    return RT_OK;
+}
+
+/* Query-string encoding: RFC 3986 unreserved characters kept, everything else %XX
+ * (also '/', unlike a path). */
+static char *query_escape(const char *v)
+{
+    char *e = rtp_store_key_escape(v);
+    if (!e) return NULL;
+    size_t slashes = 0;
+    for (const char *p = e; *p; p++) slashes += *p == '/';
+    char *out = malloc(strlen(e) + 2 * slashes + 1), *w = out;
+    for (const char *p = e; out && *p; p++) {
+        if (*p == '/') {
+            memcpy(w, "%2F", 3);
+            w += 3;
+        } else {
+            *w++ = *p;
+        }
+    }
+    if (out) *w = '\0';
+    free(e);
+    return out;
+}
+
+static rt_status put_one(rt_store *s, const char *key, const void *buf, size_t len,
+                         rt_error *err)
+{
+    char what[300];
+    snprintf(what, sizeof what, "uploading '%.200s' to %s", key, s->bucket_url);
+    rtp_store_req r = req("PUT", key, NULL);
+    r.body = buf;
+    r.body_len = len;
+    rt_status st = rtp_store_do(s, &r, what, err);
+    free(r.resp);
+    return st;
+}
+
+/* A part source: memory, or a file read part by part into buf. */
+typedef struct src {
+    const char *mem;
+    int fd;
+    uint64_t size;
+    char *buf;
+} src;
+
+static rt_status src_part(src *x, uint64_t off, size_t len, const char **p,
+                          const char *path, rt_error *err)
+{
+    if (x->mem) {
+        *p = x->mem + off;
+        return RT_OK;
+    }
+    for (size_t got = 0; got < len;) {
+        ssize_t k = pread(x->fd, x->buf + got, len - got, (off_t)(off + got));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0)
+            return RT_ERR(err, RT_EIO, "reading '%s' for upload: %s", path,
+                          k < 0 ? strerror(errno) : "file shrank while uploading");
+        got += (size_t)k;
+    }
+    *p = x->buf;
+    return RT_OK;
+}
+
+static void abort_upload(rt_store *s, const char *key, const char *qid)
+{
+    char q[1200];
+    snprintf(q, sizeof q, "uploadId=%s", qid);
+    rtp_store_req r = req("DELETE", key, q);
+    rt_error ignored;
+    rtp_store_do(s, &r, "aborting an upload", &ignored);
+    free(r.resp);
+}
+
+/* CreateMultipartUpload, UploadPart x N, CompleteMultipartUpload; abort on failure. */
+static rt_status put_multipart(rt_store *s, const char *key, src *x, const char *path,
+                               rt_error *err)
+{
+    char what[300], q[1200];
+    snprintf(what, sizeof what, "uploading '%.200s' to %s", key, s->bucket_url);
+    rtp_store_req r = req("POST", key, "uploads=");
+    RT_TRY(rtp_store_do(s, &r, what, err));
+    size_t pos = 0;
+    int oom = 0;
+    char *id = rtp_store_xml_next(r.resp, "UploadId", &pos, &oom);
+    free(r.resp);
+    char *qid = id ? query_escape(id) : NULL;
+    free(id);
+    if (!qid || strlen(qid) > 1000) {
+        free(qid);
+        return RT_ERR(err, oom || !id ? RT_ENOMEM : RT_EFORMAT,
+                      "%s: the store's reply to starting a multipart upload has no usable "
+                      "UploadId",
+                      what);
+    }
+    uint64_t nparts = (x->size + s->part_size - 1) / s->part_size;
+    size_t cap = 128 + nparts * 200, len = 0;
+    char *xml = malloc(cap);
+    rt_status st = xml ? RT_OK : RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
+    if (xml) len = (size_t)snprintf(xml, cap, "<CompleteMultipartUpload>");
+    for (uint64_t i = 0; st == RT_OK && i < nparts; i++) {
+        uint64_t off = i * s->part_size;
+        size_t n = (size_t)(x->size - off < s->part_size ? x->size - off : s->part_size);
+        const char *p = NULL;
+        st = src_part(x, off, n, &p, path, err);
+        if (st != RT_OK) break;
+        snprintf(q, sizeof q, "partNumber=%" PRIu64 "&uploadId=%s", i + 1, qid);
+        rtp_store_req pr = req("PUT", key, q);
+        pr.body = p;
+        pr.body_len = n;
+        st = rtp_store_do(s, &pr, what, err);
+        free(pr.resp);
+        if (st == RT_OK && !pr.etag[0])
+            st = RT_ERR(err, RT_EFORMAT, "%s: the store sent no ETag for part %" PRIu64,
+                        what, i + 1);
+        if (st == RT_OK)
+            len += (size_t)snprintf(xml + len, cap - len,
+                                    "<Part><PartNumber>%" PRIu64 "</PartNumber>"
+                                    "<ETag>%s</ETag></Part>",
+                                    i + 1, pr.etag);
+    }
+    if (st == RT_OK) {
+        len += (size_t)snprintf(xml + len, cap - len, "</CompleteMultipartUpload>");
+        snprintf(q, sizeof q, "uploadId=%s", qid);
+        rtp_store_req cr = req("POST", key, q);
+        cr.body = xml;
+        cr.body_len = len;
+        cr.content_type = "Content-Type: application/xml";
+        st = rtp_store_do(s, &cr, what, err);
+        /* S3 can answer 200 with an <Error> body when completing fails late */
+        if (st == RT_OK && cr.resp && strstr(cr.resp, "<Error>"))
+            st = RT_ERR(err, RT_EIO, "%s: completing the multipart upload failed: %.300s",
+                        what, cr.resp);
+        free(cr.resp);
+    }
+    if (st != RT_OK) abort_upload(s, key, qid);
+    free(xml);
+    free(qid);
+    return st;
+}
+
+rt_status rt_store_put_mem(rt_store *s, const char *key, const void *buf, size_t len,
+                           rt_error *err)
+{
+    if (len <= s->part_size) return put_one(s, key, buf, len, err);
+    src x = {buf, -1, len, NULL};
+    return put_multipart(s, key, &x, key, err);
+}
+
+rt_status rt_store_put_file(rt_store *s, const char *key, const char *path,
+                            rt_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        rt_status e = RT_ERR(err, errno == ENOENT ? RT_ENOTFOUND : RT_EIO,
+                             "cannot read '%s' to upload it: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return e;
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    src x = {NULL, fd, size, malloc(size < s->part_size ? (size ? size : 1) : s->part_size)};
+    rt_status r;
+    if (!x.buf) {
+        r = RT_ERR(err, RT_ENOMEM, "out of memory uploading '%s'", path);
+    } else if (size <= s->part_size) {
+        const char *p = NULL;
+        r = src_part(&x, 0, (size_t)size, &p, path, err);
+        if (r == RT_OK) r = put_one(s, key, p, (size_t)size, err);
+    } else {
+        r = put_multipart(s, key, &x, path, err);
+    }
+    free(x.buf);
+    close(fd);
+    return r;
+}
+
+rt_status rt_store_get_file(rt_store *s, const char *key, const char *path,
+                            rt_error *err)
+{
+    char what[300];
+    snprintf(what, sizeof what, "downloading '%.200s' from %s", key, s->bucket_url);
+    size_t n = strlen(path) + 6;
+    char *part = malloc(n);
+    if (!part) return RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
+    snprintf(part, n, "%s.part", path);
+    int fd = open(part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        rt_status e = RT_ERR(err, RT_EIO, "%s: cannot create '%s': %s", what, part,
+                             strerror(errno));
+        free(part);
+        return e;
+    }
+    rtp_store_req r = req("GET", key, NULL);
+    r.resp_fd = fd;
+    rt_status st = rtp_store_do(s, &r, what, err);
+    free(r.resp);
+    if (st == RT_OK && fsync(fd) != 0)
+        st = RT_ERR(err, RT_EIO, "%s: flushing '%s': %s", what, part, strerror(errno));
+    if (close(fd) != 0 && st == RT_OK)
+        st = RT_ERR(err, RT_EIO, "%s: closing '%s': %s", what, part, strerror(errno));
+    if (st == RT_OK && rename(part, path) != 0)
+        st = RT_ERR(err, RT_EIO, "%s: renaming '%s': %s", what, part, strerror(errno));
+    if (st != RT_OK) unlink(part);
+    free(part);
+    return st;
+}
+
+rt_status rt_store_get_mem(rt_store *s, const char *key, size_t max, char **buf,
+                           size_t *len, rt_error *err)
+{
+    char what[300];
+    snprintf(what, sizeof what, "downloading '%.200s' from %s", key, s->bucket_url);
+    rtp_store_req r = req("GET", key, NULL);
+    r.resp_max = max;
+    rt_status st = rtp_store_do(s, &r, what, err);
+    if (st != RT_OK) {
+        free(r.resp);
+        *buf = NULL;
+        *len = 0;
+        return st;
+    }
+    if (!r.resp && !(r.resp = calloc(1, 1)))
+        return RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
+    *buf = r.resp;
+    *len = r.resp_len;
+    return RT_OK;
+}
+
+rt_status rt_store_delete(rt_store *s, const char *key, rt_error *err)
+{
+    char what[300];
+    snprintf(what, sizeof what, "deleting '%.200s' from %s", key, s->bucket_url);
+    rtp_store_req r = req("DELETE", key, NULL);
+    rt_status st = rtp_store_do(s, &r, what, err);
+    free(r.resp);
+    return st;
+}
+
+void rt_store_entries_free(rt_store_entry *e, size_t n)
+{
+    for (size_t i = 0; e && i < n; i++) free(e[i].key);
+    free(e);
+}
+
+rt_status rt_store_list(rt_store *s, const char *prefix, rt_store_entry **out,
+                        size_t *n, rt_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    char what[300];
+    snprintf(what, sizeof what, "listing %s/%.200s", s->bucket_url, prefix);
+    char *qp = query_escape(prefix), *token = NULL;
+    rt_store_entry *e = NULL;
+    size_t cnt = 0, cap = 0;
+    rt_status st = qp ? RT_OK : RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
+    for (int more = 1; st == RT_OK && more;) {
+        char *qt = token ? query_escape(token) : NULL;
+        size_t ql = strlen(qp) + (qt ? strlen(qt) : 0) + 64;
+        char *q = malloc(ql);
+        if (!q || (token && !qt)) {
+            free(q);
+            free(qt);
+            st = RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
+            break;
+        }
+        snprintf(q, ql, "%s%s%slist-type=2&prefix=%s", qt ? "continuation-token=" : "",
+                 qt ? qt : "", qt ? "&" : "", qp);
+        free(qt);
+        rtp_store_req r = req("GET", NULL, q);
+        r.resp_max = 16 << 20;
+        st = rtp_store_do(s, &r, what, err);
+        free(q);
+        size_t pos = 0;
+        int oom = 0;
+        char *k;
+        while (st == RT_OK && (k = rtp_store_xml_next(r.resp, "Key", &pos, &oom))) {
+            char *sz = rtp_store_xml_next(r.resp, "Size", &pos, &oom);
+            if (cnt == cap) {
+                size_t nc = cap ? 2 * cap : 64;
+                rt_store_entry *ne = realloc(e, nc * sizeof *ne);
+                if (!ne) {
+                    free(k);
+                    free(sz);
+                    oom = 1;
+                    break;
+                }
+                e = ne;
+                cap = nc;
+            }
+            e[cnt].key = k;
+            e[cnt].size = sz ? strtoull(sz, NULL, 10) : 0;
+            cnt++;
+            free(sz);
+        }
+        pos = 0;
+        char *trunc = st == RT_OK ? rtp_store_xml_next(r.resp, "IsTruncated", &pos, &oom)
+                                  : NULL;
+        more = trunc && strcmp(trunc, "true") == 0;
+        free(trunc);
+        free(token);
+        token = NULL;
+        pos = 0;
+        if (more && !(token = rtp_store_xml_next(r.resp, "NextContinuationToken", &pos,
+                                                  &oom)))
+            more = 0;
+        free(r.resp);
+        if (oom && st == RT_OK) st = RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
+    }
+    free(token);
+    free(qp);
+    if (st != RT_OK) {
+        rt_store_entries_free(e, cnt);
+        return st;
+    }
+    *out = e;
+    *n = cnt;
+    return RT_OK;
+}

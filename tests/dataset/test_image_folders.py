@@ -1,0 +1,363 @@
+"""Image folders as data sets: imgset_tool (rt_dataset_load) against Pillow.
+
+The folders are generated here: several classes, PNG and JPEG, grey, RGB, palette and
+RGBA, sizes that shrink, enlarge and change the aspect ratio. Every decoded image is
+compared with Pillow's open -> convert -> resize(BILINEAR) -> centre crop; the runtime
+implements Pillow's resampling in integers, so the bytes must agree to within 1/255
+(they are expected to be equal). Then the layouts (split folders, CSV, zip, tar.gz),
+the seeded validation split, the cache, and every bad file the loader must name.
+"""
+import io
+import os
+import resource
+import struct
+import subprocess
+import tarfile
+import zipfile
+import zlib
+
+import numpy as np
+import pytest
+from PIL import Image
+
+TOOL = os.environ.get("IMGSET_TOOL")
+pytestmark = pytest.mark.skipif(not TOOL, reason="IMGSET_TOOL not set (run through meson)")
+
+SIZES = [(40, 30), (17, 50), (64, 64), (100, 80), (20, 20), (33, 71)]
+
+
+def noise_image(rng, w, h, mode):
+    """A smooth-ish picture (gradients + noise), so resampling has something to do."""
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack([(x * 255 // max(w - 1, 1)), (y * 255 // max(h - 1, 1)),
+                     ((x + y) * 127 // max(w + h - 2, 1))], axis=-1)
+    arr = np.clip(base + rng.integers(-40, 41, size=base.shape), 0, 255).astype(np.uint8)
+    im = Image.fromarray(arr, "RGB")
+    if mode == "L":
+        return im.convert("L")
+    if mode == "P":
+        return im.convert("P", palette=Image.ADAPTIVE, colors=16)
+    if mode == "RGBA":
+        im = im.convert("RGBA")
+        im.putalpha(Image.fromarray(rng.integers(0, 256, (h, w), dtype=np.uint8), "L"))
+    return im
+
+
+def make_folder(root, classes=("cat", "dog", "emu"), per_class=6, seed=0):
+    rng = np.random.default_rng(seed)
+    files = []
+    for ci, c in enumerate(classes):
+        d = root / c
+        d.mkdir(parents=True, exist_ok=True)
+        for k in range(per_class):
+            w, h = SIZES[(k + ci) % len(SIZES)]
+            kind = (k + ci) % 6
+            if kind == 0:
+                p, im, fmt = d / ("%02d.png" % k), noise_image(rng, w, h, "RGB"), "PNG"
+            elif kind == 1:
+                p, im, fmt = d / ("%02d.png" % k), noise_image(rng, w, h, "L"), "PNG"
+            elif kind == 2:
+                p, im, fmt = d / ("%02d.png" % k), noise_image(rng, w, h, "P"), "PNG"
+            elif kind == 3:
+                p, im, fmt = d / ("%02d.png" % k), noise_image(rng, w, h, "RGBA"), "PNG"
+            elif kind == 4:
+                p, im, fmt = d / ("%02d.jpg" % k), noise_image(rng, w, h, "RGB"), "JPEG"
+            else:
+                p, im, fmt = d / ("%02d.JPEG" % k), noise_image(rng, w, h, "L"), "JPEG"
+            im.save(p, fmt, **({"quality": 90} if fmt == "JPEG" else {}))
+            files.append((p, ci))
+    (root / "notes.txt").write_text("not a class")             # ignored: not a folder
+    (root / "cat" / "readme.md").write_text("ignored")          # ignored: extension
+    (root / ".ipynb_checkpoints").mkdir(exist_ok=True)          # ignored: hidden
+    files.sort(key=lambda t: (classes[t[1]], t[0].name))
+    return files
+
+
+def pillow_fit(path, h, w, channels):
+    """What the loader promises: convert, resize so H x W is covered, centre crop."""
+    im = Image.open(path)
+    im = im.convert("L" if channels == 1 else "RGB")
+    iw, ih = im.size
+    if h * iw >= w * ih:
+        rh, rw = h, max(w, h * iw // ih)
+    else:
+        rw, rh = w, max(h, w * ih // iw)
+    if (rw, rh) != (iw, ih):
+        im = im.resize((rw, rh), Image.BILINEAR)
+    top, left = (rh - h) // 2, (rw - w) // 2
+    a = np.asarray(im.crop((left, top, left + w, top + h)))
+    if channels == 1:
+        return a[None, :, :]
+    return a.transpose(2, 0, 1)
+
+
+def close(a, b):
+    """Within 1/255: equal but for libjpeg builds rounding an IDCT differently."""
+    return np.abs(a.astype(int) - b.astype(int)).max() <= 1
+
+
+def run(path, *args, dump=None):
+    cmd = [TOOL, str(path)] + [str(a) for a in args]
+    if dump is not None:
+        cmd += ["--dump", str(dump)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    info = {}
+    for line in p.stdout.splitlines():
+        k, _, v = line.partition(" ")
+        info[k] = v
+    info["rc"] = p.returncode
+    return info
+
+
+def read_dump(path, info):
+    n = [int(x) for x in info["n"].split()]
+    c, h, w = (int(x) for x in info["shape"].split())
+    raw = np.fromfile(path, dtype=np.uint8)
+    out, off = [], 0
+    for k in range(3):
+        px = raw[off:off + n[k] * c * h * w].reshape(n[k], c, h, w)
+        off += n[k] * c * h * w
+        out.append((px, raw[off:off + n[k]].copy()))
+        off += n[k]
+    assert off == raw.size
+    return out
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("KILN_IMAGE_CACHE", str(d))
+    return d
+
+
+@pytest.mark.parametrize("size,channels", [("24", 3), ("24", 1), ("16x20", 3), ("48x32", 1)])
+def test_folder_matches_pillow(tmp_path, cache, size, channels):
+    files = make_folder(tmp_path / "pets")
+    info = run(tmp_path / "pets", "--size", size, "--channels", channels,
+               dump=tmp_path / "d.bin")
+    assert info["rc"] == 0, info["msg"]
+    assert info["layout"] == "folder"
+    assert info["classes"] == "cat dog emu"
+    h, w = (int(x) for x in (size + "x" + size).split("x")[:2]) if "x" not in size else \
+        (int(x) for x in size.split("x"))
+    assert info["shape"] == "%d %d %d" % (channels, h, w)
+    (px, labels), (vpx, _), (tpx, _) = read_dump(tmp_path / "d.bin", info)
+    assert len(px) == len(files) and len(vpx) == 0 and len(tpx) == 0
+    worst = 0
+    for i, (f, ci) in enumerate(files):
+        want = pillow_fit(f, h, w, channels)
+        assert labels[i] == ci, f
+        diff = np.abs(px[i].astype(int) - want.astype(int)).max()
+        worst = max(worst, diff)
+        assert diff <= 1, "%s differs from Pillow by %d/255" % (f, diff)
+    # normalisation: mean/std of the training split in 0..1 units
+    mean = [float(x) for x in info["mean"].split()]
+    for c in range(channels):
+        assert abs(mean[c] - px[:, c].mean() / 255.0) < 1e-4
+
+
+def test_auto_channels_and_default_size(tmp_path, cache):
+    root = tmp_path / "grey"
+    rng = np.random.default_rng(3)
+    for c in ("a", "b"):
+        (root / c).mkdir(parents=True)
+        for k in range(3):
+            noise_image(rng, 30 + k, 40, "L").save(root / c / ("%d.png" % k))
+    info = run(root)
+    assert info["rc"] == 0, info["msg"]
+    assert info["shape"] == "1 64 64"          # the first image's channels, 64 x 64
+
+
+def test_val_split_is_seeded(tmp_path, cache):
+    make_folder(tmp_path / "pets", per_class=8)
+    a = run(tmp_path / "pets", "--size", 12, "--val", "0.25", "--seed", 7, dump=tmp_path / "a")
+    b = run(tmp_path / "pets", "--size", 12, "--val", "0.25", "--seed", 7, dump=tmp_path / "b")
+    c = run(tmp_path / "pets", "--size", 12, "--val", "0.25", "--seed", 8, dump=tmp_path / "c")
+    full = run(tmp_path / "pets", "--size", 12, dump=tmp_path / "f")
+    for i in (a, b, c, full):
+        assert i["rc"] == 0, i["msg"]
+    assert a["n"] == "18 6 0"
+    assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes()
+    assert (tmp_path / "a").read_bytes() != (tmp_path / "c").read_bytes()
+    (tp, tl), (vp, vl), _ = read_dump(tmp_path / "a", a)
+    (fp, fl), _, _ = read_dump(tmp_path / "f", full)
+    # train + val is the whole folder, each image once
+    key = lambda p, l: [bytes(x) + bytes([y]) for x, y in zip(p, l)]
+    assert sorted(key(tp, tl) + key(vp, vl)) == sorted(key(fp, fl))
+    assert run(tmp_path / "pets", "--size", 12, "--val", 5)["n"] == "19 5 0"
+    bad = run(tmp_path / "pets", "--size", 12, "--val", 24)
+    assert bad["rc"] == 1 and "--val" in bad["msg"]
+
+
+def test_cache_reuse(tmp_path, cache):
+    files = make_folder(tmp_path / "pets")
+    first = run(tmp_path / "pets", "--size", 20, dump=tmp_path / "1")
+    second = run(tmp_path / "pets", "--size", 20, dump=tmp_path / "2")
+    assert first["rc"] == 0 and second["rc"] == 0
+    assert int(first["decoded"]) == len(files)
+    assert second["decoded"] == "0"                      # the second load decodes nothing
+    assert (tmp_path / "1").read_bytes() == (tmp_path / "2").read_bytes()
+    assert len(list(cache.glob("*.kimg"))) == 1
+    other = run(tmp_path / "pets", "--size", 21)         # other options: another entry
+    assert int(other["decoded"]) == len(files)
+    # a changed file changes the key: decoded again, and the new pixels are used
+    f = files[0][0]
+    Image.new("RGB", (30, 30), (255, 0, 0)).save(f)
+    os.utime(f, ns=(1, 1))
+    third = run(tmp_path / "pets", "--size", 20, dump=tmp_path / "3")
+    assert int(third["decoded"]) == len(files)
+    (px, _), _, _ = read_dump(tmp_path / "3", third)
+    assert close(px[0], pillow_fit(f, 20, 20, 3))
+    # a damaged cache file is ignored and rewritten, never trusted
+    for k in cache.glob("*.kimg"):
+        k.write_bytes(k.read_bytes()[:100])
+    fourth = run(tmp_path / "pets", "--size", 20, dump=tmp_path / "4")
+    assert fourth["rc"] == 0 and int(fourth["decoded"]) == len(files)
+    assert (tmp_path / "4").read_bytes() == (tmp_path / "3").read_bytes()
+
+
+def test_split_folders(tmp_path, cache):
+    root = tmp_path / "splits"
+    make_folder(root / "train", per_class=4, seed=1)
+    make_folder(root / "val", per_class=2, seed=2)
+    make_folder(root / "test", per_class=3, seed=3)
+    info = run(root, "--size", 16, dump=tmp_path / "d")
+    assert info["rc"] == 0, info["msg"]
+    assert info["layout"] == "split folders"
+    assert info["n"] == "12 6 9"
+    (_, tl), (vp, vl), (tp, sl) = read_dump(tmp_path / "d", info)
+    files = sorted((root / "test").glob("*/*.*"))
+    files = [f for f in files if f.suffix.lower() in (".png", ".jpg", ".jpeg")]
+    for i, f in enumerate(sorted(files, key=lambda p: (p.parent.name, p.name))):
+        assert close(tp[i], pillow_fit(f, 16, 16, 3)), f
+        assert sl[i] == "cat dog emu".split().index(f.parent.name)
+    again = run(root, "--size", 16, "--val", 2)
+    assert again["rc"] == 1 and "own validation folder" in again["msg"]
+    (root / "test" / "yak").mkdir()
+    noise_image(np.random.default_rng(0), 10, 10, "RGB").save(root / "test" / "yak" / "1.png")
+    unknown = run(root, "--size", 16)
+    assert unknown["rc"] == 1 and "yak" in unknown["msg"] and "not among" in unknown["msg"]
+
+
+def test_csv(tmp_path, cache):
+    files = make_folder(tmp_path / "pets")
+    csv = tmp_path / "labels.csv"
+    # labels independent of folders: by file name parity; a header line; relative paths
+    lines = ["path,label"] + ["%s,%s" % (os.path.relpath(f, tmp_path),
+                                         "odd" if i % 2 else "even")
+                              for i, (f, _) in enumerate(files)]
+    csv.write_text("\n".join(lines) + "\n")
+    info = run(csv, "--size", 16, dump=tmp_path / "d")
+    assert info["rc"] == 0, info["msg"]
+    assert info["layout"] == "csv" and info["classes"] == "even odd"
+    (px, lb), _, _ = read_dump(tmp_path / "d", info)
+    for i, (f, _) in enumerate(files):
+        assert lb[i] == i % 2
+        assert close(px[i], pillow_fit(f, 16, 16, 3)), f
+    csv.write_text("path,label\nnope/missing.png,a\n")
+    missing = run(csv)
+    assert missing["rc"] == 1 and "missing.png" in missing["msg"] and "line 2" in missing["msg"]
+    csv.write_text("just-a-path.png\n")
+    assert "expected path,label" in run(csv)["msg"]
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_archives_equal_the_folder(tmp_path, cache, kind):
+    make_folder(tmp_path / "pets")
+    folder = run(tmp_path / "pets", "--size", 16, dump=tmp_path / "f")
+    arc = tmp_path / ("pets." + kind)
+    if kind == "zip":
+        with zipfile.ZipFile(arc, "w") as z:
+            for p in sorted((tmp_path / "pets").rglob("*")):
+                z.write(p, os.path.relpath(p, tmp_path))       # under a top folder pets/
+    else:
+        with tarfile.open(arc, "w:gz") as t:
+            t.add(tmp_path / "pets", "pets")
+    info = run(arc, "--size", 16, dump=tmp_path / "a")
+    assert info["rc"] == 0, info["msg"]
+    assert info["classes"] == folder["classes"] and info["n"] == folder["n"]
+    assert (tmp_path / "a").read_bytes() == (tmp_path / "f").read_bytes()
+
+
+# ---- bad files: each is named, or skipped and counted with --skip-bad ----
+
+def png_chunk(tag, data):
+    return struct.pack(">I", len(data)) + tag + data + struct.pack(
+        ">I", zlib.crc32(tag + data) & 0xffffffff)
+
+
+def bomb_png():
+    """A valid-looking PNG whose header claims 100000 x 100000 RGB pixels."""
+    ihdr = struct.pack(">IIBBBBB", 100000, 100000, 8, 2, 0, 0, 0)
+    idat = zlib.compress(b"\0" * 1000)
+    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", idat)
+            + png_chunk(b"IEND", b""))
+
+
+def jpeg_bytes(im, **kw):
+    b = io.BytesIO()
+    im.save(b, "JPEG", **kw)
+    return b.getvalue()
+
+
+def bad_cases():
+    rng = np.random.default_rng(5)
+    good = jpeg_bytes(noise_image(rng, 64, 48, "RGB"), quality=95)
+    png16 = io.BytesIO()
+    Image.fromarray((np.arange(400, dtype=np.uint16) * 150).reshape(20, 20)).save(png16, "PNG")
+    return {
+        "truncated.jpg": (good[:len(good) // 2], "truncated"),
+        "empty.png": (b"", "empty file"),
+        "text.png": (b"hello, I am not a picture\n", "not a PNG or JPEG"),
+        "cmyk.jpg": (jpeg_bytes(Image.new("CMYK", (16, 16), (0, 128, 255, 0))), "CMYK"),
+        "deep.png": (png16.getvalue(), "16-bit"),
+        "bomb.png": (bomb_png(), "decompression bomb"),
+        "badcrc.png": (bomb_png()[:20] + b"\0" * 40, "not a valid PNG"),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(bad_cases()))
+def test_bad_file_is_named(tmp_path, cache, name):
+    data, phrase = bad_cases()[name]
+    files = make_folder(tmp_path / "pets", per_class=3)
+    bad = tmp_path / "pets" / "dog" / name
+    bad.write_bytes(data)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    info = run(tmp_path / "pets", "--size", 16)
+    assert info["rc"] == 1
+    assert str(bad) in info["msg"], info["msg"]
+    assert phrase in info["msg"], info["msg"]
+    assert "--skip-bad" in info["msg"]
+    if name == "bomb.png":   # refused from the header: nothing near 30 GB was touched
+        assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < max(before, 300_000)
+    skip = run(tmp_path / "pets", "--size", 16, "--skip-bad", dump=tmp_path / "d")
+    assert skip["rc"] == 0, skip["msg"]
+    assert skip["skipped"] == "1" and str(bad) in skip["first_bad"]
+    assert skip["n"].split()[0] == str(len(files))
+    again = run(tmp_path / "pets", "--size", 16, "--skip-bad")   # from the cache
+    assert again["decoded"] == "0" and again["skipped"] == "1"
+
+
+def test_folder_errors(tmp_path, cache):
+    make_folder(tmp_path / "pets", per_class=2)
+    (tmp_path / "pets" / "yak").mkdir()
+    info = run(tmp_path / "pets")
+    assert info["rc"] == 1 and "yak" in info["msg"] and "empty class folder" in info["msg"]
+    one = tmp_path / "one"
+    (one / "cat").mkdir(parents=True)
+    noise_image(np.random.default_rng(1), 8, 8, "RGB").save(one / "cat" / "a.png")
+    info = run(one)
+    assert info["rc"] == 1 and "only one class" in info["msg"]
+    (tmp_path / "nothing").mkdir()
+    info = run(tmp_path / "nothing")
+    assert info["rc"] == 1 and "no data set here: expected class folders" in info["msg"]
+    assert run(tmp_path / "pets", "--channels", 2)["rc"] == 1
+
+
+def test_turbojpeg_missing(tmp_path, cache, monkeypatch):
+    """Without libturbojpeg a JPEG folder fails naming the library and its package."""
+    make_folder(tmp_path / "pets", per_class=6)
+    monkeypatch.setenv("KILN_LIBTURBOJPEG", "/nonexistent/libturbojpeg.so.0")
+    info = run(tmp_path / "pets")
+    assert info["rc"] == 1
+    assert "libturbojpeg" in info["msg"] and "apt install libturbojpeg0" in info["msg"]
