@@ -213,7 +213,7 @@ static int metric_rank(const char *k)
  * then training ones, then the rest, each in first-seen order, so the columns that
  * tell runs apart are the first ones a reader sees. Per-step metrics (the last step's
  * loss, accuracy, lr) only when no run has per-epoch ones, and no epoch_seconds (the
- * duration column): the list stays narrow; `show` has them all. */
+ * duration column) or images_per_s: the list stays narrow; `show` has them all. */
 static const char **metric_keys(const rt_results_list *l)
 {
     const char **keys = calloc(1, sizeof *keys);
@@ -227,6 +227,7 @@ static const char **metric_keys(const rt_results_list *l)
             for (size_t j = 0; j < l->runs[i].nmetrics; j++) {
                 const char *k = l->runs[i].metrics[j].key;
                 if (metric_rank(k) != rank || !strcmp(k, "epoch_seconds") ||
+                    !strcmp(k, "images_per_s") ||
                     (any_epoch && l->runs[i].metrics[j].kind != RT_RESULTS_EPOCH))
                     continue;
                 int seen = 0;

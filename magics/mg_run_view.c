@@ -203,13 +203,23 @@ static void summary_complete(mg_run *r, FILE *t)
     int64_t ep = spe > 0 ? (r->start_step + spe - 1) / spe : 0;
     fprintf(t, "Run %s: already complete at step %lld (epoch %lld of %d); nothing to train\n",
             r->model_name, (long long)r->start_step, (long long)ep, r->o.epochs);
+    /* the last metrics: measured here, else the curves the checkpoint carried, else
+     * the results store (a continued run in another store has none there) */
     double vl = 0, va = 0, tl = 0, ta = 0;
-    if (r->has_val) vl = r->val_loss, va = r->val_acc;
-    if (r->has_val || (stored_metric(r, "val_loss", &vl) == 0 &&
-                       stored_metric(r, "val_accuracy", &va) == 0))
-        fprintf(t, "  last %s loss %.4f, accuracy %.4f\n", r->val_name, vl, va);
-    if (stored_metric(r, "train_loss", &tl) == 0 && stored_metric(r, "train_accuracy", &ta) == 0)
-        fprintf(t, "  last train loss %.4f, accuracy %.4f (epoch mean)\n", tl, ta);
+    int has_v = r->has_val, has_t = 0;
+    if (has_v) vl = r->val_loss, va = r->val_acc;
+    if (!has_v && r->ep_vloss.n && r->ep_vacc.n)
+        vl = r->ep_vloss.y[r->ep_vloss.n - 1], va = r->ep_vacc.y[r->ep_vacc.n - 1], has_v = 1;
+    if (!has_v && stored_metric(r, "val_loss", &vl) == 0 &&
+        stored_metric(r, "val_accuracy", &va) == 0)
+        has_v = 1;
+    if (r->ep_loss.n && r->ep_acc.n)
+        tl = r->ep_loss.y[r->ep_loss.n - 1], ta = r->ep_acc.y[r->ep_acc.n - 1], has_t = 1;
+    if (!has_t && stored_metric(r, "train_loss", &tl) == 0 &&
+        stored_metric(r, "train_accuracy", &ta) == 0)
+        has_t = 1;
+    if (has_v) fprintf(t, "  last %s loss %.4f, accuracy %.4f\n", r->val_name, vl, va);
+    if (has_t) fprintf(t, "  last train loss %.4f, accuracy %.4f (epoch mean)\n", tl, ta);
     if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);
     if (r->o.run_dir[0]) fprintf(t, "  run directory: %s\n", r->o.run_dir);
     mgp_hint_longer(r, t);

@@ -82,5 +82,12 @@ json_t *kl_json_text(const char *s, size_t n);
 /* Widget state of the forms shown so far (application/vnd.jupyter.widget-state+json),
  * new ref or NULL; `kiln run` stores it in the notebook metadata. */
 json_t *kl_engine_widget_state(kl_engine *e);
+/* After a form cell ran again with unchanged code: that code with the values set in the
+ * form's widgets written in (what ran; new string, free()), for a set_next_input
+ * payload; NULL otherwise. */
+char *kl_engine_take_next_input(kl_engine *e);
+/* Replaces each live form's display by its table of values (before the kernel exits,
+ * so a saved notebook shows values, not a missing widget). Returns how many. */
+int kl_engine_forms_fallback(kl_engine *e, const mg_out *out);
 
 #endif

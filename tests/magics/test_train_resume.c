@@ -197,7 +197,7 @@ T_TEST(test_resumed_output)
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
     ASSERT_STR_EQ(g_err.ename, "KeyboardInterrupt");
     tm_reset();
-    snprintf(line, sizeof line, "resume %s", d);
+    snprintf(line, sizeof line, "resume %s --results %s", d, g_store);
     int rc = tm_magic(g_s, line, NULL, &g_err);
     if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
     ASSERT_EQ(rc, 0);
