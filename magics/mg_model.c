@@ -63,7 +63,7 @@ static void show_summary(mg_ctx *ctx, const char *name, const rt_model *m, int t
         shape_text(&rows[i], shape, sizeof shape);
         fprintf(t, "%-4d %-32s %-16s %12s\n", rows[i].index, rows[i].spec, shape,
                 mg_commas(rows[i].params, num));
-        fprintf(h, "<tr><td>%d</td><td style=\"text-align:left\"><code>%s</code></td>"
+        fprintf(h, "<tr><td>%d</td><td style=\"text-align:left\"><code style=\"white-space:pre\">%s</code></td>"
                    "<td>%s</td><td style=\"text-align:right\">%s</td></tr>",
                 rows[i].index, rows[i].spec, shape, num);
     }
@@ -92,11 +92,23 @@ static int parse_input(const char *s, rt_model_input *in, mg_error *err)
     return 0;
 }
 
+/* A body of only blanks and comments (the cell form naming a shipped network). */
+static int body_empty(const char *body)
+{
+    for (const char *p = body ? body : ""; *p; p++) {
+        if (*p == '#') p += strcspn(p, "\n");
+        if (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') return 0;
+        if (!*p) break;
+    }
+    return 1;
+}
+
 static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
-    if (args->npos != 1)
+    if (args->npos != 1 && !(args->npos == 2 && body_empty(args->body)))
         return mg_fail(err, "UsageError", "%%%%model: expected one model name on the first "
-                       "line (%%%%model NAME), got %d words", args->npos);
+                       "line (%%%%model NAME, or %%%%model NAME resnet20 for a shipped "
+                       "network), got %d words", args->npos);
     const char *name = args->pos[0];
     if (strlen(name) >= 64)
         return mg_fail(err, "UsageError", "%%%%model: the name '%.20s...' is too long (63 "
@@ -128,9 +140,16 @@ static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
     }
     rt_model *m = NULL;
     rt_error re = {0};
-    if (rt_model_create(&m, args->body ? args->body : "", &in, &re) != RT_OK)
+    char zoo[8192];
+    const char *spec = args->body ? args->body : "";
+    if (args->npos == 2) {                   /* a shipped network, for these classes */
+        if (rt_model_zoo_spec(args->pos[1], in.num_classes, zoo, sizeof zoo, &re) != RT_OK)
+            return mg_fail(err, "ValueError", "%%%%model %s: %s", name, re.msg);
+        spec = zoo;
+    }
+    if (rt_model_create(&m, spec, &in, &re) != RT_OK)
         return mg_fail(err, "ValueError", "%%%%model %s: %s", name, re.msg);
-    int rc = mg_ws_model_define(ws, name, args->body ? args->body : "", &in, dname, err);
+    int rc = mg_ws_model_define(ws, name, spec, &in, dname, err);
     if (rc == 0) show_summary(ctx, name, m, 0);
     rt_model_destroy(m);
     return rc;
@@ -177,8 +196,10 @@ static int list(mg_ctx *ctx, mg_error *err)
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
-    if (args->body) return define(ctx, args, err);
-    if (mg_args_has(args, "--data") || mg_args_has(args, "--input") || mg_args_has(args, "--classes"))
+    if (args->body || (args->npos == 2 && strcmp(args->pos[0], "show")))
+        return define(ctx, args, err);     /* a cell, or %model NAME resnet20 */
+    if (mg_args_has(args, "--data") || mg_args_has(args, "--input") ||
+        mg_args_has(args, "--classes"))
         return mg_fail(err, "UsageError", "%%model: --data/--input/--classes belong to the cell "
                        "form %%%%model NAME");
     if (args->npos == 0 || (!strcmp(args->pos[0], "list") && args->npos == 1)) return list(ctx, err);
@@ -192,14 +213,19 @@ const mg_command mg_cmd_model = {
     .name = "model",
     .summary = "Define a network (%%model NAME), show or list models (%model show/list)",
     .usage = "Usage: %%model NAME [--data NAME | --input CxHxW --classes N]   (cell)\n"
+             "       %model NAME resnet20 [...]         (a shipped network, line or cell)\n"
              "       %model show [NAME] | %model list                      (line)\n\n"
              "Defines a network, one layer a line, checked against the data set loaded last\n"
              "and shown as a summary table (layer, output shape, parameters, total):\n"
-             "  conv2d K R [stride=1] [pad=0] | maxpool R [stride=R] | avgpool R [stride=R]\n"
-             "  relu | leakyrelu [slope=0.01] | batchnorm [momentum=0.1] | dropout P |\n"
-             "  flatten | dense O      (end with dense <classes>; '#' comments)\n\n"
+             "  conv2d K R [stride=1] [pad=0|same] | maxpool R [stride=R] |\n"
+             "  avgpool R [stride=R] | globalavgpool | relu | leakyrelu [slope=0.01] |\n"
+             "  batchnorm [momentum=0.1] | dropout P | flatten | dense O\n"
+             "  residual:   (a block: its layers indented below; an indented 'shortcut:'\n"
+             "               then a projection when the shape changes; the output is\n"
+             "               layers(x) + x, or + shortcut(x))\n"
+             "End with dense <classes>; '#' comments.\n\n"
              "Example:\n  %%model mnist_net\n  conv2d 32 3\n  relu\n  maxpool 2\n  flatten\n"
-             "  dense 10",
+             "  dense 10\n\n  %model net resnet20      (ResNet-20 for 32x32 images, 0.27 M)",
     .flags = MG_LINE | MG_CELL,
     .options = options,
     .run = run,

@@ -1,6 +1,7 @@
 /* mg_predict.c - %predict [MODEL] [--samples N] [--split S] [--seed N]: a grid of images
  * with the model's prediction (and confidence) over the true label; wrong predictions
- * framed red. Samples are the first N of the split, or N drawn at random with --seed. */
+ * framed red. Samples are the first N of the split, or N drawn at random with --seed.
+ * With image files or globs as arguments: mg_predict_files.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +14,14 @@ static const mg_option options[] = {
     {"--split", MG_OPT_CHOICE, NULL, "split to draw from (test)", "test|val|train"},
     {"--data", MG_OPT_STRING, "NAME", "data set (default: the one loaded last)", NULL},
     {"--seed", MG_OPT_INT, "N", "pick random images with this seed (default: the first N)", NULL},
+    {"--top", MG_OPT_INT, "K", "files: the K most likely classes to show (3)", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
+    for (int i = 0; i < args->npos; i++)    /* files: the model on the user's images */
+        if (mg_predict_is_file_arg(args->pos[i])) return mg_predict_files(ctx, args, err);
     long n, seed;
     if (mg_args_int(args, "--samples", 16, &n, err) < 0 ||
         mg_args_int(args, "--seed", -1, &seed, err) < 0)
@@ -91,11 +95,15 @@ out:
 
 const mg_command mg_cmd_predict = {
     .name = "predict",
-    .summary = "A grid of images with predicted and true labels",
+    .summary = "A grid of images with predicted and true labels (or on your own files)",
     .usage = "Usage: %predict [MODEL] [--samples N] [--split test|val|train] [--seed N] "
-             "[--data NAME]\n\nShows N images of a split with the trained model's prediction "
-             "and confidence;\nwrong ones are framed red and show the true label.\n\n"
-             "Example:\n  %predict mnist_net --samples 24 --seed 1",
+             "[--data NAME]\n       %predict [MODEL] FILE|GLOB... [--top K] [--data NAME]\n\n"
+             "Shows N images of a split with the trained model's prediction and confidence;\n"
+             "wrong ones are framed red and show the true label. Given image files (PNG,\n"
+             "JPEG; globs expanded), shows each as a thumbnail with the K most likely\n"
+             "classes, after the preprocessing training used (resize, crop, normalise).\n\n"
+             "Examples:\n  %predict mnist_net --samples 24 --seed 1\n"
+             "  %predict pets photos/new/*.jpg --top 3",
     .flags = MG_LINE | MG_LONG_RUNNING,
     .options = options,
     .run = run,

@@ -175,6 +175,10 @@ struct rt_backend_ops {
     /* elementwise utilities on whole tensors (numel of dst) */
     rt_status (*fill)(rt_backend *b, rt_tensor *dst, float value, rt_error *err);
     rt_status (*copy)(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err);
+    /* dst = a + x elementwise (numel of dst; dst may alias a or x). Residual blocks;
+     * NULL on a backend that lacks it (the residual layers then refuse to run). */
+    rt_status (*add)(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
+                     rt_error *err);
 
     /* conv2d. out (N,K,P,Q); in (N,C,H,W); w (K,C,R,S); bias (K) or NULL. */
     rt_status (*conv2d_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in,

@@ -52,6 +52,12 @@ typedef struct rt_layer {
     int nsaved;
     rt_tensor saved[RT_LAYER_MAX_SAVED];
     int saved_per_sample[RT_LAYER_MAX_SAVED];
+    /* ---- residual blocks (rt_layer_residual.c): the block's begin, shortcut (NULL when
+     * the skip is the identity) and add layers, set by the parser on all three; the
+     * activation added to the main path, bound at attach (add layer only) ---- */
+    struct rt_layer *block[3];
+    const rt_tensor *skip;
+    int depth;                 /* 1 inside a residual block (summary indentation) */
 } rt_layer;
 
 struct rt_layer_type {
@@ -81,7 +87,9 @@ struct rt_layer_type {
 
 extern const rt_layer_type rt_layer_conv2d, rt_layer_maxpool, rt_layer_avgpool,
     rt_layer_relu, rt_layer_leakyrelu, rt_layer_batchnorm, rt_layer_dropout,
-    rt_layer_flatten, rt_layer_dense;
+    rt_layer_flatten, rt_layer_dense, rt_layer_globalavgpool;
+/* residual blocks: `residual:` (begin), `shortcut:` (projection branch), add (implicit) */
+extern const rt_layer_type rt_layer_res_begin, rt_layer_res_shortcut, rt_layer_res_add;
 
 /* ---- helpers shared by the layer files (rt_layer_util.c) ---- */
 /* Parses a positive int; 0 on success. */

@@ -1,10 +1,13 @@
-/* rt_layer_conv.c - conv2d: `conv2d K R [stride=1] [pad=0]` (square R x R kernel, bias).
+/* rt_layer_conv.c - conv2d: `conv2d K R [stride=1] [pad=0|same]` (square R x R kernel,
+ * bias). pad=same is (R - 1) / 2 (odd R): the output is the input's size at stride 1,
+ * and ceil(size / stride) at stride 2, as PyTorch's padding=1 for 3x3 in a ResNet.
  *
  * Weight (K,C,R,R) and bias (K); PyTorch Conv2d semantics and default init. Needs a
  * (C,H,W) input (not after flatten/dense). The computation is the backend's
  * conv2d_fwd/bwd_data/bwd_filter; this file only parses, infers shapes and dispatches.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "rt_layer.h"
 
@@ -19,6 +22,7 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
             if ((rc = rtp_parse_int(v, &l->stride))) goto bad_opt;
         } else if (rtp_opt(argv[i], "pad", &v) || rtp_opt(argv[i], "padding", &v)) {
             if (v[0] == '0' && v[1] == 0) l->pad = 0;
+            else if (!strcmp(v, "same")) l->pad = -1;     /* (R - 1) / 2, once R is known */
             else if ((rc = rtp_parse_int(v, &l->pad))) goto bad_opt;
         } else if (pos == 0) {
             if ((rc = rtp_parse_int(argv[i], &l->k))) goto bad_pos;
@@ -47,6 +51,13 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
         snprintf(why, RT_LAYER_WHY, "missing %s", pos == 0 ? "the output channels K and "
                  "kernel size R" : "the kernel size R");
         return RT_EINVAL;
+    }
+    if (l->pad == -1) {
+        if (l->r % 2 == 0) {
+            snprintf(why, RT_LAYER_WHY, "pad=same needs an odd kernel size, got %d", l->r);
+            return RT_EINVAL;
+        }
+        l->pad = (l->r - 1) / 2;
     }
     return RT_OK;
 }
@@ -129,7 +140,7 @@ static size_t workspace(const rt_layer *l, rt_backend *b, int N)
 }
 
 const rt_layer_type rt_layer_conv2d = {
-    .name = "conv2d", .usage = "conv2d K R [stride=1] [pad=0]",
+    .name = "conv2d", .usage = "conv2d K R [stride=1] [pad=0|same]",
     .parse = parse, .infer = infer, .format = format, .init = init,
     .forward = forward, .backward = backward, .workspace = workspace,
 };

@@ -6,7 +6,8 @@
  * whole model in one call), acts (every layer's output for a max batch, per-sample
  * saved tensors such as dropout masks, two ping-pong gradient buffers, labels, losses,
  * probabilities) and state (BN running stats and batch stats). flatten's output aliases
- * its input, and so does a relu's after conv/dense/batchnorm (aliases_input). Forward and
+ * its input, and so does a relu's after conv/dense/batchnorm (aliases_input), a residual
+ * block's begin, and its shortcut's (a view of the block input; rt_layer_residual.c). Forward and
  * backward allocate nothing.
  */
 #include <stdlib.h>
@@ -107,7 +108,7 @@ static size_t act_numel(const rt_layer *l) { return (size_t)l->out_c * l->out_h 
 static int aliases_input(const rt_model *m, int i)
 {
     const rt_layer_type *t = m->layers[i].type, *prev = i > 0 ? m->layers[i - 1].type : NULL;
-    if (t == &rt_layer_flatten) return 1;
+    if (t == &rt_layer_flatten || t == &rt_layer_res_begin) return 1;
     if (t != &rt_layer_relu && t != &rt_layer_leakyrelu) return 0;
     return prev == &rt_layer_conv2d || prev == &rt_layer_dense || prev == &rt_layer_batchnorm;
 }
@@ -142,7 +143,8 @@ static rt_status bind_acts(rt_model *m, rt_error *err)
     for (int i = 0; i < m->nlayers; i++) {
         rt_layer *l = &m->layers[i];
         if (act_numel(l) > maxact) maxact = act_numel(l);
-        if (!aliases_input(m, i)) need += rt_arena_need(act_numel(l) * N);
+        if (!aliases_input(m, i) && l->type != &rt_layer_res_shortcut)
+            need += rt_arena_need(act_numel(l) * N);
         for (int s = 0; s < l->nsaved; s++) {
             size_t n = rt_tensor_numel(&l->saved[s]);
             if (l->saved_per_sample[s])
@@ -163,8 +165,12 @@ static rt_status bind_acts(rt_model *m, rt_error *err)
     for (int i = 0; i < m->nlayers; i++) {
         rt_layer *l = &m->layers[i];
         rtp_shape(&m->act[i + 1], N, l->out_c, l->out_h, l->out_w);
-        if (aliases_input(m, i)) m->act[i + 1].data = m->act[i].data;
+        if (l->type == &rt_layer_res_shortcut)   /* a view of the block's input */
+            m->act[i + 1].data = m->act[l->block[0]->index].data;
+        else if (aliases_input(m, i)) m->act[i + 1].data = m->act[i].data;
         else RT_TRY(rt_arena_take(&m->acts, &m->act[i + 1], err));
+        if (l->type == &rt_layer_res_add)        /* x, or M with a projection */
+            l->skip = &m->act[(l->block[1] ? l->block[1] : l->block[0])->index];
         for (int s = 0; s < l->nsaved; s++) {
             if (l->saved_per_sample[s]) {
                 l->saved[s].n = N;

@@ -120,4 +120,11 @@ void rt_model_timing(const rt_model *m, int i, double *fwd, double *bwd);
 void rt_model_timing_reset(rt_model *m);
 int rt_model_num_layers(const rt_model *m);
 
+/* ---- shipped architectures (rt_model_zoo.c) ---- */
+/* Writes the spec of a shipped network ("resnet20") ending in dense num_classes into
+ * buf (4096 bytes suffice). RT_ENOTFOUND naming the shipped ones for another name. */
+rt_status rt_model_zoo_spec(const char *name, int num_classes, char *buf, size_t size,
+                            rt_error *err);
+const char *const *rt_model_zoo_names(void);   /* NULL-terminated, static */
+
 #endif

@@ -1,6 +1,9 @@
 /* rt_model_parse.c - the `%%model` spec parser and shape inference.
  *
- * One layer a line; '#' comments and blank lines are skipped. Every error names the
+ * One layer a line; '#' comments and blank lines are skipped. `residual:` opens a
+ * block: the indented lines after it are its layers, an indented `shortcut:` starts
+ * its projection branch, and the next unindented line closes it (an add layer is
+ * appended; rt_layer_residual.c). Indentation outside a block means nothing. Every error names the
  * 1-based line and what was expected (the layer's usage string). Shape inference walks
  * the layers from the input (C,H,W); a layer whose input does not fit names its line and
  * both shapes. The last layer must produce exactly num_classes flat features. Also
@@ -25,6 +28,8 @@ static const struct { const char *word; const rt_layer_type *type; } keywords[] 
     {"bn", &rt_layer_batchnorm},
     {"dropout", &rt_layer_dropout},   {"flatten", &rt_layer_flatten},
     {"dense", &rt_layer_dense},       {"linear", &rt_layer_dense},
+    {"globalavgpool", &rt_layer_globalavgpool}, {"gap", &rt_layer_globalavgpool},
+    {"adaptiveavgpool", &rt_layer_globalavgpool},
 };
 
 static const rt_layer_type *lookup(const char *word)
@@ -70,18 +75,75 @@ static rt_status add_layer(rt_model *m, int *cap, const rt_layer_type *t, int li
     return RT_OK;
 }
 
+/* "residual:" / "shortcut:" (the colon optional, any case): 1 / 2, else 0. */
+static int block_word(const char *w)
+{
+    char low[16];
+    size_t i;
+    for (i = 0; w[i] && w[i] != ':' && i + 1 < sizeof low; i++)
+        low[i] = (char)tolower((unsigned char)w[i]);
+    low[i] = 0;
+    if (w[i] && (w[i] != ':' || w[i + 1])) return 0;
+    return !strcmp(low, "residual") ? 1 : !strcmp(low, "shortcut") ? 2 : 0;
+}
+
+/* The block being parsed: where it began, its shortcut, how many layers each part has. */
+typedef struct open_block {
+    int begin, shortcut, nmain, nshort, line;
+} open_block;
+
+/* Ends the open block (if any) with its add layer. */
+static rt_status close_block(rt_model *m, int *cap, open_block *ob, int line, rt_error *err)
+{
+    if (ob->begin < 0) return RT_OK;
+    if (ob->nmain == 0)
+        return RT_ERR(err, RT_EINVAL, "line %d: the residual block has no layers (indent "
+                      "them under 'residual:')", ob->line);
+    if (ob->shortcut >= 0 && ob->nshort == 0)
+        return RT_ERR(err, RT_EINVAL, "line %d: 'shortcut:' has no layers (indent the "
+                      "projection under it, e.g. 'conv2d K 1 stride=2' and 'batchnorm')",
+                      m->layers[ob->shortcut].line);
+    rt_layer *l = NULL;
+    RT_TRY(add_layer(m, cap, &rt_layer_res_add, line, &l, err));
+    ob->begin = -1;
+    return RT_OK;
+}
+
+/* Points every begin/shortcut/add layer at its block's three layers; marks the layers
+ * inside a block with depth 1. */
+static void link_blocks(rt_model *m)
+{
+    rt_layer *begin = NULL, *sc = NULL;
+    for (int i = 0; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i];
+        if (l->type == &rt_layer_res_begin) begin = l, sc = NULL;
+        else if (l->type == &rt_layer_res_shortcut) sc = l;
+        else if (l->type == &rt_layer_res_add) {
+            rt_layer *b[3] = {begin, sc, l};
+            for (int k = 0; k < 3; k++)
+                if (b[k]) memcpy(b[k]->block, b, sizeof b);
+            l->depth = 1;                 /* shown as the block's last row */
+            begin = sc = NULL;
+            continue;
+        }
+        if (begin && l->type != &rt_layer_res_begin) l->depth = 1;
+    }
+}
+
 static rt_status parse_lines(rt_model *m, rt_error *err)
 {
     char *text = strdup(m->spec);
     if (!text) return RT_ERR(err, RT_ENOMEM, "out of memory parsing the model");
     rt_status s = RT_OK;
     int cap = 0, lineno = 0;
+    open_block ob = {.begin = -1, .shortcut = -1};
     char *tok[MAX_TOKENS], why[RT_LAYER_WHY];
     for (char *p = text; p && s == RT_OK; lineno++) {
         char *nl = strchr(p, '\n');
         if (nl) *nl = 0;
         char *line = p;
         p = nl ? nl + 1 : NULL;
+        int indented = line[0] == ' ' || line[0] == '\t';
         int n = tokenize(line, tok);
         if (n == 0) continue;
         if (n < 0) {
@@ -89,11 +151,35 @@ static rt_status parse_lines(rt_model *m, rt_error *err)
                        MAX_TOKENS);
             break;
         }
+        int bw = block_word(tok[0]);
+        if (!indented && bw != 2 && (s = close_block(m, &cap, &ob, lineno + 1, err)) != RT_OK)
+            break;
+        if (bw) {
+            rt_layer *l = NULL;
+            if (n > 1)
+                s = RT_ERR(err, RT_EINVAL, "line %d: '%s' takes nothing after it (the "
+                           "block's layers follow, indented, one a line)", lineno + 1, tok[0]);
+            else if (bw == 1 && ob.begin >= 0)
+                s = RT_ERR(err, RT_EINVAL, "line %d: a residual block inside another is not "
+                           "supported (start it without indentation)", lineno + 1);
+            else if (bw == 2 && (ob.begin < 0 || ob.shortcut >= 0))
+                s = RT_ERR(err, RT_EINVAL, "line %d: 'shortcut:' belongs inside a residual "
+                           "block, once, after its layers", lineno + 1);
+            else if ((s = add_layer(m, &cap, bw == 1 ? &rt_layer_res_begin
+                                                     : &rt_layer_res_shortcut,
+                                    lineno + 1, &l, err)) == RT_OK) {
+                if (bw == 1) ob = (open_block){l->index, -1, 0, 0, lineno + 1};
+                else ob.shortcut = l->index;
+            }
+            continue;
+        }
+        if (ob.begin >= 0 && ob.shortcut >= 0) ob.nshort++;
+        else if (ob.begin >= 0) ob.nmain++;
         const rt_layer_type *t = lookup(tok[0]);
         if (!t) {
             s = RT_ERR(err, RT_EINVAL, "line %d: unknown layer '%s' (expected one of conv2d, "
-                       "maxpool, avgpool, relu, leakyrelu, batchnorm, dropout, flatten, "
-                       "dense)", lineno + 1, tok[0]);
+                       "maxpool, avgpool, globalavgpool, relu, leakyrelu, batchnorm, dropout, "
+                       "flatten, dense, or a 'residual:' block)", lineno + 1, tok[0]);
             break;
         }
         rt_layer *l = NULL;
@@ -104,6 +190,8 @@ static rt_status parse_lines(rt_model *m, rt_error *err)
                        why, t->usage);
     }
     free(text);
+    if (s == RT_OK) s = close_block(m, &cap, &ob, lineno, err);
+    if (s == RT_OK) link_blocks(m);
     if (s == RT_OK && m->nlayers == 0)
         s = RT_ERR(err, RT_EINVAL, "the model has no layers (write one layer a line, e.g. "
                    "'conv2d 32 3', ending with 'dense <classes>')");
@@ -155,12 +243,17 @@ static rt_status build_summary(rt_model *m, rt_error *err)
         r->index = i;
         r->line = l->line;
         r->type = l->type->name;
-        l->type->format(l, r->spec, sizeof r->spec);
+        /* inside a block: indented 4 (the shortcut line 2), as the spec is written */
+        const char *indent = l->type == &rt_layer_res_shortcut ? "  " : l->depth ? "    " : "";
+        char text[sizeof r->spec - 8];
+        l->type->format(l, text, sizeof text);
+        snprintf(r->spec, sizeof r->spec, "%s%s", indent, text);
         r->out_c = l->out_c, r->out_h = l->out_h, r->out_w = l->out_w;
         r->out_flat = l->out_flat;
         for (int p = 0; p < l->nparams; p++) r->params += (long)rt_tensor_numel(&l->param[p]);
         m->total_params += r->params;
-        used += (size_t)snprintf(m->canonical + used, cap - used, "%s\n", r->spec);
+        if (l->type != &rt_layer_res_add)      /* the end of a block is implicit */
+            used += (size_t)snprintf(m->canonical + used, cap - used, "%s\n", r->spec);
     }
     return RT_OK;
 }

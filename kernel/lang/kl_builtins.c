@@ -321,7 +321,8 @@ json_t *klp_call_builtin(klp_ctx *c, const klp_node *n, const char *name, json_t
     }
     if (i == NTABLE) {
         klp_buf b = {0};
-        for (size_t j = 0; j < NTABLE; j++) klp_buf_printf(&b, "%s%s", j ? ", " : "", table[j].name);
+        for (size_t j = 0; j < NTABLE; j++)
+            klp_buf_printf(&b, "%s%s", j ? ", " : "", table[j].name);
         klp_fail(c->err, n->line, n->col, "NameError", "name '%s' is not defined (Kiln cells "
                  "hold parameters; their functions are %s)", name, b.s ? b.s : "");
         klp_buf_free(&b);

@@ -6,6 +6,11 @@
  * jansson values. Errors travel as a klp_err (name, message, line/column) and are
  * turned into a Jupyter error with a traceback by kl_error.c at the very end.
  *
+ * The syntax half - kl_lex.c, kl_parse*.c, kl_fstr.c, kl_literal.c, kl_repr.c,
+ * kl_utf8.c, kl_util.c, kl_error.c - is the kl_syntax library (kernel/meson.build),
+ * which kernel/forms and the wire code link without the engine: those files call
+ * nothing of the engine's.
+ *
  * Limits that keep hostile input from crashing the process live here as constants.
  */
 #ifndef KL_INTERNAL_H

@@ -3,8 +3,6 @@
  * replace/startswith/endswith, list append/extend, dict get/keys/values/items.
  * Mutating methods change the value in place (shared, as in Python) and refuse to
  * make a value contain itself. */
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,23 +19,11 @@ typedef struct klpm_call {
     size_t na;
 } klpm_call;
 
-static json_t *fail(klpm_call *k, const char *ename, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static json_t *fail(klpm_call *k, const char *ename, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    klp_fail(k->c->err, k->n->line, k->n->col, ename, "%s", msg);
-    return NULL;
-}
-
 static int want_str(klpm_call *k, json_t *v)
 {
     if (json_is_string(v)) return 0;
-    fail(k, "TypeError", "%s() argument must be str, not %s", k->name, klp_type_name(v));
+    klpb_fail(k->c, k->n, "TypeError", "%s() argument must be str, not %s", k->name,
+              klp_type_name(v));
     return -1;
 }
 
@@ -76,7 +62,8 @@ static json_t *m_split(klpm_call *k)
     const char *p = json_string_value(k->self), *end = p + json_string_length(k->self);
     json_t *sepv = k->na && !json_is_null(k->a[0]) ? k->a[0] : NULL;
     if (sepv && want_str(k, sepv) < 0) return NULL;
-    if (sepv && !json_string_length(sepv)) return fail(k, "ValueError", "empty separator");
+    if (sepv && !json_string_length(sepv))
+        return klpb_fail(k->c, k->n, "ValueError", "empty separator");
     json_t *r = json_array();
     if (!sepv) {
         while (p < end) {
@@ -105,8 +92,8 @@ static json_t *m_join(klpm_call *k)
         if (!json_is_string(x)) {
             klp_buf_free(&b);
             json_decref(items);
-            return fail(k, "TypeError", "sequence item %zu: expected str instance, %s found", i,
-                        klp_type_name(x));
+            return klpb_fail(k->c, k->n, "TypeError", "sequence item %zu: expected str "
+                             "instance, %s found", i, klp_type_name(x));
         }
         if (i) klp_buf_add(&b, json_string_value(k->self), json_string_length(k->self));
         klp_buf_add(&b, json_string_value(x), json_string_length(x));
@@ -150,9 +137,10 @@ static json_t *m_endswith(klpm_call *k) { return affix(k, 1); }
 static json_t *add_items(klpm_call *k, json_t *items)
 {
     if (klp_reaches(items, k->self))
-        return fail(k, "ValueError", "a list cannot contain itself in Kiln (its values are JSON)");
+        return klpb_fail(k->c, k->n, "ValueError", "a list cannot contain itself in Kiln (its "
+                         "values are JSON)");
     if (json_array_size(k->self) + json_array_size(items) > KLP_MAX_ITEMS)
-        return fail(k, "MemoryError", "list would be too large");
+        return klpb_fail(k->c, k->n, "MemoryError", "list would be too large");
     if (json_array_extend(k->self, items) < 0) return NULL;
     return klp_check_depth(k->c, k->n, k->self) < 0 ? NULL : json_null();
 }
@@ -239,16 +227,18 @@ static json_t *no_such_method(klpm_call *k)
 {
     const char *type = klp_type_name(k->self);
     if (json_is_string(k->self) && !strcmp(k->name, "format"))
-        return fail(k, "AttributeError", "str.format() is not supported: Kiln has no format "
-                    "specs (use an f-string such as f'{x}', or round(x, 3))");
+        return klpb_fail(k->c, k->n, "AttributeError", "str.format() is not supported: Kiln "
+                         "has no format specs (use an f-string such as f'{x}', or round(x, 3))");
     klp_buf b = {0};
     size_t i = 0;
-    for (const char *m; (m = klp_method_name(k->self, &i));) klp_buf_printf(&b, "%s%s", b.n ? ", " : "", m);
+    for (const char *m; (m = klp_method_name(k->self, &i));)
+        klp_buf_printf(&b, "%s%s", b.n ? ", " : "", m);
     if (b.n)
-        fail(k, "AttributeError", "'%s' object has no attribute '%s' (Kiln's %s methods: %s)",
-             type, k->name, type, b.s);
+        klpb_fail(k->c, k->n, "AttributeError", "'%s' object has no attribute '%s' (Kiln's %s "
+                  "methods: %s)", type, k->name, type, b.s);
     else
-        fail(k, "AttributeError", "'%s' object has no attribute '%s'", type, k->name);
+        klpb_fail(k->c, k->n, "AttributeError", "'%s' object has no attribute '%s'", type,
+                  k->name);
     klp_buf_free(&b);
     return NULL;
 }
@@ -261,12 +251,13 @@ json_t *klp_call_method(klp_ctx *c, const klp_node *n, json_t *self, const char 
         if (methods[i].type != json_typeof(self) || strcmp(methods[i].name, name)) continue;
         if (nargs < methods[i].lo || nargs > methods[i].hi) {
             if (methods[i].lo == methods[i].hi)
-                return fail(&k, "TypeError", "%s() takes exactly %zu argument%s (%zu given)",
-                            name, methods[i].lo, methods[i].lo == 1 ? "" : "s", nargs);
-            return fail(&k, "TypeError", "%s() takes %zu to %zu arguments (%zu given)", name,
-                        methods[i].lo, methods[i].hi, nargs);
+                return klpb_fail(c, n, "TypeError", "%s() takes exactly %zu argument%s (%zu "
+                                 "given)", name, methods[i].lo, methods[i].lo == 1 ? "" : "s",
+                                 nargs);
+            return klpb_fail(c, n, "TypeError", "%s() takes %zu to %zu arguments (%zu given)",
+                             name, methods[i].lo, methods[i].hi, nargs);
         }
-        return methods[i].fn(&k);
+    return methods[i].fn(&k);
     }
     return no_such_method(&k);
 }

@@ -126,6 +126,18 @@ static rt_status cpu_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, r
     return RT_OK;
 }
 
+static rt_status cpu_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
+                         rt_error *err)
+{
+    size_t n = rt_tensor_numel(dst);
+    RTP_CHECK(a, n, "add input");
+    RTP_CHECK(x, n, "add input");
+    float *y = dst->data;
+    const float *p = a->data, *q = x->data;
+    for (size_t i = 0; i < n; i++) y[i] = p[i] + q[i];
+    return RT_OK;
+}
+
 static size_t cpu_conv_ws(rt_backend *b, const rt_conv_desc *d)
 {
     return rtp_cpu_conv2d_workspace(b, d);
@@ -144,6 +156,7 @@ const rt_backend_ops rt_cpu_ops = {
     .sync = cpu_sync,
     .fill = cpu_fill,
     .copy = cpu_copy,
+    .add = cpu_add,
     .conv2d_fwd = rtp_cpu_conv2d_fwd,
     .conv2d_bwd_data = rtp_cpu_conv2d_bwd_data,
     .conv2d_bwd_filter = rtp_cpu_conv2d_bwd_filter,

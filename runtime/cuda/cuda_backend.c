@@ -160,6 +160,7 @@ const rt_backend_ops rt_cuda_ops = {
     .sync = rtp_cuda_sync,
     .fill = rtp_cuda_fill,
     .copy = rtp_cuda_copy,
+    .add = rtp_cuda_add,
     .conv2d_fwd = rtp_cuda_conv2d_fwd,
     .conv2d_bwd_data = rtp_cuda_conv2d_bwd_data,
     .conv2d_bwd_filter = rtp_cuda_conv2d_bwd_filter,

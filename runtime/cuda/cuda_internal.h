@@ -103,6 +103,9 @@ rt_status rtp_cuda_download(rt_backend *b, void *dst, const rt_tensor *src, size
 rt_status rtp_cuda_sync(rt_backend *b, rt_error *err);
 rt_status rtp_cuda_fill(rt_backend *b, rt_tensor *dst, float v, rt_error *err);
 rt_status rtp_cuda_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err);
+/* cuda_add.c */
+rt_status rtp_cuda_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
+                       rt_error *err);
 
 /* ---- cuda_conv.c: dispatch to cuDNN or im2col + cuBLAS ---- */
 size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d);

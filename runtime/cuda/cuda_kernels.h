@@ -45,6 +45,9 @@ cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy, const flo
  * stream; rt_rng_fill_bernoulli's contract). */
 cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, const float *x,
                               size_t n, rtp_philox_stream st, float keep);
+/* ---- cuda_add.cu ---- */
+/* z = a + b elementwise (z may alias a or b). */
+cudaError_t rtp_k_add(cudaStream_t s, float *z, const float *a, const float *b, size_t n);
 /* z = a * b elementwise (z may alias a). */
 cudaError_t rtp_k_mul(cudaStream_t s, float *z, const float *a, const float *b, size_t n);
 /* y (N,K,PQ) += bias (K). */

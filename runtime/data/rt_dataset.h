@@ -89,6 +89,12 @@ void rt_dataset_splits_deinit(rt_dataset_splits *s);
 /* Added by DATA (additive). Writes image i (C*H*W bytes, CHW order) back as the raw
  * 0..255 bytes it was loaded from (exact: undoes the normalisation and rounds). */
 void rt_dataset_image_u8(const rt_dataset *d, int i, uint8_t *out);
+/* Added by IMAGES. Reads one PNG or JPEG file the way image folders are read: decoded,
+ * converted to c channels (1 or 3), resized to cover h x w and centre-cropped, written
+ * as c*h*w CHW bytes to out. Errors (RT_EFORMAT / RT_EIO / RT_ENOTFOUND) name the file.
+ * For predicting on new images with a model trained on a folder. */
+rt_status rt_image_file_read(const char *path, int c, int h, int w, uint8_t *out,
+                             rt_error *err);
 /* The names a user may give: "mnist", "fashion-mnist", "cifar10" (NULL-terminated,
  * static), for help and completion. */
 const char *const *rt_dataset_known_names(void);

@@ -66,6 +66,16 @@ static rt_status decode_one(const rtp_img_entry *e, int c, int h, int w, uint8_t
     return st;
 }
 
+rt_status rt_image_file_read(const char *path, int c, int h, int w, uint8_t *out,
+                             rt_error *err)
+{
+    if ((c != 1 && c != 3) || h < 1 || w < 1 || h > 4096 || w > 4096)
+        return RT_ERR(err, RT_EINVAL, "%s: cannot read an image as %dx%dx%d", path, c, h, w);
+    if (!rtp_is_file(path)) return RT_ERR(err, RT_ENOTFOUND, "%s: no such file", path);
+    rtp_img_entry e = {.path = (char *)path};
+    return decode_one(&e, c, h, w, out, err);
+}
+
 /* The channel count when --channels is not given: the first file's. */
 static rt_status first_channels(const rtp_img_list *l, int *c)
 {

@@ -154,7 +154,7 @@ static void check_pool(int N, int C, int H, int W, int R, int stride, int ties)
 typedef struct elem_ctx {
     rt_dropout_desc dd;
     float slope;
-    gpu_pair x, y, dy, dx, yi, mask, yd, dxd, f, cp;
+    gpu_pair x, y, dy, dx, yi, mask, yd, dxd, f, cp, sum, sumi;
 } elem_ctx;
 
 static rt_status elem_case(rt_backend *b, int side, void *vc, rt_error *err)
@@ -167,6 +167,9 @@ static rt_status elem_case(rt_backend *b, int side, void *vc, rt_error *err)
     RT_TRY(b->ops->dropout_fwd(b, T(k->yd), T(k->mask), T(k->x), &k->dd, err));
     RT_TRY(b->ops->dropout_bwd(b, T(k->dxd), T(k->dy), T(k->mask), err));
     RT_TRY(b->ops->fill(b, T(k->f), 0.375f, err));
+    RT_TRY(b->ops->add(b, T(k->sum), T(k->x), T(k->dy), err));      /* residual blocks */
+    RT_TRY(b->ops->copy(b, T(k->sumi), T(k->x), err));
+    RT_TRY(b->ops->add(b, T(k->sumi), T(k->sumi), T(k->dy), err));  /* in place */
     return b->ops->copy(b, T(k->cp), T(k->dy), err);
 }
 
@@ -180,8 +183,9 @@ static void check_elem(int n, float slope, float p, uint32_t step)
     float *vx = gpu_randn((size_t)n, 7, 1.0f), *vdy = gpu_randn((size_t)n, 8, 1.0f);
     MAKE(k.x, 1, n, 1, 1, vx);
     MAKE(k.dy, 1, n, 1, 1, vdy);
-    gpu_pair *outs[] = {&k.y, &k.dx, &k.yi, &k.mask, &k.yd, &k.dxd, &k.f, &k.cp};
-    for (int i = 0; i < 8; i++) MAKE(*outs[i], 1, n, 1, 1, NULL);
+    gpu_pair *outs[] = {&k.y, &k.dx, &k.yi, &k.mask, &k.yd, &k.dxd, &k.f, &k.cp, &k.sum,
+                        &k.sumi};
+    for (int i = 0; i < 10; i++) MAKE(*outs[i], 1, n, 1, 1, NULL);
     if (ck_both("elementwise", elem_case, &k)) {
         CMP("relu_fwd out", k.y, 0, 0);
         CMP("relu_bwd din", k.dx, 0, 0);
@@ -191,9 +195,11 @@ static void check_elem(int n, float slope, float p, uint32_t step)
         CMP("dropout_bwd din", k.dxd, 0, 0);
         CMP("fill", k.f, 0, 0);
         CMP("copy", k.cp, 0, 0);
+        CMP("add", k.sum, 0, 0);
+        CMP("add in place", k.sumi, 0, 0);
     }
     FREE(k.x), FREE(k.dy);
-    for (int i = 0; i < 8; i++) FREE(*outs[i]);
+    for (int i = 0; i < 10; i++) FREE(*outs[i]);
     free(vx), free(vdy);
 }
 

@@ -1,9 +1,10 @@
 /* test_image_magics.c - %dataset on a folder of the user's own images, through the
  * command table as the engine runs it: the options reach the loader, the summary says
  * what was decoded (and, the second time, that the cache served it), a bad file is a
- * ValueError naming it or is skipped and counted, and a small CNN trains on the folder
- * to well above chance. The folder is PNG files written here (mg_png_encode): three
- * classes, a bright square whose position is the class, images of two sizes.
+ * ValueError naming it or is skipped and counted, a small CNN trains on the folder
+ * to well above chance and %predict on files names their classes, and the shipped
+ * ResNet-20 learns a CIFAR-10-shaped folder. The folders are PNG files written here
+ * (mg_png_encode): a bright square whose position (and colour) is the class.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,43 @@ static int write_folder(int n)
             mg_error e;
             if (mg_png_encode(px, w, h, 1, &png, &len, &e) < 0) return -1;
             snprintf(path, sizeof path, "%s/%s/%03d.png", g_dir, classes[c], i);
+            FILE *f = fopen(path, "wb");
+            int ok = f && fwrite(png, 1, len, f) == len;
+            if (f && fclose(f) != 0) ok = 0;
+            free(png);
+            if (!ok) return -1;
+        }
+    }
+    return 0;
+}
+
+/* A CIFAR-10-shaped folder in dir: 32x32 RGB PNGs, n per class for `classes` classes;
+ * class c is a 12x12 square of its own colour at its own place on noise. */
+static int write_cifar_like(const char *dir, int classes, int n)
+{
+    unsigned seed = 11;
+    if (mkdir(dir, 0755) != 0) return -1;
+    for (int c = 0; c < classes; c++) {
+        char path[300];
+        snprintf(path, sizeof path, "%s/class%02d", dir, c);
+        if (mkdir(path, 0755) != 0) return -1;
+        int y0 = (c % 3) * 10, x0 = (c / 3 % 3) * 10;
+        uint8_t rgb[3] = {(uint8_t)(c & 1 ? 230 : 40), (uint8_t)(c & 2 ? 230 : 40),
+                          (uint8_t)(c & 4 ? 230 : 40)};
+        for (int i = 0; i < n; i++) {
+            uint8_t px[32 * 32 * 3];
+            for (int p = 0; p < 32 * 32; p++) {
+                int y = p / 32, x = p % 32, on = y >= y0 && y < y0 + 12 && x >= x0 && x < x0 + 12;
+                for (int k = 0; k < 3; k++) {
+                    seed = seed * 1103515245u + 12345u;
+                    px[3 * p + k] = (uint8_t)(on ? rgb[k] : 60 + (seed >> 16) % 120);
+                }
+            }
+            unsigned char *png;
+            size_t len;
+            mg_error e;
+            if (mg_png_encode(px, 32, 32, 3, &png, &len, &e) < 0) return -1;
+            snprintf(path, sizeof path, "%s/class%02d/%03d.png", dir, c, i);
             FILE *f = fopen(path, "wb");
             int ok = f && fwrite(png, 1, len, f) == len;
             if (f && fclose(f) != 0) ok = 0;
@@ -118,6 +156,84 @@ T_TEST(test_train_on_folder)
     double acc = atof(strstr(rep, "accuracy ") + 9);
     fprintf(stderr, "validation accuracy after 6 epochs: %.4f\n", acc);
     ASSERT(acc > 0.8);                /* chance is 1/3 */
+    /* %predict on files: a file and a glob, top 2, preprocessing as in training */
+    tm_reset();
+    char line2[512];
+    snprintf(line2, sizeof line2, "predict tiny %s/left/003.png %s/right/00*.png --top 2",
+             g_dir, g_dir);
+    rc = tm_magic(g_s, line2, NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_CONTAINS(tm_c.out, "tiny on 11 files (top 2");
+    char want[300];
+    snprintf(want, sizeof want, "%s/left/003.png: left ", g_dir);
+    ASSERT_STR_CONTAINS(tm_c.out, want);
+    for (int i = 0; i < 10; i++) {
+        snprintf(want, sizeof want, "%s/right/%03d.png: right ", g_dir, i);
+        ASSERT_STR_CONTAINS(tm_c.out, want);
+    }
+    ASSERT_EQ(tm_count("image/png", NULL, NULL, NULL), 1);     /* the thumbnails */
+    snprintf(line2, sizeof line2, "predict tiny %s/nope/*.png", g_dir);
+    ASSERT_EQ(tm_magic(g_s, line2, NULL, &g_err), -1);
+    ASSERT_STR_EQ(g_err.ename, "FileNotFoundError");
+    ASSERT_STR_CONTAINS(g_err.evalue, "no file matches");
+    char bad[300];
+    snprintf(bad, sizeof bad, "%s/notes.png", g_dir);
+    FILE *f = fopen(bad, "w");
+    ASSERT(f != NULL);
+    fputs("not a picture", f);
+    fclose(f);
+    ASSERT_EQ(tm_magic(g_s, "predict tiny /tmp/../tmp/does-not-exist.png", NULL, &g_err), -1);
+    snprintf(line2, sizeof line2, "predict tiny %s", bad);
+    ASSERT_EQ(tm_magic(g_s, line2, NULL, &g_err), -1);
+    ASSERT_STR_EQ(g_err.ename, "ValueError");
+    ASSERT_STR_CONTAINS(g_err.evalue, bad);
+    remove(bad);
+}
+
+/* "epoch E/N  loss L  acc A ..." line E of the run's text: its loss and accuracy. */
+static int epoch_line(const char *out, int e, double *loss, double *acc)
+{
+    char key[32];
+    snprintf(key, sizeof key, "epoch %d/", e);
+    const char *p = out ? strstr(out, key) : NULL;
+    return p && sscanf(strstr(p, "loss "), "loss %lf  acc %lf", loss, acc) == 2 ? 0 : -1;
+}
+
+/* The shipped ResNet-20 on a small CIFAR-10-shaped set (3x32x32 images; 4 classes so
+ * that a few seconds of CPU are enough): the summary shows its blocks, and a short run
+ * learns: the loss falls and the training accuracy rises far above chance (1/4). */
+T_TEST(test_resnet20_learns)
+{
+    char dir[256], line[512];
+    snprintf(dir, sizeof dir, "%s.cifar", g_dir);
+    ASSERT_EQ(write_cifar_like(dir, 4, 10), 0);
+    ASSERT_EQ(tm_fresh_session(&g_s), 0);
+    tm_reset();
+    snprintf(line, sizeof line, "dataset %s --size 32 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    int rc = tm_magic(g_s, "model net resnet20", NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    const char *sum = display_with("Model: \"net\"");
+    ASSERT(sum != NULL);
+    ASSERT_STR_CONTAINS(sum, "residual:");
+    ASSERT_STR_CONTAINS(sum, "  shortcut:");
+    ASSERT_STR_CONTAINS(sum, "    add (identity)");
+    ASSERT_STR_CONTAINS(sum, "Total params: 272,868");   /* 4 classes (10: 273,258) */
+    tm_reset();
+    rc = tm_magic(g_s, "train net --epochs 3 --batch 10 --lr 0.003 --seed 1", NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    double l1, a1, l3, a3;
+    ASSERT_EQ(epoch_line(tm_c.out, 1, &l1, &a1), 0);
+    ASSERT_EQ(epoch_line(tm_c.out, 3, &l3, &a3), 0);
+    fprintf(stderr, "resnet20: epoch 1 loss %.4f acc %.4f, epoch 3 loss %.4f acc %.4f\n",
+            l1, a1, l3, a3);
+    ASSERT(l3 < 0.7 * l1);
+    ASSERT(a3 > 0.6);
+    snprintf(line, sizeof line, "rm -rf '%s'", dir);
+    if (system(line) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
 T_TEST(test_bad_file)
@@ -158,6 +274,7 @@ int main(void)
     setenv("KILN_RESULTS", g_store, 1);      /* %train records here, not in ~ */
     T_RUN(test_dataset_folder_and_cache);
     T_RUN(test_train_on_folder);
+    T_RUN(test_resnet20_learns);
     T_RUN(test_bad_file);
     mg_session_destroy(g_s);
     char cmd[1024];

@@ -28,20 +28,28 @@ int main(int argc, char **argv)
 {
     if (argc < 4) {
         fprintf(stderr, "usage: results_logger SPEC NAME STEPS [--tag T] [--pause-at K] "
-                        "[--epoch-every E] [--sleep-us U]\n");
+                        "[--epoch-every E] [--sleep-us U] [--timeout-ms MS]\n");
         return 2;
     }
-    long steps = atol(argv[3]), tag = 0, pause_at = -1, every = 100, sleep_us = 0;
+    long steps = atol(argv[3]), tag = 0, pause_at = -1, every = 100, sleep_us = 0,
+         timeout_ms = 0;
     for (int i = 4; i + 1 < argc; i += 2) {
         long v = atol(argv[i + 1]);
         if (strcmp(argv[i], "--tag") == 0) tag = v;
         else if (strcmp(argv[i], "--pause-at") == 0) pause_at = v;
         else if (strcmp(argv[i], "--epoch-every") == 0) every = v;
         else if (strcmp(argv[i], "--sleep-us") == 0) sleep_us = v;
+        else if (strcmp(argv[i], "--timeout-ms") == 0) timeout_ms = v;
     }
     rt_error err = {0};
     rt_results *rs = NULL;
-    if (rt_results_open(argv[1], &rs, &err) != RT_OK) {
+    /* --timeout-ms: the MLflow per-request timeout (rt_results_open's default is 5 s) */
+    rt_results_config cfg = {.mlflow_timeout_ms = (int)timeout_ms};
+    if (strncmp(argv[1], "mlflow+", 7) == 0) cfg.mlflow_url = argv[1] + 7;
+    else cfg.path = argv[1];
+    rt_status opened = timeout_ms > 0 ? rt_results_open_config(&cfg, &rs, &err)
+                                      : rt_results_open(argv[1], &rs, &err);
+    if (opened != RT_OK) {
         fprintf(stderr, "open: %s\n", err.msg);
         return 1;
     }

@@ -133,7 +133,8 @@ def test_run_reads_back_through_mlflow(server, tmp_path):
     # The server is slow on a loaded 2-core CI box; this test is about what arrives,
     # so closing may wait for the mirror to drain (the stopped-server test covers the
     # bounded wait).
-    p = run_logger(tmp_path, "mlflow+" + server["url"], "interop",
+    # A request may wait that long too: at 5 s, get-by-name timed out with the box loaded.
+    p = run_logger(tmp_path, "mlflow+" + server["url"], "interop", "--timeout-ms", "60000",
                    env_extra={"KILN_MLFLOW_FLUSH_S": "120"})
     out, err = p.communicate(timeout=120)
     assert p.returncode == 0, err

@@ -105,6 +105,17 @@ CASE(grad_batchnorm_flat, "conv2d 2 3\nflatten\ndense 4\nbatchnorm\ndense 3", 1,
 CASE(grad_batchnorm_first, "batchnorm\nconv2d 2 3\nflatten\ndense 3", 2, 5, 5)
 CASE(grad_dropout, "conv2d 3 3\ndropout 0.4\nflatten\ndense 3", 1, 6, 6)
 CASE(grad_dense_chain, "flatten\ndense 5\nrelu\ndense 3", 2, 3, 3)
+/* residual blocks: the identity skip (the gradient of x is the sum of both paths), a
+ * projection shortcut with stride 2, a block on the model's input, global avg pool */
+CASE(grad_residual_identity, "conv2d 3 3 pad=same\nresidual:\n    conv2d 3 3 pad=same\n"
+     "    batchnorm\n    relu\n    conv2d 3 3 pad=same\nrelu\nglobalavgpool\nflatten\n"
+     "dense 3", 2, 6, 6)
+CASE(grad_residual_projection, "conv2d 3 3 pad=1\nresidual:\n    conv2d 4 3 stride=2 pad=same\n"
+     "    relu\n    conv2d 4 3 pad=same\n  shortcut:\n    conv2d 4 1 stride=2\n    batchnorm\n"
+     "relu\nflatten\ndense 3", 2, 6, 6)
+CASE(grad_residual_first, "residual:\n    conv2d 2 3 pad=same\n    relu\nresidual:\n"
+     "    conv2d 2 3 pad=same\nflatten\ndense 3", 2, 5, 5)
+CASE(grad_globalavgpool, "conv2d 3 3\nglobalavgpool\nflatten\ndense 3", 2, 7, 5)
 
 int main(void)
 {
@@ -121,5 +132,9 @@ int main(void)
     T_RUN(grad_batchnorm_first);
     T_RUN(grad_dropout);
     T_RUN(grad_dense_chain);
+    T_RUN(grad_residual_identity);
+    T_RUN(grad_residual_projection);
+    T_RUN(grad_residual_first);
+    T_RUN(grad_globalavgpool);
     return T_EXIT();
 }

@@ -256,8 +256,67 @@ T_TEST(bad_device_and_batch)
     rt_backend_close(&b);
 }
 
+/* ResNet-20 as shipped: parameter count, the blocks in the summary, a canonical spec
+ * that builds the same network, and the blocks' errors naming their lines. */
+T_TEST(resnet20_and_residual_blocks)
+{
+    char spec[8192];
+    rt_error err = {0};
+    ASSERT_EQ(rt_model_zoo_spec("resnet20", 10, spec, sizeof spec, &err), RT_OK);
+    ASSERT_EQ(rt_model_zoo_spec("resnet1000", 10, spec, sizeof spec, &err), RT_ENOTFOUND);
+    ASSERT_STR_CONTAINS(err.msg, "resnet20");
+    ASSERT_EQ(rt_model_zoo_spec("ResNet20", 10, spec, sizeof spec, &err), RT_OK);
+    const rt_model_input in = {3, 32, 32, 10};
+    rt_model *m = NULL, *b = NULL;
+    ASSERT_EQ(rt_model_create(&m, spec, &in, &err), RT_OK);
+    int n;
+    long total;
+    const rt_summary_row *r = rt_model_summary(m, &n, &total);
+    /* 272,474 weights (He et al.'s ResNet-20 with 1x1 projections) + 784 conv biases */
+    ASSERT_EQ(total, 273258);
+    int blocks = 0, adds = 0, shortcuts = 0;
+    for (int i = 0; i < n; i++) {
+        blocks += !strcmp(r[i].spec, "residual:");
+        shortcuts += !strcmp(r[i].spec, "  shortcut:");
+        adds += !strncmp(r[i].spec, "    add (", 9);
+    }
+    ASSERT_EQ(blocks, 9);
+    ASSERT_EQ(shortcuts, 2);
+    ASSERT_EQ(adds, 9);
+    ASSERT_STR_EQ(r[4].spec, "    conv2d 16 3 stride=1 pad=1");
+    ASSERT_EQ(r[n - 3].out_c, 64);                   /* globalavgpool: 64x1x1 */
+    ASSERT_EQ(r[n - 3].out_h, 1);
+    ASSERT_EQ(rt_model_create(&b, rt_model_spec_canonical(m), &in, &err), RT_OK);
+    ASSERT_STR_EQ(rt_model_spec_canonical(b), rt_model_spec_canonical(m));
+    ASSERT_EQ(rt_model_num_params(b), total);
+    rt_model_destroy(b);
+    rt_model_destroy(m);
+    const rt_model_input small = {3, 8, 8, 4};
+    ASSERT_STR_CONTAINS(error_of("residual:\n    conv2d 4 3 stride=2 pad=same\nflatten\n"
+                                 "dense 4\n", &small),
+                        "identity cannot be added ---> HINT: end the block with an indented "
+                        "'shortcut:'");
+    ASSERT_STR_CONTAINS(error_of("residual:\nflatten\ndense 4\n", &small),
+                        "line 1: the residual block has no layers");
+    ASSERT_STR_CONTAINS(error_of("residual:\n    relu\n    residual:\n", &small),
+                        "line 3: a residual block inside another");
+    ASSERT_STR_CONTAINS(error_of("relu\nshortcut:\nflatten\ndense 4\n", &small),
+                        "line 2: 'shortcut:' belongs inside a residual block");
+    ASSERT_STR_CONTAINS(error_of("residual:\n    relu\n  shortcut:\nflatten\ndense 4\n",
+                                 &small), "'shortcut:' has no layers");
+    ASSERT_STR_CONTAINS(error_of("residual: now\n    relu\n", &small), "takes nothing");
+    ASSERT_STR_CONTAINS(error_of("residual:\n    conv2d 4 3 pad=1\n  shortcut:\n    "
+                                 "conv2d 5 1\nflatten\ndense 4\n", &small),
+                        "the shortcut gives 5x8x8 but the block's layers give 4x8x8");
+    ASSERT_STR_CONTAINS(error_of("conv2d 4 2 pad=same\nflatten\ndense 4\n", &small),
+                        "pad=same needs an odd kernel size");
+    /* indentation outside a block changes nothing */
+    ASSERT_STR_EQ(error_of("  conv2d 2 3\n  flatten\n  dense 4\n", &small), "(no error)");
+}
+
 int main(void)
 {
+    T_RUN(resnet20_and_residual_blocks);
     T_RUN(mnist_summary);
     T_RUN(canonical_round_trip);
     T_RUN(syntax_errors_name_the_line);

@@ -1,0 +1,224 @@
+"""Residual networks against PyTorch: one training step's numbers.
+
+model_ref_tool builds a Kiln model (the shipped ResNet-20, and small residual specs),
+runs forward in training mode, the mean cross-entropy and backward on a fixed batch,
+and writes everything as safetensors under Kiln's checkpoint names. Here the same
+network is built in PyTorch from the canonical spec, the weights are loaded from that
+file by name (so the names and shapes are what PyTorch's modules hold), and the step is
+repeated. Softmax outputs, loss, every parameter gradient and the batch-norm running
+statistics must agree within 1e-4 relative (max |kiln - torch| / max |torch| per tensor:
+float32 sums in a different order differ by ~1e-6; a wrong gradient by far more).
+Runs under Debian's /usr/bin/python3 (python3-torch), which has no pytest: a plain
+script, exit 0 / 1, and 77 (meson's skip) without torch or the tool.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+try:
+    import torch
+except ImportError:
+    print("SKIP: no torch for %s (apt install python3-torch)" % sys.executable)
+    sys.exit(77)
+nn = torch.nn
+TOOL = os.environ.get("MODEL_REF_TOOL")
+
+
+def load_safetensors(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    head = json.loads(raw[8:8 + n])
+    meta = head.pop("__metadata__", {})
+    out = {}
+    for name, t in head.items():
+        a, b = t["data_offsets"]
+        assert t["dtype"] == "F32"
+        out[name] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype="<f4").reshape(t["shape"])
+    return out, meta
+
+
+class Block(nn.Module):
+    def __init__(self, main, shortcut):
+        super().__init__()
+        self.main, self.shortcut = main, shortcut
+
+    def forward(self, x):
+        y = self.main(x)
+        return y + (self.shortcut(x) if self.shortcut is not None else x)
+
+
+def build(spec, c, h, w):
+    """The canonical spec as PyTorch modules; returns (model, {kiln index: module})."""
+    lines = [l for l in spec.splitlines() if l.strip() and not l.strip().startswith("#")]
+    index, by_index = 0, {}
+    top, main, short, in_block, shape = [], None, None, False, [c, h, w]
+    block_in = None
+
+    def layer(words, shp):
+        kind = words[0]
+        opts = dict(x.split("=") for x in words[1:] if "=" in x)
+        pos = [x for x in words[1:] if "=" not in x]
+        if kind == "conv2d":
+            k, r = int(pos[0]), int(pos[1])
+            s, p = int(opts.get("stride", 1)), int(opts.get("pad", 0))
+            m = nn.Conv2d(shp[0], k, r, s, p, bias=True)
+            shp[:] = [k, (shp[1] + 2 * p - r) // s + 1, (shp[2] + 2 * p - r) // s + 1]
+        elif kind == "batchnorm":
+            mom = float(opts.get("momentum", 0.1))
+            m = (nn.BatchNorm2d if len(shp) == 3 else nn.BatchNorm1d)(shp[0], momentum=mom)
+        elif kind == "relu":
+            m = nn.ReLU()
+        elif kind == "globalavgpool":
+            m = nn.AdaptiveAvgPool2d(1)
+            shp[:] = [shp[0], 1, 1]
+        elif kind == "flatten":
+            m = nn.Flatten()
+            shp[:] = [int(np.prod(shp))]
+        elif kind == "dense":
+            m = nn.Linear(shp[0], int(pos[0]))
+            shp[:] = [int(pos[0])]
+        elif kind in ("maxpool", "avgpool"):
+            r, s = int(pos[0]), int(opts.get("stride", pos[0]))
+            m = (nn.MaxPool2d if kind == "maxpool" else nn.AvgPool2d)(r, s)
+            shp[:] = [shp[0], (shp[1] - r) // s + 1, (shp[2] - r) // s + 1]
+        else:
+            raise ValueError("no PyTorch equivalent for " + kind)
+        return m
+
+    def close():
+        nonlocal main, short, in_block, index, shape
+        top.append(Block(nn.Sequential(*main), nn.Sequential(*short) if short else None))
+        index += 1                                   # the implicit add layer
+        in_block, main, short = False, None, None
+
+    for line in lines:
+        words = line.split()
+        indented = line[0] in " \t"
+        if in_block and not indented and words[0] != "shortcut:":
+            close()
+        if words[0] == "residual:":
+            in_block, main, short, block_in = True, [], None, list(shape)
+            index += 1
+            continue
+        if words[0] == "shortcut:":
+            short, shape = [], list(block_in)
+            index += 1
+            continue
+        m = layer(words, shape)
+        by_index[index] = m
+        index += 1
+        (short if short is not None else main if in_block else top).append(m)
+    if in_block:
+        close()
+    return nn.Sequential(*top), by_index
+
+
+def torch_name(kind, pname):
+    return {"weight": "weight", "bias": "bias", "running_mean": "running_mean",
+            "running_var": "running_var"}[pname]
+
+
+def compare(name, kiln, ref, worst, floor=1e-12):
+    """max |kiln - torch| / max(max |torch|, floor)."""
+    kiln, ref = np.asarray(kiln, np.float64), np.asarray(ref, np.float64)
+    assert kiln.shape == ref.shape, (name, kiln.shape, ref.shape)
+    rel = np.abs(kiln - ref).max() / max(np.abs(ref).max(), floor)
+    worst[name] = rel
+    assert rel <= 1e-4, "%s differs from PyTorch by %.3g relative" % (name, rel)
+
+
+def run_case(tmp_path, spec_arg, chw, classes, n):
+    out = tmp_path / "step.safetensors"
+    p = subprocess.run([TOOL, spec_arg, chw, str(classes), str(n), str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    t, meta = load_safetensors(out)
+    c, h, w = (int(v) for v in chw.split("x"))
+    model, by_index = build(meta["spec"], c, h, w)
+    # weights by name: "<index>.<type>.<param>" -> that module's tensor, same shape
+    params = {}
+    for name, arr in t.items():
+        if "/" in name or name in ("input", "labels", "probs", "loss"):
+            continue
+        idx, kind, pname = name.split(".", 2)
+        mod = by_index[int(idx)]
+        target = getattr(mod, torch_name(kind, pname))
+        assert tuple(target.shape) == arr.shape, (name, tuple(target.shape), arr.shape)
+        if pname in ("running_mean", "running_var"):
+            continue                                  # compared after the step
+        with torch.no_grad():
+            target.copy_(torch.from_numpy(arr.copy()))
+        params[name] = target
+    model.train()
+    x = torch.from_numpy(t["input"].copy())
+    y = torch.from_numpy(t["labels"].astype(np.int64))
+    logits = model(x)
+    loss = nn.functional.cross_entropy(logits, y)
+    loss.backward()
+    worst = {}
+    compare("probs", t["probs"], torch.softmax(logits, 1).detach().numpy(), worst)
+    compare("loss", t["loss"], [loss.item()], worst)
+    for name, prm in params.items():
+        # A conv bias right under batch norm has a zero gradient in exact arithmetic (BN
+        # subtracts the channel mean); both sides hold summation noise, so it is compared
+        # relative to its layer's weight gradient instead of to itself.
+        floor = 1e-12
+        if name.endswith(".conv2d.bias"):
+            floor = np.abs(params[name[:-4] + "weight"].grad.numpy()).max()
+        compare("grad/" + name, t["grad/" + name], prm.grad.numpy(), worst, floor)
+    for name, arr in t.items():
+        if name.endswith("running_mean") or name.endswith("running_var"):
+            idx, kind, pname = name.split(".", 2)
+            compare(name, arr, getattr(by_index[int(idx)], pname).numpy(), worst)
+    return p.stdout, worst
+
+
+def test_resnet20_step_matches_pytorch(tmp_path):
+    out, worst = run_case(tmp_path, "resnet20", "3x32x32", 10, 8)
+    params = int(out.split("params ")[1].split()[0])
+    assert 270_000 <= params <= 275_000                  # 0.27 M
+    assert len(worst) > 60                              # every tensor was compared
+    print("worst relative difference: %.3g (%s)" % max((v, k) for k, v in worst.items()))
+    if os.environ.get("VERBOSE"):
+        for k, v in worst.items():
+            print("  %-40s %.3g" % (k, v))
+
+
+def test_small_residual_matches_pytorch(tmp_path):
+    # identity blocks, a block on the input, a projection without batch norm
+    spec = ("residual:\n    conv2d 3 3 pad=same\n    relu\n    conv2d 3 3 pad=same\nrelu\n"
+            "residual:\n    conv2d 6 3 stride=2 pad=1\n  shortcut:\n    conv2d 6 1 stride=2\n"
+            "relu\nmaxpool 2\nflatten\ndense 4\n")
+    f = tmp_path / "spec.txt"
+    f.write_text(spec)
+    run_case(tmp_path, str(f), "3x12x12", 4, 5)
+
+
+def main():
+    if not TOOL:
+        print("SKIP: MODEL_REF_TOOL not set (run through meson)")
+        return 77
+    tests = [test_resnet20_step_matches_pytorch, test_small_residual_matches_pytorch]
+    failed = 0
+    for t in tests:
+        with tempfile.TemporaryDirectory() as d:
+            try:
+                t(Path(d))
+                print("ok   " + t.__name__)
+            except Exception:
+                failed += 1
+                traceback.print_exc()
+                print("FAIL " + t.__name__)
+    print("%d passed, %d failed" % (len(tests) - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
