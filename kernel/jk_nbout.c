@@ -3,7 +3,8 @@
  * output (nbclient does not merge them; frontends do), displays and results become
  * display_data / execute_result, update_display_data rewrites every earlier output
  * with that display_id in place (in any cell), clear_output empties the cell (now, or
- * at the next output with wait). No comms: forms fall back to their text/HTML table. */
+ * at the next output with wait). No comms: forms fall back to their text/HTML table.
+ * Live displays (those with a display_id) also go to jk_run_progress when one is set. */
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +43,7 @@ static void on_display(void *u, json_t *data, json_t *metadata, const char *disp
                        int update)
 {
     jk_nbout *nb = self(u);
+    if (display_id && nb->progress) jk_run_progress_show(nb->progress, data);
     if (update) {
         json_t *list = display_id ? json_object_get(nb->displays, display_id) : NULL;
         size_t i;

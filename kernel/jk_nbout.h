@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 
+#include "jk_run_progress.h"
 #include "mg.h"
 
 typedef struct jk_nbout {
@@ -14,6 +15,7 @@ typedef struct jk_nbout {
     int execution_count;
     int clear_pending;     /* clear_output(wait=True) seen */
     int log_output;        /* also echo stream text to this process's stderr */
+    jk_run_progress *progress; /* borrowed, NULL: live displays echoed there */
 } jk_nbout;
 
 int jk_nbout_init(jk_nbout *nb);      /* 0 or -1 (out of memory) */

@@ -11,7 +11,9 @@
  *  - Exit status: 0 all cells ran; 1 a cell raised (the run stops there, the error
  *    is in the cell's outputs); 2 bad usage or unreadable notebook.
  *  - SIGINT/SIGTERM interrupt the running cell (KeyboardInterrupt), like a kernel.
- * Progress goes to stderr; --log-output echoes the cells' streams there too (for
+ * Progress goes to stderr: a line per cell and the live displays' (training progress)
+ * text, jk_run_progress.c (in place on a terminal, plain lines otherwise: no control
+ * codes in a captured stream); --log-output echoes the cells' streams there too (for
  * batch-job logs), as papermill's flag of that name does.
  *  - Under a launcher (mpirun, srun, torchrun-style variables; runtime/rt_dist.h) every
  *    rank runs the notebook and only rank 0 writes the result notebook. At the end a
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +35,7 @@
 #include "jk_run.h"
 #include "kl.h"
 #include "rt_dist.h"
+#include "rt_file.h"
 
 static atomic_int run_interrupt;   /* set from the signal handler only */
 
@@ -212,33 +216,28 @@ json_t *jk_run_parse(const char *text, size_t len, const char *what)
     return nb;
 }
 
+/* Written through rt_file: a random O_EXCL temporary name beside path (no planted
+ * file or symlink is followed), fsync, rename. The notebook keeps the mode of the file
+ * it replaces, or gets what the umask gives a new file. */
 static int save(json_t *nb, const char *path)
 {
     if (!rt_dist_is_writer()) return 0; /* rank 0 writes the result */
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    if (!tmp) return -1;
-    snprintf(tmp, n + 16, "%s.tmp%d", path, (int)getpid());
-    errno = 0;
-    int rc = json_dump_file(nb, tmp, JSON_INDENT(1));
-    if (rc == 0) {
-        FILE *f = fopen(tmp, "a");
-        if (!f) rc = -1;
-        else {
-            int put_failed = fputc('\n', f) == EOF;
-            int close_failed = fclose(f) != 0; /* always close, even after a failed put */
-            if (put_failed || close_failed) rc = -1;
+    struct stat st;
+    int mode = stat(path, &st) == 0 ? (int)(st.st_mode & 07777) : RT_FILE_MODE_UMASK;
+    rt_file w;
+    rt_error err = {0};
+    rt_status s = rt_file_begin(&w, path, &err);
+    if (s == RT_OK) {
+        if (json_dumpf(nb, w.f, JSON_INDENT(1)) != 0 || fputc('\n', w.f) == EOF) {
+            rt_file_abort(&w);
+            s = RT_ERR(&err, RT_EIO, "cannot write %s: %s", path,
+                       errno ? strerror(errno) : "write failed");
+        } else {
+            s = rt_file_commit(&w, mode, &err);
         }
     }
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1;
-    if (rc != 0) {
-        int e = errno;
-        unlink(tmp);
-        fprintf(stderr, "kiln run: cannot write %s: %s\n", path,
-                e ? strerror(e) : "write failed");
-    }
-    free(tmp);
-    return rc;
+    if (s != RT_OK) fprintf(stderr, "kiln run: %s\n", err.msg);
+    return s == RT_OK ? 0 : -1;
 }
 
 static char *default_out(const char *in)
@@ -278,6 +277,7 @@ static int execute_all(json_t *nb, kl_engine *eng, jk_nbout *w, const char *out_
         kl_error err;
         int rc = kl_engine_execute(eng, src, &w->out, json_object_get(c, "metadata"), &err);
         free(src);
+        if (w->progress) jk_run_progress_end(w->progress);
         if (rc < 0) {
             jk_nbout_error(w, err.ename, err.evalue, err.traceback);
             fprintf(stderr, "kiln run: cell %zu raised %s: %s\n", done, err.ename, err.evalue);
@@ -311,6 +311,9 @@ int jk_run_main(int argc, char **argv)
     if (!out_path || jk_nbout_init(&w) < 0) goto done;
     w_ok = 1;
     w.log_output = o.log_output;
+    jk_run_progress progress;
+    jk_run_progress_init(&progress, stderr, isatty(STDERR_FILENO));
+    w.progress = rt_dist_is_writer() ? &progress : NULL; /* one rank's progress, not N */
     eng = kl_engine_create(&run_interrupt);
     if (!eng) goto done;
     if (o.no_resume) kl_engine_settings(eng)->train_resume = MG_RESUME_NEVER;

@@ -1,7 +1,8 @@
 /* mg_device.c - %device: what this kernel can train on. The CPU (model name, cores,
  * the threads the CPU backend and OpenBLAS use) and every CUDA device the runtime
  * lists (rt_cuda_list_devices: name, memory, compute capability, bf16), or why there
- * is none (not built / no device), and which backend `--device auto` picks. */
+ * is none (not built / no device), which OpenBLAS the CPU backend loaded (the system's
+ * or scipy-openblas32's), and which backend `--device auto` picks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,10 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
                    "<td>%s</td><td>%ld cores; backend %d threads, OpenBLAS %d threads</td></tr>",
                 ec ? ec : "", cores, threads, openblas_get_num_threads());
         free(ec);
+        char *eb = mg_html_escape(rt_cpu_blas_library());
+        fprintf(t, "blas     OpenBLAS %s\n", rt_cpu_blas_library());
+        fprintf(h, "<tr><td>blas</td><td>OpenBLAS</td><td>%s</td></tr>", eb ? eb : "");
+        free(eb);
         for (int i = 0; i < l->count; i++) {
             const rt_cuda_device_info *d = &l->dev[i];
             char detail[256];

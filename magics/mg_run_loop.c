@@ -1,7 +1,11 @@
 /* mg_run_loop.c - mg_run_loop: records the run in the results store, steps the trainer
  * until it is done / interrupted / out of time, validates at every epoch end, calls
  * the checkpoint hook (mg_ckpt.h) after every step and at the stop, and hands the
- * trained model to the workspace. A broken results store is a warning, never a stop.
+ * trained model to the workspace. A run that cannot be recorded at its start (the
+ * store cannot be opened or the run row written: disk full, unwritable, not a store)
+ * is refused before step 1, as docs/results.md promises: training results no one can
+ * find later are worse than a clear error now. Failures after the start (a full disk
+ * mid-run) are a warning; training goes on.
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,16 +29,18 @@ static void on_store_warning(void *user, const char *msg)
     mg_eprintf(((mg_run *)user)->ctx->out, "warning: results store: %s\n", msg);
 }
 
-/* Opens the store and begins (or, for %resume, continues) the run. */
-static void results_begin(mg_run *r)
+/* Opens the store and begins (or, for %resume, continues) the run; -1 with err when
+ * the run cannot be recorded. */
+static int results_begin(mg_run *r, mg_error *err)
 {
     rt_error re = {0};
     char shown[sizeof r->o.results]; /* the spec without a URL's user:password@ */
     rt_results_redact(r->o.results, shown, sizeof shown);
     if (rt_results_open(r->o.results[0] ? r->o.results : NULL, &r->rs, &re) != RT_OK) {
         r->rs = NULL;
-        mgp_rs_warn(r, shown[0] ? shown : "opening", re.msg);
-        return;
+        return mg_fail(err, "OSError", "%%train: the run cannot be recorded, so it does not "
+                       "start: %s ---> HINT: free space or fix the store, or choose another "
+                       "with --results PATH or KILN_RESULTS", re.msg);
     }
     rt_results_set_warn(r->rs, on_store_warning, r);
     /* %results follows the store %train used (docs/results.md); it reads the local
@@ -50,11 +56,12 @@ static void results_begin(mg_run *r)
                       ? rt_results_run_resume(r->rs, r->run_id = r->o.resume_run_id, &re)
                       : rt_results_run_begin(r->rs, &info, &r->run_id, &re);
     if (s != RT_OK) {
-        mgp_rs_warn(r, "starting the run", re.msg);
         rt_results_close(r->rs);
         r->rs = NULL;
         r->run_id = 0;
-        return;
+        return mg_fail(err, "OSError", "%%train: the run cannot be recorded, so it does not "
+                       "start: %s ---> HINT: free space or fix the store, or choose another "
+                       "with --results PATH or KILN_RESULTS", re.msg);
     }
     /* the values in effect, not "" / -1 for "as %dataset loaded it": runs are compared
      * on these columns */
@@ -79,6 +86,7 @@ static void results_begin(mg_run *r)
     for (size_t i = 0; i < sizeof more / sizeof *more; i += 2)
         if (rt_results_log_param(r->rs, r->run_id, more[i], more[i + 1], &re) != RT_OK)
             mgp_rs_warn(r, "logging parameters", re.msg);
+    return 0;
 }
 
 static void log_epoch(mg_run *r, const char *key, double v, int64_t step, int epoch)
@@ -146,7 +154,7 @@ int mg_run_loop(mg_run *r, mg_error *err)
     rt_error re = {0};
     /* of the ranks of a launch, rank 0 alone records the run and writes checkpoints */
     const int writer = rt_dist_is_writer();
-    if (writer) results_begin(r);
+    if (writer && results_begin(r, err) < 0) return -1;
     r->t_start = r->epoch_t0 = mgp_now();
     r->epoch_seen0 = rt_trainer_get_state(r->trainer).epoch_seen;
     mgp_view_start(r);

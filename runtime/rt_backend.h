@@ -299,6 +299,11 @@ extern const rt_backend_ops rt_cpu_ops;
 /* Opens a backend by name: "cpu", "cuda", "cuda:N" or "auto" (CUDA when compiled in and
  * a device exists, else CPU). threads <= 0 means all cores (CPU). On error b is zeroed. */
 rt_status rt_backend_open(rt_backend *b, const char *device, int threads, rt_error *err);
+
+/* The OpenBLAS the CPU backend loaded: its file and where it came from ("system" or
+ * "scipy-openblas32", the kiln-kernel wheel's dependency), or "not loaded: REASON" when
+ * no CPU backend has opened yet or none could be loaded. %device prints it. */
+const char *rt_cpu_blas_library(void);
 /* Closes and zeroes b. Accepts a zeroed handle. */
 void rt_backend_close(rt_backend *b);
 

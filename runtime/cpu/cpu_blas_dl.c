@@ -13,17 +13,25 @@
  * from rt_backend_open, never a crash. Which file: KILN_LIBOPENBLAS if set (tests use
  * it), else the library meson linked before (KILN_OPENBLAS_PATH: the openmp build's
  * own directory, as kiln's RUNPATH used to pin it), else Debian's openmp alternative,
- * else whatever libopenblas.so.0 the loader finds. OpenBLAS's OpenMP build binds to the
+ * else whatever libopenblas.so.0 the loader finds. The kiln-kernel wheel depends on
+ * scipy-openblas32 (PyPI): the same OpenBLAS with every symbol prefixed scipy_ , found
+ * next to the packaged binary (<site-packages>/kiln_kernel/bin/kiln ->
+ * <site-packages>/scipy_openblas32/lib/libscipy_openblas.so). A source build tries it
+ * after the system's; a wheel build (KILN_BLAS_WHEEL_FIRST) before, since its pthreads
+ * build needs no libgomp and the system's OpenMP build would bring a second libgomp
+ * beside the wheel's own copy. OpenBLAS's OpenMP build binds to the
  * libgomp the process already has; its constructor now reads OPENBLAS_* and OMP_* when
  * the backend first opens (so `%env` before the first CPU use takes effect), and
  * cpu_open sets its thread count as before. The forwarders are hidden
  * (-fvisibility=hidden), so the loaded library never binds to them. Never dlclose'd.
  */
 #include <cblas.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../rt_dl.h"
 #include "cpu_internal.h"
@@ -45,11 +53,29 @@ static struct {
     __typeof__(openblas_get_num_threads) *get_num_threads;
 } fn;
 static int loaded;          /* every entry of fn is set */
-static char why[400];       /* set when not loaded */
+static char why[720];       /* set when not loaded */
 static char tried[300];     /* the first file tried, as the error names it */
+static char library[400];   /* rt_cpu_blas_library() */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static void load_once(void)
+/* <dir of /proc/self/exe>/../../scipy_openblas32/lib/libscipy_openblas.so, or "" */
+static void wheel_blas_path(char *out, size_t n)
+{
+    char exe[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    out[0] = '\0';
+    if (k <= 0) return;
+    exe[k] = '\0';
+    for (int up = 0; up < 3; up++) { /* strip "kiln", "bin", "kiln_kernel" */
+        char *slash = strrchr(exe, '/');
+        if (!slash) return;
+        *slash = '\0';
+    }
+    if (snprintf(out, n, "%s/scipy_openblas32/lib/libscipy_openblas.so", exe) >= (int)n)
+        out[0] = '\0';
+}
+
+static int load_system(rt_dl_result *r)
 {
     const char *names[] = {KILN_OPENBLAS_PATH, DEBIAN_OPENMP, "libopenblas.so.0"};
     const rt_dl_sym syms[] = {
@@ -57,11 +83,45 @@ static void load_once(void)
         {"openblas_set_num_threads", (void **)&fn.set_num_threads},
         {"openblas_get_num_threads", (void **)&fn.get_num_threads},
     };
-    rt_dl_result r;
-    loaded = rt_dl_load("KILN_LIBOPENBLAS", names, 3, syms, sizeof syms / sizeof syms[0], &r);
-    int foreign = !loaded && strstr(r.why, " lacks ") != NULL;
-    snprintf(why, sizeof why, "%.370s%s", r.why, foreign ? " (not OpenBLAS?)" : "");
-    snprintf(tried, sizeof tried, "%s", r.file);
+    return rt_dl_load("KILN_LIBOPENBLAS", names, 3, syms, sizeof syms / sizeof syms[0], r);
+}
+
+static int load_wheel(rt_dl_result *r)
+{
+    char path[PATH_MAX + 64];
+    wheel_blas_path(path, sizeof path);
+    const char *names[] = {path};
+    const rt_dl_sym syms[] = {
+        {"scipy_cblas_sgemm", (void **)&fn.sgemm},
+        {"scipy_openblas_set_num_threads", (void **)&fn.set_num_threads},
+        {"scipy_openblas_get_num_threads", (void **)&fn.get_num_threads},
+    };
+    return rt_dl_load("KILN_LIBOPENBLAS", names, path[0] ? 1 : 0, syms,
+                      sizeof syms / sizeof syms[0], r);
+}
+
+static void load_once(void)
+{
+    rt_dl_result sys, whl;
+    memset(&sys, 0, sizeof sys);
+    memset(&whl, 0, sizeof whl);
+#ifdef KILN_BLAS_WHEEL_FIRST
+    int from_wheel = load_wheel(&whl);
+    loaded = from_wheel || load_system(&sys);
+#else
+    int from_wheel = 0;
+    loaded = load_system(&sys) || (from_wheel = load_wheel(&whl));
+#endif
+    if (loaded) {
+        snprintf(library, sizeof library, "%s (%s)", from_wheel ? whl.file : sys.file,
+                 from_wheel ? "scipy-openblas32" : "system");
+        return;
+    }
+    int foreign = strstr(sys.why, " lacks ") != NULL;
+    snprintf(why, sizeof why, "%.370s%s; scipy-openblas32 (%.150s): %.150s", sys.why,
+             foreign ? " (not OpenBLAS?)" : "", whl.file, whl.why);
+    snprintf(tried, sizeof tried, "%s", sys.file);
+    snprintf(library, sizeof library, "not loaded: %.380s", why);
 }
 
 static int ready(void)
@@ -74,8 +134,14 @@ rt_status rtp_cpu_blas_load(rt_error *err)
 {
     if (ready()) return RT_OK;
     return RT_ERR(err, RT_ENODEV, "cannot load OpenBLAS (%s): %s ---> HINT: install "
-                  "the libopenblas0-openmp package (apt install libopenblas0-openmp); "
-                  "the CPU backend needs it", tried, why);
+                  "the libopenblas0-openmp package (apt install libopenblas0-openmp) or "
+                  "pip install scipy-openblas32; the CPU backend needs one", tried, why);
+}
+
+const char *rt_cpu_blas_library(void)
+{
+    ready(); /* sets library either way */
+    return library;
 }
 
 /* ---- forwarders: the OpenBLAS API Kiln uses ---- */

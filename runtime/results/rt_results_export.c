@@ -1,11 +1,13 @@
 /* rt_results_export.c - %results export: the runs of a query as CSV (one row a run,
  * for spreadsheets) or JSON (everything, every metric value, for programs).
  *
- * The file is written beside its destination as PATH.tmp-PID, fsync'd and renamed,
+ * The file is written beside its destination under a random name created O_EXCL
+ * (rt_file.c: no planted file or symlink is followed), fsync'd and renamed, mode 0600,
  * so an export that fails half way (disk full, bad run) leaves no half file and an
  * older export at PATH stays intact. JSON: NaN metric values become null.
  */
 #include "rt_results_internal.h"
+#include "rt_file.h"
 #include "rt_results_query.h"
 
 #include <errno.h>
@@ -219,26 +221,22 @@ rt_status rt_results_export(rt_results *rs, const char *format, const char *path
     if (!path || !*path) return RT_ERR(err, RT_EINVAL, "export: which file? give a PATH");
     rt_results_list l;
     RT_TRY(rt_results_list_runs(rs, q, &l, err));
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
+    rt_file w;
+    rt_status s = rt_file_begin(&w, path, err);
+    if (s != RT_OK) {
         rt_results_list_free(&l);
-        return RT_ERR(err, RT_EIO, "export: cannot write %s: %s", path, strerror(errno));
+        return s;
     }
-    rt_status s = RT_OK;
+    FILE *f = w.f;
     if (csv) {
         if (write_csv(f, &l) != 0) s = RT_ERR(err, RT_ENOMEM, "results: out of memory");
     } else {
         s = write_json(rs, f, &l, err);
     }
     rt_results_list_free(&l);
-    int werr = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    if (fclose(f) != 0) werr = 1;
-    if (s == RT_OK && werr)
-        s = RT_ERR(err, RT_EIO, "export: cannot write %s: %s", path, strerror(errno));
-    if (s == RT_OK && rename(tmp, path) != 0)
-        s = RT_ERR(err, RT_EIO, "export: cannot write %s: %s", path, strerror(errno));
-    if (s != RT_OK) unlink(tmp);
-    return s;
+    if (s != RT_OK) {
+        rt_file_abort(&w);
+        return s;
+    }
+    return rt_file_commit(&w, 0600, err); /* parameters can name hosts and paths */
 }

@@ -10,8 +10,10 @@
  * from a newer Kiln - is refused with RT_EFORMAT and nothing is written to it.
  */
 #include "rt_results_internal.h"
+#include "rt_file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,24 +73,6 @@ double rtp_col_double(sqlite3_stmt *st, int col)
     return sqlite3_column_double(st, col);
 }
 
-/* mkdir -p of path's directory. */
-static int make_parent(const char *path)
-{
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir) return 0;
-    *slash = '\0';
-    for (char *p = dir + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(dir, 0777) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return -1;
-    return 0;
-}
-
 /* Checks what is in the file: 0 = a Kiln store, 1 = empty (new), or an error. */
 static rt_status check_kind(sqlite3 *db, const char *path, int *is_new, rt_error *err)
 {
@@ -136,10 +120,14 @@ static rt_status open_db(const char *path, int readonly, sqlite3 **db, int *ro_f
     *ro_file = 0;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX;
     if (!readonly) {
-        if (make_parent(path) != 0)
+        /* the store holds parameters, URLs and host names: directories made for it
+         * are 0700 and a new file 0600 (SQLite gives its -wal/-shm files the same) */
+        if (rt_file_make_parent(path, 0700) != 0)
             return RT_ERR(err, RT_EIO, "cannot create the directory of results store %s: "
                           "%s ---> HINT: set --results or KILN_RESULTS to a writable "
                           "place", path, strerror(errno));
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) close(fd);
         flags |= SQLITE_OPEN_CREATE;
     } else if (access(path, F_OK) != 0) {
         return RT_ERR(err, RT_ENOTFOUND, "no results store at %s (no run recorded yet)",

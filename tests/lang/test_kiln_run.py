@@ -133,6 +133,29 @@ def test_a_parameter_stays_one_value(tmp_path):
                                               if o.output_type == "error"]
 
 
+def test_output_replaces_only_what_it_names(tmp_path):
+    """The output goes through a random temporary name created O_EXCL, then a rename:
+    symlinks planted at every name the old `<out>.tmp<pid>` scheme could use next are
+    not followed, nothing is left behind, and the mode of the file replaced is kept."""
+    out = tmp_path / "o.ipynb"
+    out.write_text("{}")
+    os.chmod(out, 0o640)
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid_max = int(f.read())
+    nxt = os.getpid()
+    for pid in range(nxt + 1, min(nxt + 200, pid_max)):  # where the next pids fall
+        os.symlink(victim, f"{out}.tmp{pid}")
+    p = run(os.path.join(NOTEBOOKS, "smoke.ipynb"), "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert victim.read_text() == "keep me"
+    assert code_cells(out)  # a real notebook replaced the "{}"
+    assert os.stat(out).st_mode & 0o777 == 0o640
+    left = [n for n in os.listdir(tmp_path) if ".tmp" in n and not os.path.islink(tmp_path / n)]
+    assert not left, left
+
+
 def test_papermill_parameter_cells_run(tmp_path):
     """The cell papermill injects (its Python translator: negative numbers, escaped
     strings, nested lists and dicts, None, bools) runs, and the values read back as

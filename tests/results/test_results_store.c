@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "results_test_util.h"
 #include "rt_results.h"
@@ -528,6 +529,43 @@ T_TEST(t_mlflow_absent)
     rt_results_close(rs);
 }
 
+/* The store is private: directories made for it 0700, a new file 0600 (whatever the
+ * umask). An export is 0600 too and goes through a random O_EXCL temporary name: a
+ * symlink planted at the old predictable PATH.tmp-PID is not followed. */
+T_TEST(t_files_private)
+{
+    char dir[700], path[800], out[800], planted[900], victim[800];
+    snprintf(dir, sizeof dir, "%s/private/nested", g_dir);
+    snprintf(path, sizeof path, "%s/results.sqlite", dir);
+    mode_t old = umask(022);
+    rt_results *rs = NULL;
+    rt_error err = {0};
+    ASSERT_EQ(rt_results_open(path, &rs, &err), RT_OK);
+    ASSERT(log_run(rs, "p", "0.1", 0.5, 5, RT_RESULTS_FINISHED) > 0);
+    struct stat st;
+    ASSERT_EQ(stat(path, &st), 0);
+    ASSERT_EQ(st.st_mode & 0777, 0600);
+    ASSERT_EQ(stat(dir, &st), 0);
+    ASSERT_EQ(st.st_mode & 0777, 0700);
+    snprintf(out, sizeof out, "%s/export.csv", g_dir);
+    snprintf(victim, sizeof victim, "%s/victim.txt", g_dir);
+    FILE *v = fopen(victim, "w");
+    ASSERT(v != NULL);
+    fputs("keep me\n", v);
+    fclose(v);
+    snprintf(planted, sizeof planted, "%s.tmp-%ld", out, (long)getpid());
+    ASSERT_EQ(symlink(victim, planted), 0);
+    ASSERT_EQ(rt_results_export(rs, "csv", out, NULL, &err), RT_OK);
+    char *text = tu_read_file(victim);
+    ASSERT(text && !strcmp(text, "keep me\n"));
+    free(text);
+    ASSERT_EQ(stat(out, &st), 0);
+    ASSERT_EQ(st.st_mode & 0777, 0600);
+    unlink(planted);
+    rt_results_close(rs);
+    umask(old);
+}
+
 /* URLs lose their user-info before they are stored, shown or sent; credentials bound
  * for another host over plain http are warned about (no request is made: the mirror's
  * thread sends nothing before a run begins). */
@@ -614,6 +652,7 @@ int main(void)
     T_RUN(t_spec_resolution);
     T_RUN(t_mlflow_absent);
     T_RUN(t_credentials_redacted_and_plain_http_warned);
+    T_RUN(t_files_private);
     T_RUN(t_logging_never_waits_for_the_lock);
     int rc = T_EXIT();
     if (rc == 0) tu_rmtree(g_dir);

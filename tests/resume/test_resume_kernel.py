@@ -416,6 +416,23 @@ def test_full_disk_keeps_the_good_checkpoint(tmp, reference):
     assert sorted(os.listdir(rd)) == ["ckpt-step00000096.safetensors"]
 
 
+def test_a_run_that_cannot_be_recorded_does_not_start(tmp):
+    """With the disk full (a file-size limit of 0 bytes) the results store cannot be
+    created: %train stops before step 1 with an error saying so, instead of training
+    a run no one can find later."""
+    store = os.path.join(tmp, "full-store", "r.sqlite")
+    k = new_kernel()
+    soft, hard = resource.prlimit(k.pid, resource.RLIMIT_FSIZE)
+    resource.prlimit(k.pid, resource.RLIMIT_FSIZE, (0, hard))
+    c = run(k, f"{TRAIN} --results {store}", ok=False)
+    resource.prlimit(k.pid, resource.RLIMIT_FSIZE, (soft, hard))
+    run(k, "1 + 1")
+    k.close()
+    assert c.reply["status"] == "error" and c.reply["ename"] == "OSError", c.reply
+    assert "cannot be recorded" in c.reply["evalue"] and store in c.reply["evalue"]
+    assert "Recording as run" not in c.text and "step 1/" not in c.text, c.text
+
+
 def test_time_limit_stops_cleanly_and_checkpoints(tmp):
     """--time-limit: the cell succeeds (a stage notebook goes on), the stop step is
     checkpointed, and %resume gets a new budget (exactness: the other tests)."""

@@ -1,0 +1,66 @@
+"""Shared helpers for tests/wheel: notebooks built in code, the source tree's python/
+package, and a dist-info that declares pyproject.toml's entry points (what an
+installed wheel has), so papermill finds kiln_kernel's before any wheel exists."""
+import os
+import sys
+import tomllib
+
+import nbformat
+import pytest
+
+ROOT = os.environ.get("KILN_SOURCE_ROOT") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def notebook(cells, kernel="kiln", language="kiln"):
+    """cells: [(source, tags)] or sources; a code cell each."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": kernel, "display_name": kernel, "language": language}
+    nb.metadata["language_info"] = {"name": language}
+    for c in cells:
+        src, tags = (c, []) if isinstance(c, str) else c
+        cell = nbformat.v4.new_code_cell(src)
+        if tags:
+            cell.metadata["tags"] = tags
+        nb.cells.append(cell)
+    return nb
+
+
+def text_of(outputs):
+    parts = []
+    for o in outputs:
+        if o.get("output_type") == "stream":
+            parts.append(o.get("text", ""))
+        elif "data" in o:
+            parts.append(o["data"].get("text/plain", ""))
+        elif o.get("output_type") == "error":
+            parts.append("\n".join(o.get("traceback", [])))
+    return "".join(parts)
+
+
+@pytest.fixture(scope="session")
+def dist_info(tmp_path_factory):
+    """A directory holding kiln_kernel-VERSION.dist-info with the entry points that
+    pyproject.toml declares; put it on PYTHONPATH next to python/."""
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)["project"]
+    d = tmp_path_factory.mktemp("site")
+    info = d / "kiln_kernel-0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kiln-kernel\nVersion: 0.0\n")
+    lines = []
+    for group, eps in project.get("entry-points", {}).items():
+        lines.append(f"[{group}]")
+        lines += [f"{name} = {target}" for name, target in eps.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    return str(d)
+
+
+def env_with(*paths):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), *paths,
+                                         env.get("PYTHONPATH", "")])
+    return env
+
+
+PYTHON = sys.executable

@@ -1,0 +1,219 @@
+"""The %%kiln bridge in an ipykernel notebook (what Colab and Kaggle run): nbclient runs
+`%load_ext kiln_kernel`, a Python form cell and %%kiln cells that load a Fashion-MNIST
+subset, define a model and train with a run directory; then an interrupt mid-training
+through jupyter_client and %resume in a fresh bridge; then a killed child."""
+import os
+import re
+import signal
+import tempfile
+import time
+
+import nbformat
+import pytest
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from conftest import notebook, text_of
+
+if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
+    pytest.skip("Fashion-MNIST (Debian dataset-fashion-mnist) is not installed",
+                allow_module_level=True)
+
+SETUP = ["%%kiln\n%dataset fashion-mnist --subset $subset --val 64 --samples 0",
+         "%%kiln\n%%model net\nconv2d 8 3\nrelu\nmaxpool 2\nflatten\ndense 10"]
+
+
+@pytest.fixture(autouse=True)
+def results_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("KILN_RESULTS", str(tmp_path / "results.sqlite"))
+
+
+class CountingClient(NotebookClient):
+    """nbclient, also counting each cell's iopub messages by type (nbclient applies
+    update_display_data to the notebook, so the saved outputs cannot show them)."""
+
+    def __init__(self, nb, **kw):
+        super().__init__(nb, **kw)
+        self.counts = {}
+
+    def process_message(self, msg, cell, cell_index):
+        per = self.counts.setdefault(cell_index, {})
+        per[msg["msg_type"]] = per.get(msg["msg_type"], 0) + 1
+        if msg["msg_type"] in ("display_data", "update_display_data"):
+            did = msg["content"].get("transient", {}).get("display_id")
+            per.setdefault("ids", []).append((msg["msg_type"], did))
+        return super().process_message(msg, cell, cell_index)
+
+
+def test_notebook_through_the_bridge(tmp_path):
+    run_dir = tmp_path / "run"
+    cells = [
+        "%load_ext kiln_kernel",
+        "epochs = 2  #@param {type:\"integer\"}\nsubset = 512  #@param {type:\"integer\"}\n"
+        f"lr = 0.002  #@param {{type:\"number\"}}\nrun_dir = {str(run_dir)!r}",
+        *SETUP,
+        "%%kiln\nprint(\"from python:\", $epochs, {lr * 10}, \"$subset\")\n%device",
+        "%%kiln\n%train net --batch 32 --epochs $epochs --lr $lr --run-dir $run_dir",
+        "%kiln 6 * 7",
+        "%%kiln\n%train no_such_model --epochs 1",
+        "print('after the failing cell')",
+    ]
+    nb = notebook(cells, kernel="python3", language="python")
+    client = CountingClient(nb, timeout=240, kernel_name="python3")
+    with pytest.raises(CellExecutionError) as failed:
+        client.execute()
+    out = [c.outputs for c in nb.cells]
+
+    # the failing %%kiln cell stops the run with Kiln's own error text
+    assert "no_such_model" in str(failed.value)
+    assert "no_such_model" in text_of(out[7])
+    assert out[8] == [], "the cell after a failing %%kiln cell ran"
+    assert [o["output_type"] for o in out[7]] == ["error"]
+
+    # the Python values reached Kiln; a rich display came through with its MIME types
+    said = text_of(out[4])
+    assert "from python: 2 0.02 512" in said, said
+    assert any("text/html" in o.get("data", {}) and "OpenBLAS" in o["data"]["text/html"]
+               for o in out[4]), out[4]
+
+    # training: relayed, the progress display updated in place, a checkpoint written
+    trained = text_of(out[5])
+    counts = client.counts[5]
+    shown = [did for kind, did in counts["ids"] if kind == "display_data" and did]
+    updates = [did for kind, did in counts["ids"] if kind == "update_display_data"]
+    assert len(shown) == len(set(shown)), counts  # each display (progress, plot) shown once
+    progress = [did for did in shown if did.endswith("progress")]
+    assert len(progress) == 1, counts
+    assert updates.count(progress[0]) >= 2, counts  # ...then updated in place
+    assert set(updates) <= set(shown), counts  # no update for a display never shown
+    assert len(updates) < 400, counts  # not a flood (Kiln throttles its updates)
+    # in the saved notebook the updates replaced their display, added no output
+    in_nb = [o for o in out[5] if o["output_type"] == "display_data"]
+    assert len(in_nb) == counts["display_data"], out[5]
+    assert "epoch 2" in trained.lower(), trained[-2000:]
+    assert any(f.endswith(".safetensors") for f in os.listdir(run_dir)), os.listdir(run_dir)
+
+    # a line magic and a result
+    assert "42" in text_of(out[6])
+
+
+class PyKernel:
+    """An ipykernel started through jupyter_client, with the bridge loaded."""
+
+    def __init__(self):
+        self.km = KernelManager(kernel_name="python3")
+        self.km.start_kernel()
+        self.kc = self.km.blocking_client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self.run("%load_ext kiln_kernel")
+
+    def run(self, code, on_msg=None, timeout=240):
+        msg_id = self.kc.execute(code)
+        text = ""
+        kinds = []
+        while True:
+            m = self.kc.get_iopub_msg(timeout=timeout)
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            kinds.append(m["msg_type"])
+            c = m["content"]
+            if m["msg_type"] == "stream":
+                text += c["text"]
+            elif m["msg_type"] in ("display_data", "execute_result", "update_display_data"):
+                text += c["data"].get("text/plain", "") + "\n"
+            elif m["msg_type"] == "error":
+                text += "\n".join(c["traceback"])
+            elif m["msg_type"] == "status" and c["execution_state"] == "idle":
+                break
+            if on_msg:
+                on_msg(m, text)
+        while True:
+            r = self.kc.get_shell_msg(timeout=timeout)
+            if r["parent_header"].get("msg_id") == msg_id:
+                return r["content"], text
+
+    def close(self):
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=False)
+
+
+def test_interrupt_checkpoints_then_resume_in_a_fresh_bridge(tmp_path):
+    rd = tmp_path / "run"
+    k = PyKernel()
+    try:
+        k.run("subset = 1024")
+        for cell in SETUP:
+            reply, text = k.run(cell)
+            assert reply["status"] == "ok", text
+        fired = []
+
+        def on_msg(m, text):  # a periodic save shows in the relayed progress display
+            saved = re.findall(r"last checkpoint: step (\d+)", text)
+            if not fired and saved and int(saved[-1]) >= 10:
+                fired.append(time.monotonic())
+                k.km.interrupt_kernel()  # the notebook's stop button: SIGINT to ipykernel
+
+        reply, text = k.run(f"%%kiln\n%train net --batch 16 --epochs 2 --lr 0.002 "
+                            f"--run-dir {rd} --checkpoint-every 5steps", on_msg=on_msg)
+        assert fired, "no checkpoint was reported before the end"
+        assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", text[-2000:]
+        # the cell's KeyboardInterrupt carries Kiln's message naming the step
+        stopped = int(re.search(r"after step (\d+)", reply["evalue"]).group(1))
+        assert stopped < 128, text[-2000:]
+        assert os.path.exists(rd / ("ckpt-step%08d.safetensors" % stopped)), os.listdir(rd)
+        reply, text = k.run("%kiln 1 + 1")  # the same child, still usable
+        assert reply["status"] == "ok" and "2" in text
+    finally:
+        k.close()
+    k = PyKernel()  # a fresh bridge and a fresh Kiln kernel: nothing defined
+    try:
+        reply, text = k.run(f"%kiln %resume {rd}")
+        assert reply["status"] == "ok", text[-2000:]
+        assert f"step {stopped} of 128" in text, text[-2000:]
+    finally:
+        k.close()
+
+
+def test_a_dead_child_is_reported_and_restarted():
+    k = PyKernel()
+    try:
+        reply, text = k.run("%kiln x = 5")
+        assert reply["status"] == "ok", text
+        pid_code = ("b = get_ipython().magics_manager.registry['KilnMagics'].bridge\n"
+                    "import os, signal; os.kill(b.km.provisioner.process.pid, signal.SIGKILL)\n"
+                    "b.km.provisioner.process.wait()")
+        reply, text = k.run(pid_code)
+        assert reply["status"] == "ok", text
+        reply, text = k.run("%kiln 6 * 7")
+        assert reply["status"] == "ok", text
+        assert "had stopped (exit status signal 9)" in text
+        assert "42" in text
+        reply, text = k.run("%kiln x")  # a new kernel: the old variables are gone
+        assert reply["status"] == "error" and "x" in text
+    finally:
+        k.close()
+
+
+def test_a_child_dying_mid_cell_raises():
+    """The child killed while training (as the OOM killer would): the cell fails with
+    KernelDied instead of waiting for ever; the next cell starts a new child."""
+    k = PyKernel()
+    try:
+        k.run("subset = 2048")
+        for cell in SETUP:
+            reply, text = k.run(cell)
+            assert reply["status"] == "ok", text
+        kill = ("b = get_ipython().magics_manager.registry['KilnMagics'].bridge\n"
+                "import os, signal, threading\n"
+                "threading.Timer(1.5, os.kill, (b.km.provisioner.process.pid, signal.SIGKILL))"
+                ".start()\n"
+                "get_ipython().run_cell_magic('kiln', '', '%train net --batch 8 --epochs 50')")
+        reply, text = k.run(kill)
+        assert reply["status"] == "error", text[-2000:]
+        assert "KernelDied" in text and "next %%kiln cell starts a new one" in text, text[-2000:]
+        reply, text = k.run("%kiln 6 * 7")
+        assert reply["status"] == "ok" and "42" in text, text
+    finally:
+        k.close()
