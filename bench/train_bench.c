@@ -3,8 +3,13 @@
  * time breakdown and (optionally) the test accuracy. Not installed; not a test.
  *
  * usage: train_bench [--steps N] [--batch B] [--threads T] [--epochs E] [--seed S]
- *                    [--timing | --cpu-timing] [--eval] [--synthetic]
+ *                    [--timing | --cpu-timing] [--eval] [--synthetic] [--dist]
+ *                    [--device cpu|cuda[:N]]
  * --epochs E trains E full epochs instead of --steps. Output: "key value" lines.
+ * --dist: one rank of a launch (mpirun -np N train_bench --dist ...; bench/dist_bench.py):
+ * --batch is the global batch, the ranks average their gradients (runtime/rt_dist.h),
+ * images/s is the whole launch's, and rank 0 alone prints. With --device cuda each
+ * rank takes the GPU of its local rank (bench/multi_gpu.sh).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +43,8 @@ static void synth(rt_dataset *d, int n)
 int main(int argc, char **argv)
 {
     int steps = 100, batch = 128, threads = 2, epochs = 0, timing = 0, eval = 0, syn = 0;
+    int dist = 0;
+    const char *device = "cpu";
     unsigned long long seed = 1;
     const char *spec = mnist_net;
     for (int i = 1; i < argc; i++) {
@@ -51,6 +58,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--cpu-timing")) timing = 2;
         else if (!strcmp(a, "--eval")) eval = 1;
         else if (!strcmp(a, "--synthetic")) syn = 1;
+        else if (!strcmp(a, "--dist")) dist = 1;
+        else if (!strcmp(a, "--device")) device = v, i++;
         else {
             fprintf(stderr, "train_bench: unknown option %s\n", a);
             return 2;
@@ -70,13 +79,20 @@ int main(int argc, char **argv)
     rt_backend b;
     rt_model *m = NULL;
     rt_trainer *t = NULL;
-    if (rt_backend_open(&b, "cpu", threads, &err)) return fail(&err);
+    rt_dist_env de;
+    char mine[32];
+    if (rt_dist_env_read(&de, &err)) return fail(&err);
+    snprintf(mine, sizeof mine, "cuda:%d", de.local_rank);
+    if (rt_backend_open(&b, dist && !strcmp(device, "cuda") ? mine : device, threads, &err))
+        return fail(&err);
     rt_model_input in = {train->c, train->h, train->w, train->num_classes};
     if (rt_model_create(&m, spec, &in, &err) || rt_model_attach(m, &b, batch, seed, &err))
         return fail(&err);
     rt_trainer_config c = rt_trainer_config_default();
     c.batch_size = batch;
     c.epochs = epochs > 0 ? epochs : 1;
+    if (dist && rt_dist_world(&c.dist, &err)) return fail(&err);
+    if (rt_dist_rank(c.dist) != 0 && !freopen("/dev/null", "w", stdout)) return 1;
     if (rt_trainer_create(&t, m, train, &c, &err) || rt_trainer_begin(t, &err))
         return fail(&err);
     long total = epochs > 0 ? (long)(rt_trainer_steps_per_epoch(t) * epochs) : steps;
@@ -105,6 +121,8 @@ int main(int argc, char **argv)
                  1e-6 * (double)(ru.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
                  (double)(ru.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
                  1e-6 * (double)(ru.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
+    if (dist && c.dist) /* all ranks' CPU time: the launch's cost of an image */
+        if (rt_dist_allreduce_f64(c.dist, &cpu, 1, "cpu time", 0, &err)) return fail(&err);
     printf("cpu_ms_per_image %.4f\n", 1e3 * cpu / (double)s.images);
     printf("steps %lld\nimages %lld\nseconds %.3f\nimages_per_s %.1f\nlast_loss %.5f\n",
            (long long)s.steps, (long long)s.images, s.seconds, s.images_per_s, s.last_loss);

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "mg_ckpt_internal.h"
+#include "mg_store.h"
 #include "rt_ckpt_dir.h"
 
 static double now_s(void)
@@ -101,7 +102,10 @@ static void after_save(mg_run *run, const mgp_policy *p, const char *path, int64
     const mg_run_opts *o = mg_run_options(run);
     rt_error re = {0};
     size_t removed = 0;
-    if (rt_ckpt_dir_rotate(o->run_dir, o->keep > 0 ? o->keep : 1, 1, &removed, &re) != RT_OK)
+    /* an s3:// run directory: queued for upload; local rotation keeps what is pending */
+    size_t pending = mg_store_after_save(mg_run_ctx(run), path, step, o->keep, out);
+    if (rt_ckpt_dir_rotate(o->run_dir, (o->keep > 0 ? o->keep : 1) + (int)pending, 1, &removed,
+                           &re) != RT_OK)
         mg_eprintf(out, "warning: checkpoint rotation in '%s': %s\n", o->run_dir, re.msg);
     rt_results *rs = mg_run_results(run);
     int fresh = p->metric_step == step;

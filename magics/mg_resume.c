@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "mg_ckpt.h"
+#include "mg_store.h"
+#include "rt_store.h"
 
 static const mg_option options[] = {
     {"--epochs", MG_OPT_INT, "N", "planned length of the run in epochs (as stored)", NULL},
@@ -63,14 +65,21 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (!arg)
         return mg_fail(err, "UsageError", "%%resume: which run? ---> HINT: %%resume RUN_DIR "
                        "(the --run-dir of the %%train) or %%resume CHECKPOINT_FILE");
-    char *path = NULL;
-    if (mg_ckpt_resolve(arg, ctx->out, &path, err) < 0) {
+    char *path = NULL, staging[1024];
+    int remote = rt_store_is_url(arg);
+    /* s3://: the newest complete, valid checkpoint is fetched into the staging directory
+     * (where the run goes on) and the run's new checkpoints are uploaded */
+    if (mg_ckpt_resolve(arg, ctx->out, &path, err) < 0 ||
+        (remote && mg_store_begin(ctx, arg, ro.keep > 0 ? ro.keep : 1, staging,
+                                  sizeof staging, err) < 0)) {
         mg_error e = *err;
         mg_fail(err, e.ename, "%%resume: %s", e.evalue);
+        free(path);
         return -1;
     }
     int rc = mg_ckpt_resume(ctx, path, &ro, err);
     free(path);
+    if (remote) mg_store_end(ctx, mg_store_drain_budget(ro.time_limit_s), ctx->out);
     return rc;
 }
 

@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 
 #include "mg_ckpt_internal.h"
+#include "mg_store.h"
+#include "rt_store.h"
 #include "mg_workspace.h"
 #include "rt_ckpt_dir.h"
 
@@ -37,6 +39,7 @@ int mg_ckpt_resolve(const char *arg, const mg_out *out, char **path, mg_error *e
 {
     struct stat st;
     *path = NULL;
+    if (rt_store_is_url(arg)) return mg_store_fetch(arg, 0, out, path, err);
     if (stat(arg, &st) != 0)
         return mg_fail(err, "FileNotFoundError", "'%s' does not exist", arg);
     if (!S_ISDIR(st.st_mode)) {

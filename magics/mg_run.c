@@ -102,7 +102,12 @@ static int build_model(mg_run *r, mg_error *err)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = rt_dist_env_read(&de, NULL) == RT_OK && de.local_world > 1 && ncpu > 0
                       ? (int)(ncpu / de.local_world > 1 ? ncpu / de.local_world : 1) : 0;
-    if (rt_backend_open(r->backend, r->o.device, threads, &re) != RT_OK) {
+    /* ranks of one host: rank k takes GPU k when --device says cuda or auto */
+    char mine[32];
+    snprintf(mine, sizeof mine, "cuda:%d", de.local_rank);
+    int own_gpu = threads > 0 && (!strcmp(r->o.device, "cuda") || !strcmp(r->o.device, "auto"))
+                  && rt_backend_open(r->backend, mine, threads, &re) == RT_OK;
+    if (!own_gpu && rt_backend_open(r->backend, r->o.device, threads, &re) != RT_OK) {
         free(r->backend);
         r->backend = NULL;
         return mg_fail(err, "ValueError", "%%train: --device %s: %s", r->o.device, re.msg);

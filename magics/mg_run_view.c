@@ -13,6 +13,7 @@
 #include "mg_images.h"
 #include "mg_plot.h"
 #include "mg_run_internal.h"
+#include "mg_store.h"
 #include "rt_results_query.h"
 
 #define UPDATE_EVERY_S 0.25 /* 4 updates a second: smooth enough, cheap for the frontend */
@@ -105,9 +106,15 @@ void mgp_view_progress(mg_run *r, const rt_progress *p, int force)
     int64_t done = p->step - r->start_step;
     hms(p->elapsed_s, el, sizeof el);
     hms(done > 0 ? p->elapsed_s / (double)done * (double)(total - p->step) : 0, eta, sizeof eta);
-    char ck[128] = "";
+    char ck[256] = "";
     if (r->last_ckpt_step >= 0)
         snprintf(ck, sizeof ck, ", last checkpoint: step %lld", (long long)r->last_ckpt_step);
+    char up[96];
+    mg_store_status(r->ctx, up, sizeof up); /* s3:// run directory: the upload state */
+    if (up[0]) {
+        size_t used = strlen(ck);
+        snprintf(ck + used, sizeof ck - used, ", %s", up);
+    }
     if (p->skipped_steps > 0) { /* fp16: steps whose gradients overflowed */
         size_t used = strlen(ck);
         snprintf(ck + used, sizeof ck - used, ", %lld skipped (fp16 overflow)",

@@ -7,6 +7,12 @@
  * and %checkpoint. */
 #include "mg_ckpt.h"
 #include "mg_run.h"
+#include "mg_store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "rt_store.h"
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
@@ -21,14 +27,28 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
                    mg_args_has(args, "--checkpoint-every") && mg_args_has(args, "--keep")
                        ? " and " : "",
                    mg_args_has(args, "--keep") ? "--keep" : "");
+    /* an s3:// run directory: the store is checked now (before any step), its newest
+     * checkpoint fetched into the local staging directory, which the run then uses */
+    char url[sizeof o.run_dir] = "";
+    if (rt_store_is_url(o.run_dir)) {
+        char *newest = NULL;
+        snprintf(url, sizeof url, "%s", o.run_dir);
+        if (mg_store_fetch(url, 1, ctx->out, &newest, err) < 0 ||
+            mg_store_begin(ctx, url, o.keep > 0 ? o.keep : 1, o.run_dir, sizeof o.run_dir,
+                           err) < 0)
+            return -1;
+        free(newest);
+    }
     mg_resume_mode mode = o.resume >= 0 ? (mg_resume_mode)o.resume
                         : ctx->settings ? ctx->settings->train_resume : MG_RESUME_AUTO;
     int handled = 0, rc = mg_ckpt_train_autoresume(ctx, &o, mode, &handled, err);
-    if (handled || rc < 0) return rc;
-    mg_run *r = NULL;
-    if (mg_run_create(&r, ctx, &o, err) < 0) return -1;
-    rc = mg_run_loop(r, err);
-    mg_run_destroy(r);
+    if (!handled && rc >= 0) {
+        mg_run *r = NULL;
+        rc = mg_run_create(&r, ctx, &o, err);
+        if (rc >= 0) rc = mg_run_loop(r, err);
+        mg_run_destroy(r);
+    }
+    if (url[0]) mg_store_end(ctx, mg_store_drain_budget(o.time_limit_s), ctx->out);
     return rc;
 }
 

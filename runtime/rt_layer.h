@@ -27,6 +27,7 @@ typedef struct rt_fwd_ctx {
     int train;       /* 1 = training mode (batch stats, dropout on) */
     uint64_t seed;   /* the run seed (dropout stream key) */
     uint32_t step;   /* the training step (dropout stream word a) */
+    uint32_t shard;  /* data-parallel share (rt_model_set_shard): dropout word b's top bits */
 } rt_fwd_ctx;
 
 typedef struct rt_layer {

@@ -1,6 +1,6 @@
 /* rt_layer_dropout.c - `dropout P` (0 <= P < 1): inverted dropout as PyTorch's Dropout.
- * The mask is drawn from the Philox dropout stream (seed, step, layer index), so a
- * resumed run draws the same masks; it is saved per step for backward. In evaluation
+ * The mask is drawn from the Philox dropout stream (seed, step, layer index + the
+ * data-parallel share << 16), so a resumed run draws the same masks; it is saved per step for backward. In evaluation
  * mode the layer copies its input. */
 #include <stdio.h>
 
@@ -40,8 +40,11 @@ static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_te
                          const rt_fwd_ctx *ctx, rt_error *err)
 {
     if (!ctx->train || l->f == 0.0f) return b->ops->copy(b, out, in, err);
+    /* stream word b: the layer index, and above bit 16 the rank's share (0 for one
+     * process), so ranks draw independent masks (a model has far fewer layers) */
     rt_dropout_desc d = {.N = in->n, .C = l->in_c, .H = l->in_h, .W = l->in_w, .p = l->f,
-                         .seed = ctx->seed, .step = ctx->step, .layer = (uint32_t)l->index};
+                         .seed = ctx->seed, .step = ctx->step,
+                         .layer = (uint32_t)l->index | ctx->shard << 16};
     rt_tensor mask = l->saved[0];
     mask.n = in->n;
     return b->ops->dropout_fwd(b, out, &mask, in, &d, err);

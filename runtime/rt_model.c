@@ -73,6 +73,7 @@ const rt_model_input *rt_model_input_shape(const rt_model *m) { return &m->in; }
 rt_backend *rt_model_backend(const rt_model *m) { return m->b; }
 int rt_model_max_batch(const rt_model *m) { return m->max_batch; }
 uint64_t rt_model_seed(const rt_model *m) { return m->seed; }
+void rt_model_set_shard(rt_model *m, uint32_t shard) { m->shard = shard; }
 int rt_model_num_layers(const rt_model *m) { return m->nlayers; }
 long rt_model_num_params(const rt_model *m) { return m->total_params; }
 /* Upload targets span the whole max batch (forward narrows them to N again). */
@@ -262,7 +263,7 @@ static rt_status check_n(const rt_model *m, int N, rt_error *err)
 rt_status rt_model_forward(rt_model *m, int N, int train, uint32_t step, rt_error *err)
 {
     RT_TRY(check_n(m, N, err));
-    rt_fwd_ctx ctx = {.train = train, .seed = m->seed, .step = step};
+    rt_fwd_ctx ctx = {.train = train, .seed = m->seed, .step = step, .shard = m->shard};
     m->act[0].n = N;
     for (int i = 0; i < m->nlayers; i++) {
         rt_layer *l = &m->layers[i];

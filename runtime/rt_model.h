@@ -76,6 +76,10 @@ rt_backend *rt_model_backend(const rt_model *m);
 /* The seed given to attach: the key of every random stream of the run. */
 uint64_t rt_model_seed(const rt_model *m);
 int rt_model_max_batch(const rt_model *m);
+/* Data-parallel ranks: the share of the batch this model trains on (the rank, 0 by
+ * default). Share k > 0 draws its dropout masks from its own streams, so ranks do not
+ * repeat each other's masks; share 0 draws the single-process run's. */
+void rt_model_set_shard(rt_model *m, uint32_t shard);
 
 /* Inputs of a step: upload images (N,C,H,W) float and labels (N) int32 here. The
  * returned tensors are borrowed; set nothing: forward takes N as an argument. */

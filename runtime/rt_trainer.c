@@ -110,10 +110,9 @@ rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *tra
     t->bcfg = bc;
     rt_status s = rt_batcher_create(&t->batcher, &bd, &bc, err);
     int dev = cfg->device_path || strcmp(rt_model_backend(m)->ops->name, "cpu");
-    if (s == RT_OK && cfg->dist && dev)
-        s = RT_ERR(err, RT_EINVAL, "training over %d ranks runs on the CPU backend's host "
-                   "path; the %s device path takes one process ---> HINT: --device cpu",
-                   rt_dist_size(cfg->dist), rt_model_backend(m)->ops->name);
+    if (s == RT_OK && cfg->dist && dev &&
+        !(t->dist_host = malloc(rt_tensor_bytes(rt_model_grads_flat(m)))))
+        s = RT_ERR(err, RT_ENOMEM, "out of memory for the ranks' gradient exchange");
     if (s == RT_OK && cfg->loss_scaling && !dev)
         s = RT_ERR(err, RT_EINVAL, "loss scaling needs the trainer's device path");
     if (s == RT_OK) s = make_optim(t, err);
@@ -147,6 +146,7 @@ void rt_trainer_destroy(rt_trainer *t)
     free(t->images);
     free(t->probs);
     free(t->labels);
+    free(t->dist_host);
     free(t);
 }
 

@@ -77,7 +77,8 @@ typedef struct rt_trainer_config {
                                 each step's global batch is split between the ranks by
                                 rank, the gradients are averaged over them before the
                                 update, and loss, accuracy and images/s are the whole
-                                batch's (rt_trainer_dist.c). Host path only */
+                                batch's (rt_trainer_dist.c). On the device path the
+                                gradients go through host memory (one sync a step) */
     rt_progress_fn progress; /* may be NULL */
     int (*should_stop)(void *user); /* may be NULL; non-zero stops before the next step */
     void *user;

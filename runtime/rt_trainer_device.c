@@ -201,6 +201,26 @@ rt_status rtp_dev_flush(rt_trainer *t, rt_error *err)
     return download_optim(t, err); /* for a checkpoint: ~2 x 4 bytes a parameter */
 }
 
+/* Ranks: this rank's share's statistics (ring row 0) and gradients (gr, scaled by the
+ * loss scale under loss scaling: every rank has the same scale, so the sum is the
+ * scaled mean and an inf/NaN reaches every rank) through host memory to the exchange
+ * (rt_trainer_dist.c) and the batch's mean gradient back. One synchronisation a step. */
+static rt_status dist_exchange(rt_trainer *t, rt_tensor *gr, int n, int count, double *loss,
+                               int *correct, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(t->m);
+    const size_t bytes = rt_tensor_bytes(gr);
+    if (n > 0) {
+        float row[RT_STEP_STATS];
+        RT_TRY(b->ops->download(b, row, &t->dev->stats, sizeof row, err));
+        memcpy(loss, row, sizeof *loss); /* as read_stats: the double in words 0-1 */
+        *correct = (int)row[2];
+        RT_TRY(b->ops->download(b, t->dist_host, gr, bytes, err));
+    }
+    RT_TRY(rtp_dist_average(t, t->dist_host, n, count, loss, correct, err));
+    return b->ops->upload(b, gr, t->dist_host, bytes, err);
+}
+
 rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
 {
     rt_model *m = t->m;
@@ -218,19 +238,27 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
         RT_TRY(b->ops->upload(b, &d->order, ord, (size_t)ds->n * 4, err));
         d->order_epoch = epoch;
     }
-    rt_gather_desc g = {.n = ds->n, .C = ds->c, .H = ds->h, .W = ds->w, .start = start,
-                        .count = count, .augment = c->augment, .pad = t->bcfg.crop_pad,
+    int lo = 0, n = count; /* ranks: this one's share of the batch */
+    if (c->dist) rtp_dist_share(t, count, &lo, &n);
+    rt_gather_desc g = {.n = ds->n, .C = ds->c, .H = ds->h, .W = ds->w, .start = start + lo,
+                        .count = n, .augment = c->augment, .pad = t->bcfg.crop_pad,
                         .flip_p = t->bcfg.flip_p, .seed = t->bcfg.seed,
                         .epoch = (uint32_t)epoch};
     memcpy(g.pad_value, t->bcfg.pad_value, sizeof g.pad_value);
-    RT_TRY(b->ops->gather_batch(b, rt_model_input_tensor(m), rt_model_label_tensor(m),
-                                &d->data, &d->labels, &d->order, &g, err));
-    RT_TRY(rt_model_forward(m, count, 1, (uint32_t)t->st.step, err));
-    RT_TRY(rt_model_loss(m, count, NULL, NULL, NULL, err));
-    RT_TRY(rt_model_step_stats(m, count, &d->stats, d->pending, err));
     rt_tensor *amp = c->loss_scaling ? &d->amp : NULL;
-    RT_TRY(rt_model_backward_scaled(m, count, amp, err));
+    if (n > 0) {
+        RT_TRY(b->ops->gather_batch(b, rt_model_input_tensor(m), rt_model_label_tensor(m),
+                                    &d->data, &d->labels, &d->order, &g, err));
+        RT_TRY(rt_model_forward(m, n, 1, (uint32_t)t->st.step, err));
+        RT_TRY(rt_model_loss(m, n, NULL, NULL, NULL, err));
+        /* ranks account every step from the exchange: their row is always row 0 */
+        RT_TRY(rt_model_step_stats(m, n, &d->stats, c->dist ? 0 : d->pending, err));
+        RT_TRY(rt_model_backward_scaled(m, n, amp, err));
+    }
     rt_tensor *p = rt_model_params_flat(m), *gr = rt_model_grads_flat(m);
+    double dloss = 0.0;
+    int dcorrect = 0;
+    if (c->dist) RT_TRY(dist_exchange(t, gr, n, count, &dloss, &dcorrect, err));
     const rt_optim_config *oc = rt_optim_get_config(t->optim);
     int64_t next = rt_optim_step_count(t->optim) + 1; /* without loss scaling */
     if (amp) RT_TRY(b->ops->amp_unscale(b, gr, amp, err));
@@ -255,10 +283,16 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
     t->images_done += count;
     t->steps_done++;
     *epoch_end = rt_batcher_epoch_done(t->batcher);
-    d->rows[d->pending++] = (rtp_pending){
+    rtp_pending row = {
         .step = t->st.step, .epoch = epoch, .position = t->st.batcher.position,
         .count = count, .reset = before.position == 0 || epoch != before.epoch,
         .epoch_end = *epoch_end, .lr = lr};
+    if (c->dist) { /* the exchange already brought the whole batch's statistics */
+        rtp_trainer_account(t, &row, dloss, dcorrect);
+        d->last_read = rtp_trainer_now();
+        return RT_OK;
+    }
+    d->rows[d->pending++] = row;
     if (*epoch_end || d->pending == d->ring || t->st.step >= t->total_steps ||
         rtp_trainer_now() - d->last_read >= c->report_every_s)
         RT_TRY(read_stats(t, err));

@@ -13,10 +13,14 @@
  * to stop (interrupt, time limit) travel in a second, 4-double all-reduce, so every
  * rank reports the whole batch's loss and stops after the same step.
  *
+ * The device path (rt_trainer_device.c) gathers its share in backend memory and brings
+ * the gradients and its share's statistics to the host for the same exchange
+ * (rtp_dist_average), then uploads the average.
+ *
  * What is not the single-process run: batchnorm normalises each rank's share with its
  * own statistics (as PyTorch DDP without SyncBatchNorm) and keeps its own running
- * statistics (rank 0's are the ones checkpointed), and dropout draws its masks per
- * rank's share, so with batchnorm or dropout N ranks train a different (equally
+ * statistics (rank 0's are the ones checkpointed), and dropout draws rank r's masks
+ * from streams of its own (rt_model_set_shard; rank 0's are the single process's), so with batchnorm or dropout N ranks train a different (equally
  * valid) model than one process; without them they agree to rounding (docs/distributed.md).
  */
 #include <stdlib.h>
@@ -27,6 +31,7 @@
 rt_status rtp_dist_begin(rt_trainer *t, rt_error *err)
 {
     rt_dist *d = t->cfg.dist;
+    rt_model_set_shard(t->m, (uint32_t)rt_dist_rank(d));
     /* every rank must start at the same step: a rank that resumed from another
      * checkpoint than rank 0 (a run directory not shared between hosts) would train a
      * different model in silence */
@@ -41,40 +46,56 @@ rt_status rtp_dist_begin(rt_trainer *t, rt_error *err)
     /* rank 0's parameters for all (the same seed gives the same init; this makes it so
      * whatever each rank loaded) */
     rt_tensor *p = rt_model_params_flat(t->m);
-    return rt_dist_bcast_f32(d, rt_tensor_f32(p), rt_tensor_numel(p), "parameter broadcast",
-                             (long long)t->st.step, err);
+    const size_t np = rt_tensor_numel(p);
+    if (!t->dev)
+        return rt_dist_bcast_f32(d, rt_tensor_f32(p), np, "parameter broadcast",
+                                 (long long)t->st.step, err);
+    rt_backend *b = rt_model_backend(t->m);
+    RT_TRY(b->ops->download(b, t->dist_host, p, np * sizeof(float), err));
+    RT_TRY(rt_dist_bcast_f32(d, t->dist_host, np, "parameter broadcast",
+                             (long long)t->st.step, err));
+    return b->ops->upload(b, p, t->dist_host, np * sizeof(float), err);
 }
 
-rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct,
-                         rt_error *err)
+void rtp_dist_share(const rt_trainer *t, int count, int *lo, int *n)
+{
+    const int r = rt_dist_rank(t->cfg.dist), w = rt_dist_size(t->cfg.dist);
+    *lo = (int)((int64_t)count * r / w);
+    *n = (int)((int64_t)count * (r + 1) / w) - *lo;
+}
+
+rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *loss,
+                           int *correct, rt_error *err)
 {
     rt_dist *d = t->cfg.dist;
-    const int r = rt_dist_rank(d), w = rt_dist_size(d);
-    const int lo = (int)((int64_t)count * r / w), hi = (int)((int64_t)count * (r + 1) / w);
-    const int n = hi - lo;
     const long long step = (long long)t->st.step + 1;
-    rt_tensor *g = rt_model_grads_flat(t->m);
-    float *gd = rt_tensor_f32(g);
-    const size_t np = rt_tensor_numel(g);
-    double my_loss = 0.0;
-    int my_correct = 0;
-    if (n > 0) {
-        RT_TRY(rtp_host_grads(t, lo, n, &my_loss, &my_correct, err));
-        const float scale = (float)n / (float)count;
-        if (scale != 1.0f)
-            for (size_t i = 0; i < np; i++) gd[i] *= scale;
-    } else { /* a last batch smaller than the world: this rank adds nothing */
-        memset(gd, 0, np * sizeof *gd);
-    }
-    RT_TRY(rt_dist_allreduce_f32(d, gd, np, "gradient all-reduce", step, err));
+    const size_t np = rt_tensor_numel(rt_model_grads_flat(t->m));
+    const float scale = (float)n / (float)count;
+    if (n == 0) /* a last batch smaller than the world: this rank adds nothing */
+        memset(g, 0, np * sizeof *g);
+    else if (scale != 1.0f)
+        for (size_t i = 0; i < np; i++) g[i] *= scale;
+    RT_TRY(rt_dist_allreduce_f32(d, g, np, "gradient all-reduce", step, err));
     /* sums: loss * samples, right predictions, ranks stopped, ranks past the time limit */
     rt_step_event vote = rtp_trainer_local_stop(t);
-    double stats[4] = {my_loss * n, (double)my_correct, vote == RT_STEP_STOPPED,
-                       vote == RT_STEP_TIME_LIMIT};
+    double stats[4] = {n ? *loss * n : 0.0, n ? (double)*correct : 0.0,
+                       vote == RT_STEP_STOPPED, vote == RT_STEP_TIME_LIMIT};
     RT_TRY(rt_dist_allreduce_f64(d, stats, 4, "loss all-reduce", step, err));
     *loss = stats[0] / count;
     *correct = (int)stats[1];
     t->dist_stop = stats[2] > 0 ? RT_STEP_STOPPED
                    : stats[3] > 0 ? RT_STEP_TIME_LIMIT : RT_STEP_CONTINUE;
     return RT_OK;
+}
+
+rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct,
+                         rt_error *err)
+{
+    int lo, n;
+    rtp_dist_share(t, count, &lo, &n);
+    *loss = 0.0;
+    *correct = 0;
+    if (n > 0) RT_TRY(rtp_host_grads(t, lo, n, loss, correct, err));
+    return rtp_dist_average(t, rt_tensor_f32(rt_model_grads_flat(t->m)), n, count, loss,
+                            correct, err);
 }

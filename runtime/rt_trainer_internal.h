@@ -46,6 +46,8 @@ struct rt_trainer {
     double t_begin, last_loss;
     int64_t images_done, steps_done;
     rt_step_event dist_stop;     /* ranks: the stop all ranks agreed on at the last step */
+    float *dist_host;            /* ranks on the device path: (P) host staging of the
+                                    gradients (and of the parameters at begin) */
 };
 
 double rtp_trainer_now(void);
@@ -68,6 +70,14 @@ rt_status rtp_dist_begin(rt_trainer *t, rt_error *err);
  * goes with the statistics; the strongest goes to t->dist_stop on every rank. */
 rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct,
                          rt_error *err);
+/* This rank's share [lo, lo + n) of a staged batch of count samples. */
+void rtp_dist_share(const rt_trainer *t, int count, int *lo, int *n);
+/* The exchange after this rank's backward: g (P, host) = its share's mean gradient
+ * (n samples of count; ignored and zeroed when n is 0), *loss / *correct its share's
+ * mean loss and right predictions. On return g is the batch's mean gradient and
+ * *loss / *correct the whole batch's; t->dist_stop the ranks' agreed stop. */
+rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *loss,
+                           int *correct, rt_error *err);
 
 /* rt_trainer_device.c */
 rt_status rtp_dev_create(rt_trainer *t, rt_error *err);

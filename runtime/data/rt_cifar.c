@@ -11,6 +11,7 @@
  */
 #include "rt_archive_dl.h"
 #include "rt_data_internal.h"
+#include "rt_mem.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@ static rt_status read_batch(rtp_raw_split *s, read_fn rd, void *ctx, uint64_t si
                       "(1 label byte + 3x32x32 pixels); truncated or not a CIFAR batch?",
                       what, (unsigned long long)size, CIFAR_RECORD);
     size_t n = (size_t)(size / CIFAR_RECORD);
+    RT_TRY(rt_mem_check(size, what, err)); /* an archive entry's claimed size */
     *s = (rtp_raw_split){.n = (int)n, .c = 3, .h = CIFAR_SIDE, .w = CIFAR_SIDE};
     s->pixels = malloc(n * CIFAR_PIXELS);
     s->labels = malloc(n);

@@ -10,6 +10,7 @@
  * us allocate gigabytes for a small file. Every error names the file.
  */
 #include "rt_data_internal.h"
+#include "rt_mem.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -144,6 +145,8 @@ static rt_status idx_open(idx_file *f, const char *path, int ndim, rt_error *err
 static rt_status idx_read_payload(idx_file *f, const char *what, const rtp_stop *stop,
                                   uint8_t **out, rt_error *err)
 {
+    /* a few MB of gzip can claim gigabytes: weigh the claim before reading it */
+    RT_TRY(rt_mem_check(f->payload, f->path, err));
     size_t cap = f->payload < IDX_FIRST_CHUNK ? f->payload : IDX_FIRST_CHUNK, have = 0;
     uint8_t *buf = malloc(cap);
     if (!buf) return RT_ERR(err, RT_ENOMEM, "%s: out of memory (%zu bytes)", f->path, cap);

@@ -20,7 +20,7 @@ typedef struct item {
 struct rt_store_sync {
     rt_store *store;
     char *prefix;
-    int keep;
+    _Atomic int keep;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;   /* work queued, or stopping */
@@ -59,9 +59,10 @@ static void *run(void *arg)
         rt_error err = {0};
         rt_status st = path ? rt_store_ckpt_push(y->store, y->prefix, path, &err)
                             : RT_ERR(&err, RT_ENOMEM, "out of memory");
-        if (st == RT_OK && y->keep > 0) {
+        int keep = atomic_load(&y->keep);
+        if (st == RT_OK && keep > 0) {
             rt_error pe = {0};
-            if (rt_store_ckpt_prune(y->store, y->prefix, y->keep, NULL, &pe) != RT_OK)
+            if (rt_store_ckpt_prune(y->store, y->prefix, keep, NULL, &pe) != RT_OK)
                 fprintf(stderr, "kiln: pruning %s/%s: %s\n", rt_store_bucket_url(y->store),
                         y->prefix, pe.msg);
         }
@@ -122,7 +123,7 @@ rt_status rt_store_sync_start(rt_store *s, const char *prefix, int keep, size_t 
         return RT_ERR(err, RT_ENOMEM, "out of memory starting the uploader");
     }
     y->store = s;
-    y->keep = keep;
+    atomic_init(&y->keep, keep);
     y->cap = cap ? cap : 1;
     y->last_step = -1;
     atomic_init(&y->stop, 0);
@@ -143,6 +144,8 @@ rt_status rt_store_sync_start(rt_store *s, const char *prefix, int keep, size_t 
     *out = y;
     return RT_OK;
 }
+
+void rt_store_sync_set_keep(rt_store_sync *y, int keep) { atomic_store(&y->keep, keep); }
 
 rt_status rt_store_sync_enqueue(rt_store_sync *y, const char *path, int64_t step,
                                 rt_error *err)

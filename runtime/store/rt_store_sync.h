@@ -31,6 +31,8 @@ typedef struct rt_store_sync_status {
  * pruning); cap >= 1 is the queue's length. */
 rt_status rt_store_sync_start(rt_store *s, const char *prefix, int keep, size_t cap,
                               rt_store_sync **out, rt_error *err);
+/* Changes how many complete checkpoints pruning keeps (0: no pruning). */
+void rt_store_sync_set_keep(rt_store_sync *y, int keep);
 /* Queues local checkpoint file path (of step) for upload; returns at once. */
 rt_status rt_store_sync_enqueue(rt_store_sync *y, const char *path, int64_t step,
                                 rt_error *err);

@@ -12,7 +12,10 @@ batchnorm or dropout, SGD with momentum, global batch 32) runs:
     within DEAD_S, the newest checkpoint loads, and the same launch run again resumes
     and ends bit for bit on the uninterrupted 2-rank run's weights;
   - in 2 ranks, rank 1 stopped with SIGSTOP (a hung rank, which no launcher notices):
-    rank 0 gives up after KILN_DIST_TIMEOUT with an error naming the timeout.
+    rank 0 gives up after KILN_DIST_TIMEOUT with an error naming the timeout;
+  - in 2 ranks on the trainer's device path (KILN_DEVICE_PATH=1): the host path's bits;
+  - from a checkpoint of 2 ranks in 1 process, and of 1 process in 2 ranks: the run
+    continues from that step and ends within TOL of the run at the new world size.
 """
 import glob
 import json
@@ -263,3 +266,49 @@ def test_hung_rank_times_out_with_a_clear_error(work):
     assert took <= HANG_TIMEOUT_S + 30, f"took {took:.1f} s"
     nb = open(f"{work}/hang-out.ipynb").read()
     assert "did not join" in nb and "KILN_DIST_TIMEOUT" in nb, err[-3000:]
+
+
+def resume_from(work, tag, src, ranks):
+    """A run directory holding only src's checkpoint of step 48, continued by `ranks`."""
+    rd = f"{work}/{tag}-run.0"
+    os.makedirs(rd)
+    shutil.copy(f"{src}/ckpt-step00000048.safetensors", rd)
+    cmd = [KILN, "run", NB, "-o", f"{work}/{tag}-out.ipynb", "-p", "run_dir", rd,
+           "-p", "every", "16steps"]
+    e = env_for({"KILN_RESULTS": f"{work}/{tag}-results.sqlite"})
+    p = subprocess.run(mpirun(ranks, cmd) if ranks > 1 else cmd, env=e, capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "continuing that run" in open(f"{work}/{tag}-out.ipynb").read()
+    return weights(last_ckpt(rd)[0]), step_losses(f"{work}/{tag}-results.sqlite")
+
+
+@pytest.mark.parametrize("saved,resumed", [(2, 1), (1, 2)])
+def test_a_run_resumes_at_another_world_size(work, reference, two_ranks, saved, resumed):
+    src = f"{work}/two-run.0" if saved == 2 else f"{work}/one-run.0"
+    w, (losses, steps) = resume_from(work, f"from{saved}to{resumed}", src, resumed)
+    assert steps == list(range(49, STEPS + 1)), "it did not continue from step 48"
+    ref_w, (ref_l, _) = (weights(reference[1]), reference[0]) if resumed == 1 else \
+        (weights(two_ranks[1]), two_ranks[0])
+    rel = np.abs(losses - ref_l[48:]) / np.abs(ref_l[48:])
+    assert np.median(rel) <= TOL_LOSS_MEDIAN and rel.max() <= TOL_LOSS_MAX, rel.max()
+    for k in ref_w:
+        diff = np.linalg.norm(w[k] - ref_w[k]) / np.linalg.norm(ref_w[k])
+        assert diff <= TOL_WEIGHT, f"{k} differs by {diff:.3g} (relative L2)"
+
+
+def test_device_path_ranks_match_the_host_path(work, two_ranks):
+    """KILN_DEVICE_PATH=1: the ranks train through the trainer's device path (what GPU
+    ranks run: the batch gathered in backend memory, the gradients exchanged through
+    host memory); on the CPU it computes the host path's bits."""
+    p = subprocess.run(mpirun(2, per_rank_cmd(work, "dev")),
+                       env=env_for({"KILN_DEVICE_PATH": "1"}), capture_output=True,
+                       text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    (l2, s2), w2 = two_ranks
+    l3, s3 = step_losses(f"{work}/dev-results.0.sqlite")
+    assert s3 == s2 and np.array_equal(l2, l3)
+    w3 = last_ckpt(f"{work}/dev-run.0")[0]
+    for k in weights(w2):
+        assert np.array_equal(w2[k], w3[k]), k
+    assert not os.path.exists(f"{work}/dev-out.1.ipynb")

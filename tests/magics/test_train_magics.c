@@ -396,7 +396,7 @@ T_TEST(test_interrupt_and_time_limit)
     ASSERT_EQ(tm_count("text/plain", "Run tiny: stopped by the time limit", NULL, NULL), 1);
 }
 
-T_TEST(test_broken_store_is_a_warning)
+T_TEST(test_broken_store_refuses_the_run)
 {
     ASSERT_EQ(fresh_session(), 0);
     tm_reset();
@@ -409,9 +409,11 @@ T_TEST(test_broken_store_is_a_warning)
     fclose(f);
     tm_reset();
     snprintf(line, sizeof line, "train tiny --batch 32 --results %s", path);
-    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
-    ASSERT_STR_CONTAINS(tm_c.errs, "warning: results store");
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
+    /* a store that cannot record the run's start refuses the run before step 1
+     * (docs/results.md); failures after the start stay warnings */
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "not an SQLite database");
+    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 0);
 }
 
 /* A run that cannot write its final checkpoint fails: an error, recorded as failed. */
@@ -581,7 +583,7 @@ int main(void)
     T_RUN(test_evaluate_confusion_svg);
     T_RUN(test_interrupt_and_time_limit);
     T_RUN(test_device_path_run);
-    T_RUN(test_broken_store_is_a_warning);
+    T_RUN(test_broken_store_refuses_the_run);
     T_RUN(test_failed_run_is_recorded);
     T_RUN(test_shapes_and_device_errors);
     T_RUN(test_sample_grid_wraps);

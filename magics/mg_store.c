@@ -1,0 +1,163 @@
+/* mg_store.c - s3:// run directories for %train and %resume (mg_store.h). */
+#include "mg_store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_ckpt_dir.h"
+#include "rt_store.h"
+#include "rt_store_ckpt.h"
+#include "rt_store_sync.h"
+
+#define SLOT "store.sync"
+
+typedef struct mgp_store {
+    rt_store_sync *sync;
+    char url[1024];
+} mgp_store;
+
+static void slot_free(void *p)
+{
+    mgp_store *m = p;
+    if (m) rt_store_sync_stop(m->sync);
+    free(m);
+}
+
+static const char *ename(rt_status s)
+{
+    return s == RT_ENOMEM ? "MemoryError" : s == RT_ENOTFOUND ? "FileNotFoundError"
+         : s == RT_EINVAL ? "ValueError" : "OSError";
+}
+
+int mg_store_staging(const char *url, char *dir, size_t cap, mg_error *err)
+{
+    rt_error re = {0};
+    const char *base = getenv("KILN_STAGING_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    char root[1024];
+    if (base && *base)
+        snprintf(root, sizeof root, "%s", base);
+    else if (xdg && *xdg)
+        snprintf(root, sizeof root, "%s/kiln/staging", xdg);
+    else
+        snprintf(root, sizeof root, "%s/.cache/kiln/staging", home && *home ? home : "/tmp");
+    const char *rest = url + strlen(RT_STORE_SCHEME);
+    size_t n = strlen(rest);
+    while (n && rest[n - 1] == '/') n--;
+    if (strstr(rest, "..") || (size_t)snprintf(dir, cap, "%s/%.*s", root, (int)n, rest) >= cap)
+        return mg_fail(err, "ValueError", "--run-dir %s: no staging directory for it", url);
+    if (rt_ckpt_dir_ensure(dir, &re) != RT_OK)
+        return mg_fail(err, "OSError", "staging directory for %s: %s ---> HINT: set "
+                       "KILN_STAGING_DIR to a writable directory", url, re.msg);
+    return 0;
+}
+
+static int open_store(const char *url, rt_store **s, char **prefix, mg_error *err)
+{
+    rt_error re = {0};
+    rt_status st = rt_store_open(url, s, prefix, &re);
+    return st == RT_OK ? 0 : mg_fail(err, ename(st), "%s", re.msg);
+}
+
+int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **path,
+                   mg_error *err)
+{
+    *path = NULL;
+    char dir[1024];
+    rt_store *s = NULL;
+    char *prefix = NULL, *skipped = NULL;
+    if (mg_store_staging(url, dir, sizeof dir, err) < 0 || open_store(url, &s, &prefix, err) < 0)
+        return -1;
+    rt_error re = {0};
+    rt_status st = rt_store_ckpt_fetch_newest(s, prefix, dir, path, &skipped, &re);
+    if (skipped && (st == RT_OK || allow_empty))
+        for (char *line = strtok(skipped, "\n"); line; line = strtok(NULL, "\n"))
+            mg_eprintf(out, "warning: skipped checkpoint %s/%s\n", url, line);
+    free(skipped);
+    free(prefix);
+    rt_store_close(s);
+    if (st == RT_ENOTFOUND && allow_empty) return 0;
+    return st == RT_OK ? 0 : mg_fail(err, ename(st), "%s", re.msg);
+}
+
+int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap,
+                   mg_error *err)
+{
+    rt_store *s = NULL;
+    char *prefix = NULL;
+    if (mg_store_staging(url, dir, cap, err) < 0 || open_store(url, &s, &prefix, err) < 0)
+        return -1;
+    mgp_store *m = calloc(1, sizeof *m);
+    rt_error re = {0};
+    rt_status st = m ? rt_store_sync_start(s, prefix, keep, 8, &m->sync, &re)
+                     : (rt_store_close(s), RT_ERR(&re, RT_ENOMEM, "out of memory"));
+    free(prefix);
+    if (st != RT_OK) {
+        free(m);
+        return mg_fail(err, ename(st), "%s", re.msg);
+    }
+    snprintf(m->url, sizeof m->url, "%s", url);
+    if (mg_session_set(ctx->session, SLOT, m, slot_free) != 0) /* m freed by it */
+        return mg_fail(err, "MemoryError", "out of memory");
+    return 0;
+}
+
+size_t mg_store_after_save(mg_ctx *ctx, const char *path, int64_t step, int keep,
+                           const mg_out *out)
+{
+    mgp_store *m = mg_session_get(ctx->session, SLOT);
+    if (!m || !m->sync) return 0;
+    rt_error re = {0};
+    rt_store_sync_set_keep(m->sync, keep > 0 ? keep : 1);
+    if (rt_store_sync_enqueue(m->sync, path, step, &re) != RT_OK)
+        mg_eprintf(out, "warning: %s will not be uploaded: %s\n", path, re.msg);
+    rt_store_sync_status st;
+    rt_store_sync_get_status(m->sync, &st);
+    return st.pending;
+}
+
+void mg_store_status(mg_ctx *ctx, char *buf, size_t cap)
+{
+    mgp_store *m = mg_session_get(ctx->session, SLOT);
+    buf[0] = '\0';
+    if (!m || !m->sync) return;
+    rt_store_sync_status st;
+    rt_store_sync_get_status(m->sync, &st);
+    if (st.pending)
+        snprintf(buf, cap, "upload: %zu pending%s", st.pending, st.retrying ? ", retrying" : "");
+    else if (st.last_step >= 0)
+        snprintf(buf, cap, "uploaded: step %lld", (long long)st.last_step);
+}
+
+double mg_store_drain_budget(double time_limit_s)
+{
+    const char *e = getenv("KILN_UPLOAD_WAIT_S");
+    if (e && *e) return atof(e);
+    if (time_limit_s <= 0) return 60;
+    double b = 0.02 * time_limit_s;
+    return b < 10 ? 10 : b > 60 ? 60 : b;
+}
+
+void mg_store_end(mg_ctx *ctx, double budget_s, const mg_out *out)
+{
+    mgp_store *m = mg_session_get(ctx->session, SLOT);
+    if (!m || !m->sync) return;
+    char *local = NULL;
+    rt_error re = {0};
+    rt_store_sync_status st;
+    rt_store_sync_get_status(m->sync, &st);
+    if (st.pending) mg_printf(out, "uploading %zu checkpoint%s to %s ...\n", st.pending,
+                              st.pending == 1 ? "" : "s", m->url);
+    if (rt_store_sync_drain(m->sync, budget_s, &local, &re) == RT_OK) {
+        rt_store_sync_get_status(m->sync, &st);
+        if (st.last_step >= 0)
+            mg_printf(out, "uploaded: %s (newest: step %lld)\n", m->url, (long long)st.last_step);
+    } else {
+        mg_eprintf(out, "warning: %s\n", re.msg);
+        for (char *line = local ? strtok(local, "\n") : NULL; line; line = strtok(NULL, "\n"))
+            mg_eprintf(out, "  only local: %s\n", line);
+    }
+    free(local);
+    mg_session_set(ctx->session, SLOT, NULL, NULL); /* stops the uploader */
+}

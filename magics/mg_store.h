@@ -1,0 +1,46 @@
+/* mg_store.h - s3:// run directories for %train and %resume (runtime/store/).
+ *
+ * A run directory that is an s3:// URL is trained into a local staging directory
+ * ($KILN_STAGING_DIR, else $XDG_CACHE_HOME/kiln/staging, else ~/.cache/kiln/staging,
+ * then BUCKET/PREFIX), which survives a kernel restart on the same machine; each
+ * checkpoint written there is queued for a background upload (rt_store_sync.h) and the
+ * run's end waits, bounded, for the queue to drain. The store is opened before
+ * training, so wrong credentials, a missing bucket or a bad endpoint stop the cell
+ * before any step. The uploader lives in the session (slot "store.sync") for the run.
+ */
+#ifndef MG_STORE_H
+#define MG_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mg.h"
+
+/* The staging directory of url into dir (created). -1 with err. */
+int mg_store_staging(const char *url, char *dir, size_t cap, mg_error *err);
+/* Opens url's store and fetches its newest complete, valid checkpoint into the staging
+ * directory: *path (free()), or NULL when the store holds none yet (not an error when
+ * allow_empty). Damaged ones skipped are named in warnings on out. -1 with err. */
+int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **path,
+                   mg_error *err);
+/* Starts the uploader for url (keep complete checkpoints in the store, 0 = all) and
+ * puts staging dir into dir. -1 with err (the store could not be opened). */
+int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap,
+                   mg_error *err);
+/* After a checkpoint was saved at path: queued for upload when an uploader runs (the
+ * store then keeps the run's newest `keep`); returns how many checkpoints are pending
+ * (so local rotation keeps them). */
+size_t mg_store_after_save(mg_ctx *ctx, const char *path, int64_t step, int keep,
+                           const mg_out *out);
+/* The upload state for the progress display ("upload: 2 pending", "uploaded: step
+ * 120"), "" without an uploader. */
+void mg_store_status(mg_ctx *ctx, char *buf, size_t cap);
+/* How long the end of a run waits for uploads: 60 s, or with a --time-limit 2% of it
+ * (at least 10 s, at most 60 s), so a platform's deadline is not overrun;
+ * KILN_UPLOAD_WAIT_S overrides. */
+double mg_store_drain_budget(double time_limit_s);
+/* The run ended: waits at most budget_s for the queue, names checkpoints that exist
+ * only locally, stops the uploader. No-op without one. */
+void mg_store_end(mg_ctx *ctx, double budget_s, const mg_out *out);
+
+#endif

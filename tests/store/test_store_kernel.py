@@ -1,0 +1,178 @@
+"""s3:// run directories through the kernel, against moto's S3 server on 127.0.0.1
+(moto_util.py): %train --run-dir s3://... uploads its checkpoints; %resume s3://... in a
+fresh kernel, with the local staging directory gone, continues the run bit for bit
+(the final checkpoint equals an uninterrupted local run's); wrong credentials, a
+missing bucket and a bad endpoint stop %train before any step with an error that names
+what to fix; and the secret key is in no output, no kernel log, no results-store row
+and no notebook-visible text of any of it."""
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+pytest.importorskip("boto3")
+pytest.importorskip("moto")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "resume"))
+from moto_util import BUCKET, free_port, start_store  # noqa: E402
+from test_resume_kernel import IpcKernel, collect, run, start  # noqa: E402
+
+if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
+    pytest.skip("Fashion-MNIST (Debian dataset-fashion-mnist) is not installed",
+                allow_module_level=True)
+
+from safetensors.numpy import load_file  # noqa: E402
+
+SETUP = ["%dataset fashion-mnist --subset 512 --val 64 --samples 0",
+         "%%model net\nconv2d 4 3\nrelu\nmaxpool 2\nflatten\ndense 10"]
+TRAIN = "%train net --batch 32 --seed 5 --lr 0.003"
+STEPS_PER_EPOCH = 512 // 32
+
+
+@pytest.fixture(scope="module")
+def env():
+    srv, st = start_store()
+    tmp = tempfile.mkdtemp(prefix="kiln-store-kernel-")
+    saved = dict(os.environ)
+    os.environ.update(st["creds"])
+    os.environ.update(AWS_ENDPOINT_URL=st["url"], AWS_REGION="us-east-1",
+                      KILN_STAGING_DIR=os.path.join(tmp, "staging"),
+                      KILN_RESULTS=os.path.join(tmp, "results.sqlite"))
+    st.update(tmp=tmp, texts=[], logs=[])
+    try:
+        yield st
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        srv.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def kernel(st, **env):
+    """A fresh kernel started with os.environ plus env (None: unset)."""
+    saved = dict(os.environ)
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    try:
+        k = IpcKernel()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return k
+
+
+def close(st, k):
+    st["logs"].append(k.stderr())  # the kernel's log, before close() removes it
+    k.close()
+
+
+def cell(st, k, code, ok=True):
+    c = run(k, code, ok=ok)
+    st["texts"].append(c.text + "".join(e["evalue"] + "".join(e["traceback"])
+                                        for e in c.errors) + str(c.reply))
+    return c
+
+
+def ckpt(step):
+    return "ckpt-step%08d.safetensors" % step
+
+
+def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
+    # the reference: 3 epochs without a stop, locally
+    ref_dir = os.path.join(env["tmp"], "ref")
+    k = kernel(env)
+    for c in SETUP:
+        cell(env, k, c)
+    cell(env, k, f"{TRAIN} --epochs 3 --run-dir {ref_dir}")
+    close(env, k)
+    # 2 epochs into the store
+    url = f"s3://{BUCKET}/runs/a"
+    k = kernel(env)
+    for c in SETUP:
+        cell(env, k, c)
+    frames = []
+    c = collect(k, start(k, f"{TRAIN} --epochs 2 --run-dir {url} --keep 2 "
+                            "--checkpoint-every 4steps"), on_text=frames.append)
+    env["texts"].append(c.text + str(c.reply) + "".join(frames))
+    assert c.reply["status"] == "ok", c.reply
+    close(env, k)
+    # the progress display shows the upload state
+    assert any("uploaded: step " in f or "upload: " in f for f in frames), frames[-3:]
+    assert f"uploaded: {url} (newest: step {2 * STEPS_PER_EPOCH})" in c.text, c.text
+    keys = sorted(o["Key"] for o in env["s3"].list_objects_v2(
+        Bucket=BUCKET, Prefix="runs/a/")["Contents"])
+    assert keys == ["runs/a/" + n for n in (
+        ckpt(28), ckpt(28) + ".manifest.json", ckpt(32), ckpt(32) + ".manifest.json")]
+    # a fresh kernel on a "new machine": nothing local, no cells run
+    shutil.rmtree(os.environ["KILN_STAGING_DIR"])
+    k = kernel(env)
+    c = cell(env, k, f"%resume {url} --epochs 3 --checkpoint-every 1epoch")
+    close(env, k)
+    assert f"uploaded: {url} (newest: step {3 * STEPS_PER_EPOCH})" in c.text, c.text
+    got = env["s3"].get_object(Bucket=BUCKET, Key="runs/a/" + ckpt(48))["Body"].read()
+    path = os.path.join(env["tmp"], "got.safetensors")
+    with open(path, "wb") as f:
+        f.write(got)
+    a, b = load_file(path), load_file(os.path.join(ref_dir, ckpt(48)))
+    assert sorted(a) == sorted(b)
+    for name in a:
+        if name.startswith(("model.", "optim.")):
+            assert np.array_equal(a[name], b[name]), name
+    # keep 2: the oldest went only once newer ones were complete
+    keys = sorted(o["Key"] for o in env["s3"].list_objects_v2(
+        Bucket=BUCKET, Prefix="runs/a/")["Contents"])
+    assert keys == ["runs/a/" + n for n in (
+        ckpt(32), ckpt(32) + ".manifest.json", ckpt(48), ckpt(48) + ".manifest.json")]
+
+
+@pytest.mark.parametrize("case,env_change,words", [
+    ("wrong secret", {"AWS_SECRET_ACCESS_KEY": "WRONGwrongWRONGwrongWRONGwrong0123456789"},
+     ["refused the credentials", "AWS_SECRET_ACCESS_KEY"]),
+    ("missing bucket", {}, ["bucket s3://no-such-bucket does not exist", "HINT"]),
+    ("bad endpoint", {"AWS_ENDPOINT_URL": "http://127.0.0.1:%d" % free_port()},
+     ["cannot reach the object store", "AWS_ENDPOINT_URL"]),
+])
+def test_store_problems_stop_train_before_any_step(env, case, env_change, words):
+    k = kernel(env, **env_change)
+    for c in SETUP:
+        cell(env, k, c)
+    bucket = "no-such-bucket" if case == "missing bucket" else BUCKET
+    c = cell(env, k, f"{TRAIN} --epochs 1 --run-dir s3://{bucket}/runs/err", ok=False)
+    close(env, k)
+    assert c.reply["status"] == "error"
+    for w in words:
+        assert w in c.reply["evalue"], c.reply["evalue"]
+    assert "epoch 1/" not in c.text  # no training started
+    if "AWS_SECRET_ACCESS_KEY" in env_change:
+        assert env_change["AWS_SECRET_ACCESS_KEY"] not in str(c.reply) + c.text
+
+
+def test_the_secret_is_nowhere(env):
+    """Runs last: every output, kernel log and results-store row of this module."""
+    secret = env["creds"]["AWS_SECRET_ACCESS_KEY"]
+    assert len(env["texts"]) >= 8
+    for t in env["texts"]:
+        assert secret not in t
+    assert len(env["logs"]) >= 6
+    for log in env["logs"]:
+        assert secret not in log
+    db = sqlite3.connect(os.environ.get("KILN_RESULTS") or
+                         os.path.join(env["tmp"], "results.sqlite"))
+    rows = 0
+    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'"):
+        for row in db.execute(f"SELECT * FROM \"{table}\""):
+            rows += 1
+            assert secret not in repr(row)
+    assert rows > 0
+    for root, _, files in os.walk(env["tmp"]):
+        for n in files:
+            with open(os.path.join(root, n), "rb") as f:
+                assert secret.encode() not in f.read(), n
