@@ -9,6 +9,8 @@
  * uploaded once, each epoch's order once, a step gathers its batch on the device and
  * updates with Adam there; the losses are read in batches (every 0.25 s).
  * Output: "key value" lines. --list prints the devices, or "no_gpu <why>" and exits 3.
+ * KILN_BENCH_DATA: where Fashion-MNIST is (a folder of its IDX files; default: found as
+ * `%dataset fashion-mnist` finds it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,7 +117,8 @@ int main(int argc, char **argv)
     if (syn) {
         synth(&splits.train, 60000);
     } else {
-        rt_dataset_opts o = {.name = "fashion-mnist"};
+        const char *where = getenv("KILN_BENCH_DATA"); /* a folder of the IDX files */
+        rt_dataset_opts o = {.name = where && *where ? where : "fashion-mnist"};
         if (rt_dataset_load(&splits, &o, &err)) return fail(&err);
     }
     const rt_dataset *d = &splits.train;

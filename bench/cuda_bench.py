@@ -17,8 +17,12 @@ reads its loss ring every 0.25 s, the PyTorch loop keeps the loss on the device.
   Kiln's side is rt_trainer itself (the %train path): data set on the device, batches
   gathered by the epoch's permutation, Adam on the device.
 
-usage: python3 bench/cuda_bench.py [--build build-cuda] [--steps 300] [--warmup 30]
-           [--batch 128] [--precision fp32,bf16[,fp16]] [--python PY] [--synthetic]
+usage: python3 bench/cuda_bench.py [--build build-cuda | --driver PATH] [--steps 300]
+           [--warmup 30] [--batch 128] [--precision fp32,bf16[,fp16]] [--python PY]
+           [--synthetic] [--data DIR] [--compile] [--json FILE]
+  --compile    also time the PyTorch side under torch.compile (a second column; the
+               compilation happens in the warm-up, which then needs >= 3 steps)
+  --json FILE  write the figures as JSON too (bench/gpu_check.sh reads it)
   --python PY  the interpreter for the PyTorch side (default: this one). It needs a
                CUDA build of torch, e.g. on the GPU machine:
                    python3 -m pip install torch --index-url https://download.pytorch.org/whl/cu126
@@ -37,7 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = "/usr/share/datasets/fashion-mnist"
 
 
-def torch_child(steps, warmup, batch, precision, synthetic):
+def torch_child(steps, warmup, batch, precision, synthetic, compile_=False, data=DATA):
     """Runs in a child process: trains with PyTorch on cuda:0, prints 'key value' lines."""
     import torch
     import torch.nn as nn
@@ -57,9 +61,9 @@ def torch_child(steps, warmup, batch, precision, synthetic):
     else:
         import gzip
         import numpy as np
-        with gzip.open(os.path.join(DATA, "train-images-idx3-ubyte.gz")) as f:
+        with gzip.open(os.path.join(data, "train-images-idx3-ubyte.gz")) as f:
             xs = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
-        with gzip.open(os.path.join(DATA, "train-labels-idx1-ubyte.gz")) as f:
+        with gzip.open(os.path.join(data, "train-labels-idx1-ubyte.gz")) as f:
             ys = np.frombuffer(f.read(), np.uint8, offset=8)
         x = torch.from_numpy(((xs / 255.0 - 0.2860) / 0.3530).astype(np.float32))
         y = torch.from_numpy(ys.astype(np.int64))
@@ -86,6 +90,8 @@ def torch_child(steps, warmup, batch, precision, synthetic):
 
     model = Net().to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    if compile_:
+        model = torch.compile(model)
     per_epoch = x.shape[0] // batch
     half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     scaler = torch.cuda.amp.GradScaler(enabled=precision == "fp16")
@@ -133,6 +139,11 @@ def run(cmd):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(HERE, "..", "build-cuda"))
+    ap.add_argument("--driver", default=None, help="the cuda_bench binary (default BUILD/bench/cuda_bench)")
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--child-compile", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--batch", type=int, default=128)
@@ -143,9 +154,19 @@ def main():
     ap.add_argument("--child-precision", default="fp32", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.torch_child:
-        torch_child(a.steps, a.warmup, a.batch, a.child_precision, a.synthetic)
+        torch_child(a.steps, a.warmup, a.batch, a.child_precision, a.synthetic,
+                    a.child_compile, a.data)
         return 0
-    driver = os.path.join(a.build, "bench", "cuda_bench")
+    driver = a.driver or os.path.join(a.build, "bench", "cuda_bench")
+    results = []
+
+    def save():
+        if a.json:
+            import json
+            with open(a.json, "w") as f:
+                json.dump({"steps": a.steps, "warmup": a.warmup, "batch": a.batch,
+                           "data": "synthetic" if a.synthetic else a.data,
+                           "rows": results}, f, indent=1)
     if not os.path.exists(driver):
         print("no %s: build it with `ninja -C %s bench/cuda_bench`" % (driver, a.build))
         return 2
@@ -153,6 +174,8 @@ def main():
     if rc != 0:
         why = parse(out).get("no_gpu", (out + err).strip() or "rc %d" % rc)
         print("no GPU: %s" % why)
+        results.append({"error": "no GPU: %s" % why})
+        save()
         return 3
     print(out.strip())
     data = "synthetic" if a.synthetic else "fashion-mnist"
@@ -164,27 +187,46 @@ def main():
     for prec in [p.strip() for p in a.precision.split(",") if p.strip()]:
         kcmd = [driver, "--precision", prec, "--steps", str(a.steps), "--warmup",
                 str(a.warmup), "--batch", str(a.batch)] + (["--synthetic"] if a.synthetic else [])
-        rc, out, err = run(kcmd)
+        env = dict(os.environ, KILN_BENCH_DATA=a.data)
+        p = subprocess.run(kcmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env)
+        rc, out, err = p.returncode, p.stdout, p.stderr
         k = parse(out)
         if rc != 0 or "images_per_s" not in k:
             print("%-6s kiln failed (rc %d): %s" % (prec, rc, (err or out).strip()[-500:]))
+            results.append({"precision": prec, "error": "kiln failed (rc %d): %s" %
+                            (rc, (err or out).strip()[-300:])})
             status = 1
             continue
-        tcmd = [a.python, os.path.abspath(__file__), "--torch-child", "--child-precision",
-                prec, "--steps", str(a.steps), "--warmup", str(a.warmup), "--batch",
-                str(a.batch)] + (["--synthetic"] if a.synthetic else [])
-        rc, tout, terr = run(tcmd)
-        t = parse(tout)
         kips = float(k["images_per_s"])
-        if rc != 0 or "images_per_s" not in t:
-            why = t.get("no_cuda") or (terr.strip().splitlines() or ["rc %d" % rc])[-1]
-            print("%-6s %14.1f %14s %8s  %s / -   (PyTorch side skipped: %s)" %
-                  (prec, kips, "-", "-", k.get("last_loss"), why))
-            continue
-        tips = float(t["images_per_s"])
-        print("%-6s %14.1f %14.1f %8.2f  %s / %s" % (prec, kips, tips, kips / tips,
-                                                     k.get("last_loss"), t.get("last_loss")))
+        for comp in ([False, True] if a.compile else [False]):
+            tcmd = [a.python, os.path.abspath(__file__), "--torch-child", "--child-precision",
+                    prec, "--steps", str(a.steps), "--warmup", str(max(a.warmup, 3) if comp
+                                                                    else a.warmup),
+                    "--batch", str(a.batch), "--data", a.data] + \
+                (["--synthetic"] if a.synthetic else []) + (["--child-compile"] if comp else [])
+            rc, tout, terr = run(tcmd)
+            t = parse(tout)
+            mode = "torch.compile" if comp else "eager"
+            row = {"precision": prec, "torch_mode": mode, "kiln_images_per_s": kips,
+                   "kiln_last_loss": k.get("last_loss")}
+            if rc != 0 or "images_per_s" not in t:
+                why = t.get("no_cuda") or (terr.strip().splitlines() or ["rc %d" % rc])[-1]
+                print("%-6s %14.1f %14s %8s  %s / -   (PyTorch %s skipped: %s)" %
+                      (prec, kips, "-", "-", k.get("last_loss"), mode, why))
+                row["torch_skipped"] = why
+                results.append(row)
+                continue
+            tips = float(t["images_per_s"])
+            print("%-6s %14.1f %14.1f %8.2f  %s / %s  (%s)" % (prec, kips, tips, kips / tips,
+                                                             k.get("last_loss"),
+                                                             t.get("last_loss"), mode))
+            row.update(torch_images_per_s=tips, ratio=kips / tips,
+                       torch_last_loss=t.get("last_loss"), torch=t.get("torch_version"),
+                       device=t.get("device"))
+            results.append(row)
     print("ratio = Kiln / PyTorch images per second (higher is better for Kiln)")
+    save()
     return status
 
 

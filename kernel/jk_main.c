@@ -61,7 +61,7 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-        printf("kiln %s\n", KILN_VERSION);
+        printf("kiln %s\n%s\n", KILN_VERSION, mg_device_build_info());
         return 0;
     }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {

@@ -193,4 +193,8 @@ int mg_args_wants_help(const char *line);
 /* Prints the magic's usage and option table (for --help and NAME?). New string; free(). */
 char *mg_command_help(const mg_command *cmd);
 
+/* One line naming the CUDA toolkit and GPU architectures this build has, or that it
+ * has none (`kiln --version`; magics/mg_device.c). Static storage. */
+const char *mg_device_build_info(void);
+
 #endif

@@ -80,19 +80,28 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
             fprintf(h, "<tr><td>cuda:%d</td><td>%s</td><td>%s</td></tr>", d->index, en ? en : "",
                     detail);
             free(en);
+            if (d->problem[0]) { /* present but not usable by this build */
+                char *ep = mg_html_escape(d->problem);
+                fprintf(t, "         not usable: %s\n", d->problem);
+                fprintf(h, "<tr><td></td><td colspan=\"2\">not usable: %s</td></tr>", ep ? ep : "");
+                free(ep);
+            }
         }
         if (l->count == 0) {
             const char *why = !l->built ? "CUDA: not built into this Kiln (rebuild with "
                                           "-Dcuda=enabled where the toolkit is installed)"
                                         : "CUDA: built, no device present";
             fprintf(t, "%s%s%s\n", why, l->built && l->why[0] ? ": " : "", l->built ? l->why : "");
-            fprintf(h, "<tr><td colspan=\"3\">%s</td></tr>", why);
+            char *ew = mg_html_escape(l->built ? l->why : "");
+            fprintf(h, "<tr><td colspan=\"3\">%s%s%s</td></tr>", why, ew && ew[0] ? ": " : "",
+                    ew ? ew : "");
+            free(ew);
         } else if (l->driver_version) {
             fprintf(t, "CUDA driver %d.%d, runtime %d.%d\n", l->driver_version / 1000,
                     l->driver_version % 1000 / 10, l->runtime_version / 1000,
                     l->runtime_version % 1000 / 10);
         }
-        const char *pick = l->count > 0 ? "cuda:0" : "cpu";
+        const char *pick = l->count > 0 && !l->dev[0].problem[0] ? "cuda:0" : "cpu";
         fprintf(t, "--device auto picks: %s\n", pick);
         fprintf(h, "</table><p><code>--device auto</code> picks <b>%s</b></p>", pick);
     }
@@ -118,3 +127,5 @@ const mg_command mg_cmd_device = {
     .options = NULL,
     .run = run,
 };
+
+const char *mg_device_build_info(void) { return rt_cuda_build_info(); }

@@ -8,6 +8,7 @@
 #include "rt_backend.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #ifdef KILN_HAVE_CUDA
@@ -35,7 +36,12 @@ rt_status rt_backend_open(rt_backend *b, const char *device, int threads, rt_err
     memset(b, 0, sizeof *b); /* zeroed on every error path, as rt_backend.h says */
     if (!device || !strcmp(device, "cpu")) return open_with(b, &rt_cpu_ops, 0, threads, err);
     if (!strcmp(device, "auto")) {
-        if (cuda && open_with(b, cuda, 0, threads, NULL) == RT_OK) return RT_OK;
+        rt_error why = {0};
+        if (cuda && open_with(b, cuda, 0, threads, &why) == RT_OK) return RT_OK;
+        /* a GPU that is there but cannot be used (driver too old, architecture not built)
+         * is worth a line; no GPU at all is the CPU machine's normal case */
+        if (cuda && strncmp(why.msg, "no CUDA device", 14))
+            fprintf(stderr, "kiln: --device auto uses the CPU: %s\n", why.msg);
         return open_with(b, &rt_cpu_ops, 0, threads, err);
     }
     if (!strncmp(device, "cuda", 4)) {

@@ -2,8 +2,9 @@
  * forward, loss and backward.
  *
  * Memory: four arenas per model, allocated once at attach: params and grads (each one
- * contiguous flat vector, tensors packed without gaps so an optimiser can update the
- * whole model in one call), acts (every layer's output for a max batch, per-sample
+ * contiguous flat vector so an optimiser can update the whole model in one call; every
+ * tensor starts at a multiple of RT_OPTIM_ALIGN floats, 256 bytes, as cuDNN and cuBLAS
+ * want, and the zero gaps between tensors stay zero through every update), acts (every layer's output for a max batch, per-sample
  * saved tensors such as dropout masks, two ping-pong gradient buffers, labels, losses,
  * probabilities) and state (BN running stats and batch stats). flatten's output aliases
  * its input, and so does a relu's after conv/dense/batchnorm (aliases_input), a residual
@@ -15,6 +16,7 @@
 #include <time.h>
 
 #include "rt_model_internal.h"
+#include "rt_optim.h"
 
 rt_status rt_model_create(rt_model **out, const char *spec, const rt_model_input *in,
                           rt_error *err)
@@ -116,7 +118,10 @@ static int aliases_input(const rt_model *m, int i)
 
 static rt_status bind_params(rt_model *m, rt_error *err)
 {
-    size_t P = (size_t)m->total_params, off = 0;
+    size_t P = 0, off = 0;
+    for (int i = 0; i < m->nlayers; i++)
+        for (int p = 0; p < m->layers[i].nparams; p++)
+            P += rt_optim_align(rt_tensor_numel(&m->layers[i].param[p]));
     RT_TRY(rt_arena_init(&m->params, m->b, P * 4, err));
     RT_TRY(rt_arena_init(&m->grads, m->b, P * 4, err));
     for (int i = 0; i < m->nlayers; i++) {
@@ -125,7 +130,7 @@ static rt_status bind_params(rt_model *m, rt_error *err)
             l->param[p].data = (char *)m->params.base + off * 4;
             l->grad[p] = l->param[p];
             l->grad[p].data = (char *)m->grads.base + off * 4;
-            off += rt_tensor_numel(&l->param[p]);
+            off += rt_optim_align(rt_tensor_numel(&l->param[p]));
         }
     }
     rtp_shape(&m->pflat, (int)P, 1, 1, 1);

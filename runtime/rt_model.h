@@ -104,7 +104,9 @@ rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tensor *amp, rt_
 rt_status rt_model_step_stats(rt_model *m, int N, rt_tensor *stats, int row, rt_error *err);
 
 /* ---- parameters for optimisers: one flat vector each for params and grads ---- */
-rt_tensor *rt_model_params_flat(rt_model *m);  /* (P,1,1,1), all parameters in order */
+/* (F,1,1,1): all parameters in order, each starting at a multiple of RT_OPTIM_ALIGN
+ * floats (rt_optim.h); F >= rt_model_num_params, the gaps are zeros. Attach first. */
+rt_tensor *rt_model_params_flat(rt_model *m);
 rt_tensor *rt_model_grads_flat(rt_model *m);   /* same layout */
 long rt_model_num_params(const rt_model *m);
 

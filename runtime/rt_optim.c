@@ -1,9 +1,9 @@
 /* rt_optim.c - optimiser objects: validation, the one state allocation, the step walk,
  * and named state for checkpoints. The arithmetic is in rt_optim_kernels.c.
  *
- * Memory: one 64-byte-aligned block holds the struct, the copied parameter list and
- * every state array (slot s of parameter i at state + s*total + offset[i]), so destroy
- * is one free and step never allocates. Slots: SGD with momentum 1 (momentum_buffer),
+ * Memory: one 256-byte-aligned block holds the struct, the copied parameter list and
+ * every state array (slot s of parameter i at state + s*total + offset[i], offsets
+ * multiples of RT_OPTIM_ALIGN floats), so destroy is one free and step never allocates. Slots: SGD with momentum 1 (momentum_buffer),
  * plain SGD 0, Adam/AdamW 2 (exp_avg, exp_avg_sq).
  */
 #include "rt_optim.h"
@@ -15,12 +15,12 @@
 #include <string.h>
 #include <strings.h>
 
-#define ALIGN 64
+#define ALIGN (RT_OPTIM_ALIGN * sizeof(float)) /* bytes */
 
 struct rt_optim {
     rt_optim_config cfg;
     int64_t step;
-    size_t nparams, nslots, total; /* total = sum of n */
+    size_t nparams, nslots, total; /* total = sum of rt_optim_align(n) */
     rt_optim_param *params;        /* [nparams] */
     size_t *offsets;               /* [nparams] */
     float *state;                  /* [nslots * total] */
@@ -110,9 +110,9 @@ rt_status rt_optim_create(rt_optim **out, const rt_optim_config *cfg,
     for (size_t i = 0; i < nparams; i++) {
         if (params[i].n > 0 && (!params[i].param || !params[i].grad))
             return RT_ERR(err, RT_EINVAL, "optimizer parameter %zu has no data or gradient", i);
-        if (params[i].n > SIZE_MAX / 8 - total)
+        if (params[i].n > SIZE_MAX / 8 - total - RT_OPTIM_ALIGN)
             return RT_ERR(err, RT_EINVAL, "optimizer parameters are too large");
-        total += params[i].n;
+        total += rt_optim_align(params[i].n);
     }
     size_t nslots = slot_count(cfg);
     size_t off_params = round_up(sizeof(rt_optim));
@@ -138,7 +138,7 @@ rt_status rt_optim_create(rt_optim **out, const rt_optim_config *cfg,
     for (size_t i = 0; i < nparams; i++) {
         o->params[i] = params[i];
         o->offsets[i] = off;
-        off += params[i].n;
+        off += rt_optim_align(params[i].n);
     }
     *out = o;
     return RT_OK;

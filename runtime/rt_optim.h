@@ -51,6 +51,16 @@ typedef struct rt_optim_param {
 
 typedef struct rt_optim rt_optim;
 
+/* Every parameter's state begins at a multiple of RT_OPTIM_ALIGN floats (256 bytes)
+ * within its slot, and rt_model packs its flat parameter and gradient vectors the same
+ * way (rt_model.h): the pointers go straight to cuDNN and cuBLAS, which want aligned
+ * tensors. The gaps hold zeros, which every update keeps at zero. */
+#define RT_OPTIM_ALIGN 64
+static inline size_t rt_optim_align(size_t n)
+{
+    return (n + RT_OPTIM_ALIGN - 1) / RT_OPTIM_ALIGN * RT_OPTIM_ALIGN;
+}
+
 /* torch.optim defaults for kind. */
 rt_optim_config rt_optim_config_default(rt_optim_kind kind);
 /* "sgd" | "adam" | "adamw" (case-insensitive). RT_EINVAL naming the choices. */
@@ -82,8 +92,8 @@ const float *rt_optim_state_get(const rt_optim *o, size_t i, char *name, size_t 
 rt_status rt_optim_state_set(rt_optim *o, const char *name, const float *data, size_t n,
                              rt_error *err);
 /* Slot s (0: exp_avg or momentum_buffer, 1: exp_avg_sq) of every parameter as ONE
- * contiguous array in parameter order (*n floats: the sum of the parameter sizes), i.e.
- * the layout of a flat parameter vector; NULL if s >= rt_optim_num_slots. For a trainer
+ * contiguous array in parameter order (*n floats: the sum of the parameter sizes, each
+ * rounded up to RT_OPTIM_ALIGN), i.e. the layout of rt_model's flat parameter vector; NULL if s >= rt_optim_num_slots. For a trainer
  * that keeps the state in device memory and mirrors it here for checkpoints. */
 size_t rt_optim_num_slots(const rt_optim *o);
 float *rt_optim_state_slot(rt_optim *o, size_t s, size_t *n);

@@ -78,12 +78,13 @@ static rt_status make_optim(rt_trainer *t, rt_error *err)
         rt_named_tensor nt_;
         s = rt_model_tensor(t->m, i, &nt_, err);
         if (s != RT_OK || !nt_.trainable) continue;
-        /* parameters are packed in the flat vectors in enumeration order */
+        /* parameters lie in the flat vectors in enumeration order, each at a multiple
+         * of RT_OPTIM_ALIGN floats (rt_model.c), as rt_optim lays out its state */
         ps[np].param = pbase + off;
         ps[np].grad = gbase + off;
         ps[np].n = nt_.numel;
         ps[np].no_decay = 0; /* torch applies weight decay to every parameter */
-        off += nt_.numel;
+        off += rt_optim_align(nt_.numel);
         np++;
     }
     if (s == RT_OK) s = rt_optim_create(&t->optim, &t->cfg.optim, ps, (size_t)np, err);

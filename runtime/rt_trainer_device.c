@@ -9,8 +9,8 @@
  * for each ring row what it knows without the device (step, epoch, position, lr) and
  * reads the ring when progress is due (read_stats): one download, one
  * synchronisation; the optimiser state comes back only on rtp_dev_flush (checkpoints,
- * the end of a run). Backend memory: the data set, 2 x P floats of optimiser state, a
- * 256-row ring.
+ * the end of a run). Backend memory: the data set, 2 x F floats of optimiser state (F:
+ * the length of the flat parameter vector, rt_model_params_flat), a 256-row ring.
  */
 #include <math.h>
 #include <stdint.h>
@@ -84,7 +84,8 @@ rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
                           ds->labels[i], i, ds->num_classes, ds->name);
         }
     }
-    long P = rt_model_num_params(t->m);
+    /* the flat layout (gaps included), which rt_optim's state slots share */
+    long P = (long)rt_tensor_numel(rt_model_params_flat(t->m));
     size_t slots = rt_optim_num_slots(t->optim);
     rt_status s = dev_alloc(t, M_DATA, &d->data, RT_F32, ds->n, ds->c, ds->h, ds->w,
                             "the training set", err);

@@ -37,9 +37,10 @@ static void cpu_close(rt_backend *b)
 
 static rt_status cpu_alloc(rt_backend *b, void **ptr, size_t bytes, rt_error *err)
 {
-    size_t n = (bytes + 63) / 64 * 64;
-    if (n == 0) n = 64;
-    void *p = aligned_alloc(64, n);
+    /* 256 bytes, as cudaMalloc: rt_model's tensors sit at multiples of 64 floats */
+    size_t n = (bytes + 255) / 256 * 256;
+    if (n == 0) n = 256;
+    void *p = aligned_alloc(256, n);
     if (!p) {
         *ptr = NULL;
         return RT_ERR(err, RT_ENOMEM, "out of memory allocating %zu bytes ---> HINT: "

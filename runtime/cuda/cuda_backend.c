@@ -1,7 +1,8 @@
 /* cuda_backend.c - the CUDA backend: open/close, error classification, the ops table.
  *
  * open checks cudaGetDeviceCount first, so "no device" is RT_ENODEV with the CUDA
- * runtime's own words, then creates one non-blocking stream, a cuBLAS handle bound to
+ * runtime's own words (a driver older than Kiln's runtime, and a GPU whose architecture
+ * the build lacks, are RT_ENODEV naming both and the fix), then creates one non-blocking stream, a cuBLAS handle bound to
  * it (default math: true fp32, no TF32; cuBLAS is loaded here, see cuda_blas_dl.c) and
  * the cuDNN state. Every op starts with
  * RTP_ENTER: a lost backend answers RT_EDEVICE_LOST at once, and the backend's device
@@ -93,6 +94,7 @@ static void cuda_close(rt_backend *b)
     rtp_cudnn_destroy(c->dnn);
     if (c->blas) (void)c->blasf.destroy(c->blas);
     (void)cudaFree(c->ws);
+    (void)cudaFree(c->coef);
     if (c->stream) (void)cudaStreamDestroy(c->stream);
     (void)cudaGetLastError();
     free(c);
@@ -107,7 +109,13 @@ static rt_status open_device(rt_backend *b, rtp_cuda *c, rt_error *err)
     snprintf(c->name, sizeof c->name, "%s", prop.name);
     c->cc_major = prop.major;
     c->cc_minor = prop.minor;
+    if (!rtp_cuda_arch_covered(prop.major, prop.minor)) {
+        char msg[400];
+        rtp_cuda_arch_msg(msg, sizeof msg, c->device, prop.name, prop.major, prop.minor);
+        return RT_ERR(err, RT_ENODEV, "%s", msg);
+    }
     RT_CUDA_TRY(b, err, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    RT_CUDA_TRY(b, err, cudaMalloc((void **)&c->coef, sizeof *c->coef));
     RT_TRY(rtp_blas_load(&c->blasf, err));
     RTP_CUBLAS_TRY(b, err, c->blasf.create(&c->blas));
     RTP_CUBLAS_TRY(b, err, c->blasf.set_stream(c->blas, c->stream));
@@ -119,6 +127,11 @@ static rt_status cuda_open(rt_backend *b, int device, rt_error *err)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
+    char msg[400];
+    if (e == cudaErrorInsufficientDriver && rtp_cuda_driver_msg(msg, sizeof msg)) {
+        (void)cudaGetLastError();
+        return RT_ERR(err, RT_ENODEV, "%s", msg);
+    }
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return RT_ERR(err, RT_ENODEV, "no CUDA device: cudaGetDeviceCount says \"%s\" (%s) "

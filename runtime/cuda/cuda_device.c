@@ -1,5 +1,6 @@
-/* cuda_device.c - the device list for %device, the backend's compute precision, memory
- * information and the loss-scaling gradient check (rt_cuda.h).
+/* cuda_device.c - the device list for %device, what this build has (`kiln --version`),
+ * whether a GPU and its driver can run it (messages naming both and the fix), the
+ * backend's compute precision and memory information (rt_cuda.h).
  *
  * Listing never fails for lack of devices: zero devices (no driver, no GPU) is an empty
  * list with the CUDA runtime's reason, so %device can always print something useful.
@@ -7,9 +8,78 @@
  * read free memory.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.h"
+
+#ifndef KILN_CUDA_ARCHS
+#error "KILN_CUDA_ARCHS (the -Dgpu_archs list) must come from runtime/cuda/meson.build"
+#endif
+
+const char *rt_cuda_build_info(void)
+{
+    static char line[256];
+    char ptx[16] = "";
+    const char *last = strrchr(" " KILN_CUDA_ARCHS, ' ') + 1;
+    snprintf(ptx, sizeof ptx, "%s", last);
+    char sass[160] = "";
+    size_t o = 0;
+    for (const char *p = KILN_CUDA_ARCHS; *p && o < sizeof sass - 8;) {
+        int n = (int)strcspn(p, " ");
+        o += (size_t)snprintf(sass + o, sizeof sass - o, "%ssm_%.*s", o ? " " : "", n, p);
+        p += n;
+        while (*p == ' ') p++;
+    }
+    snprintf(line, sizeof line, "CUDA: toolkit %d.%d, kernels for %s (+ compute_%s PTX); "
+             "cuBLAS and cuDNN %s loaded at first use", CUDART_VERSION / 1000,
+             CUDART_VERSION % 1000 / 10, sass, ptx, rtp_cudnn_built());
+    return line;
+}
+
+int rtp_cuda_arch_covered(int major, int minor)
+{
+    int cc = major * 10 + minor, best = 0;
+    for (const char *p = KILN_CUDA_ARCHS; *p;) {
+        char *end;
+        long a = strtol(p, &end, 10);
+        if (end == p) break;
+        /* a cubin runs on its major at the same or a higher minor */
+        if (a / 10 == major && a % 10 <= minor) return 1;
+        if (a > best) best = (int)a;
+        p = end;
+    }
+    return best <= cc; /* the last architecture's PTX is compiled for newer GPUs */
+}
+
+/* The minimum Linux driver of each CUDA major (CUDA's release notes, "minor version
+ * compatibility"). */
+static const char *min_driver(int cuda_major)
+{
+    return cuda_major <= 11 ? "R450 (450.80.02)" : cuda_major == 12 ? "R525 (525.60.13)"
+                                                                    : "R580 (580.65.06)";
+}
+
+int rtp_cuda_driver_msg(char *buf, size_t n)
+{
+    int dv = 0;
+    if (cudaDriverGetVersion(&dv) != cudaSuccess) (void)cudaGetLastError();
+    if (dv <= 0) return 0; /* no driver at all (no libcuda.so.1): "no CUDA device" */
+    snprintf(buf, n, "the NVIDIA driver is too old for this Kiln: the driver supports CUDA "
+             "%d.%d, Kiln's CUDA runtime is %d.%d and needs driver %s or newer ---> HINT: "
+             "update the NVIDIA driver, or use --device cpu", dv / 1000, dv % 1000 / 10,
+             CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10,
+             min_driver(CUDART_VERSION / 1000));
+    return 1;
+}
+
+void rtp_cuda_arch_msg(char *buf, size_t n, int device, const char *name, int major, int minor)
+{
+    snprintf(buf, n, "cuda:%d (%.80s) is compute capability %d.%d (sm_%d%d), and this Kiln's "
+             "kernels are built for sm " KILN_CUDA_ARCHS " only ---> HINT: rebuild with "
+             "-Dgpu_archs=%d%d (a CUDA toolkit that supports sm_%d%d), or use --device cpu",
+             device, name, major, minor, major, minor, major, minor, major, minor);
+}
 
 rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err)
 {
@@ -19,6 +89,10 @@ rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err)
     if (cudaRuntimeGetVersion(&out->runtime_version) != cudaSuccess) out->runtime_version = 0;
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaErrorInsufficientDriver && rtp_cuda_driver_msg(out->why, sizeof out->why)) {
+        (void)cudaGetLastError();
+        return RT_OK;
+    }
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         snprintf(out->why, sizeof out->why, "cudaGetDeviceCount: %s (%s)",
@@ -45,6 +119,8 @@ rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err)
         d->cc_minor = p.minor;
         d->multiprocessors = p.multiProcessorCount;
         d->bf16 = p.major >= 8;
+        if (!rtp_cuda_arch_covered(p.major, p.minor))
+            rtp_cuda_arch_msg(d->problem, sizeof d->problem, i, p.name, p.major, p.minor);
         size_t fr = 0, tot = 0;
         if (count > 1) {
             /* no context on every GPU of a shared box just to list them */

@@ -55,6 +55,7 @@ typedef struct rtp_cuda {
     cublasHandle_t blas;
     rtp_blas_fns blasf;   /* cuBLAS entry points (rtp_blas_load) */
     rtp_cudnn *dnn;       /* NULL: convolution by im2col + cuBLAS (cuda_conv.c) */
+    rt_adam_coef *coef;   /* device: the fp16 Adam coefficients of the step (cuda_train.cu) */
     void *ws;             /* workspace (device), ws_bytes long */
     size_t ws_bytes;
     rt_precision prec;
@@ -92,10 +93,22 @@ rt_status rtp_cuda_oom(rt_backend *b, size_t asked, const char *what, rt_error *
 #define RTP_ENTER(b) RT_TRY(rtp_cuda_enter((b), err))
 #define RTP_CHECK(t, numel, what) RT_TRY(rtp_cuda_check((t), (numel), (what), err))
 
+/* ---- cuda_device.c ---- */
+/* 1 when this build's kernels (KILN_CUDA_ARCHS) run on compute capability major.minor. */
+int rtp_cuda_arch_covered(int major, int minor);
+/* The messages for a driver older than the CUDA runtime Kiln links (0 and no message
+ * when there is no driver at all), and for a GPU whose architecture the build lacks:
+ * each names both sides and the fix. */
+int rtp_cuda_driver_msg(char *buf, size_t n);
+void rtp_cuda_arch_msg(char *buf, size_t n, int device, const char *name, int major, int minor);
+
 /* ---- cuda_mem.c ---- */
 rt_status rtp_cuda_alloc(rt_backend *b, void **ptr, size_t bytes, rt_error *err);
 void rtp_cuda_free(rt_backend *b, void *ptr);
 rt_status rtp_cuda_reserve_workspace(rt_backend *b, size_t bytes, rt_error *err);
+/* The same, keep = 1: the contents move to the new workspace, and when the new one does
+ * not fit beside the old, RT_EDEVICE with the old one kept as it was. */
+rt_status rtp_cuda_grow_workspace(rt_backend *b, size_t bytes, int keep, rt_error *err);
 rt_status rtp_cuda_upload(rt_backend *b, rt_tensor *dst, const void *src, size_t bytes,
                           rt_error *err);
 rt_status rtp_cuda_download(rt_backend *b, void *dst, const rt_tensor *src, size_t bytes,
@@ -124,6 +137,8 @@ rt_status rtp_cudnn_create(rt_backend *b, rtp_cudnn **out, rt_error *err);
 void rtp_cudnn_destroy(rtp_cudnn *dnn);
 /* cuDNN library version (e.g. 91900), 0 without cuDNN. */
 size_t rtp_cudnn_version(void);
+/* The cuDNN major the build uses, as text ("9"), or "(not built)". */
+const char *rtp_cudnn_built(void);
 size_t rtp_cudnn_workspace(rt_backend *b, const rt_conv_desc *d);
 rt_status rtp_cudnn_fwd(rt_backend *b, float *y, const float *x, const float *w,
                         const rt_conv_desc *d, rt_error *err);

@@ -135,9 +135,11 @@ typedef struct rtp_amp_adam {
 } rtp_amp_adam;
 
 /* rt_amp_rule_step on amp (one thread), then the update unless it was skipped; the
- * Adam t (or SGD's first step) is the device's amp->steps. Two launches, no sync. */
+ * Adam t (or SGD's first step) is the device's amp->steps. Two launches, no sync. Adam's
+ * step-dependent coefficients (two double pows) are computed once, by the rule's thread,
+ * into coef (device memory, one rt_adam_coef), not in every block of the update. */
 cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v, const float *g,
-                           size_t n, rt_amp_state *amp, rtp_amp_adam a);
+                           size_t n, rt_amp_state *amp, rtp_amp_adam a, rt_adam_coef *coef);
 cudaError_t rtp_k_amp_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
                           rt_amp_state *amp, rt_sgd_coef c);
 

@@ -57,24 +57,56 @@ void rtp_cuda_free(rt_backend *b, void *ptr)
     (void)cudaGetLastError();
 }
 
-rt_status rtp_cuda_reserve_workspace(rt_backend *b, size_t bytes, rt_error *err)
+/* Grows the workspace. The old one stays until the new one exists: the new one is
+ * allocated beside it (and, with keep, the old contents copied over), or, when that does
+ * not fit and keep is 0, in its place; if even that fails the old size is allocated
+ * again, so a failed reservation leaves the backend with a workspace as large as before. */
+rt_status rtp_cuda_grow_workspace(rt_backend *b, size_t bytes, int keep, rt_error *err)
 {
     RTP_ENTER(b);
     rtp_cuda *c = rtp_cuda_of(b);
     if (bytes <= c->ws_bytes) return RT_OK;
     void *p = NULL;
     RT_CUDA_TRY(b, err, cudaStreamSynchronize(c->stream));
-    /* free first: the old workspace may be most of what is free */
-    (void)cudaFree(c->ws);
-    c->ws = NULL;
-    c->ws_bytes = 0;
     size_t n = (bytes + 255) / 256 * 256;
     cudaError_t e = cudaMalloc(&p, n);
-    if (e == cudaErrorMemoryAllocation) return rtp_cuda_oom(b, n, "the workspace", err);
+    if (e == cudaErrorMemoryAllocation && c->ws && !keep) {
+        (void)cudaGetLastError();
+        (void)cudaFree(c->ws); /* the old one may be most of what is free */
+        c->ws = NULL;
+        e = cudaMalloc(&p, n);
+        if (e != cudaSuccess) {
+            rt_status s = e == cudaErrorMemoryAllocation
+                              ? rtp_cuda_oom(b, n, "the workspace", err)
+                              : rtp_cuda_fail(b, e, "cudaMalloc", __FILE__, __LINE__, err);
+            if (cudaMalloc(&c->ws, c->ws_bytes) != cudaSuccess) { /* put the old size back */
+                (void)cudaGetLastError();
+                c->ws = NULL;
+                c->ws_bytes = 0;
+            }
+            return s;
+        }
+    } else if (e == cudaErrorMemoryAllocation) {
+        return rtp_cuda_oom(b, n, "the workspace", err);
+    }
     RT_CUDA_TRY(b, err, e);
+    if (keep && c->ws && c->ws_bytes) {
+        e = cudaMemcpyAsync(p, c->ws, c->ws_bytes, cudaMemcpyDeviceToDevice, c->stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
+        if (e != cudaSuccess) {
+            (void)cudaFree(p);
+            return rtp_cuda_fail(b, e, "cudaMemcpyAsync (workspace)", __FILE__, __LINE__, err);
+        }
+    }
+    (void)cudaFree(c->ws);
     c->ws = p;
     c->ws_bytes = n;
     return RT_OK;
+}
+
+rt_status rtp_cuda_reserve_workspace(rt_backend *b, size_t bytes, rt_error *err)
+{
+    return rtp_cuda_grow_workspace(b, bytes, 0, err);
 }
 
 void *rtp_cuda_scratch(rt_backend *b, size_t bytes, rt_error *err)

@@ -88,7 +88,7 @@ rt_status rtp_cuda_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m
     cfg.weight_decay = d->weight_decay;
     rtp_amp_adam a = {rt_optim_adam_coef(&cfg, d->lr, 1, 0), d->lr, cfg.beta1, cfg.beta2};
     RT_CUDA_TRY(b, err, rtp_k_amp_adam(STREAM, param->data, m->data, v->data, grad->data, n,
-                                       amp->data, a));
+                                       amp->data, a, rtp_cuda_of(b)->coef));
     return RT_OK;
 }
 

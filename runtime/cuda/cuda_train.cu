@@ -74,13 +74,18 @@ __global__ void amp_unscale_k(float *g, size_t n, rt_amp_state *amp)
 
 __global__ void amp_rule_k(rt_amp_state *amp) { (void)rt_amp_rule_step(amp); }
 
-__global__ void amp_adam_k(float *p, float *m, float *v, const float *g, size_t n,
-                           const rt_amp_state *amp, rtp_amp_adam a)
+/* the rule, then Adam's coefficients for the step it decided (two pows, once) */
+__global__ void amp_adam_rule_k(rt_amp_state *amp, rtp_amp_adam a, rt_adam_coef *coef)
 {
-    __shared__ rt_adam_coef c;
+    (void)rt_amp_rule_step(amp);
+    *coef = rtp_amp_adam_coef(&a, amp);
+}
+
+__global__ void amp_adam_k(float *p, float *m, float *v, const float *g, size_t n,
+                           const rt_amp_state *amp, const rt_adam_coef *coef)
+{
     if (amp->last_skipped) return; /* the same for every thread */
-    if (threadIdx.x == 0) c = rtp_amp_adam_coef(&a, amp); /* two pows per block */
-    __syncthreads();
+    const rt_adam_coef c = *coef;
     RTP_GRID_LOOP(i, n) rtp_adam_at(i, p, m, v, g, &c);
 }
 
@@ -125,12 +130,12 @@ extern "C" cudaError_t rtp_k_amp_unscale(cudaStream_t s, float *g, size_t n, rt_
 
 extern "C" cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v,
                                       const float *g, size_t n, rt_amp_state *amp,
-                                      rtp_amp_adam a)
+                                      rtp_amp_adam a, rt_adam_coef *coef)
 {
-    amp_rule_k<<<1, 1, 0, s>>>(amp); /* the rule runs even for n = 0, as on the CPU */
+    amp_adam_rule_k<<<1, 1, 0, s>>>(amp, a, coef); /* runs even for n = 0, as on the CPU */
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    RTP_LAUNCH(n, s, amp_adam_k, p, m, v, g, n, amp, a);
+    RTP_LAUNCH(n, s, amp_adam_k, p, m, v, g, n, amp, coef);
 }
 
 extern "C" cudaError_t rtp_k_amp_sgd(cudaStream_t s, float *p, float *buf, const float *g,

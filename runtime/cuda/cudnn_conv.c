@@ -1,15 +1,19 @@
 /* cudnn_conv.c - conv2d forward, backward data and backward filter on cuDNN (legacy
  * API); with cudnn_dl.c, which loads the library, the only file that includes cudnn.h
  * (STYLE: cuDNN isolated). cuDNN is called through the table of cudnn_dl.h; when the
- * library cannot be loaded, rtp_cudnn_create leaves the backend without cuDNN state
- * (conv2d by im2col + cuBLAS, as a build without cuDNN) and says so once on stderr.
+ * library cannot be loaded, or cudnnCreate/cudnnSetStream fail, rtp_cudnn_create leaves
+ * the backend without cuDNN state (conv2d by im2col + cuBLAS, as a build without cuDNN)
+ * and says so once on stderr.
  *
  * Algorithms are chosen once per (descriptor, precision) and cached: the
- * cudnnGet*Algorithm_v7 heuristics (no trial runs, no allocation), the first result
- * that succeeds, fits the workspace and, for the backward passes, is deterministic
- * (CUDNN_DETERMINISTIC; bitwise resume needs it). In fp32 only FMA-math algorithms are
- * accepted when there is one (no TF32), so results stay close to the CPU's.
- * conv2d_workspace (called when a model is attached) picks the algorithms under a cap
+ * cudnnGet*Algorithm_v7 heuristics (no trial runs, no allocation), keeping every result
+ * that succeeds, fits the workspace cap and, for the backward passes, is deterministic
+ * (CUDNN_DETERMINISTIC; bitwise resume needs it), in the heuristics' order. A run tries
+ * them in that order until one runs (NOT_SUPPORTED / EXECUTION_FAILED at run time move on,
+ * as PyTorch's try_all does) and remembers it. In fp32 only FMA math is used (never
+ * TF32): tensor-op results are dropped and the descriptor is set to CUDNN_FMA_MATH.
+ * The cap is fixed (ALGO_WS_CAP), so the choice does not depend on free memory.
+ * conv2d_workspace (called when a model is attached) picks the algorithms under the cap
  * and returns what they need; the model reserves that once and later calls reuse it.
  * A later shape (a smaller last batch) is looked up again under the reserved size.
  * Mixed precision (bf16/fp16): x, w and dy are rounded to 16 bits into the front of
@@ -26,18 +30,32 @@
 #include "cudnn_dl.h"
 
 #define CACHE 64
-#define ALGO_WS_CAP ((size_t)512 << 20) /* most workspace one algorithm may ask for */
+/* The most workspace one algorithm may ask for. Fixed, not a share of free memory: the
+ * choice must not depend on what else holds device memory, or a resumed run could pick
+ * other algorithms and lose bitwise equality with the run it continues. */
+#define ALGO_WS_CAP ((size_t)256 << 20)
+#define MAX_CAND 8
+
+enum { P_FWD = 0, P_DATA = 1, P_FILTER = 2 };
+static const char *const PASS_NAME[3] = {"forward", "backward-data", "backward-filter"};
+
+/* The usable heuristic results of one pass, in the heuristics' order; cur is the first
+ * that has not failed at run time (a SUCCESS from the heuristics does not promise that
+ * the algorithm runs: NOT_SUPPORTED / EXECUTION_FAILED move on to the next, in this
+ * fixed order, as PyTorch's try_all does). */
+typedef struct pass_algos {
+    int n, cur;
+    int algo[MAX_CAND];
+    cudnnMathType_t math[MAX_CAND];
+    size_t ws[MAX_CAND];
+} pass_algos;
 
 typedef struct algos {
     rt_conv_desc d;
     rt_precision prec;
     int valid;
     size_t limit;                       /* workspace limit the choice was made under */
-    cudnnConvolutionFwdAlgo_t fwd;
-    cudnnConvolutionBwdDataAlgo_t bwd_data;
-    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
-    cudnnMathType_t m_fwd, m_data, m_filter;
-    size_t ws_fwd, ws_data, ws_filter;
+    pass_algos p[3];                    /* P_FWD, P_DATA, P_FILTER */
 } algos;
 
 struct rtp_cudnn {
@@ -70,10 +88,34 @@ static rt_status cudnn_fail(rt_backend *b, cudnnStatus_t s, const char *call, co
             return cudnn_fail(b, rtp_s_, #call, __FILE__, __LINE__, err);               \
     } while (0)
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+const char *rtp_cudnn_built(void) { return STR(CUDNN_MAJOR); }
+
 size_t rtp_cudnn_version(void)
 {
     const rtp_dnn_fns *f = NULL;
     return rtp_dnn_load(&f, NULL) == RT_OK ? f->GetVersion() : 0;
+}
+
+/* Handle and descriptors on the backend's stream. */
+static rt_status build(rt_backend *b, rtp_cudnn *n, rt_error *err)
+{
+    DNN_TRY(n->f->Create(&n->h));
+    DNN_TRY(n->f->SetStream(n->h, rtp_cuda_of(b)->stream));
+    DNN_TRY(n->f->CreateTensorDescriptor(&n->x));
+    DNN_TRY(n->f->CreateTensorDescriptor(&n->y));
+    DNN_TRY(n->f->CreateFilterDescriptor(&n->w));
+    DNN_TRY(n->f->CreateConvolutionDescriptor(&n->conv));
+    return RT_OK;
+}
+
+/* As a build without cuDNN (cudnn_none.c): conv2d by im2col + cuBLAS, said once. */
+static void without_cudnn(const char *why)
+{
+    static atomic_flag said = ATOMIC_FLAG_INIT;
+    if (!atomic_flag_test_and_set(&said))
+        fprintf(stderr, "kiln: conv2d runs as im2col + cuBLAS (slower): %s\n", why);
 }
 
 rt_status rtp_cudnn_create(rt_backend *b, rtp_cudnn **out, rt_error *err)
@@ -82,22 +124,28 @@ rt_status rtp_cudnn_create(rt_backend *b, rtp_cudnn **out, rt_error *err)
     const rtp_dnn_fns *f = NULL;
     rt_error why = {0};
     if (rtp_dnn_load(&f, &why) != RT_OK) {
-        /* as a build without cuDNN (cudnn_none.c): conv2d by im2col + cuBLAS */
-        static atomic_flag said = ATOMIC_FLAG_INIT;
-        if (!atomic_flag_test_and_set(&said))
-            fprintf(stderr, "kiln: conv2d runs as im2col + cuBLAS (slower): %s\n", why.msg);
+        without_cudnn(why.msg);
         return RT_OK;
     }
     rtp_cudnn *n = calloc(1, sizeof *n);
     if (!n) return RT_ERR(err, RT_ENOMEM, "out of memory creating the cuDNN state");
     n->f = f;
-    *out = n; /* partially built: rtp_cudnn_destroy frees what exists */
-    DNN_TRY(n->f->Create(&n->h));
-    DNN_TRY(n->f->SetStream(n->h, rtp_cuda_of(b)->stream));
-    DNN_TRY(n->f->CreateTensorDescriptor(&n->x));
-    DNN_TRY(n->f->CreateTensorDescriptor(&n->y));
-    DNN_TRY(n->f->CreateFilterDescriptor(&n->w));
-    DNN_TRY(n->f->CreateConvolutionDescriptor(&n->conv));
+    rtp_cuda_of(b)->dnn = n; /* cudnn_fail reads the error strings through it */
+    rt_status s = build(b, n, &why);
+    rtp_cuda_of(b)->dnn = NULL;
+    if (s == RT_OK) {
+        *out = n;
+        return RT_OK;
+    }
+    rtp_cudnn_destroy(n);
+    if (s == RT_EDEVICE_LOST) { /* the device itself failed: no fallback helps */
+        if (err) *err = why;
+        return s;
+    }
+    /* a failed create is a failed load: the CPU-side promise is the same fallback */
+    char msg[sizeof why.msg + 32];
+    snprintf(msg, sizeof msg, "cuDNN does not start: %s", why.msg);
+    without_cudnn(msg);
     return RT_OK;
 }
 
@@ -149,17 +197,24 @@ static rt_status set_desc(rt_backend *b, const rt_conv_desc *d, rt_precision p, 
 
 /* ---- algorithm choice ---- */
 
-/* Index of the first usable heuristic result, or -1. fp32: FMA math first (no TF32). */
-#define PICK(perf, got, limit, need_det, fp32, out)                                      \
+/* Keeps the heuristic results a pass may use, in the heuristics' order: SUCCESS, within
+ * `limit` bytes of workspace, deterministic for the backward passes, and in fp32 not
+ * tensor-op math (the run sets CUDNN_FMA_MATH on the descriptor anyway, as PyTorch does
+ * without TF32, so an algorithm that would need TF32 reports NOT_SUPPORTED and the next
+ * one runs). Returns how many were kept. */
+#define KEEP(perf, got, limit, need_det, fp32, out)                                      \
     do {                                                                                 \
-        (out) = -1;                                                                      \
-        for (int pass = (fp32) ? 0 : 1; pass < 2 && (out) < 0; pass++)                   \
-            for (int k_ = 0; k_ < (got) && (out) < 0; k_++)                            \
-                if ((perf)[k_].status == CUDNN_STATUS_SUCCESS &&                        \
-                    (perf)[k_].memory <= (limit) &&                                     \
-                    (!(need_det) || (perf)[k_].determinism == CUDNN_DETERMINISTIC) &&  \
-                    (pass == 1 || (perf)[k_].mathType == CUDNN_FMA_MATH))               \
-                    (out) = k_;                                                          \
+        (out)->n = 0, (out)->cur = 0;                                                    \
+        for (int k_ = 0; k_ < (got) && (out)->n < MAX_CAND; k_++) {                      \
+            cudnnMathType_t m_ = (perf)[k_].mathType;                                    \
+            if ((perf)[k_].status != CUDNN_STATUS_SUCCESS || (perf)[k_].memory > (limit) || \
+                ((need_det) && (perf)[k_].determinism != CUDNN_DETERMINISTIC) ||         \
+                ((fp32) && m_ != CUDNN_FMA_MATH && m_ != CUDNN_DEFAULT_MATH))            \
+                continue;                                                                \
+            (out)->algo[(out)->n] = (int)(perf)[k_].algo;                                \
+            (out)->math[(out)->n] = (fp32) ? CUDNN_FMA_MATH : m_;                        \
+            (out)->ws[(out)->n++] = (perf)[k_].memory;                                   \
+        }                                                                                \
     } while (0)
 
 static rt_status choose(rt_backend *b, const rt_conv_desc *d, rt_precision p, size_t limit,
@@ -167,38 +222,43 @@ static rt_status choose(rt_backend *b, const rt_conv_desc *d, rt_precision p, si
 {
     rtp_cudnn *n = rtp_cuda_of(b)->dnn;
     const int fp32 = p == RT_PREC_FP32;
-    int got = 0, i;
+    int got = 0;
     RT_TRY(set_desc(b, d, p, err));
     cudnnConvolutionFwdAlgoPerf_t pf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     DNN_TRY(n->f->GetConvolutionForwardAlgorithm_v7(
         n->h, n->x, n->w, n->conv, n->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf));
-    PICK(pf, got, limit, 0, fp32, i);
-    if (i < 0) goto none;
-    a->fwd = pf[i].algo, a->m_fwd = pf[i].mathType, a->ws_fwd = pf[i].memory;
+    KEEP(pf, got, limit, 0, fp32, &a->p[P_FWD]);
     cudnnConvolutionBwdDataAlgoPerf_t pd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     DNN_TRY(n->f->GetConvolutionBackwardDataAlgorithm_v7(
         n->h, n->w, n->y, n->conv, n->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, pd));
-    PICK(pd, got, limit, 1, fp32, i);
-    if (i < 0) goto none;
-    a->bwd_data = pd[i].algo, a->m_data = pd[i].mathType, a->ws_data = pd[i].memory;
+    KEEP(pd, got, limit, 1, fp32, &a->p[P_DATA]);
     cudnnConvolutionBwdFilterAlgoPerf_t pw[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     DNN_TRY(n->f->GetConvolutionBackwardFilterAlgorithm_v7(
         n->h, n->x, n->y, n->conv, n->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, pw));
-    PICK(pw, got, limit, 1, fp32, i);
-    if (i < 0) goto none;
-    a->bwd_filter = pw[i].algo, a->m_filter = pw[i].mathType, a->ws_filter = pw[i].memory;
+    KEEP(pw, got, limit, 1, fp32, &a->p[P_FILTER]);
+    for (int k = 0; k < 3; k++)
+        if (a->p[k].n == 0)
+            return RT_ERR(err, RT_EDEVICE, "cuDNN offers no usable %s algorithm (%sFMA "
+                          "math in fp32) for conv2d (N=%d C=%d H=%d W=%d K=%d R=%d S=%d "
+                          "stride=%d pad=%d) in %s within %zu bytes of workspace ---> HINT: "
+                          "try --precision fp32 or a smaller --batch", PASS_NAME[k],
+                          k ? "deterministic; " : "", d->N, d->C, d->H, d->W, d->K, d->R,
+                          d->S, d->stride, d->pad, rt_precision_name(p), limit);
     a->d = *d, a->prec = p, a->limit = limit, a->valid = 1;
     return RT_OK;
-none:
-    return RT_ERR(err, RT_EDEVICE, "cuDNN offers no usable algorithm (deterministic for "
-                  "the backward passes) for conv2d (N=%d C=%d H=%d W=%d K=%d R=%d S=%d "
-                  "stride=%d pad=%d) in %s within %zu bytes of workspace ---> HINT: try "
-                  "--precision fp32 or a smaller --batch", d->N, d->C, d->H, d->W, d->K, d->R, d->S, d->stride, d->pad,
-                  rt_precision_name(p), limit);
+}
+
+/* Workspace the current candidate of each pass needs. */
+static size_t algos_need(const algos *a)
+{
+    size_t need = 0;
+    for (int k = 0; k < 3; k++)
+        if (a->p[k].ws[a->p[k].cur] > need) need = a->p[k].ws[a->p[k].cur];
+    return need;
 }
 
 /* The cached choice for (d, precision) usable within `limit` bytes, choosing if needed. */
-static rt_status lookup(rt_backend *b, const rt_conv_desc *d, size_t limit, const algos **out,
+static rt_status lookup(rt_backend *b, const rt_conv_desc *d, size_t limit, algos **out,
                         rt_error *err)
 {
     rtp_cuda *c = rtp_cuda_of(b);
@@ -207,9 +267,7 @@ static rt_status lookup(rt_backend *b, const rt_conv_desc *d, size_t limit, cons
     for (int i = 0; i < CACHE; i++) {
         algos *a = &n->cache[i];
         if (!a->valid || a->prec != c->prec || memcmp(&a->d, d, sizeof *d)) continue;
-        size_t need = a->ws_fwd > a->ws_data ? a->ws_fwd : a->ws_data;
-        need = need > a->ws_filter ? need : a->ws_filter;
-        if (need <= limit) {
+        if (algos_need(a) <= limit) {
             *out = a;
             return RT_OK;
         }
@@ -228,19 +286,16 @@ static rt_status lookup(rt_backend *b, const rt_conv_desc *d, size_t limit, cons
 size_t rtp_cudnn_workspace(rt_backend *b, const rt_conv_desc *d)
 {
     rtp_cuda *c = rtp_cuda_of(b);
-    size_t stage = stage_bytes(d, c->prec, NULL), fr = 0, tot = 0, cap = ALGO_WS_CAP;
-    if (cudaMemGetInfo(&fr, &tot) == cudaSuccess && fr / 4 < cap) cap = fr / 4;
-    else (void)cudaGetLastError();
-    const algos *a = NULL;
-    if (lookup(b, d, cap, &a, NULL) != RT_OK) return stage; /* the op will report it */
-    size_t need = a->ws_fwd > a->ws_data ? a->ws_fwd : a->ws_data;
-    return stage + (need > a->ws_filter ? need : a->ws_filter);
+    size_t stage = stage_bytes(d, c->prec, NULL);
+    algos *a = NULL;
+    if (lookup(b, d, ALGO_WS_CAP, &a, NULL) != RT_OK) return stage; /* the op reports it */
+    return stage + algos_need(a);
 }
 
 /* ---- the three passes ---- */
 
 typedef struct run {
-    const algos *a;
+    algos *a;
     char *stage;      /* 16-bit copies (NULL in fp32) */
     size_t off[3];
     void *ws;         /* algorithm workspace */
@@ -263,29 +318,106 @@ static rt_status prepare(rt_backend *b, const rt_conv_desc *d, run *r, rt_error 
     return RT_OK;
 }
 
+/* One cuDNN call of pass `pass` with algorithm `algo`: out = pass(in1, in2), where
+ * forward is y = conv(x = in1, w = in2), backward data dx = conv^T(dy = in1, w = in2),
+ * backward filter dw = corr(x = in1, dy = in2). */
+static cudnnStatus_t call(rtp_cudnn *n, int pass, int algo, const run *r, void *out,
+                          const void *in1, const void *in2)
+{
+    const float one = 1.0f, zero = 0.0f;
+    switch (pass) {
+    case P_FWD:
+        return n->f->ConvolutionForward(n->h, &one, n->x, in1, n->w, in2, n->conv,
+                                        (cudnnConvolutionFwdAlgo_t)algo, r->ws, r->ws_bytes,
+                                        &zero, n->y, out);
+    case P_DATA:
+        return n->f->ConvolutionBackwardData(n->h, &one, n->w, in2, n->y, in1, n->conv,
+                                             (cudnnConvolutionBwdDataAlgo_t)algo, r->ws,
+                                             r->ws_bytes, &zero, n->x, out);
+    default:
+        return n->f->ConvolutionBackwardFilter(n->h, &one, n->x, in1, n->y, in2, n->conv,
+                                               (cudnnConvolutionBwdFilterAlgo_t)algo, r->ws,
+                                               r->ws_bytes, &zero, n->w, out);
+    }
+}
+
+/* Makes the algorithm workspace of r at least `need` bytes (a later candidate may need
+ * more than the one the model reserved for): the workspace grows with its contents (the
+ * 16-bit copies), and the pointers into it move along. RT_EDEVICE when it does not fit;
+ * the workspace is then unchanged. */
+static rt_status grow(rt_backend *b, run *r, size_t need, void **out, const void **in1,
+                      const void **in2)
+{
+    rtp_cuda *c = rtp_cuda_of(b);
+    char *old = c->ws;
+    size_t stage = (size_t)((char *)r->ws - old), old_bytes = c->ws_bytes;
+    if (!r->ws) stage = c->ws_bytes; /* no algorithm room yet */
+    RT_TRY(rtp_cuda_grow_workspace(b, stage + need, 1, NULL));
+#define MOVE(ptr)                                                                        \
+    if ((const char *)*(ptr) >= old && (const char *)*(ptr) < old + old_bytes)           \
+        *(ptr) = (char *)c->ws + ((const char *)*(ptr) - old)
+    MOVE(out);
+    MOVE(in1);
+    MOVE(in2);
+#undef MOVE
+    r->stage = r->stage ? (char *)c->ws : NULL;
+    r->ws = (char *)c->ws + stage;
+    r->ws_bytes = c->ws_bytes - stage;
+    return RT_OK;
+}
+
+/* Runs the pass with the cached candidates from the current one on, in their fixed
+ * order: NOT_SUPPORTED or EXECUTION_FAILED (with the stream healthy) moves on, and the
+ * one that ran becomes the current one for later calls; a candidate needing more than
+ * the reserved workspace grows it (or is passed over when that does not fit). Any other
+ * status is an error. */
+static rt_status execute(rt_backend *b, const rt_conv_desc *d, run *r, int pass, void *out,
+                         const void *in1, const void *in2, rt_error *err)
+{
+    rtp_cuda *c = rtp_cuda_of(b);
+    rtp_cudnn *n = c->dnn;
+    pass_algos *p = &r->a->p[pass];
+    cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
+    for (int k = p->cur; k < p->n; k++) {
+        if (p->ws[k] > r->ws_bytes && grow(b, r, p->ws[k], &out, &in1, &in2) != RT_OK)
+            continue; /* it does not fit: pass it over */
+        DNN_TRY(n->f->SetConvolutionMathType(n->conv, p->math[k]));
+        cudnnStatus_t s = call(n, pass, p->algo[k], r, out, in1, in2);
+        if (s == CUDNN_STATUS_SUCCESS) {
+            p->cur = k;
+            return RT_OK;
+        }
+        if (s != CUDNN_STATUS_NOT_SUPPORTED && s != CUDNN_STATUS_EXECUTION_FAILED)
+            return cudnn_fail(b, s, "cudnnConvolution (run)", __FILE__, __LINE__, err);
+        cudaError_t e = cudaStreamQuery(c->stream); /* a failed run may hide a lost device */
+        if (e != cudaSuccess && e != cudaErrorNotReady)
+            return rtp_cuda_fail(b, e, "cudnnConvolution (run)", __FILE__, __LINE__, err);
+        last = s;
+    }
+    p->cur = p->n > 0 ? p->n - 1 : 0;
+    return RT_ERR(err, RT_EDEVICE, "cuDNN ran none of the %d %s algorithms its heuristics "
+                  "offered for conv2d (N=%d C=%d H=%d W=%d K=%d R=%d S=%d stride=%d pad=%d) in "
+                  "%s (last: %s) ---> HINT: try --precision fp32", p->n, PASS_NAME[pass],
+                  d->N, d->C, d->H, d->W, d->K, d->R, d->S, d->stride, d->pad,
+                  rt_precision_name(c->prec), n->f->GetErrorString(last));
+}
+
 #define BF16 (rtp_cuda_of(b)->prec == RT_PREC_BF16)
 #define STREAM (rtp_cuda_of(b)->stream)
 
 rt_status rtp_cudnn_fwd(rt_backend *b, float *y, const float *x, const float *w,
                         const rt_conv_desc *d, rt_error *err)
 {
-    rtp_cudnn *n = rtp_cuda_of(b)->dnn;
     run r;
-    const float one = 1.0f, zero = 0.0f;
     RT_TRY(prepare(b, d, &r, err));
-    DNN_TRY(n->f->SetConvolutionMathType(n->conv, r.a->m_fwd));
     const size_t nx = (size_t)d->N * d->C * d->H * d->W, nw = (size_t)d->K * d->C * d->R * d->S;
     const size_t ny = (size_t)d->N * d->K * d->P * d->Q;
-    if (!r.stage) {
-        DNN_TRY(n->f->ConvolutionForward(n->h, &one, n->x, x, n->w, w, n->conv, r.a->fwd, r.ws,
-                                         r.ws_bytes, &zero, n->y, y));
-        return RT_OK;
-    }
+    if (!r.stage) return execute(b, d, &r, P_FWD, y, x, w, err);
     void *x16 = r.stage + r.off[0], *w16 = r.stage + r.off[1], *y16 = r.stage + r.off[2];
     RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, x16, x, nx, BF16));
     RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, w16, w, nw, BF16));
-    DNN_TRY(n->f->ConvolutionForward(n->h, &one, n->x, x16, n->w, w16, n->conv, r.a->fwd, r.ws,
-                                     r.ws_bytes, &zero, n->y, y16));
+    RT_TRY(execute(b, d, &r, P_FWD, y16, x16, w16, err));
+    y16 = r.stage + r.off[2]; /* the workspace may have grown (grow) */
     RT_CUDA_TRY(b, err, rtp_k_from_16(STREAM, y, y16, ny, BF16));
     return RT_OK;
 }
@@ -293,24 +425,16 @@ rt_status rtp_cudnn_fwd(rt_backend *b, float *y, const float *x, const float *w,
 rt_status rtp_cudnn_bwd_data(rt_backend *b, float *dx, const float *dy, const float *w,
                              const rt_conv_desc *d, rt_error *err)
 {
-    rtp_cudnn *n = rtp_cuda_of(b)->dnn;
     run r;
-    const float one = 1.0f, zero = 0.0f;
     RT_TRY(prepare(b, d, &r, err));
-    DNN_TRY(n->f->SetConvolutionMathType(n->conv, r.a->m_data));
     const size_t nx = (size_t)d->N * d->C * d->H * d->W, nw = (size_t)d->K * d->C * d->R * d->S;
     const size_t ny = (size_t)d->N * d->K * d->P * d->Q;
-    if (!r.stage) {
-        DNN_TRY(n->f->ConvolutionBackwardData(n->h, &one, n->w, w, n->y, dy, n->conv,
-                                              r.a->bwd_data, r.ws, r.ws_bytes, &zero, n->x,
-                                              dx));
-        return RT_OK;
-    }
+    if (!r.stage) return execute(b, d, &r, P_DATA, dx, dy, w, err);
     void *dx16 = r.stage + r.off[0], *w16 = r.stage + r.off[1], *dy16 = r.stage + r.off[2];
     RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, dy16, dy, ny, BF16));
     RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, w16, w, nw, BF16));
-    DNN_TRY(n->f->ConvolutionBackwardData(n->h, &one, n->w, w16, n->y, dy16, n->conv,
-                                          r.a->bwd_data, r.ws, r.ws_bytes, &zero, n->x, dx16));
+    RT_TRY(execute(b, d, &r, P_DATA, dx16, dy16, w16, err));
+    dx16 = r.stage + r.off[0]; /* the workspace may have grown (grow) */
     RT_CUDA_TRY(b, err, rtp_k_from_16(STREAM, dx, dx16, nx, BF16));
     return RT_OK;
 }
@@ -318,25 +442,16 @@ rt_status rtp_cudnn_bwd_data(rt_backend *b, float *dx, const float *dy, const fl
 rt_status rtp_cudnn_bwd_filter(rt_backend *b, float *dw, const float *dy, const float *x,
                                const rt_conv_desc *d, rt_error *err)
 {
-    rtp_cudnn *n = rtp_cuda_of(b)->dnn;
     run r;
-    const float one = 1.0f, zero = 0.0f;
     RT_TRY(prepare(b, d, &r, err));
-    DNN_TRY(n->f->SetConvolutionMathType(n->conv, r.a->m_filter));
     const size_t nx = (size_t)d->N * d->C * d->H * d->W, nw = (size_t)d->K * d->C * d->R * d->S;
     const size_t ny = (size_t)d->N * d->K * d->P * d->Q;
-    if (!r.stage) {
-        DNN_TRY(n->f->ConvolutionBackwardFilter(n->h, &one, n->x, x, n->y, dy, n->conv,
-                                                r.a->bwd_filter, r.ws, r.ws_bytes, &zero, n->w,
-                                                dw));
-        return RT_OK;
-    }
+    if (!r.stage) return execute(b, d, &r, P_FILTER, dw, x, dy, err);
     void *x16 = r.stage + r.off[0], *dw16 = r.stage + r.off[1], *dy16 = r.stage + r.off[2];
     RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, x16, x, nx, BF16));
     RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, dy16, dy, ny, BF16));
-    DNN_TRY(n->f->ConvolutionBackwardFilter(n->h, &one, n->x, x16, n->y, dy16, n->conv,
-                                            r.a->bwd_filter, r.ws, r.ws_bytes, &zero, n->w,
-                                            dw16));
+    RT_TRY(execute(b, d, &r, P_FILTER, dw16, x16, dy16, err));
+    dw16 = r.stage + r.off[1]; /* the workspace may have grown (grow) */
     RT_CUDA_TRY(b, err, rtp_k_from_16(STREAM, dw, dw16, nw, BF16));
     return RT_OK;
 }

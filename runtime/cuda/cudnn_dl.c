@@ -5,7 +5,8 @@
  * process, the kernel on CPU-only machines included: ~0.25 ms of a ~10 ms start. The
  * build now takes cuDNN's headers only, and this file dlopens the library of the major
  * version Kiln was compiled against at the first rtp_cudnn_create (pthread_once), then
- * fills one immutable table with the entry points cudnn_conv.c calls (cudnn_dl.h). The
+ * fills one immutable table with the entry points cudnn_conv.c calls (cudnn_dl.h), after
+ * checking its cuDNN major and the CUDA major it was built for (rtp_dnn_compatible). The
  * library is never dlclose'd (cuDNN handles live as long as the backend; a second
  * backend gets the same table). KILN_LIBCUDNN names another file (a test hook).
  * When loading fails, rtp_cudnn_create falls back to im2col + cuBLAS, as a build
@@ -34,7 +35,7 @@ static void load_once(void)
     const char *names[] = {CUDNN_SONAME, "libcudnn.so"};
 #define SYM(f) {"cudnn" #f, (void **)&fns.f}
     const rt_dl_sym syms[] = {
-        SYM(GetVersion), SYM(GetErrorString), SYM(Create), SYM(Destroy), SYM(SetStream),
+        SYM(GetVersion), SYM(GetCudartVersion), SYM(GetErrorString), SYM(Create), SYM(Destroy), SYM(SetStream),
         SYM(CreateTensorDescriptor), SYM(DestroyTensorDescriptor),
         SYM(CreateFilterDescriptor), SYM(DestroyFilterDescriptor),
         SYM(CreateConvolutionDescriptor), SYM(DestroyConvolutionDescriptor),
@@ -53,13 +54,11 @@ static void load_once(void)
         snprintf(why, sizeof why, "%s", r.why);
         return;
     }
-    /* the unversioned fallback name may be another major: its ABI is not ours */
-    size_t v = fns.GetVersion();
-    if (v / 10000 != CUDNN_MAJOR) {
-        snprintf(why, sizeof why, "it is cuDNN %zu.%zu, Kiln was built with cuDNN %d",
-                 v / 10000, v / 100 % 100, CUDNN_MAJOR);
+    /* the unversioned fallback name may be another major (its ABI is not ours), and
+     * libcudnn.so.9 may be the CUDA 12 build under a CUDA 13 Kiln or the other way round */
+    if (!rtp_dnn_compatible(fns.GetVersion(), fns.GetCudartVersion(), CUDNN_MAJOR,
+                            CUDART_VERSION / 1000, why, sizeof why))
         return;
-    }
     loaded = 1;
 }
 

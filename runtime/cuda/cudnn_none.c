@@ -13,6 +13,8 @@ void rtp_cudnn_destroy(rtp_cudnn *dnn) { (void)dnn; }
 
 size_t rtp_cudnn_version(void) { return 0; }
 
+const char *rtp_cudnn_built(void) { return "(not built)"; }
+
 size_t rtp_cudnn_workspace(rt_backend *b, const rt_conv_desc *d) { return 0; }
 
 static rt_status unreachable(rt_error *err)

@@ -36,6 +36,8 @@ typedef struct rt_cuda_device_info {
     int cc_major, cc_minor;      /* compute capability */
     int multiprocessors;
     int bf16;                    /* 1 when bf16 tensor-core math is available (cc >= 8.0) */
+    char problem[400];           /* "" when Kiln can use it, else why not and the fix (an
+                                    architecture this build's kernels do not cover) */
 } rt_cuda_device_info;
 
 #define RT_CUDA_MAX_DEVICES 16
@@ -45,7 +47,7 @@ typedef struct rt_cuda_device_list {
     rt_cuda_device_info dev[RT_CUDA_MAX_DEVICES];
     int driver_version, runtime_version;  /* e.g. 13000 = 13.0; 0 if unknown */
     int built;                   /* 1 when the CUDA backend is compiled in */
-    char why[256];               /* when count == 0: why (e.g. "cudaGetDeviceCount: no
+    char why[400];               /* when count == 0: why (e.g. "cudaGetDeviceCount: no
                                     CUDA-capable device is detected") */
 } rt_cuda_device_list;
 
@@ -54,6 +56,11 @@ typedef struct rt_cuda_device_list {
  * is measured only on a single-device machine (where training will create that context
  * anyway); with several devices mem_free_known is 0 and mem_free 0. */
 rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err);
+
+/* One line saying what CUDA this build has, for `kiln --version`, e.g. "CUDA: toolkit
+ * 13.0, kernels for sm_75 sm_80 sm_86 sm_89 sm_90 (+ compute_90 PTX); cuBLAS and cuDNN 9
+ * loaded at first use", or "CUDA: not built (CPU only)". Static storage. */
+const char *rt_cuda_build_info(void);
 
 /* Sets the compute precision of an opened CUDA backend (see above). RT_EINVAL for a
  * backend that is not CUDA, or bf16 on a device below compute capability 8.0. */

@@ -21,6 +21,12 @@ rt_status rt_cuda_set_precision(rt_backend *b, rt_precision p, rt_error *err)
                   rt_precision_name(p));
 }
 
+const char *rt_cuda_build_info(void)
+{
+    return "CUDA: not built (CPU only; rebuild with -Dcuda=enabled where the toolkit is "
+           "installed)";
+}
+
 rt_precision rt_cuda_get_precision(const rt_backend *b) { return RT_PREC_FP32; }
 
 rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes,

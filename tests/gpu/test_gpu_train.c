@@ -56,7 +56,7 @@ static rt_status train(rt_backend *b, const float *img, const int32_t *lab, doub
     rt_tensor mt = {0}, vt = {0};
     RT_TRY(rt_model_create(&m, spec, &in, err));
     rt_status s = rt_model_attach(m, b, BATCH, 7, err);
-    size_t P = (size_t)rt_model_num_params(m);
+    size_t P = rt_tensor_numel(rt_model_params_flat(m)); /* the flat layout, gaps included */
     mt.n = vt.n = (int)P, mt.c = vt.c = mt.h = vt.h = mt.w = vt.w = 1;
     if (s == RT_OK) s = b->ops->alloc(b, &mt.data, P * 4, err);
     if (s == RT_OK) s = b->ops->alloc(b, &vt.data, P * 4, err);

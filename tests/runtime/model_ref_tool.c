@@ -16,6 +16,7 @@
 
 #include "rt_ckpt.h"
 #include "rt_model.h"
+#include "rt_optim.h"
 #include "rt_rng.h"
 
 static char *slurp(const char *path)
@@ -94,7 +95,7 @@ int main(int argc, char **argv)
         snprintf(names[nn], sizeof names[nn], "grad/%s", info[i].name);
         if (rt_ckpt_writer_add_tensor(w, names[nn++], RT_ST_F32, info[i].ndim, shape, g, &err))
             goto out;
-        g += info[i].numel;
+        g += rt_optim_align(info[i].numel); /* the flat layout (rt_model.h) */
     }
     int64_t xs[4] = {N, in.c, in.h, in.w}, ns[1] = {N}, ps[2] = {N, in.num_classes}, one[1] = {1};
     float lossf = (float)loss;

@@ -18,6 +18,7 @@
 
 #include "../t.h"
 #include "rt_model.h"
+#include "rt_optim.h"
 #include "rt_rng.h"
 
 #define N 3
@@ -78,7 +79,7 @@ static int check_model(const char *spec, int c, int h, int w)
                             num);
             }
         }
-        off += t.numel;
+        off += rt_optim_align(t.numel); /* the flat layout (rt_model.h) */
     }
     if (checked == 0) bad = -1;
     free(ga);

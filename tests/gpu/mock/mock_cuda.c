@@ -9,6 +9,10 @@
  * rules; the FAST_16BF/16F compute types round the inputs to bf16/fp16 first, as the
  * tensor cores do. What this cannot check: real launches, cuDNN, asynchrony, device
  * faults - that is tests/gpu on a GPU.
+ * KILN_MOCK_DEVICE (read at every call, comma-separated) models the machines a user
+ * may have: "none" (cudaGetDeviceCount: cudaErrorNoDevice), "old-driver" (it says
+ * cudaErrorInsufficientDriver; the driver supports CUDA 12.4, or "driver=V"), "cc=XY"
+ * (the device's compute capability, e.g. cc=60 for a P100; 8.0 otherwise).
  * The prototypes come from the real headers, so a signature mismatch fails to compile.
  */
 #include <cublas_v2.h>
@@ -53,8 +57,25 @@ static int find(const void *p)
 
 /* ---- device and errors ---- */
 
+/* KILN_MOCK_DEVICE has `name` (1), or "name=V" (V) */
+static long knob(const char *name, long dflt)
+{
+    const char *e = getenv("KILN_MOCK_DEVICE");
+    size_t n = strlen(name);
+    for (const char *p = e; p && *p;) {
+        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0')) return 1;
+        if (!strncmp(p, name, n) && p[n] == '=') return strtol(p + n + 1, NULL, 10);
+        p = strchr(p, ',');
+        if (p) p++;
+    }
+    return dflt;
+}
+
 cudaError_t cudaGetDeviceCount(int *count)
 {
+    *count = 0;
+    if (knob("none", 0)) return fail(cudaErrorNoDevice);
+    if (knob("old-driver", 0)) return fail(cudaErrorInsufficientDriver);
     *count = 1;
     return cudaSuccess;
 }
@@ -73,15 +94,16 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
     memset(prop, 0, sizeof *prop);
     snprintf(prop->name, sizeof prop->name, "Kiln mock device (host memory)");
     prop->totalGlobalMem = MOCK_MEMORY;
-    prop->major = 8;
-    prop->minor = 0;
+    long cc = knob("cc", 80);
+    prop->major = (int)(cc / 10);
+    prop->minor = (int)(cc % 10);
     prop->multiProcessorCount = 1;
     return cudaSuccess;
 }
 
 cudaError_t cudaDriverGetVersion(int *v)
 {
-    *v = 13000;
+    *v = knob("old-driver", 0) ? (int)knob("driver", 12040) : 13000;
     return cudaSuccess;
 }
 
@@ -102,12 +124,18 @@ cudaError_t cudaPeekAtLastError(void) { return mock.last; }
 
 const char *cudaGetErrorString(cudaError_t e)
 {
-    return e == cudaErrorMemoryAllocation ? "out of memory (mock)" : "mock CUDA error";
+    return e == cudaErrorMemoryAllocation ? "out of memory (mock)"
+           : e == cudaErrorNoDevice ? "no CUDA-capable device is detected (mock)"
+           : e == cudaErrorInsufficientDriver ? "CUDA driver version is insufficient for CUDA "
+                                                "runtime version (mock)"
+                                              : "mock CUDA error";
 }
 
 const char *cudaGetErrorName(cudaError_t e)
 {
-    return e == cudaErrorMemoryAllocation ? "cudaErrorMemoryAllocation" : "cudaErrorMock";
+    return e == cudaErrorMemoryAllocation ? "cudaErrorMemoryAllocation"
+           : e == cudaErrorNoDevice ? "cudaErrorNoDevice"
+           : e == cudaErrorInsufficientDriver ? "cudaErrorInsufficientDriver" : "cudaErrorMock";
 }
 
 /* ---- memory ---- */

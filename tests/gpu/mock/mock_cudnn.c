@@ -11,6 +11,12 @@
  *   2: deterministic, 4096 bytes of workspace, TENSOR_OP math: right for 16-bit
  *      backward passes, wrong in fp32 (TF32),
  *   3: deterministic, 4096 bytes of workspace, FMA math: right for fp32 backward passes.
+ * KILN_MOCK_CUDNN (read at every call, a comma-separated list) models what only a real
+ * cuDNN does: "fail-first" puts a candidate 5 in front that passes every filter (the
+ * mode's math, deterministic, no workspace) but answers NOT_SUPPORTED when run, as real
+ * heuristics may; "no-fma" drops candidate 3 (fp32 backward passes then have only TF32);
+ * "create-fails" makes cudnnCreate fail; "version=V" and "cudart=V" set what
+ * cudnnGetVersion and cudnnGetCudartVersion answer (mock_cudnn.h counts the runs).
  * Running checks: the algorithm is the right one; the workspace is device memory of at
  * least what the algorithm needs and overlaps no tensor; the math type set on the
  * descriptor is the algorithm's; every buffer lies inside one mock allocation and the
@@ -19,8 +25,11 @@
  */
 #include <cudnn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "mock_cudnn.h"
 
 int mock_in_device(const void *p, size_t n);
 
@@ -43,12 +52,38 @@ struct cudnnConvolutionStruct {
 };
 
 #define NEED_WS 4096
+#define FAILING 5 /* the "fail-first" candidate */
 
-size_t cudnnGetVersion(void) { return 91900; }
-const char *cudnnGetErrorString(cudnnStatus_t s) { return s ? "mock cuDNN error" : "success"; }
+static long runs, rejected;
+long mock_cudnn_stat_runs(void) { return runs; }
+long mock_cudnn_stat_rejected(void) { return rejected; }
+void mock_cudnn_stat_reset(void) { runs = rejected = 0; }
+
+/* KILN_MOCK_CUDNN has `knob` (1), or "knob=V" (V) */
+static long knob(const char *name, long dflt)
+{
+    const char *e = getenv("KILN_MOCK_CUDNN");
+    size_t n = strlen(name);
+    for (const char *p = e; p && *p;) {
+        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0')) return 1;
+        if (!strncmp(p, name, n) && p[n] == '=') return strtol(p + n + 1, NULL, 10);
+        p = strchr(p, ',');
+        if (p) p++;
+    }
+    return dflt;
+}
+
+size_t cudnnGetVersion(void) { return (size_t)knob("version", 91900); }
+size_t cudnnGetCudartVersion(void) { return (size_t)knob("cudart", CUDART_VERSION); }
+const char *cudnnGetErrorString(cudnnStatus_t s)
+{
+    return s == CUDNN_STATUS_NOT_SUPPORTED ? "CUDNN_STATUS_NOT_SUPPORTED (mock)"
+           : s ? "mock cuDNN error" : "success";
+}
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t *h)
 {
+    if (knob("create-fails", 0)) return CUDNN_STATUS_NOT_INITIALIZED;
     *h = calloc(1, sizeof **h);
     return *h ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_ALLOC_FAILED;
 }
@@ -137,17 +172,20 @@ cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescri
 
 #define FILL_PERF(perf, cd, count, got)                                                   \
     do {                                                                                  \
-        int sixteen_ = (cd)->math == CUDNN_TENSOR_OP_MATH;                                \
-        for (int i_ = 0; i_ < 4 && i_ < (count); i_++) {                                  \
-            memset(&(perf)[i_], 0, sizeof (perf)[i_]);                                    \
-            (perf)[i_].algo = i_;                                                         \
-            (perf)[i_].status = CUDNN_STATUS_SUCCESS;                                     \
-            (perf)[i_].memory = i_ == 0 ? ((size_t)1 << 40) : i_ >= 2 ? NEED_WS : 0;      \
-            (perf)[i_].determinism = i_ == 1 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC; \
-            (perf)[i_].mathType = i_ == 3 || (i_ <= 1 && !sixteen_) ? CUDNN_FMA_MATH        \
+        int sixteen_ = (cd)->math == CUDNN_TENSOR_OP_MATH, k_ = 0;                        \
+        int first_ = knob("fail-first", 0), nofma_ = knob("no-fma", 0);                   \
+        for (int i_ = first_ ? -1 : 0; i_ < 4 && k_ < (count); i_++) {                   \
+            if (i_ == 3 && nofma_) continue;                                              \
+            memset(&(perf)[k_], 0, sizeof (perf)[k_]);                                    \
+            (perf)[k_].algo = i_ < 0 ? FAILING : i_;                                      \
+            (perf)[k_].status = CUDNN_STATUS_SUCCESS;                                     \
+            (perf)[k_].memory = i_ == 0 ? ((size_t)1 << 40) : i_ >= 2 ? NEED_WS : 0;      \
+            (perf)[k_].determinism = i_ == 1 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC; \
+            (perf)[k_].mathType = i_ == 3 || (i_ <= 1 && !sixteen_) ? CUDNN_FMA_MATH        \
                                                                      : CUDNN_TENSOR_OP_MATH; \
+            k_++;                                                                         \
         }                                                                                 \
-        *(got) = (count) < 4 ? (count) : 4;                                               \
+        *(got) = k_;                                                                      \
     } while (0)
 
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
@@ -221,6 +259,10 @@ static cudnnStatus_t check_run(int algo, int out, const cudnnConvolutionDescript
 {
     int sixteen = x->dt != CUDNN_DATA_FLOAT;
     int right = out == 0 ? 1 : sixteen ? 2 : 3;
+    if (algo == FAILING) {
+        rejected++;
+        return CUDNN_STATUS_NOT_SUPPORTED; /* the heuristics offered it; it does not run */
+    }
     if (algo != right) return CUDNN_STATUS_BAD_PARAM;
     cudnnMathType_t want = algo == 3 || (algo == 1 && !sixteen) ? CUDNN_FMA_MATH
                                                                 : CUDNN_TENSOR_OP_MATH;
@@ -290,6 +332,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
 {
     cudnnStatus_t s = check_run((int)algo, 0, cd, ws, wsz, xd, x, wd, w, yd, y);
     if (s) return s;
+    runs++;
     direct(0, *(const float *)alpha, *(const float *)beta, cd, xd, (void *)x, wd, (void *)w,
            yd, y);
     return CUDNN_STATUS_SUCCESS;
@@ -305,6 +348,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
 {
     cudnnStatus_t s = check_run((int)algo, 1, cd, ws, wsz, dxd, dx, wd, w, dyd, dy);
     if (s) return s;
+    runs++;
     direct(1, *(const float *)alpha, *(const float *)beta, cd, dxd, dx, wd, (void *)w, dyd,
            (void *)dy);
     return CUDNN_STATUS_SUCCESS;
@@ -320,6 +364,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
 {
     cudnnStatus_t s = check_run((int)algo, 2, cd, ws, wsz, xd, x, dwd, dw, dyd, dy);
     if (s) return s;
+    runs++;
     direct(2, *(const float *)alpha, *(const float *)beta, cd, xd, (void *)x, dwd, dw, dyd,
            (void *)dy);
     return CUDNN_STATUS_SUCCESS;

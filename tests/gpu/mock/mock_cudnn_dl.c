@@ -1,10 +1,12 @@
 /* mock_cudnn_dl.c - rtp_dnn_load for the mock cuDNN build: the table cudnn_conv.c
  * calls through points at the stand-in's functions (mock_cudnn.c) instead of a
- * dlopen'ed libcudnn (runtime/cuda/cudnn_dl.c, which these builds leave out). */
+ * dlopen'ed libcudnn (runtime/cuda/cudnn_dl.c, which these builds leave out), after
+ * the same version check. */
 #include "../../../runtime/cuda/cudnn_dl.h"
 
 static const rtp_dnn_fns mock_fns = {
     .GetVersion = cudnnGetVersion,
+    .GetCudartVersion = cudnnGetCudartVersion,
     .GetErrorString = cudnnGetErrorString,
     .Create = cudnnCreate,
     .Destroy = cudnnDestroy,
@@ -28,9 +30,16 @@ static const rtp_dnn_fns mock_fns = {
     .ConvolutionBackwardFilter = cudnnConvolutionBackwardFilter,
 };
 
+/* As cudnn_dl.c after a dlopen: the same compatibility check, on the stand-in's
+ * answers (KILN_MOCK_CUDNN=version=V,cudart=V set them), at every call. */
 rt_status rtp_dnn_load(const rtp_dnn_fns **out, rt_error *err)
 {
-    (void)err;
+    char why[200];
+    *out = NULL;
+    if (!rtp_dnn_compatible(cudnnGetVersion(), cudnnGetCudartVersion(), CUDNN_MAJOR,
+                            CUDART_VERSION / 1000, why, sizeof why))
+        return RT_ERR(err, RT_ENODEV, "cannot load cuDNN (mock cuDNN): %s ---> HINT: install "
+                      "cuDNN %d for CUDA %d", why, CUDNN_MAJOR, CUDART_VERSION / 1000);
     *out = &mock_fns;
     return RT_OK;
 }

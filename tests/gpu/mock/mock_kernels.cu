@@ -319,13 +319,15 @@ extern "C" cudaError_t rtp_k_amp_unscale(cudaStream_t s, float *g, size_t n, rt_
 
 extern "C" cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v,
                                       const float *g, size_t n, rt_amp_state *amp,
-                                      rtp_amp_adam a)
+                                      rtp_amp_adam a, rt_adam_coef *coef)
 {
     /* stricter than a GPU, which reads no element of a skipped update */
-    CHECK({amp, AMP_BYTES}, {p, F4(n)}, {m, F4(n)}, {v, F4(n)}, {g, F4(n)});
-    (void)rt_amp_rule_step(amp); /* amp_rule_k */
+    CHECK({amp, AMP_BYTES}, {coef, sizeof *coef}, {p, F4(n)}, {m, F4(n)}, {v, F4(n)},
+          {g, F4(n)});
+    (void)rt_amp_rule_step(amp); /* amp_adam_rule_k */
+    *coef = rtp_amp_adam_coef(&a, amp);
     if (n == 0 || amp->last_skipped) return cudaSuccess;
-    const rt_adam_coef c = rtp_amp_adam_coef(&a, amp);
+    const rt_adam_coef c = *coef; /* amp_adam_k */
     for (size_t i = 0; i < n; i++) rtp_adam_at(i, p, m, v, g, &c);
     return cudaSuccess;
 }

@@ -1,0 +1,316 @@
+#!/usr/bin/env bash
+# bench/gpu_check.sh [--bundle DIR] [--dry-run [--build BUILD]] - the whole GPU check in
+# one command, run from the repository root on a machine with a GPU, with the bundle
+# bench/gpu_bundle.sh made (default DIR: gpu-bundle). OUT must name a folder: each step
+# is timed and logged there, and OUT/summary.json + OUT/summary.md come back with it.
+#   1 device      nvidia-smi, the driver, `kiln --version` and `%device`
+#   2 gpu suite   the real-device tests: every op CPU vs CUDA (fp32, bf16, fp16), the
+#                 trainer's device path vs the host path and fp16 loss scaling, memory
+#                 return, device-lost handling, the batch-512 CIFAR-sized stack, a
+#                 run-twice bitwise check and a resume across two processes
+#   3 train       notebooks/02-train.ipynb through `kiln run`, 2 epochs of
+#                 Fashion-MNIST at fp32, bf16, fp16 on cuda; then the CPU for 60 s: the
+#                 loss curves compared step by step; accuracy and images/s of each
+#   4 bench       bench/cuda_bench.py: Kiln next to the machine's PyTorch, eager and
+#                 torch.compile, fp32/bf16/fp16, one run
+#   5 checkpoints the CPU-made run in the bundle resumed on the GPU; a run trained on the
+#                 GPU saved into OUT/ckpt-gpu (resume it on the CPU back home with
+#                 `bench/gpu_check.sh --resume-back OUT`)
+# --dry-run: the same steps without a GPU, for CI (bench/README.md): kiln and the tests
+# run on the mock device (BUILD/tests/gpu/*_mock, kiln_mock; tiny sizes), the bundle's
+# own binaries run where no GPU is needed (each real-device test must SKIP), and the
+# bundle is run with the system's libraries hidden (only glibc left) to prove it carries
+# what a bare machine lacks. Steps that need a real GPU say "skipped" in the summary.
+# Exit status: 0 when no step failed.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+bundle="$root/gpu-bundle" dry=0 build="$root/build" back=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bundle) bundle="$(cd "$2" && pwd)"; shift 2 ;;
+    --dry-run) dry=1; shift ;;
+    --build) build="$(cd "$2" && pwd)"; shift 2 ;;
+    --resume-back) back="$(cd "$2" && pwd)"; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    *) echo "gpu_check: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+# ---- at home, afterwards: the GPU's checkpoint resumed on this machine's CPU ----
+if [ -n "$back" ]; then
+  run="$back/ckpt-gpu/run"
+  [ -d "$run" ] || { echo "gpu_check: no $run (did step 5 run?)" >&2; exit 2; }
+  w="$(mktemp -d)"
+  printf '%s\n' "%resume $run --device cpu --epochs 2 --time-limit none" |
+    python3 -c 'import json,sys; print(json.dumps({"nbformat":4,"nbformat_minor":5,"metadata":{},
+      "cells":[{"cell_type":"code","id":"r","metadata":{},"outputs":[],"execution_count":None,
+      "source":sys.stdin.read().strip()}]}))' > "$w/back.ipynb"
+  KILN_RESULTS="$w/results.sqlite" "$build/kernel/kiln" run "$w/back.ipynb" -o "$back/resume-back.ipynb"
+  rc=$?
+  python3 - "$back/resume-back.ipynb" <<'EOF'
+import json, sys
+nb = json.load(open(sys.argv[1]))
+for o in nb["cells"][0].get("outputs", []):
+    t = o.get("text") or o.get("data", {}).get("text/plain") or o.get("evalue") or ""
+    print("".join(t) if isinstance(t, list) else t)
+EOF
+  echo "gpu_check: resume of the GPU checkpoint on the CPU: $([ $rc = 0 ] && echo ok || echo FAILED)"
+  exit $rc
+fi
+
+[ -n "${OUT:-}" ] || { echo "gpu_check: set OUT to the folder the results go to" >&2; exit 2; }
+mkdir -p "$OUT/logs" || exit 2
+OUT="$(cd "$OUT" && pwd)"
+[ -f "$bundle/payload.tar.xz" ] || {
+  echo "gpu_check: no bundle at $bundle (make it with bench/gpu_bundle.sh $bundle)" >&2; exit 2; }
+W="$(mktemp -d /tmp/kiln-gpu-check.XXXXXX)"
+trap 'rm -rf "$W"' EXIT
+steps="$OUT/logs/steps.tsv"
+: > "$steps"
+t_all=$(date +%s.%N)
+
+# step NAME STATUS SECONDS DETAIL  (one row of the summary)
+record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(echo "$4" | tr '\t\n' '  ')" >> "$steps"; }
+since() { python3 -c "import sys,time; print('%.1f' % (time.time() - float(sys.argv[1])))" "$1"; }
+nb1() { # FILE CELL...: a notebook of the given code cells
+  local f="$1"; shift
+  python3 - "$f" "$@" <<'EOF'
+import json, sys
+cells = [{"cell_type": "code", "id": "c%d" % i, "metadata": {}, "outputs": [],
+          "execution_count": None, "source": s} for i, s in enumerate(sys.argv[2:])]
+json.dump({"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "kiln",
+           "display_name": "Kiln", "language": "kiln"}}, "cells": cells}, open(sys.argv[1], "w"))
+EOF
+}
+nbtext() { # the text outputs of a kiln-run notebook
+  python3 - "$1" <<'EOF'
+import json, sys
+for c in json.load(open(sys.argv[1]))["cells"]:
+    for o in c.get("outputs", []):
+        t = o.get("text") or o.get("data", {}).get("text/plain") or \
+            (o.get("ename", "") + ": " + o.get("evalue", "") if o.get("ename") else "")
+        print("".join(t) if isinstance(t, list) else t)
+EOF
+}
+
+# ---- the bundle: unpack, libraries, data ----
+t0=$(date +%s.%N)
+tar -C "$W" -xJf "$bundle/payload.tar.xz" || { echo "gpu_check: bad payload" >&2; exit 2; }
+B="$W"
+# cuBLAS and cuDNN are the machine's (too big to carry): the toolkit's, the system's, or
+# those of PyTorch's nvidia-* wheels; kiln dlopens the majors it was built for.
+extra=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
+         /usr/lib/x86_64-linux-gnu $(python3 -c 'import glob,site
+for p in site.getsitepackages(): print(" ".join(glob.glob(p + "/nvidia/*/lib")))' 2>/dev/null); do
+  [ -d "$d" ] && ls "$d"/libcublas.so.* "$d"/libcudnn.so.* >/dev/null 2>&1 && extra="$extra:$d"
+done
+export LD_LIBRARY_PATH="$B/lib$extra"
+export KILN_LIBOPENBLAS="$B/lib/libopenblas.so.0"
+export XDG_CACHE_HOME="$W/cache" KILN_RESULTS="$W/results.sqlite"
+mkdir -p "$XDG_CACHE_HOME/kiln/datasets/fashion-mnist"
+cp "$bundle"/fashion-mnist/*.gz "$XDG_CACHE_HOME/kiln/datasets/fashion-mnist/"
+if [ $dry = 1 ]; then
+  kiln="$build/tests/gpu/kiln_mock" tbin="$build/tests/gpu" sfx=_mock
+  bench_drv="$build/tests/gpu/cuda_bench_mock"
+  [ -x "$kiln" ] || { echo "gpu_check: --dry-run needs $kiln (a CUDA build)" >&2; exit 2; }
+  [ -x "$tbin/check_ops_mockdnn" ] && dnn=_mockdnn || dnn=_mock
+else
+  kiln="$B/bin/kiln" tbin="$B/bin" sfx="" dnn="" bench_drv="$B/bin/cuda_bench"
+fi
+echo "gpu_check: bundle unpacked in $(since "$t0") s; cuBLAS/cuDNN from: ${extra:-nowhere}"
+
+# ---- 1: the device ----
+t0=$(date +%s.%N)
+{
+  if command -v nvidia-smi >/dev/null; then nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv
+  else echo "nvidia-smi: not found"; fi
+  "$B/bin/kiln" --version
+  nb1 "$W/device.ipynb" "%device"
+  "$kiln" run "$W/device.ipynb" -o "$W/device.out.ipynb" >/dev/null 2>&1
+  nbtext "$W/device.out.ipynb"
+} > "$OUT/logs/1-device.log" 2>&1
+gpu="$(command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+devline="$(grep -m1 '^cuda:' "$OUT/logs/1-device.log" || grep -m1 'CUDA: ' "$OUT/logs/1-device.log")"
+if [ $dry = 1 ]; then
+  record device skipped "$(since "$t0")" "dry run (nvidia-smi: ${gpu:-absent}); kiln_mock: $devline"
+elif [ -n "$gpu" ] && grep -q '^cuda:0' "$OUT/logs/1-device.log"; then
+  record device ok "$(since "$t0")" "$gpu; $devline"
+else
+  record device fail "$(since "$t0")" "${gpu:-no nvidia-smi}; $devline"
+fi
+
+# ---- 2: the gpu suite ----
+t0=$(date +%s.%N)
+fails=() skips=() oks=()
+gtest() { # LABEL BINARY ARGS...
+  local label="$1" exe="$2"; shift 2
+  [ -x "$exe" ] || { skips+=("$label(missing)"); return; }
+  timeout 600 "$exe" "$@" > "$OUT/logs/2-$label.log" 2>&1
+  case $? in 0) oks+=("$label") ;; 77) skips+=("$label") ;; *) fails+=("$label") ;; esac
+}
+# (the dry run runs one precision of each: meson's gpu-mock suite runs them all)
+precs="fp32 bf16 fp16"; [ $dry = 1 ] && { precs=fp32; skips+=("ops_bf16" "ops_fp16" "train_bf16"); }
+for p in $precs; do gtest "ops_$p" "$tbin/check_ops$dnn" $p; done
+for p in ${precs% fp16}; do gtest "train_$p" "$tbin/test_gpu_train$dnn" $p; done
+gtest trainer "$tbin/test_gpu_trainer$dnn"
+if [ $dry = 1 ]; then gtest memory "$tbin/test_gpu_memory$sfx" 3 4; else gtest memory "$tbin/test_gpu_memory"; fi
+gtest lost "$tbin/test_gpu_lost$sfx"
+gtest api "$tbin/test_gpu_api$sfx"
+if [ $dry = 1 ]; then
+  gtest real_small "$tbin/test_gpu_real$dnn" 8
+  # the bundle's real-device binaries, here without a GPU: each must load and SKIP
+  for t in check_ops test_gpu_real test_gpu_trainer; do
+    "$B/bin/$t" > "$OUT/logs/2-bundle-$t.log" 2>&1
+    rc=$?
+    if [ $rc = 77 ]; then oks+=("bundle-$t(skips)"); else fails+=("bundle-$t(rc $rc)"); fi
+  done
+else
+  gtest real "$tbin/test_gpu_real"
+fi
+st=ok; [ ${#fails[@]} -gt 0 ] && st=fail
+[ $st = ok ] && [ ${#oks[@]} -eq 0 ] && st=skipped
+record "gpu suite" $st "$(since "$t0")" "ok: ${oks[*]:-none}; skipped: ${skips[*]:-none}; failed: ${fails[*]:-none}"
+
+# ---- 3: %train through kiln run, three precisions, and the CPU's curve ----
+t0=$(date +%s.%N)
+# the mock device replays every kernel on the CPU in double: a few steps only
+if [ $dry = 1 ]; then size=(-p subset 32 -p val 16 -p epochs 1 -p batch_size 16); else size=(-p epochs 2); fi
+train_st=ok tdetail=""
+for dev_prec in cuda:fp32 cuda:bf16 cuda:fp16 cpu:fp32; do
+  dev="${dev_prec%%:*}" prec="${dev_prec##*:}" name="$dev-$prec"
+  lim="1h"; [ "$dev" = cpu ] && lim="60s"
+  [ $dry = 1 ] && [ "$dev" = cpu ] && lim="1h"
+  "$kiln" run notebooks/02-train.ipynb -o "$W/train-$name.ipynb" -p dataset fashion-mnist \
+    "${size[@]}" -p device "$dev" -p precision "$prec" -p run_dir "$W/runs/$name" \
+    -p time_limit "$lim" > "$OUT/logs/3-train-$name.log" 2>&1
+  rc=$?
+  nbtext "$W/train-$name.ipynb" >> "$OUT/logs/3-train-$name.log" 2>/dev/null
+  [ $rc = 0 ] || { train_st=fail; tdetail="$tdetail $name: kiln run rc $rc;"; }
+done
+python3 - "$KILN_RESULTS" "$OUT/train.json" > "$OUT/logs/3-curves.log" 2>&1 <<'EOF'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+out = {}
+for rid, dev, prec in db.execute("select id, device, precision from runs order by id").fetchall()[:4]:
+    name = "%s-%s" % ((dev or "?").split(":")[0], prec or "fp32")
+    loss = [v for (v,) in db.execute("select value from metrics where run_id=? and key='loss' "
+                                     "and kind=0 order by step", (rid,))]
+    last = lambda k: (db.execute("select value from metrics where run_id=? and key=? and "
+                                 "kind=1 order by step desc limit 1", (rid, k)).fetchone() or [None])[0]
+    out[name] = {"steps": len(loss), "first_loss": loss[0] if loss else None,
+                 "last_loss": loss[-1] if loss else None, "val_accuracy": last("val_accuracy"),
+                 "images_per_s": last("images_per_s"), "loss": loss}
+cpu = out.get("cpu-fp32", {}).get("loss", [])
+for name, r in out.items():
+    n = min(len(cpu), len(r["loss"]))
+    if name != "cpu-fp32" and n:
+        d = [abs(a - b) for a, b in zip(r["loss"][:n], cpu[:n])]
+        r["vs_cpu"] = {"steps_compared": n, "max_abs_diff": max(d),
+                       "mean_abs_diff": sum(d) / n}
+json.dump(out, open(sys.argv[2], "w"))
+for name, r in out.items():
+    print(name, {k: v for k, v in r.items() if k != "loss"})
+EOF
+[ -s "$OUT/train.json" ] || train_st=fail
+tsum="$(python3 -c '
+import json,sys
+t = json.load(open(sys.argv[1]))
+print("; ".join("%s: acc %s, %s img/s, loss %.3f->%.3f%s" % (n, "%.4f" % r["val_accuracy"] if r["val_accuracy"] is not None else "-",
+      "%.0f" % r["images_per_s"] if r["images_per_s"] else "-", r["first_loss"] or 0, r["last_loss"] or 0,
+      (", max|dloss| vs cpu %.3g over %d steps" % (r["vs_cpu"]["max_abs_diff"], r["vs_cpu"]["steps_compared"])) if "vs_cpu" in r else "")
+      for n, r in t.items()))' "$OUT/train.json" 2>/dev/null)"
+[ $dry = 1 ] && tsum="mock device, 32 images: $tsum"
+record train $train_st "$(since "$t0")" "$tdetail $tsum"
+
+# ---- 4: cuda_bench next to PyTorch (eager and torch.compile) ----
+t0=$(date +%s.%N)
+if [ $dry = 1 ]; then
+  py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+  bargs=(--synthetic --steps 2 --warmup 1 --batch 4 --precision fp32 --python "$py")
+else
+  bargs=(--data "$XDG_CACHE_HOME/kiln/datasets/fashion-mnist" --steps 300 --warmup 30
+         --precision fp32,bf16,fp16 --compile)
+fi
+python3 bench/cuda_bench.py --driver "$bench_drv" "${bargs[@]}" --json "$OUT/bench.json" \
+  > "$OUT/logs/4-bench.log" 2>&1
+rc=$?
+bsum="$(python3 -c '
+import json,sys
+b = json.load(open(sys.argv[1]))
+print("; ".join(r.get("error") or ("%s %s: kiln %.0f img/s, torch %s, ratio %s" % (r["precision"], r["torch_mode"], r["kiln_images_per_s"],
+      "%.0f img/s" % r["torch_images_per_s"] if "torch_images_per_s" in r else "skipped (" + r.get("torch_skipped", "?")[:80] + ")",
+      "%.2f" % r["ratio"] if "ratio" in r else "-")) for r in b["rows"]))' "$OUT/bench.json" 2>/dev/null)"
+if [ $rc = 0 ]; then bst=ok; else bst=fail; fi
+[ $dry = 1 ] && bsum="mock device, synthetic, 2 steps: $bsum"
+record bench $bst "$(since "$t0")" "$bsum"
+
+# ---- 5: checkpoints across devices ----
+t0=$(date +%s.%N)
+cst=ok cdetail=""
+mkdir -p "$W/ckpt-cpu-run"
+cp -r "$B/ckpt-cpu/run/." "$W/ckpt-cpu-run/"
+lim=none; [ $dry = 1 ] && lim=5s # on the mock: a few steps, then the time-limit save
+nb1 "$W/resume-on-gpu.ipynb" "%resume $W/ckpt-cpu-run --device cuda --epochs 3 --time-limit $lim"
+"$kiln" run "$W/resume-on-gpu.ipynb" -o "$W/resume-on-gpu.out.ipynb" > "$OUT/logs/5-resume-cpu-on-gpu.log" 2>&1
+rc=$?
+nbtext "$W/resume-on-gpu.out.ipynb" >> "$OUT/logs/5-resume-cpu-on-gpu.log" 2>/dev/null
+if [ $rc = 0 ] && grep -q "cuda" "$OUT/logs/5-resume-cpu-on-gpu.log"; then cdetail="CPU checkpoint resumed on the GPU: ok;"
+else cst=fail; cdetail="CPU checkpoint resumed on the GPU: FAILED (rc $rc);"; fi
+rm -rf "$OUT/ckpt-gpu"
+mkdir -p "$OUT/ckpt-gpu"
+sub="-p subset 6000 -p val 500"; [ $dry = 1 ] && sub="-p subset 32 -p val 16 -p batch_size 16"
+"$kiln" run notebooks/02-train.ipynb -o "$OUT/ckpt-gpu/train.out.ipynb" -p dataset fashion-mnist \
+  $sub -p epochs 1 -p device cuda -p run_dir "$OUT/ckpt-gpu/run" -p time_limit 1h \
+  > "$OUT/logs/5-save-on-gpu.log" 2>&1
+rc=$?
+if [ $rc = 0 ] && ls "$OUT/ckpt-gpu/run"/ckpt-step*.safetensors >/dev/null 2>&1; then
+  cdetail="$cdetail GPU checkpoint saved in OUT/ckpt-gpu: ok"
+  if [ $dry = 1 ]; then # at home already: resume it on the CPU now
+    bash "$0" --build "$build" --resume-back "$OUT" > "$OUT/logs/5-resume-gpu-on-cpu.log" 2>&1 &&
+      cdetail="$cdetail; resumed on the CPU: ok" ||
+      { cst=fail; cdetail="$cdetail; resumed on the CPU: FAILED"; }
+  else
+    cdetail="$cdetail (resume it at home: bench/gpu_check.sh --resume-back OUT)"
+  fi
+else
+  cst=fail; cdetail="$cdetail GPU checkpoint: FAILED (rc $rc)"
+fi
+record checkpoints $cst "$(since "$t0")" "$cdetail"
+
+# ---- the libraries a bare machine lacks: run the bundle with only glibc left ----
+if [ $dry = 1 ]; then
+  t0=$(date +%s.%N)
+  bash "$root/bench/gpu_bare.sh" "$B" > "$OUT/logs/bare.log" 2>&1
+  rc=$?
+  record "bare machine" "$([ $rc = 0 ] && echo ok || echo fail)" "$(since "$t0")" "$(tail -1 "$OUT/logs/bare.log")"
+fi
+
+# ---- summary ----
+python3 - "$steps" "$OUT" "$dry" "$(since "$t_all")" "$(du -sb "$bundle" | cut -f1)" <<'EOF'
+import json, os, sys, time
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+out, dry, total, bsize = sys.argv[2], sys.argv[3] == "1", float(sys.argv[4]), int(sys.argv[5])
+summary = {"dry_run": dry, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "seconds": total, "bundle_bytes": bsize,
+           "steps": [{"step": r[0], "status": r[1], "seconds": float(r[2]), "detail": r[3]}
+                     for r in rows]}
+for k in ("train", "bench"):
+    p = os.path.join(out, k + ".json")
+    if os.path.exists(p):
+        d = json.load(open(p))
+        if k == "train":
+            d = {n: {x: y for x, y in r.items() if x != "loss"} for n, r in d.items()}
+        summary[k] = d
+json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
+with open(os.path.join(out, "summary.md"), "w") as f:
+    f.write("Kiln GPU check%s: %.0f s in all, bundle %.1f MiB\n\n" %
+            (" (dry run, mock device)" if dry else "", total, bsize / 2**20))
+    f.write("| step | status | time | detail |\n|---|---|---|---|\n")
+    for r in rows:
+        f.write("| %s | %s | %s s | %s |\n" % (r[0], r[1], r[2], r[3].replace("|", "/")))
+print(open(os.path.join(out, "summary.md")).read())
+bad = [r[0] for r in rows if r[1] == "fail"]
+sys.exit(1 if bad else 0)
+EOF

@@ -1,0 +1,11 @@
+/* mock_cudnn.h - what the cuDNN stand-in (mock_cudnn.c) counts, for tests of the
+ * backend's cuDNN paths: convolutions it ran, and runs of the "fail-first" candidate it
+ * refused with NOT_SUPPORTED (KILN_MOCK_CUDNN=fail-first). */
+#ifndef MOCK_CUDNN_H
+#define MOCK_CUDNN_H
+
+long mock_cudnn_stat_runs(void);
+long mock_cudnn_stat_rejected(void);
+void mock_cudnn_stat_reset(void);
+
+#endif
