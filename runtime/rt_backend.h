@@ -164,6 +164,8 @@ struct rt_backend_ops {
     rt_status (*reserve_workspace)(rt_backend *b, size_t bytes, rt_error *err);
     /* Scratch bytes the conv ops need for this descriptor (im2col buffers etc.). */
     size_t (*conv2d_workspace)(rt_backend *b, const rt_conv_desc *d);
+    /* Scratch bytes the dense ops need (16-bit copies of their inputs); NULL: none. */
+    size_t (*dense_workspace)(rt_backend *b, const rt_dense_desc *d);
 
     /* host <-> backend copies: bytes = rt_tensor_bytes(t) or fewer (a prefix). */
     rt_status (*upload)(rt_backend *b, rt_tensor *dst, const void *host_src, size_t bytes,

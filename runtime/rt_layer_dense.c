@@ -73,8 +73,15 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
     return RT_OK;
 }
 
+/* the backend's scratch for a batch of N (CUDA bf16/fp16: 16-bit input copies) */
+static size_t workspace(const rt_layer *l, rt_backend *b, int N)
+{
+    rt_dense_desc d = {.N = N, .F = l->in_c, .O = l->k};
+    return b->ops->dense_workspace ? b->ops->dense_workspace(b, &d) : 0;
+}
+
 const rt_layer_type rt_layer_dense = {
     .name = "dense", .usage = "dense O",
     .parse = parse, .infer = infer, .format = format, .init = init,
-    .forward = forward, .backward = backward,
+    .forward = forward, .backward = backward, .workspace = workspace,
 };

@@ -168,6 +168,7 @@ const rt_backend_ops rt_cuda_ops = {
     .free = rtp_cuda_free,
     .reserve_workspace = rtp_cuda_reserve_workspace,
     .conv2d_workspace = rtp_cuda_conv2d_workspace,
+    .dense_workspace = rtp_cuda_dense_workspace,
     .upload = rtp_cuda_upload,
     .download = rtp_cuda_download,
     .sync = rtp_cuda_sync,

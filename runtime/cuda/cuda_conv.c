@@ -3,7 +3,8 @@
  * cpu_conv.c does it on the CPU. The choice is made once, at open (c->dnn), not per
  * call. Both paths add the bias and reduce the bias gradient with our own kernels
  * (deterministic, fixed order).
- * The im2col path's scratch is one column buffer (C*R*S x P*Q floats); images run one
+ * The im2col path's scratch is one column buffer (C*R*S x P*Q floats), followed in
+ * bf16/fp16 by the 16-bit copies of one GEMM's inputs (rtp_cuda_gemm); images run one
  * after another on the stream, the weight gradient accumulating in place (beta = 1
  * after the first image), which is deterministic.
  */
@@ -24,6 +25,11 @@ static rtp_conv_geom geom(const rt_conv_desc *d)
     return (rtp_conv_geom){d->C, d->H, d->W, d->R, d->S, d->stride, d->pad, d->P, d->Q};
 }
 
+static size_t r256(size_t n) { return (n + 255) / 256 * 256; }
+
+/* im2col's scratch: the column buffer, then (bf16/fp16) the 16-bit copies of one GEMM. */
+static size_t stage_off(const rt_conv_desc *d) { return r256(col_floats(d) * sizeof(float)); }
+
 size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
 {
     if (b->lost || !b->impl) return 0;
@@ -32,7 +38,13 @@ size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
         return 0; /* the op will report the device error */
     }
     if (rtp_cuda_of(b)->dnn) return rtp_cudnn_workspace(b, d);
-    return col_floats(d) * sizeof(float);
+    size_t most = 0;
+    for (int pass = RTP_FWD; pass <= RTP_BWD_FILTER; pass++) {
+        rtp_gemm g = rtp_conv_gemm(pass, d);
+        size_t n = rtp_gemm_stage_bytes(b, &g);
+        most = n > most ? n : most;
+    }
+    return stage_off(d) + most;
 }
 
 static rt_status check_all(const rt_conv_desc *d, const rt_tensor *x, const rt_tensor *y,
@@ -70,15 +82,16 @@ static rt_status gemm_fwd(rt_backend *b, float *y, const float *x, const float *
     const rtp_gemm g = rtp_conv_gemm(RTP_FWD, d);
     const int PQ = d->P * d->Q;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
-    float *col = rtp_cuda_scratch(b, col_floats(d) * sizeof(float), err);
+    float *col = rtp_cuda_scratch(b, stage_off(d) + rtp_gemm_stage_bytes(b, &g), err);
     if (!col) return err ? err->code : RT_EINVAL;
+    void *stage = (char *)col + stage_off(d);
     for (int n = 0; n < d->N; n++) {
         const float *src = x + chw * (size_t)n;
         if (!is_direct(d)) {
             RT_CUDA_TRY(b, err, rtp_k_im2col(rtp_cuda_of(b)->stream, col, src, geom(d)));
             src = col;
         }
-        RT_TRY(rtp_cuda_gemm(b, &g, src, w, 0.0f, y + kpq * (size_t)n, err));
+        RT_TRY(rtp_cuda_gemm(b, &g, src, w, 0.0f, y + kpq * (size_t)n, stage, err));
     }
     return RT_OK;
 }
@@ -89,11 +102,12 @@ static rt_status gemm_bwd_data(rt_backend *b, float *dx, const float *dy, const 
     const rtp_gemm g = rtp_conv_gemm(RTP_BWD_DATA, d);
     const int PQ = d->P * d->Q;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
-    float *col = rtp_cuda_scratch(b, col_floats(d) * sizeof(float), err);
+    float *col = rtp_cuda_scratch(b, stage_off(d) + rtp_gemm_stage_bytes(b, &g), err);
     if (!col) return err ? err->code : RT_EINVAL;
+    void *stage = (char *)col + stage_off(d);
     for (int n = 0; n < d->N; n++) {
         float *dst = is_direct(d) ? dx + chw * (size_t)n : col;
-        RT_TRY(rtp_cuda_gemm(b, &g, dy + kpq * (size_t)n, w, 0.0f, dst, err));
+        RT_TRY(rtp_cuda_gemm(b, &g, dy + kpq * (size_t)n, w, 0.0f, dst, stage, err));
         if (!is_direct(d))
             RT_CUDA_TRY(b, err, rtp_k_col2im(rtp_cuda_of(b)->stream, dx + chw * (size_t)n, col,
                                              geom(d)));
@@ -107,15 +121,17 @@ static rt_status gemm_bwd_filter(rt_backend *b, float *dw, const float *dy, cons
     const rtp_gemm g = rtp_conv_gemm(RTP_BWD_FILTER, d);
     const int PQ = d->P * d->Q, CRS = d->C * d->R * d->S;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
-    float *col = rtp_cuda_scratch(b, col_floats(d) * sizeof(float), err);
+    float *col = rtp_cuda_scratch(b, stage_off(d) + rtp_gemm_stage_bytes(b, &g), err);
     if (!col) return err ? err->code : RT_EINVAL;
+    void *stage = (char *)col + stage_off(d);
     for (int n = 0; n < d->N; n++) {
         const float *src = x + chw * (size_t)n;
         if (!is_direct(d)) {
             RT_CUDA_TRY(b, err, rtp_k_im2col(rtp_cuda_of(b)->stream, col, src, geom(d)));
             src = col;
         }
-        RT_TRY(rtp_cuda_gemm(b, &g, src, dy + kpq * (size_t)n, n == 0 ? 0.0f : 1.0f, dw, err));
+        RT_TRY(rtp_cuda_gemm(b, &g, src, dy + kpq * (size_t)n, n == 0 ? 0.0f : 1.0f, dw,
+                             stage, err));
     }
     if (d->N == 0) RT_CUDA_TRY(b, err, rtp_k_fill(rtp_cuda_of(b)->stream, dw,
                                                   (size_t)d->K * CRS, 0.0f));

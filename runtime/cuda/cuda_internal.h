@@ -169,10 +169,14 @@ rtp_gemm rtp_dense_gemm(int pass, const rt_dense_desc *d);
 /* conv, per image n (cuda_conv.c): fwd (col or x_n, w, y_n), data (dy_n, w, col or dx_n),
  * filter (col or x_n, dy_n, dw accumulated over images) */
 rtp_gemm rtp_conv_gemm(int pass, const rt_conv_desc *d);
-/* Runs g with the backend's precision (fp32: cublasSgemm; bf16, fp16: fp32 in/out,
- * inputs rounded to 16 bits on tensor cores, fp32 accumulation), alpha = 1. */
+/* Runs g with the backend's precision, alpha = 1: fp32 is cublasSgemm; bf16 and fp16
+ * round A and B to 16 bits into `stage` (device scratch of rtp_gemm_stage_bytes, unused
+ * in fp32) and multiply those with fp32 accumulation into the fp32 C. */
 rt_status rtp_cuda_gemm(rt_backend *b, const rtp_gemm *g, const float *A, const float *B,
-                        float beta, float *C, rt_error *err);
+                        float beta, float *C, void *stage, rt_error *err);
+size_t rtp_gemm_stage_bytes(rt_backend *b, const rtp_gemm *g);
+/* Scratch the dense ops need (their 16-bit copies; 0 in fp32). */
+size_t rtp_cuda_dense_workspace(rt_backend *b, const rt_dense_desc *d);
 
 /* ---- cuda_ops.c: pooling, activations, batchnorm, dropout, loss, optimisers ---- */
 rt_status rtp_cuda_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,

@@ -270,6 +270,8 @@ typedef struct dense_ctx {
 static rt_status dense_case(rt_backend *b, int side, void *vc, rt_error *err)
 {
     dense_ctx *k = vc;
+    if (b->ops->dense_workspace) /* the 16-bit copies, as a model's attach reserves them */
+        RT_TRY(b->ops->reserve_workspace(b, b->ops->dense_workspace(b, &k->d), err));
     RT_TRY(b->ops->dense_fwd(b, T(k->y), T(k->x), T(k->w), T(k->bias), &k->d, err));
     RT_TRY(b->ops->dense_bwd_data(b, T(k->dx), T(k->dy), T(k->w), &k->d, err));
     return b->ops->dense_bwd_filter(b, T(k->dw), T(k->db), T(k->dy), T(k->x), &k->d, err);

@@ -17,6 +17,9 @@
 #include "rt.h"
 #include "rt_cuda.h"
 
+long mock_stat_gemm16(void);
+long mock_stat_gemm_fast(void);
+void mock_stat_reset(void);
 long mock_cudnn_stat_runs(void) __attribute__((weak));
 long mock_cudnn_stat_rejected(void) __attribute__((weak));
 void mock_cudnn_stat_reset(void) __attribute__((weak));
@@ -291,6 +294,27 @@ T_TEST(failed_reservation_keeps_workspace)
     quadrants_free(&d);
 }
 
+/* bf16/fp16 dense layers (and im2col convolutions) multiply explicit 16-bit copies: a
+ * FAST_16BF/16F compute type on fp32 matrices would only permit cuBLAS to round. */
+T_TEST(dense_inputs_staged_to_16_bits)
+{
+    for (int p = RT_PREC_BF16; p <= RT_PREC_FP16; p++) {
+        rt_backend b;
+        rt_error err = {0};
+        ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
+        mock_stat_reset();
+        double first, last;
+        int rc = train(&b, (rt_precision)p, &first, &last, &err);
+        if (rc) fprintf(stderr, "  %s: %s\n", rt_precision_name((rt_precision)p), err.msg);
+        ASSERT_EQ(rc, 0);
+        printf("  %s: %ld GEMMs on 16-bit copies, %ld on a FAST compute type\n",
+               rt_precision_name((rt_precision)p), mock_stat_gemm16(), mock_stat_gemm_fast());
+        ASSERT(mock_stat_gemm16() >= 3 * STEPS); /* dense fwd, bwd filter, bwd data */
+        ASSERT_EQ(mock_stat_gemm_fast(), 0);
+        rt_backend_close(&b);
+    }
+}
+
 int main(void)
 {
     T_RUN(no_gpu);
@@ -302,5 +326,6 @@ int main(void)
     T_RUN(cudnn_first_candidate_fails);
     T_RUN(cudnn_fp32_refuses_tf32);
     T_RUN(failed_reservation_keeps_workspace);
+    T_RUN(dense_inputs_staged_to_16_bits);
     return T_EXIT();
 }

@@ -4,6 +4,7 @@ buffers them, the number of frames per message is bounded, a refused signed requ
 always gets an error reply, a large legitimate cell runs, a replayed message is not run
 twice, and an empty key is warned about. The raw attacks speak ZMTP 3.0 over a plain
 socket, so the test process itself needs no memory for them."""
+import os
 import socket
 import struct
 import threading
@@ -16,6 +17,10 @@ from jupyter_client.session import Session
 from conftest import execute, outputs
 
 MiB = 1 << 20
+# ASan keeps freed memory in its quarantine and valgrind runs its own heap, so the RSS
+# bounds hold only for the plain build; under .ci/sanitize (which sets ASAN_OPTIONS or
+# VG_JUPYTER) the attacks still run and the kernel must still serve afterwards.
+RSS_BOUNDS = not (os.environ.get("ASAN_OPTIONS") or os.environ.get("VG_JUPYTER"))
 
 
 def zmtp_connect(port):
@@ -86,8 +91,9 @@ def test_one_huge_frame_is_refused_before_it_is_buffered(fresh_kernel):
 
     idle, peak, after = attack(fresh_kernel, send)
     print(f"one 1000 MB frame: idle {idle} KiB, peak {peak} KiB, after {after} KiB")
-    assert peak - idle < 100 * 1024, (idle, peak)
-    assert after - idle < 100 * 1024, (idle, after)
+    if RSS_BOUNDS:
+        assert peak - idle < 100 * 1024, (idle, peak)
+        assert after - idle < 100 * 1024, (idle, after)
 
 
 def test_millions_of_empty_frames_are_not_kept(fresh_kernel):
@@ -101,7 +107,8 @@ def test_millions_of_empty_frames_are_not_kept(fresh_kernel):
     print(f"3e6 empty frames: idle {idle} KiB, peak {peak} KiB, after {after} KiB")
     # libzmq holds a multipart message whole (64 bytes a frame) before the kernel sees
     # it; the kernel keeps at most 1024 of them and gives the rest back at once
-    assert after - idle < 100 * 1024, (idle, after)
+    if RSS_BOUNDS:
+        assert after - idle < 100 * 1024, (idle, after)
     assert "frames refused" in fresh_kernel.stderr()
 
 

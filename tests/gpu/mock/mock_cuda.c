@@ -6,8 +6,9 @@
  * cudaErrorMemoryAllocation past MOCK_MEMORY bytes, cudaMemGetInfo reports what is
  * left (so the memory-return test means something), copies are memmove, streams are
  * synchronous. cuBLAS GEMMs are a column-major reference that checks cuBLAS's argument
- * rules; the FAST_16BF/16F compute types round the inputs to bf16/fp16 first, as the
- * tensor cores do. What this cannot check: real launches, cuDNN, asynchrony, device
+ * rules; 16-bit inputs (CUDA_R_16BF/16F with fp32 output, the backend's staged copies)
+ * are widened and multiplied with fp32 accumulation; the FAST_16BF/16F compute types on
+ * fp32 matrices round the inputs to bf16/fp16 first. What this cannot check: real launches, cuDNN, asynchrony, device
  * faults - that is tests/gpu on a GPU.
  * KILN_MOCK_DEVICE (read at every call, comma-separated) models the machines a user
  * may have: "none" (cudaGetDeviceCount: cudaErrorNoDevice), "old-driver" (it says
@@ -33,12 +34,14 @@ static struct {
     size_t size[MOCK_MAX_BLOCKS];
     size_t used;
     cudaError_t last;
-    long d2h, syncs; /* mock_stats.h */
+    long d2h, syncs, gemm16, gemm_fast; /* mock_stats.h */
 } mock;
 
 long mock_stat_d2h(void) { return mock.d2h; }
 long mock_stat_syncs(void) { return mock.syncs; }
-void mock_stat_reset(void) { mock.d2h = mock.syncs = 0; }
+long mock_stat_gemm16(void) { return mock.gemm16; }
+long mock_stat_gemm_fast(void) { return mock.gemm_fast; }
+void mock_stat_reset(void) { mock.d2h = mock.syncs = mock.gemm16 = mock.gemm_fast = 0; }
 
 static cudaError_t fail(cudaError_t e)
 {
@@ -289,6 +292,43 @@ static float round_bf16(float f)
 
 static float round_fp16(float f) { return (float)(_Float16)f; }
 
+static cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                           float alpha, const float *A, int lda, const float *B, int ldb,
+                           float beta, float *C, int ldc, float (*rnd)(float));
+
+/* An element of a 16-bit matrix as a float. */
+static float widen(const void *p, size_t i, cudaDataType t)
+{
+    if (t == CUDA_R_16F) return (float)((const _Float16 *)p)[i];
+    uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* C (device) = alpha op(A) op(B) + beta C for host A and B: only C is checked. */
+static cublasStatus_t gemm_host(cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                int k, float alpha, const float *A, int lda, const float *B,
+                                int ldb, float beta, float *C, int ldc)
+{
+    int ra = ta == CUBLAS_OP_N ? m : k, rb = tb == CUBLAS_OP_N ? k : n;
+    if (lda < (ra > 1 ? ra : 1) || ldb < (rb > 1 ? rb : 1) || ldc < (m > 1 ? m : 1) ||
+        (m && n && !mock_in_device(C, ((size_t)(n - 1) * ldc + (size_t)m) * 4)))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            double s = 0.0;
+            for (int l = 0; l < k; l++) {
+                float a = ta == CUBLAS_OP_N ? A[i + (size_t)l * lda] : A[l + (size_t)i * lda];
+                float b = tb == CUBLAS_OP_N ? B[l + (size_t)j * ldb] : B[j + (size_t)l * ldb];
+                s += (double)a * b;
+            }
+            float *c = &C[i + (size_t)j * ldc];
+            *c = (float)(beta == 0.0f ? alpha * s : alpha * s + (double)beta * *c);
+        }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 /* Column-major C = alpha op(A) op(B) + beta C with cuBLAS's argument checks. */
 static cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                            float alpha, const float *A, int lda, const float *B, int ldb,
@@ -330,8 +370,29 @@ static cublasStatus_t mock_gemm_ex(cublasHandle_t h, cublasOperation_t ta, cubla
                             int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc,
                             cublasComputeType_t ct, cublasGemmAlgo_t algo)
 {
+    if (Atype == Btype && (Atype == CUDA_R_16BF || Atype == CUDA_R_16F) && Ctype == CUDA_R_32F &&
+        ct == CUBLAS_COMPUTE_32F) {
+        mock.gemm16++;
+        /* 16-bit inputs (the backend's staged copies), fp32 accumulation and output: widen
+         * them (checking they lie in device memory) and multiply as fp32 */
+        size_t na = (size_t)lda * (ta == CUBLAS_OP_N ? k : m), nb = (size_t)ldb * (tb == CUBLAS_OP_N ? n : k);
+        if (m < 0 || n < 0 || k < 0 || (k && (!mock_in_device(A, na * 2) || !mock_in_device(B, nb * 2))))
+            return CUBLAS_STATUS_INVALID_VALUE;
+        float *a = malloc((na ? na : 1) * 4), *bb = malloc((nb ? nb : 1) * 4);
+        cublasStatus_t st = CUBLAS_STATUS_ALLOC_FAILED;
+        if (a && bb) {
+            for (size_t i = 0; i < na; i++) a[i] = widen(A, i, Atype);
+            for (size_t i = 0; i < nb; i++) bb[i] = widen(B, i, Btype);
+            st = gemm_host(ta, tb, m, n, k, *(const float *)alpha, a, lda, bb, ldb,
+                           *(const float *)beta, C, ldc);
+        }
+        free(a);
+        free(bb);
+        return st;
+    }
     if (Atype != CUDA_R_32F || Btype != CUDA_R_32F || Ctype != CUDA_R_32F)
-        return CUBLAS_STATUS_NOT_SUPPORTED; /* the backend only uses fp32 matrices */
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (ct == CUBLAS_COMPUTE_32F_FAST_16BF || ct == CUBLAS_COMPUTE_32F_FAST_16F) mock.gemm_fast++;
     float (*rnd)(float) = ct == CUBLAS_COMPUTE_32F_FAST_16BF ? round_bf16
                           : ct == CUBLAS_COMPUTE_32F_FAST_16F ? round_fp16 : NULL;
     return gemm(ta, tb, m, n, k, *(const float *)alpha, A, lda, B, ldb, *(const float *)beta,

@@ -10,7 +10,11 @@
 long mock_stat_d2h(void);
 /* cudaStreamSynchronize, cudaDeviceSynchronize and cudaEventSynchronize calls. */
 long mock_stat_syncs(void);
-/* Both counters back to 0. */
+/* cuBLAS GEMMs on 16-bit inputs (the backend's staged copies), and on fp32 matrices with
+ * a FAST_16BF/16F compute type (a permission cuBLAS may ignore: never used). */
+long mock_stat_gemm16(void);
+long mock_stat_gemm_fast(void);
+/* Every counter back to 0. */
 void mock_stat_reset(void);
 
 #endif
