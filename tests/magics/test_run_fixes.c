@@ -194,7 +194,8 @@ T_TEST(test_already_complete)
         ASSERT_STR_CONTAINS(sum, "last test loss ");
         ASSERT_STR_CONTAINS(sum, "last train loss ");
         char want[400];
-        snprintf(want, sizeof want, "%%resume %s --epochs M with M > 2 (e.g. --epochs 3)", dir);
+        snprintf(want, sizeof want, "to train longer: a larger --epochs, e.g. %%resume %s "
+                 "--epochs 3 (or this %%train with --epochs 3)", dir);
         ASSERT_STR_CONTAINS(sum, want);
         ASSERT(strstr(sum, "steps 0") == NULL);
         ASSERT(tm_c.out == NULL || strstr(tm_c.out, "checkpoint: ") == NULL);

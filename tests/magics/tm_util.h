@@ -69,6 +69,7 @@ static int tm_interrupted(void *user)
 
 static mg_out tm_out = {.user = &tm_c, .stream = tm_stream, .display = tm_display};
 static mg_host tm_host = {.interrupted = tm_interrupted};
+static mg_settings tm_settings; /* what the magics see as the host's settings */
 
 /* Runs "%name args" (body != NULL: the cell form) as the engine does. */
 static int tm_magic(mg_session *s, const char *line, const char *body, mg_error *err)
@@ -80,7 +81,7 @@ static int tm_magic(mg_session *s, const char *line, const char *body, mg_error 
     if (!cmd) return mg_fail(err, "UsageError", "Line magic function `%%%s` not found.", name);
     mg_args a;
     if (mg_args_parse(cmd, line[n] ? line + n + 1 : "", body, &a, err) < 0) return -1;
-    mg_ctx ctx = {.out = &tm_out, .host = &tm_host, .session = s};
+    mg_ctx ctx = {.out = &tm_out, .host = &tm_host, .session = s, .settings = &tm_settings};
     int rc = cmd->run(&ctx, &a, err);
     mg_args_deinit(&a);
     return rc;
