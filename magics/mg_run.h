@@ -12,7 +12,7 @@
  *                                        checkpoint hook, results run end; the trained
  *                                        model goes to the workspace (mg_workspace.h)
  *   mg_run_destroy(run);
- * The loop calls mg_run_checkpoint_hook (mg_ckpt.h, RESUME helper) after every step
+ * The loop calls mg_run_checkpoint_hook (mg_ckpt.h) after every step
  * (ev = RT_STEP_CONTINUE / RT_STEP_EPOCH_END, after that epoch's validation) and once
  * when it stops (ev = RT_STEP_DONE / RT_STEP_STOPPED / RT_STEP_TIME_LIMIT). A hook
  * failure (-1) ends the run as failed with the hook's error. An interrupt stops the
