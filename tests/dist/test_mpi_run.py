@@ -209,7 +209,7 @@ def test_killed_rank_stops_the_job_and_the_launch_resumes(work, two_ranks):
     p = subprocess.run(mpirun(2, shared_cmd(work)), env=e, capture_output=True, text=True,
                        timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "continuing that run" in p.stdout + p.stderr + open(f"{work}/kill-out.ipynb").read()
+    assert "holds this run (same options): continuing it" in p.stdout + p.stderr + open(f"{work}/kill-out.ipynb").read()
     w_end = last_ckpt(f"{work}/kill-run")[0]
     w_ref = two_ranks[1]
     for k in w_ref:
@@ -284,7 +284,7 @@ def resume_from(work, tag, src, ranks):
     p = subprocess.run(mpirun(ranks, cmd) if ranks > 1 else cmd, env=e, capture_output=True,
                        text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "continuing that run" in open(f"{work}/{tag}-out.ipynb").read()
+    assert "holds this run (same options): continuing it" in open(f"{work}/{tag}-out.ipynb").read()
     return weights(last_ckpt(rd)[0]), step_losses(f"{work}/{tag}-results.sqlite")
 
 
