@@ -280,12 +280,6 @@ int main(void)
     T_RUN(test_must_and_never);
     T_RUN(test_resumed_output);
     T_RUN(test_stopped_early_plot_and_counts);
-    mg_session_destroy(g_s);
-    json_decref(tm_c.displays);
-    free(tm_c.out);
-    free(tm_c.errs);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    tm_teardown(g_s, g_dir);
     return T_EXIT();
 }

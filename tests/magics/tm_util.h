@@ -142,6 +142,18 @@ static int tm_make_dataset(char *dir, size_t n)
     return 0;
 }
 
+/* End of a test program: the session, the captured outputs and the data directory go. */
+static inline void tm_teardown(mg_session *s, const char *dir)
+{
+    mg_session_destroy(s);
+    json_decref(tm_c.displays);
+    free(tm_c.out);
+    free(tm_c.errs);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
 /* A new session in *s (the old one destroyed): 0, or -1 when it cannot be made. */
 static inline int tm_fresh_session(mg_session **s)
 {
