@@ -176,7 +176,7 @@ record "gpu suite" $st "$(since "$t0")" "ok: ${oks[*]:-none}; skipped: ${skips[*
 # ---- 3: %train through kiln run, three precisions, and the CPU's curve ----
 t0=$(date +%s.%N)
 # the mock device replays every kernel on the CPU in double: a few steps only
-if [ $dry = 1 ]; then size=(-p subset 32 -p val 16 -p epochs 1 -p batch_size 16); else size=(-p epochs 2); fi
+if [ $dry = 1 ]; then size=(-p subset 32 -p val 16 -p epochs 1 -p batch_size 32); else size=(-p epochs 2); fi
 train_st=ok tdetail=""
 for dev_prec in cuda:fp32 cuda:bf16 cuda:fp16 cpu:fp32; do
   dev="${dev_prec%%:*}" prec="${dev_prec##*:}" name="$dev-$prec"
@@ -260,7 +260,7 @@ if [ $rc = 0 ] && grep -q "cuda" "$OUT/logs/5-resume-cpu-on-gpu.log"; then cdeta
 else cst=fail; cdetail="CPU checkpoint resumed on the GPU: FAILED (rc $rc);"; fi
 rm -rf "$OUT/ckpt-gpu"
 mkdir -p "$OUT/ckpt-gpu"
-sub="-p subset 6000 -p val 500"; [ $dry = 1 ] && sub="-p subset 32 -p val 16 -p batch_size 16"
+sub="-p subset 6000 -p val 500"; [ $dry = 1 ] && sub="-p subset 32 -p val 16 -p batch_size 32"
 "$kiln" run notebooks/02-train.ipynb -o "$OUT/ckpt-gpu/train.out.ipynb" -p dataset fashion-mnist \
   $sub -p epochs 1 -p device cuda -p run_dir "$OUT/ckpt-gpu/run" -p time_limit 1h \
   > "$OUT/logs/5-save-on-gpu.log" 2>&1

@@ -3,8 +3,11 @@
 #ifndef JK_CLI_H
 #define JK_CLI_H
 
-/* kiln kernel -f CONNECTION_FILE : serve the Jupyter protocol (kernel/jk_kernel.c). */
-int jk_kernel_main(const char *connection_file);
+#include "mg.h"
+
+/* kiln kernel -f CONNECTION_FILE [--device-path]: serve the Jupyter protocol
+ * (kernel/jk_kernel.c); settings are what its magics see (mg.h). */
+int jk_kernel_main(const char *connection_file, const mg_settings *settings);
 /* kiln run NOTEBOOK.ipynb [-o OUT] [-p NAME VALUE]... (kernel/jk_run.c); argv[0] = "run". */
 int jk_run_main(int argc, char **argv);
 /* kiln install [--user|--sys-prefix|--prefix DIR] [--name NAME] (kernel/jk_install.c). */

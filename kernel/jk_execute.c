@@ -140,6 +140,12 @@ void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req)
         jkp_outputs_init(&out, &x);
         rc = kl_engine_execute(k->engine, code, &out, req->metadata, &e);
         payload = json_array();
+        char *next = kl_engine_take_next_input(k->engine);
+        if (next) /* a form's values written into its cell (replace: the cell itself) */
+            json_array_append_new(payload, json_pack("{s:s, s:s, s:b}", "source",
+                                                     "set_next_input", "text", next,
+                                                     "replace", 1));
+        free(next);
     }
     if (store && jkp_history_add(k->history, x.count, code, x.result_text) != 0)
         jkp_log("history: out of memory, cell %d not recorded", x.count);

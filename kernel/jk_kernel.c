@@ -112,6 +112,25 @@ static void stop(jkp_kernel *k, kernel_threads *t)
     jkp_comms_destroy(k->comms);
 }
 
+/* The kernel is going (shutdown or restart): each live form's display becomes its
+ * table of values, so the notebook saved after this shows them instead of "Error
+ * displaying widget: model not found". Frontends route update_display_data by its
+ * display_id, so the parent is empty. */
+static void forms_fallback(jkp_kernel *k, jkp_chan *ch)
+{
+    jkp_msg parent;
+    memset(&parent, 0, sizeof parent);
+    parent.header = json_object();
+    jkp_exec x = {ch, &parent, 0, 0, 0, NULL};
+    mg_out out;
+    jkp_outputs_init(&out, &x);
+    int n = parent.header ? kl_engine_forms_fallback(k->engine, &out) : 0;
+    if (n) jkp_log("shutdown: %d form%s shown as %s table", n, n == 1 ? "" : "s",
+                   n == 1 ? "its" : "their");
+    json_decref(parent.header);
+    free(x.result_text);
+}
+
 /* Serves shell until a shutdown_request; -1 if the shell socket itself fails. */
 static int shell_loop(jkp_kernel *k, void *control_ctl)
 {
@@ -146,10 +165,11 @@ static int shell_loop(jkp_kernel *k, void *control_ctl)
         jkp_msg_deinit(&m);
         while (k->naborting) jkp_abort_run(&ch);
     }
+    forms_fallback(k, &ch);
     return 0;
 }
 
-int jk_kernel_main(const char *connection_file)
+int jk_kernel_main(const char *connection_file, const mg_settings *settings)
 {
     jkp_connection conn;
     jk_error err;
@@ -172,6 +192,7 @@ int jk_kernel_main(const char *connection_file)
     if (rc == 0 && !(k.zctx = zmq_ctx_new()))
         rc = jkp_fail(&err, "cannot create a zmq context");
     if (rc == 0) rc = start(&k, &conn, &t, &err);
+    if (rc == 0 && settings) *kl_engine_settings(k.engine) = *settings;
     jkp_connection_deinit(&conn);
     if (rc == 0) {
         struct sigaction sa;

@@ -70,17 +70,20 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "kernel")) {
         const char *conn = NULL;
+        mg_settings settings = {0};
         for (int i = 2; i < argc; i++) {
             if ((!strcmp(argv[i], "-f") || !strcmp(argv[i], "--connection-file")) && i + 1 < argc)
                 conn = argv[++i];
             else if (!strncmp(argv[i], "--connection-file=", 18))
                 conn = argv[i] + 18;
+            else if (!strcmp(argv[i], "--device-path")) /* check the GPU's path on a CPU */
+                settings.device_path = 1;
         }
         if (!conn) {
             fprintf(stderr, "kiln kernel: missing -f CONNECTION_FILE\n");
             return 2;
         }
-        return jk_kernel_main(conn);
+        return jk_kernel_main(conn, &settings);
     }
     if (!strcmp(cmd, "run")) return jk_run_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "install")) return jk_install_main(argc - 1, argv + 1);

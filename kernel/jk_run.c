@@ -47,7 +47,7 @@ static void on_signal(int sig)
 
 typedef struct run_opts {
     const char *in, *out;
-    int nparams, log_output;
+    int nparams, log_output, no_resume;
     const char **names, **values;
 } run_opts;
 
@@ -77,8 +77,7 @@ static int parse_args(int argc, char **argv, run_opts *o)
         } else if (!strcmp(a, "--log-output")) {
             o->log_output = 1;
         } else if (!strcmp(a, "--no-resume")) {
-            /* read by %train (magics/mg_ckpt_*): a re-run batch job normally continues */
-            if (setenv("KILN_NO_RESUME", "1", 1) != 0) return -1;
+            o->no_resume = 1; /* %train's default --resume becomes never */
         } else if (!strcmp(a, "-p") || !strcmp(a, "--parameter")) {
             if (i + 2 >= argc) return fprintf(stderr, "kiln run: %s needs NAME VALUE\n", a), -1;
             o->names[o->nparams] = argv[++i];
@@ -317,6 +316,7 @@ int jk_run_main(int argc, char **argv)
     w.progress = rt_dist_is_writer() ? &progress : NULL; /* one rank's progress, not N */
     eng = kl_engine_create(&run_interrupt);
     if (!eng) goto done;
+    if (o.no_resume) kl_engine_settings(eng)->train_resume = MG_RESUME_NEVER;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

@@ -49,7 +49,11 @@ typedef struct mg_out {
 void mg_printf(const mg_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mg_eprintf(const mg_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* ---- errors ---- */
+/* ---- errors ----
+ * One rule for the exception a magic raises: a line that cannot be read (an unknown
+ * option, a missing value, stray words, an open quote) is a UsageError; a value that an
+ * option cannot take (not a number, out of range, not one of the choices, too long) is a
+ * ValueError; a runtime failure raises its status's exception (mg_fail_status). */
 
 typedef struct mg_error {
     char ename[64];     /* "UsageError", "ValueError", "KeyboardInterrupt", ... */
@@ -58,6 +62,13 @@ typedef struct mg_error {
 
 /* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. */
 int mg_fail(mg_error *err, const char *ename, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Fills err from a runtime failure: the exception name is rt_status_exception(re->code)
+ * (rt_error.h: the one table from status to exception), the message is fmt's. Every
+ * magic reports a runtime status this way. re may be NULL (RuntimeError). */
+struct rt_error;
+int mg_fail_status(mg_error *err, const struct rt_error *re, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* ---- session state (per engine; replaces globals) ---- */
@@ -88,11 +99,26 @@ typedef struct mg_host {
 
 /* ---- the context a magic runs in ---- */
 
+/* %train's resume rule (--resume): continue a run directory's run when its options
+ * match (AUTO), always start a new run (NEVER), or insist on continuing (MUST). */
+typedef enum { MG_RESUME_AUTO = 0, MG_RESUME_NEVER, MG_RESUME_MUST } mg_resume_mode;
+
+/* How the host runs magics, fixed for the engine's life (set by `kiln run` options
+ * and the kernel's command line; all zero = the defaults). */
+typedef struct mg_settings {
+    mg_resume_mode train_resume; /* %train's --resume when not given (`kiln run
+                                    --no-resume`: MG_RESUME_NEVER) */
+    int device_path;             /* %train on the CPU takes the trainer's device path
+                                    (what a GPU runs; `kiln kernel --device-path`), so
+                                    that path is checked on machines without a GPU */
+} mg_settings;
+
 typedef struct mg_ctx {
     const mg_out *out;
     const mg_host *host;
     mg_session *session;
     json_t *cell_metadata; /* borrowed request metadata (JupyterLab's cellId), may be NULL */
+    const mg_settings *settings; /* may be NULL: the defaults */
 } mg_ctx;
 
 /* ---- arguments ---- */
@@ -135,11 +161,18 @@ typedef struct mg_command {
     unsigned flags;        /* MG_LINE | MG_CELL | MG_LONG_RUNNING */
     const mg_option *options;   /* terminated by {NULL}; may be NULL */
     int (*run)(mg_ctx *ctx, const mg_args *args, mg_error *err);
+    const char *positional;     /* "a|b": what the first word may be, for completion
+                                   (besides paths); may be NULL */
 } mg_command;
 
 /* The registry: every magic Kiln ships, in one static table (magics/mg_registry.c). */
 const mg_command *mg_registry_find(const char *name);
 const mg_command *const *mg_registry_all(size_t *n);
+/* The magic whose name is closest to a mistyped one ("trian" -> "train"), or NULL when
+ * none is close (for "did you mean"). */
+const char *mg_registry_suggest(const char *name);
+/* Levenshtein distance of two short strings (99 past 40 characters). */
+size_t mg_edit_distance(const char *a, const char *b);
 
 /* Parses a magic's argument string (already interpolated) against its option table.
  * Shell-like words: quotes and backslashes; `--opt=value` and `--opt value`.

@@ -56,7 +56,7 @@ static int is_number(const char *s)
     return isdigit((unsigned char)*s) || (*s == '.' && isdigit((unsigned char)s[1]));
 }
 
-static size_t edit_distance(const char *a, const char *b)
+size_t mg_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 40 || lb > 40) return 99;
@@ -78,7 +78,7 @@ static int unknown_option(const mg_command *cmd, const char *opt, mg_error *err)
     const char *best = NULL;
     size_t bd = 99;
     for (const mg_option *o = cmd->options; o && o->name; o++) {
-        size_t d = edit_distance(opt, o->name);
+        size_t d = mg_edit_distance(opt, o->name);
         if (!strncmp(o->name, opt, strlen(opt)) && strlen(opt) > 2) d = 1;
         if (d < bd) bd = d, best = o->name;
     }
@@ -97,13 +97,13 @@ static int check_value(const mg_command *cmd, const mg_option *o, const char *v,
     case MG_OPT_INT:
         strtol(v, &end, 10);
         if (!*v || *end || errno == ERANGE)
-            return mg_fail(err, "UsageError", "%%%s: option %s expects an integer, got '%s'",
+            return mg_fail(err, "ValueError", "%%%s: option %s expects an integer, got '%s'",
                            cmd->name, o->name, v);
         return 0;
     case MG_OPT_FLOAT: {
         double d = strtod(v, &end);
         if (!*v || *end || !isfinite(d) || isspace((unsigned char)*v))
-            return mg_fail(err, "UsageError", "%%%s: option %s expects a number, got '%s'",
+            return mg_fail(err, "ValueError", "%%%s: option %s expects a number, got '%s'",
                            cmd->name, o->name, v);
         return 0;
     }
@@ -120,7 +120,7 @@ static int check_value(const mg_command *cmd, const mg_option *o, const char *v,
         snprintf(list, sizeof list, "%s", o->choices ? o->choices : "");
         for (char *p = list; *p; p++)
             if (*p == '|') *p = ',';
-        return mg_fail(err, "UsageError", "%%%s: option %s must be one of {%s}, got '%s'",
+        return mg_fail(err, "ValueError", "%%%s: option %s must be one of {%s}, got '%s'",
                        cmd->name, o->name, list, v);
     }
     default:
@@ -236,7 +236,7 @@ int mg_args_int(const mg_args *args, const char *name, long def, long *out, mg_e
     errno = 0;
     long x = strtol(v, &end, 10);
     if (!*v || *end || errno == ERANGE)
-        return mg_fail(err, "UsageError", "option %s expects an integer, got '%s'", name, v);
+        return mg_fail(err, "ValueError", "option %s expects an integer, got '%s'", name, v);
     *out = x;
     return 0;
 }
@@ -252,7 +252,7 @@ int mg_args_float(const mg_args *args, const char *name, double def, double *out
     char *end;
     double x = strtod(v, &end);
     if (!*v || *end || !isfinite(x))
-        return mg_fail(err, "UsageError", "option %s expects a number, got '%s'", name, v);
+        return mg_fail(err, "ValueError", "option %s expects a number, got '%s'", name, v);
     *out = x;
     return 0;
 }

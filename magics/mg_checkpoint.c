@@ -123,8 +123,8 @@ static int do_load(mg_ctx *ctx, const char *arg, const char *device, mg_error *e
     rt_model *m = NULL;
     rt_backend *b = NULL;
     rt_model_input in;
-    int rc = s == RT_OK ? 0 : mg_fail(err, s == RT_ENOTFOUND ? "FileNotFoundError"
-                                      : "ValueError", "%%checkpoint load: %s", re.msg);
+    int rc = s == RT_OK ? 0 : mg_fail_status(err, &re, "%%checkpoint load: %s",
+                                             re.msg);
     if (rc == 0) rc = build_model(rd, path, device, &m, &b, &in, err);
     mg_workspace *ws = rc == 0 ? mg_ws_get(ctx, err) : NULL;
     if (rc == 0 && !ws) rc = -1;

@@ -4,7 +4,7 @@
  * checkpoints), and the session's memory of the last run for %checkpoint.
  *
  * Files: mg_ckpt_hook.c (hook, policy, rotation), mg_ckpt_save.c (a run -> a file: the
- * metadata), mg_resume_run.c (a file -> a run), mg_checkpoint.c (%checkpoint),
+ * metadata), mg_resume_run.c (a file -> a run), mg_train_resume.c (%train --resume), mg_checkpoint.c (%checkpoint),
  * mg_resume.c (%resume). Docs: docs/checkpoint-format.md.
  */
 #ifndef MG_CKPT_H
@@ -41,8 +41,6 @@ typedef struct mg_resume_opts {
     double time_limit_s;      /* --time-limit (< 0: stored) */
     char checkpoint_every[32];/* --checkpoint-every */
     int keep;                 /* --keep */
-    const mg_run_opts *train; /* %train continuing a run: its training options are
-                                 compared with the checkpoint's (differences warned) */
     const char *caller;       /* "%resume" or "%train" (for messages) */
 } mg_resume_opts;
 
@@ -55,15 +53,13 @@ void mg_resume_opts_default(mg_resume_opts *ro);
  * mg_run_loop. Returns what mg_run_loop returns; -1 with err naming the file otherwise. */
 int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_error *err);
 
-/* For %train: when o->run_dir already holds a valid checkpoint and the environment
- * variable KILN_NO_RESUME is unset (or "0"), continues that run instead of starting over
- * (the checkpoint's hyperparameters win; differing options are named in a warning;
- * o->epochs becomes the planned length) and sets *handled = 1; the return value is then
- * %train's. With KILN_NO_RESUME set, the directory's checkpoints are moved to
- * DIR/previous-<time>/ (so the new run's files are not rotated away; nothing is
- * deleted) and *handled = 0. Otherwise *handled = 0 and nothing happens (0).
- * `kiln run --no-resume` sets KILN_NO_RESUME=1. */
-int mg_ckpt_train_autoresume(mg_ctx *ctx, const mg_run_opts *o, int *handled, mg_error *err);
+/* For %train with o->run_dir (mg_train_resume.c): by mode (auto, never, must; see
+ * there) continues the directory's run (*handled = 1, the return value is %train's),
+ * moves its checkpoints aside for a new run, or points o->run_dir at a versioned
+ * directory beside it for a new run (*handled = 0: %train trains o). -1 with err
+ * (*handled = 1) when it cannot do what mode asks. */
+int mg_ckpt_train_autoresume(mg_ctx *ctx, mg_run_opts *o, mg_resume_mode mode, int *handled,
+                             mg_error *err);
 
 /* ---- the session's memory of the last run (mg_session slot "ckpt.last") ---- */
 typedef struct mg_ckpt_last {

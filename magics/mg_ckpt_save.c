@@ -75,7 +75,8 @@ static char *schedule_text(mg_run *run)
     const mg_run_opts *o = mg_run_options(run);
     rt_schedule s;
     char buf[512];
-    if (rt_schedule_parse(&s, o->schedule, NULL) != RT_OK ||
+    if (rt_schedule_parse(&s, o->schedule_resolved[0] ? o->schedule_resolved : o->schedule,
+                          NULL) != RT_OK ||
         rt_schedule_resolve(&s, rt_trainer_steps_per_epoch(mg_run_trainer(run)), o->epochs,
                             NULL) != RT_OK)
         return NULL;
@@ -142,14 +143,17 @@ static int save(mg_run *run, const char *path, const rt_ckpt_metric *metric,
     rt_ckpt_train_info in = mgp_ckpt_info(&rec);
     in.metric = metric;
     in.best_metric = best;
+    char *curves = mg_run_curves_json(run); /* the plot of a resumed run starts at step 1 */
     const char *extra[] = {"results_store", rec.results_store ? rec.results_store : "",
-                           "device", rt_model_backend(mg_run_model(run))->ops->name, NULL};
+                           "device", rt_model_backend(mg_run_model(run))->ops->name,
+                           curves ? "curves" : NULL, curves, NULL};
     in.extra = extra;
     rt_status st = rt_ckpt_train_save(path, mg_run_model(run), &snap, &in, &re);
+    free(curves);
     rt_ckpt_train_snap_deinit(&snap);
     mgp_ckpt_last_clear(&rec);
     if (st != RT_OK) /* the file layer's message names the file and says what to do */
-        return mg_fail(err, st == RT_ENOMEM ? "MemoryError" : "OSError", "%s", re.msg);
+        return mg_fail_status(err, &re, "%s", re.msg);
     return 0;
 }
 

@@ -104,8 +104,7 @@ int mg_ckpt_table_list(const mg_out *out, const char *dir, mg_error *err)
     rt_ckpt_list l;
     rt_error re = {0};
     if (rt_ckpt_dir_scan(dir, 0, &l, &re) != RT_OK)
-        return mg_fail(err, re.code == RT_ENOMEM ? "MemoryError" : "FileNotFoundError",
-                       "%%checkpoint list: %s", re.msg);
+        return mg_fail_status(err, &re, "%%checkpoint list: %s", re.msg);
     table t = {.ncol = 7};
     static const char *const head[] = {"checkpoint", "step", "epoch", "metric", "size",
                                        "created", "valid"};
@@ -194,8 +193,7 @@ int mg_ckpt_table_show(const mg_out *out, const char *path, mg_error *err)
     rt_error re = {0};
     rt_status s = rt_ckpt_reader_open(path, 0, &rd, &re);
     if (s != RT_OK)
-        return mg_fail(err, s == RT_ENOTFOUND ? "FileNotFoundError" : "ValueError",
-                       "%%checkpoint show: %s", re.msg);
+        return mg_fail_status(err, &re, "%%checkpoint show: %s", re.msg);
     table t = {.ncol = 2};
     static const char *const head[] = {"key", "value"};
     int rc = add_row(&t, head);

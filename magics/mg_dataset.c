@@ -192,6 +192,7 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 
 const mg_command mg_cmd_dataset = {
     .name = "dataset",
+    .positional = "mnist|fashion-mnist|cifar10",
     .summary = "Load a data set (mnist, fashion-mnist, cifar10, IDX/CIFAR files, image "
                "folders) and show samples",
     .usage = "Usage: %dataset NAME [--dir DIR] [--url URL] [--val N|F] [--samples N] "

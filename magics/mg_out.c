@@ -1,4 +1,4 @@
-/* mg_out.c - printf-style helpers over an mg_out, and mg_fail for errors.
+/* mg_out.c - printf-style helpers over an mg_out, and mg_fail / mg_fail_status for errors.
  * Text that is not valid UTF-8 is still sent (outputs become JSON strings, and
  * jansson refuses invalid UTF-8), with the bad bytes replaced by U+FFFD. */
 #include <stdarg.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mg.h"
+#include "rt_error.h"
 
 static int valid_utf8(const unsigned char *s, size_t n)
 {
@@ -55,6 +56,17 @@ int mg_fail(mg_error *err, const char *ename, const char *fmt, ...)
 {
     if (!err) return -1;
     snprintf(err->ename, sizeof err->ename, "%s", ename ? ename : "UsageError");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->evalue, sizeof err->evalue, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int mg_fail_status(mg_error *err, const rt_error *re, const char *fmt, ...)
+{
+    if (!err) return -1;
+    snprintf(err->ename, sizeof err->ename, "%s", rt_status_exception(re ? re->code : RT_OK));
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->evalue, sizeof err->evalue, fmt, ap);

@@ -52,6 +52,18 @@ const mg_command *mg_registry_find(const char *name)
     return NULL;
 }
 
+const char *mg_registry_suggest(const char *name)
+{
+    const char *best = NULL;
+    size_t bd = 99, len = name ? strlen(name) : 0;
+    for (size_t i = 0; len && i < sizeof table / sizeof table[0]; i++) {
+        size_t d = mg_edit_distance(name, table[i]->name);
+        if (d < bd) bd = d, best = table[i]->name;
+    }
+    /* one edit, or two in a word of 4 letters or more: "trian", "resmue", "trai" */
+    return best && (bd <= 1 || (bd == 2 && len >= 4)) ? best : NULL;
+}
+
 const mg_command *const *mg_registry_all(size_t *n)
 {
     *n = sizeof table / sizeof table[0];

@@ -56,7 +56,7 @@ void mgp_display_svg(mg_ctx *ctx, char *svg, const char *alt)
 
 int mgp_fail_rt(mg_error *err, const rt_error *e)
 {
-    return mg_fail(err, rt_status_name(e->code), "%%results: %s", e->msg);
+    return mg_fail_status(err, e, "%%results: %s", e->msg);
 }
 
 char **mgp_option_list(const mg_args *a, const char *name, size_t *n)
@@ -144,9 +144,21 @@ static int make_query(const mg_args *a, rt_results_query *q, char ***where, mg_e
 
 /* ---- list ---- */
 
-/* Parameter keys whose values differ between the runs (or all keys for one run);
- * the others go to *common as "k=v, ...". Borrowed strings, NULL-terminated. */
-static const char **split_params(const rt_results_list *l, char **common)
+/* A key the list shows in a column of its own already (the run's device) or as a
+ * metric: not repeated as a parameter column. */
+static int shown_elsewhere(const char *key, const char *const *metric_keys)
+{
+    if (!strcmp(key, "device")) return 1; /* the device column: what it ran on */
+    for (size_t i = 0; metric_keys && metric_keys[i]; i++)
+        if (!strcmp(metric_keys[i], key)) return 1;
+    return 0;
+}
+
+/* Parameter keys whose values differ between the runs (columns); the others go to
+ * *common as "k=v, ..." (for one run: all of them, so one run fits the width of a
+ * notebook). Borrowed strings, NULL-terminated. */
+static const char **split_params(const rt_results_list *l, const char *const *metric_keys,
+                                 char **common)
 {
     const char **keys = calloc(1, sizeof *keys);
     size_t nk = 0;
@@ -161,7 +173,7 @@ static const char **split_params(const rt_results_list *l, char **common)
             for (size_t r = 0; r < i && !seen; r++)   /* first listed in an earlier run */
                 for (size_t p = 0; p < l->runs[r].nparams && !seen; p++)
                     seen = strcmp(l->runs[r].params[p].key, kv->key) == 0;
-            if (seen) continue;
+            if (seen || shown_elsewhere(kv->key, metric_keys)) continue;
             int empty = 1;   /* empty in every run (e.g. name=, results=): nothing to show */
             for (size_t r = 0; r < l->n && empty; r++)
                 for (size_t p = 0; p < l->runs[r].nparams; p++)
@@ -169,8 +181,8 @@ static const char **split_params(const rt_results_list *l, char **common)
                         l->runs[r].params[p].value && l->runs[r].params[p].value[0])
                         empty = 0;
             if (empty) continue;
-            int same = l->n > 1;
-            for (size_t r = 0; r < l->n && same; r++) {
+            int same = 1;
+            for (size_t r = 0; r < l->n && same && l->n > 1; r++) {
                 const char *v = NULL;
                 for (size_t p = 0; p < l->runs[r].nparams; p++)
                     if (strcmp(l->runs[r].params[p].key, kv->key) == 0) v = l->runs[r].params[p].value;
@@ -199,16 +211,25 @@ static int metric_rank(const char *k)
 
 /* Metric keys over the runs (borrowed, NULL-terminated): validation metrics first,
  * then training ones, then the rest, each in first-seen order, so the columns that
- * tell runs apart are the first ones a reader sees. */
+ * tell runs apart are the first ones a reader sees. Per-step metrics (the last step's
+ * loss, accuracy, lr) only when no run has per-epoch ones, and no epoch_seconds (the
+ * duration column) or images_per_s: the list stays narrow; `show` has them all. */
 static const char **metric_keys(const rt_results_list *l)
 {
     const char **keys = calloc(1, sizeof *keys);
     size_t nk = 0;
+    int any_epoch = 0;
+    for (size_t i = 0; i < l->n; i++)
+        for (size_t j = 0; j < l->runs[i].nmetrics; j++)
+            any_epoch |= l->runs[i].metrics[j].kind == RT_RESULTS_EPOCH;
     for (int rank = 0; rank < 3; rank++)
         for (size_t i = 0; keys && i < l->n; i++)
             for (size_t j = 0; j < l->runs[i].nmetrics; j++) {
                 const char *k = l->runs[i].metrics[j].key;
-                if (metric_rank(k) != rank) continue;
+                if (metric_rank(k) != rank || !strcmp(k, "epoch_seconds") ||
+                    !strcmp(k, "images_per_s") ||
+                    (any_epoch && l->runs[i].metrics[j].kind != RT_RESULTS_EPOCH))
+                    continue;
                 int seen = 0;
                 for (size_t x = 0; x < nk && !seen; x++) seen = strcmp(keys[x], k) == 0;
                 if (seen) continue;
@@ -255,7 +276,7 @@ static int cmd_list(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err
         return 0;
     }
     char *common = NULL;
-    const char **pk = split_params(&l, &common), **mk = metric_keys(&l);
+    const char **mk = metric_keys(&l), **pk = split_params(&l, mk, &common);
     size_t npk = 0, nmk = 0;
     while (pk && pk[npk]) npk++;
     while (mk && mk[nmk]) nmk++;
@@ -290,8 +311,8 @@ static int cmd_list(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err
             mgp_html(fh, rt_results_path(rs));
             fputs("</code>", fh);
             if (common && *common) {
-                fprintf(ft, "same in all: %s\n", common);
-                fputs("<br>same in all: ", fh);
+                fprintf(ft, "%s: %s\n", l.n == 1 ? "parameters" : "same in all", common);
+                fprintf(fh, "<br>%s: ", l.n == 1 ? "parameters" : "same in all");
                 mgp_html(fh, common);
             }
             fputs("</div>\n", fh);
@@ -433,4 +454,5 @@ const mg_command mg_cmd_results = {
     MG_LINE,
     results_options,
     results_run,
+    NULL,
 };

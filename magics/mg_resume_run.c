@@ -1,5 +1,5 @@
 /* mg_resume_run.c - a checkpoint -> a running run: mg_ckpt_resume (for %resume and for
- * %train on a run directory that already holds checkpoints) and mg_ckpt_resolve.
+ * %train continuing a run directory, mg_train_resume.c) and mg_ckpt_resolve.
  *
  * Nothing comes from the notebook's cells: the model is rebuilt from "model_spec", the
  * data set is reloaded by the name, --val and --subset in "dataset" and must have the
@@ -15,16 +15,12 @@
  * directory is the one holding the checkpoint the user named (none for a loose file),
  * and a data set the checkpoint names by URL is not fetched: the user loads it first.
  */
-#include <dirent.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "mg_ckpt_internal.h"
 #include "mg_store.h"
@@ -58,7 +54,7 @@ int mg_ckpt_resolve(const char *arg, const mg_out *out, char **path, mg_error *e
             mg_eprintf(out, "warning: skipped damaged checkpoint %s/%s\n", arg, line);
     free(skipped);
     if (s != RT_OK)
-        return mg_fail(err, s == RT_ENOMEM ? "MemoryError" : "FileNotFoundError", "%s", re.msg);
+        return mg_fail_status(err, &re, "%s", re.msg);
     return 0;
 }
 
@@ -118,41 +114,13 @@ static int describe(const rt_ckpt_reader *rd, const char *path, ck_desc *d, mg_e
     return rc;
 }
 
-static int same(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
-
-/* Training options of %train that differ from the checkpoint's, as a warning. */
-static void warn_differences(const mg_run_opts *t, const mg_run_opts *c, const mg_out *out)
-{
-    char buf[512] = "";
-    size_t k = 0;
-#define DIFF(cond, ...)                                                           \
-    if ((cond) && k < sizeof buf) k += (size_t)snprintf(buf + k, sizeof buf - k, __VA_ARGS__)
-    DIFF(t->batch != c->batch, " --batch %d (checkpoint %d)", t->batch, c->batch);
-    DIFF(t->lr != c->lr, " --lr %g (checkpoint %g)", t->lr, c->lr);
-    DIFF(strcmp(t->optimizer, c->optimizer), " --optimizer %s (checkpoint %s)", t->optimizer,
-         c->optimizer);
-    DIFF(t->seed != c->seed, " --seed %" PRIu64 " (checkpoint %" PRIu64 ")", t->seed, c->seed);
-    DIFF(t->augment != c->augment, " --augment %d (checkpoint %d)", t->augment, c->augment);
-    DIFF(t->nesterov != c->nesterov, " --nesterov %d (checkpoint %d)", t->nesterov,
-         c->nesterov);
-    DIFF(strcmp(t->schedule, c->schedule), " --schedule %s (checkpoint %s)", t->schedule,
-         c->schedule);
-    DIFF(!same(t->momentum, c->momentum), " --momentum %g (checkpoint %g)", t->momentum,
-         c->momentum);
-    DIFF(!same(t->weight_decay, c->weight_decay), " --weight-decay %g (checkpoint %g)",
-         t->weight_decay, c->weight_decay);
-#undef DIFF
-    if (k) mg_eprintf(out, "warning: %%train continues the checkpoint's run, whose options "
-                      "differ:%s; the checkpoint's values are used\n", buf);
-}
-
 /* The options of the continued run: the checkpoint's plus what the caller may change. */
 static void run_options(ck_desc *d, const char *path, const mg_resume_opts *ro)
 {
     mg_run_opts *o = &d->o;
     snprintf(o->model, sizeof o->model, "%s", d->name);
     snprintf(o->data, sizeof o->data, "%s", d->data);
-    snprintf(o->schedule, sizeof o->schedule, "%s", d->schedule);
+    snprintf(o->schedule_resolved, sizeof o->schedule_resolved, "%s", d->schedule);
     o->val = d->val;
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s", path);
@@ -233,6 +201,7 @@ static int restore(mg_run *run, const rt_ckpt_reader *rd, const char *path,
     s = rt_ckpt_train_snap_apply(&snap, mg_run_trainer(run), mg_run_model(run), &re);
     int64_t step = snap.state.step;
     rt_ckpt_train_snap_deinit(&snap);
+    mg_run_curves_restore(run, rt_ckpt_reader_meta(rd, "curves"), step);
     if (s != RT_OK)
         return mg_fail(err, "ValueError", "%s: checkpoint '%s': %s", caller, path, re.msg);
     /* the periodic policy continues: no duplicate of this step, the best so far */
@@ -253,12 +222,10 @@ int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_e
     rt_error re = {0};
     rt_status s = rt_ckpt_reader_open(path, 0, &rd, &re);
     if (s != RT_OK)
-        return mg_fail(err, s == RT_ENOTFOUND ? "FileNotFoundError" : "ValueError", "%s: %s",
-                       caller, re.msg);
+        return mg_fail_status(err, &re, "%s: %s", caller, re.msg);
     ck_desc *d = calloc(1, sizeof *d);
     mg_run *run = NULL;
     int rc = d ? describe(rd, path, d, err) : mg_fail(err, "MemoryError", "out of memory");
-    if (rc == 0 && ro->train) warn_differences(ro->train, &d->o, ctx->out);
     if (rc == 0) {
         char theirs[sizeof d->o.run_dir];
         snprintf(theirs, sizeof theirs, "%s", d->o.run_dir);
@@ -285,122 +252,15 @@ int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_e
     if (rc == 0) {
         rt_trainer *t = mg_run_trainer(run);
         int64_t step = rt_trainer_get_state(t).step, spe = rt_trainer_steps_per_epoch(t);
-        mg_printf(ctx->out, "Resuming '%s' from %s: step %lld of %lld (epoch %lld of %d), data "
-                  "set '%s' (checksum verified)\n", d->name, path, (long long)step,
-                  (long long)(spe * d->o.epochs), (long long)(step / spe), d->o.epochs, d->data);
-        if (step >= spe * d->o.epochs)
-            mg_printf(ctx->out, "The run is already complete; %s --epochs N trains it longer.\n",
-                      caller);
+        /* epochs count from 1, as everywhere: step 18 of 24 a epoch is in epoch 1 */
+        mg_printf(ctx->out, "Resuming '%s' from %s after step %lld of %lld (epoch %lld of %d), "
+                  "data set '%s' (checksum verified)\n", d->name, path, (long long)step,
+                  (long long)(spe * d->o.epochs), (long long)(spe > 0 ? (step + spe - 1) / spe
+                                                              : 0), d->o.epochs, d->data);
     }
     rt_ckpt_reader_destroy(rd); /* the run holds everything now */
     if (rc == 0) rc = mg_run_loop(run, err);
     mg_run_destroy(run);
     free(d);
-    return rc;
-}
-
-/* %train continuing a run directory: the notebook's model must be the checkpoint's. */
-static int same_model(mg_ctx *ctx, const mg_run_opts *o, const char *path, mg_error *err)
-{
-    mg_workspace *ws = mg_ws_get(ctx, err);
-    if (!ws) return -1;
-    mg_ws_model *e = mg_ws_model_find(ws, o->model);
-    rt_ckpt_reader *rd = NULL;
-    rt_model *m = NULL;
-    int rc = 0;
-    if (e && rt_ckpt_reader_open(path, RT_CKPT_OPEN_HEADER_ONLY, &rd, NULL) == RT_OK &&
-        rt_model_create(&m, e->spec, &(rt_model_input){e->input.c, e->input.h, e->input.w, 0},
-                        NULL) == RT_OK) {
-        const char *theirs = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_SPEC_CANONICAL);
-        if (theirs && strcmp(theirs, rt_model_spec_canonical(m)))
-            rc = mg_fail(err, "ValueError", "%%train: --run-dir %s holds checkpoints of another "
-                         "model than '%s' (newest: %s, whose model is: %.200s) ---> HINT: "
-                         "give a new --run-dir, or set KILN_NO_RESUME=1 to start over there",
-                         o->run_dir, e->name, path, theirs);
-    }
-    rt_model_destroy(m);
-    rt_ckpt_reader_destroy(rd);
-    return rc;
-}
-
-/* Starting over in a run directory that holds checkpoints: its Kiln-named files move to
- * DIR/previous-<UTC time>/ so the new run's (lower-step) files are not rotated away and
- * nothing is deleted. */
-static int set_aside(mg_ctx *ctx, const char *dir, mg_error *err)
-{
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    char sub[1100], from[1400], to[1400], stamp[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", gmtime_r(&now, &tm));
-    snprintf(sub, sizeof sub, "%s/previous-%s", dir, stamp);
-    int moved = 0, rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d))) {
-        size_t n = strlen(e->d_name), x = strlen(RT_CKPT_EXT);
-        if (strncmp(e->d_name, RT_CKPT_DIR_PREFIX, strlen(RT_CKPT_DIR_PREFIX)) || n <= x ||
-            strcmp(e->d_name + n - x, RT_CKPT_EXT))
-            continue;
-        if (!moved && mkdir(sub, 0777) != 0 && errno != EEXIST)
-            rc = mg_fail(err, "OSError", "%%train: cannot create %s: %s", sub, strerror(errno));
-        snprintf(from, sizeof from, "%s/%s", dir, e->d_name);
-        snprintf(to, sizeof to, "%s/%s", sub, e->d_name);
-        if (rc == 0 && rename(from, to) != 0)
-            rc = mg_fail(err, "OSError", "%%train: cannot move %s to %s: %s", from, sub,
-                         strerror(errno));
-        moved += rc == 0;
-    }
-    closedir(d);
-    if (moved)
-        mg_printf(ctx->out, "KILN_NO_RESUME: starting over; %d earlier checkpoint%s of %s "
-                  "moved to %s\n", moved, moved == 1 ? "" : "s", dir, sub);
-    return rc;
-}
-
-int mg_ckpt_train_autoresume(mg_ctx *ctx, const mg_run_opts *o, int *handled, mg_error *err)
-{
-    *handled = 0;
-    const char *env = getenv("KILN_NO_RESUME");
-    struct stat st;
-    if (!o->run_dir[0] || stat(o->run_dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
-    if (env && env[0] && strcmp(env, "0")) { /* rank 0 alone moves the files */
-        int rc = rt_dist_is_writer() ? set_aside(ctx, o->run_dir, err) : 0;
-        return *handled = rc < 0, rc;
-    }
-    char *path = NULL, *skipped = NULL;
-    rt_error re = {0};
-    rt_status s = rt_ckpt_dir_latest(o->run_dir, &path, &skipped, &re);
-    if (s == RT_ENOMEM) return mg_fail(err, "MemoryError", "%s", re.msg);
-    if (s != RT_OK) { /* nothing valid to continue: a fresh run (damaged files stay) */
-        if (skipped)
-            mg_eprintf(ctx->out, "warning: %%train: no valid checkpoint in %s to continue "
-                       "from; starting over:\n%s", o->run_dir, skipped);
-        free(skipped);
-        return 0;
-    }
-    if (skipped)
-        for (char *line = strtok(skipped, "\n"); line; line = strtok(NULL, "\n"))
-            mg_eprintf(ctx->out, "warning: skipped damaged checkpoint %s/%s\n", o->run_dir, line);
-    free(skipped);
-    if (same_model(ctx, o, path, err) < 0) {
-        free(path);
-        return *handled = 1, -1;
-    }
-    *handled = 1;
-    mg_printf(ctx->out, "%s already holds checkpoints: continuing that run (KILN_NO_RESUME=1 "
-              "or `kiln run --no-resume` starts over)\n", o->run_dir);
-    mg_resume_opts ro;
-    mg_resume_opts_default(&ro);
-    ro.caller = "%train";
-    ro.train = o;
-    ro.epochs = o->epochs;
-    snprintf(ro.device, sizeof ro.device, "%s", o->device);
-    snprintf(ro.results, sizeof ro.results, "%s", o->results);
-    ro.time_limit_s = o->time_limit_s;
-    snprintf(ro.checkpoint_every, sizeof ro.checkpoint_every, "%s", o->checkpoint_every_text);
-    ro.keep = o->keep;
-    int rc = mg_ckpt_resume(ctx, path, &ro, err);
-    free(path);
     return rc;
 }

@@ -114,9 +114,8 @@ static int build_model(mg_run *r, mg_error *err)
     }
     if (set_precision(r, err) < 0) return -1;
     if (rt_model_attach(r->model, r->backend, r->o.batch, r->o.seed, &re) != RT_OK)
-        return mg_fail(err, re.code == RT_ENOMEM || re.code == RT_EDEVICE ? "MemoryError"
-                       : "ValueError", "%%train: model '%s' with --batch %d: %s",
-                       r->model_name, r->o.batch, re.msg);
+        return mg_fail_status(err, &re, "%%train: model '%s' with --batch %d: %s",
+                              r->model_name, r->o.batch, re.msg);
     return 0;
 }
 
@@ -136,7 +135,8 @@ static int build_trainer(mg_run *r, mg_error *err)
     c.optim.nesterov = r->o.nesterov;
     if (r->o.nesterov && kind != RT_OPTIM_SGD)
         return mg_fail(err, "ValueError", "%%train: --nesterov needs --optimizer sgd");
-    if (rt_schedule_parse(&c.schedule, r->o.schedule, &re) != RT_OK)
+    if (rt_schedule_parse(&c.schedule, r->o.schedule_resolved[0] ? r->o.schedule_resolved
+                                                                   : r->o.schedule, &re) != RT_OK)
         return mg_fail(err, "ValueError", "%%train: --schedule: %s", re.msg);
     c.epochs = r->o.epochs;
     c.batch_size = r->o.batch;
@@ -144,11 +144,10 @@ static int build_trainer(mg_run *r, mg_error *err)
     c.augment = r->o.augment;
     c.time_limit_s = r->o.time_limit_s;
     c.loss_scaling = !strcmp(r->o.precision, "fp16");
-    /* KILN_DEVICE_PATH=1: the CPU trains through the device path too (data set, loss
+    /* settings.device_path: the CPU trains through the device path too (data set, loss
      * statistics and optimiser state in backend memory, progress read in batches): what
      * a GPU runs, so it can be checked on any machine (same parameters bit for bit) */
-    const char *dp = getenv("KILN_DEVICE_PATH");
-    c.device_path = dp && *dp && strcmp(dp, "0") != 0;
+    c.device_path = r->ctx->settings && r->ctx->settings->device_path;
     if (rt_dist_world(&c.dist, &re) != RT_OK)
         return mg_fail(err, re.code == RT_ENODEV ? "ImportError" : "RuntimeError",
                        "%%train: ranks of this launch: %s", re.msg);

@@ -12,7 +12,7 @@
  *                                        checkpoint hook, results run end; the trained
  *                                        model goes to the workspace (mg_workspace.h)
  *   mg_run_destroy(run);
- * The loop calls mg_run_checkpoint_hook (mg_ckpt.h, RESUME helper) after every step
+ * The loop calls mg_run_checkpoint_hook (mg_ckpt.h) after every step
  * (ev = RT_STEP_CONTINUE / RT_STEP_EPOCH_END, after that epoch's validation) and once
  * when it stops (ev = RT_STEP_DONE / RT_STEP_STOPPED / RT_STEP_TIME_LIMIT). A hook
  * failure (-1) ends the run as failed with the hook's error. An interrupt stops the
@@ -49,6 +49,8 @@ typedef struct mg_run_opts {
     double weight_decay;     /* --weight-decay; NAN = the optimiser's default */
     int nesterov;            /* --nesterov (flag) */
     char schedule[256];      /* --schedule text (rt_schedule.h); "constant" */
+    char schedule_resolved[256]; /* a continued run: the schedule fixed to its first plan
+                                    (rt_schedule_format), used instead of schedule; "" */
     uint64_t seed;           /* --seed (0) */
     char device[32];         /* --device auto|cpu|cuda|cuda:N ("auto") */
     char precision[8];       /* --precision fp32|bf16|fp16 ("fp32"; GPU only for bf16/fp16) */
@@ -63,6 +65,7 @@ typedef struct mg_run_opts {
                                 data set was loaded by %dataset */
     char name[64];           /* --name: run name in the results store ("" = model name) */
     int64_t resume_run_id;   /* %resume: results-store run to continue (0 = a new run) */
+    int resume;              /* --resume: an mg_resume_mode; -1 = the session's default */
 } mg_run_opts;
 
 /* The %train option table (NULL-terminated), for the command and for %resume. */
@@ -115,6 +118,11 @@ double mg_run_elapsed(const mg_run *run);
 /* The checkpoint hook saved the checkpoint of step: the progress display shows
  * "last checkpoint: step N" from its next update on. */
 void mg_run_note_checkpoint(mg_run *run, int64_t step);
+/* The run's loss/accuracy curves as JSON (new string, free(); NULL on no memory), for
+ * its checkpoints; mg_run_curves_restore puts the points up to step of a checkpoint's
+ * curves (text may be NULL) back before a continued run starts (mg_run_curves.c). */
+char *mg_run_curves_json(const mg_run *run);
+void mg_run_curves_restore(mg_run *run, const char *text, int64_t step);
 /* The trainer's step when mg_run_loop began (> 0 for a continued run). */
 int64_t mg_run_start_step(const mg_run *run);
 

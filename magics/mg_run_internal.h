@@ -4,6 +4,8 @@
 #ifndef MG_RUN_INTERNAL_H
 #define MG_RUN_INTERNAL_H
 
+#include <stdio.h>
+
 #include "mg_run.h"
 #include "mg_workspace.h"
 
@@ -32,6 +34,7 @@ struct mg_run {
     int progress_shown, plot_shown;
     double t_start, last_update, epoch_t0;
     int64_t start_step;            /* trainer step when the loop began (resume) */
+    int64_t epoch_seen0;           /* images of the epoch seen before the loop began */
     rt_progress last;              /* the latest step's progress */
     int has_progress;
     double val_loss, val_acc;
@@ -48,6 +51,8 @@ void mgp_view_progress(mg_run *r, const rt_progress *p, int force);
 void mgp_view_epoch(mg_run *r, const rt_progress *p, double seconds, double images_per_s);
 void mgp_view_plot(mg_run *r);
 void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_summary *s);
+/* The one hint for training a run longer (a summary line on t). */
+void mgp_hint_longer(const mg_run *r, FILE *t);
 int mgp_series_add(mgp_series *s, double x, double y);
 void mgp_series_free(mgp_series *s);
 double mgp_now(void);

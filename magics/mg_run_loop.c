@@ -81,9 +81,11 @@ static int results_begin(mg_run *r, mg_error *err)
     }
     json_decref(params);
     snprintf(buf, sizeof buf, "%ld", rt_model_num_params(r->model));
-    rt_results_log_param(r->rs, r->run_id, "model", r->model_name, NULL);
-    rt_results_log_param(r->rs, r->run_id, "params_total", buf, NULL);
-    rt_results_log_param(r->rs, r->run_id, "validation_split", r->val_name, NULL);
+    const char *more[] = {"model", r->model_name, "params_total", buf,
+                          "validation_split", r->val_name};
+    for (size_t i = 0; i < sizeof more / sizeof *more; i += 2)
+        if (rt_results_log_param(r->rs, r->run_id, more[i], more[i + 1], &re) != RT_OK)
+            mgp_rs_warn(r, "logging parameters", re.msg);
     return 0;
 }
 
@@ -102,7 +104,9 @@ static int epoch_end(mg_run *r, mg_error *err)
     rt_error re = {0};
     double secs = mgp_now() - r->epoch_t0;
     rt_trainer_state st = rt_trainer_get_state(r->trainer);
-    double ips = secs > 0 ? (double)st.epoch_seen / secs : 0;
+    /* a continued run's first epoch: only the images of the steps run here */
+    double ips = secs > 0 ? (double)(st.epoch_seen - r->epoch_seen0) / secs : 0;
+    r->epoch_seen0 = 0;
     if (rt_trainer_evaluate(r->model, r->val, 0, r->eval, &re) != RT_OK)
         return mg_fail(err, "RuntimeError", "%%train: validation on '%s' failed: %s",
                        r->val->name, re.msg);
@@ -152,15 +156,16 @@ int mg_run_loop(mg_run *r, mg_error *err)
     const int writer = rt_dist_is_writer();
     if (writer && results_begin(r, err) < 0) return -1;
     r->t_start = r->epoch_t0 = mgp_now();
+    r->epoch_seen0 = rt_trainer_get_state(r->trainer).epoch_seen;
     mgp_view_start(r);
     rt_step_event ev = RT_STEP_CONTINUE;
     int rc = 0;
     if (rt_trainer_begin(r->trainer, &re) != RT_OK)
-        rc = mg_fail(err, "RuntimeError", "%%train: %s", re.msg);
+        rc = mg_fail_status(err, &re, "%%train: %s", re.msg);
     while (rc == 0) {
         if (rt_trainer_step(r->trainer, &ev, &re) != RT_OK) {
-            rc = mg_fail(err, re.code == RT_EDEVICE_LOST ? "SystemError" : "RuntimeError",
-                         "%%train: step %lld failed: %s", (long long)r->last.step + 1, re.msg);
+            rc = mg_fail_status(err, &re, "%%train: step %lld failed: %s",
+                                (long long)r->last.step + 1, re.msg);
             break;
         }
         if (ev == RT_STEP_EPOCH_END && epoch_end(r, err) < 0) {
@@ -175,7 +180,10 @@ int mg_run_loop(mg_run *r, mg_error *err)
     }
     if (r->has_progress) mgp_view_progress(r, &r->last, 1);
     rt_train_summary sum = {0};
-    rt_trainer_end(r->trainer, &sum, NULL);
+    rt_error end_re = {0};
+    /* the device path reads its last statistics here: a failure is the run's error */
+    if (rt_trainer_end(r->trainer, &sum, &end_re) != RT_OK && rc == 0)
+        rc = mg_fail_status(err, &end_re, "%%train: finishing the run failed: %s", end_re.msg);
     mgp_view_summary(r, ev, rc != 0, &sum);
     if (r->rs) {
         rt_results_status st = rc ? RT_RESULTS_FAILED

@@ -24,6 +24,7 @@ const mg_option mg_train_options[] = {
     {"--device", MG_OPT_STRING, "DEV", "auto, cpu, cuda or cuda:N (auto)", NULL},
     {"--precision", MG_OPT_CHOICE, NULL, "arithmetic precision (fp32)", "fp32|bf16|fp16"},
     {"--run-dir", MG_OPT_STRING, "DIR", "directory for this run's checkpoints", NULL},
+    {"--resume", MG_OPT_CHOICE, NULL, "DIR holds a run: continue if same options (auto)", "auto|never|must"},
     {"--checkpoint-every", MG_OPT_STRING, "WHEN", "500steps, 10m or 1epoch (needs --run-dir)", NULL},
     {"--keep", MG_OPT_INT, "N", "keep the newest N checkpoints plus the best (3)", NULL},
     {"--time-limit", MG_OPT_STRING, "TIME", "stop (and checkpoint) after e.g. 8h30m", NULL},
@@ -48,6 +49,7 @@ void mg_run_opts_default(mg_run_opts *o)
     snprintf(o->precision, sizeof o->precision, "fp32");
     o->keep = 3;
     o->val = -1;
+    o->resume = -1;
 }
 
 /* Copies a string option into dst (size n); error when it does not fit. */
@@ -56,7 +58,7 @@ static int str_opt(const mg_args *a, const char *name, char *dst, size_t n, mg_e
     const char *v = mg_args_get(a, name);
     if (!v) return 0;
     if (strlen(v) >= n)
-        return mg_fail(err, "UsageError", "%%train: %s: value too long (%zu characters at most)",
+        return mg_fail(err, "ValueError", "%%train: %s: value too long (%zu characters at most)",
                        name, n - 1);
     memcpy(dst, v, strlen(v) + 1);
     return 0;
@@ -173,6 +175,9 @@ int mg_run_opts_from_args(mg_run_opts *o, const mg_args *a, mg_error *err)
         str_opt(a, "--checkpoint-every", o->checkpoint_every_text,
                 sizeof o->checkpoint_every_text, err) < 0)
         return -1;
+    const char *rs = mg_args_get(a, "--resume");
+    if (rs) o->resume = !strcmp(rs, "never") ? MG_RESUME_NEVER
+                       : !strcmp(rs, "must") ? MG_RESUME_MUST : MG_RESUME_AUTO;
     mg_error e2;
     if (mg_args_has(a, "--checkpoint-every") &&
         mg_run_parse_every(o->checkpoint_every_text, &o->checkpoint_every, &e2) < 0)

@@ -96,7 +96,7 @@ void mgp_view_progress(mg_run *r, const rt_progress *p, int force)
     double t = mgp_now();
     if (!force && r->progress_shown && t - r->last_update < UPDATE_EVERY_S) return;
     r->last_update = t;
-    const int W = 30;
+    const int W = 20;
     int64_t total = p->total_steps > 0 ? p->total_steps : 1;
     int fill = (int)((double)W * (double)p->step / (double)total);
     if (fill > W) fill = W;
@@ -120,24 +120,28 @@ void mgp_view_progress(mg_run *r, const rt_progress *p, int force)
         snprintf(ck + used, sizeof ck - used, ", %lld skipped (fp16 overflow)",
                  (long long)p->skipped_steps);
     }
+    /* short enough for a notebook at its usual width (about 100 columns): "elapsed<left"
+     * as tqdm writes it; the checkpoint note may go to a second line */
     char line[600];
-    snprintf(line, sizeof line, "epoch %lld/%d [%s] step %lld/%lld  loss %.4f  acc %.4f  "
-             "lr %.3g  %.0f img/s  %s elapsed, %s left%s", (long long)p->epoch + 1, p->epochs,
-             bar, (long long)p->step, (long long)total, p->epoch_loss, p->epoch_accuracy, p->lr,
-             p->images_per_s, el, eta, ck);
+    snprintf(line, sizeof line, "epoch %lld/%d [%s] step %lld/%lld  loss %.4f  acc %.4f  lr %.3g  "
+             "%.0f img/s  %s<%s%s", (long long)p->epoch + 1, p->epochs, bar, (long long)p->step,
+             (long long)total, p->epoch_loss, p->epoch_accuracy, p->lr, p->images_per_s, el,
+             eta, ck);
     char html[1100];
     snprintf(html, sizeof html, "<div style=\"font-family:monospace\"><progress value=\"%lld\" "
-             "max=\"%lld\" style=\"width:40%%;vertical-align:middle\"></progress> epoch "
+             "max=\"%lld\" style=\"width:8em;vertical-align:middle\"></progress> epoch "
              "<b>%lld</b>/%d &middot; step %lld/%lld &middot; loss <b>%.4f</b> &middot; acc "
-             "<b>%.4f</b> &middot; lr %.3g &middot; %.0f img/s &middot; %s elapsed, %s left%s</div>",
-             (long long)p->step, (long long)total, (long long)p->epoch + 1, p->epochs,
-             (long long)p->step, (long long)total, p->epoch_loss, p->epoch_accuracy, p->lr,
-             p->images_per_s, el, eta, ck);
+             "<b>%.4f</b> &middot; lr %.3g &middot; %.0f&nbsp;img/s &middot; "
+             "%s&lt;%s%s</div>", (long long)p->step, (long long)total, (long long)p->epoch + 1,
+             p->epochs, (long long)p->step, (long long)total, p->epoch_loss, p->epoch_accuracy,
+             p->lr, p->images_per_s, el, eta, ck);
     show(r, json_pack("{s:s, s:s}", "text/plain", line, "text/html", html), r->progress_id,
          &r->progress_shown);
     /* the plot's display is made right under the progress, before any epoch line, and
      * then only updated: the epoch lines stay below it and the layout does not jump */
-    if (!r->plot_shown)
+    if (!r->plot_shown && r->ep_loss.n > 0) /* a continued run: its curves so far */
+        mgp_view_plot(r);
+    else if (!r->plot_shown)
         show(r, json_pack("{s:s, s:s}", "text/plain", "<loss/accuracy plot appears after the "
                           "first epoch>", "text/html", "<div style=\"color:#888\"><i>loss/"
                           "accuracy plot appears after the first epoch</i></div>"),
@@ -189,6 +193,34 @@ static int stored_metric(mg_run *r, const char *key, double *v)
     return found && is_num ? 0 : -1;
 }
 
+/* Where the run lives, for the user: an s3:// run directory's URL (the local one is
+ * only its staging copy), else the run directory. */
+static const char *run_home(const mg_run *r)
+{
+    const char *url = mg_store_url(r->ctx);
+    return url ? url : r->o.run_dir;
+}
+
+/* "  run directory: ..." (nothing without one); an s3:// one names its staging copy. */
+static void summary_run_dir(const mg_run *r, FILE *t)
+{
+    if (!r->o.run_dir[0]) return;
+    if (mg_store_url(r->ctx))
+        fprintf(t, "  run directory: %s (staged in %s)\n", run_home(r), r->o.run_dir);
+    else
+        fprintf(t, "  run directory: %s\n", r->o.run_dir);
+}
+
+void mgp_hint_longer(const mg_run *r, FILE *t)
+{
+    if (r->o.run_dir[0])
+        fprintf(t, "  to train longer: a larger --epochs, e.g. %%resume %s --epochs %d (or "
+                "this %%train with --epochs %d)\n", run_home(r), r->o.epochs + 1,
+                r->o.epochs + 1);
+    else
+        fprintf(t, "  to train longer: %%train with --epochs larger than %d\n", r->o.epochs);
+}
+
 /* A run (directory) trained again after its last planned step: no step was taken.
  * Says so, with where it stands and its last metrics, and how to train further. */
 static void summary_complete(mg_run *r, FILE *t)
@@ -197,23 +229,26 @@ static void summary_complete(mg_run *r, FILE *t)
     int64_t ep = spe > 0 ? (r->start_step + spe - 1) / spe : 0;
     fprintf(t, "Run %s: already complete at step %lld (epoch %lld of %d); nothing to train\n",
             r->model_name, (long long)r->start_step, (long long)ep, r->o.epochs);
+    /* the last metrics: measured here, else the curves the checkpoint carried, else
+     * the results store (a continued run in another store has none there) */
     double vl = 0, va = 0, tl = 0, ta = 0;
-    if (r->has_val) vl = r->val_loss, va = r->val_acc;
-    if (r->has_val || (stored_metric(r, "val_loss", &vl) == 0 &&
-                       stored_metric(r, "val_accuracy", &va) == 0))
-        fprintf(t, "  last %s loss %.4f, accuracy %.4f\n", r->val_name, vl, va);
-    if (stored_metric(r, "train_loss", &tl) == 0 && stored_metric(r, "train_accuracy", &ta) == 0)
-        fprintf(t, "  last train loss %.4f, accuracy %.4f (epoch mean)\n", tl, ta);
+    int has_v = r->has_val, has_t = 0;
+    if (has_v) vl = r->val_loss, va = r->val_acc;
+    if (!has_v && r->ep_vloss.n && r->ep_vacc.n)
+        vl = r->ep_vloss.y[r->ep_vloss.n - 1], va = r->ep_vacc.y[r->ep_vacc.n - 1], has_v = 1;
+    if (!has_v && stored_metric(r, "val_loss", &vl) == 0 &&
+        stored_metric(r, "val_accuracy", &va) == 0)
+        has_v = 1;
+    if (r->ep_loss.n && r->ep_acc.n)
+        tl = r->ep_loss.y[r->ep_loss.n - 1], ta = r->ep_acc.y[r->ep_acc.n - 1], has_t = 1;
+    if (!has_t && stored_metric(r, "train_loss", &tl) == 0 &&
+        stored_metric(r, "train_accuracy", &ta) == 0)
+        has_t = 1;
+    if (has_v) fprintf(t, "  last %s loss %.4f, accuracy %.4f\n", r->val_name, vl, va);
+    if (has_t) fprintf(t, "  last train loss %.4f, accuracy %.4f (epoch mean)\n", tl, ta);
     if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);
-    if (r->o.run_dir[0]) {
-        const char *url = mg_store_url(r->ctx); /* an s3:// run directory: the URL */
-        if (url) fprintf(t, "  run directory: %s (staged in %s)\n", url, r->o.run_dir);
-        else fprintf(t, "  run directory: %s\n", r->o.run_dir);
-        fprintf(t, "  to train further: %%resume %s --epochs M with M > %d (e.g. --epochs %d)\n",
-                url ? url : r->o.run_dir, r->o.epochs, r->o.epochs + 1);
-    } else {
-        fprintf(t, "  to train further: %%train with --epochs larger than %d\n", r->o.epochs);
-    }
+    summary_run_dir(r, t);
+    mgp_hint_longer(r, t);
 }
 
 void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_summary *s)
@@ -235,6 +270,8 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
     FILE *t = open_memstream(&text, &tl);
     if (!t) return;
     int complete = !failed && why == RT_STEP_DONE && s->steps == 0 && r->start_step > 0;
+    /* stopped before the first epoch ended: the placeholder gives way to what there is */
+    if (r->plot_shown && r->ep_loss.n == 0 && r->step_loss.n > 0) mgp_view_plot(r);
     if (complete) {
         summary_complete(r, t);
     } else {
@@ -251,16 +288,13 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
             fprintf(t, "  fp16 loss scaling: %lld step%s skipped (inf/NaN gradients), loss "
                     "scale now %g\n", (long long)s->skipped_steps,
                     s->skipped_steps == 1 ? "" : "s", s->loss_scale);
-        fprintf(t, "  model %s: %ld parameters; data %s\n", r->model_name,
-                rt_model_num_params(r->model), r->data->name);
+        char np[32];
+        fprintf(t, "  model %s: %s parameters; data %s\n", r->model_name,
+                mg_commas(rt_model_num_params(r->model), np), r->data->name);
         if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);
-        const char *url = mg_store_url(r->ctx); /* an s3:// run directory: the URL */
-        if (url && r->o.run_dir[0])
-            fprintf(t, "  run directory: %s (staged in %s)\n", url, r->o.run_dir);
-        else if (r->o.run_dir[0])
-            fprintf(t, "  run directory: %s\n", r->o.run_dir);
+        summary_run_dir(r, t);
         if (!failed && why != RT_STEP_DONE && r->o.run_dir[0])
-            fprintf(t, "  continue with: %%resume %s\n", url ? url : r->o.run_dir);
+            fprintf(t, "  continue with: %%resume %s\n", run_home(r));
     }
     fclose(t);
     char *esc = text ? mg_html_escape(text) : NULL, *html = NULL;

@@ -1,7 +1,7 @@
 /* mg_train.c - %train [MODEL] [options]: reads the options (mg_run_opts.c), builds a
  * run and trains it (mg_run.c / mg_run_loop.c). A fresh model from the spec and the
- * seed every time - unless --run-dir already holds checkpoints, then that run continues
- * (mg_ckpt_train_autoresume; KILN_NO_RESUME=1 starts over), so a stage notebook run
+ * seed every time - unless --run-dir already holds a run of the same options, then that
+ * run continues (--resume auto|never|must, mg_train_resume.c), so a stage notebook run
  * again on a new machine picks up where the last one stopped. The trained model
  * replaces the previous one of that name in the workspace, for %evaluate, %predict
  * and %checkpoint. */
@@ -11,7 +11,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "rt_store.h"
 
@@ -29,20 +28,30 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
                        ? " and " : "",
                    mg_args_has(args, "--keep") ? "--keep" : "");
     /* an s3:// run directory: the store is checked now (before any step), its newest
-     * checkpoint fetched into the local staging directory, which the run then uses */
+     * checkpoint fetched into the local staging directory, which the run then uses (a
+     * versioned URL-v2 is chosen there too, mg_train_resume.c) */
+    mg_resume_mode mode = o.resume >= 0 ? (mg_resume_mode)o.resume
+                        : ctx->settings ? ctx->settings->train_resume : MG_RESUME_AUTO;
     char url[sizeof o.run_dir] = "";
     if (rt_store_is_url(o.run_dir)) {
         char *newest = NULL;
-        const char *nr = getenv("KILN_NO_RESUME"); /* starting over: nothing to fetch */
-        int fetch = !(nr && *nr && strcmp(nr, "0") != 0);
+        size_t held = 0;
         snprintf(url, sizeof url, "%s", o.run_dir);
-        if ((fetch && mg_store_fetch(url, 1, ctx->out, &newest, err) < 0) ||
+        /* never: a new run cannot start over in a store that holds one (its steps
+         * would mix with the old run's objects, and no rename sets those aside) */
+        if (mode == MG_RESUME_NEVER && mg_store_count(url, &held, err) < 0) return -1;
+        if (held)
+            return mg_fail(err, "FileExistsError", "%%train --resume never: %s holds a run "
+                           "(%zu checkpoint%s) and a store cannot set it aside ---> HINT: give "
+                           "a new s3:// --run-dir, or --resume auto (continues it, or trains "
+                           "other options in %s-v2)", url, held, held == 1 ? "" : "s", url);
+        if ((mode != MG_RESUME_NEVER && mg_store_fetch(url, 1, ctx->out, &newest, err) < 0) ||
             mg_store_begin(ctx, url, o.keep > 0 ? o.keep : 1, o.run_dir, sizeof o.run_dir,
                            err) < 0)
             return -1;
         free(newest);
     }
-    int handled = 0, rc = mg_ckpt_train_autoresume(ctx, &o, &handled, err);
+    int handled = 0, rc = mg_ckpt_train_autoresume(ctx, &o, mode, &handled, err);
     if (!handled && rc >= 0) {
         mg_run *r = NULL;
         rc = mg_run_create(&r, ctx, &o, err);
@@ -59,7 +68,7 @@ const mg_command mg_cmd_train = {
     .usage = "Usage: %train [MODEL] [--data NAME] [--epochs N] [--batch N] [--lr LR]\n"
              "              [--optimizer adam|sgd|adamw] [--momentum M] [--weight-decay WD]\n"
              "              [--nesterov] [--schedule SPEC] [--seed N] [--device auto|cpu|cuda[:N]]\n"
-             "              [--precision fp32|bf16|fp16] [--run-dir DIR]\n"
+             "              [--precision fp32|bf16|fp16] [--run-dir DIR] [--resume auto|never|must]\n"
              "              [--checkpoint-every 500steps|10m|1epoch] [--keep N]\n"
              "              [--time-limit 8h30m] [--results PATH] [--augment] [--val N] [--name NAME]\n\n"
              "Trains MODEL (default: the model defined last) on the data set loaded last (or\n"
@@ -69,8 +78,11 @@ const mg_command mg_cmd_train = {
              "the test split when there is none. An interrupt stops at the next step and\n"
              "keeps the model; --time-limit stops the same way (not an error) so a stage\n"
              "notebook can go on. With --run-dir, checkpoints go there (every\n"
-             "--checkpoint-every, default 1epoch, and at the stop); a run directory that\n"
-             "already holds checkpoints is continued (KILN_NO_RESUME=1 starts over). Every run is recorded in the results store (--results,\n"
+             "--checkpoint-every, default 1epoch, and at the stop). When DIR already holds\n"
+             "a run: --resume auto continues it if its options are the ones given (a larger\n"
+             "--epochs trains it longer), else trains in a new DIR-v2 beside it; never\n"
+             "starts over in DIR (old checkpoints kept); must continues it or fails.\n"
+             "Every run is recorded in the results store (--results,\n"
              "else $KILN_RESULTS, else ~/.local/share/kiln/results.sqlite); a store that\n"
              "cannot be written is a warning. Options take $var / {expr} values.\n\n"
              "Example:\n  %train mnist_net --epochs $epochs --lr {lr} --optimizer sgd --momentum 0.9",

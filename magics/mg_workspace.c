@@ -237,9 +237,10 @@ mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *na
         free(d);
         if (s == RT_EINTERRUPTED || host_stop(ctx))
             mg_fail(err, "KeyboardInterrupt", "loading data set '%s' was interrupted", name);
+        else if (strstr(re.msg, name)) /* the message names it already: once is enough */
+            mg_fail_status(err, &re, "%s", re.msg);
         else
-            mg_fail(err, s == RT_ENOTFOUND ? "FileNotFoundError" : "ValueError",
-                    "data set '%s': %s", name, re.msg);
+            mg_fail_status(err, &re, "data set '%s': %s", name, re.msg);
         return NULL;
     }
     if (dl.shown) { /* the download display ends saying where the files are */

@@ -46,6 +46,23 @@ const char *rt_status_name(rt_status code)
     return "Error";
 }
 
+const char *rt_status_exception(rt_status code)
+{
+    switch (code) {
+    case RT_OK: return "RuntimeError";
+    case RT_EINVAL: return "ValueError";
+    case RT_ENOMEM: return "MemoryError";
+    case RT_EIO: return "OSError";
+    case RT_EFORMAT: return "ValueError";
+    case RT_ENOTFOUND: return "FileNotFoundError";
+    case RT_ENODEV: return "RuntimeError";
+    case RT_EDEVICE: return "RuntimeError";
+    case RT_EDEVICE_LOST: return "SystemError";
+    case RT_EINTERRUPTED: return "KeyboardInterrupt";
+    }
+    return "RuntimeError";
+}
+
 void rt_assert_fail(const char *expr, const char *file, int line)
 {
     fprintf(stderr, "kiln: internal error: assertion '%s' failed at %s:%d\n", expr, file, line);

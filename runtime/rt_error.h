@@ -35,8 +35,13 @@ rt_status rt_error_set(rt_error *err, rt_status code, const char *file, int line
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Clears err to RT_OK with an empty message. err may be NULL. */
 void rt_error_clear(rt_error *err);
-/* A short stable name for a status: "RT_EINVAL" -> "ValueError"-like user names. */
+/* A short stable name for each status, distinct per status (for logs and tools:
+ * RT_EFORMAT -> "FormatError", RT_EIO -> "IOError"). */
 const char *rt_status_name(rt_status code);
+/* The Python exception a status is reported to the user as (RT_EINVAL -> "ValueError",
+ * RT_EIO -> "OSError", RT_ENODEV -> "RuntimeError", ...): the one table every magic
+ * uses (mg_fail_status). RT_OK, a failure without a status, is "RuntimeError". */
+const char *rt_status_exception(rt_status code);
 
 #define RT_ERR(err, code, ...) rt_error_set((err), (code), __FILE__, __LINE__, __VA_ARGS__)
 

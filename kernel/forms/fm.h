@@ -44,6 +44,19 @@ int fm_registry_show(fm_registry *r, fm_form *f, json_t *cell_metadata,
 int fm_registry_comm_msg(fm_registry *r, const char *msg_type, json_t *content,
                          const mg_host *host, const mg_out *out);
 
+/* The cell's code with the values set in its form's widgets written in (new string),
+ * when cell_key's form is shown and was made from exactly this code and some value
+ * differs from what the code says; else NULL (fm_writeback.c). */
+char *fm_registry_write_back(fm_registry *r, const char *cell_key, const char *code,
+                             const mg_host *host);
+/* The same for one form (its variables read through host); NULL when nothing differs. */
+char *fm_form_write_back(const fm_form *f, const char *code, const mg_host *host);
+
+/* Replaces every live form's display by its text/HTML table of the current values
+ * (update_display_data), so a notebook saved after the kernel exits shows values, not
+ * "model not found". Returns how many were replaced. */
+int fm_registry_fallback_all(fm_registry *r, const mg_host *host, const mg_out *out);
+
 /* Widget state for the notebook's metadata (application/vnd.jupyter.widget-state+json),
  * new ref; used by `kiln run` so a saved notebook reopens showing its forms. */
 json_t *fm_registry_widget_state(fm_registry *r);

@@ -45,6 +45,7 @@ struct fm_form {
     fm_item *items;
     size_t n, cap;
     json_t *title_options; /* {"display-mode": "form", ...} or NULL */
+    char *source;          /* the cell's code the form was parsed from */
 };
 
 /* ---- fm_lit.c: annotation literals (Python literals and reprs: kl_literal_parse and

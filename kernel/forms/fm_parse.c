@@ -419,12 +419,17 @@ int fm_form_parse(const char *code, fm_form **out, mg_error *err) {
         if (*s == '\n') s++;
     }
     if (form->n == 0) { fm_form_destroy(form); return 0; }
+    if (!(form->source = strdup(code))) {
+        fm_form_destroy(form);
+        return fm_fail(err, "MemoryError", "out of memory");
+    }
     *out = form;
     return 0;
 }
 
 void fm_form_destroy(fm_form *f) {
     if (!f) return;
+    free(f->source);
     for (size_t i = 0; i < f->n; i++) {
         free(f->items[i].text);
         field_free(f->items[i].field);

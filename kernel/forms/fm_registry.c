@@ -228,7 +228,8 @@ int fm_registry_show(fm_registry *r, fm_form *f, json_t *cell_metadata, const mg
     }
     json_t *view = json_pack("{s:i,s:i,s:s}", "version_major", 2, "version_minor", 0, "model_id", root);
     if (view) json_object_set_new(bundle, "application/vnd.jupyter.widget-view+json", view);
-    if (out && out->display) out->display(out->user, bundle, NULL, NULL, 0);
+    snprintf(s->display_id, sizeof s->display_id, "kiln-form-%s-%lu", r->prefix, s->serial);
+    if (out && out->display) out->display(out->user, bundle, NULL, s->display_id, 0);
     json_decref(b.opens);
     json_decref(bundle);
     return 0;
@@ -263,4 +264,31 @@ json_t *fm_registry_widget_state(fm_registry *r) {
     json_t *states = fm_registry_states(r);
     if (!states) return NULL;
     return json_pack("{s:i,s:i,s:o}", "version_major", 2, "version_minor", 0, "state", states);
+}
+
+/* ---- leaving and coming back ---- */
+
+char *fm_registry_write_back(fm_registry *r, const char *cell_key, const char *code,
+                             const mg_host *host) {
+    for (size_t i = 0; r && cell_key && code && i < r->n; i++) {
+        fm_shown *s = r->forms[i];
+        if (!s->cell_key || strcmp(s->cell_key, cell_key) || !s->form->source ||
+            strcmp(s->form->source, code))
+            continue;
+        return fm_form_write_back(s->form, code, host);
+    }
+    return NULL;
+}
+
+int fm_registry_fallback_all(fm_registry *r, const mg_host *host, const mg_out *out) {
+    int n = 0;
+    for (size_t i = 0; r && out && out->display && i < r->n; i++) {
+        fm_shown *s = r->forms[i];
+        json_t *bundle = s->display_id[0] ? fm_fallback_bundle(s->form, host) : NULL;
+        if (!bundle) continue;
+        out->display(out->user, bundle, NULL, s->display_id, 1);
+        json_decref(bundle);
+        n++;
+    }
+    return n;
 }

@@ -11,6 +11,8 @@ typedef struct fm_shown {
     char *cell_key;        /* JupyterLab's cellId, or NULL */
     fm_form *form;
     json_t *ids;           /* array of model ids, in the order they were opened */
+    char display_id[64];   /* of the form's display_data: replaced by its table when the
+                              kernel exits (fm_registry_fallback_all) */
 } fm_shown;
 
 struct fm_registry {

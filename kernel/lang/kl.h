@@ -29,6 +29,9 @@ void kl_error_deinit(kl_error *e);   /* releases traceback; accepts NULL */
 /* interrupt: borrowed; the engine polls it (never clears it). */
 kl_engine *kl_engine_create(atomic_int *interrupt);
 void kl_engine_destroy(kl_engine *e);   /* accepts NULL */
+/* The settings every magic of this engine sees (mg.h); zero = defaults. Set them
+ * before the first cell runs. */
+mg_settings *kl_engine_settings(kl_engine *e);
 
 /* Runs one cell. Outputs (streams, displays, the trailing expression's value) go to
  * out. cell_metadata (borrowed, may be NULL) is the request's metadata.
@@ -79,5 +82,12 @@ json_t *kl_json_text(const char *s, size_t n);
 /* Widget state of the forms shown so far (application/vnd.jupyter.widget-state+json),
  * new ref or NULL; `kiln run` stores it in the notebook metadata. */
 json_t *kl_engine_widget_state(kl_engine *e);
+/* After a form cell ran again with unchanged code: that code with the values set in the
+ * form's widgets written in (what ran; new string, free()), for a set_next_input
+ * payload; NULL otherwise. */
+char *kl_engine_take_next_input(kl_engine *e);
+/* Replaces each live form's display by its table of values (before the kernel exits,
+ * so a saved notebook shows values, not a missing widget). Returns how many. */
+int kl_engine_forms_fallback(kl_engine *e, const mg_out *out);
 
 #endif

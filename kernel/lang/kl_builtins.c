@@ -71,6 +71,25 @@ json_t *klpb_str_new(klp_buf *b)
 
 /* ---- output and input ---- */
 
+/* `help` and help(): where Kiln's help is, as IPython's `help` says where Python's is;
+ * help("train") / help("%train") shows that magic's (or builtin's) help. */
+const char klp_help_pointer[] =
+    "Kiln's help: %lsmagic lists the magics; NAME? shows the help of a magic or a "
+    "variable (%train?, lr?);\n%train --help lists a magic's options; help(\"train\") "
+    "does the same from code.\n";
+
+static json_t *b_help(klpb_call *k)
+{
+    if (k->na > 1) return klpb_fail(k->c, k->n, "TypeError", "help() takes at most 1 argument");
+    if (k->na == 1 && json_is_string(k->args[0])) {
+        klp_help(k->c, json_string_value(k->args[0]));
+        return json_null();
+    }
+    if (k->c->out && k->c->out->stream)
+        k->c->out->stream(k->c->out->user, "stdout", klp_help_pointer, strlen(klp_help_pointer));
+    return json_null();
+}
+
 static json_t *b_print(klpb_call *k)
 {
     json_t *kv[4] = {NULL, NULL, NULL, NULL};
@@ -264,6 +283,7 @@ static const struct {
     {"list", klpb_list, 0, "list(iterable): a new list."},
     {"max", klpb_max, 1, "max(iterable) or max(a, b, ...): the largest item."},
     {"min", klpb_min, 1, "min(iterable) or min(a, b, ...): the smallest item."},
+    {"help", b_help, 0, "help() says where the help is; help(\"train\"): a magic's help."},
     {"print", b_print, 1, "print(*values, sep=' ', end='\\n'): writes the values to stdout."},
     {"range", klpb_range, 0, "range(stop) / range(start, stop[, step]): a list of ints."},
     {"repr", b_repr, 0, "repr(x): the printable representation of x."},

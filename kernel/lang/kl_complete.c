@@ -51,6 +51,20 @@ static void add(json_t *m, const char *word, size_t wl, const char *pre, const c
     json_array_append_new(m, json_string(buf));
 }
 
+/* Each word of "a|b|c" that starts with word[0..wl). */
+static void add_choices(json_t *m, const char *word, size_t wl, const char *choices)
+{
+    const char *c = choices ? choices : "";
+    while (*c) {
+        const char *bar = strchr(c, '|');
+        size_t cl = bar ? (size_t)(bar - c) : strlen(c);
+        char one[128];
+        snprintf(one, sizeof one, "%.*s", (int)(cl < 127 ? cl : 127), c);
+        add(m, word, wl, "", one);
+        c = bar ? bar + 1 : c + cl;
+    }
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -161,22 +175,21 @@ json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
         for (const mg_option *o = cmd ? cmd->options : NULL; o && o->name; o++)
             if (pe > ps && strlen(o->name) == pe - ps && !strncmp(o->name, code + ps, pe - ps))
                 prev = o;
+        /* the first positional word (%dataset NAME): the magic's known values */
+        size_t ts = token_start(code, ls, cur), fw = lead + 1;
+        while (fw < cur && !isspace((unsigned char)code[fw])) fw++; /* end of "%name" */
+        while (fw < cur && isspace((unsigned char)code[fw])) fw++;  /* the first word */
+        int at_first = cmd && cmd->positional && ts == fw && (ts == cur || code[ts] != '-');
         if (prev && prev->kind == MG_OPT_CHOICE && prev->choices) {
-            const char *c = prev->choices;
-            while (*c) {
-                const char *bar = strchr(c, '|');
-                size_t cl = bar ? (size_t)(bar - c) : strlen(c);
-                char one[128];
-                snprintf(one, sizeof one, "%.*s", (int)(cl < 127 ? cl : 127), c);
-                add(m, word, wl, "", one);
-                c = bar ? bar + 1 : c + cl;
-            }
+            add_choices(m, word, wl, prev->choices);
         } else if (cmd && (wl == 0 || word[0] == '-')) {
+            if (at_first && ts == cur) add_choices(m, "", 0, cmd->positional);
             for (const mg_option *o = cmd->options; o && o->name; o++) add(m, word, wl, "", o->name);
             add(m, word, wl, "", "--help");
-            if (wl == 0 && token_start(code, ls, cur) == cur) complete_path(m, "", 0);
+            if (wl == 0 && ts == cur) complete_path(m, "", 0);
         } else {
-            ws = token_start(code, ls, cur);
+            ws = ts;
+            if (at_first) add_choices(m, code + ws, cur - ws, cmd->positional);
             complete_path(m, code + ws, cur - ws);
         }
     } else if (shell_line && token_start(code, ls, cur) > lead + 1) {

@@ -18,7 +18,12 @@ struct kl_engine {
     int run_depth;
     fm_registry *forms;
     klp_err nested;          /* the last error of a cell run through host->run_cell */
+    mg_settings settings;    /* what magics see in mg_ctx.settings */
+    char *next_input;        /* the last cell's code with its form's values written in */
 };
+
+mg_settings *kl_engine_settings(kl_engine *e) { return &e->settings; }
+const mg_settings *klp_settings(kl_engine *e) { return &e->settings; }
 
 klp_err *klp_nested_err(kl_engine *e) { return &e->nested; }
 
@@ -102,6 +107,7 @@ void kl_engine_destroy(kl_engine *e)
 {
     if (!e) return;
     fm_registry_destroy(e->forms);
+    free(e->next_input);
     mg_session_destroy(e->session);
     json_decref(e->vars);
     free(e);
@@ -157,6 +163,21 @@ int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out,
     fm_form *form = NULL;
     mg_error merr = {{0}, {0}};
     int bad_form = klp_utf8_valid(code, strlen(code)) && fm_form_parse(code, &form, &merr) < 0;
+    /* the form cell run again as it was: the values set in its widgets stay and are
+     * written into the code (the frontend gets it as set_next_input), as Colab does */
+    free(e->next_input);
+    e->next_input = NULL;
+    const char *key = json_string_value(json_object_get(cell_metadata, "cellId"));
+    char *wb = form && key ? fm_registry_write_back(e->forms, key, code, &e->host) : NULL;
+    fm_form *wform = NULL;
+    mg_error werr = {{0}, {0}};
+    if (wb && fm_form_parse(wb, &wform, &werr) == 0 && wform) {
+        fm_form_destroy(form);
+        form = wform;
+        code = e->next_input = wb;
+    } else {
+        free(wb);
+    }
     int rc = run_code(e, code, out, &ie);
     if (rc == 0 && bad_form) {
         int line = 0;
@@ -239,3 +260,15 @@ int kl_engine_comm_msg(kl_engine *e, const char *msg_type, json_t *content, cons
 }
 
 json_t *kl_engine_widget_state(kl_engine *e) { return fm_registry_widget_state(e->forms); }
+
+char *kl_engine_take_next_input(kl_engine *e)
+{
+    char *s = e->next_input;
+    e->next_input = NULL;
+    return s;
+}
+
+int kl_engine_forms_fallback(kl_engine *e, const mg_out *out)
+{
+    return fm_registry_fallback_all(e->forms, &e->host, out);
+}

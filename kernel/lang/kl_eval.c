@@ -17,6 +17,11 @@ static json_t *eval_name(klp_ctx *c, const klp_node *n)
 {
     json_t *v = json_object_get(klp_vars(c->eng), n->str);
     if (v) return json_incref(v);
+    if (!strcmp(n->str, "help")) { /* as IPython answers a bare `help`: where help is */
+        if (c->out && c->out->stream)
+            c->out->stream(c->out->user, "stdout", klp_help_pointer, strlen(klp_help_pointer));
+        return json_null();
+    }
     if (klp_is_builtin(n->str))
         klp_fail(c->err, n->line, n->col, "TypeError", "the builtin '%s' can only be called "
                  "here (Kiln values are data, not functions)", n->str);

@@ -158,6 +158,7 @@ int klp_interrupted(kl_engine *e);
 const mg_host *klp_host(kl_engine *e);
 mg_session *klp_session(kl_engine *e);
 json_t *klp_cell_metadata(kl_engine *e);
+const mg_settings *klp_settings(kl_engine *e);
 klp_err *klp_nested_err(kl_engine *e);   /* last error of host->run_cell */
 
 json_t *klp_eval(klp_ctx *c, const klp_node *n);
@@ -218,6 +219,8 @@ int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status,
 int klp_magic_line(klp_ctx *c, const klp_node *n);
 int klp_magic_cell(kl_engine *e, const char *code, const mg_out *out, klp_err *err);
 int klp_help(klp_ctx *c, const char *name);
+/* What a bare `help` and help() print: where the help is (kl_builtins.c). */
+extern const char klp_help_pointer[];
 /* Help text (new string) for a magic or name, or NULL. */
 char *klp_help_text(kl_engine *e, const char *name);
 

@@ -27,8 +27,16 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
     name[nlen] = 0;
     const mg_command *cmd = mg_registry_find(name);
     if (!cmd) {
-        if (cell) return klp_fail(err, line, 0, "UsageError", "Cell magic `%%%%%s` not found.", name);
-        return klp_fail(err, line, 0, "UsageError", "Line magic function `%%%s` not found.", name);
+        const char *near = mg_registry_suggest(name);
+        const mg_command *nc = near ? mg_registry_find(near) : NULL;
+        const char *pct = nc && (nc->flags & MG_CELL) && !(nc->flags & MG_LINE) ? "%%" : "%";
+        if (cell)
+            return klp_fail(err, line, 0, "UsageError", "Cell magic `%%%%%s` not found.%s%s%s%s",
+                            name, near ? " Did you mean `%%" : "", "", near ? near : "",
+                            near ? "`?" : "");
+        return klp_fail(err, line, 0, "UsageError", "Line magic function `%%%s` not found.%s%s"
+                        "%s%s", name, near ? " Did you mean `" : "", near ? pct : "",
+                        near ? near : "", near ? "`?" : "");
     }
     if (cell && !(cmd->flags & MG_CELL))
         return klp_fail(err, line, 0, "UsageError", "`%%%s` is a line magic, not a cell magic "
@@ -75,7 +83,7 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
                       hint ? "` defined?)" : "");
     } else {
         mg_ctx ctx = {.out = out, .host = klp_host(e), .session = klp_session(e),
-                      .cell_metadata = klp_cell_metadata(e)};
+                      .cell_metadata = klp_cell_metadata(e), .settings = klp_settings(e)};
         klp_err *nested = klp_nested_err(e);
         nested->set = 0;
         if (cmd->run(&ctx, &margs, &merr) < 0) {

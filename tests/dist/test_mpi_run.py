@@ -65,6 +65,11 @@ def env_for(extra=None):
               "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "KILN_NO_RESUME"):
         e.pop(k, None)
+    # Under .ci/sanitize's ASan run: OpenMPI's own allocations (libmpi, pmix, hwloc and
+    # components it dlclose's) are still held at exit and LeakSanitizer would abort every
+    # rank; memory errors are still caught, leaks are checked by the other suites.
+    if e.get("ASAN_OPTIONS"):
+        e["ASAN_OPTIONS"] += ":detect_leaks=0"
     e.update(extra or {})
     return e
 
@@ -204,7 +209,7 @@ def test_killed_rank_stops_the_job_and_the_launch_resumes(work, two_ranks):
     p = subprocess.run(mpirun(2, shared_cmd(work)), env=e, capture_output=True, text=True,
                        timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "continuing that run" in p.stdout + p.stderr + open(f"{work}/kill-out.ipynb").read()
+    assert "holds this run (same options): continuing it" in p.stdout + p.stderr + open(f"{work}/kill-out.ipynb").read()
     w_end = last_ckpt(f"{work}/kill-run")[0]
     w_ref = two_ranks[1]
     for k in w_ref:
@@ -279,7 +284,7 @@ def resume_from(work, tag, src, ranks):
     p = subprocess.run(mpirun(ranks, cmd) if ranks > 1 else cmd, env=e, capture_output=True,
                        text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "continuing that run" in open(f"{work}/{tag}-out.ipynb").read()
+    assert "holds this run (same options): continuing it" in open(f"{work}/{tag}-out.ipynb").read()
     return weights(last_ckpt(rd)[0]), step_losses(f"{work}/{tag}-results.sqlite")
 
 

@@ -88,7 +88,8 @@ class Lab:
         env = dict(os.environ, JUPYTER_CONFIG_DIR=os.path.join(home, "config"),
                    JUPYTER_RUNTIME_DIR=os.path.join(home, "runtime"),
                    JUPYTERLAB_SETTINGS_DIR=settings,
-                   JUPYTERLAB_WORKSPACES_DIR=os.path.join(home, "workspaces"))
+                   JUPYTERLAB_WORKSPACES_DIR=os.path.join(home, "workspaces"),
+                   KILN_RESULTS=os.path.join(home, "results.sqlite"))
         if jupyter_path:
             env["JUPYTER_PATH"] = jupyter_path
         self.env = env
@@ -219,18 +220,6 @@ def test_form_in_jupyterlab(lab):
             assert m, f"no values printed: {printed!r}"
             assert m.groups() == (str(epochs), "sgd", "True"), printed
 
-            # running the form cell again restores the values written in the code
-            _run_cell(page, 0)
-            _wait_idle(page)
-            cell.locator(".widget-hslider .widget-readout").first.wait_for(timeout=30000)
-            assert cell.locator(".widget-hslider .widget-readout").first.inner_text().strip() == "10"
-            out = _run_cell(page, 1)
-            _wait_idle(page)
-            page.wait_for_function(
-                "(el) => /VALUES 10 adam False END/.test(el.innerText)",
-                arg=out.element_handle(), timeout=30000)
-            _shot(page, "05-rerun-restored.png")
-
             # save and reload the page: the widget manager fetches the models back from
             # the kernel (jupyter.widget.control / request_state) and draws the form again
             page.keyboard.press("Control+s")
@@ -240,13 +229,118 @@ def test_form_in_jupyterlab(lab):
             _wait_idle(page, 90)
             cell = page.locator(".jp-Notebook .jp-Cell").nth(0)
             cell.locator(".widget-hslider .widget-readout").first.wait_for(timeout=30000)
-            assert cell.locator(".widget-hslider .widget-readout").first.inner_text().strip() == "10"
+            assert cell.locator(".widget-hslider .widget-readout").first.inner_text().strip() == str(epochs)
             assert cell.locator(".widget-dropdown select").count() == 2
-            _shot(page, "06-reloaded.png")
+            _shot(page, "05-reloaded.png")
             widget_errors = [e for e in errors if "widget" in e.lower() or "model" in e.lower()]
             assert not widget_errors, widget_errors
+
+            # running the form cell again keeps the widgets' values and writes them into
+            # the code (set_next_input, replace: true), as Colab does
+            _run_cell(page, 0)
+            _wait_idle(page)
+            editor = cell.locator(".jp-InputArea-editor")
+            page.wait_for_function(
+                "([el, n]) => el.innerText.includes(`epochs = ${n}`)",
+                arg=[editor.element_handle(), epochs], timeout=30000)
+            code = editor.inner_text()
+            assert 'optimizer = "sgd"' in code and "augment = True" in code, code
+            assert "#@param" in code and "epochs = 10 " not in code, code
+            readout = cell.locator(".widget-hslider .widget-readout").first
+            readout.wait_for(timeout=30000)
+            assert readout.inner_text().strip() == str(epochs)
+            out = _run_cell(page, 1)
+            _wait_idle(page)
+            page.wait_for_function(
+                "([el, n]) => el.innerText.includes(`VALUES ${n} sgd True END`)",
+                arg=[out.element_handle(), epochs], timeout=30000)
+            _shot(page, "06-rerun-written-back.png")
+
+            # restart the kernel (this page open), save, reload: the form shows its values
+            # (the kernel replaced it by its table before it went), not "model not found"
+            sessions = json.load(urllib.request.urlopen(
+                f"{lab.url}/api/sessions?token={lab.token}", timeout=10))
+            kid = sessions[0]["kernel"]["id"]
+            req = urllib.request.Request(
+                f"{lab.url}/api/kernels/{kid}/restart?token={lab.token}", data=b"",
+                method="POST")
+            urllib.request.urlopen(req, timeout=60)
+            _wait_idle(page, 90)
+            page.wait_for_function(
+                "(el) => el.querySelector('table') && !el.querySelector('.widget-vbox')",
+                arg=cell.locator(".jp-OutputArea").element_handle(), timeout=30000)
+            page.keyboard.press("Control+s")
+            page.wait_for_timeout(1000)
+            page.reload()
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
+            _wait_idle(page, 90)
+            cell = page.locator(".jp-Notebook .jp-Cell").nth(0)
+            shown = cell.locator(".jp-OutputArea").inner_text()
+            assert "model not found" not in shown and "Error displaying widget" not in shown
+            assert "epochs" in shown and str(epochs) in shown and "sgd" in shown, shown
+            _shot(page, "07-restarted-reloaded.png")
         except Exception:
             _shot(page, "99-failure.png")
+            raise
+        finally:
+            browser.close()
+
+
+TRAIN_CELLS = [
+    '#@title Train { display-mode: "form" }\n'
+    'lr = 0.001              #@param {type:"number"}\n'
+    'run_dir = "runs/cnn"    #@param {type:"string"}',
+    "%dataset fashion-mnist --subset 256 --val 64 --samples 0",
+    "%%model net\nconv2d 4 3\nrelu\nmaxpool 2\nflatten\ndense 10",
+    "%train net --batch 64 --lr $lr --run-dir $run_dir",
+]
+
+
+def test_changed_form_trains_a_new_run(lab):
+    """Move the lr field and run %train again with the notebook's fixed run_dir: the new
+    lr is used, in runs/cnn-v2 named in the output, and the first run is left intact.
+    (It printed "the checkpoint's values are used" and trained nothing.)"""
+    if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
+        pytest.skip("dataset-fashion-mnist not installed")
+    path = "train.ipynb"
+    with open(os.path.join(lab.root, path), "w") as f:
+        json.dump(_notebook(TRAIN_CELLS, KERNEL_NAME), f)
+    run_dir = os.path.join(lab.root, "runs", "cnn")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--headless=new"])
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        try:
+            page.goto(f"{lab.url}/lab/tree/{path}?token={lab.token}", timeout=60000)
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
+            _wait_idle(page, 90)
+            for i in range(len(TRAIN_CELLS)):
+                _run_cell(page, i)
+                _wait_idle(page, 120)
+            train = page.locator(".jp-Notebook .jp-Cell").nth(3)
+            page.wait_for_function("(el) => /Run net: finished/.test(el.innerText)",
+                                   arg=train.element_handle(), timeout=120000)
+            first = {f: os.path.getmtime(os.path.join(run_dir, f)) for f in os.listdir(run_dir)}
+            assert any(f.endswith(".safetensors") for f in first)
+            form = page.locator(".jp-Notebook .jp-Cell").nth(0)
+            lr = form.locator(".widget-text input").first
+            lr.fill("0.002")
+            lr.press("Enter")
+            _wait_idle(page)
+            _run_cell(page, 3)
+            _wait_idle(page, 120)
+            page.wait_for_function("(el) => /Run net: finished/.test(el.innerText)",
+                                   arg=train.element_handle(), timeout=120000)
+            text = train.inner_text()
+            _shot(page, "08-changed-form-new-run.png")
+            assert "holds a run with other options: --lr 0.002 (checkpoint 0.001)" in text, text
+            assert "This run goes to runs/cnn-v2" in text, text
+            assert "adam lr 0.002" in text and "checkpoint's values are used" not in text
+            assert {f: os.path.getmtime(os.path.join(run_dir, f))
+                    for f in os.listdir(run_dir)} == first  # the first run is intact
+            assert any(f.endswith(".safetensors") for f in os.listdir(run_dir + "-v2"))
+        except Exception:
+            _shot(page, "99-failure-train.png")
             raise
         finally:
             browser.close()

@@ -263,17 +263,73 @@ def test_request_state(kernel, shown):
     assert ups[0]["parent_header"]["msg_id"] == req["header"]["msg_id"]
 
 
-def test_rerun_replaces_form_and_restores_values(kernel, shown):
+def test_rerun_writes_widget_values_into_the_code(kernel, shown):
+    """Re-running the form cell as it was keeps the values set in the widgets and writes
+    them into the cell (set_next_input, replace: true), as Colab does: they used to be
+    reset to the code's, so a later restart lost them. Edited code wins."""
     slider = by_model(shown, "IntSliderModel")["content"]["comm_id"]
     comm_msg(kernel, slider, {"method": "update", "state": {"value": 33}, "buffer_paths": []})
+    text = by_model(shown, "TextModel")["content"]["comm_id"]  # run_name, the first text
+    comm_msg(kernel, text, {"method": "update", "state": {"value": 'a "b"'},
+                            "buffer_paths": []})
     assert value_of(kernel, "epochs") == "33"
     reply, msgs = execute(kernel, FORM)
     assert reply["content"]["status"] == "ok"
     closed = {m["content"]["comm_id"] for m in msgs if m["msg_type"] == "comm_close"}
     assert slider in closed
     assert {m["content"]["comm_id"] for m in opens(shown)} <= closed
+    payload = reply["content"]["payload"]
+    assert len(payload) == 1 and payload[0]["source"] == "set_next_input"
+    assert payload[0]["replace"] is True
+    code = payload[0]["text"]
+    lines = code.splitlines()
+    assert 'epochs = 33  #@param {type:"slider", min:1, max:50, step:1}' in lines, code
+    assert 'run_name = "a \\"b\\""  #@param {type:"string"}' in lines, code
+    assert len(lines) == len(FORM.splitlines()) and lines[0] == FORM.splitlines()[0]
+    assert value_of(kernel, "epochs") == "33"
+    assert value_of(kernel, "run_name") == "'a \"b\"'"
+    assert by_model(msgs, "IntSliderModel")["content"]["data"]["state"]["value"] == 33
+    # the written code run again: nothing to write; the values stay
+    reply, msgs = execute(kernel, code)
+    assert reply["content"]["payload"] == [] and value_of(kernel, "epochs") == "33"
+    # code edited by hand wins over the widgets
+    reply, msgs = execute(kernel, code.replace("epochs = 33", "epochs = 12"))
+    assert reply["content"]["payload"] == [] and value_of(kernel, "epochs") == "12"
+    reply, msgs = execute(kernel, FORM)  # the original code again, for the tests below
     assert value_of(kernel, "epochs") == "10"
-    assert by_model(msgs, "IntSliderModel")["content"]["data"]["state"]["value"] == 10
+
+
+def test_forms_become_tables_when_the_kernel_exits():
+    """On shutdown (and restart) each live form's display is replaced by its text/HTML
+    table of the current values, so a notebook saved then never shows "Error displaying
+    widget: model not found"."""
+    km, kc = start_new_kernel(kernel_name=KERNEL, startup_timeout=60)
+    try:
+        reply, msgs = execute(kc, FORM)
+        assert reply["content"]["status"] == "ok"
+        disp = [m for m in msgs if m["msg_type"] == "display_data"]
+        assert len(disp) == 1
+        did = disp[0]["content"]["transient"]["display_id"]
+        slider = by_model(msgs, "IntSliderModel")["content"]["comm_id"]
+        comm_msg(kc, slider, {"method": "update", "state": {"value": 44}, "buffer_paths": []})
+        kc.shutdown()
+        ups, deadline = [], time.time() + TIMEOUT
+        while not ups and time.time() < deadline:
+            try:
+                m = kc.get_iopub_msg(timeout=1)
+            except queue.Empty:
+                continue
+            if m["msg_type"] == "update_display_data":
+                ups.append(m)
+        assert ups, "no update_display_data before the kernel exited"
+        c = ups[0]["content"]
+        assert c["transient"]["display_id"] == did
+        assert "application/vnd.jupyter.widget-view+json" not in c["data"]
+        assert "epochs" in c["data"]["text/plain"] and "44" in c["data"]["text/plain"]
+        assert "<table" in c["data"]["text/html"]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
 
 
 def test_malformed_annotation_names_line(kernel):

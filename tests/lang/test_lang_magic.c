@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "lang_util.h"
+#include "rt_error.h"
 #include "t.h"
 
 static atomic_int intr;
@@ -18,7 +19,7 @@ static const mg_option opts[] = {
 };
 static int noop(mg_ctx *c, const mg_args *a, mg_error *e) { (void)c; (void)a; (void)e; return 0; }
 static const mg_command fake = {"train", "train a model", "Usage: %train [MODEL] [options]",
-                                MG_LINE, opts, noop};
+                                MG_LINE, opts, noop, NULL};
 
 T_TEST(args_parse_ok)
 {
@@ -46,24 +47,28 @@ T_TEST(args_parse_ok)
     mg_args_deinit(&a);
 }
 
-#define EXPECT_ARGS_ERR(line, part) do {                                     \
+/* One rule: a line that cannot be read is a UsageError, a value an option cannot
+ * take a ValueError (as --epochs -1 is). */
+#define EXPECT_ARGS_ERR_AS(want_, line, part) do {                               \
         mg_args margs_;                                                          \
         mg_error merr_ = {{0}, {0}};                                            \
         ASSERT_EQ(mg_args_parse(&fake, line, NULL, &margs_, &merr_), -1);           \
-        ASSERT_STR_EQ(merr_.ename, "UsageError");                               \
+        ASSERT_STR_EQ(merr_.ename, want_);                                      \
         ASSERT_STR_CONTAINS(merr_.evalue, "%train");                            \
         ASSERT_STR_CONTAINS(merr_.evalue, part);                                \
     } while (0)
+#define EXPECT_ARGS_ERR(line, part) EXPECT_ARGS_ERR_AS("UsageError", line, part)
+#define EXPECT_VALUE_ERR(line, part) EXPECT_ARGS_ERR_AS("ValueError", line, part)
 
 T_TEST(args_parse_errors)
 {
     EXPECT_ARGS_ERR("--epoch 3", "unknown option --epoch (did you mean --epochs?)");
     EXPECT_ARGS_ERR("--bogus", "unknown option --bogus");
     EXPECT_ARGS_ERR("--epochs", "option --epochs needs a value N");
-    EXPECT_ARGS_ERR("--epochs three", "option --epochs expects an integer, got 'three'");
-    EXPECT_ARGS_ERR("--lr fast", "option --lr expects a number, got 'fast'");
-    EXPECT_ARGS_ERR("--lr nan", "expects a number");
-    EXPECT_ARGS_ERR("--optimizer rmsprop", "must be one of {adam,sgd,adamw}, got 'rmsprop'");
+    EXPECT_VALUE_ERR("--epochs three", "option --epochs expects an integer, got 'three'");
+    EXPECT_VALUE_ERR("--lr fast", "option --lr expects a number, got 'fast'");
+    EXPECT_VALUE_ERR("--lr nan", "expects a number");
+    EXPECT_VALUE_ERR("--optimizer rmsprop", "must be one of {adam,sgd,adamw}, got 'rmsprop'");
     EXPECT_ARGS_ERR("--dry-run=yes", "option --dry-run takes no value");
     EXPECT_ARGS_ERR("--name 'unterminated", "unterminated single quote");
     ASSERT(mg_args_wants_help("cnn --help"));
@@ -130,7 +135,7 @@ T_TEST(undefined_names_in_magic_args)
     ASSERT_STR_EQ(r.err.evalue, "name 'lr' is not defined (in %train's arguments)");
     run_cell(e, "%train cnn --lr $lr", &r);
     ASSERT_EQ(r.rc, -1);
-    ASSERT_STR_EQ(r.err.ename, "UsageError");
+    ASSERT_STR_EQ(r.err.ename, "ValueError");
     ASSERT_STR_CONTAINS(r.err.evalue, "expects a number, got '$lr' (is `$lr` defined?)");
     /* a bad value that is not the undefined name gets no hint */
     run_cell(e, "%train cnn --lr fast --name $nope", &r);
@@ -318,8 +323,44 @@ T_TEST(is_complete_complete_inspect)
     kl_engine_destroy(e);
 }
 
+/* Every runtime status goes through one table to a Python exception (the errors a
+ * magic reports for the runtime); a failure without a status is a RuntimeError, and
+ * the message is kept as given. */
+T_TEST(status_table)
+{
+    static const char *const builtins[] = {"ValueError", "MemoryError", "OSError",
+                                           "FileNotFoundError", "RuntimeError", "SystemError",
+                                           "KeyboardInterrupt", NULL};
+    const struct { rt_status s; const char *want; } cases[] = {
+        {RT_OK, "RuntimeError"},        {RT_EINVAL, "ValueError"},
+        {RT_ENOMEM, "MemoryError"},     {RT_EIO, "OSError"},
+        {RT_EFORMAT, "ValueError"},     {RT_ENOTFOUND, "FileNotFoundError"},
+        {RT_ENODEV, "RuntimeError"},    {RT_EDEVICE, "RuntimeError"},
+        {RT_EDEVICE_LOST, "SystemError"}, {RT_EINTERRUPTED, "KeyboardInterrupt"},
+    };
+    ASSERT_EQ(sizeof cases / sizeof *cases, (size_t)RT_EINTERRUPTED + 1); /* all of them */
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        rt_error re;
+        RT_ERR(&re, cases[i].s, "broken %d", (int)i);
+        mg_error err;
+        ASSERT_EQ(mg_fail_status(&err, &re, "%%x: %s", re.msg), -1);
+        ASSERT_STR_EQ(err.ename, cases[i].want);
+        ASSERT_STR_EQ(err.ename, rt_status_exception(cases[i].s));
+        char want[64];
+        snprintf(want, sizeof want, "%%x: broken %d", (int)i);
+        ASSERT_STR_EQ(err.evalue, want);
+        int builtin = 0;
+        for (int k = 0; builtins[k]; k++) builtin |= !strcmp(err.ename, builtins[k]);
+        ASSERT(builtin);
+    }
+    mg_error err;
+    ASSERT_EQ(mg_fail_status(&err, NULL, "no status"), -1);
+    ASSERT_STR_EQ(err.ename, "RuntimeError");
+}
+
 int main(void)
 {
+    T_RUN(status_table);
     T_RUN(args_parse_ok);
     T_RUN(args_parse_errors);
     T_RUN(interpolation_and_shell_vars);

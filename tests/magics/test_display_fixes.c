@@ -127,12 +127,6 @@ int main(void)
     T_RUN(test_checkpoint_show_reals);
     T_RUN(test_param_count_separators);
     T_RUN(test_plot_display_placed_once);
-    mg_session_destroy(g_s);
-    json_decref(tm_c.displays);
-    free(tm_c.out);
-    free(tm_c.errs);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    tm_teardown(g_s, g_dir);
     return T_EXIT();
 }

@@ -194,7 +194,8 @@ T_TEST(test_already_complete)
         ASSERT_STR_CONTAINS(sum, "last test loss ");
         ASSERT_STR_CONTAINS(sum, "last train loss ");
         char want[400];
-        snprintf(want, sizeof want, "%%resume %s --epochs M with M > 2 (e.g. --epochs 3)", dir);
+        snprintf(want, sizeof want, "to train longer: a larger --epochs, e.g. %%resume %s "
+                 "--epochs 3 (or this %%train with --epochs 3)", dir);
         ASSERT_STR_CONTAINS(sum, want);
         ASSERT(strstr(sum, "steps 0") == NULL);
         ASSERT(tm_c.out == NULL || strstr(tm_c.out, "checkpoint: ") == NULL);
@@ -212,12 +213,6 @@ int main(void)
     T_RUN(test_recorded_data_and_val);
     T_RUN(test_checkpoint_lines);
     T_RUN(test_already_complete);
-    mg_session_destroy(g_s);
-    json_decref(tm_c.displays);
-    free(tm_c.out);
-    free(tm_c.errs);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    tm_teardown(g_s, g_dir);
     return T_EXIT();
 }

@@ -321,7 +321,7 @@ static double *recorded(const char *key, size_t *n)
 
 T_TEST(test_device_path_run)
 {
-    /* %train through the trainer's device path (KILN_DEVICE_PATH=1; what a GPU runs)
+    /* %train through the trainer's device path (settings.device_path; what a GPU runs)
      * shows and records what the host path does: every step's loss in the store (read
      * from the device in batches, delivered in order), bitwise the same losses, one progress
      * display ending at 57/57, three epoch lines; and an interrupt still stops after
@@ -337,7 +337,7 @@ T_TEST(test_device_path_run)
     ASSERT_EQ(fresh_session(), 0);
     ASSERT_EQ(setup_model(), 0);
     tm_reset();
-    setenv("KILN_DEVICE_PATH", "1", 1);
+    tm_settings.device_path = 1;
     int rc = tm_magic(g_s, line, NULL, &g_err);
     if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
     ASSERT_EQ(rc, 0);
@@ -359,7 +359,7 @@ T_TEST(test_device_path_run)
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
     ASSERT_STR_EQ(g_err.ename, "KeyboardInterrupt");
     ASSERT_STR_CONTAINS(g_err.evalue, "after step 5 of 38");
-    unsetenv("KILN_DEVICE_PATH");
+    tm_settings.device_path = 0;
 }
 
 T_TEST(test_interrupt_and_time_limit)
@@ -587,12 +587,6 @@ int main(void)
     T_RUN(test_failed_run_is_recorded);
     T_RUN(test_shapes_and_device_errors);
     T_RUN(test_sample_grid_wraps);
-    mg_session_destroy(g_s);
-    json_decref(tm_c.displays);
-    free(tm_c.out);
-    free(tm_c.errs);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    tm_teardown(g_s, g_dir);
     return T_EXIT();
 }

@@ -74,7 +74,7 @@ def test_progress_is_one_display_updated_in_place(k):
 @pytest.mark.parametrize("code,ename,words", [
     ("%nosuchmagic", "UsageError", "nosuchmagic"),
     ("%train tiny --bogus 1", "UsageError", "--bogus"),
-    ("%train tiny --lr fast", "UsageError", "--lr"),
+    ("%train tiny --lr fast", "ValueError", "--lr"),  # a value an option cannot take
     ("%train nosuch", "NameError", "nosuch"),
     ("%dataset /nonexistent/data", "FileNotFoundError", "/nonexistent/data"),
     ("%%model wrong\nflatten\ndense 7", "ValueError", "wrong"),

@@ -69,6 +69,7 @@ static int tm_interrupted(void *user)
 
 static mg_out tm_out = {.user = &tm_c, .stream = tm_stream, .display = tm_display};
 static mg_host tm_host = {.interrupted = tm_interrupted};
+static mg_settings tm_settings; /* what the magics see as the host's settings */
 
 /* Runs "%name args" (body != NULL: the cell form) as the engine does. */
 static int tm_magic(mg_session *s, const char *line, const char *body, mg_error *err)
@@ -80,7 +81,7 @@ static int tm_magic(mg_session *s, const char *line, const char *body, mg_error 
     if (!cmd) return mg_fail(err, "UsageError", "Line magic function `%%%s` not found.", name);
     mg_args a;
     if (mg_args_parse(cmd, line[n] ? line + n + 1 : "", body, &a, err) < 0) return -1;
-    mg_ctx ctx = {.out = &tm_out, .host = &tm_host, .session = s};
+    mg_ctx ctx = {.out = &tm_out, .host = &tm_host, .session = s, .settings = &tm_settings};
     int rc = cmd->run(&ctx, &a, err);
     mg_args_deinit(&a);
     return rc;
@@ -139,6 +140,18 @@ static int tm_make_dataset(char *dir, size_t n)
         tm_write_split(dir, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", 90, 2))
         return -1;
     return 0;
+}
+
+/* End of a test program: the session, the captured outputs and the data directory go. */
+static inline void tm_teardown(mg_session *s, const char *dir)
+{
+    mg_session_destroy(s);
+    json_decref(tm_c.displays);
+    free(tm_c.out);
+    free(tm_c.errs);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
 /* A new session in *s (the old one destroyed): 0, or -1 when it cannot be made. */

@@ -109,7 +109,10 @@ def test_millions_of_empty_frames_are_not_kept(fresh_kernel):
     # it; the kernel keeps at most 1024 of them and gives the rest back at once
     if RSS_BOUNDS:
         assert after - idle < 100 * 1024, (idle, after)
-    assert "frames refused" in fresh_kernel.stderr()
+    if not os.environ.get("VG_JUPYTER"):
+        # under valgrind libzmq's I/O thread may still hold the message unfinished
+        # when the attacker hangs up, and then drops it before the kernel sees it
+        assert "frames refused" in fresh_kernel.stderr()
 
 
 def raw_client(kernel):

@@ -160,8 +160,11 @@ T_TEST(t_list)
 }
 
 /* The run list leads with what runs achieved: validation metrics, then training ones,
- * then the rest, then the parameters that differ; parameters empty in every run (name=,
- * results= as %train records them when not given) are left out; the HTML does not wrap. */
+ * then the parameters that differ; parameters empty in every run (name=, results= as
+ * %train records them when not given) are left out; the HTML does not wrap. Per-step
+ * metrics (the last step's loss, lr) are no columns when there are per-epoch ones, no
+ * key shows twice (lr was a metric and a parameter column, device a column and a
+ * parameter), and one run's parameters are a line, not columns (it needed scrolling). */
 T_TEST(t_list_columns)
 {
     char store[700];
@@ -176,6 +179,8 @@ T_TEST(t_list_columns)
         rt_results_log_param(rs, run, "lr", lrs[k], NULL);
         rt_results_log_param(rs, run, "results", "", NULL);
         rt_results_log_param(rs, run, "batch", "64", NULL);
+        rt_results_log_param(rs, run, "device", "auto", NULL);
+        rt_results_log_metric(rs, run, "lr", 0.5, 1, 0, RT_RESULTS_STEP, NULL);
         rt_results_log_metric(rs, run, "loss", 1.5, 1, 0, RT_RESULTS_STEP, NULL);
         rt_results_log_metric(rs, run, "train_loss", 1.25, 1, 1, RT_RESULTS_EPOCH, NULL);
         rt_results_log_metric(rs, run, "val_accuracy", 0.75 + k * 0.1, 1, 1, RT_RESULTS_EPOCH,
@@ -190,7 +195,9 @@ T_TEST(t_list_columns)
     const char *va = head ? strstr(head, "val_accuracy") : NULL,
                *tl = head ? strstr(head, "train_loss") : NULL,
                *lo = head ? strstr(head, " loss") : NULL, *lr = head ? strstr(head, " lr") : NULL;
-    int order = va && tl && lo && lr && va < tl && tl < lo && lo < lr;
+    const char *eol = head ? strchr(head + 1, '\n') : NULL;
+    int order = va && tl && !lo && lr && va < tl && tl < lr && eol && !strstr(lr + 1, " lr") &&
+                strstr(head, "device") && !strstr(strstr(head, "device") + 1, "device");
     int common = strstr(text, "same in all: batch=64") != NULL;
     int no_empty = strstr(text, "results=") == NULL && strstr(text, "results ") == NULL;
     int nowrap = strstr(html, "<td style=\"padding:2px 8px;text-align:left;white-space:nowrap\">cnn") != NULL;
@@ -200,6 +207,21 @@ T_TEST(t_list_columns)
     ASSERT(common);
     ASSERT(no_empty);
     ASSERT(nowrap);
+    /* one run: its parameters on a line; no table line wider than a notebook */
+    ASSERT_EQ(magic("list --results %s --limit 1", store), 0);
+    text = shown(&g_cap, "text/plain");
+    ASSERT(text != NULL);
+    int line_param = strstr(text, "\nparameters: ") && strstr(text, "batch=64") &&
+                     strstr(text, "lr=0.0") && !strstr(text, " batch ");
+    size_t widest = 0;
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, "\n");
+        if (strncmp(p, "parameters:", 11) && n > widest) widest = n;
+        p += n + (p[n] == '\n');
+    }
+    free(text);
+    ASSERT(line_param);
+    ASSERT(widest < 100);
 }
 
 T_TEST(t_show)

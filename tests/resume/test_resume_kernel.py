@@ -102,14 +102,14 @@ class IpcKernel(Kernel):
     on a busy box kept hitting "Address already in use" on the TCP ports jupyter_client
     had just picked; Unix sockets have no such race."""
 
-    def __init__(self):
+    def __init__(self, args=()):
         from jupyter_client.manager import KernelManager
         self.log = tempfile.NamedTemporaryFile(prefix="kiln-stderr-", suffix=".log",
                                                delete=False)
         self.ipc_dir = tempfile.mkdtemp(prefix="kiln-ipc-")
         self.km = KernelManager(kernel_name="kiln", transport="ipc",
                                 ip=os.path.join(self.ipc_dir, "k"))
-        self.km.start_kernel(stderr=self.log)
+        self.km.start_kernel(stderr=self.log, extra_arguments=list(args or KERNEL_ARGS))
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=30)
@@ -117,6 +117,9 @@ class IpcKernel(Kernel):
     def close(self):
         super().close()
         shutil.rmtree(self.ipc_dir, ignore_errors=True)
+
+
+KERNEL_ARGS = []  # extra `kiln kernel` arguments of the kernels the tests start
 
 
 def new_kernel(setup=True):
@@ -213,13 +216,14 @@ def test_interrupt_then_resume_in_a_new_kernel_is_exact(tmp, reference):
 
 
 def test_device_path_interrupt_and_resume_is_exact(tmp, reference):
-    """The trainer's device path (KILN_DEVICE_PATH=1: what a GPU runs, here on the CPU;
-    losses read back in batches) gives the host path's reference run bit for bit."""
-    os.environ["KILN_DEVICE_PATH"] = "1"
+    """The trainer's device path (`kiln kernel --device-path`: what a GPU runs, here on
+    the CPU; losses read back in batches) gives the host path's reference run bit for
+    bit."""
+    KERNEL_ARGS.append("--device-path")
     try:
         interrupt_then_resume(os.path.join(tmp, "device-path"), reference, 20)
     finally:
-        del os.environ["KILN_DEVICE_PATH"]
+        KERNEL_ARGS.remove("--device-path")
 
 
 def test_kill9_while_training_and_writing(tmp, reference):
@@ -246,7 +250,7 @@ def test_kill9_while_training_and_writing(tmp, reference):
     k = new_kernel(setup=False)
     c = run(k, f"%resume {rd}")
     k.close()
-    resumed = int(re.search(r"from \S+: step (\d+) of", c.text).group(1))
+    resumed = int(re.search(r"from \S+ after step (\d+) of", c.text).group(1))
     assert resumed >= seen[0]  # at most one interval (here: one step) lost
     assert not [f for f in os.listdir(rd) if f.endswith(".tmp")]  # stale tmp overwritten/unused
     db = sqlite3.connect(os.environ["KILN_RESULTS"])
@@ -469,16 +473,23 @@ def test_safetensors_reads_the_same_weights(tmp):
         assert f.metadata()["step"] == "10" and "model_spec" in f.metadata()
 
 
-def test_train_on_a_run_dir_of_another_model_is_an_error(tmp, reference):
+def test_train_on_a_run_dir_of_another_model(tmp, reference):
+    """Another model in a run directory: --resume must is an error naming the
+    difference; the default (auto) trains it in DIR-v2 and leaves DIR's run intact."""
     rd = os.path.join(tmp, "othermodel")
     shutil.copytree(reference["dir"], rd)
+    before = sorted(os.listdir(rd))
     k = new_kernel(setup=False)
     run(k, SETUP[0])
     run(k, "%%model net\nconv2d 6 3\nrelu\nflatten\ndense 10")
-    c = run(k, f"{TRAIN} --run-dir {rd}", ok=False)
-    k.close()
+    c = run(k, f"{TRAIN} --run-dir {rd} --resume must", ok=False)
     assert c.reply["status"] == "error" and c.reply["ename"] == "ValueError", c.reply
-    assert "another model" in c.reply["evalue"] and rd in c.reply["evalue"]
+    assert "has other options: the model" in c.reply["evalue"] and rd in c.reply["evalue"]
+    c = run(k, f"{TRAIN} --run-dir {rd}")
+    k.close()
+    assert f"This run goes to {rd}-v2 (the run in {rd} is kept" in c.text, c.text
+    assert sorted(os.listdir(rd)) == before
+    assert any(f.endswith(".safetensors") for f in os.listdir(rd + "-v2"))
 
 
 class Listener:
@@ -590,8 +601,8 @@ def test_kiln_run_again_continues_the_run(tmp, reference):
     assert seen == 1, log
     rid = run_id(log)
     text = kiln_run(nb, nb + ".out")
-    assert "already holds checkpoints: continuing" in text
-    resumed = int(re.search(r"from \S+: step (\d+) of", text).group(1))
+    assert f"{rd} holds this run (same options): continuing it" in text
+    resumed = int(re.search(r"from \S+ after step (\d+) of", text).group(1))
     assert resumed >= 32 and resumed % 16 == 0 and run_id(text) == rid
     assert_same_run(reference, losses(rid), ckpt(rd, STEPS), first=resumed + 1)
     text = kiln_run(nb, nb + ".out", args=["--no-resume"])

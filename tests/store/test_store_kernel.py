@@ -181,8 +181,44 @@ def test_kiln_run_twice_continues(env, tmp_path):
         assert p.returncode == 0, p.stderr
         outs.append(text)
     assert f"newest: step {STEPS_PER_EPOCH})" in outs[0]
-    assert "already holds checkpoints: continuing that run" in outs[1]
+    assert "holds this run (same options): continuing it" in outs[1]
     assert f"newest: step {2 * STEPS_PER_EPOCH})" in outs[1]
+
+
+def test_other_options_go_to_v2_in_the_store(env):
+    """--resume auto with other options than the store's run: the run goes to URL-v2
+    (the store's run untouched); the same cell on a new machine continues URL-v2, which
+    it can only know from the store; --resume never on a URL holding a run is refused."""
+    url = f"s3://{BUCKET}/runs/nb"  # holds test_kiln_run_twice_continues' run (lr 0.003)
+    before = sorted(o["Key"] for o in env["s3"].list_objects_v2(
+        Bucket=BUCKET, Prefix="runs/nb/")["Contents"])
+    other = TRAIN.replace("--lr 0.003", "--lr 0.002")
+    for epochs in (1, 2):
+        shutil.rmtree(os.environ["KILN_STAGING_DIR"], ignore_errors=True)
+        k = kernel(env)
+        for c in SETUP:
+            cell(env, k, c)
+        c = cell(env, k, f"{other} --epochs {epochs} --run-dir {url}")
+        close(env, k)
+        assert f"{url} holds a run with other options: " in c.text, c.text
+        assert "--lr 0.002 (checkpoint 0.003)" in c.text
+        if epochs == 1:
+            assert f"This run goes to {url}-v2 (the run in {url} is kept" in c.text, c.text
+        else:
+            assert f"{url}-v2 holds this run (same options): continuing it" in c.text, c.text
+        assert f"uploaded: {url}-v2 (newest: step {epochs * STEPS_PER_EPOCH})" in c.text
+        assert f"run directory: {url}-v2 (staged in " in c.text, c.text
+    after = sorted(o["Key"] for o in env["s3"].list_objects_v2(
+        Bucket=BUCKET, Prefix="runs/nb/")["Contents"])
+    assert after == before
+    k = kernel(env)
+    for c in SETUP:
+        cell(env, k, c)
+    c = cell(env, k, f"{TRAIN} --epochs 3 --run-dir {url} --resume never", ok=False)
+    close(env, k)
+    assert c.reply["ename"] == "FileExistsError", c.reply
+    assert f"{url} holds a run" in c.reply["evalue"] and "HINT" in c.reply["evalue"]
+    assert "epoch 1/" not in c.text
 
 
 def test_the_secret_is_nowhere(env):

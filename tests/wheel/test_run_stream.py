@@ -37,7 +37,7 @@ def test_captured_stream_has_plain_progress_lines(stage):
     lines = err.splitlines()
     progress = [ln for ln in lines if re.match(r"epoch \d/2 \[[#.]+\] step \d+/64 ", ln)]
     assert progress, err
-    assert progress[-1].startswith("epoch 2/2 [##############################] step 64/64"), err
+    assert re.match(r"epoch 2/2 \[#+\] step 64/64 ", progress[-1]), err  # a full bar
     assert "loss" in progress[-1] and "last checkpoint: step 64" in progress[-1], err
     # after the last cell's line, before the notebook is written
     assert lines.index(progress[-1]) > lines.index("kiln run: cell 5/5 [5]")  # the injected cell is one
