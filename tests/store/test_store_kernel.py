@@ -136,6 +136,24 @@ def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
         Bucket=BUCKET, Prefix="runs/a/")["Contents"])
     assert keys == ["runs/a/" + n for n in (
         ckpt(32), ckpt(32) + ".manifest.json", ckpt(48), ckpt(48) + ".manifest.json")]
+    # kiln export of the s3:// run on a "new machine": the same model as the local run's
+    shutil.rmtree(os.environ["KILN_STAGING_DIR"])
+    onnx = [os.path.join(env["tmp"], n) for n in ("s3.onnx", "ref.onnx")]
+    said = []
+    for src, dst in ((url, onnx[0]), (ref_dir, onnx[1])):
+        p = subprocess.run([KILN, "export", src, "--onnx", dst], capture_output=True,
+                           text=True, timeout=120)
+        env["texts"].append(p.stdout + p.stderr)
+        assert p.returncode == 0, p.stderr
+        said.append(p.stderr)
+    assert ckpt(48) + f" (fetched from {url};" in said[0], said[0]
+    import onnx as ox  # noqa: E402 (as the export tests; only its graph is compared)
+    from onnx import numpy_helper
+    a, b = (ox.load(f).graph for f in onnx)
+    assert [n.op_type for n in a.node] == [n.op_type for n in b.node]
+    wa = {t.name: numpy_helper.to_array(t) for t in a.initializer}
+    wb = {t.name: numpy_helper.to_array(t) for t in b.initializer}
+    assert sorted(wa) == sorted(wb) and all(np.array_equal(wa[k], wb[k]) for k in wa)
 
 
 @pytest.mark.parametrize("case,env_change,words", [
@@ -215,10 +233,15 @@ def test_other_options_go_to_v2_in_the_store(env):
     for c in SETUP:
         cell(env, k, c)
     c = cell(env, k, f"{TRAIN} --epochs 3 --run-dir {url} --resume never", ok=False)
-    close(env, k)
     assert c.reply["ename"] == "FileExistsError", c.reply
     assert f"{url} holds a run" in c.reply["evalue"] and "HINT" in c.reply["evalue"]
     assert "epoch 1/" not in c.text
+    # the store's run, loaded and evaluated in a kernel that never trained it
+    c = cell(env, k, f"%checkpoint load {url}-v2")
+    assert "Loaded model 'net'" in c.text and f"step {2 * STEPS_PER_EPOCH}," in c.text, c.text
+    c = cell(env, k, "%evaluate net")
+    close(env, k)
+    assert "accuracy" in c.text, c.text
 
 
 def test_the_secret_is_nowhere(env):
