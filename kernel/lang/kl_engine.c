@@ -275,3 +275,10 @@ int kl_engine_forms_fallback(kl_engine *e, const mg_out *out)
 {
     return fm_registry_fallback_all(e->forms, &e->host, out);
 }
+
+json_t *kl_engine_forms_carry(kl_engine *e) { return fm_registry_carry(e->forms, &e->host); }
+
+int kl_engine_forms_carry_in(kl_engine *e, json_t *doc)
+{
+    return fm_registry_carry_in(e->forms, doc);
+}
