@@ -311,7 +311,7 @@ rt_status rt_model_logits_read(rt_model *m, int N, float *dst, rt_error *err)
     RT_TRY(check_n(m, N, err));
     rt_tensor logits = m->act[m->nlayers];
     logits.n = N;
-    return m->b->ops->download(m->b, dst, &logits, rt_tensor_bytes(&logits), err);
+    return rt_backend_download(m->b, dst, &logits, rt_tensor_bytes(&logits), err);
 }
 
 rt_status rt_model_step_stats(rt_model *m, int N, rt_tensor *stats, int row, rt_error *err)
