@@ -120,7 +120,16 @@ def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
     shutil.rmtree(os.environ["KILN_STAGING_DIR"])
     k = kernel(env)
     c = cell(env, k, f"%resume {url} --epochs 3 --checkpoint-every 1epoch")
+    # the results store records where the run is: the URL, not the staging copy
+    run_id = int(c.text.split("results: run ")[1].split()[0])
+    shown = cell(env, k, f"%results show {run_id}").text
     close(env, k)
+    assert f"run_dir           {url}\n" in shown, shown
+    assert f"{url}/{ckpt(48)}" in shown and os.environ["KILN_STAGING_DIR"] not in shown, shown
+    db = sqlite3.connect(os.environ["KILN_RESULTS"])
+    dirs = {v for (v,) in db.execute("SELECT value FROM params WHERE key='run_dir'")}
+    db.close()
+    assert url in dirs, dirs
     assert f"uploaded: {url} (newest: step {3 * STEPS_PER_EPOCH})" in c.text, c.text
     got = env["s3"].get_object(Bucket=BUCKET, Key="runs/a/" + ckpt(48))["Body"].read()
     path = os.path.join(env["tmp"], "got.safetensors")
