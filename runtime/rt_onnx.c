@@ -31,6 +31,7 @@ enum { VI_NAME = 1, VI_TYPE = 2, TYPE_TENSOR = 1, TT_ELEM = 1, TT_SHAPE = 2, SHA
        DIM_VALUE = 1, DIM_PARAM = 2 };
 
 #define NAME_MAX_LEN 48
+#define RT_ONNX_MAX_BYTES ((size_t)2147483647)
 
 /* One node: op, inputs, output (named), attributes written by the caller between
  * node_begin and node_end. */
@@ -367,6 +368,9 @@ rt_status rt_onnx_write(rt_model *m, const rt_onnx_info *info, const char *path,
         s = metadata(&b, m, info, err);
     }
     if (s == RT_OK && b.oom) s = RT_ERR(err, RT_ENOMEM, "out of memory writing %s", path);
+    if (s == RT_OK && b.n > RT_ONNX_MAX_BYTES)   /* protobuf parsers refuse more */
+        s = RT_ERR(err, RT_EINVAL, "the model takes %zu MiB as ONNX, more than the 2 GiB one "
+                   "protobuf file can hold; %s not written", b.n >> 20, path);
     rt_file f = {0};
     if (s == RT_OK) s = rt_file_begin(&f, path, err);
     if (s == RT_OK && fwrite(b.p, 1, b.n, f.f) != b.n) {

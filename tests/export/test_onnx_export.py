@@ -7,8 +7,8 @@ Both files must pass onnx.checker (full_check), and onnxruntime alone, fed the t
 split's pixels / 255 as the metadata says, must give what Kiln gives: the same top-1
 as %predict's evaluation on every test image and logits within 1e-4 (onnx_ref_tool
 computes Kiln's side from the same checkpoint). For the tutorial CNN, the shipped
-ResNet-20 and a model with the remaining layer kinds. Then every bad input: a clear
-error and no file left behind.
+ResNet-20, a model with the remaining layer kinds and one with a pooled head. Then
+every bad input: a clear error and no file left behind.
 """
 import json
 import os
@@ -38,7 +38,8 @@ relu
 dropout 0.5
 dense 3"""
 # the layer kinds the other two do not have: avgpool, leakyrelu, stride without
-# padding, batch norm on features, dense after global average pooling
+# padding, batch norm on features, dense after global average pooling, and a model
+# that ends in a layer with nothing to compute at inference
 OTHER_LAYERS = """conv2d 8 3 stride=2
 batchnorm
 leakyrelu slope=0.1
@@ -48,7 +49,13 @@ globalavgpool
 dense 12
 batchnorm
 relu
-dense 3"""
+dense 3
+dropout 0.1"""
+# a head without dense: 1x1 convolution to the classes, then global average pooling
+GAP_HEAD = """conv2d 8 3 pad=same
+relu
+conv2d 3 1
+globalavgpool"""
 
 
 def picture(rng, cls, w, h):
@@ -116,7 +123,7 @@ def train_and_export(root, name, spec, size, lr):
         "%%dataset %s --size %d" % (data, size),
         "%%%%model %s %s" % (name, spec) if spec == "resnet20" else
         "%%%%model %s\n%s" % (name, spec),
-        "%%train %s --epochs 2 --batch 10 --lr %g --seed 1 --run-dir %s" % (name, lr, run_dir),
+        "%%train %s --epochs 1 --batch 10 --lr %g --seed 1 --run-dir %s" % (name, lr, run_dir),
         "%%export %s --onnx %s" % (name, root / (name + ".session.onnx")),
     ])
     assert rc == 0, (errors(nb), err[-2000:])
@@ -199,6 +206,7 @@ def check_user_story(work, path, pixels, pred):
     ("tutorial", TUTORIAL_CNN, 16, 0.01),
     ("resnet", "resnet20", 16, 0.01),
     ("others", OTHER_LAYERS, 16, 0.05),
+    ("gap_head", GAP_HEAD, 16, 0.05),
 ])
 def test_export_matches_kiln(work, name, spec, size, lr):
     run_dir, files = train_and_export(work, name, spec, size, lr)
