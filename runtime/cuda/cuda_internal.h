@@ -18,7 +18,7 @@
 
 #include "../rt_backend.h"
 #include "cuda_kernels.h"
-#include "rt_cuda.h"
+#include "rt_device.h"
 
 typedef struct rtp_cudnn rtp_cudnn; /* cudnn_conv.c */
 
