@@ -24,7 +24,7 @@ typedef struct rtp_cudnn rtp_cudnn; /* cudnn_conv.c */
 
 /* The cuBLAS entry points the backend uses, resolved at open (cuda_blas_dl.c): cuBLAS
  * is dlopen'ed by the first CUDA backend, not linked, because loading it costs every
- * Kiln process ~210 MB of RSS and 0.2 s (cublasLt's relocations) even on the CPU. */
+ * Kiln process much memory and start time (cublasLt's relocations) even on the CPU. */
 typedef struct rtp_blas_fns {
     cublasStatus_t (*create)(cublasHandle_t *h);
     cublasStatus_t (*destroy)(cublasHandle_t h);
@@ -66,6 +66,7 @@ typedef struct rtp_cuda {
     rtp_blas_fns blasf;   /* cuBLAS entry points (rtp_blas_load) */
     rtp_cudnn *dnn;       /* NULL: convolution by im2col + cuBLAS (cuda_conv.c) */
     rt_adam_coef *coef;   /* device: the fp16 Adam coefficients of the step (cuda_train.cu) */
+    double *red;          /* device: RTP_RED_SLOTS partial pairs of the reductions */
     void *ws;             /* workspace (device), ws_bytes long */
     size_t ws_bytes;
     rt_precision prec;
