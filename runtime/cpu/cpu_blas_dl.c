@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../rt_dl.h"
 #include "cpu_internal.h"
@@ -58,23 +57,6 @@ static char tried[300];     /* the first file tried, as the error names it */
 static char library[400];   /* rt_cpu_blas_library() */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* <dir of /proc/self/exe>/../../scipy_openblas32/lib/libscipy_openblas.so, or "" */
-static void wheel_blas_path(char *out, size_t n)
-{
-    char exe[PATH_MAX];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    out[0] = '\0';
-    if (k <= 0) return;
-    exe[k] = '\0';
-    for (int up = 0; up < 3; up++) { /* strip "kiln", "bin", "kiln_kernel" */
-        char *slash = strrchr(exe, '/');
-        if (!slash) return;
-        *slash = '\0';
-    }
-    if (snprintf(out, n, "%s/scipy_openblas32/lib/libscipy_openblas.so", exe) >= (int)n)
-        out[0] = '\0';
-}
-
 static int load_system(rt_dl_result *r)
 {
     const char *names[] = {KILN_OPENBLAS_PATH, DEBIAN_OPENMP, "libopenblas.so.0"};
@@ -89,7 +71,7 @@ static int load_system(rt_dl_result *r)
 static int load_wheel(rt_dl_result *r)
 {
     char path[PATH_MAX + 64];
-    wheel_blas_path(path, sizeof path);
+    rt_dl_site_file("scipy_openblas32/lib/libscipy_openblas.so", path, sizeof path);
     const char *names[] = {path};
     const rt_dl_sym syms[] = {
         {"scipy_cblas_sgemm", (void **)&fn.sgemm},

@@ -13,11 +13,12 @@
 #define CUDA_INTERNAL_H
 
 #include <cublas_v2.h>
+#include <limits.h>
 #include <cuda_runtime_api.h>
 
 #include "../rt_backend.h"
 #include "cuda_kernels.h"
-#include "rt_cuda.h"
+#include "rt_device.h"
 
 typedef struct rtp_cudnn rtp_cudnn; /* cudnn_conv.c */
 
@@ -43,6 +44,15 @@ typedef struct rtp_blas_fns {
 /* Fills *out with cuBLAS's entry points (loading the library on first use; it stays
  * loaded, as a linked library would). RT_ENODEV naming the library when it is missing. */
 rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err);
+
+/* The files to try, in order, for a CUDA library of this build's major (SONAME
+ * "libcublas.so.11"): the one the nvidia-PKG wheel installs beside the kiln-kernel
+ * wheel (the kiln-kernel[cuda] extra; <site-packages>/nvidia/PKG/lib/SONAME for CUDA 11
+ * and 12, nvidia/cuN/lib/SONAME from CUDA 13 on, rt_dl_site_file) when that file
+ * exists, then SONAME, then ANY (the unversioned name). Fills wheel with that path
+ * either way and names[] with pointers into it and the arguments; returns the count. */
+int rtp_cuda_lib_names(const char *pkg, const char *soname, const char *any,
+                       char wheel[PATH_MAX], const char *names[3]);
 
 /* The table (cuda_backend.c); rt_backend.c refers to it when KILN_HAVE_CUDA is set. */
 extern const rt_backend_ops rt_cuda_ops;
@@ -71,8 +81,6 @@ rt_status rtp_cublas_fail(rt_backend *b, cublasStatus_t s, const char *call, con
                           int line, rt_error *err);
 /* RT_EDEVICE_LOST if b is lost, else RT_OK. */
 rt_status rtp_cuda_enter(rt_backend *b, rt_error *err);
-/* Checks a tensor is bound and holds at least numel elements (as the CPU backend). */
-rt_status rtp_cuda_check(const rt_tensor *t, size_t numel, const char *what, rt_error *err);
 /* The workspace if it holds `bytes`, else NULL with RT_EINVAL in err. */
 void *rtp_cuda_scratch(rt_backend *b, size_t bytes, rt_error *err);
 /* Out-of-memory message: asked, free and total bytes. */
@@ -91,7 +99,6 @@ rt_status rtp_cuda_oom(rt_backend *b, size_t asked, const char *what, rt_error *
             return rtp_cublas_fail((b), rtp_s_, #call, __FILE__, __LINE__, (err));      \
     } while (0)
 #define RTP_ENTER(b) RT_TRY(rtp_cuda_enter((b), err))
-#define RTP_CHECK(t, numel, what) RT_TRY(rtp_cuda_check((t), (numel), (what), err))
 
 /* ---- cuda_device.c ---- */
 /* 1 when this build's kernels (KILN_CUDA_ARCHS) run on compute capability major.minor. */
