@@ -76,15 +76,6 @@ rt_status rtp_cuda_enter(rt_backend *b, rt_error *err)
     return RT_OK;
 }
 
-rt_status rtp_cuda_check(const rt_tensor *t, size_t numel, const char *what, rt_error *err)
-{
-    if (!t || !t->data) return RT_ERR(err, RT_EINVAL, "%s: unbound tensor", what);
-    if (rt_tensor_numel(t) < numel)
-        return RT_ERR(err, RT_EINVAL, "%s: tensor has %zu elements, op needs %zu", what,
-                      rt_tensor_numel(t), numel);
-    return RT_OK;
-}
-
 static void cuda_close(rt_backend *b)
 {
     rtp_cuda *c = b ? rtp_cuda_of(b) : NULL;

@@ -81,8 +81,6 @@ rt_status rtp_cublas_fail(rt_backend *b, cublasStatus_t s, const char *call, con
                           int line, rt_error *err);
 /* RT_EDEVICE_LOST if b is lost, else RT_OK. */
 rt_status rtp_cuda_enter(rt_backend *b, rt_error *err);
-/* Checks a tensor is bound and holds at least numel elements (as the CPU backend). */
-rt_status rtp_cuda_check(const rt_tensor *t, size_t numel, const char *what, rt_error *err);
 /* The workspace if it holds `bytes`, else NULL with RT_EINVAL in err. */
 void *rtp_cuda_scratch(rt_backend *b, size_t bytes, rt_error *err);
 /* Out-of-memory message: asked, free and total bytes. */
@@ -101,7 +99,6 @@ rt_status rtp_cuda_oom(rt_backend *b, size_t asked, const char *what, rt_error *
             return rtp_cublas_fail((b), rtp_s_, #call, __FILE__, __LINE__, (err));      \
     } while (0)
 #define RTP_ENTER(b) RT_TRY(rtp_cuda_enter((b), err))
-#define RTP_CHECK(t, numel, what) RT_TRY(rtp_cuda_check((t), (numel), (what), err))
 
 /* ---- cuda_device.c ---- */
 /* 1 when this build's kernels (KILN_CUDA_ARCHS) run on compute capability major.minor. */

@@ -103,8 +103,8 @@ T_TEST(relu_and_dropout)
         rt_tensor tx = view(x, 1, (int)n, 1, 1), ty = view(yc, 1, (int)n, 1, 1);
         rt_tensor tdy = view(dy, 1, (int)n, 1, 1), tdx = view(dc, 1, (int)n, 1, 1);
         rt_tensor tm = view(mc, 1, (int)n, 1, 1);
-        ASSERT_EQ(cpu.ops->relu_fwd(&cpu, &ty, &tx, slopes[s], &err), RT_OK);
-        ASSERT_EQ(cpu.ops->relu_bwd(&cpu, &tdx, &tdy, &ty, slopes[s], &err), RT_OK);
+        ASSERT_EQ(rt_backend_relu_fwd(&cpu, &ty, &tx, slopes[s], &err), RT_OK);
+        ASSERT_EQ(rt_backend_relu_bwd(&cpu, &tdx, &tdy, &ty, slopes[s], &err), RT_OK);
         for (size_t i = 0; i < n; i++) rtp_relu_fwd_at(i, yk, x, slopes[s]);
         for (size_t i = 0; i < n; i++) rtp_relu_bwd_at(i, dk, dy, yk, slopes[s]);
         ASSERT_EQ(cmp("relu_fwd", yc, yk, n, 0, 0), 0);
@@ -112,7 +112,7 @@ T_TEST(relu_and_dropout)
         /* dropout: the CPU op vs the kernel body on the stream cuda_ops.c builds */
         rt_dropout_desc dd = {1, (int)n, 1, 1, ps[s], 0x1234567890abcdefULL,
                               (uint32_t)(s * 1000 + 7), (uint32_t)s};
-        ASSERT_EQ(cpu.ops->dropout_fwd(&cpu, &ty, &tm, &tx, &dd, &err), RT_OK);
+        ASSERT_EQ(rt_backend_dropout_fwd(&cpu, &ty, &tm, &tx, &dd, &err), RT_OK);
         float keep = 1.0f - dd.p;
         rt_rng r = rt_rng_stream(dd.seed, RT_RNG_DROPOUT, dd.step, dd.layer);
         rtp_philox_stream st = {r.key[0], r.key[1], r.stream[0], r.stream[1]};
@@ -142,15 +142,15 @@ static void pool_case(int *t_failed_, int N, int C, int H, int W, int R, int str
     rt_error err = {};
     rt_tensor tx = view(x, N, C, H, W), ty = view(yc, N, C, d.P, d.Q);
     rt_tensor tdy = view(dy, N, C, d.P, d.Q), tdx = view(dc, N, C, H, W);
-    ASSERT_EQ(cpu.ops->maxpool_fwd(&cpu, &ty, &tx, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->maxpool_bwd(&cpu, &tdx, &tdy, &tx, &ty, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_maxpool_fwd(&cpu, &ty, &tx, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_maxpool_bwd(&cpu, &tdx, &tdy, &tx, &ty, &d, &err), RT_OK);
     for (size_t o = 0; o < ny; o++) rtp_maxpool_fwd_at(o, yk, x, g);
     for (size_t i = 0; i < nx; i++) rtp_maxpool_bwd_at(i, dk, dy, x, yk, g);
     ASSERT_EQ(cmp("maxpool_fwd", yc, yk, ny, 0, 0), 0);
     ASSERT_EQ(cmp("maxpool_bwd", dc, dk, nx, 0, 0), 0);
     float inv = 1.0f / (float)(R * R);
-    ASSERT_EQ(cpu.ops->avgpool_fwd(&cpu, &ty, &tx, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->avgpool_bwd(&cpu, &tdx, &tdy, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_avgpool_fwd(&cpu, &ty, &tx, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_avgpool_bwd(&cpu, &tdx, &tdy, &d, &err), RT_OK);
     for (size_t o = 0; o < ny; o++) rtp_avgpool_fwd_at(o, yk, x, g, inv);
     for (size_t i = 0; i < nx; i++) rtp_avgpool_bwd_at(i, dk, dy, g, inv);
     ASSERT_EQ(cmp("avgpool_fwd", yc, yk, ny, 0, 0), 0);
@@ -190,9 +190,9 @@ static void conv_case(int *t_failed_, int N, int C, int H, int W, int K, int R, 
     rt_tensor tx = view(x, N, C, H, W), tw = view(w, K, C, R, R), tb = view(bias, K, 1, 1, 1);
     rt_tensor ty = view(yc, N, K, d.P, d.Q), tdy = view(dy, N, K, d.P, d.Q);
     rt_tensor tdx = view(dxc, N, C, H, W), tdw = view(dwc, K, C, R, R), tdb = view(dbc, K, 1, 1, 1);
-    ASSERT_EQ(cpu.ops->conv2d_fwd(&cpu, &ty, &tx, &tw, &tb, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->conv2d_bwd_data(&cpu, &tdx, &tdy, &tw, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->conv2d_bwd_filter(&cpu, &tdw, &tdb, &tdy, &tx, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_conv2d_fwd(&cpu, &ty, &tx, &tw, &tb, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_conv2d_bwd_data(&cpu, &tdx, &tdy, &tw, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_conv2d_bwd_filter(&cpu, &tdw, &tdb, &tdy, &tx, &d, &err), RT_OK);
     rtp_gemm gf = rtp_conv_gemm(RTP_FWD, &d), gd = rtp_conv_gemm(RTP_BWD_DATA, &d);
     rtp_gemm gw = rtp_conv_gemm(RTP_BWD_FILTER, &d);
     for (int n = 0; n < N; n++) { /* the loops of cuda_conv.c's gemm_* functions */
@@ -245,9 +245,9 @@ static void dense_case(int *t_failed_, int N, int F, int O)
     rt_tensor tx = view(x, N, F, 1, 1), tw = view(w, O, F, 1, 1), tb = view(bias, O, 1, 1, 1);
     rt_tensor ty = view(yc, N, O, 1, 1), tdy = view(dy, N, O, 1, 1);
     rt_tensor tdx = view(dxc, N, F, 1, 1), tdw = view(dwc, O, F, 1, 1), tdb = view(dbc, O, 1, 1, 1);
-    ASSERT_EQ(cpu.ops->dense_fwd(&cpu, &ty, &tx, &tw, &tb, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->dense_bwd_data(&cpu, &tdx, &tdy, &tw, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->dense_bwd_filter(&cpu, &tdw, &tdb, &tdy, &tx, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_dense_fwd(&cpu, &ty, &tx, &tw, &tb, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_dense_bwd_data(&cpu, &tdx, &tdy, &tw, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_dense_bwd_filter(&cpu, &tdw, &tdb, &tdy, &tx, &d, &err), RT_OK);
     /* the operand order of cuda_dense.c */
     for (size_t i = 0; i < (size_t)N * O; i++) yk[i] = bias[i % (size_t)O]; /* row_broadcast */
     rtp_gemm gf = rtp_dense_gemm(RTP_FWD, &d), gd = rtp_dense_gemm(RTP_BWD_DATA, &d);
@@ -289,8 +289,8 @@ T_TEST(xent)
     rt_tensor tz = view(z, N, L, 1, 1), tl = view(lc, N, 1, 1, 1), tp = view(pc, N, L, 1, 1);
     rt_tensor tg = view(gc, N, L, 1, 1), tlab = view(lab, N, 1, 1, 1);
     tlab.dtype = RT_I32;
-    ASSERT_EQ(cpu.ops->xent_fwd(&cpu, &tl, &tp, &tz, &tlab, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->xent_bwd(&cpu, &tg, &tp, &tlab, 1.0f / N, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_xent_fwd(&cpu, &tl, &tp, &tz, &tlab, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_xent_bwd(&cpu, &tg, &tp, &tlab, 1.0f / N, &d, &err), RT_OK);
     for (int n = 0; n < N; n++) rtp_xent_fwd_at(n, lk, pk, z, lab, L);
     for (size_t i = 0; i < (size_t)N * L; i++) rtp_xent_bwd_at(i, gk, pk, lab, 1.0f / N, L);
     ASSERT_EQ(cmp("xent loss", lc, lk, N, 1e-6, 1e-6), 0);
@@ -319,8 +319,8 @@ T_TEST(optimisers)
         for (int t = 1; t <= 3; t++) {
             rt_adam_desc ad = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, decoupled, t};
             rt_sgd_desc sd = {0.01f, 0.9f, 0.0f, 1e-4f, decoupled, t};
-            ASSERT_EQ(cpu.ops->adam_update(&cpu, &tp, &tm, &tv, &tg, &ad, &err), RT_OK);
-            ASSERT_EQ(cpu.ops->sgd_update(&cpu, &ts, &tb, &tg, &sd, &err), RT_OK);
+            ASSERT_EQ(rt_backend_adam_update(&cpu, &tp, &tm, &tv, &tg, &ad, &err), RT_OK);
+            ASSERT_EQ(rt_backend_sgd_update(&cpu, &ts, &tb, &tg, &sd, &err), RT_OK);
             /* the coefficients as cuda_ops.c builds them */
             rt_optim_config ca = rt_optim_config_default(decoupled ? RT_OPTIM_ADAMW : RT_OPTIM_ADAM);
             ca.beta1 = ad.beta1, ca.beta2 = ad.beta2, ca.eps = ad.eps;
@@ -365,10 +365,10 @@ static void bn_case(int *t_failed_, int N, int C, int H, int W)
     rt_tensor tg = view(ga, C, 1, 1, 1), tbe = view(be, C, 1, 1, 1), tsm = view(smc, C, 1, 1, 1);
     rt_tensor tsi = view(sic, C, 1, 1, 1), trm = view(rmc, C, 1, 1, 1), trv = view(rvc, C, 1, 1, 1);
     rt_tensor tdg = view(dgc, C, 1, 1, 1), tdb = view(dbc, C, 1, 1, 1);
-    ASSERT_EQ(cpu.ops->bn_fwd_train(&cpu, &ty, &tsm, &tsi, &trm, &trv, &tx, &tg, &tbe, &d, &err),
+    ASSERT_EQ(rt_backend_bn_fwd_train(&cpu, &ty, &tsm, &tsi, &trm, &trv, &tx, &tg, &tbe, &d, &err),
               RT_OK);
-    ASSERT_EQ(cpu.ops->bn_bwd(&cpu, &tdx, &tdg, &tdb, &tdy, &tx, &tg, &tsm, &tsi, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->bn_fwd_eval(&cpu, &te, &tx, &tg, &tbe, &trm, &trv, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_bn_bwd(&cpu, &tdx, &tdg, &tdb, &tdy, &tx, &tg, &tsm, &tsi, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_bn_fwd_eval(&cpu, &te, &tx, &tg, &tbe, &trm, &trv, &d, &err), RT_OK);
     double part[256], part2[256];
     for (int c = 0; c < C; c++) { /* bn_fwd_train_k, block c */
         for (int t = 0; t < T; t++) part[t] = rtp_bn_part_sum(t, T, x, N, C, c, HW);
@@ -510,7 +510,7 @@ T_TEST(xent_stats)
         rt_tensor tl = view(loss, N, 1, 1, 1), tp = view(p, N, L, 1, 1);
         rt_tensor tlab = view(lab, N, 1, 1, 1), tr = view(rc, 2, RT_STEP_STATS, 1, 1);
         tlab.dtype = RT_I32;
-        ASSERT_EQ(cpu.ops->xent_stats(&cpu, &tr, 1, &tl, &tp, &tlab, &d, &err), RT_OK);
+        ASSERT_EQ(rt_backend_xent_stats(&cpu, &tr, 1, &tl, &tp, &tlab, &d, &err), RT_OK);
         int c = 0;
         for (int n = 0; n < N; n++) c += rtp_xent_correct_at(n, p, lab, L);
         rtp_xent_stats_row(rk + RT_STEP_STATS, loss, N, c);

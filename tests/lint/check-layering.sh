@@ -8,6 +8,8 @@
 # - kernel/ and magics/ include no CUDA header; CUDA #ifdefs stay in runtime/cuda.
 # - private headers (NAME_internal.h, magics' mg_*.h) stay in their own folder.
 # - only kernel/jk_main.c calls exit() (children after fork use _exit).
+# - compute ops are called through rt_backend_OP (runtime/rt_backend_call.c, which
+#   checks their arguments), never through b->ops directly.
 set -u
 root="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
 cd "$root" || exit 99
@@ -54,6 +56,13 @@ while IFS= read -r hdr; do
 done < <(find kernel magics runtime -name '*_internal.h' 2>/dev/null)
 for d in kernel magics runtime; do
   check "$d" "(^|[^_a-zA-Z0-9])exit[[:space:]]*\(" "^kernel/jk_main\.c$" "exit() outside kernel/jk_main.c"
+done
+checked_ops='upload|download|fill|copy|add|conv2d_(fwd|bwd_[a-z]+)|(max|avg)pool_[a-z]+|relu_[a-z]+'
+checked_ops+='|bn_[a-z_]+|dropout_[a-z]+|dense_(fwd|bwd_[a-z]+)|xent_[a-z]+|(amp_)?(adam|sgd)_update'
+checked_ops+='|gather_batch|amp_(un)?scale'
+for d in kernel magics runtime; do
+  check "$d" "ops->($checked_ops)[[:space:]]*\(" "^runtime/(cpu|cuda)/|^runtime/rt_backend_call\.c$" \
+    "op called past its argument checks (use rt_backend_OP)"
 done
 
 if [ "$fail" = 0 ]; then echo "layering: ok"; fi
