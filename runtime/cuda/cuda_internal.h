@@ -18,13 +18,13 @@
 
 #include "../rt_backend.h"
 #include "cuda_kernels.h"
-#include "rt_cuda.h"
+#include "rt_device.h"
 
 typedef struct rtp_cudnn rtp_cudnn; /* cudnn_conv.c */
 
 /* The cuBLAS entry points the backend uses, resolved at open (cuda_blas_dl.c): cuBLAS
  * is dlopen'ed by the first CUDA backend, not linked, because loading it costs every
- * Kiln process ~210 MB of RSS and 0.2 s (cublasLt's relocations) even on the CPU. */
+ * Kiln process much memory and start time (cublasLt's relocations) even on the CPU. */
 typedef struct rtp_blas_fns {
     cublasStatus_t (*create)(cublasHandle_t *h);
     cublasStatus_t (*destroy)(cublasHandle_t h);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "rt.h"
-#include "rt_cuda.h"
+#include "rt_device.h"
 
 /* Opens "cuda" into *g or exits 77 with "SKIP: no CUDA device (...)"; exits 99 if the
  * device exists but cannot be opened (a setup error, not a skip). */

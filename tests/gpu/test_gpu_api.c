@@ -3,7 +3,7 @@
  * RT_ENODEV message when CUDA is asked for and absent, precision refusal on the CPU,
  * the loss scaler's rule; and, where a device exists, the out-of-memory error (says
  * what was asked and what was free, and the backend survives it).
- * Built in every configuration (the stub rt_cuda.h without CUDA), so it never skips.
+ * Built in every configuration (the stub rt_device.h without CUDA), so it never skips.
  */
 #include "gpu_util.h"
 #include "rt_amp_rule.h"

@@ -15,7 +15,7 @@
 #include "../t.h"
 #include "../../runtime/cuda/cudnn_dl.h"
 #include "rt.h"
-#include "rt_cuda.h"
+#include "rt_device.h"
 
 long mock_stat_gemm16(void);
 long mock_stat_gemm_fast(void);

@@ -1,5 +1,8 @@
-/* rt_cuda.h - what the CUDA backend offers beyond rt_backend_ops: the device list for
- * %device and the compute precision of an opened CUDA backend.
+/* rt_device.h - the compute devices as magics see them, beyond rt_backend_ops: the CUDA
+ * device list for %device, the build's CUDA line, and the compute precision
+ * (--precision) of an opened CUDA backend. Part of the runtime's public header (rt.h);
+ * implemented in runtime/cuda/ (cuda_device.c, or rt_cuda_stub.c without CUDA, and
+ * rt_precision.c), whose own headers stay private to the runtime.
  *
  * This header is the same in every build (STYLE: public headers do not change with
  * build flags). Without CUDA compiled in (rt_cuda_stub.c) the list is empty with a
@@ -14,8 +17,8 @@
  * includes the 16-bit copies). fp16 needs dynamic loss scaling: the trainer does it on the device (rt_amp_state and the
  * amp_* ops of rt_backend.h, rules in runtime/rt_amp_rule.h).
  */
-#ifndef RT_CUDA_H
-#define RT_CUDA_H
+#ifndef RT_DEVICE_H
+#define RT_DEVICE_H
 
 #include <stddef.h>
 
