@@ -19,6 +19,8 @@
 
 long mock_stat_gemm16(void);
 long mock_stat_gemm_fast(void);
+long mock_stat_gemm_calls(void);
+long mock_stat_gemm_batched(void);
 void mock_stat_reset(void);
 long mock_cudnn_stat_runs(void) __attribute__((weak));
 long mock_cudnn_stat_rejected(void) __attribute__((weak));
@@ -315,6 +317,49 @@ T_TEST(dense_inputs_staged_to_16_bits)
     }
 }
 
+/* Without cuDNN a convolution makes one cuBLAS call per pass for the whole batch (a
+ * strided batch forward and backward-data, one GEMM for the weight gradient), not one
+ * per image; and it trains. */
+T_TEST(im2col_one_gemm_call_per_pass)
+{
+    setenv("KILN_MOCK_CUDNN", "create-fails", 1); /* the stand-in, where built, unusable */
+    for (int p = RT_PREC_FP32; p <= RT_PREC_BF16; p++) {
+        rt_backend b;
+        rt_error err = {0};
+        rt_dataset d;
+        quadrants_make(&d, 8, 9, 0.5f, "gen/train");
+        rt_model_input in = {1, 8, 8, 4};
+        rt_model *m = NULL;
+        ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
+        ASSERT_EQ(rt_cuda_set_precision(&b, (rt_precision)p, &err), RT_OK);
+        ASSERT_EQ(rt_model_create(&m, "conv2d 4 3 pad=1\nrelu\nconv2d 4 3 pad=1\nflatten\n"
+                                  "dense 4\n", &in, &err), RT_OK);
+        ASSERT_EQ(rt_model_attach(m, &b, 8, 3, &err), RT_OK);
+        ASSERT_EQ(b.ops->upload(&b, rt_model_input_tensor(m), d.images, 8 * 64 * 4, &err), RT_OK);
+        int32_t lab[8] = {0, 1, 2, 3, 0, 1, 2, 3};
+        ASSERT_EQ(b.ops->upload(&b, rt_model_label_tensor(m), lab, sizeof lab, &err), RT_OK);
+        mock_stat_reset();
+        ASSERT_EQ(rt_model_forward(m, 8, 1, 0, &err), RT_OK);
+        ASSERT_EQ(rt_model_loss(m, 8, NULL, NULL, NULL, &err), RT_OK);
+        ASSERT_EQ(rt_model_backward(m, 8, &err), RT_OK);
+        long calls = mock_stat_gemm_calls(), batched = mock_stat_gemm_batched();
+        printf("  %s: %ld cuBLAS calls for a batch of 8, %ld strided batches\n",
+               rt_precision_name((rt_precision)p), calls, batched);
+        /* conv1 fwd + filter, conv2 fwd + data + filter, dense fwd + data + filter;
+         * one call per image would be 8 per conv pass */
+        ASSERT_EQ(batched, 3);
+        ASSERT_EQ(calls, 8);
+        rt_model_destroy(m);
+        rt_backend_close(&b);
+        quadrants_free(&d);
+        double first, last;
+        ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
+        ASSERT_EQ(train(&b, (rt_precision)p, &first, &last, &err), 0);
+        rt_backend_close(&b);
+    }
+    unsetenv("KILN_MOCK_CUDNN");
+}
+
 int main(void)
 {
     T_RUN(no_gpu);
@@ -327,5 +372,6 @@ int main(void)
     T_RUN(cudnn_fp32_refuses_tf32);
     T_RUN(failed_reservation_keeps_workspace);
     T_RUN(dense_inputs_staged_to_16_bits);
+    T_RUN(im2col_one_gemm_call_per_pass);
     return T_EXIT();
 }
