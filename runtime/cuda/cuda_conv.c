@@ -155,8 +155,15 @@ rt_status rtp_cuda_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *db
     RTP_ENTER(b);
     if (rtp_cuda_of(b)->dnn) RT_TRY(rtp_cudnn_bwd_filter(b, dw->data, dout->data, in->data, d, err));
     else RT_TRY(gemm_bwd_filter(b, dw->data, dout->data, in->data, d, err));
-    if (dbias)
-        RT_CUDA_TRY(b, err, rtp_k_bias_grad(rtp_cuda_of(b)->stream, dbias->data, dout->data,
-                                            d->N, d->K, d->P * d->Q));
+    if (!dbias) return RT_OK;
+    /* the sum over n and pq per channel, in two levels (cuda_reduce.cu) */
+    rtp_cuda *c = rtp_cuda_of(b);
+    const int PQ = d->P * d->Q, P = rtp_red_parts((size_t)d->N * PQ);
+    for (int c0 = 0, cw; c0 < d->K; c0 += cw) {
+        cw = rtp_red_wave(d->K, P, c0);
+        RT_CUDA_TRY(b, err, rtp_k_chan_sum_part(c->stream, c->red, dout->data, d->N, d->K, PQ,
+                                                c0, cw, P));
+        RT_CUDA_TRY(b, err, rtp_k_red_finish(c->stream, c->red, dbias->data, NULL, c0, cw, P));
+    }
     return RT_OK;
 }

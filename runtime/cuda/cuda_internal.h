@@ -66,6 +66,7 @@ typedef struct rtp_cuda {
     rtp_blas_fns blasf;   /* cuBLAS entry points (rtp_blas_load) */
     rtp_cudnn *dnn;       /* NULL: convolution by im2col + cuBLAS (cuda_conv.c) */
     rt_adam_coef *coef;   /* device: the fp16 Adam coefficients of the step (cuda_train.cu) */
+    double *red;          /* device: RTP_RED_SLOTS partial pairs of the reductions */
     void *ws;             /* workspace (device), ws_bytes long */
     size_t ws_bytes;
     rt_precision prec;

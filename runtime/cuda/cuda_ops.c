@@ -82,10 +82,18 @@ rt_status rtp_cuda_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_m
                                 const rt_bn_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    RT_CUDA_TRY(b, err, rtp_k_bn_fwd_train(STREAM, out->data, save_mean->data, save_invstd->data,
-                                           running_mean->data, running_var->data, in->data,
-                                           gamma->data, beta->data, d->N, d->C, d->H * d->W,
-                                           d->eps, d->momentum));
+    double *part = rtp_cuda_of(b)->red;
+    const int HW = d->H * d->W, P = rtp_red_parts((size_t)d->N * HW);
+    for (int c0 = 0, cw; c0 < d->C; c0 += cw) { /* waves of what the buffer holds */
+        cw = rtp_red_wave(d->C, P, c0);
+        RT_CUDA_TRY(b, err, rtp_k_bn_stats_part(STREAM, part, in->data, d->N, d->C, HW, c0, cw, P));
+        RT_CUDA_TRY(b, err, rtp_k_bn_stats_finish(STREAM, part, save_mean->data,
+                                                  save_invstd->data, running_mean->data,
+                                                  running_var->data, d->N, HW, c0, cw, P,
+                                                  d->eps, d->momentum));
+    }
+    RT_CUDA_TRY(b, err, rtp_k_bn_apply(STREAM, out->data, in->data, gamma->data, beta->data,
+                                       save_mean->data, save_invstd->data, d->N, d->C, HW));
     return RT_OK;
 }
 
@@ -107,9 +115,18 @@ rt_status rtp_cuda_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_t
                           const rt_bn_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    RT_CUDA_TRY(b, err, rtp_k_bn_bwd(STREAM, din->data, dgamma->data, dbeta->data, dout->data,
-                                     in->data, gamma->data, save_mean->data,
-                                     save_invstd->data, d->N, d->C, d->H * d->W));
+    double *part = rtp_cuda_of(b)->red;
+    const int HW = d->H * d->W, P = rtp_red_parts((size_t)d->N * HW);
+    for (int c0 = 0, cw; c0 < d->C; c0 += cw) {
+        cw = rtp_red_wave(d->C, P, c0);
+        RT_CUDA_TRY(b, err, rtp_k_bn_bwd_part(STREAM, part, dout->data, in->data,
+                                              save_mean->data, save_invstd->data, d->N, d->C,
+                                              HW, c0, cw, P));
+        RT_CUDA_TRY(b, err, rtp_k_red_finish(STREAM, part, dbeta->data, dgamma->data, c0, cw, P));
+    }
+    RT_CUDA_TRY(b, err, rtp_k_bn_bwd_apply(STREAM, din->data, dout->data, in->data, gamma->data,
+                                           save_mean->data, save_invstd->data, dgamma->data,
+                                           dbeta->data, d->N, d->C, HW));
     return RT_OK;
 }
 

@@ -4,7 +4,7 @@
  * The kernels' per-element code lives in runtime/cuda/cuda_elem.cuh as __host__
  * __device__ functions; the __global__ kernels only loop over indices and call them.
  * This test calls the same functions for every index on the host (and replays the
- * block reductions with the same strided split and the same tree), and feeds the
+ * block reductions with the same split, the same trees and the same combine), and feeds the
  * GEMM shapes of rtp_dense_gemm/rtp_conv_gemm to a column-major reference GEMM that
  * also checks cuBLAS's leading-dimension rules. So the index math, the formulas, the
  * dropout stream and the row-major/column-major mapping are tested on every machine;
@@ -170,6 +170,18 @@ T_TEST(pooling)
     ASSERT_EQ(f, 0);
 }
 
+/* Level 1 of a two-level reduction (cuda_kernels.h) over all C channels as one wave:
+ * every block replayed (rtp_red_block_host); *P: the blocks per channel. */
+static double *red_level1(int kind, const float *x, const float *y, const float *sm,
+                          const float *si, int N, int C, int HW, int *P)
+{
+    *P = rtp_red_parts((size_t)N * HW);
+    double *part = (double *)malloc(2 * sizeof(double) * (size_t)C * *P);
+    for (int w = 0; w < C; w++)
+        for (int p = 0; p < *P; p++) rtp_red_block_host(kind, part, T, x, y, sm, si, N, C, HW, 0, w, *P, p);
+    return part;
+}
+
 /* ---- conv2d through im2col + the GEMM shapes + bias kernels ---- */
 
 static void conv_case(int *t_failed_, int N, int C, int H, int W, int K, int R, int stride,
@@ -205,11 +217,10 @@ static void conv_case(int *t_failed_, int N, int C, int H, int W, int K, int R, 
             rtp_col2im_at(i, dxk + (size_t)n * C * H * W, col, g);
     }
     for (size_t i = 0; i < ny; i++) rtp_bias_add_at(i, yk, bias, K, PQ);
-    double part[256];
-    for (int k = 0; k < K; k++) { /* bias_grad_k: one block per channel */
-        for (int t = 0; t < T; t++) part[t] = rtp_bias_grad_part(t, T, dy, N, K, PQ, k);
-        dbk[k] = (float)rtp_tree_sum_host(part, T);
-    }
+    int P; /* chan_sum_part_k's blocks, then red_finish_k */
+    double *part = red_level1(0, dy, NULL, NULL, NULL, N, K, PQ, &P);
+    for (int k = 0; k < K; k++) rtp_red_finish_at(k, part, P, dbk, NULL, 0);
+    free(part);
     ASSERT_EQ(cmp("conv fwd (im2col)", yc, yk, ny, 1e-4, 1e-4), 0);
     ASSERT_EQ(cmp("conv bwd data (col2im)", dxc, dxk, nx, 1e-4, 1e-4), 0);
     ASSERT_EQ(cmp("conv bwd filter", dwc, dwk, nw, 1e-4, 1e-4), 0);
@@ -227,6 +238,7 @@ T_TEST(conv_im2col)
     conv_case(&f, 2, 4, 6, 6, 8, 1, 1, 0);
     conv_case(&f, 2, 3, 9, 9, 5, 5, 2, 2);
     conv_case(&f, 1, 2, 4, 4, 3, 4, 3, 0);
+    conv_case(&f, 5, 2, 30, 30, 3, 3, 1, 1); /* the bias gradient in 2 blocks per channel */
     ASSERT_EQ(f, 0);
 }
 
@@ -255,7 +267,7 @@ static void dense_case(int *t_failed_, int N, int F, int O)
     ASSERT(host_gemm(&gf, w, x, 1.0f, yk));
     ASSERT(host_gemm(&gd, w, dy, 0.0f, dxk));
     ASSERT(host_gemm(&gw, x, dy, 0.0f, dwk));
-    for (int o = 0; o < O; o++) rtp_col_sums_at(o, dbk, dy, N, O);
+    rtp_col_sums_host(dbk, dy, N, O, T);
     ASSERT_EQ(cmp("dense fwd", yc, yk, (size_t)N * O, 1e-4, 1e-4), 0);
     ASSERT_EQ(cmp("dense bwd data", dxc, dxk, (size_t)N * F, 1e-4, 1e-4), 0);
     ASSERT_EQ(cmp("dense bwd filter", dwc, dwk, (size_t)O * F, 1e-4, 1e-4), 0);
@@ -271,6 +283,7 @@ T_TEST(dense)
     dense_case(&f, 3, 7, 5);
     dense_case(&f, 17, 33, 10);
     dense_case(&f, 64, 300, 128);
+    dense_case(&f, 130, 20, 40); /* 3 row tiles, 2 column blocks of the staged bias sum */
     ASSERT_EQ(f, 0);
 }
 
@@ -369,24 +382,16 @@ static void bn_case(int *t_failed_, int N, int C, int H, int W)
               RT_OK);
     ASSERT_EQ(rt_backend_bn_bwd(&cpu, &tdx, &tdg, &tdb, &tdy, &tx, &tg, &tsm, &tsi, &d, &err), RT_OK);
     ASSERT_EQ(rt_backend_bn_fwd_eval(&cpu, &te, &tx, &tg, &tbe, &trm, &trv, &d, &err), RT_OK);
-    double part[256], part2[256];
-    for (int c = 0; c < C; c++) { /* bn_fwd_train_k, block c */
-        for (int t = 0; t < T; t++) part[t] = rtp_bn_part_sum(t, T, x, N, C, c, HW);
-        double s = rtp_tree_sum_host(part, T);
-        for (int t = 0; t < T; t++) part[t] = rtp_bn_part_sq(t, T, x, N, C, c, HW, s / (double)M);
-        double ss = rtp_tree_sum_host(part, T);
-        float gg, sh;
-        rtp_bn_finish(c, s, ss, M, d.eps, d.momentum, ga, be, smk, sik, rmk, rvk, &gg, &sh);
-        for (int t = 0; t < T; t++) rtp_bn_part_apply(t, T, yk, x, N, C, c, HW, gg, sh);
-    }
-    for (int c = 0; c < C; c++) { /* bn_bwd_k, block c */
-        for (int t = 0; t < T; t++)
-            rtp_bn_bwd_part(t, T, dy, x, N, C, c, HW, smk[c], sik[c], &part[t], &part2[t]);
-        double sdy = rtp_tree_sum_host(part, T), sdyx = rtp_tree_sum_host(part2, T);
-        dbk[c] = (float)sdy, dgk[c] = (float)sdyx;
-        for (int t = 0; t < T; t++)
-            rtp_bn_bwd_apply(t, T, dxk, dy, x, N, C, c, HW, smk[c], sik[c], ga[c], sdy, sdyx);
-    }
+    int P; /* bn_stats_part_k, bn_stats_finish_k, bn_apply_k */
+    double *part = red_level1(1, x, NULL, NULL, NULL, N, C, HW, &P);
+    for (int c = 0; c < C; c++)
+        rtp_bn_stats_finish_at(c, part, P, M, d.eps, d.momentum, smk, sik, rmk, rvk, 0);
+    for (size_t i = 0; i < n; i++) rtp_bn_apply_at(i, yk, x, ga, be, smk, sik, C, HW);
+    free(part); /* bn_bwd_part_k, red_finish_k, bn_bwd_apply_k */
+    part = red_level1(2, x, dy, smk, sik, N, C, HW, &P);
+    for (int c = 0; c < C; c++) rtp_red_finish_at(c, part, P, dbk, dgk, 0);
+    for (size_t i = 0; i < n; i++) rtp_bn_bwd_apply_at(i, dxk, dy, x, ga, smk, sik, dgk, dbk, C, HW, M);
+    free(part);
     for (size_t i = 0; i < n; i++) rtp_bn_eval_at(i, ek, x, ga, be, rmk, rvk, C, HW, d.eps);
     ASSERT_EQ(cmp("bn out", yc, yk, n, 1e-5, 1e-5), 0);
     ASSERT_EQ(cmp("bn mean", smc, smk, (size_t)C, 1e-6, 1e-6), 0);
@@ -409,6 +414,8 @@ T_TEST(batchnorm)
     bn_case(&f, 2, 4, 5, 7);
     bn_case(&f, 8, 16, 3, 3);
     bn_case(&f, 32, 2, 12, 12); /* more elements per channel than threads */
+    bn_case(&f, 8, 3, 32, 33);  /* 3 blocks per channel (8448 elements) */
+    bn_case(&f, 64, 2, 32, 32); /* 16 blocks per channel */
     ASSERT_EQ(f, 0);
 }
 
@@ -513,7 +520,9 @@ T_TEST(xent_stats)
         ASSERT_EQ(rt_backend_xent_stats(&cpu, &tr, 1, &tl, &tp, &tlab, &d, &err), RT_OK);
         int c = 0;
         for (int n = 0; n < N; n++) c += rtp_xent_correct_at(n, p, lab, L);
-        rtp_xent_stats_row(rk + RT_STEP_STATS, loss, N, c);
+        double sum = 0.0; /* xent_stats_k's tiles of T losses */
+        for (int n0 = 0; n0 < N; n0 += T) sum = rtp_loss_add(sum, loss + n0, N - n0 < T ? N - n0 : T);
+        rtp_xent_stats_row(rk + RT_STEP_STATS, sum, N, c);
         ASSERT_EQ(memcmp(rc, rk, sizeof rc), 0);
         free(loss), free(p), free(lab);
     }
