@@ -2,9 +2,11 @@
 #include "rt_dl.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int rt_dl_load(const char *env, const char *const *names, int n, const rt_dl_sym *syms,
                size_t nsyms, rt_dl_result *r)
@@ -38,4 +40,19 @@ int rt_dl_load(const char *env, const char *const *names, int n, const rt_dl_sym
         }
     r->why[0] = '\0';
     return 1;
+}
+
+void rt_dl_site_packages_path(const char *rel, char *out, size_t n)
+{
+    char exe[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    out[0] = '\0';
+    if (k <= 0) return;
+    exe[k] = '\0';
+    for (int up = 0; up < 3; up++) { /* strip "kiln", "bin", "kiln_kernel" */
+        char *slash = strrchr(exe, '/');
+        if (!slash) return;
+        *slash = '\0';
+    }
+    if (snprintf(out, n, "%s/%s", exe, rel) >= (int)n) out[0] = '\0';
 }

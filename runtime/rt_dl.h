@@ -27,4 +27,10 @@ typedef struct rt_dl_result {
 int rt_dl_load(const char *env, const char *const *names, int n, const rt_dl_sym *syms,
                size_t nsyms, rt_dl_result *r);
 
+/* "<site-packages>/rel" for a Kiln installed as a wheel: the binary is
+ * <site-packages>/kiln_kernel/bin/kiln (/proc/self/exe), and libraries that come as
+ * wheels of their own (scipy-openblas32, nvidia-nccl-cu12) lie beside it. out = "" when
+ * it cannot be told. A source build gets a path that does not exist: harmless. */
+void rt_dl_site_packages_path(const char *rel, char *out, size_t n);
+
 #endif

@@ -58,21 +58,10 @@ static char tried[300];     /* the first file tried, as the error names it */
 static char library[400];   /* rt_cpu_blas_library() */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* <dir of /proc/self/exe>/../../scipy_openblas32/lib/libscipy_openblas.so, or "" */
+/* <site-packages>/scipy_openblas32/lib/libscipy_openblas.so, or "" */
 static void wheel_blas_path(char *out, size_t n)
 {
-    char exe[PATH_MAX];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    out[0] = '\0';
-    if (k <= 0) return;
-    exe[k] = '\0';
-    for (int up = 0; up < 3; up++) { /* strip "kiln", "bin", "kiln_kernel" */
-        char *slash = strrchr(exe, '/');
-        if (!slash) return;
-        *slash = '\0';
-    }
-    if (snprintf(out, n, "%s/scipy_openblas32/lib/libscipy_openblas.so", exe) >= (int)n)
-        out[0] = '\0';
+    rt_dl_site_packages_path("scipy_openblas32/lib/libscipy_openblas.so", out, n);
 }
 
 static int load_system(rt_dl_result *r)

@@ -71,4 +71,21 @@ rt_precision rt_cuda_get_precision(const rt_backend *b);
 rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes,
                            rt_error *err);
 
+/* ---- NCCL: gradients summed between the CUDA devices of one process ----
+ * libnccl.so.2 is dlopen'ed on the first rt_nccl_create (runtime/cuda/nccl_dl.c says
+ * from where). One communicator per backend (ncclCommInitAll), each with a stream of its
+ * own for the collective. */
+typedef struct rt_nccl rt_nccl;
+/* b[0..n): opened CUDA backends on n distinct devices. RT_ENODEV when NCCL cannot be
+ * loaded (naming the file and the package) or this Kiln has no CUDA; RT_EINVAL when a
+ * backend is not CUDA or two share a device. */
+rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *err);
+/* Rank r's share of one all-reduce, called by every rank (each from its own thread):
+ * buf (b's memory) = sum over the ranks of scale_r x buf_r. Waits for the work queued on
+ * b's stream, sums on the communicator's stream, and b's later work waits for the sum
+ * (events: no host synchronisation). */
+rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
+                            rt_error *err);
+void rt_nccl_destroy(rt_nccl *c);
+
 #endif
