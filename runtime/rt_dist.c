@@ -27,7 +27,6 @@ int rt_dist_size(const rt_dist *d) { return d ? d->size : 1; }
 int rt_dist_local_rank(const rt_dist *d) { return d ? d->local_rank : 0; }
 int rt_dist_local_size(const rt_dist *d) { return d ? d->local_size : 1; }
 double rt_dist_timeout(const rt_dist *d) { return d ? d->timeout_s : rtp_dist_timeout_env(); }
-int rt_dist_reduces_on_device(const rt_dist *d) { return d && d->ops->device; }
 
 static rt_status check_open(rt_dist *d, const char *what, long long step, rt_error *err)
 {
@@ -66,6 +65,14 @@ rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what,
                             long long step, rt_error *err)
 {
     return host(d, buf, n, RTP_BCAST_F32, what, step, err);
+}
+
+rt_status rt_dist_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err)
+{
+    *on = 0;
+    if (!d->ops->device_begin) return RT_OK;
+    RT_TRY(check_open(d, "device check", 0, err));
+    return d->ops->device_begin(d, b, on, err);
 }
 
 rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,

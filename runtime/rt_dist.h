@@ -73,12 +73,13 @@ rt_status rt_dist_allmax_f64(rt_dist *d, double *buf, size_t n, const char *what
 rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what,
                             long long step, rt_error *err);
 
-/* 1 when the world sums gradients in backend memory (rt_dist_allreduce_dev_f32): the
- * CUDA devices of a group over NCCL. Otherwise they go through host memory. */
-int rt_dist_reduces_on_device(const rt_dist *d);
-/* buf (backend memory of b, this rank's) = the sum over the ranks of scale_r x buf_r, the
- * same on every rank; ordered after the work queued on b before it and before the work
- * queued after it. RT_EINVAL when the world cannot (rt_dist_reduces_on_device). */
+/* At the start of a run, on every rank (a collective): *on = 1 when the ranks will sum
+ * the gradients of b in device memory (rt_dist_allreduce_dev_f32) - CUDA devices over
+ * NCCL: the devices of a group (rt_dist_group_create), or the GPU ranks of a launch
+ * when every rank's backend is CUDA and loads NCCL (rank 0 makes NCCL's id and MPI
+ * hands it to the others; the communicator is made here and kept for the process).
+ * Otherwise *on = 0 and the gradients go through host memory. */
+rt_status rt_dist_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err);
 rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
                                     const char *what, long long step, rt_error *err);
 

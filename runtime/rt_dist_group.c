@@ -157,8 +157,15 @@ static rt_status group_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float s
     return s;
 }
 
+static rt_status group_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err)
+{
+    *on = 1; /* the group has its communicators (nccl_ops): every rank agrees */
+    return RT_OK;
+}
+
 static const rtp_dist_ops host_ops = {.host = group_host};
-static const rtp_dist_ops nccl_ops = {.host = group_host, .device = group_device};
+static const rtp_dist_ops nccl_ops = {.host = group_host, .device_begin = group_device_begin,
+                                      .device = group_device};
 
 rt_status rt_dist_group_create(rt_dist_group **out, rt_backend *const *b, int n,
                                rt_error *err)

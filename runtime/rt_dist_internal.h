@@ -15,6 +15,9 @@ typedef struct rtp_dist_ops {
      * waits at most d->timeout_s. */
     rt_status (*host)(rt_dist *d, void *buf, size_t n, rtp_dist_op op, const char *what,
                       long long step, rt_error *err);
+    /* rt_dist_device_begin: whether the ranks will sum b's gradients in device memory
+     * (agreed by all; the communicator made); NULL: never. */
+    rt_status (*device_begin)(rt_dist *d, rt_backend *b, int *on, rt_error *err);
     /* buf (backend memory of b) = the sum over the ranks of scale_r x buf_r; NULL when
      * the world exchanges through host memory only. */
     rt_status (*device)(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,

@@ -12,12 +12,17 @@
  * libmpi.so.40 (OpenMPI 3 to 5). Another MPI is refused by name ("lacks
  * ompi_mpi_comm_world"); KILN_LIBMPI names the file to load.
  *
+ * GPU ranks whose every backend is CUDA and loads NCCL sum their gradients on the
+ * devices instead (rt_dist_device_begin): rank 0's NCCL id is broadcast over MPI and
+ * each rank joins with ncclCommInitRank (runtime/cuda/cuda_nccl.c).
+ *
  * Waiting: a collective is started with MPI_Iallreduce/MPI_Ibcast and completed with
  * MPI_Test, spinning briefly and then sleeping in growing steps up to 1 ms (the ranks
  * of one host share its cores: a spinning rank would take the time its peer computes
  * with), until the world's timeout. A timeout marks the world broken (rt_dist.h).
  */
 #include "rt_dist_internal.h"
+#include "rt_cuda.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -49,7 +54,15 @@ static struct {
 
 static rt_status mpi_host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, const char *what,
                           long long step, rt_error *err);
-static const rtp_dist_ops mpi_ops = {.host = mpi_host}; /* gradients via host memory */
+static rt_status mpi_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err);
+static rt_status mpi_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
+                            const char *what, long long step, rt_error *err);
+static const rtp_dist_ops mpi_ops = {.host = mpi_host, .device_begin = mpi_device_begin,
+                                     .device = mpi_device};
+/* GPU ranks: this process's NCCL communicator (one device), made at the first run
+ * whose ranks all can, kept for the process */
+static rt_nccl *launch_nccl;
+static int launch_nccl_device = -1;
 static rt_dist world;
 static rt_status open_status = RT_OK;
 static rt_error open_err;
@@ -214,6 +227,38 @@ static rt_status mpi_host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, const
         RT_TRY(wait_req(d, &req, what, step, err));
     }
     return RT_OK;
+}
+
+/* Every rank: can it sum on its device (a CUDA backend, NCCL loads, the communicator
+ * absent or on this device)? All must. Then rank 0's NCCL id goes to every rank over
+ * MPI (as 32 floats of bits, plus a flag: rank 0 could not make one) and each joins. */
+static rt_status mpi_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err)
+{
+    int can = !strcmp(b->ops->name, "cuda") &&
+              (launch_nccl ? launch_nccl_device == b->device : rt_nccl_available(NULL));
+    double all = can;
+    RT_TRY(rt_dist_allreduce_f64(d, &all, 1, "NCCL check", 0, err));
+    *on = all == (double)d->size;
+    if (!*on || launch_nccl) return RT_OK;
+    float idf[RT_NCCL_ID_BYTES / sizeof(float) + 1];
+    memset(idf, 0, sizeof idf);
+    rt_error e0 = {0};
+    if (d->rank == 0 && rt_nccl_unique_id((unsigned char *)idf, &e0) != RT_OK)
+        idf[RT_NCCL_ID_BYTES / sizeof(float)] = 1.0f;
+    RT_TRY(rt_dist_bcast_f32(d, idf, sizeof idf / sizeof *idf, "NCCL id", 0, err));
+    if (idf[RT_NCCL_ID_BYTES / sizeof(float)] != 0.0f)
+        return RT_ERR(err, RT_EDEVICE, "rank %d of %d: rank 0 could not make NCCL's id%s%s",
+                      d->rank, d->size, d->rank == 0 ? ": " : "", d->rank == 0 ? e0.msg : "");
+    RT_TRY(rt_nccl_create_rank(&launch_nccl, b, (const unsigned char *)idf, d->rank, d->size,
+                               err));
+    launch_nccl_device = b->device;
+    return RT_OK;
+}
+
+static rt_status mpi_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
+                            const char *what, long long step, rt_error *err)
+{
+    return rt_nccl_allreduce(launch_nccl, 0, b, buf, scale, err);
 }
 
 void rt_dist_finish(int ok)

@@ -213,7 +213,7 @@ static rt_status dist_exchange(rt_trainer *t, rt_tensor *gr, int n, int count, d
 {
     rt_backend *b = rt_model_backend(t->m);
     const size_t bytes = rt_tensor_bytes(gr);
-    if (rt_dist_reduces_on_device(t->cfg.dist)) {
+    if (t->dist_dev) {
         /* the statistics first: a device that failed before this step's exchange stops
          * the others here, before a device collective would wait for it */
         if (n > 0) {

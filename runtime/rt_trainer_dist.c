@@ -51,6 +51,7 @@ rt_status rtp_dist_begin(rt_trainer *t, rt_error *err)
         return rt_dist_bcast_f32(d, rt_tensor_f32(p), np, "parameter broadcast",
                                  (long long)t->st.step, err);
     rt_backend *b = rt_model_backend(t->m);
+    RT_TRY(rt_dist_device_begin(d, b, &t->dist_dev, err)); /* NCCL when all can */
     RT_TRY(b->ops->download(b, t->dist_host, p, np * sizeof(float), err));
     RT_TRY(rt_dist_bcast_f32(d, t->dist_host, np, "parameter broadcast",
                              (long long)t->st.step, err));

@@ -48,6 +48,7 @@ struct rt_trainer {
     double t_begin, last_loss;
     int64_t images_done, steps_done;
     rt_step_event dist_stop;     /* ranks: the stop all ranks agreed on at the last step */
+    int dist_dev;                /* ranks: gradients summed in device memory (NCCL) */
     rtp_replicas *rep;           /* several devices: the other devices' trainers, else NULL */
     float *dist_host;            /* ranks on the device path: (P) host staging of the
                                     gradients (and of the parameters at begin) */

@@ -1,7 +1,9 @@
 /* cuda_nccl.c - the gradient all-reduce between the CUDA devices of one process
  * (rt_cuda.h, "NCCL"), for the device group of runtime/rt_dist_group.c.
  *
- * One communicator per device from ncclCommInitAll, and per device a stream of its own
+ * One communicator per device from ncclCommInitAll (the devices of one process), or one
+ * from ncclCommInitRank (a process's device among the ranks of a launch, which share
+ * the id rank 0 made: runtime/rt_dist_mpi.c hands it over MPI). Per device a stream of its own
  * for the collective with two events: `ready`, recorded on the backend's stream after
  * the backward, which the collective's stream waits for; `summed`, recorded after the
  * collective, which the backend's stream waits for before the optimiser. No host
@@ -51,7 +53,10 @@ static rt_status nccl_fail(const rt_nccl *c, rtp_nccl_result rc, const char *cal
         if (rc_ != RTP_NCCL_SUCCESS) return nccl_fail((c), rc_, #call, (r), (err));     \
     } while (0)
 
-rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *err)
+/* n local devices b[0..n): all of one clique (id NULL, ncclCommInitAll), or this
+ * process's one device as rank `rank` of nranks (n = 1, ncclCommInitRank with id). */
+static rt_status make(rt_nccl **out, rt_backend *const *b, int n, const unsigned char *id,
+                      int rank, int nranks, rt_error *err)
 {
     *out = NULL;
     int *dev = calloc((size_t)n, sizeof *dev);
@@ -84,9 +89,20 @@ rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *e
     c->n = n;
     c->f = f;
     rtp_nccl_comm_t *comms = calloc((size_t)n, sizeof *comms);
-    rtp_nccl_result rc = comms ? f->CommInitAll(comms, n, dev) : RTP_NCCL_SUCCESS;
+    rtp_nccl_result rc = RTP_NCCL_SUCCESS;
+    if (comms && id) {
+        rtp_nccl_id nid;
+        memcpy(nid.internal, id, sizeof nid.internal);
+        cudaError_t e = cudaSetDevice(dev[0]); /* the communicator's device */
+        rc = e == cudaSuccess ? f->CommInitRank(&comms[0], nranks, nid, rank) : rc;
+        if (e != cudaSuccess)
+            s = RT_ERR(err, RT_EDEVICE, "cuda:%d: %s", dev[0], cudaGetErrorString(e));
+    } else if (comms) {
+        rc = f->CommInitAll(comms, n, dev);
+    }
     if (!comms) s = RT_ERR(err, RT_ENOMEM, "out of memory creating the NCCL communicators");
-    else if (rc != RTP_NCCL_SUCCESS) s = nccl_fail(c, rc, "ncclCommInitAll", 0, err);
+    else if (s == RT_OK && rc != RTP_NCCL_SUCCESS)
+        s = nccl_fail(c, rc, id ? "ncclCommInitRank" : "ncclCommInitAll", rank, err);
     for (int i = 0; s == RT_OK && i < n; i++) {
         nccl_rank *r = &c->r[i];
         r->comm = comms[i];
@@ -106,6 +122,37 @@ rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *e
         return s;
     }
     *out = c;
+    return RT_OK;
+}
+
+rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *err)
+{
+    return make(out, b, n, NULL, 0, n, err);
+}
+
+rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
+                              const unsigned char id[RT_NCCL_ID_BYTES], int rank, int nranks,
+                              rt_error *err)
+{
+    return make(out, &b, 1, id, rank, nranks, err);
+}
+
+int rt_nccl_available(rt_error *err)
+{
+    const rtp_nccl_fns *f;
+    return rtp_nccl_load(&f, err) == RT_OK;
+}
+
+rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err)
+{
+    const rtp_nccl_fns *f;
+    RT_TRY(rtp_nccl_load(&f, err));
+    rtp_nccl_id nid;
+    rtp_nccl_result rc = f->GetUniqueId(&nid);
+    if (rc != RTP_NCCL_SUCCESS)
+        return RT_ERR(err, RT_EDEVICE, "ncclGetUniqueId failed: %s (%d)",
+                      f->GetErrorString(rc), rc);
+    memcpy(id, nid.internal, RT_NCCL_ID_BYTES);
     return RT_OK;
 }
 

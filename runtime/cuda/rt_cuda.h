@@ -88,4 +88,16 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
                             rt_error *err);
 void rt_nccl_destroy(rt_nccl *c);
 
+/* Processes with one device each (GPU ranks of a launch): rank 0 makes the id, the
+ * launch hands it to every rank (over MPI, or TCP), each joins with its device. */
+#define RT_NCCL_ID_BYTES 128
+/* 1 when NCCL can be loaded (loads it); err (may be NULL) says why not. */
+int rt_nccl_available(rt_error *err);
+rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err);
+/* A communicator of one device (b) as rank `rank` of `nranks` (ncclCommInitRank; every
+ * rank must call it with the same id): rt_nccl_allreduce with r = 0 sums over them. */
+rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
+                              const unsigned char id[RT_NCCL_ID_BYTES], int rank, int nranks,
+                              rt_error *err);
+
 #endif

@@ -49,3 +49,22 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
 }
 
 void rt_nccl_destroy(rt_nccl *c) {}
+
+int rt_nccl_available(rt_error *err)
+{
+    RT_ERR(err, RT_ENODEV, "NCCL needs CUDA; this Kiln was built without CUDA");
+    return 0;
+}
+
+rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err)
+{
+    return RT_ERR(err, RT_ENODEV, "NCCL needs CUDA; this Kiln was built without CUDA");
+}
+
+rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
+                              const unsigned char id[RT_NCCL_ID_BYTES], int rank, int nranks,
+                              rt_error *err)
+{
+    *out = NULL;
+    return RT_ERR(err, RT_ENODEV, "NCCL needs CUDA; this Kiln was built without CUDA");
+}

@@ -11,10 +11,16 @@
  * counts what a test asserts: collectives, the bytes each reduced, calls made inside a
  * ncclGroupStart/End. A rank that never comes fails the others' calls after 60 s
  * (ncclSystemError), not a hang.
+ * ncclCommInitRank (GPU ranks of a launch, one process each) joins a clique that spans
+ * processes: its all-reduce goes through files in $TMPDIR/kiln-mock-nccl-<id>/ (each
+ * rank writes its scaled buffer as <call>.<rank>, waits for every rank's, sums them in
+ * rank order: the same arithmetic as in one process).
  * KILN_MOCK_NCCL=missing: rtp_nccl_load fails as a machine without NCCL does.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +36,10 @@ enum { INVALID_ARGUMENT = 4, INVALID_USAGE = 5, SYSTEM_ERROR = 2 };
 typedef struct clique clique;
 
 struct rtp_nccl_comm {
-    clique *q;
-    int rank;
+    clique *q;               /* NULL: a rank of a clique across processes (files) */
+    int rank, nranks;
+    char dir[300];           /* across processes: where the ranks meet */
+    unsigned long calls;
     float scale[MAX_OPS];    /* pre-multiplied sum ops: op 100 + i */
     int used[MAX_OPS];
 };
@@ -86,7 +94,8 @@ static const char *error_string(rtp_nccl_result r)
 static rtp_nccl_result get_unique_id(rtp_nccl_id *id)
 {
     memset(id, 0, sizeof *id);
-    snprintf(id->internal, sizeof id->internal, "mock-nccl-%ld", (long)time(NULL));
+    snprintf(id->internal, sizeof id->internal, "mock-nccl-%ld-%ld", (long)getpid(),
+             (long)time(NULL));
     return RTP_NCCL_SUCCESS;
 }
 
@@ -122,12 +131,79 @@ static rtp_nccl_result comm_init_all(rtp_nccl_comm_t *comms, int n, const int *d
 static rtp_nccl_result comm_init_rank(rtp_nccl_comm_t *comm, int nranks, rtp_nccl_id id,
                                       int rank)
 {
-    return INVALID_USAGE; /* one process: the mock has no transport between processes */
+    if (nranks < 1 || rank < 0 || rank >= nranks || strncmp(id.internal, "mock-nccl-", 10))
+        return INVALID_ARGUMENT;
+    struct rtp_nccl_comm *c = calloc(1, sizeof *c);
+    if (!c) return SYSTEM_ERROR;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(c->dir, sizeof c->dir, "%s/kiln-%.40s", tmp && *tmp ? tmp : "/tmp", id.internal);
+    if (mkdir(c->dir, 0700) != 0 && errno != EEXIST) {
+        free(c);
+        return SYSTEM_ERROR;
+    }
+    c->rank = rank;
+    c->nranks = nranks;
+    *comm = c;
+    return RTP_NCCL_SUCCESS;
+}
+
+/* across processes: post this rank's scaled buffer, wait for all, sum in rank order */
+static rtp_nccl_result reduce_files(rtp_nccl_comm_t c, float *buf, size_t count, float scale)
+{
+    char path[400], tmp[420];
+    const unsigned long call = c->calls++;
+    snprintf(path, sizeof path, "%s/%lu.%d", c->dir, call, c->rank);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fwrite(&scale, sizeof scale, 1, f) == 1 &&
+             fwrite(buf, sizeof *buf, count, f) == count;
+    if (f && fclose(f) != 0) ok = 0;
+    if (!ok || rename(tmp, path) != 0) return SYSTEM_ERROR;
+    float *sum = calloc(count, sizeof *sum), *x = malloc(count * sizeof *x);
+    rtp_nccl_result rc = sum && x ? RTP_NCCL_SUCCESS : SYSTEM_ERROR;
+    for (int r = 0; r < c->nranks && rc == RTP_NCCL_SUCCESS; r++) {
+        snprintf(path, sizeof path, "%s/%lu.%d", c->dir, call, r);
+        FILE *g = NULL;
+        for (int waited = 0; !(g = fopen(path, "rb")) && waited < 60000; waited++)
+            usleep(1000); /* 60 s for a rank to come */
+        float s = 0.0f;
+        if (!g || fread(&s, sizeof s, 1, g) != 1 || fread(x, sizeof *x, count, g) != count) {
+            rc = g ? INVALID_USAGE : SYSTEM_ERROR; /* a rank sent another count */
+        } else {
+            for (size_t i = 0; i < count; i++) sum[i] += s * x[i];
+        }
+        if (g) fclose(g);
+    }
+    if (rc == RTP_NCCL_SUCCESS) memcpy(buf, sum, count * sizeof *sum);
+    free(sum);
+    free(x);
+    if (call >= 2) { /* every rank has read call - 2: it posted call - 1 after that */
+        snprintf(path, sizeof path, "%s/%lu.%d", c->dir, call - 2, c->rank);
+        unlink(path);
+    }
+    if (rc == RTP_NCCL_SUCCESS) {
+        pthread_mutex_lock(&st.mu);
+        st.collectives += c->rank == 0;
+        st.bytes += c->rank == 0 ? count * sizeof(float) : 0;
+        st.last_bytes = count * sizeof(float);
+        pthread_mutex_unlock(&st.mu);
+    }
+    return rc;
 }
 
 static rtp_nccl_result comm_destroy(rtp_nccl_comm_t comm)
 {
     clique *q = comm->q;
+    if (!q) { /* across processes: this rank's files; the last one out removes the dir */
+        char path[400];
+        for (unsigned long k = comm->calls > 2 ? comm->calls - 2 : 0; k < comm->calls; k++) {
+            snprintf(path, sizeof path, "%s/%lu.%d", comm->dir, k, comm->rank);
+            unlink(path);
+        }
+        rmdir(comm->dir); /* fails while another rank's files are there: harmless */
+        free(comm);
+        return RTP_NCCL_SUCCESS;
+    }
     pthread_mutex_lock(&q->mu);
     int last = ++q->arrived == q->n; /* the last rank destroyed frees the clique */
     pthread_mutex_unlock(&q->mu);
@@ -187,6 +263,7 @@ static rtp_nccl_result all_reduce(const void *send, void *recv, size_t count, in
     st.calls++;
     st.grouped_calls += group_depth > 0;
     pthread_mutex_unlock(&st.mu);
+    if (!comm->q) return reduce_files(comm, recv, count, scale);
     clique *q = comm->q;
     rtp_nccl_result rc = RTP_NCCL_SUCCESS;
     pthread_mutex_lock(&q->mu);
