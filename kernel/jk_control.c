@@ -37,6 +37,7 @@ void jkp_handle_shutdown(jkp_chan *ch, const jkp_msg *req)
               json_incref(content));
     jkp_publish(ch->iopub, "shutdown_reply", req->header, NULL,
                 content); /* as ipykernel */
+    atomic_store(&ch->k->restart, restart);
     atomic_store(&ch->k->shutdown, 1);
     atomic_store(&ch->k->interrupt, 1); /* a running cell stops */
     if (ch->notify && zmq_send(ch->notify, "shutdown", 8, 0) < 0)

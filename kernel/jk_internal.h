@@ -187,6 +187,7 @@ typedef struct jkp_kernel {
     jkp_session session;
     atomic_int interrupt; /* set by interrupt_request and SIGINT; the engine polls it */
     atomic_int shutdown;  /* set by shutdown_request (either channel) */
+    atomic_int restart;   /* ... with restart: true */
     /* [shell] */
     void *shell, *stdin_sock;
     jkp_iopub iopub;
@@ -230,6 +231,13 @@ void jkp_abort_run(jkp_chan *ch);
 /* Handlers, one message family a file. */
 void jkp_handle_kernel_info(jkp_chan *ch, const jkp_msg *req); /* jk_kernel_info.c */
 void jkp_handle_shutdown(jkp_chan *ch, const jkp_msg *req);    /* jk_control.c */
+
+/* jk_carry.c: forms handed over a restart through CONNECTION_FILE.kiln-forms (path:
+ * new string). _in takes the file in (and removes it) when the kernel starts; _out
+ * writes it when the kernel goes for a restart. */
+char *jkp_carry_path(const char *connection_file);
+void jkp_carry_in(jkp_kernel *k, const char *path);
+void jkp_carry_out(jkp_kernel *k, const char *path);
 void jkp_handle_interrupt(jkp_chan *ch, const jkp_msg *req);   /* jk_control.c */
 void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req);     /* jk_execute.c */
 void jkp_handle_is_complete(jkp_chan *ch, const jkp_msg *req); /* jk_complete_inspect.c */

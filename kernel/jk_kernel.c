@@ -181,6 +181,7 @@ int jk_kernel_main(const char *connection_file, const mg_settings *settings)
     memset(&k, 0, sizeof k);
     atomic_init(&k.interrupt, 0);
     atomic_init(&k.shutdown, 0);
+    atomic_init(&k.restart, 0);
     kernel_threads t;
     memset(&t, 0, sizeof t);
     jkp_hmac *hmac = jkp_hmac_create(conn.scheme, conn.key, conn.keylen, &err);
@@ -194,6 +195,8 @@ int jk_kernel_main(const char *connection_file, const mg_settings *settings)
     if (rc == 0) rc = start(&k, &conn, &t, &err);
     if (rc == 0 && settings) *kl_engine_settings(k.engine) = *settings;
     jkp_connection_deinit(&conn);
+    char *carry = jkp_carry_path(connection_file);
+    if (rc == 0) jkp_carry_in(&k, carry);
     if (rc == 0) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -206,6 +209,7 @@ int jk_kernel_main(const char *connection_file, const mg_settings *settings)
         jkp_publish_status(&k.iopub, NULL, "starting");
         rc = shell_loop(&k, t.control.ctl);
         sigint_flag = NULL;
+        jkp_carry_out(&k, carry);
     } else {
         fprintf(stderr, "kiln kernel: %s\n", err.msg);
     }
@@ -214,5 +218,6 @@ int jk_kernel_main(const char *connection_file, const mg_settings *settings)
         zmq_ctx_term(k.zctx);
     }
     jkp_session_deinit(&k.session); /* owns hmac from jkp_session_init on */
+    free(carry);
     return rc == 0 ? 0 : 1;
 }

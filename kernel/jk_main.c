@@ -1,4 +1,4 @@
-/* jk_main.c - the `kiln` command line: kernel, run, install, help, --version.
+/* jk_main.c - the `kiln` command line: kernel, run, export, install, help, --version.
  * The only file in Kiln allowed to decide the process's exit status. */
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +18,7 @@ static const char usage[] =
     "  kernel -f CONNECTION_FILE      serve the Jupyter protocol (started by Jupyter)\n"
     "  run NOTEBOOK.ipynb [-o OUT.ipynb] [-p NAME VALUE]...\n"
     "                                 execute a notebook headless, write the outputs\n"
+    "  export RUN_DIR --onnx FILE     the run's newest checkpoint as an ONNX model\n"
     "  install [--user | --sys-prefix | --prefix DIR] [--name NAME]\n"
     "                                 install the kernelspec for Jupyter\n"
     "  help [MAGIC]                   list the magics, or show one magic's help\n"
@@ -86,6 +87,7 @@ int main(int argc, char **argv)
         return jk_kernel_main(conn, &settings);
     }
     if (!strcmp(cmd, "run")) return jk_run_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "export")) return jk_export_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "install")) return jk_install_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "help")) return cmd_help(argc - 1, argv + 1);
     fprintf(stderr, "kiln: unknown command '%s'\n\n%s", cmd, usage);

@@ -40,6 +40,23 @@ typedef struct mgp_policy {
 /* The policy state for run (reset when run is a new run). NULL + err on no memory. */
 mgp_policy *mgp_policy_get(mg_ctx *ctx, mg_run *run, mg_error *err);
 
+/* What a checkpoint says about its run, for resuming it (mg_resume_run.c). All of it
+ * comes from the file, so it is untrusted: it never names a destination. */
+typedef struct mgp_ck_desc {
+    const char *spec, *name;   /* borrowed from the reader */
+    rt_model_input in;
+    char data[256];
+    int val, subset;
+    char fnv[24];
+    char schedule[sizeof(((mg_run_opts *)0)->schedule)];
+    mg_run_opts o;
+} mgp_ck_desc;
+
+/* Reads model, data set, input shape, schedule and options from rd's metadata into d;
+ * -1 with a ValueError naming path when they are missing or malformed. */
+int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *d,
+                       mg_error *err);
+
 /* "12.3 MB" */
 void mgp_human_size(uint64_t bytes, char *buf, size_t n);
 

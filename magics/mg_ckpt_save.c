@@ -48,8 +48,10 @@ mg_ckpt_last *mg_ckpt_last_reset(mg_ctx *ctx, mg_error *err)
     return rec;
 }
 
-/* {"name", "val", "subset", "fnv1a64", "n_train", "test_fnv1a64", "n_test"}: enough
- * to reload the data set by name and to refuse a different one. */
+/* {"name", "val", "subset", "fnv1a64", "n_train", "test_fnv1a64", "n_test", "mean",
+ * "std", "classes"}: enough to reload the data set by name and to refuse a different
+ * one; the normalisation and class names let `kiln export` write a model that takes
+ * plain pixels and names its classes. */
 static char *dataset_json(mg_run *run)
 {
     const rt_dataset_splits *s = mg_run_data(run);
@@ -63,6 +65,20 @@ static char *dataset_json(mg_run *run)
     json_t *j = json_pack("{sssisisssisssi}", "name", name, "val", d ? d->val : s->val.n,
                           "subset", d ? d->subset : 0, "fnv1a64", tr, "n_train", s->train.n,
                           "test_fnv1a64", te, "n_test", s->test.n);
+    json_t *mean = json_array(), *std = json_array(), *classes = json_array();
+    for (int c = 0; mean && std && c < s->train.c && c < 4; c++) {
+        json_array_append_new(mean, json_real(s->train.mean[c]));
+        json_array_append_new(std, json_real(s->train.std[c]));
+    }
+    for (int c = 0; classes && c < s->train.num_classes; c++)
+        json_array_append_new(classes, json_string(s->train.class_names[c]));
+    if (j) {
+        json_object_set_new(j, "mean", mean ? mean : json_null());
+        json_object_set_new(j, "std", std ? std : json_null());
+        json_object_set_new(j, "classes", classes ? classes : json_null());
+    } else {
+        json_decref(mean), json_decref(std), json_decref(classes);
+    }
     char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(j);
     return text;

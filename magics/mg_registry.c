@@ -13,6 +13,7 @@ extern const mg_command mg_cmd_dataset;
 extern const mg_command mg_cmd_device;
 extern const mg_command mg_cmd_env;
 extern const mg_command mg_cmd_evaluate;
+extern const mg_command mg_cmd_export;
 extern const mg_command mg_cmd_html;
 extern const mg_command mg_cmd_lsmagic;
 extern const mg_command mg_cmd_model;
@@ -32,6 +33,7 @@ static const mg_command *const table[] = {
     &mg_cmd_device,
     &mg_cmd_env,
     &mg_cmd_evaluate,
+    &mg_cmd_export,
     &mg_cmd_html,
     &mg_cmd_lsmagic,
     &mg_cmd_model,

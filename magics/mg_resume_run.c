@@ -60,17 +60,8 @@ int mg_ckpt_resolve(const char *arg, const mg_out *out, char **path, mg_error *e
 
 /* ---- reading what the checkpoint says ---- */
 
-typedef struct ck_desc {
-    const char *spec, *name;
-    rt_model_input in;
-    char data[256];
-    int val, subset;
-    char fnv[24];
-    char schedule[sizeof(((mg_run_opts *)0)->schedule)];
-    mg_run_opts o;
-} ck_desc;
-
-static int describe(const rt_ckpt_reader *rd, const char *path, ck_desc *d, mg_error *err)
+int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *d,
+                       mg_error *err)
 {
     const char *hp = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_HYPERPARAMS);
     const char *ds = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_DATASET);
@@ -115,7 +106,7 @@ static int describe(const rt_ckpt_reader *rd, const char *path, ck_desc *d, mg_e
 }
 
 /* The options of the continued run: the checkpoint's plus what the caller may change. */
-static void run_options(ck_desc *d, const char *path, const mg_resume_opts *ro)
+static void run_options(mgp_ck_desc *d, const char *path, const mg_resume_opts *ro)
 {
     mg_run_opts *o = &d->o;
     snprintf(o->model, sizeof o->model, "%s", d->name);
@@ -160,7 +151,7 @@ static void results_run(const rt_ckpt_reader *rd, mg_run_opts *o)
 
 /* ---- rebuilding and restoring ---- */
 
-static int load_data(mg_ctx *ctx, const ck_desc *d, const char *path, const char *caller,
+static int load_data(mg_ctx *ctx, const mgp_ck_desc *d, const char *path, const char *caller,
                      mg_error *err)
 {
     mg_workspace *ws = mg_ws_get(ctx, err);
@@ -223,9 +214,10 @@ int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_e
     rt_status s = rt_ckpt_reader_open(path, 0, &rd, &re);
     if (s != RT_OK)
         return mg_fail_status(err, &re, "%s: %s", caller, re.msg);
-    ck_desc *d = calloc(1, sizeof *d);
+    mgp_ck_desc *d = calloc(1, sizeof *d);
     mg_run *run = NULL;
-    int rc = d ? describe(rd, path, d, err) : mg_fail(err, "MemoryError", "out of memory");
+    int rc = d ? mgp_ckpt_read_desc(rd, path, d, err)
+               : mg_fail(err, "MemoryError", "out of memory");
     if (rc == 0) {
         char theirs[sizeof d->o.run_dir];
         snprintf(theirs, sizeof theirs, "%s", d->o.run_dir);

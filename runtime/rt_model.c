@@ -306,6 +306,14 @@ rt_status rt_model_loss(rt_model *m, int N, double *loss_out, float *probs_out,
     return RT_OK;
 }
 
+rt_status rt_model_logits_read(rt_model *m, int N, float *dst, rt_error *err)
+{
+    RT_TRY(check_n(m, N, err));
+    rt_tensor logits = m->act[m->nlayers];
+    logits.n = N;
+    return m->b->ops->download(m->b, dst, &logits, rt_tensor_bytes(&logits), err);
+}
+
 rt_status rt_model_step_stats(rt_model *m, int N, rt_tensor *stats, int row, rt_error *err)
 {
     RT_TRY(check_n(m, N, err));

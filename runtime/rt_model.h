@@ -94,6 +94,9 @@ rt_tensor *rt_model_label_tensor(rt_model *m);
 rt_status rt_model_forward(rt_model *m, int N, int train, uint32_t step, rt_error *err);
 rt_status rt_model_loss(rt_model *m, int N, double *loss_out, float *probs_out,
                         float *sample_loss_out, rt_error *err);
+/* After rt_model_forward: the (N, classes) logits, the last layer's output before the
+ * softmax, copied to the host (what an exported ONNX model's "logits" must equal). */
+rt_status rt_model_logits_read(rt_model *m, int N, float *dst, rt_error *err);
 /* Backward pass after forward(train = 1) and loss: fills every gradient. */
 rt_status rt_model_backward(rt_model *m, int N, rt_error *err);
 /* The same with the loss gradient multiplied by the loss scale held in amp (an

@@ -45,8 +45,8 @@ int fm_registry_comm_msg(fm_registry *r, const char *msg_type, json_t *content,
                          const mg_host *host, const mg_out *out);
 
 /* The cell's code with the values set in its form's widgets written in (new string),
- * when cell_key's form is shown and was made from exactly this code and some value
- * differs from what the code says; else NULL (fm_writeback.c). */
+ * when cell_key's form is shown (or carried over a restart) and was made from exactly
+ * this code and some value differs from what the code says; else NULL. */
 char *fm_registry_write_back(fm_registry *r, const char *cell_key, const char *code,
                              const mg_host *host);
 /* The same for one form (its variables read through host); NULL when nothing differs. */
@@ -56,6 +56,12 @@ char *fm_form_write_back(const fm_form *f, const char *code, const mg_host *host
  * (update_display_data), so a notebook saved after the kernel exits shows values, not
  * "model not found". Returns how many were replaced. */
 int fm_registry_fallback_all(fm_registry *r, const mg_host *host, const mg_out *out);
+
+/* Forms across a restart (fm_carry.c): the document the kernel hands to the next
+ * process (new ref; NULL when no form was shown in a cell, or on no memory), and
+ * taking one in (borrowed): the number of forms carried, -1 when doc is malformed. */
+json_t *fm_registry_carry(fm_registry *r, const mg_host *host);
+int fm_registry_carry_in(fm_registry *r, json_t *doc);
 
 /* Widget state for the notebook's metadata (application/vnd.jupyter.widget-state+json),
  * new ref; used by `kiln run` so a saved notebook reopens showing its forms. */

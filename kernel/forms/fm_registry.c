@@ -50,6 +50,7 @@ void fm_registry_destroy(fm_registry *r) {
     free(r->forms);
     json_decref(r->models);
     free(r->control_comm);
+    json_decref(r->carried);
     free(r);
 }
 
@@ -201,7 +202,10 @@ int fm_registry_show(fm_registry *r, fm_form *f, json_t *cell_metadata, const mg
     if (!f) return 0;
     if (!r) { fm_form_destroy(f); return fm_fail(err, "RuntimeError", "no form registry"); }
     const char *key = json_string_value(json_object_get(cell_metadata, "cellId"));
-    if (key) drop_cell(r, key, out);
+    if (key) {
+        drop_cell(r, key, out);
+        fm_registry_carried_drop(r, key, out);
+    }
 
     fm_shown *s = calloc(1, sizeof *s);
     builder b = {r, json_array()};
@@ -277,7 +281,7 @@ char *fm_registry_write_back(fm_registry *r, const char *cell_key, const char *c
             continue;
         return fm_form_write_back(s->form, code, host);
     }
-    return NULL;
+    return fm_registry_carried_write_back(r, cell_key, code);
 }
 
 int fm_registry_fallback_all(fm_registry *r, const mg_host *host, const mg_out *out) {

@@ -24,11 +24,19 @@ struct fm_registry {
     /* model id -> {"state": {...}, "form": serial, "item": index or -1} */
     json_t *models;
     char *control_comm;    /* the frontend's jupyter.widget.control comm, or NULL */
+    json_t *carried;       /* forms of the kernel before a restart (fm_carry.c), or NULL */
 };
 
 /* {id: {model_name, model_module, model_module_version, state, buffers}} of every
  * live model (new ref), as saved notebooks and the control comm want them. */
 json_t *fm_registry_states(fm_registry *r);
 fm_shown *fm_registry_find_serial(fm_registry *r, unsigned long serial);
+
+/* fm_carry.c: adds the carried forms' model states to states (-1 on no memory); the
+ * carried form of cell_key with this code, its values written in (new string, NULL
+ * when none or nothing differs); forgets cell_key's carried form, closing its models. */
+int fm_registry_carried_states(const fm_registry *r, json_t *states);
+char *fm_registry_carried_write_back(fm_registry *r, const char *cell_key, const char *code);
+void fm_registry_carried_drop(fm_registry *r, const char *cell_key, const mg_out *out);
 
 #endif

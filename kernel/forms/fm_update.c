@@ -130,6 +130,10 @@ static int control_msg(fm_registry *r, json_t *data, const mg_out *out) {
     const char *method = json_string_value(json_object_get(data, "method"));
     if (method && !strcmp(method, "request_states")) {
         json_t *states = fm_registry_states(r);
+        if (states && fm_registry_carried_states(r, states)) {
+            json_decref(states);
+            states = NULL;
+        }
         if (states)
             send(out, r->control_comm, json_pack("{s:s,s:o,s:[]}", "method", "update_states",
                                                  "states", states, "buffer_paths"));

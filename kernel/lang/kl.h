@@ -89,5 +89,9 @@ char *kl_engine_take_next_input(kl_engine *e);
 /* Replaces each live form's display by its table of values (before the kernel exits,
  * so a saved notebook shows values, not a missing widget). Returns how many. */
 int kl_engine_forms_fallback(kl_engine *e, const mg_out *out);
+/* The forms to hand to the kernel after a restart (new ref, NULL when none), and
+ * taking them in (borrowed; the number carried, -1 when doc is malformed). */
+json_t *kl_engine_forms_carry(kl_engine *e);
+int kl_engine_forms_carry_in(kl_engine *e, json_t *doc);
 
 #endif

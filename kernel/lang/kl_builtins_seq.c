@@ -160,6 +160,9 @@ json_t *klpb_range(klpb_call *k)
     if (cnt > KLP_MAX_ITEMS)
         return klpb_fail(k->c, k->n, "MemoryError", "range() of %.0f items is too large "
                          "(Kiln builds ranges as lists; the limit is %u)", cnt, KLP_MAX_ITEMS);
+    /* a slot and an int each */
+    if (cnt > 0 && klp_budget_ask(k->c, k->n, (size_t)cnt * (KLP_SZ_SLOT + KLP_SZ_SCALAR)) < 0)
+        return NULL;
     json_t *r = json_array();
     for (long long i = start; r && (step > 0 ? i < stop : i > stop); i += step) {
         if (json_array_append_new(r, json_integer(i)) < 0) {

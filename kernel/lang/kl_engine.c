@@ -20,12 +20,14 @@ struct kl_engine {
     klp_err nested;          /* the last error of a cell run through host->run_cell */
     mg_settings settings;    /* what magics see in mg_ctx.settings */
     char *next_input;        /* the last cell's code with its form's values written in */
+    klp_budget budget;       /* the values' total memory (KILN_VALUE_BUDGET) */
 };
 
 mg_settings *kl_engine_settings(kl_engine *e) { return &e->settings; }
 const mg_settings *klp_settings(kl_engine *e) { return &e->settings; }
 
 klp_err *klp_nested_err(kl_engine *e) { return &e->nested; }
+klp_budget *klp_budget_of(kl_engine *e) { return &e->budget; }
 
 json_t *klp_vars(kl_engine *e) { return e->vars; }
 mg_session *klp_session(kl_engine *e) { return e->session; }
@@ -90,6 +92,7 @@ kl_engine *kl_engine_create(atomic_int *interrupt)
     kl_engine *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->interrupt = interrupt;
+    klp_budget_init(&e->budget, getenv("KILN_VALUE_BUDGET"));
     e->vars = json_object();
     e->session = mg_session_create();
     e->forms = fm_registry_create();
@@ -271,4 +274,11 @@ char *kl_engine_take_next_input(kl_engine *e)
 int kl_engine_forms_fallback(kl_engine *e, const mg_out *out)
 {
     return fm_registry_fallback_all(e->forms, &e->host, out);
+}
+
+json_t *kl_engine_forms_carry(kl_engine *e) { return fm_registry_carry(e->forms, &e->host); }
+
+int kl_engine_forms_carry_in(kl_engine *e, json_t *doc)
+{
+    return fm_registry_carry_in(e->forms, doc);
 }

@@ -269,6 +269,10 @@ static json_t *eval_node(klp_ctx *c, const klp_node *n)
 json_t *klp_eval(klp_ctx *c, const klp_node *n)
 {
     json_t *v = eval_node(c, n);
+    if (v && klp_budget_charge_value(c, n, v) < 0) {
+        json_decref(v);
+        v = NULL;
+    }
     /* an error raised at this node gets its full span, for the traceback's carets */
     if (!v && c->err->set && !c->err->end_col && c->err->line == n->line &&
         c->err->col == n->col && n->end_col > n->col)

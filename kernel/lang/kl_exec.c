@@ -92,8 +92,12 @@ static int aug_assign(klp_ctx *c, const klp_node *s)
                      "Kiln (its values are JSON)");
             goto done;
         }
-        int bad = json_array_size(cur) + json_array_size(items) > KLP_MAX_ITEMS ||
-                  json_array_extend(cur, items) < 0;
+        int bad = json_array_size(cur) + json_array_size(items) > KLP_MAX_ITEMS;
+        if (!bad && klp_budget_charge(c, s, KLP_SZ_SLOT * json_array_size(items)) < 0) {
+            json_decref(items);
+            goto done;
+        }
+        bad = bad || json_array_extend(cur, items) < 0;
         json_decref(items);
         if (bad) {
             klp_fail(c->err, s->line, s->col, "MemoryError", "result would be too large");
@@ -203,6 +207,7 @@ int klp_exec(klp_ctx *c, const klp_prog *p)
     for (size_t i = 0; i < p->n; i++) {
         if (klp_interrupted(c->eng))
             return klp_fail(c->err, p->stmts[i]->line, 0, "KeyboardInterrupt", "interrupted");
+        klp_budget_statement(klp_budget_of(c->eng));
         if (run_stmt(c, p->stmts[i], i + 1 == p->n) < 0) {
             if (c->err->line == 0) c->err->line = p->stmts[i]->line;
             return -1;

@@ -27,6 +27,10 @@
 #define KLP_MAX_STR (1u << 26)     /* largest str an operation may create (64 MiB) */
 #define KLP_MAX_REPR (1u << 20)    /* repr output is cut after 1 MiB */
 #define KLP_MAX_RUN_DEPTH 8        /* %%time nesting of run_cell */
+#define KLP_BUDGET_DEFAULT (256u << 20)  /* all values together (KILN_VALUE_BUDGET) */
+#define KLP_BUDGET_MIN (1u << 20)
+#define KLP_SZ_SCALAR 32           /* what an int or float value takes (budget estimate) */
+#define KLP_SZ_SLOT 8              /* what one list slot takes */
 
 /* ---- errors ---- */
 
@@ -165,6 +169,28 @@ json_t *klp_eval(klp_ctx *c, const klp_node *n);
 /* Parses and evaluates one expression; new ref or NULL with err. */
 json_t *klp_eval_source(kl_engine *e, const char *src, const mg_out *out, klp_err *err);   /* new ref or NULL with c->err */
 int klp_exec(klp_ctx *c, const klp_prog *p);         /* 0 or -1 */
+
+/* The total budget of the values (kl_budget.c); one per engine. */
+typedef struct klp_budget {
+    size_t limit;       /* bytes */
+    size_t base;        /* the namespace's footprint at the last walk */
+    size_t stmt;        /* charged by the running statement */
+    size_t since_walk;  /* charged since the last walk */
+    int stale;          /* a statement started since the last walk */
+} klp_budget;
+klp_budget *klp_budget_of(kl_engine *e);
+/* "256M", "2GiB", "1048576": 0 with *out in bytes (at least KLP_BUDGET_MIN), or -1. */
+int klp_budget_parse(const char *s, size_t *out);
+/* The default, or setting (KILN_VALUE_BUDGET) when valid; a bad one is warned about. */
+void klp_budget_init(klp_budget *b, const char *setting);
+void klp_budget_statement(klp_budget *b);   /* a statement starts */
+/* MemoryError (0 / -1) when bytes more would pass the budget; ask does not charge. */
+int klp_budget_ask(klp_ctx *c, const klp_node *n, size_t bytes);
+int klp_budget_charge(klp_ctx *c, const klp_node *n, size_t bytes);
+/* Charges v, the result of evaluating n, when the evaluation made it (refcount 1). */
+int klp_budget_charge_value(klp_ctx *c, const klp_node *n, json_t *v);
+/* What v takes, values reached twice counted once. */
+size_t klp_value_footprint(json_t *v);
 
 /* Operators (kl_ops.c). All return new refs or NULL with err filled (line/col from n). */
 json_t *klp_binop(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json_t *b);

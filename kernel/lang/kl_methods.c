@@ -141,6 +141,9 @@ static json_t *add_items(klpm_call *k, json_t *items)
                          "values are JSON)");
     if (json_array_size(k->self) + json_array_size(items) > KLP_MAX_ITEMS)
         return klpb_fail(k->c, k->n, "MemoryError", "list would be too large");
+    /* the items were charged when made; the list grows by their slots */
+    if (klp_budget_charge(k->c, k->n, KLP_SZ_SLOT * json_array_size(items)) < 0)
+        return NULL;
     if (json_array_extend(k->self, items) < 0) return NULL;
     return klp_check_depth(k->c, k->n, k->self) < 0 ? NULL : json_null();
 }

@@ -80,6 +80,7 @@ static json_t *repeat(klp_ctx *c, const klp_node *n, json_t *seq, long long time
     if (json_is_string(seq)) {
         size_t len = json_string_length(seq);
         if (len && (unsigned long long)times > KLP_MAX_STR / len) return too_big(c, n);
+        if (klp_budget_ask(c, n, len * (size_t)times) < 0) return NULL;
         klp_buf b = {0};
         for (long long i = 0; i < times; i++) klp_buf_add(&b, json_string_value(seq), len);
         json_t *r = b.oom ? NULL : json_stringn(b.s ? b.s : "", b.n);
@@ -89,6 +90,7 @@ static json_t *repeat(klp_ctx *c, const klp_node *n, json_t *seq, long long time
     }
     size_t len = json_array_size(seq);
     if (len && (unsigned long long)times > KLP_MAX_ITEMS / len) return too_big(c, n);
+    if (klp_budget_ask(c, n, KLP_SZ_SLOT * len * (size_t)times) < 0) return NULL;
     json_t *r = json_array();
     for (long long i = 0; r && i < times; i++)
         if (json_array_extend(r, seq) < 0) {
@@ -103,6 +105,7 @@ static json_t *concat(klp_ctx *c, const klp_node *n, json_t *a, json_t *b)
     if (json_is_string(a)) {
         size_t la = json_string_length(a), lb = json_string_length(b);
         if (la + lb > KLP_MAX_STR) return too_big(c, n);
+        if (klp_budget_ask(c, n, la + lb) < 0) return NULL;
         klp_buf buf = {0};
         klp_buf_add(&buf, json_string_value(a), la);
         klp_buf_add(&buf, json_string_value(b), lb);
@@ -111,6 +114,8 @@ static json_t *concat(klp_ctx *c, const klp_node *n, json_t *a, json_t *b)
         return r ? r : too_big(c, n);
     }
     if (json_array_size(a) + json_array_size(b) > KLP_MAX_ITEMS) return too_big(c, n);
+    if (klp_budget_ask(c, n, KLP_SZ_SLOT * (json_array_size(a) + json_array_size(b))) < 0)
+        return NULL;
     json_t *r = json_copy(a);
     if (!r || json_array_extend(r, b) < 0) {
         json_decref(r);

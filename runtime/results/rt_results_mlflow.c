@@ -168,6 +168,14 @@ static int on_progress(void *user, curl_off_t a, curl_off_t b, curl_off_t c, cur
     return atomic_load(&((rtp_mlflow *)user)->abort) ? 1 : 0;
 }
 
+/* Stars out every copy of secret in s (a server may echo what it was sent). */
+static void hide(char *s, const char *secret)
+{
+    size_t n = secret ? strlen(secret) : 0;
+    if (n < 4) return;
+    for (char *p = strstr(s, secret); p; p = strstr(p + n, secret)) memset(p, '*', n);
+}
+
 /* Sends a request; body NULL = GET. Returns the HTTP code (0 on transport failure,
  * with why in errbuf) and the parsed answer in *resp (new ref, may be NULL). */
 static long request(rtp_mlflow *m, const char *path, json_t *body, json_t **resp,
@@ -216,6 +224,11 @@ static long request(rtp_mlflow *m, const char *path, json_t *body, json_t **resp
     if (code >= 400) {
         const char *msg = json_string_value(json_object_get(*resp, "message"));
         snprintf(errbuf, CURL_ERROR_SIZE, "HTTP %ld: %.200s", code, msg ? msg : b.p ? b.p : "");
+        /* the server's words end up in the cell's output: one line, no terminal escapes */
+        for (char *p = errbuf; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
+        hide(errbuf, m->token);
+        hide(errbuf, m->password);
     }
     free(b.p);
     return code;

@@ -15,6 +15,7 @@
 #include "rt_ckpt.h"
 #include "rt_ckpt_dir.h"
 #include "rt_download.h"
+#include "rt_store_internal.h"
 
 #define MANIFEST_FORMAT "kiln-checkpoint-manifest"
 
@@ -108,9 +109,26 @@ __attribute__((format(printf, 3, 4))) static void note(char **buf, const char *n
     }
 }
 
-/* Parses a manifest into c (name malloc'd); a reason in why when it is not one. */
-static int manifest_parse(const char *text, size_t len, rt_store_ckpt *c, char *why,
-                          size_t cap)
+/* n lowercase hex digits and nothing else (how Kiln writes digests) */
+static int is_hex(const char *s, size_t n)
+{
+    if (!s || strlen(s) != n) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
+    return 1;
+}
+
+/* A part name becomes a local file name (DIR/NAME) and a key: a plain file name only. */
+static int is_file_name(const char *s)
+{
+    if (!s || !*s || !strcmp(s, ".") || !strcmp(s, "..")) return 0;
+    for (; *s; s++)
+        if (*s == '/' || (unsigned char)*s < 0x20 || *s == 0x7f) return 0;
+    return 1;
+}
+
+int rtp_store_manifest_parse(const char *text, size_t len, rt_store_ckpt *c, char *why,
+                             size_t cap)
 {
     json_error_t je;
     json_t *m = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -128,10 +146,13 @@ static int manifest_parse(const char *text, size_t len, rt_store_ckpt *c, char *
     else if (json_integer_value(json_object_get(m, "version")) != 1)
         snprintf(why, cap, "manifest version %lld is not 1 ---> HINT: upgrade kiln",
                  (long long)json_integer_value(json_object_get(m, "version")));
-    else if (!key || !sha || strlen(sha) != 64 || !json_is_integer(size) ||
-             json_integer_value(size) < 0 || !json_is_integer(step) ||
-             strchr(key, '/') || json_array_size(json_object_get(m, "parts")) != 1)
+    else if (!key || !sha || !json_is_integer(size) || json_integer_value(size) < 0 ||
+             !json_is_integer(step) || json_integer_value(step) < 0 ||
+             json_array_size(json_object_get(m, "parts")) != 1)
         snprintf(why, cap, "manifest lacks parts[0].key/size/sha256 or step");
+    else if (!is_file_name(key) || !is_hex(sha, 64) || (x && *x && !is_hex(x, 16)))
+        snprintf(why, cap, "manifest's part is not a plain file name with a lowercase hex "
+                 "SHA-256 (and XXH3)");
     else if (!(c->name = strdup(key)))
         snprintf(why, cap, "out of memory");
     else {
@@ -175,10 +196,18 @@ rt_status rt_store_ckpt_list(rt_store *s, const char *prefix, rt_store_ckpt **ou
             }
             continue;
         }
-        int ok = manifest_parse(text, len, &c[nc], why, sizeof why);
+        int ok = rtp_store_manifest_parse(text, len, &c[nc], why, sizeof why);
         free(text);
         if (!ok) {
             note(skipped, rel, "%s", why);
+            continue;
+        }
+        /* NAME.manifest.json describes NAME, never another object */
+        size_t stem = strlen(rel) - strlen(RT_STORE_MANIFEST_SUFFIX);
+        if (strlen(c[nc].name) != stem || strncmp(c[nc].name, rel, stem) != 0) {
+            note(skipped, rel, "its manifest names another object (%s)", c[nc].name);
+            free(c[nc].name);
+            c[nc].name = NULL;
             continue;
         }
         /* the part must be listed with the manifest's size */

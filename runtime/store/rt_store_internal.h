@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "rt_store.h"
+#include "rt_store_ckpt.h"
 
 /* ---- configuration (rt_store_config.c) ---- */
 typedef struct rtp_store_config {
@@ -75,5 +76,10 @@ struct rt_store {
     uint64_t part_size;
     const _Atomic int *cancel; /* rt_store_set_cancel */
 };
+
+/* Parses a checkpoint manifest (rt_store_ckpt.h; fetched, so untrusted) into c, its
+ * name malloc'd: 1, or 0 with the reason in why. */
+int rtp_store_manifest_parse(const char *text, size_t len, rt_store_ckpt *c, char *why,
+                             size_t cap);
 
 #endif

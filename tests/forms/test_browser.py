@@ -12,6 +12,7 @@ $KILN_SCREENSHOT_DIR (meson: build/tests/forms/screenshots/).
 
 Skips (exit 77 under meson) when playwright, jupyterlab or chromium is missing.
 """
+import contextlib
 import json
 import os
 import re
@@ -166,124 +167,199 @@ def _wait_idle(page, timeout=60):
     page.wait_for_timeout(300)
 
 
-def test_form_in_jupyterlab(lab):
-    path = "forms.ipynb"
-    with open(os.path.join(lab.root, path), "w") as f:
-        json.dump(_notebook([FORM_CELL, PRINT_CELL], KERNEL_NAME), f)
+@contextlib.contextmanager
+def _notebook_page(lab, path, failure_shot, errors=None, wait_kernel=True):
+    """Notebook `path` of lab open in headless Chromium (its kernel connected and idle
+    unless wait_kernel is False); console errors go to `errors`; a failure inside the
+    block leaves the screenshot `failure_shot`."""
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
                                     args=["--no-sandbox", "--disable-gpu", "--headless=new"])
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
-        errors = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        if errors is not None:
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         try:
             page.goto(f"{lab.url}/lab/tree/{path}?token={lab.token}", timeout=60000)
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
-            _wait_idle(page, 90)
-            _shot(page, "01-notebook-open.png")
-
-            # run the form cell: the form must render as live widgets
-            cell = _run_cell(page, 0)
-            form = cell.locator(".jp-OutputArea-output .widget-vbox").first
-            form.wait_for(timeout=30000)
-            _wait_idle(page)
-            for sel, n in EXPECTED_CONTROLS.items():
-                assert cell.locator(sel).count() >= n, f"form lacks {sel}"
-            text = form.inner_text()
-            assert "Train on MNIST" in text and "hyperparameters" in text
-            for name in ("epochs", "optimizer", "augment", "start", "milestones"):
-                assert name in text
-            _shot(page, "02-form.png")
-
-            # move the slider: click at 80% of its track ("drag-tap" jumps there)
-            track = cell.locator(".widget-hslider .noUi-base").first
-            box = track.bounding_box()
-            page.mouse.click(box["x"] + box["width"] * 0.8, box["y"] + box["height"] / 2)
-            readout = cell.locator(".widget-hslider .widget-readout").first
-            page.wait_for_function("(el) => el.textContent.trim() !== '10'",
-                                   arg=readout.element_handle(), timeout=10000)
-            epochs = int(readout.inner_text().strip())
-            assert 30 <= epochs <= 50
-            # pick "sgd" in the optimizer dropdown (the first Dropdown is batch_size)
-            cell.locator(".widget-dropdown select").nth(1).select_option(label="sgd")
-            cell.locator(".widget-checkbox input[type=checkbox]").first.check()
-            _wait_idle(page)
-            _shot(page, "03-form-changed.png")
-
-            # the next cell sees the new values
-            out = _run_cell(page, 1)
-            out.locator(".jp-OutputArea-output").first.wait_for(timeout=30000)
-            _wait_idle(page)
-            printed = out.locator(".jp-OutputArea-output").first.inner_text()
-            _shot(page, "04-values-printed.png")
-            m = re.search(r"VALUES (\S+) (\S+) (\S+) END", printed)
-            assert m, f"no values printed: {printed!r}"
-            assert m.groups() == (str(epochs), "sgd", "True"), printed
-
-            # save and reload the page: the widget manager fetches the models back from
-            # the kernel (jupyter.widget.control / request_state) and draws the form again
-            page.keyboard.press("Control+s")
-            page.wait_for_timeout(1000)
-            page.reload()
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
-            _wait_idle(page, 90)
-            cell = page.locator(".jp-Notebook .jp-Cell").nth(0)
-            cell.locator(".widget-hslider .widget-readout").first.wait_for(timeout=30000)
-            assert cell.locator(".widget-hslider .widget-readout").first.inner_text().strip() == str(epochs)
-            assert cell.locator(".widget-dropdown select").count() == 2
-            _shot(page, "05-reloaded.png")
-            widget_errors = [e for e in errors if "widget" in e.lower() or "model" in e.lower()]
-            assert not widget_errors, widget_errors
-
-            # running the form cell again keeps the widgets' values and writes them into
-            # the code (set_next_input, replace: true), as Colab does
-            _run_cell(page, 0)
-            _wait_idle(page)
-            editor = cell.locator(".jp-InputArea-editor")
-            page.wait_for_function(
-                "([el, n]) => el.innerText.includes(`epochs = ${n}`)",
-                arg=[editor.element_handle(), epochs], timeout=30000)
-            code = editor.inner_text()
-            assert 'optimizer = "sgd"' in code and "augment = True" in code, code
-            assert "#@param" in code and "epochs = 10 " not in code, code
-            readout = cell.locator(".widget-hslider .widget-readout").first
-            readout.wait_for(timeout=30000)
-            assert readout.inner_text().strip() == str(epochs)
-            out = _run_cell(page, 1)
-            _wait_idle(page)
-            page.wait_for_function(
-                "([el, n]) => el.innerText.includes(`VALUES ${n} sgd True END`)",
-                arg=[out.element_handle(), epochs], timeout=30000)
-            _shot(page, "06-rerun-written-back.png")
-
-            # restart the kernel (this page open), save, reload: the form shows its values
-            # (the kernel replaced it by its table before it went), not "model not found"
-            sessions = json.load(urllib.request.urlopen(
-                f"{lab.url}/api/sessions?token={lab.token}", timeout=10))
-            kid = sessions[0]["kernel"]["id"]
-            req = urllib.request.Request(
-                f"{lab.url}/api/kernels/{kid}/restart?token={lab.token}", data=b"",
-                method="POST")
-            urllib.request.urlopen(req, timeout=60)
-            _wait_idle(page, 90)
-            page.wait_for_function(
-                "(el) => el.querySelector('table') && !el.querySelector('.widget-vbox')",
-                arg=cell.locator(".jp-OutputArea").element_handle(), timeout=30000)
-            page.keyboard.press("Control+s")
-            page.wait_for_timeout(1000)
-            page.reload()
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
-            _wait_idle(page, 90)
-            cell = page.locator(".jp-Notebook .jp-Cell").nth(0)
-            shown = cell.locator(".jp-OutputArea").inner_text()
-            assert "model not found" not in shown and "Error displaying widget" not in shown
-            assert "epochs" in shown and str(epochs) in shown and "sgd" in shown, shown
-            _shot(page, "07-restarted-reloaded.png")
+            if wait_kernel:
+                _wait_idle(page, 90)
+            yield page
         except Exception:
-            _shot(page, "99-failure.png")
+            _shot(page, failure_shot)
             raise
         finally:
             browser.close()
+
+
+def _restart_kernel(lab):
+    sessions = json.load(urllib.request.urlopen(
+        f"{lab.url}/api/sessions?token={lab.token}", timeout=10))
+    kid = sessions[0]["kernel"]["id"]
+    req = urllib.request.Request(
+        f"{lab.url}/api/kernels/{kid}/restart?token={lab.token}", data=b"", method="POST")
+    urllib.request.urlopen(req, timeout=60)
+
+
+def _save_reload(page):
+    page.keyboard.press("Control+s")
+    page.wait_for_timeout(1000)
+    page.reload()
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
+    _wait_idle(page, 90)
+    return page.locator(".jp-Notebook .jp-Cell").nth(0)
+
+
+def _move_slider(page, cell, fraction):
+    """Clicks the form's slider at `fraction` of its track ("drag-tap" jumps there) and
+    returns the new readout text."""
+    track = cell.locator(".widget-hslider .noUi-base").first
+    box = track.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * fraction, box["y"] + box["height"] / 2)
+    readout = cell.locator(".widget-hslider .widget-readout").first
+    page.wait_for_function("(el) => el.textContent.trim() !== '10'",
+                           arg=readout.element_handle(), timeout=10000)
+    return readout.inner_text().strip()
+
+
+def _rerun_form_written_back(page, cell, epochs):
+    """Runs the form cell (cell 0) again and waits for its code to hold `epochs` (the
+    kernel's set_next_input, replace: true); returns the code."""
+    _run_cell(page, 0)
+    _wait_idle(page)
+    editor = cell.locator(".jp-InputArea-editor")
+    page.wait_for_function(
+        "([el, n]) => el.innerText.includes(`epochs = ${n}`)",
+        arg=[editor.element_handle(), epochs], timeout=30000)
+    return editor.inner_text()
+
+
+def _printed(page, epochs, rest):
+    """Runs the print cell (cell 1) and waits for `VALUES epochs rest END`."""
+    out = _run_cell(page, 1)
+    _wait_idle(page)
+    page.wait_for_function(
+        "([el, t]) => el.innerText.includes(t)",
+        arg=[out.element_handle(), f"VALUES {epochs} {rest} END"], timeout=30000)
+
+
+def test_form_in_jupyterlab(lab):
+    path = "forms.ipynb"
+    with open(os.path.join(lab.root, path), "w") as f:
+        json.dump(_notebook([FORM_CELL, PRINT_CELL], KERNEL_NAME), f)
+    errors = []
+    with _notebook_page(lab, path, "99-failure.png", errors) as page:
+        _shot(page, "01-notebook-open.png")
+
+        # run the form cell: the form must render as live widgets
+        cell = _run_cell(page, 0)
+        form = cell.locator(".jp-OutputArea-output .widget-vbox").first
+        form.wait_for(timeout=30000)
+        _wait_idle(page)
+        for sel, n in EXPECTED_CONTROLS.items():
+            assert cell.locator(sel).count() >= n, f"form lacks {sel}"
+        text = form.inner_text()
+        assert "Train on MNIST" in text and "hyperparameters" in text
+        for name in ("epochs", "optimizer", "augment", "start", "milestones"):
+            assert name in text
+        _shot(page, "02-form.png")
+
+        # move the slider to 80% of its track
+        epochs = int(_move_slider(page, cell, 0.8))
+        assert 30 <= epochs <= 50
+        # pick "sgd" in the optimizer dropdown (the first Dropdown is batch_size)
+        cell.locator(".widget-dropdown select").nth(1).select_option(label="sgd")
+        cell.locator(".widget-checkbox input[type=checkbox]").first.check()
+        _wait_idle(page)
+        _shot(page, "03-form-changed.png")
+
+        # the next cell sees the new values
+        out = _run_cell(page, 1)
+        out.locator(".jp-OutputArea-output").first.wait_for(timeout=30000)
+        _wait_idle(page)
+        printed = out.locator(".jp-OutputArea-output").first.inner_text()
+        _shot(page, "04-values-printed.png")
+        m = re.search(r"VALUES (\S+) (\S+) (\S+) END", printed)
+        assert m, f"no values printed: {printed!r}"
+        assert m.groups() == (str(epochs), "sgd", "True"), printed
+
+        # save and reload the page: the widget manager fetches the models back from
+        # the kernel (jupyter.widget.control / request_state) and draws the form again
+        cell = _save_reload(page)
+        cell.locator(".widget-hslider .widget-readout").first.wait_for(timeout=30000)
+        assert cell.locator(".widget-hslider .widget-readout").first.inner_text().strip() == str(epochs)
+        assert cell.locator(".widget-dropdown select").count() == 2
+        _shot(page, "05-reloaded.png")
+        widget_errors = [e for e in errors if "widget" in e.lower() or "model" in e.lower()]
+        assert not widget_errors, widget_errors
+
+        # running the form cell again keeps the widgets' values and writes them into
+        # the code (set_next_input, replace: true), as Colab does
+        code = _rerun_form_written_back(page, cell, epochs)
+        assert 'optimizer = "sgd"' in code and "augment = True" in code, code
+        assert "#@param" in code and "epochs = 10 " not in code, code
+        readout = cell.locator(".widget-hslider .widget-readout").first
+        readout.wait_for(timeout=30000)
+        assert readout.inner_text().strip() == str(epochs)
+        _printed(page, epochs, "sgd True")
+        _shot(page, "06-rerun-written-back.png")
+
+        # restart the kernel (this page open), save, reload: the form shows its values
+        # (the kernel replaced it by its table before it went), not "model not found"
+        _restart_kernel(lab)
+        _wait_idle(page, 90)
+        page.wait_for_function(
+            "(el) => el.querySelector('table') && !el.querySelector('.widget-vbox')",
+            arg=cell.locator(".jp-OutputArea").element_handle(), timeout=30000)
+        cell = _save_reload(page)
+        shown = cell.locator(".jp-OutputArea").inner_text()
+        assert "model not found" not in shown and "Error displaying widget" not in shown
+        assert "epochs" in shown and str(epochs) in shown and "sgd" in shown, shown
+        _shot(page, "07-restarted-reloaded.png")
+
+
+def test_form_reload_then_restart(lab):
+    """A page reload while the kernel lives shows the live form with its values; a restart
+    after that reload (the page no longer knows the form's display id, so the old kernel
+    cannot turn it into its table) and another reload still show the form's values, not
+    "model not found", and running the form cell then writes the values set before the
+    restart into its code."""
+    path = "reload.ipynb"
+    with open(os.path.join(lab.root, path), "w") as f:
+        json.dump(_notebook([FORM_CELL, PRINT_CELL], KERNEL_NAME), f)
+    with _notebook_page(lab, path, "97-reload-restart-failure.png") as page:
+        cell = _run_cell(page, 0)
+        cell.locator(".jp-OutputArea-output .widget-vbox").first.wait_for(timeout=30000)
+        _wait_idle(page)
+        epochs = _move_slider(page, cell, 0.6)
+        cell.locator(".widget-dropdown select").nth(1).select_option(label="sgd")
+        _wait_idle(page)
+
+        # reload with the kernel alive: the live form, with the values set in it
+        cell = _save_reload(page)
+        readout = cell.locator(".widget-hslider .widget-readout").first
+        readout.wait_for(timeout=30000)
+        assert readout.inner_text().strip() == epochs
+        assert cell.locator(".widget-dropdown select").nth(1).input_value() == "sgd"
+        assert cell.locator(".widget-checkbox input").first.is_enabled()
+        _shot(page, "12-reloaded-live.png")
+
+        # restart, then reload again: the form the kernel had, controls disabled
+        _restart_kernel(lab)
+        _wait_idle(page, 90)
+        cell = _save_reload(page)
+        readout = cell.locator(".widget-hslider .widget-readout").first
+        readout.wait_for(timeout=30000)
+        shown = cell.locator(".jp-OutputArea").inner_text()
+        assert "model not found" not in shown and "Error displaying widget" not in shown
+        assert readout.inner_text().strip() == epochs
+        assert cell.locator(".widget-checkbox input").first.is_disabled()
+        _shot(page, "13-restarted-after-reload.png")
+
+        # the form cell run again: the values from before the restart, in the code
+        assert 'optimizer = "sgd"' in _rerun_form_written_back(page, cell, epochs)
+        assert cell.locator(".widget-checkbox input").first.is_enabled()
+        _printed(page, epochs, "sgd False")
+        _shot(page, "14-restarted-rerun.png")
 
 
 TRAIN_CELLS = [
@@ -306,44 +382,32 @@ def test_changed_form_trains_a_new_run(lab):
     with open(os.path.join(lab.root, path), "w") as f:
         json.dump(_notebook(TRAIN_CELLS, KERNEL_NAME), f)
     run_dir = os.path.join(lab.root, "runs", "cnn")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-gpu", "--headless=new"])
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
-        try:
-            page.goto(f"{lab.url}/lab/tree/{path}?token={lab.token}", timeout=60000)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
-            _wait_idle(page, 90)
-            for i in range(len(TRAIN_CELLS)):
-                _run_cell(page, i)
-                _wait_idle(page, 120)
-            train = page.locator(".jp-Notebook .jp-Cell").nth(3)
-            page.wait_for_function("(el) => /Run net: finished/.test(el.innerText)",
-                                   arg=train.element_handle(), timeout=120000)
-            first = {f: os.path.getmtime(os.path.join(run_dir, f)) for f in os.listdir(run_dir)}
-            assert any(f.endswith(".safetensors") for f in first)
-            form = page.locator(".jp-Notebook .jp-Cell").nth(0)
-            lr = form.locator(".widget-text input").first
-            lr.fill("0.002")
-            lr.press("Enter")
-            _wait_idle(page)
-            _run_cell(page, 3)
+    with _notebook_page(lab, path, "99-failure-train.png") as page:
+        for i in range(len(TRAIN_CELLS)):
+            _run_cell(page, i)
             _wait_idle(page, 120)
-            page.wait_for_function("(el) => /Run net: finished/.test(el.innerText)",
-                                   arg=train.element_handle(), timeout=120000)
-            text = train.inner_text()
-            _shot(page, "08-changed-form-new-run.png")
-            assert "holds a run with other options: --lr 0.002 (checkpoint 0.001)" in text, text
-            assert "This run goes to runs/cnn-v2" in text, text
-            assert "adam lr 0.002" in text and "checkpoint's values are used" not in text
-            assert {f: os.path.getmtime(os.path.join(run_dir, f))
-                    for f in os.listdir(run_dir)} == first  # the first run is intact
-            assert any(f.endswith(".safetensors") for f in os.listdir(run_dir + "-v2"))
-        except Exception:
-            _shot(page, "99-failure-train.png")
-            raise
-        finally:
-            browser.close()
+        train = page.locator(".jp-Notebook .jp-Cell").nth(3)
+        page.wait_for_function("(el) => /Run net: finished/.test(el.innerText)",
+                               arg=train.element_handle(), timeout=120000)
+        first = {f: os.path.getmtime(os.path.join(run_dir, f)) for f in os.listdir(run_dir)}
+        assert any(f.endswith(".safetensors") for f in first)
+        form = page.locator(".jp-Notebook .jp-Cell").nth(0)
+        lr = form.locator(".widget-text input").first
+        lr.fill("0.002")
+        lr.press("Enter")
+        _wait_idle(page)
+        _run_cell(page, 3)
+        _wait_idle(page, 120)
+        page.wait_for_function("(el) => /Run net: finished/.test(el.innerText)",
+                               arg=train.element_handle(), timeout=120000)
+        text = train.inner_text()
+        _shot(page, "08-changed-form-new-run.png")
+        assert "holds a run with other options: --lr 0.002 (checkpoint 0.001)" in text, text
+        assert "This run goes to runs/cnn-v2" in text, text
+        assert "adam lr 0.002" in text and "checkpoint's values are used" not in text
+        assert {f: os.path.getmtime(os.path.join(run_dir, f))
+                for f in os.listdir(run_dir)} == first  # the first run is intact
+        assert any(f.endswith(".safetensors") for f in os.listdir(run_dir + "-v2"))
 
 
 def _kiln_binary():
@@ -378,23 +442,12 @@ def test_kiln_run_notebook_reopens_with_form(lab):
     trust = subprocess.run([sys.executable, "-m", "jupyter", "trust", "ran.ipynb"], cwd=lab.root,
                            env=lab.env, capture_output=True, text=True, timeout=60)
     assert trust.returncode == 0, trust.stderr
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-gpu", "--headless=new"])
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
-        try:
-            page.goto(f"{lab.url}/lab/tree/ran.ipynb?token={lab.token}", timeout=60000)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
-            cell = page.locator(".jp-Notebook .jp-Cell").nth(0)
-            cell.locator(".widget-hslider .widget-readout").first.wait_for(timeout=60000)
-            assert cell.locator(".widget-hslider .widget-readout").first.inner_text().strip() == "10"
-            assert "Train on MNIST" in cell.locator(".widget-vbox").first.inner_text()
-            _shot(page, "10-kiln-run-reopened.png")
-        except Exception:
-            _shot(page, "98-kiln-run-failure.png")
-            raise
-        finally:
-            browser.close()
+    with _notebook_page(lab, "ran.ipynb", "98-kiln-run-failure.png", wait_kernel=False) as page:
+        cell = page.locator(".jp-Notebook .jp-Cell").nth(0)
+        cell.locator(".widget-hslider .widget-readout").first.wait_for(timeout=60000)
+        assert cell.locator(".widget-hslider .widget-readout").first.inner_text().strip() == "10"
+        assert "Train on MNIST" in cell.locator(".widget-vbox").first.inner_text()
+        _shot(page, "10-kiln-run-reopened.png")
 
 
 class _Outcomes:

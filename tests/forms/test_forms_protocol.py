@@ -332,6 +332,90 @@ def test_forms_become_tables_when_the_kernel_exits():
         km.shutdown_kernel(now=True)
 
 
+def _request_states(kc, comm_id):
+    """Opens jupyter.widget.control as JupyterLab does after a page reload and returns
+    the states its request_states answer holds."""
+    open_msg = kc.session.msg("comm_open", {"comm_id": comm_id, "target_name":
+                                            "jupyter.widget.control", "data": {}},
+                              metadata={"version": "1.0.0"})
+    kc.shell_channel.send(open_msg)
+    _collect(kc, open_msg["header"]["msg_id"])
+    req, msgs = comm_msg(kc, comm_id, {"method": "request_states"})
+    ups = [m for m in msgs if m["msg_type"] == "comm_msg"]
+    assert ups and ups[0]["content"]["data"]["method"] == "update_states"
+    return ups[0]["content"]["data"]["states"]
+
+
+def test_forms_carried_over_a_restart():
+    """A page reloaded before a restart has no display ids left, so the old kernel cannot
+    turn its forms into tables: the new kernel answers request_states with the old
+    models (controls disabled, the values set in them), and running the form cell again
+    writes those values into its code, as a re-run before the restart would have."""
+    km, kc = start_new_kernel(kernel_name=KERNEL, startup_timeout=60)
+    carry = km.connection_file + ".kiln-forms"
+    try:
+        reply, msgs = execute(kc, FORM, cell_id="carried")
+        assert reply["content"]["status"] == "ok"
+        slider = by_model(msgs, "IntSliderModel")["content"]["comm_id"]
+        drop = by_model(msgs, "DropdownModel", 1)["content"]["comm_id"]   # optimizer
+        comm_msg(kc, slider, {"method": "update", "state": {"value": 37}, "buffer_paths": []})
+        comm_msg(kc, drop, {"method": "update", "state": {"index": 1}, "buffer_paths": []})
+        km.restart_kernel(now=False)
+        kc.wait_for_ready(timeout=60)
+        assert not os.path.exists(carry), "the new kernel took the file in and removed it"
+        states = _request_states(kc, "ctl-carried")
+        assert states[slider]["state"]["value"] == 37 and states[slider]["state"]["disabled"]
+        assert states[drop]["state"]["index"] == 1
+        assert value_of(kc, "1 + 1") == "2"
+        # another cell with the same code is not that form: the code's values
+        reply, _ = execute(kc, FORM, cell_id="other")
+        assert reply["content"]["payload"] == [] and value_of(kc, "epochs") == "10"
+        # the form's own cell: the values before the restart, written into the code
+        reply, msgs = execute(kc, FORM, cell_id="carried")
+        assert reply["content"]["status"] == "ok"
+        payload = reply["content"]["payload"]
+        assert len(payload) == 1 and payload[0]["replace"] is True
+        lines = payload[0]["text"].splitlines()
+        assert 'epochs = 37  #@param {type:"slider", min:1, max:50, step:1}' in lines
+        assert 'optimizer = "sgd"   #@param ["adam", "sgd", "adamw"]' in lines, "\n".join(lines)
+        assert value_of(kc, "epochs") == "37" and value_of(kc, "optimizer") == "'sgd'"
+        closed = {m["content"]["comm_id"] for m in msgs if m["msg_type"] == "comm_close"}
+        assert slider in closed, "the carried models are closed when the cell runs"
+        states = _request_states(kc, "ctl-carried-2")
+        assert slider not in states
+        # a plain shutdown hands nothing on
+        kc.shutdown()
+        km.finish_shutdown(waittime=30)
+        assert not os.path.exists(carry)
+    finally:
+        kc.stop_channels()
+        if km.is_alive():
+            km.shutdown_kernel(now=True)
+
+
+def test_malformed_forms_file_is_ignored():
+    """A forms file that is not one (truncated, edited) carries nothing and says so; the
+    kernel starts as usual."""
+    km, kc = start_new_kernel(kernel_name=KERNEL, startup_timeout=60)
+    carry = km.connection_file + ".kiln-forms"
+    try:
+        for text in ('{"version": 1, "forms": [{"cell": 3}]}', '{"version": 1, "for'):
+            kc.stop_channels()
+            km.shutdown_kernel(now=False, restart=True)
+            with open(carry, "w") as f:
+                f.write(text)
+            km.start_kernel()
+            kc = km.client()
+            kc.start_channels()
+            kc.wait_for_ready(timeout=60)
+            assert not os.path.exists(carry)
+            assert _request_states(kc, "ctl-bad") == {}
+            assert value_of(kc, "1 + 1") == "2"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
 def test_malformed_annotation_names_line(kernel):
     reply, msgs = execute(kernel, 'malformed_a = 1\nmalformed_x = 5  #@param {type:"slidr"}\n',
                           cell_id="bad")

@@ -12,61 +12,25 @@
  * Responses containing "location" are skipped (a redirect must not leave the host).
  * Invariants: success leaves DEST with info.bytes bytes and no DEST.part; a
  * checksum failure leaves neither. */
-#include <arpa/inet.h>
 #include <curl/curl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "fz.h"
+#include "fz_server.h"
 #include "rt_download.h"
 
-typedef struct server {
-    int lfd;
+typedef struct answer {
     const uint8_t *resp;
     size_t len;
-    atomic_int stop;
-} server;
+} answer;
 
-static void serve_one(server *s, int fd)
+static const uint8_t *same_answer(void *user, size_t n, size_t *len)
 {
-    char req[4096];
-    size_t got = 0;
-    struct pollfd p = {fd, POLLIN, 0};
-    while (got < sizeof req - 1 && poll(&p, 1, 1000) > 0) {
-        ssize_t r = recv(fd, req + got, sizeof req - 1 - got, 0);
-        if (r <= 0) break;
-        got += (size_t)r;
-        req[got] = '\0';
-        if (strstr(req, "\r\n\r\n")) break;
-    }
-    size_t off = 0;
-    while (off < s->len) {
-        ssize_t w = send(fd, s->resp + off, s->len - off, MSG_NOSIGNAL);
-        if (w <= 0) break;
-        off += (size_t)w;
-    }
-    shutdown(fd, SHUT_WR);
-    close(fd);
-}
-
-static void *serve(void *arg)
-{
-    server *s = arg;
-    while (!atomic_load(&s->stop)) {
-        struct pollfd p = {s->lfd, POLLIN, 0};
-        if (poll(&p, 1, 1000) <= 0) continue;
-        int fd = accept(s->lfd, NULL, NULL);
-        if (fd >= 0) serve_one(s, fd);
-        else if (atomic_load(&s->stop)) break;
-    }
-    return NULL;
+    (void)n;
+    *len = ((answer *)user)->len;
+    return ((answer *)user)->resp;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -108,19 +72,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(partpath, sizeof partpath, "%s.part", dest);
     if (flags & 1) FZ_CHECK(fz_write_file(dir, "f.bin.part", part, plen) == 0);
 
-    server s = {.resp = resp, .len = rlen};
-    s.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    FZ_CHECK(s.lfd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t al = sizeof a;
-    FZ_CHECK(bind(s.lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(s.lfd, 8) == 0 &&
-             getsockname(s.lfd, (struct sockaddr *)&a, &al) == 0);
-    pthread_t th;
-    FZ_CHECK(pthread_create(&th, NULL, serve, &s) == 0);
+    answer ans = {resp, rlen};
+    int port = 0;
+    fz_server *srv = fz_server_start(same_answer, &ans, &port);
+    FZ_CHECK(srv != NULL);
 
     char url[64];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/f.bin", ntohs(a.sin_port));
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/f.bin", port);
     rt_download_opts o = {.url = url, .dest = dest, .connect_timeout_s = 2,
                           .stall_timeout_s = 2, .retries = (int)(flags >> 2 & 3)};
     static const char zeros[] = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -129,10 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&info, 0, sizeof info);
     rt_error err = {0};
     rt_status st = rt_download_file(&o, &info, &err);
-    atomic_store(&s.stop, 1);
-    shutdown(s.lfd, SHUT_RDWR); /* wakes the server's poll */
-    pthread_join(th, NULL);
-    close(s.lfd);
+    fz_server_stop(srv);
 
     if (st == RT_OK) {
         FZ_CHECK(size_of(dest) == (off_t)info.bytes);

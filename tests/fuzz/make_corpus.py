@@ -211,3 +211,100 @@ put("http", "cut-off-retry", http(4, b"", b"HTTP/1.1 200 OK\r\nContent-Length: 1
 put("http", "chunked-sha", http(2, b"", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                                         b"5\r\nhello\r\n0\r\n\r\n"))
 put("http", "garbage", http(0, b"", b"\x00\xffnot http at all\r\n\r\n"))
+
+# ---- resume: "KEY=VALUE" metadata lines ("\n" escaped) and "@NAME DIMS" F32 tensors ----
+hp = {"model": "net", "data": "fashion-mnist", "epochs": 3, "batch": 4, "lr": 0.01,
+      "optimizer": "adam", "nesterov": False, "schedule": "constant", "seed": 7,
+      "device": "cpu", "precision": "fp32", "run_dir": "/tmp/attacker", "checkpoint_every": "",
+      "keep": 3, "time_limit_s": -1, "results": "mlflow+http://evil.example:5000",
+      "augment": False, "val": 0, "name": "net"}
+resume_meta = [
+    ("training_state", "1"), ("step", "20"), ("epoch", "2"), ("optimizer", "adam"),
+    ("optimizer_step", "20"), ("num_classes", "3"), ("model_name", "net"),
+    ("model_spec", "flatten\\ndense 3"), ("input_shape", "[1,2,2]"),
+    ("hyperparameters", json.dumps(hp)),
+    ("dataset", json.dumps({"name": "fashion-mnist", "val": 0, "subset": 0,
+                            "fnv1a64": "0123456789abcdef"})),
+    ("schedule", json.dumps({"spec": "cosine"})),
+    ("data_order", json.dumps({"epoch": 2, "position": 0, "steps_per_epoch": 10,
+                               "epoch_correct": 0, "epoch_seen": 0,
+                               "epoch_loss_sum": "0x0p+0"})),
+    ("rng", json.dumps({"seed": "7"})),
+]
+resume_tensors = ["@1.dense.weight 3 4", "@1.dense.bias 3",
+                  "@optim.exp_avg.1.dense.weight 3 4", "@optim.exp_avg_sq.1.dense.weight 3 4",
+                  "@optim.exp_avg.1.dense.bias 3", "@optim.exp_avg_sq.1.dense.bias 3"]
+def resume(meta, tensors=resume_tensors):
+    return "\n".join([f"{k}={v}" for k, v in meta] + tensors) + "\n"
+put("resume", "valid", resume(resume_meta))
+put("resume", "valid-loss-scale", resume([(k, v.replace('"epoch_loss_sum"', '"loss_scale": "0x1p+10", "scale_tracker": 3, "skipped_steps": 1, "epoch_loss_sum"')) for k, v in resume_meta]))
+put("resume", "weights-only", resume([m for m in resume_meta if m[0] != "training_state"]))
+put("resume", "no-spec", resume([m for m in resume_meta if m[0] != "model_spec"]))
+put("resume", "bad-json", resume([(k, v[:-3] if k == "hyperparameters" else v) for k, v in resume_meta]))
+put("resume", "bad-shape", resume([(k, "[1,2]" if k == "input_shape" else v) for k, v in resume_meta]))
+put("resume", "bad-seed", resume([(k, '{"seed":"-x"}' if k == "rng" else v) for k, v in resume_meta]))
+put("resume", "long-schedule", resume([(k, json.dumps({"spec": "x" * 300}) if k == "schedule" else v) for k, v in resume_meta]))
+put("resume", "zero-steps", resume([(k, v.replace('"steps_per_epoch": 10', '"steps_per_epoch": 0')) for k, v in resume_meta]))
+put("resume", "foreign-optim", resume(resume_meta, resume_tensors + ["@optim.exp_avg.9.conv.weight 2"]))
+put("resume", "bad-optimizer", resume([(k, "lion" if k == "optimizer" else v) for k, v in resume_meta]))
+
+# ---- results: flags (bit 0 desc, bits 1-3 status, 4-7 limit), sort line, where lines ----
+def results(flags, sort, *where):
+    return bytes([flags]) + "\n".join((sort,) + where).encode()
+put("results", "all", results(0, ""))
+put("results", "where-lr", results(0, "", "lr=0.001"))
+put("results", "where-num", results(1, "val_acc", "val_acc>=0.55", "batch!=64"))
+put("results", "sort-desc-limit", results(0x21, "loss"))
+put("results", "status", results(0x04, "id", "name=mnist"))
+put("results", "text-compare", results(0, "name", "lr<fast", "device==cpu"))
+put("results", "bad-op", results(0, "", "lr!0.1"))
+put("results", "no-op", results(0, "", "lr"))
+put("results", "empty-key", results(0, "", "=1"))
+put("results", "unknown-sort", results(0, "nothing_has_this"))
+put("results", "long-key", results(0, "", "k" * 300 + "=1"))
+
+# ---- manifest: the manifest's bytes ----
+def manifest(**kw):
+    m = {"format": "kiln-checkpoint-manifest", "version": 1, "step": 100,
+         "parts": [{"key": "ckpt-step00000100.safetensors", "size": 4096,
+                    "sha256": "ab" * 32, "xxh3": "0123456789abcdef"}]}
+    part = m["parts"][0]
+    for k, v in kw.items():
+        if k in part:
+            part[k] = v
+        else:
+            m[k] = v
+    return json.dumps({k: v for k, v in m.items() if v is not None})
+put("manifest", "valid", manifest())
+put("manifest", "no-xxh3", manifest(xxh3=""))
+put("manifest", "dotdot", manifest(key=".."))
+put("manifest", "dot", manifest(key="."))
+put("manifest", "empty-key", manifest(key=""))
+put("manifest", "slash", manifest(key="../x"))
+put("manifest", "newline-key", manifest(key="a\nb"))
+put("manifest", "upper-sha", manifest(sha256="AB" * 32))
+put("manifest", "nonhex-sha", manifest(sha256="zz" * 32))
+put("manifest", "bad-xxh3", manifest(xxh3="not hex"))
+put("manifest", "negative-step", manifest(step=-1))
+put("manifest", "version-2", manifest(version=2))
+put("manifest", "two-parts", json.dumps({"format": "kiln-checkpoint-manifest", "version": 1,
+                                         "step": 1, "parts": [{}, {}]}))
+put("manifest", "not-json", "{not json")
+put("manifest", "duplicate-keys", '{"format":"kiln-checkpoint-manifest","format":"x"}')
+
+# ---- mlflow: answers "CODE BODY" separated by "\n--\n" ----
+def mlflow(*answers):
+    return "\n--\n".join(answers)
+ok_flow = ['200{"experiment":{"experiment_id":"1"}}', '200{"run":{"info":{"run_id":"abc"}}}',
+           "200{}", "200{}", "200{}"]
+put("mlflow", "ok", mlflow(*ok_flow))
+put("mlflow", "create-experiment", mlflow('404{"error_code":"RESOURCE_DOES_NOT_EXIST"}',
+                                          '200{"experiment_id":"2"}', *ok_flow[1:]))
+put("mlflow", "race", mlflow('404{"error_code":"RESOURCE_DOES_NOT_EXIST"}',
+                             '400{"error_code":"RESOURCE_ALREADY_EXISTS"}', *ok_flow))
+put("mlflow", "no-run-id", mlflow(ok_flow[0], '200{"run":{}}'))
+put("mlflow", "server-error", mlflow('500{"message":"boom"}'))
+put("mlflow", "escape-in-message", mlflow('403{"message":"\\u001b[31mred\\u001b[0m\\nforged line"}'))
+put("mlflow", "not-json", mlflow("200<html>", "200[1,2"))
+put("mlflow", "ids-not-strings", mlflow('200{"experiment":{"experiment_id":5}}', '200{"run":{"info":{"run_id":[]}}}'))
+put("mlflow", "log-fails", mlflow(*ok_flow[:2], '400{"message":"too many"}', "200{}"))

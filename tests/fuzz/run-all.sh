@@ -23,7 +23,8 @@ if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ]; then
   exit 2
 fi
 shift
-all=(wire connection notebook cell forms model idx cifar ckpt http)
+all=(wire connection notebook cell forms model idx cifar ckpt http schedule history args resume
+     results manifest mlflow)
 targets=("${@:-${all[@]}}")
 build="${FUZZ_BUILD:-$root/build-fuzz}"
 out="${FUZZ_OUT:-$build/fuzz-out}"

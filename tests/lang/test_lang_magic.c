@@ -199,6 +199,45 @@ T_TEST(convenience_magics)
     kl_engine_destroy(e);
 }
 
+/* %env never prints a credential into the notebook: not in the list, not asked for by
+ * name, not echoed when set, and not the user:password@ of a URL. */
+T_TEST(env_hides_secrets)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    run r;
+    static const char *secret_names[] = {"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                                         "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
+                                         "KILN_TEST_API_KEY", "kiln_test_passwd"};
+    for (size_t i = 0; i < sizeof secret_names / sizeof *secret_names; i++)
+        setenv(secret_names[i], "s3cr3t-VALUE", 1);
+    setenv("KILN_TEST_DB_URL", "postgres://alice:pw-in-url@db.example:5432/x", 1);
+    setenv("KILN_TEST_PLAIN", "plain-value", 1);
+    run_cell(e, "%env", &r);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT(strstr(r.cap.out, "s3cr3t-VALUE") == NULL);
+    ASSERT(strstr(r.cap.out, "pw-in-url") == NULL);
+    ASSERT_STR_CONTAINS(r.cap.out, "AWS_SECRET_ACCESS_KEY=<hidden>\n");
+    ASSERT_STR_CONTAINS(r.cap.out, "kiln_test_passwd=<hidden>\n");
+    ASSERT_STR_CONTAINS(r.cap.out, "KILN_TEST_DB_URL=postgres://db.example:5432/x\n");
+    ASSERT_STR_CONTAINS(r.cap.out, "KILN_TEST_PLAIN=plain-value\n");
+    run_cell(e, "%env AWS_SESSION_TOKEN", &r);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT(strstr(r.cap.out, "s3cr3t-VALUE") == NULL);
+    ASSERT_STR_CONTAINS(r.cap.out, "<hidden> (set, 12 characters");
+    run_cell(e, "%env KILN_TEST_PLAIN", &r);
+    ASSERT_STR_EQ(r.cap.out, "plain-value\n");
+    run_cell(e, "%env MLFLOW_TRACKING_TOKEN=fresh-t0ken\n%env KILN_TEST_DB_URL http://u:p@h/", &r);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT_STR_EQ(r.cap.out, "env: MLFLOW_TRACKING_TOKEN=<hidden>\nenv: KILN_TEST_DB_URL=http://h/\n");
+    ASSERT_STR_EQ(getenv("MLFLOW_TRACKING_TOKEN"), "fresh-t0ken");   /* set all the same */
+    ASSERT_STR_EQ(getenv("KILN_TEST_DB_URL"), "http://u:p@h/");
+    for (size_t i = 0; i < sizeof secret_names / sizeof *secret_names; i++)
+        unsetenv(secret_names[i]);
+    unsetenv("KILN_TEST_DB_URL");
+    unsetenv("KILN_TEST_PLAIN");
+    kl_engine_destroy(e);
+}
+
 T_TEST(help)
 {
     kl_engine *e = kl_engine_create(&intr);
@@ -367,6 +406,7 @@ int main(void)
     T_RUN(interpolated_value_is_one_value);
     T_RUN(undefined_names_in_magic_args);
     T_RUN(convenience_magics);
+    T_RUN(env_hides_secrets);
     T_RUN(help);
     T_RUN(is_complete_complete_inspect);
     return T_EXIT();

@@ -269,6 +269,32 @@ def test_nothing_valid_is_an_error_listing_what_was_examined(store, tmp_path):
     assert "manifest is not JSON" in p.stderr
 
 
+def test_a_manifest_names_only_its_own_object(store, tmp_path):
+    """A manifest comes from whoever can write to the bucket: its part name becomes a
+    local file name and a key, so it must be the manifest's own object, a plain name."""
+    s3, url = store["s3"], f"s3://{BUCKET}/runs/names"
+    data = make(store, tmp_path / ckpt_name(5), 5).read_bytes()
+    tool(store, url, "ckpt-push", str(tmp_path / ckpt_name(5)))
+    man = json.loads(s3.get_object(Bucket=BUCKET, Key="runs/names/" + ckpt_name(5) +
+                                   ".manifest.json")["Body"].read())
+    # a newer manifest that points at the older object, and one whose part is ".."
+    # (with an object of that key and size, so only the name is wrong)
+    man["step"] = 9
+    s3.put_object(Bucket=BUCKET, Key="runs/names/" + ckpt_name(9) + ".manifest.json",
+                  Body=json.dumps(man).encode())
+    man["parts"][0]["key"] = ".."
+    s3.put_object(Bucket=BUCKET, Key="runs/names/...manifest.json", Body=json.dumps(man).encode())
+    s3.put_object(Bucket=BUCKET, Key="runs/names/..", Body=data)
+    out = tool(store, url, "ckpt-ls").stdout
+    assert out.splitlines()[0] == f"5 {len(data)} {ckpt_name(5)}"
+    assert f"{ckpt_name(9)}.manifest.json: its manifest names another object" in out
+    assert "...manifest.json: manifest's part is not a plain file name" in out
+    fetched = tmp_path / "fetched"
+    out = tool(store, url, "ckpt-fetch", str(fetched)).stdout
+    assert out.splitlines()[0] == f"fetched {fetched}/{ckpt_name(5)}"
+    assert os.listdir(fetched) == [ckpt_name(5)]
+
+
 def test_a_damaged_local_file_is_never_uploaded(store, tmp_path):
     path = make(store, tmp_path / ckpt_name(9), 9)
     raw = bytearray(path.read_bytes())

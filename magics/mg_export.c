@@ -1,0 +1,92 @@
+/* mg_export.c - %export MODEL --onnx FILE: the trained model as an ONNX file for
+ * inference without Kiln (runtime/rt_onnx.h says what the file holds). The data set
+ * the model was trained on gives the normalisation, put inside the graph, and the
+ * class names; without it loaded the file asks for normalised input and says so. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mg_workspace.h"
+#include "rt_onnx.h"
+
+static const mg_option options[] = {
+    {"--onnx", MG_OPT_STRING, "FILE", "write an ONNX model (opset 17) to FILE", NULL},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+/* The data set the model was trained on, when it is loaded (or loads) and fits it. */
+static const rt_dataset *trained_on(mg_ctx *ctx, mg_workspace *ws, const mg_ws_model *m,
+                                    mg_ws_data **data)
+{
+    mg_error ignored;
+    *data = mg_ws_data_find(ws, m->dataset[0] ? m->dataset : NULL);
+    if (!*data && m->dataset[0])
+        *data = mg_ws_data_load(ws, ctx, m->dataset, -1, -1, NULL, NULL, &ignored);
+    if (!*data) return NULL;
+    const rt_dataset *d = &(*data)->splits.train;
+    const rt_model_input *in = rt_model_input_shape(m->trained);
+    if (d->c != in->c || d->h != in->h || d->w != in->w || d->num_classes != in->num_classes)
+        return NULL;
+    return d;
+}
+
+static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
+{
+    const char *path = mg_args_get(args, "--onnx");
+    if (args->npos > 1)
+        return mg_fail(err, "UsageError", "%%export: expected one model name, got %d words",
+                       args->npos);
+    if (!path || !path[0])
+        return mg_fail(err, "UsageError", "%%export: say where to write the model: "
+                       "%%export MODEL --onnx FILE.onnx");
+    mg_workspace *ws = mg_ws_get(ctx, err);
+    if (!ws) return -1;
+    const char *name = args->npos ? args->pos[0] : NULL;
+    mg_ws_model *m = mg_ws_model_find(ws, name);
+    if (!m && name)
+        return mg_fail(err, "NameError", "%%export: no model named '%s' (%%model list shows "
+                       "the defined ones)", name);
+    if (!m)
+        return mg_fail(err, "UsageError", "%%export: no model defined yet ---> HINT: "
+                       "%%%%model NAME, then %%train");
+    if (!m->trained)
+        return mg_fail(err, "UsageError", "%%export: model '%s' has not been trained ---> "
+                       "HINT: run %%train %s first, or %%checkpoint load PATH", m->name, m->name);
+    mg_ws_data *data = NULL;
+    const rt_dataset *d = trained_on(ctx, ws, m, &data);
+    const char *names[RT_MAX_CLASSES];
+    for (int c = 0; d && c < d->num_classes; c++) names[c] = d->class_names[c];
+    rt_onnx_info info = {.model_name = m->name, .dataset = data && d ? data->name : NULL,
+                         .mean = d ? d->mean : NULL, .std = d ? d->std : NULL,
+                         .class_names = d ? names : NULL, .source = "a Kiln session"};
+    rt_error re = {0};
+    if (rt_onnx_write(m->trained, &info, path, &re) != RT_OK)
+        return mg_fail_status(err, &re, "%%export: %s", re.msg);
+    struct stat st;
+    long long bytes = stat(path, &st) == 0 ? (long long)st.st_size : 0;
+    const rt_model_input *in = rt_model_input_shape(m->trained);
+    mg_printf(ctx->out, "Exported '%s' to %s (ONNX opset %d, %lld bytes).\n"
+              "Input 'input': float32 [batch, %d, %d, %d], %s.\n"
+              "Outputs 'logits' and 'probabilities': float32 [batch, %d]%s.\n",
+              m->name, path, RT_ONNX_OPSET, bytes, in->c, in->h, in->w,
+              d ? "pixel / 255 (the model normalises with the training set's mean and std)"
+                : "normalised as in training (data set not loaded: mean and std not included)",
+              in->num_classes, d ? "; class names in the metadata" : "");
+    return 0;
+}
+
+const mg_command mg_cmd_export = {
+    .name = "export",
+    .summary = "Write a trained model as an ONNX file, to run with onnxruntime",
+    .usage = "Usage: %export [MODEL] --onnx FILE\n\n"
+             "Writes the trained model's inference graph as a standard ONNX model (opset 17):\n"
+             "input 'input' float32 [batch, C, H, W] holding pixel / 255 (the normalisation\n"
+             "of the training set is inside the model), outputs 'logits' and 'probabilities'.\n"
+             "Batch norm uses its running statistics; dropout is left out. The metadata holds\n"
+             "the input layout, mean, std and class names. From a run directory without a\n"
+             "kernel: kiln export RUN_DIR --onnx FILE.\n\n"
+             "Examples:\n  %export net --onnx net.onnx\n  %export --onnx resnet.onnx",
+    .flags = MG_LINE,
+    .options = options,
+    .run = run,
+};
