@@ -12,7 +12,8 @@
 #   --gpus N    up to N GPUs (default: all that nvidia-smi lists)
 #   --python    an interpreter with a CUDA build of torch (default python3), e.g. a venv
 #               with: pip install torch --index-url https://download.pytorch.org/whl/cu126
-# Needs: a multi-GPU machine, NCCL 2.11+ (pip install nvidia-nccl-cu12, or libnccl2),
+# Needs: a multi-GPU machine, NCCL 2.11+ (pip install nvidia-nccl-cu12 for a CUDA 12
+# build, or libnccl2),
 # Debian's dataset-fashion-mnist, and the Kiln build with CUDA (ninja -C build
 # bench/train_bench). Not run by CI (no GPU there). The goal is >= 90% efficiency from
 # 1 to 8 GPUs and ahead of DDP at every count. Kiln still reads each step's loss on the

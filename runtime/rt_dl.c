@@ -42,17 +42,18 @@ int rt_dl_load(const char *env, const char *const *names, int n, const rt_dl_sym
     return 1;
 }
 
-void rt_dl_site_packages_path(const char *rel, char *out, size_t n)
+char *rt_dl_site_file(const char *rel, char *out, size_t n)
 {
     char exe[PATH_MAX];
     ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
     out[0] = '\0';
-    if (k <= 0) return;
+    if (k <= 0) return out;
     exe[k] = '\0';
     for (int up = 0; up < 3; up++) { /* strip "kiln", "bin", "kiln_kernel" */
         char *slash = strrchr(exe, '/');
-        if (!slash) return;
+        if (!slash) return out;
         *slash = '\0';
     }
     if (snprintf(out, n, "%s/%s", exe, rel) >= (int)n) out[0] = '\0';
+    return out;
 }

@@ -1,5 +1,6 @@
 /* rt_dl.h - loading a shared library on first use: the one dlopen/dlsym routine behind
- * the libraries Kiln keeps out of its start-up (libcurl, libarchive, OpenBLAS, cuDNN;
+ * the libraries Kiln keeps out of its start-up (libcurl, libarchive, OpenBLAS, cuBLAS,
+ * cuDNN;
  * see each *_dl.c for why and what it costs linked). Callers run it once
  * (pthread_once) and keep the table it fills; the library is never dlclose'd.
  */
@@ -27,10 +28,12 @@ typedef struct rt_dl_result {
 int rt_dl_load(const char *env, const char *const *names, int n, const rt_dl_sym *syms,
                size_t nsyms, rt_dl_result *r);
 
-/* "<site-packages>/rel" for a Kiln installed as a wheel: the binary is
- * <site-packages>/kiln_kernel/bin/kiln (/proc/self/exe), and libraries that come as
- * wheels of their own (scipy-openblas32, nvidia-nccl-cu12) lie beside it. out = "" when
- * it cannot be told. A source build gets a path that does not exist: harmless. */
-void rt_dl_site_packages_path(const char *rel, char *out, size_t n);
+/* The kiln-kernel wheel installs the binary as <site-packages>/kiln_kernel/bin/kiln, and
+ * the libraries it loads on first use may come from other wheels installed beside it
+ * (scipy-openblas32, nvidia-cublas-cu11, nvidia-cudnn-cu11). Writes
+ * <dir of /proc/self/exe>/../../../REL into out (that is <site-packages>/REL for the
+ * wheel's binary) and returns out; "" when the path does not fit. The file need not
+ * exist: for any other binary it names nothing, and dlopen says so. */
+char *rt_dl_site_file(const char *rel, char *out, size_t n);
 
 #endif

@@ -8,9 +8,10 @@
 
 #include "rt_error.h"
 
-/* The least of: MemAvailable (/proc/meminfo), the cgroup's limit minus its usage
- * (cgroup v2 memory.max/memory.current, or v1), and RLIMIT_AS minus the process's
- * VmSize (`ulimit -v`). UINT64_MAX when none is known. */
+/* The least of: MemAvailable (/proc/meminfo), the limit minus the usage of each memory
+ * cgroup holding the process and of their ancestors (cgroup v2 memory.max /
+ * memory.current, or v1; found through /proc/self/cgroup), and RLIMIT_AS minus the
+ * process's VmSize (`ulimit -v`). UINT64_MAX when none is known. */
 uint64_t rt_mem_available(void);
 
 /* RT_OK when bytes fit in rt_mem_available(); else RT_ENOMEM naming what (a file) and

@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../rt_dl.h"
 #include "cpu_internal.h"
@@ -58,12 +57,6 @@ static char tried[300];     /* the first file tried, as the error names it */
 static char library[400];   /* rt_cpu_blas_library() */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-/* <site-packages>/scipy_openblas32/lib/libscipy_openblas.so, or "" */
-static void wheel_blas_path(char *out, size_t n)
-{
-    rt_dl_site_packages_path("scipy_openblas32/lib/libscipy_openblas.so", out, n);
-}
-
 static int load_system(rt_dl_result *r)
 {
     const char *names[] = {KILN_OPENBLAS_PATH, DEBIAN_OPENMP, "libopenblas.so.0"};
@@ -78,7 +71,7 @@ static int load_system(rt_dl_result *r)
 static int load_wheel(rt_dl_result *r)
 {
     char path[PATH_MAX + 64];
-    wheel_blas_path(path, sizeof path);
+    rt_dl_site_file("scipy_openblas32/lib/libscipy_openblas.so", path, sizeof path);
     const char *names[] = {path};
     const rt_dl_sym syms[] = {
         {"scipy_cblas_sgemm", (void **)&fn.sgemm},

@@ -6,33 +6,49 @@
  * first rt_backend_open("cuda"/"auto") that finds a device. The library is never
  * dlclose'd (cuBLAS is not designed to be unloaded while the CUDA context lives); a
  * second open gets the same library back from the loader. No global state here: each
- * backend keeps its own copy of the entry points (rtp_cuda.blasf).
+ * backend keeps its own copy of the entry points (rtp_cuda.blasf). Which file: the
+ * libcublas of the build's major that the nvidia-cublas wheel (the kiln-kernel[cuda]
+ * extra) put beside the kiln-kernel wheel, else the system's, else libcublas.so;
+ * KILN_LIBCUBLAS names another file (a test hook).
  * The mock device (tests/gpu/mock) provides its own rtp_blas_load instead of this file.
  */
-#include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "../rt_dl.h"
 #include "cuda_internal.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
+#define CUBLAS_SONAME "libcublas.so." STR(CUBLAS_VER_MAJOR)
+
+int rtp_cuda_lib_names(const char *pkg, const char *soname, const char *any,
+                       char wheel[PATH_MAX], const char *names[3])
+{
+    char rel[128];
+    if (CUDART_VERSION / 1000 <= 12)
+        snprintf(rel, sizeof rel, "nvidia/%s/lib/%s", pkg, soname);
+    else
+        snprintf(rel, sizeof rel, "nvidia/cu%d/lib/%s", CUDART_VERSION / 1000, soname);
+    int n = 0;
+    if (rt_dl_site_file(rel, wheel, PATH_MAX)[0] && access(wheel, F_OK) == 0)
+        names[n++] = wheel;
+    names[n++] = soname;
+    names[n++] = any;
+    return n;
+}
 
 rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err)
 {
-    /* the major version the backend was compiled against (cublas_api.h) */
-    const char *names[] = {"libcublas.so." STR(CUBLAS_VER_MAJOR), "libcublas.so"};
-    void *h = NULL;
-    for (int i = 0; i < 2 && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *why = dlerror();
-        return RT_ERR(err, RT_ENODEV, "cannot load cuBLAS (%s): %s ---> HINT: install the "
-                      "CUDA %d cuBLAS library or use --device cpu", names[0],
-                      why ? why : "not found", CUBLAS_VER_MAJOR);
-    }
-    struct {
-        const char *name;
-        void **slot;
-    } syms[] = {
+    /* the major version the backend was compiled against (cublas_api.h): the
+     * nvidia-cublas wheel's beside the kiln-kernel wheel (its RUNPATH finds libcublasLt
+     * next to it), else the system's, else any */
+    char wheel[PATH_MAX];
+    const char *names[3];
+    int n = rtp_cuda_lib_names("cublas", CUBLAS_SONAME, "libcublas.so", wheel, names);
+    const rt_dl_sym syms[] = {
         {"cublasCreate_v2", (void **)&out->create},
         {"cublasDestroy_v2", (void **)&out->destroy},
         {"cublasSetStream_v2", (void **)&out->set_stream},
@@ -41,12 +57,14 @@ rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err)
         {"cublasGemmEx", (void **)&out->gemm_ex},
         {"cublasGetStatusString", (void **)&out->status_string},
     };
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-        *syms[i].slot = dlsym(h, syms[i].name);
-        if (!*syms[i].slot)
-            return RT_ERR(err, RT_ENODEV, "cuBLAS (%s) lacks %s: a different CUDA version "
-                          "than the one Kiln was built with (%d)?", names[0], syms[i].name,
-                          CUBLAS_VER_MAJOR);
-    }
-    return RT_OK;
+    rt_dl_result r;
+    if (rt_dl_load("KILN_LIBCUBLAS", names, n, syms, sizeof syms / sizeof syms[0], &r))
+        return RT_OK;
+    if (r.handle || strstr(r.why, " lacks "))
+        return RT_ERR(err, RT_ENODEV, "cuBLAS (%s): %s: a different CUDA version than the "
+                      "one Kiln was built with (%d)?", r.file, r.why, CUBLAS_VER_MAJOR);
+    return RT_ERR(err, RT_ENODEV, "cannot load cuBLAS (%s): %s ---> HINT: install the CUDA "
+                  "%d cuBLAS library (for the kiln-kernel wheel: pip install "
+                  "'kiln-kernel[cuda]'), or use --device cpu", r.file, r.why,
+                  CUBLAS_VER_MAJOR);
 }

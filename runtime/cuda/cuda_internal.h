@@ -13,6 +13,7 @@
 #define CUDA_INTERNAL_H
 
 #include <cublas_v2.h>
+#include <limits.h>
 #include <cuda_runtime_api.h>
 
 #include "../rt_backend.h"
@@ -43,6 +44,15 @@ typedef struct rtp_blas_fns {
 /* Fills *out with cuBLAS's entry points (loading the library on first use; it stays
  * loaded, as a linked library would). RT_ENODEV naming the library when it is missing. */
 rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err);
+
+/* The files to try, in order, for a CUDA library of this build's major (SONAME
+ * "libcublas.so.11"): the one the nvidia-PKG wheel installs beside the kiln-kernel
+ * wheel (the kiln-kernel[cuda] extra; <site-packages>/nvidia/PKG/lib/SONAME for CUDA 11
+ * and 12, nvidia/cuN/lib/SONAME from CUDA 13 on, rt_dl_site_file) when that file
+ * exists, then SONAME, then ANY (the unversioned name). Fills wheel with that path
+ * either way and names[] with pointers into it and the arguments; returns the count. */
+int rtp_cuda_lib_names(const char *pkg, const char *soname, const char *any,
+                       char wheel[PATH_MAX], const char *names[3]);
 
 /* The table (cuda_backend.c); rt_backend.c refers to it when KILN_HAVE_CUDA is set. */
 extern const rt_backend_ops rt_cuda_ops;

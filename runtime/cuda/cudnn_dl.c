@@ -8,16 +8,20 @@
  * fills one immutable table with the entry points cudnn_conv.c calls (cudnn_dl.h), after
  * checking its cuDNN major and the CUDA major it was built for (rtp_dnn_compatible). The
  * library is never dlclose'd (cuDNN handles live as long as the backend; a second
- * backend gets the same table). KILN_LIBCUDNN names another file (a test hook).
+ * backend gets the same table). Which file: the libcudnn of that major that the
+ * nvidia-cudnn wheel (the kiln-kernel[cuda] extra) put beside the kiln-kernel wheel,
+ * else the system's, else libcudnn.so; KILN_LIBCUDNN names another file (a test hook).
  * When loading fails, rtp_cudnn_create falls back to im2col + cuBLAS, as a build
  * without cuDNN does (cudnn_none.c), and says so once on stderr.
  * The mock build fills the table from tests/gpu/mock/mock_cudnn.c instead of this file.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "../rt_dl.h"
+#include "cuda_internal.h"
 #include "cudnn_dl.h"
 
 #define STR_(x) #x
@@ -32,7 +36,11 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_once(void)
 {
-    const char *names[] = {CUDNN_SONAME, "libcudnn.so"};
+    /* the nvidia-cudnn wheel's beside the kiln-kernel wheel (its RUNPATH finds its
+     * sub-libraries and the nvidia-cublas wheel), else the system's, else any */
+    char wheel[PATH_MAX];
+    const char *names[3];
+    int n = rtp_cuda_lib_names("cudnn", CUDNN_SONAME, "libcudnn.so", wheel, names);
 #define SYM(f) {"cudnn" #f, (void **)&fns.f}
     const rt_dl_sym syms[] = {
         SYM(GetVersion), SYM(GetCudartVersion), SYM(GetErrorString), SYM(Create), SYM(Destroy), SYM(SetStream),
@@ -48,7 +56,7 @@ static void load_once(void)
     };
 #undef SYM
     rt_dl_result r;
-    int ok = rt_dl_load("KILN_LIBCUDNN", names, 2, syms, sizeof syms / sizeof syms[0], &r);
+    int ok = rt_dl_load("KILN_LIBCUDNN", names, n, syms, sizeof syms / sizeof syms[0], &r);
     snprintf(name, sizeof name, "%s", r.file);
     if (!ok) {
         snprintf(why, sizeof why, "%s", r.why);
@@ -68,6 +76,7 @@ rt_status rtp_dnn_load(const rtp_dnn_fns **out, rt_error *err)
     *out = loaded ? &fns : NULL;
     if (loaded) return RT_OK;
     return RT_ERR(err, RT_ENODEV, "cannot load cuDNN (%s): %s ---> HINT: install cuDNN %d "
-                  "for CUDA %d (e.g. apt install libcudnn%d-cuda-%d)", name, why, CUDNN_MAJOR,
+                  "for CUDA %d (e.g. apt install libcudnn%d-cuda-%d; for the kiln-kernel "
+                  "wheel: pip install 'kiln-kernel[cuda]')", name, why, CUDNN_MAJOR,
                   CUDART_VERSION / 1000, CUDNN_MAJOR, CUDART_VERSION / 1000);
 }

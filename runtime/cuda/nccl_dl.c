@@ -3,18 +3,20 @@
  * ~200 MB of device code a process maps.
  *
  * Where from, in order: KILN_LIBNCCL when set (that file only; a test hook), the
- * system's libnccl.so.2 (apt install libnccl2, or LD_LIBRARY_PATH), then the
- * nvidia-nccl-cu12 wheel beside a pip-installed Kiln
- * (<site-packages>/nvidia/nccl/lib/libnccl.so.2, rt_dl_site_packages_path). The
- * library must be NCCL 2.11 or newer (RTP_NCCL_MIN_VERSION: the weighted sum) and is
+ * nvidia-nccl-cu11/cu12 wheel beside a pip-installed Kiln
+ * (<site-packages>/nvidia/nccl/lib/libnccl.so.2, rtp_cuda_lib_names, as cuBLAS), then
+ * the system's libnccl.so.2 (apt install libnccl2, or LD_LIBRARY_PATH). The library
+ * must be NCCL 2.11 or newer (RTP_NCCL_MIN_VERSION: the weighted sum) and is
  * never dlclose'd. The mock build fills the table from tests/gpu/mock/mock_nccl.c
  * instead of this file.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "../rt_dl.h"
+#include "cuda_internal.h"
 #include "nccl_dl.h"
 
 static rtp_nccl_fns fns;
@@ -25,9 +27,9 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_once(void)
 {
-    char wheel[512];
-    rt_dl_site_packages_path("nvidia/nccl/lib/libnccl.so.2", wheel, sizeof wheel);
-    const char *names[] = {"libnccl.so.2", wheel};
+    char wheel[PATH_MAX];
+    const char *names[3];
+    int n = rtp_cuda_lib_names("nccl", "libnccl.so.2", "libnccl.so", wheel, names);
 #define SYM(f) {"nccl" #f, (void **)&fns.f}
     const rt_dl_sym syms[] = {
         SYM(GetVersion), SYM(GetErrorString), SYM(GetUniqueId), SYM(CommInitAll),
@@ -36,8 +38,7 @@ static void load_once(void)
     };
 #undef SYM
     rt_dl_result r;
-    int ok = rt_dl_load("KILN_LIBNCCL", names, wheel[0] ? 2 : 1, syms,
-                        sizeof syms / sizeof syms[0], &r);
+    int ok = rt_dl_load("KILN_LIBNCCL", names, n, syms, sizeof syms / sizeof syms[0], &r);
     snprintf(name, sizeof name, "%s", r.file);
     if (!ok) {
         snprintf(why, sizeof why, "%s", r.why);
@@ -58,5 +59,6 @@ rt_status rtp_nccl_load(const rtp_nccl_fns **out, rt_error *err)
     *out = loaded ? &fns : NULL;
     if (loaded) return RT_OK;
     return RT_ERR(err, RT_ENODEV, "cannot load NCCL (%s): %s ---> HINT: pip install "
-                  "nvidia-nccl-cu12 (or apt install libnccl2)", name, why);
+                  "nvidia-nccl-cu%d (or apt install libnccl2)", name, why,
+                  CUDART_VERSION / 1000);
 }
