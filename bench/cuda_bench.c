@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "rt.h"
-#include "rt_cuda.h"
+#include "rt_device.h"
 
 static const char *mnist_net =
     "conv2d 32 3\nrelu\nconv2d 64 3\nrelu\nmaxpool 2\ndropout 0.25\nflatten\n"

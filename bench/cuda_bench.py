@@ -10,7 +10,7 @@ with --precision fp32,bf16,fp16). Neither side reads the loss every step: Kiln's
 reads its loss ring every 0.25 s, the PyTorch loop keeps the loss on the device.
   Kiln fp32: true fp32 (cuDNN FMA-math algorithms, cuBLAS without TF32).
   Kiln bf16: conv/dense inputs rounded to bf16 on tensor cores, fp32 accumulation and
-             fp32 master weights (rt_cuda.h).
+             fp32 master weights (rt_device.h).
   PyTorch fp32: TF32 disabled (torch.backends.{cuda.matmul,cudnn}.allow_tf32 = False),
              so both sides do the same math; PyTorch bf16: torch.autocast(bfloat16);
              fp16: autocast(float16) + GradScaler, Kiln: fp16 + dynamic loss scaling.

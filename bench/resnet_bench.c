@@ -47,9 +47,9 @@ int main(int argc, char **argv)
     size_t P = (size_t)rt_model_num_params(m);
     mt.n = vt.n = (int)P, mt.c = vt.c = mt.h = vt.h = mt.w = vt.w = 1;
     if (b.ops->alloc(&b, &mt.data, P * 4, &err) || b.ops->alloc(&b, &vt.data, P * 4, &err) ||
-        b.ops->fill(&b, &mt, 0.0f, &err) || b.ops->fill(&b, &vt, 0.0f, &err) ||
-        b.ops->upload(&b, rt_model_input_tensor(m), x, X * 4, &err) ||
-        b.ops->upload(&b, rt_model_label_tensor(m), y, (size_t)batch * 4, &err))
+        rt_backend_fill(&b, &mt, 0.0f, &err) || rt_backend_fill(&b, &vt, 0.0f, &err) ||
+        rt_backend_upload(&b, rt_model_input_tensor(m), x, X * 4, &err) ||
+        rt_backend_upload(&b, rt_model_label_tensor(m), y, (size_t)batch * 4, &err))
         goto fail;
     double t0 = 0;
     for (int t = 0; t < steps + 3; t++) {
@@ -57,7 +57,7 @@ int main(int argc, char **argv)
         rt_adam_desc ad = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 0, t + 1};
         if (rt_model_forward(m, batch, 1, (uint32_t)t, &err) ||
             rt_model_loss(m, batch, NULL, NULL, NULL, &err) || rt_model_backward(m, batch, &err) ||
-            b.ops->adam_update(&b, rt_model_params_flat(m), &mt, &vt, rt_model_grads_flat(m),
+            rt_backend_adam_update(&b, rt_model_params_flat(m), &mt, &vt, rt_model_grads_flat(m),
                                &ad, &err))
             goto fail;
     }

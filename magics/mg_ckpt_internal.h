@@ -4,6 +4,7 @@
 #define MG_CKPT_INTERNAL_H
 
 #include "mg_ckpt.h"
+#include "mg_workspace.h"
 
 /* Fills rec's descriptive fields (model name, run dir, hyperparameters, data set
  * identity, resolved schedule, run id, results store) from run; frees what rec held. */
@@ -48,6 +49,8 @@ typedef struct mgp_ck_desc {
     char data[256];
     int val, subset;
     char fnv[24];
+    int has_images;            /* an image folder: reload it with these options */
+    mg_ws_images images;
     char schedule[sizeof(((mg_run_opts *)0)->schedule)];
     mg_run_opts o;
 } mgp_ck_desc;

@@ -49,9 +49,10 @@ mg_ckpt_last *mg_ckpt_last_reset(mg_ctx *ctx, mg_error *err)
 }
 
 /* {"name", "val", "subset", "fnv1a64", "n_train", "test_fnv1a64", "n_test", "mean",
- * "std", "classes"}: enough to reload the data set by name and to refuse a different
- * one; the normalisation and class names let `kiln export` write a model that takes
- * plain pixels and names its classes. */
+ * "std", "classes"[, "images"]}: enough to reload the data set by name and to refuse a
+ * different one ("images": an image folder's %dataset options, so a new kernel decodes
+ * it the same way); the normalisation and class names let `kiln export` write a model
+ * that takes plain pixels and names its classes. */
 static char *dataset_json(mg_run *run)
 {
     const rt_dataset_splits *s = mg_run_data(run);
@@ -72,6 +73,14 @@ static char *dataset_json(mg_run *run)
     }
     for (int c = 0; classes && c < s->train.num_classes; c++)
         json_array_append_new(classes, json_string(s->train.class_names[c]));
+    if (j && d && s->images.layout) {
+        const mg_ws_images *im = &d->images;
+        json_object_set_new(j, "images", json_pack("{s[ii]sisfsIsb}", "size", im->image_h,
+                                                   im->image_w, "channels", im->channels,
+                                                   "val_fraction", im->val_fraction, "seed",
+                                                   (json_int_t)im->seed, "skip_bad",
+                                                   im->skip_bad));
+    }
     if (j) {
         json_object_set_new(j, "mean", mean ? mean : json_null());
         json_object_set_new(j, "std", std ? std : json_null());

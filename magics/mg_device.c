@@ -10,7 +10,6 @@
 
 #include "mg_images.h"
 #include "rt.h"
-#include "rt_cuda.h"
 
 /* OpenBLAS (linked through the runtime) reports its own thread count. */
 extern int openblas_get_num_threads(void);

@@ -65,12 +65,17 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     struct stat st;
     long long bytes = stat(path, &st) == 0 ? (long long)st.st_size : 0;
     const rt_model_input *in = rt_model_input_shape(m->trained);
+    char feed[400];
+    if (d)
+        snprintf(feed, sizeof feed, "pixel / 255 (the model normalises with the mean and std "
+                 "of data set '%.256s')", data->name);
+    else
+        snprintf(feed, sizeof feed, "normalised as in training (no data set of this shape is "
+                 "loaded: mean and std not included)");
     mg_printf(ctx->out, "Exported '%s' to %s (ONNX opset %d, %lld bytes).\n"
               "Input 'input': float32 [batch, %d, %d, %d], %s.\n"
               "Outputs 'logits' and 'probabilities': float32 [batch, %d]%s.\n",
-              m->name, path, RT_ONNX_OPSET, bytes, in->c, in->h, in->w,
-              d ? "pixel / 255 (the model normalises with the training set's mean and std)"
-                : "normalised as in training (data set not loaded: mean and std not included)",
+              m->name, path, RT_ONNX_OPSET, bytes, in->c, in->h, in->w, feed,
               in->num_classes, d ? "; class names in the metadata" : "");
     return 0;
 }

@@ -78,10 +78,10 @@ static rt_status infer(rt_model *m, const float *images, int n, float *probs, rt
     rt_status st = RT_OK;
     for (int at = 0; at < n && st == RT_OK; at += mb) {
         int k = n - at < mb ? n - at : mb;
-        st = b->ops->upload(b, rt_model_input_tensor(m), images + (size_t)at * img,
+        st = rt_backend_upload(b, rt_model_input_tensor(m), images + (size_t)at * img,
                             (size_t)k * img * sizeof(float), err);
         if (st == RT_OK)   /* labels only feed the loss, which is not shown */
-            st = b->ops->upload(b, rt_model_label_tensor(m), zeros, (size_t)k * 4, err);
+            st = rt_backend_upload(b, rt_model_label_tensor(m), zeros, (size_t)k * 4, err);
         if (st == RT_OK) st = rt_model_forward(m, k, 0, 0, err);
         if (st == RT_OK) st = rt_model_loss(m, k, NULL, probs + (size_t)at * L, NULL, err);
     }

@@ -60,6 +60,23 @@ int mg_ckpt_resolve(const char *arg, const mg_out *out, char **path, mg_error *e
 
 /* ---- reading what the checkpoint says ---- */
 
+/* An image folder's %dataset options ("images" in the dataset record; older
+ * checkpoints have none: the defaults, or the copy loaded in this session). Values out
+ * of range are left to the loader, which refuses them with its own message. */
+static void images_of(json_t *im, mgp_ck_desc *d)
+{
+    json_t *size = json_object_get(im, "size");
+    d->has_images = json_is_object(im) && json_array_size(size) == 2;
+    if (!d->has_images) return;
+    d->images = (mg_ws_images){
+        .image_h = (int)json_integer_value(json_array_get(size, 0)),
+        .image_w = (int)json_integer_value(json_array_get(size, 1)),
+        .channels = (int)json_integer_value(json_object_get(im, "channels")),
+        .val_fraction = json_number_value(json_object_get(im, "val_fraction")),
+        .seed = (uint64_t)json_integer_value(json_object_get(im, "seed")),
+        .skip_bad = json_is_true(json_object_get(im, "skip_bad"))};
+}
+
 int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *d,
                        mg_error *err)
 {
@@ -94,6 +111,7 @@ int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *
         d->subset = (int)json_integer_value(json_object_get(dj, "subset"));
         const char *f = json_string_value(json_object_get(dj, "fnv1a64"));
         snprintf(d->fnv, sizeof d->fnv, "%s", f ? f : "");
+        images_of(json_object_get(dj, "images"), d);
         const char *spec = json_string_value(json_object_get(cj, "spec"));
         if (!spec) spec = d->o.schedule;
         if (strlen(spec) >= sizeof d->schedule)
@@ -162,7 +180,12 @@ static int load_data(mg_ctx *ctx, const mgp_ck_desc *d, const char *path, const 
                        "---> HINT: if you trust that address, load it yourself first "
                        "(%%dataset %.300s --val %d --subset %d), then run %s again", caller,
                        path, d->data, d->data, d->val, d->subset, caller);
-    mg_ws_data *data = mg_ws_data_load(ws, ctx, d->data, d->val, d->subset, NULL, NULL, err);
+    /* a copy loaded in this session is used as loaded (a different one is refused
+     * below); otherwise an image folder is decoded as the run had it */
+    const mg_ws_images *im = d->has_images && !mg_ws_data_find(ws, d->data) ? &d->images
+                                                                           : NULL;
+    mg_ws_data *data = mg_ws_data_load_images(ws, ctx, d->data, d->val, d->subset, NULL, NULL,
+                                              im, err);
     if (!data) {
         mg_error e = *err;
         return mg_fail(err, e.ename, "%s: checkpoint '%s' was trained on data set '%s', "

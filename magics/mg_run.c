@@ -12,7 +12,6 @@
 #include "mg_ckpt.h"
 #include "mg_run_internal.h"
 #include "rt_ckpt_dir.h"
-#include "rt_cuda.h"
 
 /* ---- creation ---- */
 

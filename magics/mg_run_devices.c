@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "mg_run_internal.h"
-#include "rt_cuda.h"
+#include "rt_device.h"
 
 int mgp_devices_parse(const char *dev, int *idx, int *n, mg_error *err)
 {

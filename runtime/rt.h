@@ -16,6 +16,7 @@
 
 #include "rt_backend.h"
 #include "rt_dataset.h"
+#include "rt_device.h"
 #include "rt_error.h"
 #include "rt_model.h"
 #include "rt_optim.h"

@@ -13,8 +13,9 @@
 #include "rt_rng.h"
 
 /* Floats per batch below which one thread copies: a batch copy is memory-bound and
- * short (128 CIFAR images: ~0.15 ms on one core), so threads rarely pay off and
- * cost a lot when the cores are busy (an OpenMP team waiting on a descheduled thread). */
+ * short (a fraction of a millisecond for 128 CIFAR images on one core), so threads
+ * rarely pay off and cost a lot when the cores are busy (an OpenMP team waiting on a
+ * descheduled thread). */
 #define PAR_MIN_FLOATS (1u << 21)
 
 struct rt_batcher {

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rt_cuda.h"
+#include "rt_nccl.h"
 
 typedef struct group_rank {
     rt_dist d;               /* first: a rank's rt_dist * is its group_rank * */

@@ -22,7 +22,7 @@
  * with), until the world's timeout. A timeout marks the world broken (rt_dist.h).
  */
 #include "rt_dist_internal.h"
-#include "rt_cuda.h"
+#include "rt_nccl.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -76,9 +76,9 @@ static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_te
     rt_bn_desc d;
     desc(l, in->n, &d);
     if (!ctx->train)
-        return b->ops->bn_fwd_eval(b, out, in, &l->param[0], &l->param[1], &l->buf[0],
+        return rt_backend_bn_fwd_eval(b, out, in, &l->param[0], &l->param[1], &l->buf[0],
                                    &l->buf[1], &d, err);
-    return b->ops->bn_fwd_train(b, out, &l->saved[0], &l->saved[1], &l->buf[0], &l->buf[1],
+    return rt_backend_bn_fwd_train(b, out, &l->saved[0], &l->saved[1], &l->buf[0], &l->buf[1],
                                 in, &l->param[0], &l->param[1], &d, err);
 }
 
@@ -88,7 +88,7 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
     rt_bn_desc d;
     desc(l, in->n, &d);
     if (din)
-        return b->ops->bn_bwd(b, din, &l->grad[0], &l->grad[1], dout, in, &l->param[0],
+        return rt_backend_bn_bwd(b, din, &l->grad[0], &l->grad[1], dout, in, &l->param[0],
                               &l->saved[0], &l->saved[1], &d, err);
     return RT_ERR(err, RT_EINVAL, "batchnorm as the first layer needs an input gradient "
                   "buffer (internal)");

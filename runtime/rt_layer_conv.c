@@ -119,7 +119,7 @@ static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_te
 {
     rt_conv_desc d;
     desc(l, in->n, &d);
-    return b->ops->conv2d_fwd(b, out, in, &l->param[0], &l->param[1], &d, err);
+    return rt_backend_conv2d_fwd(b, out, in, &l->param[0], &l->param[1], &d, err);
 }
 
 static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
@@ -127,8 +127,8 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
 {
     rt_conv_desc d;
     desc(l, in->n, &d);
-    RT_TRY(b->ops->conv2d_bwd_filter(b, &l->grad[0], &l->grad[1], dout, in, &d, err));
-    if (din) RT_TRY(b->ops->conv2d_bwd_data(b, din, dout, &l->param[0], &d, err));
+    RT_TRY(rt_backend_conv2d_bwd_filter(b, &l->grad[0], &l->grad[1], dout, in, &d, err));
+    if (din) RT_TRY(rt_backend_conv2d_bwd_data(b, din, dout, &l->param[0], &d, err));
     return RT_OK;
 }
 

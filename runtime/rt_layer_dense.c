@@ -61,15 +61,15 @@ static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_te
                          const rt_fwd_ctx *ctx, rt_error *err)
 {
     rt_dense_desc d = {.N = in->n, .F = l->in_c, .O = l->k};
-    return b->ops->dense_fwd(b, out, in, &l->param[0], &l->param[1], &d, err);
+    return rt_backend_dense_fwd(b, out, in, &l->param[0], &l->param[1], &d, err);
 }
 
 static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                           const rt_tensor *in, const rt_tensor *out, rt_error *err)
 {
     rt_dense_desc d = {.N = in->n, .F = l->in_c, .O = l->k};
-    RT_TRY(b->ops->dense_bwd_filter(b, &l->grad[0], &l->grad[1], dout, in, &d, err));
-    if (din) RT_TRY(b->ops->dense_bwd_data(b, din, dout, &l->param[0], &d, err));
+    RT_TRY(rt_backend_dense_bwd_filter(b, &l->grad[0], &l->grad[1], dout, in, &d, err));
+    if (din) RT_TRY(rt_backend_dense_bwd_data(b, din, dout, &l->param[0], &d, err));
     return RT_OK;
 }
 

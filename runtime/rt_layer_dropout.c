@@ -39,7 +39,7 @@ static void format(const rt_layer *l, char *buf, size_t n)
 static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
                          const rt_fwd_ctx *ctx, rt_error *err)
 {
-    if (!ctx->train || l->f == 0.0f) return b->ops->copy(b, out, in, err);
+    if (!ctx->train || l->f == 0.0f) return rt_backend_copy(b, out, in, err);
     /* stream word b: the layer index, and above bit 16 the rank's share (0 for one
      * process), so ranks draw independent masks (a model has far fewer layers) */
     rt_dropout_desc d = {.N = in->n, .C = l->in_c, .H = l->in_h, .W = l->in_w, .p = l->f,
@@ -47,17 +47,17 @@ static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_te
                          .layer = (uint32_t)l->index | ctx->shard << 16};
     rt_tensor mask = l->saved[0];
     mask.n = in->n;
-    return b->ops->dropout_fwd(b, out, &mask, in, &d, err);
+    return rt_backend_dropout_fwd(b, out, &mask, in, &d, err);
 }
 
 static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                           const rt_tensor *in, const rt_tensor *out, rt_error *err)
 {
     if (!din) return RT_OK;
-    if (l->f == 0.0f) return b->ops->copy(b, din, dout, err);
+    if (l->f == 0.0f) return rt_backend_copy(b, din, dout, err);
     rt_tensor mask = l->saved[0];
     mask.n = in->n;
-    return b->ops->dropout_bwd(b, din, dout, &mask, err);
+    return rt_backend_dropout_bwd(b, din, dout, &mask, err);
 }
 
 const rt_layer_type rt_layer_dropout = {

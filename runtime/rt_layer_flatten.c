@@ -24,14 +24,14 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
 static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
                          const rt_fwd_ctx *ctx, rt_error *err)
 {
-    return out->data == in->data ? RT_OK : b->ops->copy(b, out, in, err);
+    return out->data == in->data ? RT_OK : rt_backend_copy(b, out, in, err);
 }
 
 static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                           const rt_tensor *in, const rt_tensor *out, rt_error *err)
 {
     if (!din || din->data == dout->data) return RT_OK;
-    return b->ops->copy(b, din, dout, err);
+    return rt_backend_copy(b, din, dout, err);
 }
 
 const rt_layer_type rt_layer_flatten = {

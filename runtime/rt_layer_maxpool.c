@@ -14,7 +14,7 @@ static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_te
 {
     rt_pool_desc d;
     rtp_pool_desc(l, in->n, &d);
-    return b->ops->maxpool_fwd(b, out, in, &d, err);
+    return rt_backend_maxpool_fwd(b, out, in, &d, err);
 }
 
 static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
@@ -23,7 +23,7 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
     if (!din) return RT_OK;
     rt_pool_desc d;
     rtp_pool_desc(l, in->n, &d);
-    return b->ops->maxpool_bwd(b, din, dout, in, out, &d, err);
+    return rt_backend_maxpool_bwd(b, din, dout, in, out, &d, err);
 }
 
 const rt_layer_type rt_layer_maxpool = {

@@ -39,14 +39,14 @@ static void format_leaky(const rt_layer *l, char *buf, size_t n)
 static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
                          const rt_fwd_ctx *ctx, rt_error *err)
 {
-    return b->ops->relu_fwd(b, out, in, l->f, err);
+    return rt_backend_relu_fwd(b, out, in, l->f, err);
 }
 
 static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                           const rt_tensor *in, const rt_tensor *out, rt_error *err)
 {
     if (!din) return RT_OK;
-    return b->ops->relu_bwd(b, din, dout, out, l->f, err);
+    return rt_backend_relu_bwd(b, din, dout, out, l->f, err);
 }
 
 const rt_layer_type rt_layer_relu = {

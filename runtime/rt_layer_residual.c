@@ -58,7 +58,7 @@ static rt_status begin_backward(rt_layer *l, rt_backend *b, rt_tensor *din, cons
     rt_layer *keeper = l->block[1] ? l->block[1] : l->block[2];
     rt_tensor kept = keeper->saved[0];
     kept.n = dout->n;
-    return b->ops->add(b, din, dout, &kept, err);
+    return rt_backend_add(b, din, dout, &kept, err);
 }
 
 const rt_layer_type rt_layer_res_begin = {
@@ -97,8 +97,8 @@ static rt_status shortcut_backward(rt_layer *l, rt_backend *b, rt_tensor *din,
 {
     rt_tensor kept = l->saved[0], dm = l->block[2]->saved[0];
     kept.n = dm.n = dout->n;
-    RT_TRY(b->ops->copy(b, &kept, dout, err));
-    return din ? b->ops->copy(b, din, &dm, err) : RT_OK;
+    RT_TRY(rt_backend_copy(b, &kept, dout, err));
+    return din ? rt_backend_copy(b, din, &dm, err) : RT_OK;
 }
 
 const rt_layer_type rt_layer_res_shortcut = {
@@ -145,7 +145,7 @@ static rt_status add_forward(rt_layer *l, rt_backend *b, rt_tensor *out, const r
     RT_TRY(need_add(b, err));
     rt_tensor other = *l->skip;
     other.n = in->n;
-    return b->ops->add(b, out, in, &other, err);
+    return rt_backend_add(b, out, in, &other, err);
 }
 
 static rt_status add_backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
@@ -153,8 +153,8 @@ static rt_status add_backward(rt_layer *l, rt_backend *b, rt_tensor *din, const 
 {
     rt_tensor kept = l->saved[0];
     kept.n = dout->n;
-    RT_TRY(b->ops->copy(b, &kept, dout, err));
-    return din ? b->ops->copy(b, din, dout, err) : RT_OK;
+    RT_TRY(rt_backend_copy(b, &kept, dout, err));
+    return din ? rt_backend_copy(b, din, dout, err) : RT_OK;
 }
 
 const rt_layer_type rt_layer_res_add = {
@@ -189,7 +189,7 @@ static rt_status gap_forward(rt_layer *l, rt_backend *b, rt_tensor *out, const r
 {
     rt_pool_desc d;
     gap_desc(l, in->n, &d);
-    return b->ops->avgpool_fwd(b, out, in, &d, err);
+    return rt_backend_avgpool_fwd(b, out, in, &d, err);
 }
 
 static rt_status gap_backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
@@ -198,7 +198,7 @@ static rt_status gap_backward(rt_layer *l, rt_backend *b, rt_tensor *din, const 
     if (!din) return RT_OK;
     rt_pool_desc d;
     gap_desc(l, in->n, &d);
-    return b->ops->avgpool_bwd(b, din, dout, &d, err);
+    return rt_backend_avgpool_bwd(b, din, dout, &d, err);
 }
 
 const rt_layer_type rt_layer_globalavgpool = {

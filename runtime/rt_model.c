@@ -216,7 +216,7 @@ static rt_status init_params(rt_model *m, rt_error *err)
                 s = RT_ERR(err, RT_ENOMEM, "out of memory initialising the model");
         if (s == RT_OK) l->type->init(l, host, m->seed);
         for (int k = 0; k < nt && s == RT_OK; k++)
-            s = m->b->ops->upload(m->b, t[k], host[k], rt_tensor_bytes(t[k]), err);
+            s = rt_backend_upload(m->b, t[k], host[k], rt_tensor_bytes(t[k]), err);
         for (int k = 0; k < nt; k++) free(host[k]);
         RT_TRY(s);
     }
@@ -291,9 +291,9 @@ rt_status rt_model_loss(rt_model *m, int N, double *loss_out, float *probs_out,
     rt_xent_desc d = {.N = N, .L = m->probs.c};
     m->loss.n = m->labels.n = m->probs.n = N;
     rt_tensor logits = m->act[m->nlayers];
-    RT_TRY(m->b->ops->xent_fwd(m->b, &m->loss, &m->probs, &logits, &m->labels, &d, err));
+    RT_TRY(rt_backend_xent_fwd(m->b, &m->loss, &m->probs, &logits, &m->labels, &d, err));
     if (loss_out || sample_loss_out) /* nothing asked: no read back (device path) */
-        RT_TRY(m->b->ops->download(m->b, m->host_loss, &m->loss, (size_t)N * 4, err));
+        RT_TRY(rt_backend_download(m->b, m->host_loss, &m->loss, (size_t)N * 4, err));
     if (loss_out) {
         double s = 0.0;
         for (int n = 0; n < N; n++) s += m->host_loss[n];
@@ -301,7 +301,7 @@ rt_status rt_model_loss(rt_model *m, int N, double *loss_out, float *probs_out,
     }
     if (sample_loss_out) memcpy(sample_loss_out, m->host_loss, (size_t)N * 4);
     if (probs_out)
-        RT_TRY(m->b->ops->download(m->b, probs_out, &m->probs, (size_t)N * d.L * 4, err));
+        RT_TRY(rt_backend_download(m->b, probs_out, &m->probs, (size_t)N * d.L * 4, err));
     if (m->timing) m->tfwd[m->nlayers] += now() - t0;
     return RT_OK;
 }
@@ -311,7 +311,7 @@ rt_status rt_model_logits_read(rt_model *m, int N, float *dst, rt_error *err)
     RT_TRY(check_n(m, N, err));
     rt_tensor logits = m->act[m->nlayers];
     logits.n = N;
-    return m->b->ops->download(m->b, dst, &logits, rt_tensor_bytes(&logits), err);
+    return rt_backend_download(m->b, dst, &logits, rt_tensor_bytes(&logits), err);
 }
 
 rt_status rt_model_step_stats(rt_model *m, int N, rt_tensor *stats, int row, rt_error *err)
@@ -320,7 +320,7 @@ rt_status rt_model_step_stats(rt_model *m, int N, rt_tensor *stats, int row, rt_
     if (!m->b->ops->xent_stats)
         return RT_ERR(err, RT_EINVAL, "the %s backend has no xent_stats", m->b->ops->name);
     rt_xent_desc d = {.N = N, .L = m->probs.c};
-    return m->b->ops->xent_stats(m->b, stats, row, &m->loss, &m->probs, &m->labels, &d, err);
+    return rt_backend_xent_stats(m->b, stats, row, &m->loss, &m->probs, &m->labels, &d, err);
 }
 
 rt_status rt_model_backward(rt_model *m, int N, rt_error *err)
@@ -339,8 +339,8 @@ rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tensor *amp, rt_
     rt_tensor dout = m->gbuf[0];
     rtp_shape(&dout, N, d.L, 1, 1);
     dout.data = m->gbuf[0].data;
-    RT_TRY(m->b->ops->xent_bwd(m->b, &dout, &m->probs, &m->labels, 1.0f / (float)N, &d, err));
-    if (amp) RT_TRY(m->b->ops->amp_scale(m->b, &dout, amp, err)); /* x 2^k: exact */
+    RT_TRY(rt_backend_xent_bwd(m->b, &dout, &m->probs, &m->labels, 1.0f / (float)N, &d, err));
+    if (amp) RT_TRY(rt_backend_amp_scale(m->b, &dout, amp, err)); /* x 2^k: exact */
     if (m->timing) m->tbwd[m->nlayers] += now() - t0;
     for (int i = m->nlayers - 1; i >= 0; i--) {
         rt_layer *l = &m->layers[i];

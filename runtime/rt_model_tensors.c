@@ -62,7 +62,7 @@ rt_status rt_model_tensor_read(rt_model *m, int i, float *dst, rt_error *err)
     int trainable, ndim;
     rt_tensor *t = i >= 0 ? find(m, i, &l, &name, &trainable, &ndim) : NULL;
     if (!t || !m->b) return RT_ERR(err, RT_EINVAL, "model tensor %d does not exist", i);
-    return m->b->ops->download(m->b, dst, t, rt_tensor_bytes(t), err);
+    return rt_backend_download(m->b, dst, t, rt_tensor_bytes(t), err);
 }
 
 rt_status rt_model_tensor_write(rt_model *m, int i, const float *src, rt_error *err)
@@ -72,5 +72,5 @@ rt_status rt_model_tensor_write(rt_model *m, int i, const float *src, rt_error *
     int trainable, ndim;
     rt_tensor *t = i >= 0 ? find(m, i, &l, &name, &trainable, &ndim) : NULL;
     if (!t || !m->b) return RT_ERR(err, RT_EINVAL, "model tensor %d does not exist", i);
-    return m->b->ops->upload(m->b, t, src, rt_tensor_bytes(t), err);
+    return rt_backend_upload(m->b, t, src, rt_tensor_bytes(t), err);
 }

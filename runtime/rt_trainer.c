@@ -189,9 +189,9 @@ rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *corre
         if (labels[i] < 0 || labels[i] >= L)
             return RT_ERR(err, RT_EINVAL, "label %d outside [0, %d) in '%s'", labels[i], L,
                           d->name);
-    RT_TRY(b->ops->upload(b, rt_model_input_tensor(m), t->images + (size_t)off * img,
+    RT_TRY(rt_backend_upload(b, rt_model_input_tensor(m), t->images + (size_t)off * img,
                           (size_t)n * img * 4, err));
-    RT_TRY(b->ops->upload(b, rt_model_label_tensor(m), labels, (size_t)n * 4, err));
+    RT_TRY(rt_backend_upload(b, rt_model_label_tensor(m), labels, (size_t)n * 4, err));
     RT_TRY(rt_model_forward(m, n, 1, (uint32_t)t->st.step, err));
     RT_TRY(rt_model_loss(m, n, loss, t->probs, NULL, err));
     RT_TRY(rt_model_backward(m, n, err));

@@ -103,8 +103,8 @@ rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
     if (s == RT_OK && slots > 1)
         s = dev_alloc(t, M_S1, &d->s1, RT_F32, (int)P, 1, 1, 1, "the optimiser state", err);
     if (s == RT_OK)
-        s = b->ops->upload(b, &d->data, ds->images, rt_tensor_bytes(&d->data), err);
-    if (s == RT_OK) s = b->ops->upload(b, &d->labels, lab, rt_tensor_bytes(&d->labels), err);
+        s = rt_backend_upload(b, &d->data, ds->images, rt_tensor_bytes(&d->data), err);
+    if (s == RT_OK) s = rt_backend_upload(b, &d->labels, lab, rt_tensor_bytes(&d->labels), err);
     free(lab);
     return s;
 }
@@ -129,9 +129,9 @@ static rt_status upload_optim(rt_trainer *t, rt_error *err)
     rtp_trainer_dev *d = t->dev;
     size_t n;
     float *a = rt_optim_state_slot(t->optim, 0, &n);
-    if (a) RT_TRY(b->ops->upload(b, &d->s0, a, n * sizeof *a, err));
+    if (a) RT_TRY(rt_backend_upload(b, &d->s0, a, n * sizeof *a, err));
     a = rt_optim_state_slot(t->optim, 1, &n);
-    if (a) RT_TRY(b->ops->upload(b, &d->s1, a, n * sizeof *a, err));
+    if (a) RT_TRY(rt_backend_upload(b, &d->s1, a, n * sizeof *a, err));
     if (t->cfg.loss_scaling) {
         union { rt_amp_state s; int32_t w[RT_AMP_WORDS]; } u;
         memset(&u, 0, sizeof u);
@@ -141,7 +141,7 @@ static rt_status upload_optim(rt_trainer *t, rt_error *err)
         u.s.tracker = (int32_t)t->st.scale_tracker;
         u.s.skipped = t->st.skipped_steps;
         t->st.loss_scale = u.s.scale;
-        RT_TRY(b->ops->upload(b, &d->amp, u.w, sizeof u.w, err));
+        RT_TRY(rt_backend_upload(b, &d->amp, u.w, sizeof u.w, err));
     }
     d->upload_optim = 0;
     return RT_OK;
@@ -155,12 +155,12 @@ static rt_status download_optim(rt_trainer *t, rt_error *err)
     if (d->upload_optim) return RT_OK;
     size_t n;
     float *a = rt_optim_state_slot(t->optim, 0, &n);
-    if (a) RT_TRY(b->ops->download(b, a, &d->s0, n * sizeof *a, err));
+    if (a) RT_TRY(rt_backend_download(b, a, &d->s0, n * sizeof *a, err));
     a = rt_optim_state_slot(t->optim, 1, &n);
-    if (a) RT_TRY(b->ops->download(b, a, &d->s1, n * sizeof *a, err));
+    if (a) RT_TRY(rt_backend_download(b, a, &d->s1, n * sizeof *a, err));
     if (!t->cfg.loss_scaling) return RT_OK; /* the step count is kept on the host */
     union { rt_amp_state s; int32_t w[RT_AMP_WORDS]; } u;
-    RT_TRY(b->ops->download(b, u.w, &d->amp, sizeof u.w, err));
+    RT_TRY(rt_backend_download(b, u.w, &d->amp, sizeof u.w, err));
     t->st.loss_scale = u.s.scale;
     t->st.scale_tracker = u.s.tracker;
     t->st.skipped_steps = u.s.skipped;
@@ -174,11 +174,11 @@ static rt_status read_stats(rt_trainer *t, rt_error *err)
     rt_backend *b = rt_model_backend(t->m);
     rtp_trainer_dev *d = t->dev;
     if (d->pending > 0) {
-        RT_TRY(b->ops->download(b, d->hstats, &d->stats,
+        RT_TRY(rt_backend_download(b, d->hstats, &d->stats,
                                 (size_t)d->pending * RT_STEP_STATS * sizeof(float), err));
         if (t->cfg.loss_scaling) { /* the skip count and scale the progress line shows */
             union { rt_amp_state s; int32_t w[RT_AMP_WORDS]; } u;
-            RT_TRY(b->ops->download(b, u.w, &d->amp, sizeof u.w, err));
+            RT_TRY(rt_backend_download(b, u.w, &d->amp, sizeof u.w, err));
             t->st.loss_scale = u.s.scale;
             t->st.skipped_steps = u.s.skipped;
             t->st.scale_tracker = u.s.tracker;
@@ -218,25 +218,25 @@ static rt_status dist_exchange(rt_trainer *t, rt_tensor *gr, int n, int count, d
          * the others here, before a device collective would wait for it */
         if (n > 0) {
             float row[RT_STEP_STATS];
-            RT_TRY(b->ops->download(b, row, &t->dev->stats, sizeof row, err));
+            RT_TRY(rt_backend_download(b, row, &t->dev->stats, sizeof row, err));
             memcpy(loss, row, sizeof *loss);
             *correct = (int)row[2];
         }
         RT_TRY(rtp_dist_stats(t, n, count, loss, correct, err));
-        if (n == 0) RT_TRY(b->ops->fill(b, gr, 0.0f, err)); /* adds nothing */
+        if (n == 0) RT_TRY(rt_backend_fill(b, gr, 0.0f, err)); /* adds nothing */
         return rt_dist_allreduce_dev_f32(t->cfg.dist, b, gr, (float)n / (float)count,
                                          "gradient all-reduce", (long long)t->st.step + 1,
                                          err);
     }
     if (n > 0) {
         float row[RT_STEP_STATS];
-        RT_TRY(b->ops->download(b, row, &t->dev->stats, sizeof row, err));
+        RT_TRY(rt_backend_download(b, row, &t->dev->stats, sizeof row, err));
         memcpy(loss, row, sizeof *loss); /* as read_stats: the double in words 0-1 */
         *correct = (int)row[2];
-        RT_TRY(b->ops->download(b, t->dist_host, gr, bytes, err));
+        RT_TRY(rt_backend_download(b, t->dist_host, gr, bytes, err));
     }
     RT_TRY(rtp_dist_average(t, t->dist_host, n, count, loss, correct, err));
-    return b->ops->upload(b, gr, t->dist_host, bytes, err);
+    return rt_backend_upload(b, gr, t->dist_host, bytes, err);
 }
 
 rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
@@ -253,7 +253,7 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
     RT_TRY(rt_batcher_advance(t->batcher, &start, &count, &epoch, err));
     if (epoch != d->order_epoch) { /* once an epoch: n int32 host -> device, no wait */
         const uint32_t *ord = rt_batcher_order(t->batcher, NULL);
-        RT_TRY(b->ops->upload(b, &d->order, ord, (size_t)ds->n * 4, err));
+        RT_TRY(rt_backend_upload(b, &d->order, ord, (size_t)ds->n * 4, err));
         d->order_epoch = epoch;
     }
     int lo = 0, n = count; /* ranks: this one's share of the batch */
@@ -265,7 +265,7 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
     memcpy(g.pad_value, t->bcfg.pad_value, sizeof g.pad_value);
     rt_tensor *amp = c->loss_scaling ? &d->amp : NULL;
     if (n > 0) {
-        RT_TRY(b->ops->gather_batch(b, rt_model_input_tensor(m), rt_model_label_tensor(m),
+        RT_TRY(rt_backend_gather_batch(b, rt_model_input_tensor(m), rt_model_label_tensor(m),
                                     &d->data, &d->labels, &d->order, &g, err));
         RT_TRY(rt_model_forward(m, n, 1, (uint32_t)t->st.step, err));
         RT_TRY(rt_model_loss(m, n, NULL, NULL, NULL, err));
@@ -279,20 +279,20 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
     if (c->dist) RT_TRY(dist_exchange(t, gr, n, count, &dloss, &dcorrect, err));
     const rt_optim_config *oc = rt_optim_get_config(t->optim);
     int64_t next = rt_optim_step_count(t->optim) + 1; /* without loss scaling */
-    if (amp) RT_TRY(b->ops->amp_unscale(b, gr, amp, err));
+    if (amp) RT_TRY(rt_backend_amp_unscale(b, gr, amp, err));
     if (oc->kind == RT_OPTIM_SGD) {
         rt_sgd_desc sd = {.lr = lr, .momentum = oc->momentum, .dampening = oc->dampening,
                           .weight_decay = oc->weight_decay, .nesterov = oc->nesterov,
                           .step = next};
         rt_tensor *buf = oc->momentum != 0.0 ? &d->s0 : NULL;
-        RT_TRY(amp ? b->ops->amp_sgd_update(b, p, buf, gr, amp, &sd, err)
-                   : b->ops->sgd_update(b, p, buf, gr, &sd, err));
+        RT_TRY(amp ? rt_backend_amp_sgd_update(b, p, buf, gr, amp, &sd, err)
+                   : rt_backend_sgd_update(b, p, buf, gr, &sd, err));
     } else {
         rt_adam_desc ad = {.lr = lr, .beta1 = oc->beta1, .beta2 = oc->beta2, .eps = oc->eps,
                            .weight_decay = oc->weight_decay,
                            .decoupled = oc->kind == RT_OPTIM_ADAMW, .step = next};
-        RT_TRY(amp ? b->ops->amp_adam_update(b, p, &d->s0, &d->s1, gr, amp, &ad, err)
-                   : b->ops->adam_update(b, p, &d->s0, &d->s1, gr, &ad, err));
+        RT_TRY(amp ? rt_backend_amp_adam_update(b, p, &d->s0, &d->s1, gr, amp, &ad, err)
+                   : rt_backend_adam_update(b, p, &d->s0, &d->s1, gr, &ad, err));
     }
     if (!amp) RT_TRY(rt_optim_set_step_count(t->optim, next, err));
     /* bookkeeping the host knows without the device */

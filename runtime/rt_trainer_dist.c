@@ -52,10 +52,10 @@ rt_status rtp_dist_begin(rt_trainer *t, rt_error *err)
                                  (long long)t->st.step, err);
     rt_backend *b = rt_model_backend(t->m);
     RT_TRY(rt_dist_device_begin(d, b, &t->dist_dev, err)); /* NCCL when all can */
-    RT_TRY(b->ops->download(b, t->dist_host, p, np * sizeof(float), err));
+    RT_TRY(rt_backend_download(b, t->dist_host, p, np * sizeof(float), err));
     RT_TRY(rt_dist_bcast_f32(d, t->dist_host, np, "parameter broadcast",
                              (long long)t->st.step, err));
-    return b->ops->upload(b, p, t->dist_host, np * sizeof(float), err);
+    return rt_backend_upload(b, p, t->dist_host, np * sizeof(float), err);
 }
 
 void rtp_dist_share(const rt_trainer *t, int count, int *lo, int *n)

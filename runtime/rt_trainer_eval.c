@@ -43,10 +43,10 @@ rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds,
             }
         }
         if (s != RT_OK) break;
-        s = b->ops->upload(b, rt_model_input_tensor(m), d->images + (size_t)start * img,
+        s = rt_backend_upload(b, rt_model_input_tensor(m), d->images + (size_t)start * img,
                            (size_t)count * img * 4, err);
         if (s == RT_OK)
-            s = b->ops->upload(b, rt_model_label_tensor(m), labels, (size_t)count * 4, err);
+            s = rt_backend_upload(b, rt_model_label_tensor(m), labels, (size_t)count * 4, err);
         if (s == RT_OK) s = rt_model_forward(m, count, 0, 0, err);
         if (s == RT_OK) s = rt_model_loss(m, count, NULL, probs, losses, err);
         for (int i = 0; i < count && s == RT_OK; i++) {

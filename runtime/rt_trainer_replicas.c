@@ -183,11 +183,11 @@ static rt_status copy_to_replicas(rt_trainer *t, rt_error *err)
     const size_t bytes = rt_tensor_bytes(p0);
     float *host = malloc(bytes ? bytes : 4);
     if (!host) return RT_ERR(err, RT_ENOMEM, "out of memory copying the parameters");
-    rt_status s = b0->ops->download(b0, host, p0, bytes, err);
+    rt_status s = rt_backend_download(b0, host, p0, bytes, err);
     for (int i = 0; i < rs->n && s == RT_OK; i++) {
         rt_trainer *c = rs->r[i].t;
         rt_backend *b = rt_model_backend(c->m);
-        s = b->ops->upload(b, rt_model_params_flat(c->m), host, bytes, err);
+        s = rt_backend_upload(b, rt_model_params_flat(c->m), host, bytes, err);
         if (s == RT_OK) s = rt_trainer_set_state(c, &t->st, err);
         for (int k = 0; k < 2 && s == RT_OK; k++) {
             size_t n0, n1;

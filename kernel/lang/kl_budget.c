@@ -7,12 +7,16 @@
  * (a value held only by the evaluator, refcount 1): its own storage, and the storage
  * of children that nothing else holds (those a builtin made, such as range's ints).
  * List, tuple and dict displays charge only their slots: their items were charged when
- * they were evaluated. Methods that grow a list or dict in place charge the new slots.
- * The charges of a statement are kept until the next statement starts. The namespace
- * is measured by walking it (a value shared by several names counted once), at most
- * once a statement and only once a MiB has been charged since the last walk, so a
- * statement can go at most that much past the budget unseen. Operations that know
- * their result's size before building it (str * n, str + str, join, range) ask first.
+ * they were evaluated. append, extend and += on a list charge the slots they add.
+ *
+ * The namespace is measured by walking it (a value shared by several names counted
+ * once). Between walks the check is conservative: the last walk's size plus all that
+ * was charged since (a walk during a statement keeps that statement's charges, whose
+ * values may be assigned after it), so values freed since count until the next walk.
+ * A walk is made only when that sum would pass the budget, at most once a statement:
+ * its cost (tens of ms for millions of items) is paid near the budget, not on every
+ * statement. Operations that know their result's size before building it (str * n,
+ * str + str, list * n, list + list, range) ask first.
  *
  * The budget is per engine (one kernel session): KILN_VALUE_BUDGET, read when the
  * engine is created; sizes are estimates of what jansson and malloc use. */
@@ -22,7 +26,6 @@
 
 #include "kl_internal.h"
 
-#define WALK_SLACK (1u << 20)   /* charges between namespace walks */
 #define SZ_STR 64               /* json_string: struct, copy's header and NUL */
 #define SZ_CONTAINER 64         /* json_array/json_object struct + table header */
 #define SZ_PAIR 96              /* one object entry (hash pair, bucket share), key apart */
@@ -183,7 +186,7 @@ static int over(klp_ctx *c, const klp_node *n, const klp_budget *b, size_t want)
 {
     char lim[32], used[32], more[32];
     human(lim, sizeof lim, b->limit);
-    human(used, sizeof used, b->base + b->stmt);
+    human(used, sizeof used, b->base + b->since_walk);
     human(more, sizeof more, want);
     return klp_fail(c->err, n ? n->line : 0, n ? n->col : 0, "MemoryError",
                     "the cell language's values would pass their budget of %s (%s in use, "
@@ -192,29 +195,29 @@ static int over(klp_ctx *c, const klp_node *n, const klp_budget *b, size_t want)
                     lim, used, more);
 }
 
-/* 0 when base + stmt + want fits, walking the namespace first when that is due */
-static int fits(klp_ctx *c, const klp_node *n, size_t want, int force)
+/* 0 when want more fits, walking the namespace first when the conservative sum does
+ * not fit and the last walk is from an earlier statement */
+static int fits(klp_ctx *c, const klp_node *n, size_t want)
 {
     klp_budget *b = klp_budget_of(c->eng);
-    if (b->stale && (force || b->since_walk >= WALK_SLACK || want >= WALK_SLACK ||
-                     b->base + b->stmt + want > b->limit)) {
+    if (b->stale && b->base + b->since_walk + want > b->limit) {
         b->base = klp_value_footprint(klp_vars(c->eng));
-        b->since_walk = 0;
+        b->since_walk = b->stmt;   /* this statement's values may yet be assigned */
         b->stale = 0;
     }
-    if (b->base + b->stmt + want > b->limit) return over(c, n, b, want);
+    if (b->base + b->since_walk + want > b->limit) return over(c, n, b, want);
     return 0;
 }
 
 int klp_budget_ask(klp_ctx *c, const klp_node *n, size_t bytes)
 {
-    return fits(c, n, bytes, 0);
+    return fits(c, n, bytes);
 }
 
 int klp_budget_charge(klp_ctx *c, const klp_node *n, size_t bytes)
 {
     klp_budget *b = klp_budget_of(c->eng);
-    if (fits(c, n, bytes, 0) < 0) return -1;
+    if (fits(c, n, bytes) < 0) return -1;
     b->stmt += bytes;
     b->since_walk += bytes;
     return 0;

@@ -175,7 +175,7 @@ typedef struct klp_budget {
     size_t limit;       /* bytes */
     size_t base;        /* the namespace's footprint at the last walk */
     size_t stmt;        /* charged by the running statement */
-    size_t since_walk;  /* charged since the last walk */
+    size_t since_walk;  /* charged since the last walk (and the statement it was in) */
     int stale;          /* a statement started since the last walk */
 } klp_budget;
 klp_budget *klp_budget_of(kl_engine *e);

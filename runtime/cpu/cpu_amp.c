@@ -12,7 +12,6 @@
 
 static rt_status amp_of(const rt_tensor *amp, rt_amp_state **out, rt_error *err)
 {
-    RTP_CHECK(amp, RT_AMP_WORDS, "loss-scaling state");
     *out = (rt_amp_state *)amp->data;
     if (!((*out)->scale > 0) || !isfinite((*out)->scale))
         return RT_ERR(err, RT_EINVAL, "loss-scaling state: scale %g is not a positive number",
@@ -25,7 +24,6 @@ rt_status rtp_cpu_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp, r
     rt_amp_state *s;
     RT_TRY(amp_of(amp, &s, err));
     size_t n = t ? rt_tensor_numel(t) : 0;
-    RTP_CHECK(t, n, "amp_scale tensor");
     float *x = t->data, f = (float)s->scale;
     for (size_t i = 0; i < n; i++) x[i] *= f;
     return RT_OK;
@@ -36,7 +34,6 @@ rt_status rtp_cpu_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt
     rt_amp_state *s;
     RT_TRY(amp_of(amp, &s, err));
     size_t n = grad ? rt_tensor_numel(grad) : 0;
-    RTP_CHECK(grad, n, "amp_unscale gradient");
     float *g = grad->data, inv = (float)(1.0 / s->scale);
     int bad = 0;
 #pragma omp parallel for schedule(static) reduction(|:bad) num_threads(b->threads) \
@@ -55,11 +52,6 @@ rt_status rtp_cpu_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
 {
     rt_amp_state *s;
     RT_TRY(amp_of(amp, &s, err));
-    size_t n = param ? rt_tensor_numel(param) : 0;
-    RTP_CHECK(param, n, "adam param");
-    RTP_CHECK(m, n, "adam m");
-    RTP_CHECK(v, n, "adam v");
-    RTP_CHECK(grad, n, "adam grad");
     if (!rt_amp_rule_step(s)) return RT_OK;
     rt_adam_desc dd = *d;
     dd.step = s->steps;
@@ -72,10 +64,6 @@ rt_status rtp_cpu_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *mom
 {
     rt_amp_state *s;
     RT_TRY(amp_of(amp, &s, err));
-    size_t n = param ? rt_tensor_numel(param) : 0;
-    RTP_CHECK(param, n, "sgd param");
-    RTP_CHECK(grad, n, "sgd grad");
-    if (d->momentum != 0.0) RTP_CHECK(momentum_buf, n, "sgd momentum buffer");
     if (!rt_amp_rule_step(s)) return RT_OK; /* everything checked before the state moves */
     rt_sgd_desc dd = *d;
     dd.step = s->steps;

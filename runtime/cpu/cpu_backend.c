@@ -76,21 +76,9 @@ float *rtp_cpu_scratch(rt_backend *b, size_t bytes, rt_error *err)
     return c->ws;
 }
 
-rt_status rtp_cpu_check(const rt_tensor *t, size_t numel, const char *what, rt_error *err)
-{
-    if (!t || !t->data) return RT_ERR(err, RT_EINVAL, "%s: unbound tensor", what);
-    if (rt_tensor_numel(t) < numel)
-        return RT_ERR(err, RT_EINVAL, "%s: tensor has %zu elements, op needs %zu", what,
-                      rt_tensor_numel(t), numel);
-    return RT_OK;
-}
-
 static rt_status cpu_upload(rt_backend *b, rt_tensor *dst, const void *src, size_t bytes,
                             rt_error *err)
 {
-    if (bytes > rt_tensor_bytes(dst) || !dst->data)
-        return RT_ERR(err, RT_EINVAL, "upload of %zu bytes into a %zu-byte tensor", bytes,
-                      rt_tensor_bytes(dst));
     memcpy(dst->data, src, bytes);
     return RT_OK;
 }
@@ -98,9 +86,6 @@ static rt_status cpu_upload(rt_backend *b, rt_tensor *dst, const void *src, size
 static rt_status cpu_download(rt_backend *b, void *dst, const rt_tensor *src, size_t bytes,
                               rt_error *err)
 {
-    if (bytes > rt_tensor_bytes(src) || !src->data)
-        return RT_ERR(err, RT_EINVAL, "download of %zu bytes from a %zu-byte tensor", bytes,
-                      rt_tensor_bytes(src));
     memcpy(dst, src->data, bytes);
     return RT_OK;
 }
@@ -109,7 +94,6 @@ static rt_status cpu_sync(rt_backend *b, rt_error *err) { return RT_OK; }
 
 static rt_status cpu_fill(rt_backend *b, rt_tensor *dst, float v, rt_error *err)
 {
-    RTP_CHECK(dst, 0, "fill");
     float *p = dst->data;
     size_t n = rt_tensor_numel(dst);
     if (v == 0.0f) {
@@ -122,7 +106,6 @@ static rt_status cpu_fill(rt_backend *b, rt_tensor *dst, float v, rt_error *err)
 
 static rt_status cpu_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err)
 {
-    RTP_CHECK(dst, rt_tensor_numel(src), "copy");
     memmove(dst->data, src->data, rt_tensor_bytes(src));
     return RT_OK;
 }
@@ -131,8 +114,6 @@ static rt_status cpu_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a, cons
                          rt_error *err)
 {
     size_t n = rt_tensor_numel(dst);
-    RTP_CHECK(a, n, "add input");
-    RTP_CHECK(x, n, "add input");
     float *y = dst->data;
     const float *p = a->data, *q = x->data;
     for (size_t i = 0; i < n; i++) y[i] = p[i] + q[i];

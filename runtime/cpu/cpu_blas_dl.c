@@ -2,8 +2,8 @@
  *
  * Linking OpenBLAS made every process that links the runtime, the kernel above all,
  * map it (+ libgfortran, libquadmath) and run its constructors (CPU probe, buffer
- * setup) before main: 1.6-2.9 ms of the kernel's ~10 ms start, for a library only
- * CPU training uses. So the build takes OpenBLAS's headers only (blas_headers_dep in
+ * setup) before main (bench/README.md has the cost), for a library only CPU training
+ * uses. So the build takes OpenBLAS's headers only (blas_headers_dep in
  * meson.build) and this file defines the three OpenBLAS functions Kiln calls as
  * forwarders to the real ones, looked up with dlopen/dlsym once (pthread_once).
  * Callers (cpu_conv.c, cpu_dense.c, magics/mg_device.c) keep plain cblas.h code; a

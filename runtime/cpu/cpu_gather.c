@@ -13,7 +13,6 @@ rt_status rtp_cpu_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labe
                                const rt_tensor *data, const rt_tensor *data_labels,
                                const rt_tensor *order, const rt_gather_desc *d, rt_error *err)
 {
-    RT_TRY(rt_gather_check(d, images, labels, data, data_labels, order, err));
     size_t img = (size_t)d->C * d->H * d->W;
     const int32_t *ord = (const int32_t *)order->data + d->start;
     for (int i = 0; i < d->count; i++)

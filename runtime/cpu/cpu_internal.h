@@ -16,10 +16,6 @@ typedef struct rtp_cpu {
 
 /* Scratch of at least `bytes`, or NULL with RT_EINVAL set in err (never allocates). */
 float *rtp_cpu_scratch(rt_backend *b, size_t bytes, rt_error *err);
-/* Checks a tensor has a non-NULL binding and at least `numel` elements. */
-rt_status rtp_cpu_check(const rt_tensor *t, size_t numel, const char *what, rt_error *err);
-
-#define RTP_CHECK(t, numel, what) RT_TRY(rtp_cpu_check((t), (numel), (what), err))
 
 /* cpu_blas_dl.c: loads OpenBLAS once per process (thread-safe; later calls return the
  * first result). RT_ENODEV naming the file and the apt package when it cannot be

@@ -11,11 +11,6 @@ rt_status rtp_cpu_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_
                               const rt_tensor *grad, const rt_adam_desc *d, rt_error *err)
 {
     size_t n = rt_tensor_numel(param);
-    RTP_CHECK(param, n, "adam param");
-    RTP_CHECK(m, n, "adam m");
-    RTP_CHECK(v, n, "adam v");
-    RTP_CHECK(grad, n, "adam grad");
-    if (d->step < 1) return RT_ERR(err, RT_EINVAL, "adam step must be >= 1");
     rt_optim_config cfg = rt_optim_config_default(d->decoupled ? RT_OPTIM_ADAMW : RT_OPTIM_ADAM);
     cfg.beta1 = d->beta1, cfg.beta2 = d->beta2, cfg.eps = d->eps;
     cfg.weight_decay = d->weight_decay;
@@ -28,10 +23,6 @@ rt_status rtp_cpu_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentu
                              const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err)
 {
     size_t n = rt_tensor_numel(param);
-    RTP_CHECK(param, n, "sgd param");
-    RTP_CHECK(grad, n, "sgd grad");
-    if (d->momentum != 0.0f) RTP_CHECK(momentum_buf, n, "sgd momentum buffer");
-    if (d->step < 1) return RT_ERR(err, RT_EINVAL, "sgd step must be >= 1");
     rt_optim_config cfg = rt_optim_config_default(RT_OPTIM_SGD);
     cfg.momentum = d->momentum, cfg.dampening = d->dampening, cfg.nesterov = d->nesterov;
     cfg.weight_decay = d->weight_decay;

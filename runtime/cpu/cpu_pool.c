@@ -8,7 +8,7 @@
 
 #include "cpu_internal.h"
 
-/* ---- 2x2 stride-2 max pooling (the common case): branchless selects, ~3x faster
+/* ---- 2x2 stride-2 max pooling (the common case): branchless selects, much faster
  * than the generic loops (random data makes the comparisons unpredictable) ---- */
 
 static inline float max_sel(float m, float v) { return (v > m || v != v) ? v : m; }
@@ -51,18 +51,9 @@ static void max2_bwd_plane(float *restrict dx, const float *restrict dy,
 
 static int is_2x2(const rt_pool_desc *d) { return d->R == 2 && d->S == 2 && d->stride == 2; }
 
-static rt_status check(const rt_tensor *x, const rt_tensor *y, const rt_pool_desc *d,
-                       rt_error *err)
-{
-    RTP_CHECK(x, (size_t)d->N * d->C * d->H * d->W, "pool input");
-    RTP_CHECK(y, (size_t)d->N * d->C * d->P * d->Q, "pool output");
-    return RT_OK;
-}
-
 rt_status rtp_cpu_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                               const rt_pool_desc *d, rt_error *err)
 {
-    RT_TRY(check(in, out, d, err));
     const int H = d->H, W = d->W, P = d->P, Q = d->Q, planes = d->N * d->C;
     const float *X = in->data;
     float *Y = out->data;
@@ -93,8 +84,6 @@ rt_status rtp_cpu_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *do
                               const rt_tensor *in, const rt_tensor *out,
                               const rt_pool_desc *d, rt_error *err)
 {
-    RT_TRY(check(in, out, d, err));
-    RT_TRY(check(din, dout, d, err));
     const int H = d->H, W = d->W, P = d->P, Q = d->Q, planes = d->N * d->C;
     const float *X = in->data, *Y = out->data, *DY = dout->data;
     float *DX = din->data;
@@ -130,7 +119,6 @@ rt_status rtp_cpu_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *do
 rt_status rtp_cpu_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                               const rt_pool_desc *d, rt_error *err)
 {
-    RT_TRY(check(in, out, d, err));
     const int H = d->H, W = d->W, P = d->P, Q = d->Q, planes = d->N * d->C;
     const float inv = 1.0f / (float)(d->R * d->S);
     const float *X = in->data;
@@ -154,7 +142,6 @@ rt_status rtp_cpu_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in
 rt_status rtp_cpu_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                               const rt_pool_desc *d, rt_error *err)
 {
-    RT_TRY(check(din, dout, d, err));
     const int H = d->H, W = d->W, P = d->P, Q = d->Q, planes = d->N * d->C;
     const float inv = 1.0f / (float)(d->R * d->S);
     const float *DY = dout->data;

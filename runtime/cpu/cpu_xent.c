@@ -14,10 +14,6 @@ rt_status rtp_cpu_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
                            const rt_tensor *logits, const rt_tensor *labels,
                            const rt_xent_desc *d, rt_error *err)
 {
-    RTP_CHECK(logits, (size_t)d->N * d->L, "xent logits");
-    RTP_CHECK(probs, (size_t)d->N * d->L, "xent probs");
-    RTP_CHECK(loss, (size_t)d->N, "xent loss");
-    RTP_CHECK(labels, (size_t)d->N, "xent labels");
     const float *z = logits->data;
     const int32_t *y = labels->data;
     float *p = probs->data, *l = loss->data;
@@ -42,9 +38,6 @@ rt_status rtp_cpu_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *p
                            const rt_tensor *labels, float scale, const rt_xent_desc *d,
                            rt_error *err)
 {
-    RTP_CHECK(probs, (size_t)d->N * d->L, "xent probs");
-    RTP_CHECK(dlogits, (size_t)d->N * d->L, "xent logits gradient");
-    RTP_CHECK(labels, (size_t)d->N, "xent labels");
     const float *p = probs->data;
     const int32_t *y = labels->data;
     float *g = dlogits->data;
@@ -60,7 +53,6 @@ rt_status rtp_cpu_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_
                              const rt_tensor *probs, const rt_tensor *labels,
                              const rt_xent_desc *d, rt_error *err)
 {
-    RT_TRY(rt_xent_stats_check(stats, row, loss, probs, labels, d, err));
     const float *l = loss->data, *p = probs->data;
     const int32_t *y = labels->data;
     double s = 0.0;

@@ -76,15 +76,6 @@ rt_status rtp_cuda_enter(rt_backend *b, rt_error *err)
     return RT_OK;
 }
 
-rt_status rtp_cuda_check(const rt_tensor *t, size_t numel, const char *what, rt_error *err)
-{
-    if (!t || !t->data) return RT_ERR(err, RT_EINVAL, "%s: unbound tensor", what);
-    if (rt_tensor_numel(t) < numel)
-        return RT_ERR(err, RT_EINVAL, "%s: tensor has %zu elements, op needs %zu", what,
-                      rt_tensor_numel(t), numel);
-    return RT_OK;
-}
-
 static void cuda_close(rt_backend *b)
 {
     rtp_cuda *c = b ? rtp_cuda_of(b) : NULL;
@@ -95,6 +86,7 @@ static void cuda_close(rt_backend *b)
     if (c->blas) (void)c->blasf.destroy(c->blas);
     (void)cudaFree(c->ws);
     (void)cudaFree(c->coef);
+    (void)cudaFree(c->red);
     if (c->stream) (void)cudaStreamDestroy(c->stream);
     (void)cudaGetLastError();
     free(c);
@@ -116,6 +108,7 @@ static rt_status open_device(rt_backend *b, rtp_cuda *c, rt_error *err)
     }
     RT_CUDA_TRY(b, err, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     RT_CUDA_TRY(b, err, cudaMalloc((void **)&c->coef, sizeof *c->coef));
+    RT_CUDA_TRY(b, err, cudaMalloc((void **)&c->red, RTP_RED_SLOTS * 2 * sizeof *c->red));
     RT_TRY(rtp_blas_load(&c->blasf, err));
     RTP_CUBLAS_TRY(b, err, c->blasf.create(&c->blas));
     RTP_CUBLAS_TRY(b, err, c->blasf.set_stream(c->blas, c->stream));

@@ -1,8 +1,8 @@
 /* cuda_blas_dl.c - cuBLAS loaded when a CUDA backend opens, not when the process starts.
  *
  * Linking libcublas makes EVERY process that links the runtime (the kernel, `kiln
- * run`, each test) map and relocate cublasLt at start-up: measured ~210 MB of RSS and
- * 0.2 s before main, on machines that may never use a GPU. dlopen defers that to the
+ * run`, each test) map and relocate cublasLt at start-up, a large cost in memory and
+ * time before main (bench/README.md) on machines that may never use a GPU. dlopen defers that to the
  * first rt_backend_open("cuda"/"auto") that finds a device. The library is never
  * dlclose'd (cuBLAS is not designed to be unloaded while the CUDA context lives); a
  * second open gets the same library back from the loader. No global state here: each

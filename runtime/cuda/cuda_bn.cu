@@ -1,40 +1,46 @@
 /* cuda_bn.cu - batchnorm2d (PyTorch BatchNorm2d semantics), as cpu_bn.c computes it.
  *
- * Own kernels rather than cuDNN's batch norm: the CPU's formulas in the CPU's
- * precisions (statistics in double, the per-element transform in float), so the
- * cross-check stays tight, and a deterministic reduction (one block per channel, fixed
- * strided split, fixed tree), which bitwise resume needs. Bodies in cuda_elem.cuh;
- * tests/gpu/test_kernels_host.cu replays the same split and tree on the CPU.
+ * Own kernels rather than cuDNN's batch norm: the CPU's formulas (statistics finished in
+ * double, the per-element transform in float), so the cross-check stays tight, and a
+ * deterministic reduction, which bitwise resume needs. The statistics are reduced in two
+ * levels (cuda_kernels.h, cuda_elem.cuh): P blocks per channel each sum a fixed range,
+ * so a layer of 16-64 channels still fills a GPU of 100+ SMs, and one thread per channel
+ * combines the P partials in a fixed order. Forward: part (sum and squares about the
+ * block's own mean, one pass over the data and a second from cache), finish (statistics),
+ * apply (elementwise). Backward: part (sum dy, sum dy * xhat), rtp_k_red_finish
+ * (dbeta, dgamma), apply. tests/gpu/test_kernels_host.cu replays the same split and
+ * trees on the CPU (rtp_red_block_host).
  */
 #include "cuda_elem.cuh"
 #include "cuda_launch.cuh"
 
-/* Sum over the block of each thread's v (the tree of rtp_tree_sum_host). */
-__device__ static double block_sum(double *part, double v)
+__global__ void bn_stats_part_k(double *part, const float *X, int N, int C, int HW, int c0,
+                                int P)
 {
-    part[threadIdx.x] = v;
-    __syncthreads();
-    for (int w = RTP_THREADS / 2; w > 0; w /= 2) {
-        if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
-        __syncthreads();
+    __shared__ double sh[RTP_THREADS];
+    const int p = (int)blockIdx.x, w = (int)blockIdx.y, c = c0 + w, t = (int)threadIdx.x;
+    size_t lo, hi;
+    rtp_red_range((size_t)N * HW, P, p, &lo, &hi);
+    double s = rtp_block_sum(sh, rtp_red_sum_part(t, RTP_THREADS, X, C, c, HW, lo, hi));
+    const float m = rtp_red_shift(s, lo, hi);
+    double q = rtp_block_sum(sh, rtp_red_sq_part(t, RTP_THREADS, X, C, c, HW, lo, hi, m));
+    if (t == 0) {
+        part[2 * ((size_t)w * P + p)] = s;
+        part[2 * ((size_t)w * P + p) + 1] = q;
     }
-    double r = part[0];
-    __syncthreads(); /* part is reused by the next call */
-    return r;
 }
 
-__global__ void bn_fwd_train_k(float *Y, float *SM, float *SI, float *RM, float *RV,
-                               const float *X, const float *G, const float *Bt, int N, int C,
-                               int HW, float eps, float momentum)
+__global__ void bn_stats_finish_k(const double *part, float *SM, float *SI, float *RM,
+                                  float *RV, size_t M, int c0, int cw, int P, float eps,
+                                  float momentum)
 {
-    __shared__ double part[RTP_THREADS];
-    const int c = blockIdx.x, t = threadIdx.x;
-    const size_t M = (size_t)N * HW;
-    double s = block_sum(part, rtp_bn_part_sum(t, RTP_THREADS, X, N, C, c, HW));
-    double ss = block_sum(part, rtp_bn_part_sq(t, RTP_THREADS, X, N, C, c, HW, s / (double)M));
-    float g, sh;
-    rtp_bn_finish(c, s, ss, M, eps, momentum, G, Bt, t == 0 ? SM : NULL, SI, RM, RV, &g, &sh);
-    rtp_bn_part_apply(t, RTP_THREADS, Y, X, N, C, c, HW, g, sh);
+    RTP_GRID_LOOP(w, cw) rtp_bn_stats_finish_at((int)w, part, P, M, eps, momentum, SM, SI, RM, RV, c0);
+}
+
+__global__ void bn_apply_k(float *Y, const float *X, const float *G, const float *Bt,
+                           const float *SM, const float *SI, size_t n, int C, int HW)
+{
+    RTP_GRID_LOOP(i, n) rtp_bn_apply_at(i, Y, X, G, Bt, SM, SI, C, HW);
 }
 
 __global__ void bn_fwd_eval_k(float *Y, const float *X, const float *G, const float *Bt,
@@ -44,35 +50,56 @@ __global__ void bn_fwd_eval_k(float *Y, const float *X, const float *G, const fl
     RTP_GRID_LOOP(i, n) rtp_bn_eval_at(i, Y, X, G, Bt, RM, RV, C, HW, eps);
 }
 
-__global__ void bn_bwd_k(float *DX, float *DG, float *DB, const float *DY, const float *X,
-                         const float *G, const float *SM, const float *SI, int N, int C,
-                         int HW)
+__global__ void bn_bwd_part_k(double *part, const float *DY, const float *X, const float *SM,
+                              const float *SI, int N, int C, int HW, int c0, int P)
 {
-    __shared__ double part[RTP_THREADS];
-    const int c = blockIdx.x, t = threadIdx.x;
-    const float mean = SM[c], inv = SI[c];
-    double sdy, sdyx;
-    rtp_bn_bwd_part(t, RTP_THREADS, DY, X, N, C, c, HW, mean, inv, &sdy, &sdyx);
-    sdy = block_sum(part, sdy);
-    sdyx = block_sum(part, sdyx);
+    __shared__ double sh[RTP_THREADS];
+    const int p = (int)blockIdx.x, w = (int)blockIdx.y, c = c0 + w, t = (int)threadIdx.x;
+    size_t lo, hi;
+    rtp_red_range((size_t)N * HW, P, p, &lo, &hi);
+    double a, b;
+    rtp_bn_bwd_part(t, RTP_THREADS, DY, X, C, c, HW, lo, hi, SM[c], SI[c], &a, &b);
+    a = rtp_block_sum(sh, a);
+    b = rtp_block_sum(sh, b);
     if (t == 0) {
-        DB[c] = (float)sdy;
-        DG[c] = (float)sdyx;
+        part[2 * ((size_t)w * P + p)] = a;
+        part[2 * ((size_t)w * P + p) + 1] = b;
     }
-    rtp_bn_bwd_apply(t, RTP_THREADS, DX, DY, X, N, C, c, HW, mean, inv, G[c], sdy, sdyx);
 }
 
-extern "C" cudaError_t rtp_k_bn_fwd_train(cudaStream_t s, float *y, float *save_mean,
-                                          float *save_invstd, float *running_mean,
-                                          float *running_var, const float *x,
-                                          const float *gamma, const float *beta, int N, int C,
-                                          int HW, float eps, float momentum)
+__global__ void bn_bwd_apply_k(float *DX, const float *DY, const float *X, const float *G,
+                               const float *SM, const float *SI, const float *DG,
+                               const float *DB, size_t n, int C, int HW, size_t M)
 {
-    if (C <= 0) return cudaSuccess;
-    bn_fwd_train_k<<<(unsigned)C, RTP_THREADS, 0, s>>>(y, save_mean, save_invstd, running_mean,
-                                                       running_var, x, gamma, beta, N, C, HW,
-                                                       eps, momentum);
+    RTP_GRID_LOOP(i, n) rtp_bn_bwd_apply_at(i, DX, DY, X, G, SM, SI, DG, DB, C, HW, M);
+}
+
+extern "C" cudaError_t rtp_k_bn_stats_part(cudaStream_t s, double *part, const float *x, int N,
+                                           int C, int HW, int c0, int cw, int P)
+{
+    if (cw <= 0) return cudaSuccess;
+    bn_stats_part_k<<<dim3((unsigned)P, (unsigned)cw), RTP_THREADS, 0, s>>>(part, x, N, C, HW,
+                                                                             c0, P);
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t rtp_k_bn_stats_finish(cudaStream_t s, const double *part,
+                                             float *save_mean, float *save_invstd,
+                                             float *running_mean, float *running_var, int N,
+                                             int HW, int c0, int cw, int P, float eps,
+                                             float momentum)
+{
+    RTP_LAUNCH((size_t)(cw > 0 ? cw : 0), s, bn_stats_finish_k, part, save_mean, save_invstd,
+               running_mean, running_var, (size_t)N * HW, c0, cw, P, eps, momentum);
+}
+
+extern "C" cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x,
+                                      const float *gamma, const float *beta,
+                                      const float *save_mean, const float *save_invstd, int N,
+                                      int C, int HW)
+{
+    size_t n = (size_t)N * C * HW;
+    RTP_LAUNCH(n, s, bn_apply_k, y, x, gamma, beta, save_mean, save_invstd, n, C, HW);
 }
 
 extern "C" cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *x,
@@ -84,13 +111,24 @@ extern "C" cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *
     RTP_LAUNCH(n, s, bn_fwd_eval_k, y, x, gamma, beta, running_mean, running_var, n, C, HW, eps);
 }
 
-extern "C" cudaError_t rtp_k_bn_bwd(cudaStream_t s, float *dx, float *dgamma, float *dbeta,
-                                    const float *dy, const float *x, const float *gamma,
-                                    const float *save_mean, const float *save_invstd, int N,
-                                    int C, int HW)
+extern "C" cudaError_t rtp_k_bn_bwd_part(cudaStream_t s, double *part, const float *dy,
+                                         const float *x, const float *save_mean,
+                                         const float *save_invstd, int N, int C, int HW,
+                                         int c0, int cw, int P)
 {
-    if (C <= 0) return cudaSuccess;
-    bn_bwd_k<<<(unsigned)C, RTP_THREADS, 0, s>>>(dx, dgamma, dbeta, dy, x, gamma, save_mean,
-                                                 save_invstd, N, C, HW);
+    if (cw <= 0) return cudaSuccess;
+    bn_bwd_part_k<<<dim3((unsigned)P, (unsigned)cw), RTP_THREADS, 0, s>>>(
+        part, dy, x, save_mean, save_invstd, N, C, HW, c0, P);
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t rtp_k_bn_bwd_apply(cudaStream_t s, float *dx, const float *dy,
+                                          const float *x, const float *gamma,
+                                          const float *save_mean, const float *save_invstd,
+                                          const float *dgamma, const float *dbeta, int N, int C,
+                                          int HW)
+{
+    size_t n = (size_t)N * C * HW;
+    RTP_LAUNCH(n, s, bn_bwd_apply_k, dx, dy, x, gamma, save_mean, save_invstd, dgamma, dbeta, n,
+               C, HW, (size_t)N * HW);
 }

@@ -47,19 +47,6 @@ size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
     return stage_off(d) + most;
 }
 
-static rt_status check_all(const rt_conv_desc *d, const rt_tensor *x, const rt_tensor *y,
-                           const rt_tensor *w, rt_error *err)
-{
-    RTP_CHECK(x, (size_t)d->N * d->C * d->H * d->W, "conv2d input");
-    RTP_CHECK(y, (size_t)d->N * d->K * d->P * d->Q, "conv2d output");
-    RTP_CHECK(w, (size_t)d->K * d->C * d->R * d->S, "conv2d weight");
-    if (d->stride < 1 || d->pad < 0 || d->P != (d->H + 2 * d->pad - d->R) / d->stride + 1 ||
-        d->Q != (d->W + 2 * d->pad - d->S) / d->stride + 1)
-        return RT_ERR(err, RT_EINVAL, "conv2d: inconsistent descriptor (P=%d, Q=%d)", d->P,
-                      d->Q);
-    return RT_OK;
-}
-
 /* ---- im2col + cuBLAS (no cuDNN) ---- */
 
 rtp_gemm rtp_conv_gemm(int pass, const rt_conv_desc *d)
@@ -145,8 +132,6 @@ rt_status rtp_cuda_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in
                               const rt_conv_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    RT_TRY(check_all(d, in, out, w, err));
-    if (bias) RTP_CHECK(bias, (size_t)d->K, "conv2d bias");
     if (rtp_cuda_of(b)->dnn) RT_TRY(rtp_cudnn_fwd(b, out->data, in->data, w->data, d, err));
     else RT_TRY(gemm_fwd(b, out->data, in->data, w->data, d, err));
     if (bias)
@@ -159,7 +144,6 @@ rt_status rtp_cuda_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tenso
                                    const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    RT_TRY(check_all(d, din, dout, w, err));
     if (rtp_cuda_of(b)->dnn) return rtp_cudnn_bwd_data(b, din->data, dout->data, w->data, d, err);
     return gemm_bwd_data(b, din->data, dout->data, w->data, d, err);
 }
@@ -169,12 +153,17 @@ rt_status rtp_cuda_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *db
                                      const rt_conv_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    RT_TRY(check_all(d, in, dout, dw, err));
-    if (dbias) RTP_CHECK(dbias, (size_t)d->K, "conv2d bias gradient");
     if (rtp_cuda_of(b)->dnn) RT_TRY(rtp_cudnn_bwd_filter(b, dw->data, dout->data, in->data, d, err));
     else RT_TRY(gemm_bwd_filter(b, dw->data, dout->data, in->data, d, err));
-    if (dbias)
-        RT_CUDA_TRY(b, err, rtp_k_bias_grad(rtp_cuda_of(b)->stream, dbias->data, dout->data,
-                                            d->N, d->K, d->P * d->Q));
+    if (!dbias) return RT_OK;
+    /* the sum over n and pq per channel, in two levels (cuda_reduce.cu) */
+    rtp_cuda *c = rtp_cuda_of(b);
+    const int PQ = d->P * d->Q, P = rtp_red_parts((size_t)d->N * PQ);
+    for (int c0 = 0, cw; c0 < d->K; c0 += cw) {
+        cw = rtp_red_wave(d->K, P, c0);
+        RT_CUDA_TRY(b, err, rtp_k_chan_sum_part(c->stream, c->red, dout->data, d->N, d->K, PQ,
+                                                c0, cw, P));
+        RT_CUDA_TRY(b, err, rtp_k_red_finish(c->stream, c->red, dbias->data, NULL, c0, cw, P));
+    }
     return RT_OK;
 }

@@ -1,6 +1,6 @@
 /* cuda_device.c - the device list for %device, what this build has (`kiln --version`),
  * whether a GPU and its driver can run it (messages naming both and the fix), the
- * backend's compute precision and memory information (rt_cuda.h).
+ * backend's compute precision and memory information (rt_device.h).
  *
  * Listing never fails for lack of devices: zero devices (no driver, no GPU) is an empty
  * list with the CUDA runtime's reason, so %device can always print something useful.

@@ -43,25 +43,6 @@ __global__ void bias_add_k(float *y, const float *bias, size_t n, int K, int PQ)
     RTP_GRID_LOOP(i, n) rtp_bias_add_at(i, y, bias, K, PQ);
 }
 
-/* One block per channel k: strided partials, then the fixed tree -> deterministic. */
-__global__ void bias_grad_k(float *db, const float *dy, int N, int K, int PQ)
-{
-    __shared__ double part[RTP_THREADS];
-    part[threadIdx.x] = rtp_bias_grad_part((int)threadIdx.x, RTP_THREADS, dy, N, K, PQ,
-                                           (int)blockIdx.x);
-    __syncthreads();
-    for (int w = RTP_THREADS / 2; w > 0; w /= 2) {
-        if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) db[blockIdx.x] = (float)part[0];
-}
-
-__global__ void col_sums_k(float *db, const float *dy, int N, int O)
-{
-    RTP_GRID_LOOP(o, O) rtp_col_sums_at((int)o, db, dy, N, O);
-}
-
 __global__ void row_broadcast_k(float *y, const float *bias, size_t n, int O)
 {
     RTP_GRID_LOOP(i, n) y[i] = bias[i % (size_t)O];
@@ -126,19 +107,6 @@ extern "C" cudaError_t rtp_k_bias_add(cudaStream_t s, float *y, const float *bia
 {
     size_t n = (size_t)N * K * PQ;
     RTP_LAUNCH(n, s, bias_add_k, y, bias, n, K, PQ);
-}
-
-extern "C" cudaError_t rtp_k_bias_grad(cudaStream_t s, float *db, const float *dy, int N,
-                                       int K, int PQ)
-{
-    if (K <= 0) return cudaSuccess;
-    bias_grad_k<<<(unsigned)K, RTP_THREADS, 0, s>>>(db, dy, N, K, PQ);
-    return cudaGetLastError();
-}
-
-extern "C" cudaError_t rtp_k_col_sums(cudaStream_t s, float *db, const float *dy, int N, int O)
-{
-    RTP_LAUNCH((size_t)(O > 0 ? O : 0), s, col_sums_k, db, dy, N, O);
 }
 
 extern "C" cudaError_t rtp_k_row_broadcast(cudaStream_t s, float *y, const float *bias, int N,

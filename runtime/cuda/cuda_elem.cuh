@@ -94,24 +94,47 @@ RTP_HD void rtp_bias_add_at(size_t i, float *y, const float *bias, int K, int PQ
     y[i] = y[i] + bias[(i / (size_t)PQ) % (size_t)K];
 }
 
-/* Thread t (of T) of channel k's bias-gradient block: its strided partial sum. */
-RTP_HD double rtp_bias_grad_part(int t, int T, const float *dy, int N, int K, int PQ, int k)
+/* db[o] = sum_n dy[n][o], from 0 in n order (cpu_dense.c), staged through shared memory
+ * (col_sums_k): a block owns RTP_COLS_W columns and walks the rows in tiles of
+ * RTP_COLS_ROWS that all its threads load (neighbouring threads, neighbouring columns:
+ * coalesced); thread c then adds column c of the tile in row order, so the order, and
+ * the result, are the CPU's bit for bit, and the serial part reads shared memory. */
+#define RTP_COLS_W 32
+#define RTP_COLS_ROWS 64
+#define RTP_COLS_LD (RTP_COLS_W + 1) /* a column's reads fall in distinct banks */
+
+/* Thread t's loads: tile[r][c] = dy[r0 + r][o0 + c] (0 past the last column). */
+RTP_HD void rtp_cols_load(int t, int T, float *tile, const float *dy, int N, int O, int r0,
+                          int o0)
 {
-    size_t M = (size_t)N * PQ;
-    double s = 0.0;
-    for (size_t j = (size_t)t; j < M; j += (size_t)T) {
-        size_t n = j / (size_t)PQ, q = j % (size_t)PQ;
-        s += dy[(n * K + k) * PQ + q];
+    const int rows = N - r0 < RTP_COLS_ROWS ? N - r0 : RTP_COLS_ROWS;
+    for (int e = t; e < rows * RTP_COLS_W; e += T) {
+        int r = e / RTP_COLS_W, c = e % RTP_COLS_W, o = o0 + c;
+        tile[r * RTP_COLS_LD + c] = o < O ? dy[(size_t)(r0 + r) * O + o] : 0.0f;
     }
+}
+
+/* s + column c of the tile's first `rows` rows, in row order. */
+RTP_HD float rtp_cols_add(float s, const float *tile, int rows, int c)
+{
+    for (int r = 0; r < rows; r++) s = s + tile[r * RTP_COLS_LD + c];
     return s;
 }
 
-/* db[o] = sum_n dy[n][o], from 0 in n order (cpu_dense.c). */
-RTP_HD void rtp_col_sums_at(int o, float *db, const float *dy, int N, int O)
+/* col_sums_k replayed on the host (the mock device, the host tests): every block, every
+ * tile, with T threads loading. */
+static inline void rtp_col_sums_host(float *db, const float *dy, int N, int O, int T)
 {
-    float s = 0.0f;
-    for (int n = 0; n < N; n++) s = s + dy[(size_t)n * O + o];
-    db[o] = s;
+    float tile[RTP_COLS_ROWS * RTP_COLS_LD];
+    for (int o0 = 0; o0 < O; o0 += RTP_COLS_W) {
+        float s[RTP_COLS_W] = {0};
+        for (int r0 = 0; r0 < N; r0 += RTP_COLS_ROWS) {
+            for (int t = 0; t < T; t++) rtp_cols_load(t, T, tile, dy, N, O, r0, o0);
+            const int rows = N - r0 < RTP_COLS_ROWS ? N - r0 : RTP_COLS_ROWS;
+            for (int c = 0; c < RTP_COLS_W; c++) s[c] = rtp_cols_add(s[c], tile, rows, c);
+        }
+        for (int c = 0; c < RTP_COLS_W && o0 + c < O; c++) db[o0 + c] = s[c];
+    }
 }
 
 /* ---- pooling (cpu_pool.c; backward gathers over the covering windows) ---- */
@@ -285,58 +308,146 @@ RTP_HD void rtp_sgd_at(size_t i, float *p, float *buf, const float *g, const rt_
     p[i] = p[i] + -c->lr * gi;
 }
 
-/* ---- batchnorm per channel c (cpu_bn.c); a block of T threads, thread t ---- */
+/* ---- per-channel reductions in two levels (batch norm, the conv bias gradient) ----
+ * Channel c of an (N, C, HW) tensor holds M = N * HW elements; its element j (sample
+ * j / HW, position j % HW) is at rtp_chan_at(j). Level 1: P = rtp_red_parts(M) blocks per
+ * channel (cuda_kernels.h); block p takes the contiguous range rtp_red_range(p) of j and
+ * its thread t the elements lo + t, lo + t + T, ..., so neighbouring threads read
+ * neighbouring addresses. Each thread sums in float with Kahan's compensation; the block
+ * adds its T threads' sums as doubles by the fixed tree rtp_tree_sum_host and writes one
+ * partial. Level 2: one thread per channel adds the P partials in p order, in double.
+ * Why this precision split: the per-element loop is the hot path, and FP64 runs at 1/32
+ * to 1/64 of the FP32 rate on consumer GPUs; a compensated float sum is within a few
+ * ulps of the exact sum whatever the count (error <= 2u|S| + O(n u^2) sum|x|), while a
+ * plain float sum of 10^5 values would lose ~4 digits, so the loop stays in float. The
+ * tree and the combine handle T + P values per block and channel, negligible work, so
+ * they stay in double, as the CPU reference sums. Every split and order depends only on
+ * the shape: the result is bitwise the same run to run, whatever the GPU's scheduling.
+ */
 
-RTP_HD size_t rtp_bn_at(size_t j, int C, int c, int HW)
+RTP_HD size_t rtp_chan_at(size_t j, int C, int c, int HW)
 {
     size_t n = j / (size_t)HW, i = j % (size_t)HW;
     return (n * C + c) * HW + i;
 }
 
-RTP_HD double rtp_bn_part_sum(int t, int T, const float *X, int N, int C, int c, int HW)
+/* Block p's range [*lo, *hi) of a channel's M elements, P blocks of ceil(M / P). */
+RTP_HD void rtp_red_range(size_t M, int P, int p, size_t *lo, size_t *hi)
 {
-    double s = 0.0;
-    for (size_t j = (size_t)t; j < (size_t)N * HW; j += (size_t)T) s += X[rtp_bn_at(j, C, c, HW)];
-    return s;
+    size_t len = (M + (size_t)P - 1) / (size_t)P, a = len * (size_t)p;
+    *lo = a < M ? a : M;
+    *hi = a + len < M ? a + len : M;
 }
 
-RTP_HD double rtp_bn_part_sq(int t, int T, const float *X, int N, int C, int c, int HW,
-                             double mean)
+typedef struct rtp_kahan {
+    float s, c; /* the sum, and minus the low-order part it lost */
+} rtp_kahan;
+
+RTP_HD void rtp_kahan_add(rtp_kahan *k, float v)
 {
-    double ss = 0.0;
-    for (size_t j = (size_t)t; j < (size_t)N * HW; j += (size_t)T) {
-        double dv = X[rtp_bn_at(j, C, c, HW)] - mean;
-        ss += dv * dv;
+    float y = v - k->c, t = k->s + y;
+    k->c = (t - k->s) - y;
+    k->s = t;
+}
+
+RTP_HD double rtp_kahan_value(rtp_kahan k) { return (double)k.s - (double)k.c; }
+
+/* Thread t's compensated sum of channel c's X over [lo, hi). */
+RTP_HD double rtp_red_sum_part(int t, int T, const float *X, int C, int c, int HW, size_t lo,
+                               size_t hi)
+{
+    rtp_kahan k = {0.0f, 0.0f};
+    for (size_t j = lo + (size_t)t; j < hi; j += (size_t)T) rtp_kahan_add(&k, X[rtp_chan_at(j, C, c, HW)]);
+    return rtp_kahan_value(k);
+}
+
+/* A block's shift for its squares: the mean of its range, rounded to float (0 if empty),
+ * the same value in the block and in the combine. */
+RTP_HD float rtp_red_shift(double s, size_t lo, size_t hi)
+{
+    return hi > lo ? (float)(s / (double)(hi - lo)) : 0.0f;
+}
+
+/* Thread t's compensated sum of (x - m)^2 over [lo, hi). */
+RTP_HD double rtp_red_sq_part(int t, int T, const float *X, int C, int c, int HW, size_t lo,
+                              size_t hi, float m)
+{
+    rtp_kahan k = {0.0f, 0.0f};
+    for (size_t j = lo + (size_t)t; j < hi; j += (size_t)T) {
+        float d = X[rtp_chan_at(j, C, c, HW)] - m;
+        rtp_kahan_add(&k, d * d);
     }
-    return ss;
+    return rtp_kahan_value(k);
 }
 
-/* y = x * g + sh for thread t's elements of channel c. */
-RTP_HD void rtp_bn_part_apply(int t, int T, float *Y, const float *X, int N, int C, int c,
-                              int HW, float g, float sh)
+/* Thread t's compensated sums of dy and dy * xhat over [lo, hi) (batch norm backward). */
+RTP_HD void rtp_bn_bwd_part(int t, int T, const float *DY, const float *X, int C, int c, int HW,
+                            size_t lo, size_t hi, float mean, float inv, double *sdy,
+                            double *sdyx)
 {
-    for (size_t j = (size_t)t; j < (size_t)N * HW; j += (size_t)T) {
-        size_t k = rtp_bn_at(j, C, c, HW);
-        Y[k] = X[k] * g + sh;
+    rtp_kahan a = {0.0f, 0.0f}, b = {0.0f, 0.0f};
+    for (size_t j = lo + (size_t)t; j < hi; j += (size_t)T) {
+        size_t k = rtp_chan_at(j, C, c, HW);
+        float dy = DY[k], xh = (X[k] - mean) * inv;
+        rtp_kahan_add(&a, dy);
+        rtp_kahan_add(&b, dy * xh);
     }
+    *sdy = rtp_kahan_value(a), *sdyx = rtp_kahan_value(b);
 }
 
-/* Saved and running statistics of channel c from the two block sums. */
+/* Level 2 of a plain sum: out0[c0 + w] (and out1, if any) = the P partial pairs of
+ * channel c0 + w added in p order. */
+RTP_HD void rtp_red_finish_at(int w, const double *part, int P, float *out0, float *out1,
+                              int c0)
+{
+    const double *pp = part + (size_t)w * P * 2;
+    double a = 0.0, b = 0.0;
+    for (int p = 0; p < P; p++) a += pp[2 * p], b += pp[2 * p + 1];
+    out0[c0 + w] = (float)a;
+    if (out1) out1[c0 + w] = (float)b;
+}
+
+/* Saved and running statistics of channel c from its sum s and its sum of squared
+ * deviations ss over M elements (cpu_bn.c's formulas). */
 RTP_HD void rtp_bn_finish(int c, double s, double ss, size_t M, float eps, float momentum,
-                          const float *G, const float *Bt, float *SM, float *SI, float *RM,
-                          float *RV, float *g_out, float *sh_out)
+                          float *SM, float *SI, float *RM, float *RV)
 {
     double mean = s / (double)M, var = ss / (double)M;
-    float inv = (float)(1.0 / sqrt(var + eps));
-    float mf = (float)mean, g = G[c] * inv, sh = Bt[c] - mf * g;
-    *g_out = g, *sh_out = sh;
-    if (SM) {
-        SM[c] = mf;
-        SI[c] = inv;
-        double unbiased = M > 1 ? ss / (double)(M - 1) : var;
-        RM[c] = (float)((1.0 - momentum) * RM[c] + momentum * mean);
-        RV[c] = (float)((1.0 - momentum) * RV[c] + momentum * unbiased);
+    SM[c] = (float)mean;
+    SI[c] = (float)(1.0 / sqrt(var + eps));
+    double unbiased = M > 1 ? ss / (double)(M - 1) : var;
+    RM[c] = (float)((1.0 - momentum) * RM[c] + momentum * mean);
+    RV[c] = (float)((1.0 - momentum) * RV[c] + momentum * unbiased);
+}
+
+/* Level 2 of the forward statistics: channel c0 + w's P pairs (sum, squares about the
+ * block's shift m_p) combined exactly in double, sum (x - mean)^2 =
+ * sum_p [Q_p + 2 (m_p - mean)(S_p - n_p m_p) + n_p (m_p - mean)^2]. */
+RTP_HD void rtp_bn_stats_finish_at(int w, const double *part, int P, size_t M, float eps,
+                                   float momentum, float *SM, float *SI, float *RM, float *RV,
+                                   int c0)
+{
+    const double *pp = part + (size_t)w * P * 2;
+    double s = 0.0, ss = 0.0;
+    for (int p = 0; p < P; p++) s += pp[2 * p];
+    const double mean = s / (double)M;
+    for (int p = 0; p < P; p++) {
+        size_t lo, hi;
+        rtp_red_range(M, P, p, &lo, &hi);
+        const double n = (double)(hi - lo), m = rtp_red_shift(pp[2 * p], lo, hi);
+        const double dm = m - mean;
+        ss += pp[2 * p + 1] + 2.0 * dm * (pp[2 * p] - n * m) + n * dm * dm;
     }
+    rtp_bn_finish(c0 + w, s, ss, M, eps, momentum, SM, SI, RM, RV);
+}
+
+/* y = x * g + sh with g = gamma * invstd, sh = beta - mean * g (the training forward). */
+RTP_HD void rtp_bn_apply_at(size_t i, float *Y, const float *X, const float *G, const float *Bt,
+                            const float *SM, const float *SI, int C, int HW)
+{
+    int c = (int)((i / (size_t)HW) % (size_t)C);
+    float g = G[c] * SI[c], sh = Bt[c] - SM[c] * g;
+    Y[i] = X[i] * g + sh;
 }
 
 RTP_HD void rtp_bn_eval_at(size_t i, float *Y, const float *X, const float *G, const float *Bt,
@@ -347,30 +458,16 @@ RTP_HD void rtp_bn_eval_at(size_t i, float *Y, const float *X, const float *G, c
     Y[i] = X[i] * g + sh;
 }
 
-/* Thread t's partial sums of dy and dy * xhat for channel c. */
-RTP_HD void rtp_bn_bwd_part(int t, int T, const float *DY, const float *X, int N, int C, int c,
-                            int HW, float mean, float inv, double *sdy, double *sdyx)
+/* dx from the channel's sums (dbeta = sum dy, dgamma = sum dy * xhat, as floats). */
+RTP_HD void rtp_bn_bwd_apply_at(size_t i, float *DX, const float *DY, const float *X,
+                                const float *G, const float *SM, const float *SI,
+                                const float *DG, const float *DB, int C, int HW, size_t M)
 {
-    double a = 0.0, b = 0.0;
-    for (size_t j = (size_t)t; j < (size_t)N * HW; j += (size_t)T) {
-        size_t k = rtp_bn_at(j, C, c, HW);
-        a += DY[k];
-        b += (double)DY[k] * ((X[k] - mean) * inv);
-    }
-    *sdy = a, *sdyx = b;
-}
-
-RTP_HD void rtp_bn_bwd_apply(int t, int T, float *DX, const float *DY, const float *X, int N,
-                             int C, int c, int HW, float mean, float inv, float gamma,
-                             double sdy, double sdyx)
-{
-    const size_t M = (size_t)N * HW;
-    const float kk = gamma * inv / (float)M, a = (float)sdy, bq = (float)sdyx;
-    for (size_t j = (size_t)t; j < M; j += (size_t)T) {
-        size_t k = rtp_bn_at(j, C, c, HW);
-        float xh = (X[k] - mean) * inv;
-        DX[k] = kk * ((float)M * DY[k] - a - xh * bq);
-    }
+    int c = (int)((i / (size_t)HW) % (size_t)C);
+    const float mean = SM[c], inv = SI[c];
+    const float kk = G[c] * inv / (float)M, a = DB[c], bq = DG[c];
+    float xh = (X[i] - mean) * inv;
+    DX[i] = kk * ((float)M * DY[i] - a - xh * bq);
 }
 
 /* The block's tree reduction, in the order the kernels use (part[t] += part[t + w]
@@ -380,6 +477,32 @@ RTP_HD double rtp_tree_sum_host(double *part, int T)
     for (int w = T / 2; w > 0; w /= 2)
         for (int t = 0; t < w; t++) part[t] += part[t + w];
     return part[0];
+}
+
+/* Level 1 replayed on the host (the mock device, the host tests): block p of channel
+ * c0 + w with T threads writes its pair, as the kernels of cuda_bn.cu / cuda_reduce.cu.
+ * kind 0: sum of X (bias gradient); 1: sum and squares about the shift (forward
+ * statistics); 2: sums of dy and dy * xhat (backward; Y is dy, SM/SI the statistics). */
+static inline void rtp_red_block_host(int kind, double *part, int T, const float *X,
+                                      const float *Y, const float *SM, const float *SI, int N,
+                                      int C, int HW, int c0, int w, int P, int p)
+{
+    double a[256], b[256];
+    const int c = c0 + w;
+    size_t lo, hi;
+    rtp_red_range((size_t)N * HW, P, p, &lo, &hi);
+    for (int t = 0; t < T; t++) {
+        if (kind == 2) rtp_bn_bwd_part(t, T, Y, X, C, c, HW, lo, hi, SM[c], SI[c], &a[t], &b[t]);
+        else a[t] = rtp_red_sum_part(t, T, X, C, c, HW, lo, hi), b[t] = 0.0;
+    }
+    double s = rtp_tree_sum_host(a, T), q = 0.0;
+    if (kind == 1) {
+        const float m = rtp_red_shift(s, lo, hi);
+        for (int t = 0; t < T; t++) b[t] = rtp_red_sq_part(t, T, X, C, c, HW, lo, hi, m);
+    }
+    if (kind != 0) q = rtp_tree_sum_host(b, T);
+    part[2 * ((size_t)w * P + p)] = s;
+    part[2 * ((size_t)w * P + p) + 1] = q;
 }
 
 /* ---- the trainer's device path (cpu_gather.c, cpu_xent.c, cpu_amp.c) ---- */
@@ -463,11 +586,17 @@ RTP_HD int rtp_xent_correct_at(int n, const float *probs, const int32_t *labels,
     return best == labels[n];
 }
 
-/* The step-statistics row from the loss sum (double, sample order) and the count. */
-RTP_HD void rtp_xent_stats_row(float *r, const float *loss, int N, int correct)
+/* s + v[0] + ... + v[k-1], in double, in order: the loss sum of xent_stats_k, which adds
+ * each tile of losses its block loaded into shared memory (cpu_xent.c's sample order). */
+RTP_HD double rtp_loss_add(double s, const float *v, int k)
 {
-    double s = 0.0;
-    for (int n = 0; n < N; n++) s += loss[n];
+    for (int j = 0; j < k; j++) s += v[j];
+    return s;
+}
+
+/* The step-statistics row from the loss sum s (rtp_loss_add) and the count. */
+RTP_HD void rtp_xent_stats_row(float *r, double s, int N, int correct)
+{
     double mean = s / N;
     memcpy(r, &mean, sizeof mean); /* words 0-1: the double's bytes, exactly */
     r[2] = (float)correct;

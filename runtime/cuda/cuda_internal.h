@@ -18,13 +18,13 @@
 
 #include "../rt_backend.h"
 #include "cuda_kernels.h"
-#include "rt_cuda.h"
+#include "rt_device.h"
 
 typedef struct rtp_cudnn rtp_cudnn; /* cudnn_conv.c */
 
 /* The cuBLAS entry points the backend uses, resolved at open (cuda_blas_dl.c): cuBLAS
  * is dlopen'ed by the first CUDA backend, not linked, because loading it costs every
- * Kiln process ~210 MB of RSS and 0.2 s (cublasLt's relocations) even on the CPU. */
+ * Kiln process much memory and start time (cublasLt's relocations) even on the CPU. */
 typedef struct rtp_blas_fns {
     cublasStatus_t (*create)(cublasHandle_t *h);
     cublasStatus_t (*destroy)(cublasHandle_t h);
@@ -66,6 +66,7 @@ typedef struct rtp_cuda {
     rtp_blas_fns blasf;   /* cuBLAS entry points (rtp_blas_load) */
     rtp_cudnn *dnn;       /* NULL: convolution by im2col + cuBLAS (cuda_conv.c) */
     rt_adam_coef *coef;   /* device: the fp16 Adam coefficients of the step (cuda_train.cu) */
+    double *red;          /* device: RTP_RED_SLOTS partial pairs of the reductions */
     void *ws;             /* workspace (device), ws_bytes long */
     size_t ws_bytes;
     rt_precision prec;
@@ -81,8 +82,6 @@ rt_status rtp_cublas_fail(rt_backend *b, cublasStatus_t s, const char *call, con
                           int line, rt_error *err);
 /* RT_EDEVICE_LOST if b is lost, else RT_OK. */
 rt_status rtp_cuda_enter(rt_backend *b, rt_error *err);
-/* Checks a tensor is bound and holds at least numel elements (as the CPU backend). */
-rt_status rtp_cuda_check(const rt_tensor *t, size_t numel, const char *what, rt_error *err);
 /* The workspace if it holds `bytes`, else NULL with RT_EINVAL in err. */
 void *rtp_cuda_scratch(rt_backend *b, size_t bytes, rt_error *err);
 /* Out-of-memory message: asked, free and total bytes. */
@@ -101,7 +100,6 @@ rt_status rtp_cuda_oom(rt_backend *b, size_t asked, const char *what, rt_error *
             return rtp_cublas_fail((b), rtp_s_, #call, __FILE__, __LINE__, (err));      \
     } while (0)
 #define RTP_ENTER(b) RT_TRY(rtp_cuda_enter((b), err))
-#define RTP_CHECK(t, numel, what) RT_TRY(rtp_cuda_check((t), (numel), (what), err))
 
 /* ---- cuda_device.c ---- */
 /* 1 when this build's kernels (KILN_CUDA_ARCHS) run on compute capability major.minor. */

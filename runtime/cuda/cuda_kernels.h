@@ -52,8 +52,6 @@ cudaError_t rtp_k_add(cudaStream_t s, float *z, const float *a, const float *b, 
 cudaError_t rtp_k_mul(cudaStream_t s, float *z, const float *a, const float *b, size_t n);
 /* y (N,K,PQ) += bias (K). */
 cudaError_t rtp_k_bias_add(cudaStream_t s, float *y, const float *bias, int N, int K, int PQ);
-/* db (K) = sum over n, pq of dy (N,K,PQ); fixed order (deterministic). */
-cudaError_t rtp_k_bias_grad(cudaStream_t s, float *db, const float *dy, int N, int K, int PQ);
 /* db (O) = column sums of dy (N,O), in n order from 0 (the CPU's order). */
 cudaError_t rtp_k_col_sums(cudaStream_t s, float *db, const float *dy, int N, int O);
 /* y (N,O) = bias broadcast over rows. */
@@ -69,18 +67,63 @@ cudaError_t rtp_k_maxpool_bwd(cudaStream_t s, float *dx, const float *dy, const 
 cudaError_t rtp_k_avgpool_fwd(cudaStream_t s, float *y, const float *x, rtp_pool_geom g);
 cudaError_t rtp_k_avgpool_bwd(cudaStream_t s, float *dx, const float *dy, rtp_pool_geom g);
 
+/* ---- per-channel reductions in two levels (cuda_reduce.cu, cuda_bn.cu) ----
+ * Channel c of an (N, C, HW) tensor has M = N * HW elements. Level 1 (the *_part
+ * launchers): P = rtp_red_parts(M) blocks per channel, for channels c0 .. c0 + cw - 1,
+ * each write one pair of doubles, part[2 * ((c - c0) * P + p) + {0, 1}]. Level 2 (the
+ * *_finish launchers): one thread per channel combines its P pairs in p order. cw * P
+ * must fit the backend's buffer of RTP_RED_SLOTS pairs: larger C runs in waves
+ * (rtp_red_wave). The split depends only on the shape (cuda_elem.cuh says why and how
+ * precisely), so results are bitwise the same run to run. */
+#define RTP_RED_CHUNK 4096  /* elements per block, at least */
+#define RTP_RED_MAXP 64     /* blocks per channel, at most */
+#define RTP_RED_SLOTS 16384 /* partial pairs in the backend's reduction buffer */
+
+static inline int rtp_red_parts(size_t M)
+{
+    size_t p = (M + RTP_RED_CHUNK - 1) / RTP_RED_CHUNK;
+    return p < 1 ? 1 : p > RTP_RED_MAXP ? RTP_RED_MAXP : (int)p;
+}
+
+/* The channels of the wave starting at c0. */
+static inline int rtp_red_wave(int C, int P, int c0)
+{
+    int per = RTP_RED_SLOTS / P;
+    return C - c0 < per ? C - c0 : per;
+}
+
+/* Pairs (sum of x, 0): the conv bias gradient's level 1. */
+cudaError_t rtp_k_chan_sum_part(cudaStream_t s, double *part, const float *x, int N, int C,
+                                int HW, int c0, int cw, int P);
+/* out0[c] = (float) the sum of the pairs' first halves, out1[c] (unless NULL) of the
+ * second halves, for c in c0 .. c0 + cw - 1. */
+cudaError_t rtp_k_red_finish(cudaStream_t s, const double *part, float *out0, float *out1,
+                             int c0, int cw, int P);
+
 /* ---- cuda_bn.cu (as cpu_bn.c; x, y: (N,C,HW)) ---- */
-cudaError_t rtp_k_bn_fwd_train(cudaStream_t s, float *y, float *save_mean, float *save_invstd,
-                               float *running_mean, float *running_var, const float *x,
-                               const float *gamma, const float *beta, int N, int C, int HW,
-                               float eps, float momentum);
+/* Training forward: pairs (sum, squares about the block's mean); the finish writes the
+ * saved mean and invstd and updates the running statistics; apply writes y from them. */
+cudaError_t rtp_k_bn_stats_part(cudaStream_t s, double *part, const float *x, int N, int C,
+                                int HW, int c0, int cw, int P);
+cudaError_t rtp_k_bn_stats_finish(cudaStream_t s, const double *part, float *save_mean,
+                                  float *save_invstd, float *running_mean, float *running_var,
+                                  int N, int HW, int c0, int cw, int P, float eps,
+                                  float momentum);
+cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x, const float *gamma,
+                           const float *beta, const float *save_mean, const float *save_invstd,
+                           int N, int C, int HW);
 cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *x, const float *gamma,
                               const float *beta, const float *running_mean,
                               const float *running_var, int N, int C, int HW, float eps);
-cudaError_t rtp_k_bn_bwd(cudaStream_t s, float *dx, float *dgamma, float *dbeta,
-                         const float *dy, const float *x, const float *gamma,
-                         const float *save_mean, const float *save_invstd, int N, int C,
-                         int HW);
+/* Backward: pairs (sum dy, sum dy * xhat), finished by rtp_k_red_finish into dbeta and
+ * dgamma; then dx from those. */
+cudaError_t rtp_k_bn_bwd_part(cudaStream_t s, double *part, const float *dy, const float *x,
+                              const float *save_mean, const float *save_invstd, int N, int C,
+                              int HW, int c0, int cw, int P);
+cudaError_t rtp_k_bn_bwd_apply(cudaStream_t s, float *dx, const float *dy, const float *x,
+                               const float *gamma, const float *save_mean,
+                               const float *save_invstd, const float *dgamma,
+                               const float *dbeta, int N, int C, int HW);
 
 /* ---- cuda_xent.cu (as cpu_xent.c); a label outside [0, L) gives a NaN loss ---- */
 cudaError_t rtp_k_xent_fwd(cudaStream_t s, float *loss, float *probs, const float *logits,

@@ -125,9 +125,6 @@ rt_status rtp_cuda_upload(rt_backend *b, rt_tensor *dst, const void *src, size_t
                           rt_error *err)
 {
     RTP_ENTER(b);
-    if (bytes > rt_tensor_bytes(dst) || !dst->data)
-        return RT_ERR(err, RT_EINVAL, "upload of %zu bytes into a %zu-byte tensor", bytes,
-                      rt_tensor_bytes(dst));
     if (bytes == 0) return RT_OK;
     rtp_cuda *c = rtp_cuda_of(b);
     RT_CUDA_TRY(b, err, cudaMemcpyAsync(dst->data, src, bytes, cudaMemcpyHostToDevice,
@@ -145,9 +142,6 @@ rt_status rtp_cuda_download(rt_backend *b, void *dst, const rt_tensor *src, size
                             rt_error *err)
 {
     RTP_ENTER(b);
-    if (bytes > rt_tensor_bytes(src) || !src->data)
-        return RT_ERR(err, RT_EINVAL, "download of %zu bytes from a %zu-byte tensor", bytes,
-                      rt_tensor_bytes(src));
     rtp_cuda *c = rtp_cuda_of(b);
     if (bytes)
         RT_CUDA_TRY(b, err, cudaMemcpyAsync(dst, src->data, bytes, cudaMemcpyDeviceToHost,
@@ -166,7 +160,6 @@ rt_status rtp_cuda_sync(rt_backend *b, rt_error *err)
 rt_status rtp_cuda_fill(rt_backend *b, rt_tensor *dst, float v, rt_error *err)
 {
     RTP_ENTER(b);
-    RTP_CHECK(dst, 0, "fill");
     RT_CUDA_TRY(b, err, rtp_k_fill(rtp_cuda_of(b)->stream, dst->data, rt_tensor_numel(dst), v));
     return RT_OK;
 }
@@ -174,8 +167,6 @@ rt_status rtp_cuda_fill(rt_backend *b, rt_tensor *dst, float v, rt_error *err)
 rt_status rtp_cuda_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err)
 {
     RTP_ENTER(b);
-    RTP_CHECK(dst, rt_tensor_numel(src), "copy");
-    RTP_CHECK(src, rt_tensor_numel(src), "copy source");
     if (dst->data == src->data) return RT_OK;
     RT_CUDA_TRY(b, err, cudaMemcpyAsync(dst->data, src->data, rt_tensor_bytes(src),
                                         cudaMemcpyDeviceToDevice, rtp_cuda_of(b)->stream));

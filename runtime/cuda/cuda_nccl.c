@@ -1,5 +1,5 @@
 /* cuda_nccl.c - the gradient all-reduce between the CUDA devices of one process
- * (rt_cuda.h, "NCCL"), for the device group of runtime/rt_dist_group.c.
+ * (runtime/rt_nccl.h), for the device group of runtime/rt_dist_group.c.
  *
  * One communicator per device from ncclCommInitAll (the devices of one process), or one
  * from ncclCommInitRank (a process's device among the ranks of a launch, which share
@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../rt_nccl.h"
 #include "cuda_internal.h"
 #include "nccl_dl.h"
 
@@ -161,7 +162,8 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
 {
     if (!c || r < 0 || r >= c->n) return RT_ERR(err, RT_EINVAL, "no NCCL rank %d", r);
     RT_TRY(rtp_cuda_enter(b, err));
-    RT_TRY(rtp_cuda_check(buf, 1, "all-reduce", err));
+    if (!buf || !buf->data || rt_tensor_numel(buf) == 0)
+        return RT_ERR(err, RT_EINVAL, "all-reduce: an unbound or empty tensor");
     nccl_rank *k = &c->r[r];
     const rtp_nccl_fns *f = c->f;
     cudaStream_t main = rtp_cuda_of(b)->stream;

@@ -1,6 +1,6 @@
 /* cuda_ops.c - the CUDA backend's pooling, activations, batchnorm, dropout, loss and
- * optimiser ops: argument checks as in runtime/cpu/, then one launcher each
- * (cuda_*.cu). Scalars that the CPU computes once per op on the host (the dropout
+ * optimiser ops: one launcher each (cuda_*.cu), on arguments rt_backend_call.c has
+ * checked. Scalars that the CPU computes once per op on the host (the dropout
  * stream and keep probability, the optimiser coefficients) are computed here by the
  * same code, so the device kernels receive exactly the CPU's numbers.
  */
@@ -11,21 +11,16 @@
 
 /* ---- pooling ---- */
 
-static rt_status pool_geom(const rt_tensor *x, const rt_tensor *y, const rt_pool_desc *d,
-                           rtp_pool_geom *g, rt_error *err)
+static rtp_pool_geom pool_geom(const rt_pool_desc *d)
 {
-    RTP_CHECK(x, (size_t)d->N * d->C * d->H * d->W, "pool input");
-    RTP_CHECK(y, (size_t)d->N * d->C * d->P * d->Q, "pool output");
-    *g = (rtp_pool_geom){d->N * d->C, d->H, d->W, d->R, d->S, d->stride, d->P, d->Q};
-    return RT_OK;
+    return (rtp_pool_geom){d->N * d->C, d->H, d->W, d->R, d->S, d->stride, d->P, d->Q};
 }
 
 rt_status rtp_cuda_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                const rt_pool_desc *d, rt_error *err)
 {
-    rtp_pool_geom g;
     RTP_ENTER(b);
-    RT_TRY(pool_geom(in, out, d, &g, err));
+    rtp_pool_geom g = pool_geom(d);
     RT_CUDA_TRY(b, err, rtp_k_maxpool_fwd(STREAM, out->data, in->data, g));
     return RT_OK;
 }
@@ -34,10 +29,8 @@ rt_status rtp_cuda_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *d
                                const rt_tensor *in, const rt_tensor *out,
                                const rt_pool_desc *d, rt_error *err)
 {
-    rtp_pool_geom g;
     RTP_ENTER(b);
-    RT_TRY(pool_geom(in, out, d, &g, err));
-    RT_TRY(pool_geom(din, dout, d, &g, err));
+    rtp_pool_geom g = pool_geom(d);
     RT_CUDA_TRY(b, err, rtp_k_maxpool_bwd(STREAM, din->data, dout->data, in->data, out->data, g));
     return RT_OK;
 }
@@ -45,9 +38,8 @@ rt_status rtp_cuda_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *d
 rt_status rtp_cuda_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                const rt_pool_desc *d, rt_error *err)
 {
-    rtp_pool_geom g;
     RTP_ENTER(b);
-    RT_TRY(pool_geom(in, out, d, &g, err));
+    rtp_pool_geom g = pool_geom(d);
     RT_CUDA_TRY(b, err, rtp_k_avgpool_fwd(STREAM, out->data, in->data, g));
     return RT_OK;
 }
@@ -55,9 +47,8 @@ rt_status rtp_cuda_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *i
 rt_status rtp_cuda_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                const rt_pool_desc *d, rt_error *err)
 {
-    rtp_pool_geom g;
     RTP_ENTER(b);
-    RT_TRY(pool_geom(din, dout, d, &g, err));
+    rtp_pool_geom g = pool_geom(d);
     RT_CUDA_TRY(b, err, rtp_k_avgpool_bwd(STREAM, din->data, dout->data, g));
     return RT_OK;
 }
@@ -69,8 +60,6 @@ rt_status rtp_cuda_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, 
 {
     RTP_ENTER(b);
     size_t n = rt_tensor_numel(in);
-    RTP_CHECK(in, n, "relu input");
-    RTP_CHECK(out, n, "relu output");
     RT_CUDA_TRY(b, err, rtp_k_relu_fwd(STREAM, out->data, in->data, n, slope));
     return RT_OK;
 }
@@ -80,9 +69,6 @@ rt_status rtp_cuda_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout
 {
     RTP_ENTER(b);
     size_t n = rt_tensor_numel(out);
-    RTP_CHECK(out, n, "relu output");
-    RTP_CHECK(dout, n, "relu output gradient");
-    RTP_CHECK(din, n, "relu input gradient");
     RT_CUDA_TRY(b, err, rtp_k_relu_bwd(STREAM, din->data, dout->data, out->data, n, slope));
     return RT_OK;
 }
@@ -96,19 +82,18 @@ rt_status rtp_cuda_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_m
                                 const rt_bn_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    const size_t n = (size_t)d->N * d->C * d->H * d->W, C = (size_t)d->C;
-    RTP_CHECK(in, n, "batchnorm input");
-    RTP_CHECK(out, n, "batchnorm output");
-    RTP_CHECK(save_mean, C, "batchnorm mean");
-    RTP_CHECK(save_invstd, C, "batchnorm invstd");
-    RTP_CHECK(running_mean, C, "batchnorm running mean");
-    RTP_CHECK(running_var, C, "batchnorm running var");
-    RTP_CHECK(gamma, C, "batchnorm weight");
-    RTP_CHECK(beta, C, "batchnorm bias");
-    RT_CUDA_TRY(b, err, rtp_k_bn_fwd_train(STREAM, out->data, save_mean->data, save_invstd->data,
-                                           running_mean->data, running_var->data, in->data,
-                                           gamma->data, beta->data, d->N, d->C, d->H * d->W,
-                                           d->eps, d->momentum));
+    double *part = rtp_cuda_of(b)->red;
+    const int HW = d->H * d->W, P = rtp_red_parts((size_t)d->N * HW);
+    for (int c0 = 0, cw; c0 < d->C; c0 += cw) { /* waves of what the buffer holds */
+        cw = rtp_red_wave(d->C, P, c0);
+        RT_CUDA_TRY(b, err, rtp_k_bn_stats_part(STREAM, part, in->data, d->N, d->C, HW, c0, cw, P));
+        RT_CUDA_TRY(b, err, rtp_k_bn_stats_finish(STREAM, part, save_mean->data,
+                                                  save_invstd->data, running_mean->data,
+                                                  running_var->data, d->N, HW, c0, cw, P,
+                                                  d->eps, d->momentum));
+    }
+    RT_CUDA_TRY(b, err, rtp_k_bn_apply(STREAM, out->data, in->data, gamma->data, beta->data,
+                                       save_mean->data, save_invstd->data, d->N, d->C, HW));
     return RT_OK;
 }
 
@@ -118,13 +103,6 @@ rt_status rtp_cuda_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *i
                                const rt_bn_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    const size_t n = (size_t)d->N * d->C * d->H * d->W, C = (size_t)d->C;
-    RTP_CHECK(in, n, "batchnorm input");
-    RTP_CHECK(out, n, "batchnorm output");
-    RTP_CHECK(running_mean, C, "batchnorm running mean");
-    RTP_CHECK(running_var, C, "batchnorm running var");
-    RTP_CHECK(gamma, C, "batchnorm weight");
-    RTP_CHECK(beta, C, "batchnorm bias");
     RT_CUDA_TRY(b, err, rtp_k_bn_fwd_eval(STREAM, out->data, in->data, gamma->data, beta->data,
                                           running_mean->data, running_var->data, d->N, d->C,
                                           d->H * d->W, d->eps));
@@ -137,18 +115,18 @@ rt_status rtp_cuda_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_t
                           const rt_bn_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    const size_t n = (size_t)d->N * d->C * d->H * d->W, C = (size_t)d->C;
-    RTP_CHECK(in, n, "batchnorm input");
-    RTP_CHECK(dout, n, "batchnorm output gradient");
-    RTP_CHECK(din, n, "batchnorm input gradient");
-    RTP_CHECK(dgamma, C, "batchnorm weight gradient");
-    RTP_CHECK(dbeta, C, "batchnorm bias gradient");
-    RTP_CHECK(gamma, C, "batchnorm weight");
-    RTP_CHECK(save_mean, C, "batchnorm mean");
-    RTP_CHECK(save_invstd, C, "batchnorm invstd");
-    RT_CUDA_TRY(b, err, rtp_k_bn_bwd(STREAM, din->data, dgamma->data, dbeta->data, dout->data,
-                                     in->data, gamma->data, save_mean->data,
-                                     save_invstd->data, d->N, d->C, d->H * d->W));
+    double *part = rtp_cuda_of(b)->red;
+    const int HW = d->H * d->W, P = rtp_red_parts((size_t)d->N * HW);
+    for (int c0 = 0, cw; c0 < d->C; c0 += cw) {
+        cw = rtp_red_wave(d->C, P, c0);
+        RT_CUDA_TRY(b, err, rtp_k_bn_bwd_part(STREAM, part, dout->data, in->data,
+                                              save_mean->data, save_invstd->data, d->N, d->C,
+                                              HW, c0, cw, P));
+        RT_CUDA_TRY(b, err, rtp_k_red_finish(STREAM, part, dbeta->data, dgamma->data, c0, cw, P));
+    }
+    RT_CUDA_TRY(b, err, rtp_k_bn_bwd_apply(STREAM, din->data, dout->data, in->data, gamma->data,
+                                           save_mean->data, save_invstd->data, dgamma->data,
+                                           dbeta->data, d->N, d->C, HW));
     return RT_OK;
 }
 
@@ -159,11 +137,6 @@ rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
 {
     RTP_ENTER(b);
     size_t n = (size_t)d->N * d->C * d->H * d->W;
-    RTP_CHECK(in, n, "dropout input");
-    RTP_CHECK(out, n, "dropout output");
-    RTP_CHECK(mask, n, "dropout mask");
-    if (!(d->p >= 0.0f && d->p < 1.0f))
-        return RT_ERR(err, RT_EINVAL, "dropout p=%g must be in [0, 1)", (double)d->p);
     /* the same stream, keep probability and scale as cpu_act.c */
     float keep = 1.0f - d->p;
     rt_rng r = rt_rng_stream(d->seed, RT_RNG_DROPOUT, d->step, d->layer);
@@ -177,9 +150,6 @@ rt_status rtp_cuda_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *d
 {
     RTP_ENTER(b);
     size_t n = rt_tensor_numel(mask);
-    RTP_CHECK(mask, n, "dropout mask");
-    RTP_CHECK(dout, n, "dropout output gradient");
-    RTP_CHECK(din, n, "dropout input gradient");
     RT_CUDA_TRY(b, err, rtp_k_mul(STREAM, din->data, dout->data, mask->data, n));
     return RT_OK;
 }
@@ -191,11 +161,6 @@ rt_status rtp_cuda_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
                             const rt_xent_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    RTP_CHECK(logits, (size_t)d->N * d->L, "xent logits");
-    RTP_CHECK(probs, (size_t)d->N * d->L, "xent probs");
-    RTP_CHECK(loss, (size_t)d->N, "xent loss");
-    RTP_CHECK(labels, (size_t)d->N, "xent labels");
-    if (d->L < 1) return RT_ERR(err, RT_EINVAL, "xent: %d classes", d->L);
     RT_CUDA_TRY(b, err, rtp_k_xent_fwd(STREAM, loss->data, probs->data, logits->data,
                                        labels->data, d->N, d->L));
     return RT_OK;
@@ -206,9 +171,6 @@ rt_status rtp_cuda_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *
                             rt_error *err)
 {
     RTP_ENTER(b);
-    RTP_CHECK(probs, (size_t)d->N * d->L, "xent probs");
-    RTP_CHECK(dlogits, (size_t)d->N * d->L, "xent logits gradient");
-    RTP_CHECK(labels, (size_t)d->N, "xent labels");
     RT_CUDA_TRY(b, err, rtp_k_xent_bwd(STREAM, dlogits->data, probs->data, labels->data, scale,
                                        d->N, d->L));
     return RT_OK;
@@ -221,11 +183,6 @@ rt_status rtp_cuda_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt
 {
     RTP_ENTER(b);
     size_t n = rt_tensor_numel(param);
-    RTP_CHECK(param, n, "adam param");
-    RTP_CHECK(m, n, "adam m");
-    RTP_CHECK(v, n, "adam v");
-    RTP_CHECK(grad, n, "adam grad");
-    if (d->step < 1) return RT_ERR(err, RT_EINVAL, "adam step must be >= 1");
     rt_optim_config cfg = rt_optim_config_default(d->decoupled ? RT_OPTIM_ADAMW : RT_OPTIM_ADAM);
     cfg.beta1 = d->beta1, cfg.beta2 = d->beta2, cfg.eps = d->eps;
     cfg.weight_decay = d->weight_decay;
@@ -239,10 +196,6 @@ rt_status rtp_cuda_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *moment
 {
     RTP_ENTER(b);
     size_t n = rt_tensor_numel(param);
-    RTP_CHECK(param, n, "sgd param");
-    RTP_CHECK(grad, n, "sgd grad");
-    if (d->momentum != 0.0f) RTP_CHECK(momentum_buf, n, "sgd momentum buffer");
-    if (d->step < 1) return RT_ERR(err, RT_EINVAL, "sgd step must be >= 1");
     rt_optim_config cfg = rt_optim_config_default(RT_OPTIM_SGD);
     cfg.momentum = d->momentum, cfg.dampening = d->dampening, cfg.nesterov = d->nesterov;
     cfg.weight_decay = d->weight_decay;

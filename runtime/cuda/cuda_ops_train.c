@@ -1,7 +1,6 @@
 /* cuda_ops_train.c - the CUDA backend's ops for the trainer's device path: gather_batch,
- * xent_stats and the loss-scaling ops (rt_backend.h). Argument checks are the CPU
- * backend's (runtime/cpu/cpu_gather.c, cpu_xent.c, cpu_amp.c) as far as they need no
- * device data; then one launcher each (cuda_train.cu).
+ * xent_stats and the loss-scaling ops (rt_backend.h): one launcher each (cuda_train.cu),
+ * on arguments rt_backend_call.c has checked.
  *
  * Deliberately NOT done here: reading anything back. These ops run once or more per
  * training step, and a download would synchronise the step. So what the CPU checks in
@@ -22,7 +21,6 @@ rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *lab
                                 const rt_tensor *order, const rt_gather_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    RT_TRY(rt_gather_check(d, images, labels, data, data_labels, order, err));
     /* the stream and conversions rt_batcher_augment_draw uses (rt_rng.h) */
     rt_rng r = rt_rng_stream(d->seed, RT_RNG_AUGMENT, d->epoch, 0);
     rtp_gather_geom g = {.n = d->n, .C = d->C, .H = d->H, .W = d->W, .count = d->count,
@@ -40,7 +38,6 @@ rt_status rtp_cuda_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt
                               const rt_xent_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    RT_TRY(rt_xent_stats_check(stats, row, loss, probs, labels, d, err));
     float *r = (float *)stats->data + (size_t)row * RT_STEP_STATS;
     RT_CUDA_TRY(b, err, rtp_k_xent_stats(STREAM, r, loss->data, probs->data, labels->data,
                                          d->N, d->L));
@@ -52,9 +49,7 @@ rt_status rtp_cuda_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt
 rt_status rtp_cuda_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err)
 {
     RTP_ENTER(b);
-    RTP_CHECK(amp, RT_AMP_WORDS, "loss-scaling state");
     size_t n = t ? rt_tensor_numel(t) : 0;
-    RTP_CHECK(t, n, "amp_scale tensor");
     RT_CUDA_TRY(b, err, rtp_k_amp_scale(STREAM, t->data, n, amp->data));
     return RT_OK;
 }
@@ -62,9 +57,7 @@ rt_status rtp_cuda_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp, 
 rt_status rtp_cuda_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt_error *err)
 {
     RTP_ENTER(b);
-    RTP_CHECK(amp, RT_AMP_WORDS, "loss-scaling state");
     size_t n = grad ? rt_tensor_numel(grad) : 0;
-    RTP_CHECK(grad, n, "amp_unscale gradient");
     RT_CUDA_TRY(b, err, rtp_k_amp_unscale(STREAM, grad->data, n, amp->data));
     return RT_OK;
 }
@@ -75,12 +68,7 @@ rt_status rtp_cuda_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m
                                    const rt_adam_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    RTP_CHECK(amp, RT_AMP_WORDS, "loss-scaling state");
     size_t n = param ? rt_tensor_numel(param) : 0;
-    RTP_CHECK(param, n, "adam param");
-    RTP_CHECK(m, n, "adam m");
-    RTP_CHECK(v, n, "adam v");
-    RTP_CHECK(grad, n, "adam grad");
     /* cuda_ops.c's (= cpu_optim.c's) coefficients; t = 1 is a placeholder for the two
      * step-dependent ones, which the device derives from its step count */
     rt_optim_config cfg = rt_optim_config_default(d->decoupled ? RT_OPTIM_ADAMW : RT_OPTIM_ADAM);
@@ -97,11 +85,7 @@ rt_status rtp_cuda_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *mo
                                   rt_error *err)
 {
     RTP_ENTER(b);
-    RTP_CHECK(amp, RT_AMP_WORDS, "loss-scaling state");
     size_t n = param ? rt_tensor_numel(param) : 0;
-    RTP_CHECK(param, n, "sgd param");
-    RTP_CHECK(grad, n, "sgd grad");
-    if (d->momentum != 0.0f) RTP_CHECK(momentum_buf, n, "sgd momentum buffer");
     rt_optim_config cfg = rt_optim_config_default(RT_OPTIM_SGD);
     cfg.momentum = d->momentum, cfg.dampening = d->dampening, cfg.nesterov = d->nesterov;
     cfg.weight_decay = d->weight_decay;

@@ -39,12 +39,22 @@ __global__ void gather_k(float *images, int32_t *labels, const float *data,
     }
 }
 
-/* One block: the correct count reduced in integers (any order is exact), the loss sum
- * by thread 0 alone, in sample order. */
+/* One block: the correct count reduced in integers (any order is exact); the loss sum
+ * in sample order, by thread 0 from tiles of RTP_THREADS losses that the whole block
+ * loads into shared memory (coalesced), so its serial loop never waits on global memory. */
 __global__ void xent_stats_k(float *row, const float *loss, const float *probs,
                              const int32_t *labels, int N, int L)
 {
     __shared__ int part[RTP_THREADS];
+    __shared__ float tile[RTP_THREADS];
+    double s = 0.0;
+    for (int n0 = 0; n0 < N; n0 += RTP_THREADS) {
+        const int k = N - n0 < RTP_THREADS ? N - n0 : RTP_THREADS;
+        if ((int)threadIdx.x < k) tile[threadIdx.x] = loss[n0 + (int)threadIdx.x];
+        __syncthreads();
+        if (threadIdx.x == 0) s = rtp_loss_add(s, tile, k);
+        __syncthreads(); /* the tile is reloaded */
+    }
     int c = 0;
     for (int n = (int)threadIdx.x; n < N; n += RTP_THREADS)
         c += rtp_xent_correct_at(n, probs, labels, L);
@@ -54,7 +64,7 @@ __global__ void xent_stats_k(float *row, const float *loss, const float *probs,
         if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
         __syncthreads();
     }
-    if (threadIdx.x == 0) rtp_xent_stats_row(row, loss, N, part[0]);
+    if (threadIdx.x == 0) rtp_xent_stats_row(row, s, N, part[0]);
 }
 
 __global__ void amp_scale_k(float *x, size_t n, const rt_amp_state *amp)

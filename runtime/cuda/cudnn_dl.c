@@ -2,7 +2,7 @@
  * starts.
  *
  * Linked, libcudnn (and the libz it pulls in) was mapped and relocated by every Kiln
- * process, the kernel on CPU-only machines included: ~0.25 ms of a ~10 ms start. The
+ * process, the kernel on CPU-only machines included (bench/README.md has the cost). The
  * build now takes cuDNN's headers only, and this file dlopens the library of the major
  * version Kiln was compiled against at the first rtp_cudnn_create (pthread_once), then
  * fills one immutable table with the entry points cudnn_conv.c calls (cudnn_dl.h), after

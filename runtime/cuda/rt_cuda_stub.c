@@ -1,10 +1,11 @@
-/* rt_cuda_stub.c - rt_cuda.h for a Kiln built without CUDA (-Dcuda=disabled or no
+/* rt_cuda_stub.c - rt_device.h for a Kiln built without CUDA (-Dcuda=disabled or no
  * toolkit): no devices, with the reason; precision other than fp32 is refused. The
  * same header as the real backend, so callers (%device, %train) need no #ifdef. */
 #include <stdio.h>
 #include <string.h>
 
-#include "rt_cuda.h"
+#include "../rt_nccl.h"
+#include "rt_device.h"
 
 rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err)
 {

@@ -1,8 +1,8 @@
-/* rt_precision.c - the names of --precision (rt_cuda.h), in every build: with CUDA and
+/* rt_precision.c - the names of --precision (rt_device.h), in every build: with CUDA and
  * without it (the stub), so %train parses the option the same way everywhere. */
 #include <strings.h>
 
-#include "rt_cuda.h"
+#include "rt_device.h"
 
 static const char *const prec_names[] = {"fp32", "bf16", "fp16"};
 

@@ -1,9 +1,9 @@
 /* rt_archive_dl.c - libarchive loaded on first use, not when the process starts.
  *
  * Linking libarchive makes every process that links the runtime map it and its
- * libraries (lzma, zstd, bz2, lz4, nettle, acl, xml2 and ICU) before main:
- * measured ~1.3 ms of the kernel's start on the 2-core dev VM, for the one caller
- * that reads cifar-10-binary.tar.gz (rt_cifar.c). The build takes libarchive's
+ * libraries (lzma, zstd, bz2, lz4, nettle, acl, xml2 and ICU) before main (the cost
+ * is in bench/README.md), for the one caller that reads cifar-10-binary.tar.gz
+ * (rt_cifar.c). The build takes libarchive's
  * headers only; the entry points are looked up with dlopen/dlsym by the first
  * rtp_archive_lib() (pthread_once) into a table of function pointers. The library is
  * never dlclose'd.

@@ -2,9 +2,9 @@
  *
  * Linking libcurl makes every process that links the runtime, the kernel above all,
  * map and relocate libcurl and the 19 libraries it pulls in (nghttp2, ssh2, ldap,
- * gssapi, rtmp, psl, ...) before main: measured 3.4 ms of the kernel's ~18 ms start
- * on the 2-core dev VM, for a library that only data-set downloads and the MLflow
- * mirror use. So the build takes libcurl's headers only (curl_dep in meson.build),
+ * gssapi, rtmp, psl, ...) before main (the largest single cost of the kernel's start;
+ * figures in bench/README.md), for a library that only data-set downloads and the
+ * MLflow mirror use. So the build takes libcurl's headers only (curl_dep in meson.build),
  * and this file defines the part of libcurl's API that Kiln calls as forwarders to
  * the real functions, looked up with dlopen/dlsym by the first call (pthread_once).
  * Callers keep writing plain libcurl code; a curl_* function not defined here fails

@@ -102,8 +102,12 @@ __attribute__((format(printf, 3, 4))) static void note(char **buf, const char *n
     va_start(ap, f);
     vsnprintf(why, sizeof why, f, ap);
     va_end(ap);
+    size_t from = *buf ? strlen(*buf) : 0;
     char *n = fmt("%s%s: %s\n", *buf ? *buf : "", name, why);
     if (n) {
+        /* names and reasons come from the bucket: one line each, no terminal escapes */
+        for (size_t i = from, len = strlen(n); i + 1 < len; i++)
+            if ((unsigned char)n[i] < 0x20 || n[i] == 0x7f) n[i] = '?';
         free(*buf);
         *buf = n;
     }

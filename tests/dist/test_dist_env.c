@@ -117,8 +117,8 @@ static void dropout_probs(uint32_t shard, float *probs, int *t_failed_)
     float x[4 * 16];
     for (int i = 0; i < 4 * 16; i++) x[i] = 1.0f;
     int32_t y[4] = {0, 1, 0, 1};
-    ASSERT_EQ(b.ops->upload(&b, rt_model_input_tensor(m), x, sizeof x, &err), RT_OK);
-    ASSERT_EQ(b.ops->upload(&b, rt_model_label_tensor(m), y, sizeof y, &err), RT_OK);
+    ASSERT_EQ(rt_backend_upload(&b, rt_model_input_tensor(m), x, sizeof x, &err), RT_OK);
+    ASSERT_EQ(rt_backend_upload(&b, rt_model_label_tensor(m), y, sizeof y, &err), RT_OK);
     ASSERT_EQ(rt_model_forward(m, 4, 1, 3, &err), RT_OK);
     ASSERT_EQ(rt_model_loss(m, 4, NULL, probs, NULL, &err), RT_OK);
     rt_model_destroy(m);

@@ -73,7 +73,7 @@ int main(int argc, char **argv)
         rt_dataset_image_u8(t, i, px);
         for (size_t k = 0; k < img; k++) pixels[(size_t)i * img + k] = px[k] / 255.0f;
     }
-    if (b.ops->upload(&b, rt_model_input_tensor(m), t->images, (size_t)t->n * img * 4, &err) ||
+    if (rt_backend_upload(&b, rt_model_input_tensor(m), t->images, (size_t)t->n * img * 4, &err) ||
         rt_model_forward(m, t->n, 0, 0, &err) || rt_model_logits_read(m, t->n, logits, &err) ||
         rt_trainer_evaluate(m, t, t->n, e, &err))
         goto out;

@@ -127,7 +127,9 @@ def train_and_export(root, name, spec, size, lr):
         "%%export %s --onnx %s" % (name, root / (name + ".session.onnx")),
     ])
     assert rc == 0, (errors(nb), err[-2000:])
-    assert "Exported '%s' to %s" % (name, root / (name + ".session.onnx")) in stream(nb)
+    out = stream(nb)
+    assert "Exported '%s' to %s" % (name, root / (name + ".session.onnx")) in out
+    assert "normalises with the mean and std of data set '%s'" % data in out
     headless = root / (name + ".run.onnx")
     p = subprocess.run([KILN, "export", str(run_dir), "--onnx", str(headless)],
                        env=env_for(root), capture_output=True, text=True, timeout=120)
@@ -219,6 +221,32 @@ def test_export_matches_kiln(work, name, spec, size, lr):
             assert {"Conv", "BatchNormalization", "Add", "GlobalAveragePool", "Gemm"} <= ops
         if name == "others":
             assert {"AveragePool", "LeakyRelu", "GlobalAveragePool", "Flatten"} <= ops
+
+
+def test_export_without_the_data_set(work):
+    """A model loaded from a checkpoint in a kernel that has no data set: the file asks
+    for normalised input, says so, and computes the same logits from it."""
+    run_dir = work / "runs-tutorial"
+    if not (work / "tutorial.run.onnx").exists():
+        pytest.skip("needs test_export_matches_kiln[tutorial] first")
+    rc, nb, err = run_notebook(work, "loaded", [
+        "%%checkpoint load %s" % run_dir,
+        "%%export tutorial --onnx %s" % (work / "loaded.onnx")])
+    assert rc == 0, (errors(nb), err[-2000:])
+    assert "no data set of this shape is loaded" in stream(nb)
+    model = onnx.load(str(work / "loaded.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    meta = {p.key: p.value for p in model.metadata_props}
+    assert meta["normalization"].startswith("not included") and "mean" not in meta
+    assert not {"Sub", "Div"} & {n.op_type for n in model.graph.node}
+    full = {p.key: p.value for p in onnx.load(str(work / "tutorial.run.onnx")).metadata_props}
+    mean = np.array(json.loads(full["mean"]), np.float32).reshape(1, 3, 1, 1)
+    std = np.array(json.loads(full["std"]), np.float32).reshape(1, 3, 1, 1)
+    pixels, logits, pred = kiln_reference(work, run_dir, 16)
+    sess = ort.InferenceSession(str(work / "loaded.onnx"), providers=["CPUExecutionProvider"])
+    got = sess.run(["logits"], {"input": (pixels - mean) / std})[0]
+    assert np.array_equal(got.argmax(1), pred)
+    assert np.abs(got - logits).max() <= 1e-4
 
 
 def test_magic_errors(work):

@@ -26,8 +26,8 @@ static void run_step(rt_model *m, const rt_model_input *in)
         for (size_t i = 0; x && i < nx; i++) x[i] = (float)((i * 37) % 17) / 8.0f - 1.0f;
         rt_backend *be = rt_model_backend(m);
         double loss = 0;
-        if (x && be->ops->upload(be, rt_model_input_tensor(m), x, nx * sizeof *x, &err) == RT_OK &&
-            be->ops->upload(be, rt_model_label_tensor(m), y, sizeof y, &err) == RT_OK &&
+        if (x && rt_backend_upload(be, rt_model_input_tensor(m), x, nx * sizeof *x, &err) == RT_OK &&
+            rt_backend_upload(be, rt_model_label_tensor(m), y, sizeof y, &err) == RT_OK &&
             rt_model_forward(m, BATCH, 1, 1, &err) == RT_OK &&
             rt_model_loss(m, BATCH, &loss, NULL, NULL, &err) == RT_OK) {
             FZ_CHECK(loss == loss); /* not NaN on these inputs */

@@ -56,7 +56,7 @@ typedef struct gather_ctx {
 static rt_status gather_case(rt_backend *b, int side, void *vc, rt_error *err)
 {
     gather_ctx *k = vc;
-    return b->ops->gather_batch(b, T(k->img), T(k->lab), T(k->data), T(k->dlab), T(k->order),
+    return rt_backend_gather_batch(b, T(k->img), T(k->lab), T(k->data), T(k->dlab), T(k->order),
                                 &k->d, err);
 }
 
@@ -119,7 +119,7 @@ static void check_gather_bad_order(void)
     expect(gather_case(&ck_be[0], 0, &k, &err) == RT_EINVAL, "cpu refuses order value -1");
     rt_status s = gather_case(&ck_be[1], 1, &k, &err);
     int32_t got[6] = {0};
-    expect(s == RT_OK && ck_be[1].ops->download(&ck_be[1], got, &k.lab.g, 24, &err) == RT_OK,
+    expect(s == RT_OK && rt_backend_download(&ck_be[1], got, &k.lab.g, 24, &err) == RT_OK,
            "cuda gather with bad order values runs (and the device is not lost)");
     int32_t want[6] = {4, -1, 6, -1, 1, -1};
     expect(memcmp(got, want, sizeof want) == 0, "cuda labels: -1 for bad order values");
@@ -139,7 +139,7 @@ typedef struct stats_ctx {
 static rt_status stats_case(rt_backend *b, int side, void *vc, rt_error *err)
 {
     stats_ctx *k = vc;
-    return b->ops->xent_stats(b, T(k->ring), k->row, T(k->loss), T(k->probs), T(k->lab), &k->d,
+    return rt_backend_xent_stats(b, T(k->ring), k->row, T(k->loss), T(k->probs), T(k->lab), &k->d,
                               err);
 }
 
@@ -182,27 +182,27 @@ static rt_status amp_case(rt_backend *b, int side, void *vc, rt_error *err)
 {
     amp_ctx *k = vc;
     const rt_tensor *src = k->bad == 1 ? T(k->ginf) : k->bad == 2 ? T(k->gnan) : T(k->g);
-    RT_TRY(b->ops->copy(b, T(k->dl), T(k->g), err));
-    RT_TRY(b->ops->amp_scale(b, T(k->dl), T(k->ampa), err));
-    RT_TRY(b->ops->copy(b, T(k->ga), src, err));
-    RT_TRY(b->ops->copy(b, T(k->gs), src, err));
-    RT_TRY(b->ops->amp_unscale(b, T(k->ga), T(k->ampa), err));
-    RT_TRY(b->ops->amp_adam_update(b, T(k->pa), T(k->m), T(k->v), T(k->ga), T(k->ampa), &k->ad,
+    RT_TRY(rt_backend_copy(b, T(k->dl), T(k->g), err));
+    RT_TRY(rt_backend_amp_scale(b, T(k->dl), T(k->ampa), err));
+    RT_TRY(rt_backend_copy(b, T(k->ga), src, err));
+    RT_TRY(rt_backend_copy(b, T(k->gs), src, err));
+    RT_TRY(rt_backend_amp_unscale(b, T(k->ga), T(k->ampa), err));
+    RT_TRY(rt_backend_amp_adam_update(b, T(k->pa), T(k->m), T(k->v), T(k->ga), T(k->ampa), &k->ad,
                                    err));
-    RT_TRY(b->ops->amp_unscale(b, T(k->gs), T(k->amps), err));
-    RT_TRY(b->ops->amp_sgd_update(b, T(k->ps), T(k->buf), T(k->gs), T(k->amps), &k->sd, err));
+    RT_TRY(rt_backend_amp_unscale(b, T(k->gs), T(k->amps), err));
+    RT_TRY(rt_backend_amp_sgd_update(b, T(k->ps), T(k->buf), T(k->gs), T(k->amps), &k->sd, err));
     if (k->bad) return RT_OK;
     /* the reference: a plain Adam step with the t the state must have supplied */
     rt_adam_desc ad = k->ad;
     ad.step = k->t_ref;
-    return b->ops->adam_update(b, T(k->pr), T(k->mr), T(k->vr), T(k->ga), &ad, err);
+    return rt_backend_adam_update(b, T(k->pr), T(k->mr), T(k->vr), T(k->ga), &ad, err);
 }
 
 static rt_amp_state amp_download(gpu_pair *p)
 {
     rt_amp_state s;
     rt_error err = {0};
-    if (ck_be[1].ops->download(&ck_be[1], &s, &p->g, sizeof s, &err) != RT_OK) exit(99);
+    if (rt_backend_download(&ck_be[1], &s, &p->g, sizeof s, &err) != RT_OK) exit(99);
     return s;
 }
 
@@ -211,8 +211,8 @@ static int same_on_device(gpu_pair *a, gpu_pair *b)
 {
     rt_error err = {0};
     float *x = malloc(a->n * 4), *y = malloc(a->n * 4);
-    if (!x || !y || ck_be[1].ops->download(&ck_be[1], x, &a->g, a->n * 4, &err) != RT_OK ||
-        ck_be[1].ops->download(&ck_be[1], y, &b->g, b->n * 4, &err) != RT_OK)
+    if (!x || !y || rt_backend_download(&ck_be[1], x, &a->g, a->n * 4, &err) != RT_OK ||
+        rt_backend_download(&ck_be[1], y, &b->g, b->n * 4, &err) != RT_OK)
         exit(99);
     int same = memcmp(x, y, a->n * 4) == 0;
     free(x), free(y);
@@ -264,7 +264,7 @@ static void check_amp(int n, int decoupled, float wd, int nesterov)
         gpu_pair snap;
         MAKE(snap, n, 1, 1, 1, NULL);
         rt_error err = {0};
-        if (ck_be[1].ops->copy(&ck_be[1], &snap.g, &k.pa.g, &err) != RT_OK) exit(99);
+        if (rt_backend_copy(&ck_be[1], &snap.g, &k.pa.g, &err) != RT_OK) exit(99);
         printf(" step %d: %s\n", step, k.bad == 1 ? "inf gradient" : k.bad == 2 ? "NaN gradient"
                                                                              : "clean");
         if (!both_async("amp step", amp_case, &k)) {
@@ -320,20 +320,20 @@ static void check_refusals(void)
         rt_backend *b = &ck_be[side];
         rt_error err = {0};
         rt_gather_desc d = {.n = 8, .C = 1, .H = 1, .W = 1, .start = 4, .count = 5};
-        expect(b->ops->gather_batch(b, T(small), T(small), T(small), T(small), T(small), &d,
+        expect(rt_backend_gather_batch(b, T(small), T(small), T(small), T(small), T(small), &d,
                                     &err) == RT_EINVAL, "gather: start + count > n");
         d = (rt_gather_desc){.n = 1, .C = 5, .H = 1, .W = 1, .count = 1, .augment = 1};
-        expect(b->ops->gather_batch(b, T(small), T(small), T(small), T(small), T(small), &d,
+        expect(rt_backend_gather_batch(b, T(small), T(small), T(small), T(small), T(small), &d,
                                     &err) == RT_EINVAL, "gather: augment with C = 5");
         d = (rt_gather_desc){.n = 2, .C = 1, .H = 3, .W = 2, .count = 2};
-        expect(b->ops->gather_batch(b, T(small), T(small), T(small), T(small), T(small), &d,
+        expect(rt_backend_gather_batch(b, T(small), T(small), T(small), T(small), T(small), &d,
                                     &err) == RT_EINVAL, "gather: images tensor too small");
         rt_xent_desc x = {2, 2};
-        expect(b->ops->xent_stats(b, T(ring), 2, T(small), T(small), T(small), &x, &err) ==
+        expect(rt_backend_xent_stats(b, T(ring), 2, T(small), T(small), T(small), &x, &err) ==
                    RT_EINVAL, "xent_stats: row outside the ring");
-        expect(b->ops->xent_stats(b, T(ring), -1, T(small), T(small), T(small), &x, &err) ==
+        expect(rt_backend_xent_stats(b, T(ring), -1, T(small), T(small), T(small), &x, &err) ==
                    RT_EINVAL, "xent_stats: row -1");
-        expect(b->ops->amp_unscale(b, T(small), T(small), &err) == RT_EINVAL,
+        expect(rt_backend_amp_unscale(b, T(small), T(small), &err) == RT_EINVAL,
                "amp_unscale: state tensor of 8 words");
         expect(b->lost == 0, "no refusal loses the backend");
     }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "rt.h"
-#include "rt_cuda.h"
+#include "rt_device.h"
 
 /* Opens "cuda" into *g or exits 77 with "SKIP: no CUDA device (...)"; exits 99 if the
  * device exists but cannot be opened (a setup error, not a skip). */
@@ -60,8 +60,8 @@ static inline void gpu_pair_make(gpu_pair *p, rt_backend *cpu, rt_backend *gpu, 
         exit(99);
     }
     if (values) memcpy(p->host, values, p->n * 4);
-    if (cpu->ops->upload(cpu, &p->c, p->host, p->n * 4, &err) != RT_OK ||
-        gpu->ops->upload(gpu, &p->g, p->host, p->n * 4, &err) != RT_OK) {
+    if (rt_backend_upload(cpu, &p->c, p->host, p->n * 4, &err) != RT_OK ||
+        rt_backend_upload(gpu, &p->g, p->host, p->n * 4, &err) != RT_OK) {
         fprintf(stderr, "harness: upload failed: %s\n", err.msg);
         exit(99);
     }
@@ -93,8 +93,8 @@ static inline size_t gpu_compare(const char *what, rt_backend *cpu, rt_backend *
 {
     rt_error err = {0};
     float *hc = malloc((n ? n : 1) * 4), *hg = malloc((n ? n : 1) * 4);
-    if (!hc || !hg || cpu->ops->download(cpu, hc, &p->c, n * 4, &err) != RT_OK ||
-        gpu->ops->download(gpu, hg, &p->g, n * 4, &err) != RT_OK) {
+    if (!hc || !hg || rt_backend_download(cpu, hc, &p->c, n * 4, &err) != RT_OK ||
+        rt_backend_download(gpu, hg, &p->g, n * 4, &err) != RT_OK) {
         fprintf(stderr, "harness: download failed: %s\n", err.msg);
         exit(99);
     }
@@ -127,8 +127,8 @@ static inline size_t gpu_compare_bits(const char *what, rt_backend *cpu, rt_back
 {
     rt_error err = {0};
     uint32_t *hc = malloc((n ? n : 1) * 4), *hg = malloc((n ? n : 1) * 4);
-    if (!hc || !hg || cpu->ops->download(cpu, hc, &p->c, n * 4, &err) != RT_OK ||
-        gpu->ops->download(gpu, hg, &p->g, n * 4, &err) != RT_OK) {
+    if (!hc || !hg || rt_backend_download(cpu, hc, &p->c, n * 4, &err) != RT_OK ||
+        rt_backend_download(gpu, hg, &p->g, n * 4, &err) != RT_OK) {
         fprintf(stderr, "harness: download failed: %s\n", err.msg);
         exit(99);
     }

@@ -3,7 +3,7 @@
  * RT_ENODEV message when CUDA is asked for and absent, precision refusal on the CPU,
  * the loss scaler's rule; and, where a device exists, the out-of-memory error (says
  * what was asked and what was free, and the backend survives it).
- * Built in every configuration (the stub rt_cuda.h without CUDA), so it never skips.
+ * Built in every configuration (the stub rt_device.h without CUDA), so it never skips.
  */
 #include "gpu_util.h"
 #include "rt_amp_rule.h"
@@ -78,7 +78,7 @@ T_TEST(precision_on_cpu)
     ASSERT_EQ(rt_cuda_set_precision(&b, RT_PREC_BF16, &err), RT_EINVAL);
     ASSERT_STR_CONTAINS(err.msg, "--precision bf16");
     ASSERT_EQ(rt_cuda_get_precision(&b), RT_PREC_FP32);
-    ASSERT(b.ops->amp_unscale(&b, NULL, NULL, &err) != RT_OK); /* no state: refused */
+    ASSERT(rt_backend_amp_unscale(&b, NULL, NULL, &err) != RT_OK); /* no state: refused */
     rt_backend_close(&b);
 }
 
@@ -135,10 +135,10 @@ T_TEST(out_of_memory_survives)
     rt_tensor t = {.n = 1000, .c = 1, .h = 1, .w = 1};
     float host[1000];
     ASSERT_EQ(b.ops->alloc(&b, &t.data, 4000, &err), RT_OK);
-    ASSERT_EQ(b.ops->fill(&b, &t, 2.5f, &err), RT_OK);
-    ASSERT_EQ(b.ops->download(&b, host, &t, sizeof host, &err), RT_OK);
+    ASSERT_EQ(rt_backend_fill(&b, &t, 2.5f, &err), RT_OK);
+    ASSERT_EQ(rt_backend_download(&b, host, &t, sizeof host, &err), RT_OK);
     ASSERT(host[0] == 2.5f && host[999] == 2.5f);
-    ASSERT_EQ(b.ops->download(&b, host, &t, 8000, &err), RT_EINVAL); /* past the end */
+    ASSERT_EQ(rt_backend_download(&b, host, &t, 8000, &err), RT_EINVAL); /* past the end */
     b.ops->free(&b, t.data);
     rt_backend_close(&b);
 }
@@ -159,33 +159,33 @@ T_TEST(unscale_grads)
     for (int i = 0; i < 1001; i++) host[i] = (float)(i - 500) * 1024.0f;
     ASSERT_EQ(b.ops->alloc(&b, &g.data, sizeof host, &err), RT_OK);
     ASSERT_EQ(b.ops->alloc(&b, &amp.data, sizeof u.w, &err), RT_OK);
-    ASSERT_EQ(b.ops->upload(&b, &g, host, sizeof host, &err), RT_OK);
+    ASSERT_EQ(rt_backend_upload(&b, &g, host, sizeof host, &err), RT_OK);
     memset(&u, 0, sizeof u);
     rt_amp_state_init(&u.s, 1024.0);
-    ASSERT_EQ(b.ops->upload(&b, &amp, u.w, sizeof u.w, &err), RT_OK);
-    ASSERT_EQ(b.ops->amp_unscale(&b, &g, &amp, &err), RT_OK);
-    ASSERT_EQ(b.ops->download(&b, u.w, &amp, sizeof u.w, &err), RT_OK);
+    ASSERT_EQ(rt_backend_upload(&b, &amp, u.w, sizeof u.w, &err), RT_OK);
+    ASSERT_EQ(rt_backend_amp_unscale(&b, &g, &amp, &err), RT_OK);
+    ASSERT_EQ(rt_backend_download(&b, u.w, &amp, sizeof u.w, &err), RT_OK);
     ASSERT_EQ(u.s.found_inf, 0);
-    ASSERT_EQ(b.ops->download(&b, host, &g, sizeof host, &err), RT_OK);
+    ASSERT_EQ(rt_backend_download(&b, host, &g, sizeof host, &err), RT_OK);
     ASSERT(host[0] == -500.0f && host[1000] == 500.0f); /* power-of-two scale: exact */
     host[777] = INFINITY;
-    ASSERT_EQ(b.ops->upload(&b, &g, host, sizeof host, &err), RT_OK);
-    ASSERT_EQ(b.ops->amp_unscale(&b, &g, &amp, &err), RT_OK);
-    ASSERT_EQ(b.ops->download(&b, u.w, &amp, sizeof u.w, &err), RT_OK);
+    ASSERT_EQ(rt_backend_upload(&b, &g, host, sizeof host, &err), RT_OK);
+    ASSERT_EQ(rt_backend_amp_unscale(&b, &g, &amp, &err), RT_OK);
+    ASSERT_EQ(rt_backend_download(&b, u.w, &amp, sizeof u.w, &err), RT_OK);
     ASSERT_EQ(u.s.found_inf, 1);
     host[777] = NAN;
     u.s.found_inf = 0; /* a fresh step (the update op clears it) */
-    ASSERT_EQ(b.ops->upload(&b, &amp, u.w, sizeof u.w, &err), RT_OK);
-    ASSERT_EQ(b.ops->upload(&b, &g, host, sizeof host, &err), RT_OK);
-    ASSERT_EQ(b.ops->amp_unscale(&b, &g, &amp, &err), RT_OK);
-    ASSERT_EQ(b.ops->download(&b, u.w, &amp, sizeof u.w, &err), RT_OK);
+    ASSERT_EQ(rt_backend_upload(&b, &amp, u.w, sizeof u.w, &err), RT_OK);
+    ASSERT_EQ(rt_backend_upload(&b, &g, host, sizeof host, &err), RT_OK);
+    ASSERT_EQ(rt_backend_amp_unscale(&b, &g, &amp, &err), RT_OK);
+    ASSERT_EQ(rt_backend_download(&b, u.w, &amp, sizeof u.w, &err), RT_OK);
     ASSERT_EQ(u.s.found_inf, 1);
     host[777] = 1.0f;
     u.s.found_inf = 0;
-    ASSERT_EQ(b.ops->upload(&b, &amp, u.w, sizeof u.w, &err), RT_OK);
-    ASSERT_EQ(b.ops->upload(&b, &g, host, sizeof host, &err), RT_OK);
-    ASSERT_EQ(b.ops->amp_unscale(&b, &g, &amp, &err), RT_OK);
-    ASSERT_EQ(b.ops->download(&b, u.w, &amp, sizeof u.w, &err), RT_OK);
+    ASSERT_EQ(rt_backend_upload(&b, &amp, u.w, sizeof u.w, &err), RT_OK);
+    ASSERT_EQ(rt_backend_upload(&b, &g, host, sizeof host, &err), RT_OK);
+    ASSERT_EQ(rt_backend_amp_unscale(&b, &g, &amp, &err), RT_OK);
+    ASSERT_EQ(rt_backend_download(&b, u.w, &amp, sizeof u.w, &err), RT_OK);
     ASSERT_EQ(u.s.found_inf, 0);
     ASSERT_EQ(rt_cuda_set_precision(&b, RT_PREC_FP16, &err), RT_OK);
     ASSERT_EQ(rt_cuda_get_precision(&b), RT_PREC_FP16);

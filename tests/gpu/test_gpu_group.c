@@ -103,7 +103,7 @@ static float *params_of(rt_model *m, size_t *n)
     *n = rt_tensor_numel(rt_model_params_flat(m));
     float *h = malloc(*n * 4);
     rt_backend *b = rt_model_backend(m);
-    if (!h || b->ops->download(b, h, rt_model_params_flat(m), *n * 4, NULL) != RT_OK) {
+    if (!h || rt_backend_download(b, h, rt_model_params_flat(m), *n * 4, NULL) != RT_OK) {
         fprintf(stderr, "harness: download failed\n");
         exit(99);
     }

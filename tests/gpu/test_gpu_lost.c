@@ -17,12 +17,12 @@ T_TEST(illegal_address_loses_the_device)
     ASSERT_EQ(b.ops->alloc(&b, &ok.data, 256, &err), RT_OK);
     /* a bogus device address: the kernel faults; the error surfaces at the sync */
     rt_tensor bad = {.data = (void *)(uintptr_t)0x100, .n = 1 << 20, .c = 1, .h = 1, .w = 1};
-    rt_status s = b.ops->relu_fwd(&b, &bad, &bad, 0.0f, &err);
+    rt_status s = rt_backend_relu_fwd(&b, &bad, &bad, 0.0f, &err);
     if (s == RT_OK) s = b.ops->sync(&b, &err);
     ASSERT_EQ(s, RT_EDEVICE_LOST);
     ASSERT_STR_CONTAINS(err.msg, "restart the kernel");
     ASSERT_EQ(b.lost, 1);
-    ASSERT_EQ(b.ops->fill(&b, &ok, 1.0f, &err), RT_EDEVICE_LOST);
+    ASSERT_EQ(rt_backend_fill(&b, &ok, 1.0f, &err), RT_EDEVICE_LOST);
     ASSERT_EQ(b.ops->sync(&b, &err), RT_EDEVICE_LOST);
     void *p = NULL;
     ASSERT_EQ(b.ops->alloc(&b, &p, 64, &err), RT_EDEVICE_LOST);

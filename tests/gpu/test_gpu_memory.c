@@ -26,8 +26,8 @@ static rt_status cycle(rt_backend *b, const float *img, rt_error *err)
     RT_TRY(rt_model_create(&m, spec, &in, err));
     rt_status s = rt_model_attach(m, b, batch, 1, err);
     if (s == RT_OK)
-        s = b->ops->upload(b, rt_model_input_tensor(m), img, (size_t)batch * 784 * 4, err);
-    if (s == RT_OK) s = b->ops->upload(b, rt_model_label_tensor(m), lab, (size_t)batch * 4, err);
+        s = rt_backend_upload(b, rt_model_input_tensor(m), img, (size_t)batch * 784 * 4, err);
+    if (s == RT_OK) s = rt_backend_upload(b, rt_model_label_tensor(m), lab, (size_t)batch * 4, err);
     if (s == RT_OK) s = rt_model_forward(m, batch, 1, 0, err);
     if (s == RT_OK) s = rt_model_loss(m, batch, NULL, NULL, NULL, err);
     if (s == RT_OK) s = rt_model_backward(m, batch, err);

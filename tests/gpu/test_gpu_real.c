@@ -81,7 +81,7 @@ static float *download_flat(rt_model *m, rt_tensor *t, size_t *n)
     rt_error err = {0};
     *n = rt_tensor_numel(t);
     float *h = malloc(*n * 4);
-    if (!h || b->ops->download(b, h, t, *n * 4, &err) != RT_OK) {
+    if (!h || rt_backend_download(b, h, t, *n * 4, &err) != RT_OK) {
         fprintf(stderr, "harness: download: %s\n", err.msg);
         exit(99);
     }
@@ -103,9 +103,9 @@ T_TEST(cifar_stack)
     double *ls[2] = {&lc, &lg};
     for (int k = 0; k < 2; k++) {
         rt_backend *b = rt_model_backend(ms[k]);
-        ASSERT_EQ(b->ops->upload(b, rt_model_input_tensor(ms[k]), d.images,
+        ASSERT_EQ(rt_backend_upload(b, rt_model_input_tensor(ms[k]), d.images,
                                  (size_t)g_n * 3072 * 4, &err), RT_OK);
-        ASSERT_EQ(b->ops->upload(b, rt_model_label_tensor(ms[k]), lab, (size_t)g_n * 4, &err),
+        ASSERT_EQ(rt_backend_upload(b, rt_model_label_tensor(ms[k]), lab, (size_t)g_n * 4, &err),
                   RT_OK);
         ASSERT_EQ(rt_model_forward(ms[k], g_n, 1, 0, &err), RT_OK);
         ASSERT_EQ(rt_model_loss(ms[k], g_n, ls[k], NULL, NULL, &err), RT_OK);

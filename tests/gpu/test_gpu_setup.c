@@ -15,7 +15,7 @@
 #include "../t.h"
 #include "../../runtime/cuda/cudnn_dl.h"
 #include "rt.h"
-#include "rt_cuda.h"
+#include "rt_device.h"
 
 long mock_stat_gemm16(void);
 long mock_stat_gemm_fast(void);
@@ -283,9 +283,9 @@ T_TEST(failed_reservation_keeps_workspace)
     ASSERT_STR_CONTAINS(err.msg, "out of device memory");
     ASSERT_EQ(rt_cuda_mem_info(&b, &fr1, &tot, &err), RT_OK);
     ASSERT_EQ(fr1, fr0);
-    ASSERT_EQ(b.ops->upload(&b, rt_model_input_tensor(m), d.images, 8 * 64 * 4, &err), RT_OK);
+    ASSERT_EQ(rt_backend_upload(&b, rt_model_input_tensor(m), d.images, 8 * 64 * 4, &err), RT_OK);
     int32_t lab[8] = {0, 1, 2, 3, 0, 1, 2, 3};
-    ASSERT_EQ(b.ops->upload(&b, rt_model_label_tensor(m), lab, sizeof lab, &err), RT_OK);
+    ASSERT_EQ(rt_backend_upload(&b, rt_model_label_tensor(m), lab, sizeof lab, &err), RT_OK);
     ASSERT_EQ(rt_model_forward(m, 8, 1, 0, &err), RT_OK);
     ASSERT_EQ(rt_model_loss(m, 8, NULL, NULL, NULL, &err), RT_OK);
     ASSERT_EQ(rt_model_backward(m, 8, &err), RT_OK);

@@ -62,16 +62,16 @@ static rt_status train(rt_backend *b, const float *img, const int32_t *lab, doub
     if (s == RT_OK) s = b->ops->alloc(b, &vt.data, P * 4, err);
     for (int t = 0; t < STEPS && s == RT_OK; t++) {
         int first = (t * BATCH) % SAMPLES;
-        s = b->ops->upload(b, rt_model_input_tensor(m), img + (size_t)first * IMG,
+        s = rt_backend_upload(b, rt_model_input_tensor(m), img + (size_t)first * IMG,
                            (size_t)BATCH * IMG * 4, err);
         if (s == RT_OK)
-            s = b->ops->upload(b, rt_model_label_tensor(m), lab + first, BATCH * 4, err);
+            s = rt_backend_upload(b, rt_model_label_tensor(m), lab + first, BATCH * 4, err);
         if (s == RT_OK) s = rt_model_forward(m, BATCH, 1, (uint32_t)t, err);
         if (s == RT_OK) s = rt_model_loss(m, BATCH, &loss[t], NULL, NULL, err);
         if (s == RT_OK) s = rt_model_backward(m, BATCH, err);
         rt_adam_desc ad = {g_lr, 0.9f, 0.999f, 1e-8f, 0.0f, 0, t + 1};
         if (s == RT_OK)
-            s = b->ops->adam_update(b, rt_model_params_flat(m), &mt, &vt,
+            s = rt_backend_adam_update(b, rt_model_params_flat(m), &mt, &vt,
                                     rt_model_grads_flat(m), &ad, err);
     }
     b->ops->free(b, mt.data);

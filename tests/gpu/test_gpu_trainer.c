@@ -100,7 +100,7 @@ static float *params_of(rt_model *m)
     float *h = malloc((size_t)P * 4);
     rt_backend *b = rt_model_backend(m);
     rt_error err = {0};
-    if (!h || b->ops->download(b, h, rt_model_params_flat(m), (size_t)P * 4, &err) != RT_OK) {
+    if (!h || rt_backend_download(b, h, rt_model_params_flat(m), (size_t)P * 4, &err) != RT_OK) {
         fprintf(stderr, "harness: download failed: %s\n", err.msg);
         exit(99);
     }

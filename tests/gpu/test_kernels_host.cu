@@ -4,7 +4,7 @@
  * The kernels' per-element code lives in runtime/cuda/cuda_elem.cuh as __host__
  * __device__ functions; the __global__ kernels only loop over indices and call them.
  * This test calls the same functions for every index on the host (and replays the
- * block reductions with the same strided split and the same tree), and feeds the
+ * block reductions with the same split, the same trees and the same combine), and feeds the
  * GEMM shapes of rtp_dense_gemm/rtp_conv_gemm to a column-major reference GEMM that
  * also checks cuBLAS's leading-dimension rules. So the index math, the formulas, the
  * dropout stream and the row-major/column-major mapping are tested on every machine;
@@ -103,8 +103,8 @@ T_TEST(relu_and_dropout)
         rt_tensor tx = view(x, 1, (int)n, 1, 1), ty = view(yc, 1, (int)n, 1, 1);
         rt_tensor tdy = view(dy, 1, (int)n, 1, 1), tdx = view(dc, 1, (int)n, 1, 1);
         rt_tensor tm = view(mc, 1, (int)n, 1, 1);
-        ASSERT_EQ(cpu.ops->relu_fwd(&cpu, &ty, &tx, slopes[s], &err), RT_OK);
-        ASSERT_EQ(cpu.ops->relu_bwd(&cpu, &tdx, &tdy, &ty, slopes[s], &err), RT_OK);
+        ASSERT_EQ(rt_backend_relu_fwd(&cpu, &ty, &tx, slopes[s], &err), RT_OK);
+        ASSERT_EQ(rt_backend_relu_bwd(&cpu, &tdx, &tdy, &ty, slopes[s], &err), RT_OK);
         for (size_t i = 0; i < n; i++) rtp_relu_fwd_at(i, yk, x, slopes[s]);
         for (size_t i = 0; i < n; i++) rtp_relu_bwd_at(i, dk, dy, yk, slopes[s]);
         ASSERT_EQ(cmp("relu_fwd", yc, yk, n, 0, 0), 0);
@@ -112,7 +112,7 @@ T_TEST(relu_and_dropout)
         /* dropout: the CPU op vs the kernel body on the stream cuda_ops.c builds */
         rt_dropout_desc dd = {1, (int)n, 1, 1, ps[s], 0x1234567890abcdefULL,
                               (uint32_t)(s * 1000 + 7), (uint32_t)s};
-        ASSERT_EQ(cpu.ops->dropout_fwd(&cpu, &ty, &tm, &tx, &dd, &err), RT_OK);
+        ASSERT_EQ(rt_backend_dropout_fwd(&cpu, &ty, &tm, &tx, &dd, &err), RT_OK);
         float keep = 1.0f - dd.p;
         rt_rng r = rt_rng_stream(dd.seed, RT_RNG_DROPOUT, dd.step, dd.layer);
         rtp_philox_stream st = {r.key[0], r.key[1], r.stream[0], r.stream[1]};
@@ -142,15 +142,15 @@ static void pool_case(int *t_failed_, int N, int C, int H, int W, int R, int str
     rt_error err = {};
     rt_tensor tx = view(x, N, C, H, W), ty = view(yc, N, C, d.P, d.Q);
     rt_tensor tdy = view(dy, N, C, d.P, d.Q), tdx = view(dc, N, C, H, W);
-    ASSERT_EQ(cpu.ops->maxpool_fwd(&cpu, &ty, &tx, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->maxpool_bwd(&cpu, &tdx, &tdy, &tx, &ty, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_maxpool_fwd(&cpu, &ty, &tx, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_maxpool_bwd(&cpu, &tdx, &tdy, &tx, &ty, &d, &err), RT_OK);
     for (size_t o = 0; o < ny; o++) rtp_maxpool_fwd_at(o, yk, x, g);
     for (size_t i = 0; i < nx; i++) rtp_maxpool_bwd_at(i, dk, dy, x, yk, g);
     ASSERT_EQ(cmp("maxpool_fwd", yc, yk, ny, 0, 0), 0);
     ASSERT_EQ(cmp("maxpool_bwd", dc, dk, nx, 0, 0), 0);
     float inv = 1.0f / (float)(R * R);
-    ASSERT_EQ(cpu.ops->avgpool_fwd(&cpu, &ty, &tx, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->avgpool_bwd(&cpu, &tdx, &tdy, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_avgpool_fwd(&cpu, &ty, &tx, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_avgpool_bwd(&cpu, &tdx, &tdy, &d, &err), RT_OK);
     for (size_t o = 0; o < ny; o++) rtp_avgpool_fwd_at(o, yk, x, g, inv);
     for (size_t i = 0; i < nx; i++) rtp_avgpool_bwd_at(i, dk, dy, g, inv);
     ASSERT_EQ(cmp("avgpool_fwd", yc, yk, ny, 0, 0), 0);
@@ -168,6 +168,18 @@ T_TEST(pooling)
     pool_case(&f, 3, 4, 8, 8, 2, 2, 1);
     pool_case(&f, 1, 2, 10, 7, 4, 3, 1);
     ASSERT_EQ(f, 0);
+}
+
+/* Level 1 of a two-level reduction (cuda_kernels.h) over all C channels as one wave:
+ * every block replayed (rtp_red_block_host); *P: the blocks per channel. */
+static double *red_level1(int kind, const float *x, const float *y, const float *sm,
+                          const float *si, int N, int C, int HW, int *P)
+{
+    *P = rtp_red_parts((size_t)N * HW);
+    double *part = (double *)malloc(2 * sizeof(double) * (size_t)C * *P);
+    for (int w = 0; w < C; w++)
+        for (int p = 0; p < *P; p++) rtp_red_block_host(kind, part, T, x, y, sm, si, N, C, HW, 0, w, *P, p);
+    return part;
 }
 
 /* ---- conv2d through im2col + the GEMM shapes + bias kernels ---- */
@@ -190,9 +202,9 @@ static void conv_case(int *t_failed_, int N, int C, int H, int W, int K, int R, 
     rt_tensor tx = view(x, N, C, H, W), tw = view(w, K, C, R, R), tb = view(bias, K, 1, 1, 1);
     rt_tensor ty = view(yc, N, K, d.P, d.Q), tdy = view(dy, N, K, d.P, d.Q);
     rt_tensor tdx = view(dxc, N, C, H, W), tdw = view(dwc, K, C, R, R), tdb = view(dbc, K, 1, 1, 1);
-    ASSERT_EQ(cpu.ops->conv2d_fwd(&cpu, &ty, &tx, &tw, &tb, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->conv2d_bwd_data(&cpu, &tdx, &tdy, &tw, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->conv2d_bwd_filter(&cpu, &tdw, &tdb, &tdy, &tx, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_conv2d_fwd(&cpu, &ty, &tx, &tw, &tb, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_conv2d_bwd_data(&cpu, &tdx, &tdy, &tw, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_conv2d_bwd_filter(&cpu, &tdw, &tdb, &tdy, &tx, &d, &err), RT_OK);
     rtp_gemm gf = rtp_conv_gemm(RTP_FWD, &d), gd = rtp_conv_gemm(RTP_BWD_DATA, &d);
     rtp_gemm gw = rtp_conv_gemm(RTP_BWD_FILTER, &d);
     for (int n = 0; n < N; n++) { /* the loops of cuda_conv.c's gemm_* functions */
@@ -205,11 +217,10 @@ static void conv_case(int *t_failed_, int N, int C, int H, int W, int K, int R, 
             rtp_col2im_at(i, dxk + (size_t)n * C * H * W, col, g);
     }
     for (size_t i = 0; i < ny; i++) rtp_bias_add_at(i, yk, bias, K, PQ);
-    double part[256];
-    for (int k = 0; k < K; k++) { /* bias_grad_k: one block per channel */
-        for (int t = 0; t < T; t++) part[t] = rtp_bias_grad_part(t, T, dy, N, K, PQ, k);
-        dbk[k] = (float)rtp_tree_sum_host(part, T);
-    }
+    int P; /* chan_sum_part_k's blocks, then red_finish_k */
+    double *part = red_level1(0, dy, NULL, NULL, NULL, N, K, PQ, &P);
+    for (int k = 0; k < K; k++) rtp_red_finish_at(k, part, P, dbk, NULL, 0);
+    free(part);
     ASSERT_EQ(cmp("conv fwd (im2col)", yc, yk, ny, 1e-4, 1e-4), 0);
     ASSERT_EQ(cmp("conv bwd data (col2im)", dxc, dxk, nx, 1e-4, 1e-4), 0);
     ASSERT_EQ(cmp("conv bwd filter", dwc, dwk, nw, 1e-4, 1e-4), 0);
@@ -227,6 +238,7 @@ T_TEST(conv_im2col)
     conv_case(&f, 2, 4, 6, 6, 8, 1, 1, 0);
     conv_case(&f, 2, 3, 9, 9, 5, 5, 2, 2);
     conv_case(&f, 1, 2, 4, 4, 3, 4, 3, 0);
+    conv_case(&f, 5, 2, 30, 30, 3, 3, 1, 1); /* the bias gradient in 2 blocks per channel */
     ASSERT_EQ(f, 0);
 }
 
@@ -245,9 +257,9 @@ static void dense_case(int *t_failed_, int N, int F, int O)
     rt_tensor tx = view(x, N, F, 1, 1), tw = view(w, O, F, 1, 1), tb = view(bias, O, 1, 1, 1);
     rt_tensor ty = view(yc, N, O, 1, 1), tdy = view(dy, N, O, 1, 1);
     rt_tensor tdx = view(dxc, N, F, 1, 1), tdw = view(dwc, O, F, 1, 1), tdb = view(dbc, O, 1, 1, 1);
-    ASSERT_EQ(cpu.ops->dense_fwd(&cpu, &ty, &tx, &tw, &tb, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->dense_bwd_data(&cpu, &tdx, &tdy, &tw, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->dense_bwd_filter(&cpu, &tdw, &tdb, &tdy, &tx, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_dense_fwd(&cpu, &ty, &tx, &tw, &tb, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_dense_bwd_data(&cpu, &tdx, &tdy, &tw, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_dense_bwd_filter(&cpu, &tdw, &tdb, &tdy, &tx, &d, &err), RT_OK);
     /* the operand order of cuda_dense.c */
     for (size_t i = 0; i < (size_t)N * O; i++) yk[i] = bias[i % (size_t)O]; /* row_broadcast */
     rtp_gemm gf = rtp_dense_gemm(RTP_FWD, &d), gd = rtp_dense_gemm(RTP_BWD_DATA, &d);
@@ -255,7 +267,7 @@ static void dense_case(int *t_failed_, int N, int F, int O)
     ASSERT(host_gemm(&gf, w, x, 1.0f, yk));
     ASSERT(host_gemm(&gd, w, dy, 0.0f, dxk));
     ASSERT(host_gemm(&gw, x, dy, 0.0f, dwk));
-    for (int o = 0; o < O; o++) rtp_col_sums_at(o, dbk, dy, N, O);
+    rtp_col_sums_host(dbk, dy, N, O, T);
     ASSERT_EQ(cmp("dense fwd", yc, yk, (size_t)N * O, 1e-4, 1e-4), 0);
     ASSERT_EQ(cmp("dense bwd data", dxc, dxk, (size_t)N * F, 1e-4, 1e-4), 0);
     ASSERT_EQ(cmp("dense bwd filter", dwc, dwk, (size_t)O * F, 1e-4, 1e-4), 0);
@@ -271,6 +283,7 @@ T_TEST(dense)
     dense_case(&f, 3, 7, 5);
     dense_case(&f, 17, 33, 10);
     dense_case(&f, 64, 300, 128);
+    dense_case(&f, 130, 20, 40); /* 3 row tiles, 2 column blocks of the staged bias sum */
     ASSERT_EQ(f, 0);
 }
 
@@ -289,8 +302,8 @@ T_TEST(xent)
     rt_tensor tz = view(z, N, L, 1, 1), tl = view(lc, N, 1, 1, 1), tp = view(pc, N, L, 1, 1);
     rt_tensor tg = view(gc, N, L, 1, 1), tlab = view(lab, N, 1, 1, 1);
     tlab.dtype = RT_I32;
-    ASSERT_EQ(cpu.ops->xent_fwd(&cpu, &tl, &tp, &tz, &tlab, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->xent_bwd(&cpu, &tg, &tp, &tlab, 1.0f / N, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_xent_fwd(&cpu, &tl, &tp, &tz, &tlab, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_xent_bwd(&cpu, &tg, &tp, &tlab, 1.0f / N, &d, &err), RT_OK);
     for (int n = 0; n < N; n++) rtp_xent_fwd_at(n, lk, pk, z, lab, L);
     for (size_t i = 0; i < (size_t)N * L; i++) rtp_xent_bwd_at(i, gk, pk, lab, 1.0f / N, L);
     ASSERT_EQ(cmp("xent loss", lc, lk, N, 1e-6, 1e-6), 0);
@@ -319,8 +332,8 @@ T_TEST(optimisers)
         for (int t = 1; t <= 3; t++) {
             rt_adam_desc ad = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, decoupled, t};
             rt_sgd_desc sd = {0.01f, 0.9f, 0.0f, 1e-4f, decoupled, t};
-            ASSERT_EQ(cpu.ops->adam_update(&cpu, &tp, &tm, &tv, &tg, &ad, &err), RT_OK);
-            ASSERT_EQ(cpu.ops->sgd_update(&cpu, &ts, &tb, &tg, &sd, &err), RT_OK);
+            ASSERT_EQ(rt_backend_adam_update(&cpu, &tp, &tm, &tv, &tg, &ad, &err), RT_OK);
+            ASSERT_EQ(rt_backend_sgd_update(&cpu, &ts, &tb, &tg, &sd, &err), RT_OK);
             /* the coefficients as cuda_ops.c builds them */
             rt_optim_config ca = rt_optim_config_default(decoupled ? RT_OPTIM_ADAMW : RT_OPTIM_ADAM);
             ca.beta1 = ad.beta1, ca.beta2 = ad.beta2, ca.eps = ad.eps;
@@ -365,28 +378,20 @@ static void bn_case(int *t_failed_, int N, int C, int H, int W)
     rt_tensor tg = view(ga, C, 1, 1, 1), tbe = view(be, C, 1, 1, 1), tsm = view(smc, C, 1, 1, 1);
     rt_tensor tsi = view(sic, C, 1, 1, 1), trm = view(rmc, C, 1, 1, 1), trv = view(rvc, C, 1, 1, 1);
     rt_tensor tdg = view(dgc, C, 1, 1, 1), tdb = view(dbc, C, 1, 1, 1);
-    ASSERT_EQ(cpu.ops->bn_fwd_train(&cpu, &ty, &tsm, &tsi, &trm, &trv, &tx, &tg, &tbe, &d, &err),
+    ASSERT_EQ(rt_backend_bn_fwd_train(&cpu, &ty, &tsm, &tsi, &trm, &trv, &tx, &tg, &tbe, &d, &err),
               RT_OK);
-    ASSERT_EQ(cpu.ops->bn_bwd(&cpu, &tdx, &tdg, &tdb, &tdy, &tx, &tg, &tsm, &tsi, &d, &err), RT_OK);
-    ASSERT_EQ(cpu.ops->bn_fwd_eval(&cpu, &te, &tx, &tg, &tbe, &trm, &trv, &d, &err), RT_OK);
-    double part[256], part2[256];
-    for (int c = 0; c < C; c++) { /* bn_fwd_train_k, block c */
-        for (int t = 0; t < T; t++) part[t] = rtp_bn_part_sum(t, T, x, N, C, c, HW);
-        double s = rtp_tree_sum_host(part, T);
-        for (int t = 0; t < T; t++) part[t] = rtp_bn_part_sq(t, T, x, N, C, c, HW, s / (double)M);
-        double ss = rtp_tree_sum_host(part, T);
-        float gg, sh;
-        rtp_bn_finish(c, s, ss, M, d.eps, d.momentum, ga, be, smk, sik, rmk, rvk, &gg, &sh);
-        for (int t = 0; t < T; t++) rtp_bn_part_apply(t, T, yk, x, N, C, c, HW, gg, sh);
-    }
-    for (int c = 0; c < C; c++) { /* bn_bwd_k, block c */
-        for (int t = 0; t < T; t++)
-            rtp_bn_bwd_part(t, T, dy, x, N, C, c, HW, smk[c], sik[c], &part[t], &part2[t]);
-        double sdy = rtp_tree_sum_host(part, T), sdyx = rtp_tree_sum_host(part2, T);
-        dbk[c] = (float)sdy, dgk[c] = (float)sdyx;
-        for (int t = 0; t < T; t++)
-            rtp_bn_bwd_apply(t, T, dxk, dy, x, N, C, c, HW, smk[c], sik[c], ga[c], sdy, sdyx);
-    }
+    ASSERT_EQ(rt_backend_bn_bwd(&cpu, &tdx, &tdg, &tdb, &tdy, &tx, &tg, &tsm, &tsi, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_bn_fwd_eval(&cpu, &te, &tx, &tg, &tbe, &trm, &trv, &d, &err), RT_OK);
+    int P; /* bn_stats_part_k, bn_stats_finish_k, bn_apply_k */
+    double *part = red_level1(1, x, NULL, NULL, NULL, N, C, HW, &P);
+    for (int c = 0; c < C; c++)
+        rtp_bn_stats_finish_at(c, part, P, M, d.eps, d.momentum, smk, sik, rmk, rvk, 0);
+    for (size_t i = 0; i < n; i++) rtp_bn_apply_at(i, yk, x, ga, be, smk, sik, C, HW);
+    free(part); /* bn_bwd_part_k, red_finish_k, bn_bwd_apply_k */
+    part = red_level1(2, x, dy, smk, sik, N, C, HW, &P);
+    for (int c = 0; c < C; c++) rtp_red_finish_at(c, part, P, dbk, dgk, 0);
+    for (size_t i = 0; i < n; i++) rtp_bn_bwd_apply_at(i, dxk, dy, x, ga, smk, sik, dgk, dbk, C, HW, M);
+    free(part);
     for (size_t i = 0; i < n; i++) rtp_bn_eval_at(i, ek, x, ga, be, rmk, rvk, C, HW, d.eps);
     ASSERT_EQ(cmp("bn out", yc, yk, n, 1e-5, 1e-5), 0);
     ASSERT_EQ(cmp("bn mean", smc, smk, (size_t)C, 1e-6, 1e-6), 0);
@@ -409,6 +414,8 @@ T_TEST(batchnorm)
     bn_case(&f, 2, 4, 5, 7);
     bn_case(&f, 8, 16, 3, 3);
     bn_case(&f, 32, 2, 12, 12); /* more elements per channel than threads */
+    bn_case(&f, 8, 3, 32, 33);  /* 3 blocks per channel (8448 elements) */
+    bn_case(&f, 64, 2, 32, 32); /* 16 blocks per channel */
     ASSERT_EQ(f, 0);
 }
 
@@ -510,10 +517,12 @@ T_TEST(xent_stats)
         rt_tensor tl = view(loss, N, 1, 1, 1), tp = view(p, N, L, 1, 1);
         rt_tensor tlab = view(lab, N, 1, 1, 1), tr = view(rc, 2, RT_STEP_STATS, 1, 1);
         tlab.dtype = RT_I32;
-        ASSERT_EQ(cpu.ops->xent_stats(&cpu, &tr, 1, &tl, &tp, &tlab, &d, &err), RT_OK);
+        ASSERT_EQ(rt_backend_xent_stats(&cpu, &tr, 1, &tl, &tp, &tlab, &d, &err), RT_OK);
         int c = 0;
         for (int n = 0; n < N; n++) c += rtp_xent_correct_at(n, p, lab, L);
-        rtp_xent_stats_row(rk + RT_STEP_STATS, loss, N, c);
+        double sum = 0.0; /* xent_stats_k's tiles of T losses */
+        for (int n0 = 0; n0 < N; n0 += T) sum = rtp_loss_add(sum, loss + n0, N - n0 < T ? N - n0 : T);
+        rtp_xent_stats_row(rk + RT_STEP_STATS, sum, N, c);
         ASSERT_EQ(memcmp(rc, rk, sizeof rc), 0);
         free(loss), free(p), free(lab);
     }

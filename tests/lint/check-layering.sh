@@ -5,9 +5,13 @@
 #   SHA-256 of downloads, no jansson except checkpoint headers and manifests and the
 #   results store.
 # - magics/ includes no ZeroMQ/OpenSSL and nothing from kernel/.
-# - kernel/ and magics/ include no CUDA header; CUDA #ifdefs stay in runtime/cuda.
+# - kernel/ and magics/ include no CUDA header and no header of a backend
+#   (runtime/cpu, runtime/cuda): what they need is in rt.h (rt_device.h: devices and
+#   precision); CUDA #ifdefs stay in runtime/cuda.
 # - private headers (NAME_internal.h, magics' mg_*.h) stay in their own folder.
 # - only kernel/jk_main.c calls exit() (children after fork use _exit).
+# - compute ops are called through rt_backend_OP (runtime/rt_backend_call.c, which
+#   checks their arguments), never through b->ops directly.
 set -u
 root="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
 cd "$root" || exit 99
@@ -36,6 +40,12 @@ check magics "${inc}(zmq\.h|openssl/)" "" "magics includes ZeroMQ/OpenSSL"
 check magics "${inc}(kl|fm|jk_[a-z_]*)\.h" "" "magics includes a kernel header"
 check kernel "${inc}(cuda|cudnn|cublas)[a-z_]*\.h" "" "kernel includes CUDA"
 check magics "${inc}(cuda|cudnn|cublas)[a-z_]*\.h" "" "magics includes CUDA"
+# A backend's headers (runtime/cpu/*.h, runtime/cuda/*.h) are the runtime's own.
+while IFS= read -r hdr; do
+  hname="$(basename "$hdr")"
+  check kernel "${inc}([a-z_./]*/)?${hname//./\\.}\"" "" "kernel includes a backend header"
+  check magics "${inc}([a-z_./]*/)?${hname//./\\.}\"" "" "magics includes a backend header"
+done < <(find runtime/cpu runtime/cuda -name '*.h' -o -name '*.cuh' 2>/dev/null)
 check kernel "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "" "CUDA #ifdef outside runtime/cuda"
 check magics "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "" "CUDA #ifdef outside runtime/cuda"
 check runtime "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "^runtime/cuda/|^runtime/rt_backend\.c$" "CUDA #ifdef outside runtime/cuda"
@@ -54,6 +64,13 @@ while IFS= read -r hdr; do
 done < <(find kernel magics runtime -name '*_internal.h' 2>/dev/null)
 for d in kernel magics runtime; do
   check "$d" "(^|[^_a-zA-Z0-9])exit[[:space:]]*\(" "^kernel/jk_main\.c$" "exit() outside kernel/jk_main.c"
+done
+checked_ops='upload|download|fill|copy|add|conv2d_(fwd|bwd_[a-z]+)|(max|avg)pool_[a-z]+|relu_[a-z]+'
+checked_ops+='|bn_[a-z_]+|dropout_[a-z]+|dense_(fwd|bwd_[a-z]+)|xent_[a-z]+|(amp_)?(adam|sgd)_update'
+checked_ops+='|gather_batch|amp_(un)?scale'
+for d in kernel magics runtime; do
+  check "$d" "ops->($checked_ops)[[:space:]]*\(" "^runtime/(cpu|cuda)/|^runtime/rt_backend_call\.c$" \
+    "op called past its argument checks (use rt_backend_OP)"
 done
 
 if [ "$fail" = 0 ]; then echo "layering: ok"; fi

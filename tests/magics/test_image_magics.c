@@ -136,16 +136,23 @@ T_TEST(test_dataset_folder_and_cache)
     ASSERT_STR_CONTAINS(g_err.evalue, "--channels");
 }
 
-T_TEST(test_train_on_folder)
+/* A new session with the folder loaded (8x8 grey, a quarter seeded to val) and the
+ * small CNN "tiny" defined on it; 0 or -1. */
+static int folder_and_tiny(void)
 {
     char line[512];
-    ASSERT_EQ(tm_fresh_session(&g_s), 0);
+    if (tm_fresh_session(&g_s) != 0) return -1;
     tm_reset();
     snprintf(line, sizeof line, "dataset %s --size 8 --channels 1 --val 0.25 --seed 3 "
              "--samples 0", g_dir);
-    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
-    ASSERT_EQ(tm_magic(g_s, "model tiny", "conv2d 4 3 pad=1\nrelu\nmaxpool 2\nflatten\n"
-                       "dense 3\n", &g_err), 0);
+    if (tm_magic(g_s, line, NULL, &g_err) != 0) return -1;
+    return tm_magic(g_s, "model tiny", "conv2d 4 3 pad=1\nrelu\nmaxpool 2\nflatten\n"
+                    "dense 3\n", &g_err);
+}
+
+T_TEST(test_train_on_folder)
+{
+    ASSERT_EQ(folder_and_tiny(), 0);
     int rc = tm_magic(g_s, "train tiny --epochs 6 --batch 10 --lr 0.05 --seed 1", NULL, &g_err);
     if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
     ASSERT_EQ(rc, 0);
@@ -189,6 +196,27 @@ T_TEST(test_train_on_folder)
     ASSERT_STR_EQ(g_err.ename, "ValueError");
     ASSERT_STR_CONTAINS(g_err.evalue, bad);
     remove(bad);
+}
+
+/* A run on a folder resumed in a new session (as a new kernel would): the data set is
+ * reloaded with the options it was trained with (--size, --channels, --val fraction and
+ * --seed), not the defaults, so it is the same data set and the run continues. */
+T_TEST(test_resume_folder_run)
+{
+    char line[600], run[200];
+    snprintf(run, sizeof run, "%s.run", g_dir);
+    ASSERT_EQ(folder_and_tiny(), 0);
+    snprintf(line, sizeof line, "train tiny --epochs 1 --batch 30 --seed 1 --run-dir %s", run);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(tm_fresh_session(&g_s), 0);
+    tm_reset();
+    snprintf(line, sizeof line, "resume %s --epochs 2", run);
+    int rc = tm_magic(g_s, line, NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_CONTAINS(tm_c.out, "epoch 2/2");
+    snprintf(line, sizeof line, "rm -rf '%s'", run);
+    if (system(line) != 0) fprintf(stderr, "could not remove %s\n", run);
 }
 
 /* "epoch E/N  loss L  acc A ..." line E of the run's text: its loss and accuracy. */
@@ -274,6 +302,7 @@ int main(void)
     setenv("KILN_RESULTS", g_store, 1);      /* %train records here, not in ~ */
     T_RUN(test_dataset_folder_and_cache);
     T_RUN(test_train_on_folder);
+    T_RUN(test_resume_folder_run);
     T_RUN(test_resnet20_learns);
     T_RUN(test_bad_file);
     mg_session_destroy(g_s);

@@ -75,8 +75,8 @@ int main(int argc, char **argv)
         host[i] = malloc(info[i].numel * 4);
         if (!host[i] || rt_model_tensor_read(m, i, host[i], &err)) goto out;
     }
-    if (b.ops->upload(&b, rt_model_input_tensor(m), x, X * 4, &err) ||
-        b.ops->upload(&b, rt_model_label_tensor(m), lab, (size_t)N * 4, &err) ||
+    if (rt_backend_upload(&b, rt_model_input_tensor(m), x, X * 4, &err) ||
+        rt_backend_upload(&b, rt_model_label_tensor(m), lab, (size_t)N * 4, &err) ||
         rt_model_forward(m, N, 1, 0, &err) || rt_model_loss(m, N, &loss, probs, NULL, &err) ||
         rt_model_backward(m, N, &err))
         goto out;

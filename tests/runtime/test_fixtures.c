@@ -114,9 +114,9 @@ T_TEST(conv)
         rt_tensor dy = tens(get(&f, "dy", NULL), d.N, d.K, d.P, d.Q);
         rt_tensor y = tens(NULL, d.N, d.K, d.P, d.Q), dx = tens(NULL, d.N, d.C, d.H, d.W);
         rt_tensor dw = tens(NULL, d.K, d.C, d.R, d.S), db = tens(NULL, d.K, 1, 1, 1);
-        int bad = OPS->conv2d_fwd(&be, &y, &x, &w, &b, &d, &err) != RT_OK;
-        bad += OPS->conv2d_bwd_data(&be, &dx, &dy, &w, &d, &err) != RT_OK;
-        bad += OPS->conv2d_bwd_filter(&be, &dw, &db, &dy, &x, &d, &err) != RT_OK;
+        int bad = rt_backend_conv2d_fwd(&be, &y, &x, &w, &b, &d, &err) != RT_OK;
+        bad += rt_backend_conv2d_bwd_data(&be, &dx, &dy, &w, &d, &err) != RT_OK;
+        bad += rt_backend_conv2d_bwd_filter(&be, &dw, &db, &dy, &x, &d, &err) != RT_OK;
         bad += cmp(&f, "y", &y) + cmp(&f, "dx", &dx) + cmp(&f, "dw", &dw) + cmp(&f, "db", &db);
         if (bad) fprintf(stderr, "  case %s (%s)\n", cases[k], err.msg);
         free(x.data), free(w.data), free(b.data), free(dy.data), free(y.data);
@@ -143,11 +143,11 @@ T_TEST(pool)
         rt_tensor y = tens(NULL, d.N, d.C, d.P, d.Q), dx = tens(NULL, d.N, d.C, d.H, d.W);
         int bad;
         if (k < 2)
-            bad = OPS->maxpool_fwd(&be, &y, &x, &d, &err) != RT_OK ||
-                  OPS->maxpool_bwd(&be, &dx, &dy, &x, &y, &d, &err) != RT_OK;
+            bad = rt_backend_maxpool_fwd(&be, &y, &x, &d, &err) != RT_OK ||
+                  rt_backend_maxpool_bwd(&be, &dx, &dy, &x, &y, &d, &err) != RT_OK;
         else
-            bad = OPS->avgpool_fwd(&be, &y, &x, &d, &err) != RT_OK ||
-                  OPS->avgpool_bwd(&be, &dx, &dy, &d, &err) != RT_OK;
+            bad = rt_backend_avgpool_fwd(&be, &y, &x, &d, &err) != RT_OK ||
+                  rt_backend_avgpool_bwd(&be, &dx, &dy, &d, &err) != RT_OK;
         bad += cmp(&f, "y", &y) + cmp(&f, "dx", &dx);
         if (bad) fprintf(stderr, "  case %s\n", cases[k]);
         free(x.data), free(dy.data), free(y.data), free(dx.data);
@@ -166,12 +166,12 @@ T_TEST(relu)
         rt_error err = {0};
         rt_tensor x = tens(get(&f, "x", NULL), 2, 3, 4, 5), dy = tens(get(&f, "dy", NULL), 2, 3, 4, 5);
         rt_tensor y = tens(NULL, 2, 3, 4, 5), dx = tens(NULL, 2, 3, 4, 5);
-        int bad = OPS->relu_fwd(&be, &y, &x, slope, &err) != RT_OK ||
-                  OPS->relu_bwd(&be, &dx, &dy, &y, slope, &err) != RT_OK;
+        int bad = rt_backend_relu_fwd(&be, &y, &x, slope, &err) != RT_OK ||
+                  rt_backend_relu_bwd(&be, &dx, &dy, &y, slope, &err) != RT_OK;
         bad += cmp(&f, "y", &y) + cmp(&f, "dx", &dx);
         /* in place (out == in, din == dout) gives the same values */
-        bad += OPS->relu_fwd(&be, &x, &x, slope, &err) != RT_OK || cmp(&f, "y", &x);
-        bad += OPS->relu_bwd(&be, &dy, &dy, &y, slope, &err) != RT_OK || cmp(&f, "dx", &dy);
+        bad += rt_backend_relu_fwd(&be, &x, &x, slope, &err) != RT_OK || cmp(&f, "y", &x);
+        bad += rt_backend_relu_bwd(&be, &dy, &dy, &y, slope, &err) != RT_OK || cmp(&f, "dx", &dy);
         free(x.data), free(dy.data), free(y.data), free(dx.data);
         unload(&f);
         ASSERT_EQ(bad, 0);
@@ -198,9 +198,9 @@ T_TEST(batchnorm)
         rt_tensor rm = tens(NULL, d.C, 1, 1, 1), rv = tens(NULL, d.C, 1, 1, 1);
         rt_tensor dg = tens(NULL, d.C, 1, 1, 1), db = tens(NULL, d.C, 1, 1, 1);
         for (int c = 0; c < d.C; c++) ((float *)rv.data)[c] = 1.0f;
-        int bad = OPS->bn_fwd_train(&be, &y, &sm, &si, &rm, &rv, &x, &g, &bt, &d, &err) != RT_OK;
-        bad += OPS->bn_bwd(&be, &dx, &dg, &db, &dy, &x, &g, &sm, &si, &d, &err) != RT_OK;
-        bad += OPS->bn_fwd_eval(&be, &ye, &x, &g, &bt, &rm, &rv, &d, &err) != RT_OK;
+        int bad = rt_backend_bn_fwd_train(&be, &y, &sm, &si, &rm, &rv, &x, &g, &bt, &d, &err) != RT_OK;
+        bad += rt_backend_bn_bwd(&be, &dx, &dg, &db, &dy, &x, &g, &sm, &si, &d, &err) != RT_OK;
+        bad += rt_backend_bn_fwd_eval(&be, &ye, &x, &g, &bt, &rm, &rv, &d, &err) != RT_OK;
         bad += cmp(&f, "y", &y) + cmp(&f, "running_mean", &rm) + cmp(&f, "running_var", &rv);
         bad += cmp(&f, "y_eval", &ye) + cmp(&f, "dx", &dx) + cmp(&f, "dgamma", &dg);
         bad += cmp(&f, "dbeta", &db);
@@ -225,9 +225,9 @@ T_TEST(dense)
     rt_tensor dy = tens(get(&f, "dy", NULL), d.N, d.O, 1, 1);
     rt_tensor y = tens(NULL, d.N, d.O, 1, 1), dx = tens(NULL, d.N, d.F, 1, 1);
     rt_tensor dw = tens(NULL, d.O, d.F, 1, 1), db = tens(NULL, d.O, 1, 1, 1);
-    int bad = OPS->dense_fwd(&be, &y, &x, &w, &b, &d, &err) != RT_OK;
-    bad += OPS->dense_bwd_data(&be, &dx, &dy, &w, &d, &err) != RT_OK;
-    bad += OPS->dense_bwd_filter(&be, &dw, &db, &dy, &x, &d, &err) != RT_OK;
+    int bad = rt_backend_dense_fwd(&be, &y, &x, &w, &b, &d, &err) != RT_OK;
+    bad += rt_backend_dense_bwd_data(&be, &dx, &dy, &w, &d, &err) != RT_OK;
+    bad += rt_backend_dense_bwd_filter(&be, &dw, &db, &dy, &x, &d, &err) != RT_OK;
     bad += cmp(&f, "y", &y) + cmp(&f, "dx", &dx) + cmp(&f, "dw", &dw) + cmp(&f, "db", &db);
     free(x.data), free(w.data), free(b.data), free(dy.data), free(y.data);
     free(dx.data), free(dw.data), free(db.data);
@@ -247,8 +247,8 @@ T_TEST(xent)
     rt_tensor p = tens(NULL, d.N, d.L, 1, 1), dz = tens(NULL, d.N, d.L, 1, 1);
     labels.dtype = RT_I32;
     for (int i = 0; i < d.N; i++) ((int32_t *)labels.data)[i] = (int32_t)lab[i];
-    int bad = OPS->xent_fwd(&be, &loss, &p, &z, &labels, &d, &err) != RT_OK;
-    bad += OPS->xent_bwd(&be, &dz, &p, &labels, 1.0f / (float)d.N, &d, &err) != RT_OK;
+    int bad = rt_backend_xent_fwd(&be, &loss, &p, &z, &labels, &d, &err) != RT_OK;
+    bad += rt_backend_xent_bwd(&be, &dz, &p, &labels, 1.0f / (float)d.N, &d, &err) != RT_OK;
     double mean = 0;
     for (int i = 0; i < d.N; i++) mean += ((float *)loss.data)[i];
     rt_tensor m = tens(NULL, 1, 1, 1, 1);
@@ -256,7 +256,7 @@ T_TEST(xent)
     bad += cmp(&f, "loss", &m) + cmp(&f, "probs", &p) + cmp(&f, "dlogits", &dz);
     /* a label outside [0, L) is an error, not a crash */
     ((int32_t *)labels.data)[1] = d.L;
-    bad += OPS->xent_fwd(&be, &loss, &p, &z, &labels, &d, &err) != RT_EINVAL;
+    bad += rt_backend_xent_fwd(&be, &loss, &p, &z, &labels, &d, &err) != RT_EINVAL;
     free(z.data), free(labels.data), free(loss.data), free(p.data), free(dz.data), free(m.data);
     unload(&f);
     ASSERT_EQ(bad, 0);
@@ -273,7 +273,7 @@ T_TEST(dropout_mask)
     rt_tensor m2 = tens(NULL, N, C, H, W), dx = tens(NULL, N, C, H, W);
     for (int i = 0; i < K; i++) ((float *)x.data)[i] = 1.0f + (float)(i % 7);
     rt_dropout_desc d = {.N = N, .C = C, .H = H, .W = W, .p = 0.25f, .seed = 9, .step = 3, .layer = 5};
-    ASSERT_EQ(OPS->dropout_fwd(&be, &y, &m1, &x, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_dropout_fwd(&be, &y, &m1, &x, &d, &err), RT_OK);
     int kept = 0;
     for (int i = 0; i < K; i++) {
         float mv = ((float *)m1.data)[i];
@@ -282,21 +282,21 @@ T_TEST(dropout_mask)
         kept += mv != 0.0f;
     }
     ASSERT_NEAR((double)kept / K, 0.75, 0.03); /* 8192 draws: sd 0.005 */
-    ASSERT_EQ(OPS->dropout_fwd(&be, &y, &m2, &x, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_dropout_fwd(&be, &y, &m2, &x, &d, &err), RT_OK);
     ASSERT_EQ(memcmp(m1.data, m2.data, K * 4), 0);
     rt_dropout_desc d2 = d;
     d2.step = 4;
-    ASSERT_EQ(OPS->dropout_fwd(&be, &y, &m2, &x, &d2, &err), RT_OK);
+    ASSERT_EQ(rt_backend_dropout_fwd(&be, &y, &m2, &x, &d2, &err), RT_OK);
     ASSERT_NE(memcmp(m1.data, m2.data, K * 4), 0);
     d2 = d;
     d2.layer = 6;
-    ASSERT_EQ(OPS->dropout_fwd(&be, &y, &m2, &x, &d2, &err), RT_OK);
+    ASSERT_EQ(rt_backend_dropout_fwd(&be, &y, &m2, &x, &d2, &err), RT_OK);
     ASSERT_NE(memcmp(m1.data, m2.data, K * 4), 0);
-    ASSERT_EQ(OPS->dropout_bwd(&be, &dx, &x, &m1, &err), RT_OK);
+    ASSERT_EQ(rt_backend_dropout_bwd(&be, &dx, &x, &m1, &err), RT_OK);
     for (int i = 0; i < K; i++)
         ASSERT(((float *)dx.data)[i] == ((float *)x.data)[i] * ((float *)m1.data)[i]);
     d.p = 1.0f;
-    ASSERT_EQ(OPS->dropout_fwd(&be, &y, &m2, &x, &d, &err), RT_EINVAL);
+    ASSERT_EQ(rt_backend_dropout_fwd(&be, &y, &m2, &x, &d, &err), RT_EINVAL);
     free(x.data), free(y.data), free(m1.data), free(m2.data), free(dx.data);
 }
 
@@ -328,11 +328,11 @@ T_TEST(optimizer_ops_equal_rt_optim)
             if (kind < 2) {
                 rt_adam_desc d = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                                   .weight_decay = 0.01f, .decoupled = kind == 1, .step = step};
-                ASSERT_EQ(OPS->adam_update(&be, &tp, &m, &v, &tg, &d, &err), RT_OK);
+                ASSERT_EQ(rt_backend_adam_update(&be, &tp, &m, &v, &tg, &d, &err), RT_OK);
             } else {
                 rt_sgd_desc d = {.lr = 1e-2f, .momentum = 0.9f, .weight_decay = 0.01f,
                                  .step = step};
-                ASSERT_EQ(OPS->sgd_update(&be, &tp, &m, &tg, &d, &err), RT_OK);
+                ASSERT_EQ(rt_backend_sgd_update(&be, &tp, &m, &tg, &d, &err), RT_OK);
             }
         }
         for (int i = 0; i < P; i++)
@@ -365,8 +365,8 @@ T_TEST(thread_count_invariance)
     rt_tensor dy = tens(get(&f, "dy", NULL), d.N, d.K, d.P, d.Q);
     rt_tensor dw1 = tens(NULL, d.K, d.C, d.R, d.S), dw2 = tens(NULL, d.K, d.C, d.R, d.S);
     rt_tensor db1 = tens(NULL, d.K, 1, 1, 1), db2 = tens(NULL, d.K, 1, 1, 1);
-    ASSERT_EQ(OPS->conv2d_bwd_filter(&be, &dw1, &db1, &dy, &x, &d, &err), RT_OK);
-    ASSERT_EQ(b2.ops->conv2d_bwd_filter(&b2, &dw2, &db2, &dy, &x, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_conv2d_bwd_filter(&be, &dw1, &db1, &dy, &x, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_conv2d_bwd_filter(&b2, &dw2, &db2, &dy, &x, &d, &err), RT_OK);
     ASSERT_EQ(memcmp(dw1.data, dw2.data, rt_tensor_bytes(&dw1)), 0);
     ASSERT_EQ(memcmp(db1.data, db2.data, rt_tensor_bytes(&db1)), 0);
     free(x.data), free(dy.data), free(dw1.data), free(dw2.data), free(db1.data), free(db2.data);

@@ -46,8 +46,8 @@ static int check_model(const char *spec, int c, int h, int w)
     rt_rng r = rt_rng_stream(5, RT_RNG_USER, 0, 0);
     rt_rng_fill_uniform(&r, x, (size_t)N * c * h * w, -1.0f, 1.0f);
     rt_backend *be = rt_model_backend(m);
-    if (be->ops->upload(be, rt_model_input_tensor(m), x, (size_t)N * c * h * w * 4, &err) ||
-        be->ops->upload(be, rt_model_label_tensor(m), y, sizeof y, &err))
+    if (rt_backend_upload(be, rt_model_input_tensor(m), x, (size_t)N * c * h * w * 4, &err) ||
+        rt_backend_upload(be, rt_model_label_tensor(m), y, sizeof y, &err))
         goto out;
     double base = loss_of(m, &err);
     if (base != base || rt_model_backward(m, N, &err)) goto out;

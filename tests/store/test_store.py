@@ -285,8 +285,13 @@ def test_a_manifest_names_only_its_own_object(store, tmp_path):
     man["parts"][0]["key"] = ".."
     s3.put_object(Bucket=BUCKET, Key="runs/names/...manifest.json", Body=json.dumps(man).encode())
     s3.put_object(Bucket=BUCKET, Key="runs/names/..", Body=data)
+    # an object name with control characters cannot hide or forge text in the report
+    s3.put_object(Bucket=BUCKET, Key="runs/names/x\rfetched evil\x1b[8m.manifest.json",
+                  Body=b"{not json")
     out = tool(store, url, "ckpt-ls").stdout
     assert out.splitlines()[0] == f"5 {len(data)} {ckpt_name(5)}"
+    assert "x?fetched evil?[8m.manifest.json: manifest is not JSON" in out
+    assert "\x1b" not in out and "\r" not in out
     assert f"{ckpt_name(9)}.manifest.json: its manifest names another object" in out
     assert "...manifest.json: manifest's part is not a plain file name" in out
     fetched = tmp_path / "fetched"

@@ -83,22 +83,10 @@ extern "C" cudaError_t rtp_k_bias_add(cudaStream_t s, float *y, const float *bia
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_bias_grad(cudaStream_t s, float *db, const float *dy, int N, int K,
-                                       int PQ)
-{
-    CHECK({db, F4(K)}, {dy, F4((size_t)N * K * PQ)});
-    double part[256];
-    for (int k = 0; k < K; k++) {
-        for (int t = 0; t < T; t++) part[t] = rtp_bias_grad_part(t, T, dy, N, K, PQ, k);
-        db[k] = (float)rtp_tree_sum_host(part, T);
-    }
-    return cudaSuccess;
-}
-
 extern "C" cudaError_t rtp_k_col_sums(cudaStream_t s, float *db, const float *dy, int N, int O)
 {
     CHECK({db, F4(O)}, {dy, F4((size_t)N * O)});
-    for (int o = 0; o < O; o++) rtp_col_sums_at(o, db, dy, N, O);
+    rtp_col_sums_host(db, dy, N, O, T);
     return cudaSuccess;
 }
 
@@ -161,24 +149,69 @@ extern "C" cudaError_t rtp_k_avgpool_bwd(cudaStream_t s, float *dx, const float 
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_bn_fwd_train(cudaStream_t s, float *y, float *sm, float *si,
-                                          float *rm, float *rv, const float *x,
-                                          const float *gamma, const float *beta, int N, int C,
-                                          int HW, float eps, float momentum)
+/* ---- the two-level reductions: every block (p, c0 + w) of level 1, then level 2 ---- */
+
+#define F8(n) ((size_t)(n) * 8)
+
+static cudaError_t red_part(int kind, double *part, const float *x, const float *y,
+                            const float *sm, const float *si, int N, int C, int HW, int c0,
+                            int cw, int P)
 {
-    size_t n = (size_t)N * C * HW, M = (size_t)N * HW;
-    CHECK({y, F4(n)}, {x, F4(n)}, {sm, F4(C)}, {si, F4(C)}, {rm, F4(C)}, {rv, F4(C)},
-          {gamma, F4(C)}, {beta, F4(C)});
-    double part[256];
-    for (int c = 0; c < C; c++) {
-        for (int t = 0; t < T; t++) part[t] = rtp_bn_part_sum(t, T, x, N, C, c, HW);
-        double sum = rtp_tree_sum_host(part, T);
-        for (int t = 0; t < T; t++) part[t] = rtp_bn_part_sq(t, T, x, N, C, c, HW, sum / (double)M);
-        double ss = rtp_tree_sum_host(part, T);
-        float g, sh;
-        rtp_bn_finish(c, sum, ss, M, eps, momentum, gamma, beta, sm, si, rm, rv, &g, &sh);
-        for (int t = 0; t < T; t++) rtp_bn_part_apply(t, T, y, x, N, C, c, HW, g, sh);
-    }
+    size_t n = (size_t)N * C * HW;
+    if (c0 < 0 || cw < 0 || c0 + cw > C || P < 1 || (size_t)cw * P > RTP_RED_SLOTS)
+        return cudaErrorInvalidConfiguration; /* a grid the launcher would refuse */
+    CHECK({part, F8(2 * (size_t)cw * P)}, {x, F4(n)}, {y, kind == 2 ? F4(n) : 0},
+          {sm, kind == 2 ? F4(C) : 0}, {si, kind == 2 ? F4(C) : 0});
+    for (int w = 0; w < cw; w++)
+        for (int p = 0; p < P; p++) rtp_red_block_host(kind, part, T, x, y, sm, si, N, C, HW, c0, w, P, p);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_chan_sum_part(cudaStream_t s, double *part, const float *x, int N,
+                                           int C, int HW, int c0, int cw, int P)
+{
+    return red_part(0, part, x, NULL, NULL, NULL, N, C, HW, c0, cw, P);
+}
+
+extern "C" cudaError_t rtp_k_bn_stats_part(cudaStream_t s, double *part, const float *x, int N,
+                                           int C, int HW, int c0, int cw, int P)
+{
+    return red_part(1, part, x, NULL, NULL, NULL, N, C, HW, c0, cw, P);
+}
+
+extern "C" cudaError_t rtp_k_bn_bwd_part(cudaStream_t s, double *part, const float *dy,
+                                         const float *x, const float *sm, const float *si,
+                                         int N, int C, int HW, int c0, int cw, int P)
+{
+    return red_part(2, part, x, dy, sm, si, N, C, HW, c0, cw, P);
+}
+
+extern "C" cudaError_t rtp_k_red_finish(cudaStream_t s, const double *part, float *out0,
+                                        float *out1, int c0, int cw, int P)
+{
+    CHECK({part, F8(2 * (size_t)cw * P)}, {out0 + c0, F4(cw)}, {out1 ? out1 + c0 : NULL, out1 ? F4(cw) : 0});
+    for (int w = 0; w < cw; w++) rtp_red_finish_at(w, part, P, out0, out1, c0);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_bn_stats_finish(cudaStream_t s, const double *part, float *sm,
+                                             float *si, float *rm, float *rv, int N, int HW,
+                                             int c0, int cw, int P, float eps, float momentum)
+{
+    CHECK({part, F8(2 * (size_t)cw * P)}, {sm + c0, F4(cw)}, {si + c0, F4(cw)},
+          {rm + c0, F4(cw)}, {rv + c0, F4(cw)});
+    for (int w = 0; w < cw; w++)
+        rtp_bn_stats_finish_at(w, part, P, (size_t)N * HW, eps, momentum, sm, si, rm, rv, c0);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x,
+                                      const float *gamma, const float *beta, const float *sm,
+                                      const float *si, int N, int C, int HW)
+{
+    size_t n = (size_t)N * C * HW;
+    CHECK({y, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {beta, F4(C)}, {sm, F4(C)}, {si, F4(C)});
+    for (size_t i = 0; i < n; i++) rtp_bn_apply_at(i, y, x, gamma, beta, sm, si, C, HW);
     return cudaSuccess;
 }
 
@@ -193,21 +226,16 @@ extern "C" cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_bn_bwd(cudaStream_t s, float *dx, float *dg, float *db,
-                                    const float *dy, const float *x, const float *gamma,
-                                    const float *sm, const float *si, int N, int C, int HW)
+extern "C" cudaError_t rtp_k_bn_bwd_apply(cudaStream_t s, float *dx, const float *dy,
+                                          const float *x, const float *gamma, const float *sm,
+                                          const float *si, const float *dg, const float *db,
+                                          int N, int C, int HW)
 {
     size_t n = (size_t)N * C * HW;
-    CHECK({dx, F4(n)}, {dy, F4(n)}, {x, F4(n)}, {dg, F4(C)}, {db, F4(C)}, {gamma, F4(C)},
-          {sm, F4(C)}, {si, F4(C)});
-    double p1[256], p2[256];
-    for (int c = 0; c < C; c++) {
-        for (int t = 0; t < T; t++) rtp_bn_bwd_part(t, T, dy, x, N, C, c, HW, sm[c], si[c], &p1[t], &p2[t]);
-        double sdy = rtp_tree_sum_host(p1, T), sdyx = rtp_tree_sum_host(p2, T);
-        db[c] = (float)sdy, dg[c] = (float)sdyx;
-        for (int t = 0; t < T; t++)
-            rtp_bn_bwd_apply(t, T, dx, dy, x, N, C, c, HW, sm[c], si[c], gamma[c], sdy, sdyx);
-    }
+    CHECK({dx, F4(n)}, {dy, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {sm, F4(C)}, {si, F4(C)},
+          {dg, F4(C)}, {db, F4(C)});
+    for (size_t i = 0; i < n; i++)
+        rtp_bn_bwd_apply_at(i, dx, dy, x, gamma, sm, si, dg, db, C, HW, (size_t)N * HW);
     return cudaSuccess;
 }
 
@@ -291,7 +319,7 @@ extern "C" cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float 
     CHECK({row, F4(4)}, {loss, F4(N)}, {probs, F4((size_t)N * L)}, {labels, F4(N)});
     int c = 0; /* the integer reduction: any order gives the same count */
     for (int n = 0; n < N; n++) c += rtp_xent_correct_at(n, probs, labels, L);
-    rtp_xent_stats_row(row, loss, N, c);
+    rtp_xent_stats_row(row, rtp_loss_add(0.0, loss, N), N, c); /* tiles in order = one run */
     return cudaSuccess;
 }
 

@@ -1,5 +1,8 @@
-/* rt_cuda.h - what the CUDA backend offers beyond rt_backend_ops: the device list for
- * %device and the compute precision of an opened CUDA backend.
+/* rt_device.h - the compute devices as magics see them, beyond rt_backend_ops: the CUDA
+ * device list for %device, the build's CUDA line, and the compute precision
+ * (--precision) of an opened CUDA backend. Part of the runtime's public header (rt.h);
+ * implemented in runtime/cuda/ (cuda_device.c, or rt_cuda_stub.c without CUDA, and
+ * rt_precision.c), whose own headers stay private to the runtime.
  *
  * This header is the same in every build (STYLE: public headers do not change with
  * build flags). Without CUDA compiled in (rt_cuda_stub.c) the list is empty with a
@@ -14,8 +17,8 @@
  * includes the 16-bit copies). fp16 needs dynamic loss scaling: the trainer does it on the device (rt_amp_state and the
  * amp_* ops of rt_backend.h, rules in runtime/rt_amp_rule.h).
  */
-#ifndef RT_CUDA_H
-#define RT_CUDA_H
+#ifndef RT_DEVICE_H
+#define RT_DEVICE_H
 
 #include <stddef.h>
 
@@ -70,34 +73,5 @@ rt_precision rt_cuda_get_precision(const rt_backend *b);
 /* Free and total memory of the backend's device, bytes (sync first for a stable value). */
 rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes,
                            rt_error *err);
-
-/* ---- NCCL: gradients summed between the CUDA devices of one process ----
- * libnccl.so.2 is dlopen'ed on the first rt_nccl_create (runtime/cuda/nccl_dl.c says
- * from where). One communicator per backend (ncclCommInitAll), each with a stream of its
- * own for the collective. */
-typedef struct rt_nccl rt_nccl;
-/* b[0..n): opened CUDA backends on n distinct devices. RT_ENODEV when NCCL cannot be
- * loaded (naming the file and the package) or this Kiln has no CUDA; RT_EINVAL when a
- * backend is not CUDA or two share a device. */
-rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *err);
-/* Rank r's share of one all-reduce, called by every rank (each from its own thread):
- * buf (b's memory) = sum over the ranks of scale_r x buf_r. Waits for the work queued on
- * b's stream, sums on the communicator's stream, and b's later work waits for the sum
- * (events: no host synchronisation). */
-rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
-                            rt_error *err);
-void rt_nccl_destroy(rt_nccl *c);
-
-/* Processes with one device each (GPU ranks of a launch): rank 0 makes the id, the
- * launch hands it to every rank (over MPI, or TCP), each joins with its device. */
-#define RT_NCCL_ID_BYTES 128
-/* 1 when NCCL can be loaded (loads it); err (may be NULL) says why not. */
-int rt_nccl_available(rt_error *err);
-rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err);
-/* A communicator of one device (b) as rank `rank` of `nranks` (ncclCommInitRank; every
- * rank must call it with the same id): rt_nccl_allreduce with r = 0 sums over them. */
-rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
-                              const unsigned char id[RT_NCCL_ID_BYTES], int rank, int nranks,
-                              rt_error *err);
 
 #endif
