@@ -193,6 +193,11 @@ int mg_args_wants_help(const char *line);
 /* Prints the magic's usage and option table (for --help and NAME?). New string; free(). */
 char *mg_command_help(const mg_command *cmd);
 
+/* The HTML-escaped copy of s (& < > " ' as entities), for text and attribute values.
+ * New string (free()); NULL on no memory. _n: the first n bytes of s. mg_escape.c. */
+char *mg_html_escape(const char *s);
+char *mg_html_escape_n(const char *s, size_t n);
+
 /* One line naming the CUDA toolkit and GPU architectures this build has, or that it
  * has none (`kiln --version`; magics/mg_device.c). Static storage. */
 const char *mg_device_build_info(void);

@@ -12,22 +12,6 @@
 #define GAP 4
 #define MAX_CELLS 256
 
-char *mg_html_escape(const char *s)
-{
-    size_t n = 0;
-    for (const char *p = s; *p; p++) n += *p == '&' ? 5 : *p == '<' || *p == '>' ? 4 : *p == '"' ? 6 : 1;
-    char *out = malloc(n + 1), *o = out;
-    if (!out) return NULL;
-    for (const char *p = s; *p; p++) {
-        const char *r = *p == '&' ? "&amp;" : *p == '<' ? "&lt;" : *p == '>' ? "&gt;"
-                      : *p == '"' ? "&quot;" : NULL;
-        if (r) o += sprintf(o, "%s", r);
-        else *o++ = *p;
-    }
-    *o = 0;
-    return out;
-}
-
 /* One image of d as RGB at (x0, y0) of an image w pixels wide, scaled by k. */
 static void blit(uint8_t *rgb, int stride_w, int x0, int y0, const rt_dataset *d,
                  const uint8_t *chw, int k)

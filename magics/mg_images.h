@@ -21,8 +21,6 @@ typedef struct mg_grid_cell {
 json_t *mg_images_grid(const rt_dataset *d, const mg_grid_cell *cells, int n, int cols,
                        const char *title, mg_error *err);
 
-/* The HTML-escaped copy of s (new string; free()), NULL on no memory. */
-char *mg_html_escape(const char *s);
 
 /* v with thousands separators, "1,234,567", into buf; returns buf (mg_model.c). */
 const char *mg_commas(long v, char buf[32]);

@@ -61,8 +61,10 @@ int mg_ckpt_resolve(const char *arg, const mg_out *out, char **path, mg_error *e
 /* ---- reading what the checkpoint says ---- */
 
 /* An image folder's %dataset options ("images" in the dataset record; older
- * checkpoints have none: the defaults, or the copy loaded in this session). Values out
- * of range are left to the loader, which refuses them with its own message. */
+ * checkpoints have none: the defaults, or the copy loaded in this session). The file is
+ * untrusted: options %dataset itself would refuse (a side over 4096, channels other
+ * than 1 or 3, a fraction outside [0, 1)) are ignored, and the checksum check then
+ * refuses the data set loaded with the defaults. */
 static void images_of(json_t *im, mgp_ck_desc *d)
 {
     json_t *size = json_object_get(im, "size");
@@ -75,6 +77,11 @@ static void images_of(json_t *im, mgp_ck_desc *d)
         .val_fraction = json_number_value(json_object_get(im, "val_fraction")),
         .seed = (uint64_t)json_integer_value(json_object_get(im, "seed")),
         .skip_bad = json_is_true(json_object_get(im, "skip_bad"))};
+    const mg_ws_images *o = &d->images;
+    if (o->image_h < 0 || o->image_h > 4096 || o->image_w < 0 || o->image_w > 4096 ||
+        (o->channels != 0 && o->channels != 1 && o->channels != 3) ||
+        !(o->val_fraction >= 0 && o->val_fraction < 1))
+        d->has_images = 0;
 }
 
 int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *d,

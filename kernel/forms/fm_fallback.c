@@ -8,23 +8,15 @@
 
 #include "fm_internal.h"
 
+/* Appends the HTML-escaped first n bytes of s (mg_html_escape_n, the one escaper). */
 static void escape_into(fm_buf *b, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        switch (s[i]) {
-        case '<': fm_buf_puts(b, "&lt;"); break;
-        case '>': fm_buf_puts(b, "&gt;"); break;
-        case '&': fm_buf_puts(b, "&amp;"); break;
-        case '"': fm_buf_puts(b, "&quot;"); break;
-        case '\'': fm_buf_puts(b, "&#39;"); break;
-        default: fm_buf_add(b, s + i, 1);
-        }
+    char *e = mg_html_escape_n(s, n);
+    if (!e) {
+        b->oom = 1;
+        return;
     }
-}
-
-char *fm_html_escape(const char *s) {
-    fm_buf b = {0};
-    escape_into(&b, s, strlen(s));
-    return fm_buf_take(&b);
+    fm_buf_puts(b, e);
+    free(e);
 }
 
 /* Inline spans: `code`, **bold**, *em*; unmatched markers stay as text. */

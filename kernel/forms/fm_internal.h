@@ -91,8 +91,6 @@ json_t *fm_fallback_bundle(const fm_form *f, const mg_host *host);
 char *fm_markdown_html(const char *text);
 /* A title line as <h3> HTML (leading #s dropped, inline Markdown kept). malloc'd. */
 char *fm_title_html(const char *text);
-/* HTML-escapes s into a malloc'd string. */
-char *fm_html_escape(const char *s);
 
 /* ---- fm_buf.c: a growable string (a failed allocation sticks in oom) ---- */
 

@@ -5,7 +5,6 @@
 
 #include <inttypes.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,19 +18,9 @@
 
 #define MANIFEST_FORMAT "kiln-checkpoint-manifest"
 
-__attribute__((format(printf, 1, 2))) static char *fmt(const char *f, ...)
-{
-    va_list ap;
-    va_start(ap, f);
-    char *s = NULL;
-    if (vasprintf(&s, f, ap) < 0) s = NULL;
-    va_end(ap);
-    return s;
-}
-
 static char *join(const char *prefix, const char *name)
 {
-    return *prefix ? fmt("%s/%s", prefix, name) : strdup(name);
+    return *prefix ? rtp_store_fmt("%s/%s", prefix, name) : strdup(name);
 }
 
 static const char *base_name(const char *path)
@@ -63,7 +52,7 @@ rt_status rt_store_ckpt_push(rt_store *s, const char *prefix, const char *path,
     RT_TRY(rt_sha256_file(path, sha, err));
     const char *name = base_name(path);
     char *key = join(prefix, name);
-    char *mkey = key ? fmt("%s%s", key, RT_STORE_MANIFEST_SUFFIX) : NULL;
+    char *mkey = key ? rtp_store_fmt("%s%s", key, RT_STORE_MANIFEST_SUFFIX) : NULL;
     json_t *m = json_pack("{s:s, s:i, s:I, s:[{s:s, s:I, s:s, s:s}]}", "format",
                           MANIFEST_FORMAT, "version", 1, "step", (json_int_t)step, "parts",
                           "key", name, "size", (json_int_t)size, "sha256", sha, "xxh3",
@@ -103,7 +92,7 @@ __attribute__((format(printf, 3, 4))) static void note(char **buf, const char *n
     vsnprintf(why, sizeof why, f, ap);
     va_end(ap);
     size_t from = *buf ? strlen(*buf) : 0;
-    char *n = fmt("%s%s: %s\n", *buf ? *buf : "", name, why);
+    char *n = rtp_store_fmt("%s%s: %s\n", *buf ? *buf : "", name, why);
     if (n) {
         /* names and reasons come from the bucket: one line each, no terminal escapes */
         for (size_t i = from, len = strlen(n); i + 1 < len; i++)
@@ -176,7 +165,7 @@ rt_status rt_store_ckpt_list(rt_store *s, const char *prefix, rt_store_ckpt **ou
     *out = NULL;
     *n = 0;
     if (skipped) *skipped = NULL;
-    char *dir = *prefix ? fmt("%s/", prefix) : strdup("");
+    char *dir = *prefix ? rtp_store_fmt("%s/", prefix) : strdup("");
     if (!dir) return RT_ERR(err, RT_ENOMEM, "out of memory listing checkpoints");
     rt_store_entry *e = NULL;
     size_t ne = 0;
@@ -299,7 +288,7 @@ rt_status rt_store_ckpt_fetch_newest(rt_store *s, const char *prefix, const char
     RT_TRY(rt_store_ckpt_list(s, prefix, &c, &n, skipped, err));
     rt_status st = rt_ckpt_dir_ensure(dir, err);
     for (size_t i = n; st == RT_OK && i-- > 0;) {
-        char *local = fmt("%s/%s", dir, c[i].name);
+        char *local = rtp_store_fmt("%s/%s", dir, c[i].name);
         char why[700];
         if (!local) {
             st = RT_ERR(err, RT_ENOMEM, "out of memory downloading a checkpoint");
@@ -338,7 +327,7 @@ rt_status rt_store_ckpt_prune(rt_store *s, const char *prefix, int keep, size_t 
     rt_status st = RT_OK;
     for (size_t i = 0; st == RT_OK && i + (size_t)keep < n; i++) {
         char *key = join(prefix, c[i].name);
-        char *mkey = key ? fmt("%s%s", key, RT_STORE_MANIFEST_SUFFIX) : NULL;
+        char *mkey = key ? rtp_store_fmt("%s%s", key, RT_STORE_MANIFEST_SUFFIX) : NULL;
         if (!key || !mkey)
             st = RT_ERR(err, RT_ENOMEM, "out of memory pruning checkpoints");
         if (st == RT_OK) st = rt_store_delete(s, mkey, err); /* no longer complete */

@@ -59,6 +59,9 @@ typedef struct rtp_store_req {
 rt_status rtp_store_do(rt_store *s, rtp_store_req *r, const char *what, rt_error *err);
 /* The URL-encoded form of key for a path (RFC 3986 unreserved kept, '/' kept). */
 char *rtp_store_key_escape(const char *key);
+/* A formatted string (object names, queries), malloc'd; NULL when out of memory.
+ * rt_store_object.c. */
+char *rtp_store_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- XML replies (rt_store_xml.c) ---- */
 /* The text of the first <tag>...</tag> at or after *pos in xml (entities decoded,

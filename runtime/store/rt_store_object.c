@@ -14,8 +14,7 @@
 
 #define MIB ((uint64_t)1 << 20)
 
-/* A formatted string, malloc'd; NULL when out of memory. */
-__attribute__((format(printf, 1, 2))) static char *fmt(const char *f, ...)
+__attribute__((format(printf, 1, 2))) char *rtp_store_fmt(const char *f, ...)
 {
     va_list ap;
     va_start(ap, f);
@@ -74,14 +73,14 @@ rt_status rt_store_open(const char *url, rt_store **out, char **prefix_out,
         return st;
     }
     const char *region = s->cfg.region;
-    s->bucket_url = fmt("s3://%s", bucket);
-    s->sigv4 = fmt("aws:amz:%s:s3", region);
+    s->bucket_url = rtp_store_fmt("s3://%s", bucket);
+    s->sigv4 = rtp_store_fmt("aws:amz:%s:s3", region);
     if (s->cfg.endpoint) { /* path-style: what MinIO, R2, B2, moto expect */
         s->endpoint = strdup(s->cfg.endpoint);
-        s->base = fmt("%s/%s", s->cfg.endpoint, bucket);
+        s->base = rtp_store_fmt("%s/%s", s->cfg.endpoint, bucket);
     } else {
-        s->endpoint = fmt("https://s3.%s.amazonaws.com", region);
-        s->base = fmt("https://%s.s3.%s.amazonaws.com", bucket, region);
+        s->endpoint = rtp_store_fmt("https://s3.%s.amazonaws.com", region);
+        s->base = rtp_store_fmt("https://%s.s3.%s.amazonaws.com", bucket, region);
     }
     const char *mb = getenv("KILN_S3_PART_MB");
     long part = mb ? strtol(mb, NULL, 10) : 8;
