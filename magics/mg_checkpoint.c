@@ -16,6 +16,7 @@
 
 #include "mg_ckpt_internal.h"
 #include "mg_ckpt_table.h"
+#include "mg_images.h"
 #include "mg_workspace.h"
 #include "rt_ckpt_dir.h"
 
@@ -158,9 +159,10 @@ static int do_load(mg_ctx *ctx, const char *arg, const char *device, mg_error *e
         int64_t step = 0, epoch = 0;
         rt_ckpt_reader_meta_i64(rd, RT_CKPT_KEY_STEP, &step, NULL);
         rt_ckpt_reader_meta_i64(rd, RT_CKPT_KEY_EPOCH, &epoch, NULL);
-        mg_printf(ctx->out, "Loaded model '%s' (%ld parameters, step %lld, epoch %lld) from "
-                  "%s on %s\n", name, rt_model_num_params(m), (long long)step,
-                  (long long)epoch, path, b->ops->name);
+        char count[32];
+        mg_printf(ctx->out, "Loaded model '%s' (%s parameters, step %lld, epoch %lld) from "
+                  "%s on %s\n", name, mg_commas(rt_model_num_params(m), count),
+                  (long long)step, (long long)epoch, path, b->ops->name);
         m = NULL, b = NULL;
     }
     rt_model_destroy(m);

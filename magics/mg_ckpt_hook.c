@@ -109,8 +109,12 @@ static void after_save(mg_run *run, const mgp_policy *p, const char *path, int64
         mg_eprintf(out, "warning: checkpoint rotation in '%s': %s\n", o->run_dir, re.msg);
     rt_results *rs = mg_run_results(run);
     int fresh = p->metric_step == step;
-    if (rs && rt_results_log_checkpoint(rs, mg_run_id(run), path, step, (int)epoch,
-                                        fresh ? MGP_METRIC : NULL,
+    /* an s3:// run's checkpoint is recorded as the object it is uploaded to */
+    const char *url = mg_store_url(mg_run_ctx(run)), *base = strrchr(path, '/');
+    char object[2048];
+    if (url) snprintf(object, sizeof object, "%s/%s", url, base ? base + 1 : path);
+    if (rs && rt_results_log_checkpoint(rs, mg_run_id(run), url ? object : path, step,
+                                        (int)epoch, fresh ? MGP_METRIC : NULL,
                                         fresh ? p->metric.value : 0, &re) != RT_OK)
         mg_eprintf(out, "warning: results store: recording checkpoint: %s\n", re.msg);
     mg_run_note_checkpoint(run, step);

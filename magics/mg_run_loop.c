@@ -14,6 +14,7 @@
 
 #include "mg_ckpt.h"
 #include "mg_run_internal.h"
+#include "mg_store.h"
 
 void mgp_rs_warn(mg_run *r, const char *what, const char *msg)
 {
@@ -68,6 +69,10 @@ static int results_begin(mg_run *r, mg_error *err)
     mg_run_opts used = r->o;
     if (!used.data[0]) snprintf(used.data, sizeof used.data, "%s", r->data->name);
     if (used.val < 0) used.val = r->data->val;
+    /* an s3:// run directory is recorded as its URL (it holds no credentials: such a
+     * URL is refused), so %results on another machine says where the run is */
+    const char *url = mg_store_url(r->ctx);
+    if (url) snprintf(used.run_dir, sizeof used.run_dir, "%s", url);
     json_t *params = mg_run_opts_to_json(&used);
     const char *key;
     json_t *v;

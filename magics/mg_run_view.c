@@ -193,11 +193,30 @@ static int stored_metric(mg_run *r, const char *key, double *v)
     return found && is_num ? 0 : -1;
 }
 
+/* Where the run lives, for the user: an s3:// run directory's URL (the local one is
+ * only its staging copy), else the run directory. */
+static const char *run_home(const mg_run *r)
+{
+    const char *url = mg_store_url(r->ctx);
+    return url ? url : r->o.run_dir;
+}
+
+/* "  run directory: ..." (nothing without one); an s3:// one names its staging copy. */
+static void summary_run_dir(const mg_run *r, FILE *t)
+{
+    if (!r->o.run_dir[0]) return;
+    if (mg_store_url(r->ctx))
+        fprintf(t, "  run directory: %s (staged in %s)\n", run_home(r), r->o.run_dir);
+    else
+        fprintf(t, "  run directory: %s\n", r->o.run_dir);
+}
+
 void mgp_hint_longer(const mg_run *r, FILE *t)
 {
     if (r->o.run_dir[0])
         fprintf(t, "  to train longer: a larger --epochs, e.g. %%resume %s --epochs %d (or "
-                "this %%train with --epochs %d)\n", r->o.run_dir, r->o.epochs + 1, r->o.epochs + 1);
+                "this %%train with --epochs %d)\n", run_home(r), r->o.epochs + 1,
+                r->o.epochs + 1);
     else
         fprintf(t, "  to train longer: %%train with --epochs larger than %d\n", r->o.epochs);
 }
@@ -228,7 +247,7 @@ static void summary_complete(mg_run *r, FILE *t)
     if (has_v) fprintf(t, "  last %s loss %.4f, accuracy %.4f\n", r->val_name, vl, va);
     if (has_t) fprintf(t, "  last train loss %.4f, accuracy %.4f (epoch mean)\n", tl, ta);
     if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);
-    if (r->o.run_dir[0]) fprintf(t, "  run directory: %s\n", r->o.run_dir);
+    summary_run_dir(r, t);
     mgp_hint_longer(r, t);
 }
 
@@ -273,9 +292,9 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
         fprintf(t, "  model %s: %s parameters; data %s\n", r->model_name,
                 mg_commas(rt_model_num_params(r->model), np), r->data->name);
         if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);
-        if (r->o.run_dir[0]) fprintf(t, "  run directory: %s\n", r->o.run_dir);
+        summary_run_dir(r, t);
         if (!failed && why != RT_STEP_DONE && r->o.run_dir[0])
-            fprintf(t, "  continue with: %%resume %s\n", r->o.run_dir);
+            fprintf(t, "  continue with: %%resume %s\n", run_home(r));
     }
     fclose(t);
     char *esc = text ? mg_html_escape(text) : NULL, *html = NULL;

@@ -5,16 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_ckpt_dir.h"
 #include "rt_store.h"
 #include "rt_store_ckpt.h"
+#include "rt_store_stage.h"
 #include "rt_store_sync.h"
 
 #define SLOT "store.sync"
 
 typedef struct mgp_store {
     rt_store_sync *sync;
-    char url[1024];
+    int keep;
+    char url[1024];     /* uploading to */
+    char staging[1024]; /* its staging directory */
 } mgp_store;
 
 static void slot_free(void *p)
@@ -30,29 +32,6 @@ static const char *ename(rt_status s)
          : s == RT_EINVAL ? "ValueError" : "OSError";
 }
 
-int mg_store_staging(const char *url, char *dir, size_t cap, mg_error *err)
-{
-    rt_error re = {0};
-    const char *base = getenv("KILN_STAGING_DIR"), *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
-    char root[1024];
-    if (base && *base)
-        snprintf(root, sizeof root, "%s", base);
-    else if (xdg && *xdg)
-        snprintf(root, sizeof root, "%s/kiln/staging", xdg);
-    else
-        snprintf(root, sizeof root, "%s/.cache/kiln/staging", home && *home ? home : "/tmp");
-    const char *rest = url + strlen(RT_STORE_SCHEME);
-    size_t n = strlen(rest);
-    while (n && rest[n - 1] == '/') n--;
-    if (strstr(rest, "..") || (size_t)snprintf(dir, cap, "%s/%.*s", root, (int)n, rest) >= cap)
-        return mg_fail(err, "ValueError", "--run-dir %s: no staging directory for it", url);
-    if (rt_ckpt_dir_ensure(dir, &re) != RT_OK)
-        return mg_fail(err, "OSError", "staging directory for %s: %s ---> HINT: set "
-                       "KILN_STAGING_DIR to a writable directory", url, re.msg);
-    return 0;
-}
-
 static int open_store(const char *url, rt_store **s, char **prefix, mg_error *err)
 {
     rt_error re = {0};
@@ -63,20 +42,13 @@ static int open_store(const char *url, rt_store **s, char **prefix, mg_error *er
 int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **path,
                    mg_error *err)
 {
-    *path = NULL;
-    char dir[1024];
-    rt_store *s = NULL;
-    char *prefix = NULL, *skipped = NULL;
-    if (mg_store_staging(url, dir, sizeof dir, err) < 0 || open_store(url, &s, &prefix, err) < 0)
-        return -1;
+    char *skipped = NULL;
     rt_error re = {0};
-    rt_status st = rt_store_ckpt_fetch_newest(s, prefix, dir, path, &skipped, &re);
+    rt_status st = rt_store_fetch_run(url, path, &skipped, &re);
     if (skipped && (st == RT_OK || allow_empty))
         for (char *line = strtok(skipped, "\n"); line; line = strtok(NULL, "\n"))
             mg_eprintf(out, "warning: skipped checkpoint %s/%s\n", url, line);
     free(skipped);
-    free(prefix);
-    rt_store_close(s);
     if (st == RT_ENOTFOUND && allow_empty) return 0;
     return st == RT_OK ? 0 : mg_fail(err, ename(st), "%s", re.msg);
 }
@@ -86,10 +58,11 @@ int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap
 {
     rt_store *s = NULL;
     char *prefix = NULL;
-    if (mg_store_staging(url, dir, cap, err) < 0 || open_store(url, &s, &prefix, err) < 0)
-        return -1;
-    mgp_store *m = calloc(1, sizeof *m);
     rt_error re = {0};
+    rt_status ss = rt_store_staging_dir(url, dir, cap, &re);
+    if (ss != RT_OK) return mg_fail(err, ename(ss), "%s", re.msg);
+    if (open_store(url, &s, &prefix, err) < 0) return -1;
+    mgp_store *m = calloc(1, sizeof *m);
     rt_status st = m ? rt_store_sync_start(s, prefix, keep, 8, &m->sync, &re)
                      : (rt_store_close(s), RT_ERR(&re, RT_ENOMEM, "out of memory"));
     free(prefix);
@@ -97,10 +70,65 @@ int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap
         free(m);
         return mg_fail(err, ename(st), "%s", re.msg);
     }
+    m->keep = keep;
     snprintf(m->url, sizeof m->url, "%s", url);
+    snprintf(m->staging, sizeof m->staging, "%s", dir);
     if (mg_session_set(ctx->session, SLOT, m, slot_free) != 0) /* m freed by it */
         return mg_fail(err, "MemoryError", "out of memory");
     return 0;
+}
+
+int mg_store_count(const char *url, size_t *n, mg_error *err)
+{
+    rt_store *s = NULL;
+    char *prefix = NULL;
+    rt_store_ckpt *c = NULL;
+    *n = 0;
+    if (open_store(url, &s, &prefix, err) < 0) return -1;
+    rt_error re = {0};
+    rt_status st = rt_store_ckpt_list(s, prefix, &c, n, NULL, &re);
+    rt_store_ckpt_free(c, *n);
+    free(prefix);
+    rt_store_close(s);
+    return st == RT_OK ? 0 : mg_fail(err, ename(st), "%s", re.msg);
+}
+
+/* The URL whose staging directory is dir, a sibling of m's (m->staging + "-vN" is the
+ * staging directory of m->url + "-vN"); -1 when dir is not one. */
+static int sibling_url(const mgp_store *m, const char *dir, char *url, size_t cap)
+{
+    size_t n = strlen(m->staging), u = strlen(m->url);
+    while (u && m->url[u - 1] == '/') u--;
+    if (strncmp(dir, m->staging, n) || strchr(dir + n, '/')) return -1;
+    return (size_t)snprintf(url, cap, "%.*s%s", (int)u, m->url, dir + n) < cap ? 0 : -1;
+}
+
+const char *mg_store_display(mg_ctx *ctx, const char *dir, char *buf, size_t cap)
+{
+    mgp_store *m = mg_session_get(ctx->session, SLOT);
+    if (!m || !m->sync || sibling_url(m, dir, buf, cap) < 0) return dir;
+    return buf;
+}
+
+int mg_store_fetch_sibling(mg_ctx *ctx, const char *dir, mg_error *err)
+{
+    mgp_store *m = mg_session_get(ctx->session, SLOT);
+    char url[1024], *path = NULL;
+    if (!m || !m->sync || sibling_url(m, dir, url, sizeof url) < 0) return 0;
+    int rc = mg_store_fetch(url, 1, ctx->out, &path, err);
+    free(path);
+    return rc;
+}
+
+int mg_store_rehome(mg_ctx *ctx, const char *dir, mg_error *err)
+{
+    mgp_store *m = mg_session_get(ctx->session, SLOT);
+    char url[1024], staging[1024];
+    if (!m || !m->sync || !strcmp(dir, m->staging)) return 0;
+    if (sibling_url(m, dir, url, sizeof url) < 0)
+        return mg_fail(err, "ValueError", "%s is not a staging directory of %s", dir, m->url);
+    int keep = m->keep; /* m is freed when the new uploader takes the slot */
+    return mg_store_begin(ctx, url, keep, staging, sizeof staging, err);
 }
 
 size_t mg_store_after_save(mg_ctx *ctx, const char *path, int64_t step, int keep,
@@ -128,6 +156,12 @@ void mg_store_status(mg_ctx *ctx, char *buf, size_t cap)
         snprintf(buf, cap, "upload: %zu pending%s", st.pending, st.retrying ? ", retrying" : "");
     else if (st.last_step >= 0)
         snprintf(buf, cap, "uploaded: step %lld", (long long)st.last_step);
+}
+
+const char *mg_store_url(mg_ctx *ctx)
+{
+    mgp_store *m = mg_session_get(ctx->session, SLOT);
+    return m && m->sync ? m->url : NULL;
 }
 
 double mg_store_drain_budget(double time_limit_s)

@@ -1,8 +1,7 @@
 /* mg_store.h - s3:// run directories for %train and %resume (runtime/store/).
  *
  * A run directory that is an s3:// URL is trained into a local staging directory
- * ($KILN_STAGING_DIR, else $XDG_CACHE_HOME/kiln/staging, else ~/.cache/kiln/staging,
- * then BUCKET/PREFIX), which survives a kernel restart on the same machine; each
+ * (rt_store_stage.h), which survives a kernel restart on the same machine; each
  * checkpoint written there is queued for a background upload (rt_store_sync.h) and the
  * run's end waits, bounded, for the queue to drain. The store is opened before
  * training, so wrong credentials, a missing bucket or a bad endpoint stop the cell
@@ -16,8 +15,6 @@
 
 #include "mg.h"
 
-/* The staging directory of url into dir (created). -1 with err. */
-int mg_store_staging(const char *url, char *dir, size_t cap, mg_error *err);
 /* Opens url's store and fetches its newest complete, valid checkpoint into the staging
  * directory: *path (free()), or NULL when the store holds none yet (not an error when
  * allow_empty). Damaged ones skipped are named in warnings on out. -1 with err. */
@@ -27,6 +24,19 @@ int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **p
  * puts staging dir into dir. -1 with err (the store could not be opened). */
 int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap,
                    mg_error *err);
+/* How many complete checkpoints the store at url holds (*n). -1 with err. */
+int mg_store_count(const char *url, size_t *n, mg_error *err);
+/* %train --resume auto choosing a versioned sibling (DIR-v2) of an s3:// run's staging
+ * directory: fetch_sibling fetches the newest checkpoint of URL-v2 into dir (its
+ * staging directory) so the choice sees the store's run; rehome moves the uploader to
+ * URL-v2 once dir is chosen. Both no-ops without an uploader or for a plain dir. -1
+ * with err. */
+int mg_store_fetch_sibling(mg_ctx *ctx, const char *dir, mg_error *err);
+int mg_store_rehome(mg_ctx *ctx, const char *dir, mg_error *err);
+/* How to name run directory dir to the user: the s3:// URL when dir is the staging
+ * directory of the uploader's URL or of a versioned sibling (written into buf), else
+ * dir itself. */
+const char *mg_store_display(mg_ctx *ctx, const char *dir, char *buf, size_t cap);
 /* After a checkpoint was saved at path: queued for upload when an uploader runs (the
  * store then keeps the run's newest `keep`); returns how many checkpoints are pending
  * (so local rotation keeps them). */
@@ -39,6 +49,8 @@ void mg_store_status(mg_ctx *ctx, char *buf, size_t cap);
  * (at least 10 s, at most 60 s), so a platform's deadline is not overrun;
  * KILN_UPLOAD_WAIT_S overrides. */
 double mg_store_drain_budget(double time_limit_s);
+/* The s3:// URL of the run directory being uploaded to (borrowed), NULL when none. */
+const char *mg_store_url(mg_ctx *ctx);
 /* The run ended: waits at most budget_s for the queue, names checkpoints that exist
  * only locally, stops the uploader. No-op without one. */
 void mg_store_end(mg_ctx *ctx, double budget_s, const mg_out *out);

@@ -28,19 +28,29 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
                        ? " and " : "",
                    mg_args_has(args, "--keep") ? "--keep" : "");
     /* an s3:// run directory: the store is checked now (before any step), its newest
-     * checkpoint fetched into the local staging directory, which the run then uses */
+     * checkpoint fetched into the local staging directory, which the run then uses (a
+     * versioned URL-v2 is chosen there too, mg_train_resume.c) */
+    mg_resume_mode mode = o.resume >= 0 ? (mg_resume_mode)o.resume
+                        : ctx->settings ? ctx->settings->train_resume : MG_RESUME_AUTO;
     char url[sizeof o.run_dir] = "";
     if (rt_store_is_url(o.run_dir)) {
         char *newest = NULL;
+        size_t held = 0;
         snprintf(url, sizeof url, "%s", o.run_dir);
-        if (mg_store_fetch(url, 1, ctx->out, &newest, err) < 0 ||
+        /* never: a new run cannot start over in a store that holds one (its steps
+         * would mix with the old run's objects, and no rename sets those aside) */
+        if (mode == MG_RESUME_NEVER && mg_store_count(url, &held, err) < 0) return -1;
+        if (held)
+            return mg_fail(err, "FileExistsError", "%%train --resume never: %s holds a run "
+                           "(%zu checkpoint%s) and a store cannot set it aside ---> HINT: give "
+                           "a new s3:// --run-dir, or --resume auto (continues it, or trains "
+                           "other options in %s-v2)", url, held, held == 1 ? "" : "s", url);
+        if ((mode != MG_RESUME_NEVER && mg_store_fetch(url, 1, ctx->out, &newest, err) < 0) ||
             mg_store_begin(ctx, url, o.keep > 0 ? o.keep : 1, o.run_dir, sizeof o.run_dir,
                            err) < 0)
             return -1;
         free(newest);
     }
-    mg_resume_mode mode = o.resume >= 0 ? (mg_resume_mode)o.resume
-                        : ctx->settings ? ctx->settings->train_resume : MG_RESUME_AUTO;
     int handled = 0, rc = mg_ckpt_train_autoresume(ctx, &o, mode, &handled, err);
     if (!handled && rc >= 0) {
         mg_run *r = NULL;

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "mg_ckpt_internal.h"
+#include "mg_store.h"
 #include "mg_workspace.h"
 #include "rt_ckpt_dir.h"
 
@@ -204,7 +205,9 @@ static char *latest(mg_ctx *ctx, const char *dir, int quiet, mg_error *err, int 
 static int continue_run(mg_ctx *ctx, const mg_run_opts *o, const char *path, int longer,
                         int ck_epochs, mg_error *err)
 {
-    mg_printf(ctx->out, "%s holds this run (same options): continuing it%s", o->run_dir,
+    char name[1100];
+    mg_printf(ctx->out, "%s holds this run (same options): continuing it%s",
+              mg_store_display(ctx, o->run_dir, name, sizeof name),
               longer ? "" : " (--resume never starts a new one)\n");
     if (longer)
         mg_printf(ctx->out, " and training it longer: --epochs %d (it planned %d)\n", o->epochs,
@@ -235,6 +238,7 @@ static int versioned(mg_ctx *ctx, mg_run_opts *o, const typed *t, const char *wh
             return mg_fail(err, "OSError", "%%train: --run-dir %s: name too long for a "
                            "versioned directory", base);
         int failed = 0, longer = 0, ck_epochs = 0;
+        if (mg_store_fetch_sibling(ctx, dir, err) < 0) return *handled = 1, -1;
         char *path = latest(ctx, dir, 1, err, &failed);
         if (failed) return *handled = 1, -1;
         struct stat st;
@@ -252,11 +256,18 @@ static int versioned(mg_ctx *ctx, mg_run_opts *o, const typed *t, const char *wh
             free(path);
             continue;
         }
-        mg_printf(ctx->out, "%s holds a run with other options:%s\n", base, why);
+        char bbuf[1100], dbuf[1100]; /* an s3:// run's staging directories: its URLs */
+        const char *bname = mg_store_display(ctx, base, bbuf, sizeof bbuf);
+        const char *dname = mg_store_display(ctx, dir, dbuf, sizeof dbuf);
+        mg_printf(ctx->out, "%s holds a run with other options:%s\n", bname, why);
         snprintf(o->run_dir, sizeof o->run_dir, "%s", dir);
+        if (mg_store_rehome(ctx, dir, err) < 0) {
+            free(path);
+            return *handled = 1, -1;
+        }
         if (!path) {
             mg_printf(ctx->out, "This run goes to %s (the run in %s is kept; --resume never "
-                      "would start over in %s instead)\n", dir, base, base);
+                      "would start over in %s instead)\n", dname, bname, bname);
             return 0;
         }
         *handled = 1;
@@ -285,10 +296,12 @@ int mg_ckpt_train_autoresume(mg_ctx *ctx, mg_run_opts *o, mg_resume_mode mode, i
     int failed = 0;
     char *path = latest(ctx, o->run_dir, 0, err, &failed);
     if (failed) return *handled = 1, -1;
+    char buf[1100];
+    const char *name = mg_store_display(ctx, o->run_dir, buf, sizeof buf);
     if (!path && mode == MG_RESUME_MUST)
         return *handled = 1, mg_fail(err, "FileNotFoundError", "%%train: --resume must: no "
                                      "valid checkpoint in %s to continue ---> HINT: "
-                                     "--resume auto starts a new run there", o->run_dir);
+                                     "--resume auto starts a new run there", name);
     if (!path) return 0;
     typed t;
     resolve_typed(ctx, o, &t);
@@ -305,8 +318,8 @@ int mg_ckpt_train_autoresume(mg_ctx *ctx, mg_run_opts *o, mg_resume_mode mode, i
         rc = mg_fail(err, "ValueError", "%%train --resume must: the run in %s has other "
                      "options:%s ---> HINT: --resume auto trains these options in a new "
                      "directory beside it (%s-v2...); --resume never starts over in %s",
-                     o->run_dir, d < 0 ? " (its checkpoint does not describe them)" : diff,
-                     o->run_dir, o->run_dir);
+                     name, d < 0 ? " (its checkpoint does not describe them)" : diff,
+                     name, name);
     } else {
         rc = versioned(ctx, o, &t, d < 0 ? " (its checkpoint does not describe them)" : diff,
                        handled, err);

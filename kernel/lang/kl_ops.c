@@ -3,6 +3,7 @@
  * stored in JSON, so they are an OverflowError), bool (an int), and str and list
  * concatenation/repetition. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kl_internal.h"
@@ -81,10 +82,15 @@ static json_t *repeat(klp_ctx *c, const klp_node *n, json_t *seq, long long time
         size_t len = json_string_length(seq);
         if (len && (unsigned long long)times > KLP_MAX_STR / len) return too_big(c, n);
         if (klp_budget_ask(c, n, len * (size_t)times) < 0) return NULL;
-        klp_buf b = {0};
-        for (long long i = 0; i < times; i++) klp_buf_add(&b, json_string_value(seq), len);
-        json_t *r = b.oom ? NULL : json_stringn(b.s ? b.s : "", b.n);
-        klp_buf_free(&b);
+        /* one copy, then the filled part doubled (not one append per repetition) */
+        size_t total = len * (size_t)times, done = len;
+        char *p = total ? malloc(total) : NULL;
+        if (total && !p) return too_big(c, n);
+        if (total) memcpy(p, json_string_value(seq), len);
+        for (; done < total; done *= 2)
+            memcpy(p + done, p, done < total - done ? done : total - done);
+        json_t *r = json_stringn(p ? p : "", total);
+        free(p);
         if (!r) return too_big(c, n);
         return r;
     }

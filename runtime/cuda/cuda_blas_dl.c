@@ -55,6 +55,8 @@ rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err)
         {"cublasSetMathMode", (void **)&out->set_math_mode},
         {"cublasSgemm_v2", (void **)&out->sgemm},
         {"cublasGemmEx", (void **)&out->gemm_ex},
+        {"cublasSgemmStridedBatched", (void **)&out->sgemm_sb},
+        {"cublasGemmStridedBatchedEx", (void **)&out->gemm_sb_ex},
         {"cublasGetStatusString", (void **)&out->status_string},
     };
     rt_dl_result r;

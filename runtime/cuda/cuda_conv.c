@@ -1,14 +1,19 @@
 /* cuda_conv.c - conv2d on the CUDA backend: cuDNN when it was found at build time and
- * opened (cudnn_conv.c), else im2col + cuBLAS per image (this file), the way
- * cpu_conv.c does it on the CPU. The choice is made once, at open (c->dnn), not per
- * call. Both paths add the bias and reduce the bias gradient with our own kernels
- * (deterministic, fixed order).
- * The im2col path's scratch is one column buffer (C*R*S x P*Q floats), followed in
- * bf16/fp16 by the 16-bit copies of one GEMM's inputs (rtp_cuda_gemm); images run one
- * after another on the stream, the weight gradient accumulating in place (beta = 1
- * after the first image), which is deterministic.
+ * opened (cudnn_conv.c), else im2col + cuBLAS (this file), the way cpu_conv.c does it on
+ * the CPU. The choice is made once, at open (c->dnn), not per call. Both paths add the
+ * bias and reduce the bias gradient with our own kernels (deterministic, fixed order).
+ * The im2col path makes one cuBLAS call per pass for a whole batch of images, not one
+ * per image: the forward and input-gradient passes are one strided-batched GEMM (the
+ * weight matrix shared, stride 0), the weight gradient one GEMM over all the batch's
+ * P*Q columns (the images' column matrices side by side, and dy rearranged to (K,
+ * count*P*Q)), so no accumulation across calls. A batch whose columns exceed
+ * IM2COL_BYTES runs in chunks of images (chunk()), which depends only on the shape.
+ * Scratch: the column matrices, dy rearranged, then (bf16/fp16) the 16-bit copies of
+ * one call's inputs (rtp_cuda_gemm).
  */
 #include "cuda_internal.h"
+
+#define IM2COL_BYTES ((size_t)64 << 20)
 
 static size_t col_floats(const rt_conv_desc *d)
 {
@@ -27,8 +32,35 @@ static rtp_conv_geom geom(const rt_conv_desc *d)
 
 static size_t r256(size_t n) { return (n + 255) / 256 * 256; }
 
-/* im2col's scratch: the column buffer, then (bf16/fp16) the 16-bit copies of one GEMM. */
-static size_t stage_off(const rt_conv_desc *d) { return r256(col_floats(d) * sizeof(float)); }
+/* Images per cuBLAS call: the batch, or as many as IM2COL_BYTES of scratch hold. */
+static int chunk(const rt_conv_desc *d)
+{
+    size_t per = (col_floats(d) + (size_t)d->K * d->P * d->Q) * sizeof(float);
+    size_t n = IM2COL_BYTES / (per ? per : 1);
+    if (n > (size_t)d->N) n = (size_t)d->N;
+    return n < 1 ? 1 : (int)n;
+}
+
+/* Scratch: column matrices of chunk() images, dy of as many rearranged, 16-bit copies. */
+static size_t col_bytes(const rt_conv_desc *d) { return r256(col_floats(d) * (size_t)chunk(d) * sizeof(float)); }
+static size_t stage_off(const rt_conv_desc *d)
+{
+    return col_bytes(d) + r256((size_t)d->K * d->P * d->Q * (size_t)chunk(d) * sizeof(float));
+}
+
+/* The cuBLAS call of `pass` for `count` images (rtp_conv_gemm's per-image shapes). */
+static rtp_gemm batch_gemm(int pass, const rt_conv_desc *d, int count)
+{
+    rtp_gemm g = rtp_conv_gemm(pass, d);
+    const long long PQ = (long long)d->P * d->Q, CRS = (long long)d->C * d->R * d->S;
+    if (pass == RTP_FWD) /* y_m = w col_m */
+        g.count = count, g.sa = CRS * PQ, g.sb = 0, g.sc = (long long)d->K * PQ;
+    else if (pass == RTP_BWD_DATA) /* col_m = w^T dy_m */
+        g.count = count, g.sa = (long long)d->K * PQ, g.sb = 0, g.sc = CRS * PQ;
+    else /* dw = [dy_0 .. dy_count-1] [col_0 .. col_count-1]^T: k = count * P*Q */
+        g.k = g.lda = g.ldb = (int)(count * PQ);
+    return g;
+}
 
 size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
 {
@@ -40,7 +72,7 @@ size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
     if (rtp_cuda_of(b)->dnn) return rtp_cudnn_workspace(b, d);
     size_t most = 0;
     for (int pass = RTP_FWD; pass <= RTP_BWD_FILTER; pass++) {
-        rtp_gemm g = rtp_conv_gemm(pass, d);
+        rtp_gemm g = batch_gemm(pass, d, chunk(d));
         size_t n = rtp_gemm_stage_bytes(b, &g);
         most = n > most ? n : most;
     }
@@ -55,30 +87,41 @@ rtp_gemm rtp_conv_gemm(int pass, const rt_conv_desc *d)
     const int PQ = d->P * d->Q, CRS = d->C * d->R * d->S, K = d->K;
     switch (pass) {
     case RTP_FWD: /* y_n (K,PQ) = w (K,CRS) col (CRS,PQ); column-major y^T = col^T w^T */
-        return (rtp_gemm){N, N, PQ, K, CRS, PQ, CRS, PQ};
+        return (rtp_gemm){N, N, PQ, K, CRS, PQ, CRS, PQ, 1, 0, 0, 0};
     case RTP_BWD_DATA: /* col (CRS,PQ) = w^T dy_n; column-major col^T = dy^T w */
-        return (rtp_gemm){N, T, PQ, CRS, K, PQ, CRS, PQ};
+        return (rtp_gemm){N, T, PQ, CRS, K, PQ, CRS, PQ, 1, 0, 0, 0};
     default: /* dw (K,CRS) += dy_n col^T; column-major dw^T += col dy^T */
-        return (rtp_gemm){T, N, CRS, K, PQ, PQ, PQ, CRS};
+        return (rtp_gemm){T, N, CRS, K, PQ, PQ, PQ, CRS, 1, 0, 0, 0};
     }
+}
+
+/* The scratch for the calls of `pass` (col, then the 16-bit stage at *stage). */
+static float *scratch(rt_backend *b, int pass, const rt_conv_desc *d, void **stage,
+                      rt_error *err)
+{
+    rtp_gemm g = batch_gemm(pass, d, chunk(d));
+    float *col = rtp_cuda_scratch(b, stage_off(d) + rtp_gemm_stage_bytes(b, &g), err);
+    *stage = col ? (char *)col + stage_off(d) : NULL;
+    return col;
 }
 
 static rt_status gemm_fwd(rt_backend *b, float *y, const float *x, const float *w,
                           const rt_conv_desc *d, rt_error *err)
 {
-    const rtp_gemm g = rtp_conv_gemm(RTP_FWD, d);
-    const int PQ = d->P * d->Q;
-    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
-    float *col = rtp_cuda_scratch(b, stage_off(d) + rtp_gemm_stage_bytes(b, &g), err);
+    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * d->P * d->Q;
+    void *stage;
+    float *col = scratch(b, RTP_FWD, d, &stage, err);
     if (!col) return err ? err->code : RT_EINVAL;
-    void *stage = (char *)col + stage_off(d);
-    for (int n = 0; n < d->N; n++) {
-        const float *src = x + chw * (size_t)n;
+    for (int n0 = 0, B = chunk(d); n0 < d->N; n0 += B) {
+        const int cnt = d->N - n0 < B ? d->N - n0 : B;
+        const rtp_gemm g = batch_gemm(RTP_FWD, d, cnt);
+        const float *src = x + chw * (size_t)n0;
         if (!is_direct(d)) {
-            RT_CUDA_TRY(b, err, rtp_k_im2col(rtp_cuda_of(b)->stream, col, src, geom(d)));
+            RT_CUDA_TRY(b, err, rtp_k_im2col(rtp_cuda_of(b)->stream, col, src, geom(d), cnt,
+                                             col_floats(d), (size_t)d->P * d->Q));
             src = col;
         }
-        RT_TRY(rtp_cuda_gemm(b, &g, src, w, 0.0f, y + kpq * (size_t)n, stage, err));
+        RT_TRY(rtp_cuda_gemm(b, &g, src, w, 0.0f, y + kpq * (size_t)n0, stage, err));
     }
     return RT_OK;
 }
@@ -86,18 +129,18 @@ static rt_status gemm_fwd(rt_backend *b, float *y, const float *x, const float *
 static rt_status gemm_bwd_data(rt_backend *b, float *dx, const float *dy, const float *w,
                                const rt_conv_desc *d, rt_error *err)
 {
-    const rtp_gemm g = rtp_conv_gemm(RTP_BWD_DATA, d);
-    const int PQ = d->P * d->Q;
-    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
-    float *col = rtp_cuda_scratch(b, stage_off(d) + rtp_gemm_stage_bytes(b, &g), err);
+    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * d->P * d->Q;
+    void *stage;
+    float *col = scratch(b, RTP_BWD_DATA, d, &stage, err);
     if (!col) return err ? err->code : RT_EINVAL;
-    void *stage = (char *)col + stage_off(d);
-    for (int n = 0; n < d->N; n++) {
-        float *dst = is_direct(d) ? dx + chw * (size_t)n : col;
-        RT_TRY(rtp_cuda_gemm(b, &g, dy + kpq * (size_t)n, w, 0.0f, dst, stage, err));
+    for (int n0 = 0, B = chunk(d); n0 < d->N; n0 += B) {
+        const int cnt = d->N - n0 < B ? d->N - n0 : B;
+        const rtp_gemm g = batch_gemm(RTP_BWD_DATA, d, cnt);
+        float *dst = is_direct(d) ? dx + chw * (size_t)n0 : col;
+        RT_TRY(rtp_cuda_gemm(b, &g, dy + kpq * (size_t)n0, w, 0.0f, dst, stage, err));
         if (!is_direct(d))
-            RT_CUDA_TRY(b, err, rtp_k_col2im(rtp_cuda_of(b)->stream, dx + chw * (size_t)n, col,
-                                             geom(d)));
+            RT_CUDA_TRY(b, err, rtp_k_col2im(rtp_cuda_of(b)->stream, dx + chw * (size_t)n0, col,
+                                             geom(d), cnt));
     }
     return RT_OK;
 }
@@ -105,23 +148,24 @@ static rt_status gemm_bwd_data(rt_backend *b, float *dx, const float *dy, const 
 static rt_status gemm_bwd_filter(rt_backend *b, float *dw, const float *dy, const float *x,
                                  const rt_conv_desc *d, rt_error *err)
 {
-    const rtp_gemm g = rtp_conv_gemm(RTP_BWD_FILTER, d);
     const int PQ = d->P * d->Q, CRS = d->C * d->R * d->S;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
-    float *col = rtp_cuda_scratch(b, stage_off(d) + rtp_gemm_stage_bytes(b, &g), err);
+    /* dy (count, K, PQ) as an image of K channels whose 1x1 im2col is (K, count*PQ) */
+    const rtp_conv_geom gdy = {d->K, d->P, d->Q, 1, 1, 1, 0, d->P, d->Q};
+    void *stage;
+    float *col = scratch(b, RTP_BWD_FILTER, d, &stage, err);
     if (!col) return err ? err->code : RT_EINVAL;
-    void *stage = (char *)col + stage_off(d);
-    for (int n = 0; n < d->N; n++) {
-        const float *src = x + chw * (size_t)n;
-        if (!is_direct(d)) {
-            RT_CUDA_TRY(b, err, rtp_k_im2col(rtp_cuda_of(b)->stream, col, src, geom(d)));
-            src = col;
-        }
-        RT_TRY(rtp_cuda_gemm(b, &g, src, dy + kpq * (size_t)n, n == 0 ? 0.0f : 1.0f, dw,
-                             stage, err));
+    float *dyt = (float *)((char *)col + col_bytes(d));
+    cudaStream_t s = rtp_cuda_of(b)->stream;
+    for (int n0 = 0, B = chunk(d); n0 < d->N; n0 += B) {
+        const int cnt = d->N - n0 < B ? d->N - n0 : B;
+        const rtp_gemm g = batch_gemm(RTP_BWD_FILTER, d, cnt);
+        const size_t wide = (size_t)cnt * PQ;
+        RT_CUDA_TRY(b, err, rtp_k_im2col(s, col, x + chw * (size_t)n0, geom(d), cnt, PQ, wide));
+        RT_CUDA_TRY(b, err, rtp_k_im2col(s, dyt, dy + kpq * (size_t)n0, gdy, cnt, PQ, wide));
+        RT_TRY(rtp_cuda_gemm(b, &g, col, dyt, n0 == 0 ? 0.0f : 1.0f, dw, stage, err));
     }
-    if (d->N == 0) RT_CUDA_TRY(b, err, rtp_k_fill(rtp_cuda_of(b)->stream, dw,
-                                                  (size_t)d->K * CRS, 0.0f));
+    if (d->N == 0) RT_CUDA_TRY(b, err, rtp_k_fill(s, dw, (size_t)d->K * CRS, 0.0f));
     return RT_OK;
 }
 

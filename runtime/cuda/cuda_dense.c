@@ -23,19 +23,30 @@ rtp_gemm rtp_dense_gemm(int pass, const rt_dense_desc *d)
     const cublasOperation_t N = CUBLAS_OP_N, T = CUBLAS_OP_T;
     switch (pass) {
     case RTP_FWD: /* y^T (O,N) = w^T(col-major (F,O))^T x^T (F,N) */
-        return (rtp_gemm){T, N, d->O, d->N, d->F, d->F, d->F, d->O};
+        return (rtp_gemm){T, N, d->O, d->N, d->F, d->F, d->F, d->O, 1, 0, 0, 0};
     case RTP_BWD_DATA: /* dx^T (F,N) = w (col-major (F,O)) dy^T (O,N) */
-        return (rtp_gemm){N, N, d->F, d->N, d->O, d->F, d->O, d->F};
+        return (rtp_gemm){N, N, d->F, d->N, d->O, d->F, d->O, d->F, 1, 0, 0, 0};
     default: /* dw^T (F,O) = x^T (F,N) (dy^T (O,N))^T */
-        return (rtp_gemm){N, T, d->F, d->O, d->N, d->F, d->O, d->F};
+        return (rtp_gemm){N, T, d->F, d->O, d->N, d->F, d->O, d->F, 1, 0, 0, 0};
     }
 }
 
 static size_t r256(size_t n) { return (n + 255) / 256 * 256; }
 
-/* Elements of A and B as stored (column-major, leading dimension included). */
-static size_t a_elems(const rtp_gemm *g) { return (size_t)g->lda * (g->ta == CUBLAS_OP_N ? g->k : g->m); }
-static size_t b_elems(const rtp_gemm *g) { return (size_t)g->ldb * (g->tb == CUBLAS_OP_N ? g->n : g->k); }
+/* Elements of A and B as stored (column-major, leading dimension included), over the
+ * whole batch. */
+static size_t batch_extra(const rtp_gemm *g, long long stride)
+{
+    return g->count > 1 ? (size_t)stride * (size_t)(g->count - 1) : 0;
+}
+static size_t a_elems(const rtp_gemm *g)
+{
+    return (size_t)g->lda * (g->ta == CUBLAS_OP_N ? g->k : g->m) + batch_extra(g, g->sa);
+}
+static size_t b_elems(const rtp_gemm *g)
+{
+    return (size_t)g->ldb * (g->tb == CUBLAS_OP_N ? g->n : g->k) + batch_extra(g, g->sb);
+}
 
 size_t rtp_gemm_stage_bytes(rt_backend *b, const rtp_gemm *g)
 {
@@ -49,6 +60,12 @@ rt_status rtp_cuda_gemm(rt_backend *b, const rtp_gemm *g, const float *A, const 
     rtp_cuda *c = rtp_cuda_of(b);
     const float one = 1.0f;
     if (g->m == 0 || g->n == 0) return RT_OK;
+    if (c->prec == RT_PREC_FP32 && g->count > 1) {
+        RTP_CUBLAS_TRY(b, err, c->blasf.sgemm_sb(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one,
+                                                 A, g->lda, g->sa, B, g->ldb, g->sb, &beta, C,
+                                                 g->ldc, g->sc, g->count));
+        return RT_OK;
+    }
     if (c->prec == RT_PREC_FP32) {
         RTP_CUBLAS_TRY(b, err, c->blasf.sgemm(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one,
                                               A, g->lda, B, g->ldb, &beta, C, g->ldc));
@@ -61,10 +78,17 @@ rt_status rtp_cuda_gemm(rt_backend *b, const rtp_gemm *g, const float *A, const 
         RT_CUDA_TRY(b, err, rtp_k_to_16(c->stream, a16, A, a_elems(g), bf16));
         RT_CUDA_TRY(b, err, rtp_k_to_16(c->stream, b16, B, b_elems(g), bf16));
     }
-    RTP_CUBLAS_TRY(b, err, c->blasf.gemm_ex(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one,
-                                            a16, t16, g->lda, b16, t16, g->ldb, &beta, C,
-                                            CUDA_R_32F, g->ldc, CUBLAS_COMPUTE_32F,
-                                            CUBLAS_GEMM_DEFAULT));
+    if (g->count > 1)
+        RTP_CUBLAS_TRY(b, err, c->blasf.gemm_sb_ex(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one,
+                                                   a16, t16, g->lda, g->sa, b16, t16, g->ldb,
+                                                   g->sb, &beta, C, CUDA_R_32F, g->ldc, g->sc,
+                                                   g->count, CUBLAS_COMPUTE_32F,
+                                                   CUBLAS_GEMM_DEFAULT));
+    else
+        RTP_CUBLAS_TRY(b, err, c->blasf.gemm_ex(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one,
+                                                a16, t16, g->lda, b16, t16, g->ldb, &beta, C,
+                                                CUDA_R_32F, g->ldc, CUBLAS_COMPUTE_32F,
+                                                CUBLAS_GEMM_DEFAULT));
     return RT_OK;
 }
 

@@ -220,17 +220,20 @@ RTP_HD void rtp_avgpool_bwd_at(size_t i, float *dx, const float *dy, rtp_pool_ge
     dx[i] = acc;
 }
 
-/* ---- im2col / col2im of one image (cpu_conv.c) ---- */
+/* ---- im2col / col2im of one image (cpu_conv.c); the kernels run a batch of them ---- */
 
-RTP_HD void rtp_im2col_at(size_t i, float *col, const float *x, rtp_conv_geom g)
+/* Row `row` of the column matrix is ld floats from the previous one (ld = P*Q: one
+ * image's matrix; larger: the image's slice of a wider matrix). */
+RTP_HD void rtp_im2col_at(size_t i, float *col, const float *x, rtp_conv_geom g, size_t ld)
 {
     const size_t PQ = (size_t)g.P * g.Q;
     size_t row = i / PQ, pq = i % PQ;
     int s = (int)(row % g.S), r = (int)((row / g.S) % g.R), c = (int)(row / g.S / g.R);
     int p = (int)(pq / g.Q), q = (int)(pq % g.Q);
     int ih = p * g.stride - g.pad + r, iw = q * g.stride - g.pad + s;
-    col[i] = (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) ? x[((size_t)c * g.H + ih) * g.W + iw]
-                                                          : 0.0f;
+    col[row * ld + pq] = (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W)
+                             ? x[((size_t)c * g.H + ih) * g.W + iw]
+                             : 0.0f;
 }
 
 /* dx[i] = sum of the col entries that read input i, in (r, s) order (no atomics). */

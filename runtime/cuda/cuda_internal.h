@@ -38,6 +38,16 @@ typedef struct rtp_blas_fns {
                               cudaDataType at, int lda, const void *B, cudaDataType bt,
                               int ldb, const void *beta, void *C, cudaDataType ct, int ldc,
                               cublasComputeType_t compute, cublasGemmAlgo_t algo);
+    cublasStatus_t (*sgemm_sb)(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                               int m, int n, int k, const float *alpha, const float *A,
+                               int lda, long long sa, const float *B, int ldb, long long sb,
+                               const float *beta, float *C, int ldc, long long sc, int count);
+    cublasStatus_t (*gemm_sb_ex)(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                 int m, int n, int k, const void *alpha, const void *A,
+                                 cudaDataType at, int lda, long long sa, const void *B,
+                                 cudaDataType bt, int ldb, long long sb, const void *beta,
+                                 void *C, cudaDataType ct, int ldc, long long sc, int count,
+                                 cublasComputeType_t compute, cublasGemmAlgo_t algo);
     const char *(*status_string)(cublasStatus_t s);
 } rtp_blas_fns;
 
@@ -170,6 +180,8 @@ rt_status rtp_cuda_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
 typedef struct rtp_gemm {
     cublasOperation_t ta, tb;
     int m, n, k, lda, ldb, ldc;
+    int count;            /* > 1: a strided batch of count GEMMs (one cuBLAS call) */
+    long long sa, sb, sc; /* its strides in elements (0: every GEMM uses the same matrix) */
 } rtp_gemm;
 enum { RTP_FWD = 0, RTP_BWD_DATA = 1, RTP_BWD_FILTER = 2 };
 /* dense, operands (A, B, C): fwd (w, in, out), data (w, dout, din), filter (in, dout, dw) */
@@ -177,7 +189,8 @@ rtp_gemm rtp_dense_gemm(int pass, const rt_dense_desc *d);
 /* conv, per image n (cuda_conv.c): fwd (col or x_n, w, y_n), data (dy_n, w, col or dx_n),
  * filter (col or x_n, dy_n, dw accumulated over images) */
 rtp_gemm rtp_conv_gemm(int pass, const rt_conv_desc *d);
-/* Runs g with the backend's precision, alpha = 1: fp32 is cublasSgemm; bf16 and fp16
+/* Runs g with the backend's precision, alpha = 1, as one cuBLAS call (a strided batch
+ * when g->count > 1): fp32 is cublasSgemm(StridedBatched); bf16 and fp16
  * round A and B to 16 bits into `stage` (device scratch of rtp_gemm_stage_bytes, unused
  * in fp32) and multiply those with fp32 accumulation into the fp32 C. */
 rt_status rtp_cuda_gemm(rt_backend *b, const rtp_gemm *g, const float *A, const float *B,

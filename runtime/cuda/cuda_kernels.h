@@ -138,10 +138,16 @@ cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size
                       rt_sgd_coef c);
 
 /* ---- cuda_im2col.cu (convolution without cuDNN) ---- */
-/* col (C*R*S, P*Q) <- image x (C,H,W), zeros outside the padded border. */
-cudaError_t rtp_k_im2col(cudaStream_t s, float *col, const float *x, rtp_conv_geom g);
-/* dx (C,H,W) = fold of col (C*R*S, P*Q) (overwrites dx; gather form, no atomics). */
-cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col, rtp_conv_geom g);
+/* The (C*R*S, P*Q) column matrices of `count` images x (count, C,H,W), zeros outside
+ * the padded border: image m's at col + m * nstride, its rows ld floats apart.
+ * nstride = C*R*S*P*Q, ld = P*Q: one matrix per image (a strided-batched GEMM's);
+ * nstride = P*Q, ld = count*P*Q: one (C*R*S, count*P*Q) matrix (one GEMM over them all). */
+cudaError_t rtp_k_im2col(cudaStream_t s, float *col, const float *x, rtp_conv_geom g,
+                         int count, size_t nstride, size_t ld);
+/* dx (count, C,H,W) = fold of col (count, C*R*S, P*Q) (overwrites dx; gather form, no
+ * atomics). */
+cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col, rtp_conv_geom g,
+                         int count);
 
 /* ---- cuda_train.cu: the trainer's device path (rt_backend.h; as runtime/cpu/) ---- */
 

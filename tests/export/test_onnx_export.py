@@ -285,7 +285,7 @@ def test_cli_errors(work):
         ([str(empty), "--onnx"], 2, "'--onnx' without a FILE"),
         ([str(empty), "--onxx", str(out)], 2, "unknown option '--onxx'"),
         ([str(empty), str(empty), "--onnx", str(out)], 2, "one run directory"),
-        (["s3://bucket/run", "--onnx", str(out)], 1, "not supported yet"),
+        (["s3://bucket/run", "--onnx", str(out)], 1, "object store"),
         ([str(work / "data" / "train" / "circle" / "00.png"), "--onnx", str(out)], 1,
          "00.png"),
     ]

@@ -431,6 +431,8 @@ int main(int argc, char **argv)
     check_conv(4, 16, 14, 14, 32, 3, 1, 1, 1);
     check_conv(1, 2, 4, 4, 3, 4, 3, 0, 0);
     check_conv(5, 2, 30, 30, 3, 3, 1, 1, 1); /* the bias gradient in 2 blocks per channel */
+    if (prec == RT_PREC_BF16) /* im2col: over 64 MiB of columns, 2 chunks, 16-bit copies */
+        check_conv(27, 5, 128, 128, 1, 3, 1, 1, 0);
     /* pooling: even, odd (floor mode), overlapping windows, ties after relu */
     check_pool(1, 1, 4, 4, 2, 2, 0);
     check_pool(2, 3, 7, 9, 2, 2, 0);

@@ -33,7 +33,7 @@ static void load_all(int *t_failed_, rtp_blas_fns *f)
     if (s != RT_OK) fprintf(stderr, "  %s\n", err.msg);
     ASSERT_EQ(s, RT_OK);
     ASSERT(f->create && f->destroy && f->set_stream && f->set_math_mode && f->sgemm &&
-           f->gemm_ex && f->status_string);
+           f->gemm_ex && f->sgemm_sb && f->gemm_sb_ex && f->status_string);
     ASSERT(f->status_string(CUBLAS_STATUS_NOT_INITIALIZED)[0]); /* really cuBLAS: callable */
 }
 

@@ -3,6 +3,8 @@
  *                   max-pool, dense 10) at batch N (default 512): one training-mode
  *                   forward, loss and backward on the CPU and the GPU from the same
  *                   weights; the loss and every gradient agree within fp32 tolerance
+ *   resnet_blocks   the same for two ResNet blocks (identity, then stride 2 with a
+ *                   1x1 projection shortcut) and global average pooling
  *   run_twice       the same 12 steps of rt_trainer (device path, Adam, dropout,
  *                   batchnorm) twice in one process, at fp32, bf16 and fp16: the
  *                   parameters are bitwise equal (cuDNN's algorithms are deterministic
@@ -30,6 +32,15 @@ static const char *CIFAR =
     "conv2d 32 3 pad=1\nbatchnorm\nrelu\nconv2d 32 3 pad=1\nbatchnorm\nrelu\nmaxpool 2\n"
     "conv2d 64 3 pad=1\nbatchnorm\nrelu\nconv2d 64 3 pad=1\nbatchnorm\nrelu\nmaxpool 2\n"
     "conv2d 128 3 pad=1\nbatchnorm\nrelu\nmaxpool 2\nflatten\ndense 10\n";
+/* Two ResNet blocks as ResNet-20 has them: an identity block, then a stride-2 block with
+ * a 1x1 projection shortcut, then global average pooling. */
+static const char *RESNET =
+    "conv2d 16 3 pad=1\nbatchnorm\nrelu\n"
+    "residual:\n    conv2d 16 3 pad=1\n    batchnorm\n    relu\n    conv2d 16 3 pad=1\n"
+    "    batchnorm\nrelu\n"
+    "residual:\n    conv2d 32 3 stride=2 pad=1\n    batchnorm\n    relu\n"
+    "    conv2d 32 3 pad=1\n    batchnorm\n  shortcut:\n    conv2d 32 1 stride=2\n"
+    "    batchnorm\nrelu\nglobalavgpool\nflatten\ndense 10\n";
 static const char *SMALL = "conv2d 8 3 pad=1\nbatchnorm\nrelu\nmaxpool 2\ndropout 0.2\n"
                            "conv2d 16 3\nrelu\nflatten\ndense 10\n";
 
@@ -88,13 +99,15 @@ static float *download_flat(rt_model *m, rt_tensor *t, size_t *n)
     return h;
 }
 
-T_TEST(cifar_stack)
+/* One training-mode forward, loss and backward of spec at batch g_n on the CPU and the
+ * GPU from the same weights: the loss and every gradient agree. */
+static void cpu_vs_gpu_step(int *t_failed_, const char *spec)
 {
     rt_error err = {0};
     rt_dataset d;
     make_data(&d, g_n);
-    rt_model *mc = model_on(&g_cpu, CIFAR, g_n, t_failed_);
-    rt_model *mg = model_on(&g_gpu, CIFAR, g_n, t_failed_);
+    rt_model *mc = model_on(&g_cpu, spec, g_n, t_failed_);
+    rt_model *mg = model_on(&g_gpu, spec, g_n, t_failed_);
     ASSERT(mc && mg);
     int32_t *lab = malloc((size_t)g_n * 4);
     for (int i = 0; i < g_n; i++) lab[i] = d.labels[i];
@@ -142,6 +155,10 @@ T_TEST(cifar_stack)
     rt_model_destroy(mg);
     free_data(&d);
 }
+
+T_TEST(cifar_stack) { cpu_vs_gpu_step(t_failed_, CIFAR); }
+
+T_TEST(resnet_blocks) { cpu_vs_gpu_step(t_failed_, RESNET); }
 
 #define RUN_STEPS 12
 /* Trains `steps` steps on the GPU from a fresh model (or from checkpoint `load`), saving
@@ -297,6 +314,7 @@ int main(int argc, char **argv)
         return 99;
     }
     T_RUN(cifar_stack);
+    T_RUN(resnet_blocks);
     T_RUN(run_twice);
     T_RUN(two_processes);
     rt_backend_close(&g_cpu);

@@ -19,6 +19,8 @@
 
 long mock_stat_gemm16(void);
 long mock_stat_gemm_fast(void);
+long mock_stat_gemm_calls(void);
+long mock_stat_gemm_batched(void);
 void mock_stat_reset(void);
 long mock_cudnn_stat_runs(void) __attribute__((weak));
 long mock_cudnn_stat_rejected(void) __attribute__((weak));
@@ -263,6 +265,30 @@ T_TEST(cudnn_fp32_refuses_tf32)
     unsetenv("KILN_MOCK_CUDNN");
 }
 
+/* spec for the 8x8 quadrants, attached to b at batch 8 (NULL on error, in err). */
+static rt_model *model8(rt_backend *b, const char *spec, rt_error *err)
+{
+    rt_model_input in = {1, 8, 8, 4};
+    rt_model *m = NULL;
+    if (rt_model_create(&m, spec, &in, err) != RT_OK || rt_model_attach(m, b, 8, 3, err) != RT_OK) {
+        rt_model_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* One training-mode forward, loss and backward of m on the first 8 samples of d. */
+static rt_status step8(rt_model *m, const rt_dataset *d, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(m);
+    int32_t lab[8] = {0, 1, 2, 3, 0, 1, 2, 3};
+    RT_TRY(rt_backend_upload(b, rt_model_input_tensor(m), d->images, 8 * 64 * 4, err));
+    RT_TRY(rt_backend_upload(b, rt_model_label_tensor(m), lab, sizeof lab, err));
+    RT_TRY(rt_model_forward(m, 8, 1, 0, err));
+    RT_TRY(rt_model_loss(m, 8, NULL, NULL, NULL, err));
+    return rt_model_backward(m, 8, err);
+}
+
 /* A reservation that does not fit leaves the old workspace: 16-bit convolutions (which
  * stage through it) still run. */
 T_TEST(failed_reservation_keeps_workspace)
@@ -271,24 +297,17 @@ T_TEST(failed_reservation_keeps_workspace)
     rt_error err = {0};
     rt_dataset d;
     quadrants_make(&d, 8, 9, 0.5f, "gen/train");
-    rt_model_input in = {1, 8, 8, 4};
-    rt_model *m = NULL;
     ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
     ASSERT_EQ(rt_cuda_set_precision(&b, RT_PREC_BF16, &err), RT_OK);
-    ASSERT_EQ(rt_model_create(&m, SPEC, &in, &err), RT_OK);
-    ASSERT_EQ(rt_model_attach(m, &b, 8, 3, &err), RT_OK);
+    rt_model *m = model8(&b, SPEC, &err);
+    ASSERT(m != NULL);
     size_t fr0, tot, fr1;
     ASSERT_EQ(rt_cuda_mem_info(&b, &fr0, &tot, &err), RT_OK);
     ASSERT_EQ(b.ops->reserve_workspace(&b, tot * 2, &err), RT_EDEVICE);
     ASSERT_STR_CONTAINS(err.msg, "out of device memory");
     ASSERT_EQ(rt_cuda_mem_info(&b, &fr1, &tot, &err), RT_OK);
     ASSERT_EQ(fr1, fr0);
-    ASSERT_EQ(rt_backend_upload(&b, rt_model_input_tensor(m), d.images, 8 * 64 * 4, &err), RT_OK);
-    int32_t lab[8] = {0, 1, 2, 3, 0, 1, 2, 3};
-    ASSERT_EQ(rt_backend_upload(&b, rt_model_label_tensor(m), lab, sizeof lab, &err), RT_OK);
-    ASSERT_EQ(rt_model_forward(m, 8, 1, 0, &err), RT_OK);
-    ASSERT_EQ(rt_model_loss(m, 8, NULL, NULL, NULL, &err), RT_OK);
-    ASSERT_EQ(rt_model_backward(m, 8, &err), RT_OK);
+    ASSERT_EQ(step8(m, &d, &err), RT_OK);
     rt_model_destroy(m);
     rt_backend_close(&b);
     quadrants_free(&d);
@@ -315,6 +334,42 @@ T_TEST(dense_inputs_staged_to_16_bits)
     }
 }
 
+/* Without cuDNN a convolution makes one cuBLAS call per pass for the whole batch (a
+ * strided batch forward and backward-data, one GEMM for the weight gradient), not one
+ * per image; and it trains. */
+T_TEST(im2col_one_gemm_call_per_pass)
+{
+    setenv("KILN_MOCK_CUDNN", "create-fails", 1); /* the stand-in, where built, unusable */
+    for (int p = RT_PREC_FP32; p <= RT_PREC_BF16; p++) {
+        rt_backend b;
+        rt_error err = {0};
+        rt_dataset d;
+        quadrants_make(&d, 8, 9, 0.5f, "gen/train");
+        ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
+        ASSERT_EQ(rt_cuda_set_precision(&b, (rt_precision)p, &err), RT_OK);
+        rt_model *m = model8(&b, "conv2d 4 3 pad=1\nrelu\nconv2d 4 3 pad=1\nflatten\ndense 4\n",
+                             &err);
+        ASSERT(m != NULL);
+        mock_stat_reset(); /* after attach: only the step's calls */
+        ASSERT_EQ(step8(m, &d, &err), RT_OK);
+        long calls = mock_stat_gemm_calls(), batched = mock_stat_gemm_batched();
+        printf("  %s: %ld cuBLAS calls for a batch of 8, %ld strided batches\n",
+               rt_precision_name((rt_precision)p), calls, batched);
+        /* conv1 fwd + filter, conv2 fwd + data + filter, dense fwd + data + filter;
+         * one call per image would be 8 per conv pass */
+        ASSERT_EQ(batched, 3);
+        ASSERT_EQ(calls, 8);
+        rt_model_destroy(m);
+        rt_backend_close(&b);
+        quadrants_free(&d);
+        double first, last;
+        ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
+        ASSERT_EQ(train(&b, (rt_precision)p, &first, &last, &err), 0);
+        rt_backend_close(&b);
+    }
+    unsetenv("KILN_MOCK_CUDNN");
+}
+
 int main(void)
 {
     T_RUN(no_gpu);
@@ -327,5 +382,6 @@ int main(void)
     T_RUN(cudnn_fp32_refuses_tf32);
     T_RUN(failed_reservation_keeps_workspace);
     T_RUN(dense_inputs_staged_to_16_bits);
+    T_RUN(im2col_one_gemm_call_per_pass);
     return T_EXIT();
 }

@@ -207,15 +207,28 @@ static void conv_case(int *t_failed_, int N, int C, int H, int W, int K, int R, 
     ASSERT_EQ(rt_backend_conv2d_bwd_filter(&cpu, &tdw, &tdb, &tdy, &tx, &d, &err), RT_OK);
     rtp_gemm gf = rtp_conv_gemm(RTP_FWD, &d), gd = rtp_conv_gemm(RTP_BWD_DATA, &d);
     rtp_gemm gw = rtp_conv_gemm(RTP_BWD_FILTER, &d);
-    for (int n = 0; n < N; n++) { /* the loops of cuda_conv.c's gemm_* functions */
+    for (int n = 0; n < N; n++) { /* cuda_conv.c's strided batches, one image at a time */
         const float *xn = x + (size_t)n * C * H * W;
-        for (size_t i = 0; i < (size_t)CRS * PQ; i++) rtp_im2col_at(i, col, xn, g);
+        for (size_t i = 0; i < (size_t)CRS * PQ; i++) rtp_im2col_at(i, col, xn, g, PQ);
         ASSERT(host_gemm(&gf, col, w, 0.0f, yk + (size_t)n * K * PQ));
-        ASSERT(host_gemm(&gw, col, dy + (size_t)n * K * PQ, n == 0 ? 0.0f : 1.0f, dwk));
         ASSERT(host_gemm(&gd, dy + (size_t)n * K * PQ, w, 0.0f, col));
         for (size_t i = 0; i < (size_t)C * H * W; i++)
             rtp_col2im_at(i, dxk + (size_t)n * C * H * W, col, g);
     }
+    /* the weight gradient: one GEMM over the batch's columns side by side, and dy as
+     * (K, N*PQ) (the 1x1 im2col of dy seen as an image of K channels) */
+    const size_t L = (size_t)N * PQ;
+    float *wide = zeros((size_t)CRS * L), *dyt = zeros((size_t)K * L);
+    rtp_conv_geom gdy = {K, d.P, d.Q, 1, 1, 1, 0, d.P, d.Q};
+    for (int n = 0; n < N; n++) {
+        for (size_t i = 0; i < (size_t)CRS * PQ; i++)
+            rtp_im2col_at(i, wide + (size_t)n * PQ, x + (size_t)n * C * H * W, g, L);
+        for (size_t i = 0; i < (size_t)K * PQ; i++)
+            rtp_im2col_at(i, dyt + (size_t)n * PQ, dy + (size_t)n * K * PQ, gdy, L);
+    }
+    gw.k = gw.lda = gw.ldb = (int)L;
+    ASSERT(host_gemm(&gw, wide, dyt, 0.0f, dwk));
+    free(wide), free(dyt);
     for (size_t i = 0; i < ny; i++) rtp_bias_add_at(i, yk, bias, K, PQ);
     int P; /* chan_sum_part_k's blocks, then red_finish_k */
     double *part = red_level1(0, dy, NULL, NULL, NULL, N, K, PQ, &P);

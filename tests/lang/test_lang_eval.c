@@ -65,6 +65,9 @@ T_TEST(arithmetic)
     EXPECT_REPR("-2 ** 2", "-4");
     EXPECT_REPR("True + True", "2");
     EXPECT_REPR("'ab' * 3 + 'c'", "'abababc'");
+    EXPECT_REPR("'xyz' * 1, 'xyz' * 0, 'ab' * 5, 'é' * 4", "['xyz', '', 'ababababab', 'éééé']");
+    EXPECT_REPR("s = 'abc' * 1000001\nlen(s), s[-4:], len(s.replace('abc', ''))",
+                "[3000003, 'cabc', 0]");
     EXPECT_REPR("[1] * 3 + [2]", "[1, 1, 1, 2]");
     EXPECT_REPR("'' * 10 ** 18, [] * 10 ** 18, 'ab' * -1", "['', [], '']");   /* instant */
 }

@@ -2,8 +2,10 @@
 a mistyped magic, one exception type for a bad option value, a data set named once,
 data-set names completed, a `%train?` page without an overlong line, a run continued
 with a larger --epochs (epochs counted from 1, the whole loss curve, no internal
-schedule settings), the summary's parameter count, and one run in %results fitting a
-notebook's width. Data: Debian's dataset-fashion-mnist (a 256-image subset)."""
+schedule settings), the summary's parameter count, one run in %results fitting a
+notebook's width, and the shipped notebooks opening unmodified. Data: Debian's
+dataset-fashion-mnist (a 256-image subset)."""
+import json
 import os
 import re
 import shutil
@@ -129,3 +131,19 @@ def test_train_longer_shows_the_whole_run(fresh_kernel):
         assert re.search(r"^parameters: .*lr=0\.001", table, re.M)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+NOTEBOOKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "notebooks")
+
+
+@pytest.mark.parametrize("name", sorted(n for n in os.listdir(NOTEBOOKS) if n.endswith(".ipynb")))
+def test_shipped_notebook_opens_unmodified(kernel, name):
+    """JupyterLab writes the kernel's language_info into a notebook's metadata when it
+    connects; a shipped notebook that carries another one opens marked as modified
+    before anything ran. So each carries exactly what the kernel reports."""
+    msg_id = kernel.kc.kernel_info()
+    info = reply_for(kernel.kc.shell_channel, msg_id)["content"]
+    with open(os.path.join(NOTEBOOKS, name)) as f:
+        meta = json.load(f)["metadata"]
+    assert meta["language_info"] == info["language_info"], name
+    assert meta["kernelspec"]["name"] == "kiln" and meta["kernelspec"]["language"] == "kiln"

@@ -399,7 +399,10 @@ def test_full_disk_keeps_the_good_checkpoint(tmp, reference):
     shutil.copy(ckpt(reference["dir"], 96), rd)
     before = open(ckpt(rd, 96), "rb").read()
     k = new_kernel(setup=False)
-    run(k, f"%checkpoint load {rd}")
+    loaded = run(k, f"%checkpoint load {rd}").text
+    # the parameter count with separators, as everywhere else
+    assert re.search(r"Loaded model 'net' \(\d{1,3},\d{3} parameters, step 96, epoch \d+\)",
+                     loaded), loaded
     limit = len(before) // 2  # a file-size limit below one checkpoint
     resource.prlimit(k.pid, resource.RLIMIT_FSIZE, (limit, limit))
     c = run(k, f"%checkpoint save {ckpt(rd, 96)}", ok=False)

@@ -1,16 +1,19 @@
 """s3:// run directories through the kernel, against moto's S3 server on 127.0.0.1
 (moto_util.py): %train --run-dir s3://... uploads its checkpoints; %resume s3://... in a
 fresh kernel, with the local staging directory gone, continues the run bit for bit
-(the final checkpoint equals an uninterrupted local run's); wrong credentials, a
+(the final checkpoint equals an uninterrupted local run's); `kiln run` of a stage
+notebook twice, on two "machines", continues the run; wrong credentials, a
 missing bucket and a bad endpoint stop %train before any step with an error that names
 what to fix; and the secret key is in no output, no kernel log, no results-store row
 and no notebook-visible text of any of it."""
 import os
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -32,6 +35,7 @@ SETUP = ["%dataset fashion-mnist --subset 512 --val 64 --samples 0",
          "%%model net\nconv2d 4 3\nrelu\nmaxpool 2\nflatten\ndense 10"]
 TRAIN = "%train net --batch 32 --seed 5 --lr 0.003"
 STEPS_PER_EPOCH = 512 // 32
+KILN = os.environ.get("KILN_BIN", "kiln")
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +108,7 @@ def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
     env["texts"].append(c.text + str(c.reply) + "".join(frames))
     assert c.reply["status"] == "ok", c.reply
     close(env, k)
+    assert f"run directory: {url} (staged in " in c.text, c.text
     # the progress display shows the upload state
     assert any("uploaded: step " in f or "upload: " in f for f in frames), frames[-3:]
     assert f"uploaded: {url} (newest: step {2 * STEPS_PER_EPOCH})" in c.text, c.text
@@ -115,7 +120,16 @@ def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
     shutil.rmtree(os.environ["KILN_STAGING_DIR"])
     k = kernel(env)
     c = cell(env, k, f"%resume {url} --epochs 3 --checkpoint-every 1epoch")
+    # the results store records where the run is: the URL, not the staging copy
+    run_id = int(c.text.split("results: run ")[1].split()[0])
+    shown = cell(env, k, f"%results show {run_id}").text
     close(env, k)
+    assert f"run_dir           {url}\n" in shown, shown
+    assert f"{url}/{ckpt(48)}" in shown and os.environ["KILN_STAGING_DIR"] not in shown, shown
+    db = sqlite3.connect(os.environ["KILN_RESULTS"])
+    dirs = {v for (v,) in db.execute("SELECT value FROM params WHERE key='run_dir'")}
+    db.close()
+    assert url in dirs, dirs
     assert f"uploaded: {url} (newest: step {3 * STEPS_PER_EPOCH})" in c.text, c.text
     got = env["s3"].get_object(Bucket=BUCKET, Key="runs/a/" + ckpt(48))["Body"].read()
     path = os.path.join(env["tmp"], "got.safetensors")
@@ -131,6 +145,24 @@ def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
         Bucket=BUCKET, Prefix="runs/a/")["Contents"])
     assert keys == ["runs/a/" + n for n in (
         ckpt(32), ckpt(32) + ".manifest.json", ckpt(48), ckpt(48) + ".manifest.json")]
+    # kiln export of the s3:// run on a "new machine": the same model as the local run's
+    shutil.rmtree(os.environ["KILN_STAGING_DIR"])
+    onnx = [os.path.join(env["tmp"], n) for n in ("s3.onnx", "ref.onnx")]
+    said = []
+    for src, dst in ((url, onnx[0]), (ref_dir, onnx[1])):
+        p = subprocess.run([KILN, "export", src, "--onnx", dst], capture_output=True,
+                           text=True, timeout=120)
+        env["texts"].append(p.stdout + p.stderr)
+        assert p.returncode == 0, p.stderr
+        said.append(p.stderr)
+    assert ckpt(48) + f" (fetched from {url};" in said[0], said[0]
+    import onnx as ox  # noqa: E402 (as the export tests; only its graph is compared)
+    from onnx import numpy_helper
+    a, b = (ox.load(f).graph for f in onnx)
+    assert [n.op_type for n in a.node] == [n.op_type for n in b.node]
+    wa = {t.name: numpy_helper.to_array(t) for t in a.initializer}
+    wb = {t.name: numpy_helper.to_array(t) for t in b.initializer}
+    assert sorted(wa) == sorted(wb) and all(np.array_equal(wa[k], wb[k]) for k in wa)
 
 
 @pytest.mark.parametrize("case,env_change,words", [
@@ -153,6 +185,72 @@ def test_store_problems_stop_train_before_any_step(env, case, env_change, words)
     assert "epoch 1/" not in c.text  # no training started
     if "AWS_SECRET_ACCESS_KEY" in env_change:
         assert env_change["AWS_SECRET_ACCESS_KEY"] not in str(c.reply) + c.text
+
+
+def test_kiln_run_twice_continues(env, tmp_path):
+    """A stage notebook run with `kiln run` on one machine, then again on a "new" one
+    (staging gone): the second run continues from the store."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("epochs = 1", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(SETUP[0]), nbformat.v4.new_code_cell(SETUP[1]),
+                nbformat.v4.new_code_cell(f"{TRAIN} --epochs $epochs "
+                                          f"--run-dir s3://{BUCKET}/runs/nb")]
+    src = tmp_path / "stage.ipynb"
+    nbformat.write(nb, str(src))
+    outs = []
+    for i, epochs in enumerate((1, 2)):
+        shutil.rmtree(os.environ["KILN_STAGING_DIR"], ignore_errors=True)
+        out = tmp_path / f"out{i}.ipynb"
+        p = subprocess.run([KILN, "run", str(src), "-o", str(out), "-p", "epochs", str(epochs)],
+                           capture_output=True, text=True, timeout=300)
+        text = out.read_text() if out.exists() else ""
+        env["texts"].append(p.stdout + p.stderr + text)
+        assert p.returncode == 0, p.stderr
+        outs.append(text)
+    assert f"newest: step {STEPS_PER_EPOCH})" in outs[0]
+    assert "holds this run (same options): continuing it" in outs[1]
+    assert f"newest: step {2 * STEPS_PER_EPOCH})" in outs[1]
+
+
+def test_other_options_go_to_v2_in_the_store(env):
+    """--resume auto with other options than the store's run: the run goes to URL-v2
+    (the store's run untouched); the same cell on a new machine continues URL-v2, which
+    it can only know from the store; --resume never on a URL holding a run is refused."""
+    url = f"s3://{BUCKET}/runs/nb"  # holds test_kiln_run_twice_continues' run (lr 0.003)
+    before = sorted(o["Key"] for o in env["s3"].list_objects_v2(
+        Bucket=BUCKET, Prefix="runs/nb/")["Contents"])
+    other = TRAIN.replace("--lr 0.003", "--lr 0.002")
+    for epochs in (1, 2):
+        shutil.rmtree(os.environ["KILN_STAGING_DIR"], ignore_errors=True)
+        k = kernel(env)
+        for c in SETUP:
+            cell(env, k, c)
+        c = cell(env, k, f"{other} --epochs {epochs} --run-dir {url}")
+        close(env, k)
+        assert f"{url} holds a run with other options: " in c.text, c.text
+        assert "--lr 0.002 (checkpoint 0.003)" in c.text
+        if epochs == 1:
+            assert f"This run goes to {url}-v2 (the run in {url} is kept" in c.text, c.text
+        else:
+            assert f"{url}-v2 holds this run (same options): continuing it" in c.text, c.text
+        assert f"uploaded: {url}-v2 (newest: step {epochs * STEPS_PER_EPOCH})" in c.text
+        assert f"run directory: {url}-v2 (staged in " in c.text, c.text
+    after = sorted(o["Key"] for o in env["s3"].list_objects_v2(
+        Bucket=BUCKET, Prefix="runs/nb/")["Contents"])
+    assert after == before
+    k = kernel(env)
+    for c in SETUP:
+        cell(env, k, c)
+    c = cell(env, k, f"{TRAIN} --epochs 3 --run-dir {url} --resume never", ok=False)
+    assert c.reply["ename"] == "FileExistsError", c.reply
+    assert f"{url} holds a run" in c.reply["evalue"] and "HINT" in c.reply["evalue"]
+    assert "epoch 1/" not in c.text
+    # the store's run, loaded and evaluated in a kernel that never trained it
+    c = cell(env, k, f"%checkpoint load {url}-v2")
+    assert "Loaded model 'net'" in c.text and f"step {2 * STEPS_PER_EPOCH}," in c.text, c.text
+    c = cell(env, k, "%evaluate net")
+    close(env, k)
+    assert "accuracy" in c.text, c.text
 
 
 def test_the_secret_is_nowhere(env):

@@ -1,6 +1,7 @@
 """Shared helpers for tests/wheel: notebooks built in code, the source tree's python/
 package, and a dist-info that declares pyproject.toml's entry points (what an
-installed wheel has), so papermill finds kiln_kernel's before any wheel exists."""
+installed wheel has), so papermill finds kiln_kernel's before any wheel exists; with
+KILN_TEST_INSTALLED=1 the installed wheel's own package and entry points instead."""
 import os
 import sys
 import tomllib
@@ -10,6 +11,9 @@ import pytest
 
 ROOT = os.environ.get("KILN_SOURCE_ROOT") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
+# KILN_TEST_INSTALLED=1 (.ci/wheel): the tests run against an installed kiln-kernel
+# wheel (its kiln_kernel package, kernelspec and entry points), not the source tree.
+INSTALLED = os.environ.get("KILN_TEST_INSTALLED") == "1"
 
 
 def notebook(cells, kernel="kiln", language="kiln"):
@@ -41,7 +45,10 @@ def text_of(outputs):
 @pytest.fixture(scope="session")
 def dist_info(tmp_path_factory):
     """A directory holding kiln_kernel-VERSION.dist-info with the entry points that
-    pyproject.toml declares; put it on PYTHONPATH next to python/."""
+    pyproject.toml declares; put it on PYTHONPATH next to python/. Installed: none
+    (the wheel's own dist-info declares them)."""
+    if INSTALLED:
+        return ""
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         project = tomllib.load(f)["project"]
     d = tmp_path_factory.mktemp("site")
@@ -58,7 +65,8 @@ def dist_info(tmp_path_factory):
 
 def env_with(*paths):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), *paths,
+    first = [] if INSTALLED else [os.path.join(ROOT, "python")]
+    env["PYTHONPATH"] = os.pathsep.join([*first, *(p for p in paths if p),
                                          env.get("PYTHONPATH", "")])
     return env
 

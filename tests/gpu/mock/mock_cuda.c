@@ -34,14 +34,20 @@ static struct {
     size_t size[MOCK_MAX_BLOCKS];
     size_t used;
     cudaError_t last;
-    long d2h, syncs, gemm16, gemm_fast; /* mock_stats.h */
+    long d2h, syncs, gemm16, gemm_fast, gemm_calls, gemm_batched; /* mock_stats.h */
 } mock;
 
 long mock_stat_d2h(void) { return mock.d2h; }
 long mock_stat_syncs(void) { return mock.syncs; }
 long mock_stat_gemm16(void) { return mock.gemm16; }
 long mock_stat_gemm_fast(void) { return mock.gemm_fast; }
-void mock_stat_reset(void) { mock.d2h = mock.syncs = mock.gemm16 = mock.gemm_fast = 0; }
+long mock_stat_gemm_calls(void) { return mock.gemm_calls; }
+long mock_stat_gemm_batched(void) { return mock.gemm_batched; }
+void mock_stat_reset(void)
+{
+    mock.d2h = mock.syncs = mock.gemm16 = mock.gemm_fast = 0;
+    mock.gemm_calls = mock.gemm_batched = 0;
+}
 
 static cudaError_t fail(cudaError_t e)
 {
@@ -361,14 +367,15 @@ static cublasStatus_t mock_sgemm(cublasHandle_t h, cublasOperation_t ta, cublasO
                            int n, int k, const float *alpha, const float *A, int lda,
                            const float *B, int ldb, const float *beta, float *C, int ldc)
 {
+    mock.gemm_calls++;
     return gemm(ta, tb, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc, NULL);
 }
 
-static cublasStatus_t mock_gemm_ex(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
-                            int m, int n, int k, const void *alpha, const void *A,
-                            cudaDataType Atype, int lda, const void *B, cudaDataType Btype,
-                            int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc,
-                            cublasComputeType_t ct, cublasGemmAlgo_t algo)
+/* One GEMM of cublasGemmEx (uncounted as a call: mock_gemm_ex and the batch count). */
+static cublasStatus_t gemm_ex(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                              const void *alpha, const void *A, cudaDataType Atype, int lda,
+                              const void *B, cudaDataType Btype, int ldb, const void *beta,
+                              void *C, cudaDataType Ctype, int ldc, cublasComputeType_t ct)
 {
     if (Atype == Btype && (Atype == CUDA_R_16BF || Atype == CUDA_R_16F) && Ctype == CUDA_R_32F &&
         ct == CUBLAS_COMPUTE_32F) {
@@ -399,6 +406,57 @@ static cublasStatus_t mock_gemm_ex(cublasHandle_t h, cublasOperation_t ta, cubla
                 C, ldc, rnd);
 }
 
+static cublasStatus_t mock_gemm_ex(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                            int m, int n, int k, const void *alpha, const void *A,
+                            cudaDataType Atype, int lda, const void *B, cudaDataType Btype,
+                            int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc,
+                            cublasComputeType_t ct, cublasGemmAlgo_t algo)
+{
+    mock.gemm_calls++;
+    return gemm_ex(ta, tb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, ct);
+}
+
+/* The strided batches: `count` GEMMs of one call, each checked and run as above. */
+static size_t type_bytes(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
+
+static cublasStatus_t mock_sgemm_sb(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                    int m, int n, int k, const float *alpha, const float *A,
+                                    int lda, long long sa, const float *B, int ldb, long long sb,
+                                    const float *beta, float *C, int ldc, long long sc, int count)
+{
+    mock.gemm_calls++, mock.gemm_batched++;
+    if (count < 0 || sa < 0 || sb < 0 || sc < 0) return CUBLAS_STATUS_INVALID_VALUE;
+    for (int i = 0; i < count; i++) {
+        cublasStatus_t st = gemm(ta, tb, m, n, k, *alpha, A + sa * i, lda, B + sb * i, ldb, *beta,
+                                 C + sc * i, ldc, NULL);
+        if (st != CUBLAS_STATUS_SUCCESS) return st;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+static cublasStatus_t mock_gemm_sb_ex(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                      int m, int n, int k, const void *alpha, const void *A,
+                                      cudaDataType Atype, int lda, long long sa, const void *B,
+                                      cudaDataType Btype, int ldb, long long sb,
+                                      const void *beta, void *C, cudaDataType Ctype, int ldc,
+                                      long long sc, int count, cublasComputeType_t ct,
+                                      cublasGemmAlgo_t algo)
+{
+    mock.gemm_calls++, mock.gemm_batched++;
+    if (count < 0 || sa < 0 || sb < 0 || sc < 0) return CUBLAS_STATUS_INVALID_VALUE;
+    for (int i = 0; i < count; i++) {
+        cublasStatus_t st = gemm_ex(ta, tb, m, n, k, alpha,
+                                    (const char *)A + (size_t)(sa * i) * type_bytes(Atype),
+                                    Atype, lda,
+                                    (const char *)B + (size_t)(sb * i) * type_bytes(Btype),
+                                    Btype, ldb, beta,
+                                    (char *)C + (size_t)(sc * i) * type_bytes(Ctype), Ctype,
+                                    ldc, ct);
+        if (st != CUBLAS_STATUS_SUCCESS) return st;
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err)
 {
     out->create = mock_create;
@@ -407,6 +465,8 @@ rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err)
     out->set_math_mode = mock_set_math_mode;
     out->sgemm = mock_sgemm;
     out->gemm_ex = mock_gemm_ex;
+    out->sgemm_sb = mock_sgemm_sb;
+    out->gemm_sb_ex = mock_gemm_sb_ex;
     out->status_string = mock_status_string;
     return RT_OK;
 }

@@ -271,19 +271,28 @@ extern "C" cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const flo
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_im2col(cudaStream_t s, float *col, const float *x, rtp_conv_geom g)
+extern "C" cudaError_t rtp_k_im2col(cudaStream_t s, float *col, const float *x, rtp_conv_geom g,
+                                    int count, size_t nstride, size_t ld)
 {
-    size_t n = (size_t)g.C * g.R * g.S * g.P * g.Q;
-    CHECK({col, F4(n)}, {x, F4((size_t)g.C * g.H * g.W)});
-    for (size_t i = 0; i < n; i++) rtp_im2col_at(i, col, x, g);
+    const size_t per = (size_t)g.C * g.R * g.S * g.P * g.Q, chw = (size_t)g.C * g.H * g.W;
+    const size_t PQ = (size_t)g.P * g.Q, rows = per / (PQ ? PQ : 1);
+    if (count <= 0) return cudaSuccess;
+    /* the last image's last row ends at (count-1) nstride + (rows-1) ld + PQ */
+    CHECK({col, F4((size_t)(count - 1) * nstride + (rows ? (rows - 1) * ld + PQ : 0))},
+          {x, F4(chw * (size_t)count)});
+    for (size_t i = 0; i < per * (size_t)count; i++) /* im2col_k */
+        rtp_im2col_at(i % per, col + i / per * nstride, x + i / per * chw, g, ld);
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col, rtp_conv_geom g)
+extern "C" cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col, rtp_conv_geom g,
+                                    int count)
 {
-    size_t n = (size_t)g.C * g.H * g.W;
-    CHECK({dx, F4(n)}, {col, F4((size_t)g.C * g.R * g.S * g.P * g.Q)});
-    for (size_t i = 0; i < n; i++) rtp_col2im_at(i, dx, col, g);
+    const size_t per = (size_t)g.C * g.R * g.S * g.P * g.Q, chw = (size_t)g.C * g.H * g.W;
+    if (count <= 0) return cudaSuccess;
+    CHECK({dx, F4(chw * (size_t)count)}, {col, F4(per * (size_t)count)});
+    for (size_t i = 0; i < chw * (size_t)count; i++) /* col2im_k */
+        rtp_col2im_at(i % chw, dx + i / chw * chw, col + i / chw * per, g);
     return cudaSuccess;
 }
 

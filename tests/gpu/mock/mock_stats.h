@@ -14,6 +14,10 @@ long mock_stat_syncs(void);
  * a FAST_16BF/16F compute type (a permission cuBLAS may ignore: never used). */
 long mock_stat_gemm16(void);
 long mock_stat_gemm_fast(void);
+/* cuBLAS calls that multiply (each strided batch counts once), and the strided batches
+ * among them. */
+long mock_stat_gemm_calls(void);
+long mock_stat_gemm_batched(void);
 /* Every counter back to 0. */
 void mock_stat_reset(void);
 
