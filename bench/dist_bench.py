@@ -22,17 +22,16 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = "/usr/share/datasets/fashion-mnist"
 
 
 def torch_rank(steps, batch, port):
     """One DDP rank (runs under mpirun): prints 'images_per_s X' on rank 0."""
-    import gzip
-    import numpy as np
     import torch
     import torch.distributed as dist
     import torch.nn as nn
     import torch.nn.functional as F
+
+    from train_bench import torch_fashion_mnist, torch_net
 
     rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
     world = int(os.environ["OMPI_COMM_WORLD_SIZE"])
@@ -40,27 +39,8 @@ def torch_rank(steps, batch, port):
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
     torch.manual_seed(1)
-    with gzip.open(os.path.join(DATA, "train-images-idx3-ubyte.gz")) as f:
-        x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
-    with gzip.open(os.path.join(DATA, "train-labels-idx1-ubyte.gz")) as f:
-        y = np.frombuffer(f.read(), np.uint8, offset=8)
-    x = torch.from_numpy(((x / 255.0 - 0.2860) / 0.3530).astype(np.float32))
-    y = torch.from_numpy(y.astype(np.int64))
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 32, 3)
-            self.conv2 = nn.Conv2d(32, 64, 3)
-            self.fc1 = nn.Linear(9216, 128)
-            self.fc2 = nn.Linear(128, 10)
-
-        def forward(self, v):
-            v = F.relu(self.conv2(F.relu(self.conv1(v))))
-            v = F.dropout(F.max_pool2d(v, 2), 0.25, self.training).flatten(1)
-            return self.fc2(F.dropout(F.relu(self.fc1(v)), 0.5, self.training))
-
-    model = nn.parallel.DistributedDataParallel(Net())
+    x, y = torch_fashion_mnist()
+    model = nn.parallel.DistributedDataParallel(torch_net())
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(1)
     order = torch.randperm(x.shape[0], generator=g)

@@ -4,12 +4,15 @@
  *
  * usage: train_bench [--steps N] [--batch B] [--threads T] [--epochs E] [--seed S]
  *                    [--timing | --cpu-timing] [--eval] [--synthetic] [--dist]
- *                    [--device cpu|cuda[:N]]
+ *                    [--device cpu|cuda[:N]] [--gpus K]
  * --epochs E trains E full epochs instead of --steps. Output: "key value" lines.
  * --dist: one rank of a launch (mpirun -np N train_bench --dist ...; bench/dist_bench.py):
  * --batch is the global batch, the ranks average their gradients (runtime/rt_dist.h),
  * images/s is the whole launch's, and rank 0 alone prints. With --device cuda each
- * rank takes the GPU of its local rank (bench/multi_gpu.sh).
+ * rank takes the GPU of its local rank.
+ * --gpus K: K GPUs in this one process (cuda:0..K-1, as %train --device cuda:0,1,..):
+ * a model replica and a thread per GPU, gradients summed by NCCL; --batch is the global
+ * batch (bench/multi_gpu.sh).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +46,7 @@ static void synth(rt_dataset *d, int n)
 int main(int argc, char **argv)
 {
     int steps = 100, batch = 128, threads = 2, epochs = 0, timing = 0, eval = 0, syn = 0;
-    int dist = 0;
+    int dist = 0, gpus = 1;
     const char *device = "cpu";
     unsigned long long seed = 1;
     const char *spec = mnist_net;
@@ -60,6 +63,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--synthetic")) syn = 1;
         else if (!strcmp(a, "--dist")) dist = 1;
         else if (!strcmp(a, "--device")) device = v, i++;
+        else if (!strcmp(a, "--gpus")) gpus = atoi(v), device = "cuda:0", i++;
         else {
             fprintf(stderr, "train_bench: unknown option %s\n", a);
             return 2;
@@ -86,9 +90,23 @@ int main(int argc, char **argv)
     if (rt_backend_open(&b, dist && !strcmp(device, "cuda") ? mine : device, threads, &err))
         return fail(&err);
     rt_model_input in = {train->c, train->h, train->w, train->num_classes};
-    if (rt_model_create(&m, spec, &in, &err) || rt_model_attach(m, &b, batch, seed, &err))
+    rt_backend rb[16];
+    rt_model *rm[16];
+    if (gpus < 1 || gpus > 16) return fprintf(stderr, "train_bench: --gpus 1..16\n"), 2;
+    const int held = (batch + gpus - 1) / gpus; /* each GPU's share of the batch */
+    if (rt_model_create(&m, spec, &in, &err) || rt_model_attach(m, &b, held, seed, &err))
         return fail(&err);
+    for (int i = 1; i < gpus; i++) { /* the replicas: cuda:1 .. cuda:K-1 */
+        char name[32];
+        snprintf(name, sizeof name, "cuda:%d", i);
+        if (rt_backend_open(&rb[i - 1], name, threads, &err) ||
+            rt_model_create(&rm[i - 1], spec, &in, &err) ||
+            rt_model_attach(rm[i - 1], &rb[i - 1], held, seed, &err))
+            return fail(&err);
+    }
     rt_trainer_config c = rt_trainer_config_default();
+    c.replicas = rm;
+    c.nreplicas = gpus - 1;
     c.batch_size = batch;
     c.epochs = epochs > 0 ? epochs : 1;
     if (dist && rt_dist_world(&c.dist, &err)) return fail(&err);
@@ -157,6 +175,10 @@ int main(int argc, char **argv)
     rt_trainer_destroy(t);
     rt_model_destroy(m);
     rt_backend_close(&b);
+    for (int i = 1; i < gpus; i++) {
+        rt_model_destroy(rm[i - 1]);
+        rt_backend_close(&rb[i - 1]);
+    }
     rt_dataset_splits_deinit(&splits);
     return 0;
 }

@@ -31,24 +31,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = "/usr/share/datasets/fashion-mnist"
 
 
-def torch_child(steps, threads, batch):
-    """Runs in a child process: trains with PyTorch, prints 'key value' lines."""
+def torch_fashion_mnist():
+    """Fashion-MNIST's training set as torch tensors: images (N,1,28,28) normalised as
+    Kiln's %dataset does, labels (N) int64. Also used by dist_bench.py."""
     import gzip
     import numpy as np
     import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
 
-    torch.set_num_threads(threads)
-    torch.manual_seed(1)
     with gzip.open(os.path.join(DATA, "train-images-idx3-ubyte.gz")) as f:
         x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
     with gzip.open(os.path.join(DATA, "train-labels-idx1-ubyte.gz")) as f:
         y = np.frombuffer(f.read(), np.uint8, offset=8)
     x = torch.from_numpy(((x / 255.0 - 0.2860) / 0.3530).astype(np.float32))
-    y = torch.from_numpy(y.astype(np.int64))
+    return x, torch.from_numpy(y.astype(np.int64))
 
-    class Net(nn.Module):  # the PyTorch examples/mnist network
+
+def torch_net():
+    """The PyTorch examples/mnist network (the model of both benchmarks)."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Net(nn.Module):
         def __init__(self):
             super().__init__()
             self.conv1 = nn.Conv2d(1, 32, 3, 1)
@@ -66,7 +70,18 @@ def torch_child(steps, threads, batch):
             x = self.dropout2(F.relu(self.fc1(x)))
             return self.fc2(x)
 
-    model = Net()
+    return Net()
+
+
+def torch_child(steps, threads, batch):
+    """Runs in a child process: trains with PyTorch, prints 'key value' lines."""
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    x, y = torch_fashion_mnist()
+    model = torch_net()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     perm = torch.randperm(x.shape[0])
 

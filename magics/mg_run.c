@@ -70,17 +70,17 @@ static int resolve_inputs(mg_run *r, mg_workspace *ws, mg_error *err)
 
 /* --precision: bf16/fp16 on a CUDA backend (before attach: the model's workspace holds
  * the 16-bit copies). fp16 also turns on the trainer's dynamic loss scaling. */
-static int set_precision(mg_run *r, mg_error *err)
+int mgp_set_precision(mg_run *r, rt_backend *b, mg_error *err)
 {
     if (!strcmp(r->o.precision, "fp32")) return 0;
-    if (strcmp(r->backend->ops->name, "cuda"))
+    if (strcmp(b->ops->name, "cuda"))
         return mg_fail(err, "ValueError", "%%train: --precision %s needs a CUDA device (the "
                        "CPU backend trains in fp32) ---> HINT: --precision fp32, or --device "
                        "cuda", r->o.precision);
     rt_precision p;
     rt_error re = {0};
     if (rt_precision_parse(r->o.precision, &p, &re) != RT_OK ||
-        rt_cuda_set_precision(r->backend, p, &re) != RT_OK)
+        rt_cuda_set_precision(b, p, &re) != RT_OK)
         return mg_fail(err, "ValueError", "%%train: --precision %s: %s", r->o.precision, re.msg);
     return 0;
 }
@@ -99,23 +99,39 @@ static int build_model(mg_run *r, mg_error *err)
     /* ranks of one host share its cores (0: all of them for a single process) */
     rt_dist_env de;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = rt_dist_env_read(&de, NULL) == RT_OK && de.local_world > 1 && ncpu > 0
+    if (rt_dist_env_read(&de, NULL) != RT_OK) de = (rt_dist_env){.world = 1, .local_world = 1};
+    int threads = de.local_world > 1 && ncpu > 0
                       ? (int)(ncpu / de.local_world > 1 ? ncpu / de.local_world : 1) : 0;
     /* ranks of one host: rank k takes GPU k when --device says cuda or auto */
     char mine[32];
     snprintf(mine, sizeof mine, "cuda:%d", de.local_rank);
     int own_gpu = threads > 0 && (!strcmp(r->o.device, "cuda") || !strcmp(r->o.device, "auto"))
                   && rt_backend_open(r->backend, mine, threads, &re) == RT_OK;
-    if (!own_gpu && rt_backend_open(r->backend, r->o.device, threads, &re) != RT_OK) {
+    /* several GPUs (cuda:0,1, cuda:all): the run's model on the first */
+    int idx[MG_RUN_MAX_DEVICES], ndev = 0;
+    if (mgp_devices_parse(r->o.device, idx, &ndev, err) < 0) return -1;
+    char first[32];
+    snprintf(first, sizeof first, "cuda:%d", ndev > 0 ? idx[0] : 0);
+    if (!own_gpu && rt_backend_open(r->backend, ndev > 0 ? first : r->o.device, threads,
+                                    &re) != RT_OK) {
         free(r->backend);
         r->backend = NULL;
         return mg_fail(err, "ValueError", "%%train: --device %s: %s", r->o.device, re.msg);
     }
-    if (set_precision(r, err) < 0) return -1;
-    if (rt_model_attach(r->model, r->backend, r->o.batch, r->o.seed, &re) != RT_OK)
+    if (mgp_set_precision(r, r->backend, err) < 0) return -1;
+    /* several devices: each holds its share of the batch */
+    const int held = ndev > 1 ? (r->o.batch + ndev - 1) / ndev : r->o.batch;
+    if (rt_model_attach(r->model, r->backend, held, r->o.seed, &re) != RT_OK)
         return mg_fail_status(err, &re, "%%train: model '%s' with --batch %d: %s",
                               r->model_name, r->o.batch, re.msg);
-    return 0;
+    if (ndev > 1) {
+        size_t used = (size_t)snprintf(r->where, sizeof r->where, " on cuda:%d", idx[0]);
+        for (int i = 1; i < ndev && used < sizeof r->where; i++)
+            used += (size_t)snprintf(r->where + used, sizeof r->where - used, ",%d", idx[i]);
+    } else if (de.world > 1) {
+        snprintf(r->where, sizeof r->where, " on %d ranks", de.world);
+    }
+    return ndev > 1 ? mgp_devices_open_replicas(r, idx, ndev, err) : 0;
 }
 
 static int build_trainer(mg_run *r, mg_error *err)
@@ -150,6 +166,8 @@ static int build_trainer(mg_run *r, mg_error *err)
     if (rt_dist_world(&c.dist, &re) != RT_OK)
         return mg_fail(err, re.code == RT_ENODEV ? "ImportError" : "RuntimeError",
                        "%%train: ranks of this launch: %s", re.msg);
+    c.replicas = r->nrep > 0 ? r->rep_m : NULL;
+    c.nreplicas = r->nrep;
     c.progress = on_progress;
     c.should_stop = should_stop;
     c.user = r;
@@ -204,6 +222,7 @@ void mg_run_destroy(mg_run *r)
 {
     if (!r) return;
     rt_trainer_destroy(r->trainer);
+    mgp_devices_free(r);
     rt_model_destroy(r->model);
     mg_ws_backend_free(r->backend);
     if (r->rs && r->run_id) {

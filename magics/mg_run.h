@@ -52,7 +52,7 @@ typedef struct mg_run_opts {
     char schedule_resolved[256]; /* a continued run: the schedule fixed to its first plan
                                     (rt_schedule_format), used instead of schedule; "" */
     uint64_t seed;           /* --seed (0) */
-    char device[32];         /* --device auto|cpu|cuda|cuda:N ("auto") */
+    char device[32];         /* --device auto|cpu|cuda|cuda:N|cuda:N,M,..|cuda:all ("auto") */
     char precision[8];       /* --precision fp32|bf16|fp16 ("fp32"; GPU only for bf16/fp16) */
     char run_dir[1024];      /* --run-dir DIR; "" = no run directory */
     mg_every checkpoint_every; /* --checkpoint-every (NONE; RESUME: 1 epoch with --run-dir) */

@@ -14,6 +14,8 @@ typedef struct mgp_series {
     size_t n, cap;
 } mgp_series;
 
+#define MG_RUN_MAX_DEVICES 16
+
 struct mg_run {
     mg_ctx *ctx;
     mg_run_opts o;
@@ -24,6 +26,10 @@ struct mg_run {
     const char *val_name;          /* "val" or "test" */
     rt_backend *backend;           /* heap; handed to the workspace with the model */
     rt_model *model;
+    rt_backend *rep_b[MG_RUN_MAX_DEVICES]; /* several GPUs: the other devices' backends */
+    rt_model *rep_m[MG_RUN_MAX_DEVICES];   /* ... and model replicas (mg_run_devices.c) */
+    int nrep;
+    char where[64];                /* the progress line's "on cuda:0,1" / "on 2 ranks" */
     rt_trainer *trainer;
     rt_results *rs;                /* NULL: no store (a warning was shown) */
     int64_t run_id;
@@ -44,6 +50,14 @@ struct mg_run {
 };
 
 /* mg_run_loop.c: a results-store problem, shown once as a warning */
+/* mg_run_devices.c: --device cuda:0,1 / cuda:all. parse: idx[0..*n) the devices
+ * (*n = 0: one device, the backend's own syntax); open_replicas: backends and models
+ * for idx[1..n); free: releases them. */
+int mgp_devices_parse(const char *dev, int *idx, int *n, mg_error *err);
+int mgp_devices_open_replicas(mg_run *r, const int *idx, int n, mg_error *err);
+void mgp_devices_free(mg_run *r);
+/* --precision on backend b (mg_run.c) */
+int mgp_set_precision(mg_run *r, rt_backend *b, mg_error *err);
 void mgp_rs_warn(mg_run *r, const char *what, const char *msg);
 /* mg_run_view.c */
 void mgp_view_start(mg_run *r);

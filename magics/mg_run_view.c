@@ -124,17 +124,17 @@ void mgp_view_progress(mg_run *r, const rt_progress *p, int force)
      * as tqdm writes it; the checkpoint note may go to a second line */
     char line[600];
     snprintf(line, sizeof line, "epoch %lld/%d [%s] step %lld/%lld  loss %.4f  acc %.4f  lr %.3g  "
-             "%.0f img/s  %s<%s%s", (long long)p->epoch + 1, p->epochs, bar, (long long)p->step,
-             (long long)total, p->epoch_loss, p->epoch_accuracy, p->lr, p->images_per_s, el,
-             eta, ck);
+             "%.0f img/s%s  %s<%s%s", (long long)p->epoch + 1, p->epochs, bar, (long long)p->step,
+             (long long)total, p->epoch_loss, p->epoch_accuracy, p->lr, p->images_per_s,
+             r->where, el, eta, ck);
     char html[1100];
     snprintf(html, sizeof html, "<div style=\"font-family:monospace\"><progress value=\"%lld\" "
              "max=\"%lld\" style=\"width:8em;vertical-align:middle\"></progress> epoch "
              "<b>%lld</b>/%d &middot; step %lld/%lld &middot; loss <b>%.4f</b> &middot; acc "
-             "<b>%.4f</b> &middot; lr %.3g &middot; %.0f&nbsp;img/s &middot; "
+             "<b>%.4f</b> &middot; lr %.3g &middot; %.0f&nbsp;img/s%s &middot; "
              "%s&lt;%s%s</div>", (long long)p->step, (long long)total, (long long)p->epoch + 1,
              p->epochs, (long long)p->step, (long long)total, p->epoch_loss, p->epoch_accuracy,
-             p->lr, p->images_per_s, el, eta, ck);
+             p->lr, p->images_per_s, r->where, el, eta, ck);
     show(r, json_pack("{s:s, s:s}", "text/plain", line, "text/html", html), r->progress_id,
          &r->progress_shown);
     /* the plot's display is made right under the progress, before any epoch line, and

@@ -1,6 +1,9 @@
 /* rt_dist.h - data-parallel ranks: who this process is in a launch, and the
  * collectives the trainer needs (a sum all-reduce, a broadcast), over MPI.
  *
+ * Two kinds of world: the processes of a launch, over MPI (below), and the devices of
+ * one process, one thread each (rt_dist_group_create, further down).
+ *
  * A launch is described by the launcher's variables (rt_dist_env_read): OpenMPI's
  * OMPI_COMM_WORLD_*, PMI_RANK/PMI_SIZE (MPICH, Intel MPI, Slurm's PMI), SLURM_PROCID/
  * SLURM_NTASKS/SLURM_LOCALID (srun), or torchrun's RANK/WORLD_SIZE/LOCAL_RANK. No
@@ -22,6 +25,7 @@
 
 #include <stddef.h>
 
+#include "rt_backend.h"
 #include "rt_error.h"
 
 typedef struct rt_dist_env {
@@ -68,6 +72,33 @@ rt_status rt_dist_allmax_f64(rt_dist *d, double *buf, size_t n, const char *what
 /* buf (n) of rank 0 copied to every rank. */
 rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what,
                             long long step, rt_error *err);
+
+/* At the start of a run, on every rank (a collective): *on = 1 when the ranks will sum
+ * the gradients of b in device memory (rt_dist_allreduce_dev_f32) - CUDA devices over
+ * NCCL: the devices of a group (rt_dist_group_create), or the GPU ranks of a launch
+ * when every rank's backend is CUDA and loads NCCL (rank 0 makes NCCL's id and MPI
+ * hands it to the others; the communicator is made here and kept for the process).
+ * Otherwise *on = 0 and the gradients go through host memory. */
+rt_status rt_dist_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err);
+rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
+                                    const char *what, long long step, rt_error *err);
+
+/* ---- the devices of one process (rt_dist_group.c) ----
+ * A group is a world of n ranks inside this process, one per backend and one host
+ * thread each (%train --device cuda:0,1): rank r trains on b[r]. The host collectives
+ * meet in shared memory (a barrier with the world's timeout); when every backend is a
+ * CUDA device and NCCL loads, gradients are all-reduced in device memory by NCCL (one
+ * communicator a device, ncclCommInitAll), else through host memory, said once on
+ * stderr. The backends must outlive the group. */
+typedef struct rt_dist_group rt_dist_group;
+rt_status rt_dist_group_create(rt_dist_group **out, rt_backend *const *b, int n,
+                               rt_error *err);
+/* Rank r's world (0 <= r < n), owned by the group. */
+rt_dist *rt_dist_group_rank(rt_dist_group *g, int r);
+/* A rank that failed outside a collective: every wait of the others ends at once with
+ * an error, and so does every later collective. */
+void rt_dist_group_abort(rt_dist_group *g);
+void rt_dist_group_destroy(rt_dist_group *g);
 
 /* End of the process (kiln run): ok = 1 finalises MPI (every rank leaves together);
  * ok = 0 leaves without MPI_Finalize so the launcher stops the other ranks at once

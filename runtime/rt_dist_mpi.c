@@ -12,24 +12,27 @@
  * libmpi.so.40 (OpenMPI 3 to 5). Another MPI is refused by name ("lacks
  * ompi_mpi_comm_world"); KILN_LIBMPI names the file to load.
  *
+ * GPU ranks whose every backend is CUDA and loads NCCL sum their gradients on the
+ * devices instead (rt_dist_device_begin): rank 0's NCCL id is broadcast over MPI and
+ * each rank joins with ncclCommInitRank (runtime/cuda/cuda_nccl.c).
+ *
  * Waiting: a collective is started with MPI_Iallreduce/MPI_Ibcast and completed with
  * MPI_Test, spinning briefly and then sleeping in growing steps up to 1 ms (the ranks
  * of one host share its cores: a spinning rank would take the time its peer computes
  * with), until the world's timeout. A timeout marks the world broken (rt_dist.h).
  */
-#include "rt_dist.h"
+#include "rt_dist_internal.h"
+#include "rt_nccl.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MPI_OK 0
 #define MPI_THREAD_SERIALIZED 2      /* OpenMPI's enum: SINGLE 0, FUNNELED 1, ... */
 #define MPI_IN_PLACE_ ((void *)1)
-#define DEFAULT_TIMEOUT_S 600.0      /* PyTorch's default process-group timeout */
 #define MAX_CHUNK (1 << 28)          /* MPI counts are int: large buffers go in pieces */
 
 typedef void *mpi_handle; /* MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Errhandler */
@@ -49,13 +52,17 @@ static struct {
     mpi_handle comm_world, dt_float, dt_double, op_sum, op_max, errors_return;
 } mpi;
 
-struct rt_dist {
-    int rank, size, local_rank, local_size;
-    double timeout_s;
-    int broken;              /* a collective timed out or failed: no more, no finalize */
-    int finished;
-};
-
+static rt_status mpi_host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, const char *what,
+                          long long step, rt_error *err);
+static rt_status mpi_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err);
+static rt_status mpi_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
+                            const char *what, long long step, rt_error *err);
+static const rtp_dist_ops mpi_ops = {.host = mpi_host, .device_begin = mpi_device_begin,
+                                     .device = mpi_device};
+/* GPU ranks: this process's NCCL communicator (one device), made at the first run
+ * whose ranks all can, kept for the process */
+static rt_nccl *launch_nccl;
+static int launch_nccl_device = -1;
 static rt_dist world;
 static rt_status open_status = RT_OK;
 static rt_error open_err;
@@ -118,14 +125,6 @@ static const char *mpi_msg(int rc, char *buf, int cap)
     return buf;
 }
 
-static double timeout_from_env(void)
-{
-    const char *s = getenv("KILN_DIST_TIMEOUT");
-    char *end;
-    double v = s && *s ? strtod(s, &end) : 0;
-    return s && *s && *end == '\0' && v > 0 ? v : DEFAULT_TIMEOUT_S;
-}
-
 static void open_once(void)
 {
     rt_dist_env env;
@@ -150,8 +149,9 @@ static void open_once(void)
                              size, env.source, env.rank, env.world);
         return;
     }
-    world = (rt_dist){.rank = rank, .size = size, .local_rank = env.local_rank,
-                      .local_size = env.local_world, .timeout_s = timeout_from_env()};
+    world = (rt_dist){.ops = &mpi_ops, .rank = rank, .size = size,
+                      .local_rank = env.local_rank, .local_size = env.local_world,
+                      .timeout_s = rtp_dist_timeout_env()};
     opened = 1;
     /* a process that returns from main without rt_dist_finish still leaves cleanly */
     atexit(finish_at_exit);
@@ -169,24 +169,11 @@ rt_status rt_dist_world(rt_dist **out, rt_error *err)
     return RT_OK;
 }
 
-int rt_dist_rank(const rt_dist *d) { return d ? d->rank : 0; }
-int rt_dist_size(const rt_dist *d) { return d ? d->size : 1; }
-int rt_dist_local_rank(const rt_dist *d) { return d ? d->local_rank : 0; }
-int rt_dist_local_size(const rt_dist *d) { return d ? d->local_size : 1; }
-double rt_dist_timeout(const rt_dist *d) { return d ? d->timeout_s : DEFAULT_TIMEOUT_S; }
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Completes req by the deadline; a timeout or an MPI error breaks the world. */
 static rt_status wait_req(rt_dist *d, mpi_handle *req, const char *what, long long step,
                           rt_error *err)
 {
-    const double t0 = now_s();
+    const double t0 = rtp_dist_now();
     long sleep_ns = 1000;
     char buf[256];
     for (int spins = 0;; spins++) {
@@ -200,7 +187,7 @@ static rt_status wait_req(rt_dist *d, mpi_handle *req, const char *what, long lo
         }
         if (done) return RT_OK;
         if (spins < 200) continue;
-        if (now_s() - t0 > d->timeout_s) {
+        if (rtp_dist_now() - t0 > d->timeout_s) {
             d->broken = 1;
             return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: the other ranks did not join "
                           "the %s of step %lld within %g s (KILN_DIST_TIMEOUT): a rank died "
@@ -214,69 +201,64 @@ static rt_status wait_req(rt_dist *d, mpi_handle *req, const char *what, long lo
     }
 }
 
-static rt_status check_open(rt_dist *d, const char *what, long long step, rt_error *err)
+/* One collective over the world, in pieces of at most MAX_CHUNK elements (MPI counts
+ * are int), each started non-blocking and waited for by the deadline. */
+static rt_status mpi_host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, const char *what,
+                          long long step, rt_error *err)
 {
-    if (!d->broken && !d->finished) return RT_OK;
-    return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: %s of step %lld: the ranks' "
-                  "connection was lost earlier ---> HINT: run the same launch again to "
-                  "resume from the newest checkpoint", d->rank, d->size, what, step);
-}
-
-static rt_status allreduce(rt_dist *d, void *buf, size_t n, size_t elem, mpi_handle dt,
-                           mpi_handle op, const char *what, long long step, rt_error *err)
-{
-    RT_TRY(check_open(d, what, step, err));
-    char buf_[256];
+    const int f32 = op == RTP_SUM_F32 || op == RTP_BCAST_F32;
+    const size_t elem = f32 ? sizeof(float) : sizeof(double);
+    mpi_handle dt = f32 ? mpi.dt_float : mpi.dt_double;
+    char msg[256];
     for (size_t off = 0; off < n; off += MAX_CHUNK) {
         int count = (int)(n - off < MAX_CHUNK ? n - off : MAX_CHUNK);
+        void *at = (char *)buf + off * elem;
         mpi_handle req = NULL;
-        int rc = mpi.iallreduce(MPI_IN_PLACE_, (char *)buf + off * elem, count, dt, op,
-                                mpi.comm_world, &req);
+        int rc = op == RTP_BCAST_F32
+                     ? mpi.ibcast(at, count, dt, 0, mpi.comm_world, &req)
+                     : mpi.iallreduce(MPI_IN_PLACE_, at, count, dt,
+                                      op == RTP_MAX_F64 ? mpi.op_max : mpi.op_sum,
+                                      mpi.comm_world, &req);
         if (rc != MPI_OK) {
             d->broken = 1;
             return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: %s of step %lld: %s",
-                          d->rank, d->size, what, step, mpi_msg(rc, buf_, 256));
+                          d->rank, d->size, what, step, mpi_msg(rc, msg, 256));
         }
         RT_TRY(wait_req(d, &req, what, step, err));
     }
     return RT_OK;
 }
 
-rt_status rt_dist_allreduce_f32(rt_dist *d, float *buf, size_t n, const char *what,
-                                long long step, rt_error *err)
+/* Every rank: can it sum on its device (a CUDA backend, NCCL loads, the communicator
+ * absent or on this device)? All must. Then rank 0's NCCL id goes to every rank over
+ * MPI (as 32 floats of bits, plus a flag: rank 0 could not make one) and each joins. */
+static rt_status mpi_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err)
 {
-    return allreduce(d, buf, n, sizeof *buf, mpi.dt_float, mpi.op_sum, what, step, err);
-}
-
-rt_status rt_dist_allreduce_f64(rt_dist *d, double *buf, size_t n, const char *what,
-                                long long step, rt_error *err)
-{
-    return allreduce(d, buf, n, sizeof *buf, mpi.dt_double, mpi.op_sum, what, step, err);
-}
-
-rt_status rt_dist_allmax_f64(rt_dist *d, double *buf, size_t n, const char *what,
-                             long long step, rt_error *err)
-{
-    return allreduce(d, buf, n, sizeof *buf, mpi.dt_double, mpi.op_max, what, step, err);
-}
-
-rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what,
-                            long long step, rt_error *err)
-{
-    RT_TRY(check_open(d, what, step, err));
-    char buf_[256];
-    for (size_t off = 0; off < n; off += MAX_CHUNK) {
-        int count = (int)(n - off < MAX_CHUNK ? n - off : MAX_CHUNK);
-        mpi_handle req = NULL;
-        int rc = mpi.ibcast(buf + off, count, mpi.dt_float, 0, mpi.comm_world, &req);
-        if (rc != MPI_OK) {
-            d->broken = 1;
-            return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: %s of step %lld: %s",
-                          d->rank, d->size, what, step, mpi_msg(rc, buf_, 256));
-        }
-        RT_TRY(wait_req(d, &req, what, step, err));
-    }
+    int can = !strcmp(b->ops->name, "cuda") &&
+              (launch_nccl ? launch_nccl_device == b->device : rt_nccl_available(NULL));
+    double all = can;
+    RT_TRY(rt_dist_allreduce_f64(d, &all, 1, "NCCL check", 0, err));
+    *on = all == (double)d->size;
+    if (!*on || launch_nccl) return RT_OK;
+    float idf[RT_NCCL_ID_BYTES / sizeof(float) + 1];
+    memset(idf, 0, sizeof idf);
+    rt_error e0 = {0};
+    if (d->rank == 0 && rt_nccl_unique_id((unsigned char *)idf, &e0) != RT_OK)
+        idf[RT_NCCL_ID_BYTES / sizeof(float)] = 1.0f;
+    RT_TRY(rt_dist_bcast_f32(d, idf, sizeof idf / sizeof *idf, "NCCL id", 0, err));
+    if (idf[RT_NCCL_ID_BYTES / sizeof(float)] != 0.0f)
+        return RT_ERR(err, RT_EDEVICE, "rank %d of %d: rank 0 could not make NCCL's id%s%s",
+                      d->rank, d->size, d->rank == 0 ? ": " : "", d->rank == 0 ? e0.msg : "");
+    RT_TRY(rt_nccl_create_rank(&launch_nccl, b, (const unsigned char *)idf, d->rank, d->size,
+                               err));
+    launch_nccl_device = b->device;
     return RT_OK;
+}
+
+static rt_status mpi_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
+                            const char *what, long long step, rt_error *err)
+{
+    return rt_nccl_allreduce(launch_nccl, 0, b, buf, scale, err);
 }
 
 void rt_dist_finish(int ok)

@@ -46,9 +46,16 @@ static rt_status check_config(const rt_model *m, const rt_dataset *d,
     if (!rt_model_backend(m))
         return RT_ERR(err, RT_EINVAL, "the model is not attached to a device");
     if (c->epochs < 1) return RT_ERR(err, RT_EINVAL, "--epochs must be >= 1 (got %d)", c->epochs);
-    if (c->batch_size < 1 || c->batch_size > rt_model_max_batch(m))
+    /* ranks and devices train on shares of the batch: the model holds the largest */
+    const int world = rt_dist_size(c->dist) + c->nreplicas;
+    const int share = c->batch_size / world + (c->batch_size % world != 0);
+    if (c->batch_size < 1 || (world == 1 && c->batch_size > rt_model_max_batch(m)))
         return RT_ERR(err, RT_EINVAL, "--batch %d outside [1, %d] (the model was set up for "
                       "%d)", c->batch_size, rt_model_max_batch(m), rt_model_max_batch(m));
+    if (share > rt_model_max_batch(m))
+        return RT_ERR(err, RT_EINVAL, "--batch %d over %d ranks or devices: shares of up to %d "
+                      "samples, but the model was set up for %d", c->batch_size, world, share,
+                      rt_model_max_batch(m));
     if (!(c->lr >= 0.0) || !isfinite(c->lr))
         return RT_ERR(err, RT_EINVAL, "--lr must be a finite number >= 0 (got %g)", c->lr);
     if (d->n < 1) return RT_ERR(err, RT_EINVAL, "the training data set '%s' is empty", d->name);
@@ -96,6 +103,7 @@ rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *tra
                             const rt_trainer_config *cfg, rt_error *err)
 {
     *out = NULL;
+    if (cfg->nreplicas > 0) return rtp_rep_create(out, m, train, cfg, err);
     RT_TRY(check_config(m, train, cfg, err));
     rt_trainer *t = calloc(1, sizeof *t);
     if (!t) return RT_ERR(err, RT_ENOMEM, "out of memory creating the trainer");
@@ -141,6 +149,7 @@ rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *tra
 void rt_trainer_destroy(rt_trainer *t)
 {
     if (!t) return;
+    rtp_rep_destroy(t);
     rtp_dev_destroy(t);
     rt_batcher_destroy(t->batcher);
     rt_optim_destroy(t->optim);
@@ -152,6 +161,11 @@ void rt_trainer_destroy(rt_trainer *t)
 }
 
 rt_status rt_trainer_begin(rt_trainer *t, rt_error *err)
+{
+    return t->rep ? rtp_rep_run(t, NULL, err) : rtp_trainer_begin_own(t, err);
+}
+
+rt_status rtp_trainer_begin_own(rt_trainer *t, rt_error *err)
 {
     if (t->dev) t->dev->last_read = rtp_trainer_now();
     t->t_begin = rtp_trainer_now();
@@ -256,6 +270,11 @@ static rt_status host_step(rt_trainer *t, double lr, int *epoch_end, rt_error *e
 }
 
 rt_status rt_trainer_step(rt_trainer *t, rt_step_event *ev, rt_error *err)
+{
+    return t->rep ? rtp_rep_run(t, ev, err) : rtp_trainer_step_own(t, ev, err);
+}
+
+rt_status rtp_trainer_step_own(rt_trainer *t, rt_step_event *ev, rt_error *err)
 {
     const rt_trainer_config *c = &t->cfg;
     rt_step_event stop = RT_STEP_CONTINUE;

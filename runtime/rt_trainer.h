@@ -79,6 +79,15 @@ typedef struct rt_trainer_config {
                                 update, and loss, accuracy and images/s are the whole
                                 batch's (rt_trainer_dist.c). On the device path the
                                 gradients go through host memory (one sync a step) */
+    rt_model **replicas;     /* several devices in this process: nreplicas more models of
+                                the same spec and seed, each attached to a backend of its
+                                own (another device). The trainer runs one thread a device
+                                in a world of 1 + nreplicas ranks (rt_dist_group; dist must
+                                be NULL): each step's batch is split between them, the
+                                gradients averaged (NCCL on CUDA), every replica updated.
+                                m is rank 0: progress, checkpoints and evaluation read it.
+                                The models must outlive the trainer */
+    int nreplicas;
     rt_progress_fn progress; /* may be NULL */
     int (*should_stop)(void *user); /* may be NULL; non-zero stops before the next step */
     void *user;

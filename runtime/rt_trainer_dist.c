@@ -51,6 +51,7 @@ rt_status rtp_dist_begin(rt_trainer *t, rt_error *err)
         return rt_dist_bcast_f32(d, rt_tensor_f32(p), np, "parameter broadcast",
                                  (long long)t->st.step, err);
     rt_backend *b = rt_model_backend(t->m);
+    RT_TRY(rt_dist_device_begin(d, b, &t->dist_dev, err)); /* NCCL when all can */
     RT_TRY(rt_backend_download(b, t->dist_host, p, np * sizeof(float), err));
     RT_TRY(rt_dist_bcast_f32(d, t->dist_host, np, "parameter broadcast",
                              (long long)t->st.step, err));
@@ -76,11 +77,18 @@ rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *lo
     else if (scale != 1.0f)
         for (size_t i = 0; i < np; i++) g[i] *= scale;
     RT_TRY(rt_dist_allreduce_f32(d, g, np, "gradient all-reduce", step, err));
+    return rtp_dist_stats(t, n, count, loss, correct, err);
+}
+
+rt_status rtp_dist_stats(rt_trainer *t, int n, int count, double *loss, int *correct,
+                         rt_error *err)
+{
     /* sums: loss * samples, right predictions, ranks stopped, ranks past the time limit */
     rt_step_event vote = rtp_trainer_local_stop(t);
     double stats[4] = {n ? *loss * n : 0.0, n ? (double)*correct : 0.0,
                        vote == RT_STEP_STOPPED, vote == RT_STEP_TIME_LIMIT};
-    RT_TRY(rt_dist_allreduce_f64(d, stats, 4, "loss all-reduce", step, err));
+    RT_TRY(rt_dist_allreduce_f64(t->cfg.dist, stats, 4, "loss all-reduce",
+                                 (long long)t->st.step + 1, err));
     *loss = stats[0] / count;
     *correct = (int)stats[1];
     t->dist_stop = stats[2] > 0 ? RT_STEP_STOPPED

@@ -5,6 +5,8 @@
 
 #include "rt_trainer.h"
 
+typedef struct rtp_replicas rtp_replicas; /* rt_trainer_replicas.c */
+
 /* One step whose statistics are still in the device ring. */
 typedef struct rtp_pending {
     int64_t step;            /* 1-based step number */
@@ -46,6 +48,8 @@ struct rt_trainer {
     double t_begin, last_loss;
     int64_t images_done, steps_done;
     rt_step_event dist_stop;     /* ranks: the stop all ranks agreed on at the last step */
+    int dist_dev;                /* ranks: gradients summed in device memory (NCCL) */
+    rtp_replicas *rep;           /* several devices: the other devices' trainers, else NULL */
     float *dist_host;            /* ranks on the device path: (P) host staging of the
                                     gradients (and of the parameters at begin) */
 };
@@ -78,6 +82,22 @@ void rtp_dist_share(const rt_trainer *t, int count, int *lo, int *n);
  * *loss / *correct the whole batch's; t->dist_stop the ranks' agreed stop. */
 rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *loss,
                            int *correct, rt_error *err);
+
+/* The statistics exchange alone (rtp_dist_average's second half): this rank's share's
+ * mean loss and right predictions in, the whole batch's out, the stop votes agreed. */
+rt_status rtp_dist_stats(rt_trainer *t, int n, int count, double *loss, int *correct,
+                         rt_error *err);
+
+/* rt_trainer.c: begin and step of this trainer alone (without its replicas) */
+rt_status rtp_trainer_begin_own(rt_trainer *t, rt_error *err);
+rt_status rtp_trainer_step_own(rt_trainer *t, rt_step_event *ev, rt_error *err);
+
+/* rt_trainer_replicas.c: several devices in this process (cfg.nreplicas > 0) */
+rt_status rtp_rep_create(rt_trainer **out, rt_model *m, const rt_dataset *train,
+                         const rt_trainer_config *cfg, rt_error *err);
+void rtp_rep_destroy(rt_trainer *t);
+/* begin (ev NULL) or step on every device at once, each in its own thread */
+rt_status rtp_rep_run(rt_trainer *t, rt_step_event *ev, rt_error *err);
 
 /* rt_trainer_device.c */
 rt_status rtp_dev_create(rt_trainer *t, rt_error *err);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../rt_nccl.h"
 #include "rt_device.h"
 
 rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err)
@@ -34,4 +35,37 @@ rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_byte
 {
     *free_bytes = *total_bytes = 0;
     return RT_ERR(err, RT_ENODEV, "this Kiln was built without CUDA");
+}
+
+rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *err)
+{
+    *out = NULL;
+    return RT_ERR(err, RT_ENODEV, "NCCL needs CUDA; this Kiln was built without CUDA");
+}
+
+rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
+                            rt_error *err)
+{
+    return RT_ERR(err, RT_ENODEV, "NCCL needs CUDA; this Kiln was built without CUDA");
+}
+
+void rt_nccl_destroy(rt_nccl *c) {}
+
+int rt_nccl_available(rt_error *err)
+{
+    RT_ERR(err, RT_ENODEV, "NCCL needs CUDA; this Kiln was built without CUDA");
+    return 0;
+}
+
+rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err)
+{
+    return RT_ERR(err, RT_ENODEV, "NCCL needs CUDA; this Kiln was built without CUDA");
+}
+
+rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
+                              const unsigned char id[RT_NCCL_ID_BYTES], int rank, int nranks,
+                              rt_error *err)
+{
+    *out = NULL;
+    return RT_ERR(err, RT_ENODEV, "NCCL needs CUDA; this Kiln was built without CUDA");
 }

@@ -1,7 +1,8 @@
 /* mock_cuda.c - a stand-in for the CUDA runtime and cuBLAS, for running the CUDA
  * backend's HOST code (runtime/cuda/ C files) on a machine without a GPU.
  *
- * One "device" whose memory is host memory (so kernels can be replayed on the host by
+ * One "device" (KILN_MOCK_DEVICE devices=N: N of them, sharing one memory pool; the
+ * current device is per thread, as CUDA's) whose memory is host memory (so kernels can be replayed on the host by
  * mock_kernels.cu): cudaMalloc tracks every block and fails with
  * cudaErrorMemoryAllocation past MOCK_MEMORY bytes, cudaMemGetInfo reports what is
  * left (so the memory-return test means something), copies are memmove, streams are
@@ -22,6 +23,7 @@
 
 #include "../../../runtime/cuda/cuda_internal.h"
 #include "mock_stats.h"
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,7 @@ static struct {
     size_t size[MOCK_MAX_BLOCKS];
     size_t used;
     cudaError_t last;
-    long d2h, syncs, gemm16, gemm_fast, gemm_calls, gemm_batched; /* mock_stats.h */
+    long d2h, syncs, gemm16, gemm_fast, gemm_calls, gemm_batched, event_waits; /* mock_stats.h */
 } mock;
 
 long mock_stat_d2h(void) { return mock.d2h; }
@@ -43,11 +45,17 @@ long mock_stat_gemm16(void) { return mock.gemm16; }
 long mock_stat_gemm_fast(void) { return mock.gemm_fast; }
 long mock_stat_gemm_calls(void) { return mock.gemm_calls; }
 long mock_stat_gemm_batched(void) { return mock.gemm_batched; }
+long mock_stat_event_waits(void) { return mock.event_waits; }
 void mock_stat_reset(void)
 {
     mock.d2h = mock.syncs = mock.gemm16 = mock.gemm_fast = 0;
-    mock.gemm_calls = mock.gemm_batched = 0;
+    mock.gemm_calls = mock.gemm_batched = mock.event_waits = 0;
 }
+
+/* the block table changes under this lock (a device group allocates from several
+ * threads); lookups during kernels read it while nothing allocates */
+static pthread_mutex_t blocks_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int current_device;
 
 static cudaError_t fail(cudaError_t e)
 {
@@ -85,21 +93,28 @@ cudaError_t cudaGetDeviceCount(int *count)
     *count = 0;
     if (knob("none", 0)) return fail(cudaErrorNoDevice);
     if (knob("old-driver", 0)) return fail(cudaErrorInsufficientDriver);
-    *count = 1;
+    *count = (int)knob("devices", 1);
     return cudaSuccess;
 }
 
-cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice); }
+static int device_exists(int device) { return device >= 0 && device < knob("devices", 1); }
+
+cudaError_t cudaSetDevice(int device)
+{
+    if (!device_exists(device)) return fail(cudaErrorInvalidDevice);
+    current_device = device;
+    return cudaSuccess;
+}
 
 cudaError_t cudaGetDevice(int *device)
 {
-    *device = 0;
+    *device = current_device;
     return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
-    if (device != 0) return fail(cudaErrorInvalidDevice);
+    if (!device_exists(device)) return fail(cudaErrorInvalidDevice);
     memset(prop, 0, sizeof *prop);
     snprintf(prop->name, sizeof prop->name, "Kiln mock device (host memory)");
     prop->totalGlobalMem = MOCK_MEMORY;
@@ -152,29 +167,33 @@ const char *cudaGetErrorName(cudaError_t e)
 cudaError_t cudaMalloc(void **p, size_t size)
 {
     *p = NULL;
-    if (size > MOCK_MEMORY - mock.used) return fail(cudaErrorMemoryAllocation);
-    for (int i = 0; i < MOCK_MAX_BLOCKS; i++)
-        if (!mock.ptr[i]) {
-            /* garbage, as real device memory: the backend must zero what it promises */
-            void *q = malloc(size ? size : 1);
-            if (!q) return fail(cudaErrorMemoryAllocation);
-            memset(q, 0xA5, size);
-            mock.ptr[i] = q, mock.size[i] = size, mock.used += size;
-            *p = q;
-            return cudaSuccess;
-        }
-    return fail(cudaErrorMemoryAllocation);
+    pthread_mutex_lock(&blocks_mu);
+    int i = 0;
+    while (i < MOCK_MAX_BLOCKS && mock.ptr[i]) i++;
+    void *q = size <= MOCK_MEMORY - mock.used && i < MOCK_MAX_BLOCKS ? malloc(size ? size : 1)
+                                                                     : NULL;
+    if (q) {
+        /* garbage, as real device memory: the backend must zero what it promises */
+        memset(q, 0xA5, size);
+        mock.ptr[i] = q, mock.size[i] = size, mock.used += size;
+        *p = q;
+    }
+    pthread_mutex_unlock(&blocks_mu);
+    return q ? cudaSuccess : fail(cudaErrorMemoryAllocation);
 }
 
 cudaError_t cudaFree(void *p)
 {
     if (!p) return cudaSuccess;
-    int i = find(p);
-    if (i < 0 || mock.ptr[i] != p) return fail(cudaErrorInvalidValue);
-    free(mock.ptr[i]);
-    mock.used -= mock.size[i];
-    mock.ptr[i] = NULL, mock.size[i] = 0;
-    return cudaSuccess;
+    pthread_mutex_lock(&blocks_mu);
+    int i = find(p), ok = i >= 0 && mock.ptr[i] == p;
+    if (ok) {
+        free(mock.ptr[i]);
+        mock.used -= mock.size[i];
+        mock.ptr[i] = NULL, mock.size[i] = 0;
+    }
+    pthread_mutex_unlock(&blocks_mu);
+    return ok ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 
 cudaError_t cudaMemGetInfo(size_t *fr, size_t *total)
@@ -258,6 +277,20 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
     return mock.last;
 }
 cudaError_t cudaStreamQuery(cudaStream_t s) { return cudaSuccess; }
+
+/* Events order nothing on synchronous streams; they are counted (mock_stats.h). */
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)
+{
+    *e = (cudaEvent_t)(uintptr_t)0x7171;
+    return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) { return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags)
+{
+    __atomic_fetch_add(&mock.event_waits, 1, __ATOMIC_RELAXED);
+    return cudaSuccess;
+}
 
 /* ---- cuBLAS (handed to the backend by rtp_blas_load, as cuda_blas_dl.c does) ---- */
 

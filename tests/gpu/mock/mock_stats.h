@@ -18,6 +18,8 @@ long mock_stat_gemm_fast(void);
  * among them. */
 long mock_stat_gemm_calls(void);
 long mock_stat_gemm_batched(void);
+/* cudaStreamWaitEvent calls (a stream ordered after another's work). */
+long mock_stat_event_waits(void);
 /* Every counter back to 0. */
 void mock_stat_reset(void);
 

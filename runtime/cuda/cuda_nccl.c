@@ -1,0 +1,208 @@
+/* cuda_nccl.c - the gradient all-reduce between the CUDA devices of one process
+ * (runtime/rt_nccl.h), for the device group of runtime/rt_dist_group.c.
+ *
+ * One communicator per device from ncclCommInitAll (the devices of one process), or one
+ * from ncclCommInitRank (a process's device among the ranks of a launch, which share
+ * the id rank 0 made: runtime/rt_dist_mpi.c hands it over MPI). Per device a stream of its own
+ * for the collective with two events: `ready`, recorded on the backend's stream after
+ * the backward, which the collective's stream waits for; `summed`, recorded after the
+ * collective, which the backend's stream waits for before the optimiser. No host
+ * synchronisation: the sum overlaps nothing of this device's work (the update needs
+ * it), but the host queues the next work at once.
+ *
+ * The weighted sum (each rank's mean gradient times its share of the batch, so uneven
+ * shares of a last batch still give the batch's mean) is one collective: a
+ * ncclRedOpCreatePreMulSum op with the rank's scale as a host value, made again only
+ * when the scale changes (every step has the same shares but the last of an epoch).
+ * Every call is one ncclGroupStart/End: a group is what NCCL needs when one thread
+ * drives several communicators, and costs nothing with one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../rt_nccl.h"
+#include "cuda_internal.h"
+#include "nccl_dl.h"
+
+typedef struct nccl_rank {
+    rtp_nccl_comm_t comm;
+    cudaStream_t stream;
+    cudaEvent_t ready, summed;
+    rtp_nccl_redop op;       /* the pre-multiplied sum for scale; valid when has_op */
+    float scale;
+    int has_op;
+    int device;
+} nccl_rank;
+
+struct rt_nccl {
+    int n;
+    const rtp_nccl_fns *f;
+    nccl_rank *r;            /* (n) */
+};
+
+static rt_status nccl_fail(const rt_nccl *c, rtp_nccl_result rc, const char *call, int r,
+                           rt_error *err)
+{
+    return RT_ERR(err, RT_EDEVICE, "NCCL %s failed on device %d of %d: %s (%d)", call, r,
+                  c->n, c->f->GetErrorString ? c->f->GetErrorString(rc) : "?", rc);
+}
+
+#define NCCL_TRY(c, r, call, err)                                                       \
+    do {                                                                                \
+        rtp_nccl_result rc_ = (call);                                                   \
+        if (rc_ != RTP_NCCL_SUCCESS) return nccl_fail((c), rc_, #call, (r), (err));     \
+    } while (0)
+
+/* n local devices b[0..n): all of one clique (id NULL, ncclCommInitAll), or this
+ * process's one device as rank `rank` of nranks (n = 1, ncclCommInitRank with id). */
+static rt_status make(rt_nccl **out, rt_backend *const *b, int n, const unsigned char *id,
+                      int rank, int nranks, rt_error *err)
+{
+    *out = NULL;
+    int *dev = calloc((size_t)n, sizeof *dev);
+    if (!dev) return RT_ERR(err, RT_ENOMEM, "out of memory creating the NCCL communicators");
+    for (int i = 0; i < n; i++) {
+        if (strcmp(b[i]->ops->name, "cuda") || !b[i]->impl) {
+            free(dev);
+            return RT_ERR(err, RT_EINVAL, "NCCL sums between CUDA devices; device %d of the "
+                          "group is %s", i, b[i]->ops->name);
+        }
+        const int d = dev[i] = rtp_cuda_of(b[i])->device;
+        for (int j = 0; j < i; j++)
+            if (dev[j] == d) {
+                free(dev);
+                return RT_ERR(err, RT_EINVAL, "cuda:%d is named twice in the device list", d);
+            }
+    }
+    const rtp_nccl_fns *f;
+    rt_status s = rtp_nccl_load(&f, err);
+    rt_nccl *c = s == RT_OK ? calloc(1, sizeof *c) : NULL;
+    if (s == RT_OK && (!c || !(c->r = calloc((size_t)n, sizeof *c->r)))) {
+        free(c);
+        c = NULL;
+        s = RT_ERR(err, RT_ENOMEM, "out of memory creating the NCCL communicators");
+    }
+    if (s != RT_OK) {
+        free(dev);
+        return s;
+    }
+    c->n = n;
+    c->f = f;
+    rtp_nccl_comm_t *comms = calloc((size_t)n, sizeof *comms);
+    rtp_nccl_result rc = RTP_NCCL_SUCCESS;
+    if (comms && id) {
+        rtp_nccl_id nid;
+        memcpy(nid.internal, id, sizeof nid.internal);
+        cudaError_t e = cudaSetDevice(dev[0]); /* the communicator's device */
+        rc = e == cudaSuccess ? f->CommInitRank(&comms[0], nranks, nid, rank) : rc;
+        if (e != cudaSuccess)
+            s = RT_ERR(err, RT_EDEVICE, "cuda:%d: %s", dev[0], cudaGetErrorString(e));
+    } else if (comms) {
+        rc = f->CommInitAll(comms, n, dev);
+    }
+    if (!comms) s = RT_ERR(err, RT_ENOMEM, "out of memory creating the NCCL communicators");
+    else if (s == RT_OK && rc != RTP_NCCL_SUCCESS)
+        s = nccl_fail(c, rc, id ? "ncclCommInitRank" : "ncclCommInitAll", rank, err);
+    for (int i = 0; s == RT_OK && i < n; i++) {
+        nccl_rank *r = &c->r[i];
+        r->comm = comms[i];
+        r->device = dev[i];
+        cudaError_t e = cudaSetDevice(dev[i]);
+        if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&r->ready, cudaEventDisableTiming);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&r->summed, cudaEventDisableTiming);
+        if (e != cudaSuccess)
+            s = RT_ERR(err, RT_EDEVICE, "preparing NCCL's stream on cuda:%d: %s", dev[i],
+                       cudaGetErrorString(e));
+    }
+    free(comms);
+    free(dev);
+    if (s != RT_OK) {
+        rt_nccl_destroy(c);
+        return s;
+    }
+    *out = c;
+    return RT_OK;
+}
+
+rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *err)
+{
+    return make(out, b, n, NULL, 0, n, err);
+}
+
+rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
+                              const unsigned char id[RT_NCCL_ID_BYTES], int rank, int nranks,
+                              rt_error *err)
+{
+    return make(out, &b, 1, id, rank, nranks, err);
+}
+
+int rt_nccl_available(rt_error *err)
+{
+    const rtp_nccl_fns *f;
+    return rtp_nccl_load(&f, err) == RT_OK;
+}
+
+rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err)
+{
+    const rtp_nccl_fns *f;
+    RT_TRY(rtp_nccl_load(&f, err));
+    rtp_nccl_id nid;
+    rtp_nccl_result rc = f->GetUniqueId(&nid);
+    if (rc != RTP_NCCL_SUCCESS)
+        return RT_ERR(err, RT_EDEVICE, "ncclGetUniqueId failed: %s (%d)",
+                      f->GetErrorString(rc), rc);
+    memcpy(id, nid.internal, RT_NCCL_ID_BYTES);
+    return RT_OK;
+}
+
+rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
+                            rt_error *err)
+{
+    if (!c || r < 0 || r >= c->n) return RT_ERR(err, RT_EINVAL, "no NCCL rank %d", r);
+    RT_TRY(rtp_cuda_enter(b, err));
+    if (!buf || !buf->data || rt_tensor_numel(buf) == 0)
+        return RT_ERR(err, RT_EINVAL, "all-reduce: an unbound or empty tensor");
+    nccl_rank *k = &c->r[r];
+    const rtp_nccl_fns *f = c->f;
+    cudaStream_t main = rtp_cuda_of(b)->stream;
+    if (!k->has_op || k->scale != scale) {
+        if (k->has_op) NCCL_TRY(c, r, f->RedOpDestroy(k->op, k->comm), err);
+        k->has_op = 0;
+        float v = scale;
+        NCCL_TRY(c, r, f->RedOpCreatePreMulSum(&k->op, &v, RTP_NCCL_FLOAT32,
+                                               RTP_NCCL_SCALAR_HOST, k->comm), err);
+        k->has_op = 1;
+        k->scale = scale;
+    }
+    RT_CUDA_TRY(b, err, cudaEventRecord(k->ready, main));
+    RT_CUDA_TRY(b, err, cudaStreamWaitEvent(k->stream, k->ready, 0));
+    NCCL_TRY(c, r, f->GroupStart(), err);
+    rtp_nccl_result rc = f->AllReduce(buf->data, buf->data, rt_tensor_numel(buf),
+                                      RTP_NCCL_FLOAT32, k->op, k->comm, k->stream);
+    rtp_nccl_result rc2 = f->GroupEnd();
+    if (rc != RTP_NCCL_SUCCESS) return nccl_fail(c, rc, "ncclAllReduce", r, err);
+    if (rc2 != RTP_NCCL_SUCCESS) return nccl_fail(c, rc2, "ncclGroupEnd", r, err);
+    RT_CUDA_TRY(b, err, cudaEventRecord(k->summed, k->stream));
+    RT_CUDA_TRY(b, err, cudaStreamWaitEvent(main, k->summed, 0));
+    return RT_OK;
+}
+
+void rt_nccl_destroy(rt_nccl *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) {
+        nccl_rank *k = &c->r[i];
+        (void)cudaSetDevice(k->device);
+        if (k->stream) (void)cudaStreamSynchronize(k->stream);
+        if (k->has_op) (void)c->f->RedOpDestroy(k->op, k->comm);
+        if (k->comm) (void)c->f->CommDestroy(k->comm);
+        if (k->ready) (void)cudaEventDestroy(k->ready);
+        if (k->summed) (void)cudaEventDestroy(k->summed);
+        if (k->stream) (void)cudaStreamDestroy(k->stream);
+    }
+    (void)cudaGetLastError();
+    free(c->r);
+    free(c);
+}

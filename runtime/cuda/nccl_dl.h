@@ -1,0 +1,46 @@
+/* nccl_dl.h - the NCCL entry points Kiln calls, as a table filled on first use
+ * (nccl_dl.c dlopens libnccl.so.2; the mock build fills it from
+ * tests/gpu/mock/mock_nccl.c).
+ *
+ * The build needs no NCCL headers: the few types and constants below are NCCL's
+ * stable C ABI (nccl.h of NCCL 2.x: ncclResult_t and the enums are ints, a
+ * communicator and a reduction are opaque, the unique id is 128 bytes).
+ */
+#ifndef NCCL_DL_H
+#define NCCL_DL_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#include "rt_error.h"
+
+typedef int rtp_nccl_result;          /* ncclResult_t: 0 ncclSuccess */
+typedef struct rtp_nccl_comm *rtp_nccl_comm_t;
+typedef int rtp_nccl_redop;           /* ncclRedOp_t */
+typedef struct { char internal[128]; } rtp_nccl_id;
+enum { RTP_NCCL_SUCCESS = 0, RTP_NCCL_FLOAT32 = 7, RTP_NCCL_SUM = 0,
+       RTP_NCCL_SCALAR_HOST = 1 /* ncclScalarHostImmediate */ };
+/* ncclRedOpCreatePreMulSum (a weighted sum in one collective) came with NCCL 2.11 */
+#define RTP_NCCL_MIN_VERSION 21100
+
+typedef struct rtp_nccl_fns {
+    rtp_nccl_result (*GetVersion)(int *version);
+    const char *(*GetErrorString)(rtp_nccl_result r);
+    rtp_nccl_result (*GetUniqueId)(rtp_nccl_id *id);
+    rtp_nccl_result (*CommInitAll)(rtp_nccl_comm_t *comms, int n, const int *devices);
+    rtp_nccl_result (*CommInitRank)(rtp_nccl_comm_t *comm, int nranks, rtp_nccl_id id, int rank);
+    rtp_nccl_result (*CommDestroy)(rtp_nccl_comm_t comm);
+    rtp_nccl_result (*GroupStart)(void);
+    rtp_nccl_result (*GroupEnd)(void);
+    rtp_nccl_result (*AllReduce)(const void *send, void *recv, size_t count, int dtype,
+                                 rtp_nccl_redop op, rtp_nccl_comm_t comm, cudaStream_t s);
+    rtp_nccl_result (*RedOpCreatePreMulSum)(rtp_nccl_redop *op, void *scalar, int dtype,
+                                            int residence, rtp_nccl_comm_t comm);
+    rtp_nccl_result (*RedOpDestroy)(rtp_nccl_redop op, rtp_nccl_comm_t comm);
+} rtp_nccl_fns;
+
+/* The table, loading NCCL on the first call (later calls return the same answer).
+ * RT_ENODEV naming the file tried and the package to install when it cannot. */
+rt_status rtp_nccl_load(const rtp_nccl_fns **out, rt_error *err);
+
+#endif

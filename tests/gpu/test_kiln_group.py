@@ -1,0 +1,139 @@
+"""%train --device cuda:0,1 end to end: `kiln run` (the mock-device build, kiln_mock) on
+two mock devices with the NCCL stand-in (suite 'gpu-mock').
+
+The stage notebook group_stage.ipynb (Fashion-MNIST subset, conv net without
+batchnorm or dropout, SGD with momentum, global batch 16) runs:
+  - on cuda:0,1: it finishes, the progress line says "on cuda:0,1", checkpoints are
+    written (once: rank 0's), and its per-step losses match the same notebook on the
+    CPU within TOL (the mock device replays the CUDA kernels on the host, the CPU
+    backend has its own GEMMs: float32 rounding apart);
+  - on cuda:all: the same losses bit for bit as cuda:0,1 (both devices of the mock);
+  - on cuda:0,0: a clear error naming the device, nothing trained;
+  - as 2 GPU ranks of a launch (mpirun -np 2, --device cuda: rank k on cuda:k): rank 0
+    makes NCCL's id, MPI hands it to rank 1, both join one communicator
+    (ncclCommInitRank; the stand-in meets across processes through files in TMPDIR),
+    and the per-step losses are cuda:0,1's bit for bit; rank 1 writes no checkpoint.
+"""
+import glob
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NB = os.path.join(HERE, "group_stage.ipynb")
+KILN = os.environ.get("KILN_MOCK", "")
+TOL = 2e-5  # relative, per step: mock device (host-replayed kernels) vs the CPU backend;
+            # measured 1.4e-6
+
+if not os.path.exists(KILN):
+    pytest.skip("no kiln_mock (built with CUDA only)", allow_module_level=True)
+if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
+    pytest.skip("Fashion-MNIST (Debian dataset-fashion-mnist) is not installed",
+                allow_module_level=True)
+
+
+def env_for(d, tag):
+    env = dict(os.environ, KILN_MOCK_DEVICE="devices=2",
+               KILN_RESULTS=f"{d}/{tag}-results.sqlite", KILN_DIST_TIMEOUT="60")
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"):
+        env.pop(k, None)
+    return env
+
+
+def run(d, tag, device):
+    p = subprocess.run([KILN, "run", NB, "-o", f"{d}/{tag}-out.ipynb", "-p", "run_dir",
+                        f"{d}/{tag}-run", "-p", "device", device], env=env_for(d, tag),
+                       capture_output=True, text=True, timeout=600)
+    return p
+
+
+def losses(d, tag):
+    with sqlite3.connect(f"{d}/{tag}-results.sqlite") as c:
+        rows = c.execute("SELECT step, value FROM metrics WHERE key='loss' ORDER BY step").fetchall()
+    return np.array([v for _, v in rows])
+
+
+def outputs_text(path):
+    with open(path) as f:
+        nb = json.load(f)
+    out = []
+    for c in nb["cells"]:
+        for o in c.get("outputs", []):
+            for v in list(o.get("data", {}).values()) + [o.get("text", "")]:
+                out.append(v if isinstance(v, str) else "".join(v))
+    return "\n".join(out)
+
+
+@pytest.fixture(scope="module")
+def work():
+    d = tempfile.mkdtemp(prefix="kiln-group-")
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_two_devices_train_like_the_cpu(work):
+    p = run(work, "two", "cuda:0,1")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    text = outputs_text(f"{work}/two-out.ipynb")
+    assert "on cuda:0,1" in text, text[-2000:]
+    assert glob.glob(f"{work}/two-run/*.safetensors"), "no checkpoint written"
+    c = run(work, "cpu", "cpu")
+    assert c.returncode == 0, c.stderr[-3000:]
+    l2, l1 = losses(work, "two"), losses(work, "cpu")
+    assert len(l2) == len(l1) == 2 * 256 // 16
+    rel = np.abs(l2 - l1) / np.abs(l1)
+    print(f"cuda:0,1 vs cpu: per-step loss max relative difference {rel.max():.3g}")
+    assert rel.max() <= TOL
+
+
+def test_all_devices_is_both(work):
+    if not os.path.exists(f"{work}/two-results.sqlite"):
+        pytest.skip("needs test_two_devices_train_like_the_cpu's run")
+    p = run(work, "all", "cuda:all")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "on cuda:0,1" in outputs_text(f"{work}/all-out.ipynb")
+    assert np.array_equal(losses(work, "all"), losses(work, "two"))
+
+
+def test_a_device_named_twice_is_an_error(work):
+    p = run(work, "twice", "cuda:0,0")
+    assert p.returncode != 0
+    text = outputs_text(f"{work}/twice-out.ipynb") if os.path.exists(
+        f"{work}/twice-out.ipynb") else ""
+    assert "cuda:0 is named twice" in p.stdout + p.stderr + text, (p.stdout + p.stderr)[-2000:]
+    assert not glob.glob(f"{work}/twice-run/*.safetensors")
+
+
+def test_gpu_ranks_share_nccl_over_mpi(work):
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        pytest.skip("OpenMPI's mpirun is not installed (apt install openmpi-bin)")
+    if not os.path.exists(f"{work}/two-results.sqlite"):
+        pytest.skip("needs test_two_devices_train_like_the_cpu's run")
+    tmp = f"{work}/tmp"
+    os.makedirs(tmp, exist_ok=True)
+    env = env_for(work, "ranks")
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_mpi_yield_when_idle": "1", "TMPDIR": tmp,
+                "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
+    if env.get("ASAN_OPTIONS"):
+        env["ASAN_OPTIONS"] += ":detect_leaks=0"  # OpenMPI's own allocations at exit
+    r = "${OMPI_COMM_WORLD_RANK:-0}"
+    cmd = (f'KILN_RESULTS="{work}/ranks-results.{r}.sqlite" exec "{KILN}" run "{NB}" '
+           f'-o "{work}/ranks-out.{r}.ipynb" -p run_dir "{work}/ranks-run.{r}" -p device cuda')
+    p = subprocess.run([mpirun, "-np", "2", "--oversubscribe", "--bind-to", "none", "sh", "-c",
+                        cmd], env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    assert glob.glob(f"{tmp}/kiln-mock-nccl-*/*"), "the ranks did not meet in NCCL"
+    assert "through host memory" not in p.stderr
+    with sqlite3.connect(f"{work}/ranks-results.0.sqlite") as c:
+        rows = c.execute("SELECT value FROM metrics WHERE key='loss' ORDER BY step").fetchall()
+    assert np.array_equal(np.array([v for (v,) in rows]), losses(work, "two"))
+    assert glob.glob(f"{work}/ranks-run.0/*.safetensors")
+    assert not glob.glob(f"{work}/ranks-run.1/*.safetensors")
