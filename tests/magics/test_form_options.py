@@ -6,14 +6,16 @@ need a download (tests have no network) and CUDA devices and precisions (no GPU)
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
+import sys
 
 import nbformat
 import pytest
 
 from nb_util import NOTEBOOKS, errors, kiln_binary
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from kiln_env import results_tmpdir  # noqa: E402
 
 SMALL = {"subset": 256, "val": 64, "epochs": 1, "batch_size": 64}
 NEEDS = {("dataset", "mnist"): "downloads MNIST (tests have no network)",
@@ -40,15 +42,8 @@ CASES = [(nb, p, o) for nb in ("01-prepare-data.ipynb", "02-train.ipynb", "03-ev
 
 @pytest.fixture(scope="module")
 def workdir():
-    d = tempfile.mkdtemp(prefix="kiln-opts-")
-    old = os.environ.get("KILN_RESULTS")
-    os.environ["KILN_RESULTS"] = os.path.join(d, "results.sqlite")
-    yield d
-    if old is None:
-        del os.environ["KILN_RESULTS"]
-    else:
-        os.environ["KILN_RESULTS"] = old
-    shutil.rmtree(d, ignore_errors=True)
+    with results_tmpdir("kiln-opts-") as d:
+        yield d
 
 
 def kiln_run(name, cwd, params):

@@ -5,9 +5,8 @@ Checks what matters: the model summary's parameter count, an accuracy in range, 
 PNGs, one progress display updated in place, and no errors. The results store is a
 temporary one (KILN_RESULTS)."""
 import os
-import shutil
 import subprocess
-import tempfile
+import sys
 
 import nbformat
 import pytest
@@ -15,20 +14,16 @@ from nbclient import NotebookClient
 
 from nb_util import NOTEBOOKS, cell_of, errors, inject, kiln_binary, png_size, pngs, texts
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from kiln_env import results_tmpdir  # noqa: E402
+
 SMALL = {"subset": 1000, "val": 500, "epochs": 1, "batch_size": 64}
 
 
 @pytest.fixture(scope="module")
 def workdir():
-    d = tempfile.mkdtemp(prefix="kiln-nb-")
-    old = os.environ.get("KILN_RESULTS")
-    os.environ["KILN_RESULTS"] = os.path.join(d, "results.sqlite")
-    yield d
-    if old is None:
-        del os.environ["KILN_RESULTS"]
-    else:
-        os.environ["KILN_RESULTS"] = old
-    shutil.rmtree(d, ignore_errors=True)
+    with results_tmpdir("kiln-nb-") as d:
+        yield d
 
 
 def load(name):

@@ -30,6 +30,8 @@ from safetensors import safe_open
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "protocol"))
 from conftest import Kernel  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from kiln_env import results_tmpdir  # noqa: E402
 
 SETUP = ["%dataset fashion-mnist --subset 1024 --val 64 --samples 0",
          "%%model net\nconv2d 8 3\nrelu\nbatchnorm\nmaxpool 2\ndropout 0.25\nflatten\ndense 10"]
@@ -43,15 +45,8 @@ if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
 
 @pytest.fixture(scope="module")
 def tmp():
-    d = tempfile.mkdtemp(prefix="kiln-resume-")
-    old = os.environ.get("KILN_RESULTS")
-    os.environ["KILN_RESULTS"] = os.path.join(d, "results.sqlite")
-    yield d
-    if old is None:
-        del os.environ["KILN_RESULTS"]
-    else:
-        os.environ["KILN_RESULTS"] = old
-    shutil.rmtree(d, ignore_errors=True)
+    with results_tmpdir("kiln-resume-") as d:
+        yield d
 
 
 class Cell:
