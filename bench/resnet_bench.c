@@ -45,8 +45,11 @@ int main(int argc, char **argv)
         rt_model_attach(m, &b, batch, 1, &err))
         goto fail;
     size_t P = (size_t)rt_model_num_params(m);
-    mt.n = vt.n = (int)P, mt.c = vt.c = mt.h = vt.h = mt.w = vt.w = 1;
-    if (b.ops->alloc(&b, &mt.data, P * 4, &err) || b.ops->alloc(&b, &vt.data, P * 4, &err) ||
+    /* Adam's moments match the flat parameter tensor, which pads every tensor to 64 floats */
+    const rt_tensor *pf = rt_model_params_flat(m);
+    size_t F = (size_t)pf->n * pf->c * pf->h * pf->w;
+    mt.n = vt.n = (int)F, mt.c = vt.c = mt.h = vt.h = mt.w = vt.w = 1;
+    if (b.ops->alloc(&b, &mt.data, F * 4, &err) || b.ops->alloc(&b, &vt.data, F * 4, &err) ||
         rt_backend_fill(&b, &mt, 0.0f, &err) || rt_backend_fill(&b, &vt, 0.0f, &err) ||
         rt_backend_upload(&b, rt_model_input_tensor(m), x, X * 4, &err) ||
         rt_backend_upload(&b, rt_model_label_tensor(m), y, (size_t)batch * 4, &err))
