@@ -72,14 +72,12 @@ static int save(const char *path, float **bufs, rt_error *err)
     for (int r = 0; r < 3 && !bad; r++)
         for (size_t i = 0; i < NL && !bad; i++) {
             snprintf(name, sizeof name, "%s%s", roles[r], layers[i].name);
-            bad = rt_ckpt_writer_add_tensor(w, name, RT_ST_F32, layers[i].ndim,
-                                            layers[i].shape, bufs[r * NL + i],
-                                            err) != RT_OK;
+            bad = rt_ckpt_writer_add_tensor(w, name, RT_ST_F32, layers[i].ndim, layers[i].shape,
+                                            bufs[r * NL + i], err) != RT_OK;
         }
     bad = bad || rt_ckpt_writer_set_meta_i64(w, "step", 4690, err) ||
           rt_ckpt_writer_set_meta_i64(w, "epoch", 5, err) ||
-          rt_ckpt_writer_set_meta(w, "optimizer", "adam", err) ||
-          rt_ckpt_writer_save(w, path, err);
+          rt_ckpt_writer_set_meta(w, "optimizer", "adam", err) || rt_ckpt_writer_save(w, path, err);
     rt_ckpt_writer_destroy(w);
     return bad ? -1 : 0;
 }
@@ -116,8 +114,7 @@ int main(int argc, char **argv)
         bufs[j] = malloc(n * sizeof(float));
         back[j] = malloc(n * sizeof(float));
         if (!bufs[j] || !back[j]) return 1;
-        for (size_t k = 0; k < n; k++)
-            bufs[j][k] = (float)(rand_r(&seed) % 2001 - 1000) * 1e-3f;
+        for (size_t k = 0; k < n; k++) bufs[j][k] = (float)(rand_r(&seed) % 2001 - 1000) * 1e-3f;
         params += j < NL ? n : 0;
         bytes += n * sizeof(float);
     }
@@ -135,8 +132,7 @@ int main(int argc, char **argv)
         double t3 = now();
         uLong crc = crc32_z(0L, Z_NULL, 0);
         for (size_t j = 0; j < 3 * NL; j++)
-            crc = crc32_z(crc, (const Bytef *)bufs[j],
-                          numel(&layers[j % NL]) * sizeof(float));
+            crc = crc32_z(crc, (const Bytef *)bufs[j], numel(&layers[j % NL]) * sizeof(float));
         double t4 = now();
         uint64_t x = 0;
         for (size_t j = 0; j < 3 * NL; j++)
@@ -160,8 +156,8 @@ int main(int argc, char **argv)
     printf("file_bytes %ld\n", size);
     printf("kiln_save_s %.6f\nkiln_load_s %.6f\nkiln_header_only_s %.6f\ncrc32_s %.6f\n"
            "xxh3_s %.6f\n",
-           median(t_save, reps), median(t_load, reps), median(t_head, reps),
-           median(t_crc, reps), median(t_xxh, reps));
+           median(t_save, reps), median(t_load, reps), median(t_head, reps), median(t_crc, reps),
+           median(t_xxh, reps));
     unlink(path);
     for (size_t j = 0; j < 3 * NL; j++) {
         free(bufs[j]);

@@ -48,10 +48,9 @@ static int list_devices(void)
     }
     printf("driver %d\nruntime %d\n", l.driver_version, l.runtime_version);
     for (int i = 0; i < l.count; i++)
-        printf("device cuda:%d %s | cc %d.%d | %.0f MiB total, %s%.0f MiB free\n", i,
-               l.dev[i].name, l.dev[i].cc_major, l.dev[i].cc_minor,
-               (double)l.dev[i].mem_total / 1048576.0, l.dev[i].mem_free_known ? "" : "? ",
-               (double)l.dev[i].mem_free / 1048576.0);
+        printf("device cuda:%d %s | cc %d.%d | %.0f MiB total, %s%.0f MiB free\n", i, l.dev[i].name,
+               l.dev[i].cc_major, l.dev[i].cc_minor, (double)l.dev[i].mem_total / 1048576.0,
+               l.dev[i].mem_free_known ? "" : "? ", (double)l.dev[i].mem_free / 1048576.0);
     return 0;
 }
 
@@ -149,13 +148,12 @@ int main(int argc, char **argv)
     rt_train_summary sum;
     if (rt_trainer_end(t, &sum, &err) || b.ops->sync(&b, &err)) return fail(&err);
     double dt = now() - t0;
-    printf("device %s\nprecision %s\ndata %s\nbatch %d\nsteps %d\nseconds %.3f\n",
-           device, prec_name, d->name, batch, steps, dt);
-    printf("images_per_s %.1f\nfirst_loss %.5f\nlast_loss %.5f\n",
-           (double)steps * batch / dt, br.first_loss, sum.last_loss);
+    printf("device %s\nprecision %s\ndata %s\nbatch %d\nsteps %d\nseconds %.3f\n", device,
+           prec_name, d->name, batch, steps, dt);
+    printf("images_per_s %.1f\nfirst_loss %.5f\nlast_loss %.5f\n", (double)steps * batch / dt,
+           br.first_loss, sum.last_loss);
     if (c.loss_scaling)
-        printf("skipped_steps %lld\nloss_scale %g\n", (long long)sum.skipped_steps,
-               sum.loss_scale);
+        printf("skipped_steps %lld\nloss_scale %g\n", (long long)sum.skipped_steps, sum.loss_scale);
     rt_trainer_destroy(t);
     rt_model_destroy(m);
     rt_dataset_splits_deinit(&splits);

@@ -15,9 +15,9 @@
 #include "rt_rng.h"
 
 #define REPS 7
-#define NFILL (16u << 20)      /* 16M floats */
-#define NPARAM (4u << 20)      /* 4M parameters in 8 tensors */
-#define NIMG 10000             /* CIFAR-shaped images */
+#define NFILL (16u << 20) /* 16M floats */
+#define NPARAM (4u << 20) /* 4M parameters in 8 tensors */
+#define NIMG 10000        /* CIFAR-shaped images */
 #define BATCH 128
 
 static double now_ms(void)

@@ -56,12 +56,12 @@ int main(int argc, char **argv)
         goto fail;
     double t0 = 0;
     for (int t = 0; t < steps + 3; t++) {
-        if (t == 3) t0 = now();              /* 3 warm-up steps */
+        if (t == 3) t0 = now(); /* 3 warm-up steps */
         rt_adam_desc ad = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 0, t + 1};
         if (rt_model_forward(m, batch, 1, (uint32_t)t, &err) ||
             rt_model_loss(m, batch, NULL, NULL, NULL, &err) || rt_model_backward(m, batch, &err) ||
             rt_backend_adam_update(&b, rt_model_params_flat(m), &mt, &vt, rt_model_grads_flat(m),
-                               &ad, &err))
+                                   &ad, &err))
             goto fail;
     }
     double s = now() - t0;

@@ -25,8 +25,7 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void bench_kiln(const char *path, const char *mlflow, long n, double *call,
-                       double *total)
+static void bench_kiln(const char *path, const char *mlflow, long n, double *call, double *total)
 {
     rt_results_config cfg = {.path = path, .mlflow_url = mlflow, .mlflow_timeout_ms = 500};
     rt_results *rs = NULL;
@@ -55,8 +54,9 @@ static double bench_autocommit(const char *path, long n)
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     if (sqlite3_open(path, &db) != SQLITE_OK ||
-        sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; CREATE TABLE "
-                         "IF NOT EXISTS m(run_id, key, kind, step, epoch, value, time)",
+        sqlite3_exec(db,
+                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; CREATE TABLE "
+                     "IF NOT EXISTS m(run_id, key, kind, step, epoch, value, time)",
                      NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "INSERT INTO m VALUES(1, ?, 0, ?, 0, ?, 0)", -1, &st, NULL) !=
             SQLITE_OK) {

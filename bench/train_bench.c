@@ -111,8 +111,7 @@ int main(int argc, char **argv)
     c.epochs = epochs > 0 ? epochs : 1;
     if (dist && rt_dist_world(&c.dist, &err)) return fail(&err);
     if (rt_dist_rank(c.dist) != 0 && !freopen("/dev/null", "w", stdout)) return 1;
-    if (rt_trainer_create(&t, m, train, &c, &err) || rt_trainer_begin(t, &err))
-        return fail(&err);
+    if (rt_trainer_create(&t, m, train, &c, &err) || rt_trainer_begin(t, &err)) return fail(&err);
     long total = epochs > 0 ? (long)(rt_trainer_steps_per_epoch(t) * epochs) : steps;
     /* warm-up: 3 steps not timed (first touches of the arenas, OpenBLAS buffers) */
     rt_step_event ev;
@@ -128,8 +127,7 @@ int main(int argc, char **argv)
         if (ev == RT_STEP_DONE) break;
         if (ev == RT_STEP_EPOCH_END) {
             rt_trainer_state st = rt_trainer_get_state(t);
-            fprintf(stderr, "epoch loss %.4f acc %.4f\n",
-                    st.epoch_loss_sum / (double)st.epoch_seen,
+            fprintf(stderr, "epoch loss %.4f acc %.4f\n", st.epoch_loss_sum / (double)st.epoch_seen,
                     (double)st.epoch_correct / (double)st.epoch_seen);
         }
     }
@@ -158,8 +156,8 @@ int main(int argc, char **argv)
             double f, bw;
             rt_model_timing(m, i, &f, &bw);
             printf("layer %-28s fwd_ms %7.2f bwd_ms %7.2f share %5.1f%%\n",
-                   i < nl ? rows[i].spec : "softmax-xent", 1e3 * f / s.steps,
-                   1e3 * bw / s.steps, 100.0 * (f + bw) / tot);
+                   i < nl ? rows[i].spec : "softmax-xent", 1e3 * f / s.steps, 1e3 * bw / s.steps,
+                   100.0 * (f + bw) / tot);
         }
         printf("layers_ms_per_step %.2f step_ms %.2f\n", 1e3 * tot / s.steps,
                1e3 * s.seconds / s.steps);

@@ -40,8 +40,7 @@ void jkp_carry_in(jkp_kernel *k, const char *path)
     if (n < 0)
         jkp_log("restart: %s is not a forms file (%s); no form carried over", path,
                 doc ? "unexpected content" : jerr.text);
-    else
-        jkp_log("restart: %d form%s carried over", n, n == 1 ? "" : "s");
+    else jkp_log("restart: %d form%s carried over", n, n == 1 ? "" : "s");
     json_decref(doc);
 }
 
@@ -69,8 +68,8 @@ void jkp_carry_out(jkp_kernel *k, const char *path)
                 json_array_size(json_object_get(doc, "forms")),
                 json_array_size(json_object_get(doc, "forms")) == 1 ? "" : "s");
     else
-        jkp_log("restart: cannot write %s (%s); the forms' values stay only in their cells",
-                path, strerror(errno));
+        jkp_log("restart: cannot write %s (%s); the forms' values stay only in their cells", path,
+                strerror(errno));
     free(tmp);
     json_decref(doc);
 }

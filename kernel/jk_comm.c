@@ -77,8 +77,7 @@ json_t *jkp_comms_info(const jkp_comms *c, const char *target)
     json_t *out = json_object();
     for (size_t i = 0; i < c->n && out; i++)
         if (!target || !strcmp(target, c->v[i].target))
-            json_object_set_new(out, c->v[i].id,
-                                json_pack("{s:s}", "target_name", c->v[i].target));
+            json_object_set_new(out, c->v[i].id, json_pack("{s:s}", "target_name", c->v[i].target));
     return out;
 }
 
@@ -86,9 +85,8 @@ void jkp_handle_comm_info(jkp_chan *ch, const jkp_msg *req)
 {
     const char *target = json_string_value(json_object_get(req->content, "target_name"));
     json_t *comms = jkp_comms_info(ch->k->comms, target);
-    jkp_reply(
-        ch->sock, &ch->k->session, req, "comm_info_reply", NULL,
-        json_pack("{s:s, s:o}", "status", "ok", "comms", comms ? comms : json_object()));
+    jkp_reply(ch->sock, &ch->k->session, req, "comm_info_reply", NULL,
+              json_pack("{s:s, s:o}", "status", "ok", "comms", comms ? comms : json_object()));
 }
 
 void jkp_handle_comm_frontend(jkp_chan *ch, const jkp_msg *req)
@@ -106,11 +104,9 @@ void jkp_handle_comm_frontend(jkp_chan *ch, const jkp_msg *req)
     int rc = kl_engine_comm_msg(k->engine, req->msg_type, req->content, &out);
     free(x.result_text);
     if (!strcmp(req->msg_type, "comm_open")) {
-        const char *target =
-            json_string_value(json_object_get(req->content, "target_name"));
+        const char *target = json_string_value(json_object_get(req->content, "target_name"));
         if (rc == 0) {
-            if (jkp_comms_add(k->comms, id, target) != 0)
-                jkp_log("comm %s: out of memory", id);
+            if (jkp_comms_add(k->comms, id, target) != 0) jkp_log("comm %s: out of memory", id);
             return;
         }
         jkp_log("comm_open: no comm target '%.64s' registered; closing %.64s",

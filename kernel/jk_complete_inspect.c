@@ -29,14 +29,12 @@ void jkp_handle_complete(jkp_chan *ch, const jkp_msg *req)
     int cursor = req_cursor(req, code);
     json_t *r = kl_engine_complete(ch->k->engine, code, cursor);
     json_t *matches = json_object_get(r, "matches");
-    json_t *start = json_object_get(r, "cursor_start"),
-           *end = json_object_get(r, "cursor_end");
+    json_t *start = json_object_get(r, "cursor_start"), *end = json_object_get(r, "cursor_end");
     json_t *md = json_object_get(r, "metadata");
     json_t *content = json_pack(
         "{s:s, s:o, s:I, s:I, s:o}", "status", "ok", "matches",
         json_is_array(matches) ? json_incref(matches) : json_array(), "cursor_start",
-        (json_int_t)(json_is_integer(start) ? json_integer_value(start) : cursor),
-        "cursor_end",
+        (json_int_t)(json_is_integer(start) ? json_integer_value(start) : cursor), "cursor_end",
         (json_int_t)(json_is_integer(end) ? json_integer_value(end) : cursor), "metadata",
         json_is_object(md) ? json_incref(md) : json_object());
     json_decref(r);
@@ -55,8 +53,8 @@ void jkp_handle_inspect(jkp_chan *ch, const jkp_msg *req)
         data = json_object();
     }
     jkp_reply(ch->sock, &ch->k->session, req, "inspect_reply", NULL,
-              json_pack("{s:s, s:b, s:o, s:{}}", "status", "ok", "found", found, "data",
-                        data, "metadata"));
+              json_pack("{s:s, s:b, s:o, s:{}}", "status", "ok", "found", found, "data", data,
+                        "metadata"));
 }
 
 void jkp_handle_is_complete(jkp_chan *ch, const jkp_msg *req)

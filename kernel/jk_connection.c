@@ -12,11 +12,10 @@
 
 #include "jk_internal.h"
 
-const char *const jkp_channel_names[JKP_NCHANNELS] = {"shell", "iopub", "stdin",
-                                                      "control", "hb"};
+const char *const jkp_channel_names[JKP_NCHANNELS] = {"shell", "iopub", "stdin", "control", "hb"};
 
-static int get_string(json_t *root, const char *name, int required, const char *def,
-                      char *out, size_t n, jk_error *err)
+static int get_string(json_t *root, const char *name, int required, const char *def, char *out,
+                      size_t n, jk_error *err)
 {
     json_t *v = json_object_get(root, name);
     if (!v) {
@@ -26,8 +25,7 @@ static int get_string(json_t *root, const char *name, int required, const char *
     }
     if (!json_is_string(v)) return jkp_fail(err, "field \"%s\" must be a string", name);
     if (json_string_length(v) >= n)
-        return jkp_fail(err, "field \"%s\" is too long (%zu bytes)", name,
-                        json_string_length(v));
+        return jkp_fail(err, "field \"%s\" is too long (%zu bytes)", name, json_string_length(v));
     snprintf(out, n, "%s", json_string_value(v));
     return 0;
 }
@@ -38,12 +36,10 @@ static int get_port(json_t *root, int ch, int *port, jk_error *err)
     snprintf(name, sizeof name, "%s_port", jkp_channel_names[ch]);
     json_t *v = json_object_get(root, name);
     if (!v) return jkp_fail(err, "missing field \"%s\"", name);
-    if (!json_is_integer(v))
-        return jkp_fail(err, "field \"%s\" must be an integer", name);
+    if (!json_is_integer(v)) return jkp_fail(err, "field \"%s\" must be an integer", name);
     json_int_t p = json_integer_value(v);
     if (p < 1 || p > 65535)
-        return jkp_fail(err, "field \"%s\" = %lld is not a port (1..65535)", name,
-                        (long long)p);
+        return jkp_fail(err, "field \"%s\" = %lld is not a port (1..65535)", name, (long long)p);
     *port = (int)p;
     return 0;
 }
@@ -51,8 +47,7 @@ static int get_port(json_t *root, int ch, int *port, jk_error *err)
 static int parse_root(json_t *root, jkp_connection *c, jk_error *err)
 {
     if (!json_is_object(root)) return jkp_fail(err, "not a JSON object");
-    if (get_string(root, "transport", 0, "tcp", c->transport, sizeof c->transport, err))
-        return -1;
+    if (get_string(root, "transport", 0, "tcp", c->transport, sizeof c->transport, err)) return -1;
     if (strcmp(c->transport, "tcp") != 0 && strcmp(c->transport, "ipc") != 0)
         return jkp_fail(err, "field \"transport\" is \"%s\"; expected \"tcp\" or \"ipc\"",
                         c->transport);
@@ -60,12 +55,10 @@ static int parse_root(json_t *root, jkp_connection *c, jk_error *err)
     if (!c->ip[0]) return jkp_fail(err, "field \"ip\" is empty");
     for (int ch = 0; ch < JKP_NCHANNELS; ch++)
         if (get_port(root, ch, &c->ports[ch], err)) return -1;
-    if (get_string(root, "signature_scheme", 0, "hmac-sha256", c->scheme,
-                   sizeof c->scheme, err))
+    if (get_string(root, "signature_scheme", 0, "hmac-sha256", c->scheme, sizeof c->scheme, err))
         return -1;
     json_t *key = json_object_get(root, "key");
-    if (!key)
-        return jkp_fail(err, "missing field \"key\" (use \"\" to turn signing off)");
+    if (!key) return jkp_fail(err, "missing field \"key\" (use \"\" to turn signing off)");
     if (!json_is_string(key)) return jkp_fail(err, "field \"key\" must be a string");
     c->keylen = json_string_length(key);
     c->key = malloc(c->keylen + 1);
@@ -94,8 +87,8 @@ int jkp_connection_load(const char *path, jkp_connection *c, jk_error *err)
     if (!root) {
         if (jerr.line < 1) /* jansson could not open/read the file */
             return jkp_fail(err, "connection file %s: %s", path, jerr.text);
-        return jkp_fail(err, "connection file %s: invalid JSON at line %d: %s", path,
-                        jerr.line, jerr.text);
+        return jkp_fail(err, "connection file %s: invalid JSON at line %d: %s", path, jerr.line,
+                        jerr.text);
     }
     jk_error why;
     int rc = parse_root(root, c, &why);
@@ -118,8 +111,7 @@ void jkp_connection_deinit(jkp_connection *c)
 
 int jkp_connection_endpoint(const jkp_connection *c, int ch, char *buf, size_t n)
 {
-    int w = !strcmp(c->transport, "ipc")
-                ? snprintf(buf, n, "ipc://%s-%d", c->ip, c->ports[ch])
-                : snprintf(buf, n, "tcp://%s:%d", c->ip, c->ports[ch]);
+    int w = !strcmp(c->transport, "ipc") ? snprintf(buf, n, "ipc://%s-%d", c->ip, c->ports[ch])
+                                         : snprintf(buf, n, "tcp://%s:%d", c->ip, c->ports[ch]);
     return (w < 0 || (size_t)w >= n) ? -1 : 0;
 }

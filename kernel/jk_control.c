@@ -33,17 +33,14 @@ void jkp_handle_shutdown(jkp_chan *ch, const jkp_msg *req)
 {
     int restart = json_is_true(json_object_get(req->content, "restart"));
     json_t *content = json_pack("{s:s, s:b}", "status", "ok", "restart", restart);
-    jkp_reply(ch->sock, &ch->k->session, req, "shutdown_reply", NULL,
-              json_incref(content));
-    jkp_publish(ch->iopub, "shutdown_reply", req->header, NULL,
-                content); /* as ipykernel */
+    jkp_reply(ch->sock, &ch->k->session, req, "shutdown_reply", NULL, json_incref(content));
+    jkp_publish(ch->iopub, "shutdown_reply", req->header, NULL, content); /* as ipykernel */
     atomic_store(&ch->k->restart, restart);
     atomic_store(&ch->k->shutdown, 1);
     atomic_store(&ch->k->interrupt, 1); /* a running cell stops */
     if (ch->notify && zmq_send(ch->notify, "shutdown", 8, 0) < 0)
         jkp_log("control: cannot notify the shell thread: %s", zmq_strerror(errno));
-    jkp_log("shutdown requested on %s (restart=%s)", ch->name,
-            restart ? "true" : "false");
+    jkp_log("shutdown requested on %s (restart=%s)", ch->name, restart ? "true" : "false");
 }
 
 void *jkp_control_main(void *arg)

@@ -44,10 +44,8 @@ void jkp_dispatch(jkp_chan *ch, const jkp_handler *table, const jkp_msg *req)
     jkp_publish_status(ch->iopub, req->header, "busy");
     const jkp_handler *h = table;
     while (h->msg_type && strcmp(h->msg_type, req->msg_type) != 0) h++;
-    if (h->fn)
-        h->fn(ch, req);
-    else
-        jkp_log("%s: unknown message type '%.64s' ignored", ch->name, req->msg_type);
+    if (h->fn) h->fn(ch, req);
+    else jkp_log("%s: unknown message type '%.64s' ignored", ch->name, req->msg_type);
     jkp_publish_status(ch->iopub, req->header, "idle");
 }
 
@@ -61,8 +59,8 @@ void jkp_refuse(jkp_chan *ch, const jkp_msg *req, const char *why)
     snprintf(reply, sizeof reply, "%.*s_reply", base, req->msg_type);
     jkp_publish_status(ch->iopub, req->header, "busy");
     jkp_reply(ch->sock, &ch->k->session, req, reply, NULL,
-              json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
-                        "MessageRefused", "evalue", why, "traceback"));
+              json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", "MessageRefused",
+                        "evalue", why, "traceback"));
     jkp_publish_status(ch->iopub, req->header, "idle");
 }
 
@@ -71,8 +69,8 @@ static void send_aborted(jkp_chan *ch, const jkp_msg *req)
     jkp_publish_status(ch->iopub, req->header, "busy");
     jkp_log("aborting %s %s (an earlier cell failed)", req->msg_type, req->msg_id);
     jkp_reply(ch->sock, &ch->k->session, req, "execute_reply",
-              json_pack("{s:s, s:b, s:s}", "status", "aborted", "dependencies_met", 1,
-                        "engine", ch->k->session.session),
+              json_pack("{s:s, s:b, s:s}", "status", "aborted", "dependencies_met", 1, "engine",
+                        ch->k->session.session),
               json_pack("{s:s}", "status", "aborted"));
     jkp_publish_status(ch->iopub, req->header, "idle");
 }
@@ -130,10 +128,8 @@ void jkp_abort_run(jkp_chan *ch)
     k->naborting = 0;
     for (size_t i = 0; i < n; i++) {
         if (!atomic_load(&k->shutdown)) {
-            if (!strcmp(list[i].msg_type, "execute_request"))
-                send_aborted(ch, &list[i]);
-            else
-                jkp_dispatch(ch, jkp_shell_handlers, &list[i]);
+            if (!strcmp(list[i].msg_type, "execute_request")) send_aborted(ch, &list[i]);
+            else jkp_dispatch(ch, jkp_shell_handlers, &list[i]);
         }
         jkp_msg_deinit(&list[i]);
     }

@@ -57,13 +57,11 @@ static json_t *eval_user_expressions(jkp_kernel *k, json_t *exprs)
     json_t *v;
     json_object_foreach(exprs, name, v)
     {
-        json_t *r = json_is_string(v)
-                        ? kl_engine_eval_expression(k->engine, json_string_value(v))
-                        : NULL;
+        json_t *r =
+            json_is_string(v) ? kl_engine_eval_expression(k->engine, json_string_value(v)) : NULL;
         if (!r)
-            r = json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
-                          "TypeError", "evalue", "user expression must be a string",
-                          "traceback");
+            r = json_pack("{s:s, s:s, s:s, s:[]}", "status", "error", "ename", "TypeError",
+                          "evalue", "user expression must be a string", "traceback");
         json_object_set_new(out, name, r);
     }
     return out;
@@ -71,29 +69,26 @@ static json_t *eval_user_expressions(jkp_kernel *k, json_t *exprs)
 
 static json_t *reply_metadata(jkp_kernel *k, const char *started, const char *status)
 {
-    return json_pack("{s:s, s:b, s:s, s:s}", "started", started, "dependencies_met", 1,
-                     "engine", k->session.session, "status", status);
+    return json_pack("{s:s, s:b, s:s, s:s}", "started", started, "dependencies_met", 1, "engine",
+                     k->session.session, "status", status);
 }
 
 /* The cell failed: one iopub error (unless silent) and an error execute_reply with the
  * same ename/evalue/traceback (text made valid UTF-8 whatever the engine wrote). */
-static void send_error(jkp_chan *ch, const jkp_exec *x, const kl_error *e,
-                       const char *started)
+static void send_error(jkp_chan *ch, const jkp_exec *x, const kl_error *e, const char *started)
 {
     jkp_kernel *k = ch->k;
     const char *ename = e->ename[0] ? e->ename : "Error";
-    size_t nlen = strnlen(ename, sizeof e->ename),
-           vlen = strnlen(e->evalue, sizeof e->evalue);
+    size_t nlen = strnlen(ename, sizeof e->ename), vlen = strnlen(e->evalue, sizeof e->evalue);
     json_t *tb = json_is_array(e->traceback) ? json_incref(e->traceback) : json_array();
     if (!x->silent)
         jkp_publish(ch->iopub, "error", x->req->header, NULL,
-                    json_pack("{s:o, s:o, s:O}", "ename", kl_json_text(ename, nlen),
-                              "evalue", kl_json_text(e->evalue, vlen), "traceback", tb));
-    jkp_reply(ch->sock, &k->session, x->req, "execute_reply",
-              reply_metadata(k, started, "error"),
-              json_pack("{s:s, s:i, s:o, s:o, s:o}", "status", "error", "execution_count",
-                        x->count, "ename", kl_json_text(ename, nlen), "evalue",
-                        kl_json_text(e->evalue, vlen), "traceback", tb));
+                    json_pack("{s:o, s:o, s:O}", "ename", kl_json_text(ename, nlen), "evalue",
+                              kl_json_text(e->evalue, vlen), "traceback", tb));
+    jkp_reply(ch->sock, &k->session, x->req, "execute_reply", reply_metadata(k, started, "error"),
+              json_pack("{s:s, s:i, s:o, s:o, s:o}", "status", "error", "execution_count", x->count,
+                        "ename", kl_json_text(ename, nlen), "evalue", kl_json_text(e->evalue, vlen),
+                        "traceback", tb));
 }
 
 void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req)
@@ -111,21 +106,15 @@ void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req)
     jkp_now_iso(started, sizeof started);
 
     if (!code) { /* not a cell we can run: say so, run nothing */
-        jkp_reply(ch->sock, &k->session, req, "execute_reply",
-                  reply_metadata(k, started, "error"),
-                  json_pack("{s:s, s:s, s:s, s:[], s:i}", "status", "error", "ename",
-                            "ValueError", "evalue",
-                            "execute_request without a string 'code'", "traceback",
+        jkp_reply(ch->sock, &k->session, req, "execute_reply", reply_metadata(k, started, "error"),
+                  json_pack("{s:s, s:s, s:s, s:[], s:i}", "status", "error", "ename", "ValueError",
+                            "evalue", "execute_request without a string 'code'", "traceback",
                             "execution_count", k->execution_count));
         return;
     }
     if (store) k->execution_count++;
-    jkp_exec x = {ch,
-                  req,
-                  silent,
-                  json_is_true(json_object_get(c, "allow_stdin")),
-                  k->execution_count,
-                  NULL};
+    jkp_exec x = {
+        ch, req, silent, json_is_true(json_object_get(c, "allow_stdin")), k->execution_count, NULL};
     if (!silent)
         jkp_publish(ch->iopub, "execute_input", req->header, NULL,
                     json_pack("{s:s, s:i}", "code", code, "execution_count", x.count));
@@ -142,9 +131,8 @@ void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req)
         payload = json_array();
         char *next = kl_engine_take_next_input(k->engine);
         if (next) /* a form's values written into its cell (replace: the cell itself) */
-            json_array_append_new(payload, json_pack("{s:s, s:s, s:b}", "source",
-                                                     "set_next_input", "text", next,
-                                                     "replace", 1));
+            json_array_append_new(payload, json_pack("{s:s, s:s, s:b}", "source", "set_next_input",
+                                                     "text", next, "replace", 1));
         free(next);
     }
     if (store && jkp_history_add(k->history, x.count, code, x.result_text) != 0)
@@ -152,12 +140,10 @@ void jkp_handle_execute(jkp_chan *ch, const jkp_msg *req)
     free(x.result_text);
 
     if (rc == 0) {
-        json_t *ue =
-            json_is_object(uexpr) ? eval_user_expressions(k, uexpr) : json_object();
-        jkp_reply(ch->sock, &k->session, req, "execute_reply",
-                  reply_metadata(k, started, "ok"),
-                  json_pack("{s:s, s:i, s:o, s:o}", "status", "ok", "execution_count",
-                            x.count, "payload", payload, "user_expressions", ue));
+        json_t *ue = json_is_object(uexpr) ? eval_user_expressions(k, uexpr) : json_object();
+        jkp_reply(ch->sock, &k->session, req, "execute_reply", reply_metadata(k, started, "ok"),
+                  json_pack("{s:s, s:i, s:o, s:o}", "status", "ok", "execution_count", x.count,
+                            "payload", payload, "user_expressions", ue));
         return;
     }
     json_decref(payload);

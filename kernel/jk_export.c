@@ -54,14 +54,14 @@ int jk_export_main(int argc, char **argv)
         } else if (!src) {
             src = argv[i];
         } else {
-            fprintf(stderr, "kiln export: one run directory, got '%s' and '%s'\n%s", src,
-                    argv[i], usage);
+            fprintf(stderr, "kiln export: one run directory, got '%s' and '%s'\n%s", src, argv[i],
+                    usage);
             return 2;
         }
     }
     if (!src || !out || !out[0]) {
-        fprintf(stderr, "kiln export: %s\n%s", src ? "--onnx FILE is required"
-                : "which run directory?", usage);
+        fprintf(stderr, "kiln export: %s\n%s",
+                src ? "--onnx FILE is required" : "which run directory?", usage);
         return 2;
     }
     char *fetched = NULL;
@@ -71,8 +71,8 @@ int jk_export_main(int argc, char **argv)
     rt_status st = rt_onnx_write_run(fetched ? fetched : src, out, &used, &err);
     if (st != RT_OK) fprintf(stderr, "kiln export: %s\n", err.msg);
     else if (fetched)
-        fprintf(stderr, "kiln export: wrote %s from %s (fetched from %s; ONNX opset %d)\n",
-                out, used, src, RT_ONNX_OPSET);
+        fprintf(stderr, "kiln export: wrote %s from %s (fetched from %s; ONNX opset %d)\n", out,
+                used, src, RT_ONNX_OPSET);
     else
         fprintf(stderr, "kiln export: wrote %s from %s (ONNX opset %d)\n", out, used,
                 RT_ONNX_OPSET);

@@ -119,7 +119,6 @@ json_t *jkp_history_query(const jkp_history *h, json_t *req)
 void jkp_handle_history(jkp_chan *ch, const jkp_msg *req)
 {
     json_t *hist = jkp_history_query(ch->k->history, req->content);
-    jkp_reply(
-        ch->sock, &ch->k->session, req, "history_reply", NULL,
-        json_pack("{s:s, s:o}", "status", "ok", "history", hist ? hist : json_array()));
+    jkp_reply(ch->sock, &ch->k->session, req, "history_reply", NULL,
+              json_pack("{s:s, s:o}", "status", "ok", "history", hist ? hist : json_array()));
 }

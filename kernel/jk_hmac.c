@@ -27,8 +27,7 @@ struct jkp_hmac {
     size_t hexlen;
 };
 
-jkp_hmac *jkp_hmac_create(const char *scheme, const void *key, size_t keylen,
-                          jk_error *err)
+jkp_hmac *jkp_hmac_create(const char *scheme, const void *key, size_t keylen, jk_error *err)
 {
     if (!scheme || strncmp(scheme, "hmac-", 5) != 0 || strlen(scheme + 5) == 0 ||
         strlen(scheme + 5) >= sizeof(((jkp_hmac *)0)->digest)) {
@@ -43,8 +42,10 @@ jkp_hmac *jkp_hmac_create(const char *scheme, const void *key, size_t keylen,
      * every signature would fail after the kernel had started (found by fuzzing) */
     EVP_MD *md = EVP_MD_fetch(NULL, scheme + 5, NULL);
     if (!md) {
-        jkp_fail(err, "signature_scheme '%s': digest '%s' is not available in this OpenSSL "
-                 "---> HINT: use hmac-sha256", scheme, scheme + 5);
+        jkp_fail(err,
+                 "signature_scheme '%s': digest '%s' is not available in this OpenSSL "
+                 "---> HINT: use hmac-sha256",
+                 scheme, scheme + 5);
         return NULL;
     }
     int mdsize = EVP_MD_get_size(md);
@@ -102,12 +103,10 @@ static size_t digest_parts(const jkp_hmac *h, const jkp_view parts[4], unsigned 
     };
     size_t out = 0;
     int ok = EVP_MAC_init(ctx, h->key, h->keylen, params);
-    for (int i = 0; ok && i < 4; i++)
-        ok = EVP_MAC_update(ctx, parts[i].data, parts[i].len);
+    for (int i = 0; ok && i < 4; i++) ok = EVP_MAC_update(ctx, parts[i].data, parts[i].len);
     if (ok) ok = EVP_MAC_final(ctx, md, &out, JKP_HMAC_HEX_MAX / 2);
     EVP_MAC_CTX_free(ctx);
-    if (!ok)
-        ERR_clear_error(); /* reported by the caller; keep this thread's queue empty */
+    if (!ok) ERR_clear_error(); /* reported by the caller; keep this thread's queue empty */
     return ok ? out : 0;
 }
 
@@ -127,14 +126,13 @@ int jkp_hmac_sign(const jkp_hmac *h, const jkp_view parts[4], char *hex, jk_erro
     return 0;
 }
 
-int jkp_hmac_verify(const jkp_hmac *h, const jkp_view parts[4], const jkp_view *sig,
-                    jk_error *err)
+int jkp_hmac_verify(const jkp_hmac *h, const jkp_view parts[4], const jkp_view *sig, jk_error *err)
 {
     if (!h->mac) return 0;
     if (sig->len == 0) return jkp_fail(err, "unsigned message (empty signature)");
     if (sig->len != h->hexlen)
-        return jkp_fail(err, "signature has %zu characters, HMAC-%s needs %zu", sig->len,
-                        h->digest, h->hexlen);
+        return jkp_fail(err, "signature has %zu characters, HMAC-%s needs %zu", sig->len, h->digest,
+                        h->hexlen);
     char want[JKP_HMAC_HEX_MAX];
     if (jkp_hmac_sign(h, parts, want, err) != 0) return -1;
     if (CRYPTO_memcmp(want, sig->data, h->hexlen) != 0)

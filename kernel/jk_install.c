@@ -121,14 +121,15 @@ static void install_logos(const char *exe, const char *dest)
                 continue;
             done = access(from, R_OK) == 0 && copy_file(from, to) == 0;
         }
-        if (!done) fprintf(stderr, "kiln install: warning: %s not found next to %s\n", logos[l], exe);
+        if (!done)
+            fprintf(stderr, "kiln install: warning: %s not found next to %s\n", logos[l], exe);
     }
 }
 
 int jk_install_main(int argc, char **argv)
 {
-    int mode = 1;   /* 1 user, 2 sys-prefix, 3 prefix */
-    unsigned given = 0;   /* bit per destination named: more than one is an error */
+    int mode = 1;       /* 1 user, 2 sys-prefix, 3 prefix */
+    unsigned given = 0; /* bit per destination named: more than one is an error */
     const char *prefix = NULL, *name = "kiln";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--user")) mode = 1, given |= 1u;
@@ -142,13 +143,16 @@ int jk_install_main(int argc, char **argv)
             fputs(usage_text, stdout);
             return 0;
         } else {
-            fprintf(stderr, "kiln install: unknown or incomplete option %s\n%s", argv[i], usage_text);
+            fprintf(stderr, "kiln install: unknown or incomplete option %s\n%s", argv[i],
+                    usage_text);
             return 2;
         }
     }
-    if (given & (given - 1)) {   /* as `jupyter kernelspec install`: one destination */
-        fprintf(stderr, "kiln install: --user, --sys-prefix and --prefix are exclusive; "
-                        "give one\n%s", usage_text);
+    if (given & (given - 1)) { /* as `jupyter kernelspec install`: one destination */
+        fprintf(stderr,
+                "kiln install: --user, --sys-prefix and --prefix are exclusive; "
+                "give one\n%s",
+                usage_text);
         return 2;
     }
     if (!valid_name(name)) {
@@ -173,9 +177,8 @@ int jk_install_main(int argc, char **argv)
     char display[96];
     snprintf(display, sizeof display, strcmp(name, "kiln") ? "Kiln (%s)" : "Kiln", name);
     json_t *spec = json_pack("{s:[s,s,s,s], s:s, s:s, s:s, s:{}, s:{s:b}}", "argv", exe, "kernel",
-                             "-f", "{connection_file}", "display_name", display, "language",
-                             "kiln", "interrupt_mode", "message", "env", "metadata",
-                             "debugger", 0);
+                             "-f", "{connection_file}", "display_name", display, "language", "kiln",
+                             "interrupt_mode", "message", "env", "metadata", "debugger", 0);
     snprintf(path, sizeof path, "%s/kernel.json", dest);
     int rc = spec ? json_dump_file(spec, path, JSON_INDENT(1)) : -1;
     json_decref(spec);

@@ -21,18 +21,18 @@
 #include <stddef.h>
 
 #define JKP_PROTOCOL_VERSION "5.4"
-#define JKP_DELIM            "<IDS|MSG>"
+#define JKP_DELIM "<IDS|MSG>"
 /* Limits on what a peer can make the kernel hold before its signature is checked
  * (docs/kernel.md, docs/security.md). ZMQ_MAXMSGSIZE is set to JKP_MAX_MSG_BYTES on
  * every socket, so libzmq drops the connection of a peer that announces a bigger frame
  * before reading it. A message of more frames, or more bytes in all, is drained
  * without being kept; if its signed part verifies, the sender gets an error reply. */
 #define JKP_MAX_MSG_BYTES ((size_t)64 << 20)
-#define JKP_MAX_FRAMES    1024
+#define JKP_MAX_FRAMES 1024
 /* How many signatures of verified messages are remembered to drop replays (jk_replay.c);
  * jupyter_client's Session keeps 2^16 too. */
 #define JKP_REPLAY_HISTORY 65536
-#define JKP_HMAC_HEX_MAX  129 /* 2 x 64-byte digest (sha512) + NUL */
+#define JKP_HMAC_HEX_MAX 129 /* 2 x 64-byte digest (sha512) + NUL */
 
 /* ---- errors, log, ids (jk_util.c), UTF-8 text (jk_text.c) ---- */
 
@@ -68,8 +68,7 @@ void jkp_bytes_deinit(jkp_bytes *b);
 
 typedef struct jkp_hmac jkp_hmac;
 /* scheme "hmac-sha256" etc.; key raw bytes; keylen 0 = signing off. */
-jkp_hmac *jkp_hmac_create(const char *scheme, const void *key, size_t keylen,
-                          jk_error *err);
+jkp_hmac *jkp_hmac_create(const char *scheme, const void *key, size_t keylen, jk_error *err);
 void jkp_hmac_destroy(jkp_hmac *h); /* accepts NULL */
 /* Length of the hex signature (2 x digest), 0 when signing is off. */
 size_t jkp_hmac_hexlen(const jkp_hmac *h);
@@ -78,8 +77,7 @@ size_t jkp_hmac_hexlen(const jkp_hmac *h);
 int jkp_hmac_sign(const jkp_hmac *h, const jkp_view parts[4], char *hex, jk_error *err);
 /* 0 when sig is the right signature; -1 with err otherwise (length checked first,
  * constant-time compare). Always 0 with signing off. */
-int jkp_hmac_verify(const jkp_hmac *h, const jkp_view parts[4], const jkp_view *sig,
-                    jk_error *err);
+int jkp_hmac_verify(const jkp_hmac *h, const jkp_view parts[4], const jkp_view *sig, jk_error *err);
 
 /* ---- replay protection (jk_replay.c) ---- */
 
@@ -124,7 +122,7 @@ typedef struct jkp_msg {
 typedef struct jkp_session {
     jkp_hmac *hmac;
     jkp_replay *replay; /* signatures seen, owned */
-    char session[40]; /* uuid4 of this process */
+    char session[40];   /* uuid4 of this process */
     char username[32];
     atomic_ullong counter; /* msg_id = <session>_<counter> */
 } jkp_session;
@@ -133,8 +131,7 @@ void jkp_session_deinit(jkp_session *s);
 
 /* Verifies (before any JSON parsing) and parses frames into m. -1 with err on any
  * malformation; m is then empty. */
-int jkp_msg_parse(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *m,
-                  jk_error *err);
+int jkp_msg_parse(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *m, jk_error *err);
 void jkp_msg_deinit(jkp_msg *m); /* accepts NULL / zeroed */
 /* For frames that were refused (by jkp_msg_parse or for their size): if the signed part
  * verifies and the header is an object with a string msg_type, fills m->ids, m->header
@@ -292,10 +289,9 @@ typedef struct jkp_worker {
 } jkp_worker;
 int jkp_worker_start(jkp_worker *w, jkp_kernel *k, const char *name, void *(*fn)(void *),
                      jk_error *err);
-void jkp_worker_stop(
-    jkp_worker *w); /* sends "stop", joins, closes ctl; accepts unstarted */
-void *jkp_publisher_main(void *w); /* sock = PUB/XPUB, sock2 = PULL (inproc) */
-void *jkp_heartbeat_main(void *w); /* sock = ROUTER echo */
-void *jkp_control_main(void *w);   /* sock = control ROUTER; says "shutdown" on peer */
+void jkp_worker_stop(jkp_worker *w); /* sends "stop", joins, closes ctl; accepts unstarted */
+void *jkp_publisher_main(void *w);   /* sock = PUB/XPUB, sock2 = PULL (inproc) */
+void *jkp_heartbeat_main(void *w);   /* sock = ROUTER echo */
+void *jkp_control_main(void *w);     /* sock = control ROUTER; says "shutdown" on peer */
 
 #endif

@@ -50,8 +50,8 @@ void jkp_publish(jkp_iopub *io, const char *msg_type, json_t *parent, json_t *me
     jkp_bytes ids = {topic, strlen(topic)};
     jk_error err;
     pthread_mutex_lock(&io->lock);
-    int rc = jkp_msg_send(io->sock, io->session, &ids, 1, msg_type, parent, metadata,
-                          content, &err);
+    int rc =
+        jkp_msg_send(io->sock, io->session, &ids, 1, msg_type, parent, metadata, content, &err);
     pthread_mutex_unlock(&io->lock);
     if (rc != 0) jkp_log("iopub: %s", err.msg);
 }

@@ -35,8 +35,7 @@ static void on_sigint(int sig)
 }
 
 /* A socket of type type bound to the connection's endpoint for channel ch. */
-static void *bind_channel(jkp_kernel *k, const jkp_connection *c, int ch, int type,
-                          jk_error *err)
+static void *bind_channel(jkp_kernel *k, const jkp_connection *c, int ch, int type, jk_error *err)
 {
     char ep[300];
     if (jkp_connection_endpoint(c, ch, ep, sizeof ep) != 0) {
@@ -52,8 +51,7 @@ static void *bind_channel(jkp_kernel *k, const jkp_connection *c, int ch, int ty
     int64_t maxmsg = (int64_t)JKP_MAX_MSG_BYTES; /* per frame; refused before buffering */
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     if (zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0) {
-        jkp_fail(err, "%s socket: ZMQ_MAXMSGSIZE: %s", jkp_channel_names[ch],
-                 zmq_strerror(errno));
+        jkp_fail(err, "%s socket: ZMQ_MAXMSGSIZE: %s", jkp_channel_names[ch], zmq_strerror(errno));
         zmq_close(s);
         return NULL;
     }
@@ -62,8 +60,7 @@ static void *bind_channel(jkp_kernel *k, const jkp_connection *c, int ch, int ty
      * 100k messages (~100 MB) still bounds what a stalled frontend can pin in memory. */
     if (type == ZMQ_PUB) zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     if (zmq_bind(s, ep) != 0) {
-        jkp_fail(err, "cannot bind %s to %s: %s", jkp_channel_names[ch], ep,
-                 zmq_strerror(errno));
+        jkp_fail(err, "cannot bind %s to %s: %s", jkp_channel_names[ch], ep, zmq_strerror(errno));
         zmq_close(s);
         return NULL;
     }
@@ -125,8 +122,9 @@ static void forms_fallback(jkp_kernel *k, jkp_chan *ch)
     mg_out out;
     jkp_outputs_init(&out, &x);
     int n = parent.header ? kl_engine_forms_fallback(k->engine, &out) : 0;
-    if (n) jkp_log("shutdown: %d form%s shown as %s table", n, n == 1 ? "" : "s",
-                   n == 1 ? "its" : "their");
+    if (n)
+        jkp_log("shutdown: %d form%s shown as %s table", n, n == 1 ? "" : "s",
+                n == 1 ? "its" : "their");
     json_decref(parent.header);
     free(x.result_text);
 }
@@ -135,8 +133,7 @@ static void forms_fallback(jkp_kernel *k, jkp_chan *ch)
 static int shell_loop(jkp_kernel *k, void *control_ctl)
 {
     jkp_chan ch = {k, k->shell, &k->iopub, "shell", NULL};
-    zmq_pollitem_t items[2] = {{k->shell, 0, ZMQ_POLLIN, 0},
-                               {control_ctl, 0, ZMQ_POLLIN, 0}};
+    zmq_pollitem_t items[2] = {{k->shell, 0, ZMQ_POLLIN, 0}, {control_ctl, 0, ZMQ_POLLIN, 0}};
     while (!atomic_load(&k->shutdown)) {
         if (zmq_poll(items, 2, -1) < 0) {
             if (errno == EINTR) continue;
@@ -190,8 +187,7 @@ int jk_kernel_main(const char *connection_file, const mg_settings *settings)
                 "disabled: anyone who can reach the kernel's ports can run code as this "
                 "user. This is insecure and not recommended.");
     int rc = (hmac && jkp_session_init(&k.session, hmac, &err) == 0) ? 0 : -1;
-    if (rc == 0 && !(k.zctx = zmq_ctx_new()))
-        rc = jkp_fail(&err, "cannot create a zmq context");
+    if (rc == 0 && !(k.zctx = zmq_ctx_new())) rc = jkp_fail(&err, "cannot create a zmq context");
     if (rc == 0) rc = start(&k, &conn, &t, &err);
     if (rc == 0 && settings) *kl_engine_settings(k.engine) = *settings;
     jkp_connection_deinit(&conn);

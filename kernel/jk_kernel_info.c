@@ -6,17 +6,16 @@
 
 void jkp_handle_kernel_info(jkp_chan *ch, const jkp_msg *req)
 {
-    json_t *content =
-        json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:s, s:b, "
-                  "s:[]}",
-                  "status", "ok", "protocol_version", JKP_PROTOCOL_VERSION,
-                  "implementation", "kiln", "implementation_version", KILN_VERSION,
-                  "language_info", "name", "kiln", "version", KILN_VERSION, "mimetype",
-                  "text/x-kiln", "file_extension", ".kiln", "pygments_lexer", "python",
-                  "codemirror_mode", "python", "nbconvert_exporter", "script", "banner",
-                  "Kiln " KILN_VERSION " - a native Jupyter kernel for training CNNs.\n"
-                  "%lsmagic lists the magics; NAME? shows help.",
-                  "debugger", 0, "help_links"); /* no public home page yet: no links */
+    json_t *content = json_pack(
+        "{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:s, s:b, "
+        "s:[]}",
+        "status", "ok", "protocol_version", JKP_PROTOCOL_VERSION, "implementation", "kiln",
+        "implementation_version", KILN_VERSION, "language_info", "name", "kiln", "version",
+        KILN_VERSION, "mimetype", "text/x-kiln", "file_extension", ".kiln", "pygments_lexer",
+        "python", "codemirror_mode", "python", "nbconvert_exporter", "script", "banner",
+        "Kiln " KILN_VERSION " - a native Jupyter kernel for training CNNs.\n"
+        "%lsmagic lists the magics; NAME? shows help.",
+        "debugger", 0, "help_links"); /* no public home page yet: no links */
     if (!content) jkp_log("kernel_info_reply: cannot build the content");
     jkp_reply(ch->sock, &ch->k->session, req, "kernel_info_reply", NULL, content);
 }

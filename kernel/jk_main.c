@@ -32,8 +32,9 @@ static int cmd_help(int argc, char **argv)
         const mg_command *const *all = mg_registry_all(&n);
         printf("magics:\n");
         for (size_t i = 0; i < n; i++)
-            printf("  %s%-14s %s\n", (all[i]->flags & MG_CELL) && !(all[i]->flags & MG_LINE)
-                   ? "%%" : "%", all[i]->name, all[i]->summary);
+            printf("  %s%-14s %s\n",
+                   (all[i]->flags & MG_CELL) && !(all[i]->flags & MG_LINE) ? "%%" : "%",
+                   all[i]->name, all[i]->summary);
         printf("\n`kiln help MAGIC` shows one magic's options.\n");
         return 0;
     }
@@ -75,8 +76,7 @@ int main(int argc, char **argv)
         for (int i = 2; i < argc; i++) {
             if ((!strcmp(argv[i], "-f") || !strcmp(argv[i], "--connection-file")) && i + 1 < argc)
                 conn = argv[++i];
-            else if (!strncmp(argv[i], "--connection-file=", 18))
-                conn = argv[i] + 18;
+            else if (!strncmp(argv[i], "--connection-file=", 18)) conn = argv[i] + 18;
             else if (!strcmp(argv[i], "--device-path")) /* check the GPU's path on a CPU */
                 settings.device_path = 1;
         }

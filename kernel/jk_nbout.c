@@ -30,8 +30,8 @@ static void on_stream(void *u, const char *name, const char *text, size_t len)
     apply_clear(nb);
     json_t *s = json_stringn(text, len);
     if (!s) return;
-    json_array_append_new(nb->outputs, json_pack("{s:s, s:s, s:o}", "output_type", "stream",
-                                                 "name", name, "text", s));
+    json_array_append_new(nb->outputs, json_pack("{s:s, s:s, s:o}", "output_type", "stream", "name",
+                                                 name, "text", s));
 }
 
 static json_t *meta_or_empty(json_t *metadata)
@@ -39,8 +39,7 @@ static json_t *meta_or_empty(json_t *metadata)
     return metadata ? json_deep_copy(metadata) : json_object();
 }
 
-static void on_display(void *u, json_t *data, json_t *metadata, const char *display_id,
-                       int update)
+static void on_display(void *u, json_t *data, json_t *metadata, const char *display_id, int update)
 {
     jk_nbout *nb = self(u);
     if (display_id && nb->progress) jk_run_progress_show(nb->progress, data);
@@ -48,7 +47,8 @@ static void on_display(void *u, json_t *data, json_t *metadata, const char *disp
         json_t *list = display_id ? json_object_get(nb->displays, display_id) : NULL;
         size_t i;
         json_t *o;
-        json_array_foreach(list, i, o) {
+        json_array_foreach(list, i, o)
+        {
             json_object_set_new(o, "data", json_deep_copy(data));
             json_object_set_new(o, "metadata", meta_or_empty(metadata));
         }
@@ -94,8 +94,11 @@ int jk_nbout_init(jk_nbout *nb)
     memset(nb, 0, sizeof *nb);
     nb->displays = json_object();
     if (!nb->displays) return -1;
-    nb->out = (mg_out){.user = nb, .stream = on_stream, .display = on_display,
-                       .result = on_result, .clear = on_clear};
+    nb->out = (mg_out){.user = nb,
+                       .stream = on_stream,
+                       .display = on_display,
+                       .result = on_result,
+                       .clear = on_clear};
     return 0;
 }
 
@@ -118,7 +121,7 @@ void jk_nbout_error(jk_nbout *nb, const char *ename, const char *evalue, json_t 
     if (!nb->outputs) return;
     apply_clear(nb);
     json_array_append_new(nb->outputs,
-                          json_pack("{s:s, s:s, s:s, s:o}", "output_type", "error", "ename",
-                                    ename, "evalue", evalue, "traceback",
+                          json_pack("{s:s, s:s, s:s, s:o}", "output_type", "error", "ename", ename,
+                                    "evalue", evalue, "traceback",
                                     traceback ? json_incref(traceback) : json_array()));
 }

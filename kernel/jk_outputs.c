@@ -24,8 +24,8 @@ static void out_stream(void *user, const char *name, const char *text, size_t le
                 json_pack("{s:s, s:o}", "name", n, "text", kl_json_text(text, len)));
 }
 
-static void out_display(void *user, json_t *data, json_t *metadata,
-                        const char *display_id, int update)
+static void out_display(void *user, json_t *data, json_t *metadata, const char *display_id,
+                        int update)
 {
     jkp_exec *x = user;
     if (x->silent || !json_is_object(data)) return;
@@ -33,10 +33,8 @@ static void out_display(void *user, json_t *data, json_t *metadata,
     json_t *content = json_pack("{s:O, s:o}", "data", data, "metadata", md);
     if (!content) return;
     if (display_id)
-        json_object_set_new(content, "transient",
-                            json_pack("{s:s}", "display_id", display_id));
-    jkp_publish(x->ch->iopub,
-                update && display_id ? "update_display_data" : "display_data",
+        json_object_set_new(content, "transient", json_pack("{s:s}", "display_id", display_id));
+    jkp_publish(x->ch->iopub, update && display_id ? "update_display_data" : "display_data",
                 x->req->header, NULL, content);
 }
 
@@ -50,9 +48,9 @@ static void out_result(void *user, json_t *data, json_t *metadata)
         x->result_text = strdup(text);
     }
     json_t *md = json_is_object(metadata) ? json_incref(metadata) : json_object();
-    jkp_publish(x->ch->iopub, "execute_result", x->req->header, NULL,
-                json_pack("{s:i, s:O, s:o}", "execution_count", x->count, "data", data,
-                          "metadata", md));
+    jkp_publish(
+        x->ch->iopub, "execute_result", x->req->header, NULL,
+        json_pack("{s:i, s:O, s:o}", "execution_count", x->count, "data", data, "metadata", md));
 }
 
 static void out_clear(void *user, int wait)
@@ -69,8 +67,8 @@ static json_t *comm_content(const char *comm_id, json_t *data)
                      json_is_object(data) ? json_incref(data) : json_object());
 }
 
-static void out_comm_open(void *user, const char *comm_id, const char *target_name,
-                          json_t *data, json_t *metadata)
+static void out_comm_open(void *user, const char *comm_id, const char *target_name, json_t *data,
+                          json_t *metadata)
 {
     jkp_exec *x = user;
     if (jkp_comms_add(x->ch->k->comms, comm_id, target_name) != 0)
@@ -93,8 +91,7 @@ static void out_comm_close(void *user, const char *comm_id, json_t *data)
 {
     jkp_exec *x = user;
     jkp_comms_remove(x->ch->k->comms, comm_id);
-    jkp_publish(x->ch->iopub, "comm_close", x->req->header, NULL,
-                comm_content(comm_id, data));
+    jkp_publish(x->ch->iopub, "comm_close", x->req->header, NULL, comm_content(comm_id, data));
 }
 
 static char *out_input(void *user, const char *prompt, int password)

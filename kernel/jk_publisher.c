@@ -47,8 +47,7 @@ void *jkp_publisher_main(void *arg)
         if (items[0].revents & ZMQ_POLLIN) forward_one(w->sock2, w->sock, 0);
         if (items[1].revents & ZMQ_POLLIN) break; /* "stop" */
     }
-    while (forward_one(w->sock2, w->sock, ZMQ_DONTWAIT) == 0) {
-    }
+    while (forward_one(w->sock2, w->sock, ZMQ_DONTWAIT) == 0) {}
     zmq_close(w->sock2);
     zmq_close(w->sock);
     zmq_close(w->peer);

@@ -15,9 +15,9 @@
 
 #include "jk_internal.h"
 
-#define KEY_LEN  32
+#define KEY_LEN 32
 #define NBUCKETS (2 * JKP_REPLAY_HISTORY)
-#define NONE     UINT32_MAX
+#define NONE UINT32_MAX
 
 typedef struct entry {
     char key[KEY_LEN];

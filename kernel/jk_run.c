@@ -37,7 +37,7 @@
 #include "rt_dist.h"
 #include "rt_file.h"
 
-static atomic_int run_interrupt;   /* set from the signal handler only */
+static atomic_int run_interrupt; /* set from the signal handler only */
 
 static void on_signal(int sig)
 {
@@ -113,14 +113,17 @@ static char *cell_source(json_t *cell)
 static void new_cell_id(json_t *cells, char *buf, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    for (unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();; seed = seed * 1103515245u + 12345u) {
+    for (unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();;
+         seed = seed * 1103515245u + 12345u) {
         unsigned v = seed;
-        for (size_t k = 0; k < 8 && k + 1 < n; k++, v = v * 2654435761u + 7u) buf[k] = hex[(v >> 13) & 15];
+        for (size_t k = 0; k < 8 && k + 1 < n; k++, v = v * 2654435761u + 7u)
+            buf[k] = hex[(v >> 13) & 15];
         buf[n < 9 ? n - 1 : 8] = 0;
         int clash = 0;
         size_t i;
         json_t *c;
-        json_array_foreach(cells, i, c) {
+        json_array_foreach(cells, i, c)
+        {
             const char *id = json_string_value(json_object_get(c, "id"));
             if (id && !strcmp(id, buf)) clash = 1;
         }
@@ -137,7 +140,8 @@ static const char *notebook_problem(json_t *nb)
     if (!json_is_array(json_object_get(nb, "cells"))) return "\"cells\" is not a list";
     size_t i;
     json_t *c;
-    json_array_foreach(json_object_get(nb, "cells"), i, c) {
+    json_array_foreach(json_object_get(nb, "cells"), i, c)
+    {
         json_t *src = json_object_get(c, "source");
         if (!json_is_object(c) || !json_is_string(json_object_get(c, "cell_type")) ||
             !(json_is_string(src) || json_is_array(src)))
@@ -151,10 +155,9 @@ static json_t *checked(json_t *nb, const json_error_t *jerr, const char *what)
 {
     if (!nb) {
         if (jerr->line > 0)
-            fprintf(stderr, "kiln run: cannot read %s: %s (line %d, column %d)\n", what,
-                    jerr->text, jerr->line, jerr->column);
-        else
-            fprintf(stderr, "kiln run: cannot read %s: %s\n", what, jerr->text);
+            fprintf(stderr, "kiln run: cannot read %s: %s (line %d, column %d)\n", what, jerr->text,
+                    jerr->line, jerr->column);
+        else fprintf(stderr, "kiln run: cannot read %s: %s\n", what, jerr->text);
         return NULL;
     }
     const char *why = notebook_problem(nb);
@@ -179,7 +182,8 @@ static void normalise(json_t *nb)
     json_t *cells = json_object_get(nb, "cells");
     size_t i;
     json_t *c;
-    json_array_foreach(cells, i, c) {
+    json_array_foreach(cells, i, c)
+    {
         if (!json_is_string(json_object_get(c, "id"))) {
             char id[16];
             new_cell_id(cells, id, sizeof id);
@@ -200,13 +204,12 @@ static void normalise(json_t *nb)
         json_object_set_new(nb, "metadata", meta);
     }
     if (!json_object_get(meta, "kernelspec"))
-        json_object_set_new(meta, "kernelspec", json_pack("{s:s, s:s, s:s}", "name", "kiln",
-                                                          "display_name", "Kiln", "language",
-                                                          "kiln"));
+        json_object_set_new(meta, "kernelspec",
+                            json_pack("{s:s, s:s, s:s}", "name", "kiln", "display_name", "Kiln",
+                                      "language", "kiln"));
     if (!json_object_get(meta, "language_info"))
         json_object_set_new(meta, "language_info", json_pack("{s:s}", "name", "kiln"));
 }
-
 
 json_t *jk_run_parse(const char *text, size_t len, const char *what)
 {
@@ -245,7 +248,8 @@ static char *default_out(const char *in)
     size_t n = strlen(in);
     char *o = malloc(n + 16);
     if (!o) return NULL;
-    if (n > 6 && !strcmp(in + n - 6, ".ipynb")) snprintf(o, n + 16, "%.*s.out.ipynb", (int)(n - 6), in);
+    if (n > 6 && !strcmp(in + n - 6, ".ipynb"))
+        snprintf(o, n + 16, "%.*s.out.ipynb", (int)(n - 6), in);
     else snprintf(o, n + 16, "%s.out.ipynb", in);
     return o;
 }
@@ -259,9 +263,11 @@ static int execute_all(json_t *nb, kl_engine *eng, jk_nbout *w, const char *out_
     json_t *cells = json_object_get(nb, "cells");
     size_t ncode = 0, done = 0, i;
     json_t *c;
-    json_array_foreach(cells, i, c) ncode += !strcmp(json_string_value(json_object_get(c, "cell_type")), "code");
+    json_array_foreach(cells, i, c) ncode +=
+        !strcmp(json_string_value(json_object_get(c, "cell_type")), "code");
     int count = 0;
-    json_array_foreach(cells, i, c) {
+    json_array_foreach(cells, i, c)
+    {
         if (strcmp(json_string_value(json_object_get(c, "cell_type")), "code")) continue;
         done++;
         char *src = cell_source(c);

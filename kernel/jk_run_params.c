@@ -31,8 +31,8 @@ static int tagged(json_t *cell, const char *tag)
 {
     size_t i;
     json_t *t;
-    json_array_foreach(json_object_get(json_object_get(cell, "metadata"), "tags"), i, t)
-        if (json_is_string(t) && !strcmp(json_string_value(t), tag)) return 1;
+    json_array_foreach(json_object_get(json_object_get(cell, "metadata"), "tags"), i,
+                       t) if (json_is_string(t) && !strcmp(json_string_value(t), tag)) return 1;
     return 0;
 }
 
@@ -128,10 +128,9 @@ int jk_run_inject(json_t *nb, int n, const char **names, const char **values)
     }
     if (f && fclose(f) != 0) rc = -1;
     if (rc == 0) {
-        json_t *cell = json_pack("{s:s, s:s, s:{s:[s]}, s:s, s:[], s:n}", "cell_type", "code",
-                                 "id", "injected-parameters", "metadata", "tags",
-                                 "injected-parameters", "source", text, "outputs",
-                                 "execution_count");
+        json_t *cell = json_pack("{s:s, s:s, s:{s:[s]}, s:s, s:[], s:n}", "cell_type", "code", "id",
+                                 "injected-parameters", "metadata", "tags", "injected-parameters",
+                                 "source", text, "outputs", "execution_count");
         size_t at = params_at == (size_t)-1 ? 0 : params_at + 1;
         if (!cell || json_array_insert_new(cells, at, cell) < 0) rc = -1;
     }

@@ -49,8 +49,7 @@ void jk_run_progress_show(jk_run_progress *p, json_t *data)
 {
     const char *key;
     json_t *v;
-    json_object_foreach(data, key, v)
-        if (!strncmp(key, "image/", 6)) return;
+    json_object_foreach(data, key, v) if (!strncmp(key, "image/", 6)) return;
     const char *text = json_string_value(json_object_get(data, "text/plain"));
     if (!text || !*text || text[0] == '<') return;
     one_line(p->pending, sizeof p->pending, text);

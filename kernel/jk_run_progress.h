@@ -13,12 +13,12 @@
 #include <jansson.h>
 
 typedef struct jk_run_progress {
-    FILE *to;              /* stderr */
-    int tty;               /* rewrite in place (to is a terminal) */
-    double every;          /* seconds between echoed states */
-    double last;           /* when the last state was echoed (0: none yet) */
-    int open_line;         /* tty: a line is being rewritten (needs its newline) */
-    char pending[640];     /* the newest state not echoed yet ("" if none) */
+    FILE *to;          /* stderr */
+    int tty;           /* rewrite in place (to is a terminal) */
+    double every;      /* seconds between echoed states */
+    double last;       /* when the last state was echoed (0: none yet) */
+    int open_line;     /* tty: a line is being rewritten (needs its newline) */
+    char pending[640]; /* the newest state not echoed yet ("" if none) */
 } jk_run_progress;
 
 void jk_run_progress_init(jk_run_progress *p, FILE *to, int tty);

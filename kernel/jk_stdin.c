@@ -19,8 +19,7 @@ static void drain(void *sock)
 {
     zmq_msg_t part;
     zmq_msg_init(&part);
-    while (zmq_msg_recv(&part, sock, ZMQ_DONTWAIT) >= 0) {
-    }
+    while (zmq_msg_recv(&part, sock, ZMQ_DONTWAIT) >= 0) {}
     zmq_msg_close(&part);
 }
 
@@ -30,13 +29,12 @@ char *jkp_stdin_input(jkp_exec *x, const char *prompt, int password)
     if (!x->allow_stdin || !k->stdin_sock) return NULL;
     drain(k->stdin_sock);
     jk_error err;
-    if (jkp_msg_send(
-            k->stdin_sock, &k->session, x->req->ids, x->req->nids, "input_request",
-            x->req->header, NULL,
-            json_pack("{s:o, s:b}", "prompt",
-                      kl_json_text(prompt ? prompt : "", prompt ? strlen(prompt) : 0),
-                      "password", password),
-            &err) != 0) {
+    if (jkp_msg_send(k->stdin_sock, &k->session, x->req->ids, x->req->nids, "input_request",
+                     x->req->header, NULL,
+                     json_pack("{s:o, s:b}", "prompt",
+                               kl_json_text(prompt ? prompt : "", prompt ? strlen(prompt) : 0),
+                               "password", password),
+                     &err) != 0) {
         jkp_log("stdin: %s", err.msg);
         return NULL;
     }

@@ -69,8 +69,7 @@ static json_t *parse_object(const jkp_view *f, const char *what, jk_error *err)
     json_error_t jerr;
     json_t *v = json_loadb(f->data, f->len, 0, &jerr);
     if (!v) {
-        jkp_fail(err, "malformed JSON in %s: %s (at byte %d)", what, jerr.text,
-                 jerr.position);
+        jkp_fail(err, "malformed JSON in %s: %s (at byte %d)", what, jerr.text, jerr.position);
         return NULL;
     }
     if (!json_is_object(v)) {
@@ -94,8 +93,7 @@ static int version_ok(const char *v)
 
 static int check_header(jkp_msg *m, jk_error *err)
 {
-    static const char *const fields[] = {"msg_id", "msg_type", "session", "username",
-                                         "version"};
+    static const char *const fields[] = {"msg_id", "msg_type", "session", "username", "version"};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
         json_t *v = json_object_get(m->header, fields[i]);
         if (!json_is_string(v))
@@ -108,13 +106,11 @@ static int check_header(jkp_msg *m, jk_error *err)
     if (!m->msg_id[0] || !m->msg_type[0])
         return jkp_fail(err, "empty msg_id or msg_type in header");
     if (!version_ok(version))
-        return jkp_fail(err, "header version \"%.20s\" is not a 5.x protocol version",
-                        version);
+        return jkp_fail(err, "header version \"%.20s\" is not a 5.x protocol version", version);
     return 0;
 }
 
-static int copy_frames(const jkp_view *f, size_t n, jkp_bytes **out, size_t *nout,
-                       jk_error *err)
+static int copy_frames(const jkp_view *f, size_t n, jkp_bytes **out, size_t *nout, jk_error *err)
 {
     *out = NULL;
     *nout = 0;
@@ -133,13 +129,11 @@ static size_t find_delim(const jkp_view *frames, size_t n)
 {
     size_t d = 0;
     const size_t dlen = sizeof JKP_DELIM - 1;
-    while (d < n && !(frames[d].len == dlen && !memcmp(frames[d].data, JKP_DELIM, dlen)))
-        d++;
+    while (d < n && !(frames[d].len == dlen && !memcmp(frames[d].data, JKP_DELIM, dlen))) d++;
     return d;
 }
 
-int jkp_msg_parse(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *m,
-                  jk_error *err)
+int jkp_msg_parse(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *m, jk_error *err)
 {
     memset(m, 0, sizeof *m);
     size_t d = find_delim(frames, n);
@@ -157,8 +151,7 @@ int jkp_msg_parse(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *
     }
     if (check_header(m, err) != 0) goto fail;
     if (copy_frames(frames, d, &m->ids, &m->nids, err) != 0) goto fail;
-    if (copy_frames(frames + d + 6, n - d - 6, &m->buffers, &m->nbuffers, err) != 0)
-        goto fail;
+    if (copy_frames(frames + d + 6, n - d - 6, &m->buffers, &m->nbuffers, err) != 0) goto fail;
     return 0;
 fail:
     jkp_msg_deinit(m);
@@ -207,8 +200,7 @@ int jkp_msg_recv(void *sock, jkp_session *s, jkp_msg *m, jk_error *err)
         if (zmq_msg_recv(&part, sock, 0) < 0) {
             int e = errno;
             zmq_msg_close(&part);
-            if (seen > 0 && e == EINTR)
-                continue; /* the rest of a message is queued whole */
+            if (seen > 0 && e == EINTR) continue; /* the rest of a message is queued whole */
             for (size_t i = 0; i < n; i++) zmq_msg_close(&parts[i]);
             free(parts);
             errno = e;
@@ -218,8 +210,7 @@ int jkp_msg_recv(void *sock, jkp_session *s, jkp_msg *m, jk_error *err)
         seen++;
         bytes += zmq_msg_size(&part);
         /* keep frames while both limits hold; what is kept is at most the limits */
-        int keep = !nomem && n < JKP_MAX_FRAMES &&
-                   total + zmq_msg_size(&part) <= JKP_MAX_MSG_BYTES;
+        int keep = !nomem && n < JKP_MAX_FRAMES && total + zmq_msg_size(&part) <= JKP_MAX_MSG_BYTES;
         if (keep && n == cap) {
             size_t ncap = cap ? 2 * cap : 8;
             zmq_msg_t *p = realloc(parts, ncap * sizeof *p);
@@ -245,8 +236,7 @@ int jkp_msg_recv(void *sock, jkp_session *s, jkp_msg *m, jk_error *err)
         for (size_t i = 0; i < n; i++)
             views[i] = (jkp_view){zmq_msg_data(&parts[i]), zmq_msg_size(&parts[i])};
         if (nomem || n < seen) {
-            if (nomem)
-                jkp_fail(err, "out of memory receiving a message of %zu frames", seen);
+            if (nomem) jkp_fail(err, "out of memory receiving a message of %zu frames", seen);
             else if (seen > JKP_MAX_FRAMES)
                 jkp_fail(err, "message of %zu frames refused (the limit is %d)", seen,
                          JKP_MAX_FRAMES);
@@ -279,9 +269,9 @@ static json_t *make_header(jkp_session *s, const char *msg_type)
     unsigned long long k = atomic_fetch_add(&s->counter, 1) + 1;
     snprintf(id, sizeof id, "%s_%d_%llu", s->session, (int)getpid(), k);
     jkp_now_iso(date, sizeof date);
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", id, "session",
-                     s->session, "username", s->username, "date", date, "msg_type",
-                     msg_type, "version", JKP_PROTOCOL_VERSION);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", id, "session", s->session,
+                     "username", s->username, "date", date, "msg_type", msg_type, "version",
+                     JKP_PROTOCOL_VERSION);
 }
 
 int jkp_msg_build(jkp_session *s, const char *msg_type, json_t *parent, json_t *metadata,
@@ -297,8 +287,7 @@ int jkp_msg_build(jkp_session *s, const char *msg_type, json_t *parent, json_t *
     for (int i = 0; i < 4 && rc == 0; i++) {
         char *text = objs[i] ? json_dumps(objs[i], JSON_COMPACT) : NULL;
         if (!text) {
-            rc = jkp_fail(err, "cannot serialise %s (out of memory or invalid value)",
-                          msg_type);
+            rc = jkp_fail(err, "cannot serialise %s (out of memory or invalid value)", msg_type);
             break;
         }
         out[i + 1].data = text;
@@ -329,8 +318,7 @@ int jkp_msg_send(void *sock, jkp_session *s, const jkp_bytes *ids, size_t nids,
     int rc = 0;
     for (size_t i = 0; i < nids && rc == 0; i++)
         if (zmq_send(sock, ids[i].data, ids[i].len, ZMQ_SNDMORE) < 0) rc = -1;
-    if (rc == 0 && zmq_send(sock, JKP_DELIM, sizeof JKP_DELIM - 1, ZMQ_SNDMORE) < 0)
-        rc = -1;
+    if (rc == 0 && zmq_send(sock, JKP_DELIM, sizeof JKP_DELIM - 1, ZMQ_SNDMORE) < 0) rc = -1;
     for (int i = 0; i < 5 && rc == 0; i++)
         if (zmq_send(sock, f[i].data, f[i].len, i < 4 ? ZMQ_SNDMORE : 0) < 0) rc = -1;
     if (rc) jkp_fail(err, "sending %s: %s", msg_type, zmq_strerror(errno));
@@ -342,8 +330,8 @@ int jkp_reply(void *sock, jkp_session *s, const jkp_msg *req, const char *msg_ty
               json_t *metadata, json_t *content)
 {
     jk_error err;
-    if (jkp_msg_send(sock, s, req->ids, req->nids, msg_type, req->header, metadata,
-                     content, &err) != 0) {
+    if (jkp_msg_send(sock, s, req->ids, req->nids, msg_type, req->header, metadata, content,
+                     &err) != 0) {
         jkp_log("%s", err.msg);
         return -1;
     }

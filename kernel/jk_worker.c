@@ -29,8 +29,7 @@ int jkp_worker_start(jkp_worker *w, jkp_kernel *k, const char *name, void *(*fn)
     pthread_sigmask(SIG_BLOCK, &all, &old); /* the new thread inherits this mask */
     int rc = pthread_create(&w->tid, NULL, fn, w);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0)
-        return jkp_fail(err, "cannot start the %s thread: %s", name, strerror(rc));
+    if (rc != 0) return jkp_fail(err, "cannot start the %s thread: %s", name, strerror(rc));
     w->started = 1;
     return 0;
 }

@@ -26,8 +26,7 @@ typedef struct mg_out {
     /* A display_data: data is a MIME bundle {"text/plain": ..., "image/png": <base64>, ...}
      * (borrowed); metadata may be NULL. display_id may be NULL; with update != 0 the
      * display with that id is replaced in place (update_display_data). */
-    void (*display)(void *user, json_t *data, json_t *metadata, const char *display_id,
-                    int update);
+    void (*display)(void *user, json_t *data, json_t *metadata, const char *display_id, int update);
     /* The value of a cell's trailing expression (execute_result), borrowed bundle. */
     void (*result)(void *user, json_t *data, json_t *metadata);
     /* clear_output; wait != 0 clears when the next output arrives. */
@@ -35,8 +34,8 @@ typedef struct mg_out {
     /* Comms (widgets): send comm_open / comm_msg / comm_close from the kernel.
      * data and metadata are borrowed. May be NULL where a frontend has no comms
      * (kiln run): callers must check and fall back to plain displays. */
-    void (*comm_open)(void *user, const char *comm_id, const char *target_name,
-                      json_t *data, json_t *metadata);
+    void (*comm_open)(void *user, const char *comm_id, const char *target_name, json_t *data,
+                      json_t *metadata);
     void (*comm_msg)(void *user, const char *comm_id, json_t *data, json_t *metadata);
     void (*comm_close)(void *user, const char *comm_id, json_t *data);
     /* Asks the frontend for a line of input (input_request on stdin). Returns a new
@@ -56,8 +55,8 @@ void mg_eprintf(const mg_out *out, const char *fmt, ...) __attribute__((format(p
  * ValueError; a runtime failure raises its status's exception (mg_fail_status). */
 
 typedef struct mg_error {
-    char ename[64];     /* "UsageError", "ValueError", "KeyboardInterrupt", ... */
-    char evalue[1024];  /* one line, names the magic and the option at fault */
+    char ename[64];    /* "UsageError", "ValueError", "KeyboardInterrupt", ... */
+    char evalue[1024]; /* one line, names the magic and the option at fault */
 } mg_error;
 
 /* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. */
@@ -75,7 +74,7 @@ int mg_fail_status(mg_error *err, const struct rt_error *re, const char *fmt, ..
 
 typedef struct mg_session mg_session;
 mg_session *mg_session_create(void);
-void mg_session_destroy(mg_session *s);   /* runs every slot's destructor; accepts NULL */
+void mg_session_destroy(mg_session *s); /* runs every slot's destructor; accepts NULL */
 /* Borrowed pointer stored under key, or NULL. */
 void *mg_session_get(mg_session *s, const char *key);
 /* Stores ptr under key (taking ownership; the previous value's destructor runs). */
@@ -117,7 +116,7 @@ typedef struct mg_ctx {
     const mg_out *out;
     const mg_host *host;
     mg_session *session;
-    json_t *cell_metadata; /* borrowed request metadata (JupyterLab's cellId), may be NULL */
+    json_t *cell_metadata;       /* borrowed request metadata (JupyterLab's cellId), may be NULL */
     const mg_settings *settings; /* may be NULL: the defaults */
 } mg_ctx;
 
@@ -126,23 +125,23 @@ typedef struct mg_ctx {
 typedef enum { MG_OPT_FLAG, MG_OPT_STRING, MG_OPT_INT, MG_OPT_FLOAT, MG_OPT_CHOICE } mg_opt_kind;
 
 typedef struct mg_option {
-    const char *name;     /* "--epochs" */
+    const char *name; /* "--epochs" */
     mg_opt_kind kind;
-    const char *metavar;  /* "N" */
-    const char *help;     /* one line */
-    const char *choices;  /* MG_OPT_CHOICE: "adam|sgd|adamw" */
+    const char *metavar; /* "N" */
+    const char *help;    /* one line */
+    const char *choices; /* MG_OPT_CHOICE: "adam|sgd|adamw" */
 } mg_option;
 
 #define MG_MAX_ARGS 64
 typedef struct mg_args {
     int npos;
-    char *pos[MG_MAX_ARGS];        /* positional words, in order */
+    char *pos[MG_MAX_ARGS]; /* positional words, in order */
     int nopt;
     const mg_option *opt[MG_MAX_ARGS];
-    char *val[MG_MAX_ARGS];        /* option values ("" for flags) */
-    const char *body;              /* cell magic body (after the first line), or NULL */
-    char *storage;                 /* owns all strings above */
-    const char *raw;               /* the whole argument string as the magic got it
+    char *val[MG_MAX_ARGS]; /* option values ("" for flags) */
+    const char *body;       /* cell magic body (after the first line), or NULL */
+    char *storage;          /* owns all strings above */
+    const char *raw;        /* the whole argument string as the magic got it
                                       (borrowed from the caller; for MG_RAW_ARGS) */
 } mg_args;
 
@@ -151,17 +150,16 @@ typedef struct mg_args {
 /* MG_NO_VAR_EXPAND: the engine passes the arguments as typed, without $name/{expr}
  * interpolation. MG_RAW_ARGS: no option parsing either; the magic reads args->raw
  * (both for magics whose argument is code, like %time). */
-enum { MG_LINE = 1u, MG_CELL = 2u, MG_LONG_RUNNING = 4u, MG_NO_VAR_EXPAND = 8u,
-       MG_RAW_ARGS = 16u };
+enum { MG_LINE = 1u, MG_CELL = 2u, MG_LONG_RUNNING = 4u, MG_NO_VAR_EXPAND = 8u, MG_RAW_ARGS = 16u };
 
 typedef struct mg_command {
-    const char *name;      /* without %: "train" */
-    const char *summary;   /* one line for %lsmagic */
-    const char *usage;     /* full help text: usage line, description, examples */
-    unsigned flags;        /* MG_LINE | MG_CELL | MG_LONG_RUNNING */
-    const mg_option *options;   /* terminated by {NULL}; may be NULL */
+    const char *name;         /* without %: "train" */
+    const char *summary;      /* one line for %lsmagic */
+    const char *usage;        /* full help text: usage line, description, examples */
+    unsigned flags;           /* MG_LINE | MG_CELL | MG_LONG_RUNNING */
+    const mg_option *options; /* terminated by {NULL}; may be NULL */
     int (*run)(mg_ctx *ctx, const mg_args *args, mg_error *err);
-    const char *positional;     /* "a|b": what the first word may be, for completion
+    const char *positional; /* "a|b": what the first word may be, for completion
                                    (besides paths); may be NULL */
 } mg_command;
 
@@ -186,8 +184,7 @@ const char *mg_args_get(const mg_args *args, const char *name);
 int mg_args_has(const mg_args *args, const char *name);
 /* Typed getters: 0 with *out set (def when absent), -1 with err naming the option. */
 int mg_args_int(const mg_args *args, const char *name, long def, long *out, mg_error *err);
-int mg_args_float(const mg_args *args, const char *name, double def, double *out,
-                  mg_error *err);
+int mg_args_float(const mg_args *args, const char *name, double def, double *out, mg_error *err);
 /* 1 when the argument string asks for help (a `--help` or `-h` word outside quotes). */
 int mg_args_wants_help(const char *line);
 /* Prints the magic's usage and option table (for --help and NAME?). New string; free(). */

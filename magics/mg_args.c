@@ -83,10 +83,10 @@ static int unknown_option(const mg_command *cmd, const char *opt, mg_error *err)
         if (d < bd) bd = d, best = o->name;
     }
     if (best && bd <= 3)
-        return mg_fail(err, "UsageError", "%%%s: unknown option %s (did you mean %s?)",
-                       cmd->name, opt, best);
-    return mg_fail(err, "UsageError", "%%%s: unknown option %s (see %%%s --help)", cmd->name,
-                   opt, cmd->name);
+        return mg_fail(err, "UsageError", "%%%s: unknown option %s (did you mean %s?)", cmd->name,
+                       opt, best);
+    return mg_fail(err, "UsageError", "%%%s: unknown option %s (see %%%s --help)", cmd->name, opt,
+                   cmd->name);
 }
 
 static int check_value(const mg_command *cmd, const mg_option *o, const char *v, mg_error *err)
@@ -123,8 +123,7 @@ static int check_value(const mg_command *cmd, const mg_option *o, const char *v,
         return mg_fail(err, "ValueError", "%%%s: option %s must be one of {%s}, got '%s'",
                        cmd->name, o->name, list, v);
     }
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -143,8 +142,8 @@ int mg_args_parse(const mg_command *cmd, const char *line, const char *body, mg_
     int n = split_words(line, args->storage, words, MG_MAX_ARGS * 2, &q);
     if (n == -1) {
         mg_args_deinit(args);
-        return mg_fail(err, "UsageError", "%%%s: unterminated %s quote in the arguments",
-                       cmd->name, q == '"' ? "double" : "single");
+        return mg_fail(err, "UsageError", "%%%s: unterminated %s quote in the arguments", cmd->name,
+                       q == '"' ? "double" : "single");
     }
     if (n == -2) {
         mg_args_deinit(args);
@@ -182,7 +181,7 @@ int mg_args_parse(const mg_command *cmd, const char *line, const char *body, mg_
                 mg_args_deinit(args);
                 return -1;
             }
-            val = w + strlen(w);   /* "" */
+            val = w + strlen(w); /* "" */
         } else if (eq) {
             val = eq + 1;
         } else if (i + 1 < n) {
@@ -241,8 +240,7 @@ int mg_args_int(const mg_args *args, const char *name, long def, long *out, mg_e
     return 0;
 }
 
-int mg_args_float(const mg_args *args, const char *name, double def, double *out,
-                  mg_error *err)
+int mg_args_float(const mg_args *args, const char *name, double def, double *out, mg_error *err)
 {
     const char *v = mg_args_get(args, name);
     if (!v) {

@@ -30,8 +30,8 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (chdir(target) < 0) {
         int e = errno;
         free(old);
-        return mg_fail(err, e == ENOENT ? "FileNotFoundError" : "OSError",
-                       "%%cd: %s: %s", target, strerror(e));
+        return mg_fail(err, e == ENOENT ? "FileNotFoundError" : "OSError", "%%cd: %s: %s", target,
+                       strerror(e));
     }
     if (old) mg_session_set(ctx->session, "cd.previous", old, free);
     char *now = getcwd(NULL, 0);

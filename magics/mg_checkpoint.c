@@ -34,7 +34,8 @@ static int do_save(mg_ctx *ctx, const char *arg, mg_error *err)
     mg_ckpt_last *rec = mg_ckpt_last_get(ctx);
     mg_ws_model *e = mg_ws_model_find(ws, rec ? rec->model_name : NULL);
     if (!e || !e->trained)
-        return mg_fail(err, "UsageError", "%%checkpoint save: no trained model in this session "
+        return mg_fail(err, "UsageError",
+                       "%%checkpoint save: no trained model in this session "
                        "---> HINT: %%train one, or %%checkpoint load PATH");
     int with_state = rec && rec->has_snap && !strcmp(rec->model_name, e->name);
     int64_t step = with_state ? rec->snap.state.step : 0;
@@ -52,16 +53,17 @@ static int do_save(mg_ctx *ctx, const char *arg, mg_error *err)
     if (!path) return mg_fail(err, "MemoryError", "out of memory");
     rt_ckpt_train_info in = {.model_name = e->name};
     if (with_state) in = mgp_ckpt_info(rec);
-    const char *extra[] = {"results_store", with_state && rec->results_store
-                                                ? rec->results_store : "", NULL};
+    const char *extra[] = {"results_store",
+                           with_state && rec->results_store ? rec->results_store : "", NULL};
     in.extra = extra;
     rt_status s = rt_ckpt_train_save(path, e->trained, with_state ? &rec->snap : NULL, &in, &re);
     int rc = 0;
     if (s != RT_OK) rc = mg_fail(err, "OSError", "%%checkpoint save: %s", re.msg);
     else {
-        mg_printf(ctx->out, "Saved %s: model '%s', step %lld, %s\n", path, e->name,
-                  (long long)step, with_state ? "with optimiser state and data position "
-                  "(%resume continues from it)" : "weights only");
+        mg_printf(ctx->out, "Saved %s: model '%s', step %lld, %s\n", path, e->name, (long long)step,
+                  with_state ? "with optimiser state and data position "
+                               "(%resume continues from it)"
+                             : "weights only");
         if (rec) snprintf(rec->last_path, sizeof rec->last_path, "%s", path);
     }
     free(path);
@@ -78,8 +80,8 @@ static char *dup_meta(const rt_ckpt_reader *rd, const char *key)
 }
 
 /* The model of the file on a backend, with the file's weights. */
-static int build_model(const rt_ckpt_reader *rd, const char *path, const char *device,
-                       rt_model **m, rt_backend **b, rt_model_input *in, mg_error *err)
+static int build_model(const rt_ckpt_reader *rd, const char *path, const char *device, rt_model **m,
+                       rt_backend **b, rt_model_input *in, mg_error *err)
 {
     const char *spec = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_MODEL_SPEC);
     const char *shape = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_INPUT_SHAPE);
@@ -87,8 +89,10 @@ static int build_model(const rt_ckpt_reader *rd, const char *path, const char *d
     rt_error re = {0};
     if (!spec || !shape || sscanf(shape, "[%d,%d,%d]", &in->c, &in->h, &in->w) != 3 ||
         rt_ckpt_reader_meta_i64(rd, RT_CKPT_KEY_NUM_CLASSES, &classes, NULL) != RT_OK)
-        return mg_fail(err, "ValueError", "%%checkpoint load: checkpoint '%s' has no model "
-                       "spec and input shape, so Kiln cannot rebuild its model", path);
+        return mg_fail(err, "ValueError",
+                       "%%checkpoint load: checkpoint '%s' has no model "
+                       "spec and input shape, so Kiln cannot rebuild its model",
+                       path);
     in->num_classes = (int)classes;
     if (rt_model_create(m, spec, in, &re) != RT_OK)
         return mg_fail(err, "ValueError", "%%checkpoint load: '%s': its model spec: %s", path,
@@ -98,8 +102,10 @@ static int build_model(const rt_ckpt_reader *rd, const char *path, const char *d
         return mg_fail(err, "ValueError", "%%checkpoint load: --device %s: %s", device, re.msg);
     uint64_t seed = 0;
     int batch = 64;
-    json_t *hp = json_loads(rt_ckpt_reader_meta(rd, RT_CKPT_KEY_HYPERPARAMS) ?
-                            rt_ckpt_reader_meta(rd, RT_CKPT_KEY_HYPERPARAMS) : "{}", 0, NULL);
+    json_t *hp = json_loads(rt_ckpt_reader_meta(rd, RT_CKPT_KEY_HYPERPARAMS)
+                                ? rt_ckpt_reader_meta(rd, RT_CKPT_KEY_HYPERPARAMS)
+                                : "{}",
+                            0, NULL);
     if (json_is_integer(json_object_get(hp, "seed")))
         seed = (uint64_t)json_integer_value(json_object_get(hp, "seed"));
     if (json_integer_value(json_object_get(hp, "batch")) > 0)
@@ -124,8 +130,7 @@ static int do_load(mg_ctx *ctx, const char *arg, const char *device, mg_error *e
     rt_model *m = NULL;
     rt_backend *b = NULL;
     rt_model_input in;
-    int rc = s == RT_OK ? 0 : mg_fail_status(err, &re, "%%checkpoint load: %s",
-                                             re.msg);
+    int rc = s == RT_OK ? 0 : mg_fail_status(err, &re, "%%checkpoint load: %s", re.msg);
     if (rc == 0) rc = build_model(rd, path, device, &m, &b, &in, err);
     mg_workspace *ws = rc == 0 ? mg_ws_get(ctx, err) : NULL;
     if (rc == 0 && !ws) rc = -1;
@@ -146,8 +151,10 @@ static int do_load(mg_ctx *ctx, const char *arg, const char *device, mg_error *e
             rec->dataset = dup_meta(rd, RT_CKPT_KEY_DATASET);
             rec->run_id = dup_meta(rd, RT_CKPT_KEY_RUN_ID);
             rec->results_store = dup_meta(rd, "results_store");
-            json_t *sc = json_loads(rt_ckpt_reader_meta(rd, RT_CKPT_KEY_SCHEDULE) ?
-                                    rt_ckpt_reader_meta(rd, RT_CKPT_KEY_SCHEDULE) : "{}", 0, NULL);
+            json_t *sc = json_loads(rt_ckpt_reader_meta(rd, RT_CKPT_KEY_SCHEDULE)
+                                        ? rt_ckpt_reader_meta(rd, RT_CKPT_KEY_SCHEDULE)
+                                        : "{}",
+                                    0, NULL);
             json_t *hp = json_loads(rec->hyperparameters ? rec->hyperparameters : "{}", 0, NULL);
             const char *spec = json_string_value(json_object_get(sc, "spec"));
             rec->schedule = spec ? strdup(spec) : NULL; /* re-saved as it was */
@@ -160,9 +167,11 @@ static int do_load(mg_ctx *ctx, const char *arg, const char *device, mg_error *e
         rt_ckpt_reader_meta_i64(rd, RT_CKPT_KEY_STEP, &step, NULL);
         rt_ckpt_reader_meta_i64(rd, RT_CKPT_KEY_EPOCH, &epoch, NULL);
         char count[32];
-        mg_printf(ctx->out, "Loaded model '%s' (%s parameters, step %lld, epoch %lld) from "
-                  "%s on %s\n", name, mg_commas(rt_model_num_params(m), count),
-                  (long long)step, (long long)epoch, path, b->ops->name);
+        mg_printf(ctx->out,
+                  "Loaded model '%s' (%s parameters, step %lld, epoch %lld) from "
+                  "%s on %s\n",
+                  name, mg_commas(rt_model_num_params(m), count), (long long)step, (long long)epoch,
+                  path, b->ops->name);
         m = NULL, b = NULL;
     }
     rt_model_destroy(m);
@@ -191,16 +200,17 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (!strcmp(verb, "list")) {
         mg_ckpt_last *rec = mg_ckpt_last_get(ctx);
         if (!arg && rec && rec->run_dir[0]) arg = rec->run_dir;
-        if (!arg) return mg_fail(err, "UsageError", "%%checkpoint list DIR: which run "
-                                 "directory? (no run of this session had one)");
+        if (!arg)
+            return mg_fail(err, "UsageError",
+                           "%%checkpoint list DIR: which run "
+                           "directory? (no run of this session had one)");
         return mg_ckpt_table_list(ctx->out, arg, err);
     }
     if (!strcmp(verb, "show")) {
         if (!arg) return mg_fail(err, "UsageError", "%%checkpoint show PATH: which file?");
         return mg_ckpt_table_show(ctx->out, arg, err);
     }
-    return mg_fail(err, "UsageError", "%%checkpoint: '%s' is not save, load, list or show",
-                   verb);
+    return mg_fail(err, "UsageError", "%%checkpoint: '%s' is not save, load, list or show", verb);
 }
 
 const mg_command mg_cmd_checkpoint = {

@@ -35,13 +35,13 @@ int mg_ckpt_resolve(const char *arg, const mg_out *out, char **path, mg_error *e
 
 /* What %resume may change; zero / empty / negative = as stored in the checkpoint. */
 typedef struct mg_resume_opts {
-    int epochs;               /* --epochs N: the run's planned length in epochs */
-    char device[32];          /* --device */
-    char results[1024];       /* --results */
-    double time_limit_s;      /* --time-limit (< 0: stored) */
-    char checkpoint_every[32];/* --checkpoint-every */
-    int keep;                 /* --keep */
-    const char *caller;       /* "%resume" or "%train" (for messages) */
+    int epochs;                /* --epochs N: the run's planned length in epochs */
+    char device[32];           /* --device */
+    char results[1024];        /* --results */
+    double time_limit_s;       /* --time-limit (< 0: stored) */
+    char checkpoint_every[32]; /* --checkpoint-every */
+    int keep;                  /* --keep */
+    const char *caller;        /* "%resume" or "%train" (for messages) */
 } mg_resume_opts;
 
 /* Defaults: everything as stored, caller "%resume". */
@@ -64,10 +64,10 @@ int mg_ckpt_train_autoresume(mg_ctx *ctx, mg_run_opts *o, mg_resume_mode mode, i
 /* ---- the session's memory of the last run (mg_session slot "ckpt.last") ---- */
 typedef struct mg_ckpt_last {
     char model_name[64];
-    char run_dir[1024];          /* "" when the run had none */
-    char last_path[1024];        /* newest checkpoint written or loaded, "" if none */
+    char run_dir[1024];   /* "" when the run had none */
+    char last_path[1024]; /* newest checkpoint written or loaded, "" if none */
     int has_snap;
-    rt_ckpt_train_snap snap;     /* optimiser + position at the end of the run */
+    rt_ckpt_train_snap snap; /* optimiser + position at the end of the run */
     char *hyperparameters, *dataset, *schedule, *run_id, *results_store; /* JSON / text */
     double base_lr;
 } mg_ckpt_last;

@@ -81,7 +81,8 @@ static void remember(mg_run *run, const mgp_policy *p, const mg_out *out)
     mg_ckpt_last *rec = mg_ckpt_last_reset(mg_run_ctx(run), &e);
     if (!rec || mgp_ckpt_describe(run, rec, &e) < 0 ||
         (rt_ckpt_train_snap_capture(&rec->snap, mg_run_trainer(run), mg_run_model(run), &re) !=
-             RT_OK && mg_fail(&e, "MemoryError", "%s", re.msg))) {
+             RT_OK &&
+         mg_fail(&e, "MemoryError", "%s", re.msg))) {
         mg_eprintf(out, "warning: %%checkpoint save will not know this run: %s\n", e.evalue);
         return;
     }
@@ -113,9 +114,9 @@ static void after_save(mg_run *run, const mgp_policy *p, const char *path, int64
     const char *url = mg_store_url(mg_run_ctx(run)), *base = strrchr(path, '/');
     char object[2048];
     if (url) snprintf(object, sizeof object, "%s/%s", url, base ? base + 1 : path);
-    if (rs && rt_results_log_checkpoint(rs, mg_run_id(run), url ? object : path, step,
-                                        (int)epoch, fresh ? MGP_METRIC : NULL,
-                                        fresh ? p->metric.value : 0, &re) != RT_OK)
+    if (rs && rt_results_log_checkpoint(rs, mg_run_id(run), url ? object : path, step, (int)epoch,
+                                        fresh ? MGP_METRIC : NULL, fresh ? p->metric.value : 0,
+                                        &re) != RT_OK)
         mg_eprintf(out, "warning: results store: recording checkpoint: %s\n", re.msg);
     mg_run_note_checkpoint(run, step);
     if (ev == RT_STEP_CONTINUE && why != 2) return;
@@ -133,8 +134,8 @@ int mg_run_checkpoint_hook(mg_run *run, rt_step_event ev, const mg_out *out, mg_
     p->last_step_seen = step;
     double loss, acc;
     if (ev == RT_STEP_EPOCH_END && mg_run_last_val(run, &loss, &acc) == 0) {
-        p->metric = (rt_ckpt_metric){.has_value = isfinite(acc), .value = acc,
-                                     .higher_is_better = 1, .step = step};
+        p->metric = (rt_ckpt_metric){
+            .has_value = isfinite(acc), .value = acc, .higher_is_better = 1, .step = step};
         snprintf(p->metric.name, sizeof p->metric.name, MGP_METRIC);
         p->metric_step = step;
         if (p->metric.has_value && (!p->has_best || acc >= p->best.value))
@@ -146,8 +147,7 @@ int mg_run_checkpoint_hook(mg_run *run, rt_step_event ev, const mg_out *out, mg_
     if (o->run_dir[0])
         /* a continued run that took no step (already complete) has the state of the
          * checkpoint it came from: no second copy of it */
-        save = stopping ? step > 0 && step != p->last_saved_step &&
-                              step != mg_run_start_step(run)
+        save = stopping ? step > 0 && step != p->last_saved_step && step != mg_run_start_step(run)
                         : due(o, p, ev, step, spe, mg_run_elapsed(run));
     int rc = 0;
     if (save) {

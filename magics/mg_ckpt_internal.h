@@ -23,17 +23,17 @@ int mgp_ckpt_save_with(mg_run *run, const char *path, const rt_ckpt_metric *metr
 
 /* Periodic-checkpoint state of the current run (session slot "ckpt.policy"). */
 typedef struct mgp_policy {
-    const mg_run *run;          /* the run it belongs to */
-    double last_elapsed;        /* run time at the last hook call (detects a new run) */
-    double last_save_s;         /* run time of the last save */
-    int64_t last_saved_step;    /* -1: none in this run */
-    int64_t metric_step;        /* step of the last validation, -1 none */
-    int64_t last_step_seen;     /* trainer step at the last hook call */
-    char last_path[1024];       /* newest checkpoint this run wrote ("" none) */
-    int64_t first_step;         /* step and run time at the first hook call: the */
-    double first_elapsed;       /* step time, to save before --time-limit ends */
-    double last_save_dur;       /* seconds the last save took */
-    int limit_saved;            /* the save ahead of the time limit was made */
+    const mg_run *run;       /* the run it belongs to */
+    double last_elapsed;     /* run time at the last hook call (detects a new run) */
+    double last_save_s;      /* run time of the last save */
+    int64_t last_saved_step; /* -1: none in this run */
+    int64_t metric_step;     /* step of the last validation, -1 none */
+    int64_t last_step_seen;  /* trainer step at the last hook call */
+    char last_path[1024];    /* newest checkpoint this run wrote ("" none) */
+    int64_t first_step;      /* step and run time at the first hook call: the */
+    double first_elapsed;    /* step time, to save before --time-limit ends */
+    double last_save_dur;    /* seconds the last save took */
+    int limit_saved;         /* the save ahead of the time limit was made */
     rt_ckpt_metric metric, best;
     int has_best;
 } mgp_policy;
@@ -44,12 +44,12 @@ mgp_policy *mgp_policy_get(mg_ctx *ctx, mg_run *run, mg_error *err);
 /* What a checkpoint says about its run, for resuming it (mg_resume_run.c). All of it
  * comes from the file, so it is untrusted: it never names a destination. */
 typedef struct mgp_ck_desc {
-    const char *spec, *name;   /* borrowed from the reader */
+    const char *spec, *name; /* borrowed from the reader */
     rt_model_input in;
     char data[256];
     int val, subset;
     char fnv[24];
-    int has_images;            /* an image folder: reload it with these options */
+    int has_images; /* an image folder: reload it with these options */
     mg_ws_images images;
     char schedule[sizeof(((mg_run_opts *)0)->schedule)];
     mg_run_opts o;
@@ -57,8 +57,7 @@ typedef struct mgp_ck_desc {
 
 /* Reads model, data set, input shape, schedule and options from rd's metadata into d;
  * -1 with a ValueError naming path when they are missing or malformed. */
-int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *d,
-                       mg_error *err);
+int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *d, mg_error *err);
 
 /* "12.3 MB" */
 void mgp_human_size(uint64_t bytes, char *buf, size_t n);

@@ -63,9 +63,9 @@ static char *dataset_json(mg_run *run)
     char tr[24], te[24];
     snprintf(tr, sizeof tr, "%016" PRIx64, s->train.checksum);
     snprintf(te, sizeof te, "%016" PRIx64, s->test.checksum);
-    json_t *j = json_pack("{sssisisssisssi}", "name", name, "val", d ? d->val : s->val.n,
-                          "subset", d ? d->subset : 0, "fnv1a64", tr, "n_train", s->train.n,
-                          "test_fnv1a64", te, "n_test", s->test.n);
+    json_t *j = json_pack("{sssisisssisssi}", "name", name, "val", d ? d->val : s->val.n, "subset",
+                          d ? d->subset : 0, "fnv1a64", tr, "n_train", s->train.n, "test_fnv1a64",
+                          te, "n_test", s->test.n);
     json_t *mean = json_array(), *std = json_array(), *classes = json_array();
     for (int c = 0; mean && std && c < s->train.c && c < 4; c++) {
         json_array_append_new(mean, json_real(s->train.mean[c]));
@@ -75,11 +75,10 @@ static char *dataset_json(mg_run *run)
         json_array_append_new(classes, json_string(s->train.class_names[c]));
     if (j && d && s->images.layout) {
         const mg_ws_images *im = &d->images;
-        json_object_set_new(j, "images", json_pack("{s[ii]sisfsIsb}", "size", im->image_h,
-                                                   im->image_w, "channels", im->channels,
-                                                   "val_fraction", im->val_fraction, "seed",
-                                                   (json_int_t)im->seed, "skip_bad",
-                                                   im->skip_bad));
+        json_object_set_new(j, "images",
+                            json_pack("{s[ii]sisfsIsb}", "size", im->image_h, im->image_w,
+                                      "channels", im->channels, "val_fraction", im->val_fraction,
+                                      "seed", (json_int_t)im->seed, "skip_bad", im->skip_bad));
     }
     if (j) {
         json_object_set_new(j, "mean", mean ? mean : json_null());
@@ -100,10 +99,10 @@ static char *schedule_text(mg_run *run)
     const mg_run_opts *o = mg_run_options(run);
     rt_schedule s;
     char buf[512];
-    if (rt_schedule_parse(&s, o->schedule_resolved[0] ? o->schedule_resolved : o->schedule,
-                          NULL) != RT_OK ||
-        rt_schedule_resolve(&s, rt_trainer_steps_per_epoch(mg_run_trainer(run)), o->epochs,
-                            NULL) != RT_OK)
+    if (rt_schedule_parse(&s, o->schedule_resolved[0] ? o->schedule_resolved : o->schedule, NULL) !=
+            RT_OK ||
+        rt_schedule_resolve(&s, rt_trainer_steps_per_epoch(mg_run_trainer(run)), o->epochs, NULL) !=
+            RT_OK)
         return NULL;
     int n = rt_schedule_format(&s, buf, sizeof buf);
     return n > 0 && (size_t)n < sizeof buf ? strdup(buf) : NULL;
@@ -143,9 +142,12 @@ int mgp_ckpt_describe(mg_run *run, mg_ckpt_last *rec, mg_error *err)
 
 rt_ckpt_train_info mgp_ckpt_info(const mg_ckpt_last *rec)
 {
-    rt_ckpt_train_info in = {.run_id = rec->run_id, .model_name = rec->model_name,
-                             .hyperparameters = rec->hyperparameters, .dataset = rec->dataset,
-                             .schedule = rec->schedule, .base_lr = rec->base_lr};
+    rt_ckpt_train_info in = {.run_id = rec->run_id,
+                             .model_name = rec->model_name,
+                             .hyperparameters = rec->hyperparameters,
+                             .dataset = rec->dataset,
+                             .schedule = rec->schedule,
+                             .base_lr = rec->base_lr};
     return in;
 }
 
@@ -169,9 +171,13 @@ static int save(mg_run *run, const char *path, const rt_ckpt_metric *metric,
     in.metric = metric;
     in.best_metric = best;
     char *curves = mg_run_curves_json(run); /* the plot of a resumed run starts at step 1 */
-    const char *extra[] = {"results_store", rec.results_store ? rec.results_store : "",
-                           "device", rt_model_backend(mg_run_model(run))->ops->name,
-                           curves ? "curves" : NULL, curves, NULL};
+    const char *extra[] = {"results_store",
+                           rec.results_store ? rec.results_store : "",
+                           "device",
+                           rt_model_backend(mg_run_model(run))->ops->name,
+                           curves ? "curves" : NULL,
+                           curves,
+                           NULL};
     in.extra = extra;
     rt_status st = rt_ckpt_train_save(path, mg_run_model(run), &snap, &in, &re);
     free(curves);

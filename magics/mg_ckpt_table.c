@@ -106,8 +106,8 @@ int mg_ckpt_table_list(const mg_out *out, const char *dir, mg_error *err)
     if (rt_ckpt_dir_scan(dir, 0, &l, &re) != RT_OK)
         return mg_fail_status(err, &re, "%%checkpoint list: %s", re.msg);
     table t = {.ncol = 7};
-    static const char *const head[] = {"checkpoint", "step", "epoch", "metric", "size",
-                                       "created", "valid"};
+    static const char *const head[] = {"checkpoint", "step",    "epoch", "metric",
+                                       "size",       "created", "valid"};
     int rc = add_row(&t, head);
     size_t nvalid = 0;
     for (size_t i = 0; i < l.count && rc == 0; i++) {
@@ -142,7 +142,8 @@ static int shortest_real(double v, char *buf, size_t n)
         k = snprintf(buf, n, "%.*g", p, v);
         if (strtod(buf, NULL) == v) break;
     }
-    if (k > 0 && (size_t)k + 2 < n && !strpbrk(buf, ".eEni")) k += snprintf(buf + k, n - (size_t)k, ".0");
+    if (k > 0 && (size_t)k + 2 < n && !strpbrk(buf, ".eEni"))
+        k += snprintf(buf + k, n - (size_t)k, ".0");
     return k;
 }
 
@@ -192,8 +193,7 @@ int mg_ckpt_table_show(const mg_out *out, const char *path, mg_error *err)
     rt_ckpt_reader *rd = NULL;
     rt_error re = {0};
     rt_status s = rt_ckpt_reader_open(path, 0, &rd, &re);
-    if (s != RT_OK)
-        return mg_fail_status(err, &re, "%%checkpoint show: %s", re.msg);
+    if (s != RT_OK) return mg_fail_status(err, &re, "%%checkpoint show: %s", re.msg);
     table t = {.ncol = 2};
     static const char *const head[] = {"key", "value"};
     int rc = add_row(&t, head);

@@ -3,15 +3,13 @@
 #include "mg.h"
 
 static const mg_option options[] = {
-    {"--wait", MG_OPT_FLAG, NULL, "clear when the next output arrives (no flicker)",
-     NULL},
+    {"--wait", MG_OPT_FLAG, NULL, "clear when the next output arrives (no flicker)", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
-    if (args->npos)
-        return mg_fail(err, "UsageError", "%%clear takes no arguments (see --wait)");
+    if (args->npos) return mg_fail(err, "UsageError", "%%clear takes no arguments (see --wait)");
     if (ctx->out->clear) ctx->out->clear(ctx->out->user, mg_args_has(args, "--wait"));
     return 0;
 }

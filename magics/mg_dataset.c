@@ -14,14 +14,14 @@
 static const mg_option options[] = {
     {"--dir", MG_OPT_STRING, "DIR", "look here first (and download here)", NULL},
     {"--url", MG_OPT_STRING, "URL", "base URL of the files instead of the canonical mirror", NULL},
-    {"--val", MG_OPT_STRING, "N|F", "move N training images (or a fraction F < 1 of them) "
-     "into a validation split (0)", NULL},
+    {"--val", MG_OPT_STRING, "N|F",
+     "move N training images (or a fraction F < 1 of them) "
+     "into a validation split (0)",
+     NULL},
     {"--samples", MG_OPT_INT, "N", "sample images to show (20; 0 = none)", NULL},
     {"--subset", MG_OPT_INT, "N", "keep only the first N training images (quick runs)", NULL},
-    {"--size", MG_OPT_STRING, "N|HxW", "image folders: resize and centre-crop to this (64)",
-     NULL},
-    {"--channels", MG_OPT_INT, "C", "image folders: 1 (grey) or 3 (RGB) (the first image's)",
-     NULL},
+    {"--size", MG_OPT_STRING, "N|HxW", "image folders: resize and centre-crop to this (64)", NULL},
+    {"--channels", MG_OPT_INT, "C", "image folders: 1 (grey) or 3 (RGB) (the first image's)", NULL},
     {"--seed", MG_OPT_INT, "S", "image folders: which images --val picks (0)", NULL},
     {"--skip-bad", MG_OPT_FLAG, NULL, "image folders: skip and count files that do not decode",
      NULL},
@@ -57,8 +57,9 @@ static void show_summary(mg_ctx *ctx, const mg_ws_data *w)
     for (int c = 0; c < tr->num_classes; c++) fprintf(t, " %d=%s", c, tr->class_names[c]);
     fprintf(t, "\n");
     char *name = mg_html_escape(w->name), *src = mg_html_escape(s->source);
-    fprintf(h, "<table><caption style=\"text-align:left\"><b>%s</b> <small>%s</small></caption>"
-               "<tr><th>split</th><th>images</th><th>shape</th></tr>",
+    fprintf(h,
+            "<table><caption style=\"text-align:left\"><b>%s</b> <small>%s</small></caption>"
+            "<tr><th>split</th><th>images</th><th>shape</th></tr>",
             name ? name : "", src ? src : "");
     free(name);
     free(src);
@@ -83,8 +84,8 @@ static void show_summary(mg_ctx *ctx, const mg_ws_data *w)
 done:
     if (t) fclose(t);
     if (h) fclose(h);
-    json_t *data = text && html ? json_pack("{s:s, s:s}", "text/plain", text, "text/html", html)
-                                : NULL;
+    json_t *data =
+        text && html ? json_pack("{s:s, s:s}", "text/plain", text, "text/html", html) : NULL;
     if (data) ctx->out->display(ctx->out->user, data, NULL, NULL, 0);
     json_decref(data);
     free(text);
@@ -132,22 +133,27 @@ static int parse_image_opts(const mg_args *args, long *val, mg_ws_images *img, m
     if (v && strpbrk(v, ".eE")) {
         img->val_fraction = strtod(v, &end);
         if (*end || !(img->val_fraction > 0 && img->val_fraction < 1))
-            return mg_fail(err, "ValueError", "%%dataset: --val takes a count N or a fraction "
-                           "0 < F < 1, got '%s'", v);
+            return mg_fail(err, "ValueError",
+                           "%%dataset: --val takes a count N or a fraction "
+                           "0 < F < 1, got '%s'",
+                           v);
     } else if (v) {
         *val = strtol(v, &end, 10);
         if (*end || !v[0] || *val < 0 || *val > 10000000)
-            return mg_fail(err, "ValueError", "%%dataset: --val takes a count N >= 0 or a "
-                           "fraction 0 < F < 1, got '%s'", v);
+            return mg_fail(err, "ValueError",
+                           "%%dataset: --val takes a count N >= 0 or a "
+                           "fraction 0 < F < 1, got '%s'",
+                           v);
     }
     if (size) {
         int n = sscanf(size, "%dx%d", &img->image_h, &img->image_w), k = 0;
         sscanf(size, "%*d%n", &k);
         if (n < 1 || img->image_h < 1 || img->image_h > 4096 ||
-            (n == 2 && (img->image_w < 1 || img->image_w > 4096)) ||
-            (n == 1 && size[k] != '\0'))
-            return mg_fail(err, "ValueError", "%%dataset: --size takes N or HxW (1 to 4096), "
-                           "got '%s'", size);
+            (n == 2 && (img->image_w < 1 || img->image_w > 4096)) || (n == 1 && size[k] != '\0'))
+            return mg_fail(err, "ValueError",
+                           "%%dataset: --size takes N or HxW (1 to 4096), "
+                           "got '%s'",
+                           size);
         if (n == 1) img->image_w = img->image_h;
     }
     long ch, seed;
@@ -155,8 +161,10 @@ static int parse_image_opts(const mg_args *args, long *val, mg_ws_images *img, m
         mg_args_int(args, "--seed", 0, &seed, err) < 0)
         return -1;
     if (ch != 0 && ch != 1 && ch != 3)
-        return mg_fail(err, "ValueError", "%%dataset: --channels takes 1 (grey) or 3 (RGB), "
-                       "got %ld", ch);
+        return mg_fail(err, "ValueError",
+                       "%%dataset: --channels takes 1 (grey) or 3 (RGB), "
+                       "got %ld",
+                       ch);
     img->channels = (int)ch;
     img->seed = (uint64_t)seed;
     img->skip_bad = mg_args_has(args, "--skip-bad");
@@ -166,8 +174,10 @@ static int parse_image_opts(const mg_args *args, long *val, mg_ws_images *img, m
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
     if (args->npos != 1)
-        return mg_fail(err, "UsageError", "%%dataset: expected one data set name (%s), got %d "
-                       "words", "mnist, fashion-mnist, cifar10 or a path", args->npos);
+        return mg_fail(err, "UsageError",
+                       "%%dataset: expected one data set name (%s), got %d "
+                       "words",
+                       "mnist, fashion-mnist, cifar10 or a path", args->npos);
     long val = 0, samples, subset;
     mg_ws_images img = {0};
     if (mg_args_int(args, "--subset", 0, &subset, err) < 0 ||
@@ -181,9 +191,9 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (!ws) return -1;
     if (subset < 0 || subset > 100000000)
         return mg_fail(err, "ValueError", "%%dataset: --subset must be >= 0, got %ld", subset);
-    mg_ws_data *d = mg_ws_data_load_images(ws, ctx, args->pos[0], (int)val, (int)subset,
-                                           mg_args_get(args, "--dir"),
-                                           mg_args_get(args, "--url"), &img, err);
+    mg_ws_data *d =
+        mg_ws_data_load_images(ws, ctx, args->pos[0], (int)val, (int)subset,
+                               mg_args_get(args, "--dir"), mg_args_get(args, "--url"), &img, err);
     if (!d) return -1;
     show_summary(ctx, d);
     if (samples > 0) return show_samples(ctx, &d->splits.train, (int)samples, err);

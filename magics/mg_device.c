@@ -59,8 +59,9 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         char *ec = mg_html_escape(cpu);
         fprintf(t, "cpu      %s, %ld cores; CPU backend %d threads, OpenBLAS %d threads\n", cpu,
                 cores, threads, openblas_get_num_threads());
-        fprintf(h, "<table><tr><th>device</th><th>name</th><th>details</th></tr><tr><td>cpu</td>"
-                   "<td>%s</td><td>%ld cores; backend %d threads, OpenBLAS %d threads</td></tr>",
+        fprintf(h,
+                "<table><tr><th>device</th><th>name</th><th>details</th></tr><tr><td>cpu</td>"
+                "<td>%s</td><td>%ld cores; backend %d threads, OpenBLAS %d threads</td></tr>",
                 ec ? ec : "", cores, threads, openblas_get_num_threads());
         free(ec);
         char *eb = mg_html_escape(rt_cpu_blas_library());
@@ -70,10 +71,11 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         for (int i = 0; i < l->count; i++) {
             const rt_cuda_device_info *d = &l->dev[i];
             char detail[256];
-            snprintf(detail, sizeof detail, "%.1f GiB (%.1f free), compute capability %d.%d, "
-                     "%d SMs, bf16 %s", (double)d->mem_total / 1073741824.0,
-                     (double)d->mem_free / 1073741824.0, d->cc_major, d->cc_minor,
-                     d->multiprocessors, d->bf16 ? "yes" : "no");
+            snprintf(detail, sizeof detail,
+                     "%.1f GiB (%.1f free), compute capability %d.%d, "
+                     "%d SMs, bf16 %s",
+                     (double)d->mem_total / 1073741824.0, (double)d->mem_free / 1073741824.0,
+                     d->cc_major, d->cc_minor, d->multiprocessors, d->bf16 ? "yes" : "no");
             char *en = mg_html_escape(d->name);
             fprintf(t, "cuda:%-3d %s, %s\n", d->index, d->name, detail);
             fprintf(h, "<tr><td>cuda:%d</td><td>%s</td><td>%s</td></tr>", d->index, en ? en : "",
@@ -107,8 +109,8 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (t) fclose(t);
     if (h) fclose(h);
     free(l);
-    json_t *data = text && html ? json_pack("{s:s, s:s}", "text/plain", text, "text/html", html)
-                                : NULL;
+    json_t *data =
+        text && html ? json_pack("{s:s, s:s}", "text/plain", text, "text/html", html) : NULL;
     if (data) ctx->out->display(ctx->out->user, data, NULL, NULL, 0);
     json_decref(data);
     free(text);

@@ -33,8 +33,8 @@ static int valid_name(const char *s, size_t n)
  * MLFLOW_TRACKING_PASSWORD, GITHUB_TOKEN, PGPASSWORD, *_API_KEY, ... (any case). */
 static int is_secret(const char *name, size_t n)
 {
-    static const char *const marks[] = {"SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE",
-                                        "KEY", "CREDENTIAL", "AUTH", "PRIVATE", "COOKIE"};
+    static const char *const marks[] = {"SECRET", "TOKEN",      "PASSWORD", "PASSWD",  "PASSPHRASE",
+                                        "KEY",    "CREDENTIAL", "AUTH",     "PRIVATE", "COOKIE"};
     for (size_t m = 0; m < sizeof marks / sizeof *marks; m++) {
         size_t ml = strlen(marks[m]);
         for (size_t i = 0; i + ml <= n; i++) {
@@ -68,10 +68,11 @@ static int show_one(mg_ctx *ctx, const char *name, mg_error *err)
     const char *v = getenv(name);
     if (!v) return mg_fail(err, "UsageError", "%%env: environment does not have key: %s", name);
     if (is_secret(name, strlen(name)))
-        mg_printf(ctx->out, HIDDEN " (set, %zu characters; %%env does not print variables "
-                  "whose names look like credentials)\n", strlen(v));
-    else
-        show(ctx, "", NULL, 0, v);
+        mg_printf(ctx->out,
+                  HIDDEN " (set, %zu characters; %%env does not print variables "
+                         "whose names look like credentials)\n",
+                  strlen(v));
+    else show(ctx, "", NULL, 0, v);
     return 0;
 }
 
@@ -79,8 +80,7 @@ static int set(mg_ctx *ctx, const char *name, const char *value, mg_error *err)
 {
     if (!valid_name(name, strlen(name)))
         return mg_fail(err, "UsageError", "%%env: invalid variable name '%s'", name);
-    if (setenv(name, value, 1) < 0)
-        return mg_fail(err, "OSError", "%%env: cannot set %s", name);
+    if (setenv(name, value, 1) < 0) return mg_fail(err, "OSError", "%%env: cannot set %s", name);
     show(ctx, "env: ", name, strlen(name), value);
     return 0;
 }
@@ -132,7 +132,7 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         char *value = p + name_len + 1;
         if (sep != '=') {
             while (*value == ' ' || *value == '\t') value++;
-            if (*value == '=') value++;   /* "%env NAME = VALUE" */
+            if (*value == '=') value++; /* "%env NAME = VALUE" */
         }
         value = trim(value);
         rc = sep != '=' && !*value ? show_one(ctx, p, err) : set(ctx, p, value, err);

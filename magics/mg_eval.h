@@ -6,7 +6,7 @@
 #include "mg_workspace.h"
 
 typedef struct mg_eval_target {
-    mg_ws_model *model;      /* has a trained model */
+    mg_ws_model *model; /* has a trained model */
     mg_ws_data *data;
     const rt_dataset *split; /* --split (test by default) */
 } mg_eval_target;

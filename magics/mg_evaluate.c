@@ -74,29 +74,34 @@ static char *confusion_svg(const rt_eval_result *e, const rt_dataset *d, mg_erro
     size_t sl = 0;
     FILE *f = open_memstream(&svg, &sl);
     if (!f) return mg_fail(err, "MemoryError", "out of memory"), NULL;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">"
-               "<title>confusion matrix (rows: true class, columns: predicted)</title>",
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">"
+            "<title>confusion matrix (rows: true class, columns: predicted)</title>",
             width, height, width, height);
     for (int t = 0; t < L; t++) {
         int64_t row = 0;
         for (int p = 0; p < L; p++) row += e->confusion[t][p];
         char *tn = mg_html_escape(d->class_names[t]);
         int y = top + t * CELL;
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" dominant-baseline=\"middle\">%s"
-                   "</text>", left - 6, y + CELL / 2, tn ? tn : "");
+        fprintf(f,
+                "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" dominant-baseline=\"middle\">%s"
+                "</text>",
+                left - 6, y + CELL / 2, tn ? tn : "");
         for (int p = 0; p < L; p++) {
             double v = row ? (double)e->confusion[t][p] / (double)row : 0;
             int c[3];
             cell_rgb(v, t == p, c);
             char *pn = mg_html_escape(d->class_names[p]);
             int x = left + p * CELL;
-            fprintf(f, "<g><title>true %s, predicted %s: %lld</title><rect x=\"%d\" y=\"%d\" "
-                       "width=\"%d\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" stroke=\"#ddd\"/>"
-                       "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" dominant-baseline=\"middle\""
-                       " fill=\"%s\">%lld</text></g>", tn ? tn : "", pn ? pn : "",
-                    (long long)e->confusion[t][p], x, y, CELL, CELL, c[0], c[1], c[2], x + CELL / 2,
-                    y + CELL / 2, v > 0.5 ? "#fff" : "#222", (long long)e->confusion[t][p]);
+            fprintf(f,
+                    "<g><title>true %s, predicted %s: %lld</title><rect x=\"%d\" y=\"%d\" "
+                    "width=\"%d\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" stroke=\"#ddd\"/>"
+                    "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" dominant-baseline=\"middle\""
+                    " fill=\"%s\">%lld</text></g>",
+                    tn ? tn : "", pn ? pn : "", (long long)e->confusion[t][p], x, y, CELL, CELL,
+                    c[0], c[1], c[2], x + CELL / 2, y + CELL / 2, v > 0.5 ? "#fff" : "#222",
+                    (long long)e->confusion[t][p]);
             free(pn);
         }
         free(tn);
@@ -104,13 +109,16 @@ static char *confusion_svg(const rt_eval_result *e, const rt_dataset *d, mg_erro
     for (int p = 0; p < L; p++) {
         char *pn = mg_html_escape(d->class_names[p]);
         int x = left + p * CELL + CELL / 2, y = top + grid + 8;
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" dominant-baseline=\"middle\" "
-                   "transform=\"rotate(-45 %d %d)\">%s</text>", x, y, x, y, pn ? pn : "");
+        fprintf(f,
+                "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" dominant-baseline=\"middle\" "
+                "transform=\"rotate(-45 %d %d)\">%s</text>",
+                x, y, x, y, pn ? pn : "");
         free(pn);
     }
-    fprintf(f, "<text x=\"12\" y=\"%d\" text-anchor=\"middle\" font-weight=\"bold\" "
-               "transform=\"rotate(-90 12 %d)\">true</text><text x=\"%d\" y=\"%d\" "
-               "text-anchor=\"middle\" font-weight=\"bold\">predicted</text></svg>",
+    fprintf(f,
+            "<text x=\"12\" y=\"%d\" text-anchor=\"middle\" font-weight=\"bold\" "
+            "transform=\"rotate(-90 12 %d)\">true</text><text x=\"%d\" y=\"%d\" "
+            "text-anchor=\"middle\" font-weight=\"bold\">predicted</text></svg>",
             top + grid / 2, top + grid / 2, left + grid / 2, height - 8);
     if (fclose(f) != 0 || !svg) {
         free(svg);
@@ -127,19 +135,24 @@ static void show_report(mg_ctx *ctx, const char *model, const rt_dataset *d,
     size_t tl = 0, hl = 0;
     FILE *t = open_memstream(&text, &tl), *h = open_memstream(&html, &hl);
     if (!t || !h) goto done;
-    fprintf(t, "%s on %s: accuracy %.4f, loss %.4f (%lld images)\n", model, d->name,
-            e->accuracy, e->loss, (long long)e->n);
+    fprintf(t, "%s on %s: accuracy %.4f, loss %.4f (%lld images)\n", model, d->name, e->accuracy,
+            e->loss, (long long)e->n);
     fprintf(t, "%-4s %-16s %9s %9s %8s\n", "#", "class", "precision", "recall", "support");
-    fprintf(h, "<p><b>%s</b> on <b>%s</b>: accuracy <b>%.4f</b>, loss %.4f (%lld images)</p>"
-               "<div style=\"display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start\"><table><tr><th>#</th>"
-               "<th>class</th><th>precision</th><th>recall</th><th>support</th></tr>", model,
-            d->name, e->accuracy, e->loss, (long long)e->n);
+    fprintf(h,
+            "<p><b>%s</b> on <b>%s</b>: accuracy <b>%.4f</b>, loss %.4f (%lld images)</p>"
+            "<div "
+            "style=\"display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start\"><table><tr><th>#"
+            "</th>"
+            "<th>class</th><th>precision</th><th>recall</th><th>support</th></tr>",
+            model, d->name, e->accuracy, e->loss, (long long)e->n);
     for (int c = 0; c < L; c++) {
         int64_t tp = e->confusion[c][c], sup = 0, pred = 0;
         for (int k = 0; k < L; k++) sup += e->confusion[c][k], pred += e->confusion[k][c];
-        double prec = pred ? (double)tp / (double)pred : 0, rec = sup ? (double)tp / (double)sup : 0;
+        double prec = pred ? (double)tp / (double)pred : 0,
+               rec = sup ? (double)tp / (double)sup : 0;
         char *en = mg_html_escape(d->class_names[c]);
-        fprintf(t, "%-4d %-16s %9.4f %9.4f %8lld\n", c, d->class_names[c], prec, rec, (long long)sup);
+        fprintf(t, "%-4d %-16s %9.4f %9.4f %8lld\n", c, d->class_names[c], prec, rec,
+                (long long)sup);
         fprintf(h, "<tr><td>%d</td><td>%s</td><td>%.4f</td><td>%.4f</td><td>%lld</td></tr>", c,
                 en ? en : "", prec, rec, (long long)sup);
         free(en);
@@ -150,15 +163,17 @@ static void show_report(mg_ctx *ctx, const char *model, const rt_dataset *d,
         for (int b = 0; b < L; b++) fprintf(t, "%6lld", (long long)e->confusion[a][b]);
         fputc('\n', t);
     }
-    fprintf(h, "</table><figure style=\"margin:0\">%s<figcaption style=\"font-size:11px\">"
-               "confusion matrix: rows true class, columns predicted</figcaption></figure>"
-               "</div>", svg);
+    fprintf(h,
+            "</table><figure style=\"margin:0\">%s<figcaption style=\"font-size:11px\">"
+            "confusion matrix: rows true class, columns predicted</figcaption></figure>"
+            "</div>",
+            svg);
 done:
     if (t) fclose(t);
     if (h) fclose(h);
-    json_t *data = text && html ? json_pack("{s:s, s:s, s:s, s:s}", "text/plain", text,
-                                            "text/html", html, "image/svg+xml", svg,
-                                            "image/png", png) : NULL;
+    json_t *data = text && html ? json_pack("{s:s, s:s, s:s, s:s}", "text/plain", text, "text/html",
+                                            html, "image/svg+xml", svg, "image/png", png)
+                                : NULL;
     if (data) ctx->out->display(ctx->out->user, data, NULL, NULL, 0);
     json_decref(data);
     free(text);

@@ -37,28 +37,37 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         return mg_fail(err, "UsageError", "%%export: expected one model name, got %d words",
                        args->npos);
     if (!path || !path[0])
-        return mg_fail(err, "UsageError", "%%export: say where to write the model: "
+        return mg_fail(err, "UsageError",
+                       "%%export: say where to write the model: "
                        "%%export MODEL --onnx FILE.onnx");
     mg_workspace *ws = mg_ws_get(ctx, err);
     if (!ws) return -1;
     const char *name = args->npos ? args->pos[0] : NULL;
     mg_ws_model *m = mg_ws_model_find(ws, name);
     if (!m && name)
-        return mg_fail(err, "NameError", "%%export: no model named '%s' (%%model list shows "
-                       "the defined ones)", name);
+        return mg_fail(err, "NameError",
+                       "%%export: no model named '%s' (%%model list shows "
+                       "the defined ones)",
+                       name);
     if (!m)
-        return mg_fail(err, "UsageError", "%%export: no model defined yet ---> HINT: "
+        return mg_fail(err, "UsageError",
+                       "%%export: no model defined yet ---> HINT: "
                        "%%%%model NAME, then %%train");
     if (!m->trained)
-        return mg_fail(err, "UsageError", "%%export: model '%s' has not been trained ---> "
-                       "HINT: run %%train %s first, or %%checkpoint load PATH", m->name, m->name);
+        return mg_fail(err, "UsageError",
+                       "%%export: model '%s' has not been trained ---> "
+                       "HINT: run %%train %s first, or %%checkpoint load PATH",
+                       m->name, m->name);
     mg_ws_data *data = NULL;
     const rt_dataset *d = trained_on(ctx, ws, m, &data);
     const char *names[RT_MAX_CLASSES];
     for (int c = 0; d && c < d->num_classes; c++) names[c] = d->class_names[c];
-    rt_onnx_info info = {.model_name = m->name, .dataset = data && d ? data->name : NULL,
-                         .mean = d ? d->mean : NULL, .std = d ? d->std : NULL,
-                         .class_names = d ? names : NULL, .source = "a Kiln session"};
+    rt_onnx_info info = {.model_name = m->name,
+                         .dataset = data && d ? data->name : NULL,
+                         .mean = d ? d->mean : NULL,
+                         .std = d ? d->std : NULL,
+                         .class_names = d ? names : NULL,
+                         .source = "a Kiln session"};
     rt_error re = {0};
     if (rt_onnx_write(m->trained, &info, path, &re) != RT_OK)
         return mg_fail_status(err, &re, "%%export: %s", re.msg);
@@ -67,16 +76,20 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     const rt_model_input *in = rt_model_input_shape(m->trained);
     char feed[400];
     if (d)
-        snprintf(feed, sizeof feed, "pixel / 255 (the model normalises with the mean and std "
-                 "of data set '%.256s')", data->name);
+        snprintf(feed, sizeof feed,
+                 "pixel / 255 (the model normalises with the mean and std "
+                 "of data set '%.256s')",
+                 data->name);
     else
-        snprintf(feed, sizeof feed, "normalised as in training (no data set of this shape is "
+        snprintf(feed, sizeof feed,
+                 "normalised as in training (no data set of this shape is "
                  "loaded: mean and std not included)");
-    mg_printf(ctx->out, "Exported '%s' to %s (ONNX opset %d, %lld bytes).\n"
+    mg_printf(ctx->out,
+              "Exported '%s' to %s (ONNX opset %d, %lld bytes).\n"
               "Input 'input': float32 [batch, %d, %d, %d], %s.\n"
               "Outputs 'logits' and 'probabilities': float32 [batch, %d]%s.\n",
-              m->name, path, RT_ONNX_OPSET, bytes, in->c, in->h, in->w, feed,
-              in->num_classes, d ? "; class names in the metadata" : "");
+              m->name, path, RT_ONNX_OPSET, bytes, in->c, in->h, in->w, feed, in->num_classes,
+              d ? "; class names in the metadata" : "");
     return 0;
 }
 

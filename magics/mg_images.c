@@ -25,8 +25,7 @@ static void blit(uint8_t *rgb, int stride_w, int x0, int y0, const rt_dataset *d
         }
 }
 
-static void frame(uint8_t *rgb, int stride_w, int x0, int y0, int side_w, int side_h,
-                  int mark)
+static void frame(uint8_t *rgb, int stride_w, int x0, int y0, int side_w, int side_h, int mark)
 {
     static const uint8_t colors[3][3] = {{200, 200, 200}, {30, 160, 60}, {210, 40, 40}};
     const uint8_t *col = colors[mark < 0 || mark > 2 ? 0 : mark];
@@ -73,7 +72,8 @@ json_t *mg_images_grid(const rt_dataset *d, const mg_grid_cell *cells, int n, in
     for (int i = 0; i < n; i++)
         if (cells[i].index < 0 || cells[i].index >= d->n)
             return mg_fail(err, "ValueError", "image grid: index %d outside '%s' (%d images)",
-                           cells[i].index, d->name, d->n), NULL;
+                           cells[i].index, d->name, d->n),
+                   NULL;
     if (cols > n) cols = n;
     char *b64 = grid_png(d, cells, n, cols, err);
     if (!b64) return NULL;
@@ -92,9 +92,10 @@ json_t *mg_images_grid(const rt_dataset *d, const mg_grid_cell *cells, int n, in
         int k = d->h <= 32 ? 2 : 1, cw = d->w * k + 2 * FRAME;
         /* cells wrap onto more rows in a narrow pane (a fixed column count cut the last
          * columns off); max-width keeps at most cols of them per row in a wide one */
-        fprintf(h, "<div style=\"display:grid;grid-template-columns:repeat(auto-fill,minmax("
-                   "%dpx,1fr));gap:%dpx;max-width:%dpx;font:11px sans-serif\">", cw + 24, GAP,
-                cols * (cw + 24) + (cols - 1) * GAP);
+        fprintf(h,
+                "<div style=\"display:grid;grid-template-columns:repeat(auto-fill,minmax("
+                "%dpx,1fr));gap:%dpx;max-width:%dpx;font:11px sans-serif\">",
+                cw + 24, GAP, cols * (cw + 24) + (cols - 1) * GAP);
         if (title) fprintf(t, "%s\n", title);
         for (int i = 0; ok && i < n; i++) {
             const char *cap = cells[i].caption ? cells[i].caption : "";
@@ -104,16 +105,18 @@ json_t *mg_images_grid(const rt_dataset *d, const mg_grid_cell *cells, int n, in
             char *ec = mg_html_escape(cap);
             ok = one && ec;
             if (ok)
-                fprintf(h, "<div style=\"text-align:center;color:%s\"><img alt=\"%d\" "
-                           "style=\"border:%dpx solid %s;image-rendering:pixelated\" "
-                           "width=\"%d\" src=\"data:image/png;base64,%s\"/><br/>%s</div>",
+                fprintf(h,
+                        "<div style=\"text-align:center;color:%s\"><img alt=\"%d\" "
+                        "style=\"border:%dpx solid %s;image-rendering:pixelated\" "
+                        "width=\"%d\" src=\"data:image/png;base64,%s\"/><br/>%s</div>",
                         cells[i].mark == 2 ? "#c22" : "inherit", cells[i].index, FRAME,
-                        cells[i].mark == 1 ? "#1ea03c" : cells[i].mark == 2 ? "#d22" : "#ccc",
+                        cells[i].mark == 1   ? "#1ea03c"
+                        : cells[i].mark == 2 ? "#d22"
+                                             : "#ccc",
                         d->w * k, one, ec);
             free(one);
             free(ec);
-            fprintf(t, "[%d] %s%s", cells[i].index, cap,
-                    (i + 1) % cols && i + 1 < n ? "\t" : "\n");
+            fprintf(t, "[%d] %s%s", cells[i].index, cap, (i + 1) % cols && i + 1 < n ? "\t" : "\n");
         }
         fputs("</div>", h);
     }
@@ -123,8 +126,8 @@ json_t *mg_images_grid(const rt_dataset *d, const mg_grid_cell *cells, int n, in
     if (t) fclose(t);
     json_t *bundle = NULL;
     if (ok && html && text)
-        bundle = json_pack("{s:s, s:s, s:s}", "image/png", b64, "text/plain", text,
-                           "text/html", html);
+        bundle =
+            json_pack("{s:s, s:s, s:s}", "image/png", b64, "text/plain", text, "text/html", html);
     if (!bundle) mg_fail(err, "MemoryError", "out of memory building the image grid");
     free(b64);
     free(html);

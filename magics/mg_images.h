@@ -12,15 +12,14 @@
 #include "rt.h"
 
 typedef struct mg_grid_cell {
-    int index;               /* image index in the data set */
-    const char *caption;     /* shown under the image (may be NULL) */
-    int mark;                /* 0 none, 1 correct (green frame), 2 wrong (red frame) */
+    int index;           /* image index in the data set */
+    const char *caption; /* shown under the image (may be NULL) */
+    int mark;            /* 0 none, 1 correct (green frame), 2 wrong (red frame) */
 } mg_grid_cell;
 
 /* A bundle (new ref) for n cells in rows of cols; title may be NULL. NULL with err. */
 json_t *mg_images_grid(const rt_dataset *d, const mg_grid_cell *cells, int n, int cols,
                        const char *title, mg_error *err);
-
 
 /* v with thousands separators, "1,234,567", into buf; returns buf (mg_model.c). */
 const char *mg_commas(long v, char buf[32]);

@@ -10,11 +10,13 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     mg_printf(ctx->out, "Available line magics:\n");
     for (size_t i = 0; i < n; i++)
         if (all[i]->flags & MG_LINE)
-            mg_printf(ctx->out, "  %%%-14s %s\n", all[i]->name, all[i]->summary ? all[i]->summary : "");
+            mg_printf(ctx->out, "  %%%-14s %s\n", all[i]->name,
+                      all[i]->summary ? all[i]->summary : "");
     mg_printf(ctx->out, "\nAvailable cell magics:\n");
     for (size_t i = 0; i < n; i++)
         if (all[i]->flags & MG_CELL)
-            mg_printf(ctx->out, "  %%%%%-13s %s\n", all[i]->name, all[i]->summary ? all[i]->summary : "");
+            mg_printf(ctx->out, "  %%%%%-13s %s\n", all[i]->name,
+                      all[i]->summary ? all[i]->summary : "");
     mg_printf(ctx->out, "\n`%%name --help` or `%%name?` shows a magic's options.\n");
     return 0;
 }

@@ -12,7 +12,8 @@
 #include "mg_workspace.h"
 
 static const mg_option options[] = {
-    {"--data", MG_OPT_STRING, "NAME", "check the shapes against this data set (the last loaded)", NULL},
+    {"--data", MG_OPT_STRING, "NAME", "check the shapes against this data set (the last loaded)",
+     NULL},
     {"--input", MG_OPT_STRING, "CxHxW", "input shape without a data set, e.g. 1x28x28", NULL},
     {"--classes", MG_OPT_INT, "N", "number of classes without a data set", NULL},
     {NULL, 0, NULL, NULL, NULL},
@@ -53,29 +54,34 @@ static void show_summary(mg_ctx *ctx, const char *name, const rt_model *m, int t
     fprintf(t, "Model: \"%s\"  (input %dx%dx%d, %d classes%s)\n", name, in->c, in->h, in->w,
             in->num_classes, trained ? ", trained" : "");
     fprintf(t, "%-4s %-32s %-16s %12s\n", "#", "Layer", "Output shape", "Params");
-    fprintf(h, "<table><caption style=\"text-align:left\">Model <b>%s</b> &mdash; input "
-               "%d&times;%d&times;%d, %d classes%s</caption><thead><tr><th>#</th>"
-               "<th style=\"text-align:left\">Layer</th><th>Output shape</th><th>Params</th>"
-               "</tr></thead><tbody>", en ? en : "", in->c, in->h, in->w, in->num_classes,
-            trained ? ", trained" : "");
+    fprintf(h,
+            "<table><caption style=\"text-align:left\">Model <b>%s</b> &mdash; input "
+            "%d&times;%d&times;%d, %d classes%s</caption><thead><tr><th>#</th>"
+            "<th style=\"text-align:left\">Layer</th><th>Output shape</th><th>Params</th>"
+            "</tr></thead><tbody>",
+            en ? en : "", in->c, in->h, in->w, in->num_classes, trained ? ", trained" : "");
     free(en);
     for (int i = 0; i < n; i++) {
         shape_text(&rows[i], shape, sizeof shape);
         fprintf(t, "%-4d %-32s %-16s %12s\n", rows[i].index, rows[i].spec, shape,
                 mg_commas(rows[i].params, num));
-        fprintf(h, "<tr><td>%d</td><td style=\"text-align:left\"><code style=\"white-space:pre\">%s</code></td>"
-                   "<td>%s</td><td style=\"text-align:right\">%s</td></tr>",
+        fprintf(h,
+                "<tr><td>%d</td><td style=\"text-align:left\"><code "
+                "style=\"white-space:pre\">%s</code></td>"
+                "<td>%s</td><td style=\"text-align:right\">%s</td></tr>",
                 rows[i].index, rows[i].spec, shape, num);
     }
     fprintf(t, "Total params: %s\n", mg_commas(total, num));
-    fprintf(h, "</tbody><tfoot><tr><td></td><td style=\"text-align:left\"><b>Total params</b>"
-               "</td><td></td><td style=\"text-align:right\"><b>%s</b></td></tr></tfoot>"
-               "</table>", num);
+    fprintf(h,
+            "</tbody><tfoot><tr><td></td><td style=\"text-align:left\"><b>Total params</b>"
+            "</td><td></td><td style=\"text-align:right\"><b>%s</b></td></tr></tfoot>"
+            "</table>",
+            num);
 done:
     if (t) fclose(t);
     if (h) fclose(h);
-    json_t *data = text && html ? json_pack("{s:s, s:s}", "text/plain", text, "text/html", html)
-                                : NULL;
+    json_t *data =
+        text && html ? json_pack("{s:s, s:s}", "text/plain", text, "text/html", html) : NULL;
     if (data) ctx->out->display(ctx->out->user, data, NULL, NULL, 0);
     json_decref(data);
     free(text);
@@ -85,10 +91,12 @@ done:
 static int parse_input(const char *s, rt_model_input *in, mg_error *err)
 {
     char tail;
-    if (sscanf(s, "%dx%dx%d%c", &in->c, &in->h, &in->w, &tail) != 3 || in->c <= 0 ||
-        in->h <= 0 || in->w <= 0 || in->c > 4096 || in->h > 16384 || in->w > 16384)
-        return mg_fail(err, "UsageError", "%%%%model: --input expects CxHxW (e.g. 1x28x28), "
-                       "got '%s'", s);
+    if (sscanf(s, "%dx%dx%d%c", &in->c, &in->h, &in->w, &tail) != 3 || in->c <= 0 || in->h <= 0 ||
+        in->w <= 0 || in->c > 4096 || in->h > 16384 || in->w > 16384)
+        return mg_fail(err, "UsageError",
+                       "%%%%model: --input expects CxHxW (e.g. 1x28x28), "
+                       "got '%s'",
+                       s);
     return 0;
 }
 
@@ -106,13 +114,17 @@ static int body_empty(const char *body)
 static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
     if (args->npos != 1 && !(args->npos == 2 && body_empty(args->body)))
-        return mg_fail(err, "UsageError", "%%%%model: expected one model name on the first "
+        return mg_fail(err, "UsageError",
+                       "%%%%model: expected one model name on the first "
                        "line (%%%%model NAME, or %%%%model NAME resnet20 for a shipped "
-                       "network), got %d words", args->npos);
+                       "network), got %d words",
+                       args->npos);
     const char *name = args->pos[0];
     if (strlen(name) >= 64)
-        return mg_fail(err, "UsageError", "%%%%model: the name '%.20s...' is too long (63 "
-                       "characters at most)", name);
+        return mg_fail(err, "UsageError",
+                       "%%%%model: the name '%.20s...' is too long (63 "
+                       "characters at most)",
+                       name);
     mg_workspace *ws = mg_ws_get(ctx, err);
     if (!ws) return -1;
     rt_model_input in = {0};
@@ -131,9 +143,11 @@ static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
                              : mg_ws_data_find(ws, NULL);
         if (!d && want) return -1;
         if (!d)
-            return mg_fail(err, "UsageError", "%%%%model %s: no data set to check the shapes "
+            return mg_fail(err, "UsageError",
+                           "%%%%model %s: no data set to check the shapes "
                            "against ---> HINT: run %%dataset NAME first, or give --input "
-                           "1x28x28 --classes 10", name);
+                           "1x28x28 --classes 10",
+                           name);
         in = (rt_model_input){d->splits.train.c, d->splits.train.h, d->splits.train.w,
                               d->splits.train.num_classes};
         dname = d->name;
@@ -142,7 +156,7 @@ static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
     rt_error re = {0};
     char zoo[8192];
     const char *spec = args->body ? args->body : "";
-    if (args->npos == 2) {                   /* a shipped network, for these classes */
+    if (args->npos == 2) { /* a shipped network, for these classes */
         if (rt_model_zoo_spec(args->pos[1], in.num_classes, zoo, sizeof zoo, &re) != RT_OK)
             return mg_fail(err, "ValueError", "%%%%model %s: %s", name, re.msg);
         spec = zoo;
@@ -161,10 +175,13 @@ static int show(mg_ctx *ctx, const char *name, mg_error *err)
     if (!ws) return -1;
     mg_ws_model *e = mg_ws_model_find(ws, name);
     if (!e && name)
-        return mg_fail(err, "NameError", "%%model: no model named '%s' (%%model list shows "
-                       "the defined ones)", name);
+        return mg_fail(err, "NameError",
+                       "%%model: no model named '%s' (%%model list shows "
+                       "the defined ones)",
+                       name);
     if (!e)
-        return mg_fail(err, "NameError", "%%model: no model defined yet ---> HINT: define "
+        return mg_fail(err, "NameError",
+                       "%%model: no model defined yet ---> HINT: define "
                        "one with %%%%model NAME");
     if (e->trained) {
         show_summary(ctx, e->name, e->trained, 1);
@@ -197,16 +214,20 @@ static int list(mg_ctx *ctx, mg_error *err)
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
     if (args->body || (args->npos == 2 && strcmp(args->pos[0], "show")))
-        return define(ctx, args, err);     /* a cell, or %model NAME resnet20 */
+        return define(ctx, args, err); /* a cell, or %model NAME resnet20 */
     if (mg_args_has(args, "--data") || mg_args_has(args, "--input") ||
         mg_args_has(args, "--classes"))
-        return mg_fail(err, "UsageError", "%%model: --data/--input/--classes belong to the cell "
+        return mg_fail(err, "UsageError",
+                       "%%model: --data/--input/--classes belong to the cell "
                        "form %%%%model NAME");
-    if (args->npos == 0 || (!strcmp(args->pos[0], "list") && args->npos == 1)) return list(ctx, err);
+    if (args->npos == 0 || (!strcmp(args->pos[0], "list") && args->npos == 1))
+        return list(ctx, err);
     if (!strcmp(args->pos[0], "show") && args->npos <= 2)
         return show(ctx, args->npos == 2 ? args->pos[1] : NULL, err);
-    return mg_fail(err, "UsageError", "%%model: expected 'show [NAME]' or 'list', got '%s' "
-                   "(define a model with the cell magic %%%%model NAME)", args->pos[0]);
+    return mg_fail(err, "UsageError",
+                   "%%model: expected 'show [NAME]' or 'list', got '%s' "
+                   "(define a model with the cell magic %%%%model NAME)",
+                   args->pos[0]);
 }
 
 const mg_command mg_cmd_model = {

@@ -14,9 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                                      "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                                      "#bcbd22", "#17becf"};
+static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 const char *mg_plot_color(int i)
 {
@@ -47,8 +46,8 @@ static double nice(double x, int round_it)
 }
 
 typedef struct axis {
-    double lo, hi;      /* data range shown */
-    double t0, step;    /* first tick and spacing */
+    double lo, hi;   /* data range shown */
+    double t0, step; /* first tick and spacing */
     int nticks;
 } axis;
 
@@ -89,8 +88,14 @@ typedef struct frame {
     int log_y;
 } frame;
 
-static double px(const frame *fr, double x) { return fr->left + (x - fr->x.lo) / (fr->x.hi - fr->x.lo) * fr->w; }
-static double py(const frame *fr, double y) { return fr->top + fr->h - (y - fr->y.lo) / (fr->y.hi - fr->y.lo) * fr->h; }
+static double px(const frame *fr, double x)
+{
+    return fr->left + (x - fr->x.lo) / (fr->x.hi - fr->x.lo) * fr->w;
+}
+static double py(const frame *fr, double y)
+{
+    return fr->top + fr->h - (y - fr->y.lo) / (fr->y.hi - fr->y.lo) * fr->h;
+}
 
 static int usable(const frame *fr, double y) { return isfinite(y) && (!fr->log_y || y > 0); }
 static double ty(const frame *fr, double y) { return fr->log_y ? log10(y) : y; }
@@ -111,31 +116,35 @@ static void draw_axes(FILE *f, const frame *fr, const mg_plot_opts *o, int width
                 fr->top + fr->h);
     }
     fputs("</g>\n", f);
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-               "stroke=\"#444\"/>\n", fr->left, fr->top, fr->w, fr->h);
+    fprintf(f,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+            "stroke=\"#444\"/>\n",
+            fr->left, fr->top, fr->w, fr->h);
     fputs("<g fill=\"#333\" font-size=\"11\">\n", f);
     for (int i = 0; i < fr->y.nticks; i++) {
         double v = fr->y.t0 + i * fr->y.step;
         tick_label(lab, sizeof lab, v, fr->y.step, fr->log_y);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                fr->left - 6, py(fr, v) + 4, lab);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", fr->left - 6,
+                py(fr, v) + 4, lab);
     }
     for (int i = 0; i < fr->x.nticks; i++) {
         double v = fr->x.t0 + i * fr->x.step;
         tick_label(lab, sizeof lab, v, fr->x.step, 0);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-                px(fr, v), fr->top + fr->h + 16, lab);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", px(fr, v),
+                fr->top + fr->h + 16, lab);
     }
     fputs("</g>\n", f);
     if (o->title) {
-        fprintf(f, "<text x=\"%.1f\" y=\"18\" text-anchor=\"middle\" font-size=\"14\" "
-                   "font-weight=\"bold\">", width / 2.0);
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"18\" text-anchor=\"middle\" font-size=\"14\" "
+                "font-weight=\"bold\">",
+                width / 2.0);
         xml_text(f, o->title);
         fputs("</text>\n", f);
     }
     if (o->xlabel) {
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
-                fr->left + fr->w / 2, height - 8);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", fr->left + fr->w / 2,
+                height - 8);
         xml_text(f, o->xlabel);
         fputs("</text>\n", f);
     }
@@ -177,16 +186,18 @@ static void draw_series(FILE *f, const frame *fr, const mg_plot_series *s, const
             if (!usable(fr, y)) {
                 if (open) fputs("\"/>\n", f);
                 if (open && run_len == 1)
-                    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
-                            lastx, lasty, color);
+                    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", lastx,
+                            lasty, color);
                 open = 0;
                 continue;
             }
             lastx = px(fr, x);
             lasty = py(fr, ty(fr, y));
             if (!open) {
-                fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" "
-                           "stroke-linejoin=\"round\" points=\"", color);
+                fprintf(f,
+                        "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" "
+                        "stroke-linejoin=\"round\" points=\"",
+                        color);
                 open = 1;
                 run_len = 0;
             }
@@ -214,14 +225,18 @@ static void draw_legend(FILE *f, const frame *fr, const mg_plot_series *s, int n
     if (longest > 40) longest = 40;
     double w = 34 + 6.5 * (double)longest, h = 8 + 16.0 * shown;
     double x0 = fr->left + fr->w - w - 8, y0 = fr->top + 8;
-    fprintf(f, "<g font-size=\"11\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-               "fill=\"white\" fill-opacity=\"0.85\" stroke=\"#bbb\"/>\n", x0, y0, w, h);
+    fprintf(f,
+            "<g font-size=\"11\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+            "fill=\"white\" fill-opacity=\"0.85\" stroke=\"#bbb\"/>\n",
+            x0, y0, w, h);
     int row = 0;
     for (int i = 0; i < n; i++) {
         if (!s[i].name) continue;
         double y = y0 + 12 + 16.0 * row++;
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-                   "stroke-width=\"2.5\"/>\n", x0 + 6, y, x0 + 24, y, mg_plot_color(i));
+        fprintf(f,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                "stroke-width=\"2.5\"/>\n",
+                x0 + 6, y, x0 + 24, y, mg_plot_color(i));
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", x0 + 30, y + 4);
         char name[160];
         snprintf(name, sizeof name, "%s", s[i].name);
@@ -233,8 +248,8 @@ static void draw_legend(FILE *f, const frame *fr, const mg_plot_series *s, int n
 }
 
 /* The data's x and y ranges over usable points; returns the number of them. */
-static size_t data_range(const frame *fr, const mg_plot_series *s, int n, double *x0,
-                         double *x1, double *y0, double *y1)
+static size_t data_range(const frame *fr, const mg_plot_series *s, int n, double *x0, double *x1,
+                         double *y0, double *y1)
 {
     size_t count = 0;
     *x0 = *y0 = INFINITY;
@@ -264,7 +279,8 @@ static unsigned long clip_id(const mg_plot_series *s, int n, const frame *fr)
             vals[1] = s[k].n ? s[k].y[0] : 0;
             vals[2] = s[k].n ? s[k].y[s[k].n - 1] : 0;
             vals[3] = s[k].n ? sx(&s[k], s[k].n - 1) : 0;
-            for (const char *c = s[k].name; c && *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ul;
+            for (const char *c = s[k].name; c && *c; c++)
+                h = (h ^ (unsigned char)*c) * 1099511628211ul;
         }
         const unsigned char *b = (const unsigned char *)vals;
         for (size_t i = 0; i < sizeof vals; i++) h = (h ^ b[i]) * 1099511628211ul;
@@ -312,21 +328,26 @@ char *mg_plot_svg(const mg_plot_series *s, int n, const mg_plot_opts *o)
     size_t len = 0;
     FILE *f = open_memstream(&out, &len);
     if (!f) return NULL;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, "
-               "sans-serif\" font-size=\"12\">\n", width, height, width, height);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, "
+            "sans-serif\" font-size=\"12\">\n",
+            width, height, width, height);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", width, height);
     draw_axes(f, &fr, o, width, height);
     /* ids must differ between charts inlined in one page: derive one from content */
     unsigned long id = clip_id(s, n, &fr);
-    fprintf(f, "<clipPath id=\"kp%lx\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-               "height=\"%.1f\"/></clipPath>\n<g clip-path=\"url(#kp%lx)\">\n",
+    fprintf(f,
+            "<clipPath id=\"kp%lx\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+            "height=\"%.1f\"/></clipPath>\n<g clip-path=\"url(#kp%lx)\">\n",
             id, fr.left, fr.top, fr.w, fr.h, id);
     for (int i = 0; i < n; i++) draw_series(f, &fr, &s[i], mg_plot_color(i));
     fputs("</g>\n", f);
     if (!count)
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#888\">no "
-                   "data</text>\n", fr.left + fr.w / 2, fr.top + fr.h / 2);
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#888\">no "
+                "data</text>\n",
+                fr.left + fr.w / 2, fr.top + fr.h / 2);
     draw_legend(f, &fr, s, n);
     fputs("</svg>\n", f);
     if (ferror(f)) {

@@ -14,19 +14,19 @@
 #include <stddef.h>
 
 typedef struct mg_plot_series {
-    const char *name;     /* legend label (may be NULL: no legend entry) */
-    const double *x;      /* n points; x may be NULL for 0, 1, 2, ... */
-    const double *y;      /* NaN or infinite y breaks the line */
+    const char *name; /* legend label (may be NULL: no legend entry) */
+    const double *x;  /* n points; x may be NULL for 0, 1, 2, ... */
+    const double *y;  /* NaN or infinite y breaks the line */
     size_t n;
 } mg_plot_series;
 
 typedef struct mg_plot_opts {
-    const char *title;    /* may be NULL */
-    const char *xlabel;   /* may be NULL */
-    const char *ylabel;   /* may be NULL */
-    int width, height;    /* pixels; 0 = 640 x 360 */
-    int log_y;            /* log10 y axis; y <= 0 is left out */
-    double ymin, ymax;    /* fixed y range when ymin < ymax, else from the data */
+    const char *title;  /* may be NULL */
+    const char *xlabel; /* may be NULL */
+    const char *ylabel; /* may be NULL */
+    int width, height;  /* pixels; 0 = 640 x 360 */
+    int log_y;          /* log10 y axis; y <= 0 is left out */
+    double ymin, ymax;  /* fixed y range when ymin < ymax, else from the data */
 } mg_plot_opts;
 
 /* Renders the chart. o may be NULL (defaults). Returns a new NUL-terminated string

@@ -24,8 +24,7 @@ int mg_png_encode(const uint8_t *pixels, int w, int h, int channels, unsigned ch
     img.version = PNG_IMAGE_VERSION;
     img.width = (png_uint_32)w;
     img.height = (png_uint_32)h;
-    img.format = channels == 1 ? PNG_FORMAT_GRAY : channels == 3 ? PNG_FORMAT_RGB
-                                                                 : PNG_FORMAT_RGBA;
+    img.format = channels == 1 ? PNG_FORMAT_GRAY : channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
     png_alloc_size_t size = 0;
     if (!png_image_write_to_memory(&img, NULL, &size, 0, pixels, 0, NULL)) {
         mg_fail(err, "ValueError", "PNG: %s", img.message);

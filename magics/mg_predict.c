@@ -20,7 +20,7 @@ static const mg_option options[] = {
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
-    for (int i = 0; i < args->npos; i++)    /* files: the model on the user's images */
+    for (int i = 0; i < args->npos; i++) /* files: the model on the user's images */
         if (mg_predict_is_file_arg(args->pos[i])) return mg_predict_files(ctx, args, err);
     long n, seed;
     if (mg_args_int(args, "--samples", 16, &n, err) < 0 ||
@@ -55,7 +55,8 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
             dup = 0;
             for (int k = 0; k < i; k++) dup |= pick[k] == pick[i];
         } while (dup);
-        memcpy(view.images + (size_t)i * img, src->images + (size_t)pick[i] * img, img * sizeof(float));
+        memcpy(view.images + (size_t)i * img, src->images + (size_t)pick[i] * img,
+               img * sizeof(float));
         view.labels[i] = src->labels[pick[i]];
     }
     view.n = (int)n;
@@ -74,9 +75,10 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         cells[i] = (mg_grid_cell){.index = pick[p->index], .caption = caps[i], .mark = ok ? 1 : 2};
     }
     char title[320];
-    snprintf(title, sizeof title, "%s on %d %s images: %d right, %d wrong (prediction, "
-             "confidence / true label when wrong)", tg.model->name, e->npreds, src->name,
-             e->npreds - wrong, wrong);
+    snprintf(title, sizeof title,
+             "%s on %d %s images: %d right, %d wrong (prediction, "
+             "confidence / true label when wrong)",
+             tg.model->name, e->npreds, src->name, e->npreds - wrong, wrong);
     json_t *b = mg_images_grid(src, cells, e->npreds, 8, title, err);
     if (b) {
         ctx->out->display(ctx->out->user, b, NULL, NULL, 0);

@@ -79,8 +79,8 @@ static rt_status infer(rt_model *m, const float *images, int n, float *probs, rt
     for (int at = 0; at < n && st == RT_OK; at += mb) {
         int k = n - at < mb ? n - at : mb;
         st = rt_backend_upload(b, rt_model_input_tensor(m), images + (size_t)at * img,
-                            (size_t)k * img * sizeof(float), err);
-        if (st == RT_OK)   /* labels only feed the loss, which is not shown */
+                               (size_t)k * img * sizeof(float), err);
+        if (st == RT_OK) /* labels only feed the loss, which is not shown */
             st = rt_backend_upload(b, rt_model_label_tensor(m), zeros, (size_t)k * 4, err);
         if (st == RT_OK) st = rt_model_forward(m, k, 0, 0, err);
         if (st == RT_OK) st = rt_model_loss(m, k, NULL, probs + (size_t)at * L, NULL, err);
@@ -94,33 +94,40 @@ int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
     long topk;
     if (mg_args_int(args, "--top", 3, &topk, err) < 0) return -1;
     if (topk < 1 || topk > TOPK_MAX)
-        return mg_fail(err, "ValueError", "%%predict: --top must be in 1..%d, got %ld",
-                       TOPK_MAX, topk);
+        return mg_fail(err, "ValueError", "%%predict: --top must be in 1..%d, got %ld", TOPK_MAX,
+                       topk);
     mg_workspace *ws = mg_ws_get(ctx, err);
     if (!ws) return -1;
     int first = mg_predict_is_file_arg(args->pos[0]) ? 0 : 1;
     mg_ws_model *e = mg_ws_model_find(ws, first ? args->pos[0] : NULL);
     if (!e)
         return first ? mg_fail(err, "NameError", "%%predict: no model named '%s'", args->pos[0])
-                     : mg_fail(err, "UsageError", "%%predict: no model defined yet ---> HINT: "
+                     : mg_fail(err, "UsageError",
+                               "%%predict: no model defined yet ---> HINT: "
                                "%%%%model NAME, then %%train");
     if (!e->trained)
-        return mg_fail(err, "UsageError", "%%predict: model '%s' has not been trained "
-                       "---> HINT: %%train %s", e->name, e->name);
+        return mg_fail(err, "UsageError",
+                       "%%predict: model '%s' has not been trained "
+                       "---> HINT: %%train %s",
+                       e->name, e->name);
     const char *want = mg_args_get(args, "--data");
     mg_ws_data *d = want ? mg_ws_data_load(ws, ctx, want, -1, -1, NULL, NULL, err)
                          : mg_ws_data_find(ws, e->dataset[0] ? e->dataset : NULL);
     if (!d) d = mg_ws_data_find(ws, NULL);
     if (!d)
-        return want ? -1 : mg_fail(err, "UsageError", "%%predict: no data set loaded, so "
-                                   "no normalisation or class names ---> HINT: %%dataset "
-                                   "NAME (the one '%s' was trained on)", e->name);
+        return want ? -1
+                    : mg_fail(err, "UsageError",
+                              "%%predict: no data set loaded, so "
+                              "no normalisation or class names ---> HINT: %%dataset "
+                              "NAME (the one '%s' was trained on)",
+                              e->name);
     const rt_model_input *in = rt_model_input_shape(e->trained);
     const rt_dataset *tr = &d->splits.train;
     if (tr->c != in->c || tr->num_classes != in->num_classes)
-        return mg_fail(err, "ValueError", "%%predict: model '%s' takes %d channels and %d "
-                       "classes; data set '%s' has %d and %d", e->name, in->c,
-                       in->num_classes, d->name, tr->c, tr->num_classes);
+        return mg_fail(err, "ValueError",
+                       "%%predict: model '%s' takes %d channels and %d "
+                       "classes; data set '%s' has %d and %d",
+                       e->name, in->c, in->num_classes, d->name, tr->c, tr->num_classes);
     if (in->c != 1 && in->c != 3)
         return mg_fail(err, "ValueError", "%%predict: files need a 1- or 3-channel model");
     char **files = NULL;
@@ -128,7 +135,7 @@ int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (expand(args, first, &files, &n, err) < 0) return -1;
     size_t img = (size_t)in->c * (size_t)in->h * (size_t)in->w, plane = img / (size_t)in->c;
     int L = in->num_classes, rc = -1;
-    rt_dataset view = *tr;                          /* names, mean/std; our images */
+    rt_dataset view = *tr; /* names, mean/std; our images */
     view.n = n;
     view.h = in->h, view.w = in->w;
     view.images = malloc((size_t)n * img * sizeof(float));
@@ -166,7 +173,7 @@ int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
     for (int i = 0; i < n; i++) {
         const float *p = probs + (size_t)i * L;
         int best[TOPK_MAX];
-        for (int k = 0; k < topk && k < L; k++) {   /* top-k by selection: L <= 100 */
+        for (int k = 0; k < topk && k < L; k++) { /* top-k by selection: L <= 100 */
             best[k] = -1;
             for (int c = 0; c < L; c++) {
                 int taken = 0;
@@ -192,8 +199,8 @@ int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
     t = NULL;
     if (ctx->out->stream) ctx->out->stream(ctx->out->user, "stdout", text, tl);
     char title[200];
-    snprintf(title, sizeof title, "%s on %d file%s: top %ld classes", e->name, n,
-             n == 1 ? "" : "s", topk);
+    snprintf(title, sizeof title, "%s on %d file%s: top %ld classes", e->name, n, n == 1 ? "" : "s",
+             topk);
     json_t *b = mg_images_grid(&view, cells, n, 6, title, err);
     if (b) {
         ctx->out->display(ctx->out->user, b, NULL, NULL, 0);

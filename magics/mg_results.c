@@ -16,18 +16,23 @@
 #include "mg_results_internal.h"
 
 static const mg_option results_options[] = {
-    {"--results", MG_OPT_STRING, "PATH", "the results store (default $KILN_RESULTS or "
-     "~/.local/share/kiln/results.sqlite)", NULL},
+    {"--results", MG_OPT_STRING, "PATH",
+     "the results store (default $KILN_RESULTS or "
+     "~/.local/share/kiln/results.sqlite)",
+     NULL},
     {"--status", MG_OPT_CHOICE, "STATUS", "only runs with this status",
      "running|finished|interrupted|failed"},
-    {"--where", MG_OPT_STRING, "KEY=VALUE", "only runs whose parameter, metric or field "
-     "matches (also != < <= > >=); repeat or separate with commas", NULL},
-    {"--sort", MG_OPT_STRING, "KEY", "sort by a field, parameter or metric (last value)",
+    {"--where", MG_OPT_STRING, "KEY=VALUE",
+     "only runs whose parameter, metric or field "
+     "matches (also != < <= > >=); repeat or separate with commas",
      NULL},
+    {"--sort", MG_OPT_STRING, "KEY", "sort by a field, parameter or metric (last value)", NULL},
     {"--desc", MG_OPT_FLAG, NULL, "sort in descending order (highest first)", NULL},
     {"--limit", MG_OPT_INT, "N", "show at most N runs", NULL},
-    {"--metric", MG_OPT_STRING, "KEY", "show/compare: plot only these metrics (repeat or "
-     "separate with commas)", NULL},
+    {"--metric", MG_OPT_STRING, "KEY",
+     "show/compare: plot only these metrics (repeat or "
+     "separate with commas)",
+     NULL},
     {"--force", MG_OPT_FLAG, NULL, "delete: also a run that is still running", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
@@ -127,8 +132,10 @@ static int make_query(const mg_args *a, rt_results_query *q, char ***where, mg_e
     q->status = -1;
     const char *st = mg_args_get(a, "--status");
     if (st && (q->status = rt_results_status_parse(st)) < 0)
-        return mg_fail(err, "UsageError", "%%results --status %s: expected running, "
-                       "finished, interrupted or failed", st);
+        return mg_fail(err, "UsageError",
+                       "%%results --status %s: expected running, "
+                       "finished, interrupted or failed",
+                       st);
     *where = mgp_option_list(a, "--where", &q->nwhere);
     if (!*where) return mg_fail(err, "MemoryError", "%%results: out of memory");
     q->where = (const char *const *)*where;
@@ -170,11 +177,11 @@ static const char **split_params(const rt_results_list *l, const char *const *me
             const rt_results_kv *kv = &l->runs[i].params[j];
             int seen = 0;
             for (size_t k = 0; k < nk && !seen; k++) seen = strcmp(keys[k], kv->key) == 0;
-            for (size_t r = 0; r < i && !seen; r++)   /* first listed in an earlier run */
+            for (size_t r = 0; r < i && !seen; r++) /* first listed in an earlier run */
                 for (size_t p = 0; p < l->runs[r].nparams && !seen; p++)
                     seen = strcmp(l->runs[r].params[p].key, kv->key) == 0;
             if (seen || shown_elsewhere(kv->key, metric_keys)) continue;
-            int empty = 1;   /* empty in every run (e.g. name=, results=): nothing to show */
+            int empty = 1; /* empty in every run (e.g. name=, results=): nothing to show */
             for (size_t r = 0; r < l->n && empty; r++)
                 for (size_t p = 0; p < l->runs[r].nparams; p++)
                     if (strcmp(l->runs[r].params[p].key, kv->key) == 0 &&
@@ -185,7 +192,8 @@ static const char **split_params(const rt_results_list *l, const char *const *me
             for (size_t r = 0; r < l->n && same && l->n > 1; r++) {
                 const char *v = NULL;
                 for (size_t p = 0; p < l->runs[r].nparams; p++)
-                    if (strcmp(l->runs[r].params[p].key, kv->key) == 0) v = l->runs[r].params[p].value;
+                    if (strcmp(l->runs[r].params[p].key, kv->key) == 0)
+                        v = l->runs[r].params[p].value;
                 same = v && strcmp(v, kv->value) == 0;
             }
             if (same) {
@@ -338,18 +346,18 @@ static int cmd_list(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err
 static int cmd_export(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err)
 {
     const char *format = a->pos[1], *path = a->pos[2];
-    if (a->npos == 2) {   /* `export PATH`: the format from the extension */
+    if (a->npos == 2) { /* `export PATH`: the format from the extension */
         path = a->pos[1];
         const char *dot = strrchr(path, '.');
         format = dot && !strcmp(dot, ".csv") ? "csv" : dot && !strcmp(dot, ".json") ? "json" : NULL;
         if (!format)
-            return mg_fail(err, "UsageError", "%%results export %s: cannot tell the format from "
+            return mg_fail(err, "UsageError",
+                           "%%results export %s: cannot tell the format from "
                            "the name (.csv or .json); or say it: `%%results export csv|json PATH`",
                            path);
     }
     if (strcmp(format, "csv") != 0 && strcmp(format, "json") != 0)
-        return mg_fail(err, "UsageError", "%%results export %s: the format is csv or json",
-                       format);
+        return mg_fail(err, "UsageError", "%%results export %s: the format is csv or json", format);
     rt_results_query q;
     char **where = NULL;
     int rc = make_query(a, &q, &where, err);
@@ -357,8 +365,8 @@ static int cmd_export(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *e
     if (rc == 0 && rt_results_export(rs, format, path, &q, &e) != RT_OK) rc = mgp_fail_rt(err, &e);
     rt_results_list l = {0};
     if (rc == 0 && rt_results_list_runs(rs, &q, &l, &e) == RT_OK)
-        mg_printf(ctx->out, "Exported %zu run%s to %s (%s).\n", l.n, l.n == 1 ? "" : "s",
-                  path, format);
+        mg_printf(ctx->out, "Exported %zu run%s to %s (%s).\n", l.n, l.n == 1 ? "" : "s", path,
+                  format);
     rt_results_list_free(&l);
     mgp_strv_free(where);
     return rc;
@@ -377,8 +385,8 @@ static int cmd_delete(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *e
     rt_results_run_free(&r);
     if (rt_results_delete(rs, id, mg_args_has(a, "--force"), &e) != RT_OK)
         return mgp_fail_rt(err, &e);
-    mg_printf(ctx->out, "Deleted run %lld (%s) and its metrics from %s.\n", (long long)id,
-              name, rt_results_path(rs));
+    mg_printf(ctx->out, "Deleted run %lld (%s) and its metrics from %s.\n", (long long)id, name,
+              rt_results_path(rs));
     return 0;
 }
 
@@ -386,7 +394,7 @@ static int cmd_delete(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *e
 
 typedef struct subcommand {
     const char *name;
-    int min_pos, max_pos;      /* positional words after the subcommand name */
+    int min_pos, max_pos; /* positional words after the subcommand name */
     const char *usage;
     int (*run)(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err);
 } subcommand;
@@ -406,8 +414,10 @@ static int results_run(mg_ctx *ctx, const mg_args *a, mg_error *err)
     for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
         if (strcmp(subcommands[i].name, name) == 0) sc = &subcommands[i];
     if (!sc)
-        return mg_fail(err, "UsageError", "%%results %s: unknown subcommand; expected list, "
-                       "show, compare, export or delete", name);
+        return mg_fail(err, "UsageError",
+                       "%%results %s: unknown subcommand; expected list, "
+                       "show, compare, export or delete",
+                       name);
     int given = a->npos > 0 ? a->npos - 1 : 0;
     if (given < sc->min_pos || given > sc->max_pos)
         return mg_fail(err, "UsageError", "%%results %s: expected `%s`", name, sc->usage);

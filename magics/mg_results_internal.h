@@ -14,8 +14,8 @@
 
 typedef struct mgp_table {
     size_t ncols, nrows, caprows;
-    char **cells;          /* nrows x ncols, row 0 is the header; NULL = empty */
-    unsigned char *mark;   /* per row: highlighted (values differ) */
+    char **cells;        /* nrows x ncols, row 0 is the header; NULL = empty */
+    unsigned char *mark; /* per row: highlighted (values differ) */
 } mgp_table;
 
 int mgp_table_init(mgp_table *t, size_t ncols);

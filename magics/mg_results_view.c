@@ -61,10 +61,10 @@ static void show_tables(mg_ctx *ctx, const rt_results_run *r, const char *store)
         mgp_duration(r->end_time > 0 ? r->end_time - r->start_time : -1, c, sizeof c);
         char pid[300];
         snprintf(pid, sizeof pid, "%s (pid %ld)", r->host ? r->host : "?", r->pid);
-        const char *k[] = {"notebook", "dataset", "device", "precision", "started", "ended",
-                           "duration", "host", "kiln", "store"};
-        const char *v[] = {r->notebook, r->dataset, r->device, r->precision, a, b, c, pid,
-                           r->kiln_version, store};
+        const char *k[] = {"notebook", "dataset",  "device", "precision", "started",
+                           "ended",    "duration", "host",   "kiln",      "store"};
+        const char *v[] = {r->notebook, r->dataset, r->device, r->precision,    a,
+                           b,           c,          pid,       r->kiln_version, store};
         for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
             long row = mgp_table_add_row(&t);
             if (row < 0) break;
@@ -138,8 +138,8 @@ out:
 
 /* One chart of the given (run, key, kind) series; returns 0 or -1 on a store error. */
 static int chart(mg_ctx *ctx, rt_results *rs, const int64_t *runs, const char *const *labels,
-                 const char *const *keys, const rt_results_kind *kinds, size_t n,
-                 const char *title, rt_error *e)
+                 const char *const *keys, const rt_results_kind *kinds, size_t n, const char *title,
+                 rt_error *e)
 {
     series_buf *b = calloc(n, sizeof *b);
     mg_plot_series *s = calloc(n, sizeof *s);
@@ -200,13 +200,12 @@ int mgp_results_show(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *er
 }
 
 /* The value of row key `key` (field, parameter or metric) for run r, or "-". */
-static void compare_cell(const rt_results_run *r, const char *key, int metric, char *buf,
-                         size_t n)
+static void compare_cell(const rt_results_run *r, const char *key, int metric, char *buf, size_t n)
 {
     double num;
     int is_num;
     if (!rt_results_run_value(r, key, buf, n, &num, &is_num)) snprintf(buf, n, "-");
-    else if (metric) snprintf(buf, n, "%.6g", num);   /* enough digits to see a difference */
+    else if (metric) snprintf(buf, n, "%.6g", num); /* enough digits to see a difference */
 }
 
 /* Rows: fields, then the union of parameters, then the union of metrics. */
@@ -218,8 +217,7 @@ static void compare_table(mg_ctx *ctx, const rt_results_run *runs, size_t nr)
     for (size_t j = 0; j < nr; j++)
         mgp_table_set(&t, 0, j + 1, "#%lld %s", (long long)runs[j].id,
                       runs[j].name ? runs[j].name : "");
-    static const char *const fields[] = {"status", "device", "precision", "dataset",
-                                         "duration"};
+    static const char *const fields[] = {"status", "device", "precision", "dataset", "duration"};
     const char **keys = NULL;
     unsigned char *is_metric = NULL;
     size_t nk = 0, cap = 0;
@@ -228,8 +226,9 @@ static void compare_table(mg_ctx *ctx, const rt_results_run *runs, size_t nr)
         for (size_t j = 0; j < (f < 5 ? 1 : nr); j++) {
             size_t cnt = f < 5 ? 1 : f == 5 ? runs[j].nparams : runs[j].nmetrics;
             for (size_t i = 0; i < cnt; i++) {
-                const char *k = f < 5 ? fields[f] : f == 5 ? runs[j].params[i].key
-                                                           : runs[j].metrics[i].key;
+                const char *k = f < 5    ? fields[f]
+                                : f == 5 ? runs[j].params[i].key
+                                         : runs[j].metrics[i].key;
                 int seen = 0;
                 for (size_t x = 0; x < nk && !seen; x++) seen = strcmp(keys[x], k) == 0;
                 if (seen) continue;
@@ -254,12 +253,11 @@ static void compare_table(mg_ctx *ctx, const rt_results_run *runs, size_t nr)
         for (size_t j = 0; j < nr; j++) {
             compare_cell(&runs[j], keys[i], is_metric[i], buf, sizeof buf);
             if (strcmp(keys[i], "duration") == 0)
-                mgp_duration(runs[j].end_time > 0 ? runs[j].end_time - runs[j].start_time : -1,
-                             buf, sizeof buf);
+                mgp_duration(runs[j].end_time > 0 ? runs[j].end_time - runs[j].start_time : -1, buf,
+                             sizeof buf);
             mgp_table_set(&t, (size_t)row, j + 1, "%s", buf);
             if (j == 0) memcpy(first, buf, sizeof first);
-            else if (strcmp(first, buf) != 0 && strcmp(keys[i], "duration") != 0)
-                t.mark[row] = 1;
+            else if (strcmp(first, buf) != 0 && strcmp(keys[i], "duration") != 0) t.mark[row] = 1;
         }
     }
     char *text = NULL, *html = NULL;
@@ -268,7 +266,8 @@ static void compare_table(mg_ctx *ctx, const rt_results_run *runs, size_t nr)
     if (ft && fh) {
         fputs("Runs side by side (* = values differ; metrics: last value)\n", ft);
         fputs("<div><b>Runs side by side</b> (highlighted rows differ; metrics: last "
-              "value)</div>\n", fh);
+              "value)</div>\n",
+              fh);
         mgp_table_text(&t, ft);
         mgp_table_html(&t, fh, 0);
     }
@@ -302,7 +301,7 @@ static int compare_charts(mg_ctx *ctx, rt_results *rs, const rt_results_run *run
             for (size_t i = 0; i < runs[j].nmetrics; i++) {
                 const rt_results_summary *m = &runs[j].metrics[i];
                 if (chart_rank(m->key) != rank || !wanted(metrics, nm, m->key)) continue;
-                int done = 0;   /* charted already for an earlier run */
+                int done = 0; /* charted already for an earlier run */
                 for (size_t p = 0; p < j && !done; p++)
                     for (size_t q = 0; q < runs[p].nmetrics && !done; q++)
                         done = strcmp(runs[p].metrics[q].key, m->key) == 0 &&
@@ -346,8 +345,7 @@ int mgp_results_compare(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error 
         if (rt_results_find(rs, a->pos[j + 1], &id, &e) != RT_OK ||
             rt_results_get_run(rs, id, &runs[j], &e) != RT_OK)
             rc = mgp_fail_rt(err, &e);
-        else
-            loaded++;
+        else loaded++;
     }
     size_t nm = 0;
     char **metrics = mgp_option_list(a, "--metric", &nm);

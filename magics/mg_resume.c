@@ -14,7 +14,8 @@
 static const mg_option options[] = {
     {"--epochs", MG_OPT_INT, "N", "planned length of the run in epochs (as stored)", NULL},
     {"--device", MG_OPT_STRING, "DEV", "auto, cpu, cuda or cuda:N (as stored)", NULL},
-    {"--time-limit", MG_OPT_STRING, "TIME", "stop (and checkpoint) after e.g. 8h30m; none (as stored)", NULL},
+    {"--time-limit", MG_OPT_STRING, "TIME",
+     "stop (and checkpoint) after e.g. 8h30m; none (as stored)", NULL},
     {"--checkpoint-every", MG_OPT_STRING, "WHEN", "500steps, 10m or 1epoch (as stored)", NULL},
     {"--keep", MG_OPT_INT, "N", "keep the newest N checkpoints plus the best (as stored)", NULL},
     {"--results", MG_OPT_STRING, "PATH", "results store (as stored)", NULL},
@@ -33,8 +34,10 @@ static int copy_opt(const mg_args *a, const char *name, char *dst, size_t n, mg_
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
     if (args->npos > 1)
-        return mg_fail(err, "UsageError", "%%resume takes one RUN_DIR or CHECKPOINT (got %d "
-                       "arguments)", args->npos);
+        return mg_fail(err, "UsageError",
+                       "%%resume takes one RUN_DIR or CHECKPOINT (got %d "
+                       "arguments)",
+                       args->npos);
     mg_resume_opts ro;
     mg_resume_opts_default(&ro);
     long epochs = 0, keep = 0;
@@ -55,23 +58,24 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (ce && mg_run_parse_every(ce, &every, err) < 0) return -1;
     if (copy_opt(args, "--device", ro.device, sizeof ro.device, err) < 0 ||
         copy_opt(args, "--results", ro.results, sizeof ro.results, err) < 0 ||
-        copy_opt(args, "--checkpoint-every", ro.checkpoint_every, sizeof ro.checkpoint_every,
-                 err) < 0)
+        copy_opt(args, "--checkpoint-every", ro.checkpoint_every, sizeof ro.checkpoint_every, err) <
+            0)
         return -1;
     const char *arg = args->npos ? args->pos[0] : NULL;
     mg_ckpt_last *last = mg_ckpt_last_get(ctx);
     if (!arg && last && last->run_dir[0]) arg = last->run_dir;
     if (!arg && last && last->last_path[0]) arg = last->last_path;
     if (!arg)
-        return mg_fail(err, "UsageError", "%%resume: which run? ---> HINT: %%resume RUN_DIR "
+        return mg_fail(err, "UsageError",
+                       "%%resume: which run? ---> HINT: %%resume RUN_DIR "
                        "(the --run-dir of the %%train) or %%resume CHECKPOINT_FILE");
     char *path = NULL, staging[1024];
     int remote = rt_store_is_url(arg);
     /* s3://: the newest complete, valid checkpoint is fetched into the staging directory
      * (where the run goes on) and the run's new checkpoints are uploaded */
     if (mg_ckpt_resolve(arg, ctx->out, &path, err) < 0 ||
-        (remote && mg_store_begin(ctx, arg, ro.keep > 0 ? ro.keep : 1, staging,
-                                  sizeof staging, err) < 0)) {
+        (remote &&
+         mg_store_begin(ctx, arg, ro.keep > 0 ? ro.keep : 1, staging, sizeof staging, err) < 0)) {
         mg_error e = *err;
         mg_fail(err, e.ename, "%%resume: %s", e.evalue);
         free(path);

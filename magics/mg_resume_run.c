@@ -40,8 +40,7 @@ int mg_ckpt_resolve(const char *arg, const mg_out *out, char **path, mg_error *e
     struct stat st;
     *path = NULL;
     if (rt_store_is_url(arg)) return mg_store_fetch(arg, 0, out, path, err);
-    if (stat(arg, &st) != 0)
-        return mg_fail(err, "FileNotFoundError", "'%s' does not exist", arg);
+    if (stat(arg, &st) != 0) return mg_fail(err, "FileNotFoundError", "'%s' does not exist", arg);
     if (!S_ISDIR(st.st_mode)) {
         if (!(*path = strdup(arg))) return mg_fail(err, "MemoryError", "out of memory");
         return 0;
@@ -53,8 +52,7 @@ int mg_ckpt_resolve(const char *arg, const mg_out *out, char **path, mg_error *e
         for (char *line = strtok(skipped, "\n"); line; line = strtok(NULL, "\n"))
             mg_eprintf(out, "warning: skipped damaged checkpoint %s/%s\n", arg, line);
     free(skipped);
-    if (s != RT_OK)
-        return mg_fail_status(err, &re, "%s", re.msg);
+    if (s != RT_OK) return mg_fail_status(err, &re, "%s", re.msg);
     return 0;
 }
 
@@ -70,13 +68,13 @@ static void images_of(json_t *im, mgp_ck_desc *d)
     json_t *size = json_object_get(im, "size");
     d->has_images = json_is_object(im) && json_array_size(size) == 2;
     if (!d->has_images) return;
-    d->images = (mg_ws_images){
-        .image_h = (int)json_integer_value(json_array_get(size, 0)),
-        .image_w = (int)json_integer_value(json_array_get(size, 1)),
-        .channels = (int)json_integer_value(json_object_get(im, "channels")),
-        .val_fraction = json_number_value(json_object_get(im, "val_fraction")),
-        .seed = (uint64_t)json_integer_value(json_object_get(im, "seed")),
-        .skip_bad = json_is_true(json_object_get(im, "skip_bad"))};
+    d->images =
+        (mg_ws_images){.image_h = (int)json_integer_value(json_array_get(size, 0)),
+                       .image_w = (int)json_integer_value(json_array_get(size, 1)),
+                       .channels = (int)json_integer_value(json_object_get(im, "channels")),
+                       .val_fraction = json_number_value(json_object_get(im, "val_fraction")),
+                       .seed = (uint64_t)json_integer_value(json_object_get(im, "seed")),
+                       .skip_bad = json_is_true(json_object_get(im, "skip_bad"))};
     const mg_ws_images *o = &d->images;
     if (o->image_h < 0 || o->image_h > 4096 || o->image_w < 0 || o->image_w > 4096 ||
         (o->channels != 0 && o->channels != 1 && o->channels != 3) ||
@@ -84,8 +82,7 @@ static void images_of(json_t *im, mgp_ck_desc *d)
         d->has_images = 0;
 }
 
-int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *d,
-                       mg_error *err)
+int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *d, mg_error *err)
 {
     const char *hp = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_HYPERPARAMS);
     const char *ds = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_DATASET);
@@ -97,7 +94,8 @@ int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *
     int64_t classes = 0;
     if (!hp || !ds || !sh || !d->spec ||
         rt_ckpt_reader_meta_i64(rd, RT_CKPT_KEY_NUM_CLASSES, &classes, NULL) != RT_OK)
-        return mg_fail(err, "ValueError", "checkpoint '%s' does not describe its run (no "
+        return mg_fail(err, "ValueError",
+                       "checkpoint '%s' does not describe its run (no "
                        "model_spec, hyperparameters, dataset or input_shape) ---> HINT: only "
                        "checkpoints written by %%train or %%checkpoint save can be resumed",
                        path);
@@ -107,8 +105,10 @@ int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *
     mg_run_opts_default(&d->o);
     if (!h || !dj || !sj || !json_is_string(json_object_get(dj, "name")) ||
         json_array_size(sj) != 3 || mg_run_opts_from_json(&d->o, h, err) < 0) {
-        rc = mg_fail(err, "ValueError", "checkpoint '%s': malformed hyperparameters, dataset "
-                     "or input_shape", path);
+        rc = mg_fail(err, "ValueError",
+                     "checkpoint '%s': malformed hyperparameters, dataset "
+                     "or input_shape",
+                     path);
     } else {
         d->in = (rt_model_input){(int)json_integer_value(json_array_get(sj, 0)),
                                  (int)json_integer_value(json_array_get(sj, 1)),
@@ -123,8 +123,7 @@ int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *
         if (!spec) spec = d->o.schedule;
         if (strlen(spec) >= sizeof d->schedule)
             rc = mg_fail(err, "ValueError", "checkpoint '%s': schedule too long", path);
-        else
-            memcpy(d->schedule, spec, strlen(spec) + 1);
+        else memcpy(d->schedule, spec, strlen(spec) + 1);
     }
     json_decref(h), json_decref(dj), json_decref(sj), json_decref(cj);
     return rc;
@@ -182,43 +181,45 @@ static int load_data(mg_ctx *ctx, const mgp_ck_desc *d, const char *path, const 
     mg_workspace *ws = mg_ws_get(ctx, err);
     if (!ws) return -1;
     if (strstr(d->data, "://") && !mg_ws_data_find(ws, d->data))
-        return mg_fail(err, "ValueError", "%s: checkpoint '%s' was trained on a data set "
+        return mg_fail(err, "ValueError",
+                       "%s: checkpoint '%s' was trained on a data set "
                        "downloaded from %.300s; a checkpoint does not choose what is fetched "
                        "---> HINT: if you trust that address, load it yourself first "
-                       "(%%dataset %.300s --val %d --subset %d), then run %s again", caller,
-                       path, d->data, d->data, d->val, d->subset, caller);
+                       "(%%dataset %.300s --val %d --subset %d), then run %s again",
+                       caller, path, d->data, d->data, d->val, d->subset, caller);
     /* a copy loaded in this session is used as loaded (a different one is refused
      * below); otherwise an image folder is decoded as the run had it */
-    const mg_ws_images *im = d->has_images && !mg_ws_data_find(ws, d->data) ? &d->images
-                                                                           : NULL;
-    mg_ws_data *data = mg_ws_data_load_images(ws, ctx, d->data, d->val, d->subset, NULL, NULL,
-                                              im, err);
+    const mg_ws_images *im = d->has_images && !mg_ws_data_find(ws, d->data) ? &d->images : NULL;
+    mg_ws_data *data =
+        mg_ws_data_load_images(ws, ctx, d->data, d->val, d->subset, NULL, NULL, im, err);
     if (!data) {
         mg_error e = *err;
-        return mg_fail(err, e.ename, "%s: checkpoint '%s' was trained on data set '%s', "
-                       "which cannot be loaded here: %s", caller, path, d->data, e.evalue);
+        return mg_fail(err, e.ename,
+                       "%s: checkpoint '%s' was trained on data set '%s', "
+                       "which cannot be loaded here: %s",
+                       caller, path, d->data, e.evalue);
     }
     char here[24];
     snprintf(here, sizeof here, "%016" PRIx64, data->splits.train.checksum);
     if (d->fnv[0] && strcmp(here, d->fnv))
-        return mg_fail(err, "ValueError", "%s: data set '%s' here is not the one checkpoint "
+        return mg_fail(err, "ValueError",
+                       "%s: data set '%s' here is not the one checkpoint "
                        "'%s' was trained on (training split checksum %s here, %s in the "
                        "checkpoint) ---> HINT: load the same files (same --val %d, --subset "
-                       "%d), or start a new run with %%train", caller, d->data, path, here,
-                       d->fnv, d->val, d->subset);
+                       "%d), or start a new run with %%train",
+                       caller, d->data, path, here, d->fnv, d->val, d->subset);
     return mg_ws_model_define(ws, d->name, d->spec, &d->in, d->data, err);
 }
 
 /* Weights, optimiser state and position into the freshly built run. */
-static int restore(mg_run *run, const rt_ckpt_reader *rd, const char *path,
-                   const char *caller, mg_error *err)
+static int restore(mg_run *run, const rt_ckpt_reader *rd, const char *path, const char *caller,
+                   mg_error *err)
 {
     rt_error re = {0};
     rt_ckpt_train_snap snap;
     rt_status s = rt_ckpt_train_load_model(rd, mg_run_model(run), &re);
     if (s == RT_OK) s = rt_ckpt_train_snap_read(&snap, rd, mg_run_model(run), &re);
-    if (s != RT_OK)
-        return mg_fail(err, "ValueError", "%s: %s", caller, re.msg);
+    if (s != RT_OK) return mg_fail(err, "ValueError", "%s: %s", caller, re.msg);
     s = rt_ckpt_train_snap_apply(&snap, mg_run_trainer(run), mg_run_model(run), &re);
     int64_t step = snap.state.step;
     rt_ckpt_train_snap_deinit(&snap);
@@ -242,19 +243,19 @@ int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_e
     rt_ckpt_reader *rd = NULL;
     rt_error re = {0};
     rt_status s = rt_ckpt_reader_open(path, 0, &rd, &re);
-    if (s != RT_OK)
-        return mg_fail_status(err, &re, "%s: %s", caller, re.msg);
+    if (s != RT_OK) return mg_fail_status(err, &re, "%s: %s", caller, re.msg);
     mgp_ck_desc *d = calloc(1, sizeof *d);
     mg_run *run = NULL;
-    int rc = d ? mgp_ckpt_read_desc(rd, path, d, err)
-               : mg_fail(err, "MemoryError", "out of memory");
+    int rc =
+        d ? mgp_ckpt_read_desc(rd, path, d, err) : mg_fail(err, "MemoryError", "out of memory");
     if (rc == 0) {
         char theirs[sizeof d->o.run_dir];
         snprintf(theirs, sizeof theirs, "%s", d->o.run_dir);
         int had_results = d->o.results[0] != 0;
         run_options(d, path, ro);
         if ((theirs[0] && strcmp(theirs, d->o.run_dir)) || (had_results && !ro->results[0]))
-            mg_eprintf(ctx->out, "note: %s: the checkpoint's own run directory and results "
+            mg_eprintf(ctx->out,
+                       "note: %s: the checkpoint's own run directory and results "
                        "store are not used (a checkpoint never chooses where data goes); "
                        "new checkpoints go to %s, results to --results or KILN_RESULTS\n",
                        caller, d->o.run_dir[0] ? d->o.run_dir : "no directory (a loose file)");
@@ -264,8 +265,10 @@ int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_e
     if (rc == 0 && mg_run_create(&run, ctx, &d->o, err) < 0 && !ro->device[0] &&
         strcmp(d->o.device, "auto") && strstr(err->evalue, "--device")) {
         /* e.g. trained on CUDA, resumed where there is none: the weights are portable */
-        mg_eprintf(ctx->out, "warning: %s: --device %s is not available here (%s); using "
-                   "--device auto\n", caller, d->o.device, err->evalue);
+        mg_eprintf(ctx->out,
+                   "warning: %s: --device %s is not available here (%s); using "
+                   "--device auto\n",
+                   caller, d->o.device, err->evalue);
         snprintf(d->o.device, sizeof d->o.device, "auto");
         mg_run_create(&run, ctx, &d->o, err);
     }
@@ -275,10 +278,11 @@ int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_e
         rt_trainer *t = mg_run_trainer(run);
         int64_t step = rt_trainer_get_state(t).step, spe = rt_trainer_steps_per_epoch(t);
         /* epochs count from 1, as everywhere: step 18 of 24 a epoch is in epoch 1 */
-        mg_printf(ctx->out, "Resuming '%s' from %s after step %lld of %lld (epoch %lld of %d), "
-                  "data set '%s' (checksum verified)\n", d->name, path, (long long)step,
-                  (long long)(spe * d->o.epochs), (long long)(spe > 0 ? (step + spe - 1) / spe
-                                                              : 0), d->o.epochs, d->data);
+        mg_printf(ctx->out,
+                  "Resuming '%s' from %s after step %lld of %lld (epoch %lld of %d), "
+                  "data set '%s' (checksum verified)\n",
+                  d->name, path, (long long)step, (long long)(spe * d->o.epochs),
+                  (long long)(spe > 0 ? (step + spe - 1) / spe : 0), d->o.epochs, d->data);
     }
     rt_ckpt_reader_destroy(rd); /* the run holds everything now */
     if (rc == 0) rc = mg_run_loop(run, err);

@@ -46,11 +46,13 @@ static int resolve_inputs(mg_run *r, mg_workspace *ws, mg_error *err)
 {
     mg_ws_model *e = mg_ws_model_find(ws, r->o.model);
     if (!e && r->o.model[0])
-        return mg_fail(err, "NameError", "%%train: no model named '%s' ---> HINT: define it "
-                       "with %%%%model %s (%%model list shows the defined ones)", r->o.model,
-                       r->o.model);
+        return mg_fail(err, "NameError",
+                       "%%train: no model named '%s' ---> HINT: define it "
+                       "with %%%%model %s (%%model list shows the defined ones)",
+                       r->o.model, r->o.model);
     if (!e)
-        return mg_fail(err, "UsageError", "%%train: no model defined yet ---> HINT: define "
+        return mg_fail(err, "UsageError",
+                       "%%train: no model defined yet ---> HINT: define "
                        "one with %%%%model NAME (one layer a line) before %%train");
     snprintf(r->model_name, sizeof r->model_name, "%s", e->name);
     if (!(r->spec = strdup(e->spec))) return mg_fail(err, "MemoryError", "out of memory");
@@ -58,7 +60,8 @@ static int resolve_inputs(mg_run *r, mg_workspace *ws, mg_error *err)
     mg_ws_data *d = want ? NULL : mg_ws_data_find(ws, NULL);
     if (!d && !want && e->dataset[0]) want = e->dataset;
     if (!d && !want)
-        return mg_fail(err, "UsageError", "%%train: no data set loaded ---> HINT: run "
+        return mg_fail(err, "UsageError",
+                       "%%train: no data set loaded ---> HINT: run "
                        "%%dataset NAME first, or give --data NAME");
     if (d && r->o.val >= 0 && d->val != r->o.val) want = d->name;
     if (want && !(d = mg_ws_data_load(ws, r->ctx, want, r->o.val, -1, NULL, NULL, err))) return -1;
@@ -74,9 +77,11 @@ int mgp_set_precision(mg_run *r, rt_backend *b, mg_error *err)
 {
     if (!strcmp(r->o.precision, "fp32")) return 0;
     if (strcmp(b->ops->name, "cuda"))
-        return mg_fail(err, "ValueError", "%%train: --precision %s needs a CUDA device (the "
+        return mg_fail(err, "ValueError",
+                       "%%train: --precision %s needs a CUDA device (the "
                        "CPU backend trains in fp32) ---> HINT: --precision fp32, or --device "
-                       "cuda", r->o.precision);
+                       "cuda",
+                       r->o.precision);
     rt_precision p;
     rt_error re = {0};
     if (rt_precision_parse(r->o.precision, &p, &re) != RT_OK ||
@@ -91,9 +96,10 @@ static int build_model(mg_run *r, mg_error *err)
     rt_model_input in = {tr->c, tr->h, tr->w, tr->num_classes};
     rt_error re = {0};
     if (rt_model_create(&r->model, r->spec, &in, &re) != RT_OK)
-        return mg_fail(err, "ValueError", "%%train: model '%s' does not fit data set '%s' "
-                       "(%dx%dx%d images, %d classes): %s", r->model_name, r->data->name,
-                       tr->c, tr->h, tr->w, tr->num_classes, re.msg);
+        return mg_fail(err, "ValueError",
+                       "%%train: model '%s' does not fit data set '%s' "
+                       "(%dx%dx%d images, %d classes): %s",
+                       r->model_name, r->data->name, tr->c, tr->h, tr->w, tr->num_classes, re.msg);
     if (!(r->backend = calloc(1, sizeof *r->backend)))
         return mg_fail(err, "MemoryError", "out of memory");
     /* ranks of one host share its cores (0: all of them for a single process) */
@@ -101,19 +107,20 @@ static int build_model(mg_run *r, mg_error *err)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (rt_dist_env_read(&de, NULL) != RT_OK) de = (rt_dist_env){.world = 1, .local_world = 1};
     int threads = de.local_world > 1 && ncpu > 0
-                      ? (int)(ncpu / de.local_world > 1 ? ncpu / de.local_world : 1) : 0;
+                      ? (int)(ncpu / de.local_world > 1 ? ncpu / de.local_world : 1)
+                      : 0;
     /* ranks of one host: rank k takes GPU k when --device says cuda or auto */
     char mine[32];
     snprintf(mine, sizeof mine, "cuda:%d", de.local_rank);
-    int own_gpu = threads > 0 && (!strcmp(r->o.device, "cuda") || !strcmp(r->o.device, "auto"))
-                  && rt_backend_open(r->backend, mine, threads, &re) == RT_OK;
+    int own_gpu = threads > 0 && (!strcmp(r->o.device, "cuda") || !strcmp(r->o.device, "auto")) &&
+                  rt_backend_open(r->backend, mine, threads, &re) == RT_OK;
     /* several GPUs (cuda:0,1, cuda:all): the run's model on the first */
     int idx[MG_RUN_MAX_DEVICES], ndev = 0;
     if (mgp_devices_parse(r->o.device, idx, &ndev, err) < 0) return -1;
     char first[32];
     snprintf(first, sizeof first, "cuda:%d", ndev > 0 ? idx[0] : 0);
-    if (!own_gpu && rt_backend_open(r->backend, ndev > 0 ? first : r->o.device, threads,
-                                    &re) != RT_OK) {
+    if (!own_gpu &&
+        rt_backend_open(r->backend, ndev > 0 ? first : r->o.device, threads, &re) != RT_OK) {
         free(r->backend);
         r->backend = NULL;
         return mg_fail(err, "ValueError", "%%train: --device %s: %s", r->o.device, re.msg);
@@ -122,8 +129,8 @@ static int build_model(mg_run *r, mg_error *err)
     /* several devices: each holds its share of the batch */
     const int held = ndev > 1 ? (r->o.batch + ndev - 1) / ndev : r->o.batch;
     if (rt_model_attach(r->model, r->backend, held, r->o.seed, &re) != RT_OK)
-        return mg_fail_status(err, &re, "%%train: model '%s' with --batch %d: %s",
-                              r->model_name, r->o.batch, re.msg);
+        return mg_fail_status(err, &re, "%%train: model '%s' with --batch %d: %s", r->model_name,
+                              r->o.batch, re.msg);
     if (ndev > 1) {
         size_t used = (size_t)snprintf(r->where, sizeof r->where, " on cuda:%d", idx[0]);
         for (int i = 1; i < ndev && used < sizeof r->where; i++)
@@ -143,15 +150,18 @@ static int build_trainer(mg_run *r, mg_error *err)
         return mg_fail(err, "ValueError", "%%train: --optimizer: %s", re.msg);
     c.optim = rt_optim_config_default(kind);
     if (isfinite(r->o.momentum) && kind != RT_OPTIM_SGD)
-        mg_eprintf(r->ctx->out, "warning: %%train: --momentum applies to --optimizer sgd; "
-                   "ignored with %s\n", r->o.optimizer);
+        mg_eprintf(r->ctx->out,
+                   "warning: %%train: --momentum applies to --optimizer sgd; "
+                   "ignored with %s\n",
+                   r->o.optimizer);
     if (kind == RT_OPTIM_SGD) c.optim.momentum = isfinite(r->o.momentum) ? r->o.momentum : 0.9;
     if (isfinite(r->o.weight_decay)) c.optim.weight_decay = r->o.weight_decay;
     c.optim.nesterov = r->o.nesterov;
     if (r->o.nesterov && kind != RT_OPTIM_SGD)
         return mg_fail(err, "ValueError", "%%train: --nesterov needs --optimizer sgd");
-    if (rt_schedule_parse(&c.schedule, r->o.schedule_resolved[0] ? r->o.schedule_resolved
-                                                                   : r->o.schedule, &re) != RT_OK)
+    if (rt_schedule_parse(&c.schedule,
+                          r->o.schedule_resolved[0] ? r->o.schedule_resolved : r->o.schedule,
+                          &re) != RT_OK)
         return mg_fail(err, "ValueError", "%%train: --schedule: %s", re.msg);
     c.epochs = r->o.epochs;
     c.batch_size = r->o.batch;
@@ -184,15 +194,19 @@ static int check_run_dir(const char *dir, mg_error *err)
     if (!dir[0]) return 0;
     rt_error re = {0};
     if (rt_ckpt_dir_ensure(dir, &re) != RT_OK)
-        return mg_fail(err, "OSError", "--run-dir %s: %s ---> HINT: give --run-dir a directory "
-                       "you can create and write (nothing was trained)", dir, re.msg);
+        return mg_fail(err, "OSError",
+                       "--run-dir %s: %s ---> HINT: give --run-dir a directory "
+                       "you can create and write (nothing was trained)",
+                       dir, re.msg);
     char probe[1100];
     snprintf(probe, sizeof probe, "%s/.kiln-write-test-XXXXXX", dir);
     int fd = strlen(dir) < 1024 ? mkstemp(probe) : -1;
     if (fd < 0)
-        return mg_fail(err, "OSError", "--run-dir %s: run directory is not writable: %s "
+        return mg_fail(err, "OSError",
+                       "--run-dir %s: run directory is not writable: %s "
                        "---> HINT: give --run-dir a directory you can write (nothing was "
-                       "trained)", dir, strerror(errno));
+                       "trained)",
+                       dir, strerror(errno));
     close(fd);
     unlink(probe);
     return 0;
@@ -209,8 +223,7 @@ int mg_run_create(mg_run **out, mg_ctx *ctx, const mg_run_opts *o, mg_error *err
     r->ctx = ctx;
     r->o = *o;
     r->last_ckpt_step = -1;
-    if (resolve_inputs(r, ws, err) < 0 || build_model(r, err) < 0 ||
-        build_trainer(r, err) < 0) {
+    if (resolve_inputs(r, ws, err) < 0 || build_model(r, err) < 0 || build_trainer(r, err) < 0) {
         mg_run_destroy(r);
         return -1;
     }

@@ -30,42 +30,41 @@
 
 /* --checkpoint-every: "500steps" / "500" (steps), "10m" / "90s" / "1h30m" (time),
  * "1epoch" / "2epochs". */
-typedef enum { MG_EVERY_NONE = 0, MG_EVERY_STEPS, MG_EVERY_SECONDS, MG_EVERY_EPOCHS }
-    mg_every_unit;
+typedef enum { MG_EVERY_NONE = 0, MG_EVERY_STEPS, MG_EVERY_SECONDS, MG_EVERY_EPOCHS } mg_every_unit;
 typedef struct mg_every {
     mg_every_unit unit;
-    double n;                /* steps, seconds or epochs (> 0 unless NONE) */
+    double n; /* steps, seconds or epochs (> 0 unless NONE) */
 } mg_every;
 
 /* Every %train option (DESIGN.md). Strings are "" when not given. */
 typedef struct mg_run_opts {
-    char model[64];          /* MODEL (positional); "" = the model defined last */
-    char data[256];          /* --data NAME/PATH; "" = the data set loaded last */
-    int epochs;              /* --epochs (1) */
-    int batch;               /* --batch (64) */
-    double lr;               /* --lr (0.001) */
-    char optimizer[16];      /* --optimizer adam|sgd|adamw ("adam") */
-    double momentum;         /* --momentum (SGD; 0.9 when sgd and not given, else 0) */
-    double weight_decay;     /* --weight-decay; NAN = the optimiser's default */
-    int nesterov;            /* --nesterov (flag) */
-    char schedule[256];      /* --schedule text (rt_schedule.h); "constant" */
+    char model[64];              /* MODEL (positional); "" = the model defined last */
+    char data[256];              /* --data NAME/PATH; "" = the data set loaded last */
+    int epochs;                  /* --epochs (1) */
+    int batch;                   /* --batch (64) */
+    double lr;                   /* --lr (0.001) */
+    char optimizer[16];          /* --optimizer adam|sgd|adamw ("adam") */
+    double momentum;             /* --momentum (SGD; 0.9 when sgd and not given, else 0) */
+    double weight_decay;         /* --weight-decay; NAN = the optimiser's default */
+    int nesterov;                /* --nesterov (flag) */
+    char schedule[256];          /* --schedule text (rt_schedule.h); "constant" */
     char schedule_resolved[256]; /* a continued run: the schedule fixed to its first plan
                                     (rt_schedule_format), used instead of schedule; "" */
-    uint64_t seed;           /* --seed (0) */
-    char device[32];         /* --device auto|cpu|cuda|cuda:N|cuda:N,M,..|cuda:all ("auto") */
-    char precision[8];       /* --precision fp32|bf16|fp16 ("fp32"; GPU only for bf16/fp16) */
-    char run_dir[1024];      /* --run-dir DIR; "" = no run directory */
-    mg_every checkpoint_every; /* --checkpoint-every (NONE; RESUME: 1 epoch with --run-dir) */
+    uint64_t seed;               /* --seed (0) */
+    char device[32];             /* --device auto|cpu|cuda|cuda:N|cuda:N,M,..|cuda:all ("auto") */
+    char precision[8];           /* --precision fp32|bf16|fp16 ("fp32"; GPU only for bf16/fp16) */
+    char run_dir[1024];          /* --run-dir DIR; "" = no run directory */
+    mg_every checkpoint_every;   /* --checkpoint-every (NONE; RESUME: 1 epoch with --run-dir) */
     char checkpoint_every_text[32];
-    int keep;                /* --keep N newest checkpoints (3) */
-    double time_limit_s;     /* --time-limit 8h30m (0 = none) */
-    char results[1024];      /* --results PATH/URL; "" = KILN_RESULTS or the default */
-    int augment;             /* --augment (flag): random crop + flip */
-    int val;                 /* --val N: validation images carved from train; -1 = as the
+    int keep;              /* --keep N newest checkpoints (3) */
+    double time_limit_s;   /* --time-limit 8h30m (0 = none) */
+    char results[1024];    /* --results PATH/URL; "" = KILN_RESULTS or the default */
+    int augment;           /* --augment (flag): random crop + flip */
+    int val;               /* --val N: validation images carved from train; -1 = as the
                                 data set was loaded by %dataset */
-    char name[64];           /* --name: run name in the results store ("" = model name) */
-    int64_t resume_run_id;   /* %resume: results-store run to continue (0 = a new run) */
-    int resume;              /* --resume: an mg_resume_mode; -1 = the session's default */
+    char name[64];         /* --name: run name in the results store ("" = model name) */
+    int64_t resume_run_id; /* %resume: results-store run to continue (0 = a new run) */
+    int resume;            /* --resume: an mg_resume_mode; -1 = the session's default */
 } mg_run_opts;
 
 /* The %train option table (NULL-terminated), for the command and for %resume. */
@@ -100,11 +99,11 @@ void mg_run_destroy(mg_run *run); /* accepts NULL */
 rt_model *mg_run_model(mg_run *run);
 rt_trainer *mg_run_trainer(mg_run *run);
 const rt_dataset_splits *mg_run_data(const mg_run *run);
-const char *mg_run_dataset_name(const mg_run *run);  /* "fashion-mnist" */
+const char *mg_run_dataset_name(const mg_run *run); /* "fashion-mnist" */
 const mg_run_opts *mg_run_options(const mg_run *run);
 const char *mg_run_model_name(const mg_run *run);
-const char *mg_run_model_spec(const mg_run *run);    /* the %%model body, verbatim */
-const char *mg_run_dir(const mg_run *run);           /* --run-dir, "" when none */
+const char *mg_run_model_spec(const mg_run *run); /* the %%model body, verbatim */
+const char *mg_run_dir(const mg_run *run);        /* --run-dir, "" when none */
 mg_ctx *mg_run_ctx(mg_run *run);
 /* The results store (NULL when it could not be opened: a warning was shown) and this
  * run's id in it (0 before mg_run_loop began it). */

@@ -21,12 +21,10 @@ static json_t *series_json(const mgp_series *s, size_t max)
 
 char *mg_run_curves_json(const mg_run *r)
 {
-    json_t *j = json_pack("{s:o, s:o, s:o, s:o, s:o}",
-                          "step_loss", series_json(&r->step_loss, MAX_STEP_POINTS),
-                          "train_loss", series_json(&r->ep_loss, 0),
-                          "train_accuracy", series_json(&r->ep_acc, 0),
-                          "val_loss", series_json(&r->ep_vloss, 0),
-                          "val_accuracy", series_json(&r->ep_vacc, 0));
+    json_t *j = json_pack(
+        "{s:o, s:o, s:o, s:o, s:o}", "step_loss", series_json(&r->step_loss, MAX_STEP_POINTS),
+        "train_loss", series_json(&r->ep_loss, 0), "train_accuracy", series_json(&r->ep_acc, 0),
+        "val_loss", series_json(&r->ep_vloss, 0), "val_accuracy", series_json(&r->ep_vacc, 0));
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     return text;

@@ -19,7 +19,8 @@ int mgp_devices_parse(const char *dev, int *idx, int *n, mg_error *err)
         rt_error re = {0};
         if (!l) return mg_fail(err, "MemoryError", "out of memory");
         if (rt_cuda_list_devices(l, &re) != RT_OK || l->count == 0) {
-            int rc = mg_fail(err, "ValueError", "%%train: --device cuda:all: no usable CUDA "
+            int rc = mg_fail(err, "ValueError",
+                             "%%train: --device cuda:all: no usable CUDA "
                              "device (%s) ---> HINT: %%device lists what this machine has",
                              re.msg[0] ? re.msg : l->why);
             free(l);
@@ -29,7 +30,8 @@ int mgp_devices_parse(const char *dev, int *idx, int *n, mg_error *err)
             if (!l->dev[i].problem[0]) idx[(*n)++] = l->dev[i].index;
         free(l);
         if (*n == 0)
-            return mg_fail(err, "ValueError", "%%train: --device cuda:all: no CUDA device "
+            return mg_fail(err, "ValueError",
+                           "%%train: --device cuda:all: no CUDA device "
                            "this Kiln can use ---> HINT: %%device says why");
         return 0;
     }
@@ -39,15 +41,19 @@ int mgp_devices_parse(const char *dev, int *idx, int *n, mg_error *err)
         char *end;
         long v = strtol(p, &end, 10);
         if (end == p || v < 0 || v >= RT_CUDA_MAX_DEVICES || (*end && *end != ','))
-            return mg_fail(err, "ValueError", "%%train: --device %s: expected cuda:N,M,... "
-                           "(device indices from 0) or cuda:all", dev);
+            return mg_fail(err, "ValueError",
+                           "%%train: --device %s: expected cuda:N,M,... "
+                           "(device indices from 0) or cuda:all",
+                           dev);
         for (int i = 0; i < *n; i++)
             if (idx[i] == v)
-                return mg_fail(err, "ValueError", "%%train: --device %s: cuda:%ld is named "
-                               "twice", dev, v);
+                return mg_fail(err, "ValueError",
+                               "%%train: --device %s: cuda:%ld is named "
+                               "twice",
+                               dev, v);
         if (*n == MG_RUN_MAX_DEVICES)
-            return mg_fail(err, "ValueError", "%%train: --device %s: at most %d devices",
-                           dev, MG_RUN_MAX_DEVICES);
+            return mg_fail(err, "ValueError", "%%train: --device %s: at most %d devices", dev,
+                           MG_RUN_MAX_DEVICES);
         idx[(*n)++] = (int)v;
         p = *end ? end + 1 : end;
     }
@@ -73,8 +79,8 @@ int mgp_devices_open_replicas(mg_run *r, const int *idx, int n, mg_error *err)
         if (mgp_set_precision(r, b, err) < 0) return -1;
         if (rt_model_create(&r->rep_m[r->nrep], r->spec, &in, &re) != RT_OK ||
             rt_model_attach(r->rep_m[r->nrep], b, held, r->o.seed, &re) != RT_OK)
-            return mg_fail_status(err, &re, "%%train: model '%s' on %s: %s", r->model_name,
-                                  name, re.msg);
+            return mg_fail_status(err, &re, "%%train: model '%s' on %s: %s", r->model_name, name,
+                                  re.msg);
         r->nrep++;
     }
     return 0;

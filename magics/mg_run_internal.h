@@ -20,32 +20,32 @@ struct mg_run {
     mg_ctx *ctx;
     mg_run_opts o;
     char model_name[64];
-    char *spec;                    /* copy of the %%model body */
-    mg_ws_data *data;              /* borrowed from the workspace */
-    const rt_dataset *val;         /* val split, or test when there is none */
-    const char *val_name;          /* "val" or "test" */
-    rt_backend *backend;           /* heap; handed to the workspace with the model */
+    char *spec;            /* copy of the %%model body */
+    mg_ws_data *data;      /* borrowed from the workspace */
+    const rt_dataset *val; /* val split, or test when there is none */
+    const char *val_name;  /* "val" or "test" */
+    rt_backend *backend;   /* heap; handed to the workspace with the model */
     rt_model *model;
     rt_backend *rep_b[MG_RUN_MAX_DEVICES]; /* several GPUs: the other devices' backends */
     rt_model *rep_m[MG_RUN_MAX_DEVICES];   /* ... and model replicas (mg_run_devices.c) */
     int nrep;
-    char where[64];                /* the progress line's "on cuda:0,1" / "on 2 ranks" */
+    char where[64]; /* the progress line's "on cuda:0,1" / "on 2 ranks" */
     rt_trainer *trainer;
-    rt_results *rs;                /* NULL: no store (a warning was shown) */
+    rt_results *rs; /* NULL: no store (a warning was shown) */
     int64_t run_id;
     int rs_warned;
-    rt_eval_result *eval;          /* scratch for the per-epoch validation */
+    rt_eval_result *eval; /* scratch for the per-epoch validation */
     /* live view */
     char progress_id[80], plot_id[80];
     int progress_shown, plot_shown;
     double t_start, last_update, epoch_t0;
-    int64_t start_step;            /* trainer step when the loop began (resume) */
-    int64_t epoch_seen0;           /* images of the epoch seen before the loop began */
-    rt_progress last;              /* the latest step's progress */
+    int64_t start_step;  /* trainer step when the loop began (resume) */
+    int64_t epoch_seen0; /* images of the epoch seen before the loop began */
+    rt_progress last;    /* the latest step's progress */
     int has_progress;
     double val_loss, val_acc;
     int has_val;
-    int64_t last_ckpt_step;        /* step of the newest checkpoint saved, -1 none */
+    int64_t last_ckpt_step; /* step of the newest checkpoint saved, -1 none */
     mgp_series step_loss, ep_loss, ep_acc, ep_vloss, ep_vacc;
 };
 

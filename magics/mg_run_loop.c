@@ -19,8 +19,10 @@
 void mgp_rs_warn(mg_run *r, const char *what, const char *msg)
 {
     if (r->rs_warned++) return;
-    mg_eprintf(r->ctx->out, "warning: results store: %s: %s (training goes on; this run is "
-               "not recorded completely)\n", what, msg);
+    mg_eprintf(r->ctx->out,
+               "warning: results store: %s: %s (training goes on; this run is "
+               "not recorded completely)\n",
+               what, msg);
 }
 
 /* The store's own warnings (a write retried later, MLflow unreachable) go to the cell;
@@ -39,9 +41,11 @@ static int results_begin(mg_run *r, mg_error *err)
     rt_results_redact(r->o.results, shown, sizeof shown);
     if (rt_results_open(r->o.results[0] ? r->o.results : NULL, &r->rs, &re) != RT_OK) {
         r->rs = NULL;
-        return mg_fail(err, "OSError", "%%train: the run cannot be recorded, so it does not "
+        return mg_fail(err, "OSError",
+                       "%%train: the run cannot be recorded, so it does not "
                        "start: %s ---> HINT: free space or fix the store, or choose another "
-                       "with --results PATH or KILN_RESULTS", re.msg);
+                       "with --results PATH or KILN_RESULTS",
+                       re.msg);
     }
     rt_results_set_warn(r->rs, on_store_warning, r);
     /* %results follows the store %train used (docs/results.md); it reads the local
@@ -51,8 +55,10 @@ static int results_begin(mg_run *r, mg_error *err)
     char dev[32];
     snprintf(dev, sizeof dev, "%s:%d", r->backend->ops->name, r->backend->device);
     rt_results_run_info info = {.name = r->o.name[0] ? r->o.name : r->model_name,
-                                .device = dev, .precision = r->o.precision,
-                                .dataset = r->data->name, .model_spec = r->spec};
+                                .device = dev,
+                                .precision = r->o.precision,
+                                .dataset = r->data->name,
+                                .model_spec = r->spec};
     rt_status s = r->o.resume_run_id > 0
                       ? rt_results_run_resume(r->rs, r->run_id = r->o.resume_run_id, &re)
                       : rt_results_run_begin(r->rs, &info, &r->run_id, &re);
@@ -60,9 +66,11 @@ static int results_begin(mg_run *r, mg_error *err)
         rt_results_close(r->rs);
         r->rs = NULL;
         r->run_id = 0;
-        return mg_fail(err, "OSError", "%%train: the run cannot be recorded, so it does not "
+        return mg_fail(err, "OSError",
+                       "%%train: the run cannot be recorded, so it does not "
                        "start: %s ---> HINT: free space or fix the store, or choose another "
-                       "with --results PATH or KILN_RESULTS", re.msg);
+                       "with --results PATH or KILN_RESULTS",
+                       re.msg);
     }
     /* the values in effect, not "" / -1 for "as %dataset loaded it": runs are compared
      * on these columns */
@@ -77,17 +85,18 @@ static int results_begin(mg_run *r, mg_error *err)
     const char *key;
     json_t *v;
     char buf[64];
-    json_object_foreach(params, key, v) {
+    json_object_foreach(params, key, v)
+    {
         char *text = json_is_string(v) ? NULL : json_dumps(v, JSON_ENCODE_ANY);
-        if (rt_results_log_param(r->rs, r->run_id, key, text ? text : json_string_value(v),
-                                 &re) != RT_OK)
+        if (rt_results_log_param(r->rs, r->run_id, key, text ? text : json_string_value(v), &re) !=
+            RT_OK)
             mgp_rs_warn(r, "logging parameters", re.msg);
         free(text);
     }
     json_decref(params);
     snprintf(buf, sizeof buf, "%ld", rt_model_num_params(r->model));
-    const char *more[] = {"model", r->model_name, "params_total", buf,
-                          "validation_split", r->val_name};
+    const char *more[] = {"model", r->model_name,      "params_total",
+                          buf,     "validation_split", r->val_name};
     for (size_t i = 0; i < sizeof more / sizeof *more; i += 2)
         if (rt_results_log_param(r->rs, r->run_id, more[i], more[i + 1], &re) != RT_OK)
             mgp_rs_warn(r, "logging parameters", re.msg);
@@ -113,8 +122,8 @@ static int epoch_end(mg_run *r, mg_error *err)
     double ips = secs > 0 ? (double)(st.epoch_seen - r->epoch_seen0) / secs : 0;
     r->epoch_seen0 = 0;
     if (rt_trainer_evaluate(r->model, r->val, 0, r->eval, &re) != RT_OK)
-        return mg_fail(err, "RuntimeError", "%%train: validation on '%s' failed: %s",
-                       r->val->name, re.msg);
+        return mg_fail(err, "RuntimeError", "%%train: validation on '%s' failed: %s", r->val->name,
+                       re.msg);
     r->val_loss = r->eval->loss;
     r->val_acc = r->eval->accuracy;
     r->has_val = 1;
@@ -191,8 +200,9 @@ int mg_run_loop(mg_run *r, mg_error *err)
         rc = mg_fail_status(err, &end_re, "%%train: finishing the run failed: %s", end_re.msg);
     mgp_view_summary(r, ev, rc != 0, &sum);
     if (r->rs) {
-        rt_results_status st = rc ? RT_RESULTS_FAILED
-                             : ev == RT_STEP_DONE ? RT_RESULTS_FINISHED : RT_RESULTS_INTERRUPTED;
+        rt_results_status st = rc                   ? RT_RESULTS_FAILED
+                               : ev == RT_STEP_DONE ? RT_RESULTS_FINISHED
+                                                    : RT_RESULTS_INTERRUPTED;
         if (rt_results_run_end(r->rs, r->run_id, st, &re) != RT_OK)
             mgp_rs_warn(r, "ending the run", re.msg);
         rt_results_close(r->rs);
@@ -200,7 +210,8 @@ int mg_run_loop(mg_run *r, mg_error *err)
     }
     if (rc == 0) hand_over(r);
     if (rc == 0 && ev == RT_STEP_STOPPED)
-        return mg_fail(err, "KeyboardInterrupt", "%%train stopped by an interrupt after step "
+        return mg_fail(err, "KeyboardInterrupt",
+                       "%%train stopped by an interrupt after step "
                        "%lld of %lld (epoch %lld); the model keeps the weights of that step",
                        (long long)r->last.step, (long long)r->last.total_steps,
                        (long long)r->last.epoch + 1);

@@ -19,17 +19,23 @@ const mg_option mg_train_options[] = {
     {"--momentum", MG_OPT_FLOAT, "M", "SGD momentum (0.9 with sgd)", NULL},
     {"--weight-decay", MG_OPT_FLOAT, "WD", "weight decay (adam/sgd 0, adamw 0.01)", NULL},
     {"--nesterov", MG_OPT_FLAG, NULL, "Nesterov momentum (sgd)", NULL},
-    {"--schedule", MG_OPT_STRING, "SPEC", "lr schedule: constant, step:10:0.1, cosine, onecycle", NULL},
+    {"--schedule", MG_OPT_STRING, "SPEC", "lr schedule: constant, step:10:0.1, cosine, onecycle",
+     NULL},
     {"--seed", MG_OPT_INT, "N", "seed of init, shuffling, dropout, augmentation (0)", NULL},
-    {"--device", MG_OPT_STRING, "DEV", "auto, cpu, cuda, cuda:N, or several GPUs: cuda:0,1 "
-     "or cuda:all (auto)", NULL},
+    {"--device", MG_OPT_STRING, "DEV",
+     "auto, cpu, cuda, cuda:N, or several GPUs: cuda:0,1 "
+     "or cuda:all (auto)",
+     NULL},
     {"--precision", MG_OPT_CHOICE, NULL, "arithmetic precision (fp32)", "fp32|bf16|fp16"},
     {"--run-dir", MG_OPT_STRING, "DIR", "directory for this run's checkpoints", NULL},
-    {"--resume", MG_OPT_CHOICE, NULL, "DIR holds a run: continue if same options (auto)", "auto|never|must"},
-    {"--checkpoint-every", MG_OPT_STRING, "WHEN", "500steps, 10m or 1epoch (needs --run-dir)", NULL},
+    {"--resume", MG_OPT_CHOICE, NULL, "DIR holds a run: continue if same options (auto)",
+     "auto|never|must"},
+    {"--checkpoint-every", MG_OPT_STRING, "WHEN", "500steps, 10m or 1epoch (needs --run-dir)",
+     NULL},
     {"--keep", MG_OPT_INT, "N", "keep the newest N checkpoints plus the best (3)", NULL},
     {"--time-limit", MG_OPT_STRING, "TIME", "stop (and checkpoint) after e.g. 8h30m", NULL},
-    {"--results", MG_OPT_STRING, "PATH", "results store (default $KILN_RESULTS or ~/.local/share/kiln)", NULL},
+    {"--results", MG_OPT_STRING, "PATH",
+     "results store (default $KILN_RESULTS or ~/.local/share/kiln)", NULL},
     {"--augment", MG_OPT_FLAG, NULL, "random crop + horizontal flip", NULL},
     {"--val", MG_OPT_INT, "N", "hold out N training images for validation", NULL},
     {"--name", MG_OPT_STRING, "NAME", "run name in the results store (the model's name)", NULL},
@@ -72,7 +78,8 @@ static int number_unit(const char **p, double *v, char *u, size_t un)
     *v = strtod(*p, &end);
     if (end == *p || !isfinite(*v) || *v < 0) return -1;
     size_t k = 0;
-    while (isalpha((unsigned char)*end) && k + 1 < un) u[k++] = (char)tolower((unsigned char)*end++);
+    while (isalpha((unsigned char)*end) && k + 1 < un)
+        u[k++] = (char)tolower((unsigned char)*end++);
     u[k] = 0;
     if (isalpha((unsigned char)*end)) return -1;
     *p = end;
@@ -89,8 +96,10 @@ int mg_run_parse_duration(const char *text, double *seconds, mg_error *err)
         char u[16];
         if (number_unit(&p, &v, u, sizeof u) < 0) goto bad;
         double f = !*u || !strcmp(u, "s") || !strcmp(u, "sec") ? 1
-                 : !strcmp(u, "m") || !strcmp(u, "min") ? 60
-                 : !strcmp(u, "h") || !strcmp(u, "hr") ? 3600 : !strcmp(u, "d") ? 86400 : -1;
+                   : !strcmp(u, "m") || !strcmp(u, "min")      ? 60
+                   : !strcmp(u, "h") || !strcmp(u, "hr")       ? 3600
+                   : !strcmp(u, "d")                           ? 86400
+                                                               : -1;
         if (f < 0 || (!*u && *p)) goto bad;
         total += v * f;
         groups++;
@@ -129,8 +138,10 @@ int mg_run_parse_every(const char *text, mg_every *out, mg_error *err)
 int mg_run_opts_from_args(mg_run_opts *o, const mg_args *a, mg_error *err)
 {
     if (a->npos > 1)
-        return mg_fail(err, "UsageError", "%%train: expected at most one model name, got '%s' "
-                       "and '%s'", a->pos[0], a->pos[1]);
+        return mg_fail(err, "UsageError",
+                       "%%train: expected at most one model name, got '%s' "
+                       "and '%s'",
+                       a->pos[0], a->pos[1]);
     if (a->npos == 1 && strlen(a->pos[0]) >= sizeof o->model)
         return mg_fail(err, "UsageError", "%%train: model name too long");
     if (a->npos == 1) snprintf(o->model, sizeof o->model, "%s", a->pos[0]);
@@ -146,7 +157,8 @@ int mg_run_opts_from_args(mg_run_opts *o, const mg_args *a, mg_error *err)
         mg_args_float(a, "--weight-decay", o->weight_decay, &wd, err) < 0)
         return -1;
     if (epochs < 1 || epochs > 100000)
-        return mg_fail(err, "ValueError", "%%train: --epochs must be in 1..100000, got %ld", epochs);
+        return mg_fail(err, "ValueError", "%%train: --epochs must be in 1..100000, got %ld",
+                       epochs);
     if (batch < 1 || batch > 65536)
         return mg_fail(err, "ValueError", "%%train: --batch must be in 1..65536, got %ld", batch);
     if (!(lr > 0) || lr > 100)
@@ -173,12 +185,14 @@ int mg_run_opts_from_args(mg_run_opts *o, const mg_args *a, mg_error *err)
         str_opt(a, "--run-dir", o->run_dir, sizeof o->run_dir, err) < 0 ||
         str_opt(a, "--results", o->results, sizeof o->results, err) < 0 ||
         str_opt(a, "--name", o->name, sizeof o->name, err) < 0 ||
-        str_opt(a, "--checkpoint-every", o->checkpoint_every_text,
-                sizeof o->checkpoint_every_text, err) < 0)
+        str_opt(a, "--checkpoint-every", o->checkpoint_every_text, sizeof o->checkpoint_every_text,
+                err) < 0)
         return -1;
     const char *rs = mg_args_get(a, "--resume");
-    if (rs) o->resume = !strcmp(rs, "never") ? MG_RESUME_NEVER
-                       : !strcmp(rs, "must") ? MG_RESUME_MUST : MG_RESUME_AUTO;
+    if (rs)
+        o->resume = !strcmp(rs, "never")  ? MG_RESUME_NEVER
+                    : !strcmp(rs, "must") ? MG_RESUME_MUST
+                                          : MG_RESUME_AUTO;
     mg_error e2;
     if (mg_args_has(a, "--checkpoint-every") &&
         mg_run_parse_every(o->checkpoint_every_text, &o->checkpoint_every, &e2) < 0)
@@ -193,16 +207,14 @@ json_t *mg_run_opts_to_json(const mg_run_opts *o)
 {
     char results[sizeof o->results]; /* stored, shown and sent: never its credentials */
     rt_results_redact(o->results, results, sizeof results);
-    json_t *j = json_pack("{s:s, s:s, s:i, s:i, s:f, s:s, s:b, s:s, s:I, s:s, s:s, s:s, s:s,"
-                          " s:i, s:f, s:s, s:b, s:i, s:s}",
-                          "model", o->model, "data", o->data, "epochs", o->epochs,
-                          "batch", o->batch, "lr", o->lr, "optimizer", o->optimizer,
-                          "nesterov", o->nesterov, "schedule", o->schedule,
-                          "seed", (json_int_t)o->seed, "device", o->device,
-                          "precision", o->precision, "run_dir", o->run_dir,
-                          "checkpoint_every", o->checkpoint_every_text, "keep", o->keep,
-                          "time_limit_s", o->time_limit_s, "results", results,
-                          "augment", o->augment, "val", o->val, "name", o->name);
+    json_t *j = json_pack(
+        "{s:s, s:s, s:i, s:i, s:f, s:s, s:b, s:s, s:I, s:s, s:s, s:s, s:s,"
+        " s:i, s:f, s:s, s:b, s:i, s:s}",
+        "model", o->model, "data", o->data, "epochs", o->epochs, "batch", o->batch, "lr", o->lr,
+        "optimizer", o->optimizer, "nesterov", o->nesterov, "schedule", o->schedule, "seed",
+        (json_int_t)o->seed, "device", o->device, "precision", o->precision, "run_dir", o->run_dir,
+        "checkpoint_every", o->checkpoint_every_text, "keep", o->keep, "time_limit_s",
+        o->time_limit_s, "results", results, "augment", o->augment, "val", o->val, "name", o->name);
     if (j && isfinite(o->momentum)) json_object_set_new(j, "momentum", json_real(o->momentum));
     if (j && isfinite(o->weight_decay))
         json_object_set_new(j, "weight_decay", json_real(o->weight_decay));
@@ -229,13 +241,18 @@ int mg_run_opts_from_json(mg_run_opts *o, const json_t *j, mg_error *err)
     jstr(j, "name", o->name, sizeof o->name);
     jstr(j, "checkpoint_every", o->checkpoint_every_text, sizeof o->checkpoint_every_text);
     json_t *v;
-    if ((v = json_object_get(j, "epochs")) && json_is_integer(v)) o->epochs = (int)json_integer_value(v);
-    if ((v = json_object_get(j, "batch")) && json_is_integer(v)) o->batch = (int)json_integer_value(v);
-    if ((v = json_object_get(j, "seed")) && json_is_integer(v)) o->seed = (uint64_t)json_integer_value(v);
-    if ((v = json_object_get(j, "keep")) && json_is_integer(v)) o->keep = (int)json_integer_value(v);
+    if ((v = json_object_get(j, "epochs")) && json_is_integer(v))
+        o->epochs = (int)json_integer_value(v);
+    if ((v = json_object_get(j, "batch")) && json_is_integer(v))
+        o->batch = (int)json_integer_value(v);
+    if ((v = json_object_get(j, "seed")) && json_is_integer(v))
+        o->seed = (uint64_t)json_integer_value(v);
+    if ((v = json_object_get(j, "keep")) && json_is_integer(v))
+        o->keep = (int)json_integer_value(v);
     if ((v = json_object_get(j, "val")) && json_is_integer(v)) o->val = (int)json_integer_value(v);
     if ((v = json_object_get(j, "lr")) && json_is_number(v)) o->lr = json_number_value(v);
-    if ((v = json_object_get(j, "momentum")) && json_is_number(v)) o->momentum = json_number_value(v);
+    if ((v = json_object_get(j, "momentum")) && json_is_number(v))
+        o->momentum = json_number_value(v);
     if ((v = json_object_get(j, "weight_decay")) && json_is_number(v))
         o->weight_decay = json_number_value(v);
     if ((v = json_object_get(j, "time_limit_s")) && json_is_number(v))
@@ -247,7 +264,9 @@ int mg_run_opts_from_json(mg_run_opts *o, const json_t *j, mg_error *err)
         mg_run_parse_every(o->checkpoint_every_text, &o->checkpoint_every, err) < 0)
         return -1;
     if (o->epochs < 1 || o->batch < 1 || !(o->lr > 0))
-        return mg_fail(err, "ValueError", "hyperparameters: epochs %d, batch %d, lr %g out of "
-                       "range", o->epochs, o->batch, o->lr);
+        return mg_fail(err, "ValueError",
+                       "hyperparameters: epochs %d, batch %d, lr %g out of "
+                       "range",
+                       o->epochs, o->batch, o->lr);
     return 0;
 }

@@ -51,7 +51,8 @@ void mgp_series_free(mgp_series *s)
 
 static void show(mg_run *r, json_t *data, const char *id, int *shown)
 {
-    if (data && r->ctx->out->display) r->ctx->out->display(r->ctx->out->user, data, NULL, id, *shown);
+    if (data && r->ctx->out->display)
+        r->ctx->out->display(r->ctx->out->user, data, NULL, id, *shown);
     if (data) *shown = 1;
     json_decref(data);
 }
@@ -74,10 +75,11 @@ void mgp_view_start(mg_run *r)
     r->start_step = rt_trainer_get_state(r->trainer).step;
     const rt_dataset_splits *d = &r->data->splits;
     char nparams[32];
-    mg_printf(r->ctx->out, "Training %s (%s params) on %s: %d train images, validation on "
+    mg_printf(r->ctx->out,
+              "Training %s (%s params) on %s: %d train images, validation on "
               "%s (%d), %d epoch%s of batch %d, %s lr %g%s%s | device %s%s (%d thread%s) | "
-              "seed %llu\n", r->model_name, mg_commas(rt_model_num_params(r->model), nparams),
-              r->data->name,
+              "seed %llu\n",
+              r->model_name, mg_commas(rt_model_num_params(r->model), nparams), r->data->name,
               d->train.n, r->val_name, r->val->n, r->o.epochs, r->o.epochs == 1 ? "" : "s",
               r->o.batch, r->o.optimizer, r->o.lr,
               strcmp(r->o.schedule, "constant") ? ", schedule " : "",
@@ -123,18 +125,21 @@ void mgp_view_progress(mg_run *r, const rt_progress *p, int force)
     /* short enough for a notebook at its usual width (about 100 columns): "elapsed<left"
      * as tqdm writes it; the checkpoint note may go to a second line */
     char line[600];
-    snprintf(line, sizeof line, "epoch %lld/%d [%s] step %lld/%lld  loss %.4f  acc %.4f  lr %.3g  "
-             "%.0f img/s%s  %s<%s%s", (long long)p->epoch + 1, p->epochs, bar, (long long)p->step,
-             (long long)total, p->epoch_loss, p->epoch_accuracy, p->lr, p->images_per_s,
-             r->where, el, eta, ck);
+    snprintf(line, sizeof line,
+             "epoch %lld/%d [%s] step %lld/%lld  loss %.4f  acc %.4f  lr %.3g  "
+             "%.0f img/s%s  %s<%s%s",
+             (long long)p->epoch + 1, p->epochs, bar, (long long)p->step, (long long)total,
+             p->epoch_loss, p->epoch_accuracy, p->lr, p->images_per_s, r->where, el, eta, ck);
     char html[1100];
-    snprintf(html, sizeof html, "<div style=\"font-family:monospace\"><progress value=\"%lld\" "
+    snprintf(html, sizeof html,
+             "<div style=\"font-family:monospace\"><progress value=\"%lld\" "
              "max=\"%lld\" style=\"width:8em;vertical-align:middle\"></progress> epoch "
              "<b>%lld</b>/%d &middot; step %lld/%lld &middot; loss <b>%.4f</b> &middot; acc "
              "<b>%.4f</b> &middot; lr %.3g &middot; %.0f&nbsp;img/s%s &middot; "
-             "%s&lt;%s%s</div>", (long long)p->step, (long long)total, (long long)p->epoch + 1,
-             p->epochs, (long long)p->step, (long long)total, p->epoch_loss, p->epoch_accuracy,
-             p->lr, p->images_per_s, r->where, el, eta, ck);
+             "%s&lt;%s%s</div>",
+             (long long)p->step, (long long)total, (long long)p->epoch + 1, p->epochs,
+             (long long)p->step, (long long)total, p->epoch_loss, p->epoch_accuracy, p->lr,
+             p->images_per_s, r->where, el, eta, ck);
     show(r, json_pack("{s:s, s:s}", "text/plain", line, "text/html", html), r->progress_id,
          &r->progress_shown);
     /* the plot's display is made right under the progress, before any epoch line, and
@@ -142,18 +147,23 @@ void mgp_view_progress(mg_run *r, const rt_progress *p, int force)
     if (!r->plot_shown && r->ep_loss.n > 0) /* a continued run: its curves so far */
         mgp_view_plot(r);
     else if (!r->plot_shown)
-        show(r, json_pack("{s:s, s:s}", "text/plain", "<loss/accuracy plot appears after the "
-                          "first epoch>", "text/html", "<div style=\"color:#888\"><i>loss/"
-                          "accuracy plot appears after the first epoch</i></div>"),
+        show(r,
+             json_pack("{s:s, s:s}", "text/plain",
+                       "<loss/accuracy plot appears after the "
+                       "first epoch>",
+                       "text/html",
+                       "<div style=\"color:#888\"><i>loss/"
+                       "accuracy plot appears after the first epoch</i></div>"),
              r->plot_id, &r->plot_shown);
 }
 
 void mgp_view_epoch(mg_run *r, const rt_progress *p, double seconds, double images_per_s)
 {
-    mg_printf(r->ctx->out, "epoch %lld/%d  loss %.4f  acc %.4f  %s_loss %.4f  %s_acc %.4f  "
-              "%.1f s  %.0f img/s\n", (long long)p->epoch + 1, p->epochs, p->epoch_loss,
-              p->epoch_accuracy, r->val_name, r->val_loss, r->val_name, r->val_acc, seconds,
-              images_per_s);
+    mg_printf(r->ctx->out,
+              "epoch %lld/%d  loss %.4f  acc %.4f  %s_loss %.4f  %s_acc %.4f  "
+              "%.1f s  %.0f img/s\n",
+              (long long)p->epoch + 1, p->epochs, p->epoch_loss, p->epoch_accuracy, r->val_name,
+              r->val_loss, r->val_name, r->val_acc, seconds, images_per_s);
 }
 
 void mgp_view_plot(mg_run *r)
@@ -207,18 +217,17 @@ static void summary_run_dir(const mg_run *r, FILE *t)
     if (!r->o.run_dir[0]) return;
     if (mg_store_url(r->ctx))
         fprintf(t, "  run directory: %s (staged in %s)\n", run_home(r), r->o.run_dir);
-    else
-        fprintf(t, "  run directory: %s\n", r->o.run_dir);
+    else fprintf(t, "  run directory: %s\n", r->o.run_dir);
 }
 
 void mgp_hint_longer(const mg_run *r, FILE *t)
 {
     if (r->o.run_dir[0])
-        fprintf(t, "  to train longer: a larger --epochs, e.g. %%resume %s --epochs %d (or "
-                "this %%train with --epochs %d)\n", run_home(r), r->o.epochs + 1,
-                r->o.epochs + 1);
-    else
-        fprintf(t, "  to train longer: %%train with --epochs larger than %d\n", r->o.epochs);
+        fprintf(t,
+                "  to train longer: a larger --epochs, e.g. %%resume %s --epochs %d (or "
+                "this %%train with --epochs %d)\n",
+                run_home(r), r->o.epochs + 1, r->o.epochs + 1);
+    else fprintf(t, "  to train longer: %%train with --epochs larger than %d\n", r->o.epochs);
 }
 
 /* A run (directory) trained again after its last planned step: no step was taken.
@@ -255,15 +264,17 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
 {
     const rt_progress *p = &r->last;
     char status[256], el[48];
-    if (failed) snprintf(status, sizeof status, "failed after step %lld of %lld", (long long)p->step,
-                         (long long)p->total_steps);
+    if (failed)
+        snprintf(status, sizeof status, "failed after step %lld of %lld", (long long)p->step,
+                 (long long)p->total_steps);
     else if (why == RT_STEP_DONE) snprintf(status, sizeof status, "finished");
     else if (why == RT_STEP_TIME_LIMIT)
         snprintf(status, sizeof status, "stopped by the time limit (%s) after step %lld of %lld",
                  r->o.time_limit_s > 0 ? "--time-limit" : "", (long long)p->step,
                  (long long)p->total_steps);
-    else snprintf(status, sizeof status, "stopped by an interrupt after step %lld of %lld",
-                  (long long)p->step, (long long)p->total_steps);
+    else
+        snprintf(status, sizeof status, "stopped by an interrupt after step %lld of %lld",
+                 (long long)p->step, (long long)p->total_steps);
     hms(s->seconds, el, sizeof el);
     char *text = NULL;
     size_t tl = 0;
@@ -277,17 +288,18 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
     } else {
         fprintf(t, "Run %s: %s\n", r->model_name, status);
         fprintf(t, "  steps %lld (epoch %lld of %d), %lld images in %s, %.0f images/s\n",
-                (long long)s->steps, (long long)p->epoch + 1, r->o.epochs, (long long)s->images,
-                el, s->images_per_s);
+                (long long)s->steps, (long long)p->epoch + 1, r->o.epochs, (long long)s->images, el,
+                s->images_per_s);
         if (r->has_progress)
             fprintf(t, "  train loss %.4f, accuracy %.4f (epoch mean)\n", p->epoch_loss,
                     p->epoch_accuracy);
         if (r->has_val)
             fprintf(t, "  %s loss %.4f, accuracy %.4f\n", r->val_name, r->val_loss, r->val_acc);
         if (s->loss_scale > 0)
-            fprintf(t, "  fp16 loss scaling: %lld step%s skipped (inf/NaN gradients), loss "
-                    "scale now %g\n", (long long)s->skipped_steps,
-                    s->skipped_steps == 1 ? "" : "s", s->loss_scale);
+            fprintf(t,
+                    "  fp16 loss scaling: %lld step%s skipped (inf/NaN gradients), loss "
+                    "scale now %g\n",
+                    (long long)s->skipped_steps, s->skipped_steps == 1 ? "" : "s", s->loss_scale);
         char np[32];
         fprintf(t, "  model %s: %s parameters; data %s\n", r->model_name,
                 mg_commas(rt_model_num_params(r->model), np), r->data->name);
@@ -298,13 +310,18 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
     }
     fclose(t);
     char *esc = text ? mg_html_escape(text) : NULL, *html = NULL;
-    if (esc && asprintf(&html, "<pre style=\"margin:0;border-left:3px solid %s;padding-left:6px\">"
-                        "%s</pre>", failed ? "#d22" : why == RT_STEP_DONE ? "#1ea03c" : "#e90",
+    if (esc && asprintf(&html,
+                        "<pre style=\"margin:0;border-left:3px solid %s;padding-left:6px\">"
+                        "%s</pre>",
+                        failed                ? "#d22"
+                        : why == RT_STEP_DONE ? "#1ea03c"
+                                              : "#e90",
                         esc) < 0)
         html = NULL;
     free(esc);
     int shown = 0;
-    if (text && html) show(r, json_pack("{s:s, s:s}", "text/plain", text, "text/html", html), NULL, &shown);
+    if (text && html)
+        show(r, json_pack("{s:s, s:s}", "text/plain", text, "text/html", html), NULL, &shown);
     free(text);
     free(html);
 }

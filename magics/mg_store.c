@@ -28,8 +28,10 @@ static void slot_free(void *p)
 
 static const char *ename(rt_status s)
 {
-    return s == RT_ENOMEM ? "MemoryError" : s == RT_ENOTFOUND ? "FileNotFoundError"
-         : s == RT_EINVAL ? "ValueError" : "OSError";
+    return s == RT_ENOMEM      ? "MemoryError"
+           : s == RT_ENOTFOUND ? "FileNotFoundError"
+           : s == RT_EINVAL    ? "ValueError"
+                               : "OSError";
 }
 
 static int open_store(const char *url, rt_store **s, char **prefix, mg_error *err)
@@ -39,8 +41,7 @@ static int open_store(const char *url, rt_store **s, char **prefix, mg_error *er
     return st == RT_OK ? 0 : mg_fail(err, ename(st), "%s", re.msg);
 }
 
-int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **path,
-                   mg_error *err)
+int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **path, mg_error *err)
 {
     char *skipped = NULL;
     rt_error re = {0};
@@ -53,8 +54,7 @@ int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **p
     return st == RT_OK ? 0 : mg_fail(err, ename(st), "%s", re.msg);
 }
 
-int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap,
-                   mg_error *err)
+int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap, mg_error *err)
 {
     rt_store *s = NULL;
     char *prefix = NULL;
@@ -131,8 +131,7 @@ int mg_store_rehome(mg_ctx *ctx, const char *dir, mg_error *err)
     return mg_store_begin(ctx, url, keep, staging, sizeof staging, err);
 }
 
-size_t mg_store_after_save(mg_ctx *ctx, const char *path, int64_t step, int keep,
-                           const mg_out *out)
+size_t mg_store_after_save(mg_ctx *ctx, const char *path, int64_t step, int keep, const mg_out *out)
 {
     mgp_store *m = mg_session_get(ctx->session, SLOT);
     if (!m || !m->sync) return 0;
@@ -154,8 +153,7 @@ void mg_store_status(mg_ctx *ctx, char *buf, size_t cap)
     rt_store_sync_get_status(m->sync, &st);
     if (st.pending)
         snprintf(buf, cap, "upload: %zu pending%s", st.pending, st.retrying ? ", retrying" : "");
-    else if (st.last_step >= 0)
-        snprintf(buf, cap, "uploaded: step %lld", (long long)st.last_step);
+    else if (st.last_step >= 0) snprintf(buf, cap, "uploaded: step %lld", (long long)st.last_step);
 }
 
 const char *mg_store_url(mg_ctx *ctx)
@@ -181,8 +179,9 @@ void mg_store_end(mg_ctx *ctx, double budget_s, const mg_out *out)
     rt_error re = {0};
     rt_store_sync_status st;
     rt_store_sync_get_status(m->sync, &st);
-    if (st.pending) mg_printf(out, "uploading %zu checkpoint%s to %s ...\n", st.pending,
-                              st.pending == 1 ? "" : "s", m->url);
+    if (st.pending)
+        mg_printf(out, "uploading %zu checkpoint%s to %s ...\n", st.pending,
+                  st.pending == 1 ? "" : "s", m->url);
     if (rt_store_sync_drain(m->sync, budget_s, &local, &re) == RT_OK) {
         rt_store_sync_get_status(m->sync, &st);
         if (st.last_step >= 0)

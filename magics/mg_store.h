@@ -18,12 +18,10 @@
 /* Opens url's store and fetches its newest complete, valid checkpoint into the staging
  * directory: *path (free()), or NULL when the store holds none yet (not an error when
  * allow_empty). Damaged ones skipped are named in warnings on out. -1 with err. */
-int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **path,
-                   mg_error *err);
+int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **path, mg_error *err);
 /* Starts the uploader for url (keep complete checkpoints in the store, 0 = all) and
  * puts staging dir into dir. -1 with err (the store could not be opened). */
-int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap,
-                   mg_error *err);
+int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap, mg_error *err);
 /* How many complete checkpoints the store at url holds (*n). -1 with err. */
 int mg_store_count(const char *url, size_t *n, mg_error *err);
 /* %train --resume auto choosing a versioned sibling (DIR-v2) of an s3:// run's staging

@@ -59,7 +59,8 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (args->body && args->raw && args->raw[strspn(args->raw, " \t\r")])
         return mg_fail(err, "UsageError", "%%%%time takes no arguments on its line");
     if (!code || !code[strspn(code, " \t\r\n")])
-        return mg_fail(err, "UsageError", "%%time needs a statement to time, as in "
+        return mg_fail(err, "UsageError",
+                       "%%time needs a statement to time, as in "
                        "%%time x = sum(range(1000))");
     double u0, s0, u1, s1, w0 = now_s();
     cpu_s(&u0, &s0);

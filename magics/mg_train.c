@@ -21,17 +21,19 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (mg_run_opts_from_args(&o, args, err) < 0) return -1;
     /* checkpoint options only act with a run directory: say so instead of ignoring them */
     if (!o.run_dir[0] && (mg_args_has(args, "--checkpoint-every") || mg_args_has(args, "--keep")))
-        mg_eprintf(ctx->out, "warning: %%train: %s%s%s ignored: checkpoints need --run-dir DIR "
+        mg_eprintf(ctx->out,
+                   "warning: %%train: %s%s%s ignored: checkpoints need --run-dir DIR "
                    "(this run writes none)\n",
                    mg_args_has(args, "--checkpoint-every") ? "--checkpoint-every" : "",
-                   mg_args_has(args, "--checkpoint-every") && mg_args_has(args, "--keep")
-                       ? " and " : "",
+                   mg_args_has(args, "--checkpoint-every") && mg_args_has(args, "--keep") ? " and "
+                                                                                          : "",
                    mg_args_has(args, "--keep") ? "--keep" : "");
     /* an s3:// run directory: the store is checked now (before any step), its newest
      * checkpoint fetched into the local staging directory, which the run then uses (a
      * versioned URL-v2 is chosen there too, mg_train_resume.c) */
-    mg_resume_mode mode = o.resume >= 0 ? (mg_resume_mode)o.resume
-                        : ctx->settings ? ctx->settings->train_resume : MG_RESUME_AUTO;
+    mg_resume_mode mode = o.resume >= 0   ? (mg_resume_mode)o.resume
+                          : ctx->settings ? ctx->settings->train_resume
+                                          : MG_RESUME_AUTO;
     char url[sizeof o.run_dir] = "";
     if (rt_store_is_url(o.run_dir)) {
         char *newest = NULL;
@@ -41,13 +43,14 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
          * would mix with the old run's objects, and no rename sets those aside) */
         if (mode == MG_RESUME_NEVER && mg_store_count(url, &held, err) < 0) return -1;
         if (held)
-            return mg_fail(err, "FileExistsError", "%%train --resume never: %s holds a run "
+            return mg_fail(err, "FileExistsError",
+                           "%%train --resume never: %s holds a run "
                            "(%zu checkpoint%s) and a store cannot set it aside ---> HINT: give "
                            "a new s3:// --run-dir, or --resume auto (continues it, or trains "
-                           "other options in %s-v2)", url, held, held == 1 ? "" : "s", url);
+                           "other options in %s-v2)",
+                           url, held, held == 1 ? "" : "s", url);
         if ((mode != MG_RESUME_NEVER && mg_store_fetch(url, 1, ctx->out, &newest, err) < 0) ||
-            mg_store_begin(ctx, url, o.keep > 0 ? o.keep : 1, o.run_dir, sizeof o.run_dir,
-                           err) < 0)
+            mg_store_begin(ctx, url, o.keep > 0 ? o.keep : 1, o.run_dir, sizeof o.run_dir, err) < 0)
             return -1;
         free(newest);
     }
@@ -65,27 +68,29 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 const mg_command mg_cmd_train = {
     .name = "train",
     .summary = "Train a model (live progress, per-epoch lines, loss/accuracy plot)",
-    .usage = "Usage: %train [MODEL] [--data NAME] [--epochs N] [--batch N] [--lr LR]\n"
-             "              [--optimizer adam|sgd|adamw] [--momentum M] [--weight-decay WD]\n"
-             "              [--nesterov] [--schedule SPEC] [--seed N] [--device auto|cpu|cuda[:N]]\n"
-             "              [--precision fp32|bf16|fp16] [--run-dir DIR] [--resume auto|never|must]\n"
-             "              [--checkpoint-every 500steps|10m|1epoch] [--keep N]\n"
-             "              [--time-limit 8h30m] [--results PATH] [--augment] [--val N] [--name NAME]\n\n"
-             "Trains MODEL (default: the model defined last) on the data set loaded last (or\n"
-             "--data) from a fresh initialisation given by --seed. Shows one progress bar\n"
-             "updated in place, a line per epoch (loss, accuracy, validation, time, images/s)\n"
-             "and a loss/accuracy plot, then a summary. Validation uses the --val split, or\n"
-             "the test split when there is none. An interrupt stops at the next step and\n"
-             "keeps the model; --time-limit stops the same way (not an error) so a stage\n"
-             "notebook can go on. With --run-dir, checkpoints go there (every\n"
-             "--checkpoint-every, default 1epoch, and at the stop). When DIR already holds\n"
-             "a run: --resume auto continues it if its options are the ones given (a larger\n"
-             "--epochs trains it longer), else trains in a new DIR-v2 beside it; never\n"
-             "starts over in DIR (old checkpoints kept); must continues it or fails.\n"
-             "Every run is recorded in the results store (--results,\n"
-             "else $KILN_RESULTS, else ~/.local/share/kiln/results.sqlite); a store that\n"
-             "cannot be written is a warning. Options take $var / {expr} values.\n\n"
-             "Example:\n  %train mnist_net --epochs $epochs --lr {lr} --optimizer sgd --momentum 0.9",
+    .usage =
+        "Usage: %train [MODEL] [--data NAME] [--epochs N] [--batch N] [--lr LR]\n"
+        "              [--optimizer adam|sgd|adamw] [--momentum M] [--weight-decay WD]\n"
+        "              [--nesterov] [--schedule SPEC] [--seed N] [--device auto|cpu|cuda[:N]]\n"
+        "              [--precision fp32|bf16|fp16] [--run-dir DIR] [--resume auto|never|must]\n"
+        "              [--checkpoint-every 500steps|10m|1epoch] [--keep N]\n"
+        "              [--time-limit 8h30m] [--results PATH] [--augment] [--val N] [--name "
+        "NAME]\n\n"
+        "Trains MODEL (default: the model defined last) on the data set loaded last (or\n"
+        "--data) from a fresh initialisation given by --seed. Shows one progress bar\n"
+        "updated in place, a line per epoch (loss, accuracy, validation, time, images/s)\n"
+        "and a loss/accuracy plot, then a summary. Validation uses the --val split, or\n"
+        "the test split when there is none. An interrupt stops at the next step and\n"
+        "keeps the model; --time-limit stops the same way (not an error) so a stage\n"
+        "notebook can go on. With --run-dir, checkpoints go there (every\n"
+        "--checkpoint-every, default 1epoch, and at the stop). When DIR already holds\n"
+        "a run: --resume auto continues it if its options are the ones given (a larger\n"
+        "--epochs trains it longer), else trains in a new DIR-v2 beside it; never\n"
+        "starts over in DIR (old checkpoints kept); must continues it or fails.\n"
+        "Every run is recorded in the results store (--results,\n"
+        "else $KILN_RESULTS, else ~/.local/share/kiln/results.sqlite); a store that\n"
+        "cannot be written is a warning. Options take $var / {expr} values.\n\n"
+        "Example:\n  %train mnist_net --epochs $epochs --lr {lr} --optimizer sgd --momentum 0.9",
     .flags = MG_LINE | MG_LONG_RUNNING,
     .options = mg_train_options,
     .run = run,

@@ -31,9 +31,9 @@
 /* The run-defining options %train was given, with "as loaded" resolved. */
 typedef struct typed {
     const mg_run_opts *o;
-    const char *data;        /* data set name ("" when unknown) */
-    int val, subset;         /* -1 when unknown */
-    char canonical[4096];    /* the model's canonical spec ("" when unknown) */
+    const char *data;     /* data set name ("" when unknown) */
+    int val, subset;      /* -1 when unknown */
+    char canonical[4096]; /* the model's canonical spec ("" when unknown) */
 } typed;
 
 static void resolve_typed(mg_ctx *ctx, const mg_run_opts *o, typed *t)
@@ -56,8 +56,9 @@ static void resolve_typed(mg_ctx *ctx, const mg_run_opts *o, typed *t)
         t->subset = d->subset;
     }
     rt_model *model = NULL;
-    if (m && rt_model_create(&model, m->spec, &(rt_model_input){m->input.c, m->input.h,
-                                                                 m->input.w, 0}, NULL) == RT_OK)
+    if (m &&
+        rt_model_create(&model, m->spec, &(rt_model_input){m->input.c, m->input.h, m->input.w, 0},
+                        NULL) == RT_OK)
         snprintf(t->canonical, sizeof t->canonical, "%s", rt_model_spec_canonical(model));
     rt_model_destroy(model);
 }
@@ -68,10 +69,7 @@ static double eff_momentum(const mg_run_opts *o)
     return isfinite(o->momentum) ? o->momentum : 0.9;
 }
 
-static int same_number(double a, double b)
-{
-    return (!isfinite(a) && !isfinite(b)) || a == b;
-}
+static int same_number(double a, double b) { return (!isfinite(a) && !isfinite(b)) || a == b; }
 
 /* Appends " --opt typed (checkpoint stored)" for every run-defining option of t that
  * differs from the checkpoint at path; 0 = none differ, -1 = not a run's checkpoint. */
@@ -92,17 +90,17 @@ static int differences(const typed *t, const char *path, char *buf, size_t n, in
     int rc = h && dj && mg_run_opts_from_json(&c, h, &ignored) == 0 ? 0 : -1;
     size_t k = 0;
     const mg_run_opts *o = t->o;
-#define DIFF(cond, ...)                                                                  \
+#define DIFF(cond, ...) \
     if (rc == 0 && (cond) && k < n) k += (size_t)snprintf(buf + k, n - k, __VA_ARGS__)
     const char *cdata = json_string_value(json_object_get(dj, "name"));
     int cval = (int)json_integer_value(json_object_get(dj, "val"));
     int csub = (int)json_integer_value(json_object_get(dj, "subset"));
     DIFF(canon && t->canonical[0] && strcmp(canon, t->canonical), " the model");
-    DIFF(cdata && t->data[0] && strcmp(cdata, t->data), " data set %s (checkpoint %s)",
-         t->data, cdata);
+    DIFF(cdata && t->data[0] && strcmp(cdata, t->data), " data set %s (checkpoint %s)", t->data,
+         cdata);
     DIFF(cdata && t->val >= 0 && t->val != cval, " --val %d (checkpoint %d)", t->val, cval);
-    DIFF(cdata && t->subset >= 0 && t->subset != csub, " --subset %d (checkpoint %d)",
-         t->subset, csub);
+    DIFF(cdata && t->subset >= 0 && t->subset != csub, " --subset %d (checkpoint %d)", t->subset,
+         csub);
     DIFF(o->epochs < c.epochs, " --epochs %d (checkpoint %d)", o->epochs, c.epochs);
     DIFF(o->batch != c.batch, " --batch %d (checkpoint %d)", o->batch, c.batch);
     DIFF(o->lr != c.lr, " --lr %g (checkpoint %g)", o->lr, c.lr);
@@ -171,8 +169,10 @@ static int set_aside(mg_ctx *ctx, const char *dir, mg_error *err)
     }
     closedir(d);
     if (moved)
-        mg_printf(ctx->out, "--resume never: a new run in %s; its %d earlier checkpoint%s "
-                  "moved to %s\n", dir, moved, moved == 1 ? "" : "s", sub);
+        mg_printf(ctx->out,
+                  "--resume never: a new run in %s; its %d earlier checkpoint%s "
+                  "moved to %s\n",
+                  dir, moved, moved == 1 ? "" : "s", sub);
     return rc;
 }
 
@@ -192,8 +192,10 @@ static char *latest(mg_ctx *ctx, const char *dir, int quiet, mg_error *err, int 
         return NULL;
     }
     if (s != RT_OK && skipped && !quiet)
-        mg_eprintf(ctx->out, "warning: %%train: no valid checkpoint in %s to continue from; "
-                   "a new run starts there:\n%s", dir, skipped);
+        mg_eprintf(ctx->out,
+                   "warning: %%train: no valid checkpoint in %s to continue from; "
+                   "a new run starts there:\n%s",
+                   dir, skipped);
     if (s == RT_OK && skipped && !quiet)
         for (char *line = strtok(skipped, "\n"); line; line = strtok(NULL, "\n"))
             mg_eprintf(ctx->out, "warning: skipped damaged checkpoint %s/%s\n", dir, line);
@@ -225,8 +227,8 @@ static int continue_run(mg_ctx *ctx, const mg_run_opts *o, const char *path, int
 }
 
 /* --resume auto with options that differ from DIR's run: DIR-vN. */
-static int versioned(mg_ctx *ctx, mg_run_opts *o, const typed *t, const char *why,
-                     int *handled, mg_error *err)
+static int versioned(mg_ctx *ctx, mg_run_opts *o, const typed *t, const char *why, int *handled,
+                     mg_error *err)
 {
     char base[sizeof o->run_dir], dir[sizeof o->run_dir + 16], diff[1024];
     snprintf(base, sizeof base, "%s", o->run_dir);
@@ -235,8 +237,10 @@ static int versioned(mg_ctx *ctx, mg_run_opts *o, const typed *t, const char *wh
     for (int v = 2; v <= MAX_VERSIONS; v++) {
         snprintf(dir, sizeof dir, "%s-v%d", base, v);
         if (strlen(dir) >= sizeof o->run_dir)
-            return mg_fail(err, "OSError", "%%train: --run-dir %s: name too long for a "
-                           "versioned directory", base);
+            return mg_fail(err, "OSError",
+                           "%%train: --run-dir %s: name too long for a "
+                           "versioned directory",
+                           base);
         int failed = 0, longer = 0, ck_epochs = 0;
         if (mg_store_fetch_sibling(ctx, dir, err) < 0) return *handled = 1, -1;
         char *path = latest(ctx, dir, 1, err, &failed);
@@ -266,8 +270,10 @@ static int versioned(mg_ctx *ctx, mg_run_opts *o, const typed *t, const char *wh
             return *handled = 1, -1;
         }
         if (!path) {
-            mg_printf(ctx->out, "This run goes to %s (the run in %s is kept; --resume never "
-                      "would start over in %s instead)\n", dname, bname, bname);
+            mg_printf(ctx->out,
+                      "This run goes to %s (the run in %s is kept; --resume never "
+                      "would start over in %s instead)\n",
+                      dname, bname, bname);
             return 0;
         }
         *handled = 1;
@@ -275,8 +281,10 @@ static int versioned(mg_ctx *ctx, mg_run_opts *o, const typed *t, const char *wh
         free(path);
         return rc;
     }
-    return mg_fail(err, "OSError", "%%train: %s-v2 ... %s-v%d are all taken ---> HINT: give "
-                   "a new --run-dir", base, base, MAX_VERSIONS);
+    return mg_fail(err, "OSError",
+                   "%%train: %s-v2 ... %s-v%d are all taken ---> HINT: give "
+                   "a new --run-dir",
+                   base, base, MAX_VERSIONS);
 }
 
 int mg_ckpt_train_autoresume(mg_ctx *ctx, mg_run_opts *o, mg_resume_mode mode, int *handled,
@@ -285,7 +293,8 @@ int mg_ckpt_train_autoresume(mg_ctx *ctx, mg_run_opts *o, mg_resume_mode mode, i
     *handled = 0;
     if (!o->run_dir[0]) {
         if (mode == MG_RESUME_MUST)
-            return *handled = 1, mg_fail(err, "ValueError", "%%train: --resume must needs "
+            return *handled = 1, mg_fail(err, "ValueError",
+                                         "%%train: --resume must needs "
                                          "--run-dir DIR (the run to continue)");
         return 0;
     }
@@ -299,9 +308,11 @@ int mg_ckpt_train_autoresume(mg_ctx *ctx, mg_run_opts *o, mg_resume_mode mode, i
     char buf[1100];
     const char *name = mg_store_display(ctx, o->run_dir, buf, sizeof buf);
     if (!path && mode == MG_RESUME_MUST)
-        return *handled = 1, mg_fail(err, "FileNotFoundError", "%%train: --resume must: no "
+        return *handled = 1, mg_fail(err, "FileNotFoundError",
+                                     "%%train: --resume must: no "
                                      "valid checkpoint in %s to continue ---> HINT: "
-                                     "--resume auto starts a new run there", name);
+                                     "--resume auto starts a new run there",
+                                     name);
     if (!path) return 0;
     typed t;
     resolve_typed(ctx, o, &t);
@@ -315,11 +326,11 @@ int mg_ckpt_train_autoresume(mg_ctx *ctx, mg_run_opts *o, mg_resume_mode mode, i
     } else if (mode == MG_RESUME_MUST) {
         *handled = 1;
         show_model(ctx, path, &t); /* the detail beside the short error */
-        rc = mg_fail(err, "ValueError", "%%train --resume must: the run in %s has other "
+        rc = mg_fail(err, "ValueError",
+                     "%%train --resume must: the run in %s has other "
                      "options:%s ---> HINT: --resume auto trains these options in a new "
                      "directory beside it (%s-v2...); --resume never starts over in %s",
-                     name, d < 0 ? " (its checkpoint does not describe them)" : diff,
-                     name, name);
+                     name, d < 0 ? " (its checkpoint does not describe them)" : diff, name, name);
     } else {
         rc = versioned(ctx, o, &t, d < 0 ? " (its checkpoint does not describe them)" : diff,
                        handled, err);

@@ -28,14 +28,16 @@ static int cmp(const void *a, const void *b)
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
-    static const char *const types[] = {"int", "float", "str", "bool", "NoneType", "list",
-                                        "dict", NULL};
+    static const char *const types[] = {"int",      "float", "str",  "bool",
+                                        "NoneType", "list",  "dict", NULL};
     for (int i = 0; i < args->npos; i++) {
         int ok = 0;
         for (int t = 0; types[t]; t++) ok |= !strcmp(types[t], args->pos[i]);
         if (!ok)
-            return mg_fail(err, "UsageError", "%%who: unknown type '%s' (one of int float str "
-                           "bool NoneType list dict)", args->pos[i]);
+            return mg_fail(err, "UsageError",
+                           "%%who: unknown type '%s' (one of int float str "
+                           "bool NoneType list dict)",
+                           args->pos[i]);
     }
     json_t *names = ctx->host->var_names(ctx->host->user);
     if (!names) return mg_fail(err, "MemoryError", "%%who: out of memory");
@@ -54,8 +56,10 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         if (ok) keep[k++] = name;
     }
     qsort(keep, k, sizeof *keep, cmp);
-    if (!k) mg_printf(ctx->out, "%s\n", args->npos ? "No variables match your requested type."
-                                                   : "Interactive namespace is empty.");
+    if (!k)
+        mg_printf(ctx->out, "%s\n",
+                  args->npos ? "No variables match your requested type."
+                             : "Interactive namespace is empty.");
     for (size_t i = 0; i < k; i++) mg_printf(ctx->out, "%s%s", keep[i], i + 1 < k ? "\t" : "\n");
     free(keep);
     json_decref(names);

@@ -13,7 +13,7 @@
 struct mg_workspace {
     mg_ws_model *models;
     int nmodels, last_model;
-    mg_ws_data **data;       /* pointers: entries stay put while the array grows */
+    mg_ws_data **data; /* pointers: entries stay put while the array grows */
     int ndata, last_data;
 };
 
@@ -141,14 +141,14 @@ static int on_download(const char *file, uint64_t done, uint64_t total, void *us
 {
     dl_state *s = user;
     double t = now_s();
-    if (s->shown && t - s->last < 0.25 && done != total) return s->ctx->host->interrupted(s->ctx->host->user);
+    if (s->shown && t - s->last < 0.25 && done != total)
+        return s->ctx->host->interrupted(s->ctx->host->user);
     s->last = t;
     char text[320];
     if (total)
         snprintf(text, sizeof text, "downloading %s: %.1f / %.1f MB (%.0f%%)", file,
                  (double)done / 1e6, (double)total / 1e6, 100.0 * (double)done / (double)total);
-    else
-        snprintf(text, sizeof text, "downloading %s: %.1f MB", file, (double)done / 1e6);
+    else snprintf(text, sizeof text, "downloading %s: %.1f MB", file, (double)done / 1e6);
     json_t *data = json_pack("{s:s}", "text/plain", text);
     if (data && s->ctx->out->display)
         s->ctx->out->display(s->ctx->out->user, data, NULL, s->id, s->shown);
@@ -188,8 +188,8 @@ static void cut(mg_ws_data *d, int n)
     free(raw);
 }
 
-mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
-                            int subset, const char *dir, const char *url, mg_error *err)
+mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val, int subset,
+                            const char *dir, const char *url, mg_error *err)
 {
     return mg_ws_data_load_images(ws, ctx, name, val, subset, dir, url, NULL, err);
 }
@@ -226,11 +226,19 @@ mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *na
     d->images = img;
     dl_state dl = {.ctx = ctx};
     snprintf(dl.id, sizeof dl.id, "kiln-dl-%p-%ld", (void *)d, (long)time(NULL));
-    rt_dataset_opts o = {.name = name, .val = d->val, .progress = on_download, .user = &dl,
-                         .should_stop = stop_dl, .dir = dir, .url = url,
-                         .image_h = img.image_h, .image_w = img.image_w,
-                         .channels = img.channels, .val_fraction = img.val_fraction,
-                         .seed = img.seed, .skip_bad = img.skip_bad};
+    rt_dataset_opts o = {.name = name,
+                         .val = d->val,
+                         .progress = on_download,
+                         .user = &dl,
+                         .should_stop = stop_dl,
+                         .dir = dir,
+                         .url = url,
+                         .image_h = img.image_h,
+                         .image_w = img.image_w,
+                         .channels = img.channels,
+                         .val_fraction = img.val_fraction,
+                         .seed = img.seed,
+                         .skip_bad = img.skip_bad};
     rt_error re = {0};
     rt_status s = rt_dataset_load(&d->splits, &o, &re);
     if (s != RT_OK) {
@@ -239,8 +247,7 @@ mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *na
             mg_fail(err, "KeyboardInterrupt", "loading data set '%s' was interrupted", name);
         else if (strstr(re.msg, name)) /* the message names it already: once is enough */
             mg_fail_status(err, &re, "%s", re.msg);
-        else
-            mg_fail_status(err, &re, "data set '%s': %s", name, re.msg);
+        else mg_fail_status(err, &re, "data set '%s': %s", name, re.msg);
         return NULL;
     }
     if (dl.shown) { /* the download display ends saying where the files are */

@@ -19,11 +19,11 @@ typedef struct mg_workspace mg_workspace;
 
 typedef struct mg_ws_model {
     char name[64];
-    char *spec;              /* the %%model body, verbatim */
-    rt_model_input input;    /* the shape it was checked against */
-    char dataset[256];       /* the data set it was checked against ("" = default) */
-    rt_model *trained;       /* NULL until a run (or %checkpoint load) gave one */
-    rt_backend *backend;     /* the trained model's backend (heap; owned) */
+    char *spec;           /* the %%model body, verbatim */
+    rt_model_input input; /* the shape it was checked against */
+    char dataset[256];    /* the data set it was checked against ("" = default) */
+    rt_model *trained;    /* NULL until a run (or %checkpoint load) gave one */
+    rt_backend *backend;  /* the trained model's backend (heap; owned) */
 } mg_ws_model;
 
 /* %dataset's image-folder options (rt_dataset_opts' fields of the same names). */
@@ -34,10 +34,10 @@ typedef struct mg_ws_images {
 } mg_ws_images;
 
 typedef struct mg_ws_data {
-    char name[256];          /* as the user wrote it: "fashion-mnist", a path */
-    int val;                 /* --val it was loaded with */
-    mg_ws_images images;     /* the image-folder options it was loaded with */
-    int subset;              /* --subset: train split cut to its first N images (0 = all) */
+    char name[256];      /* as the user wrote it: "fashion-mnist", a path */
+    int val;             /* --val it was loaded with */
+    mg_ws_images images; /* the image-folder options it was loaded with */
+    int subset;          /* --subset: train split cut to its first N images (0 = all) */
     rt_dataset_splits splits;
 } mg_ws_data;
 
@@ -63,8 +63,8 @@ mg_ws_model *mg_ws_model_at(mg_workspace *ws, int i);
  * dir/url (may be NULL) as %dataset --dir/--url; given, they force a reload. One copy
  * per name: a reload replaces the previous one. Shows download progress on out.
  * Borrowed result, NULL with err (naming the data set) on failure. */
-mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
-                            int subset, const char *dir, const char *url, mg_error *err);
+mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val, int subset,
+                            const char *dir, const char *url, mg_error *err);
 /* The same with image-folder options (NULL = those of the loaded copy, else defaults);
  * options that differ from the loaded copy's force a reload (the decode cache makes it
  * cheap). */

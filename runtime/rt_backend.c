@@ -57,12 +57,12 @@ rt_status rt_backend_open(rt_backend *b, const char *device, int threads, rt_err
                           device);
         }
         if (!cuda)
-            return RT_ERR(err, RT_ENODEV, "this Kiln was built without CUDA ---> HINT: use "
+            return RT_ERR(err, RT_ENODEV,
+                          "this Kiln was built without CUDA ---> HINT: use "
                           "--device cpu, or rebuild with -Dcuda=enabled");
         return open_with(b, cuda, idx, threads, err);
     }
-    return RT_ERR(err, RT_EINVAL, "unknown device '%s' (expected cpu, cuda, cuda:N, auto)",
-                  device);
+    return RT_ERR(err, RT_EINVAL, "unknown device '%s' (expected cpu, cuda, cuda:N, auto)", device);
 }
 
 void rt_backend_close(rt_backend *b)

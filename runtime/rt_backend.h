@@ -33,10 +33,10 @@
 /* Convolution, PyTorch semantics (cross-correlation, zero padding, no dilation/groups).
  * P = (H + 2*pad - R)/stride + 1, Q = (W + 2*pad - S)/stride + 1. */
 typedef struct rt_conv_desc {
-    int N, C, H, W;   /* input */
-    int K, R, S;      /* filters (K,C,R,S) */
-    int stride, pad;  /* same in both dimensions */
-    int P, Q;         /* output (N,K,P,Q) */
+    int N, C, H, W;  /* input */
+    int K, R, S;     /* filters (K,C,R,S) */
+    int stride, pad; /* same in both dimensions */
+    int P, Q;        /* output (N,K,P,Q) */
 } rt_conv_desc;
 
 /* Pooling (max or average) with a R x S window, no padding (PyTorch default),
@@ -57,8 +57,8 @@ typedef struct rt_dense_desc {
  * running = (1-momentum)*running + momentum*batch. */
 typedef struct rt_bn_desc {
     int N, C, H, W;
-    float eps;        /* 1e-5 */
-    float momentum;   /* 0.1 */
+    float eps;      /* 1e-5 */
+    float momentum; /* 0.1 */
 } rt_bn_desc;
 
 /* Dropout (inverted): keep an element with probability 1-p and scale it by 1/(1-p).
@@ -69,9 +69,9 @@ typedef struct rt_bn_desc {
 typedef struct rt_dropout_desc {
     int N, C, H, W;
     float p;
-    uint64_t seed;    /* the run's seed */
-    uint32_t step;    /* stream word a: the training step */
-    uint32_t layer;   /* stream word b: the layer index */
+    uint64_t seed;  /* the run's seed */
+    uint32_t step;  /* stream word a: the training step */
+    uint32_t layer; /* stream word b: the layer index */
 } rt_dropout_desc;
 
 /* Softmax cross-entropy over L classes for N samples (log-softmax + NLL). */
@@ -88,14 +88,14 @@ typedef struct rt_xent_desc {
  * exactly the values the host optimiser uses, so both paths round the same. */
 typedef struct rt_adam_desc {
     double lr, beta1, beta2, eps, weight_decay;
-    int decoupled;    /* 1 = AdamW */
-    int64_t step;     /* t, 1-based, for bias correction */
+    int decoupled; /* 1 = AdamW */
+    int64_t step;  /* t, 1-based, for bias correction */
 } rt_adam_desc;
 
 typedef struct rt_sgd_desc {
     double lr, momentum, dampening, weight_decay;
     int nesterov;
-    int64_t step;     /* 1-based; step 1 initialises the momentum buffer */
+    int64_t step; /* 1-based; step 1 initialises the momentum buffer */
 } rt_sgd_desc;
 
 /* ---- the trainer's device path: data set, step statistics and loss scaling held in
@@ -111,9 +111,9 @@ typedef struct rt_gather_desc {
     int n, C, H, W;
     int64_t start;
     int count;
-    int augment, pad;     /* crop padding (0..64) */
+    int augment, pad; /* crop padding (0..64) */
     float flip_p;
-    float pad_value[4];   /* per channel (C <= 4 with augment) */
+    float pad_value[4]; /* per channel (C <= 4 with augment) */
     uint64_t seed;
     uint32_t epoch;
 } rt_gather_desc;
@@ -132,32 +132,32 @@ typedef struct rt_gather_desc {
  * cleared and last_skipped tells which. */
 typedef struct rt_amp_state {
     double scale, growth, backoff;
-    int64_t steps;          /* optimiser updates applied: the t of Adam's bias correction */
-    int64_t skipped;        /* updates skipped because of inf/NaN gradients */
+    int64_t steps;   /* optimiser updates applied: the t of Adam's bias correction */
+    int64_t skipped; /* updates skipped because of inf/NaN gradients */
     int32_t interval, tracker;
-    int32_t found_inf;      /* set by amp_unscale, consumed by the update */
-    int32_t last_skipped;   /* 1: the last update was skipped */
+    int32_t found_inf;    /* set by amp_unscale, consumed by the update */
+    int32_t last_skipped; /* 1: the last update was skipped */
 } rt_amp_state;
-#define RT_AMP_WORDS 16     /* 64 bytes >= sizeof(rt_amp_state) */
+#define RT_AMP_WORDS 16 /* 64 bytes >= sizeof(rt_amp_state) */
 
 /* ---- the backend ---- */
 
 typedef struct rt_backend_ops rt_backend_ops;
 
 struct rt_backend {
-    const rt_backend_ops *ops;  /* borrowed static table */
-    void *impl;                 /* backend-private state */
-    int device;                 /* device index (0 on CPU) */
-    int threads;                /* CPU: OpenMP threads used by ops */
-    int lost;                   /* device poisoned: every op returns RT_EDEVICE_LOST */
+    const rt_backend_ops *ops; /* borrowed static table */
+    void *impl;                /* backend-private state */
+    int device;                /* device index (0 on CPU) */
+    int threads;               /* CPU: OpenMP threads used by ops */
+    int lost;                  /* device poisoned: every op returns RT_EDEVICE_LOST */
 };
 
 struct rt_backend_ops {
-    const char *name;  /* "cpu", "cuda" */
+    const char *name; /* "cpu", "cuda" */
 
     /* lifecycle: open fills b->impl; RT_ENODEV when the device does not exist. */
     rt_status (*open)(rt_backend *b, int device, rt_error *err);
-    void (*close)(rt_backend *b);  /* accepts a never-opened (zeroed) handle */
+    void (*close)(rt_backend *b); /* accepts a never-opened (zeroed) handle */
 
     /* memory: alloc returns zero-filled backend memory; free accepts NULL. */
     rt_status (*alloc)(rt_backend *b, void **ptr, size_t bytes, rt_error *err);
@@ -185,9 +185,8 @@ struct rt_backend_ops {
                      rt_error *err);
 
     /* conv2d. out (N,K,P,Q); in (N,C,H,W); w (K,C,R,S); bias (K) or NULL. */
-    rt_status (*conv2d_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                            const rt_tensor *w, const rt_tensor *bias,
-                            const rt_conv_desc *d, rt_error *err);
+    rt_status (*conv2d_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
+                            const rt_tensor *bias, const rt_conv_desc *d, rt_error *err);
     /* din (N,C,H,W) = gradient w.r.t. the input, from dout (N,K,P,Q) and w (K,C,R,S). */
     rt_status (*conv2d_bwd_data)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                  const rt_tensor *w, const rt_conv_desc *d, rt_error *err);
@@ -201,8 +200,8 @@ struct rt_backend_ops {
     rt_status (*maxpool_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                              const rt_pool_desc *d, rt_error *err);
     rt_status (*maxpool_bwd)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                             const rt_tensor *in, const rt_tensor *out,
-                             const rt_pool_desc *d, rt_error *err);
+                             const rt_tensor *in, const rt_tensor *out, const rt_pool_desc *d,
+                             rt_error *err);
     rt_status (*avgpool_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                              const rt_pool_desc *d, rt_error *err);
     rt_status (*avgpool_bwd)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
@@ -220,9 +219,8 @@ struct rt_backend_ops {
      * running_mean/var (C) updated in place. Eval: uses running stats only. */
     rt_status (*bn_fwd_train)(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
                               rt_tensor *save_invstd, rt_tensor *running_mean,
-                              rt_tensor *running_var, const rt_tensor *in,
-                              const rt_tensor *gamma, const rt_tensor *beta,
-                              const rt_bn_desc *d, rt_error *err);
+                              rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
+                              const rt_tensor *beta, const rt_bn_desc *d, rt_error *err);
     rt_status (*bn_fwd_eval)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                              const rt_tensor *gamma, const rt_tensor *beta,
                              const rt_tensor *running_mean, const rt_tensor *running_var,
@@ -235,15 +233,14 @@ struct rt_backend_ops {
 
     /* dropout. out and mask have the shape of in; mask holds 0 or 1/(1-p).
      * bwd: din = dout * mask (din == dout allowed). */
-    rt_status (*dropout_fwd)(rt_backend *b, rt_tensor *out, rt_tensor *mask,
-                             const rt_tensor *in, const rt_dropout_desc *d, rt_error *err);
+    rt_status (*dropout_fwd)(rt_backend *b, rt_tensor *out, rt_tensor *mask, const rt_tensor *in,
+                             const rt_dropout_desc *d, rt_error *err);
     rt_status (*dropout_bwd)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                              const rt_tensor *mask, rt_error *err);
 
     /* dense. out (N,O); in (N,F) (any (N,C,H,W) with C*H*W = F); w (O,F); bias (O)/NULL */
-    rt_status (*dense_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                           const rt_tensor *w, const rt_tensor *bias,
-                           const rt_dense_desc *d, rt_error *err);
+    rt_status (*dense_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
+                           const rt_tensor *bias, const rt_dense_desc *d, rt_error *err);
     /* din (N,F) = dout (N,O) * w (O,F) */
     rt_status (*dense_bwd_data)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                 const rt_tensor *w, const rt_dense_desc *d, rt_error *err);
@@ -256,9 +253,8 @@ struct rt_backend_ops {
      * probs (N,L) softmax; logits (N,L); labels (N) RT_I32 in [0,L) (RT_EINVAL otherwise
      * is NOT checked on device: the trainer validates labels on upload).
      * bwd: dlogits (N,L) = (probs - onehot(label)) * scale  (scale = 1/N for a mean). */
-    rt_status (*xent_fwd)(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
-                          const rt_tensor *logits, const rt_tensor *labels,
-                          const rt_xent_desc *d, rt_error *err);
+    rt_status (*xent_fwd)(rt_backend *b, rt_tensor *loss, rt_tensor *probs, const rt_tensor *logits,
+                          const rt_tensor *labels, const rt_xent_desc *d, rt_error *err);
     rt_status (*xent_bwd)(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
                           const rt_tensor *labels, float scale, const rt_xent_desc *d,
                           rt_error *err);
@@ -279,8 +275,8 @@ struct rt_backend_ops {
      * the label; 0}. Nothing is read back: the trainer downloads the ring when it shows
      * progress. */
     rt_status (*xent_stats)(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
-                            const rt_tensor *probs, const rt_tensor *labels,
-                            const rt_xent_desc *d, rt_error *err);
+                            const rt_tensor *probs, const rt_tensor *labels, const rt_xent_desc *d,
+                            rt_error *err);
     /* t *= amp.scale (the loss gradient, before the backward pass). */
     rt_status (*amp_scale)(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err);
     /* grad *= 1/amp.scale; amp.found_inf = 1 if some element was inf/NaN. */
@@ -320,15 +316,15 @@ void rt_backend_close(rt_backend *b);
  * are the table's above. */
 rt_status rt_backend_upload(rt_backend *b, rt_tensor *dst, const void *host_src, size_t bytes,
                             rt_error *err);
-rt_status rt_backend_download(rt_backend *b, void *host_dst, const rt_tensor *src,
-                              size_t bytes, rt_error *err);
+rt_status rt_backend_download(rt_backend *b, void *host_dst, const rt_tensor *src, size_t bytes,
+                              rt_error *err);
 rt_status rt_backend_fill(rt_backend *b, rt_tensor *dst, float value, rt_error *err);
 rt_status rt_backend_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err);
 rt_status rt_backend_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
                          rt_error *err);
 rt_status rt_backend_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                const rt_tensor *w, const rt_tensor *bias,
-                                const rt_conv_desc *d, rt_error *err);
+                                const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d,
+                                rt_error *err);
 rt_status rt_backend_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                      const rt_tensor *w, const rt_conv_desc *d, rt_error *err);
 rt_status rt_backend_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
@@ -337,8 +333,8 @@ rt_status rt_backend_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *
 rt_status rt_backend_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                  const rt_pool_desc *d, rt_error *err);
 rt_status rt_backend_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                 const rt_tensor *in, const rt_tensor *out,
-                                 const rt_pool_desc *d, rt_error *err);
+                                 const rt_tensor *in, const rt_tensor *out, const rt_pool_desc *d,
+                                 rt_error *err);
 rt_status rt_backend_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                  const rt_pool_desc *d, rt_error *err);
 rt_status rt_backend_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
@@ -365,8 +361,8 @@ rt_status rt_backend_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
 rt_status rt_backend_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                  const rt_tensor *mask, rt_error *err);
 rt_status rt_backend_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                               const rt_tensor *w, const rt_tensor *bias,
-                               const rt_dense_desc *d, rt_error *err);
+                               const rt_tensor *w, const rt_tensor *bias, const rt_dense_desc *d,
+                               rt_error *err);
 rt_status rt_backend_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                     const rt_tensor *w, const rt_dense_desc *d, rt_error *err);
 rt_status rt_backend_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
@@ -384,18 +380,17 @@ rt_status rt_backend_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *mome
                                 const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err);
 rt_status rt_backend_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
                                   const rt_tensor *data, const rt_tensor *data_labels,
-                                  const rt_tensor *order, const rt_gather_desc *d,
-                                  rt_error *err);
+                                  const rt_tensor *order, const rt_gather_desc *d, rt_error *err);
 rt_status rt_backend_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
                                 const rt_tensor *probs, const rt_tensor *labels,
                                 const rt_xent_desc *d, rt_error *err);
 rt_status rt_backend_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err);
 rt_status rt_backend_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt_error *err);
-rt_status rt_backend_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
-                                     rt_tensor *v, const rt_tensor *grad, rt_tensor *amp,
-                                     const rt_adam_desc *d, rt_error *err);
+rt_status rt_backend_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
+                                     const rt_tensor *grad, rt_tensor *amp, const rt_adam_desc *d,
+                                     rt_error *err);
 rt_status rt_backend_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
-                                    const rt_tensor *grad, rt_tensor *amp,
-                                    const rt_sgd_desc *d, rt_error *err);
+                                    const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
+                                    rt_error *err);
 
 #endif

@@ -40,8 +40,8 @@ rt_status rt_backend_upload(rt_backend *b, rt_tensor *dst, const void *host_src,
     return b->ops->upload(b, dst, host_src, bytes, err);
 }
 
-rt_status rt_backend_download(rt_backend *b, void *host_dst, const rt_tensor *src,
-                              size_t bytes, rt_error *err)
+rt_status rt_backend_download(rt_backend *b, void *host_dst, const rt_tensor *src, size_t bytes,
+                              rt_error *err)
 {
     if (!src || !src->data || bytes > rt_tensor_bytes(src))
         return RT_ERR(err, RT_EINVAL, "download of %zu bytes from a %zu-byte tensor", bytes,
@@ -84,14 +84,13 @@ static rt_status conv_check(const rt_conv_desc *d, const rt_tensor *x, const rt_
     RT_TRY(check(w, (size_t)d->K * d->C * d->R * d->S, "conv2d weight", err));
     if (d->stride < 1 || d->pad < 0 || d->P != (d->H + 2 * d->pad - d->R) / d->stride + 1 ||
         d->Q != (d->W + 2 * d->pad - d->S) / d->stride + 1)
-        return RT_ERR(err, RT_EINVAL, "conv2d: inconsistent descriptor (P=%d, Q=%d)", d->P,
-                      d->Q);
+        return RT_ERR(err, RT_EINVAL, "conv2d: inconsistent descriptor (P=%d, Q=%d)", d->P, d->Q);
     return RT_OK;
 }
 
 rt_status rt_backend_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                const rt_tensor *w, const rt_tensor *bias,
-                                const rt_conv_desc *d, rt_error *err)
+                                const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d,
+                                rt_error *err)
 {
     RT_TRY(conv_check(d, in, out, w, err));
     if (bias) RT_TRY(check(bias, (size_t)d->K, "conv2d bias", err));
@@ -131,8 +130,8 @@ rt_status rt_backend_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor 
 }
 
 rt_status rt_backend_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                 const rt_tensor *in, const rt_tensor *out,
-                                 const rt_pool_desc *d, rt_error *err)
+                                 const rt_tensor *in, const rt_tensor *out, const rt_pool_desc *d,
+                                 rt_error *err)
 {
     RT_TRY(pool_check(in, out, d, err));
     RT_TRY(pool_check(din, dout, d, err));
@@ -251,8 +250,7 @@ rt_status rt_backend_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt
     RT_TRY(check(gamma, C, "batchnorm weight", err));
     RT_TRY(check(save_mean, C, "batchnorm mean", err));
     RT_TRY(check(save_invstd, C, "batchnorm invstd", err));
-    return b->ops->bn_bwd(b, din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, d,
-                          err);
+    return b->ops->bn_bwd(b, din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, d, err);
 }
 
 /* ---- dense ---- */
@@ -266,8 +264,8 @@ static rt_status dense_check(const rt_tensor *x, const rt_tensor *y, const rt_te
 }
 
 rt_status rt_backend_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                               const rt_tensor *w, const rt_tensor *bias,
-                               const rt_dense_desc *d, rt_error *err)
+                               const rt_tensor *w, const rt_tensor *bias, const rt_dense_desc *d,
+                               rt_error *err)
 {
     RT_TRY(dense_check(in, out, w, d, err));
     if (bias) RT_TRY(check(bias, (size_t)d->O, "dense bias", err));
@@ -362,18 +360,20 @@ rt_status rt_backend_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *mome
 
 rt_status rt_backend_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
                                   const rt_tensor *data, const rt_tensor *data_labels,
-                                  const rt_tensor *order, const rt_gather_desc *d,
-                                  rt_error *err)
+                                  const rt_tensor *order, const rt_gather_desc *d, rt_error *err)
 {
     RT_TRY(present(b, b->ops->gather_batch != NULL, "gather_batch", err));
     if (d->n < 1 || d->C < 1 || d->H < 1 || d->W < 1 || d->count < 0 || d->start < 0 ||
         d->start + d->count > d->n)
-        return RT_ERR(err, RT_EINVAL, "gather_batch: positions [%lld, %lld) outside a data set "
-                      "of %d images of %dx%dx%d", (long long)d->start,
-                      (long long)d->start + d->count, d->n, d->C, d->H, d->W);
+        return RT_ERR(err, RT_EINVAL,
+                      "gather_batch: positions [%lld, %lld) outside a data set "
+                      "of %d images of %dx%dx%d",
+                      (long long)d->start, (long long)d->start + d->count, d->n, d->C, d->H, d->W);
     if (d->augment && (d->C > 4 || d->pad < 0 || d->pad > 64))
-        return RT_ERR(err, RT_EINVAL, "gather_batch: augmentation needs C <= 4 and pad in "
-                      "[0, 64] (got C %d, pad %d)", d->C, d->pad);
+        return RT_ERR(err, RT_EINVAL,
+                      "gather_batch: augmentation needs C <= 4 and pad in "
+                      "[0, 64] (got C %d, pad %d)",
+                      d->C, d->pad);
     size_t img = (size_t)d->C * d->H * d->W;
     RT_TRY(check(images, (size_t)d->count * img, "gather_batch images", err));
     RT_TRY(check(labels, (size_t)d->count, "gather_batch labels", err));
@@ -421,9 +421,9 @@ rt_status rt_backend_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp,
     return b->ops->amp_unscale(b, grad, amp, err);
 }
 
-rt_status rt_backend_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
-                                     rt_tensor *v, const rt_tensor *grad, rt_tensor *amp,
-                                     const rt_adam_desc *d, rt_error *err)
+rt_status rt_backend_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
+                                     const rt_tensor *grad, rt_tensor *amp, const rt_adam_desc *d,
+                                     rt_error *err)
 {
     RT_TRY(present(b, b->ops->amp_adam_update != NULL, "amp_adam_update", err));
     RT_TRY(check(amp, RT_AMP_WORDS, "loss-scaling state", err));
@@ -432,8 +432,8 @@ rt_status rt_backend_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor 
 }
 
 rt_status rt_backend_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
-                                    const rt_tensor *grad, rt_tensor *amp,
-                                    const rt_sgd_desc *d, rt_error *err)
+                                    const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
+                                    rt_error *err)
 {
     RT_TRY(present(b, b->ops->amp_sgd_update != NULL, "amp_sgd_update", err));
     RT_TRY(check(amp, RT_AMP_WORDS, "loss-scaling state", err));

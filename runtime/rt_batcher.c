@@ -138,8 +138,8 @@ static inline void fill(float *p, int n, float v)
     for (int i = 0; i < n; i++) p[i] = v;
 }
 
-void rt_batcher_crop_flip(float *dst, const float *src, int c, int h, int w, int pad,
-                          int top, int left, int flip, const float *pad_value)
+void rt_batcher_crop_flip(float *dst, const float *src, int c, int h, int w, int pad, int top,
+                          int left, int flip, const float *pad_value)
 {
     int dy = top - pad, dx = left - pad; /* out(y,x) = src(y+dy, x'+dx) */
     for (int ch = 0; ch < c; ch++) {
@@ -169,8 +169,8 @@ void rt_batcher_crop_flip(float *dst, const float *src, int c, int h, int w, int
     }
 }
 
-void rt_batcher_augment_draw(uint64_t seed, uint32_t epoch, uint32_t idx, int pad,
-                             float flip_p, int *top, int *left, int *flip)
+void rt_batcher_augment_draw(uint64_t seed, uint32_t epoch, uint32_t idx, int pad, float flip_p,
+                             int *top, int *left, int *flip)
 {
     rt_rng r = rt_rng_stream(seed, RT_RNG_AUGMENT, epoch, 0);
     rt_rng_state st = rt_rng_get_state(&r);
@@ -193,8 +193,8 @@ static void load_sample(const rt_batcher *b, uint32_t idx, float *dst)
         return;
     }
     int top, left, flip;
-    rt_batcher_augment_draw(b->cfg.seed, (uint32_t)b->epoch, idx, b->cfg.crop_pad,
-                            b->cfg.flip_p, &top, &left, &flip);
+    rt_batcher_augment_draw(b->cfg.seed, (uint32_t)b->epoch, idx, b->cfg.crop_pad, b->cfg.flip_p,
+                            &top, &left, &flip);
     rt_batcher_crop_flip(dst, src, d->c, d->h, d->w, b->cfg.crop_pad, top, left, flip,
                          b->cfg.pad_value);
 }

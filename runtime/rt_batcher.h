@@ -36,19 +36,19 @@ typedef struct rt_batcher_data {
 } rt_batcher_data;
 
 typedef struct rt_batcher_config {
-    int batch_size;          /* B > 0 */
-    int shuffle;             /* 1: a new permutation every epoch; 0: index order */
-    int drop_last;           /* 1: skip the last partial batch (default 0, as PyTorch) */
-    int augment;             /* 1: random crop + horizontal flip (see above) */
-    int crop_pad;            /* padding of the random crop (4); 0 = no crop */
-    float flip_p;            /* flip probability (0.5); 0 = no flip */
+    int batch_size; /* B > 0 */
+    int shuffle;    /* 1: a new permutation every epoch; 0: index order */
+    int drop_last;  /* 1: skip the last partial batch (default 0, as PyTorch) */
+    int augment;    /* 1: random crop + horizontal flip (see above) */
+    int crop_pad;   /* padding of the random crop (4); 0 = no crop */
+    float flip_p;   /* flip probability (0.5); 0 = no flip */
     uint64_t seed;
-    float pad_value[4];      /* per channel (C <= 4) value outside the image (0) */
+    float pad_value[4]; /* per channel (C <= 4) value outside the image (0) */
 } rt_batcher_config;
 
 typedef struct rt_batcher_state {
-    int64_t epoch;           /* 0-based */
-    int64_t position;        /* samples of this epoch already returned */
+    int64_t epoch;    /* 0-based */
+    int64_t position; /* samples of this epoch already returned */
 } rt_batcher_state;
 
 typedef struct rt_batcher rt_batcher;
@@ -83,8 +83,8 @@ rt_status rt_batcher_set_state(rt_batcher *b, rt_batcher_state s, rt_error *err)
 /* The random crop/flip of data-set index idx in epoch (see the top of this file): the
  * words from 4*idx of rt_rng_stream(seed, RT_RNG_AUGMENT, epoch, 0), rejection
  * sampling of rt_rng_below included (it may read past word 4*idx+3). */
-void rt_batcher_augment_draw(uint64_t seed, uint32_t epoch, uint32_t idx, int pad,
-                             float flip_p, int *top, int *left, int *flip);
+void rt_batcher_augment_draw(uint64_t seed, uint32_t epoch, uint32_t idx, int pad, float flip_p,
+                             int *top, int *left, int *flip);
 
 /* The current epoch's order (n data-set indices; the first epoch_len are visited),
  * valid after the epoch's first rt_batcher_advance/next; and that epoch. */
@@ -97,7 +97,7 @@ rt_status rt_batcher_advance(rt_batcher *b, int64_t *start, int *count, int64_t 
 
 /* The augmentation of one image, exposed for tests and for a CUDA mirror:
  * dst (C,H,W) = crop/flip of src (C,H,W) with the given top/left offsets (0..2*pad). */
-void rt_batcher_crop_flip(float *dst, const float *src, int c, int h, int w, int pad,
-                          int top, int left, int flip, const float *pad_value);
+void rt_batcher_crop_flip(float *dst, const float *src, int c, int h, int w, int pad, int top,
+                          int left, int flip, const float *pad_value);
 
 #endif

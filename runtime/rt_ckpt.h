@@ -18,33 +18,33 @@
 #include "rt_error.h"
 #include "rt_safetensors.h"
 
-#define RT_CKPT_FORMAT         "kiln-checkpoint"
+#define RT_CKPT_FORMAT "kiln-checkpoint"
 #define RT_CKPT_FORMAT_VERSION 2 /* written; every older version is still read */
-#define RT_CKPT_EXT            ".safetensors"
+#define RT_CKPT_EXT ".safetensors"
 
 /* __metadata__ keys (all values strings; "JSON" = a JSON text in the string). */
-#define RT_CKPT_KEY_FORMAT         "format"         /* "kiln-checkpoint" (writer) */
+#define RT_CKPT_KEY_FORMAT "format"                 /* "kiln-checkpoint" (writer) */
 #define RT_CKPT_KEY_FORMAT_VERSION "format_version" /* "2" (writer) */
-#define RT_CKPT_KEY_KILN_VERSION   "kiln_version"   /* "0.1.0" (writer) */
-#define RT_CKPT_KEY_CREATED        "created" /* "2026-11-30T08:44:55Z" (writer default) */
-#define RT_CKPT_KEY_DATA_XXH3      "data_xxh3"  /* v2: 16 hex digits, XXH3-64 (writer) */
-#define RT_CKPT_KEY_DATA_CRC       "data_crc32" /* v1: 8 hex digits, CRC-32 (read only) */
-#define RT_CKPT_KEY_HEADER_CRC     "header_crc32" /* 8 hex digits (writer) */
-#define RT_CKPT_KEY_RUN_ID         "run_id"
-#define RT_CKPT_KEY_MODEL_NAME     "model_name"
-#define RT_CKPT_KEY_MODEL_SPEC     "model_spec"      /* the %%model cell body, verbatim */
-#define RT_CKPT_KEY_INPUT_SHAPE    "input_shape"     /* JSON [C, H, W] */
-#define RT_CKPT_KEY_HYPERPARAMS    "hyperparameters" /* JSON object */
-#define RT_CKPT_KEY_DATASET        "dataset"         /* JSON {"name", "sha256", ...} */
-#define RT_CKPT_KEY_EPOCH          "epoch"           /* decimal, required */
-#define RT_CKPT_KEY_STEP           "step"            /* decimal, required */
-#define RT_CKPT_KEY_SCHEDULE       "schedule"       /* JSON {"name", "step", "lr", ...} */
-#define RT_CKPT_KEY_RNG            "rng"            /* JSON, the RNG's state */
-#define RT_CKPT_KEY_DATA_ORDER     "data_order"     /* JSON {"epoch", "position", ...} */
-#define RT_CKPT_KEY_OPTIMIZER      "optimizer"      /* "adam" / "sgd" / "adamw" */
+#define RT_CKPT_KEY_KILN_VERSION "kiln_version"     /* "0.1.0" (writer) */
+#define RT_CKPT_KEY_CREATED "created"               /* "2026-11-30T08:44:55Z" (writer default) */
+#define RT_CKPT_KEY_DATA_XXH3 "data_xxh3"           /* v2: 16 hex digits, XXH3-64 (writer) */
+#define RT_CKPT_KEY_DATA_CRC "data_crc32"           /* v1: 8 hex digits, CRC-32 (read only) */
+#define RT_CKPT_KEY_HEADER_CRC "header_crc32"       /* 8 hex digits (writer) */
+#define RT_CKPT_KEY_RUN_ID "run_id"
+#define RT_CKPT_KEY_MODEL_NAME "model_name"
+#define RT_CKPT_KEY_MODEL_SPEC "model_spec"         /* the %%model cell body, verbatim */
+#define RT_CKPT_KEY_INPUT_SHAPE "input_shape"       /* JSON [C, H, W] */
+#define RT_CKPT_KEY_HYPERPARAMS "hyperparameters"   /* JSON object */
+#define RT_CKPT_KEY_DATASET "dataset"               /* JSON {"name", "sha256", ...} */
+#define RT_CKPT_KEY_EPOCH "epoch"                   /* decimal, required */
+#define RT_CKPT_KEY_STEP "step"                     /* decimal, required */
+#define RT_CKPT_KEY_SCHEDULE "schedule"             /* JSON {"name", "step", "lr", ...} */
+#define RT_CKPT_KEY_RNG "rng"                       /* JSON, the RNG's state */
+#define RT_CKPT_KEY_DATA_ORDER "data_order"         /* JSON {"epoch", "position", ...} */
+#define RT_CKPT_KEY_OPTIMIZER "optimizer"           /* "adam" / "sgd" / "adamw" */
 #define RT_CKPT_KEY_OPTIMIZER_STEP "optimizer_step" /* decimal */
-#define RT_CKPT_KEY_METRIC         "metric" /* JSON rt_ckpt_metric, this checkpoint */
-#define RT_CKPT_KEY_BEST_METRIC    "best_metric" /* JSON rt_ckpt_metric, best so far */
+#define RT_CKPT_KEY_METRIC "metric"                 /* JSON rt_ckpt_metric, this checkpoint */
+#define RT_CKPT_KEY_BEST_METRIC "best_metric"       /* JSON rt_ckpt_metric, best so far */
 
 /* A monitored metric, e.g. {"name":"val_accuracy","value":0.91,"mode":"max","step":1200}.
  * A NaN/inf value is stored as null and reads back as has_value = 0. */
@@ -62,19 +62,19 @@ typedef struct rt_ckpt_writer rt_ckpt_writer;
 rt_status rt_ckpt_writer_create(rt_ckpt_writer **out, rt_error *err);
 void rt_ckpt_writer_destroy(rt_ckpt_writer *w); /* NULL ok */
 /* BORROWS data (host, little-endian, C order) until the writer is destroyed. */
-rt_status rt_ckpt_writer_add_tensor(rt_ckpt_writer *w, const char *name,
-                                    rt_st_dtype dtype, int ndim, const int64_t *shape,
-                                    const void *data, rt_error *err);
+rt_status rt_ckpt_writer_add_tensor(rt_ckpt_writer *w, const char *name, rt_st_dtype dtype,
+                                    int ndim, const int64_t *shape, const void *data,
+                                    rt_error *err);
 /* Sets a metadata entry (copied). The writer-filled keys are refused (RT_EINVAL). */
 rt_status rt_ckpt_writer_set_meta(rt_ckpt_writer *w, const char *key, const char *value,
                                   rt_error *err);
 rt_status rt_ckpt_writer_set_meta_i64(rt_ckpt_writer *w, const char *key, int64_t value,
                                       rt_error *err);
 /* value must be a JSON text (validated, stored as given). */
-rt_status rt_ckpt_writer_set_meta_json(rt_ckpt_writer *w, const char *key,
-                                       const char *json, rt_error *err);
-rt_status rt_ckpt_writer_set_metric(rt_ckpt_writer *w, const char *key,
-                                    const rt_ckpt_metric *m, rt_error *err);
+rt_status rt_ckpt_writer_set_meta_json(rt_ckpt_writer *w, const char *key, const char *json,
+                                       rt_error *err);
+rt_status rt_ckpt_writer_set_metric(rt_ckpt_writer *w, const char *key, const rt_ckpt_metric *m,
+                                    rt_error *err);
 /* Writes the checkpoint to path atomically. "step" and "epoch" must have been set.
  * On any failure the file previously at path (if any) is untouched and no tmp file
  * remains. ENOSPC/EFBIG/EDQUOT give a "disk full" error naming the file. */
@@ -108,9 +108,8 @@ const rt_st_tensor_info *rt_ckpt_reader_find(const rt_ckpt_reader *r, const char
 /* Copies tensor `name` into dst (dst_bytes long) after checking that it exists
  * (RT_ENOTFOUND) and has exactly this dtype and shape (RT_EFORMAT, message shows both
  * shapes). Not available on a header-only reader (RT_EINVAL). */
-rt_status rt_ckpt_reader_get(const rt_ckpt_reader *r, const char *name, rt_st_dtype dtype,
-                             int ndim, const int64_t *shape, void *dst, size_t dst_bytes,
-                             rt_error *err);
+rt_status rt_ckpt_reader_get(const rt_ckpt_reader *r, const char *name, rt_st_dtype dtype, int ndim,
+                             const int64_t *shape, void *dst, size_t dst_bytes, rt_error *err);
 /* Metadata value or NULL; borrowed. Entries in key order via count/at. */
 const char *rt_ckpt_reader_meta(const rt_ckpt_reader *r, const char *key);
 size_t rt_ckpt_reader_meta_count(const rt_ckpt_reader *r);
@@ -120,7 +119,7 @@ void rt_ckpt_reader_meta_at(const rt_ckpt_reader *r, size_t i, const char **key,
  * the file and the key). */
 rt_status rt_ckpt_reader_meta_i64(const rt_ckpt_reader *r, const char *key, int64_t *out,
                                   rt_error *err);
-rt_status rt_ckpt_reader_metric(const rt_ckpt_reader *r, const char *key,
-                                rt_ckpt_metric *out, rt_error *err);
+rt_status rt_ckpt_reader_metric(const rt_ckpt_reader *r, const char *key, rt_ckpt_metric *out,
+                                rt_error *err);
 
 #endif

@@ -55,8 +55,7 @@ rt_status rt_ckpt_dir_ensure(const char *dir, rt_error *err)
     }
     struct stat st;
     if (s == RT_OK && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
-        s = RT_ERR(err, RT_EINVAL, "run directory '%s' exists but is not a directory",
-                   dir);
+        s = RT_ERR(err, RT_EINVAL, "run directory '%s' exists but is not a directory", dir);
     free(p);
     return s;
 }
@@ -106,10 +105,8 @@ static rt_status examine(rt_ckpt_entry *e, unsigned flags, rt_error *err)
         return RT_OK;
     }
     e->valid = 1;
-    if (rt_ckpt_reader_meta_i64(r, RT_CKPT_KEY_STEP, &e->step, NULL) != RT_OK)
-        e->step = -1;
-    if (rt_ckpt_reader_meta_i64(r, RT_CKPT_KEY_EPOCH, &e->epoch, NULL) != RT_OK)
-        e->epoch = -1;
+    if (rt_ckpt_reader_meta_i64(r, RT_CKPT_KEY_STEP, &e->step, NULL) != RT_OK) e->step = -1;
+    if (rt_ckpt_reader_meta_i64(r, RT_CKPT_KEY_EPOCH, &e->epoch, NULL) != RT_OK) e->epoch = -1;
     const char *c = rt_ckpt_reader_meta(r, RT_CKPT_KEY_CREATED);
     snprintf(e->created, sizeof e->created, "%s", c ? c : "");
     s = rt_ckpt_reader_metric(r, RT_CKPT_KEY_METRIC, &e->metric, err);
@@ -118,8 +115,8 @@ static rt_status examine(rt_ckpt_entry *e, unsigned flags, rt_error *err)
     return s == RT_ENOMEM ? s : RT_OK;
 }
 
-static rt_status add_entry(rt_ckpt_list *l, size_t *cap, const char *dir,
-                           const char *name, unsigned flags, rt_error *err)
+static rt_status add_entry(rt_ckpt_list *l, size_t *cap, const char *dir, const char *name,
+                           unsigned flags, rt_error *err)
 {
     if (l->count == *cap) {
         size_t ncap = *cap ? 2 * *cap : 16;
@@ -150,8 +147,7 @@ static rt_status add_entry(rt_ckpt_list *l, size_t *cap, const char *dir,
     return examine(e, flags, err);
 }
 
-rt_status rt_ckpt_dir_scan(const char *dir, unsigned flags, rt_ckpt_list *out,
-                           rt_error *err)
+rt_status rt_ckpt_dir_scan(const char *dir, unsigned flags, rt_ckpt_list *out, rt_error *err)
 {
     memset(out, 0, sizeof *out);
     DIR *d = opendir(dir);
@@ -193,20 +189,17 @@ long rt_ckpt_list_newest_valid(const rt_ckpt_list *l)
 
 /* "name: reason\n" for every invalid entry after index `from` into *out (NULL when
  * there is none). */
-static rt_status skipped_report(const rt_ckpt_list *l, long from, char **out,
-                                rt_error *err)
+static rt_status skipped_report(const rt_ckpt_list *l, long from, char **out, rt_error *err)
 {
     size_t len = 0;
     *out = NULL;
     for (size_t i = (size_t)(from + 1); i < l->count; i++)
-        if (!l->items[i].valid)
-            len += strlen(l->items[i].name) + strlen(l->items[i].error) + 3;
+        if (!l->items[i].valid) len += strlen(l->items[i].name) + strlen(l->items[i].error) + 3;
     if (!len) return RT_OK;
     char *p = *out = malloc(len + 1);
     if (!p) return RT_ERR(err, RT_ENOMEM, "out of memory listing checkpoints");
     for (size_t i = (size_t)(from + 1); i < l->count; i++)
-        if (!l->items[i].valid)
-            p += sprintf(p, "%s: %s\n", l->items[i].name, l->items[i].error);
+        if (!l->items[i].valid) p += sprintf(p, "%s: %s\n", l->items[i].name, l->items[i].error);
     return RT_OK;
 }
 
@@ -225,10 +218,8 @@ rt_status rt_ckpt_dir_latest(const char *dir, char **path, char **skipped, rt_er
                    dir, l.count, report ? ":\n" : "", report ? report : "");
     else if (s == RT_OK && !(*path = strdup(l.items[i].path)))
         s = RT_ERR(err, RT_ENOMEM, "out of memory listing '%s'", dir);
-    if (s == RT_OK)
-        *skipped = report;
-    else
-        free(report);
+    if (s == RT_OK) *skipped = report;
+    else free(report);
     rt_ckpt_list_deinit(&l);
     return s;
 }
@@ -250,8 +241,8 @@ static long best_entry(const rt_ckpt_list *l, long newest)
     return best;
 }
 
-rt_status rt_ckpt_dir_rotate(const char *dir, int keep_last, int keep_best,
-                             size_t *removed, rt_error *err)
+rt_status rt_ckpt_dir_rotate(const char *dir, int keep_last, int keep_best, size_t *removed,
+                             rt_error *err)
 {
     if (removed) *removed = 0;
     rt_ckpt_list l;

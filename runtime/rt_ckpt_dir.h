@@ -45,8 +45,7 @@ rt_status rt_ckpt_dir_ensure(const char *dir, rt_error *err);
 
 /* Lists dir's *.safetensors files (flags as rt_ckpt_reader_open). Fails only when dir
  * cannot be read or memory runs out. Free with rt_ckpt_list_deinit. */
-rt_status rt_ckpt_dir_scan(const char *dir, unsigned flags, rt_ckpt_list *out,
-                           rt_error *err);
+rt_status rt_ckpt_dir_scan(const char *dir, unsigned flags, rt_ckpt_list *out, rt_error *err);
 void rt_ckpt_list_deinit(rt_ckpt_list *l); /* NULL ok */
 /* Index of the newest valid entry, or -1. */
 long rt_ckpt_list_newest_valid(const rt_ckpt_list *l);
@@ -59,7 +58,7 @@ rt_status rt_ckpt_dir_latest(const char *dir, char **path, char **skipped, rt_er
 /* Deletes valid Kiln-named checkpoints of dir except the newest keep_last (at least 1)
  * and, with keep_best, the best by each file's "metric" (same metric name as the
  * newest's; ties go to the newer). *removed (may be NULL) = files deleted. */
-rt_status rt_ckpt_dir_rotate(const char *dir, int keep_last, int keep_best,
-                             size_t *removed, rt_error *err);
+rt_status rt_ckpt_dir_rotate(const char *dir, int keep_last, int keep_best, size_t *removed,
+                             rt_error *err);
 
 #endif

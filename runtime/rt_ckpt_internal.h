@@ -31,8 +31,8 @@ rt_status rtp_ckpt_file_commit(rtp_ckpt_file *f, rt_error *err);
 void rtp_ckpt_file_abort(rtp_ckpt_file *f);
 
 /* Writes len bytes at offset off of f's tmp file (pwrite), checking every call. */
-rt_status rtp_ckpt_file_pwrite(rtp_ckpt_file *f, const void *buf, size_t len,
-                               uint64_t off, rt_error *err);
+rt_status rtp_ckpt_file_pwrite(rtp_ckpt_file *f, const void *buf, size_t len, uint64_t off,
+                               rt_error *err);
 
 /* ---- the v2 data checksum, XXH3-64 (rt_ckpt_hash.c) ---- */
 typedef struct rtp_ckpt_hash rtp_ckpt_hash;
@@ -63,8 +63,8 @@ int rtp_ckpt_meta_reserved(const char *key);
  * order except "header_crc32", NUL-separated. `info(i)` / `meta(i)` enumerate them. */
 typedef const rt_st_tensor_info *(*rtp_tensor_at_fn)(void *src, size_t i);
 typedef void (*rtp_meta_at_fn)(void *src, size_t i, const char **k, const char **v);
-uint32_t rtp_ckpt_header_crc32(void *src, size_t ntensors, rtp_tensor_at_fn info,
-                               size_t nmeta, rtp_meta_at_fn meta);
+uint32_t rtp_ckpt_header_crc32(void *src, size_t ntensors, rtp_tensor_at_fn info, size_t nmeta,
+                               rtp_meta_at_fn meta);
 /* "%08x" of a CRC into out[9]. */
 void rtp_ckpt_crc_hex(uint32_t crc, char out[9]);
 /* Checks format / format_version / the typed keys of a parsed header. */

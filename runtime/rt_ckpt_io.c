@@ -21,12 +21,11 @@
 rt_status rtp_ckpt_errno_error(rt_error *err, int e, const char *doing, const char *path)
 {
     if (e == ENOSPC || e == EDQUOT || e == EFBIG)
-        return RT_ERR(
-            err, RT_EIO,
-            "disk full while %s '%s' (%s) ---> HINT: free space or "
-            "raise the file-size limit (ulimit -f), or save to another --run-dir; "
-            "the previous checkpoint is untouched",
-            doing, path, strerror(e));
+        return RT_ERR(err, RT_EIO,
+                      "disk full while %s '%s' (%s) ---> HINT: free space or "
+                      "raise the file-size limit (ulimit -f), or save to another --run-dir; "
+                      "the previous checkpoint is untouched",
+                      doing, path, strerror(e));
     if (e == ENOMEM) return RT_ERR(err, RT_ENOMEM, "out of memory %s '%s'", doing, path);
     if (e == ENOENT)
         return RT_ERR(err, RT_ENOTFOUND,
@@ -81,8 +80,7 @@ rt_status rtp_ckpt_file_write(void *user, const void *buf, size_t len, rt_error 
         ssize_t k = write(f->fd, p, len < ((size_t)1 << 30) ? len : ((size_t)1 << 30));
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0)
-            return rtp_ckpt_errno_error(err, k < 0 ? errno : ENOSPC, "writing checkpoint",
-                                        f->path);
+            return rtp_ckpt_errno_error(err, k < 0 ? errno : ENOSPC, "writing checkpoint", f->path);
         p += k;
         len -= (size_t)k;
         f->written += (uint64_t)k;
@@ -90,17 +88,15 @@ rt_status rtp_ckpt_file_write(void *user, const void *buf, size_t len, rt_error 
     return RT_OK;
 }
 
-rt_status rtp_ckpt_file_pwrite(rtp_ckpt_file *f, const void *buf, size_t len,
-                               uint64_t off, rt_error *err)
+rt_status rtp_ckpt_file_pwrite(rtp_ckpt_file *f, const void *buf, size_t len, uint64_t off,
+                               rt_error *err)
 {
     const char *p = buf;
     while (len > 0) {
-        ssize_t k = pwrite(f->fd, p, len < ((size_t)1 << 30) ? len : ((size_t)1 << 30),
-                           (off_t)off);
+        ssize_t k = pwrite(f->fd, p, len < ((size_t)1 << 30) ? len : ((size_t)1 << 30), (off_t)off);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0)
-            return rtp_ckpt_errno_error(err, k < 0 ? errno : ENOSPC, "writing checkpoint",
-                                        f->path);
+            return rtp_ckpt_errno_error(err, k < 0 ? errno : ENOSPC, "writing checkpoint", f->path);
         p += k;
         len -= (size_t)k;
         off += (uint64_t)k;
@@ -121,8 +117,7 @@ void rtp_ckpt_file_abort(rtp_ckpt_file *f)
 static rt_status fsync_dir(const char *path, rt_error *err)
 {
     const char *slash = strrchr(path, '/');
-    char *dir =
-        slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
     if (!dir) return RT_ERR(err, RT_ENOMEM, "out of memory saving checkpoint '%s'", path);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     rt_status s = RT_OK;
@@ -139,8 +134,7 @@ static rt_status fsync_dir(const char *path, rt_error *err)
 rt_status rtp_ckpt_file_commit(rtp_ckpt_file *f, rt_error *err)
 {
     rt_status s = RT_OK;
-    if (fsync(f->fd) != 0)
-        s = rtp_ckpt_errno_error(err, errno, "flushing checkpoint", f->path);
+    if (fsync(f->fd) != 0) s = rtp_ckpt_errno_error(err, errno, "flushing checkpoint", f->path);
     int fd = f->fd;
     f->fd = -1;
     if (close(fd) != 0 && s == RT_OK)
@@ -161,14 +155,11 @@ rt_status rtp_ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char
 {
     char *p = buf;
     while (len > 0) {
-        ssize_t k =
-            pread(fd, p, len < ((size_t)1 << 30) ? len : ((size_t)1 << 30), (off_t)off);
+        ssize_t k = pread(fd, p, len < ((size_t)1 << 30) ? len : ((size_t)1 << 30), (off_t)off);
         if (k < 0 && errno == EINTR) continue;
-        if (k < 0)
-            return RT_ERR(err, RT_EIO, "%s: read failed: %s", what, strerror(errno));
+        if (k < 0) return RT_ERR(err, RT_EIO, "%s: read failed: %s", what, strerror(errno));
         if (k == 0)
-            return RT_ERR(err, RT_EFORMAT,
-                          "%s: file ended early (truncated while reading?)", what);
+            return RT_ERR(err, RT_EFORMAT, "%s: file ended early (truncated while reading?)", what);
         p += k;
         len -= (size_t)k;
         off += (uint64_t)k;

@@ -24,8 +24,10 @@ static rt_status pick(const char *run_dir, char **path, rt_error *err)
 {
     struct stat st;
     if (stat(run_dir, &st) != 0)
-        return RT_ERR(err, errno == ENOENT ? RT_ENOTFOUND : RT_EIO, "cannot read run "
-                      "directory %s: %s", run_dir, strerror(errno));
+        return RT_ERR(err, errno == ENOENT ? RT_ENOTFOUND : RT_EIO,
+                      "cannot read run "
+                      "directory %s: %s",
+                      run_dir, strerror(errno));
     if (!S_ISDIR(st.st_mode)) {
         *path = strdup(run_dir);
         return *path ? RT_OK : RT_ERR(err, RT_ENOMEM, "out of memory");
@@ -45,17 +47,18 @@ static rt_status input_of(const rt_ckpt_reader *r, rt_model_input *in, rt_error 
     int v[3] = {0, 0, 0};
     for (int i = 0; ok && i < 3; i++) {
         json_t *d = json_array_get(j, (size_t)i);
-        ok = json_is_integer(d) && json_integer_value(d) > 0 &&
-             json_integer_value(d) <= 1 << 20;
+        ok = json_is_integer(d) && json_integer_value(d) > 0 && json_integer_value(d) <= 1 << 20;
         if (ok) v[i] = (int)json_integer_value(d);
     }
     json_decref(j);
     int64_t classes = 0;
     if (!ok || rt_ckpt_reader_meta_i64(r, RT_CKPT_KEY_NUM_CLASSES, &classes, NULL) != RT_OK ||
         classes < 1 || classes > 1 << 20)
-        return RT_ERR(err, RT_EFORMAT, "%s has no usable input shape and class count, so the "
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s has no usable input shape and class count, so the "
                       "model cannot be rebuilt ---> HINT: export from a checkpoint written by "
-                      "%%train", rt_ckpt_reader_path(r));
+                      "%%train",
+                      rt_ckpt_reader_path(r));
     *in = (rt_model_input){.c = v[0], .h = v[1], .w = v[2], .num_classes = (int)classes};
     return RT_OK;
 }
@@ -65,7 +68,7 @@ typedef struct ds_record {
     json_t *root;
     float mean[4], std[4];
     int has_norm;
-    const char **names;   /* num_classes entries, borrowed from root; NULL if absent */
+    const char **names; /* num_classes entries, borrowed from root; NULL if absent */
     const char *name;
 } ds_record;
 
@@ -99,14 +102,15 @@ static rt_status dataset_of(const rt_ckpt_reader *r, int c, int classes, ds_reco
     return RT_OK;
 }
 
-rt_status rt_onnx_model_load(const rt_ckpt_reader *r, rt_backend *b, int max_batch,
-                             rt_model **out, rt_error *err)
+rt_status rt_onnx_model_load(const rt_ckpt_reader *r, rt_backend *b, int max_batch, rt_model **out,
+                             rt_error *err)
 {
     *out = NULL;
     const char *spec = rt_ckpt_reader_meta(r, RT_CKPT_KEY_SPEC_CANONICAL);
     if (!spec) spec = rt_ckpt_reader_meta(r, RT_CKPT_KEY_MODEL_SPEC);
     if (!spec)
-        return RT_ERR(err, RT_EFORMAT, "%s has no model spec, so the model cannot be rebuilt "
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s has no model spec, so the model cannot be rebuilt "
                       "---> HINT: export from a checkpoint written by %%train",
                       rt_ckpt_reader_path(r));
     rt_model_input in;
@@ -132,10 +136,12 @@ static rt_status export_reader(const rt_ckpt_reader *r, const char *path, rt_err
         s = dataset_of(r, in->c, in->num_classes, &d, err);
     }
     if (s == RT_OK) {
-        rt_onnx_info info = {
-            .model_name = rt_ckpt_reader_meta(r, RT_CKPT_KEY_MODEL_NAME), .dataset = d.name,
-            .mean = d.has_norm ? d.mean : NULL, .std = d.has_norm ? d.std : NULL,
-            .class_names = d.names, .source = rt_ckpt_reader_path(r)};
+        rt_onnx_info info = {.model_name = rt_ckpt_reader_meta(r, RT_CKPT_KEY_MODEL_NAME),
+                             .dataset = d.name,
+                             .mean = d.has_norm ? d.mean : NULL,
+                             .std = d.has_norm ? d.std : NULL,
+                             .class_names = d.names,
+                             .source = rt_ckpt_reader_path(r)};
         s = rt_onnx_write(m, &info, path, err);
     }
     rt_model_destroy(m);
@@ -145,8 +151,7 @@ static rt_status export_reader(const rt_ckpt_reader *r, const char *path, rt_err
     return s;
 }
 
-rt_status rt_onnx_write_run(const char *run_dir, const char *path, char **used,
-                            rt_error *err)
+rt_status rt_onnx_write_run(const char *run_dir, const char *path, char **used, rt_error *err)
 {
     char *ckpt = NULL;
     rt_ckpt_reader *r = NULL;

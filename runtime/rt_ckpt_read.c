@@ -45,8 +45,7 @@ static rt_status check_sum(const rt_ckpt_reader *r, const char *key, const char 
 {
     const char *stored = rt_st_index_meta(r->ix, key);
     if (!stored)
-        return RT_ERR(err, RT_EFORMAT, "%s: no %s in its metadata (corrupt header)",
-                      r->what, key);
+        return RT_ERR(err, RT_EFORMAT, "%s: no %s in its metadata (corrupt header)", r->what, key);
     if (strcmp(stored, hex) != 0)
         return RT_ERR(err, RT_EFORMAT,
                       "%s: %s checksum mismatch (stored %.16s, computed %s): "
@@ -72,8 +71,7 @@ static rt_status check_data(const rt_ckpt_reader *r, size_t len, rt_error *err)
     rtp_parse_i64(rt_st_index_meta(r->ix, RT_CKPT_KEY_FORMAT_VERSION), &version);
     if (version == 1)
         return check_crc(r, RT_CKPT_KEY_DATA_CRC,
-                         (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), r->data, len), "data",
-                         err);
+                         (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), r->data, len), "data", err);
     char hex[17];
     rtp_ckpt_xxh3_hex(rtp_ckpt_xxh3(r->data, len), hex);
     return check_sum(r, RT_CKPT_KEY_DATA_XXH3, hex, "data", err);
@@ -103,11 +101,9 @@ static rt_status read_checked(rt_ckpt_reader *r, int fd, int header_only, rt_err
     if (r->file_size >= 8) RT_TRY(rtp_ckpt_pread(fd, prefix, 8, 0, r->what, err));
     RT_TRY(rt_st_prefix_check(prefix, r->file_size, r->what, &n, err));
     char *hdr = malloc(n ? n : 1);
-    if (!hdr)
-        return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading the header", r->what);
+    if (!hdr) return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading the header", r->what);
     rt_status s = rtp_ckpt_pread(fd, hdr, n, 8, r->what, err);
-    if (s == RT_OK)
-        s = rt_st_index_parse(hdr, n, r->file_size - 8 - n, r->what, &r->ix, err);
+    if (s == RT_OK) s = rt_st_index_parse(hdr, n, r->file_size - 8 - n, r->what, &r->ix, err);
     free(hdr);
     r->data_start = 8 + n;
     if (s == RT_OK) s = check_header(r, err);
@@ -122,8 +118,7 @@ static rt_status read_checked(rt_ckpt_reader *r, int fd, int header_only, rt_err
     return check_data(r, (size_t)len, err);
 }
 
-rt_status rt_ckpt_reader_open(const char *path, unsigned flags, rt_ckpt_reader **out,
-                              rt_error *err)
+rt_status rt_ckpt_reader_open(const char *path, unsigned flags, rt_ckpt_reader **out, rt_error *err)
 {
     *out = NULL;
     rt_ckpt_reader *r = calloc(1, sizeof *r);
@@ -138,9 +133,8 @@ rt_status rt_ckpt_reader_open(const char *path, unsigned flags, rt_ckpt_reader *
     }
     snprintf(r->what, wlen, "checkpoint '%s'", path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    rt_status s = fd < 0
-                      ? rtp_ckpt_errno_error(err, errno, "opening", path)
-                      : read_checked(r, fd, (flags & RT_CKPT_OPEN_HEADER_ONLY) != 0, err);
+    rt_status s = fd < 0 ? rtp_ckpt_errno_error(err, errno, "opening", path)
+                         : read_checked(r, fd, (flags & RT_CKPT_OPEN_HEADER_ONLY) != 0, err);
     if (fd >= 0) close(fd);
     if (s != RT_OK) {
         rt_ckpt_reader_destroy(r);
@@ -162,10 +156,7 @@ void rt_ckpt_reader_destroy(rt_ckpt_reader *r)
 
 const char *rt_ckpt_reader_path(const rt_ckpt_reader *r) { return r->path; }
 uint64_t rt_ckpt_reader_file_size(const rt_ckpt_reader *r) { return r->file_size; }
-size_t rt_ckpt_reader_tensor_count(const rt_ckpt_reader *r)
-{
-    return rt_st_index_count(r->ix);
-}
+size_t rt_ckpt_reader_tensor_count(const rt_ckpt_reader *r) { return rt_st_index_count(r->ix); }
 
 const rt_st_tensor_info *rt_ckpt_reader_tensor_at(const rt_ckpt_reader *r, size_t i)
 {
@@ -181,14 +172,12 @@ static void shape_str(char *buf, size_t cap, int ndim, const int64_t *shape)
 {
     size_t len = (size_t)snprintf(buf, cap, "[");
     for (int d = 0; d < ndim && len < cap; d++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? "," : "",
-                                (long long)shape[d]);
+        len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? "," : "", (long long)shape[d]);
     if (len < cap) snprintf(buf + len, cap - len, "]");
 }
 
-rt_status rt_ckpt_reader_get(const rt_ckpt_reader *r, const char *name, rt_st_dtype dtype,
-                             int ndim, const int64_t *shape, void *dst, size_t dst_bytes,
-                             rt_error *err)
+rt_status rt_ckpt_reader_get(const rt_ckpt_reader *r, const char *name, rt_st_dtype dtype, int ndim,
+                             const int64_t *shape, void *dst, size_t dst_bytes, rt_error *err)
 {
     const rt_st_tensor_info *t = rt_st_index_find(r->ix, name);
     if (!t)
@@ -197,8 +186,8 @@ rt_status rt_ckpt_reader_get(const rt_ckpt_reader *r, const char *name, rt_st_dt
                       "from a different %%%%model?",
                       r->what, name);
     if (!r->data)
-        return RT_ERR(err, RT_EINVAL, "%s was opened header-only; tensor '%s' not loaded",
-                      r->what, name);
+        return RT_ERR(err, RT_EINVAL, "%s was opened header-only; tensor '%s' not loaded", r->what,
+                      name);
     int same = t->dtype == dtype && t->ndim == ndim;
     for (int d = 0; same && d < ndim; d++) same = t->shape[d] == shape[d];
     if (!same) {
@@ -209,12 +198,12 @@ rt_status rt_ckpt_reader_get(const rt_ckpt_reader *r, const char *name, rt_st_dt
                       "%s: tensor '%s' is %s %s, the model expects %s %s "
                       "---> HINT: the %%%%model differs from the one that saved this "
                       "checkpoint (see %%checkpoint show)",
-                      r->what, name, rt_st_dtype_name(t->dtype), have,
-                      rt_st_dtype_name(dtype), want);
+                      r->what, name, rt_st_dtype_name(t->dtype), have, rt_st_dtype_name(dtype),
+                      want);
     }
     if (dst_bytes != t->end - t->begin)
-        return RT_ERR(err, RT_EINVAL, "%s: tensor '%s' is %llu bytes, buffer is %zu",
-                      r->what, name, (unsigned long long)(t->end - t->begin), dst_bytes);
+        return RT_ERR(err, RT_EINVAL, "%s: tensor '%s' is %llu bytes, buffer is %zu", r->what, name,
+                      (unsigned long long)(t->end - t->begin), dst_bytes);
     if (dst_bytes) memcpy(dst, r->data + t->begin, dst_bytes);
     return RT_OK;
 }
@@ -224,13 +213,9 @@ const char *rt_ckpt_reader_meta(const rt_ckpt_reader *r, const char *key)
     return rt_st_index_meta(r->ix, key);
 }
 
-size_t rt_ckpt_reader_meta_count(const rt_ckpt_reader *r)
-{
-    return rt_st_index_meta_count(r->ix);
-}
+size_t rt_ckpt_reader_meta_count(const rt_ckpt_reader *r) { return rt_st_index_meta_count(r->ix); }
 
-void rt_ckpt_reader_meta_at(const rt_ckpt_reader *r, size_t i, const char **key,
-                            const char **value)
+void rt_ckpt_reader_meta_at(const rt_ckpt_reader *r, size_t i, const char **key, const char **value)
 {
     rt_st_index_meta_at(r->ix, i, key, value);
 }
@@ -241,19 +226,18 @@ rt_status rt_ckpt_reader_meta_i64(const rt_ckpt_reader *r, const char *key, int6
     const char *s = rt_st_index_meta(r->ix, key);
     if (!s) return RT_ERR(err, RT_ENOTFOUND, "%s has no metadata '%s'", r->what, key);
     if (rtp_parse_i64(s, out) != 0)
-        return RT_ERR(err, RT_EFORMAT, "%s: metadata '%s' = \"%.40s\" is not an integer",
-                      r->what, key, s);
+        return RT_ERR(err, RT_EFORMAT, "%s: metadata '%s' = \"%.40s\" is not an integer", r->what,
+                      key, s);
     return RT_OK;
 }
 
-rt_status rt_ckpt_reader_metric(const rt_ckpt_reader *r, const char *key,
-                                rt_ckpt_metric *out, rt_error *err)
+rt_status rt_ckpt_reader_metric(const rt_ckpt_reader *r, const char *key, rt_ckpt_metric *out,
+                                rt_error *err)
 {
     const char *s = rt_st_index_meta(r->ix, key);
     if (!s) return RT_ERR(err, RT_ENOTFOUND, "%s has no metadata '%s'", r->what, key);
     int rc = rtp_ckpt_metric_parse(s, out);
-    if (rc == -2)
-        return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading '%s'", r->what, key);
+    if (rc == -2) return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading '%s'", r->what, key);
     if (rc != 0)
         return RT_ERR(err, RT_EFORMAT,
                       "%s: metadata '%s' is not a metric "

@@ -85,25 +85,23 @@ static rt_status trainable_at(rt_model *m, int k, rt_named_tensor *out, rt_error
     return RT_ERR(err, RT_EINVAL, "optimiser parameter %d is not a model parameter", k);
 }
 
-static rt_status add_state(save_ctx *c, rt_model *m, const rt_ckpt_train_snap *s,
-                           rt_error *err)
+static rt_status add_state(save_ctx *c, rt_model *m, const rt_ckpt_train_snap *s, rt_error *err)
 {
     for (size_t j = 0; j < s->nstate; j++) {
         const char *dot = strrchr(s->names[j], '.');
         rt_named_tensor t;
-        if (!dot) return RT_ERR(err, RT_EINVAL, "optimiser array '%s' has no index",
-                                s->names[j]);
+        if (!dot) return RT_ERR(err, RT_EINVAL, "optimiser array '%s' has no index", s->names[j]);
         RT_TRY(trainable_at(m, atoi(dot + 1), &t, err));
         if (t.numel != s->lens[j])
-            return RT_ERR(err, RT_EINVAL, "optimiser array '%s' has %zu values, parameter "
-                          "'%s' %zu", s->names[j], s->lens[j], t.name, t.numel);
+            return RT_ERR(err, RT_EINVAL,
+                          "optimiser array '%s' has %zu values, parameter "
+                          "'%s' %zu",
+                          s->names[j], s->lens[j], t.name, t.numel);
         char name[160];
         int64_t shape[4];
         for (int d = 0; d < t.ndim; d++) shape[d] = t.shape[d];
-        snprintf(name, sizeof name, "optim.%.*s.%s", (int)(dot - s->names[j]), s->names[j],
-                 t.name);
-        RT_TRY(rt_ckpt_writer_add_tensor(c->w, name, RT_ST_F32, t.ndim, shape, s->arrays[j],
-                                         err));
+        snprintf(name, sizeof name, "optim.%.*s.%s", (int)(dot - s->names[j]), s->names[j], t.name);
+        RT_TRY(rt_ckpt_writer_add_tensor(c->w, name, RT_ST_F32, t.ndim, shape, s->arrays[j], err));
     }
     char buf[64], seed[32];
     const rt_trainer_state *st = &s->state;
@@ -130,20 +128,18 @@ static rt_status add_state(save_ctx *c, rt_model *m, const rt_ckpt_train_snap *s
     RT_TRY(set_jsonf(c, RT_CKPT_KEY_OPTIM_CONFIG, err,
                      "{\"kind\":\"%s\",\"momentum\":%.17g,\"dampening\":%.17g,"
                      "\"nesterov\":%s,\"beta1\":%.17g,\"beta2\":%.17g,\"eps\":%.17g,"
-                     "\"weight_decay\":%.17g}", rt_optim_kind_name(o->kind), o->momentum,
-                     o->dampening, o->nesterov ? "true" : "false", o->beta1, o->beta2, o->eps,
-                     o->weight_decay));
-    RT_TRY(rt_ckpt_writer_set_meta(c->w, RT_CKPT_KEY_OPTIMIZER, rt_optim_kind_name(o->kind),
-                                   err));
+                     "\"weight_decay\":%.17g}",
+                     rt_optim_kind_name(o->kind), o->momentum, o->dampening,
+                     o->nesterov ? "true" : "false", o->beta1, o->beta2, o->eps, o->weight_decay));
+    RT_TRY(rt_ckpt_writer_set_meta(c->w, RT_CKPT_KEY_OPTIMIZER, rt_optim_kind_name(o->kind), err));
     RT_TRY(rt_ckpt_writer_set_meta_i64(c->w, RT_CKPT_KEY_OPTIMIZER_STEP, s->optim_step, err));
     RT_TRY(rt_ckpt_writer_set_meta_i64(c->w, RT_CKPT_KEY_STEP, st->step, err));
-    RT_TRY(rt_ckpt_writer_set_meta_i64(c->w, RT_CKPT_KEY_EPOCH, rt_ckpt_train_snap_epoch(s),
-                                       err));
+    RT_TRY(rt_ckpt_writer_set_meta_i64(c->w, RT_CKPT_KEY_EPOCH, rt_ckpt_train_snap_epoch(s), err));
     return rt_ckpt_writer_set_meta(c->w, RT_CKPT_KEY_TRAINING_STATE, "1", err);
 }
 
-static rt_status add_info(save_ctx *c, rt_model *m, const rt_ckpt_train_info *in,
-                          int64_t step, rt_error *err)
+static rt_status add_info(save_ctx *c, rt_model *m, const rt_ckpt_train_info *in, int64_t step,
+                          rt_error *err)
 {
     rt_ckpt_writer *w = c->w;
     const rt_model_input *shape = rt_model_input_shape(m);
@@ -152,23 +148,22 @@ static rt_status add_info(save_ctx *c, rt_model *m, const rt_ckpt_train_info *in
     RT_TRY(rt_ckpt_writer_set_meta_json(w, RT_CKPT_KEY_INPUT_SHAPE, buf, err));
     RT_TRY(rt_ckpt_writer_set_meta_i64(w, RT_CKPT_KEY_NUM_CLASSES, shape->num_classes, err));
     RT_TRY(rt_ckpt_writer_set_meta(w, RT_CKPT_KEY_MODEL_SPEC, rt_model_spec(m), err));
-    RT_TRY(rt_ckpt_writer_set_meta(w, RT_CKPT_KEY_SPEC_CANONICAL, rt_model_spec_canonical(m),
-                                   err));
+    RT_TRY(rt_ckpt_writer_set_meta(w, RT_CKPT_KEY_SPEC_CANONICAL, rt_model_spec_canonical(m), err));
     if (in->run_id) RT_TRY(rt_ckpt_writer_set_meta(w, RT_CKPT_KEY_RUN_ID, in->run_id, err));
     if (in->model_name)
         RT_TRY(rt_ckpt_writer_set_meta(w, RT_CKPT_KEY_MODEL_NAME, in->model_name, err));
     if (in->hyperparameters)
-        RT_TRY(rt_ckpt_writer_set_meta_json(w, RT_CKPT_KEY_HYPERPARAMS, in->hyperparameters,
-                                            err));
-    if (in->dataset) RT_TRY(rt_ckpt_writer_set_meta_json(w, RT_CKPT_KEY_DATASET, in->dataset,
-                                                         err));
+        RT_TRY(rt_ckpt_writer_set_meta_json(w, RT_CKPT_KEY_HYPERPARAMS, in->hyperparameters, err));
+    if (in->dataset) RT_TRY(rt_ckpt_writer_set_meta_json(w, RT_CKPT_KEY_DATASET, in->dataset, err));
     if (in->schedule) {
         rt_schedule s;
         RT_TRY(rt_schedule_parse(&s, in->schedule, err));
         double lr = s.steps_per_epoch > 0 ? rt_schedule_lr(&s, in->base_lr, step) : in->base_lr;
         if (!plain_text(in->schedule))
-            return RT_ERR(err, RT_EINVAL, "schedule text '%s' has quotes or control "
-                          "characters", in->schedule);
+            return RT_ERR(err, RT_EINVAL,
+                          "schedule text '%s' has quotes or control "
+                          "characters",
+                          in->schedule);
         RT_TRY(set_jsonf(c, RT_CKPT_KEY_SCHEDULE, err,
                          "{\"name\":\"%s\",\"spec\":\"%s\",\"step\":%lld,\"lr\":%.17g}",
                          rt_schedule_kind_name(s.kind), in->schedule, (long long)step, lr));
@@ -192,8 +187,7 @@ rt_status rt_ckpt_train_save(const char *path, rt_model *m, const rt_ckpt_train_
     if (st == RT_OK && s) st = add_state(&c, m, s, err);
     if (st == RT_OK && !s) {
         st = rt_ckpt_writer_set_meta_i64(c.w, RT_CKPT_KEY_STEP, info->step, err);
-        if (st == RT_OK)
-            st = rt_ckpt_writer_set_meta_i64(c.w, RT_CKPT_KEY_EPOCH, info->epoch, err);
+        if (st == RT_OK) st = rt_ckpt_writer_set_meta_i64(c.w, RT_CKPT_KEY_EPOCH, info->epoch, err);
     }
     if (st == RT_OK) st = add_info(&c, m, info, s ? s->state.step : info->step, err);
     if (st == RT_OK) st = rt_ckpt_writer_save(c.w, path, err);
@@ -205,14 +199,15 @@ rt_status rt_ckpt_train_save(const char *path, rt_model *m, const rt_ckpt_train_
 
 /* ---- loading weights ---- */
 
-static rt_status misfit(const rt_ckpt_reader *r, rt_model *m, const char *what,
-                        rt_error *err)
+static rt_status misfit(const rt_ckpt_reader *r, rt_model *m, const char *what, rt_error *err)
 {
     const char *spec = rt_ckpt_reader_meta(r, RT_CKPT_KEY_SPEC_CANONICAL);
     if (!spec) spec = rt_ckpt_reader_meta(r, RT_CKPT_KEY_MODEL_SPEC);
     if (spec && strcmp(spec, rt_model_spec_canonical(m)))
-        return RT_ERR(err, RT_EINVAL, "checkpoint '%s' is for another model: %s ---> HINT: "
-                      "its model is: %.300s", rt_ckpt_reader_path(r), what, spec);
+        return RT_ERR(err, RT_EINVAL,
+                      "checkpoint '%s' is for another model: %s ---> HINT: "
+                      "its model is: %.300s",
+                      rt_ckpt_reader_path(r), what, spec);
     return RT_ERR(err, RT_EINVAL, "checkpoint '%s' does not fit the model: %s",
                   rt_ckpt_reader_path(r), what);
 }
@@ -266,8 +261,8 @@ rt_status rt_ckpt_train_load_model(const rt_ckpt_reader *r, rt_model *m, rt_erro
         snprintf(name, sizeof name, "model.%s", t.name);
         float *dst = t.host ? t.host : malloc(t.numel * sizeof *dst + 1);
         if (!dst) return RT_ERR(err, RT_ENOMEM, "out of memory loading tensor %s", name);
-        rt_status s = rt_ckpt_reader_get(r, name, RT_ST_F32, t.ndim, shape, dst,
-                                         t.numel * sizeof *dst, err);
+        rt_status s =
+            rt_ckpt_reader_get(r, name, RT_ST_F32, t.ndim, shape, dst, t.numel * sizeof *dst, err);
         if (s == RT_OK && !t.host) s = rt_model_tensor_write(m, i, dst, err); /* upload */
         if (!t.host) free(dst);
         RT_TRY(s);

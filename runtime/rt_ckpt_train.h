@@ -29,22 +29,22 @@
 #include "rt_trainer.h"
 
 /* Extra __metadata__ keys written here (docs/checkpoint-format.md, section 3). */
-#define RT_CKPT_KEY_NUM_CLASSES    "num_classes"          /* decimal */
+#define RT_CKPT_KEY_NUM_CLASSES "num_classes"             /* decimal */
 #define RT_CKPT_KEY_SPEC_CANONICAL "model_spec_canonical" /* rt_model_spec_canonical */
-#define RT_CKPT_KEY_OPTIM_CONFIG   "optimizer_config"     /* JSON, rt_optim_config */
-#define RT_CKPT_KEY_TRAINING_STATE "training_state" /* "1": optimiser + position present */
+#define RT_CKPT_KEY_OPTIM_CONFIG "optimizer_config"       /* JSON, rt_optim_config */
+#define RT_CKPT_KEY_TRAINING_STATE "training_state"       /* "1": optimiser + position present */
 
 /* The training state besides the model tensors, as plain host data (owned). */
 typedef struct rt_ckpt_train_snap {
-    rt_trainer_state state;   /* step, data order, running epoch statistics */
+    rt_trainer_state state; /* step, data order, running epoch statistics */
     int64_t steps_per_epoch;
-    uint64_t seed;            /* the model's seed: init, shuffle, dropout, augment */
-    rt_optim_config optim;    /* kind and hyperparameters */
-    int64_t optim_step;       /* the optimiser's step count (bias correction) */
-    size_t nstate;            /* optimiser arrays, in rt_optim_state_get order */
+    uint64_t seed;                    /* the model's seed: init, shuffle, dropout, augment */
+    rt_optim_config optim;            /* kind and hyperparameters */
+    int64_t optim_step;               /* the optimiser's step count (bias correction) */
+    size_t nstate;                    /* optimiser arrays, in rt_optim_state_get order */
     char (*names)[RT_OPTIM_NAME_MAX]; /* "exp_avg.3" (rt_optim's names) */
-    size_t *lens;             /* floats in each array */
-    float **arrays;           /* views into one block */
+    size_t *lens;                     /* floats in each array */
+    float **arrays;                   /* views into one block */
     float *block;
 } rt_ckpt_train_snap;
 
@@ -55,13 +55,13 @@ rt_status rt_ckpt_train_snap_capture(rt_ckpt_train_snap *s, rt_trainer *t, rt_mo
 /* Reads the training state of checkpoint r for model m (whose trainable tensors name
  * the optimiser arrays). RT_ENOTFOUND (naming the file) for a weights-only checkpoint,
  * RT_EFORMAT for malformed state. */
-rt_status rt_ckpt_train_snap_read(rt_ckpt_train_snap *s, const rt_ckpt_reader *r,
-                                  rt_model *m, rt_error *err);
+rt_status rt_ckpt_train_snap_read(rt_ckpt_train_snap *s, const rt_ckpt_reader *r, rt_model *m,
+                                  rt_error *err);
 /* Restores s into t (built over m): checks optimiser kind, array names and sizes, seed
  * and steps per epoch first (RT_EINVAL saying what differs; t unchanged), then sets
  * the optimiser arrays, its step count and the trainer state. */
-rt_status rt_ckpt_train_snap_apply(const rt_ckpt_train_snap *s, rt_trainer *t,
-                                   rt_model *m, rt_error *err);
+rt_status rt_ckpt_train_snap_apply(const rt_ckpt_train_snap *s, rt_trainer *t, rt_model *m,
+                                   rt_error *err);
 void rt_ckpt_train_snap_deinit(rt_ckpt_train_snap *s); /* NULL ok; zeroes s */
 /* Completed epochs of a snapshot (step / steps_per_epoch). */
 int64_t rt_ckpt_train_snap_epoch(const rt_ckpt_train_snap *s);
@@ -69,13 +69,13 @@ int64_t rt_ckpt_train_snap_epoch(const rt_ckpt_train_snap *s);
 /* Descriptive metadata from the caller; every field may be NULL / 0. */
 typedef struct rt_ckpt_train_info {
     const char *run_id, *model_name;
-    const char *hyperparameters;   /* JSON object */
-    const char *dataset;           /* JSON object {"name", "checksum", ...} */
-    const char *schedule;          /* canonical schedule text (rt_schedule_format) */
-    double base_lr;                /* with schedule: the "lr" in the schedule key */
+    const char *hyperparameters; /* JSON object */
+    const char *dataset;         /* JSON object {"name", "checksum", ...} */
+    const char *schedule;        /* canonical schedule text (rt_schedule_format) */
+    double base_lr;              /* with schedule: the "lr" in the schedule key */
     const rt_ckpt_metric *metric, *best_metric;
-    const char *const *extra;      /* NULL-terminated key, value, key, value ... */
-    int64_t step, epoch;           /* used only when saving without a snapshot */
+    const char *const *extra; /* NULL-terminated key, value, key, value ... */
+    int64_t step, epoch;      /* used only when saving without a snapshot */
 } rt_ckpt_train_info;
 
 /* Writes m's tensors, s's state (NULL: a weights-only checkpoint) and the metadata

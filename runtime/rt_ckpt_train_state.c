@@ -34,8 +34,7 @@ int64_t rt_ckpt_train_snap_epoch(const rt_ckpt_train_snap *s)
 }
 
 /* Allocates n arrays of the given lengths in one block. */
-static rt_status snap_alloc(rt_ckpt_train_snap *s, size_t n, const size_t *lens,
-                            rt_error *err)
+static rt_status snap_alloc(rt_ckpt_train_snap *s, size_t n, const size_t *lens, rt_error *err)
 {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) total += lens[i];
@@ -86,17 +85,16 @@ rt_status rt_ckpt_train_snap_capture(rt_ckpt_train_snap *s, rt_trainer *t, rt_mo
 
 /* ---- reading ---- */
 
-static rt_status bad(const rt_ckpt_reader *r, const char *key, const char *why,
-                     rt_error *err)
+static rt_status bad(const rt_ckpt_reader *r, const char *key, const char *why, rt_error *err)
 {
-    return RT_ERR(err, RT_EFORMAT, "checkpoint '%s': metadata '%s' %s ---> HINT: the file "
+    return RT_ERR(err, RT_EFORMAT,
+                  "checkpoint '%s': metadata '%s' %s ---> HINT: the file "
                   "was not written by this kiln's %%train; use another checkpoint",
                   rt_ckpt_reader_path(r), key, why);
 }
 
 /* Parses the JSON object under key into *out (new ref). */
-static rt_status meta_obj(const rt_ckpt_reader *r, const char *key, json_t **out,
-                          rt_error *err)
+static rt_status meta_obj(const rt_ckpt_reader *r, const char *key, json_t **out, rt_error *err)
 {
     const char *v = rt_ckpt_reader_meta(r, key);
     if (!v) return bad(r, key, "is missing", err);
@@ -126,8 +124,7 @@ static int get_hexf(json_t *o, const char *k, double *v)
     return end == s || *end ? -1 : 0;
 }
 
-static rt_status read_position(rt_ckpt_train_snap *s, const rt_ckpt_reader *r,
-                               rt_error *err)
+static rt_status read_position(rt_ckpt_train_snap *s, const rt_ckpt_reader *r, rt_error *err)
 {
     json_t *d = NULL, *g = NULL;
     RT_TRY(meta_obj(r, RT_CKPT_KEY_DATA_ORDER, &d, err));
@@ -138,15 +135,19 @@ static rt_status read_position(rt_ckpt_train_snap *s, const rt_ckpt_reader *r,
         get_i64(d, "epoch_correct", &t->epoch_correct) ||
         get_i64(d, "epoch_seen", &t->epoch_seen) ||
         get_hexf(d, "epoch_loss_sum", &t->epoch_loss_sum) || s->steps_per_epoch < 1)
-        st = bad(r, RT_CKPT_KEY_DATA_ORDER, "lacks a field (epoch, position, steps_per_epoch, "
-                 "epoch_correct, epoch_seen, epoch_loss_sum)", err);
+        st = bad(r, RT_CKPT_KEY_DATA_ORDER,
+                 "lacks a field (epoch, position, steps_per_epoch, "
+                 "epoch_correct, epoch_seen, epoch_loss_sum)",
+                 err);
     /* loss scaling (optional: absent in checkpoints of runs without it, and older ones) */
     if (st == RT_OK && json_object_get(d, "loss_scale") &&
         (get_hexf(d, "loss_scale", &t->loss_scale) || !(t->loss_scale >= 0) ||
          !isfinite(t->loss_scale) || get_i64(d, "scale_tracker", &t->scale_tracker) ||
          get_i64(d, "skipped_steps", &t->skipped_steps)))
-        st = bad(r, RT_CKPT_KEY_DATA_ORDER, "has a bad loss_scale, scale_tracker or "
-                 "skipped_steps", err);
+        st = bad(r, RT_CKPT_KEY_DATA_ORDER,
+                 "has a bad loss_scale, scale_tracker or "
+                 "skipped_steps",
+                 err);
     json_decref(d);
     if (st == RT_OK) st = meta_obj(r, RT_CKPT_KEY_RNG, &g, err);
     if (st == RT_OK) {
@@ -182,13 +183,14 @@ static int trainable_index(rt_model *m, const char *name)
     return -1;
 }
 
-rt_status rt_ckpt_train_snap_read(rt_ckpt_train_snap *s, const rt_ckpt_reader *r,
-                                  rt_model *m, rt_error *err)
+rt_status rt_ckpt_train_snap_read(rt_ckpt_train_snap *s, const rt_ckpt_reader *r, rt_model *m,
+                                  rt_error *err)
 {
     memset(s, 0, sizeof *s);
     const char *ts = rt_ckpt_reader_meta(r, RT_CKPT_KEY_TRAINING_STATE);
     if (!ts || strcmp(ts, "1"))
-        return RT_ERR(err, RT_ENOTFOUND, "checkpoint '%s' holds weights only (no optimiser "
+        return RT_ERR(err, RT_ENOTFOUND,
+                      "checkpoint '%s' holds weights only (no optimiser "
                       "state or data position), so a run cannot continue from it ---> HINT: "
                       "%%checkpoint load it, or resume from a checkpoint %%train wrote",
                       rt_ckpt_reader_path(r));
@@ -205,9 +207,10 @@ rt_status rt_ckpt_train_snap_read(rt_ckpt_train_snap *s, const rt_ckpt_reader *r
         size_t count = 1;
         for (int d = 0; d < ti->ndim; d++) count *= (size_t)ti->shape[d];
         if (ti->dtype != RT_ST_F32)
-            st = RT_ERR(err, RT_EFORMAT, "checkpoint '%s': optimiser tensor '%s' is %s, "
-                        "expected F32", rt_ckpt_reader_path(r), ti->name,
-                        rt_st_dtype_name(ti->dtype));
+            st = RT_ERR(err, RT_EFORMAT,
+                        "checkpoint '%s': optimiser tensor '%s' is %s, "
+                        "expected F32",
+                        rt_ckpt_reader_path(r), ti->name, rt_st_dtype_name(ti->dtype));
         lens[n] = count;
         which[n++] = (int)i;
     }
@@ -217,9 +220,11 @@ rt_status rt_ckpt_train_snap_read(rt_ckpt_train_snap *s, const rt_ckpt_reader *r
         const char *rest = ti->name + 6, *dot = strchr(rest, '.');
         int idx = dot ? trainable_index(m, dot + 1) : -1;
         if (idx < 0 || (size_t)(dot - rest) >= RT_OPTIM_NAME_MAX - 12) {
-            st = RT_ERR(err, RT_EINVAL, "checkpoint '%s': optimiser tensor '%s' belongs to no "
+            st = RT_ERR(err, RT_EINVAL,
+                        "checkpoint '%s': optimiser tensor '%s' belongs to no "
                         "parameter of this model ---> HINT: the checkpoint is for another "
-                        "model", rt_ckpt_reader_path(r), ti->name);
+                        "model",
+                        rt_ckpt_reader_path(r), ti->name);
             break;
         }
         snprintf(tmp.names[j], RT_OPTIM_NAME_MAX, "%.*s.%d", (int)(dot - rest), rest, idx);
@@ -238,27 +243,31 @@ rt_status rt_ckpt_train_snap_read(rt_ckpt_train_snap *s, const rt_ckpt_reader *r
 
 /* ---- applying ---- */
 
-rt_status rt_ckpt_train_snap_apply(const rt_ckpt_train_snap *s, rt_trainer *t,
-                                   rt_model *m, rt_error *err)
+rt_status rt_ckpt_train_snap_apply(const rt_ckpt_train_snap *s, rt_trainer *t, rt_model *m,
+                                   rt_error *err)
 {
     rt_optim *o = rt_trainer_optim(t);
     const rt_optim_config *c = rt_optim_get_config(o);
     if (c->kind != s->optim.kind)
-        return RT_ERR(err, RT_EINVAL, "the checkpoint holds %s state but the run uses "
-                      "--optimizer %s", rt_optim_kind_name(s->optim.kind),
-                      rt_optim_kind_name(c->kind));
+        return RT_ERR(err, RT_EINVAL,
+                      "the checkpoint holds %s state but the run uses "
+                      "--optimizer %s",
+                      rt_optim_kind_name(s->optim.kind), rt_optim_kind_name(c->kind));
     if (s->seed != rt_model_seed(m))
-        return RT_ERR(err, RT_EINVAL, "the checkpoint was trained with --seed %" PRIu64
+        return RT_ERR(err, RT_EINVAL,
+                      "the checkpoint was trained with --seed %" PRIu64
                       " but the model was built with seed %" PRIu64 " (data order and "
-                      "dropout would differ)", s->seed, rt_model_seed(m));
+                      "dropout would differ)",
+                      s->seed, rt_model_seed(m));
     if (s->steps_per_epoch != rt_trainer_steps_per_epoch(t))
-        return RT_ERR(err, RT_EINVAL, "the checkpoint's run had %lld steps an epoch, this "
+        return RT_ERR(err, RT_EINVAL,
+                      "the checkpoint's run had %lld steps an epoch, this "
                       "one has %lld (another --batch or data set size)",
-                      (long long)s->steps_per_epoch,
-                      (long long)rt_trainer_steps_per_epoch(t));
+                      (long long)s->steps_per_epoch, (long long)rt_trainer_steps_per_epoch(t));
     size_t n = rt_optim_state_count(o);
     if (n != s->nstate)
-        return RT_ERR(err, RT_EINVAL, "the checkpoint holds %zu optimiser arrays, the run's "
+        return RT_ERR(err, RT_EINVAL,
+                      "the checkpoint holds %zu optimiser arrays, the run's "
                       "%s optimiser has %zu (momentum on in one and off in the other?)",
                       s->nstate, rt_optim_kind_name(c->kind), n);
     for (size_t i = 0; i < n; i++) { /* every array of the optimiser, by name and size */
@@ -269,8 +278,10 @@ rt_status rt_ckpt_train_snap_apply(const rt_ckpt_train_snap *s, rt_trainer *t,
         if (j == s->nstate)
             return RT_ERR(err, RT_EINVAL, "the checkpoint lacks optimiser state '%s'", name);
         if (s->lens[j] != len)
-            return RT_ERR(err, RT_EINVAL, "optimiser state '%s' has %zu values in the "
-                          "checkpoint, %zu in the run", name, s->lens[j], len);
+            return RT_ERR(err, RT_EINVAL,
+                          "optimiser state '%s' has %zu values in the "
+                          "checkpoint, %zu in the run",
+                          name, s->lens[j], len);
     }
     if (s->optim_step < 0)
         return RT_ERR(err, RT_EINVAL, "optimiser step %lld < 0", (long long)s->optim_step);

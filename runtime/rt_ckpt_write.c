@@ -32,8 +32,7 @@ struct rt_ckpt_writer {
 rt_status rt_ckpt_writer_create(rt_ckpt_writer **out, rt_error *err)
 {
     *out = calloc(1, sizeof **out);
-    if (!*out)
-        return RT_ERR(err, RT_ENOMEM, "out of memory creating a checkpoint writer");
+    if (!*out) return RT_ERR(err, RT_ENOMEM, "out of memory creating a checkpoint writer");
     rt_status s = rt_st_writer_create(&(*out)->st, err);
     if (s != RT_OK) {
         free(*out);
@@ -49,9 +48,8 @@ void rt_ckpt_writer_destroy(rt_ckpt_writer *w)
     free(w);
 }
 
-rt_status rt_ckpt_writer_add_tensor(rt_ckpt_writer *w, const char *name,
-                                    rt_st_dtype dtype, int ndim, const int64_t *shape,
-                                    const void *data, rt_error *err)
+rt_status rt_ckpt_writer_add_tensor(rt_ckpt_writer *w, const char *name, rt_st_dtype dtype,
+                                    int ndim, const int64_t *shape, const void *data, rt_error *err)
 {
     return rt_st_writer_add(w->st, name, dtype, ndim, shape, data, err);
 }
@@ -60,8 +58,7 @@ rt_status rt_ckpt_writer_set_meta(rt_ckpt_writer *w, const char *key, const char
                                   rt_error *err)
 {
     if (key && rtp_ckpt_meta_reserved(key))
-        return RT_ERR(err, RT_EINVAL,
-                      "checkpoint metadata '%s' is written by kiln itself", key);
+        return RT_ERR(err, RT_EINVAL, "checkpoint metadata '%s' is written by kiln itself", key);
     return rt_st_writer_set_meta(w->st, key, value, err);
 }
 
@@ -73,20 +70,19 @@ rt_status rt_ckpt_writer_set_meta_i64(rt_ckpt_writer *w, const char *key, int64_
     return rt_ckpt_writer_set_meta(w, key, buf, err);
 }
 
-rt_status rt_ckpt_writer_set_meta_json(rt_ckpt_writer *w, const char *key,
-                                       const char *json, rt_error *err)
+rt_status rt_ckpt_writer_set_meta_json(rt_ckpt_writer *w, const char *key, const char *json,
+                                       rt_error *err)
 {
     int ok = json ? rtp_ckpt_json_valid(json) : 0;
-    if (ok < 0)
-        return RT_ERR(err, RT_ENOMEM, "out of memory checking metadata '%s'", key);
+    if (ok < 0) return RT_ERR(err, RT_ENOMEM, "out of memory checking metadata '%s'", key);
     if (!ok)
         return RT_ERR(err, RT_EINVAL, "checkpoint metadata '%s' must be JSON, got: %.80s",
                       key ? key : "(null)", json ? json : "(null)");
     return rt_ckpt_writer_set_meta(w, key, json, err);
 }
 
-rt_status rt_ckpt_writer_set_metric(rt_ckpt_writer *w, const char *key,
-                                    const rt_ckpt_metric *m, rt_error *err)
+rt_status rt_ckpt_writer_set_metric(rt_ckpt_writer *w, const char *key, const rt_ckpt_metric *m,
+                                    rt_error *err)
 {
     char *json = rtp_ckpt_metric_json(m);
     if (!json)
@@ -144,8 +140,8 @@ static rt_status fill_checksums(rt_st_writer *st, uint64_t data_hash, char diges
 }
 
 /* The data area at offset `at`, hashed piece by piece as it is written. */
-static rt_status write_data(rt_st_writer *st, rtp_ckpt_file *f, uint64_t at,
-                            uint64_t *hash, rt_error *err)
+static rt_status write_data(rt_st_writer *st, rtp_ckpt_file *f, uint64_t at, uint64_t *hash,
+                            rt_error *err)
 {
     rtp_ckpt_hash *h = rtp_ckpt_hash_create();
     if (!h) return RT_ERR(err, RT_ENOMEM, "out of memory saving checkpoint '%s'", f->path);
@@ -155,8 +151,8 @@ static rt_status write_data(rt_st_writer *st, rtp_ckpt_file *f, uint64_t at,
         const rt_st_tensor_info *t = rt_st_writer_tensor(st, i);
         const char *p = rt_st_writer_data(st, i);
         for (uint64_t off = 0; s == RT_OK && off < t->end - t->begin; off += PIECE) {
-            size_t len = (size_t)(t->end - t->begin - off < PIECE ? t->end - t->begin - off
-                                                                  : PIECE);
+            size_t len =
+                (size_t)(t->end - t->begin - off < PIECE ? t->end - t->begin - off : PIECE);
             rtp_ckpt_hash_update(h, p + off, len);
             s = rtp_ckpt_file_pwrite(f, p + off, len, at + t->begin + off, err);
         }
@@ -166,8 +162,7 @@ static rt_status write_data(rt_st_writer *st, rtp_ckpt_file *f, uint64_t at,
     return s;
 }
 
-static rt_status require_int(rt_st_writer *st, const char *key, const char *path,
-                             rt_error *err)
+static rt_status require_int(rt_st_writer *st, const char *key, const char *path, rt_error *err)
 {
     const char *v = rt_st_writer_meta(st, key);
     int64_t x;
@@ -179,22 +174,19 @@ static rt_status require_int(rt_st_writer *st, const char *key, const char *path
 }
 
 /* Header with placeholders (for its length), data + hash, header with checksums. */
-static rt_status write_file(rt_ckpt_writer *w, rtp_ckpt_file *f, const char *path,
-                            rt_error *err)
+static rt_status write_file(rt_ckpt_writer *w, rtp_ckpt_file *f, const char *path, rt_error *err)
 {
     size_t hlen = 0, hlen2 = 0;
     char *hdr = rt_st_writer_header(w->st, &hlen);
     if (!hdr)
-        return RT_ERR(err, RT_ENOMEM, "checkpoint '%s': out of memory building the header",
-                      path);
+        return RT_ERR(err, RT_ENOMEM, "checkpoint '%s': out of memory building the header", path);
     free(hdr);
     uint64_t hash = 0;
     RT_TRY(write_data(w->st, f, hlen, &hash, err));
     RT_TRY(fill_checksums(w->st, hash, w->digest, err));
     hdr = rt_st_writer_header(w->st, &hlen2);
     if (!hdr)
-        return RT_ERR(err, RT_ENOMEM, "checkpoint '%s': out of memory building the header",
-                      path);
+        return RT_ERR(err, RT_ENOMEM, "checkpoint '%s': out of memory building the header", path);
     rt_status s = hlen2 == hlen ? rtp_ckpt_file_pwrite(f, hdr, hlen, 0, err)
                                 : RT_ERR(err, RT_EIO,
                                          "checkpoint '%s': the header changed length "
@@ -221,10 +213,8 @@ rt_status rt_ckpt_writer_save(rt_ckpt_writer *w, const char *path, rt_error *err
     }
     uint64_t size = f.written;
     s = rtp_ckpt_file_commit(&f, err);
-    if (s == RT_OK)
-        w->file_size = size;
-    else
-        w->digest[0] = '\0';
+    if (s == RT_OK) w->file_size = size;
+    else w->digest[0] = '\0';
     return s;
 }
 

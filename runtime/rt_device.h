@@ -34,23 +34,23 @@ const char *rt_precision_name(rt_precision p);
 typedef struct rt_cuda_device_info {
     int index;
     char name[256];
-    size_t mem_total, mem_free;  /* bytes (free: at the time of the call) */
-    int mem_free_known;          /* 0: not measured (see rt_cuda_list_devices) */
-    int cc_major, cc_minor;      /* compute capability */
+    size_t mem_total, mem_free; /* bytes (free: at the time of the call) */
+    int mem_free_known;         /* 0: not measured (see rt_cuda_list_devices) */
+    int cc_major, cc_minor;     /* compute capability */
     int multiprocessors;
-    int bf16;                    /* 1 when bf16 tensor-core math is available (cc >= 8.0) */
-    char problem[400];           /* "" when Kiln can use it, else why not and the fix (an
+    int bf16;          /* 1 when bf16 tensor-core math is available (cc >= 8.0) */
+    char problem[400]; /* "" when Kiln can use it, else why not and the fix (an
                                     architecture this build's kernels do not cover) */
 } rt_cuda_device_info;
 
 #define RT_CUDA_MAX_DEVICES 16
 
 typedef struct rt_cuda_device_list {
-    int count;                   /* 0 when there is no usable device: not an error */
+    int count; /* 0 when there is no usable device: not an error */
     rt_cuda_device_info dev[RT_CUDA_MAX_DEVICES];
-    int driver_version, runtime_version;  /* e.g. 13000 = 13.0; 0 if unknown */
-    int built;                   /* 1 when the CUDA backend is compiled in */
-    char why[400];               /* when count == 0: why (e.g. "cudaGetDeviceCount: no
+    int driver_version, runtime_version; /* e.g. 13000 = 13.0; 0 if unknown */
+    int built;                           /* 1 when the CUDA backend is compiled in */
+    char why[400];                       /* when count == 0: why (e.g. "cudaGetDeviceCount: no
                                     CUDA-capable device is detected") */
 } rt_cuda_device_list;
 
@@ -71,7 +71,6 @@ rt_status rt_cuda_set_precision(rt_backend *b, rt_precision p, rt_error *err);
 rt_precision rt_cuda_get_precision(const rt_backend *b);
 
 /* Free and total memory of the backend's device, bytes (sync first for a stable value). */
-rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes,
-                           rt_error *err);
+rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes, rt_error *err);
 
 #endif

@@ -31,9 +31,11 @@ double rt_dist_timeout(const rt_dist *d) { return d ? d->timeout_s : rtp_dist_ti
 static rt_status check_open(rt_dist *d, const char *what, long long step, rt_error *err)
 {
     if (!d->broken && !d->finished) return RT_OK;
-    return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: %s of step %lld: the ranks' "
+    return RT_ERR(err, RT_EDEVICE_LOST,
+                  "rank %d of %d: %s of step %lld: the ranks' "
                   "connection was lost earlier ---> HINT: run the same launch again to "
-                  "resume from the newest checkpoint", d->rank, d->size, what, step);
+                  "resume from the newest checkpoint",
+                  d->rank, d->size, what, step);
 }
 
 static rt_status host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, const char *what,
@@ -43,26 +45,26 @@ static rt_status host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, const cha
     return d->ops->host(d, buf, n, op, what, step, err);
 }
 
-rt_status rt_dist_allreduce_f32(rt_dist *d, float *buf, size_t n, const char *what,
-                                long long step, rt_error *err)
+rt_status rt_dist_allreduce_f32(rt_dist *d, float *buf, size_t n, const char *what, long long step,
+                                rt_error *err)
 {
     return host(d, buf, n, RTP_SUM_F32, what, step, err);
 }
 
-rt_status rt_dist_allreduce_f64(rt_dist *d, double *buf, size_t n, const char *what,
-                                long long step, rt_error *err)
+rt_status rt_dist_allreduce_f64(rt_dist *d, double *buf, size_t n, const char *what, long long step,
+                                rt_error *err)
 {
     return host(d, buf, n, RTP_SUM_F64, what, step, err);
 }
 
-rt_status rt_dist_allmax_f64(rt_dist *d, double *buf, size_t n, const char *what,
-                             long long step, rt_error *err)
+rt_status rt_dist_allmax_f64(rt_dist *d, double *buf, size_t n, const char *what, long long step,
+                             rt_error *err)
 {
     return host(d, buf, n, RTP_MAX_F64, what, step, err);
 }
 
-rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what,
-                            long long step, rt_error *err)
+rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what, long long step,
+                            rt_error *err)
 {
     return host(d, buf, n, RTP_BCAST_F32, what, step, err);
 }

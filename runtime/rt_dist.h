@@ -29,10 +29,10 @@
 #include "rt_error.h"
 
 typedef struct rt_dist_env {
-    int rank, world;         /* 0 <= rank < world; world 1 without a launcher */
-    int local_rank;          /* rank on this host (its GPU, its share of the cores) */
-    int local_world;         /* ranks on this host (1 when the launcher does not say) */
-    const char *source;      /* "OpenMPI", "PMI", "Slurm", "torchrun" or "none" */
+    int rank, world;    /* 0 <= rank < world; world 1 without a launcher */
+    int local_rank;     /* rank on this host (its GPU, its share of the cores) */
+    int local_world;    /* ranks on this host (1 when the launcher does not say) */
+    const char *source; /* "OpenMPI", "PMI", "Slurm", "torchrun" or "none" */
 } rt_dist_env;
 
 /* Reads the launcher's variables (first complete set in the order above). RT_EINVAL
@@ -62,16 +62,16 @@ double rt_dist_timeout(const rt_dist *d);
 /* In-place sums over all ranks: buf (n) ends the same on every rank. `what` and `step`
  * name the collective in the timeout's message. RT_EDEVICE_LOST on timeout or a
  * broken world. */
-rt_status rt_dist_allreduce_f32(rt_dist *d, float *buf, size_t n, const char *what,
-                                long long step, rt_error *err);
-rt_status rt_dist_allreduce_f64(rt_dist *d, double *buf, size_t n, const char *what,
-                                long long step, rt_error *err);
+rt_status rt_dist_allreduce_f32(rt_dist *d, float *buf, size_t n, const char *what, long long step,
+                                rt_error *err);
+rt_status rt_dist_allreduce_f64(rt_dist *d, double *buf, size_t n, const char *what, long long step,
+                                rt_error *err);
 /* In place, max over all ranks. */
-rt_status rt_dist_allmax_f64(rt_dist *d, double *buf, size_t n, const char *what,
-                             long long step, rt_error *err);
+rt_status rt_dist_allmax_f64(rt_dist *d, double *buf, size_t n, const char *what, long long step,
+                             rt_error *err);
 /* buf (n) of rank 0 copied to every rank. */
-rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what,
-                            long long step, rt_error *err);
+rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what, long long step,
+                            rt_error *err);
 
 /* At the start of a run, on every rank (a collective): *on = 1 when the ranks will sum
  * the gradients of b in device memory (rt_dist_allreduce_dev_f32) - CUDA devices over
@@ -91,8 +91,7 @@ rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf, f
  * communicator a device, ncclCommInitAll), else through host memory, said once on
  * stderr. The backends must outlive the group. */
 typedef struct rt_dist_group rt_dist_group;
-rt_status rt_dist_group_create(rt_dist_group **out, rt_backend *const *b, int n,
-                               rt_error *err);
+rt_status rt_dist_group_create(rt_dist_group **out, rt_backend *const *b, int n, rt_error *err);
 /* Rank r's world (0 <= r < n), owned by the group. */
 rt_dist *rt_dist_group_rank(rt_dist_group *g, int r);
 /* A rank that failed outside a collective: every wait of the others ends at once with

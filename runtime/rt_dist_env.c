@@ -38,16 +38,17 @@ static int env_int(const char *name)
 
 rt_status rt_dist_env_read(rt_dist_env *out, rt_error *err)
 {
-    *out = (rt_dist_env){.rank = 0, .world = 1, .local_rank = 0, .local_world = 1,
-                         .source = "none"};
+    *out =
+        (rt_dist_env){.rank = 0, .world = 1, .local_rank = 0, .local_world = 1, .source = "none"};
     for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
         const env_set *e = &sets[i];
         int rank = env_int(e->rank), size = env_int(e->size);
         if (rank == -1 || size == -1) continue;
         if (rank < 0 || size < 1 || rank >= size)
-            return RT_ERR(err, RT_EINVAL, "the launcher's variables %s=%s and %s=%s do not "
-                          "give a rank in [0, world size)", e->rank, getenv(e->rank),
-                          e->size, getenv(e->size));
+            return RT_ERR(err, RT_EINVAL,
+                          "the launcher's variables %s=%s and %s=%s do not "
+                          "give a rank in [0, world size)",
+                          e->rank, getenv(e->rank), e->size, getenv(e->size));
         int lr = env_int(e->local_rank), ls = env_int(e->local_size);
         out->rank = rank;
         out->world = size;

@@ -27,33 +27,33 @@
 #include "rt_nccl.h"
 
 typedef struct group_rank {
-    rt_dist d;               /* first: a rank's rt_dist * is its group_rank * */
+    rt_dist d; /* first: a rank's rt_dist * is its group_rank * */
     rt_dist_group *g;
 } group_rank;
 
 struct rt_dist_group {
     int n;
-    group_rank *ranks;       /* (n) */
-    rt_backend **b;          /* (n) borrowed */
+    group_rank *ranks; /* (n) */
+    rt_backend **b;    /* (n) borrowed */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int arrived;             /* ranks waiting at the barrier */
-    unsigned long gen;       /* barriers passed */
-    int aborted;             /* a rank failed or a wait timed out: no more collectives */
-    const void **bufs;       /* (n) the buffers posted for the current collective */
-    void *scratch;           /* rank 0's result of the current collective */
+    int arrived;       /* ranks waiting at the barrier */
+    unsigned long gen; /* barriers passed */
+    int aborted;       /* a rank failed or a wait timed out: no more collectives */
+    const void **bufs; /* (n) the buffers posted for the current collective */
+    void *scratch;     /* rank 0's result of the current collective */
     size_t scratch_bytes;
-    int scratch_failed;      /* rank 0 could not grow scratch */
-    rt_nccl *nccl;           /* NULL: gradients through host memory */
+    int scratch_failed; /* rank 0 could not grow scratch */
+    rt_nccl *nccl;      /* NULL: gradients through host memory */
 };
 
-static rt_status aborted_err(const rt_dist *d, const char *what, long long step,
-                             rt_error *err)
+static rt_status aborted_err(const rt_dist *d, const char *what, long long step, rt_error *err)
 {
-    return RT_ERR(err, RT_EDEVICE_LOST, "device %d of %d: %s of step %lld: another device "
+    return RT_ERR(err, RT_EDEVICE_LOST,
+                  "device %d of %d: %s of step %lld: another device "
                   "of the group failed (its error is reported above) ---> HINT: the newest "
-                  "checkpoint is intact; run %%train again to resume", d->rank, d->size,
-                  what, step);
+                  "checkpoint is intact; run %%train again to resume",
+                  d->rank, d->size, what, step);
 }
 
 /* Every rank of the group reaches this point, or the wait fails. */
@@ -83,11 +83,12 @@ static rt_status barrier(group_rank *me, const char *what, long long step, rt_er
         if (pthread_cond_timedwait(&g->cv, &g->mu, &dl) == ETIMEDOUT && g->gen == gen) {
             g->aborted = 1;
             pthread_cond_broadcast(&g->cv);
-            s = RT_ERR(err, RT_EDEVICE_LOST, "device %d of %d: the other devices did not "
+            s = RT_ERR(err, RT_EDEVICE_LOST,
+                       "device %d of %d: the other devices did not "
                        "join the %s of step %lld within %g s (KILN_DIST_TIMEOUT): one of "
                        "them hangs ---> HINT: the newest checkpoint is intact; restart the "
-                       "kernel and run %%train again to resume", me->d.rank, me->d.size,
-                       what, step, me->d.timeout_s);
+                       "kernel and run %%train again to resume",
+                       me->d.rank, me->d.size, what, step, me->d.timeout_s);
             break;
         }
     }
@@ -164,11 +165,10 @@ static rt_status group_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error
 }
 
 static const rtp_dist_ops host_ops = {.host = group_host};
-static const rtp_dist_ops nccl_ops = {.host = group_host, .device_begin = group_device_begin,
-                                      .device = group_device};
+static const rtp_dist_ops nccl_ops = {
+    .host = group_host, .device_begin = group_device_begin, .device = group_device};
 
-rt_status rt_dist_group_create(rt_dist_group **out, rt_backend *const *b, int n,
-                               rt_error *err)
+rt_status rt_dist_group_create(rt_dist_group **out, rt_backend *const *b, int n, rt_error *err)
 {
     *out = NULL;
     if (n < 1) return RT_ERR(err, RT_EINVAL, "a device group needs at least one device");
@@ -200,16 +200,21 @@ rt_status rt_dist_group_create(rt_dist_group **out, rt_backend *const *b, int n,
                 rt_dist_group_destroy(g);
                 return ne.code;
             }
-            fprintf(stderr, "kiln: %s; the %d devices average their gradients through host "
-                    "memory instead (slower)\n", ne.msg, n);
+            fprintf(stderr,
+                    "kiln: %s; the %d devices average their gradients through host "
+                    "memory instead (slower)\n",
+                    ne.msg, n);
         }
     }
     const double timeout = rtp_dist_timeout_env();
     for (int r = 0; r < n; r++)
-        g->ranks[r] = (group_rank){
-            .d = {.ops = g->nccl ? &nccl_ops : &host_ops, .rank = r, .size = n,
-                  .local_rank = r, .local_size = n, .timeout_s = timeout},
-            .g = g};
+        g->ranks[r] = (group_rank){.d = {.ops = g->nccl ? &nccl_ops : &host_ops,
+                                         .rank = r,
+                                         .size = n,
+                                         .local_rank = r,
+                                         .local_size = n,
+                                         .timeout_s = timeout},
+                                   .g = g};
     *out = g;
     return RT_OK;
 }

@@ -20,15 +20,15 @@ typedef struct rtp_dist_ops {
     rt_status (*device_begin)(rt_dist *d, rt_backend *b, int *on, rt_error *err);
     /* buf (backend memory of b) = the sum over the ranks of scale_r x buf_r; NULL when
      * the world exchanges through host memory only. */
-    rt_status (*device)(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                        const char *what, long long step, rt_error *err);
+    rt_status (*device)(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale, const char *what,
+                        long long step, rt_error *err);
 } rtp_dist_ops;
 
 struct rt_dist {
     const rtp_dist_ops *ops;
     int rank, size, local_rank, local_size;
     double timeout_s;
-    int broken;              /* a collective timed out or failed: no more (no finalize) */
+    int broken; /* a collective timed out or failed: no more (no finalize) */
     int finished;
 };
 

@@ -31,9 +31,9 @@
 #include <string.h>
 
 #define MPI_OK 0
-#define MPI_THREAD_SERIALIZED 2      /* OpenMPI's enum: SINGLE 0, FUNNELED 1, ... */
+#define MPI_THREAD_SERIALIZED 2 /* OpenMPI's enum: SINGLE 0, FUNNELED 1, ... */
 #define MPI_IN_PLACE_ ((void *)1)
-#define MAX_CHUNK (1 << 28)          /* MPI counts are int: large buffers go in pieces */
+#define MAX_CHUNK (1 << 28) /* MPI counts are int: large buffers go in pieces */
 
 typedef void *mpi_handle; /* MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request, MPI_Errhandler */
 
@@ -44,8 +44,7 @@ static struct {
     int (*comm_rank)(mpi_handle, int *);
     int (*comm_size)(mpi_handle, int *);
     int (*set_errhandler)(mpi_handle, mpi_handle);
-    int (*iallreduce)(const void *, void *, int, mpi_handle, mpi_handle, mpi_handle,
-                      mpi_handle *);
+    int (*iallreduce)(const void *, void *, int, mpi_handle, mpi_handle, mpi_handle, mpi_handle *);
     int (*ibcast)(void *, int, mpi_handle, int, mpi_handle, mpi_handle *);
     int (*test)(mpi_handle *, int *, void *);
     int (*error_string)(int, char *, int *);
@@ -57,8 +56,8 @@ static rt_status mpi_host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, const
 static rt_status mpi_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err);
 static rt_status mpi_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
                             const char *what, long long step, rt_error *err);
-static const rtp_dist_ops mpi_ops = {.host = mpi_host, .device_begin = mpi_device_begin,
-                                     .device = mpi_device};
+static const rtp_dist_ops mpi_ops = {
+    .host = mpi_host, .device_begin = mpi_device_begin, .device = mpi_device};
 /* GPU ranks: this process's NCCL communicator (one device), made at the first run
  * whose ranks all can, kept for the process */
 static rt_nccl *launch_nccl;
@@ -66,7 +65,7 @@ static int launch_nccl_device = -1;
 static rt_dist world;
 static rt_status open_status = RT_OK;
 static rt_error open_err;
-static int opened;           /* 1: world is valid (a launch of several ranks) */
+static int opened; /* 1: world is valid (a launch of several ranks) */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void finish_at_exit(void) { rt_dist_finish(1); }
@@ -86,11 +85,15 @@ static rt_status load_libmpi(rt_error *err)
     }
     if (!h && env && *env) snprintf(why, sizeof why, "%s", dlerror());
     if (!h)
-        return RT_ERR(err, RT_ENODEV, "cannot load MPI (%s%s): %s ---> HINT: install "
+        return RT_ERR(err, RT_ENODEV,
+                      "cannot load MPI (%s%s): %s ---> HINT: install "
                       "OpenMPI (apt install openmpi-bin libopenmpi3); the ranks of a launch "
-                      "average their gradients over it", env && *env ? "KILN_LIBMPI=" : "",
-                      first, why);
-    struct { const char *name; void **slot; } syms[] = {
+                      "average their gradients over it",
+                      env && *env ? "KILN_LIBMPI=" : "", first, why);
+    struct {
+        const char *name;
+        void **slot;
+    } syms[] = {
         {"MPI_Initialized", (void **)&mpi.initialized},
         {"MPI_Init_thread", (void **)&mpi.init_thread},
         {"MPI_Finalize", (void **)&mpi.finalize},
@@ -110,10 +113,11 @@ static rt_status load_libmpi(rt_error *err)
     };
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
         if (!(*syms[i].slot = dlsym(h, syms[i].name)))
-            return RT_ERR(err, RT_ENODEV, "%s lacks %s: Kiln's ranks need OpenMPI's "
+            return RT_ERR(err, RT_ENODEV,
+                          "%s lacks %s: Kiln's ranks need OpenMPI's "
                           "libmpi.so.40 ---> HINT: install OpenMPI (apt install openmpi-bin "
-                          "libopenmpi3) or point KILN_LIBMPI at its libmpi.so.40", first,
-                          syms[i].name);
+                          "libopenmpi3) or point KILN_LIBMPI at its libmpi.so.40",
+                          first, syms[i].name);
     return RT_OK;
 }
 
@@ -143,14 +147,18 @@ static void open_once(void)
         return;
     }
     if (rank != env.rank || size != env.world) {
-        open_status = RT_ERR(err, RT_EINVAL, "MPI sees rank %d of %d but the %s variables "
+        open_status = RT_ERR(err, RT_EINVAL,
+                             "MPI sees rank %d of %d but the %s variables "
                              "say rank %d of %d ---> HINT: CPU ranks average their "
-                             "gradients over MPI: launch them with mpirun or srun", rank,
-                             size, env.source, env.rank, env.world);
+                             "gradients over MPI: launch them with mpirun or srun",
+                             rank, size, env.source, env.rank, env.world);
         return;
     }
-    world = (rt_dist){.ops = &mpi_ops, .rank = rank, .size = size,
-                      .local_rank = env.local_rank, .local_size = env.local_world,
+    world = (rt_dist){.ops = &mpi_ops,
+                      .rank = rank,
+                      .size = size,
+                      .local_rank = env.local_rank,
+                      .local_size = env.local_world,
                       .timeout_s = rtp_dist_timeout_env()};
     opened = 1;
     /* a process that returns from main without rt_dist_finish still leaves cleanly */
@@ -180,16 +188,18 @@ static rt_status wait_req(rt_dist *d, mpi_handle *req, const char *what, long lo
         int done = 0, rc = mpi.test(req, &done, NULL);
         if (rc != MPI_OK) {
             d->broken = 1;
-            return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: %s of step %lld failed: %s "
+            return RT_ERR(err, RT_EDEVICE_LOST,
+                          "rank %d of %d: %s of step %lld failed: %s "
                           "---> HINT: the run directory's newest checkpoint is intact; run "
-                          "the same launch again to resume", d->rank, d->size, what, step,
-                          mpi_msg(rc, buf, 256));
+                          "the same launch again to resume",
+                          d->rank, d->size, what, step, mpi_msg(rc, buf, 256));
         }
         if (done) return RT_OK;
         if (spins < 200) continue;
         if (rtp_dist_now() - t0 > d->timeout_s) {
             d->broken = 1;
-            return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: the other ranks did not join "
+            return RT_ERR(err, RT_EDEVICE_LOST,
+                          "rank %d of %d: the other ranks did not join "
                           "the %s of step %lld within %g s (KILN_DIST_TIMEOUT): a rank died "
                           "or hangs, so this one stops ---> HINT: the run directory's newest "
                           "checkpoint is intact; run the same launch again to resume",
@@ -214,15 +224,14 @@ static rt_status mpi_host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, const
         int count = (int)(n - off < MAX_CHUNK ? n - off : MAX_CHUNK);
         void *at = (char *)buf + off * elem;
         mpi_handle req = NULL;
-        int rc = op == RTP_BCAST_F32
-                     ? mpi.ibcast(at, count, dt, 0, mpi.comm_world, &req)
-                     : mpi.iallreduce(MPI_IN_PLACE_, at, count, dt,
-                                      op == RTP_MAX_F64 ? mpi.op_max : mpi.op_sum,
-                                      mpi.comm_world, &req);
+        int rc = op == RTP_BCAST_F32 ? mpi.ibcast(at, count, dt, 0, mpi.comm_world, &req)
+                                     : mpi.iallreduce(MPI_IN_PLACE_, at, count, dt,
+                                                      op == RTP_MAX_F64 ? mpi.op_max : mpi.op_sum,
+                                                      mpi.comm_world, &req);
         if (rc != MPI_OK) {
             d->broken = 1;
-            return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: %s of step %lld: %s",
-                          d->rank, d->size, what, step, mpi_msg(rc, msg, 256));
+            return RT_ERR(err, RT_EDEVICE_LOST, "rank %d of %d: %s of step %lld: %s", d->rank,
+                          d->size, what, step, mpi_msg(rc, msg, 256));
         }
         RT_TRY(wait_req(d, &req, what, step, err));
     }
@@ -249,8 +258,7 @@ static rt_status mpi_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *
     if (idf[RT_NCCL_ID_BYTES / sizeof(float)] != 0.0f)
         return RT_ERR(err, RT_EDEVICE, "rank %d of %d: rank 0 could not make NCCL's id%s%s",
                       d->rank, d->size, d->rank == 0 ? ": " : "", d->rank == 0 ? e0.msg : "");
-    RT_TRY(rt_nccl_create_rank(&launch_nccl, b, (const unsigned char *)idf, d->rank, d->size,
-                               err));
+    RT_TRY(rt_nccl_create_rank(&launch_nccl, b, (const unsigned char *)idf, d->rank, d->size, err));
     launch_nccl_device = b->device;
     return RT_OK;
 }

@@ -10,15 +10,15 @@
 #include <stddef.h>
 
 typedef struct rt_dl_sym {
-    const char *name;        /* symbol */
-    void **slot;             /* where its address goes */
+    const char *name; /* symbol */
+    void **slot;      /* where its address goes */
 } rt_dl_sym;
 
 typedef struct rt_dl_result {
-    void *handle;            /* the loaded library, NULL on failure */
-    char file[256];          /* the file that loaded, or the first one tried ("ENV=file"
+    void *handle;   /* the loaded library, NULL on failure */
+    char file[256]; /* the file that loaded, or the first one tried ("ENV=file"
                                 when it came from the environment variable) */
-    char why[400];           /* on failure: the first file's dlerror, or "FILE lacks SYM" */
+    char why[400];  /* on failure: the first file's dlerror, or "FILE lacks SYM" */
 } rt_dl_result;
 
 /* Opens the first of names[0..n) that dlopen accepts (RTLD_NOW | RTLD_LOCAL) - or only

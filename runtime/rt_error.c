@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-rt_status rt_error_set(rt_error *err, rt_status code, const char *file, int line,
-                       const char *fmt, ...)
+rt_status rt_error_set(rt_error *err, rt_status code, const char *file, int line, const char *fmt,
+                       ...)
 {
     if (!err) return code;
     err->code = code;

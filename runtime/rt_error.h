@@ -12,15 +12,15 @@
 
 typedef enum {
     RT_OK = 0,
-    RT_EINVAL,        /* bad argument or user input */
-    RT_ENOMEM,        /* host allocation failed */
-    RT_EIO,           /* file or network I/O failed */
-    RT_EFORMAT,       /* a file's bytes are not what was expected (corrupt, wrong version) */
-    RT_ENOTFOUND,     /* a file, data set or run does not exist */
-    RT_ENODEV,        /* no such device (e.g. CUDA asked for, none present) */
-    RT_EDEVICE,       /* a device call failed (recoverable, e.g. out of device memory) */
-    RT_EDEVICE_LOST,  /* the device is poisoned; restart the kernel */
-    RT_EINTERRUPTED   /* stopped by an interrupt or a time limit */
+    RT_EINVAL,       /* bad argument or user input */
+    RT_ENOMEM,       /* host allocation failed */
+    RT_EIO,          /* file or network I/O failed */
+    RT_EFORMAT,      /* a file's bytes are not what was expected (corrupt, wrong version) */
+    RT_ENOTFOUND,    /* a file, data set or run does not exist */
+    RT_ENODEV,       /* no such device (e.g. CUDA asked for, none present) */
+    RT_EDEVICE,      /* a device call failed (recoverable, e.g. out of device memory) */
+    RT_EDEVICE_LOST, /* the device is poisoned; restart the kernel */
+    RT_EINTERRUPTED  /* stopped by an interrupt or a time limit */
 } rt_status;
 
 typedef struct rt_error {
@@ -31,8 +31,8 @@ typedef struct rt_error {
 } rt_error;
 
 /* Fills err (if not NULL) and returns code. */
-rt_status rt_error_set(rt_error *err, rt_status code, const char *file, int line,
-                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+rt_status rt_error_set(rt_error *err, rt_status code, const char *file, int line, const char *fmt,
+                       ...) __attribute__((format(printf, 5, 6)));
 /* Clears err to RT_OK with an empty message. err may be NULL. */
 void rt_error_clear(rt_error *err);
 /* A short stable name for each status, distinct per status (for logs and tools:
@@ -46,10 +46,10 @@ const char *rt_status_exception(rt_status code);
 #define RT_ERR(err, code, ...) rt_error_set((err), (code), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Propagates a non-OK status from expr. */
-#define RT_TRY(expr)                                  \
-    do {                                              \
-        rt_status rt_try_s_ = (expr);                 \
-        if (rt_try_s_ != RT_OK) return rt_try_s_;     \
+#define RT_TRY(expr)                              \
+    do {                                          \
+        rt_status rt_try_s_ = (expr);             \
+        if (rt_try_s_ != RT_OK) return rt_try_s_; \
     } while (0)
 
 void rt_assert_fail(const char *expr, const char *file, int line) __attribute__((noreturn));

@@ -54,8 +54,7 @@ rt_status rt_file_begin(rt_file *w, const char *path, rt_error *err)
 static void fsync_dir(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    char *dir =
-        slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
     int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
     if (fd >= 0) {
         fsync(fd);
@@ -80,8 +79,7 @@ rt_status rt_file_commit(rt_file *w, int mode, rt_error *err)
         e = errno;
     }
     if (bad) {
-        rt_status s = RT_ERR(err, RT_EIO, "cannot write %s: %s", w->path,
-                             strerror(e ? e : EIO));
+        rt_status s = RT_ERR(err, RT_EIO, "cannot write %s: %s", w->path, strerror(e ? e : EIO));
         rt_file_abort(w);
         return s;
     }

@@ -24,27 +24,27 @@ typedef struct rt_layer_type rt_layer_type;
 
 /* What a forward pass needs besides tensors. */
 typedef struct rt_fwd_ctx {
-    int train;       /* 1 = training mode (batch stats, dropout on) */
-    uint64_t seed;   /* the run seed (dropout stream key) */
-    uint32_t step;   /* the training step (dropout stream word a) */
-    uint32_t shard;  /* data-parallel share (rt_model_set_shard): dropout word b's top bits */
+    int train;      /* 1 = training mode (batch stats, dropout on) */
+    uint64_t seed;  /* the run seed (dropout stream key) */
+    uint32_t step;  /* the training step (dropout stream word a) */
+    uint32_t shard; /* data-parallel share (rt_model_set_shard): dropout word b's top bits */
 } rt_fwd_ctx;
 
 typedef struct rt_layer {
     const rt_layer_type *type;
-    int index;                 /* position in the model, 0-based */
-    int line;                  /* line of the spec it came from, 1-based */
+    int index; /* position in the model, 0-based */
+    int line;  /* line of the spec it came from, 1-based */
     /* ---- hyperparameters (meaning per type; see each rt_layer_*.c) ---- */
-    int k, r, stride, pad;     /* conv: K, R(=S), stride, pad; pool: R, stride; dense: O */
-    float f;                   /* leakyrelu slope, dropout p */
+    int k, r, stride, pad; /* conv: K, R(=S), stride, pad; pool: R, stride; dense: O */
+    float f;               /* leakyrelu slope, dropout p */
     /* ---- shapes, set by infer: input and output per sample (C,H,W); flat = 1-D ---- */
     int in_c, in_h, in_w, in_flat;
     int out_c, out_h, out_w, out_flat;
     /* ---- trainable parameters and their gradients (views into model arenas) ---- */
     int nparams;
     rt_tensor param[RT_LAYER_MAX_PARAMS], grad[RT_LAYER_MAX_PARAMS];
-    const char *param_name[RT_LAYER_MAX_PARAMS];  /* "weight", "bias" */
-    int param_ndim[RT_LAYER_MAX_PARAMS];          /* dims reported in checkpoints */
+    const char *param_name[RT_LAYER_MAX_PARAMS]; /* "weight", "bias" */
+    int param_ndim[RT_LAYER_MAX_PARAMS];         /* dims reported in checkpoints */
     /* ---- non-trainable buffers saved in checkpoints (BN running stats) ---- */
     int nbufs;
     rt_tensor buf[RT_LAYER_MAX_PARAMS];
@@ -58,12 +58,12 @@ typedef struct rt_layer {
      * activation added to the main path, bound at attach (add layer only) ---- */
     struct rt_layer *block[3];
     const rt_tensor *skip;
-    int depth;                 /* 1 inside a residual block (summary indentation) */
+    int depth; /* 1 inside a residual block (summary indentation) */
 } rt_layer;
 
 struct rt_layer_type {
-    const char *name;    /* the spec keyword, e.g. "conv2d" */
-    const char *usage;   /* e.g. "conv2d K R [stride=1] [pad=0]" */
+    const char *name;  /* the spec keyword, e.g. "conv2d" */
+    const char *usage; /* e.g. "conv2d K R [stride=1] [pad=0]" */
     /* Reads the arguments after the keyword (argv[0] is the first argument; key=value
      * options included). On error writes why (no line number) and returns RT_EINVAL. */
     rt_status (*parse)(rt_layer *l, int argc, char **argv, char *why);
@@ -86,9 +86,9 @@ struct rt_layer_type {
     size_t (*workspace)(const rt_layer *l, rt_backend *b, int N);
 };
 
-extern const rt_layer_type rt_layer_conv2d, rt_layer_maxpool, rt_layer_avgpool,
-    rt_layer_relu, rt_layer_leakyrelu, rt_layer_batchnorm, rt_layer_dropout,
-    rt_layer_flatten, rt_layer_dense, rt_layer_globalavgpool;
+extern const rt_layer_type rt_layer_conv2d, rt_layer_maxpool, rt_layer_avgpool, rt_layer_relu,
+    rt_layer_leakyrelu, rt_layer_batchnorm, rt_layer_dropout, rt_layer_flatten, rt_layer_dense,
+    rt_layer_globalavgpool;
 /* residual blocks: `residual:` (begin), `shortcut:` (projection branch), add (implicit) */
 extern const rt_layer_type rt_layer_res_begin, rt_layer_res_shortcut, rt_layer_res_add;
 

@@ -9,8 +9,8 @@
 
 static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
 {
-    l->f = 0.1f;   /* momentum */
-    l->k = 0;      /* eps exponent unused; eps stored in r as 1e-5 fixed unless given */
+    l->f = 0.1f; /* momentum */
+    l->k = 0;    /* eps exponent unused; eps stored in r as 1e-5 fixed unless given */
     for (int i = 0; i < argc; i++) {
         const char *v;
         if (rtp_opt(argv[i], "momentum", &v)) {
@@ -66,8 +66,8 @@ static void init(const rt_layer *l, float **host, uint64_t seed)
 
 static void desc(const rt_layer *l, int N, rt_bn_desc *d)
 {
-    *d = (rt_bn_desc){.N = N, .C = l->in_c, .H = l->in_h, .W = l->in_w, .eps = 1e-5f,
-                      .momentum = l->f};
+    *d = (rt_bn_desc){
+        .N = N, .C = l->in_c, .H = l->in_h, .W = l->in_w, .eps = 1e-5f, .momentum = l->f};
 }
 
 static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
@@ -77,9 +77,9 @@ static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_te
     desc(l, in->n, &d);
     if (!ctx->train)
         return rt_backend_bn_fwd_eval(b, out, in, &l->param[0], &l->param[1], &l->buf[0],
-                                   &l->buf[1], &d, err);
-    return rt_backend_bn_fwd_train(b, out, &l->saved[0], &l->saved[1], &l->buf[0], &l->buf[1],
-                                in, &l->param[0], &l->param[1], &d, err);
+                                      &l->buf[1], &d, err);
+    return rt_backend_bn_fwd_train(b, out, &l->saved[0], &l->saved[1], &l->buf[0], &l->buf[1], in,
+                                   &l->param[0], &l->param[1], &d, err);
 }
 
 static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
@@ -89,13 +89,19 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
     desc(l, in->n, &d);
     if (din)
         return rt_backend_bn_bwd(b, din, &l->grad[0], &l->grad[1], dout, in, &l->param[0],
-                              &l->saved[0], &l->saved[1], &d, err);
-    return RT_ERR(err, RT_EINVAL, "batchnorm as the first layer needs an input gradient "
+                                 &l->saved[0], &l->saved[1], &d, err);
+    return RT_ERR(err, RT_EINVAL,
+                  "batchnorm as the first layer needs an input gradient "
                   "buffer (internal)");
 }
 
 const rt_layer_type rt_layer_batchnorm = {
-    .name = "batchnorm", .usage = "batchnorm [momentum=0.1]",
-    .parse = parse, .infer = infer, .format = format, .init = init,
-    .forward = forward, .backward = backward,
+    .name = "batchnorm",
+    .usage = "batchnorm [momentum=0.1]",
+    .parse = parse,
+    .infer = infer,
+    .format = format,
+    .init = init,
+    .forward = forward,
+    .backward = backward,
 };

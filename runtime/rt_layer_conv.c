@@ -22,7 +22,7 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
             if ((rc = rtp_parse_int(v, &l->stride))) goto bad_opt;
         } else if (rtp_opt(argv[i], "pad", &v) || rtp_opt(argv[i], "padding", &v)) {
             if (v[0] == '0' && v[1] == 0) l->pad = 0;
-            else if (!strcmp(v, "same")) l->pad = -1;     /* (R - 1) / 2, once R is known */
+            else if (!strcmp(v, "same")) l->pad = -1; /* (R - 1) / 2, once R is known */
             else if ((rc = rtp_parse_int(v, &l->pad))) goto bad_opt;
         } else if (pos == 0) {
             if ((rc = rtp_parse_int(argv[i], &l->k))) goto bad_pos;
@@ -48,8 +48,10 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
         return RT_EINVAL;
     }
     if (pos < 2) {
-        snprintf(why, RT_LAYER_WHY, "missing %s", pos == 0 ? "the output channels K and "
-                 "kernel size R" : "the kernel size R");
+        snprintf(why, RT_LAYER_WHY, "missing %s",
+                 pos == 0 ? "the output channels K and "
+                            "kernel size R"
+                          : "the kernel size R");
         return RT_EINVAL;
     }
     if (l->pad == -1) {
@@ -64,22 +66,34 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
 
 static void desc(const rt_layer *l, int N, rt_conv_desc *d)
 {
-    *d = (rt_conv_desc){.N = N, .C = l->in_c, .H = l->in_h, .W = l->in_w, .K = l->k,
-                        .R = l->r, .S = l->r, .stride = l->stride, .pad = l->pad,
-                        .P = l->out_h, .Q = l->out_w};
+    *d = (rt_conv_desc){.N = N,
+                        .C = l->in_c,
+                        .H = l->in_h,
+                        .W = l->in_w,
+                        .K = l->k,
+                        .R = l->r,
+                        .S = l->r,
+                        .stride = l->stride,
+                        .pad = l->pad,
+                        .P = l->out_h,
+                        .Q = l->out_w};
 }
 
 static rt_status infer(rt_layer *l, char *why)
 {
     if (l->in_flat) {
-        snprintf(why, RT_LAYER_WHY, "needs a (C,H,W) input but gets %d flat features "
-                 "(a conv2d cannot follow flatten or dense)", l->in_c);
+        snprintf(why, RT_LAYER_WHY,
+                 "needs a (C,H,W) input but gets %d flat features "
+                 "(a conv2d cannot follow flatten or dense)",
+                 l->in_c);
         return RT_EINVAL;
     }
     int hp = l->in_h + 2 * l->pad, wp = l->in_w + 2 * l->pad;
     if (l->r > hp || l->r > wp) {
-        snprintf(why, RT_LAYER_WHY, "kernel %dx%d does not fit the input %dx%dx%d "
-                 "(padded %dx%d)", l->r, l->r, l->in_c, l->in_h, l->in_w, hp, wp);
+        snprintf(why, RT_LAYER_WHY,
+                 "kernel %dx%d does not fit the input %dx%dx%d "
+                 "(padded %dx%d)",
+                 l->r, l->r, l->in_c, l->in_h, l->in_w, hp, wp);
         return RT_EINVAL;
     }
     l->out_c = l->k;
@@ -88,8 +102,8 @@ static rt_status infer(rt_layer *l, char *why)
     l->out_flat = 0;
     if ((double)l->in_c * l->r * l->r * l->out_h * l->out_w > RT_LAYER_MAX_ELEMS ||
         (double)l->k * l->in_c * l->r * l->r > RT_LAYER_MAX_ELEMS) {
-        snprintf(why, RT_LAYER_WHY, "too large (%d channels of %dx%d from a %dx%dx%d input)",
-                 l->k, l->r, l->r, l->in_c, l->in_h, l->in_w);
+        snprintf(why, RT_LAYER_WHY, "too large (%d channels of %dx%d from a %dx%dx%d input)", l->k,
+                 l->r, l->r, l->in_c, l->in_h, l->in_w);
         return RT_EINVAL;
     }
     l->nparams = 2;
@@ -140,7 +154,13 @@ static size_t workspace(const rt_layer *l, rt_backend *b, int N)
 }
 
 const rt_layer_type rt_layer_conv2d = {
-    .name = "conv2d", .usage = "conv2d K R [stride=1] [pad=0|same]",
-    .parse = parse, .infer = infer, .format = format, .init = init,
-    .forward = forward, .backward = backward, .workspace = workspace,
+    .name = "conv2d",
+    .usage = "conv2d K R [stride=1] [pad=0|same]",
+    .parse = parse,
+    .infer = infer,
+    .format = format,
+    .init = init,
+    .forward = forward,
+    .backward = backward,
+    .workspace = workspace,
 };

@@ -8,8 +8,11 @@
 static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
 {
     if (argc != 1) {
-        snprintf(why, RT_LAYER_WHY, argc ? "unexpected argument '%s'" : "missing the number "
-                 "of outputs O%s", argc ? argv[1] : "");
+        snprintf(why, RT_LAYER_WHY,
+                 argc ? "unexpected argument '%s'"
+                      : "missing the number "
+                        "of outputs O%s",
+                 argc ? argv[1] : "");
         return RT_EINVAL;
     }
     int rc = rtp_parse_int(argv[0], &l->k);
@@ -28,8 +31,10 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
 static rt_status infer(rt_layer *l, char *why)
 {
     if (!l->in_flat && (l->in_h > 1 || l->in_w > 1)) {
-        snprintf(why, RT_LAYER_WHY, "needs flat features but gets a %dx%dx%d input ---> "
-                 "HINT: add a 'flatten' line before it", l->in_c, l->in_h, l->in_w);
+        snprintf(why, RT_LAYER_WHY,
+                 "needs flat features but gets a %dx%dx%d input ---> "
+                 "HINT: add a 'flatten' line before it",
+                 l->in_c, l->in_h, l->in_w);
         return RT_EINVAL;
     }
     if ((double)l->k * l->in_c > RT_LAYER_MAX_ELEMS) {
@@ -81,7 +86,13 @@ static size_t workspace(const rt_layer *l, rt_backend *b, int N)
 }
 
 const rt_layer_type rt_layer_dense = {
-    .name = "dense", .usage = "dense O",
-    .parse = parse, .infer = infer, .format = format, .init = init,
-    .forward = forward, .backward = backward, .workspace = workspace,
+    .name = "dense",
+    .usage = "dense O",
+    .parse = parse,
+    .infer = infer,
+    .format = format,
+    .init = init,
+    .forward = forward,
+    .backward = backward,
+    .workspace = workspace,
 };

@@ -9,8 +9,11 @@
 static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
 {
     if (argc != 1) {
-        snprintf(why, RT_LAYER_WHY, argc ? "unexpected argument '%s'" : "missing the drop "
-                 "probability P%s", argc ? argv[1] : "");
+        snprintf(why, RT_LAYER_WHY,
+                 argc ? "unexpected argument '%s'"
+                      : "missing the drop "
+                        "probability P%s",
+                 argc ? argv[1] : "");
         return RT_EINVAL;
     }
     const char *v = argv[0];
@@ -42,8 +45,13 @@ static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_te
     if (!ctx->train || l->f == 0.0f) return rt_backend_copy(b, out, in, err);
     /* stream word b: the layer index, and above bit 16 the rank's share (0 for one
      * process), so ranks draw independent masks (a model has far fewer layers) */
-    rt_dropout_desc d = {.N = in->n, .C = l->in_c, .H = l->in_h, .W = l->in_w, .p = l->f,
-                         .seed = ctx->seed, .step = ctx->step,
+    rt_dropout_desc d = {.N = in->n,
+                         .C = l->in_c,
+                         .H = l->in_h,
+                         .W = l->in_w,
+                         .p = l->f,
+                         .seed = ctx->seed,
+                         .step = ctx->step,
                          .layer = (uint32_t)l->index | ctx->shard << 16};
     rt_tensor mask = l->saved[0];
     mask.n = in->n;
@@ -61,7 +69,11 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
 }
 
 const rt_layer_type rt_layer_dropout = {
-    .name = "dropout", .usage = "dropout P",
-    .parse = parse, .infer = infer, .format = format,
-    .forward = forward, .backward = backward,
+    .name = "dropout",
+    .usage = "dropout P",
+    .parse = parse,
+    .infer = infer,
+    .format = format,
+    .forward = forward,
+    .backward = backward,
 };

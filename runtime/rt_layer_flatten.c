@@ -35,7 +35,11 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
 }
 
 const rt_layer_type rt_layer_flatten = {
-    .name = "flatten", .usage = "flatten",
-    .parse = parse, .infer = infer, .format = format,
-    .forward = forward, .backward = backward,
+    .name = "flatten",
+    .usage = "flatten",
+    .parse = parse,
+    .infer = infer,
+    .format = format,
+    .forward = forward,
+    .backward = backward,
 };

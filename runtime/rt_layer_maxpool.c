@@ -27,7 +27,11 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
 }
 
 const rt_layer_type rt_layer_maxpool = {
-    .name = "maxpool", .usage = "maxpool R [stride=R]",
-    .parse = rtp_pool_parse, .infer = rtp_pool_infer, .format = format,
-    .forward = forward, .backward = backward,
+    .name = "maxpool",
+    .usage = "maxpool R [stride=R]",
+    .parse = rtp_pool_parse,
+    .infer = rtp_pool_infer,
+    .format = format,
+    .forward = forward,
+    .backward = backward,
 };

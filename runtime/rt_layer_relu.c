@@ -50,13 +50,21 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
 }
 
 const rt_layer_type rt_layer_relu = {
-    .name = "relu", .usage = "relu",
-    .parse = parse_relu, .infer = rtp_same_shape, .format = format_relu,
-    .forward = forward, .backward = backward,
+    .name = "relu",
+    .usage = "relu",
+    .parse = parse_relu,
+    .infer = rtp_same_shape,
+    .format = format_relu,
+    .forward = forward,
+    .backward = backward,
 };
 
 const rt_layer_type rt_layer_leakyrelu = {
-    .name = "leakyrelu", .usage = "leakyrelu [slope=0.01]",
-    .parse = parse_leaky, .infer = rtp_same_shape, .format = format_leaky,
-    .forward = forward, .backward = backward,
+    .name = "leakyrelu",
+    .usage = "leakyrelu [slope=0.01]",
+    .parse = parse_leaky,
+    .infer = rtp_same_shape,
+    .format = format_leaky,
+    .forward = forward,
+    .backward = backward,
 };

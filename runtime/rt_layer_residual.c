@@ -21,8 +21,10 @@
 static rt_status need_add(rt_backend *b, rt_error *err)
 {
     if (b->ops->add) return RT_OK;
-    return RT_ERR(err, RT_EINVAL, "the %s backend has no add op, so it cannot run residual "
-                  "blocks ---> HINT: --device cpu", b->ops->name);
+    return RT_ERR(err, RT_EINVAL,
+                  "the %s backend has no add op, so it cannot run residual "
+                  "blocks ---> HINT: --device cpu",
+                  b->ops->name);
 }
 
 /* ---- begin ---- */
@@ -35,8 +37,10 @@ static rt_status begin_parse(rt_layer *l, int argc, char **argv, char *why)
 static rt_status begin_infer(rt_layer *l, char *why)
 {
     if (l->in_flat) {
-        snprintf(why, RT_LAYER_WHY, "a residual block needs a (C,H,W) input, not %d flat "
-                 "features", l->in_c);
+        snprintf(why, RT_LAYER_WHY,
+                 "a residual block needs a (C,H,W) input, not %d flat "
+                 "features",
+                 l->in_c);
         return RT_EINVAL;
     }
     return rtp_same_shape(l, why);
@@ -47,7 +51,7 @@ static void begin_format(const rt_layer *l, char *buf, size_t n) { snprintf(buf,
 static rt_status begin_forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                const rt_fwd_ctx *ctx, rt_error *err)
 {
-    return need_add(b, err);   /* out is a view of in (rt_model.c) */
+    return need_add(b, err); /* out is a view of in (rt_model.c) */
 }
 
 /* din = dout (main path) + the gradient the skip kept. */
@@ -62,9 +66,13 @@ static rt_status begin_backward(rt_layer *l, rt_backend *b, rt_tensor *din, cons
 }
 
 const rt_layer_type rt_layer_res_begin = {
-    .name = "residual", .usage = "residual:  (then the block's layers, indented)",
-    .parse = begin_parse, .infer = begin_infer, .format = begin_format,
-    .forward = begin_forward, .backward = begin_backward,
+    .name = "residual",
+    .usage = "residual:  (then the block's layers, indented)",
+    .parse = begin_parse,
+    .infer = begin_infer,
+    .format = begin_format,
+    .forward = begin_forward,
+    .backward = begin_backward,
 };
 
 /* ---- shortcut (projection branch) ---- */
@@ -73,7 +81,7 @@ static rt_status shortcut_infer(rt_layer *l, char *why)
 {
     const rt_layer *x = l->block[0];
     l->out_c = x->in_c, l->out_h = x->in_h, l->out_w = x->in_w, l->out_flat = 0;
-    l->nsaved = 1;                    /* the projection's gradient for x */
+    l->nsaved = 1; /* the projection's gradient for x */
     rtp_shape(&l->saved[0], 1, x->in_c, x->in_h, x->in_w);
     l->saved_per_sample[0] = 1;
     return RT_OK;
@@ -87,13 +95,13 @@ static void shortcut_format(const rt_layer *l, char *buf, size_t n)
 static rt_status shortcut_forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                   const rt_fwd_ctx *ctx, rt_error *err)
 {
-    return RT_OK;                     /* out is a view of the block input (rt_model.c) */
+    return RT_OK; /* out is a view of the block input (rt_model.c) */
 }
 
 /* dout: the projection's gradient for x (kept for begin); din: dM, kept by add. */
 static rt_status shortcut_backward(rt_layer *l, rt_backend *b, rt_tensor *din,
-                                   const rt_tensor *dout, const rt_tensor *in,
-                                   const rt_tensor *out, rt_error *err)
+                                   const rt_tensor *dout, const rt_tensor *in, const rt_tensor *out,
+                                   rt_error *err)
 {
     rt_tensor kept = l->saved[0], dm = l->block[2]->saved[0];
     kept.n = dm.n = dout->n;
@@ -102,9 +110,13 @@ static rt_status shortcut_backward(rt_layer *l, rt_backend *b, rt_tensor *din,
 }
 
 const rt_layer_type rt_layer_res_shortcut = {
-    .name = "shortcut", .usage = "shortcut:  (inside a residual block, then the projection)",
-    .parse = begin_parse, .infer = shortcut_infer, .format = shortcut_format,
-    .forward = shortcut_forward, .backward = shortcut_backward,
+    .name = "shortcut",
+    .usage = "shortcut:  (inside a residual block, then the projection)",
+    .parse = begin_parse,
+    .infer = shortcut_infer,
+    .format = shortcut_format,
+    .forward = shortcut_forward,
+    .backward = shortcut_backward,
 };
 
 /* ---- add ---- */
@@ -116,11 +128,13 @@ static rt_status add_infer(rt_layer *l, char *why)
     int c = sc ? sc->in_c : x->in_c, h = sc ? sc->in_h : x->in_h, w = sc ? sc->in_w : x->in_w;
     if (l->in_flat || l->in_c != c || l->in_h != h || l->in_w != w) {
         if (sc)
-            snprintf(why, RT_LAYER_WHY, "the shortcut gives %dx%dx%d but the block's layers "
-                     "give %dx%dx%d; they must match to be added", l->in_c, l->in_h, l->in_w,
-                     c, h, w);
+            snprintf(why, RT_LAYER_WHY,
+                     "the shortcut gives %dx%dx%d but the block's layers "
+                     "give %dx%dx%d; they must match to be added",
+                     l->in_c, l->in_h, l->in_w, c, h, w);
         else
-            snprintf(why, RT_LAYER_WHY, "the block turns %dx%dx%d into %dx%dx%d, so the "
+            snprintf(why, RT_LAYER_WHY,
+                     "the block turns %dx%dx%d into %dx%dx%d, so the "
                      "identity cannot be added ---> HINT: end the block with an indented "
                      "'shortcut:' and a projection ('conv2d %d 1 stride=%d', 'batchnorm')",
                      x->in_c, x->in_h, x->in_w, l->in_c, l->in_h, l->in_w, l->in_c,
@@ -128,7 +142,7 @@ static rt_status add_infer(rt_layer *l, char *why)
         return RT_EINVAL;
     }
     l->out_c = l->in_c, l->out_h = l->in_h, l->out_w = l->in_w, l->out_flat = 0;
-    l->nsaved = 1;                    /* dy, the gradient of the other term */
+    l->nsaved = 1; /* dy, the gradient of the other term */
     rtp_shape(&l->saved[0], 1, l->in_c, l->in_h, l->in_w);
     l->saved_per_sample[0] = 1;
     return RT_OK;
@@ -158,9 +172,13 @@ static rt_status add_backward(rt_layer *l, rt_backend *b, rt_tensor *din, const 
 }
 
 const rt_layer_type rt_layer_res_add = {
-    .name = "add", .usage = "(the end of a residual block)",
-    .parse = begin_parse, .infer = add_infer, .format = add_format,
-    .forward = add_forward, .backward = add_backward,
+    .name = "add",
+    .usage = "(the end of a residual block)",
+    .parse = begin_parse,
+    .infer = add_infer,
+    .format = add_format,
+    .forward = add_forward,
+    .backward = add_backward,
 };
 
 /* ---- global average pooling ---- */
@@ -175,13 +193,23 @@ static rt_status gap_infer(rt_layer *l, char *why)
     return RT_OK;
 }
 
-static void gap_format(const rt_layer *l, char *buf, size_t n) { snprintf(buf, n, "globalavgpool"); }
+static void gap_format(const rt_layer *l, char *buf, size_t n)
+{
+    snprintf(buf, n, "globalavgpool");
+}
 
 static void gap_desc(const rt_layer *l, int N, rt_pool_desc *d)
 {
     int s = l->in_h > l->in_w ? l->in_h : l->in_w;
-    *d = (rt_pool_desc){.N = N, .C = l->in_c, .H = l->in_h, .W = l->in_w, .R = l->in_h,
-                        .S = l->in_w, .stride = s, .P = 1, .Q = 1};
+    *d = (rt_pool_desc){.N = N,
+                        .C = l->in_c,
+                        .H = l->in_h,
+                        .W = l->in_w,
+                        .R = l->in_h,
+                        .S = l->in_w,
+                        .stride = s,
+                        .P = 1,
+                        .Q = 1};
 }
 
 static rt_status gap_forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
@@ -202,7 +230,11 @@ static rt_status gap_backward(rt_layer *l, rt_backend *b, rt_tensor *din, const 
 }
 
 const rt_layer_type rt_layer_globalavgpool = {
-    .name = "globalavgpool", .usage = "globalavgpool  (C x H x W -> C x 1 x 1, the mean)",
-    .parse = begin_parse, .infer = gap_infer, .format = gap_format,
-    .forward = gap_forward, .backward = gap_backward,
+    .name = "globalavgpool",
+    .usage = "globalavgpool  (C x H x W -> C x 1 x 1, the mean)",
+    .parse = begin_parse,
+    .infer = gap_infer,
+    .format = gap_format,
+    .forward = gap_forward,
+    .backward = gap_backward,
 };

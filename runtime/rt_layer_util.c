@@ -105,13 +105,12 @@ rt_status rtp_pool_parse(rt_layer *l, int argc, char **argv, char *why)
 rt_status rtp_pool_infer(rt_layer *l, char *why)
 {
     if (l->in_flat) {
-        snprintf(why, RT_LAYER_WHY, "needs a (C,H,W) input but gets %d flat features",
-                 l->in_c);
+        snprintf(why, RT_LAYER_WHY, "needs a (C,H,W) input but gets %d flat features", l->in_c);
         return RT_EINVAL;
     }
     if (l->r > l->in_h || l->r > l->in_w) {
-        snprintf(why, RT_LAYER_WHY, "window %dx%d is larger than the input %dx%dx%d", l->r,
-                 l->r, l->in_c, l->in_h, l->in_w);
+        snprintf(why, RT_LAYER_WHY, "window %dx%d is larger than the input %dx%dx%d", l->r, l->r,
+                 l->in_c, l->in_h, l->in_w);
         return RT_EINVAL;
     }
     l->out_c = l->in_c;
@@ -123,8 +122,15 @@ rt_status rtp_pool_infer(rt_layer *l, char *why)
 
 void rtp_pool_desc(const rt_layer *l, int N, rt_pool_desc *d)
 {
-    *d = (rt_pool_desc){.N = N, .C = l->in_c, .H = l->in_h, .W = l->in_w, .R = l->r,
-                        .S = l->r, .stride = l->stride, .P = l->out_h, .Q = l->out_w};
+    *d = (rt_pool_desc){.N = N,
+                        .C = l->in_c,
+                        .H = l->in_h,
+                        .W = l->in_w,
+                        .R = l->r,
+                        .S = l->r,
+                        .stride = l->stride,
+                        .P = l->out_h,
+                        .Q = l->out_w};
 }
 
 rt_status rtp_noargs(int argc, char **argv, char *why)

@@ -69,17 +69,16 @@ static uint64_t cgroups_room(void)
         const char *ctrls = c1 + 1, *path = c2 + 1;
         if (!strcmp(path, "/")) path = "";
         if (!*ctrls) {
-            best = least(best, cgroup_room("/sys/fs/cgroup", path, "memory.max",
-                                           "memory.current"));
-            best = least(best, cgroup_room("/sys/fs/cgroup/unified", path, "memory.max",
-                                           "memory.current"));
+            best = least(best, cgroup_room("/sys/fs/cgroup", path, "memory.max", "memory.current"));
+            best = least(
+                best, cgroup_room("/sys/fs/cgroup/unified", path, "memory.max", "memory.current"));
         } else {
             for (char *save = NULL, *c = strtok_r((char *)ctrls, ",", &save); c;
                  c = strtok_r(NULL, ",", &save))
                 if (!strcmp(c, "memory"))
-                    best = least(best, cgroup_room("/sys/fs/cgroup/memory", path,
-                                                   "memory.limit_in_bytes",
-                                                   "memory.usage_in_bytes"));
+                    best =
+                        least(best, cgroup_room("/sys/fs/cgroup/memory", path,
+                                                "memory.limit_in_bytes", "memory.usage_in_bytes"));
         }
     }
     if (f) fclose(f);

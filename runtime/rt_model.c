@@ -18,8 +18,7 @@
 #include "rt_model_internal.h"
 #include "rt_optim.h"
 
-rt_status rt_model_create(rt_model **out, const char *spec, const rt_model_input *in,
-                          rt_error *err)
+rt_status rt_model_create(rt_model **out, const char *spec, const rt_model_input *in, rt_error *err)
 {
     *out = NULL;
     if (!spec || !in) return RT_ERR(err, RT_EINVAL, "rt_model_create: NULL spec or input");
@@ -142,8 +141,8 @@ static rt_status bind_params(rt_model *m, rt_error *err)
 
 static rt_status bind_acts(rt_model *m, rt_error *err)
 {
-    const int N = m->max_batch, L = m->in.num_classes > 0 ? m->in.num_classes
-                                                           : m->layers[m->nlayers - 1].out_c;
+    const int N = m->max_batch,
+              L = m->in.num_classes > 0 ? m->in.num_classes : m->layers[m->nlayers - 1].out_c;
     size_t maxact = (size_t)m->in.c * m->in.h * m->in.w, need = rt_arena_need(maxact * N);
     size_t sneed = 0;
     for (int i = 0; i < m->nlayers; i++) {
@@ -159,8 +158,8 @@ static rt_status bind_acts(rt_model *m, rt_error *err)
         }
         for (int s = 0; s < l->nbufs; s++) sneed += rt_arena_need(rt_tensor_numel(&l->buf[s]));
     }
-    need += 2 * rt_arena_need(maxact * N) + 2 * rt_arena_need((size_t)N) +
-            rt_arena_need((size_t)N * L);
+    need +=
+        2 * rt_arena_need(maxact * N) + 2 * rt_arena_need((size_t)N) + rt_arena_need((size_t)N * L);
     RT_TRY(rt_arena_init(&m->acts, m->b, need, err));
     RT_TRY(rt_arena_init(&m->state, m->b, sneed + 64, err));
     if (!(m->act = calloc((size_t)m->nlayers + 1, sizeof *m->act)) ||
@@ -171,11 +170,11 @@ static rt_status bind_acts(rt_model *m, rt_error *err)
     for (int i = 0; i < m->nlayers; i++) {
         rt_layer *l = &m->layers[i];
         rtp_shape(&m->act[i + 1], N, l->out_c, l->out_h, l->out_w);
-        if (l->type == &rt_layer_res_shortcut)   /* a view of the block's input */
+        if (l->type == &rt_layer_res_shortcut) /* a view of the block's input */
             m->act[i + 1].data = m->act[l->block[0]->index].data;
         else if (aliases_input(m, i)) m->act[i + 1].data = m->act[i].data;
         else RT_TRY(rt_arena_take(&m->acts, &m->act[i + 1], err));
-        if (l->type == &rt_layer_res_add)        /* x, or M with a projection */
+        if (l->type == &rt_layer_res_add) /* x, or M with a projection */
             l->skip = &m->act[(l->block[1] ? l->block[1] : l->block[0])->index];
         for (int s = 0; s < l->nsaved; s++) {
             if (l->saved_per_sample[s]) {
@@ -223,8 +222,7 @@ static rt_status init_params(rt_model *m, rt_error *err)
     return RT_OK;
 }
 
-rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t seed,
-                          rt_error *err)
+rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t seed, rt_error *err)
 {
     rtp_model_detach(m);
     if (max_batch < 1) return RT_ERR(err, RT_EINVAL, "batch size must be >= 1");

@@ -35,22 +35,22 @@ typedef struct rt_model_input {
 
 /* One row of the summary (Keras summary(): layer, output shape, parameters). */
 typedef struct rt_summary_row {
-    int index;         /* 0-based layer index */
-    int line;          /* spec line */
-    const char *type;  /* "conv2d", "relu", ... */
-    char spec[80];     /* canonical spec line, e.g. "conv2d 32 3 stride=1 pad=0" */
-    int out_c, out_h, out_w, out_flat;  /* output shape per sample; flat: (out_c) */
-    long params;       /* trainable parameters */
+    int index;                         /* 0-based layer index */
+    int line;                          /* spec line */
+    const char *type;                  /* "conv2d", "relu", ... */
+    char spec[80];                     /* canonical spec line, e.g. "conv2d 32 3 stride=1 pad=0" */
+    int out_c, out_h, out_w, out_flat; /* output shape per sample; flat: (out_c) */
+    long params;                       /* trainable parameters */
 } rt_summary_row;
 
 /* A named tensor for checkpoints: parameters then buffers, in layer order. */
 typedef struct rt_named_tensor {
-    char name[64];     /* "0.conv2d.weight", "3.batchnorm.running_var" */
+    char name[64]; /* "0.conv2d.weight", "3.batchnorm.running_var" */
     int ndim;
-    int shape[4];      /* PyTorch's shape, e.g. conv (K,C,R,S), dense (O,F), bias (K) */
+    int shape[4]; /* PyTorch's shape, e.g. conv (K,C,R,S), dense (O,F), bias (K) */
     size_t numel;
-    int trainable;     /* 1 = parameter (has a gradient), 0 = buffer */
-    float *host;       /* host data on a host backend (CPU), else NULL: use read/write */
+    int trainable; /* 1 = parameter (has a gradient), 0 = buffer */
+    float *host;   /* host data on a host backend (CPU), else NULL: use read/write */
 } rt_named_tensor;
 
 /* Parses and checks `spec` for `in`. *out is a new model (caller frees with
@@ -70,8 +70,7 @@ const rt_summary_row *rt_model_summary(const rt_model *m, int *n, long *total_pa
 
 /* Allocates the model's arenas on b (borrowed; must outlive the model or a later
  * re-attach) for batches up to max_batch and initialises the parameters from seed. */
-rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t seed,
-                          rt_error *err);
+rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t seed, rt_error *err);
 rt_backend *rt_model_backend(const rt_model *m);
 /* The seed given to attach: the key of every random stream of the run. */
 uint64_t rt_model_seed(const rt_model *m);
@@ -110,7 +109,7 @@ rt_status rt_model_step_stats(rt_model *m, int N, rt_tensor *stats, int row, rt_
 /* (F,1,1,1): all parameters in order, each starting at a multiple of RT_OPTIM_ALIGN
  * floats (rt_optim.h); F >= rt_model_num_params, the gaps are zeros. Attach first. */
 rt_tensor *rt_model_params_flat(rt_model *m);
-rt_tensor *rt_model_grads_flat(rt_model *m);   /* same layout */
+rt_tensor *rt_model_grads_flat(rt_model *m); /* same layout */
 long rt_model_num_params(const rt_model *m);
 
 /* ---- enumeration for checkpoints (after attach) ---- */
@@ -134,6 +133,6 @@ int rt_model_num_layers(const rt_model *m);
  * buf (4096 bytes suffice). RT_ENOTFOUND naming the shipped ones for another name. */
 rt_status rt_model_zoo_spec(const char *name, int num_classes, char *buf, size_t size,
                             rt_error *err);
-const char *const *rt_model_zoo_names(void);   /* NULL-terminated, static */
+const char *const *rt_model_zoo_names(void); /* NULL-terminated, static */
 
 #endif

@@ -6,27 +6,27 @@
 #include "rt_model.h"
 
 struct rt_model {
-    char *spec;              /* as given (owned) */
-    char *canonical;         /* normalised (owned) */
+    char *spec;      /* as given (owned) */
+    char *canonical; /* normalised (owned) */
     rt_model_input in;
     int nlayers;
-    rt_layer *layers;        /* (nlayers) owned */
-    rt_summary_row *rows;    /* (nlayers) owned */
+    rt_layer *layers;     /* (nlayers) owned */
+    rt_summary_row *rows; /* (nlayers) owned */
     long total_params;
     /* ---- after attach ---- */
-    rt_backend *b;           /* borrowed */
+    rt_backend *b; /* borrowed */
     int max_batch;
     uint64_t seed;
-    uint32_t shard;          /* rt_model_set_shard: dropout streams of this rank's share */
+    uint32_t shard; /* rt_model_set_shard: dropout streams of this rank's share */
     rt_arena params, grads, acts, state;
-    rt_tensor *act;          /* (nlayers + 1) owned array of views; act[0] = input */
-    rt_tensor gbuf[2];       /* ping-pong gradient buffers, max activation size */
+    rt_tensor *act;    /* (nlayers + 1) owned array of views; act[0] = input */
+    rt_tensor gbuf[2]; /* ping-pong gradient buffers, max activation size */
     rt_tensor labels, loss, probs;
     rt_tensor pflat, gflat;
-    float *host_loss;        /* (max_batch) host scratch for the loss download */
+    float *host_loss; /* (max_batch) host scratch for the loss download */
     /* ---- timing ---- */
     int timing;
-    double *tfwd, *tbwd;     /* (nlayers + 1) owned */
+    double *tfwd, *tbwd; /* (nlayers + 1) owned */
 };
 
 /* rt_model_parse.c: parse + infer into m (spec already copied). */

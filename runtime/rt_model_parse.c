@@ -18,17 +18,28 @@
 
 #define MAX_TOKENS 16
 
-static const struct { const char *word; const rt_layer_type *type; } keywords[] = {
-    {"conv2d", &rt_layer_conv2d},     {"conv", &rt_layer_conv2d},
-    {"maxpool", &rt_layer_maxpool},   {"maxpool2d", &rt_layer_maxpool},
-    {"avgpool", &rt_layer_avgpool},   {"avgpool2d", &rt_layer_avgpool},
-    {"relu", &rt_layer_relu},         {"leakyrelu", &rt_layer_leakyrelu},
+static const struct {
+    const char *word;
+    const rt_layer_type *type;
+} keywords[] = {
+    {"conv2d", &rt_layer_conv2d},
+    {"conv", &rt_layer_conv2d},
+    {"maxpool", &rt_layer_maxpool},
+    {"maxpool2d", &rt_layer_maxpool},
+    {"avgpool", &rt_layer_avgpool},
+    {"avgpool2d", &rt_layer_avgpool},
+    {"relu", &rt_layer_relu},
+    {"leakyrelu", &rt_layer_leakyrelu},
     {"leaky_relu", &rt_layer_leakyrelu},
-    {"batchnorm", &rt_layer_batchnorm}, {"batchnorm2d", &rt_layer_batchnorm},
+    {"batchnorm", &rt_layer_batchnorm},
+    {"batchnorm2d", &rt_layer_batchnorm},
     {"bn", &rt_layer_batchnorm},
-    {"dropout", &rt_layer_dropout},   {"flatten", &rt_layer_flatten},
-    {"dense", &rt_layer_dense},       {"linear", &rt_layer_dense},
-    {"globalavgpool", &rt_layer_globalavgpool}, {"gap", &rt_layer_globalavgpool},
+    {"dropout", &rt_layer_dropout},
+    {"flatten", &rt_layer_flatten},
+    {"dense", &rt_layer_dense},
+    {"linear", &rt_layer_dense},
+    {"globalavgpool", &rt_layer_globalavgpool},
+    {"gap", &rt_layer_globalavgpool},
     {"adaptiveavgpool", &rt_layer_globalavgpool},
 };
 
@@ -56,8 +67,8 @@ static int tokenize(char *line, char **tok)
     return n;
 }
 
-static rt_status add_layer(rt_model *m, int *cap, const rt_layer_type *t, int line,
-                           rt_layer **out, rt_error *err)
+static rt_status add_layer(rt_model *m, int *cap, const rt_layer_type *t, int line, rt_layer **out,
+                           rt_error *err)
 {
     if (m->nlayers == *cap) {
         int nc = *cap ? *cap * 2 : 16;
@@ -97,10 +108,13 @@ static rt_status close_block(rt_model *m, int *cap, open_block *ob, int line, rt
 {
     if (ob->begin < 0) return RT_OK;
     if (ob->nmain == 0)
-        return RT_ERR(err, RT_EINVAL, "line %d: the residual block has no layers (indent "
-                      "them under 'residual:')", ob->line);
+        return RT_ERR(err, RT_EINVAL,
+                      "line %d: the residual block has no layers (indent "
+                      "them under 'residual:')",
+                      ob->line);
     if (ob->shortcut >= 0 && ob->nshort == 0)
-        return RT_ERR(err, RT_EINVAL, "line %d: 'shortcut:' has no layers (indent the "
+        return RT_ERR(err, RT_EINVAL,
+                      "line %d: 'shortcut:' has no layers (indent the "
                       "projection under it, e.g. 'conv2d K 1 stride=2' and 'batchnorm')",
                       m->layers[ob->shortcut].line);
     rt_layer *l = NULL;
@@ -122,7 +136,7 @@ static void link_blocks(rt_model *m)
             rt_layer *b[3] = {begin, sc, l};
             for (int k = 0; k < 3; k++)
                 if (b[k]) memcpy(b[k]->block, b, sizeof b);
-            l->depth = 1;                 /* shown as the block's last row */
+            l->depth = 1; /* shown as the block's last row */
             begin = sc = NULL;
             continue;
         }
@@ -157,16 +171,21 @@ static rt_status parse_lines(rt_model *m, rt_error *err)
         if (bw) {
             rt_layer *l = NULL;
             if (n > 1)
-                s = RT_ERR(err, RT_EINVAL, "line %d: '%s' takes nothing after it (the "
-                           "block's layers follow, indented, one a line)", lineno + 1, tok[0]);
+                s = RT_ERR(err, RT_EINVAL,
+                           "line %d: '%s' takes nothing after it (the "
+                           "block's layers follow, indented, one a line)",
+                           lineno + 1, tok[0]);
             else if (bw == 1 && ob.begin >= 0)
-                s = RT_ERR(err, RT_EINVAL, "line %d: a residual block inside another is not "
-                           "supported (start it without indentation)", lineno + 1);
+                s = RT_ERR(err, RT_EINVAL,
+                           "line %d: a residual block inside another is not "
+                           "supported (start it without indentation)",
+                           lineno + 1);
             else if (bw == 2 && (ob.begin < 0 || ob.shortcut >= 0))
-                s = RT_ERR(err, RT_EINVAL, "line %d: 'shortcut:' belongs inside a residual "
-                           "block, once, after its layers", lineno + 1);
-            else if ((s = add_layer(m, &cap, bw == 1 ? &rt_layer_res_begin
-                                                     : &rt_layer_res_shortcut,
+                s = RT_ERR(err, RT_EINVAL,
+                           "line %d: 'shortcut:' belongs inside a residual "
+                           "block, once, after its layers",
+                           lineno + 1);
+            else if ((s = add_layer(m, &cap, bw == 1 ? &rt_layer_res_begin : &rt_layer_res_shortcut,
                                     lineno + 1, &l, err)) == RT_OK) {
                 if (bw == 1) ob = (open_block){l->index, -1, 0, 0, lineno + 1};
                 else ob.shortcut = l->index;
@@ -177,23 +196,26 @@ static rt_status parse_lines(rt_model *m, rt_error *err)
         else if (ob.begin >= 0) ob.nmain++;
         const rt_layer_type *t = lookup(tok[0]);
         if (!t) {
-            s = RT_ERR(err, RT_EINVAL, "line %d: unknown layer '%s' (expected one of conv2d, "
+            s = RT_ERR(err, RT_EINVAL,
+                       "line %d: unknown layer '%s' (expected one of conv2d, "
                        "maxpool, avgpool, globalavgpool, relu, leakyrelu, batchnorm, dropout, "
-                       "flatten, dense, or a 'residual:' block)", lineno + 1, tok[0]);
+                       "flatten, dense, or a 'residual:' block)",
+                       lineno + 1, tok[0]);
             break;
         }
         rt_layer *l = NULL;
         if ((s = add_layer(m, &cap, t, lineno + 1, &l, err)) != RT_OK) break;
         why[0] = 0;
         if (t->parse(l, n - 1, tok + 1, why) != RT_OK)
-            s = RT_ERR(err, RT_EINVAL, "line %d: %s: %s (expected '%s')", lineno + 1, t->name,
-                       why, t->usage);
+            s = RT_ERR(err, RT_EINVAL, "line %d: %s: %s (expected '%s')", lineno + 1, t->name, why,
+                       t->usage);
     }
     free(text);
     if (s == RT_OK) s = close_block(m, &cap, &ob, lineno, err);
     if (s == RT_OK) link_blocks(m);
     if (s == RT_OK && m->nlayers == 0)
-        s = RT_ERR(err, RT_EINVAL, "the model has no layers (write one layer a line, e.g. "
+        s = RT_ERR(err, RT_EINVAL,
+                   "the model has no layers (write one layer a line, e.g. "
                    "'conv2d 32 3', ending with 'dense <classes>')");
     return s;
 }
@@ -210,8 +232,8 @@ static rt_status infer_shapes(rt_model *m, rt_error *err)
         if (l->type->infer(l, why) != RT_OK)
             return RT_ERR(err, RT_EINVAL, "line %d: %s: %s", l->line, spec, why);
         if ((double)l->out_c * l->out_h * l->out_w > RT_LAYER_MAX_ELEMS)
-            return RT_ERR(err, RT_EINVAL, "line %d: %s: the output %dx%dx%d is too large",
-                          l->line, spec, l->out_c, l->out_h, l->out_w);
+            return RT_ERR(err, RT_EINVAL, "line %d: %s: the output %dx%dx%d is too large", l->line,
+                          spec, l->out_c, l->out_h, l->out_w);
         if (l->out_c < 1 || l->out_h < 1 || l->out_w < 1)
             return RT_ERR(err, RT_EINVAL, "line %d: %s: the output would be empty (%dx%dx%d)",
                           l->line, spec, l->out_c, l->out_h, l->out_w);
@@ -223,9 +245,11 @@ static rt_status infer_shapes(rt_model *m, rt_error *err)
         char shape[48];
         if (flat || h * w == 1) snprintf(shape, sizeof shape, "%d outputs", features);
         else snprintf(shape, sizeof shape, "a %dx%dx%d output", c, h, w);
-        return RT_ERR(err, RT_EINVAL, "line %d: the model ends with %s but the data has %d "
+        return RT_ERR(err, RT_EINVAL,
+                      "line %d: the model ends with %s but the data has %d "
                       "classes ---> HINT: end the model with 'flatten' (if needed) and "
-                      "'dense %d'", last->line, shape, m->in.num_classes, m->in.num_classes);
+                      "'dense %d'",
+                      last->line, shape, m->in.num_classes, m->in.num_classes);
     }
     return RT_OK;
 }
@@ -252,7 +276,7 @@ static rt_status build_summary(rt_model *m, rt_error *err)
         r->out_flat = l->out_flat;
         for (int p = 0; p < l->nparams; p++) r->params += (long)rt_tensor_numel(&l->param[p]);
         m->total_params += r->params;
-        if (l->type != &rt_layer_res_add)      /* the end of a block is implicit */
+        if (l->type != &rt_layer_res_add) /* the end of a block is implicit */
             used += (size_t)snprintf(m->canonical + used, cap - used, "%s\n", r->spec);
     }
     return RT_OK;

@@ -10,8 +10,8 @@
 
 #include "rt_model_internal.h"
 
-static rt_tensor *find(rt_model *m, int i, const rt_layer **lo, const char **name,
-                       int *trainable, int *ndim)
+static rt_tensor *find(rt_model *m, int i, const rt_layer **lo, const char **name, int *trainable,
+                       int *ndim)
 {
     for (int k = 0; k < m->nlayers; k++) {
         rt_layer *l = &m->layers[k];

@@ -28,12 +28,14 @@ static int block(char *buf, size_t size, int k, int stride)
                      "    batchnorm\n"
                      "    relu\n"
                      "    conv2d %d 3 pad=same\n"
-                     "    batchnorm\n", k, stride, k);
+                     "    batchnorm\n",
+                     k, stride, k);
     if (n >= 0 && (size_t)n < size && stride != 1)
         n += snprintf(buf + n, size - (size_t)n,
                       "  shortcut:\n"
                       "    conv2d %d 1 stride=%d\n"
-                      "    batchnorm\n", k, stride);
+                      "    batchnorm\n",
+                      k, stride);
     if (n >= 0 && (size_t)n < size) n += snprintf(buf + n, size - (size_t)n, "relu\n");
     return n;
 }
@@ -45,15 +47,15 @@ rt_status rt_model_zoo_spec(const char *name, int num_classes, char *buf, size_t
         return RT_ERR(err, RT_ENOTFOUND, "no shipped model '%s' (shipped: resnet20)",
                       name ? name : "");
     if (num_classes < 1) return RT_ERR(err, RT_EINVAL, "resnet20: %d classes", num_classes);
-    int n = snprintf(buf, size, "# ResNet-20 (He et al. 2016, CIFAR-10 variant)\n"
-                                "conv2d 16 3 pad=same\nbatchnorm\nrelu\n");
+    int n = snprintf(buf, size,
+                     "# ResNet-20 (He et al. 2016, CIFAR-10 variant)\n"
+                     "conv2d 16 3 pad=same\nbatchnorm\nrelu\n");
     static const int stage_k[3] = {16, 32, 64};
     for (int s = 0; s < 3 && n >= 0 && (size_t)n < size; s++)
         for (int b = 0; b < 3 && n >= 0 && (size_t)n < size; b++)
             n += block(buf + n, size - (size_t)n, stage_k[s], s > 0 && b == 0 ? 2 : 1);
     if (n >= 0 && (size_t)n < size)
-        n += snprintf(buf + n, size - (size_t)n, "globalavgpool\nflatten\ndense %d\n",
-                      num_classes);
+        n += snprintf(buf + n, size - (size_t)n, "globalavgpool\nflatten\ndense %d\n", num_classes);
     if (n < 0 || (size_t)n >= size)
         return RT_ERR(err, RT_EINVAL, "resnet20: the spec does not fit %zu bytes", size);
     return RT_OK;

@@ -17,8 +17,15 @@
 #include "kiln_config.h"
 
 /* ModelProto */
-enum { MODEL_IR = 1, MODEL_PRODUCER = 2, MODEL_PRODUCER_VERSION = 3, MODEL_DOC = 6,
-       MODEL_GRAPH = 7, MODEL_OPSET = 8, MODEL_META = 14 };
+enum {
+    MODEL_IR = 1,
+    MODEL_PRODUCER = 2,
+    MODEL_PRODUCER_VERSION = 3,
+    MODEL_DOC = 6,
+    MODEL_GRAPH = 7,
+    MODEL_OPSET = 8,
+    MODEL_META = 14
+};
 enum { OPSET_DOMAIN = 1, OPSET_VERSION = 2, ENTRY_KEY = 1, ENTRY_VALUE = 2 };
 /* GraphProto, NodeProto, AttributeProto */
 enum { GRAPH_NODE = 1, GRAPH_NAME = 2, GRAPH_INIT = 5, GRAPH_INPUT = 11, GRAPH_OUTPUT = 12 };
@@ -27,16 +34,23 @@ enum { ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_INTS = 8, ATTR_TYPE = 20 };
 enum { ATTR_FLOAT = 1, ATTR_INT = 2, ATTR_INTS_TYPE = 7 };
 /* TensorProto, ValueInfoProto, TypeProto(.Tensor), TensorShapeProto(.Dimension) */
 enum { TENSOR_DIMS = 1, TENSOR_TYPE = 2, TENSOR_NAME = 8, TENSOR_RAW = 9, ONNX_FLOAT = 1 };
-enum { VI_NAME = 1, VI_TYPE = 2, TYPE_TENSOR = 1, TT_ELEM = 1, TT_SHAPE = 2, SHAPE_DIM = 1,
-       DIM_VALUE = 1, DIM_PARAM = 2 };
+enum {
+    VI_NAME = 1,
+    VI_TYPE = 2,
+    TYPE_TENSOR = 1,
+    TT_ELEM = 1,
+    TT_SHAPE = 2,
+    SHAPE_DIM = 1,
+    DIM_VALUE = 1,
+    DIM_PARAM = 2
+};
 
 #define NAME_MAX_LEN 48
 #define RT_ONNX_MAX_BYTES ((size_t)2147483647)
 
 /* One node: op, inputs, output (named), attributes written by the caller between
  * node_begin and node_end. */
-static size_t node_begin(rt_pb *g, const char *op, const char *const *in, int nin,
-                         const char *out)
+static size_t node_begin(rt_pb *g, const char *op, const char *const *in, int nin, const char *out)
 {
     size_t mark = rt_pb_open(g, GRAPH_NODE);
     for (int i = 0; i < nin; i++) rt_pb_str(g, NODE_IN, in[i]);
@@ -145,9 +159,9 @@ static rt_status layer_weights(rt_model *m, const rt_layer *l, int *next, rt_pb 
 typedef struct graph_state {
     rt_model *m;
     rt_pb *g;
-    char (*out)[NAME_MAX_LEN];   /* (nlayers) the value each layer's output is */
-    const char *first;           /* the first layer's input value */
-    int next_tensor;             /* rt_model_tensor index of the next layer's weights */
+    char (*out)[NAME_MAX_LEN]; /* (nlayers) the value each layer's output is */
+    const char *first;         /* the first layer's input value */
+    int next_tensor;           /* rt_model_tensor index of the next layer's weights */
 } graph_state;
 
 static const char *in_name(const graph_state *s, int i) { return i ? s->out[i - 1] : s->first; }
@@ -177,7 +191,7 @@ static rt_status layer_nodes(graph_state *s, int i, const char *out, rt_error *e
     } else if (l->type == &rt_layer_leakyrelu) {
         n = node_begin(g, "LeakyRelu", &x, 1, out);
         attr_float(g, "alpha", l->f);
-    } else if (l->type == &rt_layer_batchnorm) {   /* weight, bias, running mean, var */
+    } else if (l->type == &rt_layer_batchnorm) { /* weight, bias, running mean, var */
         const char *in[] = {x, w[0], w[1], w[2], w[3]};
         n = node_begin(g, "BatchNormalization", in, 5, out);
         attr_float(g, "epsilon", 1e-5f);
@@ -185,7 +199,7 @@ static rt_status layer_nodes(graph_state *s, int i, const char *out, rt_error *e
         n = node_begin(g, "Flatten", &x, 1, out);
         attr_int(g, "axis", 1);
     } else if (l->type == &rt_layer_dense) {
-        if (!l->in_flat) {          /* after globalavgpool: (C,1,1) -> C features */
+        if (!l->in_flat) { /* after globalavgpool: (C,1,1) -> C features */
             char flat[NAME_MAX_LEN + 8];
             snprintf(flat, sizeof flat, "%s.flat", out);
             rt_pb_close(g, node_begin(g, "Flatten", &x, 1, flat));
@@ -215,7 +229,7 @@ static int passes_through(const graph_state *s, int i)
         snprintf(s->out[i], NAME_MAX_LEN, "%s", in_name(s, i));
         return 1;
     }
-    if (l->type == &rt_layer_res_shortcut) {   /* the projection reads the block input */
+    if (l->type == &rt_layer_res_shortcut) { /* the projection reads the block input */
         snprintf(s->out[i], NAME_MAX_LEN, "%s", in_name(s, l->block[0]->index));
         return 1;
     }
@@ -235,7 +249,7 @@ static rt_status graph(rt_model *m, const rt_onnx_info *info, rt_pb *g, rt_error
     s.out = calloc((size_t)m->nlayers + 1, sizeof *s.out);
     if (!s.out) return RT_ERR(err, RT_ENOMEM, "out of memory exporting the model");
     rt_pb_str(g, GRAPH_NAME, info->model_name ? info->model_name : "kiln");
-    if (has_norm(m, info)) {   /* the input is pixel / 255: normalise inside */
+    if (has_norm(m, info)) { /* the input is pixel / 255: normalise inside */
         int64_t dims[4] = {1, in->c, 1, 1};
         initializer(g, "mean", dims, 4, info->mean, (size_t)in->c);
         initializer(g, "std", dims, 4, info->std, (size_t)in->c);
@@ -254,7 +268,7 @@ static rt_status graph(rt_model *m, const rt_onnx_info *info, rt_pb *g, rt_error
         else snprintf(s.out[i], NAME_MAX_LEN, "%d.%s", i, m->layers[i].type->name);
         st = layer_nodes(&s, i, s.out[i], err);
     }
-    if (st == RT_OK && strcmp(s.out[last], "logits")) {   /* (K,1,1) or a pass-through */
+    if (st == RT_OK && strcmp(s.out[last], "logits")) { /* (K,1,1) or a pass-through */
         const char *x = s.out[last];
         rt_pb_close(g, node_begin(g, "Flatten", &x, 1, "logits"));
     }
@@ -306,10 +320,13 @@ static rt_status metadata(rt_pb *b, const rt_model *m, const rt_onnx_info *info,
     snprintf(buf, sizeof buf, "[\"batch\", %d, %d, %d]", in->c, in->h, in->w);
     meta(b, "input_shape", buf);
     meta(b, "input_channels", in->c == 1 ? "grey" : in->c == 3 ? "RGB" : "other");
-    meta(b, "input_range", norm ? "pixel / 255, in [0, 1]" : "normalised: ((pixel / 255) - "
-         "mean) / std per channel");
-    meta(b, "normalization", norm ? "included: the model subtracts mean and divides by std"
-         : "not included: normalise the input yourself");
+    meta(b, "input_range",
+         norm ? "pixel / 255, in [0, 1]"
+              : "normalised: ((pixel / 255) - "
+                "mean) / std per channel");
+    meta(b, "normalization",
+         norm ? "included: the model subtracts mean and divides by std"
+              : "not included: normalise the input yourself");
     if (norm) {
         char mean[160] = "[", std[160] = "[";
         for (int c = 0; c < in->c; c++) {
@@ -347,15 +364,15 @@ static rt_status metadata(rt_pb *b, const rt_model *m, const rt_onnx_info *info,
     return RT_OK;
 }
 
-rt_status rt_onnx_write(rt_model *m, const rt_onnx_info *info, const char *path,
-                        rt_error *err)
+rt_status rt_onnx_write(rt_model *m, const rt_onnx_info *info, const char *path, rt_error *err)
 {
     if (!m->b) return RT_ERR(err, RT_EINVAL, "the model is not attached to a backend");
     rt_pb b = {0};
     rt_pb_int(&b, MODEL_IR, RT_ONNX_IR_VERSION);
     rt_pb_str(&b, MODEL_PRODUCER, "kiln");
     rt_pb_str(&b, MODEL_PRODUCER_VERSION, KILN_VERSION);
-    rt_pb_str(&b, MODEL_DOC, "A Kiln model: feed 'input' as the metadata says; outputs "
+    rt_pb_str(&b, MODEL_DOC,
+              "A Kiln model: feed 'input' as the metadata says; outputs "
               "'logits' and 'probabilities'.");
     size_t gm = rt_pb_open(&b, MODEL_GRAPH);
     rt_status s = graph(m, info, &b, err);
@@ -368,9 +385,11 @@ rt_status rt_onnx_write(rt_model *m, const rt_onnx_info *info, const char *path,
         s = metadata(&b, m, info, err);
     }
     if (s == RT_OK && b.oom) s = RT_ERR(err, RT_ENOMEM, "out of memory writing %s", path);
-    if (s == RT_OK && b.n > RT_ONNX_MAX_BYTES)   /* protobuf parsers refuse more */
-        s = RT_ERR(err, RT_EINVAL, "the model takes %zu MiB as ONNX, more than the 2 GiB one "
-                   "protobuf file can hold; %s not written", b.n >> 20, path);
+    if (s == RT_OK && b.n > RT_ONNX_MAX_BYTES) /* protobuf parsers refuse more */
+        s = RT_ERR(err, RT_EINVAL,
+                   "the model takes %zu MiB as ONNX, more than the 2 GiB one "
+                   "protobuf file can hold; %s not written",
+                   b.n >> 20, path);
     rt_file f = {0};
     if (s == RT_OK) s = rt_file_begin(&f, path, err);
     if (s == RT_OK && fwrite(b.p, 1, b.n, f.f) != b.n) {

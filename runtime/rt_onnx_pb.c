@@ -44,7 +44,10 @@ static void varint(rt_pb *b, uint64_t v)
     put(b, t, (size_t)varint_encode(v, t));
 }
 
-static void tag(rt_pb *b, int field, int wire) { varint(b, ((uint64_t)field << 3) | (unsigned)wire); }
+static void tag(rt_pb *b, int field, int wire)
+{
+    varint(b, ((uint64_t)field << 3) | (unsigned)wire);
+}
 
 void rt_pb_free(rt_pb *b)
 {
@@ -55,7 +58,7 @@ void rt_pb_free(rt_pb *b)
 void rt_pb_int(rt_pb *b, int field, int64_t v)
 {
     tag(b, field, WIRE_VARINT);
-    varint(b, (uint64_t)v);   /* negative int64: ten bytes, two's complement */
+    varint(b, (uint64_t)v); /* negative int64: ten bytes, two's complement */
 }
 
 void rt_pb_float(rt_pb *b, int field, float v)
@@ -98,7 +101,7 @@ void rt_pb_close(rt_pb *b, size_t mark)
     size_t len = b->n - mark;
     int k = varint_encode(len, t);
     if (reserve(b, (size_t)k)) return;
-    memmove(b->p + mark + k, b->p + mark, len);   /* the body moves up behind its length */
+    memmove(b->p + mark + k, b->p + mark, len); /* the body moves up behind its length */
     memcpy(b->p + mark, t, (size_t)k);
     b->n += (size_t)k;
 }

@@ -20,14 +20,14 @@
 typedef struct rt_pb {
     uint8_t *p;
     size_t n, cap;
-    int oom;     /* 1 once an allocation failed: everything after is dropped */
+    int oom; /* 1 once an allocation failed: everything after is dropped */
 } rt_pb;
 
-void rt_pb_free(rt_pb *b);                                       /* zeroes b */
-void rt_pb_int(rt_pb *b, int field, int64_t v);                  /* wire 0 */
-void rt_pb_float(rt_pb *b, int field, float v);                  /* wire 5 */
+void rt_pb_free(rt_pb *b);                                         /* zeroes b */
+void rt_pb_int(rt_pb *b, int field, int64_t v);                    /* wire 0 */
+void rt_pb_float(rt_pb *b, int field, float v);                    /* wire 5 */
 void rt_pb_bytes(rt_pb *b, int field, const void *data, size_t n); /* wire 2 */
-void rt_pb_str(rt_pb *b, int field, const char *s);              /* wire 2 */
+void rt_pb_str(rt_pb *b, int field, const char *s);                /* wire 2 */
 /* Bytes appended as they are: the body of an open field (e.g. raw tensor data). */
 void rt_pb_raw(rt_pb *b, const void *data, size_t n);
 /* A repeated int64 field written packed (n varints in one length-prefixed field), the

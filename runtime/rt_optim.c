@@ -78,14 +78,14 @@ static rt_status validate(const rt_optim_config *c, rt_error *err)
                       c->weight_decay);
     if (c->kind == RT_OPTIM_SGD) {
         if (!(c->momentum >= 0.0) || !isfinite(c->momentum))
-            return RT_ERR(err, RT_EINVAL, "Invalid momentum value: %g (must be >= 0)",
-                          c->momentum);
+            return RT_ERR(err, RT_EINVAL, "Invalid momentum value: %g (must be >= 0)", c->momentum);
         if (!isfinite(c->dampening))
             return RT_ERR(err, RT_EINVAL, "Invalid dampening value: %g", c->dampening);
         if (c->nesterov && (c->momentum <= 0.0 || c->dampening != 0.0))
             return RT_ERR(err, RT_EINVAL,
                           "Nesterov momentum requires a momentum and zero dampening "
-                          "(momentum=%g, dampening=%g)", c->momentum, c->dampening);
+                          "(momentum=%g, dampening=%g)",
+                          c->momentum, c->dampening);
         return RT_OK;
     }
     if (!(c->eps >= 0.0) || !isfinite(c->eps))
@@ -101,8 +101,8 @@ static rt_status validate(const rt_optim_config *c, rt_error *err)
 
 static size_t round_up(size_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
 
-rt_status rt_optim_create(rt_optim **out, const rt_optim_config *cfg,
-                          const rt_optim_param *params, size_t nparams, rt_error *err)
+rt_status rt_optim_create(rt_optim **out, const rt_optim_config *cfg, const rt_optim_param *params,
+                          size_t nparams, rt_error *err)
 {
     *out = NULL;
     RT_TRY(validate(cfg, err));
@@ -174,8 +174,7 @@ static void step_share(const rt_optim *o, size_t lo, size_t hi, const rt_sgd_coe
 rt_status rt_optim_step(rt_optim *o, double lr, rt_error *err)
 {
     if (!(lr >= 0.0) || !isfinite(lr))
-        return RT_ERR(err, RT_EINVAL, "Invalid learning rate: %g (must be finite and >= 0)",
-                      lr);
+        return RT_ERR(err, RT_EINVAL, "Invalid learning rate: %g (must be finite and >= 0)", lr);
     int64_t t = ++o->step;
     rt_sgd_coef sgd[2] = {rt_optim_sgd_coef(&o->cfg, lr, t, 0),
                           rt_optim_sgd_coef(&o->cfg, lr, t, 1)};
@@ -239,16 +238,15 @@ rt_status rt_optim_state_set(rt_optim *o, const char *name, const float *data, s
         if (o->nslots == 0)
             return RT_ERR(err, RT_EINVAL, "optimizer %s has no state array '%s'",
                           rt_optim_kind_name(o->cfg.kind), name ? name : "(null)");
-        return RT_ERR(err, RT_EINVAL,
-                      "optimizer %s has no state array '%s'; expected %s%s%s.<0..%zu>",
-                      rt_optim_kind_name(o->cfg.kind), name ? name : "(null)",
-                      slot_name(o, 0), o->nslots > 1 ? ".<i> or " : "",
-                      o->nslots > 1 ? slot_name(o, 1) : "", o->nparams - 1);
+        return RT_ERR(
+            err, RT_EINVAL, "optimizer %s has no state array '%s'; expected %s%s%s.<0..%zu>",
+            rt_optim_kind_name(o->cfg.kind), name ? name : "(null)", slot_name(o, 0),
+            o->nslots > 1 ? ".<i> or " : "", o->nslots > 1 ? slot_name(o, 1) : "", o->nparams - 1);
     }
     if (n != o->params[i].n)
         return RT_ERR(err, RT_EINVAL,
-                      "optimizer state '%s' has %zu values but parameter %zu has %zu",
-                      name, n, i, o->params[i].n);
+                      "optimizer state '%s' has %zu values but parameter %zu has %zu", name, n, i,
+                      o->params[i].n);
     memcpy(slot_ptr(o, s, i), data, n * sizeof *data);
     return RT_OK;
 }

@@ -46,7 +46,7 @@ typedef struct rt_optim_param {
     float *param;
     const float *grad;
     size_t n;
-    int no_decay;  /* 1: weight_decay does not apply (e.g. biases, batch-norm) */
+    int no_decay; /* 1: weight_decay does not apply (e.g. biases, batch-norm) */
 } rt_optim_param;
 
 typedef struct rt_optim rt_optim;
@@ -70,8 +70,8 @@ const char *rt_optim_kind_name(rt_optim_kind kind);
 /* Validates cfg (RT_EINVAL naming the bad hyperparameter, as torch's ValueErrors do),
  * copies the parameter list and allocates zeroed state. Caller frees with
  * rt_optim_destroy. On error *out is NULL. */
-rt_status rt_optim_create(rt_optim **out, const rt_optim_config *cfg,
-                          const rt_optim_param *params, size_t nparams, rt_error *err);
+rt_status rt_optim_create(rt_optim **out, const rt_optim_config *cfg, const rt_optim_param *params,
+                          size_t nparams, rt_error *err);
 void rt_optim_destroy(rt_optim *o);
 
 /* One update of every parameter with learning rate lr (>= 0, finite); increments the
@@ -107,21 +107,19 @@ typedef struct rt_sgd_coef {
 } rt_sgd_coef;
 
 typedef struct rt_adam_coef {
-    float weight_decay;      /* L2 (Adam); 0 for AdamW */
-    float decay_factor;      /* 1 - lr*wd for AdamW; 1 for Adam */
+    float weight_decay; /* L2 (Adam); 0 for AdamW */
+    float decay_factor; /* 1 - lr*wd for AdamW; 1 for Adam */
     float beta1, one_minus_beta1, beta2, one_minus_beta2;
-    float step_size;         /* lr / (1 - beta1^t) */
+    float step_size;             /* lr / (1 - beta1^t) */
     float bias_correction2_sqrt; /* sqrt(1 - beta2^t) */
     float eps;
 } rt_adam_coef;
 
 /* Coefficients for step t (1-based) with learning rate lr; no_decay drops the decay. */
 rt_sgd_coef rt_optim_sgd_coef(const rt_optim_config *cfg, double lr, int64_t t, int no_decay);
-rt_adam_coef rt_optim_adam_coef(const rt_optim_config *cfg, double lr, int64_t t,
-                                int no_decay);
+rt_adam_coef rt_optim_adam_coef(const rt_optim_config *cfg, double lr, int64_t t, int no_decay);
 /* p, buf (momentum buffer; unused when momentum == 0), g: n floats each. */
-void rt_optim_sgd_kernel(float *p, float *buf, const float *g, size_t n,
-                         const rt_sgd_coef *c);
+void rt_optim_sgd_kernel(float *p, float *buf, const float *g, size_t n, const rt_sgd_coef *c);
 /* p, m (exp_avg), v (exp_avg_sq), g: n floats each. */
 void rt_optim_adam_kernel(float *p, float *m, float *v, const float *g, size_t n,
                           const rt_adam_coef *c);

@@ -7,8 +7,7 @@
 #include "rt_optim.h"
 
 /* Serial: elements [0, n) of the arrays given (callers offset the pointers). */
-void rtp_optim_sgd_range(float *p, float *buf, const float *g, size_t n,
-                         const rt_sgd_coef *c);
+void rtp_optim_sgd_range(float *p, float *buf, const float *g, size_t n, const rt_sgd_coef *c);
 void rtp_optim_adam_range(float *p, float *m, float *v, const float *g, size_t n,
                           const rt_adam_coef *c);
 /* This thread's share [*lo, *hi) of n elements in the current OpenMP team (all of

@@ -32,8 +32,7 @@ rt_sgd_coef rt_optim_sgd_coef(const rt_optim_config *cfg, double lr, int64_t t, 
     return c;
 }
 
-rt_adam_coef rt_optim_adam_coef(const rt_optim_config *cfg, double lr, int64_t t,
-                                int no_decay)
+rt_adam_coef rt_optim_adam_coef(const rt_optim_config *cfg, double lr, int64_t t, int no_decay)
 {
     rt_adam_coef c;
     double wd = no_decay ? 0.0 : cfg->weight_decay;
@@ -53,8 +52,7 @@ rt_adam_coef rt_optim_adam_coef(const rt_optim_config *cfg, double lr, int64_t t
 }
 
 RTP_OPTIM_CLONES
-void rtp_optim_sgd_range(float *p, float *buf, const float *g, size_t n,
-                         const rt_sgd_coef *c)
+void rtp_optim_sgd_range(float *p, float *buf, const float *g, size_t n, const rt_sgd_coef *c)
 {
     const float wd = c->weight_decay, mom = c->momentum, omd = c->one_minus_dampening;
     const float neg_lr = -c->lr;

@@ -18,8 +18,8 @@
 #define PHILOX_W1 0xBB67AE85u /* sqrt(3) - 1 */
 #define PHILOX_ROUNDS 10
 
-#define LANES 16          /* blocks computed together (vector width friendly) */
-#define CHUNK_WORDS 1024  /* words per OpenMP work item (4 KiB of stack) */
+#define LANES 16            /* blocks computed together (vector width friendly) */
+#define CHUNK_WORDS 1024    /* words per OpenMP work item (4 KiB of stack) */
 #define PAR_MIN_WORDS 32768 /* below this, threads cost more than they save */
 
 static const double TWO_M24 = 1.0 / 16777216.0; /* 2^-24 */
@@ -60,8 +60,8 @@ void rt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out
 #endif
 
 RNG_CLONES
-static void philox_blocks(const uint32_t key[2], const uint32_t stream[2], uint64_t b0,
-                          size_t nb, uint32_t *out)
+static void philox_blocks(const uint32_t key[2], const uint32_t stream[2], uint64_t b0, size_t nb,
+                          uint32_t *out)
 {
     for (size_t i0 = 0; i0 < nb; i0 += LANES) {
         uint32_t c0[LANES], c1[LANES], c2[LANES], c3[LANES];
@@ -105,8 +105,7 @@ static void philox_blocks(const uint32_t key[2], const uint32_t stream[2], uint6
 
 /* Words [word0, word0+nw) of the stream; scratch holds nw + 8 words. Returns a
  * pointer into scratch. */
-static const uint32_t *words_range(const rt_rng *r, uint64_t word0, size_t nw,
-                                   uint32_t *scratch)
+static const uint32_t *words_range(const rt_rng *r, uint64_t word0, size_t nw, uint32_t *scratch)
 {
     uint64_t b0 = word0 / 4;
     uint64_t b1 = (word0 + nw + 3) / 4;
@@ -138,8 +137,7 @@ uint32_t rt_rng_u32(rt_rng *r)
 {
     uint64_t block = r->word / 4;
     if (!r->cache_valid || r->cached_block != block) {
-        uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), r->stream[0],
-                           r->stream[1]};
+        uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), r->stream[0], r->stream[1]};
         rt_philox4x32_10(ctr, r->key, r->cache);
         r->cached_block = block;
         r->cache_valid = 1;
@@ -189,10 +187,7 @@ float rt_rng_normal(rt_rng *r)
     return z0;
 }
 
-int rt_rng_bernoulli(rt_rng *r, float p)
-{
-    return (rt_rng_u32(r) >> 8) < bernoulli_threshold(p);
-}
+int rt_rng_bernoulli(rt_rng *r, float p) { return (rt_rng_u32(r) >> 8) < bernoulli_threshold(p); }
 
 uint32_t rt_rng_below(rt_rng *r, uint32_t n)
 {
@@ -219,8 +214,8 @@ typedef enum { FILL_UNIFORM, FILL_NORMAL, FILL_BERNOULLI } fill_kind;
 
 typedef struct {
     fill_kind kind;
-    float a, b;          /* uniform: lo, hi; normal: mean, std; bernoulli: -, value */
-    uint32_t threshold;  /* bernoulli */
+    float a, b;         /* uniform: lo, hi; normal: mean, std; bernoulli: -, value */
+    uint32_t threshold; /* bernoulli */
 } fill_desc;
 
 static size_t words_for(fill_kind kind, size_t m)
@@ -228,33 +223,32 @@ static size_t words_for(fill_kind kind, size_t m)
     return kind == FILL_NORMAL ? (m + 1) / 2 * 2 : m;
 }
 
-static void fill_chunk(const rt_rng *r, const fill_desc *d, uint64_t word0, float *out,
-                       size_t m)
+static void fill_chunk(const rt_rng *r, const fill_desc *d, uint64_t word0, float *out, size_t m)
 {
     uint32_t scratch[CHUNK_WORDS + 8];
     const uint32_t *x = words_range(r, word0, words_for(d->kind, m), scratch);
     const float a = d->a, b = d->b;
     const uint32_t t = d->threshold;
     switch (d->kind) {
-        case FILL_UNIFORM:
-            for (size_t i = 0; i < m; i++) out[i] = a + (b - a) * to_uniform(x[i]);
-            break;
-        case FILL_NORMAL:
-            for (size_t i = 0; i < m; i += 2) {
-                float z0, z1;
-                box_muller(x[i], x[i + 1], &z0, &z1);
-                out[i] = a + b * z0;
-                if (i + 1 < m) out[i + 1] = a + b * z1;
-            }
-            break;
-        case FILL_BERNOULLI: {
-            /* branch-free bit select (value or +0): a data-dependent branch
-             * mispredicts half the time */
-            uint32_t vb, *o = (uint32_t *)out;
-            memcpy(&vb, &b, sizeof vb);
-            for (size_t i = 0; i < m; i++) o[i] = (0u - (uint32_t)((x[i] >> 8) < t)) & vb;
-            break;
+    case FILL_UNIFORM:
+        for (size_t i = 0; i < m; i++) out[i] = a + (b - a) * to_uniform(x[i]);
+        break;
+    case FILL_NORMAL:
+        for (size_t i = 0; i < m; i += 2) {
+            float z0, z1;
+            box_muller(x[i], x[i + 1], &z0, &z1);
+            out[i] = a + b * z0;
+            if (i + 1 < m) out[i + 1] = a + b * z1;
         }
+        break;
+    case FILL_BERNOULLI: {
+        /* branch-free bit select (value or +0): a data-dependent branch
+             * mispredicts half the time */
+        uint32_t vb, *o = (uint32_t *)out;
+        memcpy(&vb, &b, sizeof vb);
+        for (size_t i = 0; i < m; i++) o[i] = (0u - (uint32_t)((x[i] >> 8) < t)) & vb;
+        break;
+    }
     }
 }
 
@@ -327,8 +321,7 @@ static const char STATE_PREFIX[] = "philox4x32-10:";
 void rt_rng_state_format(rt_rng_state s, char buf[RT_RNG_STATE_STRLEN])
 {
     snprintf(buf, RT_RNG_STATE_STRLEN, "%s%016llx:%016llx:%016llx", STATE_PREFIX,
-             (unsigned long long)s.seed, (unsigned long long)s.stream,
-             (unsigned long long)s.word);
+             (unsigned long long)s.seed, (unsigned long long)s.stream, (unsigned long long)s.word);
 }
 
 /* Exactly 16 hex digits at p; returns the end or NULL. */
@@ -352,8 +345,7 @@ rt_status rt_rng_state_parse(rt_rng_state *out, const char *text, rt_error *err)
     const char *p = text;
     rt_rng_state s;
     uint64_t *fields[3] = {&s.seed, &s.stream, &s.word};
-    if (!text || strncmp(text, STATE_PREFIX, sizeof STATE_PREFIX - 1) != 0)
-        goto bad;
+    if (!text || strncmp(text, STATE_PREFIX, sizeof STATE_PREFIX - 1) != 0) goto bad;
     p += sizeof STATE_PREFIX - 1;
     for (int i = 0; i < 3; i++) {
         if (i > 0 && *p++ != ':') goto bad;

@@ -60,12 +60,12 @@ void rt_rng_init(rt_rng *r, uint64_t seed, rt_rng_purpose purpose, uint32_t a, u
 rt_rng rt_rng_stream(uint64_t seed, rt_rng_purpose purpose, uint32_t a, uint32_t b);
 
 /* ---- scalar draws (each advances the stream by the words noted) ---- */
-uint32_t rt_rng_u32(rt_rng *r);                        /* 1 word */
-float rt_rng_uniform(rt_rng *r);                       /* [0,1), 1 word */
+uint32_t rt_rng_u32(rt_rng *r);                            /* 1 word */
+float rt_rng_uniform(rt_rng *r);                           /* [0,1), 1 word */
 float rt_rng_uniform_range(rt_rng *r, float lo, float hi); /* lo + (hi-lo)*u, 1 word */
-void rt_rng_normal2(rt_rng *r, float *z0, float *z1);  /* 2 x N(0,1), 2 words */
-float rt_rng_normal(rt_rng *r);                        /* z0 of normal2, 2 words */
-int rt_rng_bernoulli(rt_rng *r, float p);              /* 1 with probability p, 1 word */
+void rt_rng_normal2(rt_rng *r, float *z0, float *z1);      /* 2 x N(0,1), 2 words */
+float rt_rng_normal(rt_rng *r);                            /* z0 of normal2, 2 words */
+int rt_rng_bernoulli(rt_rng *r, float p);                  /* 1 with probability p, 1 word */
 /* Unbiased integer in [0, n), n >= 1 (Lemire's method; 1 word, more on rejection). */
 uint32_t rt_rng_below(rt_rng *r, uint32_t n);
 

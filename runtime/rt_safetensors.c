@@ -26,14 +26,11 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[RT_ST_DTYPE_COUNT] = {
-    [RT_ST_BOOL] = {"BOOL", 1},       [RT_ST_U8] = {"U8", 1},
-    [RT_ST_I8] = {"I8", 1},           [RT_ST_F8_E5M2] = {"F8_E5M2", 1},
-    [RT_ST_F8_E4M3] = {"F8_E4M3", 1}, [RT_ST_I16] = {"I16", 2},
-    [RT_ST_U16] = {"U16", 2},         [RT_ST_F16] = {"F16", 2},
-    [RT_ST_BF16] = {"BF16", 2},       [RT_ST_I32] = {"I32", 4},
-    [RT_ST_U32] = {"U32", 4},         [RT_ST_F32] = {"F32", 4},
-    [RT_ST_F64] = {"F64", 8},         [RT_ST_I64] = {"I64", 8},
-    [RT_ST_U64] = {"U64", 8},
+    [RT_ST_BOOL] = {"BOOL", 1},       [RT_ST_U8] = {"U8", 1},           [RT_ST_I8] = {"I8", 1},
+    [RT_ST_F8_E5M2] = {"F8_E5M2", 1}, [RT_ST_F8_E4M3] = {"F8_E4M3", 1}, [RT_ST_I16] = {"I16", 2},
+    [RT_ST_U16] = {"U16", 2},         [RT_ST_F16] = {"F16", 2},         [RT_ST_BF16] = {"BF16", 2},
+    [RT_ST_I32] = {"I32", 4},         [RT_ST_U32] = {"U32", 4},         [RT_ST_F32] = {"F32", 4},
+    [RT_ST_F64] = {"F64", 8},         [RT_ST_I64] = {"I64", 8},         [RT_ST_U64] = {"U64", 8},
 };
 
 const char *rt_st_dtype_name(rt_st_dtype dt)
@@ -108,8 +105,7 @@ struct rt_st_writer {
 rt_status rt_st_writer_create(rt_st_writer **out, rt_error *err)
 {
     *out = calloc(1, sizeof **out);
-    if (!*out)
-        return RT_ERR(err, RT_ENOMEM, "out of memory creating a safetensors writer");
+    if (!*out) return RT_ERR(err, RT_ENOMEM, "out of memory creating a safetensors writer");
     return RT_OK;
 }
 
@@ -135,8 +131,8 @@ rt_status rt_st_writer_add(rt_st_writer *w, const char *name, rt_st_dtype dtype,
     if (!rt_st_dtype_name(dtype))
         return RT_ERR(err, RT_EINVAL, "tensor '%s': unknown dtype %d", name, (int)dtype);
     if (ndim < 0 || ndim > RT_ST_MAX_DIMS || (ndim > 0 && !shape))
-        return RT_ERR(err, RT_EINVAL, "tensor '%s': %d dimensions (at most %d)", name,
-                      ndim, RT_ST_MAX_DIMS);
+        return RT_ERR(err, RT_EINVAL, "tensor '%s': %d dimensions (at most %d)", name, ndim,
+                      RT_ST_MAX_DIMS);
     uint64_t nbytes;
     if (!tensor_nbytes(dtype, ndim, shape, &nbytes) || nbytes > (uint64_t)SIZE_MAX)
         return RT_ERR(err, RT_EINVAL, "tensor '%s': negative or overflowing shape", name);
@@ -173,10 +169,8 @@ static size_t meta_slot(const rt_st_writer *w, const char *key)
         size_t mid = (lo + hi) / 2;
         int c = strcmp(w->mk[mid], key);
         if (c == 0) return mid;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
     }
     return lo;
 }
@@ -187,12 +181,10 @@ const char *rt_st_writer_meta(const rt_st_writer *w, const char *key)
     return i < w->mn && strcmp(w->mk[i], key) == 0 ? w->mv[i] : NULL;
 }
 
-rt_status rt_st_writer_set_meta(rt_st_writer *w, const char *key, const char *value,
-                                rt_error *err)
+rt_status rt_st_writer_set_meta(rt_st_writer *w, const char *key, const char *value, rt_error *err)
 {
     if (!key || !value || !utf8_valid(key) || !utf8_valid(value))
-        return RT_ERR(err, RT_EINVAL,
-                      "metadata '%s': key and value must be UTF-8 strings",
+        return RT_ERR(err, RT_EINVAL, "metadata '%s': key and value must be UTF-8 strings",
                       key ? key : "(null)");
     size_t lo = meta_slot(w, key);
     char *v = strdup(value);
@@ -258,8 +250,7 @@ const rt_st_tensor_info *rt_st_writer_tensor(rt_st_writer *w, size_t i)
 
 size_t rt_st_writer_meta_count(const rt_st_writer *w) { return w->mn; }
 
-void rt_st_writer_meta_at(const rt_st_writer *w, size_t i, const char **key,
-                          const char **value)
+void rt_st_writer_meta_at(const rt_st_writer *w, size_t i, const char **key, const char **value)
 {
     *key = i < w->mn ? w->mk[i] : NULL;
     *value = i < w->mn ? w->mv[i] : NULL;
@@ -299,8 +290,7 @@ static json_t *tensor_json(const rt_st_tensor_info *t)
               json_array_append_new(offs, json_integer((json_int_t)t->end));
     if (!bad) {
         bad = set_new(o, "dtype", json_string(rt_st_dtype_name(t->dtype))) ||
-              json_object_set(o, "shape", shape) ||
-              json_object_set(o, "data_offsets", offs);
+              json_object_set(o, "shape", shape) || json_object_set(o, "data_offsets", offs);
     }
     json_decref(shape);
     json_decref(offs);
@@ -355,10 +345,9 @@ char *rt_st_writer_header(rt_st_writer *w, size_t *len)
     for (size_t i = 0; !bad && i < w->n; i++)
         bad = set_new(root, w->t[i].info.name, tensor_json(&w->t[i].info)) != 0;
     hbuf b = {0};
-    bad =
-        bad || hbuf_put("\0\0\0\0\0\0\0\0", 8, &b) != 0 || /* the length, later */
-        json_dump_callback(root, hbuf_put, &b, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 ||
-        b.failed;
+    bad = bad || hbuf_put("\0\0\0\0\0\0\0\0", 8, &b) != 0 || /* the length, later */
+          json_dump_callback(root, hbuf_put, &b, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 ||
+          b.failed;
     json_decref(meta);
     json_decref(root);
     if (bad) {
@@ -372,14 +361,12 @@ char *rt_st_writer_header(rt_st_writer *w, size_t *len)
     return b.p;
 }
 
-rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user,
-                            rt_error *err)
+rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user, rt_error *err)
 {
     writer_sort(w);
     size_t len = 0;
     char *hdr = rt_st_writer_header(w, &len);
-    if (!hdr)
-        return RT_ERR(err, RT_ENOMEM, "out of memory building a safetensors header");
+    if (!hdr) return RT_ERR(err, RT_ENOMEM, "out of memory building a safetensors header");
     rt_status s = sink(user, hdr, len, err);
     free(hdr);
     for (size_t i = 0; s == RT_OK && i < w->n; i++) {
@@ -391,8 +378,7 @@ rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user,
 
 /* ---- reader ---- */
 
-int rtp_json_load(const char *s, size_t n, size_t flags, struct json_t **out, char *why,
-                  size_t cap)
+int rtp_json_load(const char *s, size_t n, size_t flags, struct json_t **out, char *why, size_t cap)
 {
     /* jansson 2.14 mishandles allocation failures while parsing: a failed string
      * buffer either reads as a syntax error ("invalid token") or silently drops a
@@ -428,8 +414,8 @@ struct rt_st_index {
     size_t mn;
 };
 
-rt_status rt_st_prefix_check(const uint8_t prefix[8], uint64_t file_size,
-                             const char *what, uint64_t *n, rt_error *err)
+rt_status rt_st_prefix_check(const uint8_t prefix[8], uint64_t file_size, const char *what,
+                             uint64_t *n, rt_error *err)
 {
     if (file_size < 8)
         return RT_ERR(err, RT_EFORMAT,
@@ -460,29 +446,26 @@ void rt_st_index_destroy(rt_st_index *ix)
 /* A non-negative JSON integer, or -1. */
 static int64_t json_uint(const json_t *v)
 {
-    return json_is_integer(v) && json_integer_value(v) >= 0
-               ? (int64_t)json_integer_value(v)
-               : -1;
+    return json_is_integer(v) && json_integer_value(v) >= 0 ? (int64_t)json_integer_value(v) : -1;
 }
 
-static rt_status parse_tensor(const char *name, json_t *v, const char *what,
-                              rt_st_tensor_info *t, rt_error *err)
+static rt_status parse_tensor(const char *name, json_t *v, const char *what, rt_st_tensor_info *t,
+                              rt_error *err)
 {
     json_t *dt = json_object_get(v, "dtype"), *shape = json_object_get(v, "shape");
     json_t *offs = json_object_get(v, "data_offsets");
     t->name = name;
-    if (!json_is_object(v) || !json_is_string(dt) || !json_is_array(shape) ||
-        !json_is_array(offs))
+    if (!json_is_object(v) || !json_is_string(dt) || !json_is_array(shape) || !json_is_array(offs))
         return RT_ERR(err, RT_EFORMAT,
                       "%s: tensor '%s' lacks dtype/shape/data_offsets "
                       "(corrupt header)",
                       what, name);
     if (rt_st_dtype_parse(json_string_value(dt), &t->dtype) != 0)
-        return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' has unsupported dtype '%s'", what,
-                      name, json_string_value(dt));
+        return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' has unsupported dtype '%s'", what, name,
+                      json_string_value(dt));
     if (json_array_size(shape) > RT_ST_MAX_DIMS)
-        return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' has %zu dimensions (at most %d)",
-                      what, name, json_array_size(shape), RT_ST_MAX_DIMS);
+        return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' has %zu dimensions (at most %d)", what,
+                      name, json_array_size(shape), RT_ST_MAX_DIMS);
     t->ndim = (int)json_array_size(shape);
     for (int d = 0; d < t->ndim; d++)
         if ((t->shape[d] = json_uint(json_array_get(shape, (size_t)d))) < 0)
@@ -490,21 +473,18 @@ static rt_status parse_tensor(const char *name, json_t *v, const char *what,
                           "%s: tensor '%s' has a shape that is not a list "
                           "of non-negative integers",
                           what, name);
-    int64_t b = json_uint(json_array_get(offs, 0)),
-            e = json_uint(json_array_get(offs, 1));
+    int64_t b = json_uint(json_array_get(offs, 0)), e = json_uint(json_array_get(offs, 1));
     if (json_array_size(offs) != 2 || b < 0 || e < b)
-        return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' has invalid data_offsets", what,
-                      name);
+        return RT_ERR(err, RT_EFORMAT, "%s: tensor '%s' has invalid data_offsets", what, name);
     t->begin = (uint64_t)b;
     t->end = (uint64_t)e;
     uint64_t nbytes;
-    if (!tensor_nbytes(t->dtype, t->ndim, t->shape, &nbytes) ||
-        nbytes != t->end - t->begin)
+    if (!tensor_nbytes(t->dtype, t->ndim, t->shape, &nbytes) || nbytes != t->end - t->begin)
         return RT_ERR(err, RT_EFORMAT,
                       "%s: tensor '%s' (%s, %d dims) needs a different byte "
                       "count than its data_offsets [%llu, %llu] give",
-                      what, name, rt_st_dtype_name(t->dtype), t->ndim,
-                      (unsigned long long)t->begin, (unsigned long long)t->end);
+                      what, name, rt_st_dtype_name(t->dtype), t->ndim, (unsigned long long)t->begin,
+                      (unsigned long long)t->end);
     return RT_OK;
 }
 
@@ -520,8 +500,7 @@ static int meta_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static rt_status parse_meta(rt_st_index *ix, json_t *meta, const char *what,
-                            rt_error *err)
+static rt_status parse_meta(rt_st_index *ix, json_t *meta, const char *what, rt_error *err)
 {
     if (!json_is_object(meta))
         return RT_ERR(err, RT_EFORMAT, "%s: __metadata__ is not an object", what);
@@ -534,8 +513,7 @@ static rt_status parse_meta(rt_st_index *ix, json_t *meta, const char *what,
     json_object_foreach(meta, k, v)
     {
         if (!json_is_string(v))
-            return RT_ERR(err, RT_EFORMAT, "%s: __metadata__ value '%s' is not a string",
-                          what, k);
+            return RT_ERR(err, RT_EFORMAT, "%s: __metadata__ value '%s' is not a string", what, k);
         ix->mk[ix->mn++] = k;
     }
     qsort(ix->mk, ix->mn, sizeof *ix->mk, meta_cmp);
@@ -544,22 +522,18 @@ static rt_status parse_meta(rt_st_index *ix, json_t *meta, const char *what,
     return RT_OK;
 }
 
-static rt_status index_fill(rt_st_index *ix, uint64_t data_len, const char *what,
-                            rt_error *err)
+static rt_status index_fill(rt_st_index *ix, uint64_t data_len, const char *what, rt_error *err)
 {
     if (!json_is_object(ix->root))
         return RT_ERR(err, RT_EFORMAT, "%s: header is not a JSON object", what);
     ix->t = calloc(json_object_size(ix->root) + 1, sizeof *ix->t);
-    if (!ix->t)
-        return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading the header", what);
+    if (!ix->t) return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading the header", what);
     const char *key;
     json_t *v;
     json_object_foreach(ix->root, key, v)
     {
-        if (strcmp(key, "__metadata__") == 0)
-            RT_TRY(parse_meta(ix, v, what, err));
-        else
-            RT_TRY(parse_tensor(key, v, what, &ix->t[ix->n++], err));
+        if (strcmp(key, "__metadata__") == 0) RT_TRY(parse_meta(ix, v, what, err));
+        else RT_TRY(parse_tensor(key, v, what, &ix->t[ix->n++], err));
     }
     qsort(ix->t, ix->n, sizeof *ix->t, info_cmp);
     uint64_t expect = 0;
@@ -581,8 +555,8 @@ static rt_status index_fill(rt_st_index *ix, uint64_t data_len, const char *what
     return RT_OK;
 }
 
-rt_status rt_st_index_parse(const char *header, size_t n, uint64_t data_len,
-                            const char *what, rt_st_index **out, rt_error *err)
+rt_status rt_st_index_parse(const char *header, size_t n, uint64_t data_len, const char *what,
+                            rt_st_index **out, rt_error *err)
 {
     *out = NULL;
     rt_st_index *ix = calloc(1, sizeof *ix);
@@ -590,13 +564,10 @@ rt_status rt_st_index_parse(const char *header, size_t n, uint64_t data_len,
     char why[200];
     int rc = rtp_json_load(header, n, JSON_REJECT_DUPLICATES, &ix->root, why, sizeof why);
     rt_status s = RT_OK;
-    if (rc == -2)
-        s = RT_ERR(err, RT_ENOMEM, "%s: out of memory parsing the header", what);
+    if (rc == -2) s = RT_ERR(err, RT_ENOMEM, "%s: out of memory parsing the header", what);
     else if (rc != 0)
-        s = RT_ERR(err, RT_EFORMAT, "%s: header is not valid JSON (%s; corrupt file?)",
-                   what, why);
-    else
-        s = index_fill(ix, data_len, what, err);
+        s = RT_ERR(err, RT_EFORMAT, "%s: header is not valid JSON (%s; corrupt file?)", what, why);
+    else s = index_fill(ix, data_len, what, err);
     if (s != RT_OK) {
         rt_st_index_destroy(ix);
         return s;
@@ -621,15 +592,13 @@ const rt_st_tensor_info *rt_st_index_find(const rt_st_index *ix, const char *nam
 
 const char *rt_st_index_meta(const rt_st_index *ix, const char *key)
 {
-    const char **k =
-        ix->mn ? bsearch(&key, ix->mk, ix->mn, sizeof *ix->mk, meta_cmp) : NULL;
+    const char **k = ix->mn ? bsearch(&key, ix->mk, ix->mn, sizeof *ix->mk, meta_cmp) : NULL;
     return k ? ix->mv[k - ix->mk] : NULL;
 }
 
 size_t rt_st_index_meta_count(const rt_st_index *ix) { return ix->mn; }
 
-void rt_st_index_meta_at(const rt_st_index *ix, size_t i, const char **key,
-                         const char **value)
+void rt_st_index_meta_at(const rt_st_index *ix, size_t i, const char **key, const char **value)
 {
     *key = i < ix->mn ? ix->mk[i] : NULL;
     *value = i < ix->mn ? ix->mv[i] : NULL;

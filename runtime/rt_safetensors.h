@@ -64,8 +64,7 @@ typedef struct rt_st_tensor_info {
 /* ---- writer ---- */
 typedef struct rt_st_writer rt_st_writer;
 /* Receives the file's bytes in order; returns RT_OK or fills err. */
-typedef rt_status (*rt_st_sink_fn)(void *user, const void *buf, size_t len,
-                                   rt_error *err);
+typedef rt_status (*rt_st_sink_fn)(void *user, const void *buf, size_t len, rt_error *err);
 
 rt_status rt_st_writer_create(rt_st_writer **out, rt_error *err);
 void rt_st_writer_destroy(rt_st_writer *w); /* NULL ok */
@@ -75,8 +74,7 @@ void rt_st_writer_destroy(rt_st_writer *w); /* NULL ok */
 rt_status rt_st_writer_add(rt_st_writer *w, const char *name, rt_st_dtype dtype, int ndim,
                            const int64_t *shape, const void *data, rt_error *err);
 /* Sets (or replaces) a __metadata__ entry; copies both strings (valid UTF-8). */
-rt_status rt_st_writer_set_meta(rt_st_writer *w, const char *key, const char *value,
-                                rt_error *err);
+rt_status rt_st_writer_set_meta(rt_st_writer *w, const char *key, const char *value, rt_error *err);
 /* The value set for key, or NULL; borrowed until the next set_meta. */
 const char *rt_st_writer_meta(const rt_st_writer *w, const char *key);
 /* The tensors in file order with their offsets (i < count), valid until the next add. */
@@ -84,8 +82,7 @@ size_t rt_st_writer_count(rt_st_writer *w);
 const rt_st_tensor_info *rt_st_writer_tensor(rt_st_writer *w, size_t i);
 /* Metadata entries in key order (i < count). */
 size_t rt_st_writer_meta_count(const rt_st_writer *w);
-void rt_st_writer_meta_at(const rt_st_writer *w, size_t i, const char **key,
-                          const char **value);
+void rt_st_writer_meta_at(const rt_st_writer *w, size_t i, const char **key, const char **value);
 /* CRC-32 (zlib) of the data area the writer will emit. */
 uint32_t rt_st_writer_data_crc32(rt_st_writer *w);
 /* The file's first bytes: the 8-byte length and the padded JSON header for the current
@@ -96,8 +93,7 @@ char *rt_st_writer_header(rt_st_writer *w, size_t *len);
  * - begin of them); NULL when i is out of range. */
 const void *rt_st_writer_data(rt_st_writer *w, size_t i);
 /* Emits the whole file through sink. */
-rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user,
-                            rt_error *err);
+rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user, rt_error *err);
 
 /* ---- reader: the parsed, validated header ---- */
 typedef struct rt_st_index rt_st_index;
@@ -105,14 +101,14 @@ typedef struct rt_st_index rt_st_index;
 /* Checks the 8-byte prefix of a `file_size`-byte file and returns the header length N
  * in *n: RT_EFORMAT when the file is shorter than 8 bytes, N exceeds RT_ST_MAX_HEADER or
  * the file. `what` (the path) starts every message. */
-rt_status rt_st_prefix_check(const uint8_t prefix[8], uint64_t file_size,
-                             const char *what, uint64_t *n, rt_error *err);
+rt_status rt_st_prefix_check(const uint8_t prefix[8], uint64_t file_size, const char *what,
+                             uint64_t *n, rt_error *err);
 /* Parses and validates the N header bytes of a file whose data area has data_len bytes:
  * JSON object, no duplicate keys, string-only __metadata__, known dtypes, integer
  * shapes, offsets contiguous from 0 to data_len without gaps or overlaps, and
  * prod(shape) * dtype size == end - begin for every tensor. */
-rt_status rt_st_index_parse(const char *header, size_t n, uint64_t data_len,
-                            const char *what, rt_st_index **out, rt_error *err);
+rt_status rt_st_index_parse(const char *header, size_t n, uint64_t data_len, const char *what,
+                            rt_st_index **out, rt_error *err);
 void rt_st_index_destroy(rt_st_index *ix); /* NULL ok */
 size_t rt_st_index_count(const rt_st_index *ix);
 /* Tensors in data order (i < count); borrowed from ix. */
@@ -122,7 +118,6 @@ const rt_st_tensor_info *rt_st_index_find(const rt_st_index *ix, const char *nam
 const char *rt_st_index_meta(const rt_st_index *ix, const char *key);
 /* __metadata__ entries in key order (i < count); borrowed. */
 size_t rt_st_index_meta_count(const rt_st_index *ix);
-void rt_st_index_meta_at(const rt_st_index *ix, size_t i, const char **key,
-                         const char **value);
+void rt_st_index_meta_at(const rt_st_index *ix, size_t i, const char **key, const char **value);
 
 #endif

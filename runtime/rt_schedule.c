@@ -60,8 +60,8 @@ rt_status rt_schedule_resolve(rt_schedule *out, int64_t steps_per_epoch, int64_t
                           "schedule onecycle: total_steps=%lld with pct_start=%g leaves "
                           "no warm-up phase; ---> HINT: more steps or a larger pct_start",
                           (long long)s->total_steps, s->pct_start);
-        if (s->three_phase && !(2.0 * s->pct_start * (double)s->total_steps - 2.0 <
-                                (double)s->total_steps - 1.0))
+        if (s->three_phase &&
+            !(2.0 * s->pct_start * (double)s->total_steps - 2.0 < (double)s->total_steps - 1.0))
             return RT_ERR(err, RT_EINVAL,
                           "schedule onecycle: three_phase needs pct_start < 0.5 (got %g)",
                           s->pct_start);
@@ -129,22 +129,18 @@ double rt_schedule_lr(const rt_schedule *s, double base_lr, int64_t step)
     if (s->warmup > 0) {
         if (t < s->warmup) {
             /* LinearLR closed form, end_factor 1 */
-            double f = s->warmup_start +
-                       (1.0 - s->warmup_start) * (double)t / (double)s->warmup;
+            double f = s->warmup_start + (1.0 - s->warmup_start) * (double)t / (double)s->warmup;
             return base_lr * f;
         }
         t -= s->warmup;
     }
     switch (s->kind) {
-        case RT_SCHED_STEP:
-            return base_lr * pow(s->gamma, (double)(t / s->step_size));
-        case RT_SCHED_COSINE:
-            if (s->t_max <= 0) return base_lr;
-            return s->eta_min +
-                   (base_lr - s->eta_min) * (1.0 + cos(M_PI * (double)t / (double)s->t_max)) /
-                       2.0;
-        default:
-            return base_lr;
+    case RT_SCHED_STEP: return base_lr * pow(s->gamma, (double)(t / s->step_size));
+    case RT_SCHED_COSINE:
+        if (s->t_max <= 0) return base_lr;
+        return s->eta_min +
+               (base_lr - s->eta_min) * (1.0 + cos(M_PI * (double)t / (double)s->t_max)) / 2.0;
+    default: return base_lr;
     }
 }
 
@@ -174,20 +170,19 @@ int rt_schedule_format(const rt_schedule *s, char *buf, size_t n)
         snprintf(warm, sizeof warm, " warmup=%lld warmup_start=%s", (long long)s->warmup,
                  num(s->warmup_start).s);
     switch (s->kind) {
-        case RT_SCHED_STEP:
-            return snprintf(buf, n, "step %s%s step_size=%lld gamma=%s", common, warm,
-                            (long long)s->step_size, num(s->gamma).s);
-        case RT_SCHED_COSINE:
-            return snprintf(buf, n, "cosine %s%s t_max=%lld eta_min=%s", common, warm,
-                            (long long)s->t_max, num(s->eta_min).s);
-        case RT_SCHED_ONECYCLE:
-            return snprintf(buf, n,
-                            "onecycle %s max_lr=%s total_steps=%lld pct_start=%s "
-                            "anneal=%s div_factor=%s final_div_factor=%s three_phase=%d",
-                            common, num(s->max_lr).s, (long long)s->total_steps,
-                            num(s->pct_start).s, s->anneal_linear ? "linear" : "cos",
-                            num(s->div_factor).s, num(s->final_div_factor).s, s->three_phase);
-        default:
-            return snprintf(buf, n, "constant %s%s", common, warm);
+    case RT_SCHED_STEP:
+        return snprintf(buf, n, "step %s%s step_size=%lld gamma=%s", common, warm,
+                        (long long)s->step_size, num(s->gamma).s);
+    case RT_SCHED_COSINE:
+        return snprintf(buf, n, "cosine %s%s t_max=%lld eta_min=%s", common, warm,
+                        (long long)s->t_max, num(s->eta_min).s);
+    case RT_SCHED_ONECYCLE:
+        return snprintf(buf, n,
+                        "onecycle %s max_lr=%s total_steps=%lld pct_start=%s "
+                        "anneal=%s div_factor=%s final_div_factor=%s three_phase=%d",
+                        common, num(s->max_lr).s, (long long)s->total_steps, num(s->pct_start).s,
+                        s->anneal_linear ? "linear" : "cos", num(s->div_factor).s,
+                        num(s->final_div_factor).s, s->three_phase);
+    default: return snprintf(buf, n, "constant %s%s", common, warm);
     }
 }

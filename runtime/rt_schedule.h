@@ -40,21 +40,21 @@ typedef enum {
 
 typedef struct rt_schedule {
     rt_sched_kind kind;
-    int per_step;              /* unit: 1 = steps, 0 = epochs */
-    int64_t steps_per_epoch;   /* set by rt_schedule_resolve (> 0) */
-    int64_t warmup;            /* W units of linear warmup (0 = none) */
-    double warmup_start;       /* LinearLR start_factor (default 0.1) */
-    int64_t step_size;         /* step: required, > 0 */
-    double gamma;              /* step: 0.1 */
-    int64_t t_max;             /* cosine: 0 = the run's length (resolve) */
-    double eta_min;            /* cosine: 0 */
-    double max_lr;             /* onecycle: 0 = base_lr */
-    int64_t total_steps;       /* onecycle: 0 = the run's length (resolve) */
-    double pct_start;          /* onecycle: 0.3 */
-    int anneal_linear;         /* onecycle: 0 = cos, 1 = linear */
-    double div_factor;         /* onecycle: 25 */
-    double final_div_factor;   /* onecycle: 1e4 */
-    int three_phase;           /* onecycle: 0 */
+    int per_step;            /* unit: 1 = steps, 0 = epochs */
+    int64_t steps_per_epoch; /* set by rt_schedule_resolve (> 0) */
+    int64_t warmup;          /* W units of linear warmup (0 = none) */
+    double warmup_start;     /* LinearLR start_factor (default 0.1) */
+    int64_t step_size;       /* step: required, > 0 */
+    double gamma;            /* step: 0.1 */
+    int64_t t_max;           /* cosine: 0 = the run's length (resolve) */
+    double eta_min;          /* cosine: 0 */
+    double max_lr;           /* onecycle: 0 = base_lr */
+    int64_t total_steps;     /* onecycle: 0 = the run's length (resolve) */
+    double pct_start;        /* onecycle: 0.3 */
+    int anneal_linear;       /* onecycle: 0 = cos, 1 = linear */
+    double div_factor;       /* onecycle: 25 */
+    double final_div_factor; /* onecycle: 1e4 */
+    int three_phase;         /* onecycle: 0 */
 } rt_schedule;
 
 /* Defaults for kind (unit = step for onecycle, epoch otherwise). */

@@ -48,20 +48,20 @@ static const opt_def OPTS[] = {
 };
 #define NOPTS (sizeof OPTS / sizeof *OPTS)
 
-static const char *const POSITIONAL[4][3] = {
-    {NULL}, {"step_size", "gamma", NULL}, {"t_max", "eta_min", NULL},
-    {"max_lr", "total_steps", "pct_start"}};
+static const char *const POSITIONAL[4][3] = {{NULL},
+                                             {"step_size", "gamma", NULL},
+                                             {"t_max", "eta_min", NULL},
+                                             {"max_lr", "total_steps", "pct_start"}};
 
-static const char *const TYPE_EXPECT[] = {"a non-negative integer", "a number",
-                                          "true or false", "epoch or step", "cos or linear"};
+static const char *const TYPE_EXPECT[] = {"a non-negative integer", "a number", "true or false",
+                                          "epoch or step", "cos or linear"};
 
 /* Writes "a, b, c" of the keys schedule kind accepts into buf. */
 static void list_keys(rt_sched_kind kind, char *buf, size_t n)
 {
     buf[0] = '\0';
     for (size_t i = 0; i < NOPTS; i++) {
-        if (!(OPTS[i].kinds & (1u << kind)) || !strcmp(OPTS[i].key, "steps_per_epoch"))
-            continue;
+        if (!(OPTS[i].kinds & (1u << kind)) || !strcmp(OPTS[i].key, "steps_per_epoch")) continue;
         if (buf[0]) strncat(buf, ", ", n - strlen(buf) - 1);
         strncat(buf, OPTS[i].key, n - strlen(buf) - 1);
     }
@@ -73,43 +73,42 @@ static int parse_value(const opt_def *o, const char *v, rt_schedule *s)
     void *field = (char *)s + o->offset;
     errno = 0;
     switch (o->type) {
-        case OPT_INT: {
-            if (*v < '0' || *v > '9') return 0;
-            long long x = strtoll(v, &end, 10);
-            if (*end || errno) return 0;
-            *(int64_t *)field = (int64_t)x;
-            return 1;
-        }
-        case OPT_DOUBLE: {
-            double x = strtod(v, &end);
-            if (end == v || *end || errno || !isfinite(x)) return 0;
-            *(double *)field = x;
-            return 1;
-        }
-        case OPT_BOOL:
-            if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes"))
-                *(int *)field = 1;
-            else if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no"))
-                *(int *)field = 0;
-            else return 0;
-            return 1;
-        case OPT_UNIT:
-            if (!strcmp(v, "step") || !strcmp(v, "steps")) *(int *)field = 1;
-            else if (!strcmp(v, "epoch") || !strcmp(v, "epochs")) *(int *)field = 0;
-            else return 0;
-            return 1;
-        case OPT_ANNEAL:
-            if (!strcmp(v, "cos")) *(int *)field = 0;
-            else if (!strcmp(v, "linear")) *(int *)field = 1;
-            else return 0;
-            return 1;
+    case OPT_INT: {
+        if (*v < '0' || *v > '9') return 0;
+        long long x = strtoll(v, &end, 10);
+        if (*end || errno) return 0;
+        *(int64_t *)field = (int64_t)x;
+        return 1;
+    }
+    case OPT_DOUBLE: {
+        double x = strtod(v, &end);
+        if (end == v || *end || errno || !isfinite(x)) return 0;
+        *(double *)field = x;
+        return 1;
+    }
+    case OPT_BOOL:
+        if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes")) *(int *)field = 1;
+        else if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no"))
+            *(int *)field = 0;
+        else return 0;
+        return 1;
+    case OPT_UNIT:
+        if (!strcmp(v, "step") || !strcmp(v, "steps")) *(int *)field = 1;
+        else if (!strcmp(v, "epoch") || !strcmp(v, "epochs")) *(int *)field = 0;
+        else return 0;
+        return 1;
+    case OPT_ANNEAL:
+        if (!strcmp(v, "cos")) *(int *)field = 0;
+        else if (!strcmp(v, "linear")) *(int *)field = 1;
+        else return 0;
+        return 1;
     }
     return 0;
 }
 
 /* Sets key=value; `given` tracks keys already set (bit per OPTS index). */
-static rt_status set_option(rt_schedule *s, unsigned *given, const char *key,
-                            const char *value, rt_error *err)
+static rt_status set_option(rt_schedule *s, unsigned *given, const char *key, const char *value,
+                            rt_error *err)
 {
     const char *name = rt_schedule_kind_name(s->kind);
     for (size_t i = 0; i < NOPTS; i++) {
@@ -125,8 +124,8 @@ static rt_status set_option(rt_schedule *s, unsigned *given, const char *key,
     }
     char keys[256];
     list_keys(s->kind, keys, sizeof keys);
-    return RT_ERR(err, RT_EINVAL, "schedule %s: unknown option '%s'; expected one of %s",
-                  name, key, keys);
+    return RT_ERR(err, RT_EINVAL, "schedule %s: unknown option '%s'; expected one of %s", name, key,
+                  keys);
 }
 
 /* Range checks that need every option read. */
@@ -140,11 +139,10 @@ static rt_status check(const rt_schedule *s, rt_error *err)
     if (s->kind == RT_SCHED_STEP && !(s->gamma > 0.0))
         return RT_ERR(err, RT_EINVAL, "schedule step: gamma must be > 0, got %g", s->gamma);
     if (s->kind == RT_SCHED_COSINE && !(s->eta_min >= 0.0))
-        return RT_ERR(err, RT_EINVAL, "schedule cosine: eta_min must be >= 0, got %g",
-                      s->eta_min);
+        return RT_ERR(err, RT_EINVAL, "schedule cosine: eta_min must be >= 0, got %g", s->eta_min);
     if (!(s->warmup_start > 0.0 && s->warmup_start <= 1.0))
-        return RT_ERR(err, RT_EINVAL, "schedule %s: warmup_start must be in (0, 1], got %g",
-                      name, s->warmup_start);
+        return RT_ERR(err, RT_EINVAL, "schedule %s: warmup_start must be in (0, 1], got %g", name,
+                      s->warmup_start);
     if (s->kind == RT_SCHED_ONECYCLE) {
         if (!(s->max_lr >= 0.0))
             return RT_ERR(err, RT_EINVAL, "schedule onecycle: max_lr must be >= 0, got %g",
@@ -192,7 +190,8 @@ rt_status rt_schedule_parse(rt_schedule *out, const char *text, rt_error *err)
     if (!kind_from_name(head, &kind))
         return RT_ERR(err, RT_EINVAL,
                       "unknown schedule '%s'; expected one of constant, step, cosine, "
-                      "onecycle (e.g. step:10:0.1)", head);
+                      "onecycle (e.g. step:10:0.1)",
+                      head);
     rt_schedule s = rt_schedule_default(kind);
     unsigned given = 0;
     int npos = 0;
@@ -205,8 +204,8 @@ rt_status rt_schedule_parse(rt_schedule *out, const char *text, rt_error *err)
             return RT_ERR(err, RT_EINVAL,
                           "schedule %s takes at most %d positional value%s%s, got more in '%s'",
                           rt_schedule_kind_name(kind), npos, npos == 1 ? "" : "s",
-                          kind == RT_SCHED_STEP     ? " (step_size, gamma)"
-                          : kind == RT_SCHED_COSINE ? " (t_max, eta_min)"
+                          kind == RT_SCHED_STEP       ? " (step_size, gamma)"
+                          : kind == RT_SCHED_COSINE   ? " (t_max, eta_min)"
                           : kind == RT_SCHED_ONECYCLE ? " (max_lr, total_steps, pct_start)"
                                                       : "",
                           text);

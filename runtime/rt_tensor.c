@@ -36,8 +36,8 @@ rt_status rt_arena_take(rt_arena *a, rt_tensor *t, rt_error *err)
 {
     size_t need = rt_arena_need(rt_tensor_numel(t));
     if (!a->base || a->used + need > a->size)
-        return RT_ERR(err, RT_ENOMEM, "arena of %zu bytes exhausted (%zu used, %zu asked)",
-                      a->size, a->used, need);
+        return RT_ERR(err, RT_ENOMEM, "arena of %zu bytes exhausted (%zu used, %zu asked)", a->size,
+                      a->used, need);
     t->data = (char *)a->base + a->used;
     a->used += need;
     return RT_OK;

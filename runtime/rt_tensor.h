@@ -21,9 +21,9 @@
 typedef enum { RT_F32 = 0, RT_I32 = 1 } rt_dtype;
 
 typedef struct rt_tensor {
-    void *data;        /* backend memory (see above); NULL for an unbound tensor */
+    void *data; /* backend memory (see above); NULL for an unbound tensor */
     rt_dtype dtype;
-    int n, c, h, w;    /* shape (N, C, H, W) */
+    int n, c, h, w; /* shape (N, C, H, W) */
 } rt_tensor;
 
 /* Number of elements n*c*h*w. */
@@ -37,8 +37,8 @@ typedef struct rt_backend rt_backend;
 
 /* A slab of backend memory with a bump pointer. Every offset is 64-byte aligned. */
 typedef struct rt_arena {
-    rt_backend *backend;  /* borrowed */
-    void *base;           /* backend memory from ops->alloc */
+    rt_backend *backend; /* borrowed */
+    void *base;          /* backend memory from ops->alloc */
     size_t size, used;
 } rt_arena;
 

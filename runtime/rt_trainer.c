@@ -16,8 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-
-
 double rtp_trainer_now(void)
 {
     struct timespec ts;
@@ -39,8 +37,8 @@ rt_trainer_config rt_trainer_config_default(void)
     return c;
 }
 
-static rt_status check_config(const rt_model *m, const rt_dataset *d,
-                              const rt_trainer_config *c, rt_error *err)
+static rt_status check_config(const rt_model *m, const rt_dataset *d, const rt_trainer_config *c,
+                              rt_error *err)
 {
     const rt_model_input *in = rt_model_input_shape(m);
     if (!rt_model_backend(m))
@@ -50,22 +48,28 @@ static rt_status check_config(const rt_model *m, const rt_dataset *d,
     const int world = rt_dist_size(c->dist) + c->nreplicas;
     const int share = c->batch_size / world + (c->batch_size % world != 0);
     if (c->batch_size < 1 || (world == 1 && c->batch_size > rt_model_max_batch(m)))
-        return RT_ERR(err, RT_EINVAL, "--batch %d outside [1, %d] (the model was set up for "
-                      "%d)", c->batch_size, rt_model_max_batch(m), rt_model_max_batch(m));
+        return RT_ERR(err, RT_EINVAL,
+                      "--batch %d outside [1, %d] (the model was set up for "
+                      "%d)",
+                      c->batch_size, rt_model_max_batch(m), rt_model_max_batch(m));
     if (share > rt_model_max_batch(m))
-        return RT_ERR(err, RT_EINVAL, "--batch %d over %d ranks or devices: shares of up to %d "
-                      "samples, but the model was set up for %d", c->batch_size, world, share,
-                      rt_model_max_batch(m));
+        return RT_ERR(err, RT_EINVAL,
+                      "--batch %d over %d ranks or devices: shares of up to %d "
+                      "samples, but the model was set up for %d",
+                      c->batch_size, world, share, rt_model_max_batch(m));
     if (!(c->lr >= 0.0) || !isfinite(c->lr))
         return RT_ERR(err, RT_EINVAL, "--lr must be a finite number >= 0 (got %g)", c->lr);
     if (d->n < 1) return RT_ERR(err, RT_EINVAL, "the training data set '%s' is empty", d->name);
     if (d->c != in->c || d->h != in->h || d->w != in->w)
-        return RT_ERR(err, RT_EINVAL, "the data set '%s' has %dx%dx%d images but the model "
-                      "was built for %dx%dx%d", d->name, d->c, d->h, d->w, in->c, in->h,
-                      in->w);
+        return RT_ERR(err, RT_EINVAL,
+                      "the data set '%s' has %dx%dx%d images but the model "
+                      "was built for %dx%dx%d",
+                      d->name, d->c, d->h, d->w, in->c, in->h, in->w);
     if (d->num_classes != in->num_classes)
-        return RT_ERR(err, RT_EINVAL, "the data set '%s' has %d classes but the model ends "
-                      "with %d outputs", d->name, d->num_classes, in->num_classes);
+        return RT_ERR(err, RT_EINVAL,
+                      "the data set '%s' has %d classes but the model ends "
+                      "with %d outputs",
+                      d->name, d->num_classes, in->num_classes);
     return RT_OK;
 }
 
@@ -176,8 +180,7 @@ rt_status rtp_trainer_begin_own(rt_trainer *t, rt_error *err)
 }
 
 /* Forward, loss, backward of samples [off, off + n) of the staged batch. */
-rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *correct,
-                         rt_error *err)
+rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *correct, rt_error *err)
 {
     rt_model *m = t->m;
     rt_backend *b = rt_model_backend(m);
@@ -190,7 +193,7 @@ rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *corre
             return RT_ERR(err, RT_EINVAL, "label %d outside [0, %d) in '%s'", labels[i], L,
                           d->name);
     RT_TRY(rt_backend_upload(b, rt_model_input_tensor(m), t->images + (size_t)off * img,
-                          (size_t)n * img * 4, err));
+                             (size_t)n * img * 4, err));
     RT_TRY(rt_backend_upload(b, rt_model_label_tensor(m), labels, (size_t)n * 4, err));
     RT_TRY(rt_model_forward(m, n, 1, (uint32_t)t->st.step, err));
     RT_TRY(rt_model_loss(m, n, loss, t->probs, NULL, err));
@@ -220,15 +223,22 @@ void rtp_trainer_account(rt_trainer *t, const rtp_pending *p, double loss, int c
     if (!c->progress) return;
     double el = rtp_trainer_now() - t->t_begin;
     rt_progress pr = {
-        .step = p->step, .total_steps = t->total_steps, .epoch = p->epoch,
-        .epochs = c->epochs, .steps_per_epoch = t->steps_per_epoch,
+        .step = p->step,
+        .total_steps = t->total_steps,
+        .epoch = p->epoch,
+        .epochs = c->epochs,
+        .steps_per_epoch = t->steps_per_epoch,
         .step_in_epoch = (p->position + c->batch_size - 1) / c->batch_size,
-        .loss = loss, .accuracy = (double)correct / p->count,
+        .loss = loss,
+        .accuracy = (double)correct / p->count,
         .epoch_loss = t->st.epoch_loss_sum / (double)t->st.epoch_seen,
         .epoch_accuracy = (double)t->st.epoch_correct / (double)t->st.epoch_seen,
-        .lr = p->lr, .images_per_s = el > 0 ? (double)t->images_done / el : 0.0,
-        .elapsed_s = el, .epoch_end = p->epoch_end,
-        .skipped_steps = t->st.skipped_steps, .loss_scale = t->st.loss_scale,
+        .lr = p->lr,
+        .images_per_s = el > 0 ? (double)t->images_done / el : 0.0,
+        .elapsed_s = el,
+        .epoch_end = p->epoch_end,
+        .skipped_steps = t->st.skipped_steps,
+        .loss_scale = t->st.loss_scale,
     };
     c->progress(&pr, c->user);
 }
@@ -249,13 +259,13 @@ static rt_status host_step(rt_trainer *t, double lr, int *epoch_end, rt_error *e
     int64_t epoch = t->st.batcher.epoch;
     if (rt_batcher_epoch_done(t->batcher)) epoch++;
     RT_TRY(rt_batcher_next(t->batcher, t->images, t->labels, NULL, &count, err));
-    rtp_pending p = {.epoch = epoch, .count = count, .lr = lr,
+    rtp_pending p = {.epoch = epoch,
+                     .count = count,
+                     .lr = lr,
                      .reset = t->st.batcher.position == 0 || epoch != t->st.batcher.epoch};
     double loss = 0.0;
-    if (t->cfg.dist)
-        RT_TRY(rtp_dist_grads(t, count, &loss, &correct, err));
-    else
-        RT_TRY(rtp_host_grads(t, 0, count, &loss, &correct, err));
+    if (t->cfg.dist) RT_TRY(rtp_dist_grads(t, count, &loss, &correct, err));
+    else RT_TRY(rtp_host_grads(t, 0, count, &loss, &correct, err));
     RT_TRY(rt_optim_step(t->optim, lr, err));
     t->st.step++;
     t->st.batcher = rt_batcher_get_state(t->batcher);
@@ -320,13 +330,14 @@ rt_trainer_state rt_trainer_get_state(const rt_trainer *t) { return t->st; }
 
 rt_status rt_trainer_set_state(rt_trainer *t, const rt_trainer_state *s, rt_error *err)
 {
-    if (s->step < 0) return RT_ERR(err, RT_EINVAL, "trainer state: step %lld < 0",
-                                   (long long)s->step);
+    if (s->step < 0)
+        return RT_ERR(err, RT_EINVAL, "trainer state: step %lld < 0", (long long)s->step);
     if (s->loss_scale < 0 || !isfinite(s->loss_scale) || s->scale_tracker < 0 ||
         s->skipped_steps < 0)
-        return RT_ERR(err, RT_EINVAL, "trainer state: loss scale %g, tracker %lld, skipped "
-                      "%lld", s->loss_scale, (long long)s->scale_tracker,
-                      (long long)s->skipped_steps);
+        return RT_ERR(err, RT_EINVAL,
+                      "trainer state: loss scale %g, tracker %lld, skipped "
+                      "%lld",
+                      s->loss_scale, (long long)s->scale_tracker, (long long)s->skipped_steps);
     RT_TRY(rt_batcher_set_state(t->batcher, s->batcher, err));
     t->st = *s;
     if (t->dev) { /* steps not yet read belong to the old position: drop them */

@@ -42,44 +42,44 @@
 #include "rt_schedule.h"
 
 typedef struct rt_progress {
-    int64_t step;            /* steps done (1-based after the first step) */
-    int64_t total_steps;     /* epochs * steps_per_epoch */
-    int64_t epoch;           /* 0-based epoch the step belonged to */
+    int64_t step;        /* steps done (1-based after the first step) */
+    int64_t total_steps; /* epochs * steps_per_epoch */
+    int64_t epoch;       /* 0-based epoch the step belonged to */
     int epochs;
     int64_t step_in_epoch, steps_per_epoch;
-    double loss, accuracy;   /* of this step's minibatch */
+    double loss, accuracy;             /* of this step's minibatch */
     double epoch_loss, epoch_accuracy; /* running means over the epoch so far */
-    double lr;               /* lr used by this step */
-    double images_per_s;     /* training throughput since begin (this process) */
-    double elapsed_s;        /* since begin */
-    int epoch_end;           /* 1 when this step finished an epoch */
-    int64_t skipped_steps;   /* loss scaling: updates skipped for inf/NaN gradients, in all */
-    double loss_scale;       /* loss scaling: the current scale (0 when off) */
+    double lr;                         /* lr used by this step */
+    double images_per_s;               /* training throughput since begin (this process) */
+    double elapsed_s;                  /* since begin */
+    int epoch_end;                     /* 1 when this step finished an epoch */
+    int64_t skipped_steps; /* loss scaling: updates skipped for inf/NaN gradients, in all */
+    double loss_scale;     /* loss scaling: the current scale (0 when off) */
 } rt_progress;
 
 typedef void (*rt_progress_fn)(const rt_progress *p, void *user);
 
 typedef struct rt_trainer_config {
-    int epochs;              /* planned length (>= 1) */
-    int batch_size;          /* <= the model's max batch */
-    double lr;               /* base learning rate */
-    rt_optim_config optim;   /* rt_optim_config_default(RT_OPTIM_ADAM) etc. */
-    rt_schedule schedule;    /* rt_schedule_default(...) or parsed; resolved at begin */
-    int shuffle, augment;    /* batcher options (shuffle 1, augment 0 by default) */
-    double time_limit_s;     /* 0 = none; else a step is not started past it */
-    int device_path;         /* 1: the device path on the CPU backend too (tests); device
+    int epochs;             /* planned length (>= 1) */
+    int batch_size;         /* <= the model's max batch */
+    double lr;              /* base learning rate */
+    rt_optim_config optim;  /* rt_optim_config_default(RT_OPTIM_ADAM) etc. */
+    rt_schedule schedule;   /* rt_schedule_default(...) or parsed; resolved at begin */
+    int shuffle, augment;   /* batcher options (shuffle 1, augment 0 by default) */
+    double time_limit_s;    /* 0 = none; else a step is not started past it */
+    int device_path;        /* 1: the device path on the CPU backend too (tests); device
                                 backends always take it */
-    int loss_scaling;        /* 1: dynamic loss scaling (fp16); needs the device path */
-    double loss_scale_init;  /* its first scale (0: 2^16) */
-    double report_every_s;   /* device path: read the loss for progress at most this often
+    int loss_scaling;       /* 1: dynamic loss scaling (fp16); needs the device path */
+    double loss_scale_init; /* its first scale (0: 2^16) */
+    double report_every_s;  /* device path: read the loss for progress at most this often
                                 (besides epoch ends); 0 = every step. Default 0.25 */
-    rt_dist *dist;           /* NULL: one process. Else this rank's world (rt_dist_world):
+    rt_dist *dist;          /* NULL: one process. Else this rank's world (rt_dist_world):
                                 each step's global batch is split between the ranks by
                                 rank, the gradients are averaged over them before the
                                 update, and loss, accuracy and images/s are the whole
                                 batch's (rt_trainer_dist.c). On the device path the
                                 gradients go through host memory (one sync a step) */
-    rt_model **replicas;     /* several devices in this process: nreplicas more models of
+    rt_model **replicas;    /* several devices in this process: nreplicas more models of
                                 the same spec and seed, each attached to a backend of its
                                 own (another device). The trainer runs one thread a device
                                 in a world of 1 + nreplicas ranks (rt_dist_group; dist must
@@ -88,7 +88,7 @@ typedef struct rt_trainer_config {
                                 m is rank 0: progress, checkpoints and evaluation read it.
                                 The models must outlive the trainer */
     int nreplicas;
-    rt_progress_fn progress; /* may be NULL */
+    rt_progress_fn progress;        /* may be NULL */
     int (*should_stop)(void *user); /* may be NULL; non-zero stops before the next step */
     void *user;
 } rt_trainer_config;
@@ -97,22 +97,22 @@ typedef struct rt_trainer_config {
 rt_trainer_config rt_trainer_config_default(void);
 
 typedef enum {
-    RT_STEP_CONTINUE = 0,    /* a step was done */
-    RT_STEP_EPOCH_END,       /* a step was done and it finished an epoch */
-    RT_STEP_DONE,            /* all planned steps are done; no step was taken */
-    RT_STEP_STOPPED,         /* should_stop said so; no step was taken */
-    RT_STEP_TIME_LIMIT       /* the time limit passed; no step was taken */
+    RT_STEP_CONTINUE = 0, /* a step was done */
+    RT_STEP_EPOCH_END,    /* a step was done and it finished an epoch */
+    RT_STEP_DONE,         /* all planned steps are done; no step was taken */
+    RT_STEP_STOPPED,      /* should_stop said so; no step was taken */
+    RT_STEP_TIME_LIMIT    /* the time limit passed; no step was taken */
 } rt_step_event;
 
 /* Everything that positions a run, besides the model tensors and optimiser state. */
 typedef struct rt_trainer_state {
-    int64_t step;            /* optimiser updates done */
-    rt_batcher_state batcher;/* data order position (epoch, position) */
-    double epoch_loss_sum;   /* running epoch statistics, so a mid-epoch resume */
-    int64_t epoch_correct, epoch_seen;  /* reports the same epoch means */
-    double loss_scale;       /* loss scaling: current scale (0: off / not started) */
-    int64_t scale_tracker;   /* clean steps since the scale last changed */
-    int64_t skipped_steps;   /* updates skipped for inf/NaN gradients */
+    int64_t step;                      /* optimiser updates done */
+    rt_batcher_state batcher;          /* data order position (epoch, position) */
+    double epoch_loss_sum;             /* running epoch statistics, so a mid-epoch resume */
+    int64_t epoch_correct, epoch_seen; /* reports the same epoch means */
+    double loss_scale;                 /* loss scaling: current scale (0: off / not started) */
+    int64_t scale_tracker;             /* clean steps since the scale last changed */
+    int64_t skipped_steps;             /* updates skipped for inf/NaN gradients */
 } rt_trainer_state;
 
 typedef struct rt_trainer rt_trainer;
@@ -129,8 +129,8 @@ rt_status rt_trainer_step(rt_trainer *t, rt_step_event *ev, rt_error *err);
 typedef struct rt_train_summary {
     int64_t steps, images;
     double seconds, images_per_s, last_loss;
-    int64_t skipped_steps;   /* loss scaling: skipped updates in all (state, not this call) */
-    double loss_scale;       /* loss scaling: the final scale (0 when off) */
+    int64_t skipped_steps; /* loss scaling: skipped updates in all (state, not this call) */
+    double loss_scale;     /* loss scaling: the final scale (0 when off) */
 } rt_train_summary;
 /* Flushes (device path), then fills out (may be NULL). */
 rt_status rt_trainer_end(rt_trainer *t, rt_train_summary *out, rt_error *err);
@@ -153,24 +153,24 @@ int64_t rt_trainer_steps_per_epoch(const rt_trainer *t);
 /* ---- evaluation (no trainer needed) ---- */
 #define RT_EVAL_MAX_PREDS 64
 typedef struct rt_prediction {
-    int index;               /* data-set index */
+    int index; /* data-set index */
     int label, predicted;
-    float confidence;        /* softmax probability of the prediction */
+    float confidence; /* softmax probability of the prediction */
 } rt_prediction;
 
 typedef struct rt_eval_result {
-    int64_t n;               /* images evaluated */
-    double loss, accuracy;   /* mean loss, fraction correct */
+    int64_t n;             /* images evaluated */
+    double loss, accuracy; /* mean loss, fraction correct */
     int num_classes;
     int64_t confusion[RT_MAX_CLASSES][RT_MAX_CLASSES]; /* [true][predicted] */
-    int npreds;              /* predictions of the first npreds samples */
+    int npreds;                                        /* predictions of the first npreds samples */
     rt_prediction preds[RT_EVAL_MAX_PREDS];
 } rt_eval_result;
 
 /* Evaluates the model (eval mode: running BN stats, no dropout) on all of d in batches of
  * the model's max batch. max_preds (<= RT_EVAL_MAX_PREDS) predictions are kept. The
  * result is large (~80 KB): allocate it, do not put it on a small stack. */
-rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds,
-                              rt_eval_result *out, rt_error *err);
+rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds, rt_eval_result *out,
+                              rt_error *err);
 
 #endif

@@ -38,7 +38,8 @@ static rt_status dev_alloc(rt_trainer *t, int slot, rt_tensor *out, rt_dtype dt,
             snprintf(msg, sizeof msg, "%s", err->msg);
             char *hint = strstr(msg, " ---> HINT");
             if (hint) *hint = '\0';
-            RT_ERR(err, s, "keeping %s in %s memory (%.2f MiB): %s ---> HINT: train on fewer "
+            RT_ERR(err, s,
+                   "keeping %s in %s memory (%.2f MiB): %s ---> HINT: train on fewer "
                    "images (%%dataset --subset N), free other models, or use --device cpu",
                    what, b->ops->name, (double)bytes / 1048576.0, msg);
         }
@@ -51,8 +52,7 @@ static rt_status dev_alloc(rt_trainer *t, int slot, rt_tensor *out, rt_dtype dt,
 static int has_ops(const rt_backend_ops *o, int amp)
 {
     return o->gather_batch && o->xent_stats &&
-           (!amp || (o->amp_scale && o->amp_unscale && o->amp_adam_update &&
-                     o->amp_sgd_update));
+           (!amp || (o->amp_scale && o->amp_unscale && o->amp_adam_update && o->amp_sgd_update));
 }
 
 rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
@@ -60,9 +60,10 @@ rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
     rt_backend *b = rt_model_backend(t->m);
     const rt_dataset *ds = t->data;
     if (!has_ops(b->ops, t->cfg.loss_scaling))
-        return RT_ERR(err, RT_EINVAL, "the %s backend cannot train on its own memory (no "
-                      "gather_batch/xent_stats%s op)", b->ops->name,
-                      t->cfg.loss_scaling ? "/loss-scaling" : "");
+        return RT_ERR(err, RT_EINVAL,
+                      "the %s backend cannot train on its own memory (no "
+                      "gather_batch/xent_stats%s op)",
+                      b->ops->name, t->cfg.loss_scaling ? "/loss-scaling" : "");
     if (!(t->dev = calloc(1, sizeof *t->dev)))
         return RT_ERR(err, RT_ENOMEM, "out of memory creating the trainer");
     rtp_trainer_dev *d = t->dev;
@@ -87,8 +88,8 @@ rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
     /* the flat layout (gaps included), which rt_optim's state slots share */
     long P = (long)rt_tensor_numel(rt_model_params_flat(t->m));
     size_t slots = rt_optim_num_slots(t->optim);
-    rt_status s = dev_alloc(t, M_DATA, &d->data, RT_F32, ds->n, ds->c, ds->h, ds->w,
-                            "the training set", err);
+    rt_status s =
+        dev_alloc(t, M_DATA, &d->data, RT_F32, ds->n, ds->c, ds->h, ds->w, "the training set", err);
     if (s == RT_OK)
         s = dev_alloc(t, M_LABELS, &d->labels, RT_I32, ds->n, 1, 1, 1, "the labels", err);
     if (s == RT_OK)
@@ -102,8 +103,7 @@ rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
         s = dev_alloc(t, M_S0, &d->s0, RT_F32, (int)P, 1, 1, 1, "the optimiser state", err);
     if (s == RT_OK && slots > 1)
         s = dev_alloc(t, M_S1, &d->s1, RT_F32, (int)P, 1, 1, 1, "the optimiser state", err);
-    if (s == RT_OK)
-        s = rt_backend_upload(b, &d->data, ds->images, rt_tensor_bytes(&d->data), err);
+    if (s == RT_OK) s = rt_backend_upload(b, &d->data, ds->images, rt_tensor_bytes(&d->data), err);
     if (s == RT_OK) s = rt_backend_upload(b, &d->labels, lab, rt_tensor_bytes(&d->labels), err);
     free(lab);
     return s;
@@ -133,10 +133,12 @@ static rt_status upload_optim(rt_trainer *t, rt_error *err)
     a = rt_optim_state_slot(t->optim, 1, &n);
     if (a) RT_TRY(rt_backend_upload(b, &d->s1, a, n * sizeof *a, err));
     if (t->cfg.loss_scaling) {
-        union { rt_amp_state s; int32_t w[RT_AMP_WORDS]; } u;
+        union {
+            rt_amp_state s;
+            int32_t w[RT_AMP_WORDS];
+        } u;
         memset(&u, 0, sizeof u);
-        rt_amp_state_init(&u.s, t->st.loss_scale > 0 ? t->st.loss_scale
-                                                     : t->cfg.loss_scale_init);
+        rt_amp_state_init(&u.s, t->st.loss_scale > 0 ? t->st.loss_scale : t->cfg.loss_scale_init);
         u.s.steps = rt_optim_step_count(t->optim);
         u.s.tracker = (int32_t)t->st.scale_tracker;
         u.s.skipped = t->st.skipped_steps;
@@ -159,7 +161,10 @@ static rt_status download_optim(rt_trainer *t, rt_error *err)
     a = rt_optim_state_slot(t->optim, 1, &n);
     if (a) RT_TRY(rt_backend_download(b, a, &d->s1, n * sizeof *a, err));
     if (!t->cfg.loss_scaling) return RT_OK; /* the step count is kept on the host */
-    union { rt_amp_state s; int32_t w[RT_AMP_WORDS]; } u;
+    union {
+        rt_amp_state s;
+        int32_t w[RT_AMP_WORDS];
+    } u;
     RT_TRY(rt_backend_download(b, u.w, &d->amp, sizeof u.w, err));
     t->st.loss_scale = u.s.scale;
     t->st.scale_tracker = u.s.tracker;
@@ -175,9 +180,12 @@ static rt_status read_stats(rt_trainer *t, rt_error *err)
     rtp_trainer_dev *d = t->dev;
     if (d->pending > 0) {
         RT_TRY(rt_backend_download(b, d->hstats, &d->stats,
-                                (size_t)d->pending * RT_STEP_STATS * sizeof(float), err));
+                                   (size_t)d->pending * RT_STEP_STATS * sizeof(float), err));
         if (t->cfg.loss_scaling) { /* the skip count and scale the progress line shows */
-            union { rt_amp_state s; int32_t w[RT_AMP_WORDS]; } u;
+            union {
+                rt_amp_state s;
+                int32_t w[RT_AMP_WORDS];
+            } u;
             RT_TRY(rt_backend_download(b, u.w, &d->amp, sizeof u.w, err));
             t->st.loss_scale = u.s.scale;
             t->st.skipped_steps = u.s.skipped;
@@ -225,8 +233,7 @@ static rt_status dist_exchange(rt_trainer *t, rt_tensor *gr, int n, int count, d
         RT_TRY(rtp_dist_stats(t, n, count, loss, correct, err));
         if (n == 0) RT_TRY(rt_backend_fill(b, gr, 0.0f, err)); /* adds nothing */
         return rt_dist_allreduce_dev_f32(t->cfg.dist, b, gr, (float)n / (float)count,
-                                         "gradient all-reduce", (long long)t->st.step + 1,
-                                         err);
+                                         "gradient all-reduce", (long long)t->st.step + 1, err);
     }
     if (n > 0) {
         float row[RT_STEP_STATS];
@@ -258,15 +265,22 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
     }
     int lo = 0, n = count; /* ranks: this one's share of the batch */
     if (c->dist) rtp_dist_share(t, count, &lo, &n);
-    rt_gather_desc g = {.n = ds->n, .C = ds->c, .H = ds->h, .W = ds->w, .start = start + lo,
-                        .count = n, .augment = c->augment, .pad = t->bcfg.crop_pad,
-                        .flip_p = t->bcfg.flip_p, .seed = t->bcfg.seed,
+    rt_gather_desc g = {.n = ds->n,
+                        .C = ds->c,
+                        .H = ds->h,
+                        .W = ds->w,
+                        .start = start + lo,
+                        .count = n,
+                        .augment = c->augment,
+                        .pad = t->bcfg.crop_pad,
+                        .flip_p = t->bcfg.flip_p,
+                        .seed = t->bcfg.seed,
                         .epoch = (uint32_t)epoch};
     memcpy(g.pad_value, t->bcfg.pad_value, sizeof g.pad_value);
     rt_tensor *amp = c->loss_scaling ? &d->amp : NULL;
     if (n > 0) {
         RT_TRY(rt_backend_gather_batch(b, rt_model_input_tensor(m), rt_model_label_tensor(m),
-                                    &d->data, &d->labels, &d->order, &g, err));
+                                       &d->data, &d->labels, &d->order, &g, err));
         RT_TRY(rt_model_forward(m, n, 1, (uint32_t)t->st.step, err));
         RT_TRY(rt_model_loss(m, n, NULL, NULL, NULL, err));
         /* ranks account every step from the exchange: their row is always row 0 */
@@ -281,16 +295,23 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
     int64_t next = rt_optim_step_count(t->optim) + 1; /* without loss scaling */
     if (amp) RT_TRY(rt_backend_amp_unscale(b, gr, amp, err));
     if (oc->kind == RT_OPTIM_SGD) {
-        rt_sgd_desc sd = {.lr = lr, .momentum = oc->momentum, .dampening = oc->dampening,
-                          .weight_decay = oc->weight_decay, .nesterov = oc->nesterov,
+        rt_sgd_desc sd = {.lr = lr,
+                          .momentum = oc->momentum,
+                          .dampening = oc->dampening,
+                          .weight_decay = oc->weight_decay,
+                          .nesterov = oc->nesterov,
                           .step = next};
         rt_tensor *buf = oc->momentum != 0.0 ? &d->s0 : NULL;
         RT_TRY(amp ? rt_backend_amp_sgd_update(b, p, buf, gr, amp, &sd, err)
                    : rt_backend_sgd_update(b, p, buf, gr, &sd, err));
     } else {
-        rt_adam_desc ad = {.lr = lr, .beta1 = oc->beta1, .beta2 = oc->beta2, .eps = oc->eps,
+        rt_adam_desc ad = {.lr = lr,
+                           .beta1 = oc->beta1,
+                           .beta2 = oc->beta2,
+                           .eps = oc->eps,
                            .weight_decay = oc->weight_decay,
-                           .decoupled = oc->kind == RT_OPTIM_ADAMW, .step = next};
+                           .decoupled = oc->kind == RT_OPTIM_ADAMW,
+                           .step = next};
         RT_TRY(amp ? rt_backend_amp_adam_update(b, p, &d->s0, &d->s1, gr, amp, &ad, err)
                    : rt_backend_adam_update(b, p, &d->s0, &d->s1, gr, &ad, err));
     }
@@ -301,10 +322,13 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
     t->images_done += count;
     t->steps_done++;
     *epoch_end = rt_batcher_epoch_done(t->batcher);
-    rtp_pending row = {
-        .step = t->st.step, .epoch = epoch, .position = t->st.batcher.position,
-        .count = count, .reset = before.position == 0 || epoch != before.epoch,
-        .epoch_end = *epoch_end, .lr = lr};
+    rtp_pending row = {.step = t->st.step,
+                       .epoch = epoch,
+                       .position = t->st.batcher.position,
+                       .count = count,
+                       .reset = before.position == 0 || epoch != before.epoch,
+                       .epoch_end = *epoch_end,
+                       .lr = lr};
     if (c->dist) { /* the exchange already brought the whole batch's statistics */
         rtp_trainer_account(t, &row, dloss, dcorrect);
         d->last_read = rtp_trainer_now();

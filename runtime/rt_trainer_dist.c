@@ -38,7 +38,8 @@ rt_status rtp_dist_begin(rt_trainer *t, rt_error *err)
     double st[2] = {(double)t->st.step, -(double)t->st.step};
     RT_TRY(rt_dist_allmax_f64(d, st, 2, "start-of-run check", (long long)t->st.step, err));
     if (st[0] != -st[1])
-        return RT_ERR(err, RT_EINVAL, "rank %d of %d starts at step %lld but another rank "
+        return RT_ERR(err, RT_EINVAL,
+                      "rank %d of %d starts at step %lld but another rank "
                       "starts at step %.0f ---> HINT: every rank must see the same run "
                       "directory (a shared file system) to resume the same checkpoint",
                       rt_dist_rank(d), rt_dist_size(d), (long long)t->st.step,
@@ -53,8 +54,8 @@ rt_status rtp_dist_begin(rt_trainer *t, rt_error *err)
     rt_backend *b = rt_model_backend(t->m);
     RT_TRY(rt_dist_device_begin(d, b, &t->dist_dev, err)); /* NCCL when all can */
     RT_TRY(rt_backend_download(b, t->dist_host, p, np * sizeof(float), err));
-    RT_TRY(rt_dist_bcast_f32(d, t->dist_host, np, "parameter broadcast",
-                             (long long)t->st.step, err));
+    RT_TRY(
+        rt_dist_bcast_f32(d, t->dist_host, np, "parameter broadcast", (long long)t->st.step, err));
     return rt_backend_upload(b, p, t->dist_host, np * sizeof(float), err);
 }
 
@@ -65,8 +66,8 @@ void rtp_dist_share(const rt_trainer *t, int count, int *lo, int *n)
     *n = (int)((int64_t)count * (r + 1) / w) - *lo;
 }
 
-rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *loss,
-                           int *correct, rt_error *err)
+rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *loss, int *correct,
+                           rt_error *err)
 {
     rt_dist *d = t->cfg.dist;
     const long long step = (long long)t->st.step + 1;
@@ -80,30 +81,29 @@ rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *lo
     return rtp_dist_stats(t, n, count, loss, correct, err);
 }
 
-rt_status rtp_dist_stats(rt_trainer *t, int n, int count, double *loss, int *correct,
-                         rt_error *err)
+rt_status rtp_dist_stats(rt_trainer *t, int n, int count, double *loss, int *correct, rt_error *err)
 {
     /* sums: loss * samples, right predictions, ranks stopped, ranks past the time limit */
     rt_step_event vote = rtp_trainer_local_stop(t);
-    double stats[4] = {n ? *loss * n : 0.0, n ? (double)*correct : 0.0,
-                       vote == RT_STEP_STOPPED, vote == RT_STEP_TIME_LIMIT};
+    double stats[4] = {n ? *loss * n : 0.0, n ? (double)*correct : 0.0, vote == RT_STEP_STOPPED,
+                       vote == RT_STEP_TIME_LIMIT};
     RT_TRY(rt_dist_allreduce_f64(t->cfg.dist, stats, 4, "loss all-reduce",
                                  (long long)t->st.step + 1, err));
     *loss = stats[0] / count;
     *correct = (int)stats[1];
-    t->dist_stop = stats[2] > 0 ? RT_STEP_STOPPED
-                   : stats[3] > 0 ? RT_STEP_TIME_LIMIT : RT_STEP_CONTINUE;
+    t->dist_stop = stats[2] > 0   ? RT_STEP_STOPPED
+                   : stats[3] > 0 ? RT_STEP_TIME_LIMIT
+                                  : RT_STEP_CONTINUE;
     return RT_OK;
 }
 
-rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct,
-                         rt_error *err)
+rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct, rt_error *err)
 {
     int lo, n;
     rtp_dist_share(t, count, &lo, &n);
     *loss = 0.0;
     *correct = 0;
     if (n > 0) RT_TRY(rtp_host_grads(t, lo, n, loss, correct, err));
-    return rtp_dist_average(t, rt_tensor_f32(rt_model_grads_flat(t->m)), n, count, loss,
-                            correct, err);
+    return rtp_dist_average(t, rt_tensor_f32(rt_model_grads_flat(t->m)), n, count, loss, correct,
+                            err);
 }

@@ -10,16 +10,18 @@
 
 #include "rt_trainer.h"
 
-rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds,
-                              rt_eval_result *out, rt_error *err)
+rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds, rt_eval_result *out,
+                              rt_error *err)
 {
     rt_backend *b = rt_model_backend(m);
     const rt_model_input *in = rt_model_input_shape(m);
     if (!b) return RT_ERR(err, RT_EINVAL, "the model is not attached to a device");
     if (d->c != in->c || d->h != in->h || d->w != in->w || d->num_classes != in->num_classes)
-        return RT_ERR(err, RT_EINVAL, "the data set '%s' (%dx%dx%d, %d classes) does not fit "
-                      "the model (%dx%dx%d, %d classes)", d->name, d->c, d->h, d->w,
-                      d->num_classes, in->c, in->h, in->w, in->num_classes);
+        return RT_ERR(err, RT_EINVAL,
+                      "the data set '%s' (%dx%dx%d, %d classes) does not fit "
+                      "the model (%dx%dx%d, %d classes)",
+                      d->name, d->c, d->h, d->w, d->num_classes, in->c, in->h, in->w,
+                      in->num_classes);
     if (max_preds < 0) max_preds = 0;
     if (max_preds > RT_EVAL_MAX_PREDS) max_preds = RT_EVAL_MAX_PREDS;
     memset(out, 0, sizeof *out);
@@ -44,7 +46,7 @@ rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds,
         }
         if (s != RT_OK) break;
         s = rt_backend_upload(b, rt_model_input_tensor(m), d->images + (size_t)start * img,
-                           (size_t)count * img * 4, err);
+                              (size_t)count * img * 4, err);
         if (s == RT_OK)
             s = rt_backend_upload(b, rt_model_label_tensor(m), labels, (size_t)count * 4, err);
         if (s == RT_OK) s = rt_model_forward(m, count, 0, 0, err);

@@ -19,38 +19,38 @@ typedef struct rtp_pending {
 
 /* The device path's backend memory and host mirrors (rt_trainer_device.c). */
 typedef struct rtp_trainer_dev {
-    void *mem[7];            /* backend allocations, freed with the trainer */
-    rt_tensor data, labels;  /* the training set (n,C,H,W) f32, (n) i32 */
-    rt_tensor order;         /* (n) i32: the permutation of order_epoch */
-    rt_tensor stats;         /* (ring, RT_STEP_STATS) */
-    rt_tensor amp;           /* RT_AMP_WORDS i32: rt_amp_state (loss scaling only) */
-    rt_tensor s0, s1;        /* optimiser state: exp_avg/exp_avg_sq or momentum */
-    int64_t order_epoch;     /* epoch whose order is on the device, -1 none */
-    int ring, pending;       /* ring rows; rows written since the last read */
-    rtp_pending *rows;       /* (ring) */
-    float *hstats;           /* (ring, RT_STEP_STATS) host copy */
-    int upload_optim;        /* 1: the host mirror of the optimiser is newer */
-    double last_read;        /* when the ring was last read */
+    void *mem[7];           /* backend allocations, freed with the trainer */
+    rt_tensor data, labels; /* the training set (n,C,H,W) f32, (n) i32 */
+    rt_tensor order;        /* (n) i32: the permutation of order_epoch */
+    rt_tensor stats;        /* (ring, RT_STEP_STATS) */
+    rt_tensor amp;          /* RT_AMP_WORDS i32: rt_amp_state (loss scaling only) */
+    rt_tensor s0, s1;       /* optimiser state: exp_avg/exp_avg_sq or momentum */
+    int64_t order_epoch;    /* epoch whose order is on the device, -1 none */
+    int ring, pending;      /* ring rows; rows written since the last read */
+    rtp_pending *rows;      /* (ring) */
+    float *hstats;          /* (ring, RT_STEP_STATS) host copy */
+    int upload_optim;       /* 1: the host mirror of the optimiser is newer */
+    double last_read;       /* when the ring was last read */
 } rtp_trainer_dev;
 
 struct rt_trainer {
-    rt_model *m;                 /* borrowed */
-    const rt_dataset *data;      /* borrowed */
+    rt_model *m;            /* borrowed */
+    const rt_dataset *data; /* borrowed */
     rt_trainer_config cfg;
     rt_batcher *batcher;
-    rt_batcher_config bcfg;      /* the batcher's configuration (augmentation, seed) */
+    rt_batcher_config bcfg; /* the batcher's configuration (augmentation, seed) */
     rt_optim *optim;
     rt_trainer_state st;
     int64_t steps_per_epoch, total_steps;
-    float *images, *probs;       /* host path: (B,C,H,W), (B,L) staging */
-    int32_t *labels;             /* host path: (B) */
-    rtp_trainer_dev *dev;        /* device path, else NULL */
+    float *images, *probs; /* host path: (B,C,H,W), (B,L) staging */
+    int32_t *labels;       /* host path: (B) */
+    rtp_trainer_dev *dev;  /* device path, else NULL */
     double t_begin, last_loss;
     int64_t images_done, steps_done;
-    rt_step_event dist_stop;     /* ranks: the stop all ranks agreed on at the last step */
-    int dist_dev;                /* ranks: gradients summed in device memory (NCCL) */
-    rtp_replicas *rep;           /* several devices: the other devices' trainers, else NULL */
-    float *dist_host;            /* ranks on the device path: (P) host staging of the
+    rt_step_event dist_stop; /* ranks: the stop all ranks agreed on at the last step */
+    int dist_dev;            /* ranks: gradients summed in device memory (NCCL) */
+    rtp_replicas *rep;       /* several devices: the other devices' trainers, else NULL */
+    float *dist_host;        /* ranks on the device path: (P) host staging of the
                                     gradients (and of the parameters at begin) */
 };
 
@@ -60,8 +60,7 @@ void rtp_trainer_account(rt_trainer *t, const rtp_pending *p, double loss, int c
 
 /* Forward, loss and backward of samples [off, off + n) of the staged batch (host path);
  * *loss is their mean loss, *correct counts their right predictions. */
-rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *correct,
-                         rt_error *err);
+rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *correct, rt_error *err);
 
 /* Should this process stop before the next step (time limit, should_stop)? */
 rt_step_event rtp_trainer_local_stop(const rt_trainer *t);
@@ -72,16 +71,15 @@ rt_status rtp_dist_begin(rt_trainer *t, rt_error *err);
  * gradients over the ranks and returns the whole batch's mean loss and right
  * predictions. Each rank's wish to stop before the next step (rtp_trainer_local_stop)
  * goes with the statistics; the strongest goes to t->dist_stop on every rank. */
-rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct,
-                         rt_error *err);
+rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct, rt_error *err);
 /* This rank's share [lo, lo + n) of a staged batch of count samples. */
 void rtp_dist_share(const rt_trainer *t, int count, int *lo, int *n);
 /* The exchange after this rank's backward: g (P, host) = its share's mean gradient
  * (n samples of count; ignored and zeroed when n is 0), *loss / *correct its share's
  * mean loss and right predictions. On return g is the batch's mean gradient and
  * *loss / *correct the whole batch's; t->dist_stop the ranks' agreed stop. */
-rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *loss,
-                           int *correct, rt_error *err);
+rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *loss, int *correct,
+                           rt_error *err);
 
 /* The statistics exchange alone (rtp_dist_average's second half): this rank's share's
  * mean loss and right predictions in, the whole batch's out, the stop votes agreed. */

@@ -28,24 +28,24 @@
 
 typedef struct rtp_replica {
     rtp_replicas *rs;
-    rt_trainer *t;           /* rank i + 1 */
+    rt_trainer *t; /* rank i + 1 */
     pthread_t th;
     int started;
-    rt_status st;            /* of the last command */
+    rt_status st; /* of the last command */
     rt_error err;
 } rtp_replica;
 
 struct rtp_replicas {
-    int n;                   /* replicas besides rank 0 */
-    rtp_replica *r;          /* (n) */
+    int n;          /* replicas besides rank 0 */
+    rtp_replica *r; /* (n) */
     rt_dist_group *g;
     pthread_mutex_t mu;
     pthread_cond_t go, done;
-    unsigned long gen;       /* commands given */
-    int step;                /* the command: 1 step, 0 begin */
+    unsigned long gen; /* commands given */
+    int step;          /* the command: 1 step, 0 begin */
     int quit;
-    int busy;                /* replicas still running the command */
-    int first_fail;          /* rank that failed first in this command, -1 none */
+    int busy;       /* replicas still running the command */
+    int first_fail; /* rank that failed first in this command, -1 none */
 };
 
 static void note_failure(rtp_replicas *rs, int rank)
@@ -71,8 +71,8 @@ static void *replica_main(void *arg)
         if (quit) return NULL;
         rt_step_event ev;
         memset(&r->err, 0, sizeof r->err);
-        r->st = step ? rtp_trainer_step_own(r->t, &ev, &r->err)
-                     : rtp_trainer_begin_own(r->t, &r->err);
+        r->st =
+            step ? rtp_trainer_step_own(r->t, &ev, &r->err) : rtp_trainer_begin_own(r->t, &r->err);
         if (r->st != RT_OK) note_failure(rs, rank);
         pthread_mutex_lock(&rs->mu);
         if (--rs->busy == 0) pthread_cond_signal(&rs->done);
@@ -86,7 +86,8 @@ rt_status rtp_rep_create(rt_trainer **out, rt_model *m, const rt_dataset *train,
     *out = NULL;
     const int n = cfg->nreplicas;
     if (cfg->dist)
-        return RT_ERR(err, RT_EINVAL, "several devices in a launch of several ranks: give "
+        return RT_ERR(err, RT_EINVAL,
+                      "several devices in a launch of several ranks: give "
                       "each rank one device (its LOCAL_RANK's) ---> HINT: --device cuda");
     if (!cfg->replicas) return RT_ERR(err, RT_EINVAL, "nreplicas %d without replicas", n);
     rt_backend **bs = calloc((size_t)n + 1, sizeof *bs);
@@ -141,8 +142,7 @@ rt_status rtp_rep_create(rt_trainer **out, rt_model *m, const rt_dataset *train,
         s = rt_trainer_create(&r[i].t, cfg->replicas[i], train, &c, err);
         if (s == RT_OK && pthread_create(&r[i].th, NULL, replica_main, &r[i]) != 0)
             s = RT_ERR(err, RT_ENOMEM, "cannot start the thread of device %d", i + 1);
-        else if (s == RT_OK)
-            r[i].started = 1;
+        else if (s == RT_OK) r[i].started = 1;
     }
     if (s != RT_OK) {
         rt_trainer_destroy(t);
@@ -195,8 +195,7 @@ static rt_status copy_to_replicas(rt_trainer *t, rt_error *err)
             float *to = rt_optim_state_slot(c->optim, k, &n1);
             if (from && to && n0 == n1) memcpy(to, from, n0 * sizeof *to);
         }
-        if (s == RT_OK)
-            s = rt_optim_set_step_count(c->optim, rt_optim_step_count(t->optim), err);
+        if (s == RT_OK) s = rt_optim_set_step_count(c->optim, rt_optim_step_count(t->optim), err);
         if (s == RT_OK && c->dev) c->dev->upload_optim = 1;
     }
     free(host);

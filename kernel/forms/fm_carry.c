@@ -30,7 +30,8 @@ static json_t *shown_states(fm_registry *r, const fm_shown *s)
     size_t i;
     json_t *id;
     if (!all || !mine) goto fail;
-    json_array_foreach(s->ids, i, id) {
+    json_array_foreach(s->ids, i, id)
+    {
         json_t *one = json_object_get(all, json_string_value(id));
         json_t *st = json_object_get(one, "state");
         if (!one) continue;
@@ -65,10 +66,9 @@ json_t *fm_registry_carry(fm_registry *r, const mg_host *host)
     json_t *forms = r && r->carried ? json_deep_copy(r->carried) : json_array();
     for (size_t i = 0; forms && r && i < r->n; i++) {
         const fm_shown *s = r->forms[i];
-        if (!s->cell_key || !s->form->source) continue;   /* no cell to come back to */
-        json_t *one = json_pack("{s:s,s:s,s:o*,s:o*}", "cell", s->cell_key, "code",
-                                s->form->source, "values", shown_values(s, host), "states",
-                                shown_states(r, s));
+        if (!s->cell_key || !s->form->source) continue; /* no cell to come back to */
+        json_t *one = json_pack("{s:s,s:s,s:o*,s:o*}", "cell", s->cell_key, "code", s->form->source,
+                                "values", shown_values(s, host), "states", shown_states(r, s));
         if (!one || !json_object_get(one, "values") || !json_object_get(one, "states") ||
             json_array_append_new(forms, one)) {
             json_decref(forms);
@@ -92,10 +92,8 @@ static int carried_valid(json_t *one)
         !json_is_string(json_object_get(one, "code")) ||
         !json_is_object(json_object_get(one, "values")) || !json_is_object(states))
         return 0;
-    json_object_foreach(states, id, st)
-        if (!json_is_string(json_object_get(st, "model_name")) ||
-            !json_is_object(json_object_get(st, "state")))
-            return 0;
+    json_object_foreach(states, id, st) if (!json_is_string(json_object_get(st, "model_name")) ||
+                                            !json_is_object(json_object_get(st, "state"))) return 0;
     return 1;
 }
 
@@ -105,8 +103,7 @@ int fm_registry_carry_in(fm_registry *r, json_t *doc)
     size_t i;
     if (!r || json_integer_value(json_object_get(doc, "version")) != 1 || !json_is_array(forms))
         return -1;
-    json_array_foreach(forms, i, one)
-        if (!carried_valid(one)) return -1;
+    json_array_foreach(forms, i, one) if (!carried_valid(one)) return -1;
     json_decref(r->carried);
     r->carried = json_deep_copy(forms);
     return r->carried ? (int)json_array_size(r->carried) : -1;
@@ -117,22 +114,21 @@ int fm_registry_carried_states(const fm_registry *r, json_t *states)
     size_t i;
     json_t *one;
     if (!r || !r->carried) return 0;
-    json_array_foreach(r->carried, i, one)
-        if (json_object_update_missing(states, json_object_get(one, "states"))) return -1;
+    json_array_foreach(
+        r->carried, i,
+        one) if (json_object_update_missing(states, json_object_get(one, "states"))) return -1;
     return 0;
 }
 
-static json_t *carried_var(void *values, const char *name)
-{
-    return json_object_get(values, name);
-}
+static json_t *carried_var(void *values, const char *name) { return json_object_get(values, name); }
 
 char *fm_registry_carried_write_back(fm_registry *r, const char *cell_key, const char *code)
 {
     size_t i;
     json_t *one;
     if (!r || !r->carried || !cell_key || !code) return NULL;
-    json_array_foreach(r->carried, i, one) {
+    json_array_foreach(r->carried, i, one)
+    {
         if (strcmp(json_string_value(json_object_get(one, "cell")), cell_key) ||
             strcmp(json_string_value(json_object_get(one, "code")), code))
             continue;
@@ -157,7 +153,8 @@ void fm_registry_carried_drop(fm_registry *r, const char *cell_key, const mg_out
         }
         const char *id;
         json_t *st;
-        json_object_foreach(json_object_get(one, "states"), id, st) {
+        json_object_foreach(json_object_get(one, "states"), id, st)
+        {
             json_t *empty = json_object();
             if (out && out->comm_close && empty) out->comm_close(out->user, id, empty);
             json_decref(empty);

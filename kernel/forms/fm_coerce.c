@@ -13,7 +13,8 @@
 #include "fm_internal.h"
 #include "kl.h"
 
-int fm_fail(mg_error *err, const char *ename, const char *fmt, ...) {
+int fm_fail(mg_error *err, const char *ename, const char *fmt, ...)
+{
     va_list ap;
     if (!err) return -1;
     snprintf(err->ename, sizeof err->ename, "%s", ename);
@@ -23,11 +24,13 @@ int fm_fail(mg_error *err, const char *ename, const char *fmt, ...) {
     return -1;
 }
 
-int fm_date_parse(const char *s, int *y, int *m, int *d) {
+int fm_date_parse(const char *s, int *y, int *m, int *d)
+{
     static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     for (int i = 0; i < 10; i++) {
-        if (i == 4 || i == 7) { if (s[i] != '-') return -1; }
-        else if (s[i] < '0' || s[i] > '9') return -1;
+        if (i == 4 || i == 7) {
+            if (s[i] != '-') return -1;
+        } else if (s[i] < '0' || s[i] > '9') return -1;
     }
     if (s[10]) return -1;
     *y = atoi(s);
@@ -39,7 +42,8 @@ int fm_date_parse(const char *s, int *y, int *m, int *d) {
 }
 
 static int msgf(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int msgf(char *msg, size_t len, const char *fmt, ...) {
+static int msgf(char *msg, size_t len, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, len, fmt, ap);
@@ -48,7 +52,8 @@ static int msgf(char *msg, size_t len, const char *fmt, ...) {
 }
 
 /* A DatePicker value {"year":Y,"month":M0,"date":D} (month 0-based) as "YYYY-MM-DD". */
-static json_t *date_from_picker(json_t *v) {
+static json_t *date_from_picker(json_t *v)
+{
     json_t *y = json_object_get(v, "year"), *m = json_object_get(v, "month"),
            *d = json_object_get(v, "date");
     if (!json_is_integer(y) || !json_is_integer(m) || !json_is_integer(d)) return NULL;
@@ -60,7 +65,8 @@ static json_t *date_from_picker(json_t *v) {
     return fm_date_parse(text, &a, &b, &c) ? NULL : json_string(text);
 }
 
-static json_t *check_slider(const fm_field *f, json_t *v, char *msg, size_t len) {
+static json_t *check_slider(const fm_field *f, json_t *v, char *msg, size_t len)
+{
     if (!json_is_number(v)) {
         msgf(msg, len, "'%s' is a slider and takes a number", f->name);
         return NULL;
@@ -68,8 +74,8 @@ static json_t *check_slider(const fm_field *f, json_t *v, char *msg, size_t len)
     double d = json_number_value(v), tol = (f->max - f->min) * 1e-9;
     if (d < f->min - tol || d > f->max + tol) {
         char *r = kl_value_repr(v);
-        msgf(msg, len, "%s is outside the range of slider '%s' [%g, %g]", r ? r : "value",
-             f->name, f->min, f->max);
+        msgf(msg, len, "%s is outside the range of slider '%s' [%g, %g]", r ? r : "value", f->name,
+             f->min, f->max);
         free(r);
         return NULL;
     }
@@ -83,7 +89,8 @@ static json_t *check_slider(const fm_field *f, json_t *v, char *msg, size_t len)
     return json_real(d);
 }
 
-static json_t *check_dropdown(const fm_field *f, json_t *v, char *msg, size_t len) {
+static json_t *check_dropdown(const fm_field *f, json_t *v, char *msg, size_t len)
+{
     int i = fm_dropdown_index(f, v);
     if (i >= 0) return json_incref(json_array_get(f->values, (size_t)i));
     if (f->allow_input && (f->raw || json_is_string(v))) return json_incref(v);
@@ -95,10 +102,14 @@ static json_t *check_dropdown(const fm_field *f, json_t *v, char *msg, size_t le
     return NULL;
 }
 
-json_t *fm_check_value(const fm_field *f, json_t *v, char *msg, size_t len) {
+json_t *fm_check_value(const fm_field *f, json_t *v, char *msg, size_t len)
+{
     int y, m, d;
-    msgf(msg, len, "out of memory checking '%s'", f->name);   /* unless a rule says more */
-    if (!v) { msgf(msg, len, "'%s' needs a value", f->name); return NULL; }
+    msgf(msg, len, "out of memory checking '%s'", f->name); /* unless a rule says more */
+    if (!v) {
+        msgf(msg, len, "'%s' needs a value", f->name);
+        return NULL;
+    }
     switch (f->kind) {
     case FM_STRING:
         if (json_is_string(v)) return json_incref(v);
@@ -138,7 +149,8 @@ json_t *fm_check_value(const fm_field *f, json_t *v, char *msg, size_t len) {
 
 /* ---- kiln run -p NAME VALUE ---- */
 
-static json_t *text_value(const fm_field *f, const char *text, char *msg, size_t len) {
+static json_t *text_value(const fm_field *f, const char *text, char *msg, size_t len)
+{
     msgf(msg, len, "out of memory reading the value of '%s'", f->name);
     json_t *lit = kl_literal_parse(text);
     json_t *v = NULL;
@@ -147,18 +159,28 @@ static json_t *text_value(const fm_field *f, const char *text, char *msg, size_t
     case FM_DATE:
         json_decref(lit);
         lit = fm_jstr(text, strlen(text));
-        if (!lit) { msgf(msg, len, "the value for '%s' is not valid UTF-8", f->name); return NULL; }
+        if (!lit) {
+            msgf(msg, len, "the value for '%s' is not valid UTF-8", f->name);
+            return NULL;
+        }
         break;
     case FM_BOOLEAN:
-        if (!strcmp(text, "true") || !strcmp(text, "1")) { json_decref(lit); lit = json_true(); }
-        if (!strcmp(text, "false") || !strcmp(text, "0")) { json_decref(lit); lit = json_false(); }
+        if (!strcmp(text, "true") || !strcmp(text, "1")) {
+            json_decref(lit);
+            lit = json_true();
+        }
+        if (!strcmp(text, "false") || !strcmp(text, "0")) {
+            json_decref(lit);
+            lit = json_false();
+        }
         break;
     case FM_UNTYPED:
         if (!lit) lit = fm_jstr(text, strlen(text));
         break;
     case FM_RAW:
         if (!lit) {
-            msgf(msg, len, "'%s' is a raw parameter: -p takes a Python literal for it "
+            msgf(msg, len,
+                 "'%s' is a raw parameter: -p takes a Python literal for it "
                  "(a number, 'string', True/False/None, [list] or {dict}), not %.60s",
                  f->name, text);
             return NULL;
@@ -177,7 +199,10 @@ static json_t *text_value(const fm_field *f, const char *text, char *msg, size_t
             json_decref(opt);
             return json_incref(json_array_get(f->values, i));
         }
-        if (!f->raw) { json_decref(lit); lit = fm_jstr(text, strlen(text)); }
+        if (!f->raw) {
+            json_decref(lit);
+            lit = fm_jstr(text, strlen(text));
+        }
         break;
     default: break;
     }
@@ -189,14 +214,18 @@ static json_t *text_value(const fm_field *f, const char *text, char *msg, size_t
             return NULL;
         }
     }
-    if (!lit) { msgf(msg, len, "%.60s is not a valid value for '%s'", text, f->name); return NULL; }
+    if (!lit) {
+        msgf(msg, len, "%.60s is not a valid value for '%s'", text, f->name);
+        return NULL;
+    }
     v = fm_check_value(f, lit, msg, len);
     json_decref(lit);
     return v;
 }
 
 int fm_form_coerce(const fm_form *f, const char *name, const char *value_text, json_t **value,
-                   mg_error *err) {
+                   mg_error *err)
+{
     char msg[700];
     *value = NULL;
     const fm_field *fd = f && name ? fm_form_find(f, name) : NULL;

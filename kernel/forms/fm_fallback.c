@@ -9,7 +9,8 @@
 #include "fm_internal.h"
 
 /* Appends the HTML-escaped first n bytes of s (mg_html_escape_n, the one escaper). */
-static void escape_into(fm_buf *b, const char *s, size_t n) {
+static void escape_into(fm_buf *b, const char *s, size_t n)
+{
     char *e = mg_html_escape_n(s, n);
     if (!e) {
         b->oom = 1;
@@ -20,13 +21,24 @@ static void escape_into(fm_buf *b, const char *s, size_t n) {
 }
 
 /* Inline spans: `code`, **bold**, *em*; unmatched markers stay as text. */
-static void inline_md(fm_buf *b, const char *s) {
+static void inline_md(fm_buf *b, const char *s)
+{
     while (*s) {
         const char *mark = NULL, *tag = NULL;
         size_t ml = 0;
-        if (*s == '`') { mark = "`"; ml = 1; tag = "code"; }
-        else if (s[0] == '*' && s[1] == '*') { mark = "**"; ml = 2; tag = "b"; }
-        else if (*s == '*' || *s == '_') { mark = *s == '*' ? "*" : "_"; ml = 1; tag = "i"; }
+        if (*s == '`') {
+            mark = "`";
+            ml = 1;
+            tag = "code";
+        } else if (s[0] == '*' && s[1] == '*') {
+            mark = "**";
+            ml = 2;
+            tag = "b";
+        } else if (*s == '*' || *s == '_') {
+            mark = *s == '*' ? "*" : "_";
+            ml = 1;
+            tag = "i";
+        }
         const char *end = mark ? strstr(s + ml, mark) : NULL;
         if (end && end > s + ml) {
             fm_buf_printf(b, "<%s>", tag);
@@ -40,7 +52,8 @@ static void inline_md(fm_buf *b, const char *s) {
     }
 }
 
-char *fm_markdown_html(const char *text) {
+char *fm_markdown_html(const char *text)
+{
     fm_buf b = {0};
     int level = 0;
     while (text[level] == '#' && level < 6) level++;
@@ -62,16 +75,18 @@ char *fm_markdown_html(const char *text) {
     return fm_buf_take(&b);
 }
 
-char *fm_title_html(const char *text) {
+char *fm_title_html(const char *text)
+{
     fm_buf b = {0};
-    while (*text == '#' || *text == ' ') text++;   /* `#@title ## Heading` */
+    while (*text == '#' || *text == ' ') text++; /* `#@title ## Heading` */
     fm_buf_puts(&b, "<h3>");
     inline_md(&b, text);
     fm_buf_puts(&b, "</h3>");
     return fm_buf_take(&b);
 }
 
-json_t *fm_fallback_bundle(const fm_form *f, const mg_host *host) {
+json_t *fm_fallback_bundle(const fm_form *f, const mg_host *host)
+{
     fm_buf t = {0}, h = {0};
     size_t width = 0;
     for (size_t i = 0; i < f->n; i++)
@@ -82,7 +97,10 @@ json_t *fm_fallback_bundle(const fm_form *f, const mg_host *host) {
     for (size_t i = 0; i < f->n; i++) {
         const fm_item *it = &f->items[i];
         if (it->kind != FM_ITEM_PARAM) {
-            if (in_table) { fm_buf_puts(&h, "</table>"); in_table = 0; }
+            if (in_table) {
+                fm_buf_puts(&h, "</table>");
+                in_table = 0;
+            }
             if (it->kind == FM_ITEM_TITLE) {
                 if (!*it->text) continue;
                 const char *tt = it->text;
@@ -103,9 +121,15 @@ json_t *fm_fallback_bundle(const fm_form *f, const mg_host *host) {
         }
         const fm_field *fd = it->field;
         char *val = fm_field_text(fd, fm_field_current(fd, host));
-        if (!val) { t.oom = 1; break; }
+        if (!val) {
+            t.oom = 1;
+            break;
+        }
         fm_buf_printf(&t, "  %-*s = %s\n", (int)width, fd->name, val);
-        if (!in_table) { fm_buf_puts(&h, "<table>"); in_table = 1; }
+        if (!in_table) {
+            fm_buf_puts(&h, "<table>");
+            in_table = 1;
+        }
         fm_buf_puts(&h, "<tr><td style=\"text-align:left\"><code>");
         escape_into(&h, fd->name, strlen(fd->name));
         fm_buf_puts(&h, "</code></td><td style=\"text-align:left\"><code>");

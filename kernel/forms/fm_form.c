@@ -4,7 +4,8 @@
 
 #include "fm_internal.h"
 
-const char *fm_kind_name(fm_kind k) {
+const char *fm_kind_name(fm_kind k)
+{
     switch (k) {
     case FM_STRING: return "string";
     case FM_NUMBER: return "number";
@@ -19,7 +20,8 @@ const char *fm_kind_name(fm_kind k) {
     return "?";
 }
 
-const fm_field *fm_form_find(const fm_form *f, const char *name) {
+const fm_field *fm_form_find(const fm_form *f, const char *name)
+{
     for (size_t i = 0; f && i < f->n; i++)
         if (f->items[i].field && !strcmp(f->items[i].field->name, name)) return f->items[i].field;
     return NULL;
@@ -28,7 +30,8 @@ const fm_field *fm_form_find(const fm_form *f, const char *name) {
 /* What the variable holds right after the cell ran: the value written in the code
  * (so re-running a cell restores it, as Colab does), or a `kiln run -p` override
  * applied after the cell. Without the variable, the literal in the code. */
-json_t *fm_field_current(const fm_field *fd, const mg_host *host) {
+json_t *fm_field_current(const fm_field *fd, const mg_host *host)
+{
     json_t *v = host && host->var_get ? host->var_get(host->user, fd->name) : NULL;
     return v ? v : fd->code_value;
 }

@@ -13,14 +13,20 @@
 #include "fm.h"
 
 typedef enum {
-    FM_STRING, FM_NUMBER, FM_INTEGER, FM_SLIDER, FM_BOOLEAN, FM_DATE, FM_RAW,
-    FM_UNTYPED,  /* `#@param` with no options: a text box, no type checking */
-    FM_DROPDOWN  /* `#@param [..]`; raw and allow_input refine it */
+    FM_STRING,
+    FM_NUMBER,
+    FM_INTEGER,
+    FM_SLIDER,
+    FM_BOOLEAN,
+    FM_DATE,
+    FM_RAW,
+    FM_UNTYPED, /* `#@param` with no options: a text box, no type checking */
+    FM_DROPDOWN /* `#@param [..]`; raw and allow_input refine it */
 } fm_kind;
 
 typedef struct fm_field {
     char *name;
-    int line;              /* 1-based line of the annotation in the cell */
+    int line; /* 1-based line of the annotation in the cell */
     fm_kind kind;
     int raw;               /* dropdown with {type:"raw"}: options are code text */
     int allow_input;       /* dropdown with {allow-input: true}: a combobox */
@@ -37,8 +43,8 @@ typedef enum { FM_ITEM_TITLE, FM_ITEM_MARKDOWN, FM_ITEM_PARAM } fm_item_kind;
 
 typedef struct fm_item {
     fm_item_kind kind;
-    char *text;            /* title / markdown text (NULL for params) */
-    fm_field *field;       /* params only */
+    char *text;      /* title / markdown text (NULL for params) */
+    fm_field *field; /* params only */
 } fm_item;
 
 struct fm_form {

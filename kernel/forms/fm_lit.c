@@ -18,29 +18,42 @@
 #include "fm_internal.h"
 #include "kl.h"
 
-json_t *fm_jstr(const char *s, size_t n) {
+json_t *fm_jstr(const char *s, size_t n)
+{
     if (!kl_utf8_valid(s, n) || memchr(s, '\0', n)) return NULL;
     return json_stringn(s, n);
 }
 
 /* ---- shared scanners ---- */
 
-static void put_utf8(fm_buf *b, unsigned cp) {
+static void put_utf8(fm_buf *b, unsigned cp)
+{
     char u[4];
     size_t n;
-    if (cp < 0x80) { u[0] = (char)cp; n = 1; }
-    else if (cp < 0x800) { u[0] = (char)(0xC0 | (cp >> 6)); u[1] = (char)(0x80 | (cp & 0x3F)); n = 2; }
-    else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | (cp >> 12)); u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[2] = (char)(0x80 | (cp & 0x3F)); n = 3;
+    if (cp < 0x80) {
+        u[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        u[0] = (char)(0xC0 | (cp >> 6));
+        u[1] = (char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        u[0] = (char)(0xE0 | (cp >> 12));
+        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
     } else {
-        u[0] = (char)(0xF0 | (cp >> 18)); u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); u[3] = (char)(0x80 | (cp & 0x3F)); n = 4;
+        u[0] = (char)(0xF0 | (cp >> 18));
+        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        u[3] = (char)(0x80 | (cp & 0x3F));
+        n = 4;
     }
     fm_buf_add(b, u, n);
 }
 
-static int hex_digits(const char *s, int n, unsigned *out) {
+static int hex_digits(const char *s, int n, unsigned *out)
+{
     unsigned v = 0;
     for (int i = 0; i < n; i++) {
         int c = (unsigned char)s[i];
@@ -52,21 +65,37 @@ static int hex_digits(const char *s, int n, unsigned *out) {
 }
 
 /* A quoted string at *p ('..' or ".."; no triple quotes). New json string or NULL. */
-static json_t *scan_string(const char **p, const char **why) {
+static json_t *scan_string(const char **p, const char **why)
+{
     char q = **p;
     const char *s = *p + 1;
     fm_buf b = {0};
     *why = "unterminated string";
     while (*s && *s != q && *s != '\n') {
-        if (*s != '\\') { fm_buf_add(&b, s++, 1); continue; }
+        if (*s != '\\') {
+            fm_buf_add(&b, s++, 1);
+            continue;
+        }
         s++;
         unsigned cp;
         switch (*s) {
-        case 'n': fm_buf_add(&b, "\n", 1); s++; break;
-        case 't': fm_buf_add(&b, "\t", 1); s++; break;
-        case 'r': fm_buf_add(&b, "\r", 1); s++; break;
-        case '\\': case '\'': case '"': fm_buf_add(&b, s++, 1); break;
-        case 'x': case 'u':
+        case 'n':
+            fm_buf_add(&b, "\n", 1);
+            s++;
+            break;
+        case 't':
+            fm_buf_add(&b, "\t", 1);
+            s++;
+            break;
+        case 'r':
+            fm_buf_add(&b, "\r", 1);
+            s++;
+            break;
+        case '\\':
+        case '\'':
+        case '"': fm_buf_add(&b, s++, 1); break;
+        case 'x':
+        case 'u':
             if (hex_digits(s + 1, *s == 'x' ? 2 : 4, &cp) || cp == 0 ||
                 (cp >= 0xD800 && cp <= 0xDFFF)) {
                 *why = "bad escape in string";
@@ -77,31 +106,48 @@ static json_t *scan_string(const char **p, const char **why) {
             put_utf8(&b, cp);
             break;
         case '\0': free(fm_buf_take(&b)); return NULL;
-        default: fm_buf_add(&b, "\\", 1); fm_buf_add(&b, s++, 1); break;
+        default:
+            fm_buf_add(&b, "\\", 1);
+            fm_buf_add(&b, s++, 1);
+            break;
         }
     }
-    if (*s != q) { free(fm_buf_take(&b)); return NULL; }
+    if (*s != q) {
+        free(fm_buf_take(&b));
+        return NULL;
+    }
     size_t n = b.n;
     char *text = fm_buf_take(&b);
-    if (!text) { *why = "out of memory"; return NULL; }
+    if (!text) {
+        *why = "out of memory";
+        return NULL;
+    }
     json_t *v = fm_jstr(text, n);
     free(text);
-    if (!v) { *why = "string is not valid UTF-8"; return NULL; }
+    if (!v) {
+        *why = "string is not valid UTF-8";
+        return NULL;
+    }
     *p = s + 1;
     return v;
 }
 
 /* A number at *p: [+-] digits [. digits] [e[+-]digits]. New json integer/real or NULL. */
-static json_t *scan_number(const char **p) {
+static json_t *scan_number(const char **p)
+{
     const char *s = *p;
     char tmp[128];
     size_t n = 0;
     int digits = 0, is_real = 0;
     if (*s == '+' || *s == '-') tmp[n++] = *s++;
     while (n < sizeof tmp - 1) {
-        if (isdigit((unsigned char)*s)) { tmp[n++] = *s++; digits++; }
-        else if (*s == '.' && !is_real) { tmp[n++] = *s++; is_real = 1; }
-        else break;
+        if (isdigit((unsigned char)*s)) {
+            tmp[n++] = *s++;
+            digits++;
+        } else if (*s == '.' && !is_real) {
+            tmp[n++] = *s++;
+            is_real = 1;
+        } else break;
     }
     if (!digits) return NULL;
     if ((*s == 'e' || *s == 'E') && n < sizeof tmp - 8) {
@@ -122,8 +168,11 @@ static json_t *scan_number(const char **p) {
     char *end;
     if (!is_real) {
         long long v = strtoll(tmp, &end, 10);
-        if (errno == 0 && *end == '\0') { *p = s; return json_integer(v); }
-        errno = 0;   /* too large for an int: keep it as a real, as JSON readers do */
+        if (errno == 0 && *end == '\0') {
+            *p = s;
+            return json_integer(v);
+        }
+        errno = 0; /* too large for an int: keep it as a real, as JSON readers do */
     }
     double d = strtod(tmp, &end);
     if (*end != '\0' || !isfinite(d)) return NULL;
@@ -131,14 +180,16 @@ static json_t *scan_number(const char **p) {
     return json_real(d);
 }
 
-static int word_is(const char *s, const char *w) {
+static int word_is(const char *s, const char *w)
+{
     size_t n = strlen(w);
     return strncmp(s, w, n) == 0 && !isalnum((unsigned char)s[n]) && s[n] != '_';
 }
 
 /* ---- annotation literals ---- */
 
-json_t *fm_lit_annotation(const char **p, char **text, char *msg, size_t msg_len) {
+json_t *fm_lit_annotation(const char **p, char **text, char *msg, size_t msg_len)
+{
     const char *s = *p, *why = "expected a value";
     json_t *v = NULL;
     if (*s == '"' || *s == '\'') {
@@ -146,10 +197,16 @@ json_t *fm_lit_annotation(const char **p, char **text, char *msg, size_t msg_len
     } else if (isdigit((unsigned char)*s) || *s == '-' || *s == '+' || *s == '.') {
         v = scan_number(&s);
         why = "bad number";
-    } else if (word_is(s, "true") || word_is(s, "True")) { v = json_true(); s += 4; }
-    else if (word_is(s, "false") || word_is(s, "False")) { v = json_false(); s += 5; }
-    else if (word_is(s, "null") || word_is(s, "None")) { v = json_null(); s += 4; }
-    else if (isalpha((unsigned char)*s) || *s == '_') {
+    } else if (word_is(s, "true") || word_is(s, "True")) {
+        v = json_true();
+        s += 4;
+    } else if (word_is(s, "false") || word_is(s, "False")) {
+        v = json_false();
+        s += 5;
+    } else if (word_is(s, "null") || word_is(s, "None")) {
+        v = json_null();
+        s += 4;
+    } else if (isalpha((unsigned char)*s) || *s == '_') {
         /* lenient: a bare word ({type: slider}) is a string */
         const char *e = s;
         while (isalnum((unsigned char)*e) || *e == '_' || *e == '-') e++;

@@ -23,20 +23,26 @@
 
 #define FM_ID_LEN 40
 
-fm_registry *fm_registry_create(void) {
+fm_registry *fm_registry_create(void)
+{
     fm_registry *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->models = json_object();
-    if (!r->models) { free(r); return NULL; }
+    if (!r->models) {
+        free(r);
+        return NULL;
+    }
     unsigned long long seed = 0;
     if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
-        seed = (unsigned long long)time(NULL) * 6364136223846793005ULL ^ (unsigned long long)getpid();
+        seed =
+            (unsigned long long)time(NULL) * 6364136223846793005ULL ^ (unsigned long long)getpid();
     snprintf(r->prefix, sizeof r->prefix, "%016llx", seed);
     r->next_serial = 1;
     return r;
 }
 
-static void shown_free(fm_shown *s) {
+static void shown_free(fm_shown *s)
+{
     if (!s) return;
     free(s->cell_key);
     fm_form_destroy(s->form);
@@ -44,7 +50,8 @@ static void shown_free(fm_shown *s) {
     free(s);
 }
 
-void fm_registry_destroy(fm_registry *r) {
+void fm_registry_destroy(fm_registry *r)
+{
     if (!r) return;
     for (size_t i = 0; i < r->n; i++) shown_free(r->forms[i]);
     free(r->forms);
@@ -54,20 +61,23 @@ void fm_registry_destroy(fm_registry *r) {
     free(r);
 }
 
-fm_shown *fm_registry_find_serial(fm_registry *r, unsigned long serial) {
+fm_shown *fm_registry_find_serial(fm_registry *r, unsigned long serial)
+{
     for (size_t i = 0; i < r->n; i++)
         if (r->forms[i]->serial == serial) return r->forms[i];
     return NULL;
 }
 
 /* Closes and forgets the form shown for cell_key (the cell is being re-run). */
-static void drop_cell(fm_registry *r, const char *cell_key, const mg_out *out) {
+static void drop_cell(fm_registry *r, const char *cell_key, const mg_out *out)
+{
     for (size_t i = 0; i < r->n; i++) {
         fm_shown *s = r->forms[i];
         if (!s->cell_key || strcmp(s->cell_key, cell_key)) continue;
         size_t k;
         json_t *id;
-        json_array_foreach(s->ids, k, id) {
+        json_array_foreach(s->ids, k, id)
+        {
             const char *mid = json_string_value(id);
             if (out && out->comm_close && json_object_get(r->models, mid)) {
                 json_t *empty = json_object();
@@ -86,11 +96,12 @@ static void drop_cell(fm_registry *r, const char *cell_key, const mg_out *out) {
 
 typedef struct {
     fm_registry *r;
-    json_t *opens;   /* [[id, state, item], ...] in open order */
+    json_t *opens; /* [[id, state, item], ...] in open order */
 } builder;
 
 /* Takes state; writes the new model's id. */
-static int push(builder *b, json_t *state, int item, char id[FM_ID_LEN]) {
+static int push(builder *b, json_t *state, int item, char id[FM_ID_LEN])
+{
     if (!state) return -1;
     snprintf(id, FM_ID_LEN, "%s%016llx", b->r->prefix, b->r->next_id++);
     json_t *rec = json_pack("[s,O,i]", id, state, item);
@@ -98,53 +109,74 @@ static int push(builder *b, json_t *state, int item, char id[FM_ID_LEN]) {
     return rec ? json_array_append_new(b->opens, rec) : -1;
 }
 
-static int push_layout(builder *b, const char *key, const char *val, char id[FM_ID_LEN]) {
+static int push_layout(builder *b, const char *key, const char *val, char id[FM_ID_LEN])
+{
     json_t *st = fm_w_state("LayoutModel", NULL, NULL);
-    if (st && key && json_object_set_new(st, key, json_string(val))) { json_decref(st); st = NULL; }
+    if (st && key && json_object_set_new(st, key, json_string(val))) {
+        json_decref(st);
+        st = NULL;
+    }
     return push(b, st, -1, id);
 }
 
 /* An HTML or Label widget with its layout and style. */
 static int push_text(builder *b, const char *model, const char *style_model, const char *value,
-                     const char *width, char id[FM_ID_LEN]) {
+                     const char *width, char id[FM_ID_LEN])
+{
     char lid[FM_ID_LEN], sid[FM_ID_LEN];
     if (push_layout(b, width ? "width" : NULL, width, lid) ||
         push(b, fm_w_state(style_model, NULL, NULL), -1, sid))
         return -1;
     json_t *st = fm_w_state(model, lid, sid), *v = value ? fm_jstr(value, strlen(value)) : NULL;
-    if (!st || !v) { json_decref(st); json_decref(v); return -1; }
-    if (json_object_set_new(st, "value", v)) { json_decref(st); return -1; }
+    if (!st || !v) {
+        json_decref(st);
+        json_decref(v);
+        return -1;
+    }
+    if (json_object_set_new(st, "value", v)) {
+        json_decref(st);
+        return -1;
+    }
     return push(b, st, -1, id);
 }
 
-static int push_box(builder *b, const char *model, json_t *children, char id[FM_ID_LEN]) {
+static int push_box(builder *b, const char *model, json_t *children, char id[FM_ID_LEN])
+{
     char lid[FM_ID_LEN];
     if (push_layout(b, NULL, NULL, lid)) return -1;
     json_t *st = fm_w_state(model, lid, NULL);
-    if (!st || json_object_set(st, "children", children)) { json_decref(st); return -1; }
+    if (!st || json_object_set(st, "children", children)) {
+        json_decref(st);
+        return -1;
+    }
     return push(b, st, -1, id);
 }
 
-static int add_child(json_t *children, const char *id) {
+static int add_child(json_t *children, const char *id)
+{
     char ref[64];
     snprintf(ref, sizeof ref, "IPY_MODEL_%s", id);
     return json_array_append_new(children, json_string(ref));
 }
 
 static int push_param(builder *b, const fm_field *fd, int item, const char *label_width,
-                      const mg_host *host, char id[FM_ID_LEN]) {
+                      const mg_host *host, char id[FM_ID_LEN])
+{
     char lab[FM_ID_LEN], lid[FM_ID_LEN], sid[FM_ID_LEN], cid[FM_ID_LEN];
     if (push_text(b, "LabelModel", "LabelStyleModel", fd->name, label_width, lab) ||
-        push_layout(b, NULL, NULL, lid) || push(b, fm_w_state(fm_w_style_model(fd), NULL, NULL), -1, sid) ||
+        push_layout(b, NULL, NULL, lid) ||
+        push(b, fm_w_state(fm_w_style_model(fd), NULL, NULL), -1, sid) ||
         push(b, fm_w_control_state(fd, fm_field_current(fd, host), lid, sid), item, cid))
         return -1;
     json_t *row = json_array();
-    int rc = !row || add_child(row, lab) || add_child(row, cid) || push_box(b, "HBoxModel", row, id);
+    int rc =
+        !row || add_child(row, lab) || add_child(row, cid) || push_box(b, "HBoxModel", row, id);
     json_decref(row);
     return rc ? -1 : 0;
 }
 
-static int build(builder *b, const fm_form *f, const mg_host *host, char root[FM_ID_LEN]) {
+static int build(builder *b, const fm_form *f, const mg_host *host, char root[FM_ID_LEN])
+{
     size_t width = 4;
     for (size_t i = 0; i < f->n; i++)
         if (f->items[i].field && strlen(f->items[i].field->name) > width)
@@ -161,12 +193,15 @@ static int build(builder *b, const fm_form *f, const mg_host *host, char root[FM
             rc = push_param(b, it->field, (int)i, label_width, host, id);
         } else {
             if (it->kind == FM_ITEM_TITLE && !*it->text) continue;
-            char *html = it->kind == FM_ITEM_TITLE ? fm_title_html(it->text)
-                                                   : fm_markdown_html(it->text);
+            char *html =
+                it->kind == FM_ITEM_TITLE ? fm_title_html(it->text) : fm_markdown_html(it->text);
             rc = !html || push_text(b, "HTMLModel", "HTMLStyleModel", html, NULL, id);
             free(html);
         }
-        if (rc || add_child(children, id)) { json_decref(children); return -1; }
+        if (rc || add_child(children, id)) {
+            json_decref(children);
+            return -1;
+        }
     }
     int rc = push_box(b, "VBoxModel", children, root);
     json_decref(children);
@@ -175,10 +210,12 @@ static int build(builder *b, const fm_form *f, const mg_host *host, char root[FM
 
 /* ---- showing ---- */
 
-static int register_and_open(fm_registry *r, fm_shown *s, json_t *opens, const mg_out *out) {
+static int register_and_open(fm_registry *r, fm_shown *s, json_t *opens, const mg_out *out)
+{
     size_t i;
     json_t *rec;
-    json_array_foreach(opens, i, rec) {
+    json_array_foreach(opens, i, rec)
+    {
         const char *id = json_string_value(json_array_get(rec, 0));
         json_t *st = json_array_get(rec, 1);
         json_t *entry = json_pack("{s:O,s:I,s:O}", "state", st, "form", (json_int_t)s->serial,
@@ -198,9 +235,13 @@ static int register_and_open(fm_registry *r, fm_shown *s, json_t *opens, const m
 }
 
 int fm_registry_show(fm_registry *r, fm_form *f, json_t *cell_metadata, const mg_host *host,
-                     const mg_out *out, mg_error *err) {
+                     const mg_out *out, mg_error *err)
+{
     if (!f) return 0;
-    if (!r) { fm_form_destroy(f); return fm_fail(err, "RuntimeError", "no form registry"); }
+    if (!r) {
+        fm_form_destroy(f);
+        return fm_fail(err, "RuntimeError", "no form registry");
+    }
     const char *key = json_string_value(json_object_get(cell_metadata, "cellId"));
     if (key) {
         drop_cell(r, key, out);
@@ -230,7 +271,8 @@ int fm_registry_show(fm_registry *r, fm_form *f, json_t *cell_metadata, const mg
         json_decref(bundle);
         return fm_fail(err, "MemoryError", "out of memory showing the form");
     }
-    json_t *view = json_pack("{s:i,s:i,s:s}", "version_major", 2, "version_minor", 0, "model_id", root);
+    json_t *view =
+        json_pack("{s:i,s:i,s:s}", "version_major", 2, "version_minor", 0, "model_id", root);
     if (view) json_object_set_new(bundle, "application/vnd.jupyter.widget-view+json", view);
     snprintf(s->display_id, sizeof s->display_id, "kiln-form-%s-%lu", r->prefix, s->serial);
     if (out && out->display) out->display(out->user, bundle, NULL, s->display_id, 0);
@@ -247,23 +289,29 @@ oom:
 
 /* ---- saved state ---- */
 
-json_t *fm_registry_states(fm_registry *r) {
+json_t *fm_registry_states(fm_registry *r)
+{
     json_t *states = json_object();
     const char *id;
     json_t *entry;
     if (!states) return NULL;
-    json_object_foreach(r->models, id, entry) {
+    json_object_foreach(r->models, id, entry)
+    {
         json_t *st = json_object_get(entry, "state");
-        json_t *one = json_pack("{s:O,s:O,s:O,s:o,s:[]}", "model_name", json_object_get(st, "_model_name"),
-                                "model_module", json_object_get(st, "_model_module"),
-                                "model_module_version", json_object_get(st, "_model_module_version"),
-                                "state", json_deep_copy(st), "buffers");
-        if (!one || json_object_set_new(states, id, one)) { json_decref(states); return NULL; }
+        json_t *one = json_pack(
+            "{s:O,s:O,s:O,s:o,s:[]}", "model_name", json_object_get(st, "_model_name"),
+            "model_module", json_object_get(st, "_model_module"), "model_module_version",
+            json_object_get(st, "_model_module_version"), "state", json_deep_copy(st), "buffers");
+        if (!one || json_object_set_new(states, id, one)) {
+            json_decref(states);
+            return NULL;
+        }
     }
     return states;
 }
 
-json_t *fm_registry_widget_state(fm_registry *r) {
+json_t *fm_registry_widget_state(fm_registry *r)
+{
     if (!r) return NULL;
     json_t *states = fm_registry_states(r);
     if (!states) return NULL;
@@ -273,7 +321,8 @@ json_t *fm_registry_widget_state(fm_registry *r) {
 /* ---- leaving and coming back ---- */
 
 char *fm_registry_write_back(fm_registry *r, const char *cell_key, const char *code,
-                             const mg_host *host) {
+                             const mg_host *host)
+{
     for (size_t i = 0; r && cell_key && code && i < r->n; i++) {
         fm_shown *s = r->forms[i];
         if (!s->cell_key || strcmp(s->cell_key, cell_key) || !s->form->source ||
@@ -284,7 +333,8 @@ char *fm_registry_write_back(fm_registry *r, const char *cell_key, const char *c
     return fm_registry_carried_write_back(r, cell_key, code);
 }
 
-int fm_registry_fallback_all(fm_registry *r, const mg_host *host, const mg_out *out) {
+int fm_registry_fallback_all(fm_registry *r, const mg_host *host, const mg_out *out)
+{
     int n = 0;
     for (size_t i = 0; r && out && out->display && i < r->n; i++) {
         fm_shown *s = r->forms[i];

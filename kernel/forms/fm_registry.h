@@ -8,10 +8,10 @@
 /* A form on screen: its parse, the cell it belongs to and the models it opened. */
 typedef struct fm_shown {
     unsigned long serial;
-    char *cell_key;        /* JupyterLab's cellId, or NULL */
+    char *cell_key; /* JupyterLab's cellId, or NULL */
     fm_form *form;
-    json_t *ids;           /* array of model ids, in the order they were opened */
-    char display_id[64];   /* of the form's display_data: replaced by its table when the
+    json_t *ids;         /* array of model ids, in the order they were opened */
+    char display_id[64]; /* of the form's display_data: replaced by its table when the
                               kernel exits (fm_registry_fallback_all) */
 } fm_shown;
 
@@ -20,11 +20,11 @@ struct fm_registry {
     size_t n, cap;
     unsigned long next_serial;
     unsigned long long next_id;
-    char prefix[17];       /* random per registry, so ids never repeat across kernels */
+    char prefix[17]; /* random per registry, so ids never repeat across kernels */
     /* model id -> {"state": {...}, "form": serial, "item": index or -1} */
     json_t *models;
-    char *control_comm;    /* the frontend's jupyter.widget.control comm, or NULL */
-    json_t *carried;       /* forms of the kernel before a restart (fm_carry.c), or NULL */
+    char *control_comm; /* the frontend's jupyter.widget.control comm, or NULL */
+    json_t *carried;    /* forms of the kernel before a restart (fm_carry.c), or NULL */
 };
 
 /* {id: {model_name, model_module, model_module_version, state, buffers}} of every

@@ -28,7 +28,10 @@ static const char *const desc_keys =
     "\"tabbable\":null,\"tooltip\":null";
 
 /* Defaults per model, beyond the identity keys and (for DOM widgets) layout/style. */
-static const struct { const char *model, *defaults; int dom; } defaults_table[] = {
+static const struct {
+    const char *model, *defaults;
+    int dom;
+} defaults_table[] = {
     {"LayoutModel",
      "{\"align_content\":null,\"align_items\":null,\"align_self\":null,\"border_bottom\":null,"
      "\"border_left\":null,\"border_right\":null,\"border_top\":null,\"bottom\":null,"
@@ -39,45 +42,64 @@ static const struct { const char *model, *defaults; int dom; } defaults_table[] 
      "\"justify_content\":null,\"justify_items\":null,\"left\":null,\"margin\":null,"
      "\"max_height\":null,\"max_width\":null,\"min_height\":null,\"min_width\":null,"
      "\"object_fit\":null,\"object_position\":null,\"order\":null,\"overflow\":null,"
-     "\"padding\":null,\"right\":null,\"top\":null,\"visibility\":null,\"width\":null}", 0},
+     "\"padding\":null,\"right\":null,\"top\":null,\"visibility\":null,\"width\":null}",
+     0},
     {"DescriptionStyleModel", "{\"description_width\":\"\"}", 0},
     {"SliderStyleModel", "{\"description_width\":\"\",\"handle_color\":null}", 0},
-    {"TextStyleModel", "{\"background\":null,\"description_width\":\"\",\"font_size\":null,"
-                       "\"text_color\":null}", 0},
+    {"TextStyleModel",
+     "{\"background\":null,\"description_width\":\"\",\"font_size\":null,"
+     "\"text_color\":null}",
+     0},
     {"CheckboxStyleModel", "{\"background\":null,\"description_width\":\"\"}", 0},
-    {"HTMLStyleModel", "{\"background\":null,\"description_width\":\"\",\"font_size\":null,"
-                       "\"text_color\":null}", 0},
+    {"HTMLStyleModel",
+     "{\"background\":null,\"description_width\":\"\",\"font_size\":null,"
+     "\"text_color\":null}",
+     0},
     {"LabelStyleModel",
      "{\"background\":null,\"description_width\":\"\",\"font_family\":null,\"font_size\":null,"
      "\"font_style\":null,\"font_variant\":null,\"font_weight\":null,\"text_color\":null,"
-     "\"text_decoration\":null}", 0},
-    {"IntSliderModel", "{\"behavior\":\"drag-tap\",\"continuous_update\":true,\"disabled\":false,"
-                       "\"max\":100,\"min\":0,\"orientation\":\"horizontal\",\"readout\":true,"
-                       "\"readout_format\":\"d\",\"step\":1,\"value\":0}", 1},
-    {"FloatSliderModel", "{\"behavior\":\"drag-tap\",\"continuous_update\":true,\"disabled\":false,"
-                         "\"max\":100.0,\"min\":0.0,\"orientation\":\"horizontal\",\"readout\":true,"
-                         "\"readout_format\":\".2f\",\"step\":0.1,\"value\":0.0}", 1},
+     "\"text_decoration\":null}",
+     0},
+    {"IntSliderModel",
+     "{\"behavior\":\"drag-tap\",\"continuous_update\":true,\"disabled\":false,"
+     "\"max\":100,\"min\":0,\"orientation\":\"horizontal\",\"readout\":true,"
+     "\"readout_format\":\"d\",\"step\":1,\"value\":0}",
+     1},
+    {"FloatSliderModel",
+     "{\"behavior\":\"drag-tap\",\"continuous_update\":true,\"disabled\":false,"
+     "\"max\":100.0,\"min\":0.0,\"orientation\":\"horizontal\",\"readout\":true,"
+     "\"readout_format\":\".2f\",\"step\":0.1,\"value\":0.0}",
+     1},
     {"IntTextModel", "{\"continuous_update\":false,\"disabled\":false,\"step\":1,\"value\":0}", 1},
-    {"FloatTextModel", "{\"continuous_update\":false,\"disabled\":false,\"step\":null,"
-                       "\"value\":0.0}", 1},
-    {"TextModel", "{\"continuous_update\":true,\"disabled\":false,\"placeholder\":\"\\u200b\","
-                  "\"value\":\"\"}", 1},
+    {"FloatTextModel",
+     "{\"continuous_update\":false,\"disabled\":false,\"step\":null,"
+     "\"value\":0.0}",
+     1},
+    {"TextModel",
+     "{\"continuous_update\":true,\"disabled\":false,\"placeholder\":\"\\u200b\","
+     "\"value\":\"\"}",
+     1},
     {"CheckboxModel", "{\"disabled\":false,\"indent\":true,\"value\":false}", 1},
-    {"DatePickerModel", "{\"disabled\":false,\"max\":null,\"min\":null,\"step\":1,\"value\":null}", 1},
+    {"DatePickerModel", "{\"disabled\":false,\"max\":null,\"min\":null,\"step\":1,\"value\":null}",
+     1},
     {"DropdownModel", "{\"_options_labels\":[],\"disabled\":false,\"index\":null}", 1},
-    {"ComboboxModel", "{\"continuous_update\":true,\"disabled\":false,\"ensure_option\":false,"
-                      "\"options\":[],\"placeholder\":\"\\u200b\",\"value\":\"\"}", 1},
+    {"ComboboxModel",
+     "{\"continuous_update\":true,\"disabled\":false,\"ensure_option\":false,"
+     "\"options\":[],\"placeholder\":\"\\u200b\",\"value\":\"\"}",
+     1},
     {"LabelModel", "{\"placeholder\":\"\\u200b\",\"value\":\"\"}", 1},
     {"HTMLModel", "{\"placeholder\":\"\\u200b\",\"value\":\"\"}", 1},
     {"VBoxModel", "{\"box_style\":\"\",\"children\":[]}", 2},
     {"HBoxModel", "{\"box_style\":\"\",\"children\":[]}", 2},
 };
 
-static int set_str(json_t *o, const char *k, const char *v) {
+static int set_str(json_t *o, const char *k, const char *v)
+{
     return json_object_set_new(o, k, json_string(v));
 }
 
-json_t *fm_w_state(const char *model, const char *layout_id, const char *style_id) {
+json_t *fm_w_state(const char *model, const char *layout_id, const char *style_id)
+{
     size_t i, n = sizeof defaults_table / sizeof defaults_table[0];
     for (i = 0; i < n && strcmp(defaults_table[i].model, model); i++) {}
     if (i == n) return NULL;
@@ -98,8 +120,11 @@ json_t *fm_w_state(const char *model, const char *layout_id, const char *style_i
         char buf[256];
         snprintf(buf, sizeof buf, "{%s}", desc_keys);
         json_t *common = json_loads(buf, 0, NULL);
-        if (!common) { json_decref(st); return NULL; }
-        if (defaults_table[i].dom == 2) {   /* boxes: no description */
+        if (!common) {
+            json_decref(st);
+            return NULL;
+        }
+        if (defaults_table[i].dom == 2) { /* boxes: no description */
             json_object_del(common, "description");
             json_object_del(common, "description_allow_html");
         }
@@ -112,18 +137,23 @@ json_t *fm_w_state(const char *model, const char *layout_id, const char *style_i
             rc |= set_str(st, "style", ref);
         }
     }
-    if (rc) { json_decref(st); return NULL; }
+    if (rc) {
+        json_decref(st);
+        return NULL;
+    }
     return st;
 }
 
 /* ---- values ---- */
 
-static int values_equal(const json_t *a, const json_t *b) {
+static int values_equal(const json_t *a, const json_t *b)
+{
     if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
     return json_equal((json_t *)a, (json_t *)b);
 }
 
-int fm_dropdown_index(const fm_field *f, const json_t *value) {
+int fm_dropdown_index(const fm_field *f, const json_t *value)
+{
     if (!value) return -1;
     for (size_t i = 0; i < json_array_size(f->labels); i++) {
         if (f->raw) {
@@ -138,9 +168,9 @@ int fm_dropdown_index(const fm_field *f, const json_t *value) {
     return -1;
 }
 
-char *fm_field_text(const fm_field *f, const json_t *value) {
-    int textual = f->kind == FM_STRING || f->kind == FM_DATE ||
-                  (f->kind == FM_DROPDOWN && !f->raw);
+char *fm_field_text(const fm_field *f, const json_t *value)
+{
+    int textual = f->kind == FM_STRING || f->kind == FM_DATE || (f->kind == FM_DROPDOWN && !f->raw);
     if (textual && json_is_string(value)) return strdup(json_string_value(value));
     if ((f->kind == FM_RAW || f->kind == FM_UNTYPED || f->kind == FM_DROPDOWN) && f->code_value &&
         value && values_equal(value, f->code_value))
@@ -149,7 +179,8 @@ char *fm_field_text(const fm_field *f, const json_t *value) {
     return kl_value_repr(value);
 }
 
-const char *fm_w_control_model(const fm_field *f) {
+const char *fm_w_control_model(const fm_field *f)
+{
     switch (f->kind) {
     case FM_NUMBER: return "FloatTextModel";
     case FM_INTEGER: return "IntTextModel";
@@ -161,7 +192,8 @@ const char *fm_w_control_model(const fm_field *f) {
     }
 }
 
-const char *fm_w_style_model(const fm_field *f) {
+const char *fm_w_style_model(const fm_field *f)
+{
     const char *m = fm_w_control_model(f);
     if (strstr(m, "Slider")) return "SliderStyleModel";
     if (!strcmp(m, "TextModel") || !strcmp(m, "ComboboxModel")) return "TextStyleModel";
@@ -169,11 +201,13 @@ const char *fm_w_style_model(const fm_field *f) {
     return "DescriptionStyleModel";
 }
 
-const char *fm_w_value_key(const fm_field *f) {
+const char *fm_w_value_key(const fm_field *f)
+{
     return !strcmp(fm_w_control_model(f), "DropdownModel") ? "index" : "value";
 }
 
-json_t *fm_w_value(const fm_field *f, const json_t *v) {
+json_t *fm_w_value(const fm_field *f, const json_t *v)
+{
     double d = json_is_number(v) ? json_number_value(v) : 0.0;
     int y, m, day;
     switch (f->kind) {
@@ -192,7 +226,7 @@ json_t *fm_w_value(const fm_field *f, const json_t *v) {
             int i = fm_dropdown_index(f, v);
             return i < 0 ? json_null() : json_integer(i);
         }
-        __attribute__((fallthrough));   /* a combobox shows text */
+        __attribute__((fallthrough)); /* a combobox shows text */
     default: {
         char *text = fm_field_text(f, v);
         json_t *s = text ? fm_jstr(text, strlen(text)) : NULL;
@@ -203,7 +237,8 @@ json_t *fm_w_value(const fm_field *f, const json_t *v) {
 }
 
 /* Decimal places of a step, for FloatSlider's readout_format (0.001 -> ".3f"). */
-static int step_decimals(double step) {
+static int step_decimals(double step)
+{
     for (int k = 0; k <= 10; k++) {
         double s = step * pow(10, k);
         if (fabs(s - round(s)) < 1e-9 * (s > 1 ? s : 1)) return k;
@@ -212,7 +247,8 @@ static int step_decimals(double step) {
 }
 
 json_t *fm_w_control_state(const fm_field *f, const json_t *value, const char *layout_id,
-                           const char *style_id) {
+                           const char *style_id)
+{
     const char *model = fm_w_control_model(f);
     json_t *st = fm_w_state(model, layout_id, style_id);
     if (!st) return NULL;
@@ -227,11 +263,13 @@ json_t *fm_w_control_state(const fm_field *f, const json_t *value, const char *l
             snprintf(fmt, sizeof fmt, ".%df", step_decimals(f->step));
             rc |= json_object_set_new(st, "min", json_real(f->min)) |
                   json_object_set_new(st, "max", json_real(f->max)) |
-                  json_object_set_new(st, "step", json_real(f->step)) | set_str(st, "readout_format", fmt);
+                  json_object_set_new(st, "step", json_real(f->step)) |
+                  set_str(st, "readout_format", fmt);
         }
         rc |= json_object_set_new(st, "continuous_update", json_false());
     }
-    if (!strcmp(model, "TextModel")) rc |= json_object_set_new(st, "continuous_update", json_false());
+    if (!strcmp(model, "TextModel"))
+        rc |= json_object_set_new(st, "continuous_update", json_false());
     if (!strcmp(model, "CheckboxModel")) rc |= json_object_set_new(st, "indent", json_false());
     if (!strcmp(model, "DropdownModel")) rc |= json_object_set(st, "_options_labels", f->labels);
     if (!strcmp(model, "ComboboxModel")) {
@@ -240,6 +278,9 @@ json_t *fm_w_control_state(const fm_field *f, const json_t *value, const char *l
     }
     if (f->placeholder && json_object_get(st, "placeholder"))
         rc |= set_str(st, "placeholder", f->placeholder);
-    if (rc) { json_decref(st); return NULL; }
+    if (rc) {
+        json_decref(st);
+        return NULL;
+    }
     return st;
 }

@@ -20,15 +20,15 @@ typedef struct kl_engine kl_engine;
 
 /* An error raised by a cell, in Jupyter's terms. */
 typedef struct kl_error {
-    char ename[64];       /* "NameError", "SyntaxError", "UsageError", "KeyboardInterrupt" ... */
+    char ename[64]; /* "NameError", "SyntaxError", "UsageError", "KeyboardInterrupt" ... */
     char evalue[1024];
-    json_t *traceback;    /* new ref: array of strings (may contain ANSI colours), or NULL */
+    json_t *traceback; /* new ref: array of strings (may contain ANSI colours), or NULL */
 } kl_error;
-void kl_error_deinit(kl_error *e);   /* releases traceback; accepts NULL */
+void kl_error_deinit(kl_error *e); /* releases traceback; accepts NULL */
 
 /* interrupt: borrowed; the engine polls it (never clears it). */
 kl_engine *kl_engine_create(atomic_int *interrupt);
-void kl_engine_destroy(kl_engine *e);   /* accepts NULL */
+void kl_engine_destroy(kl_engine *e); /* accepts NULL */
 /* The settings every magic of this engine sees (mg.h); zero = defaults. Set them
  * before the first cell runs. */
 mg_settings *kl_engine_settings(kl_engine *e);
@@ -36,8 +36,8 @@ mg_settings *kl_engine_settings(kl_engine *e);
 /* Runs one cell. Outputs (streams, displays, the trailing expression's value) go to
  * out. cell_metadata (borrowed, may be NULL) is the request's metadata.
  * Returns 0, or -1 with err filled (err->traceback a new ref). */
-int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out,
-                      json_t *cell_metadata, kl_error *err);
+int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out, json_t *cell_metadata,
+                      kl_error *err);
 
 /* "complete", "incomplete" or "invalid" (static string); *indent gets a suggested
  * indent for "incomplete" (static string, may be ""). */
@@ -62,8 +62,7 @@ int kl_engine_var_set(kl_engine *e, const char *name, json_t *value /* stolen */
 /* Incoming comm traffic from the frontend (widgets): the kernel's comm registry
  * forwards comm_open/comm_msg/comm_close content here. out carries any replies.
  * Returns 0 if a handler took it, -1 if the comm/target is unknown. */
-int kl_engine_comm_msg(kl_engine *e, const char *msg_type, json_t *content,
-                       const mg_out *out);
+int kl_engine_comm_msg(kl_engine *e, const char *msg_type, json_t *content, const mg_out *out);
 
 /* Parses text as a literal of the cell language (numbers, strings, True/False/None,
  * lists, tuples and str-keyed dicts of literals, unary minus; blanks around it): new

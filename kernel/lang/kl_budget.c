@@ -26,16 +26,13 @@
 
 #include "kl_internal.h"
 
-#define SZ_STR 64               /* json_string: struct, copy's header and NUL */
-#define SZ_CONTAINER 64         /* json_array/json_object struct + table header */
-#define SZ_PAIR 96              /* one object entry (hash pair, bucket share), key apart */
+#define SZ_STR 64       /* json_string: struct, copy's header and NUL */
+#define SZ_CONTAINER 64 /* json_array/json_object struct + table header */
+#define SZ_PAIR 96      /* one object entry (hash pair, bucket share), key apart */
 
 /* ---- sizes ---- */
 
-static int is_singleton(const json_t *v)
-{
-    return json_is_null(v) || json_is_boolean(v);
-}
+static int is_singleton(const json_t *v) { return json_is_null(v) || json_is_boolean(v); }
 
 static size_t own_size(json_t *v)
 {
@@ -74,7 +71,7 @@ static int seen_add(seen_set *s, const json_t *p)
         const json_t **nv = calloc(cap, sizeof *nv);
         if (!nv) {
             s->oom = 1;
-            return 1;   /* counted again: over-counting errs on the safe side */
+            return 1; /* counted again: over-counting errs on the safe side */
         }
         for (size_t i = 0; i < s->cap; i++)
             if (s->v[i]) {
@@ -139,10 +136,26 @@ int klp_budget_parse(const char *s, size_t *out)
     while (*end == ' ') end++;
     double unit = 1;
     switch (*end) {
-    case 'k': case 'K': unit = 1024.0; end++; break;
-    case 'm': case 'M': unit = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': unit = 1024.0 * 1024 * 1024; end++; break;
-    case 't': case 'T': unit = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    case 'k':
+    case 'K':
+        unit = 1024.0;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        unit = 1024.0 * 1024;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        unit = 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        unit = 1024.0 * 1024 * 1024 * 1024;
+        end++;
+        break;
     default: break;
     }
     if (unit > 1 && *end == 'i') end++;
@@ -161,9 +174,11 @@ void klp_budget_init(klp_budget *b, const char *setting)
     b->stale = 1;
     if (setting && *setting && klp_budget_parse(setting, &b->limit) < 0) {
         b->limit = KLP_BUDGET_DEFAULT;
-        fprintf(stderr, "kiln: KILN_VALUE_BUDGET='%.64s' is not a size of at least 1 MiB "
+        fprintf(stderr,
+                "kiln: KILN_VALUE_BUDGET='%.64s' is not a size of at least 1 MiB "
                 "(such as 512M or 2G); the cell language's values keep the default budget "
-                "of %zu MiB\n", setting, (size_t)KLP_BUDGET_DEFAULT >> 20);
+                "of %zu MiB\n",
+                setting, (size_t)KLP_BUDGET_DEFAULT >> 20);
     }
 }
 
@@ -202,17 +217,14 @@ static int fits(klp_ctx *c, const klp_node *n, size_t want)
     klp_budget *b = klp_budget_of(c->eng);
     if (b->stale && b->base + b->since_walk + want > b->limit) {
         b->base = klp_value_footprint(klp_vars(c->eng));
-        b->since_walk = b->stmt;   /* this statement's values may yet be assigned */
+        b->since_walk = b->stmt; /* this statement's values may yet be assigned */
         b->stale = 0;
     }
     if (b->base + b->since_walk + want > b->limit) return over(c, n, b, want);
     return 0;
 }
 
-int klp_budget_ask(klp_ctx *c, const klp_node *n, size_t bytes)
-{
-    return fits(c, n, bytes);
-}
+int klp_budget_ask(klp_ctx *c, const klp_node *n, size_t bytes) { return fits(c, n, bytes); }
 
 int klp_budget_charge(klp_ctx *c, const klp_node *n, size_t bytes)
 {

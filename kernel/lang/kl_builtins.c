@@ -27,14 +27,20 @@ int klpb_nargs(klpb_call *k, size_t lo, size_t hi)
 {
     if (k->na >= lo && k->na <= hi) return 0;
     if (lo == hi)
-        klp_fail(k->c->err, k->n->line, k->n->col, "TypeError", "%s() takes exactly %zu "
-                 "argument%s (%zu given)", k->name, lo, lo == 1 ? "" : "s", k->na);
+        klp_fail(k->c->err, k->n->line, k->n->col, "TypeError",
+                 "%s() takes exactly %zu "
+                 "argument%s (%zu given)",
+                 k->name, lo, lo == 1 ? "" : "s", k->na);
     else if (k->na < lo)
-        klp_fail(k->c->err, k->n->line, k->n->col, "TypeError", "%s() takes at least %zu "
-                 "argument%s (%zu given)", k->name, lo, lo == 1 ? "" : "s", k->na);
+        klp_fail(k->c->err, k->n->line, k->n->col, "TypeError",
+                 "%s() takes at least %zu "
+                 "argument%s (%zu given)",
+                 k->name, lo, lo == 1 ? "" : "s", k->na);
     else
-        klp_fail(k->c->err, k->n->line, k->n->col, "TypeError", "%s() takes at most %zu "
-                 "argument%s (%zu given)", k->name, hi, hi == 1 ? "" : "s", k->na);
+        klp_fail(k->c->err, k->n->line, k->n->col, "TypeError",
+                 "%s() takes at most %zu "
+                 "argument%s (%zu given)",
+                 k->name, hi, hi == 1 ? "" : "s", k->na);
     return -1;
 }
 
@@ -53,8 +59,10 @@ int klpb_kwargs(klpb_call *k, const char *allowed, json_t **vals)
             p = e ? e + 1 : NULL;
         }
         if (found < 0) {
-            klp_fail(k->c->err, k->n->line, k->n->col, "TypeError", "%s() got an unexpected "
-                     "keyword argument '%s'", k->name, k->kwn[i]);
+            klp_fail(k->c->err, k->n->line, k->n->col, "TypeError",
+                     "%s() got an unexpected "
+                     "keyword argument '%s'",
+                     k->name, k->kwn[i]);
             return -1;
         }
         vals[found] = k->kw[i];
@@ -109,7 +117,8 @@ static json_t *b_print(klpb_call *k)
         }
         klp_str(&b, k->args[i]);
     }
-    if (kv[1] && json_is_string(kv[1])) klp_buf_add(&b, json_string_value(kv[1]), json_string_length(kv[1]));
+    if (kv[1] && json_is_string(kv[1]))
+        klp_buf_add(&b, json_string_value(kv[1]), json_string_length(kv[1]));
     else klp_buf_add(&b, "\n", 1);
     if (!b.oom && b.n && k->c->out && k->c->out->stream)
         k->c->out->stream(k->c->out->user, "stdout", b.s, b.n);
@@ -125,7 +134,8 @@ static json_t *b_input(klpb_call *k)
     const mg_out *o = k->c->out;
     if (!o || !o->input) {
         klp_buf_free(&b);
-        return klpb_fail(k->c, k->n, "StdinNotImplementedError", "input() was called, but "
+        return klpb_fail(k->c, k->n, "StdinNotImplementedError",
+                         "input() was called, but "
                          "this frontend does not support input requests.");
     }
     char *line = o->input(o->user, b.s ? b.s : "", 0);
@@ -133,7 +143,8 @@ static json_t *b_input(klpb_call *k)
     if (!line) {
         if (klp_interrupted(k->c->eng))
             return klpb_fail(k->c, k->n, "KeyboardInterrupt", "interrupted");
-        return klpb_fail(k->c, k->n, "StdinNotImplementedError", "input() was called, but "
+        return klpb_fail(k->c, k->n, "StdinNotImplementedError",
+                         "input() was called, but "
                          "this frontend does not support input requests.");
     }
     json_t *r = klp_utf8_valid(line, strlen(line)) ? json_string(line) : NULL;
@@ -151,8 +162,7 @@ static json_t *b_len(klpb_call *k)
         return json_integer((json_int_t)klp_utf8_len(json_string_value(v), json_string_length(v)));
     if (json_is_array(v)) return json_integer((json_int_t)json_array_size(v));
     if (json_is_object(v)) return json_integer((json_int_t)json_object_size(v));
-    return klpb_fail(k->c, k->n, "TypeError", "object of type '%s' has no len()",
-                     klp_type_name(v));
+    return klpb_fail(k->c, k->n, "TypeError", "object of type '%s' has no len()", klp_type_name(v));
 }
 
 static json_t *b_str(klpb_call *k)
@@ -214,7 +224,8 @@ static json_t *b_int(klpb_call *k)
     if (json_is_real(v)) {
         double d = trunc(json_real_value(v));
         if (d >= 9.2233720368547758e18 || d < -9.2233720368547758e18)
-            return klpb_fail(k->c, k->n, "OverflowError", "int too large (Kiln integers are "
+            return klpb_fail(k->c, k->n, "OverflowError",
+                             "int too large (Kiln integers are "
                              "64-bit)");
         return json_integer((json_int_t)d);
     }
@@ -222,16 +233,22 @@ static json_t *b_int(klpb_call *k)
         long long r;
         int of = 0;
         if (parse_int_text(json_string_value(v), &r, &of) < 0) {
-            klp_fail_repr(k->c->err, k->n->line, k->n->col, "ValueError", "invalid literal for "
-                          "int() with base 10: ", v);
+            klp_fail_repr(k->c->err, k->n->line, k->n->col, "ValueError",
+                          "invalid literal for "
+                          "int() with base 10: ",
+                          v);
             return NULL;
         }
-        if (of) return klpb_fail(k->c, k->n, "OverflowError", "int too large (Kiln integers "
-                                 "are 64-bit)");
+        if (of)
+            return klpb_fail(k->c, k->n, "OverflowError",
+                             "int too large (Kiln integers "
+                             "are 64-bit)");
         return json_integer(r);
     }
-    return klpb_fail(k->c, k->n, "TypeError", "int() argument must be a string or a number, "
-                     "not '%s'", klp_type_name(v));
+    return klpb_fail(k->c, k->n, "TypeError",
+                     "int() argument must be a string or a number, "
+                     "not '%s'",
+                     klp_type_name(v));
 }
 
 static json_t *b_float(klpb_call *k)
@@ -255,22 +272,26 @@ static json_t *b_float(klpb_call *k)
         errno = 0;
         double d = j ? strtod(clean, &end) : 0;
         if (!j || *end || strchr(clean, 'x') || strchr(clean, 'X') || *s) {
-            klp_fail_repr(k->c->err, k->n->line, k->n->col, "ValueError", "could not convert "
-                          "string to float: ", v);
+            klp_fail_repr(k->c->err, k->n->line, k->n->col, "ValueError",
+                          "could not convert "
+                          "string to float: ",
+                          v);
             return NULL;
         }
         return klp_real(k->c, k->n, d);
     }
-    return klpb_fail(k->c, k->n, "TypeError", "float() argument must be a string or a real "
-                     "number, not '%s'", klp_type_name(v));
+    return klpb_fail(k->c, k->n, "TypeError",
+                     "float() argument must be a string or a real "
+                     "number, not '%s'",
+                     klp_type_name(v));
 }
 
 /* ---- the table ---- */
 
 static const struct {
     const char *name;
-    json_t *(*fn)(klpb_call *k);   /* new ref, or NULL with k->c->err */
-    int kw;                        /* takes keyword arguments (klpb_kwargs names them) */
+    json_t *(*fn)(klpb_call *k); /* new ref, or NULL with k->c->err */
+    int kw;                      /* takes keyword arguments (klpb_kwargs names them) */
     const char *doc;
 } table[] = {
     {"abs", klpb_abs, 0, "abs(x): the absolute value of a number."},
@@ -315,7 +336,8 @@ json_t *klp_call_builtin(klp_ctx *c, const klp_node *n, const char *name, json_t
 {
     size_t i = find(name);
     if (!strcmp(name, "format")) {
-        klp_fail(c->err, n->line, n->col, "NameError", "format() is not supported: Kiln has no "
+        klp_fail(c->err, n->line, n->col, "NameError",
+                 "format() is not supported: Kiln has no "
                  "format specs (use round(x, 3), str(x) or an f-string such as f'{x}')");
         return NULL;
     }
@@ -323,8 +345,10 @@ json_t *klp_call_builtin(klp_ctx *c, const klp_node *n, const char *name, json_t
         klp_buf b = {0};
         for (size_t j = 0; j < NTABLE; j++)
             klp_buf_printf(&b, "%s%s", j ? ", " : "", table[j].name);
-        klp_fail(c->err, n->line, n->col, "NameError", "name '%s' is not defined (Kiln cells "
-                 "hold parameters; their functions are %s)", name, b.s ? b.s : "");
+        klp_fail(c->err, n->line, n->col, "NameError",
+                 "name '%s' is not defined (Kiln cells "
+                 "hold parameters; their functions are %s)",
+                 name, b.s ? b.s : "");
         klp_buf_free(&b);
         return NULL;
     }

@@ -9,10 +9,10 @@ typedef struct klpb_call {
     klp_ctx *c;
     const klp_node *n;
     const char *name;
-    json_t **args;   /* borrowed */
+    json_t **args; /* borrowed */
     size_t na;
     const char **kwn;
-    json_t **kw;     /* borrowed */
+    json_t **kw; /* borrowed */
     size_t nk;
 } klpb_call;
 
@@ -20,7 +20,7 @@ json_t *klpb_fail(klp_ctx *c, const klp_node *n, const char *ename, const char *
     __attribute__((format(printf, 4, 5)));
 int klpb_nargs(klpb_call *k, size_t lo, size_t hi);
 int klpb_kwargs(klpb_call *k, const char *allowed, json_t **vals);
-json_t *klpb_str_new(klp_buf *b);   /* frees b */
+json_t *klpb_str_new(klp_buf *b); /* frees b */
 
 json_t *klpb_abs(klpb_call *k);
 json_t *klpb_dict(klpb_call *k);

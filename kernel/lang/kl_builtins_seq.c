@@ -24,8 +24,7 @@ json_t *klpb_abs(klpb_call *k)
         if (i == INT64_MIN) return klpb_fail(k->c, k->n, "OverflowError", "integer overflow");
         return json_integer(i < 0 ? -i : i);
     }
-    return klpb_fail(k->c, k->n, "TypeError", "bad operand type for abs(): '%s'",
-                     klp_type_name(v));
+    return klpb_fail(k->c, k->n, "TypeError", "bad operand type for abs(): '%s'", klp_type_name(v));
 }
 
 json_t *klpb_round(klpb_call *k)
@@ -35,8 +34,10 @@ json_t *klpb_round(klpb_call *k)
     json_t *v = k->args[0], *nd = k->na > 1 ? k->args[1] : kv[0];
     if (nd && json_is_null(nd)) nd = NULL;
     if (nd && !json_is_integer(nd))
-        return klpb_fail(k->c, k->n, "TypeError", "'%s' object cannot be interpreted as an "
-                         "integer", klp_type_name(nd));
+        return klpb_fail(k->c, k->n, "TypeError",
+                         "'%s' object cannot be interpreted as an "
+                         "integer",
+                         klp_type_name(nd));
     long long digits = nd ? (long long)json_integer_value(nd) : 0;
     if (json_is_integer(v) || json_is_boolean(v)) {
         long long i = json_is_boolean(v) ? json_is_true(v) : (long long)json_integer_value(v);
@@ -57,16 +58,17 @@ json_t *klpb_round(klpb_call *k)
                          klp_type_name(v));
     double d = json_real_value(v);
     if (!nd) {
-        double r = rint(d);   /* default rounding mode: half to even */
+        double r = rint(d); /* default rounding mode: half to even */
         if (r >= 9.2233720368547758e18 || r < -9.2233720368547758e18)
-            return klpb_fail(k->c, k->n, "OverflowError", "int too large (Kiln integers are "
+            return klpb_fail(k->c, k->n, "OverflowError",
+                             "int too large (Kiln integers are "
                              "64-bit)");
         return json_integer((json_int_t)r);
     }
     if (digits > 320) return json_incref(v);
     if (digits >= 0) {
         char buf[700];
-        snprintf(buf, sizeof buf, "%.*f", (int)digits, d);   /* correctly rounded */
+        snprintf(buf, sizeof buf, "%.*f", (int)digits, d); /* correctly rounded */
         return klp_real(k->c, k->n, strtod(buf, NULL));
     }
     if (digits < -308) return json_real(copysign(0.0, d));
@@ -79,8 +81,11 @@ static json_t *minmax(klpb_call *k, const char *op)
     json_t *kv[2] = {NULL, NULL};
     if (klpb_kwargs(k, "default,key", kv) < 0) return NULL;
     if (kv[1]) return klpb_fail(k->c, k->n, "TypeError", "%s(key=...) is not supported", k->name);
-    if (k->na == 0) return klpb_fail(k->c, k->n, "TypeError", "%s expected at least 1 argument, "
-                                     "got 0", k->name);
+    if (k->na == 0)
+        return klpb_fail(k->c, k->n, "TypeError",
+                         "%s expected at least 1 argument, "
+                         "got 0",
+                         k->name);
     json_t *items;
     if (k->na == 1) {
         if (!(items = items_of(k, k->args[0]))) return NULL;
@@ -92,7 +97,8 @@ static json_t *minmax(klpb_call *k, const char *op)
     json_t *best = NULL;
     size_t i;
     json_t *x;
-    json_array_foreach(items, i, x) {
+    json_array_foreach(items, i, x)
+    {
         if (!best) {
             best = x;
             continue;
@@ -119,14 +125,16 @@ json_t *klpb_sum(klpb_call *k)
     if (klpb_nargs(k, 1, 2) < 0 || klpb_kwargs(k, "start", kv) < 0) return NULL;
     json_t *start = k->na > 1 ? k->args[1] : kv[0];
     if (start && json_is_string(start))
-        return klpb_fail(k->c, k->n, "TypeError", "sum() can't sum strings [use "
+        return klpb_fail(k->c, k->n, "TypeError",
+                         "sum() can't sum strings [use "
                          "''.join(seq) instead]");
     json_t *items = items_of(k, k->args[0]);
     if (!items) return NULL;
     json_t *acc = start ? json_incref(start) : json_integer(0);
     size_t i;
     json_t *x;
-    json_array_foreach(items, i, x) {
+    json_array_foreach(items, i, x)
+    {
         json_t *next = klp_binop(k->c, k->n, "+", acc, x);
         json_decref(acc);
         if (!(acc = next)) break;
@@ -158,8 +166,10 @@ json_t *klpb_range(klpb_call *k)
     double cnt = step > 0 ? ceil(((double)stop - (double)start) / (double)step)
                           : ceil(((double)start - (double)stop) / (double)-step);
     if (cnt > KLP_MAX_ITEMS)
-        return klpb_fail(k->c, k->n, "MemoryError", "range() of %.0f items is too large "
-                         "(Kiln builds ranges as lists; the limit is %u)", cnt, KLP_MAX_ITEMS);
+        return klpb_fail(k->c, k->n, "MemoryError",
+                         "range() of %.0f items is too large "
+                         "(Kiln builds ranges as lists; the limit is %u)",
+                         cnt, KLP_MAX_ITEMS);
     /* a slot and an int each */
     if (cnt > 0 && klp_budget_ask(k->c, k->n, (size_t)cnt * (KLP_SZ_SLOT + KLP_SZ_SCALAR)) < 0)
         return NULL;
@@ -189,8 +199,10 @@ json_t *klpb_dict(klpb_call *k)
         json_t *v = k->args[0];
         if (!json_is_object(v)) {
             json_decref(r);
-            return klpb_fail(k->c, k->n, "TypeError", "dict() takes a dict or key=value "
-                             "arguments, not %s", klp_type_name(v));
+            return klpb_fail(k->c, k->n, "TypeError",
+                             "dict() takes a dict or key=value "
+                             "arguments, not %s",
+                             klp_type_name(v));
         }
         json_object_update(r, v);
     }

@@ -67,7 +67,8 @@ static int equal_depth(json_t *a, json_t *b, int depth)
         if (json_object_size(a) != json_object_size(b)) return 0;
         const char *k;
         json_t *x;
-        json_object_foreach(a, k, x) {
+        json_object_foreach(a, k, x)
+        {
             json_t *y = json_object_get(b, k);
             if (!y || !equal_depth(x, y, depth + 1)) return 0;
         }
@@ -101,10 +102,12 @@ static int contains(klp_ctx *c, const klp_node *n, json_t *item, json_t *seq)
 {
     if (json_is_string(seq)) {
         if (!json_is_string(item))
-            return klp_fail(c->err, n->line, n->col, "TypeError", "'in <string>' requires "
-                            "string as left operand, not %s", klp_type_name(item));
-        return memmem(json_string_value(seq), json_string_length(seq),
-                      json_string_value(item), json_string_length(item)) != NULL ||
+            return klp_fail(c->err, n->line, n->col, "TypeError",
+                            "'in <string>' requires "
+                            "string as left operand, not %s",
+                            klp_type_name(item));
+        return memmem(json_string_value(seq), json_string_length(seq), json_string_value(item),
+                      json_string_length(item)) != NULL ||
                json_string_length(item) == 0;
     }
     if (json_is_array(seq)) {
@@ -117,8 +120,10 @@ static int contains(klp_ctx *c, const klp_node *n, json_t *item, json_t *seq)
         if (!json_is_string(item)) return 0;
         return json_object_getn(seq, json_string_value(item), json_string_length(item)) != NULL;
     }
-    return klp_fail(c->err, n->line, n->col, "TypeError", "argument of type '%s' is not "
-                    "iterable", klp_type_name(seq));
+    return klp_fail(c->err, n->line, n->col, "TypeError",
+                    "argument of type '%s' is not "
+                    "iterable",
+                    klp_type_name(seq));
 }
 
 /* Returns 1/0, or -1 with err. */
@@ -138,8 +143,10 @@ int klp_compare(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json_t
     }
     int r = order(a, b, 0);
     if (r == -2)
-        return klp_fail(c->err, n->line, n->col, "TypeError", "'%s' not supported between "
-                        "instances of '%s' and '%s'", op, klp_type_name(a), klp_type_name(b));
+        return klp_fail(c->err, n->line, n->col, "TypeError",
+                        "'%s' not supported between "
+                        "instances of '%s' and '%s'",
+                        op, klp_type_name(a), klp_type_name(b));
     if (!strcmp(op, "<")) return r < 0;
     if (!strcmp(op, "<=")) return r <= 0;
     if (!strcmp(op, ">")) return r > 0;

@@ -141,7 +141,7 @@ json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
     if (!valid) cur = 0;
     size_t ls = cur;
     while (ls > 0 && code[ls - 1] != '\n') ls--;
-    size_t ws = cur;   /* start of the word being completed */
+    size_t ws = cur; /* start of the word being completed */
     while (ws > ls && (is_word((unsigned char)code[ws - 1]) || code[ws - 1] == '-' ||
                        code[ws - 1] == '%' || code[ws - 1] == '$'))
         ws--;
@@ -184,7 +184,8 @@ json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
             add_choices(m, word, wl, prev->choices);
         } else if (cmd && (wl == 0 || word[0] == '-')) {
             if (at_first && ts == cur) add_choices(m, "", 0, cmd->positional);
-            for (const mg_option *o = cmd->options; o && o->name; o++) add(m, word, wl, "", o->name);
+            for (const mg_option *o = cmd->options; o && o->name; o++)
+                add(m, word, wl, "", o->name);
             add(m, word, wl, "", "--help");
             if (wl == 0 && ts == cur) complete_path(m, "", 0);
         } else {
@@ -218,8 +219,8 @@ json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
         json_t *v;
         json_object_foreach(klp_vars(e), k, v) add(m, word, wl, "", k);
         for (size_t i = 0; klp_builtin_name(i); i++) add(m, word, wl, "", klp_builtin_name(i));
-        static const char *const kws[] = {"True", "False", "None", "and", "or", "not", "in",
-                                          "is", "if", "else", "del", "pass", NULL};
+        static const char *const kws[] = {"True", "False", "None", "and", "or",   "not", "in",
+                                          "is",   "if",    "else", "del", "pass", NULL};
         for (int i = 0; kws[i]; i++) add(m, word, wl, "", kws[i]);
     }
     size_t start_cp = klp_utf8_len(code, ws), end_cp = klp_utf8_len(code, cur);

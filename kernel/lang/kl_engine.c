@@ -14,13 +14,13 @@ struct kl_engine {
     json_t *vars;
     mg_session *session;
     mg_host host;
-    json_t *cell_metadata;   /* borrowed, for the running cell */
+    json_t *cell_metadata; /* borrowed, for the running cell */
     int run_depth;
     fm_registry *forms;
-    klp_err nested;          /* the last error of a cell run through host->run_cell */
-    mg_settings settings;    /* what magics see in mg_ctx.settings */
-    char *next_input;        /* the last cell's code with its form's values written in */
-    klp_budget budget;       /* the values' total memory (KILN_VALUE_BUDGET) */
+    klp_err nested;       /* the last error of a cell run through host->run_cell */
+    mg_settings settings; /* what magics see in mg_ctx.settings */
+    char *next_input;     /* the last cell's code with its form's values written in */
+    klp_budget budget;    /* the values' total memory (KILN_VALUE_BUDGET) */
 };
 
 mg_settings *kl_engine_settings(kl_engine *e) { return &e->settings; }
@@ -71,14 +71,13 @@ static int host_run_cell(void *u, const char *code, const mg_out *out, mg_error 
     e->run_depth++;
     int rc = run_code(e, code ? code : "", out, &err);
     e->run_depth--;
-    e->nested = err;   /* lets the magic's caller point at the failing body line */
+    e->nested = err; /* lets the magic's caller point at the failing body line */
     if (rc < 0) {
         snprintf(merr->ename, sizeof merr->ename, "%s", err.ename);
         if (err.line > 0)
             snprintf(merr->evalue, sizeof merr->evalue, "%.900s (line %d%s)", err.evalue, err.line,
                      "");
-        else
-            snprintf(merr->evalue, sizeof merr->evalue, "%s", err.evalue);
+        else snprintf(merr->evalue, sizeof merr->evalue, "%s", err.evalue);
     }
     return rc;
 }
@@ -100,8 +99,11 @@ kl_engine *kl_engine_create(atomic_int *interrupt)
         kl_engine_destroy(e);
         return NULL;
     }
-    e->host = (mg_host){.user = e, .var_get = host_var_get, .var_set = host_var_set,
-                        .var_names = host_var_names, .run_cell = host_run_cell,
+    e->host = (mg_host){.user = e,
+                        .var_get = host_var_get,
+                        .var_set = host_var_set,
+                        .var_names = host_var_names,
+                        .run_cell = host_run_cell,
                         .interrupted = host_interrupted};
     return e;
 }
@@ -152,8 +154,8 @@ static int run_code(kl_engine *e, const char *code, const mg_out *out, klp_err *
     return rc;
 }
 
-int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out,
-                      json_t *cell_metadata, kl_error *err)
+int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out, json_t *cell_metadata,
+                      kl_error *err)
 {
     klp_err ie = {0};
     memset(err, 0, sizeof *err);
@@ -227,9 +229,9 @@ json_t *kl_engine_eval_expression(kl_engine *e, const char *expr)
     if (!v) {
         kl_error ke;
         klp_err_export(&err, expr, &ke);
-        json_t *r = json_pack("{s:s, s:s, s:s, s:o}", "status", "error", "ename", ke.ename,
-                              "evalue", ke.evalue, "traceback",
-                              ke.traceback ? ke.traceback : json_array());
+        json_t *r =
+            json_pack("{s:s, s:s, s:s, s:o}", "status", "error", "ename", ke.ename, "evalue",
+                      ke.evalue, "traceback", ke.traceback ? ke.traceback : json_array());
         return r;
     }
     klp_buf b = {0};
@@ -241,10 +243,7 @@ json_t *kl_engine_eval_expression(kl_engine *e, const char *expr)
     return r;
 }
 
-json_t *kl_engine_var_get(kl_engine *e, const char *name)
-{
-    return json_object_get(e->vars, name);
-}
+json_t *kl_engine_var_get(kl_engine *e, const char *name) { return json_object_get(e->vars, name); }
 
 int kl_engine_var_set(kl_engine *e, const char *name, json_t *value)
 {

@@ -12,10 +12,9 @@
 #define GREEN "\x1b[0;32m"
 #define RESET "\x1b[0m"
 
-static int vfail(klp_err *e, int line, int col, const char *ename, const char *fmt,
-                 va_list ap)
+static int vfail(klp_err *e, int line, int col, const char *ename, const char *fmt, va_list ap)
 {
-    if (e->set) return -1;   /* the first error wins */
+    if (e->set) return -1; /* the first error wins */
     memset(e, 0, sizeof *e);
     e->set = 1;
     e->line = line;
@@ -45,8 +44,7 @@ int klp_syntax(klp_err *e, int line, int col, const char *fmt, ...)
     return -1;
 }
 
-int klp_fail_repr(klp_err *e, int line, int col, const char *ename, const char *what,
-                  json_t *v)
+int klp_fail_repr(klp_err *e, int line, int col, const char *ename, const char *what, json_t *v)
 {
     klp_buf b = {0};
     klp_repr(&b, v);
@@ -84,7 +82,8 @@ static void caret(klp_buf *b, int indent, const char *line, size_t len, int col,
     /* keep tabs so the caret lines up under tab-indented text */
     size_t off = klp_utf8_offset(line, len, (size_t)(col - 1));
     for (size_t i = 0; i < off && i < len; i++)
-        if (((unsigned char)line[i] & 0xc0) != 0x80) klp_buf_add(b, line[i] == '\t' ? "\t" : " ", 1);
+        if (((unsigned char)line[i] & 0xc0) != 0x80)
+            klp_buf_add(b, line[i] == '\t' ? "\t" : " ", 1);
     int w = end_col > col ? end_col - col : 1;
     klp_buf_puts(b, RED);
     for (int i = 0; i < w; i++) klp_buf_add(b, "^", 1);
@@ -120,10 +119,9 @@ void klp_err_export(const klp_err *e, const char *src, kl_error *out)
     memset(out, 0, sizeof *out);
     snprintf(out->ename, sizeof out->ename, "%s", e->set ? e->ename : "SystemError");
     if (e->is_syntax && e->line > 0)
-        snprintf(out->evalue, sizeof out->evalue, "%.900s (line %d, column %d)", e->evalue,
-                 e->line, e->col > 0 ? e->col : 1);
-    else
-        snprintf(out->evalue, sizeof out->evalue, "%s", e->set ? e->evalue : "unknown error");
+        snprintf(out->evalue, sizeof out->evalue, "%.900s (line %d, column %d)", e->evalue, e->line,
+                 e->col > 0 ? e->col : 1);
+    else snprintf(out->evalue, sizeof out->evalue, "%s", e->set ? e->evalue : "unknown error");
     fix_utf8(out->evalue, sizeof out->evalue);
     fix_utf8(out->ename, sizeof out->ename);
     json_t *tb = json_array();
@@ -144,7 +142,7 @@ void klp_err_export(const klp_err *e, const char *src, kl_error *out)
         }
     } else {
         klp_buf_puts(&b, RED "---------------------------------------------------------------"
-                         "------------" RESET);
+                             "------------" RESET);
         push_str(tb, &b);
         klp_buf_printf(&b, RED "%-42s" RESET "Traceback (most recent call last)", out->ename);
         push_str(tb, &b);

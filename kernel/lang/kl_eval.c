@@ -23,10 +23,11 @@ static json_t *eval_name(klp_ctx *c, const klp_node *n)
         return json_null();
     }
     if (klp_is_builtin(n->str))
-        klp_fail(c->err, n->line, n->col, "TypeError", "the builtin '%s' can only be called "
-                 "here (Kiln values are data, not functions)", n->str);
-    else
-        klp_fail(c->err, n->line, n->col, "NameError", "name '%s' is not defined", n->str);
+        klp_fail(c->err, n->line, n->col, "TypeError",
+                 "the builtin '%s' can only be called "
+                 "here (Kiln values are data, not functions)",
+                 n->str);
+    else klp_fail(c->err, n->line, n->col, "NameError", "name '%s' is not defined", n->str);
     return NULL;
 }
 
@@ -63,8 +64,10 @@ static json_t *eval_dict(klp_ctx *c, const klp_node *n)
         json_t *k = klp_eval(c, n->kids[i]);
         if (!k) goto fail;
         if (!json_is_string(k)) {
-            klp_fail(c->err, n->kids[i]->line, n->kids[i]->col, "TypeError", "dict keys must "
-                     "be str in Kiln (JSON objects), not %s", klp_type_name(k));
+            klp_fail(c->err, n->kids[i]->line, n->kids[i]->col, "TypeError",
+                     "dict keys must "
+                     "be str in Kiln (JSON objects), not %s",
+                     klp_type_name(k));
             json_decref(k);
             goto fail;
         }
@@ -144,8 +147,9 @@ static json_t *eval_call(klp_ctx *c, const klp_node *n)
         res = klp_call_builtin(c, n, callee->str, args, na, kwn, kw, nk);
     } else {
         json_t *v = klp_eval(c, callee);
-        if (v) klp_fail(c->err, n->line, n->col, "TypeError", "'%s' object is not callable",
-                        klp_type_name(v));
+        if (v)
+            klp_fail(c->err, n->line, n->col, "TypeError", "'%s' object is not callable",
+                     klp_type_name(v));
         json_decref(v);
     }
 done:
@@ -255,8 +259,10 @@ static json_t *eval_node(klp_ctx *c, const klp_node *n)
     }
     case KLP_N_ATTR:
         if (!(a = klp_eval(c, n->kids[0]))) return NULL;
-        klp_fail(c->err, n->line, n->col, "AttributeError", "'%s' object has no attribute "
-                 "'%s' (methods must be called, e.g. x.%s())", klp_type_name(a), n->str, n->str);
+        klp_fail(c->err, n->line, n->col, "AttributeError",
+                 "'%s' object has no attribute "
+                 "'%s' (methods must be called, e.g. x.%s())",
+                 klp_type_name(a), n->str, n->str);
         json_decref(a);
         return NULL;
     case KLP_N_FSTR: return eval_fstr(c, n);
@@ -274,8 +280,8 @@ json_t *klp_eval(klp_ctx *c, const klp_node *n)
         v = NULL;
     }
     /* an error raised at this node gets its full span, for the traceback's carets */
-    if (!v && c->err->set && !c->err->end_col && c->err->line == n->line &&
-        c->err->col == n->col && n->end_col > n->col)
+    if (!v && c->err->set && !c->err->end_col && c->err->line == n->line && c->err->col == n->col &&
+        n->end_col > n->col)
         c->err->end_col = n->end_col;
     return v;
 }

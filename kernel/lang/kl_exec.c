@@ -11,33 +11,41 @@
 static int set_item(klp_ctx *c, const klp_node *n, json_t *obj, json_t *idx, json_t *value)
 {
     if ((json_is_array(value) || json_is_object(value)) && klp_reaches(value, obj))
-        return klp_fail(c->err, n->line, n->col, "ValueError", "a list or dict cannot contain "
+        return klp_fail(c->err, n->line, n->col, "ValueError",
+                        "a list or dict cannot contain "
                         "itself in Kiln (its values are JSON)");
     if (json_is_array(obj)) {
         long long i;
         if (json_is_integer(idx)) i = (long long)json_integer_value(idx);
         else if (json_is_boolean(idx)) i = json_is_true(idx);
         else
-            return klp_fail(c->err, n->line, n->col, "TypeError", "list indices must be "
-                            "integers or slices, not %s", klp_type_name(idx));
+            return klp_fail(c->err, n->line, n->col, "TypeError",
+                            "list indices must be "
+                            "integers or slices, not %s",
+                            klp_type_name(idx));
         long long len = (long long)json_array_size(obj);
         if (i < 0) i += len;
         if (i < 0 || i >= len)
-            return klp_fail(c->err, n->line, n->col, "IndexError", "list assignment index out "
+            return klp_fail(c->err, n->line, n->col, "IndexError",
+                            "list assignment index out "
                             "of range");
         json_array_set(obj, (size_t)i, value);
         return 0;
     }
     if (json_is_object(obj)) {
         if (!json_is_string(idx))
-            return klp_fail(c->err, n->line, n->col, "TypeError", "dict keys must be str in "
-                            "Kiln (JSON objects), not %s", klp_type_name(idx));
+            return klp_fail(c->err, n->line, n->col, "TypeError",
+                            "dict keys must be str in "
+                            "Kiln (JSON objects), not %s",
+                            klp_type_name(idx));
         if (json_object_setn(obj, json_string_value(idx), json_string_length(idx), value) < 0)
             return klp_fail(c->err, n->line, n->col, "MemoryError", "out of memory");
         return 0;
     }
-    return klp_fail(c->err, n->line, n->col, "TypeError", "'%s' object does not support item "
-                    "assignment", klp_type_name(obj));
+    return klp_fail(c->err, n->line, n->col, "TypeError",
+                    "'%s' object does not support item "
+                    "assignment",
+                    klp_type_name(obj));
 }
 
 static int assign(klp_ctx *c, const klp_node *t, json_t *value)
@@ -60,11 +68,16 @@ static int assign(klp_ctx *c, const klp_node *t, json_t *value)
     size_t have = json_array_size(items);
     int rc = 0;
     if (have != t->n)
-        rc = have > t->n ? klp_fail(c->err, t->line, t->col, "ValueError", "too many values to "
-                                    "unpack (expected %zu)", t->n)
-                         : klp_fail(c->err, t->line, t->col, "ValueError", "not enough values "
-                                    "to unpack (expected %zu, got %zu)", t->n, have);
-    for (size_t i = 0; rc == 0 && i < t->n; i++) rc = assign(c, t->kids[i], json_array_get(items, i));
+        rc = have > t->n ? klp_fail(c->err, t->line, t->col, "ValueError",
+                                    "too many values to "
+                                    "unpack (expected %zu)",
+                                    t->n)
+                         : klp_fail(c->err, t->line, t->col, "ValueError",
+                                    "not enough values "
+                                    "to unpack (expected %zu, got %zu)",
+                                    t->n, have);
+    for (size_t i = 0; rc == 0 && i < t->n; i++)
+        rc = assign(c, t->kids[i], json_array_get(items, i));
     json_decref(items);
     return rc;
 }
@@ -88,7 +101,8 @@ static int aug_assign(klp_ctx *c, const klp_node *s)
         if (klp_iter_items(c, s, rhs, &items) < 0) goto done;
         if (klp_reaches(items, cur)) {
             json_decref(items);
-            klp_fail(c->err, s->line, s->col, "ValueError", "a list cannot contain itself in "
+            klp_fail(c->err, s->line, s->col, "ValueError",
+                     "a list cannot contain itself in "
                      "Kiln (its values are JSON)");
             goto done;
         }
@@ -131,14 +145,17 @@ static int del_target(klp_ctx *c, const klp_node *t)
     int rc = -1;
     if (v) {
         if (json_is_array(obj)) {
-            long long i = json_is_boolean(idx) ? json_is_true(idx) : (long long)json_integer_value(idx);
+            long long i =
+                json_is_boolean(idx) ? json_is_true(idx) : (long long)json_integer_value(idx);
             if (i < 0) i += (long long)json_array_size(obj);
             rc = json_array_remove(obj, (size_t)i);
         } else if (json_is_object(obj)) {
             rc = json_object_deln(obj, json_string_value(idx), json_string_length(idx));
         } else {
-            rc = klp_fail(c->err, t->line, t->col, "TypeError", "'%s' object doesn't support "
-                          "item deletion", klp_type_name(obj));
+            rc = klp_fail(c->err, t->line, t->col, "TypeError",
+                          "'%s' object doesn't support "
+                          "item deletion",
+                          klp_type_name(obj));
         }
     }
     json_decref(v);
@@ -188,8 +205,10 @@ static int run_stmt(klp_ctx *c, const klp_node *s, int last)
     case KLP_S_MAGIC: return klp_magic_line(c, s);
     case KLP_S_SHELL: {
         char *cmd = klp_interpolate(c->eng, s->str);
-        if (!cmd) return klp_fail(c->err, s->line, 0, "MemoryError", "the command is too large "
-                                  "after $name/{expr} expansion (or out of memory)");
+        if (!cmd)
+            return klp_fail(c->err, s->line, 0, "MemoryError",
+                            "the command is too large "
+                            "after $name/{expr} expansion (or out of memory)");
         int status = 0;
         int rc = klp_shell_run(c->eng, cmd, c->out, &status, c->err);
         free(cmd);
@@ -197,8 +216,7 @@ static int run_stmt(klp_ctx *c, const klp_node *s, int last)
         return rc;
     }
     case KLP_S_HELP: return klp_help(c, s->str);
-    default:
-        return klp_fail(c->err, s->line, s->col, "SystemError", "unknown statement");
+    default: return klp_fail(c->err, s->line, s->col, "SystemError", "unknown statement");
     }
 }
 

@@ -62,8 +62,8 @@ klp_node *klpp_fstring(klpp *P, const klp_tok *t, const char *s, size_t len)
             if (d == '\'' || d == '"') q = d;
             else if (d == '(' || d == '[' || d == '{') depth++;
             else if ((d == ')' || d == ']' || d == '}') && depth > 0) depth--;
-            else if (depth == 0 && (d == '}' || d == ':' || (d == '!' && i + 1 < len &&
-                                                             s[i + 1] != '=')))
+            else if (depth == 0 &&
+                     (d == '}' || d == ':' || (d == '!' && i + 1 < len && s[i + 1] != '=')))
                 break;
         }
         if (i >= len) return fail(P, t, "expecting '}'");
@@ -76,7 +76,8 @@ klp_node *klpp_fstring(klpp *P, const klp_tok *t, const char *s, size_t len)
             i += 2;
         }
         if (i < len && s[i] == ':')
-            return fail(P, t, "format specs such as {x:.3f} are not supported (Kiln has no "
+            return fail(P, t,
+                        "format specs such as {x:.3f} are not supported (Kiln has no "
                         "format mini-language; use {x}, {x!r} or {round(x, 3)})");
         if (i >= len || s[i] != '}') return fail(P, t, "expecting '}'");
         i++;

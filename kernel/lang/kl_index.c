@@ -6,14 +6,15 @@
 
 #include "kl_internal.h"
 
-static int as_index(klp_ctx *c, const klp_node *n, json_t *idx, const char *what,
-                    long long *out)
+static int as_index(klp_ctx *c, const klp_node *n, json_t *idx, const char *what, long long *out)
 {
     if (json_is_integer(idx)) *out = (long long)json_integer_value(idx);
     else if (json_is_boolean(idx)) *out = json_is_true(idx);
     else
-        return klp_fail(c->err, n->line, n->col, "TypeError", "%s indices must be integers "
-                        "or slices, not %s", what, klp_type_name(idx));
+        return klp_fail(c->err, n->line, n->col, "TypeError",
+                        "%s indices must be integers "
+                        "or slices, not %s",
+                        what, klp_type_name(idx));
     return 0;
 }
 
@@ -54,14 +55,14 @@ json_t *klp_index(klp_ctx *c, const klp_node *n, json_t *obj, json_t *idx)
         json_t *r = NULL;
         if (i < 0 || i >= len)
             klp_fail(c->err, n->line, n->col, "IndexError", "string index out of range");
-        else
-            r = json_stringn(json_string_value(obj) + o[i], o[i + 1] - o[i]);
+        else r = json_stringn(json_string_value(obj) + o[i], o[i + 1] - o[i]);
         free(o);
         return r;
     }
     if (json_is_object(obj)) {
-        json_t *v = json_is_string(idx) ? json_object_getn(obj, json_string_value(idx),
-                                                           json_string_length(idx)) : NULL;
+        json_t *v = json_is_string(idx)
+                        ? json_object_getn(obj, json_string_value(idx), json_string_length(idx))
+                        : NULL;
         if (!v) {
             klp_fail_repr(c->err, n->line, n->col, "KeyError", "", idx);
             return NULL;
@@ -98,14 +99,14 @@ static int slice_part(klp_ctx *c, const klp_node *n, json_t *v, long long def, l
         *out = def;
         return 0;
     }
-    if (json_is_integer(v) || json_is_boolean(v))
-        return as_index(c, n, v, "slice", out);
-    return klp_fail(c->err, n->line, n->col, "TypeError", "slice indices must be integers or "
-                    "None, not %s", klp_type_name(v));
+    if (json_is_integer(v) || json_is_boolean(v)) return as_index(c, n, v, "slice", out);
+    return klp_fail(c->err, n->line, n->col, "TypeError",
+                    "slice indices must be integers or "
+                    "None, not %s",
+                    klp_type_name(v));
 }
 
-json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t *hi,
-                  json_t *stepv)
+json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t *hi, json_t *stepv)
 {
     long long step, start, stop;
     if (slice_part(c, n, stepv, 1, &step) < 0) return NULL;
@@ -180,7 +181,8 @@ static int depth_of(json_t *v, int limit)
     if (json_is_array(v)) {
         size_t i;
         json_t *x;
-        json_array_foreach(v, i, x) {
+        json_array_foreach(v, i, x)
+        {
             if (!json_is_array(x) && !json_is_object(x)) continue;
             int k = depth_of(x, limit - 1);
             if (k > d) d = k;
@@ -189,7 +191,8 @@ static int depth_of(json_t *v, int limit)
     } else {
         const char *k;
         json_t *x;
-        json_object_foreach(v, k, x) {
+        json_object_foreach(v, k, x)
+        {
             int dd = depth_of(x, limit - 1);
             if (dd > d) d = dd;
             if (d >= limit) break;
@@ -201,8 +204,10 @@ static int depth_of(json_t *v, int limit)
 int klp_check_depth(klp_ctx *c, const klp_node *n, json_t *v)
 {
     if (depth_of(v, KLP_MAX_DEPTH) > KLP_MAX_DEPTH - 1)
-        return klp_fail(c->err, n->line, n->col, "RecursionError", "value nested more than "
-                        "%d levels deep (or containing itself)", KLP_MAX_DEPTH - 1);
+        return klp_fail(c->err, n->line, n->col, "RecursionError",
+                        "value nested more than "
+                        "%d levels deep (or containing itself)",
+                        KLP_MAX_DEPTH - 1);
     return 0;
 }
 

@@ -22,23 +22,23 @@
 
 #include "kl.h"
 
-#define KLP_MAX_DEPTH 200          /* AST nesting and value nesting limit */
-#define KLP_MAX_ITEMS (1u << 21)   /* largest list an operation may create (~120 MB) */
-#define KLP_MAX_STR (1u << 26)     /* largest str an operation may create (64 MiB) */
-#define KLP_MAX_REPR (1u << 20)    /* repr output is cut after 1 MiB */
-#define KLP_MAX_RUN_DEPTH 8        /* %%time nesting of run_cell */
-#define KLP_BUDGET_DEFAULT (256u << 20)  /* all values together (KILN_VALUE_BUDGET) */
+#define KLP_MAX_DEPTH 200               /* AST nesting and value nesting limit */
+#define KLP_MAX_ITEMS (1u << 21)        /* largest list an operation may create (~120 MB) */
+#define KLP_MAX_STR (1u << 26)          /* largest str an operation may create (64 MiB) */
+#define KLP_MAX_REPR (1u << 20)         /* repr output is cut after 1 MiB */
+#define KLP_MAX_RUN_DEPTH 8             /* %%time nesting of run_cell */
+#define KLP_BUDGET_DEFAULT (256u << 20) /* all values together (KILN_VALUE_BUDGET) */
 #define KLP_BUDGET_MIN (1u << 20)
-#define KLP_SZ_SCALAR 32           /* what an int or float value takes (budget estimate) */
-#define KLP_SZ_SLOT 8              /* what one list slot takes */
+#define KLP_SZ_SCALAR 32 /* what an int or float value takes (budget estimate) */
+#define KLP_SZ_SLOT 8    /* what one list slot takes */
 
 /* ---- errors ---- */
 
 typedef struct klp_err {
     char ename[64];
     char evalue[1024];
-    int line, col, end_col;   /* 1-based; 0 = unknown */
-    int is_syntax;            /* SyntaxError-style report (caret under the column) */
+    int line, col, end_col; /* 1-based; 0 = unknown */
+    int is_syntax;          /* SyntaxError-style report (caret under the column) */
     int set;
 } klp_err;
 
@@ -47,8 +47,7 @@ int klp_fail(klp_err *e, int line, int col, const char *ename, const char *fmt, 
 int klp_syntax(klp_err *e, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* klp_fail with "<what><repr(v)>" as the message (repr cut after 900 bytes). */
-int klp_fail_repr(klp_err *e, int line, int col, const char *ename, const char *what,
-                  json_t *v);
+int klp_fail_repr(klp_err *e, int line, int col, const char *ename, const char *what, json_t *v);
 /* Builds the public error (with traceback pointing into src). */
 void klp_err_export(const klp_err *e, const char *src, kl_error *out);
 
@@ -69,14 +68,14 @@ void klp_buf_free(klp_buf *b);
 typedef struct klp_arena klp_arena;
 klp_arena *klp_arena_create(void);
 void klp_arena_destroy(klp_arena *a);
-void *klp_arena_alloc(klp_arena *a, size_t n);   /* zeroed; NULL on OOM */
+void *klp_arena_alloc(klp_arena *a, size_t n); /* zeroed; NULL on OOM */
 
 /* ---- UTF-8 ---- */
 
 int klp_utf8_valid(const char *s, size_t n);
-size_t klp_utf8_len(const char *s, size_t n);          /* code points */
-size_t klp_utf8_offset(const char *s, size_t n, size_t cp);  /* byte offset of code point */
-int klp_utf8_encode(uint32_t cp, char out[4]);          /* bytes written; 0 if invalid */
+size_t klp_utf8_len(const char *s, size_t n);               /* code points */
+size_t klp_utf8_offset(const char *s, size_t n, size_t cp); /* byte offset of code point */
+int klp_utf8_encode(uint32_t cp, char out[4]);              /* bytes written; 0 if invalid */
 /* Bytes of s[0..n) that form complete valid sequences, invalid bytes replaced by
  * U+FFFD into b; returns how many trailing bytes were held back (incomplete). */
 size_t klp_utf8_sanitize(klp_buf *b, const char *s, size_t n, int final);
@@ -84,26 +83,32 @@ size_t klp_utf8_sanitize(klp_buf *b, const char *s, size_t n, int final);
 /* ---- tokens ---- */
 
 typedef enum {
-    KLP_T_EOF, KLP_T_NEWLINE, KLP_T_NAME, KLP_T_INT, KLP_T_FLOAT, KLP_T_STR, KLP_T_OP,
-    KLP_T_MAGIC,   /* "%name args" line: text = the line after the '%' */
-    KLP_T_SHELL,   /* "!cmd": text = the command */
-    KLP_T_HELP     /* "name?" / "?name" / "%magic?": text = the name (with '%' if a magic) */
+    KLP_T_EOF,
+    KLP_T_NEWLINE,
+    KLP_T_NAME,
+    KLP_T_INT,
+    KLP_T_FLOAT,
+    KLP_T_STR,
+    KLP_T_OP,
+    KLP_T_MAGIC, /* "%name args" line: text = the line after the '%' */
+    KLP_T_SHELL, /* "!cmd": text = the command */
+    KLP_T_HELP   /* "name?" / "?name" / "%magic?": text = the name (with '%' if a magic) */
 } klp_tok_kind;
 
 typedef struct klp_tok {
     klp_tok_kind kind;
-    int line, col, end_col;   /* end_col: 0 when the token spans lines */
-    const char *text;   /* NAME/OP/MAGIC/SHELL/HELP: NUL-terminated (arena); STR: decoded */
-    size_t len;         /* STR: decoded byte length */
+    int line, col, end_col; /* end_col: 0 when the token spans lines */
+    const char *text;       /* NAME/OP/MAGIC/SHELL/HELP: NUL-terminated (arena); STR: decoded */
+    size_t len;             /* STR: decoded byte length */
     long long ival;
     double fval;
-    int fstring;        /* STR with an f prefix: text is the raw template */
+    int fstring; /* STR with an f prefix: text is the raw template */
 } klp_tok;
 
 typedef struct klp_toks {
     klp_tok *v;
     size_t n;
-    int incomplete;     /* ended inside brackets / a string / after a backslash */
+    int incomplete; /* ended inside brackets / a string / after a backslash */
 } klp_toks;
 
 /* Tokenises src (valid UTF-8). Returns 0, or -1 with err (SyntaxError/IndentationError);
@@ -113,13 +118,37 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err);
 /* ---- AST ---- */
 
 typedef enum {
-    KLP_N_CONST_INT, KLP_N_CONST_FLOAT, KLP_N_CONST_STR, KLP_N_NONE, KLP_N_TRUE,
-    KLP_N_FALSE, KLP_N_NAME, KLP_N_LIST, KLP_N_TUPLE, KLP_N_DICT, KLP_N_BINOP,
-    KLP_N_UNARY, KLP_N_NOT, KLP_N_AND, KLP_N_OR, KLP_N_COMPARE, KLP_N_IFEXP,
-    KLP_N_CALL, KLP_N_INDEX, KLP_N_SLICE, KLP_N_ATTR, KLP_N_FSTR,
+    KLP_N_CONST_INT,
+    KLP_N_CONST_FLOAT,
+    KLP_N_CONST_STR,
+    KLP_N_NONE,
+    KLP_N_TRUE,
+    KLP_N_FALSE,
+    KLP_N_NAME,
+    KLP_N_LIST,
+    KLP_N_TUPLE,
+    KLP_N_DICT,
+    KLP_N_BINOP,
+    KLP_N_UNARY,
+    KLP_N_NOT,
+    KLP_N_AND,
+    KLP_N_OR,
+    KLP_N_COMPARE,
+    KLP_N_IFEXP,
+    KLP_N_CALL,
+    KLP_N_INDEX,
+    KLP_N_SLICE,
+    KLP_N_ATTR,
+    KLP_N_FSTR,
     /* statements */
-    KLP_S_EXPR, KLP_S_ASSIGN, KLP_S_AUGASSIGN, KLP_S_PASS, KLP_S_DEL, KLP_S_MAGIC,
-    KLP_S_SHELL, KLP_S_HELP
+    KLP_S_EXPR,
+    KLP_S_ASSIGN,
+    KLP_S_AUGASSIGN,
+    KLP_S_PASS,
+    KLP_S_DEL,
+    KLP_S_MAGIC,
+    KLP_S_SHELL,
+    KLP_S_HELP
 } klp_node_kind;
 
 typedef struct klp_node klp_node;
@@ -127,15 +156,15 @@ struct klp_node {
     klp_node_kind kind;
     int line, col, end_col;
     int depth;
-    const char *op;          /* BINOP/UNARY/AUGASSIGN operator; COMPARE ops in ops[] */
-    const char *str;         /* NAME/ATTR/STR/MAGIC/SHELL/HELP text; keyword names */
+    const char *op;  /* BINOP/UNARY/AUGASSIGN operator; COMPARE ops in ops[] */
+    const char *str; /* NAME/ATTR/STR/MAGIC/SHELL/HELP text; keyword names */
     size_t len;
     long long ival;
     double fval;
-    klp_node **kids;         /* children (see each kind in kl_parse.c) */
-    const char **ops;        /* COMPARE: n-1 operators; CALL: keyword names (NULL = positional) */
+    klp_node **kids;  /* children (see each kind in kl_parse.c) */
+    const char **ops; /* COMPARE: n-1 operators; CALL: keyword names (NULL = positional) */
     size_t n;
-    int suppress;            /* S_EXPR followed by ';' at the end of the cell */
+    int suppress; /* S_EXPR followed by ';' at the end of the cell */
 };
 
 typedef struct klp_prog {
@@ -163,27 +192,28 @@ const mg_host *klp_host(kl_engine *e);
 mg_session *klp_session(kl_engine *e);
 json_t *klp_cell_metadata(kl_engine *e);
 const mg_settings *klp_settings(kl_engine *e);
-klp_err *klp_nested_err(kl_engine *e);   /* last error of host->run_cell */
+klp_err *klp_nested_err(kl_engine *e); /* last error of host->run_cell */
 
 json_t *klp_eval(klp_ctx *c, const klp_node *n);
 /* Parses and evaluates one expression; new ref or NULL with err. */
-json_t *klp_eval_source(kl_engine *e, const char *src, const mg_out *out, klp_err *err);   /* new ref or NULL with c->err */
-int klp_exec(klp_ctx *c, const klp_prog *p);         /* 0 or -1 */
+json_t *klp_eval_source(kl_engine *e, const char *src, const mg_out *out,
+                        klp_err *err);       /* new ref or NULL with c->err */
+int klp_exec(klp_ctx *c, const klp_prog *p); /* 0 or -1 */
 
 /* The total budget of the values (kl_budget.c); one per engine. */
 typedef struct klp_budget {
-    size_t limit;       /* bytes */
-    size_t base;        /* the namespace's footprint at the last walk */
-    size_t stmt;        /* charged by the running statement */
-    size_t since_walk;  /* charged since the last walk (and the statement it was in) */
-    int stale;          /* a statement started since the last walk */
+    size_t limit;      /* bytes */
+    size_t base;       /* the namespace's footprint at the last walk */
+    size_t stmt;       /* charged by the running statement */
+    size_t since_walk; /* charged since the last walk (and the statement it was in) */
+    int stale;         /* a statement started since the last walk */
 } klp_budget;
 klp_budget *klp_budget_of(kl_engine *e);
 /* "256M", "2GiB", "1048576": 0 with *out in bytes (at least KLP_BUDGET_MIN), or -1. */
 int klp_budget_parse(const char *s, size_t *out);
 /* The default, or setting (KILN_VALUE_BUDGET) when valid; a bad one is warned about. */
 void klp_budget_init(klp_budget *b, const char *setting);
-void klp_budget_statement(klp_budget *b);   /* a statement starts */
+void klp_budget_statement(klp_budget *b); /* a statement starts */
 /* MemoryError (0 / -1) when bytes more would pass the budget; ask does not charge. */
 int klp_budget_ask(klp_ctx *c, const klp_node *n, size_t bytes);
 int klp_budget_charge(klp_ctx *c, const klp_node *n, size_t bytes);
@@ -199,9 +229,8 @@ int klp_compare(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json_t
 int klp_truthy(json_t *v);
 int klp_equal(json_t *a, json_t *b);
 json_t *klp_index(klp_ctx *c, const klp_node *n, json_t *obj, json_t *idx);
-json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t *hi,
-                  json_t *step);
-json_t *klp_real(klp_ctx *c, const klp_node *n, double v);   /* rejects nan/inf */
+json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t *hi, json_t *step);
+json_t *klp_real(klp_ctx *c, const klp_node *n, double v); /* rejects nan/inf */
 /* 1 when container v is or (transitively) contains target. */
 int klp_reaches(json_t *v, json_t *target);
 int klp_check_depth(klp_ctx *c, const klp_node *n, json_t *v);
@@ -238,8 +267,7 @@ char *klp_interpolate_args(kl_engine *e, const char *text, int quoted, klp_err *
                            char *undef, size_t nundef);
 
 /* Shell (kl_shell.c): runs cmd, streaming into out. 0, or -1 (interrupt / failure). */
-int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status,
-                  klp_err *err);
+int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status, klp_err *err);
 
 /* Magics (kl_magic.c). text = "name args" (line) or the whole cell (cell magic). */
 int klp_magic_line(klp_ctx *c, const klp_node *n);

@@ -43,7 +43,7 @@ static size_t brace_end(const char *s)
     return 0;
 }
 
-#define MAX_EXPANDED (16u << 20)   /* argument strings stay far below this (ARG_MAX) */
+#define MAX_EXPANDED (16u << 20) /* argument strings stay far below this (ARG_MAX) */
 
 enum { Q_NONE, Q_SINGLE, Q_DOUBLE }; /* quote state of the text around a value */
 
@@ -84,19 +84,19 @@ static void add_value(klp_buf *b, json_t *v, int mode, int state, int raw)
     else add_quoted(b, v, state, mode == QUOTE_SHELL);
 }
 
-static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name_err,
-                         char *undef, size_t nundef)
+static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name_err, char *undef,
+                         size_t nundef)
 {
     klp_buf b = {0};
     klp_buf_add(&b, "", 0);
     int state = Q_NONE;
     for (size_t i = 0; text[i] && !b.oom;) {
-        if (b.n > MAX_EXPANDED) b.oom = 1;   /* reported as a MemoryError */
+        if (b.n > MAX_EXPANDED) b.oom = 1; /* reported as a MemoryError */
         char c = text[i];
         /* in shell lines, $!name / {!expr} splice raw text */
-        int raw = mode == QUOTE_SHELL && text[i + 1] == '!' &&
-                  (c == '{' || (c == '$' && (isalpha((unsigned char)text[i + 2]) ||
-                                             text[i + 2] == '_')));
+        int raw =
+            mode == QUOTE_SHELL && text[i + 1] == '!' &&
+            (c == '{' || (c == '$' && (isalpha((unsigned char)text[i + 2]) || text[i + 2] == '_')));
         if (c == '\\' && state != Q_SINGLE && text[i + 1] && text[i + 1] != '$' &&
             text[i + 1] != '{') {
             klp_buf_add(&b, text + i, 2); /* an escaped character, quote state unchanged */
@@ -109,8 +109,7 @@ static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name
         } else if (c == '$' && text[i + 1] == '$') {
             klp_buf_add(&b, "$", 1);
             i += 2;
-        } else if (c == '$' && (raw || isalpha((unsigned char)text[i + 1]) ||
-                                text[i + 1] == '_')) {
+        } else if (c == '$' && (raw || isalpha((unsigned char)text[i + 1]) || text[i + 1] == '_')) {
             size_t j = i + 1 + raw;
             while (isalnum((unsigned char)text[j]) || text[j] == '_') j++;
             char name[257];

@@ -30,7 +30,7 @@ typedef struct lexer {
     klp_toks *t;
     size_t cap;
     klp_err *err;
-    size_t cache_ls, cache_pos;   /* col_at memo: columns are counted incrementally */
+    size_t cache_ls, cache_pos; /* col_at memo: columns are counted incrementally */
     int cache_col;
 } lexer;
 
@@ -158,9 +158,10 @@ static int lex_number(lexer *L)
             p++;
         }
     } else {
-        while (p < L->n && (isdigit((unsigned char)s[p]) || s[p] == '_' || s[p] == '.' ||
-                            ((s[p] == 'e' || s[p] == 'E') && p > st) ||
-                            ((s[p] == '+' || s[p] == '-') && (s[p - 1] == 'e' || s[p - 1] == 'E')))) {
+        while (p < L->n &&
+               (isdigit((unsigned char)s[p]) || s[p] == '_' || s[p] == '.' ||
+                ((s[p] == 'e' || s[p] == 'E') && p > st) ||
+                ((s[p] == '+' || s[p] == '-') && (s[p - 1] == 'e' || s[p - 1] == 'E')))) {
             if (s[p] == '.' || s[p] == 'e' || s[p] == 'E') is_float = 1;
             if (s[p] == '.' && p + 1 < L->n && s[p + 1] == '.') break;
             if (s[p] != '_' && k < sizeof clean - 1) clean[k++] = s[p];
@@ -173,8 +174,10 @@ static int lex_number(lexer *L)
         return klp_syntax(L->err, L->line, col_at(L, st), "complex numbers are not supported");
     if (p < L->n && is_id((unsigned char)s[p]))
         return klp_syntax(L->err, L->line, col_at(L, st), "invalid %s literal",
-                          base == 10 ? "decimal" : base == 16 ? "hexadecimal" :
-                          base == 8 ? "octal" : "binary");
+                          base == 10   ? "decimal"
+                          : base == 16 ? "hexadecimal"
+                          : base == 8  ? "octal"
+                                       : "binary");
     if (k == 0 || (s[p - 1] == '_') || k >= sizeof clean - 1)
         return klp_syntax(L->err, L->line, col_at(L, st), "invalid number literal");
     klp_tok *tk = push(L, is_float ? KLP_T_FLOAT : KLP_T_INT, st);
@@ -199,8 +202,7 @@ static int lex_number(lexer *L)
         if (*end) return klp_syntax(L->err, L->line, tk->col, "invalid digit in literal");
         if (errno == ERANGE || v > (unsigned long long)INT64_MAX)
             return klp_fail(L->err, L->line, tk->col, "OverflowError",
-                            "integer literal %s is too large (Kiln integers are 64-bit)",
-                            tk->text);
+                            "integer literal %s is too large (Kiln integers are 64-bit)", tk->text);
         tk->ival = (long long)v;
     }
     return 0;
@@ -213,8 +215,9 @@ static int hexval(const char *s, int n, uint32_t *out)
     uint32_t v = 0;
     for (int i = 0; i < n; i++) {
         if (!isxdigit((unsigned char)s[i])) return -1;
-        v = v * 16 + (uint32_t)(isdigit((unsigned char)s[i]) ? s[i] - '0'
-                                : tolower((unsigned char)s[i]) - 'a' + 10);
+        v = v * 16 + (uint32_t)(isdigit((unsigned char)s[i])
+                                    ? s[i] - '0'
+                                    : tolower((unsigned char)s[i]) - 'a' + 10);
     }
     *out = v;
     return 0;
@@ -235,7 +238,9 @@ static int decode(lexer *L, const char *b, size_t n, int raw, int line, int col,
         int hex = 0;
         switch (c) {
         case '\n': break;
-        case '\r': if (i + 1 < n && b[i + 1] == '\n') i++; break;
+        case '\r':
+            if (i + 1 < n && b[i + 1] == '\n') i++;
+            break;
         case '\\': *w++ = '\\'; break;
         case '\'': *w++ = '\''; break;
         case '"': *w++ = '"'; break;
@@ -250,13 +255,15 @@ static int decode(lexer *L, const char *b, size_t n, int raw, int line, int col,
         case 'u': hex = 4; break;
         case 'U': hex = 8; break;
         case 'N':
-            return klp_syntax(L->err, line, col, "(unicode error) \\N{...} escapes are not "
+            return klp_syntax(L->err, line, col,
+                              "(unicode error) \\N{...} escapes are not "
                               "supported");
         default:
             if (c >= '0' && c <= '7') {
                 cp = 0;
                 int k = 0;
-                while (k < 3 && i < n && b[i] >= '0' && b[i] <= '7') cp = cp * 8 + (uint32_t)(b[i++] - '0'), k++;
+                while (k < 3 && i < n && b[i] >= '0' && b[i] <= '7')
+                    cp = cp * 8 + (uint32_t)(b[i++] - '0'), k++;
                 i--;
                 char enc[4];
                 int m = klp_utf8_encode(cp, enc);
@@ -273,8 +280,10 @@ static int decode(lexer *L, const char *b, size_t n, int raw, int line, int col,
             char enc[4];
             int m = klp_utf8_encode(cp, enc);
             if (!m)
-                return klp_syntax(L->err, line, col, "(unicode error) illegal Unicode "
-                                  "character \\%c%.*s", c, hex, b + i + 1);
+                return klp_syntax(L->err, line, col,
+                                  "(unicode error) illegal Unicode "
+                                  "character \\%c%.*s",
+                                  c, hex, b + i + 1);
             memcpy(w, enc, (size_t)m);
             w += m;
             i += (size_t)hex;
@@ -296,11 +305,15 @@ static int lex_string(lexer *L, size_t st, int raw, int fstr)
         if (p >= L->n) {
             if (triple) {
                 L->t->incomplete = 1;
-                return klp_syntax(L->err, line0, col0, "unterminated triple-quoted string "
-                                  "literal (detected at line %d)", L->line);
+                return klp_syntax(L->err, line0, col0,
+                                  "unterminated triple-quoted string "
+                                  "literal (detected at line %d)",
+                                  L->line);
             }
-            return klp_syntax(L->err, line0, col0, "unterminated string literal (detected "
-                              "at line %d)", L->line);
+            return klp_syntax(L->err, line0, col0,
+                              "unterminated string literal (detected "
+                              "at line %d)",
+                              L->line);
         }
         char c = s[p];
         if (c == '\\' && p + 1 < L->n) {
@@ -313,8 +326,10 @@ static int lex_string(lexer *L, size_t st, int raw, int fstr)
         }
         if (c == '\n') {
             if (!triple)
-                return klp_syntax(L->err, line0, col0, "unterminated string literal "
-                                  "(detected at line %d)", line0);
+                return klp_syntax(L->err, line0, col0,
+                                  "unterminated string literal "
+                                  "(detected at line %d)",
+                                  line0);
             L->line++;
             L->line_start = p + 1;
         }
@@ -343,8 +358,8 @@ static const char *const ops2[] = {"**", "//", "==", "!=", "<=", ">=", "+=", "-=
                                    "%=", "&=", "|=", "^=", "->", ":=", "<<", ">>", "@=", NULL};
 static const char ops1[] = "+-*/%@&|^~<>()[]{},:.;=";
 /* Python operators Kiln leaves out: lexed whole so the error can name them. */
-static const char *const refused[] = {"&", "|", "^", "~", "<<", ">>", "&=", "|=", "^=", "<<=",
-                                      ">>=", "@", "@=", NULL};
+static const char *const refused[] = {
+    "&", "|", "^", "~", "<<", ">>", "&=", "|=", "^=", "<<=", ">>=", "@", "@=", NULL};
 
 static int lex_op(lexer *L)
 {
@@ -371,9 +386,11 @@ static int lex_op(lexer *L)
     }
     for (int i = 0; refused[i]; i++)
         if (strlen(refused[i]) == flen && !memcmp(refused[i], found, flen))
-            return klp_syntax(L->err, L->line, col, "the operator '%s' is not supported: Kiln "
+            return klp_syntax(L->err, L->line, col,
+                              "the operator '%s' is not supported: Kiln "
                               "cells have + - * / // %% ** and comparisons (no bitwise or "
-                              "matrix operators)", refused[i]);
+                              "matrix operators)",
+                              refused[i]);
     char c = *s;
     if (flen == 1 && strchr("([{", c)) {
         if (L->depth >= KLP_MAX_DEPTH)
@@ -387,11 +404,14 @@ static int lex_op(lexer *L)
         if (L->depth == 0) return klp_syntax(L->err, L->line, col, "unmatched '%c'", c);
         if (L->br[L->depth - 1] != open) {
             if (L->br_line[L->depth - 1] != L->line)
-                return klp_syntax(L->err, L->line, col, "closing parenthesis '%c' does not "
-                                  "match opening parenthesis '%c' on line %d", c,
-                                  L->br[L->depth - 1], L->br_line[L->depth - 1]);
-            return klp_syntax(L->err, L->line, col, "closing parenthesis '%c' does not match "
-                              "opening parenthesis '%c'", c, L->br[L->depth - 1]);
+                return klp_syntax(L->err, L->line, col,
+                                  "closing parenthesis '%c' does not "
+                                  "match opening parenthesis '%c' on line %d",
+                                  c, L->br[L->depth - 1], L->br_line[L->depth - 1]);
+            return klp_syntax(L->err, L->line, col,
+                              "closing parenthesis '%c' does not match "
+                              "opening parenthesis '%c'",
+                              c, L->br[L->depth - 1]);
         }
         L->depth--;
     }
@@ -415,9 +435,11 @@ static int lex_name(lexer *L)
             char c = (char)tolower((unsigned char)L->s[i]);
             if (c == 'r') raw++;
             else if (c == 'f') fstr++;
-            else if (c == 'u' && n == 1) ;
+            else if (c == 'u' && n == 1)
+                ;
             else if (c == 'b')
-                return klp_syntax(L->err, L->line, col_at(L, st), "bytes literals are not "
+                return klp_syntax(L->err, L->line, col_at(L, st),
+                                  "bytes literals are not "
                                   "supported");
             else bad = 1;
         }
@@ -502,11 +524,13 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
             if (p < L.n && src[p] == '\r') p++;
             if (p >= L.n) {
                 toks->incomplete = 1;
-                return klp_syntax(err, L.line, col_at(&L, L.pos), "unexpected EOF after "
+                return klp_syntax(err, L.line, col_at(&L, L.pos),
+                                  "unexpected EOF after "
                                   "line continuation character");
             }
             if (src[p] != '\n')
-                return klp_syntax(err, L.line, col_at(&L, L.pos + 1), "unexpected character "
+                return klp_syntax(err, L.line, col_at(&L, L.pos + 1),
+                                  "unexpected character "
                                   "after line continuation character");
             L.pos = p + 1;
             L.line++;
@@ -519,7 +543,8 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
         } else if (is_id_start((unsigned char)c)) {
             rc = lex_name(&L);
         } else if (c == '!' && !(L.pos + 1 < L.n && src[L.pos + 1] == '=')) {
-            rc = klp_syntax(err, L.line, col_at(&L, L.pos), "invalid syntax ('!' runs a shell "
+            rc = klp_syntax(err, L.line, col_at(&L, L.pos),
+                            "invalid syntax ('!' runs a shell "
                             "command only at the start of a line)");
         } else if (c == '$' || c == '?' || c == '`') {
             rc = klp_syntax(err, L.line, col_at(&L, L.pos), "invalid syntax");

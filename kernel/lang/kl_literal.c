@@ -37,23 +37,23 @@ static json_t *literal_value(const klp_node *n)
         r = json_object();
         for (size_t i = 0; r && i + 1 < n->n; i += 2) {
             k = literal_value(n->kids[i]);
-            if (!json_is_string(k) || json_object_setn_new(r, json_string_value(k),
-                    json_string_length(k), literal_value(n->kids[i + 1])) < 0) {
+            if (!json_is_string(k) ||
+                json_object_setn_new(r, json_string_value(k), json_string_length(k),
+                                     literal_value(n->kids[i + 1])) < 0) {
                 json_decref(r);
                 r = NULL;
             }
             json_decref(k);
         }
         return r;
-    default:
-        return NULL;
+    default: return NULL;
     }
 }
 
 json_t *kl_literal_parse(const char *text)
 {
     if (!text || !klp_utf8_valid(text, strlen(text))) return NULL;
-    text += strspn(text, " \t");   /* an indented line would be an IndentationError */
+    text += strspn(text, " \t"); /* an indented line would be an IndentationError */
     klp_arena *a = klp_arena_create();
     klp_node *n;
     klp_err err = {0};

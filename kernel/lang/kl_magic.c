@@ -10,8 +10,8 @@
 
 #include "kl_internal.h"
 
-static int dispatch(kl_engine *e, const char *text, const char *body, const mg_out *out,
-                    int line, klp_err *err)
+static int dispatch(kl_engine *e, const char *text, const char *body, const mg_out *out, int line,
+                    klp_err *err)
 {
     int cell = body != NULL;
     const char *p = text;
@@ -34,33 +34,41 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
             return klp_fail(err, line, 0, "UsageError", "Cell magic `%%%%%s` not found.%s%s%s%s",
                             name, near ? " Did you mean `%%" : "", "", near ? near : "",
                             near ? "`?" : "");
-        return klp_fail(err, line, 0, "UsageError", "Line magic function `%%%s` not found.%s%s"
-                        "%s%s", name, near ? " Did you mean `" : "", near ? pct : "",
-                        near ? near : "", near ? "`?" : "");
+        return klp_fail(err, line, 0, "UsageError",
+                        "Line magic function `%%%s` not found.%s%s"
+                        "%s%s",
+                        name, near ? " Did you mean `" : "", near ? pct : "", near ? near : "",
+                        near ? "`?" : "");
     }
     if (cell && !(cmd->flags & MG_CELL))
-        return klp_fail(err, line, 0, "UsageError", "`%%%s` is a line magic, not a cell magic "
-                        "(write it as %%%s on a line of its own)", name, name);
+        return klp_fail(err, line, 0, "UsageError",
+                        "`%%%s` is a line magic, not a cell magic "
+                        "(write it as %%%s on a line of its own)",
+                        name, name);
     if (!cell && !(cmd->flags & MG_LINE))
-        return klp_fail(err, line, 0, "UsageError", "`%%%%%s` is a cell magic: put %%%%%s on "
-                        "the first line of the cell", name, name);
+        return klp_fail(err, line, 0, "UsageError",
+                        "`%%%%%s` is a cell magic: put %%%%%s on "
+                        "the first line of the cell",
+                        name, name);
     while (*p == ' ' || *p == '\t') p++;
     klp_err name_err = {0};
     char undef[64] = "";
     char *args = cmd->flags & MG_NO_VAR_EXPAND
                      ? strdup(p)
-                     : klp_interpolate_args(e, p, !(cmd->flags & MG_RAW_ARGS), &name_err,
-                                            undef, sizeof undef);
+                     : klp_interpolate_args(e, p, !(cmd->flags & MG_RAW_ARGS), &name_err, undef,
+                                            sizeof undef);
     if (!args && name_err.ename[0])
         return klp_fail(err, line, 0, "NameError", "%s (in %s%s's arguments)", name_err.evalue,
                         cell ? "%%" : "%", name);
-    if (!args) return klp_fail(err, line, 0, "MemoryError", "the arguments are too large "
-                               "after $name/{expr} expansion (or out of memory)");
+    if (!args)
+        return klp_fail(err, line, 0, "MemoryError",
+                        "the arguments are too large "
+                        "after $name/{expr} expansion (or out of memory)");
     size_t al = strlen(args);
     while (al && (args[al - 1] == '\r' || args[al - 1] == ' ')) args[--al] = 0;
     int rc = 0;
     if (!(cmd->flags & MG_RAW_ARGS) ? mg_args_wants_help(args)
-                                         : (!strcmp(args, "--help") || !strcmp(args, "-h"))) {
+                                    : (!strcmp(args, "--help") || !strcmp(args, "-h"))) {
         char *help = mg_command_help(cmd);
         if (help && out && out->stream) out->stream(out->user, "stdout", help, strlen(help));
         free(help);
@@ -82,8 +90,11 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
                       merr.evalue, hint ? " (is `" : "", hint ? undef : "",
                       hint ? "` defined?)" : "");
     } else {
-        mg_ctx ctx = {.out = out, .host = klp_host(e), .session = klp_session(e),
-                      .cell_metadata = klp_cell_metadata(e), .settings = klp_settings(e)};
+        mg_ctx ctx = {.out = out,
+                      .host = klp_host(e),
+                      .session = klp_session(e),
+                      .cell_metadata = klp_cell_metadata(e),
+                      .settings = klp_settings(e)};
         klp_err *nested = klp_nested_err(e);
         nested->set = 0;
         if (cmd->run(&ctx, &margs, &merr) < 0) {
@@ -149,9 +160,11 @@ char *klp_help_text(kl_engine *e, const char *name)
         klp_buf_printf(&b, "Name:  %s\nType:  %s\nValue: ", n, klp_type_name(v));
         klp_repr(&b, v);
         if (json_is_string(v) || json_is_array(v) || json_is_object(v))
-            klp_buf_printf(&b, "\nLength: %zu", json_is_string(v)
-                           ? klp_utf8_len(json_string_value(v), json_string_length(v))
-                           : json_is_array(v) ? json_array_size(v) : json_object_size(v));
+            klp_buf_printf(&b, "\nLength: %zu",
+                           json_is_string(v)
+                               ? klp_utf8_len(json_string_value(v), json_string_length(v))
+                           : json_is_array(v) ? json_array_size(v)
+                                              : json_object_size(v));
         klp_buf_add(&b, "\n", 1);
         return b.oom ? (klp_buf_free(&b), NULL) : b.s;
     }

@@ -15,7 +15,7 @@ typedef struct klpm_call {
     const klp_node *n;
     const char *name;
     json_t *self;
-    json_t **a;   /* borrowed; the count is checked against the table */
+    json_t **a; /* borrowed; the count is checked against the table */
     size_t na;
 } klpm_call;
 
@@ -88,12 +88,15 @@ static json_t *m_join(klpm_call *k)
     if (klp_iter_items(k->c, k->n, k->a[0], &items) < 0) return NULL;
     klp_buf b = {0};
     size_t i;
-    json_array_foreach(items, i, x) {
+    json_array_foreach(items, i, x)
+    {
         if (!json_is_string(x)) {
             klp_buf_free(&b);
             json_decref(items);
-            return klpb_fail(k->c, k->n, "TypeError", "sequence item %zu: expected str "
-                             "instance, %s found", i, klp_type_name(x));
+            return klpb_fail(k->c, k->n, "TypeError",
+                             "sequence item %zu: expected str "
+                             "instance, %s found",
+                             i, klp_type_name(x));
         }
         if (i) klp_buf_add(&b, json_string_value(k->self), json_string_length(k->self));
         klp_buf_add(&b, json_string_value(x), json_string_length(x));
@@ -125,8 +128,8 @@ static json_t *affix(klpm_call *k, int at_end)
     if (want_str(k, k->a[0]) < 0) return NULL;
     size_t len = json_string_length(k->self), pl = json_string_length(k->a[0]);
     const char *s = json_string_value(k->self);
-    return json_boolean(pl <= len && !memcmp(at_end ? s + len - pl : s,
-                                             json_string_value(k->a[0]), pl));
+    return json_boolean(pl <= len &&
+                        !memcmp(at_end ? s + len - pl : s, json_string_value(k->a[0]), pl));
 }
 
 static json_t *m_startswith(klpm_call *k) { return affix(k, 0); }
@@ -137,13 +140,13 @@ static json_t *m_endswith(klpm_call *k) { return affix(k, 1); }
 static json_t *add_items(klpm_call *k, json_t *items)
 {
     if (klp_reaches(items, k->self))
-        return klpb_fail(k->c, k->n, "ValueError", "a list cannot contain itself in Kiln (its "
+        return klpb_fail(k->c, k->n, "ValueError",
+                         "a list cannot contain itself in Kiln (its "
                          "values are JSON)");
     if (json_array_size(k->self) + json_array_size(items) > KLP_MAX_ITEMS)
         return klpb_fail(k->c, k->n, "MemoryError", "list would be too large");
     /* the items were charged when made; the list grows by their slots */
-    if (klp_budget_charge(k->c, k->n, KLP_SZ_SLOT * json_array_size(items)) < 0)
-        return NULL;
+    if (klp_budget_charge(k->c, k->n, KLP_SZ_SLOT * json_array_size(items)) < 0) return NULL;
     if (json_array_extend(k->self, items) < 0) return NULL;
     return klp_check_depth(k->c, k->n, k->self) < 0 ? NULL : json_null();
 }
@@ -169,8 +172,10 @@ static json_t *m_extend(klpm_call *k)
 
 static json_t *m_get(klpm_call *k)
 {
-    json_t *key = k->a[0], *v = json_is_string(key)
-        ? json_object_getn(k->self, json_string_value(key), json_string_length(key)) : NULL;
+    json_t *key = k->a[0],
+           *v = json_is_string(key)
+                    ? json_object_getn(k->self, json_string_value(key), json_string_length(key))
+                    : NULL;
     return json_incref(v ? v : k->na > 1 ? k->a[1] : json_null());
 }
 
@@ -179,9 +184,11 @@ static json_t *dict_list(klpm_call *k, char what)
 {
     json_t *r = json_array(), *x;
     const char *key;
-    json_object_foreach(k->self, key, x) {
-        json_t *item = what == 'k' ? json_string(key) : what == 'v' ? json_incref(x)
-                       : json_pack("[sO]", key, x);
+    json_object_foreach(k->self, key, x)
+    {
+        json_t *item = what == 'k'   ? json_string(key)
+                       : what == 'v' ? json_incref(x)
+                                     : json_pack("[sO]", key, x);
         if (!r || json_array_append_new(r, item) < 0) {
             json_decref(r);
             return NULL;
@@ -199,23 +206,16 @@ static json_t *m_items(klpm_call *k) { return dict_list(k, 'i'); }
 static const struct {
     json_type type;
     const char *name;
-    size_t lo, hi;   /* number of arguments */
-    json_t *(*fn)(klpm_call *k);   /* new ref, or NULL with k->c->err (or out of memory) */
+    size_t lo, hi;               /* number of arguments */
+    json_t *(*fn)(klpm_call *k); /* new ref, or NULL with k->c->err (or out of memory) */
 } methods[] = {
-    {JSON_STRING, "endswith", 1, 1, m_endswith},
-    {JSON_STRING, "join", 1, 1, m_join},
-    {JSON_STRING, "lower", 0, 0, m_lower},
-    {JSON_STRING, "replace", 2, 2, m_replace},
-    {JSON_STRING, "split", 0, 1, m_split},
-    {JSON_STRING, "startswith", 1, 1, m_startswith},
-    {JSON_STRING, "strip", 0, 1, m_strip},
-    {JSON_STRING, "upper", 0, 0, m_upper},
-    {JSON_ARRAY, "append", 1, 1, m_append},
-    {JSON_ARRAY, "extend", 1, 1, m_extend},
-    {JSON_OBJECT, "get", 1, 2, m_get},
-    {JSON_OBJECT, "items", 0, 0, m_items},
-    {JSON_OBJECT, "keys", 0, 0, m_keys},
-    {JSON_OBJECT, "values", 0, 0, m_values},
+    {JSON_STRING, "endswith", 1, 1, m_endswith}, {JSON_STRING, "join", 1, 1, m_join},
+    {JSON_STRING, "lower", 0, 0, m_lower},       {JSON_STRING, "replace", 2, 2, m_replace},
+    {JSON_STRING, "split", 0, 1, m_split},       {JSON_STRING, "startswith", 1, 1, m_startswith},
+    {JSON_STRING, "strip", 0, 1, m_strip},       {JSON_STRING, "upper", 0, 0, m_upper},
+    {JSON_ARRAY, "append", 1, 1, m_append},      {JSON_ARRAY, "extend", 1, 1, m_extend},
+    {JSON_OBJECT, "get", 1, 2, m_get},           {JSON_OBJECT, "items", 0, 0, m_items},
+    {JSON_OBJECT, "keys", 0, 0, m_keys},         {JSON_OBJECT, "values", 0, 0, m_values},
 };
 #define NMETHODS (sizeof methods / sizeof methods[0])
 
@@ -230,18 +230,20 @@ static json_t *no_such_method(klpm_call *k)
 {
     const char *type = klp_type_name(k->self);
     if (json_is_string(k->self) && !strcmp(k->name, "format"))
-        return klpb_fail(k->c, k->n, "AttributeError", "str.format() is not supported: Kiln "
+        return klpb_fail(k->c, k->n, "AttributeError",
+                         "str.format() is not supported: Kiln "
                          "has no format specs (use an f-string such as f'{x}', or round(x, 3))");
     klp_buf b = {0};
     size_t i = 0;
     for (const char *m; (m = klp_method_name(k->self, &i));)
         klp_buf_printf(&b, "%s%s", b.n ? ", " : "", m);
     if (b.n)
-        klpb_fail(k->c, k->n, "AttributeError", "'%s' object has no attribute '%s' (Kiln's %s "
-                  "methods: %s)", type, k->name, type, b.s);
+        klpb_fail(k->c, k->n, "AttributeError",
+                  "'%s' object has no attribute '%s' (Kiln's %s "
+                  "methods: %s)",
+                  type, k->name, type, b.s);
     else
-        klpb_fail(k->c, k->n, "AttributeError", "'%s' object has no attribute '%s'", type,
-                  k->name);
+        klpb_fail(k->c, k->n, "AttributeError", "'%s' object has no attribute '%s'", type, k->name);
     klp_buf_free(&b);
     return NULL;
 }
@@ -254,13 +256,14 @@ json_t *klp_call_method(klp_ctx *c, const klp_node *n, json_t *self, const char 
         if (methods[i].type != json_typeof(self) || strcmp(methods[i].name, name)) continue;
         if (nargs < methods[i].lo || nargs > methods[i].hi) {
             if (methods[i].lo == methods[i].hi)
-                return klpb_fail(c, n, "TypeError", "%s() takes exactly %zu argument%s (%zu "
-                                 "given)", name, methods[i].lo, methods[i].lo == 1 ? "" : "s",
-                                 nargs);
-            return klpb_fail(c, n, "TypeError", "%s() takes %zu to %zu arguments (%zu given)",
-                             name, methods[i].lo, methods[i].hi, nargs);
+                return klpb_fail(c, n, "TypeError",
+                                 "%s() takes exactly %zu argument%s (%zu "
+                                 "given)",
+                                 name, methods[i].lo, methods[i].lo == 1 ? "" : "s", nargs);
+            return klpb_fail(c, n, "TypeError", "%s() takes %zu to %zu arguments (%zu given)", name,
+                             methods[i].lo, methods[i].hi, nargs);
         }
-    return methods[i].fn(&k);
+        return methods[i].fn(&k);
     }
     return no_such_method(&k);
 }

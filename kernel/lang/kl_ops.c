@@ -76,8 +76,7 @@ static json_t *repeat(klp_ctx *c, const klp_node *n, json_t *seq, long long time
 {
     if (times < 0) times = 0;
     /* an empty sequence repeated any number of times is empty (and costs nothing) */
-    if (json_is_string(seq) ? json_string_length(seq) == 0 : json_array_size(seq) == 0)
-        times = 0;
+    if (json_is_string(seq) ? json_string_length(seq) == 0 : json_array_size(seq) == 0) times = 0;
     if (json_is_string(seq)) {
         size_t len = json_string_length(seq);
         if (len && (unsigned long long)times > KLP_MAX_STR / len) return too_big(c, n);
@@ -148,8 +147,12 @@ static json_t *int_op(klp_ctx *c, const klp_node *n, const char *op, long long a
 {
     long long r;
     switch (op[0]) {
-    case '+': if (__builtin_add_overflow(a, b, &r)) return overflow(c, n); break;
-    case '-': if (__builtin_sub_overflow(a, b, &r)) return overflow(c, n); break;
+    case '+':
+        if (__builtin_add_overflow(a, b, &r)) return overflow(c, n);
+        break;
+    case '-':
+        if (__builtin_sub_overflow(a, b, &r)) return overflow(c, n);
+        break;
     case '*':
         if (op[1] == '*') {
             if (b < 0) {
@@ -172,12 +175,14 @@ static json_t *int_op(klp_ctx *c, const klp_node *n, const char *op, long long a
         return klp_real(c, n, (double)a / (double)b);
     case '%':
         if (b == 0) return zerodiv(c, n, "integer modulo by zero");
-        if (b == -1) { r = 0; break; }
+        if (b == -1) {
+            r = 0;
+            break;
+        }
         r = a % b;
         if (r != 0 && ((r < 0) != (b < 0))) r += b;
         break;
-    default:
-        return NULL;
+    default: return NULL;
     }
     return mkint(c, n, r);
 }
@@ -191,7 +196,8 @@ static json_t *float_op(klp_ctx *c, const klp_node *n, const char *op, double a,
         if (op[1] == '*') {
             if (a == 0 && b < 0) return zerodiv(c, n, "0.0 cannot be raised to a negative power");
             if (a < 0 && b != floor(b)) {
-                klp_fail(c->err, n->line, n->col, "ValueError", "negative number cannot be "
+                klp_fail(c->err, n->line, n->col, "ValueError",
+                         "negative number cannot be "
                          "raised to a fractional power (complex numbers are not supported)");
                 return NULL;
             }
@@ -199,8 +205,9 @@ static json_t *float_op(klp_ctx *c, const klp_node *n, const char *op, double a,
         }
         return klp_real(c, n, a * b);
     case '/': {
-        if (b == 0) return zerodiv(c, n, op[1] == '/' ? "float floor division by zero"
-                                   : "float division by zero");
+        if (b == 0)
+            return zerodiv(
+                c, n, op[1] == '/' ? "float floor division by zero" : "float division by zero");
         if (!op[1]) return klp_real(c, n, a / b);
         /* CPython's float_divmod */
         double mod = fmod(a, b), div = (a - mod) / b, fl;
@@ -235,8 +242,8 @@ json_t *klp_binop(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json
         if (is_int(a) && is_int(b)) return int_op(c, n, op, ival(a), ival(b));
         return float_op(c, n, op, fval(a), fval(b));
     }
-    if (!strcmp(op, "+") && ((json_is_string(a) && json_is_string(b)) ||
-                             (json_is_array(a) && json_is_array(b))))
+    if (!strcmp(op, "+") &&
+        ((json_is_string(a) && json_is_string(b)) || (json_is_array(a) && json_is_array(b))))
         return concat(c, n, a, b);
     if (!strcmp(op, "*") && (json_is_string(a) || json_is_array(a)) && is_int(b))
         return repeat(c, n, a, ival(b));
@@ -253,12 +260,12 @@ json_t *klp_binop(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json
 json_t *klp_unary(klp_ctx *c, const klp_node *n, const char *op, json_t *a)
 {
     if (!is_num(a)) {
-        klp_fail(c->err, n->line, n->col, "TypeError", "bad operand type for unary %s: '%s'",
-                 op, klp_type_name(a));
+        klp_fail(c->err, n->line, n->col, "TypeError", "bad operand type for unary %s: '%s'", op,
+                 klp_type_name(a));
         return NULL;
     }
-    if (json_is_real(a)) return klp_real(c, n, op[0] == '-' ? -json_real_value(a)
-                                                            : json_real_value(a));
+    if (json_is_real(a))
+        return klp_real(c, n, op[0] == '-' ? -json_real_value(a) : json_real_value(a));
     long long v = ival(a);
     if (op[0] == '+') return mkint(c, n, v);
     if (v == INT64_MIN) return overflow(c, n);

@@ -18,23 +18,26 @@
 #include "kl_internal.h"
 #include "kl_parse.h"
 
-#define ENTER()                                                                      \
-    do {                                                                             \
-        if (++P->rdepth > KLP_MAX_DEPTH) {                                           \
-            klp_syntax(P->err, cur(P)->line, cur(P)->col,                           \
-                       "expression is too deeply nested");                          \
-            return NULL;                                                             \
-        }                                                                            \
+#define ENTER()                                                                               \
+    do {                                                                                      \
+        if (++P->rdepth > KLP_MAX_DEPTH) {                                                    \
+            klp_syntax(P->err, cur(P)->line, cur(P)->col, "expression is too deeply nested"); \
+            return NULL;                                                                      \
+        }                                                                                     \
     } while (0)
-#define LEAVE(x) do { P->rdepth--; return (x); } while (0)
+#define LEAVE(x)     \
+    do {             \
+        P->rdepth--; \
+        return (x);  \
+    } while (0)
 
 klp_tok *klpp_cur(klpp *P) { return &P->t->v[P->i]; }
 #define cur klpp_cur
 
 static const char *const kw_unsupported[] = {
-    "if", "for", "while", "def", "class", "import", "from", "return", "try", "with",
-    "lambda", "global", "nonlocal", "assert", "raise", "yield", "async", "await", "break",
-    "continue", "elif", "else", "except", "finally", "as", NULL};
+    "if",    "for",      "while",  "def",      "class",  "import",  "from",  "return", "try",
+    "with",  "lambda",   "global", "nonlocal", "assert", "raise",   "yield", "async",  "await",
+    "break", "continue", "elif",   "else",     "except", "finally", "as",    NULL};
 
 int klpp_is_op(klpp *P, const char *op)
 {
@@ -62,8 +65,7 @@ klp_node *klpp_error(klpp *P, klp_tok *t, const char *msg)
     if (!P->err->set) {
         if (t->kind == KLP_T_EOF || t->kind == KLP_T_NEWLINE)
             klp_syntax(P->err, t->line, t->col, "%s", msg ? msg : "invalid syntax");
-        else
-            klp_syntax(P->err, t->line, t->col, "%s", msg ? msg : "invalid syntax");
+        else klp_syntax(P->err, t->line, t->col, "%s", msg ? msg : "invalid syntax");
     }
     return NULL;
 }
@@ -145,7 +147,8 @@ klp_node *klpp_test(klpp *P)
         klp_tok *t = klpp_next(P);
         klp_node *cond = p_or(P);
         if (!cond) LEAVE(NULL);
-        if (!klpp_is_kw(P, "else")) LEAVE(klpp_error(P, cur(P), "expected 'else' after 'if' expression"));
+        if (!klpp_is_kw(P, "else"))
+            LEAVE(klpp_error(P, cur(P), "expected 'else' after 'if' expression"));
         klpp_next(P);
         klp_node *other = klpp_test(P);
         if (!other) LEAVE(NULL);
@@ -326,8 +329,10 @@ int klpp_check_unsupported_kw(klpp *P)
     if (t->kind != KLP_T_NAME) return 0;
     for (int i = 0; kw_unsupported[i]; i++)
         if (!strcmp(t->text, kw_unsupported[i])) {
-            klp_syntax(P->err, t->line, t->col, "'%s' is not supported: Kiln cells hold "
-                       "assignments, expressions, %%magics and !commands", t->text);
+            klp_syntax(P->err, t->line, t->col,
+                       "'%s' is not supported: Kiln cells hold "
+                       "assignments, expressions, %%magics and !commands",
+                       t->text);
             return -1;
         }
     return 0;

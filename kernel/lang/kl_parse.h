@@ -24,10 +24,10 @@ klp_node *klpp_finish(klpp *P, klp_node *n);
 int klpp_push(klpp *P, klp_node *n, klp_node *kid, const char *op);
 int klpp_check_unsupported_kw(klpp *P);
 
-klp_node *klpp_test(klpp *P);     /* one expression */
-klp_node *klpp_or(klpp *P);       /* one expression without a trailing if/else */
-klp_node *klpp_exprs(klpp *P);    /* expressions separated by commas (a tuple) */
-klp_node *klpp_primary(klpp *P);  /* atom with trailers */
+klp_node *klpp_test(klpp *P);    /* one expression */
+klp_node *klpp_or(klpp *P);      /* one expression without a trailing if/else */
+klp_node *klpp_exprs(klpp *P);   /* expressions separated by commas (a tuple) */
+klp_node *klpp_primary(klpp *P); /* atom with trailers */
 /* Splits an f-string template into literal and expression parts. */
 klp_node *klpp_fstring(klpp *P, const klp_tok *t, const char *tmpl, size_t len);
 

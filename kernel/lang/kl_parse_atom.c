@@ -10,10 +10,10 @@
 #define cur klpp_cur
 
 static const char *const reserved[] = {
-    "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
-    "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in",
-    "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield", NULL};
+    "and",    "as",   "assert", "async",  "await",    "break", "class", "continue", "def",
+    "del",    "elif", "else",   "except", "finally",  "for",   "from",  "global",   "if",
+    "import", "in",   "is",     "lambda", "nonlocal", "not",   "or",    "pass",     "raise",
+    "return", "try",  "while",  "with",   "yield",    NULL};
 
 static int is_reserved(const char *s)
 {
@@ -52,8 +52,7 @@ static klp_node *p_strings(klpp *P)
         klp_tok *t = klpp_next(P);
         for (size_t k = 0; k < t->len; k++) {
             *w++ = t->text[k];
-            if (any_f && !t->fstring && (t->text[k] == '{' || t->text[k] == '}'))
-                *w++ = t->text[k];
+            if (any_f && !t->fstring && (t->text[k] == '{' || t->text[k] == '}')) *w++ = t->text[k];
         }
     }
     size_t len = (size_t)(w - s);
@@ -69,7 +68,8 @@ static klp_node *p_strings(klpp *P)
 
 static klp_node *no_comprehension(klpp *P)
 {
-    return klpp_error(P, cur(P), "comprehensions are not supported: Kiln cells hold "
+    return klpp_error(P, cur(P),
+                      "comprehensions are not supported: Kiln cells hold "
                       "parameters (write the list out, or use range())");
 }
 
@@ -142,13 +142,15 @@ static klp_node *p_atom(klpp *P)
         if (!(n = klpp_mk(P, KLP_N_CONST_FLOAT, t))) return NULL;
         n->fval = t->fval;
         return klpp_finish(P, n);
-    case KLP_T_STR:
-        return p_strings(P);
+    case KLP_T_STR: return p_strings(P);
     case KLP_T_NAME:
         if (!strcmp(t->text, "None") || !strcmp(t->text, "True") || !strcmp(t->text, "False")) {
             klpp_next(P);
-            n = klpp_mk(P, t->text[0] == 'N' ? KLP_N_NONE : t->text[0] == 'T' ? KLP_N_TRUE
-                        : KLP_N_FALSE, t);
+            n = klpp_mk(P,
+                        t->text[0] == 'N'   ? KLP_N_NONE
+                        : t->text[0] == 'T' ? KLP_N_TRUE
+                                            : KLP_N_FALSE,
+                        t);
             return klpp_finish(P, n);
         }
         if (is_reserved(t->text)) {
@@ -167,10 +169,8 @@ static klp_node *p_atom(klpp *P)
         if (!strcmp(t->text, "...")) return klpp_error(P, t, "'...' (Ellipsis) is not supported");
         return klpp_error(P, t, NULL);
     case KLP_T_NEWLINE:
-    case KLP_T_EOF:
-        return klpp_error(P, t, "invalid syntax (the expression is incomplete)");
-    default:
-        return klpp_error(P, t, NULL);
+    case KLP_T_EOF: return klpp_error(P, t, "invalid syntax (the expression is incomplete)");
+    default: return klpp_error(P, t, NULL);
     }
 }
 

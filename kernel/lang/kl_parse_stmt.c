@@ -13,8 +13,7 @@ static int valid_target(klpp *P, klp_node *t, int aug)
     const char *what = NULL;
     switch (t->kind) {
     case KLP_N_NAME:
-    case KLP_N_INDEX:
-        return 0;
+    case KLP_N_INDEX: return 0;
     case KLP_N_TUPLE:
     case KLP_N_LIST:
         if (aug) {
@@ -27,9 +26,13 @@ static int valid_target(klpp *P, klp_node *t, int aug)
     case KLP_N_CALL: what = "function call"; break;
     case KLP_N_SLICE: what = "slice (slice assignment is not supported)"; break;
     case KLP_N_ATTR: what = "attribute (Kiln values have no attributes)"; break;
-    case KLP_N_CONST_INT: case KLP_N_CONST_FLOAT: case KLP_N_CONST_STR: case KLP_N_NONE:
-    case KLP_N_TRUE: case KLP_N_FALSE: case KLP_N_FSTR:
-        what = "literal"; break;
+    case KLP_N_CONST_INT:
+    case KLP_N_CONST_FLOAT:
+    case KLP_N_CONST_STR:
+    case KLP_N_NONE:
+    case KLP_N_TRUE:
+    case KLP_N_FALSE:
+    case KLP_N_FSTR: what = "literal"; break;
     default: what = "expression"; break;
     }
     klp_syntax(P->err, t->line, t->col, "cannot assign to %s%s", what,
@@ -59,7 +62,8 @@ static klp_node *p_simple(klpp *P)
         }
         for (size_t i = 0; i < n->n; i++)
             if (n->kids[i]->kind != KLP_N_NAME && n->kids[i]->kind != KLP_N_INDEX) {
-                klp_syntax(P->err, n->kids[i]->line, n->kids[i]->col, "cannot delete this "
+                klp_syntax(P->err, n->kids[i]->line, n->kids[i]->col,
+                           "cannot delete this "
                            "expression");
                 return NULL;
             }
@@ -74,8 +78,7 @@ static klp_node *p_simple(klpp *P)
             if (valid_target(P, e, 1) < 0) return NULL;
             klp_node *n = klpp_mk(P, KLP_S_AUGASSIGN, t);
             klp_node *v = n ? klpp_exprs(P) : NULL;
-            if (!v || klpp_push(P, n, e, NULL) < 0 || klpp_push(P, n, v, NULL) < 0)
-                return NULL;
+            if (!v || klpp_push(P, n, e, NULL) < 0 || klpp_push(P, n, v, NULL) < 0) return NULL;
             n->op = augops[i];
             return klpp_finish(P, n);
         }
@@ -114,8 +117,9 @@ static int add_stmt(klpp *P, klp_prog *prog, klp_node *s, size_t *cap)
 
 static klp_node *p_line_special(klpp *P, klp_tok *t)
 {
-    klp_node_kind k = t->kind == KLP_T_MAGIC ? KLP_S_MAGIC
-                      : t->kind == KLP_T_SHELL ? KLP_S_SHELL : KLP_S_HELP;
+    klp_node_kind k = t->kind == KLP_T_MAGIC   ? KLP_S_MAGIC
+                      : t->kind == KLP_T_SHELL ? KLP_S_SHELL
+                                               : KLP_S_HELP;
     klpp_next(P);
     klp_node *n = klpp_mk(P, k, t);
     if (!n) return NULL;
@@ -157,8 +161,7 @@ int klp_parse(klp_arena *a, const klp_toks *toks, klp_prog *prog, klp_err *err)
             klp_tok *bad = cur(&P);
             if (klpp_is_op(&P, "=") || klpp_is_op(&P, ":="))
                 klpp_error(&P, bad, "invalid syntax (cannot assign here)");
-            else
-                klpp_error(&P, bad, "invalid syntax");
+            else klpp_error(&P, bad, "invalid syntax");
             return -1;
         }
     }

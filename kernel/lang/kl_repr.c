@@ -90,9 +90,9 @@ static void str_repr(klp_buf *b, const char *s, size_t n)
         else if (c == '\r') klp_buf_puts(b, "\\r");
         else if (c == '\t') klp_buf_puts(b, "\\t");
         else if (c < 0x20 || c == 0x7f) klp_buf_printf(b, "\\x%02x", c);
-        else if (c == 0xc2 && i + 1 < n && (u[i + 1] <= 0x9f || u[i + 1] == 0xa0 ||
-                                            u[i + 1] == 0xad)) {
-            klp_buf_printf(b, "\\x%02x", u[i + 1]);   /* C1 controls, nbsp, soft hyphen */
+        else if (c == 0xc2 && i + 1 < n &&
+                 (u[i + 1] <= 0x9f || u[i + 1] == 0xa0 || u[i + 1] == 0xad)) {
+            klp_buf_printf(b, "\\x%02x", u[i + 1]); /* C1 controls, nbsp, soft hyphen */
             i++;
         } else if (c == 0xe2 && i + 2 < n && u[i + 1] == 0x80 &&
                    ((u[i + 2] >= 0x8b && u[i + 2] <= 0x8f) || u[i + 2] == 0xa8 ||
@@ -117,15 +117,9 @@ static void repr_depth(klp_buf *b, json_t *v, int depth)
         return;
     }
     switch (json_typeof(v)) {
-    case JSON_INTEGER:
-        klp_buf_printf(b, "%lld", (long long)json_integer_value(v));
-        break;
-    case JSON_REAL:
-        klp_float_repr(b, json_real_value(v));
-        break;
-    case JSON_STRING:
-        str_repr(b, json_string_value(v), json_string_length(v));
-        break;
+    case JSON_INTEGER: klp_buf_printf(b, "%lld", (long long)json_integer_value(v)); break;
+    case JSON_REAL: klp_float_repr(b, json_real_value(v)); break;
+    case JSON_STRING: str_repr(b, json_string_value(v), json_string_length(v)); break;
     case JSON_TRUE: klp_buf_puts(b, "True"); break;
     case JSON_FALSE: klp_buf_puts(b, "False"); break;
     case JSON_NULL: klp_buf_puts(b, "None"); break;
@@ -133,7 +127,8 @@ static void repr_depth(klp_buf *b, json_t *v, int depth)
         klp_buf_add(b, "[", 1);
         size_t i;
         json_t *x;
-        json_array_foreach(v, i, x) {
+        json_array_foreach(v, i, x)
+        {
             if (b->n >= KLP_MAX_REPR) break;
             if (i) klp_buf_add(b, ", ", 2);
             repr_depth(b, x, depth + 1);
@@ -146,7 +141,8 @@ static void repr_depth(klp_buf *b, json_t *v, int depth)
         const char *k;
         json_t *x;
         int first = 1;
-        json_object_foreach(v, k, x) {
+        json_object_foreach(v, k, x)
+        {
             if (b->n >= KLP_MAX_REPR) break;
             if (!first) klp_buf_add(b, ", ", 2);
             first = 0;

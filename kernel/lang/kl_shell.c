@@ -18,8 +18,8 @@
 
 #include "kl_internal.h"
 
-#define KILL_GRACE_MS 1000   /* SIGINT first; SIGKILL if the group is still there */
-#define DRAIN_MS 200         /* after the shell exits, how long to wait for EOF */
+#define KILL_GRACE_MS 1000 /* SIGINT first; SIGKILL if the group is still there */
+#define DRAIN_MS 200       /* after the shell exits, how long to wait for EOF */
 
 static long long now_ms(void)
 {
@@ -72,7 +72,8 @@ static pid_t spawn(const char *cmd, int out_fd, int err_fd)
 int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status, klp_err *err)
 {
     int po[2], pe[2];
-    if (pipe2(po, O_CLOEXEC) < 0) return klp_fail(err, 0, 0, "OSError", "pipe: %s", strerror(errno));
+    if (pipe2(po, O_CLOEXEC) < 0)
+        return klp_fail(err, 0, 0, "OSError", "pipe: %s", strerror(errno));
     if (pipe2(pe, O_CLOEXEC) < 0) {
         close(po[0]);
         close(po[1]);
@@ -86,7 +87,7 @@ int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status,
         close(pe[0]);
         return klp_fail(err, 0, 0, "OSError", "fork: %s", strerror(errno));
     }
-    setpgid(pid, pid);   /* also in the parent, so the group exists before any kill */
+    setpgid(pid, pid); /* also in the parent, so the group exists before any kill */
     stream st[2] = {{po[0], "stdout", {0}, 0}, {pe[0], "stderr", {0}, 0}};
     int exited = 0, wstatus = 0, interrupted = 0;
     long long sigint_at = 0, exited_at = 0;
@@ -144,12 +145,15 @@ int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status,
         kill(-pid, SIGKILL);
         waitpid(pid, &wstatus, 0);
     }
-    int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
-               : WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus) : -1;
+    int code = WIFEXITED(wstatus)     ? WEXITSTATUS(wstatus)
+               : WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus)
+                                      : -1;
     *status = code;
     json_object_set_new(klp_vars(e), "_exit_code", json_integer(code));
-    if (interrupted) return klp_fail(err, 0, 0, "KeyboardInterrupt", "the shell command was "
-                                     "interrupted");
+    if (interrupted)
+        return klp_fail(err, 0, 0, "KeyboardInterrupt",
+                        "the shell command was "
+                        "interrupted");
     if (code != 0 && out && out->stream) {
         char msg[160];
         int n = WIFSIGNALED(wstatus)

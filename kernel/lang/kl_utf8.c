@@ -126,11 +126,11 @@ json_t *kl_json_text(const char *s, size_t n)
             i += (size_t)k;
             continue;
         }
-        klp_buf_add(&b, s + start, i - start);   /* NUL, an invalid or a cut-off byte */
+        klp_buf_add(&b, s + start, i - start); /* NUL, an invalid or a cut-off byte */
         klp_buf_add(&b, "\xef\xbf\xbd", 3);
         start = ++i;
     }
-    if (start == 0) return json_stringn(s, n);   /* valid as it is */
+    if (start == 0) return json_stringn(s, n); /* valid as it is */
     klp_buf_add(&b, s + start, n - start);
     json_t *v = b.oom ? NULL : json_stringn(b.s, b.n);
     klp_buf_free(&b);

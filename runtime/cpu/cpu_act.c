@@ -33,7 +33,7 @@ RTP_SPAN static void relu_span(float *restrict y, const float *restrict x, size_
 }
 
 RTP_SPAN static void relu_bwd_span(float *restrict dx, const float *restrict dy,
-                          const float *restrict y, size_t n, float slope)
+                                   const float *restrict y, size_t n, float slope)
 {
     for (size_t i = 0; i < n; i++) {
         float k = y[i] > 0.0f ? 1.0f : slope;
@@ -42,7 +42,7 @@ RTP_SPAN static void relu_bwd_span(float *restrict dx, const float *restrict dy,
 }
 
 RTP_SPAN static void mul_span(float *restrict z, const float *restrict a, const float *restrict b,
-                     size_t n)
+                              size_t n)
 {
     for (size_t i = 0; i < n; i++) z[i] = a[i] * b[i];
 }
@@ -102,8 +102,8 @@ rt_status rtp_cpu_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
     return RT_OK;
 }
 
-rt_status rtp_cpu_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
-                              const rt_tensor *in, const rt_dropout_desc *d, rt_error *err)
+rt_status rtp_cpu_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask, const rt_tensor *in,
+                              const rt_dropout_desc *d, rt_error *err)
 {
     size_t n = (size_t)d->N * d->C * d->H * d->W;
     float keep = 1.0f - d->p;

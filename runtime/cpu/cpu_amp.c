@@ -36,8 +36,7 @@ rt_status rtp_cpu_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt
     size_t n = grad ? rt_tensor_numel(grad) : 0;
     float *g = grad->data, inv = (float)(1.0 / s->scale);
     int bad = 0;
-#pragma omp parallel for schedule(static) reduction(|:bad) num_threads(b->threads) \
-    if (n >= 65536)
+#pragma omp parallel for schedule(static) reduction(| : bad) num_threads(b->threads) if (n >= 65536)
     for (size_t i = 0; i < n; i++) {
         bad |= !isfinite(g[i]);
         g[i] *= inv;

@@ -43,8 +43,10 @@ static rt_status cpu_alloc(rt_backend *b, void **ptr, size_t bytes, rt_error *er
     void *p = aligned_alloc(256, n);
     if (!p) {
         *ptr = NULL;
-        return RT_ERR(err, RT_ENOMEM, "out of memory allocating %zu bytes ---> HINT: "
-                      "reduce --batch or the model size", bytes);
+        return RT_ERR(err, RT_ENOMEM,
+                      "out of memory allocating %zu bytes ---> HINT: "
+                      "reduce --batch or the model size",
+                      bytes);
     }
     memset(p, 0, n);
     *ptr = p;
@@ -69,8 +71,10 @@ float *rtp_cpu_scratch(rt_backend *b, size_t bytes, rt_error *err)
 {
     rtp_cpu *c = b->impl;
     if (bytes > c->ws_bytes) {
-        RT_ERR(err, RT_EINVAL, "CPU workspace too small (%zu bytes reserved, %zu needed): "
-               "the model did not reserve it", c->ws_bytes, bytes);
+        RT_ERR(err, RT_EINVAL,
+               "CPU workspace too small (%zu bytes reserved, %zu needed): "
+               "the model did not reserve it",
+               c->ws_bytes, bytes);
         return NULL;
     }
     return c->ws;

@@ -51,10 +51,10 @@ static struct {
     __typeof__(openblas_set_num_threads) *set_num_threads;
     __typeof__(openblas_get_num_threads) *get_num_threads;
 } fn;
-static int loaded;          /* every entry of fn is set */
-static char why[720];       /* set when not loaded */
-static char tried[300];     /* the first file tried, as the error names it */
-static char library[400];   /* rt_cpu_blas_library() */
+static int loaded;        /* every entry of fn is set */
+static char why[720];     /* set when not loaded */
+static char tried[300];   /* the first file tried, as the error names it */
+static char library[400]; /* rt_cpu_blas_library() */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static int load_system(rt_dl_result *r)
@@ -115,9 +115,11 @@ static int ready(void)
 rt_status rtp_cpu_blas_load(rt_error *err)
 {
     if (ready()) return RT_OK;
-    return RT_ERR(err, RT_ENODEV, "cannot load OpenBLAS (%s): %s ---> HINT: install "
+    return RT_ERR(err, RT_ENODEV,
+                  "cannot load OpenBLAS (%s): %s ---> HINT: install "
                   "the libopenblas0-openmp package (apt install libopenblas0-openmp) or "
-                  "pip install scipy-openblas32; the CPU backend needs one", tried, why);
+                  "pip install scipy-openblas32; the CPU backend needs one",
+                  tried, why);
 }
 
 const char *rt_cpu_blas_library(void)
@@ -130,12 +132,10 @@ const char *rt_cpu_blas_library(void)
 
 /* Reached only through an open CPU backend (cpu_open loaded the library), so an
  * unloaded library here is a broken invariant. */
-void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER Order,
-                 OPENBLAS_CONST enum CBLAS_TRANSPOSE TransA,
+void cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER Order, OPENBLAS_CONST enum CBLAS_TRANSPOSE TransA,
                  OPENBLAS_CONST enum CBLAS_TRANSPOSE TransB, OPENBLAS_CONST blasint M,
-                 OPENBLAS_CONST blasint N, OPENBLAS_CONST blasint K,
-                 OPENBLAS_CONST float alpha, OPENBLAS_CONST float *A,
-                 OPENBLAS_CONST blasint lda, OPENBLAS_CONST float *B,
+                 OPENBLAS_CONST blasint N, OPENBLAS_CONST blasint K, OPENBLAS_CONST float alpha,
+                 OPENBLAS_CONST float *A, OPENBLAS_CONST blasint lda, OPENBLAS_CONST float *B,
                  OPENBLAS_CONST blasint ldb, OPENBLAS_CONST float beta, float *C,
                  OPENBLAS_CONST blasint ldc)
 {
@@ -150,7 +150,4 @@ void openblas_set_num_threads(int num_threads)
 }
 
 /* 0 when OpenBLAS could not be loaded (%device prints it). */
-int openblas_get_num_threads(void)
-{
-    return ready() ? fn.get_num_threads() : 0;
-}
+int openblas_get_num_threads(void) { return ready() ? fn.get_num_threads() : 0; }

@@ -11,9 +11,8 @@
 
 rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
                                rt_tensor *save_invstd, rt_tensor *running_mean,
-                               rt_tensor *running_var, const rt_tensor *in,
-                               const rt_tensor *gamma, const rt_tensor *beta,
-                               const rt_bn_desc *d, rt_error *err)
+                               rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
+                               const rt_tensor *beta, const rt_bn_desc *d, rt_error *err)
 {
     const int C = d->C;
     const size_t hw = (size_t)d->H * d->W, M = (size_t)d->N * hw;

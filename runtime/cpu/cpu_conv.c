@@ -82,8 +82,8 @@ static void im2col(float *col, const float *x, const rt_conv_desc *d)
             }
 }
 
-__attribute__((noinline)) static void add_span(float *restrict dst,
-                                               const float *restrict src, int n)
+__attribute__((noinline)) static void add_span(float *restrict dst, const float *restrict src,
+                                               int n)
 {
     for (int i = 0; i < n; i++) dst[i] += src[i];
 }
@@ -103,8 +103,7 @@ __attribute__((noinline)) static float row_sum(const float *restrict x, int n)
 }
 
 /* Dot product of n floats, 16 partial sums (vectorisable, fixed order). */
-__attribute__((noinline)) static float dot(const float *restrict a, const float *restrict b,
-                                           int n)
+__attribute__((noinline)) static float dot(const float *restrict a, const float *restrict b, int n)
 {
     float acc[16] = {0};
     int i = 0;
@@ -143,9 +142,8 @@ static void col2im(float *dx, const float *col, const rt_conv_desc *d)
             }
 }
 
-rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                             const rt_tensor *w, const rt_tensor *bias,
-                             const rt_conv_desc *d, rt_error *err)
+rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
+                             const rt_tensor *bias, const rt_conv_desc *d, rt_error *err)
 {
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
@@ -168,8 +166,8 @@ rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
             if (B)
                 for (int k = 0; k < K; k++)
                     for (int i = 0; i < PQ; i++) y[(size_t)k * PQ + i] = B[k];
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, PQ, CRS, 1.0f, Wt, CRS,
-                        src, PQ, B ? 1.0f : 0.0f, y, PQ);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, PQ, CRS, 1.0f, Wt, CRS, src,
+                        PQ, B ? 1.0f : 0.0f, y, PQ);
         }
     }
     return RT_OK;
@@ -192,12 +190,12 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
             float *dx = DX + chw * (size_t)n;
             const float *dy = DY + kpq * (size_t)n;
             if (is_direct(d)) {
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CRS, PQ, K, 1.0f, Wt,
-                            CRS, dy, PQ, 0.0f, dx, PQ);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CRS, PQ, K, 1.0f, Wt, CRS, dy,
+                            PQ, 0.0f, dx, PQ);
                 continue;
             }
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CRS, PQ, K, 1.0f, Wt, CRS,
-                        dy, PQ, 0.0f, col, PQ);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CRS, PQ, K, 1.0f, Wt, CRS, dy, PQ,
+                        0.0f, col, PQ);
             memset(dx, 0, chw * sizeof *dx);
             col2im(dx, col, d);
         }
@@ -241,8 +239,8 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                                 n == g * GROUP ? v : acc[(size_t)k * CRS + c] + v;
                         }
                 } else {
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, CRS, PQ, 1.0f, dy,
-                                PQ, src, PQ, n == g * GROUP ? 0.0f : 1.0f, acc, CRS);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, CRS, PQ, 1.0f, dy, PQ,
+                                src, PQ, n == g * GROUP ? 0.0f : 1.0f, acc, CRS);
                 }
                 for (int k = 0; k < K; k++) {
                     float sum = row_sum(dy + (size_t)k * PQ, PQ);

@@ -7,9 +7,8 @@
 
 #include "cpu_internal.h"
 
-rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                            const rt_tensor *w, const rt_tensor *bias,
-                            const rt_dense_desc *d, rt_error *err)
+rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
+                            const rt_tensor *bias, const rt_dense_desc *d, rt_error *err)
 {
     float *y = out->data;
     if (bias) {
@@ -17,16 +16,16 @@ rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
         for (int n = 0; n < d->N; n++)
             for (int o = 0; o < d->O; o++) y[(size_t)n * d->O + o] = bs[o];
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d->N, d->O, d->F, 1.0f, in->data,
-                d->F, w->data, d->F, bias ? 1.0f : 0.0f, y, d->O);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d->N, d->O, d->F, 1.0f, in->data, d->F,
+                w->data, d->F, bias ? 1.0f : 0.0f, y, d->O);
     return RT_OK;
 }
 
 rt_status rtp_cpu_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                  const rt_tensor *w, const rt_dense_desc *d, rt_error *err)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->N, d->F, d->O, 1.0f, dout->data,
-                d->O, w->data, d->F, 0.0f, din->data, d->F);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->N, d->F, d->O, 1.0f, dout->data, d->O,
+                w->data, d->F, 0.0f, din->data, d->F);
     return RT_OK;
 }
 
@@ -34,8 +33,8 @@ rt_status rtp_cpu_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbia
                                    const rt_tensor *dout, const rt_tensor *in,
                                    const rt_dense_desc *d, rt_error *err)
 {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->O, d->F, d->N, 1.0f, dout->data,
-                d->O, in->data, d->F, 0.0f, dw->data, d->F);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->O, d->F, d->N, 1.0f, dout->data, d->O,
+                in->data, d->F, 0.0f, dw->data, d->F);
     if (dbias) {
         const float *dy = dout->data;
         float *db = dbias->data;

@@ -17,14 +17,14 @@ rt_status rtp_cpu_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labe
     const int32_t *ord = (const int32_t *)order->data + d->start;
     for (int i = 0; i < d->count; i++)
         if (ord[i] < 0 || ord[i] >= d->n)
-            return RT_ERR(err, RT_EINVAL, "gather_batch: order holds %d, outside [0, %d)",
-                          ord[i], d->n);
+            return RT_ERR(err, RT_EINVAL, "gather_batch: order holds %d, outside [0, %d)", ord[i],
+                          d->n);
     const float *src = data->data;
     const int32_t *lab = data_labels->data;
     float *dst = images->data;
     int32_t *out_lab = labels->data;
-#pragma omp parallel for schedule(static) num_threads(b->threads) \
-    if ((size_t)d->count * img >= 65536)
+#pragma omp parallel for schedule(static) \
+    num_threads(b->threads) if ((size_t)d->count * img >= 65536)
     for (int i = 0; i < d->count; i++) {
         const float *s = src + (size_t)ord[i] * img;
         float *o = dst + (size_t)i * img;
@@ -33,8 +33,8 @@ rt_status rtp_cpu_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labe
             continue;
         }
         int top, left, flip;
-        rt_batcher_augment_draw(d->seed, d->epoch, (uint32_t)ord[i], d->pad, d->flip_p, &top,
-                                &left, &flip);
+        rt_batcher_augment_draw(d->seed, d->epoch, (uint32_t)ord[i], d->pad, d->flip_p, &top, &left,
+                                &flip);
         rt_batcher_crop_flip(o, s, d->C, d->H, d->W, d->pad, top, left, flip, d->pad_value);
     }
     for (int i = 0; i < d->count; i++) out_lab[i] = lab[ord[i]];

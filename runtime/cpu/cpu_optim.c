@@ -27,7 +27,6 @@ rt_status rtp_cpu_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentu
     cfg.momentum = d->momentum, cfg.dampening = d->dampening, cfg.nesterov = d->nesterov;
     cfg.weight_decay = d->weight_decay;
     rt_sgd_coef c = rt_optim_sgd_coef(&cfg, d->lr, d->step, 0);
-    rt_optim_sgd_kernel(param->data, momentum_buf ? momentum_buf->data : NULL, grad->data, n,
-                        &c);
+    rt_optim_sgd_kernel(param->data, momentum_buf ? momentum_buf->data : NULL, grad->data, n, &c);
     return RT_OK;
 }

@@ -14,8 +14,7 @@
 static inline float max_sel(float m, float v) { return (v > m || v != v) ? v : m; }
 static inline int same(float v, float m) { return (v == m) | ((m != m) & (v != v)); }
 
-static void max2_fwd_plane(float *restrict y, const float *restrict x, int H, int W, int P,
-                           int Q)
+static void max2_fwd_plane(float *restrict y, const float *restrict x, int H, int W, int P, int Q)
 {
     for (int p = 0; p < P; p++) {
         const float *r0 = x + (size_t)(2 * p) * W, *r1 = r0 + W;
@@ -28,9 +27,8 @@ static void max2_fwd_plane(float *restrict y, const float *restrict x, int H, in
     }
 }
 
-static void max2_bwd_plane(float *restrict dx, const float *restrict dy,
-                           const float *restrict x, const float *restrict y, int H, int W,
-                           int P, int Q)
+static void max2_bwd_plane(float *restrict dx, const float *restrict dy, const float *restrict x,
+                           const float *restrict y, int H, int W, int P, int Q)
 {
     if ((H & 1) || (W & 1)) memset(dx, 0, (size_t)H * W * sizeof *dx);
     for (int p = 0; p < P; p++) {
@@ -81,8 +79,8 @@ rt_status rtp_cpu_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in
 }
 
 rt_status rtp_cpu_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                              const rt_tensor *in, const rt_tensor *out,
-                              const rt_pool_desc *d, rt_error *err)
+                              const rt_tensor *in, const rt_tensor *out, const rt_pool_desc *d,
+                              rt_error *err)
 {
     const int H = d->H, W = d->W, P = d->P, Q = d->Q, planes = d->N * d->C;
     const float *X = in->data, *Y = out->data, *DY = dout->data;

@@ -11,8 +11,8 @@
 #include "cpu_internal.h"
 
 rt_status rtp_cpu_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
-                           const rt_tensor *logits, const rt_tensor *labels,
-                           const rt_xent_desc *d, rt_error *err)
+                           const rt_tensor *logits, const rt_tensor *labels, const rt_xent_desc *d,
+                           rt_error *err)
 {
     const float *z = logits->data;
     const int32_t *y = labels->data;
@@ -50,8 +50,8 @@ rt_status rtp_cpu_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *p
 }
 
 rt_status rtp_cpu_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
-                             const rt_tensor *probs, const rt_tensor *labels,
-                             const rt_xent_desc *d, rt_error *err)
+                             const rt_tensor *probs, const rt_tensor *labels, const rt_xent_desc *d,
+                             rt_error *err)
 {
     const float *l = loss->data, *p = probs->data;
     const int32_t *y = labels->data;

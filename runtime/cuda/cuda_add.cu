@@ -11,8 +11,7 @@ __global__ void add_k(float *z, const float *a, const float *b, size_t n)
     RTP_GRID_LOOP(i, n) z[i] = a[i] + b[i];
 }
 
-extern "C" cudaError_t rtp_k_add(cudaStream_t s, float *z, const float *a, const float *b,
-                                 size_t n)
+extern "C" cudaError_t rtp_k_add(cudaStream_t s, float *z, const float *a, const float *b, size_t n)
 {
     RTP_LAUNCH(n, s, add_k, z, a, b, n);
 }

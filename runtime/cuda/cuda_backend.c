@@ -30,15 +30,13 @@ static int is_sticky(cudaError_t e)
     case cudaErrorHardwareStackError:
     case cudaErrorAssert:
     case cudaErrorECCUncorrectable:
-    case cudaErrorLaunchTimeout:
-        return 1;
-    default:
-        return 0;
+    case cudaErrorLaunchTimeout: return 1;
+    default: return 0;
     }
 }
 
-rt_status rtp_cuda_fail(rt_backend *b, cudaError_t e, const char *call, const char *file,
-                        int line, rt_error *err)
+rt_status rtp_cuda_fail(rt_backend *b, cudaError_t e, const char *call, const char *file, int line,
+                        rt_error *err)
 {
     (void)cudaGetLastError(); /* clears a non-sticky error */
     int sticky = is_sticky(e) || cudaPeekAtLastError() != cudaSuccess;
@@ -59,16 +57,17 @@ rt_status rtp_cublas_fail(rt_backend *b, cublasStatus_t s, const char *call, con
     /* a cuBLAS failure may hide a poisoned context: ask the stream */
     rtp_cuda *c = b ? rtp_cuda_of(b) : NULL;
     cudaError_t e = c ? cudaStreamQuery(c->stream) : cudaSuccess;
-    if (e != cudaSuccess && e != cudaErrorNotReady) return rtp_cuda_fail(b, e, call, file, line, err);
-    return rt_error_set(err, RT_EDEVICE, file, line, "cuBLAS call %s failed: %s (status %d)",
-                        call, c && c->blasf.status_string ? c->blasf.status_string(s) : "?",
-                        (int)s);
+    if (e != cudaSuccess && e != cudaErrorNotReady)
+        return rtp_cuda_fail(b, e, call, file, line, err);
+    return rt_error_set(err, RT_EDEVICE, file, line, "cuBLAS call %s failed: %s (status %d)", call,
+                        c && c->blasf.status_string ? c->blasf.status_string(s) : "?", (int)s);
 }
 
 rt_status rtp_cuda_enter(rt_backend *b, rt_error *err)
 {
     if (b->lost)
-        return RT_ERR(err, RT_EDEVICE_LOST, "the CUDA device was lost after an earlier error "
+        return RT_ERR(err, RT_EDEVICE_LOST,
+                      "the CUDA device was lost after an earlier error "
                       "---> HINT: restart the kernel");
     rtp_cuda *c = rtp_cuda_of(b);
     if (!c) return RT_ERR(err, RT_EINVAL, "the CUDA backend is not open");
@@ -127,17 +126,20 @@ static rt_status cuda_open(rt_backend *b, int device, rt_error *err)
     }
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        return RT_ERR(err, RT_ENODEV, "no CUDA device: cudaGetDeviceCount says \"%s\" (%s) "
-                      "---> HINT: use --device cpu (or auto)", cudaGetErrorString(e),
-                      cudaGetErrorName(e));
+        return RT_ERR(err, RT_ENODEV,
+                      "no CUDA device: cudaGetDeviceCount says \"%s\" (%s) "
+                      "---> HINT: use --device cpu (or auto)",
+                      cudaGetErrorString(e), cudaGetErrorName(e));
     }
     if (count == 0)
-        return RT_ERR(err, RT_ENODEV, "no CUDA device: cudaGetDeviceCount says 0 devices "
+        return RT_ERR(err, RT_ENODEV,
+                      "no CUDA device: cudaGetDeviceCount says 0 devices "
                       "---> HINT: use --device cpu (or auto)");
     if (device < 0 || device >= count)
-        return RT_ERR(err, RT_ENODEV, "cuda:%d does not exist: cudaGetDeviceCount says %d "
-                      "device%s (cuda:0..cuda:%d)", device, count, count == 1 ? "" : "s",
-                      count - 1);
+        return RT_ERR(err, RT_ENODEV,
+                      "cuda:%d does not exist: cudaGetDeviceCount says %d "
+                      "device%s (cuda:0..cuda:%d)",
+                      device, count, count == 1 ? "" : "s", count - 1);
     rtp_cuda *c = calloc(1, sizeof *c);
     if (!c) return RT_ERR(err, RT_ENOMEM, "out of memory opening the CUDA backend");
     c->device = device;

@@ -24,17 +24,14 @@
 #define STR(x) STR_(x)
 #define CUBLAS_SONAME "libcublas.so." STR(CUBLAS_VER_MAJOR)
 
-int rtp_cuda_lib_names(const char *pkg, const char *soname, const char *any,
-                       char wheel[PATH_MAX], const char *names[3])
+int rtp_cuda_lib_names(const char *pkg, const char *soname, const char *any, char wheel[PATH_MAX],
+                       const char *names[3])
 {
     char rel[128];
-    if (CUDART_VERSION / 1000 <= 12)
-        snprintf(rel, sizeof rel, "nvidia/%s/lib/%s", pkg, soname);
-    else
-        snprintf(rel, sizeof rel, "nvidia/cu%d/lib/%s", CUDART_VERSION / 1000, soname);
+    if (CUDART_VERSION / 1000 <= 12) snprintf(rel, sizeof rel, "nvidia/%s/lib/%s", pkg, soname);
+    else snprintf(rel, sizeof rel, "nvidia/cu%d/lib/%s", CUDART_VERSION / 1000, soname);
     int n = 0;
-    if (rt_dl_site_file(rel, wheel, PATH_MAX)[0] && access(wheel, F_OK) == 0)
-        names[n++] = wheel;
+    if (rt_dl_site_file(rel, wheel, PATH_MAX)[0] && access(wheel, F_OK) == 0) names[n++] = wheel;
     names[n++] = soname;
     names[n++] = any;
     return n;
@@ -63,10 +60,13 @@ rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err)
     if (rt_dl_load("KILN_LIBCUBLAS", names, n, syms, sizeof syms / sizeof syms[0], &r))
         return RT_OK;
     if (r.handle || strstr(r.why, " lacks "))
-        return RT_ERR(err, RT_ENODEV, "cuBLAS (%s): %s: a different CUDA version than the "
-                      "one Kiln was built with (%d)?", r.file, r.why, CUBLAS_VER_MAJOR);
-    return RT_ERR(err, RT_ENODEV, "cannot load cuBLAS (%s): %s ---> HINT: install the CUDA "
+        return RT_ERR(err, RT_ENODEV,
+                      "cuBLAS (%s): %s: a different CUDA version than the "
+                      "one Kiln was built with (%d)?",
+                      r.file, r.why, CUBLAS_VER_MAJOR);
+    return RT_ERR(err, RT_ENODEV,
+                  "cannot load cuBLAS (%s): %s ---> HINT: install the CUDA "
                   "%d cuBLAS library (for the kiln-kernel wheel: pip install "
-                  "'kiln-kernel[cuda]'), or use --device cpu", r.file, r.why,
-                  CUBLAS_VER_MAJOR);
+                  "'kiln-kernel[cuda]'), or use --device cpu",
+                  r.file, r.why, CUBLAS_VER_MAJOR);
 }

@@ -14,8 +14,7 @@
 #include "cuda_elem.cuh"
 #include "cuda_launch.cuh"
 
-__global__ void bn_stats_part_k(double *part, const float *X, int N, int C, int HW, int c0,
-                                int P)
+__global__ void bn_stats_part_k(double *part, const float *X, int N, int C, int HW, int c0, int P)
 {
     __shared__ double sh[RTP_THREADS];
     const int p = (int)blockIdx.x, w = (int)blockIdx.y, c = c0 + w, t = (int)threadIdx.x;
@@ -30,11 +29,11 @@ __global__ void bn_stats_part_k(double *part, const float *X, int N, int C, int 
     }
 }
 
-__global__ void bn_stats_finish_k(const double *part, float *SM, float *SI, float *RM,
-                                  float *RV, size_t M, int c0, int cw, int P, float eps,
-                                  float momentum)
+__global__ void bn_stats_finish_k(const double *part, float *SM, float *SI, float *RM, float *RV,
+                                  size_t M, int c0, int cw, int P, float eps, float momentum)
 {
-    RTP_GRID_LOOP(w, cw) rtp_bn_stats_finish_at((int)w, part, P, M, eps, momentum, SM, SI, RM, RV, c0);
+    RTP_GRID_LOOP(w, cw)
+    rtp_bn_stats_finish_at((int)w, part, P, M, eps, momentum, SM, SI, RM, RV, c0);
 }
 
 __global__ void bn_apply_k(float *Y, const float *X, const float *G, const float *Bt,
@@ -44,8 +43,7 @@ __global__ void bn_apply_k(float *Y, const float *X, const float *G, const float
 }
 
 __global__ void bn_fwd_eval_k(float *Y, const float *X, const float *G, const float *Bt,
-                              const float *RM, const float *RV, size_t n, int C, int HW,
-                              float eps)
+                              const float *RM, const float *RV, size_t n, int C, int HW, float eps)
 {
     RTP_GRID_LOOP(i, n) rtp_bn_eval_at(i, Y, X, G, Bt, RM, RV, C, HW, eps);
 }
@@ -68,8 +66,8 @@ __global__ void bn_bwd_part_k(double *part, const float *DY, const float *X, con
 }
 
 __global__ void bn_bwd_apply_k(float *DX, const float *DY, const float *X, const float *G,
-                               const float *SM, const float *SI, const float *DG,
-                               const float *DB, size_t n, int C, int HW, size_t M)
+                               const float *SM, const float *SI, const float *DG, const float *DB,
+                               size_t n, int C, int HW, size_t M)
 {
     RTP_GRID_LOOP(i, n) rtp_bn_bwd_apply_at(i, DX, DY, X, G, SM, SI, DG, DB, C, HW, M);
 }
@@ -78,25 +76,23 @@ extern "C" cudaError_t rtp_k_bn_stats_part(cudaStream_t s, double *part, const f
                                            int C, int HW, int c0, int cw, int P)
 {
     if (cw <= 0) return cudaSuccess;
-    bn_stats_part_k<<<dim3((unsigned)P, (unsigned)cw), RTP_THREADS, 0, s>>>(part, x, N, C, HW,
-                                                                             c0, P);
+    bn_stats_part_k<<<dim3((unsigned)P, (unsigned)cw), RTP_THREADS, 0, s>>>(part, x, N, C, HW, c0,
+                                                                            P);
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t rtp_k_bn_stats_finish(cudaStream_t s, const double *part,
-                                             float *save_mean, float *save_invstd,
-                                             float *running_mean, float *running_var, int N,
-                                             int HW, int c0, int cw, int P, float eps,
-                                             float momentum)
+extern "C" cudaError_t rtp_k_bn_stats_finish(cudaStream_t s, const double *part, float *save_mean,
+                                             float *save_invstd, float *running_mean,
+                                             float *running_var, int N, int HW, int c0, int cw,
+                                             int P, float eps, float momentum)
 {
     RTP_LAUNCH((size_t)(cw > 0 ? cw : 0), s, bn_stats_finish_k, part, save_mean, save_invstd,
                running_mean, running_var, (size_t)N * HW, c0, cw, P, eps, momentum);
 }
 
-extern "C" cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x,
-                                      const float *gamma, const float *beta,
-                                      const float *save_mean, const float *save_invstd, int N,
-                                      int C, int HW)
+extern "C" cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x, const float *gamma,
+                                      const float *beta, const float *save_mean,
+                                      const float *save_invstd, int N, int C, int HW)
 {
     size_t n = (size_t)N * C * HW;
     RTP_LAUNCH(n, s, bn_apply_k, y, x, gamma, beta, save_mean, save_invstd, n, C, HW);
@@ -104,8 +100,8 @@ extern "C" cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x,
 
 extern "C" cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *x,
                                          const float *gamma, const float *beta,
-                                         const float *running_mean, const float *running_var,
-                                         int N, int C, int HW, float eps)
+                                         const float *running_mean, const float *running_var, int N,
+                                         int C, int HW, float eps)
 {
     size_t n = (size_t)N * C * HW;
     RTP_LAUNCH(n, s, bn_fwd_eval_k, y, x, gamma, beta, running_mean, running_var, n, C, HW, eps);
@@ -113,8 +109,8 @@ extern "C" cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *
 
 extern "C" cudaError_t rtp_k_bn_bwd_part(cudaStream_t s, double *part, const float *dy,
                                          const float *x, const float *save_mean,
-                                         const float *save_invstd, int N, int C, int HW,
-                                         int c0, int cw, int P)
+                                         const float *save_invstd, int N, int C, int HW, int c0,
+                                         int cw, int P)
 {
     if (cw <= 0) return cudaSuccess;
     bn_bwd_part_k<<<dim3((unsigned)P, (unsigned)cw), RTP_THREADS, 0, s>>>(
@@ -129,6 +125,6 @@ extern "C" cudaError_t rtp_k_bn_bwd_apply(cudaStream_t s, float *dx, const float
                                           int HW)
 {
     size_t n = (size_t)N * C * HW;
-    RTP_LAUNCH(n, s, bn_bwd_apply_k, dx, dy, x, gamma, save_mean, save_invstd, dgamma, dbeta, n,
-               C, HW, (size_t)N * HW);
+    RTP_LAUNCH(n, s, bn_bwd_apply_k, dx, dy, x, gamma, save_mean, save_invstd, dgamma, dbeta, n, C,
+               HW, (size_t)N * HW);
 }

@@ -42,7 +42,10 @@ static int chunk(const rt_conv_desc *d)
 }
 
 /* Scratch: column matrices of chunk() images, dy of as many rearranged, 16-bit copies. */
-static size_t col_bytes(const rt_conv_desc *d) { return r256(col_floats(d) * (size_t)chunk(d) * sizeof(float)); }
+static size_t col_bytes(const rt_conv_desc *d)
+{
+    return r256(col_floats(d) * (size_t)chunk(d) * sizeof(float));
+}
 static size_t stage_off(const rt_conv_desc *d)
 {
     return col_bytes(d) + r256((size_t)d->K * d->P * d->Q * (size_t)chunk(d) * sizeof(float));
@@ -96,8 +99,7 @@ rtp_gemm rtp_conv_gemm(int pass, const rt_conv_desc *d)
 }
 
 /* The scratch for the calls of `pass` (col, then the 16-bit stage at *stage). */
-static float *scratch(rt_backend *b, int pass, const rt_conv_desc *d, void **stage,
-                      rt_error *err)
+static float *scratch(rt_backend *b, int pass, const rt_conv_desc *d, void **stage, rt_error *err)
 {
     rtp_gemm g = batch_gemm(pass, d, chunk(d));
     float *col = rtp_cuda_scratch(b, stage_off(d) + rtp_gemm_stage_bytes(b, &g), err);
@@ -117,8 +119,9 @@ static rt_status gemm_fwd(rt_backend *b, float *y, const float *x, const float *
         const rtp_gemm g = batch_gemm(RTP_FWD, d, cnt);
         const float *src = x + chw * (size_t)n0;
         if (!is_direct(d)) {
-            RT_CUDA_TRY(b, err, rtp_k_im2col(rtp_cuda_of(b)->stream, col, src, geom(d), cnt,
-                                             col_floats(d), (size_t)d->P * d->Q));
+            RT_CUDA_TRY(b, err,
+                        rtp_k_im2col(rtp_cuda_of(b)->stream, col, src, geom(d), cnt, col_floats(d),
+                                     (size_t)d->P * d->Q));
             src = col;
         }
         RT_TRY(rtp_cuda_gemm(b, &g, src, w, 0.0f, y + kpq * (size_t)n0, stage, err));
@@ -139,8 +142,9 @@ static rt_status gemm_bwd_data(rt_backend *b, float *dx, const float *dy, const 
         float *dst = is_direct(d) ? dx + chw * (size_t)n0 : col;
         RT_TRY(rtp_cuda_gemm(b, &g, dy + kpq * (size_t)n0, w, 0.0f, dst, stage, err));
         if (!is_direct(d))
-            RT_CUDA_TRY(b, err, rtp_k_col2im(rtp_cuda_of(b)->stream, dx + chw * (size_t)n0, col,
-                                             geom(d), cnt));
+            RT_CUDA_TRY(
+                b, err,
+                rtp_k_col2im(rtp_cuda_of(b)->stream, dx + chw * (size_t)n0, col, geom(d), cnt));
     }
     return RT_OK;
 }
@@ -172,15 +176,16 @@ static rt_status gemm_bwd_filter(rt_backend *b, float *dw, const float *dy, cons
 /* ---- the ops ---- */
 
 rt_status rtp_cuda_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                              const rt_tensor *w, const rt_tensor *bias,
-                              const rt_conv_desc *d, rt_error *err)
+                              const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d,
+                              rt_error *err)
 {
     RTP_ENTER(b);
     if (rtp_cuda_of(b)->dnn) RT_TRY(rtp_cudnn_fwd(b, out->data, in->data, w->data, d, err));
     else RT_TRY(gemm_fwd(b, out->data, in->data, w->data, d, err));
     if (bias)
-        RT_CUDA_TRY(b, err, rtp_k_bias_add(rtp_cuda_of(b)->stream, out->data, bias->data, d->N,
-                                           d->K, d->P * d->Q));
+        RT_CUDA_TRY(
+            b, err,
+            rtp_k_bias_add(rtp_cuda_of(b)->stream, out->data, bias->data, d->N, d->K, d->P * d->Q));
     return RT_OK;
 }
 
@@ -197,7 +202,8 @@ rt_status rtp_cuda_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *db
                                      const rt_conv_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    if (rtp_cuda_of(b)->dnn) RT_TRY(rtp_cudnn_bwd_filter(b, dw->data, dout->data, in->data, d, err));
+    if (rtp_cuda_of(b)->dnn)
+        RT_TRY(rtp_cudnn_bwd_filter(b, dw->data, dout->data, in->data, d, err));
     else RT_TRY(gemm_bwd_filter(b, dw->data, dout->data, in->data, d, err));
     if (!dbias) return RT_OK;
     /* the sum over n and pq per channel, in two levels (cuda_reduce.cu) */
@@ -205,8 +211,8 @@ rt_status rtp_cuda_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *db
     const int PQ = d->P * d->Q, P = rtp_red_parts((size_t)d->N * PQ);
     for (int c0 = 0, cw; c0 < d->K; c0 += cw) {
         cw = rtp_red_wave(d->K, P, c0);
-        RT_CUDA_TRY(b, err, rtp_k_chan_sum_part(c->stream, c->red, dout->data, d->N, d->K, PQ,
-                                                c0, cw, P));
+        RT_CUDA_TRY(b, err,
+                    rtp_k_chan_sum_part(c->stream, c->red, dout->data, d->N, d->K, PQ, c0, cw, P));
         RT_CUDA_TRY(b, err, rtp_k_red_finish(c->stream, c->red, dbias->data, NULL, c0, cw, P));
     }
     return RT_OK;

@@ -61,14 +61,16 @@ rt_status rtp_cuda_gemm(rt_backend *b, const rtp_gemm *g, const float *A, const 
     const float one = 1.0f;
     if (g->m == 0 || g->n == 0) return RT_OK;
     if (c->prec == RT_PREC_FP32 && g->count > 1) {
-        RTP_CUBLAS_TRY(b, err, c->blasf.sgemm_sb(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one,
-                                                 A, g->lda, g->sa, B, g->ldb, g->sb, &beta, C,
-                                                 g->ldc, g->sc, g->count));
+        RTP_CUBLAS_TRY(b, err,
+                       c->blasf.sgemm_sb(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one, A, g->lda,
+                                         g->sa, B, g->ldb, g->sb, &beta, C, g->ldc, g->sc,
+                                         g->count));
         return RT_OK;
     }
     if (c->prec == RT_PREC_FP32) {
-        RTP_CUBLAS_TRY(b, err, c->blasf.sgemm(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one,
-                                              A, g->lda, B, g->ldb, &beta, C, g->ldc));
+        RTP_CUBLAS_TRY(b, err,
+                       c->blasf.sgemm(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one, A, g->lda, B,
+                                      g->ldb, &beta, C, g->ldc));
         return RT_OK;
     }
     const int bf16 = c->prec == RT_PREC_BF16;
@@ -79,16 +81,16 @@ rt_status rtp_cuda_gemm(rt_backend *b, const rtp_gemm *g, const float *A, const 
         RT_CUDA_TRY(b, err, rtp_k_to_16(c->stream, b16, B, b_elems(g), bf16));
     }
     if (g->count > 1)
-        RTP_CUBLAS_TRY(b, err, c->blasf.gemm_sb_ex(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one,
-                                                   a16, t16, g->lda, g->sa, b16, t16, g->ldb,
-                                                   g->sb, &beta, C, CUDA_R_32F, g->ldc, g->sc,
-                                                   g->count, CUBLAS_COMPUTE_32F,
-                                                   CUBLAS_GEMM_DEFAULT));
+        RTP_CUBLAS_TRY(b, err,
+                       c->blasf.gemm_sb_ex(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one, a16, t16,
+                                           g->lda, g->sa, b16, t16, g->ldb, g->sb, &beta, C,
+                                           CUDA_R_32F, g->ldc, g->sc, g->count, CUBLAS_COMPUTE_32F,
+                                           CUBLAS_GEMM_DEFAULT));
     else
-        RTP_CUBLAS_TRY(b, err, c->blasf.gemm_ex(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one,
-                                                a16, t16, g->lda, b16, t16, g->ldb, &beta, C,
-                                                CUDA_R_32F, g->ldc, CUBLAS_COMPUTE_32F,
-                                                CUBLAS_GEMM_DEFAULT));
+        RTP_CUBLAS_TRY(b, err,
+                       c->blasf.gemm_ex(c->blas, g->ta, g->tb, g->m, g->n, g->k, &one, a16, t16,
+                                        g->lda, b16, t16, g->ldb, &beta, C, CUDA_R_32F, g->ldc,
+                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return RT_OK;
 }
 
@@ -114,14 +116,13 @@ static rt_status stage_of(rt_backend *b, const rtp_gemm *g, void **out, rt_error
     return *out ? RT_OK : (err ? err->code : RT_EINVAL);
 }
 
-rt_status rtp_cuda_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                             const rt_tensor *w, const rt_tensor *bias,
-                             const rt_dense_desc *d, rt_error *err)
+rt_status rtp_cuda_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
+                             const rt_tensor *bias, const rt_dense_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
     if (bias) {
-        RT_CUDA_TRY(b, err, rtp_k_row_broadcast(rtp_cuda_of(b)->stream, out->data, bias->data,
-                                                d->N, d->O));
+        RT_CUDA_TRY(b, err,
+                    rtp_k_row_broadcast(rtp_cuda_of(b)->stream, out->data, bias->data, d->N, d->O));
     }
     rtp_gemm g = rtp_dense_gemm(RTP_FWD, d);
     void *stage;
@@ -149,8 +150,8 @@ rt_status rtp_cuda_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
     RT_TRY(stage_of(b, &g, &stage, err));
     RT_TRY(rtp_cuda_gemm(b, &g, in->data, dout->data, 0.0f, dw->data, stage, err));
     if (dbias) {
-        RT_CUDA_TRY(b, err, rtp_k_col_sums(rtp_cuda_of(b)->stream, dbias->data, dout->data,
-                                           d->N, d->O));
+        RT_CUDA_TRY(b, err,
+                    rtp_k_col_sums(rtp_cuda_of(b)->stream, dbias->data, dout->data, d->N, d->O));
     }
     return RT_OK;
 }

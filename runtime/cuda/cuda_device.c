@@ -31,9 +31,10 @@ const char *rt_cuda_build_info(void)
         p += n;
         while (*p == ' ') p++;
     }
-    snprintf(line, sizeof line, "CUDA: toolkit %d.%d, kernels for %s (+ compute_%s PTX); "
-             "cuBLAS and cuDNN %s loaded at first use", CUDART_VERSION / 1000,
-             CUDART_VERSION % 1000 / 10, sass, ptx, rtp_cudnn_built());
+    snprintf(line, sizeof line,
+             "CUDA: toolkit %d.%d, kernels for %s (+ compute_%s PTX); "
+             "cuBLAS and cuDNN %s loaded at first use",
+             CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, sass, ptx, rtp_cudnn_built());
     return line;
 }
 
@@ -56,8 +57,9 @@ int rtp_cuda_arch_covered(int major, int minor)
  * compatibility"). */
 static const char *min_driver(int cuda_major)
 {
-    return cuda_major <= 11 ? "R450 (450.80.02)" : cuda_major == 12 ? "R525 (525.60.13)"
-                                                                    : "R580 (580.65.06)";
+    return cuda_major <= 11   ? "R450 (450.80.02)"
+           : cuda_major == 12 ? "R525 (525.60.13)"
+                              : "R580 (580.65.06)";
 }
 
 int rtp_cuda_driver_msg(char *buf, size_t n)
@@ -65,17 +67,19 @@ int rtp_cuda_driver_msg(char *buf, size_t n)
     int dv = 0;
     if (cudaDriverGetVersion(&dv) != cudaSuccess) (void)cudaGetLastError();
     if (dv <= 0) return 0; /* no driver at all (no libcuda.so.1): "no CUDA device" */
-    snprintf(buf, n, "the NVIDIA driver is too old for this Kiln: the driver supports CUDA "
+    snprintf(buf, n,
+             "the NVIDIA driver is too old for this Kiln: the driver supports CUDA "
              "%d.%d, Kiln's CUDA runtime is %d.%d and needs driver %s or newer ---> HINT: "
-             "update the NVIDIA driver, or use --device cpu", dv / 1000, dv % 1000 / 10,
-             CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10,
+             "update the NVIDIA driver, or use --device cpu",
+             dv / 1000, dv % 1000 / 10, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10,
              min_driver(CUDART_VERSION / 1000));
     return 1;
 }
 
 void rtp_cuda_arch_msg(char *buf, size_t n, int device, const char *name, int major, int minor)
 {
-    snprintf(buf, n, "cuda:%d (%.80s) is compute capability %d.%d (sm_%d%d), and this Kiln's "
+    snprintf(buf, n,
+             "cuda:%d (%.80s) is compute capability %d.%d (sm_%d%d), and this Kiln's "
              "kernels are built for sm " KILN_CUDA_ARCHS " only ---> HINT: rebuild with "
              "-Dgpu_archs=%d%d (a CUDA toolkit that supports sm_%d%d), or use --device cpu",
              device, name, major, minor, major, minor, major, minor, major, minor);
@@ -95,8 +99,8 @@ rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err)
     }
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        snprintf(out->why, sizeof out->why, "cudaGetDeviceCount: %s (%s)",
-                 cudaGetErrorString(e), cudaGetErrorName(e));
+        snprintf(out->why, sizeof out->why, "cudaGetDeviceCount: %s (%s)", cudaGetErrorString(e),
+                 cudaGetErrorName(e));
         return RT_OK;
     }
     if (count == 0) {
@@ -148,19 +152,20 @@ static rt_status need_cuda(rt_backend *b, rt_error *err)
 rt_status rt_cuda_set_precision(rt_backend *b, rt_precision p, rt_error *err)
 {
     if (b && b->ops && b->ops != &rt_cuda_ops && p != RT_PREC_FP32)
-        return RT_ERR(err, RT_EINVAL, "--precision %s needs a CUDA device; the %s backend "
+        return RT_ERR(err, RT_EINVAL,
+                      "--precision %s needs a CUDA device; the %s backend "
                       "computes in fp32 only ---> HINT: use --precision fp32 or --device cuda",
                       rt_precision_name(p), b->ops->name);
     if (b && b->ops && b->ops != &rt_cuda_ops) return RT_OK;
     RT_TRY(need_cuda(b, err));
     RTP_ENTER(b);
     rtp_cuda *c = rtp_cuda_of(b);
-    if ((unsigned)p > RT_PREC_FP16)
-        return RT_ERR(err, RT_EINVAL, "unknown precision %d", (int)p);
+    if ((unsigned)p > RT_PREC_FP16) return RT_ERR(err, RT_EINVAL, "unknown precision %d", (int)p);
     if (p == RT_PREC_BF16 && c->cc_major < 8)
-        return RT_ERR(err, RT_EINVAL, "--precision bf16 needs compute capability 8.0 or newer; "
-                      "cuda:%d (%s) is %d.%d ---> HINT: use --precision fp16", c->device,
-                      c->name, c->cc_major, c->cc_minor);
+        return RT_ERR(err, RT_EINVAL,
+                      "--precision bf16 needs compute capability 8.0 or newer; "
+                      "cuda:%d (%s) is %d.%d ---> HINT: use --precision fp16",
+                      c->device, c->name, c->cc_major, c->cc_minor);
     c->prec = p;
     return RT_OK;
 }
@@ -171,8 +176,7 @@ rt_precision rt_cuda_get_precision(const rt_backend *b)
     return ((const rtp_cuda *)b->impl)->prec;
 }
 
-rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes,
-                           rt_error *err)
+rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes, rt_error *err)
 {
     RT_TRY(need_cuda(b, err));
     RTP_ENTER(b);

@@ -12,10 +12,7 @@
 
 /* ---- kernels ---- */
 
-__global__ void fill_k(float *p, size_t n, float v)
-{
-    RTP_GRID_LOOP(i, n) p[i] = v;
-}
+__global__ void fill_k(float *p, size_t n, float v) { RTP_GRID_LOOP(i, n) p[i] = v; }
 
 __global__ void relu_fwd_k(float *y, const float *x, size_t n, float slope)
 {
@@ -27,8 +24,8 @@ __global__ void relu_bwd_k(float *dx, const float *dy, const float *y, size_t n,
     RTP_GRID_LOOP(i, n) rtp_relu_bwd_at(i, dx, dy, y, slope);
 }
 
-__global__ void dropout_fwd_k(float *y, float *mask, const float *x, size_t n,
-                              rtp_philox_stream st, uint32_t threshold, float value)
+__global__ void dropout_fwd_k(float *y, float *mask, const float *x, size_t n, rtp_philox_stream st,
+                              uint32_t threshold, float value)
 {
     RTP_GRID_LOOP(blk, (n + 3) / 4) rtp_dropout_block_at(blk, y, mask, x, n, st, threshold, value);
 }
@@ -81,29 +78,27 @@ extern "C" cudaError_t rtp_k_relu_fwd(cudaStream_t s, float *y, const float *x, 
     RTP_LAUNCH(n, s, relu_fwd_k, y, x, n, slope);
 }
 
-extern "C" cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy,
-                                      const float *y, size_t n, float slope)
+extern "C" cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy, const float *y,
+                                      size_t n, float slope)
 {
     RTP_LAUNCH(n, s, relu_bwd_k, dx, dy, y, n, slope);
 }
 
-extern "C" cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask,
-                                         const float *x, size_t n, rtp_philox_stream st,
-                                         float keep)
+extern "C" cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, const float *x,
+                                         size_t n, rtp_philox_stream st, float keep)
 {
     /* the threshold and scale of cpu_act.c: rt_rng_fill_bernoulli(keep, 1/keep) */
     RTP_LAUNCH((n + 3) / 4, s, dropout_fwd_k, y, mask, x, n, st, rtp_keep_threshold(keep),
                1.0f / keep);
 }
 
-extern "C" cudaError_t rtp_k_mul(cudaStream_t s, float *z, const float *a, const float *b,
-                                 size_t n)
+extern "C" cudaError_t rtp_k_mul(cudaStream_t s, float *z, const float *a, const float *b, size_t n)
 {
     RTP_LAUNCH(n, s, mul_k, z, a, b, n);
 }
 
-extern "C" cudaError_t rtp_k_bias_add(cudaStream_t s, float *y, const float *bias, int N,
-                                      int K, int PQ)
+extern "C" cudaError_t rtp_k_bias_add(cudaStream_t s, float *y, const float *bias, int N, int K,
+                                      int PQ)
 {
     size_t n = (size_t)N * K * PQ;
     RTP_LAUNCH(n, s, bias_add_k, y, bias, n, K, PQ);
@@ -116,8 +111,7 @@ extern "C" cudaError_t rtp_k_row_broadcast(cudaStream_t s, float *y, const float
     RTP_LAUNCH(n, s, row_broadcast_k, y, bias, n, O);
 }
 
-extern "C" cudaError_t rtp_k_to_16(cudaStream_t s, void *dst, const float *src, size_t n,
-                                   int bf16)
+extern "C" cudaError_t rtp_k_to_16(cudaStream_t s, void *dst, const float *src, size_t n, int bf16)
 {
     if (bf16) RTP_LAUNCH(n, s, to_bf16_k, (__nv_bfloat16 *)dst, src, n);
     RTP_LAUNCH(n, s, to_f16_k, (__half *)dst, src, n);

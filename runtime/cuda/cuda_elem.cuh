@@ -104,8 +104,7 @@ RTP_HD void rtp_bias_add_at(size_t i, float *y, const float *bias, int K, int PQ
 #define RTP_COLS_LD (RTP_COLS_W + 1) /* a column's reads fall in distinct banks */
 
 /* Thread t's loads: tile[r][c] = dy[r0 + r][o0 + c] (0 past the last column). */
-RTP_HD void rtp_cols_load(int t, int T, float *tile, const float *dy, int N, int O, int r0,
-                          int o0)
+RTP_HD void rtp_cols_load(int t, int T, float *tile, const float *dy, int N, int O, int r0, int o0)
 {
     const int rows = N - r0 < RTP_COLS_ROWS ? N - r0 : RTP_COLS_ROWS;
     for (int e = t; e < rows * RTP_COLS_W; e += T) {
@@ -174,8 +173,8 @@ RTP_HD void rtp_maxpool_fwd_at(size_t o, float *y, const float *x, rtp_pool_geom
     y[o] = m;
 }
 
-RTP_HD void rtp_maxpool_bwd_at(size_t i, float *dx, const float *dy, const float *x,
-                               const float *y, rtp_pool_geom g)
+RTP_HD void rtp_maxpool_bwd_at(size_t i, float *dx, const float *dy, const float *x, const float *y,
+                               rtp_pool_geom g)
 {
     size_t pl = i / ((size_t)g.H * g.W);
     int hw = (int)(i % ((size_t)g.H * g.W)), ih = hw / g.W, iw = hw % g.W;
@@ -205,8 +204,7 @@ RTP_HD void rtp_avgpool_fwd_at(size_t o, float *y, const float *x, rtp_pool_geom
     y[o] = s * inv;
 }
 
-RTP_HD void rtp_avgpool_bwd_at(size_t i, float *dx, const float *dy, rtp_pool_geom g,
-                               float inv)
+RTP_HD void rtp_avgpool_bwd_at(size_t i, float *dx, const float *dy, rtp_pool_geom g, float inv)
 {
     size_t pl = i / ((size_t)g.H * g.W);
     int hw = (int)(i % ((size_t)g.H * g.W)), ih = hw / g.W, iw = hw % g.W;
@@ -231,9 +229,8 @@ RTP_HD void rtp_im2col_at(size_t i, float *col, const float *x, rtp_conv_geom g,
     int s = (int)(row % g.S), r = (int)((row / g.S) % g.R), c = (int)(row / g.S / g.R);
     int p = (int)(pq / g.Q), q = (int)(pq % g.Q);
     int ih = p * g.stride - g.pad + r, iw = q * g.stride - g.pad + s;
-    col[row * ld + pq] = (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W)
-                             ? x[((size_t)c * g.H + ih) * g.W + iw]
-                             : 0.0f;
+    col[row * ld + pq] =
+        (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) ? x[((size_t)c * g.H + ih) * g.W + iw] : 0.0f;
 }
 
 /* dx[i] = sum of the col entries that read input i, in (r, s) order (no atomics). */
@@ -275,8 +272,8 @@ RTP_HD void rtp_xent_fwd_at(int n, float *loss, float *probs, const float *logit
     loss[n] = (y >= 0 && y < L) ? (float)(lse - z[y]) : (float)NAN;
 }
 
-RTP_HD void rtp_xent_bwd_at(size_t i, float *g, const float *p, const int32_t *labels,
-                            float scale, int L)
+RTP_HD void rtp_xent_bwd_at(size_t i, float *g, const float *p, const int32_t *labels, float scale,
+                            int L)
 {
     int n = (int)(i / (size_t)L), j = (int)(i % (size_t)L);
     g[i] = (p[i] - (j == labels[n] ? 1.0f : 0.0f)) * scale;
@@ -360,7 +357,8 @@ RTP_HD double rtp_red_sum_part(int t, int T, const float *X, int C, int c, int H
                                size_t hi)
 {
     rtp_kahan k = {0.0f, 0.0f};
-    for (size_t j = lo + (size_t)t; j < hi; j += (size_t)T) rtp_kahan_add(&k, X[rtp_chan_at(j, C, c, HW)]);
+    for (size_t j = lo + (size_t)t; j < hi; j += (size_t)T)
+        rtp_kahan_add(&k, X[rtp_chan_at(j, C, c, HW)]);
     return rtp_kahan_value(k);
 }
 
@@ -385,8 +383,7 @@ RTP_HD double rtp_red_sq_part(int t, int T, const float *X, int C, int c, int HW
 
 /* Thread t's compensated sums of dy and dy * xhat over [lo, hi) (batch norm backward). */
 RTP_HD void rtp_bn_bwd_part(int t, int T, const float *DY, const float *X, int C, int c, int HW,
-                            size_t lo, size_t hi, float mean, float inv, double *sdy,
-                            double *sdyx)
+                            size_t lo, size_t hi, float mean, float inv, double *sdy, double *sdyx)
 {
     rtp_kahan a = {0.0f, 0.0f}, b = {0.0f, 0.0f};
     for (size_t j = lo + (size_t)t; j < hi; j += (size_t)T) {
@@ -400,8 +397,7 @@ RTP_HD void rtp_bn_bwd_part(int t, int T, const float *DY, const float *X, int C
 
 /* Level 2 of a plain sum: out0[c0 + w] (and out1, if any) = the P partial pairs of
  * channel c0 + w added in p order. */
-RTP_HD void rtp_red_finish_at(int w, const double *part, int P, float *out0, float *out1,
-                              int c0)
+RTP_HD void rtp_red_finish_at(int w, const double *part, int P, float *out0, float *out1, int c0)
 {
     const double *pp = part + (size_t)w * P * 2;
     double a = 0.0, b = 0.0;
@@ -463,8 +459,8 @@ RTP_HD void rtp_bn_eval_at(size_t i, float *Y, const float *X, const float *G, c
 
 /* dx from the channel's sums (dbeta = sum dy, dgamma = sum dy * xhat, as floats). */
 RTP_HD void rtp_bn_bwd_apply_at(size_t i, float *DX, const float *DY, const float *X,
-                                const float *G, const float *SM, const float *SI,
-                                const float *DG, const float *DB, int C, int HW, size_t M)
+                                const float *G, const float *SM, const float *SI, const float *DG,
+                                const float *DB, int C, int HW, size_t M)
 {
     int c = (int)((i / (size_t)HW) % (size_t)C);
     const float mean = SM[c], inv = SI[c];
@@ -486,9 +482,9 @@ RTP_HD double rtp_tree_sum_host(double *part, int T)
  * c0 + w with T threads writes its pair, as the kernels of cuda_bn.cu / cuda_reduce.cu.
  * kind 0: sum of X (bias gradient); 1: sum and squares about the shift (forward
  * statistics); 2: sums of dy and dy * xhat (backward; Y is dy, SM/SI the statistics). */
-static inline void rtp_red_block_host(int kind, double *part, int T, const float *X,
-                                      const float *Y, const float *SM, const float *SI, int N,
-                                      int C, int HW, int c0, int w, int P, int p)
+static inline void rtp_red_block_host(int kind, double *part, int T, const float *X, const float *Y,
+                                      const float *SM, const float *SI, int N, int C, int HW,
+                                      int c0, int w, int P, int p)
 {
     double a[256], b[256];
     const int c = c0 + w;
@@ -564,8 +560,7 @@ RTP_HD rtp_aug rtp_augment_draw(rtp_philox_stream st, uint32_t idx, int pad, flo
 
 /* Element j of one (C,H,W) sample: a copy, or rt_batcher_crop_flip's
  * out(c,y,x) = src(c, y+top-pad, x'+left-pad), x' = flip ? W-1-x : x, else pad_value[c]. */
-RTP_HD void rtp_gather_at(size_t j, float *o, const float *src, const rtp_gather_geom *g,
-                          rtp_aug a)
+RTP_HD void rtp_gather_at(size_t j, float *o, const float *src, const rtp_gather_geom *g, rtp_aug a)
 {
     if (!g->augment) {
         o[j] = src[j];
@@ -574,9 +569,8 @@ RTP_HD void rtp_gather_at(size_t j, float *o, const float *src, const rtp_gather
     int x = (int)(j % (size_t)g->W), y = (int)((j / (size_t)g->W) % (size_t)g->H);
     int c = (int)(j / ((size_t)g->W * g->H));
     int sy = y + a.top - g->pad, sx = (a.flip ? g->W - 1 - x : x) + a.left - g->pad;
-    o[j] = (sy >= 0 && sy < g->H && sx >= 0 && sx < g->W)
-               ? src[((size_t)c * g->H + sy) * g->W + sx]
-               : g->pad_value[c];
+    o[j] = (sy >= 0 && sy < g->H && sx >= 0 && sx < g->W) ? src[((size_t)c * g->H + sy) * g->W + sx]
+                                                          : g->pad_value[c];
 }
 
 /* 1 if sample n's first maximal probability is at its label (cpu_xent.c's argmax). */

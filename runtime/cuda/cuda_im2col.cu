@@ -33,8 +33,8 @@ extern "C" cudaError_t rtp_k_im2col(cudaStream_t s, float *col, const float *x, 
     RTP_LAUNCH(n, s, im2col_k, col, x, g, per, chw, nstride, ld, n);
 }
 
-extern "C" cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col,
-                                    rtp_conv_geom g, int count)
+extern "C" cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col, rtp_conv_geom g,
+                                    int count)
 {
     size_t per = (size_t)g.C * g.R * g.S * g.P * g.Q, chw = (size_t)g.C * g.H * g.W;
     size_t n = chw * (size_t)(count > 0 ? count : 0);

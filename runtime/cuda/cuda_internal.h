@@ -30,23 +30,23 @@ typedef struct rtp_blas_fns {
     cublasStatus_t (*destroy)(cublasHandle_t h);
     cublasStatus_t (*set_stream)(cublasHandle_t h, cudaStream_t s);
     cublasStatus_t (*set_math_mode)(cublasHandle_t h, cublasMath_t m);
-    cublasStatus_t (*sgemm)(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
-                            int m, int n, int k, const float *alpha, const float *A, int lda,
+    cublasStatus_t (*sgemm)(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const float *alpha, const float *A, int lda,
                             const float *B, int ldb, const float *beta, float *C, int ldc);
-    cublasStatus_t (*gemm_ex)(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
-                              int m, int n, int k, const void *alpha, const void *A,
-                              cudaDataType at, int lda, const void *B, cudaDataType bt,
-                              int ldb, const void *beta, void *C, cudaDataType ct, int ldc,
-                              cublasComputeType_t compute, cublasGemmAlgo_t algo);
-    cublasStatus_t (*sgemm_sb)(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
-                               int m, int n, int k, const float *alpha, const float *A,
-                               int lda, long long sa, const float *B, int ldb, long long sb,
+    cublasStatus_t (*gemm_ex)(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                              int n, int k, const void *alpha, const void *A, cudaDataType at,
+                              int lda, const void *B, cudaDataType bt, int ldb, const void *beta,
+                              void *C, cudaDataType ct, int ldc, cublasComputeType_t compute,
+                              cublasGemmAlgo_t algo);
+    cublasStatus_t (*sgemm_sb)(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                               int n, int k, const float *alpha, const float *A, int lda,
+                               long long sa, const float *B, int ldb, long long sb,
                                const float *beta, float *C, int ldc, long long sc, int count);
     cublasStatus_t (*gemm_sb_ex)(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                                  int m, int n, int k, const void *alpha, const void *A,
                                  cudaDataType at, int lda, long long sa, const void *B,
-                                 cudaDataType bt, int ldb, long long sb, const void *beta,
-                                 void *C, cudaDataType ct, int ldc, long long sc, int count,
+                                 cudaDataType bt, int ldb, long long sb, const void *beta, void *C,
+                                 cudaDataType ct, int ldc, long long sc, int count,
                                  cublasComputeType_t compute, cublasGemmAlgo_t algo);
     const char *(*status_string)(cublasStatus_t s);
 } rtp_blas_fns;
@@ -61,8 +61,8 @@ rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err);
  * and 12, nvidia/cuN/lib/SONAME from CUDA 13 on, rt_dl_site_file) when that file
  * exists, then SONAME, then ANY (the unversioned name). Fills wheel with that path
  * either way and names[] with pointers into it and the arguments; returns the count. */
-int rtp_cuda_lib_names(const char *pkg, const char *soname, const char *any,
-                       char wheel[PATH_MAX], const char *names[3]);
+int rtp_cuda_lib_names(const char *pkg, const char *soname, const char *any, char wheel[PATH_MAX],
+                       const char *names[3]);
 
 /* The table (cuda_backend.c); rt_backend.c refers to it when KILN_HAVE_CUDA is set. */
 extern const rt_backend_ops rt_cuda_ops;
@@ -73,11 +73,11 @@ typedef struct rtp_cuda {
     char name[256];
     cudaStream_t stream;
     cublasHandle_t blas;
-    rtp_blas_fns blasf;   /* cuBLAS entry points (rtp_blas_load) */
-    rtp_cudnn *dnn;       /* NULL: convolution by im2col + cuBLAS (cuda_conv.c) */
-    rt_adam_coef *coef;   /* device: the fp16 Adam coefficients of the step (cuda_train.cu) */
-    double *red;          /* device: RTP_RED_SLOTS partial pairs of the reductions */
-    void *ws;             /* workspace (device), ws_bytes long */
+    rtp_blas_fns blasf; /* cuBLAS entry points (rtp_blas_load) */
+    rtp_cudnn *dnn;     /* NULL: convolution by im2col + cuBLAS (cuda_conv.c) */
+    rt_adam_coef *coef; /* device: the fp16 Adam coefficients of the step (cuda_train.cu) */
+    double *red;        /* device: RTP_RED_SLOTS partial pairs of the reductions */
+    void *ws;           /* workspace (device), ws_bytes long */
     size_t ws_bytes;
     rt_precision prec;
 } rtp_cuda;
@@ -86,8 +86,8 @@ static inline rtp_cuda *rtp_cuda_of(rt_backend *b) { return (rtp_cuda *)b->impl;
 
 /* Records a failed CUDA call: sticky errors mark b lost (RT_EDEVICE_LOST), others give
  * RT_EDEVICE and are cleared. Returns the status to propagate. */
-rt_status rtp_cuda_fail(rt_backend *b, cudaError_t e, const char *call, const char *file,
-                        int line, rt_error *err);
+rt_status rtp_cuda_fail(rt_backend *b, cudaError_t e, const char *call, const char *file, int line,
+                        rt_error *err);
 rt_status rtp_cublas_fail(rt_backend *b, cublasStatus_t s, const char *call, const char *file,
                           int line, rt_error *err);
 /* RT_EDEVICE_LOST if b is lost, else RT_OK. */
@@ -97,17 +97,17 @@ void *rtp_cuda_scratch(rt_backend *b, size_t bytes, rt_error *err);
 /* Out-of-memory message: asked, free and total bytes. */
 rt_status rtp_cuda_oom(rt_backend *b, size_t asked, const char *what, rt_error *err);
 
-#define RT_CUDA_TRY(b, err, call)                                                       \
-    do {                                                                                \
-        cudaError_t rtp_e_ = (call);                                                    \
-        if (rtp_e_ != cudaSuccess)                                                      \
-            return rtp_cuda_fail((b), rtp_e_, #call, __FILE__, __LINE__, (err));        \
+#define RT_CUDA_TRY(b, err, call)                                                \
+    do {                                                                         \
+        cudaError_t rtp_e_ = (call);                                             \
+        if (rtp_e_ != cudaSuccess)                                               \
+            return rtp_cuda_fail((b), rtp_e_, #call, __FILE__, __LINE__, (err)); \
     } while (0)
-#define RTP_CUBLAS_TRY(b, err, call)                                                    \
-    do {                                                                                \
-        cublasStatus_t rtp_s_ = (call);                                                 \
-        if (rtp_s_ != CUBLAS_STATUS_SUCCESS)                                            \
-            return rtp_cublas_fail((b), rtp_s_, #call, __FILE__, __LINE__, (err));      \
+#define RTP_CUBLAS_TRY(b, err, call)                                               \
+    do {                                                                           \
+        cublasStatus_t rtp_s_ = (call);                                            \
+        if (rtp_s_ != CUBLAS_STATUS_SUCCESS)                                       \
+            return rtp_cublas_fail((b), rtp_s_, #call, __FILE__, __LINE__, (err)); \
     } while (0)
 #define RTP_ENTER(b) RT_TRY(rtp_cuda_enter((b), err))
 
@@ -141,8 +141,8 @@ rt_status rtp_cuda_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const 
 /* ---- cuda_conv.c: dispatch to cuDNN or im2col + cuBLAS ---- */
 size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d);
 rt_status rtp_cuda_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                              const rt_tensor *w, const rt_tensor *bias,
-                              const rt_conv_desc *d, rt_error *err);
+                              const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d,
+                              rt_error *err);
 rt_status rtp_cuda_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                    const rt_tensor *w, const rt_conv_desc *d, rt_error *err);
 rt_status rtp_cuda_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
@@ -166,9 +166,8 @@ rt_status rtp_cudnn_bwd_filter(rt_backend *b, float *dw, const float *dy, const 
                                const rt_conv_desc *d, rt_error *err);
 
 /* ---- cuda_dense.c ---- */
-rt_status rtp_cuda_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                             const rt_tensor *w, const rt_tensor *bias,
-                             const rt_dense_desc *d, rt_error *err);
+rt_status rtp_cuda_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
+                             const rt_tensor *bias, const rt_dense_desc *d, rt_error *err);
 rt_status rtp_cuda_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                   const rt_tensor *w, const rt_dense_desc *d, rt_error *err);
 rt_status rtp_cuda_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
@@ -203,8 +202,8 @@ size_t rtp_cuda_dense_workspace(rt_backend *b, const rt_dense_desc *d);
 rt_status rtp_cuda_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                const rt_pool_desc *d, rt_error *err);
 rt_status rtp_cuda_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                               const rt_tensor *in, const rt_tensor *out,
-                               const rt_pool_desc *d, rt_error *err);
+                               const rt_tensor *in, const rt_tensor *out, const rt_pool_desc *d,
+                               rt_error *err);
 rt_status rtp_cuda_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                const rt_pool_desc *d, rt_error *err);
 rt_status rtp_cuda_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
@@ -215,9 +214,8 @@ rt_status rtp_cuda_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout
                             const rt_tensor *out, float slope, rt_error *err);
 rt_status rtp_cuda_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
                                 rt_tensor *save_invstd, rt_tensor *running_mean,
-                                rt_tensor *running_var, const rt_tensor *in,
-                                const rt_tensor *gamma, const rt_tensor *beta,
-                                const rt_bn_desc *d, rt_error *err);
+                                rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
+                                const rt_tensor *beta, const rt_bn_desc *d, rt_error *err);
 rt_status rtp_cuda_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                const rt_tensor *gamma, const rt_tensor *beta,
                                const rt_tensor *running_mean, const rt_tensor *running_var,
@@ -226,13 +224,13 @@ rt_status rtp_cuda_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_t
                           const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
                           const rt_tensor *save_mean, const rt_tensor *save_invstd,
                           const rt_bn_desc *d, rt_error *err);
-rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
-                               const rt_tensor *in, const rt_dropout_desc *d, rt_error *err);
+rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask, const rt_tensor *in,
+                               const rt_dropout_desc *d, rt_error *err);
 rt_status rtp_cuda_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                const rt_tensor *mask, rt_error *err);
 rt_status rtp_cuda_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
-                            const rt_tensor *logits, const rt_tensor *labels,
-                            const rt_xent_desc *d, rt_error *err);
+                            const rt_tensor *logits, const rt_tensor *labels, const rt_xent_desc *d,
+                            rt_error *err);
 rt_status rtp_cuda_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
                             const rt_tensor *labels, float scale, const rt_xent_desc *d,
                             rt_error *err);
@@ -251,8 +249,8 @@ rt_status rtp_cuda_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt
 rt_status rtp_cuda_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err);
 rt_status rtp_cuda_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt_error *err);
 rt_status rtp_cuda_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
-                                   const rt_tensor *grad, rt_tensor *amp,
-                                   const rt_adam_desc *d, rt_error *err);
+                                   const rt_tensor *grad, rt_tensor *amp, const rt_adam_desc *d,
+                                   rt_error *err);
 rt_status rtp_cuda_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
                                   const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
                                   rt_error *err);

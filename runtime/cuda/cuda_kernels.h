@@ -39,12 +39,12 @@ typedef struct rtp_philox_stream {
 cudaError_t rtp_k_fill(cudaStream_t s, float *p, size_t n, float v);
 /* y = x * (x > 0 ? 1 : slope); dx = dy * (y > 0 ? 1 : slope). In place allowed. */
 cudaError_t rtp_k_relu_fwd(cudaStream_t s, float *y, const float *x, size_t n, float slope);
-cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy, const float *y,
-                           size_t n, float slope);
+cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy, const float *y, size_t n,
+                           float slope);
 /* mask[i] = (word_i >> 8) < ceil(keep * 2^24) ? 1/keep : 0; y = x * mask (word i of the
  * stream; rt_rng_fill_bernoulli's contract). */
-cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, const float *x,
-                              size_t n, rtp_philox_stream st, float keep);
+cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, const float *x, size_t n,
+                              rtp_philox_stream st, float keep);
 /* ---- cuda_add.cu ---- */
 /* z = a + b elementwise (z may alias a or b). */
 cudaError_t rtp_k_add(cudaStream_t s, float *z, const float *a, const float *b, size_t n);
@@ -93,22 +93,21 @@ static inline int rtp_red_wave(int C, int P, int c0)
 }
 
 /* Pairs (sum of x, 0): the conv bias gradient's level 1. */
-cudaError_t rtp_k_chan_sum_part(cudaStream_t s, double *part, const float *x, int N, int C,
-                                int HW, int c0, int cw, int P);
+cudaError_t rtp_k_chan_sum_part(cudaStream_t s, double *part, const float *x, int N, int C, int HW,
+                                int c0, int cw, int P);
 /* out0[c] = (float) the sum of the pairs' first halves, out1[c] (unless NULL) of the
  * second halves, for c in c0 .. c0 + cw - 1. */
-cudaError_t rtp_k_red_finish(cudaStream_t s, const double *part, float *out0, float *out1,
-                             int c0, int cw, int P);
+cudaError_t rtp_k_red_finish(cudaStream_t s, const double *part, float *out0, float *out1, int c0,
+                             int cw, int P);
 
 /* ---- cuda_bn.cu (as cpu_bn.c; x, y: (N,C,HW)) ---- */
 /* Training forward: pairs (sum, squares about the block's mean); the finish writes the
  * saved mean and invstd and updates the running statistics; apply writes y from them. */
-cudaError_t rtp_k_bn_stats_part(cudaStream_t s, double *part, const float *x, int N, int C,
-                                int HW, int c0, int cw, int P);
+cudaError_t rtp_k_bn_stats_part(cudaStream_t s, double *part, const float *x, int N, int C, int HW,
+                                int c0, int cw, int P);
 cudaError_t rtp_k_bn_stats_finish(cudaStream_t s, const double *part, float *save_mean,
                                   float *save_invstd, float *running_mean, float *running_var,
-                                  int N, int HW, int c0, int cw, int P, float eps,
-                                  float momentum);
+                                  int N, int HW, int c0, int cw, int P, float eps, float momentum);
 cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x, const float *gamma,
                            const float *beta, const float *save_mean, const float *save_invstd,
                            int N, int C, int HW);
@@ -121,9 +120,8 @@ cudaError_t rtp_k_bn_bwd_part(cudaStream_t s, double *part, const float *dy, con
                               const float *save_mean, const float *save_invstd, int N, int C,
                               int HW, int c0, int cw, int P);
 cudaError_t rtp_k_bn_bwd_apply(cudaStream_t s, float *dx, const float *dy, const float *x,
-                               const float *gamma, const float *save_mean,
-                               const float *save_invstd, const float *dgamma,
-                               const float *dbeta, int N, int C, int HW);
+                               const float *gamma, const float *save_mean, const float *save_invstd,
+                               const float *dgamma, const float *dbeta, int N, int C, int HW);
 
 /* ---- cuda_xent.cu (as cpu_xent.c); a label outside [0, L) gives a NaN loss ---- */
 cudaError_t rtp_k_xent_fwd(cudaStream_t s, float *loss, float *probs, const float *logits,
@@ -142,12 +140,11 @@ cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size
  * the padded border: image m's at col + m * nstride, its rows ld floats apart.
  * nstride = C*R*S*P*Q, ld = P*Q: one matrix per image (a strided-batched GEMM's);
  * nstride = P*Q, ld = count*P*Q: one (C*R*S, count*P*Q) matrix (one GEMM over them all). */
-cudaError_t rtp_k_im2col(cudaStream_t s, float *col, const float *x, rtp_conv_geom g,
-                         int count, size_t nstride, size_t ld);
+cudaError_t rtp_k_im2col(cudaStream_t s, float *col, const float *x, rtp_conv_geom g, int count,
+                         size_t nstride, size_t ld);
 /* dx (count, C,H,W) = fold of col (count, C*R*S, P*Q) (overwrites dx; gather form, no
  * atomics). */
-cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col, rtp_conv_geom g,
-                         int count);
+cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col, rtp_conv_geom g, int count);
 
 /* ---- cuda_train.cu: the trainer's device path (rt_backend.h; as runtime/cpu/) ---- */
 
@@ -169,8 +166,8 @@ cudaError_t rtp_k_gather(cudaStream_t s, float *images, int32_t *labels, const f
                          const int32_t *data_labels, const int32_t *order, rtp_gather_geom g);
 /* row[0..3] = {mean loss hi, lo, correct, 0} of loss (N), probs (N,L), labels (N):
  * one block; the loss sum is sequential in sample order, in double (cpu_xent.c). */
-cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float *loss,
-                             const float *probs, const int32_t *labels, int N, int L);
+cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float *loss, const float *probs,
+                             const int32_t *labels, int N, int L);
 /* x (n) *= (float)amp->scale. */
 cudaError_t rtp_k_amp_scale(cudaStream_t s, float *x, size_t n, const rt_amp_state *amp);
 /* g (n) *= (float)(1/amp->scale); amp->found_inf = 1 if some g was inf/NaN. */
@@ -187,8 +184,8 @@ typedef struct rtp_amp_adam {
  * Adam t (or SGD's first step) is the device's amp->steps. Two launches, no sync. Adam's
  * step-dependent coefficients (two double pows) are computed once, by the rule's thread,
  * into coef (device memory, one rt_adam_coef), not in every block of the update. */
-cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v, const float *g,
-                           size_t n, rt_amp_state *amp, rtp_amp_adam a, rt_adam_coef *coef);
+cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v, const float *g, size_t n,
+                           rt_amp_state *amp, rtp_amp_adam a, rt_adam_coef *coef);
 cudaError_t rtp_k_amp_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
                           rt_amp_state *amp, rt_sgd_coef c);
 

@@ -15,16 +15,16 @@ static inline unsigned rtp_blocks_for(size_t n)
     return (unsigned)(b < 1 ? 1 : (b > 1048560 ? 1048560 : b));
 }
 
-#define RTP_GRID_LOOP(i, n)                                                             \
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)(n);     \
+#define RTP_GRID_LOOP(i, n)                                                         \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)(n); \
          i += (size_t)gridDim.x * blockDim.x)
 
 /* Launch `kernel` over n items on stream s and return the launch's status. */
-#define RTP_LAUNCH(n, s, kernel, ...)                                                   \
-    do {                                                                                \
-        if ((n) == 0) return cudaSuccess;                                               \
-        kernel<<<rtp_blocks_for(n), RTP_THREADS, 0, (s)>>>(__VA_ARGS__);                \
-        return cudaGetLastError();                                                      \
+#define RTP_LAUNCH(n, s, kernel, ...)                                    \
+    do {                                                                 \
+        if ((n) == 0) return cudaSuccess;                                \
+        kernel<<<rtp_blocks_for(n), RTP_THREADS, 0, (s)>>>(__VA_ARGS__); \
+        return cudaGetLastError();                                       \
     } while (0)
 
 /* The sum over the block of each thread's v, by the fixed tree of rtp_tree_sum_host

@@ -20,10 +20,12 @@ rt_status rtp_cuda_oom(rt_backend *b, size_t asked, const char *what, rt_error *
     size_t fr = 0, total = 0;
     (void)cudaGetLastError();
     if (cudaMemGetInfo(&fr, &total) != cudaSuccess) (void)cudaGetLastError();
-    return RT_ERR(err, RT_EDEVICE, "out of device memory on cuda:%d (%s): %s asked for %.1f "
+    return RT_ERR(err, RT_EDEVICE,
+                  "out of device memory on cuda:%d (%s): %s asked for %.1f "
                   "MiB, %.1f MiB free of %.1f MiB ---> HINT: reduce --batch or the model "
-                  "size, or free other models", c->device, c->name, what, (double)asked / MIB,
-                  (double)fr / MIB, (double)total / MIB);
+                  "size, or free other models",
+                  c->device, c->name, what, (double)asked / MIB, (double)fr / MIB,
+                  (double)total / MIB);
 }
 
 rt_status rtp_cuda_alloc(rt_backend *b, void **ptr, size_t bytes, rt_error *err)
@@ -113,9 +115,10 @@ void *rtp_cuda_scratch(rt_backend *b, size_t bytes, rt_error *err)
 {
     rtp_cuda *c = rtp_cuda_of(b);
     if (bytes > c->ws_bytes) {
-        RT_ERR(err, RT_EINVAL, "CUDA workspace too small (%zu bytes reserved, %zu needed): "
-               "the model did not reserve it (precision changed after attach?)", c->ws_bytes,
-               bytes);
+        RT_ERR(err, RT_EINVAL,
+               "CUDA workspace too small (%zu bytes reserved, %zu needed): "
+               "the model did not reserve it (precision changed after attach?)",
+               c->ws_bytes, bytes);
         return NULL;
     }
     return c->ws;
@@ -127,14 +130,12 @@ rt_status rtp_cuda_upload(rt_backend *b, rt_tensor *dst, const void *src, size_t
     RTP_ENTER(b);
     if (bytes == 0) return RT_OK;
     rtp_cuda *c = rtp_cuda_of(b);
-    RT_CUDA_TRY(b, err, cudaMemcpyAsync(dst->data, src, bytes, cudaMemcpyHostToDevice,
-                                        c->stream));
+    RT_CUDA_TRY(b, err, cudaMemcpyAsync(dst->data, src, bytes, cudaMemcpyHostToDevice, c->stream));
     /* from page-locked memory the copy is truly asynchronous: wait, so the caller may
      * reuse its buffer as with pageable memory */
     struct cudaPointerAttributes at;
     if (cudaPointerGetAttributes(&at, src) != cudaSuccess) (void)cudaGetLastError();
-    else if (at.type == cudaMemoryTypeHost)
-        RT_CUDA_TRY(b, err, cudaStreamSynchronize(c->stream));
+    else if (at.type == cudaMemoryTypeHost) RT_CUDA_TRY(b, err, cudaStreamSynchronize(c->stream));
     return RT_OK;
 }
 
@@ -144,8 +145,8 @@ rt_status rtp_cuda_download(rt_backend *b, void *dst, const rt_tensor *src, size
     RTP_ENTER(b);
     rtp_cuda *c = rtp_cuda_of(b);
     if (bytes)
-        RT_CUDA_TRY(b, err, cudaMemcpyAsync(dst, src->data, bytes, cudaMemcpyDeviceToHost,
-                                            c->stream));
+        RT_CUDA_TRY(b, err,
+                    cudaMemcpyAsync(dst, src->data, bytes, cudaMemcpyDeviceToHost, c->stream));
     RT_CUDA_TRY(b, err, cudaStreamSynchronize(c->stream));
     return RT_OK;
 }
@@ -168,7 +169,8 @@ rt_status rtp_cuda_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_
 {
     RTP_ENTER(b);
     if (dst->data == src->data) return RT_OK;
-    RT_CUDA_TRY(b, err, cudaMemcpyAsync(dst->data, src->data, rt_tensor_bytes(src),
-                                        cudaMemcpyDeviceToDevice, rtp_cuda_of(b)->stream));
+    RT_CUDA_TRY(b, err,
+                cudaMemcpyAsync(dst->data, src->data, rt_tensor_bytes(src),
+                                cudaMemcpyDeviceToDevice, rtp_cuda_of(b)->stream));
     return RT_OK;
 }

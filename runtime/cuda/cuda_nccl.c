@@ -29,7 +29,7 @@ typedef struct nccl_rank {
     rtp_nccl_comm_t comm;
     cudaStream_t stream;
     cudaEvent_t ready, summed;
-    rtp_nccl_redop op;       /* the pre-multiplied sum for scale; valid when has_op */
+    rtp_nccl_redop op; /* the pre-multiplied sum for scale; valid when has_op */
     float scale;
     int has_op;
     int device;
@@ -38,26 +38,26 @@ typedef struct nccl_rank {
 struct rt_nccl {
     int n;
     const rtp_nccl_fns *f;
-    nccl_rank *r;            /* (n) */
+    nccl_rank *r; /* (n) */
 };
 
 static rt_status nccl_fail(const rt_nccl *c, rtp_nccl_result rc, const char *call, int r,
                            rt_error *err)
 {
-    return RT_ERR(err, RT_EDEVICE, "NCCL %s failed on device %d of %d: %s (%d)", call, r,
-                  c->n, c->f->GetErrorString ? c->f->GetErrorString(rc) : "?", rc);
+    return RT_ERR(err, RT_EDEVICE, "NCCL %s failed on device %d of %d: %s (%d)", call, r, c->n,
+                  c->f->GetErrorString ? c->f->GetErrorString(rc) : "?", rc);
 }
 
-#define NCCL_TRY(c, r, call, err)                                                       \
-    do {                                                                                \
-        rtp_nccl_result rc_ = (call);                                                   \
-        if (rc_ != RTP_NCCL_SUCCESS) return nccl_fail((c), rc_, #call, (r), (err));     \
+#define NCCL_TRY(c, r, call, err)                                                   \
+    do {                                                                            \
+        rtp_nccl_result rc_ = (call);                                               \
+        if (rc_ != RTP_NCCL_SUCCESS) return nccl_fail((c), rc_, #call, (r), (err)); \
     } while (0)
 
 /* n local devices b[0..n): all of one clique (id NULL, ncclCommInitAll), or this
  * process's one device as rank `rank` of nranks (n = 1, ncclCommInitRank with id). */
-static rt_status make(rt_nccl **out, rt_backend *const *b, int n, const unsigned char *id,
-                      int rank, int nranks, rt_error *err)
+static rt_status make(rt_nccl **out, rt_backend *const *b, int n, const unsigned char *id, int rank,
+                      int nranks, rt_error *err)
 {
     *out = NULL;
     int *dev = calloc((size_t)n, sizeof *dev);
@@ -65,8 +65,10 @@ static rt_status make(rt_nccl **out, rt_backend *const *b, int n, const unsigned
     for (int i = 0; i < n; i++) {
         if (strcmp(b[i]->ops->name, "cuda") || !b[i]->impl) {
             free(dev);
-            return RT_ERR(err, RT_EINVAL, "NCCL sums between CUDA devices; device %d of the "
-                          "group is %s", i, b[i]->ops->name);
+            return RT_ERR(err, RT_EINVAL,
+                          "NCCL sums between CUDA devices; device %d of the "
+                          "group is %s",
+                          i, b[i]->ops->name);
         }
         const int d = dev[i] = rtp_cuda_of(b[i])->device;
         for (int j = 0; j < i; j++)
@@ -151,8 +153,8 @@ rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err)
     rtp_nccl_id nid;
     rtp_nccl_result rc = f->GetUniqueId(&nid);
     if (rc != RTP_NCCL_SUCCESS)
-        return RT_ERR(err, RT_EDEVICE, "ncclGetUniqueId failed: %s (%d)",
-                      f->GetErrorString(rc), rc);
+        return RT_ERR(err, RT_EDEVICE, "ncclGetUniqueId failed: %s (%d)", f->GetErrorString(rc),
+                      rc);
     memcpy(id, nid.internal, RT_NCCL_ID_BYTES);
     return RT_OK;
 }
@@ -171,16 +173,18 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
         if (k->has_op) NCCL_TRY(c, r, f->RedOpDestroy(k->op, k->comm), err);
         k->has_op = 0;
         float v = scale;
-        NCCL_TRY(c, r, f->RedOpCreatePreMulSum(&k->op, &v, RTP_NCCL_FLOAT32,
-                                               RTP_NCCL_SCALAR_HOST, k->comm), err);
+        NCCL_TRY(
+            c, r,
+            f->RedOpCreatePreMulSum(&k->op, &v, RTP_NCCL_FLOAT32, RTP_NCCL_SCALAR_HOST, k->comm),
+            err);
         k->has_op = 1;
         k->scale = scale;
     }
     RT_CUDA_TRY(b, err, cudaEventRecord(k->ready, main));
     RT_CUDA_TRY(b, err, cudaStreamWaitEvent(k->stream, k->ready, 0));
     NCCL_TRY(c, r, f->GroupStart(), err);
-    rtp_nccl_result rc = f->AllReduce(buf->data, buf->data, rt_tensor_numel(buf),
-                                      RTP_NCCL_FLOAT32, k->op, k->comm, k->stream);
+    rtp_nccl_result rc = f->AllReduce(buf->data, buf->data, rt_tensor_numel(buf), RTP_NCCL_FLOAT32,
+                                      k->op, k->comm, k->stream);
     rtp_nccl_result rc2 = f->GroupEnd();
     if (rc != RTP_NCCL_SUCCESS) return nccl_fail(c, rc, "ncclAllReduce", r, err);
     if (rc2 != RTP_NCCL_SUCCESS) return nccl_fail(c, rc2, "ncclGroupEnd", r, err);

@@ -26,8 +26,8 @@ rt_status rtp_cuda_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *i
 }
 
 rt_status rtp_cuda_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                               const rt_tensor *in, const rt_tensor *out,
-                               const rt_pool_desc *d, rt_error *err)
+                               const rt_tensor *in, const rt_tensor *out, const rt_pool_desc *d,
+                               rt_error *err)
 {
     RTP_ENTER(b);
     rtp_pool_geom g = pool_geom(d);
@@ -77,9 +77,8 @@ rt_status rtp_cuda_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout
 
 rt_status rtp_cuda_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
                                 rt_tensor *save_invstd, rt_tensor *running_mean,
-                                rt_tensor *running_var, const rt_tensor *in,
-                                const rt_tensor *gamma, const rt_tensor *beta,
-                                const rt_bn_desc *d, rt_error *err)
+                                rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
+                                const rt_tensor *beta, const rt_bn_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
     double *part = rtp_cuda_of(b)->red;
@@ -87,13 +86,14 @@ rt_status rtp_cuda_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_m
     for (int c0 = 0, cw; c0 < d->C; c0 += cw) { /* waves of what the buffer holds */
         cw = rtp_red_wave(d->C, P, c0);
         RT_CUDA_TRY(b, err, rtp_k_bn_stats_part(STREAM, part, in->data, d->N, d->C, HW, c0, cw, P));
-        RT_CUDA_TRY(b, err, rtp_k_bn_stats_finish(STREAM, part, save_mean->data,
-                                                  save_invstd->data, running_mean->data,
-                                                  running_var->data, d->N, HW, c0, cw, P,
-                                                  d->eps, d->momentum));
+        RT_CUDA_TRY(b, err,
+                    rtp_k_bn_stats_finish(STREAM, part, save_mean->data, save_invstd->data,
+                                          running_mean->data, running_var->data, d->N, HW, c0, cw,
+                                          P, d->eps, d->momentum));
     }
-    RT_CUDA_TRY(b, err, rtp_k_bn_apply(STREAM, out->data, in->data, gamma->data, beta->data,
-                                       save_mean->data, save_invstd->data, d->N, d->C, HW));
+    RT_CUDA_TRY(b, err,
+                rtp_k_bn_apply(STREAM, out->data, in->data, gamma->data, beta->data,
+                               save_mean->data, save_invstd->data, d->N, d->C, HW));
     return RT_OK;
 }
 
@@ -103,9 +103,10 @@ rt_status rtp_cuda_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *i
                                const rt_bn_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
-    RT_CUDA_TRY(b, err, rtp_k_bn_fwd_eval(STREAM, out->data, in->data, gamma->data, beta->data,
-                                          running_mean->data, running_var->data, d->N, d->C,
-                                          d->H * d->W, d->eps));
+    RT_CUDA_TRY(b, err,
+                rtp_k_bn_fwd_eval(STREAM, out->data, in->data, gamma->data, beta->data,
+                                  running_mean->data, running_var->data, d->N, d->C, d->H * d->W,
+                                  d->eps));
     return RT_OK;
 }
 
@@ -119,21 +120,22 @@ rt_status rtp_cuda_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_t
     const int HW = d->H * d->W, P = rtp_red_parts((size_t)d->N * HW);
     for (int c0 = 0, cw; c0 < d->C; c0 += cw) {
         cw = rtp_red_wave(d->C, P, c0);
-        RT_CUDA_TRY(b, err, rtp_k_bn_bwd_part(STREAM, part, dout->data, in->data,
-                                              save_mean->data, save_invstd->data, d->N, d->C,
-                                              HW, c0, cw, P));
+        RT_CUDA_TRY(b, err,
+                    rtp_k_bn_bwd_part(STREAM, part, dout->data, in->data, save_mean->data,
+                                      save_invstd->data, d->N, d->C, HW, c0, cw, P));
         RT_CUDA_TRY(b, err, rtp_k_red_finish(STREAM, part, dbeta->data, dgamma->data, c0, cw, P));
     }
-    RT_CUDA_TRY(b, err, rtp_k_bn_bwd_apply(STREAM, din->data, dout->data, in->data, gamma->data,
-                                           save_mean->data, save_invstd->data, dgamma->data,
-                                           dbeta->data, d->N, d->C, HW));
+    RT_CUDA_TRY(b, err,
+                rtp_k_bn_bwd_apply(STREAM, din->data, dout->data, in->data, gamma->data,
+                                   save_mean->data, save_invstd->data, dgamma->data, dbeta->data,
+                                   d->N, d->C, HW));
     return RT_OK;
 }
 
 /* ---- dropout ---- */
 
-rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
-                               const rt_tensor *in, const rt_dropout_desc *d, rt_error *err)
+rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask, const rt_tensor *in,
+                               const rt_dropout_desc *d, rt_error *err)
 {
     RTP_ENTER(b);
     size_t n = (size_t)d->N * d->C * d->H * d->W;
@@ -157,12 +159,13 @@ rt_status rtp_cuda_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *d
 /* ---- softmax cross-entropy ---- */
 
 rt_status rtp_cuda_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
-                            const rt_tensor *logits, const rt_tensor *labels,
-                            const rt_xent_desc *d, rt_error *err)
+                            const rt_tensor *logits, const rt_tensor *labels, const rt_xent_desc *d,
+                            rt_error *err)
 {
     RTP_ENTER(b);
-    RT_CUDA_TRY(b, err, rtp_k_xent_fwd(STREAM, loss->data, probs->data, logits->data,
-                                       labels->data, d->N, d->L));
+    RT_CUDA_TRY(
+        b, err,
+        rtp_k_xent_fwd(STREAM, loss->data, probs->data, logits->data, labels->data, d->N, d->L));
     return RT_OK;
 }
 
@@ -171,8 +174,9 @@ rt_status rtp_cuda_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *
                             rt_error *err)
 {
     RTP_ENTER(b);
-    RT_CUDA_TRY(b, err, rtp_k_xent_bwd(STREAM, dlogits->data, probs->data, labels->data, scale,
-                                       d->N, d->L));
+    RT_CUDA_TRY(
+        b, err,
+        rtp_k_xent_bwd(STREAM, dlogits->data, probs->data, labels->data, scale, d->N, d->L));
     return RT_OK;
 }
 
@@ -200,7 +204,8 @@ rt_status rtp_cuda_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *moment
     cfg.momentum = d->momentum, cfg.dampening = d->dampening, cfg.nesterov = d->nesterov;
     cfg.weight_decay = d->weight_decay;
     rt_sgd_coef c = rt_optim_sgd_coef(&cfg, d->lr, d->step, 0);
-    RT_CUDA_TRY(b, err, rtp_k_sgd(STREAM, param->data, momentum_buf ? momentum_buf->data : NULL,
-                                  grad->data, n, c));
+    RT_CUDA_TRY(
+        b, err,
+        rtp_k_sgd(STREAM, param->data, momentum_buf ? momentum_buf->data : NULL, grad->data, n, c));
     return RT_OK;
 }

@@ -23,13 +23,20 @@ rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *lab
     RTP_ENTER(b);
     /* the stream and conversions rt_batcher_augment_draw uses (rt_rng.h) */
     rt_rng r = rt_rng_stream(d->seed, RT_RNG_AUGMENT, d->epoch, 0);
-    rtp_gather_geom g = {.n = d->n, .C = d->C, .H = d->H, .W = d->W, .count = d->count,
-                         .augment = d->augment != 0, .pad = d->pad, .flip_p = d->flip_p,
+    rtp_gather_geom g = {.n = d->n,
+                         .C = d->C,
+                         .H = d->H,
+                         .W = d->W,
+                         .count = d->count,
+                         .augment = d->augment != 0,
+                         .pad = d->pad,
+                         .flip_p = d->flip_p,
                          .st = {r.key[0], r.key[1], r.stream[0], r.stream[1]}};
     for (int c = 0; c < 4; c++) g.pad_value[c] = d->pad_value[c];
     const int32_t *ord = (const int32_t *)order->data + d->start;
-    RT_CUDA_TRY(b, err, rtp_k_gather(STREAM, images->data, labels->data, data->data,
-                                     data_labels->data, ord, g));
+    RT_CUDA_TRY(
+        b, err,
+        rtp_k_gather(STREAM, images->data, labels->data, data->data, data_labels->data, ord, g));
     return RT_OK;
 }
 
@@ -39,8 +46,8 @@ rt_status rtp_cuda_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt
 {
     RTP_ENTER(b);
     float *r = (float *)stats->data + (size_t)row * RT_STEP_STATS;
-    RT_CUDA_TRY(b, err, rtp_k_xent_stats(STREAM, r, loss->data, probs->data, labels->data,
-                                         d->N, d->L));
+    RT_CUDA_TRY(b, err,
+                rtp_k_xent_stats(STREAM, r, loss->data, probs->data, labels->data, d->N, d->L));
     return RT_OK;
 }
 
@@ -64,8 +71,8 @@ rt_status rtp_cuda_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, r
 
 /* Every check before the rule kernel: a refused op leaves the state as it was. */
 rt_status rtp_cuda_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
-                                   const rt_tensor *grad, rt_tensor *amp,
-                                   const rt_adam_desc *d, rt_error *err)
+                                   const rt_tensor *grad, rt_tensor *amp, const rt_adam_desc *d,
+                                   rt_error *err)
 {
     RTP_ENTER(b);
     size_t n = param ? rt_tensor_numel(param) : 0;
@@ -75,8 +82,9 @@ rt_status rtp_cuda_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m
     cfg.beta1 = d->beta1, cfg.beta2 = d->beta2, cfg.eps = d->eps;
     cfg.weight_decay = d->weight_decay;
     rtp_amp_adam a = {rt_optim_adam_coef(&cfg, d->lr, 1, 0), d->lr, cfg.beta1, cfg.beta2};
-    RT_CUDA_TRY(b, err, rtp_k_amp_adam(STREAM, param->data, m->data, v->data, grad->data, n,
-                                       amp->data, a, rtp_cuda_of(b)->coef));
+    RT_CUDA_TRY(b, err,
+                rtp_k_amp_adam(STREAM, param->data, m->data, v->data, grad->data, n, amp->data, a,
+                               rtp_cuda_of(b)->coef));
     return RT_OK;
 }
 
@@ -90,8 +98,8 @@ rt_status rtp_cuda_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *mo
     cfg.momentum = d->momentum, cfg.dampening = d->dampening, cfg.nesterov = d->nesterov;
     cfg.weight_decay = d->weight_decay;
     rt_sgd_coef c = rt_optim_sgd_coef(&cfg, d->lr, 1, 0); /* first: from the device */
-    RT_CUDA_TRY(b, err, rtp_k_amp_sgd(STREAM, param->data, momentum_buf ? momentum_buf->data
-                                                                         : NULL,
-                                      grad->data, n, amp->data, c));
+    RT_CUDA_TRY(b, err,
+                rtp_k_amp_sgd(STREAM, param->data, momentum_buf ? momentum_buf->data : NULL,
+                              grad->data, n, amp->data, c));
     return RT_OK;
 }

@@ -21,8 +21,8 @@ extern "C" cudaError_t rtp_k_adam(cudaStream_t s, float *p, float *m, float *v, 
     RTP_LAUNCH(n, s, adam_k, p, m, v, g, n, c);
 }
 
-extern "C" cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g,
-                                 size_t n, rt_sgd_coef c)
+extern "C" cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
+                                 rt_sgd_coef c)
 {
     RTP_LAUNCH(n, s, sgd_k, p, buf, g, n, c);
 }

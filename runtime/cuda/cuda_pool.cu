@@ -31,22 +31,20 @@ __global__ void avgpool_bwd_k(float *dx, const float *dy, rtp_pool_geom g, float
     RTP_GRID_LOOP(i, n) rtp_avgpool_bwd_at(i, dx, dy, g, inv);
 }
 
-extern "C" cudaError_t rtp_k_maxpool_fwd(cudaStream_t s, float *y, const float *x,
-                                         rtp_pool_geom g)
+extern "C" cudaError_t rtp_k_maxpool_fwd(cudaStream_t s, float *y, const float *x, rtp_pool_geom g)
 {
     size_t n = (size_t)g.planes * g.P * g.Q;
     RTP_LAUNCH(n, s, maxpool_fwd_k, y, x, g, n);
 }
 
-extern "C" cudaError_t rtp_k_maxpool_bwd(cudaStream_t s, float *dx, const float *dy,
-                                         const float *x, const float *y, rtp_pool_geom g)
+extern "C" cudaError_t rtp_k_maxpool_bwd(cudaStream_t s, float *dx, const float *dy, const float *x,
+                                         const float *y, rtp_pool_geom g)
 {
     size_t n = (size_t)g.planes * g.H * g.W;
     RTP_LAUNCH(n, s, maxpool_bwd_k, dx, dy, x, y, g, n);
 }
 
-extern "C" cudaError_t rtp_k_avgpool_fwd(cudaStream_t s, float *y, const float *x,
-                                         rtp_pool_geom g)
+extern "C" cudaError_t rtp_k_avgpool_fwd(cudaStream_t s, float *y, const float *x, rtp_pool_geom g)
 {
     size_t n = (size_t)g.planes * g.P * g.Q;
     RTP_LAUNCH(n, s, avgpool_fwd_k, y, x, g, 1.0f / (float)(g.R * g.S), n);

@@ -8,8 +8,7 @@
 #include "cuda_elem.cuh"
 #include "cuda_launch.cuh"
 
-__global__ void chan_sum_part_k(double *part, const float *X, int N, int C, int HW, int c0,
-                                int P)
+__global__ void chan_sum_part_k(double *part, const float *X, int N, int C, int HW, int c0, int P)
 {
     __shared__ double sh[RTP_THREADS];
     const int p = (int)blockIdx.x, w = (int)blockIdx.y, t = (int)threadIdx.x;
@@ -22,8 +21,7 @@ __global__ void chan_sum_part_k(double *part, const float *X, int N, int C, int 
     }
 }
 
-__global__ void red_finish_k(const double *part, float *out0, float *out1, int c0, int cw,
-                             int P)
+__global__ void red_finish_k(const double *part, float *out0, float *out1, int c0, int cw, int P)
 {
     RTP_GRID_LOOP(w, cw) rtp_red_finish_at((int)w, part, P, out0, out1, c0);
 }
@@ -36,7 +34,8 @@ __global__ void col_sums_k(float *db, const float *dy, int N, int O)
     for (int r0 = 0; r0 < N; r0 += RTP_COLS_ROWS) {
         rtp_cols_load(t, RTP_THREADS, tile, dy, N, O, r0, o0);
         __syncthreads();
-        if (t < RTP_COLS_W) s = rtp_cols_add(s, tile, N - r0 < RTP_COLS_ROWS ? N - r0 : RTP_COLS_ROWS, t);
+        if (t < RTP_COLS_W)
+            s = rtp_cols_add(s, tile, N - r0 < RTP_COLS_ROWS ? N - r0 : RTP_COLS_ROWS, t);
         __syncthreads(); /* the tile is reloaded */
     }
     if (t < RTP_COLS_W && o0 + t < O) db[o0 + t] = s;
@@ -46,8 +45,8 @@ extern "C" cudaError_t rtp_k_chan_sum_part(cudaStream_t s, double *part, const f
                                            int C, int HW, int c0, int cw, int P)
 {
     if (cw <= 0) return cudaSuccess;
-    chan_sum_part_k<<<dim3((unsigned)P, (unsigned)cw), RTP_THREADS, 0, s>>>(part, x, N, C, HW,
-                                                                             c0, P);
+    chan_sum_part_k<<<dim3((unsigned)P, (unsigned)cw), RTP_THREADS, 0, s>>>(part, x, N, C, HW, c0,
+                                                                            P);
     return cudaGetLastError();
 }
 

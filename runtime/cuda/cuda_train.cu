@@ -99,8 +99,8 @@ __global__ void amp_adam_k(float *p, float *m, float *v, const float *g, size_t 
     RTP_GRID_LOOP(i, n) rtp_adam_at(i, p, m, v, g, &c);
 }
 
-__global__ void amp_sgd_k(float *p, float *buf, const float *g, size_t n,
-                          const rt_amp_state *amp, rt_sgd_coef c0)
+__global__ void amp_sgd_k(float *p, float *buf, const float *g, size_t n, const rt_amp_state *amp,
+                          rt_sgd_coef c0)
 {
     if (amp->last_skipped) return;
     const rt_sgd_coef c = rtp_amp_sgd_coef(c0, amp);
@@ -120,15 +120,13 @@ extern "C" cudaError_t rtp_k_gather(cudaStream_t s, float *images, int32_t *labe
 }
 
 extern "C" cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float *loss,
-                                        const float *probs, const int32_t *labels, int N,
-                                        int L)
+                                        const float *probs, const int32_t *labels, int N, int L)
 {
     xent_stats_k<<<1, RTP_THREADS, 0, s>>>(row, loss, probs, labels, N, L);
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t rtp_k_amp_scale(cudaStream_t s, float *x, size_t n,
-                                       const rt_amp_state *amp)
+extern "C" cudaError_t rtp_k_amp_scale(cudaStream_t s, float *x, size_t n, const rt_amp_state *amp)
 {
     RTP_LAUNCH(n, s, amp_scale_k, x, n, amp);
 }
@@ -138,9 +136,9 @@ extern "C" cudaError_t rtp_k_amp_unscale(cudaStream_t s, float *g, size_t n, rt_
     RTP_LAUNCH(n, s, amp_unscale_k, g, n, amp);
 }
 
-extern "C" cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v,
-                                      const float *g, size_t n, rt_amp_state *amp,
-                                      rtp_amp_adam a, rt_adam_coef *coef)
+extern "C" cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v, const float *g,
+                                      size_t n, rt_amp_state *amp, rtp_amp_adam a,
+                                      rt_adam_coef *coef)
 {
     amp_adam_rule_k<<<1, 1, 0, s>>>(amp, a, coef); /* runs even for n = 0, as on the CPU */
     cudaError_t e = cudaGetLastError();
@@ -148,8 +146,8 @@ extern "C" cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float 
     RTP_LAUNCH(n, s, amp_adam_k, p, m, v, g, n, amp, coef);
 }
 
-extern "C" cudaError_t rtp_k_amp_sgd(cudaStream_t s, float *p, float *buf, const float *g,
-                                     size_t n, rt_amp_state *amp, rt_sgd_coef c)
+extern "C" cudaError_t rtp_k_amp_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
+                                     rt_amp_state *amp, rt_sgd_coef c)
 {
     amp_rule_k<<<1, 1, 0, s>>>(amp);
     cudaError_t e = cudaGetLastError();

@@ -6,14 +6,14 @@
 #include "cuda_elem.cuh"
 #include "cuda_launch.cuh"
 
-__global__ void xent_fwd_k(float *loss, float *probs, const float *logits,
-                           const int32_t *labels, int N, int L)
+__global__ void xent_fwd_k(float *loss, float *probs, const float *logits, const int32_t *labels,
+                           int N, int L)
 {
     RTP_GRID_LOOP(n, N) rtp_xent_fwd_at((int)n, loss, probs, logits, labels, L);
 }
 
-__global__ void xent_bwd_k(float *g, const float *p, const int32_t *labels, float scale,
-                           size_t n, int L)
+__global__ void xent_bwd_k(float *g, const float *p, const int32_t *labels, float scale, size_t n,
+                           int L)
 {
     RTP_GRID_LOOP(i, n) rtp_xent_bwd_at(i, g, p, labels, scale, L);
 }

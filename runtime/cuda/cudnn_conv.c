@@ -54,18 +54,18 @@ typedef struct algos {
     rt_conv_desc d;
     rt_precision prec;
     int valid;
-    size_t limit;                       /* workspace limit the choice was made under */
-    pass_algos p[3];                    /* P_FWD, P_DATA, P_FILTER */
+    size_t limit;    /* workspace limit the choice was made under */
+    pass_algos p[3]; /* P_FWD, P_DATA, P_FILTER */
 } algos;
 
 struct rtp_cudnn {
-    const rtp_dnn_fns *f;               /* cuDNN's entry points (cudnn_dl.h) */
+    const rtp_dnn_fns *f; /* cuDNN's entry points (cudnn_dl.h) */
     cudnnHandle_t h;
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t conv;
     algos cache[CACHE];
-    int next;                           /* round-robin replacement */
+    int next; /* round-robin replacement */
 };
 
 static rt_status cudnn_fail(rt_backend *b, cudnnStatus_t s, const char *call, const char *file,
@@ -73,7 +73,8 @@ static rt_status cudnn_fail(rt_backend *b, cudnnStatus_t s, const char *call, co
 {
     rtp_cuda *c = rtp_cuda_of(b);
     cudaError_t e = cudaStreamQuery(c->stream);
-    if (e != cudaSuccess && e != cudaErrorNotReady) return rtp_cuda_fail(b, e, call, file, line, err);
+    if (e != cudaSuccess && e != cudaErrorNotReady)
+        return rtp_cuda_fail(b, e, call, file, line, err);
     /* DNN_TRY's text is "n->f->Create(...)": name the call as cuDNN does */
     const char *fn = strstr(call, "->f->");
     return rt_error_set(err, RT_EDEVICE, file, line, "cuDNN call %s%s failed: %s",
@@ -81,11 +82,11 @@ static rt_status cudnn_fail(rt_backend *b, cudnnStatus_t s, const char *call, co
                         c->dnn && c->dnn->f ? c->dnn->f->GetErrorString(s) : "?");
 }
 
-#define DNN_TRY(call)                                                                   \
-    do {                                                                                \
-        cudnnStatus_t rtp_s_ = (call);                                                  \
-        if (rtp_s_ != CUDNN_STATUS_SUCCESS)                                             \
-            return cudnn_fail(b, rtp_s_, #call, __FILE__, __LINE__, err);               \
+#define DNN_TRY(call)                                                     \
+    do {                                                                  \
+        cudnnStatus_t rtp_s_ = (call);                                    \
+        if (rtp_s_ != CUDNN_STATUS_SUCCESS)                               \
+            return cudnn_fail(b, rtp_s_, #call, __FILE__, __LINE__, err); \
     } while (0)
 
 #define STR_(x) #x
@@ -178,20 +179,23 @@ static size_t stage_bytes(const rt_conv_desc *d, rt_precision p, size_t off[3])
 static rt_status set_desc(rt_backend *b, const rt_conv_desc *d, rt_precision p, rt_error *err)
 {
     rtp_cudnn *n = rtp_cuda_of(b)->dnn;
-    cudnnDataType_t dt = p == RT_PREC_BF16 ? CUDNN_DATA_BFLOAT16
-                         : p == RT_PREC_FP16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    cudnnDataType_t dt = p == RT_PREC_BF16   ? CUDNN_DATA_BFLOAT16
+                         : p == RT_PREC_FP16 ? CUDNN_DATA_HALF
+                                             : CUDNN_DATA_FLOAT;
     DNN_TRY(n->f->SetTensor4dDescriptor(n->x, CUDNN_TENSOR_NCHW, dt, d->N, d->C, d->H, d->W));
     DNN_TRY(n->f->SetTensor4dDescriptor(n->y, CUDNN_TENSOR_NCHW, dt, d->N, d->K, d->P, d->Q));
     DNN_TRY(n->f->SetFilter4dDescriptor(n->w, dt, CUDNN_TENSOR_NCHW, d->K, d->C, d->R, d->S));
-    DNN_TRY(n->f->SetConvolution2dDescriptor(n->conv, d->pad, d->pad, d->stride, d->stride, 1,
-                                             1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DNN_TRY(n->f->SetConvolution2dDescriptor(n->conv, d->pad, d->pad, d->stride, d->stride, 1, 1,
+                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     DNN_TRY(n->f->SetConvolutionMathType(n->conv, p == RT_PREC_FP32 ? CUDNN_FMA_MATH
                                                                     : CUDNN_TENSOR_OP_MATH));
     int on, oc, oh, ow;
     DNN_TRY(n->f->GetConvolution2dForwardOutputDim(n->conv, n->x, n->w, &on, &oc, &oh, &ow));
     if (on != d->N || oc != d->K || oh != d->P || ow != d->Q)
-        return RT_ERR(err, RT_EINVAL, "conv2d: cuDNN computes output (%d,%d,%d,%d), the "
-                      "descriptor says (%d,%d,%d,%d)", on, oc, oh, ow, d->N, d->K, d->P, d->Q);
+        return RT_ERR(err, RT_EINVAL,
+                      "conv2d: cuDNN computes output (%d,%d,%d,%d), the "
+                      "descriptor says (%d,%d,%d,%d)",
+                      on, oc, oh, ow, d->N, d->K, d->P, d->Q);
     return RT_OK;
 }
 
@@ -202,19 +206,19 @@ static rt_status set_desc(rt_backend *b, const rt_conv_desc *d, rt_precision p, 
  * tensor-op math (the run sets CUDNN_FMA_MATH on the descriptor anyway, as PyTorch does
  * without TF32, so an algorithm that would need TF32 reports NOT_SUPPORTED and the next
  * one runs). Returns how many were kept. */
-#define KEEP(perf, got, limit, need_det, fp32, out)                                      \
-    do {                                                                                 \
-        (out)->n = 0, (out)->cur = 0;                                                    \
-        for (int k_ = 0; k_ < (got) && (out)->n < MAX_CAND; k_++) {                      \
-            cudnnMathType_t m_ = (perf)[k_].mathType;                                    \
+#define KEEP(perf, got, limit, need_det, fp32, out)                                         \
+    do {                                                                                    \
+        (out)->n = 0, (out)->cur = 0;                                                       \
+        for (int k_ = 0; k_ < (got) && (out)->n < MAX_CAND; k_++) {                         \
+            cudnnMathType_t m_ = (perf)[k_].mathType;                                       \
             if ((perf)[k_].status != CUDNN_STATUS_SUCCESS || (perf)[k_].memory > (limit) || \
-                ((need_det) && (perf)[k_].determinism != CUDNN_DETERMINISTIC) ||         \
-                ((fp32) && m_ != CUDNN_FMA_MATH && m_ != CUDNN_DEFAULT_MATH))            \
-                continue;                                                                \
-            (out)->algo[(out)->n] = (int)(perf)[k_].algo;                                \
-            (out)->math[(out)->n] = (fp32) ? CUDNN_FMA_MATH : m_;                        \
-            (out)->ws[(out)->n++] = (perf)[k_].memory;                                   \
-        }                                                                                \
+                ((need_det) && (perf)[k_].determinism != CUDNN_DETERMINISTIC) ||            \
+                ((fp32) && m_ != CUDNN_FMA_MATH && m_ != CUDNN_DEFAULT_MATH))               \
+                continue;                                                                   \
+            (out)->algo[(out)->n] = (int)(perf)[k_].algo;                                   \
+            (out)->math[(out)->n] = (fp32) ? CUDNN_FMA_MATH : m_;                           \
+            (out)->ws[(out)->n++] = (perf)[k_].memory;                                      \
+        }                                                                                   \
     } while (0)
 
 static rt_status choose(rt_backend *b, const rt_conv_desc *d, rt_precision p, size_t limit,
@@ -225,8 +229,8 @@ static rt_status choose(rt_backend *b, const rt_conv_desc *d, rt_precision p, si
     int got = 0;
     RT_TRY(set_desc(b, d, p, err));
     cudnnConvolutionFwdAlgoPerf_t pf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    DNN_TRY(n->f->GetConvolutionForwardAlgorithm_v7(
-        n->h, n->x, n->w, n->conv, n->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf));
+    DNN_TRY(n->f->GetConvolutionForwardAlgorithm_v7(n->h, n->x, n->w, n->conv, n->y,
+                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf));
     KEEP(pf, got, limit, 0, fp32, &a->p[P_FWD]);
     cudnnConvolutionBwdDataAlgoPerf_t pd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     DNN_TRY(n->f->GetConvolutionBackwardDataAlgorithm_v7(
@@ -238,12 +242,13 @@ static rt_status choose(rt_backend *b, const rt_conv_desc *d, rt_precision p, si
     KEEP(pw, got, limit, 1, fp32, &a->p[P_FILTER]);
     for (int k = 0; k < 3; k++)
         if (a->p[k].n == 0)
-            return RT_ERR(err, RT_EDEVICE, "cuDNN offers no usable %s algorithm (%sFMA "
+            return RT_ERR(err, RT_EDEVICE,
+                          "cuDNN offers no usable %s algorithm (%sFMA "
                           "math in fp32) for conv2d (N=%d C=%d H=%d W=%d K=%d R=%d S=%d "
                           "stride=%d pad=%d) in %s within %zu bytes of workspace ---> HINT: "
-                          "try --precision fp32 or a smaller --batch", PASS_NAME[k],
-                          k ? "deterministic; " : "", d->N, d->C, d->H, d->W, d->K, d->R,
-                          d->S, d->stride, d->pad, rt_precision_name(p), limit);
+                          "try --precision fp32 or a smaller --batch",
+                          PASS_NAME[k], k ? "deterministic; " : "", d->N, d->C, d->H, d->W, d->K,
+                          d->R, d->S, d->stride, d->pad, rt_precision_name(p), limit);
     a->d = *d, a->prec = p, a->limit = limit, a->valid = 1;
     return RT_OK;
 }
@@ -296,9 +301,9 @@ size_t rtp_cudnn_workspace(rt_backend *b, const rt_conv_desc *d)
 
 typedef struct run {
     algos *a;
-    char *stage;      /* 16-bit copies (NULL in fp32) */
+    char *stage; /* 16-bit copies (NULL in fp32) */
     size_t off[3];
-    void *ws;         /* algorithm workspace */
+    void *ws; /* algorithm workspace */
     size_t ws_bytes;
 } run;
 
@@ -307,7 +312,8 @@ static rt_status prepare(rt_backend *b, const rt_conv_desc *d, run *r, rt_error 
     rtp_cuda *c = rtp_cuda_of(b);
     size_t stage = stage_bytes(d, c->prec, r->off);
     if (c->ws_bytes < stage)
-        return RT_ERR(err, RT_EINVAL, "CUDA workspace too small for %s conv2d staging (%zu "
+        return RT_ERR(err, RT_EINVAL,
+                      "CUDA workspace too small for %s conv2d staging (%zu "
                       "bytes reserved, %zu needed): set the precision before attaching",
                       rt_precision_name(c->prec), c->ws_bytes, stage);
     RT_TRY(lookup(b, d, c->ws_bytes - stage, &r->a, err));
@@ -328,8 +334,8 @@ static cudnnStatus_t call(rtp_cudnn *n, int pass, int algo, const run *r, void *
     switch (pass) {
     case P_FWD:
         return n->f->ConvolutionForward(n->h, &one, n->x, in1, n->w, in2, n->conv,
-                                        (cudnnConvolutionFwdAlgo_t)algo, r->ws, r->ws_bytes,
-                                        &zero, n->y, out);
+                                        (cudnnConvolutionFwdAlgo_t)algo, r->ws, r->ws_bytes, &zero,
+                                        n->y, out);
     case P_DATA:
         return n->f->ConvolutionBackwardData(n->h, &one, n->w, in2, n->y, in1, n->conv,
                                              (cudnnConvolutionBwdDataAlgo_t)algo, r->ws,
@@ -353,9 +359,9 @@ static rt_status grow(rt_backend *b, run *r, size_t need, void **out, const void
     size_t stage = (size_t)((char *)r->ws - old), old_bytes = c->ws_bytes;
     if (!r->ws) stage = c->ws_bytes; /* no algorithm room yet */
     RT_TRY(rtp_cuda_grow_workspace(b, stage + need, 1, NULL));
-#define MOVE(ptr)                                                                        \
-    if ((const char *)*(ptr) >= old && (const char *)*(ptr) < old + old_bytes)           \
-        *(ptr) = (char *)c->ws + ((const char *)*(ptr) - old)
+#define MOVE(ptr)                                                              \
+    if ((const char *)*(ptr) >= old && (const char *)*(ptr) < old + old_bytes) \
+    *(ptr) = (char *)c->ws + ((const char *)*(ptr)-old)
     MOVE(out);
     MOVE(in1);
     MOVE(in2);
@@ -395,11 +401,12 @@ static rt_status execute(rt_backend *b, const rt_conv_desc *d, run *r, int pass,
         last = s;
     }
     p->cur = p->n > 0 ? p->n - 1 : 0;
-    return RT_ERR(err, RT_EDEVICE, "cuDNN ran none of the %d %s algorithms its heuristics "
+    return RT_ERR(err, RT_EDEVICE,
+                  "cuDNN ran none of the %d %s algorithms its heuristics "
                   "offered for conv2d (N=%d C=%d H=%d W=%d K=%d R=%d S=%d stride=%d pad=%d) in "
-                  "%s (last: %s) ---> HINT: try --precision fp32", p->n, PASS_NAME[pass],
-                  d->N, d->C, d->H, d->W, d->K, d->R, d->S, d->stride, d->pad,
-                  rt_precision_name(c->prec), n->f->GetErrorString(last));
+                  "%s (last: %s) ---> HINT: try --precision fp32",
+                  p->n, PASS_NAME[pass], d->N, d->C, d->H, d->W, d->K, d->R, d->S, d->stride,
+                  d->pad, rt_precision_name(c->prec), n->f->GetErrorString(last));
 }
 
 #define BF16 (rtp_cuda_of(b)->prec == RT_PREC_BF16)

@@ -29,9 +29,9 @@
 #define CUDNN_SONAME "libcudnn.so." STR(CUDNN_MAJOR)
 
 static rtp_dnn_fns fns;
-static int loaded;      /* every entry of fns is set */
-static char why[400];   /* set when not loaded */
-static char name[256];  /* the file tried first */
+static int loaded;     /* every entry of fns is set */
+static char why[400];  /* set when not loaded */
+static char name[256]; /* the file tried first */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_once(void)
@@ -41,18 +41,34 @@ static void load_once(void)
     char wheel[PATH_MAX];
     const char *names[3];
     int n = rtp_cuda_lib_names("cudnn", CUDNN_SONAME, "libcudnn.so", wheel, names);
-#define SYM(f) {"cudnn" #f, (void **)&fns.f}
+#define SYM(f)                      \
+    {                               \
+        "cudnn" #f, (void **)&fns.f \
+    }
     const rt_dl_sym syms[] = {
-        SYM(GetVersion), SYM(GetCudartVersion), SYM(GetErrorString), SYM(Create), SYM(Destroy), SYM(SetStream),
-        SYM(CreateTensorDescriptor), SYM(DestroyTensorDescriptor),
-        SYM(CreateFilterDescriptor), SYM(DestroyFilterDescriptor),
-        SYM(CreateConvolutionDescriptor), SYM(DestroyConvolutionDescriptor),
-        SYM(SetTensor4dDescriptor), SYM(SetFilter4dDescriptor),
-        SYM(SetConvolution2dDescriptor), SYM(SetConvolutionMathType),
-        SYM(GetConvolution2dForwardOutputDim), SYM(GetConvolutionForwardAlgorithm_v7),
+        SYM(GetVersion),
+        SYM(GetCudartVersion),
+        SYM(GetErrorString),
+        SYM(Create),
+        SYM(Destroy),
+        SYM(SetStream),
+        SYM(CreateTensorDescriptor),
+        SYM(DestroyTensorDescriptor),
+        SYM(CreateFilterDescriptor),
+        SYM(DestroyFilterDescriptor),
+        SYM(CreateConvolutionDescriptor),
+        SYM(DestroyConvolutionDescriptor),
+        SYM(SetTensor4dDescriptor),
+        SYM(SetFilter4dDescriptor),
+        SYM(SetConvolution2dDescriptor),
+        SYM(SetConvolutionMathType),
+        SYM(GetConvolution2dForwardOutputDim),
+        SYM(GetConvolutionForwardAlgorithm_v7),
         SYM(GetConvolutionBackwardDataAlgorithm_v7),
-        SYM(GetConvolutionBackwardFilterAlgorithm_v7), SYM(ConvolutionForward),
-        SYM(ConvolutionBackwardData), SYM(ConvolutionBackwardFilter),
+        SYM(GetConvolutionBackwardFilterAlgorithm_v7),
+        SYM(ConvolutionForward),
+        SYM(ConvolutionBackwardData),
+        SYM(ConvolutionBackwardFilter),
     };
 #undef SYM
     rt_dl_result r;
@@ -75,8 +91,10 @@ rt_status rtp_dnn_load(const rtp_dnn_fns **out, rt_error *err)
     pthread_once(&once, load_once);
     *out = loaded ? &fns : NULL;
     if (loaded) return RT_OK;
-    return RT_ERR(err, RT_ENODEV, "cannot load cuDNN (%s): %s ---> HINT: install cuDNN %d "
+    return RT_ERR(err, RT_ENODEV,
+                  "cannot load cuDNN (%s): %s ---> HINT: install cuDNN %d "
                   "for CUDA %d (e.g. apt install libcudnn%d-cuda-%d; for the kiln-kernel "
-                  "wheel: pip install 'kiln-kernel[cuda]')", name, why, CUDNN_MAJOR,
-                  CUDART_VERSION / 1000, CUDNN_MAJOR, CUDART_VERSION / 1000);
+                  "wheel: pip install 'kiln-kernel[cuda]')",
+                  name, why, CUDNN_MAJOR, CUDART_VERSION / 1000, CUDNN_MAJOR,
+                  CUDART_VERSION / 1000);
 }

@@ -63,9 +63,8 @@ static inline int rtp_dnn_compatible(size_t version, size_t cudart, int built_ma
         return 0;
     }
     if ((int)(cudart / 1000) != built_cuda_major) {
-        snprintf(why, n, "it is cuDNN %d.%d for CUDA %d.%d, Kiln was built with CUDA %d",
-                 major, minor, (int)(cudart / 1000), (int)(cudart % 1000 / 10),
-                 built_cuda_major);
+        snprintf(why, n, "it is cuDNN %d.%d for CUDA %d.%d, Kiln was built with CUDA %d", major,
+                 minor, (int)(cudart / 1000), (int)(cudart % 1000 / 10), built_cuda_major);
         return 0;
     }
     return 1;

@@ -30,11 +30,14 @@ static void load_once(void)
     char wheel[PATH_MAX];
     const char *names[3];
     int n = rtp_cuda_lib_names("nccl", "libnccl.so.2", "libnccl.so", wheel, names);
-#define SYM(f) {"nccl" #f, (void **)&fns.f}
+#define SYM(f)                     \
+    {                              \
+        "nccl" #f, (void **)&fns.f \
+    }
     const rt_dl_sym syms[] = {
-        SYM(GetVersion), SYM(GetErrorString), SYM(GetUniqueId), SYM(CommInitAll),
-        SYM(CommInitRank), SYM(CommDestroy), SYM(GroupStart), SYM(GroupEnd), SYM(AllReduce),
-        SYM(RedOpCreatePreMulSum), SYM(RedOpDestroy),
+        SYM(GetVersion),   SYM(GetErrorString),       SYM(GetUniqueId),  SYM(CommInitAll),
+        SYM(CommInitRank), SYM(CommDestroy),          SYM(GroupStart),   SYM(GroupEnd),
+        SYM(AllReduce),    SYM(RedOpCreatePreMulSum), SYM(RedOpDestroy),
     };
 #undef SYM
     rt_dl_result r;
@@ -58,7 +61,8 @@ rt_status rtp_nccl_load(const rtp_nccl_fns **out, rt_error *err)
     pthread_once(&once, load_once);
     *out = loaded ? &fns : NULL;
     if (loaded) return RT_OK;
-    return RT_ERR(err, RT_ENODEV, "cannot load NCCL (%s): %s ---> HINT: pip install "
-                  "nvidia-nccl-cu%d (or apt install libnccl2)", name, why,
-                  CUDART_VERSION / 1000);
+    return RT_ERR(err, RT_ENODEV,
+                  "cannot load NCCL (%s): %s ---> HINT: pip install "
+                  "nvidia-nccl-cu%d (or apt install libnccl2)",
+                  name, why, CUDART_VERSION / 1000);
 }

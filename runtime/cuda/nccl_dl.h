@@ -14,12 +14,18 @@
 
 #include "rt_error.h"
 
-typedef int rtp_nccl_result;          /* ncclResult_t: 0 ncclSuccess */
+typedef int rtp_nccl_result; /* ncclResult_t: 0 ncclSuccess */
 typedef struct rtp_nccl_comm *rtp_nccl_comm_t;
-typedef int rtp_nccl_redop;           /* ncclRedOp_t */
-typedef struct { char internal[128]; } rtp_nccl_id;
-enum { RTP_NCCL_SUCCESS = 0, RTP_NCCL_FLOAT32 = 7, RTP_NCCL_SUM = 0,
-       RTP_NCCL_SCALAR_HOST = 1 /* ncclScalarHostImmediate */ };
+typedef int rtp_nccl_redop; /* ncclRedOp_t */
+typedef struct {
+    char internal[128];
+} rtp_nccl_id;
+enum {
+    RTP_NCCL_SUCCESS = 0,
+    RTP_NCCL_FLOAT32 = 7,
+    RTP_NCCL_SUM = 0,
+    RTP_NCCL_SCALAR_HOST = 1 /* ncclScalarHostImmediate */
+};
 /* ncclRedOpCreatePreMulSum (a weighted sum in one collective) came with NCCL 2.11 */
 #define RTP_NCCL_MIN_VERSION 21100
 

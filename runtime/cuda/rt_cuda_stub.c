@@ -17,7 +17,8 @@ rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err)
 rt_status rt_cuda_set_precision(rt_backend *b, rt_precision p, rt_error *err)
 {
     if (p == RT_PREC_FP32) return RT_OK;
-    return RT_ERR(err, RT_EINVAL, "--precision %s needs a CUDA device; this Kiln was built "
+    return RT_ERR(err, RT_EINVAL,
+                  "--precision %s needs a CUDA device; this Kiln was built "
                   "without CUDA and computes in fp32 only ---> HINT: use --precision fp32",
                   rt_precision_name(p));
 }
@@ -30,8 +31,7 @@ const char *rt_cuda_build_info(void)
 
 rt_precision rt_cuda_get_precision(const rt_backend *b) { return RT_PREC_FP32; }
 
-rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes,
-                           rt_error *err)
+rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes, rt_error *err)
 {
     *free_bytes = *total_bytes = 0;
     return RT_ERR(err, RT_ENODEV, "this Kiln was built without CUDA");

@@ -13,11 +13,10 @@ rt_status rt_precision_parse(const char *name, rt_precision *out, rt_error *err)
             *out = (rt_precision)i;
             return RT_OK;
         }
-    return RT_ERR(err, RT_EINVAL, "--precision: unknown precision '%s' (expected fp32, bf16 "
-                  "or fp16)", name ? name : "(null)");
+    return RT_ERR(err, RT_EINVAL,
+                  "--precision: unknown precision '%s' (expected fp32, bf16 "
+                  "or fp16)",
+                  name ? name : "(null)");
 }
 
-const char *rt_precision_name(rt_precision p)
-{
-    return (unsigned)p < 3 ? prec_names[p] : "?";
-}
+const char *rt_precision_name(rt_precision p) { return (unsigned)p < 3 ? prec_names[p] : "?"; }

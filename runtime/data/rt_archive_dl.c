@@ -19,8 +19,8 @@
 #define ARCHIVE_SONAME "libarchive.so.13"
 
 static rtp_archive_fns fns;
-static int loaded;          /* every entry of fns is set */
-static char why[400];       /* set when not loaded */
+static int loaded;    /* every entry of fns is set */
+static char why[400]; /* set when not loaded */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_once(void)
@@ -51,7 +51,9 @@ rt_status rtp_archive_lib(const rtp_archive_fns **out, rt_error *err)
     pthread_once(&once, load_once);
     *out = loaded ? &fns : NULL;
     if (loaded) return RT_OK;
-    return RT_ERR(err, RT_ENOTFOUND, "cannot load libarchive (%s): %s ---> HINT: install "
+    return RT_ERR(err, RT_ENOTFOUND,
+                  "cannot load libarchive (%s): %s ---> HINT: install "
                   "the libarchive13 package (apt install libarchive13), or extract the "
-                  ".tar.gz (tar xzf) and use its directory", ARCHIVE_SONAME, why);
+                  ".tar.gz (tar xzf) and use its directory",
+                  ARCHIVE_SONAME, why);
 }

@@ -23,12 +23,12 @@
 #define CIFAR_PIXELS (3 * CIFAR_SIDE * CIFAR_SIDE)
 #define CIFAR_RECORD (1 + CIFAR_PIXELS)
 #define CIFAR_MAX_BYTES (1ULL << 32)
-#define NBATCH 6                       /* 5 train + 1 test */
+#define NBATCH 6 /* 5 train + 1 test */
 #define META_MAX (64u << 10)
 
-static const char *const batch_names[NBATCH] = {
-    "data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
-    "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"};
+static const char *const batch_names[NBATCH] = {"data_batch_1.bin", "data_batch_2.bin",
+                                                "data_batch_3.bin", "data_batch_4.bin",
+                                                "data_batch_5.bin", "test_batch.bin"};
 
 typedef size_t (*read_fn)(void *ctx, void *buf, size_t n);
 
@@ -101,8 +101,10 @@ static rt_status assemble(rtp_raw_split b[NBATCH], const char *where, rtp_raw_sp
     for (int k = 0; k < NBATCH; k++)
         for (int i = 0; i < b[k].n; i++)
             if (b[k].labels[i] >= ncls)
-                return RT_ERR(err, RT_EFORMAT, "%s/%s: label %d of record %d is out of range "
-                              "(%d classes)", where, batch_names[k], b[k].labels[i], i, ncls);
+                return RT_ERR(err, RT_EFORMAT,
+                              "%s/%s: label %d of record %d is out of range "
+                              "(%d classes)",
+                              where, batch_names[k], b[k].labels[i], i, ncls);
     size_t n = 0;
     for (int k = 0; k < 5; k++) n += (size_t)b[k].n;
     if (n > 0x7fffffff) return RT_ERR(err, RT_EFORMAT, "%s: too many training records", where);
@@ -139,12 +141,13 @@ rt_status rtp_cifar_read_dir(const char *dir, rtp_raw_split *train, rtp_raw_spli
         FILE *f = fopen(path, "rb");
         struct stat sb;
         if (!f) {
-            st = RT_ERR(err, errno == ENOENT ? RT_ENOTFOUND : RT_EIO, "%s: cannot open: %s",
-                        path, strerror(errno));
+            st = RT_ERR(err, errno == ENOENT ? RT_ENOTFOUND : RT_EIO, "%s: cannot open: %s", path,
+                        strerror(errno));
             break;
         }
         if (fstat(fileno(f), &sb) != 0) st = RT_ERR(err, RT_EIO, "%s: cannot stat", path);
-        if (st == RT_OK) st = read_batch(&b[k], file_read, f, (uint64_t)sb.st_size, path, stop, err);
+        if (st == RT_OK)
+            st = read_batch(&b[k], file_read, f, (uint64_t)sb.st_size, path, stop, err);
         fclose(f);
     }
     snprintf(path, sizeof path, "%s/batches.meta.txt", dir);
@@ -195,8 +198,10 @@ rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_spl
     ar->read_support_format_tar(a);
     ar->read_support_format_gnutar(a);
     if (ar->read_open_filename(a, path, 1 << 16) != ARCHIVE_OK)
-        st = RT_ERR(err, errno == ENOENT ? RT_ENOTFOUND : RT_EFORMAT, "%s: cannot open as a "
-                    "tar archive: %s", path, ar->error_string(a));
+        st = RT_ERR(err, errno == ENOENT ? RT_ENOTFOUND : RT_EFORMAT,
+                    "%s: cannot open as a "
+                    "tar archive: %s",
+                    path, ar->error_string(a));
     struct archive_entry *e;
     while (st == RT_OK) {
         int r = ar->read_next_header(a, &e);
@@ -213,8 +218,8 @@ rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_spl
         snprintf(what, sizeof what, "%s:%s", path, full ? full : "?");
         for (int k = 0; base && k < NBATCH; k++)
             if (!strcmp(base, batch_names[k]) && !b[k].pixels)
-                st = read_batch(&b[k], tar_read, &src, (uint64_t)ar->entry_size(e), what,
-                                stop, err);
+                st =
+                    read_batch(&b[k], tar_read, &src, (uint64_t)ar->entry_size(e), what, stop, err);
         if (st == RT_OK && base && !strcmp(base, "batches.meta.txt")) {
             char *text = malloc(META_MAX);
             size_t len = text ? tar_read(&src, text, META_MAX) : 0;
@@ -226,8 +231,10 @@ rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_spl
     ar->read_free(a);
     for (int k = 0; st == RT_OK && k < NBATCH; k++)
         if (!b[k].pixels)
-            st = RT_ERR(err, RT_EFORMAT, "%s: the archive has no %s (is it "
-                        "cifar-10-binary.tar.gz?)", path, batch_names[k]);
+            st = RT_ERR(err, RT_EFORMAT,
+                        "%s: the archive has no %s (is it "
+                        "cifar-10-binary.tar.gz?)",
+                        path, batch_names[k]);
     if (st == RT_OK) st = assemble(b, path, train, test, names, err);
     for (int k = 0; k < NBATCH; k++) rtp_raw_split_deinit(&b[k]);
     return st;

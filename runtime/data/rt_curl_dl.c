@@ -47,8 +47,8 @@ static struct {
     __typeof__(curl_url_get) *url_get;
     __typeof__(curl_url_cleanup) *url_cleanup;
 } fn;
-static int loaded;          /* every entry of fn is set */
-static char why[400];       /* set when not loaded */
+static int loaded;    /* every entry of fn is set */
+static char why[400]; /* set when not loaded */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_once(void)
@@ -88,9 +88,11 @@ static int ready(void)
 rt_status rtp_curl_load(rt_error *err)
 {
     if (ready()) return RT_OK;
-    return RT_ERR(err, RT_ENOTFOUND, "cannot load libcurl (%s): %s ---> HINT: install the "
+    return RT_ERR(err, RT_ENOTFOUND,
+                  "cannot load libcurl (%s): %s ---> HINT: install the "
                   "libcurl4 package (apt install libcurl4); Kiln loads it only to download "
-                  "data sets and to mirror runs to MLflow", CURL_SONAME, why);
+                  "data sets and to mirror runs to MLflow",
+                  CURL_SONAME, why);
 }
 
 /* ---- forwarders: the libcurl API Kiln uses ---- */
@@ -105,10 +107,7 @@ void curl_global_cleanup(void)
     if (ready()) fn.global_cleanup();
 }
 
-CURL *curl_easy_init(void)
-{
-    return ready() ? fn.easy_init() : NULL;
-}
+CURL *curl_easy_init(void) { return ready() ? fn.easy_init() : NULL; }
 
 /* The option number says the argument's type (curl.h CURLOPTTYPE_*), as it does for
  * libcurl itself: LONG < OBJECTPOINT (also string, slist, callback data) <
@@ -128,10 +127,7 @@ CURLcode curl_easy_setopt(CURL *c, CURLoption opt, ...)
     return rc;
 }
 
-CURLcode curl_easy_perform(CURL *c)
-{
-    return ready() ? fn.easy_perform(c) : CURLE_FAILED_INIT;
-}
+CURLcode curl_easy_perform(CURL *c) { return ready() ? fn.easy_perform(c) : CURLE_FAILED_INIT; }
 
 /* Every CURLINFO takes one pointer to where the answer goes. */
 CURLcode curl_easy_getinfo(CURL *c, CURLINFO info, ...)
@@ -180,10 +176,7 @@ void curl_slist_free_all(struct curl_slist *l)
 }
 
 /* The URL API (libcurl >= 7.62): the MLflow mirror takes credentials out of URLs. */
-CURLU *curl_url(void)
-{
-    return ready() ? fn.url() : NULL;
-}
+CURLU *curl_url(void) { return ready() ? fn.url() : NULL; }
 
 CURLUcode curl_url_set(CURLU *u, CURLUPart what, const char *part, unsigned int flags)
 {

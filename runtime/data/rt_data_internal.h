@@ -15,8 +15,8 @@
 /* One split as it is stored on disk: bytes, not floats. */
 typedef struct rtp_raw_split {
     int n, c, h, w;
-    uint8_t *pixels;    /* (N, C, H, W), owned */
-    uint8_t *labels;    /* (N), owned */
+    uint8_t *pixels; /* (N, C, H, W), owned */
+    uint8_t *labels; /* (N), owned */
 } rtp_raw_split;
 
 void rtp_raw_split_deinit(rtp_raw_split *s);
@@ -57,16 +57,16 @@ rt_status rtp_cifar_parse_meta(const char *what, const char *text, size_t len,
 
 /* ---- preparation (rt_dataset_prep.c) ---- */
 typedef struct rtp_prep {
-    const char *base;           /* "fashion-mnist": split names become base/train ... */
-    int val;                    /* --val N */
-    int num_classes;            /* labels already checked below it */
+    const char *base;               /* "fashion-mnist": split names become base/train ... */
+    int val;                        /* --val N */
+    int num_classes;                /* labels already checked below it */
     const char *const *class_names; /* num_classes entries */
 } rtp_prep;
 
 /* Carves val from the end of train, checksums, measures mean/std on train and
  * normalises all splits into out. Consumes (frees) train and test in all cases. */
-rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train,
-                              rtp_raw_split *test, const rtp_prep *p, rt_error *err);
+rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train, rtp_raw_split *test,
+                              const rtp_prep *p, rt_error *err);
 uint64_t rtp_fnv1a64(uint64_t h, const uint8_t *p, size_t n);
 #define RTP_FNV1A64_INIT 0xcbf29ce484222325ULL
 
@@ -74,13 +74,13 @@ uint64_t rtp_fnv1a64(uint64_t h, const uint8_t *p, size_t n);
 typedef enum { RTP_FMT_IDX, RTP_FMT_CIFAR } rtp_format;
 
 typedef struct rtp_known_file {
-    const char *name;           /* file name on the mirror and on disk */
-    const char *sha256;         /* of the file as served (see the table for sources) */
+    const char *name;   /* file name on the mirror and on disk */
+    const char *sha256; /* of the file as served (see the table for sources) */
     uint64_t size;
 } rtp_known_file;
 
 typedef struct rtp_known_set {
-    const char *name;           /* "fashion-mnist" */
+    const char *name; /* "fashion-mnist" */
     rtp_format format;
     const char *base_url;       /* canonical mirror, ends with '/' */
     const char *system_dirs[3]; /* NULL-terminated */
@@ -93,11 +93,10 @@ typedef struct rtp_known_set {
 const rtp_known_set *rtp_known_set_find(const char *name);
 /* Looks NAME up in a sha256sum-format manifest; hex[65] gets the hash. RT_ENOTFOUND
  * when the manifest has no line for NAME. */
-rt_status rtp_manifest_lookup(const char *manifest, const char *name, char hex[65],
-                              rt_error *err);
+rt_status rtp_manifest_lookup(const char *manifest, const char *name, char hex[65], rt_error *err);
 
 /* ---- files and places (rt_dataset_fs.c) ---- */
-void rtp_copy_str(char *dst, size_t size, const char *src);   /* truncates, never warns */
+void rtp_copy_str(char *dst, size_t size, const char *src); /* truncates, never warns */
 int rtp_is_file(const char *path);
 int rtp_is_dir(const char *path);
 /* The four IDX files of dir (train images, train labels, test images, test labels),
@@ -114,9 +113,9 @@ void rtp_base_name(const char *path, char *out, size_t size);
 
 /* ---- fetching (rt_dataset_fetch.c) ---- */
 typedef struct rtp_fetch_file {
-    const char *name;           /* file name in dir */
+    const char *name; /* file name in dir */
     const char *url;
-    const char *sha256;         /* NULL = not known (URL sets without a manifest) */
+    const char *sha256; /* NULL = not known (URL sets without a manifest) */
 } rtp_fetch_file;
 
 /* Downloads the files dir lacks (opts->sha256sums, when set, supplies every hash). */

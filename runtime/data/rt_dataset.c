@@ -27,8 +27,8 @@
 
 static const char *const idx_files[4] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                                          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
-static const char *const cifar_names[10] = {"airplane", "automobile", "bird", "cat", "deer",
-                                            "dog", "frog", "horse", "ship", "truck"};
+static const char *const cifar_names[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                            "dog",      "frog",       "horse", "ship", "truck"};
 
 /* ---- reading (num_classes 0: a path, classes = largest label + 1) ---- */
 
@@ -51,8 +51,10 @@ static rt_status read_idx(rt_dataset_splits *out, char paths[4][PATH_MAX], int n
         for (int i = 0; i < test.n; i++)
             if (test.labels[i] >= num_classes) num_classes = test.labels[i] + 1;
         if (num_classes > RT_MAX_CLASSES)
-            st = RT_ERR(err, RT_EFORMAT, "%s: labels go up to %d; at most %d classes are "
-                        "supported", paths[1], num_classes - 1, RT_MAX_CLASSES);
+            st = RT_ERR(err, RT_EFORMAT,
+                        "%s: labels go up to %d; at most %d classes are "
+                        "supported",
+                        paths[1], num_classes - 1, RT_MAX_CLASSES);
         for (int c = 0; st == RT_OK && c < num_classes; c++) {
             snprintf(digits[c], sizeof digits[c], "%d", c);
             generic[c] = digits[c];
@@ -64,8 +66,7 @@ static rt_status read_idx(rt_dataset_splits *out, char paths[4][PATH_MAX], int n
         rtp_raw_split_deinit(&test);
         return st;
     }
-    rtp_prep p = {.base = base, .val = val, .num_classes = num_classes,
-                  .class_names = class_names};
+    rtp_prep p = {.base = base, .val = val, .num_classes = num_classes, .class_names = class_names};
     return rtp_dataset_prepare(out, &train, &test, &p, err);
 }
 
@@ -92,8 +93,8 @@ static rt_status read_cifar(rt_dataset_splits *out, const char *path, int is_tar
 }
 
 /* Prefixes err->msg with where we looked, when that still fits. */
-static rt_status not_found_locally(rt_status st, const char *name, const char *const *cands,
-                                   int nc, rt_error *err)
+static rt_status not_found_locally(rt_status st, const char *name, const char *const *cands, int nc,
+                                   rt_error *err)
 {
     if (!err) return st;
     char pre[sizeof err->msg];
@@ -128,7 +129,7 @@ static rt_status load_named(rt_dataset_splits *out, const rtp_known_set *ks,
     if (where) {
         rtp_copy_str(out->source, sizeof out->source, where);
     } else {
-        if (!(opts->dir && opts->dir[0]) && !have_cache) {   /* nowhere to download to */
+        if (!(opts->dir && opts->dir[0]) && !have_cache) { /* nowhere to download to */
             if (err) *err = cache_err;
             return cache_err.code;
         }
@@ -139,7 +140,7 @@ static rt_status load_named(rt_dataset_splits *out, const rtp_known_set *ks,
         rtp_fetch_file files[4];
         for (int i = 0; i < ks->num_files; i++) {
             if (ks->format == RTP_FMT_CIFAR && bl > 7 && !strcmp(base + bl - 7, ".tar.gz"))
-                rtp_copy_str(urls[i], sizeof urls[i], base);   /* --url is the archive */
+                rtp_copy_str(urls[i], sizeof urls[i], base); /* --url is the archive */
             else
                 snprintf(urls[i], sizeof urls[i], "%s%s%s", base,
                          bl && base[bl - 1] == '/' ? "" : "/", ks->files[i].name);
@@ -149,15 +150,18 @@ static rt_status load_named(rt_dataset_splits *out, const rtp_known_set *ks,
         if (st != RT_OK) return not_found_locally(st, ks->name, cands, nc, err);
         if (!(ks->format == RTP_FMT_IDX ? rtp_find_idx(target, idx)
                                         : rtp_find_cifar(target, cifar, &is_tar)))
-            return RT_ERR(err, RT_ENOTFOUND, "%s: files missing in %s after download",
-                          ks->name, target);
+            return RT_ERR(err, RT_ENOTFOUND, "%s: files missing in %s after download", ks->name,
+                          target);
         rtp_copy_str(out->source, sizeof out->source, base);
     }
     rt_dataset_splits tmp = {0};
     rt_status st = ks->format == RTP_FMT_IDX
                        ? read_idx(&tmp, idx, 10, ks->class_names, ks->name, opts, err)
                        : read_cifar(&tmp, cifar, is_tar, ks->class_names, ks->name, opts, err);
-    if (st != RT_OK) { rt_dataset_splits_deinit(&tmp); return st; }
+    if (st != RT_OK) {
+        rt_dataset_splits_deinit(&tmp);
+        return st;
+    }
     memcpy(tmp.source, out->source, sizeof tmp.source);
     *out = tmp;
     return RT_OK;
@@ -180,9 +184,9 @@ static int is_archive_name(const char *s)
 static int is_image_set_file(const char *s)
 {
     size_t l = strlen(s);
-    return is_archive_name(s) || (l > 4 && (!strcasecmp(s + l - 4, ".csv") ||
-                                            !strcasecmp(s + l - 4, ".zip") ||
-                                            !strcasecmp(s + l - 4, ".tar")));
+    return is_archive_name(s) ||
+           (l > 4 && (!strcasecmp(s + l - 4, ".csv") || !strcasecmp(s + l - 4, ".zip") ||
+                      !strcasecmp(s + l - 4, ".tar")));
 }
 
 static rt_status load_url(rt_dataset_splits *out, const rt_dataset_opts *opts, rt_error *err)
@@ -192,7 +196,7 @@ static rt_status load_url(rt_dataset_splits *out, const rt_dataset_opts *opts, r
     rtp_base_name(url, base, sizeof base);
     if (opts->dir && opts->dir[0]) {
         rtp_copy_str(dir, sizeof dir, opts->dir);
-    } else {   /* one cache folder per URL */
+    } else { /* one cache folder per URL */
         uint64_t h = rtp_fnv1a64(RTP_FNV1A64_INIT, (const uint8_t *)url, strlen(url));
         snprintf(key, sizeof key, "url-%016llx", (unsigned long long)h);
         RT_TRY(rtp_cache_dir(key, dir, err));
@@ -215,13 +219,16 @@ static rt_status load_url(rt_dataset_splits *out, const rt_dataset_opts *opts, r
     rt_dataset_splits tmp = {0};
     char paths[4][PATH_MAX];
     rt_status st = RT_OK;
-    for (int i = 0; i < n; i++)   /* rtp_fetch already refused paths that do not fit */
+    for (int i = 0; i < n; i++) /* rtp_fetch already refused paths that do not fit */
         if (snprintf(paths[i], PATH_MAX, "%s/%s", dir, files[i].name) >= PATH_MAX)
             st = RT_ERR(err, RT_EINVAL, "%s: path too long", dir);
     if (st == RT_OK)
         st = archive ? read_cifar(&tmp, paths[0], 1, cifar_names, base, opts, err)
                      : read_idx(&tmp, paths, 0, NULL, base, opts, err);
-    if (st != RT_OK) { rt_dataset_splits_deinit(&tmp); return st; }
+    if (st != RT_OK) {
+        rt_dataset_splits_deinit(&tmp);
+        return st;
+    }
     rtp_copy_str(tmp.source, sizeof tmp.source, url);
     *out = tmp;
     return RT_OK;
@@ -242,22 +249,28 @@ static rt_status load_path(rt_dataset_splits *out, const rt_dataset_opts *opts, 
     else if (rtp_is_file(path) && is_archive_name(path) && strcasestr(base, "cifar"))
         st = read_cifar(&tmp, path, 1, cifar_names, base, opts, err);
     else if (rtp_is_file(path) && is_archive_name(path)) {
-        st = rtp_imgfolder_load(&tmp, opts, base, err);    /* images, else CIFAR batches */
+        st = rtp_imgfolder_load(&tmp, opts, base, err); /* images, else CIFAR batches */
         if (st == RT_ENOTFOUND) st = read_cifar(&tmp, path, 1, cifar_names, base, opts, err);
-    }
-    else if (rtp_is_dir(path) || (rtp_is_file(path) && is_image_set_file(path)))
-        st = rtp_imgfolder_load(&tmp, opts, base, err);   /* an image folder (its error,
+    } else if (rtp_is_dir(path) || (rtp_is_file(path) && is_image_set_file(path)))
+        st = rtp_imgfolder_load(&tmp, opts, base, err); /* an image folder (its error,
                                                              when none: what may be here) */
     else if (rtp_is_file(path))
-        return RT_ERR(err, RT_EINVAL, "%s: give the directory that holds the IDX files or "
+        return RT_ERR(err, RT_EINVAL,
+                      "%s: give the directory that holds the IDX files or "
                       "the class folders, a CSV of path,label, an archive (.zip, .tar.gz) of "
-                      "class folders, or a CIFAR-10 .tar.gz", path);
+                      "class folders, or a CIFAR-10 .tar.gz",
+                      path);
     else if (strchr(path, '/') || path[0] == '.' || path[0] == '~')
         return RT_ERR(err, RT_ENOTFOUND, "%s: no such file or directory", path);
     else
-        return RT_ERR(err, RT_ENOTFOUND, "unknown data set \"%s\": not one of mnist, "
-                      "fashion-mnist, cifar10, nor a directory of IDX or CIFAR-10 files", path);
-    if (st != RT_OK) { rt_dataset_splits_deinit(&tmp); return st; }
+        return RT_ERR(err, RT_ENOTFOUND,
+                      "unknown data set \"%s\": not one of mnist, "
+                      "fashion-mnist, cifar10, nor a directory of IDX or CIFAR-10 files",
+                      path);
+    if (st != RT_OK) {
+        rt_dataset_splits_deinit(&tmp);
+        return st;
+    }
     rtp_copy_str(tmp.source, sizeof tmp.source, path);
     *out = tmp;
     return RT_OK;

@@ -26,42 +26,41 @@
 #define RT_MAX_CLASSES 100
 
 typedef struct rt_dataset {
-    char name[64];           /* "fashion-mnist/train", "mnist/test", "cifar10/val" ... */
-    int n, c, h, w;          /* N images of C x H x W */
+    char name[64];  /* "fashion-mnist/train", "mnist/test", "cifar10/val" ... */
+    int n, c, h, w; /* N images of C x H x W */
     int num_classes;
-    float *images;           /* (N, C, H, W), normalised */
-    uint8_t *labels;         /* (N) */
+    float *images;   /* (N, C, H, W), normalised */
+    uint8_t *labels; /* (N) */
     char class_names[RT_MAX_CLASSES][32];
-    float mean[4], std[4];   /* per-channel normalisation that was applied */
-    uint64_t checksum;       /* FNV-1a 64 of the raw (unnormalised) bytes and labels */
+    float mean[4], std[4]; /* per-channel normalisation that was applied */
+    uint64_t checksum;     /* FNV-1a 64 of the raw (unnormalised) bytes and labels */
 } rt_dataset;
 
 /* What loading an image folder did (zero for the other formats). */
 typedef struct rt_dataset_image_stats {
-    const char *layout;      /* "folder", "split folders", "csv"; NULL = not images */
-    int decoded;             /* files decoded by this load: 0 when the cache served it */
-    int skipped;             /* bad files skipped (--skip-bad) */
-    char first_bad[384];     /* the first skipped file's error */
+    const char *layout;  /* "folder", "split folders", "csv"; NULL = not images */
+    int decoded;         /* files decoded by this load: 0 when the cache served it */
+    int skipped;         /* bad files skipped (--skip-bad) */
+    char first_bad[384]; /* the first skipped file's error */
 } rt_dataset_image_stats;
 
 /* The splits of a named data set. val is carved from the end of train (--val N);
  * val.n == 0 when no validation split was asked for. */
 typedef struct rt_dataset_splits {
     rt_dataset train, val, test;
-    char source[512];        /* directory or URL it came from, for the user */
+    char source[512]; /* directory or URL it came from, for the user */
     rt_dataset_image_stats images;
 } rt_dataset_splits;
 
 /* Progress of a download: bytes so far, total (0 if unknown). Return non-zero to stop. */
-typedef int (*rt_download_progress_fn)(const char *file, uint64_t done, uint64_t total,
-                                       void *user);
+typedef int (*rt_download_progress_fn)(const char *file, uint64_t done, uint64_t total, void *user);
 
 typedef struct rt_dataset_opts {
-    const char *name;        /* "mnist", "fashion-mnist", "cifar10", or a path to IDX/CIFAR files
+    const char *name; /* "mnist", "fashion-mnist", "cifar10", or a path to IDX/CIFAR files
                                 (DATA: or an http(s)/file URL of them; see docs/datasets.md) */
-    const char *dir;         /* --dir: looked in first (and where downloads go); may be NULL */
-    const char *url;         /* --url: base URL overriding the canonical mirrors; may be NULL */
-    int val;                 /* --val N: images moved from train to val */
+    const char *dir;  /* --dir: looked in first (and where downloads go); may be NULL */
+    const char *url;  /* --url: base URL overriding the canonical mirrors; may be NULL */
+    int val;          /* --val N: images moved from train to val */
     rt_download_progress_fn progress;
     void *user;
     int (*should_stop)(void *user); /* checked during downloads (DATA: and while reading
@@ -71,15 +70,14 @@ typedef struct rt_dataset_opts {
     const char *sha256sums;
     /* Image folders (a directory of class folders, split folders, a CSV of path,label
      * or an archive of them; docs/datasets.md). Ignored by the other formats. */
-    int image_h, image_w;    /* --size: resize to cover H x W, centre crop; 0 = 64 x 64 */
-    int channels;            /* --channels 1 (grey) or 3 (RGB); 0 = the first image's */
-    double val_fraction;     /* --val F, 0 < F < 1: that fraction of train to val (else
+    int image_h, image_w; /* --size: resize to cover H x W, centre crop; 0 = 64 x 64 */
+    int channels;         /* --channels 1 (grey) or 3 (RGB); 0 = the first image's */
+    double val_fraction;  /* --val F, 0 < F < 1: that fraction of train to val (else
                                 .val images); chosen by seed, not from the end */
-    uint64_t seed;           /* which images go to val */
-    int skip_bad;            /* --skip-bad: count and skip undecodable files (else the
+    uint64_t seed;        /* which images go to val */
+    int skip_bad;         /* --skip-bad: count and skip undecodable files (else the
                                 first one is the error) */
 } rt_dataset_opts;
-
 
 /* Loads (finding or downloading as needed) all splits. On error nothing is left allocated. */
 rt_status rt_dataset_load(rt_dataset_splits *out, const rt_dataset_opts *opts, rt_error *err);
@@ -93,8 +91,7 @@ void rt_dataset_image_u8(const rt_dataset *d, int i, uint8_t *out);
  * converted to c channels (1 or 3), resized to cover h x w and centre-cropped, written
  * as c*h*w CHW bytes to out. Errors (RT_EFORMAT / RT_EIO / RT_ENOTFOUND) name the file.
  * For predicting on new images with a model trained on a folder. */
-rt_status rt_image_file_read(const char *path, int c, int h, int w, uint8_t *out,
-                             rt_error *err);
+rt_status rt_image_file_read(const char *path, int c, int h, int w, uint8_t *out, rt_error *err);
 /* The names a user may give: "mnist", "fashion-mnist", "cifar10" (NULL-terminated,
  * static), for help and completion. */
 const char *const *rt_dataset_known_names(void);

@@ -28,9 +28,13 @@ rt_status rtp_fetch(const char *dir, const rtp_fetch_file *files, int n,
             RT_TRY(rtp_manifest_lookup(opts->sha256sums, files[i].name, hex, err));
             sha = hex;
         }
-        rt_download_opts d = {.url = files[i].url, .dest = dest, .sha256_hex = sha,
-                              .progress = opts->progress, .user = opts->user,
-                              .should_stop = opts->should_stop, .retries = FETCH_RETRIES};
+        rt_download_opts d = {.url = files[i].url,
+                              .dest = dest,
+                              .sha256_hex = sha,
+                              .progress = opts->progress,
+                              .user = opts->user,
+                              .should_stop = opts->should_stop,
+                              .retries = FETCH_RETRIES};
         RT_TRY(rt_download_file(&d, NULL, err));
     }
     return RT_OK;

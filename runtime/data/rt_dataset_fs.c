@@ -42,8 +42,8 @@ int rtp_find_idx(const char *dir, char paths[4][PATH_MAX])
         const char *cand[4] = {idx_stems[i], idx_stems[i], dotted, dotted};
         int found = 0;
         for (int k = 0; k < 4 && !found; k++) {
-            if (snprintf(paths[i], PATH_MAX, "%s/%s%s", dir, cand[k], k % 2 == 0 ? ".gz" : "")
-                >= PATH_MAX)
+            if (snprintf(paths[i], PATH_MAX, "%s/%s%s", dir, cand[k], k % 2 == 0 ? ".gz" : "") >=
+                PATH_MAX)
                 return 0;
             found = rtp_is_file(paths[i]);
         }
@@ -57,8 +57,7 @@ int rtp_find_cifar(const char *dir, char path[PATH_MAX], int *is_tar)
     const char *sub[2] = {"/cifar-10-batches-bin", ""};
     for (int i = 0; i < 2; i++) {
         char probe[PATH_MAX];
-        if (snprintf(probe, sizeof probe, "%s%s/test_batch.bin", dir, sub[i]) >= PATH_MAX)
-            return 0;
+        if (snprintf(probe, sizeof probe, "%s%s/test_batch.bin", dir, sub[i]) >= PATH_MAX) return 0;
         if (rtp_is_file(probe)) {
             snprintf(path, PATH_MAX, "%s%s", dir, sub[i]);
             *is_tar = 0;
@@ -74,12 +73,12 @@ rt_status rtp_cache_dir(const char *name, char out[PATH_MAX], rt_error *err)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     int n;
-    if (xdg && xdg[0] == '/')   /* the XDG spec: relative values are ignored */
+    if (xdg && xdg[0] == '/') /* the XDG spec: relative values are ignored */
         n = snprintf(out, PATH_MAX, "%s/kiln/datasets/%s", xdg, name);
-    else if (home && home[0])
-        n = snprintf(out, PATH_MAX, "%s/.cache/kiln/datasets/%s", home, name);
+    else if (home && home[0]) n = snprintf(out, PATH_MAX, "%s/.cache/kiln/datasets/%s", home, name);
     else
-        return RT_ERR(err, RT_ENOTFOUND, "no cache directory (neither XDG_CACHE_HOME nor HOME "
+        return RT_ERR(err, RT_ENOTFOUND,
+                      "no cache directory (neither XDG_CACHE_HOME nor HOME "
                       "is set) ---> HINT: give --dir");
     if (n >= PATH_MAX) return RT_ERR(err, RT_EINVAL, "cache directory path too long");
     return RT_OK;

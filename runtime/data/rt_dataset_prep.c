@@ -48,7 +48,7 @@ static size_t image_bytes(const rtp_raw_split *s)
 /* Moves the last n images of train into val (new buffers for val). */
 static rt_status carve_val(rtp_raw_split *train, rtp_raw_split *val, int n, rt_error *err)
 {
-    *val = (rtp_raw_split){.c = train->c, .h = train->h, .w = train->w};   /* empty */
+    *val = (rtp_raw_split){.c = train->c, .h = train->h, .w = train->w}; /* empty */
     if (n < 0) return RT_ERR(err, RT_EINVAL, "--val %d: must be 0 or more", n);
     if (n == 0) return RT_OK;
     if (n >= train->n)
@@ -66,7 +66,7 @@ static rt_status carve_val(rtp_raw_split *train, rtp_raw_split *val, int n, rt_e
     }
     memcpy(val->pixels, train->pixels + keep * img, img * (size_t)n);
     memcpy(val->labels, train->labels + keep, (size_t)n);
-    train->n -= n;   /* the tail of the train buffers is simply not used any more */
+    train->n -= n; /* the tail of the train buffers is simply not used any more */
     return RT_OK;
 }
 
@@ -115,7 +115,10 @@ static rt_status finish(rt_dataset *d, rtp_raw_split *s, const char *base, const
     size_t img = image_bytes(s), total = img * (size_t)s->n;
     d->checksum = rtp_fnv1a64(RTP_FNV1A64_INIT, s->pixels, total);
     d->checksum = rtp_fnv1a64(d->checksum, s->labels, (size_t)s->n);
-    if (s->n == 0) { rtp_raw_split_deinit(s); return RT_OK; }
+    if (s->n == 0) {
+        rtp_raw_split_deinit(s);
+        return RT_OK;
+    }
     d->images = malloc(total * sizeof(float));
     d->labels = malloc((size_t)s->n);
     if (!d->images || !d->labels) {
@@ -137,8 +140,8 @@ static rt_status finish(rt_dataset *d, rtp_raw_split *s, const char *base, const
     return RT_OK;
 }
 
-rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train,
-                              rtp_raw_split *test, const rtp_prep *p, rt_error *err)
+rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train, rtp_raw_split *test,
+                              const rtp_prep *p, rt_error *err)
 {
     rtp_raw_split val = {0};
     rt_status st = RT_OK;
@@ -148,8 +151,8 @@ rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train,
         st = RT_ERR(err, RT_EFORMAT, "%s: test images are %dx%dx%d but training images %dx%dx%d",
                     p->base, test->c, test->h, test->w, train->c, train->h, train->w);
     if (st == RT_OK && (p->num_classes < 1 || p->num_classes > RT_MAX_CLASSES))
-        st = RT_ERR(err, RT_EFORMAT, "%s: %d classes (1 to %d supported)", p->base,
-                    p->num_classes, RT_MAX_CLASSES);
+        st = RT_ERR(err, RT_EFORMAT, "%s: %d classes (1 to %d supported)", p->base, p->num_classes,
+                    RT_MAX_CLASSES);
     if (st == RT_OK) st = carve_val(train, &val, p->val, err);
     if (st != RT_OK) {
         rtp_raw_split_deinit(train);
@@ -162,8 +165,8 @@ rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train,
     rtp_raw_split *raws[3] = {train, &val, test};
     const char *names[3] = {"train", "val", "test"};
     for (int k = 0; k < 3; k++) {
-        rt_status s2 = st == RT_OK ? finish(sets[k], raws[k], p->base, names[k], mean, std, err)
-                                   : RT_OK;
+        rt_status s2 =
+            st == RT_OK ? finish(sets[k], raws[k], p->base, names[k], mean, std, err) : RT_OK;
         if (st != RT_OK) rtp_raw_split_deinit(raws[k]);
         st = s2 != RT_OK ? s2 : st;
         sets[k]->num_classes = p->num_classes;

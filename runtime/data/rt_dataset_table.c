@@ -40,8 +40,8 @@ static const rtp_known_set known_sets[] = {
      .format = RTP_FMT_IDX,
      /* The bucket's website endpoint speaks only http; SHA-256 makes that safe. */
      .base_url = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
-     .system_dirs = {"/usr/share/datasets/fashion-mnist",
-                     "/usr/local/share/datasets/fashion-mnist", NULL},
+     .system_dirs = {"/usr/share/datasets/fashion-mnist", "/usr/local/share/datasets/fashion-mnist",
+                     NULL},
      .files = {{"train-images-idx3-ubyte.gz",
                 "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84", 26421880},
                {"train-labels-idx1-ubyte.gz",
@@ -51,8 +51,8 @@ static const rtp_known_set known_sets[] = {
                {"t10k-labels-idx1-ubyte.gz",
                 "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5", 5148}},
      .num_files = 4,
-     .class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal",
-                     "Shirt", "Sneaker", "Bag", "Ankle boot"}},
+     .class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
+                     "Sneaker", "Bag", "Ankle boot"}},
     {.name = "cifar10",
      .format = RTP_FMT_CIFAR,
      .base_url = "https://www.cs.toronto.edu/~kriz/",
@@ -87,8 +87,7 @@ const rtp_known_set *rtp_known_set_find(const char *name)
     return NULL;
 }
 
-rt_status rtp_manifest_lookup(const char *manifest, const char *name, char hex[65],
-                              rt_error *err)
+rt_status rtp_manifest_lookup(const char *manifest, const char *name, char hex[65], rt_error *err)
 {
     FILE *f = fopen(manifest, "r");
     if (!f)
@@ -112,7 +111,7 @@ rt_status rtp_manifest_lookup(const char *manifest, const char *name, char hex[6
         for (int i = 0; i < 64; i++) h[i] = (char)tolower((unsigned char)p[i]);
         h[64] = '\0';
         p += 64;
-        while (*p == ' ' || *p == '\t' || *p == '*') p++;   /* "*" = sha256sum binary mode */
+        while (*p == ' ' || *p == '\t' || *p == '*') p++; /* "*" = sha256sum binary mode */
         p[strcspn(p, "\r\n")] = '\0';
         const char *base = strrchr(p, '/') ? strrchr(p, '/') + 1 : p;
         if (!strcmp(base, name)) {

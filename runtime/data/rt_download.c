@@ -30,14 +30,14 @@
 
 typedef struct xfer {
     const rt_download_opts *o;
-    const char *file;           /* base name, for messages and progress */
+    const char *file; /* base name, for messages and progress */
     char part[PATH_MAX];
-    FILE *fp;                   /* opened at the first body byte */
+    FILE *fp; /* opened at the first body byte */
     CURL *curl;
-    uint64_t asked_from;        /* Range start requested (0 = none) */
-    uint64_t base;              /* bytes of .part kept under this response */
-    uint64_t written;           /* body bytes written by this response */
-    long range_start;           /* from Content-Range, -1 if absent */
+    uint64_t asked_from; /* Range start requested (0 = none) */
+    uint64_t base;       /* bytes of .part kept under this response */
+    uint64_t written;    /* body bytes written by this response */
+    long range_start;    /* from Content-Range, -1 if absent */
     int stopped, write_errno, bad_range;
     double last_report;
 } xfer;
@@ -70,7 +70,7 @@ static size_t on_header(char *buf, size_t size, size_t n, void *user)
 {
     xfer *x = user;
     size_t len = size * n;
-    if (len >= 5 && !strncmp(buf, "HTTP/", 5)) x->range_start = -1;   /* new response */
+    if (len >= 5 && !strncmp(buf, "HTTP/", 5)) x->range_start = -1; /* new response */
     if (len > 14 && !strncasecmp(buf, "Content-Range:", 14)) {
         long start = -1;
         if (sscanf(buf + 14, " bytes %ld-", &start) == 1) x->range_start = start;
@@ -84,7 +84,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *user)
     if (!x->fp) {
         long code = 0;
         if (curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK) code = 0;
-        int append = x->asked_from > 0 && (code == 206 || code == 0);   /* 0: file:// */
+        int append = x->asked_from > 0 && (code == 206 || code == 0); /* 0: file:// */
         if (append && code == 206 && x->range_start != (long)x->asked_from) {
             x->bad_range = 1;
             return 0;
@@ -110,7 +110,10 @@ static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
 {
     xfer *x = user;
     const rt_download_opts *o = x->o;
-    if (o->should_stop && o->should_stop(o->user)) { x->stopped = 1; return 1; }
+    if (o->should_stop && o->should_stop(o->user)) {
+        x->stopped = 1;
+        return 1;
+    }
     double t = now_s();
     if (o->progress && t - x->last_report >= 0.1) {
         x->last_report = t;
@@ -147,8 +150,10 @@ static CURLcode setup_request(xfer *x, CURL *c, char *errbuf, char range[32])
 {
     const rt_download_opts *o = x->o;
     CURLcode oc = CURLE_OK;
-#define SETOPT(opt, val) \
-    do { if (oc == CURLE_OK) oc = curl_easy_setopt(c, opt, val); } while (0)
+#define SETOPT(opt, val)                                        \
+    do {                                                        \
+        if (oc == CURLE_OK) oc = curl_easy_setopt(c, opt, val); \
+    } while (0)
     SETOPT(CURLOPT_URL, o->url);
     SETOPT(CURLOPT_ERRORBUFFER, errbuf);
     SETOPT(CURLOPT_NOSIGNAL, 1L);
@@ -190,18 +195,20 @@ static attempt_result failure(const xfer *x, CURLcode rc, long code, curl_off_t 
     case CURLE_ABORTED_BY_CALLBACK:
         *st = RT_ERR(err, RT_EINTERRUPTED,
                      "download of %s interrupted after %llu bytes; %s is kept and the next "
-                     "attempt resumes from it", x->file, (unsigned long long)have, x->part);
+                     "attempt resumes from it",
+                     x->file, (unsigned long long)have, x->part);
         return ATTEMPT_FAIL;
     case CURLE_HTTP_RETURNED_ERROR:
         if (code == 416 && x->asked_from > 0) return ATTEMPT_RESTART;
         *st = RT_ERR(err, RT_EIO, "HTTP %ld from %s%s", code, o->url,
-                     code == 404 ? " (not found) ---> HINT: check --url and the file name"
+                     code == 404   ? " (not found) ---> HINT: check --url and the file name"
                      : code >= 500 ? " (server error) ---> HINT: try again later or another --url"
                                    : "");
         return ATTEMPT_FAIL;
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
-        *st = RT_ERR(err, RT_EIO, "cannot resolve the host of %s (DNS failure: %s) ---> HINT: "
+        *st = RT_ERR(err, RT_EIO,
+                     "cannot resolve the host of %s (DNS failure: %s) ---> HINT: "
                      "offline? put the files in --dir, or point --url at a reachable mirror",
                      o->url, why);
         return ATTEMPT_FAIL;
@@ -221,9 +228,10 @@ static attempt_result failure(const xfer *x, CURLcode rc, long code, curl_off_t 
     case CURLE_RECV_ERROR:
     case CURLE_GOT_NOTHING:
     case CURLE_SEND_ERROR:
-        *st = RT_ERR(err, RT_EIO, "download of %s %s after %llu%s%s bytes (%s); %s is kept "
-                     "and the next attempt resumes from it", o->url,
-                     rc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "cut off",
+        *st = RT_ERR(err, RT_EIO,
+                     "download of %s %s after %llu%s%s bytes (%s); %s is kept "
+                     "and the next attempt resumes from it",
+                     o->url, rc == CURLE_OPERATION_TIMEDOUT ? "timed out" : "cut off",
                      (unsigned long long)have, total > 0 ? " of " : "",
                      total > 0 ? u64_str(x->base + (uint64_t)total, num) : "", why, x->part);
         return ATTEMPT_RETRY;
@@ -242,7 +250,10 @@ static attempt_result attempt(xfer *x, rt_download_info *info, rt_status *st, rt
     x->range_start = -1;
     x->bad_range = 0;
     CURL *c = x->curl = curl_easy_init();
-    if (!c) { *st = RT_ERR(err, RT_ENOMEM, "cannot start a transfer (curl)"); return ATTEMPT_FAIL; }
+    if (!c) {
+        *st = RT_ERR(err, RT_ENOMEM, "cannot start a transfer (curl)");
+        return ATTEMPT_FAIL;
+    }
     CURLcode rc = setup_request(x, c, errbuf, range);
     if (rc != CURLE_OK) {
         curl_easy_cleanup(c);
@@ -252,7 +263,7 @@ static attempt_result attempt(xfer *x, rt_download_info *info, rt_status *st, rt
         return ATTEMPT_FAIL;
     }
     rc = curl_easy_perform(c);
-    long code = 0;            /* both stay at "unknown" if curl cannot tell */
+    long code = 0; /* both stay at "unknown" if curl cannot tell */
     curl_off_t total = -1;
     if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK) code = 0;
     if (curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &total) != CURLE_OK) total = -1;
@@ -262,8 +273,11 @@ static attempt_result attempt(xfer *x, rt_download_info *info, rt_status *st, rt
     info->http_status = code;
     rt_status cs = close_part(x, err);
     if (rc != CURLE_OK) return failure(x, rc, code, total, errbuf, st, err);
-    if (cs != RT_OK) { *st = cs; return ATTEMPT_FAIL; }
-    if (x->written == 0 && (x->asked_from == 0 || code == 200)) {   /* empty body */
+    if (cs != RT_OK) {
+        *st = cs;
+        return ATTEMPT_FAIL;
+    }
+    if (x->written == 0 && (x->asked_from == 0 || code == 200)) { /* empty body */
         FILE *f = fopen(x->part, "wb");
         if (!f || fclose(f) != 0) {
             *st = RT_ERR(err, RT_EIO, "%s: cannot write", x->part);
@@ -291,8 +305,7 @@ static rt_status finish(xfer *x, rt_download_info *info, rt_error *err)
         }
     }
     if (rename(x->part, o->dest) != 0)
-        return RT_ERR(err, RT_EIO, "cannot rename %s to %s: %s", x->part, o->dest,
-                      strerror(errno));
+        return RT_ERR(err, RT_EIO, "cannot rename %s to %s: %s", x->part, o->dest, strerror(errno));
     /* Make the rename durable: fsync the directory. */
     char dir[PATH_MAX];
     dir_of(o->dest, dir);
@@ -347,15 +360,17 @@ static rt_status lock_dir(const xfer *x, int *fd, int *waited, rt_error *err)
     dir_of(x->o->dest, dir);
     *waited = 0;
     *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (*fd < 0) return RT_OK;   /* the transfer will report a missing directory */
+    if (*fd < 0) return RT_OK; /* the transfer will report a missing directory */
     while (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK && errno != EINTR) break;
         *waited = 1;
         if (x->o->should_stop && x->o->should_stop(x->o->user)) {
             close(*fd);
             *fd = -1;
-            return RT_ERR(err, RT_EINTERRUPTED, "interrupted while waiting for another "
-                          "download into %s", dir);
+            return RT_ERR(err, RT_EINTERRUPTED,
+                          "interrupted while waiting for another "
+                          "download into %s",
+                          dir);
         }
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -386,11 +401,10 @@ rt_status rt_download_file(const rt_download_opts *o, rt_download_info *info, rt
     char got[65];
     /* Someone else just finished it: keep theirs when it checks out. */
     if (waited && file_size(o->dest) > 0 &&
-        (!o->sha256_hex || (rt_sha256_file(o->dest, got, NULL) == RT_OK &&
-                            !strcasecmp(got, o->sha256_hex))))
+        (!o->sha256_hex ||
+         (rt_sha256_file(o->dest, got, NULL) == RT_OK && !strcasecmp(got, o->sha256_hex))))
         info->bytes = file_size(o->dest);
-    else
-        st = download_locked(&x, info, err);
-    if (fd >= 0) close(fd);   /* releases the lock */
+    else st = download_locked(&x, info, err);
+    if (fd >= 0) close(fd); /* releases the lock */
     return st;
 }

@@ -20,31 +20,30 @@
 #include "rt_error.h"
 
 typedef struct rt_download_opts {
-    const char *url;            /* full URL of the file (http, https, file) */
-    const char *dest;           /* final path; the transfer goes to DEST.part */
-    const char *sha256_hex;     /* expected SHA-256, 64 hex digits; NULL = do not verify */
+    const char *url;                  /* full URL of the file (http, https, file) */
+    const char *dest;                 /* final path; the transfer goes to DEST.part */
+    const char *sha256_hex;           /* expected SHA-256, 64 hex digits; NULL = do not verify */
     rt_download_progress_fn progress; /* may be NULL; non-zero return stops */
     void *user;
-    int (*should_stop)(void *user);   /* may be NULL; polled during the transfer */
-    long connect_timeout_s;     /* 0 = 30 s */
-    long stall_timeout_s;       /* abort when under 1 byte/s for this long; 0 = 60 s */
-    int retries;                /* extra attempts after a cut-off or timeout (resuming) */
+    int (*should_stop)(void *user); /* may be NULL; polled during the transfer */
+    long connect_timeout_s;         /* 0 = 30 s */
+    long stall_timeout_s;           /* abort when under 1 byte/s for this long; 0 = 60 s */
+    int retries;                    /* extra attempts after a cut-off or timeout (resuming) */
 } rt_download_opts;
 
 /* What happened, for the user and for tests. */
 typedef struct rt_download_info {
-    long http_status;           /* of the last request; 0 if none completed */
-    uint64_t resumed_from;      /* bytes reused from DEST.part (0 = fresh start) */
-    uint64_t bytes;             /* size of the finished file */
-    int attempts;               /* requests made */
+    long http_status;      /* of the last request; 0 if none completed */
+    uint64_t resumed_from; /* bytes reused from DEST.part (0 = fresh start) */
+    uint64_t bytes;        /* size of the finished file */
+    int attempts;          /* requests made */
 } rt_download_info;
 
 /* Downloads o->url to o->dest as described above. info may be NULL.
  * Errors: RT_EIO (network, HTTP status, disk), RT_EFORMAT (checksum mismatch: the
  * message names the file and both hashes), RT_EINTERRUPTED (should_stop/progress),
  * RT_EINVAL (bad arguments). */
-rt_status rt_download_file(const rt_download_opts *o, rt_download_info *info,
-                           rt_error *err);
+rt_status rt_download_file(const rt_download_opts *o, rt_download_info *info, rt_error *err);
 
 /* SHA-256 of a file as 64 lowercase hex digits + NUL into hex[65]. */
 rt_status rt_sha256_file(const char *path, char hex[65], rt_error *err);

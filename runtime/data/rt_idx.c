@@ -18,17 +18,17 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#define IDX_MAX_DIM 4096              /* an image side larger than this is corruption */
-#define IDX_MAX_BYTES (1ULL << 34)    /* 16 GiB: far beyond any IDX data set */
+#define IDX_MAX_DIM 4096           /* an image side larger than this is corruption */
+#define IDX_MAX_BYTES (1ULL << 34) /* 16 GiB: far beyond any IDX data set */
 #define IDX_FIRST_CHUNK (16u << 20)
-#define IDX_PIECE (4u << 20)          /* read between interrupt checks */
+#define IDX_PIECE (4u << 20) /* read between interrupt checks */
 
 typedef struct idx_file {
     const char *path;
     gzFile gz;
     uint32_t dims[3];
     int ndim;
-    size_t payload;                   /* product of dims */
+    size_t payload; /* product of dims */
 } idx_file;
 
 static const char *type_name(unsigned t)
@@ -55,7 +55,7 @@ static rt_status gz_read(idx_file *f, void *buf, size_t n, size_t *got, rt_error
         if (r < 0) {
             int zerr = 0;
             const char *m = gzerror(f->gz, &zerr);
-            if (zerr == Z_BUF_ERROR)      /* stream ended early: caller reports it */
+            if (zerr == Z_BUF_ERROR) /* stream ended early: caller reports it */
                 return RT_OK;
             return RT_ERR(err, RT_EFORMAT, "%s: corrupt gzip data (%s)", f->path,
                           m ? m : "zlib error");
@@ -72,8 +72,7 @@ static rt_status short_read(const idx_file *f, const char *what, size_t got, siz
     int zerr = 0;
     const char *m = gzerror(f->gz, &zerr);
     return RT_ERR(err, RT_EFORMAT, "%s: truncated: the %s ends after %zu of %zu bytes%s%s%s",
-                  f->path, what, got, n, zerr ? " (" : "", zerr && m ? m : "",
-                  zerr ? ")" : "");
+                  f->path, what, got, n, zerr ? " (" : "", zerr && m ? m : "", zerr ? ")" : "");
 }
 
 static uint32_t be32(const uint8_t *p)
@@ -88,8 +87,8 @@ static rt_status idx_open(idx_file *f, const char *path, int ndim, rt_error *err
     f->path = path;
     f->gz = gzopen(path, "rb");
     if (!f->gz)
-        return RT_ERR(err, errno == ENOENT ? RT_ENOTFOUND : RT_EIO, "%s: cannot open: %s",
-                      path, strerror(errno ? errno : EIO));
+        return RT_ERR(err, errno == ENOENT ? RT_ENOTFOUND : RT_EIO, "%s: cannot open: %s", path,
+                      strerror(errno ? errno : EIO));
     gzbuffer(f->gz, 1u << 18);
     uint8_t hdr[16];
     size_t hlen = 4 + 4 * (size_t)ndim, got;
@@ -98,8 +97,8 @@ static rt_status idx_open(idx_file *f, const char *path, int ndim, rt_error *err
     uint32_t magic = be32(hdr), want = 0x800u | (uint32_t)ndim;
     const char *kind = ndim == 3 ? "an IDX image file" : "an IDX label file";
     if (hdr[0] || hdr[1] || hdr[3] != ndim)
-        return RT_ERR(err, RT_EFORMAT, "%s: bad magic 0x%08x (expected 0x%08x, %s)", path,
-                      magic, want, kind);
+        return RT_ERR(err, RT_EFORMAT, "%s: bad magic 0x%08x (expected 0x%08x, %s)", path, magic,
+                      want, kind);
     if (hdr[2] != 0x08)
         return RT_ERR(err, RT_EFORMAT,
                       "%s: IDX element type 0x%02x (%s) is not supported: Kiln reads "
@@ -111,16 +110,15 @@ static rt_status idx_open(idx_file *f, const char *path, int ndim, rt_error *err
     unsigned long long total = 1;
     for (int i = 0; i < ndim; i++) {
         f->dims[i] = be32(hdr + 4 + 4 * i);
-        if (f->dims[i] == 0)
-            return RT_ERR(err, RT_EFORMAT, "%s: dimension %d is 0", path, i);
+        if (f->dims[i] == 0) return RT_ERR(err, RT_EFORMAT, "%s: dimension %d is 0", path, i);
         if (i > 0 && f->dims[i] > IDX_MAX_DIM)
-            return RT_ERR(err, RT_EFORMAT, "%s: image dimension %u is implausible (max %d)",
-                          path, f->dims[i], IDX_MAX_DIM);
+            return RT_ERR(err, RT_EFORMAT, "%s: image dimension %u is implausible (max %d)", path,
+                          f->dims[i], IDX_MAX_DIM);
         total *= f->dims[i];
     }
     if (f->dims[0] > 0x7fffffffu || total > IDX_MAX_BYTES)
-        return RT_ERR(err, RT_EFORMAT, "%s: header describes %llu bytes of data: implausible",
-                      path, total);
+        return RT_ERR(err, RT_EFORMAT, "%s: header describes %llu bytes of data: implausible", path,
+                      total);
     f->payload = (size_t)total;
     /* A plain file must be exactly header + data long. */
     if (gzdirect(f->gz)) {
@@ -132,8 +130,7 @@ static rt_status idx_open(idx_file *f, const char *path, int ndim, rt_error *err
             return RT_ERR(err, RT_EFORMAT,
                           "%s: file is %lld bytes but its header describes %llu "
                           "(%s); the file is %s",
-                          path, (long long)st.st_size, want_len,
-                          ndim == 3 ? "images" : "labels",
+                          path, (long long)st.st_size, want_len, ndim == 3 ? "images" : "labels",
                           (unsigned long long)st.st_size < want_len ? "truncated"
                                                                     : "longer than that");
     }
@@ -165,15 +162,18 @@ static rt_status idx_read_payload(idx_file *f, const char *what, const rtp_stop 
         rt_status s = gz_read(f, buf + have, want, &got, err);
         if (s == RT_OK && got < want) s = short_read(f, what, have + got, f->payload, err);
         if (s == RT_OK) s = rtp_check_stop(stop, f->path, err);
-        if (s != RT_OK) { free(buf); return s; }
+        if (s != RT_OK) {
+            free(buf);
+            return s;
+        }
         have += got;
     }
     uint8_t extra;
     size_t got;
     rt_status s = gz_read(f, &extra, 1, &got, err);
     if (s == RT_OK && got)
-        s = RT_ERR(err, RT_EFORMAT, "%s: has bytes after the %zu the header describes",
-                   f->path, f->payload);
+        s = RT_ERR(err, RT_EFORMAT, "%s: has bytes after the %zu the header describes", f->path,
+                   f->payload);
     if (s == RT_OK) {
         int zerr = 0;
         const char *m = gzerror(f->gz, &zerr);
@@ -181,7 +181,10 @@ static rt_status idx_read_payload(idx_file *f, const char *what, const rtp_stop 
             s = RT_ERR(err, RT_EFORMAT, "%s: truncated or corrupt gzip stream after the %s (%s)",
                        f->path, what, m ? m : "zlib error");
     }
-    if (s != RT_OK) { free(buf); return s; }
+    if (s != RT_OK) {
+        free(buf);
+        return s;
+    }
     *out = buf;
     return RT_OK;
 }
@@ -216,8 +219,8 @@ rt_status rtp_idx_read_labels(const char *path, rtp_raw_split *s, int num_classe
     idx_file f;
     rt_status st = idx_open(&f, path, 1, err);
     if (st == RT_OK && (int)f.dims[0] != s->n)
-        st = RT_ERR(err, RT_EFORMAT, "%s: has %u labels but %s has %d images", path,
-                    f.dims[0], images_path, s->n);
+        st = RT_ERR(err, RT_EFORMAT, "%s: has %u labels but %s has %d images", path, f.dims[0],
+                    images_path, s->n);
     uint8_t *lb = NULL;
     if (st == RT_OK) st = idx_read_payload(&f, "label data", NULL, &lb, err);
     idx_close(&f);

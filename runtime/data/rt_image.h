@@ -21,8 +21,8 @@
 #define RTP_IMAGE_MAX_PIXELS 89478485ULL
 
 typedef struct rtp_image {
-    int w, h, c;             /* c = 1 (grey) or 3 (RGB) */
-    uint8_t *px;             /* (H, W, C) interleaved, owned (malloc) */
+    int w, h, c; /* c = 1 (grey) or 3 (RGB) */
+    uint8_t *px; /* (H, W, C) interleaved, owned (malloc) */
 } rtp_image;
 
 void rtp_image_deinit(rtp_image *im);
@@ -31,8 +31,8 @@ void rtp_image_deinit(rtp_image *im);
  * file, neither PNG nor JPEG, a truncated or corrupt stream, CMYK/YCCK JPEG, 16-bit
  * PNG, and a header claiming more than max_pixels (before allocating). RT_ENOTFOUND
  * when libturbojpeg cannot be loaded. On error out is left empty. */
-rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what,
-                           uint64_t max_pixels, rtp_image *out, rt_error *err);
+rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels,
+                           rtp_image *out, rt_error *err);
 
 /* Converts im in place to c channels (1 or 3). RT_ENOMEM only. */
 rt_status rtp_image_channels(rtp_image *im, int c, rt_error *err);

@@ -28,18 +28,18 @@ void rtp_image_deinit(rtp_image *im)
     memset(im, 0, sizeof *im);
 }
 
-static rt_status too_big(const char *what, uint64_t w, uint64_t h, uint64_t max,
-                         rt_error *err)
+static rt_status too_big(const char *what, uint64_t w, uint64_t h, uint64_t max, rt_error *err)
 {
-    return RT_ERR(err, RT_EFORMAT, "%s: the header says %llu x %llu pixels, over the limit "
-                  "of %llu (a decompression bomb?); refused before decoding", what,
-                  (unsigned long long)w, (unsigned long long)h, (unsigned long long)max);
+    return RT_ERR(err, RT_EFORMAT,
+                  "%s: the header says %llu x %llu pixels, over the limit "
+                  "of %llu (a decompression bomb?); refused before decoding",
+                  what, (unsigned long long)w, (unsigned long long)h, (unsigned long long)max);
 }
 
 /* ---- JPEG ---- */
 
-static rt_status decode_jpeg(const uint8_t *buf, size_t len, const char *what,
-                             uint64_t max_pixels, rtp_image *out, rt_error *err)
+static rt_status decode_jpeg(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels,
+                             rtp_image *out, rt_error *err)
 {
     const rtp_tj_fns *tj;
     RT_TRY(rtp_turbojpeg_lib(&tj, err));
@@ -56,9 +56,11 @@ static rt_status decode_jpeg(const uint8_t *buf, size_t len, const char *what,
     } else if ((uint64_t)w * (uint64_t)ht > max_pixels) {
         st = too_big(what, (uint64_t)w, (uint64_t)ht, max_pixels, err);
     } else if (cs == TJCS_CMYK || cs == TJCS_YCCK) {
-        st = RT_ERR(err, RT_EFORMAT, "%s: a CMYK JPEG; only greyscale and RGB/YCbCr JPEGs "
+        st = RT_ERR(err, RT_EFORMAT,
+                    "%s: a CMYK JPEG; only greyscale and RGB/YCbCr JPEGs "
                     "are read ---> HINT: convert it to RGB (e.g. convert IN -colorspace sRGB "
-                    "OUT)", what);
+                    "OUT)",
+                    what);
     }
     if (st == RT_OK) {
         int c = cs == TJCS_GRAY ? 1 : 3;
@@ -87,7 +89,7 @@ static rt_status decode_jpeg(const uint8_t *buf, size_t len, const char *what,
 typedef struct png_src {
     const uint8_t *buf;
     size_t len, pos;
-    char msg[160];           /* libpng's error text */
+    char msg[160]; /* libpng's error text */
 } png_src;
 
 static void png_read_mem(png_structp p, png_bytep dst, png_size_t n)
@@ -105,14 +107,18 @@ static void png_on_error(png_structp p, png_const_charp msg)
     png_longjmp(p, 1);
 }
 
-static void png_on_warning(png_structp p, png_const_charp msg) { (void)p; (void)msg; }
+static void png_on_warning(png_structp p, png_const_charp msg)
+{
+    (void)p;
+    (void)msg;
+}
 
-static rt_status decode_png(const uint8_t *buf, size_t len, const char *what,
-                            uint64_t max_pixels, rtp_image *out, rt_error *err)
+static rt_status decode_png(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels,
+                            rtp_image *out, rt_error *err)
 {
     png_src src = {.buf = buf, .len = len};
-    png_structp p = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_on_error,
-                                           png_on_warning);
+    png_structp p =
+        png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_on_error, png_on_warning);
     png_infop info = p ? png_create_info_struct(p) : NULL;
     if (!info) {
         png_destroy_read_struct(p ? &p : NULL, NULL, NULL);
@@ -123,12 +129,11 @@ static rt_status decode_png(const uint8_t *buf, size_t len, const char *what,
     png_bytep *volatile rows = NULL;
     volatile rt_status st = RT_OK;
     if (setjmp(png_jmpbuf(p))) {
-        if (st == RT_OK)
-            st = RT_ERR(err, RT_EFORMAT, "%s: not a valid PNG: %s", what, src.msg);
+        if (st == RT_OK) st = RT_ERR(err, RT_EFORMAT, "%s: not a valid PNG: %s", what, src.msg);
         goto done;
     }
     png_set_read_fn(p, &src, png_read_mem);
-    png_set_user_limits(p, 0x7fffffff, 0x7fffffff);   /* our own limit below, by area */
+    png_set_user_limits(p, 0x7fffffff, 0x7fffffff); /* our own limit below, by area */
     png_read_info(p, info);
     png_uint_32 w = png_get_image_width(p, info), h = png_get_image_height(p, info);
     int depth = png_get_bit_depth(p, info), type = png_get_color_type(p, info);
@@ -137,8 +142,10 @@ static rt_status decode_png(const uint8_t *buf, size_t len, const char *what,
         goto done;
     }
     if (depth == 16) {
-        st = RT_ERR(err, RT_EFORMAT, "%s: a 16-bit PNG; only 8-bit (and lower) PNGs are "
-                    "read ---> HINT: save it with 8 bits per channel", what);
+        st = RT_ERR(err, RT_EFORMAT,
+                    "%s: a 16-bit PNG; only 8-bit (and lower) PNGs are "
+                    "read ---> HINT: save it with 8 bits per channel",
+                    what);
         goto done;
     }
     if (type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(p);
@@ -171,8 +178,8 @@ done:
     return st;
 }
 
-rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what,
-                           uint64_t max_pixels, rtp_image *out, rt_error *err)
+rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels,
+                           rtp_image *out, rt_error *err)
 {
     static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     memset(out, 0, sizeof *out);
@@ -181,7 +188,8 @@ rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what,
         return decode_png(buf, len, what, max_pixels, out, err);
     if (len >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff)
         return decode_jpeg(buf, len, what, max_pixels, out, err);
-    return RT_ERR(err, RT_EFORMAT, "%s: not a PNG or JPEG image (it starts with bytes "
-                  "%02x %02x %02x %02x)", what, buf[0], len > 1 ? buf[1] : 0,
-                  len > 2 ? buf[2] : 0, len > 3 ? buf[3] : 0);
+    return RT_ERR(err, RT_EFORMAT,
+                  "%s: not a PNG or JPEG image (it starts with bytes "
+                  "%02x %02x %02x %02x)",
+                  what, buf[0], len > 1 ? buf[1] : 0, len > 2 ? buf[2] : 0, len > 3 ? buf[3] : 0);
 }

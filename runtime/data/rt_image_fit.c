@@ -43,12 +43,15 @@ rt_status rtp_image_channels(rtp_image *im, int c, rt_error *err)
 static int coeffs(int in, int out, int **bounds, int **kk)
 {
     double scale = (double)in / out, filterscale = scale < 1.0 ? 1.0 : scale;
-    double support = 1.0 * filterscale;          /* bilinear support is 1 */
+    double support = 1.0 * filterscale; /* bilinear support is 1 */
     int ksize = (int)ceil(support) * 2 + 1;
     double *k = malloc((size_t)ksize * sizeof *k);
     *bounds = malloc((size_t)out * 2 * sizeof **bounds);
     *kk = malloc((size_t)out * (size_t)ksize * sizeof **kk);
-    if (!k || !*bounds || !*kk) { free(k); return 0; }
+    if (!k || !*bounds || !*kk) {
+        free(k);
+        return 0;
+    }
     for (int xx = 0; xx < out; xx++) {
         double center = (xx + 0.5) * scale, ww = 0.0, ss = 1.0 / filterscale;
         int xmin = (int)(center - support + 0.5), xmax = (int)(center + support + 0.5);
@@ -80,8 +83,8 @@ static inline uint8_t clip8(int v)
 }
 
 /* Resizes src (sw x sh x c, HWC) to dst (dw x dh x c, HWC). */
-static rt_status resample(const uint8_t *src, int sw, int sh, int c, uint8_t *dst, int dw,
-                          int dh, rt_error *err)
+static rt_status resample(const uint8_t *src, int sw, int sh, int c, uint8_t *dst, int dw, int dh,
+                          rt_error *err)
 {
     int *hb = NULL, *hk = NULL, *vb = NULL, *vk = NULL;
     uint8_t *tmp = NULL;
@@ -93,7 +96,7 @@ static rt_status resample(const uint8_t *src, int sw, int sh, int c, uint8_t *ds
         st = RT_ERR(err, RT_ENOMEM, "out of memory resizing an image");
         goto done;
     }
-    for (int y = y0; y < y1; y++) {             /* horizontal: rows y0..y1 only */
+    for (int y = y0; y < y1; y++) { /* horizontal: rows y0..y1 only */
         const uint8_t *row = src + (size_t)y * (size_t)sw * (size_t)c;
         uint8_t *o = tmp + (size_t)(y - y0) * (size_t)dw * (size_t)c;
         for (int xx = 0; xx < dw; xx++) {
@@ -107,7 +110,7 @@ static rt_status resample(const uint8_t *src, int sw, int sh, int c, uint8_t *ds
         }
     }
     size_t stride = (size_t)dw * (size_t)c;
-    for (int yy = 0; yy < dh; yy++) {           /* vertical */
+    for (int yy = 0; yy < dh; yy++) { /* vertical */
         int ymin = vb[2 * yy] - y0, yn = vb[2 * yy + 1];
         const int *k = vk + (size_t)yy * (size_t)vks;
         uint8_t *o = dst + (size_t)yy * stride;
@@ -145,13 +148,17 @@ rt_status rtp_image_fit(const rtp_image *im, int h, int w, uint8_t *out, rt_erro
         resized = malloc((size_t)rw * (size_t)rh * (size_t)im->c);
         if (!resized) return RT_ERR(err, RT_ENOMEM, "out of memory resizing an image");
         rt_status st = resample(im->px, im->w, im->h, im->c, resized, rw, rh, err);
-        if (st != RT_OK) { free(resized); return st; }
+        if (st != RT_OK) {
+            free(resized);
+            return st;
+        }
         src = resized;
     }
     int top = (rh - h) / 2, left = (rw - w) / 2, c = im->c;
     for (int ch = 0; ch < c; ch++)
         for (int y = 0; y < h; y++) {
-            const uint8_t *s = src + ((size_t)(y + top) * (size_t)rw + (size_t)left) * (size_t)c + ch;
+            const uint8_t *s =
+                src + ((size_t)(y + top) * (size_t)rw + (size_t)left) * (size_t)c + ch;
             uint8_t *d = out + ((size_t)ch * (size_t)h + (size_t)y) * (size_t)w;
             for (int x = 0; x < w; x++) d[x] = s[(size_t)x * (size_t)c];
         }

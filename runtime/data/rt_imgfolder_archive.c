@@ -36,8 +36,7 @@ static int wanted(const char *name)
 {
     const char *dot = strrchr(name, '.'), *slash = strrchr(name, '/');
     if (!dot || (slash && dot < slash)) return 0;
-    if (strcasecmp(dot, ".png") && strcasecmp(dot, ".jpg") && strcasecmp(dot, ".jpeg"))
-        return 0;
+    if (strcasecmp(dot, ".png") && strcasecmp(dot, ".jpg") && strcasecmp(dot, ".jpeg")) return 0;
     for (const char *p = name; p; p = strchr(p, '/')) {
         if (*p == '/') p++;
         if (*p == '.' || !strncmp(p, "__MACOSX", 8)) return 0;
@@ -47,7 +46,10 @@ static int wanted(const char *name)
 
 static void free_members(member *m, int n)
 {
-    for (int i = 0; i < n; i++) { free(m[i].name); free(m[i].data); }
+    for (int i = 0; i < n; i++) {
+        free(m[i].name);
+        free(m[i].data);
+    }
     free(m);
 }
 
@@ -66,8 +68,7 @@ static rt_status read_members(const char *path, member **out, int *count, rt_err
     int n = 0, cap = 0;
     rt_status st = RT_OK;
     if (ar->read_open_filename(a, path, 1 << 16) != ARCHIVE_OK)
-        st = RT_ERR(err, RT_EFORMAT, "%s: cannot read the archive: %s", path,
-                    ar->error_string(a));
+        st = RT_ERR(err, RT_EFORMAT, "%s: cannot read the archive: %s", path, ar->error_string(a));
     while (st == RT_OK) {
         struct archive_entry *e;
         int r = ar->read_next_header(a, &e);
@@ -83,13 +84,19 @@ static rt_status read_members(const char *path, member **out, int *count, rt_err
         if (n == cap) {
             cap = cap ? 2 * cap : 256;
             member *nm = realloc(m, (size_t)cap * sizeof *nm);
-            if (!nm) { st = RT_ERR(err, RT_ENOMEM, "out of memory reading %s", path); break; }
+            if (!nm) {
+                st = RT_ERR(err, RT_ENOMEM, "out of memory reading %s", path);
+                break;
+            }
             m = nm;
         }
         member *cur = &m[n];
         *cur = (member){strdup(name), NULL, 0};
         size_t have = 0;
-        if (!cur->name) { st = RT_ERR(err, RT_ENOMEM, "out of memory reading %s", path); break; }
+        if (!cur->name) {
+            st = RT_ERR(err, RT_ENOMEM, "out of memory reading %s", path);
+            break;
+        }
         n++;
         for (;;) {
             if (cur->len == have) {
@@ -97,8 +104,10 @@ static rt_status read_members(const char *path, member **out, int *count, rt_err
                 uint8_t *d = have >= RTP_MEMBER_MAX ? NULL : realloc(cur->data, want);
                 if (!d) {
                     st = have >= RTP_MEMBER_MAX
-                             ? RT_ERR(err, RT_EFORMAT, "%s:%s: a member over %u MiB, too big "
-                                      "for an image", path, name, RTP_MEMBER_MAX >> 20)
+                             ? RT_ERR(err, RT_EFORMAT,
+                                      "%s:%s: a member over %u MiB, too big "
+                                      "for an image",
+                                      path, name, RTP_MEMBER_MAX >> 20)
                              : RT_ERR(err, RT_ENOMEM, "out of memory reading %s:%s", path, name);
                     break;
                 }
@@ -116,7 +125,10 @@ static rt_status read_members(const char *path, member **out, int *count, rt_err
         }
     }
     ar->read_free(a);
-    if (st != RT_OK) { free_members(m, n); return st; }
+    if (st != RT_OK) {
+        free_members(m, n);
+        return st;
+    }
     if (n) qsort(m, (size_t)n, sizeof *m, cmp_member);
     *out = m;
     *count = n;
@@ -157,19 +169,18 @@ rt_status rtp_img_scan_archive(const char *path, rtp_img_list *l, rt_error *err)
     member *m = NULL;
     int n = 0;
     RT_TRY(read_members(path, &m, &n, err));
-    if (n == 0)     /* RT_ENOTFOUND: the caller may then try it as CIFAR-10 batches */
-        return RT_ERR(err, RT_ENOTFOUND, "%s: no .png, .jpg or .jpeg files in the archive",
-                      path);
+    if (n == 0) /* RT_ENOTFOUND: the caller may then try it as CIFAR-10 batches */
+        return RT_ERR(err, RT_ENOTFOUND, "%s: no .png, .jpg or .jpeg files in the archive", path);
     struct stat sb;
     uint64_t meta[2] = {0, 0};
     if (stat(path, &sb) == 0) meta[0] = (uint64_t)sb.st_size, meta[1] = (uint64_t)sb.st_mtime;
     l->key = rtp_fnv1a64(l->key, (const uint8_t *)path, strlen(path) + 1);
     l->key = rtp_fnv1a64(l->key, (const uint8_t *)meta, sizeof meta);
-    size_t strip = n ? first_dir(m[0].name) : 0;   /* a shared top folder ... */
+    size_t strip = n ? first_dir(m[0].name) : 0; /* a shared top folder ... */
     for (int i = 0; i < n && strip; i++)
         if (strncmp(m[i].name, m[0].name, strip + 1) || !first_dir(m[i].name + strip + 1))
             strip = 0;
-    if (strip && split_of(m[0].name, strip) >= 0) strip = 0;   /* ... that is not train/ */
+    if (strip && split_of(m[0].name, strip) >= 0) strip = 0; /* ... that is not train/ */
     if (strip) strip++;
     int split_layout = 0;
     for (int i = 0; i < n; i++)
@@ -180,30 +191,32 @@ rt_status rtp_img_scan_archive(const char *path, rtp_img_list *l, rt_error *err)
     /* pass 0: the classes (train/ only in the split layout), then sorted by name;
      * pass 1: the members, labelled */
     for (int pass = 0; pass < 2 && st == RT_OK; pass++) {
-        if (pass == 1)
-            qsort(l->names, (size_t)l->num_classes, sizeof l->names[0],
-                  cmp_name);
+        if (pass == 1) qsort(l->names, (size_t)l->num_classes, sizeof l->names[0], cmp_name);
         for (int i = 0; i < n && st == RT_OK; i++) {
             const char *rel = m[i].name + strip;
             int split = RTP_SPLIT_TRAIN;
             if (split_layout) {
                 size_t d = first_dir(rel);
                 split = split_of(rel, d);
-                if (split < 0) continue;                /* not in a split folder */
+                if (split < 0) continue; /* not in a split folder */
                 rel += d + 1;
             }
             size_t cl = first_dir(rel);
-            if (!cl) continue;                          /* a file beside the class folders */
+            if (!cl) continue; /* a file beside the class folders */
             int c = class_of(l, rel, cl, pass == 0 && split == RTP_SPLIT_TRAIN);
             if (pass == 0) {
                 if (c < 0 && split == RTP_SPLIT_TRAIN)
-                    st = RT_ERR(err, RT_EFORMAT, "%s: more than %d classes, or a class name "
-                                "over 31 bytes (%s)", path, RT_MAX_CLASSES, m[i].name);
+                    st = RT_ERR(err, RT_EFORMAT,
+                                "%s: more than %d classes, or a class name "
+                                "over 31 bytes (%s)",
+                                path, RT_MAX_CLASSES, m[i].name);
                 continue;
             }
             if (c < 0) {
-                st = RT_ERR(err, RT_EFORMAT, "%s:%s: class '%.*s' is not among the training "
-                            "classes", path, m[i].name, (int)cl, rel);
+                st = RT_ERR(err, RT_EFORMAT,
+                            "%s:%s: class '%.*s' is not among the training "
+                            "classes",
+                            path, m[i].name, (int)cl, rel);
                 break;
             }
             char shown[PATH_MAX];
@@ -217,10 +230,13 @@ rt_status rtp_img_scan_archive(const char *path, rtp_img_list *l, rt_error *err)
     }
     free_members(m, n);
     if (st == RT_OK && l->num_classes < 2)
-        st = l->num_classes == 0
-                 ? RT_ERR(err, RT_EFORMAT, "%s: no class folders with images in the archive "
-                          "---> HINT: pack a folder laid out as <class>/*.png", path)
-                 : RT_ERR(err, RT_EFORMAT, "%s: only one class ('%s'); a classifier needs at "
-                          "least two class folders", path, l->names[0]);
+        st = l->num_classes == 0 ? RT_ERR(err, RT_EFORMAT,
+                                          "%s: no class folders with images in the archive "
+                                          "---> HINT: pack a folder laid out as <class>/*.png",
+                                          path)
+                                 : RT_ERR(err, RT_EFORMAT,
+                                          "%s: only one class ('%s'); a classifier needs at "
+                                          "least two class folders",
+                                          path, l->names[0]);
     return st;
 }

@@ -62,8 +62,8 @@ int rtp_img_cache_read(const char *path, uint64_t key, rtp_img_cached *out)
     header h;
     memcpy(&h, map, sizeof h);
     size_t want = sizeof h;
-    int ok = !memcmp(h.magic, MAGIC, 8) && h.key == key && h.c >= 1 && h.c <= 4 &&
-             h.h >= 1 && h.w >= 1 && h.h <= 4096 && h.w <= 4096;
+    int ok = !memcmp(h.magic, MAGIC, 8) && h.key == key && h.c >= 1 && h.c <= 4 && h.h >= 1 &&
+             h.w >= 1 && h.h <= 4096 && h.w <= 4096;
     for (int s = 0; ok && s < 3; s++) want += split_bytes(&h, s);
     ok = ok && want == (size_t)sb.st_size;
     const uint8_t *p = (const uint8_t *)map + sizeof h;
@@ -73,7 +73,10 @@ int rtp_img_cache_read(const char *path, uint64_t key, rtp_img_cached *out)
         *r = (rtp_raw_split){.n = (int)n, .c = (int)h.c, .h = (int)h.h, .w = (int)h.w};
         r->pixels = malloc(n * img + 1);
         r->labels = malloc(n + 1);
-        if (!r->pixels || !r->labels) { ok = 0; break; }
+        if (!r->pixels || !r->labels) {
+            ok = 0;
+            break;
+        }
         memcpy(r->pixels, p, n * img);
         memcpy(r->labels, p + n * img, n);
         p += n * (img + 1);
@@ -106,11 +109,14 @@ rt_status rtp_img_cache_write(const char *path, uint64_t key, const rtp_img_cach
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return RT_ERR(err, RT_EIO, "%s: cannot write the image cache: %s", tmp,
-                              strerror(errno));
+    if (fd < 0)
+        return RT_ERR(err, RT_EIO, "%s: cannot write the image cache: %s", tmp, strerror(errno));
     const rtp_raw_split *t = &c->split[0];
-    header h = {.key = key, .skipped = (uint32_t)c->skipped, .c = (uint32_t)t->c,
-                .h = (uint32_t)t->h, .w = (uint32_t)t->w};
+    header h = {.key = key,
+                .skipped = (uint32_t)c->skipped,
+                .c = (uint32_t)t->c,
+                .h = (uint32_t)t->h,
+                .w = (uint32_t)t->w};
     memcpy(h.magic, MAGIC, 8);
     for (int s = 0; s < 3; s++) h.n[s] = (uint32_t)c->split[s].n;
     int bad = write_all(fd, &h, sizeof h);
@@ -118,8 +124,8 @@ rt_status rtp_img_cache_write(const char *path, uint64_t key, const rtp_img_cach
         const rtp_raw_split *r = &c->split[s];
         size_t img = (size_t)r->c * (size_t)r->h * (size_t)r->w;
         if (r->n == 0) continue;
-        bad = write_all(fd, r->pixels, img * (size_t)r->n) ||
-              write_all(fd, r->labels, (size_t)r->n);
+        bad =
+            write_all(fd, r->pixels, img * (size_t)r->n) || write_all(fd, r->labels, (size_t)r->n);
     }
     if (!bad) bad = fsync(fd);
     int saved = errno;

@@ -14,11 +14,11 @@
 enum { RTP_SPLIT_TRAIN = 0, RTP_SPLIT_VAL = 1, RTP_SPLIT_TEST = 2 };
 
 typedef struct rtp_img_entry {
-    char *path;              /* the file (or "ARCHIVE:member"), owned; named in errors */
-    uint8_t *mem;            /* the file's bytes when it came from an archive, owned */
+    char *path;   /* the file (or "ARCHIVE:member"), owned; named in errors */
+    uint8_t *mem; /* the file's bytes when it came from an archive, owned */
     size_t mem_len;
-    int label;               /* index into the list's class names */
-    int split;               /* RTP_SPLIT_* */
+    int label; /* index into the list's class names */
+    int split; /* RTP_SPLIT_* */
 } rtp_img_entry;
 
 typedef struct rtp_img_list {
@@ -26,8 +26,8 @@ typedef struct rtp_img_list {
     int n, cap;
     int num_classes;
     char names[RT_MAX_CLASSES][32];
-    const char *layout;      /* "folder", "split folders", "csv" (static) */
-    uint64_t key;            /* FNV-1a 64 of every entry's name, size, mtime, class, split */
+    const char *layout; /* "folder", "split folders", "csv" (static) */
+    uint64_t key;       /* FNV-1a 64 of every entry's name, size, mtime, class, split */
 } rtp_img_list;
 
 /* Finds the layout of path (a directory, a .csv file, or a .zip/.tar/.tar.gz/.tgz of a
@@ -46,13 +46,13 @@ rt_status rtp_img_scan_archive(const char *path, rtp_img_list *out, rt_error *er
 
 /* Loads the image folder o->name (scan, cache or decode, --val, normalisation) into
  * out; split names are base/train ... On error nothing is left allocated. */
-rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_dataset_opts *o,
-                             const char *base, rt_error *err);
+rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_dataset_opts *o, const char *base,
+                             rt_error *err);
 
 /* ---- cache (rt_imgfolder_cache.c) ---- */
 typedef struct rtp_img_cached {
-    rtp_raw_split split[3];  /* train, val (from val/ folders), test: bytes + labels */
-    int skipped;             /* bad files skipped (--skip-bad) when it was written */
+    rtp_raw_split split[3]; /* train, val (from val/ folders), test: bytes + labels */
+    int skipped;            /* bad files skipped (--skip-bad) when it was written */
 } rtp_img_cached;
 
 /* The cache file for key: $XDG_CACHE_HOME/kiln/images/<key>.kimg (or KILN_IMAGE_CACHE

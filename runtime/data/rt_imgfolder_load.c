@@ -37,14 +37,21 @@ static rt_status read_file(const char *path, uint8_t **buf, size_t *len, rt_erro
         n += fread(b + n, 1, cap - n, f);
         if (n < cap) break;
         uint8_t *nb = cap < (1u << 30) ? realloc(b, cap * 2) : NULL;
-        if (!nb) { free(b); b = NULL; break; }
+        if (!nb) {
+            free(b);
+            b = NULL;
+            break;
+        }
         b = nb;
         cap *= 2;
     }
     int bad = ferror(f);
     fclose(f);
     if (!b) return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading it (or over 1 GiB)", path);
-    if (bad) { free(b); return RT_ERR(err, RT_EIO, "%s: read error", path); }
+    if (bad) {
+        free(b);
+        return RT_ERR(err, RT_EIO, "%s: read error", path);
+    }
     *buf = b;
     *len = n;
     return RT_OK;
@@ -66,8 +73,7 @@ static rt_status decode_one(const rtp_img_entry *e, int c, int h, int w, uint8_t
     return st;
 }
 
-rt_status rt_image_file_read(const char *path, int c, int h, int w, uint8_t *out,
-                             rt_error *err)
+rt_status rt_image_file_read(const char *path, int c, int h, int w, uint8_t *out, rt_error *err)
 {
     if ((c != 1 && c != 3) || h < 1 || w < 1 || h > 4096 || w > 4096)
         return RT_ERR(err, RT_EINVAL, "%s: cannot read an image as %dx%dx%d", path, c, h, w);
@@ -86,27 +92,27 @@ static rt_status first_channels(const rtp_img_list *l, int *c)
         rtp_image im;
         rt_status st = rtp_image_decode(buf, len, l->v[i].path, RTP_IMAGE_MAX_PIXELS, &im, NULL);
         if (buf != l->v[i].mem) free(buf);
-        if (st != RT_OK) continue;          /* the decode loop names it */
+        if (st != RT_OK) continue; /* the decode loop names it */
         *c = im.c;
         rtp_image_deinit(&im);
         return RT_OK;
     }
-    *c = 3;                                 /* none decodes: the loop will say why */
+    *c = 3; /* none decodes: the loop will say why */
     return RT_OK;
 }
 
 typedef struct decode_job {
     const rtp_img_list *l;
     int c, h, w, skip_bad;
-    uint8_t *pixels;         /* (N, C, H, W) for every listed file */
-    uint8_t *bad;            /* (N) 1 = skipped */
+    uint8_t *pixels; /* (N, C, H, W) for every listed file */
+    uint8_t *bad;    /* (N) 1 = skipped */
     rtp_stop stop;
 } decode_job;
 
 static rt_status decode_all(decode_job *j, rt_dataset_image_stats *stats, rt_error *err)
 {
     size_t img = (size_t)j->c * (size_t)j->h * (size_t)j->w;
-    int n = j->l->n, first = n;              /* first failing index */
+    int n = j->l->n, first = n; /* first failing index */
     rt_error first_err = {0};
     atomic_int stop = 0;
 #pragma omp parallel for schedule(dynamic, 4)
@@ -123,9 +129,11 @@ static rt_status decode_all(decode_job *j, rt_dataset_image_stats *stats, rt_err
             continue;
         j->bad[i] = 1;
 #pragma omp critical(rtp_imgfolder_first)
-        if (i < first) { first = i; first_err = e; }
-        if (!j->skip_bad || e.code == RT_ENOMEM || e.code == RT_ENOTFOUND)
-            atomic_store(&stop, 1);
+        if (i < first) {
+            first = i;
+            first_err = e;
+        }
+        if (!j->skip_bad || e.code == RT_ENOMEM || e.code == RT_ENOTFOUND) atomic_store(&stop, 1);
     }
     stats->decoded = n;
     if (atomic_load(&stop) && first == n)
@@ -189,7 +197,7 @@ static rt_status move_val_to_end(rtp_raw_split *t, int nval, uint64_t seed, rt_e
         st = RT_ERR(err, RT_ENOMEM, "out of memory choosing %d validation images", nval);
         goto done;
     }
-    uint64_t s = seed ^ 0x6b696c6e2d76616cULL;   /* "kiln-val" */
+    uint64_t s = seed ^ 0x6b696c6e2d76616cULL; /* "kiln-val" */
     for (int i = 0; i < n; i++) perm[i] = i;
     for (int i = n - 1; i > 0; i--) {
         int k = (int)(splitmix64(&s) % (uint64_t)(i + 1)), x = perm[i];
@@ -236,9 +244,8 @@ static rt_status append(rtp_raw_split *dst, rtp_raw_split *src, rt_error *err)
     return RT_OK;
 }
 
-static rt_status decode_or_cache(const rtp_img_list *l, const rt_dataset_opts *o, int h,
-                                 int w, rtp_img_cached *c, rt_dataset_image_stats *stats,
-                                 rt_error *err)
+static rt_status decode_or_cache(const rtp_img_list *l, const rt_dataset_opts *o, int h, int w,
+                                 rtp_img_cached *c, rt_dataset_image_stats *stats, rt_error *err)
 {
     int ch = o->channels;
     uint64_t opt[4] = {(uint64_t)h, (uint64_t)w, (uint64_t)ch, (uint64_t)(o->skip_bad != 0)};
@@ -252,33 +259,41 @@ static rt_status decode_or_cache(const rtp_img_list *l, const rt_dataset_opts *o
     }
     if (ch == 0) RT_TRY(first_channels(l, &ch));
     size_t img = (size_t)ch * (size_t)h * (size_t)w;
-    decode_job j = {.l = l, .c = ch, .h = h, .w = w, .skip_bad = o->skip_bad,
-                    .pixels = malloc((size_t)l->n * img + 1), .bad = calloc((size_t)l->n + 1, 1),
+    decode_job j = {.l = l,
+                    .c = ch,
+                    .h = h,
+                    .w = w,
+                    .skip_bad = o->skip_bad,
+                    .pixels = malloc((size_t)l->n * img + 1),
+                    .bad = calloc((size_t)l->n + 1, 1),
                     .stop = {o->should_stop, o->user}};
     rt_status st = j.pixels && j.bad ? RT_OK
-                                     : RT_ERR(err, RT_ENOMEM, "out of memory for %d images of "
-                                              "%zu bytes", l->n, img);
+                                     : RT_ERR(err, RT_ENOMEM,
+                                              "out of memory for %d images of "
+                                              "%zu bytes",
+                                              l->n, img);
     if (st == RT_OK) st = decode_all(&j, stats, err);
     for (int s = 0; s < 3 && st == RT_OK; s++) st = gather(&j, s, &c->split[s], err);
     free(j.pixels);
     free(j.bad);
     if (st == RT_OK && c->split[0].n < 2)
-        st = RT_ERR(err, RT_EFORMAT, "only %d good training image(s) left after skipping %d "
-                    "bad files (the first: %s)", c->split[0].n, stats->skipped, stats->first_bad);
+        st = RT_ERR(err, RT_EFORMAT,
+                    "only %d good training image(s) left after skipping %d "
+                    "bad files (the first: %s)",
+                    c->split[0].n, stats->skipped, stats->first_bad);
     if (st != RT_OK) {
         for (int s = 0; s < 3; s++) rtp_raw_split_deinit(&c->split[s]);
         return st;
     }
     c->skipped = stats->skipped;
     rt_error we = {0};
-    if (!have_path || rtp_img_cache_write(path, key, c, &we) != RT_OK)   /* not fatal */
-        fprintf(stderr, "kiln: image cache not written: %s\n",
-                have_path ? we.msg : cache_err.msg);
+    if (!have_path || rtp_img_cache_write(path, key, c, &we) != RT_OK) /* not fatal */
+        fprintf(stderr, "kiln: image cache not written: %s\n", have_path ? we.msg : cache_err.msg);
     return RT_OK;
 }
 
-rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_dataset_opts *o,
-                             const char *base, rt_error *err)
+rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_dataset_opts *o, const char *base,
+                             rt_error *err)
 {
     int h = o->image_h > 0 ? o->image_h : DEFAULT_SIDE, w = o->image_w > 0 ? o->image_w : h;
     if (h > 4096 || w > 4096)
@@ -293,26 +308,28 @@ rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_dataset_opts *o,
     rtp_img_cached c = {0};
     rt_status st = decode_or_cache(&l, o, h, w, &c, &stats, err);
     int nval = 0;
-    if (st == RT_OK && c.split[1].n > 0) {         /* val/ folders */
+    if (st == RT_OK && c.split[1].n > 0) { /* val/ folders */
         if (o->val > 0 || o->val_fraction > 0)
-            st = RT_ERR(err, RT_EINVAL, "%s has its own validation folder (%d images); "
-                        "--val would split train again ---> HINT: drop --val", o->name,
-                        c.split[1].n);
+            st = RT_ERR(err, RT_EINVAL,
+                        "%s has its own validation folder (%d images); "
+                        "--val would split train again ---> HINT: drop --val",
+                        o->name, c.split[1].n);
         nval = c.split[1].n;
         if (st == RT_OK) st = append(&c.split[0], &c.split[1], err);
     } else if (st == RT_OK && (o->val > 0 || o->val_fraction > 0)) {
         nval = o->val_fraction > 0 ? (int)lround(o->val_fraction * c.split[0].n) : o->val;
         if (nval < 1 || nval >= c.split[0].n)
-            st = RT_ERR(err, RT_EINVAL, "--val: %d of %d training images would go to "
-                        "validation; leave at least one on each side", nval, c.split[0].n);
-        else
-            st = move_val_to_end(&c.split[0], nval, o->seed, err);
+            st = RT_ERR(err, RT_EINVAL,
+                        "--val: %d of %d training images would go to "
+                        "validation; leave at least one on each side",
+                        nval, c.split[0].n);
+        else st = move_val_to_end(&c.split[0], nval, o->seed, err);
     }
     const char *names[RT_MAX_CLASSES];
     for (int k = 0; k < l.num_classes; k++) names[k] = l.names[k];
     if (st == RT_OK) {
-        rtp_prep p = {.base = base, .val = nval, .num_classes = l.num_classes,
-                      .class_names = names};
+        rtp_prep p = {
+            .base = base, .val = nval, .num_classes = l.num_classes, .class_names = names};
         st = rtp_dataset_prepare(out, &c.split[0], &c.split[2], &p, err);
     }
     for (int s = 0; s < 3; s++) rtp_raw_split_deinit(&c.split[s]);

@@ -36,12 +36,18 @@ rt_status rtp_img_list_add(rtp_img_list *l, const char *path, uint8_t *mem, size
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 256;
         rtp_img_entry *v = realloc(l->v, (size_t)cap * sizeof *v);
-        if (!v) { free(mem); return RT_ERR(err, RT_ENOMEM, "out of memory listing images"); }
+        if (!v) {
+            free(mem);
+            return RT_ERR(err, RT_ENOMEM, "out of memory listing images");
+        }
         l->v = v;
         l->cap = cap;
     }
     char *p = strdup(path);
-    if (!p) { free(mem); return RT_ERR(err, RT_ENOMEM, "out of memory listing images"); }
+    if (!p) {
+        free(mem);
+        return RT_ERR(err, RT_ENOMEM, "out of memory listing images");
+    }
     l->v[l->n++] = (rtp_img_entry){p, mem, mem_len, label, split};
     return RT_OK;
 }
@@ -49,8 +55,8 @@ rt_status rtp_img_list_add(rtp_img_list *l, const char *path, uint8_t *mem, size
 static int has_image_ext(const char *name)
 {
     const char *dot = strrchr(name, '.');
-    return dot && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".jpg") ||
-                   !strcasecmp(dot, ".jpeg"));
+    return dot &&
+           (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg"));
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -91,8 +97,8 @@ static void free_names(char **v, int n)
 }
 
 /* Adds every image under dir (any depth, name order) with label/split; *added counts. */
-static rt_status walk(rtp_img_list *l, const char *dir, int label, int split, int depth,
-                      int *added, rt_error *err)
+static rt_status walk(rtp_img_list *l, const char *dir, int label, int split, int depth, int *added,
+                      rt_error *err)
 {
     int n;
     char **names = list_dir(dir, &n);
@@ -105,7 +111,7 @@ static rt_status walk(rtp_img_list *l, const char *dir, int label, int split, in
             break;
         }
         struct stat sb;
-        if (stat(path, &sb) != 0) continue;          /* a dangling link: not an image */
+        if (stat(path, &sb) != 0) continue; /* a dangling link: not an image */
         if (S_ISDIR(sb.st_mode)) {
             if (depth < 16) st = walk(l, path, label, split, depth + 1, added, err);
         } else if (S_ISREG(sb.st_mode) && has_image_ext(names[i])) {
@@ -149,23 +155,26 @@ static rt_status scan_classes(rtp_img_list *l, const char *dir, int split, int d
         int label = find_class(l, names[i]);
         if (define) {
             if (l->num_classes == RT_MAX_CLASSES)
-                st = RT_ERR(err, RT_EFORMAT, "%s: more than %d class folders", dir,
-                            RT_MAX_CLASSES);
+                st = RT_ERR(err, RT_EFORMAT, "%s: more than %d class folders", dir, RT_MAX_CLASSES);
             else if (strlen(names[i]) >= sizeof l->names[0])
                 st = RT_ERR(err, RT_EFORMAT, "%s: class name longer than %zu bytes", path,
                             sizeof l->names[0] - 1);
             else
-                label = l->num_classes++, rtp_copy_str(l->names[label], sizeof l->names[0],
-                                                       names[i]);
+                label = l->num_classes++,
+                rtp_copy_str(l->names[label], sizeof l->names[0], names[i]);
         } else if (label < 0) {
-            st = RT_ERR(err, RT_EFORMAT, "%s: class '%s' is not among the training classes "
-                        "(folders of %s/train)", path, names[i], dir);
+            st = RT_ERR(err, RT_EFORMAT,
+                        "%s: class '%s' is not among the training classes "
+                        "(folders of %s/train)",
+                        path, names[i], dir);
         }
         int added = 0;
         if (st == RT_OK) st = walk(l, path, label, split, 0, &added, err);
         if (st == RT_OK && added == 0)
-            st = RT_ERR(err, RT_EFORMAT, "%s: an empty class folder (no .png, .jpg or .jpeg "
-                        "files) ---> HINT: remove it or add images", path);
+            st = RT_ERR(err, RT_EFORMAT,
+                        "%s: an empty class folder (no .png, .jpg or .jpeg "
+                        "files) ---> HINT: remove it or add images",
+                        path);
     }
     free_names(names, n < 0 ? 0 : n);
     return st;
@@ -173,15 +182,19 @@ static rt_status scan_classes(rtp_img_list *l, const char *dir, int split, int d
 
 static rt_status check_classes(const rtp_img_list *l, const char *path, rt_error *err)
 {
-    if (l->num_classes == 0)   /* RT_ENOTFOUND: no data set of any kind is here */
-        return RT_ERR(err, RT_ENOTFOUND, "%s: no data set here: expected class folders "
+    if (l->num_classes == 0) /* RT_ENOTFOUND: no data set of any kind is here */
+        return RT_ERR(err, RT_ENOTFOUND,
+                      "%s: no data set here: expected class folders "
                       "(%s/<class>/*.png|jpg, or train/<class>/... and val/, test/), IDX files "
                       "(train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "
                       "t10k-images-idx3-ubyte[.gz], t10k-labels-idx1-ubyte[.gz]) or CIFAR-10 "
-                      "batches (data_batch_1..5.bin, test_batch.bin)", path, path);
+                      "batches (data_batch_1..5.bin, test_batch.bin)",
+                      path, path);
     if (l->num_classes == 1)
-        return RT_ERR(err, RT_EFORMAT, "%s: only one class ('%s'); a classifier needs at "
-                      "least two class folders", path, l->names[0]);
+        return RT_ERR(err, RT_EFORMAT,
+                      "%s: only one class ('%s'); a classifier needs at "
+                      "least two class folders",
+                      path, l->names[0]);
     return RT_OK;
 }
 
@@ -208,7 +221,7 @@ static rt_status scan_dir(const char *path, rtp_img_list *l, rt_error *err)
 
 static int cmp_label(const void *a, const void *b, void *names)
 {
-    char (*nm)[32] = names;
+    char(*nm)[32] = names;
     return strcmp(nm[*(const int *)a], nm[*(const int *)b]);
 }
 
@@ -220,27 +233,30 @@ static rt_status scan_csv(const char *path, rtp_img_list *l, rt_error *err)
     char dir[PATH_MAX], line[PATH_MAX + 64], file[PATH_MAX];
     rtp_copy_str(dir, sizeof dir, path);
     char *slash = strrchr(dir, '/');
-    if (slash) *slash = '\0'; else rtp_copy_str(dir, sizeof dir, ".");
+    if (slash) *slash = '\0';
+    else rtp_copy_str(dir, sizeof dir, ".");
     rt_status st = RT_OK;
     for (int ln = 1; st == RT_OK && fgets(line, sizeof line, f); ln++) {
         line[strcspn(line, "\r\n")] = '\0';
         char *comma = strrchr(line, ',');
         if (!line[0]) continue;
         if (!comma || comma == line || !comma[1]) {
-            st = RT_ERR(err, RT_EFORMAT, "%s line %d: expected path,label, got '%.80s'",
-                        path, ln, line);
+            st = RT_ERR(err, RT_EFORMAT, "%s line %d: expected path,label, got '%.80s'", path, ln,
+                        line);
             break;
         }
         *comma = '\0';
         const char *label = comma + 1;
         if (ln == 1 && (!strcasecmp(line, "path") || !strcasecmp(line, "file") ||
                         !strcasecmp(line, "filename") || !strcasecmp(line, "image")))
-            continue;                                 /* a header */
+            continue; /* a header */
         int c = find_class(l, label);
         if (c < 0) {
             if (l->num_classes == RT_MAX_CLASSES || strlen(label) >= sizeof l->names[0]) {
-                st = RT_ERR(err, RT_EFORMAT, "%s line %d: label '%.40s': more than %d "
-                            "classes or a name over 31 bytes", path, ln, label, RT_MAX_CLASSES);
+                st = RT_ERR(err, RT_EFORMAT,
+                            "%s line %d: label '%.40s': more than %d "
+                            "classes or a name over 31 bytes",
+                            path, ln, label, RT_MAX_CLASSES);
                 break;
             }
             c = l->num_classes++;
@@ -291,15 +307,12 @@ rt_status rtp_img_scan(const char *path, rtp_img_list *out, rt_error *err)
     memset(out, 0, sizeof *out);
     out->key = RTP_FNV1A64_INIT;
     rt_status st;
-    if (rtp_is_dir(path))
-        st = scan_dir(path, out, err);
-    else if (rtp_is_file(path) && ends_with(path, ".csv"))
-        st = scan_csv(path, out, err);
+    if (rtp_is_dir(path)) st = scan_dir(path, out, err);
+    else if (rtp_is_file(path) && ends_with(path, ".csv")) st = scan_csv(path, out, err);
     else if (rtp_is_file(path) && (ends_with(path, ".zip") || ends_with(path, ".tar") ||
                                    ends_with(path, ".tar.gz") || ends_with(path, ".tgz")))
         st = rtp_img_scan_archive(path, out, err);
-    else
-        st = RT_ERR(err, RT_ENOTFOUND, "%s: not an image folder, a .csv or an archive", path);
+    else st = RT_ERR(err, RT_ENOTFOUND, "%s: not an image folder, a .csv or an archive", path);
     if (st != RT_OK) rtp_img_list_deinit(out);
     return st;
 }

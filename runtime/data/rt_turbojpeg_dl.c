@@ -15,8 +15,8 @@
 #define TURBOJPEG_SONAME "libturbojpeg.so.0"
 
 static rtp_tj_fns fns;
-static int loaded;          /* every entry of fns is set */
-static char why[400];       /* set when not loaded */
+static int loaded;    /* every entry of fns is set */
+static char why[400]; /* set when not loaded */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_once(void)
@@ -40,6 +40,8 @@ rt_status rtp_turbojpeg_lib(const rtp_tj_fns **out, rt_error *err)
     pthread_once(&once, load_once);
     *out = loaded ? &fns : NULL;
     if (loaded) return RT_OK;
-    return RT_ERR(err, RT_ENOTFOUND, "cannot load libturbojpeg (%s): %s ---> HINT: install "
-                  "the libturbojpeg0 package (apt install libturbojpeg0)", TURBOJPEG_SONAME, why);
+    return RT_ERR(err, RT_ENOTFOUND,
+                  "cannot load libturbojpeg (%s): %s ---> HINT: install "
+                  "the libturbojpeg0 package (apt install libturbojpeg0)",
+                  TURBOJPEG_SONAME, why);
 }

@@ -106,8 +106,10 @@ rt_status rt_results_open(const char *spec, rt_results **out, rt_error *err)
         char shown[1024];
         rt_results_redact(spec, shown, sizeof shown);
         if (strncmp(spec + 7, "http://", 7) != 0 && strncmp(spec + 7, "https://", 8) != 0)
-            return RT_ERR(err, RT_EINVAL, "results store '%s': expected mlflow+http://HOST:"
-                          "PORT or mlflow+https://HOST:PORT", shown);
+            return RT_ERR(err, RT_EINVAL,
+                          "results store '%s': expected mlflow+http://HOST:"
+                          "PORT or mlflow+https://HOST:PORT",
+                          shown);
         cfg.mlflow_url = spec + 7;
     } else {
         cfg.path = spec;
@@ -115,8 +117,7 @@ rt_status rt_results_open(const char *spec, rt_results **out, rt_error *err)
     return rt_results_open_config(&cfg, out, err);
 }
 
-rt_status rt_results_open_config(const rt_results_config *cfg, rt_results **out,
-                                 rt_error *err)
+rt_status rt_results_open_config(const rt_results_config *cfg, rt_results **out, rt_error *err)
 {
     *out = NULL;
     rt_results *rs = calloc(1, sizeof *rs);
@@ -134,8 +135,8 @@ rt_status rt_results_open_config(const rt_results_config *cfg, rt_results **out,
     if (s == RT_OK && !rs->readonly && cfg->mlflow_url) {
         const char *exp = cfg->experiment ? cfg->experiment : getenv("KILN_MLFLOW_EXPERIMENT");
         s = rtp_mlflow_create(cfg->mlflow_url, exp && *exp ? exp : "kiln",
-                              cfg->mlflow_timeout_ms > 0 ? cfg->mlflow_timeout_ms : 5000,
-                              rs->path, &rs->mlflow, err);
+                              cfg->mlflow_timeout_ms > 0 ? cfg->mlflow_timeout_ms : 5000, rs->path,
+                              &rs->mlflow, err);
     }
     if (s == RT_OK && !rs->readonly) s = rtp_writer_create(rs->path, rs->mlflow, &rs->writer, err);
     if (s != RT_OK) {
@@ -219,11 +220,14 @@ rt_status rt_results_log_metric(rt_results *rs, int64_t run, const char *key, do
                                 int64_t step, int epoch, rt_results_kind kind, rt_error *err)
 {
     if (!rs || rs->readonly || run <= 0 || !key || !*key)
-        return RT_ERR(err, RT_EINVAL, "results: log_metric needs an open store, a run and "
+        return RT_ERR(err, RT_EINVAL,
+                      "results: log_metric needs an open store, a run and "
                       "a key");
     if (!is_open_run(rs, run))
-        return RT_ERR(err, RT_EINVAL, "results: run %lld was not begun (or resumed) with "
-                      "this store handle", (long long)run);
+        return RT_ERR(err, RT_EINVAL,
+                      "results: run %lld was not begun (or resumed) with "
+                      "this store handle",
+                      (long long)run);
     const char *k = intern_key(rs, key);
     if (!k) return RT_ERR(err, RT_ENOMEM, "results: out of memory");
     if (rs->npending == rs->cappending) {
@@ -234,14 +238,12 @@ rt_status rt_results_log_metric(rt_results *rs, int64_t run, const char *key, do
         rs->cappending = cap;
     }
     double now_ms = rtp_mono_ms();
-    rs->pending[rs->npending++] = (rtp_metric_row){run, k, value, step, epoch, (int)kind,
-                                                   rtp_now()};
-    if (rs->npending >= RT_RESULTS_FLUSH_ROWS ||
-        now_ms - rs->last_flush_ms >= RT_RESULTS_FLUSH_MS)
+    rs->pending[rs->npending++] =
+        (rtp_metric_row){run, k, value, step, epoch, (int)kind, rtp_now()};
+    if (rs->npending >= RT_RESULTS_FLUSH_ROWS || now_ms - rs->last_flush_ms >= RT_RESULTS_FLUSH_MS)
         submit(rs);
     return RT_OK;
 }
-
 
 static rt_status reserve_open_run(rt_results *rs, rt_error *err)
 {
@@ -254,8 +256,8 @@ static rt_status reserve_open_run(rt_results *rs, rt_error *err)
     return RT_OK;
 }
 
-rt_status rt_results_run_begin(rt_results *rs, const rt_results_run_info *info,
-                               int64_t *run_id, rt_error *err)
+rt_status rt_results_run_begin(rt_results *rs, const rt_results_run_info *info, int64_t *run_id,
+                               rt_error *err)
 {
     static const rt_results_run_info none = {0};
     if (!info) info = &none;
@@ -263,15 +265,17 @@ rt_status rt_results_run_begin(rt_results *rs, const rt_results_run_info *info,
     if (!rs || rs->readonly) return RT_ERR(err, RT_EINVAL, "results: store opened read-only");
     RT_TRY(reserve_open_run(rs, err));
     sqlite3_stmt *st = NULL;
-    RT_TRY(rtp_prepare(rs->db, "INSERT INTO runs(name, notebook, status, start_time, device,"
+    RT_TRY(rtp_prepare(rs->db,
+                       "INSERT INTO runs(name, notebook, status, start_time, device,"
                        " precision, kiln_version, dataset, model_spec, host, pid, proc_start)"
-                       " VALUES(?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st, err));
+                       " VALUES(?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       &st, err));
     double now = rtp_now();
     const char *text[] = {info->name, info->notebook};
     for (int i = 0; i < 2; i++) sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 3, now);
-    const char *more[] = {info->device, info->precision, KILN_VERSION, info->dataset,
-                          info->model_spec, rs->self.host};
+    const char *more[] = {info->device,  info->precision,  KILN_VERSION,
+                          info->dataset, info->model_spec, rs->self.host};
     for (int i = 0; i < 6; i++) sqlite3_bind_text(st, i + 4, more[i], -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 10, rs->self.pid);
     sqlite3_bind_text(st, 11, rs->self.start, -1, SQLITE_STATIC);
@@ -300,8 +304,8 @@ static rt_status step_write(rt_results *rs, sqlite3_stmt *st, const char *what, 
     return s;
 }
 
-rt_status rt_results_log_param(rt_results *rs, int64_t run, const char *key,
-                               const char *value, rt_error *err)
+rt_status rt_results_log_param(rt_results *rs, int64_t run, const char *key, const char *value,
+                               rt_error *err)
 {
     if (!rs || rs->readonly || !key || !*key)
         return RT_ERR(err, RT_EINVAL, "results: log_param needs an open store and a key");
@@ -315,15 +319,14 @@ rt_status rt_results_log_param(rt_results *rs, int64_t run, const char *key,
     return RT_OK;
 }
 
-rt_status rt_results_log_checkpoint(rt_results *rs, int64_t run, const char *path,
-                                    int64_t step, int epoch, const char *metric,
-                                    double metric_value, rt_error *err)
+rt_status rt_results_log_checkpoint(rt_results *rs, int64_t run, const char *path, int64_t step,
+                                    int epoch, const char *metric, double metric_value,
+                                    rt_error *err)
 {
     if (!rs || rs->readonly || !path)
         return RT_ERR(err, RT_EINVAL, "results: log_checkpoint needs an open store and a path");
     sqlite3_stmt *st = NULL;
-    RT_TRY(rtp_prepare(rs->db, "INSERT INTO checkpoints VALUES(?, ?, ?, ?, ?, ?, ?)", &st,
-                       err));
+    RT_TRY(rtp_prepare(rs->db, "INSERT INTO checkpoints VALUES(?, ?, ?, ?, ?, ?, ?)", &st, err));
     sqlite3_bind_int64(st, 1, run);
     sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, step);
@@ -340,28 +343,30 @@ rt_status rt_results_run_resume(rt_results *rs, int64_t run, rt_error *err)
     if (is_open_run(rs, run)) return RT_OK;
     RT_TRY(reserve_open_run(rs, err));
     sqlite3_stmt *st = NULL;
-    RT_TRY(rtp_prepare(rs->db, "UPDATE runs SET status = 'running', end_time = NULL, "
-                       "host = ?, pid = ?, proc_start = ? WHERE id = ?", &st, err));
+    RT_TRY(rtp_prepare(rs->db,
+                       "UPDATE runs SET status = 'running', end_time = NULL, "
+                       "host = ?, pid = ?, proc_start = ? WHERE id = ?",
+                       &st, err));
     sqlite3_bind_text(st, 1, rs->self.host, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, rs->self.pid);
     sqlite3_bind_text(st, 3, rs->self.start, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, run);
     RT_TRY(step_write(rs, st, "resume a run", err));
     if (sqlite3_changes(rs->db) == 0)
-        return RT_ERR(err, RT_ENOTFOUND, "results store %s has no run %lld ---> HINT: "
-                      "%%results list shows the runs", rs->path, (long long)run);
+        return RT_ERR(err, RT_ENOTFOUND,
+                      "results store %s has no run %lld ---> HINT: "
+                      "%%results list shows the runs",
+                      rs->path, (long long)run);
     rs->open_runs[rs->nopen++] = run;
     return RT_OK;
 }
 
-rt_status rt_results_run_end(rt_results *rs, int64_t run, rt_results_status status,
-                             rt_error *err)
+rt_status rt_results_run_end(rt_results *rs, int64_t run, rt_results_status status, rt_error *err)
 {
     if (!rs || rs->readonly) return RT_ERR(err, RT_EINVAL, "results: store opened read-only");
     rt_status fs = rt_results_flush(rs, err);
     sqlite3_stmt *st = NULL;
-    RT_TRY(rtp_prepare(rs->db, "UPDATE runs SET status = ?, end_time = ? WHERE id = ?", &st,
-                       err));
+    RT_TRY(rtp_prepare(rs->db, "UPDATE runs SET status = ?, end_time = ? WHERE id = ?", &st, err));
     double now = rtp_now();
     sqlite3_bind_text(st, 1, rt_results_status_name(status), -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 2, now);
@@ -390,8 +395,10 @@ void rt_results_close(rt_results *rs)
         size_t lost = rtp_writer_destroy(rs->writer);
         rs->writer = NULL;
         if (lost)
-            rtp_results_warn(rs, RTP_WARN_LOST, "%zu metric rows could not be written to %s "
-                             "and are lost", lost, rs->path);
+            rtp_results_warn(rs, RTP_WARN_LOST,
+                             "%zu metric rows could not be written to %s "
+                             "and are lost",
+                             lost, rs->path);
     }
     if (rs->mlflow) {
         /* How long closing waits for the MLflow queue to drain before giving up on a

@@ -70,21 +70,21 @@ typedef enum { RT_RESULTS_STEP = 0, RT_RESULTS_EPOCH = 1 } rt_results_kind;
 
 /* Describes a run at its start; every field may be NULL. Strings are copied. */
 typedef struct rt_results_run_info {
-    const char *name;        /* run_name, e.g. "mnist" */
-    const char *notebook;    /* notebook path or name */
-    const char *device;      /* "cpu", "cuda:0" */
-    const char *precision;   /* "fp32", "bf16", "fp16" */
-    const char *dataset;     /* "fashion-mnist" */
-    const char *model_spec;  /* the %%model text */
+    const char *name;       /* run_name, e.g. "mnist" */
+    const char *notebook;   /* notebook path or name */
+    const char *device;     /* "cpu", "cuda:0" */
+    const char *precision;  /* "fp32", "bf16", "fp16" */
+    const char *dataset;    /* "fashion-mnist" */
+    const char *model_spec; /* the %%model text */
 } rt_results_run_info;
 
 /* Advanced opening: explicit local path and MLflow URL (both optional). */
 typedef struct rt_results_config {
-    const char *path;        /* local SQLite file; NULL = KILN_RESULTS or the default */
-    const char *mlflow_url;  /* "http://HOST:PORT" (no "mlflow+"); NULL = no mirror */
-    const char *experiment;  /* MLflow experiment; NULL = $KILN_MLFLOW_EXPERIMENT or "kiln" */
-    int mlflow_timeout_ms;   /* per request; 0 = 5000 */
-    int readonly;            /* for %results: the file must exist; queries and delete
+    const char *path;       /* local SQLite file; NULL = KILN_RESULTS or the default */
+    const char *mlflow_url; /* "http://HOST:PORT" (no "mlflow+"); NULL = no mirror */
+    const char *experiment; /* MLflow experiment; NULL = $KILN_MLFLOW_EXPERIMENT or "kiln" */
+    int mlflow_timeout_ms;  /* per request; 0 = 5000 */
+    int readonly;           /* for %results: the file must exist; queries and delete
                                 only, no runs begun, no mirror */
 } rt_results_config;
 
@@ -92,8 +92,7 @@ typedef struct rt_results_config {
  * new handle for rt_results_close. Errors: RT_EFORMAT (not a Kiln store), RT_EIO
  * (cannot create or write the location), RT_EINVAL (bad spec). */
 rt_status rt_results_open(const char *spec, rt_results **out, rt_error *err);
-rt_status rt_results_open_config(const rt_results_config *cfg, rt_results **out,
-                                 rt_error *err);
+rt_status rt_results_open_config(const rt_results_config *cfg, rt_results **out, rt_error *err);
 /* Flushes, marks runs this handle began and did not end as interrupted, stops the
  * MLflow thread (waiting at most a few seconds for it), frees. Accepts NULL. */
 void rt_results_close(rt_results *rs);
@@ -113,26 +112,25 @@ typedef void (*rt_results_warn_fn)(void *user, const char *msg);
 void rt_results_set_warn(rt_results *rs, rt_results_warn_fn fn, void *user);
 
 /* Starts a run (status running, start time now, this host/pid). *run_id > 0. */
-rt_status rt_results_run_begin(rt_results *rs, const rt_results_run_info *info,
-                               int64_t *run_id, rt_error *err);
+rt_status rt_results_run_begin(rt_results *rs, const rt_results_run_info *info, int64_t *run_id,
+                               rt_error *err);
 /* A parameter (text value; a later value for the same key replaces it). */
-rt_status rt_results_log_param(rt_results *rs, int64_t run, const char *key,
-                               const char *value, rt_error *err);
+rt_status rt_results_log_param(rt_results *rs, int64_t run, const char *key, const char *value,
+                               rt_error *err);
 /* One metric value (buffered), for a run begun or resumed with this handle. step is the global step, epoch counts from 0 or 1 as
  * the caller likes; kind says which series the value belongs to. */
 rt_status rt_results_log_metric(rt_results *rs, int64_t run, const char *key, double value,
                                 int64_t step, int epoch, rt_results_kind kind, rt_error *err);
 /* A checkpoint file written for the run, with the metric that judged it (may be NULL). */
-rt_status rt_results_log_checkpoint(rt_results *rs, int64_t run, const char *path,
-                                    int64_t step, int epoch, const char *metric,
-                                    double metric_value, rt_error *err);
+rt_status rt_results_log_checkpoint(rt_results *rs, int64_t run, const char *path, int64_t step,
+                                    int epoch, const char *metric, double metric_value,
+                                    rt_error *err);
 /* Continues an earlier run (e.g. %resume in a new process): status back to running,
  * owned by this process. Metrics may then be logged to it. The MLflow mirror only
  * follows runs begun by this handle. RT_ENOTFOUND for an unknown id. */
 rt_status rt_results_run_resume(rt_results *rs, int64_t run, rt_error *err);
 /* Ends a run: flushes its metrics, sets status and end time. */
-rt_status rt_results_run_end(rt_results *rs, int64_t run, rt_results_status status,
-                             rt_error *err);
+rt_status rt_results_run_end(rt_results *rs, int64_t run, rt_results_status status, rt_error *err);
 /* Writes buffered rows now. */
 rt_status rt_results_flush(rt_results *rs, rt_error *err);
 

@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const run_fields[] = {"id", "name", "status", "start", "end",
-                                         "duration_s", "device", "precision", "dataset",
-                                         "notebook", "kiln_version", "host"};
+static const char *const run_fields[] = {"id",      "name",       "status",       "start",
+                                         "end",     "duration_s", "device",       "precision",
+                                         "dataset", "notebook",   "kiln_version", "host"};
 #define NFIELDS (sizeof run_fields / sizeof *run_fields)
 
 static void iso_time(double t, char *buf, size_t n)
@@ -74,8 +74,8 @@ static void run_field(const rt_results_run *r, size_t i, char *buf, size_t n)
         if (r->end_time > 0) snprintf(buf, n, "%.3f", r->end_time - r->start_time);
         break;
     default: {
-        const char *v[] = {r->device, r->precision, r->dataset, r->notebook,
-                           r->kiln_version, r->host};
+        const char *v[] = {r->device,   r->precision,    r->dataset,
+                           r->notebook, r->kiln_version, r->host};
         snprintf(buf, n, "%s", v[i - 6] ? v[i - 6] : "");
     }
     }
@@ -118,8 +118,8 @@ static int write_csv(FILE *f, const rt_results_list *l)
         for (size_t j = 0; j < nmk; j++) {
             double num;
             int is_num;
-            csv_field(f, rt_results_run_value(r, mk[j], buf, sizeof buf, &num, &is_num)
-                             ? buf : NULL, 0);
+            csv_field(
+                f, rt_results_run_value(r, mk[j], buf, sizeof buf, &num, &is_num) ? buf : NULL, 0);
         }
         fputs("\r\n", f);
     }
@@ -136,8 +136,10 @@ static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null();
 static rt_status json_metrics(rt_results *rs, int64_t run, json_t *out, rt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    RT_TRY(rtp_prepare(rs->db, "SELECT key, kind, step, epoch, value FROM metrics WHERE "
-                       "run_id = ? ORDER BY key, kind, step, rowid", &st, err));
+    RT_TRY(rtp_prepare(rs->db,
+                       "SELECT key, kind, step, epoch, value FROM metrics WHERE "
+                       "run_id = ? ORDER BY key, kind, step, rowid",
+                       &st, err));
     sqlite3_bind_int64(st, 1, run);
     json_t *cur = NULL;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -147,8 +149,7 @@ static rt_status json_metrics(rt_results *rs, int64_t run, json_t *out, rt_error
             json_integer_value(json_object_get(cur, "kind_id")) != kind) {
             if (cur) json_object_del(cur, "kind_id");
             cur = json_pack("{s:s, s:s, s:i, s:[], s:[], s:[]}", "key", key, "kind",
-                            kind ? "epoch" : "step", "kind_id", kind, "steps", "epochs",
-                            "values");
+                            kind ? "epoch" : "step", "kind_id", kind, "steps", "epochs", "values");
             json_array_append_new(out, cur);
         }
         json_array_append_new(json_object_get(cur, "steps"),
@@ -173,23 +174,20 @@ static rt_status write_json(rt_results *rs, FILE *f, const rt_results_list *l, r
         for (size_t j = 0; j < full.nparams; j++)
             json_object_set_new(params, full.params[j].key, jstr(full.params[j].value));
         for (size_t j = 0; j < full.nckpts; j++)
-            json_array_append_new(ckpts, json_pack("{s:s, s:I, s:i, s:o, s:o, s:f}", "path",
-                                                   full.ckpts[j].path, "step",
-                                                   (json_int_t)full.ckpts[j].step, "epoch",
-                                                   full.ckpts[j].epoch, "metric",
-                                                   jstr(full.ckpts[j].metric), "value",
-                                                   jnum(full.ckpts[j].metric_value), "time",
-                                                   full.ckpts[j].time));
-        json_t *o = json_pack("{s:I, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
-                              " s:I}",
-                              "id", (json_int_t)full.id, "name", jstr(full.name), "notebook",
-                              jstr(full.notebook), "status", rt_results_status_name(full.status),
-                              "start_time", jnum(full.start_time), "end_time",
-                              full.end_time > 0 ? jnum(full.end_time) : json_null(), "device",
-                              jstr(full.device), "precision", jstr(full.precision),
-                              "kiln_version", jstr(full.kiln_version), "dataset",
-                              jstr(full.dataset), "model_spec", jstr(full.model_spec), "host",
-                              jstr(full.host), "pid", (json_int_t)full.pid);
+            json_array_append_new(
+                ckpts, json_pack("{s:s, s:I, s:i, s:o, s:o, s:f}", "path", full.ckpts[j].path,
+                                 "step", (json_int_t)full.ckpts[j].step, "epoch",
+                                 full.ckpts[j].epoch, "metric", jstr(full.ckpts[j].metric), "value",
+                                 jnum(full.ckpts[j].metric_value), "time", full.ckpts[j].time));
+        json_t *o = json_pack(
+            "{s:I, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o,"
+            " s:I}",
+            "id", (json_int_t)full.id, "name", jstr(full.name), "notebook", jstr(full.notebook),
+            "status", rt_results_status_name(full.status), "start_time", jnum(full.start_time),
+            "end_time", full.end_time > 0 ? jnum(full.end_time) : json_null(), "device",
+            jstr(full.device), "precision", jstr(full.precision), "kiln_version",
+            jstr(full.kiln_version), "dataset", jstr(full.dataset), "model_spec",
+            jstr(full.model_spec), "host", jstr(full.host), "pid", (json_int_t)full.pid);
         rt_results_run_free(&full);
         rt_status s = o ? json_metrics(rs, r->id, metrics, err)
                         : RT_ERR(err, RT_ENOMEM, "results: out of memory");
@@ -202,8 +200,8 @@ static rt_status write_json(rt_results *rs, FILE *f, const rt_results_list *l, r
             return s;
         }
     }
-    json_t *doc = json_pack("{s:i, s:o}", "kiln_results_version", RTP_RESULTS_SCHEMA_VERSION,
-                            "runs", runs);
+    json_t *doc =
+        json_pack("{s:i, s:o}", "kiln_results_version", RTP_RESULTS_SCHEMA_VERSION, "runs", runs);
     int rc = doc ? json_dumpf(doc, f, JSON_INDENT(1) | JSON_SORT_KEYS) : -1;
     json_decref(doc);
     if (rc != 0) return RT_ERR(err, RT_EIO, "results: cannot write the JSON export");

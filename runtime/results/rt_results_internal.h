@@ -18,14 +18,14 @@
 typedef struct rtp_proc_id {
     char host[256];
     long pid;
-    char start[128];   /* "BOOTID:STARTTIME"; identifies the process across pid reuse */
+    char start[128]; /* "BOOTID:STARTTIME"; identifies the process across pid reuse */
 } rtp_proc_id;
 
 void rtp_proc_self(rtp_proc_id *id);
 /* 1 = alive, 0 = certainly gone, -1 = cannot tell (another host). */
 int rtp_proc_alive(const char *host, long pid, const char *start);
-double rtp_now(void);          /* wall clock, unix seconds */
-double rtp_mono_ms(void);      /* monotonic milliseconds (coarse) */
+double rtp_now(void);     /* wall clock, unix seconds */
+double rtp_mono_ms(void); /* monotonic milliseconds (coarse) */
 
 /* ---- MLflow mirror (rt_results_mlflow.c) ---- */
 
@@ -35,7 +35,7 @@ int rtp_mlflow_is_loopback(const char *host);
 typedef struct rtp_mlflow rtp_mlflow;
 typedef struct rtp_metric_row {
     int64_t run;
-    const char *key;   /* interned in the store; the mirror copies what it keeps */
+    const char *key; /* interned in the store; the mirror copies what it keeps */
     double value;
     int64_t step;
     int epoch;
@@ -49,8 +49,7 @@ void rtp_mlflow_run_begin(rtp_mlflow *m, int64_t run, const rt_results_run_info 
                           double start_time, const char *host);
 void rtp_mlflow_param(rtp_mlflow *m, int64_t run, const char *key, const char *value);
 void rtp_mlflow_metrics(rtp_mlflow *m, const rtp_metric_row *rows, size_t n);
-void rtp_mlflow_run_end(rtp_mlflow *m, int64_t run, rt_results_status status,
-                        double end_time);
+void rtp_mlflow_run_end(rtp_mlflow *m, int64_t run, rt_results_status status, double end_time);
 /* A warning raised by the background thread since the last call (new string, free())
  * or NULL. Delivered by the store on the caller's thread. */
 char *rtp_mlflow_take_warning(rtp_mlflow *m);
@@ -64,8 +63,7 @@ void rtp_mlflow_destroy(rtp_mlflow *m, int wait_ms);
 
 typedef struct rtp_writer rtp_writer;
 /* Opens its own connection to the (existing) store at path; mirror may be NULL. */
-rt_status rtp_writer_create(const char *path, rtp_mlflow *mirror, rtp_writer **out,
-                            rt_error *err);
+rt_status rtp_writer_create(const char *path, rtp_mlflow *mirror, rtp_writer **out, rt_error *err);
 /* Hands rows (malloc'd array of n, keys borrowed until destroy) to the thread, which
  * frees it. -1 when the queue is full (rows dropped, warning queued). Never blocks
  * on I/O. */
@@ -86,7 +84,7 @@ struct rt_results {
     rtp_proc_id self;
     rt_results_warn_fn warn;
     void *warn_user;
-    unsigned warned;            /* bit per warning kind, each given once */
+    unsigned warned; /* bit per warning kind, each given once */
     /* interned metric keys: pending rows point into these */
     char **keys;
     size_t nkeys, capkeys;
@@ -94,7 +92,7 @@ struct rt_results {
     size_t npending, cappending;
     double last_flush_ms;
     rtp_writer *writer;
-    int64_t *open_runs;         /* begun here, not yet ended */
+    int64_t *open_runs; /* begun here, not yet ended */
     size_t nopen, capopen;
     rtp_mlflow *mlflow;
 };
@@ -121,12 +119,12 @@ double rtp_col_double(sqlite3_stmt *st, int col);
 /* ---- queries (rt_results_query.c) ---- */
 
 struct rt_results_run;
-#define RTP_RUN_COLS "id, name, notebook, device, precision, kiln_version, dataset, " \
-                     "model_spec, host, pid, status, start_time, end_time"
+#define RTP_RUN_COLS                                                 \
+    "id, name, notebook, device, precision, kiln_version, dataset, " \
+    "model_spec, host, pid, status, start_time, end_time"
 /* Fills r's fields from a row selected with RTP_RUN_COLS. */
 void rtp_fill_run(sqlite3_stmt *st, struct rt_results_run *r);
 /* Loads params, metric summaries and (with_ckpts) checkpoints of r->id. */
-rt_status rtp_load_details(rt_results *rs, struct rt_results_run *r, int with_ckpts,
-                           rt_error *err);
+rt_status rtp_load_details(rt_results *rs, struct rt_results_run *r, int with_ckpts, rt_error *err);
 
 #endif

@@ -34,8 +34,8 @@ static const rt_results_summary *find_metric(const rt_results_run *r, const char
     return best;
 }
 
-int rt_results_run_value(const rt_results_run *r, const char *key, char *buf, size_t n,
-                         double *num, int *is_num)
+int rt_results_run_value(const rt_results_run *r, const char *key, char *buf, size_t n, double *num,
+                         int *is_num)
 {
     const char *text = NULL;
     char idbuf[32];
@@ -46,10 +46,10 @@ int rt_results_run_value(const rt_results_run *r, const char *key, char *buf, si
     } else if (strcmp(key, "status") == 0) {
         text = rt_results_status_name(r->status);
     } else {
-        const char *names[] = {"name", "notebook", "device", "precision", "dataset",
-                               "kiln_version", "host"};
-        const char *vals[] = {r->name, r->notebook, r->device, r->precision, r->dataset,
-                              r->kiln_version, r->host};
+        const char *names[] = {"name",    "notebook",     "device", "precision",
+                               "dataset", "kiln_version", "host"};
+        const char *vals[] = {r->name,    r->notebook,     r->device, r->precision,
+                              r->dataset, r->kiln_version, r->host};
         for (size_t i = 0; i < sizeof names / sizeof *names && !text; i++)
             if (strcmp(key, names[i]) == 0) {
                 if (!vals[i]) return 0;
@@ -57,8 +57,9 @@ int rt_results_run_value(const rt_results_run *r, const char *key, char *buf, si
             }
     }
     if (!text && (strcmp(key, "start") == 0 || strcmp(key, "duration") == 0)) {
-        double v = key[0] == 's' ? r->start_time
-                   : r->end_time > 0 ? r->end_time - r->start_time : NAN;
+        double v = key[0] == 's'     ? r->start_time
+                   : r->end_time > 0 ? r->end_time - r->start_time
+                                     : NAN;
         if (isnan(v)) return 0;
         snprintf(buf, n, "%.3f", v);
         *num = v;
@@ -90,8 +91,10 @@ static rt_status parse_clause(const char *w, clause *c, rt_error *err)
 {
     size_t k = strcspn(w, "=!<>");
     if (k == 0 || w[k] == '\0' || k >= sizeof c->key)
-        return RT_ERR(err, RT_EINVAL, "--where '%s': expected KEY=VALUE (or != < <= > >=), "
-                      "e.g. lr=0.001", w);
+        return RT_ERR(err, RT_EINVAL,
+                      "--where '%s': expected KEY=VALUE (or != < <= > >=), "
+                      "e.g. lr=0.001",
+                      w);
     memcpy(c->key, w, k);
     c->key[k] = '\0';
     while (k > 0 && c->key[k - 1] == ' ') c->key[--k] = '\0';
@@ -137,7 +140,7 @@ typedef struct sort_item {
 static int cmp_items(const void *pa, const void *pb, void *desc)
 {
     const sort_item *a = pa, *b = pb;
-    if (a->has != b->has) return a->has ? -1 : 1;   /* missing keys last */
+    if (a->has != b->has) return a->has ? -1 : 1; /* missing keys last */
     int c = 0;
     if (a->has) {
         if (a->is_num && b->is_num) c = a->num < b->num ? -1 : a->num > b->num ? 1 : 0;
@@ -148,15 +151,16 @@ static int cmp_items(const void *pa, const void *pb, void *desc)
     return c;
 }
 
-static rt_status load_runs(rt_results *rs, int status, sort_item **items, size_t *n,
-                           rt_error *err)
+static rt_status load_runs(rt_results *rs, int status, sort_item **items, size_t *n, rt_error *err)
 {
     sqlite3_stmt *st = NULL;
     size_t cap = 0;
     *items = NULL;
     *n = 0;
-    RT_TRY(rtp_prepare(rs->db, status < 0 ? "SELECT " RTP_RUN_COLS " FROM runs ORDER BY id"
-                       : "SELECT " RTP_RUN_COLS " FROM runs WHERE status = ? ORDER BY id",
+    RT_TRY(rtp_prepare(rs->db,
+                       status < 0 ? "SELECT " RTP_RUN_COLS " FROM runs ORDER BY id"
+                                  : "SELECT " RTP_RUN_COLS
+                                    " FROM runs WHERE status = ? ORDER BY id",
                        &st, err));
     if (status >= 0)
         sqlite3_bind_text(st, 1, rt_results_status_name((rt_results_status)status), -1,
@@ -182,8 +186,8 @@ static rt_status load_runs(rt_results *rs, int status, sort_item **items, size_t
     return s;
 }
 
-rt_status rt_results_list_runs(rt_results *rs, const rt_results_query *q,
-                               rt_results_list *out, rt_error *err)
+rt_status rt_results_list_runs(rt_results *rs, const rt_results_query *q, rt_results_list *out,
+                               rt_error *err)
 {
     static const rt_results_query all = {.status = -1};
     if (!q) q = &all;
@@ -212,15 +216,16 @@ rt_status rt_results_list_runs(rt_results *rs, const rt_results_query *q,
     if (s == RT_OK && q->sort && *q->sort) {
         size_t having = 0;
         for (size_t i = 0; i < n; i++)
-            having += items[i].has = rt_results_run_value(&items[i].run, q->sort, items[i].text,
-                                                          sizeof items[i].text, &items[i].num,
-                                                          &items[i].is_num) != 0;
+            having += items[i].has =
+                rt_results_run_value(&items[i].run, q->sort, items[i].text, sizeof items[i].text,
+                                     &items[i].num, &items[i].is_num) != 0;
         if (n && !having) { /* a typo (val_acc for val_accuracy) must not pass silently */
             for (size_t i = 0; i < n; i++) rt_results_run_free(&items[i].run);
             free(items);
             return RT_ERR(err, RT_EINVAL,
                           "--sort %s: no run has a field, parameter or metric of that name "
-                          "(`%%results show RUN` lists a run's keys)", q->sort);
+                          "(`%%results show RUN` lists a run's keys)",
+                          q->sort);
         }
         int desc = q->descending;
         qsort_r(items, n, sizeof *items, cmp_items, &desc);

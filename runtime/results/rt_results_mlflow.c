@@ -46,12 +46,12 @@ typedef struct op {
     struct op *next;
     op_kind kind;
     int64_t run;
-    char *key, *value;      /* OP_PARAM */
-    json_t *body;           /* OP_BEGIN: runs/create body without experiment_id */
-    int status;             /* OP_END */
-    double time;            /* OP_END */
-    size_t n;               /* OP_METRICS */
-    rtp_metric_row *rows;   /* keys owned by this op (strdup) */
+    char *key, *value;    /* OP_PARAM */
+    json_t *body;         /* OP_BEGIN: runs/create body without experiment_id */
+    int status;           /* OP_END */
+    double time;          /* OP_END */
+    size_t n;             /* OP_METRICS */
+    rtp_metric_row *rows; /* keys owned by this op (strdup) */
 } op;
 
 typedef struct run_map {
@@ -60,7 +60,7 @@ typedef struct run_map {
 } run_map;
 
 struct rtp_mlflow {
-    char base[1024];        /* scheme://host:port/path, no user-info */
+    char base[1024];               /* scheme://host:port/path, no user-info */
     char *user, *password, *token; /* owned, wiped on destroy */
     int insecure_tls;
     char experiment[256];
@@ -74,9 +74,9 @@ struct rtp_mlflow {
     size_t queued_rows;
     int stop;
     atomic_int abort;
-    int dead;               /* only the worker writes it */
+    int dead; /* only the worker writes it */
     int joined;
-    char *warning;          /* under mu */
+    char *warning; /* under mu */
     run_map *map;
     size_t nmap;
     CURL *curl;
@@ -95,8 +95,7 @@ static void op_free(op *o)
     free(o);
 }
 
-static void set_warning(rtp_mlflow *m, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void set_warning(rtp_mlflow *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_warning(rtp_mlflow *m, const char *fmt, ...)
 {
     char buf[1024];
@@ -115,8 +114,10 @@ static void push(rtp_mlflow *m, op *o)
     pthread_mutex_lock(&m->mu);
     if (m->queued_rows + o->n > MAX_QUEUED) {
         pthread_mutex_unlock(&m->mu);
-        set_warning(m, "MLflow server %s is too slow: metrics are no longer sent to it; "
-                    "the local store %s keeps everything", m->base, m->local_path);
+        set_warning(m,
+                    "MLflow server %s is too slow: metrics are no longer sent to it; "
+                    "the local store %s keeps everything",
+                    m->base, m->local_path);
         op_free(o);
         return;
     }
@@ -132,7 +133,7 @@ char *rtp_mlflow_take_warning(rtp_mlflow *m)
 {
     pthread_mutex_lock(&m->mu);
     char *w = m->warning;
-    if (w) m->warning = strdup("");  /* given once: keep a non-NULL marker */
+    if (w) m->warning = strdup(""); /* given once: keep a non-NULL marker */
     pthread_mutex_unlock(&m->mu);
     if (w && !*w) {
         free(w);
@@ -178,8 +179,7 @@ static void hide(char *s, const char *secret)
 
 /* Sends a request; body NULL = GET. Returns the HTTP code (0 on transport failure,
  * with why in errbuf) and the parsed answer in *resp (new ref, may be NULL). */
-static long request(rtp_mlflow *m, const char *path, json_t *body, json_t **resp,
-                    char *errbuf)
+static long request(rtp_mlflow *m, const char *path, json_t *body, json_t **resp, char *errbuf)
 {
     char url[2048];
     snprintf(url, sizeof url, "%s/api/2.0/mlflow/%s", m->base, path);
@@ -244,9 +244,10 @@ static const char *error_code(json_t *resp)
 static int fail(rtp_mlflow *m, const char *what, const char *why)
 {
     if (!m->dead)
-        set_warning(m, "MLflow server %s: %s failed (%s); runs are no longer sent there, "
-                    "the local store %s keeps everything", m->base, what, why,
-                    m->local_path);
+        set_warning(m,
+                    "MLflow server %s: %s failed (%s); runs are no longer sent there, "
+                    "the local store %s keeps everything",
+                    m->base, what, why, m->local_path);
     m->dead = 1;
     return -1;
 }
@@ -279,9 +280,8 @@ static int ensure_experiment(rtp_mlflow *m)
         curl_free(esc);
         json_t *resp = NULL;
         long code = request(m, path, NULL, &resp, errbuf);
-        const char *id =
-            json_string_value(json_object_get(json_object_get(resp, "experiment"),
-                                              "experiment_id"));
+        const char *id = json_string_value(
+            json_object_get(json_object_get(resp, "experiment"), "experiment_id"));
         if (code == 200 && id) m->exp_id = strdup(id);
         int missing = strcmp(error_code(resp), "RESOURCE_DOES_NOT_EXIST") == 0;
         json_decref(resp);
@@ -338,8 +338,8 @@ static json_t *number(double v)
 
 static void send_batch(rtp_mlflow *m, const char *id, json_t *metrics, json_t *params)
 {
-    json_t *body = json_pack("{s:s, s:o, s:o, s:[]}", "run_id", id, "metrics", metrics,
-                             "params", params, "tags");
+    json_t *body = json_pack("{s:s, s:o, s:o, s:[]}", "run_id", id, "metrics", metrics, "params",
+                             params, "tags");
     if (!body) {
         fail(m, "runs/log-batch", "out of memory");
         return;
@@ -355,12 +355,11 @@ static void do_metrics(rtp_mlflow *m, op *o)
         int64_t run = o->rows[i].run;
         const char *id = remote_id(m, run);
         json_t *arr = json_array();
-        for (; i < o->n && o->rows[i].run == run && json_array_size(arr) < MAX_BATCH_METRICS;
-             i++) {
+        for (; i < o->n && o->rows[i].run == run && json_array_size(arr) < MAX_BATCH_METRICS; i++) {
             const rtp_metric_row *r = &o->rows[i];
             int64_t step = r->kind == RT_RESULTS_EPOCH ? r->epoch : r->step;
-            json_array_append_new(arr, json_pack("{s:s, s:o, s:I, s:I}", "key", r->key,
-                                                 "value", number(r->value), "timestamp",
+            json_array_append_new(arr, json_pack("{s:s, s:o, s:I, s:I}", "key", r->key, "value",
+                                                 number(r->value), "timestamp",
                                                  (json_int_t)(r->time * 1000.0), "step",
                                                  (json_int_t)step));
         }
@@ -435,8 +434,8 @@ static char *env_dup(const char *name)
 
 int rtp_mlflow_is_loopback(const char *host)
 {
-    return !strcmp(host, "localhost") || !strncmp(host, "127.", 4) ||
-           !strcmp(host, "[::1]") || !strcmp(host, "::1");
+    return !strcmp(host, "localhost") || !strncmp(host, "127.", 4) || !strcmp(host, "[::1]") ||
+           !strcmp(host, "::1");
 }
 
 /* url without user-info into m->base, credentials from it and from MLflow's
@@ -459,18 +458,22 @@ static int take_credentials(rtp_mlflow *m, const char *url)
     if (rc == 0) {
         snprintf(m->base, sizeof m->base, "%s", clean);
         m->user = user && *user ? strdup(user) : env_dup("MLFLOW_TRACKING_USERNAME");
-        m->password = password && *password ? strdup(password)
-                                            : env_dup("MLFLOW_TRACKING_PASSWORD");
+        m->password =
+            password && *password ? strdup(password) : env_dup("MLFLOW_TRACKING_PASSWORD");
         m->token = env_dup("MLFLOW_TRACKING_TOKEN");
         const char *insecure = getenv("MLFLOW_TRACKING_INSECURE_TLS");
         m->insecure_tls = insecure && !strcasecmp(insecure, "true");
         if ((m->user || m->password || m->token) && !strcmp(scheme, "http") &&
             !rtp_mlflow_is_loopback(host))
-            set_warning(m, "credentials for MLflow server %s are sent over plain http, "
-                        "readable by anyone on the network path: use https", m->base);
+            set_warning(m,
+                        "credentials for MLflow server %s are sent over plain http, "
+                        "readable by anyone on the network path: use https",
+                        m->base);
         else if (m->insecure_tls && !strcmp(scheme, "https"))
-            set_warning(m, "MLFLOW_TRACKING_INSECURE_TLS=true: the certificate of MLflow "
-                        "server %s is not checked", m->base);
+            set_warning(m,
+                        "MLFLOW_TRACKING_INSECURE_TLS=true: the certificate of MLflow "
+                        "server %s is not checked",
+                        m->base);
     }
     if (user) explicit_bzero(user, strlen(user));
     if (password) explicit_bzero(password, strlen(password));
@@ -538,9 +541,9 @@ static op *op_new(op_kind kind, int64_t run)
 
 static void add_tag(json_t *tags, const char *key, const char *value)
 {
-    if (value && *value) json_array_append_new(tags, json_pack("{s:s, s:s%}", "key", key,
-                                                               "value", value,
-                                                               strlen(value) > 5000 ? (size_t)5000 : strlen(value)));
+    if (value && *value)
+        json_array_append_new(tags, json_pack("{s:s, s:s%}", "key", key, "value", value,
+                                              strlen(value) > 5000 ? (size_t)5000 : strlen(value)));
 }
 
 void rtp_mlflow_run_begin(rtp_mlflow *m, int64_t run, const rt_results_run_info *info,
@@ -559,8 +562,8 @@ void rtp_mlflow_run_begin(rtp_mlflow *m, int64_t run, const rt_results_run_info 
     add_tag(tags, "kiln.dataset", info->dataset);
     add_tag(tags, "kiln.model_spec", info->model_spec);
     add_tag(tags, "mlflow.source.name", info->notebook);
-    o->body = json_pack("{s:s, s:I, s:o}", "run_name", info->name ? info->name : "",
-                        "start_time", (json_int_t)(start_time * 1000.0), "tags", tags);
+    o->body = json_pack("{s:s, s:I, s:o}", "run_name", info->name ? info->name : "", "start_time",
+                        (json_int_t)(start_time * 1000.0), "tags", tags);
     if (!o->body) {
         op_free(o);
         return;
@@ -601,8 +604,7 @@ void rtp_mlflow_metrics(rtp_mlflow *m, const rtp_metric_row *rows, size_t n)
     push(m, o);
 }
 
-void rtp_mlflow_run_end(rtp_mlflow *m, int64_t run, rt_results_status status,
-                        double end_time)
+void rtp_mlflow_run_end(rtp_mlflow *m, int64_t run, rt_results_status status, double end_time)
 {
     op *o = op_new(OP_END, run);
     if (!o) return;
@@ -628,7 +630,7 @@ void rtp_mlflow_stop(rtp_mlflow *m, int wait_ms)
         deadline.tv_nsec -= 1000000000L;
     }
     if (pthread_timedjoin_np(m->thread, NULL, &deadline) != 0) {
-        atomic_store(&m->abort, 1);   /* the transfer in flight stops at its next tick */
+        atomic_store(&m->abort, 1); /* the transfer in flight stops at its next tick */
         pthread_join(m->thread, NULL);
     }
 }

@@ -25,8 +25,8 @@ static void kv_free(rt_results_kv *kv, size_t n)
 void rt_results_run_free(rt_results_run *r)
 {
     if (!r) return;
-    char *fields[] = {r->name, r->notebook, r->device, r->precision, r->kiln_version,
-                      r->dataset, r->model_spec, r->host};
+    char *fields[] = {r->name,         r->notebook, r->device,     r->precision,
+                      r->kiln_version, r->dataset,  r->model_spec, r->host};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) free(fields[i]);
     kv_free(r->params, r->nparams);
     for (size_t i = 0; i < r->nmetrics; i++) free(r->metrics[i].key);
@@ -63,8 +63,8 @@ static int grow(void *arr, size_t *cap, size_t n, size_t sz)
 void rtp_fill_run(sqlite3_stmt *st, rt_results_run *r)
 {
     r->id = sqlite3_column_int64(st, 0);
-    char **fields[] = {&r->name, &r->notebook, &r->device, &r->precision, &r->kiln_version,
-                       &r->dataset, &r->model_spec, &r->host};
+    char **fields[] = {&r->name,         &r->notebook, &r->device,     &r->precision,
+                       &r->kiln_version, &r->dataset,  &r->model_spec, &r->host};
     for (int i = 0; i < 8; i++) *fields[i] = rtp_col_dup(st, i + 1);
     r->pid = (long)sqlite3_column_int64(st, 9);
     int s = rt_results_status_parse((const char *)sqlite3_column_text(st, 10));
@@ -73,13 +73,12 @@ void rtp_fill_run(sqlite3_stmt *st, rt_results_run *r)
     r->end_time = sqlite3_column_double(st, 12);
 }
 
-rt_status rtp_load_details(rt_results *rs, rt_results_run *r, int with_ckpts,
-                           rt_error *err)
+rt_status rtp_load_details(rt_results *rs, rt_results_run *r, int with_ckpts, rt_error *err)
 {
     sqlite3_stmt *st = NULL, *last = NULL;
     size_t cap = 0;
-    RT_TRY(rtp_prepare(rs->db, "SELECT key, value FROM params WHERE run_id = ? ORDER BY key",
-                       &st, err));
+    RT_TRY(rtp_prepare(rs->db, "SELECT key, value FROM params WHERE run_id = ? ORDER BY key", &st,
+                       err));
     sqlite3_bind_int64(st, 1, r->id);
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (grow(&r->params, &cap, r->nparams, sizeof *r->params)) goto oom;
@@ -87,12 +86,15 @@ rt_status rtp_load_details(rt_results *rs, rt_results_run *r, int with_ckpts,
         r->params[r->nparams++].value = rtp_col_dup(st, 1);
     }
     sqlite3_finalize(st);
-    RT_TRY(rtp_prepare(rs->db, "SELECT key, kind, count(*), min(value), max(value) FROM "
+    RT_TRY(rtp_prepare(rs->db,
+                       "SELECT key, kind, count(*), min(value), max(value) FROM "
                        "metrics WHERE run_id = ? GROUP BY key, kind ORDER BY key, kind",
                        &st, err));
-    if (rtp_prepare(rs->db, "SELECT value, step, epoch FROM metrics WHERE run_id = ? AND "
+    if (rtp_prepare(rs->db,
+                    "SELECT value, step, epoch FROM metrics WHERE run_id = ? AND "
                     "key = ? AND kind = ? ORDER BY step DESC, epoch DESC, rowid DESC "
-                    "LIMIT 1", &last, err) != RT_OK) {
+                    "LIMIT 1",
+                    &last, err) != RT_OK) {
         sqlite3_finalize(st);
         return RT_EIO;
     }
@@ -121,8 +123,10 @@ rt_status rtp_load_details(rt_results *rs, rt_results_run *r, int with_ckpts,
     sqlite3_finalize(last);
     st = last = NULL;
     if (!with_ckpts) return RT_OK;
-    RT_TRY(rtp_prepare(rs->db, "SELECT path, step, epoch, metric, metric_value, time FROM "
-                       "checkpoints WHERE run_id = ? ORDER BY rowid", &st, err));
+    RT_TRY(rtp_prepare(rs->db,
+                       "SELECT path, step, epoch, metric, metric_value, time FROM "
+                       "checkpoints WHERE run_id = ? ORDER BY rowid",
+                       &st, err));
     sqlite3_bind_int64(st, 1, r->id);
     cap = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -143,8 +147,7 @@ oom:
     return RT_ERR(err, RT_ENOMEM, "results: out of memory");
 }
 
-rt_status rt_results_get_run(rt_results *rs, int64_t run_id, rt_results_run *out,
-                             rt_error *err)
+rt_status rt_results_get_run(rt_results *rs, int64_t run_id, rt_results_run *out, rt_error *err)
 {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st = NULL;
@@ -154,8 +157,10 @@ rt_status rt_results_get_run(rt_results *rs, int64_t run_id, rt_results_run *out
     if (found) rtp_fill_run(st, out);
     sqlite3_finalize(st);
     if (!found)
-        return RT_ERR(err, RT_ENOTFOUND, "no run %lld in the results store %s ---> HINT: "
-                      "%%results list shows the runs", (long long)run_id, rs->path);
+        return RT_ERR(err, RT_ENOTFOUND,
+                      "no run %lld in the results store %s ---> HINT: "
+                      "%%results list shows the runs",
+                      (long long)run_id, rs->path);
     rt_status s = rtp_load_details(rs, out, 1, err);
     if (s != RT_OK) rt_results_run_free(out);
     return s;
@@ -168,7 +173,7 @@ rt_status rt_results_find(rt_results *rs, const char *ref, int64_t *run_id, rt_e
     char *end = NULL;
     long long id = strtoll(ref, &end, 10);
     sqlite3_stmt *st = NULL;
-    const char *sql = *end == '\0' ? "SELECT id FROM runs WHERE id = ?"
+    const char *sql = *end == '\0'               ? "SELECT id FROM runs WHERE id = ?"
                       : strcmp(ref, "last") == 0 ? "SELECT max(id) FROM runs HAVING count(*) > 0"
                                                  : "SELECT max(id) FROM runs WHERE name = ? "
                                                    "HAVING count(*) > 0";
@@ -178,23 +183,26 @@ rt_status rt_results_find(rt_results *rs, const char *ref, int64_t *run_id, rt_e
     if (sqlite3_step(st) == SQLITE_ROW) *run_id = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     if (*run_id <= 0)
-        return RT_ERR(err, RT_ENOTFOUND, "no run '%s' in the results store %s ---> HINT: "
-                      "%%results list shows the runs", ref, rs->path);
+        return RT_ERR(err, RT_ENOTFOUND,
+                      "no run '%s' in the results store %s ---> HINT: "
+                      "%%results list shows the runs",
+                      ref, rs->path);
     return RT_OK;
 }
 
-rt_status rt_results_series(rt_results *rs, int64_t run_id, const char *key,
-                            rt_results_kind kind, double **x, double **y, size_t *n,
-                            rt_error *err)
+rt_status rt_results_series(rt_results *rs, int64_t run_id, const char *key, rt_results_kind kind,
+                            double **x, double **y, size_t *n, rt_error *err)
 {
     *x = *y = NULL;
     *n = 0;
     sqlite3_stmt *st = NULL;
-    RT_TRY(rtp_prepare(rs->db, kind == RT_RESULTS_EPOCH
-                       ? "SELECT epoch, value FROM metrics WHERE run_id = ? AND key = ? AND "
-                         "kind = 1 ORDER BY epoch, step, rowid"
-                       : "SELECT step, value FROM metrics WHERE run_id = ? AND key = ? AND "
-                         "kind = 0 ORDER BY step, rowid", &st, err));
+    RT_TRY(rtp_prepare(rs->db,
+                       kind == RT_RESULTS_EPOCH
+                           ? "SELECT epoch, value FROM metrics WHERE run_id = ? AND key = ? AND "
+                             "kind = 1 ORDER BY epoch, step, rowid"
+                           : "SELECT step, value FROM metrics WHERE run_id = ? AND key = ? AND "
+                             "kind = 0 ORDER BY step, rowid",
+                       &st, err));
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
     size_t cap = 0, capy = 0;
@@ -217,22 +225,26 @@ rt_status rt_results_series(rt_results *rs, int64_t run_id, const char *key,
 rt_status rt_results_delete(rt_results *rs, int64_t run_id, int force, rt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    RT_TRY(rtp_prepare(rs->db, "SELECT status, host, pid, proc_start FROM runs WHERE id = ?",
-                       &st, err));
+    RT_TRY(rtp_prepare(rs->db, "SELECT status, host, pid, proc_start FROM runs WHERE id = ?", &st,
+                       err));
     sqlite3_bind_int64(st, 1, run_id);
     int found = sqlite3_step(st) == SQLITE_ROW, alive = 0;
     long pid = found ? (long)sqlite3_column_int64(st, 2) : 0;
-    if (found && rt_results_status_parse((const char *)sqlite3_column_text(st, 0)) ==
-                     RT_RESULTS_RUNNING)
+    if (found &&
+        rt_results_status_parse((const char *)sqlite3_column_text(st, 0)) == RT_RESULTS_RUNNING)
         alive = rtp_proc_alive((const char *)sqlite3_column_text(st, 1), pid,
                                (const char *)sqlite3_column_text(st, 3));
     sqlite3_finalize(st);
     if (!found)
-        return RT_ERR(err, RT_ENOTFOUND, "no run %lld in the results store %s ---> HINT: "
-                      "%%results list shows the runs", (long long)run_id, rs->path);
+        return RT_ERR(err, RT_ENOTFOUND,
+                      "no run %lld in the results store %s ---> HINT: "
+                      "%%results list shows the runs",
+                      (long long)run_id, rs->path);
     if (alive != 0 && !force)
-        return RT_ERR(err, RT_EINVAL, "run %lld is still running (pid %ld); stop it first or "
-                      "delete with --force", (long long)run_id, pid);
+        return RT_ERR(err, RT_EINVAL,
+                      "run %lld is still running (pid %ld); stop it first or "
+                      "delete with --force",
+                      (long long)run_id, pid);
     if (sqlite3_db_readonly(rs->db, "main") == 1)
         return RT_ERR(err, RT_EIO, "results store %s is read-only", rs->path);
     RT_TRY(rtp_prepare(rs->db, "DELETE FROM runs WHERE id = ?", &st, err));

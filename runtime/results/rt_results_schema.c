@@ -77,8 +77,10 @@ double rtp_col_double(sqlite3_stmt *st, int col)
 static rt_status check_kind(sqlite3 *db, const char *path, int *is_new, rt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db, "SELECT count(*), sum(name = 'kiln_meta') FROM "
-                                    "sqlite_master WHERE type = 'table'", -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db,
+                                "SELECT count(*), sum(name = 'kiln_meta') FROM "
+                                "sqlite_master WHERE type = 'table'",
+                                -1, &st, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
         int ec = sqlite3_errcode(db);
@@ -88,7 +90,8 @@ static rt_status check_kind(sqlite3 *db, const char *path, int *is_new, rt_error
         if (ec == SQLITE_NOTADB || ec == SQLITE_CORRUPT)
             return RT_ERR(err, RT_EFORMAT,
                           "results store %s is not an SQLite database (%s) ---> HINT: "
-                          "point --results or KILN_RESULTS at a new file name", path, msg);
+                          "point --results or KILN_RESULTS at a new file name",
+                          path, msg);
         return RT_ERR(err, RT_EIO, "cannot read results store %s: %s", path, msg);
     }
     long ntables = sqlite3_column_int64(st, 0);
@@ -99,23 +102,22 @@ static rt_status check_kind(sqlite3 *db, const char *path, int *is_new, rt_error
         return RT_ERR(err, RT_EFORMAT,
                       "%s is an SQLite database but not a Kiln results store (no kiln_meta "
                       "table); refusing to write into it ---> HINT: choose another "
-                      "--results path", path);
+                      "--results path",
+                      path);
     if (*is_new) return RT_OK;
-    if (rtp_prepare(db, "SELECT value FROM kiln_meta WHERE key = 'schema_version'", &st,
-                    err))
+    if (rtp_prepare(db, "SELECT value FROM kiln_meta WHERE key = 'schema_version'", &st, err))
         return RT_EFORMAT;
     int version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
     sqlite3_finalize(st);
     if (version < 1 || version > RTP_RESULTS_SCHEMA_VERSION)
         return RT_ERR(err, RT_EFORMAT,
                       "results store %s has schema version %d; this Kiln reads version %d "
-                      "---> HINT: use a newer Kiln or another --results path", path,
-                      version, RTP_RESULTS_SCHEMA_VERSION);
+                      "---> HINT: use a newer Kiln or another --results path",
+                      path, version, RTP_RESULTS_SCHEMA_VERSION);
     return RT_OK;
 }
 
-static rt_status open_db(const char *path, int readonly, sqlite3 **db, int *ro_file,
-                         rt_error *err)
+static rt_status open_db(const char *path, int readonly, sqlite3 **db, int *ro_file, rt_error *err)
 {
     *ro_file = 0;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX;
@@ -123,15 +125,16 @@ static rt_status open_db(const char *path, int readonly, sqlite3 **db, int *ro_f
         /* the store holds parameters, URLs and host names: directories made for it
          * are 0700 and a new file 0600 (SQLite gives its -wal/-shm files the same) */
         if (rt_file_make_parent(path, 0700) != 0)
-            return RT_ERR(err, RT_EIO, "cannot create the directory of results store %s: "
+            return RT_ERR(err, RT_EIO,
+                          "cannot create the directory of results store %s: "
                           "%s ---> HINT: set --results or KILN_RESULTS to a writable "
-                          "place", path, strerror(errno));
+                          "place",
+                          path, strerror(errno));
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0) close(fd);
         flags |= SQLITE_OPEN_CREATE;
     } else if (access(path, F_OK) != 0) {
-        return RT_ERR(err, RT_ENOTFOUND, "no results store at %s (no run recorded yet)",
-                      path);
+        return RT_ERR(err, RT_ENOTFOUND, "no results store at %s (no run recorded yet)", path);
     }
     int rc = sqlite3_open_v2(path, db, flags, NULL);
     if (rc != SQLITE_OK && readonly) {
@@ -140,9 +143,10 @@ static rt_status open_db(const char *path, int readonly, sqlite3 **db, int *ro_f
         rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL);
     }
     if (rc != SQLITE_OK) {
-        rt_status s = RT_ERR(err, RT_EIO, "cannot open results store %s: %s ---> HINT: set "
-                             "--results or KILN_RESULTS to a writable place", path,
-                             *db ? sqlite3_errmsg(*db) : "out of memory");
+        rt_status s = RT_ERR(err, RT_EIO,
+                             "cannot open results store %s: %s ---> HINT: set "
+                             "--results or KILN_RESULTS to a writable place",
+                             path, *db ? sqlite3_errmsg(*db) : "out of memory");
         sqlite3_close(*db);
         *db = NULL;
         return s;
@@ -165,9 +169,10 @@ static rt_status set_wal(sqlite3 *db, const char *path, int readonly, rt_error *
         if (rc == SQLITE_ROW || readonly) return RT_OK;
         int ec = sqlite3_errcode(db);
         if ((ec != SQLITE_BUSY && ec != SQLITE_LOCKED) || waited_ms >= RTP_RESULTS_BUSY_MS)
-            return RT_ERR(err, RT_EIO, "cannot write results store %s: %s ---> HINT: set "
-                          "--results or KILN_RESULTS to a writable place", path,
-                          sqlite3_errmsg(db));
+            return RT_ERR(err, RT_EIO,
+                          "cannot write results store %s: %s ---> HINT: set "
+                          "--results or KILN_RESULTS to a writable place",
+                          path, sqlite3_errmsg(db));
         struct timespec ts = {0, 10 * 1000000L};
         nanosleep(&ts, NULL);
     }
@@ -189,9 +194,10 @@ rt_status rtp_schema_open(const char *path, int readonly, sqlite3 **out, rt_erro
         if (s == RT_OK) s = rtp_exec(db, "COMMIT", err);
         if (s != RT_OK) {
             sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-            RT_ERR(err, RT_EIO, "cannot write results store %s: %s ---> HINT: set "
-                   "--results or KILN_RESULTS to a writable place", path,
-                   sqlite3_errmsg(db));
+            RT_ERR(err, RT_EIO,
+                   "cannot write results store %s: %s ---> HINT: set "
+                   "--results or KILN_RESULTS to a writable place",
+                   path, sqlite3_errmsg(db));
         }
     }
     if (s != RT_OK) {
@@ -205,11 +211,14 @@ rt_status rtp_schema_open(const char *path, int readonly, sqlite3 **out, rt_erro
 rt_status rtp_schema_repair(sqlite3 *db, rt_error *err)
 {
     sqlite3_stmt *st = NULL, *up = NULL;
-    RT_TRY(rtp_prepare(db, "SELECT id, host, pid, proc_start FROM runs WHERE status = "
-                           "'running'", &st, err));
-    rt_status s = rtp_prepare(db, "UPDATE runs SET status = 'interrupted', end_time = "
-                                  "coalesce((SELECT max(time) FROM metrics WHERE run_id = "
-                                  "?1), start_time) WHERE id = ?1 AND status = 'running'",
+    RT_TRY(rtp_prepare(db,
+                       "SELECT id, host, pid, proc_start FROM runs WHERE status = "
+                       "'running'",
+                       &st, err));
+    rt_status s = rtp_prepare(db,
+                              "UPDATE runs SET status = 'interrupted', end_time = "
+                              "coalesce((SELECT max(time) FROM metrics WHERE run_id = "
+                              "?1), start_time) WHERE id = ?1 AND status = 'running'",
                               &up, err);
     int64_t dead[256];
     size_t ndead = 0;

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#define RTP_WRITER_MAX_ROWS (4u << 20)   /* ~200 MB of rows waiting: give up beyond */
+#define RTP_WRITER_MAX_ROWS (4u << 20) /* ~200 MB of rows waiting: give up beyond */
 
 typedef struct batch {
     struct batch *next;
@@ -102,7 +102,7 @@ static void *writer_main(void *arg)
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->head && !w->stop) pthread_cond_wait(&w->work, &w->mu);
-        if (!w->head) break;   /* stop with nothing left */
+        if (!w->head) break; /* stop with nothing left */
         batch *list = w->head;
         size_t rows = w->queued_rows;
         w->head = w->tail = NULL;
@@ -111,10 +111,12 @@ static void *writer_main(void *arg)
 
         char why[512] = "";
         int failed = write_batches(w, list, why, sizeof why), dropped = failed == -2;
-        if (dropped) {   /* drop rather than block every later metric */
+        if (dropped) { /* drop rather than block every later metric */
             pthread_mutex_lock(&w->mu);
-            warn_locked(w, "dropped %zu metric rows that %s refused (%s): was a running run "
-                        "deleted?", rows, w->path, why);
+            warn_locked(w,
+                        "dropped %zu metric rows that %s refused (%s): was a running run "
+                        "deleted?",
+                        rows, w->path, why);
             pthread_mutex_unlock(&w->mu);
             failed = 0;
         }
@@ -127,9 +129,11 @@ static void *writer_main(void *arg)
         w->last_failed = failed;
         if (failed) snprintf(w->last_error, sizeof w->last_error, "%s", why);
         if (failed) {
-            warn_locked(w, "could not write metrics to %s (%s); they are kept in memory and "
-                        "written when the store is writable again", w->path, w->last_error);
-            batch *last = list;   /* put the batches back in front, in order */
+            warn_locked(w,
+                        "could not write metrics to %s (%s); they are kept in memory and "
+                        "written when the store is writable again",
+                        w->path, w->last_error);
+            batch *last = list; /* put the batches back in front, in order */
             while (last->next) last = last->next;
             last->next = w->head;
             if (!w->head) w->tail = last;
@@ -143,8 +147,8 @@ static void *writer_main(void *arg)
             }
         }
         pthread_cond_broadcast(&w->done);
-        if (failed && w->stop) break;   /* closing: one last try was made */
-        if (failed) {                   /* retry in a second, or sooner when asked */
+        if (failed && w->stop) break; /* closing: one last try was made */
+        if (failed) {                 /* retry in a second, or sooner when asked */
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_sec += 1;
@@ -155,8 +159,7 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-rt_status rtp_writer_create(const char *path, rtp_mlflow *mirror, rtp_writer **out,
-                            rt_error *err)
+rt_status rtp_writer_create(const char *path, rtp_mlflow *mirror, rtp_writer **out, rt_error *err)
 {
     *out = NULL;
     rtp_writer *w = calloc(1, sizeof *w);
@@ -165,8 +168,10 @@ rt_status rtp_writer_create(const char *path, rtp_mlflow *mirror, rtp_writer **o
     w->mirror = mirror;
     rt_status s = rtp_schema_open(path, 0, &w->db, err);
     if (s == RT_OK)
-        s = rtp_prepare(w->db, "INSERT INTO metrics(run_id, key, kind, step, epoch, value, "
-                               "time) VALUES(?, ?, ?, ?, ?, ?, ?)", &w->ins, err);
+        s = rtp_prepare(w->db,
+                        "INSERT INTO metrics(run_id, key, kind, step, epoch, value, "
+                        "time) VALUES(?, ?, ?, ?, ?, ?, ?)",
+                        &w->ins, err);
     if (s != RT_OK) {
         sqlite3_close(w->db);
         free(w);
@@ -193,8 +198,10 @@ int rtp_writer_submit(rtp_writer *w, rtp_metric_row *rows, size_t n)
     batch *b = malloc(sizeof *b);
     pthread_mutex_lock(&w->mu);
     if (!b || w->queued_rows + n > RTP_WRITER_MAX_ROWS) {
-        warn_locked(w, "%s has not been writable for a long time; %zu metric rows are "
-                    "waiting and newer ones are dropped", w->path, w->queued_rows);
+        warn_locked(w,
+                    "%s has not been writable for a long time; %zu metric rows are "
+                    "waiting and newer ones are dropped",
+                    w->path, w->queued_rows);
         pthread_mutex_unlock(&w->mu);
         free(b);
         free(rows);
@@ -213,14 +220,16 @@ int rtp_writer_submit(rtp_writer *w, rtp_metric_row *rows, size_t n)
 rt_status rtp_writer_sync(rtp_writer *w, rt_error *err)
 {
     pthread_mutex_lock(&w->mu);
-    unsigned long start = w->attempts + (w->busy ? 1 : 0);   /* an attempt begun later */
+    unsigned long start = w->attempts + (w->busy ? 1 : 0); /* an attempt begun later */
     pthread_cond_signal(&w->work);
     while ((w->head || w->busy) && !(w->last_failed && w->attempts > start))
         pthread_cond_wait(&w->done, &w->mu);
     rt_status s = RT_OK;
     if (w->head)
-        s = RT_ERR(err, RT_EIO, "results store %s: cannot write metrics: %s (%zu rows kept "
-                   "for a later try)", w->path, w->last_error, w->queued_rows);
+        s = RT_ERR(err, RT_EIO,
+                   "results store %s: cannot write metrics: %s (%zu rows kept "
+                   "for a later try)",
+                   w->path, w->last_error, w->queued_rows);
     pthread_mutex_unlock(&w->mu);
     return s;
 }

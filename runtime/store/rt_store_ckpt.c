@@ -35,8 +35,7 @@ void rt_store_ckpt_free(rt_store_ckpt *c, size_t n)
     free(c);
 }
 
-rt_status rt_store_ckpt_push(rt_store *s, const char *prefix, const char *path,
-                             rt_error *err)
+rt_status rt_store_ckpt_push(rt_store *s, const char *prefix, const char *path, rt_error *err)
 {
     rt_ckpt_reader *r = NULL;
     RT_TRY(rt_ckpt_reader_open(path, 0, &r, err));
@@ -53,14 +52,12 @@ rt_status rt_store_ckpt_push(rt_store *s, const char *prefix, const char *path,
     const char *name = base_name(path);
     char *key = join(prefix, name);
     char *mkey = key ? rtp_store_fmt("%s%s", key, RT_STORE_MANIFEST_SUFFIX) : NULL;
-    json_t *m = json_pack("{s:s, s:i, s:I, s:[{s:s, s:I, s:s, s:s}]}", "format",
-                          MANIFEST_FORMAT, "version", 1, "step", (json_int_t)step, "parts",
-                          "key", name, "size", (json_int_t)size, "sha256", sha, "xxh3",
-                          xxh3);
+    json_t *m = json_pack("{s:s, s:i, s:I, s:[{s:s, s:I, s:s, s:s}]}", "format", MANIFEST_FORMAT,
+                          "version", 1, "step", (json_int_t)step, "parts", "key", name, "size",
+                          (json_int_t)size, "sha256", sha, "xxh3", xxh3);
     char *text = m ? json_dumps(m, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(m);
-    if (!key || !mkey || !text)
-        st = RT_ERR(err, RT_ENOMEM, "out of memory uploading '%s'", path);
+    if (!key || !mkey || !text) st = RT_ERR(err, RT_ENOMEM, "out of memory uploading '%s'", path);
     if (st == RT_OK) st = rt_store_put_file(s, key, path, err);
     if (st == RT_OK) st = rt_store_put_mem(s, mkey, text, strlen(text), err);
     free(text);
@@ -82,8 +79,8 @@ static int cmp_step(const void *a, const void *b)
 }
 
 /* Appends "name: reason\n" to *buf. */
-__attribute__((format(printf, 3, 4))) static void note(char **buf, const char *name,
-                                                       const char *f, ...)
+__attribute__((format(printf, 3, 4))) static void note(char **buf, const char *name, const char *f,
+                                                       ...)
 {
     if (!buf) return;
     char why[600];
@@ -120,8 +117,7 @@ static int is_file_name(const char *s)
     return 1;
 }
 
-int rtp_store_manifest_parse(const char *text, size_t len, rt_store_ckpt *c, char *why,
-                             size_t cap)
+int rtp_store_manifest_parse(const char *text, size_t len, rt_store_ckpt *c, char *why, size_t cap)
 {
     json_error_t je;
     json_t *m = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -132,8 +128,7 @@ int rtp_store_manifest_parse(const char *text, size_t len, rt_store_ckpt *c, cha
     const char *x = json_string_value(json_object_get(part, "xxh3"));
     json_t *size = json_object_get(part, "size"), *step = json_object_get(m, "step");
     int ok = 0;
-    if (!m)
-        snprintf(why, cap, "manifest is not JSON (%s)", je.text);
+    if (!m) snprintf(why, cap, "manifest is not JSON (%s)", je.text);
     else if (!f || strcmp(f, MANIFEST_FORMAT) != 0)
         snprintf(why, cap, "not a Kiln checkpoint manifest");
     else if (json_integer_value(json_object_get(m, "version")) != 1)
@@ -144,10 +139,10 @@ int rtp_store_manifest_parse(const char *text, size_t len, rt_store_ckpt *c, cha
              json_array_size(json_object_get(m, "parts")) != 1)
         snprintf(why, cap, "manifest lacks parts[0].key/size/sha256 or step");
     else if (!is_file_name(key) || !is_hex(sha, 64) || (x && *x && !is_hex(x, 16)))
-        snprintf(why, cap, "manifest's part is not a plain file name with a lowercase hex "
+        snprintf(why, cap,
+                 "manifest's part is not a plain file name with a lowercase hex "
                  "SHA-256 (and XXH3)");
-    else if (!(c->name = strdup(key)))
-        snprintf(why, cap, "out of memory");
+    else if (!(c->name = strdup(key))) snprintf(why, cap, "out of memory");
     else {
         c->step = json_integer_value(step);
         c->size = (uint64_t)json_integer_value(size);
@@ -159,8 +154,8 @@ int rtp_store_manifest_parse(const char *text, size_t len, rt_store_ckpt *c, cha
     return ok;
 }
 
-rt_status rt_store_ckpt_list(rt_store *s, const char *prefix, rt_store_ckpt **out,
-                             size_t *n, char **skipped, rt_error *err)
+rt_status rt_store_ckpt_list(rt_store *s, const char *prefix, rt_store_ckpt **out, size_t *n,
+                             char **skipped, rt_error *err)
 {
     *out = NULL;
     *n = 0;
@@ -209,10 +204,10 @@ rt_status rt_store_ckpt_list(rt_store *s, const char *prefix, rt_store_ckpt **ou
         while (pk && j < ne && strcmp(e[j].key, pk) != 0) j++;
         if (!pk || j == ne || e[j].size != c[nc].size) {
             note(skipped, rel, "%s",
-                 !pk         ? "out of memory"
-                 : j == ne   ? "its checkpoint object is missing (partial upload)"
-                             : "its checkpoint object has another size than the manifest "
-                               "says (partial or replaced)");
+                 !pk       ? "out of memory"
+                 : j == ne ? "its checkpoint object is missing (partial upload)"
+                           : "its checkpoint object has another size than the manifest "
+                             "says (partial or replaced)");
             free(c[nc].name);
             c[nc].name = NULL;
         } else {
@@ -259,13 +254,13 @@ static rt_status fetch_one(rt_store *s, const char *prefix, const rt_store_ckpt 
     if (stat(local, &sb) != 0 || (uint64_t)sb.st_size != c->size)
         snprintf(why, cap, "downloaded %lld bytes, the manifest says %" PRIu64,
                  (long long)sb.st_size, c->size);
-    else if (rt_sha256_file(local, sha, &e2) != RT_OK)
-        snprintf(why, cap, "%s", e2.msg);
+    else if (rt_sha256_file(local, sha, &e2) != RT_OK) snprintf(why, cap, "%s", e2.msg);
     else if (strcmp(sha, c->sha256) != 0)
-        snprintf(why, cap, "SHA-256 mismatch (manifest %.12s..., object %.12s...): the "
-                 "object is corrupt", c->sha256, sha);
-    else if (rt_ckpt_reader_open(local, 0, &r, &e2) != RT_OK)
-        snprintf(why, cap, "%s", e2.msg);
+        snprintf(why, cap,
+                 "SHA-256 mismatch (manifest %.12s..., object %.12s...): the "
+                 "object is corrupt",
+                 c->sha256, sha);
+    else if (rt_ckpt_reader_open(local, 0, &r, &e2) != RT_OK) snprintf(why, cap, "%s", e2.msg);
     else if (c->xxh3[0] && rt_ckpt_reader_meta(r, RT_CKPT_KEY_DATA_XXH3) &&
              strcmp(c->xxh3, rt_ckpt_reader_meta(r, RT_CKPT_KEY_DATA_XXH3)) != 0)
         snprintf(why, cap, "its data checksum differs from the manifest's");
@@ -278,8 +273,8 @@ static rt_status fetch_one(rt_store *s, const char *prefix, const rt_store_ckpt 
     return RT_EFORMAT;
 }
 
-rt_status rt_store_ckpt_fetch_newest(rt_store *s, const char *prefix, const char *dir,
-                                     char **path, char **skipped, rt_error *err)
+rt_status rt_store_ckpt_fetch_newest(rt_store *s, const char *prefix, const char *dir, char **path,
+                                     char **skipped, rt_error *err)
 {
     *path = NULL;
     *skipped = NULL;
@@ -310,8 +305,8 @@ rt_status rt_store_ckpt_fetch_newest(rt_store *s, const char *prefix, const char
         st = RT_ERR(err, RT_ENOTFOUND,
                     "no complete, valid checkpoint under %s/%s (%zu complete "
                     "checkpoint%s examined)%s%s",
-                    rt_store_bucket_url(s), prefix, n, n == 1 ? "" : "s",
-                    *skipped ? ":\n" : "", *skipped ? *skipped : "");
+                    rt_store_bucket_url(s), prefix, n, n == 1 ? "" : "s", *skipped ? ":\n" : "",
+                    *skipped ? *skipped : "");
     rt_store_ckpt_free(c, n);
     return st;
 }
@@ -328,8 +323,7 @@ rt_status rt_store_ckpt_prune(rt_store *s, const char *prefix, int keep, size_t 
     for (size_t i = 0; st == RT_OK && i + (size_t)keep < n; i++) {
         char *key = join(prefix, c[i].name);
         char *mkey = key ? rtp_store_fmt("%s%s", key, RT_STORE_MANIFEST_SUFFIX) : NULL;
-        if (!key || !mkey)
-            st = RT_ERR(err, RT_ENOMEM, "out of memory pruning checkpoints");
+        if (!key || !mkey) st = RT_ERR(err, RT_ENOMEM, "out of memory pruning checkpoints");
         if (st == RT_OK) st = rt_store_delete(s, mkey, err); /* no longer complete */
         if (st == RT_OK) st = rt_store_delete(s, key, err);
         if (st == RT_OK && deleted) (*deleted)++;

@@ -128,22 +128,22 @@ rt_status rtp_store_config_load(rtp_store_config *c, rt_error *err)
         size_t n = strlen(cred_file) + strlen(profile) + 32;
         if ((c->source = malloc(n)))
             snprintf(c->source, n, "profile '%s' of %s", profile, cred_file);
-        else
-            oom = 1;
+        else oom = 1;
     }
     if (!oom) {
         const char *r = env("AWS_REGION") ? env("AWS_REGION") : env("AWS_DEFAULT_REGION");
-        c->region = r ? strdup(r) : conf_file ? ini_get(conf_file, conf_section, "region", &oom)
-                                              : NULL;
+        c->region = r           ? strdup(r)
+                    : conf_file ? ini_get(conf_file, conf_section, "region", &oom)
+                                : NULL;
         if (!c->region && !oom) c->region = strdup("us-east-1");
         oom = oom || !c->region;
     }
     if (!oom) {
-        const char *e = env("AWS_ENDPOINT_URL_S3") ? env("AWS_ENDPOINT_URL_S3")
-                                                    : env("AWS_ENDPOINT_URL");
-        c->endpoint = e ? strdup(e)
-                        : conf_file ? ini_get(conf_file, conf_section, "endpoint_url", &oom)
-                                    : NULL;
+        const char *e =
+            env("AWS_ENDPOINT_URL_S3") ? env("AWS_ENDPOINT_URL_S3") : env("AWS_ENDPOINT_URL");
+        c->endpoint = e           ? strdup(e)
+                      : conf_file ? ini_get(conf_file, conf_section, "endpoint_url", &oom)
+                                  : NULL;
         oom = oom || (e && !c->endpoint);
         size_t n = c->endpoint ? strlen(c->endpoint) : 0;
         while (n && c->endpoint[n - 1] == '/') c->endpoint[--n] = '\0';
@@ -157,14 +157,14 @@ rt_status rtp_store_config_load(rtp_store_config *c, rt_error *err)
         return oom_error(c, err);
     }
     if (!have) {
-        rt_status s = RT_ERR(
-            err, RT_EINVAL,
-            "no credentials for the object store: neither AWS_ACCESS_KEY_ID and "
-            "AWS_SECRET_ACCESS_KEY are set nor does profile '%s' of %s have "
-            "aws_access_key_id and aws_secret_access_key ---> HINT: set both "
-            "variables (e.g. in the notebook VM's secrets), or AWS_PROFILE to a profile "
-            "that has them",
-            profile, where ? where : "~/.aws/credentials");
+        rt_status s =
+            RT_ERR(err, RT_EINVAL,
+                   "no credentials for the object store: neither AWS_ACCESS_KEY_ID and "
+                   "AWS_SECRET_ACCESS_KEY are set nor does profile '%s' of %s have "
+                   "aws_access_key_id and aws_secret_access_key ---> HINT: set both "
+                   "variables (e.g. in the notebook VM's secrets), or AWS_PROFILE to a profile "
+                   "that has them",
+                   profile, where ? where : "~/.aws/credentials");
         free(where);
         rtp_store_config_free(c);
         return s;
@@ -180,17 +180,14 @@ static int bucket_ok(const char *b, size_t n)
 {
     if (n < 3 || n > 63) return 0;
     for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)b[i]) && b[i] != '.' && b[i] != '-' && b[i] != '_')
-            return 0;
+        if (!isalnum((unsigned char)b[i]) && b[i] != '.' && b[i] != '-' && b[i] != '_') return 0;
     return isalnum((unsigned char)b[0]) && isalnum((unsigned char)b[n - 1]);
 }
 
-rt_status rtp_store_url_parse(const char *url, char **bucket, char **prefix,
-                              rt_error *err)
+rt_status rtp_store_url_parse(const char *url, char **bucket, char **prefix, rt_error *err)
 {
     *bucket = *prefix = NULL;
-    if (!rt_store_is_url(url))
-        return RT_ERR(err, RT_EINVAL, "'%s' is not an s3:// URL", url);
+    if (!rt_store_is_url(url)) return RT_ERR(err, RT_EINVAL, "'%s' is not an s3:// URL", url);
     const char *b = url + strlen(RT_STORE_SCHEME);
     const char *slash = strchr(b, '/');
     size_t n = slash ? (size_t)(slash - b) : strlen(b);

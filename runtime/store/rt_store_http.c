@@ -31,9 +31,8 @@ char *rtp_store_key_escape(const char *key)
     char *out = malloc(3 * n + 1), *w = out;
     if (!out) return NULL;
     for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-            (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' || *p == '.' ||
-            *p == '~' || *p == '/') {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '_' || *p == '.' || *p == '~' || *p == '/') {
             *w++ = (char)*p;
         } else {
             *w++ = '%';
@@ -97,8 +96,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *user)
         const char *v = p + 5;
         while (*v == ' ' || *v == '\t') v++;
         size_t len = (size_t)(p + n - v);
-        while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' '))
-            len--;
+        while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ')) len--;
         if (len < sizeof r->etag) {
             memcpy(r->etag, v, len);
             r->etag[len] = '\0';
@@ -107,8 +105,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *user)
     return n;
 }
 
-static int on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut,
-                       curl_off_t un)
+static int on_progress(void *user, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
     (void)dt, (void)dn, (void)ut, (void)un;
     const _Atomic int *cancel = user;
@@ -124,15 +121,13 @@ static char *request_url(rt_store *s, const rtp_store_req *r)
     size_t n = strlen(s->base) + strlen(ek) + (r->query ? strlen(r->query) : 0) + 4;
     char *url = malloc(n);
     if (url)
-        snprintf(url, n, "%s/%s%s%s", s->base, ek, r->query ? "?" : "",
-                 r->query ? r->query : "");
+        snprintf(url, n, "%s/%s%s%s", s->base, ek, r->query ? "?" : "", r->query ? r->query : "");
     free(ek);
     return url;
 }
 
 /* One attempt. CURLcode in *cc, HTTP status in r->status. */
-static rt_status attempt(rt_store *s, rtp_store_req *r, CURLcode *cc, char *errbuf,
-                         rt_error *err)
+static rt_status attempt(rt_store *s, rtp_store_req *r, CURLcode *cc, char *errbuf, rt_error *err)
 {
     CURL *c = curl_easy_init();
     char *url = request_url(s, r);
@@ -174,8 +169,10 @@ static rt_status attempt(rt_store *s, rtp_store_req *r, CURLcode *cc, char *errb
     r->status = 0;
     r->etag[0] = '\0';
     CURLcode oc = CURLE_OK;
-#define SETOPT(opt, val) \
-    do { if (oc == CURLE_OK) oc = curl_easy_setopt(c, opt, val); } while (0)
+#define SETOPT(opt, val)                                        \
+    do {                                                        \
+        if (oc == CURLE_OK) oc = curl_easy_setopt(c, opt, val); \
+    } while (0)
     SETOPT(CURLOPT_URL, url);
     SETOPT(CURLOPT_ERRORBUFFER, errbuf);
     SETOPT(CURLOPT_NOSIGNAL, 1L);
@@ -211,8 +208,7 @@ static rt_status attempt(rt_store *s, rtp_store_req *r, CURLcode *cc, char *errb
     curl_slist_free_all(hdr);
     free(url);
     if (k.failed && r->resp_fd >= 0 && r->status < 300)
-        return RT_ERR(err, RT_EIO, "writing a downloaded object failed: %s",
-                      strerror(errno));
+        return RT_ERR(err, RT_EIO, "writing a downloaded object failed: %s", strerror(errno));
     if (k.failed) return RT_ERR(err, RT_ENOMEM, "out of memory reading a store reply");
     if (k.overflow && r->status < 300)
         return RT_ERR(err, RT_EFORMAT, "the object is larger than the %zu bytes expected",
@@ -229,8 +225,8 @@ static int transient(CURLcode cc, long status)
 }
 
 /* The error for a reply with status >= 300 (or a transport failure). */
-static rt_status reply_error(rt_store *s, const rtp_store_req *r, CURLcode cc,
-                             const char *errbuf, const char *what, rt_error *err)
+static rt_status reply_error(rt_store *s, const rtp_store_req *r, CURLcode cc, const char *errbuf,
+                             const char *what, rt_error *err)
 {
     char masked[16];
     rtp_store_key_mask(s->cfg.access_key, masked);
@@ -256,18 +252,16 @@ static rt_status reply_error(rt_store *s, const rtp_store_req *r, CURLcode cc,
                     "correct the s3:// URL (and AWS_ENDPOINT_URL / AWS_REGION)",
                     what, s->bucket_url, s->endpoint);
     else if (strcmp(cd, "NoSuchKey") == 0 || r->status == 404)
-        st = RT_ERR(err, RT_ENOTFOUND, "%s: no such object in %s (%s)", what,
-                    s->bucket_url, detail);
-    else if (r->status == 401 || r->status == 403 ||
-             strcmp(cd, "InvalidAccessKeyId") == 0 ||
+        st =
+            RT_ERR(err, RT_ENOTFOUND, "%s: no such object in %s (%s)", what, s->bucket_url, detail);
+    else if (r->status == 401 || r->status == 403 || strcmp(cd, "InvalidAccessKeyId") == 0 ||
              strcmp(cd, "SignatureDoesNotMatch") == 0)
         st = RT_ERR(err, RT_EINVAL,
                     "%s: the object store at %s refused the credentials from %s (access "
                     "key %s): HTTP %ld %s ---> HINT: check AWS_ACCESS_KEY_ID and "
                     "AWS_SECRET_ACCESS_KEY (or the profile), that the key may use bucket "
                     "%s, and AWS_REGION",
-                    what, s->endpoint, s->cfg.source, masked, r->status, detail,
-                    s->bucket_url);
+                    what, s->endpoint, s->cfg.source, masked, r->status, detail, s->bucket_url);
     else
         st = RT_ERR(err, RT_EIO, "%s: the object store at %s answered HTTP %ld (%s)", what,
                     s->endpoint, r->status, detail);
@@ -283,14 +277,13 @@ rt_status rtp_store_do(rt_store *s, rtp_store_req *r, const char *what, rt_error
     CURLcode cc = CURLE_OK;
     for (int i = 0;; i++) {
         errbuf[0] = '\0';
-        if (r->resp_fd >= 0 && (ftruncate(r->resp_fd, 0) != 0 ||
-                                lseek(r->resp_fd, 0, SEEK_SET) != 0))
+        if (r->resp_fd >= 0 &&
+            (ftruncate(r->resp_fd, 0) != 0 || lseek(r->resp_fd, 0, SEEK_SET) != 0))
             return RT_ERR(err, RT_EIO, "%s: cannot reset the download file: %s", what,
                           strerror(errno));
         RT_TRY(attempt(s, r, &cc, errbuf, err));
         if (cc == CURLE_OK && r->status > 0 && r->status < 300) return RT_OK;
-        if (cancelled(s))
-            return RT_ERR(err, RT_EINTERRUPTED, "%s: cancelled", what);
+        if (cancelled(s)) return RT_ERR(err, RT_EINTERRUPTED, "%s: cancelled", what);
         if (!transient(cc, r->status) || i == 2) break;
         struct timespec ts = {0, (long)(200000000L << i)}; /* 0.2 s, 0.4 s */
         nanosleep(&ts, NULL);

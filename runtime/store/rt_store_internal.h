@@ -10,8 +10,8 @@
 
 /* ---- configuration (rt_store_config.c) ---- */
 typedef struct rtp_store_config {
-    char *access_key; /* not secret on its own, still only shown masked */
-    char *secret_key; /* secret: never printed */
+    char *access_key;    /* not secret on its own, still only shown masked */
+    char *secret_key;    /* secret: never printed */
     char *session_token; /* secret: never printed; NULL when none */
     char *region;        /* "us-east-1" when nothing says otherwise */
     char *endpoint;      /* "http://127.0.0.1:9000" (no trailing slash); NULL = AWS */
@@ -29,8 +29,7 @@ void rtp_store_key_mask(const char *key, char out[16]);
 /* Splits "s3://bucket/pre/fix/" into bucket and "pre/fix" (both malloc'd). A bucket
  * name S3 would refuse or an '@' anywhere in the URL (user:key@bucket; keys may hold
  * '/'): RT_EINVAL, and the message about an '@' repeats nothing of the URL. */
-rt_status rtp_store_url_parse(const char *url, char **bucket, char **prefix,
-                              rt_error *err);
+rt_status rtp_store_url_parse(const char *url, char **bucket, char **prefix, rt_error *err);
 
 /* ---- one signed request (rt_store_http.c) ---- */
 typedef struct rtp_store_req {
@@ -82,7 +81,6 @@ struct rt_store {
 
 /* Parses a checkpoint manifest (rt_store_ckpt.h; fetched, so untrusted) into c, its
  * name malloc'd: 1, or 0 with the reason in why. */
-int rtp_store_manifest_parse(const char *text, size_t len, rt_store_ckpt *c, char *why,
-                             size_t cap);
+int rtp_store_manifest_parse(const char *text, size_t len, rt_store_ckpt *c, char *why, size_t cap);
 
 #endif

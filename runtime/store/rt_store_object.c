@@ -52,8 +52,7 @@ static rtp_store_req req(const char *method, const char *key, const char *query)
     return r;
 }
 
-rt_status rt_store_open(const char *url, rt_store **out, char **prefix_out,
-                        rt_error *err)
+rt_status rt_store_open(const char *url, rt_store **out, char **prefix_out, rt_error *err)
 {
     *out = NULL;
     if (prefix_out) *prefix_out = NULL;
@@ -101,10 +100,8 @@ rt_status rt_store_open(const char *url, rt_store **out, char **prefix_out,
         return st;
     }
     *out = s;
-    if (prefix_out)
-        *prefix_out = prefix;
-    else
-        free(prefix);
+    if (prefix_out) *prefix_out = prefix;
+    else free(prefix);
     return RT_OK;
 }
 
@@ -130,8 +127,7 @@ static char *query_escape(const char *v)
     return out;
 }
 
-static rt_status put_one(rt_store *s, const char *key, const void *buf, size_t len,
-                         rt_error *err)
+static rt_status put_one(rt_store *s, const char *key, const void *buf, size_t len, rt_error *err)
 {
     char what[300];
     snprintf(what, sizeof what, "uploading '%.200s' to %s", key, s->bucket_url);
@@ -151,8 +147,8 @@ typedef struct src {
     char *buf;
 } src;
 
-static rt_status src_part(src *x, uint64_t off, size_t len, const char **p,
-                          const char *path, rt_error *err)
+static rt_status src_part(src *x, uint64_t off, size_t len, const char **p, const char *path,
+                          rt_error *err)
 {
     if (x->mem) {
         *p = x->mem + off;
@@ -219,8 +215,8 @@ static rt_status put_multipart(rt_store *s, const char *key, src *x, const char 
         st = rtp_store_do(s, &pr, what, err);
         free(pr.resp);
         if (st == RT_OK && !pr.etag[0])
-            st = RT_ERR(err, RT_EFORMAT, "%s: the store sent no ETag for part %" PRIu64,
-                        what, i + 1);
+            st = RT_ERR(err, RT_EFORMAT, "%s: the store sent no ETag for part %" PRIu64, what,
+                        i + 1);
         if (st == RT_OK)
             len += (size_t)snprintf(xml + len, cap - len,
                                     "<Part><PartNumber>%" PRIu64 "</PartNumber>"
@@ -237,8 +233,8 @@ static rt_status put_multipart(rt_store *s, const char *key, src *x, const char 
         st = rtp_store_do(s, &cr, what, err);
         /* S3 can answer 200 with an <Error> body when completing fails late */
         if (st == RT_OK && cr.resp && strstr(cr.resp, "<Error>"))
-            st = RT_ERR(err, RT_EIO, "%s: completing the multipart upload failed: %.300s",
-                        what, cr.resp);
+            st = RT_ERR(err, RT_EIO, "%s: completing the multipart upload failed: %.300s", what,
+                        cr.resp);
         free(cr.resp);
     }
     if (st != RT_OK) abort_upload(s, key, qid);
@@ -247,16 +243,14 @@ static rt_status put_multipart(rt_store *s, const char *key, src *x, const char 
     return st;
 }
 
-rt_status rt_store_put_mem(rt_store *s, const char *key, const void *buf, size_t len,
-                           rt_error *err)
+rt_status rt_store_put_mem(rt_store *s, const char *key, const void *buf, size_t len, rt_error *err)
 {
     if (len <= s->part_size) return put_one(s, key, buf, len, err);
     src x = {buf, -1, len, NULL};
     return put_multipart(s, key, &x, key, err);
 }
 
-rt_status rt_store_put_file(rt_store *s, const char *key, const char *path,
-                            rt_error *err)
+rt_status rt_store_put_file(rt_store *s, const char *key, const char *path, rt_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
@@ -283,8 +277,7 @@ rt_status rt_store_put_file(rt_store *s, const char *key, const char *path,
     return r;
 }
 
-rt_status rt_store_get_file(rt_store *s, const char *key, const char *path,
-                            rt_error *err)
+rt_status rt_store_get_file(rt_store *s, const char *key, const char *path, rt_error *err)
 {
     char what[300];
     snprintf(what, sizeof what, "downloading '%.200s' from %s", key, s->bucket_url);
@@ -294,8 +287,8 @@ rt_status rt_store_get_file(rt_store *s, const char *key, const char *path,
     snprintf(part, n, "%s.part", path);
     int fd = open(part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
-        rt_status e = RT_ERR(err, RT_EIO, "%s: cannot create '%s': %s", what, part,
-                             strerror(errno));
+        rt_status e =
+            RT_ERR(err, RT_EIO, "%s: cannot create '%s': %s", what, part, strerror(errno));
         free(part);
         return e;
     }
@@ -314,8 +307,8 @@ rt_status rt_store_get_file(rt_store *s, const char *key, const char *path,
     return st;
 }
 
-rt_status rt_store_get_mem(rt_store *s, const char *key, size_t max, char **buf,
-                           size_t *len, rt_error *err)
+rt_status rt_store_get_mem(rt_store *s, const char *key, size_t max, char **buf, size_t *len,
+                           rt_error *err)
 {
     char what[300];
     snprintf(what, sizeof what, "downloading '%.200s' from %s", key, s->bucket_url);
@@ -351,8 +344,8 @@ void rt_store_entries_free(rt_store_entry *e, size_t n)
     free(e);
 }
 
-rt_status rt_store_list(rt_store *s, const char *prefix, rt_store_entry **out,
-                        size_t *n, rt_error *err)
+rt_status rt_store_list(rt_store *s, const char *prefix, rt_store_entry **out, size_t *n,
+                        rt_error *err)
 {
     *out = NULL;
     *n = 0;
@@ -402,15 +395,13 @@ rt_status rt_store_list(rt_store *s, const char *prefix, rt_store_entry **out,
             free(sz);
         }
         pos = 0;
-        char *trunc = st == RT_OK ? rtp_store_xml_next(r.resp, "IsTruncated", &pos, &oom)
-                                  : NULL;
+        char *trunc = st == RT_OK ? rtp_store_xml_next(r.resp, "IsTruncated", &pos, &oom) : NULL;
         more = trunc && strcmp(trunc, "true") == 0;
         free(trunc);
         free(token);
         token = NULL;
         pos = 0;
-        if (more && !(token = rtp_store_xml_next(r.resp, "NextContinuationToken", &pos,
-                                                  &oom)))
+        if (more && !(token = rtp_store_xml_next(r.resp, "NextContinuationToken", &pos, &oom)))
             more = 0;
         free(r.resp);
         if (oom && st == RT_OK) st = RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);

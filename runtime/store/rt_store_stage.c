@@ -15,12 +15,9 @@ rt_status rt_store_staging_dir(const char *url, char *dir, size_t cap, rt_error 
     const char *home = getenv("HOME");
     char root[1024];
     if (!rt_store_is_url(url)) return RT_ERR(err, RT_EINVAL, "%s is not an s3:// URL", url);
-    if (base && *base)
-        snprintf(root, sizeof root, "%s", base);
-    else if (xdg && *xdg)
-        snprintf(root, sizeof root, "%s/kiln/staging", xdg);
-    else
-        snprintf(root, sizeof root, "%s/.cache/kiln/staging", home && *home ? home : "/tmp");
+    if (base && *base) snprintf(root, sizeof root, "%s", base);
+    else if (xdg && *xdg) snprintf(root, sizeof root, "%s/kiln/staging", xdg);
+    else snprintf(root, sizeof root, "%s/.cache/kiln/staging", home && *home ? home : "/tmp");
     const char *rest = url + strlen(RT_STORE_SCHEME);
     size_t n = strlen(rest);
     while (n && rest[n - 1] == '/') n--;
@@ -28,8 +25,10 @@ rt_status rt_store_staging_dir(const char *url, char *dir, size_t cap, rt_error 
         return RT_ERR(err, RT_EINVAL, "%s: no staging directory for it", url);
     rt_error re = {0};
     if (rt_ckpt_dir_ensure(dir, &re) != RT_OK)
-        return RT_ERR(err, RT_EIO, "staging directory for %s: %s ---> HINT: set "
-                      "KILN_STAGING_DIR to a writable directory", url, re.msg);
+        return RT_ERR(err, RT_EIO,
+                      "staging directory for %s: %s ---> HINT: set "
+                      "KILN_STAGING_DIR to a writable directory",
+                      url, re.msg);
     return RT_OK;
 }
 

@@ -27,8 +27,8 @@ struct rt_store_sync {
     pthread_cond_t idle; /* the queue became empty */
     item *q;             /* ring of cap entries */
     size_t cap, head, count;
-    int uploading;       /* q[head] is being uploaded (stays queued until confirmed) */
-    char **dropped;      /* pushed out of a full queue: local-only */
+    int uploading;  /* q[head] is being uploaded (stays queued until confirmed) */
+    char **dropped; /* pushed out of a full queue: local-only */
     size_t ndropped;
     int64_t last_step;
     int retrying;
@@ -70,15 +70,14 @@ static void *run(void *arg)
         y->uploading = 0;
         /* a local file that is gone (rotated away, newer ones exist) or damaged can
          * never be uploaded: not retried; a damaged one is reported as local-only */
-        int local = path && (st == RT_ENOTFOUND || st == RT_EFORMAT) &&
-                    strstr(err.msg, path) != NULL;
+        int local =
+            path && (st == RT_ENOTFOUND || st == RT_EFORMAT) && strstr(err.msg, path) != NULL;
         if (st == RT_OK || local) {
             if (st == RT_OK && it.step > y->last_step) y->last_step = it.step;
             if (local) {
                 fprintf(stderr, "kiln: not uploaded: %s\n", err.msg);
-                char **d = st == RT_EFORMAT
-                               ? realloc(y->dropped, (y->ndropped + 1) * sizeof *d)
-                               : NULL;
+                char **d =
+                    st == RT_EFORMAT ? realloc(y->dropped, (y->ndropped + 1) * sizeof *d) : NULL;
                 if (d) {
                     y->dropped = d;
                     y->dropped[y->ndropped++] = y->q[y->head].path;
@@ -98,8 +97,7 @@ static void *run(void *arg)
             struct timespec ts;
             timespec_after(&ts, backoff);
             backoff = backoff * 2 > 30 ? 30 : backoff * 2;
-            while (!y->stop && pthread_cond_timedwait(&y->cv, &y->mu, &ts) != ETIMEDOUT) {
-            }
+            while (!y->stop && pthread_cond_timedwait(&y->cv, &y->mu, &ts) != ETIMEDOUT) {}
         }
         free(path);
     }
@@ -147,8 +145,7 @@ rt_status rt_store_sync_start(rt_store *s, const char *prefix, int keep, size_t 
 
 void rt_store_sync_set_keep(rt_store_sync *y, int keep) { atomic_store(&y->keep, keep); }
 
-rt_status rt_store_sync_enqueue(rt_store_sync *y, const char *path, int64_t step,
-                                rt_error *err)
+rt_status rt_store_sync_enqueue(rt_store_sync *y, const char *path, int64_t step, rt_error *err)
 {
     char *p = strdup(path);
     if (!p) return RT_ERR(err, RT_ENOMEM, "out of memory queueing '%s'", path);
@@ -164,8 +161,7 @@ rt_status rt_store_sync_enqueue(rt_store_sync *y, const char *path, int64_t step
             } else {
                 free(y->q[victim].path);
             }
-            for (size_t i = victim; i != (y->head + y->count - 1) % y->cap;
-                 i = (i + 1) % y->cap)
+            for (size_t i = victim; i != (y->head + y->count - 1) % y->cap; i = (i + 1) % y->cap)
                 y->q[i] = y->q[(i + 1) % y->cap];
             y->count--;
         } else { /* a queue of one, busy: the new file waits its turn as local-only */
@@ -197,15 +193,13 @@ void rt_store_sync_get_status(rt_store_sync *y, rt_store_sync_status *st)
     pthread_mutex_unlock(&y->mu);
 }
 
-rt_status rt_store_sync_drain(rt_store_sync *y, double timeout_s, char **local_only,
-                              rt_error *err)
+rt_status rt_store_sync_drain(rt_store_sync *y, double timeout_s, char **local_only, rt_error *err)
 {
     if (local_only) *local_only = NULL;
     struct timespec ts;
     timespec_after(&ts, timeout_s > 0 ? timeout_s : 0);
     pthread_mutex_lock(&y->mu);
-    while (y->count > 0 && pthread_cond_timedwait(&y->idle, &y->mu, &ts) != ETIMEDOUT) {
-    }
+    while (y->count > 0 && pthread_cond_timedwait(&y->idle, &y->mu, &ts) != ETIMEDOUT) {}
     size_t n = y->count + y->ndropped, len = 1;
     for (size_t i = 0; i < y->ndropped; i++) len += strlen(y->dropped[i]) + 1;
     for (size_t i = 0; i < y->count; i++) len += strlen(y->q[(y->head + i) % y->cap].path) + 1;
@@ -227,10 +221,8 @@ rt_status rt_store_sync_drain(rt_store_sync *y, double timeout_s, char **local_o
                           "run directory uploads what is missing, or copy them by hand",
                           n, n == 1 ? " is" : "s are", rt_store_bucket_url(y->store),
                           last[0] ? "; last error: " : "", last);
-    if (local_only)
-        *local_only = list;
-    else
-        free(list);
+    if (local_only) *local_only = list;
+    else free(list);
     return st;
 }
 

@@ -43,10 +43,7 @@ static inline int ck_rm_one(const char *p, const struct stat *sb, int flag, stru
     return remove(p);
 }
 
-static inline void ck_rmrf(const char *dir)
-{
-    nftw(dir, ck_rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
+static inline void ck_rmrf(const char *dir) { nftw(dir, ck_rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
 /* Whole file into a malloc'd buffer (caller frees); NULL on failure. */
 static inline unsigned char *ck_read(const char *path, size_t *len)
@@ -78,8 +75,8 @@ static inline int ck_write(const char *path, const void *buf, size_t len)
 static inline int ck_exists(const char *path) { return access(path, F_OK) == 0; }
 
 /* ---- the sample checkpoint ---- */
-#define CK_W_N  (8 * 1 * 3 * 3)
-#define CK_B_N  8
+#define CK_W_N (8 * 1 * 3 * 3)
+#define CK_B_N 8
 #define CK_FC_N (10 * 32)
 
 typedef struct ck_sample {
@@ -89,9 +86,8 @@ typedef struct ck_sample {
     uint8_t order[16];                       /* state.order */
 } ck_sample;
 
-static const int64_t ck_w_shape[4] = {8, 1, 3, 3}, ck_b_shape[1] = {8},
-                     ck_fc_shape[2] = {10, 32}, ck_rng_shape[1] = {4},
-                     ck_order_shape[1] = {16};
+static const int64_t ck_w_shape[4] = {8, 1, 3, 3}, ck_b_shape[1] = {8}, ck_fc_shape[2] = {10, 32},
+                     ck_rng_shape[1] = {4}, ck_order_shape[1] = {16};
 
 static inline void ck_sample_fill(ck_sample *s, int64_t step)
 {
@@ -102,59 +98,50 @@ static inline void ck_sample_fill(ck_sample *s, int64_t step)
     }
     for (int i = 0; i < CK_B_N; i++) s->b[i] = (float)(step * 3 - i);
     for (int i = 0; i < CK_FC_N; i++) s->fc[i] = (float)((i * 37 + step) % 101) / 13.0f;
-    for (int i = 0; i < 4; i++)
-        s->rng[i] = (int64_t)0x0123456789abcdefLL * (i + 1) + step;
+    for (int i = 0; i < 4; i++) s->rng[i] = (int64_t)0x0123456789abcdefLL * (i + 1) + step;
     for (int i = 0; i < 16; i++) s->order[i] = (uint8_t)(15 - i + step);
 }
 
 /* Saves the sample for `step` to path, with metric val_accuracy = value (mode max) or
  * val_loss = value (mode min). */
 static inline rt_status ck_save_sample_mode(const char *path, int64_t step, double value,
-                                            int higher_is_better, ck_sample *s,
-                                            rt_error *err)
+                                            int higher_is_better, ck_sample *s, rt_error *err)
 {
     rt_ckpt_writer *w = NULL;
     ck_sample_fill(s, step);
     rt_status st = rt_ckpt_writer_create(&w, err);
     if (st != RT_OK) return st;
-    rt_ckpt_metric m = {.has_value = 1,
-                        .value = value,
-                        .higher_is_better = higher_is_better,
-                        .step = step};
+    rt_ckpt_metric m = {
+        .has_value = 1, .value = value, .higher_is_better = higher_is_better, .step = step};
     snprintf(m.name, sizeof m.name, higher_is_better ? "val_accuracy" : "val_loss");
     if (!st)
-        st = rt_ckpt_writer_add_tensor(w, "model.conv1.weight", RT_ST_F32, 4, ck_w_shape,
-                                       s->w, err);
+        st =
+            rt_ckpt_writer_add_tensor(w, "model.conv1.weight", RT_ST_F32, 4, ck_w_shape, s->w, err);
     if (!st)
-        st = rt_ckpt_writer_add_tensor(w, "model.conv1.bias", RT_ST_F32, 1, ck_b_shape,
-                                       s->b, err);
+        st = rt_ckpt_writer_add_tensor(w, "model.conv1.bias", RT_ST_F32, 1, ck_b_shape, s->b, err);
     if (!st)
-        st = rt_ckpt_writer_add_tensor(w, "model.fc.weight", RT_ST_F32, 2, ck_fc_shape,
-                                       s->fc, err);
+        st = rt_ckpt_writer_add_tensor(w, "model.fc.weight", RT_ST_F32, 2, ck_fc_shape, s->fc, err);
     if (!st)
-        st = rt_ckpt_writer_add_tensor(w, "optim.m.conv1.weight", RT_ST_F32, 4,
-                                       ck_w_shape, s->m, err);
-    if (!st)
-        st = rt_ckpt_writer_add_tensor(w, "optim.v.conv1.weight", RT_ST_F32, 4,
-                                       ck_w_shape, s->v, err);
-    if (!st)
-        st = rt_ckpt_writer_add_tensor(w, "state.rng", RT_ST_I64, 1, ck_rng_shape, s->rng,
+        st = rt_ckpt_writer_add_tensor(w, "optim.m.conv1.weight", RT_ST_F32, 4, ck_w_shape, s->m,
                                        err);
     if (!st)
-        st = rt_ckpt_writer_add_tensor(w, "state.order", RT_ST_U8, 1, ck_order_shape,
-                                       s->order, err);
+        st = rt_ckpt_writer_add_tensor(w, "optim.v.conv1.weight", RT_ST_F32, 4, ck_w_shape, s->v,
+                                       err);
+    if (!st)
+        st = rt_ckpt_writer_add_tensor(w, "state.rng", RT_ST_I64, 1, ck_rng_shape, s->rng, err);
+    if (!st)
+        st =
+            rt_ckpt_writer_add_tensor(w, "state.order", RT_ST_U8, 1, ck_order_shape, s->order, err);
     if (!st) st = rt_ckpt_writer_set_meta_i64(w, RT_CKPT_KEY_STEP, step, err);
     if (!st) st = rt_ckpt_writer_set_meta_i64(w, RT_CKPT_KEY_EPOCH, step / 100, err);
     if (!st) st = rt_ckpt_writer_set_meta(w, RT_CKPT_KEY_RUN_ID, "run-test-1", err);
     if (!st)
         st = rt_ckpt_writer_set_meta(w, RT_CKPT_KEY_MODEL_SPEC,
                                      "conv2d 8 3\nrelu\nflatten\ndense 10\n", err);
-    if (!st)
-        st = rt_ckpt_writer_set_meta_json(w, RT_CKPT_KEY_INPUT_SHAPE, "[1,28,28]", err);
+    if (!st) st = rt_ckpt_writer_set_meta_json(w, RT_CKPT_KEY_INPUT_SHAPE, "[1,28,28]", err);
     if (!st)
         st = rt_ckpt_writer_set_meta_json(
-            w, RT_CKPT_KEY_HYPERPARAMS,
-            "{\"lr\":0.001,\"batch\":64,\"optimizer\":\"adam\"}", err);
+            w, RT_CKPT_KEY_HYPERPARAMS, "{\"lr\":0.001,\"batch\":64,\"optimizer\":\"adam\"}", err);
     if (!st) st = rt_ckpt_writer_set_meta(w, RT_CKPT_KEY_OPTIMIZER, "adam", err);
     if (!st) st = rt_ckpt_writer_set_meta_i64(w, RT_CKPT_KEY_OPTIMIZER_STEP, step, err);
     if (!st) st = rt_ckpt_writer_set_metric(w, RT_CKPT_KEY_METRIC, &m, err);
@@ -185,13 +172,11 @@ static inline int ck_holds_step(const char *path, int64_t step)
     if (rt_ckpt_reader_open(path, 0, &r, &err) != RT_OK) return 0;
     int ok = rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 4, ck_w_shape, got.w,
                                 sizeof got.w, &err) == RT_OK &&
-             rt_ckpt_reader_get(r, "optim.v.conv1.weight", RT_ST_F32, 4, ck_w_shape,
-                                got.v, sizeof got.v, &err) == RT_OK &&
-             memcmp(got.w, want.w, sizeof got.w) == 0 &&
-             memcmp(got.v, want.v, sizeof got.v) == 0;
+             rt_ckpt_reader_get(r, "optim.v.conv1.weight", RT_ST_F32, 4, ck_w_shape, got.v,
+                                sizeof got.v, &err) == RT_OK &&
+             memcmp(got.w, want.w, sizeof got.w) == 0 && memcmp(got.v, want.v, sizeof got.v) == 0;
     int64_t s = -1;
-    ok = ok && rt_ckpt_reader_meta_i64(r, RT_CKPT_KEY_STEP, &s, &err) == RT_OK &&
-         s == step;
+    ok = ok && rt_ckpt_reader_meta_i64(r, RT_CKPT_KEY_STEP, &s, &err) == RT_OK && s == step;
     rt_ckpt_reader_destroy(r);
     return ok;
 }

@@ -59,28 +59,22 @@ static void write_ref(const char *path)
     rt_error err;
     if (rt_ckpt_writer_create(&w, &err)) die(&err);
     for (size_t i = 0; i < NREFS; i++)
-        if (rt_ckpt_writer_add_tensor(w, refs[i].name, refs[i].dtype, refs[i].ndim,
-                                      refs[i].shape, refs[i].data, &err))
+        if (rt_ckpt_writer_add_tensor(w, refs[i].name, refs[i].dtype, refs[i].ndim, refs[i].shape,
+                                      refs[i].data, &err))
             die(&err);
-    rt_ckpt_metric m = {.name = "val_accuracy",
-                        .has_value = 1,
-                        .value = 0.8125,
-                        .higher_is_better = 1,
-                        .step = 77};
+    rt_ckpt_metric m = {
+        .name = "val_accuracy", .has_value = 1, .value = 0.8125, .higher_is_better = 1, .step = 77};
     if (rt_ckpt_writer_set_meta_i64(w, "step", 77, &err) ||
         rt_ckpt_writer_set_meta_i64(w, "epoch", 3, &err) ||
         rt_ckpt_writer_set_meta(w, "created", "2026-01-02T03:04:05Z", &err) ||
         rt_ckpt_writer_set_meta(w, "run_id", "run-\xc3\xa9t\xc3\xa9", &err) ||
-        rt_ckpt_writer_set_meta(w, "model_spec", "conv2d 4 3\n\trelu\n\"q\" \\ /",
-                                &err) ||
-        rt_ckpt_writer_set_meta_json(
-            w, "hyperparameters", "{\"lr\":0.001,\"batch\":128,\"optimizer\":\"adam\"}",
-            &err) ||
-        rt_ckpt_writer_set_meta_json(
-            w, "rng", "{\"seed\":\"42\",\"counter\":\"1099511627776\"}", &err) ||
+        rt_ckpt_writer_set_meta(w, "model_spec", "conv2d 4 3\n\trelu\n\"q\" \\ /", &err) ||
+        rt_ckpt_writer_set_meta_json(w, "hyperparameters",
+                                     "{\"lr\":0.001,\"batch\":128,\"optimizer\":\"adam\"}", &err) ||
+        rt_ckpt_writer_set_meta_json(w, "rng", "{\"seed\":\"42\",\"counter\":\"1099511627776\"}",
+                                     &err) ||
         rt_ckpt_writer_set_meta(w, "optimizer", "adam", &err) ||
-        rt_ckpt_writer_set_metric(w, "metric", &m, &err) ||
-        rt_ckpt_writer_save(w, path, &err))
+        rt_ckpt_writer_set_metric(w, "metric", &m, &err) || rt_ckpt_writer_save(w, path, &err))
         die(&err);
     rt_ckpt_writer_destroy(w);
 }
@@ -100,8 +94,7 @@ static void write_plain(const char *path)
         if (rt_st_writer_add(w, refs[i].name, refs[i].dtype, refs[i].ndim, refs[i].shape,
                              refs[i].data, &err))
             die(&err);
-    if (rt_st_writer_set_meta(w, "framework", "kiln", &err) ||
-        rtp_ckpt_file_begin(&f, path, &err))
+    if (rt_st_writer_set_meta(w, "framework", "kiln", &err) || rtp_ckpt_file_begin(&f, path, &err))
         die(&err);
     if (rt_st_writer_emit(w, file_sink, &f, &err)) {
         rtp_ckpt_file_abort(&f);
@@ -112,24 +105,22 @@ static void write_plain(const char *path)
 }
 
 /* {"tensors": {name: {dtype, shape, hex}}, "metadata": {...}} on stdout. */
-static void dump(size_t n, const rt_st_tensor_info *(*at)(const void *, size_t),
-                 const void *src, const uint8_t *data, size_t nmeta,
+static void dump(size_t n, const rt_st_tensor_info *(*at)(const void *, size_t), const void *src,
+                 const uint8_t *data, size_t nmeta,
                  void (*meta)(const void *, size_t, const char **, const char **))
 {
     json_t *root = json_object(), *tensors = json_object(), *md = json_object();
     for (size_t i = 0; i < n; i++) {
         const rt_st_tensor_info *t = at(src, i);
         json_t *shape = json_array();
-        for (int d = 0; d < t->ndim; d++)
-            json_array_append_new(shape, json_integer(t->shape[d]));
+        for (int d = 0; d < t->ndim; d++) json_array_append_new(shape, json_integer(t->shape[d]));
         size_t len = (size_t)(t->end - t->begin);
         char *hex = malloc(2 * len + 1);
         for (size_t k = 0; k < len; k++) sprintf(hex + 2 * k, "%02x", data[t->begin + k]);
         hex[2 * len] = '\0';
         json_object_set_new(tensors, t->name,
-                            json_pack("{s:s,s:o,s:s}", "dtype",
-                                      rt_st_dtype_name(t->dtype), "shape", shape, "hex",
-                                      hex));
+                            json_pack("{s:s,s:o,s:s}", "dtype", rt_st_dtype_name(t->dtype), "shape",
+                                      shape, "hex", hex));
         free(hex);
     }
     for (size_t i = 0; i < nmeta; i++) {
@@ -167,8 +158,7 @@ static void st_dump(const char *path)
     if (rt_st_prefix_check(buf, size, path, &n, &err) ||
         rt_st_index_parse((const char *)buf + 8, n, size - 8 - n, path, &ix, &err))
         die(&err);
-    dump(rt_st_index_count(ix), ix_at, ix, buf + 8 + n, rt_st_index_meta_count(ix),
-         ix_meta);
+    dump(rt_st_index_count(ix), ix_at, ix, buf + 8 + n, rt_st_index_meta_count(ix), ix_meta);
     rt_st_index_destroy(ix);
     free(buf);
 }
@@ -189,8 +179,7 @@ static void ckpt_dump(const char *path)
     if (rt_ckpt_reader_open(path, 0, &r, &err)) die(&err);
     /* copy every tensor out through the checked getter into one buffer */
     size_t n = rt_ckpt_reader_tensor_count(r), total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += (size_t)(rd_at(r, i)->end - rd_at(r, i)->begin);
+    for (size_t i = 0; i < n; i++) total += (size_t)(rd_at(r, i)->end - rd_at(r, i)->begin);
     uint8_t *data = malloc(total + 1);
     for (size_t i = 0; i < n; i++) {
         const rt_st_tensor_info *t = rd_at(r, i);
@@ -210,15 +199,10 @@ int main(int argc, char **argv)
         return 2;
     }
     fill();
-    if (strcmp(argv[1], "write-ref") == 0)
-        write_ref(argv[2]);
-    else if (strcmp(argv[1], "write-plain") == 0)
-        write_plain(argv[2]);
-    else if (strcmp(argv[1], "dump") == 0)
-        ckpt_dump(argv[2]);
-    else if (strcmp(argv[1], "st-dump") == 0)
-        st_dump(argv[2]);
-    else
-        return 2;
+    if (strcmp(argv[1], "write-ref") == 0) write_ref(argv[2]);
+    else if (strcmp(argv[1], "write-plain") == 0) write_plain(argv[2]);
+    else if (strcmp(argv[1], "dump") == 0) ckpt_dump(argv[2]);
+    else if (strcmp(argv[1], "st-dump") == 0) st_dump(argv[2]);
+    else return 2;
     return 0;
 }

@@ -28,8 +28,8 @@ static int exercise(rt_status *first, char *msg, size_t cap)
     if (s[1] == RT_OK) {
         float w[CK_W_N];
         rt_ckpt_metric m;
-        s[1] = rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 4, ck_w_shape, w,
-                                  sizeof w, &err);
+        s[1] = rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 4, ck_w_shape, w, sizeof w,
+                                  &err);
         if (s[1] == RT_OK) s[1] = rt_ckpt_reader_metric(r, "metric", &m, &err);
         rt_ckpt_reader_destroy(r);
     }
@@ -65,19 +65,16 @@ T_TEST(sweep)
         rt_status first;
         char msg[700] = "";
         if (exercise(&first, msg, sizeof msg) != 0)
-            T_FAIL_("allocation %ld failed: status %d instead of ENOMEM: %s", n,
-                    (int)first, msg);
+            T_FAIL_("allocation %ld failed: status %d instead of ENOMEM: %s", n, (int)first, msg);
         int injected = alloc_count > n;
         fail_at = -1;
         if (live != live_before)
-            T_FAIL_("allocation %ld failed: %ld allocations leaked", n,
-                    live - live_before);
+            T_FAIL_("allocation %ld failed: %ld allocations leaked", n, live - live_before);
         if (ck_exists(tmp)) T_FAIL_("allocation %ld failed: tmp file left", n);
         if (!ck_holds_step(path, 100) && !ck_holds_step(path, 200))
             T_FAIL_("allocation %ld failed: the checkpoint is damaged", n);
-        if (!injected) break; /* every allocation has had its turn */
-        enomem +=
-            first == RT_ENOMEM; /* RT_OK: recovered (a JSON parse is retried once) */
+        if (!injected) break;         /* every allocation has had its turn */
+        enomem += first == RT_ENOMEM; /* RT_OK: recovered (a JSON parse is retried once) */
     }
     printf("  swept %ld allocation points, %ld reported out of memory\n", n, enomem);
     ASSERT(enomem >= 50); /* the save path alone reports dozens */

@@ -22,8 +22,8 @@ static int refused_as(rt_status want, const char *needle, int also_header_only, 
         rt_status s = rt_ckpt_reader_open(bad, modes[i], &r, &err);
         if ((want && s != want) || s == RT_OK || !strstr(err.msg, bad) ||
             (needle && !strstr(err.msg, needle))) {
-            snprintf(why, cap, "%s open: status %d, msg: %s", i ? "header-only" : "full",
-                     (int)s, s == RT_OK ? "(opened)" : err.msg);
+            snprintf(why, cap, "%s open: status %d, msg: %s", i ? "header-only" : "full", (int)s,
+                     s == RT_OK ? "(opened)" : err.msg);
             rt_ckpt_reader_destroy(r);
             return 0;
         }
@@ -88,12 +88,9 @@ T_TEST(every_header_value_edited)
     int edits = 0;
     for (size_t i = 8; i < 8 + n; i++) {
         unsigned char c = b[i];
-        if (c >= '0' && c <= '9')
-            b[i] = (unsigned char)(c == '9' ? '0' : c + 1);
-        else if (c >= 'a' && c <= 'z')
-            b[i] = (unsigned char)(c == 'z' ? 'a' : c + 1);
-        else
-            continue;
+        if (c >= '0' && c <= '9') b[i] = (unsigned char)(c == '9' ? '0' : c + 1);
+        else if (c >= 'a' && c <= 'z') b[i] = (unsigned char)(c == 'z' ? 'a' : c + 1);
+        else continue;
         edits++;
         ASSERT_EQ(ck_write(bad, b, len), 0);
         b[i] = c;
@@ -165,8 +162,7 @@ T_TEST(inconsistent_headers)
         const char *needle;
     } cases[] = {
         {"[1,2,3]", 0, "not a JSON object"},
-        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}", 8,
-         "not valid JSON"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}", 8, "not valid JSON"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
          "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
          8, "not valid JSON"},
@@ -177,14 +173,10 @@ T_TEST(inconsistent_headers)
          "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]}}",
          20, "'b' starts"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, "'a'"},
-        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 9,
-         "trailing"},
-        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8,
-         "data_offsets"},
-        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0.0,8]}}", 8,
-         "data_offsets"},
-        {"{\"a\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
-         "dtype 'F33'"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 9, "trailing"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8, "data_offsets"},
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0.0,8]}}", 8, "data_offsets"},
+        {"{\"a\":{\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "dtype 'F33'"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8, "shape"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4294967296],"
          "\"data_offsets\":[0,8]}}",
@@ -195,10 +187,10 @@ T_TEST(inconsistent_headers)
         {"{\"__metadata__\":[]}", 0, "not an object"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
          "not a Kiln checkpoint"},
-        {"{\"__metadata__\":{\"format\":\"kiln-checkpoint\",\"format_version\":\"x\"}}",
-         0, "format_version"},
-        {"{\"__metadata__\":{\"format\":\"kiln-checkpoint\",\"format_version\":\"1\"}}",
-         0, "header_crc32"},
+        {"{\"__metadata__\":{\"format\":\"kiln-checkpoint\",\"format_version\":\"x\"}}", 0,
+         "format_version"},
+        {"{\"__metadata__\":{\"format\":\"kiln-checkpoint\",\"format_version\":\"1\"}}", 0,
+         "header_crc32"},
     };
     char why[700];
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -214,10 +206,7 @@ T_TEST(inconsistent_headers)
     rt_st_index_destroy(ix);
 }
 
-static const rt_st_tensor_info *wt(void *w, size_t i)
-{
-    return rt_st_writer_tensor(w, i);
-}
+static const rt_st_tensor_info *wt(void *w, size_t i) { return rt_st_writer_tensor(w, i); }
 static void wm(void *w, size_t i, const char **k, const char **v)
 {
     rt_st_writer_meta_at(w, i, k, v);
@@ -253,9 +242,8 @@ static void write_version(const char *ver)
         rt_st_writer_set_meta(w, "data_xxh3", hex, NULL);
     }
     rt_st_writer_set_meta(w, "header_crc32", "", NULL);
-    rtp_ckpt_crc_hex(rtp_ckpt_header_crc32(w, rt_st_writer_count(w), wt,
-                                           rt_st_writer_meta_count(w), wm),
-                     hex);
+    rtp_ckpt_crc_hex(
+        rtp_ckpt_header_crc32(w, rt_st_writer_count(w), wt, rt_st_writer_meta_count(w), wm), hex);
     rt_st_writer_set_meta(w, "header_crc32", hex, NULL);
     FILE *f = fopen(bad, "wb");
     rt_st_writer_emit(w, sink, f, NULL);
@@ -283,8 +271,7 @@ T_TEST(older_format_versions_still_read)
     for (int v = 1; v <= 2; v++) {
         write_version(v == 1 ? "1" : "2"); /* v1: zlib CRC-32 of the data */
         ASSERT_EQ(rt_ckpt_reader_open(bad, 0, &r, &err), RT_OK);
-        ASSERT_EQ(rt_ckpt_reader_get(r, "model.x", RT_ST_F32, 1, shape, x, sizeof x, &err),
-                  RT_OK);
+        ASSERT_EQ(rt_ckpt_reader_get(r, "model.x", RT_ST_F32, 1, shape, x, sizeof x, &err), RT_OK);
         ASSERT(x[0] == 1 && x[1] == 2);
         rt_ckpt_reader_destroy(r);
         flip_last_byte(bad); /* and its own checksum still guards it */

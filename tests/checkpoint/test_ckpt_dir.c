@@ -150,8 +150,7 @@ T_TEST(rotate_keeps_newest_n_and_best)
     for (int i = 0; i < 6; i++) save(d, 100 * (i + 1), acc[i], 1);
     ASSERT_EQ(rt_ckpt_dir_rotate(d, 2, 1, &removed, NULL), RT_OK);
     ASSERT_EQ(removed, 3);
-    ASSERT(!has_step(d, 100) && has_step(d, 200) && !has_step(d, 300) &&
-           !has_step(d, 400));
+    ASSERT(!has_step(d, 100) && has_step(d, 200) && !has_step(d, 300) && !has_step(d, 400));
     ASSERT(has_step(d, 500) && has_step(d, 600));
     /* idempotent */
     ASSERT_EQ(rt_ckpt_dir_rotate(d, 2, 1, &removed, NULL), RT_OK);

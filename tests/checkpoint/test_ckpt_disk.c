@@ -42,8 +42,7 @@ static int save_limited(rlim_t limit, child_result *res)
     close(fds[0]);
     int wst;
     waitpid(pid, &wst, 0);
-    return got == (ssize_t)sizeof *res && WIFEXITED(wst) && WEXITSTATUS(wst) == 0 ? 0
-                                                                                  : -1;
+    return got == (ssize_t)sizeof *res && WIFEXITED(wst) && WEXITSTATUS(wst) == 0 ? 0 : -1;
 }
 
 T_TEST(full_disk_at_every_stage)
@@ -71,8 +70,8 @@ T_TEST(full_disk_at_every_stage)
         if (save_limited(limits[i], &r) != 0)
             T_FAIL_("child for limit %llu died", (unsigned long long)limits[i]);
         if (r.status != RT_EIO || !strstr(r.msg, path) || !strstr(r.msg, "disk full"))
-            T_FAIL_("limit %llu: status %d, msg: %s", (unsigned long long)limits[i],
-                    r.status, r.msg);
+            T_FAIL_("limit %llu: status %d, msg: %s", (unsigned long long)limits[i], r.status,
+                    r.msg);
         if (ck_exists(tmp))
             T_FAIL_("limit %llu: %s left behind", (unsigned long long)limits[i], tmp);
         if (!ck_holds_step(path, 100))
@@ -92,8 +91,7 @@ T_TEST(errno_messages)
     rt_error err;
     int errs[] = {ENOSPC, EDQUOT, EFBIG};
     for (size_t i = 0; i < 3; i++) {
-        ASSERT_EQ(rtp_ckpt_errno_error(&err, errs[i], "writing checkpoint", "/x/y"),
-                  RT_EIO);
+        ASSERT_EQ(rtp_ckpt_errno_error(&err, errs[i], "writing checkpoint", "/x/y"), RT_EIO);
         ASSERT_STR_CONTAINS(err.msg, "disk full");
         ASSERT_STR_CONTAINS(err.msg, "'/x/y'");
         ASSERT_STR_CONTAINS(err.msg, "HINT");

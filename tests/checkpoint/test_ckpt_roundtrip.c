@@ -26,16 +26,16 @@ T_TEST(round_trip)
     ASSERT_STR_EQ(rt_ckpt_reader_tensor_at(r, 6)->name, "state.order");
     ASSERT(rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 4, ck_w_shape, got.w,
                               sizeof got.w, &err) == RT_OK);
-    ASSERT(rt_ckpt_reader_get(r, "model.conv1.bias", RT_ST_F32, 1, ck_b_shape, got.b,
-                              sizeof got.b, &err) == RT_OK);
+    ASSERT(rt_ckpt_reader_get(r, "model.conv1.bias", RT_ST_F32, 1, ck_b_shape, got.b, sizeof got.b,
+                              &err) == RT_OK);
     ASSERT(rt_ckpt_reader_get(r, "model.fc.weight", RT_ST_F32, 2, ck_fc_shape, got.fc,
                               sizeof got.fc, &err) == RT_OK);
     ASSERT(rt_ckpt_reader_get(r, "optim.m.conv1.weight", RT_ST_F32, 4, ck_w_shape, got.m,
                               sizeof got.m, &err) == RT_OK);
     ASSERT(rt_ckpt_reader_get(r, "optim.v.conv1.weight", RT_ST_F32, 4, ck_w_shape, got.v,
                               sizeof got.v, &err) == RT_OK);
-    ASSERT(rt_ckpt_reader_get(r, "state.rng", RT_ST_I64, 1, ck_rng_shape, got.rng,
-                              sizeof got.rng, &err) == RT_OK);
+    ASSERT(rt_ckpt_reader_get(r, "state.rng", RT_ST_I64, 1, ck_rng_shape, got.rng, sizeof got.rng,
+                              &err) == RT_OK);
     ASSERT(rt_ckpt_reader_get(r, "state.order", RT_ST_U8, 1, ck_order_shape, got.order,
                               sizeof got.order, &err) == RT_OK);
     ASSERT(memcmp(&s, &got, sizeof s) == 0);
@@ -46,8 +46,7 @@ T_TEST(round_trip)
     ASSERT_EQ(v, 12);
     ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "format"), "kiln-checkpoint");
     ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "format_version"), "2");
-    ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "model_spec"),
-                  "conv2d 8 3\nrelu\nflatten\ndense 10\n");
+    ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "model_spec"), "conv2d 8 3\nrelu\nflatten\ndense 10\n");
     ASSERT_STR_EQ(rt_ckpt_reader_meta(r, "input_shape"), "[1,28,28]");
     ASSERT_EQ(strlen(rt_ckpt_reader_meta(r, "data_xxh3")), 16);
     ASSERT(rt_ckpt_reader_meta(r, "data_crc32") == NULL); /* v1's key is not written */
@@ -87,18 +86,18 @@ T_TEST(load_refuses_wrong_shape_dtype_and_missing)
     ASSERT_STR_CONTAINS(err.msg, "[4,1,3,3]");
     ASSERT_STR_CONTAINS(err.msg, "HINT");
     int64_t flat[1] = {CK_W_N};
-    ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 1, flat, buf,
-                                 sizeof buf, &err),
-              RT_EFORMAT);
-    ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_I32, 4, ck_w_shape, buf,
-                                 sizeof buf, &err),
+    ASSERT_EQ(
+        rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 1, flat, buf, sizeof buf, &err),
+        RT_EFORMAT);
+    ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_I32, 4, ck_w_shape, buf, sizeof buf,
+                                 &err),
               RT_EFORMAT);
     ASSERT_STR_CONTAINS(err.msg, "F32");
     ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 4, ck_w_shape, buf,
                                  sizeof buf - 4, &err),
               RT_EINVAL);
-    ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv2.weight", RT_ST_F32, 4, ck_w_shape, buf,
-                                 sizeof buf, &err),
+    ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv2.weight", RT_ST_F32, 4, ck_w_shape, buf, sizeof buf,
+                                 &err),
               RT_ENOTFOUND);
     ASSERT_STR_CONTAINS(err.msg, "model.conv2.weight");
     ASSERT_STR_CONTAINS(err.msg, path);
@@ -114,8 +113,8 @@ T_TEST(header_only_open)
     ASSERT_EQ(rt_ckpt_reader_open(path, RT_CKPT_OPEN_HEADER_ONLY, &r, &err), RT_OK);
     ASSERT_EQ(rt_ckpt_reader_tensor_count(r), 7);
     ASSERT(rt_ckpt_reader_find(r, "model.fc.weight") != NULL);
-    ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 4, ck_w_shape, buf,
-                                 sizeof buf, &err),
+    ASSERT_EQ(rt_ckpt_reader_get(r, "model.conv1.weight", RT_ST_F32, 4, ck_w_shape, buf, sizeof buf,
+                                 &err),
               RT_EINVAL);
     size_t len;
     unsigned char *bytes = ck_read(path, &len);
@@ -134,21 +133,15 @@ T_TEST(writer_refusals)
     ASSERT_EQ(rt_ckpt_writer_create(&w, &err), RT_OK);
     ASSERT_EQ(rt_ckpt_writer_set_meta(w, "format_version", "2", &err), RT_EINVAL);
     ASSERT_EQ(rt_ckpt_writer_set_meta(w, "data_crc32", "00000000", &err), RT_EINVAL);
-    ASSERT_EQ(rt_ckpt_writer_set_meta(w, "data_xxh3", "0000000000000000", &err),
-              RT_EINVAL);
-    ASSERT_EQ(rt_ckpt_writer_set_meta_json(w, "hyperparameters", "{lr: 1}", &err),
-              RT_EINVAL);
+    ASSERT_EQ(rt_ckpt_writer_set_meta(w, "data_xxh3", "0000000000000000", &err), RT_EINVAL);
+    ASSERT_EQ(rt_ckpt_writer_set_meta_json(w, "hyperparameters", "{lr: 1}", &err), RT_EINVAL);
     ASSERT_EQ(rt_ckpt_writer_set_meta(w, "bad", "\xff\xfe", &err), RT_EINVAL);
-    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.x", RT_ST_F32, 1, shape, x, &err),
-              RT_OK);
-    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.x", RT_ST_F32, 1, shape, x, &err),
-              RT_EINVAL);
+    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.x", RT_ST_F32, 1, shape, x, &err), RT_OK);
+    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.x", RT_ST_F32, 1, shape, x, &err), RT_EINVAL);
     ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "__metadata__", RT_ST_F32, 1, shape, x, &err),
               RT_EINVAL);
-    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.y", RT_ST_F32, 1, neg, x, &err),
-              RT_EINVAL);
-    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.z", RT_ST_F32, 9, shape, x, &err),
-              RT_EINVAL);
+    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.y", RT_ST_F32, 1, neg, x, &err), RT_EINVAL);
+    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.z", RT_ST_F32, 9, shape, x, &err), RT_EINVAL);
     ASSERT_EQ(rt_ckpt_writer_save(w, path, &err), RT_EINVAL); /* no step/epoch */
     ASSERT_STR_CONTAINS(err.msg, "step");
     ASSERT_EQ(rt_ckpt_writer_set_meta(w, "step", "-3", &err), RT_OK);
@@ -195,10 +188,8 @@ T_TEST(writer_reports_digest_and_size)
     int64_t shape[1] = {(int64_t)(sizeof big / sizeof *big) - 7}, one[1] = {7};
     ASSERT_EQ(rt_ckpt_writer_create(&w, &err), RT_OK);
     ASSERT(rt_ckpt_writer_digest(w) == NULL && rt_ckpt_writer_file_size(w) == 0);
-    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.big", RT_ST_F32, 1, shape, big, &err),
-              RT_OK);
-    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.tail", RT_ST_F32, 1, one,
-                                        big + shape[0], &err),
+    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.big", RT_ST_F32, 1, shape, big, &err), RT_OK);
+    ASSERT_EQ(rt_ckpt_writer_add_tensor(w, "model.tail", RT_ST_F32, 1, one, big + shape[0], &err),
               RT_OK);
     ASSERT_EQ(rt_ckpt_writer_set_meta_i64(w, "step", 3, &err), RT_OK);
     ASSERT_EQ(rt_ckpt_writer_set_meta_i64(w, "epoch", 0, &err), RT_OK);
@@ -207,8 +198,7 @@ T_TEST(writer_reports_digest_and_size)
     ASSERT_STR_EQ(rt_ckpt_writer_digest(w), rt_ckpt_reader_meta(r, "data_xxh3"));
     ASSERT_EQ(rt_ckpt_writer_file_size(w), rt_ckpt_reader_file_size(r));
     float back[7];
-    ASSERT_EQ(rt_ckpt_reader_get(r, "model.tail", RT_ST_F32, 1, one, back, sizeof back,
-                                 &err),
+    ASSERT_EQ(rt_ckpt_reader_get(r, "model.tail", RT_ST_F32, 1, one, back, sizeof back, &err),
               RT_OK);
     ASSERT(memcmp(back, big + shape[0], sizeof back) == 0);
     rt_ckpt_reader_destroy(r);

@@ -20,7 +20,7 @@
 #include "rt_download.h"
 
 typedef struct tool_state {
-    uint64_t stop_after;     /* 0 = never */
+    uint64_t stop_after; /* 0 = never */
     uint64_t last_done;
     long calls;
 } tool_state;
@@ -30,8 +30,7 @@ static int on_progress(const char *file, uint64_t done, uint64_t total, void *us
     tool_state *t = user;
     t->last_done = done;
     t->calls++;
-    printf("progress %s %llu %llu\n", file, (unsigned long long)done,
-           (unsigned long long)total);
+    printf("progress %s %llu %llu\n", file, (unsigned long long)done, (unsigned long long)total);
     return 0;
 }
 
@@ -71,9 +70,12 @@ static int report(rt_status st, const rt_error *err)
 static int cmd_download(int argc, char **argv)
 {
     tool_state t = {.stop_after = (uint64_t)opt_long(argc, argv, "--stop-after", 0)};
-    rt_download_opts o = {.url = argv[2], .dest = argv[3],
+    rt_download_opts o = {.url = argv[2],
+                          .dest = argv[3],
                           .sha256_hex = opt(argc, argv, "--sha256"),
-                          .progress = on_progress, .should_stop = should_stop, .user = &t,
+                          .progress = on_progress,
+                          .should_stop = should_stop,
+                          .user = &t,
                           .retries = (int)opt_long(argc, argv, "--retries", 0),
                           .stall_timeout_s = opt_long(argc, argv, "--stall", 0),
                           .connect_timeout_s = 5};
@@ -81,8 +83,8 @@ static int cmd_download(int argc, char **argv)
     rt_error err = {0};
     rt_status st = rt_download_file(&o, &info, &err);
     printf("http %ld\nresumed_from %llu\nbytes %llu\nattempts %d\nprogress_calls %ld\n",
-           info.http_status, (unsigned long long)info.resumed_from,
-           (unsigned long long)info.bytes, info.attempts, t.calls);
+           info.http_status, (unsigned long long)info.resumed_from, (unsigned long long)info.bytes,
+           info.attempts, t.calls);
     return report(st, &err);
 }
 
@@ -95,11 +97,14 @@ static void print_split(const char *what, const rt_dataset *d)
 static int cmd_load(int argc, char **argv)
 {
     tool_state t = {.stop_after = (uint64_t)opt_long(argc, argv, "--stop-after", 0)};
-    rt_dataset_opts o = {.name = argv[2], .dir = opt(argc, argv, "--dir"),
+    rt_dataset_opts o = {.name = argv[2],
+                         .dir = opt(argc, argv, "--dir"),
                          .url = opt(argc, argv, "--url"),
                          .val = (int)opt_long(argc, argv, "--val", 0),
                          .sha256sums = opt(argc, argv, "--sha256sums"),
-                         .progress = on_progress, .should_stop = should_stop, .user = &t};
+                         .progress = on_progress,
+                         .should_stop = should_stop,
+                         .user = &t};
     long repeat = opt_long(argc, argv, "--repeat", 1);
     rt_dataset_splits s;
     rt_error err = {0};

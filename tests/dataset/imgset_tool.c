@@ -64,10 +64,10 @@ int main(int argc, char **argv)
     rt_status st = rt_dataset_load(&s, &o, &err);
     printf("status %d\nmsg %s\n", (int)st, st == RT_OK ? "" : err.msg);
     if (st != RT_OK) return 1;
-    printf("layout %s\ndecoded %d\nskipped %d\nfirst_bad %s\n", s.images.layout,
-           s.images.decoded, s.images.skipped, s.images.first_bad);
-    printf("n %d %d %d\nshape %d %d %d\n", s.train.n, s.val.n, s.test.n, s.train.c,
-           s.train.h, s.train.w);
+    printf("layout %s\ndecoded %d\nskipped %d\nfirst_bad %s\n", s.images.layout, s.images.decoded,
+           s.images.skipped, s.images.first_bad);
+    printf("n %d %d %d\nshape %d %d %d\n", s.train.n, s.val.n, s.test.n, s.train.c, s.train.h,
+           s.train.w);
     printf("classes");
     for (int c = 0; c < s.train.num_classes; c++) printf(" %s", s.train.class_names[c]);
     printf("\nmean");

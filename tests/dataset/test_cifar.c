@@ -20,7 +20,8 @@
 static char dir[256], bins[300], named[300];
 static const char *batch_names[6] = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
                                      "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"};
-static const char *meta = "airplane\nautomobile\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\ntruck\n\n";
+static const char *meta =
+    "airplane\nautomobile\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\ntruck\n\n";
 
 /* Record r of batch b: label (b*7+r) % 10, pixels a pattern unique to (b, r). */
 static void make_batch(int b, uint8_t **out, size_t *len)
@@ -70,7 +71,7 @@ static void write_tar(const char *path, int skip)
     archive_write_add_filter_gzip(a);
     archive_write_set_format_pax_restricted(a);
     archive_write_open_filename(a, path);
-    int order[7] = {5, 2, 0, 6, 4, 1, 3};   /* 6 = meta */
+    int order[7] = {5, 2, 0, 6, 4, 1, 3}; /* 6 = meta */
     for (int i = 0; i < 7; i++) {
         int b = order[i];
         if (b == skip) continue;
@@ -147,7 +148,7 @@ T_TEST(tar_and_named_agree)
     ASSERT_EQ(c.val.n, 5);
     ASSERT_EQ(c.test.checksum, a.test.checksum);
     uint8_t x[3072], y[3072];
-    rt_dataset_image_u8(&c.val, 4, x);   /* val = last 5 of train */
+    rt_dataset_image_u8(&c.val, 4, x); /* val = last 5 of train */
     rt_dataset_image_u8(&a.train, 34, y);
     ASSERT(memcmp(x, y, sizeof x) == 0);
     rt_dataset_splits_deinit(&a);
@@ -182,7 +183,7 @@ T_TEST(corrupt_batches)
     uint8_t *d;
     size_t n;
     make_batch(5, &d, &n);
-    d[2 * REC] = 10;                           /* record 2 of the test batch */
+    d[2 * REC] = 10; /* record 2 of the test batch */
     snprintf(p, sizeof p, "%s/test_batch.bin", bins);
     write_path(p, d, n);
     free(d);
@@ -198,7 +199,7 @@ T_TEST(corrupt_archives)
     rt_error err = {0};
     char tgz[512];
     snprintf(tgz, sizeof tgz, "%s/partial.tar.gz", dir);
-    write_tar(tgz, 5);                         /* no test_batch.bin */
+    write_tar(tgz, 5); /* no test_batch.bin */
     rt_dataset_opts o = {.name = tgz};
     ASSERT_EQ(rt_dataset_load(&s, &o, &err), RT_EFORMAT);
     ASSERT_STR_CONTAINS(err.msg, tgz);
@@ -231,7 +232,7 @@ T_TEST(interrupt_while_reading)
     write_tar(tgz, -1);
     rt_dataset_opts o = {.name = tgz, .should_stop = stop_now};
     ASSERT_EQ(rt_dataset_load(&s, &o, &err), RT_EINTERRUPTED);
-    ASSERT_STR_CONTAINS(err.msg, "test_batch.bin interrupted");   /* first member in the tar */
+    ASSERT_STR_CONTAINS(err.msg, "test_batch.bin interrupted"); /* first member in the tar */
     ASSERT(s.train.images == NULL);
     rt_dataset_opts d = {.name = bins, .should_stop = stop_now};
     ASSERT_EQ(rt_dataset_load(&s, &d, &err), RT_EINTERRUPTED);
@@ -242,7 +243,10 @@ int main(void)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/kiln-cifar-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 99; }
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 99;
+    }
     snprintf(bins, sizeof bins, "%s/bins", dir);
     snprintf(named, sizeof named, "%s/named", dir);
     mkdir(named, 0755);

@@ -55,7 +55,10 @@ int main(void)
     }
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/kiln-dlm-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 99; }
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 99;
+    }
     T_RUN(download_without_libcurl);
     T_RUN(archive_without_libarchive);
     rmdir(dir);

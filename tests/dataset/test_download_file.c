@@ -33,8 +33,8 @@ T_TEST(good_download)
 {
     char dest[320];
     snprintf(dest, sizeof dest, "%s/out.bin", dir);
-    rt_download_opts o = {.url = url, .dest = dest, .sha256_hex = good_hex,
-                          .progress = on_progress};
+    rt_download_opts o = {
+        .url = url, .dest = dest, .sha256_hex = good_hex, .progress = on_progress};
     rt_download_info info;
     rt_error err = {0};
     ASSERT_EQ(rt_download_file(&o, &info, &err), RT_OK);
@@ -103,7 +103,7 @@ T_TEST(bad_arguments_and_missing_source)
     ASSERT_EQ(rt_download_file(&gone, NULL, &err), RT_EIO);
     ASSERT_STR_CONTAINS(err.msg, "nope.bin");
     ASSERT_EQ(size_of(dest), -1);
-    char nodir[340];   /* the destination directory does not exist */
+    char nodir[340]; /* the destination directory does not exist */
     snprintf(nodir, sizeof nodir, "%s/no/such/dir/out.bin", dir);
     rt_download_opts baddest = {.url = url, .dest = nodir};
     ASSERT_EQ(rt_download_file(&baddest, NULL, &err), RT_EIO);
@@ -114,7 +114,10 @@ int main(void)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/kiln-dl-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 99; }
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 99;
+    }
     snprintf(src, sizeof src, "%s/src.bin", dir);
     snprintf(url, sizeof url, "file://%s", src);
     FILE *f = fopen(src, "wb");

@@ -14,7 +14,7 @@
 
 #define SYS_DIR "/usr/share/datasets/fashion-mnist"
 
-static rt_dataset_splits full;   /* loaded once, read by several tests */
+static rt_dataset_splits full; /* loaded once, read by several tests */
 
 static void stats(const rt_dataset *d, double *mean, double *std)
 {
@@ -85,12 +85,12 @@ T_TEST(normalisation)
 {
     ASSERT_NEAR(full.train.mean[0], 0.2860406, 1e-6);
     ASSERT_NEAR(full.train.std[0], 0.3530242, 1e-6);
-    ASSERT_NEAR(full.test.mean[0], full.train.mean[0], 0);  /* train stats applied to test */
+    ASSERT_NEAR(full.test.mean[0], full.train.mean[0], 0); /* train stats applied to test */
     double m, s;
     stats(&full.train, &m, &s);
     ASSERT_NEAR(m, 0.0, 1e-4);
     ASSERT_NEAR(s, 1.0, 1e-4);
-    stats(&full.test, &m, &s);   /* test is close to, not exactly, standardised */
+    stats(&full.test, &m, &s); /* test is close to, not exactly, standardised */
     ASSERT_NEAR(m, (0.2868493 - 0.2860406) / 0.3530242, 1e-4);
 }
 
@@ -106,7 +106,7 @@ T_TEST(val_split)
     ASSERT_STR_EQ(s.val.name, "fashion-mnist/val");
     ASSERT_STR_EQ(s.val.class_names[3], "Dress");
     uint8_t a[784], b[784];
-    rt_dataset_image_u8(&s.val, 0, a);          /* val = the last 5000 of train */
+    rt_dataset_image_u8(&s.val, 0, a); /* val = the last 5000 of train */
     rt_dataset_image_u8(&full.train, 55000, b);
     ASSERT(memcmp(a, b, sizeof a) == 0);
     rt_dataset_image_u8(&s.val, 4999, a);
@@ -114,9 +114,9 @@ T_TEST(val_split)
     ASSERT(memcmp(a, b, sizeof a) == 0);
     ASSERT_EQ(s.val.labels[0], full.train.labels[55000]);
     ASSERT_EQ(checksum_from_u8(&s.val), s.val.checksum);
-    ASSERT_EQ(s.train.checksum, 0x362f3e0328dcfbfeULL);   /* first 55000 */
-    ASSERT_EQ(s.val.checksum, 0xed86867ea2cf681dULL);     /* last 5000 */
-    ASSERT(s.train.mean[0] != full.train.mean[0]);  /* measured on the 55000 only */
+    ASSERT_EQ(s.train.checksum, 0x362f3e0328dcfbfeULL); /* first 55000 */
+    ASSERT_EQ(s.val.checksum, 0xed86867ea2cf681dULL);   /* last 5000 */
+    ASSERT(s.train.mean[0] != full.train.mean[0]);      /* measured on the 55000 only */
     ASSERT_NEAR(s.val.mean[0], s.train.mean[0], 0);
     rt_dataset_splits_deinit(&s);
 }
@@ -145,7 +145,7 @@ T_TEST(interrupt_while_reading)
     rt_dataset_opts o = {.name = "fashion-mnist", .should_stop = stop_now, .user = &polls};
     ASSERT_EQ(rt_dataset_load(&s, &o, &err), RT_EINTERRUPTED);
     ASSERT_STR_CONTAINS(err.msg, "train-images-idx3-ubyte.gz interrupted");
-    ASSERT_EQ(polls, 1);                   /* stopped at the first check, 4 MiB in */
+    ASSERT_EQ(polls, 1); /* stopped at the first check, 4 MiB in */
     ASSERT(s.train.images == NULL && s.test.images == NULL);
 }
 
@@ -153,12 +153,12 @@ T_TEST(stable_across_loads)
 {
     rt_dataset_splits s;
     rt_error err = {0};
-    rt_dataset_opts alias = {.name = "Fashion_MNIST"};   /* spellings people use */
+    rt_dataset_opts alias = {.name = "Fashion_MNIST"}; /* spellings people use */
     ASSERT_EQ(rt_dataset_load(&s, &alias, &err), RT_OK);
     ASSERT_EQ(s.train.checksum, full.train.checksum);
     ASSERT_STR_EQ(s.train.name, "fashion-mnist/train");
     rt_dataset_splits_deinit(&s);
-    rt_dataset_opts o = {.name = SYS_DIR};   /* the same files, by path */
+    rt_dataset_opts o = {.name = SYS_DIR}; /* the same files, by path */
     ASSERT_EQ(rt_dataset_load(&s, &o, &err), RT_OK);
     ASSERT_EQ(s.train.checksum, full.train.checksum);
     ASSERT_EQ(s.test.checksum, full.test.checksum);

@@ -21,7 +21,10 @@ static char dir[256];
 
 static void put32(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
 }
 
 /* Builds an IDX file in memory: magic, dims, then data. Returns its length. */
@@ -71,11 +74,13 @@ static void write_good(int gz)
     clear_dir();
     uint8_t buf[4096] = {0};
     uint32_t d3[3] = {NTRAIN, ROWS, COLS}, d1[1] = {NTRAIN};
-    write_file("train-images-idx3-ubyte", buf, make_idx(buf, 0x803, d3, 3, pix_train, sizeof pix_train), gz);
+    write_file("train-images-idx3-ubyte", buf,
+               make_idx(buf, 0x803, d3, 3, pix_train, sizeof pix_train), gz);
     write_file("train-labels-idx1-ubyte", buf, make_idx(buf, 0x801, d1, 1, lab_train, NTRAIN), gz);
     d3[0] = NTEST;
     d1[0] = NTEST;
-    write_file("t10k-images-idx3-ubyte", buf, make_idx(buf, 0x803, d3, 3, pix_test, sizeof pix_test), gz);
+    write_file("t10k-images-idx3-ubyte", buf,
+               make_idx(buf, 0x803, d3, 3, pix_test, sizeof pix_test), gz);
     write_file("t10k-labels-idx1-ubyte", buf, make_idx(buf, 0x801, d1, 1, lab_test, NTEST), gz);
 }
 
@@ -89,15 +94,15 @@ static rt_status load_fail(const char *named, rt_error *err, rt_dataset_splits *
     return st;
 }
 
-#define EXPECT_REFUSED(named, file, what)                                                   \
-    do {                                                                                    \
-        rt_error e_ = {0};                                                                  \
-        rt_dataset_splits s_;                                                               \
-        ASSERT_EQ(load_fail(named, &e_, &s_), RT_EFORMAT);                                  \
-        char p_[512];                                                                       \
-        snprintf(p_, sizeof p_, "%s/%s", dir, file);                                        \
-        ASSERT_STR_CONTAINS(e_.msg, p_);                                                    \
-        ASSERT_STR_CONTAINS(e_.msg, what);                                                  \
+#define EXPECT_REFUSED(named, file, what)                                                     \
+    do {                                                                                      \
+        rt_error e_ = {0};                                                                    \
+        rt_dataset_splits s_;                                                                 \
+        ASSERT_EQ(load_fail(named, &e_, &s_), RT_EFORMAT);                                    \
+        char p_[512];                                                                         \
+        snprintf(p_, sizeof p_, "%s/%s", dir, file);                                          \
+        ASSERT_STR_CONTAINS(e_.msg, p_);                                                      \
+        ASSERT_STR_CONTAINS(e_.msg, what);                                                    \
         ASSERT(s_.train.images == NULL && s_.test.images == NULL && s_.train.labels == NULL); \
     } while (0)
 
@@ -114,7 +119,7 @@ T_TEST(good_plain_and_gz_agree)
     ASSERT_EQ(a.test.n, NTEST);
     ASSERT_EQ(a.train.h, ROWS);
     ASSERT_EQ(a.train.w, COLS);
-    ASSERT_EQ(a.train.num_classes, 7);         /* labels are i % 7: classes = max + 1 */
+    ASSERT_EQ(a.train.num_classes, 7); /* labels are i % 7: classes = max + 1 */
     ASSERT_STR_EQ(a.train.class_names[6], "6");
     ASSERT_EQ(a.train.checksum, b.train.checksum);
     ASSERT_EQ(a.test.checksum, b.test.checksum);
@@ -131,11 +136,14 @@ T_TEST(bad_magic)
     write_good(1);
     uint8_t buf[4096] = {0};
     uint32_t d3[3] = {NTRAIN, ROWS, COLS};
-    write_file("train-images-idx3-ubyte", buf, make_idx(buf, 0x801, d3, 3, pix_train, sizeof pix_train), 1);
+    write_file("train-images-idx3-ubyte", buf,
+               make_idx(buf, 0x801, d3, 3, pix_train, sizeof pix_train), 1);
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte.gz", "bad magic 0x00000801");
-    write_file("train-images-idx3-ubyte", buf, make_idx(buf, 0x12345678, d3, 3, pix_train, sizeof pix_train), 1);
+    write_file("train-images-idx3-ubyte", buf,
+               make_idx(buf, 0x12345678, d3, 3, pix_train, sizeof pix_train), 1);
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte.gz", "bad magic");
-    write_file("train-images-idx3-ubyte", buf, make_idx(buf, 0xC03, d3, 3, pix_train, sizeof pix_train), 1);
+    write_file("train-images-idx3-ubyte", buf,
+               make_idx(buf, 0xC03, d3, 3, pix_train, sizeof pix_train), 1);
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte.gz", "int32");
     /* labels where images should be */
     uint32_t d1[1] = {NTEST};
@@ -153,31 +161,34 @@ T_TEST(truncated_data)
     write_file("train-images-idx3-ubyte", buf, n - 7, 0);
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte", "truncated");
     write_good(1);
-    write_file("train-images-idx3-ubyte", buf, n - 7, 1);   /* a whole gzip of short data */
+    write_file("train-images-idx3-ubyte", buf, n - 7, 1); /* a whole gzip of short data */
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte.gz", "ends after 393 of 400 bytes");
-    write_file("train-images-idx3-ubyte", buf, 10, 1);      /* inside the header */
+    write_file("train-images-idx3-ubyte", buf, 10, 1); /* inside the header */
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte.gz", "header");
     write_good(0);
-    write_file("train-images-idx3-ubyte", buf, n + 3, 0);   /* extra bytes */
+    write_file("train-images-idx3-ubyte", buf, n + 3, 0); /* extra bytes */
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte", "longer");
 }
 
 T_TEST(wrong_dims)
 {
     uint8_t buf[4096] = {0};
-    uint32_t d3[3] = {NTRAIN, ROWS + 1, COLS};   /* header claims 5x5, data is 4x5 */
+    uint32_t d3[3] = {NTRAIN, ROWS + 1, COLS}; /* header claims 5x5, data is 4x5 */
     write_good(0);
-    write_file("train-images-idx3-ubyte", buf, make_idx(buf, 0x803, d3, 3, pix_train, sizeof pix_train), 0);
+    write_file("train-images-idx3-ubyte", buf,
+               make_idx(buf, 0x803, d3, 3, pix_train, sizeof pix_train), 0);
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte", "header describes");
     write_good(1);
-    write_file("train-images-idx3-ubyte", buf, make_idx(buf, 0x803, d3, 3, pix_train, sizeof pix_train), 1);
+    write_file("train-images-idx3-ubyte", buf,
+               make_idx(buf, 0x803, d3, 3, pix_train, sizeof pix_train), 1);
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte.gz", "truncated");
     uint32_t zero[3] = {NTRAIN, 0, COLS};
     write_file("train-images-idx3-ubyte", buf, make_idx(buf, 0x803, zero, 3, pix_train, 0), 1);
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte.gz", "dimension 1 is 0");
     /* A lying header must not make us allocate its claim: 1e6 images, tiny file. */
     uint32_t big[3] = {1000000, 28, 28};
-    write_file("train-images-idx3-ubyte", buf, make_idx(buf, 0x803, big, 3, pix_train, sizeof pix_train), 1);
+    write_file("train-images-idx3-ubyte", buf,
+               make_idx(buf, 0x803, big, 3, pix_train, sizeof pix_train), 1);
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte.gz", "truncated");
     uint32_t huge[3] = {0x7fffffff, 4096, 4096};
     write_file("train-images-idx3-ubyte", buf, make_idx(buf, 0x803, huge, 3, pix_train, 0), 1);
@@ -185,7 +196,8 @@ T_TEST(wrong_dims)
     /* test images of another size than train */
     write_good(0);
     uint32_t other[3] = {NTEST, COLS, ROWS};
-    write_file("t10k-images-idx3-ubyte", buf, make_idx(buf, 0x803, other, 3, pix_test, sizeof pix_test), 0);
+    write_file("t10k-images-idx3-ubyte", buf,
+               make_idx(buf, 0x803, other, 3, pix_test, sizeof pix_test), 0);
     rt_error e = {0};
     rt_dataset_splits s;
     ASSERT_EQ(load_fail(NULL, &e, &s), RT_EFORMAT);
@@ -197,7 +209,8 @@ T_TEST(count_mismatch)
     uint8_t buf[4096] = {0};
     uint32_t d1[1] = {NTRAIN - 1};
     write_good(1);
-    write_file("train-labels-idx1-ubyte", buf, make_idx(buf, 0x801, d1, 1, lab_train, NTRAIN - 1), 1);
+    write_file("train-labels-idx1-ubyte", buf, make_idx(buf, 0x801, d1, 1, lab_train, NTRAIN - 1),
+               1);
     EXPECT_REFUSED(NULL, "train-labels-idx1-ubyte.gz", "has 19 labels but");
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte.gz", "has 20 images");
 }
@@ -209,12 +222,12 @@ T_TEST(truncated_gzip)
     snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
     struct stat st;
     ASSERT_EQ(stat(path, &st), 0);
-    ASSERT_EQ(truncate(path, st.st_size / 2), 0);      /* cut the deflate stream */
+    ASSERT_EQ(truncate(path, st.st_size / 2), 0); /* cut the deflate stream */
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte.gz", "truncated");
     write_good(1);
-    ASSERT_EQ(truncate(path, st.st_size - 4), 0);      /* data whole, trailer cut */
+    ASSERT_EQ(truncate(path, st.st_size - 4), 0); /* data whole, trailer cut */
     EXPECT_REFUSED(NULL, "train-images-idx3-ubyte.gz", "gzip");
-    write_good(1);                                     /* flip a bit in the CRC */
+    write_good(1); /* flip a bit in the CRC */
     FILE *f = fopen(path, "r+b");
     ASSERT(f != NULL);
     fseek(f, st.st_size - 6, SEEK_SET);
@@ -234,7 +247,8 @@ T_TEST(label_out_of_range)
     write_good(1);
     write_file("t10k-labels-idx1-ubyte", buf, make_idx(buf, 0x801, d1, 1, bad, NTEST), 1);
     /* The named set has 10 classes: 12 is out of range. */
-    EXPECT_REFUSED("mnist", "t10k-labels-idx1-ubyte.gz", "label 12 of item 3 is out of range (10 classes)");
+    EXPECT_REFUSED("mnist", "t10k-labels-idx1-ubyte.gz",
+                   "label 12 of item 3 is out of range (10 classes)");
     /* Loaded as a plain path the same files are fine: 13 classes. */
     rt_dataset_splits s;
     rt_error e = {0};
@@ -271,7 +285,10 @@ int main(void)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/kiln-idx-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-    if (!mkdtemp(dir)) { perror("mkdtemp"); return 99; }
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 99;
+    }
     for (size_t i = 0; i < sizeof pix_train; i++) pix_train[i] = (uint8_t)(i * 37 + 11);
     for (size_t i = 0; i < sizeof pix_test; i++) pix_test[i] = (uint8_t)(i * 53 + 5);
     for (int i = 0; i < NTRAIN; i++) lab_train[i] = (uint8_t)(i % 7);

@@ -23,8 +23,7 @@ static void put32(uint8_t *p, uint32_t v)
 }
 
 /* name.gz: an IDX header claiming dims, then real bytes of zeros */
-static int write_idx(const char *name, uint32_t magic, const uint32_t *dims, int nd,
-                     size_t real)
+static int write_idx(const char *name, uint32_t magic, const uint32_t *dims, int nd, size_t real)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s.gz", dir, name);
@@ -43,8 +42,7 @@ static int write_idx(const char *name, uint32_t magic, const uint32_t *dims, int
 /* 4,000,000 28x28 training images claimed, 8 MB of them there; the rest consistent */
 static int write_idx_set(void)
 {
-    uint32_t img[3] = {4000000, 28, 28}, lab[1] = {4000000}, timg[3] = {1, 28, 28},
-             tlab[1] = {1};
+    uint32_t img[3] = {4000000, 28, 28}, lab[1] = {4000000}, timg[3] = {1, 28, 28}, tlab[1] = {1};
     return write_idx("train-images-idx3-ubyte", 0x803, img, 3, 8u << 20) ||
            write_idx("train-labels-idx1-ubyte", 0x801, lab, 1, 4000000) ||
            write_idx("t10k-images-idx3-ubyte", 0x803, timg, 3, 784) ||
@@ -78,9 +76,9 @@ static int write_cifar_tar(const char *path)
 
 /* in the child: the load is refused up front with a message naming file and sizes */
 typedef struct expect {
-    const char *name;      /* what to load */
-    const char *file;      /* the file the message names */
-    const char *claimed;   /* "2990.7 MiB" */
+    const char *name;    /* what to load */
+    const char *file;    /* the file the message names */
+    const char *claimed; /* "2990.7 MiB" */
 } expect;
 
 static int refused_up_front(void *arg)
@@ -115,7 +113,10 @@ int main(int argc, char **argv)
     const expect *cases[] = {&idx, &cifar};
     for (int i = 0; i < 2; i++) {
         int rc = ml_run(kind, 256u << 20, refused_up_front, (void *)cases[i]);
-        printf("%s %s under %s\n", rc == 0 ? "ok  " : rc == 77 ? "skip" : "FAIL",
+        printf("%s %s under %s\n",
+               rc == 0    ? "ok  "
+               : rc == 77 ? "skip"
+                          : "FAIL",
                i ? "cifar_member_claim" : "idx_header_claim", how);
         failed += rc == 1;
         skipped += rc == 77;

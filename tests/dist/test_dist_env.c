@@ -7,11 +7,22 @@
 #include "rt.h"
 #include "t.h"
 
-static const char *all_vars[] = {
-    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-    "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID",
-    "MPI_LOCALNRANKS", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-    "SLURM_NTASKS_PER_NODE", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"};
+static const char *all_vars[] = {"OMPI_COMM_WORLD_RANK",
+                                 "OMPI_COMM_WORLD_SIZE",
+                                 "OMPI_COMM_WORLD_LOCAL_RANK",
+                                 "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                 "PMI_RANK",
+                                 "PMI_SIZE",
+                                 "MPI_LOCALRANKID",
+                                 "MPI_LOCALNRANKS",
+                                 "SLURM_PROCID",
+                                 "SLURM_NTASKS",
+                                 "SLURM_LOCALID",
+                                 "SLURM_NTASKS_PER_NODE",
+                                 "RANK",
+                                 "WORLD_SIZE",
+                                 "LOCAL_RANK",
+                                 "LOCAL_WORLD_SIZE"};
 
 static void clear_env(void)
 {
@@ -32,7 +43,9 @@ T_TEST(no_launcher_is_one_process)
 
 T_TEST(each_launcher_is_read)
 {
-    struct { const char *r, *s, *lr, *ls, *source; } c[] = {
+    struct {
+        const char *r, *s, *lr, *ls, *source;
+    } c[] = {
         {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
          "OMPI_COMM_WORLD_LOCAL_SIZE", "OpenMPI"},
         {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI"},
@@ -131,8 +144,8 @@ T_TEST(ranks_draw_their_own_dropout_masks)
     dropout_probs(0, p0, t_failed_);
     dropout_probs(0, again, t_failed_);
     dropout_probs(1, p1, t_failed_);
-    ASSERT(memcmp(p0, again, sizeof p0) == 0);  /* the same stream: the same masks */
-    int differ = 0;  /* rank 1's 4 samples x 16 inputs: all masks equal has p = 2^-64 */
+    ASSERT(memcmp(p0, again, sizeof p0) == 0); /* the same stream: the same masks */
+    int differ = 0; /* rank 1's 4 samples x 16 inputs: all masks equal has p = 2^-64 */
     for (int i = 0; i < 8; i++) differ += p0[i] != p1[i];
     ASSERT(differ > 0);
 }

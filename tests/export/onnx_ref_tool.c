@@ -41,7 +41,9 @@ int main(int argc, char **argv)
     }
     rt_error err = {0};
     rt_dataset_splits s = {0};
-    rt_dataset_opts o = {.name = argv[2], .image_h = atoi(argv[3]), .image_w = atoi(argv[3]),
+    rt_dataset_opts o = {.name = argv[2],
+                         .image_h = atoi(argv[3]),
+                         .image_w = atoi(argv[3]),
                          .channels = atoi(argv[4])};
     rt_backend b = {0};
     rt_model *m = NULL;

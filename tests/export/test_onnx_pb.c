@@ -21,16 +21,15 @@ static int same(const rt_pb *b, const uint8_t *want, size_t n)
 T_TEST(test_scalars)
 {
     rt_pb b = {0};
-    rt_pb_int(&b, 1, 150);              /* the protobuf documentation's example */
+    rt_pb_int(&b, 1, 150); /* the protobuf documentation's example */
     rt_pb_int(&b, 2, 0);
-    rt_pb_int(&b, 20, 7);               /* field 20: a two-byte tag */
-    rt_pb_int(&b, 3, -1);               /* int64 -1: ten bytes */
-    rt_pb_float(&b, 2, 1.0f);           /* 0x3f800000 little-endian */
+    rt_pb_int(&b, 20, 7);     /* field 20: a two-byte tag */
+    rt_pb_int(&b, 3, -1);     /* int64 -1: ten bytes */
+    rt_pb_float(&b, 2, 1.0f); /* 0x3f800000 little-endian */
     rt_pb_str(&b, 4, "ab");
-    static const uint8_t want[] = {
-        0x08, 0x96, 0x01, 0x10, 0x00, 0xa0, 0x01, 0x07,
-        0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
-        0x15, 0x00, 0x00, 0x80, 0x3f, 0x22, 0x02, 'a', 'b'};
+    static const uint8_t want[] = {0x08, 0x96, 0x01, 0x10, 0x00, 0xa0, 0x01, 0x07, 0x18, 0xff,
+                                   0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x15,
+                                   0x00, 0x00, 0x80, 0x3f, 0x22, 0x02, 'a',  'b'};
     ASSERT(same(&b, want, sizeof want));
     rt_pb_free(&b);
     ASSERT(b.p == NULL && b.n == 0);
@@ -40,16 +39,16 @@ T_TEST(test_packed_and_nested)
 {
     rt_pb b = {0};
     int64_t dims[3] = {3, 270, 1};
-    rt_pb_packed_ints(&b, 1, dims, 3);            /* 0a 04 03 8e 02 01 */
+    rt_pb_packed_ints(&b, 1, dims, 3); /* 0a 04 03 8e 02 01 */
     size_t outer = rt_pb_open(&b, 7);
     size_t inner = rt_pb_open(&b, 1);
     rt_pb_int(&b, 2, 5);
-    rt_pb_close(&b, inner);                       /* 0a 02 10 05 */
+    rt_pb_close(&b, inner); /* 0a 02 10 05 */
     size_t empty = rt_pb_open(&b, 3);
-    rt_pb_close(&b, empty);                       /* 1a 00 */
-    rt_pb_close(&b, outer);                       /* 3a 06 ... */
-    static const uint8_t want[] = {0x0a, 0x04, 0x03, 0x8e, 0x02, 0x01, 0x3a, 0x06, 0x0a,
-                                   0x02, 0x10, 0x05, 0x1a, 0x00};
+    rt_pb_close(&b, empty); /* 1a 00 */
+    rt_pb_close(&b, outer); /* 3a 06 ... */
+    static const uint8_t want[] = {0x0a, 0x04, 0x03, 0x8e, 0x02, 0x01, 0x3a,
+                                   0x06, 0x0a, 0x02, 0x10, 0x05, 0x1a, 0x00};
     ASSERT(same(&b, want, sizeof want));
     rt_pb_free(&b);
 }
@@ -62,8 +61,8 @@ T_TEST(test_long_body)
     uint8_t raw[298];
     for (int i = 0; i < 298; i++) raw[i] = (uint8_t)i;
     size_t m = rt_pb_open(&b, 9);
-    rt_pb_bytes(&b, 1, raw, 296);                 /* 0a a8 02 + 296 = 299 bytes */
-    rt_pb_raw(&b, "x", 1);                        /* 300 */
+    rt_pb_bytes(&b, 1, raw, 296); /* 0a a8 02 + 296 = 299 bytes */
+    rt_pb_raw(&b, "x", 1);        /* 300 */
     rt_pb_close(&b, m);
     rt_pb_int(&b, 1, 1);
     ASSERT_EQ(b.n, 1 + 2 + 300 + 2);

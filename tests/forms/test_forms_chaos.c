@@ -6,21 +6,22 @@
 #include "../t.h"
 #include "fm_fake.h"
 
-static long chaos_countdown = -1;   /* test-only global: the allocator hook has no user pointer */
+static long chaos_countdown = -1; /* test-only global: the allocator hook has no user pointer */
 
-static void *chaos_malloc(size_t n) {
+static void *chaos_malloc(size_t n)
+{
     if (chaos_countdown >= 0 && chaos_countdown-- == 0) return NULL;
     return malloc(n);
 }
 
 /* Small on purpose: the sweep costs (allocations per round)^2. */
-static const char *CODE =
-    "#@title Chaos\n"
-    "epochs = 10  #@param {type:\"slider\", min:1, max:50}\n"
-    "optimizer = \"adam\"  #@param [\"adam\", \"sgd\"]\n";
+static const char *CODE = "#@title Chaos\n"
+                          "epochs = 10  #@param {type:\"slider\", min:1, max:50}\n"
+                          "optimizer = \"adam\"  #@param [\"adam\", \"sgd\"]\n";
 
 /* One full round: parse, coerce, show, update, save. */
-static void round_trip(int *t_failed_) {
+static void round_trip(int *t_failed_)
+{
     fake fk;
     mg_host host;
     mg_out out;
@@ -37,8 +38,8 @@ static void round_trip(int *t_failed_) {
             const char *id = NULL;
             if (fake_model(&fk, "IntSliderModel", 0, &id)) {
                 char *cid = strdup(id);
-                json_t *m = json_pack("{s:s,s:{s:s,s:{s:i},s:[]}}", "comm_id", cid, "data", "method",
-                                      "update", "state", "value", 20, "buffer_paths");
+                json_t *m = json_pack("{s:s,s:{s:s,s:{s:i},s:[]}}", "comm_id", cid, "data",
+                                      "method", "update", "state", "value", 20, "buffer_paths");
                 if (m) fm_registry_comm_msg(r, "comm_msg", m, &host, &out);
                 json_decref(m);
                 free(cid);
@@ -47,7 +48,7 @@ static void round_trip(int *t_failed_) {
             }
             json_decref(fm_registry_widget_state(r));
         }
-        json_decref(meta);   /* f belongs to the registry now, shown or not */
+        json_decref(meta); /* f belongs to the registry now, shown or not */
     } else {
         fm_form_destroy(f);
     }
@@ -55,7 +56,8 @@ static void round_trip(int *t_failed_) {
     fake_deinit(&fk);
 }
 
-T_TEST(every_allocation_may_fail) {
+T_TEST(every_allocation_may_fail)
+{
     json_set_alloc_funcs(chaos_malloc, free);
     chaos_countdown = -1;
     round_trip(t_failed_);
@@ -63,15 +65,19 @@ T_TEST(every_allocation_may_fail) {
     for (long n = 0;; n++) {
         chaos_countdown = n;
         round_trip(t_failed_);
-        if (chaos_countdown >= 0) { total = n; break; }   /* the round made fewer than n+1 */
+        if (chaos_countdown >= 0) {
+            total = n;
+            break;
+        } /* the round made fewer than n+1 */
     }
     chaos_countdown = -1;
     json_set_alloc_funcs(malloc, free);
     printf("  %ld allocation points swept\n", total);
-    ASSERT(total > 200);   /* the sweep really covered parse, show, update and save */
+    ASSERT(total > 200); /* the sweep really covered parse, show, update and save */
 }
 
-int main(void) {
+int main(void)
+{
     T_RUN(every_allocation_may_fail);
     return T_EXIT();
 }

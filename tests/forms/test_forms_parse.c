@@ -7,22 +7,23 @@
 #include "../t.h"
 #include "fm_internal.h"
 
-static const fm_field *field_at(const fm_form *f, size_t i) {
+static const fm_field *field_at(const fm_form *f, size_t i)
+{
     return f && i < f->n ? f->items[i].field : NULL;
 }
 
-T_TEST(design_example) {
-    const char *code =
-        "#@title Train on MNIST { display-mode: \"form\" }\n"
-        "#@markdown Choose the run's hyperparameters.\n"
-        "epochs = 10          #@param {type:\"slider\", min:1, max:50, step:1}\n"
-        "lr = 0.001           #@param {type:\"number\"}\n"
-        "batch_size = 128     #@param [32, 64, 128, 256] {type:\"raw\"}\n"
-        "optimizer = \"adam\"   #@param [\"adam\", \"sgd\", \"adamw\"]\n"
-        "precision = \"fp32\"   #@param [\"fp32\", \"bf16\", \"fp16\"]\n"
-        "run_name = \"mnist\"   #@param {type:\"string\"}\n"
-        "augment = False      #@param {type:\"boolean\"}\n"
-        "%train $epochs\n";
+T_TEST(design_example)
+{
+    const char *code = "#@title Train on MNIST { display-mode: \"form\" }\n"
+                       "#@markdown Choose the run's hyperparameters.\n"
+                       "epochs = 10          #@param {type:\"slider\", min:1, max:50, step:1}\n"
+                       "lr = 0.001           #@param {type:\"number\"}\n"
+                       "batch_size = 128     #@param [32, 64, 128, 256] {type:\"raw\"}\n"
+                       "optimizer = \"adam\"   #@param [\"adam\", \"sgd\", \"adamw\"]\n"
+                       "precision = \"fp32\"   #@param [\"fp32\", \"bf16\", \"fp16\"]\n"
+                       "run_name = \"mnist\"   #@param {type:\"string\"}\n"
+                       "augment = False      #@param {type:\"boolean\"}\n"
+                       "%train $epochs\n";
     fm_form *f = NULL;
     mg_error err = {{0}, {0}};
     ASSERT_EQ(fm_form_parse(code, &f, &err), 0);
@@ -65,13 +66,20 @@ T_TEST(design_example) {
 }
 
 /* One annotation line each: kind, flags and what the code says. */
-T_TEST(every_kind_both_spellings) {
-    static const struct { const char *line; fm_kind kind; int raw, allow, int_slider; } cases[] = {
+T_TEST(every_kind_both_spellings)
+{
+    static const struct {
+        const char *line;
+        fm_kind kind;
+        int raw, allow, int_slider;
+    } cases[] = {
         {"x = 'hi'  #@param {type:\"string\"}", FM_STRING, 0, 0, 0},
-        {"x = \"hi\"  # @param {\"type\":\"string\",\"placeholder\":\"enter\"}", FM_STRING, 0, 0, 0},
+        {"x = \"hi\"  # @param {\"type\":\"string\",\"placeholder\":\"enter\"}", FM_STRING, 0, 0,
+         0},
         {"x = 1.5  #@param {type: 'number'}", FM_NUMBER, 0, 0, 0},
         {"x = 10  # @param {\"type\":\"integer\"}", FM_INTEGER, 0, 0, 0},
-        {"x = 63 # @param {\"type\":\"slider\",\"min\":0,\"max\":100,\"step\":1}", FM_SLIDER, 0, 0, 1},
+        {"x = 63 # @param {\"type\":\"slider\",\"min\":0,\"max\":100,\"step\":1}", FM_SLIDER, 0, 0,
+         1},
         {"x = 0.3  #@param {type:\"slider\", min:-1, max:1, step:0.1}", FM_SLIDER, 0, 0, 0},
         {"x = 150  #@param {type:\"slider\", min:100, max:200}", FM_SLIDER, 0, 0, 1},
         {"x = True  #@param {type:\"boolean\"}", FM_BOOLEAN, 0, 0, 0},
@@ -81,8 +89,10 @@ T_TEST(every_kind_both_spellings) {
         {"x = \"b\"  #@param [\"a\", \"b\", \"c\"]", FM_DROPDOWN, 0, 0, 0},
         {"x = 'c'  #@param ['a', 'b'] {allow-input: true}", FM_DROPDOWN, 0, 1, 0},
         {"x = 64  #@param [32, 64] {type:\"raw\"}", FM_DROPDOWN, 1, 0, 0},
-        {"quantity = 1 # @param [\"1\",\"2\",\"3\"] {\"type\":\"raw\",\"allow-input\":true}", FM_DROPDOWN, 1, 1, 0},
-        {"x = 1+1  #@param {type:\"integer\"}", FM_INTEGER, 0, 0, 0},   /* an expression: not checked */
+        {"quantity = 1 # @param [\"1\",\"2\",\"3\"] {\"type\":\"raw\",\"allow-input\":true}",
+         FM_DROPDOWN, 1, 1, 0},
+        {"x = 1+1  #@param {type:\"integer\"}", FM_INTEGER, 0, 0,
+         0}, /* an expression: not checked */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fm_form *f = NULL;
@@ -100,18 +110,18 @@ T_TEST(every_kind_both_spellings) {
     }
 }
 
-T_TEST(details) {
+T_TEST(details)
+{
     fm_form *f = NULL;
     mg_error err = {{0}, {0}};
-    const char *code =
-        "  # @title ## Colab Form {\"run\":\"auto\"}\r\n"
-        "s = \"a#b\"  #@param {type:\"string\", placeholder:\"auto\"}\r\n"
-        "# an ordinary comment with @param in it\n"
-        "%train --note x  #@param\n"
-        "!echo #@param\n"
-        "opts = x  #@param [\"x\", 'y', 3, True] {type:\"raw\"}\n"
-        "#@markdown ---\n"
-        "sl = 100  #@param {type:\"slider\", min:100, max:200}\n";
+    const char *code = "  # @title ## Colab Form {\"run\":\"auto\"}\r\n"
+                       "s = \"a#b\"  #@param {type:\"string\", placeholder:\"auto\"}\r\n"
+                       "# an ordinary comment with @param in it\n"
+                       "%train --note x  #@param\n"
+                       "!echo #@param\n"
+                       "opts = x  #@param [\"x\", 'y', 3, True] {type:\"raw\"}\n"
+                       "#@markdown ---\n"
+                       "sl = 100  #@param {type:\"slider\", min:100, max:200}\n";
     ASSERT_EQ(fm_form_parse(code, &f, &err), 0);
     ASSERT_EQ(f->n, 5);
     ASSERT_STR_EQ(f->items[0].text, "## Colab Form");
@@ -125,7 +135,7 @@ T_TEST(details) {
     ASSERT_STR_EQ(json_string_value(json_array_get(o->labels, 0)), "x");
     ASSERT_STR_EQ(json_string_value(json_array_get(o->labels, 3)), "True");
     ASSERT_STR_EQ(o->code_text, "x");
-    ASSERT(o->code_value == NULL);   /* code, not a literal */
+    ASSERT(o->code_value == NULL); /* code, not a literal */
     json_t *three = json_integer(3);
     ASSERT_EQ(fm_dropdown_index(o, three), 2);
     json_decref(three);
@@ -144,8 +154,12 @@ T_TEST(details) {
 }
 
 /* Each malformed cell must fail with a SyntaxError that names its line. */
-T_TEST(malformed_names_the_line) {
-    static const struct { const char *code; const char *line, *words; } cases[] = {
+T_TEST(malformed_names_the_line)
+{
+    static const struct {
+        const char *code;
+        const char *line, *words;
+    } cases[] = {
         {"a = 1\nb = 2\nx = 5  #@param {type:\"slidr\"}", "line 3:", "unknown @param type"},
         {"x = 'a'  #@param {type:\"string\"", "line 1:", "expected"},
         {"\nx = 'a'  #@param [\"a\" \"b\"]", "line 2:", "dropdown list"},
@@ -191,7 +205,8 @@ T_TEST(malformed_names_the_line) {
         ASSERT_EQ(rc, -1);
         ASSERT(f == NULL);
         ASSERT_STR_EQ(err.ename, "SyntaxError");
-        if (strncmp(err.evalue, cases[i].line, strlen(cases[i].line)) || !strstr(err.evalue, cases[i].words))
+        if (strncmp(err.evalue, cases[i].line, strlen(cases[i].line)) ||
+            !strstr(err.evalue, cases[i].words))
             fprintf(stderr, "  case %zu: got \"%s\"\n", i, err.evalue);
         ASSERT(strncmp(err.evalue, cases[i].line, strlen(cases[i].line)) == 0);
         ASSERT_STR_CONTAINS(err.evalue, cases[i].words);
@@ -200,11 +215,14 @@ T_TEST(malformed_names_the_line) {
 
 /* Random bytes and random mixes of annotation fragments: never a crash, always a
  * clean answer (0, or -1 with a SyntaxError/MemoryError naming a line). */
-T_TEST(fuzz_does_not_crash) {
-    static const char *frags[] = {"#@param", "# @param", "#@title", "#@markdown", "x = ", "'", "\"",
-                                  "{", "}", "[", "]", ":", ",", "type", "\"slider\"", "min", "1e5",
-                                  "-", "\\", "\\u12", "\n", "\r\n", "allow-input", "true", "\xff",
-                                  "\xe2\x82", "=", "#", " ", "raw", "'date'", "0.5", "%", "!"};
+T_TEST(fuzz_does_not_crash)
+{
+    static const char *frags[] = {
+        "#@param",    "# @param",    "#@title", "#@markdown", "x = ",     "'",     "\"",
+        "{",          "}",           "[",       "]",          ":",        ",",     "type",
+        "\"slider\"", "min",         "1e5",     "-",          "\\",       "\\u12", "\n",
+        "\r\n",       "allow-input", "true",    "\xff",       "\xe2\x82", "=",     "#",
+        " ",          "raw",         "'date'",  "0.5",        "%",        "!"};
     uint64_t seed = 0x9E3779B97F4A7C15ULL;
     char buf[512];
     int ok = 0, errors = 0;
@@ -213,7 +231,7 @@ T_TEST(fuzz_does_not_crash) {
         int len = 1 + (int)(seed % 40);
         for (int k = 0; k < len && n < sizeof buf - 32; k++) {
             seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-            if ((seed >> 60) < 4) {   /* a raw byte */
+            if ((seed >> 60) < 4) { /* a raw byte */
                 buf[n++] = (char)(1 + (seed >> 32) % 255);
             } else {
                 const char *fr = frags[(seed >> 33) % (sizeof frags / sizeof frags[0])];
@@ -240,7 +258,8 @@ T_TEST(fuzz_does_not_crash) {
     ASSERT(errors > 100);
 }
 
-T_TEST(size_limit) {
+T_TEST(size_limit)
+{
     size_t n = 1001 * 40;
     char *code = malloc(n + 1), *p = code;
     ASSERT(code != NULL);
@@ -253,7 +272,8 @@ T_TEST(size_limit) {
     ASSERT_STR_CONTAINS(err.evalue, "line 1001: a form holds at most 1000");
 }
 
-int main(void) {
+int main(void)
+{
     T_RUN(design_example);
     T_RUN(every_kind_both_spellings);
     T_RUN(details);

@@ -11,25 +11,25 @@ typedef struct {
     mg_host host;
     mg_out out;
     fm_registry *r;
-    size_t mark;   /* log entries before this one are old (ids point into them: never clear) */
+    size_t mark; /* log entries before this one are old (ids point into them: never clear) */
 } env;
 
-static const char *CODE =
-    "#@title Update test\n"
-    "epochs = 10  #@param {type:\"slider\", min:1, max:50}\n"
-    "lr = 0.5  #@param {type:\"slider\", min:0, max:1, step:0.1}\n"
-    "optimizer = \"adam\"  #@param [\"adam\", \"sgd\", \"adamw\"]\n"
-    "batch = 64  #@param [32, 64, 128] {type:\"raw\"}\n"
-    "arch = \"resnet\"  #@param [\"resnet\", \"vgg\"] {allow-input: true}\n"
-    "augment = False  #@param {type:\"boolean\"}\n"
-    "start = \"2024-09-19\"  #@param {type:\"date\"}\n"
-    "steps = 100  #@param {type:\"integer\"}\n"
-    "wd = 0.01  #@param {type:\"number\"}\n"
-    "run_name = \"mnist\"  #@param {type:\"string\"}\n"
-    "milestones = [30, 60]  #@param {type:\"raw\"}\n"
-    "extra = None  #@param\n";
+static const char *CODE = "#@title Update test\n"
+                          "epochs = 10  #@param {type:\"slider\", min:1, max:50}\n"
+                          "lr = 0.5  #@param {type:\"slider\", min:0, max:1, step:0.1}\n"
+                          "optimizer = \"adam\"  #@param [\"adam\", \"sgd\", \"adamw\"]\n"
+                          "batch = 64  #@param [32, 64, 128] {type:\"raw\"}\n"
+                          "arch = \"resnet\"  #@param [\"resnet\", \"vgg\"] {allow-input: true}\n"
+                          "augment = False  #@param {type:\"boolean\"}\n"
+                          "start = \"2024-09-19\"  #@param {type:\"date\"}\n"
+                          "steps = 100  #@param {type:\"integer\"}\n"
+                          "wd = 0.01  #@param {type:\"number\"}\n"
+                          "run_name = \"mnist\"  #@param {type:\"string\"}\n"
+                          "milestones = [30, 60]  #@param {type:\"raw\"}\n"
+                          "extra = None  #@param\n";
 
-static int setup(env *e) {
+static int setup(env *e)
+{
     fake_init(&e->fk, &e->host, &e->out, 1);
     e->r = fm_registry_create();
     fm_form *f = NULL;
@@ -37,8 +37,8 @@ static int setup(env *e) {
     if (!e->r || fm_form_parse(CODE, &f, &err)) return -1;
     /* what running the cell assigns */
     json_t *v = json_pack("{s:i,s:f,s:s,s:i,s:s,s:b,s:s,s:i,s:f,s:s,s:[i,i],s:n,s:i}", "epochs", 10,
-                          "lr", 0.5, "optimizer", "adam", "batch", 64, "arch", "resnet", "augment", 0,
-                          "start", "2024-09-19", "steps", 100, "wd", 0.01, "run_name", "mnist",
+                          "lr", 0.5, "optimizer", "adam", "batch", 64, "arch", "resnet", "augment",
+                          0, "start", "2024-09-19", "steps", 100, "wd", 0.01, "run_name", "mnist",
                           "milestones", 30, 60, "extra", "other", 42);
     json_object_update(e->fk.vars, v);
     json_decref(v);
@@ -48,13 +48,15 @@ static int setup(env *e) {
     return rc;
 }
 
-static void teardown(env *e) {
+static void teardown(env *e)
+{
     fm_registry_destroy(e->r);
     fake_deinit(&e->fk);
 }
 
 /* The control model (n-th of its kind) id. */
-static const char *control(env *e, const char *model, int n) {
+static const char *control(env *e, const char *model, int n)
+{
     const char *id = NULL;
     fake_model(&e->fk, model, n, &id);
     return id;
@@ -64,10 +66,11 @@ static void mark(env *e) { e->mark = json_array_size(e->fk.log); }
 static size_t new_msgs(env *e) { return json_array_size(e->fk.log) - e->mark; }
 
 /* Sends {"method":"update","state":{key: value}} (value stolen); returns rc. */
-static int update(env *e, const char *id, const char *key, json_t *value) {
+static int update(env *e, const char *id, const char *key, json_t *value)
+{
     mark(e);
-    json_t *content = json_pack("{s:s,s:{s:s,s:{s:o},s:[]}}", "comm_id", id, "data", "method", "update",
-                                "state", key, value, "buffer_paths");
+    json_t *content = json_pack("{s:s,s:{s:s,s:{s:o},s:[]}}", "comm_id", id, "data", "method",
+                                "update", "state", key, value, "buffer_paths");
     int rc = fm_registry_comm_msg(e->r, "comm_msg", content, &e->host, &e->out);
     json_decref(content);
     return rc;
@@ -76,18 +79,21 @@ static int update(env *e, const char *id, const char *key, json_t *value) {
 static json_t *var(env *e, const char *name) { return json_object_get(e->fk.vars, name); }
 
 /* The only logged message must be method `method` on id carrying key. */
-static json_t *reply(env *e, const char *method) {
+static json_t *reply(env *e, const char *method)
+{
     if (new_msgs(e) != 1) return NULL;
     json_t *m = json_array_get(e->fk.log, e->mark);
     json_t *data = json_object_get(m, "data");
     if (strcmp(json_string_value(json_object_get(m, "type")), "comm_msg") ||
         strcmp(json_string_value(json_object_get(data, "method")), method) ||
-        strcmp(json_string_value(json_object_get(json_object_get(m, "metadata"), "version")), "2.1.0"))
+        strcmp(json_string_value(json_object_get(json_object_get(m, "metadata"), "version")),
+               "2.1.0"))
         return NULL;
     return json_object_get(data, "state");
 }
 
-T_TEST(accepted_updates_set_variables) {
+T_TEST(accepted_updates_set_variables)
+{
     env e;
     ASSERT_EQ(setup(&e), 0);
     ASSERT_EQ(update(&e, control(&e, "IntSliderModel", 0), "value", json_integer(20)), 0);
@@ -110,7 +116,8 @@ T_TEST(accepted_updates_set_variables) {
     ASSERT_EQ(update(&e, control(&e, "CheckboxModel", 0), "value", json_true()), 0);
     ASSERT(json_is_true(var(&e, "augment")));
     ASSERT_EQ(update(&e, control(&e, "DatePickerModel", 0), "value",
-                     json_pack("{s:i,s:i,s:i}", "year", 2025, "month", 0, "date", 31)), 0);
+                     json_pack("{s:i,s:i,s:i}", "year", 2025, "month", 0, "date", 31)),
+              0);
     ASSERT_STR_EQ(json_string_value(var(&e, "start")), "2025-01-31");
     ASSERT_EQ(update(&e, control(&e, "IntTextModel", 0), "value", json_real(3.0)), 0);
     ASSERT(json_is_integer(var(&e, "steps")));
@@ -128,34 +135,41 @@ T_TEST(accepted_updates_set_variables) {
 
     /* the stored state follows, so request_state and saved state show the new values */
     json_t *ws = fm_registry_widget_state(e.r);
-    json_t *st = json_object_get(json_object_get(json_object_get(ws, "state"),
-                                                 control(&e, "IntSliderModel", 0)), "state");
+    json_t *st = json_object_get(
+        json_object_get(json_object_get(ws, "state"), control(&e, "IntSliderModel", 0)), "state");
     ASSERT_EQ(json_integer_value(json_object_get(st, "value")), 20);
     json_decref(ws);
     teardown(&e);
 }
 
-T_TEST(refused_updates_change_nothing) {
+T_TEST(refused_updates_change_nothing)
+{
     env e;
     ASSERT_EQ(setup(&e), 0);
-    static const struct { const char *model; int n; const char *key; const char *value_json, *var; } bad[] = {
-        {"IntSliderModel", 0, "value", "99", "epochs"},          /* out of range */
+    static const struct {
+        const char *model;
+        int n;
+        const char *key;
+        const char *value_json, *var;
+    } bad[] = {
+        {"IntSliderModel", 0, "value", "99", "epochs"}, /* out of range */
         {"IntSliderModel", 0, "value", "0", "epochs"},
-        {"IntSliderModel", 0, "value", "\"20\"", "epochs"},      /* wrong type */
-        {"IntSliderModel", 0, "value", "2.5", "epochs"},         /* not an integer */
+        {"IntSliderModel", 0, "value", "\"20\"", "epochs"}, /* wrong type */
+        {"IntSliderModel", 0, "value", "2.5", "epochs"},    /* not an integer */
         {"FloatSliderModel", 0, "value", "1.5", "lr"},
-        {"DropdownModel", 0, "index", "7", "optimizer"},         /* no such option */
+        {"DropdownModel", 0, "index", "7", "optimizer"}, /* no such option */
         {"DropdownModel", 0, "index", "-1", "optimizer"},
         {"DropdownModel", 0, "index", "\"1\"", "optimizer"},
         {"DropdownModel", 0, "index", "null", "optimizer"},
         {"CheckboxModel", 0, "value", "1", "augment"},
-        {"DatePickerModel", 0, "value", "{\"year\":2025,\"month\":1,\"date\":30}", "start"},  /* Feb 30 */
+        {"DatePickerModel", 0, "value", "{\"year\":2025,\"month\":1,\"date\":30}",
+         "start"}, /* Feb 30 */
         {"DatePickerModel", 0, "value", "null", "start"},
         {"IntTextModel", 0, "value", "3.5", "steps"},
         {"IntTextModel", 0, "value", "true", "steps"},
         {"FloatTextModel", 0, "value", "\"x\"", "wd"},
         {"TextModel", 0, "value", "5", "run_name"},
-        {"TextModel", 1, "value", "\"no such name\"", "milestones"},   /* code that fails */
+        {"TextModel", 1, "value", "\"no such name\"", "milestones"}, /* code that fails */
         {"TextModel", 1, "value", "\"a\\nb\"", "milestones"},
         {"ComboboxModel", 0, "value", "3", "arch"},
     };
@@ -176,11 +190,12 @@ T_TEST(refused_updates_change_nothing) {
         ASSERT(json_object_get(back, bad[i].key) != NULL);
         json_decref(before);
     }
-    ASSERT_EQ(e.fk.run_calls, 1);   /* only the one-line code ran; "a\nb" never did */
+    ASSERT_EQ(e.fk.run_calls, 1); /* only the one-line code ran; "a\nb" never did */
     teardown(&e);
 }
 
-T_TEST(unknown_and_malformed_messages) {
+T_TEST(unknown_and_malformed_messages)
+{
     env e;
     ASSERT_EQ(setup(&e), 0);
     json_t *before = json_deep_copy(e.fk.vars);
@@ -192,10 +207,13 @@ T_TEST(unknown_and_malformed_messages) {
     const char *id = control(&e, "IntSliderModel", 0);
     mark(&e);
     static const char *contents[] = {
-        "{\"comm_id\":\"%s\"}", "{\"comm_id\":\"%s\",\"data\":7}", "{\"comm_id\":\"%s\",\"data\":{}}",
+        "{\"comm_id\":\"%s\"}",
+        "{\"comm_id\":\"%s\",\"data\":7}",
+        "{\"comm_id\":\"%s\",\"data\":{}}",
         "{\"comm_id\":\"%s\",\"data\":{\"method\":\"update\"}}",
         "{\"comm_id\":\"%s\",\"data\":{\"method\":\"update\",\"state\":[1]}}",
-        "{\"comm_id\":\"%s\",\"data\":{\"method\":\"update\",\"state\":{\"_model_name\":\"X\",\"nokey\":1}}}",
+        "{\"comm_id\":\"%s\",\"data\":{\"method\":\"update\",\"state\":{\"_model_name\":\"X\","
+        "\"nokey\":1}}}",
         "{\"comm_id\":\"%s\",\"data\":{\"method\":\"custom\",\"content\":{\"event\":\"click\"}}}",
     };
     for (size_t i = 0; i < sizeof contents / sizeof contents[0]; i++) {
@@ -213,7 +231,8 @@ T_TEST(unknown_and_malformed_messages) {
     ASSERT(json_object_get(st, "nokey") == NULL);
     json_decref(ws);
     /* unknown message type / comm target */
-    json_t *open = json_pack("{s:s,s:s,s:{}}", "comm_id", "x1", "target_name", "something.else", "data");
+    json_t *open =
+        json_pack("{s:s,s:s,s:{}}", "comm_id", "x1", "target_name", "something.else", "data");
     ASSERT_EQ(fm_registry_comm_msg(e.r, "comm_open", open, &e.host, &e.out), -1);
     ASSERT_EQ(fm_registry_comm_msg(e.r, "execute_request", open, &e.host, &e.out), -1);
     json_decref(open);
@@ -221,7 +240,8 @@ T_TEST(unknown_and_malformed_messages) {
     teardown(&e);
 }
 
-T_TEST(request_state_and_control_comm) {
+T_TEST(request_state_and_control_comm)
+{
     env e;
     ASSERT_EQ(setup(&e), 0);
     const char *id = control(&e, "DropdownModel", 0);
@@ -235,7 +255,8 @@ T_TEST(request_state_and_control_comm) {
     ASSERT_EQ(json_integer_value(json_object_get(st, "index")), 0);
     ASSERT_EQ(json_array_size(json_object_get(st, "_options_labels")), 3);
 
-    json_t *open = json_pack("{s:s,s:s,s:{}}", "comm_id", "ctl", "target_name", "jupyter.widget.control", "data");
+    json_t *open = json_pack("{s:s,s:s,s:{}}", "comm_id", "ctl", "target_name",
+                             "jupyter.widget.control", "data");
     ASSERT_EQ(fm_registry_comm_msg(e.r, "comm_open", open, &e.host, &e.out), 0);
     json_decref(open);
     mark(&e);
@@ -244,11 +265,13 @@ T_TEST(request_state_and_control_comm) {
     json_decref(m);
     ASSERT_EQ(new_msgs(&e), 1);
     json_t *data = json_object_get(json_array_get(e.fk.log, e.mark), "data");
-    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(e.fk.log, e.mark), "id")), "ctl");
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(e.fk.log, e.mark), "id")),
+                  "ctl");
     ASSERT_STR_EQ(json_string_value(json_object_get(data, "method")), "update_states");
     json_t *one = json_object_get(json_object_get(data, "states"), id);
     ASSERT_STR_EQ(json_string_value(json_object_get(one, "model_name")), "DropdownModel");
-    ASSERT_STR_EQ(json_string_value(json_object_get(one, "model_module")), "@jupyter-widgets/controls");
+    ASSERT_STR_EQ(json_string_value(json_object_get(one, "model_module")),
+                  "@jupyter-widgets/controls");
     ASSERT(json_object_get(json_object_get(one, "state"), "_options_labels") != NULL);
 
     /* the frontend closing a model forgets it */
@@ -261,7 +284,8 @@ T_TEST(request_state_and_control_comm) {
     teardown(&e);
 }
 
-int main(void) {
+int main(void)
+{
     T_RUN(accepted_updates_set_variables);
     T_RUN(refused_updates_change_nothing);
     T_RUN(unknown_and_malformed_messages);

@@ -22,8 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         mg_error err;
         memset(&err, 0, sizeof err);
         if (mg_args_parse(cmd, line, NULL, &a, &err) == 0) {
-            FZ_CHECK(a.npos >= 0 && a.npos <= MG_MAX_ARGS && a.nopt >= 0 &&
-                     a.nopt <= MG_MAX_ARGS);
+            FZ_CHECK(a.npos >= 0 && a.npos <= MG_MAX_ARGS && a.nopt >= 0 && a.nopt <= MG_MAX_ARGS);
             for (int k = 0; k < a.nopt; k++) {
                 int own = 0;
                 for (const mg_option *o = cmd->options; o && o->name; o++) own |= o == a.opt[k];

@@ -35,8 +35,8 @@ static void sink_display(void *u, json_t *data, json_t *meta, const char *id, in
 static void sink_result(void *u, json_t *data, json_t *meta) { (void)u, (void)data, (void)meta; }
 static void sink_clear(void *u, int wait) { (void)u, (void)wait; }
 
-static const mg_out sink = {.stream = sink_stream, .display = sink_display,
-                            .result = sink_result, .clear = sink_clear};
+static const mg_out sink = {
+    .stream = sink_stream, .display = sink_display, .result = sink_result, .clear = sink_clear};
 
 /* 1 when the line (from p up to its end) is safe to run. */
 static int line_ok(const char *p, const char *end)

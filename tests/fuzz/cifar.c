@@ -49,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         data += 3, size -= 3;
         if (len > size) len = size;
         size_t full = len;
-        if ((sel & 0x80) && (sel & 7) < 6) full = len ? (len + RECORD - 1) / RECORD * RECORD : RECORD;
+        if ((sel & 0x80) && (sel & 7) < 6)
+            full = len ? (len + RECORD - 1) / RECORD * RECORD : RECORD;
         if (full > MAX_MEMBER) full = MAX_MEMBER;
         if (len > full) len = full;
         m[nm].sel = sel;

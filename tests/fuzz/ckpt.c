@@ -20,8 +20,14 @@
 
 #include <jansson.h>
 
-static const rt_st_tensor_info *ix_tensor(void *src, size_t i) { return rt_st_index_tensor(src, i); }
-static void ix_meta(void *src, size_t i, const char **k, const char **v) { rt_st_index_meta_at(src, i, k, v); }
+static const rt_st_tensor_info *ix_tensor(void *src, size_t i)
+{
+    return rt_st_index_tensor(src, i);
+}
+static void ix_meta(void *src, size_t i, const char **k, const char **v)
+{
+    rt_st_index_meta_at(src, i, k, v);
+}
 
 static uint64_t le64(const uint8_t *p)
 {
@@ -74,7 +80,8 @@ static uint8_t *fix_crcs(const uint8_t *file, size_t size, size_t *outlen)
         rt_st_index *ix = NULL;
         rt_error err = {0};
         uint64_t n1 = f1 ? le64(f1) : 0;
-        if (f1 && rt_st_index_parse((const char *)f1 + 8, (size_t)n1, dlen, "fix", &ix, &err) == RT_OK) {
+        if (f1 &&
+            rt_st_index_parse((const char *)f1 + 8, (size_t)n1, dlen, "fix", &ix, &err) == RT_OK) {
             uint32_t crc = rtp_ckpt_header_crc32(ix, rt_st_index_count(ix), ix_tensor,
                                                  rt_st_index_meta_count(ix), ix_meta);
             rtp_ckpt_crc_hex(crc, hex);
@@ -101,14 +108,16 @@ static void use_reader(rt_ckpt_reader *r, int header_only)
         if (bytes > (1u << 20)) continue;
         void *dst = malloc(bytes ? bytes : 1);
         if (!dst) continue;
-        rt_status st = rt_ckpt_reader_get(r, t->name, t->dtype, t->ndim, t->shape, dst, bytes, &err);
+        rt_status st =
+            rt_ckpt_reader_get(r, t->name, t->dtype, t->ndim, t->shape, dst, bytes, &err);
         if (!header_only) FZ_CHECK(st == RT_OK);
         else FZ_CHECK(st != RT_OK);
         /* a wrong shape is refused */
         int64_t shape[RT_ST_MAX_DIMS + 1];
         memcpy(shape, t->shape, sizeof t->shape);
         shape[0] = t->ndim ? t->shape[0] + 1 : 1;
-        FZ_CHECK(rt_ckpt_reader_get(r, t->name, t->dtype, t->ndim ? t->ndim : 1, shape, dst, bytes, &err) != RT_OK);
+        FZ_CHECK(rt_ckpt_reader_get(r, t->name, t->dtype, t->ndim ? t->ndim : 1, shape, dst, bytes,
+                                    &err) != RT_OK);
         free(dst);
     }
     FZ_CHECK(rt_ckpt_reader_tensor_at(r, nt) == NULL);
@@ -142,7 +151,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (rt_st_prefix_check(file, fsize, "fz", &n, &err) == RT_OK) {
             FZ_CHECK(n <= fsize - 8);
             rt_st_index *ix = NULL;
-            if (rt_st_index_parse((const char *)file + 8, (size_t)n, fsize - 8 - n, "fz", &ix, &err) == RT_OK) {
+            if (rt_st_index_parse((const char *)file + 8, (size_t)n, fsize - 8 - n, "fz", &ix,
+                                  &err) == RT_OK) {
                 for (size_t i = 0; i < rt_st_index_count(ix); i++) {
                     const rt_st_tensor_info *t = rt_st_index_tensor(ix, i);
                     FZ_CHECK(t->end <= fsize - 8 - n && t->begin <= t->end);
@@ -158,7 +168,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fd >= 0) {
         rt_ckpt_reader *r = NULL;
         int header_only = (flags & 2) != 0;
-        if (rt_ckpt_reader_open(path, header_only ? RT_CKPT_OPEN_HEADER_ONLY : 0, &r, &err) == RT_OK) {
+        if (rt_ckpt_reader_open(path, header_only ? RT_CKPT_OPEN_HEADER_ONLY : 0, &r, &err) ==
+            RT_OK) {
             use_reader(r, header_only);
             rt_ckpt_reader_destroy(r);
         } else {

@@ -43,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         jkp_connection c2;
         int rc2 = jkp_connection_load(path, &c2, &err);
         if (strlen(text) == size) FZ_CHECK(rc2 == rc);
-        if (rc2 == 0 && rc == 0) FZ_CHECK(c2.keylen == c.keylen && !memcmp(c2.key, c.key, c.keylen));
+        if (rc2 == 0 && rc == 0)
+            FZ_CHECK(c2.keylen == c.keylen && !memcmp(c2.key, c.key, c.keylen));
         if (rc2 == 0) jkp_connection_deinit(&c2);
         else FZ_CHECK(strstr(err.msg, path) != NULL);
         close(fd);

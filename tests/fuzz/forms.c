@@ -18,8 +18,14 @@ typedef struct host_state {
     json_t *comms; /* comm ids opened */
 } host_state;
 
-static json_t *h_get(void *u, const char *name) { return json_object_get(((host_state *)u)->vars, name); }
-static int h_set(void *u, const char *name, json_t *v) { return json_object_set_new(((host_state *)u)->vars, name, v); }
+static json_t *h_get(void *u, const char *name)
+{
+    return json_object_get(((host_state *)u)->vars, name);
+}
+static int h_set(void *u, const char *name, json_t *v)
+{
+    return json_object_set_new(((host_state *)u)->vars, name, v);
+}
 static int h_run(void *u, const char *code, const mg_out *out, mg_error *err)
 {
     (void)u, (void)code, (void)out;
@@ -32,7 +38,10 @@ static void o_open(void *u, const char *id, const char *target, json_t *d, json_
     (void)target, (void)d, (void)m;
     json_array_append_new(((host_state *)u)->comms, json_string(id));
 }
-static void o_msg(void *u, const char *id, json_t *d, json_t *m) { (void)u, (void)id, (void)d, (void)m; }
+static void o_msg(void *u, const char *id, json_t *d, json_t *m)
+{
+    (void)u, (void)id, (void)d, (void)m;
+}
 static void o_close(void *u, const char *id, json_t *d) { (void)u, (void)id, (void)d; }
 static void o_display(void *u, json_t *d, json_t *m, const char *id, int up)
 {
@@ -41,8 +50,10 @@ static void o_display(void *u, json_t *d, json_t *m, const char *id, int up)
 
 static void try_coerce(const fm_form *f)
 {
-    static const char *const names[] = {"epochs", "lr", "optimizer", "run_name", "augment", "x", "d"};
-    static const char *const values[] = {"5", "0.1", "'adam'", "mnist", "True", "[1, 2]", "2026-01-02"};
+    static const char *const names[] = {"epochs",  "lr", "optimizer", "run_name",
+                                        "augment", "x",  "d"};
+    static const char *const values[] = {"5",    "0.1",    "'adam'",    "mnist",
+                                         "True", "[1, 2]", "2026-01-02"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         for (size_t j = 0; j < sizeof values / sizeof *values; j++) {
             json_t *v = NULL;
@@ -77,7 +88,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     try_coerce(f);
     host_state hs = {json_object(), json_array()};
     mg_host host = {.user = &hs, .var_get = h_get, .var_set = h_set, .run_cell = h_run};
-    mg_out out = {.user = &hs, .display = o_display, .comm_open = o_open, .comm_msg = o_msg,
+    mg_out out = {.user = &hs,
+                  .display = o_display,
+                  .comm_open = o_open,
+                  .comm_msg = o_msg,
                   .comm_close = o_close};
     fm_registry *r = fm_registry_create();
     FZ_CHECK(r != NULL);
@@ -89,10 +103,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fm_registry_show(r, f, NULL, &host, &out, &err) == 0) {
         size_t i;
         json_t *id;
-        json_array_foreach(hs.comms, i, id) {
-            json_t *msg = json_pack("{s:O,s:{s:s,s:{s:O?},s:[]}}", "comm_id", id, "data",
-                                    "method", "update", "state", "value", update,
-                                    "buffer_paths");
+        json_array_foreach(hs.comms, i, id)
+        {
+            json_t *msg = json_pack("{s:O,s:{s:s,s:{s:O?},s:[]}}", "comm_id", id, "data", "method",
+                                    "update", "state", "value", update, "buffer_paths");
             if (msg) fm_registry_comm_msg(r, "comm_msg", msg, &host, &out);
             json_decref(msg);
             msg = json_pack("{s:O,s:{s:s}}", "comm_id", id, "data", "method", "request_state");

@@ -22,12 +22,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-#define FZ_CHECK(cond)                                                               \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
+#define FZ_CHECK(cond)                                                                   \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
             fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                 \
-        }                                                                            \
+            abort();                                                                     \
+        }                                                                                \
     } while (0)
 
 /* A memory file holding data; *path gets "/proc/self/fd/N" (>= 32 bytes).

@@ -66,10 +66,16 @@ static int run_path(const char *path, int *count)
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.') continue;
         char **grown = realloc(names, (nn + 1) * sizeof *names);
-        if (!grown) { rc = -1; break; }
+        if (!grown) {
+            rc = -1;
+            break;
+        }
         names = grown;
         size_t len = strlen(path) + strlen(e->d_name) + 2;
-        if (!(names[nn] = malloc(len))) { rc = -1; break; }
+        if (!(names[nn] = malloc(len))) {
+            rc = -1;
+            break;
+        }
         snprintf(names[nn++], len, "%s/%s", path, e->d_name);
     }
     closedir(d);

@@ -23,9 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FZ_CHECK(json_array_size(got) <= 6);
         size_t i;
         json_t *e;
-        json_array_foreach(got, i, e) {
+        json_array_foreach(got, i, e)
+        {
             FZ_CHECK(json_is_array(e) && json_array_size(e) == 3);
-            FZ_CHECK(json_is_integer(json_array_get(e, 0)) && json_is_integer(json_array_get(e, 1)));
+            FZ_CHECK(json_is_integer(json_array_get(e, 0)) &&
+                     json_is_integer(json_array_get(e, 1)));
             json_t *body = json_array_get(e, 2);
             FZ_CHECK(json_is_string(body) || (json_is_array(body) && json_array_size(body) == 2));
         }

@@ -79,8 +79,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/f.bin", port);
-    rt_download_opts o = {.url = url, .dest = dest, .connect_timeout_s = 2,
-                          .stall_timeout_s = 2, .retries = (int)(flags >> 2 & 3)};
+    rt_download_opts o = {.url = url,
+                          .dest = dest,
+                          .connect_timeout_s = 2,
+                          .stall_timeout_s = 2,
+                          .retries = (int)(flags >> 2 & 3)};
     static const char zeros[] = "0000000000000000000000000000000000000000000000000000000000000000";
     if (flags & 2) o.sha256_hex = zeros;
     rt_download_info info;

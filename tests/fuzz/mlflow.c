@@ -50,8 +50,10 @@ static uint8_t *response(const uint8_t *p, size_t n, size_t *len)
         p += 3, n -= 3;
     }
     char head[160];
-    int h = snprintf(head, sizeof head, "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n", code, n);
+    int h = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                     code, n);
     uint8_t *r = malloc((size_t)h + n + 1);
     if (!r) return NULL;
     memcpy(r, head, (size_t)h);
@@ -86,8 +88,7 @@ static void on_warn(void *user, const char *msg)
     size_t len = strlen(msg);
     FZ_CHECK(len < 2048);
     FZ_CHECK(!strstr(msg, TOKEN));
-    for (size_t i = 0; i < len; i++)
-        FZ_CHECK((unsigned char)msg[i] >= 0x20 && msg[i] != 0x7f);
+    for (size_t i = 0; i < len; i++) FZ_CHECK((unsigned char)msg[i] >= 0x20 && msg[i] != 0x7f);
     if (w->n + len + 1 < sizeof w->text) {
         memcpy(w->text + w->n, msg, len + 1);
         w->n += len + 1;
@@ -115,16 +116,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char path[600], url[64];
     snprintf(path, sizeof path, "%s/results.sqlite", dir);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
-    rt_results_config cfg = {.path = path, .mlflow_url = url, .experiment = "fz",
-                             .mlflow_timeout_ms = 1000};
+    rt_results_config cfg = {
+        .path = path, .mlflow_url = url, .experiment = "fz", .mlflow_timeout_ms = 1000};
     rt_results *rs = NULL;
     rt_error err = {0};
     warnings w = {{0}, 0};
     FZ_CHECK(rt_results_open_config(&cfg, &rs, &err) == RT_OK);
     rt_results_set_warn(rs, on_warn, &w);
     int64_t id = 0;
-    FZ_CHECK(rt_results_run_begin(rs, &(rt_results_run_info){.name = "fz"}, &id, &err) ==
-             RT_OK);
+    FZ_CHECK(rt_results_run_begin(rs, &(rt_results_run_info){.name = "fz"}, &id, &err) == RT_OK);
     FZ_CHECK(rt_results_log_param(rs, id, "lr", "0.1", &err) == RT_OK);
     FZ_CHECK(rt_results_log_metric(rs, id, "loss", 0.5, 1, 0, RT_RESULTS_STEP, &err) == RT_OK);
     FZ_CHECK(rt_results_run_end(rs, id, RT_RESULTS_FINISHED, &err) == RT_OK);

@@ -26,7 +26,8 @@ static void run_step(rt_model *m, const rt_model_input *in)
         for (size_t i = 0; x && i < nx; i++) x[i] = (float)((i * 37) % 17) / 8.0f - 1.0f;
         rt_backend *be = rt_model_backend(m);
         double loss = 0;
-        if (x && rt_backend_upload(be, rt_model_input_tensor(m), x, nx * sizeof *x, &err) == RT_OK &&
+        if (x &&
+            rt_backend_upload(be, rt_model_input_tensor(m), x, nx * sizeof *x, &err) == RT_OK &&
             rt_backend_upload(be, rt_model_label_tensor(m), y, sizeof y, &err) == RT_OK &&
             rt_model_forward(m, BATCH, 1, 1, &err) == RT_OK &&
             rt_model_loss(m, BATCH, &loss, NULL, NULL, &err) == RT_OK) {
@@ -57,7 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const rt_summary_row *rows = rt_model_summary(m, &n, &total);
     FZ_CHECK(total >= 0);
     for (int i = 0; i < n; i++) {
-        FZ_CHECK(rows[i].out_c > 0 && rows[i].out_h > 0 && rows[i].out_w > 0 && rows[i].params >= 0);
+        FZ_CHECK(rows[i].out_c > 0 && rows[i].out_h > 0 && rows[i].out_w > 0 &&
+                 rows[i].params >= 0);
         acts += (long)rows[i].out_c * rows[i].out_h * rows[i].out_w;
     }
     rt_model *m2 = NULL;
@@ -72,8 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rt_model_destroy(m2);
     if (in.num_classes > 0 && n > 0 && total <= MAX_PARAMS && acts <= MAX_ACTIVATIONS)
         run_step(m, &in);
-    else
-        rt_model_destroy(m);
+    else rt_model_destroy(m);
     free(spec);
     return 0;
 }

@@ -17,9 +17,9 @@ static int injected_cells(json_t *nb)
     int count = 0;
     size_t i, j;
     json_t *c, *t;
-    json_array_foreach(json_object_get(nb, "cells"), i, c)
-        json_array_foreach(json_object_get(json_object_get(c, "metadata"), "tags"), j, t)
-            if (json_is_string(t) && !strcmp(json_string_value(t), "injected-parameters")) count++;
+    json_array_foreach(json_object_get(nb, "cells"), i, c) json_array_foreach(
+        json_object_get(json_object_get(c, "metadata"), "tags"), j,
+        t) if (json_is_string(t) && !strcmp(json_string_value(t), "injected-parameters")) count++;
     return count;
 }
 

@@ -22,8 +22,10 @@ static void seed_run(int i)
 {
     static const char *names[] = {"mnist", "cifar", "mnist", "odd name=1"};
     static const char *lrs[] = {"0.001", "0.01", "1e-4", "fast"};
-    rt_results_run_info info = {.name = names[i], .device = i ? "cpu" : "cuda:0",
-                                .dataset = "fashion-mnist", .precision = "fp32"};
+    rt_results_run_info info = {.name = names[i],
+                                .device = i ? "cpu" : "cuda:0",
+                                .dataset = "fashion-mnist",
+                                .precision = "fp32"};
     int64_t id = 0;
     rt_error err = {0};
     FZ_CHECK(rt_results_run_begin(store, &info, &id, &err) == RT_OK);
@@ -34,8 +36,7 @@ static void seed_run(int i)
                                        RT_RESULTS_STEP, &err) == RT_OK);
     FZ_CHECK(rt_results_log_metric(store, id, "val_acc", i == 3 ? NAN : 0.5 + 0.1 * i, 20, 2,
                                    RT_RESULTS_EPOCH, &err) == RT_OK);
-    if (i < 3)
-        FZ_CHECK(rt_results_run_end(store, id, (rt_results_status)(1 + i), &err) == RT_OK);
+    if (i < 3) FZ_CHECK(rt_results_run_end(store, id, (rt_results_status)(1 + i), &err) == RT_OK);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -64,8 +65,8 @@ static void check_order(const rt_results_list *l, const char *key, int desc)
             seen_missing = 1;
             continue;
         }
-        FZ_CHECK(!seen_missing);   /* runs lacking the key come last */
-        if (!num || isnan(v)) return;   /* text or NaN: order is by text, not checked */
+        FZ_CHECK(!seen_missing);      /* runs lacking the key come last */
+        if (!num || isnan(v)) return; /* text or NaN: order is by text, not checked */
         if (have_prev) FZ_CHECK(desc ? v <= prev : v >= prev);
         prev = v, have_prev = 1;
     }
@@ -87,8 +88,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     int status = (int)(flags >> 1 & 7);
     rt_results_query q = {.status = status >= 1 && status <= 4 ? status - 1 : -1,
-                          .nwhere = nwhere, .where = where, .sort = sort,
-                          .descending = (int)(flags & 1), .limit = flags >> 4};
+                          .nwhere = nwhere,
+                          .where = where,
+                          .sort = sort,
+                          .descending = (int)(flags & 1),
+                          .limit = flags >> 4};
     rt_results_list l = {0};
     rt_error err = {0};
     rt_status st = rt_results_list_runs(store, &q, &l, &err);

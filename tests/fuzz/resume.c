@@ -26,8 +26,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     rt_error err = {0};
-    FZ_CHECK(rt_model_create(&model, "flatten\ndense 3", &(rt_model_input){1, 2, 2, 3},
-                             &err) == RT_OK);
+    FZ_CHECK(rt_model_create(&model, "flatten\ndense 3", &(rt_model_input){1, 2, 2, 3}, &err) ==
+             RT_OK);
     FZ_CHECK(rt_backend_open(&backend, "cpu", 1, &err) == RT_OK);
     FZ_CHECK(rt_model_attach(model, &backend, 1, 7, &err) == RT_OK);
     return 0;
@@ -49,8 +49,7 @@ static int add_tensor(rt_ckpt_writer *w, char *line, int *nt)
     }
     if (!name || *nt >= MAX_TENSORS) return 0;
     rt_error err = {0};
-    return rt_ckpt_writer_add_tensor(w, name, RT_ST_F32, nd, shape, zeros[(*nt)++], &err) ==
-           RT_OK;
+    return rt_ckpt_writer_add_tensor(w, name, RT_ST_F32, nd, shape, zeros[(*nt)++], &err) == RT_OK;
 }
 
 /* "\\n" -> newline, in place */

@@ -32,7 +32,7 @@
 
 rt_backend ck_be[2];
 size_t ck_failures;
-static double g_c;               /* 16-bit GEMM error per sqrt(term); 0 in fp32 */
+static double g_c; /* 16-bit GEMM error per sqrt(term); 0 in fp32 */
 
 /* Tolerance of a GEMM-like output summing `terms` products of values with RMS sa, sb. */
 static double gemm_atol(double terms, double sa, double sb)
@@ -68,22 +68,21 @@ static rt_status conv_case(rt_backend *b, int side, void *vc, rt_error *err)
     conv_ctx *k = vc;
     RT_TRY(b->ops->reserve_workspace(b, b->ops->conv2d_workspace(b, &k->d), err));
     RT_TRY(rt_backend_conv2d_fwd(b, T(k->y), T(k->x), T(k->w), k->with_bias ? T(k->bias) : NULL,
-                              &k->d, err));
+                                 &k->d, err));
     RT_TRY(rt_backend_conv2d_bwd_data(b, T(k->dx), T(k->dy), T(k->w), &k->d, err));
     return rt_backend_conv2d_bwd_filter(b, T(k->dw), k->with_bias ? T(k->db) : NULL, T(k->dy),
-                                     T(k->x), &k->d, err);
+                                        T(k->x), &k->d, err);
 }
 
-static void check_conv(int N, int C, int H, int W, int K, int R, int stride, int pad,
-                       int with_bias)
+static void check_conv(int N, int C, int H, int W, int K, int R, int stride, int pad, int with_bias)
 {
     conv_ctx k = {.with_bias = with_bias};
     rt_conv_desc *d = &k.d;
     *d = (rt_conv_desc){N, C, H, W, K, R, R, stride, pad, 0, 0};
     d->P = (H + 2 * pad - R) / stride + 1;
     d->Q = (W + 2 * pad - R) / stride + 1;
-    printf("conv2d N=%d C=%d H=%d W=%d K=%d R=S=%d stride=%d pad=%d bias=%d\n", N, C, H, W, K,
-           R, stride, pad, with_bias);
+    printf("conv2d N=%d C=%d H=%d W=%d K=%d R=S=%d stride=%d pad=%d bias=%d\n", N, C, H, W, K, R,
+           stride, pad, with_bias);
     size_t nx = (size_t)N * C * H * W, nw = (size_t)K * C * R * R, ny = (size_t)N * K * d->P * d->Q;
     float *vx = gpu_randn(nx, 1, 1.0f), *vw = gpu_randn(nw, 2, 1.0f / sqrtf((float)(C * R * R)));
     float *vb = gpu_randn((size_t)K, 3, 0.5f), *vdy = gpu_randn(ny, 4, 1.0f);
@@ -170,24 +169,22 @@ static rt_status elem_case(rt_backend *b, int side, void *vc, rt_error *err)
     RT_TRY(rt_backend_dropout_fwd(b, T(k->yd), T(k->mask), T(k->x), &k->dd, err));
     RT_TRY(rt_backend_dropout_bwd(b, T(k->dxd), T(k->dy), T(k->mask), err));
     RT_TRY(rt_backend_fill(b, T(k->f), 0.375f, err));
-    RT_TRY(rt_backend_add(b, T(k->sum), T(k->x), T(k->dy), err));      /* residual blocks */
+    RT_TRY(rt_backend_add(b, T(k->sum), T(k->x), T(k->dy), err)); /* residual blocks */
     RT_TRY(rt_backend_copy(b, T(k->sumi), T(k->x), err));
-    RT_TRY(rt_backend_add(b, T(k->sumi), T(k->sumi), T(k->dy), err));  /* in place */
+    RT_TRY(rt_backend_add(b, T(k->sumi), T(k->sumi), T(k->dy), err)); /* in place */
     return rt_backend_copy(b, T(k->cp), T(k->dy), err);
 }
 
 static void check_elem(int n, float slope, float p, uint32_t step)
 {
     elem_ctx k = {.slope = slope};
-    k.dd = (rt_dropout_desc){.N = 1, .C = n, .H = 1, .W = 1, .p = p, .seed = 42, .step = step,
-                             .layer = 3};
-    printf("elementwise n=%d slope=%g dropout p=%g step=%u\n", n, (double)slope, (double)p,
-           step);
+    k.dd = (rt_dropout_desc){
+        .N = 1, .C = n, .H = 1, .W = 1, .p = p, .seed = 42, .step = step, .layer = 3};
+    printf("elementwise n=%d slope=%g dropout p=%g step=%u\n", n, (double)slope, (double)p, step);
     float *vx = gpu_randn((size_t)n, 7, 1.0f), *vdy = gpu_randn((size_t)n, 8, 1.0f);
     MAKE(k.x, 1, n, 1, 1, vx);
     MAKE(k.dy, 1, n, 1, 1, vdy);
-    gpu_pair *outs[] = {&k.y, &k.dx, &k.yi, &k.mask, &k.yd, &k.dxd, &k.f, &k.cp, &k.sum,
-                        &k.sumi};
+    gpu_pair *outs[] = {&k.y, &k.dx, &k.yi, &k.mask, &k.yd, &k.dxd, &k.f, &k.cp, &k.sum, &k.sumi};
     for (int i = 0; i < 10; i++) MAKE(*outs[i], 1, n, 1, 1, NULL);
     if (ck_both("elementwise", elem_case, &k)) {
         CMP("relu_fwd out", k.y, 0, 0);
@@ -217,11 +214,11 @@ static rt_status bn_case(rt_backend *b, int side, void *vc, rt_error *err)
 {
     bn_ctx *k = vc;
     RT_TRY(rt_backend_bn_fwd_train(b, T(k->y), T(k->sm), T(k->si), T(k->rm), T(k->rv), T(k->x),
-                                T(k->g), T(k->be), &k->d, err));
+                                   T(k->g), T(k->be), &k->d, err));
     RT_TRY(rt_backend_bn_bwd(b, T(k->dx), T(k->dg), T(k->db), T(k->dy), T(k->x), T(k->g), T(k->sm),
-                          T(k->si), &k->d, err));
+                             T(k->si), &k->d, err));
     return rt_backend_bn_fwd_eval(b, T(k->ye), T(k->x), T(k->g), T(k->be), T(k->rm), T(k->rv),
-                               &k->d, err);
+                                  &k->d, err);
 }
 
 static void check_bn(int N, int C, int H, int W)
@@ -257,8 +254,8 @@ static void check_bn(int N, int C, int H, int W)
         CMP("bn_bwd dbeta", k.db, 1e-4, 1e-5);
         CMP("bn_fwd_eval out", k.ye, 1e-5, 1e-5);
     }
-    gpu_pair *all[] = {&k.x, &k.dy, &k.g, &k.be, &k.rm, &k.rv, &k.sm, &k.si, &k.dg, &k.db,
-                       &k.y, &k.dx, &k.ye};
+    gpu_pair *all[] = {&k.x,  &k.dy, &k.g,  &k.be, &k.rm, &k.rv, &k.sm,
+                       &k.si, &k.dg, &k.db, &k.y,  &k.dx, &k.ye};
     for (int i = 0; i < 13; i++) FREE(*all[i]);
     free(vx), free(vdy), free(vg), free(vb), free(vrv);
 }
@@ -418,8 +415,7 @@ int main(int argc, char **argv)
     }
     g_c = prec == RT_PREC_FP32 ? 0.0 : prec == RT_PREC_BF16 ? 0.02 : 0.004;
     if (g_c == 0.0) printf("precision fp32: GEMM-like tolerance 1e-4 + 1e-4|cpu|\n");
-    else printf("precision %s: GEMM-like tolerance %g sqrt(terms) rms(a) rms(b)\n", prec_name,
-                g_c);
+    else printf("precision %s: GEMM-like tolerance %g sqrt(terms) rms(a) rms(b)\n", prec_name, g_c);
 
     /* conv: batch 1, odd sizes with padding, stride 2, 1x1 direct, 5x5, a tensor-core
      * sized layer, a window larger than the stride */
@@ -447,7 +443,7 @@ int main(int argc, char **argv)
     check_bn(1, 3, 1, 2);
     check_bn(2, 4, 5, 7);
     check_bn(8, 16, 3, 3);
-    check_bn(5, 2, 33, 31);  /* 2 blocks per channel in the two-level statistics */
+    check_bn(5, 2, 33, 31);   /* 2 blocks per channel in the two-level statistics */
     check_bn(8, 20000, 1, 1); /* more channels than one wave of the reduction buffer */
     check_dense(1, 1, 1);
     check_dense(3, 7, 5);

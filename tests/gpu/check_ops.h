@@ -7,18 +7,17 @@
 
 #include "gpu_util.h"
 
-extern rt_backend ck_be[2];   /* [0] CPU, [1] CUDA */
-extern size_t ck_failures;    /* mismatching tensors and failed ops so far */
+extern rt_backend ck_be[2]; /* [0] CPU, [1] CUDA */
+extern size_t ck_failures;  /* mismatching tensors and failed ops so far */
 
 #define T(p) (side ? &(p).g : &(p).c)
 #define MAKE(p, n, c, h, w, v) gpu_pair_make(&(p), &ck_be[0], &ck_be[1], (n), (c), (h), (w), (v))
 #define FREE(p) gpu_pair_free(&(p), &ck_be[0], &ck_be[1])
-#define CMP(name, p, atol, rtol) (ck_failures += gpu_compare((name), &ck_be[0], &ck_be[1], \
-                                                             &(p), (p).n, (atol), (rtol)))
+#define CMP(name, p, atol, rtol) \
+    (ck_failures += gpu_compare((name), &ck_be[0], &ck_be[1], &(p), (p).n, (atol), (rtol)))
 /* bit for bit; nan_equal: any NaN matches any NaN */
-#define CMP_BITS(name, p, nan_equal) (ck_failures += gpu_compare_bits((name), &ck_be[0], \
-                                                                      &ck_be[1], &(p), (p).n, \
-                                                                      (nan_equal)))
+#define CMP_BITS(name, p, nan_equal) \
+    (ck_failures += gpu_compare_bits((name), &ck_be[0], &ck_be[1], &(p), (p).n, (nan_equal)))
 
 /* Runs fn on both backends (side 0 = CPU first); a failing op is a failure (message
  * printed) and returns 0. */

@@ -31,8 +31,10 @@ static int both_async(const char *what, case_fn fn, void *ctx)
     if (mock_stat_reset) mock_stat_reset();
     int ok = ck_both(what, fn, ctx);
     if (ok && mock_stat_d2h && (mock_stat_d2h() || mock_stat_syncs())) {
-        fprintf(stderr, "  %s: the CUDA ops made %ld downloads and %ld synchronisations "
-                "(none allowed)\n", what, mock_stat_d2h(), mock_stat_syncs());
+        fprintf(stderr,
+                "  %s: the CUDA ops made %ld downloads and %ld synchronisations "
+                "(none allowed)\n",
+                what, mock_stat_d2h(), mock_stat_syncs());
         ck_failures++;
         return 0;
     }
@@ -57,26 +59,37 @@ static rt_status gather_case(rt_backend *b, int side, void *vc, rt_error *err)
 {
     gather_ctx *k = vc;
     return rt_backend_gather_batch(b, T(k->img), T(k->lab), T(k->data), T(k->dlab), T(k->order),
-                                &k->d, err);
+                                   &k->d, err);
 }
 
 /* n images (C,H,W), order = the epoch's permutation; gathers [start, start+count) into a
  * batch of `batch` >= count samples pre-filled with a sentinel. */
-static void check_gather(int n, int C, int H, int W, int start, int count, int batch,
-                         int augment, int pad, float flip_p, uint64_t seed, uint32_t epoch)
+static void check_gather(int n, int C, int H, int W, int start, int count, int batch, int augment,
+                         int pad, float flip_p, uint64_t seed, uint32_t epoch)
 {
     gather_ctx k;
     memset(&k, 0, sizeof k);
-    k.d = (rt_gather_desc){.n = n, .C = C, .H = H, .W = W, .start = start, .count = count,
-                           .augment = augment, .pad = pad, .flip_p = flip_p,
-                           .pad_value = {-1.5f, 0.25f, 2.0f, -0.125f}, .seed = seed,
+    k.d = (rt_gather_desc){.n = n,
+                           .C = C,
+                           .H = H,
+                           .W = W,
+                           .start = start,
+                           .count = count,
+                           .augment = augment,
+                           .pad = pad,
+                           .flip_p = flip_p,
+                           .pad_value = {-1.5f, 0.25f, 2.0f, -0.125f},
+                           .seed = seed,
                            .epoch = epoch};
     printf("gather_batch n=%d C=%d H=%d W=%d [%d, %d) batch %d augment=%d pad=%d flip_p=%g "
-           "seed=%llu epoch=%u\n", n, C, H, W, start, start + count, batch, augment, pad,
-           (double)flip_p, (unsigned long long)seed, epoch);
+           "seed=%llu epoch=%u\n",
+           n, C, H, W, start, start + count, batch, augment, pad, (double)flip_p,
+           (unsigned long long)seed, epoch);
     size_t img = (size_t)C * H * W;
-    float *vd = gpu_randn((size_t)n * img, 20, 1.0f), *vs = gpu_randn((size_t)batch * img, 21, 1.0f);
-    int32_t *lab = malloc((size_t)n * 4), *ord = malloc((size_t)n * 4), *ls = malloc((size_t)batch * 4);
+    float *vd = gpu_randn((size_t)n * img, 20, 1.0f),
+          *vs = gpu_randn((size_t)batch * img, 21, 1.0f);
+    int32_t *lab = malloc((size_t)n * 4), *ord = malloc((size_t)n * 4),
+            *ls = malloc((size_t)batch * 4);
     uint32_t *perm = malloc((size_t)n * 4);
     rt_rng r = rt_rng_stream(seed, RT_RNG_SHUFFLE, epoch, 0);
     rt_rng_permutation(&r, perm, (size_t)n);
@@ -106,8 +119,16 @@ static void check_gather_bad_order(void)
     printf("gather_batch with bad order values\n");
     gather_ctx k;
     memset(&k, 0, sizeof k);
-    k.d = (rt_gather_desc){.n = 6, .C = 2, .H = 3, .W = 3, .start = 0, .count = 6,
-                           .augment = 1, .pad = 2, .flip_p = 0.5f, .seed = 7};
+    k.d = (rt_gather_desc){.n = 6,
+                           .C = 2,
+                           .H = 3,
+                           .W = 3,
+                           .start = 0,
+                           .count = 6,
+                           .augment = 1,
+                           .pad = 2,
+                           .flip_p = 0.5f,
+                           .seed = 7};
     float *vd = gpu_randn(6 * 18, 22, 1.0f);
     int32_t lab[6] = {1, 2, 3, 4, 5, 6}, ord[6] = {3, -1, 5, 6, 0, 1 << 30}, ls[6] = {0};
     MAKE(k.data, 6, 2, 3, 3, vd);
@@ -140,7 +161,7 @@ static rt_status stats_case(rt_backend *b, int side, void *vc, rt_error *err)
 {
     stats_ctx *k = vc;
     return rt_backend_xent_stats(b, T(k->ring), k->row, T(k->loss), T(k->probs), T(k->lab), &k->d,
-                              err);
+                                 err);
 }
 
 /* probs from a few levels, so ties of the maximum are common (the first one counts) */
@@ -173,8 +194,8 @@ static void check_stats(int N, int L, int row, int rows)
 typedef struct amp_ctx {
     rt_adam_desc ad;
     rt_sgd_desc sd;
-    int bad;          /* this step's gradient: 0 clean, 1 inf, 2 NaN */
-    int64_t t_ref;    /* the Adam t this step must use if it applies */
+    int bad;       /* this step's gradient: 0 clean, 1 inf, 2 NaN */
+    int64_t t_ref; /* the Adam t this step must use if it applies */
     gpu_pair g, ginf, gnan, dl, ga, gs, pa, m, v, ps, buf, ampa, amps, pr, mr, vr;
 } amp_ctx;
 
@@ -188,7 +209,7 @@ static rt_status amp_case(rt_backend *b, int side, void *vc, rt_error *err)
     RT_TRY(rt_backend_copy(b, T(k->gs), src, err));
     RT_TRY(rt_backend_amp_unscale(b, T(k->ga), T(k->ampa), err));
     RT_TRY(rt_backend_amp_adam_update(b, T(k->pa), T(k->m), T(k->v), T(k->ga), T(k->ampa), &k->ad,
-                                   err));
+                                      err));
     RT_TRY(rt_backend_amp_unscale(b, T(k->gs), T(k->amps), err));
     RT_TRY(rt_backend_amp_sgd_update(b, T(k->ps), T(k->buf), T(k->gs), T(k->amps), &k->sd, err));
     if (k->bad) return RT_OK;
@@ -265,8 +286,10 @@ static void check_amp(int n, int decoupled, float wd, int nesterov)
         MAKE(snap, n, 1, 1, 1, NULL);
         rt_error err = {0};
         if (rt_backend_copy(&ck_be[1], &snap.g, &k.pa.g, &err) != RT_OK) exit(99);
-        printf(" step %d: %s\n", step, k.bad == 1 ? "inf gradient" : k.bad == 2 ? "NaN gradient"
-                                                                             : "clean");
+        printf(" step %d: %s\n", step,
+               k.bad == 1   ? "inf gradient"
+               : k.bad == 2 ? "NaN gradient"
+                            : "clean");
         if (!both_async("amp step", amp_case, &k)) {
             FREE(snap);
             break;
@@ -321,18 +344,23 @@ static void check_refusals(void)
         rt_error err = {0};
         rt_gather_desc d = {.n = 8, .C = 1, .H = 1, .W = 1, .start = 4, .count = 5};
         expect(rt_backend_gather_batch(b, T(small), T(small), T(small), T(small), T(small), &d,
-                                    &err) == RT_EINVAL, "gather: start + count > n");
+                                       &err) == RT_EINVAL,
+               "gather: start + count > n");
         d = (rt_gather_desc){.n = 1, .C = 5, .H = 1, .W = 1, .count = 1, .augment = 1};
         expect(rt_backend_gather_batch(b, T(small), T(small), T(small), T(small), T(small), &d,
-                                    &err) == RT_EINVAL, "gather: augment with C = 5");
+                                       &err) == RT_EINVAL,
+               "gather: augment with C = 5");
         d = (rt_gather_desc){.n = 2, .C = 1, .H = 3, .W = 2, .count = 2};
         expect(rt_backend_gather_batch(b, T(small), T(small), T(small), T(small), T(small), &d,
-                                    &err) == RT_EINVAL, "gather: images tensor too small");
+                                       &err) == RT_EINVAL,
+               "gather: images tensor too small");
         rt_xent_desc x = {2, 2};
         expect(rt_backend_xent_stats(b, T(ring), 2, T(small), T(small), T(small), &x, &err) ==
-                   RT_EINVAL, "xent_stats: row outside the ring");
+                   RT_EINVAL,
+               "xent_stats: row outside the ring");
         expect(rt_backend_xent_stats(b, T(ring), -1, T(small), T(small), T(small), &x, &err) ==
-                   RT_EINVAL, "xent_stats: row -1");
+                   RT_EINVAL,
+               "xent_stats: row -1");
         expect(rt_backend_amp_unscale(b, T(small), T(small), &err) == RT_EINVAL,
                "amp_unscale: state tensor of 8 words");
         expect(b->lost == 0, "no refusal loses the backend");

@@ -32,9 +32,8 @@ static inline void gpu_open_or_skip(rt_backend *g)
         fprintf(stderr, "cannot open cuda:0: %s\n", err.msg);
         exit(99);
     }
-    printf("device: %s, cc %d.%d, driver %d, runtime %d\n", list.dev[0].name,
-           list.dev[0].cc_major, list.dev[0].cc_minor, list.driver_version,
-           list.runtime_version);
+    printf("device: %s, cc %d.%d, driver %d, runtime %d\n", list.dev[0].name, list.dev[0].cc_major,
+           list.dev[0].cc_minor, list.driver_version, list.runtime_version);
 }
 
 /* A tensor on both backends with the same contents; host holds the values uploaded. */
@@ -47,7 +46,7 @@ typedef struct gpu_pair {
 /* Allocates (n,c,h,w) on both backends (dtype f32) and fills both with host values
  * (NULL: zeros). Exits 99 on failure: a broken harness is not a test result. */
 static inline void gpu_pair_make(gpu_pair *p, rt_backend *cpu, rt_backend *gpu, int n, int c, int h,
-                          int w, const float *values)
+                                 int w, const float *values)
 {
     rt_error err = {0};
     memset(p, 0, sizeof *p);
@@ -89,7 +88,7 @@ static inline float *gpu_randn(size_t n, uint32_t tag, float std)
  * (0 = pass). Prints a one-line verdict, the first 5 pairs and the first 10
  * mismatches (llm.c validate_result). */
 static inline size_t gpu_compare(const char *what, rt_backend *cpu, rt_backend *gpu,
-                          const gpu_pair *p, size_t n, double atol, double rtol)
+                                 const gpu_pair *p, size_t n, double atol, double rtol)
 {
     rt_error err = {0};
     float *hc = malloc((n ? n : 1) * 4), *hg = malloc((n ? n : 1) * 4);

@@ -8,7 +8,7 @@
 #include "gpu_util.h"
 #include "t.h"
 
-#define BIG 64   /* floats in each bound tensor */
+#define BIG 64 /* floats in each bound tensor */
 #define NT 4
 
 typedef struct side {
@@ -41,15 +41,13 @@ static rt_status conv_bad_desc(side *s, rt_error *err)
 static rt_status conv_short_dbias(side *s, rt_error *err)
 {
     rt_conv_desc d = {1, 1, 4, 4, 4, 3, 3, 1, 0, 2, 2};
-    return rt_backend_conv2d_bwd_filter(&s->b, &s->t[0], &s->small, &s->t[1], &s->t[2], &d,
-                                        err);
+    return rt_backend_conv2d_bwd_filter(&s->b, &s->t[0], &s->small, &s->t[1], &s->t[2], &d, err);
 }
 
 static rt_status dense_short_dbias(side *s, rt_error *err)
 {
     rt_dense_desc d = {2, 4, 4};
-    return rt_backend_dense_bwd_filter(&s->b, &s->t[0], &s->small, &s->t[1], &s->t[2], &d,
-                                       err);
+    return rt_backend_dense_bwd_filter(&s->b, &s->t[0], &s->small, &s->t[1], &s->t[2], &d, err);
 }
 
 static rt_status dense_unbound_input(side *s, rt_error *err)
@@ -144,13 +142,12 @@ static rt_status amp_short_state(side *s, rt_error *err)
 static rt_status amp_adam_unbound_m(side *s, rt_error *err)
 {
     rt_adam_desc d = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .step = 1};
-    return rt_backend_amp_adam_update(&s->b, &s->t[0], &s->unbound, &s->t[1], &s->t[2],
-                                      &s->t[3], &d, err);
+    return rt_backend_amp_adam_update(&s->b, &s->t[0], &s->unbound, &s->t[1], &s->t[2], &s->t[3],
+                                      &d, err);
 }
 
 static const bad_call calls[] = {
-    {"conv2d short weight", conv_short_weight,
-     "conv2d weight: tensor has 3 elements, op needs 9"},
+    {"conv2d short weight", conv_short_weight, "conv2d weight: tensor has 3 elements, op needs 9"},
     {"conv2d descriptor", conv_bad_desc, "conv2d: inconsistent descriptor (P=3, Q=2)"},
     {"conv2d short dbias", conv_short_dbias,
      "conv2d bias gradient: tensor has 3 elements, op needs 4"},
@@ -172,8 +169,7 @@ static const bad_call calls[] = {
     {"gather past end", gather_past_end,
      "gather_batch: positions [2, 5) outside a data set of 4 images of 1x2x2"},
     {"xent_stats row -1", stats_bad_row, "xent_stats: row -1, 2 samples, 2 classes"},
-    {"amp short state", amp_short_state,
-     "loss-scaling state: tensor has 3 elements, op needs 16"},
+    {"amp short state", amp_short_state, "loss-scaling state: tensor has 3 elements, op needs 16"},
     {"amp adam unbound m", amp_adam_unbound_m, "adam m: unbound tensor"},
 };
 #define NCALLS ((int)(sizeof calls / sizeof calls[0]))
@@ -216,8 +212,8 @@ static int untouched(side *s)
     for (int k = 0; k <= NT; k++) {
         int n = k < NT ? BIG : 3;
         float host[BIG];
-        if (rt_backend_download(&s->b, host, k < NT ? &s->t[k] : &s->small, (size_t)n * 4,
-                                &err) != RT_OK)
+        if (rt_backend_download(&s->b, host, k < NT ? &s->t[k] : &s->small, (size_t)n * 4, &err) !=
+            RT_OK)
             return 0;
         for (int i = 0; i < n; i++)
             if (host[i] != pattern(k, i)) return 0;
@@ -244,15 +240,9 @@ static void check_side(int *t_failed_, side *s)
 
 static side cpu, gpu;
 
-T_TEST(cpu_refuses)
-{
-    check_side(t_failed_, &cpu);
-}
+T_TEST(cpu_refuses) { check_side(t_failed_, &cpu); }
 
-T_TEST(cuda_refuses_the_same)
-{
-    check_side(t_failed_, &gpu);
-}
+T_TEST(cuda_refuses_the_same) { check_side(t_failed_, &gpu); }
 
 int main(void)
 {

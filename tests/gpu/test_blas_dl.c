@@ -32,8 +32,8 @@ static void load_all(int *t_failed_, rtp_blas_fns *f)
     rt_status s = rtp_blas_load(f, &err);
     if (s != RT_OK) fprintf(stderr, "  %s\n", err.msg);
     ASSERT_EQ(s, RT_OK);
-    ASSERT(f->create && f->destroy && f->set_stream && f->set_math_mode && f->sgemm &&
-           f->gemm_ex && f->sgemm_sb && f->gemm_sb_ex && f->status_string);
+    ASSERT(f->create && f->destroy && f->set_stream && f->set_math_mode && f->sgemm && f->gemm_ex &&
+           f->sgemm_sb && f->gemm_sb_ex && f->status_string);
     ASSERT(f->status_string(CUBLAS_STATUS_NOT_INITIALIZED)[0]); /* really cuBLAS: callable */
 }
 
@@ -77,8 +77,10 @@ T_TEST(cublas_from_the_wheel_beside_it)
     self[k] = '\0';
     ASSERT(mkdtemp(dir) != NULL);
     char cmd[3 * PATH_MAX + 200];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s/kiln_kernel/bin' && cp '%s' '%s/kiln_kernel/bin/kiln'"
-             " && '%s/kiln_kernel/bin/kiln' --in-wheel '%s'", dir, self, dir, dir, lib);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/kiln_kernel/bin' && cp '%s' '%s/kiln_kernel/bin/kiln'"
+             " && '%s/kiln_kernel/bin/kiln' --in-wheel '%s'",
+             dir, self, dir, dir, lib);
     int rc = sh(cmd);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     sh(cmd);
@@ -95,8 +97,7 @@ static int in_wheel(const char *lib)
         fprintf(stderr, "no wheel path: '%s'\n", wheel);
         return 1;
     }
-    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\" && ln -s '%s' '%s'", wheel, lib,
-             wheel);
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\" && ln -s '%s' '%s'", wheel, lib, wheel);
     if (sh(cmd) != 0) return 1;
     char again[PATH_MAX];
     if (rtp_cuda_lib_names("cublas", CUBLAS_SONAME, "libcublas.so", again, names) != 3 ||

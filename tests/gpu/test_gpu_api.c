@@ -154,7 +154,10 @@ T_TEST(unscale_grads)
     ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
     rt_tensor g = {.n = 1001, .c = 1, .h = 1, .w = 1};
     rt_tensor amp = {.dtype = RT_I32, .n = RT_AMP_WORDS, .c = 1, .h = 1, .w = 1};
-    union { rt_amp_state s; int32_t w[RT_AMP_WORDS]; } u;
+    union {
+        rt_amp_state s;
+        int32_t w[RT_AMP_WORDS];
+    } u;
     float host[1001];
     for (int i = 0; i < 1001; i++) host[i] = (float)(i - 500) * 1024.0f;
     ASSERT_EQ(b.ops->alloc(&b, &g.data, sizeof host, &err), RT_OK);

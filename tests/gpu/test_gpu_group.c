@@ -155,14 +155,14 @@ T_TEST(two_devices_train_like_one)
     for (int i = 0; i < STEPS; i++) {
         double d = fabs(two.loss[i] - one.loss[i]);
         if (d > 1e-6 + 1e-6 * fabs(one.loss[i]))
-            T_FAIL_("step %d: loss %.9g on 2 devices, %.9g on 1", i + 1, two.loss[i],
-                   one.loss[i]);
+            T_FAIL_("step %d: loss %.9g on 2 devices, %.9g on 1", i + 1, two.loss[i], one.loss[i]);
         if (d > worst) worst = d;
     }
     ASSERT_EQ(rt_trainer_end(two.t, NULL, &err), RT_OK);
     double rel = rel_l2(two.m, one.m), same = rel_l2(two.rep, two.m);
     printf("2 devices vs 1: worst step loss difference %.3g, final parameters %.3g relative "
-           "L2; replica vs rank 0 %.3g\n", worst, rel, same);
+           "L2; replica vs rank 0 %.3g\n",
+           worst, rel, same);
     ASSERT(rel <= 1e-6);
     ASSERT(same == 0.0);
     /* one all-reduce a step, of the whole gradient, in a group, ordered by events */
@@ -218,7 +218,8 @@ static void resume_case(int *t_failed_, rt_backend *from0, rt_backend *from1, rt
     ASSERT_EQ(rt_trainer_get_state(b.t).step, STEPS);
     double rel = rel_l2(b.m, ref.m);
     printf("%s: resumed at step %d, final parameters %.3g relative L2 from the "
-           "uninterrupted run\n", what, K, rel);
+           "uninterrupted run\n",
+           what, K, rel);
     ASSERT(rel <= 1e-6);
     if (b.rep) ASSERT(rel_l2(b.rep, b.m) == 0.0);
     finish(&ref);

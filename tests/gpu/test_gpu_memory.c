@@ -11,9 +11,8 @@
 #include "gpu_util.h"
 #include "t.h"
 
-static const char *spec =
-    "conv2d 32 3\nrelu\nconv2d 64 3\nrelu\nmaxpool 2\ndropout 0.25\nflatten\n"
-    "dense 128\nrelu\ndropout 0.5\ndense 10\n";
+static const char *spec = "conv2d 32 3\nrelu\nconv2d 64 3\nrelu\nmaxpool 2\ndropout 0.25\nflatten\n"
+                          "dense 128\nrelu\ndropout 0.5\ndense 10\n";
 
 static int cycles = 100, batch = 32;
 

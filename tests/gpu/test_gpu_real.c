@@ -117,7 +117,8 @@ static void cpu_vs_gpu_step(int *t_failed_, const char *spec)
     for (int k = 0; k < 2; k++) {
         rt_backend *b = rt_model_backend(ms[k]);
         ASSERT_EQ(rt_backend_upload(b, rt_model_input_tensor(ms[k]), d.images,
-                                 (size_t)g_n * 3072 * 4, &err), RT_OK);
+                                    (size_t)g_n * 3072 * 4, &err),
+                  RT_OK);
         ASSERT_EQ(rt_backend_upload(b, rt_model_label_tensor(ms[k]), lab, (size_t)g_n * 4, &err),
                   RT_OK);
         ASSERT_EQ(rt_model_forward(ms[k], g_n, 1, 0, &err), RT_OK);

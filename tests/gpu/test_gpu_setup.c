@@ -73,8 +73,9 @@ static int train(rt_backend *b, rt_precision p, double *first, double *last, rt_
     *first = l.first, *last = l.last;
     if (s == RT_OK) {
         rc = l.steps == STEPS && l.last < l.first ? 0 : -1;
-        if (rc) snprintf(err->msg, sizeof err->msg, "%lld steps, the loss went %g -> %g",
-                         (long long)l.steps, l.first, l.last);
+        if (rc)
+            snprintf(err->msg, sizeof err->msg, "%lld steps, the loss went %g -> %g",
+                     (long long)l.steps, l.first, l.last);
     }
     rt_trainer_destroy(t);
     rt_model_destroy(m);
@@ -121,10 +122,16 @@ T_TEST(driver_too_old)
     char runtime[64], driver[64];
     snprintf(runtime, sizeof runtime, "CUDA runtime is %d.%d", CUDART_VERSION / 1000,
              CUDART_VERSION % 1000 / 10);
-    snprintf(driver, sizeof driver, "needs driver R%s", CUDART_VERSION >= 13000 ? "580"
-                                                        : CUDART_VERSION >= 12000 ? "525" : "450");
-    const char *want[] = {"driver is too old", "supports CUDA 12.4", runtime, driver,
-                          "update the NVIDIA driver", NULL};
+    snprintf(driver, sizeof driver, "needs driver R%s",
+             CUDART_VERSION >= 13000   ? "580"
+             : CUDART_VERSION >= 12000 ? "525"
+                                       : "450");
+    const char *want[] = {"driver is too old",
+                          "supports CUDA 12.4",
+                          runtime,
+                          driver,
+                          "update the NVIDIA driver",
+                          NULL};
     for (int i = 0; want[i]; i++) ASSERT_STR_CONTAINS(l.why, want[i]);
     refused_then_cpu_trains(want, t_failed_);
     unsetenv("KILN_MOCK_DEVICE");
@@ -136,8 +143,8 @@ T_TEST(architecture_not_built)
     rt_cuda_device_list l;
     ASSERT_EQ(rt_cuda_list_devices(&l, NULL), RT_OK);
     ASSERT_EQ(l.count, 1);
-    const char *want[] = {"compute capability 6.0", "sm_60", "built for sm 75", "-Dgpu_archs=60",
-                          "--device cpu", NULL};
+    const char *want[] = {"compute capability 6.0", "sm_60",        "built for sm 75",
+                          "-Dgpu_archs=60",         "--device cpu", NULL};
     for (int i = 0; want[i]; i++) ASSERT_STR_CONTAINS(l.dev[0].problem, want[i]);
     refused_then_cpu_trains(want, t_failed_);
     /* covered: a minor above a built cubin (8.6, 8.9 run sm_80 code), and newer GPUs
@@ -347,8 +354,8 @@ T_TEST(im2col_one_gemm_call_per_pass)
         quadrants_make(&d, 8, 9, 0.5f, "gen/train");
         ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
         ASSERT_EQ(rt_cuda_set_precision(&b, (rt_precision)p, &err), RT_OK);
-        rt_model *m = model8(&b, "conv2d 4 3 pad=1\nrelu\nconv2d 4 3 pad=1\nflatten\ndense 4\n",
-                             &err);
+        rt_model *m =
+            model8(&b, "conv2d 4 3 pad=1\nrelu\nconv2d 4 3 pad=1\nflatten\ndense 4\n", &err);
         ASSERT(m != NULL);
         mock_stat_reset(); /* after attach: only the step's calls */
         ASSERT_EQ(step8(m, &d, &err), RT_OK);

@@ -27,7 +27,7 @@ static const char *residual_spec =
     "residual:\n    conv2d 16 3 stride=2 pad=same\n    batchnorm\n    relu\n"
     "    conv2d 16 3 pad=same\n    batchnorm\n  shortcut:\n    conv2d 16 1 stride=2\n"
     "    batchnorm\nrelu\nglobalavgpool\nflatten\ndense 10\n";
-static const char *spec; /* the one train() builds */
+static const char *spec;   /* the one train() builds */
 static float g_lr = 1e-3f; /* its Adam learning rate */
 
 static rt_precision g_prec = RT_PREC_FP32;
@@ -63,7 +63,7 @@ static rt_status train(rt_backend *b, const float *img, const int32_t *lab, doub
     for (int t = 0; t < STEPS && s == RT_OK; t++) {
         int first = (t * BATCH) % SAMPLES;
         s = rt_backend_upload(b, rt_model_input_tensor(m), img + (size_t)first * IMG,
-                           (size_t)BATCH * IMG * 4, err);
+                              (size_t)BATCH * IMG * 4, err);
         if (s == RT_OK)
             s = rt_backend_upload(b, rt_model_label_tensor(m), lab + first, BATCH * 4, err);
         if (s == RT_OK) s = rt_model_forward(m, BATCH, 1, (uint32_t)t, err);
@@ -71,8 +71,8 @@ static rt_status train(rt_backend *b, const float *img, const int32_t *lab, doub
         if (s == RT_OK) s = rt_model_backward(m, BATCH, err);
         rt_adam_desc ad = {g_lr, 0.9f, 0.999f, 1e-8f, 0.0f, 0, t + 1};
         if (s == RT_OK)
-            s = rt_backend_adam_update(b, rt_model_params_flat(m), &mt, &vt,
-                                    rt_model_grads_flat(m), &ad, err);
+            s = rt_backend_adam_update(b, rt_model_params_flat(m), &mt, &vt, rt_model_grads_flat(m),
+                                       &ad, err);
     }
     b->ops->free(b, mt.data);
     b->ops->free(b, vt.data);
@@ -116,8 +116,8 @@ T_TEST(loss_curves_track)
     ASSERT_EQ(bad, 0);
     /* both learned: the mean of the last 5 steps is well below the first 5 */
     double c0 = 0, c1 = 0, g0 = 0, g1 = 0;
-    for (int t = 0; t < 5; t++) c0 += lc[t], g0 += lg[t], c1 += lc[STEPS - 1 - t],
-                                g1 += lg[STEPS - 1 - t];
+    for (int t = 0; t < 5; t++)
+        c0 += lc[t], g0 += lg[t], c1 += lc[STEPS - 1 - t], g1 += lg[STEPS - 1 - t];
     ASSERT(c1 < 0.8 * c0);
     ASSERT(g1 < 0.8 * g0);
 }
@@ -127,7 +127,7 @@ T_TEST(loss_curves_track)
 T_TEST(residual_curves_track)
 {
     spec = residual_spec;
-    g_lr = 1e-2f;                 /* BN-heavy and deeper: 1e-3 moves too little in 30 steps */
+    g_lr = 1e-2f; /* BN-heavy and deeper: 1e-3 moves too little in 30 steps */
     rt_backend cpu, gpu;
     rt_error err = {0};
     gpu_open_or_skip(&gpu);
@@ -160,8 +160,8 @@ T_TEST(residual_curves_track)
     ASSERT_EQ(bad, 0);
     /* both learned: the mean of the last 5 steps is well below the first 5 */
     double c0 = 0, c1 = 0, g0 = 0, g1 = 0;
-    for (int t = 0; t < 5; t++) c0 += lc[t], g0 += lg[t], c1 += lc[STEPS - 1 - t],
-                                g1 += lg[STEPS - 1 - t];
+    for (int t = 0; t < 5; t++)
+        c0 += lc[t], g0 += lg[t], c1 += lc[STEPS - 1 - t], g1 += lg[STEPS - 1 - t];
     ASSERT(c1 < 0.8 * c0);
     ASSERT(g1 < 0.8 * g0);
 }

@@ -58,8 +58,8 @@ static void on_progress(const rt_progress *p, void *user)
     if (p->step >= 1 && p->step <= STEPS) r->loss[p->step - 1] = p->loss;
 }
 
-static rt_status start(run *r, rt_backend *b, const rt_dataset *d, double scale,
-                       double report_s, rt_error *err)
+static rt_status start(run *r, rt_backend *b, const rt_dataset *d, double scale, double report_s,
+                       rt_error *err)
 {
     memset(r, 0, sizeof *r);
     r->b = b;
@@ -168,7 +168,7 @@ T_TEST(no_round_trip_inside_a_step)
     }
     ASSERT_EQ(mock_stat_d2h(), 0);
     ASSERT_EQ(mock_stat_syncs(), 0);
-    ASSERT_EQ(g.calls, 0); /* nothing read yet */
+    ASSERT_EQ(g.calls, 0);                         /* nothing read yet */
     ASSERT_EQ(rt_trainer_flush(g.t, &err), RT_OK); /* the progress read: now it happens */
     ASSERT(mock_stat_d2h() >= 1);
     ASSERT_EQ(g.calls, 6);
@@ -227,8 +227,8 @@ T_TEST(fp16_loss_scaling_skips_overflow)
     ASSERT_EQ(step_to_end(&g, &err), RT_OK);
     rt_train_summary s;
     ASSERT_EQ(rt_trainer_end(g.t, &s, &err), RT_OK);
-    printf("  fp16: %lld of %d steps skipped, loss scale %g\n", (long long)s.skipped_steps,
-           STEPS, s.loss_scale);
+    printf("  fp16: %lld of %d steps skipped, loss scale %g\n", (long long)s.skipped_steps, STEPS,
+           s.loss_scale);
     ASSERT(s.skipped_steps >= 1 && s.skipped_steps <= STEPS - 6);
     ASSERT_EQ(g.skipped, s.skipped_steps);
     ASSERT(s.loss_scale == init / (double)(1LL << s.skipped_steps));

@@ -70,16 +70,20 @@ static int host_gemm(const rtp_gemm *g, const float *A, const float *B, float be
     int ra = g->ta == CUBLAS_OP_N ? g->m : g->k, rb = g->tb == CUBLAS_OP_N ? g->k : g->n;
     if (g->lda < (ra > 1 ? ra : 1) || g->ldb < (rb > 1 ? rb : 1) ||
         g->ldc < (g->m > 1 ? g->m : 1)) {
-        fprintf(stderr, "  gemm shape rejected by cuBLAS rules: m=%d n=%d k=%d lda=%d ldb=%d "
-                "ldc=%d\n", g->m, g->n, g->k, g->lda, g->ldb, g->ldc);
+        fprintf(stderr,
+                "  gemm shape rejected by cuBLAS rules: m=%d n=%d k=%d lda=%d ldb=%d "
+                "ldc=%d\n",
+                g->m, g->n, g->k, g->lda, g->ldb, g->ldc);
         return 0;
     }
     for (int j = 0; j < g->n; j++)
         for (int i = 0; i < g->m; i++) {
             double s = 0.0;
             for (int l = 0; l < g->k; l++) {
-                float a = g->ta == CUBLAS_OP_N ? A[i + (size_t)l * g->lda] : A[l + (size_t)i * g->lda];
-                float b = g->tb == CUBLAS_OP_N ? B[l + (size_t)j * g->ldb] : B[j + (size_t)l * g->ldb];
+                float a =
+                    g->ta == CUBLAS_OP_N ? A[i + (size_t)l * g->lda] : A[l + (size_t)i * g->lda];
+                float b =
+                    g->tb == CUBLAS_OP_N ? B[l + (size_t)j * g->ldb] : B[j + (size_t)l * g->ldb];
                 s += (double)a * b;
             }
             float *c = &C[i + (size_t)j * g->ldc];
@@ -110,8 +114,8 @@ T_TEST(relu_and_dropout)
         ASSERT_EQ(cmp("relu_fwd", yc, yk, n, 0, 0), 0);
         ASSERT_EQ(cmp("relu_bwd", dc, dk, n, 0, 0), 0);
         /* dropout: the CPU op vs the kernel body on the stream cuda_ops.c builds */
-        rt_dropout_desc dd = {1, (int)n, 1, 1, ps[s], 0x1234567890abcdefULL,
-                              (uint32_t)(s * 1000 + 7), (uint32_t)s};
+        rt_dropout_desc dd = {
+            1, (int)n, 1, 1, ps[s], 0x1234567890abcdefULL, (uint32_t)(s * 1000 + 7), (uint32_t)s};
         ASSERT_EQ(rt_backend_dropout_fwd(&cpu, &ty, &tm, &tx, &dd, &err), RT_OK);
         float keep = 1.0f - dd.p;
         rt_rng r = rt_rng_stream(dd.seed, RT_RNG_DROPOUT, dd.step, dd.layer);
@@ -178,16 +182,25 @@ static double *red_level1(int kind, const float *x, const float *y, const float 
     *P = rtp_red_parts((size_t)N * HW);
     double *part = (double *)malloc(2 * sizeof(double) * (size_t)C * *P);
     for (int w = 0; w < C; w++)
-        for (int p = 0; p < *P; p++) rtp_red_block_host(kind, part, T, x, y, sm, si, N, C, HW, 0, w, *P, p);
+        for (int p = 0; p < *P; p++)
+            rtp_red_block_host(kind, part, T, x, y, sm, si, N, C, HW, 0, w, *P, p);
     return part;
 }
 
 /* ---- conv2d through im2col + the GEMM shapes + bias kernels ---- */
 
-static void conv_case(int *t_failed_, int N, int C, int H, int W, int K, int R, int stride,
-                      int pad)
+static void conv_case(int *t_failed_, int N, int C, int H, int W, int K, int R, int stride, int pad)
 {
-    rt_conv_desc d = {N, C, H, W, K, R, R, stride, pad, (H + 2 * pad - R) / stride + 1,
+    rt_conv_desc d = {N,
+                      C,
+                      H,
+                      W,
+                      K,
+                      R,
+                      R,
+                      stride,
+                      pad,
+                      (H + 2 * pad - R) / stride + 1,
                       (W + 2 * pad - R) / stride + 1};
     rtp_conv_geom g = {C, H, W, R, R, stride, pad, d.P, d.Q};
     const int PQ = d.P * d.Q, CRS = C * R * R;
@@ -348,7 +361,8 @@ T_TEST(optimisers)
             ASSERT_EQ(rt_backend_adam_update(&cpu, &tp, &tm, &tv, &tg, &ad, &err), RT_OK);
             ASSERT_EQ(rt_backend_sgd_update(&cpu, &ts, &tb, &tg, &sd, &err), RT_OK);
             /* the coefficients as cuda_ops.c builds them */
-            rt_optim_config ca = rt_optim_config_default(decoupled ? RT_OPTIM_ADAMW : RT_OPTIM_ADAM);
+            rt_optim_config ca =
+                rt_optim_config_default(decoupled ? RT_OPTIM_ADAMW : RT_OPTIM_ADAM);
             ca.beta1 = ad.beta1, ca.beta2 = ad.beta2, ca.eps = ad.eps;
             ca.weight_decay = ad.weight_decay;
             rt_adam_coef c = rt_optim_adam_coef(&ca, ad.lr, ad.step, 0);
@@ -393,7 +407,8 @@ static void bn_case(int *t_failed_, int N, int C, int H, int W)
     rt_tensor tdg = view(dgc, C, 1, 1, 1), tdb = view(dbc, C, 1, 1, 1);
     ASSERT_EQ(rt_backend_bn_fwd_train(&cpu, &ty, &tsm, &tsi, &trm, &trv, &tx, &tg, &tbe, &d, &err),
               RT_OK);
-    ASSERT_EQ(rt_backend_bn_bwd(&cpu, &tdx, &tdg, &tdb, &tdy, &tx, &tg, &tsm, &tsi, &d, &err), RT_OK);
+    ASSERT_EQ(rt_backend_bn_bwd(&cpu, &tdx, &tdg, &tdb, &tdy, &tx, &tg, &tsm, &tsi, &d, &err),
+              RT_OK);
     ASSERT_EQ(rt_backend_bn_fwd_eval(&cpu, &te, &tx, &tg, &tbe, &trm, &trv, &d, &err), RT_OK);
     int P; /* bn_stats_part_k, bn_stats_finish_k, bn_apply_k */
     double *part = red_level1(1, x, NULL, NULL, NULL, N, C, HW, &P);
@@ -403,7 +418,8 @@ static void bn_case(int *t_failed_, int N, int C, int H, int W)
     free(part); /* bn_bwd_part_k, red_finish_k, bn_bwd_apply_k */
     part = red_level1(2, x, dy, smk, sik, N, C, HW, &P);
     for (int c = 0; c < C; c++) rtp_red_finish_at(c, part, P, dbk, dgk, 0);
-    for (size_t i = 0; i < n; i++) rtp_bn_bwd_apply_at(i, dxk, dy, x, ga, smk, sik, dgk, dbk, C, HW, M);
+    for (size_t i = 0; i < n; i++)
+        rtp_bn_bwd_apply_at(i, dxk, dy, x, ga, smk, sik, dgk, dbk, C, HW, M);
     free(part);
     for (size_t i = 0; i < n; i++) rtp_bn_eval_at(i, ek, x, ga, be, rmk, rvk, C, HW, d.eps);
     ASSERT_EQ(cmp("bn out", yc, yk, n, 1e-5, 1e-5), 0);
@@ -443,9 +459,11 @@ static int draw_matches(uint64_t seed, uint32_t epoch, uint32_t idx, int pad, fl
     rtp_philox_stream st = {r.key[0], r.key[1], r.stream[0], r.stream[1]};
     rtp_aug a = rtp_augment_draw(st, idx, pad, flip_p);
     if (a.top == top && a.left == left && a.flip == flip) return 1;
-    fprintf(stderr, "    draw seed %llu epoch %u idx %u pad %d flip_p %g: cpu (%d,%d,%d) "
-            "kernel (%d,%d,%d)\n", (unsigned long long)seed, epoch, idx, pad, (double)flip_p,
-            top, left, flip, a.top, a.left, a.flip);
+    fprintf(stderr,
+            "    draw seed %llu epoch %u idx %u pad %d flip_p %g: cpu (%d,%d,%d) "
+            "kernel (%d,%d,%d)\n",
+            (unsigned long long)seed, epoch, idx, pad, (double)flip_p, top, left, flip, a.top,
+            a.left, a.flip);
     return 0;
 }
 
@@ -534,7 +552,8 @@ T_TEST(xent_stats)
         int c = 0;
         for (int n = 0; n < N; n++) c += rtp_xent_correct_at(n, p, lab, L);
         double sum = 0.0; /* xent_stats_k's tiles of T losses */
-        for (int n0 = 0; n0 < N; n0 += T) sum = rtp_loss_add(sum, loss + n0, N - n0 < T ? N - n0 : T);
+        for (int n0 = 0; n0 < N; n0 += T)
+            sum = rtp_loss_add(sum, loss + n0, N - n0 < T ? N - n0 : T);
         rtp_xent_stats_row(rk + RT_STEP_STATS, sum, N, c);
         ASSERT_EQ(memcmp(rc, rk, sizeof rc), 0);
         free(loss), free(p), free(lab);

@@ -108,14 +108,12 @@ T_TEST(parse_sweep)
     jkp_hmac *h = jkp_hmac_create("hmac-sha256", "chaos", 5, &err);
     ASSERT(h != NULL);
     jkp_view f[8];
-    for (int i = 0; i < 8; i++)
-        f[i] = (jkp_view){request[i], request[i] ? strlen(request[i]) : 0};
+    for (int i = 0; i < 8; i++) f[i] = (jkp_view){request[i], request[i] ? strlen(request[i]) : 0};
     char sig[JKP_HMAC_HEX_MAX];
     ASSERT_EQ(jkp_hmac_sign(h, &f[3], sig, &err), 0);
     f[2] = (jkp_view){sig, strlen(sig)};
     jkp_msg m;
-    ASSERT_EQ(jkp_msg_parse(f, 8, h, &m, &err),
-              0); /* warm-up: OpenSSL's one-time caches */
+    ASSERT_EQ(jkp_msg_parse(f, 8, h, &m, &err), 0); /* warm-up: OpenSSL's one-time caches */
     jkp_msg_deinit(&m);
     calls = 0;
     fail_at = 0; /* and its per-thread error state, made on the first error and kept */
@@ -139,8 +137,7 @@ T_TEST(parse_sweep)
             failures++;
             ASSERT(m.header == NULL && m.ids == NULL && m.buffers == NULL);
         }
-        if (live != before)
-            fprintf(stderr, "  n=%ld: %ld blocks leaked\n", n, live - before);
+        if (live != before) fprintf(stderr, "  n=%ld: %ld blocks leaked\n", n, live - before);
         ASSERT_EQ(live, before);
         if (calls <= n) break; /* this run never reached the n-th allocation */
     }
@@ -158,15 +155,15 @@ T_TEST(build_sweep)
     ASSERT_EQ(jkp_session_init(&s, h, &err), 0);
     json_t *parent = json_pack("{s:s}", "msg_id", "m-1");
     jkp_bytes out[5];
-    ASSERT_EQ(jkp_msg_build(&s, "execute_reply", parent, NULL,
-                            json_pack("{s:s}", "status", "ok"), out, &err),
+    ASSERT_EQ(jkp_msg_build(&s, "execute_reply", parent, NULL, json_pack("{s:s}", "status", "ok"),
+                            out, &err),
               0);
     for (int i = 0; i < 5; i++) jkp_bytes_deinit(&out[i]);
     long n = 0, failures = 0;
     for (;; n++) {
         long before = live; /* the content below is stolen: freed whatever happens */
-        json_t *content = json_pack("{s:s, s:i, s:[], s:{}}", "status", "ok",
-                                    "execution_count", 3, "payload", "user_expressions");
+        json_t *content = json_pack("{s:s, s:i, s:[], s:{}}", "status", "ok", "execution_count", 3,
+                                    "payload", "user_expressions");
         calls = 0;
         fail_at = n;
         int rc = jkp_msg_build(&s, "execute_reply", parent, NULL, content, out, &err);
@@ -177,8 +174,7 @@ T_TEST(build_sweep)
             failures++;
             for (int i = 0; i < 5; i++) ASSERT(out[i].data == NULL);
         }
-        if (live != before)
-            fprintf(stderr, "  n=%ld: %ld blocks leaked\n", n, live - before);
+        if (live != before) fprintf(stderr, "  n=%ld: %ld blocks leaked\n", n, live - before);
         ASSERT_EQ(live, before);
         if (calls <= n) break;
     }

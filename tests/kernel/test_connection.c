@@ -8,18 +8,17 @@
 #include "jk_internal.h"
 #include "t.h"
 
-#define PORTS                                                                            \
-    "\"shell_port\": 5001, \"iopub_port\": 5002, \"stdin_port\": 5003, "                 \
+#define PORTS                                                            \
+    "\"shell_port\": 5001, \"iopub_port\": 5002, \"stdin_port\": 5003, " \
     "\"control_port\": 5004, \"hb_port\": 5005"
 
 T_TEST(tcp_file)
 {
     jkp_connection c;
     jk_error err;
-    const char *text =
-        "{\"transport\": \"tcp\", \"ip\": \"127.0.0.1\", " PORTS
-        ", \"signature_scheme\": \"hmac-sha256\", \"key\": \"a0436f6c-19\","
-        " \"kernel_name\": \"kiln\", \"curve_publickey\": null}";
+    const char *text = "{\"transport\": \"tcp\", \"ip\": \"127.0.0.1\", " PORTS
+                       ", \"signature_scheme\": \"hmac-sha256\", \"key\": \"a0436f6c-19\","
+                       " \"kernel_name\": \"kiln\", \"curve_publickey\": null}";
     ASSERT_EQ(jkp_connection_parse(text, &c, &err), 0);
     ASSERT_STR_EQ(c.transport, "tcp");
     ASSERT_STR_EQ(c.ip, "127.0.0.1");
@@ -52,8 +51,7 @@ T_TEST(ipc_file_and_defaults)
     ASSERT_STR_EQ(ep, "ipc:///tmp/kiln-test-5005");
     jkp_connection_deinit(&c);
     /* transport absent = tcp */
-    ASSERT_EQ(jkp_connection_parse("{\"ip\": \"0.0.0.0\", " PORTS ", \"key\": \"k\"}", &c,
-                                   &err),
+    ASSERT_EQ(jkp_connection_parse("{\"ip\": \"0.0.0.0\", " PORTS ", \"key\": \"k\"}", &c, &err),
               0);
     ASSERT_STR_EQ(c.transport, "tcp");
     jkp_connection_deinit(&c);
@@ -84,23 +82,18 @@ T_TEST(missing_and_bad_fields)
                       "hb_port"));
     ASSERT(fails_with("{" PORTS ", \"key\": \"k\"}", "\"ip\""));
     ASSERT(fails_with("{\"ip\": \"127.0.0.1\", " PORTS "}", "\"key\""));
-    ASSERT(fails_with("{\"ip\": \"127.0.0.1\", " PORTS ", \"key\": 5}",
-                      "\"key\" must be a string"));
-    ASSERT(fails_with("{\"ip\": 127, " PORTS ", \"key\": \"k\"}",
-                      "\"ip\" must be a string"));
+    ASSERT(
+        fails_with("{\"ip\": \"127.0.0.1\", " PORTS ", \"key\": 5}", "\"key\" must be a string"));
+    ASSERT(fails_with("{\"ip\": 127, " PORTS ", \"key\": \"k\"}", "\"ip\" must be a string"));
     ASSERT(fails_with("{\"ip\": \"\", " PORTS ", \"key\": \"k\"}", "\"ip\" is empty"));
-    ASSERT(fails_with(
-        "{\"transport\": \"udp\", \"ip\": \"x\", " PORTS ", \"key\": \"k\"}", "udp"));
-    ASSERT(fails_with(
-        "{\"ip\": \"x\", \"shell_port\": \"5001\", \"iopub_port\": 2, "
-        "\"stdin_port\": 3, \"control_port\": 4, \"hb_port\": 5, \"key\": \"k\"}",
-        "\"shell_port\" must be an integer"));
-    ASSERT(fails_with(
-        "{\"ip\": \"x\", \"shell_port\": 70000, \"iopub_port\": 2, "
-        "\"stdin_port\": 3, \"control_port\": 4, \"hb_port\": 5, \"key\": \"k\"}",
-        "70000"));
-    ASSERT(fails_with("{\"ip\": \"x\", " PORTS
-                      ", \"key\": \"k\", \"signature_scheme\": 1}",
+    ASSERT(fails_with("{\"transport\": \"udp\", \"ip\": \"x\", " PORTS ", \"key\": \"k\"}", "udp"));
+    ASSERT(fails_with("{\"ip\": \"x\", \"shell_port\": \"5001\", \"iopub_port\": 2, "
+                      "\"stdin_port\": 3, \"control_port\": 4, \"hb_port\": 5, \"key\": \"k\"}",
+                      "\"shell_port\" must be an integer"));
+    ASSERT(fails_with("{\"ip\": \"x\", \"shell_port\": 70000, \"iopub_port\": 2, "
+                      "\"stdin_port\": 3, \"control_port\": 4, \"hb_port\": 5, \"key\": \"k\"}",
+                      "70000"));
+    ASSERT(fails_with("{\"ip\": \"x\", " PORTS ", \"key\": \"k\", \"signature_scheme\": 1}",
                       "signature_scheme"));
     ASSERT(fails_with("[1, 2]", "not a JSON object"));
     ASSERT(fails_with("{\"ip\": ", "invalid JSON"));

@@ -38,15 +38,15 @@ static json_t *query(jkp_history *h, const char *req_json)
     return r;
 }
 
-#define CHECK(h, req, want)                                                              \
-    do {                                                                                 \
-        char buf_[512];                                                                  \
-        json_t *r_ = query(h, req);                                                      \
-        const char *got_ = inputs(r_, buf_, sizeof buf_);                                \
-        int eq_ = !strcmp(got_, want);                                                   \
-        if (!eq_) fprintf(stderr, "  %s -> \"%s\", want \"%s\"\n", req, got_, want);     \
-        json_decref(r_);                                                                 \
-        ASSERT(eq_);                                                                     \
+#define CHECK(h, req, want)                                                          \
+    do {                                                                             \
+        char buf_[512];                                                              \
+        json_t *r_ = query(h, req);                                                  \
+        const char *got_ = inputs(r_, buf_, sizeof buf_);                            \
+        int eq_ = !strcmp(got_, want);                                               \
+        if (!eq_) fprintf(stderr, "  %s -> \"%s\", want \"%s\"\n", req, got_, want); \
+        json_decref(r_);                                                             \
+        ASSERT(eq_);                                                                 \
     } while (0)
 
 T_TEST(tail)
@@ -77,8 +77,7 @@ T_TEST(output_pairs_and_session)
 T_TEST(range)
 {
     jkp_history *h = sample();
-    CHECK(h,
-          "{\"hist_access_type\": \"range\", \"session\": 1, \"start\": 2, \"stop\": 3}",
+    CHECK(h, "{\"hist_access_type\": \"range\", \"session\": 1, \"start\": 2, \"stop\": 3}",
           "2:1+2");
     CHECK(h, "{\"hist_access_type\": \"range\", \"session\": 0, \"start\": 4}",
           "4:1+2|5:print(12)");
@@ -90,8 +89,7 @@ T_TEST(search)
 {
     jkp_history *h = sample();
     CHECK(h, "{\"hist_access_type\": \"search\", \"pattern\": \"1?2\"}", "2:1+2|4:1+2");
-    CHECK(h, "{\"hist_access_type\": \"search\", \"pattern\": \"1?2\", \"unique\": true}",
-          "4:1+2");
+    CHECK(h, "{\"hist_access_type\": \"search\", \"pattern\": \"1?2\", \"unique\": true}", "4:1+2");
     CHECK(h, "{\"hist_access_type\": \"search\", \"pattern\": \"*2*\", \"n\": 2}",
           "4:1+2|5:print(12)");
     CHECK(h, "{\"hist_access_type\": \"search\", \"pattern\": \"2\"}", ""); /* anchored */

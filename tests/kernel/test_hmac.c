@@ -8,8 +8,7 @@
 static void split4(const char *msg, jkp_view parts[4])
 {
     size_t n = strlen(msg), q = n / 4;
-    for (int i = 0; i < 4; i++)
-        parts[i] = (jkp_view){msg + (size_t)i * q, i < 3 ? q : n - 3 * q};
+    for (int i = 0; i < 4; i++) parts[i] = (jkp_view){msg + (size_t)i * q, i < 3 ? q : n - 3 * q};
 }
 
 T_TEST(rfc4231_case2_sha256)
@@ -22,8 +21,7 @@ T_TEST(rfc4231_case2_sha256)
     split4("what do ya want for nothing?", p);
     char hex[JKP_HMAC_HEX_MAX];
     ASSERT_EQ(jkp_hmac_sign(h, p, hex, &err), 0);
-    ASSERT_STR_EQ(hex,
-                  "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    ASSERT_STR_EQ(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
     jkp_hmac_destroy(h);
 }
 
@@ -37,8 +35,7 @@ T_TEST(rfc4231_case1_sha256_binary_key)
     jkp_view p[4] = {{"Hi", 2}, {"", 0}, {" The", 4}, {"re", 2}};
     char hex[JKP_HMAC_HEX_MAX];
     ASSERT_EQ(jkp_hmac_sign(h, p, hex, &err), 0);
-    ASSERT_STR_EQ(hex,
-                  "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+    ASSERT_STR_EQ(hex, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
     jkp_hmac_destroy(h);
 }
 
@@ -52,9 +49,8 @@ T_TEST(rfc4231_case2_sha512)
     split4("what do ya want for nothing?", p);
     char hex[JKP_HMAC_HEX_MAX];
     ASSERT_EQ(jkp_hmac_sign(h, p, hex, &err), 0);
-    ASSERT_STR_EQ(hex,
-                  "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea250554"
-                  "9758bf75c05a994a6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737");
+    ASSERT_STR_EQ(hex, "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea250554"
+                       "9758bf75c05a994a6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737");
     jkp_hmac_destroy(h);
 }
 
@@ -72,8 +68,7 @@ T_TEST(verify_accepts_right_rejects_wrong)
     ASSERT_EQ(jkp_hmac_verify(h, p, &sig, &err), -1);
     ASSERT_STR_CONTAINS(err.msg, "bad signature");
     good[63] = '3';
-    jkp_view other_data[4] = {
-        {"what do ya want for nothing!", 28}, {"", 0}, {"", 0}, {"", 0}};
+    jkp_view other_data[4] = {{"what do ya want for nothing!", 28}, {"", 0}, {"", 0}, {"", 0}};
     ASSERT_EQ(jkp_hmac_verify(h, other_data, &sig, &err), -1);
     jkp_hmac_destroy(h);
 }

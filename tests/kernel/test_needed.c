@@ -35,8 +35,8 @@ static unsigned char *slurp(const char *path, size_t *len)
 }
 
 /* Calls back with each DT_NEEDED name; the count, or -1 when the file is malformed. */
-static int each_needed(const unsigned char *p, size_t len,
-                       void (*fn)(const char *name, void *user), void *user)
+static int each_needed(const unsigned char *p, size_t len, void (*fn)(const char *name, void *user),
+                       void *user)
 {
     const Elf64_Ehdr *eh = (const void *)p;
     if (len < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
@@ -67,7 +67,7 @@ static int each_needed(const unsigned char *p, size_t len,
 typedef struct check {
     int argc;
     char **argv;
-    int *seen;      /* per argv index: a needed library matched it */
+    int *seen; /* per argv index: a needed library matched it */
 } check;
 
 static void on_needed(const char *name, void *user)

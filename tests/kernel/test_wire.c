@@ -45,11 +45,10 @@ T_TEST(build_then_parse_round_trip)
     jkp_bytes f[5], g[5];
     jk_error err;
     ASSERT_EQ(jkp_msg_build(s, "execute_reply", parent, NULL,
-                            json_pack("{s:s, s:i}", "status", "ok", "execution_count", 3),
-                            f, &err),
+                            json_pack("{s:s, s:i}", "status", "ok", "execution_count", 3), f, &err),
               0);
-    ASSERT_EQ(jkp_msg_build(s, "execute_reply", parent, NULL,
-                            json_pack("{s:s}", "status", "ok"), g, &err),
+    ASSERT_EQ(jkp_msg_build(s, "execute_reply", parent, NULL, json_pack("{s:s}", "status", "ok"), g,
+                            &err),
               0);
     ASSERT_EQ(f[0].len, 64);
     ASSERT(strcmp(f[0].data, g[0].data) != 0); /* fresh msg_id -> fresh signature */
@@ -100,8 +99,7 @@ static void send_built(void *dealer, jkp_bytes f[5], size_t nextra)
     zmq_send(dealer, JKP_DELIM, 9, ZMQ_SNDMORE);
     for (int i = 0; i < 5; i++)
         zmq_send(dealer, f[i].data, f[i].len, i < 4 || nextra ? ZMQ_SNDMORE : 0);
-    for (size_t i = 0; i < nextra; i++)
-        zmq_send(dealer, "", 0, i + 1 < nextra ? ZMQ_SNDMORE : 0);
+    for (size_t i = 0; i < nextra; i++) zmq_send(dealer, "", 0, i + 1 < nextra ? ZMQ_SNDMORE : 0);
 }
 
 /* Too many frames: nothing beyond the limit is kept, and since the signed part
@@ -114,8 +112,9 @@ T_TEST(too_many_frames_signed_is_answerable)
     jkp_session *s = new_session("frames-key");
     jk_error err;
     jkp_bytes f[5];
-    ASSERT_EQ(jkp_msg_build(s, "execute_request", NULL, NULL,
-                            json_pack("{s:s}", "code", "1"), f, &err), 0);
+    ASSERT_EQ(
+        jkp_msg_build(s, "execute_request", NULL, NULL, json_pack("{s:s}", "code", "1"), f, &err),
+        0);
     send_built(dealer, f, 3 * JKP_MAX_FRAMES);
     jkp_msg m;
     ASSERT_EQ(jkp_msg_recv(router, s, &m, &err), -3);
@@ -126,8 +125,9 @@ T_TEST(too_many_frames_signed_is_answerable)
     jkp_msg_deinit(&m);
     jkp_session *other = new_session("not-the-key");
     jkp_bytes g[5];
-    ASSERT_EQ(jkp_msg_build(other, "execute_request", NULL, NULL,
-                            json_pack("{s:s}", "code", "1"), g, &err), 0);
+    ASSERT_EQ(jkp_msg_build(other, "execute_request", NULL, NULL, json_pack("{s:s}", "code", "1"),
+                            g, &err),
+              0);
     send_built(dealer, g, 3 * JKP_MAX_FRAMES);
     ASSERT_EQ(jkp_msg_recv(router, s, &m, &err), -1);
     ASSERT(m.header == NULL && m.ids == NULL);
@@ -165,7 +165,8 @@ T_TEST(replayed_message_is_dropped)
     jk_error err;
     jkp_bytes f[5];
     ASSERT_EQ(jkp_msg_build(s, "execute_request", NULL, NULL,
-                            json_pack("{s:s}", "code", "x = x + 1"), f, &err), 0);
+                            json_pack("{s:s}", "code", "x = x + 1"), f, &err),
+              0);
     send_built(dealer, f, 0);
     send_built(dealer, f, 0);
     jkp_msg m;
@@ -238,9 +239,7 @@ T_TEST(sockets_and_oversized_message)
     zmq_send(dealer, blob, big, 0);
     free(blob);
     /* 2. a normal request right behind it */
-    ASSERT_EQ(
-        jkp_msg_send(dealer, s, NULL, 0, "kernel_info_request", NULL, NULL, NULL, &err),
-        0);
+    ASSERT_EQ(jkp_msg_send(dealer, s, NULL, 0, "kernel_info_request", NULL, NULL, NULL, &err), 0);
     jkp_msg m;
     ASSERT_EQ(jkp_msg_recv(router, s, &m, &err), -1);
     ASSERT_STR_CONTAINS(err.msg, "bytes refused");
@@ -250,9 +249,8 @@ T_TEST(sockets_and_oversized_message)
     ASSERT_EQ(m.ids[0].len, 8);
     ASSERT(!memcmp(m.ids[0].data, "client-7", 8));
     /* 3. the reply finds its way back, parent = request header */
-    ASSERT_EQ(jkp_reply(router, s, &m, "kernel_info_reply", NULL,
-                        json_pack("{s:s}", "status", "ok")),
-              0);
+    ASSERT_EQ(
+        jkp_reply(router, s, &m, "kernel_info_reply", NULL, json_pack("{s:s}", "status", "ok")), 0);
     jkp_msg r;
     ASSERT_EQ(jkp_msg_recv(dealer, s, &r, &err), 0);
     ASSERT_STR_EQ(r.msg_type, "kernel_info_reply");

@@ -110,8 +110,7 @@ T_TEST(wire_case)
         printf("  error: %s\n", err.msg);
         int ok = rc == -1 && strstr(err.msg, want) != NULL;
         if (!ok)
-            fprintf(stderr, "  rc=%d, error \"%s\" should contain \"%s\"\n", rc, err.msg,
-                    want);
+            fprintf(stderr, "  rc=%d, error \"%s\" should contain \"%s\"\n", rc, err.msg, want);
         free(want);
         ASSERT(ok);
         ASSERT(m.header == NULL && m.ids == NULL); /* nothing half-parsed left */
@@ -125,20 +124,14 @@ T_TEST(wire_case)
         char *nl = strchr(line, '\n');
         if (nl) *nl = '\0';
         char *val = strchr(line, ' ');
-        if (val)
-            *val++ = '\0';
-        else
-            val = line + strlen(line);
+        if (val) *val++ = '\0';
+        else val = line + strlen(line);
         char got[256] = "";
         int ok = 1;
-        if (!strcmp(line, "msg_type"))
-            ok = !strcmp(m.msg_type, val);
-        else if (!strcmp(line, "msg_id"))
-            ok = !strcmp(m.msg_id, val);
-        else if (!strcmp(line, "identities"))
-            ok = m.nids == (size_t)atoi(val);
-        else if (!strcmp(line, "buffers"))
-            ok = m.nbuffers == (size_t)atoi(val);
+        if (!strcmp(line, "msg_type")) ok = !strcmp(m.msg_type, val);
+        else if (!strcmp(line, "msg_id")) ok = !strcmp(m.msg_id, val);
+        else if (!strcmp(line, "identities")) ok = m.nids == (size_t)atoi(val);
+        else if (!strcmp(line, "buffers")) ok = m.nbuffers == (size_t)atoi(val);
         else if (!strncmp(line, "identity", 8)) {
             size_t i = (size_t)atoi(line + 8);
             ok = i < m.nids && bytes_eq(&m.ids[i], val);

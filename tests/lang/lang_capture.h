@@ -12,7 +12,7 @@ typedef struct capture {
     char out[65536], err[65536], result[65536];
     size_t nout, nerr;
     int nresults, ndisplays, nchunks;
-    const char *input_reply;   /* what input() gets; NULL = no stdin */
+    const char *input_reply; /* what input() gets; NULL = no stdin */
 } capture;
 
 static void cap_stream(void *u, const char *name, const char *text, size_t len)
@@ -38,13 +38,17 @@ static void cap_result(void *u, json_t *data, json_t *meta)
 
 static void cap_display(void *u, json_t *data, json_t *meta, const char *id, int update)
 {
-    (void)data; (void)meta; (void)id; (void)update;
+    (void)data;
+    (void)meta;
+    (void)id;
+    (void)update;
     ((capture *)u)->ndisplays++;
 }
 
 static char *cap_input(void *u, const char *prompt, int password)
 {
-    (void)prompt; (void)password;
+    (void)prompt;
+    (void)password;
     capture *c = u;
     return c->input_reply ? strdup(c->input_reply) : NULL;
 }

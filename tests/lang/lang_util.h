@@ -10,7 +10,7 @@ typedef struct run {
     int rc;
     capture cap;
     kl_error err;
-    char tb[8192];   /* traceback joined with '\n' */
+    char tb[8192]; /* traceback joined with '\n' */
 } run;
 
 static inline void run_cell(kl_engine *e, const char *code, run *r)
@@ -20,7 +20,8 @@ static inline void run_cell(kl_engine *e, const char *code, run *r)
     r->rc = kl_engine_execute(e, code, &o, NULL, &r->err);
     size_t i;
     json_t *x;
-    json_array_foreach(r->err.traceback, i, x) {
+    json_array_foreach(r->err.traceback, i, x)
+    {
         strncat(r->tb, json_string_value(x), sizeof r->tb - strlen(r->tb) - 2);
         strcat(r->tb, "\n");
     }

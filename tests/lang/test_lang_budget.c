@@ -19,11 +19,12 @@ static kl_engine *engine_with_budget(const char *setting)
     return e;
 }
 
-#define EXPECT_OVER(r) do {                                                   \
-        ASSERT_EQ((r).rc, -1);                                                \
-        ASSERT_STR_EQ((r).err.ename, "MemoryError");                          \
-        ASSERT_STR_CONTAINS((r).err.evalue, "budget of 16 MiB");              \
-        ASSERT_STR_CONTAINS((r).err.evalue, "KILN_VALUE_BUDGET");             \
+#define EXPECT_OVER(r)                                            \
+    do {                                                          \
+        ASSERT_EQ((r).rc, -1);                                    \
+        ASSERT_STR_EQ((r).err.ename, "MemoryError");              \
+        ASSERT_STR_CONTAINS((r).err.evalue, "budget of 16 MiB");  \
+        ASSERT_STR_CONTAINS((r).err.evalue, "KILN_VALUE_BUDGET"); \
     } while (0)
 
 T_TEST(concatenations_add_up)
@@ -33,7 +34,7 @@ T_TEST(concatenations_add_up)
     /* 4 MB each: every one is far below the 64 MiB a single string may have */
     run_cell(e, "s = 'x' * 4000000\na = s + '1'\nb = s + '2'\nc = s + '3'\nd = s + '4'", &r);
     EXPECT_OVER(r);
-    ASSERT_STR_CONTAINS(r.tb, "line 5");   /* four of them fit, the fifth does not */
+    ASSERT_STR_CONTAINS(r.tb, "line 5"); /* four of them fit, the fifth does not */
     ASSERT(kl_engine_var_get(e, "c") != NULL);
     ASSERT(kl_engine_var_get(e, "d") == NULL);
     /* the engine goes on; freeing values gives their share back */
@@ -62,9 +63,9 @@ T_TEST(lists_and_ranges)
 {
     kl_engine *e = engine_with_budget("16M");
     run r;
-    run_cell(e, "r = range(1000000)", &r);   /* an int and a slot each: ~40 MB */
+    run_cell(e, "r = range(1000000)", &r); /* an int and a slot each: ~40 MB */
     EXPECT_OVER(r);
-    run_cell(e, "z = [0] * 550000\nz2 = z + z\nz3 = z2 + z", &r);   /* 4.4, 8.8, 13.2 MB of slots */
+    run_cell(e, "z = [0] * 550000\nz2 = z + z\nz3 = z2 + z", &r); /* 4.4, 8.8, 13.2 MB of slots */
     EXPECT_OVER(r);
     ASSERT(kl_engine_var_get(e, "z2") != NULL);
     /* lists grown in place count too */
@@ -103,8 +104,10 @@ T_TEST(setting)
     ASSERT_EQ(r.rc, 0);
     kl_engine_destroy(e);
     e = engine_with_budget("1GiB");
-    run_cell(e, "s = 'x' * 60000000\na = s + '1'\nb = s + '2'\nc = s + '3'\nd = s + '4'\n"
-             "len(d)", &r);
+    run_cell(e,
+             "s = 'x' * 60000000\na = s + '1'\nb = s + '2'\nc = s + '3'\nd = s + '4'\n"
+             "len(d)",
+             &r);
     ASSERT_EQ(r.rc, 0);
     kl_engine_destroy(e);
     e = engine_with_budget("2m");

@@ -6,24 +6,26 @@
 static atomic_int intr;
 
 /* Evaluates code in a fresh engine and checks the execute_result text. */
-#define EXPECT_REPR(code, want) do {                                                  \
-        kl_engine *e_ = kl_engine_create(&intr);                                       \
-        run r_;                                                                        \
-        run_cell(e_, code, &r_);                                                       \
-        kl_engine_destroy(e_);                                                         \
+#define EXPECT_REPR(code, want)                                                          \
+    do {                                                                                 \
+        kl_engine *e_ = kl_engine_create(&intr);                                         \
+        run r_;                                                                          \
+        run_cell(e_, code, &r_);                                                         \
+        kl_engine_destroy(e_);                                                           \
         if (r_.rc != 0) T_FAIL_("%s: raised %s: %s", code, r_.err.ename, r_.err.evalue); \
-        ASSERT_EQ(r_.cap.nresults, 1);                                                 \
-        ASSERT_STR_EQ(r_.cap.result, want);                                            \
+        ASSERT_EQ(r_.cap.nresults, 1);                                                   \
+        ASSERT_STR_EQ(r_.cap.result, want);                                              \
     } while (0)
 
-#define EXPECT_ERR(code, want_name, msg_part) do {                                        \
-        kl_engine *e_ = kl_engine_create(&intr);                                       \
-        run r_;                                                                        \
-        run_cell(e_, code, &r_);                                                       \
-        kl_engine_destroy(e_);                                                         \
-        ASSERT_EQ(r_.rc, -1);                                                          \
-        ASSERT_STR_EQ(r_.err.ename, want_name);                                            \
-        ASSERT_STR_CONTAINS(r_.err.evalue, msg_part);                                  \
+#define EXPECT_ERR(code, want_name, msg_part)         \
+    do {                                              \
+        kl_engine *e_ = kl_engine_create(&intr);      \
+        run r_;                                       \
+        run_cell(e_, code, &r_);                      \
+        kl_engine_destroy(e_);                        \
+        ASSERT_EQ(r_.rc, -1);                         \
+        ASSERT_STR_EQ(r_.err.ename, want_name);       \
+        ASSERT_STR_CONTAINS(r_.err.evalue, msg_part); \
     } while (0)
 
 T_TEST(literals_and_repr)
@@ -50,7 +52,7 @@ T_TEST(literals_and_repr)
     EXPECT_REPR("True", "True");
     EXPECT_REPR("[1, 2.5, 'x', None, False]", "[1, 2.5, 'x', None, False]");
     EXPECT_REPR("{'k': True, \"n\": {'x': []}}", "{'k': True, 'n': {'x': []}}");
-    EXPECT_REPR("(1, 2)", "[1, 2]");   /* tuples are lists in Kiln */
+    EXPECT_REPR("(1, 2)", "[1, 2]"); /* tuples are lists in Kiln */
     EXPECT_REPR("[\n  1,\n  2,  # comment\n]", "[1, 2]");
 }
 
@@ -69,7 +71,7 @@ T_TEST(arithmetic)
     EXPECT_REPR("s = 'abc' * 1000001\nlen(s), s[-4:], len(s.replace('abc', ''))",
                 "[3000003, 'cabc', 0]");
     EXPECT_REPR("[1] * 3 + [2]", "[1, 1, 1, 2]");
-    EXPECT_REPR("'' * 10 ** 18, [] * 10 ** 18, 'ab' * -1", "['', [], '']");   /* instant */
+    EXPECT_REPR("'' * 10 ** 18, [] * 10 ** 18, 'ab' * -1", "['', [], '']"); /* instant */
 }
 
 /* Bitwise and matrix operators are left out; the SyntaxError names the operator and
@@ -77,10 +79,19 @@ T_TEST(arithmetic)
 T_TEST(bitwise_operators_refused)
 {
     static const char *const cells[][2] = {
-        {"6 & 3", "'&'"}, {"6 | 3", "'|'"}, {"6 ^ 3", "'^'"}, {"~5", "'~'"},
-        {"1 << 4", "'<<'"}, {"-16 >> 2", "'>>'"}, {"{'a': 1} | {'b': 2}", "'|'"},
-        {"x = 1\nx |= 2", "'|='"}, {"x = 1\nx <<= 2", "'<<='"}, {"x = 1\nx &= 2", "'&='"},
-        {"x = 1\nx ^= 2", "'^='"}, {"x = 1\nx >>= 2", "'>>='"}, {"a @ b", "'@'"},
+        {"6 & 3", "'&'"},
+        {"6 | 3", "'|'"},
+        {"6 ^ 3", "'^'"},
+        {"~5", "'~'"},
+        {"1 << 4", "'<<'"},
+        {"-16 >> 2", "'>>'"},
+        {"{'a': 1} | {'b': 2}", "'|'"},
+        {"x = 1\nx |= 2", "'|='"},
+        {"x = 1\nx <<= 2", "'<<='"},
+        {"x = 1\nx &= 2", "'&='"},
+        {"x = 1\nx ^= 2", "'^='"},
+        {"x = 1\nx >>= 2", "'>>='"},
+        {"a @ b", "'@'"},
     };
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
         kl_engine *e = kl_engine_create(&intr);
@@ -93,7 +104,7 @@ T_TEST(bitwise_operators_refused)
         ASSERT(kl_engine_var_get(e, "x") == NULL);
         kl_engine_destroy(e);
     }
-    EXPECT_REPR("1 < 2 > 1, 3 >= 3 <= 4", "[True, True]");   /* comparisons still lex */
+    EXPECT_REPR("1 < 2 > 1, 3 >= 3 <= 4", "[True, True]"); /* comparisons still lex */
 }
 
 T_TEST(comparisons_and_logic)
@@ -111,19 +122,21 @@ T_TEST(statements)
 {
     kl_engine *e = kl_engine_create(&intr);
     run r;
-    run_cell(e, "a = b = 2\nc, d = 1, [2, 3]\na += 1; c -= 5\nlst = [1]\nlst += [2]\n"
-                "dd = {}\ndd['k'] = lst\ndd['k'][0] = 9\n[a, b, c, d, lst, dd]", &r);
+    run_cell(e,
+             "a = b = 2\nc, d = 1, [2, 3]\na += 1; c -= 5\nlst = [1]\nlst += [2]\n"
+             "dd = {}\ndd['k'] = lst\ndd['k'][0] = 9\n[a, b, c, d, lst, dd]",
+             &r);
     ASSERT_EQ(r.rc, 0);
     ASSERT_STR_EQ(r.cap.result, "[3, 2, -4, [2, 3], [9, 2], {'k': [9, 2]}]");
     run_cell(e, "del a, dd['k']\ndd", &r);
     ASSERT_STR_EQ(r.cap.result, "{}");
     run_cell(e, "x = 5;", &r);
     ASSERT_EQ(r.cap.nresults, 0);
-    run_cell(e, "x;", &r);   /* a trailing ';' hides the value, as in IPython */
+    run_cell(e, "x;", &r); /* a trailing ';' hides the value, as in IPython */
     ASSERT_EQ(r.cap.nresults, 0);
     run_cell(e, "None", &r);
     ASSERT_EQ(r.cap.nresults, 0);
-    run_cell(e, "print(1)\nx\ny = 2", &r);   /* only a trailing expression shows */
+    run_cell(e, "print(1)\nx\ny = 2", &r); /* only a trailing expression shows */
     ASSERT_EQ(r.cap.nresults, 0);
     ASSERT_STR_EQ(r.cap.out, "1\n");
     run_cell(e, "pass\n# only a comment\n", &r);
@@ -147,12 +160,15 @@ T_TEST(builtins)
                 "[False, True, \"'a'\", ['a', 'b'], ['k']]");
     EXPECT_REPR("dict(a=1), dict({'b': 2}, c=3), dict()", "[{'a': 1}, {'b': 2, 'c': 3}, {}]");
     EXPECT_REPR("'a,b'.split(','), ' a  b '.split(), '-'.join(['x', 'y']), ' s '.strip(), "
-                "'xsx'.strip('x')", "[['a', 'b'], ['a', 'b'], 'x-y', 's', 's']");
+                "'xsx'.strip('x')",
+                "[['a', 'b'], ['a', 'b'], 'x-y', 's', 's']");
     EXPECT_REPR("'Ab'.upper(), 'Ab'.lower(), 'a-b-c'.replace('-', '_'), 'run1'.startswith('run'), "
-                "'x.ipynb'.endswith('.py')", "['AB', 'ab', 'a_b_c', True, False]");
+                "'x.ipynb'.endswith('.py')",
+                "['AB', 'ab', 'a_b_c', True, False]");
     EXPECT_REPR("l = [1]\nl.append(2)\nl.extend([3, 4])\nl", "[1, 2, 3, 4]");
     EXPECT_REPR("d = {'a': 1}\n[d.get('b', 7), d.get('b'), d.get('a'), d.keys(), d.values(), "
-                "d.items()]", "[7, None, 1, ['a'], [1], [['a', 1]]]");
+                "d.items()]",
+                "[7, None, 1, ['a'], [1], [['a', 1]]]");
 }
 
 /* The builtins and methods Python has and Kiln leaves out are errors that list what
@@ -160,16 +176,20 @@ T_TEST(builtins)
 T_TEST(removed_builtins_and_methods)
 {
     static const char *const gone[] = {"sorted([3, 1])", "enumerate(['x'])", "zip([1], [2])",
-                                       "any([0, 1])", "all([])", "open('f')"};
+                                       "any([0, 1])",    "all([])",          "open('f')"};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
-        EXPECT_ERR(gone[i], "NameError", "is not defined (Kiln cells hold parameters; their "
-                   "functions are abs, bool, dict, float, ");   /* ... the whole table */
+        EXPECT_ERR(gone[i], "NameError",
+                   "is not defined (Kiln cells hold parameters; their "
+                   "functions are abs, bool, dict, float, "); /* ... the whole table */
     EXPECT_ERR("format(3.14159, '.2f')", "NameError", "format() is not supported");
     EXPECT_ERR("'{} and {}'.format(1, 'x')", "AttributeError", "str.format() is not supported");
-    EXPECT_ERR("'abc'.find('b')", "AttributeError", "'str' object has no attribute 'find' "
-               "(Kiln's str methods: endswith, join, lower, replace, split, startswith, strip, upper)");
+    EXPECT_ERR(
+        "'abc'.find('b')", "AttributeError",
+        "'str' object has no attribute 'find' "
+        "(Kiln's str methods: endswith, join, lower, replace, split, startswith, strip, upper)");
     EXPECT_ERR("[1].pop()", "AttributeError", "(Kiln's list methods: append, extend)");
-    EXPECT_ERR("{}.update({})", "AttributeError", "(Kiln's dict methods: get, items, keys, values)");
+    EXPECT_ERR("{}.update({})", "AttributeError",
+               "(Kiln's dict methods: get, items, keys, values)");
     EXPECT_ERR("(5).bit_length()", "AttributeError", "'int' object has no attribute 'bit_length'");
     EXPECT_ERR("int('ff', 16)", "TypeError", "int() takes at most 1 argument (2 given)");
     EXPECT_ERR("dict([['a', 1]])", "TypeError", "dict() takes a dict or key=value arguments");
@@ -182,8 +202,10 @@ T_TEST(removed_builtins_and_methods)
 T_TEST(comprehensions_refused)
 {
     static const char *const cells[] = {"[x * x for x in range(6) if x % 2]",
-                                        "{k: 1 for k in 'ab'}", "sum(x for x in [1])",
-                                        "(x for x in [1])", "y = [1, x for x in [1]]",
+                                        "{k: 1 for k in 'ab'}",
+                                        "sum(x for x in [1])",
+                                        "(x for x in [1])",
+                                        "y = [1, x for x in [1]]",
                                         "{x for x in 'ab'}"};
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++)
         EXPECT_ERR(cells[i], "SyntaxError", "comprehensions are not supported");
@@ -197,7 +219,8 @@ T_TEST(strings_index_slice_fstring)
                 "\"3.14159|s|'s'|{}|3.14|[1, 'a']|True\"");
     EXPECT_REPR("n = 'cnn'\nf'run-{n}' f'-{2 * 3}'", "'run-cnn-6'");
     /* no format mini-language, and !r is the one conversion */
-    EXPECT_ERR("x = 1\nf'{x:.2f}'", "SyntaxError", "f-string: format specs such as {x:.3f} "
+    EXPECT_ERR("x = 1\nf'{x:.2f}'", "SyntaxError",
+               "f-string: format specs such as {x:.3f} "
                "are not supported");
     EXPECT_ERR("f'{1:>5}'", "SyntaxError", "format specs");
     EXPECT_ERR("f'{1!s}'", "SyntaxError", "f-string: only the !r conversion is supported");
@@ -236,7 +259,7 @@ T_TEST(runtime_errors)
     EXPECT_ERR("{1: 2}", "TypeError", "dict keys must be str");
     EXPECT_ERR("int('abc')", "ValueError", "invalid literal for int() with base 10: 'abc'");
     EXPECT_ERR("float('inf')", "OverflowError", "inf");
-    EXPECT_ERR("x = float('nan')", "OverflowError", "nan");   /* papermill's NaN parameter */
+    EXPECT_ERR("x = float('nan')", "OverflowError", "nan"); /* papermill's NaN parameter */
     EXPECT_ERR("1e308 * 10", "OverflowError", "infinite");
     EXPECT_ERR("9223372036854775807 + 1", "OverflowError", "64-bit");
     EXPECT_ERR("len(5)", "TypeError", "object of type 'int' has no len()");
@@ -318,7 +341,8 @@ T_TEST(api_vars_and_expressions)
     ASSERT_EQ(kl_engine_var_set(e, "lr", json_real(0.5)), 0);
     json_t *r = kl_engine_eval_expression(e, "lr * 2");
     ASSERT_STR_EQ(json_string_value(json_object_get(r, "status")), "ok");
-    ASSERT_STR_EQ(json_string_value(json_object_get(json_object_get(r, "data"), "text/plain")), "1.0");
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_object_get(r, "data"), "text/plain")),
+                  "1.0");
     json_decref(r);
     r = kl_engine_eval_expression(e, "nope + 1");
     ASSERT_STR_EQ(json_string_value(json_object_get(r, "status")), "error");
@@ -345,10 +369,11 @@ T_TEST(literal_parse_and_repr)
     ASSERT_STR_EQ(r, "None");
     free(r);
     /* names, calls, operators, bad syntax, non-str keys, overflow: not a literal */
-    static const char *not_literals[] = {"adam", "print('x')", "1+1", "x", "[1, 2", "'abc", "f(3)",
-                                         "1_", "{1: 2}", "1e", "", "(", "--1", "1 2", "0.1.2",
-                                         "[x]", "f'{1}'", "99999999999999999999", "1e999",
-                                         "a = 1", "%time", "\xff"};
+    static const char *not_literals[] = {
+        "adam",  "print('x')", "1+1",    "x",   "[1, 2",  "'abc",
+        "f(3)",  "1_",         "{1: 2}", "1e",  "",       "(",
+        "--1",   "1 2",        "0.1.2",  "[x]", "f'{1}'", "99999999999999999999",
+        "1e999", "a = 1",      "%time",  "\xff"};
     for (size_t i = 0; i < sizeof not_literals / sizeof not_literals[0]; i++) {
         json_t *x = kl_literal_parse(not_literals[i]);
         if (x) fprintf(stderr, "  parsed as literal: %s\n", not_literals[i]);
@@ -357,10 +382,13 @@ T_TEST(literal_parse_and_repr)
     char deep[300];
     memset(deep, '[', sizeof deep - 1);
     deep[sizeof deep - 1] = '\0';
-    ASSERT(kl_literal_parse(deep) == NULL);   /* depth-limited, no stack overflow */
-    static const struct { double d; const char *repr; } reals[] = {
-        {0.1, "0.1"}, {10.0, "10.0"}, {1e-5, "1e-05"}, {1.5e20, "1.5e+20"}, {0.0001, "0.0001"},
-        {123456.789, "123456.789"}, {1e16, "1e+16"}, {-0.5, "-0.5"}, {1.0 / 3, "0.3333333333333333"}};
+    ASSERT(kl_literal_parse(deep) == NULL); /* depth-limited, no stack overflow */
+    static const struct {
+        double d;
+        const char *repr;
+    } reals[] = {{0.1, "0.1"},        {10.0, "10.0"},     {1e-5, "1e-05"},
+                 {1.5e20, "1.5e+20"}, {0.0001, "0.0001"}, {123456.789, "123456.789"},
+                 {1e16, "1e+16"},     {-0.5, "-0.5"},     {1.0 / 3, "0.3333333333333333"}};
     for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
         v = json_real(reals[i].d);
         r = kl_value_repr(v);

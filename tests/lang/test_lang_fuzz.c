@@ -52,7 +52,8 @@ T_TEST(malformed_inputs_never_crash)
     int ok = 1, n = 0, errors = 0;
     char buf[512];
     /* random bytes, biased towards the language's punctuation */
-    static const char alphabet[] = "()[]{}'\"\\#%!$?:;,.=+-*/<>&|^~ \n\tabcxyz0123456789_f\xc3\xa9\xff";
+    static const char alphabet[] =
+        "()[]{}'\"\\#%!$?:;,.=+-*/<>&|^~ \n\tabcxyz0123456789_f\xc3\xa9\xff";
     for (int k = 0; k < 300; k++, n++) {
         size_t len = next() % (sizeof buf - 1);
         for (size_t i = 0; i < len; i++)
@@ -112,8 +113,8 @@ T_TEST(deep_and_huge_inputs)
     ASSERT(failed);
     ASSERT_EQ(kl_engine_execute(e, "z = 1 + 1", &o, NULL, &err), 0);
     /* interpolation cannot blow a big value up without bound */
-    ASSERT_EQ(kl_engine_execute(e, "big = 'x' * 10000000\n%env KILN_BIG=$big$big", &o, NULL,
-                                &err), -1);
+    ASSERT_EQ(kl_engine_execute(e, "big = 'x' * 10000000\n%env KILN_BIG=$big$big", &o, NULL, &err),
+              -1);
     ASSERT_STR_EQ(err.ename, "MemoryError");
     ASSERT_STR_CONTAINS(err.evalue, "expansion");
     kl_error_deinit(&err);
@@ -126,7 +127,9 @@ T_TEST(regressions)
 {
     static const char *const cases[] = {
         /* a forms message quoted user text cut inside a UTF-8 character */
-        "[ n\x0alr = 0.0$01 #@param nt= 'i(\xde\x96t\x5c" "e(10)s' x*2), int(\xde\x96" "e(10)s' x*\x01's@=*=*ode",
+        "[ n\x0alr = 0.0$01 #@param nt= 'i(\xde\x96t\x5c"
+        "e(10)s' x*2), int(\xde\x96"
+        "e(10)s' x*\x01's@=*=*ode",
     };
     atomic_int intr = 0;
     kl_engine *e = kl_engine_create(&intr);

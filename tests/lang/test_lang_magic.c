@@ -17,16 +17,25 @@ static const mg_option opts[] = {
     {"--name", MG_OPT_STRING, "S", "a name", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
-static int noop(mg_ctx *c, const mg_args *a, mg_error *e) { (void)c; (void)a; (void)e; return 0; }
-static const mg_command fake = {"train", "train a model", "Usage: %train [MODEL] [options]",
-                                MG_LINE, opts, noop, NULL};
+static int noop(mg_ctx *c, const mg_args *a, mg_error *e)
+{
+    (void)c;
+    (void)a;
+    (void)e;
+    return 0;
+}
+static const mg_command fake = {
+    "train", "train a model", "Usage: %train [MODEL] [options]", MG_LINE, opts, noop, NULL};
 
 T_TEST(args_parse_ok)
 {
     mg_args a;
     mg_error err = {{0}, {0}};
-    ASSERT_EQ(mg_args_parse(&fake, "cnn --epochs 3 --lr=0.5 --optimizer sgd --dry-run "
-                                   "--name 'my run' \"x y\" -5 -- --literal", NULL, &a, &err), 0);
+    ASSERT_EQ(mg_args_parse(&fake,
+                            "cnn --epochs 3 --lr=0.5 --optimizer sgd --dry-run "
+                            "--name 'my run' \"x y\" -5 -- --literal",
+                            NULL, &a, &err),
+              0);
     ASSERT_EQ(a.npos, 4);
     ASSERT_STR_EQ(a.pos[0], "cnn");
     ASSERT_STR_EQ(a.pos[1], "x y");
@@ -49,13 +58,14 @@ T_TEST(args_parse_ok)
 
 /* One rule: a line that cannot be read is a UsageError, a value an option cannot
  * take a ValueError (as --epochs -1 is). */
-#define EXPECT_ARGS_ERR_AS(want_, line, part) do {                               \
-        mg_args margs_;                                                          \
-        mg_error merr_ = {{0}, {0}};                                            \
-        ASSERT_EQ(mg_args_parse(&fake, line, NULL, &margs_, &merr_), -1);           \
-        ASSERT_STR_EQ(merr_.ename, want_);                                      \
-        ASSERT_STR_CONTAINS(merr_.evalue, "%train");                            \
-        ASSERT_STR_CONTAINS(merr_.evalue, part);                                \
+#define EXPECT_ARGS_ERR_AS(want_, line, part)                             \
+    do {                                                                  \
+        mg_args margs_;                                                   \
+        mg_error merr_ = {{0}, {0}};                                      \
+        ASSERT_EQ(mg_args_parse(&fake, line, NULL, &margs_, &merr_), -1); \
+        ASSERT_STR_EQ(merr_.ename, want_);                                \
+        ASSERT_STR_CONTAINS(merr_.evalue, "%train");                      \
+        ASSERT_STR_CONTAINS(merr_.evalue, part);                          \
     } while (0)
 #define EXPECT_ARGS_ERR(line, part) EXPECT_ARGS_ERR_AS("UsageError", line, part)
 #define EXPECT_VALUE_ERR(line, part) EXPECT_ARGS_ERR_AS("ValueError", line, part)
@@ -100,9 +110,11 @@ T_TEST(interpolated_value_is_one_value)
 {
     kl_engine *e = kl_engine_create(&intr);
     run r;
-    run_cell(e, "evil = 'x; echo INJECTED > /dev/stderr'\n"
-                "q = \"it's \\\"q\\\" $HOME `id` \\\\\"\n"
-                "!echo $evil\n!echo {evil}\n!echo \"[$q]\" '[$q]' [$q]", &r);
+    run_cell(e,
+             "evil = 'x; echo INJECTED > /dev/stderr'\n"
+             "q = \"it's \\\"q\\\" $HOME `id` \\\\\"\n"
+             "!echo $evil\n!echo {evil}\n!echo \"[$q]\" '[$q]' [$q]",
+             &r);
     ASSERT_EQ(r.rc, 0);
     ASSERT(strstr(r.cap.err, "INJECTED") == NULL); /* the ; did not start a command */
     ASSERT_STR_EQ(r.cap.out, "x; echo INJECTED > /dev/stderr\n"
@@ -188,7 +200,7 @@ T_TEST(convenience_magics)
     run_cell(e, "%%time\nok = 1\nzz = undefined_thing", &r);
     ASSERT_EQ(r.rc, -1);
     ASSERT_STR_EQ(r.err.ename, "NameError");
-    ASSERT_STR_CONTAINS(r.tb, "Cell line 3, column 6");   /* the body's line in the cell */
+    ASSERT_STR_CONTAINS(r.tb, "Cell line 3, column 6"); /* the body's line in the cell */
     ASSERT_STR_CONTAINS(r.tb, "zz = undefined_thing");
     run_cell(e, "%%nosuch\nbody", &r);
     ASSERT_STR_CONTAINS(r.err.evalue, "Cell magic `%%nosuch` not found");
@@ -205,9 +217,9 @@ T_TEST(env_hides_secrets)
 {
     kl_engine *e = kl_engine_create(&intr);
     run r;
-    static const char *secret_names[] = {"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+    static const char *secret_names[] = {"AWS_SECRET_ACCESS_KEY",    "AWS_SESSION_TOKEN",
                                          "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
-                                         "KILN_TEST_API_KEY", "kiln_test_passwd"};
+                                         "KILN_TEST_API_KEY",        "kiln_test_passwd"};
     for (size_t i = 0; i < sizeof secret_names / sizeof *secret_names; i++)
         setenv(secret_names[i], "s3cr3t-VALUE", 1);
     setenv("KILN_TEST_DB_URL", "postgres://alice:pw-in-url@db.example:5432/x", 1);
@@ -228,8 +240,9 @@ T_TEST(env_hides_secrets)
     ASSERT_STR_EQ(r.cap.out, "plain-value\n");
     run_cell(e, "%env MLFLOW_TRACKING_TOKEN=fresh-t0ken\n%env KILN_TEST_DB_URL http://u:p@h/", &r);
     ASSERT_EQ(r.rc, 0);
-    ASSERT_STR_EQ(r.cap.out, "env: MLFLOW_TRACKING_TOKEN=<hidden>\nenv: KILN_TEST_DB_URL=http://h/\n");
-    ASSERT_STR_EQ(getenv("MLFLOW_TRACKING_TOKEN"), "fresh-t0ken");   /* set all the same */
+    ASSERT_STR_EQ(r.cap.out,
+                  "env: MLFLOW_TRACKING_TOKEN=<hidden>\nenv: KILN_TEST_DB_URL=http://h/\n");
+    ASSERT_STR_EQ(getenv("MLFLOW_TRACKING_TOKEN"), "fresh-t0ken"); /* set all the same */
     ASSERT_STR_EQ(getenv("KILN_TEST_DB_URL"), "http://u:p@h/");
     for (size_t i = 0; i < sizeof secret_names / sizeof *secret_names; i++)
         unsetenv(secret_names[i]);
@@ -262,8 +275,8 @@ static int has_match(json_t *r, const char *m)
 {
     size_t i;
     json_t *x;
-    json_array_foreach(json_object_get(r, "matches"), i, x)
-        if (!strcmp(json_string_value(x), m)) return 1;
+    json_array_foreach(json_object_get(r, "matches"), i,
+                       x) if (!strcmp(json_string_value(x), m)) return 1;
     return 0;
 }
 
@@ -317,7 +330,7 @@ T_TEST(is_complete_complete_inspect)
         }
         json_decref(c);
     }
-    c = kl_engine_complete(e, "é = lear", 8);   /* cursor counts code points */
+    c = kl_engine_complete(e, "é = lear", 8); /* cursor counts code points */
     ASSERT(has_match(c, "learning_rate"));
     ASSERT_EQ(json_integer_value(json_object_get(c, "cursor_start")), 4);
     json_decref(c);
@@ -344,7 +357,7 @@ T_TEST(is_complete_complete_inspect)
     c = kl_engine_complete(e, code, (int)strlen(code));
     ASSERT(has_match(c, file));
     json_decref(c);
-    c = kl_engine_complete(e, "!l", 2);   /* the command word itself: nothing */
+    c = kl_engine_complete(e, "!l", 2); /* the command word itself: nothing */
     ASSERT_EQ(json_array_size(json_object_get(c, "matches")), 0);
     json_decref(c);
     rmdir(sub);
@@ -367,14 +380,17 @@ T_TEST(is_complete_complete_inspect)
  * the message is kept as given. */
 T_TEST(status_table)
 {
-    static const char *const builtins[] = {"ValueError", "MemoryError", "OSError",
-                                           "FileNotFoundError", "RuntimeError", "SystemError",
-                                           "KeyboardInterrupt", NULL};
-    const struct { rt_status s; const char *want; } cases[] = {
-        {RT_OK, "RuntimeError"},        {RT_EINVAL, "ValueError"},
-        {RT_ENOMEM, "MemoryError"},     {RT_EIO, "OSError"},
-        {RT_EFORMAT, "ValueError"},     {RT_ENOTFOUND, "FileNotFoundError"},
-        {RT_ENODEV, "RuntimeError"},    {RT_EDEVICE, "RuntimeError"},
+    static const char *const builtins[] = {
+        "ValueError",   "MemoryError", "OSError",           "FileNotFoundError",
+        "RuntimeError", "SystemError", "KeyboardInterrupt", NULL};
+    const struct {
+        rt_status s;
+        const char *want;
+    } cases[] = {
+        {RT_OK, "RuntimeError"},          {RT_EINVAL, "ValueError"},
+        {RT_ENOMEM, "MemoryError"},       {RT_EIO, "OSError"},
+        {RT_EFORMAT, "ValueError"},       {RT_ENOTFOUND, "FileNotFoundError"},
+        {RT_ENODEV, "RuntimeError"},      {RT_EDEVICE, "RuntimeError"},
         {RT_EDEVICE_LOST, "SystemError"}, {RT_EINTERRUPTED, "KeyboardInterrupt"},
     };
     ASSERT_EQ(sizeof cases / sizeof *cases, (size_t)RT_EINTERRUPTED + 1); /* all of them */

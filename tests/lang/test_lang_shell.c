@@ -60,9 +60,9 @@ T_TEST(stderr_and_exit_status)
     ASSERT_STR_CONTAINS(r.cap.err, "err\n");
     ASSERT_STR_CONTAINS(r.cap.err, "exited with status 3");
     ASSERT_EQ(json_integer_value(kl_engine_var_get(e, "_exit_code")), 3);
-    ASSERT(kl_engine_var_get(e, "after") != NULL);   /* the cell went on */
+    ASSERT(kl_engine_var_get(e, "after") != NULL); /* the cell went on */
     run_cell(e, "!printf '\\303'; sleep 0.2; printf '\\251 \\377 end'", &r);
-    ASSERT_STR_EQ(r.cap.out, "\xc3\xa9 \xef\xbf\xbd end");   /* é kept whole, 0xff -> U+FFFD */
+    ASSERT_STR_EQ(r.cap.out, "\xc3\xa9 \xef\xbf\xbd end"); /* é kept whole, 0xff -> U+FFFD */
     kl_engine_destroy(e);
 }
 

@@ -30,7 +30,8 @@ T_TEST(records_outputs)
     json_t *res = json_array_get(outs, 4);
     ASSERT_EQ(json_integer_value(json_object_get(res, "execution_count")), 4);
     ASSERT(json_is_object(json_object_get(res, "metadata")));
-    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(outs, 5), "ename")), "ValueError");
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(outs, 5), "ename")),
+                  "ValueError");
     ASSERT(json_is_array(json_object_get(json_array_get(outs, 5), "traceback")));
     json_decref(outs);
     jk_nbout_deinit(&nb);
@@ -46,11 +47,11 @@ T_TEST(update_display_across_cells)
     jk_nbout_begin_cell(&nb, cell1, 1);
     o->display(o->user, v1, NULL, "progress", 0);
     jk_nbout_begin_cell(&nb, cell2, 2);
-    o->display(o->user, v2, NULL, "progress", 1);   /* update: no new output */
+    o->display(o->user, v2, NULL, "progress", 1); /* update: no new output */
     ASSERT_EQ(json_array_size(cell2), 0);
     json_t *data = json_object_get(json_array_get(cell1, 0), "data");
     ASSERT_STR_EQ(json_string_value(json_object_get(data, "text/plain")), "step 2");
-    o->display(o->user, v1, NULL, "unknown-id", 1);  /* unknown id: ignored */
+    o->display(o->user, v1, NULL, "unknown-id", 1); /* unknown id: ignored */
     ASSERT_EQ(json_array_size(cell2), 0);
     json_decref(v1);
     json_decref(v2);
@@ -70,7 +71,7 @@ T_TEST(clear_output)
     o->clear(o->user, 0);
     ASSERT_EQ(json_array_size(outs), 0);
     o->stream(o->user, "stdout", "x", 1);
-    o->clear(o->user, 1);                 /* wait: cleared only at the next output */
+    o->clear(o->user, 1); /* wait: cleared only at the next output */
     ASSERT_EQ(json_array_size(outs), 1);
     o->stream(o->user, "stdout", "new", 3);
     ASSERT_EQ(json_array_size(outs), 1);

@@ -21,11 +21,13 @@ T_TEST(test_checkpoint_show_reals)
 {
     char out[512];
     mgp_ckpt_display_value("{\"name\":\"accuracy\",\"value\":0.77400000000000002,\"mode\":\"max\","
-                           "\"step\":1876}", out, sizeof out);
+                           "\"step\":1876}",
+                           out, sizeof out);
     ASSERT_STR_EQ(out, "{\"name\":\"accuracy\",\"value\":0.774,\"mode\":\"max\",\"step\":1876}");
     /* exponents, negatives and whole reals; strings and dates untouched */
     mgp_ckpt_display_value("{\"lr\":1.0000000000000001e-05,\"m\":-0.90000000000000002,"
-                           "\"w\":100.0,\"t\":\"0.77400000000000002\"}", out, sizeof out);
+                           "\"w\":100.0,\"t\":\"0.77400000000000002\"}",
+                           out, sizeof out);
     ASSERT_STR_EQ(out, "{\"lr\":1e-05,\"m\":-0.9,\"w\":100.0,\"t\":\"0.77400000000000002\"}");
     mgp_ckpt_display_value("2026-11-30T10:00:00Z", out, sizeof out);
     ASSERT_STR_EQ(out, "2026-11-30T10:00:00Z");
@@ -58,13 +60,18 @@ T_TEST(test_param_count_separators)
     snprintf(line, sizeof line, "dataset %s --samples 0", g_dir);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     tm_reset();
-    ASSERT_EQ(tm_magic(g_s, "model wide", "conv2d 4 3 pad=1\nrelu\nmaxpool 2\nflatten\n"
-                       "dense 16\nrelu\ndense 3\n", &g_err), 0);
+    ASSERT_EQ(tm_magic(g_s, "model wide",
+                       "conv2d 4 3 pad=1\nrelu\nmaxpool 2\nflatten\n"
+                       "dense 16\nrelu\ndense 3\n",
+                       &g_err),
+              0);
     char *all = strdup(tm_c.out ? tm_c.out : "");
     size_t i;
     json_t *d;
-    json_array_foreach(tm_c.displays, i, d) {
-        const char *tp = json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
+    json_array_foreach(tm_c.displays, i, d)
+    {
+        const char *tp =
+            json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
         char *more = NULL;
         if (tp && asprintf(&more, "%s%s", all, tp) > 0) free(all), all = more;
     }
@@ -104,16 +111,18 @@ T_TEST(test_plot_display_placed_once)
     int svgs = 0;
     size_t i;
     json_t *d;
-    json_array_foreach(g_order, i, d) {
+    json_array_foreach(g_order, i, d)
+    {
         const char *id = json_string_value(json_object_get(d, "id"));
-        if (i >= 2 && id && (!strcmp(id, pid) ||
-                             !strcmp(id, json_string_value(json_object_get(prog, "id")))))
+        if (i >= 2 && id &&
+            (!strcmp(id, pid) || !strcmp(id, json_string_value(json_object_get(prog, "id")))))
             ASSERT(json_is_true(json_object_get(d, "update")));
         if (id && !strcmp(id, pid) && json_is_true(json_object_get(d, "svg"))) svgs++;
     }
     ASSERT_EQ(svgs, 3); /* one update per epoch */
-    ASSERT_EQ(tm_count("text/plain", "<loss/accuracy plot appears after the first epoch>", NULL,
-                       NULL), 1);
+    ASSERT_EQ(
+        tm_count("text/plain", "<loss/accuracy plot appears after the first epoch>", NULL, NULL),
+        1);
     json_decref(g_order);
 }
 

@@ -29,7 +29,7 @@ static int write_folder(int n)
         snprintf(path, sizeof path, "%s/%s", g_dir, classes[c]);
         if (mkdir(path, 0755) != 0) return -1;
         for (int i = 0; i < n; i++) {
-            int w = i % 2 ? 12 : 16, h = 12;    /* 16x12 is cropped to its centre 12x12 */
+            int w = i % 2 ? 12 : 16, h = 12; /* 16x12 is cropped to its centre 12x12 */
             uint8_t px[16 * 12];
             for (int p = 0; p < w * h; p++) {
                 seed = seed * 1103515245u + 12345u;
@@ -94,9 +94,10 @@ static const char *display_with(const char *needle)
 {
     size_t i;
     json_t *d;
-    json_array_foreach(tm_c.displays, i, d) {
-        const char *tp = json_string_value(json_object_get(json_object_get(d, "data"),
-                                                           "text/plain"));
+    json_array_foreach(tm_c.displays, i, d)
+    {
+        const char *tp =
+            json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
         if (tp && strstr(tp, needle)) return tp;
     }
     return NULL;
@@ -107,8 +108,10 @@ T_TEST(test_dataset_folder_and_cache)
     char line[512];
     ASSERT_EQ(tm_fresh_session(&g_s), 0);
     tm_reset();
-    snprintf(line, sizeof line, "dataset %s --size 8 --channels 1 --val 0.25 --seed 3 "
-             "--samples 3", g_dir);
+    snprintf(line, sizeof line,
+             "dataset %s --size 8 --channels 1 --val 0.25 --seed 3 "
+             "--samples 3",
+             g_dir);
     int rc = tm_magic(g_s, line, NULL, &g_err);
     if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
     ASSERT_EQ(rc, 0);
@@ -118,7 +121,7 @@ T_TEST(test_dataset_folder_and_cache)
     ASSERT_STR_CONTAINS(sum, "train 90, val 30, test 0");
     ASSERT_STR_CONTAINS(sum, "folder: 120 files decoded");
     ASSERT_STR_CONTAINS(sum, "0=left 1=middle 2=right");
-    ASSERT(tm_count("image/png", NULL, NULL, NULL) == 1);      /* the sample grid */
+    ASSERT(tm_count("image/png", NULL, NULL, NULL) == 1); /* the sample grid */
     /* a new session (as a new kernel would): the cache serves it, nothing decoded */
     ASSERT_EQ(tm_fresh_session(&g_s), 0);
     tm_reset();
@@ -143,11 +146,15 @@ static int folder_and_tiny(void)
     char line[512];
     if (tm_fresh_session(&g_s) != 0) return -1;
     tm_reset();
-    snprintf(line, sizeof line, "dataset %s --size 8 --channels 1 --val 0.25 --seed 3 "
-             "--samples 0", g_dir);
+    snprintf(line, sizeof line,
+             "dataset %s --size 8 --channels 1 --val 0.25 --seed 3 "
+             "--samples 0",
+             g_dir);
     if (tm_magic(g_s, line, NULL, &g_err) != 0) return -1;
-    return tm_magic(g_s, "model tiny", "conv2d 4 3 pad=1\nrelu\nmaxpool 2\nflatten\n"
-                    "dense 3\n", &g_err);
+    return tm_magic(g_s, "model tiny",
+                    "conv2d 4 3 pad=1\nrelu\nmaxpool 2\nflatten\n"
+                    "dense 3\n",
+                    &g_err);
 }
 
 T_TEST(test_train_on_folder)
@@ -162,12 +169,12 @@ T_TEST(test_train_on_folder)
     ASSERT(rep != NULL);
     double acc = atof(strstr(rep, "accuracy ") + 9);
     fprintf(stderr, "validation accuracy after 6 epochs: %.4f\n", acc);
-    ASSERT(acc > 0.8);                /* chance is 1/3 */
+    ASSERT(acc > 0.8); /* chance is 1/3 */
     /* %predict on files: a file and a glob, top 2, preprocessing as in training */
     tm_reset();
     char line2[512];
-    snprintf(line2, sizeof line2, "predict tiny %s/left/003.png %s/right/00*.png --top 2",
-             g_dir, g_dir);
+    snprintf(line2, sizeof line2, "predict tiny %s/left/003.png %s/right/00*.png --top 2", g_dir,
+             g_dir);
     rc = tm_magic(g_s, line2, NULL, &g_err);
     if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
     ASSERT_EQ(rc, 0);
@@ -179,7 +186,7 @@ T_TEST(test_train_on_folder)
         snprintf(want, sizeof want, "%s/right/%03d.png: right ", g_dir, i);
         ASSERT_STR_CONTAINS(tm_c.out, want);
     }
-    ASSERT_EQ(tm_count("image/png", NULL, NULL, NULL), 1);     /* the thumbnails */
+    ASSERT_EQ(tm_count("image/png", NULL, NULL, NULL), 1); /* the thumbnails */
     snprintf(line2, sizeof line2, "predict tiny %s/nope/*.png", g_dir);
     ASSERT_EQ(tm_magic(g_s, line2, NULL, &g_err), -1);
     ASSERT_STR_EQ(g_err.ename, "FileNotFoundError");
@@ -248,7 +255,7 @@ T_TEST(test_resnet20_learns)
     ASSERT_STR_CONTAINS(sum, "residual:");
     ASSERT_STR_CONTAINS(sum, "  shortcut:");
     ASSERT_STR_CONTAINS(sum, "    add (identity)");
-    ASSERT_STR_CONTAINS(sum, "Total params: 272,868");   /* 4 classes (10: 273,258) */
+    ASSERT_STR_CONTAINS(sum, "Total params: 272,868"); /* 4 classes (10: 273,258) */
     tm_reset();
     rc = tm_magic(g_s, "train net --epochs 3 --batch 10 --lr 0.003 --seed 1", NULL, &g_err);
     if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
@@ -256,8 +263,8 @@ T_TEST(test_resnet20_learns)
     double l1, a1, l3, a3;
     ASSERT_EQ(epoch_line(tm_c.out, 1, &l1, &a1), 0);
     ASSERT_EQ(epoch_line(tm_c.out, 3, &l3, &a3), 0);
-    fprintf(stderr, "resnet20: epoch 1 loss %.4f acc %.4f, epoch 3 loss %.4f acc %.4f\n",
-            l1, a1, l3, a3);
+    fprintf(stderr, "resnet20: epoch 1 loss %.4f acc %.4f, epoch 3 loss %.4f acc %.4f\n", l1, a1,
+            l3, a3);
     ASSERT(l3 < 0.7 * l1);
     ASSERT(a3 > 0.6);
     snprintf(line, sizeof line, "rm -rf '%s'", dir);
@@ -290,7 +297,7 @@ T_TEST(test_bad_file)
 
 int main(void)
 {
-    (void)tm_make_dataset;                   /* tm_util's IDX set: not used here */
+    (void)tm_make_dataset; /* tm_util's IDX set: not used here */
     snprintf(g_dir, sizeof g_dir, "/tmp/kiln-img-XXXXXX");
     if (!mkdtemp(g_dir) || write_folder(40)) {
         fprintf(stderr, "cannot write the image folder in /tmp\n");
@@ -299,7 +306,7 @@ int main(void)
     snprintf(g_cache, sizeof g_cache, "%s.cache", g_dir);
     setenv("KILN_IMAGE_CACHE", g_cache, 1);
     snprintf(g_store, sizeof g_store, "%s.results.sqlite", g_dir);
-    setenv("KILN_RESULTS", g_store, 1);      /* %train records here, not in ~ */
+    setenv("KILN_RESULTS", g_store, 1); /* %train records here, not in ~ */
     T_RUN(test_dataset_folder_and_cache);
     T_RUN(test_train_on_folder);
     T_RUN(test_resume_folder_run);

@@ -37,8 +37,10 @@ T_TEST(test_recorded_data_and_val)
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     ASSERT_EQ(tm_magic(g_s, "model tiny", small_net, &g_err), 0);
     tm_reset();
-    snprintf(line, sizeof line, "train tiny --batch 32 --checkpoint-every 4steps --keep 2 "
-             "--results %s", g_store);
+    snprintf(line, sizeof line,
+             "train tiny --batch 32 --checkpoint-every 4steps --keep 2 "
+             "--results %s",
+             g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     ASSERT_STR_CONTAINS(tm_c.errs, "--checkpoint-every and --keep ignored");
     ASSERT_STR_CONTAINS(tm_c.errs, "checkpoints need --run-dir");
@@ -103,7 +105,8 @@ static const char *last_progress(void)
     if (tm_count("text/html", "epoch ", &id, NULL) < 1 || !id) return NULL;
     size_t i;
     json_t *d;
-    json_array_foreach(tm_c.displays, i, d) {
+    json_array_foreach(tm_c.displays, i, d)
+    {
         const char *did = json_string_value(json_object_get(d, "id"));
         if (did && !strcmp(did, id))
             text = json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
@@ -130,8 +133,10 @@ T_TEST(test_checkpoint_lines)
     /* 2 epochs of ceil(300/32) = 10 steps: saves at 4, 8, 12, 16 (periodic) and 20
      * (epoch end, the last) */
     tm_reset();
-    snprintf(line, sizeof line, "train tiny --batch 32 --epochs 2 --checkpoint-every 4steps "
-             "--keep 10 --run-dir %s/every4 --results %s", g_dir, g_store);
+    snprintf(line, sizeof line,
+             "train tiny --batch 32 --epochs 2 --checkpoint-every 4steps "
+             "--keep 10 --run-dir %s/every4 --results %s",
+             g_dir, g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     ASSERT_EQ(count_lines(tm_c.out, "checkpoint: "), 1);
     ASSERT_STR_CONTAINS(tm_c.out, "(step 20, epoch 2, ");
@@ -141,16 +146,20 @@ T_TEST(test_checkpoint_lines)
     int seen8 = 0;
     size_t i;
     json_t *d;
-    json_array_foreach(tm_c.displays, i, d) {
-        const char *tp = json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
+    json_array_foreach(tm_c.displays, i, d)
+    {
+        const char *tp =
+            json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
         if (tp && strstr(tp, "step 10/20") && strstr(tp, "last checkpoint: step 8")) seen8 = 1;
     }
     ASSERT(seen8);
     /* an interrupt after step 5 (mid epoch 1): its checkpoint line says epoch 1 */
     tm_reset();
     tm_interrupt_after = 5;
-    snprintf(line, sizeof line, "train tiny --batch 32 --epochs 2 --run-dir %s/stopped "
-             "--results %s", g_dir, g_store);
+    snprintf(line, sizeof line,
+             "train tiny --batch 32 --epochs 2 --run-dir %s/stopped "
+             "--results %s",
+             g_dir, g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
     ASSERT_STR_EQ(g_err.ename, "KeyboardInterrupt");
     ASSERT_STR_CONTAINS(tm_c.out, "(step 5, epoch 1, ");
@@ -166,8 +175,8 @@ T_TEST(test_already_complete)
     ASSERT_EQ(setup_model(), 0);
     char line[700], dir[300];
     snprintf(dir, sizeof dir, "%s/done", g_dir);
-    snprintf(line, sizeof line, "train tiny --batch 32 --epochs 2 --run-dir %s --results %s",
-             dir, g_store);
+    snprintf(line, sizeof line, "train tiny --batch 32 --epochs 2 --run-dir %s --results %s", dir,
+             g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
     const char *cmds[2] = {line, NULL};
@@ -182,20 +191,24 @@ T_TEST(test_already_complete)
         ASSERT_EQ(rc, 0);
         const char *sum = NULL;
         ASSERT_EQ(tm_count("text/plain", "Run tiny: already complete at step 20 (epoch 2 of 2)",
-                           NULL, NULL), 1);
+                           NULL, NULL),
+                  1);
         size_t i;
         json_t *d;
-        json_array_foreach(tm_c.displays, i, d) {
-            const char *tp = json_string_value(json_object_get(json_object_get(d, "data"),
-                                                               "text/plain"));
+        json_array_foreach(tm_c.displays, i, d)
+        {
+            const char *tp =
+                json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
             if (tp && !strncmp(tp, "Run tiny:", 9)) sum = tp;
         }
         ASSERT(sum != NULL);
         ASSERT_STR_CONTAINS(sum, "last test loss ");
         ASSERT_STR_CONTAINS(sum, "last train loss ");
         char want[400];
-        snprintf(want, sizeof want, "to train longer: a larger --epochs, e.g. %%resume %s "
-                 "--epochs 3 (or this %%train with --epochs 3)", dir);
+        snprintf(want, sizeof want,
+                 "to train longer: a larger --epochs, e.g. %%resume %s "
+                 "--epochs 3 (or this %%train with --epochs 3)",
+                 dir);
         ASSERT_STR_CONTAINS(sum, want);
         ASSERT(strstr(sum, "steps 0") == NULL);
         ASSERT(tm_c.out == NULL || strstr(tm_c.out, "checkpoint: ") == NULL);

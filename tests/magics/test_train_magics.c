@@ -105,11 +105,14 @@ T_TEST(test_options)
     /* every option through the shared parser, then back through JSON */
     const mg_command *cmd = mg_registry_find("train");
     mg_args a;
-    ASSERT_EQ(mg_args_parse(cmd, "net --epochs 3 --batch 32 --lr 0.01 --optimizer sgd "
+    ASSERT_EQ(mg_args_parse(cmd,
+                            "net --epochs 3 --batch 32 --lr 0.01 --optimizer sgd "
                             "--momentum 0.8 --weight-decay 0.0005 --nesterov --schedule "
                             "cosine --seed 7 --device cpu --precision fp32 --run-dir r "
                             "--checkpoint-every 1epoch --keep 2 --time-limit 1h --results "
-                            "x.sqlite --augment --val 100 --name n1", NULL, &a, &g_err), 0);
+                            "x.sqlite --augment --val 100 --name n1",
+                            NULL, &a, &g_err),
+              0);
     mg_run_opts o, back;
     mg_run_opts_default(&o);
     ASSERT_EQ(mg_run_opts_from_args(&o, &a, &g_err), 0);
@@ -161,7 +164,8 @@ T_TEST(test_errors_before_training)
     ASSERT_EQ(tm_magic(g_s, "evaluate tiny", NULL, &g_err), -1);
     ASSERT_STR_CONTAINS(g_err.evalue, "not been trained");
     ASSERT_EQ(tm_magic(g_s, "model bad --input 1x8x8 --classes 3",
-                       "conv2d 4 3\nrelu\nflatten\ndense x\n", &g_err), -1);
+                       "conv2d 4 3\nrelu\nflatten\ndense x\n", &g_err),
+              -1);
     ASSERT_STR_CONTAINS(g_err.evalue, "line 4");
     ASSERT_EQ(tm_magic(g_s, "model frobnicate", NULL, &g_err), -1);
     ASSERT_EQ(tm_magic(g_s, "train nosuch", NULL, &g_err), -1);
@@ -173,17 +177,19 @@ T_TEST(test_dataset_and_model)
     ASSERT_EQ(fresh_session(), 0);
     tm_reset();
     ASSERT_EQ(setup_model(), 0);
-    ASSERT_STR_CONTAINS(json_string_value(json_object_get(json_object_get(
-        json_array_get(tm_c.displays, 0), "data"), "text/plain")), "train 300, val 0, test 90");
-    const char *png = json_string_value(json_object_get(json_object_get(
-        json_array_get(tm_c.displays, 1), "data"), "image/png"));
+    ASSERT_STR_CONTAINS(
+        json_string_value(json_object_get(json_object_get(json_array_get(tm_c.displays, 0), "data"),
+                                          "text/plain")),
+        "train 300, val 0, test 90");
+    const char *png = json_string_value(
+        json_object_get(json_object_get(json_array_get(tm_c.displays, 1), "data"), "image/png"));
     int w = 0, h = 0;
     ASSERT(png && valid_png_b64(png, &w, &h));
     ASSERT(w > 6 * 16 && h > 16);
     /* summary: conv 4*1*3*3+4 = 40, dense 4*4*4*3+3 = 195 -> 235 */
     ASSERT_EQ(tm_count("text/html", "Model: \"tiny\"", NULL, NULL), 1);
-    const char *text = json_string_value(json_object_get(json_object_get(
-        json_array_get(tm_c.displays, 2), "data"), "text/plain"));
+    const char *text = json_string_value(
+        json_object_get(json_object_get(json_array_get(tm_c.displays, 2), "data"), "text/plain"));
     ASSERT_STR_CONTAINS(text, "Total params: 235");
     ASSERT_STR_CONTAINS(text, "(4, 8, 8)");
     ASSERT_STR_CONTAINS(text, "(64)");
@@ -195,13 +201,19 @@ T_TEST(test_dataset_and_model)
     tm_reset();
     snprintf(line, sizeof line, "dataset %s --samples 0 --subset 100", g_dir);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
-    ASSERT_STR_CONTAINS(tm_c.displays ? json_string_value(json_object_get(json_object_get(
-        json_array_get(tm_c.displays, 0), "data"), "text/plain")) : NULL, "train 100, val 0");
+    ASSERT_STR_CONTAINS(
+        tm_c.displays
+            ? json_string_value(json_object_get(
+                  json_object_get(json_array_get(tm_c.displays, 0), "data"), "text/plain"))
+            : NULL,
+        "train 100, val 0");
     tm_reset();
     snprintf(line, sizeof line, "dataset %s --samples 0", g_dir);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
-    ASSERT_STR_CONTAINS(json_string_value(json_object_get(json_object_get(
-        json_array_get(tm_c.displays, 0), "data"), "text/plain")), "train 300, val 0");
+    ASSERT_STR_CONTAINS(
+        json_string_value(json_object_get(json_object_get(json_array_get(tm_c.displays, 0), "data"),
+                                          "text/plain")),
+        "train 300, val 0");
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "model list", NULL, &g_err), 0);
     ASSERT_STR_CONTAINS(tm_c.out, "tiny");
@@ -228,17 +240,21 @@ T_TEST(test_train_evaluate_predict)
     ASSERT_EQ(updates, n - 1);
     size_t i;
     json_t *d;
-    json_array_foreach(tm_c.displays, i, d) {
+    json_array_foreach(tm_c.displays, i, d)
+    {
         const char *did = json_string_value(json_object_get(d, "id"));
-        const char *tp = json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
+        const char *tp =
+            json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
         if (tp && !strncmp(tp, "epoch ", 6)) ASSERT_STR_EQ(did, id);
     }
     /* the final progress says all 57 steps (3 epochs of ceil(300/16) = 19) */
     json_t *last = NULL;
-    json_array_foreach(tm_c.displays, i, d) if (json_is_string(json_object_get(d, "id")) &&
-        !strcmp(json_string_value(json_object_get(d, "id")), id)) last = d;
-    ASSERT_STR_CONTAINS(json_string_value(json_object_get(json_object_get(last, "data"),
-                                                          "text/plain")), "step 57/57");
+    json_array_foreach(tm_c.displays, i,
+                       d) if (json_is_string(json_object_get(d, "id")) &&
+                              !strcmp(json_string_value(json_object_get(d, "id")), id)) last = d;
+    ASSERT_STR_CONTAINS(
+        json_string_value(json_object_get(json_object_get(last, "data"), "text/plain")),
+        "step 57/57");
     /* epoch lines, plot updated per epoch, summary */
     ASSERT_STR_CONTAINS(tm_c.out, "epoch 1/3  loss");
     ASSERT_STR_CONTAINS(tm_c.out, "epoch 3/3  loss");
@@ -277,8 +293,10 @@ T_TEST(test_train_evaluate_predict)
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "results list", NULL, &g_err), 0);
     ASSERT_EQ(tm_count("text/plain", NULL, NULL, NULL) >= 1, 1);
-    ASSERT_STR_CONTAINS(json_string_value(json_object_get(json_object_get(
-        json_array_get(tm_c.displays, 0), "data"), "text/plain")), "tiny");
+    ASSERT_STR_CONTAINS(
+        json_string_value(json_object_get(json_object_get(json_array_get(tm_c.displays, 0), "data"),
+                                          "text/plain")),
+        "tiny");
     unsetenv("KILN_RESULTS");
     /* evaluate: same accuracy as the last validation (val = test here), SVG matrix
      * (test_evaluate_confusion_svg checks the picture) */
@@ -327,8 +345,10 @@ T_TEST(test_device_path_run)
      * display ending at 57/57, three epoch lines; and an interrupt still stops after
      * the step it says. */
     char line[512];
-    snprintf(line, sizeof line, "train tiny --epochs 3 --batch 16 --lr 0.01 --seed 5 "
-             "--results %s", g_store);
+    snprintf(line, sizeof line,
+             "train tiny --epochs 3 --batch 16 --lr 0.01 --seed 5 "
+             "--results %s",
+             g_store);
     size_t na = 0, nb = 0;
     ASSERT_EQ(fresh_session(), 0);
     ASSERT_EQ(setup_model(), 0);
@@ -374,7 +394,8 @@ T_TEST(test_interrupt_and_time_limit)
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
     ASSERT_STR_EQ(g_err.ename, "KeyboardInterrupt");
     ASSERT_STR_CONTAINS(g_err.evalue, "after step 5 of 38");
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: stopped by an interrupt after step 5", NULL, NULL), 1);
+    ASSERT_EQ(tm_count("text/plain", "Run tiny: stopped by an interrupt after step 5", NULL, NULL),
+              1);
     rt_results *rs = NULL;
     rt_error re;
     int64_t run;
@@ -390,8 +411,10 @@ T_TEST(test_interrupt_and_time_limit)
     ASSERT_EQ(tm_magic(g_s, "evaluate tiny", NULL, &g_err), 0);
     /* the time limit stops the same way, but is not an error */
     tm_reset();
-    snprintf(line, sizeof line, "train tiny --epochs 100000 --batch 16 --time-limit 1s "
-             "--results %s", g_store);
+    snprintf(line, sizeof line,
+             "train tiny --epochs 100000 --batch 16 --time-limit 1s "
+             "--results %s",
+             g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     ASSERT_EQ(tm_count("text/plain", "Run tiny: stopped by the time limit", NULL, NULL), 1);
 }
@@ -456,7 +479,8 @@ T_TEST(test_shapes_and_device_errors)
     ASSERT_EQ(fresh_session(), 0);
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "model big --input 1x28x28 --classes 10",
-                       "conv2d 4 3\nrelu\nflatten\ndense 10\n", &g_err), 0);
+                       "conv2d 4 3\nrelu\nflatten\ndense 10\n", &g_err),
+              0);
     char line[256];
     snprintf(line, sizeof line, "dataset %s --samples 0", g_dir);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
@@ -475,8 +499,10 @@ T_TEST(test_shapes_and_device_errors)
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "device", NULL, &g_err), 0);
     ASSERT_EQ(tm_count("text/plain", "cpu ", NULL, NULL), 1);
-    ASSERT_STR_CONTAINS(json_string_value(json_object_get(json_object_get(
-        json_array_get(tm_c.displays, 0), "data"), "text/plain")), "--device auto picks");
+    ASSERT_STR_CONTAINS(
+        json_string_value(json_object_get(json_object_get(json_array_get(tm_c.displays, 0), "data"),
+                                          "text/plain")),
+        "--device auto picks");
 }
 
 /* %evaluate's confusion matrix is one labelled SVG: every class name on the axes, the
@@ -507,8 +533,8 @@ T_TEST(test_evaluate_confusion_svg)
     for (int c = 0; c < 3; c++) {
         int idx = -1, used = 0;
         double prec;
-        ASSERT_EQ(sscanf(p, "%d %31s %lf %lf %lld%n", &idx, names[c], &prec, &rec[c], &sup[c],
-                         &used), 5);
+        ASSERT_EQ(
+            sscanf(p, "%d %31s %lf %lf %lld%n", &idx, names[c], &prec, &rec[c], &sup[c], &used), 5);
         ASSERT_EQ(idx, c);
         p = strchr(p + used, '\n') + 1;
     }
@@ -518,8 +544,9 @@ T_TEST(test_evaluate_confusion_svg)
     for (int t = 0; t < 3; t++) {
         int idx = -1, used = 0;
         char nm[32];
-        ASSERT_EQ(sscanf(p, "%d %31s %lld %lld %lld%n", &idx, nm, &m[t][0], &m[t][1], &m[t][2],
-                         &used), 5);
+        ASSERT_EQ(
+            sscanf(p, "%d %31s %lld %lld %lld%n", &idx, nm, &m[t][0], &m[t][1], &m[t][2], &used),
+            5);
         ASSERT_EQ(idx, t);
         ASSERT_STR_EQ(nm, names[t]);
         p = strchr(p + used, '\n') + 1;
@@ -557,8 +584,8 @@ T_TEST(test_sample_grid_wraps)
     char line[256];
     snprintf(line, sizeof line, "dataset %s --samples 12", g_dir);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
-    const char *html = json_string_value(json_object_get(json_object_get(
-        json_array_get(tm_c.displays, 1), "data"), "text/html"));
+    const char *html = json_string_value(
+        json_object_get(json_object_get(json_array_get(tm_c.displays, 1), "data"), "text/html"));
     ASSERT(html != NULL);
     ASSERT_STR_CONTAINS(html, "grid-template-columns:repeat(auto-fill,minmax(");
     ASSERT_STR_CONTAINS(html, "max-width:");

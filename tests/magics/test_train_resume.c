@@ -77,9 +77,11 @@ T_TEST(test_auto_versions_a_changed_run)
     ASSERT_EQ(train(d, ""), 0);
     char *before = listing(d);
     ASSERT_EQ(train(d, "--lr 0.002"), 0);
-    snprintf(want, sizeof want, "%s holds a run with other options: --lr 0.002 (checkpoint "
+    snprintf(want, sizeof want,
+             "%s holds a run with other options: --lr 0.002 (checkpoint "
              "0.001)\nThis run goes to %s (the run in %s is kept; --resume never would start "
-             "over in %s instead)\n", d, d2, d, d);
+             "over in %s instead)\n",
+             d, d2, d, d);
     ASSERT_STR_CONTAINS(tm_c.out, want);
     ASSERT_STR_CONTAINS(tm_c.out, "adam lr 0.002 |");
     ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
@@ -90,32 +92,42 @@ T_TEST(test_auto_versions_a_changed_run)
     ASSERT(has_checkpoint(d2));
     /* the same cell again: the v2 run is the one continued (complete: nothing to do) */
     ASSERT_EQ(train(d, "--lr 0.002"), 0);
-    snprintf(want, sizeof want, "%s holds this run (same options): continuing it (--resume "
-             "never starts a new one)\n", d2);
+    snprintf(want, sizeof want,
+             "%s holds this run (same options): continuing it (--resume "
+             "never starts a new one)\n",
+             d2);
     ASSERT_STR_CONTAINS(tm_c.out, want);
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: already complete at step 38 (epoch 2 of 2); "
-                       "nothing to train", NULL, NULL), 1);
-    snprintf(want, sizeof want, "  to train longer: a larger --epochs, e.g. %%resume %s "
-             "--epochs 3 (or this %%train with --epochs 3)\n", d2);
+    ASSERT_EQ(tm_count("text/plain",
+                       "Run tiny: already complete at step 38 (epoch 2 of 2); "
+                       "nothing to train",
+                       NULL, NULL),
+              1);
+    snprintf(want, sizeof want,
+             "  to train longer: a larger --epochs, e.g. %%resume %s "
+             "--epochs 3 (or this %%train with --epochs 3)\n",
+             d2);
     const char *id = NULL;
     ASSERT_EQ(tm_count("text/plain", "Run tiny: already complete", &id, NULL), 1);
     size_t i;
     json_t *x;
     int found = 0;
-    json_array_foreach(tm_c.displays, i, x) {
-        const char *tp = json_string_value(json_object_get(json_object_get(x, "data"),
-                                                           "text/plain"));
+    json_array_foreach(tm_c.displays, i, x)
+    {
+        const char *tp =
+            json_string_value(json_object_get(json_object_get(x, "data"), "text/plain"));
         if (tp && strstr(tp, want)) found = 1;
     }
     ASSERT(found);
     /* a larger --epochs on the original run: train longer, said so */
     char line[900];
-    snprintf(line, sizeof line, "train tiny --batch 16 --epochs 3 --run-dir %s --results %s",
-             d, g_store);
+    snprintf(line, sizeof line, "train tiny --batch 16 --epochs 3 --run-dir %s --results %s", d,
+             g_store);
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
-    snprintf(want, sizeof want, "%s holds this run (same options): continuing it and training "
-             "it longer: --epochs 3 (it planned 2)\n", d);
+    snprintf(want, sizeof want,
+             "%s holds this run (same options): continuing it and training "
+             "it longer: --epochs 3 (it planned 2)\n",
+             d);
     ASSERT_STR_CONTAINS(tm_c.out, want);
     ASSERT_STR_CONTAINS(tm_c.out, "epoch 3/3  loss");
     ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
@@ -132,16 +144,20 @@ T_TEST(test_must_and_never)
     ASSERT_EQ(train(d, ""), 0);
     ASSERT_EQ(train(d, "--seed 3 --resume must"), -1);
     ASSERT_STR_EQ(g_err.ename, "ValueError");
-    snprintf(want, sizeof want, "%%train --resume must: the run in %s has other options: "
+    snprintf(want, sizeof want,
+             "%%train --resume must: the run in %s has other options: "
              "--seed 3 (checkpoint 0) ---> HINT: --resume auto trains these options in a new "
-             "directory beside it (%s-v2...); --resume never starts over in %s", d, d, d);
+             "directory beside it (%s-v2...); --resume never starts over in %s",
+             d, d, d);
     ASSERT_STR_EQ(g_err.evalue, want);
     char empty[300];
     snprintf(empty, sizeof empty, "%s/empty", g_dir);
     ASSERT_EQ(train(empty, "--resume must"), -1);
     ASSERT_STR_EQ(g_err.ename, "FileNotFoundError");
-    snprintf(want, sizeof want, "%%train: --resume must: no valid checkpoint in %s to "
-             "continue ---> HINT: --resume auto starts a new run there", empty);
+    snprintf(want, sizeof want,
+             "%%train: --resume must: no valid checkpoint in %s to "
+             "continue ---> HINT: --resume auto starts a new run there",
+             empty);
     ASSERT_STR_EQ(g_err.evalue, want);
     ASSERT_EQ(train(d, "--resume never"), 0);
     snprintf(want, sizeof want, "--resume never: a new run in %s; its ", d);
@@ -192,8 +208,10 @@ T_TEST(test_resumed_output)
     snprintf(d, sizeof d, "%s/stopped", g_dir);
     tm_reset();
     tm_interrupt_after = 5;
-    snprintf(line, sizeof line, "train tiny --batch 16 --epochs 2 --schedule cosine --run-dir "
-             "%s --results %s", d, g_store);
+    snprintf(line, sizeof line,
+             "train tiny --batch 16 --epochs 2 --schedule cosine --run-dir "
+             "%s --results %s",
+             d, g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
     ASSERT_STR_EQ(g_err.ename, "KeyboardInterrupt");
     tm_reset();
@@ -201,8 +219,10 @@ T_TEST(test_resumed_output)
     int rc = tm_magic(g_s, line, NULL, &g_err);
     if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
     ASSERT_EQ(rc, 0);
-    snprintf(want, sizeof want, "Resuming 'tiny' from %s/ckpt-step00000005.safetensors after "
-             "step 5 of 38 (epoch 1 of 2), data set '%s' (checksum verified)\n", d, g_dir);
+    snprintf(want, sizeof want,
+             "Resuming 'tiny' from %s/ckpt-step00000005.safetensors after "
+             "step 5 of 38 (epoch 1 of 2), data set '%s' (checksum verified)\n",
+             d, g_dir);
     ASSERT_STR_CONTAINS(tm_c.out, want);
     ASSERT_STR_CONTAINS(tm_c.out, "adam lr 0.001, schedule cosine |");
     ASSERT(strstr(tm_c.out, "unit=") == NULL && strstr(tm_c.out, "steps_per_epoch") == NULL);
@@ -212,9 +232,9 @@ T_TEST(test_resumed_output)
     const char *last = NULL;
     size_t i;
     json_t *x;
-    json_array_foreach(tm_c.displays, i, x)
-        if (json_object_get(json_object_get(x, "data"), "image/svg+xml"))
-            last = json_string_value(json_object_get(json_object_get(x, "data"), "text/plain"));
+    json_array_foreach(tm_c.displays, i,
+                       x) if (json_object_get(json_object_get(x, "data"), "image/svg+xml")) last =
+        json_string_value(json_object_get(json_object_get(x, "data"), "text/plain"));
     ASSERT(last != NULL);
     ASSERT_STR_EQ(last, "<loss/accuracy plot: 2 epochs, 38 steps>");
     /* images/s x seconds of epoch 1 = the 300 - 5 x 16 images trained after the resume */
@@ -237,22 +257,23 @@ T_TEST(test_resumed_output)
 T_TEST(test_stopped_early_plot_and_counts)
 {
     ASSERT_EQ(setup(), 0);
-    ASSERT_EQ(tm_magic(g_s, "model tiny", "conv2d 8 3 pad=1\nrelu\nflatten\ndense 3\n",
-                       &g_err), 0);
+    ASSERT_EQ(tm_magic(g_s, "model tiny", "conv2d 8 3 pad=1\nrelu\nflatten\ndense 3\n", &g_err), 0);
     char line[600];
     tm_reset();
     tm_interrupt_after = 3;
     snprintf(line, sizeof line, "train tiny --batch 16 --results %s", g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
     const char *plot_id = NULL;
-    ASSERT_EQ(tm_count("text/html", "<loss/accuracy plot appears after the first epoch>",
-                       &plot_id, NULL), 1);
+    ASSERT_EQ(
+        tm_count("text/html", "<loss/accuracy plot appears after the first epoch>", &plot_id, NULL),
+        1);
     ASSERT(plot_id != NULL);
     json_t *last = NULL;
     size_t i;
     json_t *x;
-    json_array_foreach(tm_c.displays, i, x)
-        if (!strcmp(json_string_value(json_object_get(x, "id")) ?: "", plot_id)) last = x;
+    json_array_foreach(tm_c.displays, i,
+                       x) if (!strcmp(json_string_value(json_object_get(x, "id")) ?: "", plot_id))
+        last = x;
     ASSERT(last != NULL);
     json_t *data = json_object_get(last, "data");
     ASSERT(json_object_get(data, "image/svg+xml") != NULL);
@@ -261,9 +282,10 @@ T_TEST(test_stopped_early_plot_and_counts)
     ASSERT_STR_CONTAINS(tm_c.out, "Training tiny (1,619 params)");
     ASSERT_EQ(tm_count("text/plain", "Run tiny: stopped by an interrupt", NULL, NULL), 1);
     int found = 0;
-    json_array_foreach(tm_c.displays, i, x) {
-        const char *tp = json_string_value(json_object_get(json_object_get(x, "data"),
-                                                           "text/plain"));
+    json_array_foreach(tm_c.displays, i, x)
+    {
+        const char *tp =
+            json_string_value(json_object_get(json_object_get(x, "data"), "text/plain"));
         if (tp && strstr(tp, "  model tiny: 1,619 parameters; data ")) found = 1;
     }
     ASSERT(found);

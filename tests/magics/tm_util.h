@@ -18,9 +18,9 @@
 #include "mg.h"
 
 typedef struct tm_cap {
-    char *out, *errs;        /* stdout / stderr text */
+    char *out, *errs; /* stdout / stderr text */
     size_t nout, nerr;
-    json_t *displays;        /* [{"data":..., "id": str|null, "update": bool}] */
+    json_t *displays; /* [{"data":..., "id": str|null, "update": bool}] */
 } tm_cap;
 
 static tm_cap tm_c;
@@ -44,8 +44,8 @@ static void tm_display(void *user, json_t *data, json_t *metadata, const char *i
 {
     (void)metadata;
     tm_cap *c = user;
-    json_array_append_new(c->displays, json_pack("{s:O, s:s?, s:b}", "data", data, "id", id,
-                                                 "update", update));
+    json_array_append_new(c->displays,
+                          json_pack("{s:O, s:s?, s:b}", "data", data, "id", id, "update", update));
 }
 
 static void tm_reset(void)
@@ -102,7 +102,8 @@ static int tm_write_gz(const char *dir, const char *name, const uint8_t *hdr, si
 
 static void tm_be32(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8),
+    p[3] = (uint8_t)v;
 }
 
 /* n images of 8x8 with labels in 0..2 into dir as prefix-images/labels. */
@@ -179,7 +180,8 @@ static int tm_count(const char *mime, const char *prefix, const char **id, int *
     size_t i;
     json_t *d;
     if (updates) *updates = 0;
-    json_array_foreach(tm_c.displays, i, d) {
+    json_array_foreach(tm_c.displays, i, d)
+    {
         json_t *data = json_object_get(d, "data");
         const char *tp = json_string_value(json_object_get(data, "text/plain"));
         if (!json_object_get(data, mime)) continue;

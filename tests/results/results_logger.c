@@ -31,8 +31,7 @@ int main(int argc, char **argv)
                         "[--epoch-every E] [--sleep-us U] [--timeout-ms MS]\n");
         return 2;
     }
-    long steps = atol(argv[3]), tag = 0, pause_at = -1, every = 100, sleep_us = 0,
-         timeout_ms = 0;
+    long steps = atol(argv[3]), tag = 0, pause_at = -1, every = 100, sleep_us = 0, timeout_ms = 0;
     for (int i = 4; i + 1 < argc; i += 2) {
         long v = atol(argv[i + 1]);
         if (strcmp(argv[i], "--tag") == 0) tag = v;
@@ -53,9 +52,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "open: %s\n", err.msg);
         return 1;
     }
-    rt_results_run_info info = {.name = argv[2], .notebook = "logger.ipynb",
-                                .device = "cpu", .precision = "fp32",
-                                .dataset = "fashion-mnist", .model_spec = "dense 10"};
+    rt_results_run_info info = {.name = argv[2],
+                                .notebook = "logger.ipynb",
+                                .device = "cpu",
+                                .precision = "fp32",
+                                .dataset = "fashion-mnist",
+                                .model_spec = "dense 10"};
     int64_t run = 0;
     int bad = rt_results_run_begin(rs, &info, &run, &err) != RT_OK;
     printf("RUN %lld\n", (long long)run);
@@ -70,13 +72,13 @@ int main(int argc, char **argv)
         int epoch = (int)((s - 1) / every);
         bad |= rt_results_log_metric(rs, run, "loss", value_of(0, s, tag), s, epoch,
                                      RT_RESULTS_STEP, &err) != RT_OK;
-        bad |= rt_results_log_metric(rs, run, "acc", value_of(1, s, tag), s, epoch,
-                                     RT_RESULTS_STEP, &err) != RT_OK;
+        bad |= rt_results_log_metric(rs, run, "acc", value_of(1, s, tag), s, epoch, RT_RESULTS_STEP,
+                                     &err) != RT_OK;
         if (s % every == 0) {
-            bad |= rt_results_log_metric(rs, run, "val_loss", value_of(2, s, tag), s,
-                                         epoch + 1, RT_RESULTS_EPOCH, &err) != RT_OK;
-            bad |= rt_results_log_metric(rs, run, "val_acc", value_of(3, s, tag), s,
-                                         epoch + 1, RT_RESULTS_EPOCH, &err) != RT_OK;
+            bad |= rt_results_log_metric(rs, run, "val_loss", value_of(2, s, tag), s, epoch + 1,
+                                         RT_RESULTS_EPOCH, &err) != RT_OK;
+            bad |= rt_results_log_metric(rs, run, "val_acc", value_of(3, s, tag), s, epoch + 1,
+                                         RT_RESULTS_EPOCH, &err) != RT_OK;
             char path[64];
             snprintf(path, sizeof path, "ckpt/step%ld.safetensors", s);
             bad |= rt_results_log_checkpoint(rs, run, path, s, epoch + 1, "val_acc",
@@ -92,8 +94,8 @@ int main(int argc, char **argv)
         if (sleep_us > 0) usleep((useconds_t)sleep_us);
     }
     if (bad) fprintf(stderr, "logging failed: %s\n", err.msg);
-    bad |= rt_results_run_end(rs, run, bad ? RT_RESULTS_FAILED : RT_RESULTS_FINISHED, &err) !=
-           RT_OK;
+    bad |=
+        rt_results_run_end(rs, run, bad ? RT_RESULTS_FAILED : RT_RESULTS_FINISHED, &err) != RT_OK;
     rt_results_close(rs);
     printf("DONE %lld\n", (long long)run);
     return bad ? 1 : 0;

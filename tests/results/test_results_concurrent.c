@@ -32,8 +32,8 @@ static pid_t spawn_logger(const char *store, const char *name, const char *tag, 
     char steps[32], every[32];
     snprintf(steps, sizeof steps, "%d", STEPS);
     snprintf(every, sizeof every, "%d", EVERY);
-    char *argv[] = {(char *)g_logger, (char *)store, (char *)name, steps, "--tag",
-                    (char *)tag, "--epoch-every", every, NULL};
+    char *argv[] = {(char *)g_logger, (char *)store,   (char *)name, steps, "--tag",
+                    (char *)tag,      "--epoch-every", every,        NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
@@ -44,8 +44,8 @@ static pid_t spawn_logger(const char *store, const char *name, const char *tag, 
 }
 
 /* Checks one metric series of run r against value_of(m, ., tag). */
-static int series_ok(rt_results *rs, int64_t run, const char *key, rt_results_kind kind,
-                     int m, long tag, size_t want)
+static int series_ok(rt_results *rs, int64_t run, const char *key, rt_results_kind kind, int m,
+                     long tag, size_t want)
 {
     double *x = NULL, *y = NULL;
     size_t n = 0;
@@ -56,8 +56,8 @@ static int series_ok(rt_results *rs, int64_t run, const char *key, rt_results_ki
         ok = x[i] == (double)(kind == RT_RESULTS_STEP ? step : (long)(i + 1)) &&
              y[i] == value_of(m, step, tag);
         if (!ok)
-            fprintf(stderr, "  %s[%zu] = (%g, %.17g), want step %ld value %.17g\n", key, i,
-                    x[i], y[i], step, value_of(m, step, tag));
+            fprintf(stderr, "  %s[%zu] = (%g, %.17g), want step %ld value %.17g\n", key, i, x[i],
+                    y[i], step, value_of(m, step, tag));
     }
     if (n != want) fprintf(stderr, "  %s: %zu values, want %zu\n", key, n, want);
     free(x);

@@ -17,9 +17,9 @@ extern const mg_command mg_cmd_results;
 /* ---- a capturing mg_out ---- */
 
 typedef struct capture {
-    char *text;          /* all stream output */
+    char *text; /* all stream output */
     size_t len;
-    json_t *displays;    /* array of the MIME bundles shown */
+    json_t *displays; /* array of the MIME bundles shown */
 } capture;
 
 static void cap_stream(void *user, const char *name, const char *text, size_t len)
@@ -54,7 +54,8 @@ static char *shown(const capture *c, const char *mime)
     char *out = strdup("");
     size_t i;
     json_t *d;
-    json_array_foreach(c->displays, i, d) {
+    json_array_foreach(c->displays, i, d)
+    {
         const char *s = json_string_value(json_object_get(d, mime));
         if (!s || !out) continue;
         char *p = realloc(out, strlen(out) + strlen(s) + 1);
@@ -104,8 +105,8 @@ static int populate(void)
     if (rt_results_open(g_store, &rs, NULL) != RT_OK) return -1;
     const char *names[] = {"base", "fast", "slow"}, *lrs[] = {"0.001", "0.01", "0.001"};
     for (int k = 0; k < 3; k++) {
-        rt_results_run_info info = {.name = names[k], .device = "cpu", .precision = "fp32",
-                                    .model_spec = "dense 10"};
+        rt_results_run_info info = {
+            .name = names[k], .device = "cpu", .precision = "fp32", .model_spec = "dense 10"};
         int64_t run;
         if (rt_results_run_begin(rs, &info, &run, NULL) != RT_OK) return -1;
         rt_results_log_param(rs, run, "lr", lrs[k], NULL);
@@ -139,13 +140,14 @@ T_TEST(t_list)
     int no_failed = strstr(text, "slow") == NULL;
     int common = strstr(text, "same in all: batch=64") != NULL;
     int cols = strstr(text, "val_acc") && strstr(text, "lr");
-    int table = strstr(html, "<table") && strstr(html, "click to sort") &&
-                strstr(html, "<td style=\"padding:2px 8px;text-align:right;white-space:nowrap\">0.01</td>");
+    int table =
+        strstr(html, "<table") && strstr(html, "click to sort") &&
+        strstr(html, "<td style=\"padding:2px 8px;text-align:right;white-space:nowrap\">0.01</td>");
     free(text);
     free(html);
-    ASSERT(order);      /* 0.9 before 0.8 */
-    ASSERT(no_failed);  /* --status finished */
-    ASSERT(common);     /* equal parameters folded into one line */
+    ASSERT(order);     /* 0.9 before 0.8 */
+    ASSERT(no_failed); /* --status finished */
+    ASSERT(common);    /* equal parameters folded into one line */
     ASSERT(cols);
     ASSERT(table);
 
@@ -200,7 +202,9 @@ T_TEST(t_list_columns)
                 strstr(head, "device") && !strstr(strstr(head, "device") + 1, "device");
     int common = strstr(text, "same in all: batch=64") != NULL;
     int no_empty = strstr(text, "results=") == NULL && strstr(text, "results ") == NULL;
-    int nowrap = strstr(html, "<td style=\"padding:2px 8px;text-align:left;white-space:nowrap\">cnn") != NULL;
+    int nowrap =
+        strstr(html, "<td style=\"padding:2px 8px;text-align:left;white-space:nowrap\">cnn") !=
+        NULL;
     free(text);
     free(html);
     ASSERT(order);
@@ -241,14 +245,14 @@ T_TEST(t_show)
 T_TEST(t_compare)
 {
     ASSERT_EQ(magic("compare 1 2 --results %s", g_store), 0);
-    ASSERT_EQ(count_mime(&g_cap, "image/svg+xml"), 2);   /* val_acc, then loss */
+    ASSERT_EQ(count_mime(&g_cap, "image/svg+xml"), 2); /* val_acc, then loss */
     const char *first_chart =
         json_string_value(json_object_get(json_array_get(g_cap.displays, 0), "text/plain"));
-    ASSERT(first_chart && strstr(first_chart, "val_acc"));   /* validation first */
+    ASSERT(first_chart && strstr(first_chart, "val_acc")); /* validation first */
     char *svg = shown(&g_cap, "image/svg+xml"), *text = shown(&g_cap, "text/plain"),
          *html = shown(&g_cap, "text/html");
-    int legends = svg && strstr(svg, "#1 base") && strstr(svg, "#2 fast") &&
-                  strstr(svg, "loss (per step)");
+    int legends =
+        svg && strstr(svg, "#1 base") && strstr(svg, "#2 fast") && strstr(svg, "loss (per step)");
     /* lr differs (marked), batch is equal (not marked) */
     int marks = text && strstr(text, "* lr") && strstr(text, "  batch");
     int highlight = html && strstr(html, "background:#fff3c4");
@@ -345,7 +349,7 @@ T_TEST(t_plot_basics)
     char *svg = mg_plot_svg(s, 2, &o);
     ASSERT(svg);
     int escaped = strstr(svg, "a &lt;b&gt; &amp; &quot;c&quot;") && strstr(svg, "t&amp;t");
-    int dots = strstr(svg, "<circle") != NULL;    /* isolated points after the NaN gap */
+    int dots = strstr(svg, "<circle") != NULL; /* isolated points after the NaN gap */
     int closed = strstr(svg, "</svg>") != NULL;
     free(svg);
     ASSERT(escaped);

@@ -26,11 +26,14 @@ static void store_path(char *buf, size_t n, const char *name)
 
 /* Opens a store and logs one run: params lr/batch, loss per step 1..steps, val_acc
  * per epoch (every 10 steps), one checkpoint; ends it with status st. */
-static int64_t log_run(rt_results *rs, const char *name, const char *lr, double acc_base,
-                       int steps, rt_results_status st)
+static int64_t log_run(rt_results *rs, const char *name, const char *lr, double acc_base, int steps,
+                       rt_results_status st)
 {
-    rt_results_run_info info = {.name = name, .device = "cpu", .precision = "fp32",
-                                .dataset = "fashion-mnist", .notebook = "t.ipynb",
+    rt_results_run_info info = {.name = name,
+                                .device = "cpu",
+                                .precision = "fp32",
+                                .dataset = "fashion-mnist",
+                                .notebook = "t.ipynb",
                                 .model_spec = "conv2d 8 3\nrelu\ndense 10"};
     int64_t run = 0;
     if (rt_results_run_begin(rs, &info, &run, NULL) != RT_OK) return -1;
@@ -40,13 +43,12 @@ static int64_t log_run(rt_results *rs, const char *name, const char *lr, double 
         if (rt_results_log_metric(rs, run, "loss", 1.0 / s, s, (s - 1) / 10, RT_RESULTS_STEP,
                                   NULL) != RT_OK)
             return -1;
-        if (s % 10 == 0 &&
-            rt_results_log_metric(rs, run, "val_acc", acc_base + s / 1000.0, s, s / 10,
-                                  RT_RESULTS_EPOCH, NULL) != RT_OK)
+        if (s % 10 == 0 && rt_results_log_metric(rs, run, "val_acc", acc_base + s / 1000.0, s,
+                                                 s / 10, RT_RESULTS_EPOCH, NULL) != RT_OK)
             return -1;
     }
-    if (rt_results_log_checkpoint(rs, run, "/ck/last.safetensors", steps, steps / 10,
-                                  "val_acc", acc_base, NULL) != RT_OK)
+    if (rt_results_log_checkpoint(rs, run, "/ck/last.safetensors", steps, steps / 10, "val_acc",
+                                  acc_base, NULL) != RT_OK)
         return -1;
     if (st != RT_RESULTS_RUNNING && rt_results_run_end(rs, run, st, NULL) != RT_OK) return -1;
     return run;
@@ -62,7 +64,7 @@ static const rt_results_summary *summary(const rt_results_run *r, const char *ke
 T_TEST(t_roundtrip)
 {
     char path[600];
-    store_path(path, sizeof path, "sub/dir/rt.sqlite");   /* parents are created */
+    store_path(path, sizeof path, "sub/dir/rt.sqlite"); /* parents are created */
     rt_results *rs = NULL;
     rt_error err = {0};
     ASSERT_EQ(rt_results_open(path, &rs, &err), RT_OK);
@@ -104,7 +106,8 @@ T_TEST(t_roundtrip)
     ASSERT_EQ(rt_results_series(rs, run, "loss", RT_RESULTS_STEP, &x, &y, &n, &err), RT_OK);
     ASSERT_EQ(n, 35);
     int exact = 1;
-    for (size_t i = 0; i < n; i++) exact &= x[i] == (double)(i + 1) && y[i] == 1.0 / (double)(i + 1);
+    for (size_t i = 0; i < n; i++)
+        exact &= x[i] == (double)(i + 1) && y[i] == 1.0 / (double)(i + 1);
     free(x);
     free(y);
     ASSERT(exact);
@@ -132,8 +135,7 @@ T_TEST(t_nan_kept)
     ASSERT_EQ(rt_results_run_begin(rs, NULL, &run, NULL), RT_OK);
     ASSERT_EQ(rt_results_log_metric(rs, run, "loss", 2.0, 1, 0, RT_RESULTS_STEP, NULL), RT_OK);
     ASSERT_EQ(rt_results_log_metric(rs, run, "loss", NAN, 2, 0, RT_RESULTS_STEP, NULL), RT_OK);
-    ASSERT_EQ(rt_results_log_metric(rs, run, "loss", INFINITY, 3, 0, RT_RESULTS_STEP, NULL),
-              RT_OK);
+    ASSERT_EQ(rt_results_log_metric(rs, run, "loss", INFINITY, 3, 0, RT_RESULTS_STEP, NULL), RT_OK);
     ASSERT_EQ(rt_results_run_end(rs, run, RT_RESULTS_FAILED, NULL), RT_OK);
     double *x, *y;
     size_t n;
@@ -160,12 +162,15 @@ T_TEST(t_list_filter_sort)
     ASSERT(a > 0 && b > 0 && c > 0 && d > 0);
 
     const char *where[] = {"lr=0.001"};
-    rt_results_query q = {.status = RT_RESULTS_FINISHED, .nwhere = 1, .where = where,
-                          .sort = "val_acc", .descending = 1};
+    rt_results_query q = {.status = RT_RESULTS_FINISHED,
+                          .nwhere = 1,
+                          .where = where,
+                          .sort = "val_acc",
+                          .descending = 1};
     rt_results_list l;
     ASSERT_EQ(rt_results_list_runs(rs, &q, &l, &err), RT_OK);
     ASSERT_EQ(l.n, 2);
-    ASSERT_EQ(l.runs[0].id, c);   /* 0.82 before 0.72; d is failed, b has lr 0.01 */
+    ASSERT_EQ(l.runs[0].id, c); /* 0.82 before 0.72; d is failed, b has lr 0.01 */
     ASSERT_EQ(l.runs[1].id, a);
     rt_results_list_free(&l);
 
@@ -226,14 +231,14 @@ T_TEST(t_not_sqlite)
     char *after = tu_read_file(path);
     int same = after && strcmp(after, text) == 0;
     free(after);
-    ASSERT(same);   /* nothing written into the user's file */
+    ASSERT(same); /* nothing written into the user's file */
 
     /* an SQLite database of another program is refused too, and left alone */
     store_path(path, sizeof path, "other.db");
     sqlite3 *db = NULL;
     ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1);", NULL, NULL,
-                           NULL), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1);", NULL, NULL, NULL),
+              SQLITE_OK);
     sqlite3_close(db);
     ASSERT_EQ(rt_results_open(path, &rs, &err), RT_EFORMAT);
     ASSERT_STR_CONTAINS(err.msg, "not a Kiln results store");
@@ -250,7 +255,7 @@ T_TEST(t_unwritable)
     char file[600], path[700];
     store_path(file, sizeof file, "plainfile");
     ASSERT_EQ(tu_write_file(file, "x"), 0);
-    snprintf(path, sizeof path, "%s/results.sqlite", file);   /* parent is a file */
+    snprintf(path, sizeof path, "%s/results.sqlite", file); /* parent is a file */
     rt_results *rs = NULL;
     rt_error err = {0};
     ASSERT_NE(rt_results_open(path, &rs, &err), RT_OK);
@@ -288,8 +293,7 @@ T_TEST(t_unknown_run)
     int64_t id;
     ASSERT_EQ(rt_results_find(rs, "nosuchname", &id, &err), RT_ENOTFOUND);
     ASSERT_STR_CONTAINS(err.msg, "nosuchname");
-    ASSERT_EQ(rt_results_log_metric(rs, 4242, "loss", 1, 1, 0, RT_RESULTS_STEP, &err),
-              RT_EINVAL);
+    ASSERT_EQ(rt_results_log_metric(rs, 4242, "loss", 1, 1, 0, RT_RESULTS_STEP, &err), RT_EINVAL);
     ASSERT_EQ(rt_results_log_param(rs, 4242, "lr", "1", &err), RT_ENOTFOUND);
     ASSERT_EQ(rt_results_run_end(rs, 4242, RT_RESULTS_FINISHED, &err), RT_ENOTFOUND);
     ASSERT_EQ(rt_results_delete(rs, 4242, 0, &err), RT_ENOTFOUND);
@@ -337,13 +341,13 @@ T_TEST(t_kill9_interrupted)
     ASSERT_EQ(rt_results_open(path, &rs, &err), RT_OK);
     rt_results_run r;
     ASSERT_EQ(rt_results_get_run(rs, child_run, &r, &err), RT_OK);
-    ASSERT_EQ(r.status, RT_RESULTS_RUNNING);   /* alive: left alone */
+    ASSERT_EQ(r.status, RT_RESULTS_RUNNING); /* alive: left alone */
     rt_results_run_free(&r);
     int64_t mine = 0;
     ASSERT_EQ(rt_results_run_begin(rs, NULL, &mine, &err), RT_OK);
-    ASSERT_EQ(rt_results_delete(rs, child_run, 0, &err), RT_EINVAL);  /* live: refused */
+    ASSERT_EQ(rt_results_delete(rs, child_run, 0, &err), RT_EINVAL); /* live: refused */
     ASSERT_STR_CONTAINS(err.msg, "still running");
-    rt_results_close(rs);   /* marks "mine" interrupted */
+    rt_results_close(rs); /* marks "mine" interrupted */
 
     kill(pid, SIGKILL);
     int status = 0;
@@ -352,7 +356,7 @@ T_TEST(t_kill9_interrupted)
     ASSERT_EQ(rt_results_get_run(rs, child_run, &r, &err), RT_OK);
     ASSERT_EQ(r.status, RT_RESULTS_INTERRUPTED);
     ASSERT(r.end_time >= r.start_time);
-    ASSERT_EQ(r.metrics[0].count, 50);   /* what was flushed is all there */
+    ASSERT_EQ(r.metrics[0].count, 50); /* what was flushed is all there */
     rt_results_run_free(&r);
     ASSERT_EQ(rt_results_get_run(rs, mine, &r, &err), RT_OK);
     ASSERT_EQ(r.status, RT_RESULTS_INTERRUPTED);
@@ -361,8 +365,10 @@ T_TEST(t_kill9_interrupted)
     /* a running run recorded on another host is not judged here */
     sqlite3 *db = NULL;
     ASSERT_EQ(sqlite3_open(path, &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "INSERT INTO runs(status, host, pid, start_time) VALUES("
-                               "'running', 'elsewhere.example', 1, 1)", NULL, NULL, NULL),
+    ASSERT_EQ(sqlite3_exec(db,
+                           "INSERT INTO runs(status, host, pid, start_time) VALUES("
+                           "'running', 'elsewhere.example', 1, 1)",
+                           NULL, NULL, NULL),
               SQLITE_OK);
     int64_t other = sqlite3_last_insert_rowid(db);
     sqlite3_close(db);
@@ -401,10 +407,10 @@ T_TEST(t_export)
     ASSERT(text);
     int lines = 0;
     for (char *p = text; *p; p++) lines += *p == '\n';
-    int header_ok = strncmp(text, "id,name,status,", 15) == 0 &&
-                    strstr(text, "param:lr") && strstr(text, "metric:val_acc");
+    int header_ok = strncmp(text, "id,name,status,", 15) == 0 && strstr(text, "param:lr") &&
+                    strstr(text, "metric:val_acc");
     int quoted = strstr(text, "\"with,comma \"\"q\"\"\"") != NULL;
-    int has_last = strstr(text, ",0.93") != NULL;   /* b's last val_acc 0.9 + 30/1000 */
+    int has_last = strstr(text, ",0.93") != NULL; /* b's last val_acc 0.9 + 30/1000 */
     free(text);
     ASSERT_EQ(lines, 3);
     ASSERT(header_ok);
@@ -420,8 +426,7 @@ T_TEST(t_export)
     ASSERT_EQ(json_array_size(runs), 1);
     json_t *run = json_array_get(runs, 0);
     ASSERT_EQ(json_integer_value(json_object_get(run, "id")), b);
-    ASSERT_STR_EQ(json_string_value(json_object_get(json_object_get(run, "params"), "lr")),
-                  "0.01");
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_object_get(run, "params"), "lr")), "0.01");
     json_t *metrics = json_object_get(run, "metrics");
     ASSERT_EQ(json_array_size(metrics), 2);
     json_t *loss = json_array_get(metrics, 0);
@@ -454,7 +459,7 @@ T_TEST(t_delete)
     double *x, *y;
     size_t n = 1;
     ASSERT_EQ(rt_results_series(rs, a, "loss", RT_RESULTS_STEP, &x, &y, &n, &err), RT_OK);
-    ASSERT_EQ(n, 0);   /* metrics went with the run */
+    ASSERT_EQ(n, 0); /* metrics went with the run */
     free(x);
     free(y);
     ASSERT_EQ(rt_results_get_run(rs, b, &r, &err), RT_OK);
@@ -503,8 +508,8 @@ T_TEST(t_mlflow_absent)
 {
     char path[600];
     store_path(path, sizeof path, "mlflow-local.sqlite");
-    rt_results_config cfg = {.path = path, .mlflow_url = "http://127.0.0.1:9",
-                             .mlflow_timeout_ms = 1000};
+    rt_results_config cfg = {
+        .path = path, .mlflow_url = "http://127.0.0.1:9", .mlflow_timeout_ms = 1000};
     rt_results *rs = NULL;
     rt_error err = {0};
     ASSERT_EQ(rt_results_open_config(&cfg, &rs, &err), RT_OK);
@@ -516,7 +521,7 @@ T_TEST(t_mlflow_absent)
     rt_results_close(rs);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    ASSERT(secs < 8.0);   /* bounded by the close timeout, not by the server */
+    ASSERT(secs < 8.0); /* bounded by the close timeout, not by the server */
     ASSERT_EQ(g_warnings, 1);
     ASSERT_STR_CONTAINS(g_warning, "127.0.0.1:9");
     ASSERT_STR_CONTAINS(g_warning, path);
@@ -581,7 +586,8 @@ T_TEST(t_credentials_redacted_and_plain_http_warned)
     rtp_mlflow *m = NULL;
     rt_error err = {0};
     ASSERT_EQ(rtp_mlflow_create("http://alice:s3cret@192.0.2.7:5000/", "kiln", 1000,
-                                "/tmp/x.sqlite", &m, &err), RT_OK);
+                                "/tmp/x.sqlite", &m, &err),
+              RT_OK);
     char *w = rtp_mlflow_take_warning(m);
     ASSERT(w != NULL);
     ASSERT_STR_CONTAINS(w, "plain http");
@@ -589,8 +595,9 @@ T_TEST(t_credentials_redacted_and_plain_http_warned)
     ASSERT(strstr(w, "s3cret") == NULL && strstr(w, "alice") == NULL);
     free(w);
     rtp_mlflow_destroy(m, 0);
-    ASSERT_EQ(rtp_mlflow_create("http://alice:s3cret@127.0.0.1:9", "kiln", 1000,
-                                "/tmp/x.sqlite", &m, &err), RT_OK);
+    ASSERT_EQ(rtp_mlflow_create("http://alice:s3cret@127.0.0.1:9", "kiln", 1000, "/tmp/x.sqlite",
+                                &m, &err),
+              RT_OK);
     ASSERT(rtp_mlflow_take_warning(m) == NULL); /* loopback: nothing leaves the box */
     rtp_mlflow_destroy(m, 0);
     ASSERT(rtp_mlflow_is_loopback("localhost") && rtp_mlflow_is_loopback("[::1]") &&
@@ -618,10 +625,9 @@ T_TEST(t_logging_never_waits_for_the_lock)
         all_ok &= rt_results_log_metric(rs, run, "loss", s, s, 0, RT_RESULTS_STEP, &err) == RT_OK;
     ASSERT(all_ok);
     sqlite3_stmt *st = NULL;
-    ASSERT_EQ(sqlite3_prepare_v2(other, "SELECT count(*) FROM metrics", -1, &st, NULL),
-              SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(other, "SELECT count(*) FROM metrics", -1, &st, NULL), SQLITE_OK);
     ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-    ASSERT_EQ(sqlite3_column_int(st, 0), 0);   /* nothing got through the lock */
+    ASSERT_EQ(sqlite3_column_int(st, 0), 0); /* nothing got through the lock */
     sqlite3_finalize(st);
     ASSERT_EQ(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(other);

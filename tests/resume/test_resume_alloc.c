@@ -49,8 +49,10 @@ static rt_status save(run *r, const char *path, rt_error *err)
 {
     rt_ckpt_train_snap s;
     RT_TRY(rt_ckpt_train_snap_capture(&s, r->t, r->m, err));
-    rt_ckpt_train_info in = {.model_name = "m", .hyperparameters = "{\"seed\":3}",
-                             .schedule = "constant", .base_lr = 1e-3};
+    rt_ckpt_train_info in = {.model_name = "m",
+                             .hyperparameters = "{\"seed\":3}",
+                             .schedule = "constant",
+                             .base_lr = 1e-3};
     rt_status st = rt_ckpt_train_save(path, r->m, &s, &in, err);
     rt_ckpt_train_snap_deinit(&s);
     return st;
@@ -123,7 +125,7 @@ T_TEST(sweep)
         if (s1 == RT_OK && s2 == RT_OK) oks++;
         else fails++;
         if (k >= used) break; /* no allocation was failed: the sweep is complete */
-        if (s2 == RT_OK) { /* back to a fresh trainer for the next round */
+        if (s2 == RT_OK) {    /* back to a fresh trainer for the next round */
             stop(&b);
             ASSERT_EQ(start(&b, &err), RT_OK);
         }
@@ -139,7 +141,6 @@ T_TEST(sweep)
     rmdir(dir);
 }
 
-
 int main(void)
 {
     json_set_alloc_funcs(alloc_fail_json_malloc, __wrap_free);
@@ -147,7 +148,8 @@ int main(void)
     g_data.n = 16, g_data.c = 1, g_data.h = 4, g_data.w = 4, g_data.num_classes = 4;
     g_data.images = __real_calloc(16 * 16, sizeof(float));
     g_data.labels = __real_calloc(16, 1);
-    for (int i = 0; i < 16; i++) g_data.labels[i] = (uint8_t)(i % 4), g_data.images[i * 17 % 256] = 1;
+    for (int i = 0; i < 16; i++)
+        g_data.labels[i] = (uint8_t)(i % 4), g_data.images[i * 17 % 256] = 1;
     T_RUN(sweep);
     __real_free(g_data.images);
     __real_free(g_data.labels);

@@ -62,12 +62,11 @@ static int same_weights(const char *a, const char *b)
         if (strncmp(t->name, "model.", 6)) continue;
         size_t bytes = t->end - t->begin;
         float *x = malloc(bytes + 1), *y = malloc(bytes + 1);
-        same = x && y &&
-               rt_ckpt_reader_get(ra, t->name, t->dtype, t->ndim, t->shape, x, bytes, NULL) ==
-                   RT_OK &&
-               rt_ckpt_reader_get(rb, t->name, t->dtype, t->ndim, t->shape, y, bytes, NULL) ==
-                   RT_OK &&
-               memcmp(x, y, bytes) == 0;
+        same =
+            x && y &&
+            rt_ckpt_reader_get(ra, t->name, t->dtype, t->ndim, t->shape, x, bytes, NULL) == RT_OK &&
+            rt_ckpt_reader_get(rb, t->name, t->dtype, t->ndim, t->shape, y, bytes, NULL) == RT_OK &&
+            memcmp(x, y, bytes) == 0;
         free(x), free(y);
     }
     rt_ckpt_reader_destroy(ra);

@@ -202,8 +202,8 @@ T_TEST(resume_in_another_process_is_bitwise)
             ASSERT_EQ(rt_trainer_get_state(r.t).step, STEPS);
             for (int s = ks[i]; s < STEPS; s++)
                 if (memcmp(&r.loss[s], &full.loss[s], sizeof(double)))
-                    T_FAIL_("%s resumed at %d: step %d loss %.17g, uninterrupted %.17g",
-                            c->optim, ks[i], s + 1, r.loss[s], full.loss[s]);
+                    T_FAIL_("%s resumed at %d: step %d loss %.17g, uninterrupted %.17g", c->optim,
+                            ks[i], s + 1, r.loss[s], full.loss[s]);
             size_t n2;
             float *w = weights(r.m, &n2);
             ASSERT_EQ(n2, nw);
@@ -211,8 +211,8 @@ T_TEST(resume_in_another_process_is_bitwise)
             free(w);
             stop(&r);
         }
-        printf("  %-5s %-28s loss %.4f -> %.4f, resumed at 1/9/23: bitwise equal\n",
-               c->optim, c->schedule, full.loss[0], full.loss[STEPS - 1]);
+        printf("  %-5s %-28s loss %.4f -> %.4f, resumed at 1/9/23: bitwise equal\n", c->optim,
+               c->schedule, full.loss[0], full.loss[STEPS - 1]);
         free(wfull);
         stop(&full);
     }
@@ -235,8 +235,11 @@ T_TEST(mismatches_are_clear_errors_and_change_nothing)
     ASSERT_EQ(rt_ckpt_reader_open(path, 0, &rd, &err), RT_OK);
     /* another model: wider first conv */
     run b;
-    ASSERT_EQ(start(&b, "conv2d 6 3 pad=1\nrelu\nbatchnorm\nmaxpool 2\ndropout 0.25\nflatten\n"
-                    "dense 8\nrelu\ndense 4\n", &CASES[0], 42, BATCH, &err), RT_OK);
+    ASSERT_EQ(start(&b,
+                    "conv2d 6 3 pad=1\nrelu\nbatchnorm\nmaxpool 2\ndropout 0.25\nflatten\n"
+                    "dense 8\nrelu\ndense 4\n",
+                    &CASES[0], 42, BATCH, &err),
+              RT_OK);
     size_t n0, n1;
     float *before = weights(b.m, &n0);
     ASSERT_EQ(rt_ckpt_train_load_model(rd, b.m, &err), RT_EINVAL);
@@ -248,7 +251,12 @@ T_TEST(mismatches_are_clear_errors_and_change_nothing)
     free(before), free(after);
     stop(&b);
     /* same model, but another seed / batch / optimiser: the state does not fit */
-    struct { uint64_t seed; int batch; const cfgcase *c; const char *says; } bad[] = {
+    struct {
+        uint64_t seed;
+        int batch;
+        const cfgcase *c;
+        const char *says;
+    } bad[] = {
         {43, BATCH, &CASES[0], "--seed 42"},
         {42, 16, &CASES[0], "steps an epoch"},
         {42, BATCH, &CASES[1], "holds adam state"},
@@ -312,8 +320,8 @@ static int write_interop(const char *dir)
     run r;
     rt_error err = {0};
     char path[600];
-    if (start(&r, SPEC, &CASES[0], 42, BATCH, &err) != RT_OK ||
-        train_to(&r, 10, &err) != RT_OK) goto fail;
+    if (start(&r, SPEC, &CASES[0], 42, BATCH, &err) != RT_OK || train_to(&r, 10, &err) != RT_OK)
+        goto fail;
     snprintf(path, sizeof path, "%s/trained.safetensors", dir);
     if (save_ckpt(&r, path, &err) != RT_OK) goto fail;
     for (int i = 0; i < rt_model_num_tensors(r.m); i++) {

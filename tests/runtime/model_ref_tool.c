@@ -45,9 +45,11 @@ int main(int argc, char **argv)
     char *spec = NULL;
     if (rt_model_zoo_spec(argv[1], in.num_classes, zoo, sizeof zoo, NULL) == RT_OK)
         spec = strdup(zoo);
-    else
-        spec = slurp(argv[1]);
-    if (!spec) { fprintf(stderr, "cannot read %s\n", argv[1]); return 1; }
+    else spec = slurp(argv[1]);
+    if (!spec) {
+        fprintf(stderr, "cannot read %s\n", argv[1]);
+        return 1;
+    }
     rt_backend b = {0};
     rt_model *m = NULL;
     rt_named_tensor *info = NULL;
@@ -70,7 +72,7 @@ int main(int argc, char **argv)
     host = calloc((size_t)nt * 2, sizeof *host);
     info = calloc((size_t)nt, sizeof *info);
     if (!host || !info) goto out;
-    for (int i = 0; i < nt; i++) {           /* weights before the step */
+    for (int i = 0; i < nt; i++) { /* weights before the step */
         if (rt_model_tensor(m, i, &info[i], &err)) goto out;
         host[i] = malloc(info[i].numel * 4);
         if (!host[i] || rt_model_tensor_read(m, i, host[i], &err)) goto out;
@@ -87,9 +89,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < nt; i++) {
         int64_t shape[4];
         for (int d = 0; d < info[i].ndim; d++) shape[d] = info[i].shape[d];
-        if (!info[i].trainable) rt_model_tensor_read(m, i, host[i], &err);   /* after */
-        if (rt_ckpt_writer_add_tensor(w, info[i].name, RT_ST_F32, info[i].ndim, shape,
-                                      host[i], &err))
+        if (!info[i].trainable) rt_model_tensor_read(m, i, host[i], &err); /* after */
+        if (rt_ckpt_writer_add_tensor(w, info[i].name, RT_ST_F32, info[i].ndim, shape, host[i],
+                                      &err))
             goto out;
         if (!info[i].trainable || nn == 512) continue;
         snprintf(names[nn], sizeof names[nn], "grad/%s", info[i].name);
@@ -105,8 +107,7 @@ int main(int argc, char **argv)
         rt_ckpt_writer_add_tensor(w, "loss", RT_ST_F32, 1, one, &lossf, &err) ||
         rt_ckpt_writer_set_meta(w, "spec", rt_model_spec_canonical(m), &err) ||
         rt_ckpt_writer_set_meta_i64(w, "step", 0, &err) ||
-        rt_ckpt_writer_set_meta_i64(w, "epoch", 0, &err) ||
-        rt_ckpt_writer_save(w, argv[5], &err))
+        rt_ckpt_writer_set_meta_i64(w, "epoch", 0, &err) || rt_ckpt_writer_save(w, argv[5], &err))
         goto out;
     printf("params %ld\nloss %.9g\n", rt_model_num_params(m), loss);
     rc = 0;

@@ -161,42 +161,30 @@ T_TEST(test_no_shuffle_drop_last)
 /* A 1x3x4 image, pad 1: hand-computed crops and flips. */
 T_TEST(test_crop_flip_hand_made)
 {
-    const float src[12] = {1, 2, 3, 4,
-                           5, 6, 7, 8,
-                           9, 10, 11, 12};
+    const float src[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
     float out[12];
     const float pad9[1] = {9.5f};
     /* top=1,left=1 with pad 1 is the identity */
     rt_batcher_crop_flip(out, src, 1, 3, 4, 1, 1, 1, 0, NULL);
     ASSERT(memcmp(out, src, sizeof src) == 0);
     /* top=0,left=0: shifted down-right by one, zero row/column at top/left */
-    const float tl[12] = {0, 0, 0, 0,
-                          0, 1, 2, 3,
-                          0, 5, 6, 7};
+    const float tl[12] = {0, 0, 0, 0, 0, 1, 2, 3, 0, 5, 6, 7};
     rt_batcher_crop_flip(out, src, 1, 3, 4, 1, 0, 0, 0, NULL);
     ASSERT(memcmp(out, tl, sizeof tl) == 0);
     /* top=2,left=2: shifted up-left, pad value at bottom/right */
-    const float br[12] = {6, 7, 8, 9.5f,
-                          10, 11, 12, 9.5f,
-                          9.5f, 9.5f, 9.5f, 9.5f};
+    const float br[12] = {6, 7, 8, 9.5f, 10, 11, 12, 9.5f, 9.5f, 9.5f, 9.5f, 9.5f};
     rt_batcher_crop_flip(out, src, 1, 3, 4, 1, 2, 2, 0, pad9);
     ASSERT(memcmp(out, br, sizeof br) == 0);
     /* identity crop + flip mirrors each row */
-    const float fl[12] = {4, 3, 2, 1,
-                          8, 7, 6, 5,
-                          12, 11, 10, 9};
+    const float fl[12] = {4, 3, 2, 1, 8, 7, 6, 5, 12, 11, 10, 9};
     rt_batcher_crop_flip(out, src, 1, 3, 4, 1, 1, 1, 1, NULL);
     ASSERT(memcmp(out, fl, sizeof fl) == 0);
     /* crop then flip: top=0,left=0 crop (tl above) mirrored */
-    const float tlf[12] = {0, 0, 0, 0,
-                           3, 2, 1, 0,
-                           7, 6, 5, 0};
+    const float tlf[12] = {0, 0, 0, 0, 3, 2, 1, 0, 7, 6, 5, 0};
     rt_batcher_crop_flip(out, src, 1, 3, 4, 1, 0, 0, 1, NULL);
     ASSERT(memcmp(out, tlf, sizeof tlf) == 0);
     /* left=2 (shift left) then flip */
-    const float lf[12] = {9.5f, 4, 3, 2,
-                          9.5f, 8, 7, 6,
-                          9.5f, 12, 11, 10};
+    const float lf[12] = {9.5f, 4, 3, 2, 9.5f, 8, 7, 6, 9.5f, 12, 11, 10};
     rt_batcher_crop_flip(out, src, 1, 3, 4, 1, 1, 2, 1, pad9);
     ASSERT(memcmp(out, lf, sizeof lf) == 0);
 }

@@ -16,8 +16,15 @@
 
 static const char *dir;
 
-typedef struct { char name[32]; int n; float *v; } arr;
-typedef struct { arr a[16]; int n; } fixture;
+typedef struct {
+    char name[32];
+    int n;
+    float *v;
+} arr;
+typedef struct {
+    arr a[16];
+    int n;
+} fixture;
 
 static int load(fixture *f, const char *name)
 {
@@ -81,7 +88,8 @@ static int cmp(fixture *f, const char *name, const rt_tensor *got)
     const float *g = got->data;
     if ((size_t)n != rt_tensor_numel(got))
         return fprintf(stderr, "  %s: %d reference values, %zu computed\n", name, n,
-                       rt_tensor_numel(got)), 1;
+                       rt_tensor_numel(got)),
+               1;
     double amax = 0;
     for (int i = 0; i < n; i++) amax = fmax(amax, fabs(ref[i]));
     int bad = 0;
@@ -101,8 +109,14 @@ T_TEST(conv)
         fixture f;
         ASSERT_EQ(load(&f, cases[k]), 0);
         float *s = get(&f, "shape", NULL);
-        rt_conv_desc d = {.N = (int)s[0], .C = (int)s[1], .H = (int)s[2], .W = (int)s[3],
-                          .K = (int)s[4], .R = (int)s[5], .S = (int)s[5], .stride = (int)s[6],
+        rt_conv_desc d = {.N = (int)s[0],
+                          .C = (int)s[1],
+                          .H = (int)s[2],
+                          .W = (int)s[3],
+                          .K = (int)s[4],
+                          .R = (int)s[5],
+                          .S = (int)s[5],
+                          .stride = (int)s[6],
                           .pad = (int)s[7]};
         d.P = (d.H + 2 * d.pad - d.R) / d.stride + 1;
         d.Q = (d.W + 2 * d.pad - d.S) / d.stride + 1;
@@ -133,8 +147,13 @@ T_TEST(pool)
         fixture f;
         ASSERT_EQ(load(&f, cases[k]), 0);
         float *s = get(&f, "shape", NULL);
-        rt_pool_desc d = {.N = (int)s[0], .C = (int)s[1], .H = (int)s[2], .W = (int)s[3],
-                          .R = (int)s[4], .S = (int)s[4], .stride = (int)s[5]};
+        rt_pool_desc d = {.N = (int)s[0],
+                          .C = (int)s[1],
+                          .H = (int)s[2],
+                          .W = (int)s[3],
+                          .R = (int)s[4],
+                          .S = (int)s[4],
+                          .stride = (int)s[5]};
         d.P = (d.H - d.R) / d.stride + 1;
         d.Q = (d.W - d.S) / d.stride + 1;
         rt_error err = {0};
@@ -164,7 +183,8 @@ T_TEST(relu)
         ASSERT_EQ(load(&f, cases[k]), 0);
         float slope = get(&f, "slope", NULL)[0];
         rt_error err = {0};
-        rt_tensor x = tens(get(&f, "x", NULL), 2, 3, 4, 5), dy = tens(get(&f, "dy", NULL), 2, 3, 4, 5);
+        rt_tensor x = tens(get(&f, "x", NULL), 2, 3, 4, 5),
+                  dy = tens(get(&f, "dy", NULL), 2, 3, 4, 5);
         rt_tensor y = tens(NULL, 2, 3, 4, 5), dx = tens(NULL, 2, 3, 4, 5);
         int bad = rt_backend_relu_fwd(&be, &y, &x, slope, &err) != RT_OK ||
                   rt_backend_relu_bwd(&be, &dx, &dy, &y, slope, &err) != RT_OK;
@@ -185,8 +205,12 @@ T_TEST(batchnorm)
         fixture f;
         ASSERT_EQ(load(&f, cases[k]), 0);
         float *s = get(&f, "shape", NULL);
-        rt_bn_desc d = {.N = (int)s[0], .C = (int)s[1], .H = (int)s[2], .W = (int)s[3],
-                        .eps = 1e-5f, .momentum = 0.1f};
+        rt_bn_desc d = {.N = (int)s[0],
+                        .C = (int)s[1],
+                        .H = (int)s[2],
+                        .W = (int)s[3],
+                        .eps = 1e-5f,
+                        .momentum = 0.1f};
         rt_error err = {0};
         rt_tensor x = tens(get(&f, "x", NULL), d.N, d.C, d.H, d.W);
         rt_tensor g = tens(get(&f, "gamma", NULL), d.C, 1, 1, 1);
@@ -198,7 +222,8 @@ T_TEST(batchnorm)
         rt_tensor rm = tens(NULL, d.C, 1, 1, 1), rv = tens(NULL, d.C, 1, 1, 1);
         rt_tensor dg = tens(NULL, d.C, 1, 1, 1), db = tens(NULL, d.C, 1, 1, 1);
         for (int c = 0; c < d.C; c++) ((float *)rv.data)[c] = 1.0f;
-        int bad = rt_backend_bn_fwd_train(&be, &y, &sm, &si, &rm, &rv, &x, &g, &bt, &d, &err) != RT_OK;
+        int bad =
+            rt_backend_bn_fwd_train(&be, &y, &sm, &si, &rm, &rv, &x, &g, &bt, &d, &err) != RT_OK;
         bad += rt_backend_bn_bwd(&be, &dx, &dg, &db, &dy, &x, &g, &sm, &si, &d, &err) != RT_OK;
         bad += rt_backend_bn_fwd_eval(&be, &ye, &x, &g, &bt, &rm, &rv, &d, &err) != RT_OK;
         bad += cmp(&f, "y", &y) + cmp(&f, "running_mean", &rm) + cmp(&f, "running_var", &rv);
@@ -272,7 +297,8 @@ T_TEST(dropout_mask)
     rt_tensor x = tens(NULL, N, C, H, W), y = tens(NULL, N, C, H, W), m1 = tens(NULL, N, C, H, W);
     rt_tensor m2 = tens(NULL, N, C, H, W), dx = tens(NULL, N, C, H, W);
     for (int i = 0; i < K; i++) ((float *)x.data)[i] = 1.0f + (float)(i % 7);
-    rt_dropout_desc d = {.N = N, .C = C, .H = H, .W = W, .p = 0.25f, .seed = 9, .step = 3, .layer = 5};
+    rt_dropout_desc d = {
+        .N = N, .C = C, .H = H, .W = W, .p = 0.25f, .seed = 9, .step = 3, .layer = 5};
     ASSERT_EQ(rt_backend_dropout_fwd(&be, &y, &m1, &x, &d, &err), RT_OK);
     int kept = 0;
     for (int i = 0; i < K; i++) {
@@ -311,8 +337,9 @@ T_TEST(optimizer_ops_equal_rt_optim)
     float p0[P], g[P];
     for (int i = 0; i < P; i++) p0[i] = sinf((float)i), g[i] = cosf(0.37f * (float)i);
     for (int kind = 0; kind < 3; kind++) {
-        rt_optim_config cfg = rt_optim_config_default(kind == 0 ? RT_OPTIM_ADAM :
-                                                      kind == 1 ? RT_OPTIM_ADAMW : RT_OPTIM_SGD);
+        rt_optim_config cfg = rt_optim_config_default(kind == 0   ? RT_OPTIM_ADAM
+                                                      : kind == 1 ? RT_OPTIM_ADAMW
+                                                                  : RT_OPTIM_SGD);
         if (kind == 2) cfg.momentum = 0.9;
         cfg.weight_decay = 0.01;
         float pa[P], pb[P];
@@ -326,12 +353,17 @@ T_TEST(optimizer_ops_equal_rt_optim)
         for (int step = 1; step <= 3; step++) {
             ASSERT_EQ(rt_optim_step(o, 1e-2, &err), RT_OK);
             if (kind < 2) {
-                rt_adam_desc d = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
-                                  .weight_decay = 0.01f, .decoupled = kind == 1, .step = step};
+                rt_adam_desc d = {.lr = 1e-2f,
+                                  .beta1 = 0.9f,
+                                  .beta2 = 0.999f,
+                                  .eps = 1e-8f,
+                                  .weight_decay = 0.01f,
+                                  .decoupled = kind == 1,
+                                  .step = step};
                 ASSERT_EQ(rt_backend_adam_update(&be, &tp, &m, &v, &tg, &d, &err), RT_OK);
             } else {
-                rt_sgd_desc d = {.lr = 1e-2f, .momentum = 0.9f, .weight_decay = 0.01f,
-                                 .step = step};
+                rt_sgd_desc d = {
+                    .lr = 1e-2f, .momentum = 0.9f, .weight_decay = 0.01f, .step = step};
                 ASSERT_EQ(rt_backend_sgd_update(&be, &tp, &m, &tg, &d, &err), RT_OK);
             }
         }
@@ -351,8 +383,14 @@ T_TEST(thread_count_invariance)
     fixture f;
     ASSERT_EQ(load(&f, "conv_s2p1"), 0);
     float *s = get(&f, "shape", NULL);
-    rt_conv_desc d = {.N = (int)s[0], .C = (int)s[1], .H = (int)s[2], .W = (int)s[3],
-                      .K = (int)s[4], .R = (int)s[5], .S = (int)s[5], .stride = (int)s[6],
+    rt_conv_desc d = {.N = (int)s[0],
+                      .C = (int)s[1],
+                      .H = (int)s[2],
+                      .W = (int)s[3],
+                      .K = (int)s[4],
+                      .R = (int)s[5],
+                      .S = (int)s[5],
+                      .stride = (int)s[6],
                       .pad = (int)s[7]};
     d.P = (d.H + 2 * d.pad - d.R) / d.stride + 1;
     d.Q = (d.W + 2 * d.pad - d.S) / d.stride + 1;

@@ -61,7 +61,10 @@ static int check_model(const char *spec, int c, int h, int w)
     size_t off = 0;
     for (int i = 0; i < rt_model_num_tensors(m); i++) {
         rt_named_tensor t;
-        if (rt_model_tensor(m, i, &t, &err)) { bad = -1; break; }
+        if (rt_model_tensor(m, i, &t, &err)) {
+            bad = -1;
+            break;
+        }
         if (!t.trainable) continue;
         size_t stride = t.numel > 24 ? t.numel / 24 : 1;
         for (size_t k = 0; k < t.numel; k += stride) {
@@ -75,8 +78,7 @@ static int check_model(const char *spec, int c, int h, int w)
             checked++;
             if (!(fabs(ana - num) <= 2e-3 + 2e-2 * fabs(num))) {
                 if (bad++ < 5)
-                    fprintf(stderr, "  %s[%zu]: analytic %.6g numeric %.6g\n", t.name, k, ana,
-                            num);
+                    fprintf(stderr, "  %s[%zu]: analytic %.6g numeric %.6g\n", t.name, k, ana, num);
             }
         }
         off += rt_optim_align(t.numel); /* the flat layout (rt_model.h) */
@@ -90,7 +92,7 @@ out:
     return bad;
 }
 
-#define CASE(name, spec, c, h, w)                                                  \
+#define CASE(name, spec, c, h, w) \
     T_TEST(name) { ASSERT_EQ(check_model(spec, c, h, w), 0); }
 
 CASE(grad_conv_stride_pad, "conv2d 3 3 stride=2 pad=1\nflatten\ndense 3", 2, 7, 7)
@@ -108,14 +110,20 @@ CASE(grad_dropout, "conv2d 3 3\ndropout 0.4\nflatten\ndense 3", 1, 6, 6)
 CASE(grad_dense_chain, "flatten\ndense 5\nrelu\ndense 3", 2, 3, 3)
 /* residual blocks: the identity skip (the gradient of x is the sum of both paths), a
  * projection shortcut with stride 2, a block on the model's input, global avg pool */
-CASE(grad_residual_identity, "conv2d 3 3 pad=same\nresidual:\n    conv2d 3 3 pad=same\n"
+CASE(grad_residual_identity,
+     "conv2d 3 3 pad=same\nresidual:\n    conv2d 3 3 pad=same\n"
      "    batchnorm\n    relu\n    conv2d 3 3 pad=same\nrelu\nglobalavgpool\nflatten\n"
-     "dense 3", 2, 6, 6)
-CASE(grad_residual_projection, "conv2d 3 3 pad=1\nresidual:\n    conv2d 4 3 stride=2 pad=same\n"
+     "dense 3",
+     2, 6, 6)
+CASE(grad_residual_projection,
+     "conv2d 3 3 pad=1\nresidual:\n    conv2d 4 3 stride=2 pad=same\n"
      "    relu\n    conv2d 4 3 pad=same\n  shortcut:\n    conv2d 4 1 stride=2\n    batchnorm\n"
-     "relu\nflatten\ndense 3", 2, 6, 6)
-CASE(grad_residual_first, "residual:\n    conv2d 2 3 pad=same\n    relu\nresidual:\n"
-     "    conv2d 2 3 pad=same\nflatten\ndense 3", 2, 5, 5)
+     "relu\nflatten\ndense 3",
+     2, 6, 6)
+CASE(grad_residual_first,
+     "residual:\n    conv2d 2 3 pad=same\n    relu\nresidual:\n"
+     "    conv2d 2 3 pad=same\nflatten\ndense 3",
+     2, 5, 5)
 CASE(grad_globalavgpool, "conv2d 3 3\nglobalavgpool\nflatten\ndense 3", 2, 7, 5)
 
 int main(void)

@@ -45,7 +45,7 @@ T_TEST(mnist_summary)
     ASSERT_EQ(r[6].out_flat, 1);
     ASSERT_EQ(r[7].params, 1179776);
     ASSERT_EQ(r[10].params, 1290);
-    ASSERT_EQ(r[2].line, 4);   /* comment line 1 and the blank line count */
+    ASSERT_EQ(r[2].line, 4); /* comment line 1 and the blank line count */
     ASSERT_EQ(r[7].line, 10);
     ASSERT_STR_EQ(r[0].spec, "conv2d 32 3 stride=1 pad=0");
     rt_model_destroy(m);
@@ -69,12 +69,14 @@ T_TEST(canonical_round_trip)
         ASSERT_STR_EQ(rt_model_spec_canonical(a), rt_model_spec_canonical(b));
         int na, nb;
         long ta, tb;
-        const rt_summary_row *ra = rt_model_summary(a, &na, &ta), *rb = rt_model_summary(b, &nb, &tb);
+        const rt_summary_row *ra = rt_model_summary(a, &na, &ta),
+                             *rb = rt_model_summary(b, &nb, &tb);
         ASSERT_EQ(na, nb);
         ASSERT_EQ(ta, tb);
         for (int i = 0; i < na; i++) {
             ASSERT_STR_EQ(ra[i].spec, rb[i].spec);
-            ASSERT_EQ(ra[i].out_c * ra[i].out_h * ra[i].out_w, rb[i].out_c * rb[i].out_h * rb[i].out_w);
+            ASSERT_EQ(ra[i].out_c * ra[i].out_h * ra[i].out_w,
+                      rb[i].out_c * rb[i].out_h * rb[i].out_w);
         }
         rt_model_destroy(a);
         rt_model_destroy(b);
@@ -83,7 +85,9 @@ T_TEST(canonical_round_trip)
 
 T_TEST(syntax_errors_name_the_line)
 {
-    static const struct { const char *spec, *expect[3]; } cases[] = {
+    static const struct {
+        const char *spec, *expect[3];
+    } cases[] = {
         {"conv2d 32 3\nrelu\nconvv 3 3\n", {"line 3", "unknown layer 'convv'", "conv2d"}},
         {"conv2d\n", {"line 1", "conv2d", "conv2d K R"}},
         {"\n\nconv2d 32\n", {"line 3", "kernel size", "conv2d K R"}},
@@ -117,8 +121,8 @@ T_TEST(syntax_errors_name_the_line)
         {"conv2d 4 99999999999999999999\n", {"line 1", "is too large", "1048576"}},
         {"conv2d 4 3 stride=2000000\n", {"line 1", "'stride=2000000' is too large", "1048576"}},
         {"conv2d 4 3\nmaxpool 2000000\n", {"line 2", "'2000000' is too large", "1048576"}},
-        {"conv2d 4 3\nmaxpool 2 stride=2000000\n", {"line 2", "stride=2000000' is too large",
-                                                     "1048576"}},
+        {"conv2d 4 3\nmaxpool 2 stride=2000000\n",
+         {"line 2", "stride=2000000' is too large", "1048576"}},
         {"conv2d 1048576 3 pad=1000\n", {"line 1", "too large", ""}},
         {"flatten\ndense 1000000\ndense 1000000\n", {"line 3", "too large", ""}},
     };
@@ -135,7 +139,9 @@ T_TEST(syntax_errors_name_the_line)
 
 T_TEST(shape_errors_name_the_line)
 {
-    static const struct { const char *spec, *expect[3]; } cases[] = {
+    static const struct {
+        const char *spec, *expect[3];
+    } cases[] = {
         {"conv2d 8 3\nconv2d 8 30\nflatten\ndense 10\n", {"line 2", "kernel 30x30", "8x26x26"}},
         {"flatten\nconv2d 8 3\ndense 10\n", {"line 2", "784 flat features", "conv2d"}},
         {"conv2d 8 3\ndense 10\n", {"line 2", "8x26x26", "flatten"}},
@@ -172,13 +178,14 @@ T_TEST(tensor_enumeration)
     rt_model *m = NULL;
     rt_model_input in = {3, 8, 8, 4};
     ASSERT_EQ(rt_backend_open(&b, "cpu", 1, &err), RT_OK);
-    ASSERT_EQ(rt_model_create(&m, "conv2d 4 3 pad=1\nbatchnorm\nrelu\nflatten\ndense 4", &in,
-                              &err), RT_OK);
+    ASSERT_EQ(rt_model_create(&m, "conv2d 4 3 pad=1\nbatchnorm\nrelu\nflatten\ndense 4", &in, &err),
+              RT_OK);
     ASSERT_EQ(rt_model_attach(m, &b, 2, 7, &err), RT_OK);
     ASSERT_EQ(rt_model_num_tensors(m), 8);
-    static const char *names[] = {"0.conv2d.weight", "0.conv2d.bias", "1.batchnorm.weight",
-                                  "1.batchnorm.bias", "1.batchnorm.running_mean",
-                                  "1.batchnorm.running_var", "4.dense.weight", "4.dense.bias"};
+    static const char *names[] = {"0.conv2d.weight",          "0.conv2d.bias",
+                                  "1.batchnorm.weight",       "1.batchnorm.bias",
+                                  "1.batchnorm.running_mean", "1.batchnorm.running_var",
+                                  "4.dense.weight",           "4.dense.bias"};
     static const int ndims[] = {4, 1, 1, 1, 1, 1, 2, 1};
     static const int trainable[] = {1, 1, 1, 1, 0, 0, 1, 1};
     size_t nparams = 0;
@@ -284,7 +291,7 @@ T_TEST(resnet20_and_residual_blocks)
     ASSERT_EQ(shortcuts, 2);
     ASSERT_EQ(adds, 9);
     ASSERT_STR_EQ(r[4].spec, "    conv2d 16 3 stride=1 pad=1");
-    ASSERT_EQ(r[n - 3].out_c, 64);                   /* globalavgpool: 64x1x1 */
+    ASSERT_EQ(r[n - 3].out_c, 64); /* globalavgpool: 64x1x1 */
     ASSERT_EQ(r[n - 3].out_h, 1);
     ASSERT_EQ(rt_model_create(&b, rt_model_spec_canonical(m), &in, &err), RT_OK);
     ASSERT_STR_EQ(rt_model_spec_canonical(b), rt_model_spec_canonical(m));
@@ -293,7 +300,8 @@ T_TEST(resnet20_and_residual_blocks)
     rt_model_destroy(m);
     const rt_model_input small = {3, 8, 8, 4};
     ASSERT_STR_CONTAINS(error_of("residual:\n    conv2d 4 3 stride=2 pad=same\nflatten\n"
-                                 "dense 4\n", &small),
+                                 "dense 4\n",
+                                 &small),
                         "identity cannot be added ---> HINT: end the block with an indented "
                         "'shortcut:'");
     ASSERT_STR_CONTAINS(error_of("residual:\nflatten\ndense 4\n", &small),
@@ -302,11 +310,12 @@ T_TEST(resnet20_and_residual_blocks)
                         "line 3: a residual block inside another");
     ASSERT_STR_CONTAINS(error_of("relu\nshortcut:\nflatten\ndense 4\n", &small),
                         "line 2: 'shortcut:' belongs inside a residual block");
-    ASSERT_STR_CONTAINS(error_of("residual:\n    relu\n  shortcut:\nflatten\ndense 4\n",
-                                 &small), "'shortcut:' has no layers");
+    ASSERT_STR_CONTAINS(error_of("residual:\n    relu\n  shortcut:\nflatten\ndense 4\n", &small),
+                        "'shortcut:' has no layers");
     ASSERT_STR_CONTAINS(error_of("residual: now\n    relu\n", &small), "takes nothing");
     ASSERT_STR_CONTAINS(error_of("residual:\n    conv2d 4 3 pad=1\n  shortcut:\n    "
-                                 "conv2d 5 1\nflatten\ndense 4\n", &small),
+                                 "conv2d 5 1\nflatten\ndense 4\n",
+                                 &small),
                         "the shortcut gives 5x8x8 but the block's layers give 4x8x8");
     ASSERT_STR_CONTAINS(error_of("conv2d 4 2 pad=same\nflatten\ndense 4\n", &small),
                         "pad=same needs an odd kernel size");

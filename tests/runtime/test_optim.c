@@ -222,8 +222,9 @@ T_TEST(test_state_names_and_errors)
     /* wrong size, unknown names, out-of-range index: refused, state unchanged */
     ASSERT_EQ(rt_optim_state_set(o, "exp_avg.0", data, 4, &err), RT_EINVAL);
     ASSERT_STR_CONTAINS(err.msg, "has 4 values but parameter 0 has 3");
-    const char *bad[] = {"exp_avg.2", "exp_avg", "exp_avg.01", "exp_avg.-1", "momentum_buffer.0",
-                         "exp_avg_sq.0x", ""};
+    const char *bad[] = {
+        "exp_avg.2",     "exp_avg", "exp_avg.01", "exp_avg.-1", "momentum_buffer.0",
+        "exp_avg_sq.0x", ""};
     for (int i = 0; i < 7; i++) {
         ASSERT_EQ(rt_optim_state_set(o, bad[i], data, 1, &err), RT_EINVAL);
         ASSERT_STR_CONTAINS(err.msg, "no state array");
@@ -311,7 +312,11 @@ T_TEST(test_parallel_equals_serial)
     }
     int same = memcmp(p, q, N * sizeof *p) == 0;
     rt_optim_destroy(o);
-    free(p); free(g); free(q); free(m); free(v);
+    free(p);
+    free(g);
+    free(q);
+    free(m);
+    free(v);
     ASSERT(same);
 }
 

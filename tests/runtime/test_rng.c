@@ -8,12 +8,12 @@
 
 /* Random123 kat_vectors, "philox4x32 10" lines: counter (4 words), key (2), expected. */
 static const uint32_t KAT[3][10] = {
-    {0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000,
-     0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
-    {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff,
-     0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
-    {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0,
-     0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1},
+    {0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x6627e8d5, 0xe169c58d,
+     0xbc57ac4c, 0x9b00dbd8},
+    {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e,
+     0xa20bc7c6, 0x6d5451fd},
+    {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb,
+     0x5001e420, 0x24126ea1},
 };
 
 T_TEST(test_kat)
@@ -92,11 +92,14 @@ T_TEST(test_normal_moments)
     rt_rng r = rt_rng_stream(7, RT_RNG_USER, 0, 0);
     rt_rng_fill_normal(&r, x, N, 1.0f, 2.0f);
     double s = 0, s2 = 0;
-    for (int i = 0; i < N; i++) { s += x[i]; s2 += (double)x[i] * x[i]; }
+    for (int i = 0; i < N; i++) {
+        s += x[i];
+        s2 += (double)x[i] * x[i];
+    }
     double mean = s / N, var = s2 / N - mean * mean;
     free(x);
-    ASSERT_NEAR(mean, 1.0, 0.03);  /* std of the mean: 2/sqrt(2e5) = 0.0045 */
-    ASSERT_NEAR(var, 4.0, 0.08);   /* std of the variance: 4*sqrt(2/2e5) = 0.013 */
+    ASSERT_NEAR(mean, 1.0, 0.03); /* std of the mean: 2/sqrt(2e5) = 0.0045 */
+    ASSERT_NEAR(var, 4.0, 0.08);  /* std of the variance: 4*sqrt(2/2e5) = 0.013 */
 }
 
 /* Bulk fills equal the scalar draws, from an unaligned start, across chunk and
@@ -129,8 +132,7 @@ T_TEST(test_bulk_equals_scalar)
                 if (memcmp(&s, &bulk[i], sizeof s) != 0) { /* bitwise, +0 vs -0 too */
                     float got = bulk[i];
                     free(bulk);
-                    T_FAIL_("kind %d n %zu: element %zu bulk %.9g scalar %.9g", kind, n, i,
-                            got, s);
+                    T_FAIL_("kind %d n %zu: element %zu bulk %.9g scalar %.9g", kind, n, i, got, s);
                 }
             }
             ASSERT_EQ(rt_rng_u32(&a), rt_rng_u32(&b));
@@ -224,7 +226,9 @@ T_TEST(test_state_roundtrip)
     for (int i = 0; i < 10; i++) ASSERT_EQ(rt_rng_u32(&q), expect[i]);
 
     /* bad input is refused with a message, the output untouched */
-    const char *bad[] = {"", "philox4x32-10:", "mt19937:0000000000000000:0:0",
+    const char *bad[] = {"",
+                         "philox4x32-10:",
+                         "mt19937:0000000000000000:0:0",
                          "philox4x32-10:deadbeefcafef00d:0000000000000000:000000000000000",
                          "philox4x32-10:deadbeefcafef00d:0000000000000000:00000000000000zz",
                          "philox4x32-10:deadbeefcafef00d:0000000000000000:0000000000000000x"};

@@ -49,8 +49,8 @@ T_TEST(test_against_pytorch)
                 double rel = fabs(got - want) / fabs(want);
                 if (rel > worst) worst = rel;
                 if (rel > RTOL && !failed) {
-                    fprintf(stderr, "  '%s' step %lld: lr %.17g, torch %.17g\n", spec, step,
-                            got, want);
+                    fprintf(stderr, "  '%s' step %lld: lr %.17g, torch %.17g\n", spec, step, got,
+                            want);
                     failed = 1;
                 }
                 p = end;
@@ -150,7 +150,9 @@ T_TEST(test_parse_forms)
 
 T_TEST(test_parse_errors)
 {
-    struct { const char *text, *msg; } cases[] = {
+    struct {
+        const char *text, *msg;
+    } cases[] = {
         {"", "expected one of constant, step, cosine, onecycle"},
         {"linear", "unknown schedule 'linear'; expected one of constant, step, cosine"},
         {"step", "schedule step needs step_size > 0 (e.g. step:10:0.1"},

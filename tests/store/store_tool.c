@@ -44,10 +44,8 @@ static rt_status sync_loop(rt_store *s, const char *prefix, int keep, int cap, r
     while (fgets(line, sizeof line, stdin)) {
         if (sscanf(line, "put %3999s %lld", path, &step) == 2) {
             rt_error e = {0};
-            if (rt_store_sync_enqueue(y, path, step, &e) != RT_OK)
-                printf("error: %s\n", e.msg);
-            else
-                printf("queued\n");
+            if (rt_store_sync_enqueue(y, path, step, &e) != RT_OK) printf("error: %s\n", e.msg);
+            else printf("queued\n");
         } else if (strncmp(line, "status", 6) == 0) {
             rt_store_sync_status st;
             rt_store_sync_get_status(y, &st);
@@ -84,8 +82,7 @@ static int make(const char *path, long step, long kb)
     if (!x) return 1;
     for (size_t i = 0; i < n; i++) x[i] = (float)(step * 1000003 + (long)i % 9973) * 0.25f;
     rt_status st = rt_ckpt_writer_create(&w, &err);
-    if (st == RT_OK)
-        st = rt_ckpt_writer_add_tensor(w, "model.x", RT_ST_F32, 1, shape, x, &err);
+    if (st == RT_OK) st = rt_ckpt_writer_add_tensor(w, "model.x", RT_ST_F32, 1, shape, x, &err);
     if (st == RT_OK) st = rt_ckpt_writer_set_meta_i64(w, "step", step, &err);
     if (st == RT_OK) st = rt_ckpt_writer_set_meta_i64(w, "epoch", 0, &err);
     if (st == RT_OK) st = rt_ckpt_writer_save(w, path, &err);
@@ -109,8 +106,7 @@ int main(int argc, char **argv)
     char *prefix = NULL;
     rt_status st = rt_store_open(argv[1], &s, &prefix, &err);
     if (st == RT_OK && strcmp(cmd, "open") == 0) {
-        printf("ok %s prefix '%s' at %s\n", rt_store_bucket_url(s), prefix,
-               rt_store_endpoint(s));
+        printf("ok %s prefix '%s' at %s\n", rt_store_bucket_url(s), prefix, rt_store_endpoint(s));
     } else if (st == RT_OK && strcmp(cmd, "put") == 0 && argc == 5) {
         st = rt_store_put_file(s, argv[3], argv[4], &err);
     } else if (st == RT_OK && strcmp(cmd, "putmem") == 0 && argc == 5) {

@@ -15,15 +15,14 @@
 #include "../t.h"
 #include "rt.h"
 
-static const char *net =
-    "conv2d 32 3\nrelu\nconv2d 64 3\nrelu\nmaxpool 2\ndropout 0.25\nflatten\n"
-    "dense 128\nrelu\ndropout 0.5\ndense 10\n";
+static const char *net = "conv2d 32 3\nrelu\nconv2d 64 3\nrelu\nmaxpool 2\ndropout 0.25\nflatten\n"
+                         "dense 128\nrelu\ndropout 0.5\ndense 10\n";
 
 static void progress(const rt_progress *p, void *user)
 {
     if (p->epoch_end)
-        printf("epoch %lld: loss %.4f accuracy %.4f (%.0f images/s)\n",
-               (long long)p->epoch + 1, p->epoch_loss, p->epoch_accuracy, p->images_per_s);
+        printf("epoch %lld: loss %.4f accuracy %.4f (%.0f images/s)\n", (long long)p->epoch + 1,
+               p->epoch_loss, p->epoch_accuracy, p->images_per_s);
 }
 
 static rt_dataset_splits s;
@@ -52,8 +51,7 @@ T_TEST(two_epochs_reach_torch_accuracy)
     rt_eval_result *r = malloc(sizeof *r);
     ASSERT(r != NULL);
     ASSERT_EQ(rt_trainer_evaluate(m, &s.test, 0, r, &err), RT_OK);
-    printf("test accuracy %.4f, loss %.4f (%lld images)\n", r->accuracy, r->loss,
-           (long long)r->n);
+    printf("test accuracy %.4f, loss %.4f (%lld images)\n", r->accuracy, r->loss, (long long)r->n);
     double acc = r->accuracy;
     free(r);
     rt_trainer_destroy(t);
@@ -65,7 +63,8 @@ T_TEST(two_epochs_reach_torch_accuracy)
 int main(void)
 {
     rt_error err = {0};
-    rt_dataset_opts o = {.name = "fashion-mnist", .dir = "/usr/share/datasets/fashion-mnist",
+    rt_dataset_opts o = {.name = "fashion-mnist",
+                         .dir = "/usr/share/datasets/fashion-mnist",
                          .url = "http://127.0.0.1:9/"};
     if (rt_dataset_load(&s, &o, &err)) {
         printf("SKIP: Fashion-MNIST not available: %s\n", err.msg);

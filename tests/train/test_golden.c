@@ -41,8 +41,8 @@ typedef struct run {
     int progress_calls, stop_at;
     int64_t last_step, last_skipped;
     int bad_order;
-    int64_t first_step;       /* first step this run reported */
-    double losses[STEPS];     /* per step, from the progress callbacks */
+    int64_t first_step;   /* first step this run reported */
+    double losses[STEPS]; /* per step, from the progress callbacks */
 } run;
 
 static void on_progress(const rt_progress *p, void *user)
@@ -194,7 +194,8 @@ static rt_status save(run *r, capture *c, rt_error *err)
 
 static rt_status restore(run *r, const capture *c, rt_error *err)
 {
-    for (int i = 0; i < c->ntensors; i++) RT_TRY(rt_model_tensor_write(r->m, i, c->tensors[i], err));
+    for (int i = 0; i < c->ntensors; i++)
+        RT_TRY(rt_model_tensor_write(r->m, i, c->tensors[i], err));
     rt_optim *o = rt_trainer_optim(r->t);
     for (size_t i = 0; i < c->noptim; i++)
         RT_TRY(rt_optim_state_set(o, c->optim_name[i], c->optim[i], c->optim_n[i], err));
@@ -247,8 +248,8 @@ T_TEST(resume_is_bitwise)
 
 /* Trains to the end (stopping at stop_at > 0, capturing and continuing in a fresh
  * model/trainer from the capture, as %resume does); final model tensors into *fin. */
-static void run_to_end(int *t_failed_, const rt_dataset *d, int stop_at, double *losses, capture *fin,
-                       int64_t *skipped, double *scale)
+static void run_to_end(int *t_failed_, const rt_dataset *d, int stop_at, double *losses,
+                       capture *fin, int64_t *skipped, double *scale)
 {
     rt_error err = {0};
     run r;
@@ -380,7 +381,8 @@ T_TEST(evaluate_and_errors)
     ASSERT(res->accuracy > 0.9); /* the quadrant task is easy */
     int64_t tot = 0, diag = 0;
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) tot += res->confusion[i][j], diag += i == j ? res->confusion[i][j] : 0;
+        for (int j = 0; j < 4; j++)
+            tot += res->confusion[i][j], diag += i == j ? res->confusion[i][j] : 0;
     ASSERT_EQ(tot, IMGS);
     ASSERT_NEAR((double)diag / IMGS, res->accuracy, 1e-12);
     ASSERT_EQ(res->preds[3].index, 3);

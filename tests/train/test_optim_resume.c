@@ -26,7 +26,7 @@ static void make_data(void)
 {
     rt_rng r = rt_rng_stream(SEED, RT_RNG_USER, 1, 0);
     rt_rng_fill_normal(&r, g_images, N * F, 0.0f, 1.0f);
-    for (int i = 0; i < N; i++) { /* learnable, and robust to crops and flips: */
+    for (int i = 0; i < N; i++) {       /* learnable, and robust to crops and flips: */
         g_labels[i] = (uint8_t)(i % L); /* the label's channel is brighter */
         for (int k = 0; k < H * W; k++) g_images[i * F + (i % L) * H * W + k] += 1.0f;
     }
@@ -191,8 +191,7 @@ T_TEST(test_resume_bitwise)
             for (int s = k; s < STEPS; s++) {
                 if (memcmp(&resumed.loss[s], &full.loss[s], sizeof(double)) != 0)
                     T_FAIL_("%s, resumed at %d: step %d loss %.17g vs %.17g",
-                            rt_optim_kind_name(CASES[c].kind), k, s, resumed.loss[s],
-                            full.loss[s]);
+                            rt_optim_kind_name(CASES[c].kind), k, s, resumed.loss[s], full.loss[s]);
                 ASSERT(memcmp(resumed.idx[s], full.idx[s], sizeof full.idx[s]) == 0);
             }
             ASSERT(memcmp(resumed.w, full.w, sizeof full.w) == 0);

@@ -148,8 +148,8 @@ cudaError_t cudaPeekAtLastError(void) { return mock.last; }
 
 const char *cudaGetErrorString(cudaError_t e)
 {
-    return e == cudaErrorMemoryAllocation ? "out of memory (mock)"
-           : e == cudaErrorNoDevice ? "no CUDA-capable device is detected (mock)"
+    return e == cudaErrorMemoryAllocation     ? "out of memory (mock)"
+           : e == cudaErrorNoDevice           ? "no CUDA-capable device is detected (mock)"
            : e == cudaErrorInsufficientDriver ? "CUDA driver version is insufficient for CUDA "
                                                 "runtime version (mock)"
                                               : "mock CUDA error";
@@ -157,9 +157,10 @@ const char *cudaGetErrorString(cudaError_t e)
 
 const char *cudaGetErrorName(cudaError_t e)
 {
-    return e == cudaErrorMemoryAllocation ? "cudaErrorMemoryAllocation"
-           : e == cudaErrorNoDevice ? "cudaErrorNoDevice"
-           : e == cudaErrorInsufficientDriver ? "cudaErrorInsufficientDriver" : "cudaErrorMock";
+    return e == cudaErrorMemoryAllocation     ? "cudaErrorMemoryAllocation"
+           : e == cudaErrorNoDevice           ? "cudaErrorNoDevice"
+           : e == cudaErrorInsufficientDriver ? "cudaErrorInsufficientDriver"
+                                              : "cudaErrorMock";
 }
 
 /* ---- memory ---- */
@@ -170,8 +171,8 @@ cudaError_t cudaMalloc(void **p, size_t size)
     pthread_mutex_lock(&blocks_mu);
     int i = 0;
     while (i < MOCK_MAX_BLOCKS && mock.ptr[i]) i++;
-    void *q = size <= MOCK_MEMORY - mock.used && i < MOCK_MAX_BLOCKS ? malloc(size ? size : 1)
-                                                                     : NULL;
+    void *q =
+        size <= MOCK_MEMORY - mock.used && i < MOCK_MAX_BLOCKS ? malloc(size ? size : 1) : NULL;
     if (q) {
         /* garbage, as real device memory: the backend must zero what it promises */
         memset(q, 0xA5, size);
@@ -346,9 +347,9 @@ static float widen(const void *p, size_t i, cudaDataType t)
 }
 
 /* C (device) = alpha op(A) op(B) + beta C for host A and B: only C is checked. */
-static cublasStatus_t gemm_host(cublasOperation_t ta, cublasOperation_t tb, int m, int n,
-                                int k, float alpha, const float *A, int lda, const float *B,
-                                int ldb, float beta, float *C, int ldc)
+static cublasStatus_t gemm_host(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                float alpha, const float *A, int lda, const float *B, int ldb,
+                                float beta, float *C, int ldc)
 {
     int ra = ta == CUBLAS_OP_N ? m : k, rb = tb == CUBLAS_OP_N ? k : n;
     if (lda < (ra > 1 ? ra : 1) || ldb < (rb > 1 ? rb : 1) || ldc < (m > 1 ? m : 1) ||
@@ -377,9 +378,10 @@ static cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, in
     if (m < 0 || n < 0 || k < 0 || lda < (ra > 1 ? ra : 1) || ldb < (rb > 1 ? rb : 1) ||
         ldc < (m > 1 ? m : 1))
         return CUBLAS_STATUS_INVALID_VALUE;
-    if (m && n && (!mock_in_device(C, ((size_t)(n - 1) * ldc + (size_t)m) * 4) ||
-                   (k && !mock_in_device(A, ((size_t)((ta == CUBLAS_OP_N ? k : m) - 1) * lda + ra) * 4)) ||
-                   (k && !mock_in_device(B, ((size_t)((tb == CUBLAS_OP_N ? n : k) - 1) * ldb + rb) * 4))))
+    if (m && n &&
+        (!mock_in_device(C, ((size_t)(n - 1) * ldc + (size_t)m) * 4) ||
+         (k && !mock_in_device(A, ((size_t)((ta == CUBLAS_OP_N ? k : m) - 1) * lda + ra) * 4)) ||
+         (k && !mock_in_device(B, ((size_t)((tb == CUBLAS_OP_N ? n : k) - 1) * ldb + rb) * 4))))
         return CUBLAS_STATUS_INVALID_VALUE; /* would read or write outside an allocation */
     for (int j = 0; j < n; j++)
         for (int i = 0; i < m; i++) {
@@ -396,9 +398,9 @@ static cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, in
     return CUBLAS_STATUS_SUCCESS;
 }
 
-static cublasStatus_t mock_sgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                           int n, int k, const float *alpha, const float *A, int lda,
-                           const float *B, int ldb, const float *beta, float *C, int ldc)
+static cublasStatus_t mock_sgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                 int m, int n, int k, const float *alpha, const float *A, int lda,
+                                 const float *B, int ldb, const float *beta, float *C, int ldc)
 {
     mock.gemm_calls++;
     return gemm(ta, tb, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc, NULL);
@@ -407,16 +409,18 @@ static cublasStatus_t mock_sgemm(cublasHandle_t h, cublasOperation_t ta, cublasO
 /* One GEMM of cublasGemmEx (uncounted as a call: mock_gemm_ex and the batch count). */
 static cublasStatus_t gemm_ex(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                               const void *alpha, const void *A, cudaDataType Atype, int lda,
-                              const void *B, cudaDataType Btype, int ldb, const void *beta,
-                              void *C, cudaDataType Ctype, int ldc, cublasComputeType_t ct)
+                              const void *B, cudaDataType Btype, int ldb, const void *beta, void *C,
+                              cudaDataType Ctype, int ldc, cublasComputeType_t ct)
 {
     if (Atype == Btype && (Atype == CUDA_R_16BF || Atype == CUDA_R_16F) && Ctype == CUDA_R_32F &&
         ct == CUBLAS_COMPUTE_32F) {
         mock.gemm16++;
         /* 16-bit inputs (the backend's staged copies), fp32 accumulation and output: widen
          * them (checking they lie in device memory) and multiply as fp32 */
-        size_t na = (size_t)lda * (ta == CUBLAS_OP_N ? k : m), nb = (size_t)ldb * (tb == CUBLAS_OP_N ? n : k);
-        if (m < 0 || n < 0 || k < 0 || (k && (!mock_in_device(A, na * 2) || !mock_in_device(B, nb * 2))))
+        size_t na = (size_t)lda * (ta == CUBLAS_OP_N ? k : m),
+               nb = (size_t)ldb * (tb == CUBLAS_OP_N ? n : k);
+        if (m < 0 || n < 0 || k < 0 ||
+            (k && (!mock_in_device(A, na * 2) || !mock_in_device(B, nb * 2))))
             return CUBLAS_STATUS_INVALID_VALUE;
         float *a = malloc((na ? na : 1) * 4), *bb = malloc((nb ? nb : 1) * 4);
         cublasStatus_t st = CUBLAS_STATUS_ALLOC_FAILED;
@@ -433,17 +437,18 @@ static cublasStatus_t gemm_ex(cublasOperation_t ta, cublasOperation_t tb, int m,
     if (Atype != CUDA_R_32F || Btype != CUDA_R_32F || Ctype != CUDA_R_32F)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     if (ct == CUBLAS_COMPUTE_32F_FAST_16BF || ct == CUBLAS_COMPUTE_32F_FAST_16F) mock.gemm_fast++;
-    float (*rnd)(float) = ct == CUBLAS_COMPUTE_32F_FAST_16BF ? round_bf16
-                          : ct == CUBLAS_COMPUTE_32F_FAST_16F ? round_fp16 : NULL;
-    return gemm(ta, tb, m, n, k, *(const float *)alpha, A, lda, B, ldb, *(const float *)beta,
-                C, ldc, rnd);
+    float (*rnd)(float) = ct == CUBLAS_COMPUTE_32F_FAST_16BF  ? round_bf16
+                          : ct == CUBLAS_COMPUTE_32F_FAST_16F ? round_fp16
+                                                              : NULL;
+    return gemm(ta, tb, m, n, k, *(const float *)alpha, A, lda, B, ldb, *(const float *)beta, C,
+                ldc, rnd);
 }
 
 static cublasStatus_t mock_gemm_ex(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
-                            int m, int n, int k, const void *alpha, const void *A,
-                            cudaDataType Atype, int lda, const void *B, cudaDataType Btype,
-                            int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc,
-                            cublasComputeType_t ct, cublasGemmAlgo_t algo)
+                                   int m, int n, int k, const void *alpha, const void *A,
+                                   cudaDataType Atype, int lda, const void *B, cudaDataType Btype,
+                                   int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc,
+                                   cublasComputeType_t ct, cublasGemmAlgo_t algo)
 {
     mock.gemm_calls++;
     return gemm_ex(ta, tb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, ct);
@@ -470,21 +475,17 @@ static cublasStatus_t mock_sgemm_sb(cublasHandle_t h, cublasOperation_t ta, cubl
 static cublasStatus_t mock_gemm_sb_ex(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                                       int m, int n, int k, const void *alpha, const void *A,
                                       cudaDataType Atype, int lda, long long sa, const void *B,
-                                      cudaDataType Btype, int ldb, long long sb,
-                                      const void *beta, void *C, cudaDataType Ctype, int ldc,
-                                      long long sc, int count, cublasComputeType_t ct,
-                                      cublasGemmAlgo_t algo)
+                                      cudaDataType Btype, int ldb, long long sb, const void *beta,
+                                      void *C, cudaDataType Ctype, int ldc, long long sc, int count,
+                                      cublasComputeType_t ct, cublasGemmAlgo_t algo)
 {
     mock.gemm_calls++, mock.gemm_batched++;
     if (count < 0 || sa < 0 || sb < 0 || sc < 0) return CUBLAS_STATUS_INVALID_VALUE;
     for (int i = 0; i < count; i++) {
-        cublasStatus_t st = gemm_ex(ta, tb, m, n, k, alpha,
-                                    (const char *)A + (size_t)(sa * i) * type_bytes(Atype),
-                                    Atype, lda,
-                                    (const char *)B + (size_t)(sb * i) * type_bytes(Btype),
-                                    Btype, ldb, beta,
-                                    (char *)C + (size_t)(sc * i) * type_bytes(Ctype), Ctype,
-                                    ldc, ct);
+        cublasStatus_t st =
+            gemm_ex(ta, tb, m, n, k, alpha, (const char *)A + (size_t)(sa * i) * type_bytes(Atype),
+                    Atype, lda, (const char *)B + (size_t)(sb * i) * type_bytes(Btype), Btype, ldb,
+                    beta, (char *)C + (size_t)(sc * i) * type_bytes(Ctype), Ctype, ldc, ct);
         if (st != CUBLAS_STATUS_SUCCESS) return st;
     }
     return CUBLAS_STATUS_SUCCESS;

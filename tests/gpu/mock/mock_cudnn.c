@@ -78,7 +78,8 @@ size_t cudnnGetCudartVersion(void) { return (size_t)knob("cudart", CUDART_VERSIO
 const char *cudnnGetErrorString(cudnnStatus_t s)
 {
     return s == CUDNN_STATUS_NOT_SUPPORTED ? "CUDNN_STATUS_NOT_SUPPORTED (mock)"
-           : s ? "mock cuDNN error" : "success";
+           : s                             ? "mock cuDNN error"
+                                           : "success";
 }
 
 cudnnStatus_t cudnnCreate(cudnnHandle_t *h)
@@ -98,16 +99,16 @@ cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s)
     return CUDNN_STATUS_SUCCESS;
 }
 
-#define CREATE_DESTROY(type, cr, de)                                                     \
-    cudnnStatus_t cr(type *d)                                                            \
-    {                                                                                    \
-        *d = calloc(1, sizeof **d);                                                      \
-        return *d ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_ALLOC_FAILED;                    \
-    }                                                                                    \
-    cudnnStatus_t de(type d)                                                             \
-    {                                                                                    \
-        free(d);                                                                         \
-        return CUDNN_STATUS_SUCCESS;                                                     \
+#define CREATE_DESTROY(type, cr, de)                                  \
+    cudnnStatus_t cr(type *d)                                         \
+    {                                                                 \
+        *d = calloc(1, sizeof **d);                                   \
+        return *d ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_ALLOC_FAILED; \
+    }                                                                 \
+    cudnnStatus_t de(type d)                                          \
+    {                                                                 \
+        free(d);                                                      \
+        return CUDNN_STATUS_SUCCESS;                                  \
     }
 CREATE_DESTROY(cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor)
 CREATE_DESTROY(cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor)
@@ -137,10 +138,9 @@ cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t d, cudnnDataTyp
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, int pad_h,
-                                              int pad_w, int u, int v, int dh, int dw,
-                                              cudnnConvolutionMode_t mode,
-                                              cudnnDataType_t compute)
+cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, int pad_h, int pad_w,
+                                              int u, int v, int dh, int dw,
+                                              cudnnConvolutionMode_t mode, cudnnDataType_t compute)
 {
     if (pad_h < 0 || pad_w < 0 || u < 1 || v < 1 || dh != 1 || dw != 1 ||
         compute != CUDNN_DATA_FLOAT)
@@ -158,8 +158,8 @@ cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnM
 
 cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescriptor_t cd,
                                                     const cudnnTensorDescriptor_t x,
-                                                    const cudnnFilterDescriptor_t w, int *n,
-                                                    int *c, int *h, int *wd)
+                                                    const cudnnFilterDescriptor_t w, int *n, int *c,
+                                                    int *h, int *wd)
 {
     if (x->c != w->c) return CUDNN_STATUS_BAD_PARAM;
     *n = x->n, *c = w->k;
@@ -170,22 +170,22 @@ cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescri
 
 /* ---- heuristics: the three candidates described at the top ---- */
 
-#define FILL_PERF(perf, cd, count, got)                                                   \
-    do {                                                                                  \
-        int sixteen_ = (cd)->math == CUDNN_TENSOR_OP_MATH, k_ = 0;                        \
-        int first_ = knob("fail-first", 0), nofma_ = knob("no-fma", 0);                   \
-        for (int i_ = first_ ? -1 : 0; i_ < 4 && k_ < (count); i_++) {                   \
-            if (i_ == 3 && nofma_) continue;                                              \
-            memset(&(perf)[k_], 0, sizeof (perf)[k_]);                                    \
-            (perf)[k_].algo = i_ < 0 ? FAILING : i_;                                      \
-            (perf)[k_].status = CUDNN_STATUS_SUCCESS;                                     \
-            (perf)[k_].memory = i_ == 0 ? ((size_t)1 << 40) : i_ >= 2 ? NEED_WS : 0;      \
+#define FILL_PERF(perf, cd, count, got)                                                       \
+    do {                                                                                      \
+        int sixteen_ = (cd)->math == CUDNN_TENSOR_OP_MATH, k_ = 0;                            \
+        int first_ = knob("fail-first", 0), nofma_ = knob("no-fma", 0);                       \
+        for (int i_ = first_ ? -1 : 0; i_ < 4 && k_ < (count); i_++) {                        \
+            if (i_ == 3 && nofma_) continue;                                                  \
+            memset(&(perf)[k_], 0, sizeof(perf)[k_]);                                         \
+            (perf)[k_].algo = i_ < 0 ? FAILING : i_;                                          \
+            (perf)[k_].status = CUDNN_STATUS_SUCCESS;                                         \
+            (perf)[k_].memory = i_ == 0 ? ((size_t)1 << 40) : i_ >= 2 ? NEED_WS : 0;          \
             (perf)[k_].determinism = i_ == 1 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC; \
-            (perf)[k_].mathType = i_ == 3 || (i_ <= 1 && !sixteen_) ? CUDNN_FMA_MATH        \
-                                                                     : CUDNN_TENSOR_OP_MATH; \
-            k_++;                                                                         \
-        }                                                                                 \
-        *(got) = k_;                                                                      \
+            (perf)[k_].mathType =                                                             \
+                i_ == 3 || (i_ <= 1 && !sixteen_) ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;    \
+            k_++;                                                                             \
+        }                                                                                     \
+        *(got) = k_;                                                                          \
     } while (0)
 
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
@@ -264,8 +264,8 @@ static cudnnStatus_t check_run(int algo, int out, const cudnnConvolutionDescript
         return CUDNN_STATUS_NOT_SUPPORTED; /* the heuristics offered it; it does not run */
     }
     if (algo != right) return CUDNN_STATUS_BAD_PARAM;
-    cudnnMathType_t want = algo == 3 || (algo == 1 && !sixteen) ? CUDNN_FMA_MATH
-                                                                : CUDNN_TENSOR_OP_MATH;
+    cudnnMathType_t want =
+        algo == 3 || (algo == 1 && !sixteen) ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
     if (cd->math != want) return CUDNN_STATUS_BAD_PARAM;
     size_t need = algo >= 2 ? NEED_WS : 0;
     if (need && (wsz < need || !ws || !mock_in_device(ws, need))) return CUDNN_STATUS_BAD_PARAM;
@@ -282,8 +282,8 @@ static cudnnStatus_t check_run(int algo, int out, const cudnnConvolutionDescript
     size_t on = out == 0 ? ny : out == 1 ? nx : nw;
     if ((out != 1 && overlap(op, on, xp, nx)) || (out != 2 && overlap(op, on, wp, nw)) ||
         (out != 0 && overlap(op, on, yp, ny)) ||
-        (need && (overlap(ws, need, xp, nx) || overlap(ws, need, wp, nw) ||
-                  overlap(ws, need, yp, ny))))
+        (need &&
+         (overlap(ws, need, xp, nx) || overlap(ws, need, wp, nw) || overlap(ws, need, yp, ny))))
         return CUDNN_STATUS_BAD_PARAM;
     return CUDNN_STATUS_SUCCESS;
 }
@@ -296,8 +296,9 @@ static void direct(int pass, double alpha, double beta, const cudnnConvolutionDe
 {
     const int N = xd->n, C = xd->c, H = xd->h, W = xd->w, K = wd->k, R = wd->r, S = wd->s;
     const int P = yd->h, Q = yd->w;
-    size_t nout = pass == 0 ? (size_t)N * K * P * Q : pass == 1 ? (size_t)N * C * H * W
-                                                              : (size_t)K * C * R * S;
+    size_t nout = pass == 0   ? (size_t)N * K * P * Q
+                  : pass == 1 ? (size_t)N * C * H * W
+                              : (size_t)K * C * R * S;
     double *acc = calloc(nout, sizeof *acc);
     void *out = pass == 0 ? y : pass == 1 ? x : w;
     cudnnDataType_t dt = xd->dt;
@@ -327,14 +328,12 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
                                       const cudnnFilterDescriptor_t wd, const void *w,
                                       const cudnnConvolutionDescriptor_t cd,
                                       cudnnConvolutionFwdAlgo_t algo, void *ws, size_t wsz,
-                                      const void *beta, const cudnnTensorDescriptor_t yd,
-                                      void *y)
+                                      const void *beta, const cudnnTensorDescriptor_t yd, void *y)
 {
     cudnnStatus_t s = check_run((int)algo, 0, cd, ws, wsz, xd, x, wd, w, yd, y);
     if (s) return s;
     runs++;
-    direct(0, *(const float *)alpha, *(const float *)beta, cd, xd, (void *)x, wd, (void *)w,
-           yd, y);
+    direct(0, *(const float *)alpha, *(const float *)beta, cd, xd, (void *)x, wd, (void *)w, yd, y);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -342,9 +341,9 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
                                            const cudnnFilterDescriptor_t wd, const void *w,
                                            const cudnnTensorDescriptor_t dyd, const void *dy,
                                            const cudnnConvolutionDescriptor_t cd,
-                                           cudnnConvolutionBwdDataAlgo_t algo, void *ws,
-                                           size_t wsz, const void *beta,
-                                           const cudnnTensorDescriptor_t dxd, void *dx)
+                                           cudnnConvolutionBwdDataAlgo_t algo, void *ws, size_t wsz,
+                                           const void *beta, const cudnnTensorDescriptor_t dxd,
+                                           void *dx)
 {
     cudnnStatus_t s = check_run((int)algo, 1, cd, ws, wsz, dxd, dx, wd, w, dyd, dy);
     if (s) return s;

@@ -38,8 +38,10 @@ rt_status rtp_dnn_load(const rtp_dnn_fns **out, rt_error *err)
     *out = NULL;
     if (!rtp_dnn_compatible(cudnnGetVersion(), cudnnGetCudartVersion(), CUDNN_MAJOR,
                             CUDART_VERSION / 1000, why, sizeof why))
-        return RT_ERR(err, RT_ENODEV, "cannot load cuDNN (mock cuDNN): %s ---> HINT: install "
-                      "cuDNN %d for CUDA %d", why, CUDNN_MAJOR, CUDART_VERSION / 1000);
+        return RT_ERR(err, RT_ENODEV,
+                      "cannot load cuDNN (mock cuDNN): %s ---> HINT: install "
+                      "cuDNN %d for CUDA %d",
+                      why, CUDNN_MAJOR, CUDART_VERSION / 1000);
     *out = &mock_fns;
     return RT_OK;
 }

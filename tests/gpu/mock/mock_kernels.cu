@@ -26,8 +26,11 @@ static bool ok(std::initializer_list<std::pair<const void *, size_t>> bufs)
     return true;
 }
 
-#define F4(n) ((size_t)(n) * 4)
-#define CHECK(...) do { if (!ok({__VA_ARGS__})) return cudaErrorIllegalAddress; } while (0)
+#define F4(n) ((size_t)(n)*4)
+#define CHECK(...)                                              \
+    do {                                                        \
+        if (!ok({__VA_ARGS__})) return cudaErrorIllegalAddress; \
+    } while (0)
 
 extern "C" cudaError_t rtp_k_fill(cudaStream_t s, float *p, size_t n, float v)
 {
@@ -36,7 +39,8 @@ extern "C" cudaError_t rtp_k_fill(cudaStream_t s, float *p, size_t n, float v)
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_relu_fwd(cudaStream_t s, float *y, const float *x, size_t n, float slope)
+extern "C" cudaError_t rtp_k_relu_fwd(cudaStream_t s, float *y, const float *x, size_t n,
+                                      float slope)
 {
     CHECK({y, F4(n)}, {x, F4(n)});
     for (size_t i = 0; i < n; i++) rtp_relu_fwd_at(i, y, x, slope);
@@ -90,7 +94,8 @@ extern "C" cudaError_t rtp_k_col_sums(cudaStream_t s, float *db, const float *dy
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_row_broadcast(cudaStream_t s, float *y, const float *bias, int N, int O)
+extern "C" cudaError_t rtp_k_row_broadcast(cudaStream_t s, float *y, const float *bias, int N,
+                                           int O)
 {
     CHECK({y, F4((size_t)N * O)}, {bias, F4(O)});
     for (size_t i = 0; i < (size_t)N * O; i++) y[i] = bias[i % (size_t)O];
@@ -107,7 +112,8 @@ extern "C" cudaError_t rtp_k_to_16(cudaStream_t s, void *dst, const float *src, 
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_from_16(cudaStream_t s, float *dst, const void *src, size_t n, int bf16)
+extern "C" cudaError_t rtp_k_from_16(cudaStream_t s, float *dst, const void *src, size_t n,
+                                     int bf16)
 {
     CHECK({dst, F4(n)}, {src, n * 2});
     for (size_t i = 0; i < n; i++)
@@ -124,8 +130,8 @@ extern "C" cudaError_t rtp_k_maxpool_fwd(cudaStream_t s, float *y, const float *
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_maxpool_bwd(cudaStream_t s, float *dx, const float *dy,
-                                         const float *x, const float *y, rtp_pool_geom g)
+extern "C" cudaError_t rtp_k_maxpool_bwd(cudaStream_t s, float *dx, const float *dy, const float *x,
+                                         const float *y, rtp_pool_geom g)
 {
     size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
     CHECK({dx, F4(nx)}, {dy, F4(ny)}, {x, F4(nx)}, {y, F4(ny)});
@@ -141,7 +147,8 @@ extern "C" cudaError_t rtp_k_avgpool_fwd(cudaStream_t s, float *y, const float *
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_avgpool_bwd(cudaStream_t s, float *dx, const float *dy, rtp_pool_geom g)
+extern "C" cudaError_t rtp_k_avgpool_bwd(cudaStream_t s, float *dx, const float *dy,
+                                         rtp_pool_geom g)
 {
     size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
     CHECK({dx, F4(nx)}, {dy, F4(ny)});
@@ -151,11 +158,10 @@ extern "C" cudaError_t rtp_k_avgpool_bwd(cudaStream_t s, float *dx, const float 
 
 /* ---- the two-level reductions: every block (p, c0 + w) of level 1, then level 2 ---- */
 
-#define F8(n) ((size_t)(n) * 8)
+#define F8(n) ((size_t)(n)*8)
 
-static cudaError_t red_part(int kind, double *part, const float *x, const float *y,
-                            const float *sm, const float *si, int N, int C, int HW, int c0,
-                            int cw, int P)
+static cudaError_t red_part(int kind, double *part, const float *x, const float *y, const float *sm,
+                            const float *si, int N, int C, int HW, int c0, int cw, int P)
 {
     size_t n = (size_t)N * C * HW;
     if (c0 < 0 || cw < 0 || c0 + cw > C || P < 1 || (size_t)cw * P > RTP_RED_SLOTS)
@@ -163,7 +169,8 @@ static cudaError_t red_part(int kind, double *part, const float *x, const float 
     CHECK({part, F8(2 * (size_t)cw * P)}, {x, F4(n)}, {y, kind == 2 ? F4(n) : 0},
           {sm, kind == 2 ? F4(C) : 0}, {si, kind == 2 ? F4(C) : 0});
     for (int w = 0; w < cw; w++)
-        for (int p = 0; p < P; p++) rtp_red_block_host(kind, part, T, x, y, sm, si, N, C, HW, c0, w, P, p);
+        for (int p = 0; p < P; p++)
+            rtp_red_block_host(kind, part, T, x, y, sm, si, N, C, HW, c0, w, P, p);
     return cudaSuccess;
 }
 
@@ -180,8 +187,8 @@ extern "C" cudaError_t rtp_k_bn_stats_part(cudaStream_t s, double *part, const f
 }
 
 extern "C" cudaError_t rtp_k_bn_bwd_part(cudaStream_t s, double *part, const float *dy,
-                                         const float *x, const float *sm, const float *si,
-                                         int N, int C, int HW, int c0, int cw, int P)
+                                         const float *x, const float *sm, const float *si, int N,
+                                         int C, int HW, int c0, int cw, int P)
 {
     return red_part(2, part, x, dy, sm, si, N, C, HW, c0, cw, P);
 }
@@ -189,25 +196,26 @@ extern "C" cudaError_t rtp_k_bn_bwd_part(cudaStream_t s, double *part, const flo
 extern "C" cudaError_t rtp_k_red_finish(cudaStream_t s, const double *part, float *out0,
                                         float *out1, int c0, int cw, int P)
 {
-    CHECK({part, F8(2 * (size_t)cw * P)}, {out0 + c0, F4(cw)}, {out1 ? out1 + c0 : NULL, out1 ? F4(cw) : 0});
+    CHECK({part, F8(2 * (size_t)cw * P)}, {out0 + c0, F4(cw)},
+          {out1 ? out1 + c0 : NULL, out1 ? F4(cw) : 0});
     for (int w = 0; w < cw; w++) rtp_red_finish_at(w, part, P, out0, out1, c0);
     return cudaSuccess;
 }
 
 extern "C" cudaError_t rtp_k_bn_stats_finish(cudaStream_t s, const double *part, float *sm,
-                                             float *si, float *rm, float *rv, int N, int HW,
-                                             int c0, int cw, int P, float eps, float momentum)
+                                             float *si, float *rm, float *rv, int N, int HW, int c0,
+                                             int cw, int P, float eps, float momentum)
 {
-    CHECK({part, F8(2 * (size_t)cw * P)}, {sm + c0, F4(cw)}, {si + c0, F4(cw)},
-          {rm + c0, F4(cw)}, {rv + c0, F4(cw)});
+    CHECK({part, F8(2 * (size_t)cw * P)}, {sm + c0, F4(cw)}, {si + c0, F4(cw)}, {rm + c0, F4(cw)},
+          {rv + c0, F4(cw)});
     for (int w = 0; w < cw; w++)
         rtp_bn_stats_finish_at(w, part, P, (size_t)N * HW, eps, momentum, sm, si, rm, rv, c0);
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x,
-                                      const float *gamma, const float *beta, const float *sm,
-                                      const float *si, int N, int C, int HW)
+extern "C" cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x, const float *gamma,
+                                      const float *beta, const float *sm, const float *si, int N,
+                                      int C, int HW)
 {
     size_t n = (size_t)N * C * HW;
     CHECK({y, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {beta, F4(C)}, {sm, F4(C)}, {si, F4(C)});
@@ -216,9 +224,8 @@ extern "C" cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x,
 }
 
 extern "C" cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *x,
-                                         const float *gamma, const float *beta,
-                                         const float *rm, const float *rv, int N, int C, int HW,
-                                         float eps)
+                                         const float *gamma, const float *beta, const float *rm,
+                                         const float *rv, int N, int C, int HW, float eps)
 {
     size_t n = (size_t)N * C * HW;
     CHECK({y, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {beta, F4(C)}, {rm, F4(C)}, {rv, F4(C)});
@@ -228,8 +235,8 @@ extern "C" cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *
 
 extern "C" cudaError_t rtp_k_bn_bwd_apply(cudaStream_t s, float *dx, const float *dy,
                                           const float *x, const float *gamma, const float *sm,
-                                          const float *si, const float *dg, const float *db,
-                                          int N, int C, int HW)
+                                          const float *si, const float *dg, const float *db, int N,
+                                          int C, int HW)
 {
     size_t n = (size_t)N * C * HW;
     CHECK({dx, F4(n)}, {dy, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {sm, F4(C)}, {si, F4(C)},
@@ -322,8 +329,7 @@ extern "C" cudaError_t rtp_k_gather(cudaStream_t s, float *images, int32_t *labe
 }
 
 extern "C" cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float *loss,
-                                        const float *probs, const int32_t *labels, int N,
-                                        int L)
+                                        const float *probs, const int32_t *labels, int N, int L)
 {
     CHECK({row, F4(4)}, {loss, F4(N)}, {probs, F4((size_t)N * L)}, {labels, F4(N)});
     int c = 0; /* the integer reduction: any order gives the same count */
@@ -334,8 +340,7 @@ extern "C" cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float 
 
 #define AMP_BYTES sizeof(rt_amp_state)
 
-extern "C" cudaError_t rtp_k_amp_scale(cudaStream_t s, float *x, size_t n,
-                                       const rt_amp_state *amp)
+extern "C" cudaError_t rtp_k_amp_scale(cudaStream_t s, float *x, size_t n, const rt_amp_state *amp)
 {
     if (n == 0) return cudaSuccess;
     CHECK({x, F4(n)}, {amp, AMP_BYTES});
@@ -354,13 +359,12 @@ extern "C" cudaError_t rtp_k_amp_unscale(cudaStream_t s, float *g, size_t n, rt_
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v,
-                                      const float *g, size_t n, rt_amp_state *amp,
-                                      rtp_amp_adam a, rt_adam_coef *coef)
+extern "C" cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v, const float *g,
+                                      size_t n, rt_amp_state *amp, rtp_amp_adam a,
+                                      rt_adam_coef *coef)
 {
     /* stricter than a GPU, which reads no element of a skipped update */
-    CHECK({amp, AMP_BYTES}, {coef, sizeof *coef}, {p, F4(n)}, {m, F4(n)}, {v, F4(n)},
-          {g, F4(n)});
+    CHECK({amp, AMP_BYTES}, {coef, sizeof *coef}, {p, F4(n)}, {m, F4(n)}, {v, F4(n)}, {g, F4(n)});
     (void)rt_amp_rule_step(amp); /* amp_adam_rule_k */
     *coef = rtp_amp_adam_coef(&a, amp);
     if (n == 0 || amp->last_skipped) return cudaSuccess;
@@ -369,8 +373,8 @@ extern "C" cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float 
     return cudaSuccess;
 }
 
-extern "C" cudaError_t rtp_k_amp_sgd(cudaStream_t s, float *p, float *buf, const float *g,
-                                     size_t n, rt_amp_state *amp, rt_sgd_coef c0)
+extern "C" cudaError_t rtp_k_amp_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
+                                     rt_amp_state *amp, rt_sgd_coef c0)
 {
     CHECK({amp, AMP_BYTES}, {p, F4(n)}, {g, F4(n)}, {buf, c0.momentum != 0.0f ? F4(n) : 0});
     (void)rt_amp_rule_step(amp);

@@ -36,11 +36,11 @@ enum { INVALID_ARGUMENT = 4, INVALID_USAGE = 5, SYSTEM_ERROR = 2 };
 typedef struct clique clique;
 
 struct rtp_nccl_comm {
-    clique *q;               /* NULL: a rank of a clique across processes (files) */
+    clique *q; /* NULL: a rank of a clique across processes (files) */
     int rank, nranks;
-    char dir[300];           /* across processes: where the ranks meet */
+    char dir[300]; /* across processes: where the ranks meet */
     unsigned long calls;
-    float scale[MAX_OPS];    /* pre-multiplied sum ops: op 100 + i */
+    float scale[MAX_OPS]; /* pre-multiplied sum ops: op 100 + i */
     int used[MAX_OPS];
 };
 
@@ -51,8 +51,12 @@ struct clique {
     pthread_cond_t cv;
     int arrived;
     unsigned long gen;
-    int failed;              /* of the current collective: a rank's arguments disagree */
-    struct { void *buf; size_t count; float scale; } posted[16];
+    int failed; /* of the current collective: a rank's arguments disagree */
+    struct {
+        void *buf;
+        size_t count;
+        float scale;
+    } posted[16];
 };
 
 static struct {
@@ -128,8 +132,7 @@ static rtp_nccl_result comm_init_all(rtp_nccl_comm_t *comms, int n, const int *d
     return RTP_NCCL_SUCCESS;
 }
 
-static rtp_nccl_result comm_init_rank(rtp_nccl_comm_t *comm, int nranks, rtp_nccl_id id,
-                                      int rank)
+static rtp_nccl_result comm_init_rank(rtp_nccl_comm_t *comm, int nranks, rtp_nccl_id id, int rank)
 {
     if (nranks < 1 || rank < 0 || rank >= nranks || strncmp(id.internal, "mock-nccl-", 10))
         return INVALID_ARGUMENT;
@@ -155,8 +158,8 @@ static rtp_nccl_result reduce_files(rtp_nccl_comm_t c, float *buf, size_t count,
     snprintf(path, sizeof path, "%s/%lu.%d", c->dir, call, c->rank);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(&scale, sizeof scale, 1, f) == 1 &&
-             fwrite(buf, sizeof *buf, count, f) == count;
+    int ok =
+        f && fwrite(&scale, sizeof scale, 1, f) == 1 && fwrite(buf, sizeof *buf, count, f) == count;
     if (f && fclose(f) != 0) ok = 0;
     if (!ok || rename(tmp, path) != 0) return SYSTEM_ERROR;
     float *sum = calloc(count, sizeof *sum), *x = malloc(count * sizeof *x);
@@ -329,7 +332,8 @@ rt_status rtp_nccl_load(const rtp_nccl_fns **out, rt_error *err)
     const char *e = getenv("KILN_MOCK_NCCL");
     *out = NULL;
     if (e && !strcmp(e, "missing"))
-        return RT_ERR(err, RT_ENODEV, "cannot load NCCL (libnccl.so.2): not found (mock) "
+        return RT_ERR(err, RT_ENODEV,
+                      "cannot load NCCL (libnccl.so.2): not found (mock) "
                       "---> HINT: pip install nvidia-nccl-cu12 (or apt install libnccl2)");
     *out = &mock_fns;
     return RT_OK;
