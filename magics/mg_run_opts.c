@@ -22,10 +22,7 @@ const mg_option mg_train_options[] = {
     {"--schedule", MG_OPT_STRING, "SPEC", "lr schedule: constant, step:10:0.1, cosine, onecycle",
      NULL},
     {"--seed", MG_OPT_INT, "N", "seed of init, shuffling, dropout, augmentation (0)", NULL},
-    {"--device", MG_OPT_STRING, "DEV",
-     "auto, cpu, cuda, cuda:N, or several GPUs: cuda:0,1 "
-     "or cuda:all (auto)",
-     NULL},
+    {"--device", MG_OPT_STRING, "DEV", "auto, cpu, cuda, cuda:N, cuda:0,1, cuda:all (auto)", NULL},
     {"--precision", MG_OPT_CHOICE, NULL, "arithmetic precision (fp32)", "fp32|bf16|fp16"},
     {"--run-dir", MG_OPT_STRING, "DIR", "directory for this run's checkpoints", NULL},
     {"--resume", MG_OPT_CHOICE, NULL, "DIR holds a run: continue if same options (auto)",
