@@ -26,19 +26,11 @@ static void slot_free(void *p)
     free(m);
 }
 
-static const char *ename(rt_status s)
-{
-    return s == RT_ENOMEM      ? "MemoryError"
-           : s == RT_ENOTFOUND ? "FileNotFoundError"
-           : s == RT_EINVAL    ? "ValueError"
-                               : "OSError";
-}
-
 static int open_store(const char *url, rt_store **s, char **prefix, mg_error *err)
 {
     rt_error re = {0};
     rt_status st = rt_store_open(url, s, prefix, &re);
-    return st == RT_OK ? 0 : mg_fail(err, ename(st), "%s", re.msg);
+    return st == RT_OK ? 0 : mg_fail_status(err, &re, "%s", re.msg);
 }
 
 int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **path, mg_error *err)
@@ -51,7 +43,7 @@ int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **p
             mg_eprintf(out, "warning: skipped checkpoint %s/%s\n", url, line);
     free(skipped);
     if (st == RT_ENOTFOUND && allow_empty) return 0;
-    return st == RT_OK ? 0 : mg_fail(err, ename(st), "%s", re.msg);
+    return st == RT_OK ? 0 : mg_fail_status(err, &re, "%s", re.msg);
 }
 
 int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap, mg_error *err)
@@ -60,7 +52,7 @@ int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap
     char *prefix = NULL;
     rt_error re = {0};
     rt_status ss = rt_store_staging_dir(url, dir, cap, &re);
-    if (ss != RT_OK) return mg_fail(err, ename(ss), "%s", re.msg);
+    if (ss != RT_OK) return mg_fail_status(err, &re, "%s", re.msg);
     if (open_store(url, &s, &prefix, err) < 0) return -1;
     mgp_store *m = calloc(1, sizeof *m);
     rt_status st = m ? rt_store_sync_start(s, prefix, keep, 8, &m->sync, &re)
@@ -68,7 +60,7 @@ int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap
     free(prefix);
     if (st != RT_OK) {
         free(m);
-        return mg_fail(err, ename(st), "%s", re.msg);
+        return mg_fail_status(err, &re, "%s", re.msg);
     }
     m->keep = keep;
     snprintf(m->url, sizeof m->url, "%s", url);
@@ -90,7 +82,7 @@ int mg_store_count(const char *url, size_t *n, mg_error *err)
     rt_store_ckpt_free(c, *n);
     free(prefix);
     rt_store_close(s);
-    return st == RT_OK ? 0 : mg_fail(err, ename(st), "%s", re.msg);
+    return st == RT_OK ? 0 : mg_fail_status(err, &re, "%s", re.msg);
 }
 
 /* The URL whose staging directory is dir, a sibling of m's (m->staging + "-vN" is the
