@@ -15,13 +15,13 @@ typedef struct rt_nccl rt_nccl;
 /* b[0..n): opened CUDA backends on n distinct devices. RT_ENODEV when NCCL cannot be
  * loaded (naming the file and the package) or this Kiln has no CUDA; RT_EINVAL when a
  * backend is not CUDA or two share a device. */
-rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *err);
+RT_MUST_USE rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *err);
 /* Rank r's share of one all-reduce, called by every rank (each from its own thread):
  * buf (b's memory) = sum over the ranks of scale_r x buf_r. Waits for the work queued on
  * b's stream, sums on the communicator's stream, and b's later work waits for the sum
  * (events: no host synchronisation). */
-rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
-                            rt_error *err);
+RT_MUST_USE rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf,
+                                        float scale, rt_error *err);
 void rt_nccl_destroy(rt_nccl *c);
 
 /* Processes with one device each (GPU ranks of a launch): rank 0 makes the id, the
@@ -29,11 +29,11 @@ void rt_nccl_destroy(rt_nccl *c);
 #define RT_NCCL_ID_BYTES 128
 /* 1 when NCCL can be loaded (loads it); err (may be NULL) says why not. */
 int rt_nccl_available(rt_error *err);
-rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err);
+RT_MUST_USE rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err);
 /* A communicator of one device (b) as rank `rank` of `nranks` (ncclCommInitRank; every
  * rank must call it with the same id): rt_nccl_allreduce with r = 0 sums over them. */
-rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
-                              const unsigned char id[RT_NCCL_ID_BYTES], int rank, int nranks,
-                              rt_error *err);
+RT_MUST_USE rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
+                                          const unsigned char id[RT_NCCL_ID_BYTES], int rank,
+                                          int nranks, rt_error *err);
 
 #endif

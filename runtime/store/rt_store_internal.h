@@ -21,7 +21,7 @@ typedef struct rtp_store_config {
 
 /* Reads the environment and the shared credentials file. No keys at all is an error
  * naming the variables to set. */
-rt_status rtp_store_config_load(rtp_store_config *c, rt_error *err);
+RT_MUST_USE rt_status rtp_store_config_load(rtp_store_config *c, rt_error *err);
 /* Frees c, wiping the secrets first. */
 void rtp_store_config_free(rtp_store_config *c);
 /* The access key as "****WXYZ" (its last 4 characters) into out. */
@@ -29,7 +29,8 @@ void rtp_store_key_mask(const char *key, char out[16]);
 /* Splits "s3://bucket/pre/fix/" into bucket and "pre/fix" (both malloc'd). A bucket
  * name S3 would refuse or an '@' anywhere in the URL (user:key@bucket; keys may hold
  * '/'): RT_EINVAL, and the message about an '@' repeats nothing of the URL. */
-rt_status rtp_store_url_parse(const char *url, char **bucket, char **prefix, rt_error *err);
+RT_MUST_USE rt_status rtp_store_url_parse(const char *url, char **bucket, char **prefix,
+                                          rt_error *err);
 
 /* ---- one signed request (rt_store_http.c) ---- */
 typedef struct rtp_store_req {
@@ -55,7 +56,7 @@ typedef struct rtp_store_req {
  * 3 times). An HTTP status >= 300 is an error built from the XML <Code>/<Message> of
  * the reply, mapped to what to fix (credentials, bucket, endpoint); r->status is set
  * either way. `what` names the operation for messages ("uploading 'k'"). */
-rt_status rtp_store_do(rt_store *s, rtp_store_req *r, const char *what, rt_error *err);
+RT_MUST_USE rt_status rtp_store_do(rt_store *s, rtp_store_req *r, const char *what, rt_error *err);
 /* The URL-encoded form of key for a path (RFC 3986 unreserved kept, '/' kept). */
 char *rtp_store_key_escape(const char *key);
 /* A formatted string (object names, queries), malloc'd; NULL when out of memory.

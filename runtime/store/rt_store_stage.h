@@ -13,13 +13,14 @@
 #include "rt_store.h"
 
 /* url's staging directory into dir (created). */
-rt_status rt_store_staging_dir(const char *url, char *dir, size_t cap, rt_error *err);
+RT_MUST_USE rt_status rt_store_staging_dir(const char *url, char *dir, size_t cap, rt_error *err);
 /* Opens url's store (a wrong key, a missing bucket or an unreachable endpoint is an
  * error naming the fix) and fetches its newest complete checkpoint that verifies into
  * the staging directory: *path (caller frees). Newer ones that failed are described in
  * *skipped ("name: reason\n" lines, caller frees, NULL when none; skipped may be NULL).
  * A store with no valid checkpoint is RT_ENOTFOUND. For `kiln export`, %resume,
  * %checkpoint load: anything that reads a run. */
-rt_status rt_store_fetch_run(const char *url, char **path, char **skipped, rt_error *err);
+RT_MUST_USE rt_status rt_store_fetch_run(const char *url, char **path, char **skipped,
+                                         rt_error *err);
 
 #endif
