@@ -277,7 +277,42 @@ rt_status rt_store_put_file(rt_store *s, const char *key, const char *path, rt_e
     return r;
 }
 
+rt_status rt_store_put_mem_if(rt_store *s, const char *key, const void *buf, size_t len,
+                              const char *if_etag, int *conflict, char etag[128], rt_error *err)
+{
+    char what[300], cond[200];
+    *conflict = 0;
+    snprintf(what, sizeof what, "uploading '%.200s' to %s", key, s->bucket_url);
+    if (if_etag && strlen(if_etag) > 130)
+        return RT_ERR(err, RT_EINVAL, "%s: ETag '%.40s...' too long", what, if_etag);
+    rtp_store_req r = req("PUT", key, NULL);
+    r.body = buf;
+    r.body_len = len;
+    if (if_etag) {
+        if (*if_etag) snprintf(cond, sizeof cond, "If-Match: %s", if_etag);
+        else snprintf(cond, sizeof cond, "If-None-Match: *");
+        r.condition = cond;
+    }
+    rt_status st = rtp_store_do(s, &r, what, err);
+    free(r.resp);
+    if (st != RT_OK && (r.status == 412 || (r.status == 404 && if_etag && *if_etag))) {
+        *conflict = 1;
+        return RT_ERR(err, RT_EINVAL, "%s: %s", what,
+                      *if_etag ? "the object is no longer the version last seen (ETag "
+                                 "differs, or it was deleted)"
+                               : "the object exists already");
+    }
+    if (st == RT_OK && etag) snprintf(etag, 128, "%s", r.etag);
+    return st;
+}
+
 rt_status rt_store_get_file(rt_store *s, const char *key, const char *path, rt_error *err)
+{
+    return rt_store_get_file_etag(s, key, path, NULL, err);
+}
+
+rt_status rt_store_get_file_etag(rt_store *s, const char *key, const char *path, char etag[128],
+                                 rt_error *err)
 {
     char what[300];
     snprintf(what, sizeof what, "downloading '%.200s' from %s", key, s->bucket_url);
@@ -302,6 +337,7 @@ rt_status rt_store_get_file(rt_store *s, const char *key, const char *path, rt_e
         st = RT_ERR(err, RT_EIO, "%s: closing '%s': %s", what, part, strerror(errno));
     if (st == RT_OK && rename(part, path) != 0)
         st = RT_ERR(err, RT_EIO, "%s: renaming '%s': %s", what, part, strerror(errno));
+    if (st == RT_OK && etag) snprintf(etag, 128, "%s", r.etag);
     if (st != RT_OK) unlink(part);
     free(part);
     return st;
@@ -374,25 +410,35 @@ rt_status rt_store_list(rt_store *s, const char *prefix, rt_store_entry **out, s
         free(q);
         size_t pos = 0;
         int oom = 0;
-        char *k;
-        while (st == RT_OK && (k = rtp_store_xml_next(r.resp, "Key", &pos, &oom))) {
-            char *sz = rtp_store_xml_next(r.resp, "Size", &pos, &oom);
-            if (cnt == cap) {
+        /* one <Contents> at a time (raw: its values are decoded once, below): its Key,
+         * Size and ETag, in whatever order */
+        for (const char *a = r.resp ? strstr(r.resp, "<Contents>") : NULL, *b;
+             st == RT_OK && a && (b = strstr(a, "</Contents>")); a = strstr(b, "<Contents>")) {
+            char *item = strndup(a, (size_t)(b - a));
+            size_t p0 = 0, p1 = 0, p2 = 0;
+            if (!item) {
+                oom = 1;
+                break;
+            }
+            char *k = rtp_store_xml_next(item, "Key", &p0, &oom);
+            char *sz = rtp_store_xml_next(item, "Size", &p1, &oom);
+            char *tag = rtp_store_xml_next(item, "ETag", &p2, &oom);
+            free(item);
+            if (k && cnt == cap) {
                 size_t nc = cap ? 2 * cap : 64;
                 rt_store_entry *ne = realloc(e, nc * sizeof *ne);
-                if (!ne) {
-                    free(k);
-                    free(sz);
-                    oom = 1;
-                    break;
-                }
-                e = ne;
-                cap = nc;
+                if (ne) e = ne, cap = nc;
+                else oom = 1;
             }
-            e[cnt].key = k;
-            e[cnt].size = sz ? strtoull(sz, NULL, 10) : 0;
-            cnt++;
+            if (k && !oom) {
+                e[cnt].key = k;
+                e[cnt].size = sz ? strtoull(sz, NULL, 10) : 0;
+                snprintf(e[cnt].etag, sizeof e[cnt].etag, "%s", tag ? tag : "");
+                cnt++;
+            } else free(k);
             free(sz);
+            free(tag);
+            if (oom) break;
         }
         pos = 0;
         char *trunc = st == RT_OK ? rtp_store_xml_next(r.resp, "IsTruncated", &pos, &oom) : NULL;
