@@ -132,6 +132,7 @@ T_TEST(direct_matches_im2col)
         make(2, 6, 7, 11, 20, 0, 0),   /* pad 0 (input gradient bordered by 2), no bias */
         make(2, 3, 6, 5, 36, 2, 1),    /* pad 2; 36 rows: 2 avx512 vectors + a tail */
         make(1, 128, 4, 4, 128, 1, 1), /* the largest direct layer */
+        make(16, 1, 8, 8, 4, 1, 1),    /* one input channel, 4 filters */
     };
     const char *isas[] = {"avx512", "avx2"};
     rt_backend ref;
