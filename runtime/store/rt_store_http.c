@@ -44,6 +44,38 @@ char *rtp_store_key_escape(const char *key)
     return out;
 }
 
+char *rtp_store_query_escape(const char *v)
+{
+    char *e = rtp_store_key_escape(v);
+    if (!e) return NULL;
+    size_t slashes = 0;
+    for (const char *p = e; *p; p++) slashes += *p == '/';
+    char *out = malloc(strlen(e) + 2 * slashes + 1), *w = out;
+    for (const char *p = e; out && *p; p++) {
+        if (*p == '/') {
+            memcpy(w, "%2F", 3);
+            w += 3;
+        } else {
+            *w++ = *p;
+        }
+    }
+    if (out) *w = '\0';
+    free(e);
+    return out;
+}
+
+rtp_store_req rtp_store_req_make(const char *method, const char *key, const char *query)
+{
+    rtp_store_req r;
+    memset(&r, 0, sizeof r);
+    r.method = method;
+    r.key = key;
+    r.query = query;
+    r.resp_fd = -1;
+    r.resp_max = 1 << 20;
+    return r;
+}
+
 typedef struct sink {
     rtp_store_req *r;
     CURL *c;
@@ -94,7 +126,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *user)
     size_t n = size * nmemb;
     if (n > 5 && strncasecmp(p, "etag:", 5) == 0) {
         const char *v = p + 5;
-        while (*v == ' ' || *v == '\t') v++;
+        while (v < p + n && (*v == ' ' || *v == '\t')) v++;
         size_t len = (size_t)(p + n - v);
         while (len && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ')) len--;
         if (len < sizeof r->etag) {

@@ -58,6 +58,10 @@ typedef struct rtp_store_req {
 rt_status rtp_store_do(rt_store *s, rtp_store_req *r, const char *what, rt_error *err);
 /* The URL-encoded form of key for a path (RFC 3986 unreserved kept, '/' kept). */
 char *rtp_store_key_escape(const char *key);
+/* The query-string form of v: as rtp_store_key_escape, and '/' too. */
+char *rtp_store_query_escape(const char *v);
+/* A request with no body, its reply into memory (at most 1 MiB). */
+rtp_store_req rtp_store_req_make(const char *method, const char *key, const char *query);
 /* A formatted string (object names, queries), malloc'd; NULL when out of memory.
  * rt_store_object.c. */
 char *rtp_store_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
@@ -67,6 +71,22 @@ char *rtp_store_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
  * malloc'd), advancing *pos past it; NULL when there is none (or out of memory:
  * *oom set). */
 char *rtp_store_xml_next(const char *xml, const char *tag, size_t *pos, int *oom);
+/* The same without decoding entities: for an element holding elements
+ * (<Contents><Key>...</Key></Contents>), read again with rtp_store_xml_next. */
+char *rtp_store_xml_raw(const char *xml, const char *tag, size_t *pos, int *oom);
+
+/* ---- listing (rt_store_list.c) ---- */
+/* Parses one ListObjectsV2 reply (untrusted: it comes from the server) for a listing
+ * of prefix: appends each <Contents>' Key and Size to *e (*n entries, room for *cap,
+ * grown as needed) and sets *next to the continuation token (malloc'd) when the
+ * listing goes on, else NULL; prev is the token this page was asked with (NULL for
+ * the first). RT_EFORMAT, saying what is wrong, when an entry has no key or no size,
+ * a size is not a decimal number, a key lies outside prefix, or a page claims more
+ * without a new token (a server repeating a token would never end). `what` names the
+ * listing for messages. The entries added stay in *e either way. */
+rt_status rtp_store_list_page(const char *xml, const char *prefix, const char *prev,
+                              rt_store_entry **e, size_t *n, size_t *cap, char **next,
+                              const char *what, rt_error *err);
 
 struct rt_store {
     rtp_store_config cfg;

@@ -1,5 +1,5 @@
 /* rt_store_object.c - opening a store (and checking it) and the object operations:
- * put (single request or multipart), get, delete, list. */
+ * put (single request or multipart), get, delete. Listing: rt_store_list.c. */
 #include "rt_store_internal.h"
 
 #include <errno.h>
@@ -40,18 +40,6 @@ const char *rt_store_bucket_url(const rt_store *s) { return s->bucket_url; }
 void rt_store_set_cancel(rt_store *s, const _Atomic int *flag) { s->cancel = flag; }
 const char *rt_store_endpoint(const rt_store *s) { return s->endpoint; }
 
-static rtp_store_req req(const char *method, const char *key, const char *query)
-{
-    rtp_store_req r;
-    memset(&r, 0, sizeof r);
-    r.method = method;
-    r.key = key;
-    r.query = query;
-    r.resp_fd = -1;
-    r.resp_max = 1 << 20;
-    return r;
-}
-
 rt_status rt_store_open(const char *url, rt_store **out, char **prefix_out, rt_error *err)
 {
     *out = NULL;
@@ -91,7 +79,7 @@ rt_status rt_store_open(const char *url, rt_store **out, char **prefix_out, rt_e
     }
     char what[200];
     snprintf(what, sizeof what, "checking s3://%.120s", bucket);
-    rtp_store_req r = req("HEAD", NULL, NULL);
+    rtp_store_req r = rtp_store_req_make("HEAD", NULL, NULL);
     st = rtp_store_do(s, &r, what, err);
     free(r.resp);
     if (st != RT_OK) {
@@ -105,33 +93,11 @@ rt_status rt_store_open(const char *url, rt_store **out, char **prefix_out, rt_e
     return RT_OK;
 }
 
-/* Query-string encoding: RFC 3986 unreserved characters kept, everything else %XX
- * (also '/', unlike a path). */
-static char *query_escape(const char *v)
-{
-    char *e = rtp_store_key_escape(v);
-    if (!e) return NULL;
-    size_t slashes = 0;
-    for (const char *p = e; *p; p++) slashes += *p == '/';
-    char *out = malloc(strlen(e) + 2 * slashes + 1), *w = out;
-    for (const char *p = e; out && *p; p++) {
-        if (*p == '/') {
-            memcpy(w, "%2F", 3);
-            w += 3;
-        } else {
-            *w++ = *p;
-        }
-    }
-    if (out) *w = '\0';
-    free(e);
-    return out;
-}
-
 static rt_status put_one(rt_store *s, const char *key, const void *buf, size_t len, rt_error *err)
 {
     char what[300];
     snprintf(what, sizeof what, "uploading '%.200s' to %s", key, s->bucket_url);
-    rtp_store_req r = req("PUT", key, NULL);
+    rtp_store_req r = rtp_store_req_make("PUT", key, NULL);
     r.body = buf;
     r.body_len = len;
     rt_status st = rtp_store_do(s, &r, what, err);
@@ -170,7 +136,7 @@ static void abort_upload(rt_store *s, const char *key, const char *qid)
 {
     char q[1200];
     snprintf(q, sizeof q, "uploadId=%s", qid);
-    rtp_store_req r = req("DELETE", key, q);
+    rtp_store_req r = rtp_store_req_make("DELETE", key, q);
     rt_error ignored;
     rtp_store_do(s, &r, "aborting an upload", &ignored);
     free(r.resp);
@@ -182,13 +148,13 @@ static rt_status put_multipart(rt_store *s, const char *key, src *x, const char 
 {
     char what[300], q[1200];
     snprintf(what, sizeof what, "uploading '%.200s' to %s", key, s->bucket_url);
-    rtp_store_req r = req("POST", key, "uploads=");
+    rtp_store_req r = rtp_store_req_make("POST", key, "uploads=");
     RT_TRY(rtp_store_do(s, &r, what, err));
     size_t pos = 0;
     int oom = 0;
     char *id = rtp_store_xml_next(r.resp, "UploadId", &pos, &oom);
     free(r.resp);
-    char *qid = id ? query_escape(id) : NULL;
+    char *qid = id ? rtp_store_query_escape(id) : NULL;
     free(id);
     if (!qid || strlen(qid) > 1000) {
         free(qid);
@@ -209,7 +175,7 @@ static rt_status put_multipart(rt_store *s, const char *key, src *x, const char 
         st = src_part(x, off, n, &p, path, err);
         if (st != RT_OK) break;
         snprintf(q, sizeof q, "partNumber=%" PRIu64 "&uploadId=%s", i + 1, qid);
-        rtp_store_req pr = req("PUT", key, q);
+        rtp_store_req pr = rtp_store_req_make("PUT", key, q);
         pr.body = p;
         pr.body_len = n;
         st = rtp_store_do(s, &pr, what, err);
@@ -226,7 +192,7 @@ static rt_status put_multipart(rt_store *s, const char *key, src *x, const char 
     if (st == RT_OK) {
         len += (size_t)snprintf(xml + len, cap - len, "</CompleteMultipartUpload>");
         snprintf(q, sizeof q, "uploadId=%s", qid);
-        rtp_store_req cr = req("POST", key, q);
+        rtp_store_req cr = rtp_store_req_make("POST", key, q);
         cr.body = xml;
         cr.body_len = len;
         cr.content_type = "Content-Type: application/xml";
@@ -292,7 +258,7 @@ rt_status rt_store_get_file(rt_store *s, const char *key, const char *path, rt_e
         free(part);
         return e;
     }
-    rtp_store_req r = req("GET", key, NULL);
+    rtp_store_req r = rtp_store_req_make("GET", key, NULL);
     r.resp_fd = fd;
     rt_status st = rtp_store_do(s, &r, what, err);
     free(r.resp);
@@ -312,7 +278,7 @@ rt_status rt_store_get_mem(rt_store *s, const char *key, size_t max, char **buf,
 {
     char what[300];
     snprintf(what, sizeof what, "downloading '%.200s' from %s", key, s->bucket_url);
-    rtp_store_req r = req("GET", key, NULL);
+    rtp_store_req r = rtp_store_req_make("GET", key, NULL);
     r.resp_max = max;
     rt_status st = rtp_store_do(s, &r, what, err);
     if (st != RT_OK) {
@@ -332,87 +298,8 @@ rt_status rt_store_delete(rt_store *s, const char *key, rt_error *err)
 {
     char what[300];
     snprintf(what, sizeof what, "deleting '%.200s' from %s", key, s->bucket_url);
-    rtp_store_req r = req("DELETE", key, NULL);
+    rtp_store_req r = rtp_store_req_make("DELETE", key, NULL);
     rt_status st = rtp_store_do(s, &r, what, err);
     free(r.resp);
     return st;
-}
-
-void rt_store_entries_free(rt_store_entry *e, size_t n)
-{
-    for (size_t i = 0; e && i < n; i++) free(e[i].key);
-    free(e);
-}
-
-rt_status rt_store_list(rt_store *s, const char *prefix, rt_store_entry **out, size_t *n,
-                        rt_error *err)
-{
-    *out = NULL;
-    *n = 0;
-    char what[300];
-    snprintf(what, sizeof what, "listing %s/%.200s", s->bucket_url, prefix);
-    char *qp = query_escape(prefix), *token = NULL;
-    rt_store_entry *e = NULL;
-    size_t cnt = 0, cap = 0;
-    rt_status st = qp ? RT_OK : RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
-    for (int more = 1; st == RT_OK && more;) {
-        char *qt = token ? query_escape(token) : NULL;
-        size_t ql = strlen(qp) + (qt ? strlen(qt) : 0) + 64;
-        char *q = malloc(ql);
-        if (!q || (token && !qt)) {
-            free(q);
-            free(qt);
-            st = RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
-            break;
-        }
-        snprintf(q, ql, "%s%s%slist-type=2&prefix=%s", qt ? "continuation-token=" : "",
-                 qt ? qt : "", qt ? "&" : "", qp);
-        free(qt);
-        rtp_store_req r = req("GET", NULL, q);
-        r.resp_max = 16 << 20;
-        st = rtp_store_do(s, &r, what, err);
-        free(q);
-        size_t pos = 0;
-        int oom = 0;
-        char *k;
-        while (st == RT_OK && (k = rtp_store_xml_next(r.resp, "Key", &pos, &oom))) {
-            char *sz = rtp_store_xml_next(r.resp, "Size", &pos, &oom);
-            if (cnt == cap) {
-                size_t nc = cap ? 2 * cap : 64;
-                rt_store_entry *ne = realloc(e, nc * sizeof *ne);
-                if (!ne) {
-                    free(k);
-                    free(sz);
-                    oom = 1;
-                    break;
-                }
-                e = ne;
-                cap = nc;
-            }
-            e[cnt].key = k;
-            e[cnt].size = sz ? strtoull(sz, NULL, 10) : 0;
-            cnt++;
-            free(sz);
-        }
-        pos = 0;
-        char *trunc = st == RT_OK ? rtp_store_xml_next(r.resp, "IsTruncated", &pos, &oom) : NULL;
-        more = trunc && strcmp(trunc, "true") == 0;
-        free(trunc);
-        free(token);
-        token = NULL;
-        pos = 0;
-        if (more && !(token = rtp_store_xml_next(r.resp, "NextContinuationToken", &pos, &oom)))
-            more = 0;
-        free(r.resp);
-        if (oom && st == RT_OK) st = RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
-    }
-    free(token);
-    free(qp);
-    if (st != RT_OK) {
-        rt_store_entries_free(e, cnt);
-        return st;
-    }
-    *out = e;
-    *n = cnt;
-    return RT_OK;
 }

@@ -41,7 +41,7 @@ static void decode(char *s)
     *w = '\0';
 }
 
-char *rtp_store_xml_next(const char *xml, const char *tag, size_t *pos, int *oom)
+char *rtp_store_xml_raw(const char *xml, const char *tag, size_t *pos, int *oom)
 {
     char open[80], close[80];
     if (!xml || strlen(tag) > 70) return NULL;
@@ -57,7 +57,13 @@ char *rtp_store_xml_next(const char *xml, const char *tag, size_t *pos, int *oom
         *oom = 1;
         return NULL;
     }
-    decode(out);
     *pos = (size_t)(b - xml) + strlen(close);
+    return out;
+}
+
+char *rtp_store_xml_next(const char *xml, const char *tag, size_t *pos, int *oom)
+{
+    char *out = rtp_store_xml_raw(xml, tag, pos, oom);
+    if (out) decode(out);
     return out;
 }

@@ -292,6 +292,40 @@ put("manifest", "two-parts", json.dumps({"format": "kiln-checkpoint-manifest", "
 put("manifest", "not-json", "{not json")
 put("manifest", "duplicate-keys", '{"format":"kiln-checkpoint-manifest","format":"x"}')
 
+# ---- s3xml: one XML reply of the S3 server ----
+def listing(*contents, truncated=False, token=None):
+    items = "".join(f"<Contents>{c}<StorageClass>STANDARD</StorageClass></Contents>"
+                    for c in contents)
+    more = f"<NextContinuationToken>{token}</NextContinuationToken>" if token else ""
+    return ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult '
+            'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>kiln-test</Name>'
+            f"<Prefix>runs/a/</Prefix><KeyCount>{len(contents)}</KeyCount>"
+            f"<MaxKeys>1000</MaxKeys><IsTruncated>{'true' if truncated else 'false'}"
+            f"</IsTruncated>{more}{items}</ListBucketResult>")
+put("s3xml", "listing", listing("<Key>runs/a/ckpt-step00000016.safetensors</Key>"
+                                "<Size>5912</Size>",
+                                "<Key>runs/a/ckpt-step00000016.safetensors.manifest.json</Key>"
+                                "<Size>301</Size>"))
+put("s3xml", "empty", listing())
+put("s3xml", "truncated", listing("<Key>runs/a/x</Key><Size>1</Size>", truncated=True,
+                                  token="1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM="))
+put("s3xml", "same-token", listing("<Key>runs/a/x</Key><Size>1</Size>", truncated=True,
+                                   token="tok"))
+put("s3xml", "no-token", listing("<Key>runs/a/x</Key><Size>1</Size>", truncated=True))
+put("s3xml", "outside-prefix", listing("<Key>a</Key><Size>1</Size>"))
+put("s3xml", "no-size", listing("<Key>runs/a/x</Key>", "<Key>runs/a/y</Key><Size>2</Size>"))
+put("s3xml", "bad-sizes", listing("<Key>runs/a/x</Key><Size>-1</Size>",
+                                  "<Key>runs/a/y</Key><Size>99999999999999999999</Size>"))
+put("s3xml", "entities", listing("<Key>runs/a/&lt;&#x41;&#66;&amp;amp;&#0;&#x;</Key>"
+                                 "<Size>0</Size>"))
+put("s3xml", "error", '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchBucket'
+    "</Code><Message>The specified bucket does not exist</Message>"
+    "<BucketName>x</BucketName></Error>")
+put("s3xml", "upload-id", "<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key>"
+    "<UploadId>VXBsb2FkIElEIGZvciA2aWWpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA</UploadId>"
+    "</InitiateMultipartUploadResult>")
+put("s3xml", "unclosed", "<ListBucketResult><Contents><Key>runs/a/x</Key><Size>1")
+
 # ---- mlflow: answers "CODE BODY" separated by "\n--\n" ----
 def mlflow(*answers):
     return "\n--\n".join(answers)

@@ -24,7 +24,7 @@ if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ]; then
 fi
 shift
 all=(wire connection notebook cell forms model idx cifar ckpt http schedule history args resume
-     results manifest mlflow)
+     results manifest s3xml mlflow)
 targets=("${@:-${all[@]}}")
 build="${FUZZ_BUILD:-$root/build-fuzz}"
 out="${FUZZ_OUT:-$build/fuzz-out}"

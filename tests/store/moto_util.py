@@ -1,10 +1,12 @@
 """A moto S3 server on 127.0.0.1 for the tests in this folder: started with
 authentication on (every request after the IAM setup must carry a valid SigV4
-signature), a user with an access key allowed s3:*, and a bucket."""
+signature), a user with an access key allowed s3:*, and a bucket. Proxy: a relay in
+front of it that the tests take down, bring back and stall."""
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -50,6 +52,104 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
 
+
+class Proxy:
+    """A TCP relay 127.0.0.1:port -> the server that can be taken down and brought back
+    on the same port (the server keeps its state), and can stall every upload after
+    stall_after bytes (a transfer hanging mid-way).
+
+    on_request(pattern, nth, action): when the nth request whose head holds pattern
+    (bytes, e.g. b"partNumber=2&") arrives, the proxy either holds it forever ("stall":
+    the request never reaches the server, everything before it did) or goes down
+    ("down": that request and all after it fail until up()). self.fired is set then.
+    Requests are matched at the start of what the client sends, which is where HTTP/1.1
+    without pipelining puts each request line; so which request fires is fixed by the
+    client's order of requests, not by timing."""
+
+    def __init__(self, target_port):
+        self.target, self.port = target_port, free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.stall_after, self.sent, self.conns = None, 0, []
+        self.trigger, self.seen, self.fired = None, 0, threading.Event()
+        self.lock = threading.Lock()
+        self.up()
+
+    def on_request(self, pattern, nth, action):
+        assert action in ("stall", "down")
+        with self.lock:
+            self.trigger, self.seen = (pattern, nth, action), 0
+            self.fired.clear()
+
+    def up(self):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", self.port))
+        self.sock.listen(16)
+        self.alive = True
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while self.alive:
+            try:
+                c, _ = self.sock.accept()
+                u = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                return
+            self.conns += [c, u]
+            threading.Thread(target=self._pipe, args=(c, u, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c, False), daemon=True).start()
+
+    def _fires(self, d):
+        """Whether chunk d (from the client) starts the request the trigger waits for."""
+        with self.lock:
+            if not self.trigger or self.fired.is_set():
+                return None
+            pattern, nth, action = self.trigger
+            line = d.split(b"\r\n", 1)[0]
+            if not line.endswith(b" HTTP/1.1") or pattern not in line:
+                return None
+            self.seen += 1
+            if self.seen < nth:
+                return None
+            self.fired.set()
+            return action
+
+    def _pipe(self, a, b, upstream):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                if upstream:
+                    action = self._fires(d)
+                    if action == "down":
+                        self.down()
+                        break
+                    while action == "stall" and self.alive:
+                        time.sleep(0.05)
+                    self.sent += len(d)
+                    while self.stall_after is not None and self.sent > self.stall_after \
+                            and self.alive:
+                        time.sleep(0.05)
+                b.sendall(d)
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def down(self):
+        self.alive = False
+        self.sock.close()
+        for c in self.conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()
+        self.conns = []
 
 
 def start_store():

@@ -6,11 +6,9 @@ Kiln stored and stores what Kiln reads. Every output is scanned for the secret k
 import hashlib
 import json
 import os
-import socket
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -18,71 +16,9 @@ import pytest
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("moto")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from moto_util import BUCKET, free_port, start_store  # noqa: E402
+from moto_util import BUCKET, Proxy, free_port, start_store  # noqa: E402
 
 TOOL = os.environ.get("STORE_TOOL", "build/tests/store/store_tool")
-
-
-class Proxy:
-    """A TCP relay 127.0.0.1:port -> the server that can be taken down and brought back
-    on the same port (the server keeps its state), and can stall every upload after
-    stall_after bytes (a transfer hanging mid-way)."""
-
-    def __init__(self, target_port):
-        self.target, self.port = target_port, free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.stall_after, self.sent, self.conns = None, 0, []
-        self.up()
-
-    def up(self):
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", self.port))
-        self.sock.listen(16)
-        self.alive = True
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while self.alive:
-            try:
-                c, _ = self.sock.accept()
-                u = socket.create_connection(("127.0.0.1", self.target))
-            except OSError:
-                return
-            self.conns += [c, u]
-            threading.Thread(target=self._pipe, args=(c, u, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(u, c, False), daemon=True).start()
-
-    def _pipe(self, a, b, upstream):
-        try:
-            while True:
-                d = a.recv(65536)
-                if not d:
-                    break
-                if upstream:
-                    self.sent += len(d)
-                    while self.stall_after is not None and self.sent > self.stall_after \
-                            and self.alive:
-                        time.sleep(0.05)
-                b.sendall(d)
-        except OSError:
-            pass
-        for x in (a, b):
-            try:
-                x.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def down(self):
-        self.alive = False
-        self.sock.close()
-        for c in self.conns:
-            try:
-                c.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            c.close()
-        self.conns = []
 
 
 @pytest.fixture(scope="module")

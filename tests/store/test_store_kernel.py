@@ -1,13 +1,17 @@
 """s3:// run directories through the kernel, against moto's S3 server on 127.0.0.1
 (moto_util.py): %train --run-dir s3://... uploads its checkpoints; %resume s3://... in a
 fresh kernel, with the local staging directory gone, continues the run bit for bit
-(the final checkpoint equals an uninterrupted local run's); `kiln run` of a stage
+(the final checkpoint equals an uninterrupted local run's), also after a kill -9 in the
+middle of a multipart upload and past a corrupt object; an outage of the store
+mid-run does not stop training and the uploads catch up; `kiln run` of a stage
 notebook twice, on two "machines", continues the run; wrong credentials, a
 missing bucket and a bad endpoint stop %train before any step with an error that names
 what to fix; and the secret key is in no output, no kernel log, no results-store row
 and no notebook-visible text of any of it."""
 import os
+import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -22,7 +26,7 @@ pytest.importorskip("moto")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "resume"))
-from moto_util import BUCKET, free_port, start_store  # noqa: E402
+from moto_util import BUCKET, Proxy, free_port, start_store  # noqa: E402
 from test_resume_kernel import IpcKernel, collect, run, start  # noqa: E402
 
 if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
@@ -89,14 +93,39 @@ def ckpt(step):
     return "ckpt-step%08d.safetensors" % step
 
 
+def same_weights(st, key, path):
+    """The store's object key holds the same model and optimizer state as the local
+    checkpoint at path, bit for bit."""
+    got = os.path.join(st["tmp"], "got.safetensors")
+    with open(got, "wb") as f:
+        f.write(st["s3"].get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    a, b = load_file(got), load_file(path)
+    assert sorted(a) == sorted(b)
+    names = [n for n in a if n.startswith(("model.", "optim."))]
+    assert names
+    for name in names:
+        assert np.array_equal(a[name], b[name]), name
+
+
+def keys(st, prefix):
+    return sorted(o["Key"] for o in st["s3"].list_objects_v2(
+        Bucket=BUCKET, Prefix=prefix).get("Contents", []))
+
+
+def train_locally(st, setup, train, name):
+    """A fresh kernel runs setup, then train into a local run directory (returned)."""
+    rd = os.path.join(st["tmp"], name)
+    k = kernel(st)
+    for code in setup:
+        cell(st, k, code)
+    cell(st, k, f"{train} --run-dir {rd}")
+    close(st, k)
+    return rd
+
+
 def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
     # the reference: 3 epochs without a stop, locally
-    ref_dir = os.path.join(env["tmp"], "ref")
-    k = kernel(env)
-    for c in SETUP:
-        cell(env, k, c)
-    cell(env, k, f"{TRAIN} --epochs 3 --run-dir {ref_dir}")
-    close(env, k)
+    ref_dir = train_locally(env, SETUP, f"{TRAIN} --epochs 3", "ref")
     # 2 epochs into the store
     url = f"s3://{BUCKET}/runs/a"
     k = kernel(env)
@@ -112,9 +141,7 @@ def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
     # the progress display shows the upload state
     assert any("uploaded: step " in f or "upload: " in f for f in frames), frames[-3:]
     assert f"uploaded: {url} (newest: step {2 * STEPS_PER_EPOCH})" in c.text, c.text
-    keys = sorted(o["Key"] for o in env["s3"].list_objects_v2(
-        Bucket=BUCKET, Prefix="runs/a/")["Contents"])
-    assert keys == ["runs/a/" + n for n in (
+    assert keys(env, "runs/a/") == ["runs/a/" + n for n in (
         ckpt(28), ckpt(28) + ".manifest.json", ckpt(32), ckpt(32) + ".manifest.json")]
     # a fresh kernel on a "new machine": nothing local, no cells run
     shutil.rmtree(os.environ["KILN_STAGING_DIR"])
@@ -131,19 +158,9 @@ def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
     db.close()
     assert url in dirs, dirs
     assert f"uploaded: {url} (newest: step {3 * STEPS_PER_EPOCH})" in c.text, c.text
-    got = env["s3"].get_object(Bucket=BUCKET, Key="runs/a/" + ckpt(48))["Body"].read()
-    path = os.path.join(env["tmp"], "got.safetensors")
-    with open(path, "wb") as f:
-        f.write(got)
-    a, b = load_file(path), load_file(os.path.join(ref_dir, ckpt(48)))
-    assert sorted(a) == sorted(b)
-    for name in a:
-        if name.startswith(("model.", "optim.")):
-            assert np.array_equal(a[name], b[name]), name
+    same_weights(env, "runs/a/" + ckpt(48), os.path.join(ref_dir, ckpt(48)))
     # keep 2: the oldest went only once newer ones were complete
-    keys = sorted(o["Key"] for o in env["s3"].list_objects_v2(
-        Bucket=BUCKET, Prefix="runs/a/")["Contents"])
-    assert keys == ["runs/a/" + n for n in (
+    assert keys(env, "runs/a/") == ["runs/a/" + n for n in (
         ckpt(32), ckpt(32) + ".manifest.json", ckpt(48), ckpt(48) + ".manifest.json")]
     # kiln export of the s3:// run on a "new machine": the same model as the local run's
     shutil.rmtree(os.environ["KILN_STAGING_DIR"])
@@ -217,8 +234,7 @@ def test_other_options_go_to_v2_in_the_store(env):
     (the store's run untouched); the same cell on a new machine continues URL-v2, which
     it can only know from the store; --resume never on a URL holding a run is refused."""
     url = f"s3://{BUCKET}/runs/nb"  # holds test_kiln_run_twice_continues' run (lr 0.003)
-    before = sorted(o["Key"] for o in env["s3"].list_objects_v2(
-        Bucket=BUCKET, Prefix="runs/nb/")["Contents"])
+    before = keys(env, "runs/nb/")
     other = TRAIN.replace("--lr 0.003", "--lr 0.002")
     for epochs in (1, 2):
         shutil.rmtree(os.environ["KILN_STAGING_DIR"], ignore_errors=True)
@@ -235,8 +251,7 @@ def test_other_options_go_to_v2_in_the_store(env):
             assert f"{url}-v2 holds this run (same options): continuing it" in c.text, c.text
         assert f"uploaded: {url}-v2 (newest: step {epochs * STEPS_PER_EPOCH})" in c.text
         assert f"run directory: {url}-v2 (staged in " in c.text, c.text
-    after = sorted(o["Key"] for o in env["s3"].list_objects_v2(
-        Bucket=BUCKET, Prefix="runs/nb/")["Contents"])
+    after = keys(env, "runs/nb/")
     assert after == before
     k = kernel(env)
     for c in SETUP:
@@ -251,6 +266,128 @@ def test_other_options_go_to_v2_in_the_store(env):
     c = cell(env, k, "%evaluate net")
     close(env, k)
     assert "accuracy" in c.text, c.text
+
+
+# A model whose checkpoint (6.7 MB with the Adam state) is more than one 5 MiB part, so
+# its upload is a multipart upload with KILN_S3_PART_MB=5; 8 steps an epoch.
+BIG = ["%dataset fashion-mnist --subset 256 --val 32 --samples 0",
+       "%%model big\nflatten\ndense 700\nrelu\ndense 10"]
+BIG_TRAIN = "%train big --batch 32 --seed 7 --lr 0.001 --checkpoint-every 1epoch"
+BIG_EPOCH = 256 // 32
+
+
+@pytest.fixture(scope="module")
+def big_ref(env):
+    """The big model's 3 epochs without a stop, locally: the run directory."""
+    rd = train_locally(env, BIG, f"{BIG_TRAIN} --epochs 3", "big-ref")
+    assert os.path.getsize(os.path.join(rd, ckpt(3 * BIG_EPOCH))) > 5 << 20
+    return rd
+
+
+def test_kill9_mid_multipart_upload_then_resume_from_the_newest_complete(env, big_ref):
+    """The kernel dies (SIGKILL) while epoch 2's checkpoint is half uploaded: part 1 is
+    in the store, part 2 is held by the proxy. Which upload is cut is fixed by the order
+    of requests (the second upload's part 2), not by timing. On a new machine (staging
+    gone) %resume continues from epoch 1's, the newest complete checkpoint, and the run
+    ends bit for bit as the uninterrupted one."""
+    url, pre = f"s3://{BUCKET}/runs/kill", "runs/kill/"
+    px = Proxy(env["port"])
+    px.on_request(b"partNumber=2&", 2, "stall")
+    k = kernel(env, AWS_ENDPOINT_URL=px.url, KILN_S3_PART_MB="5")
+    try:
+        for code in BIG:
+            cell(env, k, code)
+        start(k, f"{BIG_TRAIN} --epochs 2 --run-dir {url} --keep 3")
+        assert px.fired.wait(120), "the second multipart upload never reached part 2"
+        os.kill(k.pid, signal.SIGKILL)
+        k.km.provisioner.process.wait(10)
+    finally:
+        px.down()
+        env["logs"].append(k.stderr())
+        k.kc.stop_channels()
+        k.km.shutdown_kernel(now=True)
+        os.unlink(k.log.name)
+        shutil.rmtree(k.ipc_dir, ignore_errors=True)
+    e1, e2 = BIG_EPOCH, 2 * BIG_EPOCH
+    uploads = env["s3"].list_multipart_uploads(Bucket=BUCKET, Prefix=pre)
+    assert [u["Key"] for u in uploads.get("Uploads", [])] == [pre + ckpt(e2)]
+    assert keys(env, pre) == [pre + ckpt(e1), pre + ckpt(e1) + ".manifest.json"]
+    shutil.rmtree(os.environ["KILN_STAGING_DIR"])
+    k = kernel(env)
+    c = cell(env, k, f"%resume {url} --epochs 3")
+    close(env, k)
+    assert f"step {e1} of {3 * BIG_EPOCH}" in c.text, c.text
+    assert f"uploaded: {url} (newest: step {3 * BIG_EPOCH})" in c.text, c.text
+    same_weights(env, pre + ckpt(3 * BIG_EPOCH),
+                 os.path.join(big_ref, ckpt(3 * BIG_EPOCH)))
+
+
+def test_a_corrupt_object_is_skipped_at_resume(env, big_ref):
+    """runs/kill (the test above) holds epochs 1, 2 and 3's checkpoints. One byte of the
+    last one's object flipped (same size, manifest untouched): %resume on a new machine
+    says it skipped it and why, continues from epoch 2's, and ends as the uninterrupted
+    run."""
+    url, pre = f"s3://{BUCKET}/runs/kill", "runs/kill/"
+    last = 3 * BIG_EPOCH
+    assert pre + ckpt(last) + ".manifest.json" in keys(env, pre)
+    body = bytearray(env["s3"].get_object(Bucket=BUCKET, Key=pre + ckpt(last))["Body"].read())
+    body[len(body) // 2] ^= 0x40
+    env["s3"].put_object(Bucket=BUCKET, Key=pre + ckpt(last), Body=bytes(body))
+    shutil.rmtree(os.environ["KILN_STAGING_DIR"], ignore_errors=True)
+    k = kernel(env)
+    c = cell(env, k, f"%resume {url} --epochs 3")
+    close(env, k)
+    said = [ln for ln in c.text.splitlines() if ln.startswith("warning: skipped checkpoint")]
+    assert len(said) == 1 and f"{url}/{ckpt(last)}: SHA-256 mismatch" in said[0], c.text
+    assert f"step {2 * BIG_EPOCH} of {last}" in c.text, c.text
+    same_weights(env, pre + ckpt(last), os.path.join(big_ref, ckpt(last)))
+
+
+def test_store_outage_mid_run_training_goes_on_and_uploads_catch_up(env):
+    """The store goes away at the first upload (the proxy goes down on the first PUT)
+    and stays away for the whole training: every step still runs, the progress line
+    shows the uploads pending; when the end-of-run wait begins the store comes back on
+    the same port, the queue catches up, and every checkpoint staged locally is in the
+    store, byte for byte: nothing exists only locally."""
+    url, pre = f"s3://{BUCKET}/runs/outage", "runs/outage/"
+    px = Proxy(env["port"])
+    px.on_request(b"PUT ", 1, "down")
+    k = kernel(env, AWS_ENDPOINT_URL=px.url)
+    frames, back = [], []
+
+    def on_text(text):
+        frames.append(text)
+        if not back and re.search(r"uploading \d+ checkpoints? to ", text):  # end-of-run wait
+            back.append(px.fired.is_set())
+            px.up()
+
+    try:
+        for code in SETUP:
+            cell(env, k, code)
+        c = collect(k, start(k, f"{TRAIN} --epochs 2 --run-dir {url} --keep 4 "
+                                "--checkpoint-every 8steps"), on_text=on_text)
+        env["texts"].append(c.text + str(c.reply) + "".join(frames))
+        staging = c.text.split(f"run directory: {url} (staged in ")[1].split(")")[0]
+    finally:
+        px.down()
+        close(env, k)
+    assert c.reply["status"] == "ok", c.reply
+    assert back == [True], "the store was not down when training ended"
+    last = 2 * STEPS_PER_EPOCH
+    # while it was down, training went on to the end, its progress line showing the
+    # uploads pending
+    assert f"steps {last} (epoch 2 of 2)" in c.text, c.text
+    assert any(f"step {last}/{last}" in f and re.search(r"upload: [1-9]\d* pending", f)
+               for f in frames), frames[-3:]
+    assert f"uploaded: {url} (newest: step {last})" in c.text, c.text
+    assert "only local" not in c.text
+    steps = (8, 16, 24, 32)
+    assert keys(env, pre) == sorted(pre + ckpt(s) + x for s in steps
+                                    for x in ("", ".manifest.json"))
+    for s in steps:
+        with open(os.path.join(staging, ckpt(s)), "rb") as f:
+            local = f.read()
+        assert env["s3"].get_object(Bucket=BUCKET, Key=pre + ckpt(s))["Body"].read() == local
 
 
 def test_the_secret_is_nowhere(env):
