@@ -20,6 +20,11 @@ static rt_status cpu_open(rt_backend *b, int device, rt_error *err)
     RT_TRY(rtp_cpu_blas_load(err));
     rtp_cpu *c = calloc(1, sizeof *c);
     if (!c) return RT_ERR(err, RT_ENOMEM, "out of memory opening the CPU backend");
+    rt_status st = rtp_cpu_convk_pick(&c->convk, err);
+    if (st != RT_OK) {
+        free(c);
+        return st;
+    }
     b->impl = c;
     if (b->threads <= 0) b->threads = omp_get_num_procs();
     openblas_set_num_threads(b->threads);

@@ -1,5 +1,8 @@
 /* cpu_conv.c - conv2d forward and backward on the CPU: im2col + sgemm per image.
  *
+ * 3x3 stride-1 convolutions with up to 128 channels take the direct path instead
+ * (cpu_conv_direct.c; rtp_cpu_conv_direct decides) on a CPU with AVX2+FMA; every other
+ * shape, and every CPU without them, comes here.
  * Images of the minibatch are spread over OpenMP threads (dynamic scheduling, so a
  * thread that the OS preempts does not hold the others back); each thread unfolds one
  * image at a time into its own column buffer (C*R*S x P*Q, sized to stay in L2) and
@@ -45,6 +48,8 @@ static size_t acc_floats(const rt_conv_desc *d)
 
 size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
 {
+    const rtp_convk *k = rtp_cpu_conv_direct(b, d);
+    if (k) return rtp_cpu_conv_direct_workspace(b, k, d);
     size_t T = (size_t)(b->threads > 0 ? b->threads : 1);
     return (T * col_floats(d) + (size_t)ngroups(d->N) * acc_floats(d)) * sizeof(float);
 }
@@ -90,7 +95,7 @@ __attribute__((noinline)) static void add_span(float *restrict dst, const float 
 
 /* Sum of n floats with 16 independent partial sums (vectorisable; fixed order, so
  * deterministic): the scalar chain was 1-2% of a training step. */
-__attribute__((noinline)) static float row_sum(const float *restrict x, int n)
+__attribute__((noinline)) float rtp_cpu_row_sum(const float *restrict x, int n)
 {
     float acc[16] = {0};
     int i = 0;
@@ -145,6 +150,8 @@ static void col2im(float *dx, const float *col, const rt_conv_desc *d)
 rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
                              const rt_tensor *bias, const rt_conv_desc *d, rt_error *err)
 {
+    const rtp_convk *kern = rtp_cpu_conv_direct(b, d);
+    if (kern) return rtp_cpu_conv_direct_fwd(b, kern, out, in, w, bias, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
@@ -176,6 +183,8 @@ rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
 rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                   const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
+    const rtp_convk *kern = rtp_cpu_conv_direct(b, d);
+    if (kern) return rtp_cpu_conv_direct_bwd_data(b, kern, din, dout, w, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
@@ -207,6 +216,8 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                                     const rt_tensor *dout, const rt_tensor *in,
                                     const rt_conv_desc *d, rt_error *err)
 {
+    const rtp_convk *kern = rtp_cpu_conv_direct(b, d);
+    if (kern) return rtp_cpu_conv_direct_bwd_filter(b, kern, dw, dbias, dout, in, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
@@ -243,7 +254,7 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                                 src, PQ, n == g * GROUP ? 0.0f : 1.0f, acc, CRS);
                 }
                 for (int k = 0; k < K; k++) {
-                    float sum = row_sum(dy + (size_t)k * PQ, PQ);
+                    float sum = rtp_cpu_row_sum(dy + (size_t)k * PQ, PQ);
                     accb[k] = n == g * GROUP ? sum : accb[k] + sum;
                 }
             }

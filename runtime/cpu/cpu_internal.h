@@ -8,10 +8,12 @@
 #define CPU_INTERNAL_H
 
 #include "../rt_backend.h"
+#include "cpu_conv_kern.h"
 
 typedef struct rtp_cpu {
     float *ws; /* scratch, 64-byte aligned */
     size_t ws_bytes;
+    const rtp_convk *convk; /* direct-convolution loops for this CPU, or NULL (im2col) */
 } rtp_cpu;
 
 /* Scratch of at least `bytes`, or NULL with RT_EINVAL set in err (never allocates). */
@@ -31,6 +33,25 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
 rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
                                     const rt_tensor *dout, const rt_tensor *in,
                                     const rt_conv_desc *d, rt_error *err);
+/* Sum of n floats, vectorisable, in a fixed order (deterministic). */
+float rtp_cpu_row_sum(const float *x, int n);
+
+/* cpu_conv_direct.c: the direct 3x3 convolution. rtp_cpu_convk_pick chooses the
+ * loops for this CPU when the backend opens (KILN_CPU_CONV=auto|avx512|avx2|im2col;
+ * im2col, or a CPU without AVX2+FMA, gives NULL); rtp_cpu_conv_direct says whether a
+ * convolution takes the direct path on b (NULL: im2col + sgemm). */
+rt_status rtp_cpu_convk_pick(const rtp_convk **out, rt_error *err);
+const rtp_convk *rtp_cpu_conv_direct(rt_backend *b, const rt_conv_desc *d);
+size_t rtp_cpu_conv_direct_workspace(rt_backend *b, const rtp_convk *k, const rt_conv_desc *d);
+rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
+                                  const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
+                                  const rt_conv_desc *d, rt_error *err);
+rt_status rtp_cpu_conv_direct_bwd_data(rt_backend *b, const rtp_convk *k, rt_tensor *din,
+                                       const rt_tensor *dout, const rt_tensor *w,
+                                       const rt_conv_desc *d, rt_error *err);
+rt_status rtp_cpu_conv_direct_bwd_filter(rt_backend *b, const rtp_convk *k, rt_tensor *dw,
+                                         rt_tensor *dbias, const rt_tensor *dout,
+                                         const rt_tensor *in, const rt_conv_desc *d, rt_error *err);
 /* cpu_pool.c */
 rt_status rtp_cpu_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                               const rt_pool_desc *d, rt_error *err);

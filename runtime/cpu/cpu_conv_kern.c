@@ -1,0 +1,134 @@
+/* cpu_conv_kern.c - register-blocked inner loops of the direct convolution, written
+ * with GCC/clang vector extensions and compiled once per instruction set:
+ * CONVK_VEC floats a vector, function names suffixed CONVK_ISA (runtime/meson.build
+ * builds it with -mavx512f and with -mavx2 -mfma). -ffp-contract=fast there makes the
+ * multiply-adds FMAs. Every output float is summed in the same order (c, then tap)
+ * whatever the vector width, so the forward results do not depend on the ISA.
+ *
+ * Register budget: the forward tile is KB=4 output rows x NV vectors of positions
+ * (AVX-512: 4x6 = 24 accumulators + 6 inputs of 32 registers; AVX2: 4x3 of 16); the
+ * weight-gradient tile is KV vectors of output channels x CB input channels x 9 taps
+ * (AVX-512: 2x1 or 1x2 = 18 accumulators; AVX2: 1x1 = 9).
+ */
+#include "cpu_conv_kern.h"
+
+#define V CONVK_VEC
+#define CAT2(a, b) a##_##b
+#define CAT(a, b) CAT2(a, b)
+#define NAME(f) CAT(f, CONVK_ISA)
+#define INLINE static inline __attribute__((always_inline))
+#define KB RTP_CONVK_KB
+
+#if CONVK_VEC == 16
+#define NV 6
+#define WG_BIG 1 /* 18-accumulator weight-gradient tiles */
+#else
+#define NV 3
+#define WG_BIG 0
+#endif
+
+typedef float vf __attribute__((vector_size(V * 4)));
+typedef float vfu __attribute__((vector_size(V * 4), aligned(4))); /* unaligned access */
+
+/* A broadcast. ((vf){0} + f would cost a scalar add: 0 + -0 is not -0.) */
+INLINE vf splat(float f)
+{
+#if CONVK_VEC == 16
+    return (vf){f, f, f, f, f, f, f, f, f, f, f, f, f, f, f, f};
+#else
+    return (vf){f, f, f, f, f, f, f, f};
+#endif
+}
+
+/* ---- forward: KB rows x nv vectors ---- */
+INLINE void fwd_tile(const float *restrict x, size_t cs, int C, const int *restrict off, int T,
+                     const float *restrict w, float *restrict y, size_t ys, const int nv)
+{
+    vf acc[KB][NV];
+    for (int k = 0; k < KB; k++)
+        for (int v = 0; v < nv; v++) acc[k][v] = splat(0.0f);
+    for (int c = 0; c < C; c++, x += cs)
+        for (int t = 0; t < T; t++, w += KB) {
+            const float *xt = x + off[t];
+            vf xv[NV];
+            for (int v = 0; v < nv; v++) xv[v] = *(const vfu *)(xt + v * V);
+            for (int k = 0; k < KB; k++) {
+                vf wb = splat(w[k]);
+                for (int v = 0; v < nv; v++) acc[k][v] += wb * xv[v];
+            }
+        }
+    for (int k = 0; k < KB; k++)
+        for (int v = 0; v < nv; v++) *(vfu *)(y + (size_t)k * ys + (size_t)v * V) = acc[k][v];
+}
+
+void NAME(rtp_convk_fwd)(const float *x, size_t cs, int C, const int *off, int T, const float *w,
+                         float *y, size_t ys, int Kr, size_t nvec)
+{
+    for (int kb = 0; kb < Kr; kb += KB) {
+        const float *wk = w + (size_t)kb * C * T;
+        float *yk = y + (size_t)kb * ys;
+        size_t i = 0;
+        for (; i + NV <= nvec; i += NV) fwd_tile(x + i * V, cs, C, off, T, wk, yk + i * V, ys, NV);
+        switch (nvec - i) { /* the tail: constant widths, so the tile stays in registers */
+        case 1: fwd_tile(x + i * V, cs, C, off, T, wk, yk + i * V, ys, 1); break;
+        case 2: fwd_tile(x + i * V, cs, C, off, T, wk, yk + i * V, ys, 2); break;
+#if NV > 3
+        case 3: fwd_tile(x + i * V, cs, C, off, T, wk, yk + i * V, ys, 3); break;
+        case 4: fwd_tile(x + i * V, cs, C, off, T, wk, yk + i * V, ys, 4); break;
+        case 5: fwd_tile(x + i * V, cs, C, off, T, wk, yk + i * V, ys, 5); break;
+#endif
+        default: break;
+        }
+    }
+}
+
+/* ---- weight gradient: kv vectors of channels x cb input channels x 9 taps ---- */
+INLINE void wgrad_tile(const float *restrict dyT, int Kv, size_t L, const float *restrict x,
+                       size_t cs, int wp, float *restrict acc, const int kv, const int cb)
+{
+    vf a[2][2][9];
+    for (int j = 0; j < cb; j++)
+        for (int t = 0; t < 9; t++)
+            for (int u = 0; u < kv; u++)
+                a[u][j][t] = *(const vf *)(acc + ((size_t)j * 9 + t) * Kv + (size_t)u * V);
+    const float *xr[2][3];
+    for (int j = 0; j < cb; j++)
+        for (int r = 0; r < 3; r++) xr[j][r] = x + (size_t)j * cs + (size_t)r * wp;
+    for (size_t i = 0; i < L; i++) {
+        vf g[2];
+        for (int u = 0; u < kv; u++) g[u] = *(const vf *)(dyT + i * Kv + (size_t)u * V);
+        for (int j = 0; j < cb; j++)
+            for (int r = 0; r < 3; r++)
+                for (int s = 0; s < 3; s++) {
+                    vf xb = splat(xr[j][r][i + s]);
+                    for (int u = 0; u < kv; u++) a[u][j][r * 3 + s] += g[u] * xb;
+                }
+    }
+    for (int j = 0; j < cb; j++)
+        for (int t = 0; t < 9; t++)
+            for (int u = 0; u < kv; u++)
+                *(vf *)(acc + ((size_t)j * 9 + t) * Kv + (size_t)u * V) = a[u][j][t];
+}
+
+void NAME(rtp_convk_wgrad)(const float *dyT, int Kv, size_t L, const float *x, size_t cs, int C,
+                           int wp, float *acc)
+{
+    for (int k = 0; k < Kv;) {
+        const float *g = dyT + k;
+        float *ak = acc + k;
+        int c = 0;
+#if WG_BIG
+        if (Kv - k >= 2 * V) {
+            for (; c < C; c++)
+                wgrad_tile(g, Kv, L, x + (size_t)c * cs, cs, wp, ak + (size_t)c * 9 * Kv, 2, 1);
+            k += 2 * V;
+            continue;
+        }
+        for (; c + 2 <= C; c += 2)
+            wgrad_tile(g, Kv, L, x + (size_t)c * cs, cs, wp, ak + (size_t)c * 9 * Kv, 1, 2);
+#endif
+        for (; c < C; c++)
+            wgrad_tile(g, Kv, L, x + (size_t)c * cs, cs, wp, ak + (size_t)c * 9 * Kv, 1, 1);
+        k += V;
+    }
+}

@@ -1,0 +1,243 @@
+/* test_conv_direct.c - the direct 3x3 convolution (runtime/cpu/cpu_conv_direct.c)
+ * against the im2col + sgemm path, for every instruction set this CPU has: forward,
+ * input gradient, weight and bias gradient, on ResNet-20's shape classes (16/32/64
+ * channels at 32x32/16x16/8x8, the 3-channel first layer) and odd ones (channel
+ * counts that fill no vector, odd sizes, pad 0 and 2, no bias, a batch that is not a
+ * multiple of the weight-gradient group). Also: results are bitwise the same run after
+ * run and for 1 or 2 threads, AVX2 and AVX-512 forward/input gradients agree bitwise,
+ * and convolutions the direct path does not take (stride 2, 5x5, >128 channels) stay
+ * on im2col. Each path is a backend opened with KILN_CPU_CONV set.
+ *
+ * Tolerance: |direct - im2col| <= 1e-5 * (|im2col| + max|im2col|), as test_fixtures:
+ * both are float32 sums of <= 9*64 terms in different orders.
+ */
+#include <stdlib.h>
+
+#include "../t.h"
+#include "cpu/cpu_internal.h"
+#include "rt_backend.h"
+#include "rt_rng.h"
+
+typedef struct {
+    rt_conv_desc d;
+    int bias;
+} conv_case;
+
+typedef struct {
+    float *y, *dx, *dw, *db;
+} result;
+
+static rt_conv_desc desc(int N, int C, int H, int W, int K, int pad)
+{
+    rt_conv_desc d = {
+        .N = N, .C = C, .H = H, .W = W, .K = K, .R = 3, .S = 3, .stride = 1, .pad = pad};
+    d.P = H + 2 * pad - 2;
+    d.Q = W + 2 * pad - 2;
+    return d;
+}
+
+static rt_tensor tens(float *p, int n, int c, int h, int w)
+{
+    rt_tensor t = {.data = p, .n = n, .c = c, .h = h, .w = w};
+    return t;
+}
+
+static float *rnd(size_t n, uint32_t seed)
+{
+    float *p = malloc(n * sizeof *p);
+    rt_rng r = rt_rng_stream(7, RT_RNG_USER, seed, 0);
+    rt_rng_fill_uniform(&r, p, n, -1.0f, 1.0f);
+    return p;
+}
+
+static int open_path(rt_backend *b, const char *path, int threads)
+{
+    rt_error err = {0};
+    setenv("KILN_CPU_CONV", path, 1);
+    memset(b, 0, sizeof *b);
+    int rc = rt_backend_open(b, "cpu", threads, &err);
+    unsetenv("KILN_CPU_CONV");
+    if (rc) fprintf(stderr, "  open %s: %s\n", path, err.msg);
+    return rc;
+}
+
+/* The direct path's name for d on b, or "im2col". */
+static const char *path_of(rt_backend *b, const rt_conv_desc *d)
+{
+    const rtp_convk *k = rtp_cpu_conv_direct(b, d);
+    return k ? k->name : "im2col";
+}
+
+static int run(rt_backend *b, const conv_case *cc, result *r)
+{
+    const rt_conv_desc *d = &cc->d;
+    size_t nx = (size_t)d->N * d->C * d->H * d->W, ny = (size_t)d->N * d->K * d->P * d->Q;
+    size_t nw = (size_t)d->K * d->C * 9;
+    float *x = rnd(nx, 1), *w = rnd(nw, 2), *bias = rnd((size_t)d->K, 3), *dy = rnd(ny, 4);
+    r->y = calloc(ny, sizeof(float));
+    r->dx = calloc(nx, sizeof(float));
+    r->dw = calloc(nw, sizeof(float));
+    r->db = calloc((size_t)d->K, sizeof(float));
+    rt_tensor X = tens(x, d->N, d->C, d->H, d->W), Wt = tens(w, d->K, d->C, 3, 3);
+    rt_tensor B = tens(bias, d->K, 1, 1, 1), DY = tens(dy, d->N, d->K, d->P, d->Q);
+    rt_tensor Y = tens(r->y, d->N, d->K, d->P, d->Q), DX = tens(r->dx, d->N, d->C, d->H, d->W);
+    rt_tensor DW = tens(r->dw, d->K, d->C, 3, 3), DB = tens(r->db, d->K, 1, 1, 1);
+    rt_error err = {0};
+    int bad = b->ops->reserve_workspace(b, b->ops->conv2d_workspace(b, d), &err) != RT_OK;
+    bad = bad || rt_backend_conv2d_fwd(b, &Y, &X, &Wt, cc->bias ? &B : NULL, d, &err) != RT_OK;
+    bad = bad || rt_backend_conv2d_bwd_data(b, &DX, &DY, &Wt, d, &err) != RT_OK;
+    bad = bad ||
+          rt_backend_conv2d_bwd_filter(b, &DW, cc->bias ? &DB : NULL, &DY, &X, d, &err) != RT_OK;
+    if (bad) fprintf(stderr, "  conv failed: %s\n", err.msg);
+    free(x), free(w), free(bias), free(dy);
+    return bad;
+}
+
+static void drop(result *r) { free(r->y), free(r->dx), free(r->dw), free(r->db); }
+
+/* mismatches of a against the reference ref (printed, the first few) */
+static int close_to(const char *what, const float *a, const float *ref, size_t n)
+{
+    float m = 0.0f;
+    for (size_t i = 0; i < n; i++) m = fabsf(ref[i]) > m ? fabsf(ref[i]) : m;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(fabsf(a[i] - ref[i]) <= 1e-5f * (fabsf(ref[i]) + m)) && bad++ < 3)
+            fprintf(stderr, "  %s[%zu]: %.8g vs im2col %.8g (max %.4g)\n", what, i, a[i], ref[i],
+                    m);
+    return bad;
+}
+
+static int same_bits(const result *a, const result *b, const rt_conv_desc *d)
+{
+    size_t nx = (size_t)d->N * d->C * d->H * d->W, ny = (size_t)d->N * d->K * d->P * d->Q;
+    return !memcmp(a->y, b->y, ny * 4) && !memcmp(a->dx, b->dx, nx * 4) &&
+           !memcmp(a->dw, b->dw, (size_t)d->K * d->C * 9 * 4) && !memcmp(a->db, b->db, d->K * 4u);
+}
+
+static conv_case make(int N, int C, int H, int W, int K, int pad, int bias)
+{
+    conv_case c = {desc(N, C, H, W, K, pad), bias};
+    return c;
+}
+
+T_TEST(direct_matches_im2col)
+{
+    const conv_case cs[] = {
+        make(3, 16, 32, 32, 16, 1, 1), /* ResNet-20 stage 1 */
+        make(3, 32, 16, 16, 32, 1, 1), /* stage 2 */
+        make(3, 64, 8, 8, 64, 1, 1),   /* stage 3 */
+        make(2, 3, 32, 32, 16, 1, 1),  /* the first layer */
+        make(9, 5, 9, 13, 7, 1, 1),    /* odd sizes and channels; 9 images: 2 groups */
+        make(2, 6, 7, 11, 20, 0, 0),   /* pad 0 (input gradient bordered by 2), no bias */
+        make(2, 3, 6, 5, 36, 2, 1),    /* pad 2; 36 rows: 2 avx512 vectors + a tail */
+        make(1, 128, 4, 4, 128, 1, 1), /* the largest direct layer */
+        make(16, 1, 8, 8, 4, 1, 1),    /* one input channel, 4 filters */
+    };
+    const char *isas[] = {"avx512", "avx2"};
+    rt_backend ref;
+    ASSERT_EQ(open_path(&ref, "im2col", 2), 0);
+    int tried = 0;
+    for (int i = 0; i < 2; i++) {
+        rt_backend b;
+        ASSERT_EQ(open_path(&b, isas[i], 2), 0);
+        const char *got = path_of(&b, &cs[0].d);
+        if (strcmp(got, isas[i])) {
+            printf("  %s: not on this CPU (%s instead), skipped\n", isas[i], got);
+            rt_backend_close(&b);
+            continue;
+        }
+        tried++;
+        for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+            const rt_conv_desc *d = &cs[c].d;
+            ASSERT_EQ(strcmp(path_of(&b, d), isas[i]), 0);
+            ASSERT_EQ(strcmp(path_of(&ref, d), "im2col"), 0);
+            result r, e;
+            ASSERT_EQ(run(&b, &cs[c], &r), 0);
+            ASSERT_EQ(run(&ref, &cs[c], &e), 0);
+            size_t nx = (size_t)d->N * d->C * d->H * d->W;
+            size_t ny = (size_t)d->N * d->K * d->P * d->Q;
+            int bad = close_to("y", r.y, e.y, ny) + close_to("dx", r.dx, e.dx, nx) +
+                      close_to("dw", r.dw, e.dw, (size_t)d->K * d->C * 9) +
+                      close_to("db", r.db, e.db, (size_t)d->K);
+            if (bad)
+                fprintf(stderr, "  %s, case N%d C%d %dx%d K%d pad %d\n", isas[i], d->N, d->C, d->H,
+                        d->W, d->K, d->pad);
+            drop(&r), drop(&e);
+            ASSERT_EQ(bad, 0);
+        }
+        printf("  %s: %zu shapes match im2col\n", isas[i], sizeof cs / sizeof cs[0]);
+        rt_backend_close(&b);
+    }
+    rt_backend_close(&ref);
+    if (!tried) printf("  no direct path on this CPU (needs AVX2+FMA): nothing compared\n");
+}
+
+/* Same bits run after run and for 1 or 2 threads; AVX2 = AVX-512 for y and dx. */
+T_TEST(direct_deterministic)
+{
+    conv_case c = make(19, 16, 12, 10, 24, 1, 1);
+    rt_backend b1, b2;
+    ASSERT_EQ(open_path(&b1, "auto", 1), 0);
+    ASSERT_EQ(open_path(&b2, "auto", 2), 0);
+    if (!strcmp(path_of(&b2, &c.d), "im2col")) {
+        printf("  no direct path on this CPU: skipped\n");
+        rt_backend_close(&b1), rt_backend_close(&b2);
+        return;
+    }
+    result r1, r2, r3;
+    ASSERT_EQ(run(&b2, &c, &r1), 0);
+    ASSERT_EQ(run(&b2, &c, &r2), 0);
+    ASSERT_EQ(run(&b1, &c, &r3), 0);
+    int same = same_bits(&r1, &r2, &c.d) && same_bits(&r1, &r3, &c.d);
+    rt_backend a2;
+    ASSERT_EQ(open_path(&a2, "avx2", 2), 0);
+    if (strcmp(path_of(&a2, &c.d), path_of(&b2, &c.d))) { /* two ISAs here */
+        result r4;
+        ASSERT_EQ(run(&a2, &c, &r4), 0);
+        size_t nx = (size_t)c.d.N * c.d.C * c.d.H * c.d.W;
+        size_t ny = (size_t)c.d.N * c.d.K * c.d.P * c.d.Q;
+        ASSERT(!memcmp(r4.y, r1.y, ny * 4) && !memcmp(r4.dx, r1.dx, nx * 4));
+        drop(&r4);
+        printf("  avx2 and %s: forward and input gradient bitwise equal\n", path_of(&b2, &c.d));
+    }
+    drop(&r1), drop(&r2), drop(&r3);
+    rt_backend_close(&b1), rt_backend_close(&b2), rt_backend_close(&a2);
+    ASSERT(same);
+}
+
+T_TEST(other_shapes_stay_on_im2col)
+{
+    rt_backend b;
+    ASSERT_EQ(open_path(&b, "auto", 2), 0);
+    rt_conv_desc s2 = desc(2, 16, 32, 32, 32, 1);
+    s2.stride = 2, s2.P = 16, s2.Q = 16;
+    rt_conv_desc k5 = desc(2, 16, 32, 32, 32, 2);
+    k5.R = k5.S = 5, k5.P = 32, k5.Q = 32;
+    rt_conv_desc wide = desc(2, 256, 8, 8, 64, 1);
+    ASSERT_EQ(strcmp(path_of(&b, &s2), "im2col"), 0);
+    ASSERT_EQ(strcmp(path_of(&b, &k5), "im2col"), 0);
+    ASSERT_EQ(strcmp(path_of(&b, &wide), "im2col"), 0);
+    rt_backend_close(&b);
+}
+
+T_TEST(bad_setting_is_an_error)
+{
+    rt_backend b;
+    rt_error err = {0};
+    setenv("KILN_CPU_CONV", "avx9000", 1);
+    memset(&b, 0, sizeof b);
+    int rc = rt_backend_open(&b, "cpu", 1, &err);
+    unsetenv("KILN_CPU_CONV");
+    ASSERT_EQ(rc, RT_EINVAL);
+    ASSERT(strstr(err.msg, "KILN_CPU_CONV=avx9000") != NULL);
+}
+
+int main(void)
+{
+    T_RUN(direct_matches_im2col);
+    T_RUN(direct_deterministic);
+    T_RUN(other_shapes_stay_on_im2col);
+    T_RUN(bad_setting_is_an_error);
+    return T_EXIT();
+}
