@@ -446,8 +446,23 @@ def test_dataset_from_the_store(env, tmp_path):
     assert f"{url}: 8 objects" in c.text and "fetched 8 " in c.text, c.text
     assert f"Data set {url} (from " in c.text and "train 8," in c.text, c.text
     assert "0=cat 1=dog" in c.text, c.text
-    c = fresh(load)
+    # trained on it into the store; resumed on a "new machine": the data set comes back
+    k = kernel(env)
+    c = cell(env, k, load)
     assert "fetched 0 " in c.text and "the local copy is up to date" in c.text, c.text
+    cell(env, k, "%%model pets\nflatten\ndense 2")
+    cell(env, k, f"%train pets --batch 4 --epochs 1 --seed 1 --run-dir s3://{BUCKET}/runs/pets")
+    close(env, k)
+    shutil.rmtree(os.environ["KILN_STAGING_DIR"])
+    k = kernel(env)
+    # a checkpoint never chooses what is fetched: the hint says how to load it as it was
+    e = cell(env, k, f"%resume s3://{BUCKET}/runs/pets --epochs 2", ok=False).reply
+    assert f"(%dataset {url} --val 0 --subset 0 --size 8x8)" in e["evalue"], e
+    c = cell(env, k, load)
+    assert f"{url}: 8 objects" in c.text and "fetched 8 " in c.text, c.text
+    c = cell(env, k, f"%resume s3://{BUCKET}/runs/pets --epochs 2")
+    close(env, k)
+    assert f"uploaded: s3://{BUCKET}/runs/pets (newest: step 4)" in c.text, c.text
     # one image replaced, one gone, one local file damaged (truncated): only those
     env["s3"].put_object(Bucket=BUCKET, Key="data/pets/cat/0.png", Body=png(200))
     env["s3"].delete_object(Bucket=BUCKET, Key="data/pets/dog/3.png")
