@@ -94,7 +94,7 @@ static const char *display_with(const char *needle)
 {
     size_t i;
     json_t *d;
-    json_array_foreach(tm_c.displays, i, d)
+    json_array_foreach(tm_c.log, i, d)
     {
         const char *tp =
             json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
@@ -121,7 +121,7 @@ T_TEST(test_dataset_folder_and_cache)
     ASSERT_STR_CONTAINS(sum, "train 90, val 30, test 0");
     ASSERT_STR_CONTAINS(sum, "folder: 120 files decoded");
     ASSERT_STR_CONTAINS(sum, "0=left 1=middle 2=right");
-    ASSERT(tm_count("image/png", NULL, NULL, NULL) == 1); /* the sample grid */
+    ASSERT(capture_count(&tm_c, "image/png", NULL, NULL, NULL) == 1); /* the sample grid */
     /* a new session (as a new kernel would): the cache serves it, nothing decoded */
     ASSERT_EQ(tm_fresh_session(&g_s), 0);
     tm_reset();
@@ -186,7 +186,7 @@ T_TEST(test_train_on_folder)
         snprintf(want, sizeof want, "%s/right/%03d.png: right ", g_dir, i);
         ASSERT_STR_CONTAINS(tm_c.out, want);
     }
-    ASSERT_EQ(tm_count("image/png", NULL, NULL, NULL), 1); /* the thumbnails */
+    ASSERT_EQ(capture_count(&tm_c, "image/png", NULL, NULL, NULL), 1); /* the thumbnails */
     snprintf(line2, sizeof line2, "predict tiny %s/nope/*.png", g_dir);
     ASSERT_EQ(tm_magic(g_s, line2, NULL, &g_err), -1);
     ASSERT_STR_EQ(g_err.ename, "FileNotFoundError");
