@@ -175,18 +175,36 @@ static void results_run(const rt_ckpt_reader *rd, mg_run_opts *o)
 
 /* ---- rebuilding and restoring ---- */
 
+/* The %dataset options that load d's data set as the run had it (for a hint). */
+static void dataset_opts(const mgp_ck_desc *d, char *buf, size_t cap)
+{
+    const mg_ws_images *im = &d->images;
+    size_t k = 0;
+#define ADD(...) k += k < cap ? (size_t)snprintf(buf + k, cap - k, __VA_ARGS__) : 0
+    if (d->has_images && im->val_fraction > 0) ADD("--val %g", im->val_fraction);
+    else ADD("--val %d", d->val);
+    ADD(" --subset %d", d->subset);
+    if (d->has_images && im->image_h > 0) ADD(" --size %dx%d", im->image_h, im->image_w);
+    if (d->has_images && im->channels) ADD(" --channels %d", im->channels);
+    if (d->has_images && im->seed) ADD(" --seed %llu", (unsigned long long)im->seed);
+    if (d->has_images && im->skip_bad) ADD(" --skip-bad");
+#undef ADD
+}
+
 static int load_data(mg_ctx *ctx, const mgp_ck_desc *d, const char *path, const char *caller,
                      mg_error *err)
 {
     mg_workspace *ws = mg_ws_get(ctx, err);
     if (!ws) return -1;
+    char opts[200];
+    dataset_opts(d, opts, sizeof opts);
     if (strstr(d->data, "://") && !mg_ws_data_find(ws, d->data))
         return mg_fail(err, "ValueError",
                        "%s: checkpoint '%s' was trained on a data set "
                        "downloaded from %.300s; a checkpoint does not choose what is fetched "
                        "---> HINT: if you trust that address, load it yourself first "
-                       "(%%dataset %.300s --val %d --subset %d), then run %s again",
-                       caller, path, d->data, d->data, d->val, d->subset, caller);
+                       "(%%dataset %.300s %s), then run %s again",
+                       caller, path, d->data, d->data, opts, caller);
     /* a copy loaded in this session is used as loaded (a different one is refused
      * below); otherwise an image folder is decoded as the run had it */
     const mg_ws_images *im = d->has_images && !mg_ws_data_find(ws, d->data) ? &d->images : NULL;
@@ -205,9 +223,9 @@ static int load_data(mg_ctx *ctx, const mgp_ck_desc *d, const char *path, const 
         return mg_fail(err, "ValueError",
                        "%s: data set '%s' here is not the one checkpoint "
                        "'%s' was trained on (training split checksum %s here, %s in the "
-                       "checkpoint) ---> HINT: load the same files (same --val %d, --subset "
-                       "%d), or start a new run with %%train",
-                       caller, d->data, path, here, d->fnv, d->val, d->subset);
+                       "checkpoint) ---> HINT: load the same files (%%dataset %.300s %s), or "
+                       "start a new run with %%train",
+                       caller, d->data, path, here, d->fnv, d->data, opts);
     return mg_ws_model_define(ws, d->name, d->spec, &d->in, d->data, err);
 }
 
