@@ -25,9 +25,8 @@ pytest.importorskip("boto3")
 pytest.importorskip("moto")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "resume"))
 from moto_util import BUCKET, Proxy, free_port, start_store  # noqa: E402
-from test_resume_kernel import IpcKernel, collect, run, start  # noqa: E402
+from kiln_client import Kernel, collect, run  # noqa: E402
 
 if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
     pytest.skip("Fashion-MNIST (Debian dataset-fashion-mnist) is not installed",
@@ -70,7 +69,7 @@ def kernel(st, **env):
         else:
             os.environ[k] = v
     try:
-        k = IpcKernel()
+        k = Kernel(ipc=True)
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -132,8 +131,8 @@ def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
     for c in SETUP:
         cell(env, k, c)
     frames = []
-    c = collect(k, start(k, f"{TRAIN} --epochs 2 --run-dir {url} --keep 2 "
-                            "--checkpoint-every 4steps"), on_text=frames.append)
+    c = collect(k, k.kc.execute(f"{TRAIN} --epochs 2 --run-dir {url} --keep 2 "
+                                "--checkpoint-every 4steps"), on_text=frames.append)
     env["texts"].append(c.text + str(c.reply) + "".join(frames))
     assert c.reply["status"] == "ok", c.reply
     close(env, k)
@@ -446,8 +445,23 @@ def test_dataset_from_the_store(env, tmp_path):
     assert f"{url}: 8 objects" in c.text and "fetched 8 " in c.text, c.text
     assert f"Data set {url} (from " in c.text and "train 8," in c.text, c.text
     assert "0=cat 1=dog" in c.text, c.text
-    c = fresh(load)
+    # trained on it into the store; resumed on a "new machine": the data set comes back
+    k = kernel(env)
+    c = cell(env, k, load)
     assert "fetched 0 " in c.text and "the local copy is up to date" in c.text, c.text
+    cell(env, k, "%%model pets\nflatten\ndense 2")
+    cell(env, k, f"%train pets --batch 4 --epochs 1 --seed 1 --run-dir s3://{BUCKET}/runs/pets")
+    close(env, k)
+    shutil.rmtree(os.environ["KILN_STAGING_DIR"])
+    k = kernel(env)
+    # a checkpoint never chooses what is fetched: the hint says how to load it as it was
+    e = cell(env, k, f"%resume s3://{BUCKET}/runs/pets --epochs 2", ok=False).reply
+    assert f"(%dataset {url} --val 0 --subset 0 --size 8x8)" in e["evalue"], e
+    c = cell(env, k, load)
+    assert f"{url}: 8 objects" in c.text and "fetched 8 " in c.text, c.text
+    c = cell(env, k, f"%resume s3://{BUCKET}/runs/pets --epochs 2")
+    close(env, k)
+    assert f"uploaded: s3://{BUCKET}/runs/pets (newest: step 4)" in c.text, c.text
     # one image replaced, one gone, one local file damaged (truncated): only those
     env["s3"].put_object(Bucket=BUCKET, Key="data/pets/cat/0.png", Body=png(200))
     env["s3"].delete_object(Bucket=BUCKET, Key="data/pets/dog/3.png")
@@ -460,6 +474,20 @@ def test_dataset_from_the_store(env, tmp_path):
     assert not os.path.exists(os.path.join(local, "dog", "3.png"))
     with open(os.path.join(local, "cat", "0.png"), "rb") as f:
         assert f.read() == png(200)
+    # a download damaged on the way: detected (MD5 against the ETag), named, not kept
+    px = Proxy(env["port"])
+    try:
+        os.unlink(os.path.join(local, "cat", "1.png"))
+        px.on_request(b"/data/pets/cat/1.png HTTP", 1, "flip")
+        c = fresh(load, ok=False, AWS_ENDPOINT_URL=px.url)
+        assert px.fired.is_set()
+        assert "MD5" in c.reply["evalue"] and "data/pets/cat/1.png" in c.reply["evalue"], c.reply
+        assert "corrupt" in c.reply["evalue"], c.reply
+        assert not os.path.exists(os.path.join(local, "cat", "1.png"))
+        c = fresh(load, AWS_ENDPOINT_URL=px.url)
+        assert "fetched 1 " in c.text and "train 7," in c.text, c.text
+    finally:
+        px.down()
     # the archive: one object, read as a zip of the folder
     c = fresh(f"%dataset {url}.zip --size 8 --samples 0")
     assert f"{url}.zip: 1 object" in c.text and "train 8," in c.text, c.text
@@ -541,7 +569,7 @@ def test_kill9_mid_multipart_upload_then_resume_from_the_newest_complete(env, bi
     try:
         for code in BIG:
             cell(env, k, code)
-        start(k, f"{BIG_TRAIN} --epochs 2 --run-dir {url} --keep 3")
+        k.kc.execute(f"{BIG_TRAIN} --epochs 2 --run-dir {url} --keep 3")
         assert px.fired.wait(120), "the second multipart upload never reached part 2"
         os.kill(k.pid, signal.SIGKILL)
         k.km.provisioner.process.wait(10)
@@ -608,8 +636,8 @@ def test_store_outage_mid_run_training_goes_on_and_uploads_catch_up(env):
     try:
         for code in SETUP:
             cell(env, k, code)
-        c = collect(k, start(k, f"{TRAIN} --epochs 2 --run-dir {url} --keep 4 "
-                                "--checkpoint-every 8steps"), on_text=on_text)
+        c = collect(k, k.kc.execute(f"{TRAIN} --epochs 2 --run-dir {url} --keep 4 "
+                                    "--checkpoint-every 8steps"), on_text=on_text)
         env["texts"].append(c.text + str(c.reply) + "".join(frames))
         staging = c.text.split(f"run directory: {url} (staged in ")[1].split(")")[0]
     finally:
