@@ -125,12 +125,14 @@ rt_status rt_dist_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err
 }
 
 rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                                    const char *what, long long step, rt_error *err)
+                                    const rt_dist_read *read, const char *what, long long step,
+                                    rt_error *err)
 {
     if (!d->ops->device)
         return RT_ERR(err, RT_EINVAL, "%s: this world exchanges through host memory", what);
     RT_TRY(check_open(d, what, step, err));
-    rt_status s = d->ops->device(d, b, buf, scale, what, step, err);
+    const rt_dist_read none = {0};
+    rt_status s = d->ops->device(d, b, buf, scale, read ? read : &none, what, step, err);
     if (s != RT_OK) d->broken = 1;
     return s;
 }

@@ -20,8 +20,8 @@ typedef struct rtp_dist_ops {
     rt_status (*device_begin)(rt_dist *d, rt_backend *b, int *on, rt_error *err);
     /* buf (backend memory of b) = the sum over the ranks of scale_r x buf_r; NULL when
      * the world exchanges through host memory only. */
-    rt_status (*device)(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale, const char *what,
-                        long long step, rt_error *err);
+    rt_status (*device)(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
+                        const rt_dist_read *read, const char *what, long long step, rt_error *err);
     /* rt_dist_finish of a launch's world (ok: every rank leaves together); NULL: nothing */
     void (*finish)(rt_dist *d, int ok);
 } rtp_dist_ops;

@@ -22,9 +22,12 @@ rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *e
  * (an event). The host then waits for the sum, at most timeout_s seconds: a rank or
  * device that never joins, an error NCCL reports, or rt_nccl_cancel aborts the
  * communicator (ncclCommAbort) and fails with RT_EDEVICE_LOST naming the device; the
- * communicator is unusable after that. */
+ * communicator is unusable after that. read_src (b's memory, read_bytes; NULL: none)
+ * is copied to read_dst on b's stream before the sum, through pinned memory: the one
+ * wait covers it. */
 rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
-                            double timeout_s, rt_error *err);
+                            double timeout_s, const void *read_src, void *read_dst,
+                            size_t read_bytes, rt_error *err);
 /* From any thread: every wait of c ends (aborting its communicator) with an error
  * saying another device failed. */
 void rt_nccl_cancel(rt_nccl *c);

@@ -14,7 +14,8 @@
  * synchronisation. On a timeout, an error NCCL reports, or rt_nccl_cancel (another
  * device of the group failed) the communicator is aborted (ncclCommAbort ends its
  * kernels) and the call fails naming the device. This is the step's one host wait on
- * a device: the trainer reads the step's statistics after it (runtime/rt_trainer_device.c).
+ * a device: the step's statistics row comes back with it, copied into pinned memory on
+ * the backend's stream before `ready` (runtime/rt_trainer_device.c).
  *
  * The weighted sum (each rank's mean gradient times its share of the batch, so uneven
  * shares of a last batch still give the batch's mean) is one collective: a
@@ -43,6 +44,8 @@ typedef struct nccl_rank {
     int aborted;   /* ncclCommAbort'ed: comm is gone */
     void *scratch; /* device memory for host collectives (rt_nccl_host) */
     size_t scratch_bytes;
+    void *pinned; /* host memory the step's statistics come back to */
+    size_t pinned_bytes;
 } nccl_rank;
 
 struct rt_nccl {
@@ -277,6 +280,7 @@ rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op, doub
     cudaError_t e = cudaSetDevice(k->device);
     if (e == cudaSuccess && bytes > k->scratch_bytes) {
         if (k->scratch) (void)cudaFree(k->scratch);
+        if (k->pinned) (void)cudaFreeHost(k->pinned);
         k->scratch = NULL;
         k->scratch_bytes = 0;
         e = cudaMalloc(&k->scratch, bytes);
@@ -309,8 +313,21 @@ rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op, doub
     return RT_OK;
 }
 
+/* k's pinned host buffer, at least bytes */
+static cudaError_t pinned_for(nccl_rank *k, size_t bytes)
+{
+    if (bytes <= k->pinned_bytes) return cudaSuccess;
+    if (k->pinned) (void)cudaFreeHost(k->pinned);
+    k->pinned = NULL;
+    k->pinned_bytes = 0;
+    cudaError_t e = cudaMallocHost(&k->pinned, bytes);
+    if (e == cudaSuccess) k->pinned_bytes = bytes;
+    return e;
+}
+
 rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
-                            double timeout_s, rt_error *err)
+                            double timeout_s, const void *read_src, void *read_dst,
+                            size_t read_bytes, rt_error *err)
 {
     RT_TRY(check_usable(c, r, err));
     RT_TRY(rtp_cuda_enter(b, err));
@@ -330,6 +347,11 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
         k->has_op = 1;
         k->scale = scale;
     }
+    if (read_src) { /* before `ready`: done when the sum is */
+        RT_CUDA_TRY(b, err, pinned_for(k, read_bytes));
+        RT_CUDA_TRY(b, err,
+                    cudaMemcpyAsync(k->pinned, read_src, read_bytes, cudaMemcpyDeviceToHost, main));
+    }
     RT_CUDA_TRY(b, err, cudaEventRecord(k->ready, main));
     RT_CUDA_TRY(b, err, cudaStreamWaitEvent(k->stream, k->ready, 0));
     NCCL_TRY(c, r, f->GroupStart(), err);
@@ -340,7 +362,9 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
     if (rc2 != RTP_NCCL_SUCCESS) return nccl_fail(c, rc2, "ncclGroupEnd", r, err);
     RT_CUDA_TRY(b, err, cudaEventRecord(k->summed, k->stream));
     RT_CUDA_TRY(b, err, cudaStreamWaitEvent(main, k->summed, 0));
-    return wait_summed(c, r, timeout_s, err);
+    RT_TRY(wait_summed(c, r, timeout_s, err));
+    if (read_src) memcpy(read_dst, k->pinned, read_bytes);
+    return RT_OK;
 }
 
 void rt_nccl_destroy(rt_nccl *c)

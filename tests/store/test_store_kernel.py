@@ -475,6 +475,20 @@ def test_dataset_from_the_store(env, tmp_path):
     assert not os.path.exists(os.path.join(local, "dog", "3.png"))
     with open(os.path.join(local, "cat", "0.png"), "rb") as f:
         assert f.read() == png(200)
+    # a download damaged on the way: detected (MD5 against the ETag), named, not kept
+    px = Proxy(env["port"])
+    try:
+        os.unlink(os.path.join(local, "cat", "1.png"))
+        px.on_request(b"/data/pets/cat/1.png HTTP", 1, "flip")
+        c = fresh(load, ok=False, AWS_ENDPOINT_URL=px.url)
+        assert px.fired.is_set()
+        assert "MD5" in c.reply["evalue"] and "data/pets/cat/1.png" in c.reply["evalue"], c.reply
+        assert "corrupt" in c.reply["evalue"], c.reply
+        assert not os.path.exists(os.path.join(local, "cat", "1.png"))
+        c = fresh(load, AWS_ENDPOINT_URL=px.url)
+        assert "fetched 1 " in c.text and "train 7," in c.text, c.text
+    finally:
+        px.down()
     # the archive: one object, read as a zip of the folder
     c = fresh(f"%dataset {url}.zip --size 8 --samples 0")
     assert f"{url}.zip: 1 object" in c.text and "train 8," in c.text, c.text

@@ -245,6 +245,19 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
     return cudaSuccess;
 }
 
+/* Pinned host memory: host memory the mock's copies accept like any other. */
+cudaError_t cudaMallocHost(void **p, size_t size)
+{
+    *p = malloc(size ? size : 1);
+    return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaFreeHost(void *p)
+{
+    free(p);
+    return cudaSuccess;
+}
+
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
     return cudaMemcpyAsync(dst, src, n, kind, 0);

@@ -19,6 +19,9 @@
  * process). Supported: sum (f32 with a pre-multiplied scale, f64), max (f64) and
  * broadcast from rank 0, as Kiln calls them.
  *
+ * KILN_MOCK_NCCL_REPORT=FILE: a process whose rank joined a clique across processes
+ * writes, at exit, one JSON line to FILE.<rank>: the id it joined with, its weighted
+ * sums (the gradients': count and the last one's bytes) and its other collectives.
  * KILN_MOCK_NCCL=missing: rtp_nccl_load fails as a machine without NCCL does.
  * KILN_MOCK_NCCL=hang:R:K: rank R's K-th collective (from 1) never joins, as a hung
  * device or a rank stuck elsewhere: the others' collectives never finish, and only
@@ -49,6 +52,7 @@ typedef struct part {
     size_t count;
     int dtype, op; /* RTP_NCCL_SUM/MAX, or -1: broadcast from rank 0 */
     float scale;
+    int premul; /* a pre-multiplied sum op (the gradients') */
 } part;
 
 struct rtp_nccl_comm {
@@ -58,6 +62,9 @@ struct rtp_nccl_comm {
     unsigned long calls;
     float scale[MAX_OPS]; /* pre-multiplied sum ops: op 100 + i */
     int used[MAX_OPS];
+    char id[48]; /* across processes: the unique id it joined with */
+    long premul_sums, other;
+    size_t premul_bytes; /* of the last weighted sum */
     /* the collective in flight */
     int busy, stuck;
     rtp_nccl_result error; /* of the last collective */
@@ -187,6 +194,24 @@ static rtp_nccl_result comm_init_all(rtp_nccl_comm_t *comms, int n, const int *d
     return RTP_NCCL_SUCCESS;
 }
 
+/* KILN_MOCK_NCCL_REPORT: this process's rank of a clique across processes, at exit */
+static struct rtp_nccl_comm *reported;
+static void report(void)
+{
+    const char *path = getenv("KILN_MOCK_NCCL_REPORT");
+    const struct rtp_nccl_comm *c = reported;
+    if (!path || !*path || !c) return;
+    char name[512];
+    snprintf(name, sizeof name, "%s.%d", path, c->rank);
+    FILE *f = fopen(name, "w");
+    if (!f) return;
+    fprintf(f,
+            "{\"id\": \"%s\", \"rank\": %d, \"nranks\": %d, \"weighted_sums\": %ld, "
+            "\"weighted_sum_bytes\": %zu, \"other\": %ld}\n",
+            c->id, c->rank, c->nranks, c->premul_sums, c->premul_bytes, c->other);
+    fclose(f);
+}
+
 static rtp_nccl_result comm_init_rank(rtp_nccl_comm_t *comm, int nranks, rtp_nccl_id id, int rank)
 {
     if (nranks < 1 || rank < 0 || rank >= nranks || strncmp(id.internal, "mock-nccl-", 10))
@@ -201,7 +226,12 @@ static rtp_nccl_result comm_init_rank(rtp_nccl_comm_t *comm, int nranks, rtp_ncc
     }
     c->rank = rank;
     c->nranks = nranks;
+    snprintf(c->id, sizeof c->id, "%.40s", id.internal);
     *comm = c;
+    if (!reported) {
+        reported = c;
+        atexit(report);
+    }
     return RTP_NCCL_SUCCESS;
 }
 
@@ -264,6 +294,8 @@ static int progress_files(struct rtp_nccl_comm *c)
     if (rc == RTP_NCCL_SUCCESS) {
         combine(out, pp, c->nranks, &c->p);
         memcpy(c->p.buf, out, bytes);
+        if (c->p.premul) c->premul_sums++, c->premul_bytes = bytes;
+        else c->other++;
         if (c->rank == 0) count_done(bytes);
         else {
             pthread_mutex_lock(&st.mu);
@@ -386,6 +418,10 @@ static void leave(rtp_nccl_comm_t comm, int aborted)
     if (current == comm) current = NULL;
     clique *q = comm->q;
     if (!q) {
+        if (comm == reported) {
+            report();
+            reported = NULL;
+        }
         char path[400];
         for (unsigned long k = comm->calls > 2 ? comm->calls - 2 : 0; k < comm->calls; k++) {
             file_name(path, sizeof path, comm, k, comm->rank);
@@ -464,7 +500,7 @@ static rtp_nccl_result all_reduce(const void *send, void *recv, size_t count, in
         return INVALID_ARGUMENT; /* Kiln reduces in place, in device memory */
     part p = {.buf = recv, .count = count, .dtype = dtype, .op = RTP_NCCL_SUM, .scale = 1.0f};
     if (op >= 100 && op < 100 + MAX_OPS && comm->used[op - 100] && dtype == RTP_NCCL_FLOAT32)
-        p.scale = comm->scale[op - 100];
+        p.scale = comm->scale[op - 100], p.premul = 1;
     else if (op == RTP_NCCL_MAX && dtype == RTP_NCCL_FLOAT64) p.op = RTP_NCCL_MAX;
     else if (op != RTP_NCCL_SUM) return INVALID_ARGUMENT;
     return start(comm, &p);
