@@ -173,20 +173,24 @@ rt_status rt_store_mirror(const char *url, uint64_t max_bytes, char *local, size
     if (r == RT_OK) {
         old = json_load_file(recpath, 0, NULL);
         r = fetch_all(s, e, rels, nsel, dir, old, rec, &st, err);
+        /* after a failure, what was not reached keeps its entry (a later call does not
+         * fetch it again); after success, files fetched before that the store no longer
+         * lists are removed */
+        const char *name;
+        json_t *v;
+        json_object_foreach(old, name, v)
+        {
+            char *path = NULL;
+            if (json_object_get(rec, name)) continue;
+            if (r != RT_OK) json_object_set(rec, name, v);
+            else if (safe_rel(name)) {
+                if (asprintf(&path, "%s/%s", dir, name) < 0) path = NULL;
+                else st.removed += unlink(path) == 0;
+            }
+            free(path);
+        }
         rt_error e2;
         if (save_record(recpath, rec, &e2) != RT_OK && r == RT_OK) *err = e2, r = e2.code;
-    }
-    /* files this mirror fetched before that the store no longer lists */
-    const char *name;
-    json_t *v;
-    json_object_foreach(r == RT_OK ? old : NULL, name, v)
-    {
-        char *path = NULL;
-        if (json_object_get(rec, name) || !safe_rel(name) ||
-            asprintf(&path, "%s/%s", dir, name) < 0)
-            continue;
-        st.removed += unlink(path) == 0;
-        free(path);
     }
     for (size_t i = 0; rels && i < n; i++) free(rels[i]);
     free(rels);

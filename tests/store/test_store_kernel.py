@@ -25,9 +25,8 @@ pytest.importorskip("boto3")
 pytest.importorskip("moto")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "resume"))
 from moto_util import BUCKET, Proxy, free_port, start_store  # noqa: E402
-from test_resume_kernel import IpcKernel, collect, run, start  # noqa: E402
+from kiln_client import Kernel, collect, run  # noqa: E402
 
 if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
     pytest.skip("Fashion-MNIST (Debian dataset-fashion-mnist) is not installed",
@@ -70,7 +69,7 @@ def kernel(st, **env):
         else:
             os.environ[k] = v
     try:
-        k = IpcKernel()
+        k = Kernel(ipc=True)
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -132,8 +131,8 @@ def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
     for c in SETUP:
         cell(env, k, c)
     frames = []
-    c = collect(k, start(k, f"{TRAIN} --epochs 2 --run-dir {url} --keep 2 "
-                            "--checkpoint-every 4steps"), on_text=frames.append)
+    c = collect(k, k.kc.execute(f"{TRAIN} --epochs 2 --run-dir {url} --keep 2 "
+                                "--checkpoint-every 4steps"), on_text=frames.append)
     env["texts"].append(c.text + str(c.reply) + "".join(frames))
     assert c.reply["status"] == "ok", c.reply
     close(env, k)
@@ -475,6 +474,20 @@ def test_dataset_from_the_store(env, tmp_path):
     assert not os.path.exists(os.path.join(local, "dog", "3.png"))
     with open(os.path.join(local, "cat", "0.png"), "rb") as f:
         assert f.read() == png(200)
+    # a download damaged on the way: detected (MD5 against the ETag), named, not kept
+    px = Proxy(env["port"])
+    try:
+        os.unlink(os.path.join(local, "cat", "1.png"))
+        px.on_request(b"/data/pets/cat/1.png HTTP", 1, "flip")
+        c = fresh(load, ok=False, AWS_ENDPOINT_URL=px.url)
+        assert px.fired.is_set()
+        assert "MD5" in c.reply["evalue"] and "data/pets/cat/1.png" in c.reply["evalue"], c.reply
+        assert "corrupt" in c.reply["evalue"], c.reply
+        assert not os.path.exists(os.path.join(local, "cat", "1.png"))
+        c = fresh(load, AWS_ENDPOINT_URL=px.url)
+        assert "fetched 1 " in c.text and "train 7," in c.text, c.text
+    finally:
+        px.down()
     # the archive: one object, read as a zip of the folder
     c = fresh(f"%dataset {url}.zip --size 8 --samples 0")
     assert f"{url}.zip: 1 object" in c.text and "train 8," in c.text, c.text
@@ -556,7 +569,7 @@ def test_kill9_mid_multipart_upload_then_resume_from_the_newest_complete(env, bi
     try:
         for code in BIG:
             cell(env, k, code)
-        start(k, f"{BIG_TRAIN} --epochs 2 --run-dir {url} --keep 3")
+        k.kc.execute(f"{BIG_TRAIN} --epochs 2 --run-dir {url} --keep 3")
         assert px.fired.wait(120), "the second multipart upload never reached part 2"
         os.kill(k.pid, signal.SIGKILL)
         k.km.provisioner.process.wait(10)
@@ -623,8 +636,8 @@ def test_store_outage_mid_run_training_goes_on_and_uploads_catch_up(env):
     try:
         for code in SETUP:
             cell(env, k, code)
-        c = collect(k, start(k, f"{TRAIN} --epochs 2 --run-dir {url} --keep 4 "
-                                "--checkpoint-every 8steps"), on_text=on_text)
+        c = collect(k, k.kc.execute(f"{TRAIN} --epochs 2 --run-dir {url} --keep 4 "
+                                    "--checkpoint-every 8steps"), on_text=on_text)
         env["texts"].append(c.text + str(c.reply) + "".join(frames))
         staging = c.text.split(f"run directory: {url} (staged in ")[1].split(")")[0]
     finally:
