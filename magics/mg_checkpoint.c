@@ -4,7 +4,8 @@
  *       when this session has them (resumable with %resume), else weights only.
  * load: the weights of a checkpoint (or a run directory's newest valid one) into the
  *       workspace model of its name, rebuilt from the file's spec when needed, for
- *       %evaluate / %predict / %checkpoint save.
+ *       %evaluate / %predict / %export / %checkpoint save; the model keeps the data set
+ *       the file names, which those magics reopen (mg_ws_origin.c).
  * list: a run directory's checkpoints, damaged ones included with the reason.
  * show: one file's metadata and tensors, after full validation.
  * Tables are shown as text/plain + text/html (mg_ckpt_table.c).
@@ -187,6 +188,7 @@ static int do_load(mg_ctx *ctx, const char *arg, const char *device, mg_error *e
     }
     if (rc == 0 && e) {
         mg_ws_model_set_trained(e, m, b);
+        mgp_ckpt_read_origin(rd, path, &e->origin); /* none recorded: stays empty */
         mg_ckpt_last *rec = mg_ckpt_last_reset(ctx, err);
         if (rec) { /* so that %checkpoint save / %resume know where this came from */
             snprintf(rec->model_name, sizeof rec->model_name, "%s", name);

@@ -84,6 +84,7 @@ int mg_ws_model_define(mg_workspace *ws, const char *name, const char *spec,
         snprintf(e->name, sizeof e->name, "%s", name);
     }
     model_clear(e);
+    memset(&e->origin, 0, sizeof e->origin);
     e->spec = copy;
     e->input = *in;
     snprintf(e->dataset, sizeof e->dataset, "%s", dataset ? dataset : "");
@@ -105,6 +106,7 @@ void mg_ws_model_set_trained(mg_ws_model *e, rt_model *m, rt_backend *b)
     mg_ws_backend_free(e->backend);
     e->trained = m;
     e->backend = b;
+    memset(&e->origin, 0, sizeof e->origin);
 }
 
 int mg_ws_model_count(const mg_workspace *ws) { return ws->nmodels; }

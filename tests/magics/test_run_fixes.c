@@ -44,22 +44,16 @@ T_TEST(test_recorded_data_and_val)
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     ASSERT_STR_CONTAINS(tm_c.err, "--checkpoint-every and --keep ignored");
     ASSERT_STR_CONTAINS(tm_c.err, "checkpoints need --run-dir");
-    rt_results *rs = NULL;
-    rt_error re;
-    int64_t run;
     rt_results_run r;
     char buf[300];
     double num = 0;
     int isnum = 0;
-    ASSERT_EQ(rt_results_open(g_store, &rs, &re), RT_OK);
-    ASSERT_EQ(rt_results_find(rs, "last", &run, &re), RT_OK);
-    ASSERT_EQ(rt_results_get_run(rs, run, &r, &re), RT_OK);
+    ASSERT_EQ(tm_last_run(g_store, &r), 0);
     ASSERT(rt_results_run_value(&r, "data", buf, sizeof buf, &num, &isnum));
     ASSERT_STR_EQ(buf, g_dir);
     ASSERT(rt_results_run_value(&r, "val", buf, sizeof buf, &num, &isnum));
     ASSERT(isnum && num == 30);
     rt_results_run_free(&r);
-    rt_results_close(rs);
     /* with --run-dir there is no such warning */
     tm_reset();
     snprintf(line, sizeof line, "train tiny --batch 32 --keep 2 --run-dir %s/kept --results %s",

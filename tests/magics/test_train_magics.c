@@ -393,16 +393,10 @@ T_TEST(test_interrupt_and_time_limit)
     ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: stopped by an interrupt after step 5",
                             NULL, NULL),
               1);
-    rt_results *rs = NULL;
-    rt_error re;
-    int64_t run;
     rt_results_run r;
-    ASSERT_EQ(rt_results_open(g_store, &rs, &re), RT_OK);
-    ASSERT_EQ(rt_results_find(rs, "last", &run, &re), RT_OK);
-    ASSERT_EQ(rt_results_get_run(rs, run, &r, &re), RT_OK);
+    ASSERT_EQ(tm_last_run(g_store, &r), 0);
     ASSERT_EQ(r.status, RT_RESULTS_INTERRUPTED);
     rt_results_run_free(&r);
-    rt_results_close(rs);
     /* the model stays usable */
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "evaluate tiny", NULL, &g_err), 0);
@@ -460,16 +454,10 @@ T_TEST(test_failed_run_is_recorded)
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
     ASSERT_STR_CONTAINS(g_err.evalue, name);
     ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: failed", NULL, NULL), 1);
-    rt_results *rs = NULL;
-    rt_error re;
-    int64_t run;
     rt_results_run r;
-    ASSERT_EQ(rt_results_open(g_store, &rs, &re), RT_OK);
-    ASSERT_EQ(rt_results_find(rs, "last", &run, &re), RT_OK);
-    ASSERT_EQ(rt_results_get_run(rs, run, &r, &re), RT_OK);
+    ASSERT_EQ(tm_last_run(g_store, &r), 0);
     ASSERT_EQ(r.status, RT_RESULTS_FAILED);
     rt_results_run_free(&r);
-    rt_results_close(rs);
 }
 
 T_TEST(test_shapes_and_device_errors)

@@ -18,6 +18,8 @@
 
 #include "capture.h"
 #include "mg.h"
+#include "rt_results.h"
+#include "rt_results_query.h"
 
 static capture tm_c;                 /* tm_c.log: the displays, in order (capture.h) */
 static long tm_interrupt_after = -1; /* polls until the interrupt fires; -1 never */
@@ -138,6 +140,22 @@ static inline int tm_setup_model(mg_session *s, const char *dir, int samples, co
     char line[256];
     snprintf(line, sizeof line, "dataset %s --samples %d", dir, samples);
     return tm_magic(s, line, NULL, err) || tm_magic(s, "model tiny", net, err) ? -1 : 0;
+}
+
+/* The newest run recorded in the results store at store, into *r (rt_results_run_free):
+ * 0, or -1 when the store or its last run cannot be read. */
+static inline int tm_last_run(const char *store, rt_results_run *r)
+{
+    rt_results *rs = NULL;
+    rt_error re;
+    int64_t run;
+    int rc = rt_results_open(store, &rs, &re) == RT_OK &&
+                     rt_results_find(rs, "last", &run, &re) == RT_OK &&
+                     rt_results_get_run(rs, run, r, &re) == RT_OK
+                 ? 0
+                 : -1;
+    rt_results_close(rs);
+    return rc;
 }
 
 #endif

@@ -25,9 +25,8 @@ pytest.importorskip("boto3")
 pytest.importorskip("moto")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "resume"))
 from moto_util import BUCKET, Proxy, free_port, start_store  # noqa: E402
-from test_resume_kernel import IpcKernel, collect, run, start  # noqa: E402
+from kiln_client import Kernel, collect, run  # noqa: E402
 
 if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
     pytest.skip("Fashion-MNIST (Debian dataset-fashion-mnist) is not installed",
@@ -70,7 +69,7 @@ def kernel(st, **env):
         else:
             os.environ[k] = v
     try:
-        k = IpcKernel()
+        k = Kernel(ipc=True)
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -132,8 +131,8 @@ def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
     for c in SETUP:
         cell(env, k, c)
     frames = []
-    c = collect(k, start(k, f"{TRAIN} --epochs 2 --run-dir {url} --keep 2 "
-                            "--checkpoint-every 4steps"), on_text=frames.append)
+    c = collect(k, k.kc.execute(f"{TRAIN} --epochs 2 --run-dir {url} --keep 2 "
+                                "--checkpoint-every 4steps"), on_text=frames.append)
     env["texts"].append(c.text + str(c.reply) + "".join(frames))
     assert c.reply["status"] == "ok", c.reply
     close(env, k)
@@ -573,7 +572,7 @@ def test_kill9_mid_multipart_upload_then_resume_from_the_newest_complete(env, bi
     try:
         for code in BIG:
             cell(env, k, code)
-        start(k, f"{BIG_TRAIN} --epochs 2 --run-dir {url} --keep 3")
+        k.kc.execute(f"{BIG_TRAIN} --epochs 2 --run-dir {url} --keep 3")
         assert px.fired.wait(120), "the second multipart upload never reached part 2"
         os.kill(k.pid, signal.SIGKILL)
         k.km.provisioner.process.wait(10)
@@ -640,8 +639,8 @@ def test_store_outage_mid_run_training_goes_on_and_uploads_catch_up(env):
     try:
         for code in SETUP:
             cell(env, k, code)
-        c = collect(k, start(k, f"{TRAIN} --epochs 2 --run-dir {url} --keep 4 "
-                                "--checkpoint-every 8steps"), on_text=on_text)
+        c = collect(k, k.kc.execute(f"{TRAIN} --epochs 2 --run-dir {url} --keep 4 "
+                                    "--checkpoint-every 8steps"), on_text=on_text)
         env["texts"].append(c.text + str(c.reply) + "".join(frames))
         staging = c.text.split(f"run directory: {url} (staged in ")[1].split(")")[0]
     finally:

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "../../../runtime/cuda/cuda_internal.h"
+#include "mock_knob.h"
 #include "mock_nccl.h"
 #include "mock_stats.h"
 #include <pthread.h>
@@ -77,10 +78,9 @@ static int find(const void *p)
 
 /* ---- device and errors ---- */
 
-/* KILN_MOCK_DEVICE has `name` (1), or "name=V" (V) */
-static long knob(const char *name, long dflt)
+long mock_knob(const char *env, const char *name, long dflt)
 {
-    const char *e = getenv("KILN_MOCK_DEVICE");
+    const char *e = getenv(env);
     size_t n = strlen(name);
     for (const char *p = e; p && *p;) {
         if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0')) return 1;
@@ -90,6 +90,9 @@ static long knob(const char *name, long dflt)
     }
     return dflt;
 }
+
+/* KILN_MOCK_DEVICE has `name` (1), or "name=V" (V) */
+static long knob(const char *name, long dflt) { return mock_knob("KILN_MOCK_DEVICE", name, dflt); }
 
 cudaError_t cudaGetDeviceCount(int *count)
 {
