@@ -71,6 +71,26 @@ def test_large_object_is_a_multipart_upload(store, tmp_path):
     assert not store["s3"].list_multipart_uploads(Bucket=BUCKET).get("Uploads")
 
 
+def test_a_failed_part_aborts_the_upload(store, tmp_path):
+    """Parts go up several at a time; one refused by the store (part 2 of 4, while the
+    others are in flight) fails the upload with the store's reason, and the upload is
+    aborted: no object, no upload left open."""
+    src = tmp_path / "big.bin"
+    src.write_bytes(os.urandom(17 * 1024 * 1024))
+    px = Proxy(store["port"])
+    px.on_request(b"partNumber=2&", 1, "refuse")
+    try:
+        p = tool(store, f"s3://{BUCKET}", "put", "refused.bin", str(src), ok=False,
+                 env={"KILN_S3_PART_MB": "5", "AWS_ENDPOINT_URL": px.url})
+    finally:
+        px.down()
+    assert px.fired.is_set()
+    assert "uploading 'refused.bin'" in p.stderr and "InvalidPart" in p.stderr, p.stderr
+    listed = store["s3"].list_objects_v2(Bucket=BUCKET, Prefix="refused").get("Contents")
+    assert not listed
+    assert not store["s3"].list_multipart_uploads(Bucket=BUCKET).get("Uploads")
+
+
 def test_list_cat_and_delete(store):
     s3 = store["s3"]
     for k in ["ls/x/1", "ls/x/2", "ls/y", "other"]:
