@@ -35,25 +35,25 @@ typedef struct rtp_img_list {
  * directory) and lists its images in a fixed order (classes by name, files by name).
  * RT_ENOTFOUND / RT_EFORMAT name the path, the empty class folder, the single class or
  * the bad CSV line. On error the list is empty. */
-rt_status rtp_img_scan(const char *path, rtp_img_list *out, rt_error *err);
+RT_MUST_USE rt_status rtp_img_scan(const char *path, rtp_img_list *out, rt_error *err);
 void rtp_img_list_deinit(rtp_img_list *l);
 /* Appends one entry (path copied, mem taken); RT_ENOMEM. */
-rt_status rtp_img_list_add(rtp_img_list *l, const char *path, uint8_t *mem, size_t mem_len,
-                           int label, int split, rt_error *err);
+RT_MUST_USE rt_status rtp_img_list_add(rtp_img_list *l, const char *path, uint8_t *mem,
+                                       size_t mem_len, int label, int split, rt_error *err);
 /* Archive members ("a/b/c.png" with their bytes) -> the list, as rtp_img_scan does for
  * a directory with the same files (rt_imgfolder_archive.c). RT_ENOTFOUND only when the
  * archive holds no image files at all (it may be CIFAR-10 batches). */
-rt_status rtp_img_scan_archive(const char *path, rtp_img_list *out, rt_error *err);
+RT_MUST_USE rt_status rtp_img_scan_archive(const char *path, rtp_img_list *out, rt_error *err);
 
 /* Loads the image folder o->name (scan, cache or decode, --val, normalisation) into
  * out; split names are base/train ... On error nothing is left allocated. */
-rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_dataset_opts *o, const char *base,
-                             rt_error *err);
+RT_MUST_USE rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_dataset_opts *o,
+                                         const char *base, rt_error *err);
 
 /* ---- cache (rt_imgfolder_cache.c) ---- */
 /* The cache file for key: $XDG_CACHE_HOME/kiln/images/<key>.kimg (or KILN_IMAGE_CACHE
  * as the directory). */
-rt_status rtp_img_cache_path(uint64_t key, char out[PATH_MAX], rt_error *err);
+RT_MUST_USE rt_status rtp_img_cache_path(uint64_t key, char out[PATH_MAX], rt_error *err);
 
 /* A decoded set in memory: the cache file mapped (or anonymous memory when none could
  * be written), n[s] images of c x h x w per split (train, val from val/ folders, test)
@@ -84,8 +84,8 @@ typedef struct rtp_img_writer {
 } rtp_img_writer;
 
 /* RT_EIO naming the file, RT_ENOMEM; on error nothing is left (no file, no map). */
-rt_status rtp_img_writer_open(rtp_img_writer *w, const char *path, uint64_t key, int c, int h,
-                              int wd, const int cap[3], rt_error *err);
+RT_MUST_USE rt_status rtp_img_writer_open(rtp_img_writer *w, const char *path, uint64_t key, int c,
+                                          int h, int wd, const int cap[3], rt_error *err);
 /* Where slot k of split s puts its C x H x W bytes / its label (any thread). */
 uint8_t *rtp_img_writer_pixels(const rtp_img_writer *w, int s, int k);
 uint8_t *rtp_img_writer_label(const rtp_img_writer *w, int s, int k);
@@ -93,8 +93,8 @@ uint8_t *rtp_img_writer_label(const rtp_img_writer *w, int s, int k);
  * hands the mapping to out, in every case but RT_ENOMEM (then nothing is left). With a
  * file: truncated, fsynced and renamed over path; RT_EIO naming it when that fails, out
  * still holding this load's data (the file is then removed). */
-rt_status rtp_img_writer_finish(rtp_img_writer *w, const uint8_t *const keep[3], int skipped,
-                                rtp_img_map *out, rt_error *err);
+RT_MUST_USE rt_status rtp_img_writer_finish(rtp_img_writer *w, const uint8_t *const keep[3],
+                                            int skipped, rtp_img_map *out, rt_error *err);
 void rtp_img_writer_abort(rtp_img_writer *w);
 
 #endif
