@@ -6,7 +6,8 @@
  *                    [--timing | --cpu-timing] [--eval] [--synthetic] [--dist]
  *                    [--device cpu|cuda[:N]] [--gpus K]
  * --epochs E trains E full epochs instead of --steps. Output: "key value" lines.
- * --dist: one rank of a launch (mpirun -np N train_bench --dist ...; bench/dist_bench.py):
+ * --dist: one rank of a launch (mpirun -np N train_bench --dist ...; bench/dist_bench.py;
+ * GPU ranks also without MPI, torchrun-style variables: bench/multi_gpu.sh):
  * --batch is the global batch, the ranks average their gradients (runtime/rt_dist.h),
  * images/s is the whole launch's, and rank 0 alone prints. With --device cuda each
  * rank takes the GPU of its local rank.

@@ -8,6 +8,8 @@
  *  - Default output: NOTEBOOK with .ipynb replaced by .out.ipynb (never overwrites
  *    the input). Written atomically before the first cell (an unwritable path is
  *    refused at once), after every cell, and when a cell fails.
+ *  - NOTEBOOK and OUT may be s3:// object URLs (jk_run_store.c): the notebook is read
+ *    from the store; the result is written to a local copy and uploaded each time.
  *  - Exit status: 0 all cells ran; 1 a cell raised (the run stops there, the error
  *    is in the cell's outputs); 2 bad usage or unreadable notebook.
  *  - SIGINT/SIGTERM interrupt the running cell (KeyboardInterrupt), like a kernel.
@@ -54,6 +56,7 @@ typedef struct run_opts {
 static const char usage_text[] =
     "usage: kiln run NOTEBOOK.ipynb [-o OUT.ipynb] [-p NAME VALUE]... [--log-output]\n"
     "                [--no-resume]\n"
+    "  NOTEBOOK and OUT may be s3://BUCKET/KEY.ipynb objects (AWS_* settings)\n"
     "  -o, --output OUT   where to write the executed notebook (default NOTEBOOK.out.ipynb)\n"
     "  -p, --parameter NAME VALUE\n"
     "                     override a parameter (papermill-style injected cell)\n"
@@ -222,8 +225,10 @@ json_t *jk_run_parse(const char *text, size_t len, const char *what)
 /* Written through rt_file: a random O_EXCL temporary name beside path (no planted
  * file or symlink is followed), fsync, rename. The notebook keeps the mode of the file
  * it replaces, or gets what the umask gives a new file. */
-static int save(json_t *nb, const char *path)
+static int save(json_t *nb, const char *path, jk_run_remote *remote)
 {
+    if (remote && rt_dist_is_writer()) /* an s3:// URL: its local copy, then uploaded */
+        return save(nb, remote->local, NULL) < 0 ? -1 : jk_run_remote_upload(remote);
     if (!rt_dist_is_writer()) return 0; /* rank 0 writes the result */
     struct stat st;
     int mode = stat(path, &st) == 0 ? (int)(st.st_mode & 07777) : RT_FILE_MODE_UMASK;
@@ -258,7 +263,8 @@ static char *default_out(const char *in)
 
 /* After each cell the result notebook is written again (as papermill does), so a
  * batch job killed mid-run (SIGKILL, a reclaimed VM) leaves the cells that ran. */
-static int execute_all(json_t *nb, kl_engine *eng, jk_nbout *w, const char *out_path)
+static int execute_all(json_t *nb, kl_engine *eng, jk_nbout *w, const char *out_path,
+                       jk_run_remote *remote)
 {
     json_t *cells = json_object_get(nb, "cells");
     size_t ncode = 0, done = 0, i;
@@ -290,7 +296,7 @@ static int execute_all(json_t *nb, kl_engine *eng, jk_nbout *w, const char *out_
             kl_error_deinit(&err);
             return 1;
         }
-        if (save(nb, out_path) < 0)
+        if (save(nb, out_path, remote) < 0)
             fprintf(stderr, "kiln run: warning: the result notebook is written again at the end\n");
     }
     return 0;
@@ -305,16 +311,20 @@ int jk_run_main(int argc, char **argv)
     kl_engine *eng = NULL;
     char *out_path = NULL;
     jk_nbout w;
+    jk_run_remote remote = {0}, *rem = NULL;
     int w_ok = 0;
     if (pr != 0) {
         status = pr > 0 ? 0 : 2;
         goto done;
     }
-    if (load(o.in, &nb) < 0) goto done;
+    if (rt_store_is_url(o.in) ? !(nb = jk_run_store_load(o.in)) : load(o.in, &nb) < 0) goto done;
     normalise(nb);
     if (o.nparams && jk_run_inject(nb, o.nparams, o.names, o.values) < 0) goto done;
     out_path = o.out ? strdup(o.out) : default_out(o.in);
-    if (!out_path || jk_nbout_init(&w) < 0) goto done;
+    if (!out_path || (rt_store_is_url(out_path) && jk_run_remote_open(&remote, out_path) < 0))
+        goto done;
+    if (remote.s) rem = &remote;
+    if (jk_nbout_init(&w) < 0) goto done;
     w_ok = 1;
     w.log_output = o.log_output;
     jk_run_progress progress;
@@ -330,14 +340,14 @@ int jk_run_main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     /* written once before the first cell: an output path that cannot be written is
      * refused now, not after hours of training */
-    if (save(nb, out_path) < 0) goto done;
-    int rc = execute_all(nb, eng, &w, out_path);
+    if (save(nb, out_path, rem) < 0) goto done;
+    int rc = execute_all(nb, eng, &w, out_path, rem);
     json_t *state = kl_engine_widget_state(eng);
     if (state && json_object_size(json_object_get(state, "state")))
         json_object_set_new(json_object_get(nb, "metadata"), "widgets",
                             json_pack("{s:O}", "application/vnd.jupyter.widget-state+json", state));
     json_decref(state);
-    if (save(nb, out_path) < 0) goto done;
+    if (save(nb, out_path, rem) < 0) goto done;
     if (rt_dist_is_writer()) fprintf(stderr, "kiln run: wrote %s\n", out_path);
     status = rc == 0 ? 0 : 1;
 done:
@@ -345,6 +355,7 @@ done:
     if (w_ok) jk_nbout_deinit(&w);
     kl_engine_destroy(eng);
     json_decref(nb);
+    jk_run_remote_close(&remote);
     free(out_path);
     free(o.names);
     free(o.values);

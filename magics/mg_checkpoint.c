@@ -4,12 +4,18 @@
  *       when this session has them (resumable with %resume), else weights only.
  * load: the weights of a checkpoint (or a run directory's newest valid one) into the
  *       workspace model of its name, rebuilt from the file's spec when needed, for
- *       %evaluate / %predict / %checkpoint save.
+ *       %evaluate / %predict / %export / %checkpoint save; the model keeps the data set
+ *       the file names, which those magics reopen (mg_ws_origin.c).
  * list: a run directory's checkpoints, damaged ones included with the reason.
  * show: one file's metadata and tensors, after full validation.
  * Tables are shown as text/plain + text/html (mg_ckpt_table.c).
+ * An s3:// run (s3://B/P, or one checkpoint s3://B/P/NAME.safetensors) works for all
+ * four: list reads the store's manifests; load and show fetch and verify through
+ * rt_store_fetch_run (into the run's staging directory); save writes there and uploads
+ * the file and then its manifest. After an s3:// run, the defaults are its URL.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +23,10 @@
 #include "mg_ckpt_internal.h"
 #include "mg_ckpt_table.h"
 #include "mg_images.h"
+#include "mg_store.h"
 #include "mg_workspace.h"
 #include "rt_ckpt_dir.h"
+#include "rt_store_stage.h"
 
 static const mg_option options[] = {
     {"--device", MG_OPT_STRING, "DEV", "load: device of the loaded model (auto)", NULL},
@@ -26,6 +34,29 @@ static const mg_option options[] = {
 };
 
 /* ---- save ---- */
+
+/* Where `%checkpoint save URL` writes: the staging directory of the run URL (or of
+ * URL's run when it names the file, s3://B/P/NAME.safetensors), as *path; the run's URL
+ * into url. */
+static int store_save_path(const char *arg, const char *dflt, char **path, char *url, size_t cap,
+                           mg_error *err)
+{
+    const char *slash = strrchr(arg, '/');
+    size_t n = strlen(arg), ext = strlen(RT_CKPT_EXT);
+    int named = slash && slash - arg > (ptrdiff_t)strlen(RT_STORE_SCHEME) && n > ext &&
+                !strcmp(arg + n - ext, RT_CKPT_EXT);
+    int k =
+        named ? snprintf(url, cap, "%.*s", (int)(slash - arg), arg) : snprintf(url, cap, "%s", arg);
+    if (k < 0 || (size_t)k >= cap)
+        return mg_fail(err, "ValueError", "%.100s...: URL too long", arg);
+    char dir[1024];
+    rt_error re = {0};
+    if (rt_store_staging_dir(url, dir, sizeof dir, &re) != RT_OK)
+        return mg_fail_status(err, &re, "%%checkpoint save: %s", re.msg);
+    if (asprintf(path, "%s/%s", dir, named ? slash + 1 : dflt) < 0)
+        return *path = NULL, mg_fail(err, "MemoryError", "out of memory");
+    return 0;
+}
 
 static int do_save(mg_ctx *ctx, const char *arg, mg_error *err)
 {
@@ -39,17 +70,22 @@ static int do_save(mg_ctx *ctx, const char *arg, mg_error *err)
                        "---> HINT: %%train one, or %%checkpoint load PATH");
     int with_state = rec && rec->has_snap && !strcmp(rec->model_name, e->name);
     int64_t step = with_state ? rec->snap.state.step : 0;
-    char *path = NULL;
+    char *path = NULL, url[1024] = "", dflt[128];
     rt_error re = {0};
-    if (arg) path = strdup(arg);
+    if (with_state) snprintf(dflt, sizeof dflt, "ckpt-step%08lld" RT_CKPT_EXT, (long long)step);
+    else snprintf(dflt, sizeof dflt, "%s-step%08lld" RT_CKPT_EXT, e->name, (long long)step);
+    /* an s3:// URL (given, or the last run's): written in its staging directory, then
+     * uploaded with its manifest */
+    const char *remote = arg && rt_store_is_url(arg)                           ? arg
+                         : !arg && with_state && rt_store_is_url(rec->run_dir) ? rec->run_dir
+                                                                               : NULL;
+    if (remote) {
+        if (store_save_path(remote, dflt, &path, url, sizeof url, err) < 0) return -1;
+    } else if (arg) path = strdup(arg);
     else if (with_state && rec->run_dir[0]) {
         if (rt_ckpt_dir_path(rec->run_dir, step, &path, &re) != RT_OK)
             return mg_fail(err, "OSError", "%%checkpoint save: %s", re.msg);
-    } else {
-        char buf[128];
-        snprintf(buf, sizeof buf, "%s-step%08lld" RT_CKPT_EXT, e->name, (long long)step);
-        path = strdup(buf);
-    }
+    } else path = strdup(dflt);
     if (!path) return mg_fail(err, "MemoryError", "out of memory");
     rt_ckpt_train_info in = {.model_name = e->name};
     if (with_state) in = mgp_ckpt_info(rec);
@@ -59,8 +95,17 @@ static int do_save(mg_ctx *ctx, const char *arg, mg_error *err)
     rt_status s = rt_ckpt_train_save(path, e->trained, with_state ? &rec->snap : NULL, &in, &re);
     int rc = 0;
     if (s != RT_OK) rc = mg_fail(err, "OSError", "%%checkpoint save: %s", re.msg);
-    else {
-        mg_printf(ctx->out, "Saved %s: model '%s', step %lld, %s\n", path, e->name, (long long)step,
+    else if (url[0] && mg_store_push(url, path, err) < 0) {
+        mg_error pe = *err;
+        rc = mg_fail(err, pe.ename, "%%checkpoint save: saved %s, but not uploaded: %s", path,
+                     pe.evalue);
+    }
+    if (rc == 0) {
+        const char *base = strrchr(path, '/');
+        char shown[1200];
+        if (url[0]) snprintf(shown, sizeof shown, "%s/%s", url, base ? base + 1 : path);
+        mg_printf(ctx->out, "Saved %s: model '%s', step %lld, %s\n", url[0] ? shown : path, e->name,
+                  (long long)step,
                   with_state ? "with optimiser state and data position "
                                "(%resume continues from it)"
                              : "weights only");
@@ -143,6 +188,7 @@ static int do_load(mg_ctx *ctx, const char *arg, const char *device, mg_error *e
     }
     if (rc == 0 && e) {
         mg_ws_model_set_trained(e, m, b);
+        mgp_ckpt_read_origin(rd, path, &e->origin); /* none recorded: stays empty */
         mg_ckpt_last *rec = mg_ckpt_last_reset(ctx, err);
         if (rec) { /* so that %checkpoint save / %resume know where this came from */
             snprintf(rec->model_name, sizeof rec->model_name, "%s", name);
@@ -204,11 +250,24 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
             return mg_fail(err, "UsageError",
                            "%%checkpoint list DIR: which run "
                            "directory? (no run of this session had one)");
+        if (rt_store_is_url(arg)) return mg_ckpt_table_list_store(ctx->out, arg, err);
         return mg_ckpt_table_list(ctx->out, arg, err);
     }
     if (!strcmp(verb, "show")) {
         if (!arg) return mg_fail(err, "UsageError", "%%checkpoint show PATH: which file?");
-        return mg_ckpt_table_show(ctx->out, arg, err);
+        if (!rt_store_is_url(arg)) return mg_ckpt_table_show(ctx->out, arg, arg, err);
+        /* s3://: the named checkpoint, or the run's newest valid one, fetched and verified */
+        char *path = NULL, name[1200];
+        if (mg_store_fetch(arg, 0, ctx->out, &path, err) < 0) {
+            mg_error e = *err;
+            return mg_fail(err, e.ename, "%%checkpoint show: %s", e.evalue);
+        }
+        const char *base = strrchr(path, '/'), *tail = strrchr(arg, '/');
+        int whole = tail && !strcmp(tail, base);
+        snprintf(name, sizeof name, "%s%s%s", arg, whole ? "" : "/", whole ? "" : base + 1);
+        int rc = mg_ckpt_table_show(ctx->out, path, name, err);
+        free(path);
+        return rc;
     }
     return mg_fail(err, "UsageError", "%%checkpoint: '%s' is not save, load, list or show", verb);
 }
@@ -228,7 +287,9 @@ const mg_command mg_cmd_checkpoint = {
              "file's spec), for %evaluate and %predict; a directory loads its newest valid one.\n"
              "list: step, epoch, metric, size, time and validity of every checkpoint of a run\n"
              "directory (default: the last run's). show: metadata and tensors of one file.\n"
-             "Files are safetensors: safetensors.torch.load_file reads the weights.\n\n"
+             "Files are safetensors: safetensors.torch.load_file reads the weights.\n"
+             "A run directory or file may be an s3:// URL (s3://BUCKET/PREFIX, or\n"
+             "s3://BUCKET/PREFIX/NAME.safetensors): fetched and verified, or uploaded.\n\n"
              "Example:\n  %checkpoint list runs/mnist",
     .flags = MG_LINE,
     .options = options,

@@ -46,11 +46,7 @@ mgp_policy *mgp_policy_get(mg_ctx *ctx, mg_run *run, mg_error *err);
 typedef struct mgp_ck_desc {
     const char *spec, *name; /* borrowed from the reader */
     rt_model_input in;
-    char data[256];
-    int val, subset;
-    char fnv[24];
-    int has_images; /* an image folder: reload it with these options */
-    mg_ws_images images;
+    mg_ws_origin ds; /* the data set: reloaded and checked by its checksum */
     char schedule[sizeof(((mg_run_opts *)0)->schedule)];
     mg_run_opts o;
 } mgp_ck_desc;
@@ -58,6 +54,9 @@ typedef struct mgp_ck_desc {
 /* Reads model, data set, input shape, schedule and options from rd's metadata into d;
  * -1 with a ValueError naming path when they are missing or malformed. */
 int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *d, mg_error *err);
+/* The data-set record of rd (from path) into o; 0 when it has a name, else -1 and o
+ * empty (no error: older or hand-made files have none). */
+int mgp_ckpt_read_origin(const rt_ckpt_reader *rd, const char *path, mg_ws_origin *o);
 
 /* "12.3 MB" */
 void mgp_human_size(uint64_t bytes, char *buf, size_t n);

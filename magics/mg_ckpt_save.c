@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mg_ckpt_internal.h"
+#include "mg_store.h"
 #include "mg_workspace.h"
 
 void mgp_human_size(uint64_t b, char *buf, size_t n)
@@ -118,7 +119,9 @@ int mgp_ckpt_describe(mg_run *run, mg_ckpt_last *rec, mg_error *err)
     rec->has_snap = has;
     const mg_run_opts *o = mg_run_options(run);
     snprintf(rec->model_name, sizeof rec->model_name, "%s", mg_run_model_name(run));
-    snprintf(rec->run_dir, sizeof rec->run_dir, "%s", o->run_dir);
+    char url[1100]; /* an s3:// run: its URL, so %checkpoint and %resume default to it */
+    snprintf(rec->run_dir, sizeof rec->run_dir, "%s",
+             mg_store_display(mg_run_ctx(run), o->run_dir, url, sizeof url));
     json_t *hp = mg_run_opts_to_json(o);
     if (hp) { /* the run's own values, not what the next %train may default to */
         json_object_set_new(hp, "model", json_string(mg_run_model_name(run)));

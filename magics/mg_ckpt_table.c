@@ -10,6 +10,7 @@
 
 #include "mg_ckpt_internal.h"
 #include "mg_ckpt_table.h"
+#include "mg_store.h"
 #include "rt_ckpt_dir.h"
 
 #define MAXCOL 8
@@ -133,6 +134,48 @@ int mg_ckpt_table_list(const mg_out *out, const char *dir, mg_error *err)
     return rc;
 }
 
+int mg_ckpt_table_list_store(const mg_out *out, const char *url, mg_error *err)
+{
+    rt_store_ckpt *c = NULL;
+    size_t n = 0, nbad = 0;
+    char *skipped = NULL;
+    if (mg_store_list(url, &c, &n, &skipped, err) < 0) {
+        mg_error e = *err;
+        return mg_fail(err, e.ename, "%%checkpoint list: %s", e.evalue);
+    }
+    table t = {.ncol = 5};
+    static const char *const head[] = {"checkpoint", "step", "size", "sha256", "complete"};
+    int rc = add_row(&t, head);
+    for (size_t i = 0; i < n && rc == 0; i++) { /* oldest first, as a directory's list */
+        char step[24], size[24], sha[16];
+        snprintf(step, sizeof step, "%" PRId64, c[i].step);
+        mgp_human_size(c[i].size, size, sizeof size);
+        snprintf(sha, sizeof sha, "%.12s", c[i].sha256);
+        const char *row[] = {c[i].name, step, size, sha, "yes"};
+        rc = add_row(&t, row);
+    }
+    /* manifests that are unreadable or whose object is missing or of another size */
+    for (char *save = NULL, *line = skipped ? strtok_r(skipped, "\n", &save) : NULL;
+         line && rc == 0; line = strtok_r(NULL, "\n", &save)) {
+        char *sep = strstr(line, ": "), why[600];
+        if (sep) *sep = '\0';
+        snprintf(why, sizeof why, "NO: %s", sep ? sep + 2 : "");
+        const char *row[] = {line, "?", "", "", why};
+        rc = add_row(&t, row);
+        nbad++;
+    }
+    char title[1200];
+    snprintf(title, sizeof title,
+             "%s: %zu complete checkpoint%s (manifest and object; verified when fetched)%s", url, n,
+             n == 1 ? "" : "s", nbad ? ", and incomplete or unreadable ones" : "");
+    if (rc == 0) rc = show(out, title, &t, err);
+    else mg_fail(err, "MemoryError", "out of memory");
+    table_free(&t);
+    free(skipped);
+    rt_store_ckpt_free(c, n);
+    return rc;
+}
+
 /* The shortest "%.Ng" that reads back as the same double (0.774, not the
  * 0.77400000000000002 that JSON writers keep); ".0" kept on a whole real. */
 static int shortest_real(double v, char *buf, size_t n)
@@ -188,7 +231,7 @@ void mgp_ckpt_display_value(const char *in, char *out, size_t n)
     out[o] = 0;
 }
 
-int mg_ckpt_table_show(const mg_out *out, const char *path, mg_error *err)
+int mg_ckpt_table_show(const mg_out *out, const char *path, const char *name, mg_error *err)
 {
     rt_ckpt_reader *rd = NULL;
     rt_error re = {0};
@@ -219,7 +262,7 @@ int mg_ckpt_table_show(const mg_out *out, const char *path, mg_error *err)
     }
     char size[24], title[1200];
     mgp_human_size(rt_ckpt_reader_file_size(rd), size, sizeof size);
-    snprintf(title, sizeof title, "%s: valid Kiln checkpoint, %s, %zu tensors", path, size, nt);
+    snprintf(title, sizeof title, "%s: valid Kiln checkpoint, %s, %zu tensors", name, size, nt);
     if (rc == 0) rc = show(out, title, &t, err);
     else mg_fail(err, "MemoryError", "out of memory");
     table_free(&t);

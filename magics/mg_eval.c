@@ -1,4 +1,5 @@
 /* mg_eval.c - target resolution for %evaluate and %predict (see mg_eval.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "mg_eval.h"
@@ -30,15 +31,22 @@ int mg_eval_resolve(mg_ctx *ctx, const mg_args *args, const char *magic, mg_eval
                        "%%train %s first, or %%checkpoint load PATH",
                        magic, t->model->name, t->model->name);
     const char *want = mg_args_get(args, "--data");
-    t->data =
-        want ? mg_ws_data_load(ws, ctx, want, -1, -1, NULL, NULL, err) : mg_ws_data_find(ws, NULL);
-    if (!t->data && !want && t->model->dataset[0])
-        t->data = mg_ws_data_load(ws, ctx, t->model->dataset, -1, -1, NULL, NULL, err);
-    else if (!t->data && !want)
-        return mg_fail(err, "UsageError",
-                       "%%%s: no data set loaded ---> HINT: %%dataset NAME "
-                       "or --data NAME",
-                       magic);
+    char caller[32];
+    snprintf(caller, sizeof caller, "%%%s", magic);
+    if (want) {
+        t->data = mg_ws_data_load(ws, ctx, want, -1, -1, NULL, NULL, err);
+    } else if (t->model->origin.data[0]) { /* loaded from a checkpoint: its data set */
+        t->data = mg_ws_origin_open(ws, ctx, &t->model->origin, caller, err);
+    } else {
+        t->data = mg_ws_data_find(ws, NULL);
+        if (!t->data && t->model->dataset[0])
+            t->data = mg_ws_data_load(ws, ctx, t->model->dataset, -1, -1, NULL, NULL, err);
+        else if (!t->data)
+            return mg_fail(err, "UsageError",
+                           "%%%s: no data set loaded ---> HINT: %%dataset NAME "
+                           "or --data NAME",
+                           magic);
+    }
     if (!t->data) return -1;
     const char *split = mg_args_get(args, "--split");
     if (!split) split = "test";

@@ -211,7 +211,8 @@ const mg_command mg_cmd_evaluate = {
              "Evaluates the trained MODEL (default: the model defined last) on a split of the\n"
              "data set loaded last: accuracy, mean loss, precision/recall per class and the\n"
              "confusion matrix as a picture. Train first (%train) or load weights\n"
-             "(%checkpoint load PATH).\n\nExample:\n  %evaluate mnist_net --split test",
+             "(%checkpoint load PATH: then on the data set the checkpoint was trained on,\n"
+             "reloaded with its options).\n\nExample:\n  %evaluate mnist_net --split test",
     .flags = MG_LINE | MG_LONG_RUNNING,
     .options = options,
     .run = run,

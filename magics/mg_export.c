@@ -1,7 +1,8 @@
 /* mg_export.c - %export MODEL --onnx FILE: the trained model as an ONNX file for
  * inference without Kiln (runtime/rt_onnx.h says what the file holds). The data set
  * the model was trained on gives the normalisation, put inside the graph, and the
- * class names; without it loaded the file asks for normalised input and says so. */
+ * class names; without it loaded the file asks for normalised input and says so. A
+ * model from %checkpoint load uses the data set the checkpoint names, or is refused. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,20 +15,33 @@ static const mg_option options[] = {
     {NULL, 0, NULL, NULL, NULL},
 };
 
-/* The data set the model was trained on, when it is loaded (or loads) and fits it. */
-static const rt_dataset *trained_on(mg_ctx *ctx, mg_workspace *ws, const mg_ws_model *m,
-                                    mg_ws_data **data)
+/* The data set the model was trained on, when it is loaded (or loads) and fits it. For
+ * a model from %checkpoint load, the one the checkpoint names, or -1 with err when it
+ * cannot be had (wrong normalisation constants would be worse than none). */
+static int trained_on(mg_ctx *ctx, mg_workspace *ws, const mg_ws_model *m, mg_ws_data **data,
+                      const rt_dataset **out, mg_error *err)
 {
     mg_error ignored;
-    *data = mg_ws_data_find(ws, m->dataset[0] ? m->dataset : NULL);
-    if (!*data && m->dataset[0])
-        *data = mg_ws_data_load(ws, ctx, m->dataset, -1, -1, NULL, NULL, &ignored);
-    if (!*data) return NULL;
+    *out = NULL;
+    if (m->origin.data[0]) {
+        if (!(*data = mg_ws_origin_open(ws, ctx, &m->origin, "%export", err))) {
+            mg_error e = *err;
+            return mg_fail(err, e.ename,
+                           "%s ---> HINT: `kiln export %.300s --onnx FILE` takes the "
+                           "normalisation from the checkpoint itself",
+                           e.evalue, m->origin.ckpt);
+        }
+    } else {
+        *data = mg_ws_data_find(ws, m->dataset[0] ? m->dataset : NULL);
+        if (!*data && m->dataset[0])
+            *data = mg_ws_data_load(ws, ctx, m->dataset, -1, -1, NULL, NULL, &ignored);
+    }
+    if (!*data) return 0;
     const rt_dataset *d = &(*data)->splits.train;
     const rt_model_input *in = rt_model_input_shape(m->trained);
-    if (d->c != in->c || d->h != in->h || d->w != in->w || d->num_classes != in->num_classes)
-        return NULL;
-    return d;
+    if (d->c == in->c && d->h == in->h && d->w == in->w && d->num_classes == in->num_classes)
+        *out = d;
+    return 0;
 }
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
@@ -59,7 +73,8 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
                        "HINT: run %%train %s first, or %%checkpoint load PATH",
                        m->name, m->name);
     mg_ws_data *data = NULL;
-    const rt_dataset *d = trained_on(ctx, ws, m, &data);
+    const rt_dataset *d = NULL;
+    if (trained_on(ctx, ws, m, &data, &d, err) < 0) return -1;
     const char *names[RT_MAX_CLASSES];
     for (int c = 0; d && c < d->num_classes; c++) names[c] = d->class_names[c];
     rt_onnx_info info = {.model_name = m->name,

@@ -3,8 +3,8 @@
  *
  * Each file goes through what training saw: decoded and fitted to the model's input
  * (rt_image_file_read: channels, resize to cover, centre crop, as image folders), then
- * normalised with the mean/std of the data set the model was defined on (or the one
- * loaded last). Inference is the model in eval mode (running BN statistics, no
+ * normalised with the mean/std of the data set the model was defined on (for a model
+ * from %checkpoint load, the one the checkpoint names; else the one loaded last). Inference is the model in eval mode (running BN statistics, no
  * dropout), in batches of its max batch, on its own backend. Globs are expanded here
  * (glob(3)), in name order; at most RT_EVAL_MAX_PREDS files.
  */
@@ -111,8 +111,10 @@ int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
                        "---> HINT: %%train %s",
                        e->name, e->name);
     const char *want = mg_args_get(args, "--data");
-    mg_ws_data *d = want ? mg_ws_data_load(ws, ctx, want, -1, -1, NULL, NULL, err)
-                         : mg_ws_data_find(ws, e->dataset[0] ? e->dataset : NULL);
+    mg_ws_data *d = want                ? mg_ws_data_load(ws, ctx, want, -1, -1, NULL, NULL, err)
+                    : e->origin.data[0] ? mg_ws_origin_open(ws, ctx, &e->origin, "%predict", err)
+                                        : mg_ws_data_find(ws, e->dataset[0] ? e->dataset : NULL);
+    if (!d && !want && e->origin.data[0]) return -1; /* err names the checkpoint's */
     if (!d) d = mg_ws_data_find(ws, NULL);
     if (!d)
         return want ? -1

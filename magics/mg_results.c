@@ -6,7 +6,8 @@
  * Which store: --results PATH, else what %train last used in this session (session
  * key "results.spec", a char * set by %train), else $KILN_RESULTS, else the default
  * (~/.local/share/kiln/results.sqlite). An MLflow spec reads its local store. The
- * store is opened for queries only: %results never creates a file.
+ * store is opened for queries only: %results never creates a file, except --pull
+ * (mg_results_sync.c), which replaces the store with a copy from an s3:// URL.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -33,7 +34,9 @@ static const mg_option results_options[] = {
      "show/compare: plot only these metrics (repeat or "
      "separate with commas)",
      NULL},
-    {"--force", MG_OPT_FLAG, NULL, "delete: also a run that is still running", NULL},
+    {"--force", MG_OPT_FLAG, NULL, "delete a running run; --push/--pull over the other copy", NULL},
+    {"--push", MG_OPT_STRING, "URL", "upload the store as one object (s3://BUCKET/KEY)", NULL},
+    {"--pull", MG_OPT_STRING, "URL", "replace the store with the object at URL", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -409,6 +412,14 @@ static const subcommand subcommands[] = {
 
 static int results_run(mg_ctx *ctx, const mg_args *a, mg_error *err)
 {
+    if (mg_args_has(a, "--push") || mg_args_has(a, "--pull")) {
+        const char *spec = mg_args_get(a, "--results");
+        char path[4096];
+        if (!spec && ctx->session) spec = mg_session_get(ctx->session, "results.spec");
+        if (rt_results_resolve_path(spec, path, sizeof path) != 0)
+            return mg_fail(err, "ValueError", "%%results --results: path too long");
+        return mgp_results_sync(ctx, a, path, err);
+    }
     const char *name = a->npos > 0 ? a->pos[0] : "list";
     const subcommand *sc = NULL;
     for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
@@ -444,6 +455,7 @@ const mg_command mg_cmd_results = {
     "%results compare RUN RUN... [--metric KEY]\n"
     "%results export [csv|json] PATH [--status S] [--where KEY=VALUE]\n"
     "%results delete RUN [--force]\n"
+    "%results --push s3://BUCKET/KEY [--force] | --pull s3://BUCKET/KEY [--force]\n"
     "\n"
     "Every %train run is recorded with its parameters, per-step and per-epoch metrics and\n"
     "checkpoints. `list` shows them as a table (click a column to sort); `show` one run\n"
@@ -455,7 +467,10 @@ const mg_command mg_cmd_results = {
     "val_accuracy, val_loss, train_loss).\n"
     "\n"
     "The store is --results PATH, else the one %train used, else $KILN_RESULTS, else\n"
-    "~/.local/share/kiln/results.sqlite.\n"
+    "~/.local/share/kiln/results.sqlite. --push uploads it as one object, --pull\n"
+    "replaces it with that object; neither overwrites runs the other side lacks (the\n"
+    "object changed since this store's last push or pull, or the store did): an\n"
+    "error says so, and --force does it anyway.\n"
     "\n"
     "Examples:\n"
     "  %results list --status finished --sort val_accuracy --desc --where lr=0.001\n"

@@ -52,6 +52,10 @@ void mgp_time(double t, char *buf, size_t n);
 /* %.4g, or "nan"/"-" */
 void mgp_number(double v, char *buf, size_t n);
 
+/* ---- --push / --pull URL (mg_results_sync.c): the store at path ---- */
+
+int mgp_results_sync(mg_ctx *ctx, const mg_args *a, const char *path, mg_error *err);
+
 /* ---- subcommands (mg_results_view.c) ---- */
 
 int mgp_results_show(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err);

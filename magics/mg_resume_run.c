@@ -15,7 +15,6 @@
  * directory is the one holding the checkpoint the user named (none for a loose file),
  * and a data set the checkpoint names by URL is not fetched: the user loads it first.
  */
-#include <inttypes.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +62,7 @@ int mg_ckpt_resolve(const char *arg, const mg_out *out, char **path, mg_error *e
  * untrusted: options %dataset itself would refuse (a side over 4096, channels other
  * than 1 or 3, a fraction outside [0, 1)) are ignored, and the checksum check then
  * refuses the data set loaded with the defaults. */
-static void images_of(json_t *im, mgp_ck_desc *d)
+static void images_of(json_t *im, mg_ws_origin *d)
 {
     json_t *size = json_object_get(im, "size");
     d->has_images = json_is_object(im) && json_array_size(size) == 2;
@@ -80,6 +79,25 @@ static void images_of(json_t *im, mgp_ck_desc *d)
         (o->channels != 0 && o->channels != 1 && o->channels != 3) ||
         !(o->val_fraction >= 0 && o->val_fraction < 1))
         d->has_images = 0;
+}
+
+int mgp_ckpt_read_origin(const rt_ckpt_reader *rd, const char *path, mg_ws_origin *o)
+{
+    memset(o, 0, sizeof *o);
+    const char *ds = rt_ckpt_reader_meta(rd, RT_CKPT_KEY_DATASET);
+    json_t *dj = ds ? json_loads(ds, 0, NULL) : NULL;
+    const char *name = json_string_value(json_object_get(dj, "name"));
+    if (name && name[0]) {
+        snprintf(o->data, sizeof o->data, "%s", name);
+        snprintf(o->ckpt, sizeof o->ckpt, "%s", path);
+        o->val = (int)json_integer_value(json_object_get(dj, "val"));
+        o->subset = (int)json_integer_value(json_object_get(dj, "subset"));
+        const char *f = json_string_value(json_object_get(dj, "fnv1a64"));
+        snprintf(o->fnv, sizeof o->fnv, "%s", f ? f : "");
+        images_of(json_object_get(dj, "images"), o);
+    }
+    json_decref(dj);
+    return o->data[0] ? 0 : -1;
 }
 
 int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *d, mg_error *err)
@@ -113,12 +131,7 @@ int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *
         d->in = (rt_model_input){(int)json_integer_value(json_array_get(sj, 0)),
                                  (int)json_integer_value(json_array_get(sj, 1)),
                                  (int)json_integer_value(json_array_get(sj, 2)), (int)classes};
-        snprintf(d->data, sizeof d->data, "%s", json_string_value(json_object_get(dj, "name")));
-        d->val = (int)json_integer_value(json_object_get(dj, "val"));
-        d->subset = (int)json_integer_value(json_object_get(dj, "subset"));
-        const char *f = json_string_value(json_object_get(dj, "fnv1a64"));
-        snprintf(d->fnv, sizeof d->fnv, "%s", f ? f : "");
-        images_of(json_object_get(dj, "images"), d);
+        mgp_ckpt_read_origin(rd, path, &d->ds);
         const char *spec = json_string_value(json_object_get(cj, "spec"));
         if (!spec) spec = d->o.schedule;
         if (strlen(spec) >= sizeof d->schedule)
@@ -134,9 +147,9 @@ static void run_options(mgp_ck_desc *d, const char *path, const mg_resume_opts *
 {
     mg_run_opts *o = &d->o;
     snprintf(o->model, sizeof o->model, "%s", d->name);
-    snprintf(o->data, sizeof o->data, "%s", d->data);
+    snprintf(o->data, sizeof o->data, "%s", d->ds.data);
     snprintf(o->schedule_resolved, sizeof o->schedule_resolved, "%s", d->schedule);
-    o->val = d->val;
+    o->val = d->ds.val;
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s", path);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
@@ -175,40 +188,12 @@ static void results_run(const rt_ckpt_reader *rd, mg_run_opts *o)
 
 /* ---- rebuilding and restoring ---- */
 
-static int load_data(mg_ctx *ctx, const mgp_ck_desc *d, const char *path, const char *caller,
-                     mg_error *err)
+static int load_data(mg_ctx *ctx, const mgp_ck_desc *d, const char *caller, mg_error *err)
 {
     mg_workspace *ws = mg_ws_get(ctx, err);
     if (!ws) return -1;
-    if (strstr(d->data, "://") && !mg_ws_data_find(ws, d->data))
-        return mg_fail(err, "ValueError",
-                       "%s: checkpoint '%s' was trained on a data set "
-                       "downloaded from %.300s; a checkpoint does not choose what is fetched "
-                       "---> HINT: if you trust that address, load it yourself first "
-                       "(%%dataset %.300s --val %d --subset %d), then run %s again",
-                       caller, path, d->data, d->data, d->val, d->subset, caller);
-    /* a copy loaded in this session is used as loaded (a different one is refused
-     * below); otherwise an image folder is decoded as the run had it */
-    const mg_ws_images *im = d->has_images && !mg_ws_data_find(ws, d->data) ? &d->images : NULL;
-    mg_ws_data *data =
-        mg_ws_data_load_images(ws, ctx, d->data, d->val, d->subset, NULL, NULL, im, err);
-    if (!data) {
-        mg_error e = *err;
-        return mg_fail(err, e.ename,
-                       "%s: checkpoint '%s' was trained on data set '%s', "
-                       "which cannot be loaded here: %s",
-                       caller, path, d->data, e.evalue);
-    }
-    char here[24];
-    snprintf(here, sizeof here, "%016" PRIx64, data->splits.train.checksum);
-    if (d->fnv[0] && strcmp(here, d->fnv))
-        return mg_fail(err, "ValueError",
-                       "%s: data set '%s' here is not the one checkpoint "
-                       "'%s' was trained on (training split checksum %s here, %s in the "
-                       "checkpoint) ---> HINT: load the same files (same --val %d, --subset "
-                       "%d), or start a new run with %%train",
-                       caller, d->data, path, here, d->fnv, d->val, d->subset);
-    return mg_ws_model_define(ws, d->name, d->spec, &d->in, d->data, err);
+    if (!mg_ws_origin_open(ws, ctx, &d->ds, caller, err)) return -1;
+    return mg_ws_model_define(ws, d->name, d->spec, &d->in, d->ds.data, err);
 }
 
 /* Weights, optimiser state and position into the freshly built run. */
@@ -260,7 +245,7 @@ int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_e
                        "new checkpoints go to %s, results to --results or KILN_RESULTS\n",
                        caller, d->o.run_dir[0] ? d->o.run_dir : "no directory (a loose file)");
         results_run(rd, &d->o);
-        rc = load_data(ctx, d, path, caller, err);
+        rc = load_data(ctx, d, caller, err);
     }
     if (rc == 0 && mg_run_create(&run, ctx, &d->o, err) < 0 && !ro->device[0] &&
         strcmp(d->o.device, "auto") && strstr(err->evalue, "--device")) {
@@ -282,7 +267,7 @@ int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_e
                   "Resuming '%s' from %s after step %lld of %lld (epoch %lld of %d), "
                   "data set '%s' (checksum verified)\n",
                   d->name, path, (long long)step, (long long)(spe * d->o.epochs),
-                  (long long)(spe > 0 ? (step + spe - 1) / spe : 0), d->o.epochs, d->data);
+                  (long long)(spe > 0 ? (step + spe - 1) / spe : 0), d->o.epochs, d->ds.data);
     }
     rt_ckpt_reader_destroy(rd); /* the run holds everything now */
     if (rc == 0) rc = mg_run_loop(run, err);

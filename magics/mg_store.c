@@ -70,16 +70,28 @@ int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap
     return 0;
 }
 
-int mg_store_count(const char *url, size_t *n, mg_error *err)
+int mg_store_list(const char *url, rt_store_ckpt **c, size_t *n, char **skipped, mg_error *err)
 {
     rt_store *s = NULL;
     char *prefix = NULL;
-    rt_store_ckpt *c = NULL;
+    *c = NULL;
     *n = 0;
+    if (skipped) *skipped = NULL;
     if (open_store(url, &s, &prefix, err) < 0) return -1;
     rt_error re = {0};
-    rt_status st = rt_store_ckpt_list(s, prefix, &c, n, NULL, &re);
-    rt_store_ckpt_free(c, *n);
+    rt_status st = rt_store_ckpt_list(s, prefix, c, n, skipped, &re);
+    free(prefix);
+    rt_store_close(s);
+    return st == RT_OK ? 0 : mg_fail_status(err, &re, "%s", re.msg);
+}
+
+int mg_store_push(const char *url, const char *path, mg_error *err)
+{
+    rt_store *s = NULL;
+    char *prefix = NULL;
+    if (open_store(url, &s, &prefix, err) < 0) return -1;
+    rt_error re = {0};
+    rt_status st = rt_store_ckpt_push(s, prefix, path, &re);
     free(prefix);
     rt_store_close(s);
     return st == RT_OK ? 0 : mg_fail_status(err, &re, "%s", re.msg);

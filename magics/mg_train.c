@@ -41,7 +41,9 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         snprintf(url, sizeof url, "%s", o.run_dir);
         /* never: a new run cannot start over in a store that holds one (its steps
          * would mix with the old run's objects, and no rename sets those aside) */
-        if (mode == MG_RESUME_NEVER && mg_store_count(url, &held, err) < 0) return -1;
+        rt_store_ckpt *c = NULL;
+        if (mode == MG_RESUME_NEVER && mg_store_list(url, &c, &held, NULL, err) < 0) return -1;
+        rt_store_ckpt_free(c, held);
         if (held)
             return mg_fail(err, "FileExistsError",
                            "%%train --resume never: %s holds a run "

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "mg_workspace.h"
+#include "rt_store_mirror.h"
 
 #define WS_KEY "train.workspace"
 
@@ -83,6 +84,7 @@ int mg_ws_model_define(mg_workspace *ws, const char *name, const char *spec,
         snprintf(e->name, sizeof e->name, "%s", name);
     }
     model_clear(e);
+    memset(&e->origin, 0, sizeof e->origin);
     e->spec = copy;
     e->input = *in;
     snprintf(e->dataset, sizeof e->dataset, "%s", dataset ? dataset : "");
@@ -104,6 +106,7 @@ void mg_ws_model_set_trained(mg_ws_model *e, rt_model *m, rt_backend *b)
     mg_ws_backend_free(e->backend);
     e->trained = m;
     e->backend = b;
+    memset(&e->origin, 0, sizeof e->origin);
 }
 
 int mg_ws_model_count(const mg_workspace *ws) { return ws->nmodels; }
@@ -194,6 +197,26 @@ mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int
     return mg_ws_data_load_images(ws, ctx, name, val, subset, dir, url, NULL, err);
 }
 
+/* An s3:// data set (an archive or a folder): mirrored into the staging directory,
+ * fetching only what changed (rt_store_mirror.h), bounded by KILN_S3_DATA_MAX_GB (50);
+ * then read as the local path in local. */
+static int mirror(mg_ctx *ctx, const char *url, char *local, size_t cap, mg_error *err)
+{
+    const char *e = getenv("KILN_S3_DATA_MAX_GB");
+    double gb = e && *e ? atof(e) : 50;
+    rt_store_mirror_stats st;
+    rt_error re = {0};
+    if (gb <= 0) return mg_fail(err, "ValueError", "KILN_S3_DATA_MAX_GB=%s: a size in GiB > 0", e);
+    if (rt_store_mirror(url, (uint64_t)(gb * (double)(1ull << 30)), local, cap, &st, &re) != RT_OK)
+        return mg_fail_status(err, &re, "data set %s: %s", url, re.msg);
+    mg_printf(ctx->out, "%s: %zu object%s (%.1f MiB); fetched %zu (%.1f MiB)%s%s, into %s\n", url,
+              st.objects, st.objects == 1 ? "" : "s", (double)st.bytes / (1 << 20), st.fetched,
+              (double)st.fetched_bytes / (1 << 20),
+              st.fetched ? "" : ", the local copy is up to date",
+              st.removed ? "; removed files the store no longer has" : "", local);
+    return 0;
+}
+
 mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
                                    int subset, const char *dir, const char *url,
                                    const mg_ws_images *images, mg_error *err)
@@ -226,7 +249,12 @@ mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *na
     d->images = img;
     dl_state dl = {.ctx = ctx};
     snprintf(dl.id, sizeof dl.id, "kiln-dl-%p-%ld", (void *)d, (long)time(NULL));
-    rt_dataset_opts o = {.name = name,
+    char local[1200];
+    if (rt_store_is_url(name) && mirror(ctx, name, local, sizeof local, err) < 0) {
+        free(d);
+        return NULL;
+    }
+    rt_dataset_opts o = {.name = rt_store_is_url(name) ? local : name,
                          .val = d->val,
                          .progress = on_download,
                          .user = &dl,

@@ -17,6 +17,26 @@
 
 typedef struct mg_workspace mg_workspace;
 
+/* %dataset's image-folder options (rt_dataset_opts' fields of the same names). */
+typedef struct mg_ws_images {
+    int image_h, image_w, channels, skip_bad;
+    double val_fraction;
+    uint64_t seed;
+} mg_ws_images;
+
+/* The data set a checkpoint says its model was trained on: name, --val, --subset, the
+ * image-folder options and the training split's checksum (hex; "" when not recorded).
+ * %resume reloads it; %checkpoint load keeps it with the model for %evaluate,
+ * %predict and %export. Read from the file, so untrusted: data[0] == 0 = none. */
+typedef struct mg_ws_origin {
+    char data[256];
+    int val, subset;
+    int has_images; /* an image folder: reload it with these options */
+    mg_ws_images images;
+    char fnv[24];
+    char ckpt[1024]; /* the checkpoint it came from, for messages */
+} mg_ws_origin;
+
 typedef struct mg_ws_model {
     char name[64];
     char *spec;           /* the %%model body, verbatim */
@@ -24,14 +44,8 @@ typedef struct mg_ws_model {
     char dataset[256];    /* the data set it was checked against ("" = default) */
     rt_model *trained;    /* NULL until a run (or %checkpoint load) gave one */
     rt_backend *backend;  /* the trained model's backend (heap; owned) */
+    mg_ws_origin origin;  /* set by %checkpoint load: the data set the weights need */
 } mg_ws_model;
-
-/* %dataset's image-folder options (rt_dataset_opts' fields of the same names). */
-typedef struct mg_ws_images {
-    int image_h, image_w, channels, skip_bad;
-    double val_fraction;
-    uint64_t seed;
-} mg_ws_images;
 
 typedef struct mg_ws_data {
     char name[256];      /* as the user wrote it: "fashion-mnist", a path */
@@ -51,7 +65,7 @@ int mg_ws_model_define(mg_workspace *ws, const char *name, const char *spec,
 /* name "" or NULL = the model defined last. NULL when none (no error filled). */
 mg_ws_model *mg_ws_model_find(mg_workspace *ws, const char *name);
 /* Takes ownership of m and b (b heap-allocated with malloc, opened); frees the previous
- * trained model of that entry. */
+ * trained model of that entry and forgets its origin (a run trained it here). */
 void mg_ws_model_set_trained(mg_ws_model *e, rt_model *m, rt_backend *b);
 int mg_ws_model_count(const mg_workspace *ws);
 mg_ws_model *mg_ws_model_at(mg_workspace *ws, int i);
@@ -73,6 +87,14 @@ mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *na
                                    const mg_ws_images *images, mg_error *err);
 /* name "" or NULL = the data set loaded last; NULL when none is loaded. */
 mg_ws_data *mg_ws_data_find(mg_workspace *ws, const char *name);
+
+/* The data set o names, as %resume finds it: the copy loaded in this session, else
+ * loaded with o's --val, --subset and image-folder options; refused unless its training
+ * split has o's checksum. A data set o names by URL is not fetched (a checkpoint does
+ * not choose what is downloaded). Errors name caller, o's checkpoint and data set.
+ * Borrowed result, NULL with err. (mg_ws_origin.c) */
+mg_ws_data *mg_ws_origin_open(mg_workspace *ws, mg_ctx *ctx, const mg_ws_origin *o,
+                              const char *caller, mg_error *err);
 
 /* Frees an rt_backend made with malloc + rt_backend_open (accepts NULL). */
 void mg_ws_backend_free(rt_backend *b);

@@ -27,6 +27,11 @@ rt_status rtp_ckpt_file_write(void *f, const void *buf, size_t len, rt_error *er
 /* fsync, close, rename over path, fsync the directory. On failure before the rename,
  * removes the tmp file and leaves path untouched. Frees f's strings either way. */
 rt_status rtp_ckpt_file_commit(rtp_ckpt_file *f, rt_error *err);
+/* Starts writing [off, off + len) of f's tmp file to disk without waiting for it
+ * (Linux sync_file_range; nothing elsewhere). Advisory: a failure shows at the fsync
+ * of rtp_ckpt_file_commit. */
+void rtp_ckpt_file_start_writeback(rtp_ckpt_file *f, uint64_t off, uint64_t len);
+
 /* Closes and removes the tmp file, frees f's strings; safe after a failed begin. */
 void rtp_ckpt_file_abort(rtp_ckpt_file *f);
 
@@ -41,6 +46,14 @@ void rtp_ckpt_hash_update(rtp_ckpt_hash *h, const void *buf, size_t len);
 uint64_t rtp_ckpt_hash_digest(const rtp_ckpt_hash *h);
 void rtp_ckpt_hash_destroy(rtp_ckpt_hash *h); /* NULL ok */
 uint64_t rtp_ckpt_xxh3(const void *buf, size_t len);
+#ifdef __x86_64__
+/* The bulk work built for AVX2 / AVX-512 (rt_ckpt_hash_isa.c): call one only where
+ * __builtin_cpu_supports says the CPU has it. state is an rtp_ckpt_hash. */
+uint64_t rtp_ckpt_xxh3_avx2(const void *buf, size_t len);
+uint64_t rtp_ckpt_xxh3_avx512(const void *buf, size_t len);
+void rtp_ckpt_hash_update_avx2(void *state, const void *buf, size_t len);
+void rtp_ckpt_hash_update_avx512(void *state, const void *buf, size_t len);
+#endif
 /* "%016llx" of a hash into out[17]. */
 void rtp_ckpt_xxh3_hex(uint64_t h, char out[17]);
 

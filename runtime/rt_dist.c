@@ -1,8 +1,18 @@
 /* rt_dist.c - the collectives of rt_dist.h, whatever the world is made of: checks that
- * the world is still usable, then the world's own op (rt_dist_internal.h). */
+ * the world is still usable, then the world's own op (rt_dist_internal.h); and the
+ * launch's world, opened once per process (MPI allows no second MPI_Init; the NCCL
+ * communicator of a launch without MPI is kept for the process too).
+ *
+ * Which world a launch gets: the launcher's variables say (rt_dist_env_read). OpenMPI,
+ * PMI or Slurm variables: MPI. torchrun-style variables alone (RANK, WORLD_SIZE,
+ * MASTER_ADDR, MASTER_PORT, as torchrun or a cluster's own scripts set them): the GPU
+ * ranks meet over TCP once and exchange everything through NCCL (rt_dist_nccl.c).
+ */
 #include "rt_dist_internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define DEFAULT_TIMEOUT_S 600.0
@@ -20,6 +30,43 @@ double rtp_dist_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static struct {
+    pthread_once_t once;
+    rt_status status;
+    rt_error err;
+    rt_dist *world; /* NULL: a single process */
+} launch = {PTHREAD_ONCE_INIT, RT_OK, {0}, NULL};
+
+static void open_once(void)
+{
+    rt_dist_env env;
+    rt_error *err = &launch.err;
+    if ((launch.status = rt_dist_env_read(&env, err)) != RT_OK || env.world == 1) return;
+    launch.status = !strcmp(env.source, "torchrun") ? rtp_dist_nccl_open(&env, &launch.world, err)
+                                                    : rtp_dist_mpi_open(&env, &launch.world, err);
+    if (launch.status != RT_OK) launch.world = NULL;
+}
+
+rt_status rt_dist_world(rt_dist **out, rt_error *err)
+{
+    *out = NULL;
+    pthread_once(&launch.once, open_once);
+    if (launch.status != RT_OK) {
+        if (err) *err = launch.err;
+        return launch.status;
+    }
+    *out = launch.world;
+    return RT_OK;
+}
+
+void rt_dist_finish(int ok)
+{
+    rt_dist *d = launch.world;
+    if (!d || d->finished) return;
+    d->finished = 1;
+    if (d->ops->finish) d->ops->finish(d, ok && !d->broken);
 }
 
 int rt_dist_rank(const rt_dist *d) { return d ? d->rank : 0; }
@@ -78,12 +125,14 @@ rt_status rt_dist_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err
 }
 
 rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                                    const char *what, long long step, rt_error *err)
+                                    const rt_dist_read *read, const char *what, long long step,
+                                    rt_error *err)
 {
     if (!d->ops->device)
         return RT_ERR(err, RT_EINVAL, "%s: this world exchanges through host memory", what);
     RT_TRY(check_open(d, what, step, err));
-    rt_status s = d->ops->device(d, b, buf, scale, what, step, err);
+    const rt_dist_read none = {0};
+    rt_status s = d->ops->device(d, b, buf, scale, read ? read : &none, what, step, err);
     if (s != RT_OK) d->broken = 1;
     return s;
 }

@@ -12,7 +12,9 @@
  * The world (rt_dist_world) is the process's MPI_COMM_WORLD, opened on first use:
  * libmpi is dlopen'ed (runtime/rt_dist_mpi.c says why) and MPI_Init'ed once per process
  * (MPI allows no second MPI_Init, so the world is a process-wide object, like the
- * dlopen'ed tables of rt_dl.h). Every collective waits at most the world's timeout
+ * dlopen'ed tables of rt_dl.h). torchrun-style variables alone (no MPI launcher) make a
+ * world of GPU ranks over NCCL instead, met once over TCP at MASTER_ADDR:MASTER_PORT
+ * (runtime/rt_dist_nccl.c). Every collective waits at most the world's timeout
  * (KILN_DIST_TIMEOUT seconds, default 600, as PyTorch's process groups): a rank that
  * died or hangs makes the others fail with RT_EDEVICE_LOST and a message naming the
  * collective, the step and the timeout, instead of waiting forever. After that the
@@ -45,11 +47,12 @@ int rt_dist_is_writer(void);
 
 typedef struct rt_dist rt_dist;
 
-/* The world of this launch, opened on first call (MPI_Init). *out = NULL when the
- * launch is a single process. RT_ENODEV when the launch has several ranks and libmpi
- * cannot be loaded (naming the file and the package), RT_EINVAL when MPI's world does
- * not match the launcher's variables (e.g. torchrun variables without mpirun: the CPU
- * ranks need MPI). The world is never closed by the caller (see the top). */
+/* The world of this launch, opened on first call (MPI_Init, or nothing yet for a launch
+ * without MPI: its ranks meet when training starts). *out = NULL when the launch is a
+ * single process. RT_ENODEV when the launch has several ranks and libmpi cannot be
+ * loaded (naming the file and the package), RT_EINVAL when MPI's world does not match
+ * the launcher's variables, or torchrun-style variables lack MASTER_ADDR/MASTER_PORT.
+ * The world is never closed by the caller (see the top). */
 rt_status rt_dist_world(rt_dist **out, rt_error *err);
 
 int rt_dist_rank(const rt_dist *d);
@@ -78,10 +81,22 @@ rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what, 
  * NCCL: the devices of a group (rt_dist_group_create), or the GPU ranks of a launch
  * when every rank's backend is CUDA and loads NCCL (rank 0 makes NCCL's id and MPI
  * hands it to the others; the communicator is made here and kept for the process).
- * Otherwise *on = 0 and the gradients go through host memory. */
+ * Otherwise *on = 0 and the gradients go through host memory. A launch without MPI
+ * meets here (RT_EINVAL on every rank when one cannot join NCCL: a CPU rank). */
 rt_status rt_dist_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err);
+/* A few bytes of b's memory (the step's statistics) read back with a device all-reduce:
+ * copied on b's stream before the sum starts, so the host's wait for the sum is the one
+ * wait for both. src NULL: nothing. */
+typedef struct rt_dist_read {
+    const rt_tensor *src;
+    void *dst;
+    size_t bytes;
+} rt_dist_read;
+/* buf (b's memory) = the sum over the ranks of scale_r x buf_r, and read->dst filled,
+ * waited for at most the world's timeout. */
 rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                                    const char *what, long long step, rt_error *err);
+                                    const rt_dist_read *read, const char *what, long long step,
+                                    rt_error *err);
 
 /* ---- the devices of one process (rt_dist_group.c) ----
  * A group is a world of n ranks inside this process, one per backend and one host

@@ -11,7 +11,9 @@
  * device stops the others with an error instead of a hang.
  *
  * Gradients: over NCCL in device memory when every backend is CUDA (rt_nccl_*, which
- * orders the sum after the backward and the update after the sum with events). When
+ * orders the sum after the backward and the update after the sum with events, and
+ * waits for the sum at most the world's timeout; an abort of the group cancels that
+ * wait on every device). When
  * NCCL cannot be loaded the group still trains, through host memory (one download and
  * upload of the gradients a step, as ranks of a launch do), and says so on stderr.
  */
@@ -150,12 +152,16 @@ static rt_status group_host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, con
 }
 
 static rt_status group_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                              const char *what, long long step, rt_error *err)
+                              const rt_dist_read *read, const char *what, long long step,
+                              rt_error *err)
 {
     rt_dist_group *g = ((group_rank *)d)->g;
-    rt_status s = rt_nccl_allreduce(g->nccl, d->rank, b, buf, scale, err);
-    if (s != RT_OK) rt_dist_group_abort(g);
-    return s;
+    rt_error e = {0};
+    rt_status s = rt_nccl_allreduce(g->nccl, d->rank, b, buf, scale, d->timeout_s,
+                                    read->src ? read->src->data : NULL, read->dst, read->bytes, &e);
+    if (s == RT_OK) return RT_OK;
+    rt_dist_group_abort(g);
+    return RT_ERR(err, s, "%s of step %lld: %s", what, step, e.msg);
 }
 
 static rt_status group_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err)
@@ -231,6 +237,7 @@ void rt_dist_group_abort(rt_dist_group *g)
     g->aborted = 1;
     pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mu);
+    rt_nccl_cancel(g->nccl); /* a device waiting for NCCL's sum stops too */
 }
 
 void rt_dist_group_destroy(rt_dist_group *g)

@@ -1,7 +1,7 @@
 /* rt_dist_internal.h - what a world of ranks is made of (rt_dist.h), shared by the
- * generic part (rt_dist.c) and the two kinds of world: the processes of a launch over
- * MPI (rt_dist_mpi.c) and the devices of one process, one thread each
- * (rt_dist_group.c).
+ * generic part (rt_dist.c) and the three kinds of world: the processes of a launch over
+ * MPI (rt_dist_mpi.c), the GPU processes of a launch without MPI, over NCCL
+ * (rt_dist_nccl.c), and the devices of one process, one thread each (rt_dist_group.c).
  */
 #ifndef RT_DIST_INTERNAL_H
 #define RT_DIST_INTERNAL_H
@@ -20,8 +20,10 @@ typedef struct rtp_dist_ops {
     rt_status (*device_begin)(rt_dist *d, rt_backend *b, int *on, rt_error *err);
     /* buf (backend memory of b) = the sum over the ranks of scale_r x buf_r; NULL when
      * the world exchanges through host memory only. */
-    rt_status (*device)(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale, const char *what,
-                        long long step, rt_error *err);
+    rt_status (*device)(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
+                        const rt_dist_read *read, const char *what, long long step, rt_error *err);
+    /* rt_dist_finish of a launch's world (ok: every rank leaves together); NULL: nothing */
+    void (*finish)(rt_dist *d, int ok);
 } rtp_dist_ops;
 
 struct rt_dist {
@@ -31,6 +33,11 @@ struct rt_dist {
     int broken; /* a collective timed out or failed: no more (no finalize) */
     int finished;
 };
+
+/* A launch's world (env->world > 1), opened once per process by rt_dist_world: over MPI
+ * (OpenMPI, PMI, Slurm variables) or, torchrun-style variables alone, over NCCL. */
+rt_status rtp_dist_mpi_open(const rt_dist_env *env, rt_dist **out, rt_error *err);
+rt_status rtp_dist_nccl_open(const rt_dist_env *env, rt_dist **out, rt_error *err);
 
 /* KILN_DIST_TIMEOUT, or 600 s (PyTorch's process-group default). */
 double rtp_dist_timeout_env(void);

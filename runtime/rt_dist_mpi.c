@@ -25,10 +25,10 @@
 #include "rt_nccl.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MPI_OK 0
 #define MPI_THREAD_SERIALIZED 2 /* OpenMPI's enum: SINGLE 0, FUNNELED 1, ... */
@@ -55,19 +55,16 @@ static rt_status mpi_host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, const
                           long long step, rt_error *err);
 static rt_status mpi_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err);
 static rt_status mpi_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                            const char *what, long long step, rt_error *err);
+                            const rt_dist_read *read, const char *what, long long step,
+                            rt_error *err);
+static void mpi_finish(rt_dist *d, int ok);
 static const rtp_dist_ops mpi_ops = {
-    .host = mpi_host, .device_begin = mpi_device_begin, .device = mpi_device};
+    .host = mpi_host, .device_begin = mpi_device_begin, .device = mpi_device, .finish = mpi_finish};
 /* GPU ranks: this process's NCCL communicator (one device), made at the first run
  * whose ranks all can, kept for the process */
 static rt_nccl *launch_nccl;
 static int launch_nccl_device = -1;
 static rt_dist world;
-static rt_status open_status = RT_OK;
-static rt_error open_err;
-static int opened; /* 1: world is valid (a launch of several ranks) */
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
 static void finish_at_exit(void) { rt_dist_finish(1); }
 
 static const char *libmpi_names[] = {"libmpi.so.40", "libmpi.so"};
@@ -129,12 +126,9 @@ static const char *mpi_msg(int rc, char *buf, int cap)
     return buf;
 }
 
-static void open_once(void)
+rt_status rtp_dist_mpi_open(const rt_dist_env *env, rt_dist **out, rt_error *err)
 {
-    rt_dist_env env;
-    rt_error *err = &open_err;
-    if ((open_status = rt_dist_env_read(&env, err)) != RT_OK || env.world == 1) return;
-    if ((open_status = load_libmpi(err)) != RT_OK) return;
+    RT_TRY(load_libmpi(err));
     int flag = 0, provided = 0, rc, rank = -1, size = -1;
     char buf[256];
     if ((rc = mpi.initialized(&flag)) == MPI_OK && !flag)
@@ -142,38 +136,21 @@ static void open_once(void)
     if (rc == MPI_OK) rc = mpi.set_errhandler(mpi.comm_world, mpi.errors_return);
     if (rc == MPI_OK) rc = mpi.comm_rank(mpi.comm_world, &rank);
     if (rc == MPI_OK) rc = mpi.comm_size(mpi.comm_world, &size);
-    if (rc != MPI_OK) {
-        open_status = RT_ERR(err, RT_EDEVICE, "MPI_Init failed: %s", mpi_msg(rc, buf, 256));
-        return;
-    }
-    if (rank != env.rank || size != env.world) {
-        open_status = RT_ERR(err, RT_EINVAL,
-                             "MPI sees rank %d of %d but the %s variables "
-                             "say rank %d of %d ---> HINT: CPU ranks average their "
-                             "gradients over MPI: launch them with mpirun or srun",
-                             rank, size, env.source, env.rank, env.world);
-        return;
-    }
+    if (rc != MPI_OK) return RT_ERR(err, RT_EDEVICE, "MPI_Init failed: %s", mpi_msg(rc, buf, 256));
+    if (rank != env->rank || size != env->world)
+        return RT_ERR(err, RT_EINVAL,
+                      "MPI sees rank %d of %d but the %s variables say rank %d of %d ---> "
+                      "HINT: launch the ranks with mpirun or srun",
+                      rank, size, env->source, env->rank, env->world);
     world = (rt_dist){.ops = &mpi_ops,
                       .rank = rank,
                       .size = size,
-                      .local_rank = env.local_rank,
-                      .local_size = env.local_world,
+                      .local_rank = env->local_rank,
+                      .local_size = env->local_world,
                       .timeout_s = rtp_dist_timeout_env()};
-    opened = 1;
     /* a process that returns from main without rt_dist_finish still leaves cleanly */
     atexit(finish_at_exit);
-}
-
-rt_status rt_dist_world(rt_dist **out, rt_error *err)
-{
-    *out = NULL;
-    pthread_once(&once, open_once);
-    if (open_status != RT_OK) {
-        if (err) *err = open_err;
-        return open_status;
-    }
-    *out = opened ? &world : NULL;
+    *out = &world;
     return RT_OK;
 }
 
@@ -264,14 +241,18 @@ static rt_status mpi_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *
 }
 
 static rt_status mpi_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                            const char *what, long long step, rt_error *err)
+                            const rt_dist_read *read, const char *what, long long step,
+                            rt_error *err)
 {
-    return rt_nccl_allreduce(launch_nccl, 0, b, buf, scale, err);
+    rt_error e = {0};
+    rt_status s = rt_nccl_allreduce(launch_nccl, 0, b, buf, scale, d->timeout_s,
+                                    read->src ? read->src->data : NULL, read->dst, read->bytes, &e);
+    return s == RT_OK ? RT_OK
+                      : RT_ERR(err, s, "rank %d of %d: %s of step %lld: %s", d->rank, d->size, what,
+                               step, e.msg);
 }
 
-void rt_dist_finish(int ok)
+static void mpi_finish(rt_dist *d, int ok)
 {
-    if (!opened || world.finished) return;
-    world.finished = 1;
-    if (ok && !world.broken) mpi.finalize();
+    if (ok) mpi.finalize();
 }

@@ -19,9 +19,18 @@ rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *e
 /* Rank r's share of one all-reduce, called by every rank (each from its own thread):
  * buf (b's memory) = sum over the ranks of scale_r x buf_r. Waits for the work queued on
  * b's stream, sums on the communicator's stream, and b's later work waits for the sum
- * (events: no host synchronisation). */
+ * (an event). The host then waits for the sum, at most timeout_s seconds: a rank or
+ * device that never joins, an error NCCL reports, or rt_nccl_cancel aborts the
+ * communicator (ncclCommAbort) and fails with RT_EDEVICE_LOST naming the device; the
+ * communicator is unusable after that. read_src (b's memory, read_bytes; NULL: none)
+ * is copied to read_dst on b's stream before the sum, through pinned memory: the one
+ * wait covers it. */
 rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
-                            rt_error *err);
+                            double timeout_s, const void *read_src, void *read_dst,
+                            size_t read_bytes, rt_error *err);
+/* From any thread: every wait of c ends (aborting its communicator) with an error
+ * saying another device failed. */
+void rt_nccl_cancel(rt_nccl *c);
 void rt_nccl_destroy(rt_nccl *c);
 
 /* Processes with one device each (GPU ranks of a launch): rank 0 makes the id, the
@@ -35,5 +44,18 @@ rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err);
 rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
                               const unsigned char id[RT_NCCL_ID_BYTES], int rank, int nranks,
                               rt_error *err);
+/* The device b of c (a communicator of one device, rt_nccl_create_rank). */
+int rt_nccl_device(const rt_nccl *c);
+/* A collective on host memory over such a communicator, for ranks that have no other
+ * way to meet (a launch without MPI): buf (n elements) goes to the device, NCCL
+ * combines it, and the result comes back, waited for as rt_nccl_allreduce's sum. */
+typedef enum {
+    RT_NCCL_HOST_SUM_F32,
+    RT_NCCL_HOST_SUM_F64,
+    RT_NCCL_HOST_MAX_F64,
+    RT_NCCL_HOST_BCAST_F32 /* rank 0's buf to every rank */
+} rt_nccl_host_op;
+rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op, double timeout_s,
+                       rt_error *err);
 
 #endif

@@ -32,6 +32,9 @@ rt_status rtp_dist_begin(rt_trainer *t, rt_error *err)
 {
     rt_dist *d = t->cfg.dist;
     rt_model_set_shard(t->m, (uint32_t)rt_dist_rank(d));
+    /* the device path first agrees how the ranks exchange (NCCL when all can): a launch
+     * without MPI has no host collective before that */
+    if (t->dev) RT_TRY(rt_dist_device_begin(d, rt_model_backend(t->m), &t->dist_dev, err));
     /* every rank must start at the same step: a rank that resumed from another
      * checkpoint than rank 0 (a run directory not shared between hosts) would train a
      * different model in silence */
@@ -52,7 +55,6 @@ rt_status rtp_dist_begin(rt_trainer *t, rt_error *err)
         return rt_dist_bcast_f32(d, rt_tensor_f32(p), np, "parameter broadcast",
                                  (long long)t->st.step, err);
     rt_backend *b = rt_model_backend(t->m);
-    RT_TRY(rt_dist_device_begin(d, b, &t->dist_dev, err)); /* NCCL when all can */
     RT_TRY(rt_backend_download(b, t->dist_host, p, np * sizeof(float), err));
     RT_TRY(
         rt_dist_bcast_f32(d, t->dist_host, np, "parameter broadcast", (long long)t->st.step, err));

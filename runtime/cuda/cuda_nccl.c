@@ -6,9 +6,16 @@
  * the id rank 0 made: runtime/rt_dist_mpi.c hands it over MPI). Per device a stream of its own
  * for the collective with two events: `ready`, recorded on the backend's stream after
  * the backward, which the collective's stream waits for; `summed`, recorded after the
- * collective, which the backend's stream waits for before the optimiser. No host
- * synchronisation: the sum overlaps nothing of this device's work (the update needs
- * it), but the host queues the next work at once.
+ * collective, which the backend's stream waits for before the optimiser.
+ *
+ * The host then waits for `summed`, polling it with ncclCommGetAsyncError until the
+ * world's timeout (KILN_DIST_TIMEOUT): NCCL itself waits forever for a rank that never
+ * joins, so a hung or dead peer would otherwise hang this process at its next
+ * synchronisation. On a timeout, an error NCCL reports, or rt_nccl_cancel (another
+ * device of the group failed) the communicator is aborted (ncclCommAbort ends its
+ * kernels) and the call fails naming the device. This is the step's one host wait on
+ * a device: the step's statistics row comes back with it, copied into pinned memory on
+ * the backend's stream before `ready` (runtime/rt_trainer_device.c).
  *
  * The weighted sum (each rank's mean gradient times its share of the batch, so uneven
  * shares of a last batch still give the batch's mean) is one collective: a
@@ -20,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../rt_nccl.h"
 #include "cuda_internal.h"
@@ -33,12 +41,19 @@ typedef struct nccl_rank {
     float scale;
     int has_op;
     int device;
+    int aborted;   /* ncclCommAbort'ed: comm is gone */
+    void *scratch; /* device memory for host collectives (rt_nccl_host) */
+    size_t scratch_bytes;
+    void *pinned; /* host memory the step's statistics come back to */
+    size_t pinned_bytes;
 } nccl_rank;
 
 struct rt_nccl {
     int n;
+    int rank, nranks; /* of the world (n = 1 for a rank of a launch) */
     const rtp_nccl_fns *f;
-    nccl_rank *r; /* (n) */
+    nccl_rank *r;  /* (n) */
+    int cancelled; /* rt_nccl_cancel: atomic */
 };
 
 static rt_status nccl_fail(const rt_nccl *c, rtp_nccl_result rc, const char *call, int r,
@@ -90,6 +105,8 @@ static rt_status make(rt_nccl **out, rt_backend *const *b, int n, const unsigned
         return s;
     }
     c->n = n;
+    c->rank = id ? rank : 0;
+    c->nranks = nranks;
     c->f = f;
     rtp_nccl_comm_t *comms = calloc((size_t)n, sizeof *comms);
     rtp_nccl_result rc = RTP_NCCL_SUCCESS;
@@ -159,10 +176,160 @@ rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err)
     return RT_OK;
 }
 
-rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
-                            rt_error *err)
+static double now_s(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* rank r of c: "cuda:1 (device 1 of 2)" or "cuda:0 (rank 3 of 4)" */
+static const char *who(const rt_nccl *c, int r, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "cuda:%d (%s %d of %d)", c->r[r].device, c->n > 1 ? "device" : "rank",
+             c->n > 1 ? r : c->rank, c->nranks);
+    return buf;
+}
+
+static rt_status abort_with(rt_nccl *c, int r, rt_error *err, const char *why)
+{
+    nccl_rank *k = &c->r[r];
+    char w[64];
+    if (!k->aborted) {
+        (void)c->f->CommAbort(k->comm);
+        k->aborted = 1;
+        k->has_op = 0; /* the ops went with the communicator */
+    }
+    (void)cudaGetLastError();
+    return RT_ERR(err, RT_EDEVICE_LOST,
+                  "%s: NCCL's sum did not finish: %s; NCCL was aborted ---> HINT: the newest "
+                  "checkpoint is intact: start the training again to resume",
+                  who(c, r, w, sizeof w), why);
+}
+
+/* The host waits for k->summed: polls it, NCCL's own error report and the cancel flag,
+ * spinning briefly, then sleeping in growing steps up to 100 us. */
+static rt_status wait_summed(rt_nccl *c, int r, double timeout_s, rt_error *err)
+{
+    nccl_rank *k = &c->r[r];
+    const double t0 = now_s();
+    long sleep_ns = 1000;
+    char why[160];
+    for (int spins = 0;; spins++) {
+        cudaError_t e = cudaEventQuery(k->summed);
+        if (e == cudaSuccess) return RT_OK;
+        if (e != cudaErrorNotReady) {
+            snprintf(why, sizeof why, "%s after %.3g s", cudaGetErrorString(e), now_s() - t0);
+            return abort_with(c, r, err, why);
+        }
+        rtp_nccl_result async = RTP_NCCL_SUCCESS;
+        rtp_nccl_result rc = c->f->CommGetAsyncError(k->comm, &async);
+        if (rc == RTP_NCCL_SUCCESS && async != RTP_NCCL_SUCCESS && async != RTP_NCCL_IN_PROGRESS)
+            rc = async;
+        if (rc != RTP_NCCL_SUCCESS) {
+            snprintf(why, sizeof why, "NCCL reports %s (%d) after %.3g s",
+                     c->f->GetErrorString ? c->f->GetErrorString(rc) : "?", rc, now_s() - t0);
+            return abort_with(c, r, err, why);
+        }
+        if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE))
+            return abort_with(c, r, err, "another device of the group failed");
+        if (spins < 100) continue;
+        const double waited = now_s() - t0;
+        if (waited > timeout_s) {
+            snprintf(why, sizeof why,
+                     "the other ranks did not join within %g s (KILN_DIST_TIMEOUT): a rank "
+                     "or device hangs or died",
+                     timeout_s);
+            return abort_with(c, r, err, why);
+        }
+        struct timespec ts = {0, sleep_ns};
+        nanosleep(&ts, NULL);
+        if (sleep_ns < 100000) sleep_ns *= 2;
+    }
+}
+
+void rt_nccl_cancel(rt_nccl *c)
+{
+    if (c) __atomic_store_n(&c->cancelled, 1, __ATOMIC_RELEASE);
+}
+
+int rt_nccl_device(const rt_nccl *c) { return c ? c->r[0].device : -1; }
+
+static rt_status check_usable(rt_nccl *c, int r, rt_error *err)
+{
+    char w[64];
     if (!c || r < 0 || r >= c->n) return RT_ERR(err, RT_EINVAL, "no NCCL rank %d", r);
+    if (c->r[r].aborted)
+        return RT_ERR(err, RT_EDEVICE_LOST,
+                      "%s: NCCL was aborted after an earlier failure ---> HINT: start the "
+                      "training again to resume from the newest checkpoint",
+                      who(c, r, w, sizeof w));
+    return RT_OK;
+}
+
+rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op, double timeout_s,
+                       rt_error *err)
+{
+    RT_TRY(check_usable(c, 0, err));
+    nccl_rank *k = &c->r[0];
+    const rtp_nccl_fns *f = c->f;
+    const int f64 = op == RT_NCCL_HOST_SUM_F64 || op == RT_NCCL_HOST_MAX_F64;
+    const size_t bytes = n * (f64 ? sizeof(double) : sizeof(float));
+    char w[64];
+    if (n == 0) return RT_OK;
+    cudaError_t e = cudaSetDevice(k->device);
+    if (e == cudaSuccess && bytes > k->scratch_bytes) {
+        if (k->scratch) (void)cudaFree(k->scratch);
+        if (k->pinned) (void)cudaFreeHost(k->pinned);
+        k->scratch = NULL;
+        k->scratch_bytes = 0;
+        e = cudaMalloc(&k->scratch, bytes);
+        if (e == cudaSuccess) k->scratch_bytes = bytes;
+    }
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(k->scratch, buf, bytes, cudaMemcpyHostToDevice, k->stream);
+    if (e != cudaSuccess)
+        return RT_ERR(err, RT_EDEVICE, "%s: %s", who(c, 0, w, sizeof w), cudaGetErrorString(e));
+    const int dtype = f64 ? RTP_NCCL_FLOAT64 : RTP_NCCL_FLOAT32;
+    NCCL_TRY(c, 0, f->GroupStart(), err);
+    rtp_nccl_result rc =
+        op == RT_NCCL_HOST_BCAST_F32
+            ? f->Broadcast(k->scratch, k->scratch, n, dtype, 0, k->comm, k->stream)
+            : f->AllReduce(k->scratch, k->scratch, n, dtype,
+                           op == RT_NCCL_HOST_MAX_F64 ? RTP_NCCL_MAX : RTP_NCCL_SUM, k->comm,
+                           k->stream);
+    rtp_nccl_result rc2 = f->GroupEnd();
+    if (rc != RTP_NCCL_SUCCESS) return nccl_fail(c, rc, "a host collective", 0, err);
+    if (rc2 != RTP_NCCL_SUCCESS) return nccl_fail(c, rc2, "ncclGroupEnd", 0, err);
+    e = cudaEventRecord(k->summed, k->stream);
+    if (e != cudaSuccess)
+        return RT_ERR(err, RT_EDEVICE, "%s: %s", who(c, 0, w, sizeof w), cudaGetErrorString(e));
+    RT_TRY(wait_summed(c, 0, timeout_s, err));
+    /* the stream is idle: this copy does not wait for anything */
+    e = cudaMemcpyAsync(buf, k->scratch, bytes, cudaMemcpyDeviceToHost, k->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(k->stream);
+    if (e != cudaSuccess)
+        return RT_ERR(err, RT_EDEVICE, "%s: %s", who(c, 0, w, sizeof w), cudaGetErrorString(e));
+    return RT_OK;
+}
+
+/* k's pinned host buffer, at least bytes */
+static cudaError_t pinned_for(nccl_rank *k, size_t bytes)
+{
+    if (bytes <= k->pinned_bytes) return cudaSuccess;
+    if (k->pinned) (void)cudaFreeHost(k->pinned);
+    k->pinned = NULL;
+    k->pinned_bytes = 0;
+    cudaError_t e = cudaMallocHost(&k->pinned, bytes);
+    if (e == cudaSuccess) k->pinned_bytes = bytes;
+    return e;
+}
+
+rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
+                            double timeout_s, const void *read_src, void *read_dst,
+                            size_t read_bytes, rt_error *err)
+{
+    RT_TRY(check_usable(c, r, err));
     RT_TRY(rtp_cuda_enter(b, err));
     if (!buf || !buf->data || rt_tensor_numel(buf) == 0)
         return RT_ERR(err, RT_EINVAL, "all-reduce: an unbound or empty tensor");
@@ -180,6 +347,11 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
         k->has_op = 1;
         k->scale = scale;
     }
+    if (read_src) { /* before `ready`: done when the sum is */
+        RT_CUDA_TRY(b, err, pinned_for(k, read_bytes));
+        RT_CUDA_TRY(b, err,
+                    cudaMemcpyAsync(k->pinned, read_src, read_bytes, cudaMemcpyDeviceToHost, main));
+    }
     RT_CUDA_TRY(b, err, cudaEventRecord(k->ready, main));
     RT_CUDA_TRY(b, err, cudaStreamWaitEvent(k->stream, k->ready, 0));
     NCCL_TRY(c, r, f->GroupStart(), err);
@@ -190,6 +362,8 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
     if (rc2 != RTP_NCCL_SUCCESS) return nccl_fail(c, rc2, "ncclGroupEnd", r, err);
     RT_CUDA_TRY(b, err, cudaEventRecord(k->summed, k->stream));
     RT_CUDA_TRY(b, err, cudaStreamWaitEvent(main, k->summed, 0));
+    RT_TRY(wait_summed(c, r, timeout_s, err));
+    if (read_src) memcpy(read_dst, k->pinned, read_bytes);
     return RT_OK;
 }
 
@@ -199,9 +373,12 @@ void rt_nccl_destroy(rt_nccl *c)
     for (int i = 0; i < c->n; i++) {
         nccl_rank *k = &c->r[i];
         (void)cudaSetDevice(k->device);
-        if (k->stream) (void)cudaStreamSynchronize(k->stream);
+        if (k->stream && !k->aborted) (void)cudaStreamSynchronize(k->stream);
         if (k->has_op) (void)c->f->RedOpDestroy(k->op, k->comm);
-        if (k->comm) (void)c->f->CommDestroy(k->comm);
+        /* after a cancel a peer may have aborted: destroying would wait for it */
+        if (k->comm && !k->aborted)
+            (void)(c->cancelled ? c->f->CommAbort(k->comm) : c->f->CommDestroy(k->comm));
+        if (k->scratch) (void)cudaFree(k->scratch);
         if (k->ready) (void)cudaEventDestroy(k->ready);
         if (k->summed) (void)cudaEventDestroy(k->summed);
         if (k->stream) (void)cudaStreamDestroy(k->stream);

@@ -3,7 +3,7 @@
  * ~200 MB of device code a process maps.
  *
  * Where from, in order: KILN_LIBNCCL when set (that file only; a test hook), the
- * nvidia-nccl-cu11/cu12 wheel beside a pip-installed Kiln
+ * nvidia-nccl-cu11/cu12 wheel beside a pip-installed Kiln (the [cuda] extra brings it)
  * (<site-packages>/nvidia/nccl/lib/libnccl.so.2, rtp_cuda_lib_names, as cuBLAS), then
  * the system's libnccl.so.2 (apt install libnccl2, or LD_LIBRARY_PATH). The library
  * must be NCCL 2.11 or newer (RTP_NCCL_MIN_VERSION: the weighted sum) and is
@@ -35,9 +35,11 @@ static void load_once(void)
         "nccl" #f, (void **)&fns.f \
     }
     const rt_dl_sym syms[] = {
-        SYM(GetVersion),   SYM(GetErrorString),       SYM(GetUniqueId),  SYM(CommInitAll),
-        SYM(CommInitRank), SYM(CommDestroy),          SYM(GroupStart),   SYM(GroupEnd),
-        SYM(AllReduce),    SYM(RedOpCreatePreMulSum), SYM(RedOpDestroy),
+        SYM(GetVersion),           SYM(GetErrorString), SYM(GetUniqueId),
+        SYM(CommInitAll),          SYM(CommInitRank),   SYM(CommDestroy),
+        SYM(GroupStart),           SYM(GroupEnd),       SYM(AllReduce),
+        SYM(RedOpCreatePreMulSum), SYM(RedOpDestroy),   SYM(Broadcast),
+        SYM(CommGetAsyncError),    SYM(CommAbort),
     };
 #undef SYM
     rt_dl_result r;
@@ -62,7 +64,7 @@ rt_status rtp_nccl_load(const rtp_nccl_fns **out, rt_error *err)
     *out = loaded ? &fns : NULL;
     if (loaded) return RT_OK;
     return RT_ERR(err, RT_ENODEV,
-                  "cannot load NCCL (%s): %s ---> HINT: pip install "
-                  "nvidia-nccl-cu%d (or apt install libnccl2)",
+                  "cannot load NCCL (%s): %s ---> HINT: for the kiln-kernel wheel pip "
+                  "install 'kiln-kernel[cuda]' (nvidia-nccl-cu%d), else apt install libnccl2",
                   name, why, CUDART_VERSION / 1000);
 }

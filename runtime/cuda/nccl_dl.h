@@ -22,8 +22,11 @@ typedef struct {
 } rtp_nccl_id;
 enum {
     RTP_NCCL_SUCCESS = 0,
+    RTP_NCCL_IN_PROGRESS = 7, /* ncclInProgress: not an error */
     RTP_NCCL_FLOAT32 = 7,
+    RTP_NCCL_FLOAT64 = 8,
     RTP_NCCL_SUM = 0,
+    RTP_NCCL_MAX = 2,
     RTP_NCCL_SCALAR_HOST = 1 /* ncclScalarHostImmediate */
 };
 /* ncclRedOpCreatePreMulSum (a weighted sum in one collective) came with NCCL 2.11 */
@@ -43,6 +46,12 @@ typedef struct rtp_nccl_fns {
     rtp_nccl_result (*RedOpCreatePreMulSum)(rtp_nccl_redop *op, void *scalar, int dtype,
                                             int residence, rtp_nccl_comm_t comm);
     rtp_nccl_result (*RedOpDestroy)(rtp_nccl_redop op, rtp_nccl_comm_t comm);
+    rtp_nccl_result (*Broadcast)(const void *send, void *recv, size_t count, int dtype, int root,
+                                 rtp_nccl_comm_t comm, cudaStream_t s);
+    /* a failure NCCL saw in the background (a peer gone, a network error) */
+    rtp_nccl_result (*CommGetAsyncError)(rtp_nccl_comm_t comm, rtp_nccl_result *async);
+    /* ends the communicator's pending work and frees it (a hung collective) */
+    rtp_nccl_result (*CommAbort)(rtp_nccl_comm_t comm);
 } rtp_nccl_fns;
 
 /* The table, loading NCCL on the first call (later calls return the same answer).

@@ -44,12 +44,21 @@ rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *e
 }
 
 rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
-                            rt_error *err)
+                            double timeout_s, const void *read_src, void *read_dst,
+                            size_t read_bytes, rt_error *err)
 {
     return RT_ERR(err, RT_ENODEV, "NCCL needs CUDA; this Kiln was built without CUDA");
 }
 
+void rt_nccl_cancel(rt_nccl *c) {}
 void rt_nccl_destroy(rt_nccl *c) {}
+int rt_nccl_device(const rt_nccl *c) { return -1; }
+
+rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op, double timeout_s,
+                       rt_error *err)
+{
+    return RT_ERR(err, RT_ENODEV, "NCCL needs CUDA; this Kiln was built without CUDA");
+}
 
 int rt_nccl_available(rt_error *err)
 {

@@ -47,6 +47,9 @@ rt_status rt_download_file(const rt_download_opts *o, rt_download_info *info, rt
 
 /* SHA-256 of a file as 64 lowercase hex digits + NUL into hex[65]. */
 rt_status rt_sha256_file(const char *path, char hex[65], rt_error *err);
+/* MD5 of a file, the same way (32 digits): to check an object store's ETag, nothing
+ * else. */
+rt_status rt_md5_file(const char *path, char hex[33], rt_error *err);
 /* SHA-256 of len bytes at buf, the same way. */
 rt_status rt_sha256_mem(const void *buf, size_t len, char hex[65], rt_error *err);
 

@@ -3,6 +3,7 @@
  *
  *   rtp_image_decode   PNG (libpng) or JPEG (libturbojpeg), recognised by content, not
  *                      by name; 8-bit grey or RGB out (alpha dropped, palettes expanded);
+ *                      a large JPEG at 1/2, 1/4 or 1/8 scale (Pillow's draft());
  *   rtp_image_channels grey <-> RGB with Pillow's conversion (ITU-R 601-2 luma);
  *   rtp_image_fit      resize (bilinear, Pillow's antialiased resampling, bit for bit)
  *                      so the image covers H x W, then the centred H x W crop, as CHW.
@@ -27,12 +28,16 @@ typedef struct rtp_image {
 
 void rtp_image_deinit(rtp_image *im);
 
-/* Decodes buf[0..len) (a whole file) into out. RT_EFORMAT naming `what` for: an empty
- * file, neither PNG nor JPEG, a truncated or corrupt stream, CMYK/YCCK JPEG, 16-bit
- * PNG, and a header claiming more than max_pixels (before allocating). RT_ENOTFOUND
- * when libturbojpeg cannot be loaded. On error out is left empty. */
+/* Decodes buf[0..len) (a whole file) into out. want_w x want_h (0 x 0 = full size) is
+ * the smallest size the caller needs: a JPEG of at least s times that on both sides
+ * (s = 2, 4 or 8, the largest that fits) comes out 1/s of its size, each side rounded
+ * up, by the scaled IDCT, as Pillow's Image.draft(mode, (want_w, want_h)) does; PNG is
+ * always full size. RT_EFORMAT naming `what` for: an empty file, neither PNG nor JPEG,
+ * a truncated or corrupt stream, CMYK/YCCK JPEG, 16-bit PNG, and a header claiming more
+ * than max_pixels (before allocating). RT_ENOTFOUND when libturbojpeg cannot be loaded.
+ * On error out is left empty. */
 rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels,
-                           rtp_image *out, rt_error *err);
+                           int want_w, int want_h, rtp_image *out, rt_error *err);
 
 /* Converts im in place to c channels (1 or 3). RT_ENOMEM only. */
 rt_status rtp_image_channels(rtp_image *im, int c, rt_error *err);

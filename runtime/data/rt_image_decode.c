@@ -7,7 +7,10 @@
  * so a decompression bomb (a few hundred bytes saying 100000 x 100000) costs no
  * allocation. What Pillow's convert("RGB") / ("L") would keep is kept: PNG alpha is
  * dropped (not composited), palettes and 1/2/4-bit grey are expanded; 16-bit PNG and
- * CMYK/YCCK JPEG are refused by name rather than quietly reduced. A JPEG warning
+ * CMYK/YCCK JPEG are refused by name rather than quietly reduced. A JPEG at least twice
+ * the wanted size on both sides is decoded at 1/2, 1/4 or 1/8 scale by libjpeg's
+ * scaled IDCT, the scale Pillow's Image.draft() picks: most of the decode and resize
+ * work for a large photo is skipped (docs/datasets.md says what changes). A JPEG warning
  * (libjpeg's "premature end of data": a truncated file) is an error: a half-grey
  * picture would otherwise train silently.
  */
@@ -38,8 +41,16 @@ static rt_status too_big(const char *what, uint64_t w, uint64_t h, uint64_t max,
 
 /* ---- JPEG ---- */
 
+/* Pillow's draft(): the largest s of 8, 4, 2, 1 with s <= min(w / want_w, h / want_h). */
+static int dct_scale(int w, int h, int want_w, int want_h)
+{
+    if (want_w <= 0 || want_h <= 0) return 1;
+    int r = w / want_w < h / want_h ? w / want_w : h / want_h;
+    return r >= 8 ? 8 : r >= 4 ? 4 : r >= 2 ? 2 : 1;
+}
+
 static rt_status decode_jpeg(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels,
-                             rtp_image *out, rt_error *err)
+                             int want_w, int want_h, rtp_image *out, rt_error *err)
 {
     const rtp_tj_fns *tj;
     RT_TRY(rtp_turbojpeg_lib(&tj, err));
@@ -62,8 +73,10 @@ static rt_status decode_jpeg(const uint8_t *buf, size_t len, const char *what, u
                     "OUT)",
                     what);
     }
-    if (st == RT_OK) {
-        int c = cs == TJCS_GRAY ? 1 : 3;
+    if (st == RT_OK) { /* 1/s of each side, rounded up: libjpeg's scaled IDCT */
+        int sc = dct_scale(w, ht, want_w, want_h), c = cs == TJCS_GRAY ? 1 : 3;
+        w = (w + sc - 1) / sc;
+        ht = (ht + sc - 1) / sc;
         out->px = malloc((size_t)w * (size_t)ht * (size_t)c);
         if (!out->px) {
             st = RT_ERR(err, RT_ENOMEM, "%s: out of memory for %d x %d pixels", what, w, ht);
@@ -179,7 +192,7 @@ done:
 }
 
 rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels,
-                           rtp_image *out, rt_error *err)
+                           int want_w, int want_h, rtp_image *out, rt_error *err)
 {
     static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     memset(out, 0, sizeof *out);
@@ -187,7 +200,7 @@ rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what, uin
     if (len >= 8 && !memcmp(buf, png_sig, 8))
         return decode_png(buf, len, what, max_pixels, out, err);
     if (len >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff)
-        return decode_jpeg(buf, len, what, max_pixels, out, err);
+        return decode_jpeg(buf, len, what, max_pixels, want_w, want_h, out, err);
     return RT_ERR(err, RT_EFORMAT,
                   "%s: not a PNG or JPEG image (it starts with bytes "
                   "%02x %02x %02x %02x)",

@@ -3,7 +3,8 @@
  * mean/std of train, normalisation) like every other format.
  *
  * Decoding runs one OpenMP loop over the files (dynamic schedule: sizes differ); each
- * iteration reads a file, decodes it (rt_image_decode.c), converts its channels and
+ * iteration reads a file, decodes it (rt_image_decode.c: a JPEG of twice the target
+ * size or more at a reduced scale, as Pillow's draft()), converts its channels and
  * fits it to H x W (rt_image_fit.c) straight into its slot of one (N, C, H, W) byte
  * buffer. A bad file is the error (the first in list order, so the message does not
  * depend on thread timing), or with --skip-bad is counted and left out. Only the
@@ -65,7 +66,7 @@ static rt_status decode_one(const rtp_img_entry *e, int c, int h, int w, uint8_t
     size_t len = e->mem_len;
     if (!buf) RT_TRY(read_file(e->path, &buf, &len, err));
     rtp_image im;
-    rt_status st = rtp_image_decode(buf, len, e->path, RTP_IMAGE_MAX_PIXELS, &im, err);
+    rt_status st = rtp_image_decode(buf, len, e->path, RTP_IMAGE_MAX_PIXELS, w, h, &im, err);
     if (buf != e->mem) free(buf);
     if (st == RT_OK) st = rtp_image_channels(&im, c, err);
     if (st == RT_OK) st = rtp_image_fit(&im, h, w, out, err);
@@ -90,7 +91,9 @@ static rt_status first_channels(const rtp_img_list *l, int *c)
         size_t len = l->v[i].mem_len;
         if (!buf && read_file(l->v[i].path, &buf, &len, NULL) != RT_OK) continue;
         rtp_image im;
-        rt_status st = rtp_image_decode(buf, len, l->v[i].path, RTP_IMAGE_MAX_PIXELS, &im, NULL);
+        rt_status st =
+            rtp_image_decode(buf, len, l->v[i].path, RTP_IMAGE_MAX_PIXELS, 1, 1, &im, NULL);
+        /* (1 x 1 wanted: a JPEG at its smallest scale, only its channels count) */
         if (buf != l->v[i].mem) free(buf);
         if (st != RT_OK) continue; /* the decode loop names it */
         *c = im.c;

@@ -103,6 +103,13 @@ void rt_results_redact(const char *spec, char *out, size_t n);
 
 /* Where spec puts the local SQLite file: writes it to buf (size n). 0 or -1. */
 int rt_results_resolve_path(const char *spec, char *buf, size_t n);
+/* The store at path, with what is still in its write-ahead log, as one self-contained
+ * SQLite file dest (replaced). RT_ENOTFOUND when there is no store at path. */
+rt_status rt_results_snapshot(const char *path, const char *dest, rt_error *err);
+/* Replaces the contents of the store at path (created if needed) with those of src,
+ * which must be a Kiln results store this Kiln reads (else RT_EFORMAT, path untouched).
+ */
+rt_status rt_results_replace(const char *path, const char *src, rt_error *err);
 /* The local file this handle writes (borrowed). */
 const char *rt_results_path(const rt_results *rs);
 

@@ -273,16 +273,18 @@ static rt_status fetch_one(rt_store *s, const char *prefix, const rt_store_ckpt 
     return RT_EFORMAT;
 }
 
-rt_status rt_store_ckpt_fetch_newest(rt_store *s, const char *prefix, const char *dir, char **path,
-                                     char **skipped, rt_error *err)
+rt_status rt_store_ckpt_fetch(rt_store *s, const char *prefix, const char *name, const char *dir,
+                              char **path, char **skipped, rt_error *err)
 {
     *path = NULL;
     *skipped = NULL;
     rt_store_ckpt *c = NULL;
-    size_t n = 0;
+    size_t n = 0, found = 0;
     RT_TRY(rt_store_ckpt_list(s, prefix, &c, &n, skipped, err));
     rt_status st = rt_ckpt_dir_ensure(dir, err);
     for (size_t i = n; st == RT_OK && i-- > 0;) {
+        if (name && strcmp(c[i].name, name) != 0) continue;
+        found++;
         char *local = rtp_store_fmt("%s/%s", dir, c[i].name);
         char why[700];
         if (!local) {
@@ -301,7 +303,14 @@ rt_status rt_store_ckpt_fetch_newest(rt_store *s, const char *prefix, const char
         }
         note(skipped, c[i].name, "%s", why);
     }
-    if (st == RT_OK && !*path)
+    if (st == RT_OK && !*path && name && !found)
+        st =
+            RT_ERR(err, RT_ENOTFOUND,
+                   "%s/%s%s%s is not a complete checkpoint (no object with its manifest; "
+                   "%zu complete checkpoint%s there)%s%s ---> HINT: %%checkpoint list %s/%s",
+                   rt_store_bucket_url(s), prefix, *prefix ? "/" : "", name, n, n == 1 ? "" : "s",
+                   *skipped ? ":\n" : "", *skipped ? *skipped : "", rt_store_bucket_url(s), prefix);
+    else if (st == RT_OK && !*path)
         st = RT_ERR(err, RT_ENOTFOUND,
                     "no complete, valid checkpoint under %s/%s (%zu complete "
                     "checkpoint%s examined)%s%s",

@@ -182,6 +182,10 @@ static rt_status attempt(rt_store *s, rtp_store_req *r, CURLcode *cc, char *errb
                                                 ? r->content_type
                                                 : "Content-Type: application/octet-stream"));
     if (!oom && r->body) hdr = h2;
+    if (!oom && r->condition) {
+        oom = !(h2 = curl_slist_append(hdr, r->condition));
+        if (!oom) hdr = h2;
+    }
     if (!oom && s->cfg.session_token) {
         snprintf(tok, sizeof tok, "x-amz-security-token: %s", s->cfg.session_token);
         oom = !(h2 = curl_slist_append(hdr, tok));

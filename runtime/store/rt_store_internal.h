@@ -40,6 +40,7 @@ typedef struct rtp_store_req {
     const void *body;
     uint64_t body_len;
     const char *content_type; /* full header line; NULL: application/octet-stream */
+    const char *condition;    /* full header line ("If-Match: \"...\""), or NULL */
     /* response body: into memory (resp, resp_len; at most resp_max), or to resp_fd
      * when it is >= 0 (an error reply's XML still goes to resp) */
     int resp_fd;

@@ -39,6 +39,8 @@ static rt_status add_entry(const char *block, const char *prefix, rt_store_entry
     char *key = rtp_store_xml_next(block, "Key", &pos, &oom);
     pos = 0;
     char *sz = key ? rtp_store_xml_next(block, "Size", &pos, &oom) : NULL;
+    pos = 0;
+    char *tag = key ? rtp_store_xml_next(block, "ETag", &pos, &oom) : NULL;
     uint64_t size = 0;
     rt_status st = RT_OK;
     if (oom) st = RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
@@ -62,10 +64,14 @@ static rt_status add_entry(const char *block, const char *prefix, rt_store_entry
     free(sz);
     if (st != RT_OK) {
         free(key);
+        free(tag);
         return st;
     }
     (*e)[*n].key = key;
     (*e)[*n].size = size;
+    /* optional (an ETag is an opaque version tag; only its length is bounded here) */
+    snprintf((*e)[*n].etag, sizeof(*e)[*n].etag, "%s", tag && strlen(tag) < 128 ? tag : "");
+    free(tag);
     (*n)++;
     return RT_OK;
 }

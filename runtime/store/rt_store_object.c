@@ -243,7 +243,42 @@ rt_status rt_store_put_file(rt_store *s, const char *key, const char *path, rt_e
     return r;
 }
 
+rt_status rt_store_put_mem_if(rt_store *s, const char *key, const void *buf, size_t len,
+                              const char *if_etag, int *conflict, char etag[128], rt_error *err)
+{
+    char what[300], cond[200];
+    *conflict = 0;
+    snprintf(what, sizeof what, "uploading '%.200s' to %s", key, s->bucket_url);
+    if (if_etag && strlen(if_etag) > 130)
+        return RT_ERR(err, RT_EINVAL, "%s: ETag '%.40s...' too long", what, if_etag);
+    rtp_store_req r = rtp_store_req_make("PUT", key, NULL);
+    r.body = buf;
+    r.body_len = len;
+    if (if_etag) {
+        if (*if_etag) snprintf(cond, sizeof cond, "If-Match: %s", if_etag);
+        else snprintf(cond, sizeof cond, "If-None-Match: *");
+        r.condition = cond;
+    }
+    rt_status st = rtp_store_do(s, &r, what, err);
+    free(r.resp);
+    if (st != RT_OK && (r.status == 412 || (r.status == 404 && if_etag && *if_etag))) {
+        *conflict = 1;
+        return RT_ERR(err, RT_EINVAL, "%s: %s", what,
+                      *if_etag ? "the object is no longer the version last seen (ETag "
+                                 "differs, or it was deleted)"
+                               : "the object exists already");
+    }
+    if (st == RT_OK && etag) snprintf(etag, 128, "%s", r.etag);
+    return st;
+}
+
 rt_status rt_store_get_file(rt_store *s, const char *key, const char *path, rt_error *err)
+{
+    return rt_store_get_file_etag(s, key, path, NULL, err);
+}
+
+rt_status rt_store_get_file_etag(rt_store *s, const char *key, const char *path, char etag[128],
+                                 rt_error *err)
 {
     char what[300];
     snprintf(what, sizeof what, "downloading '%.200s' from %s", key, s->bucket_url);
@@ -268,6 +303,7 @@ rt_status rt_store_get_file(rt_store *s, const char *key, const char *path, rt_e
         st = RT_ERR(err, RT_EIO, "%s: closing '%s': %s", what, part, strerror(errno));
     if (st == RT_OK && rename(part, path) != 0)
         st = RT_ERR(err, RT_EIO, "%s: renaming '%s': %s", what, part, strerror(errno));
+    if (st == RT_OK && etag) snprintf(etag, 128, "%s", r.etag);
     if (st != RT_OK) unlink(part);
     free(part);
     return st;

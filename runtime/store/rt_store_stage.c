@@ -2,6 +2,7 @@
  * newest checkpoint there (rt_store_stage.h). */
 #include "rt_store_stage.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +35,25 @@ rt_status rt_store_staging_dir(const char *url, char *dir, size_t cap, rt_error 
 
 rt_status rt_store_fetch_run(const char *url, char **path, char **skipped, rt_error *err)
 {
-    char dir[1024], *prefix = NULL;
+    char dir[1024], run[1024], *prefix = NULL;
     rt_store *s = NULL;
     *path = NULL;
     if (skipped) *skipped = NULL;
-    rt_status st = rt_store_staging_dir(url, dir, sizeof dir, err);
-    if (st == RT_OK) st = rt_store_open(url, &s, &prefix, err);
+    /* s3://B/P/NAME.safetensors: that checkpoint of the run s3://B/P */
+    size_t n = strlen(url), ext = strlen(RT_CKPT_EXT);
+    if (n >= sizeof run) return RT_ERR(err, RT_EINVAL, "%.100s...: URL too long", url);
+    memcpy(run, url, n + 1);
+    char *slash = strrchr(run, '/');
+    const char *name = NULL;
+    if (slash && slash - run > (ptrdiff_t)strlen(RT_STORE_SCHEME) && n > ext &&
+        !strcmp(run + n - ext, RT_CKPT_EXT)) {
+        *slash = '\0';
+        name = slash + 1;
+    }
+    rt_status st = rt_store_staging_dir(run, dir, sizeof dir, err);
+    if (st == RT_OK) st = rt_store_open(run, &s, &prefix, err);
     char *sk = NULL;
-    if (st == RT_OK) st = rt_store_ckpt_fetch_newest(s, prefix, dir, path, &sk, err);
+    if (st == RT_OK) st = rt_store_ckpt_fetch(s, prefix, name, dir, path, &sk, err);
     if (skipped) *skipped = sk;
     else free(sk);
     free(prefix);

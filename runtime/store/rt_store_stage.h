@@ -18,8 +18,10 @@ rt_status rt_store_staging_dir(const char *url, char *dir, size_t cap, rt_error 
  * error naming the fix) and fetches its newest complete checkpoint that verifies into
  * the staging directory: *path (caller frees). Newer ones that failed are described in
  * *skipped ("name: reason\n" lines, caller frees, NULL when none; skipped may be NULL).
- * A store with no valid checkpoint is RT_ENOTFOUND. For `kiln export`, %resume,
- * %checkpoint load: anything that reads a run. */
+ * A store with no valid checkpoint is RT_ENOTFOUND. A URL whose last part ends in
+ * .safetensors (s3://B/P/NAME.safetensors) names one checkpoint of the run s3://B/P:
+ * that one is fetched and verified, or it is an error. For `kiln export`, %resume,
+ * %checkpoint load and show: anything that reads a run. */
 rt_status rt_store_fetch_run(const char *url, char **path, char **skipped, rt_error *err);
 
 #endif

@@ -5,14 +5,14 @@
  * intact and no tmp file, and nothing may leak.
  *
  * Linked with -Wl,--wrap=malloc,... so the checkpoint library's own allocations go
- * through the counters of tests/alloc_fail.h; jansson's through json_set_alloc_funcs. */
+ * through the counters of tests/support/alloc_fail.h; jansson's through json_set_alloc_funcs. */
 #include "ck_util.h"
 
 #include <jansson.h>
 
 #include "rt_ckpt_dir.h"
 #include "t.h"
-#include "../alloc_fail.h"
+#include "alloc_fail.h"
 
 static char dir[256], path[512], tmp[600];
 
@@ -57,19 +57,18 @@ T_TEST(sweep)
     rt_error err;
     long n, enomem = 0;
     for (n = 0; n < 100000; n++) {
-        fail_at = -1;
+        alloc_fail_at = -1;
         ASSERT_EQ(ck_save_sample(path, 100, &err), RT_OK);
-        long live_before = live;
-        alloc_count = 0;
-        fail_at = n;
+        long live_before = alloc_live;
+        alloc_fail_arm(n);
         rt_status first;
         char msg[700] = "";
         if (exercise(&first, msg, sizeof msg) != 0)
             T_FAIL_("allocation %ld failed: status %d instead of ENOMEM: %s", n, (int)first, msg);
-        int injected = alloc_count > n;
-        fail_at = -1;
-        if (live != live_before)
-            T_FAIL_("allocation %ld failed: %ld allocations leaked", n, live - live_before);
+        int injected = alloc_fail_reached();
+        alloc_fail_at = -1;
+        if (alloc_live != live_before)
+            T_FAIL_("allocation %ld failed: %ld allocations leaked", n, alloc_live - live_before);
         if (ck_exists(tmp)) T_FAIL_("allocation %ld failed: tmp file left", n);
         if (!ck_holds_step(path, 100) && !ck_holds_step(path, 200))
             T_FAIL_("allocation %ld failed: the checkpoint is damaged", n);

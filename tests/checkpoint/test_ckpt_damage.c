@@ -36,6 +36,15 @@ static int refused(rt_status want, const char *needle, char *why, size_t cap)
     return refused_as(want, needle, 1, why, cap);
 }
 
+/* The good file's bytes (free()) and its header's length (the first 8 bytes, little
+ * endian); NULL when it cannot be read. */
+static unsigned char *read_good(size_t *len, uint64_t *header_len)
+{
+    unsigned char *b = ck_read(good, len);
+    for (int i = 7; b && i >= 0; i--) *header_len = (*header_len << 8) | b[i];
+    return b;
+}
+
 T_TEST(truncated_at_every_length)
 {
     size_t len;
@@ -58,10 +67,9 @@ T_TEST(truncated_at_every_length)
 T_TEST(every_header_byte_flipped)
 {
     size_t len;
-    unsigned char *b = ck_read(good, &len);
-    ASSERT(b);
     uint64_t n = 0;
-    for (int i = 7; i >= 0; i--) n = (n << 8) | b[i];
+    unsigned char *b = read_good(&len, &n);
+    ASSERT(b);
     char why[700];
     for (size_t i = 0; i < 8 + n; i++) {
         b[i] ^= 0xFF;
@@ -80,10 +88,9 @@ T_TEST(every_header_byte_flipped)
 T_TEST(every_header_value_edited)
 {
     size_t len;
-    unsigned char *b = ck_read(good, &len);
-    ASSERT(b);
     uint64_t n = 0;
-    for (int i = 7; i >= 0; i--) n = (n << 8) | b[i];
+    unsigned char *b = read_good(&len, &n);
+    ASSERT(b);
     char why[700];
     int edits = 0;
     for (size_t i = 8; i < 8 + n; i++) {
@@ -106,10 +113,9 @@ T_TEST(every_header_value_edited)
 T_TEST(every_data_byte_flipped)
 {
     size_t len;
-    unsigned char *b = ck_read(good, &len);
-    ASSERT(b);
     uint64_t n = 0;
-    for (int i = 7; i >= 0; i--) n = (n << 8) | b[i];
+    unsigned char *b = read_good(&len, &n);
+    ASSERT(b);
     char why[700];
     for (size_t i = 8 + n; i < len; i++) {
         b[i] ^= (unsigned char)(1u << (i % 8)); /* a single bit */

@@ -5,17 +5,17 @@ checksums recomputed from docs/checkpoint-format.md), Kiln reads files written b
 safetensors; plain files are byte-identical; a file re-saved by Python (metadata in
 hash order) still validates. CKPT_TOOL is tests/checkpoint/ckpt_tool (set by meson).
 """
-import ctypes
 import json
 import os
 import struct
 import subprocess
-import zlib
 
 import numpy as np
 import pytest
 from safetensors import safe_open
 from safetensors.numpy import load_file, save, save_file
+
+from kiln_ckpt import header_crc32, with_kiln_checksums, xxh3
 
 TOOL = os.environ.get("CKPT_TOOL", "")
 pytestmark = pytest.mark.skipif(not os.path.exists(TOOL), reason="CKPT_TOOL not built")
@@ -47,50 +47,6 @@ def split(path):
     raw = open(path, "rb").read()
     (n,) = struct.unpack("<Q", raw[:8])
     return json.loads(raw[8:8 + n]), raw[8 + n:]
-
-
-# XXH3-64 from Debian's libxxhash (format v2's data checksum), through ctypes.
-_XXH = ctypes.CDLL("libxxhash.so.0")
-_XXH.XXH3_64bits.restype = ctypes.c_uint64
-_XXH.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-
-
-def xxh3(data):
-    return "%016x" % _XXH.XXH3_64bits(bytes(data), len(data))
-
-
-def header_crc32(header):
-    """The canonical header checksum, as docs/checkpoint-format.md specifies it."""
-    crc = 0
-    meta = header.get("__metadata__", {})
-    tensors = sorted(((k, v) for k, v in header.items() if k != "__metadata__"),
-                     key=lambda kv: tuple(kv[1]["data_offsets"]))
-    for name, t in tensors:
-        parts = [name, t["dtype"], "[" + ",".join(str(d) for d in t["shape"]) + "]",
-                 "[%d,%d]" % tuple(t["data_offsets"])]
-        for part in parts:
-            crc = zlib.crc32(part.encode() + b"\0", crc)
-    for k in sorted(meta, key=lambda s: s.encode()):
-        if k != "header_crc32":
-            crc = zlib.crc32(k.encode() + b"\0", crc)
-            crc = zlib.crc32(meta[k].encode() + b"\0", crc)
-    return "%08x" % crc
-
-
-def with_kiln_checksums(tensors, meta):
-    """meta plus the data checksum of its format_version (v1: data_crc32, v2:
-    data_xxh3) and header_crc32 for the file safetensors would write."""
-    meta = dict(meta)
-    raw = save(tensors, metadata=meta)
-    (n,) = struct.unpack("<Q", raw[:8])
-    if meta["format_version"] == "1":
-        meta["data_crc32"] = "%08x" % zlib.crc32(raw[8 + n:])
-    else:
-        meta["data_xxh3"] = xxh3(raw[8 + n:])
-    header = json.loads(raw[8:8 + n])
-    header["__metadata__"] = meta
-    meta["header_crc32"] = header_crc32(header)
-    return meta
 
 
 def test_python_reads_kiln_checkpoint(tmp_path):

@@ -43,12 +43,18 @@ def noise_image(rng, w, h, mode):
     return im
 
 
-def make_folder(root, classes=("cat", "dog", "emu"), per_class=6, seed=0):
+def make_folder(root, classes=("cat", "dog", "emu"), per_class=6, seed=0, big=False):
+    """big: a JPEG per class of 2-8 times the tested sizes (RGB; grey for the last)."""
     rng = np.random.default_rng(seed)
     files = []
     for ci, c in enumerate(classes):
         d = root / c
         d.mkdir(parents=True, exist_ok=True)
+        if big:
+            mode = "L" if ci == len(classes) - 1 else "RGB"
+            p = d / "zz_big.jpg"
+            noise_image(rng, 130 + 35 * ci, 100 + 3 * ci, mode).save(p, "JPEG", quality=90)
+            files.append((p, ci))
         for k in range(per_class):
             w, h = SIZES[(k + ci) % len(SIZES)]
             kind = (k + ci) % 6
@@ -73,9 +79,13 @@ def make_folder(root, classes=("cat", "dog", "emu"), per_class=6, seed=0):
     return files
 
 
-def pillow_fit(path, h, w, channels):
-    """What the loader promises: convert, resize so H x W is covered, centre crop."""
+def pillow_fit(path, h, w, channels, draft=True):
+    """What the loader promises: a JPEG of twice H x W or more decoded at 1/2, 1/4 or 1/8
+    scale (draft, in the file's own mode), convert, resize so H x W is covered, centre
+    crop. draft=False: the full-size decode, to show the scaled one is used."""
     im = Image.open(path)
+    if draft:
+        im.draft(im.mode, (w, h))
     im = im.convert("L" if channels == 1 else "RGB")
     iw, ih = im.size
     if h * iw >= w * ih:
@@ -132,7 +142,7 @@ def cache(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("size,channels", [("24", 3), ("24", 1), ("16x20", 3), ("48x32", 1)])
 def test_folder_matches_pillow(tmp_path, cache, size, channels):
-    files = make_folder(tmp_path / "pets")
+    files = make_folder(tmp_path / "pets", big=True)
     info = run(tmp_path / "pets", "--size", size, "--channels", channels,
                dump=tmp_path / "d.bin")
     assert info["rc"] == 0, info["msg"]
@@ -143,13 +153,22 @@ def test_folder_matches_pillow(tmp_path, cache, size, channels):
     assert info["shape"] == "%d %d %d" % (channels, h, w)
     (px, labels), (vpx, _), (tpx, _) = read_dump(tmp_path / "d.bin", info)
     assert len(px) == len(files) and len(vpx) == 0 and len(tpx) == 0
-    worst = 0
+    worst, scaled = 0, []
     for i, (f, ci) in enumerate(files):
         want = pillow_fit(f, h, w, channels)
         assert labels[i] == ci, f
         diff = np.abs(px[i].astype(int) - want.astype(int)).max()
         worst = max(worst, diff)
         assert diff <= 1, "%s differs from Pillow by %d/255" % (f, diff)
+        probe = Image.open(f)
+        size0 = probe.size
+        probe.draft(probe.mode, (w, h))
+        if probe.size != size0:   # a JPEG at least twice the size: decoded scaled
+            full = pillow_fit(f, h, w, channels, draft=False)
+            scaled.append(np.abs(px[i].astype(int) - full.astype(int)).mean())
+    print("JPEGs decoded scaled: %d, mean |difference| from a full-size decode: %s"
+          % (len(scaled), " ".join("%.2f" % d for d in scaled)))
+    assert len(scaled) == 3 and max(scaled) > 0.5, scaled   # the big ones, not equal
     # normalisation: mean/std of the training split in 0..1 units
     mean = [float(x) for x in info["mean"].split()]
     for c in range(channels):

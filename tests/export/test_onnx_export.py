@@ -180,7 +180,9 @@ def check_file(path, pixels, logits, pred, size):
 
 def user_preprocess(path, c, h, w):
     """docs/export.md's preprocessing, as a user without Kiln writes it."""
-    img = Image.open(path).convert("RGB" if c == 3 else "L")
+    img = Image.open(path)
+    img.draft(img.mode, (w, h))
+    img = img.convert("RGB" if c == 3 else "L")
     iw, ih = img.size
     rw, rh = (max(w, h * iw // ih), h) if h * iw >= w * ih else (w, max(h, w * ih // iw))
     if (rw, rh) != (iw, ih):
@@ -223,30 +225,51 @@ def test_export_matches_kiln(work, name, spec, size, lr):
             assert {"AveragePool", "LeakyRelu", "GlobalAveragePool", "Flatten"} <= ops
 
 
-def test_export_without_the_data_set(work):
-    """A model loaded from a checkpoint in a kernel that has no data set: the file asks
-    for normalised input, says so, and computes the same logits from it."""
+def test_checkpoint_load_uses_its_own_data_set(work):
+    """A model loaded from a checkpoint in a new kernel where another data set (same
+    shape and classes, other pictures) was loaded last: %evaluate, %predict and %export
+    use the data set the checkpoint names, reopened with its options, not the last one;
+    one loaded under the same name with other options is refused, naming both."""
     run_dir = work / "runs-tutorial"
     if not (work / "tutorial.run.onnx").exists():
         pytest.skip("needs test_export_matches_kiln[tutorial] first")
+    data, other = work / "data", work / "other"
+    if not other.exists():   # the same files under rotated class names
+        for f in sorted(data.glob("*/*/*")):
+            rel = f.relative_to(data)
+            cls = CLASSES[(CLASSES.index(rel.parts[1]) + 1) % 3]
+            dst = other / rel.parts[0] / cls / rel.name
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(f.read_bytes())
+    out = work / "loaded.onnx"
     rc, nb, err = run_notebook(work, "loaded", [
+        "%%dataset %s --size 16" % other,
         "%%checkpoint load %s" % run_dir,
-        "%%export tutorial --onnx %s" % (work / "loaded.onnx")])
+        "%evaluate tutorial",
+        "%predict tutorial --samples 4",
+        "%%predict tutorial %s" % (data / "test" / "square" / "00.png"),
+        "%%export tutorial --onnx %s" % out])
     assert rc == 0, (errors(nb), err[-2000:])
-    assert "no data set of this shape is loaded" in stream(nb)
-    model = onnx.load(str(work / "loaded.onnx"))
-    onnx.checker.check_model(model, full_check=True)
-    meta = {p.key: p.value for p in model.metadata_props}
-    assert meta["normalization"].startswith("not included") and "mean" not in meta
-    assert not {"Sub", "Div"} & {n.op_type for n in model.graph.node}
+    text = stream(nb) + "".join(o.data.get("text/plain", "") for c in nb.cells
+                                for o in c.get("outputs", []) if "data" in o)
+    _, _, pred = kiln_reference(work, run_dir, 16)
+    truth = np.repeat(np.arange(3), 5)
+    acc = float((pred == truth).mean())
+    assert "tutorial on data/test: accuracy %.4f" % acc in text, text
+    assert "normalises with the mean and std of data set '%s'" % data in text
+    meta = {p.key: p.value for p in onnx.load(str(out)).metadata_props}
     full = {p.key: p.value for p in onnx.load(str(work / "tutorial.run.onnx")).metadata_props}
-    mean = np.array(json.loads(full["mean"]), np.float32).reshape(1, 3, 1, 1)
-    std = np.array(json.loads(full["std"]), np.float32).reshape(1, 3, 1, 1)
-    pixels, logits, pred = kiln_reference(work, run_dir, 16)
-    sess = ort.InferenceSession(str(work / "loaded.onnx"), providers=["CPUExecutionProvider"])
-    got = sess.run(["logits"], {"input": (pixels - mean) / std})[0]
-    assert np.array_equal(got.argmax(1), pred)
-    assert np.abs(got - logits).max() <= 1e-4
+    assert meta["class_names"] == full["class_names"]
+    for key in ("mean", "std"):
+        assert np.allclose(json.loads(meta[key]), json.loads(full[key]))
+    rc, nb, err = run_notebook(work, "loaded-bad", [
+        "%%dataset %s --size 8" % data,
+        "%%checkpoint load %s" % run_dir,
+        "%evaluate tutorial"])
+    errs = errors(nb)
+    assert rc == 1 and len(errs) == 1 and errs[0][0] == "ValueError", (errs, err[-1000:])
+    assert "%%evaluate: data set '%s' here is not the one checkpoint" % data in errs[0][1]
+    assert str(run_dir) in errs[0][1]
 
 
 def test_magic_errors(work):

@@ -1,5 +1,6 @@
-/* fm_fake.h - a fake mg_host (variables in a JSON object) and a fake mg_out that
- * records every comm_open/comm_msg/comm_close/display as JSON, for the forms tests. */
+/* fm_fake.h - a fake mg_host (variables in a JSON object) and an mg_out that records
+ * every comm_open/comm_msg/comm_close/display in order (cap.log, tests/support's
+ * capture.h), for the forms tests. */
 #ifndef FM_FAKE_H
 #define FM_FAKE_H
 
@@ -7,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "fm.h"
 
 typedef struct {
     json_t *vars; /* name -> value */
-    json_t *
-        log; /* [{"type": "comm_open", "id": ..., "target": ..., "data": ..., "metadata": ...}, ...] */
+    capture cap;  /* what the forms show; cap.log holds every message (capture.h) */
     int set_calls;
     int run_calls;
 } fake;
@@ -43,60 +44,24 @@ static int fake_run(void *u, const char *code, const mg_out *out, mg_error *err)
     return -1;
 }
 
-static void log_add(fake *f, const char *type, const char *id, const char *target, json_t *data,
-                    json_t *meta)
-{
-    json_t *e = json_pack("{s:s,s:s?,s:s?,s:O?,s:O?}", "type", type, "id", id, "target", target,
-                          "data", data, "metadata", meta);
-    json_array_append_new(f->log, e);
-}
-static void fake_open(void *u, const char *id, const char *target, json_t *data, json_t *meta)
-{
-    log_add(u, "comm_open", id, target, data, meta);
-}
-static void fake_msg(void *u, const char *id, json_t *data, json_t *meta)
-{
-    log_add(u, "comm_msg", id, NULL, data, meta);
-}
-static void fake_close(void *u, const char *id, json_t *data)
-{
-    log_add(u, "comm_close", id, NULL, data, NULL);
-}
-static void fake_display(void *u, json_t *data, json_t *meta, const char *display_id, int update)
-{
-    log_add(u, "display", NULL, NULL, data, meta);
-}
-
 static void fake_init(fake *f, mg_host *host, mg_out *out, int with_comms)
 {
     memset(f, 0, sizeof *f);
     f->vars = json_object();
-    f->log = json_array();
+    capture_reset(&f->cap, 1);
     *host = (mg_host){.user = f, .var_get = fake_get, .var_set = fake_set, .run_cell = fake_run};
-    *out = (mg_out){.user = f, .display = fake_display};
+    *out = (mg_out){.user = &f->cap, .display = capture_display};
     if (with_comms) {
-        out->comm_open = fake_open;
-        out->comm_msg = fake_msg;
-        out->comm_close = fake_close;
+        out->comm_open = capture_comm_open;
+        out->comm_msg = capture_comm_msg;
+        out->comm_close = capture_comm_close;
     }
 }
 
 static void fake_deinit(fake *f)
 {
     json_decref(f->vars);
-    json_decref(f->log);
-}
-
-/* The n-th logged entry of a type (n from 0), or NULL. */
-static inline json_t *fake_find(fake *f, const char *type, int n)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(f->log, i, e)
-    {
-        if (!strcmp(json_string_value(json_object_get(e, "type")), type) && n-- == 0) return e;
-    }
-    return NULL;
+    capture_deinit(&f->cap);
 }
 
 /* The state of the first comm_open whose _model_name is model (n-th match). */
@@ -104,7 +69,7 @@ static inline json_t *fake_model(fake *f, const char *model, int n, const char *
 {
     size_t i;
     json_t *e;
-    json_array_foreach(f->log, i, e)
+    json_array_foreach(f->cap.log, i, e)
     {
         if (strcmp(json_string_value(json_object_get(e, "type")), "comm_open")) continue;
         json_t *st = json_object_get(json_object_get(e, "data"), "state");

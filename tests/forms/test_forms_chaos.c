@@ -1,18 +1,12 @@
 /* test_forms_chaos.c - allocation-failure sweep (after jansson's test_chaos.c): fail
- * the n-th jansson allocation, for every n, while parsing a form, showing it, handling
- * an update and saving the widget state. Every step must end cleanly (a status, no
- * crash; run under ASan/valgrind for leaks) and the kernel variable is either the old
- * or the new value, never garbage. */
+ * the n-th allocation (the forms code's and jansson's, through tests/support's
+ * alloc_fail.h), for every n, while parsing a form, showing it, handling an update and
+ * saving the widget state. Every step must end cleanly (a status, no crash), free
+ * every block it took, and the kernel variable is either the old or the new value,
+ * never garbage. */
 #include "../t.h"
+#include "alloc_fail.h"
 #include "fm_fake.h"
-
-static long chaos_countdown = -1; /* test-only global: the allocator hook has no user pointer */
-
-static void *chaos_malloc(size_t n)
-{
-    if (chaos_countdown >= 0 && chaos_countdown-- == 0) return NULL;
-    return malloc(n);
-}
 
 /* Small on purpose: the sweep costs (allocations per round)^2. */
 static const char *CODE = "#@title Chaos\n"
@@ -29,7 +23,7 @@ static void round_trip(int *t_failed_)
     fm_registry *r = fm_registry_create();
     fm_form *f = NULL;
     mg_error err = {{0}, {0}};
-    if (r && fk.vars && fk.log && fm_form_parse(CODE, &f, &err) == 0 && f) {
+    if (r && fk.vars && fk.cap.log && fm_form_parse(CODE, &f, &err) == 0 && f) {
         json_t *cv = NULL;
         if (fm_form_coerce(f, "optimizer", "sgd", &cv, &err) == 1) json_decref(cv);
         json_object_set_new(fk.vars, "epochs", json_integer(10));
@@ -58,26 +52,29 @@ static void round_trip(int *t_failed_)
 
 T_TEST(every_allocation_may_fail)
 {
-    json_set_alloc_funcs(chaos_malloc, free);
-    chaos_countdown = -1;
+    alloc_fail_arm(-1);
     round_trip(t_failed_);
     long total = 0;
     for (long n = 0;; n++) {
-        chaos_countdown = n;
+        long before = alloc_live;
+        alloc_fail_arm(n);
         round_trip(t_failed_);
-        if (chaos_countdown >= 0) {
+        int reached = alloc_fail_reached();
+        alloc_fail_arm(-1);
+        if (alloc_live != before)
+            T_FAIL_("allocation %ld failed: %ld blocks leaked", n, alloc_live - before);
+        if (!reached) { /* the round made fewer than n+1 */
             total = n;
             break;
-        } /* the round made fewer than n+1 */
+        }
     }
-    chaos_countdown = -1;
-    json_set_alloc_funcs(malloc, free);
     printf("  %ld allocation points swept\n", total);
     ASSERT(total > 200); /* the sweep really covered parse, show, update and save */
 }
 
 int main(void)
 {
+    json_set_alloc_funcs(__wrap_malloc, __wrap_free);
     T_RUN(every_allocation_may_fail);
     return T_EXIT();
 }

@@ -20,6 +20,9 @@ import time
 import pytest
 from jupyter_client.manager import start_new_kernel
 
+import kiln_client
+from kiln_client import iopub_for
+
 KERNEL = os.environ.get("KILN_KERNEL_NAME", "kiln")
 TIMEOUT = 30
 
@@ -49,42 +52,19 @@ def kernel():
     km.shutdown_kernel(now=False)
 
 
-def _collect(kc, msg_id, timeout=TIMEOUT):
-    """iopub messages whose parent is msg_id, up to and including its idle status."""
-    out, deadline = [], time.time() + timeout
-    while time.time() < deadline:
-        try:
-            m = kc.get_iopub_msg(timeout=1)
-        except queue.Empty:
-            continue
-        if m["parent_header"].get("msg_id") != msg_id:
-            continue
-        out.append(m)
-        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            return out
-    raise AssertionError(f"no idle for {msg_id}; got {[x['msg_type'] for x in out]}")
-
-
 def execute(kc, code, cell_id=CELL_ID):
-    msg = kc.session.msg("execute_request",
-                         {"code": code, "silent": False, "store_history": True,
-                          "user_expressions": {}, "allow_stdin": False, "stop_on_error": True},
-                         metadata={"cellId": cell_id} if cell_id else {})
-    kc.shell_channel.send(msg)
-    msgs = _collect(kc, msg["header"]["msg_id"])
-    # Skip stale replies: on a slow start (valgrind, a loaded CI box) wait_for_ready
-    # sends a kernel_info_request every second and leaves the extra replies queued.
-    while True:
-        reply = kc.get_shell_msg(timeout=TIMEOUT)
-        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
-            return reply, msgs
-        assert reply["msg_type"] == "kernel_info_reply", reply["msg_type"]
+    """(reply, iopub messages) of code run as the cell cell_id. Replies to other requests
+    may only be stale kernel_info_replies: on a slow start (valgrind, a loaded CI box)
+    wait_for_ready sends a kernel_info_request every second and leaves the extra replies
+    queued."""
+    return kiln_client.execute(kc, code, TIMEOUT, metadata={"cellId": cell_id} if cell_id else {},
+                               stale=("kernel_info_reply",))
 
 
 def comm_msg(kc, comm_id, data):
     msg = kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
     kc.shell_channel.send(msg)
-    msgs = _collect(kc, msg["header"]["msg_id"])
+    msgs = iopub_for(kc, msg["header"]["msg_id"], TIMEOUT)
     return msg, msgs
 
 
@@ -339,7 +319,7 @@ def _request_states(kc, comm_id):
                                             "jupyter.widget.control", "data": {}},
                               metadata={"version": "1.0.0"})
     kc.shell_channel.send(open_msg)
-    _collect(kc, open_msg["header"]["msg_id"])
+    iopub_for(kc, open_msg["header"]["msg_id"], TIMEOUT)
     req, msgs = comm_msg(kc, comm_id, {"method": "request_states"})
     ups = [m for m in msgs if m["msg_type"] == "comm_msg"]
     assert ups and ups[0]["content"]["data"]["method"] == "update_states"
@@ -435,7 +415,7 @@ def test_control_comm_request_states(kernel, shown):
                                                 "jupyter.widget.control", "data": {}},
                                   metadata={"version": "1.0.0"})
     kernel.shell_channel.send(open_msg)
-    msgs = _collect(kernel, open_msg["header"]["msg_id"])
+    msgs = iopub_for(kernel, open_msg["header"]["msg_id"], TIMEOUT)
     assert not [m for m in msgs if m["msg_type"] == "comm_close"], "control target refused"
     req, msgs = comm_msg(kernel, "ctl-1", {"method": "request_states"})
     ups = [m for m in msgs if m["msg_type"] == "comm_msg"]

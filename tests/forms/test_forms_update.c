@@ -62,8 +62,8 @@ static const char *control(env *e, const char *model, int n)
     return id;
 }
 
-static void mark(env *e) { e->mark = json_array_size(e->fk.log); }
-static size_t new_msgs(env *e) { return json_array_size(e->fk.log) - e->mark; }
+static void mark(env *e) { e->mark = json_array_size(e->fk.cap.log); }
+static size_t new_msgs(env *e) { return json_array_size(e->fk.cap.log) - e->mark; }
 
 /* Sends {"method":"update","state":{key: value}} (value stolen); returns rc. */
 static int update(env *e, const char *id, const char *key, json_t *value)
@@ -82,7 +82,7 @@ static json_t *var(env *e, const char *name) { return json_object_get(e->fk.vars
 static json_t *reply(env *e, const char *method)
 {
     if (new_msgs(e) != 1) return NULL;
-    json_t *m = json_array_get(e->fk.log, e->mark);
+    json_t *m = json_array_get(e->fk.cap.log, e->mark);
     json_t *data = json_object_get(m, "data");
     if (strcmp(json_string_value(json_object_get(m, "type")), "comm_msg") ||
         strcmp(json_string_value(json_object_get(data, "method")), method) ||
@@ -264,8 +264,8 @@ T_TEST(request_state_and_control_comm)
     ASSERT_EQ(fm_registry_comm_msg(e.r, "comm_msg", m, &e.host, &e.out), 0);
     json_decref(m);
     ASSERT_EQ(new_msgs(&e), 1);
-    json_t *data = json_object_get(json_array_get(e.fk.log, e.mark), "data");
-    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(e.fk.log, e.mark), "id")),
+    json_t *data = json_object_get(json_array_get(e.fk.cap.log, e.mark), "data");
+    ASSERT_STR_EQ(json_string_value(json_object_get(json_array_get(e.fk.cap.log, e.mark), "id")),
                   "ctl");
     ASSERT_STR_EQ(json_string_value(json_object_get(data, "method")), "update_states");
     json_t *one = json_object_get(json_object_get(data, "states"), id);

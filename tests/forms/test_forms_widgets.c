@@ -41,7 +41,7 @@ static int open_pos(fake *fk, const char *id)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(fk->log, i, e)
+    json_array_foreach(fk->cap.log, i, e)
     {
         const char *eid = json_string_value(json_object_get(e, "id"));
         if (eid && !strcmp(eid, id) &&
@@ -95,14 +95,14 @@ T_TEST(control_per_kind)
         const char *lid = sv(st, "layout") + 10, *sid = sv(st, "style") + 10;
         int lp = open_pos(&fk, lid), sp = open_pos(&fk, sid), cp = open_pos(&fk, cid);
         ASSERT(lp >= 0 && sp >= 0 && lp < cp && sp < cp);
-        json_t *lay =
-            json_object_get(json_object_get(json_array_get(fk.log, (size_t)lp), "data"), "state");
+        json_t *lay = json_object_get(
+            json_object_get(json_array_get(fk.cap.log, (size_t)lp), "data"), "state");
         ASSERT_STR_EQ(sv(lay, "_model_name"), "LayoutModel");
         ASSERT_STR_EQ(sv(lay, "_model_module"), "@jupyter-widgets/base");
         ASSERT_STR_EQ(sv(lay, "_view_name"), "LayoutView");
         ASSERT(json_object_get(lay, "width") != NULL);
-        json_t *sty =
-            json_object_get(json_object_get(json_array_get(fk.log, (size_t)sp), "data"), "state");
+        json_t *sty = json_object_get(
+            json_object_get(json_array_get(fk.cap.log, (size_t)sp), "data"), "state");
         ASSERT_STR_EQ(sv(sty, "_model_name"), cases[c].style);
         ASSERT_STR_EQ(sv(sty, "_model_module"), "@jupyter-widgets/controls");
         ASSERT_STR_EQ(sv(sty, "_view_module"), "@jupyter-widgets/base");
@@ -190,7 +190,7 @@ T_TEST(form_layout_and_display)
     size_t i;
     json_t *e;
     int opens = 0, display_at = -1;
-    json_array_foreach(fk.log, i, e)
+    json_array_foreach(fk.cap.log, i, e)
     {
         const char *type = json_string_value(json_object_get(e, "type"));
         if (!strcmp(type, "display")) {
@@ -225,7 +225,7 @@ T_TEST(form_layout_and_display)
     /* title, markdown: 3 each; 2 params: label 3 + control 3 + hbox 2; vbox 2 */
     ASSERT_EQ(opens, 3 + 3 + 2 * 8 + 2);
     ASSERT_EQ(display_at, opens);
-    json_t *data = json_object_get(json_array_get(fk.log, (size_t)display_at), "data");
+    json_t *data = json_object_get(json_array_get(fk.cap.log, (size_t)display_at), "data");
     json_t *view = json_object_get(data, "application/vnd.jupyter.widget-view+json");
     ASSERT_EQ(json_integer_value(json_object_get(view, "version_major")), 2);
     ASSERT_EQ(json_integer_value(json_object_get(view, "version_minor")), 0);
@@ -263,19 +263,19 @@ T_TEST(reshow_replaces_cell_form)
     fm_registry *r = fm_registry_create();
     const char *code = "x = 1  #@param {type:\"integer\"}";
     ASSERT_EQ(show(&fk, &host, &out, r, code, "cell-A"), 0);
-    size_t first = json_array_size(fk.log) - 1; /* comm_opens, then a display */
+    size_t first = json_array_size(fk.cap.log) - 1; /* comm_opens, then a display */
     json_t *ws = fm_registry_widget_state(r);
     ASSERT_EQ(json_object_size(json_object_get(ws, "state")), first);
     json_decref(ws);
     ASSERT_EQ(show(&fk, &host, &out, r, code, "cell-A"), 0);
     /* all old models closed before the new ones opened */
     for (size_t i = 0; i < first; i++) {
-        json_t *c = fake_find(&fk, "comm_close", (int)i);
+        json_t *c = capture_find(&fk.cap, "comm_close", (int)i);
         ASSERT(c != NULL);
         ASSERT_STR_EQ(json_string_value(json_object_get(c, "id")),
-                      json_string_value(json_object_get(json_array_get(fk.log, i), "id")));
+                      json_string_value(json_object_get(json_array_get(fk.cap.log, i), "id")));
     }
-    ASSERT(fake_find(&fk, "comm_close", (int)first) == NULL);
+    ASSERT(capture_find(&fk.cap, "comm_close", (int)first) == NULL);
     ws = fm_registry_widget_state(r);
     ASSERT_EQ(json_object_size(json_object_get(ws, "state")), first);
     json_decref(ws);
@@ -303,8 +303,8 @@ T_TEST(fallback_without_comms)
                        "steps = 3 + 4  #@param {type:\"integer\"}\n"
                        "flag = False  #@param {type:\"boolean\"}\n";
     ASSERT_EQ(show(&fk, &host, &out, r, code, "c"), 0);
-    ASSERT_EQ(json_array_size(fk.log), 1);
-    json_t *data = json_object_get(fake_find(&fk, "display", 0), "data");
+    ASSERT_EQ(json_array_size(fk.cap.log), 1);
+    json_t *data = json_object_get(capture_find(&fk.cap, "display", 0), "data");
     const char *plain = json_string_value(json_object_get(data, "text/plain"));
     const char *html = json_string_value(json_object_get(data, "text/html"));
     ASSERT_STR_CONTAINS(plain, "Run <1>\n");
@@ -338,8 +338,8 @@ T_TEST(fallback_without_comms)
     /* a `kiln run -p flag True` override applied after the cell shows in its table */
     json_object_set_new(fk.vars, "flag", json_true());
     ASSERT_EQ(show(&fk, &host, &out, r, code, "c"), 0);
-    plain = json_string_value(
-        json_object_get(json_object_get(fake_find(&fk, "display", 1), "data"), "text/plain"));
+    plain = json_string_value(json_object_get(
+        json_object_get(capture_find(&fk.cap, "display", 1), "data"), "text/plain"));
     ASSERT_STR_CONTAINS(plain, "  flag  = True\n");
     fm_registry_destroy(r);
     fake_deinit(&fk);

@@ -74,7 +74,8 @@ static void read_it(const char *path)
     mg_error merr = {{0}, {0}};
     if (mgp_ckpt_read_desc(r, path, &d, &merr) == 0) {
         FZ_CHECK(d.spec && d.name && d.name[0]);
-        FZ_CHECK(memchr(d.data, 0, sizeof d.data) && memchr(d.fnv, 0, sizeof d.fnv));
+        FZ_CHECK(memchr(d.ds.data, 0, sizeof d.ds.data) && memchr(d.ds.fnv, 0, sizeof d.ds.fnv));
+        FZ_CHECK(!d.ds.has_images || (d.ds.images.image_h <= 4096 && d.ds.images.image_w <= 4096));
         FZ_CHECK(memchr(d.schedule, 0, sizeof d.schedule));
     } else {
         FZ_CHECK(!strcmp(merr.ename, "ValueError") && strstr(merr.evalue, path));

@@ -10,11 +10,15 @@
  *  - one NCCL all-reduce a step, of exactly the gradients' bytes (the flat gradient
  *    vector: every trainable tensor, each padded to RT_OPTIM_ALIGN floats), every call
  *    inside a group and on a stream that waits for the backward (2 event waits a call);
+ *  - one host wait a step per device (the polled wait for the sum, which brings the
+ *    statistics row along), no other synchronisation;
  *  - the replicas stay bitwise equal to rank 0;
  *  - a checkpoint written mid-run by the 2-device trainer resumes on one device and on
  *    the CPU and ends where the uninterrupted run ends (1e-6 relative L2; measured
  *    2e-8); a 1-device checkpoint resumes on 2 devices the same way;
  *  - a device that fails mid-step stops the other at once with an error naming it;
+ *  - a device that never joins an all-reduce stops both within KILN_DIST_TIMEOUT, NCCL
+ *    aborted (ncclCommAbort), instead of a hang;
  *  - without NCCL the group still trains, through host memory, and no collective runs;
  *  - a device named twice is refused, and so is a batch whose shares do not fit the
  *    models (each device's model holds its share, not the whole batch).
@@ -149,7 +153,20 @@ T_TEST(two_devices_train_like_one)
     mock_nccl_reset();
     mock_stat_reset();
     ASSERT_EQ(rt_trainer_begin(two.t, &err), RT_OK);
-    ASSERT_EQ(steps(&two, STEPS + 1, &err), RT_OK);
+    ASSERT_EQ(steps(&two, 1, &err), RT_OK); /* the first copies rank 0's state to the replica */
+    const long d2h0 = mock_stat_d2h(), syncs0 = mock_stat_syncs(), polls0 = mock_stat_event_polls();
+    ASSERT_EQ(steps(&two, STEPS - 1, &err), RT_OK);
+    /* the host's waits, per step and device: the polled wait for NCCL's sum, which the
+     * statistics row rides with (an asynchronous copy before the sum); nothing else */
+    const long d2h = mock_stat_d2h() - d2h0, syncs = mock_stat_syncs() - syncs0,
+               polls = mock_stat_event_polls() - polls0;
+    printf("host waits in steps 2-%d on 2 devices: %ld polled waits, %ld synchronisations; "
+           "%ld statistics rows copied\n",
+           STEPS, polls, syncs, d2h);
+    ASSERT_EQ(polls, 2 * (STEPS - 1));
+    ASSERT_EQ(syncs, 0);
+    ASSERT_EQ(d2h, 2 * (STEPS - 1) - EPOCHS); /* a last batch of 1: one device has none */
+    ASSERT_EQ(steps(&two, 1, &err), RT_OK);
     ASSERT_EQ(two.calls, STEPS); /* progress once a step, from rank 0 only */
     double worst = 0;
     for (int i = 0; i < STEPS; i++) {
@@ -270,6 +287,44 @@ T_TEST(a_failing_device_stops_the_other)
     rt_backend_close(&lost);
 }
 
+/* A device that never joins an all-reduce (the stand-in's hang mode: device 1's third
+ * collective never starts): both devices stop within the world's timeout, NCCL aborted,
+ * with an error naming the device and the timeout; later steps fail at once. */
+T_TEST(a_hung_all_reduce_stops_within_the_timeout)
+{
+    rt_error err = {0};
+    run r;
+    setenv("KILN_DIST_TIMEOUT", "0.5", 1);
+    rt_status made = make(&r, &g_dev[0], &g_dev[1], &err);
+    setenv("KILN_DIST_TIMEOUT", "30", 1);
+    ASSERT_EQ(made, RT_OK);
+    ASSERT_EQ(rt_trainer_begin(r.t, &err), RT_OK);
+    mock_nccl_reset();
+    setenv("KILN_MOCK_NCCL", "hang:1:3", 1);
+    ASSERT_EQ(steps(&r, 2, &err), RT_OK);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rt_step_event ev;
+    rt_status s = rt_trainer_step(r.t, &ev, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    unsetenv("KILN_MOCK_NCCL");
+    double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    printf("hung all-reduce: failed after %.3f s: %s\n", el, err.msg);
+    ASSERT_EQ(s, RT_EDEVICE_LOST);
+    ASSERT_STR_CONTAINS(err.msg, "gradient all-reduce of step 3");
+    ASSERT_STR_CONTAINS(err.msg, "did not join within 0.5 s (KILN_DIST_TIMEOUT)");
+    ASSERT_STR_CONTAINS(err.msg, "NCCL was aborted");
+    ASSERT(strstr(err.msg, "cuda:0") || strstr(err.msg, "cuda:1"));
+    ASSERT(el >= 0.45 && el < 5.0);
+    ASSERT_EQ(mock_nccl_collectives(), 2);
+    ASSERT_EQ(mock_nccl_aborts(), 2); /* each device's communicator */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ASSERT(rt_trainer_step(r.t, &ev, &err) != RT_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ASSERT(t1.tv_sec - t0.tv_sec < 2);
+    finish(&r); /* no wait for the aborted communicators */
+}
+
 T_TEST(without_nccl_through_host_memory)
 {
     rt_error err = {0};
@@ -341,6 +396,7 @@ int main(void)
     T_RUN(two_device_checkpoint_resumes_on_the_cpu);
     T_RUN(one_device_checkpoint_resumes_on_two);
     T_RUN(a_failing_device_stops_the_other);
+    T_RUN(a_hung_all_reduce_stops_within_the_timeout);
     T_RUN(without_nccl_through_host_memory);
     T_RUN(a_device_named_twice_is_refused);
     T_RUN(shares_larger_than_the_models_are_refused);

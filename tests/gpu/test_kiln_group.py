@@ -12,15 +12,24 @@ batchnorm or dropout, SGD with momentum, global batch 16) runs:
   - as 2 GPU ranks of a launch (mpirun -np 2, --device cuda: rank k on cuda:k): rank 0
     makes NCCL's id, MPI hands it to rank 1, both join one communicator
     (ncclCommInitRank; the stand-in meets across processes through files in TMPDIR),
-    and the per-step losses are cuda:0,1's bit for bit; rank 1 writes no checkpoint.
+    and the per-step losses are cuda:0,1's bit for bit; rank 1 writes no checkpoint;
+  - as 2 GPU ranks of a launch without MPI (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+    MASTER_PORT on 127.0.0.1, as torchrun sets them): the ranks meet over TCP, rank 0's
+    NCCL id reaches rank 1, and the per-step losses are cuda:0,1's bit for bit again;
+    rank 1 writes no checkpoint and no notebook;
+  - the same launch on the CPU: refused on both ranks within seconds, naming mpirun;
+  - a rank that hangs inside NCCL (the stand-in's hang mode): both ranks stop within
+    KILN_DIST_TIMEOUT, NCCL aborted, naming the timeout, instead of waiting forever.
 """
 import glob
 import json
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import tempfile
+import time
 
 import numpy as np
 import pytest
@@ -41,7 +50,8 @@ if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
 def env_for(d, tag):
     env = dict(os.environ, KILN_MOCK_DEVICE="devices=2",
                KILN_RESULTS=f"{d}/{tag}-results.sqlite", KILN_DIST_TIMEOUT="60")
-    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"):
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+              "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"):
         env.pop(k, None)
     return env
 
@@ -137,3 +147,94 @@ def test_gpu_ranks_share_nccl_over_mpi(work):
     assert np.array_equal(np.array([v for (v,) in rows]), losses(work, "two"))
     assert glob.glob(f"{work}/ranks-run.0/*.safetensors")
     assert not glob.glob(f"{work}/ranks-run.1/*.safetensors")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch_without_mpi(work, tag, device, extra=None):
+    """Two `kiln run` processes with torchrun-style variables; (returncodes, outputs)."""
+    tmp = f"{work}/tmp-{tag}"
+    os.makedirs(tmp, exist_ok=True)
+    port = str(free_port())
+    procs = []
+    for rank in (0, 1):
+        env = env_for(work, f"{tag}.{rank}")
+        env.update({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+                    "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
+                    "TMPDIR": tmp, "KILN_DIST_TIMEOUT": "60",
+                    "KILN_MOCK_NCCL_REPORT": f"{work}/{tag}-nccl"})
+        env.update(extra or {})
+        procs.append(subprocess.Popen(
+            [KILN, "run", NB, "-o", f"{work}/{tag}-out.{rank}.ipynb", "-p", "run_dir",
+             f"{work}/{tag}-run.{rank}", "-p", "device", device], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    return [p.returncode for p in procs], outs
+
+
+def test_gpu_ranks_meet_over_tcp_without_mpi(work):
+    if not os.path.exists(f"{work}/two-results.sqlite"):
+        pytest.skip("needs test_two_devices_train_like_the_cpu's run")
+    codes, outs = launch_without_mpi(work, "tcp", "cuda")
+    assert codes == [0, 0], "\n".join(o[-3000:] for o in outs)
+    assert "through host memory" not in "".join(outs)
+    with sqlite3.connect(f"{work}/tcp.0-results.sqlite") as c:
+        rows = c.execute("SELECT value FROM metrics WHERE key='loss' ORDER BY step").fetchall()
+    assert np.array_equal(np.array([v for (v,) in rows]), losses(work, "two"))
+    ckpts = sorted(glob.glob(f"{work}/tcp-run.0/*.safetensors"))
+    assert ckpts
+    assert not glob.glob(f"{work}/tcp-run.1/*.safetensors")
+    assert os.path.exists(f"{work}/tcp-out.0.ipynb")
+    assert not os.path.exists(f"{work}/tcp-out.1.ipynb")
+    # what the NCCL stand-in saw on each rank: the same id, one weighted sum a step of
+    # exactly the gradients' bytes (every trainable tensor padded to 64 floats, as the
+    # optimiser lays them out; the model has no batchnorm, so every tensor trains)
+    reps = [json.load(open(f"{work}/tcp-nccl.{r}")) for r in (0, 1)]
+    with open(ckpts[-1], "rb") as f:
+        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+    grad_bytes = sum(-(-int(np.prod(t["shape"])) // 64) * 64 * 4
+                     for k, t in header.items() if k != "__metadata__" and "optim" not in k)
+    print(f"NCCL stand-in per rank: {reps}; gradients {grad_bytes} bytes")
+    assert reps[0]["id"] == reps[1]["id"] and reps[0]["id"].startswith("mock-nccl-")
+    assert [r["rank"] for r in reps] == [0, 1] and reps[0]["nranks"] == 2
+    for r in reps:
+        assert r["weighted_sums"] == len(rows), r
+        assert r["weighted_sum_bytes"] == grad_bytes, r
+        # the start-of-run check, rank 0's parameters, then each step's loss and votes
+        assert r["other"] == len(rows) + 2, r
+
+
+def test_cpu_ranks_without_mpi_are_refused(work):
+    t0 = time.monotonic()
+    codes, outs = launch_without_mpi(work, "tcpcpu", "cpu")
+    took = time.monotonic() - t0
+    assert codes[0] != 0 and codes[1] != 0, "\n".join(o[-2000:] for o in outs)
+    for rank, out in enumerate(outs):
+        text = out
+        path = f"{work}/tcpcpu-out.{rank}.ipynb"
+        if os.path.exists(path):
+            text += outputs_text(path)
+        assert "mpirun" in text and "no MPI" in text, text[-2000:]
+    assert not glob.glob(f"{work}/tcpcpu-run.*/*.safetensors")
+    assert took < 120, took
+
+
+def test_a_rank_hung_in_nccl_stops_both(work):
+    timeout = 3
+    t0 = time.monotonic()
+    codes, outs = launch_without_mpi(work, "hang", "cuda", {
+        "KILN_MOCK_NCCL": "hang:1:10", "KILN_DIST_TIMEOUT": str(timeout)})
+    took = time.monotonic() - t0
+    print(f"a rank hung in NCCL: both stopped after {took:.1f} s")
+    assert codes[0] != 0 and codes[1] != 0, "\n".join(o[-2000:] for o in outs)
+    for rank, out in enumerate(outs):
+        text = out
+        if os.path.exists(f"{work}/hang-out.{rank}.ipynb"):
+            text += outputs_text(f"{work}/hang-out.{rank}.ipynb")
+        assert f"did not join within {timeout} s (KILN_DIST_TIMEOUT)" in text, text[-2000:]
+        assert "NCCL was aborted" in text and f"rank {rank} of 2" in text, text[-2000:]
+    assert took < 60, took

@@ -1,10 +1,14 @@
-/* lang_util.h - run a cell in a fresh or shared engine and capture everything. */
+/* lang_util.h - run a cell in a fresh or shared engine and capture everything (the
+ * recording mg_out of tests/support/capture.h). */
 #ifndef LANG_UTIL_H
 #define LANG_UTIL_H
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "lang_capture.h"
+#include "capture.h"
+#include "kl.h"
 
 typedef struct run {
     int rc;
@@ -15,7 +19,7 @@ typedef struct run {
 
 static inline void run_cell(kl_engine *e, const char *code, run *r)
 {
-    mg_out o = cap_out(&r->cap);
+    mg_out o = capture_out(&r->cap);
     r->tb[0] = 0;
     r->rc = kl_engine_execute(e, code, &o, NULL, &r->err);
     size_t i;

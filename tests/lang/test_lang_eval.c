@@ -233,7 +233,7 @@ T_TEST(print_and_input)
     run r;
     run_cell(e, "print('a', 1, None, sep='|', end='!')\nprint()", &r);
     ASSERT_STR_EQ(r.cap.out, "a|1|None!\n");
-    mg_out o = cap_out(&r.cap);
+    mg_out o = capture_out(&r.cap);
     r.cap.input_reply = "typed";
     kl_error err;
     ASSERT_EQ(kl_engine_execute(e, "v = input('name? ')\nv", &o, NULL, &err), 0);

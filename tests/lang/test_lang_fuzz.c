@@ -19,7 +19,7 @@ static unsigned next(void) { return rng = rng * 1103515245u + 12345u, (rng >> 8)
 static int check_one(kl_engine *e, const char *code, int *crashed_never)
 {
     capture cap;
-    mg_out o = cap_out(&cap);
+    mg_out o = capture_out(&cap);
     kl_error err;
     int rc = kl_engine_execute(e, code, &o, NULL, &err);
     /* bytes that are not UTF-8 are always refused as a SyntaxError */
@@ -95,7 +95,7 @@ T_TEST(deep_and_huge_inputs)
     strcpy(big, "x = 1");
     for (int i = 0; i < 5000; i++) strcat(big, "+1");
     capture cap;
-    mg_out o = cap_out(&cap);
+    mg_out o = capture_out(&cap);
     kl_error err;
     ASSERT_EQ(kl_engine_execute(e, big, &o, NULL, &err), -1);
     ASSERT_STR_EQ(err.ename, "SyntaxError");
@@ -135,7 +135,7 @@ T_TEST(regressions)
     kl_engine *e = kl_engine_create(&intr);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         capture cap;
-        mg_out o = cap_out(&cap);
+        mg_out o = capture_out(&cap);
         kl_error err;
         ASSERT_EQ(kl_engine_execute(e, cases[i], &o, NULL, &err), -1);
         json_t *ev = json_string(err.evalue);

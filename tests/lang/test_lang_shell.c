@@ -26,7 +26,7 @@ static void timed_stream(void *u, const char *name, const char *text, size_t len
 {
     timed *t = u;
     if (t->first_chunk == 0) t->first_chunk = now();
-    cap_stream(&t->cap, name, text, len);
+    capture_stream(&t->cap, name, text, len);
 }
 
 T_TEST(streams_as_it_arrives)
@@ -34,7 +34,7 @@ T_TEST(streams_as_it_arrives)
     atomic_int intr = 0;
     kl_engine *e = kl_engine_create(&intr);
     timed t;
-    mg_out o = cap_out(&t.cap);
+    mg_out o = capture_out(&t.cap);
     o.user = &t;
     o.stream = timed_stream;
     t.first_chunk = 0;

@@ -1,6 +1,5 @@
-"""Helpers for the training-magic notebook and protocol tests: the built kiln binary
-(from the test kernelspec meson puts under JUPYTER_PATH), papermill-style parameter
-injection, output lookups and PNG checks."""
+"""Helpers for the training-magic notebook tests: papermill-style parameter injection,
+output lookups and PNG checks."""
 import base64
 import copy
 import json
@@ -8,13 +7,7 @@ import os
 import struct
 import zlib
 
-from jupyter_client.kernelspec import KernelSpecManager
-
 NOTEBOOKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "notebooks")
-
-
-def kiln_binary():
-    return KernelSpecManager().get_kernel_spec("kiln").argv[0]
 
 
 def inject(nb, params):

@@ -45,7 +45,7 @@ static json_t *g_order;
 
 static void order_display(void *user, json_t *data, json_t *metadata, const char *id, int update)
 {
-    tm_display(user, data, metadata, id, update);
+    capture_display(user, data, metadata, id, update);
     json_array_append_new(g_order, json_pack("{s:s?, s:b, s:I, s:b}", "id", id, "update", update,
                                              "at", (json_int_t)tm_c.nout, "svg",
                                              json_object_get(data, "image/svg+xml") != NULL));
@@ -65,10 +65,10 @@ T_TEST(test_param_count_separators)
                        "dense 16\nrelu\ndense 3\n",
                        &g_err),
               0);
-    char *all = strdup(tm_c.out ? tm_c.out : "");
+    char *all = strdup(tm_c.out);
     size_t i;
     json_t *d;
-    json_array_foreach(tm_c.displays, i, d)
+    json_array_foreach(tm_c.log, i, d)
     {
         const char *tp =
             json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
@@ -95,7 +95,7 @@ T_TEST(test_plot_display_placed_once)
     tm_out.display = order_display;
     snprintf(line, sizeof line, "train wide --epochs 3 --batch 64 --results %s", g_store);
     int rc = tm_magic(g_s, line, NULL, &g_err);
-    tm_out.display = tm_display;
+    tm_out.display = capture_display;
     ASSERT_EQ(rc, 0);
     ASSERT(json_array_size(g_order) >= 5);
     json_t *prog = json_array_get(g_order, 0), *plot = json_array_get(g_order, 1);
@@ -120,9 +120,9 @@ T_TEST(test_plot_display_placed_once)
         if (id && !strcmp(id, pid) && json_is_true(json_object_get(d, "svg"))) svgs++;
     }
     ASSERT_EQ(svgs, 3); /* one update per epoch */
-    ASSERT_EQ(
-        tm_count("text/plain", "<loss/accuracy plot appears after the first epoch>", NULL, NULL),
-        1);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain",
+                            "<loss/accuracy plot appears after the first epoch>", NULL, NULL),
+              1);
     json_decref(g_order);
 }
 

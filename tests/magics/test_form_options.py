@@ -7,15 +7,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import nbformat
 import pytest
 
-from nb_util import NOTEBOOKS, errors, kiln_binary
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from kiln_env import results_tmpdir  # noqa: E402
+from kiln_client import kiln_binary
+from kiln_env import results_tmpdir
+from nb_util import NOTEBOOKS, errors
 
 SMALL = {"subset": 256, "val": 64, "epochs": 1, "batch_size": 64}
 NEEDS = {("dataset", "mnist"): "downloads MNIST (tests have no network)",

@@ -19,6 +19,20 @@ static char g_dir[128], g_cache[192], g_store[192];
 static mg_session *g_s;
 static mg_error g_err;
 
+/* A w x h PNG of ch channels (1 or 3) at path: 0 or -1. */
+static int write_png(const char *path, const uint8_t *px, int w, int h, int ch)
+{
+    unsigned char *png;
+    size_t len;
+    mg_error e;
+    if (mg_png_encode(px, w, h, ch, &png, &len, &e) < 0) return -1;
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(png, 1, len, f) == len;
+    if (f && fclose(f) != 0) ok = 0;
+    free(png);
+    return ok ? 0 : -1;
+}
+
 /* n PNGs per class into g_dir/<class>/; 0 or -1. */
 static int write_folder(int n)
 {
@@ -37,16 +51,8 @@ static int write_folder(int n)
                 int on = y >= 3 && y < 9 && x >= c * 4 && x < c * 4 + 4;
                 px[p] = (uint8_t)((on ? 170 : 20) + (seed >> 16) % 60);
             }
-            unsigned char *png;
-            size_t len;
-            mg_error e;
-            if (mg_png_encode(px, w, h, 1, &png, &len, &e) < 0) return -1;
             snprintf(path, sizeof path, "%s/%s/%03d.png", g_dir, classes[c], i);
-            FILE *f = fopen(path, "wb");
-            int ok = f && fwrite(png, 1, len, f) == len;
-            if (f && fclose(f) != 0) ok = 0;
-            free(png);
-            if (!ok) return -1;
+            if (write_png(path, px, w, h, 1) != 0) return -1;
         }
     }
     return 0;
@@ -74,16 +80,8 @@ static int write_cifar_like(const char *dir, int classes, int n)
                     px[3 * p + k] = (uint8_t)(on ? rgb[k] : 60 + (seed >> 16) % 120);
                 }
             }
-            unsigned char *png;
-            size_t len;
-            mg_error e;
-            if (mg_png_encode(px, 32, 32, 3, &png, &len, &e) < 0) return -1;
             snprintf(path, sizeof path, "%s/class%02d/%03d.png", dir, c, i);
-            FILE *f = fopen(path, "wb");
-            int ok = f && fwrite(png, 1, len, f) == len;
-            if (f && fclose(f) != 0) ok = 0;
-            free(png);
-            if (!ok) return -1;
+            if (write_png(path, px, 32, 32, 3) != 0) return -1;
         }
     }
     return 0;
@@ -94,7 +92,7 @@ static const char *display_with(const char *needle)
 {
     size_t i;
     json_t *d;
-    json_array_foreach(tm_c.displays, i, d)
+    json_array_foreach(tm_c.log, i, d)
     {
         const char *tp =
             json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
@@ -121,7 +119,7 @@ T_TEST(test_dataset_folder_and_cache)
     ASSERT_STR_CONTAINS(sum, "train 90, val 30, test 0");
     ASSERT_STR_CONTAINS(sum, "folder: 120 files decoded");
     ASSERT_STR_CONTAINS(sum, "0=left 1=middle 2=right");
-    ASSERT(tm_count("image/png", NULL, NULL, NULL) == 1); /* the sample grid */
+    ASSERT(capture_count(&tm_c, "image/png", NULL, NULL, NULL) == 1); /* the sample grid */
     /* a new session (as a new kernel would): the cache serves it, nothing decoded */
     ASSERT_EQ(tm_fresh_session(&g_s), 0);
     tm_reset();
@@ -186,7 +184,7 @@ T_TEST(test_train_on_folder)
         snprintf(want, sizeof want, "%s/right/%03d.png: right ", g_dir, i);
         ASSERT_STR_CONTAINS(tm_c.out, want);
     }
-    ASSERT_EQ(tm_count("image/png", NULL, NULL, NULL), 1); /* the thumbnails */
+    ASSERT_EQ(capture_count(&tm_c, "image/png", NULL, NULL, NULL), 1); /* the thumbnails */
     snprintf(line2, sizeof line2, "predict tiny %s/nope/*.png", g_dir);
     ASSERT_EQ(tm_magic(g_s, line2, NULL, &g_err), -1);
     ASSERT_STR_EQ(g_err.ename, "FileNotFoundError");

@@ -6,16 +6,14 @@ PNGs, one progress display updated in place, and no errors. The results store is
 temporary one (KILN_RESULTS)."""
 import os
 import subprocess
-import sys
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from nb_util import NOTEBOOKS, cell_of, errors, inject, kiln_binary, png_size, pngs, texts
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from kiln_env import results_tmpdir  # noqa: E402
+from kiln_client import kiln_binary
+from kiln_env import results_tmpdir
+from nb_util import NOTEBOOKS, cell_of, errors, inject, png_size, pngs, texts
 
 SMALL = {"subset": 1000, "val": 500, "epochs": 1, "batch_size": 64}
 

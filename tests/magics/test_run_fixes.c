@@ -42,30 +42,24 @@ T_TEST(test_recorded_data_and_val)
              "--results %s",
              g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
-    ASSERT_STR_CONTAINS(tm_c.errs, "--checkpoint-every and --keep ignored");
-    ASSERT_STR_CONTAINS(tm_c.errs, "checkpoints need --run-dir");
-    rt_results *rs = NULL;
-    rt_error re;
-    int64_t run;
+    ASSERT_STR_CONTAINS(tm_c.err, "--checkpoint-every and --keep ignored");
+    ASSERT_STR_CONTAINS(tm_c.err, "checkpoints need --run-dir");
     rt_results_run r;
     char buf[300];
     double num = 0;
     int isnum = 0;
-    ASSERT_EQ(rt_results_open(g_store, &rs, &re), RT_OK);
-    ASSERT_EQ(rt_results_find(rs, "last", &run, &re), RT_OK);
-    ASSERT_EQ(rt_results_get_run(rs, run, &r, &re), RT_OK);
+    ASSERT_EQ(tm_last_run(g_store, &r), 0);
     ASSERT(rt_results_run_value(&r, "data", buf, sizeof buf, &num, &isnum));
     ASSERT_STR_EQ(buf, g_dir);
     ASSERT(rt_results_run_value(&r, "val", buf, sizeof buf, &num, &isnum));
     ASSERT(isnum && num == 30);
     rt_results_run_free(&r);
-    rt_results_close(rs);
     /* with --run-dir there is no such warning */
     tm_reset();
     snprintf(line, sizeof line, "train tiny --batch 32 --keep 2 --run-dir %s/kept --results %s",
              g_dir, g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
-    ASSERT(tm_c.errs == NULL || strstr(tm_c.errs, "need --run-dir") == NULL);
+    ASSERT(strstr(tm_c.err, "need --run-dir") == NULL);
 }
 
 /* A run directory that cannot be created or written is an error before step 1 that
@@ -92,9 +86,9 @@ T_TEST(test_bad_run_dir_fails_at_once)
         ASSERT_STR_EQ(g_err.ename, "OSError");
         ASSERT_STR_CONTAINS(g_err.evalue, dirs[i]);
         ASSERT_STR_CONTAINS(g_err.evalue, "--run-dir");
-        ASSERT_EQ(tm_count("text/plain", "epoch ", NULL, NULL), 0); /* not one step */
-        ASSERT_EQ(tm_count("text/plain", "Run tiny", NULL, NULL), 0);
-        ASSERT(tm_c.out == NULL || strstr(tm_c.out, "Training tiny") == NULL);
+        ASSERT_EQ(capture_count(&tm_c, "text/plain", "epoch ", NULL, NULL), 0); /* not one step */
+        ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny", NULL, NULL), 0);
+        ASSERT(strstr(tm_c.out, "Training tiny") == NULL);
     }
 }
 
@@ -102,10 +96,10 @@ T_TEST(test_bad_run_dir_fails_at_once)
 static const char *last_progress(void)
 {
     const char *id = NULL, *text = NULL;
-    if (tm_count("text/html", "epoch ", &id, NULL) < 1 || !id) return NULL;
+    if (capture_count(&tm_c, "text/html", "epoch ", &id, NULL) < 1 || !id) return NULL;
     size_t i;
     json_t *d;
-    json_array_foreach(tm_c.displays, i, d)
+    json_array_foreach(tm_c.log, i, d)
     {
         const char *did = json_string_value(json_object_get(d, "id"));
         if (did && !strcmp(did, id))
@@ -146,7 +140,7 @@ T_TEST(test_checkpoint_lines)
     int seen8 = 0;
     size_t i;
     json_t *d;
-    json_array_foreach(tm_c.displays, i, d)
+    json_array_foreach(tm_c.log, i, d)
     {
         const char *tp =
             json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
@@ -178,7 +172,7 @@ T_TEST(test_already_complete)
     snprintf(line, sizeof line, "train tiny --batch 32 --epochs 2 --run-dir %s --results %s", dir,
              g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: finished", NULL, NULL), 1);
     const char *cmds[2] = {line, NULL};
     char resume[700];
     /* the store is the user's to name: a checkpoint never chooses it (docs/resume.md) */
@@ -190,12 +184,12 @@ T_TEST(test_already_complete)
         if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
         ASSERT_EQ(rc, 0);
         const char *sum = NULL;
-        ASSERT_EQ(tm_count("text/plain", "Run tiny: already complete at step 20 (epoch 2 of 2)",
-                           NULL, NULL),
+        ASSERT_EQ(capture_count(&tm_c, "text/plain",
+                                "Run tiny: already complete at step 20 (epoch 2 of 2)", NULL, NULL),
                   1);
         size_t i;
         json_t *d;
-        json_array_foreach(tm_c.displays, i, d)
+        json_array_foreach(tm_c.log, i, d)
         {
             const char *tp =
                 json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
@@ -211,7 +205,7 @@ T_TEST(test_already_complete)
                  dir);
         ASSERT_STR_CONTAINS(sum, want);
         ASSERT(strstr(sum, "steps 0") == NULL);
-        ASSERT(tm_c.out == NULL || strstr(tm_c.out, "checkpoint: ") == NULL);
+        ASSERT(strstr(tm_c.out, "checkpoint: ") == NULL);
     }
 }
 

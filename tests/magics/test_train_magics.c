@@ -177,19 +177,18 @@ T_TEST(test_dataset_and_model)
     ASSERT_EQ(fresh_session(), 0);
     tm_reset();
     ASSERT_EQ(setup_model(), 0);
-    ASSERT_STR_CONTAINS(
-        json_string_value(json_object_get(json_object_get(json_array_get(tm_c.displays, 0), "data"),
-                                          "text/plain")),
-        "train 300, val 0, test 90");
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(
+                            json_object_get(json_array_get(tm_c.log, 0), "data"), "text/plain")),
+                        "train 300, val 0, test 90");
     const char *png = json_string_value(
-        json_object_get(json_object_get(json_array_get(tm_c.displays, 1), "data"), "image/png"));
+        json_object_get(json_object_get(json_array_get(tm_c.log, 1), "data"), "image/png"));
     int w = 0, h = 0;
     ASSERT(png && valid_png_b64(png, &w, &h));
     ASSERT(w > 6 * 16 && h > 16);
     /* summary: conv 4*1*3*3+4 = 40, dense 4*4*4*3+3 = 195 -> 235 */
-    ASSERT_EQ(tm_count("text/html", "Model: \"tiny\"", NULL, NULL), 1);
+    ASSERT_EQ(capture_count(&tm_c, "text/html", "Model: \"tiny\"", NULL, NULL), 1);
     const char *text = json_string_value(
-        json_object_get(json_object_get(json_array_get(tm_c.displays, 2), "data"), "text/plain"));
+        json_object_get(json_object_get(json_array_get(tm_c.log, 2), "data"), "text/plain"));
     ASSERT_STR_CONTAINS(text, "Total params: 235");
     ASSERT_STR_CONTAINS(text, "(4, 8, 8)");
     ASSERT_STR_CONTAINS(text, "(64)");
@@ -202,23 +201,21 @@ T_TEST(test_dataset_and_model)
     snprintf(line, sizeof line, "dataset %s --samples 0 --subset 100", g_dir);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     ASSERT_STR_CONTAINS(
-        tm_c.displays
-            ? json_string_value(json_object_get(
-                  json_object_get(json_array_get(tm_c.displays, 0), "data"), "text/plain"))
-            : NULL,
+        tm_c.log ? json_string_value(json_object_get(
+                       json_object_get(json_array_get(tm_c.log, 0), "data"), "text/plain"))
+                 : NULL,
         "train 100, val 0");
     tm_reset();
     snprintf(line, sizeof line, "dataset %s --samples 0", g_dir);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
-    ASSERT_STR_CONTAINS(
-        json_string_value(json_object_get(json_object_get(json_array_get(tm_c.displays, 0), "data"),
-                                          "text/plain")),
-        "train 300, val 0");
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(
+                            json_object_get(json_array_get(tm_c.log, 0), "data"), "text/plain")),
+                        "train 300, val 0");
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "model list", NULL, &g_err), 0);
     ASSERT_STR_CONTAINS(tm_c.out, "tiny");
     ASSERT_EQ(tm_magic(g_s, "model show tiny", NULL, &g_err), 0);
-    ASSERT_EQ(tm_count("text/plain", "Model: \"tiny\"", NULL, NULL), 1);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Model: \"tiny\"", NULL, NULL), 1);
 }
 
 T_TEST(test_train_evaluate_predict)
@@ -234,13 +231,13 @@ T_TEST(test_train_evaluate_predict)
     ASSERT_EQ(rc, 0);
     /* one progress display, shown once and then only updated */
     const char *id = NULL;
-    int updates = 0, n = tm_count("text/html", "epoch ", &id, &updates);
+    int updates = 0, n = capture_count(&tm_c, "text/html", "epoch ", &id, &updates);
     ASSERT(id != NULL);
     ASSERT(n >= 3);
     ASSERT_EQ(updates, n - 1);
     size_t i;
     json_t *d;
-    json_array_foreach(tm_c.displays, i, d)
+    json_array_foreach(tm_c.log, i, d)
     {
         const char *did = json_string_value(json_object_get(d, "id"));
         const char *tp =
@@ -249,9 +246,9 @@ T_TEST(test_train_evaluate_predict)
     }
     /* the final progress says all 57 steps (3 epochs of ceil(300/16) = 19) */
     json_t *last = NULL;
-    json_array_foreach(tm_c.displays, i,
-                       d) if (json_is_string(json_object_get(d, "id")) &&
-                              !strcmp(json_string_value(json_object_get(d, "id")), id)) last = d;
+    json_array_foreach(tm_c.log, i, d) if (json_is_string(json_object_get(d, "id")) &&
+                                           !strcmp(json_string_value(json_object_get(d, "id")), id))
+        last = d;
     ASSERT_STR_CONTAINS(
         json_string_value(json_object_get(json_object_get(last, "data"), "text/plain")),
         "step 57/57");
@@ -260,9 +257,9 @@ T_TEST(test_train_evaluate_predict)
     ASSERT_STR_CONTAINS(tm_c.out, "epoch 3/3  loss");
     ASSERT_STR_CONTAINS(tm_c.out, "test_acc");
     int plots_updated = 0;
-    ASSERT_EQ(tm_count("image/svg+xml", NULL, NULL, &plots_updated), 3);
+    ASSERT_EQ(capture_count(&tm_c, "image/svg+xml", NULL, NULL, &plots_updated), 3);
     ASSERT_EQ(plots_updated, 3); /* the plot display is made (as a placeholder) before epoch 1 */
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: finished", NULL, NULL), 1);
     /* recorded: params, step and epoch metrics, finished */
     rt_results *rs = NULL;
     rt_error re;
@@ -292,17 +289,16 @@ T_TEST(test_train_evaluate_predict)
     setenv("KILN_RESULTS", "/nonexistent/kiln-results.sqlite", 1);
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "results list", NULL, &g_err), 0);
-    ASSERT_EQ(tm_count("text/plain", NULL, NULL, NULL) >= 1, 1);
-    ASSERT_STR_CONTAINS(
-        json_string_value(json_object_get(json_object_get(json_array_get(tm_c.displays, 0), "data"),
-                                          "text/plain")),
-        "tiny");
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", NULL, NULL, NULL) >= 1, 1);
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(
+                            json_object_get(json_array_get(tm_c.log, 0), "data"), "text/plain")),
+                        "tiny");
     unsetenv("KILN_RESULTS");
     /* evaluate: same accuracy as the last validation (val = test here), SVG matrix
      * (test_evaluate_confusion_svg checks the picture) */
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "evaluate tiny", NULL, &g_err), 0);
-    json_t *data = json_object_get(json_array_get(tm_c.displays, 0), "data");
+    json_t *data = json_object_get(json_array_get(tm_c.log, 0), "data");
     int w, h;
     ASSERT(json_string_value(json_object_get(data, "image/svg+xml")) != NULL);
     ASSERT(valid_png_b64(json_string_value(json_object_get(data, "image/png")), &w, &h));
@@ -313,7 +309,7 @@ T_TEST(test_train_evaluate_predict)
     /* predict: a valid PNG grid and one caption per image */
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "predict tiny --samples 5 --seed 3", NULL, &g_err), 0);
-    data = json_object_get(json_array_get(tm_c.displays, 0), "data");
+    data = json_object_get(json_array_get(tm_c.log, 0), "data");
     ASSERT(valid_png_b64(json_string_value(json_object_get(data, "image/png")), &w, &h));
     ASSERT_STR_CONTAINS(json_string_value(json_object_get(data, "text/html")), "data:image/png");
     ASSERT_STR_CONTAINS(json_string_value(json_object_get(data, "text/plain")), "tiny on 5");
@@ -369,10 +365,10 @@ T_TEST(test_device_path_run)
     free(a);
     free(b);
     const char *id = NULL;
-    int updates = 0, n = tm_count("text/html", "epoch ", &id, &updates);
+    int updates = 0, n = capture_count(&tm_c, "text/html", "epoch ", &id, &updates);
     ASSERT(n >= 1 && updates == n - 1);
     ASSERT_STR_CONTAINS(tm_c.out, "epoch 3/3  loss");
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: finished", NULL, NULL), 1);
     tm_reset();
     tm_interrupt_after = 5;
     snprintf(line, sizeof line, "train tiny --epochs 2 --batch 16 --results %s", g_store);
@@ -394,18 +390,13 @@ T_TEST(test_interrupt_and_time_limit)
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
     ASSERT_STR_EQ(g_err.ename, "KeyboardInterrupt");
     ASSERT_STR_CONTAINS(g_err.evalue, "after step 5 of 38");
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: stopped by an interrupt after step 5", NULL, NULL),
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: stopped by an interrupt after step 5",
+                            NULL, NULL),
               1);
-    rt_results *rs = NULL;
-    rt_error re;
-    int64_t run;
     rt_results_run r;
-    ASSERT_EQ(rt_results_open(g_store, &rs, &re), RT_OK);
-    ASSERT_EQ(rt_results_find(rs, "last", &run, &re), RT_OK);
-    ASSERT_EQ(rt_results_get_run(rs, run, &r, &re), RT_OK);
+    ASSERT_EQ(tm_last_run(g_store, &r), 0);
     ASSERT_EQ(r.status, RT_RESULTS_INTERRUPTED);
     rt_results_run_free(&r);
-    rt_results_close(rs);
     /* the model stays usable */
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "evaluate tiny", NULL, &g_err), 0);
@@ -416,7 +407,8 @@ T_TEST(test_interrupt_and_time_limit)
              "--results %s",
              g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: stopped by the time limit", NULL, NULL), 1);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: stopped by the time limit", NULL, NULL),
+              1);
 }
 
 T_TEST(test_broken_store_refuses_the_run)
@@ -436,7 +428,7 @@ T_TEST(test_broken_store_refuses_the_run)
      * (docs/results.md); failures after the start stay warnings */
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
     ASSERT_STR_CONTAINS(g_err.evalue, "not an SQLite database");
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 0);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: finished", NULL, NULL), 0);
 }
 
 /* A run that cannot write its final checkpoint fails: an error, recorded as failed. */
@@ -461,17 +453,11 @@ T_TEST(test_failed_run_is_recorded)
     snprintf(line, sizeof line, "train tiny --batch 32 --run-dir %s --results %s", dir, g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
     ASSERT_STR_CONTAINS(g_err.evalue, name);
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: failed", NULL, NULL), 1);
-    rt_results *rs = NULL;
-    rt_error re;
-    int64_t run;
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: failed", NULL, NULL), 1);
     rt_results_run r;
-    ASSERT_EQ(rt_results_open(g_store, &rs, &re), RT_OK);
-    ASSERT_EQ(rt_results_find(rs, "last", &run, &re), RT_OK);
-    ASSERT_EQ(rt_results_get_run(rs, run, &r, &re), RT_OK);
+    ASSERT_EQ(tm_last_run(g_store, &r), 0);
     ASSERT_EQ(r.status, RT_RESULTS_FAILED);
     rt_results_run_free(&r);
-    rt_results_close(rs);
 }
 
 T_TEST(test_shapes_and_device_errors)
@@ -498,11 +484,10 @@ T_TEST(test_shapes_and_device_errors)
     ASSERT_STR_CONTAINS(g_err.evalue, "--schedule");
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "device", NULL, &g_err), 0);
-    ASSERT_EQ(tm_count("text/plain", "cpu ", NULL, NULL), 1);
-    ASSERT_STR_CONTAINS(
-        json_string_value(json_object_get(json_object_get(json_array_get(tm_c.displays, 0), "data"),
-                                          "text/plain")),
-        "--device auto picks");
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "cpu ", NULL, NULL), 1);
+    ASSERT_STR_CONTAINS(json_string_value(json_object_get(
+                            json_object_get(json_array_get(tm_c.log, 0), "data"), "text/plain")),
+                        "--device auto picks");
 }
 
 /* %evaluate's confusion matrix is one labelled SVG: every class name on the axes, the
@@ -514,7 +499,7 @@ T_TEST(test_evaluate_confusion_svg)
 {
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "evaluate tiny", NULL, &g_err), 0);
-    json_t *data = json_object_get(json_array_get(tm_c.displays, 0), "data");
+    json_t *data = json_object_get(json_array_get(tm_c.log, 0), "data");
     const char *svg = json_string_value(json_object_get(data, "image/svg+xml"));
     const char *text = json_string_value(json_object_get(data, "text/plain"));
     const char *html = json_string_value(json_object_get(data, "text/html"));
@@ -585,7 +570,7 @@ T_TEST(test_sample_grid_wraps)
     snprintf(line, sizeof line, "dataset %s --samples 12", g_dir);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     const char *html = json_string_value(
-        json_object_get(json_object_get(json_array_get(tm_c.displays, 1), "data"), "text/html"));
+        json_object_get(json_object_get(json_array_get(tm_c.log, 1), "data"), "text/html"));
     ASSERT(html != NULL);
     ASSERT_STR_CONTAINS(html, "grid-template-columns:repeat(auto-fill,minmax(");
     ASSERT_STR_CONTAINS(html, "max-width:");

@@ -7,50 +7,26 @@ import http.server
 import os
 import shutil
 import struct
-import sys
 import tempfile
 import threading
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "protocol"))
-from conftest import Kernel  # noqa: E402
+from kiln_client import Kernel, execute, kiln_binary
+from kiln_env import results_tmpdir
 
 
 @pytest.fixture(scope="module")
 def k():
-    d = tempfile.mkdtemp(prefix="kiln-tp-")
-    old = os.environ.get("KILN_RESULTS")
-    os.environ["KILN_RESULTS"] = os.path.join(d, "results.sqlite")
-    kern = Kernel()
-    yield kern
-    kern.close()
-    if old is None:
-        del os.environ["KILN_RESULTS"]
-    else:
-        os.environ["KILN_RESULTS"] = old
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def execute(k, code, timeout=300):
-    """(reply content, iopub messages of the request)."""
-    msg_id = k.kc.execute(code)
-    reply = k.kc.get_shell_msg(timeout=timeout)
-    while reply["parent_header"].get("msg_id") != msg_id:
-        reply = k.kc.get_shell_msg(timeout=timeout)
-    msgs = []
-    while True:
-        m = k.kc.get_iopub_msg(timeout=timeout)
-        if m["parent_header"].get("msg_id") != msg_id:
-            continue
-        msgs.append(m)
-        if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
-            return reply["content"], msgs
+    with results_tmpdir("kiln-tp-"):
+        kern = Kernel()
+        yield kern
+        kern.close()
 
 
 def ok(k, code):
-    content, msgs = execute(k, code)
-    assert content["status"] == "ok", content
+    reply, msgs = execute(k.kc, code, timeout=300)
+    assert reply["content"]["status"] == "ok", reply["content"]
     return msgs
 
 
@@ -80,7 +56,7 @@ def test_progress_is_one_display_updated_in_place(k):
     ("%%model wrong\nflatten\ndense 7", "ValueError", "wrong"),
 ])
 def test_bad_input_is_an_error_reply(k, code, ename, words):
-    content, _ = execute(k, code)
+    content = execute(k.kc, code, timeout=300)[0]["content"]
     assert content["status"] == "error"
     assert content["ename"] == ename, content
     assert words in content["evalue"]
@@ -120,7 +96,6 @@ def test_help_completion_inspect(k):
 
 
 def test_memory_after_ten_runs(k):
-    from conftest import kiln_binary
     with open(kiln_binary(), "rb") as f:
         if b"__asan_init" in f.read():
             pytest.skip("ASan build: its quarantine keeps freed memory, RSS says nothing")

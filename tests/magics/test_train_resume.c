@@ -84,7 +84,7 @@ T_TEST(test_auto_versions_a_changed_run)
              d, d2, d, d);
     ASSERT_STR_CONTAINS(tm_c.out, want);
     ASSERT_STR_CONTAINS(tm_c.out, "adam lr 0.002 |");
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: finished", NULL, NULL), 1);
     char *after = listing(d);
     ASSERT_STR_EQ(after, before); /* the old run is intact */
     free(before);
@@ -97,21 +97,21 @@ T_TEST(test_auto_versions_a_changed_run)
              "never starts a new one)\n",
              d2);
     ASSERT_STR_CONTAINS(tm_c.out, want);
-    ASSERT_EQ(tm_count("text/plain",
-                       "Run tiny: already complete at step 38 (epoch 2 of 2); "
-                       "nothing to train",
-                       NULL, NULL),
+    ASSERT_EQ(capture_count(&tm_c, "text/plain",
+                            "Run tiny: already complete at step 38 (epoch 2 of 2); "
+                            "nothing to train",
+                            NULL, NULL),
               1);
     snprintf(want, sizeof want,
              "  to train longer: a larger --epochs, e.g. %%resume %s "
              "--epochs 3 (or this %%train with --epochs 3)\n",
              d2);
     const char *id = NULL;
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: already complete", &id, NULL), 1);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: already complete", &id, NULL), 1);
     size_t i;
     json_t *x;
     int found = 0;
-    json_array_foreach(tm_c.displays, i, x)
+    json_array_foreach(tm_c.log, i, x)
     {
         const char *tp =
             json_string_value(json_object_get(json_object_get(x, "data"), "text/plain"));
@@ -130,7 +130,7 @@ T_TEST(test_auto_versions_a_changed_run)
              d);
     ASSERT_STR_CONTAINS(tm_c.out, want);
     ASSERT_STR_CONTAINS(tm_c.out, "epoch 3/3  loss");
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: finished", NULL, NULL), 1);
 }
 
 /* --resume must refuses other options and an empty directory, naming both choices;
@@ -164,14 +164,14 @@ T_TEST(test_must_and_never)
     ASSERT_STR_CONTAINS(tm_c.out, want);
     ASSERT_STR_CONTAINS(tm_c.out, "earlier checkpoints moved to ");
     ASSERT(strstr(tm_c.out, "continuing") == NULL);
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: finished", NULL, NULL), 1);
     /* the host's setting (kiln run --no-resume) does the same when --resume is not given */
     tm_settings.train_resume = MG_RESUME_NEVER;
     int rc = train(d, "");
     tm_settings.train_resume = MG_RESUME_AUTO;
     ASSERT_EQ(rc, 0);
     ASSERT_STR_CONTAINS(tm_c.out, want);
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: finished", NULL, NULL), 1);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: finished", NULL, NULL), 1);
     char *l = listing(d);
     int prev = 0;
     for (char *p = l; (p = strstr(p, "previous-")); p++) prev++;
@@ -228,11 +228,11 @@ T_TEST(test_resumed_output)
     ASSERT(strstr(tm_c.out, "unit=") == NULL && strstr(tm_c.out, "steps_per_epoch") == NULL);
     /* the final plot has all 38 steps: 5 from the checkpoint, 33 trained here */
     const char *plot_id = NULL;
-    ASSERT(tm_count("image/svg+xml", NULL, &plot_id, NULL) >= 1);
+    ASSERT(capture_count(&tm_c, "image/svg+xml", NULL, &plot_id, NULL) >= 1);
     const char *last = NULL;
     size_t i;
     json_t *x;
-    json_array_foreach(tm_c.displays, i,
+    json_array_foreach(tm_c.log, i,
                        x) if (json_object_get(json_object_get(x, "data"), "image/svg+xml")) last =
         json_string_value(json_object_get(json_object_get(x, "data"), "text/plain"));
     ASSERT(last != NULL);
@@ -264,14 +264,14 @@ T_TEST(test_stopped_early_plot_and_counts)
     snprintf(line, sizeof line, "train tiny --batch 16 --results %s", g_store);
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
     const char *plot_id = NULL;
-    ASSERT_EQ(
-        tm_count("text/html", "<loss/accuracy plot appears after the first epoch>", &plot_id, NULL),
-        1);
+    ASSERT_EQ(capture_count(&tm_c, "text/html",
+                            "<loss/accuracy plot appears after the first epoch>", &plot_id, NULL),
+              1);
     ASSERT(plot_id != NULL);
     json_t *last = NULL;
     size_t i;
     json_t *x;
-    json_array_foreach(tm_c.displays, i,
+    json_array_foreach(tm_c.log, i,
                        x) if (!strcmp(json_string_value(json_object_get(x, "id")) ?: "", plot_id))
         last = x;
     ASSERT(last != NULL);
@@ -280,9 +280,10 @@ T_TEST(test_stopped_early_plot_and_counts)
     ASSERT_STR_EQ(json_string_value(json_object_get(data, "text/plain")),
                   "<loss/accuracy plot: 0 epochs, 3 steps>");
     ASSERT_STR_CONTAINS(tm_c.out, "Training tiny (1,619 params)");
-    ASSERT_EQ(tm_count("text/plain", "Run tiny: stopped by an interrupt", NULL, NULL), 1);
+    ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: stopped by an interrupt", NULL, NULL),
+              1);
     int found = 0;
-    json_array_foreach(tm_c.displays, i, x)
+    json_array_foreach(tm_c.log, i, x)
     {
         const char *tp =
             json_string_value(json_object_get(json_object_get(x, "data"), "text/plain"));

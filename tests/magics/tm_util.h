@@ -1,5 +1,6 @@
 /* tm_util.h - what the training-magic tests share: a capturing mg_out (stream text,
- * every display with its display_id and update flag), a fake host (an interrupt that
+ * every display with its display_id and update flag: tests/support/capture.h's, with
+ * stream and display only), a fake host (an interrupt that
  * fires after N polls), running a magic line through the registry and the shared
  * argument parser as the engine does, and a tiny IDX data set written to a temp dir
  * (3 classes of 8x8 images, a bright square whose position is the class: learnable
@@ -15,47 +16,18 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "capture.h"
 #include "mg.h"
+#include "rt_results.h"
+#include "rt_results_query.h"
 
-typedef struct tm_cap {
-    char *out, *errs; /* stdout / stderr text */
-    size_t nout, nerr;
-    json_t *displays; /* [{"data":..., "id": str|null, "update": bool}] */
-} tm_cap;
-
-static tm_cap tm_c;
+static capture tm_c;                 /* tm_c.log: the displays, in order (capture.h) */
 static long tm_interrupt_after = -1; /* polls until the interrupt fires; -1 never */
 static long tm_polls;
 
-static void tm_stream(void *user, const char *name, const char *text, size_t len)
-{
-    tm_cap *c = user;
-    char **buf = strcmp(name, "stderr") ? &c->out : &c->errs;
-    size_t *n = strcmp(name, "stderr") ? &c->nout : &c->nerr;
-    char *p = realloc(*buf, *n + len + 1);
-    if (!p) return;
-    memcpy(p + *n, text, len);
-    *n += len;
-    p[*n] = 0;
-    *buf = p;
-}
-
-static void tm_display(void *user, json_t *data, json_t *metadata, const char *id, int update)
-{
-    (void)metadata;
-    tm_cap *c = user;
-    json_array_append_new(c->displays,
-                          json_pack("{s:O, s:s?, s:b}", "data", data, "id", id, "update", update));
-}
-
 static void tm_reset(void)
 {
-    free(tm_c.out);
-    free(tm_c.errs);
-    tm_c.out = tm_c.errs = NULL;
-    tm_c.nout = tm_c.nerr = 0;
-    if (!tm_c.displays) tm_c.displays = json_array();
-    json_array_clear(tm_c.displays);
+    capture_reset(&tm_c, 1);
     tm_interrupt_after = -1;
     tm_polls = 0;
 }
@@ -67,7 +39,7 @@ static int tm_interrupted(void *user)
     return tm_interrupt_after >= 0 && tm_polls > tm_interrupt_after;
 }
 
-static mg_out tm_out = {.user = &tm_c, .stream = tm_stream, .display = tm_display};
+static mg_out tm_out = {.user = &tm_c, .stream = capture_stream, .display = capture_display};
 static mg_host tm_host = {.interrupted = tm_interrupted};
 static mg_settings tm_settings; /* what the magics see as the host's settings */
 
@@ -147,9 +119,7 @@ static int tm_make_dataset(char *dir, size_t n)
 static inline void tm_teardown(mg_session *s, const char *dir)
 {
     mg_session_destroy(s);
-    json_decref(tm_c.displays);
-    free(tm_c.out);
-    free(tm_c.errs);
+    capture_deinit(&tm_c);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
@@ -172,25 +142,20 @@ static inline int tm_setup_model(mg_session *s, const char *dir, int samples, co
     return tm_magic(s, line, NULL, err) || tm_magic(s, "model tiny", net, err) ? -1 : 0;
 }
 
-/* Counts displays whose data has mime and whose text/plain starts with prefix (may be
- * NULL); *id gets the display id of the first one. */
-static int tm_count(const char *mime, const char *prefix, const char **id, int *updates)
+/* The newest run recorded in the results store at store, into *r (rt_results_run_free):
+ * 0, or -1 when the store or its last run cannot be read. */
+static inline int tm_last_run(const char *store, rt_results_run *r)
 {
-    int n = 0;
-    size_t i;
-    json_t *d;
-    if (updates) *updates = 0;
-    json_array_foreach(tm_c.displays, i, d)
-    {
-        json_t *data = json_object_get(d, "data");
-        const char *tp = json_string_value(json_object_get(data, "text/plain"));
-        if (!json_object_get(data, mime)) continue;
-        if (prefix && (!tp || strncmp(tp, prefix, strlen(prefix)))) continue;
-        if (!n && id) *id = json_string_value(json_object_get(d, "id"));
-        if (updates && json_is_true(json_object_get(d, "update"))) ++*updates;
-        n++;
-    }
-    return n;
+    rt_results *rs = NULL;
+    rt_error re;
+    int64_t run;
+    int rc = rt_results_open(store, &rs, &re) == RT_OK &&
+                     rt_results_find(rs, "last", &run, &re) == RT_OK &&
+                     rt_results_get_run(rs, run, r, &re) == RT_OK
+                 ? 0
+                 : -1;
+    rt_results_close(rs);
+    return rc;
 }
 
 #endif

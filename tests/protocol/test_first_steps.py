@@ -13,7 +13,7 @@ import tempfile
 
 import pytest
 
-from conftest import execute, outputs, reply_for, stdout_text
+from kiln_client import execute, outputs, reply_for, stdout_text
 
 HELP = ("Kiln's help: %lsmagic lists the magics; NAME? shows the help of a magic or a "
         "variable (%train?, lr?);\n%train --help lists a magic's options; help(\"train\") "

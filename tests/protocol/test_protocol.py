@@ -13,7 +13,8 @@ import zmq
 from jupyter_client.manager import KernelManager
 from jupyter_client.session import Session
 
-from conftest import execute, iopub_for, kiln_binary, outputs, reply_for, stdout_text
+from kiln_client import (execute, iopub_for, kiln_binary, outputs, raw_shell, reply_for,
+                         stdout_text)
 
 # ---- status and parent headers ------------------------------------------------------
 
@@ -318,16 +319,6 @@ def test_input_request_round_trip(kernel):
 
 
 # ---- hostile and broken messages -------------------------------------------------------
-
-
-def raw_shell(kernel):
-    info = kernel.km.get_connection_info()
-    sock = zmq.Context.instance().socket(zmq.DEALER)
-    sock.linger = 0
-    sock.connect(f"{info['transport']}://{info['ip']}:{info['shell_port']}")
-    key = info["key"]
-    return sock, Session(key=key if isinstance(key, bytes) else key.encode(),
-                         signature_scheme=info["signature_scheme"])
 
 
 def frames_for(sess, code, **header_over):

@@ -4,7 +4,7 @@ under the per-operation limit, fails with a MemoryError naming the budget and th
 setting, the kernel's memory stays bounded, and the next cell runs."""
 import threading
 
-from conftest import execute, outputs
+from kiln_client import execute, outputs
 from test_wire_limits import RSS_BOUNDS, sampler
 
 MiB = 1 << 20

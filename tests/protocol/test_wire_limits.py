@@ -11,10 +11,8 @@ import threading
 import time
 
 import pytest
-import zmq
-from jupyter_client.session import Session
 
-from conftest import execute, outputs
+from kiln_client import execute, outputs, raw_shell
 
 MiB = 1 << 20
 # ASan keeps freed memory in its quarantine and valgrind runs its own heap, so the RSS
@@ -115,16 +113,6 @@ def test_millions_of_empty_frames_are_not_kept(fresh_kernel):
         assert "frames refused" in fresh_kernel.stderr()
 
 
-def raw_client(kernel):
-    info = kernel.km.get_connection_info()
-    sock = zmq.Context.instance().socket(zmq.DEALER)
-    sock.linger = 0
-    sock.connect(f"tcp://{info['ip']}:{info['shell_port']}")
-    key = info["key"]
-    return sock, Session(key=key if isinstance(key, bytes) else key.encode(),
-                         signature_scheme=info["signature_scheme"])
-
-
 def shell_replies(sock, session, n, timeout=30):
     out = []
     while len(out) < n:
@@ -135,7 +123,7 @@ def shell_replies(sock, session, n, timeout=30):
 
 
 def test_signed_requests_refused_get_an_error_reply(fresh_kernel):
-    sock, session = raw_client(fresh_kernel)
+    sock, session = raw_shell(fresh_kernel)
     msg = session.msg("execute_request", {"code": "too_many = 1", "silent": False})
     frames = session.serialize(msg) + [b""] * 2000  # 2000 buffers: over the frame limit
     sock.send_multipart(frames)
@@ -164,7 +152,7 @@ def test_ten_megabyte_signed_cell_executes(fresh_kernel):
 
 
 def test_replayed_message_runs_once(fresh_kernel):
-    sock, session = raw_client(fresh_kernel)
+    sock, session = raw_shell(fresh_kernel)
     msg = session.msg("execute_request", {"code": "replays = replays + 1", "silent": False})
     execute(fresh_kernel.kc, "replays = 0")
     frames = session.serialize(msg)

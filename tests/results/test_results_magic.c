@@ -1,11 +1,12 @@
 /* test_results_magic.c - %results through its command table entry, with a capturing
- * mg_out: what a user sees for list/show/compare/export/delete, and the errors.
+ * mg_out (tests/support/capture.h): what a user sees for list/show/compare/export/delete, and the errors.
  */
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "mg.h"
 #include "mg_plot.h"
 #include "results_test_util.h"
@@ -14,67 +15,8 @@
 
 extern const mg_command mg_cmd_results;
 
-/* ---- a capturing mg_out ---- */
-
-typedef struct capture {
-    char *text; /* all stream output */
-    size_t len;
-    json_t *displays; /* array of the MIME bundles shown */
-} capture;
-
-static void cap_stream(void *user, const char *name, const char *text, size_t len)
-{
-    capture *c = user;
-    (void)name;
-    char *p = realloc(c->text, c->len + len + 1);
-    if (!p) return;
-    memcpy(p + c->len, text, len);
-    c->len += len;
-    p[c->len] = '\0';
-    c->text = p;
-}
-
-static void cap_display(void *user, json_t *data, json_t *metadata, const char *id, int update)
-{
-    (void)metadata, (void)id, (void)update;
-    json_array_append(((capture *)user)->displays, data);
-}
-
-static void cap_reset(capture *c)
-{
-    free(c->text);
-    c->text = NULL;
-    c->len = 0;
-    json_array_clear(c->displays);
-}
-
-/* Concatenation of every display's entry of one MIME type (new string). */
-static char *shown(const capture *c, const char *mime)
-{
-    char *out = strdup("");
-    size_t i;
-    json_t *d;
-    json_array_foreach(c->displays, i, d)
-    {
-        const char *s = json_string_value(json_object_get(d, mime));
-        if (!s || !out) continue;
-        char *p = realloc(out, strlen(out) + strlen(s) + 1);
-        if (!p) break;
-        out = strcat(p, s);
-    }
-    return out;
-}
-
-static size_t count_mime(const capture *c, const char *mime)
-{
-    size_t i, n = 0;
-    json_t *d;
-    json_array_foreach(c->displays, i, d) n += json_object_get(d, mime) != NULL;
-    return n;
-}
-
 static capture g_cap;
-static mg_out g_out = {.user = &g_cap, .stream = cap_stream, .display = cap_display};
+static mg_out g_out = {.user = &g_cap, .stream = capture_stream, .display = capture_display};
 static mg_session *g_session;
 static char g_dir[512], g_store[600];
 static mg_error g_err;
@@ -88,7 +30,7 @@ static int magic(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    cap_reset(&g_cap);
+    capture_reset(&g_cap, 1);
     memset(&g_err, 0, sizeof g_err);
     mg_args args;
     if (mg_args_parse(&mg_cmd_results, line, NULL, &args, &g_err) < 0) return -1;
@@ -133,7 +75,7 @@ T_TEST(t_empty_store)
 T_TEST(t_list)
 {
     ASSERT_EQ(magic("list --results %s --status finished --sort val_acc --desc", g_store), 0);
-    char *text = shown(&g_cap, "text/plain"), *html = shown(&g_cap, "text/html");
+    char *text = capture_shown(&g_cap, "text/plain"), *html = capture_shown(&g_cap, "text/html");
     ASSERT(text && html);
     const char *fast = strstr(text, "fast"), *base = strstr(text, "base");
     int order = fast && base && fast < base;
@@ -152,7 +94,7 @@ T_TEST(t_list)
     ASSERT(table);
 
     ASSERT_EQ(magic("--results %s --where lr=0.001 --where status=failed", g_store), 0);
-    text = shown(&g_cap, "text/plain");
+    text = capture_shown(&g_cap, "text/plain");
     int only_slow = text && strstr(text, "slow") && !strstr(text, "base") && !strstr(text, "fast");
     free(text);
     ASSERT(only_slow);
@@ -191,7 +133,7 @@ T_TEST(t_list_columns)
     }
     rt_results_close(rs);
     ASSERT_EQ(magic("list --results %s", store), 0);
-    char *text = shown(&g_cap, "text/plain"), *html = shown(&g_cap, "text/html");
+    char *text = capture_shown(&g_cap, "text/plain"), *html = capture_shown(&g_cap, "text/html");
     ASSERT(text && html);
     const char *head = strstr(text, "\nid ");
     const char *va = head ? strstr(head, "val_accuracy") : NULL,
@@ -213,7 +155,7 @@ T_TEST(t_list_columns)
     ASSERT(nowrap);
     /* one run: its parameters on a line; no table line wider than a notebook */
     ASSERT_EQ(magic("list --results %s --limit 1", store), 0);
-    text = shown(&g_cap, "text/plain");
+    text = capture_shown(&g_cap, "text/plain");
     ASSERT(text != NULL);
     int line_param = strstr(text, "\nparameters: ") && strstr(text, "batch=64") &&
                      strstr(text, "lr=0.0") && !strstr(text, " batch ");
@@ -231,7 +173,7 @@ T_TEST(t_list_columns)
 T_TEST(t_show)
 {
     ASSERT_EQ(magic("show fast --results %s", g_store), 0);
-    char *text = shown(&g_cap, "text/plain"), *svg = shown(&g_cap, "image/svg+xml");
+    char *text = capture_shown(&g_cap, "text/plain"), *svg = capture_shown(&g_cap, "image/svg+xml");
     int ok = text && strstr(text, "Run 2  fast  (finished)") && strstr(text, "Parameters") &&
              strstr(text, "0.01") && strstr(text, "Checkpoints") && strstr(text, "dense 10");
     int charts = svg && strstr(svg, "<svg") && strstr(svg, "per step") && strstr(svg, "per epoch");
@@ -239,18 +181,18 @@ T_TEST(t_show)
     free(svg);
     ASSERT(ok);
     ASSERT(charts);
-    ASSERT_EQ(count_mime(&g_cap, "image/svg+xml"), 2);
+    ASSERT_EQ(capture_count(&g_cap, "image/svg+xml", NULL, NULL, NULL), 2);
 }
 
 T_TEST(t_compare)
 {
     ASSERT_EQ(magic("compare 1 2 --results %s", g_store), 0);
-    ASSERT_EQ(count_mime(&g_cap, "image/svg+xml"), 2); /* val_acc, then loss */
-    const char *first_chart =
-        json_string_value(json_object_get(json_array_get(g_cap.displays, 0), "text/plain"));
+    ASSERT_EQ(capture_count(&g_cap, "image/svg+xml", NULL, NULL, NULL), 2); /* val_acc, then loss */
+    const char *first_chart = json_string_value(
+        json_object_get(json_object_get(capture_find(&g_cap, "display", 0), "data"), "text/plain"));
     ASSERT(first_chart && strstr(first_chart, "val_acc")); /* validation first */
-    char *svg = shown(&g_cap, "image/svg+xml"), *text = shown(&g_cap, "text/plain"),
-         *html = shown(&g_cap, "text/html");
+    char *svg = capture_shown(&g_cap, "image/svg+xml"), *text = capture_shown(&g_cap, "text/plain"),
+         *html = capture_shown(&g_cap, "text/html");
     int legends =
         svg && strstr(svg, "#1 base") && strstr(svg, "#2 fast") && strstr(svg, "loss (per step)");
     /* lr differs (marked), batch is equal (not marked) */
@@ -264,7 +206,7 @@ T_TEST(t_compare)
     ASSERT(highlight);
 
     ASSERT_EQ(magic("compare 1 2 3 --metric val_acc --results %s", g_store), 0);
-    ASSERT_EQ(count_mime(&g_cap, "image/svg+xml"), 1);
+    ASSERT_EQ(capture_count(&g_cap, "image/svg+xml", NULL, NULL, NULL), 1);
 }
 
 T_TEST(t_export_delete)
@@ -322,7 +264,7 @@ T_TEST(t_errors)
     ASSERT_STR_CONTAINS(g_err.evalue, "not an SQLite database");
     /* the store is still fine afterwards */
     ASSERT_EQ(magic("list --results %s", g_store), 0);
-    ASSERT_EQ(count_mime(&g_cap, "text/html"), 1);
+    ASSERT_EQ(capture_count(&g_cap, "text/html", NULL, NULL, NULL), 1);
 }
 
 T_TEST(t_session_store_and_help)
@@ -330,7 +272,7 @@ T_TEST(t_session_store_and_help)
     /* %train records the store it used; %results without --results follows it */
     ASSERT_EQ(mg_session_set(g_session, "results.spec", strdup(g_store), free), 0);
     ASSERT_EQ(magic("show last"), 0);
-    char *text = shown(&g_cap, "text/plain");
+    char *text = capture_shown(&g_cap, "text/plain");
     int ok = text && strstr(text, "fast");
     free(text);
     ASSERT(ok);
@@ -366,7 +308,7 @@ int main(void)
 {
     if (tu_tmpdir(g_dir, sizeof g_dir) != 0) return 99;
     snprintf(g_store, sizeof g_store, "%s/store.sqlite", g_dir);
-    g_cap.displays = json_array();
+    capture_reset(&g_cap, 1);
     g_session = mg_session_create();
     unsetenv("KILN_RESULTS");
     if (populate() != 0) {
@@ -383,8 +325,7 @@ int main(void)
     T_RUN(t_session_store_and_help);
     T_RUN(t_plot_basics);
     int rc = T_EXIT();
-    cap_reset(&g_cap);
-    json_decref(g_cap.displays);
+    capture_deinit(&g_cap);
     mg_session_destroy(g_session);
     if (rc == 0) tu_rmtree(g_dir);
     else fprintf(stderr, "kept %s for inspection\n", g_dir);

@@ -13,7 +13,7 @@
 #include "../t.h"
 #include "rt.h"
 #include "rt_ckpt_train.h"
-#include "../alloc_fail.h"
+#include "alloc_fail.h"
 
 static const char *SPEC = "conv2d 2 3 pad=1\nrelu\nbatchnorm\nflatten\ndense 4\n";
 static rt_dataset g_data;
@@ -103,16 +103,16 @@ T_TEST(sweep)
     ASSERT_EQ(start(&b, &err), RT_OK);
     int oks = 0, fails = 0;
     for (long k = 0; k < 100000; k++) {
-        long live0 = live;
-        alloc_count = 0, fail_at = k;
+        long live0 = alloc_live;
+        alloc_fail_arm(k);
         rt_status s1 = save(&a, path, &err), s2 = RT_OK;
-        fail_at = -1; /* check without injection: a valid file of the same size */
+        alloc_fail_at = -1; /* check without injection: a valid file of the same size */
         char *now = slurp(path, &n1);
         rt_ckpt_reader *chk = NULL;
         int intact = now && n1 == n0 && rt_ckpt_reader_open(path, 0, &chk, NULL) == RT_OK;
         rt_ckpt_reader_destroy(chk);
         __real_free(now);
-        fail_at = k;
+        alloc_fail_at = k;
         if (s1 != RT_OK && s1 != RT_ENOMEM) T_FAIL_("n=%ld save: %d %s", k, s1, err.msg);
         if (!intact) T_FAIL_("n=%ld: the checkpoint is not the valid one any more", k);
         s2 = restore(&b, path, &err);
@@ -120,8 +120,8 @@ T_TEST(sweep)
         if (s2 != RT_OK && rt_trainer_get_state(b.t).step != 0)
             T_FAIL_("n=%ld: a failed restore moved the trainer", k);
         long used = alloc_count;
-        fail_at = -1;
-        if (live != live0) T_FAIL_("n=%ld: %ld allocations leaked", k, live - live0);
+        alloc_fail_at = -1;
+        if (alloc_live != live0) T_FAIL_("n=%ld: %ld allocations leaked", k, alloc_live - live0);
         if (s1 == RT_OK && s2 == RT_OK) oks++;
         else fails++;
         if (k >= used) break; /* no allocation was failed: the sweep is complete */

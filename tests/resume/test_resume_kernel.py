@@ -8,7 +8,6 @@ bit for bit (Python floats from REAL columns), as must the final weights (read w
 `safetensors` package). Data: Fashion-MNIST (Debian's dataset-fashion-mnist), a
 1024-image subset; 2 epochs of batch 16 = 128 steps, a few seconds on 2 cores.
 """
-import ctypes
 import json
 import os
 import re
@@ -18,20 +17,16 @@ import signal
 import sqlite3
 import struct
 import subprocess
-import sys
-import tempfile
 import time
-import zlib
 
 import numpy as np
 import pytest
 from safetensors.numpy import load_file, save
 from safetensors import safe_open
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "protocol"))
-from conftest import Kernel  # noqa: E402
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from kiln_env import results_tmpdir  # noqa: E402
+from kiln_ckpt import with_kiln_checksums
+from kiln_client import Kernel, collect, kiln_binary, run
+from kiln_env import results_tmpdir
 
 SETUP = ["%dataset fashion-mnist --subset 1024 --val 64 --samples 0",
          "%%model net\nconv2d 8 3\nrelu\nbatchnorm\nmaxpool 2\ndropout 0.25\nflatten\ndense 10"]
@@ -49,72 +44,16 @@ def tmp():
         yield d
 
 
-class Cell:
-    def __init__(self):
-        self.reply, self.text, self.errors = None, "", []
-
-
 def start(k, code):
     return k.kc.execute(code)
 
 
-def collect(k, msg_id, timeout=240, on_text=None):
-    """Runs until idle; stream text and error outputs of the request."""
-    c = Cell()
-    while True:
-        m = k.kc.get_iopub_msg(timeout=timeout)
-        if m["parent_header"].get("msg_id") != msg_id:
-            continue
-        t = m["msg_type"]
-        if t == "stream":
-            c.text += m["content"]["text"]
-            if on_text:
-                on_text(c.text)
-        elif t == "display_data":
-            c.text += m["content"]["data"].get("text/plain", "") + "\n"
-        elif t == "update_display_data" and on_text:  # the progress display, in place
-            on_text(c.text + m["content"]["data"].get("text/plain", ""))
-        elif t == "error":
-            c.errors.append(m["content"])
-        elif t == "status" and m["content"]["execution_state"] == "idle":
-            break
-    while True:
-        r = k.kc.get_shell_msg(timeout=timeout)
-        if r["parent_header"].get("msg_id") == msg_id:
-            c.reply = r["content"]
-            return c
-
-
-def run(k, code, ok=True):
-    c = collect(k, start(k, code))
-    if ok:
-        assert c.reply["status"] == "ok", (code, c.reply, c.text)
-    return c
-
-
-class IpcKernel(Kernel):
-    """conftest's Kernel over the ipc transport: many kernels started one after another
-    on a busy box kept hitting "Address already in use" on the TCP ports jupyter_client
-    had just picked; Unix sockets have no such race."""
-
-    def __init__(self, args=()):
-        from jupyter_client.manager import KernelManager
-        self.log = tempfile.NamedTemporaryFile(prefix="kiln-stderr-", suffix=".log",
-                                               delete=False)
-        self.ipc_dir = tempfile.mkdtemp(prefix="kiln-ipc-")
-        self.km = KernelManager(kernel_name="kiln", transport="ipc",
-                                ip=os.path.join(self.ipc_dir, "k"))
-        self.km.start_kernel(stderr=self.log, extra_arguments=list(args or KERNEL_ARGS))
-        self.kc = self.km.client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=30)
-
-    def close(self):
-        super().close()
-        shutil.rmtree(self.ipc_dir, ignore_errors=True)
-
-
 KERNEL_ARGS = []  # extra `kiln kernel` arguments of the kernels the tests start
+
+
+def IpcKernel(args=()):
+    """A kernel over Unix sockets (kiln_client.Kernel) with KERNEL_ARGS unless args."""
+    return Kernel(args or KERNEL_ARGS, ipc=True)
 
 
 def new_kernel(setup=True):
@@ -267,48 +206,10 @@ def header_len(path):
         return struct.unpack("<Q", f.read(8))[0]
 
 
-# XXH3-64 from Debian's libxxhash (format v2's data checksum), through ctypes.
-_XXH = ctypes.CDLL("libxxhash.so.0")
-_XXH.XXH3_64bits.restype = ctypes.c_uint64
-_XXH.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-
-
-def xxh3(data):
-    return "%016x" % _XXH.XXH3_64bits(bytes(data), len(data))
-
-
-def header_crc32(header):
-    """docs/checkpoint-format.md section 4 (as tests/checkpoint/test_interop.py)."""
-    crc = 0
-    meta = header.get("__metadata__", {})
-    tensors = sorted(((k, v) for k, v in header.items() if k != "__metadata__"),
-                     key=lambda kv: tuple(kv[1]["data_offsets"]))
-    for name, t in tensors:
-        for part in [name, t["dtype"], "[" + ",".join(str(d) for d in t["shape"]) + "]",
-                     "[%d,%d]" % tuple(t["data_offsets"])]:
-            crc = zlib.crc32(part.encode() + b"\0", crc)
-    for key in sorted(meta, key=lambda s: s.encode()):
-        if key != "header_crc32":
-            crc = zlib.crc32(key.encode() + b"\0", crc)
-            crc = zlib.crc32(meta[key].encode() + b"\0", crc)
-    return "%08x" % crc
-
-
 def write_checked(dst, tensors, meta):
-    """A safetensors file with Kiln's two checksums filled in for meta (the data one
-    as its format_version defines it: v1 CRC-32, later XXH3-64)."""
-    meta = {k: v for k, v in meta.items() if k not in ("data_crc32", "data_xxh3")}
-    raw = save(tensors, metadata=meta)
-    (n,) = struct.unpack("<Q", raw[:8])
-    if meta["format_version"] == "1":
-        meta["data_crc32"] = "%08x" % zlib.crc32(raw[8 + n:])
-    else:
-        meta["data_xxh3"] = xxh3(raw[8 + n:])
-    header = json.loads(raw[8:8 + n])
-    header["__metadata__"] = meta
-    meta["header_crc32"] = header_crc32(header)
+    """A safetensors file with Kiln's two checksums filled in for meta."""
     with open(dst, "wb") as f:
-        f.write(save(tensors, metadata=meta))
+        f.write(save(tensors, metadata=with_kiln_checksums(tensors, meta)))
 
 
 def rewrite(src, dst, drop=(), **changes):
@@ -557,7 +458,6 @@ def test_a_tampered_checkpoint_chooses_no_destination(tmp, reference):
 
 
 def kiln_run(nb, out, env=None, args=()):
-    from conftest import kiln_binary
     p = subprocess.run([kiln_binary(), "run", nb, "-o", out, *args], capture_output=True,
                        text=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr
@@ -574,7 +474,6 @@ def kiln_run(nb, out, env=None, args=()):
 def test_kiln_run_again_continues_the_run(tmp, reference):
     """A stage notebook's batch job killed (SIGKILL) mid-run and simply run again by
     `kiln run` finishes the run, exactly; `kiln run --no-resume` starts over."""
-    from conftest import kiln_binary
     rd = os.path.join(tmp, "stage")
     nb = os.path.join(tmp, "stage.ipynb")
     cells = SETUP + [f"{TRAIN} --run-dir {rd} --checkpoint-every 16steps"]

@@ -60,8 +60,10 @@ class Proxy:
 
     on_request(pattern, nth, action): when the nth request whose head holds pattern
     (bytes, e.g. b"partNumber=2&") arrives, the proxy either holds it forever ("stall":
-    the request never reaches the server, everything before it did) or goes down
-    ("down": that request and all after it fail until up()). self.fired is set then.
+    the request never reaches the server, everything before it did), goes down
+    ("down": that request and all after it fail until up()) or damages the reply
+    ("flip": the first byte of its body inverted, as a bad link would). self.fired is
+    set then.
     Requests are matched at the start of what the client sends, which is where HTTP/1.1
     without pipelining puts each request line; so which request fires is fixed by the
     client's order of requests, not by timing."""
@@ -75,7 +77,7 @@ class Proxy:
         self.up()
 
     def on_request(self, pattern, nth, action):
-        assert action in ("stall", "down")
+        assert action in ("stall", "down", "flip")
         with self.lock:
             self.trigger, self.seen = (pattern, nth, action), 0
             self.fired.clear()
@@ -96,8 +98,9 @@ class Proxy:
             except OSError:
                 return
             self.conns += [c, u]
-            threading.Thread(target=self._pipe, args=(c, u, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(u, c, False), daemon=True).start()
+            st = {}  # per connection: whether its reply is to be damaged
+            threading.Thread(target=self._pipe, args=(c, u, True, st), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(u, c, False, st), daemon=True).start()
 
     def _fires(self, d):
         """Whether chunk d (from the client) starts the request the trigger waits for."""
@@ -114,14 +117,23 @@ class Proxy:
             self.fired.set()
             return action
 
-    def _pipe(self, a, b, upstream):
+    def _pipe(self, a, b, upstream, st):
         try:
             while True:
                 d = a.recv(65536)
                 if not d:
                     break
+                if not upstream and st.get("flip"):  # hold the reply until its body starts
+                    d = st.pop("held", b"") + d
+                    i = d.find(b"\r\n\r\n") + 4
+                    if i < 4 or i >= len(d):
+                        st["held"] = d
+                        continue
+                    d, st["flip"] = d[:i] + bytes([d[i] ^ 0xFF]) + d[i + 1:], False
                 if upstream:
                     action = self._fires(d)
+                    if action == "flip":
+                        st["flip"] = True
                     if action == "down":
                         self.down()
                         break

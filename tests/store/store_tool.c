@@ -147,7 +147,7 @@ int main(int argc, char **argv)
         rt_store_ckpt_free(c, n);
     } else if (st == RT_OK && strcmp(cmd, "ckpt-fetch") == 0 && argc == 4) {
         char *path = NULL, *skipped = NULL;
-        st = rt_store_ckpt_fetch_newest(s, prefix, argv[3], &path, &skipped, &err);
+        st = rt_store_ckpt_fetch(s, prefix, NULL, argv[3], &path, &skipped, &err);
         if (st == RT_OK) printf("fetched %s\n", path);
         if (st == RT_OK && skipped) printf("skipped: %s", skipped);
         free(path);

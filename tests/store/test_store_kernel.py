@@ -25,9 +25,8 @@ pytest.importorskip("boto3")
 pytest.importorskip("moto")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "resume"))
 from moto_util import BUCKET, Proxy, free_port, start_store  # noqa: E402
-from test_resume_kernel import IpcKernel, collect, run, start  # noqa: E402
+from kiln_client import Kernel, collect, run  # noqa: E402
 
 if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
     pytest.skip("Fashion-MNIST (Debian dataset-fashion-mnist) is not installed",
@@ -70,7 +69,7 @@ def kernel(st, **env):
         else:
             os.environ[k] = v
     try:
-        k = IpcKernel()
+        k = Kernel(ipc=True)
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -132,8 +131,8 @@ def test_train_to_s3_then_resume_in_a_fresh_kernel_bit_for_bit(env):
     for c in SETUP:
         cell(env, k, c)
     frames = []
-    c = collect(k, start(k, f"{TRAIN} --epochs 2 --run-dir {url} --keep 2 "
-                            "--checkpoint-every 4steps"), on_text=frames.append)
+    c = collect(k, k.kc.execute(f"{TRAIN} --epochs 2 --run-dir {url} --keep 2 "
+                                "--checkpoint-every 4steps"), on_text=frames.append)
     env["texts"].append(c.text + str(c.reply) + "".join(frames))
     assert c.reply["status"] == "ok", c.reply
     close(env, k)
@@ -268,6 +267,279 @@ def test_other_options_go_to_v2_in_the_store(env):
     assert "accuracy" in c.text, c.text
 
 
+def test_checkpoint_list_show_save_on_s3(env):
+    """%checkpoint list / show / save / load with s3:// URLs: the store's complete
+    checkpoints, incomplete ones with the reason, the newest or a named one fetched and
+    verified (a corrupt one is an error naming it), a save uploaded with its manifest
+    and loaded in a fresh kernel."""
+    url = f"s3://{BUCKET}/runs/ck"
+    k = kernel(env)
+    for c in SETUP:
+        cell(env, k, c)
+    cell(env, k, f"{TRAIN} --epochs 1 --run-dir {url} --keep 3 --checkpoint-every 8steps")
+    # a manifest whose object never arrived: listed as incomplete, never fetched
+    env["s3"].put_object(Bucket=BUCKET, Key="runs/ck/" + ckpt(99) + ".manifest.json",
+                         Body=env["s3"].get_object(Bucket=BUCKET, Key="runs/ck/" + ckpt(16) +
+                                                   ".manifest.json")["Body"].read()
+                         .replace(ckpt(16).encode(), ckpt(99).encode()))
+    listed = cell(env, k, "%checkpoint list").text  # defaults to the run's URL
+    assert f"{url}: 2 complete checkpoints" in listed, listed
+    rows = {ln.split()[0]: ln for ln in listed.splitlines()[2:] if ln.strip()}
+    assert rows[ckpt(8)].split()[1] == "8" and rows[ckpt(16)].split()[-1] == "yes", listed
+    assert "NO: its checkpoint object is missing" in rows[ckpt(99) + ".manifest.json"], listed
+    shown = cell(env, k, f"%checkpoint show {url}").text
+    assert f"{url}/{ckpt(16)}: valid Kiln checkpoint" in shown, shown
+    assert "model_spec" in shown and "optim." in shown, shown
+    shown = cell(env, k, f"%checkpoint show {url}/{ckpt(8)}").text
+    assert f"{url}/{ckpt(8)}: valid Kiln checkpoint" in shown, shown
+    # save: default (the run's URL) and a named object
+    c = cell(env, k, "%checkpoint save")
+    assert f"Saved {url}/{ckpt(16)}: model 'net', step 16, with optimiser state" in c.text, c.text
+    c = cell(env, k, f"%checkpoint save s3://{BUCKET}/saved/net.safetensors")
+    assert f"Saved s3://{BUCKET}/saved/net.safetensors: model 'net', step 16" in c.text, c.text
+    keys = {o["Key"] for o in env["s3"].list_objects_v2(Bucket=BUCKET,
+                                                        Prefix="saved/")["Contents"]}
+    assert keys == {"saved/net.safetensors", "saved/net.safetensors.manifest.json"}, keys
+    # a corrupt object (same size, one byte changed): detected, named, not loaded
+    key = "runs/ck/" + ckpt(8)
+    body = bytearray(env["s3"].get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    body[-5] ^= 0xFF
+    env["s3"].put_object(Bucket=BUCKET, Key=key, Body=bytes(body))
+    c = cell(env, k, f"%checkpoint show {url}/{ckpt(8)}", ok=False)
+    assert "SHA-256 mismatch" in c.reply["evalue"] and ckpt(8) in c.reply["evalue"], c.reply
+    c = cell(env, k, f"%checkpoint show {url}/{ckpt(12)}", ok=False)
+    assert c.reply["ename"] == "FileNotFoundError", c.reply
+    assert "is not a complete checkpoint" in c.reply["evalue"], c.reply
+    close(env, k)
+    shutil.rmtree(os.environ["KILN_STAGING_DIR"])
+    k = kernel(env)
+    c = cell(env, k, f"%checkpoint load s3://{BUCKET}/saved/net.safetensors")
+    assert "Loaded model 'net'" in c.text and "step 16," in c.text, c.text
+    close(env, k)
+
+
+def test_results_push_and_pull_with_a_last_writer_check(env):
+    """%results --push / --pull: the store as one object; a push never overwrites a copy
+    another store pushed meanwhile, a pull never replaces runs that were not pushed;
+    --force does, keeping the local store; a URL that holds no results store changes
+    nothing."""
+    tmp = env["tmp"]
+    a, b, c3 = (os.path.join(tmp, n) for n in ("a.sqlite", "b.sqlite", "c.sqlite"))
+    url = f"s3://{BUCKET}/shared/results.sqlite"
+    db = sqlite3.connect(os.environ["KILN_RESULTS"])
+    ids = [i for (i,) in db.execute("SELECT id FROM runs ORDER BY id")]
+    db.close()
+    assert len(ids) >= 3, ids  # the runs of the tests above
+    shutil.copy(os.environ["KILN_RESULTS"], a)
+    shutil.copy(os.environ["KILN_RESULTS"], c3)
+
+    def runs(path):
+        d = sqlite3.connect(path)
+        got = [i for (i,) in d.execute("SELECT id FROM runs ORDER BY id")]
+        d.close()
+        return got
+
+    k = kernel(env)
+    assert "Pushed " + a in cell(env, k, f"%results --push {url} --results {a}").text
+    assert "Pulled " + url in cell(env, k, f"%results --pull {url} --results {b}").text
+    assert runs(b) == ids
+    cell(env, k, f"%results delete {ids[0]} --results {b}")
+    cell(env, k, f"%results --push {url} --results {b}")  # b pulled it: its If-Match holds
+    # a's copy is no longer the one in the store: its push is refused, nothing lost
+    e = cell(env, k, f"%results --push {url} --results {a}", ok=False).reply
+    assert e["ename"] == "FileExistsError" and "changed since this store last pushed" in e["evalue"]
+    assert f"%results --pull {url}" in e["evalue"], e
+    # c never synced: its push would overwrite a copy it never saw
+    e = cell(env, k, f"%results --push {url} --results {c3}", ok=False).reply
+    assert "exists and this store never pushed or pulled it" in e["evalue"], e
+    # a has nothing new: the pull takes b's version
+    cell(env, k, f"%results --pull {url} --results {a}")
+    assert runs(a) == ids[1:]
+    # a with a run of its own (deleted one here): the pull is refused, then forced
+    cell(env, k, f"%results delete {ids[1]} --results {a}")
+    e = cell(env, k, f"%results --pull {url} --results {a}", ok=False).reply
+    assert e["ename"] == "FileExistsError" and "changed since it last pushed" in e["evalue"], e
+    assert runs(a) == ids[2:]
+    c = cell(env, k, f"%results --pull {url} --results {a} --force")
+    assert f"kept as {a}.before-pull" in c.text, c.text
+    assert runs(a) == ids[1:] and runs(a + ".before-pull") == ids[2:]
+    # an object that is not a results store: an error, the local store untouched
+    env["s3"].put_object(Bucket=BUCKET, Key="shared/junk.sqlite", Body=b"not sqlite" * 100)
+    e = cell(env, k, f"%results --pull s3://{BUCKET}/shared/junk.sqlite --results {a} --force",
+             ok=False).reply
+    assert "junk.sqlite" in e["evalue"], e
+    assert runs(a) == ids[1:]
+    e = cell(env, k, f"%results --pull s3://{BUCKET}/shared/none.sqlite --results {a}",
+             ok=False).reply
+    assert "no such object" in e["evalue"], e
+    close(env, k)
+
+
+def test_kiln_run_with_notebooks_in_the_store(env, tmp_path):
+    """`kiln run s3://.../stage.ipynb` twice: the notebook read from the store, the
+    result written there (default NAME.out.ipynb, or -o URL), and the second run
+    continues the first one's s3:// run directory."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("epochs = 1", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(SETUP[0]), nbformat.v4.new_code_cell(SETUP[1]),
+                nbformat.v4.new_code_cell(f"{TRAIN} --epochs $epochs "
+                                          f"--run-dir s3://{BUCKET}/runs/nbs")]
+    env["s3"].put_object(Bucket=BUCKET, Key="nbs/stage.ipynb", Body=nbformat.writes(nb).encode())
+    src = f"s3://{BUCKET}/nbs/stage.ipynb"
+    outs = []
+    for epochs, out in ((1, []), (2, ["-o", f"s3://{BUCKET}/nbs/second.ipynb"])):
+        shutil.rmtree(os.environ["KILN_STAGING_DIR"], ignore_errors=True)
+        p = subprocess.run([KILN, "run", src, "-p", "epochs", str(epochs)] + out,
+                           capture_output=True, text=True, timeout=300)
+        env["texts"].append(p.stdout + p.stderr)
+        assert p.returncode == 0, p.stderr
+        key = "nbs/second.ipynb" if out else "nbs/stage.out.ipynb"
+        assert f"wrote s3://{BUCKET}/{key}" in p.stderr, p.stderr
+        text = env["s3"].get_object(Bucket=BUCKET, Key=key)["Body"].read().decode()
+        env["texts"].append(text)
+        assert nbformat.reads(text, as_version=4).cells[0].source == "epochs = 1"
+        outs.append(text)
+    assert f"newest: step {STEPS_PER_EPOCH})" in outs[0]
+    assert "holds this run (same options): continuing it" in outs[1]
+    assert f"newest: step {2 * STEPS_PER_EPOCH})" in outs[1]
+    # a notebook that is not there: exit 2, nothing run
+    p = subprocess.run([KILN, "run", f"s3://{BUCKET}/nbs/none.ipynb"], capture_output=True,
+                       text=True, timeout=60)
+    env["texts"].append(p.stdout + p.stderr)
+    assert p.returncode == 2 and "no such object" in p.stderr and "cell 1" not in p.stderr
+
+
+def png(shade):
+    import io
+    from PIL import Image
+    f = io.BytesIO()
+    Image.new("RGB", (8, 8), (shade, 255 - shade, 40)).save(f, format="PNG")
+    return f.getvalue()
+
+
+def test_dataset_from_the_store(env, tmp_path):
+    """%dataset s3://...: an image folder (a prefix) and a .zip, mirrored once into the
+    staging directory; a fresh kernel fetches only what changed (by ETag and size) and
+    drops what the store no longer has; too large is an error before any download."""
+    import io
+    import zipfile
+    files = {f"{c}/{i}.png": png(40 * i + (0 if c == "cat" else 5))
+             for c in ("cat", "dog") for i in range(4)}
+    for rel, body in files.items():
+        env["s3"].put_object(Bucket=BUCKET, Key="data/pets/" + rel, Body=body)
+    z = io.BytesIO()
+    with zipfile.ZipFile(z, "w") as zf:
+        for rel, body in files.items():
+            zf.writestr("pets/" + rel, body)
+    env["s3"].put_object(Bucket=BUCKET, Key="data/pets.zip", Body=z.getvalue())
+    url = f"s3://{BUCKET}/data/pets"
+    load = f"%dataset {url} --size 8 --samples 0"
+
+    def fresh(code, ok=True, **env_change):
+        k = kernel(env, **env_change)
+        c = cell(env, k, code, ok=ok)
+        close(env, k)
+        return c
+
+    c = fresh(load)
+    assert f"{url}: 8 objects" in c.text and "fetched 8 " in c.text, c.text
+    assert f"Data set {url} (from " in c.text and "train 8," in c.text, c.text
+    assert "0=cat 1=dog" in c.text, c.text
+    # trained on it into the store; resumed on a "new machine": the data set comes back
+    k = kernel(env)
+    c = cell(env, k, load)
+    assert "fetched 0 " in c.text and "the local copy is up to date" in c.text, c.text
+    cell(env, k, "%%model pets\nflatten\ndense 2")
+    cell(env, k, f"%train pets --batch 4 --epochs 1 --seed 1 --run-dir s3://{BUCKET}/runs/pets")
+    close(env, k)
+    shutil.rmtree(os.environ["KILN_STAGING_DIR"])
+    k = kernel(env)
+    # a checkpoint never chooses what is fetched: the hint says how to load it as it was
+    e = cell(env, k, f"%resume s3://{BUCKET}/runs/pets --epochs 2", ok=False).reply
+    assert f"(%dataset {url} --val 0 --subset 0 --size 8x8)" in e["evalue"], e
+    c = cell(env, k, load)
+    assert f"{url}: 8 objects" in c.text and "fetched 8 " in c.text, c.text
+    c = cell(env, k, f"%resume s3://{BUCKET}/runs/pets --epochs 2")
+    close(env, k)
+    assert f"uploaded: s3://{BUCKET}/runs/pets (newest: step 4)" in c.text, c.text
+    # one image replaced, one gone, one local file damaged (truncated): only those
+    env["s3"].put_object(Bucket=BUCKET, Key="data/pets/cat/0.png", Body=png(200))
+    env["s3"].delete_object(Bucket=BUCKET, Key="data/pets/dog/3.png")
+    local = os.path.join(os.environ["KILN_STAGING_DIR"], BUCKET, "data", "pets")
+    with open(os.path.join(local, "dog", "1.png"), "r+b") as f:
+        f.truncate(10)
+    c = fresh(load)
+    assert f"{url}: 7 objects" in c.text and "fetched 2 " in c.text, c.text
+    assert "removed files the store no longer has" in c.text and "train 7," in c.text, c.text
+    assert not os.path.exists(os.path.join(local, "dog", "3.png"))
+    with open(os.path.join(local, "cat", "0.png"), "rb") as f:
+        assert f.read() == png(200)
+    # a download damaged on the way: detected (MD5 against the ETag), named, not kept
+    px = Proxy(env["port"])
+    try:
+        os.unlink(os.path.join(local, "cat", "1.png"))
+        px.on_request(b"/data/pets/cat/1.png HTTP", 1, "flip")
+        c = fresh(load, ok=False, AWS_ENDPOINT_URL=px.url)
+        assert px.fired.is_set()
+        assert "MD5" in c.reply["evalue"] and "data/pets/cat/1.png" in c.reply["evalue"], c.reply
+        assert "corrupt" in c.reply["evalue"], c.reply
+        assert not os.path.exists(os.path.join(local, "cat", "1.png"))
+        c = fresh(load, AWS_ENDPOINT_URL=px.url)
+        assert "fetched 1 " in c.text and "train 7," in c.text, c.text
+    finally:
+        px.down()
+    # the archive: one object, read as a zip of the folder
+    c = fresh(f"%dataset {url}.zip --size 8 --samples 0")
+    assert f"{url}.zip: 1 object" in c.text and "train 8," in c.text, c.text
+    # bounded: refused before anything is fetched
+    shutil.rmtree(local)
+    c = fresh(load, ok=False, KILN_S3_DATA_MAX_GB="1e-9")
+    assert "more than this machine mirrors" in c.reply["evalue"], c.reply
+    assert "KILN_S3_DATA_MAX_GB" in c.reply["evalue"] and not os.path.exists(local)
+    c = fresh(f"%dataset s3://{BUCKET}/data/none --samples 0", ok=False)
+    assert f"nothing at s3://{BUCKET}/data/none" in c.reply["evalue"], c.reply
+
+
+@pytest.mark.parametrize("case,env_change,bucket,words", [
+    ("wrong secret", {"AWS_SECRET_ACCESS_KEY": "WRONGwrongWRONGwrongWRONGwrong0123456789"},
+     BUCKET, ["refused the credentials", "AWS_SECRET_ACCESS_KEY"]),
+    ("missing bucket", {}, "no-such-bucket", ["bucket s3://no-such-bucket does not exist"]),
+    ("bad endpoint", {"AWS_ENDPOINT_URL": "http://127.0.0.1:%d" % free_port()}, BUCKET,
+     ["cannot reach the object store", "AWS_ENDPOINT_URL"]),
+])
+def test_store_problems_are_clear_errors_everywhere(env, tmp_path, case, env_change, bucket,
+                                                    words):
+    """The three usual mistakes, at every other entry point that takes an s3:// URL:
+    %dataset, %checkpoint list/show/load/save, %results --push/--pull, kiln run (both
+    ends)."""
+    k = kernel(env, **env_change)
+    for c in SETUP:
+        cell(env, k, c)
+    cell(env, k, f"{TRAIN} --epochs 1")  # a model for %checkpoint save
+    results = os.path.join(env["tmp"], "results.sqlite")
+    for code in (f"%dataset s3://{bucket}/data/pets --samples 0",
+                 f"%checkpoint list s3://{bucket}/runs/ck",
+                 f"%checkpoint show s3://{bucket}/runs/ck",
+                 f"%checkpoint load s3://{bucket}/runs/ck",
+                 f"%checkpoint save s3://{bucket}/saved/err.safetensors",
+                 f"%results --push s3://{bucket}/shared/err.sqlite --results {results}",
+                 f"%results --pull s3://{bucket}/shared/err.sqlite --results {results}"):
+        e = cell(env, k, code, ok=False).reply
+        for w in words:
+            assert w in e["evalue"], (code, e["evalue"])
+    close(env, k)
+    nb = tmp_path / "nb.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), str(nb))
+    run_env = dict(os.environ, **env_change)
+    for args in ([f"s3://{bucket}/nbs/stage.ipynb"], [str(nb), "-o", f"s3://{bucket}/nbs/x.ipynb"]):
+        p = subprocess.run([KILN, "run"] + args, capture_output=True, text=True, timeout=60,
+                           env=run_env)
+        env["texts"].append(p.stdout + p.stderr)
+        assert p.returncode == 2 and "cell 1" not in p.stderr, p.stderr
+        for w in words:
+            assert w in p.stderr, (args, p.stderr)
+    if "AWS_SECRET_ACCESS_KEY" in env_change:
+        assert all(env_change["AWS_SECRET_ACCESS_KEY"] not in t for t in env["texts"])
 # A model whose checkpoint (6.7 MB with the Adam state) is more than one 5 MiB part, so
 # its upload is a multipart upload with KILN_S3_PART_MB=5; 8 steps an epoch.
 BIG = ["%dataset fashion-mnist --subset 256 --val 32 --samples 0",
@@ -297,7 +569,7 @@ def test_kill9_mid_multipart_upload_then_resume_from_the_newest_complete(env, bi
     try:
         for code in BIG:
             cell(env, k, code)
-        start(k, f"{BIG_TRAIN} --epochs 2 --run-dir {url} --keep 3")
+        k.kc.execute(f"{BIG_TRAIN} --epochs 2 --run-dir {url} --keep 3")
         assert px.fired.wait(120), "the second multipart upload never reached part 2"
         os.kill(k.pid, signal.SIGKILL)
         k.km.provisioner.process.wait(10)
@@ -364,8 +636,8 @@ def test_store_outage_mid_run_training_goes_on_and_uploads_catch_up(env):
     try:
         for code in SETUP:
             cell(env, k, code)
-        c = collect(k, start(k, f"{TRAIN} --epochs 2 --run-dir {url} --keep 4 "
-                                "--checkpoint-every 8steps"), on_text=on_text)
+        c = collect(k, k.kc.execute(f"{TRAIN} --epochs 2 --run-dir {url} --keep 4 "
+                                    "--checkpoint-every 8steps"), on_text=on_text)
         env["texts"].append(c.text + str(c.reply) + "".join(frames))
         staging = c.text.split(f"run directory: {url} (staged in ")[1].split(")")[0]
     finally:

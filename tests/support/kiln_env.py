@@ -1,5 +1,5 @@
-"""Helpers shared by the Python test suites. A suite imports this module after putting
-tests/support on sys.path (see the import lines of the suites that use it)."""
+"""Helpers shared by the Python test suites (tests/pytest.ini puts this folder on
+sys.path, so a test module imports it by name)."""
 import contextlib
 import os
 import shutil

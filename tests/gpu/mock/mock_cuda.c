@@ -22,6 +22,8 @@
 #include <stdint.h>
 
 #include "../../../runtime/cuda/cuda_internal.h"
+#include "mock_knob.h"
+#include "mock_nccl.h"
 #include "mock_stats.h"
 #include <pthread.h>
 #include <stdio.h>
@@ -36,11 +38,13 @@ static struct {
     size_t size[MOCK_MAX_BLOCKS];
     size_t used;
     cudaError_t last;
-    long d2h, syncs, gemm16, gemm_fast, gemm_calls, gemm_batched, event_waits; /* mock_stats.h */
+    long d2h, syncs, gemm16, gemm_fast, gemm_calls, gemm_batched, event_waits,
+        event_polls; /* mock_stats.h */
 } mock;
 
 long mock_stat_d2h(void) { return mock.d2h; }
 long mock_stat_syncs(void) { return mock.syncs; }
+long mock_stat_event_polls(void) { return mock.event_polls; }
 long mock_stat_gemm16(void) { return mock.gemm16; }
 long mock_stat_gemm_fast(void) { return mock.gemm_fast; }
 long mock_stat_gemm_calls(void) { return mock.gemm_calls; }
@@ -49,7 +53,7 @@ long mock_stat_event_waits(void) { return mock.event_waits; }
 void mock_stat_reset(void)
 {
     mock.d2h = mock.syncs = mock.gemm16 = mock.gemm_fast = 0;
-    mock.gemm_calls = mock.gemm_batched = mock.event_waits = 0;
+    mock.gemm_calls = mock.gemm_batched = mock.event_waits = mock.event_polls = 0;
 }
 
 /* the block table changes under this lock (a device group allocates from several
@@ -74,10 +78,9 @@ static int find(const void *p)
 
 /* ---- device and errors ---- */
 
-/* KILN_MOCK_DEVICE has `name` (1), or "name=V" (V) */
-static long knob(const char *name, long dflt)
+long mock_knob(const char *env, const char *name, long dflt)
 {
-    const char *e = getenv("KILN_MOCK_DEVICE");
+    const char *e = getenv(env);
     size_t n = strlen(name);
     for (const char *p = e; p && *p;) {
         if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0')) return 1;
@@ -87,6 +90,9 @@ static long knob(const char *name, long dflt)
     }
     return dflt;
 }
+
+/* KILN_MOCK_DEVICE has `name` (1), or "name=V" (V) */
+static long knob(const char *name, long dflt) { return mock_knob("KILN_MOCK_DEVICE", name, dflt); }
 
 cudaError_t cudaGetDeviceCount(int *count)
 {
@@ -228,7 +234,10 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
         kind = dd ? (sd ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
                   : (sd ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
     }
-    if (kind == cudaMemcpyDeviceToHost) mock.d2h++; /* counted even when it fails */
+    if (kind == cudaMemcpyDeviceToHost) { /* counted even when it fails */
+        mock.d2h++;
+        mock_nccl_drain(); /* the copy comes after the stream's collective */
+    }
     if (n == 0) return cudaSuccess;
     int dd = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     int sd = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
@@ -236,6 +245,19 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
         (!dd && find(dst) >= 0) || (!sd && find(src) >= 0))
         return fail(cudaErrorInvalidValue);
     memmove(dst, src, n);
+    return cudaSuccess;
+}
+
+/* Pinned host memory: host memory the mock's copies accept like any other. */
+cudaError_t cudaMallocHost(void **p, size_t size)
+{
+    *p = malloc(size ? size : 1);
+    return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaFreeHost(void *p)
+{
+    free(p);
     return cudaSuccess;
 }
 
@@ -260,24 +282,35 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags)
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t s) { return cudaSuccess; }
+/* The kernels ran when they were called; a collective of the mock NCCL may still be in
+ * flight (mock_nccl.h): a synchronisation waits for it, a query says so. */
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
     mock.syncs++;
+    mock_nccl_drain();
     return mock.last;
 }
 
 cudaError_t cudaDeviceSynchronize(void)
 {
     mock.syncs++;
+    mock_nccl_drain();
     return mock.last;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
     mock.syncs++;
+    mock_nccl_drain();
     return mock.last;
 }
 cudaError_t cudaStreamQuery(cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t e)
+{
+    if (mock_nccl_busy()) return cudaErrorNotReady;
+    __atomic_fetch_add(&mock.event_polls, 1, __ATOMIC_RELAXED);
+    return cudaSuccess;
+}
 
 /* Events order nothing on synchronous streams; they are counted (mock_stats.h). */
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)

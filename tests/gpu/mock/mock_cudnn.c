@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "mock_cudnn.h"
+#include "mock_knob.h"
 
 int mock_in_device(const void *p, size_t n);
 
@@ -60,18 +61,7 @@ long mock_cudnn_stat_rejected(void) { return rejected; }
 void mock_cudnn_stat_reset(void) { runs = rejected = 0; }
 
 /* KILN_MOCK_CUDNN has `knob` (1), or "knob=V" (V) */
-static long knob(const char *name, long dflt)
-{
-    const char *e = getenv("KILN_MOCK_CUDNN");
-    size_t n = strlen(name);
-    for (const char *p = e; p && *p;) {
-        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0')) return 1;
-        if (!strncmp(p, name, n) && p[n] == '=') return strtol(p + n + 1, NULL, 10);
-        p = strchr(p, ',');
-        if (p) p++;
-    }
-    return dflt;
-}
+static long knob(const char *name, long dflt) { return mock_knob("KILN_MOCK_CUDNN", name, dflt); }
 
 size_t cudnnGetVersion(void) { return (size_t)knob("version", 91900); }
 size_t cudnnGetCudartVersion(void) { return (size_t)knob("cudart", CUDART_VERSION); }

@@ -2,38 +2,58 @@
  * group's code (runtime/cuda/cuda_nccl.c, runtime/rt_dist_group.c) runs without GPUs:
  * rtp_nccl_load hands cuda_nccl.c this table instead of a dlopen'ed libnccl.so.2.
  *
- * ncclCommInitAll makes a clique of n communicators. An all-reduce is a rendezvous: a
- * rank's call blocks until every rank of its clique has called (the mock's streams are
- * synchronous, so "done when the call returns" is their contract), then the last one
- * computes the result in rank order from every rank's buffer and copies it to all. It
- * checks what NCCL requires (every buffer inside one device allocation, the same count,
- * type and kind of op on every rank, a pre-multiplied sum op of this communicator) and
- * counts what a test asserts: collectives, the bytes each reduced, calls made inside a
- * ncclGroupStart/End. A rank that never comes fails the others' calls after 60 s
- * (ncclSystemError), not a hang.
- * ncclCommInitRank (GPU ranks of a launch, one process each) joins a clique that spans
- * processes: its all-reduce goes through files in $TMPDIR/kiln-mock-nccl-<id>/ (each
- * rank writes its scaled buffer as <call>.<rank>, waits for every rank's, sums them in
- * rank order: the same arithmetic as in one process).
+ * As in NCCL, a collective call only starts the collective: it is in flight until
+ * every rank of the communicator has called, and the host sees it finish through
+ * cudaEventQuery (mock_cuda.c asks mock_nccl_busy) or a synchronisation (which waits
+ * for it, at most 60 s: mock_nccl_drain). Whoever completes it computes the result in
+ * rank order from every rank's buffer and writes it to all. It checks what NCCL
+ * requires (every buffer inside one device allocation, the same count, type and kind
+ * of op on every rank, a pre-multiplied sum op of this communicator) and counts what a
+ * test asserts: collectives, the bytes each reduced, calls made inside a
+ * ncclGroupStart/End, aborts.
+ *
+ * ncclCommInitAll makes a clique of n communicators in this process. ncclCommInitRank
+ * (GPU ranks of a launch, one process each) joins a clique that spans processes: each
+ * rank writes its buffer as $TMPDIR/kiln-mock-nccl-<id>/<call>.<rank>, and the
+ * collective completes when every rank's file is there (the same arithmetic as in one
+ * process). Supported: sum (f32 with a pre-multiplied scale, f64), max (f64) and
+ * broadcast from rank 0, as Kiln calls them.
+ *
+ * KILN_MOCK_NCCL_REPORT=FILE: a process whose rank joined a clique across processes
+ * writes, at exit, one JSON line to FILE.<rank>: the id it joined with, its weighted
+ * sums (the gradients': count and the last one's bytes) and its other collectives.
  * KILN_MOCK_NCCL=missing: rtp_nccl_load fails as a machine without NCCL does.
+ * KILN_MOCK_NCCL=hang:R:K: rank R's K-th collective (from 1) never joins, as a hung
+ * device or a rank stuck elsewhere: the others' collectives never finish, and only
+ * ncclCommAbort ends them.
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../../../runtime/cuda/nccl_dl.h"
 #include "mock_nccl.h"
 
 #define MOCK_NCCL_VERSION 21903 /* 2.19.3 */
 #define MAX_OPS 8
-enum { INVALID_ARGUMENT = 4, INVALID_USAGE = 5, SYSTEM_ERROR = 2 };
+#define MAX_RANKS 16
+enum { SYSTEM_ERROR = 2, INVALID_ARGUMENT = 4, INVALID_USAGE = 5 };
 
 typedef struct clique clique;
+
+/* one rank's part of a collective */
+typedef struct part {
+    void *buf;
+    size_t count;
+    int dtype, op; /* RTP_NCCL_SUM/MAX, or -1: broadcast from rank 0 */
+    float scale;
+    int premul; /* a pre-multiplied sum op (the gradients') */
+} part;
 
 struct rtp_nccl_comm {
     clique *q; /* NULL: a rank of a clique across processes (files) */
@@ -42,44 +62,86 @@ struct rtp_nccl_comm {
     unsigned long calls;
     float scale[MAX_OPS]; /* pre-multiplied sum ops: op 100 + i */
     int used[MAX_OPS];
+    char id[48]; /* across processes: the unique id it joined with */
+    long premul_sums, other;
+    size_t premul_bytes; /* of the last weighted sum */
+    /* the collective in flight */
+    int busy, stuck;
+    rtp_nccl_result error; /* of the last collective */
+    unsigned long gen;     /* clique: the generation it joined */
+    part p;
 };
 
 struct clique {
     int n;
     struct rtp_nccl_comm *comms; /* (n) */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     int arrived;
     unsigned long gen;
-    int failed; /* of the current collective: a rank's arguments disagree */
-    struct {
-        void *buf;
-        size_t count;
-        float scale;
-    } posted[16];
+    int failed;  /* of generation gen - 1: the ranks' arguments disagreed */
+    int gone;    /* communicators destroyed or aborted: the last frees the clique */
+    int aborted; /* a rank aborted: the clique's collectives never finish */
+    part posted[MAX_RANKS];
 };
 
 static struct {
     pthread_mutex_t mu;
-    long collectives, calls, grouped_calls;
+    long collectives, calls, grouped_calls, aborts;
     size_t bytes, last_bytes;
-} st = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0};
+} st = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0};
 static _Thread_local int group_depth;
+static _Thread_local struct rtp_nccl_comm *current; /* this thread's last collective */
 
 long mock_nccl_collectives(void) { return st.collectives; }
 long mock_nccl_calls(void) { return st.calls; }
 long mock_nccl_grouped_calls(void) { return st.grouped_calls; }
+long mock_nccl_aborts(void) { return st.aborts; }
 size_t mock_nccl_bytes(void) { return st.bytes; }
 size_t mock_nccl_last_bytes(void) { return st.last_bytes; }
 void mock_nccl_reset(void)
 {
     pthread_mutex_lock(&st.mu);
-    st.collectives = st.calls = st.grouped_calls = 0;
+    st.collectives = st.calls = st.grouped_calls = st.aborts = 0;
     st.bytes = st.last_bytes = 0;
     pthread_mutex_unlock(&st.mu);
 }
 
 int mock_in_device(const void *p, size_t n);
+
+static size_t elem(int dtype) { return dtype == RTP_NCCL_FLOAT64 ? 8 : 4; }
+
+static void count_done(size_t bytes)
+{
+    pthread_mutex_lock(&st.mu);
+    st.collectives++;
+    st.bytes += bytes;
+    st.last_bytes = bytes;
+    pthread_mutex_unlock(&st.mu);
+}
+
+/* out (count) = the parts combined in rank order: as NCCL, one arithmetic for all */
+static void combine(void *out, const part *const *parts, int n, const part *me)
+{
+    const size_t count = me->count;
+    if (me->op < 0) {
+        memcpy(out, parts[0]->buf, count * elem(me->dtype));
+        return;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (me->dtype == RTP_NCCL_FLOAT64) {
+            double v = me->op == RTP_NCCL_MAX ? ((const double *)parts[0]->buf)[i] : 0.0;
+            for (int r = 0; r < n; r++) {
+                double x = ((const double *)parts[r]->buf)[i];
+                v = me->op == RTP_NCCL_MAX ? (x > v ? x : v) : v + x;
+            }
+            ((double *)out)[i] = v;
+        } else {
+            float v = 0.0f;
+            for (int r = 0; r < n; r++) v += parts[r]->scale * ((const float *)parts[r]->buf)[i];
+            ((float *)out)[i] = v;
+        }
+    }
+}
 
 static rtp_nccl_result get_version(int *v)
 {
@@ -91,7 +153,7 @@ static const char *error_string(rtp_nccl_result r)
 {
     return r == INVALID_ARGUMENT ? "invalid argument (mock NCCL)"
            : r == INVALID_USAGE  ? "invalid usage (mock NCCL)"
-           : r == SYSTEM_ERROR   ? "a rank did not join within 60 s (mock NCCL)"
+           : r == SYSTEM_ERROR   ? "system error: a peer aborted (mock NCCL)"
                                  : "mock NCCL error";
 }
 
@@ -105,7 +167,7 @@ static rtp_nccl_result get_unique_id(rtp_nccl_id *id)
 
 static rtp_nccl_result comm_init_all(rtp_nccl_comm_t *comms, int n, const int *devices)
 {
-    if (n < 1 || n > 16) return INVALID_ARGUMENT;
+    if (n < 1 || n > MAX_RANKS) return INVALID_ARGUMENT;
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) return INVALID_USAGE;
     for (int i = 0; i < n; i++) {
@@ -123,13 +185,31 @@ static rtp_nccl_result comm_init_all(rtp_nccl_comm_t *comms, int n, const int *d
     q->n = n;
     q->comms = c;
     pthread_mutex_init(&q->mu, NULL);
-    pthread_cond_init(&q->cv, NULL);
     for (int i = 0; i < n; i++) {
         c[i].q = q;
         c[i].rank = i;
+        c[i].nranks = n;
         comms[i] = &c[i];
     }
     return RTP_NCCL_SUCCESS;
+}
+
+/* KILN_MOCK_NCCL_REPORT: this process's rank of a clique across processes, at exit */
+static struct rtp_nccl_comm *reported;
+static void report(void)
+{
+    const char *path = getenv("KILN_MOCK_NCCL_REPORT");
+    const struct rtp_nccl_comm *c = reported;
+    if (!path || !*path || !c) return;
+    char name[512];
+    snprintf(name, sizeof name, "%s.%d", path, c->rank);
+    FILE *f = fopen(name, "w");
+    if (!f) return;
+    fprintf(f,
+            "{\"id\": \"%s\", \"rank\": %d, \"nranks\": %d, \"weighted_sums\": %ld, "
+            "\"weighted_sum_bytes\": %zu, \"other\": %ld}\n",
+            c->id, c->rank, c->nranks, c->premul_sums, c->premul_bytes, c->other);
+    fclose(f);
 }
 
 static rtp_nccl_result comm_init_rank(rtp_nccl_comm_t *comm, int nranks, rtp_nccl_id id, int rank)
@@ -146,76 +226,235 @@ static rtp_nccl_result comm_init_rank(rtp_nccl_comm_t *comm, int nranks, rtp_ncc
     }
     c->rank = rank;
     c->nranks = nranks;
+    snprintf(c->id, sizeof c->id, "%.40s", id.internal);
     *comm = c;
+    if (!reported) {
+        reported = c;
+        atexit(report);
+    }
     return RTP_NCCL_SUCCESS;
 }
 
-/* across processes: post this rank's scaled buffer, wait for all, sum in rank order */
-static rtp_nccl_result reduce_files(rtp_nccl_comm_t c, float *buf, size_t count, float scale)
+/* ---- across processes: files ---- */
+
+typedef struct file_head {
+    int dtype, op;
+    float scale;
+    size_t count;
+} file_head;
+
+static void file_name(char *out, size_t cap, const struct rtp_nccl_comm *c, unsigned long call,
+                      int rank)
 {
-    char path[400], tmp[420];
-    const unsigned long call = c->calls++;
-    snprintf(path, sizeof path, "%s/%lu.%d", c->dir, call, c->rank);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    int ok =
-        f && fwrite(&scale, sizeof scale, 1, f) == 1 && fwrite(buf, sizeof *buf, count, f) == count;
-    if (f && fclose(f) != 0) ok = 0;
-    if (!ok || rename(tmp, path) != 0) return SYSTEM_ERROR;
-    float *sum = calloc(count, sizeof *sum), *x = malloc(count * sizeof *x);
-    rtp_nccl_result rc = sum && x ? RTP_NCCL_SUCCESS : SYSTEM_ERROR;
-    for (int r = 0; r < c->nranks && rc == RTP_NCCL_SUCCESS; r++) {
-        snprintf(path, sizeof path, "%s/%lu.%d", c->dir, call, r);
-        FILE *g = NULL;
-        for (int waited = 0; !(g = fopen(path, "rb")) && waited < 60000; waited++)
-            usleep(1000); /* 60 s for a rank to come */
-        float s = 0.0f;
-        if (!g || fread(&s, sizeof s, 1, g) != 1 || fread(x, sizeof *x, count, g) != count) {
-            rc = g ? INVALID_USAGE : SYSTEM_ERROR; /* a rank sent another count */
-        } else {
-            for (size_t i = 0; i < count; i++) sum[i] += s * x[i];
-        }
-        if (g) fclose(g);
-    }
-    if (rc == RTP_NCCL_SUCCESS) memcpy(buf, sum, count * sizeof *sum);
-    free(sum);
-    free(x);
-    if (call >= 2) { /* every rank has read call - 2: it posted call - 1 after that */
-        snprintf(path, sizeof path, "%s/%lu.%d", c->dir, call - 2, c->rank);
-        unlink(path);
-    }
-    if (rc == RTP_NCCL_SUCCESS) {
-        pthread_mutex_lock(&st.mu);
-        st.collectives += c->rank == 0;
-        st.bytes += c->rank == 0 ? count * sizeof(float) : 0;
-        st.last_bytes = count * sizeof(float);
-        pthread_mutex_unlock(&st.mu);
-    }
-    return rc;
+    snprintf(out, cap, "%s/%lu.%d", c->dir, call, rank);
 }
 
-static rtp_nccl_result comm_destroy(rtp_nccl_comm_t comm)
+static rtp_nccl_result post_file(struct rtp_nccl_comm *c)
 {
+    char path[400], tmp[420];
+    file_name(path, sizeof path, c, c->calls - 1, c->rank);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    const file_head h = {c->p.dtype, c->p.op, c->p.scale, c->p.count};
+    const size_t bytes = c->p.count * elem(c->p.dtype);
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fwrite(&h, sizeof h, 1, f) == 1 && fwrite(c->p.buf, 1, bytes, f) == bytes;
+    if (f && fclose(f) != 0) ok = 0;
+    return ok && rename(tmp, path) == 0 ? RTP_NCCL_SUCCESS : SYSTEM_ERROR;
+}
+
+/* Completes c's collective when every rank's file is there; 1 while still waiting. */
+static int progress_files(struct rtp_nccl_comm *c)
+{
+    char path[400];
+    const unsigned long call = c->calls - 1;
+    for (int r = 0; r < c->nranks; r++) {
+        file_name(path, sizeof path, c, call, r);
+        if (access(path, F_OK) != 0) return 1;
+    }
+    const size_t bytes = c->p.count * elem(c->p.dtype);
+    part parts[MAX_RANKS];
+    const part *pp[MAX_RANKS];
+    void *out = malloc(bytes);
+    rtp_nccl_result rc = out && c->nranks <= MAX_RANKS ? RTP_NCCL_SUCCESS : SYSTEM_ERROR;
+    for (int r = 0; r < MAX_RANKS; r++) {
+        parts[r] = (part){0};
+        pp[r] = &parts[r];
+    }
+    for (int r = 0; r < c->nranks && rc == RTP_NCCL_SUCCESS; r++) {
+        file_name(path, sizeof path, c, call, r);
+        FILE *g = fopen(path, "rb");
+        file_head h;
+        parts[r].buf = malloc(bytes);
+        if (!g || !parts[r].buf || fread(&h, sizeof h, 1, g) != 1 || h.count != c->p.count ||
+            h.dtype != c->p.dtype || h.op != c->p.op || fread(parts[r].buf, 1, bytes, g) != bytes)
+            rc = INVALID_USAGE; /* a rank sent another collective */
+        parts[r].scale = h.scale;
+        if (g) fclose(g);
+    }
+    if (rc == RTP_NCCL_SUCCESS) {
+        combine(out, pp, c->nranks, &c->p);
+        memcpy(c->p.buf, out, bytes);
+        if (c->p.premul) c->premul_sums++, c->premul_bytes = bytes;
+        else c->other++;
+        if (c->rank == 0) count_done(bytes);
+        else {
+            pthread_mutex_lock(&st.mu);
+            st.last_bytes = bytes;
+            pthread_mutex_unlock(&st.mu);
+        }
+    }
+    for (int r = 0; r < c->nranks; r++) free(parts[r].buf);
+    free(out);
+    if (call >= 2) { /* every rank has read call - 2: it posted call - 1 after that */
+        file_name(path, sizeof path, c, call - 2, c->rank);
+        unlink(path);
+    }
+    c->error = rc;
+    c->busy = 0;
+    return 0;
+}
+
+/* ---- in one process: a clique ---- */
+
+/* Under q->mu: the last rank to post completes the collective for all. */
+static void complete_clique(clique *q)
+{
+    const part *me = &q->posted[0];
+    int agree = 1;
+    for (int r = 1; r < q->n; r++)
+        agree &= q->posted[r].count == me->count && q->posted[r].dtype == me->dtype &&
+                 q->posted[r].op == me->op;
+    const size_t bytes = me->count * elem(me->dtype);
+    void *out = agree ? malloc(bytes) : NULL;
+    if (out) {
+        const part *pp[MAX_RANKS];
+        for (int r = 0; r < MAX_RANKS; r++) pp[r] = &q->posted[r];
+        combine(out, pp, q->n, me);
+        for (int r = 0; r < q->n; r++) memcpy(q->posted[r].buf, out, bytes);
+        free(out);
+        count_done(bytes);
+    }
+    q->failed = !out;
+    q->arrived = 0;
+    q->gen++;
+}
+
+/* 1 while c's collective is in flight (completing it when it can). */
+static int progress(struct rtp_nccl_comm *c)
+{
+    if (!c || !c->busy || c->stuck) return c && c->busy;
+    if (!c->q) return progress_files(c);
+    clique *q = c->q;
+    pthread_mutex_lock(&q->mu);
+    int busy = q->gen == c->gen;
+    if (!busy) {
+        c->busy = 0;
+        c->error = q->failed ? INVALID_USAGE : RTP_NCCL_SUCCESS;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return busy;
+}
+
+int mock_nccl_busy(void) { return progress(current); }
+
+void mock_nccl_drain(void)
+{
+    for (int waited = 0; progress(current) && waited < 600000; waited++)
+        usleep(100); /* a synchronisation waits for the collective: 60 s at most */
+}
+
+/* KILN_MOCK_NCCL=hang:R:K: is c's call-th collective (from 1) the one that hangs? */
+static int hangs(const struct rtp_nccl_comm *c, unsigned long call)
+{
+    const char *e = getenv("KILN_MOCK_NCCL");
+    int r = -1;
+    unsigned long k = 0;
+    return e && sscanf(e, "hang:%d:%lu", &r, &k) == 2 && r == c->rank && k == call;
+}
+
+/* Starts c's part p of a collective. */
+static rtp_nccl_result start(struct rtp_nccl_comm *c, const part *p)
+{
+    if (c->busy) return INVALID_USAGE; /* the mock's streams hold one collective */
+    pthread_mutex_lock(&st.mu);
+    st.calls++;
+    st.grouped_calls += group_depth > 0;
+    pthread_mutex_unlock(&st.mu);
+    c->p = *p;
+    c->busy = 1;
+    c->error = RTP_NCCL_SUCCESS;
+    c->calls++;
+    current = c;
+    if (hangs(c, c->calls)) {
+        c->stuck = 1;
+        return RTP_NCCL_SUCCESS;
+    }
+    if (!c->q) return post_file(c);
+    clique *q = c->q;
+    pthread_mutex_lock(&q->mu);
+    c->gen = q->gen;
+    q->posted[c->rank] = *p;
+    if (++q->arrived == q->n) complete_clique(q);
+    pthread_mutex_unlock(&q->mu);
+    return RTP_NCCL_SUCCESS;
+}
+
+static rtp_nccl_result get_async_error(rtp_nccl_comm_t comm, rtp_nccl_result *async)
+{
+    (void)progress(comm);
+    int peer_gone = 0;
+    if (comm->q) {
+        pthread_mutex_lock(&comm->q->mu);
+        peer_gone = comm->q->aborted;
+        pthread_mutex_unlock(&comm->q->mu);
+    }
+    *async = comm->busy && peer_gone ? SYSTEM_ERROR : comm->busy ? RTP_NCCL_SUCCESS : comm->error;
+    return RTP_NCCL_SUCCESS;
+}
+
+/* A communicator leaves: files removed, or its clique freed by the last one out. */
+static void leave(rtp_nccl_comm_t comm, int aborted)
+{
+    if (current == comm) current = NULL;
     clique *q = comm->q;
-    if (!q) { /* across processes: this rank's files; the last one out removes the dir */
+    if (!q) {
+        if (comm == reported) {
+            report();
+            reported = NULL;
+        }
         char path[400];
         for (unsigned long k = comm->calls > 2 ? comm->calls - 2 : 0; k < comm->calls; k++) {
-            snprintf(path, sizeof path, "%s/%lu.%d", comm->dir, k, comm->rank);
+            file_name(path, sizeof path, comm, k, comm->rank);
             unlink(path);
         }
         rmdir(comm->dir); /* fails while another rank's files are there: harmless */
         free(comm);
-        return RTP_NCCL_SUCCESS;
+        return;
     }
     pthread_mutex_lock(&q->mu);
-    int last = ++q->arrived == q->n; /* the last rank destroyed frees the clique */
+    q->aborted |= aborted;
+    int last = ++q->gone == q->n;
     pthread_mutex_unlock(&q->mu);
     if (last) {
         pthread_mutex_destroy(&q->mu);
-        pthread_cond_destroy(&q->cv);
         free(q->comms);
         free(q);
     }
+}
+
+static rtp_nccl_result comm_destroy(rtp_nccl_comm_t comm)
+{
+    if (comm->busy) mock_nccl_drain(); /* NCCL waits for the communicator's work */
+    leave(comm, 0);
+    return RTP_NCCL_SUCCESS;
+}
+
+static rtp_nccl_result comm_abort(rtp_nccl_comm_t comm)
+{
+    pthread_mutex_lock(&st.mu);
+    st.aborts++;
+    pthread_mutex_unlock(&st.mu);
+    leave(comm, 1);
     return RTP_NCCL_SUCCESS;
 }
 
@@ -256,61 +495,25 @@ static rtp_nccl_result op_destroy(rtp_nccl_redop op, rtp_nccl_comm_t comm)
 static rtp_nccl_result all_reduce(const void *send, void *recv, size_t count, int dtype,
                                   rtp_nccl_redop op, rtp_nccl_comm_t comm, cudaStream_t s)
 {
-    if (dtype != RTP_NCCL_FLOAT32 || send != recv || count == 0 ||
-        !mock_in_device(recv, count * sizeof(float)))
-        return INVALID_ARGUMENT; /* Kiln reduces floats in place, in device memory */
-    float scale = 1.0f;
-    if (op >= 100 && op < 100 + MAX_OPS && comm->used[op - 100]) scale = comm->scale[op - 100];
+    if ((dtype != RTP_NCCL_FLOAT32 && dtype != RTP_NCCL_FLOAT64) || send != recv || count == 0 ||
+        !mock_in_device(recv, count * elem(dtype)))
+        return INVALID_ARGUMENT; /* Kiln reduces in place, in device memory */
+    part p = {.buf = recv, .count = count, .dtype = dtype, .op = RTP_NCCL_SUM, .scale = 1.0f};
+    if (op >= 100 && op < 100 + MAX_OPS && comm->used[op - 100] && dtype == RTP_NCCL_FLOAT32)
+        p.scale = comm->scale[op - 100], p.premul = 1;
+    else if (op == RTP_NCCL_MAX && dtype == RTP_NCCL_FLOAT64) p.op = RTP_NCCL_MAX;
     else if (op != RTP_NCCL_SUM) return INVALID_ARGUMENT;
-    pthread_mutex_lock(&st.mu);
-    st.calls++;
-    st.grouped_calls += group_depth > 0;
-    pthread_mutex_unlock(&st.mu);
-    if (!comm->q) return reduce_files(comm, recv, count, scale);
-    clique *q = comm->q;
-    rtp_nccl_result rc = RTP_NCCL_SUCCESS;
-    pthread_mutex_lock(&q->mu);
-    const unsigned long gen = q->gen;
-    q->posted[comm->rank].buf = recv;
-    q->posted[comm->rank].count = count;
-    q->posted[comm->rank].scale = scale;
-    if (++q->arrived == q->n) { /* the last one reduces for all */
-        int agree = 1;
-        for (int r = 1; r < q->n; r++) agree &= q->posted[r].count == count;
-        float *sum = agree ? malloc(count * sizeof *sum) : NULL;
-        if (sum) {
-            for (size_t i = 0; i < count; i++) {
-                float v = 0.0f;
-                for (int r = 0; r < q->n; r++)
-                    v += q->posted[r].scale * ((const float *)q->posted[r].buf)[i];
-                sum[i] = v;
-            }
-            for (int r = 0; r < q->n; r++) memcpy(q->posted[r].buf, sum, count * sizeof *sum);
-            free(sum);
-            pthread_mutex_lock(&st.mu);
-            st.collectives++;
-            st.bytes += count * sizeof(float);
-            st.last_bytes = count * sizeof(float);
-            pthread_mutex_unlock(&st.mu);
-        }
-        q->failed = !sum;
-        q->arrived = 0;
-        q->gen++;
-        pthread_cond_broadcast(&q->cv);
-    } else {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_sec += 60;
-        while (q->gen == gen)
-            if (pthread_cond_timedwait(&q->cv, &q->mu, &dl) == ETIMEDOUT && q->gen == gen) {
-                q->arrived--; /* this rank leaves the rendezvous */
-                rc = SYSTEM_ERROR;
-                break;
-            }
-    }
-    if (rc == RTP_NCCL_SUCCESS && q->failed) rc = INVALID_USAGE;
-    pthread_mutex_unlock(&q->mu);
-    return rc;
+    return start(comm, &p);
+}
+
+static rtp_nccl_result broadcast(const void *send, void *recv, size_t count, int dtype, int root,
+                                 rtp_nccl_comm_t comm, cudaStream_t s)
+{
+    if (dtype != RTP_NCCL_FLOAT32 || send != recv || count == 0 || root != 0 ||
+        !mock_in_device(recv, count * elem(dtype)))
+        return INVALID_ARGUMENT; /* Kiln broadcasts rank 0's floats, in place */
+    part p = {.buf = recv, .count = count, .dtype = dtype, .op = -1, .scale = 1.0f};
+    return start(comm, &p);
 }
 
 static const rtp_nccl_fns mock_fns = {
@@ -325,6 +528,9 @@ static const rtp_nccl_fns mock_fns = {
     .AllReduce = all_reduce,
     .RedOpCreatePreMulSum = premul_create,
     .RedOpDestroy = op_destroy,
+    .Broadcast = broadcast,
+    .CommGetAsyncError = get_async_error,
+    .CommAbort = comm_abort,
 };
 
 rt_status rtp_nccl_load(const rtp_nccl_fns **out, rt_error *err)
@@ -333,8 +539,9 @@ rt_status rtp_nccl_load(const rtp_nccl_fns **out, rt_error *err)
     *out = NULL;
     if (e && !strcmp(e, "missing"))
         return RT_ERR(err, RT_ENODEV,
-                      "cannot load NCCL (libnccl.so.2): not found (mock) "
-                      "---> HINT: pip install nvidia-nccl-cu12 (or apt install libnccl2)");
+                      "cannot load NCCL (libnccl.so.2): not found (mock) ---> HINT: pip "
+                      "install 'kiln-kernel[cuda]' (nvidia-nccl-cu12), else apt install "
+                      "libnccl2");
     *out = &mock_fns;
     return RT_OK;
 }

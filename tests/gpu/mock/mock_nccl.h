@@ -14,6 +14,12 @@ long mock_nccl_grouped_calls(void);
 /* Bytes reduced by all collectives, and by the last one. */
 size_t mock_nccl_bytes(void);
 size_t mock_nccl_last_bytes(void);
+/* ncclCommAbort calls. */
+long mock_nccl_aborts(void);
 void mock_nccl_reset(void);
+/* For mock_cuda.c: 1 while this thread's last collective is in flight (cudaEventQuery
+ * says not ready); drain waits for it (a synchronisation), at most 60 s. */
+int mock_nccl_busy(void);
+void mock_nccl_drain(void);
 
 #endif

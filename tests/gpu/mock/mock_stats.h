@@ -10,6 +10,9 @@
 long mock_stat_d2h(void);
 /* cudaStreamSynchronize, cudaDeviceSynchronize and cudaEventSynchronize calls. */
 long mock_stat_syncs(void);
+/* cudaEventQuery calls that found the work done: each is the end of one polled host
+ * wait (the polls that found it busy are not counted). */
+long mock_stat_event_polls(void);
 /* cuBLAS GEMMs on 16-bit inputs (the backend's staged copies), and on fp32 matrices with
  * a FAST_16BF/16F compute type (a permission cuBLAS may ignore: never used). */
 long mock_stat_gemm16(void);
