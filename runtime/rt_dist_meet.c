@@ -339,24 +339,27 @@ out:
 
 /* ---- ranks 1.. ---- */
 
-/* A connection to rank 0, retried until the deadline: the fd, or -1 (timed out). */
-static int dial(const struct addrinfo *ai, double deadline)
+/* A connection to rank 0 at any of MASTER_ADDR's addresses, retried until the
+ * deadline: the fd, or -1 (timed out). */
+static int dial(const struct addrinfo *list, double deadline)
 {
     for (;;) {
-        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0) return -1;
-        int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
-        if (rc != 0 && errno == EINPROGRESS) {
-            struct pollfd p = {.fd = fd, .events = POLLOUT};
-            int e = 0;
-            socklen_t len = sizeof e;
-            rc = poll(&p, 1, ms_left(deadline)) == 1 &&
-                         getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) == 0 && e == 0
-                     ? 0
-                     : -1;
+        for (const struct addrinfo *ai = list; ai; ai = ai->ai_next) {
+            int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+            if (fd < 0) continue;
+            int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+            if (rc != 0 && errno == EINPROGRESS) {
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
+                int e = 0;
+                socklen_t len = sizeof e;
+                rc = poll(&p, 1, ms_left(deadline)) == 1 &&
+                             getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) == 0 && e == 0
+                         ? 0
+                         : -1;
+            }
+            if (rc == 0) return fd;
+            close(fd);
         }
-        if (rc == 0) return fd;
-        close(fd);
         int ms = ms_left(deadline);
         if (ms == 0) return -1;
         struct timespec ts = {0, (ms < 100 ? ms : 100) * 1000000L}; /* rank 0 not there yet */

@@ -23,6 +23,11 @@
 #include "rt_dist_meet.h"
 #include "rt_nccl.h"
 
+/* The ranks reach their first %train at different times (each runs the notebook's
+ * cells before it, loads its data): the meeting waits at least this long, whatever a
+ * short KILN_DIST_TIMEOUT says for the collectives. */
+#define MEET_MIN_S 60.0
+
 static rt_dist world;
 static rt_nccl *comm; /* made by the first rt_dist_device_begin */
 
@@ -87,7 +92,7 @@ static rt_status nc_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *e
                             .port = getenv("MASTER_PORT"),
                             .rank = d->rank,
                             .world = d->size,
-                            .timeout_s = d->timeout_s,
+                            .timeout_s = d->timeout_s > MEET_MIN_S ? d->timeout_s : MEET_MIN_S,
                             .can = can,
                             .why_not = why};
     unsigned char id[RT_DIST_MEET_BLOB];

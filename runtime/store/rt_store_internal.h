@@ -67,6 +67,18 @@ rtp_store_req rtp_store_req_make(const char *method, const char *key, const char
  * rt_store_object.c. */
 char *rtp_store_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- the parts of a multipart upload (rt_store_parts.c) ---- */
+#define RTP_STORE_PART_JOBS 4 /* parts in flight at once */
+/* Uploads the parts of upload qid (query-escaped UploadId) of key: the object's size
+ * bytes from mem, or when mem is NULL from file fd (path, for messages), in parts of
+ * s->part_size, RTP_STORE_PART_JOBS at a time. etags[i] gets part i + 1's ETag. */
+rt_status rtp_store_put_parts(rt_store *s, const char *key, const char *qid, const void *mem,
+                              int fd, uint64_t size, const char *path, const char *what,
+                              char (*etags)[128], rt_error *err);
+/* Reads len bytes at off of fd (path, for messages) into buf: a short file is an error. */
+rt_status rtp_store_read_at(int fd, char *buf, size_t len, uint64_t off, const char *path,
+                            rt_error *err);
+
 /* ---- XML replies (rt_store_xml.c) ---- */
 /* The text of the first <tag>...</tag> at or after *pos in xml (entities decoded,
  * malloc'd), advancing *pos past it; NULL when there is none (or out of memory:

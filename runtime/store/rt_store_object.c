@@ -105,33 +105,6 @@ static rt_status put_one(rt_store *s, const char *key, const void *buf, size_t l
     return st;
 }
 
-/* A part source: memory, or a file read part by part into buf. */
-typedef struct src {
-    const char *mem;
-    int fd;
-    uint64_t size;
-    char *buf;
-} src;
-
-static rt_status src_part(src *x, uint64_t off, size_t len, const char **p, const char *path,
-                          rt_error *err)
-{
-    if (x->mem) {
-        *p = x->mem + off;
-        return RT_OK;
-    }
-    for (size_t got = 0; got < len;) {
-        ssize_t k = pread(x->fd, x->buf + got, len - got, (off_t)(off + got));
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0)
-            return RT_ERR(err, RT_EIO, "reading '%s' for upload: %s", path,
-                          k < 0 ? strerror(errno) : "file shrank while uploading");
-        got += (size_t)k;
-    }
-    *p = x->buf;
-    return RT_OK;
-}
-
 static void abort_upload(rt_store *s, const char *key, const char *qid)
 {
     char q[1200];
@@ -142,9 +115,10 @@ static void abort_upload(rt_store *s, const char *key, const char *qid)
     free(r.resp);
 }
 
-/* CreateMultipartUpload, UploadPart x N, CompleteMultipartUpload; abort on failure. */
-static rt_status put_multipart(rt_store *s, const char *key, src *x, const char *path,
-                               rt_error *err)
+/* CreateMultipartUpload, UploadPart x N (rt_store_parts.c: several at a time),
+ * CompleteMultipartUpload; abort on failure. */
+static rt_status put_multipart(rt_store *s, const char *key, const void *mem, int fd, uint64_t size,
+                               const char *path, rt_error *err)
 {
     char what[300], q[1200];
     snprintf(what, sizeof what, "uploading '%.200s' to %s", key, s->bucket_url);
@@ -163,32 +137,21 @@ static rt_status put_multipart(rt_store *s, const char *key, src *x, const char 
                       "UploadId",
                       what);
     }
-    uint64_t nparts = (x->size + s->part_size - 1) / s->part_size;
+    uint64_t nparts = (size + s->part_size - 1) / s->part_size;
     size_t cap = 128 + nparts * 200, len = 0;
     char *xml = malloc(cap);
-    rt_status st = xml ? RT_OK : RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
-    if (xml) len = (size_t)snprintf(xml, cap, "<CompleteMultipartUpload>");
-    for (uint64_t i = 0; st == RT_OK && i < nparts; i++) {
-        uint64_t off = i * s->part_size;
-        size_t n = (size_t)(x->size - off < s->part_size ? x->size - off : s->part_size);
-        const char *p = NULL;
-        st = src_part(x, off, n, &p, path, err);
-        if (st != RT_OK) break;
-        snprintf(q, sizeof q, "partNumber=%" PRIu64 "&uploadId=%s", i + 1, qid);
-        rtp_store_req pr = rtp_store_req_make("PUT", key, q);
-        pr.body = p;
-        pr.body_len = n;
-        st = rtp_store_do(s, &pr, what, err);
-        free(pr.resp);
-        if (st == RT_OK && !pr.etag[0])
-            st = RT_ERR(err, RT_EFORMAT, "%s: the store sent no ETag for part %" PRIu64, what,
-                        i + 1);
-        if (st == RT_OK)
+    char(*etags)[128] = calloc(nparts, sizeof *etags);
+    rt_status st = xml && etags ? RT_OK : RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
+    if (st == RT_OK) st = rtp_store_put_parts(s, key, qid, mem, fd, size, path, what, etags, err);
+    if (st == RT_OK) {
+        len = (size_t)snprintf(xml, cap, "<CompleteMultipartUpload>");
+        for (uint64_t i = 0; i < nparts; i++)
             len += (size_t)snprintf(xml + len, cap - len,
                                     "<Part><PartNumber>%" PRIu64 "</PartNumber>"
                                     "<ETag>%s</ETag></Part>",
-                                    i + 1, pr.etag);
+                                    i + 1, etags[i]);
     }
+    free(etags);
     if (st == RT_OK) {
         len += (size_t)snprintf(xml + len, cap - len, "</CompleteMultipartUpload>");
         snprintf(q, sizeof q, "uploadId=%s", qid);
@@ -212,8 +175,7 @@ static rt_status put_multipart(rt_store *s, const char *key, src *x, const char 
 rt_status rt_store_put_mem(rt_store *s, const char *key, const void *buf, size_t len, rt_error *err)
 {
     if (len <= s->part_size) return put_one(s, key, buf, len, err);
-    src x = {buf, -1, len, NULL};
-    return put_multipart(s, key, &x, key, err);
+    return put_multipart(s, key, buf, -1, len, key, err);
 }
 
 rt_status rt_store_put_file(rt_store *s, const char *key, const char *path, rt_error *err)
@@ -227,18 +189,16 @@ rt_status rt_store_put_file(rt_store *s, const char *key, const char *path, rt_e
         return e;
     }
     uint64_t size = (uint64_t)st.st_size;
-    src x = {NULL, fd, size, malloc(size < s->part_size ? (size ? size : 1) : s->part_size)};
     rt_status r;
-    if (!x.buf) {
-        r = RT_ERR(err, RT_ENOMEM, "out of memory uploading '%s'", path);
-    } else if (size <= s->part_size) {
-        const char *p = NULL;
-        r = src_part(&x, 0, (size_t)size, &p, path, err);
-        if (r == RT_OK) r = put_one(s, key, p, (size_t)size, err);
+    if (size > s->part_size) {
+        r = put_multipart(s, key, NULL, fd, size, path, err);
     } else {
-        r = put_multipart(s, key, &x, path, err);
+        char *buf = malloc(size ? size : 1);
+        r = buf ? rtp_store_read_at(fd, buf, (size_t)size, 0, path, err)
+                : RT_ERR(err, RT_ENOMEM, "out of memory uploading '%s'", path);
+        if (r == RT_OK) r = put_one(s, key, buf, (size_t)size, err);
+        free(buf);
     }
-    free(x.buf);
     close(fd);
     return r;
 }

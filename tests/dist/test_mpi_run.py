@@ -15,7 +15,9 @@ batchnorm or dropout, SGD with momentum, global batch 32) runs:
     rank 0 gives up after KILN_DIST_TIMEOUT with an error naming the timeout;
   - in 2 ranks on the trainer's device path (KILN_DEVICE_PATH=1): the host path's bits;
   - from a checkpoint of 2 ranks in 1 process, and of 1 process in 2 ranks: the run
-    continues from that step and ends within TOL of the run at the new world size.
+    continues from that step and ends within TOL of the run at the new world size;
+  - torchrun-style RANK/WORLD_SIZE without MASTER_ADDR/MASTER_PORT (no MPI): %train
+    fails at once naming both variables and mpirun, writing nothing.
 """
 import glob
 import json
@@ -63,7 +65,8 @@ def env_for(extra=None):
     e.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
               "OMP_WAIT_POLICY": "passive", "OMPI_MCA_mpi_yield_when_idle": "1",
               "OMPI_MCA_btl_vader_single_copy_mechanism": "none"})
-    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "KILN_NO_RESUME"):
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "KILN_NO_RESUME", "MASTER_ADDR",
+              "MASTER_PORT"):
         e.pop(k, None)
     # Under .ci/sanitize's ASan run: OpenMPI's own allocations (libmpi, pmix, hwloc and
     # components it dlclose's) are still held at exit and LeakSanitizer would abort every
@@ -317,3 +320,14 @@ def test_device_path_ranks_match_the_host_path(work, two_ranks):
     for k in weights(w2):
         assert np.array_equal(w2[k], w3[k]), k
     assert not os.path.exists(f"{work}/dev-out.1.ipynb")
+
+
+def test_torchrun_variables_without_master_are_refused(work):
+    p = subprocess.run([KILN, "run", NB, "-o", f"{work}/nomaster-out.ipynb", "-p", "run_dir",
+                        f"{work}/nomaster-run"], env=env_for({"RANK": "1", "WORLD_SIZE": "2"}),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode != 0
+    assert "MASTER_ADDR or MASTER_PORT is not set" in p.stderr, p.stderr[-2000:]
+    assert "mpirun" in p.stderr
+    assert not os.path.exists(f"{work}/nomaster-out.ipynb")  # rank 1 writes no notebook
+    assert not glob.glob(f"{work}/nomaster-run/*.safetensors")

@@ -128,11 +128,7 @@ T_TEST(test_plot_display_placed_once)
 
 int main(void)
 {
-    if (tm_make_dataset(g_dir, sizeof g_dir)) {
-        fprintf(stderr, "cannot write the test data set\n");
-        return 99;
-    }
-    snprintf(g_store, sizeof g_store, "%s/results.sqlite", g_dir);
+    if (tm_start(g_dir, sizeof g_dir, g_store, sizeof g_store)) return 99;
     T_RUN(test_checkpoint_show_reals);
     T_RUN(test_param_count_separators);
     T_RUN(test_plot_display_placed_once);

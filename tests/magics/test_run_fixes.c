@@ -211,11 +211,7 @@ T_TEST(test_already_complete)
 
 int main(void)
 {
-    if (tm_make_dataset(g_dir, sizeof g_dir)) {
-        fprintf(stderr, "cannot write the test data set\n");
-        return 99;
-    }
-    snprintf(g_store, sizeof g_store, "%s/results.sqlite", g_dir);
+    if (tm_start(g_dir, sizeof g_dir, g_store, sizeof g_store)) return 99;
     T_RUN(test_bad_run_dir_fails_at_once);
     T_RUN(test_recorded_data_and_val);
     T_RUN(test_checkpoint_lines);

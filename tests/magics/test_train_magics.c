@@ -582,11 +582,7 @@ T_TEST(test_sample_grid_wraps)
 
 int main(void)
 {
-    if (tm_make_dataset(g_dir, sizeof g_dir)) {
-        fprintf(stderr, "cannot write the test data set\n");
-        return 99;
-    }
-    snprintf(g_store, sizeof g_store, "%s/results.sqlite", g_dir);
+    if (tm_start(g_dir, sizeof g_dir, g_store, sizeof g_store)) return 99;
     T_RUN(test_png_and_base64);
     T_RUN(test_options);
     T_RUN(test_errors_before_training);

@@ -294,11 +294,7 @@ T_TEST(test_stopped_early_plot_and_counts)
 
 int main(void)
 {
-    if (tm_make_dataset(g_dir, sizeof g_dir)) {
-        fprintf(stderr, "cannot write the test data set\n");
-        return 99;
-    }
-    snprintf(g_store, sizeof g_store, "%s/results.sqlite", g_dir);
+    if (tm_start(g_dir, sizeof g_dir, g_store, sizeof g_store)) return 99;
     T_RUN(test_auto_versions_a_changed_run);
     T_RUN(test_must_and_never);
     T_RUN(test_resumed_output);

@@ -115,6 +115,18 @@ static int tm_make_dataset(char *dir, size_t n)
     return 0;
 }
 
+/* Start of a test program: the tiny data set in a new temp dir (dir) and the path of a
+ * results store in it (store). 0, or -1 with a message. */
+static inline int tm_start(char *dir, size_t ndir, char *store, size_t nstore)
+{
+    if (tm_make_dataset(dir, ndir)) {
+        fprintf(stderr, "cannot write the test data set\n");
+        return -1;
+    }
+    snprintf(store, nstore, "%s/results.sqlite", dir);
+    return 0;
+}
+
 /* End of a test program: the session, the captured outputs and the data directory go. */
 static inline void tm_teardown(mg_session *s, const char *dir)
 {

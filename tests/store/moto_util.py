@@ -61,9 +61,10 @@ class Proxy:
     on_request(pattern, nth, action): when the nth request whose head holds pattern
     (bytes, e.g. b"partNumber=2&") arrives, the proxy either holds it forever ("stall":
     the request never reaches the server, everything before it did), goes down
-    ("down": that request and all after it fail until up()) or damages the reply
-    ("flip": the first byte of its body inverted, as a bad link would). self.fired is
-    set then.
+    ("down": that request and all after it fail until up()), damages the reply
+    ("flip": the first byte of its body inverted, as a bad link would), or answers it
+    itself with HTTP 400 <Code>InvalidPart</Code> ("refuse": the server never sees it).
+    self.fired is set then.
     Requests are matched at the start of what the client sends, which is where HTTP/1.1
     without pipelining puts each request line; so which request fires is fixed by the
     client's order of requests, not by timing."""
@@ -77,7 +78,7 @@ class Proxy:
         self.up()
 
     def on_request(self, pattern, nth, action):
-        assert action in ("stall", "down", "flip")
+        assert action in ("stall", "down", "flip", "refuse")
         with self.lock:
             self.trigger, self.seen = (pattern, nth, action), 0
             self.fired.clear()
@@ -137,6 +138,9 @@ class Proxy:
                     if action == "down":
                         self.down()
                         break
+                    if action == "refuse":
+                        self._refuse(a, d)
+                        break
                     while action == "stall" and self.alive:
                         time.sleep(0.05)
                     self.sent += len(d)
@@ -151,6 +155,26 @@ class Proxy:
                 x.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    @staticmethod
+    def _refuse(a, d):
+        """Reads the rest of the request that starts with d from a, answers 400."""
+        while b"\r\n\r\n" not in d:
+            d += a.recv(65536)
+        head, body = d.split(b"\r\n\r\n", 1)
+        length = 0
+        for h in head.split(b"\r\n")[1:]:
+            name, _, value = h.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(body) < length:
+            more = a.recv(65536)
+            if not more:
+                break
+            body += more
+        xml = b"<Error><Code>InvalidPart</Code><Message>refused by the test</Message></Error>"
+        a.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/xml\r\n"
+                  b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(xml), xml))
 
     def down(self):
         self.alive = False

@@ -71,6 +71,26 @@ def test_large_object_is_a_multipart_upload(store, tmp_path):
     assert not store["s3"].list_multipart_uploads(Bucket=BUCKET).get("Uploads")
 
 
+def test_a_failed_part_aborts_the_upload(store, tmp_path):
+    """Parts go up several at a time; one refused by the store (part 2 of 4, while the
+    others are in flight) fails the upload with the store's reason, and the upload is
+    aborted: no object, no upload left open."""
+    src = tmp_path / "big.bin"
+    src.write_bytes(os.urandom(17 * 1024 * 1024))
+    px = Proxy(store["port"])
+    px.on_request(b"partNumber=2&", 1, "refuse")
+    try:
+        p = tool(store, f"s3://{BUCKET}", "put", "refused.bin", str(src), ok=False,
+                 env={"KILN_S3_PART_MB": "5", "AWS_ENDPOINT_URL": px.url})
+    finally:
+        px.down()
+    assert px.fired.is_set()
+    assert "uploading 'refused.bin'" in p.stderr and "InvalidPart" in p.stderr, p.stderr
+    listed = store["s3"].list_objects_v2(Bucket=BUCKET, Prefix="refused").get("Contents")
+    assert not listed
+    assert not store["s3"].list_multipart_uploads(Bucket=BUCKET).get("Uploads")
+
+
 def test_list_cat_and_delete(store):
     s3 = store["s3"]
     for k in ["ls/x/1", "ls/x/2", "ls/y", "other"]:
@@ -166,7 +186,9 @@ def test_checkpoints_count_only_with_a_manifest_and_fall_back(store, tmp_path):
     s3.upload_part(Bucket=BUCKET, Key="runs/one/" + ckpt_name(500), PartNumber=1,
                    UploadId=mp["UploadId"], Body=b"x" * (5 << 20))
     out = tool(store, url, "ckpt-ls").stdout.splitlines()
-    assert [line.split()[0] for line in out] == ["100", "200", "300"]
+    assert [line.split()[0] for line in out] == ["100", "200", "300", "skipped:"]
+    assert out[3] == f"skipped: {ckpt_name(400)}: no manifest: its upload did not finish " \
+        "(or is under way)"
     fetched = tmp_path / "fetch1"
     out = tool(store, url, "ckpt-fetch", str(fetched)).stdout
     assert out.splitlines()[0] == f"fetched {fetched}/{ckpt_name(300)}"
@@ -258,7 +280,9 @@ def test_prune_keeps_the_newest_complete(store, tmp_path):
         ckpt_name(3), ckpt_name(3) + ".manifest.json", ckpt_name(4),
         ckpt_name(4) + ".manifest.json", ckpt_name(5))]
     assert tool(store, url, "ckpt-prune", "0").stdout.strip() == "deleted 1"  # keeps >= 1
-    assert [line.split()[0] for line in tool(store, url, "ckpt-ls").stdout.splitlines()] == ["4"]
+    out = tool(store, url, "ckpt-ls").stdout.splitlines()
+    assert [line.split()[0] for line in out] == ["4", "skipped:"]  # the partial one, named
+    assert ckpt_name(5) + ": no manifest" in out[1]
 
 
 def tool_env(st, **extra):
