@@ -630,7 +630,7 @@ def test_store_outage_mid_run_training_goes_on_and_uploads_catch_up(env):
     def on_text(text):
         frames.append(text)
         if not back and re.search(r"uploading \d+ checkpoints? to ", text):  # end-of-run wait
-            back.append(px.fired.is_set())
+            back.append(px.fired.wait(60))  # the first upload has taken it down
             px.up()
 
     try:
