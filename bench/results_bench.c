@@ -39,10 +39,16 @@ static void bench_kiln(const char *path, const char *mlflow, long n, double *cal
     rt_results_set_warn(rs, NULL, NULL);
     double t0 = now();
     for (long i = 0; i < n; i++)
-        rt_results_log_metric(rs, run, i & 1 ? "acc" : "loss", 1.0 / (double)(i + 1), i / 2, 0,
-                              RT_RESULTS_STEP, NULL);
+        if (rt_results_log_metric(rs, run, i & 1 ? "acc" : "loss", 1.0 / (double)(i + 1), i / 2, 0,
+                                  RT_RESULTS_STEP, &err) != RT_OK) {
+            fprintf(stderr, "%s\n", err.msg);
+            exit(1);
+        }
     double t1 = now();
-    rt_results_run_end(rs, run, RT_RESULTS_FINISHED, NULL);
+    if (rt_results_run_end(rs, run, RT_RESULTS_FINISHED, &err) != RT_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(1);
+    }
     double t2 = now();
     rt_results_close(rs);
     *call = (t1 - t0) / (double)n * 1e9;

@@ -132,7 +132,7 @@ int main(int argc, char **argv)
                     (double)st.epoch_correct / (double)st.epoch_seen);
         }
     }
-    rt_trainer_end(t, &s, &err);
+    if (rt_trainer_end(t, &s, &err)) return fail(&err);
     getrusage(RUSAGE_SELF, &ru);
     double cpu = (double)(ru.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
                  1e-6 * (double)(ru.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +

@@ -210,8 +210,9 @@ static int do_load(mg_ctx *ctx, const char *arg, const char *device, mg_error *e
             rec->has_snap = rt_ckpt_train_snap_read(&rec->snap, rd, m, NULL) == RT_OK;
         }
         int64_t step = 0, epoch = 0;
-        rt_ckpt_reader_meta_i64(rd, RT_CKPT_KEY_STEP, &step, NULL);
-        rt_ckpt_reader_meta_i64(rd, RT_CKPT_KEY_EPOCH, &epoch, NULL);
+        /* Only shown: a checkpoint without a training position (a bare model) shows 0. */
+        RT_IGNORE(rt_ckpt_reader_meta_i64(rd, RT_CKPT_KEY_STEP, &step, NULL));
+        RT_IGNORE(rt_ckpt_reader_meta_i64(rd, RT_CKPT_KEY_EPOCH, &epoch, NULL));
         char count[32];
         mg_printf(ctx->out,
                   "Loaded model '%s' (%s parameters, step %lld, epoch %lld) from "

@@ -239,8 +239,9 @@ void mg_run_destroy(mg_run *r)
     rt_model_destroy(r->model);
     mg_ws_backend_free(r->backend);
     if (r->rs && r->run_id) {
-        /* a run that never reached its end (an error path) is marked failed */
-        rt_results_run_end(r->rs, r->run_id, RT_RESULTS_FAILED, NULL);
+        /* A run that never reached its end (an error path) is marked failed; if that
+         * fails too, rt_results_close below marks it interrupted or warns. */
+        RT_IGNORE(rt_results_run_end(r->rs, r->run_id, RT_RESULTS_FAILED, NULL));
     }
     rt_results_close(r->rs);
     free(r->eval);

@@ -298,7 +298,8 @@ extern const rt_backend_ops rt_cpu_ops;
 
 /* Opens a backend by name: "cpu", "cuda", "cuda:N" or "auto" (CUDA when compiled in and
  * a device exists, else CPU). threads <= 0 means all cores (CPU). On error b is zeroed. */
-rt_status rt_backend_open(rt_backend *b, const char *device, int threads, rt_error *err);
+RT_MUST_USE rt_status rt_backend_open(rt_backend *b, const char *device, int threads,
+                                      rt_error *err);
 
 /* The OpenBLAS the CPU backend loaded: its file and where it came from ("system" or
  * "scipy-openblas32", the kiln-kernel wheel's dependency), or "not loaded: REASON" when
@@ -314,83 +315,97 @@ void rt_backend_close(rt_backend *b);
  * then calls the backend's op. So every backend refuses the same calls with the same
  * words, and a backend op is written without argument checks. Arguments and semantics
  * are the table's above. */
-rt_status rt_backend_upload(rt_backend *b, rt_tensor *dst, const void *host_src, size_t bytes,
-                            rt_error *err);
-rt_status rt_backend_download(rt_backend *b, void *host_dst, const rt_tensor *src, size_t bytes,
-                              rt_error *err);
-rt_status rt_backend_fill(rt_backend *b, rt_tensor *dst, float value, rt_error *err);
-rt_status rt_backend_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err);
-rt_status rt_backend_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
-                         rt_error *err);
-rt_status rt_backend_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d,
-                                rt_error *err);
-rt_status rt_backend_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                     const rt_tensor *w, const rt_conv_desc *d, rt_error *err);
-rt_status rt_backend_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                       const rt_tensor *dout, const rt_tensor *in,
-                                       const rt_conv_desc *d, rt_error *err);
-rt_status rt_backend_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                 const rt_pool_desc *d, rt_error *err);
-rt_status rt_backend_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                 const rt_tensor *in, const rt_tensor *out, const rt_pool_desc *d,
-                                 rt_error *err);
-rt_status rt_backend_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                 const rt_pool_desc *d, rt_error *err);
-rt_status rt_backend_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                 const rt_pool_desc *d, rt_error *err);
-rt_status rt_backend_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, float slope,
-                              rt_error *err);
-rt_status rt_backend_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                              const rt_tensor *out, float slope, rt_error *err);
-rt_status rt_backend_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                                  rt_tensor *save_invstd, rt_tensor *running_mean,
-                                  rt_tensor *running_var, const rt_tensor *in,
-                                  const rt_tensor *gamma, const rt_tensor *beta,
-                                  const rt_bn_desc *d, rt_error *err);
-rt_status rt_backend_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                 const rt_tensor *gamma, const rt_tensor *beta,
-                                 const rt_tensor *running_mean, const rt_tensor *running_var,
-                                 const rt_bn_desc *d, rt_error *err);
-rt_status rt_backend_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
-                            const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
-                            const rt_tensor *save_mean, const rt_tensor *save_invstd,
-                            const rt_bn_desc *d, rt_error *err);
-rt_status rt_backend_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
-                                 const rt_tensor *in, const rt_dropout_desc *d, rt_error *err);
-rt_status rt_backend_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                 const rt_tensor *mask, rt_error *err);
-rt_status rt_backend_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                               const rt_tensor *w, const rt_tensor *bias, const rt_dense_desc *d,
-                               rt_error *err);
-rt_status rt_backend_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                    const rt_tensor *w, const rt_dense_desc *d, rt_error *err);
-rt_status rt_backend_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                      const rt_tensor *dout, const rt_tensor *in,
-                                      const rt_dense_desc *d, rt_error *err);
-rt_status rt_backend_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
-                              const rt_tensor *logits, const rt_tensor *labels,
-                              const rt_xent_desc *d, rt_error *err);
-rt_status rt_backend_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
-                              const rt_tensor *labels, float scale, const rt_xent_desc *d,
-                              rt_error *err);
-rt_status rt_backend_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
-                                 const rt_tensor *grad, const rt_adam_desc *d, rt_error *err);
-rt_status rt_backend_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
-                                const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err);
-rt_status rt_backend_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
-                                  const rt_tensor *data, const rt_tensor *data_labels,
-                                  const rt_tensor *order, const rt_gather_desc *d, rt_error *err);
-rt_status rt_backend_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
-                                const rt_tensor *probs, const rt_tensor *labels,
-                                const rt_xent_desc *d, rt_error *err);
-rt_status rt_backend_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err);
-rt_status rt_backend_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt_error *err);
-rt_status rt_backend_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
-                                     const rt_tensor *grad, rt_tensor *amp, const rt_adam_desc *d,
-                                     rt_error *err);
-rt_status rt_backend_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
-                                    const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
-                                    rt_error *err);
+RT_MUST_USE rt_status rt_backend_upload(rt_backend *b, rt_tensor *dst, const void *host_src,
+                                        size_t bytes, rt_error *err);
+RT_MUST_USE rt_status rt_backend_download(rt_backend *b, void *host_dst, const rt_tensor *src,
+                                          size_t bytes, rt_error *err);
+RT_MUST_USE rt_status rt_backend_fill(rt_backend *b, rt_tensor *dst, float value, rt_error *err);
+RT_MUST_USE rt_status rt_backend_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
+                                      rt_error *err);
+RT_MUST_USE rt_status rt_backend_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a,
+                                     const rt_tensor *x, rt_error *err);
+RT_MUST_USE rt_status rt_backend_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                            const rt_tensor *w, const rt_tensor *bias,
+                                            const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_conv2d_bwd_data(rt_backend *b, rt_tensor *din,
+                                                 const rt_tensor *dout, const rt_tensor *w,
+                                                 const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                                   const rt_tensor *dout, const rt_tensor *in,
+                                                   const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                             const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                             const rt_tensor *in, const rt_tensor *out,
+                                             const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                             const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                             const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                          float slope, rt_error *err);
+RT_MUST_USE rt_status rt_backend_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                          const rt_tensor *out, float slope, rt_error *err);
+RT_MUST_USE rt_status rt_backend_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                              rt_tensor *save_invstd, rt_tensor *running_mean,
+                                              rt_tensor *running_var, const rt_tensor *in,
+                                              const rt_tensor *gamma, const rt_tensor *beta,
+                                              const rt_bn_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                             const rt_tensor *gamma, const rt_tensor *beta,
+                                             const rt_tensor *running_mean,
+                                             const rt_tensor *running_var, const rt_bn_desc *d,
+                                             rt_error *err);
+RT_MUST_USE rt_status rt_backend_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
+                                        rt_tensor *dbeta, const rt_tensor *dout,
+                                        const rt_tensor *in, const rt_tensor *gamma,
+                                        const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                                        const rt_bn_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
+                                             const rt_tensor *in, const rt_dropout_desc *d,
+                                             rt_error *err);
+RT_MUST_USE rt_status rt_backend_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                             const rt_tensor *mask, rt_error *err);
+RT_MUST_USE rt_status rt_backend_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                           const rt_tensor *w, const rt_tensor *bias,
+                                           const rt_dense_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_dense_bwd_data(rt_backend *b, rt_tensor *din,
+                                                const rt_tensor *dout, const rt_tensor *w,
+                                                const rt_dense_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                                  const rt_tensor *dout, const rt_tensor *in,
+                                                  const rt_dense_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
+                                          const rt_tensor *logits, const rt_tensor *labels,
+                                          const rt_xent_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
+                                          const rt_tensor *labels, float scale,
+                                          const rt_xent_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
+                                             rt_tensor *v, const rt_tensor *grad,
+                                             const rt_adam_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_sgd_update(rt_backend *b, rt_tensor *param,
+                                            rt_tensor *momentum_buf, const rt_tensor *grad,
+                                            const rt_sgd_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
+                                              const rt_tensor *data, const rt_tensor *data_labels,
+                                              const rt_tensor *order, const rt_gather_desc *d,
+                                              rt_error *err);
+RT_MUST_USE rt_status rt_backend_xent_stats(rt_backend *b, rt_tensor *stats, int row,
+                                            const rt_tensor *loss, const rt_tensor *probs,
+                                            const rt_tensor *labels, const rt_xent_desc *d,
+                                            rt_error *err);
+RT_MUST_USE rt_status rt_backend_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp,
+                                           rt_error *err);
+RT_MUST_USE rt_status rt_backend_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp,
+                                             rt_error *err);
+RT_MUST_USE rt_status rt_backend_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
+                                                 rt_tensor *v, const rt_tensor *grad,
+                                                 rt_tensor *amp, const rt_adam_desc *d,
+                                                 rt_error *err);
+RT_MUST_USE rt_status rt_backend_amp_sgd_update(rt_backend *b, rt_tensor *param,
+                                                rt_tensor *momentum_buf, const rt_tensor *grad,
+                                                rt_tensor *amp, const rt_sgd_desc *d,
+                                                rt_error *err);
 
 #endif

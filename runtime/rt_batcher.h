@@ -61,15 +61,15 @@ rt_batcher_data rt_batcher_data_of(const rt_dataset *d);
 /* The data stays borrowed (must outlive the batcher). RT_EINVAL for an empty data set,
  * a bad batch size, C > 4 with augmentation, or drop_last with n < B. Starts at
  * {epoch 0, position 0}. Caller frees with rt_batcher_destroy. */
-rt_status rt_batcher_create(rt_batcher **out, const rt_batcher_data *data,
-                            const rt_batcher_config *cfg, rt_error *err);
+RT_MUST_USE rt_status rt_batcher_create(rt_batcher **out, const rt_batcher_data *data,
+                                        const rt_batcher_config *cfg, rt_error *err);
 void rt_batcher_destroy(rt_batcher *b);
 
 /* Fills the next batch: images (count, C, H, W), labels (count) int32, indices (count)
  * the data-set index of each sample (may be NULL); buffers hold batch_size samples.
  * When the current epoch is exhausted, moves to the next epoch first. *count > 0. */
-rt_status rt_batcher_next(rt_batcher *b, float *images, int32_t *labels, uint32_t *indices,
-                          int *count, rt_error *err);
+RT_MUST_USE rt_status rt_batcher_next(rt_batcher *b, float *images, int32_t *labels,
+                                      uint32_t *indices, int *count, rt_error *err);
 
 /* Batches per epoch: ceil(n/B), or floor(n/B) with drop_last. */
 int64_t rt_batcher_steps_per_epoch(const rt_batcher *b);
@@ -78,7 +78,7 @@ int rt_batcher_epoch_done(const rt_batcher *b);
 
 rt_batcher_state rt_batcher_get_state(const rt_batcher *b);
 /* RT_EINVAL (naming the values) if epoch < 0 or position is not in [0, n]. */
-rt_status rt_batcher_set_state(rt_batcher *b, rt_batcher_state s, rt_error *err);
+RT_MUST_USE rt_status rt_batcher_set_state(rt_batcher *b, rt_batcher_state s, rt_error *err);
 
 /* The random crop/flip of data-set index idx in epoch (see the top of this file): the
  * words from 4*idx of rt_rng_stream(seed, RT_RNG_AUGMENT, epoch, 0), rejection
@@ -92,8 +92,8 @@ const uint32_t *rt_batcher_order(const rt_batcher *b, int64_t *epoch);
 /* Moves to the next batch like rt_batcher_next but copies nothing: the batch is
  * order[*start .. *start + *count) of the epoch in *epoch (rt_batcher_order). For a
  * consumer that gathers the batch itself (the trainer's device path). */
-rt_status rt_batcher_advance(rt_batcher *b, int64_t *start, int *count, int64_t *epoch,
-                             rt_error *err);
+RT_MUST_USE rt_status rt_batcher_advance(rt_batcher *b, int64_t *start, int *count, int64_t *epoch,
+                                         rt_error *err);
 
 /* The augmentation of one image, exposed for tests and for a CUDA mirror:
  * dst (C,H,W) = crop/flip of src (C,H,W) with the given top/left offsets (0..2*pad). */

@@ -59,26 +59,26 @@ typedef struct rt_ckpt_metric {
 /* ---- writing ---- */
 typedef struct rt_ckpt_writer rt_ckpt_writer;
 
-rt_status rt_ckpt_writer_create(rt_ckpt_writer **out, rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_writer_create(rt_ckpt_writer **out, rt_error *err);
 void rt_ckpt_writer_destroy(rt_ckpt_writer *w); /* NULL ok */
 /* BORROWS data (host, little-endian, C order) until the writer is destroyed. */
-rt_status rt_ckpt_writer_add_tensor(rt_ckpt_writer *w, const char *name, rt_st_dtype dtype,
-                                    int ndim, const int64_t *shape, const void *data,
-                                    rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_writer_add_tensor(rt_ckpt_writer *w, const char *name,
+                                                rt_st_dtype dtype, int ndim, const int64_t *shape,
+                                                const void *data, rt_error *err);
 /* Sets a metadata entry (copied). The writer-filled keys are refused (RT_EINVAL). */
-rt_status rt_ckpt_writer_set_meta(rt_ckpt_writer *w, const char *key, const char *value,
-                                  rt_error *err);
-rt_status rt_ckpt_writer_set_meta_i64(rt_ckpt_writer *w, const char *key, int64_t value,
-                                      rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_writer_set_meta(rt_ckpt_writer *w, const char *key, const char *value,
+                                              rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_writer_set_meta_i64(rt_ckpt_writer *w, const char *key, int64_t value,
+                                                  rt_error *err);
 /* value must be a JSON text (validated, stored as given). */
-rt_status rt_ckpt_writer_set_meta_json(rt_ckpt_writer *w, const char *key, const char *json,
-                                       rt_error *err);
-rt_status rt_ckpt_writer_set_metric(rt_ckpt_writer *w, const char *key, const rt_ckpt_metric *m,
-                                    rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_writer_set_meta_json(rt_ckpt_writer *w, const char *key,
+                                                   const char *json, rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_writer_set_metric(rt_ckpt_writer *w, const char *key,
+                                                const rt_ckpt_metric *m, rt_error *err);
 /* Writes the checkpoint to path atomically. "step" and "epoch" must have been set.
  * On any failure the file previously at path (if any) is untouched and no tmp file
  * remains. ENOSPC/EFBIG/EDQUOT give a "disk full" error naming the file. */
-rt_status rt_ckpt_writer_save(rt_ckpt_writer *w, const char *path, rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_writer_save(rt_ckpt_writer *w, const char *path, rt_error *err);
 /* After a successful save: the file's data checksum (the "data_xxh3" value, 16 hex
  * digits) and its size in bytes, for a manifest that shares the checksum; NULL / 0
  * before. */
@@ -96,8 +96,8 @@ enum {
 /* Opens and validates a checkpoint: safetensors structure, format and version, header
  * and data checksums. Anything wrong is RT_EFORMAT (RT_ENOTFOUND for a missing file)
  * with a message naming the file. */
-rt_status rt_ckpt_reader_open(const char *path, unsigned flags, rt_ckpt_reader **out,
-                              rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_reader_open(const char *path, unsigned flags, rt_ckpt_reader **out,
+                                          rt_error *err);
 void rt_ckpt_reader_destroy(rt_ckpt_reader *r); /* NULL ok */
 const char *rt_ckpt_reader_path(const rt_ckpt_reader *r);
 uint64_t rt_ckpt_reader_file_size(const rt_ckpt_reader *r);
@@ -108,8 +108,9 @@ const rt_st_tensor_info *rt_ckpt_reader_find(const rt_ckpt_reader *r, const char
 /* Copies tensor `name` into dst (dst_bytes long) after checking that it exists
  * (RT_ENOTFOUND) and has exactly this dtype and shape (RT_EFORMAT, message shows both
  * shapes). Not available on a header-only reader (RT_EINVAL). */
-rt_status rt_ckpt_reader_get(const rt_ckpt_reader *r, const char *name, rt_st_dtype dtype, int ndim,
-                             const int64_t *shape, void *dst, size_t dst_bytes, rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_reader_get(const rt_ckpt_reader *r, const char *name,
+                                         rt_st_dtype dtype, int ndim, const int64_t *shape,
+                                         void *dst, size_t dst_bytes, rt_error *err);
 /* Metadata value or NULL; borrowed. Entries in key order via count/at. */
 const char *rt_ckpt_reader_meta(const rt_ckpt_reader *r, const char *key);
 size_t rt_ckpt_reader_meta_count(const rt_ckpt_reader *r);
@@ -117,9 +118,9 @@ void rt_ckpt_reader_meta_at(const rt_ckpt_reader *r, size_t i, const char **key,
                             const char **value);
 /* Typed getters: RT_ENOTFOUND if absent, RT_EFORMAT if malformed (message names both
  * the file and the key). */
-rt_status rt_ckpt_reader_meta_i64(const rt_ckpt_reader *r, const char *key, int64_t *out,
-                                  rt_error *err);
-rt_status rt_ckpt_reader_metric(const rt_ckpt_reader *r, const char *key, rt_ckpt_metric *out,
-                                rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_reader_meta_i64(const rt_ckpt_reader *r, const char *key,
+                                              int64_t *out, rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_reader_metric(const rt_ckpt_reader *r, const char *key,
+                                            rt_ckpt_metric *out, rt_error *err);
 
 #endif

@@ -39,13 +39,14 @@ typedef struct rt_ckpt_list {
 /* The canonical file name for a step ("ckpt-step00001234.safetensors"). */
 void rt_ckpt_dir_name(int64_t step, char *buf, size_t cap);
 /* dir/name for a step; caller frees *path. */
-rt_status rt_ckpt_dir_path(const char *dir, int64_t step, char **path, rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_dir_path(const char *dir, int64_t step, char **path, rt_error *err);
 /* mkdir -p dir (mode 0777 & ~umask). */
-rt_status rt_ckpt_dir_ensure(const char *dir, rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_dir_ensure(const char *dir, rt_error *err);
 
 /* Lists dir's *.safetensors files (flags as rt_ckpt_reader_open). Fails only when dir
  * cannot be read or memory runs out. Free with rt_ckpt_list_deinit. */
-rt_status rt_ckpt_dir_scan(const char *dir, unsigned flags, rt_ckpt_list *out, rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_dir_scan(const char *dir, unsigned flags, rt_ckpt_list *out,
+                                       rt_error *err);
 void rt_ckpt_list_deinit(rt_ckpt_list *l); /* NULL ok */
 /* Index of the newest valid entry, or -1. */
 long rt_ckpt_list_newest_valid(const rt_ckpt_list *l);
@@ -53,12 +54,13 @@ long rt_ckpt_list_newest_valid(const rt_ckpt_list *l);
 /* The newest valid checkpoint of dir in *path (caller frees). Invalid files newer than
  * it are described in *skipped ("name: reason\n" lines, caller frees; NULL if none).
  * No valid checkpoint: RT_ENOTFOUND naming dir and every skipped file. */
-rt_status rt_ckpt_dir_latest(const char *dir, char **path, char **skipped, rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_dir_latest(const char *dir, char **path, char **skipped,
+                                         rt_error *err);
 
 /* Deletes valid Kiln-named checkpoints of dir except the newest keep_last (at least 1)
  * and, with keep_best, the best by each file's "metric" (same metric name as the
  * newest's; ties go to the newer). *removed (may be NULL) = files deleted. */
-rt_status rt_ckpt_dir_rotate(const char *dir, int keep_last, int keep_best, size_t *removed,
-                             rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_dir_rotate(const char *dir, int keep_last, int keep_best,
+                                         size_t *removed, rt_error *err);
 
 #endif

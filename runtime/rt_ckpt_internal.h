@@ -19,14 +19,15 @@ typedef struct rtp_ckpt_file {
 
 /* The error for a failed system call with errno e while `doing` something to path:
  * ENOSPC/EDQUOT/EFBIG -> "disk full", ENOENT -> RT_ENOTFOUND, with hints. */
-rt_status rtp_ckpt_errno_error(rt_error *err, int e, const char *doing, const char *path);
+RT_MUST_USE rt_status rtp_ckpt_errno_error(rt_error *err, int e, const char *doing,
+                                           const char *path);
 /* Creates (truncates) path.tmp for writing. On failure nothing is left behind. */
-rt_status rtp_ckpt_file_begin(rtp_ckpt_file *f, const char *path, rt_error *err);
+RT_MUST_USE rt_status rtp_ckpt_file_begin(rtp_ckpt_file *f, const char *path, rt_error *err);
 /* An rt_st_sink_fn writing to f (user = rtp_ckpt_file *); checks every write. */
-rt_status rtp_ckpt_file_write(void *f, const void *buf, size_t len, rt_error *err);
+RT_MUST_USE rt_status rtp_ckpt_file_write(void *f, const void *buf, size_t len, rt_error *err);
 /* fsync, close, rename over path, fsync the directory. On failure before the rename,
  * removes the tmp file and leaves path untouched. Frees f's strings either way. */
-rt_status rtp_ckpt_file_commit(rtp_ckpt_file *f, rt_error *err);
+RT_MUST_USE rt_status rtp_ckpt_file_commit(rtp_ckpt_file *f, rt_error *err);
 /* Starts writing [off, off + len) of f's tmp file to disk without waiting for it
  * (Linux sync_file_range; nothing elsewhere). Advisory: a failure shows at the fsync
  * of rtp_ckpt_file_commit. */
@@ -36,8 +37,8 @@ void rtp_ckpt_file_start_writeback(rtp_ckpt_file *f, uint64_t off, uint64_t len)
 void rtp_ckpt_file_abort(rtp_ckpt_file *f);
 
 /* Writes len bytes at offset off of f's tmp file (pwrite), checking every call. */
-rt_status rtp_ckpt_file_pwrite(rtp_ckpt_file *f, const void *buf, size_t len, uint64_t off,
-                               rt_error *err);
+RT_MUST_USE rt_status rtp_ckpt_file_pwrite(rtp_ckpt_file *f, const void *buf, size_t len,
+                                           uint64_t off, rt_error *err);
 
 /* ---- the v2 data checksum, XXH3-64 (rt_ckpt_hash.c) ---- */
 typedef struct rtp_ckpt_hash rtp_ckpt_hash;
@@ -58,8 +59,8 @@ void rtp_ckpt_hash_update_avx512(void *state, const void *buf, size_t len);
 void rtp_ckpt_xxh3_hex(uint64_t h, char out[17]);
 
 /* Reads bytes [off, off+len) of an open file; RT_EFORMAT if it ends first. */
-rt_status rtp_ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *what,
-                         rt_error *err);
+RT_MUST_USE rt_status rtp_ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *what,
+                                     rt_error *err);
 
 /* ---- JSON parsing shared with rt_safetensors.c (which defines it) ---- */
 struct json_t;
@@ -81,7 +82,7 @@ uint32_t rtp_ckpt_header_crc32(void *src, size_t ntensors, rtp_tensor_at_fn info
 /* "%08x" of a CRC into out[9]. */
 void rtp_ckpt_crc_hex(uint32_t crc, char out[9]);
 /* Checks format / format_version / the typed keys of a parsed header. */
-rt_status rtp_ckpt_meta_check(const rt_st_index *ix, const char *what, rt_error *err);
+RT_MUST_USE rt_status rtp_ckpt_meta_check(const rt_st_index *ix, const char *what, rt_error *err);
 /* Parses a decimal int64 (the whole string); 0 on success. */
 int rtp_parse_i64(const char *s, int64_t *out);
 /* 1 when s is a JSON text (any type), 0 when not, -1 when out of memory. */

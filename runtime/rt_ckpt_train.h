@@ -50,18 +50,18 @@ typedef struct rt_ckpt_train_snap {
 
 /* Copies t's state (and its optimiser's arrays) into s; t's model gives the seed.
  * Caller releases s with rt_ckpt_train_snap_deinit. */
-rt_status rt_ckpt_train_snap_capture(rt_ckpt_train_snap *s, rt_trainer *t, rt_model *m,
-                                     rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_train_snap_capture(rt_ckpt_train_snap *s, rt_trainer *t, rt_model *m,
+                                                 rt_error *err);
 /* Reads the training state of checkpoint r for model m (whose trainable tensors name
  * the optimiser arrays). RT_ENOTFOUND (naming the file) for a weights-only checkpoint,
  * RT_EFORMAT for malformed state. */
-rt_status rt_ckpt_train_snap_read(rt_ckpt_train_snap *s, const rt_ckpt_reader *r, rt_model *m,
-                                  rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_train_snap_read(rt_ckpt_train_snap *s, const rt_ckpt_reader *r,
+                                              rt_model *m, rt_error *err);
 /* Restores s into t (built over m): checks optimiser kind, array names and sizes, seed
  * and steps per epoch first (RT_EINVAL saying what differs; t unchanged), then sets
  * the optimiser arrays, its step count and the trainer state. */
-rt_status rt_ckpt_train_snap_apply(const rt_ckpt_train_snap *s, rt_trainer *t, rt_model *m,
-                                   rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_train_snap_apply(const rt_ckpt_train_snap *s, rt_trainer *t,
+                                               rt_model *m, rt_error *err);
 void rt_ckpt_train_snap_deinit(rt_ckpt_train_snap *s); /* NULL ok; zeroes s */
 /* Completed epochs of a snapshot (step / steps_per_epoch). */
 int64_t rt_ckpt_train_snap_epoch(const rt_ckpt_train_snap *s);
@@ -80,12 +80,12 @@ typedef struct rt_ckpt_train_info {
 
 /* Writes m's tensors, s's state (NULL: a weights-only checkpoint) and the metadata
  * to path atomically (rt_ckpt_writer_save). Read-only for m. */
-rt_status rt_ckpt_train_save(const char *path, rt_model *m, const rt_ckpt_train_snap *s,
-                             const rt_ckpt_train_info *info, rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_train_save(const char *path, rt_model *m, const rt_ckpt_train_snap *s,
+                                         const rt_ckpt_train_info *info, rt_error *err);
 
 /* Copies r's "model.*" tensors into m after checking that the checkpoint holds exactly
  * m's tensors with m's shapes (RT_EINVAL naming the file and the first difference, and
  * the checkpoint's model spec when it has one; m unchanged). */
-rt_status rt_ckpt_train_load_model(const rt_ckpt_reader *r, rt_model *m, rt_error *err);
+RT_MUST_USE rt_status rt_ckpt_train_load_model(const rt_ckpt_reader *r, rt_model *m, rt_error *err);
 
 #endif

@@ -27,7 +27,7 @@
 typedef enum { RT_PREC_FP32 = 0, RT_PREC_BF16 = 1, RT_PREC_FP16 = 2 } rt_precision;
 
 /* "fp32" | "bf16" | "fp16" -> *out; RT_EINVAL naming the choices otherwise. */
-rt_status rt_precision_parse(const char *name, rt_precision *out, rt_error *err);
+RT_MUST_USE rt_status rt_precision_parse(const char *name, rt_precision *out, rt_error *err);
 const char *rt_precision_name(rt_precision p);
 
 /* One CUDA device as %device shows it. */
@@ -58,7 +58,7 @@ typedef struct rt_cuda_device_list {
  * a CUDA context on the device (a few hundred MiB, kept for the process's life), so it
  * is measured only on a single-device machine (where training will create that context
  * anyway); with several devices mem_free_known is 0 and mem_free 0. */
-rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err);
+RT_MUST_USE rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err);
 
 /* One line saying what CUDA this build has, for `kiln --version`, e.g. "CUDA: toolkit
  * 13.0, kernels for sm_75 sm_80 sm_86 sm_89 sm_90 (+ compute_90 PTX); cuBLAS and cuDNN 9
@@ -67,10 +67,11 @@ const char *rt_cuda_build_info(void);
 
 /* Sets the compute precision of an opened CUDA backend (see above). RT_EINVAL for a
  * backend that is not CUDA, or bf16 on a device below compute capability 8.0. */
-rt_status rt_cuda_set_precision(rt_backend *b, rt_precision p, rt_error *err);
+RT_MUST_USE rt_status rt_cuda_set_precision(rt_backend *b, rt_precision p, rt_error *err);
 rt_precision rt_cuda_get_precision(const rt_backend *b);
 
 /* Free and total memory of the backend's device, bytes (sync first for a stable value). */
-rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes, rt_error *err);
+RT_MUST_USE rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes,
+                                       rt_error *err);
 
 #endif

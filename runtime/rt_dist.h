@@ -39,7 +39,7 @@ typedef struct rt_dist_env {
 
 /* Reads the launcher's variables (first complete set in the order above). RT_EINVAL
  * naming the variables when they are not integers or rank is outside [0, world). */
-rt_status rt_dist_env_read(rt_dist_env *out, rt_error *err);
+RT_MUST_USE rt_status rt_dist_env_read(rt_dist_env *out, rt_error *err);
 /* 1 when this process writes the run's files (checkpoints, results, the output
  * notebook): rank 0, or no launch. Unreadable variables count as rank 0, so a broken
  * launch still keeps its files (the training that follows reports the error). */
@@ -53,7 +53,7 @@ typedef struct rt_dist rt_dist;
  * loaded (naming the file and the package), RT_EINVAL when MPI's world does not match
  * the launcher's variables, or torchrun-style variables lack MASTER_ADDR/MASTER_PORT.
  * The world is never closed by the caller (see the top). */
-rt_status rt_dist_world(rt_dist **out, rt_error *err);
+RT_MUST_USE rt_status rt_dist_world(rt_dist **out, rt_error *err);
 
 int rt_dist_rank(const rt_dist *d);
 int rt_dist_size(const rt_dist *d);
@@ -65,16 +65,16 @@ double rt_dist_timeout(const rt_dist *d);
 /* In-place sums over all ranks: buf (n) ends the same on every rank. `what` and `step`
  * name the collective in the timeout's message. RT_EDEVICE_LOST on timeout or a
  * broken world. */
-rt_status rt_dist_allreduce_f32(rt_dist *d, float *buf, size_t n, const char *what, long long step,
-                                rt_error *err);
-rt_status rt_dist_allreduce_f64(rt_dist *d, double *buf, size_t n, const char *what, long long step,
-                                rt_error *err);
+RT_MUST_USE rt_status rt_dist_allreduce_f32(rt_dist *d, float *buf, size_t n, const char *what,
+                                            long long step, rt_error *err);
+RT_MUST_USE rt_status rt_dist_allreduce_f64(rt_dist *d, double *buf, size_t n, const char *what,
+                                            long long step, rt_error *err);
 /* In place, max over all ranks. */
-rt_status rt_dist_allmax_f64(rt_dist *d, double *buf, size_t n, const char *what, long long step,
-                             rt_error *err);
+RT_MUST_USE rt_status rt_dist_allmax_f64(rt_dist *d, double *buf, size_t n, const char *what,
+                                         long long step, rt_error *err);
 /* buf (n) of rank 0 copied to every rank. */
-rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what, long long step,
-                            rt_error *err);
+RT_MUST_USE rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what,
+                                        long long step, rt_error *err);
 
 /* At the start of a run, on every rank (a collective): *on = 1 when the ranks will sum
  * the gradients of b in device memory (rt_dist_allreduce_dev_f32) - CUDA devices over
@@ -83,7 +83,7 @@ rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const char *what, 
  * hands it to the others; the communicator is made here and kept for the process).
  * Otherwise *on = 0 and the gradients go through host memory. A launch without MPI
  * meets here (RT_EINVAL on every rank when one cannot join NCCL: a CPU rank). */
-rt_status rt_dist_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err);
+RT_MUST_USE rt_status rt_dist_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err);
 /* A few bytes of b's memory (the step's statistics) read back with a device all-reduce:
  * copied on b's stream before the sum starts, so the host's wait for the sum is the one
  * wait for both. src NULL: nothing. */
@@ -94,9 +94,9 @@ typedef struct rt_dist_read {
 } rt_dist_read;
 /* buf (b's memory) = the sum over the ranks of scale_r x buf_r, and read->dst filled,
  * waited for at most the world's timeout. */
-rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                                    const rt_dist_read *read, const char *what, long long step,
-                                    rt_error *err);
+RT_MUST_USE rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf,
+                                                float scale, const rt_dist_read *read,
+                                                const char *what, long long step, rt_error *err);
 
 /* ---- the devices of one process (rt_dist_group.c) ----
  * A group is a world of n ranks inside this process, one per backend and one host
@@ -106,7 +106,8 @@ rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf, f
  * communicator a device, ncclCommInitAll), else through host memory, said once on
  * stderr. The backends must outlive the group. */
 typedef struct rt_dist_group rt_dist_group;
-rt_status rt_dist_group_create(rt_dist_group **out, rt_backend *const *b, int n, rt_error *err);
+RT_MUST_USE rt_status rt_dist_group_create(rt_dist_group **out, rt_backend *const *b, int n,
+                                           rt_error *err);
 /* Rank r's world (0 <= r < n), owned by the group. */
 rt_dist *rt_dist_group_rank(rt_dist_group *g, int r);
 /* A rank that failed outside a collective: every wait of the others ends at once with

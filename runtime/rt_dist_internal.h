@@ -36,8 +36,8 @@ struct rt_dist {
 
 /* A launch's world (env->world > 1), opened once per process by rt_dist_world: over MPI
  * (OpenMPI, PMI, Slurm variables) or, torchrun-style variables alone, over NCCL. */
-rt_status rtp_dist_mpi_open(const rt_dist_env *env, rt_dist **out, rt_error *err);
-rt_status rtp_dist_nccl_open(const rt_dist_env *env, rt_dist **out, rt_error *err);
+RT_MUST_USE rt_status rtp_dist_mpi_open(const rt_dist_env *env, rt_dist **out, rt_error *err);
+RT_MUST_USE rt_status rtp_dist_nccl_open(const rt_dist_env *env, rt_dist **out, rt_error *err);
 
 /* KILN_DIST_TIMEOUT, or 600 s (PyTorch's process-group default). */
 double rtp_dist_timeout_env(void);

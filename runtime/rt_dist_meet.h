@@ -39,7 +39,7 @@ typedef rt_status (*rt_dist_meet_make)(unsigned char blob[RT_DIST_MEET_BLOB], rt
  * on every rank); RT_EDEVICE_LOST when ranks did not come within the timeout (rank 0
  * names them) or rank 0 did not answer; RT_EIO when rank 0 cannot listen (the port is
  * taken). */
-rt_status rt_dist_meet_run(const rt_dist_meet *m, rt_dist_meet_make make,
-                           unsigned char blob[RT_DIST_MEET_BLOB], rt_error *err);
+RT_MUST_USE rt_status rt_dist_meet_run(const rt_dist_meet *m, rt_dist_meet_make make,
+                                       unsigned char blob[RT_DIST_MEET_BLOB], rt_error *err);
 
 #endif

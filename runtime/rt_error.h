@@ -43,6 +43,19 @@ const char *rt_status_name(rt_status code);
  * uses (mg_fail_status). RT_OK, a failure without a status, is "RuntimeError". */
 const char *rt_status_exception(rt_status code);
 
+/* On the declaration of every function that returns a status: a caller that drops it
+ * gets a compiler warning (an error under -Dwerror=true). Where ignoring a status is
+ * right (cleanup on a path that is already failing), say so with RT_IGNORE and a
+ * comment. */
+#define RT_MUST_USE __attribute__((warn_unused_result))
+/* Discards a status on purpose; the comment beside it says why. (A plain (void) cast
+ * does not silence warn_unused_result in gcc.) */
+#define RT_IGNORE(expr)                  \
+    do {                                 \
+        rt_status rt_ignore_s_ = (expr); \
+        (void)rt_ignore_s_;              \
+    } while (0)
+
 #define RT_ERR(err, code, ...) rt_error_set((err), (code), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Propagates a non-OK status from expr. */

@@ -22,9 +22,9 @@ typedef struct rt_file {
 /* Mode for rt_file_commit: what umask gives a new file (0666 & ~umask). */
 #define RT_FILE_MODE_UMASK (-1)
 
-rt_status rt_file_begin(rt_file *w, const char *path, rt_error *err);
+RT_MUST_USE rt_status rt_file_begin(rt_file *w, const char *path, rt_error *err);
 /* mode: e.g. 0600 for files that may hold secrets, or RT_FILE_MODE_UMASK. */
-rt_status rt_file_commit(rt_file *w, int mode, rt_error *err);
+RT_MUST_USE rt_status rt_file_commit(rt_file *w, int mode, rt_error *err);
 void rt_file_abort(rt_file *w); /* accepts a zeroed or committed w */
 
 /* mkdir -p of path's directory; directories it creates get mode (e.g. 0700). 0 or -1

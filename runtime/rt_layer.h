@@ -106,11 +106,11 @@ void rtp_shape(rt_tensor *t, int n, int c, int h, int w);
 void rtp_init_uniform(float *dst, size_t n, int fan_in, uint64_t seed, int layer, int param);
 
 /* pooling layers: `maxpool R [stride=R]`, `avgpool R [stride=R]` */
-rt_status rtp_pool_parse(rt_layer *l, int argc, char **argv, char *why);
-rt_status rtp_pool_infer(rt_layer *l, char *why);
+RT_MUST_USE rt_status rtp_pool_parse(rt_layer *l, int argc, char **argv, char *why);
+RT_MUST_USE rt_status rtp_pool_infer(rt_layer *l, char *why);
 void rtp_pool_desc(const rt_layer *l, int N, rt_pool_desc *d);
 /* a layer without arguments; a layer whose output shape is its input shape */
-rt_status rtp_noargs(int argc, char **argv, char *why);
-rt_status rtp_same_shape(rt_layer *l, char *why);
+RT_MUST_USE rt_status rtp_noargs(int argc, char **argv, char *why);
+RT_MUST_USE rt_status rtp_same_shape(rt_layer *l, char *why);
 
 #endif

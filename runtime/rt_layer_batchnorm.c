@@ -29,7 +29,7 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
 
 static rt_status infer(rt_layer *l, char *why)
 {
-    rtp_same_shape(l, why);
+    RT_TRY(rtp_same_shape(l, why));
     int C = l->in_c;
     l->nparams = 2;
     rtp_shape(&l->param[0], C, 1, 1, 1);

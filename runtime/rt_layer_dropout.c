@@ -27,7 +27,7 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
 
 static rt_status infer(rt_layer *l, char *why)
 {
-    rtp_same_shape(l, why);
+    RT_TRY(rtp_same_shape(l, why));
     l->nsaved = 1;
     rtp_shape(&l->saved[0], 1, l->in_c, l->in_h, l->in_w);
     l->saved_per_sample[0] = 1;

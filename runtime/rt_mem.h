@@ -16,6 +16,6 @@ uint64_t rt_mem_available(void);
 
 /* RT_OK when bytes fit in rt_mem_available(); else RT_ENOMEM naming what (a file) and
  * both sizes, before anything is allocated. */
-rt_status rt_mem_check(uint64_t bytes, const char *what, rt_error *err);
+RT_MUST_USE rt_status rt_mem_check(uint64_t bytes, const char *what, rt_error *err);
 
 #endif

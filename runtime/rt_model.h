@@ -55,8 +55,8 @@ typedef struct rt_named_tensor {
 
 /* Parses and checks `spec` for `in`. *out is a new model (caller frees with
  * rt_model_destroy), NULL on error. The spec text is kept verbatim. */
-rt_status rt_model_create(rt_model **out, const char *spec, const rt_model_input *in,
-                          rt_error *err);
+RT_MUST_USE rt_status rt_model_create(rt_model **out, const char *spec, const rt_model_input *in,
+                                      rt_error *err);
 void rt_model_destroy(rt_model *m);
 
 /* Borrowed: the spec as given, and its canonical form (one normalised line per layer;
@@ -70,7 +70,8 @@ const rt_summary_row *rt_model_summary(const rt_model *m, int *n, long *total_pa
 
 /* Allocates the model's arenas on b (borrowed; must outlive the model or a later
  * re-attach) for batches up to max_batch and initialises the parameters from seed. */
-rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t seed, rt_error *err);
+RT_MUST_USE rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t seed,
+                                      rt_error *err);
 rt_backend *rt_model_backend(const rt_model *m);
 /* The seed given to attach: the key of every random stream of the run. */
 uint64_t rt_model_seed(const rt_model *m);
@@ -90,20 +91,22 @@ rt_tensor *rt_model_label_tensor(rt_model *m);
  * softmax probabilities on the backend; loss_out (may be NULL) gets the mean loss and
  * probs_out (may be NULL) the (N, classes) probabilities, both on the host. With all
  * three outputs NULL nothing is read back (the trainer's device path). */
-rt_status rt_model_forward(rt_model *m, int N, int train, uint32_t step, rt_error *err);
-rt_status rt_model_loss(rt_model *m, int N, double *loss_out, float *probs_out,
-                        float *sample_loss_out, rt_error *err);
+RT_MUST_USE rt_status rt_model_forward(rt_model *m, int N, int train, uint32_t step, rt_error *err);
+RT_MUST_USE rt_status rt_model_loss(rt_model *m, int N, double *loss_out, float *probs_out,
+                                    float *sample_loss_out, rt_error *err);
 /* After rt_model_forward: the (N, classes) logits, the last layer's output before the
  * softmax, copied to the host (what an exported ONNX model's "logits" must equal). */
-rt_status rt_model_logits_read(rt_model *m, int N, float *dst, rt_error *err);
+RT_MUST_USE rt_status rt_model_logits_read(rt_model *m, int N, float *dst, rt_error *err);
 /* Backward pass after forward(train = 1) and loss: fills every gradient. */
-rt_status rt_model_backward(rt_model *m, int N, rt_error *err);
+RT_MUST_USE rt_status rt_model_backward(rt_model *m, int N, rt_error *err);
 /* The same with the loss gradient multiplied by the loss scale held in amp (an
  * rt_amp_state in backend memory, rt_backend.h); amp NULL = rt_model_backward. */
-rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tensor *amp, rt_error *err);
+RT_MUST_USE rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tensor *amp,
+                                               rt_error *err);
 /* After rt_model_loss: row `row` of stats (rows, RT_STEP_STATS) gets the batch's mean loss
  * and correct count on the backend (ops->xent_stats), with no read back. */
-rt_status rt_model_step_stats(rt_model *m, int N, rt_tensor *stats, int row, rt_error *err);
+RT_MUST_USE rt_status rt_model_step_stats(rt_model *m, int N, rt_tensor *stats, int row,
+                                          rt_error *err);
 
 /* ---- parameters for optimisers: one flat vector each for params and grads ---- */
 /* (F,1,1,1): all parameters in order, each starting at a multiple of RT_OPTIM_ALIGN
@@ -114,10 +117,10 @@ long rt_model_num_params(const rt_model *m);
 
 /* ---- enumeration for checkpoints (after attach) ---- */
 int rt_model_num_tensors(const rt_model *m);
-rt_status rt_model_tensor(rt_model *m, int i, rt_named_tensor *out, rt_error *err);
+RT_MUST_USE rt_status rt_model_tensor(rt_model *m, int i, rt_named_tensor *out, rt_error *err);
 /* Copies tensor i to/from host memory (numel floats), whatever the backend. */
-rt_status rt_model_tensor_read(rt_model *m, int i, float *dst, rt_error *err);
-rt_status rt_model_tensor_write(rt_model *m, int i, const float *src, rt_error *err);
+RT_MUST_USE rt_status rt_model_tensor_read(rt_model *m, int i, float *dst, rt_error *err);
+RT_MUST_USE rt_status rt_model_tensor_write(rt_model *m, int i, const float *src, rt_error *err);
 
 /* ---- per-layer timing (for benchmarks): enable, then read seconds accumulated ----
  * on = 1: wall-clock seconds; on = 2: process CPU seconds (all threads), robust to
@@ -131,8 +134,8 @@ int rt_model_num_layers(const rt_model *m);
 /* ---- shipped architectures (rt_model_zoo.c) ---- */
 /* Writes the spec of a shipped network ("resnet20") ending in dense num_classes into
  * buf (4096 bytes suffice). RT_ENOTFOUND naming the shipped ones for another name. */
-rt_status rt_model_zoo_spec(const char *name, int num_classes, char *buf, size_t size,
-                            rt_error *err);
+RT_MUST_USE rt_status rt_model_zoo_spec(const char *name, int num_classes, char *buf, size_t size,
+                                        rt_error *err);
 const char *const *rt_model_zoo_names(void); /* NULL-terminated, static */
 
 #endif

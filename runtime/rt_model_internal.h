@@ -30,7 +30,7 @@ struct rt_model {
 };
 
 /* rt_model_parse.c: parse + infer into m (spec already copied). */
-rt_status rtp_model_parse(rt_model *m, rt_error *err);
+RT_MUST_USE rt_status rtp_model_parse(rt_model *m, rt_error *err);
 /* rt_model.c: frees attach-time memory (arenas, views). */
 void rtp_model_detach(rt_model *m);
 

@@ -15,7 +15,7 @@ typedef struct rt_nccl rt_nccl;
 /* b[0..n): opened CUDA backends on n distinct devices. RT_ENODEV when NCCL cannot be
  * loaded (naming the file and the package) or this Kiln has no CUDA; RT_EINVAL when a
  * backend is not CUDA or two share a device. */
-rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *err);
+RT_MUST_USE rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *err);
 /* Rank r's share of one all-reduce, called by every rank (each from its own thread):
  * buf (b's memory) = sum over the ranks of scale_r x buf_r. Waits for the work queued on
  * b's stream, sums on the communicator's stream, and b's later work waits for the sum
@@ -25,9 +25,9 @@ rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *e
  * communicator is unusable after that. read_src (b's memory, read_bytes; NULL: none)
  * is copied to read_dst on b's stream before the sum, through pinned memory: the one
  * wait covers it. */
-rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
-                            double timeout_s, const void *read_src, void *read_dst,
-                            size_t read_bytes, rt_error *err);
+RT_MUST_USE rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf,
+                                        float scale, double timeout_s, const void *read_src,
+                                        void *read_dst, size_t read_bytes, rt_error *err);
 /* From any thread: every wait of c ends (aborting its communicator) with an error
  * saying another device failed. */
 void rt_nccl_cancel(rt_nccl *c);
@@ -38,12 +38,12 @@ void rt_nccl_destroy(rt_nccl *c);
 #define RT_NCCL_ID_BYTES 128
 /* 1 when NCCL can be loaded (loads it); err (may be NULL) says why not. */
 int rt_nccl_available(rt_error *err);
-rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err);
+RT_MUST_USE rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err);
 /* A communicator of one device (b) as rank `rank` of `nranks` (ncclCommInitRank; every
  * rank must call it with the same id): rt_nccl_allreduce with r = 0 sums over them. */
-rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
-                              const unsigned char id[RT_NCCL_ID_BYTES], int rank, int nranks,
-                              rt_error *err);
+RT_MUST_USE rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
+                                          const unsigned char id[RT_NCCL_ID_BYTES], int rank,
+                                          int nranks, rt_error *err);
 /* The device b of c (a communicator of one device, rt_nccl_create_rank). */
 int rt_nccl_device(const rt_nccl *c);
 /* A collective on host memory over such a communicator, for ranks that have no other
@@ -55,7 +55,7 @@ typedef enum {
     RT_NCCL_HOST_MAX_F64,
     RT_NCCL_HOST_BCAST_F32 /* rank 0's buf to every rank */
 } rt_nccl_host_op;
-rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op, double timeout_s,
-                       rt_error *err);
+RT_MUST_USE rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op,
+                                   double timeout_s, rt_error *err);
 
 #endif

@@ -35,7 +35,8 @@ typedef struct rt_onnx_info {
 
 /* Writes m (attached to any backend; weights are read through it) to path atomically
  * (rt_file.h): on failure path is untouched. */
-rt_status rt_onnx_write(rt_model *m, const rt_onnx_info *info, const char *path, rt_error *err);
+RT_MUST_USE rt_status rt_onnx_write(rt_model *m, const rt_onnx_info *info, const char *path,
+                                    rt_error *err);
 
 /* The newest valid checkpoint of run_dir (or run_dir itself when it is a checkpoint
  * file) exported to path: the model is rebuilt from the checkpoint's spec and input
@@ -43,13 +44,14 @@ rt_status rt_onnx_write(rt_model *m, const rt_onnx_info *info, const char *path,
  * from its data-set record. *used (may be NULL) gets the checkpoint's path (caller
  * frees). Errors name the directory or file: no checkpoint (RT_ENOTFOUND), a
  * checkpoint without a model spec (RT_EFORMAT), an unwritable path (RT_EIO). */
-rt_status rt_onnx_write_run(const char *run_dir, const char *path, char **used, rt_error *err);
+RT_MUST_USE rt_status rt_onnx_write_run(const char *run_dir, const char *path, char **used,
+                                        rt_error *err);
 
 /* The model an export of checkpoint r describes: rebuilt from its spec, input shape and
  * class count, attached to b for batches up to max_batch, weights loaded. *out is
  * freed by the caller (rt_model_destroy). For a check that the ONNX file computes what
  * Kiln computes. */
-rt_status rt_onnx_model_load(const rt_ckpt_reader *r, rt_backend *b, int max_batch, rt_model **out,
-                             rt_error *err);
+RT_MUST_USE rt_status rt_onnx_model_load(const rt_ckpt_reader *r, rt_backend *b, int max_batch,
+                                         rt_model **out, rt_error *err);
 
 #endif

@@ -64,19 +64,19 @@ static inline size_t rt_optim_align(size_t n)
 /* torch.optim defaults for kind. */
 rt_optim_config rt_optim_config_default(rt_optim_kind kind);
 /* "sgd" | "adam" | "adamw" (case-insensitive). RT_EINVAL naming the choices. */
-rt_status rt_optim_kind_parse(const char *name, rt_optim_kind *out, rt_error *err);
+RT_MUST_USE rt_status rt_optim_kind_parse(const char *name, rt_optim_kind *out, rt_error *err);
 const char *rt_optim_kind_name(rt_optim_kind kind);
 
 /* Validates cfg (RT_EINVAL naming the bad hyperparameter, as torch's ValueErrors do),
  * copies the parameter list and allocates zeroed state. Caller frees with
  * rt_optim_destroy. On error *out is NULL. */
-rt_status rt_optim_create(rt_optim **out, const rt_optim_config *cfg, const rt_optim_param *params,
-                          size_t nparams, rt_error *err);
+RT_MUST_USE rt_status rt_optim_create(rt_optim **out, const rt_optim_config *cfg,
+                                      const rt_optim_param *params, size_t nparams, rt_error *err);
 void rt_optim_destroy(rt_optim *o);
 
 /* One update of every parameter with learning rate lr (>= 0, finite); increments the
  * step count first, as torch does. OpenMP-parallel; deterministic. */
-rt_status rt_optim_step(rt_optim *o, double lr, rt_error *err);
+RT_MUST_USE rt_status rt_optim_step(rt_optim *o, double lr, rt_error *err);
 int64_t rt_optim_step_count(const rt_optim *o);
 const rt_optim_config *rt_optim_get_config(const rt_optim *o);
 
@@ -89,8 +89,8 @@ size_t rt_optim_state_count(const rt_optim *o);
 const float *rt_optim_state_get(const rt_optim *o, size_t i, char *name, size_t *n);
 /* Copies data into the state array called name. RT_EINVAL if there is no such array
  * or n differs (the message names both), and then the state is unchanged. */
-rt_status rt_optim_state_set(rt_optim *o, const char *name, const float *data, size_t n,
-                             rt_error *err);
+RT_MUST_USE rt_status rt_optim_state_set(rt_optim *o, const char *name, const float *data, size_t n,
+                                         rt_error *err);
 /* Slot s (0: exp_avg or momentum_buffer, 1: exp_avg_sq) of every parameter as ONE
  * contiguous array in parameter order (*n floats: the sum of the parameter sizes, each
  * rounded up to RT_OPTIM_ALIGN), i.e. the layout of rt_model's flat parameter vector; NULL if s >= rt_optim_num_slots. For a trainer
@@ -98,7 +98,7 @@ rt_status rt_optim_state_set(rt_optim *o, const char *name, const float *data, s
 size_t rt_optim_num_slots(const rt_optim *o);
 float *rt_optim_state_slot(rt_optim *o, size_t s, size_t *n);
 /* Restores the step count (>= 0). */
-rt_status rt_optim_set_step_count(rt_optim *o, int64_t step, rt_error *err);
+RT_MUST_USE rt_status rt_optim_set_step_count(rt_optim *o, int64_t step, rt_error *err);
 
 /* ---- elementwise kernels (the backend-neutral core; CUDA mirrors these) ---- */
 typedef struct rt_sgd_coef {

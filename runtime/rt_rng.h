@@ -94,6 +94,6 @@ void rt_rng_set_state(rt_rng *r, rt_rng_state s);
 #define RT_RNG_STATE_STRLEN 68
 void rt_rng_state_format(rt_rng_state s, char buf[RT_RNG_STATE_STRLEN]);
 /* Parses the text form; RT_EFORMAT with the offending text on bad input. */
-rt_status rt_rng_state_parse(rt_rng_state *out, const char *text, rt_error *err);
+RT_MUST_USE rt_status rt_rng_state_parse(rt_rng_state *out, const char *text, rt_error *err);
 
 #endif

@@ -66,15 +66,17 @@ typedef struct rt_st_writer rt_st_writer;
 /* Receives the file's bytes in order; returns RT_OK or fills err. */
 typedef rt_status (*rt_st_sink_fn)(void *user, const void *buf, size_t len, rt_error *err);
 
-rt_status rt_st_writer_create(rt_st_writer **out, rt_error *err);
+RT_MUST_USE rt_status rt_st_writer_create(rt_st_writer **out, rt_error *err);
 void rt_st_writer_destroy(rt_st_writer *w); /* NULL ok */
 /* Adds a tensor. Copies name and shape; BORROWS data (little-endian, C order,
  * prod(shape) * dtype size bytes) until the writer is destroyed. Duplicate or empty
  * names, "__metadata__", negative dims and more than RT_ST_MAX_DIMS dims: RT_EINVAL. */
-rt_status rt_st_writer_add(rt_st_writer *w, const char *name, rt_st_dtype dtype, int ndim,
-                           const int64_t *shape, const void *data, rt_error *err);
+RT_MUST_USE rt_status rt_st_writer_add(rt_st_writer *w, const char *name, rt_st_dtype dtype,
+                                       int ndim, const int64_t *shape, const void *data,
+                                       rt_error *err);
 /* Sets (or replaces) a __metadata__ entry; copies both strings (valid UTF-8). */
-rt_status rt_st_writer_set_meta(rt_st_writer *w, const char *key, const char *value, rt_error *err);
+RT_MUST_USE rt_status rt_st_writer_set_meta(rt_st_writer *w, const char *key, const char *value,
+                                            rt_error *err);
 /* The value set for key, or NULL; borrowed until the next set_meta. */
 const char *rt_st_writer_meta(const rt_st_writer *w, const char *key);
 /* The tensors in file order with their offsets (i < count), valid until the next add. */
@@ -93,7 +95,8 @@ char *rt_st_writer_header(rt_st_writer *w, size_t *len);
  * - begin of them); NULL when i is out of range. */
 const void *rt_st_writer_data(rt_st_writer *w, size_t i);
 /* Emits the whole file through sink. */
-rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user, rt_error *err);
+RT_MUST_USE rt_status rt_st_writer_emit(rt_st_writer *w, rt_st_sink_fn sink, void *user,
+                                        rt_error *err);
 
 /* ---- reader: the parsed, validated header ---- */
 typedef struct rt_st_index rt_st_index;
@@ -101,14 +104,14 @@ typedef struct rt_st_index rt_st_index;
 /* Checks the 8-byte prefix of a `file_size`-byte file and returns the header length N
  * in *n: RT_EFORMAT when the file is shorter than 8 bytes, N exceeds RT_ST_MAX_HEADER or
  * the file. `what` (the path) starts every message. */
-rt_status rt_st_prefix_check(const uint8_t prefix[8], uint64_t file_size, const char *what,
-                             uint64_t *n, rt_error *err);
+RT_MUST_USE rt_status rt_st_prefix_check(const uint8_t prefix[8], uint64_t file_size,
+                                         const char *what, uint64_t *n, rt_error *err);
 /* Parses and validates the N header bytes of a file whose data area has data_len bytes:
  * JSON object, no duplicate keys, string-only __metadata__, known dtypes, integer
  * shapes, offsets contiguous from 0 to data_len without gaps or overlaps, and
  * prod(shape) * dtype size == end - begin for every tensor. */
-rt_status rt_st_index_parse(const char *header, size_t n, uint64_t data_len, const char *what,
-                            rt_st_index **out, rt_error *err);
+RT_MUST_USE rt_status rt_st_index_parse(const char *header, size_t n, uint64_t data_len,
+                                        const char *what, rt_st_index **out, rt_error *err);
 void rt_st_index_destroy(rt_st_index *ix); /* NULL ok */
 size_t rt_st_index_count(const rt_st_index *ix);
 /* Tensors in data order (i < count); borrowed from ix. */

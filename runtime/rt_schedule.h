@@ -63,13 +63,13 @@ const char *rt_schedule_kind_name(rt_sched_kind kind);
 
 /* Parses an option string (see above). RT_EINVAL with a message naming what was
  * expected; *out is only written on success. */
-rt_status rt_schedule_parse(rt_schedule *out, const char *text, rt_error *err);
+RT_MUST_USE rt_status rt_schedule_parse(rt_schedule *out, const char *text, rt_error *err);
 
 /* Fills what depends on the run (steps_per_epoch; t_max and total_steps when 0) and
  * checks the result (e.g. warmup shorter than t_max, onecycle phases non-empty).
  * epochs = the run's planned length. Idempotent for already-resolved fields. */
-rt_status rt_schedule_resolve(rt_schedule *s, int64_t steps_per_epoch, int64_t epochs,
-                              rt_error *err);
+RT_MUST_USE rt_status rt_schedule_resolve(rt_schedule *s, int64_t steps_per_epoch, int64_t epochs,
+                                          rt_error *err);
 
 /* The learning rate of update `step` (0-based). s must be resolved. */
 double rt_schedule_lr(const rt_schedule *s, double base_lr, int64_t step);

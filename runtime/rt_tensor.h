@@ -43,12 +43,12 @@ typedef struct rt_arena {
 } rt_arena;
 
 /* Allocates `bytes` (rounded up to 64) of backend memory, zero-filled. */
-rt_status rt_arena_init(rt_arena *a, rt_backend *b, size_t bytes, rt_error *err);
+RT_MUST_USE rt_status rt_arena_init(rt_arena *a, rt_backend *b, size_t bytes, rt_error *err);
 /* Frees the slab through the backend; accepts a zeroed/already deinit'ed arena. */
 void rt_arena_deinit(rt_arena *a);
 /* Binds t (shape already set) to the next bytes of the arena. RT_ENOMEM when the arena
  * is too small: callers size arenas with rt_arena_need() first. */
-rt_status rt_arena_take(rt_arena *a, rt_tensor *t, rt_error *err);
+RT_MUST_USE rt_status rt_arena_take(rt_arena *a, rt_tensor *t, rt_error *err);
 /* Bytes a tensor of this numel takes in an arena (aligned). */
 size_t rt_arena_need(size_t numel);
 

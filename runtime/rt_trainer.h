@@ -119,12 +119,12 @@ typedef struct rt_trainer rt_trainer;
 
 /* The model must be attached (its seed is the run's seed: init, dropout) and outlive
  * the trainer, as must the data set. Validates the config (errors name the option). */
-rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *train,
-                            const rt_trainer_config *cfg, rt_error *err);
+RT_MUST_USE rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *train,
+                                        const rt_trainer_config *cfg, rt_error *err);
 void rt_trainer_destroy(rt_trainer *t);
 
-rt_status rt_trainer_begin(rt_trainer *t, rt_error *err);
-rt_status rt_trainer_step(rt_trainer *t, rt_step_event *ev, rt_error *err);
+RT_MUST_USE rt_status rt_trainer_begin(rt_trainer *t, rt_error *err);
+RT_MUST_USE rt_status rt_trainer_step(rt_trainer *t, rt_step_event *ev, rt_error *err);
 /* Summary of the steps done since begin. */
 typedef struct rt_train_summary {
     int64_t steps, images;
@@ -133,18 +133,18 @@ typedef struct rt_train_summary {
     double loss_scale;     /* loss scaling: the final scale (0 when off) */
 } rt_train_summary;
 /* Flushes (device path), then fills out (may be NULL). */
-rt_status rt_trainer_end(rt_trainer *t, rt_train_summary *out, rt_error *err);
+RT_MUST_USE rt_status rt_trainer_end(rt_trainer *t, rt_train_summary *out, rt_error *err);
 
 /* Device path: reads the statistics ring (progress callbacks of the pending steps) and
  * the optimiser and loss-scaling state into their host mirrors. Host path: nothing. */
-rt_status rt_trainer_flush(rt_trainer *t, rt_error *err);
+RT_MUST_USE rt_status rt_trainer_flush(rt_trainer *t, rt_error *err);
 /* 1 when the trainer takes the device path. */
 int rt_trainer_on_device(const rt_trainer *t);
 
 /* step and data position are always current; the epoch statistics and loss-scaling
  * fields only after rt_trainer_flush on the device path. */
 rt_trainer_state rt_trainer_get_state(const rt_trainer *t);
-rt_status rt_trainer_set_state(rt_trainer *t, const rt_trainer_state *s, rt_error *err);
+RT_MUST_USE rt_status rt_trainer_set_state(rt_trainer *t, const rt_trainer_state *s, rt_error *err);
 /* The optimiser (borrowed): its named state and step count go into checkpoints. On the
  * device path, flush first to read them; changes are uploaded before the next step. */
 rt_optim *rt_trainer_optim(rt_trainer *t);
@@ -170,7 +170,7 @@ typedef struct rt_eval_result {
 /* Evaluates the model (eval mode: running BN stats, no dropout) on all of d in batches of
  * the model's max batch. max_preds (<= RT_EVAL_MAX_PREDS) predictions are kept. The
  * result is large (~80 KB): allocate it, do not put it on a small stack. */
-rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds, rt_eval_result *out,
-                              rt_error *err);
+RT_MUST_USE rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds,
+                                          rt_eval_result *out, rt_error *err);
 
 #endif

@@ -60,47 +60,49 @@ void rtp_trainer_account(rt_trainer *t, const rtp_pending *p, double loss, int c
 
 /* Forward, loss and backward of samples [off, off + n) of the staged batch (host path);
  * *loss is their mean loss, *correct counts their right predictions. */
-rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *correct, rt_error *err);
+RT_MUST_USE rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *correct,
+                                     rt_error *err);
 
 /* Should this process stop before the next step (time limit, should_stop)? */
 rt_step_event rtp_trainer_local_stop(const rt_trainer *t);
 
 /* rt_trainer_dist.c: the host path's step over the ranks of cfg.dist */
-rt_status rtp_dist_begin(rt_trainer *t, rt_error *err);
+RT_MUST_USE rt_status rtp_dist_begin(rt_trainer *t, rt_error *err);
 /* Computes this rank's share of the staged batch of count samples, averages the
  * gradients over the ranks and returns the whole batch's mean loss and right
  * predictions. Each rank's wish to stop before the next step (rtp_trainer_local_stop)
  * goes with the statistics; the strongest goes to t->dist_stop on every rank. */
-rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct, rt_error *err);
+RT_MUST_USE rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct,
+                                     rt_error *err);
 /* This rank's share [lo, lo + n) of a staged batch of count samples. */
 void rtp_dist_share(const rt_trainer *t, int count, int *lo, int *n);
 /* The exchange after this rank's backward: g (P, host) = its share's mean gradient
  * (n samples of count; ignored and zeroed when n is 0), *loss / *correct its share's
  * mean loss and right predictions. On return g is the batch's mean gradient and
  * *loss / *correct the whole batch's; t->dist_stop the ranks' agreed stop. */
-rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *loss, int *correct,
-                           rt_error *err);
+RT_MUST_USE rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *loss,
+                                       int *correct, rt_error *err);
 
 /* The statistics exchange alone (rtp_dist_average's second half): this rank's share's
  * mean loss and right predictions in, the whole batch's out, the stop votes agreed. */
-rt_status rtp_dist_stats(rt_trainer *t, int n, int count, double *loss, int *correct,
-                         rt_error *err);
+RT_MUST_USE rt_status rtp_dist_stats(rt_trainer *t, int n, int count, double *loss, int *correct,
+                                     rt_error *err);
 
 /* rt_trainer.c: begin and step of this trainer alone (without its replicas) */
-rt_status rtp_trainer_begin_own(rt_trainer *t, rt_error *err);
-rt_status rtp_trainer_step_own(rt_trainer *t, rt_step_event *ev, rt_error *err);
+RT_MUST_USE rt_status rtp_trainer_begin_own(rt_trainer *t, rt_error *err);
+RT_MUST_USE rt_status rtp_trainer_step_own(rt_trainer *t, rt_step_event *ev, rt_error *err);
 
 /* rt_trainer_replicas.c: several devices in this process (cfg.nreplicas > 0) */
-rt_status rtp_rep_create(rt_trainer **out, rt_model *m, const rt_dataset *train,
-                         const rt_trainer_config *cfg, rt_error *err);
+RT_MUST_USE rt_status rtp_rep_create(rt_trainer **out, rt_model *m, const rt_dataset *train,
+                                     const rt_trainer_config *cfg, rt_error *err);
 void rtp_rep_destroy(rt_trainer *t);
 /* begin (ev NULL) or step on every device at once, each in its own thread */
-rt_status rtp_rep_run(rt_trainer *t, rt_step_event *ev, rt_error *err);
+RT_MUST_USE rt_status rtp_rep_run(rt_trainer *t, rt_step_event *ev, rt_error *err);
 
 /* rt_trainer_device.c */
-rt_status rtp_dev_create(rt_trainer *t, rt_error *err);
+RT_MUST_USE rt_status rtp_dev_create(rt_trainer *t, rt_error *err);
 void rtp_dev_destroy(rt_trainer *t);
-rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err);
-rt_status rtp_dev_flush(rt_trainer *t, rt_error *err);
+RT_MUST_USE rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err);
+RT_MUST_USE rt_status rtp_dev_flush(rt_trainer *t, rt_error *err);
 
 #endif

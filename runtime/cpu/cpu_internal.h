@@ -22,17 +22,19 @@ float *rtp_cpu_scratch(rt_backend *b, size_t bytes, rt_error *err);
 /* cpu_blas_dl.c: loads OpenBLAS once per process (thread-safe; later calls return the
  * first result). RT_ENODEV naming the file and the apt package when it cannot be
  * loaded. KILN_LIBOPENBLAS in the environment names another file (tests use it). */
-rt_status rtp_cpu_blas_load(rt_error *err) __attribute__((warn_unused_result));
+RT_MUST_USE rt_status rtp_cpu_blas_load(rt_error *err);
 
 /* cpu_conv.c */
 size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d);
-rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
-                             const rt_tensor *bias, const rt_conv_desc *d, rt_error *err);
-rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                  const rt_tensor *w, const rt_conv_desc *d, rt_error *err);
-rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                    const rt_tensor *dout, const rt_tensor *in,
-                                    const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                         const rt_tensor *w, const rt_tensor *bias,
+                                         const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                              const rt_tensor *w, const rt_conv_desc *d,
+                                              rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                                const rt_tensor *dout, const rt_tensor *in,
+                                                const rt_conv_desc *d, rt_error *err);
 /* Sum of n floats, vectorisable, in a fixed order (deterministic). */
 float rtp_cpu_row_sum(const float *x, int n);
 
@@ -40,85 +42,100 @@ float rtp_cpu_row_sum(const float *x, int n);
  * loops for this CPU when the backend opens (KILN_CPU_CONV=auto|avx512|avx2|im2col;
  * im2col, or a CPU without AVX2+FMA, gives NULL); rtp_cpu_conv_direct says whether a
  * convolution takes the direct path on b (NULL: im2col + sgemm). */
-rt_status rtp_cpu_convk_pick(const rtp_convk **out, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_convk_pick(const rtp_convk **out, rt_error *err);
 const rtp_convk *rtp_cpu_conv_direct(rt_backend *b, const rt_conv_desc *d);
 size_t rtp_cpu_conv_direct_workspace(rt_backend *b, const rtp_convk *k, const rt_conv_desc *d);
-rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
-                                  const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
-                                  const rt_conv_desc *d, rt_error *err);
-rt_status rtp_cpu_conv_direct_bwd_data(rt_backend *b, const rtp_convk *k, rt_tensor *din,
-                                       const rt_tensor *dout, const rt_tensor *w,
-                                       const rt_conv_desc *d, rt_error *err);
-rt_status rtp_cpu_conv_direct_bwd_filter(rt_backend *b, const rtp_convk *k, rt_tensor *dw,
-                                         rt_tensor *dbias, const rt_tensor *dout,
-                                         const rt_tensor *in, const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
+                                              const rt_tensor *in, const rt_tensor *w,
+                                              const rt_tensor *bias, const rt_conv_desc *d,
+                                              rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_direct_bwd_data(rt_backend *b, const rtp_convk *k,
+                                                   rt_tensor *din, const rt_tensor *dout,
+                                                   const rt_tensor *w, const rt_conv_desc *d,
+                                                   rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_direct_bwd_filter(rt_backend *b, const rtp_convk *k,
+                                                     rt_tensor *dw, rt_tensor *dbias,
+                                                     const rt_tensor *dout, const rt_tensor *in,
+                                                     const rt_conv_desc *d, rt_error *err);
 /* cpu_pool.c */
-rt_status rtp_cpu_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                              const rt_pool_desc *d, rt_error *err);
-rt_status rtp_cpu_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                              const rt_tensor *in, const rt_tensor *out, const rt_pool_desc *d,
-                              rt_error *err);
-rt_status rtp_cpu_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                              const rt_pool_desc *d, rt_error *err);
-rt_status rtp_cpu_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                              const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                          const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                          const rt_tensor *in, const rt_tensor *out,
+                                          const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                          const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                          const rt_pool_desc *d, rt_error *err);
 /* cpu_act.c */
-rt_status rtp_cpu_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, float slope,
-                           rt_error *err);
-rt_status rtp_cpu_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                           const rt_tensor *out, float slope, rt_error *err);
-rt_status rtp_cpu_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask, const rt_tensor *in,
-                              const rt_dropout_desc *d, rt_error *err);
-rt_status rtp_cpu_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                              const rt_tensor *mask, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                       float slope, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                       const rt_tensor *out, float slope, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
+                                          const rt_tensor *in, const rt_dropout_desc *d,
+                                          rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                          const rt_tensor *mask, rt_error *err);
 /* cpu_bn.c */
-rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                               rt_tensor *save_invstd, rt_tensor *running_mean,
-                               rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
-                               const rt_tensor *beta, const rt_bn_desc *d, rt_error *err);
-rt_status rtp_cpu_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                              const rt_tensor *gamma, const rt_tensor *beta,
-                              const rt_tensor *running_mean, const rt_tensor *running_var,
-                              const rt_bn_desc *d, rt_error *err);
-rt_status rtp_cpu_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
-                         const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
-                         const rt_tensor *save_mean, const rt_tensor *save_invstd,
-                         const rt_bn_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                           rt_tensor *save_invstd, rt_tensor *running_mean,
+                                           rt_tensor *running_var, const rt_tensor *in,
+                                           const rt_tensor *gamma, const rt_tensor *beta,
+                                           const rt_bn_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                          const rt_tensor *gamma, const rt_tensor *beta,
+                                          const rt_tensor *running_mean,
+                                          const rt_tensor *running_var, const rt_bn_desc *d,
+                                          rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
+                                     rt_tensor *dbeta, const rt_tensor *dout, const rt_tensor *in,
+                                     const rt_tensor *gamma, const rt_tensor *save_mean,
+                                     const rt_tensor *save_invstd, const rt_bn_desc *d,
+                                     rt_error *err);
 /* cpu_dense.c */
-rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
-                            const rt_tensor *bias, const rt_dense_desc *d, rt_error *err);
-rt_status rtp_cpu_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                 const rt_tensor *w, const rt_dense_desc *d, rt_error *err);
-rt_status rtp_cpu_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                   const rt_tensor *dout, const rt_tensor *in,
-                                   const rt_dense_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                        const rt_tensor *w, const rt_tensor *bias,
+                                        const rt_dense_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                             const rt_tensor *w, const rt_dense_desc *d,
+                                             rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                               const rt_tensor *dout, const rt_tensor *in,
+                                               const rt_dense_desc *d, rt_error *err);
 /* cpu_xent.c */
-rt_status rtp_cpu_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
-                           const rt_tensor *logits, const rt_tensor *labels, const rt_xent_desc *d,
-                           rt_error *err);
-rt_status rtp_cpu_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
-                           const rt_tensor *labels, float scale, const rt_xent_desc *d,
-                           rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
+                                       const rt_tensor *logits, const rt_tensor *labels,
+                                       const rt_xent_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
+                                       const rt_tensor *labels, float scale, const rt_xent_desc *d,
+                                       rt_error *err);
 /* cpu_optim.c */
-rt_status rtp_cpu_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
-                              const rt_tensor *grad, const rt_adam_desc *d, rt_error *err);
-rt_status rtp_cpu_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
-                             const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
+                                          rt_tensor *v, const rt_tensor *grad,
+                                          const rt_adam_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
+                                         const rt_tensor *grad, const rt_sgd_desc *d,
+                                         rt_error *err);
 
 /* cpu_gather.c, cpu_xent.c, cpu_amp.c: the trainer's device path */
-rt_status rtp_cpu_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
-                               const rt_tensor *data, const rt_tensor *data_labels,
-                               const rt_tensor *order, const rt_gather_desc *d, rt_error *err);
-rt_status rtp_cpu_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
-                             const rt_tensor *probs, const rt_tensor *labels, const rt_xent_desc *d,
-                             rt_error *err);
-rt_status rtp_cpu_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err);
-rt_status rtp_cpu_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt_error *err);
-rt_status rtp_cpu_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
-                                  const rt_tensor *grad, rt_tensor *amp, const rt_adam_desc *d,
-                                  rt_error *err);
-rt_status rtp_cpu_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
-                                 const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
-                                 rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
+                                           const rt_tensor *data, const rt_tensor *data_labels,
+                                           const rt_tensor *order, const rt_gather_desc *d,
+                                           rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_xent_stats(rt_backend *b, rt_tensor *stats, int row,
+                                         const rt_tensor *loss, const rt_tensor *probs,
+                                         const rt_tensor *labels, const rt_xent_desc *d,
+                                         rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp,
+                                        rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp,
+                                          rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
+                                              rt_tensor *v, const rt_tensor *grad, rt_tensor *amp,
+                                              const rt_adam_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_amp_sgd_update(rt_backend *b, rt_tensor *param,
+                                             rt_tensor *momentum_buf, const rt_tensor *grad,
+                                             rt_tensor *amp, const rt_sgd_desc *d, rt_error *err);
 
 #endif

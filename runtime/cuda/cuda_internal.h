@@ -53,7 +53,7 @@ typedef struct rtp_blas_fns {
 
 /* Fills *out with cuBLAS's entry points (loading the library on first use; it stays
  * loaded, as a linked library would). RT_ENODEV naming the library when it is missing. */
-rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err);
+RT_MUST_USE rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err);
 
 /* The files to try, in order, for a CUDA library of this build's major (SONAME
  * "libcublas.so.11"): the one the nvidia-PKG wheel installs beside the kiln-kernel
@@ -86,16 +86,16 @@ static inline rtp_cuda *rtp_cuda_of(rt_backend *b) { return (rtp_cuda *)b->impl;
 
 /* Records a failed CUDA call: sticky errors mark b lost (RT_EDEVICE_LOST), others give
  * RT_EDEVICE and are cleared. Returns the status to propagate. */
-rt_status rtp_cuda_fail(rt_backend *b, cudaError_t e, const char *call, const char *file, int line,
-                        rt_error *err);
-rt_status rtp_cublas_fail(rt_backend *b, cublasStatus_t s, const char *call, const char *file,
-                          int line, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_fail(rt_backend *b, cudaError_t e, const char *call,
+                                    const char *file, int line, rt_error *err);
+RT_MUST_USE rt_status rtp_cublas_fail(rt_backend *b, cublasStatus_t s, const char *call,
+                                      const char *file, int line, rt_error *err);
 /* RT_EDEVICE_LOST if b is lost, else RT_OK. */
-rt_status rtp_cuda_enter(rt_backend *b, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_enter(rt_backend *b, rt_error *err);
 /* The workspace if it holds `bytes`, else NULL with RT_EINVAL in err. */
 void *rtp_cuda_scratch(rt_backend *b, size_t bytes, rt_error *err);
 /* Out-of-memory message: asked, free and total bytes. */
-rt_status rtp_cuda_oom(rt_backend *b, size_t asked, const char *what, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_oom(rt_backend *b, size_t asked, const char *what, rt_error *err);
 
 #define RT_CUDA_TRY(b, err, call)                                                \
     do {                                                                         \
@@ -121,58 +121,62 @@ int rtp_cuda_driver_msg(char *buf, size_t n);
 void rtp_cuda_arch_msg(char *buf, size_t n, int device, const char *name, int major, int minor);
 
 /* ---- cuda_mem.c ---- */
-rt_status rtp_cuda_alloc(rt_backend *b, void **ptr, size_t bytes, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_alloc(rt_backend *b, void **ptr, size_t bytes, rt_error *err);
 void rtp_cuda_free(rt_backend *b, void *ptr);
-rt_status rtp_cuda_reserve_workspace(rt_backend *b, size_t bytes, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_reserve_workspace(rt_backend *b, size_t bytes, rt_error *err);
 /* The same, keep = 1: the contents move to the new workspace, and when the new one does
  * not fit beside the old, RT_EDEVICE with the old one kept as it was. */
-rt_status rtp_cuda_grow_workspace(rt_backend *b, size_t bytes, int keep, rt_error *err);
-rt_status rtp_cuda_upload(rt_backend *b, rt_tensor *dst, const void *src, size_t bytes,
-                          rt_error *err);
-rt_status rtp_cuda_download(rt_backend *b, void *dst, const rt_tensor *src, size_t bytes,
-                            rt_error *err);
-rt_status rtp_cuda_sync(rt_backend *b, rt_error *err);
-rt_status rtp_cuda_fill(rt_backend *b, rt_tensor *dst, float v, rt_error *err);
-rt_status rtp_cuda_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_grow_workspace(rt_backend *b, size_t bytes, int keep, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_upload(rt_backend *b, rt_tensor *dst, const void *src, size_t bytes,
+                                      rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_download(rt_backend *b, void *dst, const rt_tensor *src,
+                                        size_t bytes, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_sync(rt_backend *b, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_fill(rt_backend *b, rt_tensor *dst, float v, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
+                                    rt_error *err);
 /* cuda_add.c */
-rt_status rtp_cuda_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
-                       rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a,
+                                   const rt_tensor *x, rt_error *err);
 
 /* ---- cuda_conv.c: dispatch to cuDNN or im2col + cuBLAS ---- */
 size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d);
-rt_status rtp_cuda_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                              const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d,
-                              rt_error *err);
-rt_status rtp_cuda_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                   const rt_tensor *w, const rt_conv_desc *d, rt_error *err);
-rt_status rtp_cuda_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                     const rt_tensor *dout, const rt_tensor *in,
-                                     const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                          const rt_tensor *w, const rt_tensor *bias,
+                                          const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                               const rt_tensor *w, const rt_conv_desc *d,
+                                               rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                                 const rt_tensor *dout, const rt_tensor *in,
+                                                 const rt_conv_desc *d, rt_error *err);
 
 /* ---- cudnn_conv.c (or cudnn_none.c without cuDNN) ---- */
 /* Creates the cuDNN state on c's stream; *out = NULL (and RT_OK) without cuDNN. */
-rt_status rtp_cudnn_create(rt_backend *b, rtp_cudnn **out, rt_error *err);
+RT_MUST_USE rt_status rtp_cudnn_create(rt_backend *b, rtp_cudnn **out, rt_error *err);
 void rtp_cudnn_destroy(rtp_cudnn *dnn);
 /* cuDNN library version (e.g. 91900), 0 without cuDNN. */
 size_t rtp_cudnn_version(void);
 /* The cuDNN major the build uses, as text ("9"), or "(not built)". */
 const char *rtp_cudnn_built(void);
 size_t rtp_cudnn_workspace(rt_backend *b, const rt_conv_desc *d);
-rt_status rtp_cudnn_fwd(rt_backend *b, float *y, const float *x, const float *w,
-                        const rt_conv_desc *d, rt_error *err);
-rt_status rtp_cudnn_bwd_data(rt_backend *b, float *dx, const float *dy, const float *w,
-                             const rt_conv_desc *d, rt_error *err);
-rt_status rtp_cudnn_bwd_filter(rt_backend *b, float *dw, const float *dy, const float *x,
-                               const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cudnn_fwd(rt_backend *b, float *y, const float *x, const float *w,
+                                    const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cudnn_bwd_data(rt_backend *b, float *dx, const float *dy, const float *w,
+                                         const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cudnn_bwd_filter(rt_backend *b, float *dw, const float *dy,
+                                           const float *x, const rt_conv_desc *d, rt_error *err);
 
 /* ---- cuda_dense.c ---- */
-rt_status rtp_cuda_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
-                             const rt_tensor *bias, const rt_dense_desc *d, rt_error *err);
-rt_status rtp_cuda_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                  const rt_tensor *w, const rt_dense_desc *d, rt_error *err);
-rt_status rtp_cuda_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                    const rt_tensor *dout, const rt_tensor *in,
-                                    const rt_dense_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                         const rt_tensor *w, const rt_tensor *bias,
+                                         const rt_dense_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                              const rt_tensor *w, const rt_dense_desc *d,
+                                              rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                                const rt_tensor *dout, const rt_tensor *in,
+                                                const rt_dense_desc *d, rt_error *err);
 /* The shape of one cuBLAS GEMM: C (m,n) = op(A) op(B) + beta C, column-major. The ops
  * choose the operands, these pure functions the shape, so the row-major <-> column-major
  * mapping is checked on the CPU (tests/gpu/test_kernels_host.cu). */
@@ -192,67 +196,78 @@ rtp_gemm rtp_conv_gemm(int pass, const rt_conv_desc *d);
  * when g->count > 1): fp32 is cublasSgemm(StridedBatched); bf16 and fp16
  * round A and B to 16 bits into `stage` (device scratch of rtp_gemm_stage_bytes, unused
  * in fp32) and multiply those with fp32 accumulation into the fp32 C. */
-rt_status rtp_cuda_gemm(rt_backend *b, const rtp_gemm *g, const float *A, const float *B,
-                        float beta, float *C, void *stage, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_gemm(rt_backend *b, const rtp_gemm *g, const float *A,
+                                    const float *B, float beta, float *C, void *stage,
+                                    rt_error *err);
 size_t rtp_gemm_stage_bytes(rt_backend *b, const rtp_gemm *g);
 /* Scratch the dense ops need (their 16-bit copies; 0 in fp32). */
 size_t rtp_cuda_dense_workspace(rt_backend *b, const rt_dense_desc *d);
 
 /* ---- cuda_ops.c: pooling, activations, batchnorm, dropout, loss, optimisers ---- */
-rt_status rtp_cuda_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                               const rt_pool_desc *d, rt_error *err);
-rt_status rtp_cuda_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                               const rt_tensor *in, const rt_tensor *out, const rt_pool_desc *d,
-                               rt_error *err);
-rt_status rtp_cuda_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                               const rt_pool_desc *d, rt_error *err);
-rt_status rtp_cuda_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                               const rt_pool_desc *d, rt_error *err);
-rt_status rtp_cuda_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, float slope,
-                            rt_error *err);
-rt_status rtp_cuda_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                            const rt_tensor *out, float slope, rt_error *err);
-rt_status rtp_cuda_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                                rt_tensor *save_invstd, rt_tensor *running_mean,
-                                rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
-                                const rt_tensor *beta, const rt_bn_desc *d, rt_error *err);
-rt_status rtp_cuda_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                               const rt_tensor *gamma, const rt_tensor *beta,
-                               const rt_tensor *running_mean, const rt_tensor *running_var,
-                               const rt_bn_desc *d, rt_error *err);
-rt_status rtp_cuda_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
-                          const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
-                          const rt_tensor *save_mean, const rt_tensor *save_invstd,
-                          const rt_bn_desc *d, rt_error *err);
-rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask, const rt_tensor *in,
-                               const rt_dropout_desc *d, rt_error *err);
-rt_status rtp_cuda_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                               const rt_tensor *mask, rt_error *err);
-rt_status rtp_cuda_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
-                            const rt_tensor *logits, const rt_tensor *labels, const rt_xent_desc *d,
-                            rt_error *err);
-rt_status rtp_cuda_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
-                            const rt_tensor *labels, float scale, const rt_xent_desc *d,
-                            rt_error *err);
-rt_status rtp_cuda_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
-                               const rt_tensor *grad, const rt_adam_desc *d, rt_error *err);
-rt_status rtp_cuda_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
-                              const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                           const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                           const rt_tensor *in, const rt_tensor *out,
+                                           const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                           const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                           const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                        float slope, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                        const rt_tensor *out, float slope, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                            rt_tensor *save_invstd, rt_tensor *running_mean,
+                                            rt_tensor *running_var, const rt_tensor *in,
+                                            const rt_tensor *gamma, const rt_tensor *beta,
+                                            const rt_bn_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                           const rt_tensor *gamma, const rt_tensor *beta,
+                                           const rt_tensor *running_mean,
+                                           const rt_tensor *running_var, const rt_bn_desc *d,
+                                           rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
+                                      rt_tensor *dbeta, const rt_tensor *dout, const rt_tensor *in,
+                                      const rt_tensor *gamma, const rt_tensor *save_mean,
+                                      const rt_tensor *save_invstd, const rt_bn_desc *d,
+                                      rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
+                                           const rt_tensor *in, const rt_dropout_desc *d,
+                                           rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                           const rt_tensor *mask, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
+                                        const rt_tensor *logits, const rt_tensor *labels,
+                                        const rt_xent_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
+                                        const rt_tensor *labels, float scale, const rt_xent_desc *d,
+                                        rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
+                                           rt_tensor *v, const rt_tensor *grad,
+                                           const rt_adam_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
+                                          const rt_tensor *grad, const rt_sgd_desc *d,
+                                          rt_error *err);
 
 /* ---- cuda_ops_train.c: the trainer's device path (no host round trip) ---- */
-rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
-                                const rt_tensor *data, const rt_tensor *data_labels,
-                                const rt_tensor *order, const rt_gather_desc *d, rt_error *err);
-rt_status rtp_cuda_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
-                              const rt_tensor *probs, const rt_tensor *labels,
-                              const rt_xent_desc *d, rt_error *err);
-rt_status rtp_cuda_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err);
-rt_status rtp_cuda_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt_error *err);
-rt_status rtp_cuda_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
-                                   const rt_tensor *grad, rt_tensor *amp, const rt_adam_desc *d,
-                                   rt_error *err);
-rt_status rtp_cuda_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
-                                  const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
-                                  rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
+                                            const rt_tensor *data, const rt_tensor *data_labels,
+                                            const rt_tensor *order, const rt_gather_desc *d,
+                                            rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_xent_stats(rt_backend *b, rt_tensor *stats, int row,
+                                          const rt_tensor *loss, const rt_tensor *probs,
+                                          const rt_tensor *labels, const rt_xent_desc *d,
+                                          rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp,
+                                         rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp,
+                                           rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
+                                               rt_tensor *v, const rt_tensor *grad, rt_tensor *amp,
+                                               const rt_adam_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_amp_sgd_update(rt_backend *b, rt_tensor *param,
+                                              rt_tensor *momentum_buf, const rt_tensor *grad,
+                                              rt_tensor *amp, const rt_sgd_desc *d, rt_error *err);
 
 #endif

@@ -74,6 +74,6 @@ static inline int rtp_dnn_compatible(size_t version, size_t cudart, int built_ma
  * libcudnn on the first call (thread-safe; later calls only return the result). When
  * the library cannot be loaded or lacks an entry point: *out = NULL and RT_ENODEV
  * naming the library and the reason (the same answer on every call). */
-rt_status rtp_dnn_load(const rtp_dnn_fns **out, rt_error *err);
+RT_MUST_USE rt_status rtp_dnn_load(const rtp_dnn_fns **out, rt_error *err);
 
 #endif

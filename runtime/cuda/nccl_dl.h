@@ -56,6 +56,6 @@ typedef struct rtp_nccl_fns {
 
 /* The table, loading NCCL on the first call (later calls return the same answer).
  * RT_ENODEV naming the file tried and the package to install when it cannot. */
-rt_status rtp_nccl_load(const rtp_nccl_fns **out, rt_error *err);
+RT_MUST_USE rt_status rtp_nccl_load(const rtp_nccl_fns **out, rt_error *err);
 
 #endif

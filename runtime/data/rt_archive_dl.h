@@ -32,7 +32,6 @@ typedef struct rtp_archive_fns {
  * the first result); borrowed, valid for the life of the process. RT_ENOTFOUND,
  * naming the library and its package, and *out = NULL when libarchive cannot be
  * loaded. KILN_LIBARCHIVE in the environment names another file to load (tests). */
-rt_status rtp_archive_lib(const rtp_archive_fns **out, rt_error *err)
-    __attribute__((warn_unused_result));
+RT_MUST_USE rt_status rtp_archive_lib(const rtp_archive_fns **out, rt_error *err);
 
 #endif

@@ -13,6 +13,6 @@
 /* Loads libcurl once per process (thread-safe; later calls return the first
  * result). RT_ENOTFOUND naming the library and its package when it is missing.
  * KILN_LIBCURL in the environment names another file to load (tests use it). */
-rt_status rtp_curl_load(rt_error *err) __attribute__((warn_unused_result));
+RT_MUST_USE rt_status rtp_curl_load(rt_error *err);
 
 #endif

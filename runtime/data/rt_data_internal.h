@@ -33,27 +33,29 @@ typedef struct rtp_stop {
     int (*fn)(void *user);
     void *user;
 } rtp_stop;
-rt_status rtp_check_stop(const rtp_stop *stop, const char *what, rt_error *err);
+RT_MUST_USE rt_status rtp_check_stop(const rtp_stop *stop, const char *what, rt_error *err);
 
 /* ---- IDX (rt_idx.c): gzip or plain, magic 0x803 images / 0x801 labels ---- */
 /* Reads an image file into s->pixels and sets n, c = 1, h, w. */
-rt_status rtp_idx_read_images(const char *path, rtp_raw_split *s, const rtp_stop *stop,
-                              rt_error *err);
+RT_MUST_USE rt_status rtp_idx_read_images(const char *path, rtp_raw_split *s, const rtp_stop *stop,
+                                          rt_error *err);
 /* Reads a label file into s->labels; checks the count equals s->n (images read first)
  * and, when num_classes > 0, that every label is below it. */
-rt_status rtp_idx_read_labels(const char *path, rtp_raw_split *s, int num_classes,
-                              const char *images_path, rt_error *err);
+RT_MUST_USE rt_status rtp_idx_read_labels(const char *path, rtp_raw_split *s, int num_classes,
+                                          const char *images_path, rt_error *err);
 
 /* ---- CIFAR-10 binary (rt_cifar.c) ---- */
 /* Reads data_batch_1..5.bin, test_batch.bin (and batches.meta.txt if present) from
  * a directory, or from a cifar-10-binary.tar.gz stream (libarchive, no extraction). */
-rt_status rtp_cifar_read_dir(const char *dir, rtp_raw_split *train, rtp_raw_split *test,
-                             rtp_class_names *names, const rtp_stop *stop, rt_error *err);
-rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_split *test,
-                             rtp_class_names *names, const rtp_stop *stop, rt_error *err);
+RT_MUST_USE rt_status rtp_cifar_read_dir(const char *dir, rtp_raw_split *train, rtp_raw_split *test,
+                                         rtp_class_names *names, const rtp_stop *stop,
+                                         rt_error *err);
+RT_MUST_USE rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train,
+                                         rtp_raw_split *test, rtp_class_names *names,
+                                         const rtp_stop *stop, rt_error *err);
 /* Parses batches.meta.txt bytes (one name a line, blank lines ignored). */
-rt_status rtp_cifar_parse_meta(const char *what, const char *text, size_t len,
-                               rtp_class_names *names, rt_error *err);
+RT_MUST_USE rt_status rtp_cifar_parse_meta(const char *what, const char *text, size_t len,
+                                           rtp_class_names *names, rt_error *err);
 
 /* ---- preparation (rt_dataset_prep.c) ---- */
 typedef struct rtp_prep {
@@ -65,8 +67,8 @@ typedef struct rtp_prep {
 
 /* Carves val from the end of train, checksums, measures mean/std on train and
  * normalises all splits into out. Consumes (frees) train and test in all cases. */
-rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train, rtp_raw_split *test,
-                              const rtp_prep *p, rt_error *err);
+RT_MUST_USE rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train,
+                                          rtp_raw_split *test, const rtp_prep *p, rt_error *err);
 uint64_t rtp_fnv1a64(uint64_t h, const uint8_t *p, size_t n);
 #define RTP_FNV1A64_INIT 0xcbf29ce484222325ULL
 
@@ -93,7 +95,8 @@ typedef struct rtp_known_set {
 const rtp_known_set *rtp_known_set_find(const char *name);
 /* Looks NAME up in a sha256sum-format manifest; hex[65] gets the hash. RT_ENOTFOUND
  * when the manifest has no line for NAME. */
-rt_status rtp_manifest_lookup(const char *manifest, const char *name, char hex[65], rt_error *err);
+RT_MUST_USE rt_status rtp_manifest_lookup(const char *manifest, const char *name, char hex[65],
+                                          rt_error *err);
 
 /* ---- files and places (rt_dataset_fs.c) ---- */
 void rtp_copy_str(char *dst, size_t size, const char *src); /* truncates, never warns */
@@ -106,8 +109,8 @@ int rtp_find_idx(const char *dir, char paths[4][PATH_MAX]);
  * or dir/cifar-10-binary.tar.gz -> *is_tar 1. */
 int rtp_find_cifar(const char *dir, char path[PATH_MAX], int *is_tar);
 /* $XDG_CACHE_HOME/kiln/datasets/NAME, else ~/.cache/kiln/datasets/NAME. */
-rt_status rtp_cache_dir(const char *name, char out[PATH_MAX], rt_error *err);
-rt_status rtp_mkdir_p(const char *path, rt_error *err);
+RT_MUST_USE rt_status rtp_cache_dir(const char *name, char out[PATH_MAX], rt_error *err);
+RT_MUST_USE rt_status rtp_mkdir_p(const char *path, rt_error *err);
 /* Last path (or URL) component without trailing '/' and .tar.gz/.tgz: split names. */
 void rtp_base_name(const char *path, char *out, size_t size);
 
@@ -119,7 +122,7 @@ typedef struct rtp_fetch_file {
 } rtp_fetch_file;
 
 /* Downloads the files dir lacks (opts->sha256sums, when set, supplies every hash). */
-rt_status rtp_fetch(const char *dir, const rtp_fetch_file *files, int n,
-                    const rt_dataset_opts *opts, rt_error *err);
+RT_MUST_USE rt_status rtp_fetch(const char *dir, const rtp_fetch_file *files, int n,
+                                const rt_dataset_opts *opts, rt_error *err);
 
 #endif

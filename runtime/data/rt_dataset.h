@@ -80,7 +80,8 @@ typedef struct rt_dataset_opts {
 } rt_dataset_opts;
 
 /* Loads (finding or downloading as needed) all splits. On error nothing is left allocated. */
-rt_status rt_dataset_load(rt_dataset_splits *out, const rt_dataset_opts *opts, rt_error *err);
+RT_MUST_USE rt_status rt_dataset_load(rt_dataset_splits *out, const rt_dataset_opts *opts,
+                                      rt_error *err);
 /* Frees the images and labels of every split. Accepts NULL. */
 void rt_dataset_splits_deinit(rt_dataset_splits *s);
 
@@ -91,7 +92,8 @@ void rt_dataset_image_u8(const rt_dataset *d, int i, uint8_t *out);
  * converted to c channels (1 or 3), resized to cover h x w and centre-cropped, written
  * as c*h*w CHW bytes to out. Errors (RT_EFORMAT / RT_EIO / RT_ENOTFOUND) name the file.
  * For predicting on new images with a model trained on a folder. */
-rt_status rt_image_file_read(const char *path, int c, int h, int w, uint8_t *out, rt_error *err);
+RT_MUST_USE rt_status rt_image_file_read(const char *path, int c, int h, int w, uint8_t *out,
+                                         rt_error *err);
 /* The names a user may give: "mnist", "fashion-mnist", "cifar10" (NULL-terminated,
  * static), for help and completion. */
 const char *const *rt_dataset_known_names(void);

@@ -43,14 +43,15 @@ typedef struct rt_download_info {
  * Errors: RT_EIO (network, HTTP status, disk), RT_EFORMAT (checksum mismatch: the
  * message names the file and both hashes), RT_EINTERRUPTED (should_stop/progress),
  * RT_EINVAL (bad arguments). */
-rt_status rt_download_file(const rt_download_opts *o, rt_download_info *info, rt_error *err);
+RT_MUST_USE rt_status rt_download_file(const rt_download_opts *o, rt_download_info *info,
+                                       rt_error *err);
 
 /* SHA-256 of a file as 64 lowercase hex digits + NUL into hex[65]. */
-rt_status rt_sha256_file(const char *path, char hex[65], rt_error *err);
+RT_MUST_USE rt_status rt_sha256_file(const char *path, char hex[65], rt_error *err);
 /* MD5 of a file, the same way (32 digits): to check an object store's ETag, nothing
  * else. */
-rt_status rt_md5_file(const char *path, char hex[33], rt_error *err);
+RT_MUST_USE rt_status rt_md5_file(const char *path, char hex[33], rt_error *err);
 /* SHA-256 of len bytes at buf, the same way. */
-rt_status rt_sha256_mem(const void *buf, size_t len, char hex[65], rt_error *err);
+RT_MUST_USE rt_status rt_sha256_mem(const void *buf, size_t len, char hex[65], rt_error *err);
 
 #endif

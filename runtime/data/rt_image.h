@@ -36,16 +36,17 @@ void rtp_image_deinit(rtp_image *im);
  * a truncated or corrupt stream, CMYK/YCCK JPEG, 16-bit PNG, and a header claiming more
  * than max_pixels (before allocating). RT_ENOTFOUND when libturbojpeg cannot be loaded.
  * On error out is left empty. */
-rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels,
-                           int want_w, int want_h, rtp_image *out, rt_error *err);
+RT_MUST_USE rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what,
+                                       uint64_t max_pixels, int want_w, int want_h, rtp_image *out,
+                                       rt_error *err);
 
 /* Converts im in place to c channels (1 or 3). RT_ENOMEM only. */
-rt_status rtp_image_channels(rtp_image *im, int c, rt_error *err);
+RT_MUST_USE rt_status rtp_image_channels(rtp_image *im, int c, rt_error *err);
 
 /* Writes im resized to cover (H, W) and centre-cropped into out (C, H, W) bytes.
  * The resize keeps the aspect ratio: the side that fits exactly gets its target, the
  * other floor(target * other / side); the crop drops floor(extra / 2) at the top/left.
  * RT_ENOMEM only. */
-rt_status rtp_image_fit(const rtp_image *im, int h, int w, uint8_t *out, rt_error *err);
+RT_MUST_USE rt_status rtp_image_fit(const rtp_image *im, int h, int w, uint8_t *out, rt_error *err);
 
 #endif

@@ -34,20 +34,20 @@ typedef struct rtp_img_list {
  * directory) and lists its images in a fixed order (classes by name, files by name).
  * RT_ENOTFOUND / RT_EFORMAT name the path, the empty class folder, the single class or
  * the bad CSV line. On error the list is empty. */
-rt_status rtp_img_scan(const char *path, rtp_img_list *out, rt_error *err);
+RT_MUST_USE rt_status rtp_img_scan(const char *path, rtp_img_list *out, rt_error *err);
 void rtp_img_list_deinit(rtp_img_list *l);
 /* Appends one entry (path copied, mem taken); RT_ENOMEM. */
-rt_status rtp_img_list_add(rtp_img_list *l, const char *path, uint8_t *mem, size_t mem_len,
-                           int label, int split, rt_error *err);
+RT_MUST_USE rt_status rtp_img_list_add(rtp_img_list *l, const char *path, uint8_t *mem,
+                                       size_t mem_len, int label, int split, rt_error *err);
 /* Archive members ("a/b/c.png" with their bytes) -> the list, as rtp_img_scan does for
  * a directory with the same files (rt_imgfolder_archive.c). RT_ENOTFOUND only when the
  * archive holds no image files at all (it may be CIFAR-10 batches). */
-rt_status rtp_img_scan_archive(const char *path, rtp_img_list *out, rt_error *err);
+RT_MUST_USE rt_status rtp_img_scan_archive(const char *path, rtp_img_list *out, rt_error *err);
 
 /* Loads the image folder o->name (scan, cache or decode, --val, normalisation) into
  * out; split names are base/train ... On error nothing is left allocated. */
-rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_dataset_opts *o, const char *base,
-                             rt_error *err);
+RT_MUST_USE rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_dataset_opts *o,
+                                         const char *base, rt_error *err);
 
 /* ---- cache (rt_imgfolder_cache.c) ---- */
 typedef struct rtp_img_cached {
@@ -57,12 +57,12 @@ typedef struct rtp_img_cached {
 
 /* The cache file for key: $XDG_CACHE_HOME/kiln/images/<key>.kimg (or KILN_IMAGE_CACHE
  * as the directory). */
-rt_status rtp_img_cache_path(uint64_t key, char out[PATH_MAX], rt_error *err);
+RT_MUST_USE rt_status rtp_img_cache_path(uint64_t key, char out[PATH_MAX], rt_error *err);
 /* Reads the cache file into out (memory-mapped, copied into owned splits). Returns 1
  * when it was there and whole, 0 when absent or unusable (then out is empty). */
 int rtp_img_cache_read(const char *path, uint64_t key, rtp_img_cached *out);
 /* Writes out atomically (tmp, fsync, rename). Errors are RT_EIO naming the file. */
-rt_status rtp_img_cache_write(const char *path, uint64_t key, const rtp_img_cached *c,
-                              rt_error *err);
+RT_MUST_USE rt_status rtp_img_cache_write(const char *path, uint64_t key, const rtp_img_cached *c,
+                                          rt_error *err);
 
 #endif

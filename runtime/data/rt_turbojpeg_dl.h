@@ -22,7 +22,6 @@ typedef struct rtp_tj_fns {
 /* Sets *out to the table, loaded once per process (thread-safe); borrowed, valid for
  * the life of the process. RT_ENOTFOUND, naming the library and its package, and
  * *out = NULL when it cannot be loaded. KILN_LIBTURBOJPEG names another file (tests). */
-rt_status rtp_turbojpeg_lib(const rtp_tj_fns **out, rt_error *err)
-    __attribute__((warn_unused_result));
+RT_MUST_USE rt_status rtp_turbojpeg_lib(const rtp_tj_fns **out, rt_error *err);
 
 #endif

@@ -384,10 +384,16 @@ void rt_results_close(rt_results *rs)
 {
     if (!rs) return;
     if (rs->db && rs->writer) {
-        rt_results_flush(rs, NULL);
+        /* Rows a failed flush leaves behind are counted as lost and warned about when
+         * the writer is destroyed below. */
+        RT_IGNORE(rt_results_flush(rs, NULL));
         while (rs->nopen > 0) {
             size_t before = rs->nopen;
-            rt_results_run_end(rs, rs->open_runs[rs->nopen - 1], RT_RESULTS_INTERRUPTED, NULL);
+            int64_t run = rs->open_runs[rs->nopen - 1];
+            rt_error e;
+            if (rt_results_run_end(rs, run, RT_RESULTS_INTERRUPTED, &e) != RT_OK)
+                rtp_results_warn(rs, RTP_WARN_FLUSH, "run %lld stays open in %s: %s",
+                                 (long long)run, rs->path, e.msg);
             if (rs->nopen == before) rs->nopen--;
         }
     }

@@ -91,8 +91,9 @@ typedef struct rt_results_config {
 /* Opens (creating if needed) the store named by spec (see top). On success *out is a
  * new handle for rt_results_close. Errors: RT_EFORMAT (not a Kiln store), RT_EIO
  * (cannot create or write the location), RT_EINVAL (bad spec). */
-rt_status rt_results_open(const char *spec, rt_results **out, rt_error *err);
-rt_status rt_results_open_config(const rt_results_config *cfg, rt_results **out, rt_error *err);
+RT_MUST_USE rt_status rt_results_open(const char *spec, rt_results **out, rt_error *err);
+RT_MUST_USE rt_status rt_results_open_config(const rt_results_config *cfg, rt_results **out,
+                                             rt_error *err);
 /* Flushes, marks runs this handle began and did not end as interrupted, stops the
  * MLflow thread (waiting at most a few seconds for it), frees. Accepts NULL. */
 void rt_results_close(rt_results *rs);
@@ -105,11 +106,11 @@ void rt_results_redact(const char *spec, char *out, size_t n);
 int rt_results_resolve_path(const char *spec, char *buf, size_t n);
 /* The store at path, with what is still in its write-ahead log, as one self-contained
  * SQLite file dest (replaced). RT_ENOTFOUND when there is no store at path. */
-rt_status rt_results_snapshot(const char *path, const char *dest, rt_error *err);
+RT_MUST_USE rt_status rt_results_snapshot(const char *path, const char *dest, rt_error *err);
 /* Replaces the contents of the store at path (created if needed) with those of src,
  * which must be a Kiln results store this Kiln reads (else RT_EFORMAT, path untouched).
  */
-rt_status rt_results_replace(const char *path, const char *src, rt_error *err);
+RT_MUST_USE rt_status rt_results_replace(const char *path, const char *src, rt_error *err);
 /* The local file this handle writes (borrowed). */
 const char *rt_results_path(const rt_results *rs);
 
@@ -119,27 +120,29 @@ typedef void (*rt_results_warn_fn)(void *user, const char *msg);
 void rt_results_set_warn(rt_results *rs, rt_results_warn_fn fn, void *user);
 
 /* Starts a run (status running, start time now, this host/pid). *run_id > 0. */
-rt_status rt_results_run_begin(rt_results *rs, const rt_results_run_info *info, int64_t *run_id,
-                               rt_error *err);
+RT_MUST_USE rt_status rt_results_run_begin(rt_results *rs, const rt_results_run_info *info,
+                                           int64_t *run_id, rt_error *err);
 /* A parameter (text value; a later value for the same key replaces it). */
-rt_status rt_results_log_param(rt_results *rs, int64_t run, const char *key, const char *value,
-                               rt_error *err);
+RT_MUST_USE rt_status rt_results_log_param(rt_results *rs, int64_t run, const char *key,
+                                           const char *value, rt_error *err);
 /* One metric value (buffered), for a run begun or resumed with this handle. step is the global step, epoch counts from 0 or 1 as
  * the caller likes; kind says which series the value belongs to. */
-rt_status rt_results_log_metric(rt_results *rs, int64_t run, const char *key, double value,
-                                int64_t step, int epoch, rt_results_kind kind, rt_error *err);
+RT_MUST_USE rt_status rt_results_log_metric(rt_results *rs, int64_t run, const char *key,
+                                            double value, int64_t step, int epoch,
+                                            rt_results_kind kind, rt_error *err);
 /* A checkpoint file written for the run, with the metric that judged it (may be NULL). */
-rt_status rt_results_log_checkpoint(rt_results *rs, int64_t run, const char *path, int64_t step,
-                                    int epoch, const char *metric, double metric_value,
-                                    rt_error *err);
+RT_MUST_USE rt_status rt_results_log_checkpoint(rt_results *rs, int64_t run, const char *path,
+                                                int64_t step, int epoch, const char *metric,
+                                                double metric_value, rt_error *err);
 /* Continues an earlier run (e.g. %resume in a new process): status back to running,
  * owned by this process. Metrics may then be logged to it. The MLflow mirror only
  * follows runs begun by this handle. RT_ENOTFOUND for an unknown id. */
-rt_status rt_results_run_resume(rt_results *rs, int64_t run, rt_error *err);
+RT_MUST_USE rt_status rt_results_run_resume(rt_results *rs, int64_t run, rt_error *err);
 /* Ends a run: flushes its metrics, sets status and end time. */
-rt_status rt_results_run_end(rt_results *rs, int64_t run, rt_results_status status, rt_error *err);
+RT_MUST_USE rt_status rt_results_run_end(rt_results *rs, int64_t run, rt_results_status status,
+                                         rt_error *err);
 /* Writes buffered rows now. */
-rt_status rt_results_flush(rt_results *rs, rt_error *err);
+RT_MUST_USE rt_status rt_results_flush(rt_results *rs, rt_error *err);
 
 /* "running", "finished", "interrupted", "failed"; parse returns -1 when unknown. */
 const char *rt_results_status_name(rt_results_status s);

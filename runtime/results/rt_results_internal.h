@@ -43,8 +43,8 @@ typedef struct rtp_metric_row {
     double time;
 } rtp_metric_row;
 
-rt_status rtp_mlflow_create(const char *url, const char *experiment, int timeout_ms,
-                            const char *local_path, rtp_mlflow **out, rt_error *err);
+RT_MUST_USE rt_status rtp_mlflow_create(const char *url, const char *experiment, int timeout_ms,
+                                        const char *local_path, rtp_mlflow **out, rt_error *err);
 void rtp_mlflow_run_begin(rtp_mlflow *m, int64_t run, const rt_results_run_info *info,
                           double start_time, const char *host);
 void rtp_mlflow_param(rtp_mlflow *m, int64_t run, const char *key, const char *value);
@@ -63,13 +63,14 @@ void rtp_mlflow_destroy(rtp_mlflow *m, int wait_ms);
 
 typedef struct rtp_writer rtp_writer;
 /* Opens its own connection to the (existing) store at path; mirror may be NULL. */
-rt_status rtp_writer_create(const char *path, rtp_mlflow *mirror, rtp_writer **out, rt_error *err);
+RT_MUST_USE rt_status rtp_writer_create(const char *path, rtp_mlflow *mirror, rtp_writer **out,
+                                        rt_error *err);
 /* Hands rows (malloc'd array of n, keys borrowed until destroy) to the thread, which
  * frees it. -1 when the queue is full (rows dropped, warning queued). Never blocks
  * on I/O. */
 int rtp_writer_submit(rtp_writer *w, rtp_metric_row *rows, size_t n);
 /* Waits until everything submitted is committed; RT_EIO when a fresh attempt failed. */
-rt_status rtp_writer_sync(rtp_writer *w, rt_error *err);
+RT_MUST_USE rt_status rtp_writer_sync(rtp_writer *w, rt_error *err);
 /* A warning from the thread (new string, free()) or NULL. */
 char *rtp_writer_take_warning(rtp_writer *w);
 /* Makes a last attempt, stops, frees. Returns the number of rows never written. */
@@ -104,13 +105,13 @@ void rtp_results_warn(rt_results *rs, unsigned kind, const char *fmt, ...)
 /* ---- schema (rt_results_schema.c) ---- */
 
 /* Opens path with WAL and the busy timeout, creates or checks the schema. */
-rt_status rtp_schema_open(const char *path, int readonly, sqlite3 **db, rt_error *err);
+RT_MUST_USE rt_status rtp_schema_open(const char *path, int readonly, sqlite3 **db, rt_error *err);
 /* Marks running runs of dead processes on this host as interrupted. */
-rt_status rtp_schema_repair(sqlite3 *db, rt_error *err);
+RT_MUST_USE rt_status rtp_schema_repair(sqlite3 *db, rt_error *err);
 /* Runs one statement with no result rows; RT_EIO with the SQLite message. */
-rt_status rtp_exec(sqlite3 *db, const char *sql, rt_error *err);
+RT_MUST_USE rt_status rtp_exec(sqlite3 *db, const char *sql, rt_error *err);
 /* Prepares sql; RT_EIO with the message on failure. */
-rt_status rtp_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, rt_error *err);
+RT_MUST_USE rt_status rtp_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, rt_error *err);
 /* strdup of a column's text, or NULL for SQL NULL. */
 char *rtp_col_dup(sqlite3_stmt *st, int col);
 /* A column as double; SQL NULL is NaN (SQLite stores NaN as NULL). */
@@ -125,6 +126,7 @@ struct rt_results_run;
 /* Fills r's fields from a row selected with RTP_RUN_COLS. */
 void rtp_fill_run(sqlite3_stmt *st, struct rt_results_run *r);
 /* Loads params, metric summaries and (with_ckpts) checkpoints of r->id. */
-rt_status rtp_load_details(rt_results *rs, struct rt_results_run *r, int with_ckpts, rt_error *err);
+RT_MUST_USE rt_status rtp_load_details(rt_results *rs, struct rt_results_run *r, int with_ckpts,
+                                       rt_error *err);
 
 #endif

@@ -70,32 +70,35 @@ typedef struct rt_results_query {
 } rt_results_query;
 
 /* Runs matching q (NULL = all, by id). RT_EINVAL names a malformed where clause. */
-rt_status rt_results_list_runs(rt_results *rs, const rt_results_query *q, rt_results_list *out,
-                               rt_error *err);
+RT_MUST_USE rt_status rt_results_list_runs(rt_results *rs, const rt_results_query *q,
+                                           rt_results_list *out, rt_error *err);
 void rt_results_list_free(rt_results_list *l);
 
 /* Resolves a user's reference to a run: an id ("12"), "last", or a run name (the
  * newest run of that name). RT_ENOTFOUND with a hint when there is none. */
-rt_status rt_results_find(rt_results *rs, const char *ref, int64_t *run_id, rt_error *err);
+RT_MUST_USE rt_status rt_results_find(rt_results *rs, const char *ref, int64_t *run_id,
+                                      rt_error *err);
 /* One run, complete. RT_ENOTFOUND for an unknown id. */
-rt_status rt_results_get_run(rt_results *rs, int64_t run_id, rt_results_run *out, rt_error *err);
+RT_MUST_USE rt_status rt_results_get_run(rt_results *rs, int64_t run_id, rt_results_run *out,
+                                         rt_error *err);
 void rt_results_run_free(rt_results_run *r);
 
 /* A metric series ordered by step (epoch kind: by epoch). x = step, or epoch for
  * epoch metrics. *x and *y are new arrays (free()); *n may be 0. */
-rt_status rt_results_series(rt_results *rs, int64_t run_id, const char *key, rt_results_kind kind,
-                            double **x, double **y, size_t *n, rt_error *err);
+RT_MUST_USE rt_status rt_results_series(rt_results *rs, int64_t run_id, const char *key,
+                                        rt_results_kind kind, double **x, double **y, size_t *n,
+                                        rt_error *err);
 
 /* Deletes a run and everything logged for it. A run that is still running in a live
  * process is refused (RT_EINVAL) unless force. RT_ENOTFOUND for an unknown id. */
-rt_status rt_results_delete(rt_results *rs, int64_t run_id, int force, rt_error *err);
+RT_MUST_USE rt_status rt_results_delete(rt_results *rs, int64_t run_id, int force, rt_error *err);
 
 /* Writes the runs matching q to path. "csv": one row a run (fields, param:KEY and
  * metric:KEY columns with last values). "json": {"runs": [...]} with fields, params,
  * every metric series (steps, epochs, values) and checkpoints. Written to a temporary
  * file and renamed, so a failed export leaves no half file. */
-rt_status rt_results_export(rt_results *rs, const char *format, const char *path,
-                            const rt_results_query *q, rt_error *err);
+RT_MUST_USE rt_status rt_results_export(rt_results *rs, const char *format, const char *path,
+                                        const rt_results_query *q, rt_error *err);
 
 /* Looks up KEY in a run as the where/sort clauses do: writes text to buf and returns
  * 1, or returns 0 when the run lacks KEY. *num is set when the value is numeric. */

@@ -35,7 +35,8 @@ int rt_store_is_url(const char *s);
  * wrong key, a missing bucket or an unreachable endpoint is an error here, before any
  * work starts. *prefix_out (may be NULL) gets the URL's prefix without slashes at
  * either end ("" for none; caller frees). */
-rt_status rt_store_open(const char *url, rt_store **out, char **prefix_out, rt_error *err);
+RT_MUST_USE rt_status rt_store_open(const char *url, rt_store **out, char **prefix_out,
+                                    rt_error *err);
 void rt_store_close(rt_store *s); /* NULL ok; wipes the credentials */
 /* "s3://bucket" (borrowed), and where it is ("https://s3.us-east-1.amazonaws.com" or
  * the AWS_ENDPOINT_URL given) for messages. */
@@ -47,28 +48,31 @@ const char *rt_store_endpoint(const rt_store *s);
 void rt_store_set_cancel(rt_store *s, const _Atomic int *flag);
 
 /* Uploads the file at path as object key (multipart above the part size). */
-rt_status rt_store_put_file(rt_store *s, const char *key, const char *path, rt_error *err);
-rt_status rt_store_put_mem(rt_store *s, const char *key, const void *buf, size_t len,
-                           rt_error *err);
+RT_MUST_USE rt_status rt_store_put_file(rt_store *s, const char *key, const char *path,
+                                        rt_error *err);
+RT_MUST_USE rt_status rt_store_put_mem(rt_store *s, const char *key, const void *buf, size_t len,
+                                       rt_error *err);
 /* Uploads buf as object key in one request only while the object is the version last
  * seen: if_etag "" = it must not exist yet (If-None-Match: *), else its ETag must
  * still be if_etag (If-Match); NULL = unconditionally. Another version there (or, for
  * If-Match, none): *conflict = 1 and RT_EINVAL. The new ETag into etag (may be NULL).
  */
-rt_status rt_store_put_mem_if(rt_store *s, const char *key, const void *buf, size_t len,
-                              const char *if_etag, int *conflict, char etag[128], rt_error *err);
+RT_MUST_USE rt_status rt_store_put_mem_if(rt_store *s, const char *key, const void *buf, size_t len,
+                                          const char *if_etag, int *conflict, char etag[128],
+                                          rt_error *err);
 /* Downloads object key to path (through path.part, renamed when complete). A missing
  * object is RT_ENOTFOUND. _etag also gives the version downloaded (its ETag, quotes
  * kept) in etag. */
-rt_status rt_store_get_file(rt_store *s, const char *key, const char *path, rt_error *err);
-rt_status rt_store_get_file_etag(rt_store *s, const char *key, const char *path, char etag[128],
-                                 rt_error *err);
+RT_MUST_USE rt_status rt_store_get_file(rt_store *s, const char *key, const char *path,
+                                        rt_error *err);
+RT_MUST_USE rt_status rt_store_get_file_etag(rt_store *s, const char *key, const char *path,
+                                             char etag[128], rt_error *err);
 /* Downloads object key into *buf (malloc'd, NUL-terminated for text; *len bytes);
  * at most max bytes, else RT_EFORMAT. */
-rt_status rt_store_get_mem(rt_store *s, const char *key, size_t max, char **buf, size_t *len,
-                           rt_error *err);
+RT_MUST_USE rt_status rt_store_get_mem(rt_store *s, const char *key, size_t max, char **buf,
+                                       size_t *len, rt_error *err);
 /* Deletes object key (a missing object is not an error: S3 answers 204 either way). */
-rt_status rt_store_delete(rt_store *s, const char *key, rt_error *err);
+RT_MUST_USE rt_status rt_store_delete(rt_store *s, const char *key, rt_error *err);
 
 typedef struct rt_store_entry {
     char *key; /* the full key */
@@ -76,8 +80,8 @@ typedef struct rt_store_entry {
     char etag[128]; /* as listed, quotes kept ("" when the store gave none) */
 } rt_store_entry;
 /* Every object whose key starts with prefix, in key order (all pages). */
-rt_status rt_store_list(rt_store *s, const char *prefix, rt_store_entry **out, size_t *n,
-                        rt_error *err);
+RT_MUST_USE rt_status rt_store_list(rt_store *s, const char *prefix, rt_store_entry **out,
+                                    size_t *n, rt_error *err);
 void rt_store_entries_free(rt_store_entry *e, size_t n);
 
 #endif

@@ -215,6 +215,18 @@ rt_status rt_store_ckpt_list(rt_store *s, const char *prefix, rt_store_ckpt **ou
         }
         free(pk);
     }
+    /* a checkpoint object without a manifest: an upload that did not finish (a process
+     * killed between the object and its manifest) or one under way; said, never used */
+    for (size_t i = 0; st == RT_OK && skipped && i < ne; i++) {
+        const char *rel = e[i].key + strlen(dir);
+        if (strchr(rel, '/') || !ends_with(rel, RT_CKPT_EXT)) continue;
+        size_t j = 0, len = strlen(e[i].key);
+        while (j < ne && !(strlen(e[j].key) == len + strlen(RT_STORE_MANIFEST_SUFFIX) &&
+                           !strncmp(e[j].key, e[i].key, len) &&
+                           !strcmp(e[j].key + len, RT_STORE_MANIFEST_SUFFIX)))
+            j++;
+        if (j == ne) note(skipped, rel, "no manifest: its upload did not finish (or is under way)");
+    }
     rt_store_entries_free(e, ne);
     free(dir);
     if (st != RT_OK) {

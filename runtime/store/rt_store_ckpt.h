@@ -35,23 +35,25 @@ typedef struct rt_store_ckpt {
 /* Uploads the local checkpoint file at path under prefix (its file name kept), then
  * its manifest. The file is validated first (a damaged local file is never uploaded).
  */
-rt_status rt_store_ckpt_push(rt_store *s, const char *prefix, const char *path, rt_error *err);
+RT_MUST_USE rt_status rt_store_ckpt_push(rt_store *s, const char *prefix, const char *path,
+                                         rt_error *err);
 /* The complete checkpoints under prefix (those with a readable manifest), oldest
  * first by step. Unreadable manifests are described in *skipped ("name: reason\n",
  * caller frees; may be NULL when skipped is NULL). */
-rt_status rt_store_ckpt_list(rt_store *s, const char *prefix, rt_store_ckpt **out, size_t *n,
-                             char **skipped, rt_error *err);
+RT_MUST_USE rt_status rt_store_ckpt_list(rt_store *s, const char *prefix, rt_store_ckpt **out,
+                                         size_t *n, char **skipped, rt_error *err);
 void rt_store_ckpt_free(rt_store_ckpt *c, size_t n);
 /* Downloads the newest complete checkpoint that verifies (name NULL), or the complete
  * checkpoint name, into dir (dir/NAME) and sets *path (caller frees). Those that
  * failed are described in *skipped ("name: reason\n" lines, caller frees, NULL when
  * none); their downloads are removed. None verifies, or name is not a complete
  * checkpoint: RT_ENOTFOUND naming the prefix and what was examined. */
-rt_status rt_store_ckpt_fetch(rt_store *s, const char *prefix, const char *name, const char *dir,
-                              char **path, char **skipped, rt_error *err);
+RT_MUST_USE rt_status rt_store_ckpt_fetch(rt_store *s, const char *prefix, const char *name,
+                                          const char *dir, char **path, char **skipped,
+                                          rt_error *err);
 /* Deletes complete checkpoints under prefix except the newest keep (>= 1): manifest
  * first, then the object. *deleted (may be NULL) counts them. */
-rt_status rt_store_ckpt_prune(rt_store *s, const char *prefix, int keep, size_t *deleted,
-                              rt_error *err);
+RT_MUST_USE rt_status rt_store_ckpt_prune(rt_store *s, const char *prefix, int keep,
+                                          size_t *deleted, rt_error *err);
 
 #endif

@@ -21,7 +21,7 @@ typedef struct rtp_store_config {
 
 /* Reads the environment and the shared credentials file. No keys at all is an error
  * naming the variables to set. */
-rt_status rtp_store_config_load(rtp_store_config *c, rt_error *err);
+RT_MUST_USE rt_status rtp_store_config_load(rtp_store_config *c, rt_error *err);
 /* Frees c, wiping the secrets first. */
 void rtp_store_config_free(rtp_store_config *c);
 /* The access key as "****WXYZ" (its last 4 characters) into out. */
@@ -29,7 +29,8 @@ void rtp_store_key_mask(const char *key, char out[16]);
 /* Splits "s3://bucket/pre/fix/" into bucket and "pre/fix" (both malloc'd). A bucket
  * name S3 would refuse or an '@' anywhere in the URL (user:key@bucket; keys may hold
  * '/'): RT_EINVAL, and the message about an '@' repeats nothing of the URL. */
-rt_status rtp_store_url_parse(const char *url, char **bucket, char **prefix, rt_error *err);
+RT_MUST_USE rt_status rtp_store_url_parse(const char *url, char **bucket, char **prefix,
+                                          rt_error *err);
 
 /* ---- one signed request (rt_store_http.c) ---- */
 typedef struct rtp_store_req {
@@ -56,7 +57,7 @@ typedef struct rtp_store_req {
  * 3 times). An HTTP status >= 300 is an error built from the XML <Code>/<Message> of
  * the reply, mapped to what to fix (credentials, bucket, endpoint); r->status is set
  * either way. `what` names the operation for messages ("uploading 'k'"). */
-rt_status rtp_store_do(rt_store *s, rtp_store_req *r, const char *what, rt_error *err);
+RT_MUST_USE rt_status rtp_store_do(rt_store *s, rtp_store_req *r, const char *what, rt_error *err);
 /* The URL-encoded form of key for a path (RFC 3986 unreserved kept, '/' kept). */
 char *rtp_store_key_escape(const char *key);
 /* The query-string form of v: as rtp_store_key_escape, and '/' too. */
@@ -72,12 +73,12 @@ char *rtp_store_fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 /* Uploads the parts of upload qid (query-escaped UploadId) of key: the object's size
  * bytes from mem, or when mem is NULL from file fd (path, for messages), in parts of
  * s->part_size, RTP_STORE_PART_JOBS at a time. etags[i] gets part i + 1's ETag. */
-rt_status rtp_store_put_parts(rt_store *s, const char *key, const char *qid, const void *mem,
-                              int fd, uint64_t size, const char *path, const char *what,
-                              char (*etags)[128], rt_error *err);
+RT_MUST_USE rt_status rtp_store_put_parts(rt_store *s, const char *key, const char *qid,
+                                          const void *mem, int fd, uint64_t size, const char *path,
+                                          const char *what, char (*etags)[128], rt_error *err);
 /* Reads len bytes at off of fd (path, for messages) into buf: a short file is an error. */
-rt_status rtp_store_read_at(int fd, char *buf, size_t len, uint64_t off, const char *path,
-                            rt_error *err);
+RT_MUST_USE rt_status rtp_store_read_at(int fd, char *buf, size_t len, uint64_t off,
+                                        const char *path, rt_error *err);
 
 /* ---- XML replies (rt_store_xml.c) ---- */
 /* The text of the first <tag>...</tag> at or after *pos in xml (entities decoded,
@@ -97,9 +98,9 @@ char *rtp_store_xml_raw(const char *xml, const char *tag, size_t *pos, int *oom)
  * a size is not a decimal number, a key lies outside prefix, or a page claims more
  * without a new token (a server repeating a token would never end). `what` names the
  * listing for messages. The entries added stay in *e either way. */
-rt_status rtp_store_list_page(const char *xml, const char *prefix, const char *prev,
-                              rt_store_entry **e, size_t *n, size_t *cap, char **next,
-                              const char *what, rt_error *err);
+RT_MUST_USE rt_status rtp_store_list_page(const char *xml, const char *prefix, const char *prev,
+                                          rt_store_entry **e, size_t *n, size_t *cap, char **next,
+                                          const char *what, rt_error *err);
 
 struct rt_store {
     rtp_store_config cfg;

@@ -33,7 +33,7 @@ typedef struct rt_store_mirror_stats {
 
 /* Mirrors url as above; the local file or folder into local. A URL with nothing at
  * it is RT_ENOTFOUND. stats may be NULL. */
-rt_status rt_store_mirror(const char *url, uint64_t max_bytes, char *local, size_t cap,
-                          rt_store_mirror_stats *stats, rt_error *err);
+RT_MUST_USE rt_status rt_store_mirror(const char *url, uint64_t max_bytes, char *local, size_t cap,
+                                      rt_store_mirror_stats *stats, rt_error *err);
 
 #endif

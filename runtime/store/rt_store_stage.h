@@ -13,7 +13,7 @@
 #include "rt_store.h"
 
 /* url's staging directory into dir (created). */
-rt_status rt_store_staging_dir(const char *url, char *dir, size_t cap, rt_error *err);
+RT_MUST_USE rt_status rt_store_staging_dir(const char *url, char *dir, size_t cap, rt_error *err);
 /* Opens url's store (a wrong key, a missing bucket or an unreachable endpoint is an
  * error naming the fix) and fetches its newest complete checkpoint that verifies into
  * the staging directory: *path (caller frees). Newer ones that failed are described in
@@ -22,6 +22,7 @@ rt_status rt_store_staging_dir(const char *url, char *dir, size_t cap, rt_error 
  * .safetensors (s3://B/P/NAME.safetensors) names one checkpoint of the run s3://B/P:
  * that one is fetched and verified, or it is an error. For `kiln export`, %resume,
  * %checkpoint load and show: anything that reads a run. */
-rt_status rt_store_fetch_run(const char *url, char **path, char **skipped, rt_error *err);
+RT_MUST_USE rt_status rt_store_fetch_run(const char *url, char **path, char **skipped,
+                                         rt_error *err);
 
 #endif

@@ -29,17 +29,19 @@ typedef struct rt_store_sync_status {
 /* Starts the uploader for checkpoints under prefix of store s (taken over: closed by
  * rt_store_sync_stop). keep >= 1 complete checkpoints stay in the store (0: no
  * pruning); cap >= 1 is the queue's length. */
-rt_status rt_store_sync_start(rt_store *s, const char *prefix, int keep, size_t cap,
-                              rt_store_sync **out, rt_error *err);
+RT_MUST_USE rt_status rt_store_sync_start(rt_store *s, const char *prefix, int keep, size_t cap,
+                                          rt_store_sync **out, rt_error *err);
 /* Changes how many complete checkpoints pruning keeps (0: no pruning). */
 void rt_store_sync_set_keep(rt_store_sync *y, int keep);
 /* Queues local checkpoint file path (of step) for upload; returns at once. */
-rt_status rt_store_sync_enqueue(rt_store_sync *y, const char *path, int64_t step, rt_error *err);
+RT_MUST_USE rt_status rt_store_sync_enqueue(rt_store_sync *y, const char *path, int64_t step,
+                                            rt_error *err);
 void rt_store_sync_get_status(rt_store_sync *y, rt_store_sync_status *st);
 /* Waits at most timeout_s for everything queued to be confirmed. RT_OK when it was;
  * otherwise RT_EIO saying how many are local-only, and *local_only (may be NULL) gets
  * their paths, one a line (caller frees). */
-rt_status rt_store_sync_drain(rt_store_sync *y, double timeout_s, char **local_only, rt_error *err);
+RT_MUST_USE rt_status rt_store_sync_drain(rt_store_sync *y, double timeout_s, char **local_only,
+                                          rt_error *err);
 /* Stops the thread (a transfer in progress is cancelled), closes the store, frees y.
  * NULL ok. */
 void rt_store_sync_stop(rt_store_sync *y);

@@ -227,34 +227,36 @@ static rt_status sink(void *user, const void *buf, size_t len, rt_error *err)
 /* A checkpoint claiming format_version `ver`, with correct checksums: the data
  * checksum as format v1 defines it (zlib CRC-32, "data_crc32") or as v2 and later do
  * (XXH3-64, "data_xxh3"). */
-static void write_version(const char *ver)
+static int write_version(const char *ver)
 {
     rt_st_writer *w = NULL;
+    int failed = 0;
     float x[2] = {1, 2};
     int64_t shape[1] = {2};
     char hex[17];
-    rt_st_writer_create(&w, NULL);
-    rt_st_writer_add(w, "model.x", RT_ST_F32, 1, shape, x, NULL);
-    rt_st_writer_set_meta(w, "format", "kiln-checkpoint", NULL);
-    rt_st_writer_set_meta(w, "format_version", ver, NULL);
-    rt_st_writer_set_meta(w, "kiln_version", "9.0.0", NULL);
-    rt_st_writer_set_meta(w, "step", "1", NULL);
-    rt_st_writer_set_meta(w, "epoch", "0", NULL);
+    failed |= rt_st_writer_create(&w, NULL) != RT_OK;
+    failed |= rt_st_writer_add(w, "model.x", RT_ST_F32, 1, shape, x, NULL) != RT_OK;
+    failed |= rt_st_writer_set_meta(w, "format", "kiln-checkpoint", NULL) != RT_OK;
+    failed |= rt_st_writer_set_meta(w, "format_version", ver, NULL) != RT_OK;
+    failed |= rt_st_writer_set_meta(w, "kiln_version", "9.0.0", NULL) != RT_OK;
+    failed |= rt_st_writer_set_meta(w, "step", "1", NULL) != RT_OK;
+    failed |= rt_st_writer_set_meta(w, "epoch", "0", NULL) != RT_OK;
     if (strcmp(ver, "1") == 0) {
         rtp_ckpt_crc_hex(rt_st_writer_data_crc32(w), hex);
-        rt_st_writer_set_meta(w, "data_crc32", hex, NULL);
+        failed |= rt_st_writer_set_meta(w, "data_crc32", hex, NULL) != RT_OK;
     } else {
         rtp_ckpt_xxh3_hex(rtp_ckpt_xxh3(x, sizeof x), hex);
-        rt_st_writer_set_meta(w, "data_xxh3", hex, NULL);
+        failed |= rt_st_writer_set_meta(w, "data_xxh3", hex, NULL) != RT_OK;
     }
-    rt_st_writer_set_meta(w, "header_crc32", "", NULL);
+    failed |= rt_st_writer_set_meta(w, "header_crc32", "", NULL) != RT_OK;
     rtp_ckpt_crc_hex(
         rtp_ckpt_header_crc32(w, rt_st_writer_count(w), wt, rt_st_writer_meta_count(w), wm), hex);
-    rt_st_writer_set_meta(w, "header_crc32", hex, NULL);
+    failed |= rt_st_writer_set_meta(w, "header_crc32", hex, NULL) != RT_OK;
     FILE *f = fopen(bad, "wb");
-    rt_st_writer_emit(w, sink, f, NULL);
+    failed |= rt_st_writer_emit(w, sink, f, NULL) != RT_OK;
     fclose(f);
     rt_st_writer_destroy(w);
+    return failed ? -1 : 0;
 }
 
 /* Flips one bit of the last byte of path (inside the data area). */
@@ -275,7 +277,7 @@ T_TEST(older_format_versions_still_read)
     float x[2];
     int64_t shape[1] = {2};
     for (int v = 1; v <= 2; v++) {
-        write_version(v == 1 ? "1" : "2"); /* v1: zlib CRC-32 of the data */
+        ASSERT_EQ(write_version(v == 1 ? "1" : "2"), 0); /* v1: zlib CRC-32 of the data */
         ASSERT_EQ(rt_ckpt_reader_open(bad, 0, &r, &err), RT_OK);
         ASSERT_EQ(rt_ckpt_reader_get(r, "model.x", RT_ST_F32, 1, shape, x, sizeof x, &err), RT_OK);
         ASSERT(x[0] == 1 && x[1] == 2);
@@ -290,7 +292,7 @@ T_TEST(newer_format_version)
 {
     rt_ckpt_reader *r = NULL;
     rt_error err;
-    write_version("3");
+    ASSERT_EQ(write_version("3"), 0);
     ASSERT_EQ(rt_ckpt_reader_open(bad, 0, &r, &err), RT_EFORMAT);
     ASSERT_STR_CONTAINS(err.msg, bad);
     ASSERT_STR_CONTAINS(err.msg, "checkpoint format v3 found, this kiln reads v2");

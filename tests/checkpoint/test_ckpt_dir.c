@@ -21,9 +21,9 @@ static void save(const char *d, int64_t step, double value, int higher_is_better
 {
     char *p = NULL;
     ck_sample s;
-    rt_ckpt_dir_path(d, step, &p, NULL);
-    if (ck_save_sample_mode(p, step, value, higher_is_better, &s, NULL) != RT_OK)
-        fprintf(stderr, "setup: cannot save %s\n", p);
+    if (rt_ckpt_dir_path(d, step, &p, NULL) != RT_OK ||
+        ck_save_sample_mode(p, step, value, higher_is_better, &s, NULL) != RT_OK)
+        fprintf(stderr, "setup: cannot save step %lld in %s\n", (long long)step, d);
     free(p);
 }
 
@@ -32,7 +32,10 @@ static void damage(const char *d, int64_t step, char mode)
 {
     char *p = NULL;
     size_t len = 0;
-    rt_ckpt_dir_path(d, step, &p, NULL);
+    if (rt_ckpt_dir_path(d, step, &p, NULL) != RT_OK) {
+        fprintf(stderr, "setup: no path for step %lld in %s\n", (long long)step, d);
+        return;
+    }
     unsigned char *b = ck_read(p, &len);
     if (b && len > 5) {
         if (mode == 'f') b[len - 5] ^= 0x10;
@@ -45,7 +48,7 @@ static void damage(const char *d, int64_t step, char mode)
 static int has_step(const char *d, int64_t step)
 {
     char *p = NULL;
-    rt_ckpt_dir_path(d, step, &p, NULL);
+    if (rt_ckpt_dir_path(d, step, &p, NULL) != RT_OK) return 0;
     int ok = ck_exists(p);
     free(p);
     return ok;
@@ -196,7 +199,7 @@ T_TEST(rotate_spares_damaged_and_user_files)
     ASSERT_EQ(removed, 2); /* steps 2 and 3 */
     ASSERT(has_step(d, 1) && !has_step(d, 2) && !has_step(d, 3) && has_step(d, 4));
     ASSERT(has_step(d, 5) && ck_exists(user));
-    rt_ckpt_dir_path(d, 4, &p, NULL);
+    ASSERT_EQ(rt_ckpt_dir_path(d, 4, &p, NULL), RT_OK);
     ASSERT(ck_holds_step(p, 4));
     free(p);
 }

@@ -85,7 +85,7 @@ int main(int argc, char **argv)
                                              value_of(3, s, tag), &err) != RT_OK;
         }
         if (s == pause_at) {
-            rt_results_flush(rs, &err);
+            bad |= rt_results_flush(rs, &err) != RT_OK;
             printf("PAUSE\n");
             fflush(stdout);
             char line[64];

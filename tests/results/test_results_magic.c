@@ -51,15 +51,22 @@ static int populate(void)
             .name = names[k], .device = "cpu", .precision = "fp32", .model_spec = "dense 10"};
         int64_t run;
         if (rt_results_run_begin(rs, &info, &run, NULL) != RT_OK) return -1;
-        rt_results_log_param(rs, run, "lr", lrs[k], NULL);
-        rt_results_log_param(rs, run, "batch", "64", NULL);
+        int bad = rt_results_log_param(rs, run, "lr", lrs[k], NULL) != RT_OK;
+        bad |= rt_results_log_param(rs, run, "batch", "64", NULL) != RT_OK;
         for (int s = 1; s <= 50; s++)
-            rt_results_log_metric(rs, run, "loss", 2.0 / s + k, s, s / 10, RT_RESULTS_STEP, NULL);
+            bad |= rt_results_log_metric(rs, run, "loss", 2.0 / s + k, s, s / 10, RT_RESULTS_STEP,
+                                         NULL) != RT_OK;
         for (int e = 1; e <= 5; e++)
-            rt_results_log_metric(rs, run, "val_acc", 0.7 + 0.1 * k + e / 50.0 - 0.1, e * 10, e,
-                                  RT_RESULTS_EPOCH, NULL);
-        rt_results_log_checkpoint(rs, run, "/ck/a.safetensors", 50, 5, "val_acc", 0.8, NULL);
-        rt_results_run_end(rs, run, k == 2 ? RT_RESULTS_FAILED : RT_RESULTS_FINISHED, NULL);
+            bad |= rt_results_log_metric(rs, run, "val_acc", 0.7 + 0.1 * k + e / 50.0 - 0.1, e * 10,
+                                         e, RT_RESULTS_EPOCH, NULL) != RT_OK;
+        bad |= rt_results_log_checkpoint(rs, run, "/ck/a.safetensors", 50, 5, "val_acc", 0.8,
+                                         NULL) != RT_OK;
+        bad |= rt_results_run_end(rs, run, k == 2 ? RT_RESULTS_FAILED : RT_RESULTS_FINISHED,
+                                  NULL) != RT_OK;
+        if (bad) {
+            rt_results_close(rs);
+            return -1;
+        }
     }
     rt_results_close(rs);
     return 0;
@@ -120,16 +127,18 @@ T_TEST(t_list_columns)
         rt_results_run_info info = {.name = "cnn", .device = "cpu", .precision = "fp32"};
         int64_t run;
         ASSERT_EQ(rt_results_run_begin(rs, &info, &run, NULL), RT_OK);
-        rt_results_log_param(rs, run, "lr", lrs[k], NULL);
-        rt_results_log_param(rs, run, "results", "", NULL);
-        rt_results_log_param(rs, run, "batch", "64", NULL);
-        rt_results_log_param(rs, run, "device", "auto", NULL);
-        rt_results_log_metric(rs, run, "lr", 0.5, 1, 0, RT_RESULTS_STEP, NULL);
-        rt_results_log_metric(rs, run, "loss", 1.5, 1, 0, RT_RESULTS_STEP, NULL);
-        rt_results_log_metric(rs, run, "train_loss", 1.25, 1, 1, RT_RESULTS_EPOCH, NULL);
-        rt_results_log_metric(rs, run, "val_accuracy", 0.75 + k * 0.1, 1, 1, RT_RESULTS_EPOCH,
-                              NULL);
-        rt_results_run_end(rs, run, RT_RESULTS_FINISHED, NULL);
+        ASSERT_EQ(rt_results_log_param(rs, run, "lr", lrs[k], NULL), RT_OK);
+        ASSERT_EQ(rt_results_log_param(rs, run, "results", "", NULL), RT_OK);
+        ASSERT_EQ(rt_results_log_param(rs, run, "batch", "64", NULL), RT_OK);
+        ASSERT_EQ(rt_results_log_param(rs, run, "device", "auto", NULL), RT_OK);
+        ASSERT_EQ(rt_results_log_metric(rs, run, "lr", 0.5, 1, 0, RT_RESULTS_STEP, NULL), RT_OK);
+        ASSERT_EQ(rt_results_log_metric(rs, run, "loss", 1.5, 1, 0, RT_RESULTS_STEP, NULL), RT_OK);
+        ASSERT_EQ(rt_results_log_metric(rs, run, "train_loss", 1.25, 1, 1, RT_RESULTS_EPOCH, NULL),
+                  RT_OK);
+        ASSERT_EQ(rt_results_log_metric(rs, run, "val_accuracy", 0.75 + k * 0.1, 1, 1,
+                                        RT_RESULTS_EPOCH, NULL),
+                  RT_OK);
+        ASSERT_EQ(rt_results_run_end(rs, run, RT_RESULTS_FINISHED, NULL), RT_OK);
     }
     rt_results_close(rs);
     ASSERT_EQ(magic("list --results %s", store), 0);

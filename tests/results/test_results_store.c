@@ -326,8 +326,9 @@ T_TEST(t_kill9_interrupted)
             rt_results_run_begin(rs, NULL, &run, NULL) != RT_OK)
             _exit(3);
         for (int s = 1; s <= 50; s++)
-            rt_results_log_metric(rs, run, "loss", s, s, 0, RT_RESULTS_STEP, NULL);
-        rt_results_flush(rs, NULL);
+            if (rt_results_log_metric(rs, run, "loss", s, s, 0, RT_RESULTS_STEP, NULL) != RT_OK)
+                _exit(5);
+        if (rt_results_flush(rs, NULL) != RT_OK) _exit(6);
         if (write(fds[1], &run, sizeof run) != (ssize_t)sizeof run) _exit(4);
         for (;;) pause();
     }

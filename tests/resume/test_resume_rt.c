@@ -94,20 +94,23 @@ static rt_status train_to(run *r, int64_t until, rt_error *err)
     return RT_OK;
 }
 
-/* All model tensors, concatenated (caller frees). */
+/* All model tensors, concatenated (caller frees), or NULL when one cannot be read. */
 static float *weights(rt_model *m, size_t *n)
 {
     size_t total = 0;
     for (int i = 0; i < rt_model_num_tensors(m); i++) {
         rt_named_tensor t;
-        rt_model_tensor(m, i, &t, NULL);
+        if (rt_model_tensor(m, i, &t, NULL) != RT_OK) return NULL;
         total += t.numel;
     }
     float *w = malloc(total * sizeof *w), *p = w;
-    for (int i = 0; i < rt_model_num_tensors(m); i++) {
+    for (int i = 0; w && i < rt_model_num_tensors(m); i++) {
         rt_named_tensor t;
-        rt_model_tensor(m, i, &t, NULL);
-        rt_model_tensor_read(m, i, p, NULL);
+        if (rt_model_tensor(m, i, &t, NULL) != RT_OK ||
+            rt_model_tensor_read(m, i, p, NULL) != RT_OK) {
+            free(w);
+            return NULL;
+        }
         p += t.numel;
     }
     *n = total;
@@ -176,6 +179,7 @@ T_TEST(resume_in_another_process_is_bitwise)
         ASSERT_EQ(train_to(&full, STEPS, &err), RT_OK);
         size_t nw;
         float *wfull = weights(full.m, &nw);
+        ASSERT(wfull);
         ASSERT(full.loss[STEPS - 1] < full.loss[0]);
         int ks[] = {1, 9, 23}; /* 6 steps an epoch: early, mid-epoch, late */
         for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
@@ -206,6 +210,7 @@ T_TEST(resume_in_another_process_is_bitwise)
                             ks[i], s + 1, r.loss[s], full.loss[s]);
             size_t n2;
             float *w = weights(r.m, &n2);
+            ASSERT(w);
             ASSERT_EQ(n2, nw);
             ASSERT(memcmp(w, wfull, nw * sizeof *w) == 0);
             free(w);
@@ -242,12 +247,13 @@ T_TEST(mismatches_are_clear_errors_and_change_nothing)
               RT_OK);
     size_t n0, n1;
     float *before = weights(b.m, &n0);
+    ASSERT(before);
     ASSERT_EQ(rt_ckpt_train_load_model(rd, b.m, &err), RT_EINVAL);
     ASSERT_STR_CONTAINS(err.msg, path);
     ASSERT_STR_CONTAINS(err.msg, "another model");
     ASSERT_STR_CONTAINS(err.msg, "[4,1,3,3], the model expects F32 [6,1,3,3]");
     float *after = weights(b.m, &n1);
-    ASSERT(n0 == n1 && memcmp(before, after, n0 * sizeof *before) == 0);
+    ASSERT(after && n0 == n1 && memcmp(before, after, n0 * sizeof *before) == 0);
     free(before), free(after);
     stop(&b);
     /* same model, but another seed / batch / optimiser: the state does not fit */

@@ -89,7 +89,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nt; i++) {
         int64_t shape[4];
         for (int d = 0; d < info[i].ndim; d++) shape[d] = info[i].shape[d];
-        if (!info[i].trainable) rt_model_tensor_read(m, i, host[i], &err); /* after */
+        if (!info[i].trainable && rt_model_tensor_read(m, i, host[i], &err)) goto out; /* after */
         if (rt_ckpt_writer_add_tensor(w, info[i].name, RT_ST_F32, info[i].ndim, shape, host[i],
                                       &err))
             goto out;

@@ -92,6 +92,17 @@ static int make(const char *path, long step, long kb)
     return st == RT_OK ? 0 : 1;
 }
 
+/* "skipped: NAME: REASON", one line each ("NAME: REASON\n" lines in skipped). */
+static void print_skipped(const char *skipped)
+{
+    for (const char *p = skipped; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        printf("skipped: %.*s\n", n, p);
+        p += n + (nl != NULL);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "make") == 0)
@@ -142,14 +153,14 @@ int main(int argc, char **argv)
         for (size_t i = 0; st == RT_OK && i < n; i++)
             printf("%lld %llu %s\n", (long long)c[i].step, (unsigned long long)c[i].size,
                    c[i].name);
-        if (skipped) printf("skipped: %s", skipped);
+        print_skipped(skipped);
         free(skipped);
         rt_store_ckpt_free(c, n);
     } else if (st == RT_OK && strcmp(cmd, "ckpt-fetch") == 0 && argc == 4) {
         char *path = NULL, *skipped = NULL;
         st = rt_store_ckpt_fetch(s, prefix, NULL, argv[3], &path, &skipped, &err);
         if (st == RT_OK) printf("fetched %s\n", path);
-        if (st == RT_OK && skipped) printf("skipped: %s", skipped);
+        if (st == RT_OK) print_skipped(skipped);
         free(path);
         free(skipped);
     } else if (st == RT_OK && strcmp(cmd, "ckpt-prune") == 0 && argc == 4) {

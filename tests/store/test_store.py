@@ -186,7 +186,9 @@ def test_checkpoints_count_only_with_a_manifest_and_fall_back(store, tmp_path):
     s3.upload_part(Bucket=BUCKET, Key="runs/one/" + ckpt_name(500), PartNumber=1,
                    UploadId=mp["UploadId"], Body=b"x" * (5 << 20))
     out = tool(store, url, "ckpt-ls").stdout.splitlines()
-    assert [line.split()[0] for line in out] == ["100", "200", "300"]
+    assert [line.split()[0] for line in out] == ["100", "200", "300", "skipped:"]
+    assert out[3] == f"skipped: {ckpt_name(400)}: no manifest: its upload did not finish " \
+        "(or is under way)"
     fetched = tmp_path / "fetch1"
     out = tool(store, url, "ckpt-fetch", str(fetched)).stdout
     assert out.splitlines()[0] == f"fetched {fetched}/{ckpt_name(300)}"
@@ -278,7 +280,9 @@ def test_prune_keeps_the_newest_complete(store, tmp_path):
         ckpt_name(3), ckpt_name(3) + ".manifest.json", ckpt_name(4),
         ckpt_name(4) + ".manifest.json", ckpt_name(5))]
     assert tool(store, url, "ckpt-prune", "0").stdout.strip() == "deleted 1"  # keeps >= 1
-    assert [line.split()[0] for line in tool(store, url, "ckpt-ls").stdout.splitlines()] == ["4"]
+    out = tool(store, url, "ckpt-ls").stdout.splitlines()
+    assert [line.split()[0] for line in out] == ["4", "skipped:"]  # the partial one, named
+    assert ckpt_name(5) + ": no manifest" in out[1]
 
 
 def tool_env(st, **extra):

@@ -282,11 +282,14 @@ def test_checkpoint_list_show_save_on_s3(env):
                          Body=env["s3"].get_object(Bucket=BUCKET, Key="runs/ck/" + ckpt(16) +
                                                    ".manifest.json")["Body"].read()
                          .replace(ckpt(16).encode(), ckpt(99).encode()))
+    # and an object whose manifest never came (a process killed between the two)
+    env["s3"].put_object(Bucket=BUCKET, Key="runs/ck/" + ckpt(98), Body=b"x" * 100)
     listed = cell(env, k, "%checkpoint list").text  # defaults to the run's URL
     assert f"{url}: 2 complete checkpoints" in listed, listed
     rows = {ln.split()[0]: ln for ln in listed.splitlines()[2:] if ln.strip()}
     assert rows[ckpt(8)].split()[1] == "8" and rows[ckpt(16)].split()[-1] == "yes", listed
     assert "NO: its checkpoint object is missing" in rows[ckpt(99) + ".manifest.json"], listed
+    assert "NO: no manifest: its upload did not finish" in rows[ckpt(98)], listed
     shown = cell(env, k, f"%checkpoint show {url}").text
     assert f"{url}/{ckpt(16)}: valid Kiln checkpoint" in shown, shown
     assert "model_spec" in shown and "optim." in shown, shown
