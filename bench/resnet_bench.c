@@ -1,6 +1,7 @@
 /* resnet_bench.c - the Kiln side of bench/resnet_bench.py: ResNet-20 training steps on
  * the CPU backend (forward, cross-entropy, backward, Adam) on a synthetic 3x32x32 batch,
- * timed after warm-up steps. Prints "images_per_s X\nparams P" for the driver.
+ * timed after warm-up steps. Prints "images_per_s X\ncpu_ms_per_image C\nparams P" for the
+ * driver (C: the process's CPU time, all threads, per image).
  *
  *   resnet_bench [--steps N] [--batch B] [--threads T]
  */
@@ -12,12 +13,13 @@
 #include "rt_model.h"
 #include "rt_rng.h"
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
 
 int main(int argc, char **argv)
 {
@@ -54,9 +56,9 @@ int main(int argc, char **argv)
         rt_backend_upload(&b, rt_model_input_tensor(m), x, X * 4, &err) ||
         rt_backend_upload(&b, rt_model_label_tensor(m), y, (size_t)batch * 4, &err))
         goto fail;
-    double t0 = 0;
+    double t0 = 0, c0 = 0;
     for (int t = 0; t < steps + 3; t++) {
-        if (t == 3) t0 = now(); /* 3 warm-up steps */
+        if (t == 3) t0 = now(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID); /* 3 warm-up steps */
         rt_adam_desc ad = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 0, t + 1};
         if (rt_model_forward(m, batch, 1, (uint32_t)t, &err) ||
             rt_model_loss(m, batch, NULL, NULL, NULL, &err) || rt_model_backward(m, batch, &err) ||
@@ -64,8 +66,9 @@ int main(int argc, char **argv)
                                    &ad, &err))
             goto fail;
     }
-    double s = now() - t0;
-    printf("images_per_s %.2f\nparams %zu\n", (double)steps * batch / s, P);
+    double s = now() - t0, cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    printf("images_per_s %.2f\ncpu_ms_per_image %.3f\nparams %zu\n", (double)steps * batch / s,
+           1e3 * cpu / ((double)steps * batch), P);
     b.ops->free(&b, mt.data);
     b.ops->free(&b, vt.data);
     rt_model_destroy(m);

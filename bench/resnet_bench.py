@@ -10,8 +10,9 @@ its canonical text by tests/runtime/test_resnet_torch.py's translator (Conv2d wi
 BatchNorm2d, 1x1 projection shortcuts, AdaptiveAvgPool2d, Linear) - on a synthetic
 3x32x32 batch: forward in training mode, cross-entropy, backward, Adam (lr 1e-3), after
 3 warm-up steps, with the same thread count, each side in its own process. Prints
-images/s for both and the ratio. --venv DIR also runs the PyTorch side with
-DIR/bin/python (a PyPI torch).
+images/s for both and the ratio, and the CPU time per image (all threads; with
+--threads 1 a figure that a loaded machine disturbs much less than wall time).
+--venv DIR also runs the PyTorch side with DIR/bin/python (a PyPI torch).
 """
 import argparse
 import os
@@ -33,13 +34,14 @@ x = torch.rand(batch, 3, 32, 32) * 2 - 1
 y = torch.arange(batch) % 10
 for t in range(steps + 3):
     if t == 3:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
     opt.zero_grad()
     loss = torch.nn.functional.cross_entropy(model(x), y)
     loss.backward()
     opt.step()
-s = time.perf_counter() - t0
+s, cpu = time.perf_counter() - t0, time.process_time() - c0
 print("images_per_s %.2f" % (steps * batch / s))
+print("cpu_ms_per_image %.3f" % (1e3 * cpu / (steps * batch)))
 print("version %s" % torch.__version__)
 '''
 
@@ -78,22 +80,28 @@ def main():
     print("threads %d, batch %d, %d timed steps, load avg %.2f"
           % (a.threads, a.batch, a.steps, os.getloadavg()[0]))
     kiln, torch_ips = [], {p: [] for p in pythons}
+    kiln_cpu, torch_cpu = [], {p: [] for p in pythons}
     tests_dir = os.path.join(HERE, "..", "tests", "runtime")
     for r in range(a.repeat):
         k = run([tool, "--steps", str(a.steps), "--batch", str(a.batch), "--threads",
                  str(a.threads)], env)
         kiln.append(float(k["images_per_s"]))
-        line = "  run %d: kiln %.1f img/s" % (r + 1, kiln[-1])
+        kiln_cpu.append(float(k["cpu_ms_per_image"]))
+        line = "  run %d: kiln %.1f img/s (%.2f CPU-ms/img)" % (r + 1, kiln[-1], kiln_cpu[-1])
         for py in pythons:
             t = run([py, "-c", TORCH_SIDE, tests_dir, str(a.threads), str(a.steps),
                      str(a.batch), spec_path], env)
             torch_ips[py].append(float(t["images_per_s"]))
-            line += ", torch %s (%s) %.1f img/s" % (t["version"], py, torch_ips[py][-1])
+            torch_cpu[py].append(float(t["cpu_ms_per_image"]))
+            line += ", torch %s (%s) %.1f img/s (%.2f CPU-ms/img)" % (
+                t["version"], py, torch_ips[py][-1], torch_cpu[py][-1])
         print(line, flush=True)
     med = lambda v: sorted(v)[len(v) // 2]
     for py, v in torch_ips.items():
         print("median: kiln %.1f img/s, torch (%s) %.1f img/s, ratio %.2f"
               % (med(kiln), py, med(v), med(kiln) / med(v)))
+        print("  CPU-ms per image: kiln %.2f, torch %.2f, torch/kiln %.2f"
+              % (med(kiln_cpu), med(torch_cpu[py]), med(torch_cpu[py]) / med(kiln_cpu)))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
  * Why dlopen and not a link: libmpi.so.40 brings ten more libraries (open-pal,
  * open-rte, hwloc, libevent, ...) into every process that maps it, the kernel's start
  * included, for a path only launched jobs take. Kiln keeps such libraries out of its
- * start (rt_dl.h), so libmpi is opened here when a launch has more than one rank.
+ * start (rt_dl.h), so libmpi is opened here when a launch by mpirun or srun (OpenMPI,
+ * PMI or Slurm variables: rt_dist.c chooses) has more than one rank.
  * It is opened RTLD_GLOBAL: OpenMPI's own plugins (mca_*.so) resolve libmpi's symbols
  * from the global scope. The build needs no MPI headers: the handful of entry points
  * and OpenMPI's predefined handles (MPI_COMM_WORLD is the address of

@@ -7,8 +7,8 @@
  *       projection...              the block input), so the projection reads x -> P
  *   (end of the block)   add       y = M + x (identity) or y = P + M (projection)
  *
- * Backward runs the chain in reverse: add passes dy on and keeps a copy (the gradient
- * of the other term); shortcut hands the main path that copy and keeps the gradient
+ * Backward runs the chain in reverse: add keeps a copy of dy (the gradient of the other
+ * term) and passes dy itself on (rt_model.c hands the main path add's dout, no copy); shortcut hands the main path that copy and keeps the gradient
  * the projection computed for x; begin adds the kept gradient to the main path's. The
  * stashes are per-sample saved tensors (allocated with the activations). Forward only
  * reads x and M: the parser/attach keep them intact (no layer writes over its input

@@ -347,6 +347,10 @@ rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tensor *amp, rt_
         int need_din = i > 0 || l->type == &rt_layer_batchnorm;
         if (l->type == &rt_layer_flatten) {
             din.data = dout.data; /* pass-through, no copy */
+        } else if (l->type == &rt_layer_res_add) {
+            /* add keeps a copy of dout for the skip; the main path gets dout itself */
+            RT_TRY(l->type->backward(l, m->b, NULL, &dout, &m->act[i], &m->act[i + 1], err));
+            din.data = dout.data;
         } else {
             din.data = m->gbuf[1 - cur].data;
             RT_TRY(l->type->backward(l, m->b, need_din ? &din : NULL, &dout, &m->act[i],

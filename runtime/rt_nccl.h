@@ -1,5 +1,5 @@
 /* rt_nccl.h - NCCL for the runtime's worlds of ranks (runtime/rt_dist_group.c,
- * runtime/rt_dist_mpi.c): not part of the public header rt.h. Implemented in
+ * runtime/rt_dist_mpi.c, runtime/rt_dist_nccl.c): not part of the public header rt.h. Implemented in
  * runtime/cuda/cuda_nccl.c, or rt_cuda_stub.c without CUDA (RT_ENODEV everywhere).
  */
 #ifndef RT_NCCL_H
@@ -34,7 +34,8 @@ void rt_nccl_cancel(rt_nccl *c);
 void rt_nccl_destroy(rt_nccl *c);
 
 /* Processes with one device each (GPU ranks of a launch): rank 0 makes the id, the
- * launch hands it to every rank (over MPI), each joins with its device. */
+ * launch hands it to every rank (over MPI, or the TCP meeting of rt_dist_meet.h), each
+ * joins with its device. */
 #define RT_NCCL_ID_BYTES 128
 /* 1 when NCCL can be loaded (loads it); err (may be NULL) says why not. */
 int rt_nccl_available(rt_error *err);

@@ -56,8 +56,7 @@ RTP_SPAN static void relu_inplace(float *x, size_t n, float slope)
     }
 }
 
-/* Thread t's chunk [lo, hi) of n elements, 16-element aligned boundaries. */
-static void chunk(size_t n, size_t *lo, size_t *hi)
+void rtp_cpu_chunk(size_t n, size_t *lo, size_t *hi)
 {
     int t = omp_get_thread_num(), T = omp_get_num_threads();
     size_t per = (n / (size_t)T + 15) / 16 * 16;
@@ -65,7 +64,7 @@ static void chunk(size_t n, size_t *lo, size_t *hi)
     *hi = *lo + per < n ? *lo + per : n;
 }
 
-static int team(rt_backend *b, size_t n) { return n > 65536 ? b->threads : 1; }
+int rtp_cpu_team(rt_backend *b, size_t n) { return n > 65536 ? b->threads : 1; }
 
 rt_status rtp_cpu_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, float slope,
                            rt_error *err)
@@ -73,10 +72,10 @@ rt_status rtp_cpu_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, f
     size_t n = rt_tensor_numel(in);
     const float *x = in->data;
     float *y = out->data;
-#pragma omp parallel num_threads(team(b, n))
+#pragma omp parallel num_threads(rtp_cpu_team(b, n))
     {
         size_t lo, hi;
-        chunk(n, &lo, &hi);
+        rtp_cpu_chunk(n, &lo, &hi);
         if (x == y) relu_inplace(y + lo, hi - lo, slope);
         else relu_span(y + lo, x + lo, hi - lo, slope);
     }
@@ -89,10 +88,10 @@ rt_status rtp_cpu_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
     size_t n = rt_tensor_numel(out);
     const float *y = out->data, *dy = dout->data;
     float *dx = din->data;
-#pragma omp parallel num_threads(team(b, n))
+#pragma omp parallel num_threads(rtp_cpu_team(b, n))
     {
         size_t lo, hi;
-        chunk(n, &lo, &hi);
+        rtp_cpu_chunk(n, &lo, &hi);
         if (dx == dy) { /* in place: dx *= k */
             for (size_t i = lo; i < hi; i++) dx[i] = dx[i] * (y[i] > 0.0f ? 1.0f : slope);
         } else {
@@ -111,10 +110,10 @@ rt_status rtp_cpu_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask, co
     float *m = mask->data, *y = out->data;
     const float *x = in->data;
     rt_rng_fill_bernoulli(&r, m, n, keep, 1.0f / keep);
-#pragma omp parallel num_threads(team(b, n))
+#pragma omp parallel num_threads(rtp_cpu_team(b, n))
     {
         size_t lo, hi;
-        chunk(n, &lo, &hi);
+        rtp_cpu_chunk(n, &lo, &hi);
         if (x == y) {
             for (size_t i = lo; i < hi; i++) y[i] = y[i] * m[i];
         } else {
@@ -130,10 +129,10 @@ rt_status rtp_cpu_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *do
     size_t n = rt_tensor_numel(mask);
     const float *m = mask->data, *dy = dout->data;
     float *dx = din->data;
-#pragma omp parallel num_threads(team(b, n))
+#pragma omp parallel num_threads(rtp_cpu_team(b, n))
     {
         size_t lo, hi;
-        chunk(n, &lo, &hi);
+        rtp_cpu_chunk(n, &lo, &hi);
         if (dx == dy) {
             for (size_t i = lo; i < hi; i++) dx[i] = dx[i] * m[i];
         } else {

@@ -9,6 +9,7 @@
  */
 #include <cblas.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,7 +116,20 @@ static rt_status cpu_fill(rt_backend *b, rt_tensor *dst, float v, rt_error *err)
 
 static rt_status cpu_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err)
 {
-    memmove(dst->data, src->data, rt_tensor_bytes(src));
+    size_t n = rt_tensor_numel(src);
+    float *y = dst->data;
+    const float *x = src->data;
+    uintptr_t a = (uintptr_t)y, c = (uintptr_t)x, len = n * sizeof *y;
+    if (a < c + len && c < a + len) { /* overlapping: memmove, one thread */
+        memmove(y, x, len);
+        return RT_OK;
+    }
+#pragma omp parallel num_threads(rtp_cpu_team(b, n))
+    {
+        size_t lo, hi;
+        rtp_cpu_chunk(n, &lo, &hi);
+        memcpy(y + lo, x + lo, (hi - lo) * sizeof *y);
+    }
     return RT_OK;
 }
 
@@ -125,7 +139,12 @@ static rt_status cpu_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a, cons
     size_t n = rt_tensor_numel(dst);
     float *y = dst->data;
     const float *p = a->data, *q = x->data;
-    for (size_t i = 0; i < n; i++) y[i] = p[i] + q[i];
+#pragma omp parallel num_threads(rtp_cpu_team(b, n))
+    {
+        size_t lo, hi;
+        rtp_cpu_chunk(n, &lo, &hi);
+        for (size_t i = lo; i < hi; i++) y[i] = p[i] + q[i];
+    }
     return RT_OK;
 }
 

@@ -1,13 +1,73 @@
 /* cpu_bn.c - batchnorm2d on the CPU (PyTorch BatchNorm2d semantics).
  *
- * Channels are independent: OpenMP over C. Batch statistics are accumulated in double
- * in a fixed order (n, then h*w), so they are reproducible and accurate; the biased
- * variance normalises, the unbiased one (M/(M-1)) feeds the running variance, and
- * running = (1-momentum)*running + momentum*batch, as PyTorch does.
+ * Channels are independent: OpenMP over C. Training statistics take one pass over the
+ * data and the output a second: each (n, c) row's sums of x - s and (x - s)^2, with s
+ * the channel's first value (the shift keeps E[x^2] - E[x]^2 from cancelling), are
+ * taken in 16 float partial sums (vectorised) and gathered in double, in a fixed order,
+ * so they are reproducible. The backward pass likewise takes sum dy and sum dy*(x-mean)
+ * in one pass and writes dx in a second. The biased variance normalises, the unbiased
+ * one (M/(M-1)) feeds the running variance, and running = (1-momentum)*running +
+ * momentum*batch, as PyTorch does.
  */
 #include <math.h>
 
 #include "cpu_internal.h"
+
+/* sum of (x - s) and of (x - s)^2 over n floats: 16 partial sums each, fixed order */
+__attribute__((noinline)) static void row_moments(const float *restrict x, size_t n, float s,
+                                                  double *sum, double *sumsq)
+{
+    float a[16] = {0}, q[16] = {0};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) {
+            float v = x[i + j] - s;
+            a[j] += v;
+            q[j] += v * v;
+        }
+    double ta = 0.0, tq = 0.0;
+    for (int j = 0; j < 16; j++) ta += a[j], tq += q[j];
+    for (; i < n; i++) {
+        float v = x[i] - s;
+        ta += v, tq += (double)v * v;
+    }
+    *sum += ta, *sumsq += tq;
+}
+
+/* sum of dy and of dy * (x - mean) over n floats, as row_moments */
+__attribute__((noinline)) static void row_grads(const float *restrict dy, const float *restrict x,
+                                                size_t n, float mean, double *sdy, double *sdyx)
+{
+    float a[16] = {0}, q[16] = {0};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) {
+            a[j] += dy[i + j];
+            q[j] += dy[i + j] * (x[i + j] - mean);
+        }
+    double ta = 0.0, tq = 0.0;
+    for (int j = 0; j < 16; j++) ta += a[j], tq += q[j];
+    for (; i < n; i++) ta += dy[i], tq += (double)dy[i] * (x[i] - mean);
+    *sdy += ta, *sdyx += tq;
+}
+
+/* y = x * g + sh over n floats */
+__attribute__((noinline)) static void row_affine(float *restrict y, const float *restrict x,
+                                                 size_t n, float g, float sh)
+{
+    for (size_t i = 0; i < n; i++) y[i] = x[i] * g + sh;
+}
+
+/* dx = k * (m*dy - a - xhat*bq), xhat = (x - mean)*inv, over n floats */
+__attribute__((noinline)) static void row_dx(float *restrict dx, const float *restrict dy,
+                                             const float *restrict x, size_t n, float mean,
+                                             float inv, float k, float m, float a, float bq)
+{
+    for (size_t i = 0; i < n; i++) {
+        float xh = (x[i] - mean) * inv;
+        dx[i] = k * (m * dy[i] - a - xh * bq);
+    }
+}
 
 rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
                                rt_tensor *save_invstd, rt_tensor *running_mean,
@@ -22,23 +82,17 @@ rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_me
 #pragma omp parallel for schedule(static) num_threads(b->threads)
     for (int c = 0; c < C; c++) {
         double s = 0.0, ss = 0.0;
-        for (int n = 0; n < d->N; n++) {
-            const float *x = X + ((size_t)n * C + c) * hw;
-            for (size_t i = 0; i < hw; i++) s += x[i];
-        }
-        double mean = s / (double)M;
-        for (int n = 0; n < d->N; n++) {
-            const float *x = X + ((size_t)n * C + c) * hw;
-            for (size_t i = 0; i < hw; i++) ss += (x[i] - mean) * (x[i] - mean);
-        }
-        double var = ss / (double)M;
+        const float shift = X[(size_t)c * hw];
+        for (int n = 0; n < d->N; n++)
+            row_moments(X + ((size_t)n * C + c) * hw, hw, shift, &s, &ss);
+        double dm = s / (double)M, var = ss / (double)M - dm * dm;
+        if (var < 0.0) var = 0.0;
+        double mean = (double)shift + dm;
+        ss = var * (double)M;
         float inv = (float)(1.0 / sqrt(var + d->eps));
         float mf = (float)mean, g = G[c] * inv, sh = Bt[c] - mf * g;
-        for (int n = 0; n < d->N; n++) {
-            const float *x = X + ((size_t)n * C + c) * hw;
-            float *y = Y + ((size_t)n * C + c) * hw;
-            for (size_t i = 0; i < hw; i++) y[i] = x[i] * g + sh;
-        }
+        for (int n = 0; n < d->N; n++)
+            row_affine(Y + ((size_t)n * C + c) * hw, X + ((size_t)n * C + c) * hw, hw, g, sh);
         SM[c] = mf;
         SI[c] = inv;
         double unbiased = M > 1 ? ss / (double)(M - 1) : var;
@@ -61,11 +115,8 @@ rt_status rtp_cpu_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in
 #pragma omp parallel for schedule(static) num_threads(b->threads)
     for (int c = 0; c < C; c++) {
         float g = G[c] / sqrtf(RV[c] + d->eps), sh = Bt[c] - RM[c] * g;
-        for (int n = 0; n < d->N; n++) {
-            const float *x = X + ((size_t)n * C + c) * hw;
-            float *y = Y + ((size_t)n * C + c) * hw;
-            for (size_t i = 0; i < hw; i++) y[i] = x[i] * g + sh;
-        }
+        for (int n = 0; n < d->N; n++)
+            row_affine(Y + ((size_t)n * C + c) * hw, X + ((size_t)n * C + c) * hw, hw, g, sh);
     }
     return RT_OK;
 }
@@ -85,24 +136,17 @@ rt_status rtp_cpu_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_te
         /* ---- dbeta = sum dy, dgamma = sum dy * xhat ---- */
         double sdy = 0.0, sdyx = 0.0;
         const float mean = SM[c], inv = SI[c];
-        for (int n = 0; n < d->N; n++) {
-            const float *x = X + ((size_t)n * C + c) * hw, *dy = DY + ((size_t)n * C + c) * hw;
-            for (size_t i = 0; i < hw; i++) {
-                sdy += dy[i];
-                sdyx += (double)dy[i] * ((x[i] - mean) * inv);
-            }
-        }
+        for (int n = 0; n < d->N; n++)
+            row_grads(DY + ((size_t)n * C + c) * hw, X + ((size_t)n * C + c) * hw, hw, mean, &sdy,
+                      &sdyx);
+        sdyx *= inv; /* sum dy * xhat */
         DB[c] = (float)sdy;
         DG[c] = (float)sdyx;
         /* ---- dx = gamma*inv/M * (M*dy - sum dy - xhat * sum dy*xhat) ---- */
         const float k = G[c] * inv / (float)M, a = (float)sdy, bq = (float)sdyx;
         for (int n = 0; n < d->N; n++) {
-            const float *x = X + ((size_t)n * C + c) * hw, *dy = DY + ((size_t)n * C + c) * hw;
-            float *dx = DX + ((size_t)n * C + c) * hw;
-            for (size_t i = 0; i < hw; i++) {
-                float xh = (x[i] - mean) * inv;
-                dx[i] = k * ((float)M * dy[i] - a - xh * bq);
-            }
+            size_t at = ((size_t)n * C + c) * hw;
+            row_dx(DX + at, DY + at, X + at, hw, mean, inv, k, (float)M, a, bq);
         }
     }
     return RT_OK;

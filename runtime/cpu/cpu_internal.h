@@ -35,6 +35,12 @@ RT_MUST_USE rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, con
 RT_MUST_USE rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
                                                 const rt_tensor *dout, const rt_tensor *in,
                                                 const rt_conv_desc *d, rt_error *err);
+
+/* cpu_act.c: elementwise loops over n floats run on rtp_cpu_team(b, n) threads (one
+ * below 64K floats), thread t taking rtp_cpu_chunk's [lo, hi) (16-float boundaries). */
+int rtp_cpu_team(rt_backend *b, size_t n);
+void rtp_cpu_chunk(size_t n, size_t *lo, size_t *hi);
+
 /* Sum of n floats, vectorisable, in a fixed order (deterministic). */
 float rtp_cpu_row_sum(const float *x, int n);
 

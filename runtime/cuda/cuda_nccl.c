@@ -1,9 +1,12 @@
-/* cuda_nccl.c - the gradient all-reduce between the CUDA devices of one process
- * (runtime/rt_nccl.h), for the device group of runtime/rt_dist_group.c.
+/* cuda_nccl.c - the gradient all-reduce between CUDA devices (runtime/rt_nccl.h): the
+ * devices of one process (runtime/rt_dist_group.c) or the GPU ranks of a launch
+ * (runtime/rt_dist_mpi.c, runtime/rt_dist_nccl.c), and the few host collectives of a
+ * launch without MPI (rt_nccl_host).
  *
  * One communicator per device from ncclCommInitAll (the devices of one process), or one
  * from ncclCommInitRank (a process's device among the ranks of a launch, which share
- * the id rank 0 made: runtime/rt_dist_mpi.c hands it over MPI). Per device a stream of its own
+ * the id rank 0 made: MPI hands it over, or the ranks' TCP meeting, rt_dist_meet.h).
+ * Per device a stream of its own
  * for the collective with two events: `ready`, recorded on the backend's stream after
  * the backward, which the collective's stream waits for; `summed`, recorded after the
  * collective, which the backend's stream waits for before the optimiser.

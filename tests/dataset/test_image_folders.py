@@ -235,6 +235,31 @@ def test_cache_reuse(tmp_path, cache):
     assert (tmp_path / "4").read_bytes() == (tmp_path / "3").read_bytes()
 
 
+def test_set_is_not_copied_into_memory(tmp_path, cache):
+    """A decoded set of 201 MB (805 MB as floats) adds almost no anonymous memory
+    (RssAnon) when it is decoded, when it is loaded from the cache, and after every
+    training image was read as normalised floats: the pixels live in the mapped cache
+    file, which the kernel pages in and out, so a set larger than RAM still trains.
+    Copying the set (bytes or floats) anywhere would add 200 to 1,000 MB."""
+    root = tmp_path / "big"
+    rng = np.random.default_rng(5)
+    for c in ("a", "b"):
+        (root / c).mkdir(parents=True)
+        for k in range(128):
+            noise_image(rng, 6, 5, "RGB").save(root / c / ("%03d.png" % k))
+    limit_kb = 48 * 1024
+    for load in ("cold", "cached"):
+        info = run(root, "--size", 512, "--channels", 3, "--rss")
+        assert info["rc"] == 0, info["msg"]
+        assert info["n"] == "256 0 0" and info["shape"] == "3 512 512"
+        assert int(info["decoded"]) == (256 if load == "cold" else 0)
+        assert int(info["rss_anon_load_kb"]) < limit_kb, (load, info)
+        assert int(info["rss_anon_pass_kb"]) < limit_kb, (load, info)
+        assert abs(float(info["pass_mean"])) < 1e-3    # every pixel read, normalised
+    (kimg,) = cache.glob("*.kimg")
+    assert kimg.stat().st_size > 256 * 3 * 512 * 512
+
+
 def test_split_folders(tmp_path, cache):
     root = tmp_path / "splits"
     make_folder(root / "train", per_class=4, seed=1)
