@@ -49,6 +49,9 @@ typedef struct mg_out {
 /* Convenience wrappers: printf-style stream output, plain text display. */
 void mg_printf(const mg_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mg_eprintf(const mg_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Displays text/plain + text/html as one output and frees both; 0 when shown, -1 when
+ * either is NULL (an out-of-memory while building them) or the bundle cannot be made. */
+RT_MUST_USE int mg_display_text_html(const mg_out *out, char *text, char *html);
 
 /* ---- errors ----
  * One rule for the exception a magic raises: a line that cannot be read (an unknown

@@ -84,12 +84,8 @@ static void show_summary(mg_ctx *ctx, const mg_ws_data *w)
 done:
     if (t) fclose(t);
     if (h) fclose(h);
-    json_t *data =
-        text && html ? json_pack("{s:s, s:s}", "text/plain", text, "text/html", html) : NULL;
-    if (data) ctx->out->display(ctx->out->user, data, NULL, NULL, 0);
-    json_decref(data);
-    free(text);
-    free(html);
+    if (mg_display_text_html(ctx->out, text, html) != 0)
+        mg_eprintf(ctx->out, "%%dataset: out of memory; the summary is not shown\n");
 }
 
 /* The first image of each class, then the next images in order, up to n. */

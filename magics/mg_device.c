@@ -109,13 +109,9 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (t) fclose(t);
     if (h) fclose(h);
     free(l);
-    json_t *data =
-        text && html ? json_pack("{s:s, s:s}", "text/plain", text, "text/html", html) : NULL;
-    if (data) ctx->out->display(ctx->out->user, data, NULL, NULL, 0);
-    json_decref(data);
-    free(text);
-    free(html);
-    return data ? 0 : mg_fail(err, "MemoryError", "%%device: out of memory");
+    return mg_display_text_html(ctx->out, text, html) == 0
+               ? 0
+               : mg_fail(err, "MemoryError", "%%device: out of memory");
 }
 
 const mg_command mg_cmd_device = {

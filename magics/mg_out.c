@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "mg.h"
 #include "rt_error.h"
 
@@ -50,6 +52,17 @@ void mg_eprintf(const mg_out *out, const char *fmt, ...)
     va_start(ap, fmt);
     vsend(out, "stderr", fmt, ap);
     va_end(ap);
+}
+
+int mg_display_text_html(const mg_out *out, char *text, char *html)
+{
+    json_t *data =
+        text && html ? json_pack("{s:s, s:s}", "text/plain", text, "text/html", html) : NULL;
+    if (data && out && out->display) out->display(out->user, data, NULL, NULL, 0);
+    json_decref(data);
+    free(text);
+    free(html);
+    return data ? 0 : -1;
 }
 
 int mg_fail(mg_error *err, const char *ename, const char *fmt, ...)

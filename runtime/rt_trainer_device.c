@@ -159,6 +159,22 @@ static rt_status upload_optim(rt_trainer *t, rt_error *err)
     return RT_OK;
 }
 
+/* The loss-scaling state into the host's mirror (and the device's step count into
+ * *steps when asked). */
+static rt_status download_amp(rt_trainer *t, int64_t *steps, rt_error *err)
+{
+    union {
+        rt_amp_state s;
+        int32_t w[RT_AMP_WORDS];
+    } u;
+    RT_TRY(rt_backend_download(rt_model_backend(t->m), u.w, &t->dev->amp, sizeof u.w, err));
+    t->st.loss_scale = u.s.scale;
+    t->st.scale_tracker = u.s.tracker;
+    t->st.skipped_steps = u.s.skipped;
+    if (steps) *steps = u.s.steps;
+    return RT_OK;
+}
+
 /* Device -> host mirrors (unless the host's are newer). */
 static rt_status download_optim(rt_trainer *t, rt_error *err)
 {
@@ -171,15 +187,9 @@ static rt_status download_optim(rt_trainer *t, rt_error *err)
     a = rt_optim_state_slot(t->optim, 1, &n);
     if (a) RT_TRY(rt_backend_download(b, a, &d->s1, n * sizeof *a, err));
     if (!t->cfg.loss_scaling) return RT_OK; /* the step count is kept on the host */
-    union {
-        rt_amp_state s;
-        int32_t w[RT_AMP_WORDS];
-    } u;
-    RT_TRY(rt_backend_download(b, u.w, &d->amp, sizeof u.w, err));
-    t->st.loss_scale = u.s.scale;
-    t->st.scale_tracker = u.s.tracker;
-    t->st.skipped_steps = u.s.skipped;
-    return rt_optim_set_step_count(t->optim, u.s.steps, err);
+    int64_t steps;
+    RT_TRY(download_amp(t, &steps, err));
+    return rt_optim_set_step_count(t->optim, steps, err);
 }
 
 /* The progress read: the ring rows since the last read (and the loss-scaling state the
@@ -191,16 +201,8 @@ static rt_status read_stats(rt_trainer *t, rt_error *err)
     if (d->pending > 0) {
         RT_TRY(rt_backend_download(b, d->hstats, &d->stats,
                                    (size_t)d->pending * RT_STEP_STATS * sizeof(float), err));
-        if (t->cfg.loss_scaling) { /* the skip count and scale the progress line shows */
-            union {
-                rt_amp_state s;
-                int32_t w[RT_AMP_WORDS];
-            } u;
-            RT_TRY(rt_backend_download(b, u.w, &d->amp, sizeof u.w, err));
-            t->st.loss_scale = u.s.scale;
-            t->st.skipped_steps = u.s.skipped;
-            t->st.scale_tracker = u.s.tracker;
-        }
+        /* the skip count and scale the progress line shows */
+        if (t->cfg.loss_scaling) RT_TRY(download_amp(t, NULL, err));
         int n = d->pending;
         d->pending = 0;
         for (int i = 0; i < n; i++) {
