@@ -135,7 +135,7 @@ int main(int argc, char **argv)
     if (!images || !labels || !x.images) return 1;
     rt_rng_fill_normal(&r, images, NIMG * img, 0.0f, 1.0f);
     memset(labels, 3, NIMG);
-    rt_batcher_data d = {images, labels, NIMG, 3, 32, 32};
+    rt_batcher_data d = {images, labels, NIMG, 3, 32, 32, NULL};
     rt_batcher_config cfg = rt_batcher_config_default(BATCH, 5);
     if (rt_batcher_create(&x.b, &d, &cfg, NULL) != RT_OK) return 1;
     run("batch128_cifar_plain", bench_batch, &x);

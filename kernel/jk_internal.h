@@ -20,6 +20,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "rt_error.h" /* RT_MUST_USE */
+
 #define JKP_PROTOCOL_VERSION "5.4"
 #define JKP_DELIM "<IDS|MSG>"
 /* Limits on what a peer can make the kernel hold before its signature is checked
@@ -61,7 +63,7 @@ typedef struct jkp_bytes { /* owned bytes (malloc), NUL-terminated for convenien
     char *data;
     size_t len;
 } jkp_bytes;
-int jkp_bytes_set(jkp_bytes *b, const void *data, size_t len); /* copies; 0 or -1 */
+RT_MUST_USE int jkp_bytes_set(jkp_bytes *b, const void *data, size_t len); /* copies; 0 or -1 */
 void jkp_bytes_deinit(jkp_bytes *b);
 
 /* ---- HMAC signing (jk_hmac.c) ---- */
@@ -74,10 +76,11 @@ void jkp_hmac_destroy(jkp_hmac *h); /* accepts NULL */
 size_t jkp_hmac_hexlen(const jkp_hmac *h);
 /* Hex HMAC over the 4 parts (header, parent, metadata, content) into hex (>= hexlen+1).
  * With signing off, writes "". Thread-safe. */
-int jkp_hmac_sign(const jkp_hmac *h, const jkp_view parts[4], char *hex, jk_error *err);
+RT_MUST_USE int jkp_hmac_sign(const jkp_hmac *h, const jkp_view parts[4], char *hex, jk_error *err);
 /* 0 when sig is the right signature; -1 with err otherwise (length checked first,
  * constant-time compare). Always 0 with signing off. */
-int jkp_hmac_verify(const jkp_hmac *h, const jkp_view parts[4], const jkp_view *sig, jk_error *err);
+RT_MUST_USE int jkp_hmac_verify(const jkp_hmac *h, const jkp_view parts[4], const jkp_view *sig,
+                                jk_error *err);
 
 /* ---- replay protection (jk_replay.c) ---- */
 
@@ -100,8 +103,8 @@ typedef struct jkp_connection {
     char *key;       /* owned, may be "" */
     size_t keylen;
 } jkp_connection;
-int jkp_connection_load(const char *path, jkp_connection *c, jk_error *err);
-int jkp_connection_parse(const char *json_text, jkp_connection *c, jk_error *err);
+RT_MUST_USE int jkp_connection_load(const char *path, jkp_connection *c, jk_error *err);
+RT_MUST_USE int jkp_connection_parse(const char *json_text, jkp_connection *c, jk_error *err);
 void jkp_connection_deinit(jkp_connection *c);
 /* "tcp://ip:port" or "ipc://ip-port" for channel ch into buf. */
 int jkp_connection_endpoint(const jkp_connection *c, int ch, char *buf, size_t n);
@@ -126,12 +129,13 @@ typedef struct jkp_session {
     char username[32];
     atomic_ullong counter; /* msg_id = <session>_<counter> */
 } jkp_session;
-int jkp_session_init(jkp_session *s, jkp_hmac *hmac /* stolen */, jk_error *err);
+RT_MUST_USE int jkp_session_init(jkp_session *s, jkp_hmac *hmac /* stolen */, jk_error *err);
 void jkp_session_deinit(jkp_session *s);
 
 /* Verifies (before any JSON parsing) and parses frames into m. -1 with err on any
  * malformation; m is then empty. */
-int jkp_msg_parse(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *m, jk_error *err);
+RT_MUST_USE int jkp_msg_parse(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg *m,
+                              jk_error *err);
 void jkp_msg_deinit(jkp_msg *m); /* accepts NULL / zeroed */
 /* For frames that were refused (by jkp_msg_parse or for their size): if the signed part
  * verifies and the header is an object with a string msg_type, fills m->ids, m->header
@@ -142,16 +146,16 @@ int jkp_msg_refusal(const jkp_view *frames, size_t n, const jkp_hmac *h, jkp_msg
  * unauthenticated message or a replay (err says why; m is empty; the socket is fine);
  * -3 for a signed message refused (err says why; m as jkp_msg_refusal leaves it, to
  * answer with jkp_refuse); -2 for a socket error (errno set). */
-int jkp_msg_recv(void *sock, jkp_session *s, jkp_msg *m, jk_error *err);
+RT_MUST_USE int jkp_msg_recv(void *sock, jkp_session *s, jkp_msg *m, jk_error *err);
 /* Builds the 5 signed frames (signature, header, parent, metadata, content) of a new
  * message. parent borrowed (NULL = {}); metadata and content stolen (NULL = {}). */
-int jkp_msg_build(jkp_session *s, const char *msg_type, json_t *parent, json_t *metadata,
-                  json_t *content, jkp_bytes out[5], jk_error *err);
+RT_MUST_USE int jkp_msg_build(jkp_session *s, const char *msg_type, json_t *parent,
+                              json_t *metadata, json_t *content, jkp_bytes out[5], jk_error *err);
 /* Builds and sends on sock after the given identity frames (borrowed). Same ownership
  * as jkp_msg_build. */
-int jkp_msg_send(void *sock, jkp_session *s, const jkp_bytes *ids, size_t nids,
-                 const char *msg_type, json_t *parent, json_t *metadata, json_t *content,
-                 jk_error *err);
+RT_MUST_USE int jkp_msg_send(void *sock, jkp_session *s, const jkp_bytes *ids, size_t nids,
+                             const char *msg_type, json_t *parent, json_t *metadata,
+                             json_t *content, jk_error *err);
 /* Sends a reply to req on sock (its identities, parent = req header). */
 int jkp_reply(void *sock, jkp_session *s, const jkp_msg *req, const char *msg_type,
               json_t *metadata, json_t *content);
@@ -164,7 +168,7 @@ typedef struct jkp_iopub {
     jkp_session *session;
     pthread_mutex_t lock; /* engine code may publish from a helper thread */
 } jkp_iopub;
-int jkp_iopub_init(jkp_iopub *io, void *zctx, jkp_session *s, jk_error *err);
+RT_MUST_USE int jkp_iopub_init(jkp_iopub *io, void *zctx, jkp_session *s, jk_error *err);
 void jkp_iopub_deinit(jkp_iopub *io);
 /* Publishes msg_type with parent (borrowed header, NULL = {}); metadata and content
  * stolen (NULL = {}). */
@@ -264,13 +268,13 @@ char *jkp_stdin_input(jkp_exec *x, const char *prompt, int password);
 jkp_history *jkp_history_create(void);
 void jkp_history_destroy(jkp_history *h);
 /* Records one stored execution (copies code and output; output may be NULL). */
-int jkp_history_add(jkp_history *h, int line, const char *code, const char *output);
+RT_MUST_USE int jkp_history_add(jkp_history *h, int line, const char *code, const char *output);
 /* history_reply "history" array for a history_request content. New ref. */
 json_t *jkp_history_query(const jkp_history *h, json_t *request);
 
 jkp_comms *jkp_comms_create(void);
 void jkp_comms_destroy(jkp_comms *c);
-int jkp_comms_add(jkp_comms *c, const char *comm_id, const char *target_name);
+RT_MUST_USE int jkp_comms_add(jkp_comms *c, const char *comm_id, const char *target_name);
 void jkp_comms_remove(jkp_comms *c, const char *comm_id);
 /* {comm_id: {target_name}} filtered by target (NULL = all). New ref. */
 json_t *jkp_comms_info(const jkp_comms *c, const char *target);
@@ -287,8 +291,8 @@ typedef struct jkp_worker {
     void *sock, *sock2;
     jkp_kernel *k;
 } jkp_worker;
-int jkp_worker_start(jkp_worker *w, jkp_kernel *k, const char *name, void *(*fn)(void *),
-                     jk_error *err);
+RT_MUST_USE int jkp_worker_start(jkp_worker *w, jkp_kernel *k, const char *name,
+                                 void *(*fn)(void *), jk_error *err);
 void jkp_worker_stop(jkp_worker *w); /* sends "stop", joins, closes ctl; accepts unstarted */
 void *jkp_publisher_main(void *w);   /* sock = PUB/XPUB, sock2 = PULL (inproc) */
 void *jkp_heartbeat_main(void *w);   /* sock = ROUTER echo */

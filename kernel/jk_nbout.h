@@ -18,8 +18,8 @@ typedef struct jk_nbout {
     jk_run_progress *progress; /* borrowed, NULL: live displays echoed there */
 } jk_nbout;
 
-int jk_nbout_init(jk_nbout *nb);    /* 0 or -1 (out of memory) */
-void jk_nbout_deinit(jk_nbout *nb); /* accepts NULL */
+RT_MUST_USE int jk_nbout_init(jk_nbout *nb); /* 0 or -1 (out of memory) */
+void jk_nbout_deinit(jk_nbout *nb);          /* accepts NULL */
 /* Points the writer at the next cell's outputs array (borrowed). */
 void jk_nbout_begin_cell(jk_nbout *nb, json_t *outputs, int execution_count);
 /* Appends an error output (traceback borrowed). */

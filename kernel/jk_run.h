@@ -15,7 +15,7 @@ json_t *jk_run_parse(const char *text, size_t len, const char *what);
 
 /* Inserts (or replaces) the "injected-parameters" cell for -p NAME VALUE overrides.
  * Returns 0, or -1 after printing why (a value that does not fit its #@param). */
-int jk_run_inject(json_t *nb, int n, const char **names, const char **values);
+RT_MUST_USE int jk_run_inject(json_t *nb, int n, const char **names, const char **values);
 
 /* ---- s3:// notebooks (jk_run_store.c) ---- */
 

@@ -17,6 +17,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "rt_error.h" /* RT_MUST_USE */
+
 /* ---- output ---- */
 
 typedef struct mg_out {
@@ -78,7 +80,7 @@ void mg_session_destroy(mg_session *s); /* runs every slot's destructor; accepts
 /* Borrowed pointer stored under key, or NULL. */
 void *mg_session_get(mg_session *s, const char *key);
 /* Stores ptr under key (taking ownership; the previous value's destructor runs). */
-int mg_session_set(mg_session *s, const char *key, void *ptr, void (*destroy)(void *));
+RT_MUST_USE int mg_session_set(mg_session *s, const char *key, void *ptr, void (*destroy)(void *));
 
 /* ---- host: what the cell language offers to magics ---- */
 
@@ -176,15 +178,17 @@ size_t mg_edit_distance(const char *a, const char *b);
  * Shell-like words: quotes and backslashes; `--opt=value` and `--opt value`.
  * Unknown options, missing values and bad numbers are errors naming the option.
  * On success returns 0 and args must be released with mg_args_deinit. */
-int mg_args_parse(const mg_command *cmd, const char *line, const char *body, mg_args *args,
-                  mg_error *err);
+RT_MUST_USE int mg_args_parse(const mg_command *cmd, const char *line, const char *body,
+                              mg_args *args, mg_error *err);
 void mg_args_deinit(mg_args *args);
 /* Borrowed value of an option, or NULL when absent. */
 const char *mg_args_get(const mg_args *args, const char *name);
 int mg_args_has(const mg_args *args, const char *name);
 /* Typed getters: 0 with *out set (def when absent), -1 with err naming the option. */
-int mg_args_int(const mg_args *args, const char *name, long def, long *out, mg_error *err);
-int mg_args_float(const mg_args *args, const char *name, double def, double *out, mg_error *err);
+RT_MUST_USE int mg_args_int(const mg_args *args, const char *name, long def, long *out,
+                            mg_error *err);
+RT_MUST_USE int mg_args_float(const mg_args *args, const char *name, double def, double *out,
+                              mg_error *err);
 /* 1 when the argument string asks for help (a `--help` or `-h` word outside quotes). */
 int mg_args_wants_help(const char *line);
 /* Prints the magic's usage and option table (for --help and NAME?). New string; free(). */

@@ -33,7 +33,8 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         return mg_fail(err, e == ENOENT ? "FileNotFoundError" : "OSError", "%%cd: %s: %s", target,
                        strerror(e));
     }
-    if (old) mg_session_set(ctx->session, "cd.previous", old, free);
+    if (old && mg_session_set(ctx->session, "cd.previous", old, free) < 0)
+        mg_eprintf(ctx->out, "warning: %%cd: out of memory: `%%cd -` cannot come back here\n");
     char *now = getcwd(NULL, 0);
     mg_printf(ctx->out, "%s\n", now ? now : target);
     free(now);

@@ -22,16 +22,17 @@
  * by validation accuracy. A periodic save that fails is a warning (training goes on);
  * the final one failing is an error. When stopping it also remembers the run's state in
  * the session for %checkpoint save. 0 = go on; -1 with err = end the run as failed. */
-int mg_run_checkpoint_hook(mg_run *run, rt_step_event ev, const mg_out *out, mg_error *err);
+RT_MUST_USE int mg_run_checkpoint_hook(mg_run *run, rt_step_event ev, const mg_out *out,
+                                       mg_error *err);
 
 /* Saves run's current state (model, optimiser, position, metadata) to path, atomically.
  * -1 with err naming the file (disk full, not writable...). */
-int mg_ckpt_save_run(mg_run *run, const char *path, mg_error *err);
+RT_MUST_USE int mg_ckpt_save_run(mg_run *run, const char *path, mg_error *err);
 
 /* A %resume / %checkpoint argument: a directory gives its newest valid checkpoint (each
  * damaged newer file is named in a warning on out), a file gives itself. *path: new
  * string (free()). -1 with err (FileNotFoundError) when there is nothing to resume. */
-int mg_ckpt_resolve(const char *arg, const mg_out *out, char **path, mg_error *err);
+RT_MUST_USE int mg_ckpt_resolve(const char *arg, const mg_out *out, char **path, mg_error *err);
 
 /* What %resume may change; zero / empty / negative = as stored in the checkpoint. */
 typedef struct mg_resume_opts {
@@ -51,15 +52,16 @@ void mg_resume_opts_default(mg_resume_opts *ro);
  * spec, data set reloaded by name and verified by checksum, hyperparameters, schedule),
  * restores weights, optimiser state, data order and step, and continues it with
  * mg_run_loop. Returns what mg_run_loop returns; -1 with err naming the file otherwise. */
-int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_error *err);
+RT_MUST_USE int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro,
+                               mg_error *err);
 
 /* For %train with o->run_dir (mg_train_resume.c): by mode (auto, never, must; see
  * there) continues the directory's run (*handled = 1, the return value is %train's),
  * moves its checkpoints aside for a new run, or points o->run_dir at a versioned
  * directory beside it for a new run (*handled = 0: %train trains o). -1 with err
  * (*handled = 1) when it cannot do what mode asks. */
-int mg_ckpt_train_autoresume(mg_ctx *ctx, mg_run_opts *o, mg_resume_mode mode, int *handled,
-                             mg_error *err);
+RT_MUST_USE int mg_ckpt_train_autoresume(mg_ctx *ctx, mg_run_opts *o, mg_resume_mode mode,
+                                         int *handled, mg_error *err);
 
 /* ---- the session's memory of the last run (mg_session slot "ckpt.last") ---- */
 typedef struct mg_ckpt_last {

@@ -8,15 +8,15 @@
 
 /* Fills rec's descriptive fields (model name, run dir, hyperparameters, data set
  * identity, resolved schedule, run id, results store) from run; frees what rec held. */
-int mgp_ckpt_describe(mg_run *run, mg_ckpt_last *rec, mg_error *err);
+RT_MUST_USE int mgp_ckpt_describe(mg_run *run, mg_ckpt_last *rec, mg_error *err);
 /* Frees rec's strings and snapshot and zeroes it (not rec itself). */
 void mgp_ckpt_last_clear(mg_ckpt_last *rec);
 /* The rt_ckpt_train_info view of rec (borrowing its strings). */
 rt_ckpt_train_info mgp_ckpt_info(const mg_ckpt_last *rec);
 
 /* mg_ckpt_save_run with this checkpoint's metric and the best so far (may be NULL). */
-int mgp_ckpt_save_with(mg_run *run, const char *path, const rt_ckpt_metric *metric,
-                       const rt_ckpt_metric *best, mg_error *err);
+RT_MUST_USE int mgp_ckpt_save_with(mg_run *run, const char *path, const rt_ckpt_metric *metric,
+                                   const rt_ckpt_metric *best, mg_error *err);
 
 /* The monitored metric: validation accuracy (higher is better). */
 #define MGP_METRIC "val_accuracy"
@@ -53,7 +53,8 @@ typedef struct mgp_ck_desc {
 
 /* Reads model, data set, input shape, schedule and options from rd's metadata into d;
  * -1 with a ValueError naming path when they are missing or malformed. */
-int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *d, mg_error *err);
+RT_MUST_USE int mgp_ckpt_read_desc(const rt_ckpt_reader *rd, const char *path, mgp_ck_desc *d,
+                                   mg_error *err);
 /* The data-set record of rd (from path) into o; 0 when it has a name, else -1 and o
  * empty (no error: older or hand-made files have none). */
 int mgp_ckpt_read_origin(const rt_ckpt_reader *rd, const char *path, mg_ws_origin *o);

@@ -12,11 +12,11 @@ typedef struct mg_eval_target {
 } mg_eval_target;
 
 /* MODEL positional (optional), --data, --split. magic names the magic in errors. */
-int mg_eval_resolve(mg_ctx *ctx, const mg_args *args, const char *magic, mg_eval_target *t,
-                    mg_error *err);
+RT_MUST_USE int mg_eval_resolve(mg_ctx *ctx, const mg_args *args, const char *magic,
+                                mg_eval_target *t, mg_error *err);
 
 /* %predict on files (mg_predict_files.c): [MODEL] FILE|GLOB... with --top, --data. */
 int mg_predict_is_file_arg(const char *word);
-int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err);
+RT_MUST_USE int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err);
 
 #endif

@@ -35,6 +35,7 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (n > src->n) n = src->n;
     /* a small view of the chosen images, so the runtime evaluates only them */
     rt_dataset view = *src;
+    view.pixels = NULL, view.index = NULL; /* its own floats, below */
     size_t img = (size_t)src->c * (size_t)src->h * (size_t)src->w;
     int *pick = malloc((size_t)n * sizeof *pick);
     view.images = malloc((size_t)n * img * sizeof(float));
@@ -55,8 +56,7 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
             dup = 0;
             for (int k = 0; k < i; k++) dup |= pick[k] == pick[i];
         } while (dup);
-        memcpy(view.images + (size_t)i * img, src->images + (size_t)pick[i] * img,
-               img * sizeof(float));
+        rt_dataset_image_f32(src, pick[i], view.images + (size_t)i * img);
         view.labels[i] = src->labels[pick[i]];
     }
     view.n = (int)n;

@@ -138,6 +138,7 @@ int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
     size_t img = (size_t)in->c * (size_t)in->h * (size_t)in->w, plane = img / (size_t)in->c;
     int L = in->num_classes, rc = -1;
     rt_dataset view = *tr; /* names, mean/std; our images */
+    view.pixels = NULL, view.index = NULL;
     view.n = n;
     view.h = in->h, view.w = in->w;
     view.images = malloc((size_t)n * img * sizeof(float));

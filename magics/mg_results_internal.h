@@ -18,7 +18,7 @@ typedef struct mgp_table {
     unsigned char *mark; /* per row: highlighted (values differ) */
 } mgp_table;
 
-int mgp_table_init(mgp_table *t, size_t ncols);
+RT_MUST_USE int mgp_table_init(mgp_table *t, size_t ncols);
 void mgp_table_deinit(mgp_table *t);
 /* Appends an empty row; returns its index or -1 (out of memory). */
 long mgp_table_add_row(mgp_table *t);
@@ -54,11 +54,11 @@ void mgp_number(double v, char *buf, size_t n);
 
 /* ---- --push / --pull URL (mg_results_sync.c): the store at path ---- */
 
-int mgp_results_sync(mg_ctx *ctx, const mg_args *a, const char *path, mg_error *err);
+RT_MUST_USE int mgp_results_sync(mg_ctx *ctx, const mg_args *a, const char *path, mg_error *err);
 
 /* ---- subcommands (mg_results_view.c) ---- */
 
-int mgp_results_show(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err);
-int mgp_results_compare(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err);
+RT_MUST_USE int mgp_results_show(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err);
+RT_MUST_USE int mgp_results_compare(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err);
 
 #endif

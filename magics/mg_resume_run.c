@@ -255,7 +255,7 @@ int mg_ckpt_resume(mg_ctx *ctx, const char *path, const mg_resume_opts *ro, mg_e
                    "--device auto\n",
                    caller, d->o.device, err->evalue);
         snprintf(d->o.device, sizeof d->o.device, "auto");
-        mg_run_create(&run, ctx, &d->o, err);
+        rc = mg_run_create(&run, ctx, &d->o, err);
     }
     if (rc == 0 && !run) rc = -1;
     if (rc == 0) rc = restore(run, rd, path, caller, err);

@@ -27,7 +27,7 @@ static void on_progress(const rt_progress *p, void *user)
     mg_run *r = user;
     r->last = *p;
     r->has_progress = 1;
-    mgp_series_add(&r->step_loss, (double)p->step, p->loss);
+    mgp_curve_add(r, &r->step_loss, (double)p->step, p->loss);
     if (r->rs) {
         rt_error re = {0};
         if (rt_results_log_metric(r->rs, r->run_id, "loss", p->loss, p->step, (int)p->epoch + 1,

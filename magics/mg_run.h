@@ -73,14 +73,14 @@ extern const mg_option mg_train_options[];
 void mg_run_opts_default(mg_run_opts *o);
 /* Reads MODEL and every option of args into o (on top of what o holds); errors name
  * the option ("%train: --lr: 'abc' is not a number"). */
-int mg_run_opts_from_args(mg_run_opts *o, const mg_args *args, mg_error *err);
-int mg_run_parse_every(const char *text, mg_every *out, mg_error *err);
+RT_MUST_USE int mg_run_opts_from_args(mg_run_opts *o, const mg_args *args, mg_error *err);
+RT_MUST_USE int mg_run_parse_every(const char *text, mg_every *out, mg_error *err);
 /* "8h30m", "90s", "45m", "2h", "1.5h", "3600" (seconds) -> seconds. */
-int mg_run_parse_duration(const char *text, double *seconds, mg_error *err);
+RT_MUST_USE int mg_run_parse_duration(const char *text, double *seconds, mg_error *err);
 /* The hyperparameters as a JSON object (new ref), for checkpoint metadata and the
  * results store; mg_run_opts_from_json reads it back (unknown keys are ignored). */
 json_t *mg_run_opts_to_json(const mg_run_opts *o);
-int mg_run_opts_from_json(mg_run_opts *o, const json_t *j, mg_error *err);
+RT_MUST_USE int mg_run_opts_from_json(mg_run_opts *o, const json_t *j, mg_error *err);
 
 /* ---- the run ---- */
 typedef struct mg_run mg_run;
@@ -89,10 +89,10 @@ typedef struct mg_run mg_run;
  * --data if needed), opens the device, creates the model from its spec and the seed and
  * the trainer. ctx must outlive the run. Errors are user errors (ValueError/UsageError)
  * naming the option or model. On error *out is NULL. */
-int mg_run_create(mg_run **out, mg_ctx *ctx, const mg_run_opts *o, mg_error *err);
+RT_MUST_USE int mg_run_create(mg_run **out, mg_ctx *ctx, const mg_run_opts *o, mg_error *err);
 /* Trains until done, interrupted, out of time or failed (see top). 0 when finished or
  * stopped by the time limit; -1 with err (KeyboardInterrupt for an interrupt). */
-int mg_run_loop(mg_run *run, mg_error *err);
+RT_MUST_USE int mg_run_loop(mg_run *run, mg_error *err);
 void mg_run_destroy(mg_run *run); /* accepts NULL */
 
 /* ---- accessors (borrowed; valid until mg_run_destroy) ---- */

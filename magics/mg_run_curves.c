@@ -32,7 +32,7 @@ char *mg_run_curves_json(const mg_run *r)
 
 /* Adds the points of j's series key with x < before (a checkpoint of a later step than
  * the one resumed from cannot exist, but curves are only a picture: be strict). */
-static void series_load(mgp_series *s, const json_t *j, const char *key, double before)
+static void series_load(mg_run *r, mgp_series *s, const json_t *j, const char *key, double before)
 {
     const json_t *o = json_object_get(j, key);
     const json_t *x = json_object_get(o, "x"), *y = json_object_get(o, "y");
@@ -41,7 +41,7 @@ static void series_load(mgp_series *s, const json_t *j, const char *key, double 
     for (size_t i = 0; i < n; i++) {
         const json_t *xi = json_array_get(x, i), *yi = json_array_get(y, i);
         if (!json_is_number(xi) || !json_is_number(yi) || json_number_value(xi) > before) continue;
-        mgp_series_add(s, json_number_value(xi), json_number_value(yi));
+        mgp_curve_add(r, s, json_number_value(xi), json_number_value(yi));
     }
 }
 
@@ -53,10 +53,10 @@ void mg_run_curves_restore(mg_run *r, const char *text, int64_t step)
         return;
     }
     double before = (double)step;
-    series_load(&r->step_loss, j, "step_loss", before);
-    series_load(&r->ep_loss, j, "train_loss", before);
-    series_load(&r->ep_acc, j, "train_accuracy", before);
-    series_load(&r->ep_vloss, j, "val_loss", before);
-    series_load(&r->ep_vacc, j, "val_accuracy", before);
+    series_load(r, &r->step_loss, j, "step_loss", before);
+    series_load(r, &r->ep_loss, j, "train_loss", before);
+    series_load(r, &r->ep_acc, j, "train_accuracy", before);
+    series_load(r, &r->ep_vloss, j, "val_loss", before);
+    series_load(r, &r->ep_vacc, j, "val_accuracy", before);
     json_decref(j);
 }

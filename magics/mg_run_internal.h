@@ -34,6 +34,7 @@ struct mg_run {
     rt_results *rs; /* NULL: no store (a warning was shown) */
     int64_t run_id;
     int rs_warned;
+    int curve_warned;     /* a curve point was lost to out of memory (said once) */
     rt_eval_result *eval; /* scratch for the per-epoch validation */
     /* live view */
     char progress_id[80], plot_id[80];
@@ -53,11 +54,11 @@ struct mg_run {
 /* mg_run_devices.c: --device cuda:0,1 / cuda:all. parse: idx[0..*n) the devices
  * (*n = 0: one device, the backend's own syntax); open_replicas: backends and models
  * for idx[1..n); free: releases them. */
-int mgp_devices_parse(const char *dev, int *idx, int *n, mg_error *err);
-int mgp_devices_open_replicas(mg_run *r, const int *idx, int n, mg_error *err);
+RT_MUST_USE int mgp_devices_parse(const char *dev, int *idx, int *n, mg_error *err);
+RT_MUST_USE int mgp_devices_open_replicas(mg_run *r, const int *idx, int n, mg_error *err);
 void mgp_devices_free(mg_run *r);
 /* --precision on backend b (mg_run.c) */
-int mgp_set_precision(mg_run *r, rt_backend *b, mg_error *err);
+RT_MUST_USE int mgp_set_precision(mg_run *r, rt_backend *b, mg_error *err);
 void mgp_rs_warn(mg_run *r, const char *what, const char *msg);
 /* mg_run_view.c */
 void mgp_view_start(mg_run *r);
@@ -67,7 +68,10 @@ void mgp_view_plot(mg_run *r);
 void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_summary *s);
 /* The one hint for training a run longer (a summary line on t). */
 void mgp_hint_longer(const mg_run *r, FILE *t);
-int mgp_series_add(mgp_series *s, double x, double y);
+RT_MUST_USE int mgp_series_add(mgp_series *s, double x, double y);
+/* Adds a point to one of r's curves; one that cannot be added (out of memory) is a
+ * warning, shown once: the curves are a picture, training goes on. */
+void mgp_curve_add(mg_run *r, mgp_series *s, double x, double y);
 void mgp_series_free(mgp_series *s);
 double mgp_now(void);
 

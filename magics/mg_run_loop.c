@@ -51,7 +51,9 @@ static int results_begin(mg_run *r, mg_error *err)
     /* %results follows the store %train used (docs/results.md); it reads the local
      * file only, so the credentials are not kept */
     char *spec = shown[0] ? strdup(shown) : NULL;
-    if (spec) mg_session_set(r->ctx->session, "results.spec", spec, free); /* frees on error */
+    if (spec && mg_session_set(r->ctx->session, "results.spec", spec, free) < 0) /* frees it */
+        mg_eprintf(r->ctx->out, "warning: %%train: out of memory: %%results will not follow "
+                                "the store this run uses\n");
     char dev[32];
     snprintf(dev, sizeof dev, "%s:%d", r->backend->ops->name, r->backend->device);
     rt_results_run_info info = {.name = r->o.name[0] ? r->o.name : r->model_name,
@@ -129,10 +131,10 @@ static int epoch_end(mg_run *r, mg_error *err)
     r->has_val = 1;
     int ep = (int)p->epoch + 1;
     double x = (double)p->step;
-    mgp_series_add(&r->ep_loss, x, p->epoch_loss);
-    mgp_series_add(&r->ep_acc, x, p->epoch_accuracy);
-    mgp_series_add(&r->ep_vloss, x, r->val_loss);
-    mgp_series_add(&r->ep_vacc, x, r->val_acc);
+    mgp_curve_add(r, &r->ep_loss, x, p->epoch_loss);
+    mgp_curve_add(r, &r->ep_acc, x, p->epoch_accuracy);
+    mgp_curve_add(r, &r->ep_vloss, x, r->val_loss);
+    mgp_curve_add(r, &r->ep_vacc, x, r->val_acc);
     log_epoch(r, "train_loss", p->epoch_loss, p->step, ep);
     log_epoch(r, "train_accuracy", p->epoch_accuracy, p->step, ep);
     log_epoch(r, "val_loss", r->val_loss, p->step, ep);

@@ -42,6 +42,15 @@ int mgp_series_add(mgp_series *s, double x, double y)
     return 0;
 }
 
+void mgp_curve_add(mg_run *r, mgp_series *s, double x, double y)
+{
+    if (mgp_series_add(s, x, y) == 0 || r->curve_warned) return;
+    r->curve_warned = 1;
+    mg_eprintf(r->ctx->out,
+               "warning: %%train: out of memory: the loss curves miss points from step %.0f on\n",
+               x);
+}
+
 void mgp_series_free(mgp_series *s)
 {
     free(s->x);

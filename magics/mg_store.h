@@ -19,24 +19,27 @@
 /* Opens url's store and fetches its newest complete, valid checkpoint into the staging
  * directory: *path (free()), or NULL when the store holds none yet (not an error when
  * allow_empty). Damaged ones skipped are named in warnings on out. -1 with err. */
-int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **path, mg_error *err);
+RT_MUST_USE int mg_store_fetch(const char *url, int allow_empty, const mg_out *out, char **path,
+                               mg_error *err);
 /* Starts the uploader for url (keep complete checkpoints in the store, 0 = all) and
  * puts staging dir into dir. -1 with err (the store could not be opened). */
-int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap, mg_error *err);
+RT_MUST_USE int mg_store_begin(mg_ctx *ctx, const char *url, int keep, char *dir, size_t cap,
+                               mg_error *err);
 /* The complete checkpoints of the store at url, oldest first (*c, *n: free with
  * rt_store_ckpt_free); unreadable or partial ones described in *skipped ("name:
  * reason\n" lines, free(); skipped may be NULL). -1 with err. */
-int mg_store_list(const char *url, rt_store_ckpt **c, size_t *n, char **skipped, mg_error *err);
+RT_MUST_USE int mg_store_list(const char *url, rt_store_ckpt **c, size_t *n, char **skipped,
+                              mg_error *err);
 /* Uploads the local checkpoint file at path into the run at url (object, then its
  * manifest; the file is validated first). -1 with err. */
-int mg_store_push(const char *url, const char *path, mg_error *err);
+RT_MUST_USE int mg_store_push(const char *url, const char *path, mg_error *err);
 /* %train --resume auto choosing a versioned sibling (DIR-v2) of an s3:// run's staging
  * directory: fetch_sibling fetches the newest checkpoint of URL-v2 into dir (its
  * staging directory) so the choice sees the store's run; rehome moves the uploader to
  * URL-v2 once dir is chosen. Both no-ops without an uploader or for a plain dir. -1
  * with err. */
-int mg_store_fetch_sibling(mg_ctx *ctx, const char *dir, mg_error *err);
-int mg_store_rehome(mg_ctx *ctx, const char *dir, mg_error *err);
+RT_MUST_USE int mg_store_fetch_sibling(mg_ctx *ctx, const char *dir, mg_error *err);
+RT_MUST_USE int mg_store_rehome(mg_ctx *ctx, const char *dir, mg_error *err);
 /* How to name run directory dir to the user: the s3:// URL when dir is the staging
  * directory of the uploader's URL or of a versioned sibling (written into buf), else
  * dir itself. */

@@ -60,8 +60,8 @@ mg_workspace *mg_ws_get(mg_ctx *ctx, mg_error *err);
 
 /* ---- models ---- */
 /* Defines (or replaces, dropping its trained model) model name. spec is copied. */
-int mg_ws_model_define(mg_workspace *ws, const char *name, const char *spec,
-                       const rt_model_input *in, const char *dataset, mg_error *err);
+RT_MUST_USE int mg_ws_model_define(mg_workspace *ws, const char *name, const char *spec,
+                                   const rt_model_input *in, const char *dataset, mg_error *err);
 /* name "" or NULL = the model defined last. NULL when none (no error filled). */
 mg_ws_model *mg_ws_model_find(mg_workspace *ws, const char *name);
 /* Takes ownership of m and b (b heap-allocated with malloc, opened); frees the previous

@@ -24,6 +24,7 @@ struct rt_batcher {
     int64_t epoch, position, epoch_len; /* epoch_len: samples handed out per epoch */
     int64_t order_epoch;                /* epoch whose permutation is in order, -1 none */
     uint32_t *order;                    /* (n) */
+    float *scratch; /* (batch, C, H, W): images read from data.set before augmenting */
 };
 
 rt_batcher_config rt_batcher_config_default(int batch_size, uint64_t seed)
@@ -40,7 +41,7 @@ rt_batcher_config rt_batcher_config_default(int batch_size, uint64_t seed)
 
 rt_batcher_data rt_batcher_data_of(const rt_dataset *d)
 {
-    rt_batcher_data v = {d->images, d->labels, d->n, d->c, d->h, d->w};
+    rt_batcher_data v = {d->images, d->labels, d->n, d->c, d->h, d->w, d};
     return v;
 }
 
@@ -48,7 +49,7 @@ rt_status rt_batcher_create(rt_batcher **out, const rt_batcher_data *data,
                             const rt_batcher_config *cfg, rt_error *err)
 {
     *out = NULL;
-    if (data->n <= 0 || !data->images || !data->labels)
+    if (data->n <= 0 || (!data->images && !data->set) || !data->labels)
         return RT_ERR(err, RT_EINVAL, "the data set is empty; ---> HINT: load one with %%dataset");
     if (data->c <= 0 || data->h <= 0 || data->w <= 0)
         return RT_ERR(err, RT_EINVAL, "bad image shape %dx%dx%d", data->c, data->h, data->w);
@@ -72,14 +73,20 @@ rt_status rt_batcher_create(rt_batcher **out, const rt_batcher_data *data,
     }
     rt_batcher *b = calloc(1, sizeof *b);
     uint32_t *order = malloc((size_t)data->n * sizeof *order);
-    if (!b || !order) {
+    size_t img = (size_t)data->c * (size_t)data->h * (size_t)data->w;
+    float *scratch = !data->images && cfg->augment
+                         ? malloc((size_t)cfg->batch_size * img * sizeof *scratch)
+                         : NULL;
+    if (!b || !order || (!data->images && cfg->augment && !scratch)) {
         free(b);
         free(order);
+        free(scratch);
         return RT_ERR(err, RT_ENOMEM, "out of memory for the data order of %d images", data->n);
     }
     b->data = *data;
     b->cfg = *cfg;
     b->order = order;
+    b->scratch = scratch;
     b->order_epoch = -1;
     int64_t n = data->n, bs = cfg->batch_size;
     b->epoch_len = cfg->drop_last ? n / bs * bs : n;
@@ -91,6 +98,7 @@ void rt_batcher_destroy(rt_batcher *b)
 {
     if (!b) return;
     free(b->order);
+    free(b->scratch);
     free(b);
 }
 
@@ -182,14 +190,20 @@ void rt_batcher_augment_draw(uint64_t seed, uint32_t epoch, uint32_t idx, int pa
     *flip = rt_rng_bernoulli(&r, flip_p);
 }
 
-/* Sample idx of epoch: copy (with augmentation) into dst (C,H,W). */
-static void load_sample(const rt_batcher *b, uint32_t idx, float *dst)
+/* Sample idx of epoch: copy (with augmentation) into dst (C,H,W); slot is the sample's
+ * place in the batch (its scratch space when read from a data set's pixels). */
+static void load_sample(const rt_batcher *b, uint32_t idx, int slot, float *dst)
 {
     const rt_batcher_data *d = &b->data;
     size_t img = (size_t)d->c * (size_t)d->h * (size_t)d->w;
-    const float *src = d->images + (size_t)idx * img;
+    const float *src = d->images ? d->images + (size_t)idx * img : NULL;
+    if (!d->images) {
+        float *tmp = b->cfg.augment ? b->scratch + (size_t)slot * img : dst;
+        rt_dataset_image_f32(d->set, (int)idx, tmp);
+        src = tmp;
+    }
     if (!b->cfg.augment) {
-        memcpy(dst, src, img * sizeof *dst);
+        if (src != dst) memcpy(dst, src, img * sizeof *dst);
         return;
     }
     int top, left, flip;
@@ -211,7 +225,7 @@ rt_status rt_batcher_next(rt_batcher *b, float *images, int32_t *labels, uint32_
     size_t img = (size_t)b->data.c * (size_t)b->data.h * (size_t)b->data.w;
     const rt_batcher *bc = b;
 #pragma omp parallel for schedule(static) if ((size_t)m * img >= PAR_MIN_FLOATS)
-    for (int i = 0; i < m; i++) load_sample(bc, ord[i], images + (size_t)i * img);
+    for (int i = 0; i < m; i++) load_sample(bc, ord[i], i, images + (size_t)i * img);
     for (int i = 0; i < m; i++) {
         labels[i] = b->data.labels[ord[i]];
         if (indices) indices[i] = ord[i];

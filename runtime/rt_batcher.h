@@ -28,11 +28,14 @@
 #include "rt_dataset.h"
 #include "rt_error.h"
 
-/* A borrowed view of a data set: images (N, C, H, W) float, labels (N) uint8. */
+/* A borrowed view of a data set: images (N, C, H, W) float, labels (N) uint8. images
+ * NULL: each sample is read from set (rt_dataset_image_f32: a memory-mapped image
+ * folder, normalised as it is copied into the batch). */
 typedef struct rt_batcher_data {
     const float *images;
     const uint8_t *labels;
     int n, c, h, w;
+    const rt_dataset *set;
 } rt_batcher_data;
 
 typedef struct rt_batcher_config {

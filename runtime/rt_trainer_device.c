@@ -1,7 +1,8 @@
 /* rt_trainer_device.c - the trainer's device path (rt_trainer.h): the step runs on the
  * backend from data already there, with no host round trip.
  *
- * At create: the training set (images f32, labels as i32, validated) is uploaded once,
+ * At create: the training set (images f32, labels as i32, validated) is uploaded once
+ * (a set held as pixels through one host copy: the device holds all of it anyway),
  * with room for the epoch order, a statistics ring and the optimiser state. A step:
  * upload the order if the epoch changed (n int32, once an epoch) -> gather_batch ->
  * forward -> loss -> xent_stats into ring row `pending` -> backward (loss-scaled when
@@ -103,7 +104,16 @@ rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
         s = dev_alloc(t, M_S0, &d->s0, RT_F32, (int)P, 1, 1, 1, "the optimiser state", err);
     if (s == RT_OK && slots > 1)
         s = dev_alloc(t, M_S1, &d->s1, RT_F32, (int)P, 1, 1, 1, "the optimiser state", err);
-    if (s == RT_OK) s = rt_backend_upload(b, &d->data, ds->images, rt_tensor_bytes(&d->data), err);
+    float *host = ds->images; /* a set held as pixels: normalised once, here */
+    if (s == RT_OK && !host) {
+        size_t img = (size_t)ds->c * (size_t)ds->h * (size_t)ds->w;
+        if (!(host = malloc((size_t)ds->n * img * sizeof *host)))
+            s = RT_ERR(err, RT_ENOMEM, "out of memory staging the training set for the device");
+        for (int i = 0; s == RT_OK && i < ds->n; i++)
+            rt_dataset_image_f32(ds, i, host + (size_t)i * img);
+    }
+    if (s == RT_OK) s = rt_backend_upload(b, &d->data, host, rt_tensor_bytes(&d->data), err);
+    if (host != ds->images) free(host);
     if (s == RT_OK) s = rt_backend_upload(b, &d->labels, lab, rt_tensor_bytes(&d->labels), err);
     free(lab);
     return s;

@@ -3,7 +3,8 @@
  *
  * Runs in eval mode (BN running statistics, dropout off) in batches of the model's max
  * batch, in data-set order; per-sample losses are summed in double in that order, so
- * the result is deterministic. Host staging is allocated per call (not a training step).
+ * the result is deterministic. Host staging is allocated per call (not a training step),
+ * with a batch of floats for a set held as pixels (an image folder).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,11 @@ rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds, r
     const int B = rt_model_max_batch(m), L = d->num_classes;
     const size_t img = (size_t)d->c * d->h * d->w;
     float *probs = malloc((size_t)B * L * sizeof *probs), *losses = malloc((size_t)B * 4);
+    float *batch = d->images ? NULL : malloc((size_t)B * img * sizeof *batch); /* pixels */
     int32_t *labels = malloc((size_t)B * sizeof *labels);
     rt_status s = RT_OK;
-    if (!probs || !losses || !labels) s = RT_ERR(err, RT_ENOMEM, "out of memory evaluating");
+    if (!probs || !losses || !labels || (!d->images && !batch))
+        s = RT_ERR(err, RT_ENOMEM, "out of memory evaluating");
     double loss_sum = 0.0;
     int64_t correct = 0;
     for (int start = 0; start < d->n && s == RT_OK; start += B) {
@@ -45,7 +48,10 @@ rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds, r
             }
         }
         if (s != RT_OK) break;
-        s = rt_backend_upload(b, rt_model_input_tensor(m), d->images + (size_t)start * img,
+        for (int i = 0; batch && i < count; i++)
+            rt_dataset_image_f32(d, start + i, batch + (size_t)i * img);
+        s = rt_backend_upload(b, rt_model_input_tensor(m),
+                              batch ? batch : d->images + (size_t)start * img,
                               (size_t)count * img * 4, err);
         if (s == RT_OK)
             s = rt_backend_upload(b, rt_model_label_tensor(m), labels, (size_t)count * 4, err);
@@ -65,6 +71,7 @@ rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds, r
     }
     free(probs);
     free(losses);
+    free(batch);
     free(labels);
     if (s != RT_OK) return s;
     out->n = d->n;

@@ -19,14 +19,14 @@ typedef struct fm_registry fm_registry;
 
 /* *out = NULL when code has no annotations. Returns 0, or -1 with err filled
  * (ename "SyntaxError", evalue "line N: ..."). The form is the caller's. */
-int fm_form_parse(const char *code, fm_form **out, mg_error *err);
+RT_MUST_USE int fm_form_parse(const char *code, fm_form **out, mg_error *err);
 void fm_form_destroy(fm_form *f); /* accepts NULL */
 
 /* Type-checks a `kiln run -p NAME VALUE` override against the form's annotation
  * for NAME. Returns 1 and *value (new ref) when NAME is a parameter of this form,
  * 0 when it is not, -1 with err when VALUE does not fit the annotation. */
-int fm_form_coerce(const fm_form *f, const char *name, const char *value_text, json_t **value,
-                   mg_error *err);
+RT_MUST_USE int fm_form_coerce(const fm_form *f, const char *name, const char *value_text,
+                               json_t **value, mg_error *err);
 
 fm_registry *fm_registry_create(void);
 void fm_registry_destroy(fm_registry *r); /* accepts NULL */
@@ -35,8 +35,8 @@ void fm_registry_destroy(fm_registry *r); /* accepts NULL */
  * out->comm_open when available, else a text/plain + text/html table. cell_metadata
  * (borrowed, may be NULL) keys the form to its cell, so re-running a cell replaces
  * its form. Returns 0 or -1 with err. */
-int fm_registry_show(fm_registry *r, fm_form *f, json_t *cell_metadata, const mg_host *host,
-                     const mg_out *out, mg_error *err);
+RT_MUST_USE int fm_registry_show(fm_registry *r, fm_form *f, json_t *cell_metadata,
+                                 const mg_host *host, const mg_out *out, mg_error *err);
 
 /* An incoming comm_open/comm_msg/comm_close (content borrowed). Updates variables
  * through host and echoes through out as ipywidgets expects. Returns 0 when the

@@ -9,19 +9,19 @@
 #include "fm_internal.h"
 
 /* Appends the HTML-escaped first n bytes of s (mg_html_escape_n, the one escaper). */
-static void escape_into(fm_buf *b, const char *s, size_t n)
+static void escape_into(kl_buf *b, const char *s, size_t n)
 {
     char *e = mg_html_escape_n(s, n);
     if (!e) {
         b->oom = 1;
         return;
     }
-    fm_buf_puts(b, e);
+    kl_buf_puts(b, e);
     free(e);
 }
 
 /* Inline spans: `code`, **bold**, *em*; unmatched markers stay as text. */
-static void inline_md(fm_buf *b, const char *s)
+static void inline_md(kl_buf *b, const char *s)
 {
     while (*s) {
         const char *mark = NULL, *tag = NULL;
@@ -41,9 +41,9 @@ static void inline_md(fm_buf *b, const char *s)
         }
         const char *end = mark ? strstr(s + ml, mark) : NULL;
         if (end && end > s + ml) {
-            fm_buf_printf(b, "<%s>", tag);
+            kl_buf_printf(b, "<%s>", tag);
             escape_into(b, s + ml, (size_t)(end - s - ml));
-            fm_buf_printf(b, "</%s>", tag);
+            kl_buf_printf(b, "</%s>", tag);
             s = end + ml;
         } else {
             escape_into(b, s, 1);
@@ -54,51 +54,51 @@ static void inline_md(fm_buf *b, const char *s)
 
 char *fm_markdown_html(const char *text)
 {
-    fm_buf b = {0};
+    kl_buf b = {0};
     int level = 0;
     while (text[level] == '#' && level < 6) level++;
     if (!strcmp(text, "---") || !strcmp(text, "***") || !strcmp(text, "___")) {
-        fm_buf_puts(&b, "<hr>");
+        kl_buf_puts(&b, "<hr>");
     } else if (level && (text[level] == ' ' || !text[level])) {
         const char *t = text + level;
         while (*t == ' ') t++;
-        fm_buf_printf(&b, "<h%d>", level);
+        kl_buf_printf(&b, "<h%d>", level);
         inline_md(&b, t);
-        fm_buf_printf(&b, "</h%d>", level);
+        kl_buf_printf(&b, "</h%d>", level);
     } else if (!*text) {
-        fm_buf_puts(&b, "<br>");
+        kl_buf_puts(&b, "<br>");
     } else {
-        fm_buf_puts(&b, "<p style=\"margin:2px 0\">");
+        kl_buf_puts(&b, "<p style=\"margin:2px 0\">");
         inline_md(&b, text);
-        fm_buf_puts(&b, "</p>");
+        kl_buf_puts(&b, "</p>");
     }
-    return fm_buf_take(&b);
+    return kl_buf_take(&b);
 }
 
 char *fm_title_html(const char *text)
 {
-    fm_buf b = {0};
+    kl_buf b = {0};
     while (*text == '#' || *text == ' ') text++; /* `#@title ## Heading` */
-    fm_buf_puts(&b, "<h3>");
+    kl_buf_puts(&b, "<h3>");
     inline_md(&b, text);
-    fm_buf_puts(&b, "</h3>");
-    return fm_buf_take(&b);
+    kl_buf_puts(&b, "</h3>");
+    return kl_buf_take(&b);
 }
 
 json_t *fm_fallback_bundle(const fm_form *f, const mg_host *host)
 {
-    fm_buf t = {0}, h = {0};
+    kl_buf t = {0}, h = {0};
     size_t width = 0;
     for (size_t i = 0; i < f->n; i++)
         if (f->items[i].field && strlen(f->items[i].field->name) > width)
             width = strlen(f->items[i].field->name);
-    fm_buf_puts(&h, "<div class=\"kiln-form\">");
+    kl_buf_puts(&h, "<div class=\"kiln-form\">");
     int in_table = 0;
     for (size_t i = 0; i < f->n; i++) {
         const fm_item *it = &f->items[i];
         if (it->kind != FM_ITEM_PARAM) {
             if (in_table) {
-                fm_buf_puts(&h, "</table>");
+                kl_buf_puts(&h, "</table>");
                 in_table = 0;
             }
             if (it->kind == FM_ITEM_TITLE) {
@@ -106,14 +106,14 @@ json_t *fm_fallback_bundle(const fm_form *f, const mg_host *host)
                 const char *tt = it->text;
                 while (*tt == '#' || *tt == ' ') tt++;
                 char *th = fm_title_html(tt);
-                fm_buf_printf(&t, "%s\n", tt);
-                if (th) fm_buf_puts(&h, th);
+                kl_buf_printf(&t, "%s\n", tt);
+                if (th) kl_buf_puts(&h, th);
                 else h.oom = 1;
                 free(th);
             } else {
                 char *md = fm_markdown_html(it->text);
-                fm_buf_printf(&t, "%s\n", it->text);
-                if (md) fm_buf_puts(&h, md);
+                kl_buf_printf(&t, "%s\n", it->text);
+                if (md) kl_buf_puts(&h, md);
                 else h.oom = 1;
                 free(md);
             }
@@ -125,23 +125,23 @@ json_t *fm_fallback_bundle(const fm_form *f, const mg_host *host)
             t.oom = 1;
             break;
         }
-        fm_buf_printf(&t, "  %-*s = %s\n", (int)width, fd->name, val);
+        kl_buf_printf(&t, "  %-*s = %s\n", (int)width, fd->name, val);
         if (!in_table) {
-            fm_buf_puts(&h, "<table>");
+            kl_buf_puts(&h, "<table>");
             in_table = 1;
         }
-        fm_buf_puts(&h, "<tr><td style=\"text-align:left\"><code>");
+        kl_buf_puts(&h, "<tr><td style=\"text-align:left\"><code>");
         escape_into(&h, fd->name, strlen(fd->name));
-        fm_buf_puts(&h, "</code></td><td style=\"text-align:left\"><code>");
+        kl_buf_puts(&h, "</code></td><td style=\"text-align:left\"><code>");
         escape_into(&h, val, strlen(val));
-        fm_buf_printf(&h, "</code></td><td style=\"text-align:left\"><i>%s</i></td></tr>",
+        kl_buf_printf(&h, "</code></td><td style=\"text-align:left\"><i>%s</i></td></tr>",
                       fm_kind_name(fd->kind));
         free(val);
     }
-    if (in_table) fm_buf_puts(&h, "</table>");
-    fm_buf_puts(&h, "</div>");
+    if (in_table) kl_buf_puts(&h, "</table>");
+    kl_buf_puts(&h, "</div>");
     size_t tn = t.n, hn = h.n;
-    char *ts = fm_buf_take(&t), *hs = fm_buf_take(&h);
+    char *ts = kl_buf_take(&t), *hs = kl_buf_take(&h);
     json_t *plain = ts ? fm_jstr(ts, tn) : NULL, *html = hs ? fm_jstr(hs, hn) : NULL;
     free(ts);
     free(hs);

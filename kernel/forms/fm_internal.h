@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include "fm.h"
+#include "kl_buf.h"
 
 typedef enum {
     FM_STRING,
@@ -97,19 +98,6 @@ json_t *fm_fallback_bundle(const fm_form *f, const mg_host *host);
 char *fm_markdown_html(const char *text);
 /* A title line as <h3> HTML (leading #s dropped, inline Markdown kept). malloc'd. */
 char *fm_title_html(const char *text);
-
-/* ---- fm_buf.c: a growable string (a failed allocation sticks in oom) ---- */
-
-typedef struct fm_buf {
-    char *s;
-    size_t n, cap;
-    int oom;
-} fm_buf;
-void fm_buf_add(fm_buf *b, const char *s, size_t n);
-void fm_buf_puts(fm_buf *b, const char *s);
-void fm_buf_printf(fm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The string (malloc'd, caller frees), or NULL after an allocation failure. */
-char *fm_buf_take(fm_buf *b);
 
 /* ---- errors ---- */
 int fm_fail(mg_error *err, const char *ename, const char *fmt, ...)

@@ -26,7 +26,7 @@ json_t *fm_jstr(const char *s, size_t n)
 
 /* ---- shared scanners ---- */
 
-static void put_utf8(fm_buf *b, unsigned cp)
+static void put_utf8(kl_buf *b, unsigned cp)
 {
     char u[4];
     size_t n;
@@ -49,7 +49,7 @@ static void put_utf8(fm_buf *b, unsigned cp)
         u[3] = (char)(0x80 | (cp & 0x3F));
         n = 4;
     }
-    fm_buf_add(b, u, n);
+    kl_buf_add(b, u, n);
 }
 
 static int hex_digits(const char *s, int n, unsigned *out)
@@ -69,55 +69,55 @@ static json_t *scan_string(const char **p, const char **why)
 {
     char q = **p;
     const char *s = *p + 1;
-    fm_buf b = {0};
+    kl_buf b = {0};
     *why = "unterminated string";
     while (*s && *s != q && *s != '\n') {
         if (*s != '\\') {
-            fm_buf_add(&b, s++, 1);
+            kl_buf_add(&b, s++, 1);
             continue;
         }
         s++;
         unsigned cp;
         switch (*s) {
         case 'n':
-            fm_buf_add(&b, "\n", 1);
+            kl_buf_add(&b, "\n", 1);
             s++;
             break;
         case 't':
-            fm_buf_add(&b, "\t", 1);
+            kl_buf_add(&b, "\t", 1);
             s++;
             break;
         case 'r':
-            fm_buf_add(&b, "\r", 1);
+            kl_buf_add(&b, "\r", 1);
             s++;
             break;
         case '\\':
         case '\'':
-        case '"': fm_buf_add(&b, s++, 1); break;
+        case '"': kl_buf_add(&b, s++, 1); break;
         case 'x':
         case 'u':
             if (hex_digits(s + 1, *s == 'x' ? 2 : 4, &cp) || cp == 0 ||
                 (cp >= 0xD800 && cp <= 0xDFFF)) {
                 *why = "bad escape in string";
-                free(fm_buf_take(&b));
+                free(kl_buf_take(&b));
                 return NULL;
             }
             s += *s == 'x' ? 3 : 5;
             put_utf8(&b, cp);
             break;
-        case '\0': free(fm_buf_take(&b)); return NULL;
+        case '\0': free(kl_buf_take(&b)); return NULL;
         default:
-            fm_buf_add(&b, "\\", 1);
-            fm_buf_add(&b, s++, 1);
+            kl_buf_add(&b, "\\", 1);
+            kl_buf_add(&b, s++, 1);
             break;
         }
     }
     if (*s != q) {
-        free(fm_buf_take(&b));
+        free(kl_buf_take(&b));
         return NULL;
     }
     size_t n = b.n;
-    char *text = fm_buf_take(&b);
+    char *text = kl_buf_take(&b);
     if (!text) {
         *why = "out of memory";
         return NULL;

@@ -26,7 +26,7 @@ static char *literal(const fm_field *f, const json_t *value)
 
 /* Replaces, on line `line` of code, the literal text `old` after the '=' by `new`,
  * keeping the annotation's column when there is room. Appends the line to b. */
-static void rewrite_line(fm_buf *b, const char *s, size_t n, const char *old, const char *new)
+static void rewrite_line(kl_buf *b, const char *s, size_t n, const char *old, const char *new)
 {
     const char *eq = memchr(s, '=', n);
     const char *at = NULL;
@@ -37,11 +37,11 @@ static void rewrite_line(fm_buf *b, const char *s, size_t n, const char *old, co
             break;
         }
     if (!at) {
-        fm_buf_add(b, s, n);
+        kl_buf_add(b, s, n);
         return;
     }
-    fm_buf_add(b, s, (size_t)(at - s));
-    fm_buf_puts(b, new);
+    kl_buf_add(b, s, (size_t)(at - s));
+    kl_buf_puts(b, new);
     const char *rest = at + ol;
     size_t spaces = 0;
     while (rest + spaces < s + n && rest[spaces] == ' ') spaces++;
@@ -49,15 +49,15 @@ static void rewrite_line(fm_buf *b, const char *s, size_t n, const char *old, co
     if (spaces && rest + spaces < s + n) { /* the comment where it was, 2 spaces at least */
         size_t least = spaces < 2 ? spaces : 2;
         size_t keep = ol + spaces > nl + least ? ol + spaces - nl : least;
-        for (size_t i = 0; i < keep; i++) fm_buf_add(b, " ", 1);
+        for (size_t i = 0; i < keep; i++) kl_buf_add(b, " ", 1);
         rest += spaces;
     }
-    fm_buf_add(b, rest, (size_t)(s + n - rest));
+    kl_buf_add(b, rest, (size_t)(s + n - rest));
 }
 
 char *fm_form_write_back(const fm_form *f, const char *code, const mg_host *host)
 {
-    fm_buf b = {0};
+    kl_buf b = {0};
     int changed = 0, line = 0;
     const char *s = code;
     while (*s) {
@@ -73,13 +73,13 @@ char *fm_form_write_back(const fm_form *f, const char *code, const mg_host *host
             rewrite_line(&b, s, n, fd->code_text, lit);
             changed = 1;
         } else {
-            fm_buf_add(&b, s, n);
+            kl_buf_add(&b, s, n);
         }
         free(lit);
         s += n;
-        if (*s == '\n') fm_buf_add(&b, s++, 1);
+        if (*s == '\n') kl_buf_add(&b, s++, 1);
     }
-    char *out = fm_buf_take(&b);
+    char *out = kl_buf_take(&b);
     if (!changed) {
         free(out);
         return NULL;

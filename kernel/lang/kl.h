@@ -36,8 +36,8 @@ mg_settings *kl_engine_settings(kl_engine *e);
 /* Runs one cell. Outputs (streams, displays, the trailing expression's value) go to
  * out. cell_metadata (borrowed, may be NULL) is the request's metadata.
  * Returns 0, or -1 with err filled (err->traceback a new ref). */
-int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out, json_t *cell_metadata,
-                      kl_error *err);
+RT_MUST_USE int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out,
+                                  json_t *cell_metadata, kl_error *err);
 
 /* "complete", "incomplete" or "invalid" (static string); *indent gets a suggested
  * indent for "incomplete" (static string, may be ""). */
@@ -57,7 +57,7 @@ json_t *kl_engine_eval_expression(kl_engine *e, const char *expr);
 
 /* The variable namespace, for `kiln run -p NAME VALUE` and the forms. get: borrowed. */
 json_t *kl_engine_var_get(kl_engine *e, const char *name);
-int kl_engine_var_set(kl_engine *e, const char *name, json_t *value /* stolen */);
+RT_MUST_USE int kl_engine_var_set(kl_engine *e, const char *name, json_t *value /* stolen */);
 
 /* Incoming comm traffic from the frontend (widgets): the kernel's comm registry
  * forwards comm_open/comm_msg/comm_close content here. out carries any replies.

@@ -70,10 +70,10 @@ int klpb_kwargs(klpb_call *k, const char *allowed, json_t **vals)
     return 0;
 }
 
-json_t *klpb_str_new(klp_buf *b)
+json_t *klpb_str_new(kl_buf *b)
 {
     json_t *r = b->oom ? NULL : json_stringn(b->s ? b->s : "", b->n);
-    klp_buf_free(b);
+    kl_buf_free(b);
     return r;
 }
 
@@ -108,38 +108,38 @@ static json_t *b_print(klpb_call *k)
                              i ? "end" : "sep", klp_type_name(kv[i]));
     if (kv[3] && !json_is_null(kv[3]))
         return klpb_fail(k->c, k->n, "TypeError", "print(file=...) is not supported");
-    klp_buf b = {0};
+    kl_buf b = {0};
     for (size_t i = 0; i < k->na; i++) {
         if (i) {
             if (kv[0] && json_is_string(kv[0]))
-                klp_buf_add(&b, json_string_value(kv[0]), json_string_length(kv[0]));
-            else klp_buf_add(&b, " ", 1);
+                kl_buf_add(&b, json_string_value(kv[0]), json_string_length(kv[0]));
+            else kl_buf_add(&b, " ", 1);
         }
         klp_str(&b, k->args[i]);
     }
     if (kv[1] && json_is_string(kv[1]))
-        klp_buf_add(&b, json_string_value(kv[1]), json_string_length(kv[1]));
-    else klp_buf_add(&b, "\n", 1);
+        kl_buf_add(&b, json_string_value(kv[1]), json_string_length(kv[1]));
+    else kl_buf_add(&b, "\n", 1);
     if (!b.oom && b.n && k->c->out && k->c->out->stream)
         k->c->out->stream(k->c->out->user, "stdout", b.s, b.n);
-    klp_buf_free(&b);
+    kl_buf_free(&b);
     return json_null();
 }
 
 static json_t *b_input(klpb_call *k)
 {
     if (klpb_nargs(k, 0, 1) < 0) return NULL;
-    klp_buf b = {0};
+    kl_buf b = {0};
     if (k->na) klp_str(&b, k->args[0]);
     const mg_out *o = k->c->out;
     if (!o || !o->input) {
-        klp_buf_free(&b);
+        kl_buf_free(&b);
         return klpb_fail(k->c, k->n, "StdinNotImplementedError",
                          "input() was called, but "
                          "this frontend does not support input requests.");
     }
     char *line = o->input(o->user, b.s ? b.s : "", 0);
-    klp_buf_free(&b);
+    kl_buf_free(&b);
     if (!line) {
         if (klp_interrupted(k->c->eng))
             return klpb_fail(k->c, k->n, "KeyboardInterrupt", "interrupted");
@@ -169,7 +169,7 @@ static json_t *b_str(klpb_call *k)
 {
     if (klpb_nargs(k, 0, 1) < 0) return NULL;
     if (!k->na) return json_string("");
-    klp_buf b = {0};
+    kl_buf b = {0};
     klp_str(&b, k->args[0]);
     return klpb_str_new(&b);
 }
@@ -177,7 +177,7 @@ static json_t *b_str(klpb_call *k)
 static json_t *b_repr(klpb_call *k)
 {
     if (klpb_nargs(k, 1, 1) < 0) return NULL;
-    klp_buf b = {0};
+    kl_buf b = {0};
     klp_repr(&b, k->args[0]);
     return klpb_str_new(&b);
 }
@@ -342,14 +342,13 @@ json_t *klp_call_builtin(klp_ctx *c, const klp_node *n, const char *name, json_t
         return NULL;
     }
     if (i == NTABLE) {
-        klp_buf b = {0};
-        for (size_t j = 0; j < NTABLE; j++)
-            klp_buf_printf(&b, "%s%s", j ? ", " : "", table[j].name);
+        kl_buf b = {0};
+        for (size_t j = 0; j < NTABLE; j++) kl_buf_printf(&b, "%s%s", j ? ", " : "", table[j].name);
         klp_fail(c->err, n->line, n->col, "NameError",
                  "name '%s' is not defined (Kiln cells "
                  "hold parameters; their functions are %s)",
                  name, b.s ? b.s : "");
-        klp_buf_free(&b);
+        kl_buf_free(&b);
         return NULL;
     }
     klpb_call k = {c, n, name, args, nargs, kwnames, kwvals, nkw};

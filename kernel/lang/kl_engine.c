@@ -234,12 +234,12 @@ json_t *kl_engine_eval_expression(kl_engine *e, const char *expr)
                       ke.evalue, "traceback", ke.traceback ? ke.traceback : json_array());
         return r;
     }
-    klp_buf b = {0};
+    kl_buf b = {0};
     klp_repr(&b, v);
     json_decref(v);
     json_t *r = json_pack("{s:s, s:{s:s%}, s:{}}", "status", "ok", "data", "text/plain",
                           b.s ? b.s : "", b.n, "metadata");
-    klp_buf_free(&b);
+    kl_buf_free(&b);
     return r;
 }
 

@@ -46,10 +46,10 @@ int klp_syntax(klp_err *e, int line, int col, const char *fmt, ...)
 
 int klp_fail_repr(klp_err *e, int line, int col, const char *ename, const char *what, json_t *v)
 {
-    klp_buf b = {0};
+    kl_buf b = {0};
     klp_repr(&b, v);
     klp_fail(e, line, col, ename, "%s%.900s", what, b.s ? b.s : "");
-    klp_buf_free(&b);
+    kl_buf_free(&b);
     return -1;
 }
 
@@ -76,24 +76,23 @@ static const char *src_line(const char *src, int line, size_t *len)
     return p;
 }
 
-static void caret(klp_buf *b, int indent, const char *line, size_t len, int col, int end_col)
+static void caret(kl_buf *b, int indent, const char *line, size_t len, int col, int end_col)
 {
-    for (int i = 0; i < indent; i++) klp_buf_add(b, " ", 1);
+    for (int i = 0; i < indent; i++) kl_buf_add(b, " ", 1);
     /* keep tabs so the caret lines up under tab-indented text */
     size_t off = klp_utf8_offset(line, len, (size_t)(col - 1));
     for (size_t i = 0; i < off && i < len; i++)
-        if (((unsigned char)line[i] & 0xc0) != 0x80)
-            klp_buf_add(b, line[i] == '\t' ? "\t" : " ", 1);
+        if (((unsigned char)line[i] & 0xc0) != 0x80) kl_buf_add(b, line[i] == '\t' ? "\t" : " ", 1);
     int w = end_col > col ? end_col - col : 1;
-    klp_buf_puts(b, RED);
-    for (int i = 0; i < w; i++) klp_buf_add(b, "^", 1);
-    klp_buf_puts(b, RESET);
+    kl_buf_puts(b, RED);
+    for (int i = 0; i < w; i++) kl_buf_add(b, "^", 1);
+    kl_buf_puts(b, RESET);
 }
 
-static void push_str(json_t *tb, klp_buf *b)
+static void push_str(json_t *tb, kl_buf *b)
 {
     if (!b->oom && b->s) json_array_append_new(tb, json_stringn(b->s, b->n));
-    klp_buf_free(b);
+    kl_buf_free(b);
 }
 
 /* Messages can quote user text cut at a byte limit (ours or another module's):
@@ -102,7 +101,7 @@ static void fix_utf8(char *s, size_t cap)
 {
     size_t n = strlen(s);
     if (klp_utf8_valid(s, n)) return;
-    klp_buf b = {0};
+    kl_buf b = {0};
     klp_utf8_sanitize(&b, s, n, 1);
     size_t k = b.oom ? 0 : b.n;
     if (k >= cap) {
@@ -111,7 +110,7 @@ static void fix_utf8(char *s, size_t cap)
     }
     if (k) memcpy(s, b.s, k);
     s[k] = 0;
-    klp_buf_free(&b);
+    kl_buf_free(&b);
 }
 
 void klp_err_export(const klp_err *e, const char *src, kl_error *out)
@@ -126,51 +125,51 @@ void klp_err_export(const klp_err *e, const char *src, kl_error *out)
     fix_utf8(out->ename, sizeof out->ename);
     json_t *tb = json_array();
     if (!tb) return;
-    klp_buf b = {0};
+    kl_buf b = {0};
     size_t len = 0;
     const char *line = e->line > 0 && src ? src_line(src, e->line, &len) : NULL;
     if (line && !klp_utf8_valid(line, len)) line = NULL;
     if (e->is_syntax) {
-        klp_buf_printf(&b, "  Cell line %d, column %d", e->line, e->col > 0 ? e->col : 1);
+        kl_buf_printf(&b, "  Cell line %d, column %d", e->line, e->col > 0 ? e->col : 1);
         push_str(tb, &b);
         if (line) {
-            klp_buf_puts(&b, "    ");
-            klp_buf_add(&b, line, len);
-            klp_buf_puts(&b, "\n");
+            kl_buf_puts(&b, "    ");
+            kl_buf_add(&b, line, len);
+            kl_buf_puts(&b, "\n");
             caret(&b, 4, line, len, e->col > 0 ? e->col : 1, 0);
             push_str(tb, &b);
         }
     } else {
-        klp_buf_puts(&b, RED "---------------------------------------------------------------"
-                             "------------" RESET);
+        kl_buf_puts(&b, RED "---------------------------------------------------------------"
+                            "------------" RESET);
         push_str(tb, &b);
-        klp_buf_printf(&b, RED "%-42s" RESET "Traceback (most recent call last)", out->ename);
+        kl_buf_printf(&b, RED "%-42s" RESET "Traceback (most recent call last)", out->ename);
         push_str(tb, &b);
         if (line) {
-            if (e->col > 0) klp_buf_printf(&b, "Cell line %d, column %d\n", e->line, e->col);
-            else klp_buf_printf(&b, "Cell line %d\n", e->line);
+            if (e->col > 0) kl_buf_printf(&b, "Cell line %d, column %d\n", e->line, e->col);
+            else kl_buf_printf(&b, "Cell line %d\n", e->line);
             for (int l = e->line - 2 > 1 ? e->line - 2 : 1; l < e->line; l++) {
                 size_t pl;
                 const char *p = src_line(src, l, &pl);
                 if (p && klp_utf8_valid(p, pl)) {
-                    klp_buf_printf(&b, GREEN "%7d" RESET " ", l);
-                    klp_buf_add(&b, p, pl);
-                    klp_buf_puts(&b, "\n");
+                    kl_buf_printf(&b, GREEN "%7d" RESET " ", l);
+                    kl_buf_add(&b, p, pl);
+                    kl_buf_puts(&b, "\n");
                 }
             }
-            klp_buf_printf(&b, GREEN "---> %-3d" RESET, e->line);
-            klp_buf_add(&b, line, len);
+            kl_buf_printf(&b, GREEN "---> %-3d" RESET, e->line);
+            kl_buf_add(&b, line, len);
             if (e->col > 0) {
-                klp_buf_puts(&b, "\n");
+                kl_buf_puts(&b, "\n");
                 caret(&b, 8, line, len, e->col, e->end_col);
             }
             push_str(tb, &b);
         }
     }
-    klp_buf_printf(&b, RED "%s" RESET ": %s", out->ename, out->evalue);
+    kl_buf_printf(&b, RED "%s" RESET ": %s", out->ename, out->evalue);
     if (!klp_utf8_valid(b.s ? b.s : "", b.n)) {
-        klp_buf_free(&b);
-        klp_buf_printf(&b, RED "%s" RESET, out->ename);
+        kl_buf_free(&b);
+        kl_buf_printf(&b, RED "%s" RESET, out->ename);
     }
     push_str(tb, &b);
     out->traceback = tb;

@@ -164,11 +164,11 @@ done:
 
 static json_t *eval_fstr(klp_ctx *c, const klp_node *n)
 {
-    klp_buf b = {0};
+    kl_buf b = {0};
     for (size_t i = 0; i < n->n; i++) {
         const klp_node *k = n->kids[i];
         if (!n->ops[i]) {
-            klp_buf_add(&b, k->str, k->len);
+            kl_buf_add(&b, k->str, k->len);
             continue;
         }
         json_t *v = klp_eval(c, k);
@@ -182,10 +182,10 @@ static json_t *eval_fstr(klp_ctx *c, const klp_node *n)
         }
     }
     json_t *r = b.oom ? NULL : json_stringn(b.s ? b.s : "", b.n);
-    klp_buf_free(&b);
+    kl_buf_free(&b);
     return r ? r : oom(c, n);
 fail:
-    klp_buf_free(&b);
+    kl_buf_free(&b);
     return NULL;
 }
 

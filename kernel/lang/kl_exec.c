@@ -167,14 +167,14 @@ static int del_target(klp_ctx *c, const klp_node *t)
 static int show_result(klp_ctx *c, json_t *v)
 {
     if (json_is_null(v) || !c->out || !c->out->result) return 0;
-    klp_buf b = {0};
+    kl_buf b = {0};
     klp_repr(&b, v);
     json_t *bundle = json_object();
     if (!b.oom && bundle)
         json_object_set_new(bundle, "text/plain", json_stringn(b.s ? b.s : "", b.n));
     if (bundle) c->out->result(c->out->user, bundle, NULL);
     json_decref(bundle);
-    klp_buf_free(&b);
+    kl_buf_free(&b);
     return 0;
 }
 

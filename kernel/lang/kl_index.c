@@ -132,12 +132,12 @@ json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t
         size_t *o = cp_offsets(s, json_string_length(obj), &ncp);
         if (!o) return NULL;
         long long cnt = adjust((long long)ncp, &start, &stop, step);
-        klp_buf b = {0};
+        kl_buf b = {0};
         for (long long k = 0, i = start; k < cnt; k++, i += step)
-            klp_buf_add(&b, s + o[i], o[i + 1] - o[i]);
+            kl_buf_add(&b, s + o[i], o[i + 1] - o[i]);
         free(o);
         json_t *r = b.oom ? NULL : json_stringn(b.s ? b.s : "", b.n);
-        klp_buf_free(&b);
+        kl_buf_free(&b);
         return r;
     }
     klp_fail(c->err, n->line, n->col, "TypeError", "'%s' object is not subscriptable%s",

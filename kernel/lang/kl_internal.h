@@ -7,7 +7,7 @@
  * turned into a Jupyter error with a traceback by kl_error.c at the very end.
  *
  * The syntax half - kl_lex.c, kl_parse*.c, kl_fstr.c, kl_literal.c, kl_repr.c,
- * kl_utf8.c, kl_util.c, kl_error.c - is the kl_syntax library (kernel/meson.build),
+ * kl_utf8.c, kl_arena.c, kl_buf.c, kl_error.c - is the kl_syntax library (kernel/meson.build),
  * which kernel/forms and the wire code link without the engine: those files call
  * nothing of the engine's.
  *
@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "kl.h"
+#include "kl_buf.h"
 
 #define KLP_MAX_DEPTH 200               /* AST nesting and value nesting limit */
 #define KLP_MAX_ITEMS (1u << 21)        /* largest list an operation may create (~120 MB) */
@@ -51,18 +52,6 @@ int klp_fail_repr(klp_err *e, int line, int col, const char *ename, const char *
 /* Builds the public error (with traceback pointing into src). */
 void klp_err_export(const klp_err *e, const char *src, kl_error *out);
 
-/* ---- growable buffer ---- */
-
-typedef struct klp_buf {
-    char *s;
-    size_t n, cap;
-    int oom;
-} klp_buf;
-void klp_buf_add(klp_buf *b, const char *s, size_t n);
-void klp_buf_puts(klp_buf *b, const char *s);
-void klp_buf_printf(klp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void klp_buf_free(klp_buf *b);
-
 /* ---- arena (per cell; tokens, AST, decoded strings) ---- */
 
 typedef struct klp_arena klp_arena;
@@ -78,7 +67,7 @@ size_t klp_utf8_offset(const char *s, size_t n, size_t cp); /* byte offset of co
 int klp_utf8_encode(uint32_t cp, char out[4]);              /* bytes written; 0 if invalid */
 /* Bytes of s[0..n) that form complete valid sequences, invalid bytes replaced by
  * U+FFFD into b; returns how many trailing bytes were held back (incomplete). */
-size_t klp_utf8_sanitize(klp_buf *b, const char *s, size_t n, int final);
+size_t klp_utf8_sanitize(kl_buf *b, const char *s, size_t n, int final);
 
 /* ---- tokens ---- */
 
@@ -113,7 +102,7 @@ typedef struct klp_toks {
 
 /* Tokenises src (valid UTF-8). Returns 0, or -1 with err (SyntaxError/IndentationError);
  * toks->incomplete is set when the error is "unexpected end of input". */
-int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err);
+RT_MUST_USE int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err);
 
 /* ---- AST ---- */
 
@@ -173,9 +162,9 @@ typedef struct klp_prog {
 } klp_prog;
 
 /* Parses tokens into statements. Returns 0 or -1 with a SyntaxError in err. */
-int klp_parse(klp_arena *a, const klp_toks *toks, klp_prog *prog, klp_err *err);
+RT_MUST_USE int klp_parse(klp_arena *a, const klp_toks *toks, klp_prog *prog, klp_err *err);
 /* Parses one expression (for {expr} interpolation, f-strings, user_expressions). */
-int klp_parse_expr(klp_arena *a, const char *src, klp_node **out, klp_err *err);
+RT_MUST_USE int klp_parse_expr(klp_arena *a, const char *src, klp_node **out, klp_err *err);
 
 /* ---- evaluation ---- */
 
@@ -197,8 +186,8 @@ klp_err *klp_nested_err(kl_engine *e); /* last error of host->run_cell */
 json_t *klp_eval(klp_ctx *c, const klp_node *n);
 /* Parses and evaluates one expression; new ref or NULL with err. */
 json_t *klp_eval_source(kl_engine *e, const char *src, const mg_out *out,
-                        klp_err *err);       /* new ref or NULL with c->err */
-int klp_exec(klp_ctx *c, const klp_prog *p); /* 0 or -1 */
+                        klp_err *err);                   /* new ref or NULL with c->err */
+RT_MUST_USE int klp_exec(klp_ctx *c, const klp_prog *p); /* 0 or -1 */
 
 /* The total budget of the values (kl_budget.c); one per engine. */
 typedef struct klp_budget {
@@ -210,7 +199,7 @@ typedef struct klp_budget {
 } klp_budget;
 klp_budget *klp_budget_of(kl_engine *e);
 /* "256M", "2GiB", "1048576": 0 with *out in bytes (at least KLP_BUDGET_MIN), or -1. */
-int klp_budget_parse(const char *s, size_t *out);
+RT_MUST_USE int klp_budget_parse(const char *s, size_t *out);
 /* The default, or setting (KILN_VALUE_BUDGET) when valid; a bad one is warned about. */
 void klp_budget_init(klp_budget *b, const char *setting);
 void klp_budget_statement(klp_budget *b); /* a statement starts */
@@ -251,9 +240,9 @@ const char *klp_method_name(json_t *self, size_t *i);
 
 /* repr()/str() (kl_repr.c): appended to b. */
 const char *klp_type_name(json_t *v);
-void klp_repr(klp_buf *b, json_t *v);
-void klp_str(klp_buf *b, json_t *v);
-void klp_float_repr(klp_buf *b, double d);
+void klp_repr(kl_buf *b, json_t *v);
+void klp_str(kl_buf *b, json_t *v);
+void klp_float_repr(kl_buf *b, double d);
 
 /* $name / {expr} interpolation in a shell line (kl_interp.c), each value quoted as one
  * sh word ($!name / {!expr}: raw): new string (free()), or NULL on OOM. */
@@ -267,11 +256,12 @@ char *klp_interpolate_args(kl_engine *e, const char *text, int quoted, klp_err *
                            char *undef, size_t nundef);
 
 /* Shell (kl_shell.c): runs cmd, streaming into out. 0, or -1 (interrupt / failure). */
-int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status, klp_err *err);
+RT_MUST_USE int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status,
+                              klp_err *err);
 
 /* Magics (kl_magic.c). text = "name args" (line) or the whole cell (cell magic). */
 int klp_magic_line(klp_ctx *c, const klp_node *n);
-int klp_magic_cell(kl_engine *e, const char *code, const mg_out *out, klp_err *err);
+RT_MUST_USE int klp_magic_cell(kl_engine *e, const char *code, const mg_out *out, klp_err *err);
 int klp_help(klp_ctx *c, const char *name);
 /* What a bare `help` and help() print: where the help is (kl_builtins.c). */
 extern const char klp_help_pointer[];

@@ -49,36 +49,36 @@ enum { Q_NONE, Q_SINGLE, Q_DOUBLE }; /* quote state of the text around a value *
 
 /* Appends str(v) to b as one word in the given quote state: for sh (shell != 0) or for
  * mg_args' splitter, whose double quotes know only \" and \\ as escapes. */
-static void add_quoted(klp_buf *b, json_t *v, int state, int shell)
+static void add_quoted(kl_buf *b, json_t *v, int state, int shell)
 {
-    klp_buf t = {0};
-    klp_buf_add(&t, "", 0);
+    kl_buf t = {0};
+    kl_buf_add(&t, "", 0);
     klp_str(&t, v);
     if (t.oom) {
         b->oom = 1;
-        klp_buf_free(&t);
+        kl_buf_free(&t);
         return;
     }
     /* a ' can never appear inside '...': close, add it another way, reopen */
     const char *squote = shell ? "'\\''" : "'\"'\"'";
-    if (state == Q_NONE) klp_buf_add(b, "'", 1);
+    if (state == Q_NONE) kl_buf_add(b, "'", 1);
     for (size_t i = 0; i < t.n; i++) {
         char c = t.s[i];
-        if (state != Q_DOUBLE && c == '\'') klp_buf_add(b, squote, strlen(squote));
+        if (state != Q_DOUBLE && c == '\'') kl_buf_add(b, squote, strlen(squote));
         else if (state == Q_DOUBLE &&
                  (c == '"' || c == '\\' || (shell && (c == '$' || c == '`')))) {
-            klp_buf_add(b, "\\", 1);
-            klp_buf_add(b, &c, 1);
-        } else klp_buf_add(b, &c, 1);
+            kl_buf_add(b, "\\", 1);
+            kl_buf_add(b, &c, 1);
+        } else kl_buf_add(b, &c, 1);
     }
-    if (state == Q_NONE) klp_buf_add(b, "'", 1);
-    klp_buf_free(&t);
+    if (state == Q_NONE) kl_buf_add(b, "'", 1);
+    kl_buf_free(&t);
 }
 
 /* mode: how a value is written (QUOTE_*) */
 enum { QUOTE_SHELL, QUOTE_ARGS, QUOTE_NONE };
 
-static void add_value(klp_buf *b, json_t *v, int mode, int state, int raw)
+static void add_value(kl_buf *b, json_t *v, int mode, int state, int raw)
 {
     if (raw || mode == QUOTE_NONE) klp_str(b, v);
     else add_quoted(b, v, state, mode == QUOTE_SHELL);
@@ -87,8 +87,8 @@ static void add_value(klp_buf *b, json_t *v, int mode, int state, int raw)
 static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name_err, char *undef,
                          size_t nundef)
 {
-    klp_buf b = {0};
-    klp_buf_add(&b, "", 0);
+    kl_buf b = {0};
+    kl_buf_add(&b, "", 0);
     int state = Q_NONE;
     for (size_t i = 0; text[i] && !b.oom;) {
         if (b.n > MAX_EXPANDED) b.oom = 1; /* reported as a MemoryError */
@@ -99,15 +99,15 @@ static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name
             (c == '{' || (c == '$' && (isalpha((unsigned char)text[i + 2]) || text[i + 2] == '_')));
         if (c == '\\' && state != Q_SINGLE && text[i + 1] && text[i + 1] != '$' &&
             text[i + 1] != '{') {
-            klp_buf_add(&b, text + i, 2); /* an escaped character, quote state unchanged */
+            kl_buf_add(&b, text + i, 2); /* an escaped character, quote state unchanged */
             i += 2;
         } else if ((c == '\'' && state != Q_DOUBLE) || (c == '"' && state != Q_SINGLE)) {
             int q = c == '\'' ? Q_SINGLE : Q_DOUBLE;
             state = state == q ? Q_NONE : q;
-            klp_buf_add(&b, &c, 1);
+            kl_buf_add(&b, &c, 1);
             i++;
         } else if (c == '$' && text[i + 1] == '$') {
-            klp_buf_add(&b, "$", 1);
+            kl_buf_add(&b, "$", 1);
             i += 2;
         } else if (c == '$' && (raw || isalpha((unsigned char)text[i + 1]) || text[i + 1] == '_')) {
             size_t j = i + 1 + raw;
@@ -121,19 +121,19 @@ static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name
                 v = json_object_get(klp_vars(e), name);
             }
             if (v) add_value(&b, v, mode, state, raw);
-            else klp_buf_add(&b, text + i, j - i);
+            else kl_buf_add(&b, text + i, j - i);
             if (!v && undef && !undef[0] && j - i < nundef) {
                 memcpy(undef, text + i, j - i);
                 undef[j - i] = 0;
             }
             i = j;
         } else if ((c == '{' || c == '}') && text[i + 1] == c) {
-            klp_buf_add(&b, &c, 1);
+            kl_buf_add(&b, &c, 1);
             i += 2;
         } else if (c == '{') {
             size_t end = brace_end(text + i);
             if (!end) {
-                klp_buf_add(&b, &c, 1);
+                kl_buf_add(&b, &c, 1);
                 i++;
                 continue;
             }
@@ -143,20 +143,20 @@ static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name
             free(src);
             if (!v && name_err && !strcmp(err.ename, "NameError")) {
                 *name_err = err;
-                klp_buf_free(&b);
+                kl_buf_free(&b);
                 return NULL;
             }
             if (v) add_value(&b, v, mode, state, raw);
-            else klp_buf_add(&b, text + i, end + 1);
+            else kl_buf_add(&b, text + i, end + 1);
             json_decref(v);
             i += end + 1;
         } else {
-            klp_buf_add(&b, &c, 1);
+            kl_buf_add(&b, &c, 1);
             i++;
         }
     }
     if (b.oom || b.n > MAX_EXPANDED) {
-        klp_buf_free(&b);
+        kl_buf_free(&b);
         return NULL;
     }
     return b.s;

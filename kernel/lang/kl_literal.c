@@ -64,12 +64,12 @@ json_t *kl_literal_parse(const char *text)
 
 char *kl_value_repr(const json_t *v)
 {
-    klp_buf b = {0};
+    kl_buf b = {0};
     if (v) klp_repr(&b, (json_t *)v);
-    else klp_buf_puts(&b, "None");
-    klp_buf_add(&b, "", 0);
+    else kl_buf_puts(&b, "None");
+    kl_buf_add(&b, "", 0);
     if (b.oom) {
-        klp_buf_free(&b);
+        kl_buf_free(&b);
         return NULL;
     }
     return b.s;

@@ -156,24 +156,24 @@ char *klp_help_text(kl_engine *e, const char *name)
     const mg_command *cmd = mg_registry_find(n);
     json_t *v = magic ? NULL : json_object_get(klp_vars(e), n);
     if (v) {
-        klp_buf b = {0};
-        klp_buf_printf(&b, "Name:  %s\nType:  %s\nValue: ", n, klp_type_name(v));
+        kl_buf b = {0};
+        kl_buf_printf(&b, "Name:  %s\nType:  %s\nValue: ", n, klp_type_name(v));
         klp_repr(&b, v);
         if (json_is_string(v) || json_is_array(v) || json_is_object(v))
-            klp_buf_printf(&b, "\nLength: %zu",
-                           json_is_string(v)
-                               ? klp_utf8_len(json_string_value(v), json_string_length(v))
-                           : json_is_array(v) ? json_array_size(v)
-                                              : json_object_size(v));
-        klp_buf_add(&b, "\n", 1);
-        return b.oom ? (klp_buf_free(&b), NULL) : b.s;
+            kl_buf_printf(&b, "\nLength: %zu",
+                          json_is_string(v)
+                              ? klp_utf8_len(json_string_value(v), json_string_length(v))
+                          : json_is_array(v) ? json_array_size(v)
+                                             : json_object_size(v));
+        kl_buf_add(&b, "\n", 1);
+        return b.oom ? (kl_buf_free(&b), NULL) : b.s;
     }
     if (cmd) return mg_command_help(cmd);
     const char *doc = magic ? NULL : klp_builtin_doc(n);
     if (doc) {
-        klp_buf b = {0};
-        klp_buf_printf(&b, "Builtin function %s\n\n%s\n", n, doc);
-        return b.oom ? (klp_buf_free(&b), NULL) : b.s;
+        kl_buf b = {0};
+        kl_buf_printf(&b, "Builtin function %s\n\n%s\n", n, doc);
+        return b.oom ? (kl_buf_free(&b), NULL) : b.s;
     }
     return NULL;
 }

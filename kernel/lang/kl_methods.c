@@ -86,20 +86,20 @@ static json_t *m_join(klpm_call *k)
 {
     json_t *items, *x;
     if (klp_iter_items(k->c, k->n, k->a[0], &items) < 0) return NULL;
-    klp_buf b = {0};
+    kl_buf b = {0};
     size_t i;
     json_array_foreach(items, i, x)
     {
         if (!json_is_string(x)) {
-            klp_buf_free(&b);
+            kl_buf_free(&b);
             json_decref(items);
             return klpb_fail(k->c, k->n, "TypeError",
                              "sequence item %zu: expected str "
                              "instance, %s found",
                              i, klp_type_name(x));
         }
-        if (i) klp_buf_add(&b, json_string_value(k->self), json_string_length(k->self));
-        klp_buf_add(&b, json_string_value(x), json_string_length(x));
+        if (i) kl_buf_add(&b, json_string_value(k->self), json_string_length(k->self));
+        kl_buf_add(&b, json_string_value(x), json_string_length(x));
         if (b.n > KLP_MAX_STR) break;
     }
     json_decref(items);
@@ -111,15 +111,15 @@ static json_t *m_replace(klpm_call *k)
     if (want_str(k, k->a[0]) < 0 || want_str(k, k->a[1]) < 0) return NULL;
     const char *p = json_string_value(k->self), *end = p + json_string_length(k->self);
     size_t ol = json_string_length(k->a[0]);
-    klp_buf b = {0};
+    kl_buf b = {0};
     while (ol && b.n <= KLP_MAX_STR) {
         const char *hit = memmem(p, (size_t)(end - p), json_string_value(k->a[0]), ol);
         if (!hit) break;
-        klp_buf_add(&b, p, (size_t)(hit - p));
-        klp_buf_add(&b, json_string_value(k->a[1]), json_string_length(k->a[1]));
+        kl_buf_add(&b, p, (size_t)(hit - p));
+        kl_buf_add(&b, json_string_value(k->a[1]), json_string_length(k->a[1]));
         p = hit + ol;
     }
-    klp_buf_add(&b, p, (size_t)(end - p));
+    kl_buf_add(&b, p, (size_t)(end - p));
     return klpb_str_new(&b);
 }
 
@@ -233,10 +233,10 @@ static json_t *no_such_method(klpm_call *k)
         return klpb_fail(k->c, k->n, "AttributeError",
                          "str.format() is not supported: Kiln "
                          "has no format specs (use an f-string such as f'{x}', or round(x, 3))");
-    klp_buf b = {0};
+    kl_buf b = {0};
     size_t i = 0;
     for (const char *m; (m = klp_method_name(k->self, &i));)
-        klp_buf_printf(&b, "%s%s", b.n ? ", " : "", m);
+        kl_buf_printf(&b, "%s%s", b.n ? ", " : "", m);
     if (b.n)
         klpb_fail(k->c, k->n, "AttributeError",
                   "'%s' object has no attribute '%s' (Kiln's %s "
@@ -244,7 +244,7 @@ static json_t *no_such_method(klpm_call *k)
                   type, k->name, type, b.s);
     else
         klpb_fail(k->c, k->n, "AttributeError", "'%s' object has no attribute '%s'", type, k->name);
-    klp_buf_free(&b);
+    kl_buf_free(&b);
     return NULL;
 }
 

@@ -111,11 +111,11 @@ static json_t *concat(klp_ctx *c, const klp_node *n, json_t *a, json_t *b)
         size_t la = json_string_length(a), lb = json_string_length(b);
         if (la + lb > KLP_MAX_STR) return too_big(c, n);
         if (klp_budget_ask(c, n, la + lb) < 0) return NULL;
-        klp_buf buf = {0};
-        klp_buf_add(&buf, json_string_value(a), la);
-        klp_buf_add(&buf, json_string_value(b), lb);
+        kl_buf buf = {0};
+        kl_buf_add(&buf, json_string_value(a), la);
+        kl_buf_add(&buf, json_string_value(b), lb);
         json_t *r = buf.oom ? NULL : json_stringn(buf.s, buf.n);
-        klp_buf_free(&buf);
+        kl_buf_free(&buf);
         return r ? r : too_big(c, n);
     }
     if (json_array_size(a) + json_array_size(b) > KLP_MAX_ITEMS) return too_big(c, n);

@@ -25,19 +25,19 @@ const char *klp_type_name(json_t *v)
     return "object";
 }
 
-void klp_float_repr(klp_buf *b, double d)
+void klp_float_repr(kl_buf *b, double d)
 {
     char buf[64];
     if (d == 0) {
-        klp_buf_puts(b, signbit(d) ? "-0.0" : "0.0");
+        kl_buf_puts(b, signbit(d) ? "-0.0" : "0.0");
         return;
     }
     if (d != d) {
-        klp_buf_puts(b, "nan");
+        kl_buf_puts(b, "nan");
         return;
     }
     if (d > 1.7976931348623157e308 || d < -1.7976931348623157e308) {
-        klp_buf_puts(b, d > 0 ? "inf" : "-inf");
+        kl_buf_puts(b, d > 0 ? "inf" : "-inf");
         return;
     }
     for (int prec = 1; prec <= 17; prec++) {
@@ -53,126 +53,126 @@ void klp_float_repr(klp_buf *b, double d)
     int exp = atoi(p + 1);
     while (nd > 1 && digits[nd - 1] == '0') nd--;
     digits[nd] = 0;
-    if (neg) klp_buf_add(b, "-", 1);
+    if (neg) kl_buf_add(b, "-", 1);
     if (exp >= -5 + 1 && exp < 16) {
         if (exp >= 0) {
-            for (int i = 0; i <= exp; i++) klp_buf_add(b, i < nd ? &digits[i] : "0", 1);
-            klp_buf_add(b, ".", 1);
-            if (nd > exp + 1) klp_buf_add(b, digits + exp + 1, (size_t)(nd - exp - 1));
-            else klp_buf_add(b, "0", 1);
+            for (int i = 0; i <= exp; i++) kl_buf_add(b, i < nd ? &digits[i] : "0", 1);
+            kl_buf_add(b, ".", 1);
+            if (nd > exp + 1) kl_buf_add(b, digits + exp + 1, (size_t)(nd - exp - 1));
+            else kl_buf_add(b, "0", 1);
         } else {
-            klp_buf_add(b, "0.", 2);
-            for (int i = 0; i < -exp - 1; i++) klp_buf_add(b, "0", 1);
-            klp_buf_add(b, digits, (size_t)nd);
+            kl_buf_add(b, "0.", 2);
+            for (int i = 0; i < -exp - 1; i++) kl_buf_add(b, "0", 1);
+            kl_buf_add(b, digits, (size_t)nd);
         }
     } else {
-        klp_buf_add(b, digits, 1);
+        kl_buf_add(b, digits, 1);
         if (nd > 1) {
-            klp_buf_add(b, ".", 1);
-            klp_buf_add(b, digits + 1, (size_t)(nd - 1));
+            kl_buf_add(b, ".", 1);
+            kl_buf_add(b, digits + 1, (size_t)(nd - 1));
         }
-        klp_buf_printf(b, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+        kl_buf_printf(b, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
     }
 }
 
-static void str_repr(klp_buf *b, const char *s, size_t n)
+static void str_repr(kl_buf *b, const char *s, size_t n)
 {
     int has_sq = memchr(s, '\'', n) != NULL, has_dq = memchr(s, '"', n) != NULL;
     char q = has_sq && !has_dq ? '"' : '\'';
-    klp_buf_add(b, &q, 1);
+    kl_buf_add(b, &q, 1);
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < n && b->n < KLP_MAX_REPR; i++) {
         unsigned c = u[i];
         if (c == (unsigned char)q || c == '\\') {
-            klp_buf_add(b, "\\", 1);
-            klp_buf_add(b, s + i, 1);
-        } else if (c == '\n') klp_buf_puts(b, "\\n");
-        else if (c == '\r') klp_buf_puts(b, "\\r");
-        else if (c == '\t') klp_buf_puts(b, "\\t");
-        else if (c < 0x20 || c == 0x7f) klp_buf_printf(b, "\\x%02x", c);
+            kl_buf_add(b, "\\", 1);
+            kl_buf_add(b, s + i, 1);
+        } else if (c == '\n') kl_buf_puts(b, "\\n");
+        else if (c == '\r') kl_buf_puts(b, "\\r");
+        else if (c == '\t') kl_buf_puts(b, "\\t");
+        else if (c < 0x20 || c == 0x7f) kl_buf_printf(b, "\\x%02x", c);
         else if (c == 0xc2 && i + 1 < n &&
                  (u[i + 1] <= 0x9f || u[i + 1] == 0xa0 || u[i + 1] == 0xad)) {
-            klp_buf_printf(b, "\\x%02x", u[i + 1]); /* C1 controls, nbsp, soft hyphen */
+            kl_buf_printf(b, "\\x%02x", u[i + 1]); /* C1 controls, nbsp, soft hyphen */
             i++;
         } else if (c == 0xe2 && i + 2 < n && u[i + 1] == 0x80 &&
                    ((u[i + 2] >= 0x8b && u[i + 2] <= 0x8f) || u[i + 2] == 0xa8 ||
                     u[i + 2] == 0xa9)) {
-            klp_buf_printf(b, "\\u20%02x", u[i + 2] - 0x80);
+            kl_buf_printf(b, "\\u20%02x", u[i + 2] - 0x80);
             i += 2;
         } else if (c == 0xef && i + 2 < n && u[i + 1] == 0xbb && u[i + 2] == 0xbf) {
-            klp_buf_puts(b, "\\ufeff");
+            kl_buf_puts(b, "\\ufeff");
             i += 2;
         } else {
-            klp_buf_add(b, s + i, 1);
+            kl_buf_add(b, s + i, 1);
         }
     }
-    klp_buf_add(b, &q, 1);
+    kl_buf_add(b, &q, 1);
 }
 
-static void repr_depth(klp_buf *b, json_t *v, int depth)
+static void repr_depth(kl_buf *b, json_t *v, int depth)
 {
     if (b->n >= KLP_MAX_REPR) return;
     if (depth > KLP_MAX_DEPTH) {
-        klp_buf_puts(b, "...");
+        kl_buf_puts(b, "...");
         return;
     }
     switch (json_typeof(v)) {
-    case JSON_INTEGER: klp_buf_printf(b, "%lld", (long long)json_integer_value(v)); break;
+    case JSON_INTEGER: kl_buf_printf(b, "%lld", (long long)json_integer_value(v)); break;
     case JSON_REAL: klp_float_repr(b, json_real_value(v)); break;
     case JSON_STRING: str_repr(b, json_string_value(v), json_string_length(v)); break;
-    case JSON_TRUE: klp_buf_puts(b, "True"); break;
-    case JSON_FALSE: klp_buf_puts(b, "False"); break;
-    case JSON_NULL: klp_buf_puts(b, "None"); break;
+    case JSON_TRUE: kl_buf_puts(b, "True"); break;
+    case JSON_FALSE: kl_buf_puts(b, "False"); break;
+    case JSON_NULL: kl_buf_puts(b, "None"); break;
     case JSON_ARRAY: {
-        klp_buf_add(b, "[", 1);
+        kl_buf_add(b, "[", 1);
         size_t i;
         json_t *x;
         json_array_foreach(v, i, x)
         {
             if (b->n >= KLP_MAX_REPR) break;
-            if (i) klp_buf_add(b, ", ", 2);
+            if (i) kl_buf_add(b, ", ", 2);
             repr_depth(b, x, depth + 1);
         }
-        klp_buf_add(b, "]", 1);
+        kl_buf_add(b, "]", 1);
         break;
     }
     case JSON_OBJECT: {
-        klp_buf_add(b, "{", 1);
+        kl_buf_add(b, "{", 1);
         const char *k;
         json_t *x;
         int first = 1;
         json_object_foreach(v, k, x)
         {
             if (b->n >= KLP_MAX_REPR) break;
-            if (!first) klp_buf_add(b, ", ", 2);
+            if (!first) kl_buf_add(b, ", ", 2);
             first = 0;
             str_repr(b, k, strlen(k));
-            klp_buf_add(b, ": ", 2);
+            kl_buf_add(b, ": ", 2);
             repr_depth(b, x, depth + 1);
         }
-        klp_buf_add(b, "}", 1);
+        kl_buf_add(b, "}", 1);
         break;
     }
     }
-    if (b->n >= KLP_MAX_REPR && depth == 0) klp_buf_puts(b, "... (output truncated)");
+    if (b->n >= KLP_MAX_REPR && depth == 0) kl_buf_puts(b, "... (output truncated)");
 }
 
-void klp_repr(klp_buf *b, json_t *v)
+void klp_repr(kl_buf *b, json_t *v)
 {
     size_t start = b->n;
     repr_depth(b, v, 0);
     if (b->n - start >= KLP_MAX_REPR && !b->oom) {
         /* the cut may have split a character: re-sanitise the tail */
-        klp_buf tmp = {0};
+        kl_buf tmp = {0};
         klp_utf8_sanitize(&tmp, b->s + start, b->n - start, 1);
         b->n = start;
-        klp_buf_add(b, tmp.s ? tmp.s : "", tmp.n);
-        klp_buf_free(&tmp);
+        kl_buf_add(b, tmp.s ? tmp.s : "", tmp.n);
+        kl_buf_free(&tmp);
     }
 }
 
-void klp_str(klp_buf *b, json_t *v)
+void klp_str(kl_buf *b, json_t *v)
 {
-    if (json_is_string(v)) klp_buf_add(b, json_string_value(v), json_string_length(v));
+    if (json_is_string(v)) kl_buf_add(b, json_string_value(v), json_string_length(v));
     else klp_repr(b, v);
 }

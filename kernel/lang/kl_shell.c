@@ -41,12 +41,12 @@ static void emit(const mg_out *out, stream *s, const char *data, size_t n, int f
     memcpy(buf, s->carry, s->ncarry);
     memcpy(buf + s->ncarry, data, n);
     size_t total = s->ncarry + n;
-    klp_buf b = {0};
+    kl_buf b = {0};
     size_t held = klp_utf8_sanitize(&b, buf, total, final);
     memcpy(s->carry, buf + total - held, held);
     s->ncarry = held;
     if (b.n && !b.oom && out && out->stream) out->stream(out->user, s->name, b.s, b.n);
-    klp_buf_free(&b);
+    kl_buf_free(&b);
 }
 
 static pid_t spawn(const char *cmd, int out_fd, int err_fd)

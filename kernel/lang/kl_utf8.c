@@ -92,7 +92,7 @@ int klp_utf8_encode(uint32_t cp, char out[4])
     return 4;
 }
 
-size_t klp_utf8_sanitize(klp_buf *b, const char *s, size_t n, int final)
+size_t klp_utf8_sanitize(kl_buf *b, const char *s, size_t n, int final)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, start = 0;
@@ -103,22 +103,22 @@ size_t klp_utf8_sanitize(klp_buf *b, const char *s, size_t n, int final)
             continue;
         }
         if (k < 0 && !final) {
-            klp_buf_add(b, s + start, i - start);
+            kl_buf_add(b, s + start, i - start);
             return n - i;
         }
-        klp_buf_add(b, s + start, i - start);
-        klp_buf_add(b, "\xef\xbf\xbd", 3);
+        kl_buf_add(b, s + start, i - start);
+        kl_buf_add(b, "\xef\xbf\xbd", 3);
         i++;
         start = i;
     }
-    klp_buf_add(b, s + start, i - start);
+    kl_buf_add(b, s + start, i - start);
     return 0;
 }
 
 json_t *kl_json_text(const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
-    klp_buf b = {0};
+    kl_buf b = {0};
     size_t i = 0, start = 0;
     while (i < n) {
         int k = p[i] ? seq_len(p + i, n - i) : 0;
@@ -126,13 +126,13 @@ json_t *kl_json_text(const char *s, size_t n)
             i += (size_t)k;
             continue;
         }
-        klp_buf_add(&b, s + start, i - start); /* NUL, an invalid or a cut-off byte */
-        klp_buf_add(&b, "\xef\xbf\xbd", 3);
+        kl_buf_add(&b, s + start, i - start); /* NUL, an invalid or a cut-off byte */
+        kl_buf_add(&b, "\xef\xbf\xbd", 3);
         start = ++i;
     }
     if (start == 0) return json_stringn(s, n); /* valid as it is */
-    klp_buf_add(&b, s + start, n - start);
+    kl_buf_add(&b, s + start, n - start);
     json_t *v = b.oom ? NULL : json_stringn(b.s, b.n);
-    klp_buf_free(&b);
+    kl_buf_free(&b);
     return v;
 }

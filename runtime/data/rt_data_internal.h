@@ -69,6 +69,21 @@ typedef struct rtp_prep {
  * normalises all splits into out. Consumes (frees) train and test in all cases. */
 RT_MUST_USE rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train,
                                           rtp_raw_split *test, const rtp_prep *p, rt_error *err);
+/* Bytes that stay where they are (an image folder's mapped cache): n images of the
+ * split, image i at row index[i] of pixels (index NULL: row i), its label labels[row]. */
+typedef struct rtp_rows {
+    const uint8_t *pixels;
+    const uint8_t *labels;
+    uint32_t *index; /* (n), owned until handed over */
+    int n;
+} rtp_rows;
+
+/* Fills out's train, val and test from rows (C x H x W bytes each): names, checksums
+ * (as rt_dataset.h defines them, in the split's order), mean/std of train, labels
+ * copied; the pixels are borrowed (the caller sets out->map), the indices taken in all
+ * cases. The floats are made as images are read (rt_dataset_image_f32). */
+RT_MUST_USE rt_status rtp_dataset_prepare_rows(rt_dataset_splits *out, rtp_rows rows[3], int c,
+                                               int h, int w, const rtp_prep *p, rt_error *err);
 uint64_t rtp_fnv1a64(uint64_t h, const uint8_t *p, size_t n);
 #define RTP_FNV1A64_INIT 0xcbf29ce484222325ULL
 

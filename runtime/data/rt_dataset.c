@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 
 static const char *const idx_files[4] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                                          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
@@ -295,8 +296,14 @@ void rt_dataset_splits_deinit(rt_dataset_splits *s)
     for (int i = 0; i < 3; i++) {
         free(d[i]->images);
         free(d[i]->labels);
+        free(d[i]->index);
         d[i]->images = NULL;
         d[i]->labels = NULL;
+        d[i]->index = NULL;
+        d[i]->pixels = NULL;
         d[i]->n = 0;
     }
+    if (s->map) munmap(s->map, s->map_len);
+    s->map = NULL;
+    s->map_len = 0;
 }

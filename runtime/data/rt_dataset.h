@@ -2,8 +2,13 @@
  *
  * The contract the trainer relies on (the loader fills it, the trainer only reads it):
  *   images: (N, C, H, W) float32, already normalised (per-channel mean/std of the
- *           training split), contiguous, owned by the data set;
+ *           training split), contiguous, owned by the data set; or NULL, and then
+ *   pixels: the raw bytes, image i at row index[i] (index NULL: row i), normalised
+ *           as they are read: rt_dataset_image_f32(). Image folders are held this way,
+ *           the bytes being their memory-mapped decode cache, so a set larger than
+ *           RAM is paged in from disk as it is read, never copied into memory;
  *   labels: (N) uint8 in [0, num_classes).
+ * Readers go through rt_dataset_image_f32 / rt_dataset_image_u8 unless images is set.
  * A data set never changes after loading, so its checksum identifies it in
  * checkpoints and the results store.
  *
@@ -29,8 +34,10 @@ typedef struct rt_dataset {
     char name[64];  /* "fashion-mnist/train", "mnist/test", "cifar10/val" ... */
     int n, c, h, w; /* N images of C x H x W */
     int num_classes;
-    float *images;   /* (N, C, H, W), normalised */
-    uint8_t *labels; /* (N) */
+    float *images;         /* (N, C, H, W), normalised; NULL: read pixels */
+    uint8_t *labels;       /* (N) */
+    const uint8_t *pixels; /* raw (rows, C, H, W) bytes, borrowed from the splits' map */
+    uint32_t *index;       /* (N) row of image i in pixels, owned; NULL: row i */
     char class_names[RT_MAX_CLASSES][32];
     float mean[4], std[4]; /* per-channel normalisation that was applied */
     uint64_t checksum;     /* FNV-1a 64 of the raw (unnormalised) bytes and labels */
@@ -50,6 +57,8 @@ typedef struct rt_dataset_splits {
     rt_dataset train, val, test;
     char source[512]; /* directory or URL it came from, for the user */
     rt_dataset_image_stats images;
+    void *map; /* the mapping the splits' pixels point into (owned), map_len bytes */
+    size_t map_len;
 } rt_dataset_splits;
 
 /* Progress of a download: bytes so far, total (0 if unknown). Return non-zero to stop. */
@@ -82,8 +91,12 @@ typedef struct rt_dataset_opts {
 /* Loads (finding or downloading as needed) all splits. On error nothing is left allocated. */
 RT_MUST_USE rt_status rt_dataset_load(rt_dataset_splits *out, const rt_dataset_opts *opts,
                                       rt_error *err);
-/* Frees the images and labels of every split. Accepts NULL. */
+/* Frees the images, labels and indices of every split and unmaps the pixels. Accepts
+ * NULL. */
 void rt_dataset_splits_deinit(rt_dataset_splits *s);
+
+/* Writes image i (C*H*W floats, CHW order) normalised, from images or pixels. */
+void rt_dataset_image_f32(const rt_dataset *d, int i, float *out);
 
 /* Added by DATA (additive). Writes image i (C*H*W bytes, CHW order) back as the raw
  * 0..255 bytes it was loaded from (exact: undoes the normalisation and rounds). */

@@ -1,4 +1,7 @@
-/* rt_dataset_prep.c - raw uint8 splits -> the normalised rt_dataset the trainer reads.
+/* rt_dataset_prep.c - raw uint8 splits -> the normalised rt_dataset the trainer reads:
+ * as float arrays (IDX, CIFAR: rtp_dataset_prepare below), or left as bytes where they
+ * lie (image folders' mapped cache: rtp_dataset_prepare_rows, same checksums and
+ * mean/std, normalised image by image in rt_dataset_image_f32).
  *
  * Order of work (each step on raw bytes, so it is exact and cheap):
  *   1. --val N moves the last N training images into val;
@@ -70,15 +73,18 @@ static rt_status carve_val(rtp_raw_split *train, rtp_raw_split *val, int n, rt_e
     return RT_OK;
 }
 
-static void measure(const rtp_raw_split *s, float mean[4], float std[4])
+/* Per-channel mean/std of n images of C planes at px (image i at row index[i], or row
+ * i when index is NULL). */
+static void measure(const uint8_t *px, const uint32_t *index, int n, int C, size_t plane,
+                    float mean[4], float std[4])
 {
-    size_t plane = (size_t)s->h * (size_t)s->w;
-    for (int c = 0; c < s->c; c++) {
+    for (int c = 0; c < C; c++) {
         /* Four interleaved histograms: consecutive equal bytes would otherwise
          * serialise on one counter (store-to-load forwarding). */
         uint64_t h4[4][256] = {{0}}, hist[256];
-        for (int i = 0; i < s->n; i++) {
-            const uint8_t *p = s->pixels + ((size_t)i * (size_t)s->c + (size_t)c) * plane;
+        for (int i = 0; i < n; i++) {
+            size_t row = index ? index[i] : (size_t)i;
+            const uint8_t *p = px + (row * (size_t)C + (size_t)c) * plane;
             size_t k = 0;
             for (; k + 4 <= plane; k += 4) {
                 h4[0][p[k]]++;
@@ -89,7 +95,7 @@ static void measure(const rtp_raw_split *s, float mean[4], float std[4])
             for (; k < plane; k++) h4[0][p[k]]++;
         }
         for (int v = 0; v < 256; v++) hist[v] = h4[0][v] + h4[1][v] + h4[2][v] + h4[3][v];
-        double cnt = (double)s->n * (double)plane, sum = 0, sq = 0;
+        double cnt = (double)n * (double)plane, sum = 0, sq = 0;
         for (int v = 0; v < 256; v++) {
             double x = v / 255.0;
             sum += (double)hist[v] * x;
@@ -160,7 +166,8 @@ rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train, rtp_
         return st;
     }
     float mean[4] = {0}, std[4] = {1, 1, 1, 1};
-    measure(train, mean, std);
+    measure(train->pixels, NULL, train->n, train->c, (size_t)train->h * (size_t)train->w, mean,
+            std);
     rt_dataset *sets[3] = {&out->train, &out->val, &out->test};
     rtp_raw_split *raws[3] = {train, &val, test};
     const char *names[3] = {"train", "val", "test"};
@@ -177,9 +184,80 @@ rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train, rtp_
     return st;
 }
 
+static void name_split(rt_dataset *d, const rtp_prep *p, const char *split)
+{
+    snprintf(d->name, sizeof d->name, "%s/%s", p->base, split);
+    d->num_classes = p->num_classes;
+    for (int c = 0; c < p->num_classes; c++)
+        snprintf(d->class_names[c], sizeof d->class_names[c], "%s", p->class_names[c]);
+}
+
+rt_status rtp_dataset_prepare_rows(rt_dataset_splits *out, rtp_rows rows[3], int c, int h, int w,
+                                   const rtp_prep *p, rt_error *err)
+{
+    rt_status st = RT_OK;
+    if (c < 1 || c > 4)
+        st = RT_ERR(err, RT_EFORMAT, "%s: %d channels (1 to 4 supported)", p->base, c);
+    else if (p->num_classes < 1 || p->num_classes > RT_MAX_CLASSES)
+        st = RT_ERR(err, RT_EFORMAT, "%s: %d classes (1 to %d supported)", p->base, p->num_classes,
+                    RT_MAX_CLASSES);
+    size_t plane = (size_t)h * (size_t)w, img = (size_t)c * plane;
+    float mean[4] = {0}, std[4] = {1, 1, 1, 1};
+    if (st == RT_OK) measure(rows[0].pixels, rows[0].index, rows[0].n, c, plane, mean, std);
+    rt_dataset *sets[3] = {&out->train, &out->val, &out->test};
+    const char *names[3] = {"train", "val", "test"};
+    for (int k = 0; k < 3; k++) {
+        rt_dataset *d = sets[k];
+        const rtp_rows *r = &rows[k];
+        name_split(d, p, names[k]);
+        d->c = c, d->h = h, d->w = w;
+        memcpy(d->mean, mean, sizeof d->mean);
+        memcpy(d->std, std, sizeof d->std);
+        d->pixels = r->pixels;
+        d->index = r->index; /* taken */
+        rows[k].index = NULL;
+        if (st != RT_OK || r->n == 0) continue;
+        if (!(d->labels = malloc((size_t)r->n))) {
+            st = RT_ERR(err, RT_ENOMEM, "out of memory for the labels of %s", d->name);
+            continue;
+        }
+        d->n = r->n;
+        uint64_t h64 = RTP_FNV1A64_INIT; /* the bytes in the split's order, then labels */
+        for (int i = 0; i < r->n; i++) {
+            size_t row = d->index ? d->index[i] : (size_t)i;
+            h64 = rtp_fnv1a64(h64, r->pixels + row * img, img);
+            d->labels[i] = r->labels[row];
+        }
+        d->checksum = rtp_fnv1a64(h64, d->labels, (size_t)r->n);
+    }
+    return st;
+}
+
+void rt_dataset_image_f32(const rt_dataset *d, int i, float *out)
+{
+    size_t plane = (size_t)d->h * (size_t)d->w, img = (size_t)d->c * plane;
+    if (d->images) {
+        memcpy(out, d->images + (size_t)i * img, img * sizeof *out);
+        return;
+    }
+    const uint8_t *src = d->pixels + (size_t)(d->index ? d->index[i] : (uint32_t)i) * img;
+    for (int c = 0; c < d->c; c++) {
+        float lut[256]; /* the same float expression as the normalised arrays */
+        for (int v = 0; v < 256; v++) lut[v] = ((float)v / 255.0f - d->mean[c]) / d->std[c];
+        const uint8_t *s = src + (size_t)c * plane;
+        float *o = out + (size_t)c * plane;
+        for (size_t k = 0; k < plane; k++) o[k] = lut[s[k]];
+    }
+}
+
 void rt_dataset_image_u8(const rt_dataset *d, int i, uint8_t *out)
 {
     size_t plane = (size_t)d->h * (size_t)d->w;
+    if (!d->images) {
+        size_t img = (size_t)d->c * plane;
+        memcpy(out, d->pixels + (size_t)(d->index ? d->index[i] : (uint32_t)i) * img, img);
+        return;
+    }
     const float *src = d->images + (size_t)i * (size_t)d->c * plane;
     for (int c = 0; c < d->c; c++) {
         for (size_t k = 0; k < plane; k++) {

@@ -4,7 +4,8 @@
  *                                 -> a list of (file, class, split) and the class names;
  *   decode (rt_imgfolder_load.c)  every file, on every core, to C x H x W bytes;
  *   cache  (rt_imgfolder_cache.c) those bytes in one memory-mapped file keyed by the
- *                                 list (names, sizes, times) and the options.
+ *                                 list (names, sizes, times) and the options, which
+ *                                 the data set then reads in place (never copied).
  */
 #ifndef RT_IMGFOLDER_INTERNAL_H
 #define RT_IMGFOLDER_INTERNAL_H
@@ -50,19 +51,50 @@ RT_MUST_USE rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_datase
                                          const char *base, rt_error *err);
 
 /* ---- cache (rt_imgfolder_cache.c) ---- */
-typedef struct rtp_img_cached {
-    rtp_raw_split split[3]; /* train, val (from val/ folders), test: bytes + labels */
-    int skipped;            /* bad files skipped (--skip-bad) when it was written */
-} rtp_img_cached;
-
 /* The cache file for key: $XDG_CACHE_HOME/kiln/images/<key>.kimg (or KILN_IMAGE_CACHE
  * as the directory). */
 RT_MUST_USE rt_status rtp_img_cache_path(uint64_t key, char out[PATH_MAX], rt_error *err);
-/* Reads the cache file into out (memory-mapped, copied into owned splits). Returns 1
- * when it was there and whole, 0 when absent or unusable (then out is empty). */
-int rtp_img_cache_read(const char *path, uint64_t key, rtp_img_cached *out);
-/* Writes out atomically (tmp, fsync, rename). Errors are RT_EIO naming the file. */
-RT_MUST_USE rt_status rtp_img_cache_write(const char *path, uint64_t key, const rtp_img_cached *c,
-                                          rt_error *err);
+
+/* A decoded set in memory: the cache file mapped (or anonymous memory when none could
+ * be written), n[s] images of c x h x w per split (train, val from val/ folders, test)
+ * at pixels[s], their labels at labels[s]. */
+typedef struct rtp_img_map {
+    void *map; /* owned: munmap(map, len) */
+    size_t len;
+    int skipped; /* bad files skipped (--skip-bad) when it was written */
+    int c, h, w;
+    int n[3];
+    const uint8_t *pixels[3], *labels[3];
+} rtp_img_map;
+
+/* Maps the cache file read-only; 1 when it is there, whole and of key, else 0 (out
+ * empty). */
+int rtp_img_cache_map(const char *path, uint64_t key, rtp_img_map *out);
+void rtp_img_map_release(rtp_img_map *m);
+
+/* A set being decoded: cap[s] slots per split, in a file beside path (NULL: anonymous
+ * memory) mapped shared, so decoded pixels go to disk rather than stay in RAM. */
+typedef struct rtp_img_writer {
+    int fd;
+    char path[PATH_MAX], tmp[PATH_MAX + 32];
+    uint8_t *map;
+    size_t len;
+    uint64_t key;
+    int c, h, w, cap[3];
+} rtp_img_writer;
+
+/* RT_EIO naming the file, RT_ENOMEM; on error nothing is left (no file, no map). */
+RT_MUST_USE rt_status rtp_img_writer_open(rtp_img_writer *w, const char *path, uint64_t key, int c,
+                                          int h, int wd, const int cap[3], rt_error *err);
+/* Where slot k of split s puts its C x H x W bytes / its label (any thread). */
+uint8_t *rtp_img_writer_pixels(const rtp_img_writer *w, int s, int k);
+uint8_t *rtp_img_writer_label(const rtp_img_writer *w, int s, int k);
+/* Drops the slots with keep[s][k] == 0 (keep[s] NULL: all kept), writes the header and
+ * hands the mapping to out, in every case but RT_ENOMEM (then nothing is left). With a
+ * file: truncated, fsynced and renamed over path; RT_EIO naming it when that fails, out
+ * still holding this load's data (the file is then removed). */
+RT_MUST_USE rt_status rtp_img_writer_finish(rtp_img_writer *w, const uint8_t *const keep[3],
+                                            int skipped, rtp_img_map *out, rt_error *err);
+void rtp_img_writer_abort(rtp_img_writer *w);
 
 #endif

@@ -1,26 +1,30 @@
 /* rt_imgfolder_load.c - an image folder -> rt_dataset_splits: scan, the cache or a
- * decode on every core, the validation split, then rtp_dataset_prepare (checksums,
- * mean/std of train, normalisation) like every other format.
+ * decode on every core, the validation split, then rtp_dataset_prepare_rows (checksums,
+ * mean/std of train) on the bytes where they lie: the set is never copied.
  *
  * Decoding runs one OpenMP loop over the files (dynamic schedule: sizes differ); each
- * iteration reads a file, decodes it (rt_image_decode.c: a JPEG of twice the target
- * size or more at a reduced scale, as Pillow's draft()), converts its channels and
- * fits it to H x W (rt_image_fit.c) straight into its slot of one (N, C, H, W) byte
- * buffer. A bad file is the error (the first in list order, so the message does not
- * depend on thread timing), or with --skip-bad is counted and left out. Only the
- * calling thread polls should_stop; the others see the flag and stop taking work.
- * --val N|F picks the validation images with a seeded shuffle (splitmix64 +
- * Fisher-Yates): the same seed and folder give the same split in any kernel.
+ * iteration reads a file (one read), decodes it (rt_image_decode.c: a JPEG of twice the
+ * target size or more at a reduced scale, as Pillow's draft()), converts its channels
+ * and fits it to H x W (rt_image_fit.c) straight into its slot of the new cache file,
+ * mapped (rt_imgfolder_cache.c). A bad file is the error (the first in list order, so
+ * the message does not depend on thread timing), or with --skip-bad is counted and
+ * squeezed out. Only the calling thread polls should_stop; the others see the flag and
+ * stop taking work. --val N|F picks the validation images with a seeded shuffle
+ * (splitmix64 + Fisher-Yates) as lists of rows: the same seed and folder give the same
+ * split in any kernel.
  */
 #include "rt_image.h"
 #include "rt_imgfolder_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -28,30 +32,31 @@
 
 #define DEFAULT_SIDE 64
 
+/* The whole file in one read: its size from fstat, one buffer of that size. */
 static rt_status read_file(const char *path, uint8_t **buf, size_t *len, rt_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return RT_ERR(err, RT_EIO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *b = malloc(cap);
-    while (b) {
-        n += fread(b + n, 1, cap - n, f);
-        if (n < cap) break;
-        uint8_t *nb = cap < (1u << 30) ? realloc(b, cap * 2) : NULL;
-        if (!nb) {
-            free(b);
-            b = NULL;
-            break;
-        }
-        b = nb;
-        cap *= 2;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return RT_ERR(err, RT_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    rt_status s = RT_OK;
+    uint8_t *b = NULL;
+    size_t n = 0;
+    if (fstat(fd, &st) != 0) s = RT_ERR(err, RT_EIO, "%s: %s", path, strerror(errno));
+    else if (st.st_size > (1 << 30))
+        s = RT_ERR(err, RT_EFORMAT, "%s: over 1 GiB, not an image to train on", path);
+    else if (!(b = malloc((size_t)st.st_size + 1)))
+        s = RT_ERR(err, RT_ENOMEM, "%s: out of memory reading it", path);
+    while (s == RT_OK && n < (size_t)st.st_size) { /* short reads: keep reading */
+        ssize_t k = read(fd, b + n, (size_t)st.st_size - n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) s = RT_ERR(err, RT_EIO, "%s: read error: %s", path, strerror(errno));
+        if (k <= 0) break; /* k == 0: it shrank while read; decode what there is */
+        n += (size_t)k;
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (!b) return RT_ERR(err, RT_ENOMEM, "%s: out of memory reading it (or over 1 GiB)", path);
-    if (bad) {
+    close(fd);
+    if (s != RT_OK) {
         free(b);
-        return RT_ERR(err, RT_EIO, "%s: read error", path);
+        return s;
     }
     *buf = b;
     *len = n;
@@ -107,14 +112,14 @@ static rt_status first_channels(const rtp_img_list *l, int *c)
 typedef struct decode_job {
     const rtp_img_list *l;
     int c, h, w, skip_bad;
-    uint8_t *pixels; /* (N, C, H, W) for every listed file */
-    uint8_t *bad;    /* (N) 1 = skipped */
+    rtp_img_writer *out; /* slot[i] of split l->v[i].split gets file i */
+    int *slot;           /* (N) */
+    uint8_t *keep[3];    /* per split, per slot: 0 = skipped */
     rtp_stop stop;
 } decode_job;
 
 static rt_status decode_all(decode_job *j, rt_dataset_image_stats *stats, rt_error *err)
 {
-    size_t img = (size_t)j->c * (size_t)j->h * (size_t)j->w;
     int n = j->l->n, first = n; /* first failing index */
     rt_error first_err = {0};
     atomic_int stop = 0;
@@ -127,10 +132,13 @@ static rt_status decode_all(decode_job *j, rt_dataset_image_stats *stats, rt_err
 #endif
         if (master && j->stop.fn && j->stop.fn(j->stop.user)) atomic_store(&stop, 1);
         if (atomic_load(&stop)) continue;
+        const rtp_img_entry *en = &j->l->v[i];
+        *rtp_img_writer_label(j->out, en->split, j->slot[i]) = (uint8_t)en->label;
         rt_error e = {0};
-        if (decode_one(&j->l->v[i], j->c, j->h, j->w, j->pixels + (size_t)i * img, &e) == RT_OK)
+        if (decode_one(en, j->c, j->h, j->w, rtp_img_writer_pixels(j->out, en->split, j->slot[i]),
+                       &e) == RT_OK)
             continue;
-        j->bad[i] = 1;
+        j->keep[en->split][j->slot[i]] = 0;
 #pragma omp critical(rtp_imgfolder_first)
         if (i < first) {
             first = i;
@@ -151,30 +159,8 @@ static rt_status decode_all(decode_job *j, rt_dataset_image_stats *stats, rt_err
                                                          "pass --skip-bad");
         return first_err.code;
     }
-    for (int i = 0; i < n; i++) stats->skipped += j->bad[i];
+    for (int i = 0; i < n; i++) stats->skipped += !j->keep[j->l->v[i].split][j->slot[i]];
     rtp_copy_str(stats->first_bad, sizeof stats->first_bad, first_err.msg);
-    return RT_OK;
-}
-
-/* Gathers the good images of split s into r. */
-static rt_status gather(const decode_job *j, int s, rtp_raw_split *r, rt_error *err)
-{
-    size_t img = (size_t)j->c * (size_t)j->h * (size_t)j->w;
-    int k = 0;
-    for (int i = 0; i < j->l->n; i++) k += j->l->v[i].split == s && !j->bad[i];
-    *r = (rtp_raw_split){.n = k, .c = j->c, .h = j->h, .w = j->w};
-    r->pixels = malloc((size_t)k * img + 1);
-    r->labels = malloc((size_t)k + 1);
-    if (!r->pixels || !r->labels) {
-        rtp_raw_split_deinit(r);
-        return RT_ERR(err, RT_ENOMEM, "out of memory gathering %d images", k);
-    }
-    k = 0;
-    for (int i = 0; i < j->l->n; i++)
-        if (j->l->v[i].split == s && !j->bad[i]) {
-            memcpy(r->pixels + (size_t)k * img, j->pixels + (size_t)i * img, img);
-            r->labels[k++] = (uint8_t)j->l->v[i].label;
-        }
     return RT_OK;
 }
 
@@ -186,69 +172,49 @@ static uint64_t splitmix64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-/* Moves nval seeded-random images of train to its end (train keeps its order, the
- * moved ones keep theirs). */
-static rt_status move_val_to_end(rtp_raw_split *t, int nval, uint64_t seed, rt_error *err)
+/* nval seeded-random rows of the n training rows go to val: train and val each list
+ * their rows in order (the set's bytes are not moved). */
+static rt_status pick_val(int n, int nval, uint64_t seed, rtp_rows *train, rtp_rows *val,
+                          rt_error *err)
 {
-    size_t img = (size_t)t->c * (size_t)t->h * (size_t)t->w;
-    int n = t->n;
-    int *perm = malloc((size_t)n * sizeof *perm);
-    uint8_t *is_val = calloc((size_t)n, 1), *px = malloc((size_t)n * img + 1),
-            *lb = malloc((size_t)n + 1);
+    uint32_t *perm = malloc((size_t)n * sizeof *perm);
+    uint8_t *is_val = calloc((size_t)n, 1);
+    train->index = malloc((size_t)(n - nval) * sizeof *train->index + 1);
+    val->index = malloc((size_t)nval * sizeof *val->index + 1);
     rt_status st = RT_OK;
-    if (!perm || !is_val || !px || !lb) {
+    if (!perm || !is_val || !train->index || !val->index) {
         st = RT_ERR(err, RT_ENOMEM, "out of memory choosing %d validation images", nval);
-        goto done;
+    } else {
+        uint64_t s = seed ^ 0x6b696c6e2d76616cULL; /* "kiln-val" */
+        for (int i = 0; i < n; i++) perm[i] = (uint32_t)i;
+        for (int i = n - 1; i > 0; i--) {
+            int k = (int)(splitmix64(&s) % (uint64_t)(i + 1));
+            uint32_t x = perm[i];
+            perm[i] = perm[k];
+            perm[k] = x;
+        }
+        for (int i = 0; i < nval; i++) is_val[perm[i]] = 1;
+        int a = 0, b = 0;
+        for (int i = 0; i < n; i++) {
+            if (is_val[i]) val->index[b++] = (uint32_t)i;
+            else train->index[a++] = (uint32_t)i;
+        }
+        train->n = a;
+        val->n = b;
     }
-    uint64_t s = seed ^ 0x6b696c6e2d76616cULL; /* "kiln-val" */
-    for (int i = 0; i < n; i++) perm[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        int k = (int)(splitmix64(&s) % (uint64_t)(i + 1)), x = perm[i];
-        perm[i] = perm[k];
-        perm[k] = x;
-    }
-    for (int i = 0; i < nval; i++) is_val[perm[i]] = 1;
-    int k = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < n; i++)
-            if (is_val[i] == pass) {
-                memcpy(px + (size_t)k * img, t->pixels + (size_t)i * img, img);
-                lb[k++] = t->labels[i];
-            }
-    free(t->pixels);
-    free(t->labels);
-    t->pixels = px;
-    t->labels = lb;
-    px = lb = NULL;
-done:
     free(perm);
     free(is_val);
-    free(px);
-    free(lb);
+    if (st != RT_OK) {
+        free(train->index), free(val->index);
+        train->index = val->index = NULL;
+    }
     return st;
 }
 
-/* Appends src's images to dst (same C, H, W); frees src. */
-static rt_status append(rtp_raw_split *dst, rtp_raw_split *src, rt_error *err)
-{
-    size_t img = (size_t)dst->c * (size_t)dst->h * (size_t)dst->w;
-    size_t n = (size_t)dst->n + (size_t)src->n;
-    uint8_t *px = realloc(dst->pixels, n * img + 1), *lb = px ? realloc(dst->labels, n + 1) : NULL;
-    if (px) dst->pixels = px;
-    if (lb) dst->labels = lb;
-    if (!px || !lb) {
-        rtp_raw_split_deinit(src);
-        return RT_ERR(err, RT_ENOMEM, "out of memory joining the validation images");
-    }
-    memcpy(dst->pixels + (size_t)dst->n * img, src->pixels, (size_t)src->n * img);
-    memcpy(dst->labels + dst->n, src->labels, (size_t)src->n);
-    dst->n = (int)n;
-    rtp_raw_split_deinit(src);
-    return RT_OK;
-}
-
+/* The decoded set of l: the cache file mapped when it is there, else every file decoded
+ * into a new one (anonymous memory when none can be written, with a warning). */
 static rt_status decode_or_cache(const rtp_img_list *l, const rt_dataset_opts *o, int h, int w,
-                                 rtp_img_cached *c, rt_dataset_image_stats *stats, rt_error *err)
+                                 rtp_img_map *m, rt_dataset_image_stats *stats, rt_error *err)
 {
     int ch = o->channels;
     uint64_t opt[4] = {(uint64_t)h, (uint64_t)w, (uint64_t)ch, (uint64_t)(o->skip_bad != 0)};
@@ -256,42 +222,52 @@ static rt_status decode_or_cache(const rtp_img_list *l, const rt_dataset_opts *o
     char path[PATH_MAX];
     rt_error cache_err = {0};
     int have_path = rtp_img_cache_path(key, path, &cache_err) == RT_OK;
-    if (have_path && rtp_img_cache_read(path, key, c)) {
-        stats->skipped = c->skipped;
+    if (have_path && rtp_img_cache_map(path, key, m)) {
+        stats->skipped = m->skipped;
         return RT_OK;
     }
     if (ch == 0) RT_TRY(first_channels(l, &ch));
-    size_t img = (size_t)ch * (size_t)h * (size_t)w;
+    int cap[3] = {0, 0, 0};
     decode_job j = {.l = l,
                     .c = ch,
                     .h = h,
                     .w = w,
                     .skip_bad = o->skip_bad,
-                    .pixels = malloc((size_t)l->n * img + 1),
-                    .bad = calloc((size_t)l->n + 1, 1),
+                    .slot = malloc((size_t)l->n * sizeof *j.slot + 1),
                     .stop = {o->should_stop, o->user}};
-    rt_status st = j.pixels && j.bad ? RT_OK
-                                     : RT_ERR(err, RT_ENOMEM,
-                                              "out of memory for %d images of "
-                                              "%zu bytes",
-                                              l->n, img);
+    rtp_img_writer wr = {.fd = -1};
+    rt_status st = j.slot ? RT_OK : RT_ERR(err, RT_ENOMEM, "out of memory listing %d images", l->n);
+    for (int i = 0; st == RT_OK && i < l->n; i++) j.slot[i] = cap[l->v[i].split]++;
+    for (int s = 0; st == RT_OK && s < 3; s++)
+        if ((j.keep[s] = malloc((size_t)cap[s] + 1))) memset(j.keep[s], 1, (size_t)cap[s]);
+        else st = RT_ERR(err, RT_ENOMEM, "out of memory listing %d images", l->n);
+    rt_status ws = RT_EIO;
+    if (st == RT_OK && have_path)
+        ws = rtp_img_writer_open(&wr, path, key, ch, h, w, cap, &cache_err);
+    if (st == RT_OK && ws != RT_OK) { /* no cache file: this load in anonymous memory */
+        have_path = 0;
+        st = rtp_img_writer_open(&wr, NULL, key, ch, h, w, cap, err);
+    }
+    j.out = &wr;
     if (st == RT_OK) st = decode_all(&j, stats, err);
-    for (int s = 0; s < 3 && st == RT_OK; s++) st = gather(&j, s, &c->split[s], err);
-    free(j.pixels);
-    free(j.bad);
-    if (st == RT_OK && c->split[0].n < 2)
+    const uint8_t *keep[3] = {j.keep[0], j.keep[1], j.keep[2]};
+    rt_status fs =
+        st == RT_OK ? rtp_img_writer_finish(&wr, keep, stats->skipped, m, &cache_err) : RT_OK;
+    if (st != RT_OK) rtp_img_writer_abort(&wr);
+    free(j.slot);
+    for (int s = 0; s < 3; s++) free(j.keep[s]);
+    if (st == RT_OK && !m->map) st = fs; /* out of memory squeezing: nothing to use */
+    if (st == RT_OK && m->n[0] < 2)
         st = RT_ERR(err, RT_EFORMAT,
                     "only %d good training image(s) left after skipping %d "
                     "bad files (the first: %s)",
-                    c->split[0].n, stats->skipped, stats->first_bad);
+                    m->n[0], stats->skipped, stats->first_bad);
     if (st != RT_OK) {
-        for (int s = 0; s < 3; s++) rtp_raw_split_deinit(&c->split[s]);
+        rtp_img_map_release(m);
         return st;
     }
-    c->skipped = stats->skipped;
-    rt_error we = {0};
-    if (!have_path || rtp_img_cache_write(path, key, c, &we) != RT_OK) /* not fatal */
-        fprintf(stderr, "kiln: image cache not written: %s\n", have_path ? we.msg : cache_err.msg);
+    if (!have_path || fs != RT_OK) /* not fatal */
+        fprintf(stderr, "kiln: image cache not written: %s\n", cache_err.msg);
     return RT_OK;
 }
 
@@ -308,34 +284,37 @@ rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_dataset_opts *o, c
     rtp_img_list l;
     RT_TRY(rtp_img_scan(o->name, &l, err));
     rt_dataset_image_stats stats = {.layout = l.layout};
-    rtp_img_cached c = {0};
-    rt_status st = decode_or_cache(&l, o, h, w, &c, &stats, err);
-    int nval = 0;
-    if (st == RT_OK && c.split[1].n > 0) { /* val/ folders */
+    rtp_img_map m = {0};
+    rt_status st = decode_or_cache(&l, o, h, w, &m, &stats, err);
+    rtp_rows rows[3] = {{0}};
+    for (int s = 0; st == RT_OK && s < 3; s++)
+        rows[s] = (rtp_rows){.pixels = m.pixels[s], .labels = m.labels[s], .n = m.n[s]};
+    if (st == RT_OK && m.n[1] > 0) { /* val/ folders */
         if (o->val > 0 || o->val_fraction > 0)
             st = RT_ERR(err, RT_EINVAL,
                         "%s has its own validation folder (%d images); "
                         "--val would split train again ---> HINT: drop --val",
-                        o->name, c.split[1].n);
-        nval = c.split[1].n;
-        if (st == RT_OK) st = append(&c.split[0], &c.split[1], err);
+                        o->name, m.n[1]);
     } else if (st == RT_OK && (o->val > 0 || o->val_fraction > 0)) {
-        nval = o->val_fraction > 0 ? (int)lround(o->val_fraction * c.split[0].n) : o->val;
-        if (nval < 1 || nval >= c.split[0].n)
+        int nval = o->val_fraction > 0 ? (int)lround(o->val_fraction * m.n[0]) : o->val;
+        if (nval < 1 || nval >= m.n[0])
             st = RT_ERR(err, RT_EINVAL,
                         "--val: %d of %d training images would go to "
                         "validation; leave at least one on each side",
-                        nval, c.split[0].n);
-        else st = move_val_to_end(&c.split[0], nval, o->seed, err);
+                        nval, m.n[0]);
+        else st = pick_val(m.n[0], nval, o->seed, &rows[0], &rows[1], err);
+        rows[1].pixels = rows[0].pixels, rows[1].labels = rows[0].labels;
     }
     const char *names[RT_MAX_CLASSES];
     for (int k = 0; k < l.num_classes; k++) names[k] = l.names[k];
     if (st == RT_OK) {
-        rtp_prep p = {
-            .base = base, .val = nval, .num_classes = l.num_classes, .class_names = names};
-        st = rtp_dataset_prepare(out, &c.split[0], &c.split[2], &p, err);
+        rtp_prep p = {.base = base, .num_classes = l.num_classes, .class_names = names};
+        st = rtp_dataset_prepare_rows(out, rows, m.c, m.h, m.w, &p, err);
+        out->map = m.map, out->map_len = m.len; /* the splits read it: theirs now */
+        m.map = NULL;
     }
-    for (int s = 0; s < 3; s++) rtp_raw_split_deinit(&c.split[s]);
+    for (int s = 0; s < 3; s++) free(rows[s].index);
+    rtp_img_map_release(&m);
     rtp_img_list_deinit(&l);
     if (st == RT_OK) out->images = stats;
     return st;

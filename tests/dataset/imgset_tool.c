@@ -2,11 +2,13 @@
  * tests (test_image_folders.py).
  *
  *   imgset_tool PATH [--size N|HxW] [--channels C] [--val N|F] [--seed S] [--skip-bad]
- *                    [--dump FILE]
+ *                    [--dump FILE] [--rss]
  *
  * Prints "key value" lines: status, msg, layout, decoded, skipped, first_bad, splits
  * and shape, class names, mean/std. --dump writes each split (train, val, test) as its
- * raw bytes (rt_dataset_image_u8: N x C x H x W) followed by its N labels. Exit 0 when
+ * raw bytes (rt_dataset_image_u8: N x C x H x W) followed by its N labels. --rss prints
+ * how much anonymous memory (RssAnon) the load added, and again after reading every
+ * training image as normalised floats (pass_mean: their mean). Exit 0 when
  * the load returned RT_OK, 1 when it returned an error, 2 on bad usage.
  */
 #include <stdint.h>
@@ -21,6 +23,35 @@ static const char *opt(int argc, char **argv, const char *name)
     for (int i = 2; i + 1 < argc; i++)
         if (!strcmp(argv[i], name)) return argv[i + 1];
     return NULL;
+}
+
+/* RssAnon of this process in KiB (/proc/self/status): memory no file backs. */
+static long rss_anon_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "RssAnon: %ld", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb;
+}
+
+/* Reads every training image as the trainer does (normalised floats, one at a time);
+ * prints their mean, which is ~0 once every pixel was read. */
+static int read_all(const rt_dataset *d)
+{
+    size_t img = (size_t)d->c * (size_t)d->h * (size_t)d->w;
+    float *x = malloc(img * sizeof *x);
+    if (!x) return -1;
+    double sum = 0;
+    for (int i = 0; i < d->n; i++) {
+        rt_dataset_image_f32(d, i, x);
+        for (size_t k = 0; k < img; k++) sum += x[k];
+    }
+    free(x);
+    printf("pass_mean %.6f\n", sum / ((double)img * d->n));
+    return 0;
 }
 
 static int dump(const char *path, const rt_dataset_splits *s)
@@ -47,7 +78,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: imgset_tool PATH [--size N|HxW] [--channels C] [--val N|F] "
-                        "[--seed S] [--skip-bad] [--dump FILE]\n");
+                        "[--seed S] [--skip-bad] [--dump FILE] [--rss]\n");
         return 2;
     }
     rt_dataset_opts o = {.name = argv[1]};
@@ -59,9 +90,13 @@ int main(int argc, char **argv)
     if (opt(argc, argv, "--seed")) o.seed = strtoull(opt(argc, argv, "--seed"), NULL, 10);
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "--skip-bad")) o.skip_bad = 1;
+    int rss = 0;
+    for (int i = 2; i < argc; i++) rss |= !strcmp(argv[i], "--rss");
+    long rss0 = rss_anon_kb();
     rt_dataset_splits s;
     rt_error err = {0};
     rt_status st = rt_dataset_load(&s, &o, &err);
+    if (rss) printf("rss_anon_load_kb %ld\n", rss_anon_kb() - rss0);
     printf("status %d\nmsg %s\n", (int)st, st == RT_OK ? "" : err.msg);
     if (st != RT_OK) return 1;
     printf("layout %s\ndecoded %d\nskipped %d\nfirst_bad %s\n", s.images.layout, s.images.decoded,
@@ -76,6 +111,7 @@ int main(int argc, char **argv)
     for (int c = 0; c < s.train.c; c++) printf(" %.6f", s.train.std[c]);
     printf("\n");
     int rc = 0;
+    if (rss && read_all(&s.train) == 0) printf("rss_anon_pass_kb %ld\n", rss_anon_kb() - rss0);
     const char *out = opt(argc, argv, "--dump");
     if (out && dump(out, &s) != 0) {
         fprintf(stderr, "imgset_tool: cannot write %s\n", out);

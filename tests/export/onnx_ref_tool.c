@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     rt_model *m = NULL;
     rt_ckpt_reader *r = NULL;
     char *ckpt = NULL, *skipped = NULL;
-    float *pixels = NULL, *logits = NULL;
+    float *pixels = NULL, *normed = NULL, *logits = NULL;
     int32_t *pred = NULL;
     uint8_t *px = NULL;
     rt_eval_result *e = malloc(sizeof *e);
@@ -67,15 +67,17 @@ int main(int argc, char **argv)
     if (rt_onnx_model_load(r, &b, t->n, &m, &err)) goto out;
     int K = rt_model_input_shape(m)->num_classes;
     pixels = malloc((size_t)t->n * img * 4);
+    normed = malloc((size_t)t->n * img * 4);
     logits = malloc((size_t)t->n * K * 4);
     pred = malloc((size_t)t->n * 4);
     px = malloc(img);
-    if (!pixels || !logits || !pred || !px) goto out;
+    if (!pixels || !normed || !logits || !pred || !px) goto out;
     for (int i = 0; i < t->n; i++) {
         rt_dataset_image_u8(t, i, px);
         for (size_t k = 0; k < img; k++) pixels[(size_t)i * img + k] = px[k] / 255.0f;
+        rt_dataset_image_f32(t, i, normed + (size_t)i * img); /* what the model is fed */
     }
-    if (rt_backend_upload(&b, rt_model_input_tensor(m), t->images, (size_t)t->n * img * 4, &err) ||
+    if (rt_backend_upload(&b, rt_model_input_tensor(m), normed, (size_t)t->n * img * 4, &err) ||
         rt_model_forward(m, t->n, 0, 0, &err) || rt_model_logits_read(m, t->n, logits, &err) ||
         rt_trainer_evaluate(m, t, t->n, e, &err))
         goto out;
@@ -95,6 +97,7 @@ out:
     if (b.ops) rt_backend_close(&b);
     rt_ckpt_reader_destroy(r);
     rt_dataset_splits_deinit(&s);
-    free(ckpt), free(skipped), free(pixels), free(logits), free(pred), free(px), free(e);
+    free(ckpt), free(skipped), free(pixels), free(normed), free(logits), free(pred), free(px),
+        free(e);
     return rc;
 }

@@ -212,8 +212,8 @@ T_TEST(unknown_and_malformed_messages)
         "{\"comm_id\":\"%s\",\"data\":{}}",
         "{\"comm_id\":\"%s\",\"data\":{\"method\":\"update\"}}",
         "{\"comm_id\":\"%s\",\"data\":{\"method\":\"update\",\"state\":[1]}}",
-        "{\"comm_id\":\"%s\",\"data\":{\"method\":\"update\",\"state\":{\"_model_name\":\"X\","
-        "\"nokey\":1}}}",
+        ("{\"comm_id\":\"%s\",\"data\":{\"method\":\"update\",\"state\":{\"_model_name\":\"X\","
+         "\"nokey\":1}}}"), /* one string, split (parentheses: clang -Wstring-concatenation) */
         "{\"comm_id\":\"%s\",\"data\":{\"method\":\"custom\",\"content\":{\"event\":\"click\"}}}",
     };
     for (size_t i = 0; i < sizeof contents / sizeof contents[0]; i++) {

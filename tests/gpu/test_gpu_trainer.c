@@ -12,6 +12,8 @@
  *    device-to-host copy and no synchronisation. Counted by the mock device
  *    (tests/gpu/mock/mock_stats.h, linked as weak symbols); on a real GPU this part is
  *    reported as not measured;
+ *  - a set held as raw pixels behind a row index (an image folder) trains exactly as
+ *    the same images held as floats, on the device and on the CPU's host path;
  *  - a training set that does not fit in device memory: a clear error (what, how many
  *    MiB, what was free), and the backend trains once memory is back (mock only);
  *  - fp16 with loss scaling: a first scale of 2^24 overflows fp16 (65504) in the first
@@ -19,6 +21,7 @@
  *    halved each time, Adam's t counting applied steps only), then it trains.
  * Exit 77 without a CUDA device (the real-device build); the mock build always runs.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "../quadrants.h"
@@ -152,6 +155,46 @@ T_TEST(fp32_tracks_cpu)
     finish(&g);
 }
 
+/* A set held as raw pixels behind a row index (an image folder's mapped cache) trains
+ * exactly as the same images held as floats, on the device path (one host copy
+ * normalised at create) and on the CPU's host path (normalised per batch). */
+T_TEST(pixel_sets_train_as_their_floats)
+{
+    rt_error err = {0};
+    int n = g_data.n;
+    uint8_t *px = malloc((size_t)n * 64);
+    rt_dataset raw = g_data, flt = g_data;
+    raw.images = flt.images = NULL;
+    raw.index = malloc((size_t)n * sizeof *raw.index);
+    flt.images = malloc((size_t)n * 64 * sizeof(float));
+    ASSERT(px && raw.index && flt.images);
+    for (size_t k = 0; k < (size_t)n * 64; k++) {
+        long v = lroundf((g_data.images[k] + 1.0f) * 80.0f);
+        px[k] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+    for (int i = 0; i < n; i++) raw.index[i] = (uint32_t)(n - 1 - i); /* rows reversed */
+    uint8_t *lab = malloc((size_t)n);
+    ASSERT(lab);
+    for (int i = 0; i < n; i++) lab[i] = g_data.labels[n - 1 - i];
+    raw.pixels = px, raw.labels = flt.labels = lab;
+    raw.mean[0] = flt.mean[0] = 0.31f, raw.std[0] = flt.std[0] = 0.27f;
+    for (int i = 0; i < n; i++) rt_dataset_image_f32(&raw, i, flt.images + (size_t)i * 64);
+    rt_backend *bs[2] = {&g_gpu, &g_cpu};
+    for (int k = 0; k < 2; k++) {
+        run a, b;
+        ASSERT_EQ(start(&a, bs[k], &raw, 0, 0.25, &err), RT_OK);
+        ASSERT_EQ(step_to_end(&a, &err), RT_OK);
+        ASSERT_EQ(start(&b, bs[k], &flt, 0, 0.25, &err), RT_OK);
+        ASSERT_EQ(step_to_end(&b, &err), RT_OK);
+        ASSERT(rt_trainer_on_device(a.t) == (k == 0));
+        ASSERT(memcmp(a.loss, b.loss, sizeof a.loss) == 0);
+        ASSERT(a.loss[STEPS - 1] < a.loss[0]);
+        finish(&a);
+        finish(&b);
+    }
+    free(px), free(raw.index), free(flt.images), free(lab);
+}
+
 T_TEST(no_round_trip_inside_a_step)
 {
     if (!mock_stat_d2h) {
@@ -251,6 +294,7 @@ int main(void)
     }
     make_data(&g_data);
     T_RUN(fp32_tracks_cpu);
+    T_RUN(pixel_sets_train_as_their_floats);
     T_RUN(no_round_trip_inside_a_step);
     T_RUN(out_of_memory_for_the_data_set);
     T_RUN(fp16_loss_scaling_skips_overflow);

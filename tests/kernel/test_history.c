@@ -1,17 +1,20 @@
 /* test_history.c - jk_history.c: the three history_request access types as
  * jupyter_kernel_test and IPython define them (line numbers are execution counts,
  * stop is exclusive, search globs are anchored, unique keeps the latest, n the last). */
+#include <stdlib.h>
+
 #include "jk_internal.h"
 #include "t.h"
 
 static jkp_history *sample(void)
 {
     jkp_history *h = jkp_history_create();
-    jkp_history_add(h, 1, "x = 1", NULL);
-    jkp_history_add(h, 2, "1+2", "3");
-    jkp_history_add(h, 3, "2*4", "8");
-    jkp_history_add(h, 4, "1+2", "3");
-    jkp_history_add(h, 5, "print(12)", NULL);
+    if (!h || jkp_history_add(h, 1, "x = 1", NULL) || jkp_history_add(h, 2, "1+2", "3") ||
+        jkp_history_add(h, 3, "2*4", "8") || jkp_history_add(h, 4, "1+2", "3") ||
+        jkp_history_add(h, 5, "print(12)", NULL)) {
+        fprintf(stderr, "setup: cannot fill the history\n");
+        exit(1);
+    }
     return h;
 }
 

@@ -24,7 +24,7 @@ static void make_data(void)
 
 static rt_batcher_data data_view(void)
 {
-    rt_batcher_data d = {g_images, g_labels, N, C, H, W};
+    rt_batcher_data d = {g_images, g_labels, N, C, H, W, NULL};
     return d;
 }
 
@@ -252,7 +252,7 @@ T_TEST(test_bad_input)
     cfg.drop_last = 1;
     ASSERT_EQ(rt_batcher_create(&b, &d, &cfg, &err), RT_EINVAL);
     ASSERT_STR_CONTAINS(err.msg, "drop_last");
-    rt_batcher_data empty = {g_images, g_labels, 0, C, H, W};
+    rt_batcher_data empty = {g_images, g_labels, 0, C, H, W, NULL};
     cfg = rt_batcher_config_default(B, 1);
     ASSERT_EQ(rt_batcher_create(&b, &empty, &cfg, &err), RT_EINVAL);
     ASSERT_STR_CONTAINS(err.msg, "empty");
