@@ -82,27 +82,8 @@ static int load_wheel(rt_dl_result *r)
                       sizeof syms / sizeof syms[0], r);
 }
 
-/* OpenBLAS's own kernel choice on Intel CPUs with AVX-512 (SkylakeX and later) trains
- * slower than its Haswell (AVX2) kernels: 1.2x more CPU per ResNet-20 image and per
- * train_bench image on a Xeon with AVX-512 (bench/README.md); on AMD Zen 5 its AVX-512
- * kernels were the faster ones. So, on Intel with AVX-512 and only when the user has
- * not set OPENBLAS_CORETYPE, Kiln sets it to Haswell before OpenBLAS's constructor
- * reads it. Returns 1 when it did. */
-static int choose_coretype(void)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (getenv("OPENBLAS_CORETYPE")) return 0;
-    __builtin_cpu_init();
-    if (__builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx2"))
-        return setenv("OPENBLAS_CORETYPE", "Haswell", 0) == 0;
-#endif
-    return 0;
-}
-
 static void load_once(void)
 {
-    int chose = choose_coretype();
     rt_dl_result sys, whl;
     memset(&sys, 0, sizeof sys);
     memset(&whl, 0, sizeof whl);
@@ -114,9 +95,8 @@ static void load_once(void)
     loaded = load_system(&sys) || (from_wheel = load_wheel(&whl));
 #endif
     if (loaded) {
-        snprintf(library, sizeof library, "%s (%s)%s", from_wheel ? whl.file : sys.file,
-                 from_wheel ? "scipy-openblas32" : "system",
-                 chose ? ", Haswell kernels (OPENBLAS_CORETYPE set by Kiln)" : "");
+        snprintf(library, sizeof library, "%s (%s)", from_wheel ? whl.file : sys.file,
+                 from_wheel ? "scipy-openblas32" : "system");
         return;
     }
     int foreign = strstr(sys.why, " lacks ") != NULL;

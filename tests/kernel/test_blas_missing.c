@@ -9,8 +9,7 @@
  * (KILN_LIBOPENBLAS unset), or with --loads FROM (KILN_LIBOPENBLAS names the
  * scipy-openblas32 wheel's library, whose symbols are prefixed scipy_), the open must
  * succeed, OpenBLAS must report the backend's thread count, and rt_cpu_blas_library()
- * (what %device prints) must name where it came from: "system" or "scipy-openblas32";
- * and OPENBLAS_CORETYPE is the user's, or Haswell where Kiln chooses it.
+ * (what %device prints) must name where it came from: "system" or "scipy-openblas32".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,41 +52,6 @@ T_TEST(cpu_open_sets_openblas_threads)
     ASSERT_STR_CONTAINS(rt_cpu_blas_library(), expected ? expected : "(system)");
 }
 
-/* OPENBLAS_CORETYPE: the user's value is kept; unset, Kiln sets Haswell on an Intel
- * CPU with AVX-512 (cpu_blas_dl.c says why) and says so in rt_cpu_blas_library(). */
-T_TEST(cpu_open_chooses_coretype)
-{
-    const char *user = getenv("OPENBLAS_CORETYPE");
-    char before[64] = "";
-    if (user) snprintf(before, sizeof before, "%s", user);
-    rt_backend b;
-    rt_error err = {0};
-    ASSERT_EQ(rt_backend_open(&b, "cpu", 1, &err), RT_OK);
-    rt_backend_close(&b);
-    const char *now = getenv("OPENBLAS_CORETYPE");
-    int said = strstr(rt_cpu_blas_library(), "set by Kiln") != NULL;
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    int pin = __builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f") &&
-              __builtin_cpu_supports("avx2");
-#else
-    int pin = 0;
-#endif
-    if (user) {
-        ASSERT(now && !strcmp(now, before));
-        ASSERT(!said);
-        printf("  OPENBLAS_CORETYPE=%s kept\n", before);
-    } else if (pin) {
-        ASSERT(now && !strcmp(now, "Haswell"));
-        ASSERT(said);
-        printf("  Intel with AVX-512: OPENBLAS_CORETYPE=Haswell set\n");
-    } else {
-        ASSERT(now == NULL);
-        ASSERT(!said);
-        printf("  not Intel with AVX-512: OPENBLAS_CORETYPE left unset\n");
-    }
-}
-
 int main(int argc, char **argv)
 {
     const char *env = getenv("KILN_LIBOPENBLAS");
@@ -102,9 +66,6 @@ int main(int argc, char **argv)
         return 99;
     }
     if (expected && !loads) T_RUN(cpu_open_without_openblas);
-    else {
-        T_RUN(cpu_open_chooses_coretype); /* first: the first open loads OpenBLAS */
-        T_RUN(cpu_open_sets_openblas_threads);
-    }
+    else T_RUN(cpu_open_sets_openblas_threads);
     return T_EXIT();
 }
