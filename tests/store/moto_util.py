@@ -3,6 +3,7 @@ authentication on (every request after the IAM setup must carry a valid SigV4
 signature), a user with an access key allowed s3:*, and a bucket. Proxy: a relay in
 front of it that the tests take down, bring back and stall."""
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -22,6 +23,29 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_fixed_port():
+    """A free port below the kernel's ephemeral range (ip_local_port_range starts at
+    32768 here and on Debian by default): while a relay on it is down, no outgoing
+    connection can take it as its local port (or connect to itself on it, as a
+    connect() to a closed ephemeral port can), so the relay can always come back."""
+    lo = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(max(1024, lo // 2), lo)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 class Server:
@@ -70,7 +94,7 @@ class Proxy:
     client's order of requests, not by timing."""
 
     def __init__(self, target_port):
-        self.target, self.port = target_port, free_port()
+        self.target, self.port = target_port, free_fixed_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.stall_after, self.sent, self.conns = None, 0, []
         self.trigger, self.seen, self.fired = None, 0, threading.Event()
@@ -178,6 +202,12 @@ class Proxy:
 
     def down(self):
         self.alive = False
+        # shutdown first: close() alone leaves the socket listening while the accept
+        # thread is still blocked in accept() on it, and up() then cannot bind the port
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
         for c in self.conns:
             try:
