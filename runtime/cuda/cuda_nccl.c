@@ -283,7 +283,6 @@ rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op, doub
     cudaError_t e = cudaSetDevice(k->device);
     if (e == cudaSuccess && bytes > k->scratch_bytes) {
         if (k->scratch) (void)cudaFree(k->scratch);
-        if (k->pinned) (void)cudaFreeHost(k->pinned);
         k->scratch = NULL;
         k->scratch_bytes = 0;
         e = cudaMalloc(&k->scratch, bytes);
@@ -382,6 +381,7 @@ void rt_nccl_destroy(rt_nccl *c)
         if (k->comm && !k->aborted)
             (void)(c->cancelled ? c->f->CommAbort(k->comm) : c->f->CommDestroy(k->comm));
         if (k->scratch) (void)cudaFree(k->scratch);
+        if (k->pinned) (void)cudaFreeHost(k->pinned);
         if (k->ready) (void)cudaEventDestroy(k->ready);
         if (k->summed) (void)cudaEventDestroy(k->summed);
         if (k->stream) (void)cudaStreamDestroy(k->stream);
