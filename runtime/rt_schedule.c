@@ -52,6 +52,12 @@ rt_status rt_schedule_resolve(rt_schedule *out, int64_t steps_per_epoch, int64_t
                           "run of %lld %ss; ---> HINT: shorten warmup or set t_max",
                           (long long)s->warmup, unit_name(s), (long long)units, unit_name(s));
     }
+    if (s->kind == RT_SCHED_STEP && s->step_size > 0 &&
+        !isfinite(pow(s->gamma, (double)(units / s->step_size))))
+        return RT_ERR(err, RT_EINVAL,
+                      "schedule step: gamma=%g over the run's %lld decays makes the learning "
+                      "rate overflow; ---> HINT: a gamma nearer 1 or a larger step_size",
+                      s->gamma, (long long)(units / s->step_size));
     if (s->kind == RT_SCHED_ONECYCLE) {
         if (s->total_steps == 0) s->total_steps = units;
         double end1 = s->pct_start * (double)s->total_steps - 1.0;
