@@ -102,6 +102,23 @@ static int cmp(fixture *f, const char *name, const rt_tensor *got)
 static rt_backend be;
 #define OPS be.ops
 
+/* The convolution a fixture's "shape" row describes: N C H W K R stride pad. */
+static rt_conv_desc conv_desc(const float *s)
+{
+    rt_conv_desc d = {.N = (int)s[0],
+                      .C = (int)s[1],
+                      .H = (int)s[2],
+                      .W = (int)s[3],
+                      .K = (int)s[4],
+                      .R = (int)s[5],
+                      .S = (int)s[5],
+                      .stride = (int)s[6],
+                      .pad = (int)s[7]};
+    d.P = (d.H + 2 * d.pad - d.R) / d.stride + 1;
+    d.Q = (d.W + 2 * d.pad - d.S) / d.stride + 1;
+    return d;
+}
+
 T_TEST(conv)
 {
     static const char *cases[] = {"conv_s1p0", "conv_s2p1", "conv_1x1", "conv_k5p2"};
@@ -109,17 +126,7 @@ T_TEST(conv)
         fixture f;
         ASSERT_EQ(load(&f, cases[k]), 0);
         float *s = get(&f, "shape", NULL);
-        rt_conv_desc d = {.N = (int)s[0],
-                          .C = (int)s[1],
-                          .H = (int)s[2],
-                          .W = (int)s[3],
-                          .K = (int)s[4],
-                          .R = (int)s[5],
-                          .S = (int)s[5],
-                          .stride = (int)s[6],
-                          .pad = (int)s[7]};
-        d.P = (d.H + 2 * d.pad - d.R) / d.stride + 1;
-        d.Q = (d.W + 2 * d.pad - d.S) / d.stride + 1;
+        rt_conv_desc d = conv_desc(s);
         rt_error err = {0};
         ASSERT_EQ(OPS->reserve_workspace(&be, OPS->conv2d_workspace(&be, &d), &err), RT_OK);
         rt_tensor x = tens(get(&f, "x", NULL), d.N, d.C, d.H, d.W);
@@ -383,17 +390,7 @@ T_TEST(thread_count_invariance)
     fixture f;
     ASSERT_EQ(load(&f, "conv_s2p1"), 0);
     float *s = get(&f, "shape", NULL);
-    rt_conv_desc d = {.N = (int)s[0],
-                      .C = (int)s[1],
-                      .H = (int)s[2],
-                      .W = (int)s[3],
-                      .K = (int)s[4],
-                      .R = (int)s[5],
-                      .S = (int)s[5],
-                      .stride = (int)s[6],
-                      .pad = (int)s[7]};
-    d.P = (d.H + 2 * d.pad - d.R) / d.stride + 1;
-    d.Q = (d.W + 2 * d.pad - d.S) / d.stride + 1;
+    rt_conv_desc d = conv_desc(s);
     rt_error err = {0};
     rt_backend b2;
     ASSERT_EQ(rt_backend_open(&b2, "cpu", 2, &err), RT_OK);
