@@ -194,6 +194,6 @@ rt_status rtp_image_fit(const rtp_image *im, int h, int w, uint8_t *out, rt_erro
         rh = (int)((int64_t)w * im->h / im->w);
         if (rh < h) rh = h;
     }
-    return resample_crop(im->px, im->w, im->h, im->c, rw, rh, (rh - h) / 2, (rw - w) / 2, h, w,
-                         out, err);
+    return resample_crop(im->px, im->w, im->h, im->c, rw, rh, (rh - h) / 2, (rw - w) / 2, h, w, out,
+                         err);
 }
