@@ -98,6 +98,9 @@ RT_MUST_USE rt_status rt_dataset_load(rt_dataset_splits *out, const rt_dataset_o
  * NULL. */
 void rt_dataset_splits_deinit(rt_dataset_splits *s);
 
+/* lut[v] = the float a raw byte v of channel c stands for: ((v / 255) - mean[c]) /
+ * std[c], the one expression every reader of pixels uses. */
+void rt_dataset_norm_table(const rt_dataset *d, int c, float lut[256]);
 /* Writes image i (C*H*W floats, CHW order) normalised, from images or pixels. */
 void rt_dataset_image_f32(const rt_dataset *d, int i, float *out);
 

@@ -168,6 +168,11 @@ rt_status rtp_dataset_prepare_rows(rt_dataset_splits *out, rtp_rows rows[3], int
     return st;
 }
 
+void rt_dataset_norm_table(const rt_dataset *d, int c, float lut[256])
+{
+    for (int v = 0; v < 256; v++) lut[v] = ((float)v / 255.0f - d->mean[c]) / d->std[c];
+}
+
 void rt_dataset_image_f32(const rt_dataset *d, int i, float *out)
 {
     size_t plane = (size_t)d->h * (size_t)d->w, img = (size_t)d->c * plane;
@@ -177,8 +182,8 @@ void rt_dataset_image_f32(const rt_dataset *d, int i, float *out)
     }
     const uint8_t *src = d->pixels + (size_t)(d->index ? d->index[i] : (uint32_t)i) * img;
     for (int c = 0; c < d->c; c++) {
-        float lut[256]; /* the same float expression as the normalised arrays */
-        for (int v = 0; v < 256; v++) lut[v] = ((float)v / 255.0f - d->mean[c]) / d->std[c];
+        float lut[256];
+        rt_dataset_norm_table(d, c, lut);
         const uint8_t *s = src + (size_t)c * plane;
         float *o = out + (size_t)c * plane;
         for (size_t k = 0; k < plane; k++) o[k] = lut[s[k]];
