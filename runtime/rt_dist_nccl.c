@@ -70,6 +70,7 @@ static rt_status nc_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *e
 {
     const int cuda = !strcmp(b->ops->name, "cuda");
     if (comm) {
+        rt_nccl_bind(comm, b); /* this run's backend, when on the communicator's device */
         double same = cuda && b->device == rt_nccl_device(comm);
         RT_TRY(nc_host(d, &same, 1, RTP_SUM_F64, "device check", 0, err));
         if (same != (double)d->size)
@@ -97,7 +98,7 @@ static rt_status nc_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *e
                             .why_not = why};
     unsigned char id[RT_DIST_MEET_BLOB];
     RT_TRY(broken(d, rt_dist_meet_run(&m, make_id, id, err)));
-    RT_TRY(broken(d, rt_nccl_create_rank(&comm, b, id, d->rank, d->size, err)));
+    RT_TRY(broken(d, rt_nccl_create_rank(&comm, b, id, d->rank, d->size, d->timeout_s, err)));
     *on = 1;
     return RT_OK;
 }

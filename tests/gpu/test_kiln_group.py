@@ -19,7 +19,10 @@ batchnorm or dropout, SGD with momentum, global batch 16) runs:
     rank 1 writes no checkpoint and no notebook;
   - the same launch on the CPU: refused on both ranks within seconds, naming mpirun;
   - a rank that hangs inside NCCL (the stand-in's hang mode): both ranks stop within
-    KILN_DIST_TIMEOUT, NCCL aborted, naming the timeout, instead of waiting forever.
+    KILN_DIST_TIMEOUT, NCCL aborted, naming the timeout, instead of waiting forever;
+  - a rank that never joins NCCL's communicator after the ranks met (the stand-in's
+    inithang mode, as a rank that died then): both stop within KILN_DIST_TIMEOUT, the
+    join aborted, each naming its rank, and no checkpoint is written.
 """
 import glob
 import json
@@ -223,18 +226,32 @@ def test_cpu_ranks_without_mpi_are_refused(work):
     assert took < 120, took
 
 
-def test_a_rank_hung_in_nccl_stops_both(work):
-    timeout = 3
+def stuck_launch(work, tag, mode, timeout):
+    """Two GPU ranks with the NCCL stand-in in `mode`: both must fail within 60 s;
+    each rank's output (stdout and notebook) in rank order."""
     t0 = time.monotonic()
-    codes, outs = launch_without_mpi(work, "hang", "cuda", {
-        "KILN_MOCK_NCCL": "hang:1:10", "KILN_DIST_TIMEOUT": str(timeout)})
+    codes, outs = launch_without_mpi(work, tag, "cuda", {
+        "KILN_MOCK_NCCL": mode, "KILN_DIST_TIMEOUT": str(timeout)})
     took = time.monotonic() - t0
-    print(f"a rank hung in NCCL: both stopped after {took:.1f} s")
+    print(f"{mode}: both ranks stopped after {took:.1f} s")
     assert codes[0] != 0 and codes[1] != 0, "\n".join(o[-2000:] for o in outs)
-    for rank, out in enumerate(outs):
-        text = out
-        if os.path.exists(f"{work}/hang-out.{rank}.ipynb"):
-            text += outputs_text(f"{work}/hang-out.{rank}.ipynb")
-        assert f"did not join within {timeout} s (KILN_DIST_TIMEOUT)" in text, text[-2000:]
-        assert "NCCL was aborted" in text and f"rank {rank} of 2" in text, text[-2000:]
     assert took < 60, took
+    texts = []
+    for rank, out in enumerate(outs):
+        path = f"{work}/{tag}-out.{rank}.ipynb"
+        texts.append(out + (outputs_text(path) if os.path.exists(path) else ""))
+    return texts
+
+
+def test_a_rank_hung_in_nccl_stops_both(work):
+    for rank, text in enumerate(stuck_launch(work, "hang", "hang:1:10", 3)):
+        assert "did not join within 3 s (KILN_DIST_TIMEOUT)" in text, text[-2000:]
+        assert "NCCL was aborted" in text and f"rank {rank} of 2" in text, text[-2000:]
+
+
+def test_a_rank_that_never_joins_nccl_stops_both(work):
+    for rank, text in enumerate(stuck_launch(work, "inithang", "inithang:1", 3)):
+        assert (f"rank {rank} of 2 (cuda:{rank}): the other ranks did not join NCCL's "
+                "communicator within 3 s (KILN_DIST_TIMEOUT)") in text, text[-2000:]
+        assert "the join was aborted" in text, text[-2000:]
+    assert not glob.glob(f"{work}/inithang-run.*/*.safetensors")
