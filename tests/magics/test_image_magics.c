@@ -12,6 +12,7 @@
 
 #include "mg.h"
 #include "mg_png.h"
+#include "rt_model.h"
 #include "t.h"
 #include "tm_util.h"
 
@@ -269,6 +270,44 @@ T_TEST(test_resnet20_learns)
     if (system(line) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* A ResNet-20 checkpoint of the layout written before its convolutions lost their bias
+ * (the shipped spec with every conv biased) still resumes in a new session: the
+ * checkpoint carries its spec, and the resumed model is that one, biases and all. */
+T_TEST(test_biased_resnet20_checkpoint_resumes)
+{
+    char dir[256], run[256], line[600], spec[8192], old[8192];
+    snprintf(dir, sizeof dir, "%s.old", g_dir);
+    snprintf(run, sizeof run, "%s.oldrun", g_dir);
+    ASSERT_EQ(write_cifar_like(dir, 4, 4), 0);
+    ASSERT_EQ(rt_model_zoo_spec("resnet20", 4, spec, sizeof spec, NULL), RT_OK);
+    size_t n = 0;
+    for (const char *p = spec; *p;) { /* every " bias=false" dropped */
+        if (!strncmp(p, " bias=false", 11)) p += 11;
+        else old[n++] = *p++;
+    }
+    old[n] = 0;
+    ASSERT_EQ(tm_fresh_session(&g_s), 0);
+    tm_reset();
+    snprintf(line, sizeof line, "dataset %s --size 32 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(tm_magic(g_s, "model old", old, &g_err), 0);
+    ASSERT_STR_CONTAINS(display_with("Model: \"old\""), "Total params: 272,868"); /* + 784 */
+    snprintf(line, sizeof line, "train old --epochs 1 --batch 8 --seed 1 --run-dir %s", run);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(tm_fresh_session(&g_s), 0);
+    tm_reset();
+    snprintf(line, sizeof line, "resume %s --epochs 2", run);
+    int rc = tm_magic(g_s, line, NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    ASSERT_STR_CONTAINS(tm_c.out, "epoch 2/2");
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "model show old", NULL, &g_err), 0);
+    ASSERT_STR_CONTAINS(display_with("Model: \"old\""), "Total params: 272,868");
+    snprintf(line, sizeof line, "rm -rf '%s' '%s'", dir, run);
+    if (system(line) != 0) fprintf(stderr, "could not remove %s, %s\n", dir, run);
+}
+
 T_TEST(test_bad_file)
 {
     char line[512], bad[256];
@@ -309,6 +348,7 @@ int main(void)
     T_RUN(test_train_on_folder);
     T_RUN(test_resume_folder_run);
     T_RUN(test_resnet20_learns);
+    T_RUN(test_biased_resnet20_checkpoint_resumes);
     T_RUN(test_bad_file);
     mg_session_destroy(g_s);
     char cmd[1024];
