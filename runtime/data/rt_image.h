@@ -40,6 +40,11 @@ RT_MUST_USE rt_status rtp_image_decode(const uint8_t *buf, size_t len, const cha
                                        uint64_t max_pixels, int want_w, int want_h, rtp_image *out,
                                        rt_error *err);
 
+/* The common PNG (8-bit grey, grey + alpha, RGB, RGBA; not interlaced) decoded with
+ * libdeflate into out, alpha dropped: 1. Anything else, a damaged file included, or a
+ * build without libdeflate: 0, out untouched, and libpng decodes it (rt_png_fast.c). */
+int rtp_png_fast(const uint8_t *buf, size_t len, uint64_t max_pixels, rtp_image *out);
+
 /* Converts im in place to c channels (1 or 3). RT_ENOMEM only. */
 RT_MUST_USE rt_status rtp_image_channels(rtp_image *im, int c, rt_error *err);
 

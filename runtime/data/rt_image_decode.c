@@ -7,7 +7,9 @@
  * so a decompression bomb (a few hundred bytes saying 100000 x 100000) costs no
  * allocation. What Pillow's convert("RGB") / ("L") would keep is kept: PNG alpha is
  * dropped (not composited), palettes and 1/2/4-bit grey are expanded; 16-bit PNG and
- * CMYK/YCCK JPEG are refused by name rather than quietly reduced. A JPEG at least twice
+ * CMYK/YCCK JPEG are refused by name rather than quietly reduced. The common PNGs go
+ * through rt_png_fast.c (libdeflate) first, the rest and every damaged one through
+ * libpng here. A JPEG at least twice
  * the wanted size on both sides is decoded at 1/2, 1/4 or 1/8 scale by libjpeg's
  * scaled IDCT, the scale Pillow's Image.draft() picks: most of the decode and resize
  * work for a large photo is skipped (docs/datasets.md says what changes). A JPEG warning
@@ -198,7 +200,9 @@ rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what, uin
     memset(out, 0, sizeof *out);
     if (len == 0) return RT_ERR(err, RT_EFORMAT, "%s: an empty file (0 bytes)", what);
     if (len >= 8 && !memcmp(buf, png_sig, 8))
-        return decode_png(buf, len, what, max_pixels, out, err);
+        return rtp_png_fast(buf, len, max_pixels, out)
+                   ? RT_OK
+                   : decode_png(buf, len, what, max_pixels, out, err);
     if (len >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff)
         return decode_jpeg(buf, len, what, max_pixels, want_w, want_h, out, err);
     return RT_ERR(err, RT_EFORMAT,
