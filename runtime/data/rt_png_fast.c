@@ -102,8 +102,9 @@ int rtp_png_fast(const uint8_t *buf, size_t len, uint64_t max_pixels, rtp_image 
     }
     size_t stride = (size_t)w * (size_t)bpp, raw_len = (size_t)ht * (stride + 1);
     int c = bpp >= 3 ? 3 : 1;
-    uint8_t *raw = ok ? malloc(raw_len) : NULL, *px = raw ? malloc((size_t)w * ht * c) : NULL;
-    uint8_t *zero = px ? calloc(stride, 1) : NULL;
+    ok = ok && rtp_buf_reserve(&out->work, &out->work_cap, raw_len) &&
+         rtp_buf_reserve(&out->px, &out->cap, (size_t)w * ht * c);
+    uint8_t *raw = out->work, *px = out->px, *zero = ok ? calloc(stride, 1) : NULL;
     struct libdeflate_decompressor *d = zero ? libdeflate_alloc_decompressor() : NULL;
     size_t got = 0;
     ok = d && libdeflate_zlib_decompress(d, z, zlen, raw, raw_len, &got) == LIBDEFLATE_SUCCESS &&
@@ -121,13 +122,9 @@ int rtp_png_fast(const uint8_t *buf, size_t len, uint64_t max_pixels, rtp_image 
     }
     if (d) libdeflate_free_decompressor(d);
     free(zero);
-    free(raw);
     free(zbuf);
-    if (!ok) {
-        free(px);
-        return 0;
-    }
-    *out = (rtp_image){.w = (int)w, .h = (int)ht, .c = c, .px = px};
+    if (!ok) return 0;
+    out->w = (int)w, out->h = (int)ht, out->c = c;
     return 1;
 }
 
