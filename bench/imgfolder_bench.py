@@ -13,11 +13,14 @@ SIZE, float32 normalised. Kiln: one process per load; "cold" = an empty decode c
 memory-mapped cache, nothing decoded). torchvision: ImageFolder with Resize(SIZE),
 CenterCrop(SIZE), ToTensor, Normalize, through a DataLoader (batch 64, num_workers =
 cores) for one full pass; every epoch of torchvision decodes again (it has no cache).
-Prints images/s for each and the ratios. Needs torch and torchvision (Debian:
+Prints images/s for each and the ratios, and the CPU time each side spent per image
+(user + system of every process and thread, the DataLoader's workers included): on a
+shared machine images/s follows the load, CPU ms per image much less so. Needs torch and torchvision (Debian:
 python3-torch, python3-torchvision).
 """
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -43,6 +46,12 @@ def make_folder(root, n, seed=0):
             im.save(os.path.join(d, "%05d.png" % i))
         else:
             im.save(os.path.join(d, "%05d.jpg" % i), quality=90)
+
+
+def cpu_seconds():
+    """User + system CPU time of this process and its reaped children so far."""
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 def kiln_load(tool, folder, size, cache):
@@ -86,24 +95,33 @@ def main():
         make_folder(folder, a.images)
     print("cores %d, size %d, load avg %.2f" % (cores, a.size, os.getloadavg()[0]))
     res = {"kiln cold": [], "kiln cached": [], "torchvision": []}
+    cpu = {"kiln cold": [], "torchvision": []}  # ms per image
     for r in range(a.repeat):
         cache = os.path.join(tmp, "cache%d" % r)
+        c0 = cpu_seconds()
         n, s, d = kiln_load(tool, folder, a.size, cache)
+        cpu["kiln cold"].append(1e3 * (cpu_seconds() - c0) / n)
         assert d == n, "the cold load decoded %d of %d" % (d, n)
         res["kiln cold"].append(n / s)
         n, s, d = kiln_load(tool, folder, a.size, cache)
         assert d == 0, "the cached load decoded %d" % d
         res["kiln cached"].append(n / s)
+        c0 = cpu_seconds()
         n2, s2 = torchvision_load(folder, a.size, cores)
+        cpu["torchvision"].append(1e3 * (cpu_seconds() - c0) / n2)
         assert n2 == n
         res["torchvision"].append(n2 / s2)
-        print("  run %d: kiln cold %.0f img/s, cached %.0f img/s, torchvision %.0f img/s"
-              % (r + 1, res["kiln cold"][-1], res["kiln cached"][-1], res["torchvision"][-1]),
-              flush=True)
+        print("  run %d: kiln cold %.0f img/s (%.3f cpu-ms/img), cached %.0f img/s, "
+              "torchvision %.0f img/s (%.3f cpu-ms/img)"
+              % (r + 1, res["kiln cold"][-1], cpu["kiln cold"][-1], res["kiln cached"][-1],
+                 res["torchvision"][-1], cpu["torchvision"][-1]), flush=True)
     med = {k: float(np.median(v)) for k, v in res.items()}
     print("median images/s: " + ", ".join("%s %.0f" % kv for kv in med.items()))
     print("ratio kiln cold / torchvision: %.2f" % (med["kiln cold"] / med["torchvision"]))
     print("ratio kiln cached / torchvision: %.2f" % (med["kiln cached"] / med["torchvision"]))
+    mcpu = {k: float(np.median(v)) for k, v in cpu.items()}
+    print("median cpu-ms/img: kiln cold %.3f, torchvision %.3f; ratio torchvision / kiln: %.2f"
+          % (mcpu["kiln cold"], mcpu["torchvision"], mcpu["torchvision"] / mcpu["kiln cold"]))
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -2,9 +2,10 @@
 # multi_gpu.sh - data-parallel GPU scaling, 1, 2, ... N GPUs of one machine: Kiln's
 # device group (build/bench/train_bench --gpus K: one process, a thread and a model
 # replica per GPU, gradients summed by NCCL on the devices, as %train --device
-# cuda:0,1,..), Kiln as K processes of a launch without MPI (train_bench --dist with
-# RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT: the ranks meet over TCP, then
-# NCCL carries everything, as `kiln run` launched so), next to PyTorch DDP with NCCL
+# cuda:0,1,..), Kiln as K processes launched by torchrun without MPI (torchrun
+# --no-python train_bench --dist: the ranks meet over TCP beside torchrun's agent, at
+# MASTER_PORT + 1, then NCCL carries everything, as `kiln run` launched so), next to
+# PyTorch DDP with NCCL
 # (torchrun --nproc_per_node K), same net (the PyTorch MNIST example, as
 # bench/train_bench.py), same per-GPU batch (weak scaling: the global batch is K x
 # --batch), in one run. Prints images/s, the scaling efficiency (images/s at K / (K x
@@ -14,7 +15,8 @@
 #                                [--python PY]
 #   --gpus N    up to N GPUs (default: all that nvidia-smi lists)
 #   --python    an interpreter with a CUDA build of torch (default python3), e.g. a venv
-#               with: pip install torch --index-url https://download.pytorch.org/whl/cu126
+#               with: pip install torch --index-url https://download.pytorch.org/whl/cu126;
+#               its torchrun launches both DDP and Kiln's processes
 # Needs: a multi-GPU machine, NCCL 2.11+ (pip install nvidia-nccl-cu12 for a CUDA 12
 # build, or libnccl2),
 # Debian's dataset-fashion-mnist, and the Kiln build with CUDA (ninja -C build
@@ -86,20 +88,12 @@ EOF
 
 ips() { grep '^images_per_s' | awk '{print $2}'; }
 
-# Kiln as k processes of a launch without MPI: one train_bench per GPU, torchrun-style
-# variables, rank 0 listening on a free port of the loopback; rank 0 prints.
+# Kiln as k processes of a launch without MPI: torchrun starts one train_bench per GPU
+# (--no-python: a binary), whose ranks meet at MASTER_PORT + 1 (torchrun's agent holds
+# MASTER_PORT); rank 0 prints.
 kiln_ranks() {
-  local k=$1 port pids=() out="$tmp/ranks.out"
-  port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  : > "$out"
-  for r in $(seq 0 $((k - 1))); do
-    RANK=$r WORLD_SIZE=$k LOCAL_RANK=$r LOCAL_WORLD_SIZE=$k MASTER_ADDR=127.0.0.1 \
-      MASTER_PORT=$port "$kiln" --dist --device cuda --steps "$steps" \
-      --batch $((batch * k)) >>"$out" 2>>"$tmp/ranks.err" &
-    pids+=($!)
-  done
-  wait "${pids[@]}" || true
-  ips < "$out"
+  "$py" -m torch.distributed.run --standalone --nproc_per_node "$1" --no-python "$kiln" \
+    --dist --device cuda --steps "$steps" --batch $((batch * $1)) 2>>"$tmp/ranks.err" | ips
 }
 
 echo "| GPUs | global batch | Kiln images/s | efficiency | Kiln processes (no MPI) images/s | efficiency | DDP+NCCL images/s | efficiency | Kiln/DDP |"

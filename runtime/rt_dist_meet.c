@@ -81,6 +81,12 @@ static int io_all(int fd, unsigned char *buf, size_t n, int out, double deadline
     return 0;
 }
 
+/* the variable the port came from, for messages */
+static const char *port_var(const rt_dist_meet *m)
+{
+    return m->port_var && *m->port_var ? m->port_var : "MASTER_PORT";
+}
+
 static rt_status resolve(const rt_dist_meet *m, struct addrinfo **ai, rt_error *err)
 {
     char *end;
@@ -88,10 +94,11 @@ static rt_status resolve(const rt_dist_meet *m, struct addrinfo **ai, rt_error *
     if (!m->addr || !*m->addr || !m->port || !*m->port || *end || port < 1 || port > 65535)
         return RT_ERR(err, RT_EINVAL,
                       "rank %d of %d: a launch without MPI needs MASTER_ADDR (rank 0's "
-                      "host) and MASTER_PORT (a free TCP port, 1-65535); they are '%s' and "
+                      "host) and %s (a free TCP port, 1-65535); they are '%s' and "
                       "'%s' ---> HINT: set both the same for every rank, or launch with "
                       "mpirun",
-                      m->rank, m->world, m->addr ? m->addr : "", m->port ? m->port : "");
+                      m->rank, m->world, port_var(m), m->addr ? m->addr : "",
+                      m->port ? m->port : "");
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     int rc = getaddrinfo(m->addr, m->port, &hints, ai);
     if (rc != 0)
@@ -276,10 +283,10 @@ static rt_status host_run(const rt_dist_meet *m, const struct addrinfo *ai, rt_d
     if (h.lfd < 0 || setsockopt(h.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
         bind(h.lfd, (struct sockaddr *)&sa, ai->ai_addrlen) != 0 || listen(h.lfd, 128) != 0) {
         s = RT_ERR(err, RT_EIO,
-                   "rank 0 of %d: cannot listen on port %s (MASTER_PORT) for the other ranks: "
+                   "rank 0 of %d: cannot listen on port %s (%s) for the other ranks: "
                    "%s ---> HINT: another program holds the port: give the launch a free "
-                   "MASTER_PORT",
-                   m->world, m->port, strerror(errno));
+                   "one (KILN_DIST_PORT sets the ranks' port apart from MASTER_PORT)",
+                   m->world, m->port, port_var(m), strerror(errno));
         goto out;
     }
     while (h.fail == RT_OK && h.arrived < m->world - 1 && ms_left(deadline) > 0)
@@ -290,8 +297,8 @@ static rt_status host_run(const rt_dist_meet *m, const struct addrinfo *ai, rt_d
         host_fail(&h, RT_EDEVICE_LOST,
                   "rank%s %s of %d did not join rank 0 at %s:%s within %g s "
                   "(KILN_DIST_TIMEOUT) ---> HINT: start every rank with the same MASTER_ADDR, "
-                  "MASTER_PORT and WORLD_SIZE; the launch stops",
-                  plural(missing), missing, m->world, m->addr, m->port, m->timeout_s);
+                  "%s and WORLD_SIZE; the launch stops",
+                  plural(missing), missing, m->world, m->addr, m->port, m->timeout_s, port_var(m));
     }
     if (h.fail == RT_OK) {
         int all = m->can;
@@ -376,8 +383,8 @@ static rt_status guest_run(const rt_dist_meet *m, const struct addrinfo *ai,
         return RT_ERR(err, RT_EDEVICE_LOST,
                       "rank %d of %d: rank 0 did not answer at %s:%s within %g s "
                       "(KILN_DIST_TIMEOUT) ---> HINT: start rank 0 too, with the same "
-                      "MASTER_ADDR and MASTER_PORT as every rank",
-                      m->rank, m->world, m->addr, m->port, m->timeout_s);
+                      "MASTER_ADDR and %s as every rank",
+                      m->rank, m->world, m->addr, m->port, m->timeout_s, port_var(m));
     unsigned char hello[HELLO_BYTES] = {0}, a[ANSWER_BYTES];
     memcpy(hello, MAGIC, 8);
     put32(hello + 8, VERSION);
@@ -400,8 +407,8 @@ static rt_status guest_run(const rt_dist_meet *m, const struct addrinfo *ai,
     if (memcmp(a, MAGIC, 8) != 0 || get32(a + 8) != VERSION)
         return RT_ERR(err, RT_EINVAL,
                       "rank %d of %d: %s:%s answered, but not as Kiln's rank 0 ---> HINT: "
-                      "another program holds MASTER_PORT: give the launch a free one",
-                      m->rank, m->world, m->addr, m->port);
+                      "another program holds %s: give the launch a free one",
+                      m->rank, m->world, m->addr, m->port, port_var(m));
     char *msg = (char *)a + 16 + RT_DIST_MEET_BLOB;
     msg[MSG_BYTES - 1] = '\0';
     if (!get32(a + 12))

@@ -4,9 +4,10 @@
  * carries no traffic of its own over it: the GPU ranks' collectives then go through
  * NCCL (runtime/rt_dist_nccl.c).
  *
- * Rank 0 listens on MASTER_PORT (on the loopback when MASTER_ADDR is a loopback
+ * Rank 0 listens on MASTER_PORT or the port the launch gives instead (rt_dist_nccl.c
+ * says when: KILN_DIST_PORT, torchrun's agent) (on the loopback when MASTER_ADDR is a loopback
  * address, else on every interface, as torchrun's store does); every other rank
- * connects to MASTER_ADDR:MASTER_PORT, retrying while rank 0 is not listening yet, and
+ * connects to MASTER_ADDR at that port, retrying while rank 0 is not listening yet, and
  * sends one frame: a magic, the meeting's version, its rank, the world size it was
  * given and whether it can join (with a short reason when not). Rank 0 waits for all,
  * checks them (the same world size, every rank once), makes the blob when every rank
@@ -22,12 +23,13 @@
 #define RT_DIST_MEET_BLOB 128
 
 typedef struct rt_dist_meet {
-    const char *addr;    /* MASTER_ADDR: a host name or an address */
-    const char *port;    /* MASTER_PORT, as the variable says it (checked here) */
-    int rank, world;     /* RANK, WORLD_SIZE */
-    double timeout_s;    /* the whole meeting ends within this */
-    int can;             /* this rank can join */
-    const char *why_not; /* when it cannot: a few words ("its device is cpu") */
+    const char *addr;     /* MASTER_ADDR: a host name or an address */
+    const char *port;     /* the meeting's port, as the variable says it (checked here) */
+    const char *port_var; /* where port came from, for messages (NULL: "MASTER_PORT") */
+    int rank, world;      /* RANK, WORLD_SIZE */
+    double timeout_s;     /* the whole meeting ends within this */
+    int can;              /* this rank can join */
+    const char *why_not;  /* when it cannot: a few words ("its device is cpu") */
 } rt_dist_meet;
 
 /* Rank 0's blob, made only when every rank can join. */

@@ -226,6 +226,7 @@ static rt_status mpi_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *
     double all = can;
     RT_TRY(rt_dist_allreduce_f64(d, &all, 1, "NCCL check", 0, err));
     *on = all == (double)d->size;
+    if (*on && launch_nccl) rt_nccl_bind(launch_nccl, b); /* this run's backend */
     if (!*on || launch_nccl) return RT_OK;
     float idf[RT_NCCL_ID_BYTES / sizeof(float) + 1];
     memset(idf, 0, sizeof idf);
@@ -236,7 +237,12 @@ static rt_status mpi_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *
     if (idf[RT_NCCL_ID_BYTES / sizeof(float)] != 0.0f)
         return RT_ERR(err, RT_EDEVICE, "rank %d of %d: rank 0 could not make NCCL's id%s%s",
                       d->rank, d->size, d->rank == 0 ? ": " : "", d->rank == 0 ? e0.msg : "");
-    RT_TRY(rt_nccl_create_rank(&launch_nccl, b, (const unsigned char *)idf, d->rank, d->size, err));
+    rt_status s = rt_nccl_create_rank(&launch_nccl, b, (const unsigned char *)idf, d->rank, d->size,
+                                      d->timeout_s, err);
+    if (s != RT_OK) { /* a rank never joined: MPI_Finalize would wait for it too */
+        d->broken = 1;
+        return s;
+    }
     launch_nccl_device = b->device;
     return RT_OK;
 }

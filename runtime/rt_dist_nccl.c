@@ -14,6 +14,12 @@
  * The communicator is made at the first run that trains (rt_dist_device_begin) and kept
  * for the process, like MPI's world: a later %train in the same notebook uses it again
  * and must train on the same device.
+ *
+ * The meeting's port (meet_port): KILN_DIST_PORT when set; else, under torchrun (its
+ * agent sets TORCHELASTIC_RUN_ID), MASTER_PORT + 1, because the agent on the first node
+ * already listens on MASTER_PORT with its own store (c10d's TCPStore, whose protocol is
+ * PyTorch's internal one, not Kiln's to speak); else MASTER_PORT. MASTER_ADDR is the
+ * agent's host there, and global rank 0 runs beside it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +64,26 @@ static rt_status nc_host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, const 
                             what, step, e.msg));
 }
 
+/* Where the ranks meet (the top): the port as text into buf, *var names where it came
+ * from for messages. A MASTER_PORT that is not a port is passed on as it is, for the
+ * meeting to refuse naming it. */
+static const char *meet_port(char *buf, size_t cap, const char **var)
+{
+    const char *own = getenv("KILN_DIST_PORT"), *master = getenv("MASTER_PORT");
+    const char *agent = getenv("TORCHELASTIC_RUN_ID");
+    if (own && *own) {
+        *var = "KILN_DIST_PORT";
+        return own;
+    }
+    *var = "MASTER_PORT";
+    char *end;
+    long p = master && *master ? strtol(master, &end, 10) : 0;
+    if (!agent || !*agent || !master || !*master || *end || p < 1 || p > 65535) return master;
+    *var = "MASTER_PORT + 1: torchrun's agent holds MASTER_PORT";
+    snprintf(buf, cap, "%ld", p + 1);
+    return buf;
+}
+
 static rt_status make_id(unsigned char blob[RT_DIST_MEET_BLOB], rt_error *err)
 {
     return rt_nccl_unique_id(blob, err);
@@ -70,6 +96,7 @@ static rt_status nc_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *e
 {
     const int cuda = !strcmp(b->ops->name, "cuda");
     if (comm) {
+        rt_nccl_bind(comm, b); /* this run's backend, when on the communicator's device */
         double same = cuda && b->device == rt_nccl_device(comm);
         RT_TRY(nc_host(d, &same, 1, RTP_SUM_F64, "device check", 0, err));
         if (same != (double)d->size)
@@ -88,8 +115,11 @@ static rt_status nc_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *e
     if (!cuda) snprintf(why, sizeof why, "it trains on %s", b->ops->name);
     else if (!can) snprintf(why, sizeof why, "NCCL does not load");
     if (!can && cuda) fprintf(stderr, "kiln: rank %d: %s\n", d->rank, ne.msg);
+    char buf[16];
+    const char *var, *port = meet_port(buf, sizeof buf, &var);
     const rt_dist_meet m = {.addr = getenv("MASTER_ADDR"),
-                            .port = getenv("MASTER_PORT"),
+                            .port = port,
+                            .port_var = var,
                             .rank = d->rank,
                             .world = d->size,
                             .timeout_s = d->timeout_s > MEET_MIN_S ? d->timeout_s : MEET_MIN_S,
@@ -97,7 +127,7 @@ static rt_status nc_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *e
                             .why_not = why};
     unsigned char id[RT_DIST_MEET_BLOB];
     RT_TRY(broken(d, rt_dist_meet_run(&m, make_id, id, err)));
-    RT_TRY(broken(d, rt_nccl_create_rank(&comm, b, id, d->rank, d->size, err)));
+    RT_TRY(broken(d, rt_nccl_create_rank(&comm, b, id, d->rank, d->size, d->timeout_s, err)));
     *on = 1;
     return RT_OK;
 }
@@ -120,7 +150,8 @@ static const rtp_dist_ops nccl_ops = {
 rt_status rtp_dist_nccl_open(const rt_dist_env *env, rt_dist **out, rt_error *err)
 {
     const char *addr = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
-    if (!addr || !*addr || !port || !*port)
+    const char *own = getenv("KILN_DIST_PORT");
+    if (!addr || !*addr || ((!port || !*port) && (!own || !*own)))
         return RT_ERR(err, RT_EINVAL,
                       "RANK=%d and WORLD_SIZE=%d say this process is one rank of a launch, "
                       "but MASTER_ADDR or MASTER_PORT is not set: the ranks cannot meet "

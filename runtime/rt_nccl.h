@@ -40,13 +40,20 @@ void rt_nccl_destroy(rt_nccl *c);
 /* 1 when NCCL can be loaded (loads it); err (may be NULL) says why not. */
 int rt_nccl_available(rt_error *err);
 RT_MUST_USE rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err);
-/* A communicator of one device (b) as rank `rank` of `nranks` (ncclCommInitRank; every
- * rank must call it with the same id): rt_nccl_allreduce with r = 0 sums over them. */
+/* A communicator of one device (b) as rank `rank` of `nranks` (every rank must call it
+ * with the same id): rt_nccl_allreduce with r = 0 sums over them. The join waits at most
+ * timeout_s for the other ranks (NCCL 2.14+; an older NCCL joins with the blocking
+ * ncclCommInitRank, said on stderr): RT_EDEVICE_LOST naming this rank when one never
+ * joins (it died after the ranks met). */
 RT_MUST_USE rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
                                           const unsigned char id[RT_NCCL_ID_BYTES], int rank,
-                                          int nranks, rt_error *err);
+                                          int nranks, double timeout_s, rt_error *err);
 /* The device b of c (a communicator of one device, rt_nccl_create_rank). */
 int rt_nccl_device(const rt_nccl *c);
+/* A later run's backend b on c's device (the communicator outlives the run that made it):
+ * c's scratch memory for rt_nccl_host is b's from now on. Nothing when b is on another
+ * device. */
+void rt_nccl_bind(rt_nccl *c, rt_backend *b);
 /* A collective on host memory over such a communicator, for ranks that have no other
  * way to meet (a launch without MPI): buf (n elements) goes to the device, NCCL
  * combines it, and the result comes back, waited for as rt_nccl_allreduce's sum. */

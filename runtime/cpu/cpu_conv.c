@@ -1,8 +1,9 @@
 /* cpu_conv.c - conv2d forward and backward on the CPU: im2col + sgemm per image.
  *
- * 3x3 stride-1 convolutions with up to 128 channels take the direct path instead
- * (cpu_conv_direct.c; rtp_cpu_conv_direct decides) on a CPU with AVX2+FMA; every other
- * shape, and every CPU without them, comes here.
+ * On a CPU with AVX2+FMA, convolutions of up to 128 channels take a direct path instead:
+ * 3x3 stride 1 (cpu_conv_direct.c; rtp_cpu_conv_direct decides), and 3x3 or unpadded
+ * 1x1 stride 2 (cpu_conv_s2.c; rtp_cpu_conv_s2 decides). Every other shape (5x5, 1x1
+ * stride 1, wider layers), and every CPU without AVX2+FMA, comes here.
  * Images of the minibatch are spread over OpenMP threads (dynamic scheduling, so a
  * thread that the OS preempts does not hold the others back); each thread unfolds one
  * image at a time into its own column buffer (C*R*S x P*Q, sized to stay in L2) and
@@ -50,6 +51,7 @@ size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
 {
     const rtp_convk *k = rtp_cpu_conv_direct(b, d);
     if (k) return rtp_cpu_conv_direct_workspace(b, k, d);
+    if ((k = rtp_cpu_conv_s2(b, d))) return rtp_cpu_conv_s2_workspace(b, k, d);
     size_t T = (size_t)(b->threads > 0 ? b->threads : 1);
     return (T * col_floats(d) + (size_t)ngroups(d->N) * acc_floats(d)) * sizeof(float);
 }
@@ -152,6 +154,8 @@ rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
 {
     const rtp_convk *kern = rtp_cpu_conv_direct(b, d);
     if (kern) return rtp_cpu_conv_direct_fwd(b, kern, out, in, w, bias, d, err);
+    if ((kern = rtp_cpu_conv_s2(b, d)))
+        return rtp_cpu_conv_s2_fwd(b, kern, out, in, w, bias, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
@@ -185,6 +189,8 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
 {
     const rtp_convk *kern = rtp_cpu_conv_direct(b, d);
     if (kern) return rtp_cpu_conv_direct_bwd_data(b, kern, din, dout, w, d, err);
+    if ((kern = rtp_cpu_conv_s2(b, d)))
+        return rtp_cpu_conv_s2_bwd_data(b, kern, din, dout, w, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
@@ -218,6 +224,8 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
 {
     const rtp_convk *kern = rtp_cpu_conv_direct(b, d);
     if (kern) return rtp_cpu_conv_direct_bwd_filter(b, kern, dw, dbias, dout, in, d, err);
+    if ((kern = rtp_cpu_conv_s2(b, d)))
+        return rtp_cpu_conv_s2_bwd_filter(b, kern, dw, dbias, dout, in, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);

@@ -132,3 +132,69 @@ void NAME(rtp_convk_wgrad)(const float *dyT, int Kv, size_t L, const float *x, s
         k += V;
     }
 }
+
+/* ---- weight gradient at any tap offsets: kv vectors of channels x cb channels x T taps ---- */
+#if CONVK_VEC == 16
+#define WT1_CB 8 /* 1 tap: 2x8 = 16 accumulators */
+#define WT9_KV 2 /* 9 taps: 2x9 = 18 */
+#else
+#define WT1_CB 4 /* 2x4 = 8 of 16 registers */
+#define WT9_KV 1
+#endif
+
+INLINE void wgrad_taps_tile(const float *restrict dyT, int Kv, size_t L, const float *restrict x,
+                            size_t cs, const int *restrict off, const int T, float *restrict acc,
+                            const int kv, const int cb)
+{
+    vf a[2][9 > WT1_CB ? 9 : WT1_CB];
+    const float *xt[9 > WT1_CB ? 9 : WT1_CB];
+    for (int j = 0; j < cb; j++)
+        for (int t = 0; t < T; t++) {
+            xt[j * T + t] = x + (size_t)j * cs + off[t];
+            for (int u = 0; u < kv; u++)
+                a[u][j * T + t] = *(const vf *)(acc + ((size_t)j * T + t) * Kv + (size_t)u * V);
+        }
+    for (size_t i = 0; i < L; i++) {
+        vf g[2];
+        for (int u = 0; u < kv; u++) g[u] = *(const vf *)(dyT + i * Kv + (size_t)u * V);
+        for (int m = 0; m < cb * T; m++) {
+            vf xb = splat(xt[m][i]);
+            for (int u = 0; u < kv; u++) a[u][m] += g[u] * xb;
+        }
+    }
+    for (int m = 0; m < cb * T; m++)
+        for (int u = 0; u < kv; u++) *(vf *)(acc + (size_t)m * Kv + (size_t)u * V) = a[u][m];
+}
+
+void NAME(rtp_convk_wgrad_taps)(const float *dyT, int Kv, size_t L, const float *x, size_t cs,
+                                int C, const int *off, int T, float *acc)
+{
+    for (int k = 0; k < Kv;) {
+        const float *g = dyT + k;
+        float *ak = acc + k;
+        const int two = Kv - k >= 2 * V;
+        if (T == 9) {
+            for (int c = 0; c < C; c++) {
+                const float *xc = x + (size_t)c * cs;
+                float *ac = ak + (size_t)c * 9 * Kv;
+                if (WT9_KV == 2 && two) wgrad_taps_tile(g, Kv, L, xc, cs, off, 9, ac, 2, 1);
+                else wgrad_taps_tile(g, Kv, L, xc, cs, off, 9, ac, 1, 1);
+            }
+        } else { /* T == 1 */
+            int c = 0;
+            for (; c + WT1_CB <= C; c += WT1_CB) {
+                const float *xc = x + (size_t)c * cs;
+                float *ac = ak + (size_t)c * Kv;
+                if (two) wgrad_taps_tile(g, Kv, L, xc, cs, off, 1, ac, 2, WT1_CB);
+                else wgrad_taps_tile(g, Kv, L, xc, cs, off, 1, ac, 1, WT1_CB);
+            }
+            for (; c < C; c++) {
+                const float *xc = x + (size_t)c * cs;
+                float *ac = ak + (size_t)c * Kv;
+                if (two) wgrad_taps_tile(g, Kv, L, xc, cs, off, 1, ac, 2, 1);
+                else wgrad_taps_tile(g, Kv, L, xc, cs, off, 1, ac, 1, 1);
+            }
+        }
+        k += (WT9_KV == 2 || T == 1) && two ? 2 * V : V;
+    }
+}

@@ -24,16 +24,24 @@ typedef void rtp_convk_fwd_fn(const float *x, size_t cs, int C, const int *off, 
 typedef void rtp_convk_wgrad_fn(const float *dyT, int Kv, size_t L, const float *x, size_t cs,
                                 int C, int wp, float *acc);
 
+/* acc[(c*T + t)*Kv + k] += sum over i < L of dyT[i*Kv + k] * x[c*cs + i + off[t]] for
+ * c < C, k < Kv (as above), and T = 9 or 1 taps at any offsets (the strided
+ * convolutions' phase planes, cpu_conv_s2.c). */
+typedef void rtp_convk_wgrad_taps_fn(const float *dyT, int Kv, size_t L, const float *x, size_t cs,
+                                     int C, const int *off, int T, float *acc);
+
 typedef struct rtp_convk {
     const char *name; /* "avx512", "avx2" */
     int vec;          /* floats per vector */
     rtp_convk_fwd_fn *fwd;
     rtp_convk_wgrad_fn *wgrad;
+    rtp_convk_wgrad_taps_fn *wgrad_taps;
 } rtp_convk;
 
 #ifdef KILN_CONVK_X86
 rtp_convk_fwd_fn rtp_convk_fwd_avx512, rtp_convk_fwd_avx2;
 rtp_convk_wgrad_fn rtp_convk_wgrad_avx512, rtp_convk_wgrad_avx2;
+rtp_convk_wgrad_taps_fn rtp_convk_wgrad_taps_avx512, rtp_convk_wgrad_taps_avx2;
 #endif
 
 #endif

@@ -73,6 +73,21 @@ RT_MUST_USE rt_status rtp_cpu_conv_direct_bwd_filter(rt_backend *b, const rtp_co
                                                      rt_tensor *dw, rt_tensor *dbias,
                                                      const rt_tensor *dout, const rt_tensor *in,
                                                      const rt_conv_desc *d, rt_error *err);
+/* cpu_conv_s2.c: the direct stride-2 convolutions (3x3, and the unpadded 1x1);
+ * rtp_cpu_conv_s2 says whether d takes that path on b (NULL: im2col + sgemm). */
+const rtp_convk *rtp_cpu_conv_s2(rt_backend *b, const rt_conv_desc *d);
+size_t rtp_cpu_conv_s2_workspace(rt_backend *b, const rtp_convk *k, const rt_conv_desc *d);
+RT_MUST_USE rt_status rtp_cpu_conv_s2_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
+                                          const rt_tensor *in, const rt_tensor *w,
+                                          const rt_tensor *bias, const rt_conv_desc *d,
+                                          rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_s2_bwd_data(rt_backend *b, const rtp_convk *k, rt_tensor *din,
+                                               const rt_tensor *dout, const rt_tensor *w,
+                                               const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_s2_bwd_filter(rt_backend *b, const rtp_convk *k, rt_tensor *dw,
+                                                 rt_tensor *dbias, const rt_tensor *dout,
+                                                 const rt_tensor *in, const rt_conv_desc *d,
+                                                 rt_error *err);
 /* cpu_pool.c */
 RT_MUST_USE rt_status rtp_cpu_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                           const rt_pool_desc *d, rt_error *err);

@@ -4,8 +4,19 @@
  * launch without MPI (rt_nccl_host).
  *
  * One communicator per device from ncclCommInitAll (the devices of one process), or one
- * from ncclCommInitRank (a process's device among the ranks of a launch, which share
- * the id rank 0 made: MPI hands it over, or the ranks' TCP meeting, rt_dist_meet.h).
+ * from ncclCommInitRankConfig (a process's device among the ranks of a launch, which
+ * share the id rank 0 made: MPI hands it over, or the ranks' TCP meeting, rt_dist_meet.h).
+ *
+ * A rank of a launch joins without blocking (NCCL 2.14+: config.blocking = 0) and polls
+ * ncclCommGetAsyncError until the communicator is ready, at most the world's timeout: a
+ * rank that died after the ranks met never joins, and NCCL's blocking init would wait
+ * for it forever. On the timeout the join is aborted (ncclCommAbort) and the error names
+ * this rank. Such a nonblocking communicator may answer any later call with
+ * ncclInProgress (its work is still being launched): ncclGroupEnd is settled the same
+ * way before anything else goes on the stream. An older NCCL (no
+ * ncclCommInitRankConfig) joins with the blocking ncclCommInitRank, said on stderr.
+ * ncclCommInitAll needs no deadline: every device of its clique is this process's, in
+ * the one call, so there is no peer to wait for.
  * Per device a stream of its own
  * for the collective with two events: `ready`, recorded on the backend's stream after
  * the backward, which the collective's stream waits for; `summed`, recorded after the
@@ -38,6 +49,7 @@
 
 typedef struct nccl_rank {
     rtp_nccl_comm_t comm;
+    rt_backend *b; /* the device's backend: scratch is its memory (rt_nccl_bind) */
     cudaStream_t stream;
     cudaEvent_t ready, summed;
     rtp_nccl_redop op; /* the pre-multiplied sum for scale; valid when has_op */
@@ -45,7 +57,7 @@ typedef struct nccl_rank {
     int has_op;
     int device;
     int aborted;   /* ncclCommAbort'ed: comm is gone */
-    void *scratch; /* device memory for host collectives (rt_nccl_host) */
+    void *scratch; /* b's memory for host collectives (rt_nccl_host) */
     size_t scratch_bytes;
     void *pinned; /* host memory the step's statistics come back to */
     size_t pinned_bytes;
@@ -54,10 +66,41 @@ typedef struct nccl_rank {
 struct rt_nccl {
     int n;
     int rank, nranks; /* of the world (n = 1 for a rank of a launch) */
+    int nonblocking;  /* joined with ncclCommInitRankConfig, blocking = 0 */
     const rtp_nccl_fns *f;
     nccl_rank *r;  /* (n) */
     int cancelled; /* rt_nccl_cancel: atomic */
 };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A nonblocking communicator may answer a call with ncclInProgress: NCCL finishes it in
+ * the background. Polls NCCL's state until it is no longer in progress, spinning
+ * briefly and then sleeping in growing steps up to 1 ms, at most timeout_s: the
+ * answer is then still ncclInProgress. Any other rc is returned as it is. */
+static rtp_nccl_result settle(const rtp_nccl_fns *f, rtp_nccl_comm_t comm, rtp_nccl_result rc,
+                              double timeout_s)
+{
+    const double t0 = now_s();
+    long sleep_ns = 1000;
+    for (int spins = 0; rc == RTP_NCCL_IN_PROGRESS; spins++) {
+        rtp_nccl_result state = RTP_NCCL_IN_PROGRESS;
+        rc = f->CommGetAsyncError(comm, &state);
+        if (rc != RTP_NCCL_SUCCESS) return rc;
+        rc = state;
+        if (rc != RTP_NCCL_IN_PROGRESS || spins < 100) continue;
+        if (now_s() - t0 > timeout_s) break;
+        struct timespec ts = {0, sleep_ns};
+        nanosleep(&ts, NULL);
+        if (sleep_ns < 1000000) sleep_ns *= 2;
+    }
+    return rc;
+}
 
 static rt_status nccl_fail(const rt_nccl *c, rtp_nccl_result rc, const char *call, int r,
                            rt_error *err)
@@ -72,10 +115,51 @@ static rt_status nccl_fail(const rt_nccl *c, rtp_nccl_result rc, const char *cal
         if (rc_ != RTP_NCCL_SUCCESS) return nccl_fail((c), rc_, #call, (r), (err)); \
     } while (0)
 
+/* This process's device (cuda:device, current) joins the launch's communicator as rank
+ * c->rank: without blocking when NCCL can, waited for at most timeout_s (the top). */
+static rt_status join(rt_nccl *c, rtp_nccl_comm_t *comm, const rtp_nccl_id *id, int device,
+                      double timeout_s, rt_error *err)
+{
+    const rtp_nccl_fns *f = c->f;
+    *comm = NULL;
+    if (!f->CommInitRankConfig) {
+        int v = 0;
+        if (f->GetVersion(&v) != RTP_NCCL_SUCCESS) v = 0;
+        fprintf(stderr,
+                "kiln: rank %d of %d: NCCL %d.%d.%d has no ncclCommInitRankConfig (NCCL 2.14 "
+                "and newer), so this rank joins with the blocking ncclCommInitRank, which "
+                "waits without a time limit if another rank dies now ---> HINT: a newer NCCL "
+                "(pip install -U nvidia-nccl-cu12, or libnccl2) bounds the wait by "
+                "KILN_DIST_TIMEOUT\n",
+                c->rank, c->nranks, v / 10000, v / 100 % 100, v % 100);
+        rtp_nccl_result rc = f->CommInitRank(comm, c->nranks, *id, c->rank);
+        return rc == RTP_NCCL_SUCCESS ? RT_OK : nccl_fail(c, rc, "ncclCommInitRank", 0, err);
+    }
+    rtp_nccl_config cfg = {.size = sizeof cfg,
+                           .magic = RTP_NCCL_CONFIG_MAGIC,
+                           .version = RTP_NCCL_CONFIG_VERSION,
+                           .blocking = 0};
+    rtp_nccl_result rc = f->CommInitRankConfig(comm, c->nranks, *id, c->rank, &cfg);
+    c->nonblocking = 1;
+    if (rc == RTP_NCCL_SUCCESS || rc == RTP_NCCL_IN_PROGRESS)
+        rc = settle(f, *comm, RTP_NCCL_IN_PROGRESS, timeout_s);
+    if (rc == RTP_NCCL_SUCCESS) return RT_OK;
+    if (*comm) (void)f->CommAbort(*comm); /* ends the join: nothing waits for the peers */
+    *comm = NULL;
+    (void)cudaGetLastError();
+    if (rc != RTP_NCCL_IN_PROGRESS) return nccl_fail(c, rc, "ncclCommInitRankConfig", 0, err);
+    return RT_ERR(err, RT_EDEVICE_LOST,
+                  "rank %d of %d (cuda:%d): the other ranks did not join NCCL's communicator "
+                  "within %g s (KILN_DIST_TIMEOUT): a rank died or hangs after the ranks met; "
+                  "the join was aborted ---> HINT: the newest checkpoint is intact: run the "
+                  "same launch again to resume",
+                  c->rank, c->nranks, device, timeout_s);
+}
+
 /* n local devices b[0..n): all of one clique (id NULL, ncclCommInitAll), or this
- * process's one device as rank `rank` of nranks (n = 1, ncclCommInitRank with id). */
+ * process's one device as rank `rank` of nranks (n = 1, id: join). */
 static rt_status make(rt_nccl **out, rt_backend *const *b, int n, const unsigned char *id, int rank,
-                      int nranks, rt_error *err)
+                      int nranks, double timeout_s, rt_error *err)
 {
     *out = NULL;
     int *dev = calloc((size_t)n, sizeof *dev);
@@ -117,18 +201,18 @@ static rt_status make(rt_nccl **out, rt_backend *const *b, int n, const unsigned
         rtp_nccl_id nid;
         memcpy(nid.internal, id, sizeof nid.internal);
         cudaError_t e = cudaSetDevice(dev[0]); /* the communicator's device */
-        rc = e == cudaSuccess ? f->CommInitRank(&comms[0], nranks, nid, rank) : rc;
-        if (e != cudaSuccess)
-            s = RT_ERR(err, RT_EDEVICE, "cuda:%d: %s", dev[0], cudaGetErrorString(e));
+        s = e == cudaSuccess
+                ? join(c, &comms[0], &nid, dev[0], timeout_s, err)
+                : RT_ERR(err, RT_EDEVICE, "cuda:%d: %s", dev[0], cudaGetErrorString(e));
     } else if (comms) {
         rc = f->CommInitAll(comms, n, dev);
     }
     if (!comms) s = RT_ERR(err, RT_ENOMEM, "out of memory creating the NCCL communicators");
-    else if (s == RT_OK && rc != RTP_NCCL_SUCCESS)
-        s = nccl_fail(c, rc, id ? "ncclCommInitRank" : "ncclCommInitAll", rank, err);
+    else if (s == RT_OK && rc != RTP_NCCL_SUCCESS) s = nccl_fail(c, rc, "ncclCommInitAll", 0, err);
     for (int i = 0; s == RT_OK && i < n; i++) {
         nccl_rank *r = &c->r[i];
         r->comm = comms[i];
+        r->b = b[i];
         r->device = dev[i];
         cudaError_t e = cudaSetDevice(dev[i]);
         if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking);
@@ -150,14 +234,21 @@ static rt_status make(rt_nccl **out, rt_backend *const *b, int n, const unsigned
 
 rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *err)
 {
-    return make(out, b, n, NULL, 0, n, err);
+    return make(out, b, n, NULL, 0, n, 0.0, err);
 }
 
 rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
                               const unsigned char id[RT_NCCL_ID_BYTES], int rank, int nranks,
-                              rt_error *err)
+                              double timeout_s, rt_error *err)
 {
-    return make(out, &b, 1, id, rank, nranks, err);
+    return make(out, &b, 1, id, rank, nranks, timeout_s, err);
+}
+
+void rt_nccl_bind(rt_nccl *c, rt_backend *b)
+{
+    if (c && c->n == 1 && b && !strcmp(b->ops->name, "cuda") && b->impl &&
+        rtp_cuda_of(b)->device == c->r[0].device)
+        c->r[0].b = b;
 }
 
 int rt_nccl_available(rt_error *err)
@@ -177,13 +268,6 @@ rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err)
                       rc);
     memcpy(id, nid.internal, RT_NCCL_ID_BYTES);
     return RT_OK;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* rank r of c: "cuda:1 (device 1 of 2)" or "cuda:0 (rank 3 of 4)" */
@@ -270,6 +354,26 @@ static rt_status check_usable(rt_nccl *c, int r, rt_error *err)
     return RT_OK;
 }
 
+/* Closes the group rank r opened around one collective (rc: what that call answered).
+ * On a nonblocking communicator ncclGroupEnd may answer ncclInProgress while NCCL still
+ * launches the work (connecting to the peers on first use): nothing may go on the
+ * stream before that ends, so it is settled first, at most timeout_s. */
+static rt_status group_end(rt_nccl *c, int r, rtp_nccl_result rc, const char *call,
+                           double timeout_s, rt_error *err)
+{
+    rtp_nccl_result end = settle(c->f, c->r[r].comm, c->f->GroupEnd(), timeout_s);
+    if (rc != RTP_NCCL_SUCCESS && rc != RTP_NCCL_IN_PROGRESS) return nccl_fail(c, rc, call, r, err);
+    if (end == RTP_NCCL_IN_PROGRESS) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "NCCL was still launching it after %g s (KILN_DIST_TIMEOUT): a rank hangs "
+                 "or died",
+                 timeout_s);
+        return abort_with(c, r, err, why);
+    }
+    return end == RTP_NCCL_SUCCESS ? RT_OK : nccl_fail(c, end, "ncclGroupEnd", r, err);
+}
+
 rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op, double timeout_s,
                        rt_error *err)
 {
@@ -280,14 +384,14 @@ rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op, doub
     const size_t bytes = n * (f64 ? sizeof(double) : sizeof(float));
     char w[64];
     if (n == 0) return RT_OK;
-    cudaError_t e = cudaSetDevice(k->device);
-    if (e == cudaSuccess && bytes > k->scratch_bytes) {
-        if (k->scratch) (void)cudaFree(k->scratch);
+    if (bytes > k->scratch_bytes) { /* the backend's memory, as its tensors */
+        rtp_cuda_free(k->b, k->scratch);
         k->scratch = NULL;
         k->scratch_bytes = 0;
-        e = cudaMalloc(&k->scratch, bytes);
-        if (e == cudaSuccess) k->scratch_bytes = bytes;
+        RT_TRY(rtp_cuda_alloc(k->b, &k->scratch, bytes, err));
+        k->scratch_bytes = bytes;
     }
+    cudaError_t e = cudaSetDevice(k->device);
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(k->scratch, buf, bytes, cudaMemcpyHostToDevice, k->stream);
     if (e != cudaSuccess)
@@ -300,9 +404,7 @@ rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op, doub
             : f->AllReduce(k->scratch, k->scratch, n, dtype,
                            op == RT_NCCL_HOST_MAX_F64 ? RTP_NCCL_MAX : RTP_NCCL_SUM, k->comm,
                            k->stream);
-    rtp_nccl_result rc2 = f->GroupEnd();
-    if (rc != RTP_NCCL_SUCCESS) return nccl_fail(c, rc, "a host collective", 0, err);
-    if (rc2 != RTP_NCCL_SUCCESS) return nccl_fail(c, rc2, "ncclGroupEnd", 0, err);
+    RT_TRY(group_end(c, 0, rc, "a host collective", timeout_s, err));
     e = cudaEventRecord(k->summed, k->stream);
     if (e != cudaSuccess)
         return RT_ERR(err, RT_EDEVICE, "%s: %s", who(c, 0, w, sizeof w), cudaGetErrorString(e));
@@ -333,19 +435,23 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
 {
     RT_TRY(check_usable(c, r, err));
     RT_TRY(rtp_cuda_enter(b, err));
+    c->r[r].b = b;
     if (!buf || !buf->data || rt_tensor_numel(buf) == 0)
         return RT_ERR(err, RT_EINVAL, "all-reduce: an unbound or empty tensor");
     nccl_rank *k = &c->r[r];
     const rtp_nccl_fns *f = c->f;
     cudaStream_t main = rtp_cuda_of(b)->stream;
     if (!k->has_op || k->scale != scale) {
-        if (k->has_op) NCCL_TRY(c, r, f->RedOpDestroy(k->op, k->comm), err);
+        if (k->has_op)
+            NCCL_TRY(c, r, settle(f, k->comm, f->RedOpDestroy(k->op, k->comm), timeout_s), err);
         k->has_op = 0;
         float v = scale;
-        NCCL_TRY(
-            c, r,
-            f->RedOpCreatePreMulSum(&k->op, &v, RTP_NCCL_FLOAT32, RTP_NCCL_SCALAR_HOST, k->comm),
-            err);
+        NCCL_TRY(c, r,
+                 settle(f, k->comm,
+                        f->RedOpCreatePreMulSum(&k->op, &v, RTP_NCCL_FLOAT32, RTP_NCCL_SCALAR_HOST,
+                                                k->comm),
+                        timeout_s),
+                 err);
         k->has_op = 1;
         k->scale = scale;
     }
@@ -359,9 +465,7 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
     NCCL_TRY(c, r, f->GroupStart(), err);
     rtp_nccl_result rc = f->AllReduce(buf->data, buf->data, rt_tensor_numel(buf), RTP_NCCL_FLOAT32,
                                       k->op, k->comm, k->stream);
-    rtp_nccl_result rc2 = f->GroupEnd();
-    if (rc != RTP_NCCL_SUCCESS) return nccl_fail(c, rc, "ncclAllReduce", r, err);
-    if (rc2 != RTP_NCCL_SUCCESS) return nccl_fail(c, rc2, "ncclGroupEnd", r, err);
+    RT_TRY(group_end(c, r, rc, "ncclAllReduce", timeout_s, err));
     RT_CUDA_TRY(b, err, cudaEventRecord(k->summed, k->stream));
     RT_CUDA_TRY(b, err, cudaStreamWaitEvent(main, k->summed, 0));
     RT_TRY(wait_summed(c, r, timeout_s, err));
@@ -377,10 +481,13 @@ void rt_nccl_destroy(rt_nccl *c)
         (void)cudaSetDevice(k->device);
         if (k->stream && !k->aborted) (void)cudaStreamSynchronize(k->stream);
         if (k->has_op) (void)c->f->RedOpDestroy(k->op, k->comm);
-        /* after a cancel a peer may have aborted: destroying would wait for it */
+        /* after a cancel a peer may have aborted: destroying would wait for it; a
+         * nonblocking communicator's destroy may answer ncclInProgress, and then there
+         * is nothing left to poll: both are aborted */
         if (k->comm && !k->aborted)
-            (void)(c->cancelled ? c->f->CommAbort(k->comm) : c->f->CommDestroy(k->comm));
-        if (k->scratch) (void)cudaFree(k->scratch);
+            (void)(c->cancelled || c->nonblocking ? c->f->CommAbort(k->comm)
+                                                  : c->f->CommDestroy(k->comm));
+        rtp_cuda_free(k->b, k->scratch);
         if (k->pinned) (void)cudaFreeHost(k->pinned);
         if (k->ready) (void)cudaEventDestroy(k->ready);
         if (k->summed) (void)cudaEventDestroy(k->summed);

@@ -7,9 +7,11 @@
  * (<site-packages>/nvidia/nccl/lib/libnccl.so.2, rtp_cuda_lib_names, as cuBLAS), then
  * the system's libnccl.so.2 (apt install libnccl2, or LD_LIBRARY_PATH). The library
  * must be NCCL 2.11 or newer (RTP_NCCL_MIN_VERSION: the weighted sum) and is
- * never dlclose'd. The mock build fills the table from tests/gpu/mock/mock_nccl.c
+ * never dlclose'd. ncclCommInitRankConfig (NCCL 2.14) is looked up on its own: an older
+ * NCCL lacks it and still loads (cuda_nccl.c then joins with the blocking init). The mock build fills the table from tests/gpu/mock/mock_nccl.c
  * instead of this file.
  */
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -55,6 +57,7 @@ static void load_once(void)
                  v / 100 % 100, v % 100);
         return;
     }
+    *(void **)&fns.CommInitRankConfig = dlsym(r.handle, "ncclCommInitRankConfig"); /* 2.14 */
     loaded = 1;
 }
 

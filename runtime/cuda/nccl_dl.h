@@ -32,6 +32,22 @@ enum {
 /* ncclRedOpCreatePreMulSum (a weighted sum in one collective) came with NCCL 2.11 */
 #define RTP_NCCL_MIN_VERSION 21100
 
+/* ncclConfig_t as NCCL 2.14 laid it out. NCCL reads the first `size` bytes of a config,
+ * checks the magic, and takes the fields the config's version has (later versions
+ * append fields and fill them with defaults for an older config), so this prefix is
+ * valid for every NCCL from 2.14 on. blocking = 0: ncclCommInitRankConfig returns at
+ * once and the communicator joins its peers in the background (ncclInProgress until
+ * ncclCommGetAsyncError says otherwise), so a missing peer can be waited for with a
+ * deadline and the join abandoned (ncclCommAbort). */
+typedef struct rtp_nccl_config {
+    size_t size;
+    unsigned int magic;
+    unsigned int version;
+    int blocking;
+} rtp_nccl_config;
+#define RTP_NCCL_CONFIG_MAGIC 0xcafebeefu
+#define RTP_NCCL_CONFIG_VERSION 21400 /* NCCL_VERSION(2, 14, 0) */
+
 typedef struct rtp_nccl_fns {
     rtp_nccl_result (*GetVersion)(int *version);
     const char *(*GetErrorString)(rtp_nccl_result r);
@@ -52,6 +68,9 @@ typedef struct rtp_nccl_fns {
     rtp_nccl_result (*CommGetAsyncError)(rtp_nccl_comm_t comm, rtp_nccl_result *async);
     /* ends the communicator's pending work and frees it (a hung collective) */
     rtp_nccl_result (*CommAbort)(rtp_nccl_comm_t comm);
+    /* NCCL 2.14 and newer; NULL in an older NCCL (the blocking CommInitRank is used) */
+    rtp_nccl_result (*CommInitRankConfig)(rtp_nccl_comm_t *comm, int nranks, rtp_nccl_id id,
+                                          int rank, rtp_nccl_config *config);
 } rtp_nccl_fns;
 
 /* The table, loading NCCL on the first call (later calls return the same answer).

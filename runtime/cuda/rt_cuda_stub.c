@@ -53,6 +53,7 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
 void rt_nccl_cancel(rt_nccl *c) {}
 void rt_nccl_destroy(rt_nccl *c) {}
 int rt_nccl_device(const rt_nccl *c) { return -1; }
+void rt_nccl_bind(rt_nccl *c, rt_backend *b) {}
 
 rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op, double timeout_s,
                        rt_error *err)
@@ -73,7 +74,7 @@ rt_status rt_nccl_unique_id(unsigned char id[RT_NCCL_ID_BYTES], rt_error *err)
 
 rt_status rt_nccl_create_rank(rt_nccl **out, rt_backend *b,
                               const unsigned char id[RT_NCCL_ID_BYTES], int rank, int nranks,
-                              rt_error *err)
+                              double timeout_s, rt_error *err)
 {
     *out = NULL;
     return RT_ERR(err, RT_ENODEV, "NCCL needs CUDA; this Kiln was built without CUDA");

@@ -5,7 +5,9 @@
  * convolution whose triangle filter is widened by the scale when shrinking (so it
  * antialiases), coefficients normalised per output pixel and rounded to 22-bit fixed
  * point, the horizontal pass first into 8-bit rows (only the rows the vertical pass
- * reads), then the vertical pass. Integer arithmetic throughout, so the bytes match
+ * reads), then the vertical pass. Only the crop's pixels are computed, and they go
+ * straight into their planes: no full-size resized copy. Integer arithmetic throughout
+ * (the weights are never negative, so no sum overflows in any order), so the bytes match
  * Pillow's exactly rather than within a tolerance. Grey from RGB is Pillow's
  * L = (19595 R + 38470 G + 7471 B + 0x8000) >> 16.
  */
@@ -37,22 +39,24 @@ rt_status rtp_image_channels(rtp_image *im, int c, rt_error *err)
     return RT_OK;
 }
 
-/* Pillow's precompute_coeffs + normalize_coeffs_8bpc for in -> out samples: bounds
- * [2*out] (first input, count), kk[out*ksize] fixed-point weights. Returns ksize, 0 on
- * out of memory (caller frees *bounds, *kk in both cases). */
-static int coeffs(int in, int out, int **bounds, int **kk)
+/* Pillow's precompute_coeffs + normalize_coeffs_8bpc for in -> out samples, for the n
+ * outputs from `first` on (the crop: the others are never computed): bounds [2*n]
+ * (first input, count), kk[n*ksize] fixed-point weights. Returns ksize, 0 on out of
+ * memory (caller frees *bounds, *kk in both cases). */
+static int coeffs(int in, int out, int first, int n, int **bounds, int **kk)
 {
     double scale = (double)in / out, filterscale = scale < 1.0 ? 1.0 : scale;
     double support = 1.0 * filterscale; /* bilinear support is 1 */
     int ksize = (int)ceil(support) * 2 + 1;
     double *k = malloc((size_t)ksize * sizeof *k);
-    *bounds = malloc((size_t)out * 2 * sizeof **bounds);
-    *kk = malloc((size_t)out * (size_t)ksize * sizeof **kk);
+    *bounds = malloc((size_t)n * 2 * sizeof **bounds);
+    *kk = malloc((size_t)n * (size_t)ksize * sizeof **kk);
     if (!k || !*bounds || !*kk) {
         free(k);
         return 0;
     }
-    for (int xx = 0; xx < out; xx++) {
+    for (int i = 0; i < n; i++) {
+        int xx = first + i;
         double center = (xx + 0.5) * scale, ww = 0.0, ss = 1.0 / filterscale;
         int xmin = (int)(center - support + 0.5), xmax = (int)(center + support + 0.5);
         if (xmin < 0) xmin = 0;
@@ -63,14 +67,14 @@ static int coeffs(int in, int out, int **bounds, int **kk)
             k[x] = t < 1.0 ? 1.0 - t : 0.0;
             ww += k[x];
         }
-        int *dst = *kk + (size_t)xx * (size_t)ksize;
+        int *dst = *kk + (size_t)i * (size_t)ksize;
         for (int x = 0; x < ksize; x++) {
             double v = x < xmax ? (ww != 0.0 ? k[x] / ww : k[x]) : 0.0;
             dst[x] = v < 0 ? (int)(-0.5 + v * (1 << PRECISION_BITS))
                            : (int)(0.5 + v * (1 << PRECISION_BITS));
         }
-        (*bounds)[2 * xx] = xmin;
-        (*bounds)[2 * xx + 1] = xmax;
+        (*bounds)[2 * i] = xmin;
+        (*bounds)[2 * i + 1] = xmax;
     }
     free(k);
     return ksize;
@@ -82,42 +86,88 @@ static inline uint8_t clip8(int v)
     return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-/* Resizes src (sw x sh x c, HWC) to dst (dw x dh x c, HWC). */
-static rt_status resample(const uint8_t *src, int sw, int sh, int c, uint8_t *dst, int dw, int dh,
-                          rt_error *err)
+/* The horizontal pass for one row: w outputs of c channels (HWC) from row. c == 3 keeps
+ * the three sums side by side; the order of the integer additions does not change them. */
+static void resample_row(const uint8_t *row, int c, const int *b, const int *kk, int ks, int w,
+                         uint8_t *o)
 {
-    int *hb = NULL, *hk = NULL, *vb = NULL, *vk = NULL;
-    uint8_t *tmp = NULL;
+    if (c == 3) {
+        for (int xx = 0; xx < w; xx++) {
+            const uint8_t *s = row + (size_t)b[2 * xx] * 3;
+            const int *k = kk + (size_t)xx * (size_t)ks;
+            int r = 1 << (PRECISION_BITS - 1), g = r, bl = r;
+            for (int x = 0; x < b[2 * xx + 1]; x++) {
+                r += s[3 * x] * k[x];
+                g += s[3 * x + 1] * k[x];
+                bl += s[3 * x + 2] * k[x];
+            }
+            o[3 * xx] = clip8(r), o[3 * xx + 1] = clip8(g), o[3 * xx + 2] = clip8(bl);
+        }
+        return;
+    }
+    for (int xx = 0; xx < w; xx++) {
+        const uint8_t *s = row + (size_t)b[2 * xx];
+        const int *k = kk + (size_t)xx * (size_t)ks;
+        int v = 1 << (PRECISION_BITS - 1);
+        for (int x = 0; x < b[2 * xx + 1]; x++) v += s[x] * k[x];
+        o[xx] = clip8(v);
+    }
+}
+
+/* Resizes src (sw x sh x c, HWC) to rw x rh and writes the h x w window at (top, left)
+ * of the result into out (C, H, W). Only that window is computed: the horizontal pass
+ * for its w columns and only the source rows its h rows read (Pillow's two passes,
+ * each skipped when that side keeps its size, as Pillow skips it), the vertical pass
+ * row by row with the sums of a whole row side by side (vectorised), then the bytes
+ * de-interleaved into their planes. */
+static rt_status resample_crop(const uint8_t *src, int sw, int sh, int c, int rw, int rh, int top,
+                               int left, int h, int w, uint8_t *out, rt_error *err)
+{
+    int need_h = rw != sw, need_v = rh != sh;
+    int *hb = NULL, *hk = NULL, *vb = NULL, *vk = NULL, *acc = NULL;
+    uint8_t *tmp = NULL, *line = NULL;
     rt_status st = RT_OK;
-    int hks = coeffs(sw, dw, &hb, &hk), vks = hks ? coeffs(sh, dh, &vb, &vk) : 0;
-    int y0 = vks ? vb[0] : 0, y1 = vks ? vb[2 * dh - 2] + vb[2 * dh - 1] : 0;
-    if (vks) tmp = malloc((size_t)(y1 - y0) * (size_t)dw * (size_t)c);
-    if (!tmp) {
+    int hks = need_h ? coeffs(sw, rw, left, w, &hb, &hk) : 1;
+    int vks = hks && need_v ? coeffs(sh, rh, top, h, &vb, &vk) : 1;
+    int y0 = need_v ? (vks ? vb[0] : 0) : top;
+    int y1 = need_v ? (vks ? vb[2 * h - 2] + vb[2 * h - 1] : 0) : top + h;
+    size_t stride = (size_t)w * (size_t)c; /* one output row, HWC */
+    if (hks && vks) {
+        tmp = need_h ? malloc((size_t)(y1 - y0) * stride) : NULL;
+        acc = malloc(stride * sizeof *acc);
+        line = malloc(stride);
+    }
+    if (!hks || !vks || (need_h && !tmp) || !acc || !line) {
         st = RT_ERR(err, RT_ENOMEM, "out of memory resizing an image");
         goto done;
     }
-    for (int y = y0; y < y1; y++) { /* horizontal: rows y0..y1 only */
-        const uint8_t *row = src + (size_t)y * (size_t)sw * (size_t)c;
-        uint8_t *o = tmp + (size_t)(y - y0) * (size_t)dw * (size_t)c;
-        for (int xx = 0; xx < dw; xx++) {
-            int xmin = hb[2 * xx], xn = hb[2 * xx + 1];
-            const int *k = hk + (size_t)xx * (size_t)hks;
-            for (int ch = 0; ch < c; ch++) {
-                int ss = 1 << (PRECISION_BITS - 1);
-                for (int x = 0; x < xn; x++) ss += row[(size_t)(x + xmin) * (size_t)c + ch] * k[x];
-                o[(size_t)xx * (size_t)c + ch] = clip8(ss);
-            }
-        }
+    /* source row y, resized horizontally (or cropped), is rows + (y - ybase) * rows_stride */
+    const uint8_t *rows = tmp;
+    size_t rows_stride = stride;
+    int ybase = need_h ? y0 : 0;
+    if (need_h) {
+        for (int y = y0; y < y1; y++)
+            resample_row(src + (size_t)y * (size_t)sw * (size_t)c, c, hb, hk, hks, w,
+                         tmp + (size_t)(y - y0) * stride);
+    } else {
+        rows = src + (size_t)left * (size_t)c;
+        rows_stride = (size_t)sw * (size_t)c;
     }
-    size_t stride = (size_t)dw * (size_t)c;
-    for (int yy = 0; yy < dh; yy++) { /* vertical */
-        int ymin = vb[2 * yy] - y0, yn = vb[2 * yy + 1];
-        const int *k = vk + (size_t)yy * (size_t)vks;
-        uint8_t *o = dst + (size_t)yy * stride;
-        for (size_t i = 0; i < stride; i++) {
-            int ss = 1 << (PRECISION_BITS - 1);
-            for (int y = 0; y < yn; y++) ss += tmp[(size_t)(y + ymin) * stride + i] * k[y];
-            o[i] = clip8(ss);
+    size_t plane = (size_t)h * (size_t)w;
+    for (int yy = 0; yy < h; yy++) {
+        const uint8_t *o = rows + (size_t)(yy + top - ybase) * rows_stride;
+        if (need_v) {
+            const int *k = vk + (size_t)yy * (size_t)vks;
+            const uint8_t *r = rows + (size_t)(vb[2 * yy] - ybase) * rows_stride;
+            for (size_t i = 0; i < stride; i++) acc[i] = 1 << (PRECISION_BITS - 1);
+            for (int y = 0; y < vb[2 * yy + 1]; y++, r += rows_stride)
+                for (size_t i = 0; i < stride; i++) acc[i] += r[i] * k[y];
+            for (size_t i = 0; i < stride; i++) line[i] = clip8(acc[i]);
+            o = line;
+        }
+        for (int ch = 0; ch < c; ch++) {
+            uint8_t *d = out + (size_t)ch * plane + (size_t)yy * (size_t)w;
+            for (int x = 0; x < w; x++) d[x] = o[(size_t)x * (size_t)c + (size_t)ch];
         }
     }
 done:
@@ -126,6 +176,8 @@ done:
     free(vb);
     free(vk);
     free(tmp);
+    free(acc);
+    free(line);
     return st;
 }
 
@@ -142,26 +194,6 @@ rt_status rtp_image_fit(const rtp_image *im, int h, int w, uint8_t *out, rt_erro
         rh = (int)((int64_t)w * im->h / im->w);
         if (rh < h) rh = h;
     }
-    const uint8_t *src = im->px;
-    uint8_t *resized = NULL;
-    if (rw != im->w || rh != im->h) {
-        resized = malloc((size_t)rw * (size_t)rh * (size_t)im->c);
-        if (!resized) return RT_ERR(err, RT_ENOMEM, "out of memory resizing an image");
-        rt_status st = resample(im->px, im->w, im->h, im->c, resized, rw, rh, err);
-        if (st != RT_OK) {
-            free(resized);
-            return st;
-        }
-        src = resized;
-    }
-    int top = (rh - h) / 2, left = (rw - w) / 2, c = im->c;
-    for (int ch = 0; ch < c; ch++)
-        for (int y = 0; y < h; y++) {
-            const uint8_t *s =
-                src + ((size_t)(y + top) * (size_t)rw + (size_t)left) * (size_t)c + ch;
-            uint8_t *d = out + ((size_t)ch * (size_t)h + (size_t)y) * (size_t)w;
-            for (int x = 0; x < w; x++) d[x] = s[(size_t)x * (size_t)c];
-        }
-    free(resized);
-    return RT_OK;
+    return resample_crop(im->px, im->w, im->h, im->c, rw, rh, (rh - h) / 2, (rw - w) / 2, h, w, out,
+                         err);
 }

@@ -19,11 +19,17 @@
  *  - a device that fails mid-step stops the other at once with an error naming it;
  *  - a device that never joins an all-reduce stops both within KILN_DIST_TIMEOUT, NCCL
  *    aborted (ncclCommAbort), instead of a hang;
+ *  - ranks of a launch join one communicator without blocking (ncclCommInitRankConfig)
+ *    and sum over it; a rank that never joins (it died after the ranks met) stops the
+ *    join within the timeout, aborted, naming the rank; an NCCL older than 2.14 joins
+ *    with the blocking ncclCommInitRank and says so;
  *  - without NCCL the group still trains, through host memory, and no collective runs;
  *  - a device named twice is refused, and so is a batch whose shares do not fit the
  *    models (each device's model holds its share, not the whole batch).
  */
+#include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +40,7 @@
 #include "mock/mock_nccl.h"
 #include "mock/mock_stats.h"
 #include "rt_ckpt_train.h"
+#include "rt_nccl.h"
 
 #define IMGS 64
 #define BATCH 7
@@ -325,6 +332,112 @@ T_TEST(a_hung_all_reduce_stops_within_the_timeout)
     finish(&r); /* no wait for the aborted communicators */
 }
 
+/* Rank `rank` of 2 of a launch, on g_dev[rank], as a thread: joins with `id` and sums
+ * rank + 1 over the ranks (a host collective through the backend's scratch memory). */
+typedef struct joiner {
+    int rank;
+    const unsigned char *id;
+    double timeout_s;
+    rt_status s;
+    rt_error err;
+    double sum;
+} joiner;
+
+/* the mock's ranks meet through files: nobody removes its own before both have read */
+static pthread_barrier_t g_joined;
+
+static void *join_and_sum(void *p)
+{
+    joiner *j = p;
+    rt_nccl *c = NULL;
+    j->s = rt_nccl_create_rank(&c, &g_dev[j->rank], j->id, j->rank, 2, j->timeout_s, &j->err);
+    j->sum = j->rank + 1;
+    if (j->s == RT_OK) j->s = rt_nccl_host(c, &j->sum, 1, RT_NCCL_HOST_SUM_F64, 5.0, &j->err);
+    pthread_barrier_wait(&g_joined);
+    rt_nccl_destroy(c);
+    return NULL;
+}
+
+/* Two ranks in threads; stderr of the joins into log (cap bytes). */
+static void join_two(int *t_failed_, joiner j[2], char *log, size_t cap)
+{
+    unsigned char id[RT_NCCL_ID_BYTES];
+    rt_error err = {0};
+    ASSERT_EQ(rt_nccl_unique_id(id, &err), RT_OK);
+    char path[] = "/tmp/kiln-join-XXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    ASSERT(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    dup2(fd, 2);
+    pthread_t th[2];
+    pthread_barrier_init(&g_joined, NULL, 2);
+    for (int r = 0; r < 2; r++) {
+        j[r] = (joiner){.rank = r, .id = id, .timeout_s = 10.0};
+        pthread_create(&th[r], NULL, join_and_sum, &j[r]);
+    }
+    for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+    pthread_barrier_destroy(&g_joined);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t n = pread(fd, log, cap - 1, 0);
+    log[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    fputs(log, stderr);
+}
+
+T_TEST(launched_ranks_join_without_blocking)
+{
+    joiner j[2];
+    char log[2048];
+    join_two(t_failed_, j, log, sizeof log);
+    for (int r = 0; r < 2; r++) {
+        if (j[r].s != RT_OK) T_FAIL_("rank %d: %s", r, j[r].err.msg);
+        ASSERT(j[r].sum == 3.0);
+    }
+    ASSERT(strstr(log, "ncclCommInitRankConfig") == NULL); /* no fallback said */
+}
+
+T_TEST(an_nccl_older_than_2_14_joins_blocking_and_says_so)
+{
+    joiner j[2];
+    char log[2048];
+    setenv("KILN_MOCK_NCCL", "old", 1);
+    join_two(t_failed_, j, log, sizeof log);
+    unsetenv("KILN_MOCK_NCCL");
+    for (int r = 0; r < 2; r++) {
+        if (j[r].s != RT_OK) T_FAIL_("rank %d: %s", r, j[r].err.msg);
+        ASSERT(j[r].sum == 3.0);
+    }
+    ASSERT_STR_CONTAINS(log, "rank 0 of 2: NCCL 2.13.4 has no ncclCommInitRankConfig");
+    ASSERT_STR_CONTAINS(log, "rank 1 of 2: NCCL 2.13.4 has no ncclCommInitRankConfig");
+}
+
+/* Rank 1 died after the ranks met: rank 0's join ends after the timeout, aborted. */
+T_TEST(a_rank_that_never_joins_stops_the_join)
+{
+    unsigned char id[RT_NCCL_ID_BYTES];
+    rt_error err = {0};
+    ASSERT_EQ(rt_nccl_unique_id(id, &err), RT_OK);
+    mock_nccl_reset();
+    rt_nccl *c = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rt_status s = rt_nccl_create_rank(&c, &g_dev[0], id, 0, 2, 0.5, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    printf("a rank that never joins: the join failed after %.3f s: %s\n", el, err.msg);
+    ASSERT_EQ(s, RT_EDEVICE_LOST);
+    ASSERT(c == NULL);
+    ASSERT_STR_CONTAINS(err.msg, "rank 0 of 2 (cuda:0)");
+    ASSERT_STR_CONTAINS(err.msg,
+                        "did not join NCCL's communicator within 0.5 s (KILN_DIST_TIMEOUT)");
+    ASSERT_STR_CONTAINS(err.msg, "the join was aborted");
+    ASSERT(el >= 0.45 && el < 5.0);
+    ASSERT_EQ(mock_nccl_aborts(), 1);
+}
+
 T_TEST(without_nccl_through_host_memory)
 {
     rt_error err = {0};
@@ -397,6 +510,9 @@ int main(void)
     T_RUN(one_device_checkpoint_resumes_on_two);
     T_RUN(a_failing_device_stops_the_other);
     T_RUN(a_hung_all_reduce_stops_within_the_timeout);
+    T_RUN(launched_ranks_join_without_blocking);
+    T_RUN(an_nccl_older_than_2_14_joins_blocking_and_says_so);
+    T_RUN(a_rank_that_never_joins_stops_the_join);
     T_RUN(without_nccl_through_host_memory);
     T_RUN(a_device_named_twice_is_refused);
     T_RUN(shares_larger_than_the_models_are_refused);

@@ -13,13 +13,17 @@ batchnorm or dropout, SGD with momentum, global batch 16) runs:
     makes NCCL's id, MPI hands it to rank 1, both join one communicator
     (ncclCommInitRank; the stand-in meets across processes through files in TMPDIR),
     and the per-step losses are cuda:0,1's bit for bit; rank 1 writes no checkpoint;
-  - as 2 GPU ranks of a launch without MPI (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
-    MASTER_PORT on 127.0.0.1, as torchrun sets them): the ranks meet over TCP, rank 0's
-    NCCL id reaches rank 1, and the per-step losses are cuda:0,1's bit for bit again;
-    rank 1 writes no checkpoint and no notebook;
+  - as 2 GPU ranks launched by torchrun (its variables, TORCHELASTIC_RUN_ID among them,
+    and a socket holding MASTER_PORT as torchrun's agent does with its store): the ranks
+    meet over TCP at MASTER_PORT + 1, rank 0's NCCL id reaches rank 1, and the per-step
+    losses are cuda:0,1's bit for bit again; rank 1 writes no checkpoint and no
+    notebook (the other launches below meet at MASTER_PORT, or KILN_DIST_PORT);
   - the same launch on the CPU: refused on both ranks within seconds, naming mpirun;
   - a rank that hangs inside NCCL (the stand-in's hang mode): both ranks stop within
-    KILN_DIST_TIMEOUT, NCCL aborted, naming the timeout, instead of waiting forever.
+    KILN_DIST_TIMEOUT, NCCL aborted, naming the timeout, instead of waiting forever;
+  - a rank that never joins NCCL's communicator after the ranks met (the stand-in's
+    inithang mode, as a rank that died then): both stop within KILN_DIST_TIMEOUT, the
+    join aborted, each naming its rank, and no checkpoint is written.
 """
 import glob
 import json
@@ -51,7 +55,8 @@ def env_for(d, tag):
     env = dict(os.environ, KILN_MOCK_DEVICE="devices=2",
                KILN_RESULTS=f"{d}/{tag}-results.sqlite", KILN_DIST_TIMEOUT="60")
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-              "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"):
+              "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+              "TORCHELASTIC_RUN_ID", "KILN_DIST_PORT"):
         env.pop(k, None)
     return env
 
@@ -155,11 +160,18 @@ def free_port():
         return s.getsockname()[1]
 
 
-def launch_without_mpi(work, tag, device, extra=None):
-    """Two `kiln run` processes with torchrun-style variables; (returncodes, outputs)."""
+def launch_without_mpi(work, tag, device, extra=None, agent=False):
+    """Two `kiln run` processes with torchrun-style variables; (returncodes, outputs).
+    agent: MASTER_PORT is held for the launch, as torchrun's agent holds it for its
+    store (accepting, never answering)."""
     tmp = f"{work}/tmp-{tag}"
     os.makedirs(tmp, exist_ok=True)
-    port = str(free_port())
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen(4)
+    port = str(held.getsockname()[1])
+    if not agent:
+        held.close()
     procs = []
     for rank in (0, 1):
         env = env_for(work, f"{tag}.{rank}")
@@ -173,13 +185,21 @@ def launch_without_mpi(work, tag, device, extra=None):
              f"{work}/{tag}-run.{rank}", "-p", "device", device], env=env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outs = [p.communicate(timeout=600)[0] for p in procs]
+    held.close()
     return [p.returncode for p in procs], outs
 
 
-def test_gpu_ranks_meet_over_tcp_without_mpi(work):
+# what torchrun --nproc-per-node 2 sets besides RANK, WORLD_SIZE, LOCAL_RANK, MASTER_*
+TORCHRUN = {"TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0",
+            "TORCHELASTIC_MAX_RESTARTS": "0", "TORCHELASTIC_USE_AGENT_STORE": "True",
+            "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1", "ROLE_NAME": "default",
+            "OMP_NUM_THREADS": "1"}
+
+
+def test_gpu_ranks_under_torchrun_meet_beside_its_agent(work):
     if not os.path.exists(f"{work}/two-results.sqlite"):
         pytest.skip("needs test_two_devices_train_like_the_cpu's run")
-    codes, outs = launch_without_mpi(work, "tcp", "cuda")
+    codes, outs = launch_without_mpi(work, "tcp", "cuda", TORCHRUN, agent=True)
     assert codes == [0, 0], "\n".join(o[-3000:] for o in outs)
     assert "through host memory" not in "".join(outs)
     with sqlite3.connect(f"{work}/tcp.0-results.sqlite") as c:
@@ -223,18 +243,35 @@ def test_cpu_ranks_without_mpi_are_refused(work):
     assert took < 120, took
 
 
-def test_a_rank_hung_in_nccl_stops_both(work):
-    timeout = 3
+def stuck_launch(work, tag, mode, timeout, extra=None):
+    """Two GPU ranks with the NCCL stand-in in `mode`: both must fail within 60 s;
+    each rank's output (stdout and notebook) in rank order. extra (the ranks' port):
+    MASTER_PORT is held."""
     t0 = time.monotonic()
-    codes, outs = launch_without_mpi(work, "hang", "cuda", {
-        "KILN_MOCK_NCCL": "hang:1:10", "KILN_DIST_TIMEOUT": str(timeout)})
+    codes, outs = launch_without_mpi(work, tag, "cuda", dict(
+        extra or {}, KILN_MOCK_NCCL=mode, KILN_DIST_TIMEOUT=str(timeout)), agent=bool(extra))
     took = time.monotonic() - t0
-    print(f"a rank hung in NCCL: both stopped after {took:.1f} s")
+    print(f"{mode}: both ranks stopped after {took:.1f} s")
     assert codes[0] != 0 and codes[1] != 0, "\n".join(o[-2000:] for o in outs)
-    for rank, out in enumerate(outs):
-        text = out
-        if os.path.exists(f"{work}/hang-out.{rank}.ipynb"):
-            text += outputs_text(f"{work}/hang-out.{rank}.ipynb")
-        assert f"did not join within {timeout} s (KILN_DIST_TIMEOUT)" in text, text[-2000:]
-        assert "NCCL was aborted" in text and f"rank {rank} of 2" in text, text[-2000:]
     assert took < 60, took
+    texts = []
+    for rank, out in enumerate(outs):
+        path = f"{work}/{tag}-out.{rank}.ipynb"
+        texts.append(out + (outputs_text(path) if os.path.exists(path) else ""))
+    return texts
+
+
+def test_a_rank_hung_in_nccl_stops_both(work):
+    for rank, text in enumerate(stuck_launch(work, "hang", "hang:1:10", 3)):
+        assert "did not join within 3 s (KILN_DIST_TIMEOUT)" in text, text[-2000:]
+        assert "NCCL was aborted" in text and f"rank {rank} of 2" in text, text[-2000:]
+
+
+def test_a_rank_that_never_joins_nccl_stops_both(work):
+    # MASTER_PORT held: the ranks meet at KILN_DIST_PORT, then rank 1 never joins NCCL
+    texts = stuck_launch(work, "inithang", "inithang:1", 3, {"KILN_DIST_PORT": str(free_port())})
+    for rank, text in enumerate(texts):
+        assert (f"rank {rank} of 2 (cuda:{rank}): the other ranks did not join NCCL's "
+                "communicator within 3 s (KILN_DIST_TIMEOUT)") in text, text[-2000:]
+        assert "the join was aborted" in text, text[-2000:]
+    assert not glob.glob(f"{work}/inithang-run.*/*.safetensors")

@@ -1,12 +1,14 @@
-/* test_conv_direct.c - the direct 3x3 convolution (runtime/cpu/cpu_conv_direct.c)
- * against the im2col + sgemm path, for every instruction set this CPU has: forward,
- * input gradient, weight and bias gradient, on ResNet-20's shape classes (16/32/64
- * channels at 32x32/16x16/8x8, the 3-channel first layer) and odd ones (channel
- * counts that fill no vector, odd sizes, pad 0 and 2, no bias, a batch that is not a
- * multiple of the weight-gradient group). Also: results are bitwise the same run after
- * run and for 1 or 2 threads, AVX2 and AVX-512 forward/input gradients agree bitwise,
- * and convolutions the direct path does not take (stride 2, 5x5, >128 channels) stay
- * on im2col. Each path is a backend opened with KILN_CPU_CONV set.
+/* test_conv_direct.c - the direct convolutions (runtime/cpu/cpu_conv_direct.c, 3x3
+ * stride 1; runtime/cpu/cpu_conv_s2.c, 3x3 and 1x1 stride 2) against the im2col + sgemm
+ * path, for every instruction set this CPU has: forward, input gradient, weight and
+ * bias gradient, on ResNet-20's shape classes (16/32/64 channels at 32x32/16x16/8x8,
+ * the 3-channel first layer, the stride-2 downsampling convolutions and 1x1
+ * projections) and odd ones (channel counts that fill no vector, odd sizes, pad 0 and
+ * 2, no bias, a batch that is not a multiple of the weight-gradient group). Also:
+ * results are bitwise the same run after run and for 1 or 2 threads, AVX2 and AVX-512
+ * forward/input gradients agree bitwise, and convolutions no direct path takes (5x5,
+ * 1x1 stride 1, >128 channels) stay on im2col. Each path is a backend opened with
+ * KILN_CPU_CONV set.
  *
  * Tolerance: |direct - im2col| <= 1e-5 * (|im2col| + max|im2col|), as test_fixtures:
  * both are float32 sums of <= 9*64 terms in different orders.
@@ -33,6 +35,16 @@ static rt_conv_desc desc(int N, int C, int H, int W, int K, int pad)
         .N = N, .C = C, .H = H, .W = W, .K = K, .R = 3, .S = 3, .stride = 1, .pad = pad};
     d.P = H + 2 * pad - 2;
     d.Q = W + 2 * pad - 2;
+    return d;
+}
+
+/* an R x R, stride-2 convolution */
+static rt_conv_desc desc2(int N, int C, int H, int W, int K, int R, int pad)
+{
+    rt_conv_desc d = {
+        .N = N, .C = C, .H = H, .W = W, .K = K, .R = R, .S = R, .stride = 2, .pad = pad};
+    d.P = (H + 2 * pad - R) / 2 + 1;
+    d.Q = (W + 2 * pad - R) / 2 + 1;
     return d;
 }
 
@@ -65,6 +77,7 @@ static int open_path(rt_backend *b, const char *path, int threads)
 static const char *path_of(rt_backend *b, const rt_conv_desc *d)
 {
     const rtp_convk *k = rtp_cpu_conv_direct(b, d);
+    if (!k) k = rtp_cpu_conv_s2(b, d);
     return k ? k->name : "im2col";
 }
 
@@ -72,16 +85,16 @@ static int run(rt_backend *b, const conv_case *cc, result *r)
 {
     const rt_conv_desc *d = &cc->d;
     size_t nx = (size_t)d->N * d->C * d->H * d->W, ny = (size_t)d->N * d->K * d->P * d->Q;
-    size_t nw = (size_t)d->K * d->C * 9;
+    size_t nw = (size_t)d->K * d->C * d->R * d->S;
     float *x = rnd(nx, 1), *w = rnd(nw, 2), *bias = rnd((size_t)d->K, 3), *dy = rnd(ny, 4);
     r->y = calloc(ny, sizeof(float));
     r->dx = calloc(nx, sizeof(float));
     r->dw = calloc(nw, sizeof(float));
     r->db = calloc((size_t)d->K, sizeof(float));
-    rt_tensor X = tens(x, d->N, d->C, d->H, d->W), Wt = tens(w, d->K, d->C, 3, 3);
+    rt_tensor X = tens(x, d->N, d->C, d->H, d->W), Wt = tens(w, d->K, d->C, d->R, d->S);
     rt_tensor B = tens(bias, d->K, 1, 1, 1), DY = tens(dy, d->N, d->K, d->P, d->Q);
     rt_tensor Y = tens(r->y, d->N, d->K, d->P, d->Q), DX = tens(r->dx, d->N, d->C, d->H, d->W);
-    rt_tensor DW = tens(r->dw, d->K, d->C, 3, 3), DB = tens(r->db, d->K, 1, 1, 1);
+    rt_tensor DW = tens(r->dw, d->K, d->C, d->R, d->S), DB = tens(r->db, d->K, 1, 1, 1);
     rt_error err = {0};
     int bad = b->ops->reserve_workspace(b, b->ops->conv2d_workspace(b, d), &err) != RT_OK;
     bad = bad || rt_backend_conv2d_fwd(b, &Y, &X, &Wt, cc->bias ? &B : NULL, d, &err) != RT_OK;
@@ -112,12 +125,19 @@ static int same_bits(const result *a, const result *b, const rt_conv_desc *d)
 {
     size_t nx = (size_t)d->N * d->C * d->H * d->W, ny = (size_t)d->N * d->K * d->P * d->Q;
     return !memcmp(a->y, b->y, ny * 4) && !memcmp(a->dx, b->dx, nx * 4) &&
-           !memcmp(a->dw, b->dw, (size_t)d->K * d->C * 9 * 4) && !memcmp(a->db, b->db, d->K * 4u);
+           !memcmp(a->dw, b->dw, (size_t)d->K * d->C * d->R * d->S * 4) &&
+           !memcmp(a->db, b->db, d->K * 4u);
 }
 
 static conv_case make(int N, int C, int H, int W, int K, int pad, int bias)
 {
     conv_case c = {desc(N, C, H, W, K, pad), bias};
+    return c;
+}
+
+static conv_case make2(int N, int C, int H, int W, int K, int R, int pad, int bias)
+{
+    conv_case c = {desc2(N, C, H, W, K, R, pad), bias};
     return c;
 }
 
@@ -133,6 +153,16 @@ T_TEST(direct_matches_im2col)
         make(2, 3, 6, 5, 36, 2, 1),    /* pad 2; 36 rows: 2 avx512 vectors + a tail */
         make(1, 128, 4, 4, 128, 1, 1), /* the largest direct layer */
         make(16, 1, 8, 8, 4, 1, 1),    /* one input channel, 4 filters */
+        /* stride 2 */
+        make2(3, 16, 32, 32, 32, 3, 1, 1), /* ResNet-20 stage 2's downsampling */
+        make2(3, 32, 16, 16, 64, 3, 1, 1), /* stage 3's */
+        make2(3, 16, 32, 32, 32, 1, 0, 1), /* the 1x1 projections */
+        make2(9, 32, 16, 16, 64, 1, 0, 0), /* no bias, 2 groups */
+        make2(9, 5, 9, 13, 7, 3, 1, 1),    /* odd sizes and channels */
+        make2(2, 6, 10, 7, 20, 3, 0, 0),   /* pad 0 */
+        make2(2, 3, 6, 5, 36, 3, 2, 1),    /* pad 2, 36 rows */
+        make2(2, 11, 7, 9, 19, 1, 0, 1),   /* 1x1 on odd sizes: 11 channels, 19 filters */
+        make2(1, 128, 5, 5, 128, 3, 1, 1), /* the largest */
     };
     const char *isas[] = {"avx512", "avx2"};
     rt_backend ref;
@@ -158,11 +188,11 @@ T_TEST(direct_matches_im2col)
             size_t nx = (size_t)d->N * d->C * d->H * d->W;
             size_t ny = (size_t)d->N * d->K * d->P * d->Q;
             int bad = close_to("y", r.y, e.y, ny) + close_to("dx", r.dx, e.dx, nx) +
-                      close_to("dw", r.dw, e.dw, (size_t)d->K * d->C * 9) +
+                      close_to("dw", r.dw, e.dw, (size_t)d->K * d->C * d->R * d->S) +
                       close_to("db", r.db, e.db, (size_t)d->K);
             if (bad)
-                fprintf(stderr, "  %s, case N%d C%d %dx%d K%d pad %d\n", isas[i], d->N, d->C, d->H,
-                        d->W, d->K, d->pad);
+                fprintf(stderr, "  %s, case N%d C%d %dx%d K%d %dx%d stride %d pad %d\n", isas[i],
+                        d->N, d->C, d->H, d->W, d->K, d->R, d->S, d->stride, d->pad);
             drop(&r), drop(&e);
             ASSERT_EQ(bad, 0);
         }
@@ -176,32 +206,41 @@ T_TEST(direct_matches_im2col)
 /* Same bits run after run and for 1 or 2 threads; AVX2 = AVX-512 for y and dx. */
 T_TEST(direct_deterministic)
 {
-    conv_case c = make(19, 16, 12, 10, 24, 1, 1);
-    rt_backend b1, b2;
+    const conv_case cs[] = {
+        make(19, 16, 12, 10, 24, 1, 1),
+        make2(19, 16, 13, 10, 24, 3, 1, 1),
+        make2(19, 16, 12, 11, 24, 1, 0, 1),
+    };
+    rt_backend b1, b2, a2;
     ASSERT_EQ(open_path(&b1, "auto", 1), 0);
     ASSERT_EQ(open_path(&b2, "auto", 2), 0);
-    if (!strcmp(path_of(&b2, &c.d), "im2col")) {
+    ASSERT_EQ(open_path(&a2, "avx2", 2), 0);
+    if (!strcmp(path_of(&b2, &cs[0].d), "im2col")) {
         printf("  no direct path on this CPU: skipped\n");
-        rt_backend_close(&b1), rt_backend_close(&b2);
+        rt_backend_close(&b1), rt_backend_close(&b2), rt_backend_close(&a2);
         return;
     }
-    result r1, r2, r3;
-    ASSERT_EQ(run(&b2, &c, &r1), 0);
-    ASSERT_EQ(run(&b2, &c, &r2), 0);
-    ASSERT_EQ(run(&b1, &c, &r3), 0);
-    int same = same_bits(&r1, &r2, &c.d) && same_bits(&r1, &r3, &c.d);
-    rt_backend a2;
-    ASSERT_EQ(open_path(&a2, "avx2", 2), 0);
-    if (strcmp(path_of(&a2, &c.d), path_of(&b2, &c.d))) { /* two ISAs here */
-        result r4;
-        ASSERT_EQ(run(&a2, &c, &r4), 0);
-        size_t nx = (size_t)c.d.N * c.d.C * c.d.H * c.d.W;
-        size_t ny = (size_t)c.d.N * c.d.K * c.d.P * c.d.Q;
-        ASSERT(!memcmp(r4.y, r1.y, ny * 4) && !memcmp(r4.dx, r1.dx, nx * 4));
-        drop(&r4);
-        printf("  avx2 and %s: forward and input gradient bitwise equal\n", path_of(&b2, &c.d));
+    int same = 1;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        const conv_case *c = &cs[i];
+        ASSERT(strcmp(path_of(&b2, &c->d), "im2col"));
+        result r1, r2, r3;
+        ASSERT_EQ(run(&b2, c, &r1), 0);
+        ASSERT_EQ(run(&b2, c, &r2), 0);
+        ASSERT_EQ(run(&b1, c, &r3), 0);
+        same = same && same_bits(&r1, &r2, &c->d) && same_bits(&r1, &r3, &c->d);
+        if (strcmp(path_of(&a2, &c->d), path_of(&b2, &c->d))) { /* two ISAs here */
+            result r4;
+            ASSERT_EQ(run(&a2, c, &r4), 0);
+            size_t nx = (size_t)c->d.N * c->d.C * c->d.H * c->d.W;
+            size_t ny = (size_t)c->d.N * c->d.K * c->d.P * c->d.Q;
+            ASSERT(!memcmp(r4.y, r1.y, ny * 4) && !memcmp(r4.dx, r1.dx, nx * 4));
+            drop(&r4);
+            printf("  %dx%d stride %d: avx2 and %s: forward and input gradient bitwise equal\n",
+                   c->d.R, c->d.S, c->d.stride, path_of(&b2, &c->d));
+        }
+        drop(&r1), drop(&r2), drop(&r3);
     }
-    drop(&r1), drop(&r2), drop(&r3);
     rt_backend_close(&b1), rt_backend_close(&b2), rt_backend_close(&a2);
     ASSERT(same);
 }
@@ -210,14 +249,19 @@ T_TEST(other_shapes_stay_on_im2col)
 {
     rt_backend b;
     ASSERT_EQ(open_path(&b, "auto", 2), 0);
-    rt_conv_desc s2 = desc(2, 16, 32, 32, 32, 1);
-    s2.stride = 2, s2.P = 16, s2.Q = 16;
     rt_conv_desc k5 = desc(2, 16, 32, 32, 32, 2);
     k5.R = k5.S = 5, k5.P = 32, k5.Q = 32;
+    rt_conv_desc k5s2 = desc2(2, 16, 32, 32, 32, 5, 2);
+    rt_conv_desc one = desc(2, 16, 8, 8, 32, 0); /* 1x1 stride 1 */
+    one.R = one.S = 1, one.P = one.Q = 8;
+    rt_conv_desc one_pad = desc2(2, 16, 8, 8, 32, 1, 1); /* 1x1 stride 2, bordered */
     rt_conv_desc wide = desc(2, 256, 8, 8, 64, 1);
-    ASSERT_EQ(strcmp(path_of(&b, &s2), "im2col"), 0);
-    ASSERT_EQ(strcmp(path_of(&b, &k5), "im2col"), 0);
-    ASSERT_EQ(strcmp(path_of(&b, &wide), "im2col"), 0);
+    rt_conv_desc wide2 = desc2(2, 64, 16, 16, 256, 3, 1);
+    rt_conv_desc s3 = desc(2, 16, 32, 32, 32, 1);
+    s3.stride = 3, s3.P = s3.Q = 11;
+    const rt_conv_desc *ds[] = {&k5, &k5s2, &one, &one_pad, &wide, &wide2, &s3};
+    for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++)
+        ASSERT_EQ(strcmp(path_of(&b, ds[i]), "im2col"), 0);
     rt_backend_close(&b);
 }
 

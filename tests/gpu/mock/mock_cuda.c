@@ -319,7 +319,10 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags)
     return cudaSuccess;
 }
 cudaError_t cudaEventDestroy(cudaEvent_t e) { return cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    return mock_nccl_settling() ? fail(cudaErrorInvalidResourceHandle) : cudaSuccess;
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags)
 {
     __atomic_fetch_add(&mock.event_waits, 1, __ATOMIC_RELAXED);

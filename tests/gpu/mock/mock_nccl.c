@@ -26,6 +26,16 @@
  * KILN_MOCK_NCCL=hang:R:K: rank R's K-th collective (from 1) never joins, as a hung
  * device or a rank stuck elsewhere: the others' collectives never finish, and only
  * ncclCommAbort ends them.
+ *
+ * Joining across processes: ncclCommInitRankConfig with blocking = 0 (NCCL 2.14+) returns
+ * ncclInProgress and the communicator is ready (ncclCommGetAsyncError says ncclSuccess)
+ * once every rank has joined: each writes join.<rank> beside the collectives' files.
+ * Such a nonblocking communicator's ncclGroupEnd answers ncclInProgress, settled by the
+ * next ncclCommGetAsyncError; a CUDA call on a stream before that fails
+ * (mock_nccl_settling), as NCCL forbids it. KILN_MOCK_NCCL=inithang:R: rank R never
+ * joins (as a rank that died after the ranks met), so nobody's join completes.
+ * KILN_MOCK_NCCL=old: NCCL 2.13, without ncclCommInitRankConfig (the blocking join,
+ * ncclCommInitRank, returns at once).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -65,6 +75,9 @@ struct rtp_nccl_comm {
     char id[48]; /* across processes: the unique id it joined with */
     long premul_sums, other;
     size_t premul_bytes; /* of the last weighted sum */
+    int nonblocking;     /* joined with blocking = 0 */
+    int joining;         /* nonblocking: not every rank's join file is there yet */
+    int settling;        /* nonblocking: its last ncclGroupEnd answered ncclInProgress */
     /* the collective in flight */
     int busy, stuck;
     rtp_nccl_result error; /* of the last collective */
@@ -91,6 +104,7 @@ static struct {
 } st = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0};
 static _Thread_local int group_depth;
 static _Thread_local struct rtp_nccl_comm *current; /* this thread's last collective */
+static _Thread_local int group_nonblocking;         /* the open group has such a call */
 
 long mock_nccl_collectives(void) { return st.collectives; }
 long mock_nccl_calls(void) { return st.calls; }
@@ -212,6 +226,30 @@ static void report(void)
     fclose(f);
 }
 
+static void join_name(char *out, size_t cap, const struct rtp_nccl_comm *c, int rank)
+{
+    snprintf(out, cap, "%s/join.%d", c->dir, rank);
+}
+
+/* KILN_MOCK_NCCL=inithang:R: does rank R never join? */
+static int never_joins(int rank)
+{
+    const char *e = getenv("KILN_MOCK_NCCL");
+    int r = -1;
+    return e && sscanf(e, "inithang:%d", &r) == 1 && r == rank;
+}
+
+/* 1 while c's nonblocking join waits for a rank's join file */
+static int still_joining(struct rtp_nccl_comm *c)
+{
+    char path[400];
+    for (int r = 0; c->joining && r < c->nranks; r++) {
+        join_name(path, sizeof path, c, r);
+        if (access(path, F_OK) != 0) return 1;
+    }
+    return c->joining = 0;
+}
+
 static rtp_nccl_result comm_init_rank(rtp_nccl_comm_t *comm, int nranks, rtp_nccl_id id, int rank)
 {
     if (nranks < 1 || rank < 0 || rank >= nranks || strncmp(id.internal, "mock-nccl-", 10))
@@ -227,12 +265,31 @@ static rtp_nccl_result comm_init_rank(rtp_nccl_comm_t *comm, int nranks, rtp_ncc
     c->rank = rank;
     c->nranks = nranks;
     snprintf(c->id, sizeof c->id, "%.40s", id.internal);
+    char path[400];
+    join_name(path, sizeof path, c, rank);
+    FILE *j = never_joins(rank) ? NULL : fopen(path, "w");
+    if (j) fclose(j);
     *comm = c;
     if (!reported) {
         reported = c;
         atexit(report);
     }
     return RTP_NCCL_SUCCESS;
+}
+
+/* NCCL 2.14's ncclConfig_t: what NCCL checks of it */
+static rtp_nccl_result comm_init_rank_config(rtp_nccl_comm_t *comm, int nranks, rtp_nccl_id id,
+                                             int rank, rtp_nccl_config *config)
+{
+    *comm = NULL;
+    if (!config || config->size < sizeof *config || config->magic != RTP_NCCL_CONFIG_MAGIC ||
+        config->version < 21400 || config->version > MOCK_NCCL_VERSION)
+        return INVALID_ARGUMENT;
+    rtp_nccl_result rc = comm_init_rank(comm, nranks, id, rank);
+    if (rc != RTP_NCCL_SUCCESS || config->blocking) return rc;
+    (*comm)->nonblocking = 1;
+    (*comm)->joining = 1;
+    return RTP_NCCL_IN_PROGRESS;
 }
 
 /* ---- across processes: files ---- */
@@ -357,6 +414,8 @@ static int progress(struct rtp_nccl_comm *c)
 
 int mock_nccl_busy(void) { return progress(current); }
 
+int mock_nccl_settling(void) { return current && current->settling; }
+
 void mock_nccl_drain(void)
 {
     for (int waited = 0; progress(current) && waited < 600000; waited++)
@@ -375,7 +434,8 @@ static int hangs(const struct rtp_nccl_comm *c, unsigned long call)
 /* Starts c's part p of a collective. */
 static rtp_nccl_result start(struct rtp_nccl_comm *c, const part *p)
 {
-    if (c->busy) return INVALID_USAGE; /* the mock's streams hold one collective */
+    if (c->busy || c->joining || c->settling)
+        return INVALID_USAGE; /* the mock's streams hold one collective; not before ready */
     pthread_mutex_lock(&st.mu);
     st.calls++;
     st.grouped_calls += group_depth > 0;
@@ -385,6 +445,10 @@ static rtp_nccl_result start(struct rtp_nccl_comm *c, const part *p)
     c->error = RTP_NCCL_SUCCESS;
     c->calls++;
     current = c;
+    if (c->nonblocking && group_depth > 0) {
+        c->settling = 1; /* until ncclCommGetAsyncError after ncclGroupEnd */
+        group_nonblocking = 1;
+    }
     if (hangs(c, c->calls)) {
         c->stuck = 1;
         return RTP_NCCL_SUCCESS;
@@ -401,6 +465,15 @@ static rtp_nccl_result start(struct rtp_nccl_comm *c, const part *p)
 
 static rtp_nccl_result get_async_error(rtp_nccl_comm_t comm, rtp_nccl_result *async)
 {
+    if (still_joining(comm)) {
+        *async = RTP_NCCL_IN_PROGRESS;
+        return RTP_NCCL_SUCCESS;
+    }
+    if (comm->settling && group_depth == 0) {
+        comm->settling = 0; /* the group's work is launched */
+        *async = RTP_NCCL_IN_PROGRESS;
+        return RTP_NCCL_SUCCESS;
+    }
     (void)progress(comm);
     int peer_gone = 0;
     if (comm->q) {
@@ -423,6 +496,8 @@ static void leave(rtp_nccl_comm_t comm, int aborted)
             reported = NULL;
         }
         char path[400];
+        join_name(path, sizeof path, comm, comm->rank);
+        unlink(path);
         for (unsigned long k = comm->calls > 2 ? comm->calls - 2 : 0; k < comm->calls; k++) {
             file_name(path, sizeof path, comm, k, comm->rank);
             unlink(path);
@@ -467,8 +542,9 @@ static rtp_nccl_result group_start(void)
 static rtp_nccl_result group_end(void)
 {
     if (group_depth == 0) return INVALID_USAGE;
-    group_depth--;
-    return RTP_NCCL_SUCCESS;
+    if (--group_depth > 0 || !group_nonblocking) return RTP_NCCL_SUCCESS;
+    group_nonblocking = 0;
+    return RTP_NCCL_IN_PROGRESS; /* a nonblocking communicator's work is being launched */
 }
 
 static rtp_nccl_result premul_create(rtp_nccl_redop *op, void *scalar, int dtype, int residence,
@@ -531,7 +607,22 @@ static const rtp_nccl_fns mock_fns = {
     .Broadcast = broadcast,
     .CommGetAsyncError = get_async_error,
     .CommAbort = comm_abort,
+    .CommInitRankConfig = comm_init_rank_config,
 };
+
+static rtp_nccl_result get_old_version(int *v)
+{
+    *v = 21304; /* 2.13.4: before ncclCommInitRankConfig */
+    return RTP_NCCL_SUCCESS;
+}
+static rtp_nccl_fns old_fns;
+static pthread_once_t old_once = PTHREAD_ONCE_INIT;
+static void make_old(void)
+{
+    old_fns = mock_fns;
+    old_fns.GetVersion = get_old_version;
+    old_fns.CommInitRankConfig = NULL;
+}
 
 rt_status rtp_nccl_load(const rtp_nccl_fns **out, rt_error *err)
 {
@@ -542,6 +633,11 @@ rt_status rtp_nccl_load(const rtp_nccl_fns **out, rt_error *err)
                       "cannot load NCCL (libnccl.so.2): not found (mock) ---> HINT: pip "
                       "install 'kiln-kernel[cuda]' (nvidia-nccl-cu12), else apt install "
                       "libnccl2");
+    if (e && !strcmp(e, "old")) {
+        pthread_once(&old_once, make_old);
+        *out = &old_fns;
+        return RT_OK;
+    }
     *out = &mock_fns;
     return RT_OK;
 }

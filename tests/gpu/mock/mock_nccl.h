@@ -21,5 +21,9 @@ void mock_nccl_reset(void);
  * says not ready); drain waits for it (a synchronisation), at most 60 s. */
 int mock_nccl_busy(void);
 void mock_nccl_drain(void);
+/* 1 while this thread's nonblocking communicator is still launching its last group's work
+ * (ncclGroupEnd said ncclInProgress and nobody polled NCCL's state since): NCCL allows no
+ * CUDA call on the stream then. */
+int mock_nccl_settling(void);
 
 #endif

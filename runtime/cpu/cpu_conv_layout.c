@@ -1,0 +1,106 @@
+/* cpu_conv_layout.c - the layout helpers of the direct convolutions (cpu_conv_layout.h). */
+#include "cpu_conv_layout.h"
+
+#include <omp.h>
+#include <string.h>
+
+#include "cpu_conv_kern.h"
+#include "cpu_internal.h"
+
+void rtp_conv_pack(float *restrict wpk, const float *restrict Wt, int rows, int rows_r, int ins,
+                   int RS, const int *tap, int T, int transposed)
+{
+    for (int rb = 0; rb < rows_r; rb += RTP_CONVK_KB)
+        for (int i = 0; i < ins; i++)
+            for (int t = 0; t < T; t++)
+                for (int j = 0; j < RTP_CONVK_KB; j++) {
+                    int r = rb + j;
+                    size_t at = transposed ? ((size_t)i * rows + r) * RS + tap[t]
+                                           : ((size_t)r * ins + i) * RS + tap[t];
+                    wpk[((size_t)rb * ins + (size_t)i * RTP_CONVK_KB) * T +
+                        (size_t)t * RTP_CONVK_KB + j] = r < rows ? Wt[at] : 0.0f;
+                }
+}
+
+void rtp_conv_compact(float *restrict out, const float *restrict grid, int K, int H, int W, int wp,
+                      size_t ys, const float *bias)
+{
+    for (int k = 0; k < K; k++) {
+        const float *src = grid + (size_t)k * ys;
+        float *dst = out + (size_t)k * H * W;
+        float bk = bias ? bias[k] : 0.0f;
+        for (int h = 0; h < H; h++, src += wp, dst += W) {
+            if (!bias) {
+                memcpy(dst, src, (size_t)W * sizeof *dst);
+                continue;
+            }
+            for (int w = 0; w < W; w++) dst[w] = src[w] + bk;
+        }
+    }
+}
+
+/* dyT is written in order (K read streams), each float once. */
+static void dy_image(float *restrict dyT, float *restrict accb, const float *restrict dy, int K,
+                     int Kv, int P, int Q, int wp)
+{
+    const size_t PQ = (size_t)P * Q;
+    for (int k = 0; k < K; k++) accb[k] += rtp_cpu_row_sum(dy + (size_t)k * PQ, (int)PQ);
+    for (int p = 0; p < P; p++) {
+        for (int q = 0; q < Q; q++, dyT += Kv) {
+            const float *src = dy + (size_t)p * Q + q;
+            for (int k = 0; k < K; k++) dyT[k] = src[k * PQ];
+            for (int k = K; k < Kv; k++) dyT[k] = 0.0f;
+        }
+        memset(dyT, 0, (size_t)(wp - Q) * Kv * sizeof *dyT);
+        dyT += (size_t)(wp - Q) * Kv;
+    }
+}
+
+/* Row j of every group in turn, vectors over k (the partials are [CT][Kv] per group);
+ * each element is still summed over g in order, so the result does not depend on how
+ * the rows are shared among threads. */
+static void group_sum(float *DW, float *DB, const float *accs, size_t accsz, int G, int K, int CT,
+                      int Kv)
+{
+#pragma omp for schedule(static)
+    for (int j = 0; j <= CT; j++) { /* j == CT: the bias partials */
+        if (j == CT && !DB) continue;
+        float s[RTP_CONV_MAX_CH];
+        for (int k = 0; k < K; k++) s[k] = 0.0f;
+        const float *a = accs + (size_t)j * Kv;
+        for (int g = 0; g < G; g++, a += accsz)
+            for (int k = 0; k < K; k++) s[k] += a[k];
+        if (j == CT)
+            for (int k = 0; k < K; k++) DB[k] = s[k];
+        else
+            for (int k = 0; k < K; k++) DW[(size_t)k * CT + j] = s[k];
+    }
+}
+
+void rtp_conv_wgrad_run(rt_backend *b, const rt_conv_desc *d, rt_tensor *dw, rt_tensor *dbias,
+                        const rt_tensor *dout, const rt_tensor *in, float *ws,
+                        const rtp_conv_wgrad_layout *lay, rtp_conv_wgrad_image_fn *image,
+                        const void *ctx)
+{
+    const int K = d->K, G = rtp_conv_groups(d->N), Kv = lay->Kv;
+    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * d->P * d->Q;
+    const size_t nw = (size_t)lay->CT * Kv;
+    const float *X = in->data, *DY = dout->data;
+    float *accs = ws + lay->acc;
+#pragma omp parallel num_threads(d->N < b->threads ? 1 : b->threads)
+    {
+        float *scratch = ws + lay->per_thread * (size_t)omp_get_thread_num();
+        float *dyT = scratch + lay->dyt;
+#pragma omp for schedule(dynamic, 1)
+        for (int g = 0; g < G; g++) {
+            float *acc = accs + lay->accsz * (size_t)g;
+            memset(acc, 0, lay->accsz * sizeof *acc);
+            int n1 = (g + 1) * RTP_CONV_GROUP < d->N ? (g + 1) * RTP_CONV_GROUP : d->N;
+            for (int n = g * RTP_CONV_GROUP; n < n1; n++) {
+                dy_image(dyT, acc + nw, DY + kpq * (size_t)n, K, Kv, d->P, d->Q, lay->wp);
+                image(ctx, scratch, dyT, X + chw * (size_t)n, acc);
+            }
+        }
+        group_sum(dw->data, dbias ? dbias->data : NULL, accs, lay->accsz, G, K, lay->CT, Kv);
+    }
+}
