@@ -6,7 +6,7 @@
                                            [--repeat 3] [--venv DIR]
 
 Both sides train the same network - Kiln's shipped resnet20 spec, built in PyTorch from
-its canonical text by tests/runtime/test_resnet_torch.py's translator (Conv2d with bias,
+its canonical text by tests/runtime/test_resnet_torch.py's translator (Conv2d without bias,
 BatchNorm2d, 1x1 projection shortcuts, AdaptiveAvgPool2d, Linear) - on a synthetic
 3x32x32 batch: forward in training mode, cross-entropy, backward, Adam (lr 1e-3), after
 3 warm-up steps, with the same thread count, each side in its own process. Prints

@@ -37,6 +37,7 @@ typedef struct rt_layer {
     /* ---- hyperparameters (meaning per type; see each rt_layer_*.c) ---- */
     int k, r, stride, pad; /* conv: K, R(=S), stride, pad; pool: R, stride; dense: O */
     float f;               /* leakyrelu slope, dropout p */
+    int no_bias;           /* conv, dense: `bias=false`, the weight is the only parameter */
     /* ---- shapes, set by infer: input and output per sample (C,H,W); flat = 1-D ---- */
     int in_c, in_h, in_w, in_flat;
     int out_c, out_h, out_w, out_flat;
@@ -99,6 +100,15 @@ int rtp_parse_int(const char *s, int *out);
 int rtp_parse_float(const char *s, float *out);
 /* Splits "key=value": returns 1 and points *val at the value if s starts with key=. */
 int rtp_opt(const char *s, const char *key, const char **val);
+/* conv and dense's `bias=true|false` (any case): 0 if arg is not that option, 1 if it set
+ * l->no_bias, -1 (why written) for any other value. */
+int rtp_bias_opt(rt_layer *l, const char *arg, char *why);
+/* conv and dense's parameters once param[0] (the weight) has its shape: names, the bias
+ * (K) unless l->no_bias, nparams; the weight has wndim dims in checkpoints. */
+void rtp_weight_bias(rt_layer *l, int wndim);
+/* The bias and its gradient, NULL when the layer has none (the backend ops' "no bias"). */
+const rt_tensor *rtp_bias(const rt_layer *l);
+rt_tensor *rtp_bias_grad(rt_layer *l);
 /* Sets t's shape (n,c,h,w) with data NULL. */
 void rtp_shape(rt_tensor *t, int n, int c, int h, int w);
 /* PyTorch default init of a weight/bias pair: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) from the

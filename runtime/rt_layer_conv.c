@@ -1,10 +1,13 @@
-/* rt_layer_conv.c - conv2d: `conv2d K R [stride=1] [pad=0|same]` (square R x R kernel,
- * bias). pad=same is (R - 1) / 2 (odd R): the output is the input's size at stride 1,
- * and ceil(size / stride) at stride 2, as PyTorch's padding=1 for 3x3 in a ResNet.
+/* rt_layer_conv.c - conv2d: `conv2d K R [stride=1] [pad=0|same] [bias=true|false]`
+ * (square R x R kernel). pad=same is (R - 1) / 2 (odd R): the output is the input's size
+ * at stride 1, and ceil(size / stride) at stride 2, as PyTorch's padding=1 for 3x3 in a
+ * ResNet. bias=false drops the bias, as PyTorch's Conv2d(..., bias=False) before a batch
+ * norm (which subtracts any per-channel constant again).
  *
- * Weight (K,C,R,R) and bias (K); PyTorch Conv2d semantics and default init. Needs a
- * (C,H,W) input (not after flatten/dense). The computation is the backend's
- * conv2d_fwd/bwd_data/bwd_filter; this file only parses, infers shapes and dispatches.
+ * Weight (K,C,R,R) and bias (K) unless bias=false; PyTorch Conv2d semantics and default
+ * init. Needs a (C,H,W) input (not after flatten/dense). The computation is the backend's
+ * conv2d_fwd/bwd_data/bwd_filter (a NULL bias: none added, no gradient); this file only
+ * parses, infers shapes and dispatches.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +21,9 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
     int pos = 0, rc = 0;
     for (int i = 0; i < argc; i++) {
         const char *v;
+        int bias = rtp_bias_opt(l, argv[i], why);
+        if (bias < 0) return RT_EINVAL;
+        if (bias) continue;
         if (rtp_opt(argv[i], "stride", &v)) {
             if ((rc = rtp_parse_int(v, &l->stride))) goto bad_opt;
         } else if (rtp_opt(argv[i], "pad", &v) || rtp_opt(argv[i], "padding", &v)) {
@@ -106,26 +112,22 @@ static rt_status infer(rt_layer *l, char *why)
                  l->r, l->r, l->in_c, l->in_h, l->in_w);
         return RT_EINVAL;
     }
-    l->nparams = 2;
     rtp_shape(&l->param[0], l->k, l->in_c, l->r, l->r);
-    rtp_shape(&l->param[1], l->k, 1, 1, 1);
-    l->param_name[0] = "weight";
-    l->param_name[1] = "bias";
-    l->param_ndim[0] = 4;
-    l->param_ndim[1] = 1;
+    rtp_weight_bias(l, 4);
     return RT_OK;
 }
 
 static void format(const rt_layer *l, char *buf, size_t n)
 {
-    snprintf(buf, n, "conv2d %d %d stride=%d pad=%d", l->k, l->r, l->stride, l->pad);
+    snprintf(buf, n, "conv2d %d %d stride=%d pad=%d%s", l->k, l->r, l->stride, l->pad,
+             l->no_bias ? " bias=false" : "");
 }
 
 static void init(const rt_layer *l, float **host, uint64_t seed)
 {
     int fan_in = l->in_c * l->r * l->r;
     rtp_init_uniform(host[0], rt_tensor_numel(&l->param[0]), fan_in, seed, l->index, 0);
-    rtp_init_uniform(host[1], (size_t)l->k, fan_in, seed, l->index, 1);
+    if (!l->no_bias) rtp_init_uniform(host[1], (size_t)l->k, fan_in, seed, l->index, 1);
 }
 
 static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
@@ -133,7 +135,7 @@ static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_te
 {
     rt_conv_desc d;
     desc(l, in->n, &d);
-    return rt_backend_conv2d_fwd(b, out, in, &l->param[0], &l->param[1], &d, err);
+    return rt_backend_conv2d_fwd(b, out, in, &l->param[0], rtp_bias(l), &d, err);
 }
 
 static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
@@ -141,7 +143,7 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
 {
     rt_conv_desc d;
     desc(l, in->n, &d);
-    RT_TRY(rt_backend_conv2d_bwd_filter(b, &l->grad[0], &l->grad[1], dout, in, &d, err));
+    RT_TRY(rt_backend_conv2d_bwd_filter(b, &l->grad[0], rtp_bias_grad(l), dout, in, &d, err));
     if (din) RT_TRY(rt_backend_conv2d_bwd_data(b, din, dout, &l->param[0], &d, err));
     return RT_OK;
 }
@@ -155,7 +157,7 @@ static size_t workspace(const rt_layer *l, rt_backend *b, int N)
 
 const rt_layer_type rt_layer_conv2d = {
     .name = "conv2d",
-    .usage = "conv2d K R [stride=1] [pad=0|same]",
+    .usage = "conv2d K R [stride=1] [pad=0|same] [bias=true|false]",
     .parse = parse,
     .infer = infer,
     .format = format,

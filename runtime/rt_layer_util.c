@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rt_layer.h"
 #include "rt_rng.h"
@@ -40,6 +41,33 @@ int rtp_opt(const char *s, const char *key, const char **val)
     *val = s + n + 1;
     return 1;
 }
+
+int rtp_bias_opt(rt_layer *l, const char *arg, char *why)
+{
+    const char *v;
+    if (!rtp_opt(arg, "bias", &v)) return 0;
+    if (!strcasecmp(v, "true") || !strcasecmp(v, "false")) {
+        l->no_bias = !strcasecmp(v, "false");
+        return 1;
+    }
+    snprintf(why, RT_LAYER_WHY, "'%s' needs true or false", arg);
+    return -1;
+}
+
+void rtp_weight_bias(rt_layer *l, int wndim)
+{
+    l->nparams = l->no_bias ? 1 : 2;
+    l->param_name[0] = "weight";
+    l->param_ndim[0] = wndim;
+    if (l->no_bias) return;
+    rtp_shape(&l->param[1], l->k, 1, 1, 1);
+    l->param_name[1] = "bias";
+    l->param_ndim[1] = 1;
+}
+
+const rt_tensor *rtp_bias(const rt_layer *l) { return l->no_bias ? NULL : &l->param[1]; }
+
+rt_tensor *rtp_bias_grad(rt_layer *l) { return l->no_bias ? NULL : &l->grad[1]; }
 
 void rtp_shape(rt_tensor *t, int n, int c, int h, int w)
 {

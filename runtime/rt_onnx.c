@@ -175,8 +175,8 @@ static rt_status layer_nodes(graph_state *s, int i, const char *out, rt_error *e
     RT_TRY(layer_weights(s->m, l, &s->next_tensor, g, w, err));
     size_t n;
     if (l->type == &rt_layer_conv2d) {
-        const char *in[] = {x, w[0], w[1]};
-        n = node_begin(g, "Conv", in, 3, out);
+        const char *in[] = {x, w[0], w[1]}; /* no B input for a conv without bias */
+        n = node_begin(g, "Conv", in, l->nparams + 1, out);
         attr_ints(g, "kernel_shape", l->r, l->r, 2);
         attr_ints(g, "strides", l->stride, l->stride, 2);
         attr_ints(g, "pads", l->pad, l->pad, 4);
@@ -204,10 +204,10 @@ static rt_status layer_nodes(graph_state *s, int i, const char *out, rt_error *e
             snprintf(flat, sizeof flat, "%s.flat", out);
             rt_pb_close(g, node_begin(g, "Flatten", &x, 1, flat));
             const char *in[] = {flat, w[0], w[1]};
-            n = node_begin(g, "Gemm", in, 3, out);
+            n = node_begin(g, "Gemm", in, l->nparams + 1, out);
         } else {
             const char *in[] = {x, w[0], w[1]};
-            n = node_begin(g, "Gemm", in, 3, out);
+            n = node_begin(g, "Gemm", in, l->nparams + 1, out);
         }
         attr_int(g, "transB", 1);
     } else if (l->type == &rt_layer_res_add) {

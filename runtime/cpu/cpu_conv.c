@@ -261,7 +261,7 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, CRS, PQ, 1.0f, dy, PQ,
                                 src, PQ, n == g * GROUP ? 0.0f : 1.0f, acc, CRS);
                 }
-                for (int k = 0; k < K; k++) {
+                for (int k = 0; k < K && DB; k++) { /* no bias: no pass over dy for it */
                     float sum = rtp_cpu_row_sum(dy + (size_t)k * PQ, PQ);
                     accb[k] = n == g * GROUP ? sum : accb[k] + sum;
                 }

@@ -38,15 +38,16 @@ relu
 dropout 0.5
 dense 3"""
 # the layer kinds the other two do not have: avgpool, leakyrelu, stride without
-# padding, batch norm on features, dense after global average pooling, and a model
-# that ends in a layer with nothing to compute at inference
-OTHER_LAYERS = """conv2d 8 3 stride=2
+# padding, batch norm on features, dense after global average pooling, a conv and a
+# dense without bias (Conv without B, Gemm without C), and a model that ends in a
+# layer with nothing to compute at inference
+OTHER_LAYERS = """conv2d 8 3 stride=2 bias=false
 batchnorm
 leakyrelu slope=0.1
 avgpool 2
 conv2d 6 1
 globalavgpool
-dense 12
+dense 12 bias=false
 batchnorm
 relu
 dense 3
@@ -219,10 +220,17 @@ def test_export_matches_kiln(work, name, spec, size, lr):
     check_user_story(work, files[1], pixels, pred)
     for f in files:
         ops = check_file(f, pixels, logits, pred, size)
+        # inputs per Conv and Gemm: x, W and, when the layer has a bias, B (C for Gemm)
+        inputs = [(n.op_type, len(n.input)) for n in onnx.load(str(f)).graph.node
+                  if n.op_type in ("Conv", "Gemm")]
         if name == "resnet":
             assert {"Conv", "BatchNormalization", "Add", "GlobalAveragePool", "Gemm"} <= ops
+            assert inputs == [("Conv", 2)] * 21 + [("Gemm", 3)], inputs   # no conv bias
         if name == "others":
             assert {"AveragePool", "LeakyRelu", "GlobalAveragePool", "Flatten"} <= ops
+            assert inputs == [("Conv", 2), ("Conv", 3), ("Gemm", 2), ("Gemm", 3)], inputs
+        if name == "tutorial":
+            assert all(k == 3 for _, k in inputs), inputs
 
 
 def test_checkpoint_load_uses_its_own_data_set(work):

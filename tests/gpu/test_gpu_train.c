@@ -20,14 +20,17 @@
 static const char *plain_spec =
     "conv2d 8 3 pad=1\nrelu\nmaxpool 2\nconv2d 16 3\nbatchnorm\nrelu\ndropout 0.25\n"
     "flatten\ndense 32\nrelu\ndropout 0.5\ndense 10\n";
-/* residual blocks: an identity skip, a stride-2 projection, global average pooling */
+/* residual blocks: an identity skip, a stride-2 projection, global average pooling; the
+ * blocks' convolutions without bias (before batch norm, as in ResNet-20: the backend
+ * ops' NULL bias), the stem's with */
 static const char *residual_spec =
     "conv2d 8 3 pad=same\nbatchnorm\nrelu\n"
-    "residual:\n    conv2d 8 3 pad=same\n    batchnorm\n    relu\n    conv2d 8 3 pad=same\n"
-    "    batchnorm\nrelu\n"
-    "residual:\n    conv2d 16 3 stride=2 pad=same\n    batchnorm\n    relu\n"
-    "    conv2d 16 3 pad=same\n    batchnorm\n  shortcut:\n    conv2d 16 1 stride=2\n"
-    "    batchnorm\nrelu\nglobalavgpool\nflatten\ndense 10\n";
+    "residual:\n    conv2d 8 3 pad=same bias=false\n    batchnorm\n    relu\n"
+    "    conv2d 8 3 pad=same bias=false\n    batchnorm\nrelu\n"
+    "residual:\n    conv2d 16 3 stride=2 pad=same bias=false\n    batchnorm\n    relu\n"
+    "    conv2d 16 3 pad=same bias=false\n    batchnorm\n  shortcut:\n"
+    "    conv2d 16 1 stride=2 bias=false\n    batchnorm\nrelu\nglobalavgpool\nflatten\n"
+    "dense 10\n";
 static rt_precision g_prec = RT_PREC_FP32;
 
 /* Images: noise plus a bright 3x3 patch whose position encodes the label. */

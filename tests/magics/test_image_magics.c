@@ -12,6 +12,7 @@
 
 #include "mg.h"
 #include "mg_png.h"
+#include "rt_model.h"
 #include "t.h"
 #include "tm_util.h"
 
@@ -203,6 +204,23 @@ T_TEST(test_train_on_folder)
     remove(bad);
 }
 
+/* Trains `model` one epoch into run, then, in a new session (as a new kernel would),
+ * resumes the run to epoch 2: 0, or -1 with the error on stderr. */
+static int train_then_resume(const char *model, int batch, const char *run)
+{
+    char line[600];
+    snprintf(line, sizeof line, "train %s --epochs 1 --batch %d --seed 1 --run-dir %s", model,
+             batch, run);
+    if (tm_magic(g_s, line, NULL, &g_err) != 0 || tm_fresh_session(&g_s) != 0) return -1;
+    tm_reset();
+    snprintf(line, sizeof line, "resume %s --epochs 2", run);
+    if (tm_magic(g_s, line, NULL, &g_err) != 0) {
+        fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+        return -1;
+    }
+    return strstr(tm_c.out, "epoch 2/2") ? 0 : -1;
+}
+
 /* A run on a folder resumed in a new session (as a new kernel would): the data set is
  * reloaded with the options it was trained with (--size, --channels, --val fraction and
  * --seed), not the defaults, so it is the same data set and the run continues. */
@@ -211,15 +229,7 @@ T_TEST(test_resume_folder_run)
     char line[600], run[200];
     snprintf(run, sizeof run, "%s.run", g_dir);
     ASSERT_EQ(folder_and_tiny(), 0);
-    snprintf(line, sizeof line, "train tiny --epochs 1 --batch 30 --seed 1 --run-dir %s", run);
-    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
-    ASSERT_EQ(tm_fresh_session(&g_s), 0);
-    tm_reset();
-    snprintf(line, sizeof line, "resume %s --epochs 2", run);
-    int rc = tm_magic(g_s, line, NULL, &g_err);
-    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
-    ASSERT_EQ(rc, 0);
-    ASSERT_STR_CONTAINS(tm_c.out, "epoch 2/2");
+    ASSERT_EQ(train_then_resume("tiny", 30, run), 0);
     snprintf(line, sizeof line, "rm -rf '%s'", run);
     if (system(line) != 0) fprintf(stderr, "could not remove %s\n", run);
 }
@@ -253,7 +263,7 @@ T_TEST(test_resnet20_learns)
     ASSERT_STR_CONTAINS(sum, "residual:");
     ASSERT_STR_CONTAINS(sum, "  shortcut:");
     ASSERT_STR_CONTAINS(sum, "    add (identity)");
-    ASSERT_STR_CONTAINS(sum, "Total params: 272,868"); /* 4 classes (10: 273,258) */
+    ASSERT_STR_CONTAINS(sum, "Total params: 272,084"); /* 4 classes (10: 272,474) */
     tm_reset();
     rc = tm_magic(g_s, "train net --epochs 3 --batch 10 --lr 0.003 --seed 1", NULL, &g_err);
     if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
@@ -267,6 +277,36 @@ T_TEST(test_resnet20_learns)
     ASSERT(a3 > 0.6);
     snprintf(line, sizeof line, "rm -rf '%s'", dir);
     if (system(line) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* A ResNet-20 checkpoint of the layout written before its convolutions lost their bias
+ * (the shipped spec with every conv biased) still resumes in a new session: the
+ * checkpoint carries its spec, and the resumed model is that one, biases and all. */
+T_TEST(test_biased_resnet20_checkpoint_resumes)
+{
+    char dir[256], run[256], line[600], spec[8192], old[8192];
+    snprintf(dir, sizeof dir, "%s.old", g_dir);
+    snprintf(run, sizeof run, "%s.oldrun", g_dir);
+    ASSERT_EQ(write_cifar_like(dir, 4, 4), 0);
+    ASSERT_EQ(rt_model_zoo_spec("resnet20", 4, spec, sizeof spec, NULL), RT_OK);
+    size_t n = 0;
+    for (const char *p = spec; *p;) { /* every " bias=false" dropped */
+        if (!strncmp(p, " bias=false", 11)) p += 11;
+        else old[n++] = *p++;
+    }
+    old[n] = 0;
+    ASSERT_EQ(tm_fresh_session(&g_s), 0);
+    tm_reset();
+    snprintf(line, sizeof line, "dataset %s --size 32 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(tm_magic(g_s, "model old", old, &g_err), 0);
+    ASSERT_STR_CONTAINS(display_with("Model: \"old\""), "Total params: 272,868"); /* + 784 */
+    ASSERT_EQ(train_then_resume("old", 8, run), 0);
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "model show old", NULL, &g_err), 0);
+    ASSERT_STR_CONTAINS(display_with("Model: \"old\""), "Total params: 272,868");
+    snprintf(line, sizeof line, "rm -rf '%s' '%s'", dir, run);
+    if (system(line) != 0) fprintf(stderr, "could not remove %s, %s\n", dir, run);
 }
 
 T_TEST(test_bad_file)
@@ -309,6 +349,7 @@ int main(void)
     T_RUN(test_train_on_folder);
     T_RUN(test_resume_folder_run);
     T_RUN(test_resnet20_learns);
+    T_RUN(test_biased_resnet20_checkpoint_resumes);
     T_RUN(test_bad_file);
     mg_session_destroy(g_s);
     char cmd[1024];

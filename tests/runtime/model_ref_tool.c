@@ -1,10 +1,10 @@
 /* model_ref_tool.c - one training step's numbers of a Kiln model, for the PyTorch
  * comparison (test_resnet_torch.py).
  *
- *   model_ref_tool SPEC_FILE|resnet20 CxHxW CLASSES N OUT.safetensors
+ *   model_ref_tool SPEC_FILE|resnet20 CxHxW CLASSES N OUT.safetensors [BATCH_SEED]
  *
  * Builds the model on the CPU backend (seed 42), makes a batch (inputs uniform in
- * [-1, 1] from the user RNG stream, labels i % CLASSES), runs forward in training mode,
+ * [-1, 1] from the user RNG stream of BATCH_SEED, 5 unless given; labels i % CLASSES), runs forward in training mode,
  * the mean cross-entropy and backward, and writes one safetensors file: every model
  * tensor under its checkpoint name (the weights before the step; BN running stats after
  * it), "input", "labels" (as float), "probs", "loss" and "grad/<name>" for every
@@ -32,10 +32,11 @@ static char *slurp(const char *path)
 
 int main(int argc, char **argv)
 {
-    if (argc != 6) {
-        fprintf(stderr, "usage: model_ref_tool SPEC|resnet20 CxHxW CLASSES N OUT\n");
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr, "usage: model_ref_tool SPEC|resnet20 CxHxW CLASSES N OUT [BATCH_SEED]\n");
         return 2;
     }
+    uint64_t batch_seed = argc == 7 ? strtoull(argv[6], NULL, 10) : 5;
     rt_model_input in = {0};
     if (sscanf(argv[2], "%dx%dx%d", &in.c, &in.h, &in.w) != 3) return 2;
     in.num_classes = atoi(argv[3]);
@@ -63,7 +64,7 @@ int main(int argc, char **argv)
     double loss = 0;
     if (!x || !labf || !probs || !lab) goto out;
     for (int i = 0; i < N; i++) lab[i] = i % in.num_classes, labf[i] = (float)lab[i];
-    rt_rng r = rt_rng_stream(5, RT_RNG_USER, 0, 0);
+    rt_rng r = rt_rng_stream(batch_seed, RT_RNG_USER, 0, 0);
     rt_rng_fill_uniform(&r, x, X, -1.0f, 1.0f);
     if (rt_backend_open(&b, "cpu", 1, &err) || rt_model_create(&m, spec, &in, &err) ||
         rt_model_attach(m, &b, N, 42, &err))

@@ -57,9 +57,11 @@ T_TEST(canonical_round_trip)
         mnist_net,
         "conv2d 8 5 stride=2 pad=2\nbatchnorm momentum=0.2\nleakyrelu 0.2\navgpool 2\n"
         "conv 4 3 padding=1\nLeakyReLU\nmaxpool 3 stride=1\nflatten\nlinear 10\n",
+        "conv2d 8 3 bias=False\nbatchnorm\nconv2d 4 3 bias=true\nflatten\n"
+        "dense 10 bias=FALSE\n",
     };
     const rt_model_input in = {3, 32, 32, 10};
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         rt_error err = {0};
         rt_model *a = NULL, *b = NULL;
         ASSERT_EQ(rt_model_create(&a, specs[k], k ? &in : &mnist_in, &err), RT_OK);
@@ -81,6 +83,58 @@ T_TEST(canonical_round_trip)
         rt_model_destroy(a);
         rt_model_destroy(b);
     }
+}
+
+/* bias=false: the layer's only parameter is its weight (no "bias" tensor, no gradient,
+ * no optimiser state), the summary counts it so, and the weight's init is the biased
+ * layer's (same stream), so adding or dropping a bias changes nothing else. */
+T_TEST(bias_free_layers)
+{
+    rt_error err = {0};
+    rt_backend b;
+    rt_model *m = NULL, *ref = NULL;
+    rt_model_input in = {3, 8, 8, 4};
+    ASSERT_EQ(rt_backend_open(&b, "cpu", 1, &err), RT_OK);
+    ASSERT_EQ(rt_model_create(&m,
+                              "conv2d 4 3 pad=1 bias=false\nbatchnorm\nrelu\nflatten\n"
+                              "dense 4 bias=false",
+                              &in, &err),
+              RT_OK);
+    ASSERT_EQ(
+        rt_model_create(&ref, "conv2d 4 3 pad=1\nbatchnorm\nrelu\nflatten\ndense 4", &in, &err),
+        RT_OK);
+    int n;
+    long total, ref_total;
+    const rt_summary_row *r = rt_model_summary(m, &n, &total);
+    rt_model_summary(ref, &n, &ref_total);
+    ASSERT_EQ(r[0].params, 4 * 3 * 3 * 3);
+    ASSERT_EQ(r[4].params, 4 * 4 * 8 * 8);
+    ASSERT_EQ(total, ref_total - 4 - 4);
+    ASSERT_STR_EQ(r[0].spec, "conv2d 4 3 stride=1 pad=1 bias=false");
+    ASSERT_STR_EQ(r[4].spec, "dense 4 bias=false");
+    ASSERT_EQ(rt_model_attach(m, &b, 2, 7, &err), RT_OK);
+    ASSERT_EQ(rt_model_attach(ref, &b, 2, 7, &err), RT_OK);
+    ASSERT_EQ(rt_model_num_tensors(m), 6);
+    static const char *names[] = {"0.conv2d.weight",         "1.batchnorm.weight",
+                                  "1.batchnorm.bias",        "1.batchnorm.running_mean",
+                                  "1.batchnorm.running_var", "4.dense.weight"};
+    for (int i = 0; i < 6; i++) {
+        rt_named_tensor t;
+        ASSERT_EQ(rt_model_tensor(m, i, &t, &err), RT_OK);
+        ASSERT_STR_EQ(t.name, names[i]);
+    }
+    rt_named_tensor w, wr;
+    ASSERT_EQ(rt_model_tensor(m, 0, &w, &err), RT_OK);
+    ASSERT_EQ(rt_model_tensor(ref, 0, &wr, &err), RT_OK);
+    ASSERT_EQ(memcmp(w.host, wr.host, w.numel * sizeof *w.host), 0);
+    rt_named_tensor d;
+    ASSERT_EQ(rt_model_tensor(m, 5, &d, &err), RT_OK);
+    ASSERT_EQ(d.ndim, 2);
+    ASSERT_EQ(d.shape[0], 4);
+    ASSERT_EQ(d.shape[1], 256);
+    rt_model_destroy(ref);
+    rt_model_destroy(m);
+    rt_backend_close(&b);
 }
 
 T_TEST(syntax_errors_name_the_line)
@@ -117,6 +171,11 @@ T_TEST(syntax_errors_name_the_line)
          * said "'40000000' is not a positive integer") */
         {"flatten\ndense 40000000\n", {"line 2", "'40000000' is too large", "at most 1048576"}},
         {"flatten\ndense -5\n", {"line 2", "'-5' is not a positive integer", ""}},
+        {"conv2d 4 3 bias=no\n", {"line 1", "'bias=no' needs true or false", "bias=true|false"}},
+        {"conv2d 4 3 bias=\n", {"line 1", "'bias=' needs true or false", ""}},
+        {"flatten\ndense 10 bias=0\n", {"line 2", "'bias=0' needs true or false", "dense O"}},
+        {"flatten\ndense bias=false\n", {"line 2", "missing the number of outputs", "dense O"}},
+        {"flatten\ndense 10 12\n", {"line 2", "unexpected argument '12'", "dense O"}},
         {"conv2d 40000000 3\n", {"line 1", "'40000000' is too large", "at most 1048576"}},
         {"conv2d 4 99999999999999999999\n", {"line 1", "is too large", "1048576"}},
         {"conv2d 4 3 stride=2000000\n", {"line 1", "'stride=2000000' is too large", "1048576"}},
@@ -279,8 +338,9 @@ T_TEST(resnet20_and_residual_blocks)
     int n;
     long total;
     const rt_summary_row *r = rt_model_summary(m, &n, &total);
-    /* 272,474 weights (He et al.'s ResNet-20 with 1x1 projections) + 784 conv biases */
-    ASSERT_EQ(total, 273258);
+    /* He et al.'s ResNet-20 with 1x1 projections: no conv has a bias (each is followed by
+     * batch norm), so the 272,474 parameters are a PyTorch ResNet-20's, tensor for tensor */
+    ASSERT_EQ(total, 272474);
     int blocks = 0, adds = 0, shortcuts = 0;
     for (int i = 0; i < n; i++) {
         blocks += !strcmp(r[i].spec, "residual:");
@@ -290,7 +350,7 @@ T_TEST(resnet20_and_residual_blocks)
     ASSERT_EQ(blocks, 9);
     ASSERT_EQ(shortcuts, 2);
     ASSERT_EQ(adds, 9);
-    ASSERT_STR_EQ(r[4].spec, "    conv2d 16 3 stride=1 pad=1");
+    ASSERT_STR_EQ(r[4].spec, "    conv2d 16 3 stride=1 pad=1 bias=false");
     ASSERT_EQ(r[n - 3].out_c, 64); /* globalavgpool: 64x1x1 */
     ASSERT_EQ(r[n - 3].out_h, 1);
     ASSERT_EQ(rt_model_create(&b, rt_model_spec_canonical(m), &in, &err), RT_OK);
@@ -328,6 +388,7 @@ int main(void)
     T_RUN(resnet20_and_residual_blocks);
     T_RUN(mnist_summary);
     T_RUN(canonical_round_trip);
+    T_RUN(bias_free_layers);
     T_RUN(syntax_errors_name_the_line);
     T_RUN(shape_errors_name_the_line);
     T_RUN(tensor_enumeration);
