@@ -3,10 +3,12 @@
  * timed after warm-up steps. Prints "images_per_s X\ncpu_ms_per_image C\nparams P" for the
  * driver (C: the process's CPU time, all threads, per image).
  *
- *   resnet_bench [--steps N] [--batch B] [--threads T] [--spec FILE]
+ *   resnet_bench [--steps N] [--batch B] [--threads T] [--fuse 0|1] [--spec FILE]
  *
- * --spec FILE trains that spec (3x32x32 in, 10 classes) in place of the shipped resnet20,
- * e.g. a variant of it, to time the difference.
+ * --fuse 0 runs each relu apart from the batch norm or residual add before it
+ * (rt_model_set_fusion), to measure what the fusion gains. --spec FILE trains that spec
+ * (3x32x32 in, 10 classes) in place of the shipped resnet20, e.g. a variant of it, to
+ * time the difference.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +28,13 @@ static double now(void) { return clock_s(CLOCK_MONOTONIC); }
 
 int main(int argc, char **argv)
 {
-    int steps = 20, batch = 128, threads = 2;
+    int steps = 20, batch = 128, threads = 2, fuse = 1;
     const char *spec_file = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--fuse")) fuse = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--spec")) spec_file = argv[i + 1];
     }
     rt_error err = {0};
@@ -60,9 +63,10 @@ int main(int argc, char **argv)
     rt_rng_fill_uniform(&r, x, X, -1.0f, 1.0f);
     for (int i = 0; i < batch; i++) y[i] = i % 10;
     if ((!spec_file && rt_model_zoo_spec("resnet20", 10, spec, sizeof spec, &err)) ||
-        rt_backend_open(&b, "cpu", threads, &err) || rt_model_create(&m, spec, &in, &err) ||
-        rt_model_attach(m, &b, batch, 1, &err))
+        rt_backend_open(&b, "cpu", threads, &err) || rt_model_create(&m, spec, &in, &err))
         goto fail;
+    rt_model_set_fusion(m, fuse);
+    if (rt_model_attach(m, &b, batch, 1, &err)) goto fail;
     size_t P = (size_t)rt_model_num_params(m);
     /* Adam's moments match the flat parameter tensor, which pads every tensor to 64 floats */
     const rt_tensor *pf = rt_model_params_flat(m);

@@ -59,6 +59,7 @@ typedef struct rt_bn_desc {
     int N, C, H, W;
     float eps;      /* 1e-5 */
     float momentum; /* 0.1 */
+    int relu;       /* 1: the forward ops write relu(bn(x)) (a relu fused after the norm) */
 } rt_bn_desc;
 
 /* Dropout (inverted): keep an element with probability 1-p and scale it by 1/(1-p).
@@ -183,6 +184,10 @@ struct rt_backend_ops {
      * NULL on a backend that lacks it (the residual layers then refuse to run). */
     rt_status (*add)(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
                      rt_error *err);
+    /* dst = relu(a + x), the sum a relu follows (its gradient: relu_bwd on dst, slope 0);
+     * aliasing as add. NULL: the model runs add and relu apart. */
+    rt_status (*add_relu)(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
+                          rt_error *err);
 
     /* conv2d. out (N,K,P,Q); in (N,C,H,W); w (K,C,R,S); bias (K) or NULL. */
     rt_status (*conv2d_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
@@ -230,6 +235,14 @@ struct rt_backend_ops {
                         const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
                         const rt_tensor *save_mean, const rt_tensor *save_invstd,
                         const rt_bn_desc *d, rt_error *err);
+    /* bn_bwd of a norm with a relu fused after it (bn_fwd_train with d->relu): dout is the
+     * gradient of relu(bn(x)); it counts where bn(x) > 0, bn(x) recomputed from in, gamma,
+     * beta and the saved statistics exactly as bn_fwd_train computed it, so nothing but
+     * in and dout is read per element. NULL: the model runs the two layers apart. */
+    rt_status (*bn_relu_bwd)(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                             const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
+                             const rt_tensor *beta, const rt_tensor *save_mean,
+                             const rt_tensor *save_invstd, const rt_bn_desc *d, rt_error *err);
 
     /* dropout. out and mask have the shape of in; mask holds 0 or 1/(1-p).
      * bwd: din = dout * mask (din == dout allowed). */
@@ -324,6 +337,8 @@ RT_MUST_USE rt_status rt_backend_copy(rt_backend *b, rt_tensor *dst, const rt_te
                                       rt_error *err);
 RT_MUST_USE rt_status rt_backend_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a,
                                      const rt_tensor *x, rt_error *err);
+RT_MUST_USE rt_status rt_backend_add_relu(rt_backend *b, rt_tensor *dst, const rt_tensor *a,
+                                          const rt_tensor *x, rt_error *err);
 RT_MUST_USE rt_status rt_backend_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                             const rt_tensor *w, const rt_tensor *bias,
                                             const rt_conv_desc *d, rt_error *err);
@@ -361,6 +376,12 @@ RT_MUST_USE rt_status rt_backend_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor
                                         const rt_tensor *in, const rt_tensor *gamma,
                                         const rt_tensor *save_mean, const rt_tensor *save_invstd,
                                         const rt_bn_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
+                                             rt_tensor *dbeta, const rt_tensor *dout,
+                                             const rt_tensor *in, const rt_tensor *gamma,
+                                             const rt_tensor *beta, const rt_tensor *save_mean,
+                                             const rt_tensor *save_invstd, const rt_bn_desc *d,
+                                             rt_error *err);
 RT_MUST_USE rt_status rt_backend_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
                                              const rt_tensor *in, const rt_dropout_desc *d,
                                              rt_error *err);

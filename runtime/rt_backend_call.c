@@ -63,15 +63,29 @@ rt_status rt_backend_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, r
     return b->ops->copy(b, dst, src, err);
 }
 
+/* add and add_relu: whether the backend has the op, its name, its three tensors */
+static rt_status add_check(const rt_backend *b, int has, int relu, const rt_tensor *dst,
+                           const rt_tensor *a, const rt_tensor *x, rt_error *err)
+{
+    RT_TRY(present(b, has, relu ? "add_relu" : "add", err));
+    size_t n = numel_of(dst);
+    RT_TRY(check(dst, n, relu ? "add_relu output" : "add output", err));
+    RT_TRY(check(a, n, relu ? "add_relu input" : "add input", err));
+    return check(x, n, relu ? "add_relu input" : "add input", err);
+}
+
 rt_status rt_backend_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
                          rt_error *err)
 {
-    RT_TRY(present(b, b->ops->add != NULL, "add", err));
-    size_t n = numel_of(dst);
-    RT_TRY(check(dst, n, "add output", err));
-    RT_TRY(check(a, n, "add input", err));
-    RT_TRY(check(x, n, "add input", err));
+    RT_TRY(add_check(b, b->ops->add != NULL, 0, dst, a, x, err));
     return b->ops->add(b, dst, a, x, err);
+}
+
+rt_status rt_backend_add_relu(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
+                              rt_error *err)
+{
+    RT_TRY(add_check(b, b->ops->add_relu != NULL, 1, dst, a, x, err));
+    return b->ops->add_relu(b, dst, a, x, err);
 }
 
 /* ---- convolution ---- */
@@ -237,10 +251,11 @@ rt_status rt_backend_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor 
     return b->ops->bn_fwd_eval(b, out, in, gamma, beta, running_mean, running_var, d, err);
 }
 
-rt_status rt_backend_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
-                            const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
-                            const rt_tensor *save_mean, const rt_tensor *save_invstd,
-                            const rt_bn_desc *d, rt_error *err)
+/* The tensors bn_bwd and bn_relu_bwd share. */
+static rt_status bn_bwd_check(rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                              const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
+                              const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                              const rt_bn_desc *d, rt_error *err)
 {
     const size_t C = (size_t)d->C;
     RT_TRY(bn_check(in, dout, "batchnorm output gradient", d, err));
@@ -249,8 +264,28 @@ rt_status rt_backend_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt
     RT_TRY(check(dbeta, C, "batchnorm bias gradient", err));
     RT_TRY(check(gamma, C, "batchnorm weight", err));
     RT_TRY(check(save_mean, C, "batchnorm mean", err));
-    RT_TRY(check(save_invstd, C, "batchnorm invstd", err));
+    return check(save_invstd, C, "batchnorm invstd", err);
+}
+
+rt_status rt_backend_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                            const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
+                            const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                            const rt_bn_desc *d, rt_error *err)
+{
+    RT_TRY(bn_bwd_check(din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, d, err));
     return b->ops->bn_bwd(b, din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, d, err);
+}
+
+rt_status rt_backend_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                                 const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
+                                 const rt_tensor *beta, const rt_tensor *save_mean,
+                                 const rt_tensor *save_invstd, const rt_bn_desc *d, rt_error *err)
+{
+    RT_TRY(present(b, b->ops->bn_relu_bwd != NULL, "bn_relu_bwd", err));
+    RT_TRY(bn_bwd_check(din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, d, err));
+    RT_TRY(check(beta, (size_t)d->C, "batchnorm bias", err));
+    return b->ops->bn_relu_bwd(b, din, dgamma, dbeta, dout, in, gamma, beta, save_mean, save_invstd,
+                               d, err);
 }
 
 /* ---- dense ---- */

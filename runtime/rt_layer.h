@@ -60,6 +60,10 @@ typedef struct rt_layer {
     struct rt_layer *block[3];
     const rt_tensor *skip;
     int depth; /* 1 inside a residual block (summary indentation) */
+    /* a relu fused at attach (rt_model.c fuse_relus): on a batchnorm or residual add, it
+     * applies the relu that follows; on that relu, its forward and backward are done by
+     * the layer before (its output is that layer's, its gradient passes through) */
+    int fused_relu;
 } rt_layer;
 
 struct rt_layer_type {

@@ -2,7 +2,9 @@
  * (N,H,W) per channel; after flatten/dense it normalises each feature over the batch
  * (BatchNorm1d semantics, the same op with H = W = 1).
  * Parameters: weight (gamma, 1) and bias (beta, 0); buffers running_mean (0) and
- * running_var (1), saved in checkpoints; per-step saved batch mean and 1/std. */
+ * running_var (1), saved in checkpoints; per-step saved batch mean and 1/std. A relu
+ * right after it is fused in at attach (rt_layer.h fused_relu): the forward writes
+ * relu(bn(x)) and the backward takes the relu's gradient (bn_relu_bwd). */
 #include <stdio.h>
 
 #include "rt_layer.h"
@@ -66,8 +68,13 @@ static void init(const rt_layer *l, float **host, uint64_t seed)
 
 static void desc(const rt_layer *l, int N, rt_bn_desc *d)
 {
-    *d = (rt_bn_desc){
-        .N = N, .C = l->in_c, .H = l->in_h, .W = l->in_w, .eps = 1e-5f, .momentum = l->f};
+    *d = (rt_bn_desc){.N = N,
+                      .C = l->in_c,
+                      .H = l->in_h,
+                      .W = l->in_w,
+                      .eps = 1e-5f,
+                      .momentum = l->f,
+                      .relu = l->fused_relu};
 }
 
 static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
@@ -87,6 +94,9 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
 {
     rt_bn_desc d;
     desc(l, in->n, &d);
+    if (din && l->fused_relu)
+        return rt_backend_bn_relu_bwd(b, din, &l->grad[0], &l->grad[1], dout, in, &l->param[0],
+                                      &l->param[1], &l->saved[0], &l->saved[1], &d, err);
     if (din)
         return rt_backend_bn_bwd(b, din, &l->grad[0], &l->grad[1], dout, in, &l->param[0],
                                  &l->saved[0], &l->saved[1], &d, err);

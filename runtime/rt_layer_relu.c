@@ -36,9 +36,13 @@ static void format_leaky(const rt_layer *l, char *buf, size_t n)
     snprintf(buf, n, "leakyrelu %.9g", (double)l->f);
 }
 
+/* Fused into the layer before (rt_layer.h fused_relu): out is that layer's output, which
+ * already holds relu(x), and the gradient passes through (rt_model.c does not call
+ * backward then; a direct call copies it). */
 static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
                          const rt_fwd_ctx *ctx, rt_error *err)
 {
+    if (l->fused_relu) return out->data == in->data ? RT_OK : rt_backend_copy(b, out, in, err);
     return rt_backend_relu_fwd(b, out, in, l->f, err);
 }
 
@@ -46,6 +50,7 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
                           const rt_tensor *in, const rt_tensor *out, rt_error *err)
 {
     if (!din) return RT_OK;
+    if (l->fused_relu) return din->data == dout->data ? RT_OK : rt_backend_copy(b, din, dout, err);
     return rt_backend_relu_bwd(b, din, dout, out, l->f, err);
 }
 

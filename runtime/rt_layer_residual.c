@@ -7,9 +7,14 @@
  *       projection...              the block input), so the projection reads x -> P
  *   (end of the block)   add       y = M + x (identity) or y = P + M (projection)
  *
- * Backward runs the chain in reverse: add keeps a copy of dy (the gradient of the other
- * term) and passes dy itself on (rt_model.c hands the main path add's dout, no copy); shortcut hands the main path that copy and keeps the gradient
- * the projection computed for x; begin adds the kept gradient to the main path's. The
+ * With a relu after the block, the model fuses it into add (rt_model.c fuse_relus):
+ * forward writes relu(y), and backward takes the relu's gradient from that output.
+ *
+ * Backward runs the chain in reverse: add keeps dy (through the fused relu, if any),
+ * the gradient of both terms, and rt_model.c hands that keep to the main path (or the
+ * projection) as its gradient, no copy; the projection's first layer writes its
+ * gradient for x straight into shortcut's keep, and shortcut hands the main path add's
+ * keep; begin adds the skip's keep to the main path's gradient. The
  * stashes are per-sample saved tensors (allocated with the activations). Forward only
  * reads x and M: the parser/attach keep them intact (no layer writes over its input
  * inside a block's reach; see rt_model.c aliases_input).
@@ -98,15 +103,16 @@ static rt_status shortcut_forward(rt_layer *l, rt_backend *b, rt_tensor *out, co
     return RT_OK; /* out is a view of the block input (rt_model.c) */
 }
 
-/* dout: the projection's gradient for x (kept for begin); din: dM, kept by add. */
+/* dout: the projection's gradient for x (kept for begin); din: dM, kept by add. Either
+ * copy is skipped when the model already placed it (rt_model.c does both). */
 static rt_status shortcut_backward(rt_layer *l, rt_backend *b, rt_tensor *din,
                                    const rt_tensor *dout, const rt_tensor *in, const rt_tensor *out,
                                    rt_error *err)
 {
     rt_tensor kept = l->saved[0], dm = l->block[2]->saved[0];
     kept.n = dm.n = dout->n;
-    RT_TRY(rt_backend_copy(b, &kept, dout, err));
-    return din ? rt_backend_copy(b, din, &dm, err) : RT_OK;
+    if (dout->data != kept.data) RT_TRY(rt_backend_copy(b, &kept, dout, err));
+    return din && din->data != dm.data ? rt_backend_copy(b, din, &dm, err) : RT_OK;
 }
 
 const rt_layer_type rt_layer_res_shortcut = {
@@ -159,16 +165,20 @@ static rt_status add_forward(rt_layer *l, rt_backend *b, rt_tensor *out, const r
     RT_TRY(need_add(b, err));
     rt_tensor other = *l->skip;
     other.n = in->n;
+    if (l->fused_relu) return rt_backend_add_relu(b, out, in, &other, err);
     return rt_backend_add(b, out, in, &other, err);
 }
 
+/* Keeps dy, the gradient of both terms (with the fused relu: dy where the output is > 0,
+ * else 0); din, when given, gets it too. */
 static rt_status add_backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                               const rt_tensor *in, const rt_tensor *out, rt_error *err)
 {
     rt_tensor kept = l->saved[0];
     kept.n = dout->n;
-    RT_TRY(rt_backend_copy(b, &kept, dout, err));
-    return din ? rt_backend_copy(b, din, dout, err) : RT_OK;
+    if (l->fused_relu) RT_TRY(rt_backend_relu_bwd(b, &kept, dout, out, 0.0f, err));
+    else RT_TRY(rt_backend_copy(b, &kept, dout, err));
+    return din ? rt_backend_copy(b, din, &kept, err) : RT_OK;
 }
 
 const rt_layer_type rt_layer_res_add = {

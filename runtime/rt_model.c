@@ -75,6 +75,7 @@ rt_backend *rt_model_backend(const rt_model *m) { return m->b; }
 int rt_model_max_batch(const rt_model *m) { return m->max_batch; }
 uint64_t rt_model_seed(const rt_model *m) { return m->seed; }
 void rt_model_set_shard(rt_model *m, uint32_t shard) { m->shard = shard; }
+void rt_model_set_fusion(rt_model *m, int on) { m->unfused = !on; }
 int rt_model_num_layers(const rt_model *m) { return m->nlayers; }
 long rt_model_num_params(const rt_model *m) { return m->total_params; }
 /* Upload targets span the whole max batch (forward narrows them to N again). */
@@ -103,16 +104,37 @@ const rt_summary_row *rt_model_summary(const rt_model *m, int *n, long *total)
 
 static size_t act_numel(const rt_layer *l) { return (size_t)l->out_c * l->out_h * l->out_w; }
 
-/* Layer i writes its output over its input: flatten (a view), and a (leaky) relu right
- * after a conv2d, dense or batchnorm, whose backward never reads their own output (relu's
- * backward reads only the relu output). Saves an activation-sized buffer and one memory
- * pass each; not done after pooling (max-pool backward reads its output). */
+/* Layer i writes its output over its input: flatten (a view), a relu fused into the
+ * layer before (fuse_relus), and a (leaky) relu right after a conv2d, dense or batchnorm,
+ * whose backward never reads their own output (relu's backward reads only the relu
+ * output). Saves an activation-sized buffer and one memory pass each; not done after
+ * pooling (max-pool backward reads its output). */
 static int aliases_input(const rt_model *m, int i)
 {
     const rt_layer_type *t = m->layers[i].type, *prev = i > 0 ? m->layers[i - 1].type : NULL;
     if (t == &rt_layer_flatten || t == &rt_layer_res_begin) return 1;
+    if (t == &rt_layer_relu && m->layers[i].fused_relu) return 1;
     if (t != &rt_layer_relu && t != &rt_layer_leakyrelu) return 0;
     return prev == &rt_layer_conv2d || prev == &rt_layer_dense || prev == &rt_layer_batchnorm;
+}
+
+/* Fuses each relu into the batchnorm or residual add right before it, when the backend
+ * has the fused ops (bn_fwd_* with rt_bn_desc.relu and bn_relu_bwd; add_relu). Nothing
+ * else reads the value before the relu: a relu after a batchnorm already wrote over it
+ * (aliases_input), and an add's output feeds only the relu after it. The relu's gradient
+ * is then taken inside the fused layer's backward, which recomputes or reads the mask. */
+static void fuse_relus(rt_model *m)
+{
+    for (int i = 0; i < m->nlayers; i++) m->layers[i].fused_relu = 0;
+    if (m->unfused) return;
+    const rt_backend_ops *ops = m->b->ops;
+    for (int i = 1; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i], *p = &m->layers[i - 1];
+        if (l->type != &rt_layer_relu) continue;
+        if ((p->type == &rt_layer_batchnorm && ops->bn_relu_bwd) ||
+            (p->type == &rt_layer_res_add && ops->add_relu))
+            l->fused_relu = p->fused_relu = 1;
+    }
 }
 
 static rt_status bind_params(rt_model *m, rt_error *err)
@@ -235,6 +257,7 @@ rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t se
         size_t w = l->type->workspace ? l->type->workspace(l, b, max_batch) : 0;
         if (w > ws) ws = w;
     }
+    fuse_relus(m);
     rt_status s = b->ops->reserve_workspace(b, ws, err);
     if (s == RT_OK) s = bind_params(m, err);
     if (s == RT_OK) s = bind_acts(m, err);
@@ -345,12 +368,21 @@ rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tensor *amp, rt_
         t0 = m->timing ? now() : 0.0;
         rt_tensor din = m->act[i];
         int need_din = i > 0 || l->type == &rt_layer_batchnorm;
-        if (l->type == &rt_layer_flatten) {
+        if (l->type == &rt_layer_flatten || (l->type == &rt_layer_relu && l->fused_relu)) {
             din.data = dout.data; /* pass-through, no copy */
         } else if (l->type == &rt_layer_res_add) {
-            /* add keeps a copy of dout for the skip; the main path gets dout itself */
+            /* add keeps dout (through its fused relu) for the skip; the main path (or the
+             * projection) starts from that kept gradient, which no layer writes over */
             RT_TRY(l->type->backward(l, m->b, NULL, &dout, &m->act[i], &m->act[i + 1], err));
-            din.data = dout.data;
+            din.data = l->saved[0].data;
+        } else if (l->type == &rt_layer_res_shortcut) {
+            din.data = l->block[2]->saved[0].data; /* dM, kept by add: no copy */
+            RT_TRY(l->type->backward(l, m->b, &din, &dout, &m->act[i], &m->act[i + 1], err));
+        } else if (i > 0 && m->layers[i - 1].type == &rt_layer_res_shortcut) {
+            /* the projection's first layer writes the gradient for x straight into the
+             * shortcut's keep (a gradient buffer would be overwritten by the main path) */
+            din.data = m->layers[i - 1].saved[0].data;
+            RT_TRY(l->type->backward(l, m->b, &din, &dout, &m->act[i], &m->act[i + 1], err));
         } else {
             din.data = m->gbuf[1 - cur].data;
             RT_TRY(l->type->backward(l, m->b, need_din ? &din : NULL, &dout, &m->act[i],

@@ -72,6 +72,11 @@ const rt_summary_row *rt_model_summary(const rt_model *m, int *n, long *total_pa
  * re-attach) for batches up to max_batch and initialises the parameters from seed. */
 RT_MUST_USE rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t seed,
                                       rt_error *err);
+/* Attach fuses each relu into the batch norm or residual add before it (one backend op
+ * instead of two passes over the activation; the layers stay separate in the spec, the
+ * summary and the checkpoints, and the results are the same bit for bit). on = 0 before
+ * attach runs them apart (tests, benchmarks). */
+void rt_model_set_fusion(rt_model *m, int on);
 rt_backend *rt_model_backend(const rt_model *m);
 /* The seed given to attach: the key of every random stream of the run. */
 uint64_t rt_model_seed(const rt_model *m);

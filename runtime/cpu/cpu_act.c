@@ -16,14 +16,6 @@
 #include "../rt_rng.h"
 #include "cpu_internal.h"
 
-/* no-trapping-math: lets GCC turn the selects into vector blends (we never rely on FP
- * exceptions); noinline keeps `restrict` meaningful (see above). */
-#if defined(__clang__) /* clang has no per-function optimize attribute */
-#define RTP_SPAN __attribute__((noinline))
-#else
-#define RTP_SPAN __attribute__((noinline, optimize("no-trapping-math")))
-#endif
-
 RTP_SPAN static void relu_span(float *restrict y, const float *restrict x, size_t n, float slope)
 {
     for (size_t i = 0; i < n; i++) {

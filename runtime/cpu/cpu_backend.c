@@ -133,18 +133,40 @@ static rt_status cpu_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, r
     return RT_OK;
 }
 
-static rt_status cpu_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
-                         rt_error *err)
+/* z = (a + x) * k, k = a + x > 0 ? 1 : lo: lo = 1 is the plain sum, lo = 0 the sum
+ * with cpu_act.c's relu (add_relu) */
+RTP_SPAN static void add_span(float *z, const float *a, const float *x, size_t n, float lo)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = a[i] + x[i];
+        z[i] = v * (v > 0.0f ? 1.0f : lo);
+    }
+}
+
+static void add_lo(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x, float lo)
 {
     size_t n = rt_tensor_numel(dst);
     float *y = dst->data;
     const float *p = a->data, *q = x->data;
 #pragma omp parallel num_threads(rtp_cpu_team(b, n))
     {
-        size_t lo, hi;
-        rtp_cpu_chunk(n, &lo, &hi);
-        for (size_t i = lo; i < hi; i++) y[i] = p[i] + q[i];
+        size_t lo_i, hi_i;
+        rtp_cpu_chunk(n, &lo_i, &hi_i);
+        add_span(y + lo_i, p + lo_i, q + lo_i, hi_i - lo_i, lo);
     }
+}
+
+static rt_status cpu_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
+                         rt_error *err)
+{
+    add_lo(b, dst, a, x, 1.0f);
+    return RT_OK;
+}
+
+static rt_status cpu_add_relu(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
+                              rt_error *err)
+{
+    add_lo(b, dst, a, x, 0.0f);
     return RT_OK;
 }
 
@@ -167,6 +189,7 @@ const rt_backend_ops rt_cpu_ops = {
     .fill = cpu_fill,
     .copy = cpu_copy,
     .add = cpu_add,
+    .add_relu = cpu_add_relu,
     .conv2d_fwd = rtp_cpu_conv2d_fwd,
     .conv2d_bwd_data = rtp_cpu_conv2d_bwd_data,
     .conv2d_bwd_filter = rtp_cpu_conv2d_bwd_filter,
@@ -179,6 +202,7 @@ const rt_backend_ops rt_cpu_ops = {
     .bn_fwd_train = rtp_cpu_bn_fwd_train,
     .bn_fwd_eval = rtp_cpu_bn_fwd_eval,
     .bn_bwd = rtp_cpu_bn_bwd,
+    .bn_relu_bwd = rtp_cpu_bn_relu_bwd,
     .dropout_fwd = rtp_cpu_dropout_fwd,
     .dropout_bwd = rtp_cpu_dropout_bwd,
     .dense_fwd = rtp_cpu_dense_fwd,

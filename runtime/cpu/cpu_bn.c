@@ -5,7 +5,9 @@
  * the channel's first value (the shift keeps E[x^2] - E[x]^2 from cancelling), are
  * taken in 16 float partial sums (vectorised) and gathered in double, in a fixed order,
  * so they are reproducible. The backward pass likewise takes sum dy and sum dy*(x-mean)
- * in one pass and writes dx in a second. The biased variance normalises, the unbiased
+ * in one pass and writes dx in a second. A relu fused after the norm (rt_bn_desc.relu,
+ * bn_relu_bwd) costs no pass of its own: it is applied as the output is written, and its
+ * mask is recomputed in both backward passes. The biased variance normalises, the unbiased
  * one (M/(M-1)) feeds the running variance, and running = (1-momentum)*running +
  * momentum*batch, as PyTorch does.
  */
@@ -14,8 +16,8 @@
 #include "cpu_internal.h"
 
 /* sum of (x - s) and of (x - s)^2 over n floats: 16 partial sums each, fixed order */
-__attribute__((noinline)) static void row_moments(const float *restrict x, size_t n, float s,
-                                                  double *sum, double *sumsq)
+RTP_SPAN static void row_moments(const float *restrict x, size_t n, float s, double *sum,
+                                 double *sumsq)
 {
     float a[16] = {0}, q[16] = {0};
     size_t i = 0;
@@ -34,38 +36,52 @@ __attribute__((noinline)) static void row_moments(const float *restrict x, size_
     *sum += ta, *sumsq += tq;
 }
 
-/* sum of dy and of dy * (x - mean) over n floats, as row_moments */
-__attribute__((noinline)) static void row_grads(const float *restrict dy, const float *restrict x,
-                                                size_t n, float mean, double *sdy, double *sdyx)
+/* A relu fused after the norm (rt_bn_desc.relu) scales each element by k = v > 0 ? 1 : lo,
+ * v = x * g + sh being the norm's output: lo = 0 applies the relu (the arithmetic of
+ * cpu_act.c's relu, so the fused ops equal the two layers bit for bit), lo = 1 leaves
+ * every element as it is (v * 1 and dy * 1 are exact). The backward recomputes v from x
+ * exactly as the forward computed it (-ffp-contract=off) instead of reading the output. */
+
+/* sum of dy*k and of dy*k * (x - mean) over n floats, as row_moments */
+RTP_SPAN static void row_grads(const float *restrict dy, const float *restrict x, size_t n,
+                               float mean, float g, float sh, float lo, double *sdy, double *sdyx)
 {
     float a[16] = {0}, q[16] = {0};
     size_t i = 0;
     for (; i + 16 <= n; i += 16)
         for (int j = 0; j < 16; j++) {
-            a[j] += dy[i + j];
-            q[j] += dy[i + j] * (x[i + j] - mean);
+            float v = x[i + j] * g + sh, d = dy[i + j] * (v > 0.0f ? 1.0f : lo);
+            a[j] += d;
+            q[j] += d * (x[i + j] - mean);
         }
     double ta = 0.0, tq = 0.0;
     for (int j = 0; j < 16; j++) ta += a[j], tq += q[j];
-    for (; i < n; i++) ta += dy[i], tq += (double)dy[i] * (x[i] - mean);
+    for (; i < n; i++) {
+        float v = x[i] * g + sh, d = dy[i] * (v > 0.0f ? 1.0f : lo);
+        ta += d, tq += (double)d * (x[i] - mean);
+    }
     *sdy += ta, *sdyx += tq;
 }
 
-/* y = x * g + sh over n floats */
-__attribute__((noinline)) static void row_affine(float *restrict y, const float *restrict x,
-                                                 size_t n, float g, float sh)
-{
-    for (size_t i = 0; i < n; i++) y[i] = x[i] * g + sh;
-}
-
-/* dx = k * (m*dy - a - xhat*bq), xhat = (x - mean)*inv, over n floats */
-__attribute__((noinline)) static void row_dx(float *restrict dx, const float *restrict dy,
-                                             const float *restrict x, size_t n, float mean,
-                                             float inv, float k, float m, float a, float bq)
+/* y = v * k, v = x * g + sh, over n floats */
+RTP_SPAN static void row_affine(float *restrict y, const float *restrict x, size_t n, float g,
+                                float sh, float lo)
 {
     for (size_t i = 0; i < n; i++) {
+        float v = x[i] * g + sh;
+        y[i] = v * (v > 0.0f ? 1.0f : lo);
+    }
+}
+
+/* dx = kk * (m*dy*k - a - xhat*bq), xhat = (x - mean)*inv, over n floats */
+RTP_SPAN static void row_dx(float *restrict dx, const float *restrict dy, const float *restrict x,
+                            size_t n, float mean, float inv, float kk, float m, float a, float bq,
+                            float g, float sh, float lo)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i] * g + sh, d = dy[i] * (v > 0.0f ? 1.0f : lo);
         float xh = (x[i] - mean) * inv;
-        dx[i] = k * (m * dy[i] - a - xh * bq);
+        dx[i] = kk * (m * d - a - xh * bq);
     }
 }
 
@@ -79,6 +95,7 @@ rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_me
     const float *X = in->data, *G = gamma->data, *Bt = beta->data;
     float *Y = out->data, *SM = save_mean->data, *SI = save_invstd->data;
     float *RM = running_mean->data, *RV = running_var->data;
+    const float lo = d->relu ? 0.0f : 1.0f;
 #pragma omp parallel for schedule(static) num_threads(b->threads)
     for (int c = 0; c < C; c++) {
         double s = 0.0, ss = 0.0;
@@ -92,7 +109,7 @@ rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_me
         float inv = (float)(1.0 / sqrt(var + d->eps));
         float mf = (float)mean, g = G[c] * inv, sh = Bt[c] - mf * g;
         for (int n = 0; n < d->N; n++)
-            row_affine(Y + ((size_t)n * C + c) * hw, X + ((size_t)n * C + c) * hw, hw, g, sh);
+            row_affine(Y + ((size_t)n * C + c) * hw, X + ((size_t)n * C + c) * hw, hw, g, sh, lo);
         SM[c] = mf;
         SI[c] = inv;
         double unbiased = M > 1 ? ss / (double)(M - 1) : var;
@@ -112,13 +129,48 @@ rt_status rtp_cpu_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in
     const float *X = in->data, *G = gamma->data, *Bt = beta->data;
     const float *RM = running_mean->data, *RV = running_var->data;
     float *Y = out->data;
+    const float lo = d->relu ? 0.0f : 1.0f;
 #pragma omp parallel for schedule(static) num_threads(b->threads)
     for (int c = 0; c < C; c++) {
         float g = G[c] / sqrtf(RV[c] + d->eps), sh = Bt[c] - RM[c] * g;
         for (int n = 0; n < d->N; n++)
-            row_affine(Y + ((size_t)n * C + c) * hw, X + ((size_t)n * C + c) * hw, hw, g, sh);
+            row_affine(Y + ((size_t)n * C + c) * hw, X + ((size_t)n * C + c) * hw, hw, g, sh, lo);
     }
     return RT_OK;
+}
+
+/* bn_bwd, with the fused relu's mask when Bt (beta) is given */
+static void bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                   const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
+                   const float *Bt, const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                   const rt_bn_desc *d)
+{
+    const int C = d->C;
+    const size_t hw = (size_t)d->H * d->W, M = (size_t)d->N * hw;
+    const float *X = in->data, *DY = dout->data, *G = gamma->data;
+    const float *SM = save_mean->data, *SI = save_invstd->data;
+    float *DX = din->data, *DG = dgamma->data, *DB = dbeta->data;
+    const float lo = Bt ? 0.0f : 1.0f;
+#pragma omp parallel for schedule(static) num_threads(b->threads)
+    for (int c = 0; c < C; c++) {
+        /* ---- dbeta = sum dy, dgamma = sum dy * xhat ---- */
+        double sdy = 0.0, sdyx = 0.0;
+        const float mean = SM[c], inv = SI[c];
+        /* the forward's output transform (bn_fwd_train), for the relu's mask */
+        const float g = Bt ? G[c] * inv : 0.0f, sh = Bt ? Bt[c] - mean * g : 0.0f;
+        for (int n = 0; n < d->N; n++)
+            row_grads(DY + ((size_t)n * C + c) * hw, X + ((size_t)n * C + c) * hw, hw, mean, g, sh,
+                      lo, &sdy, &sdyx);
+        sdyx *= inv; /* sum dy * xhat */
+        DB[c] = (float)sdy;
+        DG[c] = (float)sdyx;
+        /* ---- dx = gamma*inv/M * (M*dy - sum dy - xhat * sum dy*xhat) ---- */
+        const float kk = G[c] * inv / (float)M, a = (float)sdy, bq = (float)sdyx;
+        for (int n = 0; n < d->N; n++) {
+            size_t at = ((size_t)n * C + c) * hw;
+            row_dx(DX + at, DY + at, X + at, hw, mean, inv, kk, (float)M, a, bq, g, sh, lo);
+        }
+    }
 }
 
 rt_status rtp_cpu_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
@@ -126,28 +178,15 @@ rt_status rtp_cpu_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_te
                          const rt_tensor *save_mean, const rt_tensor *save_invstd,
                          const rt_bn_desc *d, rt_error *err)
 {
-    const int C = d->C;
-    const size_t hw = (size_t)d->H * d->W, M = (size_t)d->N * hw;
-    const float *X = in->data, *DY = dout->data, *G = gamma->data;
-    const float *SM = save_mean->data, *SI = save_invstd->data;
-    float *DX = din->data, *DG = dgamma->data, *DB = dbeta->data;
-#pragma omp parallel for schedule(static) num_threads(b->threads)
-    for (int c = 0; c < C; c++) {
-        /* ---- dbeta = sum dy, dgamma = sum dy * xhat ---- */
-        double sdy = 0.0, sdyx = 0.0;
-        const float mean = SM[c], inv = SI[c];
-        for (int n = 0; n < d->N; n++)
-            row_grads(DY + ((size_t)n * C + c) * hw, X + ((size_t)n * C + c) * hw, hw, mean, &sdy,
-                      &sdyx);
-        sdyx *= inv; /* sum dy * xhat */
-        DB[c] = (float)sdy;
-        DG[c] = (float)sdyx;
-        /* ---- dx = gamma*inv/M * (M*dy - sum dy - xhat * sum dy*xhat) ---- */
-        const float k = G[c] * inv / (float)M, a = (float)sdy, bq = (float)sdyx;
-        for (int n = 0; n < d->N; n++) {
-            size_t at = ((size_t)n * C + c) * hw;
-            row_dx(DX + at, DY + at, X + at, hw, mean, inv, k, (float)M, a, bq);
-        }
-    }
+    bn_bwd(b, din, dgamma, dbeta, dout, in, gamma, NULL, save_mean, save_invstd, d);
+    return RT_OK;
+}
+
+rt_status rtp_cpu_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                              const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
+                              const rt_tensor *beta, const rt_tensor *save_mean,
+                              const rt_tensor *save_invstd, const rt_bn_desc *d, rt_error *err)
+{
+    bn_bwd(b, din, dgamma, dbeta, dout, in, gamma, beta->data, save_mean, save_invstd, d);
     return RT_OK;
 }

@@ -36,6 +36,16 @@ RT_MUST_USE rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt
                                                 const rt_tensor *dout, const rt_tensor *in,
                                                 const rt_conv_desc *d, rt_error *err);
 
+/* The elementwise spans (cpu_act.c, cpu_bn.c, cpu_backend.c): noinline keeps `restrict`
+ * meaningful (inlined into an OpenMP outlined function GCC loses it and falls back to
+ * scalar, branchy code), and no-trapping-math lets GCC turn selects such as
+ * `x > 0 ? 1 : slope` into vector blends (we never rely on FP exceptions). */
+#if defined(__clang__) /* clang has no per-function optimize attribute */
+#define RTP_SPAN __attribute__((noinline))
+#else
+#define RTP_SPAN __attribute__((noinline, optimize("no-trapping-math")))
+#endif
+
 /* cpu_act.c: elementwise loops over n floats run on rtp_cpu_team(b, n) threads (one
  * below 64K floats), thread t taking rtp_cpu_chunk's [lo, hi) (16-float boundaries). */
 int rtp_cpu_team(rt_backend *b, size_t n);
@@ -114,6 +124,12 @@ RT_MUST_USE rt_status rtp_cpu_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *d
                                      const rt_tensor *gamma, const rt_tensor *save_mean,
                                      const rt_tensor *save_invstd, const rt_bn_desc *d,
                                      rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
+                                          rt_tensor *dbeta, const rt_tensor *dout,
+                                          const rt_tensor *in, const rt_tensor *gamma,
+                                          const rt_tensor *beta, const rt_tensor *save_mean,
+                                          const rt_tensor *save_invstd, const rt_bn_desc *d,
+                                          rt_error *err);
 /* cpu_dense.c */
 RT_MUST_USE rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                         const rt_tensor *w, const rt_tensor *bias,

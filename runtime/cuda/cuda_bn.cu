@@ -8,7 +8,9 @@
  * combines the P partials in a fixed order. Forward: part (sum and squares about the
  * block's own mean, one pass over the data and a second from cache), finish (statistics),
  * apply (elementwise). Backward: part (sum dy, sum dy * xhat), rtp_k_red_finish
- * (dbeta, dgamma), apply. tests/gpu/test_kernels_host.cu replays the same split and
+ * (dbeta, dgamma), apply. A relu fused after the norm (rt_bn_desc.relu) is applied by
+ * apply; its backward (bn_relu_bwd) passes beta, and part and apply recompute the mask
+ * from x (rtp_bn_mask), as cpu_bn.c does. tests/gpu/test_kernels_host.cu replays the same split and
  * trees on the CPU (rtp_red_block_host).
  */
 #include "cuda_elem.cuh"
@@ -37,26 +39,29 @@ __global__ void bn_stats_finish_k(const double *part, float *SM, float *SI, floa
 }
 
 __global__ void bn_apply_k(float *Y, const float *X, const float *G, const float *Bt,
-                           const float *SM, const float *SI, size_t n, int C, int HW)
+                           const float *SM, const float *SI, size_t n, int C, int HW, float neg)
 {
-    RTP_GRID_LOOP(i, n) rtp_bn_apply_at(i, Y, X, G, Bt, SM, SI, C, HW);
+    RTP_GRID_LOOP(i, n) rtp_bn_apply_at(i, Y, X, G, Bt, SM, SI, C, HW, neg);
 }
 
 __global__ void bn_fwd_eval_k(float *Y, const float *X, const float *G, const float *Bt,
-                              const float *RM, const float *RV, size_t n, int C, int HW, float eps)
+                              const float *RM, const float *RV, size_t n, int C, int HW, float eps,
+                              float neg)
 {
-    RTP_GRID_LOOP(i, n) rtp_bn_eval_at(i, Y, X, G, Bt, RM, RV, C, HW, eps);
+    RTP_GRID_LOOP(i, n) rtp_bn_eval_at(i, Y, X, G, Bt, RM, RV, C, HW, eps, neg);
 }
 
-__global__ void bn_bwd_part_k(double *part, const float *DY, const float *X, const float *SM,
-                              const float *SI, int N, int C, int HW, int c0, int P)
+__global__ void bn_bwd_part_k(double *part, const float *DY, const float *X, const float *G,
+                              const float *Bt, const float *SM, const float *SI, int N, int C,
+                              int HW, int c0, int P)
 {
     __shared__ double sh[RTP_THREADS];
     const int p = (int)blockIdx.x, w = (int)blockIdx.y, c = c0 + w, t = (int)threadIdx.x;
     size_t lo, hi;
     rtp_red_range((size_t)N * HW, P, p, &lo, &hi);
     double a, b;
-    rtp_bn_bwd_part(t, RTP_THREADS, DY, X, C, c, HW, lo, hi, SM[c], SI[c], &a, &b);
+    rtp_bn_bwd_part(t, RTP_THREADS, DY, X, C, c, HW, lo, hi, SM[c], SI[c],
+                    rtp_bn_mask_of(c, G, Bt, SM, SI), &a, &b);
     a = rtp_block_sum(sh, a);
     b = rtp_block_sum(sh, b);
     if (t == 0) {
@@ -66,10 +71,10 @@ __global__ void bn_bwd_part_k(double *part, const float *DY, const float *X, con
 }
 
 __global__ void bn_bwd_apply_k(float *DX, const float *DY, const float *X, const float *G,
-                               const float *SM, const float *SI, const float *DG, const float *DB,
-                               size_t n, int C, int HW, size_t M)
+                               const float *Bt, const float *SM, const float *SI, const float *DG,
+                               const float *DB, size_t n, int C, int HW, size_t M)
 {
-    RTP_GRID_LOOP(i, n) rtp_bn_bwd_apply_at(i, DX, DY, X, G, SM, SI, DG, DB, C, HW, M);
+    RTP_GRID_LOOP(i, n) rtp_bn_bwd_apply_at(i, DX, DY, X, G, Bt, SM, SI, DG, DB, C, HW, M);
 }
 
 extern "C" cudaError_t rtp_k_bn_stats_part(cudaStream_t s, double *part, const float *x, int N,
@@ -92,39 +97,41 @@ extern "C" cudaError_t rtp_k_bn_stats_finish(cudaStream_t s, const double *part,
 
 extern "C" cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x, const float *gamma,
                                       const float *beta, const float *save_mean,
-                                      const float *save_invstd, int N, int C, int HW)
+                                      const float *save_invstd, int N, int C, int HW, int relu)
 {
     size_t n = (size_t)N * C * HW;
-    RTP_LAUNCH(n, s, bn_apply_k, y, x, gamma, beta, save_mean, save_invstd, n, C, HW);
+    RTP_LAUNCH(n, s, bn_apply_k, y, x, gamma, beta, save_mean, save_invstd, n, C, HW,
+               relu ? 0.0f : 1.0f);
 }
 
 extern "C" cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *x,
                                          const float *gamma, const float *beta,
                                          const float *running_mean, const float *running_var, int N,
-                                         int C, int HW, float eps)
+                                         int C, int HW, float eps, int relu)
 {
     size_t n = (size_t)N * C * HW;
-    RTP_LAUNCH(n, s, bn_fwd_eval_k, y, x, gamma, beta, running_mean, running_var, n, C, HW, eps);
+    RTP_LAUNCH(n, s, bn_fwd_eval_k, y, x, gamma, beta, running_mean, running_var, n, C, HW, eps,
+               relu ? 0.0f : 1.0f);
 }
 
 extern "C" cudaError_t rtp_k_bn_bwd_part(cudaStream_t s, double *part, const float *dy,
-                                         const float *x, const float *save_mean,
-                                         const float *save_invstd, int N, int C, int HW, int c0,
-                                         int cw, int P)
+                                         const float *x, const float *gamma, const float *beta,
+                                         const float *save_mean, const float *save_invstd, int N,
+                                         int C, int HW, int c0, int cw, int P)
 {
     if (cw <= 0) return cudaSuccess;
     bn_bwd_part_k<<<dim3((unsigned)P, (unsigned)cw), RTP_THREADS, 0, s>>>(
-        part, dy, x, save_mean, save_invstd, N, C, HW, c0, P);
+        part, dy, x, gamma, beta, save_mean, save_invstd, N, C, HW, c0, P);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t rtp_k_bn_bwd_apply(cudaStream_t s, float *dx, const float *dy,
-                                          const float *x, const float *gamma,
+                                          const float *x, const float *gamma, const float *beta,
                                           const float *save_mean, const float *save_invstd,
                                           const float *dgamma, const float *dbeta, int N, int C,
                                           int HW)
 {
     size_t n = (size_t)N * C * HW;
-    RTP_LAUNCH(n, s, bn_bwd_apply_k, dx, dy, x, gamma, save_mean, save_invstd, dgamma, dbeta, n, C,
-               HW, (size_t)N * HW);
+    RTP_LAUNCH(n, s, bn_bwd_apply_k, dx, dy, x, gamma, beta, save_mean, save_invstd, dgamma, dbeta,
+               n, C, HW, (size_t)N * HW);
 }

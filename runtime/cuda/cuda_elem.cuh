@@ -65,6 +65,13 @@ RTP_HD void rtp_relu_bwd_at(size_t i, float *dx, const float *dy, const float *y
     dx[i] = dy[i] * k;
 }
 
+/* relu(a + b) as cpu_backend.c's add_relu: v * (v > 0 ? 1 : 0) */
+RTP_HD float rtp_add_relu_of(float a, float b)
+{
+    float v = a + b;
+    return v * (v > 0.0f ? 1.0f : 0.0f);
+}
+
 /* rt_rng.c's bernoulli_threshold (static there): keep iff (word >> 8) < threshold,
  * which equals uniform < p exactly for every float p. */
 RTP_HD uint32_t rtp_keep_threshold(float p)
@@ -381,14 +388,42 @@ RTP_HD double rtp_red_sq_part(int t, int T, const float *X, int C, int c, int HW
     return rtp_kahan_value(k);
 }
 
-/* Thread t's compensated sums of dy and dy * xhat over [lo, hi) (batch norm backward). */
+/* A relu fused after a batch norm (rt_bn_desc.relu; cpu_bn.c): element x of channel c is
+ * scaled by k = v > 0 ? 1 : neg, v = x * g + sh the norm's output (rtp_bn_apply_at's g
+ * and sh); neg = 0 applies the relu, neg = 1 (g = sh = 0) leaves every element as it is.
+ * Without beta (Bt NULL) there is no relu. */
+typedef struct rtp_bn_mask {
+    float g, sh, neg;
+} rtp_bn_mask;
+
+RTP_HD rtp_bn_mask rtp_bn_mask_of(int c, const float *G, const float *Bt, const float *SM,
+                                  const float *SI)
+{
+    rtp_bn_mask m = {0.0f, 0.0f, 1.0f};
+    if (Bt) {
+        m.g = G[c] * SI[c];
+        m.sh = Bt[c] - SM[c] * m.g;
+        m.neg = 0.0f;
+    }
+    return m;
+}
+
+RTP_HD float rtp_bn_mask_k(rtp_bn_mask m, float x)
+{
+    float v = x * m.g + m.sh;
+    return v > 0.0f ? 1.0f : m.neg;
+}
+
+/* Thread t's compensated sums of dy*k and dy*k * xhat over [lo, hi) (batch norm
+ * backward; k the fused relu's factor, 1 without one). */
 RTP_HD void rtp_bn_bwd_part(int t, int T, const float *DY, const float *X, int C, int c, int HW,
-                            size_t lo, size_t hi, float mean, float inv, double *sdy, double *sdyx)
+                            size_t lo, size_t hi, float mean, float inv, rtp_bn_mask mk,
+                            double *sdy, double *sdyx)
 {
     rtp_kahan a = {0.0f, 0.0f}, b = {0.0f, 0.0f};
     for (size_t j = lo + (size_t)t; j < hi; j += (size_t)T) {
         size_t k = rtp_chan_at(j, C, c, HW);
-        float dy = DY[k], xh = (X[k] - mean) * inv;
+        float dy = DY[k] * rtp_bn_mask_k(mk, X[k]), xh = (X[k] - mean) * inv;
         rtp_kahan_add(&a, dy);
         rtp_kahan_add(&b, dy * xh);
     }
@@ -440,33 +475,38 @@ RTP_HD void rtp_bn_stats_finish_at(int w, const double *part, int P, size_t M, f
     rtp_bn_finish(c0 + w, s, ss, M, eps, momentum, SM, SI, RM, RV);
 }
 
-/* y = x * g + sh with g = gamma * invstd, sh = beta - mean * g (the training forward). */
+/* y = v * (v > 0 ? 1 : neg), v = x * g + sh with g = gamma * invstd, sh = beta - mean * g
+ * (the training forward; neg = 0 with a fused relu, else 1). */
 RTP_HD void rtp_bn_apply_at(size_t i, float *Y, const float *X, const float *G, const float *Bt,
-                            const float *SM, const float *SI, int C, int HW)
+                            const float *SM, const float *SI, int C, int HW, float neg)
 {
     int c = (int)((i / (size_t)HW) % (size_t)C);
     float g = G[c] * SI[c], sh = Bt[c] - SM[c] * g;
-    Y[i] = X[i] * g + sh;
+    float v = X[i] * g + sh;
+    Y[i] = v * (v > 0.0f ? 1.0f : neg);
 }
 
 RTP_HD void rtp_bn_eval_at(size_t i, float *Y, const float *X, const float *G, const float *Bt,
-                           const float *RM, const float *RV, int C, int HW, float eps)
+                           const float *RM, const float *RV, int C, int HW, float eps, float neg)
 {
     int c = (int)((i / (size_t)HW) % (size_t)C);
     float g = G[c] / sqrtf(RV[c] + eps), sh = Bt[c] - RM[c] * g;
-    Y[i] = X[i] * g + sh;
+    float v = X[i] * g + sh;
+    Y[i] = v * (v > 0.0f ? 1.0f : neg);
 }
 
-/* dx from the channel's sums (dbeta = sum dy, dgamma = sum dy * xhat, as floats). */
+/* dx from the channel's sums (dbeta = sum dy, dgamma = sum dy * xhat, as floats); Bt
+ * given: through the fused relu (rtp_bn_mask). */
 RTP_HD void rtp_bn_bwd_apply_at(size_t i, float *DX, const float *DY, const float *X,
-                                const float *G, const float *SM, const float *SI, const float *DG,
-                                const float *DB, int C, int HW, size_t M)
+                                const float *G, const float *Bt, const float *SM, const float *SI,
+                                const float *DG, const float *DB, int C, int HW, size_t M)
 {
     int c = (int)((i / (size_t)HW) % (size_t)C);
     const float mean = SM[c], inv = SI[c];
     const float kk = G[c] * inv / (float)M, a = DB[c], bq = DG[c];
-    float xh = (X[i] - mean) * inv;
-    DX[i] = kk * ((float)M * DY[i] - a - xh * bq);
+    float xh = (X[i] - mean) * inv,
+          dy = DY[i] * rtp_bn_mask_k(rtp_bn_mask_of(c, G, Bt, SM, SI), X[i]);
+    DX[i] = kk * ((float)M * dy - a - xh * bq);
 }
 
 /* The block's tree reduction, in the order the kernels use (part[t] += part[t + w]
@@ -481,17 +521,21 @@ RTP_HD double rtp_tree_sum_host(double *part, int T)
 /* Level 1 replayed on the host (the mock device, the host tests): block p of channel
  * c0 + w with T threads writes its pair, as the kernels of cuda_bn.cu / cuda_reduce.cu.
  * kind 0: sum of X (bias gradient); 1: sum and squares about the shift (forward
- * statistics); 2: sums of dy and dy * xhat (backward; Y is dy, SM/SI the statistics). */
+ * statistics); 2: sums of dy and dy * xhat (backward; Y is dy, SM/SI the statistics, G/Bt
+ * gamma and, with a fused relu, beta, else NULL). */
 static inline void rtp_red_block_host(int kind, double *part, int T, const float *X, const float *Y,
-                                      const float *SM, const float *SI, int N, int C, int HW,
-                                      int c0, int w, int P, int p)
+                                      const float *SM, const float *SI, const float *G,
+                                      const float *Bt, int N, int C, int HW, int c0, int w, int P,
+                                      int p)
 {
     double a[256], b[256];
     const int c = c0 + w;
     size_t lo, hi;
     rtp_red_range((size_t)N * HW, P, p, &lo, &hi);
     for (int t = 0; t < T; t++) {
-        if (kind == 2) rtp_bn_bwd_part(t, T, Y, X, C, c, HW, lo, hi, SM[c], SI[c], &a[t], &b[t]);
+        if (kind == 2)
+            rtp_bn_bwd_part(t, T, Y, X, C, c, HW, lo, hi, SM[c], SI[c],
+                            rtp_bn_mask_of(c, G, Bt, SM, SI), &a[t], &b[t]);
         else a[t] = rtp_red_sum_part(t, T, X, C, c, HW, lo, hi), b[t] = 0.0;
     }
     double s = rtp_tree_sum_host(a, T), q = 0.0;

@@ -138,6 +138,8 @@ RT_MUST_USE rt_status rtp_cuda_copy(rt_backend *b, rt_tensor *dst, const rt_tens
 /* cuda_add.c */
 RT_MUST_USE rt_status rtp_cuda_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a,
                                    const rt_tensor *x, rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_add_relu(rt_backend *b, rt_tensor *dst, const rt_tensor *a,
+                                        const rt_tensor *x, rt_error *err);
 
 /* ---- cuda_conv.c: dispatch to cuDNN or im2col + cuBLAS ---- */
 size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d);
@@ -232,6 +234,12 @@ RT_MUST_USE rt_status rtp_cuda_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *
                                       const rt_tensor *gamma, const rt_tensor *save_mean,
                                       const rt_tensor *save_invstd, const rt_bn_desc *d,
                                       rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
+                                           rt_tensor *dbeta, const rt_tensor *dout,
+                                           const rt_tensor *in, const rt_tensor *gamma,
+                                           const rt_tensor *beta, const rt_tensor *save_mean,
+                                           const rt_tensor *save_invstd, const rt_bn_desc *d,
+                                           rt_error *err);
 RT_MUST_USE rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
                                            const rt_tensor *in, const rt_dropout_desc *d,
                                            rt_error *err);

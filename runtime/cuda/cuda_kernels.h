@@ -48,6 +48,8 @@ cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, const float
 /* ---- cuda_add.cu ---- */
 /* z = a + b elementwise (z may alias a or b). */
 cudaError_t rtp_k_add(cudaStream_t s, float *z, const float *a, const float *b, size_t n);
+/* z = relu(a + b), as the CPU's add_relu (aliasing as rtp_k_add). */
+cudaError_t rtp_k_add_relu(cudaStream_t s, float *z, const float *a, const float *b, size_t n);
 /* z = a * b elementwise (z may alias a). */
 cudaError_t rtp_k_mul(cudaStream_t s, float *z, const float *a, const float *b, size_t n);
 /* y (N,K,PQ) += bias (K). */
@@ -108,20 +110,24 @@ cudaError_t rtp_k_bn_stats_part(cudaStream_t s, double *part, const float *x, in
 cudaError_t rtp_k_bn_stats_finish(cudaStream_t s, const double *part, float *save_mean,
                                   float *save_invstd, float *running_mean, float *running_var,
                                   int N, int HW, int c0, int cw, int P, float eps, float momentum);
+/* relu: 1 writes relu(y) (a relu fused after the norm). */
 cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x, const float *gamma,
                            const float *beta, const float *save_mean, const float *save_invstd,
-                           int N, int C, int HW);
+                           int N, int C, int HW, int relu);
 cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *x, const float *gamma,
                               const float *beta, const float *running_mean,
-                              const float *running_var, int N, int C, int HW, float eps);
+                              const float *running_var, int N, int C, int HW, float eps, int relu);
 /* Backward: pairs (sum dy, sum dy * xhat), finished by rtp_k_red_finish into dbeta and
- * dgamma; then dx from those. */
+ * dgamma; then dx from those. beta given (else NULL): dy is the gradient of the fused
+ * relu's output, masked where the norm's output (recomputed from x) is not > 0. */
 cudaError_t rtp_k_bn_bwd_part(cudaStream_t s, double *part, const float *dy, const float *x,
-                              const float *save_mean, const float *save_invstd, int N, int C,
-                              int HW, int c0, int cw, int P);
+                              const float *gamma, const float *beta, const float *save_mean,
+                              const float *save_invstd, int N, int C, int HW, int c0, int cw,
+                              int P);
 cudaError_t rtp_k_bn_bwd_apply(cudaStream_t s, float *dx, const float *dy, const float *x,
-                               const float *gamma, const float *save_mean, const float *save_invstd,
-                               const float *dgamma, const float *dbeta, int N, int C, int HW);
+                               const float *gamma, const float *beta, const float *save_mean,
+                               const float *save_invstd, const float *dgamma, const float *dbeta,
+                               int N, int C, int HW);
 
 /* ---- cuda_xent.cu (as cpu_xent.c); a label outside [0, L) gives a NaN loss ---- */
 cudaError_t rtp_k_xent_fwd(cudaStream_t s, float *loss, float *probs, const float *logits,

@@ -93,7 +93,7 @@ rt_status rtp_cuda_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_m
     }
     RT_CUDA_TRY(b, err,
                 rtp_k_bn_apply(STREAM, out->data, in->data, gamma->data, beta->data,
-                               save_mean->data, save_invstd->data, d->N, d->C, HW));
+                               save_mean->data, save_invstd->data, d->N, d->C, HW, d->relu));
     return RT_OK;
 }
 
@@ -106,7 +106,31 @@ rt_status rtp_cuda_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *i
     RT_CUDA_TRY(b, err,
                 rtp_k_bn_fwd_eval(STREAM, out->data, in->data, gamma->data, beta->data,
                                   running_mean->data, running_var->data, d->N, d->C, d->H * d->W,
-                                  d->eps));
+                                  d->eps, d->relu));
+    return RT_OK;
+}
+
+/* bn_bwd; beta given: through the fused relu (bn_relu_bwd) */
+static rt_status bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                        const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
+                        const float *beta, const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                        const rt_bn_desc *d, rt_error *err)
+{
+    RTP_ENTER(b);
+    double *part = rtp_cuda_of(b)->red;
+    const int HW = d->H * d->W, P = rtp_red_parts((size_t)d->N * HW);
+    for (int c0 = 0, cw; c0 < d->C; c0 += cw) {
+        cw = rtp_red_wave(d->C, P, c0);
+        RT_CUDA_TRY(b, err,
+                    rtp_k_bn_bwd_part(STREAM, part, dout->data, in->data, gamma->data, beta,
+                                      save_mean->data, save_invstd->data, d->N, d->C, HW, c0, cw,
+                                      P));
+        RT_CUDA_TRY(b, err, rtp_k_red_finish(STREAM, part, dbeta->data, dgamma->data, c0, cw, P));
+    }
+    RT_CUDA_TRY(b, err,
+                rtp_k_bn_bwd_apply(STREAM, din->data, dout->data, in->data, gamma->data, beta,
+                                   save_mean->data, save_invstd->data, dgamma->data, dbeta->data,
+                                   d->N, d->C, HW));
     return RT_OK;
 }
 
@@ -115,21 +139,16 @@ rt_status rtp_cuda_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_t
                           const rt_tensor *save_mean, const rt_tensor *save_invstd,
                           const rt_bn_desc *d, rt_error *err)
 {
-    RTP_ENTER(b);
-    double *part = rtp_cuda_of(b)->red;
-    const int HW = d->H * d->W, P = rtp_red_parts((size_t)d->N * HW);
-    for (int c0 = 0, cw; c0 < d->C; c0 += cw) {
-        cw = rtp_red_wave(d->C, P, c0);
-        RT_CUDA_TRY(b, err,
-                    rtp_k_bn_bwd_part(STREAM, part, dout->data, in->data, save_mean->data,
-                                      save_invstd->data, d->N, d->C, HW, c0, cw, P));
-        RT_CUDA_TRY(b, err, rtp_k_red_finish(STREAM, part, dbeta->data, dgamma->data, c0, cw, P));
-    }
-    RT_CUDA_TRY(b, err,
-                rtp_k_bn_bwd_apply(STREAM, din->data, dout->data, in->data, gamma->data,
-                                   save_mean->data, save_invstd->data, dgamma->data, dbeta->data,
-                                   d->N, d->C, HW));
-    return RT_OK;
+    return bn_bwd(b, din, dgamma, dbeta, dout, in, gamma, NULL, save_mean, save_invstd, d, err);
+}
+
+rt_status rtp_cuda_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                               const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
+                               const rt_tensor *beta, const rt_tensor *save_mean,
+                               const rt_tensor *save_invstd, const rt_bn_desc *d, rt_error *err)
+{
+    return bn_bwd(b, din, dgamma, dbeta, dout, in, gamma, beta->data, save_mean, save_invstd, d,
+                  err);
 }
 
 /* ---- dropout ---- */

@@ -156,7 +156,7 @@ static void check_pool(int N, int C, int H, int W, int R, int stride, int ties)
 typedef struct elem_ctx {
     rt_dropout_desc dd;
     float slope;
-    gpu_pair x, y, dy, dx, yi, mask, yd, dxd, f, cp, sum, sumi;
+    gpu_pair x, y, dy, dx, yi, mask, yd, dxd, f, cp, sum, sumi, sr, sri;
 } elem_ctx;
 
 static rt_status elem_case(rt_backend *b, int side, void *vc, rt_error *err)
@@ -172,6 +172,9 @@ static rt_status elem_case(rt_backend *b, int side, void *vc, rt_error *err)
     RT_TRY(rt_backend_add(b, T(k->sum), T(k->x), T(k->dy), err)); /* residual blocks */
     RT_TRY(rt_backend_copy(b, T(k->sumi), T(k->x), err));
     RT_TRY(rt_backend_add(b, T(k->sumi), T(k->sumi), T(k->dy), err)); /* in place */
+    RT_TRY(rt_backend_add_relu(b, T(k->sr), T(k->x), T(k->dy), err)); /* ... then a relu */
+    RT_TRY(rt_backend_add(b, T(k->sri), T(k->x), T(k->dy), err));
+    RT_TRY(rt_backend_relu_fwd(b, T(k->sri), T(k->sri), 0.0f, err)); /* ... the two apart */
     return rt_backend_copy(b, T(k->cp), T(k->dy), err);
 }
 
@@ -184,8 +187,9 @@ static void check_elem(int n, float slope, float p, uint32_t step)
     float *vx = gpu_randn((size_t)n, 7, 1.0f), *vdy = gpu_randn((size_t)n, 8, 1.0f);
     MAKE(k.x, 1, n, 1, 1, vx);
     MAKE(k.dy, 1, n, 1, 1, vdy);
-    gpu_pair *outs[] = {&k.y, &k.dx, &k.yi, &k.mask, &k.yd, &k.dxd, &k.f, &k.cp, &k.sum, &k.sumi};
-    for (int i = 0; i < 10; i++) MAKE(*outs[i], 1, n, 1, 1, NULL);
+    gpu_pair *outs[] = {&k.y, &k.dx, &k.yi,  &k.mask, &k.yd, &k.dxd,
+                        &k.f, &k.cp, &k.sum, &k.sumi, &k.sr, &k.sri};
+    for (int i = 0; i < 12; i++) MAKE(*outs[i], 1, n, 1, 1, NULL);
     if (ck_both("elementwise", elem_case, &k)) {
         CMP("relu_fwd out", k.y, 0, 0);
         CMP("relu_bwd din", k.dx, 0, 0);
@@ -197,35 +201,55 @@ static void check_elem(int n, float slope, float p, uint32_t step)
         CMP("copy", k.cp, 0, 0);
         CMP("add", k.sum, 0, 0);
         CMP("add in place", k.sumi, 0, 0);
+        CMP("add_relu", k.sr, 0, 0);
+        CMP("add, relu apart", k.sri, 0, 0);
     }
     FREE(k.x), FREE(k.dy);
-    for (int i = 0; i < 10; i++) FREE(*outs[i]);
+    for (int i = 0; i < 12; i++) FREE(*outs[i]);
     free(vx), free(vdy);
 }
 
 /* ---- batchnorm ---- */
 
+/* relu: a relu after the norm; fused_side: the side that runs it fused (bn_fwd_* with
+ * rt_bn_desc.relu, bn_relu_bwd), the other runs relu_fwd / relu_bwd apart, so each
+ * backend's fused ops are checked against the other's composition. */
 typedef struct bn_ctx {
     rt_bn_desc d;
-    gpu_pair x, g, be, rm, rv, y, sm, si, dy, dx, dg, db, ye;
+    int relu, fused_side;
+    gpu_pair x, g, be, rm, rv, y, sm, si, dy, dx, dg, db, ye, dr;
 } bn_ctx;
 
 static rt_status bn_case(rt_backend *b, int side, void *vc, rt_error *err)
 {
     bn_ctx *k = vc;
+    rt_bn_desc d = k->d;
+    const int fused = k->relu && side == k->fused_side, apart = k->relu && !fused;
+    d.relu = fused;
     RT_TRY(rt_backend_bn_fwd_train(b, T(k->y), T(k->sm), T(k->si), T(k->rm), T(k->rv), T(k->x),
-                                   T(k->g), T(k->be), &k->d, err));
-    RT_TRY(rt_backend_bn_bwd(b, T(k->dx), T(k->dg), T(k->db), T(k->dy), T(k->x), T(k->g), T(k->sm),
-                             T(k->si), &k->d, err));
-    return rt_backend_bn_fwd_eval(b, T(k->ye), T(k->x), T(k->g), T(k->be), T(k->rm), T(k->rv),
-                                  &k->d, err);
+                                   T(k->g), T(k->be), &d, err));
+    if (apart) {
+        RT_TRY(rt_backend_relu_fwd(b, T(k->y), T(k->y), 0.0f, err));
+        RT_TRY(rt_backend_relu_bwd(b, T(k->dr), T(k->dy), T(k->y), 0.0f, err));
+    }
+    if (fused)
+        RT_TRY(rt_backend_bn_relu_bwd(b, T(k->dx), T(k->dg), T(k->db), T(k->dy), T(k->x), T(k->g),
+                                      T(k->be), T(k->sm), T(k->si), &d, err));
+    else
+        RT_TRY(rt_backend_bn_bwd(b, T(k->dx), T(k->dg), T(k->db), apart ? T(k->dr) : T(k->dy),
+                                 T(k->x), T(k->g), T(k->sm), T(k->si), &d, err));
+    RT_TRY(rt_backend_bn_fwd_eval(b, T(k->ye), T(k->x), T(k->g), T(k->be), T(k->rm), T(k->rv), &d,
+                                  err));
+    return apart ? rt_backend_relu_fwd(b, T(k->ye), T(k->ye), 0.0f, err) : RT_OK;
 }
 
-static void check_bn(int N, int C, int H, int W)
+static void check_bn(int N, int C, int H, int W, int relu, int fused_side)
 {
     bn_ctx k;
-    k.d = (rt_bn_desc){N, C, H, W, 1e-5f, 0.1f};
-    printf("batchnorm N=%d C=%d H=%d W=%d\n", N, C, H, W);
+    k.d = (rt_bn_desc){N, C, H, W, 1e-5f, 0.1f, 0};
+    k.relu = relu, k.fused_side = fused_side;
+    printf("batchnorm%s N=%d C=%d H=%d W=%d\n",
+           relu ? (fused_side ? " + relu fused on cuda" : " + relu fused on cpu") : "", N, C, H, W);
     size_t n = (size_t)N * C * H * W;
     float *vx = gpu_randn(n, 9, 2.0f), *vdy = gpu_randn(n, 10, 1.0f);
     float *vg = gpu_randn((size_t)C, 11, 1.0f), *vb = gpu_randn((size_t)C, 12, 1.0f);
@@ -243,6 +267,7 @@ static void check_bn(int N, int C, int H, int W)
     MAKE(k.y, N, C, H, W, NULL);
     MAKE(k.dx, N, C, H, W, NULL);
     MAKE(k.ye, N, C, H, W, NULL);
+    MAKE(k.dr, N, C, H, W, NULL);
     if (ck_both("batchnorm", bn_case, &k)) {
         CMP("bn_fwd_train out", k.y, 1e-5, 1e-5);
         CMP("bn_fwd_train mean", k.sm, 1e-5, 1e-5);
@@ -255,8 +280,8 @@ static void check_bn(int N, int C, int H, int W)
         CMP("bn_fwd_eval out", k.ye, 1e-5, 1e-5);
     }
     gpu_pair *all[] = {&k.x,  &k.dy, &k.g,  &k.be, &k.rm, &k.rv, &k.sm,
-                       &k.si, &k.dg, &k.db, &k.y,  &k.dx, &k.ye};
-    for (int i = 0; i < 13; i++) FREE(*all[i]);
+                       &k.si, &k.dg, &k.db, &k.y,  &k.dx, &k.ye, &k.dr};
+    for (int i = 0; i < 14; i++) FREE(*all[i]);
     free(vx), free(vdy), free(vg), free(vb), free(vrv);
 }
 
@@ -445,11 +470,14 @@ int main(int argc, char **argv)
     check_elem(7, 0.01f, 0.25f, 1);
     check_elem(1001, 0.0f, 0.5f, 17);
     check_elem(4099, 0.2f, 0.0f, 123456);
-    check_bn(1, 3, 1, 2);
-    check_bn(2, 4, 5, 7);
-    check_bn(8, 16, 3, 3);
-    check_bn(5, 2, 33, 31);   /* 2 blocks per channel in the two-level statistics */
-    check_bn(8, 20000, 1, 1); /* more channels than one wave of the reduction buffer */
+    check_bn(1, 3, 1, 2, 0, 0);
+    check_bn(2, 4, 5, 7, 0, 0);
+    check_bn(8, 16, 3, 3, 0, 0);
+    check_bn(5, 2, 33, 31, 0, 0);   /* 2 blocks per channel in the two-level statistics */
+    check_bn(8, 20000, 1, 1, 0, 0); /* more channels than one wave of the reduction buffer */
+    check_bn(2, 4, 5, 7, 1, 1);     /* a relu fused after the norm, on either side */
+    check_bn(2, 4, 5, 7, 1, 0);
+    check_bn(5, 2, 33, 31, 1, 1);
     check_dense(1, 1, 1, 1);
     check_dense(3, 7, 5, 1);
     check_dense(3, 7, 5, 0);

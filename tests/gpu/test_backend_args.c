@@ -69,10 +69,23 @@ static rt_status relu_unbound_din(side *s, rt_error *err)
 
 static rt_status bn_short_gamma(side *s, rt_error *err)
 {
-    rt_bn_desc d = {1, 4, 2, 2, 1e-5f, 0.1f};
+    rt_bn_desc d = {1, 4, 2, 2, 1e-5f, 0.1f, 0};
     rt_tensor *t = s->t;
     return rt_backend_bn_fwd_train(&s->b, &t[0], &t[1], &t[2], &t[3], &t[3], &t[1], &s->small,
                                    &t[2], &d, err);
+}
+
+static rt_status bn_relu_short_beta(side *s, rt_error *err)
+{
+    rt_bn_desc d = {1, 4, 2, 2, 1e-5f, 0.1f, 1};
+    rt_tensor *t = s->t;
+    return rt_backend_bn_relu_bwd(&s->b, &t[0], &t[1], &t[2], &t[3], &t[0], &t[1], &s->small, &t[2],
+                                  &t[3], &d, err);
+}
+
+static rt_status add_relu_short_input(side *s, rt_error *err)
+{
+    return rt_backend_add_relu(&s->b, &s->t[0], &s->t[1], &s->small, err);
 }
 
 static rt_status dropout_p_one(side *s, rt_error *err)
@@ -158,6 +171,10 @@ static const bad_call calls[] = {
     {"relu unbound din", relu_unbound_din, "relu input gradient: unbound tensor"},
     {"batchnorm short gamma", bn_short_gamma,
      "batchnorm weight: tensor has 3 elements, op needs 4"},
+    {"batchnorm + relu short beta", bn_relu_short_beta,
+     "batchnorm bias: tensor has 3 elements, op needs 4"},
+    {"add_relu short input", add_relu_short_input,
+     "add_relu input: tensor has 3 elements, op needs 64"},
     {"dropout p=1", dropout_p_one, "dropout p=1 must be in [0, 1)"},
     {"xent no classes", xent_no_classes, "xent: 2 samples, 0 classes"},
     {"xent short labels", xent_short_labels, "xent labels: tensor has 3 elements, op needs 4"},

@@ -177,13 +177,14 @@ T_TEST(pooling)
 /* Level 1 of a two-level reduction (cuda_kernels.h) over all C channels as one wave:
  * every block replayed (rtp_red_block_host); *P: the blocks per channel. */
 static double *red_level1(int kind, const float *x, const float *y, const float *sm,
-                          const float *si, int N, int C, int HW, int *P)
+                          const float *si, const float *g, const float *be, int N, int C, int HW,
+                          int *P)
 {
     *P = rtp_red_parts((size_t)N * HW);
     double *part = (double *)malloc(2 * sizeof(double) * (size_t)C * *P);
     for (int w = 0; w < C; w++)
         for (int p = 0; p < *P; p++)
-            rtp_red_block_host(kind, part, T, x, y, sm, si, N, C, HW, 0, w, *P, p);
+            rtp_red_block_host(kind, part, T, x, y, sm, si, g, be, N, C, HW, 0, w, *P, p);
     return part;
 }
 
@@ -244,7 +245,7 @@ static void conv_case(int *t_failed_, int N, int C, int H, int W, int K, int R, 
     free(wide), free(dyt);
     for (size_t i = 0; i < ny; i++) rtp_bias_add_at(i, yk, bias, K, PQ);
     int P; /* chan_sum_part_k's blocks, then red_finish_k */
-    double *part = red_level1(0, dy, NULL, NULL, NULL, N, K, PQ, &P);
+    double *part = red_level1(0, dy, NULL, NULL, NULL, NULL, NULL, N, K, PQ, &P);
     for (int k = 0; k < K; k++) rtp_red_finish_at(k, part, P, dbk, NULL, 0);
     free(part);
     ASSERT_EQ(cmp("conv fwd (im2col)", yc, yk, ny, 1e-4, 1e-4), 0);
@@ -384,11 +385,13 @@ T_TEST(optimisers)
 
 /* ---- batchnorm: the kernels' per-channel blocks replayed ---- */
 
-static void bn_case(int *t_failed_, int N, int C, int H, int W)
+/* relu: the norm with a relu fused after it (bn_relu_bwd) */
+static void bn_case(int *t_failed_, int N, int C, int H, int W, int relu)
 {
     const int HW = H * W;
     const size_t n = (size_t)N * C * HW, M = (size_t)N * HW;
-    rt_bn_desc d = {N, C, H, W, 1e-5f, 0.1f};
+    rt_bn_desc d = {N, C, H, W, 1e-5f, 0.1f, relu};
+    const float neg = relu ? 0.0f : 1.0f;
     float *x = randn(n, 16, 2.0f), *dy = randn(n, 17, 1.0f), *ga = randn((size_t)C, 18, 1.0f);
     float *be = randn((size_t)C, 19, 1.0f);
     for (size_t i = 0; i < n; i++) x[i] += 3.0f;
@@ -407,21 +410,26 @@ static void bn_case(int *t_failed_, int N, int C, int H, int W)
     rt_tensor tdg = view(dgc, C, 1, 1, 1), tdb = view(dbc, C, 1, 1, 1);
     ASSERT_EQ(rt_backend_bn_fwd_train(&cpu, &ty, &tsm, &tsi, &trm, &trv, &tx, &tg, &tbe, &d, &err),
               RT_OK);
-    ASSERT_EQ(rt_backend_bn_bwd(&cpu, &tdx, &tdg, &tdb, &tdy, &tx, &tg, &tsm, &tsi, &d, &err),
-              RT_OK);
+    if (relu)
+        ASSERT_EQ(rt_backend_bn_relu_bwd(&cpu, &tdx, &tdg, &tdb, &tdy, &tx, &tg, &tbe, &tsm, &tsi,
+                                         &d, &err),
+                  RT_OK);
+    else
+        ASSERT_EQ(rt_backend_bn_bwd(&cpu, &tdx, &tdg, &tdb, &tdy, &tx, &tg, &tsm, &tsi, &d, &err),
+                  RT_OK);
     ASSERT_EQ(rt_backend_bn_fwd_eval(&cpu, &te, &tx, &tg, &tbe, &trm, &trv, &d, &err), RT_OK);
     int P; /* bn_stats_part_k, bn_stats_finish_k, bn_apply_k */
-    double *part = red_level1(1, x, NULL, NULL, NULL, N, C, HW, &P);
+    double *part = red_level1(1, x, NULL, NULL, NULL, NULL, NULL, N, C, HW, &P);
     for (int c = 0; c < C; c++)
         rtp_bn_stats_finish_at(c, part, P, M, d.eps, d.momentum, smk, sik, rmk, rvk, 0);
-    for (size_t i = 0; i < n; i++) rtp_bn_apply_at(i, yk, x, ga, be, smk, sik, C, HW);
+    for (size_t i = 0; i < n; i++) rtp_bn_apply_at(i, yk, x, ga, be, smk, sik, C, HW, neg);
     free(part); /* bn_bwd_part_k, red_finish_k, bn_bwd_apply_k */
-    part = red_level1(2, x, dy, smk, sik, N, C, HW, &P);
+    part = red_level1(2, x, dy, smk, sik, ga, relu ? be : NULL, N, C, HW, &P);
     for (int c = 0; c < C; c++) rtp_red_finish_at(c, part, P, dbk, dgk, 0);
     for (size_t i = 0; i < n; i++)
-        rtp_bn_bwd_apply_at(i, dxk, dy, x, ga, smk, sik, dgk, dbk, C, HW, M);
+        rtp_bn_bwd_apply_at(i, dxk, dy, x, ga, relu ? be : NULL, smk, sik, dgk, dbk, C, HW, M);
     free(part);
-    for (size_t i = 0; i < n; i++) rtp_bn_eval_at(i, ek, x, ga, be, rmk, rvk, C, HW, d.eps);
+    for (size_t i = 0; i < n; i++) rtp_bn_eval_at(i, ek, x, ga, be, rmk, rvk, C, HW, d.eps, neg);
     ASSERT_EQ(cmp("bn out", yc, yk, n, 1e-5, 1e-5), 0);
     ASSERT_EQ(cmp("bn mean", smc, smk, (size_t)C, 1e-6, 1e-6), 0);
     ASSERT_EQ(cmp("bn invstd", sic, sik, (size_t)C, 1e-6, 1e-6), 0);
@@ -439,12 +447,14 @@ static void bn_case(int *t_failed_, int N, int C, int H, int W)
 T_TEST(batchnorm)
 {
     int f = 0;
-    bn_case(&f, 1, 3, 1, 2);
-    bn_case(&f, 2, 4, 5, 7);
-    bn_case(&f, 8, 16, 3, 3);
-    bn_case(&f, 32, 2, 12, 12); /* more elements per channel than threads */
-    bn_case(&f, 8, 3, 32, 33);  /* 3 blocks per channel (8448 elements) */
-    bn_case(&f, 64, 2, 32, 32); /* 16 blocks per channel */
+    for (int relu = 0; relu < 2; relu++) {
+        bn_case(&f, 1, 3, 1, 2, relu);
+        bn_case(&f, 2, 4, 5, 7, relu);
+        bn_case(&f, 8, 16, 3, 3, relu);
+        bn_case(&f, 32, 2, 12, 12, relu); /* more elements per channel than threads */
+        bn_case(&f, 8, 3, 32, 33, relu);  /* 3 blocks per channel (8448 elements) */
+        bn_case(&f, 64, 2, 32, 32, relu); /* 16 blocks per channel */
+    }
     ASSERT_EQ(f, 0);
 }
 

@@ -105,6 +105,8 @@ CASE(grad_relu, "conv2d 3 3\nrelu\nflatten\ndense 3", 1, 6, 6)
 CASE(grad_leakyrelu, "conv2d 3 3\nleakyrelu 0.1\nflatten\ndense 3", 1, 6, 6)
 CASE(grad_batchnorm, "conv2d 3 3\nbatchnorm\nflatten\ndense 3", 2, 5, 5)
 CASE(grad_batchnorm_flat, "conv2d 2 3\nflatten\ndense 4\nbatchnorm\ndense 3", 1, 5, 5)
+CASE(grad_batchnorm_relu, "conv2d 3 3\nbatchnorm\nrelu\nconv2d 3 3 pad=same\nflatten\ndense 3", 2,
+     6, 6) /* the relu fused into the norm */
 CASE(grad_batchnorm_first, "batchnorm\nconv2d 2 3\nflatten\ndense 3", 2, 5, 5)
 CASE(grad_dropout, "conv2d 3 3\ndropout 0.4\nflatten\ndense 3", 1, 6, 6)
 CASE(grad_dense_chain, "flatten\ndense 5\nrelu\ndense 3", 2, 3, 3)
@@ -138,6 +140,7 @@ int main(void)
     T_RUN(grad_leakyrelu);
     T_RUN(grad_batchnorm);
     T_RUN(grad_batchnorm_flat);
+    T_RUN(grad_batchnorm_relu);
     T_RUN(grad_batchnorm_first);
     T_RUN(grad_dropout);
     T_RUN(grad_dense_chain);

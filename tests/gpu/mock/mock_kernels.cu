@@ -71,6 +71,14 @@ extern "C" cudaError_t rtp_k_add(cudaStream_t s, float *z, const float *a, const
     return cudaSuccess;
 }
 
+extern "C" cudaError_t rtp_k_add_relu(cudaStream_t s, float *z, const float *a, const float *b,
+                                      size_t n)
+{
+    CHECK({z, F4(n)}, {a, F4(n)}, {b, F4(n)});
+    for (size_t i = 0; i < n; i++) z[i] = rtp_add_relu_of(a[i], b[i]);
+    return cudaSuccess;
+}
+
 extern "C" cudaError_t rtp_k_mul(cudaStream_t s, float *z, const float *a, const float *b, size_t n)
 {
     CHECK({z, F4(n)}, {a, F4(n)}, {b, F4(n)});
@@ -161,36 +169,39 @@ extern "C" cudaError_t rtp_k_avgpool_bwd(cudaStream_t s, float *dx, const float 
 #define F8(n) ((size_t)(n)*8)
 
 static cudaError_t red_part(int kind, double *part, const float *x, const float *y, const float *sm,
-                            const float *si, int N, int C, int HW, int c0, int cw, int P)
+                            const float *si, const float *g, const float *be, int N, int C, int HW,
+                            int c0, int cw, int P)
 {
     size_t n = (size_t)N * C * HW;
     if (c0 < 0 || cw < 0 || c0 + cw > C || P < 1 || (size_t)cw * P > RTP_RED_SLOTS)
         return cudaErrorInvalidConfiguration; /* a grid the launcher would refuse */
     CHECK({part, F8(2 * (size_t)cw * P)}, {x, F4(n)}, {y, kind == 2 ? F4(n) : 0},
-          {sm, kind == 2 ? F4(C) : 0}, {si, kind == 2 ? F4(C) : 0});
+          {sm, kind == 2 ? F4(C) : 0}, {si, kind == 2 ? F4(C) : 0}, {g, kind == 2 ? F4(C) : 0},
+          {be, be ? F4(C) : 0});
     for (int w = 0; w < cw; w++)
         for (int p = 0; p < P; p++)
-            rtp_red_block_host(kind, part, T, x, y, sm, si, N, C, HW, c0, w, P, p);
+            rtp_red_block_host(kind, part, T, x, y, sm, si, g, be, N, C, HW, c0, w, P, p);
     return cudaSuccess;
 }
 
 extern "C" cudaError_t rtp_k_chan_sum_part(cudaStream_t s, double *part, const float *x, int N,
                                            int C, int HW, int c0, int cw, int P)
 {
-    return red_part(0, part, x, NULL, NULL, NULL, N, C, HW, c0, cw, P);
+    return red_part(0, part, x, NULL, NULL, NULL, NULL, NULL, N, C, HW, c0, cw, P);
 }
 
 extern "C" cudaError_t rtp_k_bn_stats_part(cudaStream_t s, double *part, const float *x, int N,
                                            int C, int HW, int c0, int cw, int P)
 {
-    return red_part(1, part, x, NULL, NULL, NULL, N, C, HW, c0, cw, P);
+    return red_part(1, part, x, NULL, NULL, NULL, NULL, NULL, N, C, HW, c0, cw, P);
 }
 
 extern "C" cudaError_t rtp_k_bn_bwd_part(cudaStream_t s, double *part, const float *dy,
-                                         const float *x, const float *sm, const float *si, int N,
-                                         int C, int HW, int c0, int cw, int P)
+                                         const float *x, const float *g, const float *be,
+                                         const float *sm, const float *si, int N, int C, int HW,
+                                         int c0, int cw, int P)
 {
-    return red_part(2, part, x, dy, sm, si, N, C, HW, c0, cw, P);
+    return red_part(2, part, x, dy, sm, si, g, be, N, C, HW, c0, cw, P);
 }
 
 extern "C" cudaError_t rtp_k_red_finish(cudaStream_t s, const double *part, float *out0,
@@ -215,34 +226,36 @@ extern "C" cudaError_t rtp_k_bn_stats_finish(cudaStream_t s, const double *part,
 
 extern "C" cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x, const float *gamma,
                                       const float *beta, const float *sm, const float *si, int N,
-                                      int C, int HW)
+                                      int C, int HW, int relu)
 {
     size_t n = (size_t)N * C * HW;
     CHECK({y, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {beta, F4(C)}, {sm, F4(C)}, {si, F4(C)});
-    for (size_t i = 0; i < n; i++) rtp_bn_apply_at(i, y, x, gamma, beta, sm, si, C, HW);
+    for (size_t i = 0; i < n; i++)
+        rtp_bn_apply_at(i, y, x, gamma, beta, sm, si, C, HW, relu ? 0.0f : 1.0f);
     return cudaSuccess;
 }
 
 extern "C" cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *x,
                                          const float *gamma, const float *beta, const float *rm,
-                                         const float *rv, int N, int C, int HW, float eps)
+                                         const float *rv, int N, int C, int HW, float eps, int relu)
 {
     size_t n = (size_t)N * C * HW;
     CHECK({y, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {beta, F4(C)}, {rm, F4(C)}, {rv, F4(C)});
-    for (size_t i = 0; i < n; i++) rtp_bn_eval_at(i, y, x, gamma, beta, rm, rv, C, HW, eps);
+    for (size_t i = 0; i < n; i++)
+        rtp_bn_eval_at(i, y, x, gamma, beta, rm, rv, C, HW, eps, relu ? 0.0f : 1.0f);
     return cudaSuccess;
 }
 
 extern "C" cudaError_t rtp_k_bn_bwd_apply(cudaStream_t s, float *dx, const float *dy,
-                                          const float *x, const float *gamma, const float *sm,
-                                          const float *si, const float *dg, const float *db, int N,
-                                          int C, int HW)
+                                          const float *x, const float *gamma, const float *beta,
+                                          const float *sm, const float *si, const float *dg,
+                                          const float *db, int N, int C, int HW)
 {
     size_t n = (size_t)N * C * HW;
-    CHECK({dx, F4(n)}, {dy, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {sm, F4(C)}, {si, F4(C)},
-          {dg, F4(C)}, {db, F4(C)});
+    CHECK({dx, F4(n)}, {dy, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {beta, beta ? F4(C) : 0},
+          {sm, F4(C)}, {si, F4(C)}, {dg, F4(C)}, {db, F4(C)});
     for (size_t i = 0; i < n; i++)
-        rtp_bn_bwd_apply_at(i, dx, dy, x, gamma, sm, si, dg, db, C, HW, (size_t)N * HW);
+        rtp_bn_bwd_apply_at(i, dx, dy, x, gamma, beta, sm, si, dg, db, C, HW, (size_t)N * HW);
     return cudaSuccess;
 }
 

@@ -1,0 +1,192 @@
+/* test_fused_ops.c - the fused backend ops against the composition they replace, on the
+ * CPU backend: batch norm + relu (forward in training and eval mode, backward) and
+ * residual add + relu. Same arithmetic, so bit for bit equal, and run to run; then a
+ * model with batch norm + relu and residual blocks trains one step fused and unfused
+ * (rt_model_set_fusion) to the same loss and gradients, bit for bit.
+ * The CUDA versions are checked against these through the mock device (check_ops.c).
+ */
+#include <stdlib.h>
+
+#include "../t.h"
+#include "rt_backend.h"
+#include "rt_model.h"
+#include "rt_rng.h"
+
+static float *randn(size_t n, uint32_t tag, float std, float mean)
+{
+    float *v = malloc(n * sizeof *v);
+    rt_rng r = rt_rng_stream(77, RT_RNG_USER, tag, 0);
+    rt_rng_fill_normal(&r, v, n, mean, std);
+    return v;
+}
+
+static rt_tensor tens(float *p, int n, int c, int h, int w)
+{
+    return (rt_tensor){.data = p, .n = n, .c = c, .h = h, .w = w};
+}
+
+static int same_bits(const char *what, const float *a, const float *b, size_t n)
+{
+    if (!memcmp(a, b, n * sizeof *a)) return 1;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof *a)) {
+            fprintf(stderr, "  %s differs at %zu: fused %.9g, apart %.9g\n", what, i, (double)a[i],
+                    (double)b[i]);
+            break;
+        }
+    return 0;
+}
+
+/* bn (+ relu fused) vs bn then relu, on N x C x H x W with `threads` threads */
+static void bn_case(int *t_failed_, int N, int C, int H, int W, int threads)
+{
+    rt_backend b;
+    rt_error err = {0};
+    ASSERT_EQ(rt_backend_open(&b, "cpu", threads, &err), RT_OK);
+    const size_t n = (size_t)N * C * H * W;
+    float *x = randn(n, 1, 1.0f, 0.5f), *dy = randn(n, 2, 1.0f, 0.0f);
+    float *g = randn((size_t)C, 3, 1.0f, 0.0f), *be = randn((size_t)C, 4, 0.5f, 0.0f);
+    float *f = calloc(8 * n + 16 * (size_t)C, sizeof *f); /* outputs, fused then apart */
+    float *yf = f, *ya = f + n, *dxf = f + 2 * n, *dxa = f + 3 * n, *ef = f + 4 * n;
+    float *ea = f + 5 * n, *dr = f + 6 * n, *st = f + 8 * n;
+    rt_tensor tx = tens(x, N, C, H, W), tdy = tens(dy, N, C, H, W), tg = tens(g, C, 1, 1, 1);
+    rt_tensor tbe = tens(be, C, 1, 1, 1), tyf = tens(yf, N, C, H, W), tya = tens(ya, N, C, H, W);
+    rt_tensor tdxf = tens(dxf, N, C, H, W), tdxa = tens(dxa, N, C, H, W);
+    rt_tensor tef = tens(ef, N, C, H, W), tea = tens(ea, N, C, H, W), tdr = tens(dr, N, C, H, W);
+    rt_tensor s[16]; /* [0..7] fused: mean, invstd, rmean, rvar, dgamma, dbeta; [8..] apart */
+    for (int i = 0; i < 16; i++) s[i] = tens(st + (size_t)i * C, C, 1, 1, 1);
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < C; c++) st[(size_t)(8 * k + 3) * C + c] = 1.0f; /* running var */
+    rt_bn_desc d = {.N = N, .C = C, .H = H, .W = W, .eps = 1e-5f, .momentum = 0.1f, .relu = 1};
+    rt_bn_desc da = d;
+    da.relu = 0;
+    /* fused */
+    ASSERT_EQ(
+        rt_backend_bn_fwd_train(&b, &tyf, &s[0], &s[1], &s[2], &s[3], &tx, &tg, &tbe, &d, &err),
+        RT_OK);
+    ASSERT_EQ(rt_backend_bn_relu_bwd(&b, &tdxf, &s[4], &s[5], &tdy, &tx, &tg, &tbe, &s[0], &s[1],
+                                     &d, &err),
+              RT_OK);
+    ASSERT_EQ(rt_backend_bn_fwd_eval(&b, &tef, &tx, &tg, &tbe, &s[2], &s[3], &d, &err), RT_OK);
+    /* apart: bn, relu in place; relu's gradient, then bn's */
+    ASSERT_EQ(
+        rt_backend_bn_fwd_train(&b, &tya, &s[8], &s[9], &s[10], &s[11], &tx, &tg, &tbe, &da, &err),
+        RT_OK);
+    ASSERT_EQ(rt_backend_relu_fwd(&b, &tya, &tya, 0.0f, &err), RT_OK);
+    ASSERT_EQ(rt_backend_relu_bwd(&b, &tdr, &tdy, &tya, 0.0f, &err), RT_OK);
+    ASSERT_EQ(rt_backend_bn_bwd(&b, &tdxa, &s[12], &s[13], &tdr, &tx, &tg, &s[8], &s[9], &da, &err),
+              RT_OK);
+    ASSERT_EQ(rt_backend_bn_fwd_eval(&b, &tea, &tx, &tg, &tbe, &s[10], &s[11], &da, &err), RT_OK);
+    ASSERT_EQ(rt_backend_relu_fwd(&b, &tea, &tea, 0.0f, &err), RT_OK);
+    size_t zeros = 0;
+    for (size_t i = 0; i < n; i++) zeros += ya[i] == 0.0f;
+    ASSERT(zeros > n / 8 && zeros < n - n / 8); /* the relu cuts a real share */
+    ASSERT(same_bits("forward", yf, ya, n));
+    ASSERT(same_bits("statistics", st, st + 8 * (size_t)C, 4 * (size_t)C));
+    ASSERT(same_bits("input gradient", dxf, dxa, n));
+    ASSERT(same_bits("dgamma", s[4].data, s[12].data, (size_t)C));
+    ASSERT(same_bits("dbeta", s[5].data, s[13].data, (size_t)C));
+    ASSERT(same_bits("eval forward", ef, ea, n));
+    free(x), free(dy), free(g), free(be), free(f);
+    rt_backend_close(&b);
+}
+
+T_TEST(bn_relu)
+{
+    bn_case(t_failed_, 1, 3, 1, 2, 1);
+    bn_case(t_failed_, 2, 4, 5, 7, 2);
+    bn_case(t_failed_, 8, 16, 8, 8, 2); /* rows of whole vectors */
+    bn_case(t_failed_, 3, 5, 9, 9, 1);  /* rows with a tail */
+}
+
+T_TEST(add_relu)
+{
+    rt_backend b;
+    rt_error err = {0};
+    ASSERT_EQ(rt_backend_open(&b, "cpu", 2, &err), RT_OK);
+    const size_t n = 70001; /* more than one thread's share, and a tail */
+    float *a = randn(n, 5, 1.0f, 0.0f), *x = randn(n, 6, 1.0f, 0.0f);
+    float *zf = malloc(n * 4), *za = malloc(n * 4), *zi = malloc(n * 4);
+    rt_tensor ta = tens(a, 1, (int)n, 1, 1), tx = tens(x, 1, (int)n, 1, 1);
+    rt_tensor tzf = tens(zf, 1, (int)n, 1, 1), tza = tens(za, 1, (int)n, 1, 1);
+    rt_tensor tzi = tens(zi, 1, (int)n, 1, 1);
+    ASSERT_EQ(rt_backend_add_relu(&b, &tzf, &ta, &tx, &err), RT_OK);
+    ASSERT_EQ(rt_backend_add(&b, &tza, &ta, &tx, &err), RT_OK);
+    ASSERT_EQ(rt_backend_relu_fwd(&b, &tza, &tza, 0.0f, &err), RT_OK);
+    memcpy(zi, a, n * 4);
+    ASSERT_EQ(rt_backend_add_relu(&b, &tzi, &tzi, &tx, &err), RT_OK); /* in place */
+    ASSERT(same_bits("add_relu", zf, za, n));
+    ASSERT(same_bits("add_relu in place", zi, za, n));
+    free(a), free(x), free(zf), free(za), free(zi);
+    rt_backend_close(&b);
+}
+
+/* One training step (forward, loss, backward) of spec; *loss and the flat gradients. */
+static int step(const char *spec, int fused, double *loss, float **grads, size_t *P)
+{
+    enum { NB = 4, C = 3, H = 8, W = 8 };
+    rt_error err = {0};
+    rt_backend b;
+    rt_model *m = NULL;
+    rt_model_input in = {C, H, W, 5};
+    if (rt_backend_open(&b, "cpu", 2, &err)) return -1;
+    int rc = -1;
+    if (rt_model_create(&m, spec, &in, &err)) goto out;
+    rt_model_set_fusion(m, fused);
+    if (rt_model_attach(m, &b, NB, 9, &err)) goto out;
+    float x[NB * C * H * W];
+    int32_t y[NB] = {0, 4, 2, 1};
+    rt_rng r = rt_rng_stream(3, RT_RNG_USER, 1, 0);
+    rt_rng_fill_normal(&r, x, sizeof x / 4, 0.0f, 1.0f);
+    if (rt_backend_upload(&b, rt_model_input_tensor(m), x, sizeof x, &err) ||
+        rt_backend_upload(&b, rt_model_label_tensor(m), y, sizeof y, &err) ||
+        rt_model_forward(m, NB, 1, 1, &err) || rt_model_loss(m, NB, loss, NULL, NULL, &err) ||
+        rt_model_backward(m, NB, &err))
+        goto out;
+    rt_tensor *g = rt_model_grads_flat(m);
+    *P = rt_tensor_numel(g);
+    *grads = malloc(*P * 4);
+    memcpy(*grads, g->data, *P * 4);
+    rc = 0;
+out:
+    if (rc) fprintf(stderr, "  %s\n", err.msg);
+    rt_model_destroy(m);
+    rt_backend_close(&b);
+    return rc;
+}
+
+static void model_case(int *t_failed_, const char *spec)
+{
+    double lf = 0.0, la = 1.0;
+    float *gf = NULL, *ga = NULL;
+    size_t pf = 0, pa = 0;
+    ASSERT_EQ(step(spec, 1, &lf, &gf, &pf), 0);
+    ASSERT_EQ(step(spec, 0, &la, &ga, &pa), 0);
+    ASSERT_EQ(pf, pa);
+    ASSERT(lf == la);
+    int same = same_bits("model gradients", gf, ga, pf);
+    free(gf), free(ga);
+    ASSERT(same);
+}
+
+T_TEST(model_fused_equals_apart)
+{
+    /* bn + relu, an identity block and a projection block ending in add + relu */
+    model_case(t_failed_, "conv2d 4 3 pad=same\nbatchnorm\nrelu\n"
+                          "residual:\n    conv2d 4 3 pad=same\n    batchnorm\n    relu\n"
+                          "    conv2d 4 3 pad=same\n    batchnorm\nrelu\n"
+                          "residual:\n    conv2d 6 3 stride=2 pad=same\n    batchnorm\n    relu\n"
+                          "    conv2d 6 3 pad=same\n    batchnorm\n  shortcut:\n"
+                          "    conv2d 6 1 stride=2\n    batchnorm\nrelu\n"
+                          "globalavgpool\nflatten\ndense 5");
+    /* batchnorm first, and a block whose main path is empty */
+    model_case(t_failed_, "batchnorm\nrelu\nresidual:\n    relu\nrelu\nflatten\ndense 5");
+}
+
+int main(void)
+{
+    T_RUN(bn_relu);
+    T_RUN(add_relu);
+    T_RUN(model_fused_equals_apart);
+    return T_EXIT();
+}
