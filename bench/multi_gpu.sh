@@ -22,8 +22,8 @@
 # Debian's dataset-fashion-mnist, and the Kiln build with CUDA (ninja -C build
 # bench/train_bench). Not run by CI (no GPU there). The goal is >= 90% efficiency from
 # 1 to 8 GPUs and ahead of DDP at every count. Kiln still brings each step's loss to the
-# host (one wait a step per GPU, docs/distributed.md says why); the processes also sum
-# it in a second, small collective.
+# host (one wait a step per GPU, docs/distributed.md says why), gathered in the same
+# NCCL group as the gradients.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$here/../build" gpus="" batch=256 steps=200 py=python3

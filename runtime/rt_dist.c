@@ -124,15 +124,38 @@ rt_status rt_dist_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err
     return d->ops->device_begin(d, b, on, err);
 }
 
+/* The statistics out of every rank's tally slot {loss, n, votes[0], votes[1]}, in rank
+ * order: the sums a host collective of {n x loss, right, votes} gives (the device group's
+ * shared-memory one adds in the same order), so every world reports the same bits. */
+static void stats_fold(rt_dist_stats *st, const rt_nccl_tally *t, int nranks)
+{
+    for (int r = 0; r < nranks; r++) {
+        const double *s = t->ranks + (size_t)r * RT_NCCL_TALLY;
+        const double v[3] = {s[1] * s[0], s[2], s[3]};
+        st->sums[0] = r ? st->sums[0] + v[0] : v[0];
+        st->sums[2] = r ? st->sums[2] + v[1] : v[1];
+        st->sums[3] = r ? st->sums[3] + v[2] : v[2];
+    }
+    st->sums[1] = t->right;
+}
+
 rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                                    const rt_dist_read *read, const char *what, long long step,
+                                    rt_dist_stats *stats, const char *what, long long step,
                                     rt_error *err)
 {
     if (!d->ops->device)
         return RT_ERR(err, RT_EINVAL, "%s: this world exchanges through host memory", what);
     RT_TRY(check_open(d, what, step, err));
-    const rt_dist_read none = {0};
-    rt_status s = d->ops->device(d, b, buf, scale, read ? read : &none, what, step, err);
+    rt_nccl_tally t = {0};
+    if (stats) {
+        t = (rt_nccl_tally){.row = stats->row ? stats->row->data : NULL,
+                            .mine = {stats->n, stats->votes[0], stats->votes[1]},
+                            .ranks = malloc((size_t)d->size * RT_NCCL_TALLY * sizeof(double))};
+        if (!t.ranks) return RT_ERR(err, RT_ENOMEM, "%s of step %lld: out of memory", what, step);
+    }
+    rt_status s = d->ops->device(d, b, buf, scale, stats ? &t : NULL, what, step, err);
+    if (s == RT_OK && stats) stats_fold(stats, &t, d->size);
+    free(t.ranks);
     if (s != RT_OK) d->broken = 1;
     return s;
 }

@@ -84,19 +84,23 @@ RT_MUST_USE rt_status rt_dist_bcast_f32(rt_dist *d, float *buf, size_t n, const 
  * Otherwise *on = 0 and the gradients go through host memory. A launch without MPI
  * meets here (RT_EINVAL on every rank when one cannot join NCCL: a CPU rank). */
 RT_MUST_USE rt_status rt_dist_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err);
-/* A few bytes of b's memory (the step's statistics) read back with a device all-reduce:
- * copied on b's stream before the sum starts, so the host's wait for the sum is the one
- * wait for both. src NULL: nothing. */
-typedef struct rt_dist_read {
-    const rt_tensor *src;
-    void *dst;
-    size_t bytes;
-} rt_dist_read;
-/* buf (b's memory) = the sum over the ranks of scale_r x buf_r, and read->dst filled,
- * waited for at most the world's timeout. */
+/* A step's statistics, summed over the ranks with a device all-reduce and under its one
+ * host wait (the collectives of one NCCL group). In: this rank's statistics row (b's
+ * memory, xent_stats's row: the share's mean loss and right predictions; NULL when the
+ * rank has no samples), its sample count n and two votes (0 or 1). Out, combined in
+ * rank order (the same bits on every rank): {the sum of n_r x loss_r, right
+ * predictions, votes[0], votes[1]}. */
+typedef struct rt_dist_stats {
+    const rt_tensor *row;
+    int n;
+    double votes[2];
+    double sums[4];
+} rt_dist_stats;
+/* buf (b's memory) = the sum over the ranks of scale_r x buf_r, and stats (NULL: none)
+ * summed, waited for at most the world's timeout. */
 RT_MUST_USE rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf,
-                                                float scale, const rt_dist_read *read,
-                                                const char *what, long long step, rt_error *err);
+                                                float scale, rt_dist_stats *stats, const char *what,
+                                                long long step, rt_error *err);
 
 /* ---- the devices of one process (rt_dist_group.c) ----
  * A group is a world of n ranks inside this process, one per backend and one host

@@ -152,13 +152,11 @@ static rt_status group_host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, con
 }
 
 static rt_status group_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                              const rt_dist_read *read, const char *what, long long step,
-                              rt_error *err)
+                              rt_nccl_tally *tally, const char *what, long long step, rt_error *err)
 {
     rt_dist_group *g = ((group_rank *)d)->g;
     rt_error e = {0};
-    rt_status s = rt_nccl_allreduce(g->nccl, d->rank, b, buf, scale, d->timeout_s,
-                                    read->src ? read->src->data : NULL, read->dst, read->bytes, &e);
+    rt_status s = rt_nccl_allreduce(g->nccl, d->rank, b, buf, scale, d->timeout_s, tally, &e);
     if (s == RT_OK) return RT_OK;
     rt_dist_group_abort(g);
     return RT_ERR(err, s, "%s of step %lld: %s", what, step, e.msg);

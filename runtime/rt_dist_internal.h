@@ -7,6 +7,7 @@
 #define RT_DIST_INTERNAL_H
 
 #include "rt_dist.h"
+#include "rt_nccl.h"
 
 typedef enum { RTP_SUM_F32, RTP_SUM_F64, RTP_MAX_F64, RTP_BCAST_F32 } rtp_dist_op;
 
@@ -18,10 +19,11 @@ typedef struct rtp_dist_ops {
     /* rt_dist_device_begin: whether the ranks will sum b's gradients in device memory
      * (agreed by all; the communicator made); NULL: never. */
     rt_status (*device_begin)(rt_dist *d, rt_backend *b, int *on, rt_error *err);
-    /* buf (backend memory of b) = the sum over the ranks of scale_r x buf_r; NULL when
-     * the world exchanges through host memory only. */
+    /* buf (backend memory of b) = the sum over the ranks of scale_r x buf_r, with the
+     * tally (NULL: none) gathered under the same wait; NULL when the world exchanges
+     * through host memory only. */
     rt_status (*device)(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                        const rt_dist_read *read, const char *what, long long step, rt_error *err);
+                        rt_nccl_tally *tally, const char *what, long long step, rt_error *err);
     /* rt_dist_finish of a launch's world (ok: every rank leaves together); NULL: nothing */
     void (*finish)(rt_dist *d, int ok);
 } rtp_dist_ops;

@@ -56,8 +56,7 @@ static rt_status mpi_host(rt_dist *d, void *buf, size_t n, rtp_dist_op op, const
                           long long step, rt_error *err);
 static rt_status mpi_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *err);
 static rt_status mpi_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                            const rt_dist_read *read, const char *what, long long step,
-                            rt_error *err);
+                            rt_nccl_tally *tally, const char *what, long long step, rt_error *err);
 static void mpi_finish(rt_dist *d, int ok);
 static const rtp_dist_ops mpi_ops = {
     .host = mpi_host, .device_begin = mpi_device_begin, .device = mpi_device, .finish = mpi_finish};
@@ -248,12 +247,10 @@ static rt_status mpi_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *
 }
 
 static rt_status mpi_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                            const rt_dist_read *read, const char *what, long long step,
-                            rt_error *err)
+                            rt_nccl_tally *tally, const char *what, long long step, rt_error *err)
 {
     rt_error e = {0};
-    rt_status s = rt_nccl_allreduce(launch_nccl, 0, b, buf, scale, d->timeout_s,
-                                    read->src ? read->src->data : NULL, read->dst, read->bytes, &e);
+    rt_status s = rt_nccl_allreduce(launch_nccl, 0, b, buf, scale, d->timeout_s, tally, &e);
     return s == RT_OK ? RT_OK
                       : RT_ERR(err, s, "rank %d of %d: %s of step %lld: %s", d->rank, d->size, what,
                                step, e.msg);

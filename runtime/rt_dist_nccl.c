@@ -133,13 +133,10 @@ static rt_status nc_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *e
 }
 
 static rt_status nc_device(rt_dist *d, rt_backend *b, rt_tensor *buf, float scale,
-                           const rt_dist_read *read, const char *what, long long step,
-                           rt_error *err)
+                           rt_nccl_tally *tally, const char *what, long long step, rt_error *err)
 {
     rt_error e = {0};
-    if (rt_nccl_allreduce(comm, 0, b, buf, scale, d->timeout_s, read->src ? read->src->data : NULL,
-                          read->dst, read->bytes, &e) == RT_OK)
-        return RT_OK;
+    if (rt_nccl_allreduce(comm, 0, b, buf, scale, d->timeout_s, tally, &e) == RT_OK) return RT_OK;
     return RT_ERR(err, e.code, "rank %d of %d: %s of step %lld: %s", d->rank, d->size, what, step,
                   e.msg);
 }

@@ -16,18 +16,30 @@ typedef struct rt_nccl rt_nccl;
  * loaded (naming the file and the package) or this Kiln has no CUDA; RT_EINVAL when a
  * backend is not CUDA or two share a device. */
 RT_MUST_USE rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *err);
+/* What a step's all-reduce brings back besides the sum: every rank's few numbers,
+ * gathered by collectives in the same NCCL group as the sum, so that the host's one wait
+ * covers them (rank r's slot is zero on every other rank, and a sum of one number and
+ * zeros is that number, bit for bit). */
+#define RT_NCCL_TALLY 4
+typedef struct rt_nccl_tally {
+    /* in: b's memory, a statistics row (RT_STEP_STATS floats: the mean loss as a double
+     * in words 0-1, the right predictions in word 2); NULL: this rank has none (0, 0) */
+    const void *row;
+    double mine[RT_NCCL_TALLY - 1]; /* in: this rank's host numbers */
+    double *ranks; /* out (nranks x RT_NCCL_TALLY): rank r's {row's loss, its mine} */
+    double right;  /* out: the rows' right predictions summed over the ranks */
+} rt_nccl_tally;
 /* Rank r's share of one all-reduce, called by every rank (each from its own thread):
  * buf (b's memory) = sum over the ranks of scale_r x buf_r. Waits for the work queued on
  * b's stream, sums on the communicator's stream, and b's later work waits for the sum
  * (an event). The host then waits for the sum, at most timeout_s seconds: a rank or
  * device that never joins, an error NCCL reports, or rt_nccl_cancel aborts the
  * communicator (ncclCommAbort) and fails with RT_EDEVICE_LOST naming the device; the
- * communicator is unusable after that. read_src (b's memory, read_bytes; NULL: none)
- * is copied to read_dst on b's stream before the sum, through pinned memory: the one
- * wait covers it. */
+ * communicator is unusable after that. tally (NULL: none) is gathered in the same
+ * group and comes back with the same wait. */
 RT_MUST_USE rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf,
-                                        float scale, double timeout_s, const void *read_src,
-                                        void *read_dst, size_t read_bytes, rt_error *err);
+                                        float scale, double timeout_s, rt_nccl_tally *tally,
+                                        rt_error *err);
 /* From any thread: every wait of c ends (aborting its communicator) with an error
  * saying another device failed. */
 void rt_nccl_cancel(rt_nccl *c);

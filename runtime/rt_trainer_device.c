@@ -226,26 +226,23 @@ rt_status rtp_dev_flush(rt_trainer *t, rt_error *err)
  * loss scale under loss scaling: every rank has the same scale, so the sum is the
  * scaled mean and an inf/NaN reaches every rank) through host memory to the exchange
  * (rt_trainer_dist.c) and the batch's mean gradient back. One synchronisation a step.
- * A world that sums in device memory (the CUDA devices of a group, NCCL) sums the
- * gradients where they are and takes only the statistics through the host: the row
- * rides with the sum (rt_dist_read), whose wait (bounded by the world's timeout,
- * rt_nccl.h) is the step's one host wait. */
+ * A world that sums in device memory (the CUDA devices of a group, GPU ranks over NCCL)
+ * sums the gradients where they are, and the statistics row and the stop votes in the
+ * same group of collectives (rt_dist_stats): its wait (bounded by the world's timeout,
+ * rt_nccl.h) is the step's one host wait, and there is no second collective. */
 static rt_status dist_exchange(rt_trainer *t, rt_tensor *gr, int n, int count, double *loss,
                                int *correct, rt_error *err)
 {
     rt_backend *b = rt_model_backend(t->m);
     const size_t bytes = rt_tensor_bytes(gr);
     if (t->dist_dev) {
-        float row[RT_STEP_STATS];
-        const rt_dist_read read = {n > 0 ? &t->dev->stats : NULL, row, sizeof row};
+        rt_dist_stats st = {.row = n > 0 ? &t->dev->stats : NULL, .n = n};
+        rtp_dist_votes(t, st.votes);
         if (n == 0) RT_TRY(rt_backend_fill(b, gr, 0.0f, err)); /* adds nothing */
-        RT_TRY(rt_dist_allreduce_dev_f32(t->cfg.dist, b, gr, (float)n / (float)count, &read,
+        RT_TRY(rt_dist_allreduce_dev_f32(t->cfg.dist, b, gr, (float)n / (float)count, &st,
                                          "gradient all-reduce", (long long)t->st.step + 1, err));
-        if (n > 0) {
-            memcpy(loss, row, sizeof *loss);
-            *correct = (int)row[2];
-        }
-        return rtp_dist_stats(t, n, count, loss, correct, err);
+        rtp_dist_agree(t, st.sums, count, loss, correct);
+        return RT_OK;
     }
     if (n > 0) {
         float row[RT_STEP_STATS];

@@ -15,7 +15,9 @@
  *
  * The device path (rt_trainer_device.c) gathers its share in backend memory and brings
  * the gradients and its share's statistics to the host for the same exchange
- * (rtp_dist_average), then uploads the average.
+ * (rtp_dist_average), then uploads the average; or, in a world that sums in device
+ * memory (NCCL), sums the gradients where they are and the statistics with them, in
+ * the same group of collectives (rt_dist_stats: one host wait a step).
  *
  * What is not the single-process run: batchnorm normalises each rank's share with its
  * own statistics (as PyTorch DDP without SyncBatchNorm) and keeps its own running
@@ -68,6 +70,34 @@ void rtp_dist_share(const rt_trainer *t, int count, int *lo, int *n)
     *n = (int)((int64_t)count * (r + 1) / w) - *lo;
 }
 
+void rtp_dist_votes(rt_trainer *t, double votes[2])
+{
+    rt_step_event vote = rtp_trainer_local_stop(t);
+    votes[0] = vote == RT_STEP_STOPPED;
+    votes[1] = vote == RT_STEP_TIME_LIMIT;
+}
+
+void rtp_dist_agree(rt_trainer *t, const double sums[4], int count, double *loss, int *correct)
+{
+    *loss = sums[0] / count;
+    *correct = (int)sums[1];
+    t->dist_stop = sums[2] > 0   ? RT_STEP_STOPPED
+                   : sums[3] > 0 ? RT_STEP_TIME_LIMIT
+                                 : RT_STEP_CONTINUE;
+}
+
+/* sums: loss * samples, right predictions, ranks stopped, ranks past the time limit */
+static rt_status dist_stats(rt_trainer *t, int n, int count, double *loss, int *correct,
+                            rt_error *err)
+{
+    double stats[4] = {n ? *loss * n : 0.0, n ? (double)*correct : 0.0, 0.0, 0.0};
+    rtp_dist_votes(t, stats + 2);
+    RT_TRY(rt_dist_allreduce_f64(t->cfg.dist, stats, 4, "loss all-reduce",
+                                 (long long)t->st.step + 1, err));
+    rtp_dist_agree(t, stats, count, loss, correct);
+    return RT_OK;
+}
+
 rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *loss, int *correct,
                            rt_error *err)
 {
@@ -80,23 +110,7 @@ rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *lo
     else if (scale != 1.0f)
         for (size_t i = 0; i < np; i++) g[i] *= scale;
     RT_TRY(rt_dist_allreduce_f32(d, g, np, "gradient all-reduce", step, err));
-    return rtp_dist_stats(t, n, count, loss, correct, err);
-}
-
-rt_status rtp_dist_stats(rt_trainer *t, int n, int count, double *loss, int *correct, rt_error *err)
-{
-    /* sums: loss * samples, right predictions, ranks stopped, ranks past the time limit */
-    rt_step_event vote = rtp_trainer_local_stop(t);
-    double stats[4] = {n ? *loss * n : 0.0, n ? (double)*correct : 0.0, vote == RT_STEP_STOPPED,
-                       vote == RT_STEP_TIME_LIMIT};
-    RT_TRY(rt_dist_allreduce_f64(t->cfg.dist, stats, 4, "loss all-reduce",
-                                 (long long)t->st.step + 1, err));
-    *loss = stats[0] / count;
-    *correct = (int)stats[1];
-    t->dist_stop = stats[2] > 0   ? RT_STEP_STOPPED
-                   : stats[3] > 0 ? RT_STEP_TIME_LIMIT
-                                  : RT_STEP_CONTINUE;
-    return RT_OK;
+    return dist_stats(t, n, count, loss, correct, err);
 }
 
 rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct, rt_error *err)

@@ -83,10 +83,13 @@ void rtp_dist_share(const rt_trainer *t, int count, int *lo, int *n);
 RT_MUST_USE rt_status rtp_dist_average(rt_trainer *t, float *g, int n, int count, double *loss,
                                        int *correct, rt_error *err);
 
-/* The statistics exchange alone (rtp_dist_average's second half): this rank's share's
- * mean loss and right predictions in, the whole batch's out, the stop votes agreed. */
-RT_MUST_USE rt_status rtp_dist_stats(rt_trainer *t, int n, int count, double *loss, int *correct,
-                                     rt_error *err);
+/* The statistics exchange's two ends (rtp_dist_average's second half is a host sum of
+ * {n x loss, right predictions, votes}; a device world sums them with the gradients,
+ * rt_dist_stats): this rank's votes to stop (interrupted, past the time limit; 0 or 1
+ * each), and the ranks' sums applied: the whole batch's loss and right predictions out
+ * of count samples, and t->dist_stop agreed. */
+void rtp_dist_votes(rt_trainer *t, double votes[2]);
+void rtp_dist_agree(rt_trainer *t, const double sums[4], int count, double *loss, int *correct);
 
 /* rt_trainer.c: begin and step of this trainer alone (without its replicas) */
 RT_MUST_USE rt_status rtp_trainer_begin_own(rt_trainer *t, rt_error *err);

@@ -8,7 +8,10 @@
  * computed over the same padded-width grid: output position i = p*Wp + q reads input
  * i + r*Wp + s for tap (r,s), a contiguous run for every tap, so the inner loop is
  * vector loads and FMAs (cpu_conv_kern.c); the two (2 pad) extra columns per row are
- * computed and dropped when the result is copied out.
+ * computed and dropped when the result is copied out. With a border of 1 (ResNet's
+ * "same" 3x3), no bias and whole vectors of output positions, the forward and input
+ * gradient use a tight layout instead (tight_planes): rows W wide, three copies of each
+ * plane with the wrapped-around column zeroed, and the result written in place.
  * - forward: y = W * x over the padded grid, packed weights [K/4][C][9][4];
  * - input gradient: the forward loop on dy (bordered by 2 - pad) with the weights
  *   transposed and flipped (w'[c][k][8-t] = w[k][c][t]), stride 1 only;
@@ -69,7 +72,10 @@ typedef struct geom {
     size_t ys;     /* floats per output row of the grid buffer */
     int pad;       /* border added to the input planes */
     int rows, hin; /* output rows, input rows */
+    size_t tps;    /* border 1 (see tight_planes): floats per copy of a plane, else 0 */
 } geom;
+
+#define TIGHT_LEAD 16 /* zeros before a tight plane's top border row */
 
 static geom geom_of(int V, int H, int W, int pad)
 {
@@ -83,6 +89,9 @@ static geom geom_of(int V, int H, int W, int pad)
     g.L = (size_t)g.rows * g.wp;
     g.nvec = (g.L + (size_t)V - 1) / (size_t)V;
     g.ys = rtp_r16(g.nvec * (size_t)V);
+    g.tps = 0;
+    if (pad == 1 && (size_t)H * W % (size_t)V == 0) /* output rows W wide, whole vectors */
+        g.tps = rtp_r16(TIGHT_LEAD + (size_t)(H + 2) * W + 16);
     return g;
 }
 
@@ -122,7 +131,8 @@ static plan plan_of(const rtp_convk *k, const rt_conv_desc *d, int threads)
     p.Kr = rtp_round_up(d->K, RTP_CONVK_KB);
     p.Cr = rtp_round_up(d->C, RTP_CONVK_KB);
     p.Kv = rtp_round_up(d->K, k->vec);
-    size_t xf = (size_t)d->C * p.f.cs, xb = (size_t)d->K * p.bw.cs;
+    size_t xf = (size_t)d->C * (p.f.cs > 3 * p.f.tps ? p.f.cs : 3 * p.f.tps);
+    size_t xb = (size_t)d->K * (p.bw.cs > 3 * p.bw.tps ? p.bw.cs : 3 * p.bw.tps);
     size_t yf = (size_t)p.Kr * p.f.ys, yb = (size_t)p.Cr * p.bw.ys;
     p.xin = rtp_r16(xf > xb ? xf : xb);
     p.yout = rtp_r16(yf > yb ? yf : yb);
@@ -161,6 +171,36 @@ static void pad_planes(float *restrict xp, const float *restrict x, int C, int W
     }
 }
 
+/* A border of 1 without the extra columns: xp <- 3 copies of each of the C planes of x
+ * (H x W), [c][s][TIGHT_LEAD zeros, a zero row, H rows, a zero row, zeros], the copy
+ * for tap column s = 0 with each row's last column set to 0 and the one for s = 2 with
+ * the first column set to 0. Output position i = p*W + q then reads copy s at
+ * i + r*W + s - 1 past the lead for tap (r,s): the read that runs into the row above
+ * (s = 0, q = 0) or below (s = 2, q = W-1) finds the 0 that the border would hold, the
+ * output is computed straight in the output's own layout (no dropped columns, no copy
+ * out), and no work is spent on extra columns (6%, 12% and 25% of the padded grid at
+ * ResNet's 32, 16 and 8 columns). */
+static void tight_planes(float *restrict xp, const float *restrict x, int C, int H, int W,
+                         size_t tps)
+{
+    const size_t hw = (size_t)H * W;
+    for (int c = 0; c < C; c++)
+        for (int s = 0; s < 3; s++) {
+            float *o = xp + ((size_t)c * 3 + s) * tps;
+            memset(o, 0, (TIGHT_LEAD + (size_t)W) * sizeof *o);
+            o += TIGHT_LEAD + W;
+            memcpy(o, x + (size_t)c * hw, hw * sizeof *o);
+            if (s != 1)
+                for (int h = 0; h < H; h++) o[(size_t)h * W + (s == 0 ? W - 1 : 0)] = 0.0f;
+            memset(o + hw, 0, (tps - TIGHT_LEAD - W - hw) * sizeof *o);
+        }
+}
+
+static void tight_taps(int off[9], int W, size_t tps)
+{
+    for (int t = 0; t < 9; t++) off[t] = (t % 3) * (int)tps + TIGHT_LEAD + (t / 3) * W + t % 3 - 1;
+}
+
 /* offsets of the 9 taps on the padded grid */
 static void taps(int off[9], int wp)
 {
@@ -176,8 +216,22 @@ static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const g
                        int rows, int rows_r, int oh, int ow, const float *bias)
 {
     int off[9];
-    taps(off, g->wp);
     const size_t in_img = (size_t)ins * g->hin * iw, out_img = (size_t)rows * oh * ow;
+    if (g->tps && rows == rows_r && !bias) { /* whole blocks of rows: straight into out */
+        tight_taps(off, iw, g->tps);
+#pragma omp parallel num_threads(nthreads(b, N))
+        {
+            float *xp = ws + p->per_thread * (size_t)omp_get_thread_num();
+#pragma omp for schedule(dynamic, 1)
+            for (int n = 0; n < N; n++) {
+                tight_planes(xp, in + in_img * (size_t)n, ins, g->hin, iw, g->tps);
+                k->fwd(xp, 3 * g->tps, ins, off, 9, wpk, out + out_img * (size_t)n, (size_t)oh * ow,
+                       rows, (size_t)oh * ow / (size_t)g->V);
+            }
+        }
+        return;
+    }
+    taps(off, g->wp);
 #pragma omp parallel num_threads(nthreads(b, N))
     {
         float *xp = ws + p->per_thread * (size_t)omp_get_thread_num(), *grid = xp + p->xin;

@@ -44,7 +44,8 @@ static void dy_image(float *restrict dyT, float *restrict accb, const float *res
                      int Kv, int P, int Q, int wp)
 {
     const size_t PQ = (size_t)P * Q;
-    for (int k = 0; k < K; k++) accb[k] += rtp_cpu_row_sum(dy + (size_t)k * PQ, (int)PQ);
+    if (accb) /* a bias */
+        for (int k = 0; k < K; k++) accb[k] += rtp_cpu_row_sum(dy + (size_t)k * PQ, (int)PQ);
     for (int p = 0; p < P; p++) {
         for (int q = 0; q < Q; q++, dyT += Kv) {
             const float *src = dy + (size_t)p * Q + q;
@@ -97,7 +98,7 @@ void rtp_conv_wgrad_run(rt_backend *b, const rt_conv_desc *d, rt_tensor *dw, rt_
             memset(acc, 0, lay->accsz * sizeof *acc);
             int n1 = (g + 1) * RTP_CONV_GROUP < d->N ? (g + 1) * RTP_CONV_GROUP : d->N;
             for (int n = g * RTP_CONV_GROUP; n < n1; n++) {
-                dy_image(dyT, acc + nw, DY + kpq * (size_t)n, K, Kv, d->P, d->Q, lay->wp);
+                dy_image(dyT, dbias ? acc + nw : NULL, DY + kpq * (size_t)n, K, Kv, d->P, d->Q, lay->wp);
                 image(ctx, scratch, dyT, X + chw * (size_t)n, acc);
             }
         }

@@ -28,8 +28,14 @@
  * synchronisation. On a timeout, an error NCCL reports, or rt_nccl_cancel (another
  * device of the group failed) the communicator is aborted (ncclCommAbort ends its
  * kernels) and the call fails naming the device. This is the step's one host wait on
- * a device: the step's statistics row comes back with it, copied into pinned memory on
- * the backend's stream before `ready` (runtime/rt_trainer_device.c).
+ * a device: the step's statistics come back with it (rt_nccl_tally). Before `ready`,
+ * on the backend's stream, the rank's slot of a small device buffer is filled (its host
+ * numbers uploaded from pinned memory, the statistics row's loss copied in on the
+ * device) with every other slot zero; the group then sums the gradients, that buffer
+ * (f64: a gather, each slot summed with zeros) and the right predictions (f32), and
+ * the buffer comes back into the pinned memory on the collective's stream before
+ * `summed`. So ranks of a launch exchange loss, accuracy and stop votes with no second
+ * collective and no second wait.
  *
  * The weighted sum (each rank's mean gradient times its share of the batch, so uneven
  * shares of a last batch still give the batch's mean) is one collective: a
@@ -59,8 +65,10 @@ typedef struct nccl_rank {
     int aborted;   /* ncclCommAbort'ed: comm is gone */
     void *scratch; /* b's memory for host collectives (rt_nccl_host) */
     size_t scratch_bytes;
-    void *pinned; /* host memory the step's statistics come back to */
-    size_t pinned_bytes;
+    void *tally;  /* b's memory: the tally's slots (nranks x RT_NCCL_TALLY f64), then the
+                  * right predictions (f32) */
+    void *pinned; /* host memory the tally goes up from and comes back to */
+    size_t tally_bytes;
 } nccl_rank;
 
 struct rt_nccl {
@@ -417,21 +425,57 @@ rt_status rt_nccl_host(rt_nccl *c, void *buf, size_t n, rt_nccl_host_op op, doub
     return RT_OK;
 }
 
-/* k's pinned host buffer, at least bytes */
-static cudaError_t pinned_for(nccl_rank *k, size_t bytes)
+/* The tally's bytes: the slots, then the f32 sum padded to 8 bytes */
+static size_t tally_bytes(const rt_nccl *c)
 {
-    if (bytes <= k->pinned_bytes) return cudaSuccess;
-    if (k->pinned) (void)cudaFreeHost(k->pinned);
-    k->pinned = NULL;
-    k->pinned_bytes = 0;
-    cudaError_t e = cudaMallocHost(&k->pinned, bytes);
-    if (e == cudaSuccess) k->pinned_bytes = bytes;
-    return e;
+    return (size_t)c->nranks * RT_NCCL_TALLY * sizeof(double) + sizeof(double);
+}
+
+/* Before `ready`, on b's stream: k's tally buffer = zeros but this rank's slot (its host
+ * numbers, and the row's loss and right predictions when it has a row). */
+static rt_status tally_fill(rt_nccl *c, int r, rt_backend *b, const rt_nccl_tally *t, rt_error *err)
+{
+    nccl_rank *k = &c->r[r];
+    const size_t bytes = tally_bytes(c);
+    const int me = c->n > 1 ? r : c->rank; /* its rank in the world */
+    if (!k->tally) {
+        RT_TRY(rtp_cuda_alloc(b, &k->tally, bytes, err));
+        RT_CUDA_TRY(b, err, cudaMallocHost(&k->pinned, bytes));
+        k->tally_bytes = bytes;
+    }
+    double *slot = (double *)k->pinned + (size_t)me * RT_NCCL_TALLY;
+    float right = 0.0f;
+    memset(k->pinned, 0, bytes);
+    memcpy(slot + 1, t->mine, sizeof t->mine);
+    memcpy((double *)k->pinned + (size_t)c->nranks * RT_NCCL_TALLY, &right, sizeof right);
+    cudaStream_t s = rtp_cuda_of(b)->stream;
+    char *dev = k->tally;
+    RT_CUDA_TRY(b, err, cudaMemcpyAsync(dev, k->pinned, bytes, cudaMemcpyHostToDevice, s));
+    if (!t->row) return RT_OK;
+    const char *row = t->row;
+    RT_CUDA_TRY(b, err,
+                cudaMemcpyAsync(dev + (size_t)me * RT_NCCL_TALLY * sizeof(double), row,
+                                sizeof(double), cudaMemcpyDeviceToDevice, s));
+    RT_CUDA_TRY(b, err,
+                cudaMemcpyAsync(dev + (size_t)c->nranks * RT_NCCL_TALLY * sizeof(double),
+                                row + 2 * sizeof(float), sizeof(float), cudaMemcpyDeviceToDevice,
+                                s));
+    return RT_OK;
+}
+
+/* After the wait: the tally out of the pinned copy. */
+static void tally_read(const rt_nccl *c, int r, rt_nccl_tally *t)
+{
+    const nccl_rank *k = &c->r[r];
+    const size_t slots = (size_t)c->nranks * RT_NCCL_TALLY;
+    float right;
+    memcpy(t->ranks, k->pinned, slots * sizeof(double));
+    memcpy(&right, (const double *)k->pinned + slots, sizeof right);
+    t->right = right;
 }
 
 rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
-                            double timeout_s, const void *read_src, void *read_dst,
-                            size_t read_bytes, rt_error *err)
+                            double timeout_s, rt_nccl_tally *tally, rt_error *err)
 {
     RT_TRY(check_usable(c, r, err));
     RT_TRY(rtp_cuda_enter(b, err));
@@ -455,21 +499,28 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
         k->has_op = 1;
         k->scale = scale;
     }
-    if (read_src) { /* before `ready`: done when the sum is */
-        RT_CUDA_TRY(b, err, pinned_for(k, read_bytes));
-        RT_CUDA_TRY(b, err,
-                    cudaMemcpyAsync(k->pinned, read_src, read_bytes, cudaMemcpyDeviceToHost, main));
-    }
+    if (tally) RT_TRY(tally_fill(c, r, b, tally, err));
     RT_CUDA_TRY(b, err, cudaEventRecord(k->ready, main));
     RT_CUDA_TRY(b, err, cudaStreamWaitEvent(k->stream, k->ready, 0));
     NCCL_TRY(c, r, f->GroupStart(), err);
     rtp_nccl_result rc = f->AllReduce(buf->data, buf->data, rt_tensor_numel(buf), RTP_NCCL_FLOAT32,
                                       k->op, k->comm, k->stream);
+    const size_t slots = (size_t)c->nranks * RT_NCCL_TALLY;
+    void *right = tally ? (double *)k->tally + slots : NULL;
+    if (tally && rc == RTP_NCCL_SUCCESS)
+        rc = f->AllReduce(k->tally, k->tally, slots, RTP_NCCL_FLOAT64, RTP_NCCL_SUM, k->comm,
+                          k->stream);
+    if (tally && rc == RTP_NCCL_SUCCESS)
+        rc = f->AllReduce(right, right, 1, RTP_NCCL_FLOAT32, RTP_NCCL_SUM, k->comm, k->stream);
     RT_TRY(group_end(c, r, rc, "ncclAllReduce", timeout_s, err));
+    if (tally) /* comes back with the sums: `summed` is recorded after it */
+        RT_CUDA_TRY(b, err,
+                    cudaMemcpyAsync(k->pinned, k->tally, k->tally_bytes, cudaMemcpyDeviceToHost,
+                                    k->stream));
     RT_CUDA_TRY(b, err, cudaEventRecord(k->summed, k->stream));
     RT_CUDA_TRY(b, err, cudaStreamWaitEvent(main, k->summed, 0));
     RT_TRY(wait_summed(c, r, timeout_s, err));
-    if (read_src) memcpy(read_dst, k->pinned, read_bytes);
+    if (tally) tally_read(c, r, tally);
     return RT_OK;
 }
 
@@ -488,6 +539,7 @@ void rt_nccl_destroy(rt_nccl *c)
             (void)(c->cancelled || c->nonblocking ? c->f->CommAbort(k->comm)
                                                   : c->f->CommDestroy(k->comm));
         rtp_cuda_free(k->b, k->scratch);
+        rtp_cuda_free(k->b, k->tally);
         if (k->pinned) (void)cudaFreeHost(k->pinned);
         if (k->ready) (void)cudaEventDestroy(k->ready);
         if (k->summed) (void)cudaEventDestroy(k->summed);

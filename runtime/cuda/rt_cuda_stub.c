@@ -44,8 +44,7 @@ rt_status rt_nccl_create(rt_nccl **out, rt_backend *const *b, int n, rt_error *e
 }
 
 rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, float scale,
-                            double timeout_s, const void *read_src, void *read_dst,
-                            size_t read_bytes, rt_error *err)
+                            double timeout_s, rt_nccl_tally *tally, rt_error *err)
 {
     return RT_ERR(err, RT_ENODEV, "NCCL needs CUDA; this Kiln was built without CUDA");
 }

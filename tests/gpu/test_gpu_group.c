@@ -7,11 +7,13 @@
  *    gradient is summed in another order: the shares' means, weighted; measured 1.7e-8
  *    and 4e-8 over 20 Adam steps). Batch 7 of 64
  *    images: shares of 3 and 4, and a last batch of 1 image that one device has none of;
- *  - one NCCL all-reduce a step, of exactly the gradients' bytes (the flat gradient
- *    vector: every trainable tensor, each padded to RT_OPTIM_ALIGN floats), every call
- *    inside a group and on a stream that waits for the backward (2 event waits a call);
- *  - one host wait a step per device (the polled wait for the sum, which brings the
- *    statistics row along), no other synchronisation;
+ *  - one NCCL weighted all-reduce a step, of exactly the gradients' bytes (the flat
+ *    gradient vector: every trainable tensor, each padded to RT_OPTIM_ALIGN floats),
+ *    with the step's statistics gathered in the same group (two small sums: the
+ *    devices' slots of loss, samples and votes, and the right predictions), every call
+ *    inside a group and on a stream that waits for the backward (2 event waits a step);
+ *  - one host wait a step per device (the polled wait for the sums, which brings the
+ *    statistics along: one copy back a step), no other synchronisation;
  *  - the replicas stay bitwise equal to rank 0;
  *  - a checkpoint written mid-run by the 2-device trainer resumes on one device and on
  *    the CPU and ends where the uninterrupted run ends (1e-6 relative L2; measured
@@ -163,16 +165,16 @@ T_TEST(two_devices_train_like_one)
     ASSERT_EQ(steps(&two, 1, &err), RT_OK); /* the first copies rank 0's state to the replica */
     const long d2h0 = mock_stat_d2h(), syncs0 = mock_stat_syncs(), polls0 = mock_stat_event_polls();
     ASSERT_EQ(steps(&two, STEPS - 1, &err), RT_OK);
-    /* the host's waits, per step and device: the polled wait for NCCL's sum, which the
-     * statistics row rides with (an asynchronous copy before the sum); nothing else */
+    /* the host's waits, per step and device: the polled wait for NCCL's sums, which the
+     * statistics come back with (an asynchronous copy after them); nothing else */
     const long d2h = mock_stat_d2h() - d2h0, syncs = mock_stat_syncs() - syncs0,
                polls = mock_stat_event_polls() - polls0;
     printf("host waits in steps 2-%d on 2 devices: %ld polled waits, %ld synchronisations; "
-           "%ld statistics rows copied\n",
+           "%ld statistics copies back\n",
            STEPS, polls, syncs, d2h);
     ASSERT_EQ(polls, 2 * (STEPS - 1));
     ASSERT_EQ(syncs, 0);
-    ASSERT_EQ(d2h, 2 * (STEPS - 1) - EPOCHS); /* a last batch of 1: one device has none */
+    ASSERT_EQ(d2h, 2 * (STEPS - 1));
     ASSERT_EQ(steps(&two, 1, &err), RT_OK);
     ASSERT_EQ(two.calls, STEPS); /* progress once a step, from rank 0 only */
     double worst = 0;
@@ -189,16 +191,24 @@ T_TEST(two_devices_train_like_one)
            worst, rel, same);
     ASSERT(rel <= 1e-6);
     ASSERT(same == 0.0);
-    /* one all-reduce a step, of the whole gradient, in a group, ordered by events */
+    /* one weighted all-reduce a step, of the whole gradient, and the statistics' two
+     * small sums in the same group (the last: the right predictions, one float),
+     * ordered by events */
     const size_t gb = gradient_bytes(two.m);
+    const size_t tally = 2 * 4 * sizeof(double) + sizeof(float); /* 2 devices' slots */
     ASSERT_EQ((size_t)rt_tensor_bytes(rt_model_grads_flat(two.m)), gb);
-    printf("all-reduces %ld for %d steps, %zu bytes each (gradients %zu bytes)\n",
-           mock_nccl_collectives(), STEPS, mock_nccl_last_bytes(), gb);
-    ASSERT_EQ(mock_nccl_collectives(), STEPS);
-    ASSERT_EQ(mock_nccl_calls(), 2 * STEPS);
-    ASSERT_EQ(mock_nccl_grouped_calls(), 2 * STEPS);
-    ASSERT_EQ(mock_nccl_last_bytes(), gb);
-    ASSERT_EQ(mock_nccl_bytes(), (size_t)STEPS * gb);
+    printf("weighted all-reduces %ld for %d steps, %zu bytes each (gradients %zu bytes); "
+           "%ld collectives in all\n",
+           mock_nccl_weighted(), STEPS, mock_nccl_weighted_last_bytes(), gb,
+           mock_nccl_collectives());
+    ASSERT_EQ(mock_nccl_weighted(), STEPS);
+    ASSERT_EQ(mock_nccl_weighted_last_bytes(), gb);
+    ASSERT_EQ(mock_nccl_weighted_bytes(), (size_t)STEPS * gb);
+    ASSERT_EQ(mock_nccl_collectives(), 3 * STEPS);
+    ASSERT_EQ(mock_nccl_calls(), 2 * 3 * STEPS);
+    ASSERT_EQ(mock_nccl_grouped_calls(), 2 * 3 * STEPS);
+    ASSERT_EQ(mock_nccl_last_bytes(), sizeof(float));
+    ASSERT_EQ(mock_nccl_bytes(), (size_t)STEPS * (gb + tally));
     ASSERT_EQ(mock_stat_event_waits(), 2 * 2 * STEPS);
     finish(&one);
     finish(&two);
@@ -323,7 +333,7 @@ T_TEST(a_hung_all_reduce_stops_within_the_timeout)
     ASSERT_STR_CONTAINS(err.msg, "NCCL was aborted");
     ASSERT(strstr(err.msg, "cuda:0") || strstr(err.msg, "cuda:1"));
     ASSERT(el >= 0.45 && el < 5.0);
-    ASSERT_EQ(mock_nccl_collectives(), 2);
+    ASSERT_EQ(mock_nccl_weighted(), 2);
     ASSERT_EQ(mock_nccl_aborts(), 2); /* each device's communicator */
     clock_gettime(CLOCK_MONOTONIC, &t0);
     ASSERT(rt_trainer_step(r.t, &ev, &err) != RT_OK);

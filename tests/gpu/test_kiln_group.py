@@ -210,8 +210,8 @@ def test_gpu_ranks_under_torchrun_meet_beside_its_agent(work):
     assert not glob.glob(f"{work}/tcp-run.1/*.safetensors")
     assert os.path.exists(f"{work}/tcp-out.0.ipynb")
     assert not os.path.exists(f"{work}/tcp-out.1.ipynb")
-    # what the NCCL stand-in saw on each rank: the same id, one weighted sum a step of
-    # exactly the gradients' bytes (every trainable tensor padded to 64 floats, as the
+    # what the NCCL stand-in saw on each rank: the same id, one call a step (one host
+    # wait), whose weighted sum is exactly the gradients' bytes (every trainable tensor padded to 64 floats, as the
     # optimiser lays them out; the model has no batchnorm, so every tensor trains)
     reps = [json.load(open(f"{work}/tcp-nccl.{r}")) for r in (0, 1)]
     with open(ckpts[-1], "rb") as f:
@@ -224,8 +224,11 @@ def test_gpu_ranks_under_torchrun_meet_beside_its_agent(work):
     for r in reps:
         assert r["weighted_sums"] == len(rows), r
         assert r["weighted_sum_bytes"] == grad_bytes, r
-        # the start-of-run check, rank 0's parameters, then each step's loss and votes
-        assert r["other"] == len(rows) + 2, r
+        # one host wait a step: each step's loss, right predictions and stop votes are
+        # two small sums in the gradients' group; besides, the start-of-run check and
+        # rank 0's parameters
+        assert r["calls"] == len(rows) + 2, r
+        assert r["other"] == 2 * len(rows) + 2, r
 
 
 def test_cpu_ranks_without_mpi_are_refused(work):

@@ -4,7 +4,9 @@
  * bias gradient, on ResNet-20's shape classes (16/32/64 channels at 32x32/16x16/8x8,
  * the 3-channel first layer, the stride-2 downsampling convolutions and 1x1
  * projections) and odd ones (channel counts that fill no vector, odd sizes, pad 0 and
- * 2, no bias, a batch that is not a multiple of the weight-gradient group). Also:
+ * 2, with and without bias, a batch that is not a multiple of the weight-gradient
+ * group), so that both of the stride-1 path's layouts (written in place, or through
+ * the padded grid) are compared. Also:
  * results are bitwise the same run after run and for 1 or 2 threads, AVX2 and AVX-512
  * forward/input gradients agree bitwise, and convolutions no direct path takes (5x5,
  * 1x1 stride 1, >128 channels) stay on im2col. Each path is a backend opened with
@@ -144,10 +146,12 @@ static conv_case make2(int N, int C, int H, int W, int K, int R, int pad, int bi
 T_TEST(direct_matches_im2col)
 {
     const conv_case cs[] = {
-        make(3, 16, 32, 32, 16, 1, 1), /* ResNet-20 stage 1 */
-        make(3, 32, 16, 16, 32, 1, 1), /* stage 2 */
-        make(3, 64, 8, 8, 64, 1, 1),   /* stage 3 */
-        make(2, 3, 32, 32, 16, 1, 1),  /* the first layer */
+        make(3, 16, 32, 32, 16, 1, 0), /* ResNet-20 stage 1 (no bias: written in place) */
+        make(3, 32, 16, 16, 32, 1, 0), /* stage 2 */
+        make(3, 64, 8, 8, 64, 1, 0),   /* stage 3 */
+        make(2, 3, 32, 32, 16, 1, 0),  /* the first layer (3 rows of dx: through the grid) */
+        make(3, 16, 16, 16, 16, 1, 1), /* with a bias: through the grid */
+        make(2, 8, 4, 6, 12, 1, 0),    /* 24 positions: in place for avx2 only */
         make(9, 5, 9, 13, 7, 1, 1),    /* odd sizes and channels; 9 images: 2 groups */
         make(2, 6, 7, 11, 20, 0, 0),   /* pad 0 (input gradient bordered by 2), no bias */
         make(2, 3, 6, 5, 36, 2, 1),    /* pad 2; 36 rows: 2 avx512 vectors + a tail */
@@ -208,6 +212,7 @@ T_TEST(direct_deterministic)
 {
     const conv_case cs[] = {
         make(19, 16, 12, 10, 24, 1, 1),
+        make(19, 16, 12, 10, 24, 1, 0),
         make2(19, 16, 13, 10, 24, 3, 1, 1),
         make2(19, 16, 12, 11, 24, 1, 0, 1),
     };

@@ -234,16 +234,15 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
         kind = dd ? (sd ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
                   : (sd ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
     }
-    if (kind == cudaMemcpyDeviceToHost) { /* counted even when it fails */
-        mock.d2h++;
-        mock_nccl_drain(); /* the copy comes after the stream's collective */
-    }
+    if (kind == cudaMemcpyDeviceToHost) mock.d2h++; /* counted even when it fails */
     if (n == 0) return cudaSuccess;
     int dd = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     int sd = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
     if ((dd && !mock_in_device(dst, n)) || (sd && !mock_in_device(src, n)) ||
         (!dd && find(dst) >= 0) || (!sd && find(src) >= 0))
         return fail(cudaErrorInvalidValue);
+    /* behind the stream's collective in flight: done when it is (or synchronised) */
+    if (kind == cudaMemcpyDeviceToHost && mock_nccl_defer(dst, src, n)) return cudaSuccess;
     memmove(dst, src, n);
     return cudaSuccess;
 }

@@ -52,6 +52,8 @@
 #define MOCK_NCCL_VERSION 21903 /* 2.19.3 */
 #define MAX_OPS 8
 #define MAX_RANKS 16
+#define MAX_PARTS 4 /* collectives of one ncclGroupStart/End on a communicator */
+#define MAX_LATER 4 /* copies queued behind a call in flight */
 enum { SYSTEM_ERROR = 2, INVALID_ARGUMENT = 4, INVALID_USAGE = 5 };
 
 typedef struct clique clique;
@@ -64,6 +66,12 @@ typedef struct part {
     float scale;
     int premul; /* a pre-multiplied sum op (the gradients') */
 } part;
+
+/* what a communicator launches at once: one collective, or a group's (in call order) */
+typedef struct mcall {
+    part p[MAX_PARTS];
+    int n;
+} mcall;
 
 struct rtp_nccl_comm {
     clique *q; /* NULL: a rank of a clique across processes (files) */
@@ -78,11 +86,18 @@ struct rtp_nccl_comm {
     int nonblocking;     /* joined with blocking = 0 */
     int joining;         /* nonblocking: not every rank's join file is there yet */
     int settling;        /* nonblocking: its last ncclGroupEnd answered ncclInProgress */
-    /* the collective in flight */
+    mcall pend;          /* the open group's collectives, launched at ncclGroupEnd */
+    /* the call in flight */
     int busy, stuck;
-    rtp_nccl_result error; /* of the last collective */
+    rtp_nccl_result error; /* of the last call */
     unsigned long gen;     /* clique: the generation it joined */
-    part p;
+    mcall cur;
+    struct {
+        void *dst;
+        const void *src;
+        size_t n;
+    } later[MAX_LATER]; /* device-to-host copies queued behind it */
+    int nlater;
 };
 
 struct clique {
@@ -94,18 +109,23 @@ struct clique {
     int failed;  /* of generation gen - 1: the ranks' arguments disagreed */
     int gone;    /* communicators destroyed or aborted: the last frees the clique */
     int aborted; /* a rank aborted: the clique's collectives never finish */
-    part posted[MAX_RANKS];
+    mcall posted[MAX_RANKS];
 };
 
 static struct {
     pthread_mutex_t mu;
-    long collectives, calls, grouped_calls, aborts;
-    size_t bytes, last_bytes;
-} st = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0};
+    long collectives, calls, grouped_calls, aborts, weighted;
+    size_t bytes, last_bytes, weighted_bytes, weighted_last;
+} st = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 static _Thread_local int group_depth;
-static _Thread_local struct rtp_nccl_comm *current; /* this thread's last collective */
-static _Thread_local int group_nonblocking;         /* the open group has such a call */
+static _Thread_local struct rtp_nccl_comm *current; /* this thread's last call */
+/* the communicators with collectives in the open group */
+static _Thread_local struct rtp_nccl_comm *grouped[MAX_RANKS];
+static _Thread_local int ngrouped;
 
+long mock_nccl_weighted(void) { return st.weighted; }
+size_t mock_nccl_weighted_bytes(void) { return st.weighted_bytes; }
+size_t mock_nccl_weighted_last_bytes(void) { return st.weighted_last; }
 long mock_nccl_collectives(void) { return st.collectives; }
 long mock_nccl_calls(void) { return st.calls; }
 long mock_nccl_grouped_calls(void) { return st.grouped_calls; }
@@ -115,8 +135,8 @@ size_t mock_nccl_last_bytes(void) { return st.last_bytes; }
 void mock_nccl_reset(void)
 {
     pthread_mutex_lock(&st.mu);
-    st.collectives = st.calls = st.grouped_calls = st.aborts = 0;
-    st.bytes = st.last_bytes = 0;
+    st.collectives = st.calls = st.grouped_calls = st.aborts = st.weighted = 0;
+    st.bytes = st.last_bytes = st.weighted_bytes = st.weighted_last = 0;
     pthread_mutex_unlock(&st.mu);
 }
 
@@ -124,13 +144,23 @@ int mock_in_device(const void *p, size_t n);
 
 static size_t elem(int dtype) { return dtype == RTP_NCCL_FLOAT64 ? 8 : 4; }
 
-static void count_done(size_t bytes)
+static void count_done(size_t bytes, int premul)
 {
     pthread_mutex_lock(&st.mu);
     st.collectives++;
     st.bytes += bytes;
     st.last_bytes = bytes;
+    if (premul) st.weighted++, st.weighted_bytes += bytes, st.weighted_last = bytes;
     pthread_mutex_unlock(&st.mu);
+}
+
+/* c's call finished (rc): the copies queued behind it run now */
+static void finish(struct rtp_nccl_comm *c, rtp_nccl_result rc)
+{
+    c->error = rc;
+    c->busy = 0;
+    for (int i = 0; i < c->nlater; i++) memmove(c->later[i].dst, c->later[i].src, c->later[i].n);
+    c->nlater = 0;
 }
 
 /* out (count) = the parts combined in rank order: as NCCL, one arithmetic for all */
@@ -221,8 +251,8 @@ static void report(void)
     if (!f) return;
     fprintf(f,
             "{\"id\": \"%s\", \"rank\": %d, \"nranks\": %d, \"weighted_sums\": %ld, "
-            "\"weighted_sum_bytes\": %zu, \"other\": %ld}\n",
-            c->id, c->rank, c->nranks, c->premul_sums, c->premul_bytes, c->other);
+            "\"weighted_sum_bytes\": %zu, \"other\": %ld, \"calls\": %lu}\n",
+            c->id, c->rank, c->nranks, c->premul_sums, c->premul_bytes, c->other, c->calls);
     fclose(f);
 }
 
@@ -306,20 +336,59 @@ static void file_name(char *out, size_t cap, const struct rtp_nccl_comm *c, unsi
     snprintf(out, cap, "%s/%lu.%d", c->dir, call, rank);
 }
 
+/* c's call as <call>.<rank>: the number of collectives, then each one's head and data */
 static rtp_nccl_result post_file(struct rtp_nccl_comm *c)
 {
     char path[400], tmp[420];
     file_name(path, sizeof path, c, c->calls - 1, c->rank);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    const file_head h = {c->p.dtype, c->p.op, c->p.scale, c->p.count};
-    const size_t bytes = c->p.count * elem(c->p.dtype);
     FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(&h, sizeof h, 1, f) == 1 && fwrite(c->p.buf, 1, bytes, f) == bytes;
+    int ok = f && fwrite(&c->cur.n, sizeof c->cur.n, 1, f) == 1;
+    for (int i = 0; ok && i < c->cur.n; i++) {
+        const part *p = &c->cur.p[i];
+        const file_head h = {p->dtype, p->op, p->scale, p->count};
+        const size_t bytes = p->count * elem(p->dtype);
+        ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(p->buf, 1, bytes, f) == bytes;
+    }
     if (f && fclose(f) != 0) ok = 0;
     return ok && rename(tmp, path) == 0 ? RTP_NCCL_SUCCESS : SYSTEM_ERROR;
 }
 
-/* Completes c's collective when every rank's file is there; 1 while still waiting. */
+/* Collective i of the call: every rank's part read from its file (at its position), the
+ * result computed in rank order and written to c's buffer. */
+static rtp_nccl_result combine_files(struct rtp_nccl_comm *c, FILE **in, int i)
+{
+    const part *me = &c->cur.p[i];
+    const size_t bytes = me->count * elem(me->dtype);
+    part parts[MAX_RANKS];
+    const part *pp[MAX_RANKS];
+    void *out = malloc(bytes);
+    rtp_nccl_result rc = out ? RTP_NCCL_SUCCESS : SYSTEM_ERROR;
+    for (int r = 0; r < MAX_RANKS; r++) {
+        parts[r] = (part){0};
+        pp[r] = &parts[r];
+    }
+    for (int r = 0; r < c->nranks && rc == RTP_NCCL_SUCCESS; r++) {
+        file_head h;
+        parts[r].buf = malloc(bytes);
+        if (!parts[r].buf || fread(&h, sizeof h, 1, in[r]) != 1 || h.count != me->count ||
+            h.dtype != me->dtype || h.op != me->op || fread(parts[r].buf, 1, bytes, in[r]) != bytes)
+            rc = INVALID_USAGE; /* a rank sent another collective */
+        parts[r].scale = h.scale;
+    }
+    if (rc == RTP_NCCL_SUCCESS) {
+        combine(out, pp, c->nranks, me);
+        memcpy(me->buf, out, bytes);
+        if (me->premul) c->premul_sums++, c->premul_bytes = bytes;
+        else c->other++;
+        if (c->rank == 0) count_done(bytes, me->premul);
+    }
+    for (int r = 0; r < c->nranks; r++) free(parts[r].buf);
+    free(out);
+    return rc;
+}
+
+/* Completes c's call when every rank's file is there; 1 while still waiting. */
 static int progress_files(struct rtp_nccl_comm *c)
 {
     char path[400];
@@ -328,70 +397,51 @@ static int progress_files(struct rtp_nccl_comm *c)
         file_name(path, sizeof path, c, call, r);
         if (access(path, F_OK) != 0) return 1;
     }
-    const size_t bytes = c->p.count * elem(c->p.dtype);
-    part parts[MAX_RANKS];
-    const part *pp[MAX_RANKS];
-    void *out = malloc(bytes);
-    rtp_nccl_result rc = out && c->nranks <= MAX_RANKS ? RTP_NCCL_SUCCESS : SYSTEM_ERROR;
-    for (int r = 0; r < MAX_RANKS; r++) {
-        parts[r] = (part){0};
-        pp[r] = &parts[r];
-    }
+    FILE *in[MAX_RANKS] = {0};
+    rtp_nccl_result rc = c->nranks <= MAX_RANKS ? RTP_NCCL_SUCCESS : SYSTEM_ERROR;
     for (int r = 0; r < c->nranks && rc == RTP_NCCL_SUCCESS; r++) {
+        int n = 0;
         file_name(path, sizeof path, c, call, r);
-        FILE *g = fopen(path, "rb");
-        file_head h;
-        parts[r].buf = malloc(bytes);
-        if (!g || !parts[r].buf || fread(&h, sizeof h, 1, g) != 1 || h.count != c->p.count ||
-            h.dtype != c->p.dtype || h.op != c->p.op || fread(parts[r].buf, 1, bytes, g) != bytes)
-            rc = INVALID_USAGE; /* a rank sent another collective */
-        parts[r].scale = h.scale;
-        if (g) fclose(g);
+        in[r] = fopen(path, "rb");
+        if (!in[r] || fread(&n, sizeof n, 1, in[r]) != 1 || n != c->cur.n) rc = INVALID_USAGE;
     }
-    if (rc == RTP_NCCL_SUCCESS) {
-        combine(out, pp, c->nranks, &c->p);
-        memcpy(c->p.buf, out, bytes);
-        if (c->p.premul) c->premul_sums++, c->premul_bytes = bytes;
-        else c->other++;
-        if (c->rank == 0) count_done(bytes);
-        else {
-            pthread_mutex_lock(&st.mu);
-            st.last_bytes = bytes;
-            pthread_mutex_unlock(&st.mu);
-        }
-    }
-    for (int r = 0; r < c->nranks; r++) free(parts[r].buf);
-    free(out);
+    for (int i = 0; i < c->cur.n && rc == RTP_NCCL_SUCCESS; i++) rc = combine_files(c, in, i);
+    for (int r = 0; r < c->nranks && r < MAX_RANKS; r++)
+        if (in[r]) fclose(in[r]);
     if (call >= 2) { /* every rank has read call - 2: it posted call - 1 after that */
         file_name(path, sizeof path, c, call - 2, c->rank);
         unlink(path);
     }
-    c->error = rc;
-    c->busy = 0;
+    finish(c, rc);
     return 0;
 }
 
 /* ---- in one process: a clique ---- */
 
-/* Under q->mu: the last rank to post completes the collective for all. */
+/* Under q->mu: the last rank to post completes the call's collectives for all. */
 static void complete_clique(clique *q)
 {
-    const part *me = &q->posted[0];
-    int agree = 1;
-    for (int r = 1; r < q->n; r++)
-        agree &= q->posted[r].count == me->count && q->posted[r].dtype == me->dtype &&
-                 q->posted[r].op == me->op;
-    const size_t bytes = me->count * elem(me->dtype);
-    void *out = agree ? malloc(bytes) : NULL;
-    if (out) {
-        const part *pp[MAX_RANKS];
-        for (int r = 0; r < MAX_RANKS; r++) pp[r] = &q->posted[r];
-        combine(out, pp, q->n, me);
-        for (int r = 0; r < q->n; r++) memcpy(q->posted[r].buf, out, bytes);
-        free(out);
-        count_done(bytes);
+    const mcall *me = &q->posted[0];
+    int ok = 1;
+    for (int r = 1; r < q->n; r++) {
+        ok &= q->posted[r].n == me->n;
+        for (int i = 0; ok && i < me->n; i++) {
+            const part *a = &q->posted[r].p[i], *b = &me->p[i];
+            ok &= a->count == b->count && a->dtype == b->dtype && a->op == b->op;
+        }
     }
-    q->failed = !out;
+    for (int i = 0; ok && i < me->n; i++) {
+        const size_t bytes = me->p[i].count * elem(me->p[i].dtype);
+        void *out = malloc(bytes);
+        const part *pp[MAX_RANKS];
+        for (int r = 0; r < MAX_RANKS; r++) pp[r] = &q->posted[r].p[i];
+        ok = out != NULL;
+        if (ok) combine(out, pp, q->n, &me->p[i]);
+        for (int r = 0; ok && r < q->n; r++) memcpy(q->posted[r].p[i].buf, out, bytes);
+        free(out);
+        if (ok) count_done(bytes, me->p[i].premul);
+    }
+    q->failed = !ok;
     q->arrived = 0;
     q->gen++;
 }
@@ -404,15 +454,27 @@ static int progress(struct rtp_nccl_comm *c)
     clique *q = c->q;
     pthread_mutex_lock(&q->mu);
     int busy = q->gen == c->gen;
-    if (!busy) {
-        c->busy = 0;
-        c->error = q->failed ? INVALID_USAGE : RTP_NCCL_SUCCESS;
-    }
+    const int failed = q->failed;
     pthread_mutex_unlock(&q->mu);
+    if (!busy) finish(c, failed ? INVALID_USAGE : RTP_NCCL_SUCCESS);
     return busy;
 }
 
 int mock_nccl_busy(void) { return progress(current); }
+
+int mock_nccl_defer(void *dst, const void *src, size_t n)
+{
+    struct rtp_nccl_comm *c = current;
+    if (!progress(c)) return 0;
+    if (c->nlater == MAX_LATER) {
+        mock_nccl_drain(); /* as a synchronisation would */
+        return 0;
+    }
+    c->later[c->nlater].dst = dst;
+    c->later[c->nlater].src = src;
+    c->later[c->nlater++].n = n;
+    return 1;
+}
 
 int mock_nccl_settling(void) { return current && current->settling; }
 
@@ -431,24 +493,15 @@ static int hangs(const struct rtp_nccl_comm *c, unsigned long call)
     return e && sscanf(e, "hang:%d:%lu", &r, &k) == 2 && r == c->rank && k == call;
 }
 
-/* Starts c's part p of a collective. */
-static rtp_nccl_result start(struct rtp_nccl_comm *c, const part *p)
+/* Launches c's pending collectives as one call (one hang count, one wait). */
+static rtp_nccl_result launch(struct rtp_nccl_comm *c)
 {
-    if (c->busy || c->joining || c->settling)
-        return INVALID_USAGE; /* the mock's streams hold one collective; not before ready */
-    pthread_mutex_lock(&st.mu);
-    st.calls++;
-    st.grouped_calls += group_depth > 0;
-    pthread_mutex_unlock(&st.mu);
-    c->p = *p;
+    c->cur = c->pend;
+    c->pend.n = 0;
     c->busy = 1;
     c->error = RTP_NCCL_SUCCESS;
     c->calls++;
     current = c;
-    if (c->nonblocking && group_depth > 0) {
-        c->settling = 1; /* until ncclCommGetAsyncError after ncclGroupEnd */
-        group_nonblocking = 1;
-    }
     if (hangs(c, c->calls)) {
         c->stuck = 1;
         return RTP_NCCL_SUCCESS;
@@ -457,10 +510,25 @@ static rtp_nccl_result start(struct rtp_nccl_comm *c, const part *p)
     clique *q = c->q;
     pthread_mutex_lock(&q->mu);
     c->gen = q->gen;
-    q->posted[c->rank] = *p;
+    q->posted[c->rank] = c->cur;
     if (++q->arrived == q->n) complete_clique(q);
     pthread_mutex_unlock(&q->mu);
     return RTP_NCCL_SUCCESS;
+}
+
+/* c's part p of a collective: launched now, or at the end of the open group. */
+static rtp_nccl_result start(struct rtp_nccl_comm *c, const part *p)
+{
+    if (c->busy || c->joining || c->settling || c->pend.n == MAX_PARTS ||
+        (c->pend.n == 0 && group_depth > 0 && ngrouped == MAX_RANKS))
+        return INVALID_USAGE; /* the mock's streams hold one call; not before ready */
+    pthread_mutex_lock(&st.mu);
+    st.calls++;
+    st.grouped_calls += group_depth > 0;
+    pthread_mutex_unlock(&st.mu);
+    if (c->pend.n == 0 && group_depth > 0) grouped[ngrouped++] = c;
+    c->pend.p[c->pend.n++] = *p;
+    return group_depth > 0 ? RTP_NCCL_SUCCESS : launch(c);
 }
 
 static rtp_nccl_result get_async_error(rtp_nccl_comm_t comm, rtp_nccl_result *async)
@@ -542,9 +610,17 @@ static rtp_nccl_result group_start(void)
 static rtp_nccl_result group_end(void)
 {
     if (group_depth == 0) return INVALID_USAGE;
-    if (--group_depth > 0 || !group_nonblocking) return RTP_NCCL_SUCCESS;
-    group_nonblocking = 0;
-    return RTP_NCCL_IN_PROGRESS; /* a nonblocking communicator's work is being launched */
+    if (--group_depth > 0) return RTP_NCCL_SUCCESS;
+    rtp_nccl_result rc = RTP_NCCL_SUCCESS;
+    int nonblocking = 0;
+    for (int i = 0; i < ngrouped; i++) {
+        rtp_nccl_result r = launch(grouped[i]);
+        if (rc == RTP_NCCL_SUCCESS) rc = r;
+        if (grouped[i]->nonblocking) /* until ncclCommGetAsyncError says it is launched */
+            grouped[i]->settling = nonblocking = 1;
+    }
+    ngrouped = 0;
+    return rc == RTP_NCCL_SUCCESS && nonblocking ? RTP_NCCL_IN_PROGRESS : rc;
 }
 
 static rtp_nccl_result premul_create(rtp_nccl_redop *op, void *scalar, int dtype, int residence,

@@ -5,8 +5,14 @@
 
 #include <stddef.h>
 
-/* Completed collectives (one per all-reduce of the group, whatever its size). */
+/* Completed collectives (one per all-reduce of the group, whatever its size; a group
+ * of several on a communicator counts each). */
 long mock_nccl_collectives(void);
+/* Of those, the weighted sums (a pre-multiplied sum op: the gradients'), their bytes
+ * and the last one's bytes. */
+long mock_nccl_weighted(void);
+size_t mock_nccl_weighted_bytes(void);
+size_t mock_nccl_weighted_last_bytes(void);
 /* ncclAllReduce calls (one per rank and collective), and those made inside a
  * ncclGroupStart/End. */
 long mock_nccl_calls(void);
@@ -21,6 +27,10 @@ void mock_nccl_reset(void);
  * says not ready); drain waits for it (a synchronisation), at most 60 s. */
 int mock_nccl_busy(void);
 void mock_nccl_drain(void);
+/* For mock_cuda.c: a device-to-host copy queued on a stream behind this thread's call
+ * in flight runs when the call completes (1: queued), as on a real stream; 0: nothing
+ * is in flight, copy now. */
+int mock_nccl_defer(void *dst, const void *src, size_t n);
 /* 1 while this thread's nonblocking communicator is still launching its last group's work
  * (ncclGroupEnd said ncclInProgress and nobody polled NCCL's state since): NCCL allows no
  * CUDA call on the stream then. */
