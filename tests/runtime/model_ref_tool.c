@@ -75,9 +75,7 @@ int main(int argc, char **argv)
         rc = 77;
         goto out;
     }
-    if (rt_model_create(&m, spec, &in, &err) ||
-        rt_model_attach(m, &b, N, 42, &err))
-        goto out;
+    if (rt_model_create(&m, spec, &in, &err) || rt_model_attach(m, &b, N, 42, &err)) goto out;
     nt = rt_model_num_tensors(m);
     host = calloc((size_t)nt * 2, sizeof *host);
     info = calloc((size_t)nt, sizeof *info);
