@@ -321,6 +321,8 @@ def main():
         return 77
     tests = [test_resnet20_step_matches_pytorch, test_resnet20_loads_into_a_pytorch_resnet20,
              test_small_residual_matches_pytorch]
+    if DEVICE != "cpu":   # the names and layout do not depend on the device
+        tests.remove(test_resnet20_loads_into_a_pytorch_resnet20)
     failed = 0
     for t in tests:
         with tempfile.TemporaryDirectory() as d:
