@@ -13,6 +13,8 @@ BatchNorm2d, 1x1 projection shortcuts, AdaptiveAvgPool2d, Linear) - on a synthet
 images/s for both and the ratio, and the CPU time per image (all threads; with
 --threads 1 a figure that a loaded machine disturbs much less than wall time).
 --venv DIR also runs the PyTorch side with DIR/bin/python (a PyPI torch).
+--unfused also runs Kiln with each relu apart from the batch norm or add before it
+(resnet_bench --fuse 0), to show what the fusion gains in the same run.
 """
 import argparse
 import os
@@ -61,6 +63,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--build", default="build")
     ap.add_argument("--venv")
+    ap.add_argument("--unfused", action="store_true")
     a = ap.parse_args()
     tool = os.path.join(a.build, "bench", "resnet_bench")
     spec_path = os.path.join(a.build, "bench", "resnet20.spec")
@@ -81,6 +84,7 @@ def main():
           % (a.threads, a.batch, a.steps, os.getloadavg()[0]))
     kiln, torch_ips = [], {p: [] for p in pythons}
     kiln_cpu, torch_cpu = [], {p: [] for p in pythons}
+    apart, apart_cpu = [], []
     tests_dir = os.path.join(HERE, "..", "tests", "runtime")
     for r in range(a.repeat):
         k = run([tool, "--steps", str(a.steps), "--batch", str(a.batch), "--threads",
@@ -88,6 +92,12 @@ def main():
         kiln.append(float(k["images_per_s"]))
         kiln_cpu.append(float(k["cpu_ms_per_image"]))
         line = "  run %d: kiln %.1f img/s (%.2f CPU-ms/img)" % (r + 1, kiln[-1], kiln_cpu[-1])
+        if a.unfused:
+            u = run([tool, "--steps", str(a.steps), "--batch", str(a.batch), "--threads",
+                     str(a.threads), "--fuse", "0"], env)
+            apart.append(float(u["images_per_s"]))
+            apart_cpu.append(float(u["cpu_ms_per_image"]))
+            line += ", kiln unfused %.1f img/s (%.2f CPU-ms/img)" % (apart[-1], apart_cpu[-1])
         for py in pythons:
             t = run([py, "-c", TORCH_SIDE, tests_dir, str(a.threads), str(a.steps),
                      str(a.batch), spec_path], env)
@@ -97,6 +107,9 @@ def main():
                 t["version"], py, torch_ips[py][-1], torch_cpu[py][-1])
         print(line, flush=True)
     med = lambda v: sorted(v)[len(v) // 2]
+    if apart:
+        print("median: kiln %.1f img/s (%.2f CPU-ms/img), unfused %.1f img/s (%.2f CPU-ms/img)"
+              % (med(kiln), med(kiln_cpu), med(apart), med(apart_cpu)))
     for py, v in torch_ips.items():
         print("median: kiln %.1f img/s, torch (%s) %.1f img/s, ratio %.2f"
               % (med(kiln), py, med(v), med(kiln) / med(v)))

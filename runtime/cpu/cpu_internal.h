@@ -39,11 +39,16 @@ RT_MUST_USE rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt
 /* The elementwise spans (cpu_act.c, cpu_bn.c, cpu_backend.c): noinline keeps `restrict`
  * meaningful (inlined into an OpenMP outlined function GCC loses it and falls back to
  * scalar, branchy code), and no-trapping-math lets GCC turn selects such as
- * `x > 0 ? 1 : slope` into vector blends (we never rely on FP exceptions). */
+ * `x > 0 ? 1 : slope` into vector blends (we never rely on FP exceptions). GCC also
+ * builds each for AVX-512 and AVX2 beside the baseline, picked when the program loads
+ * (valgrind gets AVX2): the same operations in the same order (no FMA contraction, no
+ * reassociation), so every build gives the same bits. */
 #if defined(__clang__) /* clang has no per-function optimize attribute */
 #define RTP_SPAN __attribute__((noinline))
 #else
-#define RTP_SPAN __attribute__((noinline, optimize("no-trapping-math")))
+#define RTP_SPAN                                           \
+    __attribute__((noinline, optimize("no-trapping-math"), \
+                   target_clones("avx512f", "avx2", "default")))
 #endif
 
 /* cpu_act.c: elementwise loops over n floats run on rtp_cpu_team(b, n) threads (one
