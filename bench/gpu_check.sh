@@ -16,6 +16,10 @@
 #   5 checkpoints the CPU-made run in the bundle resumed on the GPU; a run trained on the
 #                 GPU saved into OUT/ckpt-gpu (resume it on the CPU back home with
 #                 `bench/gpu_check.sh --resume-back OUT`)
+#   6 several GPUs (a machine with 2 or more; else skipped): 02-train on cuda:0,1 in one
+#                 kernel, and as 2 processes of a launch without MPI (NCCL: the
+#                 system's, or the nvidia-nccl wheel beside PyTorch); images/s of both
+#                 and rank 0's losses against the one kernel's
 # --dry-run: the same steps without a GPU, for CI (bench/README.md): kiln and the tests
 # run on the mock device (BUILD/tests/gpu/*_mock, kiln_mock; tiny sizes), the bundle's
 # own binaries run where no GPU is needed (each real-device test must SKIP), and the
@@ -32,7 +36,7 @@ while [ $# -gt 0 ]; do
     --dry-run) dry=1; shift ;;
     --build) build="$(cd "$2" && pwd)"; shift 2 ;;
     --resume-back) back="$(cd "$2" && pwd)"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "gpu_check: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -278,6 +282,69 @@ else
   cst=fail; cdetail="$cdetail GPU checkpoint: FAILED (rc $rc)"
 fi
 record checkpoints $cst "$(since "$t0")" "$cdetail"
+
+# ---- 6: several GPUs (2 or more on the machine; the dry run: 2 mock devices) ----
+# notebooks/02-train.ipynb (6000 images, 1 epoch) on cuda:0,1 in one kernel (NCCL between the devices), then
+# as 2 processes of a launch without MPI (torchrun's variables: the ranks meet over TCP,
+# then NCCL), each with a results store of its own: both must train, and rank 0's
+# per-step losses are compared with the one kernel's (the same sums in the same order).
+t0=$(date +%s.%N)
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+[ $dry = 1 ] && ngpu=2
+if [ "${ngpu:-0}" -lt 2 ]; then
+  record "several GPUs" skipped "$(since "$t0")" "${ngpu:-0} GPU on this machine: needs 2 or more"
+else
+  # NCCL: the system's, else the nvidia-nccl wheel beside the machine's PyTorch
+  if [ $dry = 0 ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
+    wheel="$(python3 -c 'import glob,site
+print(next(iter(sum((glob.glob(p + "/nvidia/nccl/lib/libnccl.so.2") for p in site.getsitepackages()), [])), ""))' 2>/dev/null)"
+    [ -n "$wheel" ] && export KILN_LIBNCCL="$wheel"
+  fi
+  menv=(); [ $dry = 1 ] && menv=(KILN_MOCK_DEVICE=devices=2)
+  # the mock device replays every kernel on the host: the dry run trains the small
+  # stage notebook of the mock suite (256 images, 32 steps) instead
+  mnb=(notebooks/02-train.ipynb -p dataset fashion-mnist -p subset 6000 -p val 500
+       -p epochs 1 -p batch_size 256 -p time_limit 1h)
+  [ $dry = 1 ] && mnb=(tests/gpu/group_stage.ipynb)
+  mrun() { # TAG DEVICE [VAR=VALUE...]: the notebook with a results store of its own
+    local tag="$1" dev="$2"; shift 2
+    env "${menv[@]}" KILN_RESULTS="$W/multi-$tag.sqlite" "$@" "$kiln" run "${mnb[@]}" \
+      -o "$W/multi-$tag.ipynb" -p device "$dev" -p run_dir "$W/runs/multi-$tag"
+  }
+  mst=ok mdetail=""
+  mrun group cuda:0,1 > "$OUT/logs/6-group.log" 2>&1 || { mst=fail; mdetail="cuda:0,1: FAILED;"; }
+  nbtext "$W/multi-group.ipynb" >> "$OUT/logs/6-group.log" 2>/dev/null
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  pids=()
+  for r in 0 1; do
+    mrun "rank$r" cuda RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 \
+      MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" KILN_DIST_TIMEOUT=120 \
+      > "$OUT/logs/6-rank$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in 0 1; do wait "${pids[$r]}" || { mst=fail; mdetail="$mdetail rank $r of 2: FAILED;"; }; done
+  nbtext "$W/multi-rank0.ipynb" >> "$OUT/logs/6-rank0.log" 2>/dev/null
+  mdetail="$mdetail $(python3 - "$W/multi-group.sqlite" "$W/multi-rank0.sqlite" <<'PY' 2>&1
+import sqlite3, sys
+def run(path):
+    db = sqlite3.connect(path)
+    rid = db.execute("select max(id) from runs").fetchone()[0]
+    loss = [v for (v,) in db.execute("select value from metrics where run_id=? and key='loss' "
+                                     "and kind=0 order by step", (rid,))]
+    ips = db.execute("select value from metrics where run_id=? and key='images_per_s' and "
+                     "kind=1 order by step desc limit 1", (rid,)).fetchone()
+    return loss, ips[0] if ips else 0.0
+(a, ia), (b, ib) = run(sys.argv[1]), run(sys.argv[2])
+n = min(len(a), len(b))
+d = max((abs(x - y) for x, y in zip(a[:n], b[:n])), default=float("nan"))
+print("cuda:0,1 %.0f img/s, 2 processes %.0f img/s; %d vs %d steps, max |dloss| %.3g"
+      % (ia, ib, len(a), len(b), d))
+sys.exit(0 if n and len(a) == len(b) else 1)
+PY
+)" || mst=fail
+  [ $dry = 1 ] && mdetail="mock devices, the mock suite's stage notebook: $mdetail"
+  record "several GPUs" $mst "$(since "$t0")" "$mdetail"
+fi
 
 # ---- the libraries a bare machine lacks: run the bundle with only glibc left ----
 if [ $dry = 1 ]; then

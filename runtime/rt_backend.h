@@ -290,6 +290,12 @@ struct rt_backend_ops {
     rt_status (*xent_stats)(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
                             const rt_tensor *probs, const rt_tensor *labels, const rt_xent_desc *d,
                             rt_error *err);
+    /* dst (numel floats, images of C planes of `plane`) = lut[c * 256 + byte] of the
+     * numel bytes in src (packed four to an RT_I32 word), c the element's channel: a data
+     * set's raw pixels normalised where they are kept (the trainer uploads a quarter of
+     * the floats' size). lut: C * 256 floats. NULL: the trainer normalises on the host. */
+    rt_status (*bytes_to_f32)(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
+                              const rt_tensor *lut, int C, size_t plane, rt_error *err);
     /* t *= amp.scale (the loss gradient, before the backward pass). */
     rt_status (*amp_scale)(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err);
     /* grad *= 1/amp.scale; amp.found_inf = 1 if some element was inf/NaN. */
@@ -416,6 +422,9 @@ RT_MUST_USE rt_status rt_backend_xent_stats(rt_backend *b, rt_tensor *stats, int
                                             const rt_tensor *loss, const rt_tensor *probs,
                                             const rt_tensor *labels, const rt_xent_desc *d,
                                             rt_error *err);
+RT_MUST_USE rt_status rt_backend_bytes_to_f32(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
+                                              const rt_tensor *lut, int C, size_t plane,
+                                              rt_error *err);
 RT_MUST_USE rt_status rt_backend_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp,
                                            rt_error *err);
 RT_MUST_USE rt_status rt_backend_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp,

@@ -433,6 +433,21 @@ rt_status rt_backend_xent_stats(rt_backend *b, rt_tensor *stats, int row, const 
     return b->ops->xent_stats(b, stats, row, loss, probs, labels, d, err);
 }
 
+rt_status rt_backend_bytes_to_f32(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
+                                  const rt_tensor *lut, int C, size_t plane, rt_error *err)
+{
+    RT_TRY(present(b, b->ops->bytes_to_f32 != NULL, "bytes_to_f32", err));
+    size_t n = dst ? rt_tensor_numel(dst) : 0;
+    if (C < 1 || C > 4 || plane == 0 || n % ((size_t)C * plane) != 0)
+        return RT_ERR(err, RT_EINVAL,
+                      "bytes_to_f32: %zu floats are not whole images of %d planes of %zu", n, C,
+                      plane);
+    RT_TRY(check(dst, n, "bytes_to_f32 floats", err));
+    RT_TRY(check(src, (n + 3) / 4, "bytes_to_f32 bytes", err));
+    RT_TRY(check(lut, (size_t)C * 256, "bytes_to_f32 table", err));
+    return b->ops->bytes_to_f32(b, dst, src, lut, C, plane, err);
+}
+
 /* ---- dynamic loss scaling ---- */
 
 static rt_status amp_check(const rt_tensor *amp, const rt_tensor *t, const char *what,

@@ -1,8 +1,9 @@
 /* rt_model_tensors.c - enumerating a model's parameters and buffers for checkpoints.
  *
- * Order: for each layer in order, its parameters ("weight", "bias") then its buffers
- * ("running_mean", "running_var"). Names are "<layer index>.<type>.<name>", e.g.
- * "0.conv2d.weight"; shapes are PyTorch's (conv (K,C,R,S), dense (O,F), vectors (K)).
+ * Order: for each layer in order, its parameters ("weight", then "bias" unless the layer
+ * has bias=false) then its buffers ("running_mean", "running_var"). Names are
+ * "<layer index>.<type>.<name>", e.g. "0.conv2d.weight"; shapes are PyTorch's (conv
+ * (K,C,R,S), dense (O,F), vectors (K)).
  * Host pointers are given only on a host backend (CPU); read/write work everywhere.
  */
 #include <stdio.h>

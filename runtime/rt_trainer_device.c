@@ -2,8 +2,9 @@
  * backend from data already there, with no host round trip.
  *
  * At create: the training set (images f32, labels as i32, validated) is uploaded once
- * (a set held as pixels through one host copy: the device holds all of it anyway),
- * with room for the epoch order, a statistics ring and the optimiser state. A step:
+ * (upload_set: a set held as pixels goes up as its bytes, a staging buffer at a time,
+ * and the backend normalises them: no host copy of the floats), with room for the
+ * epoch order, a statistics ring and the optimiser state. A step:
  * upload the order if the epoch changed (n int32, once an epoch) -> gather_batch ->
  * forward -> loss -> xent_stats into ring row `pending` -> backward (loss-scaled when
  * loss scaling is on) -> amp_unscale -> the optimiser op (amp-gated). The host keeps
@@ -23,6 +24,7 @@
 #include "rt_trainer_internal.h"
 
 #define RING_ROWS 256
+#define STAGE_BYTES (16u << 20) /* upload_set's staging buffer, host and device */
 enum { M_DATA, M_LABELS, M_ORDER, M_STATS, M_AMP, M_S0, M_S1 };
 
 /* Backend memory for a (n,c,h,w) tensor; an out-of-memory error says what it was for. */
@@ -54,6 +56,56 @@ static int has_ops(const rt_backend_ops *o, int amp)
 {
     return o->gather_batch && o->xent_stats &&
            (!amp || (o->amp_scale && o->amp_unscale && o->amp_adam_update && o->amp_sgd_update));
+}
+
+/* A set held as pixels into d->data, STAGE_BYTES at a time: the bytes go up and the
+ * backend's bytes_to_f32 normalises them with rt_dataset_norm_table's floats (those of
+ * rt_dataset_image_f32, bit for bit); a backend without that op gets floats made on the
+ * host, a staging buffer at a time. Either way the host never holds the set as floats. */
+static rt_status upload_pixels(rt_trainer *t, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(t->m);
+    rtp_trainer_dev *d = t->dev;
+    const rt_dataset *ds = t->data;
+    size_t plane = (size_t)ds->h * (size_t)ds->w, img = (size_t)ds->c * plane;
+    int on_dev = b->ops->bytes_to_f32 != NULL && ds->c <= 4;
+    size_t per = on_dev ? img : img * sizeof(float); /* staged bytes an image */
+    int rows = per < STAGE_BYTES ? (int)(STAGE_BYTES / per) : 1;
+    if (rows > ds->n) rows = ds->n;
+    uint8_t *host = malloc((size_t)rows * per);
+    void *mem = NULL; /* device staging: the tables (4 x 256 floats), then the bytes */
+    rt_status s = host ? RT_OK : RT_ERR(err, RT_ENOMEM, "out of memory staging the training set");
+    if (s == RT_OK && on_dev) s = b->ops->alloc(b, &mem, 4096 + (size_t)rows * per + 4, err);
+    rt_tensor lut = {.data = mem, .dtype = RT_F32, .n = ds->c * 256, .c = 1, .h = 1, .w = 1};
+    rt_tensor bytes = {.data = mem ? (char *)mem + 4096 : NULL,
+                       .dtype = RT_I32,
+                       .n = (int)(((size_t)rows * per + 3) / 4),
+                       .c = 1,
+                       .h = 1,
+                       .w = 1};
+    if (s == RT_OK && on_dev) {
+        float tab[4][256];
+        for (int c = 0; c < ds->c; c++) rt_dataset_norm_table(ds, c, tab[c]);
+        s = rt_backend_upload(b, &lut, tab, (size_t)ds->c * 256 * sizeof(float), err);
+    }
+    for (int i0 = 0; s == RT_OK && i0 < ds->n; i0 += rows) {
+        int k = ds->n - i0 < rows ? ds->n - i0 : rows;
+        rt_tensor part = d->data; /* images i0 .. i0 + k of the set on the device */
+        part.data = (char *)d->data.data + (size_t)i0 * img * sizeof(float);
+        part.n = k;
+        if (on_dev) {
+            for (int j = 0; j < k; j++) rt_dataset_image_u8(ds, i0 + j, host + (size_t)j * img);
+            s = rt_backend_upload(b, &bytes, host, (size_t)k * img, err);
+            if (s == RT_OK) s = rt_backend_bytes_to_f32(b, &part, &bytes, &lut, ds->c, plane, err);
+        } else {
+            float *f = (float *)(void *)host;
+            for (int j = 0; j < k; j++) rt_dataset_image_f32(ds, i0 + j, f + (size_t)j * img);
+            s = rt_backend_upload(b, &part, f, (size_t)k * img * sizeof(float), err);
+        }
+    }
+    if (mem) b->ops->free(b, mem);
+    free(host);
+    return s;
 }
 
 rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
@@ -104,16 +156,9 @@ rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
         s = dev_alloc(t, M_S0, &d->s0, RT_F32, (int)P, 1, 1, 1, "the optimiser state", err);
     if (s == RT_OK && slots > 1)
         s = dev_alloc(t, M_S1, &d->s1, RT_F32, (int)P, 1, 1, 1, "the optimiser state", err);
-    float *host = ds->images; /* a set held as pixels: normalised once, here */
-    if (s == RT_OK && !host) {
-        size_t img = (size_t)ds->c * (size_t)ds->h * (size_t)ds->w;
-        if (!(host = malloc((size_t)ds->n * img * sizeof *host)))
-            s = RT_ERR(err, RT_ENOMEM, "out of memory staging the training set for the device");
-        for (int i = 0; s == RT_OK && i < ds->n; i++)
-            rt_dataset_image_f32(ds, i, host + (size_t)i * img);
-    }
-    if (s == RT_OK) s = rt_backend_upload(b, &d->data, host, rt_tensor_bytes(&d->data), err);
-    if (host != ds->images) free(host);
+    if (s == RT_OK)
+        s = ds->images ? rt_backend_upload(b, &d->data, ds->images, rt_tensor_bytes(&d->data), err)
+                       : upload_pixels(t, err);
     if (s == RT_OK) s = rt_backend_upload(b, &d->labels, lab, rt_tensor_bytes(&d->labels), err);
     free(lab);
     return s;

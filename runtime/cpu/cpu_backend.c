@@ -213,6 +213,7 @@ const rt_backend_ops rt_cpu_ops = {
     .adam_update = rtp_cpu_adam_update,
     .sgd_update = rtp_cpu_sgd_update,
     .gather_batch = rtp_cpu_gather_batch,
+    .bytes_to_f32 = rtp_cpu_bytes_to_f32,
     .xent_stats = rtp_cpu_xent_stats,
     .amp_scale = rtp_cpu_amp_scale,
     .amp_unscale = rtp_cpu_amp_unscale,

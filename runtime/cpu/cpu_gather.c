@@ -1,7 +1,8 @@
 /* cpu_gather.c - gather_batch on the CPU: a minibatch from a data set in backend memory
  * by the epoch's order, with the batcher's crop/flip (rt_batcher.h), so the trainer's
  * device path can be run - and checked against the host batcher bit for bit - on every
- * machine. On the CPU the host path (rt_batcher_next) does the same work.
+ * machine. On the CPU the host path (rt_batcher_next) does the same work. Also
+ * bytes_to_f32, the reference for the device's normalisation of a set's raw bytes.
  */
 #include <stdint.h>
 #include <string.h>
@@ -38,5 +39,17 @@ rt_status rtp_cpu_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labe
         rt_batcher_crop_flip(o, s, d->C, d->H, d->W, d->pad, top, left, flip, d->pad_value);
     }
     for (int i = 0; i < d->count; i++) out_lab[i] = lab[ord[i]];
+    return RT_OK;
+}
+
+rt_status rtp_cpu_bytes_to_f32(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
+                               const rt_tensor *lut, int C, size_t plane, rt_error *err)
+{
+    (void)b, (void)err;
+    const uint8_t *s = src->data;
+    const float *t = lut->data;
+    float *o = dst->data;
+    size_t n = rt_tensor_numel(dst);
+    for (size_t i = 0; i < n; i++) o[i] = t[(i / plane) % (size_t)C * 256 + s[i]];
     return RT_OK;
 }

@@ -161,6 +161,9 @@ RT_MUST_USE rt_status rtp_cpu_sgd_update(rt_backend *b, rt_tensor *param, rt_ten
                                          rt_error *err);
 
 /* cpu_gather.c, cpu_xent.c, cpu_amp.c: the trainer's device path */
+RT_MUST_USE rt_status rtp_cpu_bytes_to_f32(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
+                                           const rt_tensor *lut, int C, size_t plane,
+                                           rt_error *err);
 RT_MUST_USE rt_status rtp_cpu_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
                                            const rt_tensor *data, const rt_tensor *data_labels,
                                            const rt_tensor *order, const rt_gather_desc *d,

@@ -194,6 +194,7 @@ const rt_backend_ops rt_cuda_ops = {
     .adam_update = rtp_cuda_adam_update,
     .sgd_update = rtp_cuda_sgd_update,
     .gather_batch = rtp_cuda_gather_batch,
+    .bytes_to_f32 = rtp_cuda_bytes_to_f32,
     .xent_stats = rtp_cuda_xent_stats,
     .amp_scale = rtp_cuda_amp_scale,
     .amp_unscale = rtp_cuda_amp_unscale,

@@ -259,6 +259,9 @@ RT_MUST_USE rt_status rtp_cuda_sgd_update(rt_backend *b, rt_tensor *param, rt_te
                                           rt_error *err);
 
 /* ---- cuda_ops_train.c: the trainer's device path (no host round trip) ---- */
+RT_MUST_USE rt_status rtp_cuda_bytes_to_f32(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
+                                            const rt_tensor *lut, int C, size_t plane,
+                                            rt_error *err);
 RT_MUST_USE rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
                                             const rt_tensor *data, const rt_tensor *data_labels,
                                             const rt_tensor *order, const rt_gather_desc *d,

@@ -174,6 +174,9 @@ cudaError_t rtp_k_gather(cudaStream_t s, float *images, int32_t *labels, const f
  * one block; the loss sum is sequential in sample order, in double (cpu_xent.c). */
 cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float *loss, const float *probs,
                              const int32_t *labels, int N, int L);
+/* cuda_bytes.cu: out[i] = lut[c * 256 + bytes[i]] for i < n, c = (i / plane) % C. */
+cudaError_t rtp_k_bytes_f32(cudaStream_t s, float *out, const uint8_t *bytes, const float *lut,
+                            int C, size_t plane, size_t n);
 /* x (n) *= (float)amp->scale. */
 cudaError_t rtp_k_amp_scale(cudaStream_t s, float *x, size_t n, const rt_amp_state *amp);
 /* g (n) *= (float)(1/amp->scale); amp->found_inf = 1 if some g was inf/NaN. */

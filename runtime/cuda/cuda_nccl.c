@@ -362,7 +362,13 @@ static rt_status check_usable(rt_nccl *c, int r, rt_error *err)
     return RT_OK;
 }
 
-/* Closes the group rank r opened around one collective (rc: what that call answered).
+/* A collective call's answer: queued (a nonblocking communicator may say ncclInProgress) */
+static int queued(rtp_nccl_result rc)
+{
+    return rc == RTP_NCCL_SUCCESS || rc == RTP_NCCL_IN_PROGRESS;
+}
+
+/* Closes the group rank r opened around its collectives (rc: what they answered).
  * On a nonblocking communicator ncclGroupEnd may answer ncclInProgress while NCCL still
  * launches the work (connecting to the peers on first use): nothing may go on the
  * stream before that ends, so it is settled first, at most timeout_s. */
@@ -370,7 +376,7 @@ static rt_status group_end(rt_nccl *c, int r, rtp_nccl_result rc, const char *ca
                            double timeout_s, rt_error *err)
 {
     rtp_nccl_result end = settle(c->f, c->r[r].comm, c->f->GroupEnd(), timeout_s);
-    if (rc != RTP_NCCL_SUCCESS && rc != RTP_NCCL_IN_PROGRESS) return nccl_fail(c, rc, call, r, err);
+    if (!queued(rc)) return nccl_fail(c, rc, call, r, err);
     if (end == RTP_NCCL_IN_PROGRESS) {
         char why[160];
         snprintf(why, sizeof why,
@@ -507,10 +513,10 @@ rt_status rt_nccl_allreduce(rt_nccl *c, int r, rt_backend *b, rt_tensor *buf, fl
                                       k->op, k->comm, k->stream);
     const size_t slots = (size_t)c->nranks * RT_NCCL_TALLY;
     void *right = tally ? (double *)k->tally + slots : NULL;
-    if (tally && rc == RTP_NCCL_SUCCESS)
+    if (tally && queued(rc))
         rc = f->AllReduce(k->tally, k->tally, slots, RTP_NCCL_FLOAT64, RTP_NCCL_SUM, k->comm,
                           k->stream);
-    if (tally && rc == RTP_NCCL_SUCCESS)
+    if (tally && queued(rc))
         rc = f->AllReduce(right, right, 1, RTP_NCCL_FLOAT32, RTP_NCCL_SUM, k->comm, k->stream);
     RT_TRY(group_end(c, r, rc, "ncclAllReduce", timeout_s, err));
     if (tally) /* comes back with the sums: `summed` is recorded after it */

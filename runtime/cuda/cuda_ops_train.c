@@ -1,6 +1,6 @@
 /* cuda_ops_train.c - the CUDA backend's ops for the trainer's device path: gather_batch,
  * xent_stats and the loss-scaling ops (rt_backend.h): one launcher each (cuda_train.cu),
- * on arguments rt_backend_call.c has checked.
+ * and bytes_to_f32 (cuda_bytes.cu), on arguments rt_backend_call.c has checked.
  *
  * Deliberately NOT done here: reading anything back. These ops run once or more per
  * training step, and a download would synchronise the step. So what the CPU checks in
@@ -37,6 +37,16 @@ rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *lab
     RT_CUDA_TRY(
         b, err,
         rtp_k_gather(STREAM, images->data, labels->data, data->data, data_labels->data, ord, g));
+    return RT_OK;
+}
+
+rt_status rtp_cuda_bytes_to_f32(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
+                                const rt_tensor *lut, int C, size_t plane, rt_error *err)
+{
+    RTP_ENTER(b);
+    RT_CUDA_TRY(
+        b, err,
+        rtp_k_bytes_f32(STREAM, dst->data, src->data, lut->data, C, plane, rt_tensor_numel(dst)));
     return RT_OK;
 }
 

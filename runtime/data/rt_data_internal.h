@@ -65,8 +65,9 @@ typedef struct rtp_prep {
     const char *const *class_names; /* num_classes entries */
 } rtp_prep;
 
-/* Carves val from the end of train, checksums, measures mean/std on train and
- * normalises all splits into out. Consumes (frees) train and test in all cases. */
+/* Val as the last p->val images of train, checksums, mean/std of train, into out: the
+ * splits read train's and test's bytes in place (out->heap owns them). Consumes train
+ * and test in all cases; on error out still needs rt_dataset_splits_deinit. */
 RT_MUST_USE rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train,
                                           rtp_raw_split *test, const rtp_prep *p, rt_error *err);
 /* Bytes that stay where they are (an image folder's mapped cache): n images of the

@@ -303,6 +303,9 @@ void rt_dataset_splits_deinit(rt_dataset_splits *s)
         d[i]->pixels = NULL;
         d[i]->n = 0;
     }
+    free(s->heap[0]);
+    free(s->heap[1]);
+    s->heap[0] = s->heap[1] = NULL;
     if (s->map) munmap(s->map, s->map_len);
     s->map = NULL;
     s->map_len = 0;

@@ -2,11 +2,13 @@
  *
  * The contract the trainer relies on (the loader fills it, the trainer only reads it):
  *   images: (N, C, H, W) float32, already normalised (per-channel mean/std of the
- *           training split), contiguous, owned by the data set; or NULL, and then
+ *           training split), contiguous, owned by the data set (sets made in memory,
+ *           e.g. by tests); or NULL, as rt_dataset_load leaves it, and then
  *   pixels: the raw bytes, image i at row index[i] (index NULL: row i), normalised
- *           as they are read: rt_dataset_image_f32(). Image folders are held this way,
- *           the bytes being their memory-mapped decode cache, so a set larger than
- *           RAM is paged in from disk as it is read, never copied into memory;
+ *           as they are read: rt_dataset_image_f32(). For image folders the bytes are
+ *           their memory-mapped decode cache, so a set larger than RAM is paged in
+ *           from disk as it is read, never copied into memory; for IDX and CIFAR they
+ *           are the file's bytes (a quarter of the floats' size);
  *   labels: (N) uint8 in [0, num_classes).
  * Readers go through rt_dataset_image_f32 / rt_dataset_image_u8 unless images is set.
  * A data set never changes after loading, so its checksum identifies it in
@@ -36,7 +38,7 @@ typedef struct rt_dataset {
     int num_classes;
     float *images;         /* (N, C, H, W), normalised; NULL: read pixels */
     uint8_t *labels;       /* (N) */
-    const uint8_t *pixels; /* raw (rows, C, H, W) bytes, borrowed from the splits' map */
+    const uint8_t *pixels; /* raw (rows, C, H, W) bytes, borrowed: the splits' map or heap */
     uint32_t *index;       /* (N) row of image i in pixels, owned; NULL: row i */
     char class_names[RT_MAX_CLASSES][32];
     float mean[4], std[4]; /* per-channel normalisation that was applied */
@@ -59,6 +61,7 @@ typedef struct rt_dataset_splits {
     rt_dataset_image_stats images;
     void *map; /* the mapping the splits' pixels point into (owned), map_len bytes */
     size_t map_len;
+    uint8_t *heap[2]; /* or the malloc'd bytes they point into (IDX, CIFAR), owned */
 } rt_dataset_splits;
 
 /* Progress of a download: bytes so far, total (0 if unknown). Return non-zero to stop. */
@@ -91,10 +94,13 @@ typedef struct rt_dataset_opts {
 /* Loads (finding or downloading as needed) all splits. On error nothing is left allocated. */
 RT_MUST_USE rt_status rt_dataset_load(rt_dataset_splits *out, const rt_dataset_opts *opts,
                                       rt_error *err);
-/* Frees the images, labels and indices of every split and unmaps the pixels. Accepts
+/* Frees the images, labels and indices of every split and unmaps or frees the pixels. Accepts
  * NULL. */
 void rt_dataset_splits_deinit(rt_dataset_splits *s);
 
+/* lut[v] = the float a raw byte v of channel c stands for: ((v / 255) - mean[c]) /
+ * std[c], the one expression every reader of pixels uses. */
+void rt_dataset_norm_table(const rt_dataset *d, int c, float lut[256]);
 /* Writes image i (C*H*W floats, CHW order) normalised, from images or pixels. */
 void rt_dataset_image_f32(const rt_dataset *d, int i, float *out);
 

@@ -1,16 +1,16 @@
-/* rt_dataset_prep.c - raw uint8 splits -> the normalised rt_dataset the trainer reads:
- * as float arrays (IDX, CIFAR: rtp_dataset_prepare below), or left as bytes where they
- * lie (image folders' mapped cache: rtp_dataset_prepare_rows, same checksums and
- * mean/std, normalised image by image in rt_dataset_image_f32).
+/* rt_dataset_prep.c - raw uint8 splits -> the rt_dataset the trainer reads. The bytes
+ * stay bytes where they lie (IDX and CIFAR: the buffers they were read into, owned by
+ * the splits; image folders: the mapped decode cache) and are normalised image by image
+ * as they are read (rt_dataset_image_f32): a set costs a quarter of its size as floats.
  *
  * Order of work (each step on raw bytes, so it is exact and cheap):
- *   1. --val N moves the last N training images into val;
+ *   1. --val N makes the last N training images val (IDX, CIFAR; image folders pick
+ *      theirs by seed as row lists);
  *   2. each split's checksum (FNV-1a 64 over pixels then labels, see rt_dataset.h);
  *   3. per-channel mean/std of the (remaining) training split, from a 256-bin
  *      histogram per channel: exact, one pass, no float accumulation error;
- *   4. every split is written as float through a 256-entry table per channel.
+ *   4. reading an image maps each byte through a 256-entry float table per channel.
  * A constant channel (std 0) is divided by 1 instead, so it never yields NaN.
- * The raw buffers are freed as soon as their floats exist.
  */
 #include "rt_data_internal.h"
 
@@ -48,28 +48,15 @@ static size_t image_bytes(const rtp_raw_split *s)
     return (size_t)s->c * (size_t)s->h * (size_t)s->w;
 }
 
-/* Moves the last n images of train into val (new buffers for val). */
-static rt_status carve_val(rtp_raw_split *train, rtp_raw_split *val, int n, rt_error *err)
+/* The last n training images are val: checks n against train's size. */
+static rt_status check_val(const rtp_raw_split *train, int n, rt_error *err)
 {
-    *val = (rtp_raw_split){.c = train->c, .h = train->h, .w = train->w}; /* empty */
     if (n < 0) return RT_ERR(err, RT_EINVAL, "--val %d: must be 0 or more", n);
-    if (n == 0) return RT_OK;
-    if (n >= train->n)
+    if (n > 0 && n >= train->n)
         return RT_ERR(err, RT_EINVAL,
                       "--val %d: the training split has only %d images; validation must "
                       "leave some for training ---> HINT: use --val below %d",
                       n, train->n, train->n);
-    size_t img = image_bytes(train), keep = (size_t)(train->n - n);
-    *val = (rtp_raw_split){.n = n, .c = train->c, .h = train->h, .w = train->w};
-    val->pixels = malloc(img * (size_t)n);
-    val->labels = malloc((size_t)n);
-    if (!val->pixels || !val->labels) {
-        rtp_raw_split_deinit(val);
-        return RT_ERR(err, RT_ENOMEM, "out of memory carving %d validation images", n);
-    }
-    memcpy(val->pixels, train->pixels + keep * img, img * (size_t)n);
-    memcpy(val->labels, train->labels + keep, (size_t)n);
-    train->n -= n; /* the tail of the train buffers is simply not used any more */
     return RT_OK;
 }
 
@@ -107,80 +94,28 @@ static void measure(const uint8_t *px, const uint32_t *index, int n, int C, size
     }
 }
 
-/* Fills d (images as floats, labels, checksum) from s; frees s. */
-static rt_status finish(rt_dataset *d, rtp_raw_split *s, const char *base, const char *split,
-                        const float mean[4], const float std[4], rt_error *err)
-{
-    snprintf(d->name, sizeof d->name, "%s/%s", base, split);
-    d->n = s->n;
-    d->c = s->c;
-    d->h = s->h;
-    d->w = s->w;
-    memcpy(d->mean, mean, sizeof d->mean);
-    memcpy(d->std, std, sizeof d->std);
-    size_t img = image_bytes(s), total = img * (size_t)s->n;
-    d->checksum = rtp_fnv1a64(RTP_FNV1A64_INIT, s->pixels, total);
-    d->checksum = rtp_fnv1a64(d->checksum, s->labels, (size_t)s->n);
-    if (s->n == 0) {
-        rtp_raw_split_deinit(s);
-        return RT_OK;
-    }
-    d->images = malloc(total * sizeof(float));
-    d->labels = malloc((size_t)s->n);
-    if (!d->images || !d->labels) {
-        rtp_raw_split_deinit(s);
-        return RT_ERR(err, RT_ENOMEM, "out of memory for %s (%zu floats)", d->name, total);
-    }
-    float lut[4][256];
-    for (int c = 0; c < s->c; c++)
-        for (int v = 0; v < 256; v++) lut[c][v] = ((float)v / 255.0f - mean[c]) / std[c];
-    size_t plane = (size_t)s->h * (size_t)s->w;
-    for (size_t i = 0; i < (size_t)s->n * (size_t)s->c; i++) {
-        const float *t = lut[i % (size_t)s->c];
-        const uint8_t *src = s->pixels + i * plane;
-        float *dst = d->images + i * plane;
-        for (size_t k = 0; k < plane; k++) dst[k] = t[src[k]];
-    }
-    memcpy(d->labels, s->labels, (size_t)s->n);
-    rtp_raw_split_deinit(s);
-    return RT_OK;
-}
-
 rt_status rtp_dataset_prepare(rt_dataset_splits *out, rtp_raw_split *train, rtp_raw_split *test,
                               const rtp_prep *p, rt_error *err)
 {
-    rtp_raw_split val = {0};
     rt_status st = RT_OK;
     if (train->c < 1 || train->c > 4)
         st = RT_ERR(err, RT_EFORMAT, "%s: %d channels (1 to 4 supported)", p->base, train->c);
     if (st == RT_OK && (test->c != train->c || test->h != train->h || test->w != train->w))
         st = RT_ERR(err, RT_EFORMAT, "%s: test images are %dx%dx%d but training images %dx%dx%d",
                     p->base, test->c, test->h, test->w, train->c, train->h, train->w);
-    if (st == RT_OK && (p->num_classes < 1 || p->num_classes > RT_MAX_CLASSES))
-        st = RT_ERR(err, RT_EFORMAT, "%s: %d classes (1 to %d supported)", p->base, p->num_classes,
-                    RT_MAX_CLASSES);
-    if (st == RT_OK) st = carve_val(train, &val, p->val, err);
-    if (st != RT_OK) {
-        rtp_raw_split_deinit(train);
-        rtp_raw_split_deinit(test);
-        return st;
+    if (st == RT_OK) st = check_val(train, p->val, err);
+    if (st == RT_OK) { /* val is the tail of train's bytes; nothing is copied */
+        size_t img = image_bytes(train), keep = (size_t)(train->n - p->val);
+        rtp_rows rows[3] = {
+            {.pixels = train->pixels, .labels = train->labels, .n = (int)keep},
+            {.pixels = train->pixels + keep * img, .labels = train->labels + keep, .n = p->val},
+            {.pixels = test->pixels, .labels = test->labels, .n = test->n}};
+        st = rtp_dataset_prepare_rows(out, rows, train->c, train->h, train->w, p, err);
+        out->heap[0] = train->pixels, out->heap[1] = test->pixels; /* theirs now */
+        train->pixels = test->pixels = NULL;
     }
-    float mean[4] = {0}, std[4] = {1, 1, 1, 1};
-    measure(train->pixels, NULL, train->n, train->c, (size_t)train->h * (size_t)train->w, mean,
-            std);
-    rt_dataset *sets[3] = {&out->train, &out->val, &out->test};
-    rtp_raw_split *raws[3] = {train, &val, test};
-    const char *names[3] = {"train", "val", "test"};
-    for (int k = 0; k < 3; k++) {
-        rt_status s2 =
-            st == RT_OK ? finish(sets[k], raws[k], p->base, names[k], mean, std, err) : RT_OK;
-        if (st != RT_OK) rtp_raw_split_deinit(raws[k]);
-        st = s2 != RT_OK ? s2 : st;
-        sets[k]->num_classes = p->num_classes;
-        for (int c = 0; c < p->num_classes; c++)
-            snprintf(sets[k]->class_names[c], sizeof sets[k]->class_names[c], "%s",
-                     p->class_names[c]);
-    }
+    rtp_raw_split_deinit(train); /* the labels: prepare_rows copied them */
+    rtp_raw_split_deinit(test);
     return st;
 }
 
@@ -233,6 +168,11 @@ rt_status rtp_dataset_prepare_rows(rt_dataset_splits *out, rtp_rows rows[3], int
     return st;
 }
 
+void rt_dataset_norm_table(const rt_dataset *d, int c, float lut[256])
+{
+    for (int v = 0; v < 256; v++) lut[v] = ((float)v / 255.0f - d->mean[c]) / d->std[c];
+}
+
 void rt_dataset_image_f32(const rt_dataset *d, int i, float *out)
 {
     size_t plane = (size_t)d->h * (size_t)d->w, img = (size_t)d->c * plane;
@@ -242,8 +182,8 @@ void rt_dataset_image_f32(const rt_dataset *d, int i, float *out)
     }
     const uint8_t *src = d->pixels + (size_t)(d->index ? d->index[i] : (uint32_t)i) * img;
     for (int c = 0; c < d->c; c++) {
-        float lut[256]; /* the same float expression as the normalised arrays */
-        for (int v = 0; v < 256; v++) lut[v] = ((float)v / 255.0f - d->mean[c]) / d->std[c];
+        float lut[256];
+        rt_dataset_norm_table(d, c, lut);
         const uint8_t *s = src + (size_t)c * plane;
         float *o = out + (size_t)c * plane;
         for (size_t k = 0; k < plane; k++) o[k] = lut[s[k]];

@@ -23,22 +23,37 @@
 
 typedef struct rtp_image {
     int w, h, c; /* c = 1 (grey) or 3 (RGB) */
-    uint8_t *px; /* (H, W, C) interleaved, owned (malloc) */
+    uint8_t *px; /* (H, W, C) interleaved, owned (malloc), cap bytes */
+    size_t cap;
+    uint8_t *work; /* a decoder's scratch (a PNG's inflated rows), owned, work_cap bytes */
+    size_t work_cap;
 } rtp_image;
 
+/* Frees px and work. A zeroed image is empty; one kept across decodes reuses both
+ * buffers (a loop over thousands of files then allocates once, not twice a file). */
 void rtp_image_deinit(rtp_image *im);
+/* Makes *buf (of *cap bytes, owned) at least n bytes; its contents are not kept. 0 on
+ * out of memory (the old buffer stays). */
+int rtp_buf_reserve(uint8_t **buf, size_t *cap, size_t n);
 
-/* Decodes buf[0..len) (a whole file) into out. want_w x want_h (0 x 0 = full size) is
+/* Decodes buf[0..len) (a whole file) into out (zeroed, or kept from an earlier decode:
+ * its buffers are reused). want_w x want_h (0 x 0 = full size) is
  * the smallest size the caller needs: a JPEG of at least s times that on both sides
  * (s = 2, 4 or 8, the largest that fits) comes out 1/s of its size, each side rounded
  * up, by the scaled IDCT, as Pillow's Image.draft(mode, (want_w, want_h)) does; PNG is
  * always full size. RT_EFORMAT naming `what` for: an empty file, neither PNG nor JPEG,
  * a truncated or corrupt stream, CMYK/YCCK JPEG, 16-bit PNG, and a header claiming more
  * than max_pixels (before allocating). RT_ENOTFOUND when libturbojpeg cannot be loaded.
- * On error out is left empty. */
+ * On error out holds no image (w = h = c = 0). */
 RT_MUST_USE rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what,
                                        uint64_t max_pixels, int want_w, int want_h, rtp_image *out,
                                        rt_error *err);
+
+/* The common PNG (8-bit grey, grey + alpha, RGB, RGBA; not interlaced) decoded with
+ * libdeflate into out, alpha dropped: 1. Anything else, a damaged file included, or a
+ * build without libdeflate: 0, out holds no image, and libpng decodes it
+ * (rt_png_fast.c). */
+int rtp_png_fast(const uint8_t *buf, size_t len, uint64_t max_pixels, rtp_image *out);
 
 /* Converts im in place to c channels (1 or 3). RT_ENOMEM only. */
 RT_MUST_USE rt_status rtp_image_channels(rtp_image *im, int c, rt_error *err);

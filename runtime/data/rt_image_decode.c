@@ -7,7 +7,9 @@
  * so a decompression bomb (a few hundred bytes saying 100000 x 100000) costs no
  * allocation. What Pillow's convert("RGB") / ("L") would keep is kept: PNG alpha is
  * dropped (not composited), palettes and 1/2/4-bit grey are expanded; 16-bit PNG and
- * CMYK/YCCK JPEG are refused by name rather than quietly reduced. A JPEG at least twice
+ * CMYK/YCCK JPEG are refused by name rather than quietly reduced. The common PNGs go
+ * through rt_png_fast.c (libdeflate) first, the rest and every damaged one through
+ * libpng here. A JPEG at least twice
  * the wanted size on both sides is decoded at 1/2, 1/4 or 1/8 scale by libjpeg's
  * scaled IDCT, the scale Pillow's Image.draft() picks: most of the decode and resize
  * work for a large photo is skipped (docs/datasets.md says what changes). A JPEG warning
@@ -28,7 +30,19 @@ void rtp_image_deinit(rtp_image *im)
 {
     if (!im) return;
     free(im->px);
+    free(im->work);
     memset(im, 0, sizeof *im);
+}
+
+int rtp_buf_reserve(uint8_t **buf, size_t *cap, size_t n)
+{
+    if (*cap >= n && *buf) return 1;
+    uint8_t *b = malloc(n ? n : 1);
+    if (!b) return 0;
+    free(*buf);
+    *buf = b;
+    *cap = n;
+    return 1;
 }
 
 static rt_status too_big(const char *what, uint64_t w, uint64_t h, uint64_t max, rt_error *err)
@@ -77,8 +91,7 @@ static rt_status decode_jpeg(const uint8_t *buf, size_t len, const char *what, u
         int sc = dct_scale(w, ht, want_w, want_h), c = cs == TJCS_GRAY ? 1 : 3;
         w = (w + sc - 1) / sc;
         ht = (ht + sc - 1) / sc;
-        out->px = malloc((size_t)w * (size_t)ht * (size_t)c);
-        if (!out->px) {
+        if (!rtp_buf_reserve(&out->px, &out->cap, (size_t)w * (size_t)ht * (size_t)c)) {
             st = RT_ERR(err, RT_ENOMEM, "%s: out of memory for %d x %d pixels", what, w, ht);
         } else if (tj->decompress2(h, buf, (unsigned long)len, out->px, w, 0, ht,
                                    c == 1 ? TJPF_GRAY : TJPF_RGB, 0) != 0) {
@@ -93,7 +106,6 @@ static rt_status decode_jpeg(const uint8_t *buf, size_t len, const char *what, u
         }
     }
     tj->destroy(h);
-    if (st != RT_OK) rtp_image_deinit(out);
     return st;
 }
 
@@ -128,6 +140,7 @@ static void png_on_warning(png_structp p, png_const_charp msg)
 
 static rt_status decode_png(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels,
                             rtp_image *out, rt_error *err)
+/* (out's buffer is reserved after setjmp and owned by out: a longjmp leaks nothing) */
 {
     png_src src = {.buf = buf, .len = len};
     png_structp p =
@@ -138,7 +151,6 @@ static rt_status decode_png(const uint8_t *buf, size_t len, const char *what, ui
         return RT_ERR(err, RT_ENOMEM, "%s: cannot start a PNG decoder", what);
     }
     /* Set before setjmp and read after a longjmp: volatile, so not kept in registers. */
-    uint8_t *volatile px = NULL;
     png_bytep *volatile rows = NULL;
     volatile rt_status st = RT_OK;
     if (setjmp(png_jmpbuf(p))) {
@@ -171,22 +183,18 @@ static rt_status decode_png(const uint8_t *buf, size_t len, const char *what, ui
         st = RT_ERR(err, RT_EFORMAT, "%s: a PNG with %d channels after expansion", what, c);
         goto done;
     }
-    px = malloc((size_t)w * (size_t)h * (size_t)c);
     rows = malloc((size_t)h * sizeof *rows);
-    if (!px || !rows) {
+    if (!rows || !rtp_buf_reserve(&out->px, &out->cap, (size_t)w * (size_t)h * (size_t)c)) {
         st = RT_ERR(err, RT_ENOMEM, "%s: out of memory for %u x %u pixels", what, w, h);
         goto done;
     }
-    for (png_uint_32 y = 0; y < h; y++) rows[y] = px + (size_t)y * w * (size_t)c;
+    for (png_uint_32 y = 0; y < h; y++) rows[y] = out->px + (size_t)y * w * (size_t)c;
     png_read_image(p, rows);
     out->w = (int)w;
     out->h = (int)h;
     out->c = c;
-    out->px = px;
-    px = NULL;
 done:
     png_destroy_read_struct(&p, &info, NULL);
-    free(px);
     free(rows);
     return st;
 }
@@ -195,10 +203,12 @@ rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what, uin
                            int want_w, int want_h, rtp_image *out, rt_error *err)
 {
     static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    memset(out, 0, sizeof *out);
+    out->w = out->h = out->c = 0;
     if (len == 0) return RT_ERR(err, RT_EFORMAT, "%s: an empty file (0 bytes)", what);
     if (len >= 8 && !memcmp(buf, png_sig, 8))
-        return decode_png(buf, len, what, max_pixels, out, err);
+        return rtp_png_fast(buf, len, max_pixels, out)
+                   ? RT_OK
+                   : decode_png(buf, len, what, max_pixels, out, err);
     if (len >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff)
         return decode_jpeg(buf, len, what, max_pixels, want_w, want_h, out, err);
     return RT_ERR(err, RT_EFORMAT,

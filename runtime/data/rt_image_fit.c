@@ -35,6 +35,7 @@ rt_status rtp_image_channels(rtp_image *im, int c, rt_error *err)
     }
     free(im->px);
     im->px = px;
+    im->cap = n * (size_t)c;
     im->c = c;
     return RT_OK;
 }

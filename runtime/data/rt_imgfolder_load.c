@@ -32,8 +32,22 @@
 
 #define DEFAULT_SIDE 64
 
-/* The whole file in one read: its size from fstat, one buffer of that size. */
-static rt_status read_file(const char *path, uint8_t **buf, size_t *len, rt_error *err)
+/* One thread's buffers, kept from file to file: the file's bytes and the decoded image
+ * (rt_image.h), so a decode allocates nothing once they are big enough. */
+typedef struct scratch {
+    uint8_t *file;
+    size_t cap;
+    rtp_image im;
+} scratch;
+
+static void scratch_deinit(scratch *s)
+{
+    free(s->file);
+    rtp_image_deinit(&s->im);
+}
+
+/* The whole file in one read: its size from fstat, into *buf (*cap bytes, grown). */
+static rt_status read_file(const char *path, uint8_t **buf, size_t *cap, size_t *len, rt_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return RT_ERR(err, RT_EIO, "%s: cannot open: %s", path, strerror(errno));
@@ -44,8 +58,9 @@ static rt_status read_file(const char *path, uint8_t **buf, size_t *len, rt_erro
     if (fstat(fd, &st) != 0) s = RT_ERR(err, RT_EIO, "%s: %s", path, strerror(errno));
     else if (st.st_size > (1 << 30))
         s = RT_ERR(err, RT_EFORMAT, "%s: over 1 GiB, not an image to train on", path);
-    else if (!(b = malloc((size_t)st.st_size + 1)))
+    else if (!rtp_buf_reserve(buf, cap, (size_t)st.st_size + 1))
         s = RT_ERR(err, RT_ENOMEM, "%s: out of memory reading it", path);
+    else b = *buf;
     while (s == RT_OK && n < (size_t)st.st_size) { /* short reads: keep reading */
         ssize_t k = read(fd, b + n, (size_t)st.st_size - n);
         if (k < 0 && errno == EINTR) continue;
@@ -54,28 +69,23 @@ static rt_status read_file(const char *path, uint8_t **buf, size_t *len, rt_erro
         n += (size_t)k;
     }
     close(fd);
-    if (s != RT_OK) {
-        free(b);
-        return s;
-    }
-    *buf = b;
     *len = n;
-    return RT_OK;
+    return s;
 }
 
-/* One file -> (C, H, W) bytes at out. */
-static rt_status decode_one(const rtp_img_entry *e, int c, int h, int w, uint8_t *out,
+/* One file -> (C, H, W) bytes at out, with sc's buffers. */
+static rt_status decode_one(const rtp_img_entry *e, int c, int h, int w, uint8_t *out, scratch *sc,
                             rt_error *err)
 {
-    uint8_t *buf = e->mem;
+    const uint8_t *buf = e->mem;
     size_t len = e->mem_len;
-    if (!buf) RT_TRY(read_file(e->path, &buf, &len, err));
-    rtp_image im;
-    rt_status st = rtp_image_decode(buf, len, e->path, RTP_IMAGE_MAX_PIXELS, w, h, &im, err);
-    if (buf != e->mem) free(buf);
-    if (st == RT_OK) st = rtp_image_channels(&im, c, err);
-    if (st == RT_OK) st = rtp_image_fit(&im, h, w, out, err);
-    rtp_image_deinit(&im);
+    if (!buf) {
+        RT_TRY(read_file(e->path, &sc->file, &sc->cap, &len, err));
+        buf = sc->file;
+    }
+    rt_status st = rtp_image_decode(buf, len, e->path, RTP_IMAGE_MAX_PIXELS, w, h, &sc->im, err);
+    if (st == RT_OK) st = rtp_image_channels(&sc->im, c, err);
+    if (st == RT_OK) st = rtp_image_fit(&sc->im, h, w, out, err);
     return st;
 }
 
@@ -85,27 +95,30 @@ rt_status rt_image_file_read(const char *path, int c, int h, int w, uint8_t *out
         return RT_ERR(err, RT_EINVAL, "%s: cannot read an image as %dx%dx%d", path, c, h, w);
     if (!rtp_is_file(path)) return RT_ERR(err, RT_ENOTFOUND, "%s: no such file", path);
     rtp_img_entry e = {.path = (char *)path};
-    return decode_one(&e, c, h, w, out, err);
+    scratch sc = {0};
+    rt_status st = decode_one(&e, c, h, w, out, &sc, err);
+    scratch_deinit(&sc);
+    return st;
 }
 
 /* The channel count when --channels is not given: the first file's. */
 static rt_status first_channels(const rtp_img_list *l, int *c)
 {
-    for (int i = 0; i < l->n; i++) {
-        uint8_t *buf = l->v[i].mem;
-        size_t len = l->v[i].mem_len;
-        if (!buf && read_file(l->v[i].path, &buf, &len, NULL) != RT_OK) continue;
-        rtp_image im;
-        rt_status st =
-            rtp_image_decode(buf, len, l->v[i].path, RTP_IMAGE_MAX_PIXELS, 1, 1, &im, NULL);
-        /* (1 x 1 wanted: a JPEG at its smallest scale, only its channels count) */
-        if (buf != l->v[i].mem) free(buf);
-        if (st != RT_OK) continue; /* the decode loop names it */
-        *c = im.c;
-        rtp_image_deinit(&im);
-        return RT_OK;
-    }
+    scratch sc = {0};
     *c = 3; /* none decodes: the loop will say why */
+    for (int i = 0; i < l->n; i++) {
+        const uint8_t *buf = l->v[i].mem;
+        size_t len = l->v[i].mem_len;
+        if (!buf && read_file(l->v[i].path, &sc.file, &sc.cap, &len, NULL) != RT_OK) continue;
+        if (!buf) buf = sc.file;
+        /* (1 x 1 wanted: a JPEG at its smallest scale, only its channels count) */
+        if (rtp_image_decode(buf, len, l->v[i].path, RTP_IMAGE_MAX_PIXELS, 1, 1, &sc.im, NULL) !=
+            RT_OK)
+            continue; /* the decode loop names it */
+        *c = sc.im.c;
+        break;
+    }
+    scratch_deinit(&sc);
     return RT_OK;
 }
 
@@ -123,28 +136,34 @@ static rt_status decode_all(decode_job *j, rt_dataset_image_stats *stats, rt_err
     int n = j->l->n, first = n; /* first failing index */
     rt_error first_err = {0};
     atomic_int stop = 0;
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int i = 0; i < n; i++) {
+#pragma omp parallel
+    {
+        scratch sc = {0}; /* this thread's */
+#pragma omp for schedule(dynamic, 4)
+        for (int i = 0; i < n; i++) {
 #ifdef _OPENMP
-        int master = omp_get_thread_num() == 0;
+            int master = omp_get_thread_num() == 0;
 #else
-        int master = 1;
+            int master = 1;
 #endif
-        if (master && j->stop.fn && j->stop.fn(j->stop.user)) atomic_store(&stop, 1);
-        if (atomic_load(&stop)) continue;
-        const rtp_img_entry *en = &j->l->v[i];
-        *rtp_img_writer_label(j->out, en->split, j->slot[i]) = (uint8_t)en->label;
-        rt_error e = {0};
-        if (decode_one(en, j->c, j->h, j->w, rtp_img_writer_pixels(j->out, en->split, j->slot[i]),
-                       &e) == RT_OK)
-            continue;
-        j->keep[en->split][j->slot[i]] = 0;
+            if (master && j->stop.fn && j->stop.fn(j->stop.user)) atomic_store(&stop, 1);
+            if (atomic_load(&stop)) continue;
+            const rtp_img_entry *en = &j->l->v[i];
+            *rtp_img_writer_label(j->out, en->split, j->slot[i]) = (uint8_t)en->label;
+            rt_error e = {0};
+            if (decode_one(en, j->c, j->h, j->w,
+                           rtp_img_writer_pixels(j->out, en->split, j->slot[i]), &sc, &e) == RT_OK)
+                continue;
+            j->keep[en->split][j->slot[i]] = 0;
 #pragma omp critical(rtp_imgfolder_first)
-        if (i < first) {
-            first = i;
-            first_err = e;
+            if (i < first) {
+                first = i;
+                first_err = e;
+            }
+            if (!j->skip_bad || e.code == RT_ENOMEM || e.code == RT_ENOTFOUND)
+                atomic_store(&stop, 1);
         }
-        if (!j->skip_bad || e.code == RT_ENOMEM || e.code == RT_ENOTFOUND) atomic_store(&stop, 1);
+        scratch_deinit(&sc);
     }
     stats->decoded = n;
     if (atomic_load(&stop) && first == n)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "rt_dataset.h"
 #include "t.h"
@@ -16,16 +17,32 @@
 
 static rt_dataset_splits full; /* loaded once, read by several tests */
 
+/* Mean and std of every normalised float of d, as the trainer reads them. */
 static void stats(const rt_dataset *d, double *mean, double *std)
 {
     double s = 0, q = 0;
-    size_t n = (size_t)d->n * (size_t)d->c * (size_t)d->h * (size_t)d->w;
-    for (size_t i = 0; i < n; i++) {
-        s += d->images[i];
-        q += (double)d->images[i] * d->images[i];
+    float x[784];
+    for (int i = 0; i < d->n; i++) {
+        rt_dataset_image_f32(d, i, x);
+        for (int k = 0; k < 784; k++) {
+            s += x[k];
+            q += (double)x[k] * x[k];
+        }
     }
+    size_t n = (size_t)d->n * 784;
     *mean = s / (double)n;
     *std = sqrt(q / (double)n - *mean * *mean);
+}
+
+/* The pixel bytes of an IDX image file, read here with zlib (not by the loader). */
+static uint8_t *read_idx_pixels(const char *path, size_t n)
+{
+    gzFile f = gzopen(path, "rb");
+    uint8_t head[16], *px = malloc(n);
+    int ok = f && px && gzread(f, head, 16) == 16 && gzread(f, px, (unsigned)n) == (int)n;
+    if (f) gzclose(f);
+    if (!ok) free(px);
+    return ok ? px : NULL;
 }
 
 /* FNV-1a 64 recomputed from the denormalised bytes: proves rt_dataset_image_u8 is
@@ -92,6 +109,34 @@ T_TEST(normalisation)
     ASSERT_NEAR(s, 1.0, 1e-4);
     stats(&full.test, &m, &s); /* test is close to, not exactly, standardised */
     ASSERT_NEAR(m, (0.2868493 - 0.2860406) / 0.3530242, 1e-4);
+}
+
+/* The set is held as its bytes (a quarter of the floats' size), and the floats read
+ * from it are bit for bit those of the float arrays it was once held as: for every
+ * pixel v of every image, ((float)v / 255 - mean) / std, the file's bytes read here. */
+T_TEST(floats_as_the_arrays_were)
+{
+    ASSERT(full.train.images == NULL && full.test.images == NULL);
+    ASSERT(full.train.pixels != NULL && full.test.pixels != NULL);
+    const rt_dataset *sets[2] = {&full.train, &full.test};
+    const char *files[2] = {SYS_DIR "/train-images-idx3-ubyte.gz",
+                            SYS_DIR "/t10k-images-idx3-ubyte.gz"};
+    for (int k = 0; k < 2; k++) {
+        const rt_dataset *d = sets[k];
+        uint8_t *px = read_idx_pixels(files[k], (size_t)d->n * 784);
+        ASSERT(px != NULL);
+        float lut[256], x[784];
+        for (int v = 0; v < 256; v++)
+            lut[v] = ((float)v / 255.0f - full.train.mean[0]) / full.train.std[0];
+        int bad = 0;
+        for (int i = 0; i < d->n; i++) {
+            rt_dataset_image_f32(d, i, x);
+            for (int j = 0; j < 784; j++)
+                bad += memcmp(&x[j], &lut[px[(size_t)i * 784 + j]], 4) != 0;
+        }
+        free(px);
+        ASSERT_EQ(bad, 0);
+    }
 }
 
 T_TEST(val_split)
@@ -164,7 +209,10 @@ T_TEST(stable_across_loads)
     ASSERT_EQ(s.test.checksum, full.test.checksum);
     ASSERT_EQ(s.train.num_classes, 10);
     ASSERT_STR_EQ(s.train.name, "fashion-mnist/train");
-    ASSERT(memcmp(s.train.images, full.train.images, 784 * sizeof(float)) == 0);
+    float a[784], b[784];
+    rt_dataset_image_f32(&s.train, 0, a);
+    rt_dataset_image_f32(&full.train, 0, b);
+    ASSERT(memcmp(a, b, sizeof a) == 0);
     rt_dataset_splits_deinit(&s);
 }
 
@@ -184,6 +232,7 @@ int main(void)
     T_RUN(label_histogram);
     T_RUN(checksums);
     T_RUN(normalisation);
+    T_RUN(floats_as_the_arrays_were);
     T_RUN(val_split);
     T_RUN(val_too_large);
     T_RUN(interrupt_while_reading);

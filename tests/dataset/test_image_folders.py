@@ -175,6 +175,74 @@ def test_folder_matches_pillow(tmp_path, cache, size, channels):
         assert abs(mean[c] - px[:, c].mean() / 255.0) < 1e-4
 
 
+def png_bytes(arr, color_type, filters=(0, 1, 2, 3, 4), idat_size=None):
+    """A PNG of 8-bit arr (H, W[, C]) written here, not by Pillow: row y filtered with
+    filters[y % len(filters)] (None, Sub, Up, Average, Paeth), the zlib stream cut into
+    IDAT chunks of idat_size bytes (one chunk when None)."""
+    a = arr.reshape(arr.shape[0], arr.shape[1], -1).astype(np.int32)
+    h, w, bpp = a.shape
+    rows = a.reshape(h, w * bpp)
+    raw = bytearray()
+    for y in range(h):
+        f = filters[y % len(filters)]
+        cur, prev = rows[y], rows[y - 1] if y else np.zeros(w * bpp, np.int32)
+        left = np.concatenate([np.zeros(bpp, np.int32), cur[:-bpp]])
+        upleft = np.concatenate([np.zeros(bpp, np.int32), prev[:-bpp]])
+        if f == 0:
+            pred = np.zeros_like(cur)
+        elif f == 1:
+            pred = left
+        elif f == 2:
+            pred = prev
+        elif f == 3:
+            pred = (left + prev) // 2
+        else:
+            p = left + prev - upleft
+            pa, pb, pc = np.abs(p - left), np.abs(p - prev), np.abs(p - upleft)
+            pred = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, prev, upleft))
+        raw += bytes([f]) + ((cur - pred) & 255).astype(np.uint8).tobytes()
+    z = zlib.compress(bytes(raw))
+    step = idat_size or len(z)
+    idats = b"".join(png_chunk(b"IDAT", z[i:i + step]) for i in range(0, len(z), step))
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, color_type, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) + png_chunk(b"tEXt", b"k\0v")
+            + idats + png_chunk(b"IEND", b""))
+
+
+def test_png_kinds_match_pillow(tmp_path, cache):
+    """Every 8-bit PNG kind, each row filter, the image data in one IDAT or split over
+    many, and files Pillow wrote (its own filters): the same pixels as Pillow's decode.
+    (Common PNGs are inflated with libdeflate, the rest by libpng; both must agree with
+    Pillow bit for bit before the resize.)"""
+    rng = np.random.default_rng(11)
+    root = tmp_path / "pngs"
+    files = []
+    kinds = [("grey", 0, 1), ("greyalpha", 4, 2), ("rgb", 2, 3), ("rgba", 6, 4)]
+    for ci, (name, ct, bpp) in enumerate(kinds):
+        d = root / name
+        d.mkdir(parents=True)
+        for k, (w, h) in enumerate([(23, 17), (40, 33), (9, 50)]):
+            y, x = np.mgrid[0:h, 0:w]
+            base = (x * 7 + y * 3)[:, :, None] + 60 * np.arange(bpp)
+            arr = ((base + rng.integers(0, 9, (h, w, bpp))) % 256).astype(np.uint8)
+            split = (None, 7, 64)[k]
+            p = d / ("%d.png" % k)
+            p.write_bytes(png_bytes(arr, ct, idat_size=split))
+            files.append((p, ci))
+        p = d / "pillow.png"
+        mode = ("L", "LA", "RGB", "RGBA")[ci]
+        Image.fromarray(rng.integers(0, 256, (30, 30, bpp), dtype=np.uint8).squeeze(), mode).save(p)
+        files.append((p, ci))
+    files.sort(key=lambda t: (kinds[t[1]][0], t[0].name))
+    for channels in (1, 3):
+        info = run(root, "--size", 12, "--channels", channels, dump=tmp_path / "d")
+        assert info["rc"] == 0, info["msg"]
+        (px, labels), _, _ = read_dump(tmp_path / "d", info)
+        for i, (f, ci) in enumerate(files):
+            assert labels[i] == ci
+            assert np.array_equal(px[i], pillow_fit(f, 12, 12, channels)), f
+
+
 def test_auto_channels_and_default_size(tmp_path, cache):
     root = tmp_path / "grey"
     rng = np.random.default_rng(3)
@@ -384,6 +452,33 @@ def test_bad_file_is_named(tmp_path, cache, name):
     assert skip["n"].split()[0] == str(len(files))
     again = run(tmp_path / "pets", "--size", 16, "--skip-bad")   # from the cache
     assert again["decoded"] == "0" and again["skipped"] == "1"
+
+
+def damaged_pngs():
+    """PNGs damaged so that libpng refuses them: the fast reader must not accept any."""
+    arr = (np.arange(16 * 12 * 3) % 251).astype(np.uint8).reshape(12, 16, 3)
+    good = png_bytes(arr, 2)
+    at = good.index(b"IEND") - 5                           # the IDAT's CRC, data intact
+    flipped = good[:at] + bytes([good[at] ^ 1]) + good[at + 1:]
+    z = zlib.compress(bytes(1 + 48) * 12)                  # the zlib stream cut short
+    short = (good[:good.index(b"IDAT") - 4] + png_chunk(b"IDAT", z[:-6])
+             + png_chunk(b"IEND", b""))
+    raw = bytearray(zlib.decompress(zlib.compress(b"".join(
+        bytes([0]) + arr[y].tobytes() for y in range(12)))))
+    raw[49 * 5] = 7                                        # row 5: filter type 7
+    badfilter = (good[:good.index(b"IDAT") - 4] + png_chunk(b"IDAT", zlib.compress(bytes(raw)))
+                 + png_chunk(b"IEND", b""))
+    return {"idat_crc.png": flipped, "short_idat.png": short, "filter7.png": badfilter}
+
+
+@pytest.mark.parametrize("name", sorted(damaged_pngs()))
+def test_damaged_png_is_named(tmp_path, cache, name):
+    make_folder(tmp_path / "pets", per_class=2)
+    bad = tmp_path / "pets" / "cat" / name
+    bad.write_bytes(damaged_pngs()[name])
+    info = run(tmp_path / "pets", "--size", 8)
+    assert info["rc"] == 1, "%s was accepted" % name
+    assert str(bad) in info["msg"] and "not a valid PNG" in info["msg"], info["msg"]
 
 
 def test_folder_errors(tmp_path, cache):

@@ -134,6 +134,10 @@ put("model", "lenet", model(1, 28, 28, 10, "conv2d 6 5 pad=2\nrelu\nmaxpool 2\nc
                                           "maxpool 2\nflatten\ndense 120\nrelu\ndense 10\n"))
 put("model", "small", model(3, 8, 8, 4, "conv2d 4 3 stride=1 pad=1  # c\nbatchnorm momentum=0.1\n"
                                        "leakyrelu slope=0.1\navgpool 2\ndropout 0.25\nflatten\ndense 4\n"))
+put("model", "bias-free", model(3, 8, 8, 4, "conv2d 4 3 pad=same bias=false\nbatchnorm\nrelu\n"
+                                           "residual:\n    conv2d 4 3 pad=same bias=False\n"
+                                           "    batchnorm\nrelu\nglobalavgpool\nflatten\n"
+                                           "dense 4 bias=false\n"))
 put("model", "invalid-last", model(1, 8, 8, 10, "flatten\ndense 3\n"))
 put("model", "invalid-word", model(1, 8, 8, 10, "conv2d x 3\n"))
 put("model", "invalid-shape", model(1, 4, 4, 2, "conv2d 2 5\nflatten\ndense 2\n"))

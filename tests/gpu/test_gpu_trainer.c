@@ -31,6 +31,7 @@
 long mock_stat_d2h(void) __attribute__((weak));
 long mock_stat_syncs(void) __attribute__((weak));
 void mock_stat_reset(void) __attribute__((weak));
+long mock_stat_h2d_bytes(void) __attribute__((weak));
 
 #define IMGS 64
 #define BATCH 8
@@ -156,8 +157,10 @@ T_TEST(fp32_tracks_cpu)
 }
 
 /* A set held as raw pixels behind a row index (an image folder's mapped cache) trains
- * exactly as the same images held as floats, on the device path (one host copy
- * normalised at create) and on the CPU's host path (normalised per batch). */
+ * exactly as the same images held as floats, on the device path (its bytes uploaded and
+ * normalised by the device at create: on the mock, exactly a quarter of the floats'
+ * bytes plus the 256-float table go up) and on the CPU's host path (normalised per
+ * batch). */
 T_TEST(pixel_sets_train_as_their_floats)
 {
     rt_error err = {0};
@@ -182,10 +185,17 @@ T_TEST(pixel_sets_train_as_their_floats)
     rt_backend *bs[2] = {&g_gpu, &g_cpu};
     for (int k = 0; k < 2; k++) {
         run a, b;
+        long up[2] = {0, 0}; /* bytes to the device while each run starts */
+        if (mock_stat_h2d_bytes) mock_stat_reset();
         ASSERT_EQ(start(&a, bs[k], &raw, 0, 0.25, &err), RT_OK);
+        if (mock_stat_h2d_bytes) up[0] = mock_stat_h2d_bytes(), mock_stat_reset();
         ASSERT_EQ(step_to_end(&a, &err), RT_OK);
+        if (mock_stat_h2d_bytes) mock_stat_reset();
         ASSERT_EQ(start(&b, bs[k], &flt, 0, 0.25, &err), RT_OK);
+        if (mock_stat_h2d_bytes) up[1] = mock_stat_h2d_bytes();
         ASSERT_EQ(step_to_end(&b, &err), RT_OK);
+        if (k == 0 && mock_stat_h2d_bytes)
+            ASSERT_EQ(up[1] - up[0], (long)n * 64 * 4 - ((long)n * 64 + 256 * 4));
         ASSERT(rt_trainer_on_device(a.t) == (k == 0));
         ASSERT(memcmp(a.loss, b.loss, sizeof a.loss) == 0);
         ASSERT(a.loss[STEPS - 1] < a.loss[0]);

@@ -1,14 +1,16 @@
 /* model_ref_tool.c - one training step's numbers of a Kiln model, for the PyTorch
  * comparison (test_resnet_torch.py).
  *
- *   model_ref_tool SPEC_FILE|resnet20 CxHxW CLASSES N OUT.safetensors [BATCH_SEED]
+ *   model_ref_tool SPEC_FILE|resnet20 CxHxW CLASSES N OUT.safetensors [BATCH_SEED [DEVICE]]
  *
- * Builds the model on the CPU backend (seed 42), makes a batch (inputs uniform in
+ * Builds the model on DEVICE's backend ("cpu", the default, one thread, or "cuda"; seed
+ * 42), makes a batch (inputs uniform in
  * [-1, 1] from the user RNG stream of BATCH_SEED, 5 unless given; labels i % CLASSES), runs forward in training mode,
  * the mean cross-entropy and backward, and writes one safetensors file: every model
  * tensor under its checkpoint name (the weights before the step; BN running stats after
  * it), "input", "labels" (as float), "probs", "loss" and "grad/<name>" for every
- * trainable tensor. Exit 0, or 1 with the error on stderr.
+ * trainable tensor. Exit 0, or 1 with the error on stderr; 77 (meson's skip) when DEVICE
+ * cannot be opened.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +34,13 @@ static char *slurp(const char *path)
 
 int main(int argc, char **argv)
 {
-    if (argc != 6 && argc != 7) {
-        fprintf(stderr, "usage: model_ref_tool SPEC|resnet20 CxHxW CLASSES N OUT [BATCH_SEED]\n");
+    if (argc < 6 || argc > 8) {
+        fprintf(stderr,
+                "usage: model_ref_tool SPEC|resnet20 CxHxW CLASSES N OUT [BATCH_SEED [DEVICE]]\n");
         return 2;
     }
-    uint64_t batch_seed = argc == 7 ? strtoull(argv[6], NULL, 10) : 5;
+    uint64_t batch_seed = argc >= 7 ? strtoull(argv[6], NULL, 10) : 5;
+    const char *device = argc == 8 ? argv[7] : "cpu";
     rt_model_input in = {0};
     if (sscanf(argv[2], "%dx%dx%d", &in.c, &in.h, &in.w) != 3) return 2;
     in.num_classes = atoi(argv[3]);
@@ -56,7 +60,7 @@ int main(int argc, char **argv)
     rt_named_tensor *info = NULL;
     rt_ckpt_writer *w = NULL;
     size_t X = (size_t)N * in.c * in.h * in.w;
-    float *x = malloc(X * 4), *labf = malloc((size_t)N * 4),
+    float *x = malloc(X * 4), *labf = malloc((size_t)N * 4), *grads = NULL,
           *probs = malloc((size_t)N * in.num_classes * 4);
     int32_t *lab = malloc((size_t)N * 4);
     float **host = NULL;
@@ -66,9 +70,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < N; i++) lab[i] = i % in.num_classes, labf[i] = (float)lab[i];
     rt_rng r = rt_rng_stream(batch_seed, RT_RNG_USER, 0, 0);
     rt_rng_fill_uniform(&r, x, X, -1.0f, 1.0f);
-    if (rt_backend_open(&b, "cpu", 1, &err) || rt_model_create(&m, spec, &in, &err) ||
-        rt_model_attach(m, &b, N, 42, &err))
+    if (rt_backend_open(&b, device, strcmp(device, "cpu") ? 0 : 1, &err) != RT_OK) {
+        printf("SKIP: no %s backend (%s)\n", device, err.msg);
+        rc = 77;
         goto out;
+    }
+    if (rt_model_create(&m, spec, &in, &err) || rt_model_attach(m, &b, N, 42, &err)) goto out;
     nt = rt_model_num_tensors(m);
     host = calloc((size_t)nt * 2, sizeof *host);
     info = calloc((size_t)nt, sizeof *info);
@@ -84,7 +91,11 @@ int main(int argc, char **argv)
         rt_model_backward(m, N, &err))
         goto out;
     if (rt_ckpt_writer_create(&w, &err)) goto out;
-    const float *g = rt_model_grads_flat(m)->data;
+    const rt_tensor *gflat = rt_model_grads_flat(m); /* host copy: the backend's may be a GPU */
+    if (!(grads = malloc(rt_tensor_bytes(gflat))) ||
+        rt_backend_download(&b, grads, gflat, rt_tensor_bytes(gflat), &err))
+        goto out;
+    const float *g = grads;
     char names[512][80];
     int nn = 0;
     for (int i = 0; i < nt; i++) {
@@ -114,13 +125,14 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     free(info);
-    if (rc) fprintf(stderr, "model_ref_tool: %s\n", err.msg);
+    if (rc == 1) fprintf(stderr, "model_ref_tool: %s\n", err.msg);
     rt_ckpt_writer_destroy(w);
     for (int i = 0; host && i < nt; i++) free(host[i]);
     free(host);
     rt_model_destroy(m);
     rt_backend_close(&b);
     free(spec);
+    free(grads);
     free(x);
     free(labf);
     free(probs);

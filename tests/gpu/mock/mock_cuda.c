@@ -38,8 +38,8 @@ static struct {
     size_t size[MOCK_MAX_BLOCKS];
     size_t used;
     cudaError_t last;
-    long d2h, syncs, gemm16, gemm_fast, gemm_calls, gemm_batched, event_waits,
-        event_polls; /* mock_stats.h */
+    long d2h, syncs, gemm16, gemm_fast, gemm_calls, gemm_batched, event_waits, event_polls,
+        h2d_bytes; /* mock_stats.h */
 } mock;
 
 long mock_stat_d2h(void) { return mock.d2h; }
@@ -50,10 +50,12 @@ long mock_stat_gemm_fast(void) { return mock.gemm_fast; }
 long mock_stat_gemm_calls(void) { return mock.gemm_calls; }
 long mock_stat_gemm_batched(void) { return mock.gemm_batched; }
 long mock_stat_event_waits(void) { return mock.event_waits; }
+long mock_stat_h2d_bytes(void) { return mock.h2d_bytes; }
 void mock_stat_reset(void)
 {
     mock.d2h = mock.syncs = mock.gemm16 = mock.gemm_fast = 0;
     mock.gemm_calls = mock.gemm_batched = mock.event_waits = mock.event_polls = 0;
+    mock.h2d_bytes = 0;
 }
 
 /* the block table changes under this lock (a device group allocates from several
@@ -236,6 +238,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
     }
     if (kind == cudaMemcpyDeviceToHost) mock.d2h++; /* counted even when it fails */
     if (n == 0) return cudaSuccess;
+    if (kind == cudaMemcpyHostToDevice) mock.h2d_bytes += (long)n;
     int dd = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     int sd = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
     if ((dd && !mock_in_device(dst, n)) || (sd && !mock_in_device(src, n)) ||

@@ -8,6 +8,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "cuda_bytes.cuh"
 #include "cuda_elem.cuh"
 
 extern "C" int mock_in_device(const void *p, size_t n);
@@ -313,6 +314,16 @@ extern "C" cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col,
     CHECK({dx, F4(chw * (size_t)count)}, {col, F4(per * (size_t)count)});
     for (size_t i = 0; i < chw * (size_t)count; i++) /* col2im_k */
         rtp_col2im_at(i % chw, dx + i / chw * chw, col + i / chw * per, g);
+    return cudaSuccess;
+}
+
+/* ---- cuda_bytes.cu ---- */
+
+extern "C" cudaError_t rtp_k_bytes_f32(cudaStream_t s, float *out, const uint8_t *bytes,
+                                       const float *lut, int C, size_t plane, size_t n)
+{
+    CHECK({out, F4(n)}, {bytes, n}, {lut, F4((size_t)C * 256)});
+    for (size_t i = 0; i < n; i++) rtp_bytes_f32_at(i, out, bytes, lut, C, plane);
     return cudaSuccess;
 }
 

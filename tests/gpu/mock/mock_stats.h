@@ -23,6 +23,8 @@ long mock_stat_gemm_calls(void);
 long mock_stat_gemm_batched(void);
 /* cudaStreamWaitEvent calls (a stream ordered after another's work). */
 long mock_stat_event_waits(void);
+/* Bytes copied host to device (cudaMemcpy/cudaMemcpyAsync). */
+long mock_stat_h2d_bytes(void);
 /* Every counter back to 0. */
 void mock_stat_reset(void);
 
