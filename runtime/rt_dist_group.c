@@ -1,8 +1,8 @@
 /* rt_dist_group.c - a world of ranks inside one process, one per device and one host
  * thread each (rt_dist.h, "the devices of one process").
  *
- * Host collectives (the step's statistics and stop votes, the start-of-run checks, the
- * parameter broadcast, gradients when NCCL is not used) meet in shared memory: every
+ * Host collectives (the start-of-run checks, the parameter broadcast, and the step's
+ * gradients and statistics when NCCL is not used) meet in shared memory: every
  * rank posts its buffer, a barrier, rank 0 combines the buffers in rank order into a
  * scratch area (so every rank gets the same bits, whatever the thread timing), a
  * barrier, every rank copies the result, a last barrier before the buffers may change.
@@ -11,9 +11,9 @@
  * device stops the others with an error instead of a hang.
  *
  * Gradients: over NCCL in device memory when every backend is CUDA (rt_nccl_*, which
- * orders the sum after the backward and the update after the sum with events, and
- * waits for the sum at most the world's timeout; an abort of the group cancels that
- * wait on every device). When
+ * orders the sum after the backward and the update after the sum with events, gathers
+ * the step's statistics in the same group, and waits for the sum at most the world's
+ * timeout; an abort of the group cancels that wait on every device). When
  * NCCL cannot be loaded the group still trains, through host memory (one download and
  * upload of the gradients a step, as ranks of a launch do), and says so on stderr.
  */

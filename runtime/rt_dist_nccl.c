@@ -2,9 +2,10 @@
  * variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) and no MPI
  * launcher. Kiln builds no transport of its own: the ranks meet over TCP once
  * (rt_dist_meet.h) for rank 0 to hand out NCCL's unique id, then every exchange goes
- * through NCCL - the gradients in device memory, and the few host collectives (the
- * start-of-run check, rank 0's parameters, each step's loss and stop votes) through a
- * small device buffer (rt_nccl_host). Every wait ends within the world's timeout.
+ * through NCCL - the gradients in device memory with each step's loss, accuracy and stop
+ * votes in the same group (rt_dist_stats: one wait a step), and the few host
+ * collectives (the start-of-run check, rank 0's parameters) through a small device
+ * buffer (rt_nccl_host). Every wait ends within the world's timeout.
  *
  * So such a launch trains GPU ranks only: NCCL needs a CUDA device on every rank. A CPU
  * rank, a rank without NCCL, or a host collective before the ranks met (the CPU

@@ -148,7 +148,7 @@ static rt_status add_infer(rt_layer *l, char *why)
         return RT_EINVAL;
     }
     l->out_c = l->in_c, l->out_h = l->in_h, l->out_w = l->in_w, l->out_flat = 0;
-    l->nsaved = 1; /* dy, the gradient of the other term */
+    l->nsaved = 1; /* dy (through the fused relu), the gradient of both terms */
     rtp_shape(&l->saved[0], 1, l->in_c, l->in_h, l->in_w);
     l->saved_per_sample[0] = 1;
     return RT_OK;

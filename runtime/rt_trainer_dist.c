@@ -10,8 +10,8 @@
  * and summed over the ranks (one MPI all-reduce of the flat gradient vector) it is the
  * mean over the whole batch - the gradient one process computes for the batch, up to
  * the order of the floating-point sums. Loss, right predictions and the ranks' wishes
- * to stop (interrupt, time limit) travel in a second, 4-double all-reduce, so every
- * rank reports the whole batch's loss and stops after the same step.
+ * to stop (interrupt, time limit) travel in a second, 4-double all-reduce (on the host
+ * path), so every rank reports the whole batch's loss and stops after the same step.
  *
  * The device path (rt_trainer_device.c) gathers its share in backend memory and brings
  * the gradients and its share's statistics to the host for the same exchange

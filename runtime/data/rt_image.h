@@ -54,6 +54,10 @@ RT_MUST_USE rt_status rtp_image_decode(const uint8_t *buf, size_t len, const cha
  * build without libdeflate: 0, out holds no image, and libpng decodes it
  * (rt_png_fast.c). */
 int rtp_png_fast(const uint8_t *buf, size_t len, uint64_t max_pixels, rtp_image *out);
+/* A PNG through libpng only (never rtp_png_fast): what rtp_image_decode does with the
+ * files rtp_png_fast does not take. For the fuzz target's cross-check. */
+RT_MUST_USE rt_status rtp_png_decode_libpng(const uint8_t *buf, size_t len, const char *what,
+                                            uint64_t max_pixels, rtp_image *out, rt_error *err);
 
 /* Converts im in place to c channels (1 or 3). RT_ENOMEM only. */
 RT_MUST_USE rt_status rtp_image_channels(rtp_image *im, int c, rt_error *err);

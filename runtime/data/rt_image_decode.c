@@ -199,6 +199,13 @@ done:
     return st;
 }
 
+rt_status rtp_png_decode_libpng(const uint8_t *buf, size_t len, const char *what,
+                                uint64_t max_pixels, rtp_image *out, rt_error *err)
+{
+    out->w = out->h = out->c = 0;
+    return decode_png(buf, len, what, max_pixels, out, err);
+}
+
 rt_status rtp_image_decode(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels,
                            int want_w, int want_h, rtp_image *out, rt_error *err)
 {

@@ -69,9 +69,12 @@ static int unfilter(uint8_t *row, const uint8_t *prev, size_t n, int bpp, int f)
 
 int rtp_png_fast(const uint8_t *buf, size_t len, uint64_t max_pixels, rtp_image *out)
 {
+    static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     uint32_t n;
     const uint8_t *type;
-    if (!chunk_at(buf, len, 8, &n, &type) || memcmp(type, "IHDR", 4) || n != 13) return 0;
+    if (len < 8 || memcmp(buf, sig, 8) || !chunk_at(buf, len, 8, &n, &type) ||
+        memcmp(type, "IHDR", 4) || n != 13)
+        return 0;
     const uint8_t *h = buf + 16;
     uint32_t w = be32(h), ht = be32(h + 4);
     int depth = h[8], ct = h[9], bpp = ct == 0 ? 1 : ct == 4 ? 2 : ct == 2 ? 3 : ct == 6 ? 4 : 0;

@@ -23,7 +23,7 @@ if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ]; then
   exit 2
 fi
 shift
-all=(wire connection notebook cell forms model idx cifar ckpt http schedule history args resume
+all=(wire connection notebook cell forms model idx image cifar ckpt http schedule history args resume
      results manifest s3xml mlflow)
 targets=("${@:-${all[@]}}")
 build="${FUZZ_BUILD:-$root/build-fuzz}"

@@ -1,8 +1,9 @@
 /* test_fused_ops.c - the fused backend ops against the composition they replace, on the
  * CPU backend: batch norm + relu (forward in training and eval mode, backward) and
- * residual add + relu. Same arithmetic, so bit for bit equal, and run to run; then a
- * model with batch norm + relu and residual blocks trains one step fused and unfused
- * (rt_model_set_fusion) to the same loss and gradients, bit for bit.
+ * residual add + relu. Same arithmetic, so bit for bit equal; then a model with batch
+ * norm + relu and residual blocks trains one step fused and unfused
+ * (rt_model_set_fusion), and fused on 1 thread, to the same loss and gradients, bit
+ * for bit.
  * The CUDA versions are checked against these through the mock device (check_ops.c).
  */
 #include <stdlib.h>
@@ -122,14 +123,14 @@ T_TEST(add_relu)
 }
 
 /* One training step (forward, loss, backward) of spec; *loss and the flat gradients. */
-static int step(const char *spec, int fused, double *loss, float **grads, size_t *P)
+static int step(const char *spec, int fused, int threads, double *loss, float **grads, size_t *P)
 {
     enum { NB = 4, C = 3, H = 8, W = 8 };
     rt_error err = {0};
     rt_backend b;
     rt_model *m = NULL;
     rt_model_input in = {C, H, W, 5};
-    if (rt_backend_open(&b, "cpu", 2, &err)) return -1;
+    if (rt_backend_open(&b, "cpu", threads, &err)) return -1;
     int rc = -1;
     if (rt_model_create(&m, spec, &in, &err)) goto out;
     rt_model_set_fusion(m, fused);
@@ -155,17 +156,21 @@ out:
     return rc;
 }
 
+/* fused (2 threads) vs apart (2 threads) vs fused again (1 thread): the same bits */
 static void model_case(int *t_failed_, const char *spec)
 {
-    double lf = 0.0, la = 1.0;
-    float *gf = NULL, *ga = NULL;
-    size_t pf = 0, pa = 0;
-    ASSERT_EQ(step(spec, 1, &lf, &gf, &pf), 0);
-    ASSERT_EQ(step(spec, 0, &la, &ga, &pa), 0);
+    double lf = 0.0, la = 1.0, l1 = 2.0;
+    float *gf = NULL, *ga = NULL, *g1 = NULL;
+    size_t pf = 0, pa = 0, p1 = 0;
+    ASSERT_EQ(step(spec, 1, 2, &lf, &gf, &pf), 0);
+    ASSERT_EQ(step(spec, 0, 2, &la, &ga, &pa), 0);
+    ASSERT_EQ(step(spec, 1, 1, &l1, &g1, &p1), 0);
     ASSERT_EQ(pf, pa);
-    ASSERT(lf == la);
-    int same = same_bits("model gradients", gf, ga, pf);
-    free(gf), free(ga);
+    ASSERT_EQ(pf, p1);
+    ASSERT(lf == la && lf == l1);
+    int same = same_bits("model gradients", gf, ga, pf) &&
+               same_bits("model gradients, 1 thread", gf, g1, pf);
+    free(gf), free(ga), free(g1);
     ASSERT(same);
 }
 
