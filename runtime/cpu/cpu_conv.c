@@ -23,9 +23,34 @@
 
 static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
 
-static int is_direct(const rt_conv_desc *d)
+/* A 1x1, stride 1, unpadded convolution: the image is its own column matrix. */
+static int no_unfold(const rt_conv_desc *d)
 {
     return d->R == 1 && d->S == 1 && d->stride == 1 && d->pad == 0;
+}
+
+/* The direct paths share one signature per pass; direct_path picks the one that takes
+ * d on b (and its loops in *k), or NULL for im2col + sgemm. */
+typedef struct {
+    size_t (*workspace)(rt_backend *, const rtp_convk *, const rt_conv_desc *);
+    rt_status (*fwd)(rt_backend *, const rtp_convk *, rt_tensor *, const rt_tensor *,
+                     const rt_tensor *, const rt_tensor *, const rt_conv_desc *, rt_error *);
+    rt_status (*bwd_data)(rt_backend *, const rtp_convk *, rt_tensor *, const rt_tensor *,
+                          const rt_tensor *, const rt_conv_desc *, rt_error *);
+    rt_status (*bwd_filter)(rt_backend *, const rtp_convk *, rt_tensor *, rt_tensor *,
+                            const rt_tensor *, const rt_tensor *, const rt_conv_desc *, rt_error *);
+} direct_ops;
+
+static const direct_ops *direct_path(rt_backend *b, const rt_conv_desc *d, const rtp_convk **k)
+{
+    static const direct_ops stride1 = {rtp_cpu_conv_direct_workspace, rtp_cpu_conv_direct_fwd,
+                                       rtp_cpu_conv_direct_bwd_data,
+                                       rtp_cpu_conv_direct_bwd_filter};
+    static const direct_ops stride2 = {rtp_cpu_conv_s2_workspace, rtp_cpu_conv_s2_fwd,
+                                       rtp_cpu_conv_s2_bwd_data, rtp_cpu_conv_s2_bwd_filter};
+    if ((*k = rtp_cpu_conv_direct(b, d))) return &stride1;
+    if ((*k = rtp_cpu_conv_s2(b, d))) return &stride2;
+    return NULL;
 }
 
 #define GROUP 8 /* images per weight-gradient partial sum */
@@ -49,9 +74,9 @@ static size_t acc_floats(const rt_conv_desc *d)
 
 size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
 {
-    const rtp_convk *k = rtp_cpu_conv_direct(b, d);
-    if (k) return rtp_cpu_conv_direct_workspace(b, k, d);
-    if ((k = rtp_cpu_conv_s2(b, d))) return rtp_cpu_conv_s2_workspace(b, k, d);
+    const rtp_convk *k;
+    const direct_ops *path = direct_path(b, d, &k);
+    if (path) return path->workspace(b, k, d);
     size_t T = (size_t)(b->threads > 0 ? b->threads : 1);
     return (T * col_floats(d) + (size_t)ngroups(d->N) * acc_floats(d)) * sizeof(float);
 }
@@ -152,10 +177,9 @@ static void col2im(float *dx, const float *col, const rt_conv_desc *d)
 rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
                              const rt_tensor *bias, const rt_conv_desc *d, rt_error *err)
 {
-    const rtp_convk *kern = rtp_cpu_conv_direct(b, d);
-    if (kern) return rtp_cpu_conv_direct_fwd(b, kern, out, in, w, bias, d, err);
-    if ((kern = rtp_cpu_conv_s2(b, d)))
-        return rtp_cpu_conv_s2_fwd(b, kern, out, in, w, bias, d, err);
+    const rtp_convk *kern;
+    const direct_ops *path = direct_path(b, d, &kern);
+    if (path) return path->fwd(b, kern, out, in, w, bias, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
@@ -170,7 +194,7 @@ rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
             const float *x = X + chw * (size_t)n;
             float *y = Y + kpq * (size_t)n;
             const float *src = x;
-            if (!is_direct(d)) {
+            if (!no_unfold(d)) {
                 im2col(col, x, d);
                 src = col;
             }
@@ -187,10 +211,9 @@ rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
 rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                   const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
-    const rtp_convk *kern = rtp_cpu_conv_direct(b, d);
-    if (kern) return rtp_cpu_conv_direct_bwd_data(b, kern, din, dout, w, d, err);
-    if ((kern = rtp_cpu_conv_s2(b, d)))
-        return rtp_cpu_conv_s2_bwd_data(b, kern, din, dout, w, d, err);
+    const rtp_convk *kern;
+    const direct_ops *path = direct_path(b, d, &kern);
+    if (path) return path->bwd_data(b, kern, din, dout, w, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
@@ -204,7 +227,7 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
         for (int n = 0; n < d->N; n++) {
             float *dx = DX + chw * (size_t)n;
             const float *dy = DY + kpq * (size_t)n;
-            if (is_direct(d)) {
+            if (no_unfold(d)) {
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CRS, PQ, K, 1.0f, Wt, CRS, dy,
                             PQ, 0.0f, dx, PQ);
                 continue;
@@ -222,10 +245,9 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                                     const rt_tensor *dout, const rt_tensor *in,
                                     const rt_conv_desc *d, rt_error *err)
 {
-    const rtp_convk *kern = rtp_cpu_conv_direct(b, d);
-    if (kern) return rtp_cpu_conv_direct_bwd_filter(b, kern, dw, dbias, dout, in, d, err);
-    if ((kern = rtp_cpu_conv_s2(b, d)))
-        return rtp_cpu_conv_s2_bwd_filter(b, kern, dw, dbias, dout, in, d, err);
+    const rtp_convk *kern;
+    const direct_ops *path = direct_path(b, d, &kern);
+    if (path) return path->bwd_filter(b, kern, dw, dbias, dout, in, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
@@ -246,7 +268,7 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
             for (int n = g * GROUP; n < n1; n++) {
                 const float *x = X + chw * (size_t)n, *dy = DY + kpq * (size_t)n;
                 const float *src = x;
-                if (!is_direct(d)) {
+                if (!no_unfold(d)) {
                     im2col(col, x, d);
                     src = col;
                 }
