@@ -75,9 +75,9 @@ typedef struct rt_dataset_opts {
     int val;          /* --val N: images moved from train to val */
     rt_download_progress_fn progress;
     void *user;
-    int (*should_stop)(void *user); /* checked during downloads (DATA: and while reading
+    int (*should_stop)(void *user); /* checked during downloads (and while reading
                                        big files: RT_EINTERRUPTED); may be NULL */
-    /* Added by DATA (additive): a sha256sum-format file ("HEX  NAME" lines) whose
+    /* A sha256sum-format file ("HEX  NAME" lines) whose
      * hashes replace the built-in ones for downloads (own mirrors, tests); may be NULL. */
     const char *sha256sums;
     /* Image folders (a directory of class folders, split folders, a CSV of path,label
@@ -104,10 +104,11 @@ void rt_dataset_norm_table(const rt_dataset *d, int c, float lut[256]);
 /* Writes image i (C*H*W floats, CHW order) normalised, from images or pixels. */
 void rt_dataset_image_f32(const rt_dataset *d, int i, float *out);
 
-/* Added by DATA (additive). Writes image i (C*H*W bytes, CHW order) back as the raw
- * 0..255 bytes it was loaded from (exact: undoes the normalisation and rounds). */
+/* Writes image i (C*H*W bytes, CHW order) as the raw 0..255 bytes it was loaded from:
+ * a copy of its pixels, or, for a set built from floats (images set), the normalisation
+ * undone and rounded. */
 void rt_dataset_image_u8(const rt_dataset *d, int i, uint8_t *out);
-/* Added by IMAGES. Reads one PNG or JPEG file the way image folders are read: decoded,
+/* Reads one PNG or JPEG file the way image folders are read: decoded,
  * converted to c channels (1 or 3), resized to cover h x w and centre-cropped, written
  * as c*h*w CHW bytes to out. Errors (RT_EFORMAT / RT_EIO / RT_ENOTFOUND) name the file.
  * For predicting on new images with a model trained on a folder. */

@@ -33,7 +33,8 @@
 #define DEFAULT_SIDE 64
 
 /* One thread's buffers, kept from file to file: the file's bytes and the decoded image
- * (rt_image.h), so a decode allocates nothing once they are big enough. */
+ * (rt_image.h), so neither is allocated again once it is big enough (the resize's and
+ * the PNG inflater's working memory still is, per file). */
 typedef struct scratch {
     uint8_t *file;
     size_t cap;

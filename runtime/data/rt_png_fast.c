@@ -6,8 +6,8 @@
  *
  * Only the exact, common case is taken; anything else returns 0 and libpng decodes the
  * file (rt_image_decode.c), so every error a bad file gets is still libpng's, worded
- * as before. Nothing is relaxed: every chunk's CRC is checked (a mismatch anywhere goes
- * to libpng, which refuses a damaged critical chunk), the zlib stream's Adler-32 is
+ * as before. Nothing is relaxed: the CRC of every chunk up to the end of the image data is
+ * checked (a mismatch goes to libpng, which refuses a damaged critical chunk), the zlib stream's Adler-32 is
  * checked by libdeflate, the inflated size must be exactly the image's, and an unknown
  * row filter goes to libpng. The pixels are libpng's with png_set_strip_alpha: the
  * five PNG row filters undone byte by byte, alpha dropped (not composited).

@@ -45,8 +45,8 @@ static uint8_t *read_idx_pixels(const char *path, size_t n)
     return ok ? px : NULL;
 }
 
-/* FNV-1a 64 recomputed from the denormalised bytes: proves rt_dataset_image_u8 is
- * exact and the checksum covers pixels then labels. */
+/* FNV-1a 64 recomputed from the bytes rt_dataset_image_u8 gives back: proves they are
+ * the loaded pixels and the checksum covers pixels then labels. */
 static uint64_t checksum_from_u8(const rt_dataset *d)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
