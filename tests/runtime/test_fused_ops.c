@@ -11,6 +11,7 @@
 #include "../t.h"
 #include "rt_backend.h"
 #include "rt_model.h"
+#include "rt_model_internal.h" /* which layers fused */
 #include "rt_rng.h"
 
 static float *randn(size_t n, uint32_t tag, float std, float mean)
@@ -122,8 +123,11 @@ T_TEST(add_relu)
     rt_backend_close(&b);
 }
 
-/* One training step (forward, loss, backward) of spec; *loss and the flat gradients. */
-static int step(const char *spec, int fused, int threads, double *loss, float **grads, size_t *P)
+/* One training step (forward, loss, backward) of spec; *loss, the flat gradients and
+ * *nfused, the number of layers that took part in a fusion (a relu and the layer
+ * before it count two). */
+static int step(const char *spec, int fused, int threads, double *loss, float **grads, size_t *P,
+                int *nfused)
 {
     enum { NB = 4, C = 3, H = 8, W = 8 };
     rt_error err = {0};
@@ -135,6 +139,8 @@ static int step(const char *spec, int fused, int threads, double *loss, float **
     if (rt_model_create(&m, spec, &in, &err)) goto out;
     rt_model_set_fusion(m, fused);
     if (rt_model_attach(m, &b, NB, 9, &err)) goto out;
+    *nfused = 0;
+    for (int i = 0; i < m->nlayers; i++) *nfused += m->layers[i].fused_relu;
     float x[NB * C * H * W];
     int32_t y[NB] = {0, 4, 2, 1};
     rt_rng r = rt_rng_stream(3, RT_RNG_USER, 1, 0);
@@ -156,15 +162,20 @@ out:
     return rc;
 }
 
-/* fused (2 threads) vs apart (2 threads) vs fused again (1 thread): the same bits */
-static void model_case(int *t_failed_, const char *spec)
+/* fused (2 threads) vs apart (2 threads) vs fused again (1 thread): the same bits;
+ * npairs relus are fused in the fused runs and none apart, so the runs differ. */
+static void model_case(int *t_failed_, const char *spec, int npairs)
 {
     double lf = 0.0, la = 1.0, l1 = 2.0;
     float *gf = NULL, *ga = NULL, *g1 = NULL;
     size_t pf = 0, pa = 0, p1 = 0;
-    ASSERT_EQ(step(spec, 1, 2, &lf, &gf, &pf), 0);
-    ASSERT_EQ(step(spec, 0, 2, &la, &ga, &pa), 0);
-    ASSERT_EQ(step(spec, 1, 1, &l1, &g1, &p1), 0);
+    int nf = -1, na = -1, n1 = -1;
+    ASSERT_EQ(step(spec, 1, 2, &lf, &gf, &pf, &nf), 0);
+    ASSERT_EQ(step(spec, 0, 2, &la, &ga, &pa, &na), 0);
+    ASSERT_EQ(step(spec, 1, 1, &l1, &g1, &p1, &n1), 0);
+    ASSERT_EQ(nf, 2 * npairs);
+    ASSERT_EQ(n1, 2 * npairs);
+    ASSERT_EQ(na, 0);
     ASSERT_EQ(pf, pa);
     ASSERT_EQ(pf, p1);
     ASSERT(lf == la && lf == l1);
@@ -177,15 +188,17 @@ static void model_case(int *t_failed_, const char *spec)
 T_TEST(model_fused_equals_apart)
 {
     /* bn + relu, an identity block and a projection block ending in add + relu */
-    model_case(t_failed_, "conv2d 4 3 pad=same\nbatchnorm\nrelu\n"
-                          "residual:\n    conv2d 4 3 pad=same\n    batchnorm\n    relu\n"
-                          "    conv2d 4 3 pad=same\n    batchnorm\nrelu\n"
-                          "residual:\n    conv2d 6 3 stride=2 pad=same\n    batchnorm\n    relu\n"
-                          "    conv2d 6 3 pad=same\n    batchnorm\n  shortcut:\n"
-                          "    conv2d 6 1 stride=2\n    batchnorm\nrelu\n"
-                          "globalavgpool\nflatten\ndense 5");
+    model_case(t_failed_,
+               "conv2d 4 3 pad=same\nbatchnorm\nrelu\n"
+               "residual:\n    conv2d 4 3 pad=same\n    batchnorm\n    relu\n"
+               "    conv2d 4 3 pad=same\n    batchnorm\nrelu\n"
+               "residual:\n    conv2d 6 3 stride=2 pad=same\n    batchnorm\n    relu\n"
+               "    conv2d 6 3 pad=same\n    batchnorm\n  shortcut:\n"
+               "    conv2d 6 1 stride=2\n    batchnorm\nrelu\n"
+               "globalavgpool\nflatten\ndense 5",
+               5);
     /* batchnorm first, and a block whose main path is empty */
-    model_case(t_failed_, "batchnorm\nrelu\nresidual:\n    relu\nrelu\nflatten\ndense 5");
+    model_case(t_failed_, "batchnorm\nrelu\nresidual:\n    relu\nrelu\nflatten\ndense 5", 2);
 }
 
 int main(void)
