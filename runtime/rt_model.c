@@ -7,7 +7,8 @@
  * want, and the zero gaps between tensors stay zero through every update), acts (every layer's output for a max batch, per-sample
  * saved tensors such as dropout masks, two ping-pong gradient buffers, labels, losses,
  * probabilities) and state (BN running stats and batch stats). flatten's output aliases
- * its input, and so does a relu's after conv/dense/batchnorm (aliases_input), a residual
+ * its input, and so does a relu's after conv/dense/batchnorm or fused into the add before
+ * it (aliases_input), a residual
  * block's begin, and its shortcut's (a view of the block input; rt_layer_residual.c). Forward and
  * backward allocate nothing.
  */

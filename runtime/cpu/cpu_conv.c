@@ -10,7 +10,7 @@
  * calls single-threaded OpenBLAS sgemm on it. This keeps the unfolded data
  * cache-resident instead of materialising a whole-batch column matrix.
  * A 1x1, stride 1, unpadded convolution skips the unfold (the image is its own column).
- * The weight gradient is accumulated per fixed group of GROUP images (whichever thread
+ * The weight gradient is accumulated per fixed group of RTP_CONV_GROUP images (whichever thread
  * runs it) and the groups are summed in order, so results are bitwise identical for any
  * thread count. Nothing here allocates: scratch comes from the workspace reserved by
  * the model (rtp_cpu_conv2d_workspace).
@@ -19,9 +19,8 @@
 #include <omp.h>
 #include <string.h>
 
+#include "cpu_conv_layout.h"
 #include "cpu_internal.h"
-
-static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
 
 /* A 1x1, stride 1, unpadded convolution: the image is its own column matrix. */
 static int no_unfold(const rt_conv_desc *d)
@@ -53,23 +52,19 @@ static const direct_ops *direct_path(rt_backend *b, const rt_conv_desc *d, const
     return NULL;
 }
 
-#define GROUP 8 /* images per weight-gradient partial sum */
 /* Up to this many C*R*S, the weight gradient is computed with dot products: an sgemm call
  * with an output of K x 27 is mostly call and packing overhead (bench/README.md has
  * what it saved). */
 #define SMALL_CRS 32
 
-static int nthreads(rt_backend *b, int n) { return n < b->threads ? 1 : b->threads; }
-static int ngroups(int n) { return (n + GROUP - 1) / GROUP; }
-
-/* Scratch layout (floats): T column buffers, then ngroups(N) dW/dbias accumulators. */
+/* Scratch layout (floats): T column buffers, then rtp_conv_groups(N) dW/dbias accumulators. */
 static size_t col_floats(const rt_conv_desc *d)
 {
-    return round16((size_t)d->C * d->R * d->S * (size_t)d->P * d->Q);
+    return rtp_r16((size_t)d->C * d->R * d->S * (size_t)d->P * d->Q);
 }
 static size_t acc_floats(const rt_conv_desc *d)
 {
-    return round16((size_t)d->K * d->C * d->R * d->S + d->K);
+    return rtp_r16((size_t)d->K * d->C * d->R * d->S + d->K);
 }
 
 size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
@@ -78,7 +73,7 @@ size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
     const direct_ops *path = direct_path(b, d, &k);
     if (path) return path->workspace(b, k, d);
     size_t T = (size_t)(b->threads > 0 ? b->threads : 1);
-    return (T * col_floats(d) + (size_t)ngroups(d->N) * acc_floats(d)) * sizeof(float);
+    return (T * col_floats(d) + (size_t)rtp_conv_groups(d->N) * acc_floats(d)) * sizeof(float);
 }
 
 /* col (C*R*S, P*Q) <- image x (C,H,W), zero outside the padded border. */
@@ -182,7 +177,7 @@ rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
     if (path) return path->fwd(b, kern, out, in, w, bias, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
-    const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
+    const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = rtp_conv_threads(b, d->N);
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ, per = col_floats(d);
     const float *X = in->data, *Wt = w->data, *B = bias ? bias->data : NULL;
     float *Y = out->data;
@@ -216,7 +211,7 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
     if (path) return path->bwd_data(b, kern, din, dout, w, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
-    const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
+    const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = rtp_conv_threads(b, d->N);
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ, per = col_floats(d);
     const float *DY = dout->data, *Wt = w->data;
     float *DX = din->data;
@@ -250,8 +245,8 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
     if (path) return path->bwd_filter(b, kern, dw, dbias, dout, in, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
-    const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = nthreads(b, d->N);
-    const int G = ngroups(d->N);
+    const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = rtp_conv_threads(b, d->N);
+    const int G = rtp_conv_groups(d->N);
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ;
     const size_t colsz = col_floats(d), accsz = acc_floats(d), nw = (size_t)K * CRS;
     float *accs = ws + (size_t)(b->threads > 0 ? b->threads : 1) * colsz;
@@ -259,13 +254,13 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
     float *DW = dw->data, *DB = dbias ? dbias->data : NULL;
 #pragma omp parallel num_threads(T)
     {
-        /* ---- partial sums over fixed groups of GROUP images ---- */
+        /* ---- partial sums over fixed groups of RTP_CONV_GROUP images ---- */
         float *col = ws + colsz * (size_t)omp_get_thread_num();
 #pragma omp for schedule(dynamic, 1)
         for (int g = 0; g < G; g++) {
             float *acc = accs + accsz * (size_t)g, *accb = acc + nw;
-            int n1 = (g + 1) * GROUP < d->N ? (g + 1) * GROUP : d->N;
-            for (int n = g * GROUP; n < n1; n++) {
+            int n1 = (g + 1) * RTP_CONV_GROUP < d->N ? (g + 1) * RTP_CONV_GROUP : d->N;
+            for (int n = g * RTP_CONV_GROUP; n < n1; n++) {
                 const float *x = X + chw * (size_t)n, *dy = DY + kpq * (size_t)n;
                 const float *src = x;
                 if (!no_unfold(d)) {
@@ -277,15 +272,15 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                         for (int c = 0; c < CRS; c++) {
                             float v = dot(dy + (size_t)k * PQ, src + (size_t)c * PQ, PQ);
                             acc[(size_t)k * CRS + c] =
-                                n == g * GROUP ? v : acc[(size_t)k * CRS + c] + v;
+                                n == g * RTP_CONV_GROUP ? v : acc[(size_t)k * CRS + c] + v;
                         }
                 } else {
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, CRS, PQ, 1.0f, dy, PQ,
-                                src, PQ, n == g * GROUP ? 0.0f : 1.0f, acc, CRS);
+                                src, PQ, n == g * RTP_CONV_GROUP ? 0.0f : 1.0f, acc, CRS);
                 }
                 for (int k = 0; k < K && DB; k++) { /* no bias: no pass over dy for it */
                     float sum = rtp_cpu_row_sum(dy + (size_t)k * PQ, PQ);
-                    accb[k] = n == g * GROUP ? sum : accb[k] + sum;
+                    accb[k] = n == g * RTP_CONV_GROUP ? sum : accb[k] + sum;
                 }
             }
         }

@@ -9,7 +9,8 @@
  * i + r*Wp + s for tap (r,s), a contiguous run for every tap, so the inner loop is
  * vector loads and FMAs (cpu_conv_kern.c); the two (2 pad) extra columns per row are
  * computed and dropped when the result is copied out. With a border of 1 (ResNet's
- * "same" 3x3), no bias and whole vectors of output positions, the forward and input
+ * "same" 3x3), no bias, whole vectors of output positions and whole
+ * blocks of 4 output rows (K, or C for the input gradient, a multiple of 4), the forward and input
  * gradient use a tight layout instead (tight_planes): rows W wide, three copies of each
  * plane with the wrapped-around column zeroed, and the result written in place.
  * - forward: y = W * x over the padded grid, packed weights [K/4][C][9][4];
@@ -207,8 +208,6 @@ static void taps(int off[9], int wp)
     for (int t = 0; t < 9; t++) off[t] = (t / 3) * wp + t % 3;
 }
 
-static int nthreads(rt_backend *b, int n) { return n < b->threads ? 1 : b->threads; }
-
 /* For each of N images: out (rows x oh x ow, + bias) <- the packed weights applied to
  * in (ins x g->hin x iw), through the padded grid. */
 static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const geom *g, float *ws,
@@ -219,7 +218,7 @@ static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const g
     const size_t in_img = (size_t)ins * g->hin * iw, out_img = (size_t)rows * oh * ow;
     if (g->tps && rows == rows_r && !bias) { /* whole blocks of rows: straight into out */
         tight_taps(off, iw, g->tps);
-#pragma omp parallel num_threads(nthreads(b, N))
+#pragma omp parallel num_threads(rtp_conv_threads(b, N))
         {
             float *xp = ws + p->per_thread * (size_t)omp_get_thread_num();
 #pragma omp for schedule(dynamic, 1)
@@ -232,7 +231,7 @@ static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const g
         return;
     }
     taps(off, g->wp);
-#pragma omp parallel num_threads(nthreads(b, N))
+#pragma omp parallel num_threads(rtp_conv_threads(b, N))
     {
         float *xp = ws + p->per_thread * (size_t)omp_get_thread_num(), *grid = xp + p->xin;
 #pragma omp for schedule(dynamic, 1)

@@ -39,7 +39,6 @@ void rtp_conv_compact(float *restrict out, const float *restrict grid, int K, in
     }
 }
 
-/* dyT is written in order (K read streams), each float once. */
 typedef float v4 __attribute__((vector_size(16)));
 typedef float v4u __attribute__((vector_size(16), aligned(4))); /* unaligned access */
 
@@ -115,7 +114,7 @@ void rtp_conv_wgrad_run(rt_backend *b, const rt_conv_desc *d, rt_tensor *dw, rt_
     const size_t nw = (size_t)lay->CT * Kv;
     const float *X = in->data, *DY = dout->data;
     float *accs = ws + lay->acc;
-#pragma omp parallel num_threads(d->N < b->threads ? 1 : b->threads)
+#pragma omp parallel num_threads(rtp_conv_threads(b, d->N))
     {
         float *scratch = ws + lay->per_thread * (size_t)omp_get_thread_num();
         float *dyT = scratch + lay->dyt;

@@ -18,6 +18,11 @@
 static inline size_t rtp_r16(size_t n) { return (n + 15) / 16 * 16; }
 static inline int rtp_round_up(int n, int m) { return (n + m - 1) / m * m; }
 static inline int rtp_conv_groups(int n) { return (n + RTP_CONV_GROUP - 1) / RTP_CONV_GROUP; }
+/* Threads for a convolution over n images: all of b's, or 1 when there are fewer images. */
+static inline int rtp_conv_threads(const rt_backend *b, int n)
+{
+    return n < b->threads ? 1 : b->threads;
+}
 
 /* wpk [rows_r/KB][ins][T][KB] (rows past `rows` are 0) <- the weights of T taps tap[t]
  * (indices into a filter of RS taps) of Wt, which is [rows][ins][RS], or, with

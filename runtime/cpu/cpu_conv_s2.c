@@ -116,8 +116,6 @@ size_t rtp_cpu_conv_s2_workspace(rt_backend *b, const rtp_convk *k, const rt_con
     return (p.acc + (size_t)rtp_conv_groups(d->N) * p.accsz) * sizeof(float);
 }
 
-static int nthreads(rt_backend *b, int n) { return n < b->threads ? 1 : b->threads; }
-
 /* xp <- the phase planes of the C planes of x (H x W, border pad), and a zero tail. */
 static void split_phases(float *restrict xp, const float *restrict x, const rt_conv_desc *d,
                          const plan *p)
@@ -194,7 +192,7 @@ rt_status rtp_cpu_conv_s2_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
     float *Y = out->data;
     rtp_conv_pack(ws + p.wpk, w->data, d->K, p.Kr, d->C, p.T, identity, p.T, 0);
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * d->P * d->Q;
-#pragma omp parallel num_threads(nthreads(b, d->N))
+#pragma omp parallel num_threads(rtp_conv_threads(b, d->N))
     {
         float *xp = ws + p.per_thread * (size_t)omp_get_thread_num(), *grid = xp + p.xin;
 #pragma omp for schedule(dynamic, 1)
@@ -224,7 +222,7 @@ rt_status rtp_cpu_conv_s2_bwd_data(rt_backend *b, const rtp_convk *k, rt_tensor 
     const float *DY = dout->data;
     float *DX = din->data;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * d->P * d->Q;
-#pragma omp parallel num_threads(nthreads(b, d->N))
+#pragma omp parallel num_threads(rtp_conv_threads(b, d->N))
     {
         float *dyp = ws + p.per_thread * (size_t)omp_get_thread_num(), *grid = dyp + p.xin;
 #pragma omp for schedule(dynamic, 1)
