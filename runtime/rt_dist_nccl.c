@@ -152,9 +152,10 @@ rt_status rtp_dist_nccl_open(const rt_dist_env *env, rt_dist **out, rt_error *er
     if (!addr || !*addr || ((!port || !*port) && (!own || !*own)))
         return RT_ERR(err, RT_EINVAL,
                       "RANK=%d and WORLD_SIZE=%d say this process is one rank of a launch, "
-                      "but MASTER_ADDR or MASTER_PORT is not set: the ranks cannot meet "
-                      "---> HINT: set MASTER_ADDR (rank 0's host) and MASTER_PORT (a free "
-                      "port) for every rank as torchrun does, or launch with mpirun",
+                      "but MASTER_ADDR or MASTER_PORT is not set (nor KILN_DIST_PORT): the "
+                      "ranks cannot meet ---> HINT: set MASTER_ADDR (rank 0's host) and "
+                      "MASTER_PORT (a free port) for every rank as torchrun does, or "
+                      "KILN_DIST_PORT for the ranks' own meeting port, or launch with mpirun",
                       env->rank, env->world);
     world = (rt_dist){.ops = &nccl_ops,
                       .rank = env->rank,
