@@ -67,6 +67,8 @@ void rt_dist_finish(int ok)
     if (!d || d->finished) return;
     d->finished = 1;
     if (d->ops->finish) d->ops->finish(d, ok && !d->broken);
+    free(d->tally);
+    d->tally = NULL;
 }
 
 int rt_dist_rank(const rt_dist *d) { return d ? d->rank : 0; }
@@ -148,14 +150,14 @@ rt_status rt_dist_allreduce_dev_f32(rt_dist *d, rt_backend *b, rt_tensor *buf, f
     RT_TRY(check_open(d, what, step, err));
     rt_nccl_tally t = {0};
     if (stats) {
+        if (!d->tally && !(d->tally = malloc((size_t)d->size * RT_NCCL_TALLY * sizeof(double))))
+            return RT_ERR(err, RT_ENOMEM, "%s of step %lld: out of memory", what, step);
         t = (rt_nccl_tally){.row = stats->row ? stats->row->data : NULL,
                             .mine = {stats->n, stats->votes[0], stats->votes[1]},
-                            .ranks = malloc((size_t)d->size * RT_NCCL_TALLY * sizeof(double))};
-        if (!t.ranks) return RT_ERR(err, RT_ENOMEM, "%s of step %lld: out of memory", what, step);
+                            .ranks = d->tally};
     }
     rt_status s = d->ops->device(d, b, buf, scale, stats ? &t : NULL, what, step, err);
     if (s == RT_OK && stats) stats_fold(stats, &t, d->size);
-    free(t.ranks);
     if (s != RT_OK) d->broken = 1;
     return s;
 }

@@ -242,6 +242,7 @@ void rt_dist_group_destroy(rt_dist_group *g)
 {
     if (!g) return;
     rt_nccl_destroy(g->nccl);
+    for (int r = 0; r < g->n; r++) free(g->ranks[r].d.tally);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv);
     free(g->scratch);

@@ -34,6 +34,8 @@ struct rt_dist {
     double timeout_s;
     int broken; /* a collective timed out or failed: no more (no finalize) */
     int finished;
+    double *tally; /* (size x RT_NCCL_TALLY) every rank's statistics slot of a device
+                      collective: made at the first, kept for the next steps */
 };
 
 /* A launch's world (env->world > 1), opened once per process by rt_dist_world: over MPI
