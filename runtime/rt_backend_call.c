@@ -111,6 +111,18 @@ rt_status rt_backend_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *
     return b->ops->conv2d_fwd(b, out, in, w, bias, d, err);
 }
 
+rt_status rt_backend_conv2d_fwd_moments(rt_backend *b, rt_tensor *out, rt_tensor *moments,
+                                        const rt_tensor *in, const rt_tensor *w,
+                                        const rt_tensor *bias, const rt_conv_desc *d,
+                                        rt_error *err)
+{
+    RT_TRY(present(b, b->ops->conv2d_fwd_moments != NULL, "conv2d_fwd_moments", err));
+    RT_TRY(conv_check(d, in, out, w, err));
+    if (bias) RT_TRY(check(bias, (size_t)d->K, "conv2d bias", err));
+    RT_TRY(check(moments, (size_t)d->N * d->K * RT_MOMENT_FLOATS, "conv2d moments", err));
+    return b->ops->conv2d_fwd_moments(b, out, moments, in, w, bias, d, err);
+}
+
 rt_status rt_backend_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                      const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
@@ -219,11 +231,11 @@ static rt_status bn_check(const rt_tensor *x, const rt_tensor *y, const char *yw
     return check(y, n, ywhat, err);
 }
 
-rt_status rt_backend_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                                  rt_tensor *save_invstd, rt_tensor *running_mean,
-                                  rt_tensor *running_var, const rt_tensor *in,
-                                  const rt_tensor *gamma, const rt_tensor *beta,
-                                  const rt_bn_desc *d, rt_error *err)
+/* The tensors bn_fwd_train and bn_fwd_train_moments share. */
+static rt_status bn_train_check(rt_tensor *out, rt_tensor *save_mean, rt_tensor *save_invstd,
+                                rt_tensor *running_mean, rt_tensor *running_var,
+                                const rt_tensor *in, const rt_tensor *gamma,
+                                const rt_tensor *beta, const rt_bn_desc *d, rt_error *err)
 {
     const size_t C = (size_t)d->C;
     RT_TRY(bn_check(in, out, "batchnorm output", d, err));
@@ -232,9 +244,34 @@ rt_status rt_backend_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save
     RT_TRY(check(running_mean, C, "batchnorm running mean", err));
     RT_TRY(check(running_var, C, "batchnorm running var", err));
     RT_TRY(check(gamma, C, "batchnorm weight", err));
-    RT_TRY(check(beta, C, "batchnorm bias", err));
+    return check(beta, C, "batchnorm bias", err);
+}
+
+rt_status rt_backend_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                  rt_tensor *save_invstd, rt_tensor *running_mean,
+                                  rt_tensor *running_var, const rt_tensor *in,
+                                  const rt_tensor *gamma, const rt_tensor *beta,
+                                  const rt_bn_desc *d, rt_error *err)
+{
+    RT_TRY(bn_train_check(out, save_mean, save_invstd, running_mean, running_var, in, gamma, beta,
+                          d, err));
     return b->ops->bn_fwd_train(b, out, save_mean, save_invstd, running_mean, running_var, in,
                                 gamma, beta, d, err);
+}
+
+rt_status rt_backend_bn_fwd_train_moments(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                          rt_tensor *save_invstd, rt_tensor *running_mean,
+                                          rt_tensor *running_var, const rt_tensor *in,
+                                          const rt_tensor *gamma, const rt_tensor *beta,
+                                          const rt_tensor *moments, const rt_bn_desc *d,
+                                          rt_error *err)
+{
+    RT_TRY(present(b, b->ops->bn_fwd_train_moments != NULL, "bn_fwd_train_moments", err));
+    RT_TRY(bn_train_check(out, save_mean, save_invstd, running_mean, running_var, in, gamma, beta,
+                          d, err));
+    RT_TRY(check(moments, (size_t)d->N * d->C * RT_MOMENT_FLOATS, "batchnorm moments", err));
+    return b->ops->bn_fwd_train_moments(b, out, save_mean, save_invstd, running_mean, running_var,
+                                        in, gamma, beta, moments, d, err);
 }
 
 rt_status rt_backend_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,

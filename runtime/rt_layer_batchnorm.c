@@ -4,7 +4,9 @@
  * Parameters: weight (gamma, 1) and bias (beta, 0); buffers running_mean (0) and
  * running_var (1), saved in checkpoints; per-step saved batch mean and 1/std. A relu
  * right after it is fused in at attach (rt_layer.h fused_relu): the forward writes
- * relu(bn(x)) and the backward takes the relu's gradient (bn_relu_bwd). */
+ * relu(bn(x)) and the backward takes the relu's gradient (bn_relu_bwd). After a conv2d,
+ * the conv may take the batch statistics as it stores its output (rt_layer.h moments):
+ * the training forward then only normalises (bn_fwd_train_moments). */
 #include <stdio.h>
 
 #include "rt_layer.h"
@@ -85,6 +87,10 @@ static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_te
     if (!ctx->train)
         return rt_backend_bn_fwd_eval(b, out, in, &l->param[0], &l->param[1], &l->buf[0],
                                       &l->buf[1], &d, err);
+    if (l->moments) /* written by the conv before it (rt_layer.h) */
+        return rt_backend_bn_fwd_train_moments(b, out, &l->saved[0], &l->saved[1], &l->buf[0],
+                                               &l->buf[1], in, &l->param[0], &l->param[1],
+                                               l->moments, &d, err);
     return rt_backend_bn_fwd_train(b, out, &l->saved[0], &l->saved[1], &l->buf[0], &l->buf[1], in,
                                    &l->param[0], &l->param[1], &d, err);
 }
