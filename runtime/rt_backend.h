@@ -204,8 +204,8 @@ struct rt_backend_ops {
      * norm right after the convolution (bn_fwd_train_moments). out's bits are
      * conv2d_fwd's. NULL: the model lets the batch norm take its own statistics. */
     rt_status (*conv2d_fwd_moments)(rt_backend *b, rt_tensor *out, rt_tensor *moments,
-                                    const rt_tensor *in, const rt_tensor *w,
-                                    const rt_tensor *bias, const rt_conv_desc *d, rt_error *err);
+                                    const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
+                                    const rt_conv_desc *d, rt_error *err);
     /* din (N,C,H,W) = gradient w.r.t. the input, from dout (N,K,P,Q) and w (K,C,R,S). */
     rt_status (*conv2d_bwd_data)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                  const rt_tensor *w, const rt_conv_desc *d, rt_error *err);
@@ -248,8 +248,7 @@ struct rt_backend_ops {
                                       rt_tensor *save_invstd, rt_tensor *running_mean,
                                       rt_tensor *running_var, const rt_tensor *in,
                                       const rt_tensor *gamma, const rt_tensor *beta,
-                                      const rt_tensor *moments, const rt_bn_desc *d,
-                                      rt_error *err);
+                                      const rt_tensor *moments, const rt_bn_desc *d, rt_error *err);
     rt_status (*bn_fwd_eval)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                              const rt_tensor *gamma, const rt_tensor *beta,
                              const rt_tensor *running_mean, const rt_tensor *running_var,

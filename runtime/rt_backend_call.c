@@ -113,8 +113,7 @@ rt_status rt_backend_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *
 
 rt_status rt_backend_conv2d_fwd_moments(rt_backend *b, rt_tensor *out, rt_tensor *moments,
                                         const rt_tensor *in, const rt_tensor *w,
-                                        const rt_tensor *bias, const rt_conv_desc *d,
-                                        rt_error *err)
+                                        const rt_tensor *bias, const rt_conv_desc *d, rt_error *err)
 {
     RT_TRY(present(b, b->ops->conv2d_fwd_moments != NULL, "conv2d_fwd_moments", err));
     RT_TRY(conv_check(d, in, out, w, err));
@@ -234,8 +233,8 @@ static rt_status bn_check(const rt_tensor *x, const rt_tensor *y, const char *yw
 /* The tensors bn_fwd_train and bn_fwd_train_moments share. */
 static rt_status bn_train_check(rt_tensor *out, rt_tensor *save_mean, rt_tensor *save_invstd,
                                 rt_tensor *running_mean, rt_tensor *running_var,
-                                const rt_tensor *in, const rt_tensor *gamma,
-                                const rt_tensor *beta, const rt_bn_desc *d, rt_error *err)
+                                const rt_tensor *in, const rt_tensor *gamma, const rt_tensor *beta,
+                                const rt_bn_desc *d, rt_error *err)
 {
     const size_t C = (size_t)d->C;
     RT_TRY(bn_check(in, out, "batchnorm output", d, err));

@@ -113,8 +113,7 @@ rt_status rtp_cpu_bn_fwd_train_moments(rt_backend *b, rt_tensor *out, rt_tensor 
                                        rt_tensor *save_invstd, rt_tensor *running_mean,
                                        rt_tensor *running_var, const rt_tensor *in,
                                        const rt_tensor *gamma, const rt_tensor *beta,
-                                       const rt_tensor *moments, const rt_bn_desc *d,
-                                       rt_error *err)
+                                       const rt_tensor *moments, const rt_bn_desc *d, rt_error *err)
 {
     bn_fwd_train(b, out, save_mean, save_invstd, running_mean, running_var, in, gamma, beta,
                  moments->data, d);

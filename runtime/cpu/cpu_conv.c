@@ -215,8 +215,8 @@ rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
 }
 
 rt_status rtp_cpu_conv2d_fwd_moments(rt_backend *b, rt_tensor *out, rt_tensor *moments,
-                                     const rt_tensor *in, const rt_tensor *w,
-                                     const rt_tensor *bias, const rt_conv_desc *d, rt_error *err)
+                                     const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
+                                     const rt_conv_desc *d, rt_error *err)
 {
     return conv_fwd(b, out, moments->data, in, w, bias, d, err);
 }

@@ -258,8 +258,8 @@ rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *
     if (!ws) return err ? err->code : RT_EINVAL;
     const plan p = plan_of(k, d, b->threads);
     rtp_conv_pack(ws + p.wpk, w->data, d->K, p.Kr, d->C, 9, fwd_taps, 9, 0);
-    fwd_images(b, k, &p, &p.f, ws, ws + p.wpk, in->data, d->C, d->W, d->N, out->data, mom, d->K, p.Kr,
-               d->P, d->Q, bias ? bias->data : NULL);
+    fwd_images(b, k, &p, &p.f, ws, ws + p.wpk, in->data, d->C, d->W, d->N, out->data, mom, d->K,
+               p.Kr, d->P, d->Q, bias ? bias->data : NULL);
     return RT_OK;
 }
 
@@ -271,8 +271,8 @@ rt_status rtp_cpu_conv_direct_bwd_data(rt_backend *b, const rtp_convk *k, rt_ten
     if (!ws) return err ? err->code : RT_EINVAL;
     const plan p = plan_of(k, d, b->threads);
     rtp_conv_pack(ws + p.wpk, w->data, d->C, p.Cr, d->K, 9, flip_taps, 9, 1);
-    fwd_images(b, k, &p, &p.bw, ws, ws + p.wpk, dout->data, d->K, d->Q, d->N, din->data, NULL, d->C, p.Cr,
-               d->H, d->W, NULL);
+    fwd_images(b, k, &p, &p.bw, ws, ws + p.wpk, dout->data, d->K, d->Q, d->N, din->data, NULL, d->C,
+               p.Cr, d->H, d->W, NULL);
     return RT_OK;
 }
 

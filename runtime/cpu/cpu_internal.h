@@ -136,10 +136,12 @@ RT_MUST_USE rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_ten
                                            rt_tensor *running_var, const rt_tensor *in,
                                            const rt_tensor *gamma, const rt_tensor *beta,
                                            const rt_bn_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_bn_fwd_train_moments(
-    rt_backend *b, rt_tensor *out, rt_tensor *save_mean, rt_tensor *save_invstd,
-    rt_tensor *running_mean, rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
-    const rt_tensor *beta, const rt_tensor *moments, const rt_bn_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_bn_fwd_train_moments(rt_backend *b, rt_tensor *out,
+                                                   rt_tensor *save_mean, rt_tensor *save_invstd,
+                                                   rt_tensor *running_mean, rt_tensor *running_var,
+                                                   const rt_tensor *in, const rt_tensor *gamma,
+                                                   const rt_tensor *beta, const rt_tensor *moments,
+                                                   const rt_bn_desc *d, rt_error *err);
 RT_MUST_USE rt_status rtp_cpu_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                           const rt_tensor *gamma, const rt_tensor *beta,
                                           const rt_tensor *running_mean,

@@ -134,8 +134,8 @@ T_TEST(add_relu)
 static void moments_case(int *t_failed_, const char *conv_path, int N, int C, int H, int K, int R,
                          int st, int pad, int bias)
 {
-    rt_conv_desc cd = {.N = N, .C = C, .H = H, .W = H, .K = K, .R = R, .S = R, .stride = st,
-                       .pad = pad};
+    rt_conv_desc cd = {
+        .N = N, .C = C, .H = H, .W = H, .K = K, .R = R, .S = R, .stride = st, .pad = pad};
     cd.P = cd.Q = (H + 2 * pad - R) / st + 1;
     const int P = cd.P;
     const size_t nx = (size_t)N * C * H * H, ny = (size_t)N * K * P * P, nm = (size_t)N * K * 4;
@@ -148,7 +148,8 @@ static void moments_case(int *t_failed_, const char *conv_path, int N, int C, in
     rt_tensor tx = tens(x, N, C, H, H), tw = tens(w, K, C, R, R), tb = tens(bs, K, 1, 1, 1);
     rt_tensor tg = tens(g, K, 1, 1, 1), tbe = tens(be, K, 1, 1, 1);
     rt_tensor ty0 = tens(y0, N, K, P, P), ty1 = tens(y1, N, K, P, P), to0 = tens(o0, N, K, P, P);
-    rt_tensor to1 = tens(o1, N, K, P, P), tm1 = tens(mom1, N, K, 4, 1), tm2 = tens(mom2, N, K, 4, 1);
+    rt_tensor to1 = tens(o1, N, K, P, P), tm1 = tens(mom1, N, K, 4, 1),
+              tm2 = tens(mom2, N, K, 4, 1);
     rt_tensor s0[4], s1[4]; /* mean, invstd, running mean, running var */
     for (int i = 0; i < 4; i++) {
         s0[i] = tens(st0 + (size_t)i * K, K, 1, 1, 1);
@@ -195,8 +196,7 @@ static void moments_case(int *t_failed_, const char *conv_path, int N, int C, in
             }
         var /= (double)M;
         double inv = 1.0 / sqrt(var + 1e-5), sd = sqrt(var);
-        if (fabs(st1[c] - mean) > 1e-6 * (fabs(mean) + sd) ||
-            fabs(st1[K + c] - inv) > 2e-6 * inv) {
+        if (fabs(st1[c] - mean) > 1e-6 * (fabs(mean) + sd) || fabs(st1[K + c] - inv) > 2e-6 * inv) {
             fprintf(stderr, "  channel %d: mean %.9g vs %.9g, invstd %.9g vs %.9g\n", c,
                     (double)st1[c], mean, (double)st1[K + c], inv);
             ASSERT(0);
@@ -209,14 +209,14 @@ static void moments_case(int *t_failed_, const char *conv_path, int N, int C, in
 
 T_TEST(conv_bn_moments)
 {
-    moments_case(t_failed_, "auto", 3, 4, 8, 8, 3, 1, 1, 0);    /* stride 1, written in place */
-    moments_case(t_failed_, "auto", 2, 3, 16, 16, 3, 1, 1, 0);  /* ResNet's first layer */
-    moments_case(t_failed_, "auto", 3, 5, 9, 6, 3, 1, 1, 0);    /* through the padded grid */
-    moments_case(t_failed_, "auto", 2, 4, 8, 8, 3, 1, 0, 1);    /* pad 0, a bias */
-    moments_case(t_failed_, "auto", 3, 8, 16, 16, 3, 2, 1, 0);  /* stride 2 */
-    moments_case(t_failed_, "auto", 3, 8, 16, 16, 1, 2, 0, 0);  /* 1x1 projection */
-    moments_case(t_failed_, "auto", 2, 3, 12, 5, 5, 1, 2, 1);   /* 5x5: im2col */
-    moments_case(t_failed_, "im2col", 3, 4, 8, 8, 3, 1, 1, 0);  /* im2col forced */
+    moments_case(t_failed_, "auto", 3, 4, 8, 8, 3, 1, 1, 0);   /* stride 1, written in place */
+    moments_case(t_failed_, "auto", 2, 3, 16, 16, 3, 1, 1, 0); /* ResNet's first layer */
+    moments_case(t_failed_, "auto", 3, 5, 9, 6, 3, 1, 1, 0);   /* through the padded grid */
+    moments_case(t_failed_, "auto", 2, 4, 8, 8, 3, 1, 0, 1);   /* pad 0, a bias */
+    moments_case(t_failed_, "auto", 3, 8, 16, 16, 3, 2, 1, 0); /* stride 2 */
+    moments_case(t_failed_, "auto", 3, 8, 16, 16, 1, 2, 0, 0); /* 1x1 projection */
+    moments_case(t_failed_, "auto", 2, 3, 12, 5, 5, 1, 2, 1);  /* 5x5: im2col */
+    moments_case(t_failed_, "im2col", 3, 4, 8, 8, 3, 1, 1, 0); /* im2col forced */
 }
 
 /* A batch norm's own statistics keep their accuracy on data far from 0 (the shifted
