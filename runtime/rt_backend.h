@@ -240,15 +240,16 @@ struct rt_backend_ops {
                               rt_tensor *save_invstd, rt_tensor *running_mean,
                               rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
                               const rt_tensor *beta, const rt_bn_desc *d, rt_error *err);
-    /* bn_fwd_train with the batch statistics merged from moments (N,C planes, as
-     * conv2d_fwd_moments writes them) instead of a pass over in: the same bits as
-     * bn_fwd_train, which merges the same per-plane moments in the same order. NULL:
-     * the model runs bn_fwd_train. */
+    /* bn_fwd_train, or with skip bn_add_fwd_train (below; skip NULL: no add), with the
+     * batch statistics merged from moments (N,C planes, as conv2d_fwd_moments writes them)
+     * instead of a pass over in: the same bits as those ops, which merge the same
+     * per-plane moments in the same order. NULL: the model runs those ops. */
     rt_status (*bn_fwd_train_moments)(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
                                       rt_tensor *save_invstd, rt_tensor *running_mean,
                                       rt_tensor *running_var, const rt_tensor *in,
-                                      const rt_tensor *gamma, const rt_tensor *beta,
-                                      const rt_tensor *moments, const rt_bn_desc *d, rt_error *err);
+                                      const rt_tensor *skip, const rt_tensor *gamma,
+                                      const rt_tensor *beta, const rt_tensor *moments,
+                                      const rt_bn_desc *d, rt_error *err);
     rt_status (*bn_fwd_eval)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                              const rt_tensor *gamma, const rt_tensor *beta,
                              const rt_tensor *running_mean, const rt_tensor *running_var,
@@ -266,6 +267,24 @@ struct rt_backend_ops {
                              const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
                              const rt_tensor *beta, const rt_tensor *save_mean,
                              const rt_tensor *save_invstd, const rt_bn_desc *d, rt_error *err);
+    /* A residual add fused after the norm (and the relu after the add when d->relu):
+     * bn_add_fwd_train writes out = bn(in) + skip (relu'd), one pass over in and skip.
+     * bn_add_bwd: dout is the gradient of out, plus dout2 when given (out's gradient by a
+     * second path: the next residual block's skip); keep = that gradient through the relu
+     * (where out > 0; all of it without the relu), the gradient of both terms of the sum;
+     * din, dgamma, dbeta from keep as bn_bwd. The same bits as bn_fwd_train, add or
+     * add_relu, (add,) relu_bwd and bn_bwd in turn. keep aliases none of the others.
+     * NULL: the model runs the norm and the add apart. */
+    rt_status (*bn_add_fwd_train)(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                  rt_tensor *save_invstd, rt_tensor *running_mean,
+                                  rt_tensor *running_var, const rt_tensor *in,
+                                  const rt_tensor *skip, const rt_tensor *gamma,
+                                  const rt_tensor *beta, const rt_bn_desc *d, rt_error *err);
+    rt_status (*bn_add_bwd)(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                            rt_tensor *keep, const rt_tensor *dout, const rt_tensor *dout2,
+                            const rt_tensor *out, const rt_tensor *in, const rt_tensor *gamma,
+                            const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                            const rt_bn_desc *d, rt_error *err);
 
     /* dropout. out and mask have the shape of in; mask holds 0 or 1/(1-p).
      * bwd: din = dout * mask (din == dout allowed). */
@@ -401,8 +420,9 @@ RT_MUST_USE rt_status rt_backend_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_
                                               const rt_bn_desc *d, rt_error *err);
 RT_MUST_USE rt_status rt_backend_bn_fwd_train_moments(
     rt_backend *b, rt_tensor *out, rt_tensor *save_mean, rt_tensor *save_invstd,
-    rt_tensor *running_mean, rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
-    const rt_tensor *beta, const rt_tensor *moments, const rt_bn_desc *d, rt_error *err);
+    rt_tensor *running_mean, rt_tensor *running_var, const rt_tensor *in, const rt_tensor *skip,
+    const rt_tensor *gamma, const rt_tensor *beta, const rt_tensor *moments, const rt_bn_desc *d,
+    rt_error *err);
 RT_MUST_USE rt_status rt_backend_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                              const rt_tensor *gamma, const rt_tensor *beta,
                                              const rt_tensor *running_mean,
@@ -419,6 +439,19 @@ RT_MUST_USE rt_status rt_backend_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_t
                                              const rt_tensor *beta, const rt_tensor *save_mean,
                                              const rt_tensor *save_invstd, const rt_bn_desc *d,
                                              rt_error *err);
+RT_MUST_USE rt_status rt_backend_bn_add_fwd_train(rt_backend *b, rt_tensor *out,
+                                                  rt_tensor *save_mean, rt_tensor *save_invstd,
+                                                  rt_tensor *running_mean, rt_tensor *running_var,
+                                                  const rt_tensor *in, const rt_tensor *skip,
+                                                  const rt_tensor *gamma, const rt_tensor *beta,
+                                                  const rt_bn_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_bn_add_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
+                                            rt_tensor *dbeta, rt_tensor *keep,
+                                            const rt_tensor *dout, const rt_tensor *dout2,
+                                            const rt_tensor *out, const rt_tensor *in,
+                                            const rt_tensor *gamma, const rt_tensor *save_mean,
+                                            const rt_tensor *save_invstd, const rt_bn_desc *d,
+                                            rt_error *err);
 RT_MUST_USE rt_status rt_backend_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
                                              const rt_tensor *in, const rt_dropout_desc *d,
                                              rt_error *err);

@@ -230,7 +230,7 @@ static rt_status bn_check(const rt_tensor *x, const rt_tensor *y, const char *yw
     return check(y, n, ywhat, err);
 }
 
-/* The tensors bn_fwd_train and bn_fwd_train_moments share. */
+/* The tensors bn_fwd_train, bn_add_fwd_train and bn_fwd_train_moments share. */
 static rt_status bn_train_check(rt_tensor *out, rt_tensor *save_mean, rt_tensor *save_invstd,
                                 rt_tensor *running_mean, rt_tensor *running_var,
                                 const rt_tensor *in, const rt_tensor *gamma, const rt_tensor *beta,
@@ -258,19 +258,34 @@ rt_status rt_backend_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save
                                 gamma, beta, d, err);
 }
 
+rt_status rt_backend_bn_add_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                      rt_tensor *save_invstd, rt_tensor *running_mean,
+                                      rt_tensor *running_var, const rt_tensor *in,
+                                      const rt_tensor *skip, const rt_tensor *gamma,
+                                      const rt_tensor *beta, const rt_bn_desc *d, rt_error *err)
+{
+    RT_TRY(present(b, b->ops->bn_add_fwd_train != NULL, "bn_add_fwd_train", err));
+    RT_TRY(bn_train_check(out, save_mean, save_invstd, running_mean, running_var, in, gamma, beta,
+                          d, err));
+    RT_TRY(bn_check(in, skip, "batchnorm + add input", d, err));
+    return b->ops->bn_add_fwd_train(b, out, save_mean, save_invstd, running_mean, running_var, in,
+                                    skip, gamma, beta, d, err);
+}
+
 rt_status rt_backend_bn_fwd_train_moments(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
                                           rt_tensor *save_invstd, rt_tensor *running_mean,
                                           rt_tensor *running_var, const rt_tensor *in,
-                                          const rt_tensor *gamma, const rt_tensor *beta,
-                                          const rt_tensor *moments, const rt_bn_desc *d,
-                                          rt_error *err)
+                                          const rt_tensor *skip, const rt_tensor *gamma,
+                                          const rt_tensor *beta, const rt_tensor *moments,
+                                          const rt_bn_desc *d, rt_error *err)
 {
     RT_TRY(present(b, b->ops->bn_fwd_train_moments != NULL, "bn_fwd_train_moments", err));
     RT_TRY(bn_train_check(out, save_mean, save_invstd, running_mean, running_var, in, gamma, beta,
                           d, err));
+    if (skip) RT_TRY(bn_check(in, skip, "batchnorm + add input", d, err));
     RT_TRY(check(moments, (size_t)d->N * d->C * RT_MOMENT_FLOATS, "batchnorm moments", err));
     return b->ops->bn_fwd_train_moments(b, out, save_mean, save_invstd, running_mean, running_var,
-                                        in, gamma, beta, moments, d, err);
+                                        in, skip, gamma, beta, moments, d, err);
 }
 
 rt_status rt_backend_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
@@ -322,6 +337,21 @@ rt_status rt_backend_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamm
     RT_TRY(check(beta, (size_t)d->C, "batchnorm bias", err));
     return b->ops->bn_relu_bwd(b, din, dgamma, dbeta, dout, in, gamma, beta, save_mean, save_invstd,
                                d, err);
+}
+
+rt_status rt_backend_bn_add_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                                rt_tensor *keep, const rt_tensor *dout, const rt_tensor *dout2,
+                                const rt_tensor *out, const rt_tensor *in, const rt_tensor *gamma,
+                                const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                                const rt_bn_desc *d, rt_error *err)
+{
+    RT_TRY(present(b, b->ops->bn_add_bwd != NULL, "bn_add_bwd", err));
+    RT_TRY(bn_bwd_check(din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, d, err));
+    RT_TRY(bn_check(in, keep, "batchnorm + add kept gradient", d, err));
+    RT_TRY(bn_check(in, out, "batchnorm + add output", d, err));
+    if (dout2) RT_TRY(bn_check(in, dout2, "batchnorm + add second output gradient", d, err));
+    return b->ops->bn_add_bwd(b, din, dgamma, dbeta, keep, dout, dout2, out, in, gamma, save_mean,
+                              save_invstd, d, err);
 }
 
 /* ---- dense ---- */

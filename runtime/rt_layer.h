@@ -69,6 +69,15 @@ typedef struct rt_layer {
      * (rt_backend.h RT_MOMENT_FLOATS) the conv's training forward writes and the norm's
      * reads, the norm's last saved tensor; NULL otherwise */
     rt_tensor *moments;
+    /* a residual add fused at attach (rt_model.c fuse_adds) into the batchnorm right
+     * before it: on the norm, the add, whose sum (and fused relu) the norm writes and
+     * whose gradient its backward keeps; on the add, the norm (the add then does nothing);
+     * on a block's begin right after such an add, the norm, whose backward then also sums
+     * the two paths' gradients of the block input (the begin does nothing) */
+    struct rt_layer *fused_add;
+    /* on that norm: the gradient of its output by the second path (the next block's kept
+     * skip gradient), or NULL */
+    const rt_tensor *skip_grad;
 } rt_layer;
 
 struct rt_layer_type {

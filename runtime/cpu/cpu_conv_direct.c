@@ -16,8 +16,8 @@
  * - forward: y = W * x over the padded grid, packed weights [K/4][C][9][4];
  * - input gradient: the forward loop on dy (bordered by 2 - pad) with the weights
  *   transposed and flipped (w'[c][k][8-t] = w[k][c][t]), stride 1 only;
- * - weight gradient: dy transposed to [position][K] (dropped columns set to 0), and
- *   dW[c][t][k] += dyT[i][k] * x[i + off(t)], vectors over k, per fixed group of
+ * - weight gradient: dy transposed to [p*Q + q][K], and dW[c][t][k] += dyT[p*Q + q][k] *
+ *   x[p*wp + q + off(t)] over the kept positions only, vectors over k, per fixed group of
  *   RTP_CONV_GROUP images, groups summed in order: deterministic for any thread count.
  * Which convolutions take this path: rtp_cpu_conv_direct(). The instruction set
  * (AVX-512 or AVX2+FMA) is picked when the backend opens (rtp_cpu_convk_pick).
@@ -279,7 +279,7 @@ rt_status rtp_cpu_conv_direct_bwd_data(rt_backend *b, const rtp_convk *k, rt_ten
 typedef struct wgrad_ctx {
     const rtp_convk *k;
     const plan *p;
-    int C, W;
+    int C, W, Q;
 } wgrad_ctx;
 
 static void wgrad_image(const void *ctx, float *xp, const float *dyT, const float *x, float *acc)
@@ -287,7 +287,7 @@ static void wgrad_image(const void *ctx, float *xp, const float *dyT, const floa
     const wgrad_ctx *c = ctx;
     const geom *f = &c->p->f;
     pad_planes(xp, x, c->C, c->W, f);
-    c->k->wgrad(dyT, c->p->Kv, f->L, xp, f->cs, c->C, f->wp, acc);
+    c->k->wgrad(dyT, c->p->Kv, f->rows, c->Q, xp, f->cs, c->C, f->wp, acc);
 }
 
 rt_status rtp_cpu_conv_direct_bwd_filter(rt_backend *b, const rtp_convk *k, rt_tensor *dw,
@@ -297,9 +297,9 @@ rt_status rtp_cpu_conv_direct_bwd_filter(rt_backend *b, const rtp_convk *k, rt_t
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv_direct_workspace(b, k, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const plan p = plan_of(k, d, b->threads);
-    const wgrad_ctx c = {k, &p, d->C, d->W};
-    const rtp_conv_wgrad_layout lay = {p.per_thread, p.xin + p.yout, p.acc, p.accsz,
-                                       d->C * 9,     p.Kv,           p.f.wp};
+    const wgrad_ctx c = {k, &p, d->C, d->W, d->Q};
+    const rtp_conv_wgrad_layout lay = {p.per_thread, p.xin + p.yout, p.acc,
+                                       p.accsz,      d->C * 9,       p.Kv};
     rtp_conv_wgrad_run(b, d, dw, dbias, dout, in, ws, &lay, wgrad_image, &c);
     return RT_OK;
 }

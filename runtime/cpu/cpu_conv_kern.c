@@ -40,13 +40,14 @@ INLINE vf splat(float f)
 #endif
 }
 
-/* ---- forward: KB rows x nv vectors ---- */
+/* ---- forward: KB rows x nv vectors, started at 0 or (more channels) from y ---- */
 INLINE void fwd_tile(const float *restrict x, size_t cs, int C, const int *restrict off, int T,
-                     const float *restrict w, float *restrict y, size_t ys, const int nv)
+                     const float *restrict w, float *restrict y, size_t ys, const int nv, int first)
 {
     vf acc[KB][NV];
     for (int k = 0; k < KB; k++)
-        for (int v = 0; v < nv; v++) acc[k][v] = splat(0.0f);
+        for (int v = 0; v < nv; v++)
+            acc[k][v] = first ? splat(0.0f) : *(const vfu *)(y + (size_t)k * ys + (size_t)v * V);
     for (int c = 0; c < C; c++, x += cs)
         for (int t = 0; t < T; t++, w += KB) {
             const float *xt = x + off[t];
@@ -61,29 +62,51 @@ INLINE void fwd_tile(const float *restrict x, size_t cs, int C, const int *restr
         for (int v = 0; v < nv; v++) *(vfu *)(y + (size_t)k * ys + (size_t)v * V) = acc[k][v];
 }
 
+/* Input channels per pass over all output rows: as many as keep a pass's input planes
+ * in ~32 KiB (L1 is 32-48 KiB), so they are read from L2 once rather than once per
+ * block of KB rows (Kr/KB times). Small planes only: the partial sums go through y
+ * between passes, which costs a load and a store of the tile per pass, so each pass
+ * must have at least FWD_MIN_ITERS channel-taps; otherwise all C in one pass. The sums
+ * keep their order (c, then tap), so the result is the same bits either way. */
+#define FWD_CHUNK_BYTES 32768
+#define FWD_MIN_ITERS 32
+
+static int fwd_chunk(size_t cs, int C, int T)
+{
+    size_t cc = FWD_CHUNK_BYTES / (cs * sizeof(float));
+    if (cc >= (size_t)C || cc * (size_t)T < FWD_MIN_ITERS) return C;
+    return (int)cc;
+}
+
 void NAME(rtp_convk_fwd)(const float *x, size_t cs, int C, const int *off, int T, const float *w,
                          float *y, size_t ys, int Kr, size_t nvec)
 {
-    for (int kb = 0; kb < Kr; kb += KB) {
-        const float *wk = w + (size_t)kb * C * T;
-        float *yk = y + (size_t)kb * ys;
-        size_t i = 0;
-        for (; i + NV <= nvec; i += NV) fwd_tile(x + i * V, cs, C, off, T, wk, yk + i * V, ys, NV);
-        switch (nvec - i) { /* the tail: constant widths, so the tile stays in registers */
-        case 1: fwd_tile(x + i * V, cs, C, off, T, wk, yk + i * V, ys, 1); break;
-        case 2: fwd_tile(x + i * V, cs, C, off, T, wk, yk + i * V, ys, 2); break;
+    const int CC = fwd_chunk(cs, C, T);
+    for (int c0 = 0; c0 < C; c0 += CC) {
+        const int cn = C - c0 < CC ? C - c0 : CC, first = c0 == 0;
+        const float *xc = x + (size_t)c0 * cs;
+        for (int kb = 0; kb < Kr; kb += KB) {
+            const float *wk = w + ((size_t)kb * C + (size_t)c0 * KB) * T;
+            float *yk = y + (size_t)kb * ys;
+            size_t i = 0;
+            for (; i + NV <= nvec; i += NV)
+                fwd_tile(xc + i * V, cs, cn, off, T, wk, yk + i * V, ys, NV, first);
+            switch (nvec - i) { /* the tail: constant widths, so the tile stays in registers */
+            case 1: fwd_tile(xc + i * V, cs, cn, off, T, wk, yk + i * V, ys, 1, first); break;
+            case 2: fwd_tile(xc + i * V, cs, cn, off, T, wk, yk + i * V, ys, 2, first); break;
 #if NV > 3
-        case 3: fwd_tile(x + i * V, cs, C, off, T, wk, yk + i * V, ys, 3); break;
-        case 4: fwd_tile(x + i * V, cs, C, off, T, wk, yk + i * V, ys, 4); break;
-        case 5: fwd_tile(x + i * V, cs, C, off, T, wk, yk + i * V, ys, 5); break;
+            case 3: fwd_tile(xc + i * V, cs, cn, off, T, wk, yk + i * V, ys, 3, first); break;
+            case 4: fwd_tile(xc + i * V, cs, cn, off, T, wk, yk + i * V, ys, 4, first); break;
+            case 5: fwd_tile(xc + i * V, cs, cn, off, T, wk, yk + i * V, ys, 5, first); break;
 #endif
-        default: break;
+            default: break;
+            }
         }
     }
 }
 
 /* ---- weight gradient: kv vectors of channels x cb input channels x 9 taps ---- */
-INLINE void wgrad_tile(const float *restrict dyT, int Kv, size_t L, const float *restrict x,
+INLINE void wgrad_tile(const float *restrict dyT, int Kv, int P, int Q, const float *restrict x,
                        size_t cs, int wp, float *restrict acc, const int kv, const int cb)
 {
     vf a[2][2][9];
@@ -94,15 +117,19 @@ INLINE void wgrad_tile(const float *restrict dyT, int Kv, size_t L, const float 
     const float *xr[2][3];
     for (int j = 0; j < cb; j++)
         for (int r = 0; r < 3; r++) xr[j][r] = x + (size_t)j * cs + (size_t)r * wp;
-    for (size_t i = 0; i < L; i++) {
-        vf g[2];
-        for (int u = 0; u < kv; u++) g[u] = *(const vf *)(dyT + i * Kv + (size_t)u * V);
+    for (int p = 0; p < P; p++, dyT += (size_t)Q * Kv) {
+        for (int q = 0; q < Q; q++) {
+            vf g[2];
+            for (int u = 0; u < kv; u++) g[u] = *(const vf *)(dyT + (size_t)q * Kv + (size_t)u * V);
+            for (int j = 0; j < cb; j++)
+                for (int r = 0; r < 3; r++)
+                    for (int s = 0; s < 3; s++) {
+                        vf xb = splat(xr[j][r][q + s]);
+                        for (int u = 0; u < kv; u++) a[u][j][r * 3 + s] += g[u] * xb;
+                    }
+        }
         for (int j = 0; j < cb; j++)
-            for (int r = 0; r < 3; r++)
-                for (int s = 0; s < 3; s++) {
-                    vf xb = splat(xr[j][r][i + s]);
-                    for (int u = 0; u < kv; u++) a[u][j][r * 3 + s] += g[u] * xb;
-                }
+            for (int r = 0; r < 3; r++) xr[j][r] += wp;
     }
     for (int j = 0; j < cb; j++)
         for (int t = 0; t < 9; t++)
@@ -110,7 +137,7 @@ INLINE void wgrad_tile(const float *restrict dyT, int Kv, size_t L, const float 
                 *(vf *)(acc + ((size_t)j * 9 + t) * Kv + (size_t)u * V) = a[u][j][t];
 }
 
-void NAME(rtp_convk_wgrad)(const float *dyT, int Kv, size_t L, const float *x, size_t cs, int C,
+void NAME(rtp_convk_wgrad)(const float *dyT, int Kv, int P, int Q, const float *x, size_t cs, int C,
                            int wp, float *acc)
 {
     for (int k = 0; k < Kv;) {
@@ -120,15 +147,15 @@ void NAME(rtp_convk_wgrad)(const float *dyT, int Kv, size_t L, const float *x, s
 #if WG_BIG
         if (Kv - k >= 2 * V) {
             for (; c < C; c++)
-                wgrad_tile(g, Kv, L, x + (size_t)c * cs, cs, wp, ak + (size_t)c * 9 * Kv, 2, 1);
+                wgrad_tile(g, Kv, P, Q, x + (size_t)c * cs, cs, wp, ak + (size_t)c * 9 * Kv, 2, 1);
             k += 2 * V;
             continue;
         }
         for (; c + 2 <= C; c += 2)
-            wgrad_tile(g, Kv, L, x + (size_t)c * cs, cs, wp, ak + (size_t)c * 9 * Kv, 1, 2);
+            wgrad_tile(g, Kv, P, Q, x + (size_t)c * cs, cs, wp, ak + (size_t)c * 9 * Kv, 1, 2);
 #endif
         for (; c < C; c++)
-            wgrad_tile(g, Kv, L, x + (size_t)c * cs, cs, wp, ak + (size_t)c * 9 * Kv, 1, 1);
+            wgrad_tile(g, Kv, P, Q, x + (size_t)c * cs, cs, wp, ak + (size_t)c * 9 * Kv, 1, 1);
         k += V;
     }
 }
@@ -142,9 +169,9 @@ void NAME(rtp_convk_wgrad)(const float *dyT, int Kv, size_t L, const float *x, s
 #define WT9_KV 1
 #endif
 
-INLINE void wgrad_taps_tile(const float *restrict dyT, int Kv, size_t L, const float *restrict x,
-                            size_t cs, const int *restrict off, const int T, float *restrict acc,
-                            const int kv, const int cb)
+INLINE void wgrad_taps_tile(const float *restrict dyT, int Kv, int P, int Q,
+                            const float *restrict x, size_t cs, int wp, const int *restrict off,
+                            const int T, float *restrict acc, const int kv, const int cb)
 {
     vf a[2][9 > WT1_CB ? 9 : WT1_CB];
     const float *xt[9 > WT1_CB ? 9 : WT1_CB];
@@ -154,20 +181,23 @@ INLINE void wgrad_taps_tile(const float *restrict dyT, int Kv, size_t L, const f
             for (int u = 0; u < kv; u++)
                 a[u][j * T + t] = *(const vf *)(acc + ((size_t)j * T + t) * Kv + (size_t)u * V);
         }
-    for (size_t i = 0; i < L; i++) {
-        vf g[2];
-        for (int u = 0; u < kv; u++) g[u] = *(const vf *)(dyT + i * Kv + (size_t)u * V);
-        for (int m = 0; m < cb * T; m++) {
-            vf xb = splat(xt[m][i]);
-            for (int u = 0; u < kv; u++) a[u][m] += g[u] * xb;
+    for (int p = 0; p < P; p++, dyT += (size_t)Q * Kv) {
+        for (int q = 0; q < Q; q++) {
+            vf g[2];
+            for (int u = 0; u < kv; u++) g[u] = *(const vf *)(dyT + (size_t)q * Kv + (size_t)u * V);
+            for (int m = 0; m < cb * T; m++) {
+                vf xb = splat(xt[m][q]);
+                for (int u = 0; u < kv; u++) a[u][m] += g[u] * xb;
+            }
         }
+        for (int m = 0; m < cb * T; m++) xt[m] += wp;
     }
     for (int m = 0; m < cb * T; m++)
         for (int u = 0; u < kv; u++) *(vf *)(acc + (size_t)m * Kv + (size_t)u * V) = a[u][m];
 }
 
-void NAME(rtp_convk_wgrad_taps)(const float *dyT, int Kv, size_t L, const float *x, size_t cs,
-                                int C, const int *off, int T, float *acc)
+void NAME(rtp_convk_wgrad_taps)(const float *dyT, int Kv, int P, int Q, const float *x, size_t cs,
+                                int wp, int C, const int *off, int T, float *acc)
 {
     for (int k = 0; k < Kv;) {
         const float *g = dyT + k;
@@ -177,22 +207,22 @@ void NAME(rtp_convk_wgrad_taps)(const float *dyT, int Kv, size_t L, const float 
             for (int c = 0; c < C; c++) {
                 const float *xc = x + (size_t)c * cs;
                 float *ac = ak + (size_t)c * 9 * Kv;
-                if (WT9_KV == 2 && two) wgrad_taps_tile(g, Kv, L, xc, cs, off, 9, ac, 2, 1);
-                else wgrad_taps_tile(g, Kv, L, xc, cs, off, 9, ac, 1, 1);
+                if (WT9_KV == 2 && two) wgrad_taps_tile(g, Kv, P, Q, xc, cs, wp, off, 9, ac, 2, 1);
+                else wgrad_taps_tile(g, Kv, P, Q, xc, cs, wp, off, 9, ac, 1, 1);
             }
         } else { /* T == 1 */
             int c = 0;
             for (; c + WT1_CB <= C; c += WT1_CB) {
                 const float *xc = x + (size_t)c * cs;
                 float *ac = ak + (size_t)c * Kv;
-                if (two) wgrad_taps_tile(g, Kv, L, xc, cs, off, 1, ac, 2, WT1_CB);
-                else wgrad_taps_tile(g, Kv, L, xc, cs, off, 1, ac, 1, WT1_CB);
+                if (two) wgrad_taps_tile(g, Kv, P, Q, xc, cs, wp, off, 1, ac, 2, WT1_CB);
+                else wgrad_taps_tile(g, Kv, P, Q, xc, cs, wp, off, 1, ac, 1, WT1_CB);
             }
             for (; c < C; c++) {
                 const float *xc = x + (size_t)c * cs;
                 float *ac = ak + (size_t)c * Kv;
-                if (two) wgrad_taps_tile(g, Kv, L, xc, cs, off, 1, ac, 2, 1);
-                else wgrad_taps_tile(g, Kv, L, xc, cs, off, 1, ac, 1, 1);
+                if (two) wgrad_taps_tile(g, Kv, P, Q, xc, cs, wp, off, 1, ac, 2, 1);
+                else wgrad_taps_tile(g, Kv, P, Q, xc, cs, wp, off, 1, ac, 1, 1);
             }
         }
         k += (WT9_KV == 2 || T == 1) && two ? 2 * V : V;

@@ -18,17 +18,18 @@
 typedef void rtp_convk_fwd_fn(const float *x, size_t cs, int C, const int *off, int T,
                               const float *w, float *y, size_t ys, int Kr, size_t nvec);
 
-/* acc[(c*9 + r*3 + s)*Kv + k] += sum over i < L of dyT[i*Kv + k] * x[c*cs + i + r*wp + s]
- * for a 3x3 filter: c < C, k < Kv (a multiple of the vector width; dyT and acc
- * 64-byte aligned). */
-typedef void rtp_convk_wgrad_fn(const float *dyT, int Kv, size_t L, const float *x, size_t cs,
+/* acc[(c*9 + r*3 + s)*Kv + k] += sum over p < P, q < Q of dyT[(p*Q + q)*Kv + k] *
+ * x[c*cs + p*wp + q + r*wp + s] for a 3x3 filter: c < C, k < Kv (a multiple of the vector
+ * width; dyT and acc 64-byte aligned). dyT holds only the P x Q output positions; the
+ * input planes have rows wp (>= Q + 2) wide. */
+typedef void rtp_convk_wgrad_fn(const float *dyT, int Kv, int P, int Q, const float *x, size_t cs,
                                 int C, int wp, float *acc);
 
-/* acc[(c*T + t)*Kv + k] += sum over i < L of dyT[i*Kv + k] * x[c*cs + i + off[t]] for
- * c < C, k < Kv (as above), and T = 9 or 1 taps at any offsets (the strided
- * convolutions' phase planes, cpu_conv_s2.c). */
-typedef void rtp_convk_wgrad_taps_fn(const float *dyT, int Kv, size_t L, const float *x, size_t cs,
-                                     int C, const int *off, int T, float *acc);
+/* acc[(c*T + t)*Kv + k] += sum over p < P, q < Q of dyT[(p*Q + q)*Kv + k] *
+ * x[c*cs + p*wp + q + off[t]] for c < C, k < Kv (as above), and T = 9 or 1 taps at any
+ * offsets (the strided convolutions' phase planes, rows wp wide, cpu_conv_s2.c). */
+typedef void rtp_convk_wgrad_taps_fn(const float *dyT, int Kv, int P, int Q, const float *x,
+                                     size_t cs, int wp, int C, const int *off, int T, float *acc);
 
 typedef struct rtp_convk {
     const char *name; /* "avx512", "avx2" */

@@ -58,14 +58,15 @@ static inline void t4x4(float *restrict o, size_t os, const float *restrict s, s
     *(v4u *)(o + 3 * os) = __builtin_shufflevector(ab1, cd1, 2, 3, 6, 7);
 }
 
-/* dyT is written in blocks of 4 positions x 4 channels, the remainders one by one. */
+/* dyT[(p*Q + q)*Kv + k] <- dy[k][p][q] (0 for K <= k < Kv), written in blocks of 4
+ * positions x 4 channels, the remainders one by one. */
 static void dy_image(float *restrict dyT, float *restrict accb, const float *restrict dy, int K,
-                     int Kv, int P, int Q, int wp)
+                     int Kv, int P, int Q)
 {
     const size_t PQ = (size_t)P * Q;
     if (accb) /* a bias */
         for (int k = 0; k < K; k++) accb[k] += rtp_cpu_row_sum(dy + (size_t)k * PQ, (int)PQ);
-    for (int p = 0; p < P; p++, dyT += (size_t)wp * Kv) {
+    for (int p = 0; p < P; p++, dyT += (size_t)Q * Kv) {
         const float *src = dy + (size_t)p * Q;
         int q = 0;
         for (; q + 4 <= Q; q += 4) {
@@ -79,7 +80,6 @@ static void dy_image(float *restrict dyT, float *restrict accb, const float *res
         if (K < Kv)
             for (q = 0; q < Q; q++)
                 memset(dyT + (size_t)q * Kv + K, 0, (size_t)(Kv - K) * sizeof *dyT);
-        memset(dyT + (size_t)Q * Kv, 0, (size_t)(wp - Q) * Kv * sizeof *dyT);
     }
 }
 
@@ -124,8 +124,7 @@ void rtp_conv_wgrad_run(rt_backend *b, const rt_conv_desc *d, rt_tensor *dw, rt_
             memset(acc, 0, lay->accsz * sizeof *acc);
             int n1 = (g + 1) * RTP_CONV_GROUP < d->N ? (g + 1) * RTP_CONV_GROUP : d->N;
             for (int n = g * RTP_CONV_GROUP; n < n1; n++) {
-                dy_image(dyT, dbias ? acc + nw : NULL, DY + kpq * (size_t)n, K, Kv, d->P, d->Q,
-                         lay->wp);
+                dy_image(dyT, dbias ? acc + nw : NULL, DY + kpq * (size_t)n, K, Kv, d->P, d->Q);
                 image(ctx, scratch, dyT, X + chw * (size_t)n, acc);
             }
         }

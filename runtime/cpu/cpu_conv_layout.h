@@ -36,14 +36,14 @@ void rtp_conv_compact(float *out, const float *grid, int K, int H, int W, int wp
                       const float *bias);
 
 /* A weight gradient (and bias gradient) over fixed groups of RTP_CONV_GROUP images:
- * for each image, dy goes to dyT[i*Kv + k] at i = p*wp + q (0 in the columns from Q to
- * wp and for K <= k < Kv), then image() adds x's products with it into the group's
+ * for each image, dy goes to dyT[(p*Q + q)*Kv + k] (0 for K <= k < Kv), then image()
+ * adds x's products with it into the group's
  * partials acc ([CT][Kv]; the bias sums follow at acc + CT*Kv); the groups are summed in
  * order, so the result is the same for any thread count. */
 typedef struct rtp_conv_wgrad_layout {
     size_t per_thread, dyt; /* floats of scratch per thread, dyT's place in it */
     size_t acc, accsz;      /* the group partials: where (64-byte aligned), floats apart */
-    int CT, Kv, wp;         /* taps x channels, K rounded up to vectors, grid width */
+    int CT, Kv;             /* taps x channels, K rounded up to vectors */
 } rtp_conv_wgrad_layout;
 
 /* One image: x (C x H x W) into the thread's scratch, then acc += its products with dyT. */

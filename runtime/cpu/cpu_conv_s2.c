@@ -11,8 +11,8 @@
  * positions, i = p*wq + q reading x[i + off(t)] with off(t) = phase*ps + (r/2)*wq + s/2,
  * so the stride-1 path's forward loop runs unchanged (cpu_conv_direct.c explains the
  * grid); the E extra columns per row are dropped when the result is copied out.
- * - weight gradient: the same phase planes, dy transposed over the same grid, and
- *   rtp_convk_wgrad_taps; per fixed group of RTP_CONV_GROUP images, groups summed in
+ * - weight gradient: the same phase planes, dy transposed to [p*Q + q][K], and
+ *   rtp_convk_wgrad_taps over the kept positions only; per fixed group of RTP_CONV_GROUP images, groups summed in
  *   order: deterministic for any thread count;
  * - input gradient: split dx's padded plane into the same phases; phase (a,b) is a
  *   stride-1 convolution of dy (bordered by E at the top and left) with the taps
@@ -254,7 +254,7 @@ static void wgrad_image(const void *ctx, float *xp, const float *dyT, const floa
     const wgrad_ctx *c = ctx;
     const plan *p = c->p;
     split_phases(xp, x, c->d, p);
-    c->k->wgrad_taps(dyT, p->Kv, p->L, xp, p->cs, c->d->C, p->off, p->T, acc);
+    c->k->wgrad_taps(dyT, p->Kv, c->d->P, c->d->Q, xp, p->cs, p->wq, c->d->C, p->off, p->T, acc);
 }
 
 rt_status rtp_cpu_conv_s2_bwd_filter(rt_backend *b, const rtp_convk *k, rt_tensor *dw,
@@ -265,8 +265,8 @@ rt_status rtp_cpu_conv_s2_bwd_filter(rt_backend *b, const rtp_convk *k, rt_tenso
     if (!ws) return err ? err->code : RT_EINVAL;
     const plan p = plan_of(k, d, b->threads);
     const wgrad_ctx c = {k, &p, d};
-    const rtp_conv_wgrad_layout lay = {p.per_thread, p.xin + p.yout, p.acc, p.accsz,
-                                       d->C * p.T,   p.Kv,           p.wq};
+    const rtp_conv_wgrad_layout lay = {p.per_thread, p.xin + p.yout, p.acc,
+                                       p.accsz,      d->C * p.T,     p.Kv};
     rtp_conv_wgrad_run(b, d, dw, dbias, dout, in, ws, &lay, wgrad_image, &c);
     return RT_OK;
 }

@@ -1,7 +1,8 @@
 /* test_fused_ops.c - the fused backend ops against the composition they replace, on the
  * CPU backend: batch norm + relu (forward in training and eval mode, backward) and
- * residual add + relu. Same arithmetic, so bit for bit equal; then a model with batch
- * norm + relu and residual blocks trains one step fused and unfused
+ * residual add + relu, and batch norm + residual add (+ relu), whose backward also takes
+ * a second gradient of the sum. Same arithmetic, so bit for bit equal; then a model with
+ * batch norm + relu and residual blocks trains one step fused and unfused
  * (rt_model_set_fusion), and fused on 1 thread, to the same loss and gradients, bit
  * for bit.
  * The CUDA versions are checked against these through the mock device (check_ops.c).
@@ -128,8 +129,8 @@ T_TEST(add_relu)
 
 /* A convolution (an R x R filter at stride st) whose output a batch norm (+ relu) takes:
  * conv2d_fwd_moments writes conv2d_fwd's output bit for bit, its moments are the same
- * bits on 1 and 2 threads, and bn_fwd_train_moments on them gives bn_fwd_train's output
- * and statistics bit for bit; the mean and variance are within rounding of a double
+ * bits on 1 and 2 threads, and bn_fwd_train_moments on them gives bn_fwd_train's (and,
+ * with a skip, bn_add_fwd_train's) output and statistics bit for bit; the mean and variance are within rounding of a double
  * reference. conv_path is KILN_CPU_CONV ("auto": the direct path the shape takes). */
 static void moments_case(int *t_failed_, const char *conv_path, int N, int C, int H, int K, int R,
                          int st, int pad, int bias)
@@ -174,10 +175,21 @@ static void moments_case(int *t_failed_, const char *conv_path, int N, int C, in
                                               &tbe, &bd, &err),
                       RT_OK);
             ASSERT_EQ(rt_backend_bn_fwd_train_moments(&b, &to1, &s1[0], &s1[1], &s1[2], &s1[3],
-                                                      &ty1, &tg, &tbe, &tm1, &bd, &err),
+                                                      &ty1, NULL, &tg, &tbe, &tm1, &bd, &err),
                       RT_OK);
             ASSERT(same_bits("bn output", o1, o0, ny));
             ASSERT(same_bits("bn statistics", st1, st0, 4 * (size_t)K));
+            /* with a residual add fused after the norm (the skip: the conv's input when
+             * the shapes agree, else its output) */
+            rt_tensor *sk = nx == ny ? &tx : &ty0;
+            ASSERT_EQ(rt_backend_bn_add_fwd_train(&b, &to0, &s0[0], &s0[1], &s0[2], &s0[3], &ty0,
+                                                  sk, &tg, &tbe, &bd, &err),
+                      RT_OK);
+            ASSERT_EQ(rt_backend_bn_fwd_train_moments(&b, &to1, &s1[0], &s1[1], &s1[2], &s1[3],
+                                                      &ty1, sk, &tg, &tbe, &tm1, &bd, &err),
+                      RT_OK);
+            ASSERT(same_bits("bn + add output", o1, o0, ny));
+            ASSERT(same_bits("bn + add statistics", st1, st0, 4 * (size_t)K));
         }
         rt_backend_close(&b);
     }
@@ -252,7 +264,7 @@ T_TEST(bn_moments_accuracy)
         ASSERT(fabs(st[C + c] * sqrt(var) - 1.0) < 1e-4); /* invstd, eps 0 */
     }
     rt_tensor shortm = tens(x, 1, C, 4, 1);
-    ASSERT_EQ(rt_backend_bn_fwd_train_moments(&b, &ty, &s[0], &s[1], &s[2], &s[3], &tx, &s[4],
+    ASSERT_EQ(rt_backend_bn_fwd_train_moments(&b, &ty, &s[0], &s[1], &s[2], &s[3], &tx, NULL, &s[4],
                                               &s[5], &shortm, &d, &err),
               RT_EINVAL);
     ASSERT_STR_CONTAINS(err.msg, "batchnorm moments: tensor has 12 elements, op needs 48");
@@ -260,9 +272,79 @@ T_TEST(bn_moments_accuracy)
     rt_backend_close(&b);
 }
 
+/* bn + add (+ relu) fused vs bn, add (add_relu), and in the backward (dy + dy2 when two,
+ * as a block's begin sums them), relu_bwd (or a copy, as add keeps dy), bn_bwd */
+static void bn_add_case(int *t_failed_, int N, int C, int H, int W, int threads, int relu, int two)
+{
+    rt_backend b;
+    rt_error err = {0};
+    ASSERT_EQ(rt_backend_open(&b, "cpu", threads, &err), RT_OK);
+    const size_t n = (size_t)N * C * H * W;
+    float *x = randn(n, 11, 1.0f, 0.5f), *sk = randn(n, 12, 1.0f, -0.3f);
+    float *dy = randn(n, 13, 1.0f, 0.0f), *dy2 = randn(n, 14, 1.0f, 0.0f);
+    float *g = randn((size_t)C, 15, 1.0f, 0.0f), *be = randn((size_t)C, 16, 0.5f, 0.0f);
+    float *f = calloc(8 * n + 16 * (size_t)C, sizeof *f);
+    float *yf = f, *ya = f + n, *dxf = f + 2 * n, *dxa = f + 3 * n, *kf = f + 4 * n;
+    float *ka = f + 5 * n, *sum = f + 6 * n, *st = f + 8 * n;
+    rt_tensor tx = tens(x, N, C, H, W), tsk = tens(sk, N, C, H, W), tdy = tens(dy, N, C, H, W);
+    rt_tensor tdy2 = tens(dy2, N, C, H, W), tg = tens(g, C, 1, 1, 1), tbe = tens(be, C, 1, 1, 1);
+    rt_tensor tyf = tens(yf, N, C, H, W), tya = tens(ya, N, C, H, W);
+    rt_tensor tdxf = tens(dxf, N, C, H, W), tdxa = tens(dxa, N, C, H, W);
+    rt_tensor tkf = tens(kf, N, C, H, W), tka = tens(ka, N, C, H, W), tsum = tens(sum, N, C, H, W);
+    rt_tensor s[16]; /* [0..5] fused: mean, invstd, rmean, rvar, dgamma, dbeta; [8..] apart */
+    for (int i = 0; i < 16; i++) s[i] = tens(st + (size_t)i * C, C, 1, 1, 1);
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < C; c++) st[(size_t)(8 * k + 3) * C + c] = 1.0f; /* running var */
+    rt_bn_desc d = {.N = N, .C = C, .H = H, .W = W, .eps = 1e-5f, .momentum = 0.1f, .relu = relu};
+    rt_bn_desc da = d;
+    da.relu = 0;
+    ASSERT_EQ(rt_backend_bn_add_fwd_train(&b, &tyf, &s[0], &s[1], &s[2], &s[3], &tx, &tsk, &tg,
+                                          &tbe, &d, &err),
+              RT_OK);
+    ASSERT_EQ(rt_backend_bn_add_bwd(&b, &tdxf, &s[4], &s[5], &tkf, &tdy, two ? &tdy2 : NULL, &tyf,
+                                    &tx, &tg, &s[0], &s[1], &d, &err),
+              RT_OK);
+    ASSERT_EQ(
+        rt_backend_bn_fwd_train(&b, &tya, &s[8], &s[9], &s[10], &s[11], &tx, &tg, &tbe, &da, &err),
+        RT_OK);
+    if (relu) ASSERT_EQ(rt_backend_add_relu(&b, &tya, &tya, &tsk, &err), RT_OK);
+    else ASSERT_EQ(rt_backend_add(&b, &tya, &tya, &tsk, &err), RT_OK);
+    const rt_tensor *gy = &tdy;
+    if (two) {
+        ASSERT_EQ(rt_backend_add(&b, &tsum, &tdy, &tdy2, &err), RT_OK);
+        gy = &tsum;
+    }
+    if (relu) ASSERT_EQ(rt_backend_relu_bwd(&b, &tka, gy, &tya, 0.0f, &err), RT_OK);
+    else ASSERT_EQ(rt_backend_copy(&b, &tka, gy, &err), RT_OK);
+    ASSERT_EQ(rt_backend_bn_bwd(&b, &tdxa, &s[12], &s[13], &tka, &tx, &tg, &s[8], &s[9], &da, &err),
+              RT_OK);
+    size_t zeros = 0;
+    for (size_t i = 0; i < n; i++) zeros += ya[i] == 0.0f;
+    if (relu) ASSERT(zeros > n / 8 && zeros < n - n / 8); /* the relu cuts a real share */
+    ASSERT(same_bits("forward", yf, ya, n));
+    ASSERT(same_bits("statistics", st, st + 8 * (size_t)C, 4 * (size_t)C));
+    ASSERT(same_bits("kept gradient", kf, ka, n));
+    ASSERT(same_bits("input gradient", dxf, dxa, n));
+    ASSERT(same_bits("dgamma", s[4].data, s[12].data, (size_t)C));
+    ASSERT(same_bits("dbeta", s[5].data, s[13].data, (size_t)C));
+    free(x), free(sk), free(dy), free(dy2), free(g), free(be), free(f);
+    rt_backend_close(&b);
+}
+
+T_TEST(bn_add)
+{
+    bn_add_case(t_failed_, 1, 3, 1, 2, 1, 1, 0);
+    bn_add_case(t_failed_, 2, 4, 5, 7, 2, 1, 1);
+    bn_add_case(t_failed_, 8, 16, 8, 8, 2, 1, 1); /* rows of whole vectors */
+    bn_add_case(t_failed_, 8, 16, 8, 8, 2, 0, 1); /* no relu after the add */
+    bn_add_case(t_failed_, 3, 5, 9, 9, 1, 0, 0);  /* rows with a tail */
+    bn_add_case(t_failed_, 3, 5, 9, 9, 2, 1, 1);
+}
+
 /* One training step (forward, loss, backward) of spec; *loss, the flat gradients and
- * nfused[0], the number of layers that took part in a relu's fusion (a relu and the
- * layer before it count two), nfused[1] in a conv's and batch norm's (two each). */
+ * nfused[], the number of layers that took part in a fusion: [0] a relu's (a relu and
+ * the layer before it count two), [1] an add's (the norm, the add, a begin after it),
+ * [2] a conv's and batch norm's statistics (two each). */
 static int step(const char *spec, int fused, int threads, double *loss, float **grads, size_t *P,
                 int *nfused)
 {
@@ -276,10 +358,11 @@ static int step(const char *spec, int fused, int threads, double *loss, float **
     if (rt_model_create(&m, spec, &in, &err)) goto out;
     rt_model_set_fusion(m, fused);
     if (rt_model_attach(m, &b, NB, 9, &err)) goto out;
-    nfused[0] = nfused[1] = 0;
+    nfused[0] = nfused[1] = nfused[2] = 0;
     for (int i = 0; i < m->nlayers; i++) {
         nfused[0] += m->layers[i].fused_relu;
-        nfused[1] += m->layers[i].moments != NULL;
+        nfused[1] += m->layers[i].fused_add != NULL;
+        nfused[2] += m->layers[i].moments != NULL;
     }
     float x[NB * C * H * W];
     int32_t y[NB] = {0, 4, 2, 1};
@@ -303,21 +386,24 @@ out:
 }
 
 /* fused (2 threads) vs apart (2 threads) vs fused again (1 thread): the same bits;
- * npairs relus are fused in the fused runs and none apart, so the runs differ. */
-static void model_case(int *t_failed_, const char *spec, int npairs, int nconvbn)
+ * npairs relus, nadd layers' adds and nconvbn convs' batch-norm statistics are fused in
+ * the fused runs and none apart, so the runs differ. */
+static void model_case(int *t_failed_, const char *spec, int npairs, int nadd, int nconvbn)
 {
     double lf = 0.0, la = 1.0, l1 = 2.0;
     float *gf = NULL, *ga = NULL, *g1 = NULL;
     size_t pf = 0, pa = 0, p1 = 0;
-    int nf[2] = {-1, -1}, na[2] = {-1, -1}, n1[2] = {-1, -1};
+    int nf[3] = {-1, -1, -1}, na[3] = {-1, -1, -1}, n1[3] = {-1, -1, -1};
     ASSERT_EQ(step(spec, 1, 2, &lf, &gf, &pf, nf), 0);
     ASSERT_EQ(step(spec, 0, 2, &la, &ga, &pa, na), 0);
     ASSERT_EQ(step(spec, 1, 1, &l1, &g1, &p1, n1), 0);
     ASSERT_EQ(nf[0], 2 * npairs);
     ASSERT_EQ(n1[0], 2 * npairs);
-    ASSERT_EQ(nf[1], 2 * nconvbn);
-    ASSERT_EQ(n1[1], 2 * nconvbn);
-    ASSERT_EQ(na[0] + na[1], 0);
+    ASSERT_EQ(nf[1], nadd);
+    ASSERT_EQ(n1[1], nadd);
+    ASSERT_EQ(nf[2], 2 * nconvbn);
+    ASSERT_EQ(n1[2], 2 * nconvbn);
+    ASSERT_EQ(na[0] + na[1] + na[2], 0);
     ASSERT_EQ(pf, pa);
     ASSERT_EQ(pf, p1);
     ASSERT(lf == la && lf == l1);
@@ -338,15 +424,24 @@ T_TEST(model_fused_equals_apart)
                "    conv2d 6 3 pad=same\n    batchnorm\n  shortcut:\n"
                "    conv2d 6 1 stride=2\n    batchnorm\nrelu\n"
                "globalavgpool\nflatten\ndense 5",
-               5, 6);
+               5, 5, 6);
     /* batchnorm first, and a block whose main path is empty */
-    model_case(t_failed_, "batchnorm\nrelu\nresidual:\n    relu\nrelu\nflatten\ndense 5", 2, 0);
+    model_case(t_failed_, "batchnorm\nrelu\nresidual:\n    relu\nrelu\nflatten\ndense 5", 2, 0, 0);
+    /* a norm + add with no relu after it, whose block the next block's begin follows, and
+     * a projection that is only a batchnorm (its gradient goes to the shortcut's keep) */
+    model_case(t_failed_,
+               "conv2d 4 3 pad=same\nresidual:\n    batchnorm\n"
+               "residual:\n    conv2d 4 3 pad=same\n    batchnorm\nrelu\n"
+               "residual:\n    conv2d 4 3 pad=same\n    batchnorm\n  shortcut:\n    batchnorm\n"
+               "relu\nglobalavgpool\nflatten\ndense 5",
+               2, 8, 2);
 }
 
 int main(void)
 {
     T_RUN(bn_relu);
     T_RUN(add_relu);
+    T_RUN(bn_add);
     T_RUN(conv_bn_moments);
     T_RUN(bn_moments_accuracy);
     T_RUN(model_fused_equals_apart);
