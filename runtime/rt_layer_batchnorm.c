@@ -7,7 +7,9 @@
  * relu(bn(x)) and the backward takes the relu's gradient (bn_relu_bwd). A residual add
  * right after it (and that add's relu) is fused in too (rt_layer.h fused_add): the forward
  * writes the sum (bn_add_fwd_train; in eval mode the norm, then the sum in place) and the
- * backward keeps the add's gradient (bn_add_bwd). */
+ * backward keeps the add's gradient (bn_add_bwd). After a conv2d, the conv may take the
+ * batch statistics as it stores its output (rt_layer.h moments): the training forward
+ * then only normalises (bn_fwd_train_moments, with the fused add's other term if any). */
 #include <stdio.h>
 
 #include "rt_layer.h"
@@ -89,6 +91,10 @@ static rt_status forward_add(rt_layer *l, rt_backend *b, rt_tensor *out, const r
     other.n = in->n;
     if (ctx->train) {
         d->relu = a->fused_relu;
+        if (l->moments) /* written by the conv before it (rt_layer.h) */
+            return rt_backend_bn_fwd_train_moments(b, out, &l->saved[0], &l->saved[1], &l->buf[0],
+                                                   &l->buf[1], in, &other, &l->param[0],
+                                                   &l->param[1], l->moments, d, err);
         return rt_backend_bn_add_fwd_train(b, out, &l->saved[0], &l->saved[1], &l->buf[0],
                                            &l->buf[1], in, &other, &l->param[0], &l->param[1], d,
                                            err);
@@ -108,6 +114,10 @@ static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_te
     if (!ctx->train)
         return rt_backend_bn_fwd_eval(b, out, in, &l->param[0], &l->param[1], &l->buf[0],
                                       &l->buf[1], &d, err);
+    if (l->moments) /* written by the conv before it (rt_layer.h) */
+        return rt_backend_bn_fwd_train_moments(b, out, &l->saved[0], &l->saved[1], &l->buf[0],
+                                               &l->buf[1], in, NULL, &l->param[0], &l->param[1],
+                                               l->moments, &d, err);
     return rt_backend_bn_fwd_train(b, out, &l->saved[0], &l->saved[1], &l->buf[0], &l->buf[1], in,
                                    &l->param[0], &l->param[1], &d, err);
 }

@@ -139,6 +139,29 @@ static void fuse_relus(rt_model *m)
     }
 }
 
+/* Has each conv2d followed by a batchnorm take the norm's statistics as it stores its
+ * output, when the backend has the two ops (conv2d_fwd_moments, bn_fwd_train_moments):
+ * the norm's input is exactly the conv's output, and the forward runs them in turn. The
+ * moments are the norm's third saved tensor (per sample), there only when fused. */
+static void fuse_moments(rt_model *m)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i];
+        if (l->moments && l->type == &rt_layer_batchnorm) l->nsaved--;
+        l->moments = NULL;
+    }
+    const rt_backend_ops *ops = m->b->ops;
+    if (m->unfused || !ops->conv2d_fwd_moments || !ops->bn_fwd_train_moments) return;
+    for (int i = 1; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i], *p = &m->layers[i - 1];
+        if (l->type != &rt_layer_batchnorm || p->type != &rt_layer_conv2d) continue;
+        rt_tensor *t = &l->saved[l->nsaved];
+        rtp_shape(t, 1, l->in_c, RT_MOMENT_FLOATS, 1);
+        l->saved_per_sample[l->nsaved++] = 1;
+        l->moments = p->moments = t;
+    }
+}
+
 /* Fuses each residual add into the batchnorm right before it (the last layer of the
  * block's main path or of its projection) when the backend has bn_add_fwd_train and
  * bn_add_bwd: the norm writes the sum, relu'd when the add has the relu fused, into its
@@ -291,6 +314,7 @@ rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t se
     }
     fuse_relus(m);
     fuse_adds(m);
+    fuse_moments(m);
     rt_status s = b->ops->reserve_workspace(b, ws, err);
     if (s == RT_OK) s = bind_params(m, err);
     if (s == RT_OK) s = bind_acts(m, err);

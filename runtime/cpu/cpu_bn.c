@@ -1,10 +1,10 @@
 /* cpu_bn.c - batchnorm2d on the CPU (PyTorch BatchNorm2d semantics).
  *
  * Channels are independent: OpenMP over C. Training statistics take one pass over the
- * data and the output a second: each (n, c) row's sums of x - s and (x - s)^2, with s
- * the channel's first value (the shift keeps E[x^2] - E[x]^2 from cancelling), are
- * taken in 16 float partial sums (vectorised) and gathered in double, in a fixed order,
- * so they are reproducible. The backward pass likewise takes sum dy and sum dy*(x-mean)
+ * data and the output a second: each (n, c) plane's moments (cpu_bn_stats.c), merged
+ * in image order, so they are reproducible; after a convolution that took the moments
+ * as it stored its output (bn_fwd_train_moments), only the second pass is left. The
+ * backward pass likewise takes sum dy and sum dy*(x-mean)
  * in one pass and writes dx in a second. A relu fused after the norm (rt_bn_desc.relu,
  * bn_relu_bwd) costs no pass of its own: it is applied as the output is written, and its
  * mask is recomputed in both backward passes. A residual add fused after the norm
@@ -19,34 +19,13 @@
 
 #include "cpu_internal.h"
 
-/* sum of (x - s) and of (x - s)^2 over n floats: 16 partial sums each, fixed order */
-RTP_SPAN static void row_moments(const float *restrict x, size_t n, float s, double *sum,
-                                 double *sumsq)
-{
-    float a[16] = {0}, q[16] = {0};
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) {
-            float v = x[i + j] - s;
-            a[j] += v;
-            q[j] += v * v;
-        }
-    double ta = 0.0, tq = 0.0;
-    for (int j = 0; j < 16; j++) ta += a[j], tq += q[j];
-    for (; i < n; i++) {
-        float v = x[i] - s;
-        ta += v, tq += (double)v * v;
-    }
-    *sum += ta, *sumsq += tq;
-}
-
 /* A relu fused after the norm (rt_bn_desc.relu) scales each element by k = v > 0 ? 1 : lo,
  * v = x * g + sh being the norm's output: lo = 0 applies the relu (the arithmetic of
  * cpu_act.c's relu, so the fused ops equal the two layers bit for bit), lo = 1 leaves
  * every element as it is (v * 1 and dy * 1 are exact). The backward recomputes v from x
  * exactly as the forward computed it (-ffp-contract=off) instead of reading the output. */
 
-/* sum of dy*k and of dy*k * (x - mean) over n floats, as row_moments */
+/* sum of dy*k and of dy*k * (x - mean) over n floats: 16 partial sums each, fixed order */
 RTP_SPAN static void row_grads(const float *restrict dy, const float *restrict x, size_t n,
                                float mean, float g, float sh, float lo, double *sdy, double *sdyx)
 {
@@ -145,28 +124,30 @@ RTP_SPAN static void row_dx(float *restrict dx, const float *restrict dy, const 
     }
 }
 
-/* The training forward; with S (a residual add fused after the norm), out = bn(in) + S */
+/* The training forward; with S (a residual add fused after the norm), out = bn(in) + S;
+ * the batch statistics from the planes' moments (mom, N x C planes of RT_MOMENT_FLOATS),
+ * or taken from in when mom is NULL. */
 static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
                          rt_tensor *save_invstd, rt_tensor *running_mean, rt_tensor *running_var,
                          const rt_tensor *in, const float *S, const rt_tensor *gamma,
-                         const rt_tensor *beta, const rt_bn_desc *d)
+                         const rt_tensor *beta, const double *mom, const rt_bn_desc *d)
 {
     const int C = d->C;
-    const size_t hw = (size_t)d->H * d->W, M = (size_t)d->N * hw;
+    const size_t hw = (size_t)d->H * d->W, M = (size_t)d->N * hw, step = RT_MOMENT_FLOATS / 2;
     const float *X = in->data, *G = gamma->data, *Bt = beta->data;
     float *Y = out->data, *SM = save_mean->data, *SI = save_invstd->data;
     float *RM = running_mean->data, *RV = running_var->data;
     const float lo = d->relu ? 0.0f : 1.0f;
 #pragma omp parallel for schedule(static) num_threads(b->threads)
     for (int c = 0; c < C; c++) {
-        double s = 0.0, ss = 0.0;
-        const float shift = X[(size_t)c * hw];
-        for (int n = 0; n < d->N; n++)
-            row_moments(X + ((size_t)n * C + c) * hw, hw, shift, &s, &ss);
-        double dm = s / (double)M, var = ss / (double)M - dm * dm;
-        if (var < 0.0) var = 0.0;
-        double mean = (double)shift + dm;
-        ss = var * (double)M;
+        rtp_moments acc = {0};
+        for (int n = 0; n < d->N; n++) {
+            double own[RT_MOMENT_FLOATS / 2];
+            const double *pm = mom ? mom + ((size_t)n * C + c) * step : own;
+            if (!mom) rtp_cpu_plane_moments(own, X + ((size_t)n * C + c) * hw, 1, hw);
+            rtp_cpu_moments_add(&acc, pm, hw);
+        }
+        double mean = acc.mean, var = acc.m2 / (double)M;
         float inv = (float)(1.0 / sqrt(var + d->eps));
         float mf = (float)mean, g = G[c] * inv, sh = Bt[c] - mf * g;
         for (int n = 0; n < d->N; n++) {
@@ -176,7 +157,7 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
         }
         SM[c] = mf;
         SI[c] = inv;
-        double unbiased = M > 1 ? ss / (double)(M - 1) : var;
+        double unbiased = M > 1 ? acc.m2 / (double)(M - 1) : var;
         RM[c] = (float)((1.0 - d->momentum) * RM[c] + d->momentum * mean);
         RV[c] = (float)((1.0 - d->momentum) * RV[c] + d->momentum * unbiased);
     }
@@ -188,7 +169,7 @@ rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_me
                                const rt_tensor *beta, const rt_bn_desc *d, rt_error *err)
 {
     bn_fwd_train(b, out, save_mean, save_invstd, running_mean, running_var, in, NULL, gamma, beta,
-                 d);
+                 NULL, d);
     return RT_OK;
 }
 
@@ -199,7 +180,19 @@ rt_status rtp_cpu_bn_add_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *sav
                                    const rt_tensor *beta, const rt_bn_desc *d, rt_error *err)
 {
     bn_fwd_train(b, out, save_mean, save_invstd, running_mean, running_var, in, skip->data, gamma,
-                 beta, d);
+                 beta, NULL, d);
+    return RT_OK;
+}
+
+rt_status rtp_cpu_bn_fwd_train_moments(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                       rt_tensor *save_invstd, rt_tensor *running_mean,
+                                       rt_tensor *running_var, const rt_tensor *in,
+                                       const rt_tensor *skip, const rt_tensor *gamma,
+                                       const rt_tensor *beta, const rt_tensor *moments,
+                                       const rt_bn_desc *d, rt_error *err)
+{
+    bn_fwd_train(b, out, save_mean, save_invstd, running_mean, running_var, in,
+                 skip ? skip->data : NULL, gamma, beta, moments->data, d);
     return RT_OK;
 }
 

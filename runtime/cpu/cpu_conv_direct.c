@@ -212,8 +212,9 @@ static void taps(int off[9], int wp)
  * in (ins x g->hin x iw), through the padded grid. */
 static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const geom *g, float *ws,
                        const float *wpk, const float *in, int ins, int iw, int N, float *out,
-                       int rows, int rows_r, int oh, int ow, const float *bias)
+                       double *mom, int rows, int rows_r, int oh, int ow, const float *bias)
 {
+    const size_t mom_img = (size_t)rows * (RT_MOMENT_FLOATS / 2);
     int off[9];
     const size_t in_img = (size_t)ins * g->hin * iw, out_img = (size_t)rows * oh * ow;
     if (g->tps && rows == rows_r && !bias) { /* whole blocks of rows: straight into out */
@@ -226,6 +227,9 @@ static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const g
                 tight_planes(xp, in + in_img * (size_t)n, ins, g->hin, iw, g->tps);
                 k->fwd(xp, 3 * g->tps, ins, off, 9, wpk, out + out_img * (size_t)n, (size_t)oh * ow,
                        rows, (size_t)oh * ow / (size_t)g->V);
+                if (mom)
+                    rtp_cpu_plane_moments(mom + mom_img * (size_t)n, out + out_img * (size_t)n,
+                                          rows, (size_t)oh * ow);
             }
         }
         return;
@@ -239,11 +243,14 @@ static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const g
             pad_planes(xp, in + in_img * (size_t)n, ins, iw, g);
             k->fwd(xp, g->cs, ins, off, 9, wpk, grid, g->ys, rows_r, g->nvec);
             rtp_conv_compact(out + out_img * (size_t)n, grid, rows, oh, ow, g->wp, g->ys, bias);
+            if (mom)
+                rtp_cpu_plane_moments(mom + mom_img * (size_t)n, out + out_img * (size_t)n, rows,
+                                      (size_t)oh * ow);
         }
     }
 }
 
-rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
+rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out, double *mom,
                                   const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
                                   const rt_conv_desc *d, rt_error *err)
 {
@@ -251,8 +258,8 @@ rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *
     if (!ws) return err ? err->code : RT_EINVAL;
     const plan p = plan_of(k, d, b->threads);
     rtp_conv_pack(ws + p.wpk, w->data, d->K, p.Kr, d->C, 9, fwd_taps, 9, 0);
-    fwd_images(b, k, &p, &p.f, ws, ws + p.wpk, in->data, d->C, d->W, d->N, out->data, d->K, p.Kr,
-               d->P, d->Q, bias ? bias->data : NULL);
+    fwd_images(b, k, &p, &p.f, ws, ws + p.wpk, in->data, d->C, d->W, d->N, out->data, mom, d->K,
+               p.Kr, d->P, d->Q, bias ? bias->data : NULL);
     return RT_OK;
 }
 
@@ -264,8 +271,8 @@ rt_status rtp_cpu_conv_direct_bwd_data(rt_backend *b, const rtp_convk *k, rt_ten
     if (!ws) return err ? err->code : RT_EINVAL;
     const plan p = plan_of(k, d, b->threads);
     rtp_conv_pack(ws + p.wpk, w->data, d->C, p.Cr, d->K, 9, flip_taps, 9, 1);
-    fwd_images(b, k, &p, &p.bw, ws, ws + p.wpk, dout->data, d->K, d->Q, d->N, din->data, d->C, p.Cr,
-               d->H, d->W, NULL);
+    fwd_images(b, k, &p, &p.bw, ws, ws + p.wpk, dout->data, d->K, d->Q, d->N, din->data, NULL, d->C,
+               p.Cr, d->H, d->W, NULL);
     return RT_OK;
 }
 
