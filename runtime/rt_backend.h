@@ -62,6 +62,13 @@ typedef struct rt_bn_desc {
     int relu;       /* 1: the forward ops write relu(bn(x)) (a relu fused after the norm) */
 } rt_bn_desc;
 
+/* Per-plane moments (conv2d_fwd_moments, bn_fwd_train_moments): for each (n, c) plane of
+ * H*W values, two doubles in RT_MOMENT_FLOATS floats: the plane's mean and its sum of
+ * squared deviations from that mean (M2). A batch norm merges the planes of a channel in
+ * image order (Chan et al.'s pairwise update), so the statistics do not depend on how
+ * the planes were shared among threads. */
+#define RT_MOMENT_FLOATS 4
+
 /* Dropout (inverted): keep an element with probability 1-p and scale it by 1/(1-p).
  * The mask is the Philox stream rt_rng_stream(seed, RT_RNG_DROPOUT, step, layer) of
  * rt_rng.h, one 32-bit word per element in flat NCHW order, element i kept iff
@@ -192,6 +199,13 @@ struct rt_backend_ops {
     /* conv2d. out (N,K,P,Q); in (N,C,H,W); w (K,C,R,S); bias (K) or NULL. */
     rt_status (*conv2d_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
                             const rt_tensor *bias, const rt_conv_desc *d, rt_error *err);
+    /* conv2d_fwd that also writes each output plane's moments into moments (N,K planes of
+     * RT_MOMENT_FLOATS, below), taken while the output is still in cache, for a batch
+     * norm right after the convolution (bn_fwd_train_moments). out's bits are
+     * conv2d_fwd's. NULL: the model lets the batch norm take its own statistics. */
+    rt_status (*conv2d_fwd_moments)(rt_backend *b, rt_tensor *out, rt_tensor *moments,
+                                    const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
+                                    const rt_conv_desc *d, rt_error *err);
     /* din (N,C,H,W) = gradient w.r.t. the input, from dout (N,K,P,Q) and w (K,C,R,S). */
     rt_status (*conv2d_bwd_data)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                  const rt_tensor *w, const rt_conv_desc *d, rt_error *err);
@@ -226,6 +240,16 @@ struct rt_backend_ops {
                               rt_tensor *save_invstd, rt_tensor *running_mean,
                               rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
                               const rt_tensor *beta, const rt_bn_desc *d, rt_error *err);
+    /* bn_fwd_train, or with skip bn_add_fwd_train (below; skip NULL: no add), with the
+     * batch statistics merged from moments (N,C planes, as conv2d_fwd_moments writes them)
+     * instead of a pass over in: the same bits as those ops, which merge the same
+     * per-plane moments in the same order. NULL: the model runs those ops. */
+    rt_status (*bn_fwd_train_moments)(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                      rt_tensor *save_invstd, rt_tensor *running_mean,
+                                      rt_tensor *running_var, const rt_tensor *in,
+                                      const rt_tensor *skip, const rt_tensor *gamma,
+                                      const rt_tensor *beta, const rt_tensor *moments,
+                                      const rt_bn_desc *d, rt_error *err);
     rt_status (*bn_fwd_eval)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                              const rt_tensor *gamma, const rt_tensor *beta,
                              const rt_tensor *running_mean, const rt_tensor *running_var,
@@ -243,6 +267,24 @@ struct rt_backend_ops {
                              const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
                              const rt_tensor *beta, const rt_tensor *save_mean,
                              const rt_tensor *save_invstd, const rt_bn_desc *d, rt_error *err);
+    /* A residual add fused after the norm (and the relu after the add when d->relu):
+     * bn_add_fwd_train writes out = bn(in) + skip (relu'd), one pass over in and skip.
+     * bn_add_bwd: dout is the gradient of out, plus dout2 when given (out's gradient by a
+     * second path: the next residual block's skip); keep = that gradient through the relu
+     * (where out > 0; all of it without the relu), the gradient of both terms of the sum;
+     * din, dgamma, dbeta from keep as bn_bwd. The same bits as bn_fwd_train, add or
+     * add_relu, (add,) relu_bwd and bn_bwd in turn. keep aliases none of the others.
+     * NULL: the model runs the norm and the add apart. */
+    rt_status (*bn_add_fwd_train)(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                  rt_tensor *save_invstd, rt_tensor *running_mean,
+                                  rt_tensor *running_var, const rt_tensor *in,
+                                  const rt_tensor *skip, const rt_tensor *gamma,
+                                  const rt_tensor *beta, const rt_bn_desc *d, rt_error *err);
+    rt_status (*bn_add_bwd)(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                            rt_tensor *keep, const rt_tensor *dout, const rt_tensor *dout2,
+                            const rt_tensor *out, const rt_tensor *in, const rt_tensor *gamma,
+                            const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                            const rt_bn_desc *d, rt_error *err);
 
     /* dropout. out and mask have the shape of in; mask holds 0 or 1/(1-p).
      * bwd: din = dout * mask (din == dout allowed). */
@@ -348,6 +390,10 @@ RT_MUST_USE rt_status rt_backend_add_relu(rt_backend *b, rt_tensor *dst, const r
 RT_MUST_USE rt_status rt_backend_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                             const rt_tensor *w, const rt_tensor *bias,
                                             const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_conv2d_fwd_moments(rt_backend *b, rt_tensor *out,
+                                                    rt_tensor *moments, const rt_tensor *in,
+                                                    const rt_tensor *w, const rt_tensor *bias,
+                                                    const rt_conv_desc *d, rt_error *err);
 RT_MUST_USE rt_status rt_backend_conv2d_bwd_data(rt_backend *b, rt_tensor *din,
                                                  const rt_tensor *dout, const rt_tensor *w,
                                                  const rt_conv_desc *d, rt_error *err);
@@ -372,6 +418,11 @@ RT_MUST_USE rt_status rt_backend_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_
                                               rt_tensor *running_var, const rt_tensor *in,
                                               const rt_tensor *gamma, const rt_tensor *beta,
                                               const rt_bn_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_bn_fwd_train_moments(
+    rt_backend *b, rt_tensor *out, rt_tensor *save_mean, rt_tensor *save_invstd,
+    rt_tensor *running_mean, rt_tensor *running_var, const rt_tensor *in, const rt_tensor *skip,
+    const rt_tensor *gamma, const rt_tensor *beta, const rt_tensor *moments, const rt_bn_desc *d,
+    rt_error *err);
 RT_MUST_USE rt_status rt_backend_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                              const rt_tensor *gamma, const rt_tensor *beta,
                                              const rt_tensor *running_mean,
@@ -388,6 +439,19 @@ RT_MUST_USE rt_status rt_backend_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_t
                                              const rt_tensor *beta, const rt_tensor *save_mean,
                                              const rt_tensor *save_invstd, const rt_bn_desc *d,
                                              rt_error *err);
+RT_MUST_USE rt_status rt_backend_bn_add_fwd_train(rt_backend *b, rt_tensor *out,
+                                                  rt_tensor *save_mean, rt_tensor *save_invstd,
+                                                  rt_tensor *running_mean, rt_tensor *running_var,
+                                                  const rt_tensor *in, const rt_tensor *skip,
+                                                  const rt_tensor *gamma, const rt_tensor *beta,
+                                                  const rt_bn_desc *d, rt_error *err);
+RT_MUST_USE rt_status rt_backend_bn_add_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
+                                            rt_tensor *dbeta, rt_tensor *keep,
+                                            const rt_tensor *dout, const rt_tensor *dout2,
+                                            const rt_tensor *out, const rt_tensor *in,
+                                            const rt_tensor *gamma, const rt_tensor *save_mean,
+                                            const rt_tensor *save_invstd, const rt_bn_desc *d,
+                                            rt_error *err);
 RT_MUST_USE rt_status rt_backend_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
                                              const rt_tensor *in, const rt_dropout_desc *d,
                                              rt_error *err);

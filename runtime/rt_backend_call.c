@@ -111,6 +111,17 @@ rt_status rt_backend_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *
     return b->ops->conv2d_fwd(b, out, in, w, bias, d, err);
 }
 
+rt_status rt_backend_conv2d_fwd_moments(rt_backend *b, rt_tensor *out, rt_tensor *moments,
+                                        const rt_tensor *in, const rt_tensor *w,
+                                        const rt_tensor *bias, const rt_conv_desc *d, rt_error *err)
+{
+    RT_TRY(present(b, b->ops->conv2d_fwd_moments != NULL, "conv2d_fwd_moments", err));
+    RT_TRY(conv_check(d, in, out, w, err));
+    if (bias) RT_TRY(check(bias, (size_t)d->K, "conv2d bias", err));
+    RT_TRY(check(moments, (size_t)d->N * d->K * RT_MOMENT_FLOATS, "conv2d moments", err));
+    return b->ops->conv2d_fwd_moments(b, out, moments, in, w, bias, d, err);
+}
+
 rt_status rt_backend_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                      const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
@@ -219,11 +230,11 @@ static rt_status bn_check(const rt_tensor *x, const rt_tensor *y, const char *yw
     return check(y, n, ywhat, err);
 }
 
-rt_status rt_backend_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                                  rt_tensor *save_invstd, rt_tensor *running_mean,
-                                  rt_tensor *running_var, const rt_tensor *in,
-                                  const rt_tensor *gamma, const rt_tensor *beta,
-                                  const rt_bn_desc *d, rt_error *err)
+/* The tensors bn_fwd_train, bn_add_fwd_train and bn_fwd_train_moments share. */
+static rt_status bn_train_check(rt_tensor *out, rt_tensor *save_mean, rt_tensor *save_invstd,
+                                rt_tensor *running_mean, rt_tensor *running_var,
+                                const rt_tensor *in, const rt_tensor *gamma, const rt_tensor *beta,
+                                const rt_bn_desc *d, rt_error *err)
 {
     const size_t C = (size_t)d->C;
     RT_TRY(bn_check(in, out, "batchnorm output", d, err));
@@ -232,9 +243,49 @@ rt_status rt_backend_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save
     RT_TRY(check(running_mean, C, "batchnorm running mean", err));
     RT_TRY(check(running_var, C, "batchnorm running var", err));
     RT_TRY(check(gamma, C, "batchnorm weight", err));
-    RT_TRY(check(beta, C, "batchnorm bias", err));
+    return check(beta, C, "batchnorm bias", err);
+}
+
+rt_status rt_backend_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                  rt_tensor *save_invstd, rt_tensor *running_mean,
+                                  rt_tensor *running_var, const rt_tensor *in,
+                                  const rt_tensor *gamma, const rt_tensor *beta,
+                                  const rt_bn_desc *d, rt_error *err)
+{
+    RT_TRY(bn_train_check(out, save_mean, save_invstd, running_mean, running_var, in, gamma, beta,
+                          d, err));
     return b->ops->bn_fwd_train(b, out, save_mean, save_invstd, running_mean, running_var, in,
                                 gamma, beta, d, err);
+}
+
+rt_status rt_backend_bn_add_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                      rt_tensor *save_invstd, rt_tensor *running_mean,
+                                      rt_tensor *running_var, const rt_tensor *in,
+                                      const rt_tensor *skip, const rt_tensor *gamma,
+                                      const rt_tensor *beta, const rt_bn_desc *d, rt_error *err)
+{
+    RT_TRY(present(b, b->ops->bn_add_fwd_train != NULL, "bn_add_fwd_train", err));
+    RT_TRY(bn_train_check(out, save_mean, save_invstd, running_mean, running_var, in, gamma, beta,
+                          d, err));
+    RT_TRY(bn_check(in, skip, "batchnorm + add input", d, err));
+    return b->ops->bn_add_fwd_train(b, out, save_mean, save_invstd, running_mean, running_var, in,
+                                    skip, gamma, beta, d, err);
+}
+
+rt_status rt_backend_bn_fwd_train_moments(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                          rt_tensor *save_invstd, rt_tensor *running_mean,
+                                          rt_tensor *running_var, const rt_tensor *in,
+                                          const rt_tensor *skip, const rt_tensor *gamma,
+                                          const rt_tensor *beta, const rt_tensor *moments,
+                                          const rt_bn_desc *d, rt_error *err)
+{
+    RT_TRY(present(b, b->ops->bn_fwd_train_moments != NULL, "bn_fwd_train_moments", err));
+    RT_TRY(bn_train_check(out, save_mean, save_invstd, running_mean, running_var, in, gamma, beta,
+                          d, err));
+    if (skip) RT_TRY(bn_check(in, skip, "batchnorm + add input", d, err));
+    RT_TRY(check(moments, (size_t)d->N * d->C * RT_MOMENT_FLOATS, "batchnorm moments", err));
+    return b->ops->bn_fwd_train_moments(b, out, save_mean, save_invstd, running_mean, running_var,
+                                        in, skip, gamma, beta, moments, d, err);
 }
 
 rt_status rt_backend_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
@@ -286,6 +337,21 @@ rt_status rt_backend_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamm
     RT_TRY(check(beta, (size_t)d->C, "batchnorm bias", err));
     return b->ops->bn_relu_bwd(b, din, dgamma, dbeta, dout, in, gamma, beta, save_mean, save_invstd,
                                d, err);
+}
+
+rt_status rt_backend_bn_add_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                                rt_tensor *keep, const rt_tensor *dout, const rt_tensor *dout2,
+                                const rt_tensor *out, const rt_tensor *in, const rt_tensor *gamma,
+                                const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                                const rt_bn_desc *d, rt_error *err)
+{
+    RT_TRY(present(b, b->ops->bn_add_bwd != NULL, "bn_add_bwd", err));
+    RT_TRY(bn_bwd_check(din, dgamma, dbeta, dout, in, gamma, save_mean, save_invstd, d, err));
+    RT_TRY(bn_check(in, keep, "batchnorm + add kept gradient", d, err));
+    RT_TRY(bn_check(in, out, "batchnorm + add output", d, err));
+    if (dout2) RT_TRY(bn_check(in, dout2, "batchnorm + add second output gradient", d, err));
+    return b->ops->bn_add_bwd(b, din, dgamma, dbeta, keep, dout, dout2, out, in, gamma, save_mean,
+                              save_invstd, d, err);
 }
 
 /* ---- dense ---- */

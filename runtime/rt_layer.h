@@ -13,7 +13,7 @@
 #include "rt_backend.h"
 
 #define RT_LAYER_MAX_PARAMS 2
-#define RT_LAYER_MAX_SAVED 2
+#define RT_LAYER_MAX_SAVED 3
 #define RT_LAYER_WHY 200
 /* Largest integer a spec argument may have, and most elements a per-sample tensor or a
  * conv's unfolded image may have: keeps every size computation far from int overflow. */
@@ -64,6 +64,20 @@ typedef struct rt_layer {
      * applies the relu that follows; on that relu, its forward and backward are done by
      * the layer before (its output is that layer's, its gradient passes through) */
     int fused_relu;
+    /* a conv2d and the batchnorm right after it, when the backend takes the norm's
+     * statistics in the convolution (rt_model.c fuse_moments): the per-plane moments
+     * (rt_backend.h RT_MOMENT_FLOATS) the conv's training forward writes and the norm's
+     * reads, the norm's last saved tensor; NULL otherwise */
+    rt_tensor *moments;
+    /* a residual add fused at attach (rt_model.c fuse_adds) into the batchnorm right
+     * before it: on the norm, the add, whose sum (and fused relu) the norm writes and
+     * whose gradient its backward keeps; on the add, the norm (the add then does nothing);
+     * on a block's begin right after such an add, the norm, whose backward then also sums
+     * the two paths' gradients of the block input (the begin does nothing) */
+    struct rt_layer *fused_add;
+    /* on that norm: the gradient of its output by the second path (the next block's kept
+     * skip gradient), or NULL */
+    const rt_tensor *skip_grad;
 } rt_layer;
 
 struct rt_layer_type {

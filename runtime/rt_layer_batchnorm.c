@@ -4,7 +4,12 @@
  * Parameters: weight (gamma, 1) and bias (beta, 0); buffers running_mean (0) and
  * running_var (1), saved in checkpoints; per-step saved batch mean and 1/std. A relu
  * right after it is fused in at attach (rt_layer.h fused_relu): the forward writes
- * relu(bn(x)) and the backward takes the relu's gradient (bn_relu_bwd). */
+ * relu(bn(x)) and the backward takes the relu's gradient (bn_relu_bwd). A residual add
+ * right after it (and that add's relu) is fused in too (rt_layer.h fused_add): the forward
+ * writes the sum (bn_add_fwd_train; in eval mode the norm, then the sum in place) and the
+ * backward keeps the add's gradient (bn_add_bwd). After a conv2d, the conv may take the
+ * batch statistics as it stores its output (rt_layer.h moments): the training forward
+ * then only normalises (bn_fwd_train_moments, with the fused add's other term if any). */
 #include <stdio.h>
 
 #include "rt_layer.h"
@@ -77,14 +82,42 @@ static void desc(const rt_layer *l, int N, rt_bn_desc *d)
                       .relu = l->fused_relu};
 }
 
+/* out = bn(in) + the add's other term, relu'd when the add has the relu fused */
+static rt_status forward_add(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                             const rt_fwd_ctx *ctx, rt_bn_desc *d, rt_error *err)
+{
+    const rt_layer *a = l->fused_add;
+    rt_tensor other = *a->skip;
+    other.n = in->n;
+    if (ctx->train) {
+        d->relu = a->fused_relu;
+        if (l->moments) /* written by the conv before it (rt_layer.h) */
+            return rt_backend_bn_fwd_train_moments(b, out, &l->saved[0], &l->saved[1], &l->buf[0],
+                                                   &l->buf[1], in, &other, &l->param[0],
+                                                   &l->param[1], l->moments, d, err);
+        return rt_backend_bn_add_fwd_train(b, out, &l->saved[0], &l->saved[1], &l->buf[0],
+                                           &l->buf[1], in, &other, &l->param[0], &l->param[1], d,
+                                           err);
+    }
+    RT_TRY(rt_backend_bn_fwd_eval(b, out, in, &l->param[0], &l->param[1], &l->buf[0], &l->buf[1], d,
+                                  err));
+    if (a->fused_relu) return rt_backend_add_relu(b, out, out, &other, err);
+    return rt_backend_add(b, out, out, &other, err);
+}
+
 static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
                          const rt_fwd_ctx *ctx, rt_error *err)
 {
     rt_bn_desc d;
     desc(l, in->n, &d);
+    if (l->fused_add) return forward_add(l, b, out, in, ctx, &d, err);
     if (!ctx->train)
         return rt_backend_bn_fwd_eval(b, out, in, &l->param[0], &l->param[1], &l->buf[0],
                                       &l->buf[1], &d, err);
+    if (l->moments) /* written by the conv before it (rt_layer.h) */
+        return rt_backend_bn_fwd_train_moments(b, out, &l->saved[0], &l->saved[1], &l->buf[0],
+                                               &l->buf[1], in, NULL, &l->param[0], &l->param[1],
+                                               l->moments, &d, err);
     return rt_backend_bn_fwd_train(b, out, &l->saved[0], &l->saved[1], &l->buf[0], &l->buf[1], in,
                                    &l->param[0], &l->param[1], &d, err);
 }
@@ -94,6 +127,14 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
 {
     rt_bn_desc d;
     desc(l, in->n, &d);
+    if (din && l->fused_add) {
+        rt_tensor keep = l->fused_add->saved[0], g2 = l->skip_grad ? *l->skip_grad : keep;
+        keep.n = g2.n = dout->n;
+        d.relu = l->fused_add->fused_relu;
+        return rt_backend_bn_add_bwd(b, din, &l->grad[0], &l->grad[1], &keep, dout,
+                                     l->skip_grad ? &g2 : NULL, out, in, &l->param[0], &l->saved[0],
+                                     &l->saved[1], &d, err);
+    }
     if (din && l->fused_relu)
         return rt_backend_bn_relu_bwd(b, din, &l->grad[0], &l->grad[1], dout, in, &l->param[0],
                                       &l->param[1], &l->saved[0], &l->saved[1], &d, err);

@@ -135,6 +135,9 @@ static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_te
 {
     rt_conv_desc d;
     desc(l, in->n, &d);
+    if (ctx->train && l->moments) /* the batch norm after it reads them (rt_layer.h) */
+        return rt_backend_conv2d_fwd_moments(b, out, l->moments, in, &l->param[0], rtp_bias(l), &d,
+                                             err);
     return rt_backend_conv2d_fwd(b, out, in, &l->param[0], rtp_bias(l), &d, err);
 }
 

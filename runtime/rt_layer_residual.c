@@ -8,7 +8,11 @@
  *   (end of the block)   add       y = M + x (identity) or y = P + M (projection)
  *
  * With a relu after the block, the model fuses it into add (rt_model.c fuse_relus):
- * forward writes relu(y), and backward takes the relu's gradient from that output.
+ * forward writes relu(y), and backward takes the relu's gradient from that output. When
+ * the block (or its projection) ends in a batchnorm, the add and its relu are fused into
+ * that norm (rt_model.c fuse_adds): the norm writes y, keeps add's gradient, and also
+ * does the sum of the next block's begin in its backward; those add and begin layers
+ * then do nothing.
  *
  * Backward runs the chain in reverse: add keeps dy (through the fused relu, if any),
  * the gradient of both terms, and rt_model.c hands that keep to the main path (or the
@@ -163,6 +167,7 @@ static rt_status add_forward(rt_layer *l, rt_backend *b, rt_tensor *out, const r
                              const rt_fwd_ctx *ctx, rt_error *err)
 {
     RT_TRY(need_add(b, err));
+    if (l->fused_add) return RT_OK; /* the norm before wrote the sum into out (its own) */
     rt_tensor other = *l->skip;
     other.n = in->n;
     if (l->fused_relu) return rt_backend_add_relu(b, out, in, &other, err);

@@ -8,7 +8,7 @@
  * saved tensors such as dropout masks, two ping-pong gradient buffers, labels, losses,
  * probabilities) and state (BN running stats and batch stats). flatten's output aliases
  * its input, and so does a relu's after conv/dense/batchnorm or fused into the add before
- * it (aliases_input), a residual
+ * it, an add fused into the batchnorm before it (aliases_input), a residual
  * block's begin, and its shortcut's (a view of the block input; rt_layer_residual.c). Forward and
  * backward allocate nothing.
  */
@@ -115,6 +115,7 @@ static int aliases_input(const rt_model *m, int i)
     const rt_layer_type *t = m->layers[i].type, *prev = i > 0 ? m->layers[i - 1].type : NULL;
     if (t == &rt_layer_flatten || t == &rt_layer_res_begin) return 1;
     if (t == &rt_layer_relu && m->layers[i].fused_relu) return 1;
+    if (t == &rt_layer_res_add && m->layers[i].fused_add) return 1;
     if (t != &rt_layer_relu && t != &rt_layer_leakyrelu) return 0;
     return prev == &rt_layer_conv2d || prev == &rt_layer_dense || prev == &rt_layer_batchnorm;
 }
@@ -135,6 +136,59 @@ static void fuse_relus(rt_model *m)
         if ((p->type == &rt_layer_batchnorm && ops->bn_relu_bwd) ||
             (p->type == &rt_layer_res_add && ops->add_relu))
             l->fused_relu = p->fused_relu = 1;
+    }
+}
+
+/* Has each conv2d followed by a batchnorm take the norm's statistics as it stores its
+ * output, when the backend has the two ops (conv2d_fwd_moments, bn_fwd_train_moments):
+ * the norm's input is exactly the conv's output, and the forward runs them in turn. The
+ * moments are the norm's third saved tensor (per sample), there only when fused. */
+static void fuse_moments(rt_model *m)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i];
+        if (l->moments && l->type == &rt_layer_batchnorm) l->nsaved--;
+        l->moments = NULL;
+    }
+    const rt_backend_ops *ops = m->b->ops;
+    if (m->unfused || !ops->conv2d_fwd_moments || !ops->bn_fwd_train_moments) return;
+    for (int i = 1; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i], *p = &m->layers[i - 1];
+        if (l->type != &rt_layer_batchnorm || p->type != &rt_layer_conv2d) continue;
+        rt_tensor *t = &l->saved[l->nsaved];
+        rtp_shape(t, 1, l->in_c, RT_MOMENT_FLOATS, 1);
+        l->saved_per_sample[l->nsaved++] = 1;
+        l->moments = p->moments = t;
+    }
+}
+
+/* Fuses each residual add into the batchnorm right before it (the last layer of the
+ * block's main path or of its projection) when the backend has bn_add_fwd_train and
+ * bn_add_bwd: the norm writes the sum, relu'd when the add has the relu fused, into its
+ * output, which the add's then aliases (only the add reads the norm's own output), and
+ * its backward keeps the add's gradient. A block's begin right after such an add (or
+ * its fused relu) then leaves its sum of the two paths' gradients to that norm, which
+ * reads the begin's skip gradient as skip_grad. */
+static void fuse_adds(rt_model *m)
+{
+    for (int i = 0; i < m->nlayers; i++) m->layers[i].fused_add = NULL;
+    for (int i = 0; i < m->nlayers; i++) m->layers[i].skip_grad = NULL;
+    const rt_backend_ops *ops = m->b->ops;
+    if (m->unfused || !ops->bn_add_fwd_train || !ops->bn_add_bwd) return;
+    for (int i = 1; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i], *p = &m->layers[i - 1];
+        if (l->type == &rt_layer_res_add && p->type == &rt_layer_batchnorm && !p->fused_relu)
+            l->fused_add = p, p->fused_add = l;
+    }
+    for (int i = 1; i < m->nlayers; i++) {
+        rt_layer *l = &m->layers[i];
+        int j = i - 1;
+        if (l->type != &rt_layer_res_begin) continue;
+        if (m->layers[j].type == &rt_layer_relu && m->layers[j].fused_relu) j--;
+        if (j < 0 || m->layers[j].type != &rt_layer_res_add || !m->layers[j].fused_add) continue;
+        const rt_layer *keeper = l->block[1] ? l->block[1] : l->block[2];
+        l->fused_add = m->layers[j].fused_add;
+        l->fused_add->skip_grad = &keeper->saved[0];
     }
 }
 
@@ -259,6 +313,8 @@ rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t se
         if (w > ws) ws = w;
     }
     fuse_relus(m);
+    fuse_adds(m);
+    fuse_moments(m);
     rt_status s = b->ops->reserve_workspace(b, ws, err);
     if (s == RT_OK) s = bind_params(m, err);
     if (s == RT_OK) s = bind_acts(m, err);
@@ -369,8 +425,11 @@ rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tensor *amp, rt_
         t0 = m->timing ? now() : 0.0;
         rt_tensor din = m->act[i];
         int need_din = i > 0 || l->type == &rt_layer_batchnorm;
-        if (l->type == &rt_layer_flatten || (l->type == &rt_layer_relu && l->fused_relu)) {
-            din.data = dout.data; /* pass-through, no copy */
+        if (l->type == &rt_layer_flatten || (l->type == &rt_layer_relu && l->fused_relu) ||
+            (l->type == &rt_layer_res_begin && l->fused_add)) {
+            din.data = dout.data; /* pass-through, no copy (a fused begin: fuse_adds) */
+        } else if (l->type == &rt_layer_res_add && l->fused_add) {
+            din.data = dout.data; /* the norm before takes dout and keeps the add's gradient */
         } else if (l->type == &rt_layer_res_add) {
             /* add keeps dout (through its fused relu) for the skip; the main path (or the
              * projection) starts from that kept gradient, which no layer writes over */

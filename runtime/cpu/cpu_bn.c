@@ -1,13 +1,17 @@
 /* cpu_bn.c - batchnorm2d on the CPU (PyTorch BatchNorm2d semantics).
  *
  * Channels are independent: OpenMP over C. Training statistics take one pass over the
- * data and the output a second: each (n, c) row's sums of x - s and (x - s)^2, with s
- * the channel's first value (the shift keeps E[x^2] - E[x]^2 from cancelling), are
- * taken in 16 float partial sums (vectorised) and gathered in double, in a fixed order,
- * so they are reproducible. The backward pass likewise takes sum dy and sum dy*(x-mean)
+ * data and the output a second: each (n, c) plane's moments (cpu_bn_stats.c), merged
+ * in image order, so they are reproducible; after a convolution that took the moments
+ * as it stored its output (bn_fwd_train_moments), only the second pass is left. The
+ * backward pass likewise takes sum dy and sum dy*(x-mean)
  * in one pass and writes dx in a second. A relu fused after the norm (rt_bn_desc.relu,
  * bn_relu_bwd) costs no pass of its own: it is applied as the output is written, and its
- * mask is recomputed in both backward passes. The biased variance normalises, the unbiased
+ * mask is recomputed in both backward passes. A residual add fused after the norm
+ * (bn_add_fwd_train, bn_add_bwd; and the relu after the add) likewise: the output pass
+ * adds the other term, and the backward's first pass reads the gradient and the output's
+ * sign, keeps the masked gradient (the add's, which the skip needs) and takes the sums
+ * from it, so the add costs no pass of its own either. The biased variance normalises, the unbiased
  * one (M/(M-1)) feeds the running variance, and running = (1-momentum)*running +
  * momentum*batch, as PyTorch does.
  */
@@ -15,34 +19,13 @@
 
 #include "cpu_internal.h"
 
-/* sum of (x - s) and of (x - s)^2 over n floats: 16 partial sums each, fixed order */
-RTP_SPAN static void row_moments(const float *restrict x, size_t n, float s, double *sum,
-                                 double *sumsq)
-{
-    float a[16] = {0}, q[16] = {0};
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) {
-            float v = x[i + j] - s;
-            a[j] += v;
-            q[j] += v * v;
-        }
-    double ta = 0.0, tq = 0.0;
-    for (int j = 0; j < 16; j++) ta += a[j], tq += q[j];
-    for (; i < n; i++) {
-        float v = x[i] - s;
-        ta += v, tq += (double)v * v;
-    }
-    *sum += ta, *sumsq += tq;
-}
-
 /* A relu fused after the norm (rt_bn_desc.relu) scales each element by k = v > 0 ? 1 : lo,
  * v = x * g + sh being the norm's output: lo = 0 applies the relu (the arithmetic of
  * cpu_act.c's relu, so the fused ops equal the two layers bit for bit), lo = 1 leaves
  * every element as it is (v * 1 and dy * 1 are exact). The backward recomputes v from x
  * exactly as the forward computed it (-ffp-contract=off) instead of reading the output. */
 
-/* sum of dy*k and of dy*k * (x - mean) over n floats, as row_moments */
+/* sum of dy*k and of dy*k * (x - mean) over n floats: 16 partial sums each, fixed order */
 RTP_SPAN static void row_grads(const float *restrict dy, const float *restrict x, size_t n,
                                float mean, float g, float sh, float lo, double *sdy, double *sdyx)
 {
@@ -73,6 +56,62 @@ RTP_SPAN static void row_affine(float *restrict y, const float *restrict x, size
     }
 }
 
+/* y = v * k, v = (x * g + sh) + s, over n floats: the sum of a residual add fused after
+ * the norm (the arithmetic of cpu_backend.c's add and add_relu) */
+RTP_SPAN static void row_affine_add(float *restrict y, const float *restrict x,
+                                    const float *restrict s, size_t n, float g, float sh, float lo)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = (x[i] * g + sh) + s[i];
+        y[i] = v * (v > 0.0f ? 1.0f : lo);
+    }
+}
+
+/* The backward of that sum: d = dy * k, or (dy + dy2) * k when the output has a second
+ * gradient (two: dy2 is read), k from the output y (y > 0 exactly where the sum is, as
+ * relu_bwd reads it), kept in keep; the sums of d and of d * (x - mean), as row_grads.
+ * Inlined into the two spans below with `two` a constant, each loop is branch-free. */
+static inline __attribute__((always_inline)) void
+grads_keep(float *restrict keep, const float *restrict dy, const float *restrict dy2,
+           const float *restrict y, const float *restrict x, size_t n, float mean, float lo,
+           double *sdy, double *sdyx, int two)
+{
+    float a[16] = {0}, q[16] = {0};
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) {
+            float g = two ? dy[i + j] + dy2[i + j] : dy[i + j];
+            float d = g * (y[i + j] > 0.0f ? 1.0f : lo);
+            keep[i + j] = d;
+            a[j] += d;
+            q[j] += d * (x[i + j] - mean);
+        }
+    double ta = 0.0, tq = 0.0;
+    for (int j = 0; j < 16; j++) ta += a[j], tq += q[j];
+    for (; i < n; i++) {
+        float g = two ? dy[i] + dy2[i] : dy[i];
+        float d = g * (y[i] > 0.0f ? 1.0f : lo);
+        keep[i] = d;
+        ta += d, tq += (double)d * (x[i] - mean);
+    }
+    *sdy += ta, *sdyx += tq;
+}
+
+RTP_SPAN static void row_grads_keep(float *restrict keep, const float *restrict dy,
+                                    const float *restrict y, const float *restrict x, size_t n,
+                                    float mean, float lo, double *sdy, double *sdyx)
+{
+    grads_keep(keep, dy, NULL, y, x, n, mean, lo, sdy, sdyx, 0);
+}
+
+RTP_SPAN static void row_grads_keep2(float *restrict keep, const float *restrict dy,
+                                     const float *restrict dy2, const float *restrict y,
+                                     const float *restrict x, size_t n, float mean, float lo,
+                                     double *sdy, double *sdyx)
+{
+    grads_keep(keep, dy, dy2, y, x, n, mean, lo, sdy, sdyx, 1);
+}
+
 /* dx = kk * (m*dy*k - a - xhat*bq), xhat = (x - mean)*inv, over n floats */
 RTP_SPAN static void row_dx(float *restrict dx, const float *restrict dy, const float *restrict x,
                             size_t n, float mean, float inv, float kk, float m, float a, float bq,
@@ -85,37 +124,75 @@ RTP_SPAN static void row_dx(float *restrict dx, const float *restrict dy, const 
     }
 }
 
-rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                               rt_tensor *save_invstd, rt_tensor *running_mean,
-                               rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
-                               const rt_tensor *beta, const rt_bn_desc *d, rt_error *err)
+/* The training forward; with S (a residual add fused after the norm), out = bn(in) + S;
+ * the batch statistics from the planes' moments (mom, N x C planes of RT_MOMENT_FLOATS),
+ * or taken from in when mom is NULL. */
+static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                         rt_tensor *save_invstd, rt_tensor *running_mean, rt_tensor *running_var,
+                         const rt_tensor *in, const float *S, const rt_tensor *gamma,
+                         const rt_tensor *beta, const double *mom, const rt_bn_desc *d)
 {
     const int C = d->C;
-    const size_t hw = (size_t)d->H * d->W, M = (size_t)d->N * hw;
+    const size_t hw = (size_t)d->H * d->W, M = (size_t)d->N * hw, step = RT_MOMENT_FLOATS / 2;
     const float *X = in->data, *G = gamma->data, *Bt = beta->data;
     float *Y = out->data, *SM = save_mean->data, *SI = save_invstd->data;
     float *RM = running_mean->data, *RV = running_var->data;
     const float lo = d->relu ? 0.0f : 1.0f;
 #pragma omp parallel for schedule(static) num_threads(b->threads)
     for (int c = 0; c < C; c++) {
-        double s = 0.0, ss = 0.0;
-        const float shift = X[(size_t)c * hw];
-        for (int n = 0; n < d->N; n++)
-            row_moments(X + ((size_t)n * C + c) * hw, hw, shift, &s, &ss);
-        double dm = s / (double)M, var = ss / (double)M - dm * dm;
-        if (var < 0.0) var = 0.0;
-        double mean = (double)shift + dm;
-        ss = var * (double)M;
+        rtp_moments acc = {0};
+        for (int n = 0; n < d->N; n++) {
+            double own[RT_MOMENT_FLOATS / 2];
+            const double *pm = mom ? mom + ((size_t)n * C + c) * step : own;
+            if (!mom) rtp_cpu_plane_moments(own, X + ((size_t)n * C + c) * hw, 1, hw);
+            rtp_cpu_moments_add(&acc, pm, hw);
+        }
+        double mean = acc.mean, var = acc.m2 / (double)M;
         float inv = (float)(1.0 / sqrt(var + d->eps));
         float mf = (float)mean, g = G[c] * inv, sh = Bt[c] - mf * g;
-        for (int n = 0; n < d->N; n++)
-            row_affine(Y + ((size_t)n * C + c) * hw, X + ((size_t)n * C + c) * hw, hw, g, sh, lo);
+        for (int n = 0; n < d->N; n++) {
+            size_t at = ((size_t)n * C + c) * hw;
+            if (S) row_affine_add(Y + at, X + at, S + at, hw, g, sh, lo);
+            else row_affine(Y + at, X + at, hw, g, sh, lo);
+        }
         SM[c] = mf;
         SI[c] = inv;
-        double unbiased = M > 1 ? ss / (double)(M - 1) : var;
+        double unbiased = M > 1 ? acc.m2 / (double)(M - 1) : var;
         RM[c] = (float)((1.0 - d->momentum) * RM[c] + d->momentum * mean);
         RV[c] = (float)((1.0 - d->momentum) * RV[c] + d->momentum * unbiased);
     }
+}
+
+rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                               rt_tensor *save_invstd, rt_tensor *running_mean,
+                               rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
+                               const rt_tensor *beta, const rt_bn_desc *d, rt_error *err)
+{
+    bn_fwd_train(b, out, save_mean, save_invstd, running_mean, running_var, in, NULL, gamma, beta,
+                 NULL, d);
+    return RT_OK;
+}
+
+rt_status rtp_cpu_bn_add_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                   rt_tensor *save_invstd, rt_tensor *running_mean,
+                                   rt_tensor *running_var, const rt_tensor *in,
+                                   const rt_tensor *skip, const rt_tensor *gamma,
+                                   const rt_tensor *beta, const rt_bn_desc *d, rt_error *err)
+{
+    bn_fwd_train(b, out, save_mean, save_invstd, running_mean, running_var, in, skip->data, gamma,
+                 beta, NULL, d);
+    return RT_OK;
+}
+
+rt_status rtp_cpu_bn_fwd_train_moments(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                       rt_tensor *save_invstd, rt_tensor *running_mean,
+                                       rt_tensor *running_var, const rt_tensor *in,
+                                       const rt_tensor *skip, const rt_tensor *gamma,
+                                       const rt_tensor *beta, const rt_tensor *moments,
+                                       const rt_bn_desc *d, rt_error *err)
+{
+    bn_fwd_train(b, out, save_mean, save_invstd, running_mean, running_var, in,
+                 skip ? skip->data : NULL, gamma, beta, moments->data, d);
     return RT_OK;
 }
 
@@ -139,18 +216,21 @@ rt_status rtp_cpu_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in
     return RT_OK;
 }
 
-/* bn_bwd, with the fused relu's mask when Bt (beta) is given */
+/* bn_bwd, with the fused relu's mask when Bt (beta) is given; with a residual add fused
+ * after the norm (keep given), through that add (and its relu when d->relu, the mask read
+ * from Y, the output): keep = the gradient of the sum, DY (+ DY2) masked, and the norm's
+ * gradients from keep */
 static void bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
-                   const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
-                   const float *Bt, const rt_tensor *save_mean, const rt_tensor *save_invstd,
-                   const rt_bn_desc *d)
+                   const rt_tensor *dout, const float *DY2, float *KEEP, const float *Y,
+                   const rt_tensor *in, const rt_tensor *gamma, const float *Bt,
+                   const rt_tensor *save_mean, const rt_tensor *save_invstd, const rt_bn_desc *d)
 {
     const int C = d->C;
     const size_t hw = (size_t)d->H * d->W, M = (size_t)d->N * hw;
     const float *X = in->data, *DY = dout->data, *G = gamma->data;
     const float *SM = save_mean->data, *SI = save_invstd->data;
     float *DX = din->data, *DG = dgamma->data, *DB = dbeta->data;
-    const float lo = Bt ? 0.0f : 1.0f;
+    const float lo = Bt || (KEEP && d->relu) ? 0.0f : 1.0f;
 #pragma omp parallel for schedule(static) num_threads(b->threads)
     for (int c = 0; c < C; c++) {
         /* ---- dbeta = sum dy, dgamma = sum dy * xhat ---- */
@@ -158,17 +238,24 @@ static void bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *
         const float mean = SM[c], inv = SI[c];
         /* the forward's output transform (bn_fwd_train), for the relu's mask */
         const float g = Bt ? G[c] * inv : 0.0f, sh = Bt ? Bt[c] - mean * g : 0.0f;
-        for (int n = 0; n < d->N; n++)
-            row_grads(DY + ((size_t)n * C + c) * hw, X + ((size_t)n * C + c) * hw, hw, mean, g, sh,
-                      lo, &sdy, &sdyx);
+        for (int n = 0; n < d->N; n++) {
+            size_t at = ((size_t)n * C + c) * hw;
+            if (KEEP && DY2)
+                row_grads_keep2(KEEP + at, DY + at, DY2 + at, Y + at, X + at, hw, mean, lo, &sdy,
+                                &sdyx);
+            else if (KEEP)
+                row_grads_keep(KEEP + at, DY + at, Y + at, X + at, hw, mean, lo, &sdy, &sdyx);
+            else row_grads(DY + at, X + at, hw, mean, g, sh, lo, &sdy, &sdyx);
+        }
         sdyx *= inv; /* sum dy * xhat */
         DB[c] = (float)sdy;
         DG[c] = (float)sdyx;
         /* ---- dx = gamma*inv/M * (M*dy - sum dy - xhat * sum dy*xhat) ---- */
         const float kk = G[c] * inv / (float)M, a = (float)sdy, bq = (float)sdyx;
+        const float *D = KEEP ? KEEP : DY, dlo = KEEP ? 1.0f : lo; /* keep: masked already */
         for (int n = 0; n < d->N; n++) {
             size_t at = ((size_t)n * C + c) * hw;
-            row_dx(DX + at, DY + at, X + at, hw, mean, inv, kk, (float)M, a, bq, g, sh, lo);
+            row_dx(DX + at, D + at, X + at, hw, mean, inv, kk, (float)M, a, bq, g, sh, dlo);
         }
     }
 }
@@ -178,7 +265,8 @@ rt_status rtp_cpu_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_te
                          const rt_tensor *save_mean, const rt_tensor *save_invstd,
                          const rt_bn_desc *d, rt_error *err)
 {
-    bn_bwd(b, din, dgamma, dbeta, dout, in, gamma, NULL, save_mean, save_invstd, d);
+    bn_bwd(b, din, dgamma, dbeta, dout, NULL, NULL, NULL, in, gamma, NULL, save_mean, save_invstd,
+           d);
     return RT_OK;
 }
 
@@ -187,6 +275,18 @@ rt_status rtp_cpu_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, 
                               const rt_tensor *beta, const rt_tensor *save_mean,
                               const rt_tensor *save_invstd, const rt_bn_desc *d, rt_error *err)
 {
-    bn_bwd(b, din, dgamma, dbeta, dout, in, gamma, beta->data, save_mean, save_invstd, d);
+    bn_bwd(b, din, dgamma, dbeta, dout, NULL, NULL, NULL, in, gamma, beta->data, save_mean,
+           save_invstd, d);
+    return RT_OK;
+}
+
+rt_status rtp_cpu_bn_add_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                             rt_tensor *keep, const rt_tensor *dout, const rt_tensor *dout2,
+                             const rt_tensor *out, const rt_tensor *in, const rt_tensor *gamma,
+                             const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                             const rt_bn_desc *d, rt_error *err)
+{
+    bn_bwd(b, din, dgamma, dbeta, dout, dout2 ? dout2->data : NULL, keep->data, out->data, in,
+           gamma, NULL, save_mean, save_invstd, d);
     return RT_OK;
 }

@@ -32,7 +32,7 @@ static int no_unfold(const rt_conv_desc *d)
  * d on b (and its loops in *k), or NULL for im2col + sgemm. */
 typedef struct {
     size_t (*workspace)(rt_backend *, const rtp_convk *, const rt_conv_desc *);
-    rt_status (*fwd)(rt_backend *, const rtp_convk *, rt_tensor *, const rt_tensor *,
+    rt_status (*fwd)(rt_backend *, const rtp_convk *, rt_tensor *, double *, const rt_tensor *,
                      const rt_tensor *, const rt_tensor *, const rt_conv_desc *, rt_error *);
     rt_status (*bwd_data)(rt_backend *, const rtp_convk *, rt_tensor *, const rt_tensor *,
                           const rt_tensor *, const rt_conv_desc *, rt_error *);
@@ -169,12 +169,14 @@ static void col2im(float *dx, const float *col, const rt_conv_desc *d)
             }
 }
 
-rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
-                             const rt_tensor *bias, const rt_conv_desc *d, rt_error *err)
+/* The forward, and each output plane's moments into mom (N x K planes) unless NULL. */
+static rt_status conv_fwd(rt_backend *b, rt_tensor *out, double *mom, const rt_tensor *in,
+                          const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d,
+                          rt_error *err)
 {
     const rtp_convk *kern;
     const direct_ops *path = direct_path(b, d, &kern);
-    if (path) return path->fwd(b, kern, out, in, w, bias, d, err);
+    if (path) return path->fwd(b, kern, out, mom, in, w, bias, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = rtp_conv_threads(b, d->N);
@@ -198,9 +200,25 @@ rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                     for (int i = 0; i < PQ; i++) y[(size_t)k * PQ + i] = B[k];
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, PQ, CRS, 1.0f, Wt, CRS, src,
                         PQ, B ? 1.0f : 0.0f, y, PQ);
+            if (mom)
+                rtp_cpu_plane_moments(mom + (size_t)n * K * (RT_MOMENT_FLOATS / 2), y, K,
+                                      (size_t)PQ);
         }
     }
     return RT_OK;
+}
+
+rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
+                             const rt_tensor *bias, const rt_conv_desc *d, rt_error *err)
+{
+    return conv_fwd(b, out, NULL, in, w, bias, d, err);
+}
+
+rt_status rtp_cpu_conv2d_fwd_moments(rt_backend *b, rt_tensor *out, rt_tensor *moments,
+                                     const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
+                                     const rt_conv_desc *d, rt_error *err)
+{
+    return conv_fwd(b, out, moments->data, in, w, bias, d, err);
 }
 
 rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,

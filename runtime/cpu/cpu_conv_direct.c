@@ -230,8 +230,9 @@ static void taps(int off[9], int wp)
  * in (ins x g->hin x iw), through the padded grid. */
 static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const geom *g, float *ws,
                        const float *wpk, const float *in, int ins, int iw, int N, float *out,
-                       int rows, int rows_r, int oh, int ow, const float *bias)
+                       double *mom, int rows, int rows_r, int oh, int ow, const float *bias)
 {
+    const size_t mom_img = (size_t)rows * (RT_MOMENT_FLOATS / 2);
     int off[9];
     const size_t in_img = (size_t)ins * g->hin * iw, out_img = (size_t)rows * oh * ow;
     if (g->tps && rows == rows_r && !bias) { /* whole blocks of rows: straight into out */
@@ -244,6 +245,9 @@ static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const g
                 tight_planes(xp, in + in_img * (size_t)n, ins, g->hin, iw, g->tps);
                 k->fwd(xp, 3 * g->tps, ins, off, 9, wpk, out + out_img * (size_t)n, (size_t)oh * ow,
                        rows, (size_t)oh * ow / (size_t)g->V);
+                if (mom)
+                    rtp_cpu_plane_moments(mom + mom_img * (size_t)n, out + out_img * (size_t)n,
+                                          rows, (size_t)oh * ow);
             }
         }
         return;
@@ -257,28 +261,36 @@ static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const g
             pad_planes(xp, in + in_img * (size_t)n, ins, iw, g);
             k->fwd(xp, g->cs, ins, off, 9, wpk, grid, g->ys, rows_r, g->nvec);
             rtp_conv_compact(out + out_img * (size_t)n, grid, rows, oh, ow, g->wp, g->ys, bias);
+            if (mom)
+                rtp_cpu_plane_moments(mom + mom_img * (size_t)n, out + out_img * (size_t)n, rows,
+                                      (size_t)oh * ow);
         }
     }
 }
 
 /* For each of N images: out (rows x H x W) <- the Winograd-packed weights wpk applied to
- * in (ins x H x W), a border of 1 (cpu_conv_wino.c). */
+ * in (ins x H x W), a border of 1 (cpu_conv_wino.c); each output plane's moments into
+ * mom unless NULL. */
 static void wino_images(rt_backend *b, const rtp_convk *k, const plan *p, float *ws,
-                        const float *wpk, const float *in, int ins, int N, float *out, int rows,
-                        int rows_r, int H, int W)
+                        const float *wpk, const float *in, int ins, int N, float *out, double *mom,
+                        int rows, int rows_r, int H, int W)
 {
     const size_t in_img = (size_t)ins * H * W, out_img = (size_t)rows * H * W;
+    const size_t mom_img = (size_t)rows * (RT_MOMENT_FLOATS / 2);
 #pragma omp parallel num_threads(rtp_conv_threads(b, N))
     {
         float *xs = ws + p->per_thread * (size_t)omp_get_thread_num(), *ms = xs + p->xin;
 #pragma omp for schedule(dynamic, 1)
-        for (int n = 0; n < N; n++)
-            rtp_conv_wino_image(k, xs, ms, in + in_img * (size_t)n, ins, H, W, wpk,
-                                out + out_img * (size_t)n, rows, rows_r);
+        for (int n = 0; n < N; n++) {
+            float *y = out + out_img * (size_t)n;
+            rtp_conv_wino_image(k, xs, ms, in + in_img * (size_t)n, ins, H, W, wpk, y, rows,
+                                rows_r);
+            if (mom) rtp_cpu_plane_moments(mom + mom_img * (size_t)n, y, rows, (size_t)H * W);
+        }
     }
 }
 
-rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
+rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out, double *mom,
                                   const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
                                   const rt_conv_desc *d, rt_error *err)
 {
@@ -289,12 +301,13 @@ rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *
         float *wpk = ws + p.wpk;
         rtp_conv_wino_weights(wpk, wpk + rtp_conv_wino_weight_floats(p.Kr, d->C), w->data, d->K,
                               p.Kr, d->C, fwd_taps, 0);
-        wino_images(b, k, &p, ws, wpk, in->data, d->C, d->N, out->data, d->K, p.Kr, d->H, d->W);
+        wino_images(b, k, &p, ws, wpk, in->data, d->C, d->N, out->data, mom, d->K, p.Kr, d->H,
+                    d->W);
         return RT_OK;
     }
     rtp_conv_pack(ws + p.wpk, w->data, d->K, p.Kr, d->C, 9, fwd_taps, 9, 0);
-    fwd_images(b, k, &p, &p.f, ws, ws + p.wpk, in->data, d->C, d->W, d->N, out->data, d->K, p.Kr,
-               d->P, d->Q, bias ? bias->data : NULL);
+    fwd_images(b, k, &p, &p.f, ws, ws + p.wpk, in->data, d->C, d->W, d->N, out->data, mom, d->K,
+               p.Kr, d->P, d->Q, bias ? bias->data : NULL);
     return RT_OK;
 }
 
@@ -309,12 +322,13 @@ rt_status rtp_cpu_conv_direct_bwd_data(rt_backend *b, const rtp_convk *k, rt_ten
         float *wpk = ws + p.wpk;
         rtp_conv_wino_weights(wpk, wpk + rtp_conv_wino_weight_floats(p.Cr, d->K), w->data, d->C,
                               p.Cr, d->K, flip_taps, 1);
-        wino_images(b, k, &p, ws, wpk, dout->data, d->K, d->N, din->data, d->C, p.Cr, d->P, d->Q);
+        wino_images(b, k, &p, ws, wpk, dout->data, d->K, d->N, din->data, NULL, d->C, p.Cr, d->P,
+                    d->Q);
         return RT_OK;
     }
     rtp_conv_pack(ws + p.wpk, w->data, d->C, p.Cr, d->K, 9, flip_taps, 9, 1);
-    fwd_images(b, k, &p, &p.bw, ws, ws + p.wpk, dout->data, d->K, d->Q, d->N, din->data, d->C, p.Cr,
-               d->H, d->W, NULL);
+    fwd_images(b, k, &p, &p.bw, ws, ws + p.wpk, dout->data, d->K, d->Q, d->N, din->data, NULL, d->C,
+               p.Cr, d->H, d->W, NULL);
     return RT_OK;
 }
 

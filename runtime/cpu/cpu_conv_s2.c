@@ -181,7 +181,7 @@ static void scatter_phase(float *restrict dx, const float *restrict grid, const 
 
 static const int identity[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
 
-rt_status rtp_cpu_conv_s2_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
+rt_status rtp_cpu_conv_s2_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out, double *mom,
                               const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
                               const rt_conv_desc *d, rt_error *err)
 {
@@ -200,6 +200,9 @@ rt_status rtp_cpu_conv_s2_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
             split_phases(xp, X + chw * (size_t)n, d, &p);
             k->fwd(xp, p.cs, d->C, p.off, p.T, wpk, grid, p.ys, p.Kr, p.nvec);
             rtp_conv_compact(Y + kpq * (size_t)n, grid, d->K, d->P, d->Q, p.wq, p.ys, B);
+            if (mom)
+                rtp_cpu_plane_moments(mom + (size_t)n * d->K * (RT_MOMENT_FLOATS / 2),
+                                      Y + kpq * (size_t)n, d->K, (size_t)d->P * d->Q);
         }
     }
     return RT_OK;

@@ -29,6 +29,10 @@ size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d);
 RT_MUST_USE rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                          const rt_tensor *w, const rt_tensor *bias,
                                          const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv2d_fwd_moments(rt_backend *b, rt_tensor *out, rt_tensor *moments,
+                                                 const rt_tensor *in, const rt_tensor *w,
+                                                 const rt_tensor *bias, const rt_conv_desc *d,
+                                                 rt_error *err);
 RT_MUST_USE rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                               const rt_tensor *w, const rt_conv_desc *d,
                                               rt_error *err);
@@ -56,9 +60,22 @@ RT_MUST_USE rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt
 int rtp_cpu_team(rt_backend *b, size_t n);
 void rtp_cpu_chunk(size_t n, size_t *lo, size_t *hi);
 
+/* cpu_bn_stats.c: batch-norm statistics as per-plane moments (rt_backend.h
+ * RT_MOMENT_FLOATS). rtp_cpu_plane_moments writes the moments of `planes` planes of n
+ * floats each (x, x + n, ...) to mom (RT_MOMENT_FLOATS floats = 2 doubles a plane);
+ * rtp_cpu_moments_add merges one plane's moments into a channel's running total (start
+ * from a zeroed rtp_moments; merge the planes in image order). */
+typedef struct rtp_moments {
+    double count, mean, m2;
+} rtp_moments;
+void rtp_cpu_plane_moments(double *mom, const float *x, int planes, size_t n);
+void rtp_cpu_moments_add(rtp_moments *acc, const double *mom, size_t n);
+
 /* Sum of n floats, vectorisable, in a fixed order (deterministic). */
 float rtp_cpu_row_sum(const float *x, int n);
 
+/* The direct paths' forwards write each output plane's moments (cpu_bn_stats.c) into
+ * mom (N x K planes) unless it is NULL. */
 /* cpu_conv_direct.c: the direct 3x3 convolution. rtp_cpu_convk_pick chooses the
  * loops for this CPU when the backend opens (KILN_CPU_CONV=auto|avx512|avx2|im2col;
  * im2col, or a CPU without AVX2+FMA, gives NULL); rtp_cpu_conv_direct says whether a
@@ -67,7 +84,7 @@ RT_MUST_USE rt_status rtp_cpu_convk_pick(const rtp_convk **out, rt_error *err);
 const rtp_convk *rtp_cpu_conv_direct(rt_backend *b, const rt_conv_desc *d);
 size_t rtp_cpu_conv_direct_workspace(rt_backend *b, const rtp_convk *k, const rt_conv_desc *d);
 RT_MUST_USE rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
-                                              const rt_tensor *in, const rt_tensor *w,
+                                              double *mom, const rt_tensor *in, const rt_tensor *w,
                                               const rt_tensor *bias, const rt_conv_desc *d,
                                               rt_error *err);
 RT_MUST_USE rt_status rtp_cpu_conv_direct_bwd_data(rt_backend *b, const rtp_convk *k,
@@ -83,7 +100,7 @@ RT_MUST_USE rt_status rtp_cpu_conv_direct_bwd_filter(rt_backend *b, const rtp_co
 const rtp_convk *rtp_cpu_conv_s2(rt_backend *b, const rt_conv_desc *d);
 size_t rtp_cpu_conv_s2_workspace(rt_backend *b, const rtp_convk *k, const rt_conv_desc *d);
 RT_MUST_USE rt_status rtp_cpu_conv_s2_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
-                                          const rt_tensor *in, const rt_tensor *w,
+                                          double *mom, const rt_tensor *in, const rt_tensor *w,
                                           const rt_tensor *bias, const rt_conv_desc *d,
                                           rt_error *err);
 RT_MUST_USE rt_status rtp_cpu_conv_s2_bwd_data(rt_backend *b, const rtp_convk *k, rt_tensor *din,
@@ -119,6 +136,13 @@ RT_MUST_USE rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_ten
                                            rt_tensor *running_var, const rt_tensor *in,
                                            const rt_tensor *gamma, const rt_tensor *beta,
                                            const rt_bn_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_bn_fwd_train_moments(rt_backend *b, rt_tensor *out,
+                                                   rt_tensor *save_mean, rt_tensor *save_invstd,
+                                                   rt_tensor *running_mean, rt_tensor *running_var,
+                                                   const rt_tensor *in, const rt_tensor *skip,
+                                                   const rt_tensor *gamma, const rt_tensor *beta,
+                                                   const rt_tensor *moments, const rt_bn_desc *d,
+                                                   rt_error *err);
 RT_MUST_USE rt_status rtp_cpu_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                           const rt_tensor *gamma, const rt_tensor *beta,
                                           const rt_tensor *running_mean,
@@ -135,6 +159,18 @@ RT_MUST_USE rt_status rtp_cpu_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tens
                                           const rt_tensor *beta, const rt_tensor *save_mean,
                                           const rt_tensor *save_invstd, const rt_bn_desc *d,
                                           rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_bn_add_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                               rt_tensor *save_invstd, rt_tensor *running_mean,
+                                               rt_tensor *running_var, const rt_tensor *in,
+                                               const rt_tensor *skip, const rt_tensor *gamma,
+                                               const rt_tensor *beta, const rt_bn_desc *d,
+                                               rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_bn_add_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
+                                         rt_tensor *dbeta, rt_tensor *keep, const rt_tensor *dout,
+                                         const rt_tensor *dout2, const rt_tensor *out,
+                                         const rt_tensor *in, const rt_tensor *gamma,
+                                         const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                                         const rt_bn_desc *d, rt_error *err);
 /* cpu_dense.c */
 RT_MUST_USE rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                                         const rt_tensor *w, const rt_tensor *bias,

@@ -240,6 +240,18 @@ RT_MUST_USE rt_status rtp_cuda_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_ten
                                            const rt_tensor *beta, const rt_tensor *save_mean,
                                            const rt_tensor *save_invstd, const rt_bn_desc *d,
                                            rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_bn_add_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                                rt_tensor *save_invstd, rt_tensor *running_mean,
+                                                rt_tensor *running_var, const rt_tensor *in,
+                                                const rt_tensor *skip, const rt_tensor *gamma,
+                                                const rt_tensor *beta, const rt_bn_desc *d,
+                                                rt_error *err);
+RT_MUST_USE rt_status rtp_cuda_bn_add_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
+                                          rt_tensor *dbeta, rt_tensor *keep, const rt_tensor *dout,
+                                          const rt_tensor *dout2, const rt_tensor *out,
+                                          const rt_tensor *in, const rt_tensor *gamma,
+                                          const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                                          const rt_bn_desc *d, rt_error *err);
 RT_MUST_USE rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
                                            const rt_tensor *in, const rt_dropout_desc *d,
                                            rt_error *err);

@@ -214,15 +214,27 @@ static void check_elem(int n, float slope, float p, uint32_t step)
 /* relu: a relu after the norm; fused_side: the side that runs it fused (bn_fwd_* with
  * rt_bn_desc.relu, bn_relu_bwd), the other runs relu_fwd / relu_bwd apart, so each
  * backend's fused ops are checked against the other's composition. */
+/* add: batch norm + residual add + relu instead (bn_add_fwd_train, bn_add_bwd with a
+ * second output gradient), the same ops on both sides: the CPU fuses them into its
+ * passes, CUDA composes its kernels. */
 typedef struct bn_ctx {
     rt_bn_desc d;
-    int relu, fused_side;
-    gpu_pair x, g, be, rm, rv, y, sm, si, dy, dx, dg, db, ye, dr;
+    int relu, fused_side, add;
+    gpu_pair x, g, be, rm, rv, y, sm, si, dy, dx, dg, db, ye, dr, s, dy2, keep;
 } bn_ctx;
+
+static rt_status bn_add_case(bn_ctx *k, rt_backend *b, int side, rt_error *err)
+{
+    RT_TRY(rt_backend_bn_add_fwd_train(b, T(k->y), T(k->sm), T(k->si), T(k->rm), T(k->rv), T(k->x),
+                                       T(k->s), T(k->g), T(k->be), &k->d, err));
+    return rt_backend_bn_add_bwd(b, T(k->dx), T(k->dg), T(k->db), T(k->keep), T(k->dy), T(k->dy2),
+                                 T(k->y), T(k->x), T(k->g), T(k->sm), T(k->si), &k->d, err);
+}
 
 static rt_status bn_case(rt_backend *b, int side, void *vc, rt_error *err)
 {
     bn_ctx *k = vc;
+    if (k->add) return bn_add_case(k, b, side, err);
     rt_bn_desc d = k->d;
     const int fused = k->relu && side == k->fused_side, apart = k->relu && !fused;
     d.relu = fused;
@@ -243,13 +255,16 @@ static rt_status bn_case(rt_backend *b, int side, void *vc, rt_error *err)
     return apart ? rt_backend_relu_fwd(b, T(k->ye), T(k->ye), 0.0f, err) : RT_OK;
 }
 
-static void check_bn(int N, int C, int H, int W, int relu, int fused_side)
+static void check_bn_with(int N, int C, int H, int W, int relu, int fused_side, int add)
 {
     bn_ctx k;
-    k.d = (rt_bn_desc){N, C, H, W, 1e-5f, 0.1f, 0};
-    k.relu = relu, k.fused_side = fused_side;
+    k.d = (rt_bn_desc){N, C, H, W, 1e-5f, 0.1f, add};
+    k.relu = relu, k.fused_side = fused_side, k.add = add;
     printf("batchnorm%s N=%d C=%d H=%d W=%d\n",
-           relu ? (fused_side ? " + relu fused on cuda" : " + relu fused on cpu") : "", N, C, H, W);
+           add    ? " + add + relu"
+           : relu ? (fused_side ? " + relu fused on cuda" : " + relu fused on cpu")
+                  : "",
+           N, C, H, W);
     size_t n = (size_t)N * C * H * W;
     float *vx = gpu_randn(n, 9, 2.0f), *vdy = gpu_randn(n, 10, 1.0f);
     float *vg = gpu_randn((size_t)C, 11, 1.0f), *vb = gpu_randn((size_t)C, 12, 1.0f);
@@ -268,6 +283,10 @@ static void check_bn(int N, int C, int H, int W, int relu, int fused_side)
     MAKE(k.dx, N, C, H, W, NULL);
     MAKE(k.ye, N, C, H, W, NULL);
     MAKE(k.dr, N, C, H, W, NULL);
+    float *vs = gpu_randn(n, 13, 1.0f), *vdy2 = gpu_randn(n, 14, 1.0f);
+    MAKE(k.s, N, C, H, W, vs);
+    MAKE(k.dy2, N, C, H, W, vdy2);
+    MAKE(k.keep, N, C, H, W, NULL);
     if (ck_both("batchnorm", bn_case, &k)) {
         CMP("bn_fwd_train out", k.y, 1e-5, 1e-5);
         CMP("bn_fwd_train mean", k.sm, 1e-5, 1e-5);
@@ -277,13 +296,21 @@ static void check_bn(int N, int C, int H, int W, int relu, int fused_side)
         CMP("bn_bwd din", k.dx, 1e-5, 1e-4);
         CMP("bn_bwd dgamma", k.dg, 1e-4, 1e-5);
         CMP("bn_bwd dbeta", k.db, 1e-4, 1e-5);
-        CMP("bn_fwd_eval out", k.ye, 1e-5, 1e-5);
+        if (add) CMP("bn_add_bwd keep", k.keep, 0, 0); /* (dy + dy2) where out > 0: exact */
+        else CMP("bn_fwd_eval out", k.ye, 1e-5, 1e-5);
     }
-    gpu_pair *all[] = {&k.x,  &k.dy, &k.g,  &k.be, &k.rm, &k.rv, &k.sm,
-                       &k.si, &k.dg, &k.db, &k.y,  &k.dx, &k.ye, &k.dr};
-    for (int i = 0; i < 14; i++) FREE(*all[i]);
-    free(vx), free(vdy), free(vg), free(vb), free(vrv);
+    gpu_pair *all[] = {&k.x,  &k.dy, &k.g,  &k.be, &k.rm, &k.rv, &k.sm,  &k.si,  &k.dg,
+                       &k.db, &k.y,  &k.dx, &k.ye, &k.dr, &k.s,  &k.dy2, &k.keep};
+    for (int i = 0; i < 17; i++) FREE(*all[i]);
+    free(vx), free(vdy), free(vg), free(vb), free(vrv), free(vs), free(vdy2);
 }
+
+static void check_bn(int N, int C, int H, int W, int relu, int fused_side)
+{
+    check_bn_with(N, C, H, W, relu, fused_side, 0);
+}
+
+static void check_bn_add(int N, int C, int H, int W) { check_bn_with(N, C, H, W, 1, 0, 1); }
 
 /* ---- dense ---- */
 
@@ -478,6 +505,8 @@ int main(int argc, char **argv)
     check_bn(2, 4, 5, 7, 1, 1);     /* a relu fused after the norm, on either side */
     check_bn(2, 4, 5, 7, 1, 0);
     check_bn(5, 2, 33, 31, 1, 1);
+    check_bn_add(2, 4, 5, 7);
+    check_bn_add(5, 2, 33, 31);
     check_dense(1, 1, 1, 1);
     check_dense(3, 7, 5, 1);
     check_dense(3, 7, 5, 0);

@@ -1,11 +1,13 @@
 /* test_fused_ops.c - the fused backend ops against the composition they replace, on the
  * CPU backend: batch norm + relu (forward in training and eval mode, backward) and
- * residual add + relu. Same arithmetic, so bit for bit equal; then a model with batch
- * norm + relu and residual blocks trains one step fused and unfused
+ * residual add + relu, and batch norm + residual add (+ relu), whose backward also takes
+ * a second gradient of the sum. Same arithmetic, so bit for bit equal; then a model with
+ * batch norm + relu and residual blocks trains one step fused and unfused
  * (rt_model_set_fusion), and fused on 1 thread, to the same loss and gradients, bit
  * for bit.
  * The CUDA versions are checked against these through the mock device (check_ops.c).
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "../t.h"
@@ -123,9 +125,226 @@ T_TEST(add_relu)
     rt_backend_close(&b);
 }
 
+/* ---- batch-norm statistics taken by the convolution (conv2d_fwd_moments) ---- */
+
+/* A convolution (an R x R filter at stride st) whose output a batch norm (+ relu) takes:
+ * conv2d_fwd_moments writes conv2d_fwd's output bit for bit, its moments are the same
+ * bits on 1 and 2 threads, and bn_fwd_train_moments on them gives bn_fwd_train's (and,
+ * with a skip, bn_add_fwd_train's) output and statistics bit for bit; the mean and variance are within rounding of a double
+ * reference. conv_path is KILN_CPU_CONV ("auto": the direct path the shape takes). */
+static void moments_case(int *t_failed_, const char *conv_path, int N, int C, int H, int K, int R,
+                         int st, int pad, int bias)
+{
+    rt_conv_desc cd = {
+        .N = N, .C = C, .H = H, .W = H, .K = K, .R = R, .S = R, .stride = st, .pad = pad};
+    cd.P = cd.Q = (H + 2 * pad - R) / st + 1;
+    const int P = cd.P;
+    const size_t nx = (size_t)N * C * H * H, ny = (size_t)N * K * P * P, nm = (size_t)N * K * 4;
+    float *x = randn(nx, 11, 1.0f, 0.3f), *w = randn((size_t)K * C * R * R, 12, 0.3f, 0.05f);
+    float *bs = randn((size_t)K, 13, 1.0f, 2.0f), *g = randn((size_t)K, 14, 1.0f, 0.0f);
+    float *be = randn((size_t)K, 15, 0.5f, 0.0f);
+    float *y0 = malloc(ny * 4), *y1 = malloc(ny * 4), *o0 = malloc(ny * 4), *o1 = malloc(ny * 4);
+    float *mom1 = malloc(nm * 4), *mom2 = malloc(nm * 4), *st0 = calloc(8 * (size_t)K, 4);
+    float *st1 = st0 + 4 * (size_t)K;
+    rt_tensor tx = tens(x, N, C, H, H), tw = tens(w, K, C, R, R), tb = tens(bs, K, 1, 1, 1);
+    rt_tensor tg = tens(g, K, 1, 1, 1), tbe = tens(be, K, 1, 1, 1);
+    rt_tensor ty0 = tens(y0, N, K, P, P), ty1 = tens(y1, N, K, P, P), to0 = tens(o0, N, K, P, P);
+    rt_tensor to1 = tens(o1, N, K, P, P), tm1 = tens(mom1, N, K, 4, 1),
+              tm2 = tens(mom2, N, K, 4, 1);
+    rt_tensor s0[4], s1[4]; /* mean, invstd, running mean, running var */
+    for (int i = 0; i < 4; i++) {
+        s0[i] = tens(st0 + (size_t)i * K, K, 1, 1, 1);
+        s1[i] = tens(st1 + (size_t)i * K, K, 1, 1, 1);
+    }
+    for (int c = 0; c < K; c++) st0[3 * K + c] = st1[3 * K + c] = 1.0f;
+    rt_bn_desc bd = {.N = N, .C = K, .H = P, .W = P, .eps = 1e-5f, .momentum = 0.1f, .relu = 1};
+    rt_error err = {0};
+    for (int threads = 2; threads >= 1; threads--) {
+        rt_backend b;
+        setenv("KILN_CPU_CONV", conv_path, 1);
+        ASSERT_EQ(rt_backend_open(&b, "cpu", threads, &err), RT_OK);
+        unsetenv("KILN_CPU_CONV");
+        ASSERT_EQ(b.ops->reserve_workspace(&b, b.ops->conv2d_workspace(&b, &cd), &err), RT_OK);
+        const rt_tensor *pb = bias ? &tb : NULL;
+        rt_tensor *tm = threads == 2 ? &tm1 : &tm2;
+        ASSERT_EQ(rt_backend_conv2d_fwd(&b, &ty0, &tx, &tw, pb, &cd, &err), RT_OK);
+        ASSERT_EQ(rt_backend_conv2d_fwd_moments(&b, &ty1, tm, &tx, &tw, pb, &cd, &err), RT_OK);
+        ASSERT(same_bits("conv output", y1, y0, ny));
+        if (threads == 2) {
+            ASSERT_EQ(rt_backend_bn_fwd_train(&b, &to0, &s0[0], &s0[1], &s0[2], &s0[3], &ty0, &tg,
+                                              &tbe, &bd, &err),
+                      RT_OK);
+            ASSERT_EQ(rt_backend_bn_fwd_train_moments(&b, &to1, &s1[0], &s1[1], &s1[2], &s1[3],
+                                                      &ty1, NULL, &tg, &tbe, &tm1, &bd, &err),
+                      RT_OK);
+            ASSERT(same_bits("bn output", o1, o0, ny));
+            ASSERT(same_bits("bn statistics", st1, st0, 4 * (size_t)K));
+            /* with a residual add fused after the norm (the skip: the conv's input when
+             * the shapes agree, else its output) */
+            rt_tensor *sk = nx == ny ? &tx : &ty0;
+            ASSERT_EQ(rt_backend_bn_add_fwd_train(&b, &to0, &s0[0], &s0[1], &s0[2], &s0[3], &ty0,
+                                                  sk, &tg, &tbe, &bd, &err),
+                      RT_OK);
+            ASSERT_EQ(rt_backend_bn_fwd_train_moments(&b, &to1, &s1[0], &s1[1], &s1[2], &s1[3],
+                                                      &ty1, sk, &tg, &tbe, &tm1, &bd, &err),
+                      RT_OK);
+            ASSERT(same_bits("bn + add output", o1, o0, ny));
+            ASSERT(same_bits("bn + add statistics", st1, st0, 4 * (size_t)K));
+        }
+        rt_backend_close(&b);
+    }
+    ASSERT(same_bits("moments, 1 vs 2 threads", mom2, mom1, nm));
+    /* the statistics against a double reference over the conv's output */
+    const size_t hw = (size_t)P * P, M = (size_t)N * hw;
+    for (int c = 0; c < K; c++) {
+        double mean = 0.0, var = 0.0;
+        for (int n = 0; n < N; n++)
+            for (size_t i = 0; i < hw; i++) mean += y0[((size_t)n * K + c) * hw + i];
+        mean /= (double)M;
+        for (int n = 0; n < N; n++)
+            for (size_t i = 0; i < hw; i++) {
+                double v = y0[((size_t)n * K + c) * hw + i] - mean;
+                var += v * v;
+            }
+        var /= (double)M;
+        double inv = 1.0 / sqrt(var + 1e-5), sd = sqrt(var);
+        if (fabs(st1[c] - mean) > 1e-6 * (fabs(mean) + sd) || fabs(st1[K + c] - inv) > 2e-6 * inv) {
+            fprintf(stderr, "  channel %d: mean %.9g vs %.9g, invstd %.9g vs %.9g\n", c,
+                    (double)st1[c], mean, (double)st1[K + c], inv);
+            ASSERT(0);
+            break;
+        }
+    }
+    free(x), free(w), free(bs), free(g), free(be), free(y0), free(y1), free(o0), free(o1);
+    free(mom1), free(mom2), free(st0);
+}
+
+T_TEST(conv_bn_moments)
+{
+    moments_case(t_failed_, "auto", 3, 4, 8, 8, 3, 1, 1, 0);   /* stride 1, written in place */
+    moments_case(t_failed_, "auto", 2, 3, 16, 16, 3, 1, 1, 0); /* ResNet's first layer */
+    moments_case(t_failed_, "auto", 3, 5, 9, 6, 3, 1, 1, 0);   /* through the padded grid */
+    moments_case(t_failed_, "auto", 2, 4, 8, 8, 3, 1, 0, 1);   /* pad 0, a bias */
+    moments_case(t_failed_, "auto", 3, 8, 16, 16, 3, 2, 1, 0); /* stride 2 */
+    moments_case(t_failed_, "auto", 3, 8, 16, 16, 1, 2, 0, 0); /* 1x1 projection */
+    moments_case(t_failed_, "auto", 2, 3, 12, 5, 5, 1, 2, 1);  /* 5x5: im2col */
+    moments_case(t_failed_, "im2col", 3, 4, 8, 8, 3, 1, 1, 0); /* im2col forced */
+}
+
+/* A batch norm's own statistics keep their accuracy on data far from 0 (the shifted
+ * per-plane sums), and a short moments tensor is refused with the op's words. */
+T_TEST(bn_moments_accuracy)
+{
+    enum { N = 4, C = 3, HW = 200 };
+    const size_t n = (size_t)N * C * HW;
+    float *x = randn(n, 21, 0.01f, 1000.0f), *y = malloc(n * 4), *st = calloc(6 * C, 4);
+    float *g = st + 4 * C; /* beta (st + 5C) stays 0 */
+    for (int c = 0; c < C; c++) st[3 * C + c] = g[c] = 1.0f;
+    rt_tensor tx = tens(x, N, C, HW, 1), ty = tens(y, N, C, HW, 1), s[6];
+    for (int i = 0; i < 6; i++) s[i] = tens(st + (size_t)i * C, C, 1, 1, 1);
+    rt_bn_desc d = {.N = N, .C = C, .H = HW, .W = 1, .eps = 0.0f, .momentum = 0.1f};
+    rt_backend b;
+    rt_error err = {0};
+    ASSERT_EQ(rt_backend_open(&b, "cpu", 2, &err), RT_OK);
+    ASSERT_EQ(
+        rt_backend_bn_fwd_train(&b, &ty, &s[0], &s[1], &s[2], &s[3], &tx, &s[4], &s[5], &d, &err),
+        RT_OK);
+    for (int c = 0; c < C; c++) {
+        double mean = 0.0, var = 0.0;
+        for (int k = 0; k < N; k++)
+            for (int i = 0; i < HW; i++) mean += x[((size_t)k * C + c) * HW + i];
+        mean /= N * HW;
+        for (int k = 0; k < N; k++)
+            for (int i = 0; i < HW; i++) {
+                double v = x[((size_t)k * C + c) * HW + i] - mean;
+                var += v * v;
+            }
+        var /= N * HW;
+        ASSERT(fabs(st[c] - mean) < 1e-4);
+        ASSERT(fabs(st[C + c] * sqrt(var) - 1.0) < 1e-4); /* invstd, eps 0 */
+    }
+    rt_tensor shortm = tens(x, 1, C, 4, 1);
+    ASSERT_EQ(rt_backend_bn_fwd_train_moments(&b, &ty, &s[0], &s[1], &s[2], &s[3], &tx, NULL, &s[4],
+                                              &s[5], &shortm, &d, &err),
+              RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "batchnorm moments: tensor has 12 elements, op needs 48");
+    free(x), free(y), free(st);
+    rt_backend_close(&b);
+}
+
+/* bn + add (+ relu) fused vs bn, add (add_relu), and in the backward (dy + dy2 when two,
+ * as a block's begin sums them), relu_bwd (or a copy, as add keeps dy), bn_bwd */
+static void bn_add_case(int *t_failed_, int N, int C, int H, int W, int threads, int relu, int two)
+{
+    rt_backend b;
+    rt_error err = {0};
+    ASSERT_EQ(rt_backend_open(&b, "cpu", threads, &err), RT_OK);
+    const size_t n = (size_t)N * C * H * W;
+    float *x = randn(n, 11, 1.0f, 0.5f), *sk = randn(n, 12, 1.0f, -0.3f);
+    float *dy = randn(n, 13, 1.0f, 0.0f), *dy2 = randn(n, 14, 1.0f, 0.0f);
+    float *g = randn((size_t)C, 15, 1.0f, 0.0f), *be = randn((size_t)C, 16, 0.5f, 0.0f);
+    float *f = calloc(8 * n + 16 * (size_t)C, sizeof *f);
+    float *yf = f, *ya = f + n, *dxf = f + 2 * n, *dxa = f + 3 * n, *kf = f + 4 * n;
+    float *ka = f + 5 * n, *sum = f + 6 * n, *st = f + 8 * n;
+    rt_tensor tx = tens(x, N, C, H, W), tsk = tens(sk, N, C, H, W), tdy = tens(dy, N, C, H, W);
+    rt_tensor tdy2 = tens(dy2, N, C, H, W), tg = tens(g, C, 1, 1, 1), tbe = tens(be, C, 1, 1, 1);
+    rt_tensor tyf = tens(yf, N, C, H, W), tya = tens(ya, N, C, H, W);
+    rt_tensor tdxf = tens(dxf, N, C, H, W), tdxa = tens(dxa, N, C, H, W);
+    rt_tensor tkf = tens(kf, N, C, H, W), tka = tens(ka, N, C, H, W), tsum = tens(sum, N, C, H, W);
+    rt_tensor s[16]; /* [0..5] fused: mean, invstd, rmean, rvar, dgamma, dbeta; [8..] apart */
+    for (int i = 0; i < 16; i++) s[i] = tens(st + (size_t)i * C, C, 1, 1, 1);
+    for (int k = 0; k < 2; k++)
+        for (int c = 0; c < C; c++) st[(size_t)(8 * k + 3) * C + c] = 1.0f; /* running var */
+    rt_bn_desc d = {.N = N, .C = C, .H = H, .W = W, .eps = 1e-5f, .momentum = 0.1f, .relu = relu};
+    rt_bn_desc da = d;
+    da.relu = 0;
+    ASSERT_EQ(rt_backend_bn_add_fwd_train(&b, &tyf, &s[0], &s[1], &s[2], &s[3], &tx, &tsk, &tg,
+                                          &tbe, &d, &err),
+              RT_OK);
+    ASSERT_EQ(rt_backend_bn_add_bwd(&b, &tdxf, &s[4], &s[5], &tkf, &tdy, two ? &tdy2 : NULL, &tyf,
+                                    &tx, &tg, &s[0], &s[1], &d, &err),
+              RT_OK);
+    ASSERT_EQ(
+        rt_backend_bn_fwd_train(&b, &tya, &s[8], &s[9], &s[10], &s[11], &tx, &tg, &tbe, &da, &err),
+        RT_OK);
+    if (relu) ASSERT_EQ(rt_backend_add_relu(&b, &tya, &tya, &tsk, &err), RT_OK);
+    else ASSERT_EQ(rt_backend_add(&b, &tya, &tya, &tsk, &err), RT_OK);
+    const rt_tensor *gy = &tdy;
+    if (two) {
+        ASSERT_EQ(rt_backend_add(&b, &tsum, &tdy, &tdy2, &err), RT_OK);
+        gy = &tsum;
+    }
+    if (relu) ASSERT_EQ(rt_backend_relu_bwd(&b, &tka, gy, &tya, 0.0f, &err), RT_OK);
+    else ASSERT_EQ(rt_backend_copy(&b, &tka, gy, &err), RT_OK);
+    ASSERT_EQ(rt_backend_bn_bwd(&b, &tdxa, &s[12], &s[13], &tka, &tx, &tg, &s[8], &s[9], &da, &err),
+              RT_OK);
+    size_t zeros = 0;
+    for (size_t i = 0; i < n; i++) zeros += ya[i] == 0.0f;
+    if (relu) ASSERT(zeros > n / 8 && zeros < n - n / 8); /* the relu cuts a real share */
+    ASSERT(same_bits("forward", yf, ya, n));
+    ASSERT(same_bits("statistics", st, st + 8 * (size_t)C, 4 * (size_t)C));
+    ASSERT(same_bits("kept gradient", kf, ka, n));
+    ASSERT(same_bits("input gradient", dxf, dxa, n));
+    ASSERT(same_bits("dgamma", s[4].data, s[12].data, (size_t)C));
+    ASSERT(same_bits("dbeta", s[5].data, s[13].data, (size_t)C));
+    free(x), free(sk), free(dy), free(dy2), free(g), free(be), free(f);
+    rt_backend_close(&b);
+}
+
+T_TEST(bn_add)
+{
+    bn_add_case(t_failed_, 1, 3, 1, 2, 1, 1, 0);
+    bn_add_case(t_failed_, 2, 4, 5, 7, 2, 1, 1);
+    bn_add_case(t_failed_, 8, 16, 8, 8, 2, 1, 1); /* rows of whole vectors */
+    bn_add_case(t_failed_, 8, 16, 8, 8, 2, 0, 1); /* no relu after the add */
+    bn_add_case(t_failed_, 3, 5, 9, 9, 1, 0, 0);  /* rows with a tail */
+    bn_add_case(t_failed_, 3, 5, 9, 9, 2, 1, 1);
+}
+
 /* One training step (forward, loss, backward) of spec; *loss, the flat gradients and
- * *nfused, the number of layers that took part in a fusion (a relu and the layer
- * before it count two). */
+ * nfused[], the number of layers that took part in a fusion: [0] a relu's (a relu and
+ * the layer before it count two), [1] an add's (the norm, the add, a begin after it),
+ * [2] a conv's and batch norm's statistics (two each). */
 static int step(const char *spec, int fused, int threads, double *loss, float **grads, size_t *P,
                 int *nfused)
 {
@@ -139,8 +358,12 @@ static int step(const char *spec, int fused, int threads, double *loss, float **
     if (rt_model_create(&m, spec, &in, &err)) goto out;
     rt_model_set_fusion(m, fused);
     if (rt_model_attach(m, &b, NB, 9, &err)) goto out;
-    *nfused = 0;
-    for (int i = 0; i < m->nlayers; i++) *nfused += m->layers[i].fused_relu;
+    nfused[0] = nfused[1] = nfused[2] = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        nfused[0] += m->layers[i].fused_relu;
+        nfused[1] += m->layers[i].fused_add != NULL;
+        nfused[2] += m->layers[i].moments != NULL;
+    }
     float x[NB * C * H * W];
     int32_t y[NB] = {0, 4, 2, 1};
     rt_rng r = rt_rng_stream(3, RT_RNG_USER, 1, 0);
@@ -163,19 +386,24 @@ out:
 }
 
 /* fused (2 threads) vs apart (2 threads) vs fused again (1 thread): the same bits;
- * npairs relus are fused in the fused runs and none apart, so the runs differ. */
-static void model_case(int *t_failed_, const char *spec, int npairs)
+ * npairs relus, nadd layers' adds and nconvbn convs' batch-norm statistics are fused in
+ * the fused runs and none apart, so the runs differ. */
+static void model_case(int *t_failed_, const char *spec, int npairs, int nadd, int nconvbn)
 {
     double lf = 0.0, la = 1.0, l1 = 2.0;
     float *gf = NULL, *ga = NULL, *g1 = NULL;
     size_t pf = 0, pa = 0, p1 = 0;
-    int nf = -1, na = -1, n1 = -1;
-    ASSERT_EQ(step(spec, 1, 2, &lf, &gf, &pf, &nf), 0);
-    ASSERT_EQ(step(spec, 0, 2, &la, &ga, &pa, &na), 0);
-    ASSERT_EQ(step(spec, 1, 1, &l1, &g1, &p1, &n1), 0);
-    ASSERT_EQ(nf, 2 * npairs);
-    ASSERT_EQ(n1, 2 * npairs);
-    ASSERT_EQ(na, 0);
+    int nf[3] = {-1, -1, -1}, na[3] = {-1, -1, -1}, n1[3] = {-1, -1, -1};
+    ASSERT_EQ(step(spec, 1, 2, &lf, &gf, &pf, nf), 0);
+    ASSERT_EQ(step(spec, 0, 2, &la, &ga, &pa, na), 0);
+    ASSERT_EQ(step(spec, 1, 1, &l1, &g1, &p1, n1), 0);
+    ASSERT_EQ(nf[0], 2 * npairs);
+    ASSERT_EQ(n1[0], 2 * npairs);
+    ASSERT_EQ(nf[1], nadd);
+    ASSERT_EQ(n1[1], nadd);
+    ASSERT_EQ(nf[2], 2 * nconvbn);
+    ASSERT_EQ(n1[2], 2 * nconvbn);
+    ASSERT_EQ(na[0] + na[1] + na[2], 0);
     ASSERT_EQ(pf, pa);
     ASSERT_EQ(pf, p1);
     ASSERT(lf == la && lf == l1);
@@ -196,15 +424,26 @@ T_TEST(model_fused_equals_apart)
                "    conv2d 6 3 pad=same\n    batchnorm\n  shortcut:\n"
                "    conv2d 6 1 stride=2\n    batchnorm\nrelu\n"
                "globalavgpool\nflatten\ndense 5",
-               5);
+               5, 5, 6);
     /* batchnorm first, and a block whose main path is empty */
-    model_case(t_failed_, "batchnorm\nrelu\nresidual:\n    relu\nrelu\nflatten\ndense 5", 2);
+    model_case(t_failed_, "batchnorm\nrelu\nresidual:\n    relu\nrelu\nflatten\ndense 5", 2, 0, 0);
+    /* a norm + add with no relu after it, whose block the next block's begin follows, and
+     * a projection that is only a batchnorm (its gradient goes to the shortcut's keep) */
+    model_case(t_failed_,
+               "conv2d 4 3 pad=same\nresidual:\n    batchnorm\n"
+               "residual:\n    conv2d 4 3 pad=same\n    batchnorm\nrelu\n"
+               "residual:\n    conv2d 4 3 pad=same\n    batchnorm\n  shortcut:\n    batchnorm\n"
+               "relu\nglobalavgpool\nflatten\ndense 5",
+               2, 8, 2);
 }
 
 int main(void)
 {
     T_RUN(bn_relu);
     T_RUN(add_relu);
+    T_RUN(bn_add);
+    T_RUN(conv_bn_moments);
+    T_RUN(bn_moments_accuracy);
     T_RUN(model_fused_equals_apart);
     return T_EXIT();
 }
