@@ -268,13 +268,16 @@ static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const g
     }
 }
 
-/* For each of N images: out (rows x H x W) <- the Winograd-packed weights wpk applied to
- * in (ins x H x W), a border of 1 (cpu_conv_wino.c); each output plane's moments into
- * mom unless NULL. */
+/* For each of N images: out (rows x H x W) <- Wt applied to in (ins x H x W), a border
+ * of 1, by Winograd (cpu_conv_wino.c); Wt as rtp_conv_pack reads it (tap, transposed);
+ * each output plane's moments into mom unless NULL. */
 static void wino_images(rt_backend *b, const rtp_convk *k, const plan *p, float *ws,
-                        const float *wpk, const float *in, int ins, int N, float *out, double *mom,
-                        int rows, int rows_r, int H, int W)
+                        const float *Wt, const int *tap, int transposed, const float *in, int ins,
+                        int N, float *out, double *mom, int rows, int rows_r, int H, int W)
 {
+    float *wpk = ws + p->wpk;
+    rtp_conv_wino_weights(wpk, wpk + rtp_conv_wino_weight_floats(rows_r, ins), Wt, rows, rows_r,
+                          ins, tap, transposed);
     const size_t in_img = (size_t)ins * H * W, out_img = (size_t)rows * H * W;
     const size_t mom_img = (size_t)rows * (RT_MOMENT_FLOATS / 2);
 #pragma omp parallel num_threads(rtp_conv_threads(b, N))
@@ -298,11 +301,8 @@ rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *
     if (!ws) return err ? err->code : RT_EINVAL;
     const plan p = plan_of(k, d, b->threads);
     if (wino_takes(d) && !bias) {
-        float *wpk = ws + p.wpk;
-        rtp_conv_wino_weights(wpk, wpk + rtp_conv_wino_weight_floats(p.Kr, d->C), w->data, d->K,
-                              p.Kr, d->C, fwd_taps, 0);
-        wino_images(b, k, &p, ws, wpk, in->data, d->C, d->N, out->data, mom, d->K, p.Kr, d->H,
-                    d->W);
+        wino_images(b, k, &p, ws, w->data, fwd_taps, 0, in->data, d->C, d->N, out->data, mom, d->K,
+                    p.Kr, d->H, d->W);
         return RT_OK;
     }
     rtp_conv_pack(ws + p.wpk, w->data, d->K, p.Kr, d->C, 9, fwd_taps, 9, 0);
@@ -319,11 +319,8 @@ rt_status rtp_cpu_conv_direct_bwd_data(rt_backend *b, const rtp_convk *k, rt_ten
     if (!ws) return err ? err->code : RT_EINVAL;
     const plan p = plan_of(k, d, b->threads);
     if (wino_takes(d)) {
-        float *wpk = ws + p.wpk;
-        rtp_conv_wino_weights(wpk, wpk + rtp_conv_wino_weight_floats(p.Cr, d->K), w->data, d->C,
-                              p.Cr, d->K, flip_taps, 1);
-        wino_images(b, k, &p, ws, wpk, dout->data, d->K, d->N, din->data, NULL, d->C, p.Cr, d->P,
-                    d->Q);
+        wino_images(b, k, &p, ws, w->data, flip_taps, 1, dout->data, d->K, d->N, din->data, NULL,
+                    d->C, p.Cr, d->P, d->Q);
         return RT_OK;
     }
     rtp_conv_pack(ws + p.wpk, w->data, d->C, p.Cr, d->K, 9, flip_taps, 9, 1);
