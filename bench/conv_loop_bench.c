@@ -1,11 +1,13 @@
-/* conv_loop_bench.c - the direct convolution's inner loops (runtime/cpu/cpu_conv_kern.c)
- * alone, on one thread, at ResNet-20's shapes: G multiply-adds per second of each loop
- * on buffers laid out as the convolutions lay them out (cpu_conv_direct.c, cpu_conv_s2.c),
+/* conv_loop_bench.c - the convolutions' inner loops (runtime/cpu/cpu_conv_kern.c) alone,
+ * on one thread, at ResNet-20's shapes: G multiply-adds per second of each loop on
+ * buffers laid out as the convolutions lay them out (cpu_conv_direct.c, cpu_conv_s2.c),
  * data in cache as it is after the copy in. Counts only the multiply-adds of the output
  * positions kept (not the dropped grid columns), so a layout that wastes work scores
- * lower; the Winograd lines (cpu_conv_wino.c: transforms and products of one image)
- * count the direct convolution's multiply-adds, so they compare with it. Prints one line per loop and shape and, last, the sum over one ResNet-20
- * image's forward, input gradient and weight gradient as a multiply-add-weighted rate.
+ * lower. The Winograd lines (cpu_conv_wino.c: one image's transforms and products)
+ * count the direct convolution's multiply-adds, so they compare with the direct line
+ * above them, which is shown but not counted in the sums (those shapes run Winograd).
+ * Prints one line per loop and shape and, last, the sums over one ResNet-20 image's
+ * forward, input gradient and weight gradient as multiply-add-weighted rates.
  *
  *   conv_loop_bench [--isa avx512|avx2] [--ms M]   (M: time per line, default 300)
  */
@@ -252,7 +254,9 @@ int main(int argc, char **argv)
     printf("loops: %s, one thread, per image\n", L.k->name);
     /* forward and the stride-1 input gradient (the same loop, the same shapes) */
     bench_tight(&L, 3, 16, 32, 32, 1);
+    bench_tight(&L, 16, 16, 32, 32, 0); /* the direct loop where Winograd runs: not counted */
     bench_wino(&L, 16, 16, 32, 32, 6 + 6);
+    bench_tight(&L, 32, 32, 16, 16, 0);
     bench_wino(&L, 32, 32, 16, 16, 5 + 5);
     bench_tight(&L, 64, 64, 8, 8, 5 + 5);
     bench_s2(&L, 16, 32, 16, 16, 3, 1);
