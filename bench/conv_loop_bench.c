@@ -3,7 +3,8 @@
  * on buffers laid out as the convolutions lay them out (cpu_conv_direct.c, cpu_conv_s2.c),
  * data in cache as it is after the copy in. Counts only the multiply-adds of the output
  * positions kept (not the dropped grid columns), so a layout that wastes work scores
- * lower. Prints one line per loop and shape and, last, the sum over one ResNet-20
+ * lower; the Winograd lines (cpu_conv_wino.c: transforms and products of one image)
+ * count the direct convolution's multiply-adds, so they compare with it. Prints one line per loop and shape and, last, the sum over one ResNet-20
  * image's forward, input gradient and weight gradient as a multiply-add-weighted rate.
  *
  *   conv_loop_bench [--isa avx512|avx2] [--ms M]   (M: time per line, default 300)
@@ -14,6 +15,7 @@
 #include <time.h>
 
 #include "cpu/cpu_conv_kern.h"
+#include "cpu/cpu_conv_wino.h"
 
 static double cpu_s(void)
 {
@@ -98,6 +100,34 @@ static void bench_tight(loops *L, int C, int K, int H, int W, int times)
     snprintf(what, sizeof what, "fwd tight %dx%d %dx%d", C, K, H, W);
     report(L, what, (double)K * C * 9 * H * W, timeit(fwd_call, &a, L->ms), times);
     free(x), free(w), free(y);
+}
+
+/* ---- the same convolution by Winograd's F(2x2, 3x3), transforms included ---- */
+typedef struct wino_arg {
+    const rtp_convk *k;
+    float *in_ws, *out_ws, *y;
+    const float *x, *wpk;
+    int C, K, H, W;
+} wino_arg;
+
+static void wino_call(void *p)
+{
+    wino_arg *a = p;
+    rtp_conv_wino_image(a->k, a->in_ws, a->out_ws, a->x, a->C, a->H, a->W, a->wpk, a->y, a->K,
+                        a->K);
+}
+
+static void bench_wino(loops *L, int C, int K, int H, int W, int times)
+{
+    wino_arg a = {.k = L->k, .C = C, .K = K, .H = H, .W = W};
+    float *x = buf((size_t)C * H * W), *wpk = buf(rtp_conv_wino_weight_floats(K, C));
+    float *in_ws = buf(rtp_conv_wino_in_floats(C, H, W));
+    float *out_ws = buf(rtp_conv_wino_out_floats(K, H, W)), *y = buf((size_t)K * H * W);
+    a.x = x, a.wpk = wpk, a.in_ws = in_ws, a.out_ws = out_ws, a.y = y;
+    char what[64];
+    snprintf(what, sizeof what, "winograd %dx%d %dx%d", C, K, H, W);
+    report(L, what, (double)K * C * 9 * H * W, timeit(wino_call, &a, L->ms), times);
+    free(x), free(wpk), free(in_ws), free(out_ws), free(y);
 }
 
 /* A stride-2 RxR convolution's phase planes (4 of (P+1) x (Q+1) for a 3x3, 1 of P x Q for
@@ -222,8 +252,8 @@ int main(int argc, char **argv)
     printf("loops: %s, one thread, per image\n", L.k->name);
     /* forward and the stride-1 input gradient (the same loop, the same shapes) */
     bench_tight(&L, 3, 16, 32, 32, 1);
-    bench_tight(&L, 16, 16, 32, 32, 6 + 6);
-    bench_tight(&L, 32, 32, 16, 16, 5 + 5);
+    bench_wino(&L, 16, 16, 32, 32, 6 + 6);
+    bench_wino(&L, 32, 32, 16, 16, 5 + 5);
     bench_tight(&L, 64, 64, 8, 8, 5 + 5);
     bench_s2(&L, 16, 32, 16, 16, 3, 1);
     bench_s2(&L, 16, 32, 16, 16, 1, 1);

@@ -17,6 +17,9 @@
 
 #include "rt_model.h"
 #include "rt_rng.h"
+#include "rt_omp_wait.h"
+
+RT_OMP_WAIT_PREINIT(rt_omp_wait_preinit); /* Kiln's OpenMP spin default */
 
 static double clock_s(clockid_t id)
 {

@@ -21,6 +21,9 @@
 #include <sys/resource.h>
 
 #include "rt.h"
+#include "rt_omp_wait.h"
+
+RT_OMP_WAIT_PREINIT(rt_omp_wait_preinit); /* Kiln's OpenMP spin default */
 
 static const char *mnist_net =
     "conv2d 32 3\nrelu\nconv2d 64 3\nrelu\nmaxpool 2\ndropout 0.25\nflatten\n"

@@ -19,6 +19,9 @@
  * - weight gradient: dy transposed to [p*Q + q][K], and dW[c][t][k] += dyT[p*Q + q][k] *
  *   x[p*wp + q + off(t)] over the kept positions only, vectors over k, per fixed group of
  *   RTP_CONV_GROUP images, groups summed in order: deterministic for any thread count.
+ * With a border of 1 on planes rtp_conv_wino_ok takes (16x16 and up), the forward
+ * (without a bias) and the input gradient go through Winograd's F(2x2, 3x3) instead
+ * (cpu_conv_wino.c), on the same forward loop.
  * Which convolutions take this path: rtp_cpu_conv_direct(). The instruction set
  * (AVX-512 or AVX2+FMA) is picked when the backend opens (rtp_cpu_convk_pick).
  */
@@ -29,6 +32,7 @@
 
 #include "cpu_conv_kern.h"
 #include "cpu_conv_layout.h"
+#include "cpu_conv_wino.h"
 #include "cpu_internal.h"
 
 /* the forward's taps in order; the input gradient's, flipped */
@@ -116,6 +120,12 @@ const rtp_convk *rtp_cpu_conv_direct(rt_backend *b, const rt_conv_desc *d)
     return c->convk;
 }
 
+/* Border 1 and planes rtp_conv_wino_ok takes: the forward (without a bias) and the input
+ * gradient go through cpu_conv_wino.c. */
+static int wino_takes(const rt_conv_desc *d) { return d->pad == 1 && rtp_conv_wino_ok(d->H, d->W); }
+
+static size_t zmax(size_t a, size_t b) { return a > b ? a : b; }
+
 /* Scratch layout (floats): per thread [padded input | grid output | dyT], then packed
  * weights, then ngroups weight-gradient accumulators. */
 typedef struct plan {
@@ -135,11 +145,19 @@ static plan plan_of(const rtp_convk *k, const rt_conv_desc *d, int threads)
     size_t xf = (size_t)d->C * (p.f.cs > 3 * p.f.tps ? p.f.cs : 3 * p.f.tps);
     size_t xb = (size_t)d->K * (p.bw.cs > 3 * p.bw.tps ? p.bw.cs : 3 * p.bw.tps);
     size_t yf = (size_t)p.Kr * p.f.ys, yb = (size_t)p.Cr * p.bw.ys;
+    size_t wf = (size_t)p.Kr * d->C * 9, wb = (size_t)p.Cr * d->K * 9;
+    if (wino_takes(d)) { /* its transformed planes; its weights, and their unpacked copy */
+        xf = zmax(xf, rtp_conv_wino_in_floats(d->C, d->H, d->W));
+        xb = zmax(xb, rtp_conv_wino_in_floats(d->K, d->P, d->Q));
+        yf = zmax(yf, rtp_conv_wino_out_floats(p.Kr, d->P, d->Q));
+        yb = zmax(yb, rtp_conv_wino_out_floats(p.Cr, d->H, d->W));
+        wf = zmax(wf, rtp_conv_wino_weight_floats(p.Kr, d->C) + 16 * (size_t)d->K * d->C);
+        wb = zmax(wb, rtp_conv_wino_weight_floats(p.Cr, d->K) + 16 * (size_t)d->K * d->C);
+    }
     p.xin = rtp_r16(xf > xb ? xf : xb);
     p.yout = rtp_r16(yf > yb ? yf : yb);
     p.dyt = rtp_r16(p.f.L * (size_t)p.Kv);
     p.per_thread = p.xin + p.yout + p.dyt;
-    size_t wf = (size_t)p.Kr * d->C * 9, wb = (size_t)p.Cr * d->K * 9;
     p.wpk = (size_t)(threads > 0 ? threads : 1) * p.per_thread;
     p.acc = p.wpk + rtp_r16(wf > wb ? wf : wb);
     p.accsz = rtp_r16((size_t)d->C * 9 * p.Kv + (size_t)d->K);
@@ -247,6 +265,31 @@ static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const g
     }
 }
 
+/* For each of N images: out (rows x H x W) <- Wt applied to in (ins x H x W), a border
+ * of 1, by Winograd (cpu_conv_wino.c); Wt as rtp_conv_pack reads it (tap, transposed);
+ * each output plane's moments into mom unless NULL. */
+static void wino_images(rt_backend *b, const rtp_convk *k, const plan *p, float *ws,
+                        const float *Wt, const int *tap, int transposed, const float *in, int ins,
+                        int N, float *out, double *mom, int rows, int rows_r, int H, int W)
+{
+    float *wpk = ws + p->wpk;
+    rtp_conv_wino_weights(wpk, wpk + rtp_conv_wino_weight_floats(rows_r, ins), Wt, rows, rows_r,
+                          ins, tap, transposed);
+    const size_t in_img = (size_t)ins * H * W, out_img = (size_t)rows * H * W;
+    const size_t mom_img = (size_t)rows * (RT_MOMENT_FLOATS / 2);
+#pragma omp parallel num_threads(rtp_conv_threads(b, N))
+    {
+        float *xs = ws + p->per_thread * (size_t)omp_get_thread_num(), *ms = xs + p->xin;
+#pragma omp for schedule(dynamic, 1)
+        for (int n = 0; n < N; n++) {
+            float *y = out + out_img * (size_t)n;
+            rtp_conv_wino_image(k, xs, ms, in + in_img * (size_t)n, ins, H, W, wpk, y, rows,
+                                rows_r);
+            if (mom) rtp_cpu_plane_moments(mom + mom_img * (size_t)n, y, rows, (size_t)H * W);
+        }
+    }
+}
+
 rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out, double *mom,
                                   const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
                                   const rt_conv_desc *d, rt_error *err)
@@ -254,6 +297,11 @@ rt_status rtp_cpu_conv_direct_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv_direct_workspace(b, k, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const plan p = plan_of(k, d, b->threads);
+    if (wino_takes(d) && !bias) {
+        wino_images(b, k, &p, ws, w->data, fwd_taps, 0, in->data, d->C, d->N, out->data, mom, d->K,
+                    p.Kr, d->H, d->W);
+        return RT_OK;
+    }
     rtp_conv_pack(ws + p.wpk, w->data, d->K, p.Kr, d->C, 9, fwd_taps, 9, 0);
     fwd_images(b, k, &p, &p.f, ws, ws + p.wpk, in->data, d->C, d->W, d->N, out->data, mom, d->K,
                p.Kr, d->P, d->Q, bias ? bias->data : NULL);
@@ -267,6 +315,11 @@ rt_status rtp_cpu_conv_direct_bwd_data(rt_backend *b, const rtp_convk *k, rt_ten
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv_direct_workspace(b, k, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const plan p = plan_of(k, d, b->threads);
+    if (wino_takes(d)) {
+        wino_images(b, k, &p, ws, w->data, flip_taps, 1, dout->data, d->K, d->N, din->data, NULL,
+                    d->C, p.Cr, d->P, d->Q);
+        return RT_OK;
+    }
     rtp_conv_pack(ws + p.wpk, w->data, d->C, p.Cr, d->K, 9, flip_taps, 9, 1);
     fwd_images(b, k, &p, &p.bw, ws, ws + p.wpk, dout->data, d->K, d->Q, d->N, din->data, NULL, d->C,
                p.Cr, d->H, d->W, NULL);

@@ -78,8 +78,8 @@ static int fwd_chunk(size_t cs, int C, int T)
     return (int)cc;
 }
 
-void NAME(rtp_convk_fwd)(const float *x, size_t cs, int C, const int *off, int T, const float *w,
-                         float *y, size_t ys, int Kr, size_t nvec)
+INLINE void fwd_pass(const float *x, size_t cs, int C, const int *off, const int T, const float *w,
+                     float *y, size_t ys, int Kr, size_t nvec)
 {
     const int CC = fwd_chunk(cs, C, T);
     for (int c0 = 0; c0 < C; c0 += CC) {
@@ -103,6 +103,14 @@ void NAME(rtp_convk_fwd)(const float *x, size_t cs, int C, const int *off, int T
             }
         }
     }
+}
+
+void NAME(rtp_convk_fwd)(const float *x, size_t cs, int C, const int *off, int T, const float *w,
+                         float *y, size_t ys, int Kr, size_t nvec)
+{
+    if (T == 1 && off[0] == 0) /* a matrix product (cpu_conv_wino.c): no tap loop */
+        fwd_pass(x, cs, C, (const int[1]){0}, 1, w, y, ys, Kr, nvec);
+    else fwd_pass(x, cs, C, off, T, w, y, ys, Kr, nvec);
 }
 
 /* ---- weight gradient: kv vectors of channels x cb input channels x 9 taps ---- */

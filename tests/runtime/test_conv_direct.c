@@ -6,14 +6,17 @@
  * projections) and odd ones (channel counts that fill no vector, odd sizes, pad 0 and
  * 2, with and without bias, a batch that is not a multiple of the weight-gradient
  * group), so that both of the stride-1 path's layouts (written in place, or through
- * the padded grid) are compared. Also:
+ * the padded grid) and its Winograd F(2x2, 3x3) products (runtime/cpu/cpu_conv_wino.c:
+ * border 1 on 16x16 planes and up, also with filter and channel counts that fill no
+ * block of 4, and a plane that is not square) are compared. Also:
  * results are bitwise the same run after run and for 1 or 2 threads, AVX2 and AVX-512
  * forward/input gradients agree bitwise, and convolutions no direct path takes (5x5,
  * 1x1 stride 1, >128 channels) stay on im2col. Each path is a backend opened with
  * KILN_CPU_CONV set.
  *
  * Tolerance: |direct - im2col| <= 1e-5 * (|im2col| + max|im2col|), as test_fixtures:
- * both are float32 sums of <= 9*64 terms in different orders.
+ * both are float32 sums of <= 9*64 terms in different orders (Winograd's transforms
+ * add a few more roundings of the same size).
  */
 #include <stdlib.h>
 
@@ -157,6 +160,7 @@ T_TEST(direct_matches_im2col)
         make(2, 3, 6, 5, 36, 2, 1),    /* pad 2; 36 rows: 2 avx512 vectors + a tail */
         make(1, 128, 4, 4, 128, 1, 1), /* the largest direct layer */
         make(16, 1, 8, 8, 4, 1, 1),    /* one input channel, 4 filters */
+        make(2, 5, 8, 32, 7, 1, 0),    /* Winograd: 4 x 16 tiles, 7 filters, 5 channels */
         /* stride 2 */
         make2(3, 16, 32, 32, 32, 3, 1, 1), /* ResNet-20 stage 2's downsampling */
         make2(3, 32, 16, 16, 64, 3, 1, 1), /* stage 3's */
