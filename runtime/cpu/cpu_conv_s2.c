@@ -116,33 +116,35 @@ size_t rtp_cpu_conv_s2_workspace(rt_backend *b, const rtp_convk *k, const rt_con
     return (p.acc + (size_t)rtp_conv_groups(d->N) * p.accsz) * sizeof(float);
 }
 
-/* xp <- the phase planes of the C planes of x (H x W, border pad), and a zero tail. */
+/* xp <- the phase planes of the C planes of x (H x W, border pad), and a zero tail: the
+ * values only, into a buffer that zero_phases cleared (the borders and the tail are the
+ * same zeros for every image). */
 static void split_phases(float *restrict xp, const float *restrict x, const rt_conv_desc *d,
                          const plan *p)
 {
     const int H = d->H, W = d->W, pad = d->pad, wq = p->wq;
     for (int c = 0; c < d->C; c++) {
         const float *xc = x + (size_t)c * H * W;
-        float *o = xp + (size_t)c * p->cs;
         for (int ph = 0; ph < p->nph; ph++) {
             const int a = ph / 2, bb = ph % 2;
-            for (int u = 0; u < p->rin; u++, o += wq) {
-                int h = 2 * u + a - pad;
-                if (h < 0 || h >= H) {
-                    memset(o, 0, (size_t)wq * sizeof *o);
-                    continue;
-                }
-                /* columns v < v0 and v >= v1 fall in the border (w = 2v + bb - pad) */
-                const float *row = xc + (size_t)h * W + bb - pad;
-                int v0 = (pad - bb + 1) / 2, v1 = (W + pad - bb + 1) / 2;
-                v1 = v1 < wq ? v1 : wq;
-                for (int v = 0; v < v0; v++) o[v] = 0.0f;
-                for (int v = v0; v < v1; v++) o[v] = row[2 * v];
-                for (int v = v1; v < wq; v++) o[v] = 0.0f;
-            }
+            /* rows u0 <= u < u1 and columns v0 <= v < v1 are inside x (h = 2u + a - pad,
+             * w = 2v + bb - pad) */
+            int u0 = (pad - a + 1) / 2, u1 = (H + pad - a + 1) / 2;
+            int v0 = (pad - bb + 1) / 2, v1 = (W + pad - bb + 1) / 2;
+            u0 = u0 > 0 ? u0 : 0, v0 = v0 > 0 ? v0 : 0;
+            u1 = u1 < p->rin ? u1 : p->rin, v1 = v1 < wq ? v1 : wq;
+            float *o = xp + (size_t)c * p->cs + (size_t)ph * p->ps;
+            rtp_conv_copy_rows(o + (size_t)u0 * wq + v0, (size_t)wq,
+                               xc + (size_t)(2 * u0 + a - pad) * W + 2 * v0 + bb - pad,
+                               (size_t)2 * W, u1 - u0, v1 - v0, 2);
         }
-        memset(o, 0, (size_t)(xp + (size_t)(c + 1) * p->cs - o) * sizeof *o);
     }
+}
+
+/* zero the C channels' phase planes and tails that split_phases then fills */
+static void zero_phases(float *xp, const rt_conv_desc *d, const plan *p)
+{
+    memset(xp, 0, (size_t)d->C * p->cs * sizeof *xp);
 }
 
 /* dyp <- the K planes of dy (P x Q) at row and column E of planes wg wide, rd rows and
@@ -195,6 +197,7 @@ rt_status rtp_cpu_conv_s2_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
 #pragma omp parallel num_threads(rtp_conv_threads(b, d->N))
     {
         float *xp = ws + p.per_thread * (size_t)omp_get_thread_num(), *grid = xp + p.xin;
+        zero_phases(xp, d, &p);
 #pragma omp for schedule(dynamic, 1)
         for (int n = 0; n < d->N; n++) {
             split_phases(xp, X + chw * (size_t)n, d, &p);
@@ -267,6 +270,8 @@ rt_status rtp_cpu_conv_s2_bwd_filter(rt_backend *b, const rtp_convk *k, rt_tenso
     const wgrad_ctx c = {k, &p, d};
     const rtp_conv_wgrad_layout lay = {p.per_thread, p.xin + p.yout, p.acc,
                                        p.accsz,      d->C * p.T,     p.Kv};
+    for (int t = 0; t < (b->threads > 0 ? b->threads : 1); t++) /* wgrad_image's xp */
+        zero_phases(ws + p.per_thread * (size_t)t, d, &p);
     rtp_conv_wgrad_run(b, d, dw, dbias, dout, in, ws, &lay, wgrad_image, &c);
     return RT_OK;
 }
