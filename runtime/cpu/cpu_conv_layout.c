@@ -51,6 +51,18 @@ void rtp_conv_copy_rows(float *o, size_t os, const float *x, size_t xs, int rows
     else rows1(o, os, x, xs, rows, cols);
 }
 
+COPY_LOOP static void rows_to2(float *restrict o, size_t os, const float *restrict x, size_t xs,
+                               int rows, int cols)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) o[(size_t)r * os + 2 * c] = x[(size_t)r * xs + c];
+}
+
+void rtp_conv_scatter_rows2(float *o, size_t os, const float *x, size_t xs, int rows, int cols)
+{
+    if (rows > 0 && cols > 0) rows_to2(o, os, x, xs, rows, cols);
+}
+
 COPY_LOOP void rtp_conv_copy3(float *restrict a, float *restrict b, float *restrict c,
                               const float *restrict x, size_t n)
 {

@@ -37,6 +37,8 @@ void rtp_conv_pack(float *wpk, const float *Wt, int rows, int rows_r, int ins, i
 void rtp_conv_copy_rows(float *o, size_t os, const float *x, size_t xs, int rows, int cols,
                         int step);
 void rtp_conv_copy3(float *a, float *b, float *c, const float *x, size_t n);
+/* o[r*os + 2*c] <- x[r*xs + c] for r < rows, c < cols (into a stride-2 phase's places) */
+void rtp_conv_scatter_rows2(float *o, size_t os, const float *x, size_t xs, int rows, int cols);
 
 /* out[k][h][w] (+ bias[k], bias may be NULL) <- grid[k*ys + h*wp + w] for h < H, w < W:
  * the grid's columns from W to wp are dropped. */
