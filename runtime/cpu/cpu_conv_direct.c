@@ -170,24 +170,23 @@ size_t rtp_cpu_conv_direct_workspace(rt_backend *b, const rtp_convk *k, const rt
     return (p.acc + (size_t)rtp_conv_groups(d->N) * p.accsz) * sizeof(float);
 }
 
-/* xp <- C planes of x (H x W) with a zero border of g->pad and a zero tail. */
+/* Each image's planes are copied into a per-thread buffer whose borders and tail are
+ * the same zeros for every image: the buffer is zeroed once per thread and call
+ * (zero_planes), and each image then writes only the planes' own values (pad_planes,
+ * tight_planes), with cpu_conv_layout.h's copy loops, not a libc call per row. */
+static void zero_planes(float *xp, int C, const geom *g)
+{
+    memset(xp, 0, (size_t)C * (g->cs > 3 * g->tps ? g->cs : 3 * g->tps) * sizeof *xp);
+}
+
+/* xp <- C planes of x (H x W) with a zero border of g->pad and a zero tail: the values
+ * only, into a buffer that zero_planes cleared. */
 static void pad_planes(float *restrict xp, const float *restrict x, int C, int W, const geom *g)
 {
-    const int pad = g->pad, wp = g->wp;
-    for (int c = 0; c < C; c++) {
-        float *o = xp + (size_t)c * g->cs;
-        const float *in = x + (size_t)c * g->hin * W;
-        size_t top = (size_t)pad * wp + pad; /* top rows + the first row's left border */
-        memset(o, 0, top * sizeof *o);
-        o += top;
-        for (int h = 0; h < g->hin; h++, o += wp, in += W) {
-            memcpy(o, in, (size_t)W * sizeof *o);
-            memset(o + W, 0, (size_t)(2 * pad) * sizeof *o); /* right + next left border */
-        }
-        /* o is at the bottom border's column pad; its first pad columns are written */
-        float *end = xp + (size_t)(c + 1) * g->cs;
-        memset(o, 0, (size_t)(end - o) * sizeof *o);
-    }
+    const size_t top = (size_t)g->pad * g->wp + g->pad; /* top rows + the left border */
+    for (int c = 0; c < C; c++)
+        rtp_conv_copy_rows(xp + (size_t)c * g->cs + top, g->wp, x + (size_t)c * g->hin * W, W,
+                           g->hin, W, 1);
 }
 
 /* A border of 1 without the extra columns: xp <- 3 copies of each of the C planes of x
@@ -198,21 +197,17 @@ static void pad_planes(float *restrict xp, const float *restrict x, int C, int W
  * (s = 0, q = 0) or below (s = 2, q = W-1) finds the 0 that the border would hold, the
  * output is computed straight in the output's own layout (no dropped columns, no copy
  * out), and no work is spent on extra columns (6%, 12% and 25% of the padded grid at
- * ResNet's 32, 16 and 8 columns). */
+ * ResNet's 32, 16 and 8 columns). The three copies are written in one pass over x, into
+ * a buffer that zero_planes cleared. */
 static void tight_planes(float *restrict xp, const float *restrict x, int C, int H, int W,
                          size_t tps)
 {
     const size_t hw = (size_t)H * W;
-    for (int c = 0; c < C; c++)
-        for (int s = 0; s < 3; s++) {
-            float *o = xp + ((size_t)c * 3 + s) * tps;
-            memset(o, 0, (TIGHT_LEAD + (size_t)W) * sizeof *o);
-            o += TIGHT_LEAD + W;
-            memcpy(o, x + (size_t)c * hw, hw * sizeof *o);
-            if (s != 1)
-                for (int h = 0; h < H; h++) o[(size_t)h * W + (s == 0 ? W - 1 : 0)] = 0.0f;
-            memset(o + hw, 0, (tps - TIGHT_LEAD - W - hw) * sizeof *o);
-        }
+    for (int c = 0; c < C; c++) {
+        float *o0 = xp + (size_t)c * 3 * tps + TIGHT_LEAD + W, *o1 = o0 + tps, *o2 = o1 + tps;
+        rtp_conv_copy3(o0, o1, o2, x + (size_t)c * hw, hw);
+        for (int h = 0; h < H; h++) o0[(size_t)h * W + W - 1] = o2[(size_t)h * W] = 0.0f;
+    }
 }
 
 static void tight_taps(int off[9], int W, size_t tps)
@@ -240,6 +235,7 @@ static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const g
 #pragma omp parallel num_threads(rtp_conv_threads(b, N))
         {
             float *xp = ws + p->per_thread * (size_t)omp_get_thread_num();
+            zero_planes(xp, ins, g);
 #pragma omp for schedule(dynamic, 1)
             for (int n = 0; n < N; n++) {
                 tight_planes(xp, in + in_img * (size_t)n, ins, g->hin, iw, g->tps);
@@ -256,6 +252,7 @@ static void fwd_images(rt_backend *b, const rtp_convk *k, const plan *p, const g
 #pragma omp parallel num_threads(rtp_conv_threads(b, N))
     {
         float *xp = ws + p->per_thread * (size_t)omp_get_thread_num(), *grid = xp + p->xin;
+        zero_planes(xp, ins, g);
 #pragma omp for schedule(dynamic, 1)
         for (int n = 0; n < N; n++) {
             pad_planes(xp, in + in_img * (size_t)n, ins, iw, g);
@@ -351,6 +348,8 @@ rt_status rtp_cpu_conv_direct_bwd_filter(rt_backend *b, const rtp_convk *k, rt_t
     if (!ws) return err ? err->code : RT_EINVAL;
     const plan p = plan_of(k, d, b->threads);
     const wgrad_ctx c = {k, &p, d->C, d->W, d->Q};
+    for (int t = 0; t < (b->threads > 0 ? b->threads : 1); t++) /* wgrad_image's xp */
+        zero_planes(ws + p.per_thread * (size_t)t, d->C, &p.f);
     const rtp_conv_wgrad_layout lay = {p.per_thread, p.xin + p.yout, p.acc,
                                        p.accsz,      d->C * 9,       p.Kv};
     rtp_conv_wgrad_run(b, d, dw, dbias, dout, in, ws, &lay, wgrad_image, &c);

@@ -22,6 +22,56 @@ void rtp_conv_pack(float *restrict wpk, const float *restrict Wt, int rows, int 
                 }
 }
 
+/* GCC would turn these loops back into memcpy calls (a call per row) */
+#if defined(__clang__)
+#define COPY_LOOP RTP_SPAN
+#else
+#define COPY_LOOP RTP_SPAN __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+
+COPY_LOOP static void rows1(float *restrict o, size_t os, const float *restrict x, size_t xs,
+                            int rows, int cols)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) o[(size_t)r * os + c] = x[(size_t)r * xs + c];
+}
+
+COPY_LOOP static void rows2(float *restrict o, size_t os, const float *restrict x, size_t xs,
+                            int rows, int cols)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) o[(size_t)r * os + c] = x[(size_t)r * xs + 2 * c];
+}
+
+void rtp_conv_copy_rows(float *o, size_t os, const float *x, size_t xs, int rows, int cols,
+                        int step)
+{
+    if (rows < 1 || cols < 1) return;
+    if (step == 2) rows2(o, os, x, xs, rows, cols);
+    else rows1(o, os, x, xs, rows, cols);
+}
+
+COPY_LOOP static void rows_to2(float *restrict o, size_t os, const float *restrict x, size_t xs,
+                               int rows, int cols)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) o[(size_t)r * os + 2 * c] = x[(size_t)r * xs + c];
+}
+
+void rtp_conv_scatter_rows2(float *o, size_t os, const float *x, size_t xs, int rows, int cols)
+{
+    if (rows > 0 && cols > 0) rows_to2(o, os, x, xs, rows, cols);
+}
+
+COPY_LOOP void rtp_conv_copy3(float *restrict a, float *restrict b, float *restrict c,
+                              const float *restrict x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        a[i] = v, b[i] = v, c[i] = v;
+    }
+}
+
 void rtp_conv_compact(float *restrict out, const float *restrict grid, int K, int H, int W, int wp,
                       size_t ys, const float *bias)
 {

@@ -30,6 +30,16 @@ static inline int rtp_conv_threads(const rt_backend *b, int n)
 void rtp_conv_pack(float *wpk, const float *Wt, int rows, int rows_r, int ins, int RS,
                    const int *tap, int T, int transposed);
 
+/* The planes' copies into the direct paths' layouts, as vector loops built for AVX-512
+ * and AVX2 (RTP_SPAN), not a libc call per row:
+ * o[r*os + c] <- x[r*xs + c*step] for r < rows, c < cols, step 1 or 2 (a stride-2 phase);
+ * a, b, c <- x (n floats each: the tight layout's three copies in one pass). */
+void rtp_conv_copy_rows(float *o, size_t os, const float *x, size_t xs, int rows, int cols,
+                        int step);
+void rtp_conv_copy3(float *a, float *b, float *c, const float *x, size_t n);
+/* o[r*os + 2*c] <- x[r*xs + c] for r < rows, c < cols (into a stride-2 phase's places) */
+void rtp_conv_scatter_rows2(float *o, size_t os, const float *x, size_t xs, int rows, int cols);
+
 /* out[k][h][w] (+ bias[k], bias may be NULL) <- grid[k*ys + h*wp + w] for h < H, w < W:
  * the grid's columns from W to wp are dropped. */
 void rtp_conv_compact(float *out, const float *grid, int K, int H, int W, int wp, size_t ys,

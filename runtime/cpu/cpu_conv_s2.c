@@ -116,67 +116,62 @@ size_t rtp_cpu_conv_s2_workspace(rt_backend *b, const rtp_convk *k, const rt_con
     return (p.acc + (size_t)rtp_conv_groups(d->N) * p.accsz) * sizeof(float);
 }
 
-/* xp <- the phase planes of the C planes of x (H x W, border pad), and a zero tail. */
+/* xp <- the phase planes of the C planes of x (H x W, border pad), and a zero tail: the
+ * values only, into a buffer that zero_phases cleared (the borders and the tail are the
+ * same zeros for every image). */
 static void split_phases(float *restrict xp, const float *restrict x, const rt_conv_desc *d,
                          const plan *p)
 {
     const int H = d->H, W = d->W, pad = d->pad, wq = p->wq;
     for (int c = 0; c < d->C; c++) {
         const float *xc = x + (size_t)c * H * W;
-        float *o = xp + (size_t)c * p->cs;
         for (int ph = 0; ph < p->nph; ph++) {
             const int a = ph / 2, bb = ph % 2;
-            for (int u = 0; u < p->rin; u++, o += wq) {
-                int h = 2 * u + a - pad;
-                if (h < 0 || h >= H) {
-                    memset(o, 0, (size_t)wq * sizeof *o);
-                    continue;
-                }
-                /* columns v < v0 and v >= v1 fall in the border (w = 2v + bb - pad) */
-                const float *row = xc + (size_t)h * W + bb - pad;
-                int v0 = (pad - bb + 1) / 2, v1 = (W + pad - bb + 1) / 2;
-                v1 = v1 < wq ? v1 : wq;
-                for (int v = 0; v < v0; v++) o[v] = 0.0f;
-                for (int v = v0; v < v1; v++) o[v] = row[2 * v];
-                for (int v = v1; v < wq; v++) o[v] = 0.0f;
-            }
+            /* rows u0 <= u < u1 and columns v0 <= v < v1 are inside x (h = 2u + a - pad,
+             * w = 2v + bb - pad) */
+            int u0 = (pad - a + 1) / 2, u1 = (H + pad - a + 1) / 2;
+            int v0 = (pad - bb + 1) / 2, v1 = (W + pad - bb + 1) / 2;
+            u0 = u0 > 0 ? u0 : 0, v0 = v0 > 0 ? v0 : 0;
+            u1 = u1 < p->rin ? u1 : p->rin, v1 = v1 < wq ? v1 : wq;
+            float *o = xp + (size_t)c * p->cs + (size_t)ph * p->ps;
+            rtp_conv_copy_rows(o + (size_t)u0 * wq + v0, (size_t)wq,
+                               xc + (size_t)(2 * u0 + a - pad) * W + 2 * v0 + bb - pad,
+                               (size_t)2 * W, u1 - u0, v1 - v0, 2);
         }
-        memset(o, 0, (size_t)(xp + (size_t)(c + 1) * p->cs - o) * sizeof *o);
     }
+}
+
+/* zero the C channels' phase planes and tails that split_phases then fills */
+static void zero_phases(float *xp, const rt_conv_desc *d, const plan *p)
+{
+    memset(xp, 0, (size_t)d->C * p->cs * sizeof *xp);
 }
 
 /* dyp <- the K planes of dy (P x Q) at row and column E of planes wg wide, rd rows and
- * a tail, 0 elsewhere. */
+ * a tail, 0 elsewhere: the values only, into a buffer cleared once per thread and call
+ * (the zeros are the same for every image). */
 static void border_dy(float *restrict dyp, const float *restrict dy, const rt_conv_desc *d,
                       const plan *p)
 {
-    const int P = d->P, Q = d->Q, E = p->E, wg = p->wg;
-    for (int k = 0; k < d->K; k++) {
-        float *o = dyp + (size_t)k * p->csd;
-        const float *in = dy + (size_t)k * P * Q;
-        memset(o, 0, p->csd * sizeof *o);
-        o += (size_t)E * wg + E;
-        for (int j = 0; j < P; j++, o += wg, in += Q) memcpy(o, in, (size_t)Q * sizeof *o);
-    }
+    const size_t at = (size_t)p->E * p->wg + p->E, pq = (size_t)d->P * d->Q;
+    for (int k = 0; k < d->K; k++)
+        rtp_conv_copy_rows(dyp + (size_t)k * p->csd + at, (size_t)p->wg, dy + (size_t)k * pq,
+                           (size_t)d->Q, d->P, d->Q, 1);
 }
 
-/* The dx positions of phase (a,b) <- the phase's grid (C rows ys apart, wg wide), or 0
- * when grid is NULL. */
+/* The dx positions of phase (a,b) <- the phase's grid (C rows ys apart, wg wide): dx[c][h][w]
+ * for h = h0, h0 + 2, ... and w = w0, w0 + 2, ... from grid row (h + pad) / 2, column
+ * (w + pad) / 2, both rising by 1 per step of 2. */
 static void scatter_phase(float *restrict dx, const float *restrict grid, const rt_conv_desc *d,
                           const plan *p, int a, int bb)
 {
     const int H = d->H, W = d->W, pad = d->pad;
     const int h0 = ((a - pad) % 2 + 2) % 2, w0 = ((bb - pad) % 2 + 2) % 2;
     for (int c = 0; c < d->C; c++)
-        for (int h = h0; h < H; h += 2) {
-            float *o = dx + ((size_t)c * H + h) * W;
-            if (!grid) {
-                for (int w = w0; w < W; w += 2) o[w] = 0.0f;
-                continue;
-            }
-            const float *row = grid + (size_t)c * p->ysb + (size_t)((h + pad) / 2) * p->wg;
-            for (int w = w0; w < W; w += 2) o[w] = row[(w + pad) / 2];
-        }
+        rtp_conv_scatter_rows2(dx + ((size_t)c * H + h0) * W + w0, (size_t)2 * W,
+                               grid + (size_t)c * p->ysb + (size_t)((h0 + pad) / 2) * p->wg +
+                                   (w0 + pad) / 2,
+                               (size_t)p->wg, (H - h0 + 1) / 2, (W - w0 + 1) / 2);
 }
 
 static const int identity[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
@@ -195,6 +190,7 @@ rt_status rtp_cpu_conv_s2_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out,
 #pragma omp parallel num_threads(rtp_conv_threads(b, d->N))
     {
         float *xp = ws + p.per_thread * (size_t)omp_get_thread_num(), *grid = xp + p.xin;
+        zero_phases(xp, d, &p);
 #pragma omp for schedule(dynamic, 1)
         for (int n = 0; n < d->N; n++) {
             split_phases(xp, X + chw * (size_t)n, d, &p);
@@ -224,19 +220,22 @@ rt_status rtp_cpu_conv_s2_bwd_data(rt_backend *b, const rtp_convk *k, rt_tensor 
     }
     const float *DY = dout->data;
     float *DX = din->data;
+    const int untapped = !p.bT[0] || !p.bT[1] || !p.bT[2] || !p.bT[3];
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * d->P * d->Q;
 #pragma omp parallel num_threads(rtp_conv_threads(b, d->N))
     {
         float *dyp = ws + p.per_thread * (size_t)omp_get_thread_num(), *grid = dyp + p.xin;
+        memset(dyp, 0, (size_t)d->K * p.csd * sizeof *dyp); /* border_dy's zeros */
 #pragma omp for schedule(dynamic, 1)
         for (int n = 0; n < d->N; n++) {
             float *dx = DX + chw * (size_t)n;
             border_dy(dyp, DY + kpq * (size_t)n, d, &p);
+            if (untapped) /* phases without taps (a 1x1's three) are 0 */
+                memset(dx, 0, chw * sizeof *dx);
             for (int ph = 0; ph < 4; ph++) {
-                if (p.bT[ph])
-                    k->fwd(dyp, p.csd, d->K, p.boff[ph], p.bT[ph], wph[ph], grid, p.ysb, p.Cr,
-                           p.nvecb);
-                scatter_phase(dx, p.bT[ph] ? grid : NULL, d, &p, ph / 2, ph % 2);
+                if (!p.bT[ph]) continue;
+                k->fwd(dyp, p.csd, d->K, p.boff[ph], p.bT[ph], wph[ph], grid, p.ysb, p.Cr, p.nvecb);
+                scatter_phase(dx, grid, d, &p, ph / 2, ph % 2);
             }
         }
     }
@@ -267,6 +266,8 @@ rt_status rtp_cpu_conv_s2_bwd_filter(rt_backend *b, const rtp_convk *k, rt_tenso
     const wgrad_ctx c = {k, &p, d};
     const rtp_conv_wgrad_layout lay = {p.per_thread, p.xin + p.yout, p.acc,
                                        p.accsz,      d->C * p.T,     p.Kv};
+    for (int t = 0; t < (b->threads > 0 ? b->threads : 1); t++) /* wgrad_image's xp */
+        zero_phases(ws + p.per_thread * (size_t)t, d, &p);
     rtp_conv_wgrad_run(b, d, dw, dbias, dout, in, ws, &lay, wgrad_image, &c);
     return RT_OK;
 }

@@ -8,7 +8,8 @@
  * group), so that both of the stride-1 path's layouts (written in place, or through
  * the padded grid) and its Winograd F(2x2, 3x3) products (runtime/cpu/cpu_conv_wino.c:
  * border 1 on 16x16 planes and up, also with filter and channel counts that fill no
- * block of 4, and a plane that is not square) are compared. Also:
+ * block of 4, and a plane that is not square) are compared; every output starts as
+ * NaN, so an element an op leaves unwritten fails. Also:
  * results are bitwise the same run after run and for 1 or 2 threads, AVX2 and AVX-512
  * forward/input gradients agree bitwise, and convolutions no direct path takes (5x5,
  * 1x1 stride 1, >128 channels) stay on im2col. Each path is a backend opened with
@@ -96,6 +97,10 @@ static int run(rt_backend *b, const conv_case *cc, result *r)
     r->dx = calloc(nx, sizeof(float));
     r->dw = calloc(nw, sizeof(float));
     r->db = calloc((size_t)d->K, sizeof(float));
+    /* NaN in every output: an op must write all of it (outputs are overwritten) */
+    memset(r->y, 0xff, ny * sizeof(float)), memset(r->dx, 0xff, nx * sizeof(float));
+    memset(r->dw, 0xff, nw * sizeof(float));
+    if (cc->bias) memset(r->db, 0xff, (size_t)d->K * sizeof(float));
     rt_tensor X = tens(x, d->N, d->C, d->H, d->W), Wt = tens(w, d->K, d->C, d->R, d->S);
     rt_tensor B = tens(bias, d->K, 1, 1, 1), DY = tens(dy, d->N, d->K, d->P, d->Q);
     rt_tensor Y = tens(r->y, d->N, d->K, d->P, d->Q), DX = tens(r->dx, d->N, d->C, d->H, d->W);

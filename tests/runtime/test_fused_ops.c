@@ -318,6 +318,16 @@ static void bn_add_case(int *t_failed_, int N, int C, int H, int W, int threads,
     else ASSERT_EQ(rt_backend_copy(&b, &tka, gy, &err), RT_OK);
     ASSERT_EQ(rt_backend_bn_bwd(&b, &tdxa, &s[12], &s[13], &tka, &tx, &tg, &s[8], &s[9], &da, &err),
               RT_OK);
+    /* an input gradient not aligned for doubles: the backward goes channel by channel
+     * (cpu_bn.c bwd_channels), which must give the bits of the memory-order passes */
+    float *dxc = malloc((n + 1) * sizeof *dxc);
+    rt_tensor tdxc = tens(dxc + 1, N, C, H, W);
+    ASSERT_EQ(rt_backend_bn_add_bwd(&b, &tdxc, &s[6], &s[7], &tkf, &tdy, two ? &tdy2 : NULL, &tyf,
+                                    &tx, &tg, &s[0], &s[1], &d, &err),
+              RT_OK);
+    ASSERT(same_bits("input gradient, by channel", dxc + 1, dxf, n));
+    ASSERT(same_bits("dgamma and dbeta, by channel", s[6].data, s[4].data, 2 * (size_t)C));
+    free(dxc);
     size_t zeros = 0;
     for (size_t i = 0; i < n; i++) zeros += ya[i] == 0.0f;
     if (relu) ASSERT(zeros > n / 8 && zeros < n - n / 8); /* the relu cuts a real share */
