@@ -423,6 +423,42 @@ static void model_case(int *t_failed_, const char *spec, int npairs, int nadd, i
     ASSERT(same);
 }
 
+/* Attaching again redoes the statistics fusion from scratch: the norm's moments tensor
+ * is there only while fused, and the same step gives the same loss each time. */
+T_TEST(reattach_moments)
+{
+    enum { NB = 2 };
+    rt_error err = {0};
+    rt_backend b;
+    rt_model *m = NULL;
+    rt_model_input in = {3, 8, 8, 5};
+    ASSERT_EQ(rt_backend_open(&b, "cpu", 2, &err), RT_OK);
+    ASSERT_EQ(
+        rt_model_create(&m, "conv2d 4 3 pad=same\nbatchnorm\nrelu\nflatten\ndense 5", &in, &err),
+        RT_OK);
+    float x[NB * 3 * 8 * 8];
+    int32_t y[NB] = {1, 3};
+    rt_rng r = rt_rng_stream(5, RT_RNG_USER, 2, 0);
+    rt_rng_fill_normal(&r, x, sizeof x / 4, 0.0f, 1.0f);
+    double loss[4];
+    const int fused[4] = {1, 1, 0, 1};
+    for (int k = 0; k < 4; k++) {
+        rt_model_set_fusion(m, fused[k]);
+        ASSERT_EQ(rt_model_attach(m, &b, NB, 9, &err), RT_OK);
+        const rt_layer *bn = &m->layers[1];
+        ASSERT_EQ(bn->nsaved, fused[k] ? 3 : 2);
+        ASSERT(fused[k] ? bn->moments == &bn->saved[2] && m->layers[0].moments == bn->moments
+                        : !bn->moments && !m->layers[0].moments);
+        ASSERT_EQ(rt_backend_upload(&b, rt_model_input_tensor(m), x, sizeof x, &err), RT_OK);
+        ASSERT_EQ(rt_backend_upload(&b, rt_model_label_tensor(m), y, sizeof y, &err), RT_OK);
+        ASSERT_EQ(rt_model_forward(m, NB, 1, 1, &err), RT_OK);
+        ASSERT_EQ(rt_model_loss(m, NB, &loss[k], NULL, NULL, &err), RT_OK);
+    }
+    ASSERT(loss[0] == loss[1] && loss[0] == loss[2] && loss[0] == loss[3]);
+    rt_model_destroy(m);
+    rt_backend_close(&b);
+}
+
 T_TEST(model_fused_equals_apart)
 {
     /* bn + relu, an identity block and a projection block ending in add + relu */
@@ -454,6 +490,7 @@ int main(void)
     T_RUN(bn_add);
     T_RUN(conv_bn_moments);
     T_RUN(bn_moments_accuracy);
+    T_RUN(reattach_moments);
     T_RUN(model_fused_equals_apart);
     return T_EXIT();
 }
