@@ -4,9 +4,9 @@
  *
  * A plane's sums of x - s and (x - s)^2, s its first value (the shift keeps the sum of
  * squares from cancelling against the mean's square), are taken in 64 float partial
- * sums (vectorised) and gathered in a fixed tree, the last steps in double. The convolution takes them
- * from each output image while it is in cache (conv2d_fwd_moments), the batch norm from
- * its input otherwise: the same function on the same values, so a batch norm after a
+ * sums (vectorised) and gathered in a fixed tree, the last steps in double. The
+ * convolution takes them from each output image while it is in cache
+ * (conv2d_fwd_moments), the batch norm from its input otherwise: the same function on the same values, so a batch norm after a
  * convolution gets the same statistics either way, bit for bit, for any thread count.
  */
 #include "cpu_internal.h"

@@ -116,9 +116,9 @@ size_t rtp_cpu_conv_s2_workspace(rt_backend *b, const rtp_convk *k, const rt_con
     return (p.acc + (size_t)rtp_conv_groups(d->N) * p.accsz) * sizeof(float);
 }
 
-/* xp <- the phase planes of the C planes of x (H x W, border pad), and a zero tail: the
- * values only, into a buffer that zero_phases cleared (the borders and the tail are the
- * same zeros for every image). */
+/* xp <- the phase planes of the C planes of x (H x W, border pad): the values only, into
+ * a buffer that zero_phases cleared (the borders and the tail are the same zeros for
+ * every image). */
 static void split_phases(float *restrict xp, const float *restrict x, const rt_conv_desc *d,
                          const plan *p)
 {

@@ -130,8 +130,9 @@ T_TEST(add_relu)
 /* A convolution (an R x R filter at stride st) whose output a batch norm (+ relu) takes:
  * conv2d_fwd_moments writes conv2d_fwd's output bit for bit, its moments are the same
  * bits on 1 and 2 threads, and bn_fwd_train_moments on them gives bn_fwd_train's (and,
- * with a skip, bn_add_fwd_train's) output and statistics bit for bit; the mean and variance are within rounding of a double
- * reference. conv_path is KILN_CPU_CONV ("auto": the direct path the shape takes). */
+ * with a skip, bn_add_fwd_train's) output and statistics bit for bit; the mean and
+ * variance are within rounding of a double reference. conv_path is KILN_CPU_CONV
+ * ("auto": the direct path the shape takes). */
 static void moments_case(int *t_failed_, const char *conv_path, int N, int C, int H, int K, int R,
                          int st, int pad, int bias)
 {
