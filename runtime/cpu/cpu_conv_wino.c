@@ -85,36 +85,84 @@ void rtp_conv_wino_weights(float *restrict wpk, float *restrict tmp, const float
 
 typedef float v8 __attribute__((vector_size(32)));
 typedef float v8u __attribute__((vector_size(32), aligned(4))); /* unaligned access */
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
 
-#define EVEN(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
-#define ODD(a, b) __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15)
+/* The lane shuffles of 8 and of 16 floats: even and odd lanes of a:b; a:b shifted by one
+ * lane down (PREV: b's lanes after a's last) and up (NEXT: a's after its first); a and b
+ * interleaved, a0 b0 a1 b1 ..., its first half (LO) and its second (HI). */
+#define LO8(a, b) __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
+#define HI8(a, b) __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
+#define LO16(a, b) \
+    __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23)
+#define HI16(a, b) \
+    __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31)
+#define EVEN8(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
+#define ODD8(a, b) __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15)
+#define PREV8(a, b) __builtin_shufflevector(a, b, 7, 8, 9, 10, 11, 12, 13, 14)
+#define NEXT8(a, b) __builtin_shufflevector(a, b, 1, 2, 3, 4, 5, 6, 7, 8)
+#define EVEN16(a, b) \
+    __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+#define ODD16(a, b) \
+    __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31)
+#define PREV16(a, b) \
+    __builtin_shufflevector(a, b, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30)
+#define NEXT16(a, b) \
+    __builtin_shufflevector(a, b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
 
 /* u[b*tw + j] <- the column transforms (d B) of one row x (W = 2 tw floats) for its tw
  * tiles, d = the row's columns 2j-1 .. 2j+2 (0 outside it), or zeros for a border row
- * (x NULL). Reads x in place: the neighbours' columns come from lane shifts. */
+ * (x NULL). Reads x in place: the neighbours' columns come from lane shifts. In VEC-float
+ * vectors of type T (TU unaligned) and the shuffles of that width (W): 16 where the
+ * row's tiles fill them (the transforms are bound by their loads and stores), the same
+ * additions at either width, so the same bits. */
+#define COL_TRANSFORM(u, x, tw, T, TU, VEC, W)                                                   \
+    do {                                                                                         \
+        const T zero = {0};                                                                      \
+        if (!(x)) {                                                                              \
+            for (int j = 0; j < (tw); j += (VEC))                                                \
+                for (int b = 0; b < 4; b++) *(TU *)((u) + b * (tw) + j) = zero;                  \
+            break;                                                                               \
+        }                                                                                        \
+        T e = EVEN##W(*(const TU *)(x), *(const TU *)((x) + (VEC))), o_prev = zero;              \
+        for (int j = 0; j < (tw); j += (VEC)) {                                                  \
+            const float *p = (x) + 2 * j;                                                        \
+            T o = ODD##W(*(const TU *)p, *(const TU *)(p + (VEC)));                              \
+            T e_next = j + (VEC) < (tw)                                                          \
+                           ? EVEN##W(*(const TU *)(p + 2 * (VEC)), *(const TU *)(p + 3 * (VEC))) \
+                           : zero;                                                               \
+            T d0 = PREV##W(o_prev, o); /* columns 2j-1 */                                        \
+            T d3 = NEXT##W(e, e_next); /* columns 2j+2 */                                        \
+            *(TU *)((u) + j) = d0 - o;                                                           \
+            *(TU *)((u) + (tw) + j) = e + o;                                                     \
+            *(TU *)((u) + 2 * (tw) + j) = o - e;                                                 \
+            *(TU *)((u) + 3 * (tw) + j) = e - d3;                                                \
+            o_prev = o, e = e_next;                                                              \
+        }                                                                                        \
+    } while (0)
+
 static inline __attribute__((always_inline)) void col_transform(float *restrict u,
                                                                 const float *restrict x, int tw)
 {
-    const v8 zero = {0};
-    if (!x) {
-        for (int j = 0; j < tw; j += 8)
-            for (int b = 0; b < 4; b++) *(v8u *)(u + b * tw + j) = zero;
-        return;
-    }
-    v8 e = EVEN(*(const v8u *)x, *(const v8u *)(x + 8)), o_prev = zero;
-    for (int j = 0; j < tw; j += 8) {
-        const float *p = x + 2 * j;
-        v8 o = ODD(*(const v8u *)p, *(const v8u *)(p + 8));
-        v8 e_next = j + 8 < tw ? EVEN(*(const v8u *)(p + 16), *(const v8u *)(p + 24)) : zero;
-        v8 d0 = __builtin_shufflevector(o_prev, o, 7, 8, 9, 10, 11, 12, 13, 14); /* 2j-1 */
-        v8 d3 = __builtin_shufflevector(e, e_next, 1, 2, 3, 4, 5, 6, 7, 8);      /* 2j+2 */
-        *(v8u *)(u + j) = d0 - o;
-        *(v8u *)(u + tw + j) = e + o;
-        *(v8u *)(u + 2 * tw + j) = o - e;
-        *(v8u *)(u + 3 * tw + j) = e - d3;
-        o_prev = o, e = e_next;
-    }
+    if (tw % 16 == 0) COL_TRANSFORM(u, x, tw, v16, v16u, 16, 16);
+    else COL_TRANSFORM(u, x, tw, v8, v8u, 8, 8);
 }
+
+/* B^T applied to the column transforms u0..u3 of a tile row's 4 input rows, into the 16
+ * planes vi + xi*vs; widths as COL_TRANSFORM's. */
+#define ROW_TRANSFORM(vi, vs, u0, u1, u2, u3, tw, T, TU, VEC)                 \
+    do {                                                                      \
+        for (int b = 0; b < 4; b++)                                           \
+            for (int j = 0; j < (tw); j += (VEC)) {                           \
+                const size_t o = (size_t)b * (tw) + j;                        \
+                T a0 = *(const TU *)((u0) + o), a1 = *(const TU *)((u1) + o); \
+                T a2 = *(const TU *)((u2) + o), a3 = *(const TU *)((u3) + o); \
+                *(TU *)((vi) + (size_t)b * (vs) + j) = a0 - a2;               \
+                *(TU *)((vi) + (size_t)(4 + b) * (vs) + j) = a1 + a2;         \
+                *(TU *)((vi) + (size_t)(8 + b) * (vs) + j) = a2 - a1;         \
+                *(TU *)((vi) + (size_t)(12 + b) * (vs) + j) = a1 - a3;        \
+            }                                                                 \
+    } while (0)
 
 /* v[(a*4 + b)*vs + c*nt + tile] <- B^T d B for every tile of the ins planes of x (H x W,
  * a border of 1), tile = i*tw + j. scratch: rows_floats(W). */
@@ -136,19 +184,32 @@ RTP_SPAN static void in_transform(float *restrict v, size_t vs, float *restrict 
                         *u2 = ring + (size_t)((2 * i + 2) & 3) * us,
                         *u3 = ring + (size_t)((2 * i + 3) & 3) * us;
             float *vi = v + (size_t)c * nt + (size_t)i * tw;
-            for (int b = 0; b < 4; b++)
-                for (int j = 0; j < tw; j += 8) {
-                    const size_t o = (size_t)b * tw + j;
-                    v8 a0 = *(const v8u *)(u0 + o), a1 = *(const v8u *)(u1 + o);
-                    v8 a2 = *(const v8u *)(u2 + o), a3 = *(const v8u *)(u3 + o);
-                    *(v8u *)(vi + (size_t)b * vs + j) = a0 - a2;
-                    *(v8u *)(vi + (size_t)(4 + b) * vs + j) = a1 + a2;
-                    *(v8u *)(vi + (size_t)(8 + b) * vs + j) = a2 - a1;
-                    *(v8u *)(vi + (size_t)(12 + b) * vs + j) = a1 - a3;
-                }
+            if (tw % 16 == 0) ROW_TRANSFORM(vi, vs, u0, u1, u2, u3, tw, v16, v16u, 16);
+            else ROW_TRANSFORM(vi, vs, u0, u1, u2, u3, tw, v8, v8u, 8);
         }
     }
 }
+
+/* y0 and y1, the two output rows of a tile row, <- A^T m A for its tw tiles, m at mi +
+ * xi*ms; widths as COL_TRANSFORM's. */
+#define OUT_TRANSFORM(y0, y1, mi, ms, tw, T, TU, VEC, W)              \
+    for (int j = 0; j < (tw); j += (VEC)) {                           \
+        T t0[4], t1[4];                                               \
+        for (int b = 0; b < 4; b++) {                                 \
+            T m0 = *(const TU *)((mi) + (size_t)b * (ms) + j);        \
+            T m1 = *(const TU *)((mi) + (size_t)(4 + b) * (ms) + j);  \
+            T m2 = *(const TU *)((mi) + (size_t)(8 + b) * (ms) + j);  \
+            T m3 = *(const TU *)((mi) + (size_t)(12 + b) * (ms) + j); \
+            t0[b] = m0 + m1 + m2;                                     \
+            t1[b] = m1 - m2 - m3;                                     \
+        }                                                             \
+        T e0 = t0[0] + t0[1] + t0[2], o0 = t0[1] - t0[2] - t0[3];     \
+        T e1 = t1[0] + t1[1] + t1[2], o1 = t1[1] - t1[2] - t1[3];     \
+        *(TU *)((y0) + 2 * j) = LO##W(e0, o0);                        \
+        *(TU *)((y0) + 2 * j + (VEC)) = HI##W(e0, o0);                \
+        *(TU *)((y1) + 2 * j) = LO##W(e1, o1);                        \
+        *(TU *)((y1) + 2 * j + (VEC)) = HI##W(e1, o1);                \
+    }
 
 /* y (rows x H x W) <- A^T m A for every tile, m[(a*4 + b)*ms + r*nt + tile]. */
 RTP_SPAN static void out_transform(float *restrict y, const float *restrict m, size_t ms, int rows,
@@ -160,25 +221,8 @@ RTP_SPAN static void out_transform(float *restrict y, const float *restrict m, s
         for (int i = 0; i < th; i++) {
             float *y0 = y + ((size_t)r * H + 2 * (size_t)i) * W, *y1 = y0 + W;
             const float *mi = m + (size_t)r * nt + (size_t)i * tw;
-            for (int j = 0; j < tw; j += 8) {
-                v8 t0[4], t1[4];
-                for (int b = 0; b < 4; b++) {
-                    v8 m0 = *(const v8u *)(mi + (size_t)b * ms + j);
-                    v8 m1 = *(const v8u *)(mi + (size_t)(4 + b) * ms + j);
-                    v8 m2 = *(const v8u *)(mi + (size_t)(8 + b) * ms + j);
-                    v8 m3 = *(const v8u *)(mi + (size_t)(12 + b) * ms + j);
-                    t0[b] = m0 + m1 + m2;
-                    t1[b] = m1 - m2 - m3;
-                }
-                v8 e0 = t0[0] + t0[1] + t0[2], o0 = t0[1] - t0[2] - t0[3];
-                v8 e1 = t1[0] + t1[1] + t1[2], o1 = t1[1] - t1[2] - t1[3];
-                *(v8u *)(y0 + 2 * j) = __builtin_shufflevector(e0, o0, 0, 8, 1, 9, 2, 10, 3, 11);
-                *(v8u *)(y0 + 2 * j + 8) =
-                    __builtin_shufflevector(e0, o0, 4, 12, 5, 13, 6, 14, 7, 15);
-                *(v8u *)(y1 + 2 * j) = __builtin_shufflevector(e1, o1, 0, 8, 1, 9, 2, 10, 3, 11);
-                *(v8u *)(y1 + 2 * j + 8) =
-                    __builtin_shufflevector(e1, o1, 4, 12, 5, 13, 6, 14, 7, 15);
-            }
+            if (tw % 16 == 0) OUT_TRANSFORM(y0, y1, mi, ms, tw, v16, v16u, 16, 16)
+            else OUT_TRANSFORM(y0, y1, mi, ms, tw, v8, v8u, 8, 8)
         }
 }
 
