@@ -5,8 +5,8 @@
  *
  *   resnet_bench [--steps N] [--batch B] [--threads T] [--fuse 0|1] [--spec FILE]
  *
- * --fuse 0 runs each relu apart from the batch norm or residual add before it
- * (rt_model_set_fusion), to measure what the fusion gains. --spec FILE trains that spec
+ * --fuse 0 runs every layer apart (rt_model_set_fusion: no relu, add or batch-norm
+ * statistics fused into the layer before it), to measure what the fusions gain. --spec FILE trains that spec
  * (3x32x32 in, 10 classes) in place of the shipped resnet20, e.g. a variant of it, to
  * time the difference.
  */

@@ -273,7 +273,8 @@ struct rt_backend_ops {
      * second path: the next residual block's skip); keep = that gradient through the relu
      * (where out > 0; all of it without the relu), the gradient of both terms of the sum;
      * din, dgamma, dbeta from keep as bn_bwd. The same bits as bn_fwd_train, add or
-     * add_relu, (add,) relu_bwd and bn_bwd in turn. keep aliases none of the others.
+     * add_relu, (add,) relu_bwd and bn_bwd in turn. out aliases neither in nor skip
+     * (rt_backend_call refuses it), keep none of the others.
      * NULL: the model runs the norm and the add apart. */
     rt_status (*bn_add_fwd_train)(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
                                   rt_tensor *save_invstd, rt_tensor *running_mean,

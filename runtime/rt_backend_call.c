@@ -230,6 +230,16 @@ static rt_status bn_check(const rt_tensor *x, const rt_tensor *y, const char *yw
     return check(y, n, ywhat, err);
 }
 
+/* A norm with an add fused writes out in the pass that reads in and skip: out may be
+ * neither (rt_backend.h). */
+static rt_status bn_add_apart(const rt_tensor *out, const rt_tensor *in, const rt_tensor *skip,
+                              rt_error *err)
+{
+    if (out->data == in->data || out->data == skip->data)
+        return RT_ERR(err, RT_EINVAL, "batchnorm + add: the output aliases an input");
+    return RT_OK;
+}
+
 /* The tensors bn_fwd_train, bn_add_fwd_train and bn_fwd_train_moments share. */
 static rt_status bn_train_check(rt_tensor *out, rt_tensor *save_mean, rt_tensor *save_invstd,
                                 rt_tensor *running_mean, rt_tensor *running_var,
@@ -268,6 +278,7 @@ rt_status rt_backend_bn_add_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *
     RT_TRY(bn_train_check(out, save_mean, save_invstd, running_mean, running_var, in, gamma, beta,
                           d, err));
     RT_TRY(bn_check(in, skip, "batchnorm + add input", d, err));
+    RT_TRY(bn_add_apart(out, in, skip, err));
     return b->ops->bn_add_fwd_train(b, out, save_mean, save_invstd, running_mean, running_var, in,
                                     skip, gamma, beta, d, err);
 }
@@ -283,6 +294,7 @@ rt_status rt_backend_bn_fwd_train_moments(rt_backend *b, rt_tensor *out, rt_tens
     RT_TRY(bn_train_check(out, save_mean, save_invstd, running_mean, running_var, in, gamma, beta,
                           d, err));
     if (skip) RT_TRY(bn_check(in, skip, "batchnorm + add input", d, err));
+    if (skip) RT_TRY(bn_add_apart(out, in, skip, err));
     RT_TRY(check(moments, (size_t)d->N * d->C * RT_MOMENT_FLOATS, "batchnorm moments", err));
     return b->ops->bn_fwd_train_moments(b, out, save_mean, save_invstd, running_mean, running_var,
                                         in, skip, gamma, beta, moments, d, err);

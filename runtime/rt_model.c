@@ -4,8 +4,9 @@
  * Memory: four arenas per model, allocated once at attach: params and grads (each one
  * contiguous flat vector so an optimiser can update the whole model in one call; every
  * tensor starts at a multiple of RT_OPTIM_ALIGN floats, 256 bytes, as cuDNN and cuBLAS
- * want, and the zero gaps between tensors stay zero through every update), acts (every layer's output for a max batch, per-sample
- * saved tensors such as dropout masks, two ping-pong gradient buffers, labels, losses,
+ * want, and the zero gaps between tensors stay zero through every update), acts (every layer's
+ * output for a max batch, per-sample saved tensors such as dropout masks, two ping-pong gradient
+ * buffers, labels, losses,
  * probabilities) and state (BN running stats and batch stats). flatten's output aliases
  * its input, and so does a relu's after conv/dense/batchnorm or fused into the add before
  * it, an add fused into the batchnorm before it (aliases_input), a residual
@@ -147,7 +148,8 @@ static void fuse_moments(rt_model *m)
 {
     for (int i = 0; i < m->nlayers; i++) {
         rt_layer *l = &m->layers[i];
-        if (l->moments && l->type == &rt_layer_batchnorm) l->nsaved--;
+        /* the moments were the saved tensor added last: drop exactly that slot */
+        if (l->moments && l->type == &rt_layer_batchnorm) l->nsaved = (int)(l->moments - l->saved);
         l->moments = NULL;
     }
     const rt_backend_ops *ops = m->b->ops;
@@ -155,6 +157,7 @@ static void fuse_moments(rt_model *m)
     for (int i = 1; i < m->nlayers; i++) {
         rt_layer *l = &m->layers[i], *p = &m->layers[i - 1];
         if (l->type != &rt_layer_batchnorm || p->type != &rt_layer_conv2d) continue;
+        if (l->nsaved >= RT_LAYER_MAX_SAVED) continue; /* no slot left: the norm's own pass */
         rt_tensor *t = &l->saved[l->nsaved];
         rtp_shape(t, 1, l->in_c, RT_MOMENT_FLOATS, 1);
         l->saved_per_sample[l->nsaved++] = 1;

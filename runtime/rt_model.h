@@ -72,10 +72,12 @@ const rt_summary_row *rt_model_summary(const rt_model *m, int *n, long *total_pa
  * re-attach) for batches up to max_batch and initialises the parameters from seed. */
 RT_MUST_USE rt_status rt_model_attach(rt_model *m, rt_backend *b, int max_batch, uint64_t seed,
                                       rt_error *err);
-/* Attach fuses each relu into the batch norm or residual add before it (one backend op
- * instead of two passes over the activation; the layers stay separate in the spec, the
- * summary and the checkpoints, and the results are the same bit for bit). on = 0 before
- * attach runs them apart (tests, benchmarks). */
+/* Attach fuses, where the backend has the ops: each relu into the batch norm or residual
+ * add before it, each residual add into the batch norm before it, and a batch norm's
+ * statistics into the conv2d before it (taken as the conv stores its output). Fewer
+ * passes over the activations; the layers stay separate in the spec, the summary and the
+ * checkpoints, and the results are the same bit for bit. on = 0 before attach runs them
+ * all apart (tests, benchmarks). */
 void rt_model_set_fusion(rt_model *m, int on);
 rt_backend *rt_model_backend(const rt_model *m);
 /* The seed given to attach: the key of every random stream of the run. */

@@ -15,13 +15,24 @@
  * setenv cannot reach it: the process starts itself again with the variable added. This
  * runs from the executable's .preinit_array (rt_omp_wait.h), before any library's
  * constructor, so only the dynamic loader's work is done twice (about 4 ms on the
- * shared 2-core machine). Under valgrind (LD_PRELOAD holds its vgpreload library) it
- * does nothing, so the checked process stays the one that runs.
+ * shared 2-core machine). It executes the program's real path (read from /proc/self/exe),
+ * so the process keeps its name (`kiln` in ps, pgrep and /proc/PID/comm). It does
+ * nothing under valgrind (LD_PRELOAD holds its vgpreload library), so the checked
+ * process stays the one that runs, nor when the program was started by naming the
+ * dynamic loader (`ld-linux-x86-64.so.2 kiln ...`: /proc/self/exe is the loader then).
+ * The restart also sets KILN_OMP_SPIN_SET; once libgomp has read its settings, a
+ * constructor here removes both variables again, so the commands a notebook runs
+ * (`!python train.py`, with its own OpenMP) get the user's environment unchanged.
  */
 #include "rt_omp_wait.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
+
+#define SPIN_SET "KILN_OMP_SPIN_SET" /* the restart added GOMP_SPINCOUNT */
 
 static int is(const char *entry, const char *name)
 {
@@ -37,12 +48,28 @@ void rt_omp_wait_default(char **argv, char **envp)
         if (is(envp[n], "GOMP_SPINCOUNT") || is(envp[n], "OMP_WAIT_POLICY")) return;
         if (is(envp[n], "LD_PRELOAD") && strstr(envp[n], "vgpreload")) return;
     }
-    if (n > 4096) return; /* the copy below lives on the stack */
-    char *env[n + 2];
+    if (n > 4096) return;                /* the copy below lives on the stack */
+    if (getauxval(AT_BASE) == 0) return; /* run by naming the loader, or linked statically */
+    char path[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (len <= 0 || (size_t)len >= sizeof path - 1) return;
+    path[len] = '\0';
+    char *env[n + 3];
     memcpy(env, envp, n * sizeof *env);
     env[n] = "GOMP_SPINCOUNT=10000";
-    env[n + 1] = NULL;
-    execve("/proc/self/exe", argv, env); /* returns only if it failed: run as we are */
+    env[n + 1] = SPIN_SET "=1";
+    env[n + 2] = NULL;
+    execve(path, argv,
+           env); /* returns only if it failed (e.g. the file was replaced): run as we are */
+}
+
+/* A library's constructors run before the executable's, so libgomp has read
+ * GOMP_SPINCOUNT by now: the variables the restart added leave the environment. */
+__attribute__((constructor)) static void rt_omp_wait_forget(void)
+{
+    if (!getenv(SPIN_SET)) return;
+    unsetenv("GOMP_SPINCOUNT");
+    unsetenv(SPIN_SET);
 }
 
 void rt_omp_wait_preinit(int argc, char **argv, char **envp)

@@ -3,8 +3,8 @@
  * Loops are written as plain spans over restrict pointers with selects between
  * constants (y = x * (x > 0 ? 1 : slope)) so that GCC vectorises them without
  * -ffast-math; a branch on the sign would mispredict on every other element (several
- * times slower: bench/README.md). Threads take contiguous chunks. In-place use (out == in, din == dout)
- * goes through the non-restrict wrappers only when the pointers are equal. The spans
+ * times slower: bench/README.md). Threads take contiguous chunks. In-place use (out == in, din ==
+ * dout) goes through the non-restrict wrappers only when the pointers are equal. The spans
  * are noinline: inlined into the OpenMP outlined function they lose `restrict` and GCC
  * falls back to scalar, branchy code (relu several times slower).
  * Dropout masks come from rt_rng's Philox dropout stream (rt_rng_fill_bernoulli), so the

@@ -8,8 +8,9 @@
  * passes go through the planes in memory order, each thread a contiguous run (taken
  * channel by channel, every plane is a jump of C planes: on ResNet-20's 16x16 and 8x8
  * planes the passes ran 20-40% slower), and the backward's per-plane sums are added per
- * channel in image order, so the bits do not depend on the order or the thread count. A relu fused after the norm (rt_bn_desc.relu,
- * bn_relu_bwd) costs no pass of its own: it is applied as the output is written, and its
+ * channel in image order, so the bits do not depend on the order or the thread count. A relu fused
+ * after the norm (rt_bn_desc.relu, bn_relu_bwd) costs no pass of its own: it is applied as the
+ * output is written, and its
  * mask is recomputed in both backward passes. A residual add fused after the norm
  * (bn_add_fwd_train, bn_add_bwd; and the relu after the add) likewise: the output pass
  * adds the other term, and the backward's first pass reads the gradient and the output's

@@ -6,8 +6,9 @@
  * squares from cancelling against the mean's square), are taken in 64 float partial
  * sums (vectorised) and gathered in a fixed tree, the last steps in double. The
  * convolution takes them from each output image while it is in cache
- * (conv2d_fwd_moments), the batch norm from its input otherwise: the same function on the same values, so a batch norm after a
- * convolution gets the same statistics either way, bit for bit, for any thread count.
+ * (conv2d_fwd_moments), the batch norm from its input otherwise: the same function on the same
+ * values, so a batch norm after a convolution gets the same statistics either way, bit for bit, for
+ * any thread count.
  */
 #include "cpu_internal.h"
 

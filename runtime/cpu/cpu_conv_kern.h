@@ -14,7 +14,9 @@
 /* y[k][i] = sum over c < C, t < T of w[k][c][t] * x[c*cs + i + off[t]], for k < Kr
  * (a multiple of RTP_CONVK_KB) and i < nvec vectors (16 or 8 floats each). w is packed
  * as [Kr/KB][C][T][KB]; row k of y starts at y + k*ys. Reads x up to
- * x[(C-1)*cs + nvec*VEC - 1 + max(off)]. */
+ * x[(C-1)*cs + nvec*VEC - 1 + max(off)]. y is also read: it holds the partial sums
+ * between passes over chunks of the channels, so its Kr rows must be writable and
+ * overlap neither x nor w. */
 typedef void rtp_convk_fwd_fn(const float *x, size_t cs, int C, const int *off, int T,
                               const float *w, float *y, size_t ys, int Kr, size_t nvec);
 

@@ -1,6 +1,7 @@
 /* cpu_conv_layout.c - the layout helpers of the direct convolutions (cpu_conv_layout.h). */
 #include "cpu_conv_layout.h"
 
+#include <assert.h>
 #include <omp.h>
 #include <string.h>
 
@@ -46,6 +47,7 @@ COPY_LOOP static void rows2(float *restrict o, size_t os, const float *restrict 
 void rtp_conv_copy_rows(float *o, size_t os, const float *x, size_t xs, int rows, int cols,
                         int step)
 {
+    assert(step == 1 || step == 2);
     if (rows < 1 || cols < 1) return;
     if (step == 2) rows2(o, os, x, xs, rows, cols);
     else rows1(o, os, x, xs, rows, cols);

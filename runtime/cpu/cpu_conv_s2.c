@@ -12,8 +12,8 @@
  * so the stride-1 path's forward loop runs unchanged (cpu_conv_direct.c explains the
  * grid); the E extra columns per row are dropped when the result is copied out.
  * - weight gradient: the same phase planes, dy transposed to [p*Q + q][K], and
- *   rtp_convk_wgrad_taps over the kept positions only; per fixed group of RTP_CONV_GROUP images, groups summed in
- *   order: deterministic for any thread count;
+ *   rtp_convk_wgrad_taps over the kept positions only; per fixed group of RTP_CONV_GROUP images,
+ *   groups summed in order: deterministic for any thread count;
  * - input gradient: split dx's padded plane into the same phases; phase (a,b) is a
  *   stride-1 convolution of dy (bordered by E at the top and left) with the taps
  *   r = a, s = b (mod 2), w'[c][k] = w[k][c][r][s] at offset (E - r/2, E - s/2): 4, 2,

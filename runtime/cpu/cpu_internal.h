@@ -74,12 +74,12 @@ void rtp_cpu_moments_add(rtp_moments *acc, const double *mom, size_t n);
 /* Sum of n floats, vectorisable, in a fixed order (deterministic). */
 float rtp_cpu_row_sum(const float *x, int n);
 
-/* The direct paths' forwards write each output plane's moments (cpu_bn_stats.c) into
- * mom (N x K planes) unless it is NULL. */
 /* cpu_conv_direct.c: the direct 3x3 convolution. rtp_cpu_convk_pick chooses the
  * loops for this CPU when the backend opens (KILN_CPU_CONV=auto|avx512|avx2|im2col;
  * im2col, or a CPU without AVX2+FMA, gives NULL); rtp_cpu_conv_direct says whether a
- * convolution takes the direct path on b (NULL: im2col + sgemm). */
+ * convolution takes the direct path on b (NULL: im2col + sgemm). The direct paths'
+ * forwards (here and in cpu_conv_s2.c) write each output plane's moments
+ * (cpu_bn_stats.c) into mom (N x K planes) unless it is NULL. */
 RT_MUST_USE rt_status rtp_cpu_convk_pick(const rtp_convk **out, rt_error *err);
 const rtp_convk *rtp_cpu_conv_direct(rt_backend *b, const rt_conv_desc *d);
 size_t rtp_cpu_conv_direct_workspace(rt_backend *b, const rtp_convk *k, const rt_conv_desc *d);

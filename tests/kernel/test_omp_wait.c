@@ -2,12 +2,15 @@
  * it: `kiln kernel` starts with GOMP_SPINCOUNT=10000 when neither GOMP_SPINCOUNT nor
  * OMP_WAIT_POLICY is set, keeps the user's value of either, and a command that does not
  * train (`kiln --version`) keeps libgomp's own default. libgomp prints the value it read
- * with OMP_DISPLAY_ENV=verbose, at its start, before kiln's main.
+ * with OMP_DISPLAY_ENV=verbose, at its start, before kiln's main. The restarted process
+ * keeps its name, and the shell commands a notebook runs do not inherit the variable.
  *
  * usage: test_omp_wait KILN
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../t.h"
 
@@ -56,6 +59,45 @@ T_TEST(other_commands_do_not_restart)
     ASSERT_STR_CONTAINS(s, "GOMP_SPINCOUNT = '300000'");
 }
 
+/* `kiln run` on a notebook whose shell cell prints its parent's (kiln's) name and what
+ * the restart set: the name stays `kiln` (not the `exe` of /proc/self/exe), and the
+ * child sees neither GOMP_SPINCOUNT nor the restart's marker. */
+T_TEST(restart_keeps_name_and_child_env)
+{
+    char dir[] = "/tmp/kiln-omp-XXXXXX", nb[128], out[128], cmd[1024], buf[8192];
+    ASSERT(mkdtemp(dir) != NULL);
+    snprintf(nb, sizeof nb, "%s/nb.ipynb", dir);
+    snprintf(out, sizeof out, "%s/out.ipynb", dir);
+    FILE *f = fopen(nb, "w");
+    ASSERT(f != NULL);
+    fputs("{\"cells\":[{\"cell_type\":\"code\",\"execution_count\":null,\"metadata\":{},"
+          "\"outputs\":[],\"source\":\"!echo name=$(cat /proc/$PPID/comm); "
+          "echo spin=[$GOMP_SPINCOUNT] set=[$KILN_OMP_SPIN_SET]\"}],\"metadata\":{},"
+          "\"nbformat\":4,\"nbformat_minor\":5}\n",
+          f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY -u LD_PRELOAD -u KILN_OMP_SPIN_SET "
+             "OMP_DISPLAY_ENV=verbose '%s' run %s -o %s 2>&1",
+             kiln, nb, out);
+    FILE *p = popen(cmd, "r");
+    ASSERT(p != NULL);
+    size_t n = fread(buf, 1, sizeof buf - 1, p);
+    buf[n] = 0;
+    ASSERT_EQ(pclose(p), 0);
+    ASSERT_STR_CONTAINS(buf, "GOMP_SPINCOUNT = '10000'"); /* it did restart */
+    f = fopen(out, "r");
+    ASSERT(f != NULL);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    ASSERT_STR_CONTAINS(buf, "name=kiln\\n");
+    ASSERT_STR_CONTAINS(buf, "spin=[] set=[]\\n");
+    unlink(nb);
+    unlink(out);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -66,5 +108,6 @@ int main(int argc, char **argv)
     T_RUN(kernel_gets_the_default);
     T_RUN(the_users_setting_stays);
     T_RUN(other_commands_do_not_restart);
+    T_RUN(restart_keeps_name_and_child_env);
     return T_EXIT();
 }
