@@ -221,6 +221,10 @@ RTP_SPAN static void out_transform(float *restrict y, const float *restrict m, s
         for (int i = 0; i < th; i++) {
             float *y0 = y + ((size_t)r * H + 2 * (size_t)i) * W, *y1 = y0 + W;
             const float *mi = m + (size_t)r * nt + (size_t)i * tw;
+            /* y is cold memory: its lines 4 rows on are claimed for writing ahead, so the
+             * stores do not wait on them (they filled the store buffer) */
+            if ((size_t)r * H + 2 * (size_t)i + 6 <= (size_t)rows * H)
+                for (int k = 0; k < 2 * W; k += 16) __builtin_prefetch(y0 + 4 * (size_t)W + k, 1);
             if (tw % 16 == 0) OUT_TRANSFORM(y0, y1, mi, ms, tw, v16, v16u, 16, 16)
             else OUT_TRANSFORM(y0, y1, mi, ms, tw, v8, v8u, 8, 8)
         }
