@@ -19,7 +19,8 @@
  * - weight gradient: dy transposed to [p*Q + q][K], and dW[c][t][k] += dyT[p*Q + q][k] *
  *   x[p*wp + q + off(t)] over the kept positions only, vectors over k, per fixed group of
  *   RTP_CONV_GROUP images, groups summed in order: deterministic for any thread count.
- * With a border of 1 on planes rtp_conv_wino_ok takes (16x16 and up), the forward
+ * With a border of 1 on planes rtp_conv_wino_ok takes (H even, W a multiple of 16, at
+ * least 64 2x2 tiles and a multiple of 16 of them: 16x16, 32x32, not 24x24), the forward
  * (without a bias) and the input gradient go through Winograd's F(2x2, 3x3) instead
  * (cpu_conv_wino.c), on the same forward loop.
  * Which convolutions take this path: rtp_cpu_conv_direct(). The instruction set

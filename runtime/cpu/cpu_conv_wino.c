@@ -13,8 +13,9 @@
  * c in order, so the result does not depend on the instruction set or the thread count.
  * It differs from the direct loop's by rounding only (a few units in the last place of
  * the largest outputs). The work is 16/36 of the direct loop's multiply-adds plus the
- * transforms: worth it from 64 tiles (16x16 planes) up; smaller planes keep the direct
- * loop (rtp_conv_wino_ok).
+ * transforms: worth it from 64 tiles (16x16 planes) up; smaller planes, and planes whose
+ * width is not a multiple of 16 or whose tile count is not a multiple of 16 (24x24,
+ * 28x28, 56x56), keep the direct loop (rtp_conv_wino_ok).
  */
 #include "cpu_conv_wino.h"
 

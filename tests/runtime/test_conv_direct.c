@@ -166,6 +166,7 @@ T_TEST(direct_matches_im2col)
         make(1, 128, 4, 4, 128, 1, 1), /* the largest direct layer */
         make(16, 1, 8, 8, 4, 1, 1),    /* one input channel, 4 filters */
         make(2, 5, 8, 32, 7, 1, 0),    /* Winograd: 4 x 16 tiles, 7 filters, 5 channels */
+        make(1, 5, 10, 32, 7, 1, 0),   /* Winograd: 5 (odd) tile rows, one image */
         /* stride 2 */
         make2(3, 16, 32, 32, 32, 3, 1, 1), /* ResNet-20 stage 2's downsampling */
         make2(3, 32, 16, 16, 64, 3, 1, 1), /* stage 3's */
@@ -220,10 +221,10 @@ T_TEST(direct_matches_im2col)
 T_TEST(direct_deterministic)
 {
     const conv_case cs[] = {
-        make(19, 16, 12, 10, 24, 1, 1),
-        make(19, 16, 12, 10, 24, 1, 0),
-        make2(19, 16, 13, 10, 24, 3, 1, 1),
-        make2(19, 16, 12, 11, 24, 1, 0, 1),
+        make(19, 16, 12, 10, 24, 1, 1),     make(19, 16, 12, 10, 24, 1, 0),
+        make2(19, 16, 13, 10, 24, 3, 1, 1), make2(19, 16, 12, 11, 24, 1, 0, 1),
+        make(19, 16, 16, 16, 24, 1, 0), /* Winograd, 8-float transforms */
+        make(19, 16, 32, 32, 12, 1, 0), /* Winograd, 16-float transforms */
     };
     rt_backend b1, b2, a2;
     ASSERT_EQ(open_path(&b1, "auto", 1), 0);
