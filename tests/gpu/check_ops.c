@@ -214,12 +214,12 @@ static void check_elem(int n, float slope, float p, uint32_t step)
 /* relu: a relu after the norm; fused_side: the side that runs it fused (bn_fwd_* with
  * rt_bn_desc.relu, bn_relu_bwd), the other runs relu_fwd / relu_bwd apart, so each
  * backend's fused ops are checked against the other's composition. */
-/* add: batch norm + residual add + relu instead (bn_add_fwd_train, bn_add_bwd with a
- * second output gradient), the same ops on both sides: the CPU fuses them into its
- * passes, CUDA composes its kernels. */
+/* add: batch norm + residual add (+ relu) instead (bn_add_fwd_train, bn_add_bwd with or
+ * without a second output gradient), the same ops on both sides: the CPU fuses them into
+ * its passes, CUDA composes its kernels. */
 typedef struct bn_ctx {
     rt_bn_desc d;
-    int relu, fused_side, add;
+    int relu, fused_side, add, second; /* second: bn_add_bwd gets dout2 */
     gpu_pair x, g, be, rm, rv, y, sm, si, dy, dx, dg, db, ye, dr, s, dy2, keep;
 } bn_ctx;
 
@@ -227,8 +227,9 @@ static rt_status bn_add_case(bn_ctx *k, rt_backend *b, int side, rt_error *err)
 {
     RT_TRY(rt_backend_bn_add_fwd_train(b, T(k->y), T(k->sm), T(k->si), T(k->rm), T(k->rv), T(k->x),
                                        T(k->s), T(k->g), T(k->be), &k->d, err));
-    return rt_backend_bn_add_bwd(b, T(k->dx), T(k->dg), T(k->db), T(k->keep), T(k->dy), T(k->dy2),
-                                 T(k->y), T(k->x), T(k->g), T(k->sm), T(k->si), &k->d, err);
+    return rt_backend_bn_add_bwd(b, T(k->dx), T(k->dg), T(k->db), T(k->keep), T(k->dy),
+                                 k->second ? T(k->dy2) : NULL, T(k->y), T(k->x), T(k->g), T(k->sm),
+                                 T(k->si), &k->d, err);
 }
 
 static rt_status bn_case(rt_backend *b, int side, void *vc, rt_error *err)
@@ -255,16 +256,16 @@ static rt_status bn_case(rt_backend *b, int side, void *vc, rt_error *err)
     return apart ? rt_backend_relu_fwd(b, T(k->ye), T(k->ye), 0.0f, err) : RT_OK;
 }
 
-static void check_bn_with(int N, int C, int H, int W, int relu, int fused_side, int add)
+static void check_bn_with(int N, int C, int H, int W, int relu, int fused_side, int add, int second)
 {
     bn_ctx k;
-    k.d = (rt_bn_desc){N, C, H, W, 1e-5f, 0.1f, add};
-    k.relu = relu, k.fused_side = fused_side, k.add = add;
-    printf("batchnorm%s N=%d C=%d H=%d W=%d\n",
-           add    ? " + add + relu"
+    k.d = (rt_bn_desc){N, C, H, W, 1e-5f, 0.1f, add && relu};
+    k.relu = relu, k.fused_side = fused_side, k.add = add, k.second = second;
+    printf("batchnorm%s%s N=%d C=%d H=%d W=%d\n",
+           add    ? (relu ? " + add + relu" : " + add")
            : relu ? (fused_side ? " + relu fused on cuda" : " + relu fused on cpu")
                   : "",
-           N, C, H, W);
+           add && second ? ", second gradient" : "", N, C, H, W);
     size_t n = (size_t)N * C * H * W;
     float *vx = gpu_randn(n, 9, 2.0f), *vdy = gpu_randn(n, 10, 1.0f);
     float *vg = gpu_randn((size_t)C, 11, 1.0f), *vb = gpu_randn((size_t)C, 12, 1.0f);
@@ -296,7 +297,7 @@ static void check_bn_with(int N, int C, int H, int W, int relu, int fused_side, 
         CMP("bn_bwd din", k.dx, 1e-5, 1e-4);
         CMP("bn_bwd dgamma", k.dg, 1e-4, 1e-5);
         CMP("bn_bwd dbeta", k.db, 1e-4, 1e-5);
-        if (add) CMP("bn_add_bwd keep", k.keep, 0, 0); /* (dy + dy2) where out > 0: exact */
+        if (add) CMP("bn_add_bwd keep", k.keep, 0, 0); /* (dy [+ dy2]) [where out > 0]: exact */
         else CMP("bn_fwd_eval out", k.ye, 1e-5, 1e-5);
     }
     gpu_pair *all[] = {&k.x,  &k.dy, &k.g,  &k.be, &k.rm, &k.rv, &k.sm,  &k.si,  &k.dg,
@@ -307,10 +308,13 @@ static void check_bn_with(int N, int C, int H, int W, int relu, int fused_side, 
 
 static void check_bn(int N, int C, int H, int W, int relu, int fused_side)
 {
-    check_bn_with(N, C, H, W, relu, fused_side, 0);
+    check_bn_with(N, C, H, W, relu, fused_side, 0, 0);
 }
 
-static void check_bn_add(int N, int C, int H, int W) { check_bn_with(N, C, H, W, 1, 0, 1); }
+static void check_bn_add(int N, int C, int H, int W, int relu, int second)
+{
+    check_bn_with(N, C, H, W, relu, 0, 1, second);
+}
 
 /* ---- dense ---- */
 
@@ -505,8 +509,9 @@ int main(int argc, char **argv)
     check_bn(2, 4, 5, 7, 1, 1);     /* a relu fused after the norm, on either side */
     check_bn(2, 4, 5, 7, 1, 0);
     check_bn(5, 2, 33, 31, 1, 1);
-    check_bn_add(2, 4, 5, 7);
-    check_bn_add(5, 2, 33, 31);
+    for (int relu = 0; relu < 2; relu++)
+        for (int second = 0; second < 2; second++) check_bn_add(2, 4, 5, 7, relu, second);
+    check_bn_add(5, 2, 33, 31, 1, 1);
     check_dense(1, 1, 1, 1);
     check_dense(3, 7, 5, 1);
     check_dense(3, 7, 5, 0);
