@@ -4,14 +4,13 @@
  * Memory: four arenas per model, allocated once at attach: params and grads (each one
  * contiguous flat vector so an optimiser can update the whole model in one call; every
  * tensor starts at a multiple of RT_OPTIM_ALIGN floats, 256 bytes, as cuDNN and cuBLAS
- * want, and the zero gaps between tensors stay zero through every update), acts (every layer's
- * output for a max batch, per-sample saved tensors such as dropout masks, two ping-pong gradient
- * buffers, labels, losses,
- * probabilities) and state (BN running stats and batch stats). flatten's output aliases
- * its input, and so does a relu's after conv/dense/batchnorm or fused into the add before
- * it, an add fused into the batchnorm before it (aliases_input), a residual
- * block's begin, and its shortcut's (a view of the block input; rt_layer_residual.c). Forward and
- * backward allocate nothing.
+ * want, and the zero gaps between tensors stay zero through every update), acts (every
+ * layer's output for a max batch, per-sample saved tensors such as dropout masks, two
+ * ping-pong gradient buffers, labels, losses, probabilities) and state (BN running stats
+ * and batch stats). flatten's output aliases its input, and so does a relu's after
+ * conv/dense/batchnorm or fused into the add before it, an add fused into the batchnorm
+ * before it (aliases_input), a residual block's begin, and its shortcut's (a view of the
+ * block input; rt_layer_residual.c). Forward and backward allocate nothing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -174,8 +173,8 @@ static void fuse_moments(rt_model *m)
  * reads the begin's skip gradient as skip_grad. */
 static void fuse_adds(rt_model *m)
 {
-    for (int i = 0; i < m->nlayers; i++) m->layers[i].fused_add = NULL;
-    for (int i = 0; i < m->nlayers; i++) m->layers[i].skip_grad = NULL;
+    for (int i = 0; i < m->nlayers; i++)
+        m->layers[i].fused_add = NULL, m->layers[i].skip_grad = NULL;
     const rt_backend_ops *ops = m->b->ops;
     if (m->unfused || !ops->bn_add_fwd_train || !ops->bn_add_bwd) return;
     for (int i = 1; i < m->nlayers; i++) {
@@ -429,10 +428,10 @@ rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tensor *amp, rt_
         rt_tensor din = m->act[i];
         int need_din = i > 0 || l->type == &rt_layer_batchnorm;
         if (l->type == &rt_layer_flatten || (l->type == &rt_layer_relu && l->fused_relu) ||
-            (l->type == &rt_layer_res_begin && l->fused_add)) {
-            din.data = dout.data; /* pass-through, no copy (a fused begin: fuse_adds) */
-        } else if (l->type == &rt_layer_res_add && l->fused_add) {
-            din.data = dout.data; /* the norm before takes dout and keeps the add's gradient */
+            ((l->type == &rt_layer_res_begin || l->type == &rt_layer_res_add) && l->fused_add)) {
+            /* pass-through, no copy; a fused add's norm takes dout and keeps the add's
+             * gradient, a fused begin's sum is done by that norm (fuse_adds) */
+            din.data = dout.data;
         } else if (l->type == &rt_layer_res_add) {
             /* add keeps dout (through its fused relu) for the skip; the main path (or the
              * projection) starts from that kept gradient, which no layer writes over */

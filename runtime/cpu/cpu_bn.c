@@ -1,23 +1,22 @@
 /* cpu_bn.c - batchnorm2d on the CPU (PyTorch BatchNorm2d semantics).
  *
- * Training statistics take one pass over the data (OpenMP over C) and the output a
- * second: each (n, c) plane's moments (cpu_bn_stats.c), merged in image order, so they
- * are reproducible; after a convolution that took the moments as it stored its output
+ * Training statistics take one pass over the data (OpenMP over C) and the output a second:
+ * each (n, c) plane's moments (cpu_bn_stats.c), merged in image order, so they are
+ * reproducible; after a convolution that took the moments as it stored its output
  * (bn_fwd_train_moments), only the second pass is left. The backward pass likewise takes
- * sum dy and sum dy*(x-mean) in one pass and writes dx in a second. The elementwise
- * passes go through the planes in memory order, each thread a contiguous run (taken
- * channel by channel, every plane is a jump of C planes: on ResNet-20's 16x16 and 8x8
- * planes the passes ran 20-40% slower), and the backward's per-plane sums are added per
- * channel in image order, so the bits do not depend on the order or the thread count. A relu fused
- * after the norm (rt_bn_desc.relu, bn_relu_bwd) costs no pass of its own: it is applied as the
- * output is written, and its
- * mask is recomputed in both backward passes. A residual add fused after the norm
- * (bn_add_fwd_train, bn_add_bwd; and the relu after the add) likewise: the output pass
- * adds the other term, and the backward's first pass reads the gradient and the output's
- * sign, keeps the masked gradient (the add's, which the skip needs) and takes the sums
- * from it, so the add costs no pass of its own either. The biased variance normalises, the unbiased
- * one (M/(M-1)) feeds the running variance, and running = (1-momentum)*running +
- * momentum*batch, as PyTorch does.
+ * sum dy and sum dy*(x-mean) in one pass and writes dx in a second. The elementwise passes
+ * go through the planes in memory order, each thread a contiguous run (taken channel by
+ * channel, every plane is a jump of C planes: on ResNet-20's 16x16 and 8x8 planes the
+ * passes ran 13-37% slower: bench/README.md), and the backward's per-plane sums are added
+ * per channel in image order, so the bits do not depend on the order or the thread count.
+ * A relu fused after the norm (rt_bn_desc.relu, bn_relu_bwd) costs no pass of its own: it
+ * is applied as the output is written, and its mask is recomputed in both backward passes.
+ * A residual add fused after the norm (bn_add_fwd_train, bn_add_bwd; and the relu after
+ * the add) likewise: the output pass adds the other term, and the backward's first pass
+ * reads the gradient and the output's sign, keeps the masked gradient (the add's, which
+ * the skip needs) and takes the sums from it, so the add costs no pass of its own either.
+ * The biased variance normalises, the unbiased one (M/(M-1)) feeds the running variance,
+ * and running = (1-momentum)*running + momentum*batch, as PyTorch does.
  */
 #include <math.h>
 #include <stdint.h>
