@@ -55,7 +55,7 @@ RT_MUST_USE rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_datase
                                          const char *base, rt_error *err);
 
 /* ---- cache (rt_imgfolder_cache.c) ---- */
-/* The cache file for key: $XDG_CACHE_HOME/kiln/images/<key>.kimg (or KILN_IMAGE_CACHE
+/* The cache file for key: $XDG_CACHE_HOME/kiln/datasets/images/<key>.kimg (or KILN_IMAGE_CACHE
  * as the directory). */
 RT_MUST_USE rt_status rtp_img_cache_path(uint64_t key, char out[PATH_MAX], rt_error *err);
 

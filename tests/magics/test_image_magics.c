@@ -339,7 +339,7 @@ T_TEST(test_bad_file)
  * not. Unchanged, the session's copy is reused and the summary says so. */
 T_TEST(test_changed_folder_is_reloaded)
 {
-    char dir[256], line[600], path[400];
+    char dir[200], line[1200], path[400];
     snprintf(dir, sizeof dir, "%s-changed", g_dir);
     ASSERT_EQ(write_cifar_like(dir, 2, 6), 0);
     ASSERT_EQ(tm_fresh_session(&g_s), 0);
