@@ -2,8 +2,9 @@
 # Structural checks that keep the module boundaries true (run as a meson test):
 #   kernel -> magics -> runtime -> runtime/{cpu,cuda}; nothing points backwards.
 # - runtime/ includes no ZeroMQ, no Jupyter-side header, no OpenSSL except the
-#   SHA-256 of downloads, no jansson except checkpoint headers and manifests (and a
-#   mirrored data set's record of ETags) and the results store.
+#   SHA-256 of downloads and the signatures of the ranks' meeting, no jansson except
+#   checkpoint headers and manifests (and a mirrored data set's record of ETags) and
+#   the results store.
 # - magics/ includes no ZeroMQ/OpenSSL and nothing from kernel/.
 # - kernel/ and magics/ include no CUDA header and no header of a backend
 #   (runtime/cpu, runtime/cuda): what they need is in rt.h (rt_device.h: devices and
@@ -36,7 +37,7 @@ inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]'
 p='([^">]*/)?'
 check runtime "${inc}${p}zmq\.h" "" "runtime includes ZeroMQ"
 check runtime "${inc}${p}(mg|kl|fm|jk)(_[a-z0-9_]*)?\.h" "" "runtime includes a kernel/magics header"
-check runtime "${inc}openssl/" "^runtime/data/rt_sha256\.c$" "runtime includes OpenSSL"
+check runtime "${inc}openssl/" "^runtime/data/rt_sha256\.c$|^runtime/(dist/)?rt_dist_meet_frame\.c$" "runtime includes OpenSSL"
 check runtime "${inc}${p}jansson\.h" "^runtime/(rt_safetensors|rt_ckpt_[a-z_]*)\.c$|^runtime/results/|^runtime/store/rt_store_(ckpt|mirror)\.c$" "runtime includes jansson"
 check magics "${inc}(${p}zmq\.h|openssl/)" "" "magics includes ZeroMQ/OpenSSL"
 check magics "${inc}${p}(kl|fm|jk)(_[a-z0-9_]*)?\.h" "" "magics includes a kernel header"
