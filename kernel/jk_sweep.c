@@ -63,8 +63,8 @@ static int whole(const char *opt, const char *v, int lo, int hi, int *out)
     char *end = NULL;
     long x = v ? strtol(v, &end, 10) : 0;
     if (!v || !*v || *end || x < lo || x > hi)
-        return fprintf(stderr, "kiln sweep: %s needs a whole number in %d..%d, got '%s'\n", opt,
-                       lo, hi, v ? v : ""),
+        return fprintf(stderr, "kiln sweep: %s needs a whole number in %d..%d, got '%s'\n", opt, lo,
+                       hi, v ? v : ""),
                -1;
     *out = (int)x;
     return 0;
@@ -214,8 +214,8 @@ static char *sample(const pspec *p, uint64_t *rng)
         long lo = (long)ceil(p->lo), hi = (long)floor(p->hi);
         snprintf(buf, sizeof buf, "%ld", lo + (long)(u * (double)(hi - lo + 1)));
     } else {
-        double x = p->log ? exp(log(p->lo) + u * (log(p->hi) - log(p->lo)))
-                          : p->lo + u * (p->hi - p->lo);
+        double x =
+            p->log ? exp(log(p->lo) + u * (log(p->hi) - log(p->lo))) : p->lo + u * (p->hi - p->lo);
         snprintf(buf, sizeof buf, "%.4g", x);
     }
     return strdup(buf);
@@ -344,10 +344,9 @@ static int check_notebook(jk_sweep *sw)
     if (rc < 0) fprintf(stderr, "kiln sweep: %s: %s; nothing was run\n", sw->notebook, why);
     for (int i = 0; rc == 0 && i < sw->nv; i++) {
         json_t *copy = json_deep_copy(nb);
-        if (!copy || jk_run_inject(copy, sw->nparams, sw->pnames,
-                                   (const char **)sw->v[i].values) < 0) {
-            fprintf(stderr, "kiln sweep: variant %s cannot run; nothing was run\n",
-                    sw->v[i].name);
+        if (!copy ||
+            jk_run_inject(copy, sw->nparams, sw->pnames, (const char **)sw->v[i].values) < 0) {
+            fprintf(stderr, "kiln sweep: variant %s cannot run; nothing was run\n", sw->v[i].name);
             rc = -1;
         }
         json_decref(copy);

@@ -30,9 +30,9 @@ const char *jk_sweep_state_name(jk_variant_state s);
 int jk_sweep_state_parse(const char *name);
 
 typedef struct jk_variant {
-    char name[256];                           /* lr=0.003,model=resnet20 (file-safe) */
-    char *values[JK_SWEEP_MAX_PARAMS];        /* as given to kiln run -p, in -p order */
-    char dir[JK_SWEEP_PATH];                  /* DIR/<name> */
+    char name[256];                    /* lr=0.003,model=resnet20 (file-safe) */
+    char *values[JK_SWEEP_MAX_PARAMS]; /* as given to kiln run -p, in -p order */
+    char dir[JK_SWEEP_PATH];           /* DIR/<name> */
     jk_variant_state state;
     int rung;       /* PAUSED/PRUNED: the epoch it stopped after */
     int exit_code;  /* of the last process (-signal when killed) */
@@ -59,9 +59,9 @@ typedef struct jk_sweep {
     const char *pnames[JK_SWEEP_MAX_PARAMS];
     const char *pspecs[JK_SWEEP_MAX_PARAMS];
     /* derived */
-    char exe[JK_SWEEP_PATH];     /* this kiln binary */
-    char store[JK_SWEEP_PATH];   /* the results store every variant writes */
-    int metric_lower;            /* 1 when lower is better (a loss) */
+    char exe[JK_SWEEP_PATH];   /* this kiln binary */
+    char store[JK_SWEEP_PATH]; /* the results store every variant writes */
+    int metric_lower;          /* 1 when lower is better (a loss) */
     jk_variant *v;
     int nv;
     jk_slot slots[JK_SWEEP_MAX_SLOTS];

@@ -171,8 +171,9 @@ static void ended(jk_sweep *sw, jk_variant *v, int how, int stop_epoch, int sign
     else v->state = signalled ? JK_V_INTERRUPTED : JK_V_FAILED;
     if (v->state == JK_V_PAUSED) v->rung = stop_epoch;
     fprintf(stderr, "kiln sweep: %s: %s", v->name, jk_sweep_state_name(v->state));
-    if (v->exit_code) fprintf(stderr, " (%s %d)", v->exit_code > 0 ? "exit" : "signal",
-                              v->exit_code > 0 ? v->exit_code : -v->exit_code);
+    if (v->exit_code)
+        fprintf(stderr, " (%s %d)", v->exit_code > 0 ? "exit" : "signal",
+                v->exit_code > 0 ? v->exit_code : -v->exit_code);
     fprintf(stderr, "\n");
     v->slot = -1;
     v->pid = 0;
@@ -242,8 +243,9 @@ static void halving(jk_sweep *sw)
                 todo[nt++] = alive[i];
         if (nt) {
             if (last) fprintf(stderr, "kiln sweep: %s trains to its end\n", alive[0]->name);
-            else fprintf(stderr, "kiln sweep: rung %d: %d variant%s to epoch %d\n", rung, nt,
-                         nt == 1 ? "" : "s", rung);
+            else
+                fprintf(stderr, "kiln sweep: rung %d: %d variant%s to epoch %d\n", rung, nt,
+                        nt == 1 ? "" : "s", rung);
             run_round(sw, todo, nt, last ? 0 : rung);
         }
         if (stop_signal || last || jk_sweep_collect(sw) < 0) break;

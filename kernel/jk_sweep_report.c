@@ -208,14 +208,16 @@ static int write_svg(const jk_sweep *sw, const row *rows, int n, const char *pat
     xml_text(f, sw->metric);
     fputs(" by epoch</text>\n", f);
     double pw = W - L - R, ph = H - T - B;
-    fprintf(f, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"#888\"/>\n",
+    fprintf(f,
+            "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" stroke=\"#888\"/>\n",
             L, T, pw, ph);
     for (int t = 0; t <= 4; t++) { /* y ticks */
         double yv = y0 + (y1 - y0) * t / 4, yp = T + ph - ph * t / 4;
         fprintf(f, "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">%.3g</text>\n", L - 4, yp + 4, yv);
     }
-    fprintf(f, "<text x=\"%g\" y=\"%g\">%g</text><text x=\"%g\" y=\"%g\" text-anchor=\"end\">%g"
-               "</text><text x=\"%g\" y=\"%g\" text-anchor=\"middle\">epoch</text>\n",
+    fprintf(f,
+            "<text x=\"%g\" y=\"%g\">%g</text><text x=\"%g\" y=\"%g\" text-anchor=\"end\">%g"
+            "</text><text x=\"%g\" y=\"%g\" text-anchor=\"middle\">epoch</text>\n",
             L, H - B + 16, x0, L + pw, H - B + 16, x1, L + pw / 2, H - 8);
     for (int i = 0; i < n; i++) {
         const char *c = colour[i % 10];
@@ -228,8 +230,9 @@ static int write_svg(const jk_sweep *sw, const row *rows, int n, const char *pat
             fputs("\"/>\n", f);
         }
         double ly = T + 14 + 16 * i;
-        fprintf(f, "<rect x=\"%g\" y=\"%g\" width=\"12\" height=\"3\" fill=\"%s\"/><text x=\"%g\" "
-                   "y=\"%g\">",
+        fprintf(f,
+                "<rect x=\"%g\" y=\"%g\" width=\"12\" height=\"3\" fill=\"%s\"/><text x=\"%g\" "
+                "y=\"%g\">",
                 W - R + 12, ly - 4, c, W - R + 30, ly);
         xml_text(f, rows[i].v->name);
         fputs("</text>\n", f);
@@ -256,8 +259,8 @@ static void tail_log(const jk_variant *v, int lines)
     for (int k = 0; p > buf && k < lines; p--)
         if (p[-1] == '\n' && ++k == lines) break;
     fprintf(stderr, "kiln sweep: %s failed (%s %d); the end of %s:\n%s\n", v->name,
-            v->exit_code < 0 ? "signal" : "exit",
-            v->exit_code < 0 ? -v->exit_code : v->exit_code, path, p);
+            v->exit_code < 0 ? "signal" : "exit", v->exit_code < 0 ? -v->exit_code : v->exit_code,
+            path, p);
 }
 
 int jk_sweep_report(jk_sweep *sw)

@@ -117,12 +117,12 @@ typedef struct mg_settings {
                                     that path is checked on machines without a GPU */
     /* Overrides of every %train, for `kiln run` under `kiln sweep` (NULL / 0: what the
      * notebook says). Strings are borrowed for the engine's life. */
-    const char *run_dir;        /* --run-dir */
-    const char *results;        /* --results */
-    const char *device;         /* --device */
-    int threads;                /* CPU threads of the backend (0: all the cores) */
-    int stop_epoch;             /* stop (checkpointed, not an error) after this epoch */
-    const char *const *tags;    /* KEY=VALUE parameters added to each run's record */
+    const char *run_dir;     /* --run-dir */
+    const char *results;     /* --results */
+    const char *device;      /* --device */
+    int threads;             /* CPU threads of the backend (0: all the cores) */
+    int stop_epoch;          /* stop (checkpointed, not an error) after this epoch */
+    const char *const *tags; /* KEY=VALUE parameters added to each run's record */
     int ntags;
 } mg_settings;
 

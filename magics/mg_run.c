@@ -114,7 +114,8 @@ static int build_model(mg_run *r, mg_error *err)
     /* ranks of one host: rank k takes GPU k when --device says cuda or auto */
     char mine[32];
     snprintf(mine, sizeof mine, "cuda:%d", de.local_rank);
-    int own_gpu = de.local_world > 1 && threads > 0 && (!strcmp(r->o.device, "cuda") || !strcmp(r->o.device, "auto")) &&
+    int own_gpu = de.local_world > 1 && threads > 0 &&
+                  (!strcmp(r->o.device, "cuda") || !strcmp(r->o.device, "auto")) &&
                   rt_backend_open(r->backend, mine, threads, &re) == RT_OK;
     /* several GPUs (cuda:0,1, cuda:all): the run's model on the first */
     int idx[MG_RUN_MAX_DEVICES], ndev = 0;
