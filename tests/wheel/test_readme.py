@@ -8,7 +8,8 @@ it. A README line no entry matches fails: a new README command needs a test.
 The tests here run, against the built kiln:
 - "Using it": `kiln install --user` (a scratch HOME; `jupyter kernelspec list` then
   lists kiln), `kiln run notebooks/02-train.ipynb -o out.ipynb -p epochs 3 -p lr 0.002`
-  (plus `-p subset 500 -p val 100`: a 500-image subset, as the notebook tests do),
+  (plus `-p subset 500 -p val 100`: a 500-image subset, as the notebook tests do), the
+  `kiln sweep` line (the same subset),
   `kiln help train`, and `kiln export runs/a --onnx a.onnx` on the run the README's
   Kiln cells leave, with those cells run as a notebook (`%dataset` with `--subset 500`
   added; `epochs = 1`);
@@ -43,6 +44,8 @@ RUN_BY = [
     (r"build/kernel/kiln install --user$", "here", "test_using_it"),
     (r"build/kernel/kiln run notebooks/02-train\.ipynb -o out\.ipynb -p epochs 3 -p lr 0\.002$",
      "here", "test_using_it"),
+    (r"build/kernel/kiln sweep notebooks/02-train\.ipynb -o sweeps/lr -p lr 0\.001,0\.003 "
+     r"--parallel 2$", "here", "test_using_it"),
     (r"build/kernel/kiln help train$", "here", "test_using_it"),
     (r"build/kernel/kiln export runs/a --onnx a\.onnx$", "here", "test_using_it"),
     (r"%dataset fashion-mnist --val 5000$", "here", "test_using_it"),
@@ -149,6 +152,11 @@ def test_using_it(tmp_path):
     out = json.loads((tmp_path / "out.ipynb").read_text())
     said = "".join(text_of(c.get("outputs", [])) for c in out["cells"])
     assert "epoch 3/3" in said and "lr 0.002" in said, said[-2000:]
+
+    run([KILN, "sweep", *cmd["sweep"], "-p", "subset", "500", "-p", "val", "100"], env=env,
+        cwd=tmp_path)
+    assert len(list((tmp_path / "sweeps/lr").rglob("*.ipynb"))) >= 2, \
+        sorted(str(p) for p in (tmp_path / "sweeps").rglob("*"))
 
     assert "--epochs" in run([KILN, "help", *cmd["help"]], env=env)
 
