@@ -16,6 +16,24 @@
 #include "mg_run_internal.h"
 #include "mg_store.h"
 
+/* The data set's own options, so the record says how to load it again: --val as typed
+ * (a fraction stays a fraction), --subset, and for an image folder --size, --channels,
+ * --seed (as data_seed: seed is the training seed) and --skip-bad. */
+static void add_data_params(json_t *params, const mg_ws_data *d)
+{
+    if (!params || !d) return;
+    const mg_ws_images *im = &d->images;
+    if (im->val_fraction > 0) json_object_set_new(params, "val", json_real(im->val_fraction));
+    json_object_set_new(params, "subset", json_integer(d->subset));
+    if (!d->splits.images.layout) return;
+    char size[32];
+    snprintf(size, sizeof size, "%dx%d", d->splits.train.h, d->splits.train.w);
+    json_object_set_new(params, "size", json_string(size));
+    json_object_set_new(params, "channels", json_integer(d->splits.train.c));
+    json_object_set_new(params, "data_seed", json_integer((json_int_t)im->seed));
+    json_object_set_new(params, "skip_bad", json_boolean(im->skip_bad));
+}
+
 void mgp_rs_warn(mg_run *r, const char *what, const char *msg)
 {
     if (r->rs_warned++) return;
@@ -84,6 +102,7 @@ static int results_begin(mg_run *r, mg_error *err)
     const char *url = mg_store_url(r->ctx);
     if (url) snprintf(used.run_dir, sizeof used.run_dir, "%s", url);
     json_t *params = mg_run_opts_to_json(&used);
+    add_data_params(params, r->data);
     const char *key;
     json_t *v;
     char buf[64];

@@ -6,7 +6,9 @@ first use starts a Kiln kernel as a child process through jupyter_client (kernel
 "kiln", or $KILN_BRIDGE_KERNEL); it stays up for the session, so variables, data sets
 and models persist between cells as in a Kiln notebook. Each cell:
 - has `$name` / `{expr}` filled in from the Python namespace first (expand.py), so a
-  Python form cell (`epochs = 10  #@param`) drives the Kiln cells;
+  Python form cell (`epochs = 10  #@param`) drives the Kiln cells; on magic and `!`
+  lines the values are sent as Kiln assignments first (a silent request), so each
+  stays one word, as `kiln run -p` values do;
 - has every output relayed into the Python cell as it comes: streams, display_data,
   update_display_data (same display id, so a progress bar updates in place), results,
   clear_output - images and HTML keep their MIME types;
@@ -28,7 +30,7 @@ import time
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
-from .expand import expand
+from .expand import ExpandError, prepare
 
 START_TIMEOUT = 60.0  # seconds for the child to answer kernel_info
 POLL = 0.2  # seconds between checks that the child is alive while a cell runs
@@ -127,10 +129,26 @@ class Bridge:
     # client's get_iopub_msg/get_shell_msg run a coroutine to completion, and inside
     # ipykernel, whose event loop is running, each call hops to a helper thread: 41 ms
     # per trivial %kiln cell that way, 14 ms this way (bench/wheel_bench.py, loaded).
-    def run(self, code, out):
-        """Runs code in the child, relaying its outputs to out; raises KilnError on a
-        Kiln error, KeyboardInterrupt when interrupted."""
+    def assign(self, assignments):
+        """Runs the `name = literal` lines expand.prepare wrote, silently; KilnError
+        when Kiln refuses them."""
+        msg_id = self.kc.execute(assignments, silent=True, store_history=False,
+                                 allow_stdin=False)
+        reply = self.reply(msg_id, timeout=30.0)
+        if reply is None:
+            raise KilnError("KernelError", "the Kiln kernel did not answer while it was "
+                            "given the cell's Python values")
+        if reply.get("status") == "error":
+            raise KilnError(reply.get("ename", "Error"), "the cell's Python values: " +
+                            reply.get("evalue", ""))
+
+    def run(self, code, out, assignments=""):
+        """Runs code in the child (after the assignments, when any), relaying its
+        outputs to out; raises KilnError on a Kiln error, KeyboardInterrupt when
+        interrupted."""
         self.ensure(out)
+        if assignments:
+            self.assign(assignments)
         msg_id = self.kc.execute(code, store_history=True, allow_stdin=False)
         interrupted = False
         error = None
@@ -233,7 +251,11 @@ class KilnMagics(Magics):
             code = cell
         if not code.strip():
             return
-        self.bridge.run(expand(code, self.shell.user_ns), IPythonOut(self.shell))
+        try:
+            assignments, code = prepare(code, self.shell.user_ns)
+        except ExpandError as e:
+            raise UsageError(str(e)) from None
+        self.bridge.run(code, IPythonOut(self.shell), assignments)
 
 
 def load_ipython_extension(ipython):

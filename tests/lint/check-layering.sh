@@ -2,8 +2,9 @@
 # Structural checks that keep the module boundaries true (run as a meson test):
 #   kernel -> magics -> runtime -> runtime/{cpu,cuda}; nothing points backwards.
 # - runtime/ includes no ZeroMQ, no Jupyter-side header, no OpenSSL except the
-#   SHA-256 of downloads, no jansson except checkpoint headers and manifests (and a
-#   mirrored data set's record of ETags) and the results store.
+#   SHA-256 of downloads and the signatures of the ranks' meeting, no jansson except
+#   checkpoint headers and manifests (and a mirrored data set's record of ETags) and
+#   the results store.
 # - magics/ includes no ZeroMQ/OpenSSL and nothing from kernel/.
 # - kernel/ and magics/ include no CUDA header and no header of a backend
 #   (runtime/cpu, runtime/cuda): what they need is in rt.h (rt_device.h: devices and
@@ -34,7 +35,7 @@ check() { # dir pattern allowed-regex description
 inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]'
 check runtime "${inc}zmq\.h" "" "runtime includes ZeroMQ"
 check runtime "${inc}(mg|kl|fm|jk_[a-z_]*)\.h" "" "runtime includes a kernel/magics header"
-check runtime "${inc}openssl/" "^runtime/data/rt_sha256\.c$" "runtime includes OpenSSL"
+check runtime "${inc}openssl/" "^runtime/data/rt_sha256\.c$|^runtime/(dist/)?rt_dist_meet_frame\.c$" "runtime includes OpenSSL"
 check runtime "${inc}jansson\.h" "^runtime/(rt_safetensors|rt_ckpt_[a-z_]*)\.c$|^runtime/results/|^runtime/store/rt_store_(ckpt|mirror)\.c$" "runtime includes jansson"
 check magics "${inc}(zmq\.h|openssl/)" "" "magics includes ZeroMQ/OpenSSL"
 check magics "${inc}(kl|fm|jk_[a-z_]*)\.h" "" "magics includes a kernel header"

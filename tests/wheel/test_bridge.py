@@ -10,11 +10,10 @@ import time
 
 import nbformat
 import pytest
-from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from conftest import notebook, text_of
+from conftest import PyKernel, notebook, text_of
 
 if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
     pytest.skip("Fashion-MNIST (Debian dataset-fashion-mnist) is not installed",
@@ -96,47 +95,6 @@ def test_notebook_through_the_bridge(tmp_path):
 
     # a line magic and a result
     assert "42" in text_of(out[6])
-
-
-class PyKernel:
-    """An ipykernel started through jupyter_client, with the bridge loaded."""
-
-    def __init__(self):
-        self.km = KernelManager(kernel_name="python3")
-        self.km.start_kernel()
-        self.kc = self.km.blocking_client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
-        self.run("%load_ext kiln_kernel")
-
-    def run(self, code, on_msg=None, timeout=240):
-        msg_id = self.kc.execute(code)
-        text = ""
-        kinds = []
-        while True:
-            m = self.kc.get_iopub_msg(timeout=timeout)
-            if m["parent_header"].get("msg_id") != msg_id:
-                continue
-            kinds.append(m["msg_type"])
-            c = m["content"]
-            if m["msg_type"] == "stream":
-                text += c["text"]
-            elif m["msg_type"] in ("display_data", "execute_result", "update_display_data"):
-                text += c["data"].get("text/plain", "") + "\n"
-            elif m["msg_type"] == "error":
-                text += "\n".join(c["traceback"])
-            elif m["msg_type"] == "status" and c["execution_state"] == "idle":
-                break
-            if on_msg:
-                on_msg(m, text)
-        while True:
-            r = self.kc.get_shell_msg(timeout=timeout)
-            if r["parent_header"].get("msg_id") == msg_id:
-                return r["content"], text
-
-    def close(self):
-        self.kc.stop_channels()
-        self.km.shutdown_kernel(now=False)
 
 
 def test_interrupt_checkpoints_then_resume_in_a_fresh_bridge(tmp_path):
