@@ -121,7 +121,28 @@ static int results_begin(mg_run *r, mg_error *err)
     for (size_t i = 0; i < sizeof more / sizeof *more; i += 2)
         if (rt_results_log_param(r->rs, r->run_id, more[i], more[i + 1], &re) != RT_OK)
             mgp_rs_warn(r, "logging parameters", re.msg);
+    /* the host's tags (kiln run --tag: a sweep's name and variant) */
+    const mg_settings *st = r->ctx->settings;
+    for (int i = 0; st && i < st->ntags; i++) {
+        const char *eq = strchr(st->tags[i], '=');
+        char k[128];
+        if (!eq || (size_t)(eq - st->tags[i]) >= sizeof k) continue;
+        snprintf(k, sizeof k, "%.*s", (int)(eq - st->tags[i]), st->tags[i]);
+        if (rt_results_log_param(r->rs, r->run_id, k, eq + 1, &re) != RT_OK)
+            mgp_rs_warn(r, "logging parameters", re.msg);
+    }
     return 0;
+}
+
+/* kiln run --stop-epoch N (a sweep's rung): the run stops after epoch N as a time limit
+ * would, with a checkpoint, so that it can be continued to its full --epochs. */
+static int rung_reached(const mg_run *r, rt_step_event ev)
+{
+    const mg_settings *st = r->ctx->settings;
+    if (ev != RT_STEP_EPOCH_END || !st || st->stop_epoch <= 0) return 0;
+    int64_t step = rt_trainer_get_state(r->trainer).step;
+    int64_t spe = rt_trainer_steps_per_epoch(r->trainer);
+    return spe > 0 && step / spe >= st->stop_epoch && step < spe * r->o.epochs;
 }
 
 static void log_epoch(mg_run *r, const char *key, double v, int64_t step, int epoch)
@@ -191,7 +212,10 @@ int mg_run_loop(mg_run *r, mg_error *err)
     const int writer = rt_dist_is_writer();
     if (writer && results_begin(r, err) < 0) return -1;
     r->t_start = r->epoch_t0 = mgp_now();
-    r->epoch_seen0 = rt_trainer_get_state(r->trainer).epoch_seen;
+    /* a run continued at an epoch's end (a sweep's rung) starts the next epoch afresh */
+    rt_trainer_state st0 = rt_trainer_get_state(r->trainer);
+    int64_t spe0 = rt_trainer_steps_per_epoch(r->trainer);
+    r->epoch_seen0 = spe0 > 0 && st0.step % spe0 == 0 ? 0 : st0.epoch_seen;
     mgp_view_start(r);
     rt_step_event ev = RT_STEP_CONTINUE;
     int rc = 0;
@@ -209,6 +233,11 @@ int mg_run_loop(mg_run *r, mg_error *err)
         }
         if (writer && mg_run_checkpoint_hook(r, ev, r->ctx->out, err) < 0) {
             rc = -1;
+            break;
+        }
+        if (rung_reached(r, ev)) {
+            ev = RT_STEP_TIME_LIMIT;
+            if (writer && mg_run_checkpoint_hook(r, ev, r->ctx->out, err) < 0) rc = -1;
             break;
         }
         if (ev != RT_STEP_CONTINUE && ev != RT_STEP_EPOCH_END) break;

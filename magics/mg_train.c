@@ -11,14 +11,38 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rt_store.h"
+
+/* What the host imposes on every %train (`kiln run --run-dir/--results/--device`, as
+ * `kiln sweep` runs its variants): replaces what the cell typed. */
+static int apply_settings(const mg_settings *st, mg_run_opts *o, mg_error *err)
+{
+    if (!st) return 0;
+    struct {
+        const char *v, *name;
+        char *dst;
+        size_t n;
+    } ov[] = {{st->run_dir, "--run-dir", o->run_dir, sizeof o->run_dir},
+              {st->results, "--results", o->results, sizeof o->results},
+              {st->device, "--device", o->device, sizeof o->device}};
+    for (size_t i = 0; i < sizeof ov / sizeof *ov; i++) {
+        if (!ov[i].v) continue;
+        if (strlen(ov[i].v) >= ov[i].n)
+            return mg_fail(err, "ValueError", "%%train: %s (set by kiln run): value too long",
+                           ov[i].name);
+        memcpy(ov[i].dst, ov[i].v, strlen(ov[i].v) + 1);
+    }
+    return 0;
+}
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
     mg_run_opts o;
     mg_run_opts_default(&o);
-    if (mg_run_opts_from_args(&o, args, err) < 0) return -1;
+    if (mg_run_opts_from_args(&o, args, err) < 0 || apply_settings(ctx->settings, &o, err) < 0)
+        return -1;
     /* checkpoint options only act with a run directory: say so instead of ignoring them */
     if (!o.run_dir[0] && (mg_args_has(args, "--checkpoint-every") || mg_args_has(args, "--keep")))
         mg_eprintf(ctx->out,
@@ -71,13 +95,7 @@ const mg_command mg_cmd_train = {
     .name = "train",
     .summary = "Train a model (live progress, per-epoch lines, loss/accuracy plot)",
     .usage =
-        "Usage: %train [MODEL] [--data NAME] [--epochs N] [--batch N] [--lr LR]\n"
-        "              [--optimizer adam|sgd|adamw] [--momentum M] [--weight-decay WD]\n"
-        "              [--nesterov] [--schedule SPEC] [--seed N] [--device auto|cpu|cuda[:N]]\n"
-        "              [--precision fp32|bf16|fp16] [--run-dir DIR] [--resume auto|never|must]\n"
-        "              [--checkpoint-every 500steps|10m|1epoch] [--keep N]\n"
-        "              [--time-limit 8h30m] [--results PATH] [--augment] [--val N] [--name "
-        "NAME]\n\n"
+        "Usage: %train [MODEL] [options]\n\n"
         "Trains MODEL (default: the model defined last) on the data set loaded last (or\n"
         "--data) from a fresh initialisation given by --seed. Shows one progress bar\n"
         "updated in place, a line per epoch (loss, accuracy, validation, time, images/s)\n"
@@ -94,6 +112,8 @@ const mg_command mg_cmd_train = {
         "cannot be written is a warning. Options take $var / {expr} values.\n\n"
         "Example:\n  %train mnist_net --epochs $epochs --lr {lr} --optimizer sgd --momentum 0.9",
     .flags = MG_LINE | MG_LONG_RUNNING,
-    .options = mg_train_options,
+    .options = &mg_train_table[0].opt,
+    .option_size = sizeof(mg_train_option),
+    .option_default = mg_train_option_default,
     .run = run,
 };
