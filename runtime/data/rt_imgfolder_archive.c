@@ -130,9 +130,9 @@ static rt_status read_members(const char *path, member **out, int *count, rt_err
         }
         for (;;) {
             if (cur->len == have) {
-                size_t want = have            ? 2 * have
-                              : claim > 0     ? (size_t)claim + 1 /* its size, and EOF */
-                                              : 1 << 16;
+                size_t want = have        ? 2 * have
+                              : claim > 0 ? (size_t)claim + 1 /* its size, and EOF */
+                                          : 1 << 16;
                 uint8_t *d = have >= RTP_MEMBER_MAX ? NULL : realloc(cur->data, want);
                 if (!d) {
                     st = have >= RTP_MEMBER_MAX

@@ -142,11 +142,7 @@ int main(int argc, char **argv)
                                         "archive_members_total"};
     for (int i = 0; i < 3; i++) {
         int rc = ml_run(kind, 256u << 20, refused_up_front, (void *)cases[i]);
-        printf("%s %s under %s\n",
-               rc == 0    ? "ok  "
-               : rc == 77 ? "skip"
-                          : "FAIL",
-               names[i], how);
+        printf("%s %s under %s\n", rc == 0 ? "ok  " : rc == 77 ? "skip" : "FAIL", names[i], how);
         failed += rc == 1;
         skipped += rc == 77;
     }
