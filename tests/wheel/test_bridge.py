@@ -175,3 +175,39 @@ def test_a_child_dying_mid_cell_raises():
         assert reply["status"] == "ok" and "42" in text, text
     finally:
         k.close()
+
+
+def test_stop_shows_the_checkpoint_line_and_kilns_short_message(tmp_path):
+    """Three stops in a row: each cell shows Kiln's "checkpoint: ..." line (relayed up to
+    the child's idle status before the cell raises) and ends in Kiln's own short
+    KeyboardInterrupt message, with no traceback through bridge.py; the child's log
+    lines ("kiln: kernel ... ready", "kiln: interrupt requested") stay out of the cells."""
+    k = PyKernel()
+    try:
+        k.run("subset = 1024")
+        for cell in SETUP:
+            reply, text = k.run(cell)
+            assert reply["status"] == "ok", text
+            assert "kiln: kernel" not in text, text
+        for round in range(3):
+            rd = tmp_path / f"run{round}"
+            fired = []
+
+            def on_msg(m, text):
+                if not fired and re.search(r"step (\d\d+)/", text):
+                    fired.append(1)
+                    k.km.interrupt_kernel()
+
+            reply, text = k.run(f"%%kiln\n%train net --batch 16 --epochs 2 --run-dir {rd}",
+                                on_msg=on_msg)
+            assert fired and reply["status"] == "error", text[-2000:]
+            assert reply["ename"] == "KeyboardInterrupt", reply
+            stopped = int(re.search(r"after step (\d+)", reply["evalue"]).group(1))
+            assert re.search(r"checkpoint: \S+ckpt-step%08d\.safetensors" % stopped, text), \
+                (round, text[-2000:])
+            tb = reply["traceback"]
+            assert "bridge.py" not in "\n".join(tb) and len(tb) <= 4, tb
+            assert "kiln: interrupt requested" not in text and "kiln: kernel" not in text, \
+                text[-2000:]
+    finally:
+        k.close()
