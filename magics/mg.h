@@ -70,7 +70,9 @@ typedef struct mg_error {
     char evalue[1024]; /* one line, names the magic and the option at fault */
 } mg_error;
 
-/* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. */
+/* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. Not for a
+ * runtime failure (an rt_error): that is mg_fail_status's, and the lint suite fails on an
+ * mg_fail that carries an rt_error's message. */
 int mg_fail(mg_error *err, const char *ename, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
