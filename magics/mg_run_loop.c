@@ -120,8 +120,10 @@ static int epoch_end(mg_run *r, mg_error *err)
     rt_error re = {0};
     double secs = mgp_now() - r->epoch_t0;
     rt_trainer_state st = rt_trainer_get_state(r->trainer);
-    /* a continued run's first epoch: only the images of the steps run here */
-    double ips = secs > 0 ? (double)(st.epoch_seen - r->epoch_seen0) / secs : 0;
+    /* a continued run's first epoch: only the images of the steps run here; a run
+     * continued from an epoch's end (its checkpoint) starts a new epoch, all run here */
+    int64_t before = p->epoch == r->epoch0 ? r->epoch_seen0 : 0;
+    double ips = secs > 0 ? (double)(st.epoch_seen - before) / secs : 0;
     r->epoch_seen0 = 0;
     if (rt_trainer_evaluate(r->model, r->val, 0, r->eval, &re) != RT_OK)
         return mg_fail(err, "RuntimeError", "%%train: validation on '%s' failed: %s", r->val->name,
@@ -172,7 +174,9 @@ int mg_run_loop(mg_run *r, mg_error *err)
     const int writer = rt_dist_is_writer();
     if (writer && results_begin(r, err) < 0) return -1;
     r->t_start = r->epoch_t0 = mgp_now();
-    r->epoch_seen0 = rt_trainer_get_state(r->trainer).epoch_seen;
+    rt_trainer_state st0 = rt_trainer_get_state(r->trainer);
+    r->epoch_seen0 = st0.epoch_seen;
+    r->epoch0 = st0.batcher.epoch;
     mgp_view_start(r);
     rt_step_event ev = RT_STEP_CONTINUE;
     int rc = 0;
