@@ -290,8 +290,8 @@ static rt_status choose(rt_backend *b, const rt_conv_desc *d, rt_precision p, si
                           "math and no FFT in fp32) for conv2d (N=%d C=%d H=%d W=%d K=%d R=%d S=%d "
                           "stride=%d pad=%d) in %s within %zu bytes of workspace ---> HINT: "
                           "try --precision fp32 or a smaller --batch",
-                          PASS_NAME[k], d->N, d->C, d->H, d->W, d->K,
-                          d->R, d->S, d->stride, d->pad, rt_precision_name(p), limit);
+                          PASS_NAME[k], d->N, d->C, d->H, d->W, d->K, d->R, d->S, d->stride, d->pad,
+                          rt_precision_name(p), limit);
     a->d = *d, a->prec = p, a->limit = limit, a->valid = 1;
     return RT_OK;
 }

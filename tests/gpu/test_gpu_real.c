@@ -133,21 +133,35 @@ static void cpu_vs_gpu_step(int *t_failed_, const char *spec)
     float *gc = download_flat(mc, rt_model_grads_flat(mc), &n);
     float *gg = download_flat(mg, rt_model_grads_flat(mg), &n2);
     ASSERT_EQ(n, n2);
-    /* per tensor: |diff| <= 2e-3 * max|g| of that tensor + 1e-6 (sums over 512 x 32 x 32
-     * products in another order) */
+    /* Per tensor: |diff| <= 2e-3 * max|g| + 1e-6 (sums over 512 x 32 x 32 products in
+     * another order), but for at most 0.5 % of its elements, which may be up to
+     * 2e-2 * max|g| + 1e-6 off. The bound comes from float64 (the stack on
+     * tests/runtime/model_ref_tool's uniform inputs): the CPU's gradients against
+     * PyTorch's in float64 are within ~3e-6 of max|g| at batch 64, but at batch 512 a
+     * few max-pool windows hold a runner-up within 1e-6 of the max
+     * (4, 3 and 0 of the three pools' 4.2M, 2.1M, 1M windows) and a few relu inputs lie
+     * within 1e-6 of 0 (2-11 per relu): fp32 rounding takes the other side of such a
+     * tie, and the gradient of that window moves to another element. The convolutions
+     * feeding a pool then have 13-17 elements 2e-3 to 3.5e-3 of max|g| off float64 (the
+     * CPU, exactly as rounding makes it), and another fp32 implementation takes other
+     * sides of other ties. A wrong gradient is off by far more, or everywhere. */
     size_t off = 0, bad = 0;
     for (int i = 0; i < rt_model_num_tensors(mc); i++) {
         rt_named_tensor t;
         ASSERT_EQ(rt_model_tensor(mc, i, &t, &err), RT_OK);
         if (!t.trainable) continue;
         double mx = 0, worst = 0;
+        size_t loose = 0; /* elements past the close bound (ties) */
         for (size_t k = 0; k < t.numel; k++) mx = fmax(mx, fabs(gc[off + k]));
         for (size_t k = 0; k < t.numel; k++) {
             double dd = fabs((double)gc[off + k] - gg[off + k]);
             worst = fmax(worst, dd);
-            bad += !(dd <= 2e-3 * mx + 1e-6);
+            loose += !(dd <= 2e-3 * mx + 1e-6);
+            bad += !(dd <= 2e-2 * mx + 1e-6);
         }
-        printf("  %-24s max|g| %.3g max|diff| %.3g\n", t.name, mx, worst);
+        printf("  %-24s max|g| %.3g max|diff| %.3g, %zu past 2e-3*max\n", t.name, mx, worst,
+               loose);
+        if (loose * 200 > t.numel) bad += loose; /* more than 0.5 %: not ties */
         off += rt_optim_align(t.numel);
     }
     ASSERT_EQ(bad, 0);
@@ -330,8 +344,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "cpu: %s\n", err.msg);
         return 99;
     }
-#define RUN(name)                                      \
-    do {                                               \
+#define RUN(name)                                       \
+    do {                                                \
         if (!only || !strcmp(only, #name)) T_RUN(name); \
     } while (0)
     RUN(cifar_stack);

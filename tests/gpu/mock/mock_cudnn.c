@@ -63,8 +63,8 @@ struct cudnnConvolutionStruct {
 };
 
 #define NEED_WS 4096
-#define FAILING 9 /* the "fail-first" candidate (no cuDNN algorithm has this number) */
-#define INEXACT 5 /* CUDNN_CONVOLUTION_BWD_{DATA,FILTER}_ALGO_WINOGRAD_NONFUSED */
+#define FAILING 9   /* the "fail-first" candidate (no cuDNN algorithm has this number) */
+#define INEXACT 5   /* CUDNN_CONVOLUTION_BWD_{DATA,FILTER}_ALGO_WINOGRAD_NONFUSED */
 #define FP32_ALGO 4 /* candidate 3's number */
 
 static long runs, rejected, inexact_runs;
@@ -176,25 +176,24 @@ cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescri
 /* ---- heuristics: the three candidates described at the top ---- */
 
 /* i = -2: the "inexact-first" candidate (backward passes only), -1: "fail-first" */
-#define FILL_PERF(perf, cd, count, got, backward)                                             \
-    do {                                                                                      \
-        int sixteen_ = (cd)->math == CUDNN_TENSOR_OP_MATH, k_ = 0;                            \
-        int first_ = knob("fail-first", 0) != 0, nofma_ = knob("no-fma", 0);                  \
-        int inexact_ = (backward) && knob("inexact-first", 0);                                \
-        size_t big_ = knob("over-cap", 0) ? (size_t)384 << 20 : (size_t)1 << 40;              \
-        for (int i_ = -2; i_ < 4 && k_ < (count); i_++) {                                     \
-            if ((i_ == 3 && nofma_) || (i_ == -1 && !first_) || (i_ == -2 && !inexact_))      \
-                continue;                                                                     \
-            memset(&(perf)[k_], 0, sizeof(perf)[k_]);                                         \
-            (perf)[k_].algo = i_ == -2 ? INEXACT : i_ < 0 ? FAILING : i_ == 3 ? FP32_ALGO : i_; \
-            (perf)[k_].status = CUDNN_STATUS_SUCCESS;                                         \
-            (perf)[k_].memory = i_ == 0 ? big_ : i_ >= 2 ? NEED_WS : 0;                       \
-            (perf)[k_].determinism = i_ == 1 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC; \
-            (perf)[k_].mathType =                                                             \
-                i_ == 3 || (i_ <= 1 && !sixteen_) ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;    \
-            k_++;                                                                             \
-        }                                                                                     \
-        *(got) = k_;                                                                          \
+#define FILL_PERF(perf, cd, count, got, backward)                                                  \
+    do {                                                                                           \
+        int sixteen_ = (cd)->math == CUDNN_TENSOR_OP_MATH, k_ = 0;                                 \
+        int first_ = knob("fail-first", 0) != 0, nofma_ = knob("no-fma", 0);                       \
+        int inexact_ = (backward) && knob("inexact-first", 0);                                     \
+        size_t big_ = knob("over-cap", 0) ? (size_t)384 << 20 : (size_t)1 << 40;                   \
+        for (int i_ = -2; i_ < 4 && k_ < (count); i_++) {                                          \
+            if ((i_ == 3 && nofma_) || (i_ == -1 && !first_) || (i_ == -2 && !inexact_)) continue; \
+            memset(&(perf)[k_], 0, sizeof(perf)[k_]);                                              \
+            (perf)[k_].algo = i_ == -2 ? INEXACT : i_ < 0 ? FAILING : i_ == 3 ? FP32_ALGO : i_;    \
+            (perf)[k_].status = CUDNN_STATUS_SUCCESS;                                              \
+            (perf)[k_].memory = i_ == 0 ? big_ : i_ >= 2 ? NEED_WS : 0;                            \
+            (perf)[k_].determinism = i_ == 1 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;      \
+            (perf)[k_].mathType =                                                                  \
+                i_ == 3 || (i_ <= 1 && !sixteen_) ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;         \
+            k_++;                                                                                  \
+        }                                                                                          \
+        *(got) = k_;                                                                               \
     } while (0)
 
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
