@@ -159,8 +159,7 @@ static void cpu_vs_gpu_step(int *t_failed_, const char *spec)
             loose += !(dd <= 2e-3 * mx + 1e-6);
             bad += !(dd <= 2e-2 * mx + 1e-6);
         }
-        printf("  %-24s max|g| %.3g max|diff| %.3g, %zu past 2e-3*max\n", t.name, mx, worst,
-               loose);
+        printf("  %-24s max|g| %.3g max|diff| %.3g, %zu past 2e-3*max\n", t.name, mx, worst, loose);
         if (loose * 200 > t.numel) bad += loose; /* more than 0.5 %: not ties */
         off += rt_optim_align(t.numel);
     }
