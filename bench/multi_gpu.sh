@@ -90,9 +90,9 @@ ips() { grep '^images_per_s' | awk '{print $2}'; }
 
 # Kiln as k processes of a launch without MPI: torchrun starts one train_bench per GPU
 # (--no-python: a binary), whose ranks meet at MASTER_PORT + 1 (torchrun's agent holds
-# MASTER_PORT); rank 0 prints.
+# MASTER_PORT); rank 0 prints. KILN_DIST_TOKEN: this launch's own secret for the meeting.
 kiln_ranks() {
-  "$py" -m torch.distributed.run --standalone --nproc_per_node "$1" --no-python "$kiln" \
+  KILN_DIST_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n') "$py" -m torch.distributed.run --standalone --nproc_per_node "$1" --no-python "$kiln" \
     --dist --device cuda --steps "$steps" --batch $((batch * $1)) 2>>"$tmp/ranks.err" | ips
 }
 

@@ -10,6 +10,8 @@
 int jk_kernel_main(const char *connection_file, const mg_settings *settings);
 /* kiln run NOTEBOOK.ipynb [-o OUT] [-p NAME VALUE]... (kernel/jk_run.c); argv[0] = "run". */
 int jk_run_main(int argc, char **argv);
+/* kiln sweep NOTEBOOK.ipynb -o DIR -p NAME V1,V2... (kernel/jk_sweep.c); argv[0] = "sweep". */
+int jk_sweep_main(int argc, char **argv);
 /* kiln export RUN_DIR --onnx FILE (kernel/jk_export.c); argv[0] = "export". */
 int jk_export_main(int argc, char **argv);
 /* kiln install [--user|--sys-prefix|--prefix DIR] [--name NAME] (kernel/jk_install.c). */

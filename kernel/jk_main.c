@@ -25,9 +25,13 @@ static const char usage[] =
     "Kiln: a native Jupyter kernel for training convolutional networks.\n"
     "\n"
     "commands:\n"
-    "  kernel -f CONNECTION_FILE      serve the Jupyter protocol (started by Jupyter)\n"
+    "  kernel -f CONNECTION_FILE [--device-path]\n"
+    "                                 serve the Jupyter protocol (started by Jupyter;\n"
+    "                                 --device-path: the GPU's trainer path on a CPU)\n"
     "  run NOTEBOOK.ipynb [-o OUT.ipynb] [-p NAME VALUE]...\n"
     "                                 execute a notebook headless, write the outputs\n"
+    "  sweep NOTEBOOK.ipynb -o DIR -p NAME V1,V2,... [-p ...] [--parallel N]\n"
+    "                                 run the notebook once per variant (kiln sweep -h)\n"
     "  export RUN_DIR --onnx FILE     the run's newest checkpoint as an ONNX model\n"
     "  install [--user | --sys-prefix | --prefix DIR] [--name NAME]\n"
     "                                 install the kernelspec for Jupyter\n"
@@ -97,6 +101,7 @@ int main(int argc, char **argv)
         return jk_kernel_main(conn, &settings);
     }
     if (!strcmp(cmd, "run")) return jk_run_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "sweep")) return jk_sweep_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "export")) return jk_export_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "install")) return jk_install_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "help")) return cmd_help(argc - 1, argv + 1);

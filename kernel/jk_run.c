@@ -51,6 +51,8 @@ typedef struct run_opts {
     const char *in, *out;
     int nparams, log_output, no_resume;
     const char **names, **values;
+    mg_settings imposed; /* --run-dir, --results, --device, --threads, --tag, --stop-epoch */
+    const char **tags;
 } run_opts;
 
 static const char usage_text[] =
@@ -62,13 +64,20 @@ static const char usage_text[] =
     "                     override a parameter (papermill-style injected cell)\n"
     "  --log-output       also echo the cells' stdout/stderr to stderr as they run\n"
     "  --no-resume        start %train runs over even where their --run-dir already\n"
-    "                     holds checkpoints (old ones are moved to previous-<time>/)\n";
+    "                     holds checkpoints (old ones are moved to previous-<time>/)\n"
+    "  every %train of the notebook, whatever its cell says (how kiln sweep runs a variant):\n"
+    "  --run-dir DIR      checkpoints in DIR      --results PATH   the results store\n"
+    "  --device DEV       the device              --threads N      N CPU threads\n"
+    "  --tag KEY=VALUE    a parameter added to the run's results-store record\n"
+    "  --stop-epoch N     stop after epoch N with a checkpoint (not an error)\n";
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
     o->names = calloc((size_t)argc, sizeof *o->names);
     o->values = calloc((size_t)argc, sizeof *o->values);
-    if (!o->names || !o->values) return -1;
+    o->tags = calloc((size_t)argc, sizeof *o->tags);
+    if (!o->names || !o->values || !o->tags) return -1;
+    o->imposed.tags = o->tags;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -81,6 +90,26 @@ static int parse_args(int argc, char **argv, run_opts *o)
             o->log_output = 1;
         } else if (!strcmp(a, "--no-resume")) {
             o->no_resume = 1; /* %train's default --resume becomes never */
+        } else if (!strcmp(a, "--run-dir") || !strcmp(a, "--results") || !strcmp(a, "--device") ||
+                   !strcmp(a, "--tag")) {
+            if (i + 1 >= argc || !argv[i + 1][0])
+                return fprintf(stderr, "kiln run: %s needs a value\n", a), -1;
+            const char *v = argv[++i];
+            if (!strcmp(a, "--tag")) {
+                if (!strchr(v, '=') || v[0] == '=')
+                    return fprintf(stderr, "kiln run: --tag %s: not KEY=VALUE\n", v), -1;
+                o->tags[o->imposed.ntags++] = v;
+            } else if (!strcmp(a, "--run-dir")) o->imposed.run_dir = v;
+            else if (!strcmp(a, "--results")) o->imposed.results = v;
+            else o->imposed.device = v;
+        } else if (!strcmp(a, "--threads") || !strcmp(a, "--stop-epoch")) {
+            char *end = NULL;
+            long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || !end || *end || end == argv[i + 1] || v < 1 || v > 100000)
+                return fprintf(stderr, "kiln run: %s needs a whole number >= 1\n", a), -1;
+            i++;
+            if (!strcmp(a, "--threads")) o->imposed.threads = (int)v;
+            else o->imposed.stop_epoch = (int)v;
         } else if (!strcmp(a, "-p") || !strcmp(a, "--parameter")) {
             if (i + 2 >= argc) return fprintf(stderr, "kiln run: %s needs NAME VALUE\n", a), -1;
             o->names[o->nparams] = argv[++i];
@@ -332,7 +361,15 @@ int jk_run_main(int argc, char **argv)
     w.progress = rt_dist_is_writer() ? &progress : NULL; /* one rank's progress, not N */
     eng = kl_engine_create(&run_interrupt);
     if (!eng) goto done;
-    if (o.no_resume) kl_engine_settings(eng)->train_resume = MG_RESUME_NEVER;
+    mg_settings *st = kl_engine_settings(eng);
+    st->run_dir = o.imposed.run_dir;
+    st->results = o.imposed.results;
+    st->device = o.imposed.device;
+    st->threads = o.imposed.threads;
+    st->stop_epoch = o.imposed.stop_epoch;
+    st->tags = o.imposed.tags;
+    st->ntags = o.imposed.ntags;
+    if (o.no_resume) st->train_resume = MG_RESUME_NEVER;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -359,5 +396,6 @@ done:
     free(out_path);
     free(o.names);
     free(o.values);
+    free(o.tags);
     return status;
 }

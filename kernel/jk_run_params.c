@@ -59,6 +59,57 @@ static int valid_name(const char *s)
     return 1;
 }
 
+/* The parameters cell's index as jk_run_inject finds it (tagged, else the first code
+ * cell with a #@param form) and its source (*src, free()); -1 when there is none. */
+static long params_cell(json_t *nb, char **src_out)
+{
+    json_t *cells = json_object_get(nb, "cells");
+    size_t i;
+    json_t *c;
+    *src_out = NULL;
+    json_array_foreach(cells, i, c) if (tagged(c, "parameters"))
+    {
+        *src_out = join_source(c);
+        return *src_out ? (long)i : -1;
+    }
+    json_array_foreach(cells, i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "cell_type"));
+        if (!type || strcmp(type, "code")) continue;
+        char *src = join_source(c);
+        fm_form *form = NULL;
+        mg_error merr = {{0}, {0}};
+        int ok = src && fm_form_parse(src, &form, &merr) == 0 && form;
+        fm_form_destroy(form);
+        if (ok) {
+            *src_out = src;
+            return (long)i;
+        }
+        free(src);
+    }
+    return -1;
+}
+
+int jk_run_params_check(json_t *nb, int n, const char **names, char *why, size_t whylen)
+{
+    char *src = NULL;
+    if (params_cell(nb, &src) < 0) {
+        snprintf(why, whylen,
+                 "the notebook has no parameters cell (tag a cell \"parameters\", or give "
+                 "one a #@param form)");
+        return -1;
+    }
+    for (int k = 0; k < n; k++) {
+        if (valid_name(names[k]) && assigns(src, names[k])) continue;
+        snprintf(why, whylen, "the parameters cell does not assign %s%s", names[k],
+                 valid_name(names[k]) ? "" : " (not a variable name)");
+        free(src);
+        return -1;
+    }
+    free(src);
+    return 0;
+}
+
 int jk_run_inject(json_t *nb, int n, const char **names, const char **values)
 {
     json_t *cells = json_object_get(nb, "cells");

@@ -115,6 +115,15 @@ typedef struct mg_settings {
     int device_path;             /* %train on the CPU takes the trainer's device path
                                     (what a GPU runs; `kiln kernel --device-path`), so
                                     that path is checked on machines without a GPU */
+    /* Overrides of every %train, for `kiln run` under `kiln sweep` (NULL / 0: what the
+     * notebook says). Strings are borrowed for the engine's life. */
+    const char *run_dir;     /* --run-dir */
+    const char *results;     /* --results */
+    const char *device;      /* --device */
+    int threads;             /* CPU threads of the backend (0: all the cores) */
+    int stop_epoch;          /* stop (checkpointed, not an error) after this epoch */
+    const char *const *tags; /* KEY=VALUE parameters added to each run's record */
+    int ntags;
 } mg_settings;
 
 typedef struct mg_ctx {

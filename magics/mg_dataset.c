@@ -36,31 +36,41 @@ static void show_summary(mg_ctx *ctx, const mg_ws_data *w)
     size_t tl = 0, hl = 0;
     FILE *t = open_memstream(&text, &tl), *h = open_memstream(&html, &hl);
     if (!t || !h) goto done;
-    fprintf(t, "Data set %s (from %s)\n", w->name, s->source);
+    /* a path is its own source: named once */
+    int same = !strcmp(w->name, s->source) || !s->source[0];
+    if (same) fprintf(t, "Data set %s\n", w->name);
+    else fprintf(t, "Data set %s (from %s)\n", w->name, s->source);
     fprintf(t, "  images: %d x %d x %d (C x H x W), %d classes\n", tr->c, tr->h, tr->w,
             tr->num_classes);
     fprintf(t, "  train %d, val %d, test %d\n", tr->n, s->val.n, s->test.n);
     const rt_dataset_image_stats *im = &s->images;
-    if (im->layout) {
-        if (im->decoded) fprintf(t, "  %s: %d files decoded\n", im->layout, im->decoded);
-        else fprintf(t, "  %s: from the decode cache (nothing decoded)\n", im->layout);
-        if (im->skipped)
-            fprintf(t, "  skipped %d bad file%s (--skip-bad)%s%s\n", im->skipped,
-                    im->skipped == 1 ? "" : "s", im->first_bad[0] ? "; the first: " : "",
-                    im->first_bad);
-    }
-    fprintf(t, "  normalised with mean");
-    for (int c = 0; c < tr->c; c++) fprintf(t, " %.4f", tr->mean[c]);
-    fprintf(t, ", std");
-    for (int c = 0; c < tr->c; c++) fprintf(t, " %.4f", tr->std[c]);
-    fprintf(t, "\n  classes:");
+    char how[160] = "", norm[200];
+    if (im->layout && w->reused)
+        snprintf(how, sizeof how, "%s: unchanged since this session loaded it (nothing decoded)",
+                 im->layout);
+    else if (im->layout && im->decoded)
+        snprintf(how, sizeof how, "%s: %d files decoded", im->layout, im->decoded);
+    else if (im->layout)
+        snprintf(how, sizeof how, "%s: from the decode cache (nothing decoded)", im->layout);
+    if (how[0]) fprintf(t, "  %s\n", how);
+    if (im->layout && im->skipped)
+        fprintf(t, "  skipped %d bad file%s (--skip-bad)%s%s\n", im->skipped,
+                im->skipped == 1 ? "" : "s", im->first_bad[0] ? "; the first: " : "",
+                im->first_bad);
+    size_t nl = (size_t)snprintf(norm, sizeof norm, "normalised with mean");
+    for (int c = 0; c < tr->c && nl < sizeof norm; c++)
+        nl += (size_t)snprintf(norm + nl, sizeof norm - nl, " %.4f", tr->mean[c]);
+    if (nl < sizeof norm) nl += (size_t)snprintf(norm + nl, sizeof norm - nl, ", std");
+    for (int c = 0; c < tr->c && nl < sizeof norm; c++)
+        nl += (size_t)snprintf(norm + nl, sizeof norm - nl, " %.4f", tr->std[c]);
+    fprintf(t, "  %s\n  classes:", norm);
     for (int c = 0; c < tr->num_classes; c++) fprintf(t, " %d=%s", c, tr->class_names[c]);
     fprintf(t, "\n");
     char *name = mg_html_escape(w->name), *src = mg_html_escape(s->source);
     fprintf(h,
             "<table><caption style=\"text-align:left\"><b>%s</b> <small>%s</small></caption>"
             "<tr><th>split</th><th>images</th><th>shape</th></tr>",
-            name ? name : "", src ? src : "");
+            name ? name : "", same || !src ? "" : src);
     free(name);
     free(src);
     const rt_dataset *sp[3] = {tr, &s->val, &s->test};
@@ -75,6 +85,8 @@ static void show_summary(mg_ctx *ctx, const mg_ws_data *w)
         free(e);
     }
     fprintf(h, "</p>");
+    if (how[0]) fprintf(h, "<p>%s</p>", how); /* plain words: nothing to escape */
+    fprintf(h, "<p>%s</p>", norm);
     if (im->layout && im->skipped) {
         char *e = mg_html_escape(im->first_bad);
         fprintf(h, "<p>Skipped %d bad file%s (--skip-bad)%s%s</p>", im->skipped,

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "mg_plot.h"
 #include "mg_results_internal.h"
@@ -106,9 +107,10 @@ static void show_tables(mg_ctx *ctx, const rt_results_run *r, const char *store)
         emit_table(&t, ft, fh, "Metrics");
         mgp_table_deinit(&t);
     }
-    if (r->nckpts && mgp_table_init(&t, 4) == 0) {
-        const char *head[] = {"checkpoint", "step", "epoch", "metric"};
-        for (size_t c2 = 0; c2 < 4; c2++) mgp_table_set(&t, 0, c2, "%s", head[c2]);
+    if (r->nckpts && mgp_table_init(&t, 5) == 0) {
+        /* rotation (--keep) deletes files the store still lists: say which are gone */
+        const char *head[] = {"checkpoint", "step", "epoch", "metric", "file"};
+        for (size_t c2 = 0; c2 < 5; c2++) mgp_table_set(&t, 0, c2, "%s", head[c2]);
         for (size_t i = 0; i < r->nckpts; i++) {
             long row = mgp_table_add_row(&t);
             if (row < 0) break;
@@ -118,6 +120,12 @@ static void show_tables(mg_ctx *ctx, const rt_results_run *r, const char *store)
             mgp_table_set(&t, (size_t)row, 2, "%d", r->ckpts[i].epoch);
             if (r->ckpts[i].metric)
                 mgp_table_set(&t, (size_t)row, 3, "%s=%s", r->ckpts[i].metric, a);
+            struct stat sb;
+            const char *p = r->ckpts[i].path;
+            mgp_table_set(&t, (size_t)row, 4, "%s",
+                          !p || strstr(p, "://") ? "-" /* an object store's: not looked up */
+                          : stat(p, &sb) == 0    ? "present"
+                                                 : "gone (deleted)");
         }
         emit_table(&t, ft, fh, "Checkpoints");
         mgp_table_deinit(&t);

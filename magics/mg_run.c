@@ -109,10 +109,13 @@ static int build_model(mg_run *r, mg_error *err)
     int threads = de.local_world > 1 && ncpu > 0
                       ? (int)(ncpu / de.local_world > 1 ? ncpu / de.local_world : 1)
                       : 0;
+    /* a sweep's variant: its share of the cores (kiln run --threads) */
+    if (r->ctx->settings && r->ctx->settings->threads > 0) threads = r->ctx->settings->threads;
     /* ranks of one host: rank k takes GPU k when --device says cuda or auto */
     char mine[32];
     snprintf(mine, sizeof mine, "cuda:%d", de.local_rank);
-    int own_gpu = threads > 0 && (!strcmp(r->o.device, "cuda") || !strcmp(r->o.device, "auto")) &&
+    int own_gpu = de.local_world > 1 && threads > 0 &&
+                  (!strcmp(r->o.device, "cuda") || !strcmp(r->o.device, "auto")) &&
                   rt_backend_open(r->backend, mine, threads, &re) == RT_OK;
     /* several GPUs (cuda:0,1, cuda:all): the run's model on the first */
     int idx[MG_RUN_MAX_DEVICES], ndev = 0;

@@ -36,7 +36,7 @@ typedef struct mg_every {
     double n; /* steps, seconds or epochs (> 0 unless NONE) */
 } mg_every;
 
-/* Every %train option (DESIGN.md). Strings are "" when not given. */
+/* Every %train option. Strings are "" when not given. */
 typedef struct mg_run_opts {
     char model[64];              /* MODEL (positional); "" = the model defined last */
     char data[256];              /* --data NAME/PATH; "" = the data set loaded last */

@@ -42,7 +42,6 @@ struct mg_run {
     double t_start, last_update, epoch_t0;
     int64_t start_step;  /* trainer step when the loop began (resume) */
     int64_t epoch_seen0; /* images of the epoch seen before the loop began */
-    int64_t epoch0;      /* the batcher's epoch then (done: the loop starts the next) */
     rt_progress last;    /* the latest step's progress */
     int has_progress;
     double val_loss, val_acc;

@@ -16,6 +16,24 @@
 #include "mg_run_internal.h"
 #include "mg_store.h"
 
+/* The data set's own options, so the record says how to load it again: --val as typed
+ * (a fraction stays a fraction), --subset, and for an image folder --size, --channels,
+ * --seed (as data_seed: seed is the training seed) and --skip-bad. */
+static void add_data_params(json_t *params, const mg_ws_data *d)
+{
+    if (!params || !d) return;
+    const mg_ws_images *im = &d->images;
+    if (im->val_fraction > 0) json_object_set_new(params, "val", json_real(im->val_fraction));
+    json_object_set_new(params, "subset", json_integer(d->subset));
+    if (!d->splits.images.layout) return;
+    char size[32];
+    snprintf(size, sizeof size, "%dx%d", d->splits.train.h, d->splits.train.w);
+    json_object_set_new(params, "size", json_string(size));
+    json_object_set_new(params, "channels", json_integer(d->splits.train.c));
+    json_object_set_new(params, "data_seed", json_integer((json_int_t)im->seed));
+    json_object_set_new(params, "skip_bad", json_boolean(im->skip_bad));
+}
+
 void mgp_rs_warn(mg_run *r, const char *what, const char *msg)
 {
     if (r->rs_warned++) return;
@@ -84,6 +102,7 @@ static int results_begin(mg_run *r, mg_error *err)
     const char *url = mg_store_url(r->ctx);
     if (url) snprintf(used.run_dir, sizeof used.run_dir, "%s", url);
     json_t *params = mg_run_opts_to_json(&used);
+    add_data_params(params, r->data);
     const char *key;
     json_t *v;
     char buf[64];
@@ -102,7 +121,28 @@ static int results_begin(mg_run *r, mg_error *err)
     for (size_t i = 0; i < sizeof more / sizeof *more; i += 2)
         if (rt_results_log_param(r->rs, r->run_id, more[i], more[i + 1], &re) != RT_OK)
             mgp_rs_warn(r, "logging parameters", re.msg);
+    /* the host's tags (kiln run --tag: a sweep's name and variant) */
+    const mg_settings *st = r->ctx->settings;
+    for (int i = 0; st && i < st->ntags; i++) {
+        const char *eq = strchr(st->tags[i], '=');
+        char k[128];
+        if (!eq || (size_t)(eq - st->tags[i]) >= sizeof k) continue;
+        snprintf(k, sizeof k, "%.*s", (int)(eq - st->tags[i]), st->tags[i]);
+        if (rt_results_log_param(r->rs, r->run_id, k, eq + 1, &re) != RT_OK)
+            mgp_rs_warn(r, "logging parameters", re.msg);
+    }
     return 0;
+}
+
+/* kiln run --stop-epoch N (a sweep's rung): the run stops after epoch N as a time limit
+ * would, with a checkpoint, so that it can be continued to its full --epochs. */
+static int rung_reached(const mg_run *r, rt_step_event ev)
+{
+    const mg_settings *st = r->ctx->settings;
+    if (ev != RT_STEP_EPOCH_END || !st || st->stop_epoch <= 0) return 0;
+    int64_t step = rt_trainer_get_state(r->trainer).step;
+    int64_t spe = rt_trainer_steps_per_epoch(r->trainer);
+    return spe > 0 && step / spe >= st->stop_epoch && step < spe * r->o.epochs;
 }
 
 static void log_epoch(mg_run *r, const char *key, double v, int64_t step, int epoch)
@@ -120,10 +160,8 @@ static int epoch_end(mg_run *r, mg_error *err)
     rt_error re = {0};
     double secs = mgp_now() - r->epoch_t0;
     rt_trainer_state st = rt_trainer_get_state(r->trainer);
-    /* a continued run's first epoch: only the images of the steps run here; a run
-     * continued from an epoch's end (its checkpoint) starts a new epoch, all run here */
-    int64_t before = p->epoch == r->epoch0 ? r->epoch_seen0 : 0;
-    double ips = secs > 0 ? (double)(st.epoch_seen - before) / secs : 0;
+    /* a continued run's first epoch: only the images of the steps run here */
+    double ips = secs > 0 ? (double)(st.epoch_seen - r->epoch_seen0) / secs : 0;
     r->epoch_seen0 = 0;
     if (rt_trainer_evaluate(r->model, r->val, 0, r->eval, &re) != RT_OK)
         return mg_fail(err, "RuntimeError", "%%train: validation on '%s' failed: %s", r->val->name,
@@ -174,9 +212,10 @@ int mg_run_loop(mg_run *r, mg_error *err)
     const int writer = rt_dist_is_writer();
     if (writer && results_begin(r, err) < 0) return -1;
     r->t_start = r->epoch_t0 = mgp_now();
+    /* a run continued at an epoch's end (a sweep's rung) starts the next epoch afresh */
     rt_trainer_state st0 = rt_trainer_get_state(r->trainer);
-    r->epoch_seen0 = st0.epoch_seen;
-    r->epoch0 = st0.batcher.epoch;
+    int64_t spe0 = rt_trainer_steps_per_epoch(r->trainer);
+    r->epoch_seen0 = spe0 > 0 && st0.step % spe0 == 0 ? 0 : st0.epoch_seen;
     mgp_view_start(r);
     rt_step_event ev = RT_STEP_CONTINUE;
     int rc = 0;
@@ -194,6 +233,11 @@ int mg_run_loop(mg_run *r, mg_error *err)
         }
         if (writer && mg_run_checkpoint_hook(r, ev, r->ctx->out, err) < 0) {
             rc = -1;
+            break;
+        }
+        if (rung_reached(r, ev)) {
+            ev = RT_STEP_TIME_LIMIT;
+            if (writer && mg_run_checkpoint_hook(r, ev, r->ctx->out, err) < 0) rc = -1;
             break;
         }
         if (ev != RT_STEP_CONTINUE && ev != RT_STEP_EPOCH_END) break;

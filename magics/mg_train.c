@@ -11,14 +11,38 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rt_store.h"
+
+/* What the host imposes on every %train (`kiln run --run-dir/--results/--device`, as
+ * `kiln sweep` runs its variants): replaces what the cell typed. */
+static int apply_settings(const mg_settings *st, mg_run_opts *o, mg_error *err)
+{
+    if (!st) return 0;
+    struct {
+        const char *v, *name;
+        char *dst;
+        size_t n;
+    } ov[] = {{st->run_dir, "--run-dir", o->run_dir, sizeof o->run_dir},
+              {st->results, "--results", o->results, sizeof o->results},
+              {st->device, "--device", o->device, sizeof o->device}};
+    for (size_t i = 0; i < sizeof ov / sizeof *ov; i++) {
+        if (!ov[i].v) continue;
+        if (strlen(ov[i].v) >= ov[i].n)
+            return mg_fail(err, "ValueError", "%%train: %s (set by kiln run): value too long",
+                           ov[i].name);
+        memcpy(ov[i].dst, ov[i].v, strlen(ov[i].v) + 1);
+    }
+    return 0;
+}
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
     mg_run_opts o;
     mg_run_opts_default(&o);
-    if (mg_run_opts_from_args(&o, args, err) < 0) return -1;
+    if (mg_run_opts_from_args(&o, args, err) < 0 || apply_settings(ctx->settings, &o, err) < 0)
+        return -1;
     /* checkpoint options only act with a run directory: say so instead of ignoring them */
     if (!o.run_dir[0] && (mg_args_has(args, "--checkpoint-every") || mg_args_has(args, "--keep")))
         mg_eprintf(ctx->out,

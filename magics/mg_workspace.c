@@ -217,6 +217,17 @@ static int mirror(mg_ctx *ctx, const char *url, char *local, size_t cap, mg_erro
     return 0;
 }
 
+/* An image folder whose files (names, sizes, times) are no longer those it was loaded
+ * from, or that is gone: the session's copy is stale and the folder is read again. */
+static int folder_changed(const mg_ws_data *d)
+{
+    if (!d->splits.images.layout || rt_store_is_url(d->name)) return 0;
+    uint64_t key = 0;
+    rt_error ignored = {0};
+    return rt_dataset_folder_key(d->name, &key, &ignored) != RT_OK ||
+           key != d->splits.images.folder_key;
+}
+
 mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *name, int val,
                                    int subset, const char *dir, const char *url,
                                    const mg_ws_images *images, mg_error *err)
@@ -227,12 +238,14 @@ mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *na
     mg_ws_images img = {0};
     if (images) img = *images;
     else if (slot >= 0) img = ws->data[slot]->images;
-    if (slot >= 0 && !dir && !url && !memcmp(&img, &ws->data[slot]->images, sizeof img)) {
+    if (slot >= 0 && !dir && !url && !memcmp(&img, &ws->data[slot]->images, sizeof img) &&
+        !folder_changed(ws->data[slot])) {
         mg_ws_data *d = ws->data[slot];
         /* a cut can be made on a whole split, never undone */
         if ((val < 0 || d->val == val) &&
             (subset < 0 || subset == d->subset || (d->subset == 0 && subset > 0))) {
             cut(d, subset);
+            d->reused = 1;
             ws->last_data = slot;
             return d;
         }

@@ -52,6 +52,7 @@ typedef struct mg_ws_data {
     int val;             /* --val it was loaded with */
     mg_ws_images images; /* the image-folder options it was loaded with */
     int subset;          /* --subset: train split cut to its first N images (0 = all) */
+    int reused;          /* the last load found this copy current: nothing was read or decoded */
     rt_dataset_splits splits;
 } mg_ws_data;
 
@@ -75,7 +76,8 @@ mg_ws_model *mg_ws_model_at(mg_workspace *ws, int i);
  * cut to the first subset images, loading it when the workspace holds no such copy
  * (val < 0 / subset < 0: whatever copy is loaded, else val 0 / the whole split).
  * dir/url (may be NULL) as %dataset --dir/--url; given, they force a reload. One copy
- * per name: a reload replaces the previous one. Shows download progress on out.
+ * per name: a reload replaces the previous one. An image folder's copy is reused only
+ * while the folder holds the same files (rt_dataset_folder_key). Shows download progress on out.
  * Borrowed result, NULL with err (naming the data set) on failure. */
 mg_ws_data *mg_ws_data_load(mg_workspace *ws, mg_ctx *ctx, const char *name, int val, int subset,
                             const char *dir, const char *url, mg_error *err);

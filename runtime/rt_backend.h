@@ -7,7 +7,7 @@
  * rt_backend_OP (end of this file), which checks the arguments once for every backend
  * and then calls the table; a backend's op assumes checked arguments.
  *
- * Conventions (STYLE.md "CPU and CUDA backends: one interface"):
+ * Conventions:
  *  - signature: backend handle first, then outputs, inputs, the descriptor, rt_error *;
  *  - every tensor's data is backend memory; only upload/download touch host memory;
  *  - ops are asynchronous on a device backend: results are visible to the host only
@@ -160,197 +160,275 @@ struct rt_backend {
     int lost;                  /* device poisoned: every op returns RT_EDEVICE_LOST */
 };
 
+/* ---- the ops: one function type each, which the table's field, every backend's
+ * declaration (rt_op_conv2d_fwd rtp_cpu_conv2d_fwd;) and the checked call
+ * rt_backend_OP use, so a signature is written once (and the layering lint reads the
+ * list of ops from here) ---- */
+
+/* lifecycle: open fills b->impl; RT_ENODEV when the device does not exist. */
+typedef rt_status rt_op_open(rt_backend *b, int device, rt_error *err);
+typedef void rt_op_close(rt_backend *b); /* accepts a never-opened (zeroed) handle */
+/* memory: alloc returns zero-filled backend memory; free accepts NULL. */
+typedef rt_status rt_op_alloc(rt_backend *b, void **ptr, size_t bytes, rt_error *err);
+typedef void rt_op_free(rt_backend *b, void *ptr);
+
+/* Reserves scratch for later ops (grows only; the only allocating op besides alloc). */
+typedef rt_status rt_op_reserve_workspace(rt_backend *b, size_t bytes, rt_error *err);
+
+/* Scratch bytes the conv ops need for this descriptor (im2col buffers etc.). */
+typedef size_t rt_op_conv2d_workspace(rt_backend *b, const rt_conv_desc *d);
+
+/* Scratch bytes the dense ops need (16-bit copies of their inputs); NULL: none. */
+typedef size_t rt_op_dense_workspace(rt_backend *b, const rt_dense_desc *d);
+
+/* host <-> backend copies: bytes = rt_tensor_bytes(t) or fewer (a prefix). */
+typedef rt_status rt_op_upload(rt_backend *b, rt_tensor *dst, const void *host_src, size_t bytes,
+                               rt_error *err);
+typedef rt_status rt_op_download(rt_backend *b, void *host_dst, const rt_tensor *src, size_t bytes,
+                                 rt_error *err);
+typedef rt_status rt_op_sync(rt_backend *b, rt_error *err);
+
+/* elementwise utilities on whole tensors (numel of dst) */
+typedef rt_status rt_op_fill(rt_backend *b, rt_tensor *dst, float value, rt_error *err);
+typedef rt_status rt_op_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err);
+
+/* dst = a + x elementwise (numel of dst; dst may alias a or x). Residual blocks;
+ * NULL on a backend that lacks it (the residual layers then refuse to run). */
+typedef rt_status rt_op_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
+                            rt_error *err);
+
+/* dst = relu(a + x), the sum a relu follows (its gradient: relu_bwd on dst, slope 0);
+ * aliasing as add. NULL: the model runs add and relu apart. */
+typedef rt_status rt_op_add_relu(rt_backend *b, rt_tensor *dst, const rt_tensor *a,
+                                 const rt_tensor *x, rt_error *err);
+
+/* conv2d. out (N,K,P,Q); in (N,C,H,W); w (K,C,R,S); bias (K) or NULL. */
+typedef rt_status rt_op_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                   const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d,
+                                   rt_error *err);
+
+/* conv2d_fwd that also writes each output plane's moments into moments (N,K planes of
+ * RT_MOMENT_FLOATS, below), taken while the output is still in cache, for a batch
+ * norm right after the convolution (bn_fwd_train_moments). out's bits are
+ * conv2d_fwd's. NULL: the model lets the batch norm take its own statistics. */
+typedef rt_status rt_op_conv2d_fwd_moments(rt_backend *b, rt_tensor *out, rt_tensor *moments,
+                                           const rt_tensor *in, const rt_tensor *w,
+                                           const rt_tensor *bias, const rt_conv_desc *d,
+                                           rt_error *err);
+
+/* din (N,C,H,W) = gradient w.r.t. the input, from dout (N,K,P,Q) and w (K,C,R,S). */
+typedef rt_status rt_op_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                        const rt_tensor *w, const rt_conv_desc *d, rt_error *err);
+
+/* dw (K,C,R,S), dbias (K) or NULL, from dout (N,K,P,Q) and in (N,C,H,W). */
+typedef rt_status rt_op_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                          const rt_tensor *dout, const rt_tensor *in,
+                                          const rt_conv_desc *d, rt_error *err);
+
+/* pooling. out (N,C,P,Q), in (N,C,H,W). Max ties go to the first element in
+ * row-major window order (PyTorch). bwd: din (N,C,H,W) from dout, in and out. */
+typedef rt_status rt_op_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                    const rt_pool_desc *d, rt_error *err);
+typedef rt_status rt_op_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                    const rt_tensor *in, const rt_tensor *out,
+                                    const rt_pool_desc *d, rt_error *err);
+typedef rt_status rt_op_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                    const rt_pool_desc *d, rt_error *err);
+typedef rt_status rt_op_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                    const rt_pool_desc *d, rt_error *err);
+
+/* (leaky) relu, any shape: out = x > 0 ? x : slope*x (slope 0 = relu). In place
+ * (out == in) allowed. bwd uses the OUTPUT (sign of y == sign of x for slope >= 0):
+ * din = y > 0 ? dout : slope*dout; din == dout allowed. */
+typedef rt_status rt_op_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, float slope,
+                                 rt_error *err);
+typedef rt_status rt_op_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                 const rt_tensor *out, float slope, rt_error *err);
+
+/* batchnorm2d. Training: out, save_mean (C), save_invstd (C) = 1/sqrt(var+eps),
+ * running_mean/var (C) updated in place. Eval: uses running stats only. */
+typedef rt_status rt_op_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                     rt_tensor *save_invstd, rt_tensor *running_mean,
+                                     rt_tensor *running_var, const rt_tensor *in,
+                                     const rt_tensor *gamma, const rt_tensor *beta,
+                                     const rt_bn_desc *d, rt_error *err);
+
+/* bn_fwd_train, or with skip bn_add_fwd_train (below; skip NULL: no add), with the
+ * batch statistics merged from moments (N,C planes, as conv2d_fwd_moments writes them)
+ * instead of a pass over in: the same bits as those ops, which merge the same
+ * per-plane moments in the same order. NULL: the model runs those ops. */
+typedef rt_status rt_op_bn_fwd_train_moments(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                             rt_tensor *save_invstd, rt_tensor *running_mean,
+                                             rt_tensor *running_var, const rt_tensor *in,
+                                             const rt_tensor *skip, const rt_tensor *gamma,
+                                             const rt_tensor *beta, const rt_tensor *moments,
+                                             const rt_bn_desc *d, rt_error *err);
+typedef rt_status rt_op_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                    const rt_tensor *gamma, const rt_tensor *beta,
+                                    const rt_tensor *running_mean, const rt_tensor *running_var,
+                                    const rt_bn_desc *d, rt_error *err);
+
+/* din (N,C,H,W), dgamma (C), dbeta (C) from dout, in and the saved batch stats. */
+typedef rt_status rt_op_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
+                               const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
+                               const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                               const rt_bn_desc *d, rt_error *err);
+
+/* bn_bwd of a norm with a relu fused after it (bn_fwd_train with d->relu): dout is the
+ * gradient of relu(bn(x)); it counts where bn(x) > 0, bn(x) recomputed from in, gamma,
+ * beta and the saved statistics exactly as bn_fwd_train computed it, so nothing but
+ * in and dout is read per element. NULL: the model runs the two layers apart. */
+typedef rt_status rt_op_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
+                                    rt_tensor *dbeta, const rt_tensor *dout, const rt_tensor *in,
+                                    const rt_tensor *gamma, const rt_tensor *beta,
+                                    const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                                    const rt_bn_desc *d, rt_error *err);
+
+/* A residual add fused after the norm (and the relu after the add when d->relu):
+ * bn_add_fwd_train writes out = bn(in) + skip (relu'd), one pass over in and skip.
+ * bn_add_bwd: dout is the gradient of out, plus dout2 when given (out's gradient by a
+ * second path: the next residual block's skip); keep = that gradient through the relu
+ * (where out > 0; all of it without the relu), the gradient of both terms of the sum;
+ * din, dgamma, dbeta from keep as bn_bwd. The same bits as bn_fwd_train, add or
+ * add_relu, (add,) relu_bwd and bn_bwd in turn. out aliases neither in nor skip
+ * (rt_backend_call refuses it), keep none of the others.
+ * NULL: the model runs the norm and the add apart. */
+typedef rt_status rt_op_bn_add_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
+                                         rt_tensor *save_invstd, rt_tensor *running_mean,
+                                         rt_tensor *running_var, const rt_tensor *in,
+                                         const rt_tensor *skip, const rt_tensor *gamma,
+                                         const rt_tensor *beta, const rt_bn_desc *d, rt_error *err);
+typedef rt_status rt_op_bn_add_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
+                                   rt_tensor *dbeta, rt_tensor *keep, const rt_tensor *dout,
+                                   const rt_tensor *dout2, const rt_tensor *out,
+                                   const rt_tensor *in, const rt_tensor *gamma,
+                                   const rt_tensor *save_mean, const rt_tensor *save_invstd,
+                                   const rt_bn_desc *d, rt_error *err);
+
+/* dropout. out and mask have the shape of in; mask holds 0 or 1/(1-p).
+ * bwd: din = dout * mask (din == dout allowed). */
+typedef rt_status rt_op_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
+                                    const rt_tensor *in, const rt_dropout_desc *d, rt_error *err);
+typedef rt_status rt_op_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                    const rt_tensor *mask, rt_error *err);
+
+/* dense. out (N,O); in (N,F) (any (N,C,H,W) with C*H*W = F); w (O,F); bias (O)/NULL */
+typedef rt_status rt_op_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                  const rt_tensor *w, const rt_tensor *bias, const rt_dense_desc *d,
+                                  rt_error *err);
+
+/* din (N,F) = dout (N,O) * w (O,F) */
+typedef rt_status rt_op_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                       const rt_tensor *w, const rt_dense_desc *d, rt_error *err);
+
+/* dw (O,F) = dout^T * in; dbias (O) = column sums of dout (or NULL) */
+typedef rt_status rt_op_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                         const rt_tensor *dout, const rt_tensor *in,
+                                         const rt_dense_desc *d, rt_error *err);
+
+/* softmax cross-entropy. loss (N): per-sample -log softmax(logits)[label];
+ * probs (N,L) softmax; logits (N,L); labels (N) RT_I32 in [0,L) (RT_EINVAL otherwise
+ * is NOT checked on device: the trainer validates labels on upload).
+ * bwd: dlogits (N,L) = (probs - onehot(label)) * scale  (scale = 1/N for a mean). */
+typedef rt_status rt_op_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
+                                 const rt_tensor *logits, const rt_tensor *labels,
+                                 const rt_xent_desc *d, rt_error *err);
+typedef rt_status rt_op_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
+                                 const rt_tensor *labels, float scale, const rt_xent_desc *d,
+                                 rt_error *err);
+
+/* optimiser updates (see the descriptors); tensors are flat and of equal numel.
+ * param, m, v / momentum_buf are updated in place; grad is read only. */
+typedef rt_status rt_op_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
+                                    const rt_tensor *grad, const rt_adam_desc *d, rt_error *err);
+typedef rt_status rt_op_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
+                                   const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err);
+
+/* ---- the trainer's device path (see the descriptors above) ---- */
+typedef rt_status rt_op_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
+                                     const rt_tensor *data, const rt_tensor *data_labels,
+                                     const rt_tensor *order, const rt_gather_desc *d,
+                                     rt_error *err);
+
+/* Row `row` of stats (rows, RT_STEP_STATS) = {mean of loss (N) summed in double in
+ * sample order (its 8 bytes); count of samples whose first maximal probability is at
+ * the label; 0}. Nothing is read back: the trainer downloads the ring when it shows
+ * progress. */
+typedef rt_status rt_op_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
+                                   const rt_tensor *probs, const rt_tensor *labels,
+                                   const rt_xent_desc *d, rt_error *err);
+
+/* dst (numel floats, images of C planes of `plane`) = lut[c * 256 + byte] of the
+ * numel bytes in src (packed four to an RT_I32 word), c the element's channel: a data
+ * set's raw pixels normalised where they are kept (the trainer uploads a quarter of
+ * the floats' size). lut: C * 256 floats. NULL: the trainer normalises on the host. */
+typedef rt_status rt_op_bytes_to_f32(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
+                                     const rt_tensor *lut, int C, size_t plane, rt_error *err);
+
+/* t *= amp.scale (the loss gradient, before the backward pass). */
+typedef rt_status rt_op_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err);
+
+/* grad *= 1/amp.scale; amp.found_inf = 1 if some element was inf/NaN. */
+typedef rt_status rt_op_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt_error *err);
+
+/* adam_update / sgd_update gated by amp (rules above); d->step is ignored: the step
+ * is amp.steps + 1 when the update is applied. */
+typedef rt_status rt_op_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
+                                        const rt_tensor *grad, rt_tensor *amp,
+                                        const rt_adam_desc *d, rt_error *err);
+typedef rt_status rt_op_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
+                                       const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
+                                       rt_error *err);
+
 struct rt_backend_ops {
     const char *name; /* "cpu", "cuda" */
-
-    /* lifecycle: open fills b->impl; RT_ENODEV when the device does not exist. */
-    rt_status (*open)(rt_backend *b, int device, rt_error *err);
-    void (*close)(rt_backend *b); /* accepts a never-opened (zeroed) handle */
-
-    /* memory: alloc returns zero-filled backend memory; free accepts NULL. */
-    rt_status (*alloc)(rt_backend *b, void **ptr, size_t bytes, rt_error *err);
-    void (*free)(rt_backend *b, void *ptr);
-    /* Reserves scratch for later ops (grows only; the only allocating op besides alloc). */
-    rt_status (*reserve_workspace)(rt_backend *b, size_t bytes, rt_error *err);
-    /* Scratch bytes the conv ops need for this descriptor (im2col buffers etc.). */
-    size_t (*conv2d_workspace)(rt_backend *b, const rt_conv_desc *d);
-    /* Scratch bytes the dense ops need (16-bit copies of their inputs); NULL: none. */
-    size_t (*dense_workspace)(rt_backend *b, const rt_dense_desc *d);
-
-    /* host <-> backend copies: bytes = rt_tensor_bytes(t) or fewer (a prefix). */
-    rt_status (*upload)(rt_backend *b, rt_tensor *dst, const void *host_src, size_t bytes,
-                        rt_error *err);
-    rt_status (*download)(rt_backend *b, void *host_dst, const rt_tensor *src, size_t bytes,
-                          rt_error *err);
-    rt_status (*sync)(rt_backend *b, rt_error *err);
-
-    /* elementwise utilities on whole tensors (numel of dst) */
-    rt_status (*fill)(rt_backend *b, rt_tensor *dst, float value, rt_error *err);
-    rt_status (*copy)(rt_backend *b, rt_tensor *dst, const rt_tensor *src, rt_error *err);
-    /* dst = a + x elementwise (numel of dst; dst may alias a or x). Residual blocks;
-     * NULL on a backend that lacks it (the residual layers then refuse to run). */
-    rt_status (*add)(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
-                     rt_error *err);
-    /* dst = relu(a + x), the sum a relu follows (its gradient: relu_bwd on dst, slope 0);
-     * aliasing as add. NULL: the model runs add and relu apart. */
-    rt_status (*add_relu)(rt_backend *b, rt_tensor *dst, const rt_tensor *a, const rt_tensor *x,
-                          rt_error *err);
-
-    /* conv2d. out (N,K,P,Q); in (N,C,H,W); w (K,C,R,S); bias (K) or NULL. */
-    rt_status (*conv2d_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
-                            const rt_tensor *bias, const rt_conv_desc *d, rt_error *err);
-    /* conv2d_fwd that also writes each output plane's moments into moments (N,K planes of
-     * RT_MOMENT_FLOATS, below), taken while the output is still in cache, for a batch
-     * norm right after the convolution (bn_fwd_train_moments). out's bits are
-     * conv2d_fwd's. NULL: the model lets the batch norm take its own statistics. */
-    rt_status (*conv2d_fwd_moments)(rt_backend *b, rt_tensor *out, rt_tensor *moments,
-                                    const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
-                                    const rt_conv_desc *d, rt_error *err);
-    /* din (N,C,H,W) = gradient w.r.t. the input, from dout (N,K,P,Q) and w (K,C,R,S). */
-    rt_status (*conv2d_bwd_data)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                 const rt_tensor *w, const rt_conv_desc *d, rt_error *err);
-    /* dw (K,C,R,S), dbias (K) or NULL, from dout (N,K,P,Q) and in (N,C,H,W). */
-    rt_status (*conv2d_bwd_filter)(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                   const rt_tensor *dout, const rt_tensor *in,
-                                   const rt_conv_desc *d, rt_error *err);
-
-    /* pooling. out (N,C,P,Q), in (N,C,H,W). Max ties go to the first element in
-     * row-major window order (PyTorch). bwd: din (N,C,H,W) from dout, in and out. */
-    rt_status (*maxpool_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                             const rt_pool_desc *d, rt_error *err);
-    rt_status (*maxpool_bwd)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                             const rt_tensor *in, const rt_tensor *out, const rt_pool_desc *d,
-                             rt_error *err);
-    rt_status (*avgpool_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                             const rt_pool_desc *d, rt_error *err);
-    rt_status (*avgpool_bwd)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                             const rt_pool_desc *d, rt_error *err);
-
-    /* (leaky) relu, any shape: out = x > 0 ? x : slope*x (slope 0 = relu). In place
-     * (out == in) allowed. bwd uses the OUTPUT (sign of y == sign of x for slope >= 0):
-     * din = y > 0 ? dout : slope*dout; din == dout allowed. */
-    rt_status (*relu_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in, float slope,
-                          rt_error *err);
-    rt_status (*relu_bwd)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                          const rt_tensor *out, float slope, rt_error *err);
-
-    /* batchnorm2d. Training: out, save_mean (C), save_invstd (C) = 1/sqrt(var+eps),
-     * running_mean/var (C) updated in place. Eval: uses running stats only. */
-    rt_status (*bn_fwd_train)(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                              rt_tensor *save_invstd, rt_tensor *running_mean,
-                              rt_tensor *running_var, const rt_tensor *in, const rt_tensor *gamma,
-                              const rt_tensor *beta, const rt_bn_desc *d, rt_error *err);
-    /* bn_fwd_train, or with skip bn_add_fwd_train (below; skip NULL: no add), with the
-     * batch statistics merged from moments (N,C planes, as conv2d_fwd_moments writes them)
-     * instead of a pass over in: the same bits as those ops, which merge the same
-     * per-plane moments in the same order. NULL: the model runs those ops. */
-    rt_status (*bn_fwd_train_moments)(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                                      rt_tensor *save_invstd, rt_tensor *running_mean,
-                                      rt_tensor *running_var, const rt_tensor *in,
-                                      const rt_tensor *skip, const rt_tensor *gamma,
-                                      const rt_tensor *beta, const rt_tensor *moments,
-                                      const rt_bn_desc *d, rt_error *err);
-    rt_status (*bn_fwd_eval)(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                             const rt_tensor *gamma, const rt_tensor *beta,
-                             const rt_tensor *running_mean, const rt_tensor *running_var,
-                             const rt_bn_desc *d, rt_error *err);
-    /* din (N,C,H,W), dgamma (C), dbeta (C) from dout, in and the saved batch stats. */
-    rt_status (*bn_bwd)(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
-                        const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
-                        const rt_tensor *save_mean, const rt_tensor *save_invstd,
-                        const rt_bn_desc *d, rt_error *err);
-    /* bn_bwd of a norm with a relu fused after it (bn_fwd_train with d->relu): dout is the
-     * gradient of relu(bn(x)); it counts where bn(x) > 0, bn(x) recomputed from in, gamma,
-     * beta and the saved statistics exactly as bn_fwd_train computed it, so nothing but
-     * in and dout is read per element. NULL: the model runs the two layers apart. */
-    rt_status (*bn_relu_bwd)(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
-                             const rt_tensor *dout, const rt_tensor *in, const rt_tensor *gamma,
-                             const rt_tensor *beta, const rt_tensor *save_mean,
-                             const rt_tensor *save_invstd, const rt_bn_desc *d, rt_error *err);
-    /* A residual add fused after the norm (and the relu after the add when d->relu):
-     * bn_add_fwd_train writes out = bn(in) + skip (relu'd), one pass over in and skip.
-     * bn_add_bwd: dout is the gradient of out, plus dout2 when given (out's gradient by a
-     * second path: the next residual block's skip); keep = that gradient through the relu
-     * (where out > 0; all of it without the relu), the gradient of both terms of the sum;
-     * din, dgamma, dbeta from keep as bn_bwd. The same bits as bn_fwd_train, add or
-     * add_relu, (add,) relu_bwd and bn_bwd in turn. out aliases neither in nor skip
-     * (rt_backend_call refuses it), keep none of the others.
-     * NULL: the model runs the norm and the add apart. */
-    rt_status (*bn_add_fwd_train)(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                                  rt_tensor *save_invstd, rt_tensor *running_mean,
-                                  rt_tensor *running_var, const rt_tensor *in,
-                                  const rt_tensor *skip, const rt_tensor *gamma,
-                                  const rt_tensor *beta, const rt_bn_desc *d, rt_error *err);
-    rt_status (*bn_add_bwd)(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *dbeta,
-                            rt_tensor *keep, const rt_tensor *dout, const rt_tensor *dout2,
-                            const rt_tensor *out, const rt_tensor *in, const rt_tensor *gamma,
-                            const rt_tensor *save_mean, const rt_tensor *save_invstd,
-                            const rt_bn_desc *d, rt_error *err);
-
-    /* dropout. out and mask have the shape of in; mask holds 0 or 1/(1-p).
-     * bwd: din = dout * mask (din == dout allowed). */
-    rt_status (*dropout_fwd)(rt_backend *b, rt_tensor *out, rt_tensor *mask, const rt_tensor *in,
-                             const rt_dropout_desc *d, rt_error *err);
-    rt_status (*dropout_bwd)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                             const rt_tensor *mask, rt_error *err);
-
-    /* dense. out (N,O); in (N,F) (any (N,C,H,W) with C*H*W = F); w (O,F); bias (O)/NULL */
-    rt_status (*dense_fwd)(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
-                           const rt_tensor *bias, const rt_dense_desc *d, rt_error *err);
-    /* din (N,F) = dout (N,O) * w (O,F) */
-    rt_status (*dense_bwd_data)(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                const rt_tensor *w, const rt_dense_desc *d, rt_error *err);
-    /* dw (O,F) = dout^T * in; dbias (O) = column sums of dout (or NULL) */
-    rt_status (*dense_bwd_filter)(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                  const rt_tensor *dout, const rt_tensor *in,
-                                  const rt_dense_desc *d, rt_error *err);
-
-    /* softmax cross-entropy. loss (N): per-sample -log softmax(logits)[label];
-     * probs (N,L) softmax; logits (N,L); labels (N) RT_I32 in [0,L) (RT_EINVAL otherwise
-     * is NOT checked on device: the trainer validates labels on upload).
-     * bwd: dlogits (N,L) = (probs - onehot(label)) * scale  (scale = 1/N for a mean). */
-    rt_status (*xent_fwd)(rt_backend *b, rt_tensor *loss, rt_tensor *probs, const rt_tensor *logits,
-                          const rt_tensor *labels, const rt_xent_desc *d, rt_error *err);
-    rt_status (*xent_bwd)(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
-                          const rt_tensor *labels, float scale, const rt_xent_desc *d,
-                          rt_error *err);
-
-    /* optimiser updates (see the descriptors); tensors are flat and of equal numel.
-     * param, m, v / momentum_buf are updated in place; grad is read only. */
-    rt_status (*adam_update)(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
-                             const rt_tensor *grad, const rt_adam_desc *d, rt_error *err);
-    rt_status (*sgd_update)(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
-                            const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err);
-
-    /* ---- the trainer's device path (see the descriptors above) ---- */
-    rt_status (*gather_batch)(rt_backend *b, rt_tensor *images, rt_tensor *labels,
-                              const rt_tensor *data, const rt_tensor *data_labels,
-                              const rt_tensor *order, const rt_gather_desc *d, rt_error *err);
-    /* Row `row` of stats (rows, RT_STEP_STATS) = {mean of loss (N) summed in double in
-     * sample order (its 8 bytes); count of samples whose first maximal probability is at
-     * the label; 0}. Nothing is read back: the trainer downloads the ring when it shows
-     * progress. */
-    rt_status (*xent_stats)(rt_backend *b, rt_tensor *stats, int row, const rt_tensor *loss,
-                            const rt_tensor *probs, const rt_tensor *labels, const rt_xent_desc *d,
-                            rt_error *err);
-    /* dst (numel floats, images of C planes of `plane`) = lut[c * 256 + byte] of the
-     * numel bytes in src (packed four to an RT_I32 word), c the element's channel: a data
-     * set's raw pixels normalised where they are kept (the trainer uploads a quarter of
-     * the floats' size). lut: C * 256 floats. NULL: the trainer normalises on the host. */
-    rt_status (*bytes_to_f32)(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
-                              const rt_tensor *lut, int C, size_t plane, rt_error *err);
-    /* t *= amp.scale (the loss gradient, before the backward pass). */
-    rt_status (*amp_scale)(rt_backend *b, rt_tensor *t, const rt_tensor *amp, rt_error *err);
-    /* grad *= 1/amp.scale; amp.found_inf = 1 if some element was inf/NaN. */
-    rt_status (*amp_unscale)(rt_backend *b, rt_tensor *grad, rt_tensor *amp, rt_error *err);
-    /* adam_update / sgd_update gated by amp (rules above); d->step is ignored: the step
-     * is amp.steps + 1 when the update is applied. */
-    rt_status (*amp_adam_update)(rt_backend *b, rt_tensor *param, rt_tensor *m, rt_tensor *v,
-                                 const rt_tensor *grad, rt_tensor *amp, const rt_adam_desc *d,
-                                 rt_error *err);
-    rt_status (*amp_sgd_update)(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
-                                const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
-                                rt_error *err);
+    rt_op_open *open;
+    rt_op_close *close;
+    rt_op_alloc *alloc;
+    rt_op_free *free;
+    rt_op_reserve_workspace *reserve_workspace;
+    rt_op_conv2d_workspace *conv2d_workspace;
+    rt_op_dense_workspace *dense_workspace;
+    rt_op_upload *upload;
+    rt_op_download *download;
+    rt_op_sync *sync;
+    rt_op_fill *fill;
+    rt_op_copy *copy;
+    rt_op_add *add;
+    rt_op_add_relu *add_relu;
+    rt_op_conv2d_fwd *conv2d_fwd;
+    rt_op_conv2d_fwd_moments *conv2d_fwd_moments;
+    rt_op_conv2d_bwd_data *conv2d_bwd_data;
+    rt_op_conv2d_bwd_filter *conv2d_bwd_filter;
+    rt_op_maxpool_fwd *maxpool_fwd;
+    rt_op_maxpool_bwd *maxpool_bwd;
+    rt_op_avgpool_fwd *avgpool_fwd;
+    rt_op_avgpool_bwd *avgpool_bwd;
+    rt_op_relu_fwd *relu_fwd;
+    rt_op_relu_bwd *relu_bwd;
+    rt_op_bn_fwd_train *bn_fwd_train;
+    rt_op_bn_fwd_train_moments *bn_fwd_train_moments;
+    rt_op_bn_fwd_eval *bn_fwd_eval;
+    rt_op_bn_bwd *bn_bwd;
+    rt_op_bn_relu_bwd *bn_relu_bwd;
+    rt_op_bn_add_fwd_train *bn_add_fwd_train;
+    rt_op_bn_add_bwd *bn_add_bwd;
+    rt_op_dropout_fwd *dropout_fwd;
+    rt_op_dropout_bwd *dropout_bwd;
+    rt_op_dense_fwd *dense_fwd;
+    rt_op_dense_bwd_data *dense_bwd_data;
+    rt_op_dense_bwd_filter *dense_bwd_filter;
+    rt_op_xent_fwd *xent_fwd;
+    rt_op_xent_bwd *xent_bwd;
+    rt_op_adam_update *adam_update;
+    rt_op_sgd_update *sgd_update;
+    rt_op_gather_batch *gather_batch;
+    rt_op_xent_stats *xent_stats;
+    rt_op_bytes_to_f32 *bytes_to_f32;
+    rt_op_amp_scale *amp_scale;
+    rt_op_amp_unscale *amp_unscale;
+    rt_op_amp_adam_update *amp_adam_update;
+    rt_op_amp_sgd_update *amp_sgd_update;
 };
 
 /* ---- backend selection (rt_backend.c) ---- */
@@ -377,130 +455,44 @@ void rt_backend_close(rt_backend *b);
  * then calls the backend's op. So every backend refuses the same calls with the same
  * words, and a backend op is written without argument checks. Arguments and semantics
  * are the table's above. */
-RT_MUST_USE rt_status rt_backend_upload(rt_backend *b, rt_tensor *dst, const void *host_src,
-                                        size_t bytes, rt_error *err);
-RT_MUST_USE rt_status rt_backend_download(rt_backend *b, void *host_dst, const rt_tensor *src,
-                                          size_t bytes, rt_error *err);
-RT_MUST_USE rt_status rt_backend_fill(rt_backend *b, rt_tensor *dst, float value, rt_error *err);
-RT_MUST_USE rt_status rt_backend_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
-                                      rt_error *err);
-RT_MUST_USE rt_status rt_backend_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a,
-                                     const rt_tensor *x, rt_error *err);
-RT_MUST_USE rt_status rt_backend_add_relu(rt_backend *b, rt_tensor *dst, const rt_tensor *a,
-                                          const rt_tensor *x, rt_error *err);
-RT_MUST_USE rt_status rt_backend_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                            const rt_tensor *w, const rt_tensor *bias,
-                                            const rt_conv_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_conv2d_fwd_moments(rt_backend *b, rt_tensor *out,
-                                                    rt_tensor *moments, const rt_tensor *in,
-                                                    const rt_tensor *w, const rt_tensor *bias,
-                                                    const rt_conv_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_conv2d_bwd_data(rt_backend *b, rt_tensor *din,
-                                                 const rt_tensor *dout, const rt_tensor *w,
-                                                 const rt_conv_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                                   const rt_tensor *dout, const rt_tensor *in,
-                                                   const rt_conv_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                             const rt_pool_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                             const rt_tensor *in, const rt_tensor *out,
-                                             const rt_pool_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                             const rt_pool_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                             const rt_pool_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                          float slope, rt_error *err);
-RT_MUST_USE rt_status rt_backend_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                          const rt_tensor *out, float slope, rt_error *err);
-RT_MUST_USE rt_status rt_backend_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                                              rt_tensor *save_invstd, rt_tensor *running_mean,
-                                              rt_tensor *running_var, const rt_tensor *in,
-                                              const rt_tensor *gamma, const rt_tensor *beta,
-                                              const rt_bn_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_bn_fwd_train_moments(
-    rt_backend *b, rt_tensor *out, rt_tensor *save_mean, rt_tensor *save_invstd,
-    rt_tensor *running_mean, rt_tensor *running_var, const rt_tensor *in, const rt_tensor *skip,
-    const rt_tensor *gamma, const rt_tensor *beta, const rt_tensor *moments, const rt_bn_desc *d,
-    rt_error *err);
-RT_MUST_USE rt_status rt_backend_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                             const rt_tensor *gamma, const rt_tensor *beta,
-                                             const rt_tensor *running_mean,
-                                             const rt_tensor *running_var, const rt_bn_desc *d,
-                                             rt_error *err);
-RT_MUST_USE rt_status rt_backend_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
-                                        rt_tensor *dbeta, const rt_tensor *dout,
-                                        const rt_tensor *in, const rt_tensor *gamma,
-                                        const rt_tensor *save_mean, const rt_tensor *save_invstd,
-                                        const rt_bn_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
-                                             rt_tensor *dbeta, const rt_tensor *dout,
-                                             const rt_tensor *in, const rt_tensor *gamma,
-                                             const rt_tensor *beta, const rt_tensor *save_mean,
-                                             const rt_tensor *save_invstd, const rt_bn_desc *d,
-                                             rt_error *err);
-RT_MUST_USE rt_status rt_backend_bn_add_fwd_train(rt_backend *b, rt_tensor *out,
-                                                  rt_tensor *save_mean, rt_tensor *save_invstd,
-                                                  rt_tensor *running_mean, rt_tensor *running_var,
-                                                  const rt_tensor *in, const rt_tensor *skip,
-                                                  const rt_tensor *gamma, const rt_tensor *beta,
-                                                  const rt_bn_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_bn_add_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
-                                            rt_tensor *dbeta, rt_tensor *keep,
-                                            const rt_tensor *dout, const rt_tensor *dout2,
-                                            const rt_tensor *out, const rt_tensor *in,
-                                            const rt_tensor *gamma, const rt_tensor *save_mean,
-                                            const rt_tensor *save_invstd, const rt_bn_desc *d,
-                                            rt_error *err);
-RT_MUST_USE rt_status rt_backend_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
-                                             const rt_tensor *in, const rt_dropout_desc *d,
-                                             rt_error *err);
-RT_MUST_USE rt_status rt_backend_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                             const rt_tensor *mask, rt_error *err);
-RT_MUST_USE rt_status rt_backend_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                           const rt_tensor *w, const rt_tensor *bias,
-                                           const rt_dense_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_dense_bwd_data(rt_backend *b, rt_tensor *din,
-                                                const rt_tensor *dout, const rt_tensor *w,
-                                                const rt_dense_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                                  const rt_tensor *dout, const rt_tensor *in,
-                                                  const rt_dense_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
-                                          const rt_tensor *logits, const rt_tensor *labels,
-                                          const rt_xent_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
-                                          const rt_tensor *labels, float scale,
-                                          const rt_xent_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
-                                             rt_tensor *v, const rt_tensor *grad,
-                                             const rt_adam_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_sgd_update(rt_backend *b, rt_tensor *param,
-                                            rt_tensor *momentum_buf, const rt_tensor *grad,
-                                            const rt_sgd_desc *d, rt_error *err);
-RT_MUST_USE rt_status rt_backend_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
-                                              const rt_tensor *data, const rt_tensor *data_labels,
-                                              const rt_tensor *order, const rt_gather_desc *d,
-                                              rt_error *err);
-RT_MUST_USE rt_status rt_backend_xent_stats(rt_backend *b, rt_tensor *stats, int row,
-                                            const rt_tensor *loss, const rt_tensor *probs,
-                                            const rt_tensor *labels, const rt_xent_desc *d,
-                                            rt_error *err);
-RT_MUST_USE rt_status rt_backend_bytes_to_f32(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
-                                              const rt_tensor *lut, int C, size_t plane,
-                                              rt_error *err);
-RT_MUST_USE rt_status rt_backend_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp,
-                                           rt_error *err);
-RT_MUST_USE rt_status rt_backend_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp,
-                                             rt_error *err);
-RT_MUST_USE rt_status rt_backend_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
-                                                 rt_tensor *v, const rt_tensor *grad,
-                                                 rt_tensor *amp, const rt_adam_desc *d,
-                                                 rt_error *err);
-RT_MUST_USE rt_status rt_backend_amp_sgd_update(rt_backend *b, rt_tensor *param,
-                                                rt_tensor *momentum_buf, const rt_tensor *grad,
-                                                rt_tensor *amp, const rt_sgd_desc *d,
-                                                rt_error *err);
+RT_MUST_USE rt_op_upload rt_backend_upload;
+RT_MUST_USE rt_op_download rt_backend_download;
+RT_MUST_USE rt_op_fill rt_backend_fill;
+RT_MUST_USE rt_op_copy rt_backend_copy;
+RT_MUST_USE rt_op_add rt_backend_add;
+RT_MUST_USE rt_op_add_relu rt_backend_add_relu;
+RT_MUST_USE rt_op_conv2d_fwd rt_backend_conv2d_fwd;
+RT_MUST_USE rt_op_conv2d_fwd_moments rt_backend_conv2d_fwd_moments;
+RT_MUST_USE rt_op_conv2d_bwd_data rt_backend_conv2d_bwd_data;
+RT_MUST_USE rt_op_conv2d_bwd_filter rt_backend_conv2d_bwd_filter;
+RT_MUST_USE rt_op_maxpool_fwd rt_backend_maxpool_fwd;
+RT_MUST_USE rt_op_maxpool_bwd rt_backend_maxpool_bwd;
+RT_MUST_USE rt_op_avgpool_fwd rt_backend_avgpool_fwd;
+RT_MUST_USE rt_op_avgpool_bwd rt_backend_avgpool_bwd;
+RT_MUST_USE rt_op_relu_fwd rt_backend_relu_fwd;
+RT_MUST_USE rt_op_relu_bwd rt_backend_relu_bwd;
+RT_MUST_USE rt_op_bn_fwd_train rt_backend_bn_fwd_train;
+RT_MUST_USE rt_op_bn_fwd_train_moments rt_backend_bn_fwd_train_moments;
+RT_MUST_USE rt_op_bn_fwd_eval rt_backend_bn_fwd_eval;
+RT_MUST_USE rt_op_bn_bwd rt_backend_bn_bwd;
+RT_MUST_USE rt_op_bn_relu_bwd rt_backend_bn_relu_bwd;
+RT_MUST_USE rt_op_bn_add_fwd_train rt_backend_bn_add_fwd_train;
+RT_MUST_USE rt_op_bn_add_bwd rt_backend_bn_add_bwd;
+RT_MUST_USE rt_op_dropout_fwd rt_backend_dropout_fwd;
+RT_MUST_USE rt_op_dropout_bwd rt_backend_dropout_bwd;
+RT_MUST_USE rt_op_dense_fwd rt_backend_dense_fwd;
+RT_MUST_USE rt_op_dense_bwd_data rt_backend_dense_bwd_data;
+RT_MUST_USE rt_op_dense_bwd_filter rt_backend_dense_bwd_filter;
+RT_MUST_USE rt_op_xent_fwd rt_backend_xent_fwd;
+RT_MUST_USE rt_op_xent_bwd rt_backend_xent_bwd;
+RT_MUST_USE rt_op_adam_update rt_backend_adam_update;
+RT_MUST_USE rt_op_sgd_update rt_backend_sgd_update;
+RT_MUST_USE rt_op_gather_batch rt_backend_gather_batch;
+RT_MUST_USE rt_op_xent_stats rt_backend_xent_stats;
+RT_MUST_USE rt_op_bytes_to_f32 rt_backend_bytes_to_f32;
+RT_MUST_USE rt_op_amp_scale rt_backend_amp_scale;
+RT_MUST_USE rt_op_amp_unscale rt_backend_amp_unscale;
+RT_MUST_USE rt_op_amp_adam_update rt_backend_amp_adam_update;
+RT_MUST_USE rt_op_amp_sgd_update rt_backend_amp_sgd_update;
 
 #endif

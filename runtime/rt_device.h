@@ -4,7 +4,7 @@
  * implemented in runtime/cuda/ (cuda_device.c, or rt_cuda_stub.c without CUDA, and
  * rt_precision.c), whose own headers stay private to the runtime.
  *
- * This header is the same in every build (STYLE: public headers do not change with
+ * This header is the same in every build (a public header does not change with
  * build flags). Without CUDA compiled in (rt_cuda_stub.c) the list is empty with a
  * reason "built without CUDA" and rt_cuda_set_precision returns RT_ENODEV.
  *

@@ -1,12 +1,16 @@
 /* rt_dist_meet.c - the ranks of a launch without MPI meet over TCP once (rt_dist_meet.h).
  *
- * Frames are fixed-size, integers in network byte order:
- *   hello  (rank r -> rank 0): "KILNMEET", version, rank, world, can, why[64]
- *   answer (rank 0 -> rank r): "KILNMEET", version, ok, blob[128], msg[400]
- * Rank 0 polls its listening socket and every accepted connection together, so a
- * connection that sends nothing (or a stray program) holds nobody up; a connection
- * whose first bytes are not the magic is closed and ignored. Sends use MSG_NOSIGNAL: a
- * rank that went away is an error, not a SIGPIPE.
+ * Frames are fixed-size and signed (rt_dist_meet_frame.h): rank 0 sends each connection
+ * a challenge, the rank answers with its hello, rank 0 answers every rank at the end.
+ * Rank 0 polls its listening socket and every accepted connection together, each
+ * connection with its own deadline (PEER_S), so a connection that sends nothing (or a
+ * stray program) holds nobody up; when more than PENDING_MIN wait at once, the oldest
+ * is dropped. A connection whose first bytes are not the magic, that speaks another
+ * version, or whose hello is not signed with the launch's secret is closed, logged on
+ * stderr and ignored: only a signed hello can fail the launch (another WORLD_SIZE, a
+ * rank twice). A rank whose connection rank 0 closed without an answer tries again
+ * until its deadline. Sends use MSG_NOSIGNAL: a rank that went away is an error, not a
+ * SIGPIPE.
  */
 #include "rt_dist_meet.h"
 
@@ -26,27 +30,9 @@
 #include <unistd.h>
 
 #include "rt_dist_internal.h"
+#include "rt_dist_meet_frame.h"
 
-#define MAGIC "KILNMEET"
-#define VERSION 1u
-#define WHY_BYTES 64
-#define MSG_BYTES 400
-#define HELLO_BYTES (8 + 4 * 4 + WHY_BYTES)
-#define ANSWER_BYTES (8 + 2 * 4 + RT_DIST_MEET_BLOB + MSG_BYTES)
 #define NAMED_MAX 16 /* missing ranks named in a message, then a count */
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    v = htonl(v);
-    memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return ntohl(v);
-}
 
 static int ms_left(double deadline)
 {
@@ -117,10 +103,17 @@ static int is_loopback(const struct addrinfo *a)
 
 /* ---- rank 0 ---- */
 
+#define PEER_S 10.0     /* a connection says hello within this, or is dropped */
+#define PENDING_MIN 256 /* connections heard at once; beyond, the oldest is dropped */
+#define LOGGED_MAX 16   /* drops logged one by one, then counted */
+
 typedef struct peer {
     int fd;
+    double by; /* its own deadline */
     size_t got;
-    unsigned char hello[HELLO_BYTES];
+    unsigned char nonce0[RTP_MEET_NONCE];
+    unsigned char hello[RTP_MEET_HELLO_BYTES];
+    char from[64]; /* its address, for the log */
 } peer;
 
 typedef struct host {
@@ -129,10 +122,13 @@ typedef struct host {
     peer *pending; /* accepted, hello not complete (cap) */
     int npending, cap;
     int *fd; /* (world) a rank's connection, -1 until it said hello */
-    char (*why)[WHY_BYTES];
+    unsigned char (*n0)[RTP_MEET_NONCE], (*nr)[RTP_MEET_NONCE]; /* (world) its nonces */
+    char (*why)[RTP_MEET_WHY];
     int *can;
     int arrived; /* ranks other than 0 that said hello */
-    char msg[MSG_BYTES];
+    int dropped; /* connections dropped */
+    char last_drop[160];
+    char msg[RTP_MEET_MSG];
     rt_status fail; /* RT_OK while the meeting goes on */
 } host;
 
@@ -148,56 +144,126 @@ static void host_fail(host *h, rt_status code, const char *fmt, ...)
     h->fail = code;
 }
 
-static void answer(int fd, int ok, const unsigned char *blob, const char *msg, double by)
+/* A connection that is not a rank of this launch: closed, logged (the first few), and
+ * remembered for the message of a meeting that then misses a rank. */
+static void drop(host *h, peer *p, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void drop(host *h, peer *p, const char *fmt, ...)
 {
-    unsigned char a[ANSWER_BYTES] = {0};
-    memcpy(a, MAGIC, 8);
-    put32(a + 8, VERSION);
-    put32(a + 12, ok != 0);
-    if (ok) memcpy(a + 16, blob, RT_DIST_MEET_BLOB);
-    snprintf((char *)a + 16 + RT_DIST_MEET_BLOB, MSG_BYTES, "%s", msg);
-    if (io_all(fd, a, sizeof a, 1, by) != 0) errno = errno ? errno : EIO;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->last_drop, sizeof h->last_drop, fmt, ap);
+    va_end(ap);
+    close(p->fd);
+    if (++h->dropped <= LOGGED_MAX)
+        fprintf(stderr, "kiln: rank 0 of %d: dropped a connection from %s: %s%s\n", h->m->world,
+                p->from, h->last_drop,
+                h->dropped == LOGGED_MAX ? " (further drops are counted, not logged)" : "");
+}
+
+static void answer(host *h, int r, int ok, const unsigned char *blob, double by)
+{
+    rtp_meet_answer a = {.ok = ok};
+    if (ok) memcpy(a.blob, blob, RT_DIST_MEET_BLOB);
+    snprintf(a.msg, sizeof a.msg, "%s", h->msg);
+    unsigned char out[RTP_MEET_ANSWER_BYTES];
+    rtp_meet_answer_put(out, &a, h->m->token, h->n0[r], h->nr[r]);
+    explicit_bzero(&a, sizeof a);
+    if (io_all(h->fd[r], out, sizeof out, 1, by) != 0) errno = errno ? errno : EIO;
+    explicit_bzero(out, sizeof out);
 }
 
 static void host_hello(host *h, peer *p)
 {
     const rt_dist_meet *m = h->m;
-    const unsigned char *b = p->hello;
-    if (memcmp(b, MAGIC, 8) != 0) { /* not a Kiln rank: ignored */
-        close(p->fd);
+    rtp_meet_hello hi;
+    if (rtp_meet_hello_get(p->hello, &hi, m->token, p->nonce0) != 0) {
+        drop(h, p,
+             "its hello does not carry this launch's signature (a stranger, or a rank "
+             "given another KILN_DIST_TOKEN)");
         return;
     }
-    const uint32_t ver = get32(b + 8), rank = get32(b + 12), world = get32(b + 16);
-    if (ver != VERSION) {
-        host_fail(h, RT_EINVAL,
-                  "rank %u runs another Kiln (meeting version %u; rank 0's is %u) ---> "
-                  "HINT: launch the same Kiln on every rank",
-                  rank, ver, VERSION);
-    } else if (world != (uint32_t)m->world) {
+    /* signed with the launch's secret: a rank of this launch, misconfigured or not */
+    if (hi.world != (uint32_t)m->world) {
         host_fail(h, RT_EINVAL,
                   "rank %u was launched with WORLD_SIZE=%u but rank 0 with WORLD_SIZE=%d "
                   "---> HINT: give every rank the same WORLD_SIZE",
-                  rank, world, m->world);
-    } else if (rank == 0 || rank >= world) {
+                  hi.rank, hi.world, m->world);
+    } else if (hi.rank == 0 || hi.rank >= hi.world) {
         host_fail(h, RT_EINVAL,
                   "a rank said it is rank %u of %u: only ranks 1 to %d connect to rank 0 "
                   "---> HINT: give every process its own RANK, 0 to WORLD_SIZE-1",
-                  rank, world, m->world - 1);
-    } else if (h->fd[rank] >= 0) {
+                  hi.rank, hi.world, m->world - 1);
+    } else if (h->fd[hi.rank] >= 0) {
         host_fail(h, RT_EINVAL,
                   "two processes say they are rank %u ---> HINT: give every process its own "
                   "RANK, 0 to WORLD_SIZE-1",
-                  rank);
+                  hi.rank);
     } else {
-        h->fd[rank] = p->fd;
-        h->can[rank] = get32(b + 20) != 0;
-        memcpy(h->why[rank], b + 24, WHY_BYTES);
-        h->why[rank][WHY_BYTES - 1] = '\0';
+        h->fd[hi.rank] = p->fd;
+        h->can[hi.rank] = hi.can != 0;
+        memcpy(h->why[hi.rank], hi.why, RTP_MEET_WHY);
+        memcpy(h->n0[hi.rank], p->nonce0, RTP_MEET_NONCE);
+        memcpy(h->nr[hi.rank], hi.nonce, RTP_MEET_NONCE);
         h->arrived++;
         return;
     }
-    answer(p->fd, 0, NULL, h->msg, rtp_dist_now() + 1.0); /* it hears why at once */
+    /* it hears why at once, signed as any answer */
+    h->fd[0] = p->fd;
+    memcpy(h->n0[0], p->nonce0, RTP_MEET_NONCE);
+    memcpy(h->nr[0], hi.nonce, RTP_MEET_NONCE);
+    answer(h, 0, 0, NULL, rtp_dist_now() + 1.0);
+    h->fd[0] = -1;
     close(p->fd);
+}
+
+/* A connection's address, for the log. */
+static void peer_name(int fd, char *out, size_t cap)
+{
+    struct sockaddr_storage sa = {0};
+    socklen_t len = sizeof sa;
+    char name[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (getpeername(fd, (struct sockaddr *)&sa, &len) != 0) sa.ss_family = AF_UNSPEC;
+    if (sa.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)&sa;
+        inet_ntop(AF_INET, &a->sin_addr, name, sizeof name);
+        port = ntohs(a->sin_port);
+    } else if (sa.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&sa;
+        inet_ntop(AF_INET6, &a->sin6_addr, name, sizeof name);
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(out, cap, "%s port %u", name, port);
+}
+
+static void host_accept(host *h)
+{
+    int fd = accept4(h->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    if (h->npending == h->cap) { /* full: the oldest has had the longest to speak */
+        int old = 0;
+        for (int i = 1; i < h->npending; i++)
+            if (h->pending[i].by < h->pending[old].by) old = i;
+        drop(h, &h->pending[old], "more than %d connections waited at once; it was the oldest",
+             h->cap);
+        h->pending[old] = h->pending[--h->npending];
+    }
+    peer *p = &h->pending[h->npending];
+    *p = (peer){.fd = fd, .by = rtp_dist_now() + PEER_S};
+    peer_name(fd, p->from, sizeof p->from);
+    unsigned char c[RTP_MEET_CHALLENGE_BYTES];
+    if (rtp_meet_nonce(p->nonce0) != 0) {
+        host_fail(h, RT_EIO, "no random bytes for the meeting (OpenSSL RAND_bytes)");
+        close(fd);
+        return;
+    }
+    rtp_meet_challenge_put(c, p->nonce0);
+    /* a fresh socket's buffer takes these few bytes at once */
+    if (send(fd, c, sizeof c, MSG_NOSIGNAL) != (ssize_t)sizeof c) {
+        drop(h, p, "it went away before rank 0's challenge");
+        return;
+    }
+    h->npending++;
 }
 
 /* One round of poll over the listening socket and the connections not yet heard. */
@@ -209,27 +275,49 @@ static void host_poll(host *h, double deadline)
         return;
     }
     pf[0] = (struct pollfd){.fd = h->lfd, .events = POLLIN};
-    for (int i = 0; i < h->npending; i++)
+    double wake = deadline;
+    for (int i = 0; i < h->npending; i++) {
         pf[i + 1] = (struct pollfd){.fd = h->pending[i].fd, .events = POLLIN};
-    int ms = ms_left(deadline);
-    int rc = poll(pf, (nfds_t)h->npending + 1, ms < 200 ? ms : 200);
+        if (h->pending[i].by < wake) wake = h->pending[i].by;
+    }
+    const int n = h->npending;
+    int ms = ms_left(wake);
+    int rc = poll(pf, (nfds_t)n + 1, ms < 200 ? ms : 200);
     if (rc < 0 && errno != EINTR) host_fail(h, RT_EIO, "poll: %s", strerror(errno));
-    for (int i = h->npending - 1; rc > 0 && i >= 0; i--) {
-        if (!pf[i + 1].revents) continue;
+    const double t = rtp_dist_now();
+    for (int i = n - 1; i >= 0; i--) {
         peer *p = &h->pending[i];
-        ssize_t k = recv(p->fd, p->hello + p->got, HELLO_BYTES - p->got, 0);
-        if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        int done = k > 0 && (p->got += (size_t)k) == HELLO_BYTES;
-        if (k > 0 && !done) continue;
-        if (done) host_hello(h, p);
-        else close(p->fd); /* closed or failed before its hello: forgotten */
+        if (rc > 0 && pf[i + 1].revents) {
+            ssize_t k = recv(p->fd, p->hello + p->got, RTP_MEET_HELLO_BYTES - p->got, 0);
+            if (k < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            if (k <= 0) {
+                drop(h, p, "it closed before its hello");
+            } else {
+                const size_t before = p->got;
+                p->got += (size_t)k;
+                long v = 0;
+                if (before < RTP_MEET_HEAD && p->got >= RTP_MEET_HEAD) v = rtp_meet_head(p->hello);
+                if (v == -1) {
+                    drop(h, p, "it is not a Kiln rank (its first bytes are not the meeting's)");
+                } else if (v != 0) {
+                    drop(h, p,
+                         "it runs another Kiln (meeting version %ld; rank 0's is %u) ---> "
+                         "HINT: launch the same Kiln on every rank",
+                         v == 0xffffffffL ? 0L : v, RTP_MEET_VERSION);
+                } else if (p->got == RTP_MEET_HELLO_BYTES) {
+                    host_hello(h, p);
+                } else {
+                    continue;
+                }
+            }
+        } else if (t < p->by) {
+            continue;
+        } else {
+            drop(h, p, "it said no hello within %g s", PEER_S);
+        }
         h->pending[i] = h->pending[--h->npending];
     }
-    if (rc > 0 && pf[0].revents && h->fail == RT_OK) {
-        int fd = accept(h->lfd, NULL, NULL);
-        if (fd >= 0 && h->npending == h->cap) close(fd); /* a flood: not ours */
-        else if (fd >= 0) h->pending[h->npending++] = (peer){.fd = fd};
-    }
+    if (rc > 0 && pf[0].revents && h->fail == RT_OK) host_accept(h);
     free(pf);
 }
 
@@ -257,31 +345,62 @@ static const char *plural(const char *list)
     return strchr(list, ',') || strstr(list, "more") ? "s" : "";
 }
 
+/* Listen on MASTER_ADDR's own address: the first of its addresses this host has; when
+ * it has none of them (an address translated on the way), every interface, said on
+ * stderr. -1 with errno set when the port cannot be had. */
+static int host_listen(const rt_dist_meet *m, const struct addrinfo *list)
+{
+    const int one = 1;
+    int e = EADDRNOTAVAIL;
+    for (int any = 0; any < 2; any++) {
+        for (const struct addrinfo *ai = list; ai; ai = ai->ai_next) {
+            if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
+            struct sockaddr_storage sa;
+            memcpy(&sa, ai->ai_addr, ai->ai_addrlen);
+            if (any && ai->ai_family == AF_INET)
+                ((struct sockaddr_in *)&sa)->sin_addr.s_addr = htonl(INADDR_ANY);
+            else if (any) ((struct sockaddr_in6 *)&sa)->sin6_addr = in6addr_any;
+            int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+            if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
+                bind(fd, (struct sockaddr *)&sa, ai->ai_addrlen) == 0 && listen(fd, 128) == 0) {
+                if (any)
+                    fprintf(stderr,
+                            "kiln: rank 0 of %d: MASTER_ADDR %s is none of this host's "
+                            "addresses: the meeting listens on every interface\n",
+                            m->world, m->addr);
+                return fd;
+            }
+            if (fd >= 0) {
+                e = errno;
+                close(fd);
+            }
+            if (e != EADDRNOTAVAIL) goto fail; /* the port is taken: no point going on */
+        }
+    }
+fail:
+    errno = e;
+    return -1;
+}
+
 static rt_status host_run(const rt_dist_meet *m, const struct addrinfo *ai, rt_dist_meet_make make,
                           unsigned char blob[RT_DIST_MEET_BLOB], rt_error *err)
 {
     const double deadline = rtp_dist_now() + m->timeout_s;
-    host h = {.m = m, .lfd = -1, .cap = m->world + 16};
+    host h = {.m = m, .lfd = -1, .cap = m->world + PENDING_MIN};
     h.pending = calloc((size_t)h.cap, sizeof *h.pending);
     h.fd = malloc((size_t)m->world * sizeof *h.fd);
     h.can = calloc((size_t)m->world, sizeof *h.can);
     h.why = calloc((size_t)m->world, sizeof *h.why);
+    h.n0 = calloc((size_t)m->world, sizeof *h.n0);
+    h.nr = calloc((size_t)m->world, sizeof *h.nr);
     rt_status s = RT_OK;
-    if (!h.pending || !h.fd || !h.can || !h.why) {
+    if (!h.pending || !h.fd || !h.can || !h.why || !h.n0 || !h.nr) {
         s = RT_ERR(err, RT_ENOMEM, "out of memory while the ranks meet");
         goto out;
     }
     for (int r = 0; r < m->world; r++) h.fd[r] = -1;
-    /* a loopback MASTER_ADDR: one host, listen there only; else every interface */
-    struct sockaddr_storage sa;
-    memcpy(&sa, ai->ai_addr, ai->ai_addrlen);
-    if (!is_loopback(ai) && ai->ai_family == AF_INET)
-        ((struct sockaddr_in *)&sa)->sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (!is_loopback(ai)) ((struct sockaddr_in6 *)&sa)->sin6_addr = in6addr_any;
-    const int one = 1;
-    h.lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (h.lfd < 0 || setsockopt(h.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        bind(h.lfd, (struct sockaddr *)&sa, ai->ai_addrlen) != 0 || listen(h.lfd, 128) != 0) {
+    h.lfd = host_listen(m, ai);
+    if (h.lfd < 0) {
         s = RT_ERR(err, RT_EIO,
                    "rank 0 of %d: cannot listen on port %s (%s) for the other ranks: "
                    "%s ---> HINT: another program holds the port: give the launch a free "
@@ -297,8 +416,12 @@ static rt_status host_run(const rt_dist_meet *m, const struct addrinfo *ai, rt_d
         host_fail(&h, RT_EDEVICE_LOST,
                   "rank%s %s of %d did not join rank 0 at %s:%s within %g s "
                   "(KILN_DIST_TIMEOUT) ---> HINT: start every rank with the same MASTER_ADDR, "
-                  "%s and WORLD_SIZE; the launch stops",
-                  plural(missing), missing, m->world, m->addr, m->port, m->timeout_s, port_var(m));
+                  "%s, WORLD_SIZE and KILN_DIST_TOKEN; the launch stops%s%s%s",
+                  plural(missing), missing, m->world, m->addr, m->port, m->timeout_s, port_var(m),
+                  h.dropped ? " (rank 0 dropped connections that were not ranks of this "
+                              "launch; the last: "
+                            : "",
+                  h.dropped ? h.last_drop : "", h.dropped ? ")" : "");
     }
     if (h.fail == RT_OK) {
         int all = m->can;
@@ -326,7 +449,7 @@ static rt_status host_run(const rt_dist_meet *m, const struct addrinfo *ai, rt_d
     for (int r = 1; r < m->world; r++) {
         if (h.fd[r] < 0) continue;
         errno = 0;
-        answer(h.fd[r], ok, blob, h.msg, send_by);
+        answer(&h, r, ok, blob, send_by);
         if (errno && h.fail == RT_OK)
             host_fail(&h, RT_EDEVICE_LOST, "rank %d left before rank 0's answer: %s", r,
                       strerror(errno));
@@ -341,6 +464,8 @@ out:
     free(h.fd);
     free(h.can);
     free(h.why);
+    free(h.n0);
+    free(h.nr);
     return s;
 }
 
@@ -374,48 +499,107 @@ static int dial(const struct addrinfo *list, double deadline)
     }
 }
 
+/* One try at the meeting over a connection to rank 0: 0 with *a (its answer), 1 when
+ * rank 0 closed the connection before answering (worth another try: it dropped this
+ * connection, or it was not listening yet), -1 otherwise (errno; *bad for a peer that is
+ * not Kiln's rank 0: -1 not the meeting, else its version; 0 for an answer whose
+ * signature is not the launch's). */
+static int guest_try(const rt_dist_meet *m, int fd, double by, rtp_meet_answer *a, long *bad)
+{
+    unsigned char c[RTP_MEET_CHALLENGE_BYTES], hello[RTP_MEET_HELLO_BYTES];
+    unsigned char in[RTP_MEET_ANSWER_BYTES];
+    if (io_all(fd, c, sizeof c, 0, by) != 0) return errno == ECONNRESET ? 1 : -1;
+    if ((*bad = rtp_meet_head(c)) != 0) {
+        errno = EPROTO;
+        return -1;
+    }
+    rtp_meet_hello h = {.rank = (uint32_t)m->rank, .world = (uint32_t)m->world, .can = m->can};
+    snprintf(h.why, sizeof h.why, "%s", m->can || !m->why_not ? "" : m->why_not);
+    if (rtp_meet_nonce(h.nonce) != 0) {
+        errno = EIO;
+        return -1;
+    }
+    rtp_meet_hello_put(hello, &h, m->token, c + RTP_MEET_HEAD);
+    if (io_all(fd, hello, sizeof hello, 1, by) != 0 || io_all(fd, in, sizeof in, 0, by) != 0)
+        return errno == ECONNRESET || errno == EPIPE ? 1 : -1;
+    if (rtp_meet_answer_get(in, a, m->token, c + RTP_MEET_HEAD, h.nonce) != 0) {
+        *bad = rtp_meet_head(in) == 0 ? 0 : -1;
+        errno = EPROTO;
+        return -1;
+    }
+    return 0;
+}
+
 static rt_status guest_run(const rt_dist_meet *m, const struct addrinfo *ai,
                            unsigned char blob[RT_DIST_MEET_BLOB], rt_error *err)
 {
     const double deadline = rtp_dist_now() + m->timeout_s;
-    int fd = dial(ai, deadline);
-    if (fd < 0)
-        return RT_ERR(err, RT_EDEVICE_LOST,
-                      "rank %d of %d: rank 0 did not answer at %s:%s within %g s "
-                      "(KILN_DIST_TIMEOUT) ---> HINT: start rank 0 too, with the same "
-                      "MASTER_ADDR and %s as every rank",
-                      m->rank, m->world, m->addr, m->port, m->timeout_s, port_var(m));
-    unsigned char hello[HELLO_BYTES] = {0}, a[ANSWER_BYTES];
-    memcpy(hello, MAGIC, 8);
-    put32(hello + 8, VERSION);
-    put32(hello + 12, (uint32_t)m->rank);
-    put32(hello + 16, (uint32_t)m->world);
-    put32(hello + 20, m->can != 0);
-    snprintf((char *)hello + 24, WHY_BYTES, "%s", m->can || !m->why_not ? "" : m->why_not);
     /* connected: rank 0 answers within its own timeout, which started before now */
-    const double answer_by = rtp_dist_now() + m->timeout_s + 1.0;
-    int rc = io_all(fd, hello, sizeof hello, 1, answer_by);
-    if (rc == 0) rc = io_all(fd, a, sizeof a, 0, answer_by);
-    const int e = errno;
-    close(fd);
+    const double answer_by = deadline + 1.0;
+    rtp_meet_answer a = {0};
+    int closed = 0, rc = 1, e = 0;
+    long bad = 0;
+    while (rc == 1) {
+        int fd = dial(ai, deadline);
+        if (fd < 0 && !closed)
+            return RT_ERR(err, RT_EDEVICE_LOST,
+                          "rank %d of %d: rank 0 did not answer at %s:%s within %g s "
+                          "(KILN_DIST_TIMEOUT) ---> HINT: start rank 0 too, with the same "
+                          "MASTER_ADDR and %s as every rank",
+                          m->rank, m->world, m->addr, m->port, m->timeout_s, port_var(m));
+        if (fd < 0)
+            return RT_ERR(err, RT_EDEVICE_LOST,
+                          "rank %d of %d: rank 0 at %s:%s closed this rank's connection "
+                          "without an answer, %d time%s within %g s (KILN_DIST_TIMEOUT) "
+                          "---> HINT: give every rank the same KILN_DIST_TOKEN; rank 0's "
+                          "log says why it dropped the connection",
+                          m->rank, m->world, m->addr, m->port, closed, closed == 1 ? "" : "s",
+                          m->timeout_s);
+        rc = guest_try(m, fd, answer_by, &a, &bad);
+        e = errno;
+        close(fd);
+        if (rc == 1) {
+            closed++;
+            struct timespec ts = {0, 100000000L}; /* rank 0 dropped it: try again */
+            nanosleep(&ts, NULL);
+        }
+    }
+    if (rc != 0 && e == EPROTO && bad > 0)
+        return RT_ERR(err, RT_EINVAL,
+                      "rank %d of %d: rank 0 at %s:%s runs another Kiln (meeting version %ld; "
+                      "this rank's is %u) ---> HINT: launch the same Kiln on every rank",
+                      m->rank, m->world, m->addr, m->port, bad == 0xffffffffL ? 0L : bad,
+                      RTP_MEET_VERSION);
+    if (rc != 0 && e == EPROTO && bad == 0)
+        return RT_ERR(err, RT_EINVAL,
+                      "rank %d of %d: the answer from %s:%s does not carry this launch's "
+                      "signature ---> HINT: give every rank the same KILN_DIST_TOKEN",
+                      m->rank, m->world, m->addr, m->port);
+    if (rc != 0 && e == EPROTO)
+        return RT_ERR(err, RT_EINVAL,
+                      "rank %d of %d: %s:%s answered, but not as Kiln's rank 0 ---> HINT: "
+                      "another program holds %s: give the launch a free one",
+                      m->rank, m->world, m->addr, m->port, port_var(m));
     if (rc != 0)
         return RT_ERR(err, RT_EDEVICE_LOST,
                       "rank %d of %d: no answer from rank 0 at %s:%s within %g s "
                       "(KILN_DIST_TIMEOUT): %s ---> HINT: rank 0's own error says why",
                       m->rank, m->world, m->addr, m->port, m->timeout_s,
                       e == ETIMEDOUT ? "it waits for other ranks, or hangs" : strerror(e));
-    if (memcmp(a, MAGIC, 8) != 0 || get32(a + 8) != VERSION)
-        return RT_ERR(err, RT_EINVAL,
-                      "rank %d of %d: %s:%s answered, but not as Kiln's rank 0 ---> HINT: "
-                      "another program holds %s: give the launch a free one",
-                      m->rank, m->world, m->addr, m->port, port_var(m));
-    char *msg = (char *)a + 16 + RT_DIST_MEET_BLOB;
-    msg[MSG_BYTES - 1] = '\0';
-    if (!get32(a + 12))
-        return RT_ERR(err, strstr(msg, "did not join") ? RT_EDEVICE_LOST : RT_EINVAL,
-                      "rank %d of %d: rank 0 says: %s", m->rank, m->world, msg);
-    memcpy(blob, a + 16, RT_DIST_MEET_BLOB);
+    if (!a.ok)
+        return RT_ERR(err, strstr(a.msg, "did not join") ? RT_EDEVICE_LOST : RT_EINVAL,
+                      "rank %d of %d: rank 0 says: %s", m->rank, m->world, a.msg);
+    memcpy(blob, a.blob, RT_DIST_MEET_BLOB);
+    explicit_bzero(&a, sizeof a);
     return RT_OK;
+}
+
+/* Every address MASTER_ADDR has is a loopback one. */
+static int all_loopback(const struct addrinfo *list)
+{
+    for (const struct addrinfo *ai = list; ai; ai = ai->ai_next)
+        if (!is_loopback(ai)) return 0;
+    return list != NULL;
 }
 
 rt_status rt_dist_meet_run(const rt_dist_meet *m, rt_dist_meet_make make,
@@ -425,7 +609,25 @@ rt_status rt_dist_meet_run(const rt_dist_meet *m, rt_dist_meet_make make,
         return RT_ERR(err, RT_EINVAL, "rank %d of %d: nothing to meet", m->rank, m->world);
     struct addrinfo *ai = NULL;
     RT_TRY(resolve(m, &ai, err));
-    rt_status s = m->rank == 0 ? host_run(m, ai, make, blob, err) : guest_run(m, ai, blob, err);
+    const size_t tlen = m->token ? strlen(m->token) : 0;
+    rt_status s = RT_OK;
+    if (!all_loopback(ai) && tlen < RT_DIST_MEET_TOKEN_MIN)
+        s = RT_ERR(err, RT_EINVAL,
+                   "rank %d of %d: MASTER_ADDR %s is not a loopback address, and %s: the "
+                   "ranks' meeting would take any host that can reach port %s ---> HINT: "
+                   "give every rank the same secret in KILN_DIST_TOKEN (at least %d "
+                   "characters, for example from `openssl rand -hex 32`)",
+                   m->rank, m->world, m->addr,
+                   tlen ? "KILN_DIST_TOKEN is too short" : "KILN_DIST_TOKEN is not set", m->port,
+                   RT_DIST_MEET_TOKEN_MIN);
+    if (s == RT_OK && m->rank == 0 && !tlen)
+        fprintf(stderr,
+                "kiln: rank 0 of %d: the ranks meet at %s:%s without KILN_DIST_TOKEN: "
+                "any process on this host can take a rank's seat; set KILN_DIST_TOKEN "
+                "to the same secret on every rank\n",
+                m->world, m->addr, m->port);
+    if (s == RT_OK && m->rank == 0) s = host_run(m, ai, make, blob, err);
+    else if (s == RT_OK) s = guest_run(m, ai, blob, err);
     freeaddrinfo(ai);
     return s;
 }

@@ -125,7 +125,8 @@ static rt_status nc_device_begin(rt_dist *d, rt_backend *b, int *on, rt_error *e
                             .world = d->size,
                             .timeout_s = d->timeout_s > MEET_MIN_S ? d->timeout_s : MEET_MIN_S,
                             .can = can,
-                            .why_not = why};
+                            .why_not = why,
+                            .token = getenv("KILN_DIST_TOKEN")};
     unsigned char id[RT_DIST_MEET_BLOB];
     RT_TRY(broken(d, rt_dist_meet_run(&m, make_id, id, err)));
     RT_TRY(broken(d, rt_nccl_create_rank(&comm, b, id, d->rank, d->size, d->timeout_s, err)));

@@ -1,6 +1,6 @@
 /* rt_trainer.h - the steppable training loop and evaluation.
  *
- * The caller (%train) owns the loop (STYLE "steppable training"):
+ * The caller (%train) owns the loop:
  *     rt_trainer_create(&t, model, &train, &cfg, err);
  *     rt_trainer_begin(t, err);
  *     do { rt_trainer_step(t, &ev, err); ...write checkpoints, publish... }

@@ -6,29 +6,36 @@ first use starts a Kiln kernel as a child process through jupyter_client (kernel
 "kiln", or $KILN_BRIDGE_KERNEL); it stays up for the session, so variables, data sets
 and models persist between cells as in a Kiln notebook. Each cell:
 - has `$name` / `{expr}` filled in from the Python namespace first (expand.py), so a
-  Python form cell (`epochs = 10  #@param`) drives the Kiln cells;
+  Python form cell (`epochs = 10  #@param`) drives the Kiln cells; on magic and `!`
+  lines the values are sent as Kiln assignments first (a silent request), so each
+  stays one word, as `kiln run -p` values do;
 - has every output relayed into the Python cell as it comes: streams, display_data,
   update_display_data (same display id, so a progress bar updates in place), results,
   clear_output - images and HTML keep their MIME types;
 - raises KilnError (shown as Kiln's own traceback) when Kiln reports an error, so
   "Run all" stops there;
-- on KeyboardInterrupt (the notebook's stop button) sends Kiln an interrupt_request
-  (training stops after the current step and writes its checkpoint, as in the native
-  kernel), relays what Kiln says while it stops, then raises KeyboardInterrupt;
+- on the notebook's stop button (SIGINT, counted between messages so none is lost)
+  sends Kiln an interrupt_request (training stops after the current step and writes
+  its checkpoint, as in the native kernel), relays what Kiln says while it stops, up
+  to its idle status, then raises KeyboardInterrupt shown as Kiln's short message;
+- keeps the child's own log (stderr) out of the cells: it goes to a file
+  ($KILN_BRIDGE_LOG, else kiln.log in the bridge's private directory);
 - when the child has died, reports it; the next cell starts a new one.
 """
 import atexit
 import os
 import queue
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
-from .expand import expand
+from .expand import ExpandError, prepare
 
 START_TIMEOUT = 60.0  # seconds for the child to answer kernel_info
 POLL = 0.2  # seconds between checks that the child is alive while a cell runs
@@ -46,6 +53,49 @@ class KilnError(Exception):
         return self.kiln_traceback or [f"KilnError: {self.ename}: {self.evalue}"]
 
 
+class KilnInterrupt(KeyboardInterrupt):
+    """The cell was stopped: shown as Kiln's own short message (where training stopped),
+    not as a traceback through the bridge. Named KeyboardInterrupt in the cell's error."""
+
+    def __init__(self, evalue="", traceback=None):
+        super().__init__(*([evalue] if evalue else []))
+        self.kiln_traceback = list(traceback or [])
+
+    def _render_traceback_(self):
+        if self.kiln_traceback:
+            return self.kiln_traceback
+        return ["KeyboardInterrupt" + (f": {self.args[0]}" if self.args else "")]
+
+
+KilnInterrupt.__name__ = KilnInterrupt.__qualname__ = "KeyboardInterrupt"
+
+
+class _Stops:
+    """While a cell runs in the main thread, the stop button's SIGINT only counts here
+    (no KeyboardInterrupt in the middle of relaying a message, which lost it); the relay
+    loop looks at the count between messages."""
+
+    def __init__(self):
+        self.count = 0
+        self.old = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self.old = signal.signal(signal.SIGINT, self._hit)
+            except ValueError:  # not the main interpreter: KeyboardInterrupt as usual
+                self.old = None
+        return self
+
+    def _hit(self, signum, frame):
+        self.count += 1
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+        return False
+
+
 class Bridge:
     """One child Kiln kernel and the relay of its outputs into the current cell."""
 
@@ -54,6 +104,7 @@ class Bridge:
         self.km = None
         self.kc = None
         self.ipc_dir = None
+        self.log_path = None
 
     # ---- the child kernel ----
     def start(self):
@@ -65,7 +116,12 @@ class Bridge:
         self.ipc_dir = tempfile.mkdtemp(prefix="kiln-bridge-")
         km = KernelManager(kernel_name=self.kernel_name, transport="ipc",
                            ip=os.path.join(self.ipc_dir, "kiln"))
-        km.start_kernel()
+        # The child's own log ("kiln: kernel ... ready", "interrupt requested") goes to a
+        # file, not to this process's stderr, which ipykernel shows in the cell.
+        log_path = os.environ.get("KILN_BRIDGE_LOG") or os.path.join(self.ipc_dir, "kiln.log")
+        with open(log_path, "ab") as log:
+            km.start_kernel(stdout=log, stderr=log)
+        self.log_path = log_path
         kc = km.blocking_client()
         kc.start_channels()
         try:
@@ -127,52 +183,90 @@ class Bridge:
     # client's get_iopub_msg/get_shell_msg run a coroutine to completion, and inside
     # ipykernel, whose event loop is running, each call hops to a helper thread: 41 ms
     # per trivial %kiln cell that way, 14 ms this way (bench/wheel_bench.py, loaded).
-    def run(self, code, out):
-        """Runs code in the child, relaying its outputs to out; raises KilnError on a
-        Kiln error, KeyboardInterrupt when interrupted."""
+    def assign(self, assignments):
+        """Runs the `name = literal` lines expand.prepare wrote, silently; KilnError
+        when Kiln refuses them."""
+        msg_id = self.kc.execute(assignments, silent=True, store_history=False,
+                                 allow_stdin=False)
+        reply = self.reply(msg_id, timeout=30.0)
+        if reply is None:
+            raise KilnError("KernelError", "the Kiln kernel did not answer while it was "
+                            "given the cell's Python values")
+        if reply.get("status") == "error":
+            raise KilnError(reply.get("ename", "Error"), "the cell's Python values: " +
+                            reply.get("evalue", ""))
+
+    def run(self, code, out, assignments=""):
+        """Runs code in the child (after the assignments, when any), relaying its
+        outputs to out; raises KilnError on a Kiln error, KeyboardInterrupt (KilnInterrupt)
+        when interrupted."""
         self.ensure(out)
+        if assignments:
+            self.assign(assignments)
         msg_id = self.kc.execute(code, store_history=True, allow_stdin=False)
-        interrupted = False
-        error = None
-        done = False
-        while not done:
-            try:
-                while True:
-                    try:
-                        msg = self.kc.iopub_channel.get_msg(timeout=POLL)
-                    except queue.Empty:
-                        if not self.km.is_alive():
-                            status = self.exit_status()
-                            self.forget()
-                            raise KilnError("KernelDied", f"the Kiln kernel died while running "
-                                            f"this cell (exit status {status}); the next "
-                                            f"%%kiln cell starts a new one") from None
-                        continue
-                    if msg["parent_header"].get("msg_id") != msg_id:
-                        continue
-                    kind, content = msg["msg_type"], msg["content"]
-                    if kind == "status" and content.get("execution_state") == "idle":
-                        break
-                    if kind == "error":
-                        error = content
-                    else:
-                        out.relay(kind, content)
-                done = True
-            except KeyboardInterrupt:
-                if interrupted or self.km is None:
-                    raise  # a second stop: stop waiting, leave the child to finish
+        with _Stops() as stops:
+            error, interrupted = self._relay(msg_id, out, stops)
+        reply = self.reply(msg_id)
+        if reply is not None and reply.get("status") == "error" and error is None:
+            error = reply
+        if hasattr(out, "flush"):
+            out.flush()  # what Kiln said while it stopped, before the error under it
+        if interrupted:  # with Kiln's word on where it stopped, when it gave one
+            e = error or {}
+            raise KilnInterrupt(e.get("evalue", ""), e.get("traceback")) from None
+        if error is not None:
+            raise KilnError(error.get("ename", "Error"), error.get("evalue", ""),
+                            error.get("traceback"))
+
+    def _relay(self, msg_id, out, stops):
+        """Relays the cell's IOPub messages up to its idle status: (error, interrupted).
+        A stop sends Kiln an interrupt_request and keeps relaying (the checkpoint line
+        comes after it); a second stop only stops waiting once what has arrived is
+        relayed."""
+        error, interrupted, seen = None, False, 0
+        while True:
+            if stops.count > seen:  # the stop button (SIGINT), counted by _Stops
+                seen = stops.count
+                if interrupted:
+                    self._drain(msg_id, out)
+                    return error, True  # a second stop: leave the child to finish
                 interrupted = True
                 self.km.interrupt_kernel()  # Kiln's kernelspec: interrupt_request
                 out.stderr("Kiln: interrupting (training stops after the current step "
                            "and writes its checkpoint) ...\n")
-        reply = self.reply(msg_id)
-        if reply is not None and reply.get("status") == "error" and error is None:
-            error = reply
-        if interrupted:  # with Kiln's word on where it stopped, when it gave one
-            raise KeyboardInterrupt(*([error["evalue"]] if error and error.get("evalue") else []))
-        if error is not None:
-            raise KilnError(error.get("ename", "Error"), error.get("evalue", ""),
-                            error.get("traceback"))
+            try:
+                msg = self.kc.iopub_channel.get_msg(timeout=POLL)
+            except queue.Empty:
+                if not self.km.is_alive():
+                    status = self.exit_status()
+                    self.forget()
+                    raise KilnError("KernelDied", f"the Kiln kernel died while running "
+                                    f"this cell (exit status {status}); the next "
+                                    f"%%kiln cell starts a new one") from None
+                continue
+            except KeyboardInterrupt:  # no handler could be set (not the main thread)
+                stops.count += 1
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "status" and content.get("execution_state") == "idle":
+                return error, interrupted
+            if kind == "error":
+                error = content
+            else:
+                out.relay(kind, content)
+
+    def _drain(self, msg_id, out):
+        """Relays the messages of msg_id that have already arrived."""
+        while True:
+            try:
+                msg = self.kc.iopub_channel.get_msg(timeout=0.05)
+            except queue.Empty:
+                return
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] not in (
+                    "status", "error"):
+                out.relay(msg["msg_type"], msg["content"])
 
     def reply(self, msg_id, timeout=10.0):
         deadline = time.monotonic() + timeout
@@ -194,6 +288,10 @@ class IPythonOut:
 
     def stderr(self, text):
         sys.stderr.write(text)
+        sys.stderr.flush()
+
+    def flush(self):
+        sys.stdout.flush()
         sys.stderr.flush()
 
     def relay(self, kind, c):
@@ -233,11 +331,37 @@ class KilnMagics(Magics):
             code = cell
         if not code.strip():
             return
-        self.bridge.run(expand(code, self.shell.user_ns), IPythonOut(self.shell))
+        try:
+            assignments, code = prepare(code, self.shell.user_ns)
+        except ExpandError as e:
+            raise UsageError(str(e)) from None
+        self.bridge.run(code, IPythonOut(self.shell), assignments)
+
+
+# Kiln's magics that IPython does not have: typed in a Python cell without %%kiln they
+# would get IPython's bare "Line magic function not found" (tests/wheel checks the list
+# against the kernel's own).
+KILN_ONLY_MAGICS = ("checkpoint", "dataset", "device", "evaluate", "export", "model",
+                    "predict", "results", "resume", "train")
+
+
+def _hint(name):
+    def magic(line="", cell=None):
+        pct = "%%" if cell is not None else "%"
+        one = "" if cell is not None else f", or write %kiln %{name} {line}".rstrip()
+        raise UsageError(f"{pct}{name} is a Kiln magic, and this is a Python cell: put "
+                         f"%%kiln on the cell's first line (the Kiln code below it){one}")
+
+    magic.__name__ = name
+    magic.__doc__ = f"A hint: %{name} runs in a %%kiln cell (Kiln's magic)."
+    return magic
 
 
 def load_ipython_extension(ipython):
     ipython.register_magics(KilnMagics(ipython))
+    for name in KILN_ONLY_MAGICS:
+        if not ipython.find_line_magic(name) and not ipython.find_cell_magic(name):
+            ipython.register_magic_function(_hint(name), "line_cell", name)
 
 
 def unload_ipython_extension(ipython):

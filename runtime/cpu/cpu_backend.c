@@ -170,11 +170,6 @@ static rt_status cpu_add_relu(rt_backend *b, rt_tensor *dst, const rt_tensor *a,
     return RT_OK;
 }
 
-static size_t cpu_conv_ws(rt_backend *b, const rt_conv_desc *d)
-{
-    return rtp_cpu_conv2d_workspace(b, d);
-}
-
 const rt_backend_ops rt_cpu_ops = {
     .name = "cpu",
     .open = cpu_open,
@@ -182,7 +177,7 @@ const rt_backend_ops rt_cpu_ops = {
     .alloc = cpu_alloc,
     .free = cpu_free,
     .reserve_workspace = cpu_reserve_workspace,
-    .conv2d_workspace = cpu_conv_ws,
+    .conv2d_workspace = rtp_cpu_conv2d_workspace,
     .upload = cpu_upload,
     .download = cpu_download,
     .sync = cpu_sync,

@@ -25,20 +25,11 @@ float *rtp_cpu_scratch(rt_backend *b, size_t bytes, rt_error *err);
 RT_MUST_USE rt_status rtp_cpu_blas_load(rt_error *err);
 
 /* cpu_conv.c */
-size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d);
-RT_MUST_USE rt_status rtp_cpu_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                         const rt_tensor *w, const rt_tensor *bias,
-                                         const rt_conv_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_conv2d_fwd_moments(rt_backend *b, rt_tensor *out, rt_tensor *moments,
-                                                 const rt_tensor *in, const rt_tensor *w,
-                                                 const rt_tensor *bias, const rt_conv_desc *d,
-                                                 rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                              const rt_tensor *w, const rt_conv_desc *d,
-                                              rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                                const rt_tensor *dout, const rt_tensor *in,
-                                                const rt_conv_desc *d, rt_error *err);
+rt_op_conv2d_workspace rtp_cpu_conv2d_workspace;
+RT_MUST_USE rt_op_conv2d_fwd rtp_cpu_conv2d_fwd;
+RT_MUST_USE rt_op_conv2d_fwd_moments rtp_cpu_conv2d_fwd_moments;
+RT_MUST_USE rt_op_conv2d_bwd_data rtp_cpu_conv2d_bwd_data;
+RT_MUST_USE rt_op_conv2d_bwd_filter rtp_cpu_conv2d_bwd_filter;
 
 /* The elementwise spans (cpu_act.c, cpu_bn.c, cpu_backend.c): noinline keeps `restrict`
  * meaningful (inlined into an OpenMP outlined function GCC loses it and falls back to
@@ -111,112 +102,41 @@ RT_MUST_USE rt_status rtp_cpu_conv_s2_bwd_filter(rt_backend *b, const rtp_convk 
                                                  const rt_tensor *in, const rt_conv_desc *d,
                                                  rt_error *err);
 /* cpu_pool.c */
-RT_MUST_USE rt_status rtp_cpu_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                          const rt_pool_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                          const rt_tensor *in, const rt_tensor *out,
-                                          const rt_pool_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                          const rt_pool_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                          const rt_pool_desc *d, rt_error *err);
+RT_MUST_USE rt_op_maxpool_fwd rtp_cpu_maxpool_fwd;
+RT_MUST_USE rt_op_maxpool_bwd rtp_cpu_maxpool_bwd;
+RT_MUST_USE rt_op_avgpool_fwd rtp_cpu_avgpool_fwd;
+RT_MUST_USE rt_op_avgpool_bwd rtp_cpu_avgpool_bwd;
 /* cpu_act.c */
-RT_MUST_USE rt_status rtp_cpu_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                       float slope, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                       const rt_tensor *out, float slope, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
-                                          const rt_tensor *in, const rt_dropout_desc *d,
-                                          rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                          const rt_tensor *mask, rt_error *err);
+RT_MUST_USE rt_op_relu_fwd rtp_cpu_relu_fwd;
+RT_MUST_USE rt_op_relu_bwd rtp_cpu_relu_bwd;
+RT_MUST_USE rt_op_dropout_fwd rtp_cpu_dropout_fwd;
+RT_MUST_USE rt_op_dropout_bwd rtp_cpu_dropout_bwd;
 /* cpu_bn.c */
-RT_MUST_USE rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                                           rt_tensor *save_invstd, rt_tensor *running_mean,
-                                           rt_tensor *running_var, const rt_tensor *in,
-                                           const rt_tensor *gamma, const rt_tensor *beta,
-                                           const rt_bn_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_bn_fwd_train_moments(rt_backend *b, rt_tensor *out,
-                                                   rt_tensor *save_mean, rt_tensor *save_invstd,
-                                                   rt_tensor *running_mean, rt_tensor *running_var,
-                                                   const rt_tensor *in, const rt_tensor *skip,
-                                                   const rt_tensor *gamma, const rt_tensor *beta,
-                                                   const rt_tensor *moments, const rt_bn_desc *d,
-                                                   rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                          const rt_tensor *gamma, const rt_tensor *beta,
-                                          const rt_tensor *running_mean,
-                                          const rt_tensor *running_var, const rt_bn_desc *d,
-                                          rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
-                                     rt_tensor *dbeta, const rt_tensor *dout, const rt_tensor *in,
-                                     const rt_tensor *gamma, const rt_tensor *save_mean,
-                                     const rt_tensor *save_invstd, const rt_bn_desc *d,
-                                     rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
-                                          rt_tensor *dbeta, const rt_tensor *dout,
-                                          const rt_tensor *in, const rt_tensor *gamma,
-                                          const rt_tensor *beta, const rt_tensor *save_mean,
-                                          const rt_tensor *save_invstd, const rt_bn_desc *d,
-                                          rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_bn_add_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                                               rt_tensor *save_invstd, rt_tensor *running_mean,
-                                               rt_tensor *running_var, const rt_tensor *in,
-                                               const rt_tensor *skip, const rt_tensor *gamma,
-                                               const rt_tensor *beta, const rt_bn_desc *d,
-                                               rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_bn_add_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
-                                         rt_tensor *dbeta, rt_tensor *keep, const rt_tensor *dout,
-                                         const rt_tensor *dout2, const rt_tensor *out,
-                                         const rt_tensor *in, const rt_tensor *gamma,
-                                         const rt_tensor *save_mean, const rt_tensor *save_invstd,
-                                         const rt_bn_desc *d, rt_error *err);
+RT_MUST_USE rt_op_bn_fwd_train rtp_cpu_bn_fwd_train;
+RT_MUST_USE rt_op_bn_fwd_train_moments rtp_cpu_bn_fwd_train_moments;
+RT_MUST_USE rt_op_bn_fwd_eval rtp_cpu_bn_fwd_eval;
+RT_MUST_USE rt_op_bn_bwd rtp_cpu_bn_bwd;
+RT_MUST_USE rt_op_bn_relu_bwd rtp_cpu_bn_relu_bwd;
+RT_MUST_USE rt_op_bn_add_fwd_train rtp_cpu_bn_add_fwd_train;
+RT_MUST_USE rt_op_bn_add_bwd rtp_cpu_bn_add_bwd;
 /* cpu_dense.c */
-RT_MUST_USE rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                        const rt_tensor *w, const rt_tensor *bias,
-                                        const rt_dense_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                             const rt_tensor *w, const rt_dense_desc *d,
-                                             rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                               const rt_tensor *dout, const rt_tensor *in,
-                                               const rt_dense_desc *d, rt_error *err);
+RT_MUST_USE rt_op_dense_fwd rtp_cpu_dense_fwd;
+RT_MUST_USE rt_op_dense_bwd_data rtp_cpu_dense_bwd_data;
+RT_MUST_USE rt_op_dense_bwd_filter rtp_cpu_dense_bwd_filter;
 /* cpu_xent.c */
-RT_MUST_USE rt_status rtp_cpu_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
-                                       const rt_tensor *logits, const rt_tensor *labels,
-                                       const rt_xent_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
-                                       const rt_tensor *labels, float scale, const rt_xent_desc *d,
-                                       rt_error *err);
+RT_MUST_USE rt_op_xent_fwd rtp_cpu_xent_fwd;
+RT_MUST_USE rt_op_xent_bwd rtp_cpu_xent_bwd;
 /* cpu_optim.c */
-RT_MUST_USE rt_status rtp_cpu_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
-                                          rt_tensor *v, const rt_tensor *grad,
-                                          const rt_adam_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
-                                         const rt_tensor *grad, const rt_sgd_desc *d,
-                                         rt_error *err);
+RT_MUST_USE rt_op_adam_update rtp_cpu_adam_update;
+RT_MUST_USE rt_op_sgd_update rtp_cpu_sgd_update;
 
 /* cpu_gather.c, cpu_xent.c, cpu_amp.c: the trainer's device path */
-RT_MUST_USE rt_status rtp_cpu_bytes_to_f32(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
-                                           const rt_tensor *lut, int C, size_t plane,
-                                           rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
-                                           const rt_tensor *data, const rt_tensor *data_labels,
-                                           const rt_tensor *order, const rt_gather_desc *d,
-                                           rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_xent_stats(rt_backend *b, rt_tensor *stats, int row,
-                                         const rt_tensor *loss, const rt_tensor *probs,
-                                         const rt_tensor *labels, const rt_xent_desc *d,
-                                         rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp,
-                                        rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp,
-                                          rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
-                                              rt_tensor *v, const rt_tensor *grad, rt_tensor *amp,
-                                              const rt_adam_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_amp_sgd_update(rt_backend *b, rt_tensor *param,
-                                             rt_tensor *momentum_buf, const rt_tensor *grad,
-                                             rt_tensor *amp, const rt_sgd_desc *d, rt_error *err);
+RT_MUST_USE rt_op_bytes_to_f32 rtp_cpu_bytes_to_f32;
+RT_MUST_USE rt_op_gather_batch rtp_cpu_gather_batch;
+RT_MUST_USE rt_op_xent_stats rtp_cpu_xent_stats;
+RT_MUST_USE rt_op_amp_scale rtp_cpu_amp_scale;
+RT_MUST_USE rt_op_amp_unscale rtp_cpu_amp_unscale;
+RT_MUST_USE rt_op_amp_adam_update rtp_cpu_amp_adam_update;
+RT_MUST_USE rt_op_amp_sgd_update rtp_cpu_amp_sgd_update;
 
 #endif

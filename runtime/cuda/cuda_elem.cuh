@@ -1,7 +1,7 @@
 /* cuda_elem.cuh - the per-element bodies of the elementwise, pooling, im2col, loss and
  * optimiser kernels, as __host__ __device__ functions.
  *
- * Why a header with definitions (STYLE prefers .c definitions): the same code must run
+ * Why a header with definitions (rather than a .c file): the same code must run
  * in two places - inside the __global__ kernels (cuda_*.cu: grid-stride loops calling
  * these) and on the host in tests/gpu/test_kernels_host.cu, which loops over every
  * index on the CPU and compares with the CPU backend. So the kernels' index math and

@@ -131,37 +131,26 @@ int rtp_cuda_compat_msg(cudaError_t e, char *buf, size_t n);
 void rtp_cuda_arch_msg(char *buf, size_t n, int device, const char *name, int major, int minor);
 
 /* ---- cuda_mem.c ---- */
-RT_MUST_USE rt_status rtp_cuda_alloc(rt_backend *b, void **ptr, size_t bytes, rt_error *err);
-void rtp_cuda_free(rt_backend *b, void *ptr);
-RT_MUST_USE rt_status rtp_cuda_reserve_workspace(rt_backend *b, size_t bytes, rt_error *err);
+RT_MUST_USE rt_op_alloc rtp_cuda_alloc;
+rt_op_free rtp_cuda_free;
+RT_MUST_USE rt_op_reserve_workspace rtp_cuda_reserve_workspace;
 /* The same, keep = 1: the contents move to the new workspace, and when the new one does
  * not fit beside the old, RT_EDEVICE with the old one kept as it was. */
 RT_MUST_USE rt_status rtp_cuda_grow_workspace(rt_backend *b, size_t bytes, int keep, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_upload(rt_backend *b, rt_tensor *dst, const void *src, size_t bytes,
-                                      rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_download(rt_backend *b, void *dst, const rt_tensor *src,
-                                        size_t bytes, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_sync(rt_backend *b, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_fill(rt_backend *b, rt_tensor *dst, float v, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_copy(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
-                                    rt_error *err);
+RT_MUST_USE rt_op_upload rtp_cuda_upload;
+RT_MUST_USE rt_op_download rtp_cuda_download;
+RT_MUST_USE rt_op_sync rtp_cuda_sync;
+RT_MUST_USE rt_op_fill rtp_cuda_fill;
+RT_MUST_USE rt_op_copy rtp_cuda_copy;
 /* cuda_add.c */
-RT_MUST_USE rt_status rtp_cuda_add(rt_backend *b, rt_tensor *dst, const rt_tensor *a,
-                                   const rt_tensor *x, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_add_relu(rt_backend *b, rt_tensor *dst, const rt_tensor *a,
-                                        const rt_tensor *x, rt_error *err);
+RT_MUST_USE rt_op_add rtp_cuda_add;
+RT_MUST_USE rt_op_add_relu rtp_cuda_add_relu;
 
 /* ---- cuda_conv.c: dispatch to cuDNN or im2col + cuBLAS ---- */
-size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d);
-RT_MUST_USE rt_status rtp_cuda_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                          const rt_tensor *w, const rt_tensor *bias,
-                                          const rt_conv_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                               const rt_tensor *w, const rt_conv_desc *d,
-                                               rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                                 const rt_tensor *dout, const rt_tensor *in,
-                                                 const rt_conv_desc *d, rt_error *err);
+rt_op_conv2d_workspace rtp_cuda_conv2d_workspace;
+RT_MUST_USE rt_op_conv2d_fwd rtp_cuda_conv2d_fwd;
+RT_MUST_USE rt_op_conv2d_bwd_data rtp_cuda_conv2d_bwd_data;
+RT_MUST_USE rt_op_conv2d_bwd_filter rtp_cuda_conv2d_bwd_filter;
 
 /* ---- cudnn_conv.c (or cudnn_none.c without cuDNN) ---- */
 /* Creates the cuDNN state on c's stream; *out = NULL (and RT_OK) without cuDNN. */
@@ -180,15 +169,9 @@ RT_MUST_USE rt_status rtp_cudnn_bwd_filter(rt_backend *b, float *dw, const float
                                            const float *x, const rt_conv_desc *d, rt_error *err);
 
 /* ---- cuda_dense.c ---- */
-RT_MUST_USE rt_status rtp_cuda_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                         const rt_tensor *w, const rt_tensor *bias,
-                                         const rt_dense_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                              const rt_tensor *w, const rt_dense_desc *d,
-                                              rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
-                                                const rt_tensor *dout, const rt_tensor *in,
-                                                const rt_dense_desc *d, rt_error *err);
+RT_MUST_USE rt_op_dense_fwd rtp_cuda_dense_fwd;
+RT_MUST_USE rt_op_dense_bwd_data rtp_cuda_dense_bwd_data;
+RT_MUST_USE rt_op_dense_bwd_filter rtp_cuda_dense_bwd_filter;
 /* The shape of one cuBLAS GEMM: C (m,n) = op(A) op(B) + beta C, column-major. The ops
  * choose the operands, these pure functions the shape, so the row-major <-> column-major
  * mapping is checked on the CPU (tests/gpu/test_kernels_host.cu). */
@@ -213,94 +196,35 @@ RT_MUST_USE rt_status rtp_cuda_gemm(rt_backend *b, const rtp_gemm *g, const floa
                                     rt_error *err);
 size_t rtp_gemm_stage_bytes(rt_backend *b, const rtp_gemm *g);
 /* Scratch the dense ops need (their 16-bit copies; 0 in fp32). */
-size_t rtp_cuda_dense_workspace(rt_backend *b, const rt_dense_desc *d);
+rt_op_dense_workspace rtp_cuda_dense_workspace;
 
 /* ---- cuda_ops.c: pooling, activations, batchnorm, dropout, loss, optimisers ---- */
-RT_MUST_USE rt_status rtp_cuda_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                           const rt_pool_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                           const rt_tensor *in, const rt_tensor *out,
-                                           const rt_pool_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                           const rt_pool_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                           const rt_pool_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                        float slope, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                        const rt_tensor *out, float slope, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                                            rt_tensor *save_invstd, rt_tensor *running_mean,
-                                            rt_tensor *running_var, const rt_tensor *in,
-                                            const rt_tensor *gamma, const rt_tensor *beta,
-                                            const rt_bn_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                                           const rt_tensor *gamma, const rt_tensor *beta,
-                                           const rt_tensor *running_mean,
-                                           const rt_tensor *running_var, const rt_bn_desc *d,
-                                           rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
-                                      rt_tensor *dbeta, const rt_tensor *dout, const rt_tensor *in,
-                                      const rt_tensor *gamma, const rt_tensor *save_mean,
-                                      const rt_tensor *save_invstd, const rt_bn_desc *d,
-                                      rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_bn_relu_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
-                                           rt_tensor *dbeta, const rt_tensor *dout,
-                                           const rt_tensor *in, const rt_tensor *gamma,
-                                           const rt_tensor *beta, const rt_tensor *save_mean,
-                                           const rt_tensor *save_invstd, const rt_bn_desc *d,
-                                           rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_bn_add_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
-                                                rt_tensor *save_invstd, rt_tensor *running_mean,
-                                                rt_tensor *running_var, const rt_tensor *in,
-                                                const rt_tensor *skip, const rt_tensor *gamma,
-                                                const rt_tensor *beta, const rt_bn_desc *d,
-                                                rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_bn_add_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma,
-                                          rt_tensor *dbeta, rt_tensor *keep, const rt_tensor *dout,
-                                          const rt_tensor *dout2, const rt_tensor *out,
-                                          const rt_tensor *in, const rt_tensor *gamma,
-                                          const rt_tensor *save_mean, const rt_tensor *save_invstd,
-                                          const rt_bn_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,
-                                           const rt_tensor *in, const rt_dropout_desc *d,
-                                           rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                                           const rt_tensor *mask, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
-                                        const rt_tensor *logits, const rt_tensor *labels,
-                                        const rt_xent_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *probs,
-                                        const rt_tensor *labels, float scale, const rt_xent_desc *d,
-                                        rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
-                                           rt_tensor *v, const rt_tensor *grad,
-                                           const rt_adam_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
-                                          const rt_tensor *grad, const rt_sgd_desc *d,
-                                          rt_error *err);
+RT_MUST_USE rt_op_maxpool_fwd rtp_cuda_maxpool_fwd;
+RT_MUST_USE rt_op_maxpool_bwd rtp_cuda_maxpool_bwd;
+RT_MUST_USE rt_op_avgpool_fwd rtp_cuda_avgpool_fwd;
+RT_MUST_USE rt_op_avgpool_bwd rtp_cuda_avgpool_bwd;
+RT_MUST_USE rt_op_relu_fwd rtp_cuda_relu_fwd;
+RT_MUST_USE rt_op_relu_bwd rtp_cuda_relu_bwd;
+RT_MUST_USE rt_op_bn_fwd_train rtp_cuda_bn_fwd_train;
+RT_MUST_USE rt_op_bn_fwd_eval rtp_cuda_bn_fwd_eval;
+RT_MUST_USE rt_op_bn_bwd rtp_cuda_bn_bwd;
+RT_MUST_USE rt_op_bn_relu_bwd rtp_cuda_bn_relu_bwd;
+RT_MUST_USE rt_op_bn_add_fwd_train rtp_cuda_bn_add_fwd_train;
+RT_MUST_USE rt_op_bn_add_bwd rtp_cuda_bn_add_bwd;
+RT_MUST_USE rt_op_dropout_fwd rtp_cuda_dropout_fwd;
+RT_MUST_USE rt_op_dropout_bwd rtp_cuda_dropout_bwd;
+RT_MUST_USE rt_op_xent_fwd rtp_cuda_xent_fwd;
+RT_MUST_USE rt_op_xent_bwd rtp_cuda_xent_bwd;
+RT_MUST_USE rt_op_adam_update rtp_cuda_adam_update;
+RT_MUST_USE rt_op_sgd_update rtp_cuda_sgd_update;
 
 /* ---- cuda_ops_train.c: the trainer's device path (no host round trip) ---- */
-RT_MUST_USE rt_status rtp_cuda_bytes_to_f32(rt_backend *b, rt_tensor *dst, const rt_tensor *src,
-                                            const rt_tensor *lut, int C, size_t plane,
-                                            rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
-                                            const rt_tensor *data, const rt_tensor *data_labels,
-                                            const rt_tensor *order, const rt_gather_desc *d,
-                                            rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_xent_stats(rt_backend *b, rt_tensor *stats, int row,
-                                          const rt_tensor *loss, const rt_tensor *probs,
-                                          const rt_tensor *labels, const rt_xent_desc *d,
-                                          rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_amp_scale(rt_backend *b, rt_tensor *t, const rt_tensor *amp,
-                                         rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_amp_unscale(rt_backend *b, rt_tensor *grad, rt_tensor *amp,
-                                           rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m,
-                                               rt_tensor *v, const rt_tensor *grad, rt_tensor *amp,
-                                               const rt_adam_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cuda_amp_sgd_update(rt_backend *b, rt_tensor *param,
-                                              rt_tensor *momentum_buf, const rt_tensor *grad,
-                                              rt_tensor *amp, const rt_sgd_desc *d, rt_error *err);
+RT_MUST_USE rt_op_bytes_to_f32 rtp_cuda_bytes_to_f32;
+RT_MUST_USE rt_op_gather_batch rtp_cuda_gather_batch;
+RT_MUST_USE rt_op_xent_stats rtp_cuda_xent_stats;
+RT_MUST_USE rt_op_amp_scale rtp_cuda_amp_scale;
+RT_MUST_USE rt_op_amp_unscale rtp_cuda_amp_unscale;
+RT_MUST_USE rt_op_amp_adam_update rtp_cuda_amp_adam_update;
+RT_MUST_USE rt_op_amp_sgd_update rtp_cuda_amp_sgd_update;
 
 #endif

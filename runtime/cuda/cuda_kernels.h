@@ -1,7 +1,7 @@
 /* cuda_kernels.h - launchers of our own CUDA kernels (the .cu files), callable from C.
  *
  * Each launcher computes its grid, launches on `s` and returns cudaGetLastError(), so
- * the caller checks every launch with RT_CUDA_TRY (STYLE: check after every launch).
+ * the caller checks every launch with RT_CUDA_TRY.
  * Pointers are device memory; shapes use the N, C, H, W, K, P, Q letters of
  * rt_backend.h. Launchers never allocate and never synchronise.
  */

@@ -1,7 +1,7 @@
 /* cuda_launch.cuh - the launch pattern shared by the kernel files: 256-thread blocks, a
  * grid capped so the grid-stride loops cover the rest, RTP_GRID_LOOP, and the block sum
- * of the reductions. Launchers return cudaGetLastError() right after the launch (STYLE:
- * check every launch). */
+ * of the reductions. Launchers return cudaGetLastError() right after the launch, so
+ * every launch is checked. */
 #ifndef CUDA_LAUNCH_CUH
 #define CUDA_LAUNCH_CUH
 

@@ -1,6 +1,6 @@
 /* cuda_mem.c - device memory, copies and the simple whole-tensor ops of the CUDA backend.
  *
- * Only this file (and open/close) calls cudaMalloc/cudaFree (STYLE memory rule 4).
+ * Only this file (and open/close) calls cudaMalloc/cudaFree.
  * Out of device memory is a user error (RT_EDEVICE) whose message says how much was
  * asked for and how much was free, with a hint; the failed call is cleared, so the
  * backend stays usable. upload copies on the backend's stream; from pageable memory the

@@ -1,6 +1,6 @@
 /* cudnn_conv.c - conv2d forward, backward data and backward filter on cuDNN (legacy
  * API); with cudnn_dl.c, which loads the library, the only file that includes cudnn.h
- * (STYLE: cuDNN isolated). cuDNN is called through the table of cudnn_dl.h; when the
+ * (cuDNN stays in these files). cuDNN is called through the table of cudnn_dl.h; when the
  * library cannot be loaded, or cudnnCreate/cudnnSetStream fail, rtp_cudnn_create leaves
  * the backend without cuDNN state (conv2d by im2col + cuBLAS, as a build without cuDNN)
  * and says so once on stderr.

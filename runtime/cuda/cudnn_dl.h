@@ -1,7 +1,7 @@
 /* cudnn_dl.h - the cuDNN entry points cudnn_conv.c calls, as a table filled when the
  * first CUDA backend creates its cuDNN state (cudnn_dl.c dlopens libcudnn; the mock
  * build, tests/gpu/mock/mock_cudnn_dl.c, points it at the stand-in). Only cuDNN files
- * include this header (STYLE: cuDNN isolated). Field types come from cudnn.h, so a
+ * include this header (cuDNN stays in them). Field types come from cudnn.h, so a
  * signature mismatch fails to compile.
  */
 #ifndef CUDNN_DL_H

@@ -51,6 +51,7 @@ typedef struct rt_dataset_image_stats {
     int decoded;         /* files decoded by this load: 0 when the cache served it */
     int skipped;         /* bad files skipped (--skip-bad) */
     char first_bad[384]; /* the first skipped file's error */
+    uint64_t folder_key; /* rt_dataset_folder_key of the folder when it was listed */
 } rt_dataset_image_stats;
 
 /* The splits of a named data set. val is carved from the end of train (--val N);
@@ -90,6 +91,13 @@ typedef struct rt_dataset_opts {
     int skip_bad;         /* --skip-bad: count and skip undecodable files (else the
                                 first one is the error) */
 } rt_dataset_opts;
+
+/* What an image folder, CSV or archive at path holds, as one number: FNV-1a 64 of
+ * every image file's name, size and modification time (the CSV's labels too; for an
+ * archive, the archive file's own size and time). Equal keys = the same files, as the
+ * decode cache judges it; a load records it in images.folder_key. RT_ENOTFOUND /
+ * RT_EFORMAT as rt_dataset_load names them when path is no longer an image set. */
+RT_MUST_USE rt_status rt_dataset_folder_key(const char *path, uint64_t *key, rt_error *err);
 
 /* Loads (finding or downloading as needed) all splits. On error nothing is left allocated. */
 RT_MUST_USE rt_status rt_dataset_load(rt_dataset_splits *out, const rt_dataset_opts *opts,

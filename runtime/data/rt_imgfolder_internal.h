@@ -37,6 +37,10 @@ typedef struct rtp_img_list {
  * the bad CSV line. On error the list is empty. */
 RT_MUST_USE rt_status rtp_img_scan(const char *path, rtp_img_list *out, rt_error *err);
 void rtp_img_list_deinit(rtp_img_list *l);
+/* rt_dataset_folder_key of path, whose listing is l (no second listing). */
+uint64_t rtp_img_folder_key(const char *path, const rtp_img_list *l);
+/* 1 when path names an archive by its extension (.zip, .tar, .tar.gz, .tgz). */
+int rtp_img_is_archive(const char *path);
 /* Appends one entry (path copied, mem taken); RT_ENOMEM. */
 RT_MUST_USE rt_status rtp_img_list_add(rtp_img_list *l, const char *path, uint8_t *mem,
                                        size_t mem_len, int label, int split, rt_error *err);
@@ -51,7 +55,7 @@ RT_MUST_USE rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_datase
                                          const char *base, rt_error *err);
 
 /* ---- cache (rt_imgfolder_cache.c) ---- */
-/* The cache file for key: $XDG_CACHE_HOME/kiln/images/<key>.kimg (or KILN_IMAGE_CACHE
+/* The cache file for key: $XDG_CACHE_HOME/kiln/datasets/images/<key>.kimg (or KILN_IMAGE_CACHE
  * as the directory). */
 RT_MUST_USE rt_status rtp_img_cache_path(uint64_t key, char out[PATH_MAX], rt_error *err);
 

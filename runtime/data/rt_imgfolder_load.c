@@ -303,7 +303,8 @@ rt_status rtp_imgfolder_load(rt_dataset_splits *out, const rt_dataset_opts *o, c
         return RT_ERR(err, RT_EINVAL, "--val %g: a fraction must be in (0, 1)", o->val_fraction);
     rtp_img_list l;
     RT_TRY(rtp_img_scan(o->name, &l, err));
-    rt_dataset_image_stats stats = {.layout = l.layout};
+    rt_dataset_image_stats stats = {.layout = l.layout,
+                                    .folder_key = rtp_img_folder_key(o->name, &l)};
     rtp_img_map m = {0};
     rt_status st = decode_or_cache(&l, o, h, w, &m, &stats, err);
     rtp_rows rows[3] = {{0}};

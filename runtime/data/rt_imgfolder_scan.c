@@ -302,6 +302,12 @@ static int ends_with(const char *s, const char *suffix)
     return a >= b && !strcasecmp(s + a - b, suffix);
 }
 
+int rtp_img_is_archive(const char *path)
+{
+    return ends_with(path, ".zip") || ends_with(path, ".tar") || ends_with(path, ".tar.gz") ||
+           ends_with(path, ".tgz");
+}
+
 rt_status rtp_img_scan(const char *path, rtp_img_list *out, rt_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -309,10 +315,41 @@ rt_status rtp_img_scan(const char *path, rtp_img_list *out, rt_error *err)
     rt_status st;
     if (rtp_is_dir(path)) st = scan_dir(path, out, err);
     else if (rtp_is_file(path) && ends_with(path, ".csv")) st = scan_csv(path, out, err);
-    else if (rtp_is_file(path) && (ends_with(path, ".zip") || ends_with(path, ".tar") ||
-                                   ends_with(path, ".tar.gz") || ends_with(path, ".tgz")))
+    else if (rtp_is_file(path) && rtp_img_is_archive(path))
         st = rtp_img_scan_archive(path, out, err);
     else st = RT_ERR(err, RT_ENOTFOUND, "%s: not an image folder, a .csv or an archive", path);
     if (st != RT_OK) rtp_img_list_deinit(out);
     return st;
+}
+
+/* An archive is keyed by its own name, size and time: listing it means reading it. */
+static uint64_t archive_key(const char *path, const struct stat *sb)
+{
+    uint64_t meta[3] = {(uint64_t)sb->st_size, (uint64_t)sb->st_mtim.tv_sec,
+                        (uint64_t)sb->st_mtim.tv_nsec};
+    uint64_t k = rtp_fnv1a64(RTP_FNV1A64_INIT, (const uint8_t *)path, strlen(path) + 1);
+    return rtp_fnv1a64(k, (const uint8_t *)meta, sizeof meta);
+}
+
+uint64_t rtp_img_folder_key(const char *path, const rtp_img_list *l)
+{
+    struct stat sb;
+    if (rtp_img_is_archive(path) && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+        return archive_key(path, &sb);
+    return l->key;
+}
+
+rt_status rt_dataset_folder_key(const char *path, uint64_t *key, rt_error *err)
+{
+    *key = 0;
+    struct stat sb;
+    if (rtp_img_is_archive(path) && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        *key = archive_key(path, &sb);
+        return RT_OK;
+    }
+    rtp_img_list l;
+    RT_TRY(rtp_img_scan(path, &l, err));
+    *key = l.key;
+    rtp_img_list_deinit(&l);
+    return RT_OK;
 }

@@ -1,5 +1,5 @@
 /* check_ops.c - every op of rt_backend_ops on the CPU and the CUDA backend, same inputs,
- * compared within stated tolerances (STYLE "Cross-checking the backends", level 1).
+ * compared within stated tolerances.
  *
  * usage: check_ops [fp32|bf16|fp16]   (the CUDA backend's compute precision)
  * One generic driver: each case is a function run once per backend (side 0 = CPU,

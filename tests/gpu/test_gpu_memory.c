@@ -1,6 +1,6 @@
 /* test_gpu_memory.c - a long-lived kernel rebuilds models many times: creating,
  * attaching, training one step and destroying a model 100 times must give every byte
- * of device memory back (STYLE memory rule 2; darknet #4742). The first cycle is a
+ * of device memory back. The first cycle is a
  * warm-up (the backend's workspace, cuBLAS/cuDNN lazy state stay with the backend),
  * then free memory must come back to exactly its value after the warm-up.
  * Also opens and closes the backend 20 times: the CUDA runtime keeps some per-context

@@ -1,6 +1,6 @@
 /* test_gpu_train.c - a short training run on the CPU and the CUDA backend from the same
- * seed and data: the per-step losses must track each other (STYLE cross-checking,
- * level 3) and both must learn; once for a plain stack, once with residual blocks.
+ * seed and data: the per-step losses must track each other
+ * and both must learn; once for a plain stack, once with residual blocks.
  * Drives rt_model + the backend's adam_update directly
  * (rt_trainer trains on the CPU only so far), so init, data order and dropout masks are
  * identical on both sides.

@@ -2,8 +2,9 @@
 # Structural checks that keep the module boundaries true (run as a meson test):
 #   kernel -> magics -> runtime -> runtime/{cpu,cuda}; nothing points backwards.
 # - runtime/ includes no ZeroMQ, no Jupyter-side header, no OpenSSL except the
-#   SHA-256 of downloads, no jansson except checkpoint headers and manifests (and a
-#   mirrored data set's record of ETags) and the results store.
+#   SHA-256 of downloads and the signatures of the ranks' meeting, no jansson except
+#   checkpoint headers and manifests (and a mirrored data set's record of ETags) and
+#   the results store.
 # - magics/ includes no ZeroMQ/OpenSSL and nothing from kernel/.
 # - kernel/ and magics/ include no CUDA header and no header of a backend
 #   (runtime/cpu, runtime/cuda): what they need is in rt.h (rt_device.h: devices and
@@ -32,26 +33,28 @@ check() { # dir pattern allowed-regex description
 }
 
 inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]'
-check runtime "${inc}zmq\.h" "" "runtime includes ZeroMQ"
-check runtime "${inc}(mg|kl|fm|jk_[a-z_]*)\.h" "" "runtime includes a kernel/magics header"
-check runtime "${inc}openssl/" "^runtime/data/rt_sha256\.c$" "runtime includes OpenSSL"
-check runtime "${inc}jansson\.h" "^runtime/(rt_safetensors|rt_ckpt_[a-z_]*)\.c$|^runtime/results/|^runtime/store/rt_store_(ckpt|mirror)\.c$" "runtime includes jansson"
-check magics "${inc}(zmq\.h|openssl/)" "" "magics includes ZeroMQ/OpenSSL"
-check magics "${inc}(kl|fm|jk_[a-z_]*)\.h" "" "magics includes a kernel header"
-check kernel "${inc}(cuda|cudnn|cublas)[a-z_]*\.h" "" "kernel includes CUDA"
-check magics "${inc}(cuda|cudnn|cublas)[a-z_]*\.h" "" "magics includes CUDA"
+# A header is matched by its file name after any path ("kl.h", "../kernel/lang/kl.h").
+p='([^">]*/)?'
+check runtime "${inc}${p}zmq\.h" "" "runtime includes ZeroMQ"
+check runtime "${inc}${p}(mg|kl|fm|jk)(_[a-z0-9_]*)?\.h" "" "runtime includes a kernel/magics header"
+check runtime "${inc}openssl/" "^runtime/data/rt_sha256\.c$|^runtime/(dist/)?rt_dist_meet_frame\.c$" "runtime includes OpenSSL"
+check runtime "${inc}${p}jansson\.h" "^runtime/(rt_safetensors|rt_ckpt_[a-z_]*)\.c$|^runtime/results/|^runtime/store/rt_store_(ckpt|mirror)\.c$" "runtime includes jansson"
+check magics "${inc}(${p}zmq\.h|openssl/)" "" "magics includes ZeroMQ/OpenSSL"
+check magics "${inc}${p}(kl|fm|jk)(_[a-z0-9_]*)?\.h" "" "magics includes a kernel header"
+check kernel "${inc}${p}(cuda|cudnn|cublas)[a-z_]*\.h" "" "kernel includes CUDA"
+check magics "${inc}${p}(cuda|cudnn|cublas)[a-z_]*\.h" "" "magics includes CUDA"
 # A backend's headers (runtime/cpu/*.h, runtime/cuda/*.h) are the runtime's own.
 while IFS= read -r hdr; do
   hname="$(basename "$hdr")"
-  check kernel "${inc}([a-z_./]*/)?${hname//./\\.}\"" "" "kernel includes a backend header"
-  check magics "${inc}([a-z_./]*/)?${hname//./\\.}\"" "" "magics includes a backend header"
+  check kernel "${inc}${p}${hname//./\\.}\"" "" "kernel includes a backend header"
+  check magics "${inc}${p}${hname//./\\.}\"" "" "magics includes a backend header"
 done < <(find runtime/cpu runtime/cuda -name '*.h' -o -name '*.cuh' 2>/dev/null)
 check kernel "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "" "CUDA #ifdef outside runtime/cuda"
 check magics "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "" "CUDA #ifdef outside runtime/cuda"
 check runtime "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HAVE_CUDA|__CUDACC__)" "^runtime/cuda/|^runtime/rt_backend\.c$" "CUDA #ifdef outside runtime/cuda"
 # magics/ headers other than mg.h (mg_run.h, mg_ckpt.h, ...) are private to magics/.
-check kernel "${inc}mg_[a-z_]+\.h" "" "kernel includes a private magics header"
-check runtime "${inc}mg_[a-z_]+\.h" "" "runtime includes a private magics header"
+check kernel "${inc}${p}mg_[a-z0-9_]+\.h" "" "kernel includes a private magics header"
+check runtime "${inc}${p}mg_[a-z0-9_]+\.h" "" "runtime includes a private magics header"
 # A private header (NAME_internal.h) is included only by files in its own folder.
 while IFS= read -r hdr; do
   hname="$(basename "$hdr")"; hdir="$(dirname "$hdr")"
@@ -60,14 +63,16 @@ while IFS= read -r hdr; do
     [ "$(dirname "$file")" = "$hdir" ] && continue
     bad "private header outside its folder: $hit"
   done < <(grep -rnE --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh' \
-             "${inc}${hname//./\\.}\"" kernel magics runtime 2>/dev/null)
+             "${inc}${p}${hname//./\\.}\"" kernel magics runtime 2>/dev/null)
 done < <(find kernel magics runtime -name '*_internal.h' 2>/dev/null)
 for d in kernel magics runtime; do
   check "$d" "(^|[^_a-zA-Z0-9])exit[[:space:]]*\(" "^kernel/jk_main\.c$" "exit() outside kernel/jk_main.c"
 done
-checked_ops='upload|download|fill|copy|add|conv2d_(fwd|bwd_[a-z]+)|(max|avg)pool_[a-z]+|relu_[a-z]+'
-checked_ops+='|bn_[a-z_]+|dropout_[a-z]+|dense_(fwd|bwd_[a-z]+)|xent_[a-z]+|(amp_)?(adam|sgd)_update'
-checked_ops+='|gather_batch|amp_(un)?scale'
+# The checked ops: every op rt_backend.h declares an rt_backend_OP for
+# ("RT_MUST_USE rt_op_OP rt_backend_OP;"), so a new op is checked once it has one.
+checked_ops="$(sed -nE 's/^RT_MUST_USE rt_op_([a-z0-9_]+) rt_backend_\1;$/\1/p' runtime/rt_backend.h |
+  paste -sd'|')"
+[ -n "$checked_ops" ] || bad "no rt_backend_OP declarations in runtime/rt_backend.h"
 for d in kernel magics runtime; do
   check "$d" "ops->($checked_ops)[[:space:]]*\(" "^runtime/(cpu|cuda)/|^runtime/rt_backend_call\.c$" \
     "op called past its argument checks (use rt_backend_OP)"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "mg.h"
 #include "mg_png.h"
@@ -333,6 +334,83 @@ T_TEST(test_bad_file)
     remove(bad);
 }
 
+/* The same %dataset cell run again in one session after the folder changed (a PNG cut
+ * short, two new ones): the change is seen, and nothing is said to be decoded that was
+ * not. Unchanged, the session's copy is reused and the summary says so. */
+T_TEST(test_changed_folder_is_reloaded)
+{
+    char dir[200], line[1200], path[400];
+    snprintf(dir, sizeof dir, "%s-changed", g_dir);
+    ASSERT_EQ(write_cifar_like(dir, 2, 6), 0);
+    ASSERT_EQ(tm_fresh_session(&g_s), 0);
+    snprintf(line, sizeof line, "dataset %s --size 8 --samples 0 --skip-bad", dir);
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_STR_CONTAINS(display_with("Data set "), "folder: 12 files decoded");
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    const char *sum = display_with("Data set ");
+    ASSERT(sum != NULL);
+    ASSERT_STR_CONTAINS(sum, "unchanged since this session loaded it (nothing decoded)");
+    ASSERT(strstr(sum, "files decoded") == NULL);
+    /* one file cut short, two added */
+    snprintf(path, sizeof path, "%s/class00/002.png", dir);
+    ASSERT_EQ(truncate(path, 40), 0);
+    snprintf(line, sizeof line,
+             "cp '%s/class01/000.png' '%s/class01/new1.png' && "
+             "cp '%s/class00/001.png' '%s/class00/new2.png'",
+             dir, dir, dir, dir);
+    ASSERT_EQ(system(line), 0);
+    snprintf(line, sizeof line, "dataset %s --size 8 --samples 0 --skip-bad", dir);
+    for (int run = 0; run < 2; run++) {
+        tm_reset();
+        ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+        sum = display_with("Data set ");
+        ASSERT(sum != NULL);
+        ASSERT_STR_CONTAINS(sum, "train 13, val 0");
+        ASSERT_STR_CONTAINS(sum, "skipped 1 bad file");
+        ASSERT_STR_CONTAINS(sum, run ? "unchanged since" : "folder: 14 files decoded");
+    }
+    /* without --skip-bad the cut file is named, whatever the session held */
+    snprintf(line, sizeof line, "dataset %s --size 8 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, path);
+    snprintf(line, sizeof line, "rm -rf '%s'", dir);
+    if (system(line) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* The results record of a run on a folder says how to load the data set again (every
+ * %dataset option, a --val fraction as a fraction) and which of the checkpoints it
+ * lists --keep has deleted since. */
+T_TEST(test_results_record_of_a_folder_run)
+{
+    char line[600], run[200];
+    snprintf(run, sizeof run, "%s.keep", g_dir);
+    ASSERT_EQ(folder_and_tiny(), 0);
+    snprintf(line, sizeof line,
+             "train tiny --epochs 1 --batch 10 --seed 1 --run-dir %s "
+             "--checkpoint-every 3steps --keep 1",
+             run);
+    int rc = tm_magic(g_s, line, NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "results show last", NULL, &g_err), 0);
+    const char *t = display_with("Parameters");
+    ASSERT(t != NULL);
+    ASSERT_STR_CONTAINS(t, "0.25"); /* --val 0.25, not the count "val 0" */
+    ASSERT(strstr(t, "val        0\n") == NULL);
+    ASSERT_STR_CONTAINS(t, "8x8");       /* --size 8 */
+    ASSERT_STR_CONTAINS(t, "data_seed"); /* --seed 3 of %dataset */
+    ASSERT_STR_CONTAINS(t, "channels");
+    ASSERT_STR_CONTAINS(t, "skip_bad");
+    /* steps 3, 6, 9 were saved and then rotated away; the last one is kept */
+    ASSERT_STR_CONTAINS(t, "gone (deleted)");
+    ASSERT_STR_CONTAINS(t, "present");
+    snprintf(line, sizeof line, "rm -rf '%s'", run);
+    if (system(line) != 0) fprintf(stderr, "could not remove %s\n", run);
+}
+
 int main(void)
 {
     (void)tm_make_dataset; /* tm_util's IDX set: not used here */
@@ -351,6 +429,8 @@ int main(void)
     T_RUN(test_resnet20_learns);
     T_RUN(test_biased_resnet20_checkpoint_resumes);
     T_RUN(test_bad_file);
+    T_RUN(test_changed_folder_is_reloaded);
+    T_RUN(test_results_record_of_a_folder_run);
     mg_session_destroy(g_s);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s'*", g_dir, g_cache, g_store);

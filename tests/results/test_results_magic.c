@@ -229,7 +229,7 @@ T_TEST(t_export_delete)
     free(data);
     ASSERT(ok);
 
-    /* `export PATH` (as DESIGN.md writes it): the format from the extension */
+    /* `export PATH` (as docs/results.md writes it): the format from the extension */
     char json_path[700];
     snprintf(json_path, sizeof json_path, "%s/runs.json", g_dir);
     ASSERT_EQ(magic("export %s --results %s", json_path, g_store), 0);

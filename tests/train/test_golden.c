@@ -1,4 +1,4 @@
-/* test_golden.c - golden training runs on the CPU (STYLE "Cross-checking", levels 3-4).
+/* test_golden.c - golden training runs on the CPU.
  *
  * A tiny CNN (conv, relu, max-pool, batchnorm, dropout, dense: every stateful piece)
  * trains on a tiny generated data set (64 images 1x8x8, 4 classes: a bright quadrant per

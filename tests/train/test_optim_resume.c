@@ -1,5 +1,5 @@
-/* test_optim_resume.c - resume determinism of the OPTIM pieces together (STYLE.md,
- * cross-checking item 4), without the model code: softmax regression on a synthetic
+/* test_optim_resume.c - resume determinism of the OPTIM pieces together,
+ * without the model code: softmax regression on a synthetic
  * CIFAR-shaped set, trained with rt_batcher (shuffle + crop/flip), input dropout from
  * the Philox dropout stream, a schedule and each optimiser. A run interrupted after k
  * steps saves only plain data (parameters, named optimiser arrays, step count, batcher

@@ -7,6 +7,7 @@ import sys
 import tomllib
 
 import nbformat
+from jupyter_client.manager import KernelManager
 import pytest
 
 ROOT = os.environ.get("KILN_SOURCE_ROOT") or os.path.abspath(
@@ -72,3 +73,44 @@ def env_with(*paths):
 
 
 PYTHON = sys.executable
+
+
+class PyKernel:
+    """An ipykernel started through jupyter_client, with the bridge loaded."""
+
+    def __init__(self):
+        self.km = KernelManager(kernel_name="python3")
+        self.km.start_kernel()
+        self.kc = self.km.blocking_client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self.run("%load_ext kiln_kernel")
+
+    def run(self, code, on_msg=None, timeout=240):
+        msg_id = self.kc.execute(code)
+        text = ""
+        kinds = []
+        while True:
+            m = self.kc.get_iopub_msg(timeout=timeout)
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            kinds.append(m["msg_type"])
+            c = m["content"]
+            if m["msg_type"] == "stream":
+                text += c["text"]
+            elif m["msg_type"] in ("display_data", "execute_result", "update_display_data"):
+                text += c["data"].get("text/plain", "") + "\n"
+            elif m["msg_type"] == "error":
+                text += "\n".join(c["traceback"])
+            elif m["msg_type"] == "status" and c["execution_state"] == "idle":
+                break
+            if on_msg:
+                on_msg(m, text)
+        while True:
+            r = self.kc.get_shell_msg(timeout=timeout)
+            if r["parent_header"].get("msg_id") == msg_id:
+                return r["content"], text
+
+    def close(self):
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=False)

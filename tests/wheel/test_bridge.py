@@ -10,11 +10,10 @@ import time
 
 import nbformat
 import pytest
-from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from conftest import notebook, text_of
+from conftest import PyKernel, notebook, text_of
 
 if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
     pytest.skip("Fashion-MNIST (Debian dataset-fashion-mnist) is not installed",
@@ -98,47 +97,6 @@ def test_notebook_through_the_bridge(tmp_path):
     assert "42" in text_of(out[6])
 
 
-class PyKernel:
-    """An ipykernel started through jupyter_client, with the bridge loaded."""
-
-    def __init__(self):
-        self.km = KernelManager(kernel_name="python3")
-        self.km.start_kernel()
-        self.kc = self.km.blocking_client()
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
-        self.run("%load_ext kiln_kernel")
-
-    def run(self, code, on_msg=None, timeout=240):
-        msg_id = self.kc.execute(code)
-        text = ""
-        kinds = []
-        while True:
-            m = self.kc.get_iopub_msg(timeout=timeout)
-            if m["parent_header"].get("msg_id") != msg_id:
-                continue
-            kinds.append(m["msg_type"])
-            c = m["content"]
-            if m["msg_type"] == "stream":
-                text += c["text"]
-            elif m["msg_type"] in ("display_data", "execute_result", "update_display_data"):
-                text += c["data"].get("text/plain", "") + "\n"
-            elif m["msg_type"] == "error":
-                text += "\n".join(c["traceback"])
-            elif m["msg_type"] == "status" and c["execution_state"] == "idle":
-                break
-            if on_msg:
-                on_msg(m, text)
-        while True:
-            r = self.kc.get_shell_msg(timeout=timeout)
-            if r["parent_header"].get("msg_id") == msg_id:
-                return r["content"], text
-
-    def close(self):
-        self.kc.stop_channels()
-        self.km.shutdown_kernel(now=False)
-
-
 def test_interrupt_checkpoints_then_resume_in_a_fresh_bridge(tmp_path):
     rd = tmp_path / "run"
     k = PyKernel()
@@ -215,5 +173,41 @@ def test_a_child_dying_mid_cell_raises():
         assert "KernelDied" in text and "next %%kiln cell starts a new one" in text, text[-2000:]
         reply, text = k.run("%kiln 6 * 7")
         assert reply["status"] == "ok" and "42" in text, text
+    finally:
+        k.close()
+
+
+def test_stop_shows_the_checkpoint_line_and_kilns_short_message(tmp_path):
+    """Three stops in a row: each cell shows Kiln's "checkpoint: ..." line (relayed up to
+    the child's idle status before the cell raises) and ends in Kiln's own short
+    KeyboardInterrupt message, with no traceback through bridge.py; the child's log
+    lines ("kiln: kernel ... ready", "kiln: interrupt requested") stay out of the cells."""
+    k = PyKernel()
+    try:
+        k.run("subset = 1024")
+        for cell in SETUP:
+            reply, text = k.run(cell)
+            assert reply["status"] == "ok", text
+            assert "kiln: kernel" not in text, text
+        for round in range(3):
+            rd = tmp_path / f"run{round}"
+            fired = []
+
+            def on_msg(m, text):
+                if not fired and re.search(r"step (\d\d+)/", text):
+                    fired.append(1)
+                    k.km.interrupt_kernel()
+
+            reply, text = k.run(f"%%kiln\n%train net --batch 16 --epochs 2 --run-dir {rd}",
+                                on_msg=on_msg)
+            assert fired and reply["status"] == "error", text[-2000:]
+            assert reply["ename"] == "KeyboardInterrupt", reply
+            stopped = int(re.search(r"after step (\d+)", reply["evalue"]).group(1))
+            assert re.search(r"checkpoint: \S+ckpt-step%08d\.safetensors" % stopped, text), \
+                (round, text[-2000:])
+            tb = reply["traceback"]
+            assert "bridge.py" not in "\n".join(tb) and len(tb) <= 4, tb
+            assert "kiln: interrupt requested" not in text and "kiln: kernel" not in text, \
+                text[-2000:]
     finally:
         k.close()

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Self-test of check-layering.sh: on a copy of kernel/, magics/ and runtime/ it must
+# pass as the tree is, and fail, naming the rule, on each planted fault: bad includes
+# written with and without a path, and an op called through b->ops.
+#   selftest-layering.sh CHECK-LAYERING.SH SOURCE-ROOT
+set -u
+lint="$1"
+src="$2"
+tmp="$(mktemp -d)" || exit 99
+trap 'rm -rf "$tmp"' EXIT
+cp -r "$src/kernel" "$src/magics" "$src/runtime" "$tmp/" || exit 99
+fail=0
+
+out="$(bash "$lint" "$tmp")" || { echo "selftest: the unplanted tree fails:"; echo "$out"; exit 1; }
+
+first_c() { find "$tmp/$1" -maxdepth 1 -name '*.c' | sort | head -1; }
+
+# All faults are planted at once (one lint run); each must be reported by its rule.
+n=0
+plant() { # dir line expected-message
+  local file
+  file="$(first_c "$1")"
+  [ -n "$file" ] || { echo "selftest: no .c file in $1"; fail=1; return; }
+  n=$((n + 1))
+  printf '%s /* planted %d */\n' "$2" "$n" >>"$file"
+  want+=("$3: ${file#"$tmp"/}:$(wc -l <"$file"):$2 /* planted $n */")
+}
+want=()
+
+plant runtime '#include "kl_buf.h"' "runtime includes a kernel/magics header"
+plant magics '#include "fm_widget.h"' "magics includes a kernel header"
+plant magics '#include "../kernel/lang/kl.h"' "magics includes a kernel header"
+plant runtime '#include "../kernel/lang/kl.h"' "runtime includes a kernel/magics header"
+plant runtime '#include "../magics/mg_run.h"' "runtime includes a kernel/magics header"
+plant kernel '#include "lang/kl_internal.h"' "private header outside its folder"
+plant runtime/cpu '#include "../rt_model_internal.h"' "private header outside its folder"
+plant magics '#include "../runtime/cpu/cpu_internal.h"' "magics includes a backend header"
+plant runtime '    RT_TRY(b->ops->add_relu(b, dst, a, x, err));' "op called past its argument checks (use rt_backend_OP)"
+plant magics '    s = m->b->ops->conv2d_fwd_moments (b, o, mo, i, w, bi, d, err);' \
+  "op called past its argument checks (use rt_backend_OP)"
+
+if out="$(bash "$lint" "$tmp")"; then
+  echo "selftest: the lint passed $n planted faults"
+  fail=1
+fi
+for w in "${want[@]}"; do
+  if ! grep -qxF -- "layering: $w" <<<"$out"; then
+    echo "selftest: not reported: layering: $w"
+    fail=1
+  fi
+done
+[ "$fail" = 0 ] || { echo "the lint said:"; echo "$out"; }
+
+if [ "$fail" = 0 ]; then echo "selftest: the lint fails on every planted fault"; fi
+exit "$fail"
