@@ -59,6 +59,9 @@ if [ -n "$back" ]; then
     tar -C "$w" -xzf "$back/logs.tar.gz" ckpt-gpu 2>/dev/null && run="$w/ckpt-gpu/run"
   fi
   [ -d "$run" ] || { echo "gpu_check: no checkpoint in $back (did step 5 run?)" >&2; exit 2; }
+  # resumed in a copy: what came back stays as it came
+  [ "$run" = "$w/ckpt-gpu/run" ] || { mkdir -p "$w/ckpt-gpu" && cp -r "$run" "$w/ckpt-gpu/run"; }
+  run="$w/ckpt-gpu/run"
   printf '%s\n' "%resume $run --device cpu --epochs 2 --time-limit none" |
     python3 -c 'import json,sys; print(json.dumps({"nbformat":4,"nbformat_minor":5,"metadata":{},
       "cells":[{"cell_type":"code","id":"r","metadata":{},"outputs":[],"execution_count":None,
@@ -100,7 +103,7 @@ record() {
   printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$(echo "$4" | tr '\t\n' '  ')" >> "$steps"
   echo "gpu_check: $1: $2 in $3 s ($(since "$t_all") s of the ${BUDGET} s budget so far)"
 }
-warnings="$OUT/logs/warnings.txt"
+warnings="$W/warnings.txt"
 : > "$warnings"
 warn() { echo "WARNING: $*" | tee -a "$warnings"; }
 nb1() { # FILE CELL...: a notebook of the given code cells
@@ -472,7 +475,21 @@ total="$(since "$t_all")"
 if [ $dry = 0 ] && python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > $BUDGET else 1)" "$total"; then
   warn "the check took $total s, over its ${BUDGET} s budget (each step's time is in the summary)"
 fi
-python3 - "$steps" "$OUT" "$dry" "$total" "$(du -sb "$bundle" | cut -f1)" "$warnings" <<'EOF'
+# everything else in one archive: the logs, the curves and figures, the GPU's last
+# checkpoint (bench/gpu_check.sh --resume-back OUT finds it there). A file may come
+# back from a borrowed machine up to 16 MiB: past 15 MiB the checkpoint stays behind.
+cp "$steps" "$W/steps.tsv"
+for f in train.json bench.json; do [ -f "$OUT/$f" ] && cp "$OUT/$f" "$W/$f"; done
+ls "$OUT"/ckpt-gpu/run/ckpt-step*.safetensors 2>/dev/null | sort | head -n -1 | xargs -r rm -f
+keep=()
+for f in logs train.json bench.json ckpt-gpu; do [ -e "$OUT/$f" ] && keep+=("$f"); done
+tar -C "$OUT" -czf "$OUT/logs.tar.gz" "${keep[@]}"
+if [ "$(stat -c %s "$OUT/logs.tar.gz")" -gt $((15 << 20)) ] && [ -d "$OUT/ckpt-gpu" ]; then
+  warn "logs.tar.gz without the GPU's checkpoint: with it $(du -h "$OUT/logs.tar.gz" | cut -f1), over the 15 MiB a file may be"
+  tar -C "$OUT" -czf "$OUT/logs.tar.gz" --exclude='ckpt-gpu/run' "${keep[@]}"
+fi
+(cd "$OUT" && rm -rf "${keep[@]}")
+python3 - "$W/steps.tsv" "$OUT" "$dry" "$total" "$(du -sb "$bundle" | cut -f1)" "$warnings" "$W" <<'EOF'
 import json, os, sys, time
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 out, dry, total, bsize = sys.argv[2], sys.argv[3] == "1", float(sys.argv[4]), int(sys.argv[5])
@@ -483,7 +500,7 @@ summary = {"dry_run": dry, "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.
            "steps": [{"step": r[0], "status": r[1], "seconds": float(r[2]), "detail": r[3]}
                      for r in rows]}
 for k in ("train", "bench"):
-    p = os.path.join(out, k + ".json")
+    p = os.path.join(sys.argv[7], k + ".json")
     if os.path.exists(p):
         d = json.load(open(p))
         if k == "train":
@@ -503,11 +520,6 @@ bad = [r[0] for r in rows if r[1] == "fail"]
 sys.exit(1 if bad else 0)
 EOF
 st=$?
-# everything else in one archive: the logs, the curves and figures, the GPU's checkpoint
-# (bench/gpu_check.sh --resume-back OUT finds it there)
-keep=()
-for f in logs train.json bench.json ckpt-gpu; do [ -e "$OUT/$f" ] && keep+=("$f"); done
-tar -C "$OUT" -czf "$OUT/logs.tar.gz" "${keep[@]}" && (cd "$OUT" && rm -rf "${keep[@]}")
 left="$(cd "$OUT" && ls -A | sort | tr '\n' ' ')"
 if [ "$left" != "logs.tar.gz summary.json summary.md " ]; then
   echo "gpu_check: OUT must hold exactly summary.md, summary.json and logs.tar.gz; it holds: $left" >&2
