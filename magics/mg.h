@@ -44,6 +44,12 @@ typedef struct mg_out {
      * string (free()) or NULL when the frontend does not allow stdin or the request
      * was interrupted. May itself be NULL. */
     char *(*input)(void *user, const char *prompt, int password);
+    /* A copy of this output that stays valid after the cell returns, for a helper
+     * thread that updates a display the cell showed (stream and display only; any
+     * thread). NULL where outputs cannot outlive their cell (kiln run); may itself be
+     * NULL. The copy is freed by its own release. */
+    struct mg_out *(*detach)(void *user);
+    void (*release)(struct mg_out *self);
 } mg_out;
 
 /* Convenience wrappers: printf-style stream output, plain text display. */
@@ -64,7 +70,9 @@ typedef struct mg_error {
     char evalue[1024]; /* one line, names the magic and the option at fault */
 } mg_error;
 
-/* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. */
+/* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. Not for a
+ * runtime failure (an rt_error): that is mg_fail_status's, and the lint suite fails on an
+ * mg_fail that carries an rt_error's message. */
 int mg_fail(mg_error *err, const char *ename, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -175,7 +183,20 @@ typedef struct mg_command {
     int (*run)(mg_ctx *ctx, const mg_args *args, mg_error *err);
     const char *positional; /* "a|b": what the first word may be, for completion
                                    (besides paths); may be NULL */
+    /* A magic whose options are rows of a larger struct that begins with its mg_option
+     * (%train's mg_train_option): the size of one row (0 = sizeof(mg_option)), and the
+     * help's "(default)" note of an option (NULL or "" = none); both may be 0/NULL. */
+    size_t option_size;
+    const char *(*option_default)(const mg_option *o, char *buf, size_t n);
 } mg_command;
+
+/* The option after o in cmd's table (for (o = cmd->options; o && o->name; o =
+ * mg_option_next(cmd, o))). */
+static inline const mg_option *mg_option_next(const mg_command *cmd, const mg_option *o)
+{
+    return (const mg_option *)(const void *)((const char *)o +
+                                             (cmd->option_size ? cmd->option_size : sizeof *o));
+}
 
 /* The registry: every magic Kiln ships, in one static table (magics/mg_registry.c). */
 const mg_command *mg_registry_find(const char *name);
