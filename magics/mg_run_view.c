@@ -189,8 +189,9 @@ void mgp_view_plot(mg_run *r)
         {"train accuracy", r->ep_acc.x, r->ep_acc.y, r->ep_acc.n},
         {va, r->ep_vacc.x, r->ep_vacc.y, r->ep_vacc.n},
     };
+    if (r->no_val) s[2] = s[3]; /* without validation data: no validation curves */
     mg_plot_opts o = {.title = title, .xlabel = "step", .ylabel = "loss / accuracy"};
-    char *svg = mg_plot_svg(s, 5, &o);
+    char *svg = mg_plot_svg(s, r->no_val ? 3 : 5, &o);
     if (!svg) return;
     char text[160];
     snprintf(text, sizeof text, "<loss/accuracy plot: %zu epochs, %zu steps>", r->ep_loss.n,
