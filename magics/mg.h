@@ -44,7 +44,21 @@ typedef struct mg_out {
      * string (free()) or NULL when the frontend does not allow stdin or the request
      * was interrupted. May itself be NULL. */
     char *(*input)(void *user, const char *prompt, int password);
+    /* A copy of this output that stays valid after the cell returns, for a helper
+     * thread that updates a display the cell showed (stream and display only; any
+     * thread). NULL where outputs cannot outlive their cell (kiln run); may itself be
+     * NULL. The copy is freed by its own release. */
+    struct mg_out *(*detach)(void *user);
+    void (*release)(struct mg_out *self);
 } mg_out;
+
+/* The one place mg_out's optional callbacks are checked: buf becomes a copy of in
+ * (NULL: none) whose missing stream, display, result and clear drop their output, so
+ * that code given the result calls them without checking. comm_* and input stay as
+ * they are (NULL means the frontend has none; callers check and fall back). Returns
+ * buf. The cell engine passes every mg_out through it before a magic or a form sees
+ * it. */
+const mg_out *mg_out_complete(const mg_out *in, mg_out *buf);
 
 /* Convenience wrappers: printf-style stream output, plain text display. */
 void mg_printf(const mg_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -64,7 +78,9 @@ typedef struct mg_error {
     char evalue[1024]; /* one line, names the magic and the option at fault */
 } mg_error;
 
-/* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. */
+/* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. Not for a
+ * runtime failure (an rt_error): that is mg_fail_status's, and the lint suite fails on an
+ * mg_fail that carries an rt_error's message. */
 int mg_fail(mg_error *err, const char *ename, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

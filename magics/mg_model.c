@@ -154,11 +154,11 @@ static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
     const char *spec = args->body ? args->body : "";
     if (args->npos == 2) { /* a shipped network, for these classes */
         if (rt_model_zoo_spec(args->pos[1], in.num_classes, zoo, sizeof zoo, &re) != RT_OK)
-            return mg_fail(err, "ValueError", "%%%%model %s: %s", name, re.msg);
+            return mg_fail_status(err, &re, "%%%%model %s: %s", name, re.msg);
         spec = zoo;
     }
     if (rt_model_create(&m, spec, &in, &re) != RT_OK)
-        return mg_fail(err, "ValueError", "%%%%model %s: %s", name, re.msg);
+        return mg_fail_status(err, &re, "%%%%model %s: %s", name, re.msg);
     int rc = mg_ws_model_define(ws, name, spec, &in, dname, err);
     if (rc == 0) show_summary(ctx, name, m, 0);
     rt_model_destroy(m);
@@ -186,7 +186,7 @@ static int show(mg_ctx *ctx, const char *name, mg_error *err)
     rt_model *m = NULL;
     rt_error re = {0};
     if (rt_model_create(&m, e->spec, &e->input, &re) != RT_OK)
-        return mg_fail(err, "ValueError", "%%model show %s: %s", e->name, re.msg);
+        return mg_fail_status(err, &re, "%%model show %s: %s", e->name, re.msg);
     show_summary(ctx, e->name, m, 0);
     rt_model_destroy(m);
     return 0;
