@@ -137,6 +137,21 @@ T_TEST(driver_too_old)
     unsetenv("KILN_MOCK_DEVICE");
 }
 
+/* No NVIDIA driver at all: CUDA says "driver version is insufficient", which reads like
+ * "upgrade your driver"; Kiln says there is none. */
+T_TEST(no_driver)
+{
+    setenv("KILN_MOCK_DEVICE", "no-driver", 1);
+    rt_cuda_device_list l;
+    ASSERT_EQ(rt_cuda_list_devices(&l, NULL), RT_OK);
+    ASSERT_EQ(l.count, 0);
+    ASSERT_STR_CONTAINS(l.why, "no NVIDIA driver found");
+    ASSERT(strstr(l.why, "insufficient") == NULL && strstr(l.why, "update") == NULL);
+    const char *want[] = {"no NVIDIA driver found", "--device cpu", NULL};
+    refused_then_cpu_trains(want, t_failed_);
+    unsetenv("KILN_MOCK_DEVICE");
+}
+
 T_TEST(architecture_not_built)
 {
     setenv("KILN_MOCK_DEVICE", "cc=60", 1); /* a Kaggle P100 */
@@ -381,6 +396,7 @@ int main(void)
 {
     T_RUN(no_gpu);
     T_RUN(driver_too_old);
+    T_RUN(no_driver);
     T_RUN(architecture_not_built);
     T_RUN(version_line);
     T_RUN(cudnn_versions);
