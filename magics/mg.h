@@ -178,7 +178,20 @@ typedef struct mg_command {
     int (*run)(mg_ctx *ctx, const mg_args *args, mg_error *err);
     const char *positional; /* "a|b": what the first word may be, for completion
                                    (besides paths); may be NULL */
+    /* A magic whose options are rows of a larger struct that begins with its mg_option
+     * (%train's mg_train_option): the size of one row (0 = sizeof(mg_option)), and the
+     * help's "(default)" note of an option (NULL or "" = none); both may be 0/NULL. */
+    size_t option_size;
+    const char *(*option_default)(const mg_option *o, char *buf, size_t n);
 } mg_command;
+
+/* The option after o in cmd's table (for (o = cmd->options; o && o->name; o =
+ * mg_option_next(cmd, o))). */
+static inline const mg_option *mg_option_next(const mg_command *cmd, const mg_option *o)
+{
+    return (const mg_option *)(const void *)((const char *)o +
+                                             (cmd->option_size ? cmd->option_size : sizeof *o));
+}
 
 /* The registry: every magic Kiln ships, in one static table (magics/mg_registry.c). */
 const mg_command *mg_registry_find(const char *name);

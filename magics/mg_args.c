@@ -77,7 +77,7 @@ static int unknown_option(const mg_command *cmd, const char *opt, mg_error *err)
 {
     const char *best = NULL;
     size_t bd = 99;
-    for (const mg_option *o = cmd->options; o && o->name; o++) {
+    for (const mg_option *o = cmd->options; o && o->name; o = mg_option_next(cmd, o)) {
         size_t d = mg_edit_distance(opt, o->name);
         if (!strncmp(o->name, opt, strlen(opt)) && strlen(opt) > 2) d = 1;
         if (d < bd) bd = d, best = o->name;
@@ -165,7 +165,7 @@ int mg_args_parse(const mg_command *cmd, const char *line, const char *body, mg_
         char *eq = strchr(w, '=');
         if (eq) *eq = 0;
         const mg_option *o = NULL;
-        for (const mg_option *c = cmd->options; c && c->name; c++)
+        for (const mg_option *c = cmd->options; c && c->name; c = mg_option_next(cmd, c))
             if (!strcmp(c->name, w)) o = c;
         if (!o) {
             if (eq) *eq = '=';
@@ -286,7 +286,7 @@ char *mg_command_help(const mg_command *cmd)
                 cmd->summary ? cmd->summary : "");
     }
     fputs("\nOptions:\n", f);
-    for (const mg_option *o = cmd->options; o && o->name; o++) {
+    for (const mg_option *o = cmd->options; o && o->name; o = mg_option_next(cmd, o)) {
         char left[96];
         if (o->kind == MG_OPT_FLAG) snprintf(left, sizeof left, "%s", o->name);
         else if (o->kind == MG_OPT_CHOICE && o->choices)
@@ -294,7 +294,10 @@ char *mg_command_help(const mg_command *cmd)
         else snprintf(left, sizeof left, "%s %s", o->name, o->metavar ? o->metavar : "VALUE");
         for (char *p = left; *p; p++)
             if (*p == '|' && o->kind == MG_OPT_CHOICE) *p = ',';
-        fprintf(f, "  %-26s %s\n", left, o->help ? o->help : "");
+        char def[128];
+        const char *d = cmd->option_default ? cmd->option_default(o, def, sizeof def) : NULL;
+        fprintf(f, "  %-26s %s%s%s%s\n", left, o->help ? o->help : "", d && *d ? " (" : "",
+                d && *d ? d : "", d && *d ? ")" : "");
     }
     fprintf(f, "  %-26s %s\n", "--help", "show this help");
     if (fclose(f) != 0) {

@@ -480,4 +480,6 @@ const mg_command mg_cmd_results = {
     results_options,
     results_run,
     NULL,
+    0,
+    NULL,
 };

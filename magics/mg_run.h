@@ -36,7 +36,9 @@ typedef struct mg_every {
     double n; /* steps, seconds or epochs (> 0 unless NONE) */
 } mg_every;
 
-/* Every %train option. Strings are "" when not given. */
+/* Every %train option (each field is one row of mg_train_table, mg_train_table.c,
+ * except model, schedule_resolved, checkpoint_every and resume_run_id). Strings are ""
+ * when not given. */
 typedef struct mg_run_opts {
     char model[64];              /* MODEL (positional); "" = the model defined last */
     char data[256];              /* --data NAME/PATH; "" = the data set loaded last */
@@ -67,8 +69,73 @@ typedef struct mg_run_opts {
     int resume;            /* --resume: an mg_resume_mode; -1 = the session's default */
 } mg_run_opts;
 
-/* The %train option table (NULL-terminated), for the command and for %resume. */
-extern const mg_option mg_train_options[];
+/* ---- the %train option table (mg_train_table.c) ----
+ * One row per option drives everything about it: parsing and the bounds check
+ * (mg_run_opts_from_args, one message: "%train: --lr must be in (0, 100], got 500"),
+ * the default (mg_run_opts_default), the help line and its "(default)", completion,
+ * the checkpoint / results-store JSON (mg_run_opts_to_json / _from_json, which checks
+ * the same bounds) and whether a run directory's run may continue under other values
+ * (mg_run_opts_differences, for --resume auto and sweeps). A new option is a row here
+ * plus its use in the trainer (docs/architecture.md, "A %train option"). */
+
+/* How an option's value is kept in mg_run_opts. */
+typedef enum {
+    MG_TO_INT,      /* int */
+    MG_TO_U64,      /* uint64_t */
+    MG_TO_REAL,     /* double */
+    MG_TO_TEXT,     /* char[size] */
+    MG_TO_FLAG,     /* int, 1 when given */
+    MG_TO_CHOICE,   /* int: the index of the value among opt.choices */
+    MG_TO_DURATION, /* double seconds, typed as 8h30m / 45m / 90s */
+    MG_TO_EVERY,    /* char[size] text, and the mg_every it means at parsed */
+} mg_train_store;
+
+enum {
+    MG_TO_DEFINING = 1u, /* run-defining: a run continues only under an equal value */
+    MG_TO_AT_LEAST = 2u, /* run-defining, but a larger typed value continues it too
+                            (--epochs: trains it longer) */
+    MG_TO_DATA = 4u,     /* defines the data set: compared through the data set's own
+                            record (source, split), not here */
+    MG_TO_OPEN_MIN = 8u, /* min itself is out of bounds (> min) */
+    MG_TO_OPEN_MAX = 16u,
+    MG_TO_REDACT = 32u, /* stored and shown without credentials (rt_results_redact) */
+};
+
+typedef struct mg_train_option {
+    mg_option opt;        /* name, kind, metavar, help (without the default), choices */
+    mg_train_store store; /* the field's type */
+    size_t offset;        /* of the field in mg_run_opts */
+    size_t size;          /* TEXT / EVERY: the char array's size */
+    const char *key;      /* JSON key in checkpoints and the results store; NULL = none */
+    double def;           /* the default of a number, flag or choice (index); NAN = not
+                             set (not stored, never checked: the trainer decides) */
+    const char *def_text; /* the default of TEXT / EVERY */
+    const char *shown;    /* the help's "(default)" when the value alone does not say */
+    double lo, hi;        /* a number's bounds (INT U64 REAL); lo < hi, else unchecked;
+                             hi = INFINITY: no upper bound. The default always passes. */
+    unsigned flags;       /* MG_TO_* */
+    /* the value that acts, for the resume comparison (--momentum: 0.9 with sgd when
+     * not given), NAN where it does not apply (then not compared); NULL = the field */
+    double (*effective)(const mg_run_opts *o);
+    size_t parsed; /* EVERY: offset of the mg_every read from the text */
+} mg_train_option;
+
+/* The rows, terminated by one whose opt.name is NULL. The command reads them as its
+ * options: mg_command.options = &mg_train_table[0].opt, option_size = sizeof a row. */
+extern const mg_train_option mg_train_table[];
+/* The row of an option name ("--lr"), or NULL. */
+const mg_train_option *mg_train_option_find(const char *name);
+/* The help's default note of a %train option (mg_command.option_default). */
+const char *mg_train_option_default(const mg_option *o, char *buf, size_t n);
+/* The value of row's field in o as the user would type it ("0.001", "on"/"off" for a
+ * flag, "8h30m"...) into buf. */
+const char *mg_train_option_format(const mg_train_option *row, const mg_run_opts *o, char *buf,
+                                   size_t n);
+/* Appends " --opt TYPED (checkpoint STORED)" to buf for every run-defining option
+ * (MG_TO_DEFINING, not MG_TO_DATA) whose value in typed differs from stored's (an
+ * MG_TO_AT_LEAST one only when typed is smaller). Returns how many differ. */
+int mg_run_opts_differences(const mg_run_opts *typed, const mg_run_opts *stored, char *buf,
+                            size_t n);
 
 void mg_run_opts_default(mg_run_opts *o);
 /* Reads MODEL and every option of args into o (on top of what o holds); errors name

@@ -1,8 +1,11 @@
-/* mg_run_opts.c - the %train options: the table (help and completion come from it),
- * defaults, reading them from parsed arguments, the --checkpoint-every and
- * --time-limit syntaxes, and the JSON form stored in checkpoints and the results
- * store (read back by %resume). */
+/* mg_run_opts.c - what the %train option table (mg_train_table.c) drives: defaults,
+ * reading the options from parsed arguments, the one bounds check and its message,
+ * the help's default notes, the JSON form stored in checkpoints and the results store
+ * (read back by %resume, checked against the same bounds), the run-defining
+ * comparison, and the --checkpoint-every and --time-limit syntaxes. */
 #include <ctype.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,57 +13,135 @@
 
 #include "mg_run.h"
 
-const mg_option mg_train_options[] = {
-    {"--data", MG_OPT_STRING, "NAME", "data set (default: the one %dataset loaded last)", NULL},
-    {"--epochs", MG_OPT_INT, "N", "epochs to train (1)", NULL},
-    {"--batch", MG_OPT_INT, "N", "minibatch size (64)", NULL},
-    {"--lr", MG_OPT_FLOAT, "LR", "learning rate (0.001)", NULL},
-    {"--optimizer", MG_OPT_CHOICE, NULL, "optimiser (adam)", "adam|sgd|adamw"},
-    {"--momentum", MG_OPT_FLOAT, "M", "SGD momentum (0.9 with sgd)", NULL},
-    {"--weight-decay", MG_OPT_FLOAT, "WD", "weight decay (adam/sgd 0, adamw 0.01)", NULL},
-    {"--nesterov", MG_OPT_FLAG, NULL, "Nesterov momentum (sgd)", NULL},
-    {"--schedule", MG_OPT_STRING, "SPEC", "lr schedule: constant, step:10:0.1, cosine, onecycle",
-     NULL},
-    {"--seed", MG_OPT_INT, "N", "seed of init, shuffling, dropout, augmentation (0)", NULL},
-    {"--device", MG_OPT_STRING, "DEV", "auto, cpu, cuda, cuda:N, cuda:0,1, cuda:all (auto)", NULL},
-    {"--precision", MG_OPT_CHOICE, NULL, "arithmetic precision (fp32)", "fp32|bf16|fp16"},
-    {"--run-dir", MG_OPT_STRING, "DIR", "directory for this run's checkpoints", NULL},
-    {"--resume", MG_OPT_CHOICE, NULL, "DIR holds a run: continue if same options (auto)",
-     "auto|never|must"},
-    {"--checkpoint-every", MG_OPT_STRING, "WHEN", "500steps, 10m or 1epoch (needs --run-dir)",
-     NULL},
-    {"--keep", MG_OPT_INT, "N", "keep the newest N checkpoints plus the best (3)", NULL},
-    {"--time-limit", MG_OPT_STRING, "TIME", "stop (and checkpoint) after e.g. 8h30m", NULL},
-    {"--results", MG_OPT_STRING, "PATH",
-     "results store (default $KILN_RESULTS or ~/.local/share/kiln)", NULL},
-    {"--augment", MG_OPT_FLAG, NULL, "random crop + horizontal flip", NULL},
-    {"--val", MG_OPT_INT, "N", "hold out N training images for validation", NULL},
-    {"--name", MG_OPT_STRING, "NAME", "run name in the results store (the model's name)", NULL},
-    {NULL, 0, NULL, NULL, NULL},
-};
+#define AT(o, row, type) ((type *)(void *)((char *)(o) + (row)->offset))
+#define CAT(o, row, type) ((const type *)(const void *)((const char *)(o) + (row)->offset))
+
+const mg_train_option *mg_train_option_find(const char *name)
+{
+    for (const mg_train_option *r = mg_train_table; r->opt.name; r++)
+        if (!strcmp(r->opt.name, name)) return r;
+    return NULL;
+}
+
+/* The n-th value of "a|b|c" into buf ("" past the end). */
+static const char *choice_at(const char *choices, int n, char *buf, size_t size)
+{
+    const char *c = choices ? choices : "";
+    for (; n > 0 && c; n--) c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL;
+    size_t len = c ? strcspn(c, "|") : 0;
+    snprintf(buf, size, "%.*s", (int)len, c ? c : "");
+    return buf;
+}
+
+static int choice_index(const char *choices, const char *v)
+{
+    char b[64];
+    for (int i = 0; choice_at(choices, i, b, sizeof b)[0]; i++)
+        if (!strcmp(b, v)) return i;
+    return -1;
+}
+
+/* A number option's value as a double (the bounds check and comparisons). */
+static double number(const mg_train_option *r, const mg_run_opts *o)
+{
+    switch (r->store) {
+    case MG_TO_INT:
+    case MG_TO_FLAG:
+    case MG_TO_CHOICE: return *CAT(o, r, int);
+    case MG_TO_U64: return (double)*CAT(o, r, uint64_t);
+    case MG_TO_REAL:
+    case MG_TO_DURATION: return *CAT(o, r, double);
+    default: return NAN;
+    }
+}
+
+static int is_number_row(const mg_train_option *r)
+{
+    return r->store == MG_TO_INT || r->store == MG_TO_U64 || r->store == MG_TO_REAL;
+}
 
 void mg_run_opts_default(mg_run_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->epochs = 1;
-    o->batch = 64;
-    o->lr = 0.001;
-    snprintf(o->optimizer, sizeof o->optimizer, "adam");
-    o->momentum = NAN;
-    o->weight_decay = NAN;
-    snprintf(o->schedule, sizeof o->schedule, "constant");
-    snprintf(o->device, sizeof o->device, "auto");
-    snprintf(o->precision, sizeof o->precision, "fp32");
-    o->keep = 3;
-    o->val = -1;
-    o->resume = -1;
+    for (const mg_train_option *r = mg_train_table; r->opt.name; r++) {
+        switch (r->store) {
+        case MG_TO_INT:
+        case MG_TO_FLAG:
+        case MG_TO_CHOICE: *AT(o, r, int) = (int)r->def; break;
+        case MG_TO_U64: *AT(o, r, uint64_t) = (uint64_t)r->def; break;
+        case MG_TO_REAL:
+        case MG_TO_DURATION: *AT(o, r, double) = r->def; break;
+        case MG_TO_TEXT:
+        case MG_TO_EVERY: snprintf(AT(o, r, char), r->size, "%s", r->def_text ? r->def_text : "");
+        }
+    }
 }
 
-/* Copies a string option into dst (size n); error when it does not fit. */
-static int str_opt(const mg_args *a, const char *name, char *dst, size_t n, mg_error *err)
+const char *mg_train_option_default(const mg_option *opt, char *buf, size_t n)
 {
-    const char *v = mg_args_get(a, name);
-    if (!v) return 0;
+    const mg_train_option *r = mg_train_option_find(opt->name);
+    if (!r) return NULL;
+    if (r->shown) return r->shown;
+    if (r->store == MG_TO_TEXT || r->store == MG_TO_EVERY) return r->def_text;
+    if (r->store == MG_TO_CHOICE)
+        return r->def >= 0 ? choice_at(r->opt.choices, (int)r->def, buf, n) : NULL;
+    if (!is_number_row(r) || !isfinite(r->def)) return NULL;
+    snprintf(buf, n, "%g", r->def);
+    return buf;
+}
+
+const char *mg_train_option_format(const mg_train_option *r, const mg_run_opts *o, char *buf,
+                                   size_t n)
+{
+    switch (r->store) {
+    case MG_TO_INT: snprintf(buf, n, "%d", *CAT(o, r, int)); break;
+    case MG_TO_U64: snprintf(buf, n, "%" PRIu64, *CAT(o, r, uint64_t)); break;
+    case MG_TO_REAL: snprintf(buf, n, "%g", *CAT(o, r, double)); break;
+    case MG_TO_DURATION: snprintf(buf, n, "%gs", *CAT(o, r, double)); break;
+    case MG_TO_FLAG: snprintf(buf, n, "%s", *CAT(o, r, int) ? "on" : "off"); break;
+    case MG_TO_CHOICE: choice_at(r->opt.choices, *CAT(o, r, int), buf, n); break;
+    case MG_TO_TEXT:
+    case MG_TO_EVERY: snprintf(buf, n, "%s", CAT(o, r, char)); break;
+    }
+    return buf;
+}
+
+/* "must be in (0, 100]" / "must be in 1..100000" / "must be >= 0" for row r. */
+static void bounds_text(const mg_train_option *r, char *buf, size_t n)
+{
+    int open_lo = (r->flags & MG_TO_OPEN_MIN) != 0, open_hi = (r->flags & MG_TO_OPEN_MAX) != 0;
+    if (isinf(r->hi)) snprintf(buf, n, "must be %s %g", open_lo ? ">" : ">=", r->lo);
+    else if (r->store != MG_TO_REAL) snprintf(buf, n, "must be in %g..%g", r->lo, r->hi);
+    else
+        snprintf(buf, n, "must be in %c%g, %g%c", open_lo ? '(' : '[', r->lo, r->hi,
+                 open_hi ? ')' : ']');
+}
+
+/* 0 when v (row r's value) is inside r's bounds or is r's default ("not given"). */
+static int out_of_bounds(const mg_train_option *r, double v)
+{
+    if (!(r->lo < r->hi) || v == r->def || (isnan(v) && isnan(r->def))) return 0;
+    int lo_ok = r->flags & MG_TO_OPEN_MIN ? v > r->lo : v >= r->lo;
+    int hi_ok = r->flags & MG_TO_OPEN_MAX ? v < r->hi : v <= r->hi;
+    return !(lo_ok && hi_ok);
+}
+
+/* Every number of o inside its row's bounds; else an error "<who>: --opt must ...". */
+static int check_bounds(const mg_run_opts *o, const char *who, mg_error *err)
+{
+    for (const mg_train_option *r = mg_train_table; r->opt.name; r++) {
+        if (!is_number_row(r) || !out_of_bounds(r, number(r, o))) continue;
+        char b[96], v[64];
+        bounds_text(r, b, sizeof b);
+        return mg_fail(err, "ValueError", "%s: %s %s, got %s", who, r->opt.name, b,
+                       mg_train_option_format(r, o, v, sizeof v));
+    }
+    return 0;
+}
+
+/* Copies a string option's value v into dst (size n); error when it does not fit. */
+static int str_opt(const char *v, const char *name, char *dst, size_t n, mg_error *err)
+{
     if (strlen(v) >= n)
         return mg_fail(err, "ValueError", "%%train: %s: value too long (%zu characters at most)",
                        name, n - 1);
@@ -132,6 +213,42 @@ int mg_run_parse_every(const char *text, mg_every *out, mg_error *err)
                    text);
 }
 
+/* Row r's value typed as v into o (checked for its kind; bounds are checked later). */
+static int from_text(mg_run_opts *o, const mg_train_option *r, const char *v, mg_error *err)
+{
+    char *end;
+    mg_error e2;
+    switch (r->store) {
+    case MG_TO_INT: {
+        long x = strtol(v, &end, 10);
+        if (x < INT_MIN || x > INT_MAX) x = x < 0 ? INT_MIN : INT_MAX; /* out of bounds */
+        *AT(o, r, int) = (int)x;
+        return 0;
+    }
+    case MG_TO_U64: {
+        long long x = strtoll(v, &end, 10);
+        if (x < 0)
+            return mg_fail(err, "ValueError", "%%train: %s must be >= 0, got %lld", r->opt.name, x);
+        *AT(o, r, uint64_t) = (uint64_t)x;
+        return 0;
+    }
+    case MG_TO_REAL: *AT(o, r, double) = strtod(v, &end); return 0;
+    case MG_TO_FLAG: *AT(o, r, int) = 1; return 0;
+    case MG_TO_CHOICE: *AT(o, r, int) = choice_index(r->opt.choices, v); return 0;
+    case MG_TO_TEXT: return str_opt(v, r->opt.name, AT(o, r, char), r->size, err);
+    case MG_TO_DURATION:
+        if (mg_run_parse_duration(v, AT(o, r, double), &e2) < 0)
+            return mg_fail(err, "ValueError", "%%train: %s: %s", r->opt.name, e2.evalue);
+        return 0;
+    case MG_TO_EVERY:
+        if (str_opt(v, r->opt.name, AT(o, r, char), r->size, err) < 0) return -1;
+        if (mg_run_parse_every(v, (mg_every *)(void *)((char *)o + r->parsed), &e2) < 0)
+            return mg_fail(err, "ValueError", "%%train: %s", e2.evalue);
+        return 0;
+    }
+    return 0;
+}
+
 int mg_run_opts_from_args(mg_run_opts *o, const mg_args *a, mg_error *err)
 {
     if (a->npos > 1)
@@ -142,128 +259,113 @@ int mg_run_opts_from_args(mg_run_opts *o, const mg_args *a, mg_error *err)
     if (a->npos == 1 && strlen(a->pos[0]) >= sizeof o->model)
         return mg_fail(err, "UsageError", "%%train: model name too long");
     if (a->npos == 1) snprintf(o->model, sizeof o->model, "%s", a->pos[0]);
-    long epochs, batch, seed, keep, val;
-    double lr, mom, wd;
-    if (mg_args_int(a, "--epochs", o->epochs, &epochs, err) < 0 ||
-        mg_args_int(a, "--batch", o->batch, &batch, err) < 0 ||
-        mg_args_int(a, "--seed", (long)o->seed, &seed, err) < 0 ||
-        mg_args_int(a, "--keep", o->keep, &keep, err) < 0 ||
-        mg_args_int(a, "--val", o->val, &val, err) < 0 ||
-        mg_args_float(a, "--lr", o->lr, &lr, err) < 0 ||
-        mg_args_float(a, "--momentum", o->momentum, &mom, err) < 0 ||
-        mg_args_float(a, "--weight-decay", o->weight_decay, &wd, err) < 0)
-        return -1;
-    if (epochs < 1 || epochs > 100000)
-        return mg_fail(err, "ValueError", "%%train: --epochs must be in 1..100000, got %ld",
-                       epochs);
-    if (batch < 1 || batch > 65536)
-        return mg_fail(err, "ValueError", "%%train: --batch must be in 1..65536, got %ld", batch);
-    if (!(lr > 0) || lr > 100)
-        return mg_fail(err, "ValueError", "%%train: --lr must be > 0 (and <= 100), got %g", lr);
-    if (seed < 0) return mg_fail(err, "ValueError", "%%train: --seed must be >= 0, got %ld", seed);
-    if (keep < 1 || keep > 100000)
-        return mg_fail(err, "ValueError", "%%train: --keep must be >= 1, got %ld", keep);
-    if (val < -1 || val > 100000000)
-        return mg_fail(err, "ValueError", "%%train: --val must be >= 0, got %ld", val);
-    if (mg_args_has(a, "--momentum") && (mom < 0 || mom >= 1))
-        return mg_fail(err, "ValueError", "%%train: --momentum must be in [0, 1), got %g", mom);
-    if (mg_args_has(a, "--weight-decay") && (wd < 0 || wd > 1))
-        return mg_fail(err, "ValueError", "%%train: --weight-decay must be in [0, 1], got %g", wd);
-    o->epochs = (int)epochs, o->batch = (int)batch, o->seed = (uint64_t)seed;
-    o->keep = (int)keep, o->val = (int)val, o->lr = lr, o->momentum = mom;
-    o->weight_decay = wd;
-    if (mg_args_has(a, "--nesterov")) o->nesterov = 1;
-    if (mg_args_has(a, "--augment")) o->augment = 1;
-    if (str_opt(a, "--data", o->data, sizeof o->data, err) < 0 ||
-        str_opt(a, "--optimizer", o->optimizer, sizeof o->optimizer, err) < 0 ||
-        str_opt(a, "--schedule", o->schedule, sizeof o->schedule, err) < 0 ||
-        str_opt(a, "--device", o->device, sizeof o->device, err) < 0 ||
-        str_opt(a, "--precision", o->precision, sizeof o->precision, err) < 0 ||
-        str_opt(a, "--run-dir", o->run_dir, sizeof o->run_dir, err) < 0 ||
-        str_opt(a, "--results", o->results, sizeof o->results, err) < 0 ||
-        str_opt(a, "--name", o->name, sizeof o->name, err) < 0 ||
-        str_opt(a, "--checkpoint-every", o->checkpoint_every_text, sizeof o->checkpoint_every_text,
-                err) < 0)
-        return -1;
-    const char *rs = mg_args_get(a, "--resume");
-    if (rs)
-        o->resume = !strcmp(rs, "never")  ? MG_RESUME_NEVER
-                    : !strcmp(rs, "must") ? MG_RESUME_MUST
-                                          : MG_RESUME_AUTO;
-    mg_error e2;
-    if (mg_args_has(a, "--checkpoint-every") &&
-        mg_run_parse_every(o->checkpoint_every_text, &o->checkpoint_every, &e2) < 0)
-        return mg_fail(err, "ValueError", "%%train: %s", e2.evalue);
-    const char *tl = mg_args_get(a, "--time-limit");
-    if (tl && mg_run_parse_duration(tl, &o->time_limit_s, &e2) < 0)
-        return mg_fail(err, "ValueError", "%%train: --time-limit: %s", e2.evalue);
-    return 0;
+    for (const mg_train_option *r = mg_train_table; r->opt.name; r++)
+        if (mg_args_has(a, r->opt.name) && from_text(o, r, mg_args_get(a, r->opt.name), err) < 0)
+            return -1;
+    return check_bounds(o, "%train", err);
 }
 
 json_t *mg_run_opts_to_json(const mg_run_opts *o)
 {
-    char results[sizeof o->results]; /* stored, shown and sent: never its credentials */
-    rt_results_redact(o->results, results, sizeof results);
-    json_t *j = json_pack(
-        "{s:s, s:s, s:i, s:i, s:f, s:s, s:b, s:s, s:I, s:s, s:s, s:s, s:s,"
-        " s:i, s:f, s:s, s:b, s:i, s:s}",
-        "model", o->model, "data", o->data, "epochs", o->epochs, "batch", o->batch, "lr", o->lr,
-        "optimizer", o->optimizer, "nesterov", o->nesterov, "schedule", o->schedule, "seed",
-        (json_int_t)o->seed, "device", o->device, "precision", o->precision, "run_dir", o->run_dir,
-        "checkpoint_every", o->checkpoint_every_text, "keep", o->keep, "time_limit_s",
-        o->time_limit_s, "results", results, "augment", o->augment, "val", o->val, "name", o->name);
-    if (j && isfinite(o->momentum)) json_object_set_new(j, "momentum", json_real(o->momentum));
-    if (j && isfinite(o->weight_decay))
-        json_object_set_new(j, "weight_decay", json_real(o->weight_decay));
+    json_t *j = json_object();
+    if (!j || json_object_set_new(j, "model", json_string(o->model)) < 0) {
+        json_decref(j);
+        return NULL;
+    }
+    for (const mg_train_option *r = mg_train_table; r->opt.name; r++) {
+        if (!r->key) continue;
+        json_t *v = NULL;
+        char red[1024]; /* stored, shown and sent: never its credentials */
+        switch (r->store) {
+        case MG_TO_INT: v = json_integer(*CAT(o, r, int)); break;
+        case MG_TO_U64: v = json_integer((json_int_t)*CAT(o, r, uint64_t)); break;
+        case MG_TO_REAL:
+        case MG_TO_DURATION:
+            if (!isfinite(*CAT(o, r, double))) continue; /* not set */
+            v = json_real(*CAT(o, r, double));
+            break;
+        case MG_TO_FLAG: v = json_boolean(*CAT(o, r, int)); break;
+        case MG_TO_CHOICE:
+            v = json_string(choice_at(r->opt.choices, *CAT(o, r, int), red, sizeof red));
+            break;
+        case MG_TO_TEXT:
+        case MG_TO_EVERY:
+            if (r->flags & MG_TO_REDACT) rt_results_redact(CAT(o, r, char), red, sizeof red);
+            v = json_string(r->flags & MG_TO_REDACT ? red : CAT(o, r, char));
+            break;
+        }
+        if (json_object_set_new(j, r->key, v) < 0) {
+            json_decref(j);
+            return NULL;
+        }
+    }
     return j;
-}
-
-static void jstr(const json_t *j, const char *key, char *dst, size_t n)
-{
-    const char *v = json_string_value(json_object_get(j, key));
-    if (v) snprintf(dst, n, "%s", v);
 }
 
 int mg_run_opts_from_json(mg_run_opts *o, const json_t *j, mg_error *err)
 {
     if (!json_is_object(j)) return mg_fail(err, "ValueError", "hyperparameters: not a JSON object");
-    jstr(j, "model", o->model, sizeof o->model);
-    jstr(j, "data", o->data, sizeof o->data);
-    jstr(j, "optimizer", o->optimizer, sizeof o->optimizer);
-    jstr(j, "schedule", o->schedule, sizeof o->schedule);
-    jstr(j, "device", o->device, sizeof o->device);
-    jstr(j, "precision", o->precision, sizeof o->precision);
-    jstr(j, "run_dir", o->run_dir, sizeof o->run_dir);
-    jstr(j, "results", o->results, sizeof o->results);
-    jstr(j, "name", o->name, sizeof o->name);
-    jstr(j, "checkpoint_every", o->checkpoint_every_text, sizeof o->checkpoint_every_text);
-    json_t *v;
-    if ((v = json_object_get(j, "epochs")) && json_is_integer(v))
-        o->epochs = (int)json_integer_value(v);
-    if ((v = json_object_get(j, "batch")) && json_is_integer(v))
-        o->batch = (int)json_integer_value(v);
-    if ((v = json_object_get(j, "seed")) && json_is_integer(v))
-        o->seed = (uint64_t)json_integer_value(v);
-    if ((v = json_object_get(j, "keep")) && json_is_integer(v))
-        o->keep = (int)json_integer_value(v);
-    if ((v = json_object_get(j, "val")) && json_is_integer(v)) o->val = (int)json_integer_value(v);
-    if ((v = json_object_get(j, "lr")) && json_is_number(v)) o->lr = json_number_value(v);
-    if ((v = json_object_get(j, "momentum")) && json_is_number(v))
-        o->momentum = json_number_value(v);
-    if ((v = json_object_get(j, "weight_decay")) && json_is_number(v))
-        o->weight_decay = json_number_value(v);
-    if ((v = json_object_get(j, "time_limit_s")) && json_is_number(v))
-        o->time_limit_s = json_number_value(v);
-    if ((v = json_object_get(j, "nesterov"))) o->nesterov = json_is_true(v);
-    if ((v = json_object_get(j, "augment"))) o->augment = json_is_true(v);
-    o->checkpoint_every = (mg_every){MG_EVERY_NONE, 0};
-    if (o->checkpoint_every_text[0] &&
-        mg_run_parse_every(o->checkpoint_every_text, &o->checkpoint_every, err) < 0)
-        return -1;
-    if (o->epochs < 1 || o->batch < 1 || !(o->lr > 0))
-        return mg_fail(err, "ValueError",
-                       "hyperparameters: epochs %d, batch %d, lr %g out of "
-                       "range",
-                       o->epochs, o->batch, o->lr);
-    return 0;
+    const char *model = json_string_value(json_object_get(j, "model"));
+    if (model) snprintf(o->model, sizeof o->model, "%s", model);
+    for (const mg_train_option *r = mg_train_table; r->opt.name; r++) {
+        json_t *v = r->key ? json_object_get(j, r->key) : NULL;
+        if (!v) continue;
+        switch (r->store) {
+        case MG_TO_INT:
+            if (json_is_integer(v)) *AT(o, r, int) = (int)json_integer_value(v);
+            break;
+        case MG_TO_U64:
+            if (json_is_integer(v)) *AT(o, r, uint64_t) = (uint64_t)json_integer_value(v);
+            break;
+        case MG_TO_REAL:
+        case MG_TO_DURATION:
+            if (json_is_number(v)) *AT(o, r, double) = json_number_value(v);
+            break;
+        case MG_TO_FLAG: *AT(o, r, int) = json_is_true(v); break;
+        case MG_TO_CHOICE:
+            if (json_is_string(v))
+                *AT(o, r, int) = choice_index(r->opt.choices, json_string_value(v));
+            break;
+        case MG_TO_TEXT:
+        case MG_TO_EVERY:
+            if (json_is_string(v)) snprintf(AT(o, r, char), r->size, "%s", json_string_value(v));
+            break;
+        }
+        if (r->store == MG_TO_EVERY) {
+            mg_every *e = (mg_every *)(void *)((char *)o + r->parsed);
+            *e = (mg_every){MG_EVERY_NONE, 0};
+            if (CAT(o, r, char)[0] && mg_run_parse_every(CAT(o, r, char), e, err) < 0) return -1;
+        }
+    }
+    return check_bounds(o, "hyperparameters", err);
+}
+
+int mg_run_opts_differences(const mg_run_opts *t, const mg_run_opts *c, char *buf, size_t n)
+{
+    size_t k = strlen(buf);
+    int count = 0;
+    for (const mg_train_option *r = mg_train_table; r->opt.name; r++) {
+        if (!(r->flags & MG_TO_DEFINING) || (r->flags & MG_TO_DATA)) continue;
+        char a[256], b[256];
+        int differ;
+        if (r->effective) {
+            double x = r->effective(t), y = r->effective(c);
+            if (isnan(x) || isnan(y)) continue; /* does not apply */
+            differ = x != y;
+            snprintf(a, sizeof a, "%g", x);
+            snprintf(b, sizeof b, "%g", y);
+        } else {
+            mg_train_option_format(r, t, a, sizeof a);
+            mg_train_option_format(r, c, b, sizeof b);
+            double x = number(r, t), y = number(r, c);
+            if (r->flags & MG_TO_AT_LEAST) differ = x < y;
+            else if (r->store == MG_TO_TEXT || r->store == MG_TO_EVERY) differ = strcmp(a, b) != 0;
+            else differ = !(x == y || (isnan(x) && isnan(y)));
+        }
+        if (!differ) continue;
+        count++;
+        if (k < n)
+            k += (size_t)snprintf(buf + k, n - k, " %s %s (checkpoint %s)", r->opt.name, a, b);
+    }
+    return count;
 }

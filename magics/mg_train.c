@@ -95,13 +95,7 @@ const mg_command mg_cmd_train = {
     .name = "train",
     .summary = "Train a model (live progress, per-epoch lines, loss/accuracy plot)",
     .usage =
-        "Usage: %train [MODEL] [--data NAME] [--epochs N] [--batch N] [--lr LR]\n"
-        "              [--optimizer adam|sgd|adamw] [--momentum M] [--weight-decay WD]\n"
-        "              [--nesterov] [--schedule SPEC] [--seed N] [--device auto|cpu|cuda[:N]]\n"
-        "              [--precision fp32|bf16|fp16] [--run-dir DIR] [--resume auto|never|must]\n"
-        "              [--checkpoint-every 500steps|10m|1epoch] [--keep N]\n"
-        "              [--time-limit 8h30m] [--results PATH] [--augment] [--val N] [--name "
-        "NAME]\n\n"
+        "Usage: %train [MODEL] [options]\n\n"
         "Trains MODEL (default: the model defined last) on the data set loaded last (or\n"
         "--data) from a fresh initialisation given by --seed. Shows one progress bar\n"
         "updated in place, a line per epoch (loss, accuracy, validation, time, images/s)\n"
@@ -118,6 +112,8 @@ const mg_command mg_cmd_train = {
         "cannot be written is a warning. Options take $var / {expr} values.\n\n"
         "Example:\n  %train mnist_net --epochs $epochs --lr {lr} --optimizer sgd --momentum 0.9",
     .flags = MG_LINE | MG_LONG_RUNNING,
-    .options = mg_train_options,
+    .options = &mg_train_table[0].opt,
+    .option_size = sizeof(mg_train_option),
+    .option_default = mg_train_option_default,
     .run = run,
 };

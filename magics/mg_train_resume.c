@@ -1,8 +1,9 @@
 /* mg_train_resume.c - %train on a --run-dir that already holds checkpoints, by its
  * --resume rule (mg_ckpt_train_autoresume):
- *   auto   continue the directory's run when its run-defining options (model, data set
- *          and its --val/--subset, batch, lr, optimiser and its settings, schedule,
- *          seed, augmentation, precision) equal the ones typed, and the typed --epochs
+ *   auto   continue the directory's run when the model, the data set (and its
+ *          --val/--subset) and the options the %train table marks run-defining
+ *          (mg_train_table.c: batch, lr, optimiser and its settings, schedule, seed,
+ *          augmentation, precision...) equal the ones typed, and the typed --epochs
  *          is not smaller (larger = train longer, said so). Otherwise the run goes to
  *          the first versioned directory beside it (DIR-v2, DIR-v3, ...) that is new or
  *          holds a run of exactly these options, so the old run stays intact and the
@@ -63,14 +64,6 @@ static void resolve_typed(mg_ctx *ctx, const mg_run_opts *o, typed *t)
     rt_model_destroy(model);
 }
 
-static double eff_momentum(const mg_run_opts *o)
-{
-    if (strcmp(o->optimizer, "sgd")) return 0;
-    return isfinite(o->momentum) ? o->momentum : 0.9;
-}
-
-static int same_number(double a, double b) { return (!isfinite(a) && !isfinite(b)) || a == b; }
-
 /* Appends " --opt typed (checkpoint stored)" for every run-defining option of t that
  * differs from the checkpoint at path; 0 = none differ, -1 = not a run's checkpoint. */
 static int differences(const typed *t, const char *path, char *buf, size_t n, int *longer,
@@ -101,24 +94,11 @@ static int differences(const typed *t, const char *path, char *buf, size_t n, in
     DIFF(cdata && t->val >= 0 && t->val != cval, " --val %d (checkpoint %d)", t->val, cval);
     DIFF(cdata && t->subset >= 0 && t->subset != csub, " --subset %d (checkpoint %d)", t->subset,
          csub);
-    DIFF(o->epochs < c.epochs, " --epochs %d (checkpoint %d)", o->epochs, c.epochs);
-    DIFF(o->batch != c.batch, " --batch %d (checkpoint %d)", o->batch, c.batch);
-    DIFF(o->lr != c.lr, " --lr %g (checkpoint %g)", o->lr, c.lr);
-    DIFF(strcmp(o->optimizer, c.optimizer), " --optimizer %s (checkpoint %s)", o->optimizer,
-         c.optimizer);
-    DIFF(!strcmp(o->optimizer, c.optimizer) && eff_momentum(o) != eff_momentum(&c),
-         " --momentum %g (checkpoint %g)", eff_momentum(o), eff_momentum(&c));
-    DIFF(!same_number(o->weight_decay, c.weight_decay), " --weight-decay %g (checkpoint %g)",
-         o->weight_decay, c.weight_decay);
-    DIFF(o->nesterov != c.nesterov, " --nesterov %s (checkpoint %s)", o->nesterov ? "on" : "off",
-         c.nesterov ? "on" : "off");
-    DIFF(strcmp(o->schedule, c.schedule), " --schedule %s (checkpoint %s)", o->schedule,
-         c.schedule);
-    DIFF(o->seed != c.seed, " --seed %" PRIu64 " (checkpoint %" PRIu64 ")", o->seed, c.seed);
-    DIFF(o->augment != c.augment, " --augment %s (checkpoint %s)", o->augment ? "on" : "off",
-         c.augment ? "on" : "off");
-    DIFF(strcmp(o->precision, c.precision), " --precision %s (checkpoint %s)", o->precision,
-         c.precision);
+    if (rc == 0 && k < n) {
+        buf[k] = 0;
+        mg_run_opts_differences(o, &c, buf, n); /* the table's run-defining options */
+        k = strlen(buf);
+    }
 #undef DIFF
     if (rc == 0) *longer = o->epochs > c.epochs, *ck_epochs = c.epochs;
     json_decref(h);

@@ -11,7 +11,7 @@
 
 /* The process's umask without changing it (umask(2) can only be read by setting it,
  * which would race with other threads creating files). */
-static mode_t current_umask(void)
+mode_t rt_file_umask(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
     char line[128];
@@ -65,7 +65,7 @@ static void fsync_dir(const char *path)
 
 rt_status rt_file_commit(rt_file *w, int mode, rt_error *err)
 {
-    mode_t m = mode == RT_FILE_MODE_UMASK ? (0666 & ~current_umask()) : (mode_t)mode;
+    mode_t m = mode == RT_FILE_MODE_UMASK ? (0666 & ~rt_file_umask()) : (mode_t)mode;
     int bad = ferror(w->f) || fflush(w->f) != 0 || fchmod(fileno(w->f), m) != 0 ||
               fsync(fileno(w->f)) != 0;
     int e = errno;

@@ -10,6 +10,7 @@
 #define RT_FILE_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "rt_error.h"
 
@@ -26,6 +27,9 @@ RT_MUST_USE rt_status rt_file_begin(rt_file *w, const char *path, rt_error *err)
 /* mode: e.g. 0600 for files that may hold secrets, or RT_FILE_MODE_UMASK. */
 RT_MUST_USE rt_status rt_file_commit(rt_file *w, int mode, rt_error *err);
 void rt_file_abort(rt_file *w); /* accepts a zeroed or committed w */
+
+/* The process's umask, read without changing it. */
+mode_t rt_file_umask(void);
 
 /* mkdir -p of path's directory; directories it creates get mode (e.g. 0700). 0 or -1
  * with errno. */

@@ -172,7 +172,8 @@ json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
         size_t ps = pe;
         while (ps > lead && !isspace((unsigned char)code[ps - 1])) ps--;
         const mg_option *prev = NULL;
-        for (const mg_option *o = cmd ? cmd->options : NULL; o && o->name; o++)
+        for (const mg_option *o = cmd ? cmd->options : NULL; o && o->name;
+             o = mg_option_next(cmd, o))
             if (pe > ps && strlen(o->name) == pe - ps && !strncmp(o->name, code + ps, pe - ps))
                 prev = o;
         /* the first positional word (%dataset NAME): the magic's known values */
@@ -184,7 +185,7 @@ json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
             add_choices(m, word, wl, prev->choices);
         } else if (cmd && (wl == 0 || word[0] == '-')) {
             if (at_first && ts == cur) add_choices(m, "", 0, cmd->positional);
-            for (const mg_option *o = cmd->options; o && o->name; o++)
+            for (const mg_option *o = cmd->options; o && o->name; o = mg_option_next(cmd, o))
                 add(m, word, wl, "", o->name);
             add(m, word, wl, "", "--help");
             if (wl == 0 && ts == cur) complete_path(m, "", 0);

@@ -1,8 +1,12 @@
 /* rt_imgfolder_archive.c - an image folder packed as .zip, .tar, .tar.gz or .tgz, read
  * as a stream with libarchive (nothing is extracted to disk).
  *
- * Members with an image extension are read into memory (each at most
- * RTP_MEMBER_MAX bytes, so a zip bomb stops at the cap instead of filling memory);
+ * Members with an image extension are read into memory, each at most RTP_MEMBER_MAX
+ * bytes and all of them together at most the memory available when the reading began
+ * (rt_mem_available: MemAvailable, the cgroups' limits, ulimit -v): a member's size
+ * from its header is weighed before it is allocated, and the bytes really read as they
+ * come, so a small archive of huge members (a zip bomb) is refused with RT_ENOMEM
+ * instead of filling memory;
  * names with a component starting with '.' or "__MACOSX" are ignored. One top folder
  * shared by every member (photos/cat/1.jpg) is stripped. Then the layout is the one
  * rt_imgfolder_scan.c knows: train/<class>/... (+ val|valid|validation|test) or
@@ -12,6 +16,7 @@
 #include "rt_imgfolder_internal.h"
 
 #include "rt_archive_dl.h"
+#include "rt_mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +58,18 @@ static void free_members(member *m, int n)
     free(m);
 }
 
+static rt_status members_too_big(const char *path, int n, uint64_t bytes, uint64_t budget,
+                                 rt_error *err)
+{
+    return RT_ERR(err, RT_ENOMEM,
+                  "%s: its first %d image member%s hold%s %.1f MiB, more than the %.1f MiB of "
+                  "memory available (the least of MemAvailable, the cgroup's limit and ulimit "
+                  "-v); refused before allocating it ---> HINT: free memory, or pack fewer "
+                  "images",
+                  path, n, n == 1 ? "" : "s", n == 1 ? "s" : "", (double)bytes / (1 << 20),
+                  (double)budget / (1 << 20));
+}
+
 /* Reads every wanted member of path into *out (sorted by name). */
 static rt_status read_members(const char *path, member **out, int *count, rt_error *err)
 {
@@ -67,6 +84,8 @@ static rt_status read_members(const char *path, member **out, int *count, rt_err
     member *m = NULL;
     int n = 0, cap = 0;
     rt_status st = RT_OK;
+    const uint64_t budget = rt_mem_available(); /* the members' total, all together */
+    uint64_t total = 0;
     if (ar->read_open_filename(a, path, 1 << 16) != ARCHIVE_OK)
         st = RT_ERR(err, RT_EFORMAT, "%s: cannot read the archive: %s", path, ar->error_string(a));
     while (st == RT_OK) {
@@ -98,9 +117,22 @@ static rt_status read_members(const char *path, member **out, int *count, rt_err
             break;
         }
         n++;
+        /* the size the member's header claims, before anything is allocated for it */
+        const la_int64_t claim = ar->entry_size(e);
+        if (claim > (la_int64_t)RTP_MEMBER_MAX) {
+            st = RT_ERR(err, RT_EFORMAT, "%s:%s: a member of %.1f MiB, too big for an image", path,
+                        name, (double)claim / (1 << 20));
+            break;
+        }
+        if (claim > 0 && total + (uint64_t)claim > budget) {
+            st = members_too_big(path, n, total + (uint64_t)claim, budget, err);
+            break;
+        }
         for (;;) {
             if (cur->len == have) {
-                size_t want = have ? 2 * have : 1 << 16;
+                size_t want = have        ? 2 * have
+                              : claim > 0 ? (size_t)claim + 1 /* its size, and EOF */
+                                          : 1 << 16;
                 uint8_t *d = have >= RTP_MEMBER_MAX ? NULL : realloc(cur->data, want);
                 if (!d) {
                     st = have >= RTP_MEMBER_MAX
@@ -122,6 +154,11 @@ static rt_status read_members(const char *path, member **out, int *count, rt_err
             }
             if (got == 0) break;
             cur->len += (size_t)got;
+            total += (uint64_t)got;
+            if (total > budget) { /* more than its header said, or it said nothing */
+                st = members_too_big(path, n, total, budget, err);
+                break;
+            }
         }
     }
     ar->read_free(a);

@@ -60,13 +60,24 @@ RT_MUST_USE rt_status rt_store_put_mem(rt_store *s, const char *key, const void 
 RT_MUST_USE rt_status rt_store_put_mem_if(rt_store *s, const char *key, const void *buf, size_t len,
                                           const char *if_etag, int *conflict, char etag[128],
                                           rt_error *err);
-/* Downloads object key to path (through path.part, renamed when complete). A missing
- * object is RT_ENOTFOUND. _etag also gives the version downloaded (its ETag, quotes
- * kept) in etag. */
+/* Downloads object key to path (through a file of a fresh name beside it, created
+ * O_EXCL, renamed over path when complete). A missing object is RT_ENOTFOUND. _etag
+ * also gives the version downloaded (its ETag, quotes kept) in etag. */
 RT_MUST_USE rt_status rt_store_get_file(rt_store *s, const char *key, const char *path,
                                         rt_error *err);
 RT_MUST_USE rt_status rt_store_get_file_etag(rt_store *s, const char *key, const char *path,
                                              char etag[128], rt_error *err);
+/* A download's check before it is put in place: tmp is the downloaded file. */
+typedef rt_status (*rt_store_check)(const char *tmp, void *ctx, rt_error *err);
+#define RT_STORE_ANY_SIZE UINT64_MAX
+/* rt_store_get_file_etag, and more: at most max bytes (RT_STORE_ANY_SIZE: no limit; beyond it the
+ * download stops, RT_EFORMAT), check(tmp, ctx) passes (may be NULL) before the file is
+ * put at path, and with replace 0 a file already at path is never replaced
+ * (RT_EINVAL). On any failure path is as it was: only the download's own file is
+ * removed. etag may be NULL. */
+RT_MUST_USE rt_status rt_store_get_file_checked(rt_store *s, const char *key, const char *path,
+                                                uint64_t max, rt_store_check check, void *ctx,
+                                                int replace, char etag[128], rt_error *err);
 /* Downloads object key into *buf (malloc'd, NUL-terminated for text; *len bytes);
  * at most max bytes, else RT_EFORMAT. */
 RT_MUST_USE rt_status rt_store_get_mem(rt_store *s, const char *key, size_t max, char **buf,

@@ -243,45 +243,60 @@ rt_status rt_store_ckpt_list(rt_store *s, const char *prefix, rt_store_ckpt **ou
     return RT_OK;
 }
 
-/* Downloads c to dir/name and checks size, SHA-256 and the checkpoint itself. */
-static rt_status fetch_one(rt_store *s, const char *prefix, const rt_store_ckpt *c,
-                           const char *local, char *why, size_t cap, rt_error *err)
+/* A checkpoint file that is what manifest c describes: its size, SHA-256, a readable
+ * checkpoint, and the manifest's data checksum. RT_EFORMAT with the reason. */
+static rt_status check_ckpt(const char *path, void *ctx, rt_error *err)
 {
-    char *key = join(prefix, c->name);
-    if (!key) return RT_ERR(err, RT_ENOMEM, "out of memory downloading a checkpoint");
-    rt_error e2;
-    rt_status st = rt_store_get_file(s, key, local, &e2);
-    free(key);
-    if (st != RT_OK) {
-        if (st == RT_EIO && strstr(e2.msg, "cannot reach")) {
-            *err = e2;
-            return st;
-        }
-        snprintf(why, cap, "%s", e2.msg);
-        return RT_EFORMAT;
-    }
+    const rt_store_ckpt *c = ctx;
     struct stat sb;
     char sha[65];
     rt_ckpt_reader *r = NULL;
-    if (stat(local, &sb) != 0 || (uint64_t)sb.st_size != c->size)
-        snprintf(why, cap, "downloaded %lld bytes, the manifest says %" PRIu64,
-                 (long long)sb.st_size, c->size);
-    else if (rt_sha256_file(local, sha, &e2) != RT_OK) snprintf(why, cap, "%s", e2.msg);
+    rt_error e2 = {0};
+    rt_status st = RT_EFORMAT;
+    if (stat(path, &sb) != 0 || (uint64_t)sb.st_size != c->size)
+        RT_ERR(err, st, "downloaded %lld bytes, the manifest says %" PRIu64, (long long)sb.st_size,
+               c->size);
+    else if (rt_sha256_file(path, sha, &e2) != RT_OK) RT_ERR(err, st, "%s", e2.msg);
     else if (strcmp(sha, c->sha256) != 0)
-        snprintf(why, cap,
-                 "SHA-256 mismatch (manifest %.12s..., object %.12s...): the "
-                 "object is corrupt",
-                 c->sha256, sha);
-    else if (rt_ckpt_reader_open(local, 0, &r, &e2) != RT_OK) snprintf(why, cap, "%s", e2.msg);
+        RT_ERR(err, st,
+               "SHA-256 mismatch (manifest %.12s..., object %.12s...): the object is corrupt",
+               c->sha256, sha);
+    else if (rt_ckpt_reader_open(path, 0, &r, &e2) != RT_OK) RT_ERR(err, st, "%s", e2.msg);
     else if (c->xxh3[0] && rt_ckpt_reader_meta(r, RT_CKPT_KEY_DATA_XXH3) &&
              strcmp(c->xxh3, rt_ckpt_reader_meta(r, RT_CKPT_KEY_DATA_XXH3)) != 0)
-        snprintf(why, cap, "its data checksum differs from the manifest's");
-    else {
-        rt_ckpt_reader_destroy(r);
-        return RT_OK;
-    }
+        RT_ERR(err, st, "its data checksum differs from the manifest's");
+    else st = RT_OK;
     rt_ckpt_reader_destroy(r);
-    unlink(local);
+    return st;
+}
+
+/* Downloads c to local (dir/name), checked before it is put there (check_ckpt). A file
+ * already at local is never replaced or removed: one that is c is used as it is; any
+ * other (a local checkpoint not uploaded, a planted link) is kept and c is skipped. */
+static rt_status fetch_one(rt_store *s, const char *prefix, const rt_store_ckpt *c,
+                           const char *local, char *why, size_t cap, rt_error *err)
+{
+    struct stat sb;
+    rt_error e2 = {0};
+    if (lstat(local, &sb) == 0) {
+        if (S_ISREG(sb.st_mode) && check_ckpt(local, (void *)c, &e2) == RT_OK) return RT_OK;
+        snprintf(why, cap,
+                 "another file is already at '%s' (%s); it is kept as it is ---> HINT: move it "
+                 "away to fetch this checkpoint",
+                 local, S_ISREG(sb.st_mode) ? "not this checkpoint" : "not a plain file");
+        return RT_EFORMAT;
+    }
+    char *key = join(prefix, c->name);
+    if (!key) return RT_ERR(err, RT_ENOMEM, "out of memory downloading a checkpoint");
+    rt_status st =
+        rt_store_get_file_checked(s, key, local, c->size, check_ckpt, (void *)c, 0, NULL, &e2);
+    free(key);
+    if (st == RT_OK) return RT_OK;
+    if (st == RT_EIO && strstr(e2.msg, "cannot reach")) {
+        *err = e2;
+        return st;
+    }
+    snprintf(why, cap, "%s", e2.msg);
     return RT_EFORMAT;
 }
 

@@ -98,6 +98,30 @@ void rtp_store_config_free(rtp_store_config *c)
     memset(c, 0, sizeof *c);
 }
 
+/* The authority of URL (after "scheme://", up to the path) holds an '@'. */
+static int endpoint_has_userinfo(const char *url)
+{
+    const char *a = strstr(url, "://");
+    a = a ? a + 3 : url;
+    size_t n = strcspn(a, "/?#");
+    return memchr(a, '@', n) != NULL;
+}
+
+/* An http:// URL whose host is not this machine (localhost, 127.x, ::1). */
+static int plain_remote(const char *url)
+{
+    if (strncasecmp(url, "http://", 7) != 0) return 0;
+    const char *h = url + 7;
+    static const char *const local[] = {"localhost", "127.", "[::1]"};
+    for (size_t i = 0; i < sizeof local / sizeof *local; i++) {
+        size_t n = strlen(local[i]);
+        if (strncasecmp(h, local[i], n) == 0 &&
+            (local[i][n - 1] == '.' || h[n] == ':' || h[n] == '/' || !h[n]))
+            return 0;
+    }
+    return 1;
+}
+
 static rt_status oom_error(rtp_store_config *c, rt_error *err)
 {
     rtp_store_config_free(c);
@@ -156,6 +180,25 @@ rt_status rtp_store_config_load(rtp_store_config *c, rt_error *err)
         free(where);
         return oom_error(c, err);
     }
+    const char *evar = env("AWS_ENDPOINT_URL_S3") ? "AWS_ENDPOINT_URL_S3"
+                       : env("AWS_ENDPOINT_URL")  ? "AWS_ENDPOINT_URL"
+                                                  : "the profile's endpoint_url";
+    if (c->endpoint && endpoint_has_userinfo(c->endpoint)) { /* never shown: it is a secret */
+        free(where);
+        rtp_store_config_free(c);
+        return RT_ERR(err, RT_EINVAL,
+                      "%s must not carry credentials (user:password@host): Kiln shows the "
+                      "endpoint in messages, which are saved in notebooks ---> HINT: write "
+                      "http(s)://HOST:PORT and set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+                      "(or a ~/.aws/credentials profile) instead",
+                      evar);
+    }
+    if (have && c->endpoint && c->session_token && plain_remote(c->endpoint))
+        fprintf(stderr,
+                "kiln: the object store endpoint %s is plain http to another host: the "
+                "session token (AWS_SESSION_TOKEN) crosses the network unencrypted; use "
+                "https\n",
+                c->endpoint);
     if (!have) {
         rt_status s =
             RT_ERR(err, RT_EINVAL,

@@ -73,6 +73,7 @@ rtp_store_req rtp_store_req_make(const char *method, const char *key, const char
     r.query = query;
     r.resp_fd = -1;
     r.resp_max = 1 << 20;
+    r.file_max = RT_STORE_ANY_SIZE;
     return r;
 }
 
@@ -90,6 +91,11 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *user)
     size_t n = size * nmemb;
     if (r->status == 0) curl_easy_getinfo(k->c, CURLINFO_RESPONSE_CODE, &r->status);
     if (r->resp_fd >= 0 && r->status < 300) {
+        if (r->file_max != RT_STORE_ANY_SIZE &&
+            r->resp_len + n > r->file_max) { /* more than it was listed with */
+            k->overflow = 1;
+            return 0;
+        }
         for (size_t off = 0; off < n;) {
             ssize_t w = write(r->resp_fd, p + off, n - off);
             if (w < 0 && errno == EINTR) continue;
@@ -225,6 +231,9 @@ static rt_status attempt(rt_store *s, rtp_store_req *r, CURLcode *cc, char *errb
     SETOPT(CURLOPT_WRITEDATA, &k);
     SETOPT(CURLOPT_HEADERFUNCTION, on_header);
     SETOPT(CURLOPT_HEADERDATA, &k);
+    if (r->resp_fd >= 0 &&
+        r->file_max < (uint64_t)INT64_MAX) /* refused up front when Content-Length says more */
+        SETOPT(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)r->file_max);
     if (s->cancel) {
         SETOPT(CURLOPT_NOPROGRESS, 0L);
         SETOPT(CURLOPT_XFERINFOFUNCTION, on_progress);
@@ -246,6 +255,11 @@ static rt_status attempt(rt_store *s, rtp_store_req *r, CURLcode *cc, char *errb
     if (k.failed && r->resp_fd >= 0 && r->status < 300)
         return RT_ERR(err, RT_EIO, "writing a downloaded object failed: %s", strerror(errno));
     if (k.failed) return RT_ERR(err, RT_ENOMEM, "out of memory reading a store reply");
+    if ((k.overflow || *cc == CURLE_FILESIZE_EXCEEDED) && r->status < 300 && r->resp_fd >= 0)
+        return RT_ERR(err, RT_EFORMAT,
+                      "the object is larger than the %llu bytes it was listed with: the download "
+                      "stopped there",
+                      (unsigned long long)r->file_max);
     if (k.overflow && r->status < 300)
         return RT_ERR(err, RT_EFORMAT, "the object is larger than the %zu bytes expected",
                       r->resp_max);

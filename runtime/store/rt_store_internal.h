@@ -7,6 +7,7 @@
 
 #include "rt_store.h"
 #include "rt_store_ckpt.h"
+#include "rt_store_mirror.h" /* RT_STORE_MIRROR_MAX_OBJECTS */
 
 /* ---- configuration (rt_store_config.c) ---- */
 typedef struct rtp_store_config {
@@ -46,6 +47,8 @@ typedef struct rtp_store_req {
      * when it is >= 0 (an error reply's XML still goes to resp) */
     int resp_fd;
     size_t resp_max;
+    uint64_t file_max; /* with resp_fd: the most bytes a download may bring
+                        * (RT_STORE_ANY_SIZE: no limit) */
     char *resp;
     size_t resp_len;
     /* results */
@@ -101,6 +104,25 @@ char *rtp_store_xml_raw(const char *xml, const char *tag, size_t *pos, int *oom)
 RT_MUST_USE rt_status rtp_store_list_page(const char *xml, const char *prefix, const char *prev,
                                           rt_store_entry **e, size_t *n, size_t *cap, char **next,
                                           const char *what, rt_error *err);
+
+/* Following a listing page after page (untrusted: the server chooses the pages). */
+#define RTP_STORE_LIST_MAX (RT_STORE_MIRROR_MAX_OBJECTS + 1) /* entries, in all */
+#define RTP_STORE_TOKEN_MAX 1024                             /* a continuation token's length */
+typedef struct rtp_store_listing {
+    uint64_t *seen; /* the tokens given so far (hashes; an open-addressing set) */
+    size_t nseen, cap;
+    size_t pages;
+} rtp_store_listing;
+/* rtp_store_list_page for the next page of listing L, and what makes a listing end:
+ * RT_EFORMAT when the token it gives was given before (by any earlier page), is longer
+ * than RTP_STORE_TOKEN_MAX, comes with a page that adds no entry, or when the entries
+ * pass RTP_STORE_LIST_MAX; *next is then NULL. Since every page but the last adds an
+ * entry, the pages are bounded too. */
+RT_MUST_USE rt_status rtp_store_list_turn(rtp_store_listing *L, const char *xml, const char *prefix,
+                                          const char *prev, rt_store_entry **e, size_t *n,
+                                          size_t *cap, char **next, const char *what,
+                                          rt_error *err);
+void rtp_store_listing_free(rtp_store_listing *L);
 
 struct rt_store {
     rtp_store_config cfg;

@@ -1,7 +1,8 @@
 /* rt_store_list.c - listing the objects under a prefix (ListObjectsV2, every page) and
  * reading its replies, which come from the server and are checked as untrusted input:
- * a key outside the prefix asked for, an entry without a size or a token that never
- * changes is an error, not a silent wrong answer. */
+ * a key outside the prefix asked for, an entry without a size, a token given before
+ * (a loop), a page that goes on without listing anything, or more objects than Kiln
+ * reads is an error, not a silent wrong answer or a listing without end. */
 #include "rt_store_internal.h"
 
 #include <errno.h>
@@ -112,6 +113,83 @@ rt_status rtp_store_list_page(const char *xml, const char *prefix, const char *p
     return RT_OK;
 }
 
+/* FNV-1a of a token: what the listing remembers of the tokens it was given. */
+static uint64_t token_hash(const char *t)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *t; t++) h = (h ^ (unsigned char)*t) * 1099511628211ull;
+    return h ? h : 1; /* 0 marks an empty slot */
+}
+
+/* Adds h to the set: 1 when it was new, 0 when it was there, -1 out of memory. */
+static int seen_add(rtp_store_listing *L, uint64_t h)
+{
+    if (2 * (L->nseen + 1) > L->cap) {
+        size_t nc = L->cap ? 2 * L->cap : 64;
+        uint64_t *t = calloc(nc, sizeof *t);
+        if (!t) return -1;
+        for (size_t i = 0; i < L->cap; i++) {
+            if (!L->seen[i]) continue;
+            size_t j = (size_t)(L->seen[i] % nc);
+            while (t[j]) j = (j + 1) % nc;
+            t[j] = L->seen[i];
+        }
+        free(L->seen);
+        L->seen = t;
+        L->cap = nc;
+    }
+    size_t j = (size_t)(h % L->cap);
+    while (L->seen[j] && L->seen[j] != h) j = (j + 1) % L->cap;
+    if (L->seen[j]) return 0;
+    L->seen[j] = h;
+    L->nseen++;
+    return 1;
+}
+
+void rtp_store_listing_free(rtp_store_listing *L)
+{
+    free(L->seen);
+    memset(L, 0, sizeof *L);
+}
+
+rt_status rtp_store_list_turn(rtp_store_listing *L, const char *xml, const char *prefix,
+                              const char *prev, rt_store_entry **e, size_t *n, size_t *cap,
+                              char **next, const char *what, rt_error *err)
+{
+    const size_t before = *n;
+    RT_TRY(rtp_store_list_page(xml, prefix, prev, e, n, cap, next, what, err));
+    L->pages++;
+    rt_status st = RT_OK;
+    int fresh = 1;
+    if (*n > RTP_STORE_LIST_MAX)
+        st = RT_ERR(err, RT_EFORMAT,
+                    "%s: the store lists more than %d objects under the prefix, the most Kiln "
+                    "reads (after %zu pages) ---> HINT: name a smaller folder",
+                    what, RTP_STORE_LIST_MAX, L->pages);
+    else if (*next && strlen(*next) > RTP_STORE_TOKEN_MAX)
+        st = RT_ERR(err, RT_EFORMAT,
+                    "%s: the store's continuation token has %zu characters (at most %d): not a "
+                    "listing to follow",
+                    what, strlen(*next), RTP_STORE_TOKEN_MAX);
+    else if (*next && *n == before)
+        st = RT_ERR(err, RT_EFORMAT,
+                    "%s: page %zu of the store's listing says it goes on but lists nothing: a "
+                    "listing that never ends",
+                    what, L->pages);
+    else if (*next && (fresh = seen_add(L, token_hash(*next))) != 1)
+        st = fresh < 0 ? RT_ERR(err, RT_ENOMEM, "%s: out of memory", what)
+                       : RT_ERR(err, RT_EFORMAT,
+                                "%s: page %zu of the store's listing gives a continuation "
+                                "token it gave before: a listing that goes round in a loop "
+                                "would never end",
+                                what, L->pages);
+    if (st != RT_OK) {
+        free(*next);
+        *next = NULL;
+    }
+    return st;
+}
+
 rt_status rt_store_list(rt_store *s, const char *prefix, rt_store_entry **out, size_t *n,
                         rt_error *err)
 {
@@ -122,6 +200,7 @@ rt_status rt_store_list(rt_store *s, const char *prefix, rt_store_entry **out, s
     char *qp = rtp_store_query_escape(prefix), *token = NULL;
     rt_store_entry *e = NULL;
     size_t cnt = 0, cap = 0;
+    rtp_store_listing L = {0};
     rt_status st = qp ? RT_OK : RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
     for (int first = 1; st == RT_OK && (first || token); first = 0) {
         char *qt = token ? rtp_store_query_escape(token) : NULL;
@@ -140,13 +219,14 @@ rt_status rt_store_list(rt_store *s, const char *prefix, rt_store_entry **out, s
         free(q);
         char *next = NULL;
         if (st == RT_OK)
-            st = rtp_store_list_page(r.resp, prefix, token, &e, &cnt, &cap, &next, what, err);
+            st = rtp_store_list_turn(&L, r.resp, prefix, token, &e, &cnt, &cap, &next, what, err);
         free(r.resp);
         free(token);
         token = next;
     }
     free(token);
     free(qp);
+    rtp_store_listing_free(&L);
     if (st != RT_OK) {
         rt_store_entries_free(e, cnt);
         return st;

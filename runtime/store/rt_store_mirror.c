@@ -31,8 +31,9 @@ static int safe_rel(const char *rel)
 }
 
 /* Size and, for an MD5 ETag ("32 hex digits", a single-request upload), MD5 of path. */
-static rt_status verify(const char *path, const rt_store_entry *e, rt_error *err)
+static rt_status verify(const char *path, void *ctx, rt_error *err)
 {
+    const rt_store_entry *e = ctx;
     struct stat sb;
     if (stat(path, &sb) != 0 || (uint64_t)sb.st_size != e->size)
         return RT_ERR(err, RT_EFORMAT,
@@ -84,9 +85,10 @@ static rt_status fetch_all(rt_store *s, const rt_store_entry *e, char **rels, si
         if (!same) {
             if (rt_file_make_parent(path, 0700) != 0)
                 r = RT_ERR(err, RT_EIO, "cannot create the folder of '%s'", path);
-            if (r == RT_OK) r = rt_store_get_file(s, e[i].key, path, err);
-            if (r == RT_OK) r = verify(path, &e[i], err);
-            if (r != RT_OK) unlink(path);
+            /* at most the listed size, verified before it replaces the copy there */
+            if (r == RT_OK)
+                r = rt_store_get_file_checked(s, e[i].key, path, e[i].size, verify, (void *)&e[i],
+                                              1, NULL, err);
             st->fetched++;
             st->fetched_bytes += e[i].size;
         }

@@ -2,6 +2,8 @@
  * put (single request or multipart), get, delete. Listing: rt_store_list.c. */
 #include "rt_store_internal.h"
 
+#include "rt_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -242,32 +244,59 @@ rt_status rt_store_get_file(rt_store *s, const char *key, const char *path, rt_e
 rt_status rt_store_get_file_etag(rt_store *s, const char *key, const char *path, char etag[128],
                                  rt_error *err)
 {
+    return rt_store_get_file_checked(s, key, path, RT_STORE_ANY_SIZE, NULL, NULL, 1, etag, err);
+}
+
+/* Puts the finished download tmp at path: over it (replace), or only where nothing is
+ * (RENAME_NOREPLACE, else a hard link): 0, or -1 with errno (EEXIST: something is
+ * there). */
+static int publish(const char *tmp, const char *path, int replace)
+{
+    if (replace) return rename(tmp, path);
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0) return 0;
+    if (errno != EINVAL && errno != ENOSYS) return -1;
+    if (link(tmp, path) != 0) return -1; /* a file system without RENAME_NOREPLACE */
+    unlink(tmp);
+    return 0;
+}
+
+rt_status rt_store_get_file_checked(rt_store *s, const char *key, const char *path, uint64_t max,
+                                    rt_store_check check, void *ctx, int replace, char etag[128],
+                                    rt_error *err)
+{
     char what[300];
     snprintf(what, sizeof what, "downloading '%.200s' from %s", key, s->bucket_url);
-    size_t n = strlen(path) + 6;
-    char *part = malloc(n);
-    if (!part) return RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
-    snprintf(part, n, "%s.part", path);
-    int fd = open(part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    /* a fresh name beside path (O_CREAT|O_EXCL, mode 0600): a file or symlink planted
+     * there is never opened, followed or truncated */
+    char *tmp = rtp_store_fmt("%s.part-XXXXXX", path);
+    if (!tmp) return RT_ERR(err, RT_ENOMEM, "%s: out of memory", what);
+    int fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
-        rt_status e =
-            RT_ERR(err, RT_EIO, "%s: cannot create '%s': %s", what, part, strerror(errno));
-        free(part);
+        rt_status e = RT_ERR(err, RT_EIO, "%s: cannot create a file beside '%s': %s", what, path,
+                             strerror(errno));
+        free(tmp);
         return e;
     }
     rtp_store_req r = rtp_store_req_make("GET", key, NULL);
     r.resp_fd = fd;
+    r.file_max = max;
     rt_status st = rtp_store_do(s, &r, what, err);
     free(r.resp);
-    if (st == RT_OK && fsync(fd) != 0)
-        st = RT_ERR(err, RT_EIO, "%s: flushing '%s': %s", what, part, strerror(errno));
+    if (st == RT_OK && (fchmod(fd, 0666 & ~rt_file_umask()) != 0 || fsync(fd) != 0))
+        st = RT_ERR(err, RT_EIO, "%s: flushing '%s': %s", what, tmp, strerror(errno));
     if (close(fd) != 0 && st == RT_OK)
-        st = RT_ERR(err, RT_EIO, "%s: closing '%s': %s", what, part, strerror(errno));
-    if (st == RT_OK && rename(part, path) != 0)
-        st = RT_ERR(err, RT_EIO, "%s: renaming '%s': %s", what, part, strerror(errno));
+        st = RT_ERR(err, RT_EIO, "%s: closing '%s': %s", what, tmp, strerror(errno));
+    if (st == RT_OK && check) st = check(tmp, ctx, err); /* verified before it is anywhere */
+    if (st == RT_OK && publish(tmp, path, replace) != 0)
+        st = errno == EEXIST
+                 ? RT_ERR(err, RT_EINVAL,
+                          "%s: '%s' appeared while it was downloaded; it is kept "
+                          "as it is",
+                          what, path)
+                 : RT_ERR(err, RT_EIO, "%s: renaming '%s': %s", what, tmp, strerror(errno));
     if (st == RT_OK && etag) snprintf(etag, 128, "%s", r.etag);
-    if (st != RT_OK) unlink(part);
-    free(part);
+    if (st != RT_OK) unlink(tmp); /* only ever our own file */
+    free(tmp);
     return st;
 }
 

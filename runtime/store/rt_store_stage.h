@@ -2,7 +2,10 @@
  *
  * A run whose directory is an s3:// URL is trained, resumed or exported from a local
  * staging copy: $KILN_STAGING_DIR, else $XDG_CACHE_HOME/kiln/staging, else
- * ~/.cache/kiln/staging, then BUCKET/PREFIX. It survives a kernel restart on the same
+ * ~/.cache/kiln/staging (HOME unset: the home the password database gives), then
+ * BUCKET/PREFIX, its directories created 0700; one on the way that is a symbolic link,
+ * belongs to another user or that others can write (and this user cannot make
+ * private) is refused. It survives a kernel restart on the same
  * machine, and URL-v2's staging directory is URL's plus "-v2".
  */
 #ifndef RT_STORE_STAGE_H

@@ -1,6 +1,7 @@
 /* test_mem_limits.c - data set files that claim more than the memory there is: a few
- * MB of gzip whose IDX header claims 2990.7 MiB of images, and a CIFAR tar.gz whose
- * member claims 293.1 MiB. Loaded in a child under a memory limit, each is refused up
+ * MB of gzip whose IDX header claims 2990.7 MiB of images, a CIFAR tar.gz whose
+ * member claims 293.1 MiB, and a small image-folder tar.gz of two 200 MiB "images"
+ * (an archive bomb: each member fits, their total does not). Loaded in a child under a memory limit, each is refused up
  * front with RT_ENOMEM naming the file and both sizes, before anything is allocated
  * or read (not a truncation found after reading, nor an OOM kill).
  *   test_mem_limits ulimit   under `ulimit -v` (always possible)
@@ -49,15 +50,15 @@ static int write_idx_set(void)
            write_idx("t10k-labels-idx1-ubyte", 0x801, tlab, 1, 1);
 }
 
-/* a one-member tar.gz whose member claims 100,000 CIFAR records; 1 MB of it there */
-static int write_cifar_tar(const char *path)
+/* a ustar header for a member of size bytes */
+static void tar_header(uint8_t h[512], const char *name, unsigned long long size)
 {
-    uint8_t h[512] = {0};
-    snprintf((char *)h, 100, "cifar-10-batches-bin/data_batch_1.bin");
+    memset(h, 0, 512);
+    snprintf((char *)h, 100, "%s", name);
     memcpy(h + 100, "0000644", 7);
     memcpy(h + 108, "0000000", 7);
     memcpy(h + 116, "0000000", 7);
-    snprintf((char *)h + 124, 12, "%011llo", 3073ULL * 100000);
+    snprintf((char *)h + 124, 12, "%011llo", size);
     memcpy(h + 136, "00000000000", 11);
     h[156] = '0';
     memcpy(h + 257, "ustar", 6);
@@ -66,6 +67,30 @@ static int write_cifar_tar(const char *path)
     unsigned sum = 0;
     for (int i = 0; i < 512; i++) sum += h[i];
     snprintf((char *)h + 148, 8, "%06o", sum);
+}
+
+/* an image-folder tar.gz: two classes, a 200 MiB member of zeros in each (fast gzip) */
+static int write_bomb_tar(const char *path)
+{
+    gzFile g = gzopen(path, "wb1");
+    if (!g) return -1;
+    static uint8_t zeros[1 << 20];
+    static const char *const names[] = {"photos/cat/1.png", "photos/dog/2.png"};
+    for (int m = 0; m < 2; m++) {
+        uint8_t h[512];
+        tar_header(h, names[m], 200ULL << 20);
+        gzwrite(g, h, sizeof h);
+        for (int i = 0; i < 200; i++) gzwrite(g, zeros, sizeof zeros);
+    }
+    gzwrite(g, zeros, 1024); /* the end of the archive */
+    return gzclose(g) == Z_OK ? 0 : -1;
+}
+
+/* a one-member tar.gz whose member claims 100,000 CIFAR records; 1 MB of it there */
+static int write_cifar_tar(const char *path)
+{
+    uint8_t h[512];
+    tar_header(h, "cifar-10-batches-bin/data_batch_1.bin", 3073ULL * 100000);
     gzFile g = gzopen(path, "wb");
     if (!g) return -1;
     gzwrite(g, h, sizeof h);
@@ -104,20 +129,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "cannot write the test files under /tmp\n");
         return 1;
     }
-    char img[600], tgz[600];
+    char img[600], tgz[600], bomb[600];
     snprintf(img, sizeof img, "%s/train-images-idx3-ubyte.gz", dir);
     snprintf(tgz, sizeof tgz, "%s/cifar-10-binary.tar.gz", dir);
-    if (write_cifar_tar(tgz) < 0) return 1;
+    snprintf(bomb, sizeof bomb, "%s/bomb.tar.gz", dir);
+    if (write_cifar_tar(tgz) < 0 || write_bomb_tar(bomb) < 0) return 1;
     expect idx = {dir, img, "2990.7 MiB"}, cifar = {tgz, "data_batch_1.bin", "293.1 MiB"};
+    expect arch = {bomb, bomb, "hold 400.0 MiB"};
     int failed = 0, skipped = 0;
-    const expect *cases[] = {&idx, &cifar};
-    for (int i = 0; i < 2; i++) {
+    const expect *cases[] = {&idx, &cifar, &arch};
+    static const char *const names[] = {"idx_header_claim", "cifar_member_claim",
+                                        "archive_members_total"};
+    for (int i = 0; i < 3; i++) {
         int rc = ml_run(kind, 256u << 20, refused_up_front, (void *)cases[i]);
-        printf("%s %s under %s\n",
-               rc == 0    ? "ok  "
-               : rc == 77 ? "skip"
-                          : "FAIL",
-               i ? "cifar_member_claim" : "idx_header_claim", how);
+        printf("%s %s under %s\n", rc == 0 ? "ok  " : rc == 77 ? "skip" : "FAIL", names[i], how);
         failed += rc == 1;
         skipped += rc == 77;
     }

@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FZ_CHECK(a.npos >= 0 && a.npos <= MG_MAX_ARGS && a.nopt >= 0 && a.nopt <= MG_MAX_ARGS);
             for (int k = 0; k < a.nopt; k++) {
                 int own = 0;
-                for (const mg_option *o = cmd->options; o && o->name; o++) own |= o == a.opt[k];
+                for (const mg_option *o = cmd->options; o && o->name; o = mg_option_next(cmd, o))
+                    own |= o == a.opt[k];
                 FZ_CHECK(own && a.val[k] != NULL);
             }
             for (int k = 0; k < a.npos; k++) FZ_CHECK(a.pos[k] != NULL);

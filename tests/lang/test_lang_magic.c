@@ -25,7 +25,8 @@ static int noop(mg_ctx *c, const mg_args *a, mg_error *e)
     return 0;
 }
 static const mg_command fake = {
-    "train", "train a model", "Usage: %train [MODEL] [options]", MG_LINE, opts, noop, NULL};
+    "train", "train a model", "Usage: %train [MODEL] [options]", MG_LINE, opts, noop, NULL, 0,
+    NULL};
 
 T_TEST(args_parse_ok)
 {

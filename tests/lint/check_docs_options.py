@@ -74,23 +74,42 @@ def tables(kiln):
 
 
 def contexts(path):
-    """(line number, code context text) for every context that names an option."""
+    """(line number, context text, is code) for every context that names an option: a
+    line of a code block, a backtick span (which may wrap over lines of a paragraph), or
+    a paragraph's text outside its spans."""
     fenced = False
+    para = []  # (line number, text) of the prose paragraph being read
+
+    def prose():
+        text, starts = "", []
+        for no, line in para:
+            starts.append((len(text), no))
+            text += line + "\n"
+        line_of = lambda pos: max(no for at, no in starts if at <= pos)
+        for m in re.finditer(r"`([^`]+)`", text):
+            if OPTION.search(m.group(1)):
+                yield line_of(m.start()), m.group(1).replace("\n", " "), True
+        bare = re.sub(r"`[^`]*`", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+        for no, line in zip((n for n, _ in para), bare.split("\n")):
+            if OPTION.search(line):
+                yield no, line, False
+        para.clear()
+
     for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.lstrip().startswith("```"):
+            yield from prose()
             fenced = not fenced
             continue
         if fenced or line.startswith("    ") and not line.lstrip().startswith(("-", "*", "|")):
+            yield from prose()
             if OPTION.search(line):
                 yield no, line, True
             continue
-        for span in re.findall(r"`([^`]+)`", line):
-            if OPTION.search(span):
-                yield no, span, True
-        # prose outside backticks
-        bare = re.sub(r"`[^`]*`", " ", line)
-        if OPTION.search(bare):
-            yield no, bare, False
+        if not line.strip():
+            yield from prose()
+            continue
+        para.append((no, line))
+    yield from prose()
 
 
 def owner(text, pos):

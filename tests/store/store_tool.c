@@ -19,6 +19,8 @@
  *                                        (prints "pending N last S retrying R error E"),
  *                                        "drain SECONDS" (prints "drained" or
  *                                        "local-only PATH" lines + "error: ..."), "quit"
+ *   store_tool URL mirror MAXMB          mirror the data set at URL (rt_store_mirror)
+ *                                        into the staging directory: prints "mirrored PATH"
  *   store_tool make FILE STEP KB         (no URL) write a Kiln checkpoint of step STEP
  *                                        with KB kilobytes of tensor data
  * Prints "error: MESSAGE" on stderr and exits 1 on failure (2 for usage). */
@@ -29,6 +31,7 @@
 #include "rt_ckpt.h"
 #include "rt_store.h"
 #include "rt_store_ckpt.h"
+#include "rt_store_mirror.h"
 #include "rt_store_sync.h"
 
 /* The stdin-driven uploader (see the header comment). */
@@ -107,6 +110,17 @@ int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "make") == 0)
         return make(argv[2], atol(argv[3]), atol(argv[4]));
+    if (argc == 4 && strcmp(argv[2], "mirror") == 0) { /* opens the store itself */
+        char local[2048];
+        rt_error e = {0};
+        if (rt_store_mirror(argv[1], (uint64_t)atol(argv[3]) << 20, local, sizeof local, NULL,
+                            &e) != RT_OK) {
+            fprintf(stderr, "error: %s\n", e.msg);
+            return 1;
+        }
+        printf("mirrored %s\n", local);
+        return 0;
+    }
     if (argc < 3) {
         fprintf(stderr, "usage: store_tool URL open|put|putmem|get|cat|ls|rm ...\n");
         return 2;

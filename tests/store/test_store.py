@@ -415,3 +415,49 @@ def test_no_secret_in_any_output(store):
     assert len(store["outputs"]) > 10
     for out in store["outputs"]:
         assert secret not in out
+
+
+def test_a_planted_part_symlink_is_never_followed(store, tmp_path):
+    """The download goes to a file of a fresh name (O_EXCL): a NAME.part link planted in
+    the staging directory, pointing at another file, is never opened or truncated."""
+    url = f"s3://{BUCKET}/runs/planted"
+    make(store, tmp_path / ckpt_name(3), 3)
+    tool(store, url, "ckpt-push", str(tmp_path / ckpt_name(3)))
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"precious\n")
+    fetched = tmp_path / "planted"
+    fetched.mkdir()
+    (fetched / (ckpt_name(3) + ".part")).symlink_to(victim)
+    out = tool(store, url, "ckpt-fetch", str(fetched)).stdout
+    assert out.splitlines()[0] == f"fetched {fetched}/{ckpt_name(3)}"
+    assert victim.read_bytes() == b"precious\n"
+    assert (fetched / ckpt_name(3)).read_bytes() == (tmp_path / ckpt_name(3)).read_bytes()
+    assert os.path.islink(fetched / (ckpt_name(3) + ".part"))  # not ours: left alone
+
+
+def test_a_corrupt_object_never_touches_a_local_checkpoint(store, tmp_path):
+    """A local checkpoint that was never uploaded, and a corrupt object of the same name
+    in the bucket: the local file is kept byte for byte (it was replaced, then deleted
+    when the download failed its check), and the older valid one is fetched."""
+    s3, url = store["s3"], f"s3://{BUCKET}/runs/localonly"
+    for step in (10, 20):
+        make(store, tmp_path / ckpt_name(step), step)
+        tool(store, url, "ckpt-push", str(tmp_path / ckpt_name(step)))
+    bad = bytearray((tmp_path / ckpt_name(20)).read_bytes())
+    bad[len(bad) // 2] ^= 0x40
+    s3.put_object(Bucket=BUCKET, Key="runs/localonly/" + ckpt_name(20), Body=bytes(bad))
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    local = make(store, staging / ckpt_name(20), 21)  # the same name, other contents
+    before = local.read_bytes()
+    out = tool(store, url, "ckpt-fetch", str(staging)).stdout
+    assert out.splitlines()[0] == f"fetched {staging}/{ckpt_name(10)}", out
+    assert f"skipped: {ckpt_name(20)}: another file is already at" in out, out
+    assert local.read_bytes() == before
+    assert sorted(os.listdir(staging)) == sorted([ckpt_name(10), ckpt_name(20)])
+    # the same object, valid, next to a file that is it: used as it is, nothing fetched
+    s3.put_object(Bucket=BUCKET, Key="runs/localonly/" + ckpt_name(20),
+                  Body=(tmp_path / ckpt_name(20)).read_bytes())
+    os.replace(tmp_path / ckpt_name(20), local)
+    out = tool(store, url, "ckpt-fetch", str(staging)).stdout
+    assert out.splitlines()[0] == f"fetched {staging}/{ckpt_name(20)}", out

@@ -308,6 +308,12 @@ def test_checkpoint_list_show_save_on_s3(env):
     body = bytearray(env["s3"].get_object(Bucket=BUCKET, Key=key)["Body"].read())
     body[-5] ^= 0xFF
     env["s3"].put_object(Bucket=BUCKET, Key=key, Body=bytes(body))
+    # the staged copy is still the one the manifest describes: used as it is, never
+    # replaced by the bucket's object
+    staged = os.path.join(os.environ["KILN_STAGING_DIR"], BUCKET, "runs", "ck", ckpt(8))
+    shown = cell(env, k, f"%checkpoint show {url}/{ckpt(8)}").text
+    assert f"{url}/{ckpt(8)}: valid Kiln checkpoint" in shown, shown
+    os.remove(staged)
     c = cell(env, k, f"%checkpoint show {url}/{ckpt(8)}", ok=False)
     assert "SHA-256 mismatch" in c.reply["evalue"] and ckpt(8) in c.reply["evalue"], c.reply
     c = cell(env, k, f"%checkpoint show {url}/{ckpt(12)}", ok=False)
