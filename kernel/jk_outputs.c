@@ -99,6 +99,36 @@ static char *out_input(void *user, const char *prompt, int password)
     return jkp_stdin_input(user, prompt, password);
 }
 
+/* A cell's outputs kept past the cell: the request's header copied, stream and
+ * display only (jkp_publish takes the IOPub lock, so any thread may call them). */
+typedef struct detached {
+    mg_out out; /* first: release gets it back */
+    jkp_msg req;
+    jkp_exec x;
+} detached;
+
+static void out_release(mg_out *self)
+{
+    detached *d = (detached *)self;
+    if (!d) return;
+    json_decref(d->req.header);
+    free(d);
+}
+
+static mg_out *out_detach(void *user)
+{
+    jkp_exec *x = user;
+    detached *d = calloc(1, sizeof *d);
+    if (!d || !(d->req.header = json_deep_copy(x->req->header))) {
+        free(d);
+        return NULL;
+    }
+    d->x = (jkp_exec){x->ch, &d->req, x->silent, 0, x->count, NULL};
+    d->out = (mg_out){
+        .user = &d->x, .stream = out_stream, .display = out_display, .release = out_release};
+    return &d->out;
+}
+
 void jkp_outputs_init(mg_out *out, jkp_exec *x)
 {
     *out = (mg_out){.user = x,
@@ -109,5 +139,6 @@ void jkp_outputs_init(mg_out *out, jkp_exec *x)
                     .comm_open = out_comm_open,
                     .comm_msg = out_comm_msg,
                     .comm_close = out_comm_close,
-                    .input = out_input};
+                    .input = out_input,
+                    .detach = out_detach};
 }

@@ -388,6 +388,29 @@ static void print_plan(const jk_sweep *sw)
     for (int i = 0; i < sw->nv; i++) printf("  %s\n", sw->v[i].name);
 }
 
+/* DIR/sweep.json: the sweep's name, metric, variants in order, process and state
+ * (running, done, failed, interrupted), for %sweep's live table. */
+static void write_manifest(const jk_sweep *sw, const char *state, int status)
+{
+    char path[JK_SWEEP_PATH + 16], tmp[JK_SWEEP_PATH + 40];
+    snprintf(path, sizeof path, "%s/sweep.json", sw->dir);
+    snprintf(tmp, sizeof tmp, "%s/.sweep.json.%ld", sw->dir, (long)getpid());
+    char store[JK_SWEEP_PATH] = ""; /* the local file: no URL, no credentials */
+    if (rt_results_resolve_path(sw->store, store, sizeof store) < 0) store[0] = 0;
+    json_t *names = json_array();
+    for (int i = 0; names && i < sw->nv; i++)
+        json_array_append_new(names, json_string(sw->v[i].name));
+    json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:s, s:i}", "name", sw->name, "notebook",
+                          sw->notebook, "metric", sw->metric, "results", store, "variants",
+                          names ? names : json_array(), "pid", (json_int_t)getpid(), "state", state,
+                          "exit", status);
+    if (!j || json_dump_file(j, tmp, JSON_INDENT(1)) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "kiln sweep: cannot write %s: %s\n", path, strerror(errno));
+        unlink(tmp);
+    }
+    json_decref(j);
+}
+
 int jk_sweep_main(int argc, char **argv)
 {
     jk_sweep sw;
@@ -428,12 +451,14 @@ int jk_sweep_main(int argc, char **argv)
         fprintf(stderr, "kiln sweep: cannot create %s: %s\n", sw.dir, strerror(errno));
         goto done;
     }
+    write_manifest(&sw, "running", 0);
     int sig = jk_sweep_exec(&sw);
     int collected = jk_sweep_collect(&sw);
     int reported = jk_sweep_report(&sw);
     int failed = 0;
     for (int i = 0; i < sw.nv; i++) failed += sw.v[i].state == JK_V_FAILED;
     status = sig ? 128 + sig : failed || collected < 0 || reported < 0 ? 1 : 0;
+    write_manifest(&sw, sig ? "interrupted" : failed ? "failed" : "done", status);
 done:
     while (nps-- > 0) pspec_free(&ps[nps]);
     free_sweep(&sw);

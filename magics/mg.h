@@ -44,6 +44,12 @@ typedef struct mg_out {
      * string (free()) or NULL when the frontend does not allow stdin or the request
      * was interrupted. May itself be NULL. */
     char *(*input)(void *user, const char *prompt, int password);
+    /* A copy of this output that stays valid after the cell returns, for a helper
+     * thread that updates a display the cell showed (stream and display only; any
+     * thread). NULL where outputs cannot outlive their cell (kiln run); may itself be
+     * NULL. The copy is freed by its own release. */
+    struct mg_out *(*detach)(void *user);
+    void (*release)(struct mg_out *self);
 } mg_out;
 
 /* Convenience wrappers: printf-style stream output, plain text display. */
@@ -67,7 +73,9 @@ typedef struct mg_error {
                           traceback then points at that line */
 } mg_error;
 
-/* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. */
+/* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. Not for a
+ * runtime failure (an rt_error): that is mg_fail_status's, and the lint suite fails on an
+ * mg_fail that carries an rt_error's message. */
 int mg_fail(mg_error *err, const char *ename, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -84,7 +84,7 @@ static int do_save(mg_ctx *ctx, const char *arg, mg_error *err)
     } else if (arg) path = strdup(arg);
     else if (with_state && rec->run_dir[0]) {
         if (rt_ckpt_dir_path(rec->run_dir, step, &path, &re) != RT_OK)
-            return mg_fail(err, "OSError", "%%checkpoint save: %s", re.msg);
+            return mg_fail_status(err, &re, "%%checkpoint save: %s", re.msg);
     } else path = strdup(dflt);
     if (!path) return mg_fail(err, "MemoryError", "out of memory");
     rt_ckpt_train_info in = {.model_name = e->name};
@@ -94,7 +94,7 @@ static int do_save(mg_ctx *ctx, const char *arg, mg_error *err)
     in.extra = extra;
     rt_status s = rt_ckpt_train_save(path, e->trained, with_state ? &rec->snap : NULL, &in, &re);
     int rc = 0;
-    if (s != RT_OK) rc = mg_fail(err, "OSError", "%%checkpoint save: %s", re.msg);
+    if (s != RT_OK) rc = mg_fail_status(err, &re, "%%checkpoint save: %s", re.msg);
     else if (url[0] && mg_store_push(url, path, err) < 0) {
         mg_error pe = *err;
         rc = mg_fail(err, pe.ename, "%%checkpoint save: saved %s, but not uploaded: %s", path,
@@ -140,11 +140,11 @@ static int build_model(const rt_ckpt_reader *rd, const char *path, const char *d
                        path);
     in->num_classes = (int)classes;
     if (rt_model_create(m, spec, in, &re) != RT_OK)
-        return mg_fail(err, "ValueError", "%%checkpoint load: '%s': its model spec: %s", path,
-                       re.msg);
+        return mg_fail_status(err, &re, "%%checkpoint load: '%s': its model spec: %s", path,
+                              re.msg);
     if (!(*b = calloc(1, sizeof **b))) return mg_fail(err, "MemoryError", "out of memory");
     if (rt_backend_open(*b, device, 0, &re) != RT_OK)
-        return mg_fail(err, "ValueError", "%%checkpoint load: --device %s: %s", device, re.msg);
+        return mg_fail_status(err, &re, "%%checkpoint load: --device %s: %s", device, re.msg);
     uint64_t seed = 0;
     int batch = 64;
     json_t *hp = json_loads(rt_ckpt_reader_meta(rd, RT_CKPT_KEY_HYPERPARAMS)
@@ -158,7 +158,7 @@ static int build_model(const rt_ckpt_reader *rd, const char *path, const char *d
     json_decref(hp);
     if (rt_model_attach(*m, *b, batch, seed, &re) != RT_OK ||
         rt_ckpt_train_load_model(rd, *m, &re) != RT_OK)
-        return mg_fail(err, "ValueError", "%%checkpoint load: %s", re.msg);
+        return mg_fail_status(err, &re, "%%checkpoint load: %s", re.msg);
     return 0;
 }
 

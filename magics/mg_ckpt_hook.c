@@ -82,7 +82,7 @@ static void remember(mg_run *run, const mgp_policy *p, const mg_out *out)
     if (!rec || mgp_ckpt_describe(run, rec, &e) < 0 ||
         (rt_ckpt_train_snap_capture(&rec->snap, mg_run_trainer(run), mg_run_model(run), &re) !=
              RT_OK &&
-         mg_fail(&e, "MemoryError", "%s", re.msg))) {
+         mg_fail_status(&e, &re, "%s", re.msg))) {
         mg_eprintf(out, "warning: %%checkpoint save will not know this run: %s\n", e.evalue);
         return;
     }
@@ -154,7 +154,7 @@ int mg_run_checkpoint_hook(mg_run *run, rt_step_event ev, const mg_out *out, mg_
         rt_error re = {0};
         if (rt_ckpt_dir_ensure(o->run_dir, &re) != RT_OK ||
             rt_ckpt_dir_path(o->run_dir, step, &path, &re) != RT_OK)
-            rc = mg_fail(err, "OSError", "--run-dir %s: %s", o->run_dir, re.msg);
+            rc = mg_fail_status(err, &re, "--run-dir %s: %s", o->run_dir, re.msg);
         double t0 = now_s();
         if (rc == 0)
             rc = mgp_ckpt_save_with(run, path, p->metric_step == step ? &p->metric : NULL,

@@ -168,7 +168,7 @@ static int save(mg_run *run, const char *path, const rt_ckpt_metric *metric,
     }
     if (rt_ckpt_train_snap_capture(&snap, mg_run_trainer(run), mg_run_model(run), &re) != RT_OK) {
         mgp_ckpt_last_clear(&rec);
-        return mg_fail(err, "MemoryError", "checkpoint '%s': %s", path, re.msg);
+        return mg_fail_status(err, &re, "checkpoint '%s': %s", path, re.msg);
     }
     rt_ckpt_train_info in = mgp_ckpt_info(&rec);
     in.metric = metric;

@@ -189,7 +189,7 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     rt_error re = {0};
     int rc = -1;
     if (rt_trainer_evaluate(tg.model->trained, tg.split, 0, e, &re) != RT_OK) {
-        mg_fail(err, "RuntimeError", "%%evaluate: %s", re.msg);
+        mg_fail_status(err, &re, "%%evaluate: %s", re.msg);
     } else {
         char *svg = confusion_svg(e, tg.split, err);
         char *png = svg ? confusion_png(e, err) : NULL;

@@ -111,12 +111,13 @@ static int body_empty(const char *body)
  * N+1" (the %%model line is the cell's first; the engine's traceback points there, mg.h),
  * and for an unknown layer the nearest layer word. A shipped network's errors are
  * about its name, not a line of the cell. */
-static int spec_fail(mg_error *err, const char *magic, const char *name, const char *msg,
+static int spec_fail(mg_error *err, const char *magic, const char *name, const rt_error *re,
                      int in_cell)
 {
+    const char *msg = re->msg;
     int n = 0, used = 0;
     if (!in_cell || sscanf(msg, "line %d: %n", &n, &used) != 1 || used == 0 || n < 1)
-        return mg_fail(err, "ValueError", "%s %s: %s", magic, name, msg);
+        return mg_fail_status(err, re, "%s %s: %s", magic, name, msg);
     char near[40] = "";
     const char *u = strstr(msg, "unknown layer '");
     if (u) {
@@ -128,9 +129,8 @@ static int spec_fail(mg_error *err, const char *magic, const char *name, const c
             if (d < best) best = d, snprintf(near, sizeof near, "%s", rt_model_layer_word(i));
         }
     }
-    return mg_fail(err, "ValueError", "%s %s: cell line %d: %s%s%s%s", magic, name, n + 1,
-                   msg + used, near[0] ? " ---> HINT: did you mean '" : "", near,
-                   near[0] ? "'?" : "");
+    return mg_fail_status(err, re, "%s %s: cell line %d: %s%s%s%s", magic, name, n + 1, msg + used,
+                          near[0] ? " ---> HINT: did you mean '" : "", near, near[0] ? "'?" : "");
 }
 
 static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
@@ -182,11 +182,11 @@ static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
     const char *spec = args->body ? args->body : "";
     if (args->npos == 2) { /* a shipped network, for these classes */
         if (rt_model_zoo_spec(args->pos[1], in.num_classes, zoo, sizeof zoo, &re) != RT_OK)
-            return mg_fail(err, "ValueError", "%s %s: %s", magic, name, re.msg);
+            return mg_fail_status(err, &re, "%s %s: %s", magic, name, re.msg);
         spec = zoo;
     }
     if (rt_model_create(&m, spec, &in, &re) != RT_OK)
-        return spec_fail(err, magic, name, re.msg, args->npos == 1);
+        return spec_fail(err, magic, name, &re, args->npos == 1);
     int rc = mg_ws_model_define(ws, name, spec, &in, dname, err);
     if (rc == 0) show_summary(ctx, name, m, 0);
     rt_model_destroy(m);
@@ -214,7 +214,7 @@ static int show(mg_ctx *ctx, const char *name, mg_error *err)
     rt_model *m = NULL;
     rt_error re = {0};
     if (rt_model_create(&m, e->spec, &e->input, &re) != RT_OK)
-        return mg_fail(err, "ValueError", "%%model show %s: %s", e->name, re.msg);
+        return mg_fail_status(err, &re, "%%model show %s: %s", e->name, re.msg);
     show_summary(ctx, e->name, m, 0);
     rt_model_destroy(m);
     return 0;

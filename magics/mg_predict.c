@@ -62,7 +62,7 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     view.n = (int)n;
     rt_error re = {0};
     if (rt_trainer_evaluate(tg.model->trained, &view, (int)n, e, &re) != RT_OK) {
-        mg_fail(err, "RuntimeError", "%%predict: %s", re.msg);
+        mg_fail_status(err, &re, "%%predict: %s", re.msg);
         goto out;
     }
     int wrong = 0;

@@ -157,8 +157,7 @@ int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
     }
     for (int i = 0; i < n; i++) {
         if (rt_image_file_read(files[i], in->c, in->h, in->w, px, &re) != RT_OK) {
-            mg_fail(err, re.code == RT_ENOTFOUND ? "FileNotFoundError" : "ValueError",
-                    "%%predict: %s", re.msg);
+            mg_fail_status(err, &re, "%%predict: %s", re.msg);
             goto out;
         }
         float *dst = view.images + (size_t)i * img;
@@ -168,7 +167,7 @@ int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
                     ((float)px[(size_t)c * plane + k] / 255.0f - tr->mean[c]) / tr->std[c];
     }
     if (infer(e->trained, view.images, n, probs, &re) != RT_OK) {
-        mg_fail(err, "RuntimeError", "%%predict: %s", re.msg);
+        mg_fail_status(err, &re, "%%predict: %s", re.msg);
         goto out;
     }
     fprintf(t, "%s on %d file%s (top %ld, normalised as %s):\n", e->name, n, n == 1 ? "" : "s",

@@ -204,13 +204,13 @@ static int restore(mg_run *run, const rt_ckpt_reader *rd, const char *path, cons
     rt_ckpt_train_snap snap;
     rt_status s = rt_ckpt_train_load_model(rd, mg_run_model(run), &re);
     if (s == RT_OK) s = rt_ckpt_train_snap_read(&snap, rd, mg_run_model(run), &re);
-    if (s != RT_OK) return mg_fail(err, "ValueError", "%s: %s", caller, re.msg);
+    if (s != RT_OK) return mg_fail_status(err, &re, "%s: %s", caller, re.msg);
     s = rt_ckpt_train_snap_apply(&snap, mg_run_trainer(run), mg_run_model(run), &re);
     int64_t step = snap.state.step;
     rt_ckpt_train_snap_deinit(&snap);
     mg_run_curves_restore(run, rt_ckpt_reader_meta(rd, "curves"), step);
     if (s != RT_OK)
-        return mg_fail(err, "ValueError", "%s: checkpoint '%s': %s", caller, path, re.msg);
+        return mg_fail_status(err, &re, "%s: checkpoint '%s': %s", caller, path, re.msg);
     /* the periodic policy continues: no duplicate of this step, the best so far */
     mgp_policy *p = mgp_policy_get(mg_run_ctx(run), run, err);
     if (!p) return -1;

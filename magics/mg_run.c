@@ -86,7 +86,7 @@ int mgp_set_precision(mg_run *r, rt_backend *b, mg_error *err)
     rt_error re = {0};
     if (rt_precision_parse(r->o.precision, &p, &re) != RT_OK ||
         rt_cuda_set_precision(b, p, &re) != RT_OK)
-        return mg_fail(err, "ValueError", "%%train: --precision %s: %s", r->o.precision, re.msg);
+        return mg_fail_status(err, &re, "%%train: --precision %s: %s", r->o.precision, re.msg);
     return 0;
 }
 
@@ -96,10 +96,11 @@ static int build_model(mg_run *r, mg_error *err)
     rt_model_input in = {tr->c, tr->h, tr->w, tr->num_classes};
     rt_error re = {0};
     if (rt_model_create(&r->model, r->spec, &in, &re) != RT_OK)
-        return mg_fail(err, "ValueError",
-                       "%%train: model '%s' does not fit data set '%s' "
-                       "(%dx%dx%d images, %d classes): %s",
-                       r->model_name, r->data->name, tr->c, tr->h, tr->w, tr->num_classes, re.msg);
+        return mg_fail_status(err, &re,
+                              "%%train: model '%s' does not fit data set '%s' "
+                              "(%dx%dx%d images, %d classes): %s",
+                              r->model_name, r->data->name, tr->c, tr->h, tr->w, tr->num_classes,
+                              re.msg);
     if (!(r->backend = calloc(1, sizeof *r->backend)))
         return mg_fail(err, "MemoryError", "out of memory");
     /* ranks of one host share its cores (0: all of them for a single process) */
@@ -126,7 +127,7 @@ static int build_model(mg_run *r, mg_error *err)
         rt_backend_open(r->backend, ndev > 0 ? first : r->o.device, threads, &re) != RT_OK) {
         free(r->backend);
         r->backend = NULL;
-        return mg_fail(err, "ValueError", "%%train: --device %s: %s", r->o.device, re.msg);
+        return mg_fail_status(err, &re, "%%train: --device %s: %s", r->o.device, re.msg);
     }
     if (mgp_set_precision(r, r->backend, err) < 0) return -1;
     /* several devices: each holds its share of the batch */
@@ -150,7 +151,7 @@ static int build_trainer(mg_run *r, mg_error *err)
     rt_error re = {0};
     rt_optim_kind kind;
     if (rt_optim_kind_parse(r->o.optimizer, &kind, &re) != RT_OK)
-        return mg_fail(err, "ValueError", "%%train: --optimizer: %s", re.msg);
+        return mg_fail_status(err, &re, "%%train: --optimizer: %s", re.msg);
     c.optim = rt_optim_config_default(kind);
     if (isfinite(r->o.momentum) && kind != RT_OPTIM_SGD)
         mg_eprintf(r->ctx->out,
@@ -165,7 +166,7 @@ static int build_trainer(mg_run *r, mg_error *err)
     if (rt_schedule_parse(&c.schedule,
                           r->o.schedule_resolved[0] ? r->o.schedule_resolved : r->o.schedule,
                           &re) != RT_OK)
-        return mg_fail(err, "ValueError", "%%train: --schedule: %s", re.msg);
+        return mg_fail_status(err, &re, "%%train: --schedule: %s", re.msg);
     c.epochs = r->o.epochs;
     c.batch_size = r->o.batch;
     c.lr = r->o.lr;
@@ -177,15 +178,14 @@ static int build_trainer(mg_run *r, mg_error *err)
      * a GPU runs, so it can be checked on any machine (same parameters bit for bit) */
     c.device_path = r->ctx->settings && r->ctx->settings->device_path;
     if (rt_dist_world(&c.dist, &re) != RT_OK)
-        return mg_fail(err, re.code == RT_ENODEV ? "ImportError" : "RuntimeError",
-                       "%%train: ranks of this launch: %s", re.msg);
+        return mg_fail_status(err, &re, "%%train: ranks of this launch: %s", re.msg);
     c.replicas = r->nrep > 0 ? r->rep_m : NULL;
     c.nreplicas = r->nrep;
     c.progress = on_progress;
     c.should_stop = should_stop;
     c.user = r;
     if (rt_trainer_create(&r->trainer, r->model, &r->data->splits.train, &c, &re) != RT_OK)
-        return mg_fail(err, "ValueError", "%%train: %s", re.msg);
+        return mg_fail_status(err, &re, "%%train: %s", re.msg);
     if (!(r->eval = malloc(sizeof *r->eval))) return mg_fail(err, "MemoryError", "out of memory");
     return 0;
 }
@@ -197,10 +197,10 @@ static int check_run_dir(const char *dir, mg_error *err)
     if (!dir[0]) return 0;
     rt_error re = {0};
     if (rt_ckpt_dir_ensure(dir, &re) != RT_OK)
-        return mg_fail(err, "OSError",
-                       "--run-dir %s: %s ---> HINT: give --run-dir a directory "
-                       "you can create and write (nothing was trained)",
-                       dir, re.msg);
+        return mg_fail_status(err, &re,
+                              "--run-dir %s: %s ---> HINT: give --run-dir a directory "
+                              "you can create and write (nothing was trained)",
+                              dir, re.msg);
     char probe[1100];
     snprintf(probe, sizeof probe, "%s/.kiln-write-test-XXXXXX", dir);
     int fd = strlen(dir) < 1024 ? mkstemp(probe) : -1;

@@ -18,11 +18,18 @@ int mgp_devices_parse(const char *dev, int *idx, int *n, mg_error *err)
         rt_cuda_device_list *l = calloc(1, sizeof *l);
         rt_error re = {0};
         if (!l) return mg_fail(err, "MemoryError", "out of memory");
-        if (rt_cuda_list_devices(l, &re) != RT_OK || l->count == 0) {
-            int rc = mg_fail(err, "ValueError",
-                             "%%train: --device cuda:all: no usable CUDA "
-                             "device (%s) ---> HINT: %%device lists what this machine has",
-                             re.msg[0] ? re.msg : l->why);
+        int rc = 0; /* a failed listing is a runtime status; none listed, a value */
+        if (rt_cuda_list_devices(l, &re) != RT_OK)
+            rc = mg_fail_status(err, &re,
+                                "%%train: --device cuda:all: no usable CUDA device (%s) "
+                                "---> HINT: %%device lists what this machine has",
+                                re.msg);
+        else if (l->count == 0)
+            rc = mg_fail(err, "ValueError",
+                         "%%train: --device cuda:all: no usable CUDA device (%s) "
+                         "---> HINT: %%device lists what this machine has",
+                         l->why);
+        if (rc < 0) {
             free(l);
             return rc;
         }
@@ -73,7 +80,7 @@ int mgp_devices_open_replicas(mg_run *r, const int *idx, int n, mg_error *err)
         if (!b) return mg_fail(err, "MemoryError", "out of memory");
         if (rt_backend_open(b, name, 0, &re) != RT_OK) {
             free(b);
-            return mg_fail(err, "ValueError", "%%train: --device %s: %s", r->o.device, re.msg);
+            return mg_fail_status(err, &re, "%%train: --device %s: %s", r->o.device, re.msg);
         }
         r->rep_b[r->nrep] = b;
         if (mgp_set_precision(r, b, err) < 0) return -1;

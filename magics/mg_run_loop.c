@@ -59,11 +59,11 @@ static int results_begin(mg_run *r, mg_error *err)
     rt_results_redact(r->o.results, shown, sizeof shown);
     if (rt_results_open(r->o.results[0] ? r->o.results : NULL, &r->rs, &re) != RT_OK) {
         r->rs = NULL;
-        return mg_fail(err, "OSError",
-                       "%%train: the run cannot be recorded, so it does not "
-                       "start: %s ---> HINT: free space or fix the store, or choose another "
-                       "with --results PATH or KILN_RESULTS",
-                       re.msg);
+        return mg_fail_status(err, &re,
+                              "%%train: the run cannot be recorded, so it does not "
+                              "start: %s ---> HINT: free space or fix the store, or choose another "
+                              "with --results PATH or KILN_RESULTS",
+                              re.msg);
     }
     rt_results_set_warn(r->rs, on_store_warning, r);
     /* %results follows the store %train used (docs/results.md); it reads the local
@@ -86,11 +86,11 @@ static int results_begin(mg_run *r, mg_error *err)
         rt_results_close(r->rs);
         r->rs = NULL;
         r->run_id = 0;
-        return mg_fail(err, "OSError",
-                       "%%train: the run cannot be recorded, so it does not "
-                       "start: %s ---> HINT: free space or fix the store, or choose another "
-                       "with --results PATH or KILN_RESULTS",
-                       re.msg);
+        return mg_fail_status(err, &re,
+                              "%%train: the run cannot be recorded, so it does not "
+                              "start: %s ---> HINT: free space or fix the store, or choose another "
+                              "with --results PATH or KILN_RESULTS",
+                              re.msg);
     }
     /* the values in effect, not "" / -1 for "as %dataset loaded it": runs are compared
      * on these columns */
@@ -164,8 +164,8 @@ static int epoch_end(mg_run *r, mg_error *err)
     double ips = secs > 0 ? (double)(st.epoch_seen - r->epoch_seen0) / secs : 0;
     r->epoch_seen0 = 0;
     if (rt_trainer_evaluate(r->model, r->val, 0, r->eval, &re) != RT_OK)
-        return mg_fail(err, "RuntimeError", "%%train: validation on '%s' failed: %s", r->val->name,
-                       re.msg);
+        return mg_fail_status(err, &re, "%%train: validation on '%s' failed: %s", r->val->name,
+                              re.msg);
     r->val_loss = r->eval->loss;
     r->val_acc = r->eval->accuracy;
     r->has_val = 1;

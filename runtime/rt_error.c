@@ -29,23 +29,6 @@ void rt_error_clear(rt_error *err)
     err->msg[0] = '\0';
 }
 
-const char *rt_status_name(rt_status code)
-{
-    switch (code) {
-    case RT_OK: return "OK";
-    case RT_EINVAL: return "ValueError";
-    case RT_ENOMEM: return "MemoryError";
-    case RT_EIO: return "IOError";
-    case RT_EFORMAT: return "FormatError";
-    case RT_ENOTFOUND: return "FileNotFoundError";
-    case RT_ENODEV: return "DeviceError";
-    case RT_EDEVICE: return "DeviceError";
-    case RT_EDEVICE_LOST: return "DeviceLostError";
-    case RT_EINTERRUPTED: return "KeyboardInterrupt";
-    }
-    return "Error";
-}
-
 const char *rt_status_exception(rt_status code)
 {
     switch (code) {

@@ -35,9 +35,6 @@ rt_status rt_error_set(rt_error *err, rt_status code, const char *file, int line
                        ...) __attribute__((format(printf, 5, 6)));
 /* Clears err to RT_OK with an empty message. err may be NULL. */
 void rt_error_clear(rt_error *err);
-/* A short stable name for each status, distinct per status (for logs and tools:
- * RT_EFORMAT -> "FormatError", RT_EIO -> "IOError"). */
-const char *rt_status_name(rt_status code);
 /* The Python exception a status is reported to the user as (RT_EINVAL -> "ValueError",
  * RT_EIO -> "OSError", RT_ENODEV -> "RuntimeError", ...): the one table every magic
  * uses (mg_fail_status). RT_OK, a failure without a status, is "RuntimeError". */

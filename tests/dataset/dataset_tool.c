@@ -8,9 +8,9 @@
  *
  * --floats 1: the timed load also reads every image of every split as normalised
  * floats (rt_dataset_image_f32), the work a load that made float arrays did up front.
- * Prints "key value" lines (status, msg, counters, checksums) for the test to
- * parse; exit 0 when the call returned RT_OK, 1 when it returned an error, 2 on
- * bad usage.
+ * Prints "key value" lines (status: OK or the Python exception the status raises, msg,
+ * counters, checksums) for the test to parse; exit 0 when the call returned RT_OK, 1
+ * when it returned an error, 2 on bad usage.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -64,7 +64,8 @@ static double now_ms(void)
 
 static int report(rt_status st, const rt_error *err)
 {
-    printf("status %s\n", rt_status_name(st));
+    /* the exception a user would see (rt_status_exception), OK on success */
+    printf("status %s\n", st == RT_OK ? "OK" : rt_status_exception(st));
     printf("msg %s\n", st == RT_OK ? "" : err->msg);
     return st == RT_OK ? 0 : 1;
 }

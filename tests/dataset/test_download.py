@@ -95,7 +95,7 @@ def test_bad_checksum_is_refused(server, payload, tmp_path):
     want = sha256(payload)
     r = run_tool("download", server.url + "blob.gz", dest, "--sha256", want)
     assert r["rc"] == 1
-    assert r["status"] == "FormatError"
+    assert r["status"] == "ValueError"
     bad = bytearray(payload)
     bad[len(bad) // 2] ^= 0xFF
     assert "blob.gz" in r["msg"] and want in r["msg"] and sha256(bytes(bad)) in r["msg"]
@@ -108,7 +108,7 @@ def test_cut_off_then_resume_with_range(server, payload, tmp_path):
     server.config.update(cut_after=30000, cut_count=1)
     dest = tmp_path / "blob.gz"
     r = run_tool("download", server.url + "blob.gz", dest, "--sha256", sha256(payload))
-    assert r["rc"] == 1 and r["status"] == "IOError"
+    assert r["rc"] == 1 and r["status"] == "OSError"
     assert "cut off after 30000 of %d bytes" % len(payload) in r["msg"]
     part = str(dest) + ".part"
     assert os.path.getsize(part) == 30000 and not dest.exists()
@@ -201,7 +201,7 @@ def test_stall_times_out_and_keeps_part(server, payload, tmp_path):
     run_tool("download", server.url + "blob.gz", dest)          # leaves a 5000-byte part
     server.config.update(cut_after=None, stall=4.0)
     r = run_tool("download", server.url + "blob.gz", dest, "--stall", 1)
-    assert r["rc"] == 1 and r["status"] == "IOError"
+    assert r["rc"] == 1 and r["status"] == "OSError"
     assert "timed out after 5000" in r["msg"] and ".part is kept" in r["msg"], r
     assert os.path.getsize(str(dest) + ".part") == 5000
 
@@ -211,7 +211,7 @@ def test_http_errors(server, payload, tmp_path, code):
     server.config["status"] = code
     dest = tmp_path / "blob.gz"
     r = run_tool("download", server.url + "blob.gz", dest, "--sha256", sha256(payload))
-    assert r["rc"] == 1 and r["status"] == "IOError"
+    assert r["rc"] == 1 and r["status"] == "OSError"
     assert "HTTP %d" % code in r["msg"] and "blob.gz" in r["msg"]
     assert r["http"] == str(code)
     assert not dest.exists() and not os.path.exists(str(dest) + ".part")
@@ -228,7 +228,7 @@ def test_server_down(tmp_path):
     port = s.getsockname()[1]
     s.close()                                   # nothing listens there now
     r = run_tool("download", "http://127.0.0.1:%d/x.gz" % port, tmp_path / "x.gz")
-    assert r["rc"] == 1 and r["status"] == "IOError"
+    assert r["rc"] == 1 and r["status"] == "OSError"
     assert "cannot connect" in r["msg"] and str(port) in r["msg"]
     assert not (tmp_path / "x.gz").exists()
 
@@ -301,7 +301,7 @@ def test_named_set_bad_hash_leaves_nothing_valid(server, tmp_path):
     d = tmp_path / "data"
     r = run_tool("load", "mnist", "--dir", d, "--url", server.url, "--sha256sums", manifest,
                  env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
-    assert r["rc"] == 1 and r["status"] == "FormatError"
+    assert r["rc"] == 1 and r["status"] == "ValueError"
     assert "t10k-images-idx3-ubyte.gz" in r["msg"] and "0" * 64 in r["msg"]
     assert not (d / "t10k-images-idx3-ubyte.gz").exists()
     assert not (d / "t10k-images-idx3-ubyte.gz.part").exists()
@@ -321,7 +321,7 @@ def test_malformed_manifest_is_refused(server, tmp_path):
     manifest.write_text("# hashes\n\nnot-a-hash  train-images-idx3-ubyte.gz\n")
     r = run_tool("load", "mnist", "--dir", tmp_path / "d", "--url", server.url,
                  "--sha256sums", manifest, env={"XDG_CACHE_HOME": str(tmp_path / "c")})
-    assert r["rc"] == 1 and r["status"] == "FormatError"
+    assert r["rc"] == 1 and r["status"] == "ValueError"
     assert "%s:3: expected" % manifest in r["msg"]
     assert server.log == []
 
@@ -383,7 +383,7 @@ def test_url_with_manifest_is_verified(server, tmp_path):
     manifest = publish_idx(server, tmp_path, corrupt_name="train-labels-idx1-ubyte.gz")
     d = tmp_path / "d"
     r = run_tool("load", server.url, "--dir", d, "--sha256sums", manifest)
-    assert r["rc"] == 1 and r["status"] == "FormatError"
+    assert r["rc"] == 1 and r["status"] == "ValueError"
     assert "train-labels-idx1-ubyte.gz: SHA-256 mismatch" in r["msg"]
     assert not (d / "train-labels-idx1-ubyte.gz").exists()
 
@@ -394,7 +394,7 @@ def test_url_of_corrupt_idx_is_refused(server, tmp_path):
         f.write(gzip.compress(struct.pack(">II", 0x801, 19) + bytes(19), mtime=0))
     d = tmp_path / "d"
     r = run_tool("load", server.url, "--dir", d)
-    assert r["rc"] == 1 and r["status"] == "FormatError"
+    assert r["rc"] == 1 and r["status"] == "ValueError"
     assert str(d / "t10k-labels-idx1-ubyte.gz") in r["msg"] and "has 19 labels" in r["msg"]
 
 
@@ -406,6 +406,6 @@ def test_named_set_download_failure_says_where_it_looked(tmp_path):
     d = tmp_path / "d"
     r = run_tool("load", "mnist", "--dir", d, "--url", "http://127.0.0.1:%d/" % port,
                  env={"XDG_CACHE_HOME": str(tmp_path / "c")})
-    assert r["rc"] == 1 and r["status"] == "IOError"
+    assert r["rc"] == 1 and r["status"] == "OSError"
     assert r["msg"].startswith("mnist is not in %s, %s/kiln/datasets/mnist; download failed: "
                                "cannot connect" % (d, tmp_path / "c")), r["msg"]

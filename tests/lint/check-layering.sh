@@ -11,6 +11,8 @@
 #   precision); CUDA #ifdefs stay in runtime/cuda.
 # - private headers (NAME_internal.h, magics' mg_*.h) stay in their own folder.
 # - only kernel/jk_main.c calls exit() (children after fork use _exit).
+# - a runtime failure is reported with mg_fail_status (its status names the exception),
+#   never with mg_fail and the rt_error's message.
 # - compute ops are called through rt_backend_OP (runtime/rt_backend_call.c, which
 #   checks their arguments), never through b->ops directly.
 set -u
@@ -68,6 +70,23 @@ done < <(find kernel magics runtime -name '*_internal.h' 2>/dev/null)
 for d in kernel magics runtime; do
   check "$d" "(^|[^_a-zA-Z0-9])exit[[:space:]]*\(" "^kernel/jk_main\.c$" "exit() outside kernel/jk_main.c"
 done
+# A runtime failure reaches the user through mg_fail_status, which names the exception
+# from its status (rt_status_exception, the one table): an mg_fail call whose arguments
+# carry an rt_error's message (re.msg, e->msg) names an exception by hand.
+while IFS= read -r hit; do
+  bad "mg_fail with an rt_error's message (use mg_fail_status): $hit"
+done < <(find kernel magics -name '*.c' -o -name '*.h' 2>/dev/null | sort | xargs -r perl -e '
+  undef $/;
+  for my $f (@ARGV) {
+    open my $fh, "<", $f or next; my $s = <$fh>; close $fh;
+    while ($s =~ /\bmg_fail\s*(\((?:[^()]++|(?1))*\))/g) {
+      my ($args, $at) = ($1, $-[0]);
+      next unless $args =~ /(?:\.|->)msg\b/;
+      my $line = 1 + (substr($s, 0, $at) =~ tr/\n//);
+      my ($text) = substr($s, rindex($s, "\n", $at) + 1) =~ /^([^\n]*)/;
+      print "$f:$line:$text\n";
+    }
+  }')
 # The checked ops: every op rt_backend.h declares an rt_backend_OP for
 # ("RT_MUST_USE rt_op_OP rt_backend_OP;"), so a new op is checked once it has one.
 checked_ops="$(sed -nE 's/^RT_MUST_USE rt_op_([a-z0-9_]+) rt_backend_\1;$/\1/p' runtime/rt_backend.h |

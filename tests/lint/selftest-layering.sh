@@ -38,6 +38,8 @@ plant magics '#include "../runtime/cpu/cpu_internal.h"' "magics includes a backe
 plant runtime '    RT_TRY(b->ops->add_relu(b, dst, a, x, err));' "op called past its argument checks (use rt_backend_OP)"
 plant magics '    s = m->b->ops->conv2d_fwd_moments (b, o, mo, i, w, bi, d, err);' \
   "op called past its argument checks (use rt_backend_OP)"
+plant magics '    return mg_fail(err, "RuntimeError", "%%x: %s",' "mg_fail with an rt_error's message (use mg_fail_status)"
+printf '%s\n' '                   re.msg);' >>"$(first_c magics)"
 
 if out="$(bash "$lint" "$tmp")"; then
   echo "selftest: the lint passed $n planted faults"

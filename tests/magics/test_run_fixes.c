@@ -83,7 +83,8 @@ T_TEST(test_bad_run_dir_fails_at_once)
         snprintf(line, sizeof line, "train tiny --batch 32 --run-dir %s --results %s", dirs[i],
                  g_store);
         ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
-        ASSERT_STR_EQ(g_err.ename, "OSError");
+        /* the status's exception: mkdir under /proc is ENOENT, under a file ENOTDIR */
+        ASSERT_STR_EQ(g_err.ename, i == 0 ? "FileNotFoundError" : "OSError");
         ASSERT_STR_CONTAINS(g_err.evalue, dirs[i]);
         ASSERT_STR_CONTAINS(g_err.evalue, "--run-dir");
         ASSERT_EQ(capture_count(&tm_c, "text/plain", "epoch ", NULL, NULL), 0); /* not one step */

@@ -192,7 +192,7 @@ def test_a_failing_variant_is_named_and_the_others_finish(work):
     p = sweep(str(nb), "-o", "fail", "-p", "lr", "0.001,-1,0.003", "--parallel", "2")
     assert p.returncode == 1
     assert "lr=-1 failed (exit 1); the end of fail/lr=-1/log:" in p.stderr, p.stderr
-    assert "--lr must be > 0" in p.stderr.split("the end of fail/lr=-1/log:")[1]
+    assert "raised ValueError: %train: --lr" in p.stderr.split("the end of fail/lr=-1/log:")[1]
     st = {n: json.load(open(f"fail/{n}/status.json"))["state"]
           for n in ["lr=0.001", "lr=-1", "lr=0.003"]}
     assert st == {"lr=0.001": "finished", "lr=-1": "failed", "lr=0.003": "finished"}

@@ -1,0 +1,518 @@
+/* mg_sweep.c - %sweep NOTEBOOK -o DIR -p NAME V1,V2 [...]: `kiln sweep` (the same
+ * options, docs/sweeps.md) started in the background from a notebook. The cell returns
+ * at once and shows one table, updated in place (a display id) about every second by a
+ * helper thread: a row per variant with its state, epochs done, the metric, images/s
+ * and device, read from DIR (sweep.json, <variant>/status.json) and the results store.
+ * The notebook stays usable: other cells run, %results works.
+ *   %sweep status   the table now          %sweep wait   until the sweep ends
+ *   %sweep stop     every variant checkpoints and ends (SIGTERM to the sweep)
+ * An interrupt during wait or stop stops the sweep; so does the kernel's shutdown
+ * (the session's slot destructor), and the kernel dying any other way (the sweep asked
+ * for SIGTERM when its parent goes): no orphan process is left. The sweep runs in its
+ * own process group, so interrupting another cell does not touch it. Where outputs
+ * cannot outlive their cell (kiln run) %sweep waits for the end instead.
+ * The sweep's output is DIR/sweep.log. One sweep at a time per kernel. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mg.h"
+#include "rt_results.h"
+#include "rt_results_query.h"
+
+#define SLOT "sweep.job"
+#define MAX_WORDS 256
+#define STOP_GRACE_S 120 /* a variant's step and checkpoint; then the group is killed */
+
+typedef struct sweep_job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t th;
+    int th_started;
+    char *argv[MAX_WORDS + 2]; /* kiln sweep ARGS..., owned */
+    char dir[2048], log[2100];
+    mg_out *live; /* detached output of the starting cell; NULL: none */
+    char display_id[64];
+    pid_t pid;      /* 0 until started; -1 when it could not start */
+    int done, wait; /* the sweep's wait status once done */
+} sweep_job;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- words: shell-like, quotes and backslashes ---- */
+
+static int split(const char *line, char **words, int max)
+{
+    int n = 0;
+    const char *p = line;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+        if (!*p) return n;
+        if (n == max) return -2;
+        char *w = malloc(strlen(p) + 1), *o = w, q = 0;
+        if (!w) return -3;
+        for (; *p && (q || (*p != ' ' && *p != '\t' && *p != '\n')); p++) {
+            if (q && *p == q) q = 0;
+            else if (!q && (*p == '"' || *p == '\'')) q = *p;
+            else if (*p == '\\' && q != '\'' && p[1]) *o++ = *++p;
+            else *o++ = *p;
+        }
+        *o = 0;
+        words[n++] = w;
+        if (q) return -1;
+    }
+}
+
+/* ---- the table ---- */
+
+static json_t *load(const char *dir, const char *name, const char *file)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s%s%s", dir, name ? name : "", name ? "/" : "", file);
+    return json_load_file(path, 0, NULL);
+}
+
+static const char *param_of(const rt_results_run *r, const char *key)
+{
+    for (size_t i = 0; i < r->nparams; i++)
+        if (!strcmp(r->params[i].key, key)) return r->params[i].value;
+    return NULL;
+}
+
+static const rt_results_summary *metric_of(const rt_results_run *r, const char *key)
+{
+    const rt_results_summary *m = NULL;
+    for (size_t i = 0; i < r->nmetrics; i++)
+        if (!strcmp(r->metrics[i].key, key) && (!m || r->metrics[i].kind == RT_RESULTS_EPOCH))
+            m = &r->metrics[i];
+    return m;
+}
+
+/* The table of the sweep in dir as text and HTML (new strings); -1 when it cannot be
+ * built (out of memory). */
+static int render(const char *dir, char **text_out, char **html_out)
+{
+    json_t *man = load(dir, NULL, "sweep.json");
+    const char *name = json_string_value(json_object_get(man, "name"));
+    const char *metric = json_string_value(json_object_get(man, "metric"));
+    const char *state = json_string_value(json_object_get(man, "state"));
+    const char *store = json_string_value(json_object_get(man, "results"));
+    json_t *vars = json_object_get(man, "variants");
+    if (!metric) metric = "val_accuracy";
+    int lower = strstr(metric, "loss") != NULL;
+    rt_results *rs = NULL;
+    rt_results_list l = {0};
+    if (name && store && store[0] && access(store, F_OK) == 0) {
+        rt_results_config cfg = {.path = store, .readonly = 1};
+        rt_error err = {0};
+        char where[400];
+        snprintf(where, sizeof where, "sweep=%s", name);
+        const char *w[] = {where};
+        rt_results_query q = {.status = -1, .nwhere = 1, .where = w};
+        if (rt_results_open_config(&cfg, &rs, &err) != RT_OK) rs = NULL;
+        if (rs && rt_results_list_runs(rs, &q, &l, &err) != RT_OK) l = (rt_results_list){0};
+    }
+    char *text = NULL, *html = NULL;
+    size_t tn = 0, hn = 0;
+    FILE *t = open_memstream(&text, &tn), *h = open_memstream(&html, &hn);
+    if (!t || !h) {
+        if (t) fclose(t), free(text);
+        if (h) fclose(h), free(html);
+        rt_results_list_free(&l);
+        rt_results_close(rs);
+        json_decref(man);
+        return -1;
+    }
+    size_t nv = json_array_size(vars), finished = 0;
+    char *ename = mg_html_escape(name ? name : dir), *edir = mg_html_escape(dir);
+    fprintf(h,
+            "<div><b>sweep %s</b>: %s (%s)<table><tr><th>variant</th><th>state</th>"
+            "<th>epoch</th><th>%s</th><th>images/s</th><th>device</th></tr>",
+            ename ? ename : "", state ? state : "starting", edir ? edir : "", metric);
+    free(ename);
+    free(edir);
+    fprintf(t, "%-32s %-11s %5s %12s %9s  %s\n", "variant", "state", "epoch", metric, "images/s",
+            "device");
+    for (size_t i = 0; i < nv; i++) {
+        const char *v = json_string_value(json_array_get(vars, i));
+        if (!v) continue;
+        json_t *st = load(dir, v, "status.json");
+        const char *vs = json_string_value(json_object_get(st, "state"));
+        const char *dev = json_string_value(json_object_get(st, "device"));
+        const rt_results_run *run = NULL;
+        for (size_t k = 0; k < l.n; k++) {
+            const char *pv = param_of(&l.runs[k], "variant");
+            if (pv && !strcmp(pv, v) && (!run || l.runs[k].id > run->id)) run = &l.runs[k];
+        }
+        const rt_results_summary *m = run ? metric_of(run, metric) : NULL;
+        const rt_results_summary *ips = run ? metric_of(run, "images_per_s") : NULL;
+        char ep[16] = "-", mv[32] = "-", iv[32] = "-";
+        if (m) snprintf(ep, sizeof ep, "%ld", m->count);
+        if (m && !isnan(lower ? m->min : m->max))
+            snprintf(mv, sizeof mv, "%.4f", lower ? m->min : m->max);
+        if (ips && !isnan(ips->last)) snprintf(iv, sizeof iv, "%.0f", ips->last);
+        if (!vs) vs = "pending";
+        finished += !strcmp(vs, "finished");
+        fprintf(t, "%-32s %-11s %5s %12s %9s  %s\n", v, vs, ep, mv, iv, dev ? dev : "");
+        char *ev = mg_html_escape(v);
+        fprintf(h, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>",
+                ev ? ev : "", vs, ep, mv, iv, dev ? dev : "");
+        free(ev);
+        json_decref(st);
+    }
+    fprintf(t, "%zu of %zu finished; %s\n", finished, nv, state ? state : "starting");
+    fputs("</table></div>", h);
+    int ok = fclose(t) == 0;
+    ok = fclose(h) == 0 && ok;
+    rt_results_list_free(&l);
+    rt_results_close(rs);
+    json_decref(man);
+    if (!ok || !text || !html) {
+        free(text);
+        free(html);
+        return -1;
+    }
+    *text_out = text;
+    *html_out = html;
+    return 0;
+}
+
+static void show(const mg_out *out, const char *dir, const char *display_id, int update)
+{
+    char *text = NULL, *html = NULL;
+    if (!out || !out->display || render(dir, &text, &html) < 0) return;
+    json_t *data = json_pack("{s:s, s:s}", "text/plain", text, "text/html", html);
+    if (data) out->display(out->user, data, NULL, display_id, update);
+    json_decref(data);
+    free(text);
+    free(html);
+}
+
+/* ---- the helper thread: starts the sweep, refreshes the table, reaps it ---- */
+
+static void *monitor(void *arg)
+{
+    sweep_job *j = arg;
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) { /* async-signal-safe calls only until exec */
+        setpgid(0, 0);
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent) _exit(127);
+        int fd = open(j->log, O_WRONLY | O_CREAT | O_APPEND, 0666);
+        if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0) _exit(127);
+        int in = open("/dev/null", O_RDONLY);
+        if (in >= 0) dup2(in, STDIN_FILENO);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execv("/proc/self/exe", j->argv);
+        _exit(127);
+    }
+    pthread_mutex_lock(&j->mu);
+    j->pid = pid > 0 ? pid : -1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    int how = 0;
+    double last = 0;
+    while (pid > 0) {
+        pid_t r = waitpid(pid, &how, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR)) break;
+        pthread_mutex_lock(&j->mu);
+        mg_out *live = j->live;
+        pthread_mutex_unlock(&j->mu);
+        if (live && now_s() - last >= 1.0) {
+            show(live, j->dir, j->display_id, 1);
+            last = now_s();
+        }
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_lock(&j->mu);
+    if (j->live) show(j->live, j->dir, j->display_id, 1);
+    j->done = 1;
+    j->wait = pid > 0 ? how : 127 << 8;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+/* Waits until the sweep ended; stops it on an interrupt (host may be NULL), and kills its
+ * whole process group when it outlives the grace period after a stop. */
+static void wait_done(sweep_job *j, const mg_host *host, int stop)
+{
+    double stopped_at = 0;
+    pthread_mutex_lock(&j->mu);
+    while (!j->done) {
+        if (!stop && host && host->interrupted && host->interrupted(host->user)) stop = 1;
+        if (stop && !stopped_at && j->pid > 0) {
+            kill(j->pid, SIGTERM);
+            stopped_at = now_s();
+        }
+        if (stopped_at && now_s() - stopped_at > STOP_GRACE_S && j->pid > 0) {
+            kill(-j->pid, SIGKILL);
+            stopped_at = now_s();
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+    }
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void job_free(void *p)
+{
+    sweep_job *j = p;
+    if (!j) return;
+    if (j->th_started) {
+        wait_done(j, NULL, 1); /* the kernel is going: every variant checkpoints */
+        pthread_join(j->th, NULL);
+    }
+    if (j->live && j->live->release) j->live->release(j->live);
+    for (int i = 0; j->argv[i]; i++) free(j->argv[i]);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+/* ---- the subcommands ---- */
+
+static int finish(mg_ctx *ctx, sweep_job *j, mg_error *err)
+{
+    show(ctx->out, j->dir, NULL, 0);
+    int code = WIFEXITED(j->wait) ? WEXITSTATUS(j->wait) : 128 + WTERMSIG(j->wait);
+    if (code == 0) return 0;
+    if (code > 128)
+        return mg_fail(err, "KeyboardInterrupt",
+                       "%%sweep: stopped; every running variant checkpointed (the same %%sweep "
+                       "again resumes them)");
+    if (code == 1)
+        return mg_fail(err, "RuntimeError",
+                       "%%sweep: a variant failed (its state is 'failed' above; its log is "
+                       "%s/VARIANT/log, the sweep's %s)",
+                       j->dir, j->log);
+    return mg_fail(err, "RuntimeError", "%%sweep: kiln sweep ended with status %d (see %s)", code,
+                   j->log);
+}
+
+/* kiln sweep ARGS --dry-run, synchronously: bad arguments, a missing parameter or an
+ * unreadable notebook are the cell's error before anything starts. */
+static int dry_run(char **argv, int n, mg_error *err)
+{
+    int fds[2];
+    if (pipe(fds) < 0) return mg_fail(err, "OSError", "%%sweep: pipe: %s", strerror(errno));
+    argv[n] = "--dry-run";
+    argv[n + 1] = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDERR_FILENO);
+        int nul = open("/dev/null", O_WRONLY);
+        if (nul >= 0) dup2(nul, STDOUT_FILENO);
+        close(fds[0]);
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    argv[n] = NULL;
+    close(fds[1]);
+    char msg[1024] = "";
+    size_t got = 0;
+    ssize_t r;
+    while ((r = read(fds[0], msg + got, sizeof msg - 1 - got)) > 0) got += (size_t)r;
+    msg[got] = 0;
+    close(fds[0]);
+    int how = 0;
+    if (pid < 0 || waitpid(pid, &how, 0) < 0)
+        return mg_fail(err, "OSError", "%%sweep: cannot run kiln sweep: %s", strerror(errno));
+    if (WIFEXITED(how) && WEXITSTATUS(how) == 0) return 0;
+    char *nl = strchr(msg, '\n'); /* the first line says why */
+    if (nl) *nl = 0;
+    const char *why = !strncmp(msg, "kiln sweep: ", 12) ? msg + 12 : msg;
+    return mg_fail(err, "ValueError", "%%sweep: %s", why[0] ? why : "kiln sweep refused it");
+}
+
+static int mkdirs(const char *path)
+{
+    char p[2048];
+    snprintf(p, sizeof p, "%s", path);
+    for (char *s = p + 1;; s++) {
+        if (*s && *s != '/') continue;
+        char c = *s;
+        *s = 0;
+        if (mkdir(p, 0777) < 0 && errno != EEXIST) return -1;
+        if (!(*s = c)) return 0;
+    }
+}
+
+static int start(mg_ctx *ctx, const char *line, mg_error *err)
+{
+    /* the sweep is this binary's `sweep` command: only the kiln binary has one */
+    char self[4096];
+    ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[sn > 0 ? sn : 0] = 0;
+    const char *base = strrchr(self, '/');
+    if (!base || strcmp(base + 1, "kiln"))
+        return mg_fail(err, "OSError", "%%sweep: this process is not the kiln binary (%s)",
+                       self[0] ? self : "unknown");
+    sweep_job *old = mg_session_get(ctx->session, SLOT);
+    if (old) {
+        pthread_mutex_lock(&old->mu);
+        int running = !old->done;
+        pthread_mutex_unlock(&old->mu);
+        if (running)
+            return mg_fail(err, "UsageError",
+                           "%%sweep: the sweep in %s is still running ---> HINT: %%sweep wait "
+                           "or %%sweep stop first",
+                           old->dir);
+    }
+    sweep_job *j = calloc(1, sizeof *j);
+    if (!j) return mg_fail(err, "MemoryError", "%%sweep: out of memory");
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->argv[0] = strdup("kiln");
+    j->argv[1] = strdup("sweep");
+    int n = j->argv[0] && j->argv[1] ? split(line, j->argv + 2, MAX_WORDS - 2) : -3;
+    if (n < 0) {
+        job_free(j);
+        return n == -1   ? mg_fail(err, "UsageError", "%%sweep: unterminated quote")
+               : n == -2 ? mg_fail(err, "UsageError", "%%sweep: too many words")
+                         : mg_fail(err, "MemoryError", "%%sweep: out of memory");
+    }
+    n += 2;
+    for (int i = 2; i + 1 < n; i++)
+        if (!strcmp(j->argv[i], "-o") || !strcmp(j->argv[i], "--output"))
+            snprintf(j->dir, sizeof j->dir, "%s", j->argv[i + 1]);
+    if (!j->dir[0]) {
+        job_free(j);
+        return mg_fail(err, "UsageError",
+                       "%%sweep: -o DIR is missing (usage: %%sweep NOTEBOOK -o DIR -p NAME "
+                       "V1,V2 ...)");
+    }
+    snprintf(j->log, sizeof j->log, "%s/sweep.log", j->dir);
+    if (dry_run(j->argv, n, err) < 0) {
+        job_free(j);
+        return -1;
+    }
+    if (mkdirs(j->dir) < 0) {
+        int e = errno;
+        job_free(j);
+        return mg_fail(err, "OSError", "%%sweep: -o: cannot create the folder: %s", strerror(e));
+    }
+    unlink(j->log); /* this start's log only */
+    static const char hex[] = "0123456789abcdef";
+    unsigned long seed =
+        (unsigned long)time(NULL) ^ ((unsigned long)getpid() << 16) ^ (unsigned long)(size_t)j;
+    snprintf(j->display_id, sizeof j->display_id, "kiln-sweep-");
+    for (size_t k = strlen(j->display_id); k < 27; k++, seed = seed * 6364136223846793005ul + 1)
+        j->display_id[k] = hex[(seed >> 33) & 15];
+    int background = ctx->out->detach != NULL;
+    if (pthread_create(&j->th, NULL, monitor, j) != 0) {
+        job_free(j);
+        return mg_fail(err, "OSError", "%%sweep: cannot start its thread");
+    }
+    j->th_started = 1;
+    pthread_mutex_lock(&j->mu);
+    while (!j->pid) pthread_cond_wait(&j->cv, &j->mu);
+    pthread_mutex_unlock(&j->mu);
+    if (mg_session_set(ctx->session, SLOT, j, job_free) < 0) /* frees j: stops it */
+        return mg_fail(err, "MemoryError", "%%sweep: out of memory");
+    if (j->pid < 0) return mg_fail(err, "OSError", "%%sweep: cannot start kiln sweep");
+    /* the table once the sweep has listed its variants (a few milliseconds) */
+    for (double t0 = now_s(); now_s() - t0 < 10;) {
+        json_t *man = load(j->dir, NULL, "sweep.json");
+        pid_t owner = (pid_t)json_integer_value(json_object_get(man, "pid"));
+        json_decref(man);
+        pthread_mutex_lock(&j->mu);
+        int done = j->done;
+        pthread_mutex_unlock(&j->mu);
+        if (owner == j->pid || done) break;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    show(ctx->out, j->dir, j->display_id, 0);
+    mg_out *live = background ? ctx->out->detach(ctx->out->user) : NULL;
+    pthread_mutex_lock(&j->mu);
+    j->live = live; /* the helper thread updates the table from now on */
+    pthread_mutex_unlock(&j->mu);
+    if (!background) { /* kiln run: nothing can update the table later */
+        wait_done(j, ctx->host, 0);
+        return finish(ctx, j, err);
+    }
+    return 0;
+}
+
+static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
+{
+    const char *line = args->raw ? args->raw : "";
+    while (*line == ' ' || *line == '\t') line++;
+    size_t w = strcspn(line, " \t\n");
+    sweep_job *j = mg_session_get(ctx->session, SLOT);
+    int is_status = w == 6 && !strncmp(line, "status", 6);
+    int is_wait = w == 4 && !strncmp(line, "wait", 4);
+    int is_stop = w == 4 && !strncmp(line, "stop", 4);
+    if (!is_status && !is_wait && !is_stop) return start(ctx, line, err);
+    if (line[w + strspn(line + w, " \t\n")])
+        return mg_fail(err, "UsageError", "%%sweep %.*s takes no arguments", (int)w, line);
+    if (!j)
+        return mg_fail(err, "UsageError",
+                       "%%sweep %.*s: no sweep was started in this kernel ---> HINT: %%sweep "
+                       "NOTEBOOK -o DIR -p NAME V1,V2",
+                       (int)w, line);
+    if (is_status) {
+        show(ctx->out, j->dir, NULL, 0);
+        return 0;
+    }
+    wait_done(j, ctx->host, is_stop);
+    return finish(ctx, j, err);
+}
+
+static const mg_option options[] = {
+    {"-o", MG_OPT_STRING, "DIR", "the sweep's folder (one subfolder a variant)", NULL},
+    {"-p", MG_OPT_STRING, "NAME VALUES", "a parameter's values: V1,V2 or LO:HI[:log|:int]", NULL},
+    {"--parallel", MG_OPT_INT, "N", "variants at once (one per device)", NULL},
+    {"--devices", MG_OPT_STRING, "D", "cpu, cuda:0,1 or all (all)", NULL},
+    {"--metric", MG_OPT_STRING, "KEY", "the table's order (val_accuracy)", NULL},
+    {"--name", MG_OPT_STRING, "NAME", "the sweep's name in the results store (DIR's name)", NULL},
+    {"--results", MG_OPT_STRING, "PATH", "the results store", NULL},
+    {"--random", MG_OPT_INT, "K", "K variants sampled from the values", NULL},
+    {"--seed", MG_OPT_INT, "N", "the sampling seed (0)", NULL},
+    {"--prune", MG_OPT_CHOICE, NULL, "successive halving", "halving"},
+    {"--eta", MG_OPT_INT, "N", "halving: keep 1/N at each rung (3)", NULL},
+    {"--rung-epochs", MG_OPT_INT, "N", "halving: the first rung (1 epoch)", NULL},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+const mg_command mg_cmd_sweep = {
+    .name = "sweep",
+    .summary = "Run a stage notebook once per variant, in the background (kiln sweep)",
+    .usage = "Usage: %sweep NOTEBOOK -o DIR -p NAME V1,V2 [-p NAME ...] [--parallel N]\n"
+             "              [--devices cpu|cuda:0,1|all] [--metric KEY] [--random K]\n"
+             "              [--prune halving]\n"
+             "       %sweep status | wait | stop\n\n"
+             "Starts `kiln sweep` with these options (docs/sweeps.md) and returns at once;\n"
+             "the cell shows a table, updated in place, of every variant's state, epoch,\n"
+             "metric, images/s and device. Other cells run meanwhile. status shows the\n"
+             "table now, wait waits for the end (an error if a variant failed), stop makes\n"
+             "every running variant checkpoint and end; an interrupt during wait or stop,\n"
+             "and the kernel's shutdown, stop it too. The same %sweep again skips the\n"
+             "finished variants and resumes the others.\n\n"
+             "Example:\n  %sweep stage.ipynb -o sweeps/lr -p lr 0.001,0.003 --parallel 2",
+    .flags = MG_LINE | MG_RAW_ARGS,
+    .options = options,
+    .run = run,
+    .positional = "status|wait|stop",
+};
