@@ -69,7 +69,8 @@ static const char usage_text[] =
     "  --run-dir DIR      checkpoints in DIR      --results PATH   the results store\n"
     "  --device DEV       the device              --threads N      N CPU threads\n"
     "  --tag KEY=VALUE    a parameter added to the run's results-store record\n"
-    "  --stop-epoch N     stop after epoch N with a checkpoint (not an error)\n";
+    "  --stop-epoch N     stop after epoch N with a checkpoint (not an error)\n"
+    "  --device-path      on the CPU, train through the GPU's trainer path (a check)\n";
 
 static int parse_args(int argc, char **argv, run_opts *o)
 {
@@ -90,6 +91,8 @@ static int parse_args(int argc, char **argv, run_opts *o)
             o->log_output = 1;
         } else if (!strcmp(a, "--no-resume")) {
             o->no_resume = 1; /* %train's default --resume becomes never */
+        } else if (!strcmp(a, "--device-path")) {
+            o->imposed.device_path = 1; /* as kiln kernel --device-path */
         } else if (!strcmp(a, "--run-dir") || !strcmp(a, "--results") || !strcmp(a, "--device") ||
                    !strcmp(a, "--tag")) {
             if (i + 1 >= argc || !argv[i + 1][0])
@@ -367,6 +370,7 @@ int jk_run_main(int argc, char **argv)
     st->device = o.imposed.device;
     st->threads = o.imposed.threads;
     st->stop_epoch = o.imposed.stop_epoch;
+    st->device_path = o.imposed.device_path;
     st->tags = o.imposed.tags;
     st->ntags = o.imposed.ntags;
     if (o.no_resume) st->train_resume = MG_RESUME_NEVER;

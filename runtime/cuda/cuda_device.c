@@ -81,6 +81,27 @@ int rtp_cuda_driver_msg(char *buf, size_t n)
     return 1;
 }
 
+int rtp_cuda_compat_msg(cudaError_t e, char *buf, size_t n)
+{
+    if (e == cudaErrorSystemDriverMismatch)
+        snprintf(buf, n,
+                 "the CUDA driver library does not match the NVIDIA kernel driver "
+                 "(cudaErrorSystemDriverMismatch): a forward-compatibility package's libcuda.so "
+                 "(cuda-compat) is on the loader path over a driver it does not fit ---> HINT: "
+                 "take the cuda-compat folder out of LD_LIBRARY_PATH (or ld.so.conf), or "
+                 "install the driver that matches it; or use --device cpu");
+    else if (e == cudaErrorCompatNotSupportedOnDevice)
+        snprintf(buf, n,
+                 "this GPU cannot use CUDA forward compatibility "
+                 "(cudaErrorCompatNotSupportedOnDevice): a cuda-compat libcuda.so is on the "
+                 "loader path, and forward compatibility runs on data-center GPUs only ---> "
+                 "HINT: take cuda-compat out of LD_LIBRARY_PATH and update the NVIDIA driver "
+                 "to %s or newer; or use --device cpu",
+                 min_driver(CUDART_VERSION / 1000));
+    else return 0;
+    return 1;
+}
+
 void rtp_cuda_arch_msg(char *buf, size_t n, int device, const char *name, int major, int minor)
 {
     snprintf(buf, n,
@@ -98,7 +119,8 @@ rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err)
     if (cudaRuntimeGetVersion(&out->runtime_version) != cudaSuccess) out->runtime_version = 0;
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    if (e == cudaErrorInsufficientDriver && rtp_cuda_driver_msg(out->why, sizeof out->why)) {
+    if ((e == cudaErrorInsufficientDriver && rtp_cuda_driver_msg(out->why, sizeof out->why)) ||
+        rtp_cuda_compat_msg(e, out->why, sizeof out->why)) {
         (void)cudaGetLastError();
         return RT_OK;
     }

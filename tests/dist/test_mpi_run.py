@@ -13,7 +13,7 @@ batchnorm or dropout, SGD with momentum, global batch 32) runs:
     and ends bit for bit on the uninterrupted 2-rank run's weights;
   - in 2 ranks, rank 1 stopped with SIGSTOP (a hung rank, which no launcher notices):
     rank 0 gives up after KILN_DIST_TIMEOUT with an error naming the timeout;
-  - in 2 ranks on the trainer's device path (KILN_DEVICE_PATH=1): the host path's bits;
+  - in 2 ranks on the trainer's device path (kiln run --device-path): the host path's bits;
   - from a checkpoint of 2 ranks in 1 process, and of 1 process in 2 ranks: the run
     continues from that step and ends within TOL of the run at the new world size;
   - torchrun-style RANK/WORLD_SIZE without MASTER_ADDR/MASTER_PORT (no MPI): %train
@@ -77,11 +77,11 @@ def env_for(extra=None):
     return e
 
 
-def per_rank_cmd(d, tag, every="16steps"):
+def per_rank_cmd(d, tag, every="16steps", extra=""):
     """kiln run with each rank's own output, results store and run directory."""
     r = "${OMPI_COMM_WORLD_RANK:-0}"
     return ["sh", "-c",
-            f'KILN_RESULTS="{d}/{tag}-results.$R.sqlite" exec "{KILN}" run "{NB}" '
+            f'KILN_RESULTS="{d}/{tag}-results.$R.sqlite" exec "{KILN}" run "{NB}" {extra}'
             f'-o "{d}/{tag}-out.$R.ipynb" -p run_dir "{d}/{tag}-run.$R" -p every {every}'
             .replace("$R", r)]
 
@@ -306,12 +306,11 @@ def test_a_run_resumes_at_another_world_size(work, reference, two_ranks, saved, 
 
 
 def test_device_path_ranks_match_the_host_path(work, two_ranks):
-    """KILN_DEVICE_PATH=1: the ranks train through the trainer's device path (what GPU
-    ranks run: the batch gathered in backend memory, the gradients exchanged through
+    """kiln run --device-path: the ranks train through the trainer's device path (what
+    GPU ranks run: the batch gathered in backend memory, the gradients exchanged through
     host memory); on the CPU it computes the host path's bits."""
-    p = subprocess.run(mpirun(2, per_rank_cmd(work, "dev")),
-                       env=env_for({"KILN_DEVICE_PATH": "1"}), capture_output=True,
-                       text=True, timeout=600)
+    p = subprocess.run(mpirun(2, per_rank_cmd(work, "dev", extra="--device-path ")),
+                       env=env_for(), capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     (l2, s2), w2 = two_ranks
     l3, s3 = step_losses(f"{work}/dev-results.0.sqlite")

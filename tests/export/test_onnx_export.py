@@ -233,14 +233,22 @@ def test_export_matches_kiln(work, name, spec, size, lr):
             assert all(k == 3 for _, k in inputs), inputs
 
 
-def test_checkpoint_load_uses_its_own_data_set(work):
+@pytest.fixture(scope="module")
+def tutorial_run(work):
+    """The tutorial CNN's run directory, trained and exported by
+    test_export_matches_kiln[tutorial] or else here: when it cannot be made, the tests
+    that need it fail with the reason instead of being skipped."""
+    if not (work / "tutorial.run.onnx").exists():
+        train_and_export(work, "tutorial", TUTORIAL_CNN, 16, 0.01)
+    return work / "runs-tutorial"
+
+
+def test_checkpoint_load_uses_its_own_data_set(work, tutorial_run):
     """A model loaded from a checkpoint in a new kernel where another data set (same
     shape and classes, other pictures) was loaded last: %evaluate, %predict and %export
     use the data set the checkpoint names, reopened with its options, not the last one;
     one loaded under the same name with other options is refused, naming both."""
-    run_dir = work / "runs-tutorial"
-    if not (work / "tutorial.run.onnx").exists():
-        pytest.skip("needs test_export_matches_kiln[tutorial] first")
+    run_dir = tutorial_run
     data, other = work / "data", work / "other"
     if not other.exists():   # the same files under rotated class names
         for f in sorted(data.glob("*/*/*")):

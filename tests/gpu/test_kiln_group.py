@@ -92,9 +92,16 @@ def work():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def test_two_devices_train_like_the_cpu(work):
+@pytest.fixture(scope="module")
+def two_run(work):
+    """The run on cuda:0,1 the later tests compare with: when it fails, they fail with
+    its output instead of being skipped."""
     p = run(work, "two", "cuda:0,1")
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    return p
+
+
+def test_two_devices_train_like_the_cpu(work, two_run):
     text = outputs_text(f"{work}/two-out.ipynb")
     assert "on cuda:0,1" in text, text[-2000:]
     assert glob.glob(f"{work}/two-run/*.safetensors"), "no checkpoint written"
@@ -107,9 +114,7 @@ def test_two_devices_train_like_the_cpu(work):
     assert rel.max() <= TOL
 
 
-def test_all_devices_is_both(work):
-    if not os.path.exists(f"{work}/two-results.sqlite"):
-        pytest.skip("needs test_two_devices_train_like_the_cpu's run")
+def test_all_devices_is_both(work, two_run):
     p = run(work, "all", "cuda:all")
     assert p.returncode == 0, p.stderr[-3000:]
     assert "on cuda:0,1" in outputs_text(f"{work}/all-out.ipynb")
@@ -125,12 +130,10 @@ def test_a_device_named_twice_is_an_error(work):
     assert not glob.glob(f"{work}/twice-run/*.safetensors")
 
 
-def test_gpu_ranks_share_nccl_over_mpi(work):
+def test_gpu_ranks_share_nccl_over_mpi(work, two_run):
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         pytest.skip("OpenMPI's mpirun is not installed (apt install openmpi-bin)")
-    if not os.path.exists(f"{work}/two-results.sqlite"):
-        pytest.skip("needs test_two_devices_train_like_the_cpu's run")
     tmp = f"{work}/tmp"
     os.makedirs(tmp, exist_ok=True)
     env = env_for(work, "ranks")
@@ -196,9 +199,7 @@ TORCHRUN = {"TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0",
             "OMP_NUM_THREADS": "1"}
 
 
-def test_gpu_ranks_under_torchrun_meet_beside_its_agent(work):
-    if not os.path.exists(f"{work}/two-results.sqlite"):
-        pytest.skip("needs test_two_devices_train_like_the_cpu's run")
+def test_gpu_ranks_under_torchrun_meet_beside_its_agent(work, two_run):
     codes, outs = launch_without_mpi(work, "tcp", "cuda", TORCHRUN, agent=True)
     assert codes == [0, 0], "\n".join(o[-3000:] for o in outs)
     assert "through host memory" not in "".join(outs)
