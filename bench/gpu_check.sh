@@ -19,7 +19,7 @@
 #                 deviation); accuracy and images/s of each
 #   4 bench       bench/cuda_bench.py: Kiln next to the machine's PyTorch, eager and
 #                 torch.compile: the seed CNN at batch 128 in fp32/bf16/fp16, ResNet-20
-#                 at batch 128 (eager and compiled) and 512 (eager) in fp32/bf16; a
+#                 at batch 128 (eager and compiled), 512 and 2048 (eager) in fp32/bf16; a
 #                 Kiln/PyTorch ratio below 1 is a WARNING line
 # bf16 runs where the GPU has it (compute capability 8.0 or newer, read from %device):
 # below that (T4, V100, P100) Kiln refuses it, and steps 2-4 leave it out, said so.
@@ -309,8 +309,9 @@ print("; ".join("%s: acc %s, %s img/s, loss %.3f->%.3f%s" % (n, "%.4f" % r["val_
 record train $train_st "$(since "$t0")" "$tdetail $tsum"
 
 # ---- 4: cuda_bench next to PyTorch (eager and torch.compile) ----
-# The seed CNN at batch 128 in every precision; ResNet-20 at batch 128 and 512 in fp32 and
-# bf16 (torch.compile at 128 only: compiling takes most of this step's time). The dry run:
+# The seed CNN at batch 128 in every precision; ResNet-20 at batch 128, 512 and 2048 in
+# fp32 and bf16 (torch.compile at 128 only: compiling takes most of this step's time;
+# 2048: how far a larger batch takes both past launch overhead). The dry run:
 # the mock device, synthetic data, 2 steps at batch 4 and 8, PyTorch on the CPU.
 t0=$(date +%s.%N)
 p16=",bf16"; [ $bf16 = 1 ] || p16=""
@@ -322,7 +323,8 @@ else
   common=(--data "$XDG_CACHE_HOME/kiln/datasets/fashion-mnist")
   runs=("mnist 128 fp32$p16,fp16 --compile --steps 300 --warmup 30"
         "resnet20 128 fp32$p16 --compile --steps 100 --warmup 10"
-        "resnet20 512 fp32$p16 --steps 50 --warmup 5")
+        "resnet20 512 fp32$p16 --steps 50 --warmup 5"
+        "resnet20 2048 fp32$p16 --steps 20 --warmup 3")
 fi
 rc=0 i=0 parts=()
 : > "$OUT/logs/4-bench.log"

@@ -33,13 +33,14 @@ enum {
 /* ncclRedOpCreatePreMulSum (a weighted sum in one collective) came with NCCL 2.11 */
 #define RTP_NCCL_MIN_VERSION 21100
 
-/* ncclConfig_t as NCCL 2.14 laid it out, every field of it. NCCL reads the first `size`
- * bytes of a config, checks the magic, and takes the fields the config's version has
- * (later versions append fields and fill them with defaults for an older config), so
- * this prefix is valid for every NCCL from 2.14 on. Every field is set: the four bytes
- * after `blocking` are cgaClusterSize, not padding, and an unset one would be read as a
- * cluster size; what Kiln does not choose holds NCCL's "undefined" value (INT_MIN,
- * NULL: NCCL_CONFIG_INITIALIZER's), so NCCL takes its own default or its environment.
+/* ncclConfig_t: NCCL 2.14's fields (size, magic, version, blocking), then the ones NCCL
+ * 2.17 appended (cgaClusterSize, minCTAs, maxCTAs, netName), every one set. NCCL copies
+ * the first `size` bytes of a config, checks the magic, and gives the fields a config's
+ * version lacks their defaults, so this is valid for every NCCL from 2.14 on. The four
+ * bytes after `blocking`, padding in a 24-byte 2.14 struct and never set by an
+ * initializer, are cgaClusterSize to an NCCL that reads them; here they and the rest
+ * hold NCCL's "undefined" values (NCCL_CONFIG_UNDEF_INT = INT_MIN, NULL: those of
+ * NCCL_CONFIG_INITIALIZER), so NCCL takes its own default or its environment.
  * blocking = 0: ncclCommInitRankConfig returns at once and the communicator joins its
  * peers in the background (ncclInProgress until ncclCommGetAsyncError says otherwise),
  * so a missing peer can be waited for with a deadline and the join abandoned

@@ -414,9 +414,45 @@ T_TEST(status_table)
     ASSERT_STR_EQ(err.ename, "RuntimeError");
 }
 
+static void only_stream(void *u, const char *name, const char *text, size_t len)
+{
+    (void)name;
+    *(size_t *)u += len;
+}
+
+/* A frontend that gives only a stream (as a fuzz target's or a tool's minimal output
+ * does): a magic that displays, clears or returns a result must not call through a
+ * NULL callback; %html {{{... crashed the engine's fuzz target so. */
+T_TEST(an_output_with_only_a_stream_is_enough)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    size_t got = 0;
+    mg_out o = {.user = &got, .stream = only_stream};
+    static const char *const cells[] = {"%html {{{{{{{{{{{{{{{{",
+                                        "%%html\n<b>x</b>\n",
+                                        "%html --id s <i>a</i>",
+                                        "%html --id s --update <i>b</i>",
+                                        "%clear",
+                                        "1 + 1",
+                                        "print('x')"};
+    for (size_t i = 0; i < sizeof cells / sizeof *cells; i++) {
+        kl_error err;
+        int rc = kl_engine_execute(e, cells[i], &o, NULL, &err);
+        if (rc < 0) {
+            printf("%s -> %s: %s\n", cells[i], err.ename, err.evalue);
+            kl_error_deinit(&err);
+        }
+    }
+    ASSERT(got >= 2); /* print's text came through the one callback there is */
+    kl_error err;
+    ASSERT_EQ(kl_engine_execute(e, "%html <b>y</b>", NULL, NULL, &err), 0); /* none at all */
+    kl_engine_destroy(e);
+}
+
 int main(void)
 {
     T_RUN(status_table);
+    T_RUN(an_output_with_only_a_stream_is_enough);
     T_RUN(args_parse_ok);
     T_RUN(args_parse_errors);
     T_RUN(interpolation_and_shell_vars);

@@ -313,9 +313,9 @@ static int cfg_int_ok(int v, int lo, int hi)
     return v == RTP_NCCL_CONFIG_UNDEF_INT || (v >= lo && v <= hi);
 }
 
-/* NCCL 2.14's ncclConfig_t: what NCCL checks of it. Its size must cover every 2.14 field
- * (cgaClusterSize follows blocking: a 24-byte config of four fields would hand NCCL its
- * padding as the cluster size), and each field must be undefined or valid. */
+/* ncclConfig_t: what NCCL checks of it. Its size must cover the fields through netName
+ * (cgaClusterSize follows blocking: a 24-byte config of four fields leaves those bytes
+ * padding, unset), and each field must be undefined or valid. */
 static rtp_nccl_result comm_init_rank_config(rtp_nccl_comm_t *comm, int nranks, rtp_nccl_id id,
                                              int rank, rtp_nccl_config *config)
 {
