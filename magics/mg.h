@@ -75,7 +75,10 @@ RT_MUST_USE int mg_display_text_html(const mg_out *out, char *text, char *html);
 
 typedef struct mg_error {
     char ename[64];    /* "UsageError", "ValueError", "KeyboardInterrupt", ... */
-    char evalue[1024]; /* one line, names the magic and the option at fault */
+    char evalue[1024]; /* one line, names the magic and the option at fault; a cell
+                          magic's error about a line of its body says "cell line N: "
+                          (the body's first line is cell line 2), and the engine's
+                          traceback then points at that line */
 } mg_error;
 
 /* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. Not for a
