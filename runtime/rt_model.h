@@ -148,5 +148,8 @@ RT_MUST_USE rt_status rt_model_zoo_spec(const char *name, const rt_model_input *
 const char *const *rt_model_zoo_names(void); /* NULL-terminated, static */
 /* One line about a shipped network, NULL for another name. */
 const char *rt_model_zoo_about(const char *name);
+/* The i-th word a spec line may start with (conv2d, maxpool, ... and their aliases);
+ * NULL past the last. For "did you mean" on an unknown layer. */
+const char *rt_model_layer_word(size_t i);
 
 #endif

@@ -166,7 +166,7 @@ T_TEST(test_errors_before_training)
     ASSERT_EQ(tm_magic(g_s, "model bad --input 1x8x8 --classes 3",
                        "conv2d 4 3\nrelu\nflatten\ndense x\n", &g_err),
               -1);
-    ASSERT_STR_CONTAINS(g_err.evalue, "line 4");
+    ASSERT_STR_CONTAINS(g_err.evalue, "cell line 5");
     ASSERT_EQ(tm_magic(g_s, "model frobnicate", NULL, &g_err), -1);
     ASSERT_EQ(tm_magic(g_s, "train nosuch", NULL, &g_err), -1);
     ASSERT_STR_CONTAINS(g_err.evalue, "nosuch");
@@ -237,7 +237,7 @@ T_TEST(test_dataset_and_model)
     ASSERT_STR_CONTAINS(display_text("Model: \"le\""), "Total params: 61,706");
     ASSERT_STR_CONTAINS(display_text("Model: \"le\""), "name=fc3");
     ASSERT_EQ(tm_magic(g_s, "model le resnet99 --input 3x32x32 --classes 10", NULL, &g_err), -1);
-    ASSERT_STR_CONTAINS(g_err.evalue, "%%model le: no shipped model 'resnet99'");
+    ASSERT_STR_CONTAINS(g_err.evalue, "%model le: no shipped model 'resnet99'");
     ASSERT_STR_CONTAINS(g_err.evalue, "resnet56");
     ASSERT_EQ(tm_magic(g_s, "model show tiny", NULL, &g_err), 0);
     ASSERT_EQ(capture_count(&tm_c, "text/plain", "Model: \"tiny\"", NULL, NULL), 1);
