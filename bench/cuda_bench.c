@@ -1,10 +1,13 @@
 /* cuda_bench.c - Kiln's side of bench/cuda_bench.py: trains the PyTorch MNIST example
  * net (conv 32x3 - relu - conv 64x3 - relu - maxpool 2 - dropout .25 - flatten -
- * dense 128 - relu - dropout .5 - dense 10, Adam 1e-3) on a CUDA device for a fixed
+ * dense 128 - relu - dropout .5 - dense 10, Adam 1e-3), or with --net resnet20 the
+ * shipped ResNet-20 (on the data set's 1x28x28 images), on a CUDA device for a fixed
  * number of steps and prints throughput. Not installed; not a test.
  *
  * usage: cuda_bench [--device cuda:0] [--precision fp32|bf16|fp16] [--steps N] [--warmup W]
- *                   [--batch B] [--seed S] [--synthetic] | --list
+ *                   [--batch B] [--seed S] [--synthetic] [--net mnist|resnet20]
+ *        cuda_bench --net resnet20 --print-spec   (the canonical spec, for PyTorch's side)
+ *        cuda_bench --list
  * Kiln's side is rt_trainer on its device path, as %train runs it: the data set is
  * uploaded once, each epoch's order once, a step gathers its batch on the device and
  * updates with Adam there; the losses are read in batches (every 0.25 s).
@@ -67,7 +70,8 @@ int main(int argc, char **argv)
 {
     int steps = 200, warmup = 20, batch = 128, syn = 0;
     unsigned long long seed = 1;
-    const char *device = "cuda", *prec_name = "fp32";
+    const char *device = "cuda", *prec_name = "fp32", *net = "mnist";
+    int print_spec = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
         if (!strcmp(a, "--list")) return list_devices();
@@ -78,12 +82,28 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--device")) device = v, i++;
         else if (!strcmp(a, "--precision")) prec_name = v, i++;
         else if (!strcmp(a, "--synthetic")) syn = 1;
+        else if (!strcmp(a, "--net")) net = v, i++;
+        else if (!strcmp(a, "--print-spec")) print_spec = 1;
         else {
             fprintf(stderr, "cuda_bench: unknown option %s\n", a);
             return 2;
         }
     }
     rt_error err = {0};
+    char zoo[8192];
+    const char *spec = bench_mnist_net;
+    if (strcmp(net, "mnist")) {
+        if (rt_model_zoo_spec(net, 10, zoo, sizeof zoo, &err)) return fail(&err);
+        spec = zoo;
+    }
+    if (print_spec) { /* the canonical text, as the model is built from it */
+        rt_model *m = NULL;
+        rt_model_input in = {1, 28, 28, 10};
+        if (rt_model_create(&m, spec, &in, &err)) return fail(&err);
+        fputs(rt_model_spec_canonical(m), stdout);
+        rt_model_destroy(m);
+        return 0;
+    }
     rt_precision prec;
     if (rt_precision_parse(prec_name, &prec, &err)) return fail(&err);
     rt_backend b;
@@ -98,7 +118,9 @@ int main(int argc, char **argv)
     rt_dataset_splits splits;
     memset(&splits, 0, sizeof splits);
     if (syn) {
-        bench_mnist_synth(&splits.train, 60000);
+        /* the images the run takes (an epoch at most), not a whole 60000 */
+        int64_t want = (int64_t)(warmup + steps) * batch;
+        bench_mnist_synth(&splits.train, want > 60000 ? 60000 : want < batch ? batch : (int)want);
     } else {
         const char *where = getenv("KILN_BENCH_DATA"); /* a folder of the IDX files */
         rt_dataset_opts o = {.name = where && *where ? where : "fashion-mnist"};
@@ -107,8 +129,7 @@ int main(int argc, char **argv)
     const rt_dataset *d = &splits.train;
     rt_model *m = NULL;
     rt_model_input in = {d->c, d->h, d->w, d->num_classes};
-    if (rt_model_create(&m, bench_mnist_net, &in, &err) ||
-        rt_model_attach(m, &b, batch, seed, &err))
+    if (rt_model_create(&m, spec, &in, &err) || rt_model_attach(m, &b, batch, seed, &err))
         return fail(&err);
     /* the product's loop: rt_trainer on its device path (rt_trainer.h) */
     bench_run br = {0};
@@ -133,8 +154,8 @@ int main(int argc, char **argv)
     rt_train_summary sum;
     if (rt_trainer_end(t, &sum, &err) || b.ops->sync(&b, &err)) return fail(&err);
     double dt = now() - t0;
-    printf("device %s\nprecision %s\ndata %s\nbatch %d\nsteps %d\nseconds %.3f\n", device,
-           prec_name, d->name, batch, steps, dt);
+    printf("device %s\nnet %s\nprecision %s\ndata %s\nbatch %d\nsteps %d\nseconds %.3f\n", device,
+           net, prec_name, d->name, batch, steps, dt);
     printf("images_per_s %.1f\nfirst_loss %.5f\nlast_loss %.5f\n", (double)steps * batch / dt,
            br.first_loss, sum.last_loss);
     if (c.loss_scaling)

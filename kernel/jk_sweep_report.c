@@ -64,8 +64,13 @@ int jk_sweep_collect(jk_sweep *sw)
         jk_variant *v = &sw->v[i];
         const rt_results_run *mine = NULL;
         for (size_t k = 0; k < l.n; k++) {
+            /* the variant's, in this folder (another sweep of the same name elsewhere
+             * has other run directories) */
             const char *name = param(&l.runs[k], "variant");
-            if (name && !strcmp(name, v->name) && (!mine || l.runs[k].id > mine->id))
+            const char *rd = param(&l.runs[k], "run_dir");
+            size_t dl = strlen(v->dir);
+            if (name && !strcmp(name, v->name) && (!rd || !strncmp(rd, v->dir, dl)) &&
+                (!mine || l.runs[k].id > mine->id))
                 mine = &l.runs[k];
         }
         v->run_id = mine ? mine->id : 0;

@@ -120,7 +120,8 @@ static rt_status cuda_open(rt_backend *b, int device, rt_error *err)
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     char msg[400];
-    if (e == cudaErrorInsufficientDriver && rtp_cuda_driver_msg(msg, sizeof msg)) {
+    if ((e == cudaErrorInsufficientDriver && rtp_cuda_driver_msg(msg, sizeof msg)) ||
+        rtp_cuda_compat_msg(e, msg, sizeof msg)) {
         (void)cudaGetLastError();
         return RT_ERR(err, RT_ENODEV, "%s", msg);
     }

@@ -24,12 +24,19 @@
 #define STR(x) STR_(x)
 #define CUBLAS_SONAME "libcublas.so." STR(CUBLAS_VER_MAJOR)
 
+void rtp_cuda_wheel_dir(const char *pkg, int cuda_major, char *out, size_t n)
+{
+    int toolkit = strcmp(pkg, "cudnn") != 0 && strcmp(pkg, "nccl") != 0;
+    if (cuda_major <= 12 || !toolkit) snprintf(out, n, "nvidia/%s/lib", pkg);
+    else snprintf(out, n, "nvidia/cu%d/lib", cuda_major);
+}
+
 int rtp_cuda_lib_names(const char *pkg, const char *soname, const char *any, char wheel[PATH_MAX],
                        const char *names[3])
 {
-    char rel[128];
-    if (CUDART_VERSION / 1000 <= 12) snprintf(rel, sizeof rel, "nvidia/%s/lib/%s", pkg, soname);
-    else snprintf(rel, sizeof rel, "nvidia/cu%d/lib/%s", CUDART_VERSION / 1000, soname);
+    char dir[64], rel[192];
+    rtp_cuda_wheel_dir(pkg, CUDART_VERSION / 1000, dir, sizeof dir);
+    snprintf(rel, sizeof rel, "%s/%s", dir, soname);
     int n = 0;
     if (rt_dl_site_file(rel, wheel, PATH_MAX)[0] && access(wheel, F_OK) == 0) names[n++] = wheel;
     names[n++] = soname;

@@ -66,13 +66,39 @@ int rtp_cuda_driver_msg(char *buf, size_t n)
 {
     int dv = 0;
     if (cudaDriverGetVersion(&dv) != cudaSuccess) (void)cudaGetLastError();
-    if (dv <= 0) return 0; /* no driver at all (no libcuda.so.1): "no CUDA device" */
+    if (dv <= 0) { /* no driver at all (no libcuda.so.1): nothing to upgrade */
+        snprintf(buf, n,
+                 "no NVIDIA driver found (libcuda.so.1 is not loaded on "
+                 "this machine) ---> HINT: use --device cpu (or auto)");
+        return 1;
+    }
     snprintf(buf, n,
              "the NVIDIA driver is too old for this Kiln: the driver supports CUDA "
              "%d.%d, Kiln's CUDA runtime is %d.%d and needs driver %s or newer ---> HINT: "
              "update the NVIDIA driver, or use --device cpu",
              dv / 1000, dv % 1000 / 10, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10,
              min_driver(CUDART_VERSION / 1000));
+    return 1;
+}
+
+int rtp_cuda_compat_msg(cudaError_t e, char *buf, size_t n)
+{
+    if (e == cudaErrorSystemDriverMismatch)
+        snprintf(buf, n,
+                 "the CUDA driver library does not match the NVIDIA kernel driver "
+                 "(cudaErrorSystemDriverMismatch): a forward-compatibility package's libcuda.so "
+                 "(cuda-compat) is on the loader path over a driver it does not fit ---> HINT: "
+                 "take the cuda-compat folder out of LD_LIBRARY_PATH (or ld.so.conf), or "
+                 "install the driver that matches it; or use --device cpu");
+    else if (e == cudaErrorCompatNotSupportedOnDevice)
+        snprintf(buf, n,
+                 "this GPU cannot use CUDA forward compatibility "
+                 "(cudaErrorCompatNotSupportedOnDevice): a cuda-compat libcuda.so is on the "
+                 "loader path, and forward compatibility runs on data-center GPUs only ---> "
+                 "HINT: take cuda-compat out of LD_LIBRARY_PATH and update the NVIDIA driver "
+                 "to %s or newer; or use --device cpu",
+                 min_driver(CUDART_VERSION / 1000));
+    else return 0;
     return 1;
 }
 
@@ -93,7 +119,8 @@ rt_status rt_cuda_list_devices(rt_cuda_device_list *out, rt_error *err)
     if (cudaRuntimeGetVersion(&out->runtime_version) != cudaSuccess) out->runtime_version = 0;
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    if (e == cudaErrorInsufficientDriver && rtp_cuda_driver_msg(out->why, sizeof out->why)) {
+    if ((e == cudaErrorInsufficientDriver && rtp_cuda_driver_msg(out->why, sizeof out->why)) ||
+        rtp_cuda_compat_msg(e, out->why, sizeof out->why)) {
         (void)cudaGetLastError();
         return RT_OK;
     }

@@ -42,7 +42,7 @@ __global__ void bias_add_k(float *y, const float *bias, size_t n, int K, int PQ)
 
 __global__ void row_broadcast_k(float *y, const float *bias, size_t n, int O)
 {
-    RTP_GRID_LOOP(i, n) y[i] = bias[i % (size_t)O];
+    RTP_GRID_LOOP(i, n) y[i] = bias[rtp_umod(i, (size_t)O)];
 }
 
 __global__ void to_bf16_k(__nv_bfloat16 *d, const float *s, size_t n)

@@ -23,6 +23,20 @@
 
 #define RTP_HD __host__ __device__ static inline
 
+/* a / b and a % b of indices: in 32 bits whenever both fit, as they do for every tensor
+ * below 2^32 elements. A GPU has no 64-bit integer divider: a 64-bit / or % is a
+ * subroutine of some 70 instructions, a 32-bit one a few, and the per-element bodies
+ * below divide once or twice per element. The quotient is the same either way. */
+RTP_HD size_t rtp_udiv(size_t a, size_t b)
+{
+    return (a | b) >> 32 ? a / b : (size_t)((uint32_t)a / (uint32_t)b);
+}
+
+RTP_HD size_t rtp_umod(size_t a, size_t b)
+{
+    return (a | b) >> 32 ? a % b : (size_t)((uint32_t)a % (uint32_t)b);
+}
+
 /* ---- Philox4x32-10 (rt_rng.c's rounds and constants) ---- */
 
 RTP_HD uint32_t rtp_mulhi(uint32_t a, uint32_t b)
@@ -98,7 +112,7 @@ RTP_HD void rtp_dropout_block_at(size_t blk, float *y, float *mask, const float 
 
 RTP_HD void rtp_bias_add_at(size_t i, float *y, const float *bias, int K, int PQ)
 {
-    y[i] = y[i] + bias[(i / (size_t)PQ) % (size_t)K];
+    y[i] = y[i] + bias[rtp_umod(rtp_udiv(i, (size_t)PQ), (size_t)K)];
 }
 
 /* db[o] = sum_n dy[n][o], from 0 in n order (cpu_dense.c), staged through shared memory
@@ -168,8 +182,8 @@ RTP_HD void rtp_covering(int ih, int R, int stride, int P, int *lo, int *hi)
 
 RTP_HD void rtp_maxpool_fwd_at(size_t o, float *y, const float *x, rtp_pool_geom g)
 {
-    size_t pl = o / ((size_t)g.P * g.Q);
-    int pq = (int)(o % ((size_t)g.P * g.Q)), p = pq / g.Q, q = pq % g.Q;
+    size_t pl = rtp_udiv(o, (size_t)g.P * g.Q);
+    int pq = (int)(o - pl * g.P * g.Q), p = pq / g.Q, q = pq % g.Q;
     const float *w0 = x + pl * g.H * g.W + (size_t)(p * g.stride) * g.W + q * g.stride;
     float m = w0[0];
     for (int r = 0; r < g.R; r++)
@@ -183,8 +197,8 @@ RTP_HD void rtp_maxpool_fwd_at(size_t o, float *y, const float *x, rtp_pool_geom
 RTP_HD void rtp_maxpool_bwd_at(size_t i, float *dx, const float *dy, const float *x, const float *y,
                                rtp_pool_geom g)
 {
-    size_t pl = i / ((size_t)g.H * g.W);
-    int hw = (int)(i % ((size_t)g.H * g.W)), ih = hw / g.W, iw = hw % g.W;
+    size_t pl = rtp_udiv(i, (size_t)g.H * g.W);
+    int hw = (int)(i - pl * g.H * g.W), ih = hw / g.W, iw = hw % g.W;
     const float *xp = x + pl * g.H * g.W;
     const float *yp = y + pl * g.P * g.Q, *dyp = dy + pl * g.P * g.Q;
     int p0, p1, q0, q1;
@@ -202,8 +216,8 @@ RTP_HD void rtp_maxpool_bwd_at(size_t i, float *dx, const float *dy, const float
 
 RTP_HD void rtp_avgpool_fwd_at(size_t o, float *y, const float *x, rtp_pool_geom g, float inv)
 {
-    size_t pl = o / ((size_t)g.P * g.Q);
-    int pq = (int)(o % ((size_t)g.P * g.Q)), p = pq / g.Q, q = pq % g.Q;
+    size_t pl = rtp_udiv(o, (size_t)g.P * g.Q);
+    int pq = (int)(o - pl * g.P * g.Q), p = pq / g.Q, q = pq % g.Q;
     const float *w0 = x + pl * g.H * g.W + (size_t)(p * g.stride) * g.W + q * g.stride;
     float s = 0.0f;
     for (int r = 0; r < g.R; r++)
@@ -213,8 +227,8 @@ RTP_HD void rtp_avgpool_fwd_at(size_t o, float *y, const float *x, rtp_pool_geom
 
 RTP_HD void rtp_avgpool_bwd_at(size_t i, float *dx, const float *dy, rtp_pool_geom g, float inv)
 {
-    size_t pl = i / ((size_t)g.H * g.W);
-    int hw = (int)(i % ((size_t)g.H * g.W)), ih = hw / g.W, iw = hw % g.W;
+    size_t pl = rtp_udiv(i, (size_t)g.H * g.W);
+    int hw = (int)(i - pl * g.H * g.W), ih = hw / g.W, iw = hw % g.W;
     const float *dyp = dy + pl * g.P * g.Q;
     int p0, p1, q0, q1;
     rtp_covering(ih, g.R, g.stride, g.P, &p0, &p1);
@@ -232,9 +246,9 @@ RTP_HD void rtp_avgpool_bwd_at(size_t i, float *dx, const float *dy, rtp_pool_ge
 RTP_HD void rtp_im2col_at(size_t i, float *col, const float *x, rtp_conv_geom g, size_t ld)
 {
     const size_t PQ = (size_t)g.P * g.Q;
-    size_t row = i / PQ, pq = i % PQ;
-    int s = (int)(row % g.S), r = (int)((row / g.S) % g.R), c = (int)(row / g.S / g.R);
-    int p = (int)(pq / g.Q), q = (int)(pq % g.Q);
+    size_t row = rtp_udiv(i, PQ), pq = i - row * PQ;
+    int rs = (int)row, s = rs % g.S, r = rs / g.S % g.R, c = rs / g.S / g.R;
+    int p = (int)pq / g.Q, q = (int)pq % g.Q;
     int ih = p * g.stride - g.pad + r, iw = q * g.stride - g.pad + s;
     col[row * ld + pq] =
         (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) ? x[((size_t)c * g.H + ih) * g.W + iw] : 0.0f;
@@ -244,7 +258,8 @@ RTP_HD void rtp_im2col_at(size_t i, float *col, const float *x, rtp_conv_geom g,
 RTP_HD void rtp_col2im_at(size_t i, float *dx, const float *col, rtp_conv_geom g)
 {
     const size_t PQ = (size_t)g.P * g.Q;
-    int iw = (int)(i % g.W), ih = (int)((i / g.W) % g.H), c = (int)(i / g.W / g.H);
+    size_t pl = rtp_udiv(i, (size_t)g.H * g.W); /* the channel */
+    int hw = (int)(i - pl * g.H * g.W), iw = hw % g.W, ih = hw / g.W, c = (int)pl;
     float acc = 0.0f;
     for (int r = 0; r < g.R; r++) {
         int t = ih + g.pad - r; /* = p * stride */
@@ -282,7 +297,7 @@ RTP_HD void rtp_xent_fwd_at(int n, float *loss, float *probs, const float *logit
 RTP_HD void rtp_xent_bwd_at(size_t i, float *g, const float *p, const int32_t *labels, float scale,
                             int L)
 {
-    int n = (int)(i / (size_t)L), j = (int)(i % (size_t)L);
+    int n = (int)rtp_udiv(i, (size_t)L), j = (int)(i - (size_t)n * L);
     g[i] = (p[i] - (j == labels[n] ? 1.0f : 0.0f)) * scale;
 }
 
@@ -334,7 +349,7 @@ RTP_HD void rtp_sgd_at(size_t i, float *p, float *buf, const float *g, const rt_
 
 RTP_HD size_t rtp_chan_at(size_t j, int C, int c, int HW)
 {
-    size_t n = j / (size_t)HW, i = j % (size_t)HW;
+    size_t n = rtp_udiv(j, (size_t)HW), i = j - n * HW;
     return (n * C + c) * HW + i;
 }
 
@@ -480,7 +495,7 @@ RTP_HD void rtp_bn_stats_finish_at(int w, const double *part, int P, size_t M, f
 RTP_HD void rtp_bn_apply_at(size_t i, float *Y, const float *X, const float *G, const float *Bt,
                             const float *SM, const float *SI, int C, int HW, float neg)
 {
-    int c = (int)((i / (size_t)HW) % (size_t)C);
+    int c = (int)rtp_umod(rtp_udiv(i, (size_t)HW), (size_t)C);
     float g = G[c] * SI[c], sh = Bt[c] - SM[c] * g;
     float v = X[i] * g + sh;
     Y[i] = v * (v > 0.0f ? 1.0f : neg);
@@ -489,7 +504,7 @@ RTP_HD void rtp_bn_apply_at(size_t i, float *Y, const float *X, const float *G, 
 RTP_HD void rtp_bn_eval_at(size_t i, float *Y, const float *X, const float *G, const float *Bt,
                            const float *RM, const float *RV, int C, int HW, float eps, float neg)
 {
-    int c = (int)((i / (size_t)HW) % (size_t)C);
+    int c = (int)rtp_umod(rtp_udiv(i, (size_t)HW), (size_t)C);
     float g = G[c] / sqrtf(RV[c] + eps), sh = Bt[c] - RM[c] * g;
     float v = X[i] * g + sh;
     Y[i] = v * (v > 0.0f ? 1.0f : neg);
@@ -501,7 +516,7 @@ RTP_HD void rtp_bn_bwd_apply_at(size_t i, float *DX, const float *DY, const floa
                                 const float *G, const float *Bt, const float *SM, const float *SI,
                                 const float *DG, const float *DB, int C, int HW, size_t M)
 {
-    int c = (int)((i / (size_t)HW) % (size_t)C);
+    int c = (int)rtp_umod(rtp_udiv(i, (size_t)HW), (size_t)C);
     const float mean = SM[c], inv = SI[c];
     const float kk = G[c] * inv / (float)M, a = DB[c], bq = DG[c];
     float xh = (X[i] - mean) * inv,

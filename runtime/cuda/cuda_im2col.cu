@@ -10,8 +10,8 @@ __global__ void im2col_k(float *col, const float *x, rtp_conv_geom g, size_t per
 {
     RTP_GRID_LOOP(i, n)
     {
-        size_t m = i / per;
-        rtp_im2col_at(i % per, col + m * nstride, x + m * chw, g, ld);
+        size_t m = rtp_udiv(i, per);
+        rtp_im2col_at(i - m * per, col + m * nstride, x + m * chw, g, ld);
     }
 }
 
@@ -20,8 +20,8 @@ __global__ void col2im_k(float *dx, const float *col, rtp_conv_geom g, size_t ch
 {
     RTP_GRID_LOOP(i, n)
     {
-        size_t m = i / chw;
-        rtp_col2im_at(i % chw, dx + m * chw, col + m * per, g);
+        size_t m = rtp_udiv(i, chw);
+        rtp_col2im_at(i - m * chw, dx + m * chw, col + m * per, g);
     }
 }
 

@@ -55,12 +55,18 @@ typedef struct rtp_blas_fns {
  * loaded, as a linked library would). RT_ENODEV naming the library when it is missing. */
 RT_MUST_USE rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err);
 
+/* The folder, below site-packages, where the nvidia-PKG wheel for CUDA major
+ * cuda_major installs its libraries: nvidia/PKG/lib up to CUDA 12; from CUDA 13 on the
+ * toolkit's own libraries (cublas) share nvidia/cuN/lib, while cuDNN and NCCL, released
+ * apart from the toolkit, keep nvidia/cudnn/lib and nvidia/nccl/lib. */
+void rtp_cuda_wheel_dir(const char *pkg, int cuda_major, char *out, size_t n);
+
 /* The files to try, in order, for a CUDA library of this build's major (SONAME
  * "libcublas.so.11"): the one the nvidia-PKG wheel installs beside the kiln-kernel
- * wheel (the kiln-kernel[cuda] extra; <site-packages>/nvidia/PKG/lib/SONAME for CUDA 11
- * and 12, nvidia/cuN/lib/SONAME from CUDA 13 on, rt_dl_site_file) when that file
- * exists, then SONAME, then ANY (the unversioned name). Fills wheel with that path
- * either way and names[] with pointers into it and the arguments; returns the count. */
+ * wheel (the kiln-kernel[cuda] extra; <site-packages>/<rtp_cuda_wheel_dir>/SONAME,
+ * rt_dl_site_file) when that file exists, then SONAME, then ANY (the unversioned name).
+ * Fills wheel with that path either way and names[] with pointers into it and the
+ * arguments; returns the count. */
 int rtp_cuda_lib_names(const char *pkg, const char *soname, const char *any, char wheel[PATH_MAX],
                        const char *names[3]);
 
@@ -114,10 +120,15 @@ RT_MUST_USE rt_status rtp_cuda_oom(rt_backend *b, size_t asked, const char *what
 /* ---- cuda_device.c ---- */
 /* 1 when this build's kernels (KILN_CUDA_ARCHS) run on compute capability major.minor. */
 int rtp_cuda_arch_covered(int major, int minor);
-/* The messages for a driver older than the CUDA runtime Kiln links (0 and no message
- * when there is no driver at all), and for a GPU whose architecture the build lacks:
- * each names both sides and the fix. */
+/* The messages for cudaErrorInsufficientDriver - a driver older than the CUDA runtime
+ * Kiln links, or no driver at all (CUDA's own text then reads like "upgrade your
+ * driver") - and for a GPU whose architecture the build lacks: each names both sides
+ * and the fix. rtp_cuda_driver_msg returns 1 (it always writes one). */
 int rtp_cuda_driver_msg(char *buf, size_t n);
+/* The message for the forward-compatibility errors (803 cudaErrorSystemDriverMismatch,
+ * 804 cudaErrorCompatNotSupportedOnDevice: a cuda-compat libcuda.so on the loader path
+ * that does not fit the driver or the GPU): 1 and buf set for those, 0 for others. */
+int rtp_cuda_compat_msg(cudaError_t e, char *buf, size_t n);
 void rtp_cuda_arch_msg(char *buf, size_t n, int device, const char *name, int major, int minor);
 
 /* ---- cuda_mem.c ---- */

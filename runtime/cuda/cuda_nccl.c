@@ -143,10 +143,7 @@ static rt_status join(rt_nccl *c, rtp_nccl_comm_t *comm, const rtp_nccl_id *id, 
         rtp_nccl_result rc = f->CommInitRank(comm, c->nranks, *id, c->rank);
         return rc == RTP_NCCL_SUCCESS ? RT_OK : nccl_fail(c, rc, "ncclCommInitRank", 0, err);
     }
-    rtp_nccl_config cfg = {.size = sizeof cfg,
-                           .magic = RTP_NCCL_CONFIG_MAGIC,
-                           .version = RTP_NCCL_CONFIG_VERSION,
-                           .blocking = 0};
+    rtp_nccl_config cfg = rtp_nccl_config_make(0);
     rtp_nccl_result rc = f->CommInitRankConfig(comm, c->nranks, *id, c->rank, &cfg);
     c->nonblocking = 1;
     if (rc == RTP_NCCL_SUCCESS || rc == RTP_NCCL_IN_PROGRESS)

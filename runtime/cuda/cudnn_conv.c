@@ -7,15 +7,18 @@
  *
  * Algorithms are chosen once per (descriptor, precision) and cached: the
  * cudnnGet*Algorithm_v7 heuristics (no trial runs, no allocation), keeping every result
- * that succeeds, fits the workspace cap and, for the backward passes, is deterministic
- * (CUDNN_DETERMINISTIC; bitwise resume needs it), in the heuristics' order. A run tries
- * them in that order until one runs (NOT_SUPPORTED / EXECUTION_FAILED at run time move on,
- * as PyTorch's try_all does) and remembers it. In fp32 only FMA math is used (never
- * TF32): tensor-op results are dropped and the descriptor is set to CUDNN_FMA_MATH.
- * The cap is fixed (ALGO_WS_CAP), so the choice does not depend on free memory.
- * conv2d_workspace (called when a model is attached) picks the algorithms under the cap
- * and returns what they need; the model reserves that once and later calls reuse it.
- * A later shape (a smaller last batch) is looked up again under the reserved size.
+ * that succeeds, fits the workspace cap and is deterministic (CUDNN_DETERMINISTIC, in
+ * every pass: bitwise resume needs it), in the heuristics' order. A run tries them in
+ * that order until one runs (a status of the NOT_SUPPORTED or EXECUTION_FAILED category
+ * at run time moves on, as PyTorch's try_all does) and remembers it. In fp32 only FMA math is used (never
+ * TF32): tensor-op results are dropped and the descriptor is set to CUDNN_FMA_MATH; nor
+ * are the backward passes' FFT and Winograd-nonfused algorithms (inexact_filter).
+ * The choice is made under a fixed cap (ALGO_WS_CAP) and nothing else, so it depends
+ * neither on free memory nor on the workspace earlier models left behind (the workspace
+ * only grows): a smaller last batch, or a model attached after a bigger one, chooses
+ * what a fresh process would. conv2d_workspace (called when a model is attached) picks
+ * the algorithms and returns what they need; the model reserves that once, and a run
+ * whose algorithm needs more (a later shape) grows the workspace to it.
  * Mixed precision (bf16/fp16): x, w and dy are rounded to 16 bits into the front of
  * the workspace, cuDNN runs on tensor cores with fp32 accumulation (computeType
  * FLOAT), and the 16-bit result is widened back into the fp32 output.
@@ -201,25 +204,65 @@ static rt_status set_desc(rt_backend *b, const rt_conv_desc *d, rt_precision p, 
 
 /* ---- algorithm choice ---- */
 
+/* Whether a status from running an algorithm means "try the next one". cuDNN 9 answers
+ * finer codes within a category (3001-3014 NOT_SUPPORTED_SHAPE, _LAYOUT, ...; 5001-5004
+ * EXECUTION_FAILED_CUDART, ...): compare the category; cuDNN 8 has only the two codes. */
+static int moves_on(cudnnStatus_t s)
+{
+#ifdef CUDNN_STATUS_CATEGORY
+    return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED ||
+           CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_EXECUTION_FAILED;
+#else
+    return s == CUDNN_STATUS_NOT_SUPPORTED || s == CUDNN_STATUS_EXECUTION_FAILED;
+#endif
+}
+
 /* Keeps the heuristic results a pass may use, in the heuristics' order: SUCCESS, within
- * `limit` bytes of workspace, deterministic for the backward passes, and in fp32 not
+ * `limit` bytes of workspace, deterministic (the forward pass too: a forward that adds
+ * in a scheduling-dependent order would end bitwise resume as surely), and in fp32 not
  * tensor-op math (the run sets CUDNN_FMA_MATH on the descriptor anyway, as PyTorch does
  * without TF32, so an algorithm that would need TF32 reports NOT_SUPPORTED and the next
  * one runs). Returns how many were kept. */
-#define KEEP(perf, got, limit, need_det, fp32, out)                                         \
+#define KEEP(perf, got, limit, fp32, inexact, out)                                          \
     do {                                                                                    \
         (out)->n = 0, (out)->cur = 0;                                                       \
         for (int k_ = 0; k_ < (got) && (out)->n < MAX_CAND; k_++) {                         \
             cudnnMathType_t m_ = (perf)[k_].mathType;                                       \
             if ((perf)[k_].status != CUDNN_STATUS_SUCCESS || (perf)[k_].memory > (limit) || \
-                ((need_det) && (perf)[k_].determinism != CUDNN_DETERMINISTIC) ||            \
-                ((fp32) && m_ != CUDNN_FMA_MATH && m_ != CUDNN_DEFAULT_MATH))               \
+                (perf)[k_].determinism != CUDNN_DETERMINISTIC ||                            \
+                ((fp32) && m_ != CUDNN_FMA_MATH && m_ != CUDNN_DEFAULT_MATH) ||             \
+                ((fp32) && inexact((int)(perf)[k_].algo)))                                  \
                 continue;                                                                   \
             (out)->algo[(out)->n] = (int)(perf)[k_].algo;                                   \
             (out)->math[(out)->n] = (fp32) ? CUDNN_FMA_MATH : m_;                           \
             (out)->ws[(out)->n++] = (perf)[k_].memory;                                      \
         }                                                                                   \
     } while (0)
+
+/* The backward algorithms fp32 does without: the FFT ones and Winograd-nonfused round
+ * through transforms whose error grows with the tile (the weight gradient, a sum over
+ * the whole batch, ends up a few 1e-4 of its size off, outside what fp32 promises
+ * against the CPU); 16-bit precision has larger errors of its own and keeps them. The
+ * forward keeps cuDNN's choice. */
+static int never(int algo)
+{
+    (void)algo;
+    return 0;
+}
+
+static int inexact_data(int algo)
+{
+    return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+           algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+           algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+
+static int inexact_filter(int algo)
+{
+    return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+           algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+           algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
 
 static rt_status choose(rt_backend *b, const rt_conv_desc *d, rt_precision p, size_t limit,
                         algos *a, rt_error *err)
@@ -231,24 +274,24 @@ static rt_status choose(rt_backend *b, const rt_conv_desc *d, rt_precision p, si
     cudnnConvolutionFwdAlgoPerf_t pf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     DNN_TRY(n->f->GetConvolutionForwardAlgorithm_v7(n->h, n->x, n->w, n->conv, n->y,
                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, pf));
-    KEEP(pf, got, limit, 0, fp32, &a->p[P_FWD]);
+    KEEP(pf, got, limit, fp32, never, &a->p[P_FWD]);
     cudnnConvolutionBwdDataAlgoPerf_t pd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     DNN_TRY(n->f->GetConvolutionBackwardDataAlgorithm_v7(
         n->h, n->w, n->y, n->conv, n->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, pd));
-    KEEP(pd, got, limit, 1, fp32, &a->p[P_DATA]);
+    KEEP(pd, got, limit, fp32, inexact_data, &a->p[P_DATA]);
     cudnnConvolutionBwdFilterAlgoPerf_t pw[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     DNN_TRY(n->f->GetConvolutionBackwardFilterAlgorithm_v7(
         n->h, n->x, n->y, n->conv, n->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, pw));
-    KEEP(pw, got, limit, 1, fp32, &a->p[P_FILTER]);
+    KEEP(pw, got, limit, fp32, inexact_filter, &a->p[P_FILTER]);
     for (int k = 0; k < 3; k++)
         if (a->p[k].n == 0)
             return RT_ERR(err, RT_EDEVICE,
-                          "cuDNN offers no usable %s algorithm (%sFMA "
-                          "math in fp32) for conv2d (N=%d C=%d H=%d W=%d K=%d R=%d S=%d "
+                          "cuDNN offers no usable %s algorithm (deterministic; FMA "
+                          "math and no FFT in fp32) for conv2d (N=%d C=%d H=%d W=%d K=%d R=%d S=%d "
                           "stride=%d pad=%d) in %s within %zu bytes of workspace ---> HINT: "
                           "try --precision fp32 or a smaller --batch",
-                          PASS_NAME[k], k ? "deterministic; " : "", d->N, d->C, d->H, d->W, d->K,
-                          d->R, d->S, d->stride, d->pad, rt_precision_name(p), limit);
+                          PASS_NAME[k], d->N, d->C, d->H, d->W, d->K, d->R, d->S, d->stride, d->pad,
+                          rt_precision_name(p), limit);
     a->d = *d, a->prec = p, a->limit = limit, a->valid = 1;
     return RT_OK;
 }
@@ -262,28 +305,23 @@ static size_t algos_need(const algos *a)
     return need;
 }
 
-/* The cached choice for (d, precision) usable within `limit` bytes, choosing if needed. */
-static rt_status lookup(rt_backend *b, const rt_conv_desc *d, size_t limit, algos **out,
-                        rt_error *err)
+/* The cached choice for (d, precision), choosing under the fixed cap if needed: the key
+ * is the shape and the precision only, never the workspace at hand. */
+static rt_status lookup(rt_backend *b, const rt_conv_desc *d, algos **out, rt_error *err)
 {
     rtp_cuda *c = rtp_cuda_of(b);
     rtp_cudnn *n = c->dnn;
-    algos *slot = NULL;
     for (int i = 0; i < CACHE; i++) {
         algos *a = &n->cache[i];
-        if (!a->valid || a->prec != c->prec || memcmp(&a->d, d, sizeof *d)) continue;
-        if (algos_need(a) <= limit) {
+        if (a->valid && a->prec == c->prec && !memcmp(&a->d, d, sizeof *d)) {
             *out = a;
             return RT_OK;
         }
-        slot = a; /* same shape, smaller workspace now: choose again in place */
     }
-    if (!slot) {
-        slot = &n->cache[n->next];
-        n->next = (n->next + 1) % CACHE;
-    }
+    algos *slot = &n->cache[n->next];
+    n->next = (n->next + 1) % CACHE;
     slot->valid = 0;
-    RT_TRY(choose(b, d, c->prec, limit, slot, err));
+    RT_TRY(choose(b, d, c->prec, ALGO_WS_CAP, slot, err));
     *out = slot;
     return RT_OK;
 }
@@ -293,7 +331,7 @@ size_t rtp_cudnn_workspace(rt_backend *b, const rt_conv_desc *d)
     rtp_cuda *c = rtp_cuda_of(b);
     size_t stage = stage_bytes(d, c->prec, NULL);
     algos *a = NULL;
-    if (lookup(b, d, ALGO_WS_CAP, &a, NULL) != RT_OK) return stage; /* the op reports it */
+    if (lookup(b, d, &a, NULL) != RT_OK) return stage; /* the op reports it */
     return stage + algos_need(a);
 }
 
@@ -316,7 +354,7 @@ static rt_status prepare(rt_backend *b, const rt_conv_desc *d, run *r, rt_error 
                       "CUDA workspace too small for %s conv2d staging (%zu "
                       "bytes reserved, %zu needed): set the precision before attaching",
                       rt_precision_name(c->prec), c->ws_bytes, stage);
-    RT_TRY(lookup(b, d, c->ws_bytes - stage, &r->a, err));
+    RT_TRY(lookup(b, d, &r->a, err));
     RT_TRY(set_desc(b, d, c->prec, err));
     r->stage = c->prec == RT_PREC_FP32 ? NULL : (char *)c->ws;
     r->ws = c->ws_bytes > stage ? (char *)c->ws + stage : NULL;
@@ -373,7 +411,8 @@ static rt_status grow(rt_backend *b, run *r, size_t need, void **out, const void
 }
 
 /* Runs the pass with the cached candidates from the current one on, in their fixed
- * order: NOT_SUPPORTED or EXECUTION_FAILED (with the stream healthy) moves on, and the
+ * order: a NOT_SUPPORTED or EXECUTION_FAILED category (with the stream healthy,
+ * moves_on) moves on, and the
  * one that ran becomes the current one for later calls; a candidate needing more than
  * the reserved workspace grows it (or is passed over when that does not fit). Any other
  * status is an error. */
@@ -393,7 +432,7 @@ static rt_status execute(rt_backend *b, const rt_conv_desc *d, run *r, int pass,
             p->cur = k;
             return RT_OK;
         }
-        if (s != CUDNN_STATUS_NOT_SUPPORTED && s != CUDNN_STATUS_EXECUTION_FAILED)
+        if (!moves_on(s))
             return cudnn_fail(b, s, "cudnnConvolution (run)", __FILE__, __LINE__, err);
         cudaError_t e = cudaStreamQuery(c->stream); /* a failed run may hide a lost device */
         if (e != cudaSuccess && e != cudaErrorNotReady)

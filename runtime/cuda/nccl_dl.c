@@ -3,8 +3,9 @@
  * ~200 MB of device code a process maps.
  *
  * Where from, in order: KILN_LIBNCCL when set (that file only; a test hook), the
- * nvidia-nccl-cu11/cu12 wheel beside a pip-installed Kiln (the [cuda] extra brings it)
- * (<site-packages>/nvidia/nccl/lib/libnccl.so.2, rtp_cuda_lib_names, as cuBLAS), then
+ * nvidia-nccl-cuN wheel beside a pip-installed Kiln (the [cuda] extra brings it)
+ * (<site-packages>/nvidia/nccl/lib/libnccl.so.2 for every CUDA major, rtp_cuda_lib_names,
+ * as cuBLAS), then
  * the system's libnccl.so.2 (apt install libnccl2, or LD_LIBRARY_PATH). The library
  * must be NCCL 2.11 or newer (RTP_NCCL_MIN_VERSION: the weighted sum) and is
  * never dlclose'd. ncclCommInitRankConfig (NCCL 2.14) is looked up on its own: an older

@@ -10,6 +10,7 @@
 #define NCCL_DL_H
 
 #include <cuda_runtime_api.h>
+#include <limits.h>
 #include <stddef.h>
 
 #include "rt_error.h"
@@ -32,21 +33,48 @@ enum {
 /* ncclRedOpCreatePreMulSum (a weighted sum in one collective) came with NCCL 2.11 */
 #define RTP_NCCL_MIN_VERSION 21100
 
-/* ncclConfig_t as NCCL 2.14 laid it out. NCCL reads the first `size` bytes of a config,
- * checks the magic, and takes the fields the config's version has (later versions
- * append fields and fill them with defaults for an older config), so this prefix is
- * valid for every NCCL from 2.14 on. blocking = 0: ncclCommInitRankConfig returns at
- * once and the communicator joins its peers in the background (ncclInProgress until
- * ncclCommGetAsyncError says otherwise), so a missing peer can be waited for with a
- * deadline and the join abandoned (ncclCommAbort). */
+/* ncclConfig_t: NCCL 2.14's fields (size, magic, version, blocking), then the ones NCCL
+ * 2.17 appended (cgaClusterSize, minCTAs, maxCTAs, netName), every one set. NCCL copies
+ * the first `size` bytes of a config, checks the magic, and gives the fields a config's
+ * version lacks their defaults, so this is valid for every NCCL from 2.14 on. The four
+ * bytes after `blocking`, padding in a 24-byte 2.14 struct and never set by an
+ * initializer, are cgaClusterSize to an NCCL that reads them; here they and the rest
+ * hold NCCL's "undefined" values (NCCL_CONFIG_UNDEF_INT = INT_MIN, NULL: those of
+ * NCCL_CONFIG_INITIALIZER), so NCCL takes its own default or its environment.
+ * blocking = 0: ncclCommInitRankConfig returns at once and the communicator joins its
+ * peers in the background (ncclInProgress until ncclCommGetAsyncError says otherwise),
+ * so a missing peer can be waited for with a deadline and the join abandoned
+ * (ncclCommAbort). */
 typedef struct rtp_nccl_config {
     size_t size;
     unsigned int magic;
     unsigned int version;
     int blocking;
+    int cgaClusterSize;
+    int minCTAs;
+    int maxCTAs;
+    const char *netName;
 } rtp_nccl_config;
 #define RTP_NCCL_CONFIG_MAGIC 0xcafebeefu
-#define RTP_NCCL_CONFIG_VERSION 21400 /* NCCL_VERSION(2, 14, 0) */
+#define RTP_NCCL_CONFIG_VERSION 21400     /* NCCL_VERSION(2, 14, 0) */
+#define RTP_NCCL_CONFIG_UNDEF_INT INT_MIN /* NCCL_CONFIG_UNDEF_INT */
+
+/* A config of NCCL's undefined values but for blocking. */
+static inline rtp_nccl_config rtp_nccl_config_make(int blocking)
+{
+    rtp_nccl_config c = {.size = sizeof c,
+                         .magic = RTP_NCCL_CONFIG_MAGIC,
+                         .version = RTP_NCCL_CONFIG_VERSION,
+                         .blocking = blocking,
+                         .cgaClusterSize = RTP_NCCL_CONFIG_UNDEF_INT,
+                         .minCTAs = RTP_NCCL_CONFIG_UNDEF_INT,
+                         .maxCTAs = RTP_NCCL_CONFIG_UNDEF_INT,
+                         .netName = NULL};
+    return c;
+}
+_Static_assert(offsetof(rtp_nccl_config, cgaClusterSize) == 20 &&
+                   offsetof(rtp_nccl_config, netName) == 32 && sizeof(rtp_nccl_config) == 40,
+               "ncclConfig_t of NCCL 2.14 (LP64)");
 
 typedef struct rtp_nccl_fns {
     rtp_nccl_result (*GetVersion)(int *version);

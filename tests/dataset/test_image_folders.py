@@ -416,6 +416,16 @@ def jpeg_bytes(im, **kw):
     return b.getvalue()
 
 
+def progressive_huge():
+    """A progressive JPEG whose frame claims 8000 x 8000 (64 Mpx, under the pixel limit):
+    its coefficients alone would take 192 MiB while decoding (about 500 MiB at the pixel
+    limit, per decoding thread)."""
+    data = bytearray(jpeg_bytes(Image.new("RGB", (16, 16), (10, 200, 30)), progressive=True))
+    at = data.index(b"\xff\xc2")
+    data[at + 5:at + 9] = struct.pack(">HH", 8000, 8000)
+    return bytes(data)
+
+
 def bad_cases():
     rng = np.random.default_rng(5)
     good = jpeg_bytes(noise_image(rng, 64, 48, "RGB"), quality=95)
@@ -428,6 +438,7 @@ def bad_cases():
         "cmyk.jpg": (jpeg_bytes(Image.new("CMYK", (16, 16), (0, 128, 255, 0))), "CMYK"),
         "deep.png": (png16.getvalue(), "16-bit"),
         "bomb.png": (bomb_png(), "decompression bomb"),
+        "progressive.jpg": (progressive_huge(), "a progressive JPEG of 8000 x 8000 pixels"),
         "badcrc.png": (bomb_png()[:20] + b"\0" * 40, "not a valid PNG"),
     }
 
@@ -444,7 +455,7 @@ def test_bad_file_is_named(tmp_path, cache, name):
     assert str(bad) in info["msg"], info["msg"]
     assert phrase in info["msg"], info["msg"]
     assert "--skip-bad" in info["msg"]
-    if name == "bomb.png":   # refused from the header: nothing near 30 GB was touched
+    if name in ("bomb.png", "progressive.jpg"):   # refused from the header: nothing decoded
         assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss <= max(before, 300_000)
     skip = run(tmp_path / "pets", "--size", 16, "--skip-bad", dump=tmp_path / "d")
     assert skip["rc"] == 0, skip["msg"]
@@ -504,3 +515,42 @@ def test_turbojpeg_missing(tmp_path, cache, monkeypatch):
     info = run(tmp_path / "pets")
     assert info["rc"] == 1
     assert "libturbojpeg" in info["msg"] and "apt install libturbojpeg0" in info["msg"]
+
+
+def test_paths_outside_the_data_set_are_refused(tmp_path, cache):
+    """A CSV line with ../ or an absolute path, and a symbolic link in the folder, that
+    lead outside the data set's folder are refused (they were decoded), unless
+    KILN_DATASET_ALLOW_OUTSIDE=1; links that stay inside are fine. A file that is not an
+    image is named without echoing its bytes."""
+    files = make_folder(tmp_path / "set" / "pets", per_class=2)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    noise_image(np.random.default_rng(3), 8, 8, "RGB").save(outside / "x.png")
+    allow = dict(os.environ, KILN_DATASET_ALLOW_OUTSIDE="1")
+    csv = tmp_path / "set" / "labels.csv"
+    rows = ["%s,%s" % (os.path.relpath(f, csv.parent), "a" if i % 2 else "b")
+            for i, (f, _) in enumerate(files)]
+    for bad in ("../elsewhere/x.png", str(outside / "x.png")):
+        csv.write_text("path,label\n" + "\n".join(rows + [bad + ",a"]) + "\n")
+        info = run(csv)
+        assert info["rc"] == 1, info
+        assert "outside the data set's folder" in info["msg"], info["msg"]
+        assert "KILN_DATASET_ALLOW_OUTSIDE=1" in info["msg"] and "line %d" % (len(rows) + 2) in info["msg"]
+        assert run(csv, env=allow)["rc"] == 0
+    pets = tmp_path / "set" / "pets"
+    (pets / "dog" / "alias.png").symlink_to(files[0][0])          # inside: fine
+    assert run(pets)["rc"] == 0
+    (pets / "cat" / "link.png").symlink_to(outside / "x.png")     # outside: refused
+    info = run(pets)
+    assert info["rc"] == 1 and "outside the data set's folder" in info["msg"], info["msg"]
+    assert str(pets / "cat" / "link.png") in info["msg"]
+    assert run(pets, env=allow)["rc"] == 0
+    (pets / "cat" / "link.png").unlink()
+    (pets / "emu2").symlink_to(outside, target_is_directory=True)  # a class folder
+    info = run(pets)
+    assert info["rc"] == 1 and "outside the data set's folder" in info["msg"], info["msg"]
+    (pets / "emu2").unlink()
+    (pets / "cat" / "passwd.png").write_bytes(b"root:x:0:0:root:/root:/bin/bash\n")
+    info = run(pets)
+    assert info["rc"] == 1 and "not a PNG or JPEG" in info["msg"], info["msg"]
+    assert "72 6f 6f 74" not in info["msg"] and "root:" not in info["msg"], info["msg"]

@@ -5,7 +5,8 @@
  * from the nvidia-cublas wheel beside it (the kiln-kernel[cuda] extra) before the
  * system's: this test copies itself into such a layout in a temporary folder, with the
  * system's library linked in as the wheel's, and the copy (--in-wheel LIB) must load
- * that file.
+ * that file, and finds cuDNN's and NCCL's files in their own wheels' folders (from CUDA 13
+ * on cuBLAS shares nvidia/cu13/lib, cuDNN and NCCL do not).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -56,6 +57,25 @@ T_TEST(cublas_entry_points_resolve)
     /* not the wheel's binary: the system's name, then any */
     ASSERT_EQ(rtp_cuda_lib_names("cublas", CUBLAS_SONAME, "libcublas.so", wheel, names), 2);
     ASSERT_STR_EQ(names[0], CUBLAS_SONAME);
+}
+
+/* Where each nvidia-* wheel puts its library, per CUDA major: PyTorch's cu13 wheels
+ * split cuBLAS (nvidia/cu13/lib) from cuDNN (nvidia/cudnn/lib) and NCCL (nvidia/nccl/lib). */
+T_TEST(wheel_folders_per_library)
+{
+    const struct {
+        const char *pkg;
+        int major;
+        const char *dir;
+    } c[] = {{"cublas", 12, "nvidia/cublas/lib"}, {"cudnn", 12, "nvidia/cudnn/lib"},
+             {"nccl", 12, "nvidia/nccl/lib"},     {"cublas", 13, "nvidia/cu13/lib"},
+             {"cudnn", 13, "nvidia/cudnn/lib"},   {"nccl", 13, "nvidia/nccl/lib"},
+             {"cublas", 14, "nvidia/cu14/lib"},   {"cublas", 11, "nvidia/cublas/lib"}};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char dir[64];
+        rtp_cuda_wheel_dir(c[i].pkg, c[i].major, dir, sizeof dir);
+        ASSERT_STR_EQ(dir, c[i].dir);
+    }
 }
 
 static int sh(const char *cmd)
@@ -114,6 +134,23 @@ static int in_wheel(const char *lib)
                 wheel);
         return 1;
     }
+    /* cuDNN's and NCCL's wheels, each in its own folder beside cuBLAS's */
+    const char *other[][3] = {{"cudnn", "libcudnn.so.9", "/nvidia/cudnn/lib/libcudnn.so.9"},
+                              {"nccl", "libnccl.so.2", "/nvidia/nccl/lib/libnccl.so.2"}};
+    for (int i = 0; i < 2; i++) {
+        char path[PATH_MAX];
+        rtp_cuda_lib_names(other[i][0], other[i][1], "x", path, names);
+        if (!strstr(path, other[i][2])) {
+            fprintf(stderr, "%s: wheel path '%s', not in %s\n", other[i][0], path, other[i][2]);
+            return 1;
+        }
+        snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\" && touch '%s'", path, path);
+        if (sh(cmd) != 0 || rtp_cuda_lib_names(other[i][0], other[i][1], "x", path, names) != 3 ||
+            strcmp(names[0], path) != 0) {
+            fprintf(stderr, "%s: the wheel's file '%s' is not tried first\n", other[i][0], path);
+            return 1;
+        }
+    }
     return 0;
 }
 
@@ -121,6 +158,7 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--in-wheel") == 0) return in_wheel(argv[2]);
     T_RUN(cublas_entry_points_resolve);
+    T_RUN(wheel_folders_per_library);
     T_RUN(cublas_from_the_wheel_beside_it);
     return T_EXIT();
 }

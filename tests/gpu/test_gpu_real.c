@@ -8,11 +8,13 @@
  *   run_twice       the same 12 steps of rt_trainer (device path, Adam, dropout,
  *                   batchnorm) twice in one process, at fp32, bf16 and fp16: the
  *                   parameters are bitwise equal (cuDNN's algorithms are deterministic
- *                   and chosen the same way each time)
+ *                   and chosen the same way each time); bf16 only where the GPU has
+ *                   it (compute capability 8.0 or newer), said otherwise
  *   two_processes   process A trains 6 steps, saves a checkpoint, trains 6 more and
  *                   writes its parameters; process B (a fresh exec of this file) loads
  *                   the checkpoint and trains the 6 steps: bitwise the same parameters
- * usage: test_gpu_real [N]   (N: the batch of cifar_stack; the mock device runs N = 8)
+ * usage: test_gpu_real [N [TEST]]   (N: the batch of cifar_stack; the mock device runs
+ *        N = 8; TEST: that test only, e.g. run_twice)
  * Exit 77 with "SKIP: no CUDA device (...)" without one.
  */
 #include <stdint.h>
@@ -131,21 +133,34 @@ static void cpu_vs_gpu_step(int *t_failed_, const char *spec)
     float *gc = download_flat(mc, rt_model_grads_flat(mc), &n);
     float *gg = download_flat(mg, rt_model_grads_flat(mg), &n2);
     ASSERT_EQ(n, n2);
-    /* per tensor: |diff| <= 2e-3 * max|g| of that tensor + 1e-6 (sums over 512 x 32 x 32
-     * products in another order) */
+    /* Per tensor: |diff| <= 2e-3 * max|g| + 1e-6 (sums over 512 x 32 x 32 products in
+     * another order), but for at most 0.5 % of its elements, which may be up to
+     * 2e-2 * max|g| + 1e-6 off. The bound comes from float64 (the stack on
+     * tests/runtime/model_ref_tool's uniform inputs): the CPU's gradients against
+     * PyTorch's in float64 are within ~3e-6 of max|g| at batch 64, but at batch 512 a
+     * few max-pool windows hold a runner-up within 1e-6 of the max
+     * (4, 3 and 0 of the three pools' 4.2M, 2.1M, 1M windows) and a few relu inputs lie
+     * within 1e-6 of 0 (2-11 per relu): fp32 rounding takes the other side of such a
+     * tie, and the gradient of that window moves to another element. The convolutions
+     * feeding a pool then have 13-17 elements 2e-3 to 3.5e-3 of max|g| off float64 (the
+     * CPU, exactly as rounding makes it), and another fp32 implementation takes other
+     * sides of other ties. A wrong gradient is off by far more, or everywhere. */
     size_t off = 0, bad = 0;
     for (int i = 0; i < rt_model_num_tensors(mc); i++) {
         rt_named_tensor t;
         ASSERT_EQ(rt_model_tensor(mc, i, &t, &err), RT_OK);
         if (!t.trainable) continue;
         double mx = 0, worst = 0;
+        size_t loose = 0; /* elements past the close bound (ties) */
         for (size_t k = 0; k < t.numel; k++) mx = fmax(mx, fabs(gc[off + k]));
         for (size_t k = 0; k < t.numel; k++) {
             double dd = fabs((double)gc[off + k] - gg[off + k]);
             worst = fmax(worst, dd);
-            bad += !(dd <= 2e-3 * mx + 1e-6);
+            loose += !(dd <= 2e-3 * mx + 1e-6);
+            bad += !(dd <= 2e-2 * mx + 1e-6);
         }
-        printf("  %-24s max|g| %.3g max|diff| %.3g\n", t.name, mx, worst);
+        printf("  %-24s max|g| %.3g max|diff| %.3g, %zu past 2e-3*max\n", t.name, mx, worst, loose);
+        if (loose * 200 > t.numel) bad += loose; /* more than 0.5 %: not ties */
         off += rt_optim_align(t.numel);
     }
     ASSERT_EQ(bad, 0);
@@ -212,9 +227,22 @@ static float *train(rt_precision p, int steps, const char *load, const char *sav
     return out;
 }
 
+/* Whether cuda:0 computes in bf16 (compute capability 8.0 or newer); says why not. */
+static int have_bf16(void)
+{
+    rt_cuda_device_list l;
+    if (rt_cuda_list_devices(&l, NULL) != RT_OK || l.count == 0) return 0;
+    if (!l.dev[0].bf16)
+        printf("  bf16: left out: cuda:0 (%s) is compute capability %d.%d, bf16 needs 8.0\n",
+               l.dev[0].name, l.dev[0].cc_major, l.dev[0].cc_minor);
+    return l.dev[0].bf16;
+}
+
 T_TEST(run_twice)
 {
+    const int bf16 = have_bf16();
     for (int p = RT_PREC_FP32; p <= RT_PREC_FP16; p++) {
+        if (p == RT_PREC_BF16 && !bf16) continue;
         rt_error err = {0};
         size_t n1 = 0, n2 = 0;
         float *a = train((rt_precision)p, RUN_STEPS, NULL, NULL, 0, &n1, &err);
@@ -310,14 +338,20 @@ int main(int argc, char **argv)
     gpu_open_or_skip(&g_gpu);
     if (argc == 4 && !strcmp(argv[1], "--child")) return child(argv[2], argv[3]);
     if (argc > 1) g_n = atoi(argv[1]) > 0 ? atoi(argv[1]) : g_n;
+    const char *only = argc > 2 ? argv[2] : NULL;
     if (rt_backend_open(&g_cpu, "cpu", 0, &err) != RT_OK) {
         fprintf(stderr, "cpu: %s\n", err.msg);
         return 99;
     }
-    T_RUN(cifar_stack);
-    T_RUN(resnet_blocks);
-    T_RUN(run_twice);
-    T_RUN(two_processes);
+#define RUN(name)                                       \
+    do {                                                \
+        if (!only || !strcmp(only, #name)) T_RUN(name); \
+    } while (0)
+    RUN(cifar_stack);
+    RUN(resnet_blocks);
+    RUN(run_twice);
+    RUN(two_processes);
+#undef RUN
     rt_backend_close(&g_cpu);
     rt_backend_close(&g_gpu);
     return T_EXIT();

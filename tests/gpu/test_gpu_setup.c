@@ -4,8 +4,11 @@
  * `--device auto` trains on the CPU), cuDNN that is missing, of another major or built
  * for another CUDA, or fails to start (conv2d falls back to im2col + cuBLAS and the GPU
  * still trains), a cuDNN algorithm that the heuristics offer but that does not run (the
- * next one runs, and is remembered), fp32 with only TF32 algorithms on offer (refused),
- * and a failed workspace reservation (the old workspace stays usable).
+ * next one runs, and is remembered; cuDNN 9's finer codes of the same categories too),
+ * fp32 with only TF32 algorithms on offer (refused), fp32 passing over the inexact
+ * backward algorithms, a forward choice that is deterministic, an algorithm choice that
+ * ignores the workspace earlier models grew, and a failed workspace reservation (the
+ * old workspace stays usable).
  * The mock reads KILN_MOCK_DEVICE / KILN_MOCK_CUDNN at every call (mock_cuda.c,
  * mock_cudnn.c); built twice, without and with the cuDNN stand-in.
  */
@@ -24,6 +27,7 @@ long mock_stat_gemm_batched(void);
 void mock_stat_reset(void);
 long mock_cudnn_stat_runs(void) __attribute__((weak));
 long mock_cudnn_stat_rejected(void) __attribute__((weak));
+long mock_cudnn_stat_inexact(void) __attribute__((weak));
 void mock_cudnn_stat_reset(void) __attribute__((weak));
 
 static const char *SPEC = "conv2d 4 3 pad=1\nbatchnorm\nrelu\nmaxpool 2\nflatten\ndense 4\n";
@@ -134,6 +138,41 @@ T_TEST(driver_too_old)
                           NULL};
     for (int i = 0; want[i]; i++) ASSERT_STR_CONTAINS(l.why, want[i]);
     refused_then_cpu_trains(want, t_failed_);
+    unsetenv("KILN_MOCK_DEVICE");
+}
+
+/* No NVIDIA driver at all: CUDA says "driver version is insufficient", which reads like
+ * "upgrade your driver"; Kiln says there is none. */
+T_TEST(no_driver)
+{
+    setenv("KILN_MOCK_DEVICE", "no-driver", 1);
+    rt_cuda_device_list l;
+    ASSERT_EQ(rt_cuda_list_devices(&l, NULL), RT_OK);
+    ASSERT_EQ(l.count, 0);
+    ASSERT_STR_CONTAINS(l.why, "no NVIDIA driver found");
+    ASSERT(strstr(l.why, "insufficient") == NULL && strstr(l.why, "update") == NULL);
+    const char *want[] = {"no NVIDIA driver found", "--device cpu", NULL};
+    refused_then_cpu_trains(want, t_failed_);
+    unsetenv("KILN_MOCK_DEVICE");
+}
+
+/* A cuda-compat libcuda.so that does not fit (803) or a GPU without forward
+ * compatibility (804): named as such, not as "no CUDA device" (which --device auto
+ * passes over in silence); auto still trains on the CPU. */
+T_TEST(forward_compat_errors)
+{
+    const char *knobs[] = {"compat=803", "compat=804"};
+    const char *names[] = {"cudaErrorSystemDriverMismatch", "cudaErrorCompatNotSupportedOnDevice"};
+    for (int i = 0; i < 2; i++) {
+        setenv("KILN_MOCK_DEVICE", knobs[i], 1);
+        rt_cuda_device_list l;
+        ASSERT_EQ(rt_cuda_list_devices(&l, NULL), RT_OK);
+        ASSERT_EQ(l.count, 0);
+        ASSERT_STR_CONTAINS(l.why, names[i]);
+        ASSERT(strstr(l.why, "no CUDA device") == NULL);
+        const char *want[] = {names[i], "cuda-compat", "LD_LIBRARY_PATH", "--device cpu", NULL};
+        refused_then_cpu_trains(want, t_failed_);
+    }
     unsetenv("KILN_MOCK_DEVICE");
 }
 
@@ -252,8 +291,9 @@ T_TEST(cudnn_first_candidate_fails)
     }
 }
 
-/* fp32 never slips into TF32: with only tensor-op backward algorithms on offer, the
- * conv is refused with a message (bf16 uses them). */
+/* fp32 never slips into TF32: with only tensor-op algorithms on offer (and the
+ * non-deterministic forward, which no pass takes), the conv is refused with a message
+ * (bf16 uses them). */
 T_TEST(cudnn_fp32_refuses_tf32)
 {
     if (!have_dnn()) return;
@@ -263,8 +303,8 @@ T_TEST(cudnn_fp32_refuses_tf32)
     ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
     double first, last;
     ASSERT_EQ(train(&b, RT_PREC_FP32, &first, &last, &err), -1);
-    ASSERT_STR_CONTAINS(err.msg, "no usable backward-data algorithm");
-    ASSERT_STR_CONTAINS(err.msg, "FMA math in fp32");
+    ASSERT_STR_CONTAINS(err.msg, "no usable forward algorithm");
+    ASSERT_STR_CONTAINS(err.msg, "FMA math and no FFT in fp32");
     rt_backend_close(&b);
     int ok;
     ASSERT(train_gpu("no-fma", RT_PREC_BF16, &ok) > 0);
@@ -284,16 +324,104 @@ static rt_model *model8(rt_backend *b, const char *spec, rt_error *err)
     return m;
 }
 
-/* One training-mode forward, loss and backward of m on the first 8 samples of d. */
-static rt_status step8(rt_model *m, const rt_dataset *d, rt_error *err)
+/* One training-mode forward, loss and backward of m on the first n <= 8 samples of d. */
+static rt_status step_n(rt_model *m, const rt_dataset *d, int n, rt_error *err)
 {
     rt_backend *b = rt_model_backend(m);
     int32_t lab[8] = {0, 1, 2, 3, 0, 1, 2, 3};
-    RT_TRY(rt_backend_upload(b, rt_model_input_tensor(m), d->images, 8 * 64 * 4, err));
-    RT_TRY(rt_backend_upload(b, rt_model_label_tensor(m), lab, sizeof lab, err));
-    RT_TRY(rt_model_forward(m, 8, 1, 0, err));
-    RT_TRY(rt_model_loss(m, 8, NULL, NULL, NULL, err));
-    return rt_model_backward(m, 8, err);
+    RT_TRY(rt_backend_upload(b, rt_model_input_tensor(m), d->images, (size_t)n * 64 * 4, err));
+    RT_TRY(rt_backend_upload(b, rt_model_label_tensor(m), lab, (size_t)n * sizeof *lab, err));
+    RT_TRY(rt_model_forward(m, n, 1, 0, err));
+    RT_TRY(rt_model_loss(m, n, NULL, NULL, NULL, err));
+    return rt_model_backward(m, n, err);
+}
+
+static rt_status step8(rt_model *m, const rt_dataset *d, rt_error *err)
+{
+    return step_n(m, d, 8, err);
+}
+
+/* cuDNN 9 refuses with finer codes (3001-3014 NOT_SUPPORTED_*, 5001-5004
+ * EXECUTION_FAILED_*): of the two categories, the next candidate runs, as for the plain
+ * codes; any other status (BAD_PARAM) is an error naming the run. */
+T_TEST(cudnn9_finer_codes_move_on)
+{
+    if (!have_dnn()) return;
+#ifdef CUDNN_STATUS_CATEGORY
+    const char *moving[] = {"fail-first=3002", "fail-first=3010", "fail-first=5003", NULL};
+    for (int i = 0; moving[i]; i++) {
+        int ok;
+        long runs = train_gpu(moving[i], RT_PREC_FP32, &ok);
+        printf("  %s: %ld runs, %ld refused\n", moving[i], runs, mock_cudnn_stat_rejected());
+        ASSERT(ok);
+        ASSERT(mock_cudnn_stat_rejected() >= 2 && mock_cudnn_stat_rejected() <= 3);
+    }
+    rt_backend b;
+    rt_error err = {0};
+    setenv("KILN_MOCK_CUDNN", "fail-first=2000", 1); /* CUDNN_STATUS_BAD_PARAM */
+    ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
+    double first, last;
+    ASSERT_EQ(train(&b, RT_PREC_FP32, &first, &last, &err), -1);
+    ASSERT_STR_CONTAINS(err.msg, "cudnnConvolution (run) failed");
+    rt_backend_close(&b);
+    unsetenv("KILN_MOCK_CUDNN");
+#else
+    printf("  cuDNN %d: no finer status codes\n", CUDNN_MAJOR);
+#endif
+}
+
+/* The forward algorithm is deterministic, as the backward ones: the stand-in offers a
+ * NON_DETERMINISTIC forward first (no workspace, the mode's math), which a forward
+ * filtered only by workspace and math would take (the stand-in answers BAD_PARAM). */
+T_TEST(cudnn_forward_is_deterministic)
+{
+    if (!have_dnn()) return;
+    for (int p = RT_PREC_FP32; p <= RT_PREC_FP16; p++) {
+        int ok;
+        ASSERT(train_gpu("", (rt_precision)p, &ok) >= 2 * STEPS);
+        ASSERT(ok);
+    }
+}
+
+/* fp32 passes over the backward passes' Winograd-nonfused (and FFT) algorithms, even
+ * when the heuristics rank them first; 16-bit precision runs them. */
+T_TEST(cudnn_fp32_passes_over_inexact)
+{
+    if (!have_dnn()) return;
+    int ok;
+    ASSERT(train_gpu("inexact-first", RT_PREC_FP32, &ok) > 0);
+    ASSERT(ok);
+    ASSERT_EQ(mock_cudnn_stat_inexact(), 0);
+    ASSERT(train_gpu("inexact-first", RT_PREC_BF16, &ok) > 0);
+    ASSERT(ok);
+    printf("  bf16: %ld runs of the inexact candidate\n", mock_cudnn_stat_inexact());
+    ASSERT(mock_cudnn_stat_inexact() >= STEPS);
+}
+
+/* The choice depends on the shape and the precision only: after an earlier model left
+ * a 512 MiB workspace (it only grows), a new shape (the smaller last batch) chooses
+ * under the fixed cap as a fresh process would, not under what happens to be reserved
+ * (the stand-in's candidate 0 needs 384 MiB: over the cap, inside that workspace). */
+T_TEST(cudnn_choice_ignores_a_grown_workspace)
+{
+    if (!have_dnn()) return;
+    rt_backend b;
+    rt_error err = {0};
+    rt_dataset d;
+    quadrants_make(&d, 8, 9, 0.5f, "gen/train");
+    setenv("KILN_MOCK_CUDNN", "over-cap", 1);
+    ASSERT_EQ(rt_backend_open(&b, "cuda", 0, &err), RT_OK);
+    ASSERT_EQ(b.ops->reserve_workspace(&b, (size_t)512 << 20, &err), RT_OK);
+    rt_model *m = model8(&b, SPEC, &err);
+    ASSERT(m != NULL);
+    rt_status s = step_n(m, &d, 8, &err);
+    if (s == RT_OK) s = step_n(m, &d, 5, &err); /* the last batch: a new shape */
+    if (s != RT_OK) fprintf(stderr, "  %s\n", err.msg);
+    ASSERT_EQ(s, RT_OK);
+    rt_model_destroy(m);
+    rt_backend_close(&b);
+    quadrants_free(&d);
+    unsetenv("KILN_MOCK_CUDNN");
 }
 
 /* A reservation that does not fit leaves the old workspace: 16-bit convolutions (which
@@ -381,12 +509,18 @@ int main(void)
 {
     T_RUN(no_gpu);
     T_RUN(driver_too_old);
+    T_RUN(no_driver);
+    T_RUN(forward_compat_errors);
     T_RUN(architecture_not_built);
     T_RUN(version_line);
     T_RUN(cudnn_versions);
     T_RUN(cudnn_unusable_falls_back);
     T_RUN(cudnn_first_candidate_fails);
     T_RUN(cudnn_fp32_refuses_tf32);
+    T_RUN(cudnn9_finer_codes_move_on);
+    T_RUN(cudnn_forward_is_deterministic);
+    T_RUN(cudnn_fp32_passes_over_inexact);
+    T_RUN(cudnn_choice_ignores_a_grown_workspace);
     T_RUN(failed_reservation_keeps_workspace);
     T_RUN(dense_inputs_staged_to_16_bits);
     T_RUN(im2col_one_gemm_call_per_pass);

@@ -64,6 +64,22 @@ static int has_checkpoint(const char *dir)
     return yes;
 }
 
+static double epoch_metric(int64_t run, const char *key, int epoch)
+{
+    rt_results *rs = NULL;
+    rt_error re;
+    double v = NAN, *x = NULL, *y = NULL;
+    size_t n = 0;
+    if (rt_results_open(g_store, &rs, &re) != RT_OK) return NAN;
+    if (rt_results_series(rs, run, key, RT_RESULTS_EPOCH, &x, &y, &n, &re) == RT_OK)
+        for (size_t i = 0; i < n; i++)
+            if (x[i] == epoch) v = y[i];
+    free(x);
+    free(y);
+    rt_results_close(rs);
+    return v;
+}
+
 /* Other hyperparameters in the same run directory train a new run beside it (the old
  * run stays as it was); the same cell again continues that new run; a larger --epochs
  * trains it longer and says so. It used to continue the old run with the old values
@@ -131,6 +147,15 @@ T_TEST(test_auto_versions_a_changed_run)
     ASSERT_STR_CONTAINS(tm_c.out, want);
     ASSERT_STR_CONTAINS(tm_c.out, "epoch 3/3  loss");
     ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: finished", NULL, NULL), 1);
+    /* continued from the checkpoint at epoch 2's end: epoch 3 is all trained here, its
+     * images/s x seconds the whole epoch's 300 images (it said 0 img/s) */
+    const char *rid = strstr(tm_c.out, "Recording as run ");
+    ASSERT(rid != NULL);
+    int64_t run = strtoll(rid + strlen("Recording as run "), NULL, 10);
+    double ips = epoch_metric(run, "images_per_s", 3), secs = epoch_metric(run, "epoch_seconds", 3);
+    ASSERT(isfinite(ips) && isfinite(secs));
+    ASSERT(fabs(ips * secs - 300.0) < 0.5);
+    ASSERT(strstr(tm_c.out, " 0 img/s") == NULL);
 }
 
 /* --resume must refuses other options and an empty directory, naming both choices;
@@ -180,21 +205,6 @@ T_TEST(test_must_and_never)
 }
 
 /* The metric value of the run's epoch `epoch` (per-epoch metrics), NAN when absent. */
-static double epoch_metric(int64_t run, const char *key, int epoch)
-{
-    rt_results *rs = NULL;
-    rt_error re;
-    double v = NAN, *x = NULL, *y = NULL;
-    size_t n = 0;
-    if (rt_results_open(g_store, &rs, &re) != RT_OK) return NAN;
-    if (rt_results_series(rs, run, key, RT_RESULTS_EPOCH, &x, &y, &n, &re) == RT_OK)
-        for (size_t i = 0; i < n; i++)
-            if (x[i] == epoch) v = y[i];
-    free(x);
-    free(y);
-    rt_results_close(rs);
-    return v;
-}
 
 /* A continued run: "after step 5 of 38 (epoch 1 of 2)" (it said "epoch 0 of 2"); the
  * start line names the schedule as typed ("schedule cosine", not its resolved internals;

@@ -41,7 +41,7 @@ def drain_until_idle(k, msg_id, seen, timeout=120):
 
 
 def test_sweep_runs_in_the_background_while_other_cells_run(kernel, tmp_path):
-    stage(tmp_path / "stage.ipynb", subset=2048, params="lr = 0.001\nepochs = 2")
+    stage(tmp_path / "stage.ipynb", subset=4096, params="lr = 0.001\nepochs = 3")
     seen = []
     t0 = time.time()
     sid = kernel.kc.execute("%sweep stage.ipynb -o sw -p lr 0.001,0.003 --parallel 2")

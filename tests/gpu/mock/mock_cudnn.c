@@ -7,16 +7,26 @@
  * candidates per pass, in this order, so that exactly one is right for each case:
  *   0: needs 1 TiB of workspace (over any limit: never right),
  *   1: NON_DETERMINISTIC, no workspace, the mode's math (FMA in fp32, TENSOR_OP in
- *      16-bit): right for the forward pass only,
- *   2: deterministic, 4096 bytes of workspace, TENSOR_OP math: right for 16-bit
- *      backward passes, wrong in fp32 (TF32),
- *   3: deterministic, 4096 bytes of workspace, FMA math: right for fp32 backward passes.
+ *      16-bit): never right, the forward pass included (bitwise resume),
+ *   2: deterministic, 4096 bytes of workspace, TENSOR_OP math: right in 16-bit, wrong
+ *      in fp32 (TF32),
+ *   3: deterministic, 4096 bytes of workspace, FMA math: right in fp32; its number is
+ *      4 (FP32_ALGO: cuDNN's Winograd in all three passes), as 3 is an FFT algorithm of
+ *      the backward-data pass, which fp32 passes over (2 is one too, harmless: it is
+ *      wrong in fp32 anyway).
  * KILN_MOCK_CUDNN (read at every call, a comma-separated list) models what only a real
- * cuDNN does: "fail-first" puts a candidate 5 in front that passes every filter (the
+ * cuDNN does: "fail-first" puts a candidate 9 in front that passes every filter (the
  * mode's math, deterministic, no workspace) but answers NOT_SUPPORTED when run, as real
- * heuristics may; "no-fma" drops candidate 3 (fp32 backward passes then have only TF32);
- * "create-fails" makes cudnnCreate fail; "version=V" and "cudart=V" set what
- * cudnnGetVersion and cudnnGetCudartVersion answer (mock_cudnn.h counts the runs).
+ * heuristics may ("fail-first=S": status S instead, e.g. cuDNN 9's finer 3002
+ * NOT_SUPPORTED_SHAPE or 5003 EXECUTION_FAILED_CUDART); "no-fma" drops candidate 3 (fp32
+ * then has only TF32); "inexact-first" puts Winograd-nonfused (algorithm 5 of both
+ * backward passes: deterministic, the mode's math, no workspace) in front of the
+ * backward passes, which fp32 must pass over (run in fp32 it is BAD_PARAM; in 16-bit it
+ * runs, counted); "over-cap" makes candidate 0 need 384 MiB instead of 1 TiB, over the
+ * backend's fixed 256 MiB cap but inside the mock device's memory, so only a choice
+ * keyed on the workspace at hand takes it; "create-fails" makes cudnnCreate fail;
+ * "version=V" and "cudart=V" set what cudnnGetVersion and cudnnGetCudartVersion answer
+ * (mock_cudnn.h counts the runs).
  * Running checks: the algorithm is the right one; the workspace is device memory of at
  * least what the algorithm needs and overlaps no tensor; the math type set on the
  * descriptor is the algorithm's; every buffer lies inside one mock allocation and the
@@ -53,12 +63,15 @@ struct cudnnConvolutionStruct {
 };
 
 #define NEED_WS 4096
-#define FAILING 5 /* the "fail-first" candidate */
+#define FAILING 9   /* the "fail-first" candidate (no cuDNN algorithm has this number) */
+#define INEXACT 5   /* CUDNN_CONVOLUTION_BWD_{DATA,FILTER}_ALGO_WINOGRAD_NONFUSED */
+#define FP32_ALGO 4 /* candidate 3's number */
 
-static long runs, rejected;
+static long runs, rejected, inexact_runs;
 long mock_cudnn_stat_runs(void) { return runs; }
 long mock_cudnn_stat_rejected(void) { return rejected; }
-void mock_cudnn_stat_reset(void) { runs = rejected = 0; }
+long mock_cudnn_stat_inexact(void) { return inexact_runs; }
+void mock_cudnn_stat_reset(void) { runs = rejected = inexact_runs = 0; }
 
 /* KILN_MOCK_CUDNN has `knob` (1), or "knob=V" (V) */
 static long knob(const char *name, long dflt) { return mock_knob("KILN_MOCK_CUDNN", name, dflt); }
@@ -68,6 +81,8 @@ size_t cudnnGetCudartVersion(void) { return (size_t)knob("cudart", CUDART_VERSIO
 const char *cudnnGetErrorString(cudnnStatus_t s)
 {
     return s == CUDNN_STATUS_NOT_SUPPORTED ? "CUDNN_STATUS_NOT_SUPPORTED (mock)"
+           : s / 1000 == 3                 ? "CUDNN_STATUS_NOT_SUPPORTED_* (mock)"
+           : s / 1000 == 5                 ? "CUDNN_STATUS_EXECUTION_FAILED_* (mock)"
            : s                             ? "mock cuDNN error"
                                            : "success";
 }
@@ -160,22 +175,25 @@ cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescri
 
 /* ---- heuristics: the three candidates described at the top ---- */
 
-#define FILL_PERF(perf, cd, count, got)                                                       \
-    do {                                                                                      \
-        int sixteen_ = (cd)->math == CUDNN_TENSOR_OP_MATH, k_ = 0;                            \
-        int first_ = knob("fail-first", 0), nofma_ = knob("no-fma", 0);                       \
-        for (int i_ = first_ ? -1 : 0; i_ < 4 && k_ < (count); i_++) {                        \
-            if (i_ == 3 && nofma_) continue;                                                  \
-            memset(&(perf)[k_], 0, sizeof(perf)[k_]);                                         \
-            (perf)[k_].algo = i_ < 0 ? FAILING : i_;                                          \
-            (perf)[k_].status = CUDNN_STATUS_SUCCESS;                                         \
-            (perf)[k_].memory = i_ == 0 ? ((size_t)1 << 40) : i_ >= 2 ? NEED_WS : 0;          \
-            (perf)[k_].determinism = i_ == 1 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC; \
-            (perf)[k_].mathType =                                                             \
-                i_ == 3 || (i_ <= 1 && !sixteen_) ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;    \
-            k_++;                                                                             \
-        }                                                                                     \
-        *(got) = k_;                                                                          \
+/* i = -2: the "inexact-first" candidate (backward passes only), -1: "fail-first" */
+#define FILL_PERF(perf, cd, count, got, backward)                                                  \
+    do {                                                                                           \
+        int sixteen_ = (cd)->math == CUDNN_TENSOR_OP_MATH, k_ = 0;                                 \
+        int first_ = knob("fail-first", 0) != 0, nofma_ = knob("no-fma", 0);                       \
+        int inexact_ = (backward) && knob("inexact-first", 0);                                     \
+        size_t big_ = knob("over-cap", 0) ? (size_t)384 << 20 : (size_t)1 << 40;                   \
+        for (int i_ = -2; i_ < 4 && k_ < (count); i_++) {                                          \
+            if ((i_ == 3 && nofma_) || (i_ == -1 && !first_) || (i_ == -2 && !inexact_)) continue; \
+            memset(&(perf)[k_], 0, sizeof(perf)[k_]);                                              \
+            (perf)[k_].algo = i_ == -2 ? INEXACT : i_ < 0 ? FAILING : i_ == 3 ? FP32_ALGO : i_;    \
+            (perf)[k_].status = CUDNN_STATUS_SUCCESS;                                              \
+            (perf)[k_].memory = i_ == 0 ? big_ : i_ >= 2 ? NEED_WS : 0;                            \
+            (perf)[k_].determinism = i_ == 1 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;      \
+            (perf)[k_].mathType =                                                                  \
+                i_ == 3 || (i_ <= 1 && !sixteen_) ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;         \
+            k_++;                                                                                  \
+        }                                                                                          \
+        *(got) = k_;                                                                               \
     } while (0)
 
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
@@ -183,7 +201,7 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
     const cudnnConvolutionDescriptor_t cd, const cudnnTensorDescriptor_t y, const int count,
     int *got, cudnnConvolutionFwdAlgoPerf_t *perf)
 {
-    FILL_PERF(perf, cd, count, got);
+    FILL_PERF(perf, cd, count, got, 0);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -192,7 +210,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
     const cudnnConvolutionDescriptor_t cd, const cudnnTensorDescriptor_t dx, const int count,
     int *got, cudnnConvolutionBwdDataAlgoPerf_t *perf)
 {
-    FILL_PERF(perf, cd, count, got);
+    FILL_PERF(perf, cd, count, got, 1);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -201,7 +219,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
     const cudnnConvolutionDescriptor_t cd, const cudnnFilterDescriptor_t dw, const int count,
     int *got, cudnnConvolutionBwdFilterAlgoPerf_t *perf)
 {
-    FILL_PERF(perf, cd, count, got);
+    FILL_PERF(perf, cd, count, got, 1);
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -248,16 +266,20 @@ static cudnnStatus_t check_run(int algo, int out, const cudnnConvolutionDescript
                                const cudnnTensorDescriptor_t y, const void *yp)
 {
     int sixteen = x->dt != CUDNN_DATA_FLOAT;
-    int right = out == 0 ? 1 : sixteen ? 2 : 3;
+    int right = sixteen ? 2 : FP32_ALGO;
     if (algo == FAILING) {
         rejected++;
-        return CUDNN_STATUS_NOT_SUPPORTED; /* the heuristics offered it; it does not run */
+        long st = knob("fail-first", 1); /* the heuristics offered it; it does not run */
+        return st > 1 ? (cudnnStatus_t)st : CUDNN_STATUS_NOT_SUPPORTED;
+    }
+    if (algo == INEXACT && out != 0 && sixteen) { /* fp32 must have passed it over */
+        inexact_runs++;
+        right = INEXACT;
     }
     if (algo != right) return CUDNN_STATUS_BAD_PARAM;
-    cudnnMathType_t want =
-        algo == 3 || (algo == 1 && !sixteen) ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+    cudnnMathType_t want = algo == FP32_ALGO ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
     if (cd->math != want) return CUDNN_STATUS_BAD_PARAM;
-    size_t need = algo >= 2 ? NEED_WS : 0;
+    size_t need = algo == 2 || algo == FP32_ALGO ? NEED_WS : 0;
     if (need && (wsz < need || !ws || !mock_in_device(ws, need))) return CUDNN_STATUS_BAD_PARAM;
     if (x->dt != w->dt || x->dt != y->dt || x->c != w->c || y->c != w->k || y->n != x->n ||
         y->h != (x->h + 2 * cd->pad_h - w->r) / cd->u + 1 ||

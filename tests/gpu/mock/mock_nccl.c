@@ -307,13 +307,28 @@ static rtp_nccl_result comm_init_rank(rtp_nccl_comm_t *comm, int nranks, rtp_ncc
     return RTP_NCCL_SUCCESS;
 }
 
-/* NCCL 2.14's ncclConfig_t: what NCCL checks of it */
+/* Whether a config int is NCCL's undefined value or in [lo, hi] (NCCL checks these). */
+static int cfg_int_ok(int v, int lo, int hi)
+{
+    return v == RTP_NCCL_CONFIG_UNDEF_INT || (v >= lo && v <= hi);
+}
+
+/* ncclConfig_t: what NCCL checks of it. Its size must cover the fields through netName
+ * (cgaClusterSize follows blocking: a 24-byte config of four fields leaves those bytes
+ * padding, unset), and each field must be undefined or valid. */
 static rtp_nccl_result comm_init_rank_config(rtp_nccl_comm_t *comm, int nranks, rtp_nccl_id id,
                                              int rank, rtp_nccl_config *config)
 {
     *comm = NULL;
     if (!config || config->size < sizeof *config || config->magic != RTP_NCCL_CONFIG_MAGIC ||
-        config->version < 21400 || config->version > MOCK_NCCL_VERSION)
+        config->version < 21400 || config->version > MOCK_NCCL_VERSION ||
+        !cfg_int_ok(config->blocking, 0, 1) || !cfg_int_ok(config->cgaClusterSize, 0, 8) ||
+        !cfg_int_ok(config->minCTAs, 1, 32) || !cfg_int_ok(config->maxCTAs, 1, 32))
+        return INVALID_ARGUMENT;
+    /* Kiln chooses none of these: NCCL's defaults (or its NCCL_* environment) hold */
+    if (config->cgaClusterSize != RTP_NCCL_CONFIG_UNDEF_INT ||
+        config->minCTAs != RTP_NCCL_CONFIG_UNDEF_INT ||
+        config->maxCTAs != RTP_NCCL_CONFIG_UNDEF_INT || config->netName)
         return INVALID_ARGUMENT;
     rtp_nccl_result rc = comm_init_rank(comm, nranks, id, rank);
     if (rc != RTP_NCCL_SUCCESS || config->blocking) return rc;
