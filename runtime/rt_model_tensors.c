@@ -56,22 +56,25 @@ rt_status rt_model_tensor(rt_model *m, int i, rt_named_tensor *out, rt_error *er
     return RT_OK;
 }
 
-rt_status rt_model_tensor_read(rt_model *m, int i, float *dst, rt_error *err)
+/* Tensor i of a model attached to a backend, or NULL. */
+static rt_tensor *attached(rt_model *m, int i)
 {
     const rt_layer *l;
     const char *name;
     int trainable, ndim;
-    rt_tensor *t = i >= 0 ? find(m, i, &l, &name, &trainable, &ndim) : NULL;
-    if (!t || !m->b) return RT_ERR(err, RT_EINVAL, "model tensor %d does not exist", i);
+    return i >= 0 && m->b ? find(m, i, &l, &name, &trainable, &ndim) : NULL;
+}
+
+rt_status rt_model_tensor_read(rt_model *m, int i, float *dst, rt_error *err)
+{
+    rt_tensor *t = attached(m, i);
+    if (!t) return RT_ERR(err, RT_EINVAL, "model tensor %d does not exist", i);
     return rt_backend_download(m->b, dst, t, rt_tensor_bytes(t), err);
 }
 
 rt_status rt_model_tensor_write(rt_model *m, int i, const float *src, rt_error *err)
 {
-    const rt_layer *l;
-    const char *name;
-    int trainable, ndim;
-    rt_tensor *t = i >= 0 ? find(m, i, &l, &name, &trainable, &ndim) : NULL;
-    if (!t || !m->b) return RT_ERR(err, RT_EINVAL, "model tensor %d does not exist", i);
+    rt_tensor *t = attached(m, i);
+    if (!t) return RT_ERR(err, RT_EINVAL, "model tensor %d does not exist", i);
     return rt_backend_upload(m->b, t, src, rt_tensor_bytes(t), err);
 }
