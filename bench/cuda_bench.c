@@ -93,7 +93,8 @@ int main(int argc, char **argv)
     char zoo[8192];
     const char *spec = bench_mnist_net;
     if (strcmp(net, "mnist")) {
-        if (rt_model_zoo_spec(net, 10, zoo, sizeof zoo, &err)) return fail(&err);
+        const rt_model_input zin = {3, 32, 32, 10};
+        if (rt_model_zoo_spec(net, &zin, zoo, sizeof zoo, &err)) return fail(&err);
         spec = zoo;
     }
     if (print_spec) { /* the canonical text, as the model is built from it */

@@ -359,7 +359,8 @@ T_TEST(test_biased_resnet20_checkpoint_resumes)
     snprintf(dir, sizeof dir, "%s.old", g_dir);
     snprintf(run, sizeof run, "%s.oldrun", g_dir);
     ASSERT_EQ(write_cifar_like(dir, 4, 4), 0);
-    ASSERT_EQ(rt_model_zoo_spec("resnet20", 4, spec, sizeof spec, NULL), RT_OK);
+    const rt_model_input in = {3, 32, 32, 4};
+    ASSERT_EQ(rt_model_zoo_spec("resnet20", &in, spec, sizeof spec, NULL), RT_OK);
     size_t n = 0;
     for (const char *p = spec; *p;) { /* every " bias=false" dropped */
         if (!strncmp(p, " bias=false", 11)) p += 11;
