@@ -52,6 +52,14 @@ typedef struct mg_out {
     void (*release)(struct mg_out *self);
 } mg_out;
 
+/* The one place mg_out's optional callbacks are checked: buf becomes a copy of in
+ * (NULL: none) whose missing stream, display, result and clear drop their output, so
+ * that code given the result calls them without checking. comm_* and input stay as
+ * they are (NULL means the frontend has none; callers check and fall back). Returns
+ * buf. The cell engine passes every mg_out through it before a magic or a form sees
+ * it. */
+const mg_out *mg_out_complete(const mg_out *in, mg_out *buf);
+
 /* Convenience wrappers: printf-style stream output, plain text display. */
 void mg_printf(const mg_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void mg_eprintf(const mg_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -67,7 +75,10 @@ RT_MUST_USE int mg_display_text_html(const mg_out *out, char *text, char *html);
 
 typedef struct mg_error {
     char ename[64];    /* "UsageError", "ValueError", "KeyboardInterrupt", ... */
-    char evalue[1024]; /* one line, names the magic and the option at fault */
+    char evalue[1024]; /* one line, names the magic and the option at fault; a cell
+                          magic's error about a line of its body says "cell line N: "
+                          (the body's first line is cell line 2), and the engine's
+                          traceback then points at that line */
 } mg_error;
 
 /* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. Not for a

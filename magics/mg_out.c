@@ -38,6 +38,28 @@ static void vsend(const mg_out *out, const char *name, const char *fmt, va_list 
     free(text);
 }
 
+static void no_stream(void *u, const char *name, const char *text, size_t len)
+{
+    (void)u, (void)name, (void)text, (void)len;
+}
+static void no_display(void *u, json_t *data, json_t *meta, const char *id, int update)
+{
+    (void)u, (void)data, (void)meta, (void)id, (void)update;
+}
+static void no_result(void *u, json_t *data, json_t *meta) { (void)u, (void)data, (void)meta; }
+static void no_clear(void *u, int wait) { (void)u, (void)wait; }
+
+const mg_out *mg_out_complete(const mg_out *in, mg_out *buf)
+{
+    if (in) *buf = *in;
+    else memset(buf, 0, sizeof *buf);
+    if (!buf->stream) buf->stream = no_stream;
+    if (!buf->display) buf->display = no_display;
+    if (!buf->result) buf->result = no_result;
+    if (!buf->clear) buf->clear = no_clear;
+    return buf;
+}
+
 void mg_printf(const mg_out *out, const char *fmt, ...)
 {
     va_list ap;

@@ -144,5 +144,8 @@ int rt_model_num_layers(const rt_model *m);
 RT_MUST_USE rt_status rt_model_zoo_spec(const char *name, int num_classes, char *buf, size_t size,
                                         rt_error *err);
 const char *const *rt_model_zoo_names(void); /* NULL-terminated, static */
+/* The i-th word a spec line may start with (conv2d, maxpool, ... and their aliases);
+ * NULL past the last. For "did you mean" on an unknown layer. */
+const char *rt_model_layer_word(size_t i);
 
 #endif

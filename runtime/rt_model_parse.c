@@ -43,6 +43,11 @@ static const struct {
     {"adaptiveavgpool", &rt_layer_globalavgpool},
 };
 
+const char *rt_model_layer_word(size_t i)
+{
+    return i < sizeof keywords / sizeof keywords[0] ? keywords[i].word : NULL;
+}
+
 static const rt_layer_type *lookup(const char *word)
 {
     char low[32];

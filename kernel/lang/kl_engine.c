@@ -160,6 +160,8 @@ int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out, json_t 
     klp_err ie = {0};
     memset(err, 0, sizeof *err);
     if (!code) code = "";
+    mg_out full;
+    out = mg_out_complete(out, &full); /* magics and forms may call any output */
     e->cell_metadata = cell_metadata;
     /* Colab form annotations: parsed before the cell runs, shown after it succeeded.
      * A malformed annotation does not change what the code means: the cell runs as
@@ -206,6 +208,8 @@ int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out, json_t 
  * user_expressions); NULL with err. */
 json_t *klp_eval_source(kl_engine *e, const char *src, const mg_out *out, klp_err *err)
 {
+    mg_out full;
+    out = mg_out_complete(out, &full);
     if (!klp_utf8_valid(src, strlen(src))) {
         klp_syntax(err, 1, 1, "(unicode error) not valid UTF-8");
         return NULL;
@@ -258,7 +262,8 @@ int kl_engine_var_set(kl_engine *e, const char *name, json_t *value)
 int kl_engine_comm_msg(kl_engine *e, const char *msg_type, json_t *content, const mg_out *out)
 {
     if (!msg_type || !content) return -1;
-    return fm_registry_comm_msg(e->forms, msg_type, content, &e->host, out);
+    mg_out full;
+    return fm_registry_comm_msg(e->forms, msg_type, content, &e->host, mg_out_complete(out, &full));
 }
 
 json_t *kl_engine_widget_state(kl_engine *e) { return fm_registry_widget_state(e->forms); }
@@ -272,7 +277,8 @@ char *kl_engine_take_next_input(kl_engine *e)
 
 int kl_engine_forms_fallback(kl_engine *e, const mg_out *out)
 {
-    return fm_registry_fallback_all(e->forms, &e->host, out);
+    mg_out full;
+    return fm_registry_fallback_all(e->forms, &e->host, mg_out_complete(out, &full));
 }
 
 json_t *kl_engine_forms_carry(kl_engine *e) { return fm_registry_carry(e->forms, &e->host); }

@@ -37,6 +37,11 @@ typedef struct rtp_img_list {
  * the bad CSV line. On error the list is empty. */
 RT_MUST_USE rt_status rtp_img_scan(const char *path, rtp_img_list *out, rt_error *err);
 void rtp_img_list_deinit(rtp_img_list *l);
+/* RT_OK when file's real path lies under root (a real path, the data set's folder), or
+ * KILN_DATASET_ALLOW_OUTSIDE=1; else RT_EINVAL naming what, where it leads and the
+ * setting (RT_ENOTFOUND when file does not resolve). */
+RT_MUST_USE rt_status rtp_img_inside(const char *root, const char *file, const char *what,
+                                     rt_error *err);
 /* rt_dataset_folder_key of path, whose listing is l (no second listing). */
 uint64_t rtp_img_folder_key(const char *path, const rtp_img_list *l);
 /* 1 when path names an archive by its extension (.zip, .tar, .tar.gz, .tgz). */

@@ -9,6 +9,10 @@
  * '.' (.ipynb_checkpoints, .DS_Store) and files of other extensions are ignored. The
  * split layout takes its classes from train/; another split naming a class train does
  * not have is an error, as is an empty class folder or a single class.
+ * Every file read lies under the data set's own folder (the CSV's folder for a CSV):
+ * a symbolic link in the folder, or a CSV line ("../x.png", "/etc/passwd"), that leads
+ * outside it is an error naming it, unless KILN_DATASET_ALLOW_OUTSIDE=1 says such
+ * files may be read (rtp_img_inside).
  */
 #include "rt_imgfolder_internal.h"
 
@@ -50,6 +54,27 @@ rt_status rtp_img_list_add(rtp_img_list *l, const char *path, uint8_t *mem, size
     }
     l->v[l->n++] = (rtp_img_entry){p, mem, mem_len, label, split};
     return RT_OK;
+}
+
+/* 1 when KILN_DATASET_ALLOW_OUTSIDE=1 lets a data set read files outside its folder. */
+static int outside_allowed(void)
+{
+    const char *v = getenv("KILN_DATASET_ALLOW_OUTSIDE");
+    return v && !strcmp(v, "1");
+}
+
+rt_status rtp_img_inside(const char *root, const char *file, const char *what, rt_error *err)
+{
+    char real[PATH_MAX];
+    if (!realpath(file, real)) return RT_ERR(err, RT_ENOTFOUND, "%s: no such file", what);
+    size_t n = strlen(root);
+    int inside = !strncmp(real, root, n) && (real[n] == '/' || (n == 1 && root[0] == '/'));
+    if (inside || outside_allowed()) return RT_OK;
+    return RT_ERR(err, RT_EINVAL,
+                  "%s leads to '%s', outside the data set's folder %s: not read ---> HINT: "
+                  "put the file in the folder, or set KILN_DATASET_ALLOW_OUTSIDE=1 to let a "
+                  "data set read files outside its folder",
+                  what, real, root);
 }
 
 static int has_image_ext(const char *name)
@@ -96,9 +121,10 @@ static void free_names(char **v, int n)
     free(v);
 }
 
-/* Adds every image under dir (any depth, name order) with label/split; *added counts. */
-static rt_status walk(rtp_img_list *l, const char *dir, int label, int split, int depth, int *added,
-                      rt_error *err)
+/* Adds every image under dir (any depth, name order) with label/split; *added counts.
+ * root: the data set's folder (real path), which a link must not lead out of. */
+static rt_status walk(rtp_img_list *l, const char *root, const char *dir, int label, int split,
+                      int depth, int *added, rt_error *err)
 {
     int n;
     char **names = list_dir(dir, &n);
@@ -111,9 +137,15 @@ static rt_status walk(rtp_img_list *l, const char *dir, int label, int split, in
             break;
         }
         struct stat sb;
-        if (stat(path, &sb) != 0) continue; /* a dangling link: not an image */
+        if (lstat(path, &sb) != 0) continue;
+        if (S_ISLNK(sb.st_mode)) {
+            if (stat(path, &sb) != 0) continue; /* a dangling link: not an image */
+            if ((S_ISDIR(sb.st_mode) || (S_ISREG(sb.st_mode) && has_image_ext(names[i]))) &&
+                (st = rtp_img_inside(root, path, path, err)) != RT_OK)
+                break;
+        }
         if (S_ISDIR(sb.st_mode)) {
-            if (depth < 16) st = walk(l, path, label, split, depth + 1, added, err);
+            if (depth < 16) st = walk(l, root, path, label, split, depth + 1, added, err);
         } else if (S_ISREG(sb.st_mode) && has_image_ext(names[i])) {
             st = rtp_img_list_add(l, path, NULL, 0, label, split, err);
             if (st == RT_OK) {
@@ -140,8 +172,8 @@ static int find_class(const rtp_img_list *l, const char *name)
 
 /* The class folders of dir (split `split`). When define, they become the classes;
  * otherwise each must be one of them. */
-static rt_status scan_classes(rtp_img_list *l, const char *dir, int split, int define,
-                              rt_error *err)
+static rt_status scan_classes(rtp_img_list *l, const char *root, const char *dir, int split,
+                              int define, rt_error *err)
 {
     int n;
     char **names = list_dir(dir, &n);
@@ -169,7 +201,10 @@ static rt_status scan_classes(rtp_img_list *l, const char *dir, int split, int d
                         path, names[i], dir);
         }
         int added = 0;
-        if (st == RT_OK) st = walk(l, path, label, split, 0, &added, err);
+        struct stat sb;
+        if (st == RT_OK && lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode))
+            st = rtp_img_inside(root, path, path, err); /* a class folder that is a link */
+        if (st == RT_OK) st = walk(l, root, path, label, split, 0, &added, err);
         if (st == RT_OK && added == 0)
             st = RT_ERR(err, RT_EFORMAT,
                         "%s: an empty class folder (no .png, .jpg or .jpeg "
@@ -200,20 +235,21 @@ static rt_status check_classes(const rtp_img_list *l, const char *path, rt_error
 
 static rt_status scan_dir(const char *path, rtp_img_list *l, rt_error *err)
 {
-    char sub[PATH_MAX];
+    char sub[PATH_MAX], root[PATH_MAX];
+    if (!realpath(path, root)) return RT_ERR(err, RT_ENOTFOUND, "%s: cannot read the folder", path);
     if (snprintf(sub, sizeof sub, "%s/train", path) < (int)sizeof sub && rtp_is_dir(sub)) {
         l->layout = "split folders";
-        RT_TRY(scan_classes(l, sub, RTP_SPLIT_TRAIN, 1, err));
+        RT_TRY(scan_classes(l, root, sub, RTP_SPLIT_TRAIN, 1, err));
         RT_TRY(check_classes(l, sub, err));
         static const char *const other[] = {"val", "valid", "validation", "test"};
         for (int i = 0; i < 4; i++)
             if (snprintf(sub, sizeof sub, "%s/%s", path, other[i]) < (int)sizeof sub &&
                 rtp_is_dir(sub))
-                RT_TRY(scan_classes(l, sub, i < 3 ? RTP_SPLIT_VAL : RTP_SPLIT_TEST, 0, err));
+                RT_TRY(scan_classes(l, root, sub, i < 3 ? RTP_SPLIT_VAL : RTP_SPLIT_TEST, 0, err));
         return RT_OK;
     }
     l->layout = "folder";
-    RT_TRY(scan_classes(l, path, RTP_SPLIT_TRAIN, 1, err));
+    RT_TRY(scan_classes(l, root, path, RTP_SPLIT_TRAIN, 1, err));
     return check_classes(l, path, err);
 }
 
@@ -230,12 +266,17 @@ static rt_status scan_csv(const char *path, rtp_img_list *l, rt_error *err)
     FILE *f = fopen(path, "r");
     if (!f) return RT_ERR(err, RT_ENOTFOUND, "%s: cannot open the CSV", path);
     l->layout = "csv";
-    char dir[PATH_MAX], line[PATH_MAX + 64], file[PATH_MAX];
+    char dir[PATH_MAX], line[PATH_MAX + 64], file[PATH_MAX], root[PATH_MAX];
+    char what[2 * PATH_MAX + 128];
     rtp_copy_str(dir, sizeof dir, path);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0';
     else rtp_copy_str(dir, sizeof dir, ".");
     rt_status st = RT_OK;
+    if (!realpath(dir, root)) {
+        fclose(f);
+        return RT_ERR(err, RT_ENOTFOUND, "%s: cannot read its folder", path);
+    }
     for (int ln = 1; st == RT_OK && fgets(line, sizeof line, f); ln++) {
         line[strcspn(line, "\r\n")] = '\0';
         char *comma = strrchr(line, ',');
@@ -272,6 +313,8 @@ static rt_status scan_csv(const char *path, rtp_img_list *l, rt_error *err)
             st = RT_ERR(err, RT_ENOTFOUND, "%s line %d: %s: no such file", path, ln, file);
             break;
         }
+        snprintf(what, sizeof what, "%s line %d: %s", path, ln, line);
+        if ((st = rtp_img_inside(root, file, what, err)) != RT_OK) break; /* ../, /etc/... */
         uint64_t meta[4] = {(uint64_t)sb.st_size, (uint64_t)sb.st_mtim.tv_sec,
                             (uint64_t)sb.st_mtim.tv_nsec, (uint64_t)c};
         l->key = rtp_fnv1a64(l->key, (const uint8_t *)file, strlen(file) + 1);

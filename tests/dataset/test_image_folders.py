@@ -504,3 +504,42 @@ def test_turbojpeg_missing(tmp_path, cache, monkeypatch):
     info = run(tmp_path / "pets")
     assert info["rc"] == 1
     assert "libturbojpeg" in info["msg"] and "apt install libturbojpeg0" in info["msg"]
+
+
+def test_paths_outside_the_data_set_are_refused(tmp_path, cache):
+    """A CSV line with ../ or an absolute path, and a symbolic link in the folder, that
+    lead outside the data set's folder are refused (they were decoded), unless
+    KILN_DATASET_ALLOW_OUTSIDE=1; links that stay inside are fine. A file that is not an
+    image is named without echoing its bytes."""
+    files = make_folder(tmp_path / "set" / "pets", per_class=2)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    noise_image(np.random.default_rng(3), 8, 8, "RGB").save(outside / "x.png")
+    allow = dict(os.environ, KILN_DATASET_ALLOW_OUTSIDE="1")
+    csv = tmp_path / "set" / "labels.csv"
+    rows = ["%s,%s" % (os.path.relpath(f, csv.parent), "a" if i % 2 else "b")
+            for i, (f, _) in enumerate(files)]
+    for bad in ("../elsewhere/x.png", str(outside / "x.png")):
+        csv.write_text("path,label\n" + "\n".join(rows + [bad + ",a"]) + "\n")
+        info = run(csv)
+        assert info["rc"] == 1, info
+        assert "outside the data set's folder" in info["msg"], info["msg"]
+        assert "KILN_DATASET_ALLOW_OUTSIDE=1" in info["msg"] and "line %d" % (len(rows) + 2) in info["msg"]
+        assert run(csv, env=allow)["rc"] == 0
+    pets = tmp_path / "set" / "pets"
+    (pets / "dog" / "alias.png").symlink_to(files[0][0])          # inside: fine
+    assert run(pets)["rc"] == 0
+    (pets / "cat" / "link.png").symlink_to(outside / "x.png")     # outside: refused
+    info = run(pets)
+    assert info["rc"] == 1 and "outside the data set's folder" in info["msg"], info["msg"]
+    assert str(pets / "cat" / "link.png") in info["msg"]
+    assert run(pets, env=allow)["rc"] == 0
+    (pets / "cat" / "link.png").unlink()
+    (pets / "emu2").symlink_to(outside, target_is_directory=True)  # a class folder
+    info = run(pets)
+    assert info["rc"] == 1 and "outside the data set's folder" in info["msg"], info["msg"]
+    (pets / "emu2").unlink()
+    (pets / "cat" / "passwd.png").write_bytes(b"root:x:0:0:root:/root:/bin/bash\n")
+    info = run(pets)
+    assert info["rc"] == 1 and "not a PNG or JPEG" in info["msg"], info["msg"]
+    assert "72 6f 6f 74" not in info["msg"] and "root:" not in info["msg"], info["msg"]

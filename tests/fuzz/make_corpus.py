@@ -346,3 +346,60 @@ put("mlflow", "escape-in-message", mlflow('403{"message":"\\u001b[31mred\\u001b[
 put("mlflow", "not-json", mlflow("200<html>", "200[1,2"))
 put("mlflow", "ids-not-strings", mlflow('200{"experiment":{"experiment_id":5}}', '200{"run":{"info":{"run_id":[]}}}'))
 put("mlflow", "log-fails", mlflow(*ok_flow[:2], '400{"message":"too many"}', "200{}"))
+
+
+# ---- s3list: listing pages separated by NUL, served round and round ----
+def page(keys, token=None):
+    body = "".join(f"<Contents><Key>runs/a/{k}</Key><Size>{n}</Size><ETag>\"e{k}\"</ETag>"
+                   "</Contents>" for k, n in keys)
+    more = (f"<IsTruncated>true</IsTruncated><NextContinuationToken>{token}"
+            "</NextContinuationToken>" if token else "<IsTruncated>false</IsTruncated>")
+    return f"<ListBucketResult>{body}{more}</ListBucketResult>"
+put("s3list", "two-pages", "\0".join([page([("x", 1), ("y", 2)], "t1"), page([("z", 3)])]))
+put("s3list", "alternating", "\0".join([page([("a", 1)], "A"), page([("b", 1)], "B")]))
+put("s3list", "one-loop", page([("a", 1)], "A"))
+put("s3list", "empty-goes-on", "\0".join([page([], "E1"), page([("a", 1)])]))
+put("s3list", "three-then-repeat", "\0".join([page([("a", 1)], "T1"), page([("b", 1)], "T2"),
+                                              page([("c", 1)], "T1")]))
+put("s3list", "complete", page([("a", 5)]))
+put("s3list", "huge-token", page([("a", 1)], "T" * 2000))
+
+
+# ---- archive: an image folder as a zip / tar / tar.gz ----
+def tiny_png(w=2, h=2):
+    import zlib
+    raw = b"".join(b"\0" + b"\x80" * (w * 3) for _ in range(h))
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+def zip_of(files):
+    import zipfile
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, "w") as z:
+        for k, v in files.items():
+            z.writestr(zipfile.ZipInfo(k, (1980, 1, 1, 0, 0, 0)), v)
+    return b.getvalue()
+def tar_of(files, claim=None):
+    import tarfile
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for k, v in files.items():
+            ti = tarfile.TarInfo(k)
+            ti.size = len(v)
+            t.addfile(ti, io.BytesIO(v))
+    data = bytearray(b.getvalue())
+    if claim is not None:  # the first member's header claims claim bytes
+        data[124:136] = b"%011o\0" % claim
+        s = sum(data[:148]) + 8 * 32 + sum(data[156:512])
+        data[148:156] = b"%06o\0 " % s
+    return bytes(data)
+put("archive", "folder.zip", zip_of({"pets/cat/1.png": tiny_png(), "pets/cat/2.png": tiny_png(),
+                                     "pets/dog/1.png": tiny_png(3, 2),
+                                     "pets/.hidden/x.png": tiny_png(), "pets/readme.txt": b"hi"}))
+split = {"train/cat/1.png": tiny_png(), "train/dog/1.png": tiny_png(),
+         "val/cat/2.png": tiny_png(), "test/dog/3.png": tiny_png()}
+put("archive", "split.tar", tar_of(split))
+put("archive", "split.tar.gz", gzip.compress(tar_of(split), mtime=0))
+put("archive", "claims-300mib.tar", tar_of({"a/x.png": b""}, claim=300 << 20))
+put("archive", "one-class.zip", zip_of({"c/1.png": tiny_png()}))

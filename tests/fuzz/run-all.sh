@@ -24,7 +24,7 @@ if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ]; then
 fi
 shift
 all=(wire connection notebook cell forms model idx image cifar ckpt http schedule history args resume
-     results manifest s3xml mlflow)
+     results manifest s3xml s3list archive mlflow)
 targets=("${@:-${all[@]}}")
 build="${FUZZ_BUILD:-$root/build-fuzz}"
 out="${FUZZ_OUT:-$build/fuzz-out}"
@@ -39,6 +39,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 max_len() {
   case "$1" in
     cifar) echo 40000 ;;   # members are padded to 3073-byte records
+    archive|s3list) echo 16384 ;;
     ckpt|notebook|http) echo 16384 ;;
     *) echo 4096 ;;
   esac

@@ -252,6 +252,33 @@ T_TEST(env_hides_secrets)
     kl_engine_destroy(e);
 }
 
+/* The messages a new user reads after a typo: a %%model body error names the cell
+ * line, and the traceback points at it; a misspelt layer or data set name gets the
+ * nearest real one; the line form says %model, not %%model. */
+T_TEST(typo_messages)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    run r = {0};
+    run_cell(e,
+             "%%model m --input 1x28x28 --classes 10\nconv2d 8 3\nmaxpoool 2\nflatten\n"
+             "dense 10",
+             &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_CONTAINS(r.err.evalue, "%%model m: cell line 3: unknown layer 'maxpoool'");
+    ASSERT_STR_CONTAINS(r.err.evalue, "did you mean 'maxpool'?");
+    ASSERT_STR_CONTAINS(r.tb, "Cell line 3");
+    run_cell(e, "%%model m --input 1x28x28 --classes 10\nconv2d 8 3\nflaten\ndense 10", &r);
+    ASSERT_STR_CONTAINS(r.err.evalue, "did you mean 'flatten'?");
+    run_cell(e, "%model r2 resnet18", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_CONTAINS(r.err.evalue, "%model r2:");
+    ASSERT(strstr(r.err.evalue, "%%model") == NULL);
+    run_cell(e, "%dataset fashion-mnst", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_CONTAINS(r.err.evalue, "did you mean fashion-mnist?");
+    kl_engine_destroy(e);
+}
+
 T_TEST(help)
 {
     kl_engine *e = kl_engine_create(&intr);
@@ -414,9 +441,45 @@ T_TEST(status_table)
     ASSERT_STR_EQ(err.ename, "RuntimeError");
 }
 
+static void only_stream(void *u, const char *name, const char *text, size_t len)
+{
+    (void)name;
+    *(size_t *)u += len;
+}
+
+/* A frontend that gives only a stream (as a fuzz target's or a tool's minimal output
+ * does): a magic that displays, clears or returns a result must not call through a
+ * NULL callback; %html {{{... crashed the engine's fuzz target so. */
+T_TEST(an_output_with_only_a_stream_is_enough)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    size_t got = 0;
+    mg_out o = {.user = &got, .stream = only_stream};
+    static const char *const cells[] = {"%html {{{{{{{{{{{{{{{{",
+                                        "%%html\n<b>x</b>\n",
+                                        "%html --id s <i>a</i>",
+                                        "%html --id s --update <i>b</i>",
+                                        "%clear",
+                                        "1 + 1",
+                                        "print('x')"};
+    for (size_t i = 0; i < sizeof cells / sizeof *cells; i++) {
+        kl_error err;
+        int rc = kl_engine_execute(e, cells[i], &o, NULL, &err);
+        if (rc < 0) {
+            printf("%s -> %s: %s\n", cells[i], err.ename, err.evalue);
+            kl_error_deinit(&err);
+        }
+    }
+    ASSERT(got >= 2); /* print's text came through the one callback there is */
+    kl_error err;
+    ASSERT_EQ(kl_engine_execute(e, "%html <b>y</b>", NULL, NULL, &err), 0); /* none at all */
+    kl_engine_destroy(e);
+}
+
 int main(void)
 {
     T_RUN(status_table);
+    T_RUN(an_output_with_only_a_stream_is_enough);
     T_RUN(args_parse_ok);
     T_RUN(args_parse_errors);
     T_RUN(interpolation_and_shell_vars);
@@ -424,6 +487,7 @@ int main(void)
     T_RUN(undefined_names_in_magic_args);
     T_RUN(convenience_magics);
     T_RUN(env_hides_secrets);
+    T_RUN(typo_messages);
     T_RUN(help);
     T_RUN(is_complete_complete_inspect);
     return T_EXIT();

@@ -103,6 +103,20 @@ static const char *display_with(const char *needle)
     return NULL;
 }
 
+/* The text/html of the first display whose text/plain contains needle, or NULL. */
+static const char *html_with(const char *needle)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(tm_c.log, i, d)
+    {
+        json_t *data = json_object_get(d, "data");
+        const char *tp = json_string_value(json_object_get(data, "text/plain"));
+        if (tp && strstr(tp, needle)) return json_string_value(json_object_get(data, "text/html"));
+    }
+    return NULL;
+}
+
 T_TEST(test_dataset_folder_and_cache)
 {
     char line[512];
@@ -347,6 +361,14 @@ T_TEST(test_changed_folder_is_reloaded)
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     ASSERT_STR_CONTAINS(display_with("Data set "), "folder: 12 files decoded");
+    /* JupyterLab shows the HTML: it says what was decoded and the normalisation too, and
+     * names the folder once */
+    const char *html = html_with("Data set ");
+    ASSERT(html != NULL);
+    ASSERT_STR_CONTAINS(html, "folder: 12 files decoded");
+    ASSERT_STR_CONTAINS(html, "normalised with mean");
+    ASSERT(strstr(strstr(html, dir) + 1, dir) == NULL);
+    ASSERT(strstr(strstr(display_with("Data set "), dir) + 1, dir) == NULL);
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     const char *sum = display_with("Data set ");

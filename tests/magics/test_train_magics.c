@@ -166,7 +166,7 @@ T_TEST(test_errors_before_training)
     ASSERT_EQ(tm_magic(g_s, "model bad --input 1x8x8 --classes 3",
                        "conv2d 4 3\nrelu\nflatten\ndense x\n", &g_err),
               -1);
-    ASSERT_STR_CONTAINS(g_err.evalue, "line 4");
+    ASSERT_STR_CONTAINS(g_err.evalue, "cell line 5");
     ASSERT_EQ(tm_magic(g_s, "model frobnicate", NULL, &g_err), -1);
     ASSERT_EQ(tm_magic(g_s, "train nosuch", NULL, &g_err), -1);
     ASSERT_STR_CONTAINS(g_err.evalue, "nosuch");

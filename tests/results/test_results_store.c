@@ -209,6 +209,10 @@ T_TEST(t_list_filter_sort)
     ASSERT_EQ(rt_results_list_runs(rs, &q6, &l, &err), RT_EINVAL);
     ASSERT_STR_CONTAINS(err.msg, "--sort val_accuracy");
     ASSERT_EQ(l.n, 0);
+    /* a key cut short (Kiln's val_accuracy typed as val_acc) is named with the fix */
+    rt_results_query q6b = {.status = -1, .sort = "val_a"};
+    ASSERT_EQ(rt_results_list_runs(rs, &q6b, &l, &err), RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "did you mean val_acc?");
     rt_results_query q7 = {.status = -1, .nwhere = 1, .where = w4, .sort = "val_accuracy"};
     ASSERT_EQ(rt_results_list_runs(rs, &q7, &l, &err), RT_OK);
     ASSERT_EQ(l.n, 0);

@@ -87,8 +87,9 @@ def assert_same_weights(a, b):
 
 
 def kiln_children(marker):
-    """Pids of live `kiln run` processes whose command line names marker."""
-    out = []
+    """Pids of live `kiln run` processes started in this test's folder (the current
+    one: the sweep's children inherit it) whose command line names marker."""
+    out, here = [], os.getcwd()
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -97,6 +98,8 @@ def kiln_children(marker):
                 argv = f.read().split(b"\0")
             with open(f"/proc/{pid}/stat") as f:
                 state = f.read().rsplit(")", 1)[1].split()[0]
+            if os.readlink(f"/proc/{pid}/cwd") != here:
+                continue
         except OSError:
             continue
         if state != "Z" and b"run" in argv and any(marker.encode() in a for a in argv):
