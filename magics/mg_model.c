@@ -178,18 +178,24 @@ static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
     }
     rt_model *m = NULL;
     rt_error re = {0};
-    char zoo[8192];
+    char *zoo = NULL;
     const char *spec = args->body ? args->body : "";
-    if (args->npos == 2) { /* a shipped network, for these classes */
-        if (rt_model_zoo_spec(args->pos[1], in.num_classes, zoo, sizeof zoo, &re) != RT_OK)
+    if (args->npos == 2) { /* a shipped network, for this input and these classes */
+        if (!(zoo = malloc(RT_MODEL_ZOO_SPEC_MAX)))
+            return mg_fail(err, "MemoryError", "%s %s: out of memory", magic, name);
+        if (rt_model_zoo_spec(args->pos[1], &in, zoo, RT_MODEL_ZOO_SPEC_MAX, &re) != RT_OK) {
+            free(zoo);
             return mg_fail_status(err, &re, "%s %s: %s", magic, name, re.msg);
+        }
         spec = zoo;
     }
+    int rc = -1;
     if (rt_model_create(&m, spec, &in, &re) != RT_OK)
-        return spec_fail(err, magic, name, &re, args->npos == 1);
-    int rc = mg_ws_model_define(ws, name, spec, &in, dname, err);
+        spec_fail(err, magic, name, &re, args->npos == 1);
+    else rc = mg_ws_model_define(ws, name, spec, &in, dname, err);
     if (rc == 0) show_summary(ctx, name, m, 0);
     rt_model_destroy(m);
+    free(zoo);
     return rc;
 }
 
@@ -232,6 +238,9 @@ static int list(mg_ctx *ctx, mg_error *err)
                   e->input.h, e->input.w, e->input.num_classes, e->dataset[0] ? ", data " : "",
                   e->dataset, e->trained ? ", trained" : "");
     }
+    mg_printf(ctx->out, "Shipped networks (%%%%model NAME NETWORK):\n");
+    for (const char *const *z = rt_model_zoo_names(); *z; z++)
+        mg_printf(ctx->out, "  %-12s %s\n", *z, rt_model_zoo_about(*z));
     return 0;
 }
 
@@ -258,7 +267,8 @@ const mg_command mg_cmd_model = {
     .name = "model",
     .summary = "Define a network (%%model NAME), show or list models (%model show/list)",
     .usage = "Usage: %%model NAME [--data NAME | --input CxHxW --classes N]   (cell)\n"
-             "       %model NAME resnet20 [...]         (a shipped network, line or cell)\n"
+             "       %model NAME NETWORK [...]   (a shipped network, line or cell: resnet20,\n"
+             "                                   resnet32/44/56/110, lenet5; %model list)\n"
              "       %model show [NAME] | %model list                      (line)\n\n"
              "Defines a network, one layer a line, checked against the data set loaded last\n"
              "and shown as a summary table (layer, output shape, parameters, total):\n"
@@ -269,6 +279,8 @@ const mg_command mg_cmd_model = {
              "  residual:   (a block: its layers indented below; an indented 'shortcut:'\n"
              "               then a projection when the shape changes; the output is\n"
              "               layers(x) + x, or + shortcut(x))\n"
+             "Any layer takes name=PREFIX: its tensors are PREFIX.weight, ... (PyTorch's\n"
+             "state_dict names, e.g. name=layer1.0.conv1).\n"
              "End with dense <classes>; '#' comments.\n\n"
              "Example:\n  %%model mnist_net\n  conv2d 32 3\n  relu\n  maxpool 2\n  flatten\n"
              "  dense 10\n\n  %model net resnet20      (ResNet-20 for 32x32 images, 0.27 M)",
