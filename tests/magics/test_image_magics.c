@@ -490,6 +490,57 @@ T_TEST(test_results_record_of_a_folder_run)
     if (system(line) != 0) fprintf(stderr, "could not remove %s\n", run);
 }
 
+/* --resume auto after a %dataset option changed: the run in DIR is not "the same
+ * options" (which then failed on the training split's checksum); the changed data set
+ * option is named and the run goes to DIR-v2, as docs/resume.md says. A folder whose
+ * files changed since is a different data set too. */
+T_TEST(test_resume_auto_sees_data_set_options)
+{
+    char line[700], run[200], dir[200];
+    snprintf(run, sizeof run, "%s.auto", g_dir);
+    snprintf(dir, sizeof dir, "%s-auto", g_dir);
+    ASSERT_EQ(write_cifar_like(dir, 2, 8), 0);
+    ASSERT_EQ(tm_fresh_session(&g_s), 0);
+    snprintf(line, sizeof line, "dataset %s --size 8 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(tm_magic(g_s, "model tiny", "conv2d 4 3 pad=1\nrelu\nflatten\ndense 2\n", &g_err), 0);
+    snprintf(line, sizeof line, "train tiny --epochs 1 --batch 4 --seed 1 --run-dir %s", run);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    /* the same folder with --val 0.25: another data set */
+    snprintf(line, sizeof line, "dataset %s --size 8 --samples 0 --val 0.25", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    tm_reset();
+    snprintf(line, sizeof line, "train tiny --epochs 1 --batch 4 --seed 1 --run-dir %s", run);
+    int rc = tm_magic(g_s, line, NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    ASSERT(strstr(tm_c.out, "same options") == NULL);
+    ASSERT_STR_CONTAINS(tm_c.out, "holds a run with other options: %dataset --val 0.25 "
+                                  "(checkpoint 0)");
+    char v2[260];
+    snprintf(v2, sizeof v2, "This run goes to %s-v2", run);
+    ASSERT_STR_CONTAINS(tm_c.out, v2);
+    /* --size: named with both sides */
+    snprintf(line, sizeof line, "dataset %s --size 10 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    tm_reset();
+    snprintf(line, sizeof line,
+             "train tiny --epochs 1 --batch 4 --seed 1 --run-dir %s --resume must", run);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "%dataset --size 10x10 (checkpoint 8x8)");
+    /* the same options, but the folder gained files since the run */
+    snprintf(line, sizeof line, "cp '%s/class00/000.png' '%s/class00/added.png'", dir, dir);
+    ASSERT_EQ(system(line), 0);
+    snprintf(line, sizeof line, "dataset %s --size 8 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    snprintf(line, sizeof line,
+             "train tiny --epochs 1 --batch 4 --seed 1 --run-dir %s --resume must", run);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "the data set's training images (checksum");
+    snprintf(line, sizeof line, "rm -rf '%s' '%s' '%s'-v*", dir, run, run);
+    if (system(line) != 0) fprintf(stderr, "could not remove %s\n", run);
+}
+
 int main(void)
 {
     (void)tm_make_dataset; /* tm_util's IDX set: not used here */
@@ -511,6 +562,7 @@ int main(void)
     T_RUN(test_bad_file);
     T_RUN(test_changed_folder_is_reloaded);
     T_RUN(test_results_record_of_a_folder_run);
+    T_RUN(test_resume_auto_sees_data_set_options);
     mg_session_destroy(g_s);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s'*", g_dir, g_cache, g_store);
