@@ -62,6 +62,7 @@ typedef struct mg_run_opts {
     double time_limit_s;   /* --time-limit 8h30m (0 = none) */
     char results[1024];    /* --results PATH/URL; "" = KILN_RESULTS or the default */
     int augment;           /* --augment (flag): random crop + flip */
+    int background;        /* --background (flag): trained by a kiln run of its own */
     int val;               /* --val N: validation images carved from train; -1 = as the
                                 data set was loaded by %dataset */
     char name[64];         /* --name: run name in the results store ("" = model name) */
