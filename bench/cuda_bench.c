@@ -20,12 +20,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_mnist.h"
 #include "rt.h"
 #include "rt_device.h"
-
-static const char *mnist_net =
-    "conv2d 32 3\nrelu\nconv2d 64 3\nrelu\nmaxpool 2\ndropout 0.25\nflatten\n"
-    "dense 128\nrelu\ndropout 0.5\ndense 10\n";
 
 static int fail(const rt_error *e)
 {
@@ -55,19 +52,6 @@ static int list_devices(void)
                l.dev[i].cc_major, l.dev[i].cc_minor, (double)l.dev[i].mem_total / 1048576.0,
                l.dev[i].mem_free_known ? "" : "? ", (double)l.dev[i].mem_free / 1048576.0);
     return 0;
-}
-
-/* Synthetic stand-in for Fashion-MNIST (same shapes), for machines without the data. */
-static void synth(rt_dataset *d, int n)
-{
-    memset(d, 0, sizeof *d);
-    snprintf(d->name, sizeof d->name, "synthetic");
-    d->n = n, d->c = 1, d->h = 28, d->w = 28, d->num_classes = 10;
-    d->images = malloc((size_t)n * 784 * 4);
-    d->labels = malloc((size_t)n);
-    rt_rng r = rt_rng_stream(1, RT_RNG_USER, 0, 0);
-    rt_rng_fill_normal(&r, d->images, (size_t)n * 784, 0.0f, 1.0f);
-    for (int i = 0; i < n; i++) d->labels[i] = (uint8_t)(i % 10);
 }
 
 typedef struct bench_run {
@@ -107,9 +91,10 @@ int main(int argc, char **argv)
     }
     rt_error err = {0};
     char zoo[8192];
-    const char *spec = mnist_net;
+    const char *spec = bench_mnist_net;
     if (strcmp(net, "mnist")) {
-        if (rt_model_zoo_spec(net, 10, zoo, sizeof zoo, &err)) return fail(&err);
+        const rt_model_input zin = {3, 32, 32, 10};
+        if (rt_model_zoo_spec(net, &zin, zoo, sizeof zoo, &err)) return fail(&err);
         spec = zoo;
     }
     if (print_spec) { /* the canonical text, as the model is built from it */
@@ -136,7 +121,7 @@ int main(int argc, char **argv)
     if (syn) {
         /* the images the run takes (an epoch at most), not a whole 60000 */
         int64_t want = (int64_t)(warmup + steps) * batch;
-        synth(&splits.train, want > 60000 ? 60000 : want < batch ? batch : (int)want);
+        bench_mnist_synth(&splits.train, want > 60000 ? 60000 : want < batch ? batch : (int)want);
     } else {
         const char *where = getenv("KILN_BENCH_DATA"); /* a folder of the IDX files */
         rt_dataset_opts o = {.name = where && *where ? where : "fashion-mnist"};

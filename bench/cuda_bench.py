@@ -44,6 +44,8 @@ import subprocess
 import sys
 import time
 
+import train_bench  # the reference net and data set (bench/train_bench.py)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = "/usr/share/datasets/fashion-mnist"
 
@@ -53,7 +55,6 @@ def torch_child(steps, warmup, batch, precision, synthetic, compile_=False, data
     """Runs in a child process: trains with PyTorch on `device` (cuda:0; cpu: the dry run
     of bench/gpu_check.sh, which checks that this side runs), prints 'key value' lines."""
     import torch
-    import torch.nn as nn
     import torch.nn.functional as F
 
     cuda = device.startswith("cuda")
@@ -71,34 +72,9 @@ def torch_child(steps, warmup, batch, precision, synthetic, compile_=False, data
         x = torch.randn(n, 1, 28, 28)
         y = torch.arange(n) % 10
     else:
-        import gzip
-        import numpy as np
-        with gzip.open(os.path.join(data, "train-images-idx3-ubyte.gz")) as f:
-            xs = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
-        with gzip.open(os.path.join(data, "train-labels-idx1-ubyte.gz")) as f:
-            ys = np.frombuffer(f.read(), np.uint8, offset=8)
-        x = torch.from_numpy(((xs / 255.0 - 0.2860) / 0.3530).astype(np.float32))
-        y = torch.from_numpy(ys.astype(np.int64))
+        x, y = train_bench.torch_fashion_mnist(data)
     perm = torch.randperm(x.shape[0])
     x, y = x[perm].to(dev), y[perm].to(dev)  # resident on the GPU, shuffled once
-
-    class Net(nn.Module):  # the PyTorch examples/mnist network
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv2d(1, 32, 3, 1)
-            self.conv2 = nn.Conv2d(32, 64, 3, 1)
-            self.dropout1 = nn.Dropout(0.25)
-            self.dropout2 = nn.Dropout(0.5)
-            self.fc1 = nn.Linear(9216, 128)
-            self.fc2 = nn.Linear(128, 10)
-
-        def forward(self, t):
-            t = F.relu(self.conv1(t))
-            t = F.relu(self.conv2(t))
-            t = F.max_pool2d(t, 2)
-            t = torch.flatten(self.dropout1(t), 1)
-            t = self.dropout2(F.relu(self.fc1(t)))
-            return self.fc2(t)
 
     if spec:  # Kiln's canonical spec (ResNet-20), as the model tests translate it
         sys.path.insert(0, os.path.join(HERE, "..", "tests", "runtime"))
@@ -106,7 +82,7 @@ def torch_child(steps, warmup, batch, precision, synthetic, compile_=False, data
         model = test_resnet_torch.build(open(spec).read(), 1, 28, 28)[0].to(dev)
         model.train()
     else:
-        model = Net().to(dev)
+        model = train_bench.torch_net().to(dev)  # the PyTorch examples/mnist network
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     if compile_:
         model = torch.compile(model)

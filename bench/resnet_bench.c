@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     rt_rng r = rt_rng_stream(1, RT_RNG_USER, 0, 0);
     rt_rng_fill_uniform(&r, x, X, -1.0f, 1.0f);
     for (int i = 0; i < batch; i++) y[i] = i % 10;
-    if ((!spec_file && rt_model_zoo_spec("resnet20", 10, spec, sizeof spec, &err)) ||
+    if ((!spec_file && rt_model_zoo_spec("resnet20", &in, spec, sizeof spec, &err)) ||
         rt_backend_open(&b, "cpu", threads, &err) || rt_model_create(&m, spec, &in, &err))
         goto fail;
     rt_model_set_fusion(m, fuse);

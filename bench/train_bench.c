@@ -20,31 +20,16 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "bench_mnist.h"
 #include "rt.h"
 #include "rt_omp_wait.h"
 
 RT_OMP_WAIT_PREINIT(rt_omp_wait_preinit); /* Kiln's OpenMP spin default */
 
-static const char *mnist_net =
-    "conv2d 32 3\nrelu\nconv2d 64 3\nrelu\nmaxpool 2\ndropout 0.25\nflatten\n"
-    "dense 128\nrelu\ndropout 0.5\ndense 10\n";
-
 static int fail(const rt_error *e)
 {
     fprintf(stderr, "train_bench: %s\n", e->msg);
     return 1;
-}
-
-static void synth(rt_dataset *d, int n)
-{
-    memset(d, 0, sizeof *d);
-    snprintf(d->name, sizeof d->name, "synthetic");
-    d->n = n, d->c = 1, d->h = 28, d->w = 28, d->num_classes = 10;
-    d->images = malloc((size_t)n * 784 * 4);
-    d->labels = malloc((size_t)n);
-    rt_rng r = rt_rng_stream(1, RT_RNG_USER, 0, 0);
-    rt_rng_fill_normal(&r, d->images, (size_t)n * 784, 0.0f, 1.0f);
-    for (int i = 0; i < n; i++) d->labels[i] = (uint8_t)(i % 10);
 }
 
 int main(int argc, char **argv)
@@ -53,7 +38,7 @@ int main(int argc, char **argv)
     int dist = 0, gpus = 1;
     const char *device = "cpu";
     unsigned long long seed = 1;
-    const char *spec = mnist_net;
+    const char *spec = bench_mnist_net;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
         if (!strcmp(a, "--steps")) steps = atoi(v), i++;
@@ -78,8 +63,8 @@ int main(int argc, char **argv)
     memset(&splits, 0, sizeof splits);
     rt_dataset *train = &splits.train;
     if (syn) {
-        synth(&splits.train, 60000);
-        synth(&splits.test, 1000);
+        bench_mnist_synth(&splits.train, 60000);
+        bench_mnist_synth(&splits.test, 1000);
     } else {
         rt_dataset_opts o = {.name = "fashion-mnist"};
         if (rt_dataset_load(&splits, &o, &err)) return fail(&err);

@@ -31,16 +31,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = "/usr/share/datasets/fashion-mnist"
 
 
-def torch_fashion_mnist():
-    """Fashion-MNIST's training set as torch tensors: images (N,1,28,28) normalised as
-    Kiln's %dataset does, labels (N) int64. Also used by dist_bench.py."""
+def torch_fashion_mnist(data=DATA):
+    """Fashion-MNIST's training set (in data) as torch tensors: images (N,1,28,28)
+    normalised as Kiln's %dataset does, labels (N) int64. Also used by dist_bench.py
+    and cuda_bench.py."""
     import gzip
     import numpy as np
     import torch
 
-    with gzip.open(os.path.join(DATA, "train-images-idx3-ubyte.gz")) as f:
+    with gzip.open(os.path.join(data, "train-images-idx3-ubyte.gz")) as f:
         x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
-    with gzip.open(os.path.join(DATA, "train-labels-idx1-ubyte.gz")) as f:
+    with gzip.open(os.path.join(data, "train-labels-idx1-ubyte.gz")) as f:
         y = np.frombuffer(f.read(), np.uint8, offset=8)
     x = torch.from_numpy(((x / 255.0 - 0.2860) / 0.3530).astype(np.float32))
     return x, torch.from_numpy(y.astype(np.int64))

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "rt_error.h" /* RT_MUST_USE */
 
@@ -75,7 +76,10 @@ RT_MUST_USE int mg_display_text_html(const mg_out *out, char *text, char *html);
 
 typedef struct mg_error {
     char ename[64];    /* "UsageError", "ValueError", "KeyboardInterrupt", ... */
-    char evalue[1024]; /* one line, names the magic and the option at fault */
+    char evalue[1024]; /* one line, names the magic and the option at fault; a cell
+                          magic's error about a line of its body says "cell line N: "
+                          (the body's first line is cell line 2), and the engine's
+                          traceback then points at that line */
 } mg_error;
 
 /* Fills err and returns -1, so `return mg_fail(err, ...)` reads naturally. Not for a
@@ -111,6 +115,9 @@ typedef struct mg_host {
     int (*var_set)(void *user, const char *name, json_t *value);
     /* New ref: array of variable names in definition order. */
     json_t *(*var_names)(void *user);
+    /* The Python type name of a variable's value ("int", "str", "NoneType", ...), as the
+     * cell language's type() says it (static string). */
+    const char *(*type_name)(void *user, json_t *value);
     /* Runs code as a cell (for %%time); returns 0 or -1 with err filled. */
     int (*run_cell)(void *user, const char *code, const mg_out *out, mg_error *err);
     /* Non-zero once an interrupt has been requested for the running cell. */
@@ -239,6 +246,9 @@ char *mg_command_help(const mg_command *cmd);
  * New string (free()); NULL on no memory. _n: the first n bytes of s. mg_escape.c. */
 char *mg_html_escape(const char *s);
 char *mg_html_escape_n(const char *s, size_t n);
+/* Writes s to f escaped the same way, for HTML and for SVG (XML): C0 control characters
+ * other than tab and line ends, which XML cannot hold, are left out. */
+void mg_html_put(FILE *f, const char *s);
 
 /* One line naming the CUDA toolkit and GPU architectures this build has, or that it
  * has none (`kiln --version`; magics/mg_device.c). Static storage. */

@@ -8,8 +8,9 @@
  * (done, interrupt, time limit) always saves unless the newest file is of this step.
  * With --time-limit, one more save when the limit is two steps and two saves away, so
  * a checkpoint exists before the limit even if the final one would end after it.
- * The metric is the validation accuracy of an epoch end, attached only to a checkpoint
- * of that very step (a mid-epoch file never claims a stale metric).
+ * The metric is --monitor's (val_loss by default) of an epoch end, attached only to a
+ * checkpoint of that very step (a mid-epoch file never claims a stale metric); the
+ * best is the trainer's best epoch by it (rt_early_stop.h), which rotation keeps.
  */
 #include <math.h>
 #include <stdio.h>
@@ -115,7 +116,7 @@ static void after_save(mg_run *run, const mgp_policy *p, const char *path, int64
     char object[2048];
     if (url) snprintf(object, sizeof object, "%s/%s", url, base ? base + 1 : path);
     if (rs && rt_results_log_checkpoint(rs, mg_run_id(run), url ? object : path, step, (int)epoch,
-                                        fresh ? MGP_METRIC : NULL, fresh ? p->metric.value : 0,
+                                        fresh ? p->metric.name : NULL, fresh ? p->metric.value : 0,
                                         &re) != RT_OK)
         mg_eprintf(out, "warning: results store: recording checkpoint: %s\n", re.msg);
     mg_run_note_checkpoint(run, step);
@@ -132,14 +133,11 @@ int mg_run_checkpoint_hook(mg_run *run, rt_step_event ev, const mg_out *out, mg_
     rt_trainer *t = mg_run_trainer(run);
     int64_t step = rt_trainer_get_state(t).step, spe = rt_trainer_steps_per_epoch(t);
     p->last_step_seen = step;
-    double loss, acc;
-    if (ev == RT_STEP_EPOCH_END && mg_run_last_val(run, &loss, &acc) == 0) {
-        p->metric = (rt_ckpt_metric){
-            .has_value = isfinite(acc), .value = acc, .higher_is_better = 1, .step = step};
-        snprintf(p->metric.name, sizeof p->metric.name, MGP_METRIC);
+    int improved = 0;
+    if (ev == RT_STEP_EPOCH_END && mg_run_last_monitor(run, &p->metric, &improved) == 0) {
+        p->metric.step = step; /* --monitor's metric; "best" is the trainer's best epoch */
         p->metric_step = step;
-        if (p->metric.has_value && (!p->has_best || acc >= p->best.value))
-            p->best = p->metric, p->has_best = 1;
+        if (p->metric.has_value && improved) p->best = p->metric, p->has_best = 1;
     }
     int stopping = ev != RT_STEP_CONTINUE && ev != RT_STEP_EPOCH_END;
     int save = 0;

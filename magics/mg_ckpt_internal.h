@@ -19,7 +19,6 @@ RT_MUST_USE int mgp_ckpt_save_with(mg_run *run, const char *path, const rt_ckpt_
                                    const rt_ckpt_metric *best, mg_error *err);
 
 /* The monitored metric: validation accuracy (higher is better). */
-#define MGP_METRIC "val_accuracy"
 
 /* Periodic-checkpoint state of the current run (session slot "ckpt.policy"). */
 typedef struct mgp_policy {

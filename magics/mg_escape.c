@@ -1,5 +1,6 @@
 /* mg_escape.c - HTML escaping, the one copy: magics' rich outputs and the forms'
  * text/html fallback (kernel/forms) both use it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,3 +42,12 @@ char *mg_html_escape_n(const char *s, size_t n)
 }
 
 char *mg_html_escape(const char *s) { return mg_html_escape_n(s, strlen(s)); }
+
+void mg_html_put(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        const char *e = entity(*s);
+        if (e) fputs(e, f);
+        else if ((unsigned char)*s >= 0x20 || *s == '\t' || *s == '\n' || *s == '\r') fputc(*s, f);
+    }
+}

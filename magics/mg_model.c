@@ -107,8 +107,36 @@ static int body_empty(const char *body)
     return 1;
 }
 
+/* The spec error msg ("line N: ...", N counted in the body) for the cell: "cell line
+ * N+1" (the %%model line is the cell's first; the engine's traceback points there, mg.h),
+ * and for an unknown layer the nearest layer word. A shipped network's errors are
+ * about its name, not a line of the cell. */
+static int spec_fail(mg_error *err, const char *magic, const char *name, const rt_error *re,
+                     int in_cell)
+{
+    const char *msg = re->msg;
+    int n = 0, used = 0;
+    if (!in_cell || sscanf(msg, "line %d: %n", &n, &used) != 1 || used == 0 || n < 1)
+        return mg_fail_status(err, re, "%s %s: %s", magic, name, msg);
+    char near[40] = "";
+    const char *u = strstr(msg, "unknown layer '");
+    if (u) {
+        char word[32] = "";
+        sscanf(u + strlen("unknown layer '"), "%31[^']", word);
+        size_t best = 3;
+        for (size_t i = 0; word[0] && rt_model_layer_word(i); i++) {
+            size_t d = mg_edit_distance(word, rt_model_layer_word(i));
+            if (d < best) best = d, snprintf(near, sizeof near, "%s", rt_model_layer_word(i));
+        }
+    }
+    return mg_fail_status(err, re, "%s %s: cell line %d: %s%s%s%s", magic, name, n + 1, msg + used,
+                          near[0] ? " ---> HINT: did you mean '" : "", near, near[0] ? "'?" : "");
+}
+
 static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
+    /* the cell form or the line form (%model NAME resnet20), as the user typed it */
+    const char *magic = args->body ? "%%model" : "%model";
     if (args->npos != 1 && !(args->npos == 2 && body_empty(args->body)))
         return mg_fail(err, "UsageError",
                        "%%%%model: expected one model name on the first "
@@ -118,9 +146,9 @@ static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
     const char *name = args->pos[0];
     if (strlen(name) >= 64)
         return mg_fail(err, "UsageError",
-                       "%%%%model: the name '%.20s...' is too long (63 "
+                       "%s: the name '%.20s...' is too long (63 "
                        "characters at most)",
-                       name);
+                       magic, name);
     mg_workspace *ws = mg_ws_get(ctx, err);
     if (!ws) return -1;
     rt_model_input in = {0};
@@ -140,28 +168,34 @@ static int define(mg_ctx *ctx, const mg_args *args, mg_error *err)
         if (!d && want) return -1;
         if (!d)
             return mg_fail(err, "UsageError",
-                           "%%%%model %s: no data set to check the shapes "
+                           "%s %s: no data set to check the shapes "
                            "against ---> HINT: run %%dataset NAME first, or give --input "
                            "1x28x28 --classes 10",
-                           name);
+                           magic, name);
         in = (rt_model_input){d->splits.train.c, d->splits.train.h, d->splits.train.w,
                               d->splits.train.num_classes};
         dname = d->name;
     }
     rt_model *m = NULL;
     rt_error re = {0};
-    char zoo[8192];
+    char *zoo = NULL;
     const char *spec = args->body ? args->body : "";
-    if (args->npos == 2) { /* a shipped network, for these classes */
-        if (rt_model_zoo_spec(args->pos[1], in.num_classes, zoo, sizeof zoo, &re) != RT_OK)
-            return mg_fail_status(err, &re, "%%%%model %s: %s", name, re.msg);
+    if (args->npos == 2) { /* a shipped network, for this input and these classes */
+        if (!(zoo = malloc(RT_MODEL_ZOO_SPEC_MAX)))
+            return mg_fail(err, "MemoryError", "%s %s: out of memory", magic, name);
+        if (rt_model_zoo_spec(args->pos[1], &in, zoo, RT_MODEL_ZOO_SPEC_MAX, &re) != RT_OK) {
+            free(zoo);
+            return mg_fail_status(err, &re, "%s %s: %s", magic, name, re.msg);
+        }
         spec = zoo;
     }
+    int rc = -1;
     if (rt_model_create(&m, spec, &in, &re) != RT_OK)
-        return mg_fail_status(err, &re, "%%%%model %s: %s", name, re.msg);
-    int rc = mg_ws_model_define(ws, name, spec, &in, dname, err);
+        spec_fail(err, magic, name, &re, args->npos == 1);
+    else rc = mg_ws_model_define(ws, name, spec, &in, dname, err);
     if (rc == 0) show_summary(ctx, name, m, 0);
     rt_model_destroy(m);
+    free(zoo);
     return rc;
 }
 
@@ -204,6 +238,9 @@ static int list(mg_ctx *ctx, mg_error *err)
                   e->input.h, e->input.w, e->input.num_classes, e->dataset[0] ? ", data " : "",
                   e->dataset, e->trained ? ", trained" : "");
     }
+    mg_printf(ctx->out, "Shipped networks (%%%%model NAME NETWORK):\n");
+    for (const char *const *z = rt_model_zoo_names(); *z; z++)
+        mg_printf(ctx->out, "  %-12s %s\n", *z, rt_model_zoo_about(*z));
     return 0;
 }
 
@@ -230,7 +267,8 @@ const mg_command mg_cmd_model = {
     .name = "model",
     .summary = "Define a network (%%model NAME), show or list models (%model show/list)",
     .usage = "Usage: %%model NAME [--data NAME | --input CxHxW --classes N]   (cell)\n"
-             "       %model NAME resnet20 [...]         (a shipped network, line or cell)\n"
+             "       %model NAME NETWORK [...]   (a shipped network, line or cell: resnet20,\n"
+             "                                   resnet32/44/56/110, lenet5; %model list)\n"
              "       %model show [NAME] | %model list                      (line)\n\n"
              "Defines a network, one layer a line, checked against the data set loaded last\n"
              "and shown as a summary table (layer, output shape, parameters, total):\n"
@@ -241,6 +279,8 @@ const mg_command mg_cmd_model = {
              "  residual:   (a block: its layers indented below; an indented 'shortcut:'\n"
              "               then a projection when the shape changes; the output is\n"
              "               layers(x) + x, or + shortcut(x))\n"
+             "Any layer takes name=PREFIX: its tensors are PREFIX.weight, ... (PyTorch's\n"
+             "state_dict names, e.g. name=layer1.0.conv1).\n"
              "End with dense <classes>; '#' comments.\n\n"
              "Example:\n  %%model mnist_net\n  conv2d 32 3\n  relu\n  maxpool 2\n  flatten\n"
              "  dense 10\n\n  %model net resnet20      (ResNet-20 for 32x32 images, 0.27 M)",

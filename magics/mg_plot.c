@@ -14,26 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mg.h"
+
 static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 const char *mg_plot_color(int i)
 {
     return palette[(unsigned)i % (sizeof palette / sizeof *palette)];
-}
-
-static void xml_text(FILE *f, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\t') fputc(*s, f);
-        }
-    }
 }
 
 /* A "nice" number near x: 1, 2, 5 or 10 times a power of ten. */
@@ -139,19 +127,19 @@ static void draw_axes(FILE *f, const frame *fr, const mg_plot_opts *o, int width
                 "<text x=\"%.1f\" y=\"18\" text-anchor=\"middle\" font-size=\"14\" "
                 "font-weight=\"bold\">",
                 width / 2.0);
-        xml_text(f, o->title);
+        mg_html_put(f, o->title);
         fputs("</text>\n", f);
     }
     if (o->xlabel) {
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", fr->left + fr->w / 2,
                 height - 8);
-        xml_text(f, o->xlabel);
+        mg_html_put(f, o->xlabel);
         fputs("</text>\n", f);
     }
     if (o->ylabel) {
         fprintf(f, "<text transform=\"translate(14 %.1f) rotate(-90)\" text-anchor=\"middle\">",
                 fr->top + fr->h / 2);
-        xml_text(f, o->ylabel);
+        mg_html_put(f, o->ylabel);
         fputs("</text>\n", f);
     }
 }
@@ -241,7 +229,7 @@ static void draw_legend(FILE *f, const frame *fr, const mg_plot_series *s, int n
         char name[160];
         snprintf(name, sizeof name, "%s", s[i].name);
         if (strlen(s[i].name) > 40) strcpy(name + 37, "...");
-        xml_text(f, name);
+        mg_html_put(f, name);
         fputs("</text>\n", f);
     }
     fputs("</g>\n", f);

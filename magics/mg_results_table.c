@@ -111,18 +111,7 @@ void mgp_table_text(const mgp_table *t, FILE *f)
     free(w);
 }
 
-void mgp_html(FILE *f, const char *s)
-{
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
+void mgp_html(FILE *f, const char *s) { mg_html_put(f, s); }
 
 /* Click a header to sort by it (numbers as numbers); click again to reverse. */
 static const char sort_script[] =

@@ -68,6 +68,7 @@ static int resolve_inputs(mg_run *r, mg_workspace *ws, mg_error *err)
     r->data = d;
     r->val = d->splits.val.n > 0 ? &d->splits.val : &d->splits.test;
     r->val_name = d->splits.val.n > 0 ? "val" : "test";
+    r->no_val = r->val->n == 0;
     return 0;
 }
 
@@ -167,6 +168,20 @@ static int build_trainer(mg_run *r, mg_error *err)
                           r->o.schedule_resolved[0] ? r->o.schedule_resolved : r->o.schedule,
                           &re) != RT_OK)
         return mg_fail_status(err, &re, "%%train: --schedule: %s", re.msg);
+    if (rt_monitor_parse(r->o.monitor, &r->monitor, &re) != RT_OK)
+        return mg_fail_status(err, &re, "%%train: --monitor: %s", re.msg);
+    if (r->no_val && r->monitor != rt_monitor_without_val(r->monitor)) {
+        rt_monitor was = r->monitor;
+        r->monitor = rt_monitor_without_val(was);
+        mg_printf(r->ctx->out,
+                  "No validation data (no --val split, no test split): nothing is validated; "
+                  "%s%s follows %s instead of %s\n",
+                  r->o.early_stop > 0 ? "--early-stop and " : "", "the best checkpoint",
+                  rt_monitor_name(r->monitor), rt_monitor_name(was));
+    }
+    c.monitor = r->monitor;
+    c.early_stop = (rt_early_stop){.patience = r->o.early_stop, .min_delta = r->o.min_delta};
+    c.restore_best = r->o.restore_best;
     c.epochs = r->o.epochs;
     c.batch_size = r->o.batch;
     c.lr = r->o.lr;
@@ -269,6 +284,28 @@ int64_t mg_run_id(const mg_run *r) { return r->run_id; }
 int64_t mg_run_start_step(const mg_run *r) { return r->start_step; }
 void mg_run_note_checkpoint(mg_run *r, int64_t step) { r->last_ckpt_step = step; }
 double mg_run_elapsed(const mg_run *r) { return r->t_start > 0 ? mgp_now() - r->t_start : 0; }
+int mg_run_last_monitor(const mg_run *r, rt_ckpt_metric *m, int *improved)
+{
+    if (!r->has_monitored) return -1;
+    memset(m, 0, sizeof *m);
+    m->has_value = isfinite(r->monitored);
+    m->value = r->monitored;
+    m->higher_is_better = rt_monitor_higher_is_better(r->monitor);
+    snprintf(m->name, sizeof m->name, "%s", mg_run_metric_key(r->monitor));
+    *improved = r->improved;
+    return 0;
+}
+
+const char *mg_run_metric_key(rt_monitor m)
+{
+    switch (m) {
+    case RT_MONITOR_VAL_ACC: return "val_accuracy";
+    case RT_MONITOR_TRAIN_LOSS: return "train_loss";
+    case RT_MONITOR_TRAIN_ACC: return "train_accuracy";
+    default: return "val_loss";
+    }
+}
+
 int mg_run_last_val(const mg_run *r, double *loss, double *accuracy)
 {
     if (!r->has_val) return -1;

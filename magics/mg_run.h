@@ -26,6 +26,7 @@
 
 #include "mg.h"
 #include "rt.h"
+#include "rt_ckpt.h"
 #include "rt_results.h"
 
 /* --checkpoint-every: "500steps" / "500" (steps), "10m" / "90s" / "1h30m" (time),
@@ -62,6 +63,11 @@ typedef struct mg_run_opts {
     double time_limit_s;   /* --time-limit 8h30m (0 = none) */
     char results[1024];    /* --results PATH/URL; "" = KILN_RESULTS or the default */
     int augment;           /* --augment (flag): random crop + flip */
+    int early_stop;        /* --early-stop PATIENCE epochs without improvement (0 = off) */
+    char monitor[16];      /* --monitor: the metric of early stopping, plateau and the best
+                              checkpoint ("val_loss"; rt_early_stop.h) */
+    double min_delta;      /* --min-delta: an improvement is more than this (0) */
+    int restore_best;      /* --restore-best (flag): end with the best epoch's weights */
     int background;        /* --background (flag): trained by a kiln run of its own */
     int val;               /* --val N: validation images carved from train; -1 = as the
                                 data set was loaded by %dataset */
@@ -180,6 +186,12 @@ int64_t mg_run_id(const mg_run *run);
 /* The last validation (or, without a val split, test) loss/accuracy measured at an
  * epoch end; 0 when there is one, -1 when none yet. */
 int mg_run_last_val(const mg_run *run, double *loss, double *accuracy);
+/* The monitored metric (--monitor, its results-store name: "val_loss") of the last
+ * epoch end, for the checkpoint that step writes; *improved = 1 when that epoch was the
+ * best yet. 0 when there is one, -1 when no epoch ended yet. */
+int mg_run_last_monitor(const mg_run *run, rt_ckpt_metric *m, int *improved);
+/* The results-store name of a monitored metric (val_acc -> "val_accuracy"). */
+const char *mg_run_metric_key(rt_monitor m);
 /* Wall-clock seconds since mg_run_loop started. */
 double mg_run_elapsed(const mg_run *run);
 /* The checkpoint hook saved the checkpoint of step: the progress display shows

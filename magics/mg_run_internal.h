@@ -46,6 +46,11 @@ struct mg_run {
     int has_progress;
     double val_loss, val_acc;
     int has_val;
+    int no_val;             /* no validation data (val and test empty): nothing validated */
+    rt_monitor monitor;     /* what --monitor follows here (a train_ metric without val) */
+    int improved;           /* the last epoch end was the best yet (by monitor) */
+    double monitored;       /* its monitored value */
+    int has_monitored;      /* an epoch ended here (monitored, improved are set) */
     int64_t last_ckpt_step; /* step of the newest checkpoint saved, -1 none */
     mgp_series step_loss, ep_loss, ep_acc, ep_vloss, ep_vacc;
 };

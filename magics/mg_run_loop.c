@@ -117,7 +117,7 @@ static int results_begin(mg_run *r, mg_error *err)
     json_decref(params);
     snprintf(buf, sizeof buf, "%ld", rt_model_num_params(r->model));
     const char *more[] = {"model", r->model_name,      "params_total",
-                          buf,     "validation_split", r->val_name};
+                          buf,     "validation_split", r->no_val ? "none" : r->val_name};
     for (size_t i = 0; i < sizeof more / sizeof *more; i += 2)
         if (rt_results_log_param(r->rs, r->run_id, more[i], more[i + 1], &re) != RT_OK)
             mgp_rs_warn(r, "logging parameters", re.msg);
@@ -163,22 +163,35 @@ static int epoch_end(mg_run *r, mg_error *err)
     /* a continued run's first epoch: only the images of the steps run here */
     double ips = secs > 0 ? (double)(st.epoch_seen - r->epoch_seen0) / secs : 0;
     r->epoch_seen0 = 0;
-    if (rt_trainer_evaluate(r->model, r->val, 0, r->eval, &re) != RT_OK)
-        return mg_fail_status(err, &re, "%%train: validation on '%s' failed: %s", r->val->name,
-                              re.msg);
-    r->val_loss = r->eval->loss;
-    r->val_acc = r->eval->accuracy;
-    r->has_val = 1;
     int ep = (int)p->epoch + 1;
     double x = (double)p->step;
+    rt_epoch_metrics em = {.train_loss = p->epoch_loss,
+                           .train_acc = p->epoch_accuracy,
+                           .val_loss = NAN,
+                           .val_acc = NAN};
+    if (!r->no_val) { /* without validation data nothing is measured, drawn or recorded */
+        if (rt_trainer_evaluate(r->model, r->val, 0, r->eval, &re) != RT_OK)
+            return mg_fail_status(err, &re, "%%train: validation on '%s' failed: %s", r->val->name,
+                                  re.msg);
+        r->val_loss = em.val_loss = r->eval->loss;
+        r->val_acc = em.val_acc = r->eval->accuracy;
+        r->has_val = 1;
+    }
+    /* the epoch-level controls: best epoch, early stopping, plateau (rt_early_stop.h) */
+    if (rt_trainer_epoch_metrics(r->trainer, &em, &r->improved, &re) != RT_OK)
+        return mg_fail_status(err, &re, "%%train: epoch %d: %s", ep, re.msg);
+    r->monitored = rt_monitor_value(r->monitor, &em);
+    r->has_monitored = 1;
     mgp_curve_add(r, &r->ep_loss, x, p->epoch_loss);
     mgp_curve_add(r, &r->ep_acc, x, p->epoch_accuracy);
-    mgp_curve_add(r, &r->ep_vloss, x, r->val_loss);
-    mgp_curve_add(r, &r->ep_vacc, x, r->val_acc);
     log_epoch(r, "train_loss", p->epoch_loss, p->step, ep);
     log_epoch(r, "train_accuracy", p->epoch_accuracy, p->step, ep);
-    log_epoch(r, "val_loss", r->val_loss, p->step, ep);
-    log_epoch(r, "val_accuracy", r->val_acc, p->step, ep);
+    if (r->has_val) {
+        mgp_curve_add(r, &r->ep_vloss, x, r->val_loss);
+        mgp_curve_add(r, &r->ep_vacc, x, r->val_acc);
+        log_epoch(r, "val_loss", r->val_loss, p->step, ep);
+        log_epoch(r, "val_accuracy", r->val_acc, p->step, ep);
+    }
     log_epoch(r, "epoch_seconds", secs, p->step, ep);
     log_epoch(r, "images_per_s", ips, p->step, ep);
     if (p->loss_scale > 0) { /* fp16 */
@@ -188,6 +201,48 @@ static int epoch_end(mg_run *r, mg_error *err)
     mgp_view_epoch(r, p, secs, ips);
     mgp_view_plot(r);
     r->epoch_t0 = mgp_now();
+    return 0;
+}
+
+/* Why the run ended, and its best epoch, as parameters of its results row. */
+static void log_ending(mg_run *r, rt_step_event ev, int failed)
+{
+    rt_error re = {0};
+    const char *why = failed                     ? "failed"
+                      : ev == RT_STEP_DONE       ? "finished"
+                      : ev == RT_STEP_EARLY_STOP ? "early_stop"
+                      : ev == RT_STEP_TIME_LIMIT ? "time_limit"
+                                                 : "interrupted";
+    rt_watch_state w = rt_trainer_get_state(r->trainer).watch;
+    char be[32], bv[64], key[64];
+    snprintf(be, sizeof be, "%lld", (long long)w.best_epoch);
+    snprintf(bv, sizeof bv, "%.17g", w.best);
+    snprintf(key, sizeof key, "best_%s", mg_run_metric_key(r->monitor));
+    const char *kv[] = {"stop_reason", why, "best_epoch", be, key, bv};
+    for (size_t i = 0; i < (w.has_best ? 6u : 2u); i += 2)
+        if (rt_results_log_param(r->rs, r->run_id, kv[i], kv[i + 1], &re) != RT_OK)
+            mgp_rs_warn(r, "logging how the run ended", re.msg);
+}
+
+/* --restore-best: the best epoch's weights back into the model (after the last
+ * checkpoint, which keeps the last step's weights for an exact resume). */
+static int restore_best(mg_run *r, mg_error *err)
+{
+    rt_error re = {0};
+    int done = 0;
+    rt_watch_state w = rt_trainer_get_state(r->trainer).watch;
+    if (rt_trainer_restore_best(r->trainer, &done, &re) != RT_OK)
+        return mg_fail_status(err, &re, "%%train: --restore-best: %s", re.msg);
+    if (done)
+        mg_printf(r->ctx->out,
+                  "--restore-best: the model has the weights of epoch %lld (%s %.4f)\n",
+                  (long long)w.best_epoch, rt_monitor_name(r->monitor), w.best);
+    else if (w.has_best)
+        mg_eprintf(r->ctx->out,
+                   "warning: %%train --restore-best: the best epoch (%lld) came before this run "
+                   "continued, so its weights are not in memory; the model keeps the last "
+                   "epoch's (the best epoch's checkpoint is the one --keep keeps as best)\n",
+                   (long long)w.best_epoch);
     return 0;
 }
 
@@ -243,6 +298,8 @@ int mg_run_loop(mg_run *r, mg_error *err)
         if (ev != RT_STEP_CONTINUE && ev != RT_STEP_EPOCH_END) break;
     }
     if (r->has_progress) mgp_view_progress(r, &r->last, 1);
+    if (rc == 0 && r->o.restore_best && (ev == RT_STEP_DONE || ev == RT_STEP_EARLY_STOP))
+        rc = restore_best(r, err);
     rt_train_summary sum = {0};
     rt_error end_re = {0};
     /* the device path reads its last statistics here: a failure is the run's error */
@@ -250,9 +307,11 @@ int mg_run_loop(mg_run *r, mg_error *err)
         rc = mg_fail_status(err, &end_re, "%%train: finishing the run failed: %s", end_re.msg);
     mgp_view_summary(r, ev, rc != 0, &sum);
     if (r->rs) {
-        rt_results_status st = rc                   ? RT_RESULTS_FAILED
-                               : ev == RT_STEP_DONE ? RT_RESULTS_FINISHED
-                                                    : RT_RESULTS_INTERRUPTED;
+        rt_results_status st = rc ? RT_RESULTS_FAILED
+                               : ev == RT_STEP_DONE || ev == RT_STEP_EARLY_STOP
+                                   ? RT_RESULTS_FINISHED
+                                   : RT_RESULTS_INTERRUPTED;
+        log_ending(r, ev, rc);
         if (rt_results_run_end(r->rs, r->run_id, st, &re) != RT_OK)
             mgp_rs_warn(r, "ending the run", re.msg);
         rt_results_close(r->rs);

@@ -83,15 +83,14 @@ void mgp_view_start(mg_run *r)
              (void *)r);
     r->start_step = rt_trainer_get_state(r->trainer).step;
     const rt_dataset_splits *d = &r->data->splits;
-    char nparams[32];
+    char nparams[32], val[64] = "no validation data";
+    if (!r->no_val) snprintf(val, sizeof val, "validation on %s (%d)", r->val_name, r->val->n);
     mg_printf(r->ctx->out,
-              "Training %s (%s params) on %s: %d train images, validation on "
-              "%s (%d), %d epoch%s of batch %d, %s lr %g%s%s | device %s%s (%d thread%s) | "
-              "seed %llu\n",
+              "Training %s (%s params) on %s: %d train images, %s, %d epoch%s of batch %d, "
+              "%s lr %g%s%s | device %s%s (%d thread%s) | seed %llu\n",
               r->model_name, mg_commas(rt_model_num_params(r->model), nparams), r->data->name,
-              d->train.n, r->val_name, r->val->n, r->o.epochs, r->o.epochs == 1 ? "" : "s",
-              r->o.batch, r->o.optimizer, r->o.lr,
-              strcmp(r->o.schedule, "constant") ? ", schedule " : "",
+              d->train.n, val, r->o.epochs, r->o.epochs == 1 ? "" : "s", r->o.batch, r->o.optimizer,
+              r->o.lr, strcmp(r->o.schedule, "constant") ? ", schedule " : "",
               strcmp(r->o.schedule, "constant") ? r->o.schedule : "", r->backend->ops->name,
               !strcmp(r->o.device, "auto") ? " (auto)" : "", r->backend->threads,
               r->backend->threads == 1 ? "" : "s", (unsigned long long)r->o.seed);
@@ -168,11 +167,13 @@ void mgp_view_progress(mg_run *r, const rt_progress *p, int force)
 
 void mgp_view_epoch(mg_run *r, const rt_progress *p, double seconds, double images_per_s)
 {
-    mg_printf(r->ctx->out,
-              "epoch %lld/%d  loss %.4f  acc %.4f  %s_loss %.4f  %s_acc %.4f  "
-              "%.1f s  %.0f img/s\n",
-              (long long)p->epoch + 1, p->epochs, p->epoch_loss, p->epoch_accuracy, r->val_name,
-              r->val_loss, r->val_name, r->val_acc, seconds, images_per_s);
+    char val[96] = "";
+    if (r->has_val)
+        snprintf(val, sizeof val, "  %s_loss %.4f  %s_acc %.4f", r->val_name, r->val_loss,
+                 r->val_name, r->val_acc);
+    mg_printf(r->ctx->out, "epoch %lld/%d  loss %.4f  acc %.4f%s  %.1f s  %.0f img/s%s\n",
+              (long long)p->epoch + 1, p->epochs, p->epoch_loss, p->epoch_accuracy, val, seconds,
+              images_per_s, r->improved && r->o.early_stop > 0 ? "  (best)" : "");
 }
 
 void mgp_view_plot(mg_run *r)
@@ -188,8 +189,9 @@ void mgp_view_plot(mg_run *r)
         {"train accuracy", r->ep_acc.x, r->ep_acc.y, r->ep_acc.n},
         {va, r->ep_vacc.x, r->ep_vacc.y, r->ep_vacc.n},
     };
+    if (r->no_val) s[2] = s[3]; /* without validation data: no validation curves */
     mg_plot_opts o = {.title = title, .xlabel = "step", .ylabel = "loss / accuracy"};
-    char *svg = mg_plot_svg(s, 5, &o);
+    char *svg = mg_plot_svg(s, r->no_val ? 3 : 5, &o);
     if (!svg) return;
     char text[160];
     snprintf(text, sizeof text, "<loss/accuracy plot: %zu epochs, %zu steps>", r->ep_loss.n,
@@ -277,7 +279,13 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
         snprintf(status, sizeof status, "failed after step %lld of %lld", (long long)p->step,
                  (long long)p->total_steps);
     else if (why == RT_STEP_DONE) snprintf(status, sizeof status, "finished");
-    else if (why == RT_STEP_TIME_LIMIT)
+    else if (why == RT_STEP_EARLY_STOP) {
+        rt_watch_state w = rt_trainer_get_state(r->trainer).watch;
+        snprintf(status, sizeof status,
+                 "stopped early at epoch %lld of %d (best epoch %lld, %s %.4f; --early-stop %d)",
+                 (long long)p->epoch + 1, r->o.epochs, (long long)w.best_epoch,
+                 rt_monitor_name(r->monitor), w.best, r->o.early_stop);
+    } else if (why == RT_STEP_TIME_LIMIT)
         snprintf(status, sizeof status, "stopped by the time limit (%s) after step %lld of %lld",
                  r->o.time_limit_s > 0 ? "--time-limit" : "", (long long)p->step,
                  (long long)p->total_steps);
@@ -314,7 +322,7 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
                 mg_commas(rt_model_num_params(r->model), np), r->data->name);
         if (r->run_id) fprintf(t, "  results: run %lld\n", (long long)r->run_id);
         summary_run_dir(r, t);
-        if (!failed && why != RT_STEP_DONE && r->o.run_dir[0])
+        if (!failed && why != RT_STEP_DONE && why != RT_STEP_EARLY_STOP && r->o.run_dir[0])
             fprintf(t, "  continue with: %%resume %s\n", run_home(r));
     }
     fclose(t);
@@ -322,9 +330,9 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
     if (esc && asprintf(&html,
                         "<pre style=\"margin:0;border-left:3px solid %s;padding-left:6px\">"
                         "%s</pre>",
-                        failed                ? "#d22"
-                        : why == RT_STEP_DONE ? "#1ea03c"
-                                              : "#e90",
+                        failed                                             ? "#d22"
+                        : why == RT_STEP_DONE || why == RT_STEP_EARLY_STOP ? "#1ea03c"
+                                                                           : "#e90",
                         esc) < 0)
         html = NULL;
     free(esc);

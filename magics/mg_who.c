@@ -1,25 +1,11 @@
 /* mg_who.c - %who [TYPE...]: the names of the cell language's variables, sorted,
  * optionally only those of the given types (int float str bool list dict NoneType).
- * Names starting with '_' are internal (e.g. _exit_code) and not listed. */
+ * Names starting with '_' are internal (e.g. _exit_code) and not listed. The types are
+ * the cell language's (mg_host.type_name). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "mg.h"
-
-static const char *type_of(json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_INTEGER: return "int";
-    case JSON_REAL: return "float";
-    case JSON_STRING: return "str";
-    case JSON_TRUE:
-    case JSON_FALSE: return "bool";
-    case JSON_NULL: return "NoneType";
-    case JSON_ARRAY: return "list";
-    case JSON_OBJECT: return "dict";
-    }
-    return "?";
-}
 
 static int cmp(const void *a, const void *b)
 {
@@ -52,7 +38,8 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         if (!name || name[0] == '_') continue;
         json_t *v = ctx->host->var_get(ctx->host->user, name);
         int ok = args->npos == 0;
-        for (int t = 0; v && t < args->npos; t++) ok |= !strcmp(type_of(v), args->pos[t]);
+        for (int t = 0; v && t < args->npos; t++)
+            ok |= !strcmp(ctx->host->type_name(ctx->host->user, v), args->pos[t]);
         if (ok) keep[k++] = name;
     }
     qsort(keep, k, sizeof *keep, cmp);

@@ -217,6 +217,24 @@ static int mirror(mg_ctx *ctx, const char *url, char *local, size_t cap, mg_erro
     return 0;
 }
 
+/* " ---> HINT: did you mean fashion-mnist?" in hint for a name that is not found and is
+ * one or two typos from a known data set's name ("" otherwise); returns hint. */
+static const char *near_name(const char *name, rt_status s, char hint[96])
+{
+    hint[0] = 0;
+    if (s != RT_ENOTFOUND || strchr(name, '/')) return hint;
+    const char *const *known = rt_dataset_known_names();
+    const char *best = NULL;
+    size_t bd = 3;
+    for (size_t i = 0; known[i]; i++) {
+        size_t d = mg_edit_distance(name, known[i]);
+        if (d > 0 && d < bd) bd = d, best = known[i];
+    }
+    if (!best) return hint;
+    snprintf(hint, 96, " ---> HINT: did you mean %s?", best);
+    return hint;
+}
+
 /* An image folder whose files (names, sizes, times) are no longer those it was loaded
  * from, or that is gone: the session's copy is stale and the folder is read again. */
 static int folder_changed(const mg_ws_data *d)
@@ -283,12 +301,14 @@ mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *na
     rt_error re = {0};
     rt_status s = rt_dataset_load(&d->splits, &o, &re);
     if (s != RT_OK) {
+        char hint[96];
         free(d);
         if (s == RT_EINTERRUPTED || host_stop(ctx))
             mg_fail(err, "KeyboardInterrupt", "loading data set '%s' was interrupted", name);
         else if (strstr(re.msg, name)) /* the message names it already: once is enough */
-            mg_fail_status(err, &re, "%s", re.msg);
-        else mg_fail_status(err, &re, "data set '%s': %s", name, re.msg);
+            mg_fail_status(err, &re, "%s%s", re.msg, near_name(name, s, hint));
+        else
+            mg_fail_status(err, &re, "data set '%s': %s%s", name, re.msg, near_name(name, s, hint));
         return NULL;
     }
     if (dl.shown) { /* the download display ends saying where the files are */

@@ -105,19 +105,30 @@ static rt_status add_state(save_ctx *c, rt_model *m, const rt_ckpt_train_snap *s
     }
     char buf[64], seed[32];
     const rt_trainer_state *st = &s->state;
-    char scale[64];
+    const rt_watch_state *w = &st->watch;
+    char scale[64], best[64], pbest[64], lrs[64];
     snprintf(buf, sizeof buf, "%a", st->epoch_loss_sum);
     snprintf(scale, sizeof scale, "%a", st->loss_scale);
-    /* loss_scale (0: none), scale_tracker, skipped_steps: fp16 loss scaling; readers
-     * of checkpoints without them (written before) take 0 */
+    snprintf(best, sizeof best, "%a", w->best);
+    snprintf(pbest, sizeof pbest, "%a", w->plateau_best);
+    snprintf(lrs, sizeof lrs, "%a", w->lr_scale);
+    /* loss_scale (0: none), scale_tracker, skipped_steps: fp16 loss scaling; "watch":
+     * the epoch-level controls (best epoch, early stopping, plateau). Readers of
+     * checkpoints without them (written before) take 0 / a fresh state */
     RT_TRY(set_jsonf(c, RT_CKPT_KEY_DATA_ORDER, err,
                      "{\"epoch\":%lld,\"position\":%lld,\"steps_per_epoch\":%lld,"
                      "\"epoch_correct\":%lld,\"epoch_seen\":%lld,\"epoch_loss_sum\":\"%s\","
-                     "\"loss_scale\":\"%s\",\"scale_tracker\":%lld,\"skipped_steps\":%lld}",
+                     "\"loss_scale\":\"%s\",\"scale_tracker\":%lld,\"skipped_steps\":%lld,"
+                     "\"watch\":{\"has_best\":%d,\"best\":\"%s\",\"best_epoch\":%lld,"
+                     "\"wait\":%lld,\"stopped\":%d,\"has_plateau_best\":%d,"
+                     "\"plateau_best\":\"%s\",\"plateau_bad\":%lld,\"lr_scale\":\"%s\","
+                     "\"reductions\":%lld}}",
                      (long long)st->batcher.epoch, (long long)st->batcher.position,
                      (long long)s->steps_per_epoch, (long long)st->epoch_correct,
                      (long long)st->epoch_seen, buf, scale, (long long)st->scale_tracker,
-                     (long long)st->skipped_steps));
+                     (long long)st->skipped_steps, w->has_best, best, (long long)w->best_epoch,
+                     (long long)w->wait, w->stopped, w->has_plateau_best, pbest,
+                     (long long)w->plateau_bad, lrs, (long long)w->reductions));
     snprintf(seed, sizeof seed, "%" PRIu64, s->seed);
     RT_TRY(set_jsonf(c, RT_CKPT_KEY_RNG, err,
                      "{\"generator\":\"philox4x32-10\",\"seed\":\"%s\",\"streams\":{"

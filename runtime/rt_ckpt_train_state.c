@@ -148,6 +148,20 @@ static rt_status read_position(rt_ckpt_train_snap *s, const rt_ckpt_reader *r, r
                  "has a bad loss_scale, scale_tracker or "
                  "skipped_steps",
                  err);
+    /* the epoch-level controls (optional as well) */
+    rt_watch_init(&t->watch);
+    json_t *w = json_object_get(d, "watch");
+    rt_watch_state *ws = &t->watch;
+    int64_t hb = 0, stopped = 0, hpb = 0;
+    if (st == RT_OK && w &&
+        (get_i64(w, "has_best", &hb) || get_hexf(w, "best", &ws->best) ||
+         get_i64(w, "best_epoch", &ws->best_epoch) || get_i64(w, "wait", &ws->wait) ||
+         get_i64(w, "stopped", &stopped) || get_i64(w, "has_plateau_best", &hpb) ||
+         get_hexf(w, "plateau_best", &ws->plateau_best) ||
+         get_i64(w, "plateau_bad", &ws->plateau_bad) || get_hexf(w, "lr_scale", &ws->lr_scale) ||
+         get_i64(w, "reductions", &ws->reductions) || rt_watch_check(ws, NULL) != RT_OK))
+        st = bad(r, RT_CKPT_KEY_DATA_ORDER, "has a bad \"watch\" (early stopping, plateau)", err);
+    ws->has_best = hb != 0, ws->stopped = stopped != 0, ws->has_plateau_best = hpb != 0;
     json_decref(d);
     if (st == RT_OK) st = meta_obj(r, RT_CKPT_KEY_RNG, &g, err);
     if (st == RT_OK) {

@@ -15,6 +15,9 @@
 #define RT_LAYER_MAX_PARAMS 2
 #define RT_LAYER_MAX_SAVED 3
 #define RT_LAYER_WHY 200
+/* a layer's `name=` prefix, its terminator included (".running_mean" still fits a
+ * tensor name of 64) */
+#define RT_LAYER_NAME_MAX 48
 /* Largest integer a spec argument may have, and most elements a per-sample tensor or a
  * conv's unfolded image may have: keeps every size computation far from int overflow. */
 #define RT_LAYER_MAX_INT (1 << 20)
@@ -60,6 +63,9 @@ typedef struct rt_layer {
     struct rt_layer *block[3];
     const rt_tensor *skip;
     int depth; /* 1 inside a residual block (summary indentation) */
+    /* `name=PREFIX` on the spec line: its tensors are "PREFIX.weight", ... (a PyTorch
+     * state_dict's names, e.g. "layer1.0.conv1"); empty: "<index>.<type>.weight" */
+    char tname[RT_LAYER_NAME_MAX];
     /* a relu fused at attach (rt_model.c fuse_relus): on a batchnorm or residual add, it
      * applies the relu that follows; on that relu, its forward and backward are done by
      * the layer before (its output is that layer's, its gradient passes through) */

@@ -38,7 +38,7 @@ typedef struct rt_summary_row {
     int index;                         /* 0-based layer index */
     int line;                          /* spec line */
     const char *type;                  /* "conv2d", "relu", ... */
-    char spec[80];                     /* canonical spec line, e.g. "conv2d 32 3 stride=1 pad=0" */
+    char spec[128];                    /* canonical spec line, e.g. "conv2d 32 3 stride=1 pad=0" */
     int out_c, out_h, out_w, out_flat; /* output shape per sample; flat: (out_c) */
     long params;                       /* trainable parameters */
 } rt_summary_row;
@@ -139,10 +139,17 @@ void rt_model_timing_reset(rt_model *m);
 int rt_model_num_layers(const rt_model *m);
 
 /* ---- shipped architectures (rt_model_zoo.c) ---- */
-/* Writes the spec of a shipped network ("resnet20") ending in dense num_classes into
- * buf (4096 bytes suffice). RT_ENOTFOUND naming the shipped ones for another name. */
-RT_MUST_USE rt_status rt_model_zoo_spec(const char *name, int num_classes, char *buf, size_t size,
-                                        rt_error *err);
+/* Writes the spec of a shipped network ("resnet20", any case) for input `in` ending in
+ * dense in->num_classes into buf (RT_MODEL_ZOO_SPEC_MAX bytes suffice). RT_ENOTFOUND
+ * naming the shipped ones for another name. */
+#define RT_MODEL_ZOO_SPEC_MAX 65536
+RT_MUST_USE rt_status rt_model_zoo_spec(const char *name, const rt_model_input *in, char *buf,
+                                        size_t size, rt_error *err);
 const char *const *rt_model_zoo_names(void); /* NULL-terminated, static */
+/* One line about a shipped network, NULL for another name. */
+const char *rt_model_zoo_about(const char *name);
+/* The i-th word a spec line may start with (conv2d, maxpool, ... and their aliases);
+ * NULL past the last. For "did you mean" on an unknown layer. */
+const char *rt_model_layer_word(size_t i);
 
 #endif

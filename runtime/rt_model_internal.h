@@ -32,6 +32,9 @@ struct rt_model {
 
 /* rt_model_parse.c: parse + infer into m (spec already copied). */
 RT_MUST_USE rt_status rtp_model_parse(rt_model *m, rt_error *err);
+/* rt_model_tensors.c: tensor pname of layer l as checkpoints name it: "PREFIX.pname"
+ * with a name= prefix, else "<index>.<type>.pname". */
+void rtp_tensor_name(const rt_layer *l, const char *pname, char *buf, size_t n);
 /* rt_model.c: frees attach-time memory (arenas, views). */
 void rtp_model_detach(rt_model *m);
 

@@ -43,6 +43,11 @@ static const struct {
     {"adaptiveavgpool", &rt_layer_globalavgpool},
 };
 
+const char *rt_model_layer_word(size_t i)
+{
+    return i < sizeof keywords / sizeof keywords[0] ? keywords[i].word : NULL;
+}
+
 static const rt_layer_type *lookup(const char *word)
 {
     char low[32];
@@ -84,6 +89,33 @@ static rt_status add_layer(rt_model *m, int *cap, const rt_layer_type *t, int li
     l->line = line;
     *out = l;
     return RT_OK;
+}
+
+/* Takes a `name=PREFIX` word out of tok[1..n) into l->tname (every layer kind has it):
+ * the prefix of the layer's tensor names, as a PyTorch module path ("layer1.0.conv1"). */
+static int take_name(rt_layer *l, int *n, char **tok, char *why)
+{
+    for (int i = 1; i < *n; i++) {
+        const char *v;
+        if (!rtp_opt(tok[i], "name", &v)) continue;
+        size_t len = strlen(v);
+        int ok = len > 0 && len < sizeof l->tname && v[0] != '.' && v[len - 1] != '.' &&
+                 !strstr(v, "..");
+        for (size_t k = 0; ok && k < len; k++)
+            ok = isalnum((unsigned char)v[k]) || v[k] == '_' || v[k] == '.';
+        if (!ok) {
+            snprintf(why, RT_LAYER_WHY,
+                     "name=%.60s: expected a tensor-name prefix of letters, digits, '_' "
+                     "and inner '.', at most %d characters (e.g. name=layer1.0.conv1)",
+                     v, (int)sizeof l->tname - 1);
+            return -1;
+        }
+        memcpy(l->tname, v, len + 1);
+        memmove(tok + i, tok + i + 1, (size_t)(*n - i - 1) * sizeof *tok);
+        (*n)--;
+        return 0;
+    }
+    return 0;
 }
 
 /* "residual:" / "shortcut:" (the colon optional, any case): 1 / 2, else 0. */
@@ -206,7 +238,9 @@ static rt_status parse_lines(rt_model *m, rt_error *err)
         rt_layer *l = NULL;
         if ((s = add_layer(m, &cap, t, lineno + 1, &l, err)) != RT_OK) break;
         why[0] = 0;
-        if (t->parse(l, n - 1, tok + 1, why) != RT_OK)
+        if (take_name(l, &n, tok, why) < 0)
+            s = RT_ERR(err, RT_EINVAL, "line %d: %s: %s", lineno + 1, t->name, why);
+        else if (t->parse(l, n - 1, tok + 1, why) != RT_OK)
             s = RT_ERR(err, RT_EINVAL, "line %d: %s: %s (expected '%s')", lineno + 1, t->name, why,
                        t->usage);
     }
@@ -254,10 +288,35 @@ static rt_status infer_shapes(rt_model *m, rt_error *err)
     return RT_OK;
 }
 
+/* Every tensor name is the model's once (two layers given the same name= would not be). */
+static rt_status check_names(const rt_model *m, rt_error *err)
+{
+    char a[64], b[64];
+    for (int i = 0; i < m->nlayers; i++) {
+        const rt_layer *l = &m->layers[i];
+        if (!l->tname[0] || !l->nparams) continue;
+        rtp_tensor_name(l, l->param_name[0], a, sizeof a);
+        for (int j = 0; j < m->nlayers; j++) {
+            const rt_layer *o = &m->layers[j];
+            for (int p = 0; j != i && p < o->nparams + o->nbufs; p++) {
+                rtp_tensor_name(o, p < o->nparams ? o->param_name[p] : o->buf_name[p - o->nparams],
+                                b, sizeof b);
+                if (!strcmp(a, b))
+                    return RT_ERR(err, RT_EINVAL,
+                                  "line %d: name=%s: the tensor '%s' is also line %d's "
+                                  "(each layer's name must be its own)",
+                                  l->line, l->tname, a, o->line);
+            }
+        }
+    }
+    return RT_OK;
+}
+
 static rt_status build_summary(rt_model *m, rt_error *err)
 {
-    m->rows = calloc((size_t)m->nlayers, sizeof *m->rows);
-    size_t cap = (size_t)m->nlayers * 80 + 1, used = 0;
+    size_t nl = m->nlayers > 0 ? (size_t)m->nlayers : 1;
+    m->rows = calloc(nl, sizeof *m->rows);
+    size_t cap = nl * (sizeof m->rows->spec + 2) + 1, used = 0;
     m->canonical = malloc(cap);
     if (!m->rows || !m->canonical) return RT_ERR(err, RT_ENOMEM, "out of memory");
     m->total_params = 0;
@@ -269,9 +328,10 @@ static rt_status build_summary(rt_model *m, rt_error *err)
         r->type = l->type->name;
         /* inside a block: indented 4 (the shortcut line 2), as the spec is written */
         const char *indent = l->type == &rt_layer_res_shortcut ? "  " : l->depth ? "    " : "";
-        char text[sizeof r->spec - 8];
+        char text[64];
         l->type->format(l, text, sizeof text);
-        snprintf(r->spec, sizeof r->spec, "%s%s", indent, text);
+        snprintf(r->spec, sizeof r->spec, "%s%s%s%s", indent, text, l->tname[0] ? " name=" : "",
+                 l->tname);
         r->out_c = l->out_c, r->out_h = l->out_h, r->out_w = l->out_w;
         r->out_flat = l->out_flat;
         for (int p = 0; p < l->nparams; p++) r->params += (long)rt_tensor_numel(&l->param[p]);
@@ -289,5 +349,6 @@ rt_status rtp_model_parse(rt_model *m, rt_error *err)
         return RT_ERR(err, RT_EINVAL, "bad input shape %dx%dx%d", m->in.c, m->in.h, m->in.w);
     RT_TRY(parse_lines(m, err));
     RT_TRY(infer_shapes(m, err));
+    RT_TRY(check_names(m, err));
     return build_summary(m, err);
 }

@@ -1,64 +1,160 @@
 /* rt_model_zoo.c - architectures shipped as %%model specs, written out in the cell
  * language itself (so the summary, checkpoints and %resume treat them like any spec).
+ * Every layer with tensors carries `name=`, so the tensors have the names of the same
+ * network's PyTorch state_dict (less its num_batches_tracked counters), torchvision's
+ * module names where torchvision has the network.
  *
- * resnet20: He et al. 2016 ("Deep Residual Learning", section 4.2), the CIFAR-10
- * network for 32x32 images: a 3x3 conv with 16 channels, then 3 stages of 3 basic
- * blocks (two 3x3 convs, batch norm, ReLU after the add) at 16, 32 and 64 channels, the
- * first block of stages 2 and 3 at stride 2 with a projection shortcut (1x1 conv +
- * batch norm, the paper's option B), global average pooling and one dense layer. Every
- * convolution is followed by batch norm, so none has a bias (bias=false, as in torchvision's
- * ResNets): 272,474 parameters for 10 classes (0.27 M), the same tensors
- * with the same shapes as a PyTorch ResNet-20's state_dict (less its
- * num_batches_tracked counters).
+ * resnet20/32/44/56/110: He et al. 2016 ("Deep Residual Learning", section 4.2), the
+ * CIFAR-10 networks of depth 6n + 2 for 32x32 images: a 3x3 conv with 16 channels, then
+ * 3 stages of n basic blocks (two 3x3 convs, batch norm, ReLU after the add) at 16, 32
+ * and 64 channels, the first block of stages 2 and 3 at stride 2 with a projection
+ * shortcut (1x1 conv + batch norm, the paper's option B), global average pooling and one
+ * dense layer. No convolution has a bias (each is followed by batch norm). ResNet-20 has
+ * 272,474 parameters for 10 classes (0.27 M). Names: torchvision's ResNet layout built
+ * of its BasicBlock (conv1, bn1, layer1.0.conv1, ..., layer2.0.downsample.0, fc).
+ *
+ * lenet5: LeCun et al. 1998 with ReLU and max pooling: conv 6@5x5, pool 2, conv 16@5x5,
+ * pool 2, dense 120, 84, classes (conv1, conv2, fc1, fc2, fc3). A 28x28 input is padded
+ * by 2 in the first convolution (MNIST's images on the paper's 32x32 field), so the
+ * features are 16x5x5 for both sizes.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "rt_model.h"
 
-static const char *const names[] = {"resnet20", NULL};
+/* The spec being written: overflow is remembered and reported once at the end. */
+typedef struct out {
+    char *buf;
+    size_t size, n;
+    int full;
+} out;
 
-const char *const *rt_model_zoo_names(void) { return names; }
-
-/* One basic block of k channels; stride 2 adds the projection. */
-static int block(char *buf, size_t size, int k, int stride)
+__attribute__((format(printf, 2, 3))) static void put(out *o, const char *fmt, ...)
 {
-    int n = snprintf(buf, size,
-                     "residual:\n"
-                     "    conv2d %d 3 stride=%d pad=same bias=false\n"
-                     "    batchnorm\n"
-                     "    relu\n"
-                     "    conv2d %d 3 pad=same bias=false\n"
-                     "    batchnorm\n",
-                     k, stride, k);
-    if (n >= 0 && (size_t)n < size && stride != 1)
-        n += snprintf(buf + n, size - (size_t)n,
-                      "  shortcut:\n"
-                      "    conv2d %d 1 stride=%d bias=false\n"
-                      "    batchnorm\n",
-                      k, stride);
-    if (n >= 0 && (size_t)n < size) n += snprintf(buf + n, size - (size_t)n, "relu\n");
-    return n;
+    if (o->full) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(o->buf + o->n, o->size - o->n, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= o->size - o->n) o->full = 1;
+    else o->n += (size_t)k;
 }
 
-rt_status rt_model_zoo_spec(const char *name, int num_classes, char *buf, size_t size,
+/* A torchvision BasicBlock of k channels named PREFIX (e.g. "layer2.0"): stride 2 or
+ * a change of width adds the projection (downsample.0, downsample.1). */
+static void basic_block(out *o, const char *prefix, int k, int stride, int project)
+{
+    put(o,
+        "residual:\n"
+        "    conv2d %d 3 stride=%d pad=1 bias=false name=%s.conv1\n"
+        "    batchnorm name=%s.bn1\n"
+        "    relu\n"
+        "    conv2d %d 3 pad=1 bias=false name=%s.conv2\n"
+        "    batchnorm name=%s.bn2\n",
+        k, stride, prefix, prefix, k, prefix, prefix);
+    if (project)
+        put(o,
+            "  shortcut:\n"
+            "    conv2d %d 1 stride=%d bias=false name=%s.downsample.0\n"
+            "    batchnorm name=%s.downsample.1\n",
+            k, stride, prefix, prefix);
+    put(o, "relu\n");
+}
+
+/* Stages of basic blocks after a stem of `width` channels: stage s has blocks[s] blocks
+ * of widths[s] channels, its first at stride 2 after stage 1. */
+static void stages(out *o, int width, const int *widths, const int *blocks, int nstages)
+{
+    char prefix[32];
+    for (int s = 0; s < nstages; s++)
+        for (int b = 0; b < blocks[s]; b++) {
+            int stride = s > 0 && b == 0 ? 2 : 1;
+            snprintf(prefix, sizeof prefix, "layer%d.%d", s + 1, b);
+            basic_block(o, prefix, widths[s], stride, stride != 1 || width != widths[s]);
+            width = widths[s];
+        }
+}
+
+static void cifar_resnet(out *o, int depth, const rt_model_input *in)
+{
+    static const int widths[3] = {16, 32, 64};
+    int n = (depth - 2) / 6, blocks[3] = {n, n, n};
+    put(o,
+        "# ResNet-%d (He et al. 2016, the CIFAR-10 network)\n"
+        "conv2d 16 3 pad=1 bias=false name=conv1\nbatchnorm name=bn1\nrelu\n",
+        depth);
+    stages(o, 16, widths, blocks, 3);
+    put(o, "globalavgpool\nflatten\ndense %d name=fc\n", in->num_classes);
+}
+
+static void resnet20(out *o, const rt_model_input *in) { cifar_resnet(o, 20, in); }
+static void resnet32(out *o, const rt_model_input *in) { cifar_resnet(o, 32, in); }
+static void resnet44(out *o, const rt_model_input *in) { cifar_resnet(o, 44, in); }
+static void resnet56(out *o, const rt_model_input *in) { cifar_resnet(o, 56, in); }
+static void resnet110(out *o, const rt_model_input *in) { cifar_resnet(o, 110, in); }
+
+static void lenet5(out *o, const rt_model_input *in)
+{
+    int pad = in->h == 28 && in->w == 28 ? 2 : 0;
+    put(o,
+        "# LeNet-5 (LeCun et al. 1998, with ReLU and max pooling)\n"
+        "conv2d 6 5 pad=%d name=conv1\nrelu\nmaxpool 2\n"
+        "conv2d 16 5 name=conv2\nrelu\nmaxpool 2\nflatten\n"
+        "dense 120 name=fc1\nrelu\ndense 84 name=fc2\nrelu\ndense %d name=fc3\n",
+        pad, in->num_classes);
+}
+
+static const struct zoo_entry {
+    const char *name, *about;
+    void (*write)(out *o, const rt_model_input *in);
+} zoo[] = {
+    {"resnet20", "ResNet-20, He et al. 2016 CIFAR network (0.27 M for 10 classes)", resnet20},
+    {"resnet32", "ResNet-32, CIFAR (0.47 M)", resnet32},
+    {"resnet44", "ResNet-44, CIFAR (0.66 M)", resnet44},
+    {"resnet56", "ResNet-56, CIFAR (0.86 M)", resnet56},
+    {"resnet110", "ResNet-110, CIFAR (1.7 M)", resnet110},
+    {"lenet5", "LeNet-5 with ReLU and max pooling, 28x28 or 32x32 (62 k)", lenet5},
+};
+#define NZOO (sizeof zoo / sizeof zoo[0])
+
+const char *const *rt_model_zoo_names(void)
+{
+    static const char *const names[NZOO + 1] = {"resnet20", "resnet32",  "resnet44",
+                                                "resnet56", "resnet110", "lenet5"};
+    _Static_assert(NZOO == 6, "the names follow the table");
+    return names;
+}
+
+const char *rt_model_zoo_about(const char *name)
+{
+    for (size_t i = 0; name && i < NZOO; i++)
+        if (!strcasecmp(name, zoo[i].name)) return zoo[i].about;
+    return NULL;
+}
+
+rt_status rt_model_zoo_spec(const char *name, const rt_model_input *in, char *buf, size_t size,
                             rt_error *err)
 {
-    if (!name || strcasecmp(name, "resnet20"))
-        return RT_ERR(err, RT_ENOTFOUND, "no shipped model '%s' (shipped: resnet20)",
-                      name ? name : "");
-    if (num_classes < 1) return RT_ERR(err, RT_EINVAL, "resnet20: %d classes", num_classes);
-    int n = snprintf(buf, size,
-                     "# ResNet-20 (He et al. 2016, CIFAR-10 variant)\n"
-                     "conv2d 16 3 pad=same bias=false\nbatchnorm\nrelu\n");
-    static const int stage_k[3] = {16, 32, 64};
-    for (int s = 0; s < 3 && n >= 0 && (size_t)n < size; s++)
-        for (int b = 0; b < 3 && n >= 0 && (size_t)n < size; b++)
-            n += block(buf + n, size - (size_t)n, stage_k[s], s > 0 && b == 0 ? 2 : 1);
-    if (n >= 0 && (size_t)n < size)
-        n += snprintf(buf + n, size - (size_t)n, "globalavgpool\nflatten\ndense %d\n", num_classes);
-    if (n < 0 || (size_t)n >= size)
-        return RT_ERR(err, RT_EINVAL, "resnet20: the spec does not fit %zu bytes", size);
+    const struct zoo_entry *e = NULL;
+    for (size_t i = 0; name && i < NZOO; i++)
+        if (!strcasecmp(name, zoo[i].name)) e = &zoo[i];
+    if (!e) {
+        char list[256];
+        size_t n = 0;
+        for (size_t i = 0; i < NZOO && n < sizeof list; i++)
+            n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "", zoo[i].name);
+        return RT_ERR(err, RT_ENOTFOUND, "no shipped model '%s' (shipped: %s)", name ? name : "",
+                      list);
+    }
+    if (!in || in->num_classes < 1)
+        return RT_ERR(err, RT_EINVAL, "%s: %d classes", e->name, in ? in->num_classes : 0);
+    if (!buf || size == 0) return RT_ERR(err, RT_EINVAL, "%s: no buffer for the spec", e->name);
+    out o = {buf, size, 0, 0};
+    buf[0] = 0;
+    e->write(&o, in);
+    if (o.full) return RT_ERR(err, RT_EINVAL, "%s: the spec does not fit %zu bytes", e->name, size);
     return RT_OK;
 }

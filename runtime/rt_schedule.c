@@ -9,11 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const char *const KIND_NAMES[] = {"constant", "step", "cosine", "onecycle"};
+static const char *const KIND_NAMES[] = {"constant", "step",      "cosine",
+                                         "onecycle", "multistep", "plateau"};
 
 const char *rt_schedule_kind_name(rt_sched_kind kind)
 {
-    return (unsigned)kind < 4 ? KIND_NAMES[kind] : "unknown";
+    return (unsigned)kind < RT_SCHED_KINDS ? KIND_NAMES[kind] : "unknown";
 }
 
 rt_schedule rt_schedule_default(rt_sched_kind kind)
@@ -26,6 +27,9 @@ rt_schedule rt_schedule_default(rt_sched_kind kind)
     s.pct_start = 0.3;
     s.div_factor = 25.0;
     s.final_div_factor = 1e4;
+    s.factor = 0.1;
+    s.patience = 10;
+    s.threshold = 1e-4;
     return s;
 }
 
@@ -58,6 +62,12 @@ rt_status rt_schedule_resolve(rt_schedule *out, int64_t steps_per_epoch, int64_t
                       "schedule step: gamma=%g over the run's %lld decays makes the learning "
                       "rate overflow; ---> HINT: a gamma nearer 1 or a larger step_size",
                       s->gamma, (long long)(units / s->step_size));
+    if (s->kind == RT_SCHED_MULTISTEP && (!isfinite(pow(s->gamma, (double)s->nmilestones)) ||
+                                          !(pow(s->gamma, (double)s->nmilestones) > 0)))
+        return RT_ERR(err, RT_EINVAL,
+                      "schedule multistep: gamma=%g over %d milestones makes the learning rate "
+                      "overflow or vanish; ---> HINT: a gamma nearer 1",
+                      s->gamma, s->nmilestones);
     if (s->kind == RT_SCHED_ONECYCLE) {
         if (s->total_steps == 0) s->total_steps = units;
         double end1 = s->pct_start * (double)s->total_steps - 1.0;
@@ -142,6 +152,11 @@ double rt_schedule_lr(const rt_schedule *s, double base_lr, int64_t step)
     }
     switch (s->kind) {
     case RT_SCHED_STEP: return base_lr * pow(s->gamma, (double)(t / s->step_size));
+    case RT_SCHED_MULTISTEP: {
+        int passed = 0; /* bisect_right(milestones, t) */
+        while (passed < s->nmilestones && s->milestones[passed] <= t) passed++;
+        return base_lr * pow(s->gamma, (double)passed);
+    }
     case RT_SCHED_COSINE:
         if (s->t_max <= 0) return base_lr;
         return s->eta_min +
@@ -182,6 +197,18 @@ int rt_schedule_format(const rt_schedule *s, char *buf, size_t n)
     case RT_SCHED_COSINE:
         return snprintf(buf, n, "cosine %s%s t_max=%lld eta_min=%s", common, warm,
                         (long long)s->t_max, num(s->eta_min).s);
+    case RT_SCHED_MULTISTEP: {
+        char ms[RT_SCHED_MAX_MILESTONES * 21 + 1] = "";
+        size_t k = 0;
+        for (int i = 0; i < s->nmilestones && k < sizeof ms; i++)
+            k += (size_t)snprintf(ms + k, sizeof ms - k, "%s%lld", i ? ";" : "",
+                                  (long long)s->milestones[i]);
+        return snprintf(buf, n, "multistep %s%s milestones=%s gamma=%s", common, warm, ms,
+                        num(s->gamma).s);
+    }
+    case RT_SCHED_PLATEAU:
+        return snprintf(buf, n, "plateau %s%s factor=%s patience=%lld threshold=%s", common, warm,
+                        num(s->factor).s, (long long)s->patience, num(s->threshold).s);
     case RT_SCHED_ONECYCLE:
         return snprintf(buf, n,
                         "onecycle %s max_lr=%s total_steps=%lld pct_start=%s "

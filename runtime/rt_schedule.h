@@ -7,13 +7,20 @@
  *   constant                 ConstantLR(factor=1) / no scheduler
  *   step  step_size gamma    StepLR:  base * gamma^(t // step_size)
  *   cosine t_max eta_min     CosineAnnealingLR (closed form; periodic past t_max as torch)
+ *   multistep milestones gamma  MultiStepLR: base * gamma^(number of milestones <= t);
+ *                            milestones increasing, e.g. multistep:30,60:0.1 (unit=step
+ *                            for iterations: multistep:32000,48000 unit=step)
+ *   plateau factor patience  ReduceLROnPlateau (threshold 1e-4 rel, cooldown 0, min_lr
+ *                            0): the formula gives base (and the warmup); the
+ *                            reductions are epoch-level state, rt_early_stop.h, which
+ *                            the trainer multiplies in (rt_watch_state.lr_scale)
  *   onecycle                 OneCycleLR (max_lr, total_steps, pct_start 0.3, anneal cos,
  *                            div_factor 25, final_div_factor 1e4, three_phase false);
  *                            cycle_momentum is NOT applied (momentum/betas stay fixed);
  *                            past total_steps (torch raises) the lr stays at its end value
  * t counts epochs (unit=epoch: t = step / steps_per_epoch, i.e. scheduler.step() once an
  * epoch, the torch habit for StepLR/Cosine) or steps (unit=step; OneCycle's default).
- * warmup=W (constant/step/cosine): SequentialLR(LinearLR(warmup_start, 1, W), S,
+ * warmup=W (constant/step/cosine/multistep/plateau): SequentialLR(LinearLR(warmup_start, 1, W), S,
  * milestones=[W]) where S sees t - W (so cosine's t_max counts from the warmup's end).
  *
  * Option strings (%train --schedule): a name, optional ':'-separated positional values,
@@ -21,7 +28,8 @@
  *   "constant"  "step:10:0.1"  "step step_size=10 gamma=0.1"  "cosine warmup=5"
  *   "cosine:50:1e-5 unit=step"  "onecycle max_lr=0.1 pct_start=0.25 anneal=linear"
  * Positional order: step (step_size, gamma), cosine (t_max, eta_min),
- * onecycle (max_lr, total_steps, pct_start).
+ * onecycle (max_lr, total_steps, pct_start), multistep (milestones, gamma: the
+ * milestones comma-separated, or milestones=30;60), plateau (factor, patience).
  */
 #ifndef RT_SCHEDULE_H
 #define RT_SCHEDULE_H
@@ -35,26 +43,35 @@ typedef enum {
     RT_SCHED_CONSTANT = 0,
     RT_SCHED_STEP = 1,
     RT_SCHED_COSINE = 2,
-    RT_SCHED_ONECYCLE = 3
+    RT_SCHED_ONECYCLE = 3,
+    RT_SCHED_MULTISTEP = 4,
+    RT_SCHED_PLATEAU = 5
 } rt_sched_kind;
+#define RT_SCHED_KINDS 6
+#define RT_SCHED_MAX_MILESTONES 16
 
 typedef struct rt_schedule {
     rt_sched_kind kind;
-    int per_step;            /* unit: 1 = steps, 0 = epochs */
-    int64_t steps_per_epoch; /* set by rt_schedule_resolve (> 0) */
-    int64_t warmup;          /* W units of linear warmup (0 = none) */
-    double warmup_start;     /* LinearLR start_factor (default 0.1) */
-    int64_t step_size;       /* step: required, > 0 */
-    double gamma;            /* step: 0.1 */
-    int64_t t_max;           /* cosine: 0 = the run's length (resolve) */
-    double eta_min;          /* cosine: 0 */
-    double max_lr;           /* onecycle: 0 = base_lr */
-    int64_t total_steps;     /* onecycle: 0 = the run's length (resolve) */
-    double pct_start;        /* onecycle: 0.3 */
-    int anneal_linear;       /* onecycle: 0 = cos, 1 = linear */
-    double div_factor;       /* onecycle: 25 */
-    double final_div_factor; /* onecycle: 1e4 */
-    int three_phase;         /* onecycle: 0 */
+    int per_step;                                /* unit: 1 = steps, 0 = epochs */
+    int64_t steps_per_epoch;                     /* set by rt_schedule_resolve (> 0) */
+    int64_t warmup;                              /* W units of linear warmup (0 = none) */
+    double warmup_start;                         /* LinearLR start_factor (default 0.1) */
+    int64_t step_size;                           /* step: required, > 0 */
+    double gamma;                                /* step, multistep: 0.1 */
+    int64_t milestones[RT_SCHED_MAX_MILESTONES]; /* multistep: increasing, > 0 */
+    int nmilestones;                             /* multistep: >= 1 */
+    double factor;                               /* plateau: 0.1, in (0, 1) */
+    int64_t patience;                            /* plateau: 10 epochs */
+    double threshold;                            /* plateau: 1e-4 (relative) */
+    int64_t t_max;                               /* cosine: 0 = the run's length (resolve) */
+    double eta_min;                              /* cosine: 0 */
+    double max_lr;                               /* onecycle: 0 = base_lr */
+    int64_t total_steps;                         /* onecycle: 0 = the run's length (resolve) */
+    double pct_start;                            /* onecycle: 0.3 */
+    int anneal_linear;                           /* onecycle: 0 = cos, 1 = linear */
+    double div_factor;                           /* onecycle: 25 */
+    double final_div_factor;                     /* onecycle: 1e4 */
+    int three_phase;                             /* onecycle: 0 */
 } rt_schedule;
 
 /* Defaults for kind (unit = step for onecycle, epoch otherwise). */

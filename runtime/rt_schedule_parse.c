@@ -17,9 +17,10 @@
 
 #define MAX_TEXT 512
 #define K(x) (1u << RT_SCHED_##x)
-#define ALL (K(CONSTANT) | K(STEP) | K(COSINE) | K(ONECYCLE))
+#define ALL (K(CONSTANT) | K(STEP) | K(COSINE) | K(ONECYCLE) | K(MULTISTEP) | K(PLATEAU))
+#define WARM (K(CONSTANT) | K(STEP) | K(COSINE) | K(MULTISTEP) | K(PLATEAU))
 
-typedef enum { OPT_INT, OPT_DOUBLE, OPT_BOOL, OPT_UNIT, OPT_ANNEAL } opt_type;
+typedef enum { OPT_INT, OPT_DOUBLE, OPT_BOOL, OPT_UNIT, OPT_ANNEAL, OPT_LIST } opt_type;
 
 typedef struct {
     const char *key;
@@ -31,7 +32,11 @@ typedef struct {
 #define F(field) offsetof(rt_schedule, field)
 static const opt_def OPTS[] = {
     {"step_size", OPT_INT, F(step_size), K(STEP)},
-    {"gamma", OPT_DOUBLE, F(gamma), K(STEP)},
+    {"gamma", OPT_DOUBLE, F(gamma), K(STEP) | K(MULTISTEP)},
+    {"milestones", OPT_LIST, F(milestones), K(MULTISTEP)},
+    {"factor", OPT_DOUBLE, F(factor), K(PLATEAU)},
+    {"patience", OPT_INT, F(patience), K(PLATEAU)},
+    {"threshold", OPT_DOUBLE, F(threshold), K(PLATEAU)},
     {"t_max", OPT_INT, F(t_max), K(COSINE)},
     {"eta_min", OPT_DOUBLE, F(eta_min), K(COSINE)},
     {"max_lr", OPT_DOUBLE, F(max_lr), K(ONECYCLE)},
@@ -42,19 +47,23 @@ static const opt_def OPTS[] = {
     {"final_div_factor", OPT_DOUBLE, F(final_div_factor), K(ONECYCLE)},
     {"three_phase", OPT_BOOL, F(three_phase), K(ONECYCLE)},
     {"unit", OPT_UNIT, F(per_step), ALL},
-    {"warmup", OPT_INT, F(warmup), K(CONSTANT) | K(STEP) | K(COSINE)},
-    {"warmup_start", OPT_DOUBLE, F(warmup_start), K(CONSTANT) | K(STEP) | K(COSINE)},
+    {"warmup", OPT_INT, F(warmup), WARM},
+    {"warmup_start", OPT_DOUBLE, F(warmup_start), WARM},
     {"steps_per_epoch", OPT_INT, F(steps_per_epoch), ALL},
 };
 #define NOPTS (sizeof OPTS / sizeof *OPTS)
 
-static const char *const POSITIONAL[4][3] = {{NULL},
-                                             {"step_size", "gamma", NULL},
-                                             {"t_max", "eta_min", NULL},
-                                             {"max_lr", "total_steps", "pct_start"}};
+static const char *const POSITIONAL[RT_SCHED_KINDS][3] = {{NULL},
+                                                          {"step_size", "gamma", NULL},
+                                                          {"t_max", "eta_min", NULL},
+                                                          {"max_lr", "total_steps", "pct_start"},
+                                                          {"milestones", "gamma", NULL},
+                                                          {"factor", "patience", NULL}};
 
-static const char *const TYPE_EXPECT[] = {"a non-negative integer", "a number", "true or false",
-                                          "epoch or step", "cos or linear"};
+static const char *const TYPE_EXPECT[] = {
+    "a non-negative integer", "a number",
+    "true or false",          "epoch or step",
+    "cos or linear",          "increasing positive integers separated by commas (30,60,80)"};
 
 /* Writes "a, b, c" of the keys schedule kind accepts into buf. */
 static void list_keys(rt_sched_kind kind, char *buf, size_t n)
@@ -97,6 +106,23 @@ static int parse_value(const opt_def *o, const char *v, rt_schedule *s)
         else if (!strcmp(v, "epoch") || !strcmp(v, "epochs")) *(int *)field = 0;
         else return 0;
         return 1;
+    case OPT_LIST: { /* "30,60" (typed) or "30;60" (canonical text) */
+        int n = 0;
+        for (const char *p = v; *p; n++) {
+            if (n == RT_SCHED_MAX_MILESTONES || *p < '0' || *p > '9') return 0;
+            long long x = strtoll(p, &end, 10);
+            if (errno || x <= 0 || (n > 0 && x <= s->milestones[n - 1])) return 0;
+            s->milestones[n] = (int64_t)x;
+            p = end;
+            if (*p == ',' || *p == ';') {
+                if (!*++p) return 0;
+            } else if (*p) {
+                return 0;
+            }
+        }
+        s->nmilestones = n;
+        return n > 0;
+    }
     case OPT_ANNEAL:
         if (!strcmp(v, "cos")) *(int *)field = 0;
         else if (!strcmp(v, "linear")) *(int *)field = 1;
@@ -138,6 +164,17 @@ static rt_status check(const rt_schedule *s, rt_error *err)
                       "step step_size=10 gamma=0.1)");
     if (s->kind == RT_SCHED_STEP && !(s->gamma > 0.0))
         return RT_ERR(err, RT_EINVAL, "schedule step: gamma must be > 0, got %g", s->gamma);
+    if (s->kind == RT_SCHED_MULTISTEP && s->nmilestones < 1)
+        return RT_ERR(err, RT_EINVAL,
+                      "schedule multistep needs milestones (e.g. multistep:30,60:0.1)");
+    if (s->kind == RT_SCHED_MULTISTEP && !(s->gamma > 0.0))
+        return RT_ERR(err, RT_EINVAL, "schedule multistep: gamma must be > 0, got %g", s->gamma);
+    if (s->kind == RT_SCHED_PLATEAU && !(s->factor > 0.0 && s->factor < 1.0))
+        return RT_ERR(err, RT_EINVAL, "schedule plateau: factor must be in (0, 1), got %g",
+                      s->factor);
+    if (s->kind == RT_SCHED_PLATEAU && !(s->threshold >= 0.0 && s->threshold < 1.0))
+        return RT_ERR(err, RT_EINVAL, "schedule plateau: threshold must be in [0, 1), got %g",
+                      s->threshold);
     if (s->kind == RT_SCHED_COSINE && !(s->eta_min >= 0.0))
         return RT_ERR(err, RT_EINVAL, "schedule cosine: eta_min must be >= 0, got %g", s->eta_min);
     if (!(s->warmup_start > 0.0 && s->warmup_start <= 1.0))
@@ -160,7 +197,7 @@ static rt_status check(const rt_schedule *s, rt_error *err)
 
 static int kind_from_name(const char *n, rt_sched_kind *k)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < RT_SCHED_KINDS; i++)
         if (!strcasecmp(n, rt_schedule_kind_name((rt_sched_kind)i))) {
             *k = (rt_sched_kind)i;
             return 1;
@@ -178,11 +215,13 @@ rt_status rt_schedule_parse(rt_schedule *out, const char *text, rt_error *err)
     strcpy(buf, text);
     const char *seps = " \t\n,";
     char *save = NULL;
-    char *head = strtok_r(buf, seps, &save);
+    /* multistep's milestones are comma-separated: its first word ends at a space */
+    const char *lead = text + strspn(text, " \t\n,");
+    char *head = strtok_r(buf, strncasecmp(lead, "multistep", 9) ? seps : " \t\n", &save);
     if (!head)
         return RT_ERR(err, RT_EINVAL,
-                      "schedule: empty; expected one of constant, step, cosine, onecycle "
-                      "(e.g. step:10:0.1)");
+                      "schedule: empty; expected one of constant, step, cosine, onecycle, "
+                      "multistep, plateau (e.g. step:10:0.1)");
     /* head = NAME[:V1...] */
     char *colon = strchr(head, ':');
     if (colon) *colon = '\0';
@@ -190,7 +229,7 @@ rt_status rt_schedule_parse(rt_schedule *out, const char *text, rt_error *err)
     if (!kind_from_name(head, &kind))
         return RT_ERR(err, RT_EINVAL,
                       "unknown schedule '%s'; expected one of constant, step, cosine, "
-                      "onecycle (e.g. step:10:0.1)",
+                      "onecycle, multistep, plateau (e.g. step:10:0.1)",
                       head);
     rt_schedule s = rt_schedule_default(kind);
     unsigned given = 0;
@@ -204,10 +243,12 @@ rt_status rt_schedule_parse(rt_schedule *out, const char *text, rt_error *err)
             return RT_ERR(err, RT_EINVAL,
                           "schedule %s takes at most %d positional value%s%s, got more in '%s'",
                           rt_schedule_kind_name(kind), npos, npos == 1 ? "" : "s",
-                          kind == RT_SCHED_STEP       ? " (step_size, gamma)"
-                          : kind == RT_SCHED_COSINE   ? " (t_max, eta_min)"
-                          : kind == RT_SCHED_ONECYCLE ? " (max_lr, total_steps, pct_start)"
-                                                      : "",
+                          kind == RT_SCHED_STEP        ? " (step_size, gamma)"
+                          : kind == RT_SCHED_COSINE    ? " (t_max, eta_min)"
+                          : kind == RT_SCHED_ONECYCLE  ? " (max_lr, total_steps, pct_start)"
+                          : kind == RT_SCHED_MULTISTEP ? " (milestones, gamma)"
+                          : kind == RT_SCHED_PLATEAU   ? " (factor, patience)"
+                                                       : "",
                           text);
         }
         RT_TRY(set_option(&s, &given, key, v, err));

@@ -114,6 +114,7 @@ rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *tra
     t->m = m;
     t->data = train;
     t->cfg = *cfg;
+    rt_watch_init(&t->st.watch);
     const int B = cfg->batch_size, L = train->num_classes;
     const size_t img = (size_t)train->c * train->h * train->w;
     rt_batcher_config bc = rt_batcher_config_default(B, rt_model_seed(m));
@@ -161,6 +162,7 @@ void rt_trainer_destroy(rt_trainer *t)
     free(t->probs);
     free(t->labels);
     free(t->dist_host);
+    free(t->best_weights);
     free(t);
 }
 
@@ -289,6 +291,7 @@ rt_status rtp_trainer_step_own(rt_trainer *t, rt_step_event *ev, rt_error *err)
     const rt_trainer_config *c = &t->cfg;
     rt_step_event stop = RT_STEP_CONTINUE;
     if (t->st.step >= t->total_steps) stop = RT_STEP_DONE;
+    else if (t->st.watch.stopped) stop = RT_STEP_EARLY_STOP;
     else if (c->dist) stop = t->dist_stop; /* every rank stops at the same step */
     else if (c->should_stop && c->should_stop(c->user)) stop = RT_STEP_STOPPED;
     else if (c->time_limit_s > 0 && rtp_trainer_now() - t->t_begin >= c->time_limit_s)
@@ -297,7 +300,7 @@ rt_status rtp_trainer_step_own(rt_trainer *t, rt_step_event *ev, rt_error *err)
         if (t->dev) RT_TRY(rtp_dev_flush(t, err));
         return *ev = stop, RT_OK;
     }
-    double lr = rt_schedule_lr(&c->schedule, c->lr, t->st.step);
+    double lr = rt_schedule_lr(&c->schedule, c->lr, t->st.step) * t->st.watch.lr_scale;
     int epoch_end = 0;
     RT_TRY(t->dev ? rtp_dev_step(t, lr, &epoch_end, err) : host_step(t, lr, &epoch_end, err));
     *ev = epoch_end ? RT_STEP_EPOCH_END : RT_STEP_CONTINUE;
@@ -338,6 +341,7 @@ rt_status rt_trainer_set_state(rt_trainer *t, const rt_trainer_state *s, rt_erro
                       "trainer state: loss scale %g, tracker %lld, skipped "
                       "%lld",
                       s->loss_scale, (long long)s->scale_tracker, (long long)s->skipped_steps);
+    RT_TRY(rt_watch_check(&s->watch, err));
     RT_TRY(rt_batcher_set_state(t->batcher, s->batcher, err));
     t->st = *s;
     if (t->dev) { /* steps not yet read belong to the old position: drop them */

@@ -37,6 +37,7 @@
 #include "rt_batcher.h"
 #include "rt_dataset.h"
 #include "rt_dist.h"
+#include "rt_early_stop.h"
 #include "rt_model.h"
 #include "rt_optim.h"
 #include "rt_schedule.h"
@@ -60,26 +61,30 @@ typedef struct rt_progress {
 typedef void (*rt_progress_fn)(const rt_progress *p, void *user);
 
 typedef struct rt_trainer_config {
-    int epochs;             /* planned length (>= 1) */
-    int batch_size;         /* <= the model's max batch */
-    double lr;              /* base learning rate */
-    rt_optim_config optim;  /* rt_optim_config_default(RT_OPTIM_ADAM) etc. */
-    rt_schedule schedule;   /* rt_schedule_default(...) or parsed; resolved at begin */
-    int shuffle, augment;   /* batcher options (shuffle 1, augment 0 by default) */
-    double time_limit_s;    /* 0 = none; else a step is not started past it */
-    int device_path;        /* 1: the device path on the CPU backend too (tests); device
+    int epochs;               /* planned length (>= 1) */
+    int batch_size;           /* <= the model's max batch */
+    double lr;                /* base learning rate */
+    rt_optim_config optim;    /* rt_optim_config_default(RT_OPTIM_ADAM) etc. */
+    rt_schedule schedule;     /* rt_schedule_default(...) or parsed; resolved at begin */
+    int shuffle, augment;     /* batcher options (shuffle 1, augment 0 by default) */
+    double time_limit_s;      /* 0 = none; else a step is not started past it */
+    rt_monitor monitor;       /* the metric of the epoch-level controls (val_loss) */
+    rt_early_stop early_stop; /* patience 0: off (rt_early_stop.h) */
+    int restore_best;         /* keep a copy of the best epoch's weights for
+                                 rt_trainer_restore_best */
+    int device_path;          /* 1: the device path on the CPU backend too (tests); device
                                 backends always take it */
-    int loss_scaling;       /* 1: dynamic loss scaling (fp16); needs the device path */
-    double loss_scale_init; /* its first scale (0: 2^16) */
-    double report_every_s;  /* device path: read the loss for progress at most this often
+    int loss_scaling;         /* 1: dynamic loss scaling (fp16); needs the device path */
+    double loss_scale_init;   /* its first scale (0: 2^16) */
+    double report_every_s;    /* device path: read the loss for progress at most this often
                                 (besides epoch ends); 0 = every step. Default 0.25 */
-    rt_dist *dist;          /* NULL: one process. Else this rank's world (rt_dist_world):
+    rt_dist *dist;            /* NULL: one process. Else this rank's world (rt_dist_world):
                                 each step's global batch is split between the ranks by
                                 rank, the gradients are averaged over them before the
                                 update, and loss, accuracy and images/s are the whole
                                 batch's (rt_trainer_dist.c). On the device path the
                                 gradients go through host memory (one sync a step) */
-    rt_model **replicas;    /* several devices in this process: nreplicas more models of
+    rt_model **replicas;      /* several devices in this process: nreplicas more models of
                                 the same spec and seed, each attached to a backend of its
                                 own (another device). The trainer runs one thread a device
                                 in a world of 1 + nreplicas ranks (rt_dist_group; dist must
@@ -101,7 +106,9 @@ typedef enum {
     RT_STEP_EPOCH_END,    /* a step was done and it finished an epoch */
     RT_STEP_DONE,         /* all planned steps are done; no step was taken */
     RT_STEP_STOPPED,      /* should_stop said so; no step was taken */
-    RT_STEP_TIME_LIMIT    /* the time limit passed; no step was taken */
+    RT_STEP_TIME_LIMIT,   /* the time limit passed; no step was taken */
+    RT_STEP_EARLY_STOP    /* early stopping said so (rt_trainer_epoch_metrics); no step
+                             was taken */
 } rt_step_event;
 
 /* Everything that positions a run, besides the model tensors and optimiser state. */
@@ -113,6 +120,7 @@ typedef struct rt_trainer_state {
     double loss_scale;                 /* loss scaling: current scale (0: off / not started) */
     int64_t scale_tracker;             /* clean steps since the scale last changed */
     int64_t skipped_steps;             /* updates skipped for inf/NaN gradients */
+    rt_watch_state watch;              /* best epoch, early stopping, plateau reductions */
 } rt_trainer_state;
 
 typedef struct rt_trainer rt_trainer;
@@ -132,6 +140,17 @@ typedef struct rt_train_summary {
     int64_t skipped_steps; /* loss scaling: skipped updates in all (state, not this call) */
     double loss_scale;     /* loss scaling: the final scale (0 when off) */
 } rt_train_summary;
+/* After an epoch's end (and its validation): the epoch-level controls (rt_early_stop.h)
+ * with the monitored metric of em. They decide the best epoch (*improved = 1 for a new
+ * best; improved may be NULL), early stopping (the next rt_trainer_step then returns
+ * RT_STEP_EARLY_STOP) and the plateau schedule's reductions of the lr. RT_EINVAL when
+ * the monitored metric is missing from em (NAN). */
+RT_MUST_USE rt_status rt_trainer_epoch_metrics(rt_trainer *t, const rt_epoch_metrics *em,
+                                               int *improved, rt_error *err);
+/* With cfg.restore_best: the best epoch's weights (and buffers) back into the model.
+ * *restored = 0 when this trainer saw no best epoch (a continued run whose best epoch
+ * came before it continued): the model keeps its weights. */
+RT_MUST_USE rt_status rt_trainer_restore_best(rt_trainer *t, int *restored, rt_error *err);
 /* Flushes (device path), then fills out (may be NULL). */
 RT_MUST_USE rt_status rt_trainer_end(rt_trainer *t, rt_train_summary *out, rt_error *err);
 

@@ -42,6 +42,8 @@ struct rt_trainer {
     rt_optim *optim;
     rt_trainer_state st;
     int64_t steps_per_epoch, total_steps;
+    float *best_weights; /* cfg.restore_best: the best epoch's tensors, in order */
+    size_t best_numel;
     float *images, *probs; /* host path: (B,C,H,W), (B,L) staging */
     int32_t *labels;       /* host path: (B) */
     rtp_trainer_dev *dev;  /* device path, else NULL */
@@ -99,6 +101,9 @@ RT_MUST_USE rt_status rtp_trainer_step_own(rt_trainer *t, rt_step_event *ev, rt_
 RT_MUST_USE rt_status rtp_rep_create(rt_trainer **out, rt_model *m, const rt_dataset *train,
                                      const rt_trainer_config *cfg, rt_error *err);
 void rtp_rep_destroy(rt_trainer *t);
+/* Rank 0's epoch-level state (rt_watch_state) to every replica: they stop and scale
+ * the lr with it. */
+void rtp_rep_set_watch(rt_trainer *t);
 /* begin (ev NULL) or step on every device at once, each in its own thread */
 RT_MUST_USE rt_status rtp_rep_run(rt_trainer *t, rt_step_event *ev, rt_error *err);
 

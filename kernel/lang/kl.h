@@ -69,6 +69,11 @@ int kl_engine_comm_msg(kl_engine *e, const char *msg_type, json_t *content, cons
  * ref, or NULL when it is not exactly one. Names, calls and operators are never
  * evaluated. (For `kiln run -p` and the forms; needs no engine: kl_syntax_dep.) */
 json_t *kl_literal_parse(const char *text);
+/* One number or quoted string at the start of s, read by the cell language's own
+ * scanner (Python's quotes and escapes, int bases, floats; a + or - before a number):
+ * new ref (integer, real or string) and *used its length in bytes, or NULL with why
+ * (one line) when s does not start with one. For the forms' annotations. */
+json_t *kl_literal_scan(const char *s, size_t *used, char *why, size_t why_len);
 /* Python repr() of a value (NULL: None), as the engine prints it. New string; free(). */
 char *kl_value_repr(const json_t *v);
 /* Non-zero when s[0..n) is valid UTF-8 (no overlongs or surrogates; NUL is valid). */

@@ -47,6 +47,8 @@ static int host_var_set(void *u, const char *name, json_t *value)
     return kl_engine_var_set(u, name, value);
 }
 
+static const char *host_type_name(void *u, json_t *v) { return klp_type_name(v); }
+
 static json_t *host_var_names(void *u)
 {
     kl_engine *e = u;
@@ -103,6 +105,7 @@ kl_engine *kl_engine_create(atomic_int *interrupt)
                         .var_get = host_var_get,
                         .var_set = host_var_set,
                         .var_names = host_var_names,
+                        .type_name = host_type_name,
                         .run_cell = host_run_cell,
                         .interrupted = host_interrupted};
     return e;

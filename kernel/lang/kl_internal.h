@@ -103,6 +103,10 @@ typedef struct klp_toks {
 /* Tokenises src (valid UTF-8). Returns 0, or -1 with err (SyntaxError/IndentationError);
  * toks->incomplete is set when the error is "unexpected end of input". */
 RT_MUST_USE int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err);
+/* One number or quoted string at the start of src (no prefix, no sign), by the same
+ * scanners: *tok its token, *used its length in bytes; -1 with err when there is none. */
+RT_MUST_USE int klp_lex_literal(klp_arena *a, const char *src, klp_tok *tok, size_t *used,
+                                klp_err *err);
 
 /* ---- AST ---- */
 

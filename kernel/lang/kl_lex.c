@@ -464,18 +464,39 @@ static int newline(lexer *L, size_t at)
     return 0;
 }
 
+static void lexer_init(lexer *L, klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
+{
+    memset(L, 0, sizeof *L);
+    L->a = a;
+    L->s = src;
+    L->n = strlen(src);
+    L->line = 1;
+    L->t = toks;
+    L->err = err;
+    L->cache_col = 1;
+    memset(toks, 0, sizeof *toks);
+}
+
+int klp_lex_literal(klp_arena *a, const char *src, klp_tok *tok, size_t *used, klp_err *err)
+{
+    lexer L;
+    klp_toks toks;
+    lexer_init(&L, a, src, &toks, err);
+    char c = src[0];
+    int rc = isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)src[1]))
+                 ? lex_number(&L)
+             : c == '\'' || c == '"' ? lex_string(&L, 0, 0, 0)
+                                     : klp_syntax(err, 1, 1, "expected a literal");
+    if (rc < 0) return -1;
+    *tok = toks.v[0];
+    *used = L.pos;
+    return 0;
+}
+
 int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
 {
     lexer L;
-    memset(&L, 0, sizeof L);
-    L.a = a;
-    L.s = src;
-    L.n = strlen(src);
-    L.line = 1;
-    L.t = toks;
-    L.err = err;
-    L.cache_col = 1;
-    memset(toks, 0, sizeof *toks);
+    lexer_init(&L, a, src, toks, err);
     int bol = 1;
     while (L.pos < L.n) {
         char c = src[L.pos];

@@ -3,6 +3,7 @@
  * unary minus) with the cell language's lexer and parser, and kl_value_repr writes
  * any value as the engine's repr() does. `kiln run -p` and the Colab forms use both,
  * so a value reads and prints the same way wherever it comes from. */
+#include <stdio.h>
 #include <string.h>
 
 #include "kl_internal.h"
@@ -59,6 +60,31 @@ json_t *kl_literal_parse(const char *text)
     klp_err err = {0};
     json_t *v = a && klp_parse_expr(a, text, &n, &err) == 0 ? literal_value(n) : NULL;
     klp_arena_destroy(a);
+    return v;
+}
+
+json_t *kl_literal_scan(const char *s, size_t *used, char *why, size_t why_len)
+{
+    int sign = *s == '-' || *s == '+', str = *s == '"' || *s == '\'';
+    klp_arena *a = klp_arena_create();
+    klp_tok t;
+    klp_err err = {0};
+    size_t n = 0;
+    json_t *v = NULL;
+    if (!a) {
+        snprintf(why, why_len, "out of memory");
+        return NULL;
+    }
+    if (klp_lex_literal(a, s + sign, &t, &n, &err) == 0) {
+        if (t.kind == KLP_T_STR && !sign) v = json_stringn(t.text, t.len); /* NULL: not UTF-8 */
+        else if (t.kind == KLP_T_INT) v = json_integer(*s == '-' ? -t.ival : t.ival);
+        else if (t.kind == KLP_T_FLOAT) v = json_real(*s == '-' ? -t.fval : t.fval);
+        if (!v) snprintf(why, why_len, "%s", str ? "string is not valid UTF-8" : "bad number");
+    } else {
+        snprintf(why, why_len, "%s: %s", str ? "bad string or escape" : "bad number", err.evalue);
+    }
+    klp_arena_destroy(a);
+    if (v) *used = (size_t)sign + n;
     return v;
 }
 

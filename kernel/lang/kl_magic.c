@@ -106,7 +106,12 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
                 if (!cell) err->col = err->end_col = 0;
                 rc = -1;
             } else {
-                rc = klp_fail(err, line, 0, merr.ename[0] ? merr.ename : "UsageError", "%s",
+                /* a cell magic naming its body's line at fault ("cell line N: ", mg.h):
+                 * the traceback points there */
+                const char *cl = cell ? strstr(merr.evalue, ": cell line ") : NULL;
+                int at = line, n = 0;
+                if (cl && sscanf(cl, ": cell line %d: ", &n) == 1 && n > 1) at = line + n - 1;
+                rc = klp_fail(err, at, 0, merr.ename[0] ? merr.ename : "UsageError", "%s",
                               merr.evalue[0] ? merr.evalue : "the magic failed");
             }
         }

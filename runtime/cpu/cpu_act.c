@@ -93,15 +93,9 @@ rt_status rtp_cpu_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
     return RT_OK;
 }
 
-rt_status rtp_cpu_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask, const rt_tensor *in,
-                              const rt_dropout_desc *d, rt_error *err)
+/* y = x * m over n floats, both ways of dropout (y == x allowed). */
+static void mask_mul(rt_backend *b, float *y, const float *x, const float *m, size_t n)
 {
-    size_t n = (size_t)d->N * d->C * d->H * d->W;
-    float keep = 1.0f - d->p;
-    rt_rng r = rt_rng_stream(d->seed, RT_RNG_DROPOUT, d->step, d->layer);
-    float *m = mask->data, *y = out->data;
-    const float *x = in->data;
-    rt_rng_fill_bernoulli(&r, m, n, keep, 1.0f / keep);
 #pragma omp parallel num_threads(rtp_cpu_team(b, n))
     {
         size_t lo, hi;
@@ -112,6 +106,18 @@ rt_status rtp_cpu_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask, co
             mul_span(y + lo, x + lo, m + lo, hi - lo);
         }
     }
+}
+
+rt_status rtp_cpu_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask, const rt_tensor *in,
+                              const rt_dropout_desc *d, rt_error *err)
+{
+    size_t n = (size_t)d->N * d->C * d->H * d->W;
+    float keep = 1.0f - d->p;
+    rt_rng r = rt_rng_stream(d->seed, RT_RNG_DROPOUT, d->step, d->layer);
+    float *m = mask->data, *y = out->data;
+    const float *x = in->data;
+    rt_rng_fill_bernoulli(&r, m, n, keep, 1.0f / keep);
+    mask_mul(b, y, x, m, n);
     return RT_OK;
 }
 
@@ -121,15 +127,6 @@ rt_status rtp_cpu_dropout_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *do
     size_t n = rt_tensor_numel(mask);
     const float *m = mask->data, *dy = dout->data;
     float *dx = din->data;
-#pragma omp parallel num_threads(rtp_cpu_team(b, n))
-    {
-        size_t lo, hi;
-        rtp_cpu_chunk(n, &lo, &hi);
-        if (dx == dy) {
-            for (size_t i = lo; i < hi; i++) dx[i] = dx[i] * m[i];
-        } else {
-            mul_span(dx + lo, dy + lo, m + lo, hi - lo);
-        }
-    }
+    mask_mul(b, dx, dy, m, n);
     return RT_OK;
 }

@@ -114,48 +114,45 @@ rt_status rtp_cpu_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *do
     return RT_OK;
 }
 
-rt_status rtp_cpu_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
-                              const rt_pool_desc *d, rt_error *err)
+/* The average pool both ways, plane by plane: forward, y (P,Q) = the mean of each
+ * window of x (H,W); backward, dx (H,W) = each window's share of dy (P,Q), summed. */
+static void avgpool(rt_backend *b, const rt_pool_desc *d, const float *from, float *to, int bwd)
 {
     const int H = d->H, W = d->W, P = d->P, Q = d->Q, planes = d->N * d->C;
     const float inv = 1.0f / (float)(d->R * d->S);
-    const float *X = in->data;
-    float *Y = out->data;
+    const size_t hw = (size_t)H * W, pq = (size_t)P * Q;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(b->threads)
     for (int pl = 0; pl < planes; pl++) {
-        const float *x = X + (size_t)pl * H * W;
-        float *y = Y + (size_t)pl * P * Q;
+        const float *f = from + (size_t)pl * (bwd ? pq : hw);
+        float *t = to + (size_t)pl * (bwd ? hw : pq);
+        if (bwd) memset(t, 0, hw * sizeof *t);
         for (int p = 0; p < P; p++)
             for (int q = 0; q < Q; q++) {
-                const float *w0 = x + (size_t)(p * d->stride) * W + q * d->stride;
-                float s = 0.0f;
-                for (int r = 0; r < d->R; r++)
-                    for (int c = 0; c < d->S; c++) s += w0[(size_t)r * W + c];
-                y[p * Q + q] = s * inv;
+                size_t w0 = (size_t)(p * d->stride) * W + q * d->stride;
+                if (bwd) {
+                    float g = f[p * Q + q] * inv;
+                    for (int r = 0; r < d->R; r++)
+                        for (int c = 0; c < d->S; c++) t[w0 + (size_t)r * W + c] += g;
+                } else {
+                    float s = 0.0f;
+                    for (int r = 0; r < d->R; r++)
+                        for (int c = 0; c < d->S; c++) s += f[w0 + (size_t)r * W + c];
+                    t[p * Q + q] = s * inv;
+                }
             }
     }
+}
+
+rt_status rtp_cpu_avgpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                              const rt_pool_desc *d, rt_error *err)
+{
+    avgpool(b, d, in->data, out->data, 0);
     return RT_OK;
 }
 
 rt_status rtp_cpu_avgpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                               const rt_pool_desc *d, rt_error *err)
 {
-    const int H = d->H, W = d->W, P = d->P, Q = d->Q, planes = d->N * d->C;
-    const float inv = 1.0f / (float)(d->R * d->S);
-    const float *DY = dout->data;
-    float *DX = din->data;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(b->threads)
-    for (int pl = 0; pl < planes; pl++) {
-        const float *dy = DY + (size_t)pl * P * Q;
-        float *dx = DX + (size_t)pl * H * W;
-        memset(dx, 0, (size_t)H * W * sizeof *dx);
-        for (int p = 0; p < P; p++)
-            for (int q = 0; q < Q; q++) {
-                float g = dy[p * Q + q] * inv;
-                float *w0 = dx + (size_t)(p * d->stride) * W + q * d->stride;
-                for (int r = 0; r < d->R; r++)
-                    for (int c = 0; c < d->S; c++) w0[(size_t)r * W + c] += g;
-            }
-    }
+    avgpool(b, d, dout->data, din->data, 1);
     return RT_OK;
 }

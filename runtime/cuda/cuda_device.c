@@ -66,7 +66,12 @@ int rtp_cuda_driver_msg(char *buf, size_t n)
 {
     int dv = 0;
     if (cudaDriverGetVersion(&dv) != cudaSuccess) (void)cudaGetLastError();
-    if (dv <= 0) return 0; /* no driver at all (no libcuda.so.1): "no CUDA device" */
+    if (dv <= 0) { /* no driver at all (no libcuda.so.1): nothing to upgrade */
+        snprintf(buf, n,
+                 "no NVIDIA driver found (libcuda.so.1 is not loaded on "
+                 "this machine) ---> HINT: use --device cpu (or auto)");
+        return 1;
+    }
     snprintf(buf, n,
              "the NVIDIA driver is too old for this Kiln: the driver supports CUDA "
              "%d.%d, Kiln's CUDA runtime is %d.%d and needs driver %s or newer ---> HINT: "

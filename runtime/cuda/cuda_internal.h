@@ -120,9 +120,10 @@ RT_MUST_USE rt_status rtp_cuda_oom(rt_backend *b, size_t asked, const char *what
 /* ---- cuda_device.c ---- */
 /* 1 when this build's kernels (KILN_CUDA_ARCHS) run on compute capability major.minor. */
 int rtp_cuda_arch_covered(int major, int minor);
-/* The messages for a driver older than the CUDA runtime Kiln links (0 and no message
- * when there is no driver at all), and for a GPU whose architecture the build lacks:
- * each names both sides and the fix. */
+/* The messages for cudaErrorInsufficientDriver - a driver older than the CUDA runtime
+ * Kiln links, or no driver at all (CUDA's own text then reads like "upgrade your
+ * driver") - and for a GPU whose architecture the build lacks: each names both sides
+ * and the fix. rtp_cuda_driver_msg returns 1 (it always writes one). */
 int rtp_cuda_driver_msg(char *buf, size_t n);
 /* The message for the forward-compatibility errors (803 cudaErrorSystemDriverMismatch,
  * 804 cudaErrorCompatNotSupportedOnDevice: a cuda-compat libcuda.so on the loader path

@@ -451,53 +451,45 @@ static rt_status execute(rt_backend *b, const rt_conv_desc *d, run *r, int pass,
 #define BF16 (rtp_cuda_of(b)->prec == RT_PREC_BF16)
 #define STREAM (rtp_cuda_of(b)->stream)
 
+/* Runs one pass: out from in1 and in2 (execute's operands). In bf16/fp16 the inputs are
+ * rounded into their staging slots first and the output widened from its own: slot 0
+ * holds x or dx, 1 w or dw, 2 y or dy (r.off). */
+static rt_status staged(rt_backend *b, const rt_conv_desc *d, int pass, float *out,
+                        const float *in1, const float *in2, rt_error *err)
+{
+    static const int slot[3][3] = {/* out, in1, in2 */
+                                   [P_FWD] = {2, 0, 1},
+                                   [P_DATA] = {0, 2, 1},
+                                   [P_FILTER] = {1, 0, 2}};
+    run r = {0};
+    RT_TRY(prepare(b, d, &r, err));
+    if (!r.stage) return execute(b, d, &r, pass, out, in1, in2, err);
+    const size_t n[3] = {(size_t)d->N * d->C * d->H * d->W, (size_t)d->K * d->C * d->R * d->S,
+                         (size_t)d->N * d->K * d->P * d->Q};
+    const int *sl = slot[pass];
+    void *a16 = r.stage + r.off[sl[1]], *b16 = r.stage + r.off[sl[2]];
+    RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, a16, in1, n[sl[1]], BF16));
+    RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, b16, in2, n[sl[2]], BF16));
+    RT_TRY(execute(b, d, &r, pass, r.stage + r.off[sl[0]], a16, b16, err));
+    /* r.stage again: the workspace may have grown (grow) */
+    RT_CUDA_TRY(b, err, rtp_k_from_16(STREAM, out, r.stage + r.off[sl[0]], n[sl[0]], BF16));
+    return RT_OK;
+}
+
 rt_status rtp_cudnn_fwd(rt_backend *b, float *y, const float *x, const float *w,
                         const rt_conv_desc *d, rt_error *err)
 {
-    run r;
-    RT_TRY(prepare(b, d, &r, err));
-    const size_t nx = (size_t)d->N * d->C * d->H * d->W, nw = (size_t)d->K * d->C * d->R * d->S;
-    const size_t ny = (size_t)d->N * d->K * d->P * d->Q;
-    if (!r.stage) return execute(b, d, &r, P_FWD, y, x, w, err);
-    void *x16 = r.stage + r.off[0], *w16 = r.stage + r.off[1], *y16 = r.stage + r.off[2];
-    RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, x16, x, nx, BF16));
-    RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, w16, w, nw, BF16));
-    RT_TRY(execute(b, d, &r, P_FWD, y16, x16, w16, err));
-    y16 = r.stage + r.off[2]; /* the workspace may have grown (grow) */
-    RT_CUDA_TRY(b, err, rtp_k_from_16(STREAM, y, y16, ny, BF16));
-    return RT_OK;
+    return staged(b, d, P_FWD, y, x, w, err);
 }
 
 rt_status rtp_cudnn_bwd_data(rt_backend *b, float *dx, const float *dy, const float *w,
                              const rt_conv_desc *d, rt_error *err)
 {
-    run r;
-    RT_TRY(prepare(b, d, &r, err));
-    const size_t nx = (size_t)d->N * d->C * d->H * d->W, nw = (size_t)d->K * d->C * d->R * d->S;
-    const size_t ny = (size_t)d->N * d->K * d->P * d->Q;
-    if (!r.stage) return execute(b, d, &r, P_DATA, dx, dy, w, err);
-    void *dx16 = r.stage + r.off[0], *w16 = r.stage + r.off[1], *dy16 = r.stage + r.off[2];
-    RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, dy16, dy, ny, BF16));
-    RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, w16, w, nw, BF16));
-    RT_TRY(execute(b, d, &r, P_DATA, dx16, dy16, w16, err));
-    dx16 = r.stage + r.off[0]; /* the workspace may have grown (grow) */
-    RT_CUDA_TRY(b, err, rtp_k_from_16(STREAM, dx, dx16, nx, BF16));
-    return RT_OK;
+    return staged(b, d, P_DATA, dx, dy, w, err);
 }
 
 rt_status rtp_cudnn_bwd_filter(rt_backend *b, float *dw, const float *dy, const float *x,
                                const rt_conv_desc *d, rt_error *err)
 {
-    run r;
-    RT_TRY(prepare(b, d, &r, err));
-    const size_t nx = (size_t)d->N * d->C * d->H * d->W, nw = (size_t)d->K * d->C * d->R * d->S;
-    const size_t ny = (size_t)d->N * d->K * d->P * d->Q;
-    if (!r.stage) return execute(b, d, &r, P_FILTER, dw, x, dy, err);
-    void *x16 = r.stage + r.off[0], *dw16 = r.stage + r.off[1], *dy16 = r.stage + r.off[2];
-    RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, x16, x, nx, BF16));
-    RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, dy16, dy, ny, BF16));
-    RT_TRY(execute(b, d, &r, P_FILTER, dw16, x16, dy16, err));
-    dw16 = r.stage + r.off[1]; /* the workspace may have grown (grow) */
-    RT_CUDA_TRY(b, err, rtp_k_from_16(STREAM, dw, dw16, nw, BF16));
-    return RT_OK;
+    return staged(b, d, P_FILTER, dw, x, dy, err);
 }

@@ -63,6 +63,52 @@ static int dct_scale(int w, int h, int want_w, int want_h)
     return r >= 8 ? 8 : r >= 4 ? 4 : r >= 2 ? 2 : 1;
 }
 
+#ifndef TJFLAG_LIMITSCANS
+#define TJFLAG_LIMITSCANS 32768 /* TurboJPEG 2.1: at most 500 progressive scans */
+#endif
+/* The most memory one progressive JPEG's coefficients may take (libjpeg keeps every
+ * coefficient of the whole image while the scans come): 128 MiB, about 22 megapixels
+ * of 4:4:4 RGB or 44 of 4:2:0, per decoding thread. */
+#define RTP_JPEG_COEF_MAX (128ull << 20)
+
+/* The coefficient memory of a progressive JPEG (its SOF2/6/10/14 frame), 0 for a
+ * baseline one or when the frame cannot be read (libjpeg then says why). */
+static uint64_t progressive_bytes(const uint8_t *b, size_t len)
+{
+    for (size_t p = 2; p + 4 <= len;) {
+        if (b[p] != 0xff) return 0;
+        const uint8_t m = b[p + 1];
+        if (m == 0xff || m == 0xd8 || (m >= 0xd0 && m <= 0xd7)) { /* fill, SOI, RSTn */
+            p++;
+            continue;
+        }
+        if (m == 0xda || m == 0xd9) return 0; /* scans begin: no progressive frame */
+        const size_t n = (size_t)b[p + 2] << 8 | b[p + 3];
+        if (m == 0xc2 || m == 0xc6 || m == 0xca || m == 0xce) {
+            const uint8_t *f = b + p + 4;
+            if (n < 8 || p + 2 + n > len) return 0;
+            const uint64_t h = (uint64_t)f[1] << 8 | f[2], w = (uint64_t)f[3] << 8 | f[4];
+            const int nc = f[5];
+            if (n < 8 + 3 * (size_t)nc) return 0;
+            int hmax = 1, vmax = 1;
+            for (int c = 0; c < nc; c++) {
+                hmax = (f[7 + 3 * c] >> 4) > hmax ? f[7 + 3 * c] >> 4 : hmax;
+                vmax = (f[7 + 3 * c] & 15) > vmax ? f[7 + 3 * c] & 15 : vmax;
+            }
+            uint64_t bytes = 0;
+            for (int c = 0; c < nc; c++) { /* blocks of 8 x 8 coefficients, 2 bytes each */
+                const int hs = f[7 + 3 * c] >> 4, vs = f[7 + 3 * c] & 15;
+                const uint64_t cw = (w * (uint64_t)hs + (uint64_t)hmax - 1) / (uint64_t)hmax;
+                const uint64_t ch = (h * (uint64_t)vs + (uint64_t)vmax - 1) / (uint64_t)vmax;
+                bytes += (cw + 7) / 8 * ((ch + 7) / 8) * 64 * 2;
+            }
+            return bytes;
+        }
+        p += 2 + n;
+    }
+    return 0;
+}
+
 static rt_status decode_jpeg(const uint8_t *buf, size_t len, const char *what, uint64_t max_pixels,
                              int want_w, int want_h, rtp_image *out, rt_error *err)
 {
@@ -80,6 +126,13 @@ static rt_status decode_jpeg(const uint8_t *buf, size_t len, const char *what, u
         st = RT_ERR(err, RT_EFORMAT, "%s: a JPEG of %d x %d pixels", what, w, ht);
     } else if ((uint64_t)w * (uint64_t)ht > max_pixels) {
         st = too_big(what, (uint64_t)w, (uint64_t)ht, max_pixels, err);
+    } else if (progressive_bytes(buf, len) > RTP_JPEG_COEF_MAX) {
+        st = RT_ERR(err, RT_EFORMAT,
+                    "%s: a progressive JPEG of %d x %d pixels, whose decoding would hold %.0f "
+                    "MiB of coefficients (at most %llu MiB); refused before decoding ---> "
+                    "HINT: save it as a baseline JPEG, or smaller",
+                    what, w, ht, (double)progressive_bytes(buf, len) / (1 << 20),
+                    RTP_JPEG_COEF_MAX >> 20);
     } else if (cs == TJCS_CMYK || cs == TJCS_YCCK) {
         st = RT_ERR(err, RT_EFORMAT,
                     "%s: a CMYK JPEG; only greyscale and RGB/YCbCr JPEGs "
@@ -94,7 +147,7 @@ static rt_status decode_jpeg(const uint8_t *buf, size_t len, const char *what, u
         if (!rtp_buf_reserve(&out->px, &out->cap, (size_t)w * (size_t)ht * (size_t)c)) {
             st = RT_ERR(err, RT_ENOMEM, "%s: out of memory for %d x %d pixels", what, w, ht);
         } else if (tj->decompress2(h, buf, (unsigned long)len, out->px, w, 0, ht,
-                                   c == 1 ? TJPF_GRAY : TJPF_RGB, 0) != 0) {
+                                   c == 1 ? TJPF_GRAY : TJPF_RGB, TJFLAG_LIMITSCANS) != 0) {
             st = RT_ERR(err, RT_EFORMAT, "%s: %s JPEG: %s", what,
                         tj->error_code(h) == TJERR_WARNING ? "a damaged or truncated"
                                                            : "cannot decode the",

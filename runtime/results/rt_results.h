@@ -108,8 +108,10 @@ int rt_results_resolve_path(const char *spec, char *buf, size_t n);
  * SQLite file dest (replaced). RT_ENOTFOUND when there is no store at path. */
 RT_MUST_USE rt_status rt_results_snapshot(const char *path, const char *dest, rt_error *err);
 /* Replaces the contents of the store at path (created if needed) with those of src,
- * which must be a Kiln results store this Kiln reads (else RT_EFORMAT, path untouched).
- */
+ * which must be a Kiln results store this Kiln reads, holding no trigger or view and
+ * passing SQLite's quick check (else RT_EFORMAT, path untouched). Every connection
+ * Kiln opens has SQLITE_DBCONFIG_DEFENSIVE on, trusted_schema off and no extension
+ * loading, since a store may come from elsewhere (%results --pull). */
 RT_MUST_USE rt_status rt_results_replace(const char *path, const char *src, rt_error *err);
 /* The local file this handle writes (borrowed). */
 const char *rt_results_path(const rt_results *rs);

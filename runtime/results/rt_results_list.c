@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static int parse_number(const char *s, double *out)
 {
@@ -186,6 +187,24 @@ static rt_status load_runs(rt_results *rs, int status, sort_item **items, size_t
     return s;
 }
 
+/* A key of the runs' parameters or metrics that the typed one is short for or a case
+ * slip of (val_acc: val_accuracy); the shortest such, "" when none. */
+static void nearest_key(const sort_item *items, size_t n, const char *typed, char *out, size_t cap)
+{
+    out[0] = 0;
+    size_t tl = strlen(typed), best = (size_t)-1;
+    for (size_t i = 0; i < n; i++) {
+        const rt_results_run *r = &items[i].run;
+        for (size_t k = 0; k < r->nparams + r->nmetrics; k++) {
+            const char *key = k < r->nparams ? r->params[k].key : r->metrics[k - r->nparams].key;
+            size_t kl = key ? strlen(key) : 0;
+            if (!kl || kl >= best || kl >= cap) continue;
+            if ((kl > tl && !strncasecmp(key, typed, tl)) || !strcasecmp(key, typed))
+                best = kl, memcpy(out, key, kl + 1);
+        }
+    }
+}
+
 rt_status rt_results_list_runs(rt_results *rs, const rt_results_query *q, rt_results_list *out,
                                rt_error *err)
 {
@@ -220,12 +239,15 @@ rt_status rt_results_list_runs(rt_results *rs, const rt_results_query *q, rt_res
                 rt_results_run_value(&items[i].run, q->sort, items[i].text, sizeof items[i].text,
                                      &items[i].num, &items[i].is_num) != 0;
         if (n && !having) { /* a typo (val_acc for val_accuracy) must not pass silently */
+            char near[128];
+            nearest_key(items, n, q->sort, near, sizeof near);
             for (size_t i = 0; i < n; i++) rt_results_run_free(&items[i].run);
             free(items);
             return RT_ERR(err, RT_EINVAL,
                           "--sort %s: no run has a field, parameter or metric of that name "
-                          "(`%%results show RUN` lists a run's keys)",
-                          q->sort);
+                          "(`%%results show RUN` lists a run's keys)%s%s%s",
+                          q->sort, near[0] ? " ---> HINT: did you mean " : "", near,
+                          near[0] ? "?" : "");
         }
         int desc = q->descending;
         qsort_r(items, n, sizeof *items, cmp_items, &desc);

@@ -152,6 +152,11 @@ static rt_status open_db(const char *path, int readonly, sqlite3 **db, int *ro_f
         return s;
     }
     sqlite3_busy_timeout(*db, RTP_RESULTS_BUSY_MS);
+    /* a store may come from elsewhere (%results --pull): its schema is not trusted to
+     * run functions with side effects, and SQL cannot corrupt the file on purpose */
+    sqlite3_db_config(*db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+    sqlite3_db_config(*db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+    sqlite3_db_config(*db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
     return RT_OK;
 }
 

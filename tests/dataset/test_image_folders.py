@@ -416,6 +416,16 @@ def jpeg_bytes(im, **kw):
     return b.getvalue()
 
 
+def progressive_huge():
+    """A progressive JPEG whose frame claims 8000 x 8000 (64 Mpx, under the pixel limit):
+    its coefficients alone would take 192 MiB while decoding (about 500 MiB at the pixel
+    limit, per decoding thread)."""
+    data = bytearray(jpeg_bytes(Image.new("RGB", (16, 16), (10, 200, 30)), progressive=True))
+    at = data.index(b"\xff\xc2")
+    data[at + 5:at + 9] = struct.pack(">HH", 8000, 8000)
+    return bytes(data)
+
+
 def bad_cases():
     rng = np.random.default_rng(5)
     good = jpeg_bytes(noise_image(rng, 64, 48, "RGB"), quality=95)
@@ -428,6 +438,7 @@ def bad_cases():
         "cmyk.jpg": (jpeg_bytes(Image.new("CMYK", (16, 16), (0, 128, 255, 0))), "CMYK"),
         "deep.png": (png16.getvalue(), "16-bit"),
         "bomb.png": (bomb_png(), "decompression bomb"),
+        "progressive.jpg": (progressive_huge(), "a progressive JPEG of 8000 x 8000 pixels"),
         "badcrc.png": (bomb_png()[:20] + b"\0" * 40, "not a valid PNG"),
     }
 
@@ -444,7 +455,7 @@ def test_bad_file_is_named(tmp_path, cache, name):
     assert str(bad) in info["msg"], info["msg"]
     assert phrase in info["msg"], info["msg"]
     assert "--skip-bad" in info["msg"]
-    if name == "bomb.png":   # refused from the header: nothing near 30 GB was touched
+    if name in ("bomb.png", "progressive.jpg"):   # refused from the header: nothing decoded
         assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss <= max(before, 300_000)
     skip = run(tmp_path / "pets", "--size", 16, "--skip-bad", dump=tmp_path / "d")
     assert skip["rc"] == 0, skip["msg"]

@@ -141,6 +141,21 @@ T_TEST(driver_too_old)
     unsetenv("KILN_MOCK_DEVICE");
 }
 
+/* No NVIDIA driver at all: CUDA says "driver version is insufficient", which reads like
+ * "upgrade your driver"; Kiln says there is none. */
+T_TEST(no_driver)
+{
+    setenv("KILN_MOCK_DEVICE", "no-driver", 1);
+    rt_cuda_device_list l;
+    ASSERT_EQ(rt_cuda_list_devices(&l, NULL), RT_OK);
+    ASSERT_EQ(l.count, 0);
+    ASSERT_STR_CONTAINS(l.why, "no NVIDIA driver found");
+    ASSERT(strstr(l.why, "insufficient") == NULL && strstr(l.why, "update") == NULL);
+    const char *want[] = {"no NVIDIA driver found", "--device cpu", NULL};
+    refused_then_cpu_trains(want, t_failed_);
+    unsetenv("KILN_MOCK_DEVICE");
+}
+
 /* A cuda-compat libcuda.so that does not fit (803) or a GPU without forward
  * compatibility (804): named as such, not as "no CUDA device" (which --device auto
  * passes over in silence); auto still trains on the CPU. */
@@ -494,6 +509,7 @@ int main(void)
 {
     T_RUN(no_gpu);
     T_RUN(driver_too_old);
+    T_RUN(no_driver);
     T_RUN(forward_compat_errors);
     T_RUN(architecture_not_built);
     T_RUN(version_line);

@@ -252,6 +252,33 @@ T_TEST(env_hides_secrets)
     kl_engine_destroy(e);
 }
 
+/* The messages a new user reads after a typo: a %%model body error names the cell
+ * line, and the traceback points at it; a misspelt layer or data set name gets the
+ * nearest real one; the line form says %model, not %%model. */
+T_TEST(typo_messages)
+{
+    kl_engine *e = kl_engine_create(&intr);
+    run r = {0};
+    run_cell(e,
+             "%%model m --input 1x28x28 --classes 10\nconv2d 8 3\nmaxpoool 2\nflatten\n"
+             "dense 10",
+             &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_CONTAINS(r.err.evalue, "%%model m: cell line 3: unknown layer 'maxpoool'");
+    ASSERT_STR_CONTAINS(r.err.evalue, "did you mean 'maxpool'?");
+    ASSERT_STR_CONTAINS(r.tb, "Cell line 3");
+    run_cell(e, "%%model m --input 1x28x28 --classes 10\nconv2d 8 3\nflaten\ndense 10", &r);
+    ASSERT_STR_CONTAINS(r.err.evalue, "did you mean 'flatten'?");
+    run_cell(e, "%model r2 resnet18", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_CONTAINS(r.err.evalue, "%model r2:");
+    ASSERT(strstr(r.err.evalue, "%%model") == NULL);
+    run_cell(e, "%dataset fashion-mnst", &r);
+    ASSERT_EQ(r.rc, -1);
+    ASSERT_STR_CONTAINS(r.err.evalue, "did you mean fashion-mnist?");
+    kl_engine_destroy(e);
+}
+
 T_TEST(help)
 {
     kl_engine *e = kl_engine_create(&intr);
@@ -460,6 +487,7 @@ int main(void)
     T_RUN(undefined_names_in_magic_args);
     T_RUN(convenience_magics);
     T_RUN(env_hides_secrets);
+    T_RUN(typo_messages);
     T_RUN(help);
     T_RUN(is_complete_complete_inspect);
     return T_EXIT();

@@ -13,6 +13,8 @@
 
 #include "mg.h"
 #include "mg_png.h"
+#include "rt_ckpt.h"
+#include "rt_ckpt_dir.h"
 #include "rt_model.h"
 #include "t.h"
 #include "tm_util.h"
@@ -103,6 +105,20 @@ static const char *display_with(const char *needle)
     return NULL;
 }
 
+/* The text/html of the first display whose text/plain contains needle, or NULL. */
+static const char *html_with(const char *needle)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(tm_c.log, i, d)
+    {
+        json_t *data = json_object_get(d, "data");
+        const char *tp = json_string_value(json_object_get(data, "text/plain"));
+        if (tp && strstr(tp, needle)) return json_string_value(json_object_get(data, "text/html"));
+    }
+    return NULL;
+}
+
 T_TEST(test_dataset_folder_and_cache)
 {
     char line[512];
@@ -155,6 +171,60 @@ static int folder_and_tiny(void)
                     "conv2d 4 3 pad=1\nrelu\nmaxpool 2\nflatten\n"
                     "dense 3\n",
                     &g_err);
+}
+
+/* A folder loaded without --val has no validation data: %train says so once, shows
+ * and draws no validation metrics, records none, and the best checkpoint follows the
+ * training loss (it used to print "test_loss 0.0000 test_acc 0.0000" every epoch, draw
+ * both at 0 and record val_accuracy 0). */
+T_TEST(test_train_without_validation_data)
+{
+    char line[600], rd[300];
+    ASSERT_EQ(tm_fresh_session(&g_s), 0);
+    tm_reset();
+    snprintf(line, sizeof line, "dataset %s --size 8 --channels 1 --samples 0", g_dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(tm_magic(g_s, "model tiny", "conv2d 4 3 pad=1\nrelu\nflatten\ndense 3\n", &g_err), 0);
+    tm_reset();
+    snprintf(rd, sizeof rd, "%s.noval-run", g_dir);
+    snprintf(line, sizeof line, "train tiny --epochs 2 --batch 20 --run-dir %s --name noval", rd);
+    int rc = tm_magic(g_s, line, NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    const char *said = "No validation data (no --val split, no test split): nothing is "
+                       "validated; the best checkpoint follows train_loss instead of val_loss\n";
+    ASSERT_STR_CONTAINS(tm_c.out, said);
+    ASSERT(strstr(strstr(tm_c.out, said) + 1, said) == NULL); /* once */
+    ASSERT_STR_CONTAINS(tm_c.out, ": 120 train images, no validation data, 2 epochs");
+    ASSERT(strstr(tm_c.out, "test_loss") == NULL && strstr(tm_c.out, "test_acc") == NULL);
+    char *svg = capture_shown(&tm_c, "image/svg+xml");
+    ASSERT(svg && strstr(svg, "train loss") && !strstr(svg, "test loss") &&
+           !strstr(svg, "test accuracy"));
+    free(svg);
+    rt_results_run r;
+    ASSERT_EQ(tm_last_run(g_store, &r), 0);
+    char buf[64];
+    double num;
+    int isnum;
+    ASSERT(!rt_results_run_value(&r, "val_accuracy", buf, sizeof buf, &num, &isnum));
+    ASSERT(!rt_results_run_value(&r, "val_loss", buf, sizeof buf, &num, &isnum));
+    ASSERT(rt_results_run_value(&r, "validation_split", buf, sizeof buf, &num, &isnum));
+    ASSERT_STR_EQ(buf, "none");
+    ASSERT(rt_results_run_value(&r, "train_loss", buf, sizeof buf, &num, &isnum));
+    rt_results_run_free(&r);
+    char *path = NULL, *skipped = NULL;
+    rt_error re = {0};
+    ASSERT_EQ(rt_ckpt_dir_latest(rd, &path, &skipped, &re), RT_OK);
+    rt_ckpt_reader *ck = NULL;
+    ASSERT_EQ(rt_ckpt_reader_open(path, RT_CKPT_OPEN_HEADER_ONLY, &ck, &re), RT_OK);
+    rt_ckpt_metric m;
+    ASSERT_EQ(rt_ckpt_reader_metric(ck, RT_CKPT_KEY_METRIC, &m, &re), RT_OK);
+    ASSERT_STR_EQ(m.name, "train_loss");
+    rt_ckpt_reader_destroy(ck);
+    free(path);
+    free(skipped);
+    snprintf(line, sizeof line, "rm -rf '%s'", rd);
+    ASSERT_EQ(system(line), 0);
 }
 
 T_TEST(test_train_on_folder)
@@ -289,7 +359,8 @@ T_TEST(test_biased_resnet20_checkpoint_resumes)
     snprintf(dir, sizeof dir, "%s.old", g_dir);
     snprintf(run, sizeof run, "%s.oldrun", g_dir);
     ASSERT_EQ(write_cifar_like(dir, 4, 4), 0);
-    ASSERT_EQ(rt_model_zoo_spec("resnet20", 4, spec, sizeof spec, NULL), RT_OK);
+    const rt_model_input in = {3, 32, 32, 4};
+    ASSERT_EQ(rt_model_zoo_spec("resnet20", &in, spec, sizeof spec, NULL), RT_OK);
     size_t n = 0;
     for (const char *p = spec; *p;) { /* every " bias=false" dropped */
         if (!strncmp(p, " bias=false", 11)) p += 11;
@@ -347,6 +418,14 @@ T_TEST(test_changed_folder_is_reloaded)
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     ASSERT_STR_CONTAINS(display_with("Data set "), "folder: 12 files decoded");
+    /* JupyterLab shows the HTML: it says what was decoded and the normalisation too, and
+     * names the folder once */
+    const char *html = html_with("Data set ");
+    ASSERT(html != NULL);
+    ASSERT_STR_CONTAINS(html, "folder: 12 files decoded");
+    ASSERT_STR_CONTAINS(html, "normalised with mean");
+    ASSERT(strstr(strstr(html, dir) + 1, dir) == NULL);
+    ASSERT(strstr(strstr(display_with("Data set "), dir) + 1, dir) == NULL);
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
     const char *sum = display_with("Data set ");
@@ -411,6 +490,57 @@ T_TEST(test_results_record_of_a_folder_run)
     if (system(line) != 0) fprintf(stderr, "could not remove %s\n", run);
 }
 
+/* --resume auto after a %dataset option changed: the run in DIR is not "the same
+ * options" (which then failed on the training split's checksum); the changed data set
+ * option is named and the run goes to DIR-v2, as docs/resume.md says. A folder whose
+ * files changed since is a different data set too. */
+T_TEST(test_resume_auto_sees_data_set_options)
+{
+    char line[700], run[200], dir[200];
+    snprintf(run, sizeof run, "%s.auto", g_dir);
+    snprintf(dir, sizeof dir, "%s-auto", g_dir);
+    ASSERT_EQ(write_cifar_like(dir, 2, 8), 0);
+    ASSERT_EQ(tm_fresh_session(&g_s), 0);
+    snprintf(line, sizeof line, "dataset %s --size 8 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(tm_magic(g_s, "model tiny", "conv2d 4 3 pad=1\nrelu\nflatten\ndense 2\n", &g_err), 0);
+    snprintf(line, sizeof line, "train tiny --epochs 1 --batch 4 --seed 1 --run-dir %s", run);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    /* the same folder with --val 0.25: another data set */
+    snprintf(line, sizeof line, "dataset %s --size 8 --samples 0 --val 0.25", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    tm_reset();
+    snprintf(line, sizeof line, "train tiny --epochs 1 --batch 4 --seed 1 --run-dir %s", run);
+    int rc = tm_magic(g_s, line, NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    ASSERT(strstr(tm_c.out, "same options") == NULL);
+    ASSERT_STR_CONTAINS(tm_c.out, "holds a run with other options: %dataset --val 0.25 "
+                                  "(checkpoint 0)");
+    char v2[260];
+    snprintf(v2, sizeof v2, "This run goes to %s-v2", run);
+    ASSERT_STR_CONTAINS(tm_c.out, v2);
+    /* --size: named with both sides */
+    snprintf(line, sizeof line, "dataset %s --size 10 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    tm_reset();
+    snprintf(line, sizeof line,
+             "train tiny --epochs 1 --batch 4 --seed 1 --run-dir %s --resume must", run);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "%dataset --size 10x10 (checkpoint 8x8)");
+    /* the same options, but the folder gained files since the run */
+    snprintf(line, sizeof line, "cp '%s/class00/000.png' '%s/class00/added.png'", dir, dir);
+    ASSERT_EQ(system(line), 0);
+    snprintf(line, sizeof line, "dataset %s --size 8 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    snprintf(line, sizeof line,
+             "train tiny --epochs 1 --batch 4 --seed 1 --run-dir %s --resume must", run);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "the data set's training images (checksum");
+    snprintf(line, sizeof line, "rm -rf '%s' '%s' '%s'-v*", dir, run, run);
+    if (system(line) != 0) fprintf(stderr, "could not remove %s\n", run);
+}
+
 int main(void)
 {
     (void)tm_make_dataset; /* tm_util's IDX set: not used here */
@@ -424,6 +554,7 @@ int main(void)
     snprintf(g_store, sizeof g_store, "%s.results.sqlite", g_dir);
     setenv("KILN_RESULTS", g_store, 1); /* %train records here, not in ~ */
     T_RUN(test_dataset_folder_and_cache);
+    T_RUN(test_train_without_validation_data);
     T_RUN(test_train_on_folder);
     T_RUN(test_resume_folder_run);
     T_RUN(test_resnet20_learns);
@@ -431,6 +562,7 @@ int main(void)
     T_RUN(test_bad_file);
     T_RUN(test_changed_folder_is_reloaded);
     T_RUN(test_results_record_of_a_folder_run);
+    T_RUN(test_resume_auto_sees_data_set_options);
     mg_session_destroy(g_s);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s'*", g_dir, g_cache, g_store);

@@ -166,10 +166,24 @@ T_TEST(test_errors_before_training)
     ASSERT_EQ(tm_magic(g_s, "model bad --input 1x8x8 --classes 3",
                        "conv2d 4 3\nrelu\nflatten\ndense x\n", &g_err),
               -1);
-    ASSERT_STR_CONTAINS(g_err.evalue, "line 4");
+    ASSERT_STR_CONTAINS(g_err.evalue, "cell line 5");
     ASSERT_EQ(tm_magic(g_s, "model frobnicate", NULL, &g_err), -1);
     ASSERT_EQ(tm_magic(g_s, "train nosuch", NULL, &g_err), -1);
     ASSERT_STR_CONTAINS(g_err.evalue, "nosuch");
+}
+
+/* The text/plain of the first display holding needle, or NULL. */
+static const char *display_text(const char *needle)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(tm_c.log, i, d)
+    {
+        const char *tp =
+            json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
+        if (tp && strstr(tp, needle)) return tp;
+    }
+    return NULL;
 }
 
 T_TEST(test_dataset_and_model)
@@ -214,6 +228,17 @@ T_TEST(test_dataset_and_model)
     tm_reset();
     ASSERT_EQ(tm_magic(g_s, "model list", NULL, &g_err), 0);
     ASSERT_STR_CONTAINS(tm_c.out, "tiny");
+    ASSERT_STR_CONTAINS(tm_c.out, "Shipped networks");
+    ASSERT_STR_CONTAINS(tm_c.out, "resnet110");
+    ASSERT_STR_CONTAINS(tm_c.out, "lenet5");
+    /* a shipped network for an explicit input: LeNet-5 on 28x28, 61,706 as in PyTorch */
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, "model le lenet5 --input 1x28x28 --classes 10", NULL, &g_err), 0);
+    ASSERT_STR_CONTAINS(display_text("Model: \"le\""), "Total params: 61,706");
+    ASSERT_STR_CONTAINS(display_text("Model: \"le\""), "name=fc3");
+    ASSERT_EQ(tm_magic(g_s, "model le resnet99 --input 3x32x32 --classes 10", NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "%model le: no shipped model 'resnet99'");
+    ASSERT_STR_CONTAINS(g_err.evalue, "resnet56");
     ASSERT_EQ(tm_magic(g_s, "model show tiny", NULL, &g_err), 0);
     ASSERT_EQ(capture_count(&tm_c, "text/plain", "Model: \"tiny\"", NULL, NULL), 1);
 }

@@ -209,6 +209,10 @@ T_TEST(t_list_filter_sort)
     ASSERT_EQ(rt_results_list_runs(rs, &q6, &l, &err), RT_EINVAL);
     ASSERT_STR_CONTAINS(err.msg, "--sort val_accuracy");
     ASSERT_EQ(l.n, 0);
+    /* a key cut short (Kiln's val_accuracy typed as val_acc) is named with the fix */
+    rt_results_query q6b = {.status = -1, .sort = "val_a"};
+    ASSERT_EQ(rt_results_list_runs(rs, &q6b, &l, &err), RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "did you mean val_acc?");
     rt_results_query q7 = {.status = -1, .nwhere = 1, .where = w4, .sort = "val_accuracy"};
     ASSERT_EQ(rt_results_list_runs(rs, &q7, &l, &err), RT_OK);
     ASSERT_EQ(l.n, 0);
@@ -248,6 +252,50 @@ T_TEST(t_not_sqlite)
     ASSERT_EQ(rt_results_open(path, &rs, &err), RT_OK);
     ASSERT(log_run(rs, "x", "1", 0.5, 5, RT_RESULTS_FINISHED) > 0);
     rt_results_close(rs);
+}
+
+/* A store pulled from elsewhere (%results --pull) with a trigger or a view in it, or
+ * damaged, never replaces the local one: the trigger would run on Kiln's own writes. */
+T_TEST(t_replace_refuses_a_hostile_store)
+{
+    char local[600], evil[600], view[600];
+    store_path(local, sizeof local, "mine.sqlite");
+    store_path(evil, sizeof evil, "pulled.sqlite");
+    store_path(view, sizeof view, "pulled-view.sqlite");
+    rt_results *rs = NULL;
+    rt_error err = {0};
+    ASSERT_EQ(rt_results_open(local, &rs, &err), RT_OK);
+    ASSERT(log_run(rs, "mine", "1", 0.5, 5, RT_RESULTS_FINISHED) > 0);
+    rt_results_close(rs);
+    const char *const extra[] = {
+        "CREATE TRIGGER t AFTER INSERT ON runs BEGIN DELETE FROM params; END;",
+        "CREATE VIEW v AS SELECT * FROM runs;"};
+    const char *const paths[] = {evil, view};
+    for (int k = 0; k < 2; k++) {
+        ASSERT_EQ(rt_results_open(paths[k], &rs, &err), RT_OK); /* a real Kiln store... */
+        rt_results_close(rs);
+        sqlite3 *db = NULL;
+        ASSERT_EQ(sqlite3_open(paths[k], &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(db, extra[k], NULL, NULL, NULL), SQLITE_OK); /* ...and more */
+        sqlite3_close(db);
+        ASSERT_EQ(rt_results_replace(local, paths[k], &err), RT_EFORMAT);
+        printf("%s\n", err.msg);
+        ASSERT_STR_CONTAINS(err.msg, k ? "holds a view" : "holds a trigger");
+        ASSERT_STR_CONTAINS(err.msg, "the local store is unchanged");
+    }
+    ASSERT_EQ(rt_results_open(local, &rs, &err), RT_OK); /* still mine, still one run */
+    rt_results_close(rs);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    ASSERT_EQ(sqlite3_open(local, &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger'",
+                                 -1, &st, NULL),
+              SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    int triggers = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    ASSERT_EQ(triggers, 0);
 }
 
 T_TEST(t_unwritable)
@@ -651,6 +699,7 @@ int main(void)
     T_RUN(t_nan_kept);
     T_RUN(t_list_filter_sort);
     T_RUN(t_not_sqlite);
+    T_RUN(t_replace_refuses_a_hostile_store);
     T_RUN(t_unwritable);
     T_RUN(t_unknown_run);
     T_RUN(t_kill9_interrupted);

@@ -46,11 +46,11 @@ int main(int argc, char **argv)
     in.num_classes = atoi(argv[3]);
     int N = atoi(argv[4]);
     rt_error err = {0};
-    char zoo[8192];
-    char *spec = NULL;
-    if (rt_model_zoo_spec(argv[1], in.num_classes, zoo, sizeof zoo, NULL) == RT_OK)
-        spec = strdup(zoo);
-    else spec = slurp(argv[1]);
+    char *spec = malloc(RT_MODEL_ZOO_SPEC_MAX);
+    if (spec && rt_model_zoo_spec(argv[1], &in, spec, RT_MODEL_ZOO_SPEC_MAX, NULL) != RT_OK) {
+        free(spec);
+        spec = slurp(argv[1]);
+    }
     if (!spec) {
         fprintf(stderr, "cannot read %s\n", argv[1]);
         return 1;

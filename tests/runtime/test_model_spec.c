@@ -328,11 +328,13 @@ T_TEST(resnet20_and_residual_blocks)
 {
     char spec[8192];
     rt_error err = {0};
-    ASSERT_EQ(rt_model_zoo_spec("resnet20", 10, spec, sizeof spec, &err), RT_OK);
-    ASSERT_EQ(rt_model_zoo_spec("resnet1000", 10, spec, sizeof spec, &err), RT_ENOTFOUND);
-    ASSERT_STR_CONTAINS(err.msg, "resnet20");
-    ASSERT_EQ(rt_model_zoo_spec("ResNet20", 10, spec, sizeof spec, &err), RT_OK);
     const rt_model_input in = {3, 32, 32, 10};
+    ASSERT_EQ(rt_model_zoo_spec("resnet20", &in, spec, sizeof spec, &err), RT_OK);
+    ASSERT_EQ(rt_model_zoo_spec("resnet1000", &in, spec, sizeof spec, &err), RT_ENOTFOUND);
+    ASSERT_STR_CONTAINS(err.msg, "resnet20");
+    ASSERT_EQ(rt_model_zoo_spec("resnet110", &in, spec, 100, &err), RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "does not fit 100 bytes");
+    ASSERT_EQ(rt_model_zoo_spec("ResNet20", &in, spec, sizeof spec, &err), RT_OK);
     rt_model *m = NULL, *b = NULL;
     ASSERT_EQ(rt_model_create(&m, spec, &in, &err), RT_OK);
     int n;
@@ -350,7 +352,7 @@ T_TEST(resnet20_and_residual_blocks)
     ASSERT_EQ(blocks, 9);
     ASSERT_EQ(shortcuts, 2);
     ASSERT_EQ(adds, 9);
-    ASSERT_STR_EQ(r[4].spec, "    conv2d 16 3 stride=1 pad=1 bias=false");
+    ASSERT_STR_EQ(r[4].spec, "    conv2d 16 3 stride=1 pad=1 bias=false name=layer1.0.conv1");
     ASSERT_EQ(r[n - 3].out_c, 64); /* globalavgpool: 64x1x1 */
     ASSERT_EQ(r[n - 3].out_h, 1);
     ASSERT_EQ(rt_model_create(&b, rt_model_spec_canonical(m), &in, &err), RT_OK);
@@ -358,6 +360,40 @@ T_TEST(resnet20_and_residual_blocks)
     ASSERT_EQ(rt_model_num_params(b), total);
     rt_model_destroy(b);
     rt_model_destroy(m);
+    /* tensor names: the layer's name= prefix (PyTorch's state_dict names), before attach */
+    ASSERT_EQ(rt_model_create(&m, spec, &in, &err), RT_OK);
+    rt_named_tensor t;
+    ASSERT_EQ(rt_model_tensor(m, 0, &t, &err), RT_OK);
+    ASSERT_STR_EQ(t.name, "conv1.weight");
+    ASSERT_EQ(t.shape[0], 16);
+    ASSERT_EQ(rt_model_tensor(m, rt_model_num_tensors(m) - 1, &t, &err), RT_OK);
+    ASSERT_STR_EQ(t.name, "fc.bias");
+    rt_model_destroy(m);
+    /* a layer without name= keeps "<index>.<type>.<param>"; bad and repeated names */
+    const rt_model_input tiny = {1, 4, 4, 2};
+    ASSERT_EQ(rt_model_create(&m, "conv2d 2 3 name=stem.0\nflatten\ndense 2\n", &tiny, &err),
+              RT_OK);
+    ASSERT_EQ(rt_model_tensor(m, 1, &t, &err), RT_OK);
+    ASSERT_STR_EQ(t.name, "stem.0.bias");
+    ASSERT_EQ(rt_model_tensor(m, 2, &t, &err), RT_OK);
+    ASSERT_STR_EQ(t.name, "2.dense.weight");
+    ASSERT_STR_CONTAINS(rt_model_spec_canonical(m), "conv2d 2 3 stride=1 pad=0 name=stem.0\n");
+    rt_model_destroy(m);
+    m = NULL;
+    static const char *const bad[] = {"name=",   "name=a..b", "name=.a",
+                                      "name=a.", "name=a/c",  "name=x-y"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char s2[128];
+        snprintf(s2, sizeof s2, "flatten\ndense 2 %s\n", bad[i]);
+        ASSERT_EQ(rt_model_create(&m, s2, &tiny, &err), RT_EINVAL);
+        ASSERT_STR_CONTAINS(err.msg, "line 2: dense: name=");
+    }
+    ASSERT_EQ(rt_model_create(&m, "flatten\ndense 4 name=fc\ndense 2 name=fc\n", &tiny, &err),
+              RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "line 2: name=fc: the tensor 'fc.weight' is also line 3's");
+    ASSERT_EQ(rt_model_create(&m, "flatten\ndense 4 name=2.dense\ndense 2\n", &tiny, &err),
+              RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "'2.dense.weight' is also line 3's");
     const rt_model_input small = {3, 8, 8, 4};
     ASSERT_STR_CONTAINS(error_of("residual:\n    conv2d 4 3 stride=2 pad=same\nflatten\n"
                                  "dense 4\n",

@@ -6,9 +6,9 @@ writes everything as safetensors under Kiln's checkpoint names. Here the same ne
 is built in PyTorch (float64) from the canonical spec, the weights are loaded from that
 file by name (so the names and shapes are what PyTorch's modules hold), and the step is
 repeated. The shipped ResNet-20 is also loaded into a ResNet-20 written the usual
-PyTorch way (conv1/bn1, layer1..3 of basic blocks, shortcut, linear; no conv bias): its
-state_dict, less the num_batches_tracked counters, takes Kiln's tensors one to one in
-order, with the same shapes, and gives the same step. Softmax outputs, loss, every
+PyTorch way (torchvision's layout: conv1/bn1, layer1..3 of basic blocks, downsample, fc;
+no conv bias): its state_dict, less the num_batches_tracked counters, has Kiln's tensor
+names and shapes, takes Kiln's tensors by name, and gives the same step. Softmax outputs, loss, every
 parameter gradient and the batch-norm running statistics must agree within 1e-4
 relative (max |kiln - torch| / max |torch| per tensor: Kiln's float32 is ~3e-6 off;
 a wrong gradient by far more). The batch has no ReLU input near 0 (TIE below).
@@ -66,7 +66,8 @@ class Block(nn.Module):
 
 
 def build(spec, c, h, w):
-    """The canonical spec as PyTorch modules; returns (model, {kiln index: module})."""
+    """The canonical spec as PyTorch modules; returns (model, {kiln index or name=
+    prefix: module})."""
     lines = [l for l in spec.splitlines() if l.strip() and not l.strip().startswith("#")]
     index, by_index = 0, {}
     top, main, short, in_block, shape = [], None, None, False, [c, h, w]
@@ -122,8 +123,11 @@ def build(spec, c, h, w):
             short, shape = [], list(block_in)
             index += 1
             continue
-        m = layer(words, shape)
+        m = layer([w for w in words if not w.startswith("name=")], shape)
         by_index[index] = m
+        for w in words:
+            if w.startswith("name="):
+                by_index[w[5:]] = m
         index += 1
         (short if short is not None else main if in_block else top).append(m)
     if in_block:
@@ -150,14 +154,14 @@ class BasicBlock(nn.Module):
         self.bn1 = nn.BatchNorm2d(cout)
         self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
         self.bn2 = nn.BatchNorm2d(cout)
-        self.shortcut = nn.Sequential()
+        self.downsample = nn.Sequential()
         if stride != 1 or cin != cout:
-            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                          nn.BatchNorm2d(cout))
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                            nn.BatchNorm2d(cout))
 
     def forward(self, x):
         y = self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
-        return torch.relu(y + self.shortcut(x))
+        return torch.relu(y + self.downsample(x))
 
 
 class ResNet20(nn.Module):
@@ -173,22 +177,22 @@ class ResNet20(nn.Module):
                 cin = k
             stages.append(nn.Sequential(*blocks))
         self.layer1, self.layer2, self.layer3 = stages
-        self.linear = nn.Linear(64, classes)
+        self.fc = nn.Linear(64, classes)
 
     def forward(self, x):
         x = torch.relu(self.bn1(self.conv1(x)))
         x = self.layer3(self.layer2(self.layer1(x)))
-        return self.linear(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
-PARAM_ORDER = ("weight", "bias", "running_mean", "running_var")
-
-
-def kiln_order(t):
-    """Kiln's model tensors in checkpoint order (layer index, then the order above)."""
-    names = [k for k in t if "/" not in k and k not in ("input", "labels", "probs", "loss")]
-    return sorted(names, key=lambda k: (int(k.split(".")[0]),
-                                        PARAM_ORDER.index(k.split(".", 2)[2])))
+def module_of(by_index, name):
+    """The module and attribute of Kiln tensor NAME: "<index>.<type>.<param>", or
+    "<prefix>.<param>" for a layer given name=<prefix>."""
+    head = name.split(".", 2)
+    if head[0].isdigit() and int(head[0]) in by_index:
+        return by_index[int(head[0])], head[2]
+    prefix, pname = name.rsplit(".", 1)
+    return by_index[prefix], pname
 
 
 # A ReLU input this close to 0 in float64 may land on either side in Kiln's float32,
@@ -213,13 +217,14 @@ def step(tmp_path, spec_arg, chw, classes, n):
         t, meta = load_safetensors(out)
         model, by_index = build(meta["spec"], c, h, w)
         model.double()
-        # weights by name: "<index>.<type>.<param>" -> that module's tensor, same shape
+        # weights by name: "<index>.<type>.<param>" or "<prefix>.<param>" -> that
+        # module's tensor, same shape
         params = {}
         for name, arr in t.items():
             if "/" in name or name in ("input", "labels", "probs", "loss"):
                 continue
-            idx, kind, pname = name.split(".", 2)
-            target = getattr(by_index[int(idx)], pname)
+            mod, pname = module_of(by_index, name)
+            target = getattr(mod, pname)
             assert tuple(target.shape) == arr.shape, (name, tuple(target.shape), arr.shape)
             if pname in ("running_mean", "running_var"):
                 continue                              # compared after the step
@@ -257,8 +262,8 @@ def run_case(tmp_path, spec_arg, chw, classes, n):
         compare("grad/" + name, t["grad/" + name], prm.grad.numpy(), worst, floor)
     for name, arr in t.items():
         if name.endswith("running_mean") or name.endswith("running_var"):
-            idx, kind, pname = name.split(".", 2)
-            compare(name, arr, getattr(by_index[int(idx)], pname).numpy(), worst)
+            mod, pname = module_of(by_index, name)
+            compare(name, arr, getattr(mod, pname).numpy(), worst)
     return out, worst
 
 
@@ -278,18 +283,15 @@ def test_resnet20_loads_into_a_pytorch_resnet20(tmp_path):
     model = ResNet20(10).double()
     sd = [(k, v) for k, v in model.state_dict().items()
           if not k.endswith("num_batches_tracked")]
-    kiln = kiln_order(t)
-    assert len(kiln) == len(sd), (len(kiln), len(sd))
-    assert not any(k.endswith(".conv2d.bias") for k in kiln)
+    kiln = [k for k in t if "/" not in k and k not in ("input", "labels", "probs", "loss")]
+    # the same names (torchvision's module layout) and shapes, tensor for tensor
+    assert sorted(kiln) == sorted(k for k, _ in sd), (sorted(kiln), [k for k, _ in sd])
+    for k, v in sd:
+        assert tuple(v.shape) == t[k].shape, (k, t[k].shape, tuple(v.shape))
     assert sum(t[k].size for k in kiln if "running" not in k) == 272_474
-    by_torch = {}
-    for k, (tk, tv) in zip(kiln, sd):
-        assert tuple(tv.shape) == t[k].shape, (k, tk, t[k].shape, tuple(tv.shape))
-        assert k.split(".", 2)[2] == tk.rsplit(".", 1)[1], (k, tk)
-        by_torch[tk] = k
+    by_torch = {k: k for k in kiln}
     missing, unexpected = model.load_state_dict(
-        {tk: torch.from_numpy(t[k].astype(np.float64)) for tk, k in by_torch.items()},
-        strict=False)
+        {k: torch.from_numpy(t[k].astype(np.float64)) for k in kiln}, strict=False)
     assert not unexpected and all(k.endswith("num_batches_tracked") for k in missing), missing
     model.train()
     logits = model(torch.from_numpy(t["input"].astype(np.float64)))

@@ -64,17 +64,22 @@ T_TEST(test_against_pytorch)
     free(line);
     fclose(f);
     ASSERT(!failed);
-    ASSERT_EQ(cases, 10);
+    ASSERT_EQ(cases, 13);
 }
 
 /* format -> parse gives the same schedule (the text names every field that matters for
  * the kind; struct padding makes memcmp unusable), so checkpoints restore it. */
 T_TEST(test_format_roundtrip)
 {
-    const char *specs[] = {"constant", "step:3:0.5 warmup=2", "cosine:0:1e-5 unit=step",
+    const char *specs[] = {"constant",
+                           "step:3:0.5 warmup=2",
+                           "cosine:0:1e-5 unit=step",
                            "onecycle:0.1 three_phase=1 anneal=linear pct_start=0.2",
-                           "cosine warmup=4 warmup_start=0.3333333333333333"};
-    for (int i = 0; i < 5; i++) {
+                           "cosine warmup=4 warmup_start=0.3333333333333333",
+                           "multistep:3,7,11:0.5 warmup=1",
+                           "plateau:0.5:3 threshold=0.001",
+                           "multistep:32000,48000 unit=step"};
+    for (int i = 0; i < 8; i++) {
         rt_schedule a, b;
         rt_error err;
         ASSERT_EQ(rt_schedule_parse(&a, specs[i], &err), RT_OK);
@@ -174,6 +179,16 @@ T_TEST(test_parse_errors)
         {"onecycle anneal=exp", "anneal must be cos or linear"},
         {"onecycle three_phase=maybe", "three_phase must be true or false"},
         {"step:", "step_size must be a non-negative integer, got ''"},
+        {"multistep", "schedule multistep needs milestones (e.g. multistep:30,60:0.1)"},
+        {"multistep:30,20", "milestones must be increasing positive integers"},
+        {"multistep:30,,60", "milestones must be increasing positive integers"},
+        {"multistep:0,5", "milestones must be increasing positive integers"},
+        {"multistep:5,10:0", "gamma must be > 0"},
+        {"plateau:1.5", "schedule plateau: factor must be in (0, 1), got 1.5"},
+        {"plateau:0.5:-2", "patience must be a non-negative integer, got '-2'"},
+        {"plateau threshold=2", "threshold must be in [0, 1)"},
+        {"plateau step_size=3", "schedule plateau: unknown option 'step_size'; expected one of "
+                                "factor, patience, threshold"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         rt_schedule s = rt_schedule_default(RT_SCHED_COSINE);

@@ -13,10 +13,11 @@
  * faults - that is tests/gpu on a GPU.
  * KILN_MOCK_DEVICE (read at every call, comma-separated) models the machines a user
  * may have: "none" (cudaGetDeviceCount: cudaErrorNoDevice), "old-driver" (it says
- * cudaErrorInsufficientDriver; the driver supports CUDA 12.4, or "driver=V"), "cc=XY"
- * (the device's compute capability, e.g. cc=60 for a P100; 8.0 otherwise), "compat=E"
- * (cudaGetDeviceCount fails with error E: 803 and 804 are the forward-compatibility
- * package's).
+ * cudaErrorInsufficientDriver; the driver supports CUDA 12.4, or "driver=V"), "no-driver"
+ * (the same error with no driver at all: cudaDriverGetVersion says 0, as the real
+ * runtime does without libcuda.so.1), "cc=XY" (the device's compute capability, e.g.
+ * cc=60 for a P100; 8.0 otherwise), "compat=E" (cudaGetDeviceCount fails with error E:
+ * 803 and 804 are the forward-compatibility package's).
  * The prototypes come from the real headers, so a signature mismatch fails to compile.
  */
 #include <cublas_v2.h>
@@ -102,7 +103,7 @@ cudaError_t cudaGetDeviceCount(int *count)
 {
     *count = 0;
     if (knob("none", 0)) return fail(cudaErrorNoDevice);
-    if (knob("old-driver", 0)) return fail(cudaErrorInsufficientDriver);
+    if (knob("old-driver", 0) || knob("no-driver", 0)) return fail(cudaErrorInsufficientDriver);
     if (knob("compat", 0)) return fail((cudaError_t)knob("compat", 0));
     *count = (int)knob("devices", 1);
     return cudaSuccess;
@@ -138,7 +139,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 
 cudaError_t cudaDriverGetVersion(int *v)
 {
-    *v = knob("old-driver", 0) ? (int)knob("driver", 12040) : 13000;
+    *v = knob("no-driver", 0) ? 0 : knob("old-driver", 0) ? (int)knob("driver", 12040) : 13000;
     return cudaSuccess;
 }
 
