@@ -541,6 +541,40 @@ T_TEST(test_resume_auto_sees_data_set_options)
     if (system(line) != 0) fprintf(stderr, "could not remove %s\n", run);
 }
 
+/* Stopped mid-epoch after an epoch ended: the plot, last drawn at that epoch's end,
+ * gets the steps up to the stop (it ended at the epoch's last step). */
+T_TEST(test_plot_has_every_step_after_a_stop)
+{
+    ASSERT_EQ(folder_and_tiny(), 0); /* 90 training images: 9 steps of 10 an epoch */
+    int mid = 0;
+    for (long polls = 12; polls < 400 && !mid; polls += 7) {
+        tm_reset();
+        tm_interrupt_after = polls;
+        int rc = tm_magic(g_s, "train tiny --epochs 6 --batch 10 --seed 1", NULL, &g_err);
+        ASSERT_EQ(rc, -1);
+        ASSERT_STR_EQ(g_err.ename, "KeyboardInterrupt");
+        const char *at = strstr(g_err.evalue, "after step ");
+        ASSERT(at != NULL);
+        long step = atol(at + strlen("after step "));
+        if (step <= 9 || step % 9 == 0) continue; /* not mid-epoch after an epoch's end */
+        mid = 1;
+        const char *plot = NULL; /* the last plot display or update */
+        size_t i;
+        json_t *d;
+        json_array_foreach(tm_c.log, i, d)
+        {
+            const char *tp =
+                json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
+            if (tp && strstr(tp, "<loss/accuracy plot: ")) plot = tp;
+        }
+        ASSERT(plot != NULL);
+        char want[96];
+        snprintf(want, sizeof want, "epochs, %ld steps>", step);
+        ASSERT_STR_CONTAINS(plot, want);
+    }
+    ASSERT(mid); /* some poll count stopped it mid-epoch */
+}
+
 int main(void)
 {
     (void)tm_make_dataset; /* tm_util's IDX set: not used here */
@@ -563,6 +597,7 @@ int main(void)
     T_RUN(test_changed_folder_is_reloaded);
     T_RUN(test_results_record_of_a_folder_run);
     T_RUN(test_resume_auto_sees_data_set_options);
+    T_RUN(test_plot_has_every_step_after_a_stop);
     mg_session_destroy(g_s);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s'*", g_dir, g_cache, g_store);
