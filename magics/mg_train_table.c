@@ -182,5 +182,10 @@ const mg_train_option mg_train_table[] = {
      TEXT(name),
      .key = "name",
      .shown = "the model's name"},
+    {.opt = {"--background", MG_OPT_FLAG, NULL,
+             "in a process of its own; returns at once (needs --run-dir)", NULL},
+     .store = MG_TO_FLAG,
+     FIELD(background),
+     .key = "background"},
     {.opt = {NULL, 0, NULL, NULL, NULL}},
 };
