@@ -68,6 +68,7 @@ typedef struct mg_run_opts {
                               checkpoint ("val_loss"; rt_early_stop.h) */
     double min_delta;      /* --min-delta: an improvement is more than this (0) */
     int restore_best;      /* --restore-best (flag): end with the best epoch's weights */
+    int background;        /* --background (flag): trained by a kiln run of its own */
     int val;               /* --val N: validation images carved from train; -1 = as the
                                 data set was loaded by %dataset */
     char name[64];         /* --name: run name in the results store ("" = model name) */
