@@ -96,7 +96,9 @@ int mg_train_background(mg_ctx *ctx, const mg_args *args, const mg_run_opts *o, 
         for (int i = 0; i < args->nopt; i++) {
             if (!strcmp(args->opt[i]->name, "--background")) continue;
             fprintf(c, " %s", args->opt[i]->name);
-            if (args->opt[i]->kind != MG_OPT_FLAG) fputc(' ', c), word(c, args->val[i]);
+            /* a flag that took a value (--augment crop:4) keeps it */
+            if (args->opt[i]->kind != MG_OPT_FLAG || (args->opt[i]->choices && args->val[i][0]))
+                fputc(' ', c), word(c, args->val[i]);
         }
         fputc('\n', c);
         fclose(c);
