@@ -203,7 +203,7 @@ rt_status rt_ckpt_train_snap_read(rt_ckpt_train_snap *s, const rt_ckpt_reader *r
     memset(s, 0, sizeof *s);
     const char *ts = rt_ckpt_reader_meta(r, RT_CKPT_KEY_TRAINING_STATE);
     if (!ts || strcmp(ts, "1"))
-        return RT_ERR(err, RT_ENOTFOUND,
+        return RT_ERR(err, RT_EINVAL,
                       "checkpoint '%s' holds weights only (no optimiser "
                       "state or data position), so a run cannot continue from it ---> HINT: "
                       "%%checkpoint load it, or resume from a checkpoint %%train wrote",
