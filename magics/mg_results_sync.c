@@ -156,7 +156,16 @@ static int pull(mg_ctx *ctx, const char *url, const char *path, int force, mg_er
     state_get(path, url, &st);
     int rc = 0, local = access(path, F_OK) == 0, kept = 0;
     rt_error re = {0};
-    if (rt_store_get_file_etag(s, key, got, etag, &re) != RT_OK) rc = mgp_fail_rt(err, &re);
+    /* at most the size the store lists for it: a server that streams more is cut off */
+    uint64_t max = RT_STORE_ANY_SIZE;
+    rt_store_entry *ls = NULL;
+    size_t nls = 0;
+    if (rt_store_list(s, key, &ls, &nls, &re) == RT_OK)
+        for (size_t i = 0; i < nls; i++)
+            if (!strcmp(ls[i].key, key)) max = ls[i].size;
+    rt_store_entries_free(ls, nls);
+    if (rt_store_get_file_checked(s, key, got, max, NULL, NULL, 1, etag, &re) != RT_OK)
+        rc = mgp_fail_rt(err, &re);
     /* a local store with runs the URL's copy may lack is never replaced silently */
     if (rc == 0 && local) rc = snapshot(path, snap, sha, err);
     if (rc == 0 && local && strcmp(sha, st.sha256) != 0) {

@@ -298,8 +298,10 @@ void mgp_view_summary(mg_run *r, rt_step_event why, int failed, const rt_train_s
     FILE *t = open_memstream(&text, &tl);
     if (!t) return;
     int complete = !failed && why == RT_STEP_DONE && s->steps == 0 && r->start_step > 0;
-    /* stopped before the first epoch ended: the placeholder gives way to what there is */
-    if (r->plot_shown && r->ep_loss.n == 0 && r->step_loss.n > 0) mgp_view_plot(r);
+    /* stopped before the first epoch ended (the placeholder gives way to what there is)
+     * or mid-epoch (the plot, last drawn at an epoch's end, gets the steps since) */
+    if (r->plot_shown && r->step_loss.n > 0 && (r->ep_loss.n == 0 || why != RT_STEP_DONE))
+        mgp_view_plot(r);
     if (complete) {
         summary_complete(r, t);
     } else {

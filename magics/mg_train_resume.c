@@ -1,9 +1,11 @@
 /* mg_train_resume.c - %train on a --run-dir that already holds checkpoints, by its
  * --resume rule (mg_ckpt_train_autoresume):
  *   auto   continue the directory's run when the model, the data set (and its
- *          --val/--subset) and the options the %train table marks run-defining
- *          (mg_train_table.c: batch, lr, optimiser and its settings, schedule, seed,
- *          augmentation, precision...) equal the ones typed, and the typed --epochs
+ *          %dataset options: source, --val count or fraction, --subset, --size,
+ *          --channels, --seed; then its training images' checksum) and the options
+ *          the %train table marks run-defining (mg_train_table.c: batch, lr,
+ *          optimiser and its settings, schedule, seed, augmentation, precision...)
+ *          equal the ones typed, and the typed --epochs
  *          is not smaller (larger = train longer, said so). Otherwise the run goes to
  *          the first versioned directory beside it (DIR-v2, DIR-v3, ...) that is new or
  *          holds a run of exactly these options, so the old run stays intact and the
@@ -35,6 +37,7 @@ typedef struct typed {
     const char *data;     /* data set name ("" when unknown) */
     int val, subset;      /* -1 when unknown */
     char canonical[4096]; /* the model's canonical spec ("" when unknown) */
+    const mg_ws_data *d;  /* the loaded copy of that data set the run would use, or NULL */
 } typed;
 
 static void resolve_typed(mg_ctx *ctx, const mg_run_opts *o, typed *t)
@@ -55,6 +58,7 @@ static void resolve_typed(mg_ctx *ctx, const mg_run_opts *o, typed *t)
     if (d && !strcmp(d->name, t->data)) {
         if (t->val < 0) t->val = d->val;
         t->subset = d->subset;
+        if (t->val == d->val) t->d = d; /* else %train reloads it with its own --val */
     }
     rt_model *model = NULL;
     if (m &&
@@ -62,6 +66,63 @@ static void resolve_typed(mg_ctx *ctx, const mg_run_opts *o, typed *t)
                         NULL) == RT_OK)
         snprintf(t->canonical, sizeof t->canonical, "%s", rt_model_spec_canonical(model));
     rt_model_destroy(model);
+}
+
+/* --val as %dataset took it: a count, or a fraction of train. */
+static void val_text(int n, double fraction, char *buf, size_t cap)
+{
+    if (fraction > 0) snprintf(buf, cap, "%g", fraction);
+    else snprintf(buf, cap, "%d", n);
+}
+
+/* The data set's defining options against the checkpoint's record dj of the one it was
+ * trained on: source, --val (a count or a fraction), --subset, and for an image folder
+ * --size, --channels, --seed; then, when the options agree, the training images
+ * themselves (their checksum: a folder whose files changed). Appends " %dataset --opt
+ * typed (checkpoint stored)" to buf (at k, capacity n); returns the new length. */
+static size_t data_differences(const typed *t, json_t *dj, char *buf, size_t k, size_t n)
+{
+#define DIFF(cond, ...) \
+    if ((cond) && k < n) k += (size_t)snprintf(buf + k, n - k, __VA_ARGS__)
+    const char *cdata = json_string_value(json_object_get(dj, "name"));
+    if (!cdata) return k;
+    int cval = (int)json_integer_value(json_object_get(dj, "val"));
+    int csub = (int)json_integer_value(json_object_get(dj, "subset"));
+    json_t *im = json_object_get(dj, "images");
+    double cfrac = json_is_object(im) ? json_number_value(json_object_get(im, "val_fraction")) : 0;
+    const mg_ws_images *ti = t->d ? &t->d->images : NULL;
+    double tfrac = ti ? ti->val_fraction : 0;
+    char a[32], b[32];
+    DIFF(t->data[0] && strcmp(cdata, t->data), " data set %s (checkpoint %s)", t->data, cdata);
+    val_text(t->val, tfrac, a, sizeof a);
+    val_text(cval, cfrac, b, sizeof b);
+    DIFF(t->val >= 0 && (t->d ? strcmp(a, b) : t->val != cval),
+         " %%dataset --val %s (checkpoint %s)", a, b);
+    DIFF(t->subset >= 0 && t->subset != csub, " %%dataset --subset %d (checkpoint %d)", t->subset,
+         csub);
+    if (ti && t->d->splits.images.layout && json_is_object(im)) {
+        json_t *size = json_object_get(im, "size");
+        int ch = (int)json_integer_value(json_array_get(size, 0));
+        int cw = (int)json_integer_value(json_array_get(size, 1));
+        int th = t->d->splits.train.h, tw = t->d->splits.train.w; /* as loaded */
+        if (ch <= 0) ch = 64;                                     /* %dataset's default side */
+        if (cw <= 0) cw = ch;
+        int cc = (int)json_integer_value(json_object_get(im, "channels"));
+        uint64_t cseed = (uint64_t)json_integer_value(json_object_get(im, "seed"));
+        DIFF(th != ch || tw != cw, " %%dataset --size %dx%d (checkpoint %dx%d)", th, tw, ch, cw);
+        DIFF(cc && t->d->splits.train.c != cc, " %%dataset --channels %d (checkpoint %d)",
+             t->d->splits.train.c, cc);
+        DIFF((tfrac > 0 || cfrac > 0) && ti->seed != cseed,
+             " %%dataset --seed %" PRIu64 " (checkpoint %" PRIu64 ")", ti->seed, cseed);
+    }
+    const char *cfnv = json_string_value(json_object_get(dj, "fnv1a64"));
+    char fnv[24];
+    if (t->d) snprintf(fnv, sizeof fnv, "%016" PRIx64, t->d->splits.train.checksum);
+    DIFF(k == 0 && t->d && cfnv && cfnv[0] && strcmp(fnv, cfnv),
+         " the data set's training images (checksum %s, checkpoint %s: its files changed)", fnv,
+         cfnv);
+#undef DIFF
+    return k;
 }
 
 /* Appends " --opt typed (checkpoint stored)" for every run-defining option of t that
@@ -85,15 +146,8 @@ static int differences(const typed *t, const char *path, char *buf, size_t n, in
     const mg_run_opts *o = t->o;
 #define DIFF(cond, ...) \
     if (rc == 0 && (cond) && k < n) k += (size_t)snprintf(buf + k, n - k, __VA_ARGS__)
-    const char *cdata = json_string_value(json_object_get(dj, "name"));
-    int cval = (int)json_integer_value(json_object_get(dj, "val"));
-    int csub = (int)json_integer_value(json_object_get(dj, "subset"));
     DIFF(canon && t->canonical[0] && strcmp(canon, t->canonical), " the model");
-    DIFF(cdata && t->data[0] && strcmp(cdata, t->data), " data set %s (checkpoint %s)", t->data,
-         cdata);
-    DIFF(cdata && t->val >= 0 && t->val != cval, " --val %d (checkpoint %d)", t->val, cval);
-    DIFF(cdata && t->subset >= 0 && t->subset != csub, " --subset %d (checkpoint %d)", t->subset,
-         csub);
+    if (rc == 0) k = data_differences(t, dj, buf, k, n);
     if (rc == 0 && k < n) {
         buf[k] = 0;
         mg_run_opts_differences(o, &c, buf, n); /* the table's run-defining options */

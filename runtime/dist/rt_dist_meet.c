@@ -251,6 +251,12 @@ static void host_accept(host *h)
     peer *p = &h->pending[h->npending];
     *p = (peer){.fd = fd, .by = rtp_dist_now() + PEER_S};
     peer_name(fd, p->from, sizeof p->from);
+    unsigned uid = 0;
+    if (!(h->m->token && *h->m->token) && rtp_meet_peer_uid(fd, &uid) == 1 &&
+        uid != (unsigned)geteuid()) { /* no secret (so a loopback meeting): this user only */
+        drop(h, p, "it belongs to another user (uid %u) ---> HINT: set KILN_DIST_TOKEN", uid);
+        return;
+    }
     unsigned char c[RTP_MEET_CHALLENGE_BYTES];
     if (rtp_meet_nonce(p->nonce0) != 0) {
         host_fail(h, RT_EIO, "no random bytes for the meeting (OpenSSL RAND_bytes)");
@@ -623,8 +629,8 @@ rt_status rt_dist_meet_run(const rt_dist_meet *m, rt_dist_meet_make make,
     if (s == RT_OK && m->rank == 0 && !tlen)
         fprintf(stderr,
                 "kiln: rank 0 of %d: the ranks meet at %s:%s without KILN_DIST_TOKEN: "
-                "any process on this host can take a rank's seat; set KILN_DIST_TOKEN "
-                "to the same secret on every rank\n",
+                "any process of this user on this host can take a rank's seat (other "
+                "users' are dropped); set KILN_DIST_TOKEN to the same secret on every rank\n",
                 m->world, m->addr, m->port);
     if (s == RT_OK && m->rank == 0) s = host_run(m, ai, make, blob, err);
     else if (s == RT_OK) s = guest_run(m, ai, blob, err);

@@ -70,4 +70,9 @@ int rtp_meet_answer_get(const unsigned char in[RTP_MEET_ANSWER_BYTES], rtp_meet_
                         const char *token, const unsigned char nonce0[RTP_MEET_NONCE],
                         const unsigned char nonce_r[RTP_MEET_NONCE]);
 
+/* The uid owning the other end of TCP connection fd, when that end is on this host
+ * (rt_dist_meet_peer.c, /proc/net/tcp[6]): 1 with *uid, 0 when it is not found there,
+ * -1 when it cannot be known. */
+int rtp_meet_peer_uid(int fd, unsigned *uid);
+
 #endif

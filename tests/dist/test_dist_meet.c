@@ -14,7 +14,8 @@
  *    still meet; a rank given another KILN_DIST_TOKEN is dropped, never seated;
  *  - a MASTER_ADDR that is not loopback without a token is refused on every rank, and
  *    rank 0 listens on MASTER_ADDR's own address only;
- *  - the frames' signatures: another secret, another challenge, one flipped bit.
+ *  - the frames' signatures: another secret, another challenge, one flipped bit;
+ *  - without a token, another user's process (root only: it becomes nobody) is dropped.
  */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -442,6 +443,60 @@ T_TEST(frames_carry_the_launch_signature)
     ASSERT_EQ(rtp_meet_answer_get(g, &back, "", n0, nr), -1);
 }
 
+/* Without a secret (a loopback meeting) only this user's processes take a seat: a
+ * process of another user that speaks the protocol perfectly (the empty key's
+ * signature, rank 1) is dropped, and the real rank 1 meets. */
+T_TEST(without_a_token_another_users_process_is_dropped)
+{
+    /* the owner of a local connection, as rank 0 finds it */
+    int port = free_port();
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    ASSERT(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(lfd, 4) == 0);
+    int cfd = connect_local(port), afd = accept(lfd, NULL, NULL);
+    unsigned uid = 12345;
+    ASSERT_EQ(rtp_meet_peer_uid(afd, &uid), 1);
+    ASSERT_EQ(uid, (unsigned)geteuid());
+    close(cfd);
+    close(afd);
+    close(lfd);
+    if (geteuid() != 0) {
+        printf("skipped: another user's process (needs root to become one)\n");
+        return;
+    }
+    port = free_port();
+    pid_t s = fork();
+    if (s == 0) { /* nobody, knowing the protocol, claims rank 1 first */
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+        int fd = connect_local(port);
+        unsigned char c[RTP_MEET_CHALLENGE_BYTES], hello[RTP_MEET_HELLO_BYTES];
+        if (fd >= 0 && recv(fd, c, sizeof c, MSG_WAITALL) == (ssize_t)sizeof c) {
+            rtp_meet_hello h = {.rank = 1, .world = 2, .can = 1};
+            rtp_meet_hello_put(hello, &h, "", c + RTP_MEET_HEAD);
+            ssize_t k = send(fd, hello, sizeof hello, MSG_NOSIGNAL);
+            (void)k;
+        }
+        sleep(3);
+        _exit(0);
+    }
+    pid_t late = fork();
+    if (late == 0) { /* the real rank 1 comes once the stranger has spoken */
+        usleep(800000);
+        result r = meet_as("127.0.0.1", NULL, 1, 2, port, 10, 1);
+        _exit(r.s == RT_OK ? 0 : 1);
+    }
+    result r0 = meet_as("127.0.0.1", NULL, 0, 2, port, 10, 1);
+    int st = -1;
+    waitpid(late, &st, 0);
+    kill(s, SIGKILL);
+    waitpid(s, NULL, 0);
+    printf("another user's hello, no token: rank 0 %s\n", r0.s ? r0.msg : "met");
+    ASSERT_EQ(r0.s, RT_OK);
+    ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0); /* rank 1 met too */
+}
+
 int main(void)
 {
     /* SIGPIPE left at its default (death): a rank that went away must not raise it */
@@ -456,5 +511,6 @@ int main(void)
     T_RUN(a_rank_with_another_token_is_dropped_not_seated);
     T_RUN(a_network_meeting_needs_a_token_and_listens_on_its_address);
     T_RUN(frames_carry_the_launch_signature);
+    T_RUN(without_a_token_another_users_process_is_dropped);
     return T_EXIT();
 }

@@ -490,6 +490,91 @@ T_TEST(test_results_record_of_a_folder_run)
     if (system(line) != 0) fprintf(stderr, "could not remove %s\n", run);
 }
 
+/* --resume auto after a %dataset option changed: the run in DIR is not "the same
+ * options" (which then failed on the training split's checksum); the changed data set
+ * option is named and the run goes to DIR-v2, as docs/resume.md says. A folder whose
+ * files changed since is a different data set too. */
+T_TEST(test_resume_auto_sees_data_set_options)
+{
+    char line[700], run[200], dir[200];
+    snprintf(run, sizeof run, "%s.auto", g_dir);
+    snprintf(dir, sizeof dir, "%s-auto", g_dir);
+    ASSERT_EQ(write_cifar_like(dir, 2, 8), 0);
+    ASSERT_EQ(tm_fresh_session(&g_s), 0);
+    snprintf(line, sizeof line, "dataset %s --size 8 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    ASSERT_EQ(tm_magic(g_s, "model tiny", "conv2d 4 3 pad=1\nrelu\nflatten\ndense 2\n", &g_err), 0);
+    snprintf(line, sizeof line, "train tiny --epochs 1 --batch 4 --seed 1 --run-dir %s", run);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    /* the same folder with --val 0.25: another data set */
+    snprintf(line, sizeof line, "dataset %s --size 8 --samples 0 --val 0.25", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    tm_reset();
+    snprintf(line, sizeof line, "train tiny --epochs 1 --batch 4 --seed 1 --run-dir %s", run);
+    int rc = tm_magic(g_s, line, NULL, &g_err);
+    if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+    ASSERT_EQ(rc, 0);
+    ASSERT(strstr(tm_c.out, "same options") == NULL);
+    ASSERT_STR_CONTAINS(tm_c.out, "holds a run with other options: %dataset --val 0.25 "
+                                  "(checkpoint 0)");
+    char v2[260];
+    snprintf(v2, sizeof v2, "This run goes to %s-v2", run);
+    ASSERT_STR_CONTAINS(tm_c.out, v2);
+    /* --size: named with both sides */
+    snprintf(line, sizeof line, "dataset %s --size 10 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    tm_reset();
+    snprintf(line, sizeof line,
+             "train tiny --epochs 1 --batch 4 --seed 1 --run-dir %s --resume must", run);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "%dataset --size 10x10 (checkpoint 8x8)");
+    /* the same options, but the folder gained files since the run */
+    snprintf(line, sizeof line, "cp '%s/class00/000.png' '%s/class00/added.png'", dir, dir);
+    ASSERT_EQ(system(line), 0);
+    snprintf(line, sizeof line, "dataset %s --size 8 --samples 0", dir);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), 0);
+    snprintf(line, sizeof line,
+             "train tiny --epochs 1 --batch 4 --seed 1 --run-dir %s --resume must", run);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "the data set's training images (checksum");
+    snprintf(line, sizeof line, "rm -rf '%s' '%s' '%s'-v*", dir, run, run);
+    if (system(line) != 0) fprintf(stderr, "could not remove %s\n", run);
+}
+
+/* Stopped mid-epoch after an epoch ended: the plot, last drawn at that epoch's end,
+ * gets the steps up to the stop (it ended at the epoch's last step). */
+T_TEST(test_plot_has_every_step_after_a_stop)
+{
+    ASSERT_EQ(folder_and_tiny(), 0); /* 90 training images: 9 steps of 10 an epoch */
+    int mid = 0;
+    for (long polls = 12; polls < 400 && !mid; polls += 7) {
+        tm_reset();
+        tm_interrupt_after = polls;
+        int rc = tm_magic(g_s, "train tiny --epochs 6 --batch 10 --seed 1", NULL, &g_err);
+        ASSERT_EQ(rc, -1);
+        ASSERT_STR_EQ(g_err.ename, "KeyboardInterrupt");
+        const char *at = strstr(g_err.evalue, "after step ");
+        ASSERT(at != NULL);
+        long step = atol(at + strlen("after step "));
+        if (step <= 9 || step % 9 == 0) continue; /* not mid-epoch after an epoch's end */
+        mid = 1;
+        const char *plot = NULL; /* the last plot display or update */
+        size_t i;
+        json_t *d;
+        json_array_foreach(tm_c.log, i, d)
+        {
+            const char *tp =
+                json_string_value(json_object_get(json_object_get(d, "data"), "text/plain"));
+            if (tp && strstr(tp, "<loss/accuracy plot: ")) plot = tp;
+        }
+        ASSERT(plot != NULL);
+        char want[96];
+        snprintf(want, sizeof want, "epochs, %ld steps>", step);
+        ASSERT_STR_CONTAINS(plot, want);
+    }
+    ASSERT(mid); /* some poll count stopped it mid-epoch */
+}
+
 int main(void)
 {
     (void)tm_make_dataset; /* tm_util's IDX set: not used here */
@@ -511,6 +596,8 @@ int main(void)
     T_RUN(test_bad_file);
     T_RUN(test_changed_folder_is_reloaded);
     T_RUN(test_results_record_of_a_folder_run);
+    T_RUN(test_resume_auto_sees_data_set_options);
+    T_RUN(test_plot_has_every_step_after_a_stop);
     mg_session_destroy(g_s);
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' '%s'*", g_dir, g_cache, g_store);

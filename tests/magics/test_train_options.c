@@ -130,6 +130,7 @@ T_TEST(test_help_and_completion_list_every_row)
     ASSERT_STR_CONTAINS(help, "SGD momentum (0.9 with sgd)");
     ASSERT_STR_CONTAINS(help, "--resume {auto,never,must}");
     ASSERT_STR_CONTAINS(help, "optimiser (adam)");
+    ASSERT_STR_CONTAINS(help, "(a fraction: %dataset --val F)"); /* --val is not a count only */
     for (const mg_train_option *r = mg_train_table; r->opt.name; r++) {
         char want[64];
         snprintf(want, sizeof want, "\n  %s", r->opt.name);

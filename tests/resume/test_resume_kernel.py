@@ -193,6 +193,60 @@ def test_kill9_while_training_and_writing(tmp, reference):
     assert_same_run(reference, losses(run_id(c.text)), ckpt(rd, STEPS), first=resumed + 1)
 
 
+CONTROLS = ("--epochs 4 --early-stop 2 --min-delta 100 --schedule plateau:0.5:0,threshold=0.99 "
+            "--restore-best")
+CONTROL_STEPS = 3 * 1024 // 16  # no epoch improves by 100: stopped early after epoch 3
+
+
+def test_kill9_with_epoch_controls_resumes_exactly(tmp):
+    """The epoch-level controls' state (best value, patience count, plateau reductions)
+    is in the checkpoint: a run with early stopping and plateau, SIGKILLed in its last
+    epoch (after epoch 2 halved the lr and counted one epoch without improvement) and
+    resumed in a new kernel, stops at the same epoch with the same per-step losses and
+    the same final tensors as the uninterrupted run."""
+    train = TRAIN.replace("--epochs 2", CONTROLS)
+    k = new_kernel()
+    ref_dir = os.path.join(tmp, "controls-ref")
+    c = run(k, f"{train} --run-dir {ref_dir} --checkpoint-every 4steps")
+    k.close()
+    assert "stopped early at epoch 3 of 4 (best epoch 1, val_loss" in c.text
+    ref = losses(run_id(c.text))
+    assert sorted(ref) == list(range(1, CONTROL_STEPS + 1))
+    rd = os.path.join(tmp, "controls-killed")
+    k = new_kernel()
+    seen = []
+
+    def on_text(text):
+        steps = [int(s) for s in re.findall(r"last checkpoint: step (\d+)", text)]
+        if not seen and steps and max(steps) >= 2 * 64 + 12:
+            seen.append(max(steps))
+            os.kill(k.pid, signal.SIGKILL)
+
+    msg = start(k, f"{train} --run-dir {rd} --checkpoint-every 4steps")
+    with pytest.raises(Exception):
+        collect(k, msg, timeout=5, on_text=on_text)
+    assert seen, "the kernel was not killed"
+    k.kc.stop_channels()
+    k.km.shutdown_kernel(now=True)
+    os.unlink(k.log.name)
+    shutil.rmtree(k.ipc_dir, ignore_errors=True)
+    k = new_kernel(setup=False)
+    c = run(k, f"%resume {rd}")
+    k.close()
+    resumed = int(re.search(r"from \S+ after step (\d+) of", c.text).group(1))
+    assert 2 * 64 < resumed < CONTROL_STEPS
+    assert "stopped early at epoch 3 of 4 (best epoch 1, val_loss" in c.text
+    ls = losses(run_id(c.text))
+    bad = [(s, ls.get(s), ref[s]) for s in range(resumed + 1, CONTROL_STEPS + 1)
+           if ls.get(s) != ref[s]]
+    assert not bad, f"{len(bad)} steps differ, first: {bad[:3]}"
+    a, b = weights(ckpt(rd, CONTROL_STEPS)), weights(ckpt(ref_dir, CONTROL_STEPS))
+    assert sorted(a) == sorted(b)
+    for name in a:
+        assert np.array_equal(a[name], b[name]), name
+    assert not os.path.exists(ckpt(rd, CONTROL_STEPS + 4))  # no step past the stop
+
+
 def flip(path, offset):
     with open(path, "r+b") as f:
         f.seek(offset)
