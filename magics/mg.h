@@ -166,7 +166,11 @@ typedef struct mg_option {
     mg_opt_kind kind;
     const char *metavar; /* "N" */
     const char *help;    /* one line */
-    const char *choices; /* MG_OPT_CHOICE: "adam|sgd|adamw" */
+    const char *choices; /* MG_OPT_CHOICE: "adam|sgd|adamw". MG_OPT_FLAG: NULL, or the
+                            starts of the value a flag may take ("crop:|flip|none"):
+                            `--opt=V`, or the next word when its first comma-separated
+                            item starts with one of them (else the flag stands alone and
+                            its value is "") */
 } mg_option;
 
 #define MG_MAX_ARGS 64

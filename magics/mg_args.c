@@ -89,6 +89,19 @@ static int unknown_option(const mg_command *cmd, const char *opt, mg_error *err)
                    cmd->name);
 }
 
+/* An optional flag value: w's first comma-separated item starts with one of starts
+ * ("crop:|flip|none"). */
+static int takes_value(const char *starts, const char *w)
+{
+    size_t item = strcspn(w, ",");
+    for (const char *s = starts; *s;) {
+        size_t sl = strcspn(s, "|");
+        if (sl > 0 && sl <= item && !strncmp(s, w, sl)) return 1;
+        s += sl + (s[sl] == '|');
+    }
+    return 0;
+}
+
 static int check_value(const mg_command *cmd, const mg_option *o, const char *v, mg_error *err)
 {
     char *end;
@@ -175,7 +188,11 @@ int mg_args_parse(const mg_command *cmd, const char *line, const char *body, mg_
             return unknown_option(cmd, name, err);
         }
         char *val;
-        if (o->kind == MG_OPT_FLAG) {
+        if (o->kind == MG_OPT_FLAG && o->choices) { /* a flag that may take a value */
+            val = eq ? eq + 1 : w + strlen(w);
+            if (!eq && !only_pos && i + 1 < n && takes_value(o->choices, words[i + 1]))
+                val = words[++i];
+        } else if (o->kind == MG_OPT_FLAG) {
             if (eq) {
                 mg_fail(err, "UsageError", "%%%s: option %s takes no value", cmd->name, o->name);
                 mg_args_deinit(args);
@@ -288,7 +305,9 @@ char *mg_command_help(const mg_command *cmd)
     fputs("\nOptions:\n", f);
     for (const mg_option *o = cmd->options; o && o->name; o = mg_option_next(cmd, o)) {
         char left[96];
-        if (o->kind == MG_OPT_FLAG) snprintf(left, sizeof left, "%s", o->name);
+        if (o->kind == MG_OPT_FLAG && o->choices && o->metavar)
+            snprintf(left, sizeof left, "%s [%s]", o->name, o->metavar);
+        else if (o->kind == MG_OPT_FLAG) snprintf(left, sizeof left, "%s", o->name);
         else if (o->kind == MG_OPT_CHOICE && o->choices)
             snprintf(left, sizeof left, "%s {%s}", o->name, o->choices);
         else snprintf(left, sizeof left, "%s %s", o->name, o->metavar ? o->metavar : "VALUE");

@@ -1,5 +1,6 @@
-/* mg_evaluate.c - %evaluate [MODEL] [--split test|val|train]: accuracy and loss of the
- * trained model on a split, a per-class table (precision, recall, support) and the
+/* mg_evaluate.c - %evaluate [MODEL] [--split test|val|train] [--top K]: accuracy (and the
+ * top-K accuracy) and loss of the trained model on a split, a per-class table
+ * (precision, recall, F1, support) and the
  * confusion matrix as one labelled SVG picture (heat map with the count in every cell,
  * class names on both axes; row i = true class i), beside the table in the HTML; the
  * bundle also carries it as image/svg+xml and, without text, as image/png. */
@@ -14,6 +15,7 @@
 static const mg_option options[] = {
     {"--split", MG_OPT_CHOICE, NULL, "split to evaluate on (test)", "test|val|train"},
     {"--data", MG_OPT_STRING, "NAME", "data set (default: the one loaded last)", NULL},
+    {"--top", MG_OPT_INT, "K", "also the top-K accuracy (label among the K likeliest)", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -128,33 +130,38 @@ static char *confusion_svg(const rt_eval_result *e, const rt_dataset *d, mg_erro
 }
 
 static void show_report(mg_ctx *ctx, const char *model, const rt_dataset *d,
-                        const rt_eval_result *e, const char *svg, const char *png)
+                        const rt_eval_result *e, int top, const char *svg, const char *png)
 {
     int L = e->num_classes;
-    char *text = NULL, *html = NULL;
+    char *text = NULL, *html = NULL, topk[64] = "";
     size_t tl = 0, hl = 0;
     FILE *t = open_memstream(&text, &tl), *h = open_memstream(&html, &hl);
     if (!t || !h) goto done;
-    fprintf(t, "%s on %s: accuracy %.4f, loss %.4f (%lld images)\n", model, d->name, e->accuracy,
-            e->loss, (long long)e->n);
-    fprintf(t, "%-4s %-16s %9s %9s %8s\n", "#", "class", "precision", "recall", "support");
+    if (top > 0) snprintf(topk, sizeof topk, ", top-%d accuracy %.4f", top, rt_eval_topk(e, top));
+    fprintf(t, "%s on %s: accuracy %.4f%s, loss %.4f (%lld images)\n", model, d->name, e->accuracy,
+            topk, e->loss, (long long)e->n);
+    fprintf(t, "%-4s %-16s %9s %9s %9s %8s\n", "#", "class", "precision", "recall", "f1",
+            "support");
     fprintf(h,
-            "<p><b>%s</b> on <b>%s</b>: accuracy <b>%.4f</b>, loss %.4f (%lld images)</p>"
+            "<p><b>%s</b> on <b>%s</b>: accuracy <b>%.4f</b>%s, loss %.4f (%lld images)</p>"
             "<div "
             "style=\"display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start\"><table><tr><th>#"
             "</th>"
-            "<th>class</th><th>precision</th><th>recall</th><th>support</th></tr>",
-            model, d->name, e->accuracy, e->loss, (long long)e->n);
+            "<th>class</th><th>precision</th><th>recall</th><th>f1</th><th>support</th></tr>",
+            model, d->name, e->accuracy, topk, e->loss, (long long)e->n);
     for (int c = 0; c < L; c++) {
         int64_t tp = e->confusion[c][c], sup = 0, pred = 0;
         for (int k = 0; k < L; k++) sup += e->confusion[c][k], pred += e->confusion[k][c];
         double prec = pred ? (double)tp / (double)pred : 0,
-               rec = sup ? (double)tp / (double)sup : 0;
+               rec = sup ? (double)tp / (double)sup : 0,
+               f1 = prec + rec > 0 ? 2 * prec * rec / (prec + rec) : 0; /* sklearn's 0 */
         char *en = mg_html_escape(d->class_names[c]);
-        fprintf(t, "%-4d %-16s %9.4f %9.4f %8lld\n", c, d->class_names[c], prec, rec,
+        fprintf(t, "%-4d %-16s %9.4f %9.4f %9.4f %8lld\n", c, d->class_names[c], prec, rec, f1,
                 (long long)sup);
-        fprintf(h, "<tr><td>%d</td><td>%s</td><td>%.4f</td><td>%.4f</td><td>%lld</td></tr>", c,
-                en ? en : "", prec, rec, (long long)sup);
+        fprintf(h,
+                "<tr><td>%d</td><td>%s</td><td>%.4f</td><td>%.4f</td><td>%.4f</td><td>%lld</td>"
+                "</tr>",
+                c, en ? en : "", prec, rec, f1, (long long)sup);
         free(en);
     }
     fprintf(t, "confusion matrix (rows: true class, columns: predicted):\n");
@@ -182,8 +189,17 @@ done:
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 {
+    long top = 0;
+    if (mg_args_int(args, "--top", 0, &top, err) < 0) return -1;
+    if (mg_args_has(args, "--top") && (top < 1 || top > RT_MAX_CLASSES))
+        return mg_fail(err, "ValueError", "%%evaluate: --top must be in 1..%d, got %ld",
+                       RT_MAX_CLASSES, top);
     mg_eval_target tg;
     if (mg_eval_resolve(ctx, args, "evaluate", &tg, err) < 0) return -1;
+    if (top > tg.split->num_classes)
+        return mg_fail(err, "ValueError",
+                       "%%evaluate: --top %ld: '%s' has %d classes (K must be at most that)", top,
+                       tg.split->name, tg.split->num_classes);
     rt_eval_result *e = malloc(sizeof *e);
     if (!e) return mg_fail(err, "MemoryError", "%%evaluate: out of memory");
     rt_error re = {0};
@@ -194,7 +210,7 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         char *svg = confusion_svg(e, tg.split, err);
         char *png = svg ? confusion_png(e, err) : NULL;
         if (png) {
-            show_report(ctx, tg.model->name, tg.split, e, svg, png);
+            show_report(ctx, tg.model->name, tg.split, e, (int)top, svg, png);
             rc = 0;
         }
         free(svg);
@@ -207,10 +223,11 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 const mg_command mg_cmd_evaluate = {
     .name = "evaluate",
     .summary = "Accuracy, loss, per-class table and confusion matrix of a trained model",
-    .usage = "Usage: %evaluate [MODEL] [--split test|val|train] [--data NAME]\n\n"
+    .usage = "Usage: %evaluate [MODEL] [--split test|val|train] [--data NAME] [--top K]\n\n"
              "Evaluates the trained MODEL (default: the model defined last) on a split of the\n"
-             "data set loaded last: accuracy, mean loss, precision/recall per class and the\n"
-             "confusion matrix as a picture. Train first (%train) or load weights\n"
+             "data set loaded last: accuracy (with --top K also the top-K accuracy: the\n"
+             "label among the K likeliest classes), mean loss, precision, recall and F1 per\n"
+             "class and the confusion matrix as a picture. Train first (%train) or load weights\n"
              "(%checkpoint load PATH: then on the data set the checkpoint was trained on,\n"
              "reloaded with its options).\n\nExample:\n  %evaluate mnist_net --split test",
     .flags = MG_LINE | MG_LONG_RUNNING,

@@ -11,6 +11,9 @@
 #include "mg_images.h"
 #include "mg_workspace.h"
 
+/* Models with more rows than this show their table folded (<details>). */
+#define FOLD_ROWS 24
+
 static const mg_option options[] = {
     {"--data", MG_OPT_STRING, "NAME", "check the shapes against this data set (the last loaded)",
      NULL},
@@ -54,6 +57,13 @@ static void show_summary(mg_ctx *ctx, const char *name, const rt_model *m, int t
     fprintf(t, "Model: \"%s\"  (input %dx%dx%d, %d classes%s)\n", name, in->c, in->h, in->w,
             in->num_classes, trained ? ", trained" : "");
     fprintf(t, "%-4s %-32s %-16s %12s\n", "#", "Layer", "Output shape", "Params");
+    /* a long model (ResNet-20: 84 rows) is folded: a one-line summary that opens */
+    int fold = n > FOLD_ROWS;
+    if (fold)
+        fprintf(h,
+                "<details><summary>Model <b>%s</b>: %d layers, %s params (click to show)"
+                "</summary>",
+                en ? en : "", n, mg_commas(total, num));
     fprintf(h,
             "<table><caption style=\"text-align:left\">Model <b>%s</b> &mdash; input "
             "%d&times;%d&times;%d, %d classes%s</caption><thead><tr><th>#</th>"
@@ -75,8 +85,8 @@ static void show_summary(mg_ctx *ctx, const char *name, const rt_model *m, int t
     fprintf(h,
             "</tbody><tfoot><tr><td></td><td style=\"text-align:left\"><b>Total params</b>"
             "</td><td></td><td style=\"text-align:right\"><b>%s</b></td></tr></tfoot>"
-            "</table>",
-            num);
+            "</table>%s",
+            num, fold ? "</details>" : "");
 done:
     if (t) fclose(t);
     if (h) fclose(h);

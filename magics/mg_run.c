@@ -146,6 +146,49 @@ static int build_model(mg_run *r, mg_error *err)
     return ndev > 1 ? mgp_devices_open_replicas(r, idx, ndev, err) : 0;
 }
 
+/* --normalize: the loaded data set's splits normalised with the typed statistics (they
+ * stay until %dataset loads the set again; the checkpoint's data-set record has them). */
+static int apply_normalize(mg_run *r, mg_error *err)
+{
+    if (!r->o.normalize[0]) return 0;
+    float mean[4], std[4];
+    int nch = 0;
+    rt_error re = {0};
+    if (rt_normalize_parse(r->o.normalize, mean, std, &nch, &re) != RT_OK)
+        return mg_fail_status(err, &re, "%%train: %s", re.msg);
+    rt_dataset_splits *s = &r->data->splits;
+    if (nch != s->train.c)
+        return mg_fail(err, "ValueError",
+                       "%%train: --normalize '%s' gives %d channel%s but '%s' has %d "
+                       "---> HINT: a mean and a standard deviation a channel, the means first",
+                       r->o.normalize, nch, nch == 1 ? "" : "s", r->data->name, s->train.c);
+    rt_dataset *sp[3] = {&s->train, &s->val, &s->test};
+    for (int i = 0; i < 3; i++) {
+        memcpy(sp[i]->mean, mean, sizeof(float) * (size_t)nch);
+        memcpy(sp[i]->std, std, sizeof(float) * (size_t)nch);
+    }
+    return 0;
+}
+
+/* --augment [SPEC]: the typed SPEC ("none" when not given), else (the flag alone) the
+ * data set's default (rt_augment_default). */
+static int apply_augment(mg_run *r, rt_trainer_config *c, mg_error *err)
+{
+    const rt_dataset *tr = &r->data->splits.train;
+    rt_augment a;
+    rt_error re = {0};
+    if (r->o.augment_spec[0] && rt_augment_parse(r->o.augment_spec, &a, &re) != RT_OK)
+        return mg_fail_status(err, &re, "%%train: %s", re.msg);
+    if (!r->o.augment_spec[0]) a = rt_augment_default(tr);
+    if (rt_augment_check(&a, tr, &re) != RT_OK)
+        return mg_fail_status(err, &re, "%%train: %s", re.msg);
+    c->augment = a.on;
+    c->crop_pad = a.crop_pad;
+    c->flip_p = a.flip ? 0.5f : 0.0f;
+    c->cutout = a.cutout;
+    return 0;
+}
+
 static int build_trainer(mg_run *r, mg_error *err)
 {
     rt_trainer_config c = rt_trainer_config_default();
@@ -185,7 +228,11 @@ static int build_trainer(mg_run *r, mg_error *err)
     c.epochs = r->o.epochs;
     c.batch_size = r->o.batch;
     c.lr = r->o.lr;
-    c.augment = r->o.augment;
+    if (apply_augment(r, &c, err) < 0 || apply_normalize(r, err) < 0) return -1;
+    c.accumulate = r->o.accumulate > 0 ? r->o.accumulate : 1;
+    c.clip_norm = r->o.clip_grad;
+    c.clip_value = r->o.clip_value;
+    c.label_smoothing = r->o.label_smoothing;
     c.time_limit_s = r->o.time_limit_s;
     c.loss_scaling = !strcmp(r->o.precision, "fp16");
     /* settings.device_path: the CPU trains through the device path too (data set, loss

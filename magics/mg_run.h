@@ -59,20 +59,27 @@ typedef struct mg_run_opts {
     char run_dir[1024];          /* --run-dir DIR; "" = no run directory */
     mg_every checkpoint_every;   /* --checkpoint-every (NONE; RESUME: 1 epoch with --run-dir) */
     char checkpoint_every_text[32];
-    int keep;              /* --keep N newest checkpoints (3) */
-    double time_limit_s;   /* --time-limit 8h30m (0 = none) */
-    char results[1024];    /* --results PATH/URL; "" = KILN_RESULTS or the default */
-    int augment;           /* --augment (flag): random crop + flip */
-    int early_stop;        /* --early-stop PATIENCE epochs without improvement (0 = off) */
-    char monitor[16];      /* --monitor: the metric of early stopping, plateau and the best
+    int keep;               /* --keep N newest checkpoints (3) */
+    double time_limit_s;    /* --time-limit 8h30m (0 = none) */
+    char results[1024];     /* --results PATH/URL; "" = KILN_RESULTS or the default */
+    char augment_spec[64];  /* --augment [SPEC] (rt_augment.h): "none" (not given), "" (the
+                               flag alone: the data set's default) or the SPEC */
+    int accumulate;         /* --accumulate K micro-batches an update (1) */
+    double clip_grad;       /* --clip-grad NORM (0 = off) */
+    double clip_value;      /* --clip-value V (0 = off) */
+    double label_smoothing; /* --label-smoothing EPS (0) */
+    char normalize[128];    /* --normalize MEAN,STD text; "" = the data set's statistics */
+    int early_stop;         /* --early-stop PATIENCE epochs without improvement (0 = off) */
+    char monitor[16];       /* --monitor: the metric of early stopping, plateau and the best
                               checkpoint ("val_loss"; rt_early_stop.h) */
-    double min_delta;      /* --min-delta: an improvement is more than this (0) */
-    int restore_best;      /* --restore-best (flag): end with the best epoch's weights */
-    int val;               /* --val N: validation images carved from train; -1 = as the
+    double min_delta;       /* --min-delta: an improvement is more than this (0) */
+    int restore_best;       /* --restore-best (flag): end with the best epoch's weights */
+    int background;         /* --background (flag): trained by a kiln run of its own */
+    int val;                /* --val N: validation images carved from train; -1 = as the
                                 data set was loaded by %dataset */
-    char name[64];         /* --name: run name in the results store ("" = model name) */
-    int64_t resume_run_id; /* %resume: results-store run to continue (0 = a new run) */
-    int resume;            /* --resume: an mg_resume_mode; -1 = the session's default */
+    char name[64];          /* --name: run name in the results store ("" = model name) */
+    int64_t resume_run_id;  /* %resume: results-store run to continue (0 = a new run) */
+    int resume;             /* --resume: an mg_resume_mode; -1 = the session's default */
 } mg_run_opts;
 
 /* ---- the %train option table (mg_train_table.c) ----
@@ -124,6 +131,9 @@ typedef struct mg_train_option {
      * not given), NAN where it does not apply (then not compared); NULL = the field */
     double (*effective)(const mg_run_opts *o);
     size_t parsed; /* EVERY: offset of the mg_every read from the text */
+    /* A TEXT value's own syntax check (--augment, --normalize), run with the bounds
+     * check on typed and stored values; an error names who and the option. NULL: none */
+    int (*check)(const mg_run_opts *o, const char *who, mg_error *err);
 } mg_train_option;
 
 /* The rows, terminated by one whose opt.name is NULL. The command reads them as its

@@ -130,6 +130,7 @@ static int out_of_bounds(const mg_train_option *r, double v)
 static int check_bounds(const mg_run_opts *o, const char *who, mg_error *err)
 {
     for (const mg_train_option *r = mg_train_table; r->opt.name; r++) {
+        if (r->check && r->check(o, who, err) < 0) return -1;
         if (!is_number_row(r) || !out_of_bounds(r, number(r, o))) continue;
         char b[96], v[64];
         bounds_text(r, b, sizeof b);
@@ -329,6 +330,8 @@ int mg_run_opts_from_json(mg_run_opts *o, const json_t *j, mg_error *err)
         case MG_TO_TEXT:
         case MG_TO_EVERY:
             if (json_is_string(v)) snprintf(AT(o, r, char), r->size, "%s", json_string_value(v));
+            /* a flag that has since taken a value (--augment), stored as true: alone */
+            else if (r->opt.kind == MG_OPT_FLAG && json_is_true(v)) AT(o, r, char)[0] = '\0';
             break;
         }
         if (r->store == MG_TO_EVERY) {

@@ -86,7 +86,9 @@ void mgp_view_start(mg_run *r)
     char nparams[32], val[64] = "no validation data";
     if (!r->no_val) snprintf(val, sizeof val, "validation on %s (%d)", r->val_name, r->val->n);
     mg_printf(r->ctx->out,
-              "Training %s (%s params) on %s: %d train images, %s, %d epoch%s of batch %d, "
+              /* two lines, each short enough not to wrap (JupyterLab breaks a long
+               * stream line anywhere, numbers included) */
+              "Training %s (%s params) on %s: %d train images, %s,\n  %d epoch%s of batch %d, "
               "%s lr %g%s%s | device %s%s (%d thread%s) | seed %llu\n",
               r->model_name, mg_commas(rt_model_num_params(r->model), nparams), r->data->name,
               d->train.n, val, r->o.epochs, r->o.epochs == 1 ? "" : "s", r->o.batch, r->o.optimizer,
@@ -140,7 +142,8 @@ void mgp_view_progress(mg_run *r, const rt_progress *p, int force)
              p->epoch_loss, p->epoch_accuracy, p->lr, p->images_per_s, r->where, el, eta, ck);
     char html[1100];
     snprintf(html, sizeof html,
-             "<div style=\"font-family:monospace\"><progress value=\"%lld\" "
+             "<div style=\"font-family:monospace;white-space:nowrap;overflow-x:auto\">"
+             "<progress value=\"%lld\" "
              "max=\"%lld\" style=\"width:8em;vertical-align:middle\"></progress> epoch "
              "<b>%lld</b>/%d &middot; step %lld/%lld &middot; loss <b>%.4f</b> &middot; acc "
              "<b>%.4f</b> &middot; lr %.3g &middot; %.0f&nbsp;img/s%s &middot; "

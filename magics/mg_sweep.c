@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "mg.h"
+#include "mg_sweep.h"
 #include "rt_results.h"
 #include "rt_results_query.h"
 
@@ -45,6 +46,10 @@ typedef struct sweep_job {
     char display_id[64];
     pid_t pid;      /* 0 until started; -1 when it could not start */
     int done, wait; /* the sweep's wait status once done */
+    int stopped;    /* a stop was asked for */
+    /* %train --background: one kiln run, its results row tagged background=tag */
+    int single;
+    char tag[64], store[2048], run_dir[2048], out_nb[2100];
 } sweep_job;
 
 static double now_s(void)
@@ -192,10 +197,75 @@ static int render(const char *dir, char **text_out, char **html_out)
     return 0;
 }
 
-static void show(const mg_out *out, const char *dir, const char *display_id, int update)
+/* %train --background's table: the run's state, epoch, metric, images/s, where. */
+static int render_run(const sweep_job *j, const char *state, char **text_out, char **html_out)
+{
+    rt_results *rs = NULL;
+    rt_results_list l = {0};
+    if (access(j->store, F_OK) == 0) {
+        rt_results_config cfg = {.path = j->store, .readonly = 1};
+        rt_error err = {0};
+        const char *w[] = {j->tag};
+        rt_results_query q = {.status = -1, .nwhere = 1, .where = w};
+        if (rt_results_open_config(&cfg, &rs, &err) != RT_OK) rs = NULL;
+        if (rs && rt_results_list_runs(rs, &q, &l, &err) != RT_OK) l = (rt_results_list){0};
+    }
+    const rt_results_run *run = l.n ? &l.runs[l.n - 1] : NULL;
+    const rt_results_summary *m = run ? metric_of(run, "val_accuracy") : NULL;
+    const rt_results_summary *ips = run ? metric_of(run, "images_per_s") : NULL;
+    const char *epochs = run ? param_of(run, "epochs") : NULL;
+    char ep[32] = "-", mv[32] = "-", iv[32] = "-";
+    if (m) snprintf(ep, sizeof ep, "%ld of %s", m->count, epochs ? epochs : "?");
+    if (m && !isnan(m->last)) snprintf(mv, sizeof mv, "%.4f", m->last);
+    if (ips && !isnan(ips->last)) snprintf(iv, sizeof iv, "%.0f", ips->last);
+    char *text = NULL, *html = NULL;
+    size_t tn = 0, hn = 0;
+    FILE *t = open_memstream(&text, &tn);
+    if (t) {
+        fprintf(t,
+                "%%train in the background: %s\n  epoch %s, val_accuracy %s, images/s %s\n"
+                "  run directory %s; notebook %s; log %s\n",
+                state, ep, mv, iv, j->run_dir, j->out_nb, j->log);
+        if (fclose(t) != 0) free(text), text = NULL;
+    }
+    char *er = mg_html_escape(j->run_dir);
+    FILE *h = open_memstream(&html, &hn);
+    if (h) {
+        fprintf(h,
+                "<div><b>%%train in the background</b>: %s<table><tr><th>epoch</th>"
+                "<th>val_accuracy</th><th>images/s</th><th>run directory</th></tr><tr><td>%s"
+                "</td><td>%s</td><td>%s</td><td>%s</td></tr></table></div>",
+                state, ep, mv, iv, er ? er : "");
+        if (fclose(h) != 0) free(html), html = NULL;
+    }
+    free(er);
+    rt_results_list_free(&l);
+    rt_results_close(rs);
+    if (!text || !html) {
+        free(text);
+        free(html);
+        return -1;
+    }
+    *text_out = text;
+    *html_out = html;
+    return 0;
+}
+
+static const char *state_of(const sweep_job *j, int done)
+{
+    if (!done) return "running";
+    int code = WIFEXITED(j->wait) ? WEXITSTATUS(j->wait) : 128 + WTERMSIG(j->wait);
+    return code == 0 ? "finished" : j->stopped ? "interrupted" : "failed";
+}
+
+static void show(const mg_out *out, const sweep_job *j, int done, const char *display_id,
+                 int update)
 {
     char *text = NULL, *html = NULL;
-    if (!out || !out->display || render(dir, &text, &html) < 0) return;
+    if (!out || !out->display) return;
+    if (j->single ? render_run(j, state_of(j, done), &text, &html) < 0
+                  : render(j->dir, &text, &html) < 0)
+        return;
     json_t *data = json_pack("{s:s, s:s}", "text/plain", text, "text/html", html);
     if (data) out->display(out->user, data, NULL, display_id, update);
     json_decref(data);
@@ -235,16 +305,16 @@ static void *monitor(void *arg)
         mg_out *live = j->live;
         pthread_mutex_unlock(&j->mu);
         if (live && now_s() - last >= 1.0) {
-            show(live, j->dir, j->display_id, 1);
+            show(live, j, 0, j->display_id, 1);
             last = now_s();
         }
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     pthread_mutex_lock(&j->mu);
-    if (j->live) show(j->live, j->dir, j->display_id, 1);
-    j->done = 1;
     j->wait = pid > 0 ? how : 127 << 8;
+    if (j->live) show(j->live, j, 1, j->display_id, 1);
+    j->done = 1;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     return NULL;
@@ -259,6 +329,7 @@ static void wait_done(sweep_job *j, const mg_host *host, int stop)
     while (!j->done) {
         if (!stop && host && host->interrupted && host->interrupted(host->user)) stop = 1;
         if (stop && !stopped_at && j->pid > 0) {
+            j->stopped = 1;
             kill(j->pid, SIGTERM);
             stopped_at = now_s();
         }
@@ -294,9 +365,18 @@ static void job_free(void *p)
 
 static int finish(mg_ctx *ctx, sweep_job *j, mg_error *err)
 {
-    show(ctx->out, j->dir, NULL, 0);
+    show(ctx->out, j, 1, NULL, 0);
     int code = WIFEXITED(j->wait) ? WEXITSTATUS(j->wait) : 128 + WTERMSIG(j->wait);
     if (code == 0) return 0;
+    if (j->single)
+        return j->stopped ? mg_fail(err, "KeyboardInterrupt",
+                                    "%%train --background: stopped; the run checkpointed in %s "
+                                    "(%%resume %s continues it)",
+                                    j->run_dir, j->run_dir)
+                          : mg_fail(err, "RuntimeError",
+                                    "%%train --background: the run failed (exit %d); see %s "
+                                    "and %s",
+                                    code, j->out_nb, j->log);
     if (code > 128)
         return mg_fail(err, "KeyboardInterrupt",
                        "%%sweep: stopped; every running variant checkpointed (the same %%sweep "
@@ -358,31 +438,99 @@ static int mkdirs(const char *path)
     }
 }
 
-static int start(mg_ctx *ctx, const char *line, mg_error *err)
+/* Refuses when this process is not kiln (only it has the sweep and run commands) or
+ * a job of this kernel is still running. */
+static int refuse(mg_ctx *ctx, const char *who, mg_error *err)
 {
-    /* the sweep is this binary's `sweep` command: only the kiln binary has one */
     char self[4096];
     ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
     self[sn > 0 ? sn : 0] = 0;
     const char *base = strrchr(self, '/');
     if (!base || strcmp(base + 1, "kiln"))
-        return mg_fail(err, "OSError", "%%sweep: this process is not the kiln binary (%s)",
+        return mg_fail(err, "OSError", "%s: this process is not the kiln binary (%s)", who,
                        self[0] ? self : "unknown");
     sweep_job *old = mg_session_get(ctx->session, SLOT);
-    if (old) {
-        pthread_mutex_lock(&old->mu);
-        int running = !old->done;
-        pthread_mutex_unlock(&old->mu);
-        if (running)
-            return mg_fail(err, "UsageError",
-                           "%%sweep: the sweep in %s is still running ---> HINT: %%sweep wait "
-                           "or %%sweep stop first",
-                           old->dir);
-    }
+    if (!old) return 0;
+    pthread_mutex_lock(&old->mu);
+    int running = !old->done;
+    pthread_mutex_unlock(&old->mu);
+    if (running)
+        return mg_fail(err, "UsageError",
+                       "%s: %s in %s is still running ---> HINT: %%sweep wait or %%sweep stop "
+                       "first",
+                       who, old->single ? "a %train --background" : "the sweep",
+                       old->single ? old->run_dir : old->dir);
+    return 0;
+}
+
+static sweep_job *job_new(void)
+{
     sweep_job *j = calloc(1, sizeof *j);
-    if (!j) return mg_fail(err, "MemoryError", "%%sweep: out of memory");
+    if (!j) return NULL;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
+    return j;
+}
+
+static void new_id(sweep_job *j, char *id, size_t n, const char *prefix)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned long seed =
+        (unsigned long)time(NULL) ^ ((unsigned long)getpid() << 16) ^ (unsigned long)(size_t)j;
+    snprintf(id, n, "%s", prefix);
+    for (size_t k = strlen(id); k + 1 < n && k < strlen(prefix) + 16;
+         k++, seed = seed * 6364136223846793005ul + 1) {
+        id[k] = hex[(seed >> 33) & 15];
+        id[k + 1] = 0;
+    }
+}
+
+/* Starts j's process on its helper thread, shows its table, keeps it in the session;
+ * where outputs cannot outlive the cell (kiln run), waits for the end. */
+static int launch(mg_ctx *ctx, sweep_job *j, const char *who, mg_error *err)
+{
+    int background = ctx->out->detach != NULL;
+    new_id(j, j->display_id, sizeof j->display_id, "kiln-sweep-");
+    if (pthread_create(&j->th, NULL, monitor, j) != 0) {
+        job_free(j);
+        return mg_fail(err, "OSError", "%s: cannot start its thread", who);
+    }
+    j->th_started = 1;
+    pthread_mutex_lock(&j->mu);
+    while (!j->pid) pthread_cond_wait(&j->cv, &j->mu);
+    pthread_mutex_unlock(&j->mu);
+    if (mg_session_set(ctx->session, SLOT, j, job_free) < 0) /* frees j: stops it */
+        return mg_fail(err, "MemoryError", "%s: out of memory", who);
+    if (j->pid < 0) return mg_fail(err, "OSError", "%s: cannot start a kiln process", who);
+    /* a sweep's table once it has listed its variants (a few milliseconds) */
+    for (double t0 = now_s(); !j->single && now_s() - t0 < 10;) {
+        json_t *man = load(j->dir, NULL, "sweep.json");
+        pid_t owner = (pid_t)json_integer_value(json_object_get(man, "pid"));
+        json_decref(man);
+        pthread_mutex_lock(&j->mu);
+        int done = j->done;
+        pthread_mutex_unlock(&j->mu);
+        if (owner == j->pid || done) break;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    show(ctx->out, j, 0, j->display_id, 0);
+    mg_out *live = background ? ctx->out->detach(ctx->out->user) : NULL;
+    pthread_mutex_lock(&j->mu);
+    j->live = live; /* the helper thread updates the table from now on */
+    pthread_mutex_unlock(&j->mu);
+    if (!background) { /* kiln run: nothing can update the table later */
+        wait_done(j, ctx->host, 0);
+        return finish(ctx, j, err);
+    }
+    return 0;
+}
+
+static int start(mg_ctx *ctx, const char *line, mg_error *err)
+{
+    if (refuse(ctx, "%sweep", err) < 0) return -1;
+    sweep_job *j = job_new();
+    if (!j) return mg_fail(err, "MemoryError", "%%sweep: out of memory");
     j->argv[0] = strdup("kiln");
     j->argv[1] = strdup("sweep");
     int n = j->argv[0] && j->argv[1] ? split(line, j->argv + 2, MAX_WORDS - 2) : -3;
@@ -413,46 +561,33 @@ static int start(mg_ctx *ctx, const char *line, mg_error *err)
         return mg_fail(err, "OSError", "%%sweep: -o: cannot create the folder: %s", strerror(e));
     }
     unlink(j->log); /* this start's log only */
-    static const char hex[] = "0123456789abcdef";
-    unsigned long seed =
-        (unsigned long)time(NULL) ^ ((unsigned long)getpid() << 16) ^ (unsigned long)(size_t)j;
-    snprintf(j->display_id, sizeof j->display_id, "kiln-sweep-");
-    for (size_t k = strlen(j->display_id); k < 27; k++, seed = seed * 6364136223846793005ul + 1)
-        j->display_id[k] = hex[(seed >> 33) & 15];
-    int background = ctx->out->detach != NULL;
-    if (pthread_create(&j->th, NULL, monitor, j) != 0) {
-        job_free(j);
-        return mg_fail(err, "OSError", "%%sweep: cannot start its thread");
-    }
-    j->th_started = 1;
-    pthread_mutex_lock(&j->mu);
-    while (!j->pid) pthread_cond_wait(&j->cv, &j->mu);
-    pthread_mutex_unlock(&j->mu);
-    if (mg_session_set(ctx->session, SLOT, j, job_free) < 0) /* frees j: stops it */
-        return mg_fail(err, "MemoryError", "%%sweep: out of memory");
-    if (j->pid < 0) return mg_fail(err, "OSError", "%%sweep: cannot start kiln sweep");
-    /* the table once the sweep has listed its variants (a few milliseconds) */
-    for (double t0 = now_s(); now_s() - t0 < 10;) {
-        json_t *man = load(j->dir, NULL, "sweep.json");
-        pid_t owner = (pid_t)json_integer_value(json_object_get(man, "pid"));
-        json_decref(man);
-        pthread_mutex_lock(&j->mu);
-        int done = j->done;
-        pthread_mutex_unlock(&j->mu);
-        if (owner == j->pid || done) break;
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    show(ctx->out, j->dir, j->display_id, 0);
-    mg_out *live = background ? ctx->out->detach(ctx->out->user) : NULL;
-    pthread_mutex_lock(&j->mu);
-    j->live = live; /* the helper thread updates the table from now on */
-    pthread_mutex_unlock(&j->mu);
-    if (!background) { /* kiln run: nothing can update the table later */
-        wait_done(j, ctx->host, 0);
-        return finish(ctx, j, err);
-    }
-    return 0;
+    return launch(ctx, j, "%sweep", err);
+}
+
+int mg_sweep_background(mg_ctx *ctx, const char *notebook, const char *run_dir, const char *results,
+                        mg_error *err)
+{
+    if (refuse(ctx, "%train --background", err) < 0) return -1;
+    sweep_job *j = job_new();
+    if (!j) return mg_fail(err, "MemoryError", "%%train --background: out of memory");
+    j->single = 1;
+    snprintf(j->dir, sizeof j->dir, "%s", run_dir);
+    snprintf(j->run_dir, sizeof j->run_dir, "%s", run_dir);
+    snprintf(j->out_nb, sizeof j->out_nb, "%s/background.out.ipynb", run_dir);
+    snprintf(j->log, sizeof j->log, "%s/background.log", run_dir);
+    new_id(j, j->tag, sizeof j->tag, "background=");
+    if (rt_results_resolve_path(results && results[0] ? results : NULL, j->store, sizeof j->store) <
+        0)
+        j->store[0] = 0;
+    const char *argv[] = {"kiln",    "run",          notebook, "-o",
+                          j->out_nb, "--log-output", "--tag",  j->tag};
+    for (size_t i = 0; i < sizeof argv / sizeof *argv; i++)
+        if (!(j->argv[i] = strdup(argv[i]))) {
+            job_free(j);
+            return mg_fail(err, "MemoryError", "%%train --background: out of memory");
+        }
+    unlink(j->log);
+    return launch(ctx, j, "%train --background", err);
 }
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
@@ -473,7 +608,10 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
                        "NOTEBOOK -o DIR -p NAME V1,V2",
                        (int)w, line);
     if (is_status) {
-        show(ctx->out, j->dir, NULL, 0);
+        pthread_mutex_lock(&j->mu);
+        int done = j->done;
+        pthread_mutex_unlock(&j->mu);
+        show(ctx->out, j, done, NULL, 0);
         return 0;
     }
     wait_done(j, ctx->host, is_stop);

@@ -8,6 +8,7 @@
 #include "mg_ckpt.h"
 #include "mg_run.h"
 #include "mg_store.h"
+#include "mg_sweep.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     mg_run_opts_default(&o);
     if (mg_run_opts_from_args(&o, args, err) < 0 || apply_settings(ctx->settings, &o, err) < 0)
         return -1;
+    if (o.background) return mg_train_background(ctx, args, &o, err); /* a sweep of one */
     /* checkpoint options only act with a run directory: say so instead of ignoring them */
     if (!o.run_dir[0] && (mg_args_has(args, "--checkpoint-every") || mg_args_has(args, "--keep")))
         mg_eprintf(ctx->out,

@@ -21,6 +21,26 @@ static double momentum_acting(const mg_run_opts *o)
     return isfinite(o->momentum) ? o->momentum : 0.9;
 }
 
+/* --augment's SPEC parses (the flag alone, "", is the data set's default). */
+static int augment_ok(const mg_run_opts *o, const char *who, mg_error *err)
+{
+    rt_augment a;
+    rt_error re = {0};
+    if (!o->augment_spec[0] || rt_augment_parse(o->augment_spec, &a, &re) == RT_OK) return 0;
+    return mg_fail_status(err, &re, "%s: %s", who, re.msg);
+}
+
+/* --normalize's numbers parse (the channel count is checked against the data set). */
+static int normalize_ok(const mg_run_opts *o, const char *who, mg_error *err)
+{
+    float mean[4], std[4];
+    int nch;
+    rt_error re = {0};
+    if (!o->normalize[0] || rt_normalize_parse(o->normalize, mean, std, &nch, &re) == RT_OK)
+        return 0;
+    return mg_fail_status(err, &re, "%s: %s", who, re.msg);
+}
+
 const mg_train_option mg_train_table[] = {
     {.opt = {"--data", MG_OPT_STRING, "NAME", "data set", NULL},
      TEXT(data),
@@ -135,11 +155,54 @@ const mg_train_option mg_train_table[] = {
      TEXT(results),
      .key = "results",
      .flags = MG_TO_REDACT},
-    {.opt = {"--augment", MG_OPT_FLAG, NULL, "random crop + horizontal flip", NULL},
-     .store = MG_TO_FLAG,
-     FIELD(augment),
+    {.opt = {"--augment", MG_OPT_FLAG, "SPEC",
+             "crop:PAD,flip,cutout:SIZE,none; alone: per data set", "crop:|flip|cutout:|none"},
+     TEXT(augment_spec),
      .key = "augment",
+     .def_text = "none",
+     .flags = MG_TO_DEFINING,
+     .check = augment_ok},
+    {.opt = {"--normalize", MG_OPT_STRING, "MEAN,STD", "means, then stds: 0.1307,0.3081", NULL},
+     TEXT(normalize),
+     .key = "normalize",
+     .shown = "measured",
+     .flags = MG_TO_DEFINING,
+     .check = normalize_ok},
+    {.opt = {"--accumulate", MG_OPT_INT, "K", "micro-batches of --batch an update", NULL},
+     .store = MG_TO_INT,
+     FIELD(accumulate),
+     .key = "accumulate",
+     .def = 1,
+     .lo = 1,
+     .hi = 4096,
      .flags = MG_TO_DEFINING},
+    {.opt = {"--clip-grad", MG_OPT_FLOAT, "NORM", "clip the gradients' global L2 norm", NULL},
+     .store = MG_TO_REAL,
+     FIELD(clip_grad),
+     .key = "clip_grad",
+     .def = 0,
+     .shown = "off",
+     .lo = 0,
+     .hi = INFINITY,
+     .flags = MG_TO_DEFINING | MG_TO_OPEN_MIN},
+    {.opt = {"--clip-value", MG_OPT_FLOAT, "V", "clamp every gradient to [-V, V]", NULL},
+     .store = MG_TO_REAL,
+     FIELD(clip_value),
+     .key = "clip_value",
+     .def = 0,
+     .shown = "off",
+     .lo = 0,
+     .hi = INFINITY,
+     .flags = MG_TO_DEFINING | MG_TO_OPEN_MIN},
+    {.opt = {"--label-smoothing", MG_OPT_FLOAT, "EPS", "CrossEntropyLoss(label_smoothing=EPS)",
+             NULL},
+     .store = MG_TO_REAL,
+     FIELD(label_smoothing),
+     .key = "label_smoothing",
+     .def = 0,
+     .lo = 0,
+     .hi = 1,
+     .flags = MG_TO_DEFINING | MG_TO_OPEN_MAX},
     {.opt = {"--early-stop", MG_OPT_INT, "PATIENCE",
              "stop after PATIENCE epochs that do not improve", NULL},
      .store = MG_TO_INT,
@@ -182,5 +245,10 @@ const mg_train_option mg_train_table[] = {
      TEXT(name),
      .key = "name",
      .shown = "the model's name"},
+    {.opt = {"--background", MG_OPT_FLAG, NULL,
+             "in a process of its own; returns at once (needs --run-dir)", NULL},
+     .store = MG_TO_FLAG,
+     FIELD(background),
+     .key = "background"},
     {.opt = {NULL, 0, NULL, NULL, NULL}},
 };

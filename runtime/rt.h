@@ -14,6 +14,7 @@
 #ifndef RT_H
 #define RT_H
 
+#include "rt_augment.h"
 #include "rt_backend.h"
 #include "rt_dataset.h"
 #include "rt_device.h"

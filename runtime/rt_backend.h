@@ -82,10 +82,27 @@ typedef struct rt_dropout_desc {
     uint32_t layer; /* stream word b: the layer index */
 } rt_dropout_desc;
 
-/* Softmax cross-entropy over L classes for N samples (log-softmax + NLL). */
+/* Softmax cross-entropy over L classes for N samples (log-softmax + NLL). smoothing
+ * (PyTorch's CrossEntropyLoss(label_smoothing=), in [0, 1)): the target is
+ * (1 - smoothing) * onehot(label) + smoothing / L, so the loss is
+ * (1 - smoothing) * nll + smoothing * mean_j(-log p_j); 0 is the plain loss, bit for bit. */
 typedef struct rt_xent_desc {
     int N, L;
+    float smoothing;
 } rt_xent_desc;
+
+/* Gradient clipping on a flat gradient (clip_grad). clip_value > 0: every element is
+ * clamped to [-clip_value, clip_value] (torch's clip_grad_value_). Then max_norm > 0: the
+ * global L2 norm T of the whole vector (squares summed in double, in RT_CLIP_PARTS
+ * contiguous ranges added in order) and, when max_norm / (T + 1e-6) < 1, every element
+ * times that factor (torch's clip_grad_norm_). 0 turns either off. */
+typedef struct rt_clip_desc {
+    double max_norm, clip_value;
+} rt_clip_desc;
+#define RT_CLIP_PARTS 256
+/* Floats of clip_grad's norm tensor: word 0 the norm T (float), word 1 the factor
+ * applied (1 when none), then RT_CLIP_PARTS doubles of scratch from word 4. */
+#define RT_CLIP_WORDS (4 + 2 * RT_CLIP_PARTS)
 
 /* Optimiser updates on one flat parameter tensor of `numel` elements (PyTorch formulas).
  * adam:  g += wd*p (adam) | p *= 1-lr*wd (adamw, decoupled); m = b1 m + (1-b1) g;
@@ -114,7 +131,8 @@ typedef struct rt_sgd_desc {
  * epoch's permutation) from data (n,C,H,W) f32 and data_labels (n) i32. With augment,
  * exactly rt_batcher.h's crop/flip: the draw of rt_batcher_augment_draw(seed, epoch,
  * index, pad, flip_p) and rt_batcher_crop_flip, so the batch is bitwise the CPU
- * batcher's. Labels are copied unchecked (the trainer validates them on upload). */
+ * batcher's, rt_batcher_cutout's square included. Labels are copied unchecked (the
+ * trainer validates them on upload). */
 typedef struct rt_gather_desc {
     int n, C, H, W;
     int64_t start;
@@ -122,6 +140,7 @@ typedef struct rt_gather_desc {
     int augment, pad; /* crop padding (0..64) */
     float flip_p;
     float pad_value[4]; /* per channel (C <= 4 with augment) */
+    int cutout;         /* with augment: side of rt_batcher_cutout's square (0: none) */
     uint64_t seed;
     uint32_t epoch;
 } rt_gather_desc;
@@ -329,7 +348,8 @@ typedef rt_status rt_op_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor
 /* softmax cross-entropy. loss (N): per-sample -log softmax(logits)[label];
  * probs (N,L) softmax; logits (N,L); labels (N) RT_I32 in [0,L) (RT_EINVAL otherwise
  * is NOT checked on device: the trainer validates labels on upload).
- * bwd: dlogits (N,L) = (probs - onehot(label)) * scale  (scale = 1/N for a mean). */
+ * bwd: dlogits (N,L) = (probs - target) * scale  (scale = 1/N for a mean), target the
+ * one-hot label smoothed by d->smoothing (rt_xent_desc). */
 typedef rt_status rt_op_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
                                  const rt_tensor *logits, const rt_tensor *labels,
                                  const rt_xent_desc *d, rt_error *err);
@@ -343,6 +363,10 @@ typedef rt_status rt_op_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *
                                     const rt_tensor *grad, const rt_adam_desc *d, rt_error *err);
 typedef rt_status rt_op_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *momentum_buf,
                                    const rt_tensor *grad, const rt_sgd_desc *d, rt_error *err);
+/* grad (flat) clipped in place (rt_clip_desc); norm (RT_CLIP_WORDS floats) gets the norm
+ * before clipping and the factor, with no read back. NULL: no clipping. */
+typedef rt_status rt_op_clip_grad(rt_backend *b, rt_tensor *grad, rt_tensor *norm,
+                                  const rt_clip_desc *d, rt_error *err);
 
 /* ---- the trainer's device path (see the descriptors above) ---- */
 typedef rt_status rt_op_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
@@ -422,6 +446,7 @@ struct rt_backend_ops {
     rt_op_xent_bwd *xent_bwd;
     rt_op_adam_update *adam_update;
     rt_op_sgd_update *sgd_update;
+    rt_op_clip_grad *clip_grad;
     rt_op_gather_batch *gather_batch;
     rt_op_xent_stats *xent_stats;
     rt_op_bytes_to_f32 *bytes_to_f32;
@@ -487,6 +512,7 @@ RT_MUST_USE rt_op_xent_fwd rt_backend_xent_fwd;
 RT_MUST_USE rt_op_xent_bwd rt_backend_xent_bwd;
 RT_MUST_USE rt_op_adam_update rt_backend_adam_update;
 RT_MUST_USE rt_op_sgd_update rt_backend_sgd_update;
+RT_MUST_USE rt_op_clip_grad rt_backend_clip_grad;
 RT_MUST_USE rt_op_gather_batch rt_backend_gather_batch;
 RT_MUST_USE rt_op_xent_stats rt_backend_xent_stats;
 RT_MUST_USE rt_op_bytes_to_f32 rt_backend_bytes_to_f32;

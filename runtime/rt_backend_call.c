@@ -9,6 +9,8 @@
  */
 #include "rt_backend.h"
 
+#include <math.h>
+
 static size_t numel_of(const rt_tensor *t) { return t ? rt_tensor_numel(t) : 0; }
 
 /* A tensor is bound and holds at least numel elements. */
@@ -408,6 +410,9 @@ static rt_status xent_check(const rt_tensor *probs, const char *pwhat, const rt_
 {
     if (d->N < 1 || d->L < 1)
         return RT_ERR(err, RT_EINVAL, "xent: %d samples, %d classes", d->N, d->L);
+    if (!(d->smoothing >= 0.0f && d->smoothing < 1.0f))
+        return RT_ERR(err, RT_EINVAL, "xent: label smoothing %g outside [0, 1)",
+                      (double)d->smoothing);
     RT_TRY(check(probs, (size_t)d->N * d->L, pwhat, err));
     return check(labels, (size_t)d->N, "xent labels", err);
 }
@@ -469,6 +474,19 @@ rt_status rt_backend_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *mome
     return b->ops->sgd_update(b, param, momentum_buf, grad, d, err);
 }
 
+rt_status rt_backend_clip_grad(rt_backend *b, rt_tensor *grad, rt_tensor *norm,
+                               const rt_clip_desc *d, rt_error *err)
+{
+    RT_TRY(present(b, b->ops->clip_grad != NULL, "clip_grad", err));
+    if (!(d->max_norm >= 0.0) || !(d->clip_value >= 0.0) || !isfinite(d->max_norm) ||
+        !isfinite(d->clip_value))
+        return RT_ERR(err, RT_EINVAL, "clip_grad: max norm %g and clip value %g must be >= 0",
+                      d->max_norm, d->clip_value);
+    RT_TRY(check(grad, numel_of(grad), "clip_grad grad", err));
+    RT_TRY(check(norm, RT_CLIP_WORDS, "clip_grad norm", err));
+    return b->ops->clip_grad(b, grad, norm, d, err);
+}
+
 /* ---- the trainer's device path ---- */
 
 rt_status rt_backend_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labels,
@@ -482,11 +500,12 @@ rt_status rt_backend_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *l
                       "gather_batch: positions [%lld, %lld) outside a data set "
                       "of %d images of %dx%dx%d",
                       (long long)d->start, (long long)d->start + d->count, d->n, d->C, d->H, d->W);
-    if (d->augment && (d->C > 4 || d->pad < 0 || d->pad > 64))
+    if (d->augment && (d->C > 4 || d->pad < 0 || d->pad > 64 || d->cutout < 0 ||
+                       d->cutout > (d->H > d->W ? d->H : d->W)))
         return RT_ERR(err, RT_EINVAL,
-                      "gather_batch: augmentation needs C <= 4 and pad in "
-                      "[0, 64] (got C %d, pad %d)",
-                      d->C, d->pad);
+                      "gather_batch: augmentation needs C <= 4, pad in "
+                      "[0, 64] and cutout in [0, %d] (got C %d, pad %d, cutout %d)",
+                      d->H > d->W ? d->H : d->W, d->C, d->pad, d->cutout);
     size_t img = (size_t)d->C * d->H * d->W;
     RT_TRY(check(images, (size_t)d->count * img, "gather_batch images", err));
     RT_TRY(check(labels, (size_t)d->count, "gather_batch labels", err));

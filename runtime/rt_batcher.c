@@ -67,6 +67,9 @@ rt_status rt_batcher_create(rt_batcher **out, const rt_batcher_data *data,
         if (cfg->crop_pad < 0 || cfg->crop_pad > data->h || cfg->crop_pad > data->w)
             return RT_ERR(err, RT_EINVAL, "crop padding %d must be in [0, %d]", cfg->crop_pad,
                           data->h < data->w ? data->h : data->w);
+        if (cfg->cutout < 0 || (cfg->cutout > data->h && cfg->cutout > data->w))
+            return RT_ERR(err, RT_EINVAL, "cutout size %d must be in [0, %d]", cfg->cutout,
+                          data->h > data->w ? data->h : data->w);
         if (!(cfg->flip_p >= 0.0f && cfg->flip_p <= 1.0f))
             return RT_ERR(err, RT_EINVAL, "flip probability %g must be in [0, 1]",
                           (double)cfg->flip_p);
@@ -190,6 +193,27 @@ void rt_batcher_augment_draw(uint64_t seed, uint32_t epoch, uint32_t idx, int pa
     *flip = rt_rng_bernoulli(&r, flip_p);
 }
 
+void rt_batcher_cutout_draw(uint64_t seed, uint32_t epoch, uint32_t idx, int h, int w, int *cy,
+                            int *cx)
+{
+    rt_rng r = rt_rng_stream(seed, RT_RNG_AUGMENT, epoch, 1);
+    rt_rng_state st = rt_rng_get_state(&r);
+    st.word = (uint64_t)idx * 2;
+    rt_rng_set_state(&r, st);
+    *cy = (int)rt_rng_below(&r, (uint32_t)h);
+    *cx = (int)rt_rng_below(&r, (uint32_t)w);
+}
+
+void rt_batcher_cutout(float *dst, int c, int h, int w, int size, int cy, int cx)
+{
+    int y0 = cy - size / 2, x0 = cx - size / 2, y1 = y0 + size, x1 = x0 + size;
+    y0 = y0 < 0 ? 0 : y0, x0 = x0 < 0 ? 0 : x0;
+    y1 = y1 > h ? h : y1, x1 = x1 > w ? w : x1;
+    for (int ch = 0; ch < c; ch++)
+        for (int y = y0; y < y1; y++)
+            fill(dst + ((size_t)ch * (size_t)h + (size_t)y) * (size_t)w + x0, x1 - x0, 0.0f);
+}
+
 /* Sample idx of epoch: copy (with augmentation) into dst (C,H,W); slot is the sample's
  * place in the batch (its scratch space when read from a data set's pixels). */
 static void load_sample(const rt_batcher *b, uint32_t idx, int slot, float *dst)
@@ -211,6 +235,11 @@ static void load_sample(const rt_batcher *b, uint32_t idx, int slot, float *dst)
                             &top, &left, &flip);
     rt_batcher_crop_flip(dst, src, d->c, d->h, d->w, b->cfg.crop_pad, top, left, flip,
                          b->cfg.pad_value);
+    if (b->cfg.cutout > 0) {
+        int cy, cx;
+        rt_batcher_cutout_draw(b->cfg.seed, (uint32_t)b->epoch, idx, d->h, d->w, &cy, &cx);
+        rt_batcher_cutout(dst, d->c, d->h, d->w, b->cfg.cutout, cy, cx);
+    }
 }
 
 rt_status rt_batcher_next(rt_batcher *b, float *images, int32_t *labels, uint32_t *indices,

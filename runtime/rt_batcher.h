@@ -15,6 +15,10 @@
  * x'+left-pad) with x' = flip ? W-1-x : x, and pad_value[c] outside the image. Note:
  * images are already normalised, so pad 0 is the data set mean; torchvision pads black
  * before normalising, which is pad_value[c] = -mean[c]/std[c].
+ * Cutout (cutout = SIZE > 0, after the crop/flip; DeVries and Taylor): the sample draws
+ * from rt_rng_stream(seed, RT_RNG_AUGMENT, e, 1) at word 2*i: cy = below(H),
+ * cx = below(W); rows [cy - SIZE/2, cy - SIZE/2 + SIZE) and the same columns about cx,
+ * clipped to the image, are set to 0 (the data set mean) in every channel.
  *
  * Memory: the order array (n uint32) is allocated at create; next() never allocates and
  * fills caller-provided buffers. next() is OpenMP-parallel over the batch.
@@ -47,6 +51,7 @@ typedef struct rt_batcher_config {
     float flip_p;   /* flip probability (0.5); 0 = no flip */
     uint64_t seed;
     float pad_value[4]; /* per channel (C <= 4) value outside the image (0) */
+    int cutout;         /* with augment: side of the square cut out (0 = none) */
 } rt_batcher_config;
 
 typedef struct rt_batcher_state {
@@ -88,6 +93,12 @@ RT_MUST_USE rt_status rt_batcher_set_state(rt_batcher *b, rt_batcher_state s, rt
  * sampling of rt_rng_below included (it may read past word 4*idx+3). */
 void rt_batcher_augment_draw(uint64_t seed, uint32_t epoch, uint32_t idx, int pad, float flip_p,
                              int *top, int *left, int *flip);
+
+/* The cutout square's centre of data-set index idx in epoch (see the top of this file). */
+void rt_batcher_cutout_draw(uint64_t seed, uint32_t epoch, uint32_t idx, int h, int w, int *cy,
+                            int *cx);
+/* dst (C,H,W): the size x size square about (cy, cx), clipped to the image, set to 0. */
+void rt_batcher_cutout(float *dst, int c, int h, int w, int size, int cy, int cx);
 
 /* The current epoch's order (n data-set indices; the first epoch_len are visited),
  * valid after the epoch's first rt_batcher_advance/next; and that epoch. */

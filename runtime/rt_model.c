@@ -77,6 +77,8 @@ int rt_model_max_batch(const rt_model *m) { return m->max_batch; }
 uint64_t rt_model_seed(const rt_model *m) { return m->seed; }
 void rt_model_set_shard(rt_model *m, uint32_t shard) { m->shard = shard; }
 void rt_model_set_fusion(rt_model *m, int on) { m->unfused = !on; }
+void rt_model_set_label_smoothing(rt_model *m, float eps) { m->smoothing = eps; }
+float rt_model_label_smoothing(const rt_model *m) { return m->smoothing; }
 int rt_model_num_layers(const rt_model *m) { return m->nlayers; }
 long rt_model_num_params(const rt_model *m) { return m->total_params; }
 /* Upload targets span the whole max batch (forward narrows them to N again). */
@@ -368,7 +370,7 @@ rt_status rt_model_loss(rt_model *m, int N, double *loss_out, float *probs_out,
 {
     RT_TRY(check_n(m, N, err));
     double t0 = m->timing ? now() : 0.0;
-    rt_xent_desc d = {.N = N, .L = m->probs.c};
+    rt_xent_desc d = {.N = N, .L = m->probs.c, .smoothing = m->smoothing};
     m->loss.n = m->labels.n = m->probs.n = N;
     rt_tensor logits = m->act[m->nlayers];
     RT_TRY(rt_backend_xent_fwd(m->b, &m->loss, &m->probs, &logits, &m->labels, &d, err));
@@ -399,7 +401,7 @@ rt_status rt_model_step_stats(rt_model *m, int N, rt_tensor *stats, int row, rt_
     RT_TRY(check_n(m, N, err));
     if (!m->b->ops->xent_stats)
         return RT_ERR(err, RT_EINVAL, "the %s backend has no xent_stats", m->b->ops->name);
-    rt_xent_desc d = {.N = N, .L = m->probs.c};
+    rt_xent_desc d = {.N = N, .L = m->probs.c, .smoothing = m->smoothing};
     return rt_backend_xent_stats(m->b, stats, row, &m->loss, &m->probs, &m->labels, &d, err);
 }
 
@@ -410,16 +412,22 @@ rt_status rt_model_backward(rt_model *m, int N, rt_error *err)
 
 rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tensor *amp, rt_error *err)
 {
+    return rt_model_backward_part(m, N, N, amp, err);
+}
+
+rt_status rt_model_backward_part(rt_model *m, int N, int total, const rt_tensor *amp, rt_error *err)
+{
     RT_TRY(check_n(m, N, err));
+    if (total < N) return RT_ERR(err, RT_EINVAL, "backward: %d samples of a batch of %d", N, total);
     if (amp && !m->b->ops->amp_scale)
         return RT_ERR(err, RT_EINVAL, "the %s backend cannot scale the loss", m->b->ops->name);
     double t0 = m->timing ? now() : 0.0;
-    rt_xent_desc d = {.N = N, .L = m->probs.c};
+    rt_xent_desc d = {.N = N, .L = m->probs.c, .smoothing = m->smoothing};
     int cur = 0;
     rt_tensor dout = m->gbuf[0];
     rtp_shape(&dout, N, d.L, 1, 1);
     dout.data = m->gbuf[0].data;
-    RT_TRY(rt_backend_xent_bwd(m->b, &dout, &m->probs, &m->labels, 1.0f / (float)N, &d, err));
+    RT_TRY(rt_backend_xent_bwd(m->b, &dout, &m->probs, &m->labels, 1.0f / (float)total, &d, err));
     if (amp) RT_TRY(rt_backend_amp_scale(m->b, &dout, amp, err)); /* x 2^k: exact */
     if (m->timing) m->tbwd[m->nlayers] += now() - t0;
     for (int i = m->nlayers - 1; i >= 0; i--) {

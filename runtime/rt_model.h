@@ -110,6 +110,15 @@ RT_MUST_USE rt_status rt_model_backward(rt_model *m, int N, rt_error *err);
  * rt_amp_state in backend memory, rt_backend.h); amp NULL = rt_model_backward. */
 RT_MUST_USE rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tensor *amp,
                                                rt_error *err);
+/* The same for N samples that are part of a batch of total: the loss gradient is that of
+ * the whole batch's mean (1/total a sample), so the gradients of a batch's parts add up
+ * to the batch's (gradient accumulation). total = N is rt_model_backward_scaled. */
+RT_MUST_USE rt_status rt_model_backward_part(rt_model *m, int N, int total, const rt_tensor *amp,
+                                             rt_error *err);
+/* Label smoothing of the loss (rt_xent_desc.smoothing, in [0, 1); 0 by default) for every
+ * later rt_model_loss and backward. */
+void rt_model_set_label_smoothing(rt_model *m, float eps);
+float rt_model_label_smoothing(const rt_model *m);
 /* After rt_model_loss: row `row` of stats (rows, RT_STEP_STATS) gets the batch's mean loss
  * and correct count on the backend (ops->xent_stats), with no read back. */
 RT_MUST_USE rt_status rt_model_step_stats(rt_model *m, int N, rt_tensor *stats, int row,

@@ -17,8 +17,9 @@ struct rt_model {
     rt_backend *b; /* borrowed */
     int max_batch;
     uint64_t seed;
-    uint32_t shard; /* rt_model_set_shard: dropout streams of this rank's share */
-    int unfused;    /* rt_model_set_fusion(m, 0): nothing fused at attach */
+    float smoothing; /* label smoothing of the loss (rt_model_set_label_smoothing) */
+    uint32_t shard;  /* rt_model_set_shard: dropout streams of this rank's share */
+    int unfused;     /* rt_model_set_fusion(m, 0): nothing fused at attach */
     rt_arena params, grads, acts, state;
     rt_tensor *act;    /* (nlayers + 1) owned array of views; act[0] = input */
     rt_tensor gbuf[2]; /* ping-pong gradient buffers, max activation size */

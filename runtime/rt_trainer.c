@@ -34,6 +34,9 @@ rt_trainer_config rt_trainer_config_default(void)
     c.schedule = rt_schedule_default(RT_SCHED_CONSTANT);
     c.shuffle = 1;
     c.report_every_s = 0.25;
+    c.crop_pad = 4;
+    c.flip_p = 0.5f;
+    c.accumulate = 1;
     return c;
 }
 
@@ -70,7 +73,7 @@ static rt_status check_config(const rt_model *m, const rt_dataset *d, const rt_t
                       "the data set '%s' has %d classes but the model ends "
                       "with %d outputs",
                       d->name, d->num_classes, in->num_classes);
-    return RT_OK;
+    return rtp_controls_check(c, d, err);
 }
 
 static rt_status make_optim(rt_trainer *t, rt_error *err)
@@ -116,10 +119,14 @@ rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *tra
     t->cfg = *cfg;
     rt_watch_init(&t->st.watch);
     const int B = cfg->batch_size, L = train->num_classes;
+    const int BK = B * cfg->accumulate; /* the samples of one update */
     const size_t img = (size_t)train->c * train->h * train->w;
-    rt_batcher_config bc = rt_batcher_config_default(B, rt_model_seed(m));
+    rt_batcher_config bc = rt_batcher_config_default(BK, rt_model_seed(m));
     bc.shuffle = cfg->shuffle;
     bc.augment = cfg->augment;
+    bc.crop_pad = cfg->crop_pad;
+    bc.flip_p = cfg->flip_p;
+    bc.cutout = cfg->cutout;
     rt_batcher_data bd = rt_batcher_data_of(train);
     t->bcfg = bc;
     rt_status s = rt_batcher_create(&t->batcher, &bd, &bc, err);
@@ -130,11 +137,12 @@ rt_status rt_trainer_create(rt_trainer **out, rt_model *m, const rt_dataset *tra
     if (s == RT_OK && cfg->loss_scaling && !dev)
         s = RT_ERR(err, RT_EINVAL, "loss scaling needs the trainer's device path");
     if (s == RT_OK) s = make_optim(t, err);
+    if (s == RT_OK) s = rtp_controls_create(t, err);
     if (s == RT_OK && dev) s = rtp_dev_create(t, err);
     if (s == RT_OK && !dev) {
-        t->images = malloc((size_t)B * img * sizeof *t->images);
+        t->images = malloc((size_t)BK * img * sizeof *t->images);
         t->probs = malloc((size_t)B * L * sizeof *t->probs);
-        t->labels = malloc((size_t)B * sizeof *t->labels);
+        t->labels = malloc((size_t)BK * sizeof *t->labels);
         if (!t->images || !t->probs || !t->labels)
             s = RT_ERR(err, RT_ENOMEM, "out of memory creating the trainer");
     }
@@ -156,6 +164,7 @@ void rt_trainer_destroy(rt_trainer *t)
     if (!t) return;
     rtp_rep_destroy(t);
     rtp_dev_destroy(t);
+    rtp_controls_destroy(t);
     rt_batcher_destroy(t->batcher);
     rt_optim_destroy(t->optim);
     free(t->images);
@@ -181,8 +190,9 @@ rt_status rtp_trainer_begin_own(rt_trainer *t, rt_error *err)
     return t->cfg.dist ? rtp_dist_begin(t, err) : RT_OK;
 }
 
-/* Forward, loss, backward of samples [off, off + n) of the staged batch. */
-rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *correct, rt_error *err)
+/* Forward, loss, backward of samples [off, off + n) of the staged batch of total. */
+rt_status rtp_host_grads(rt_trainer *t, int off, int n, int total, double *loss, int *correct,
+                         rt_error *err)
 {
     rt_model *m = t->m;
     rt_backend *b = rt_model_backend(m);
@@ -197,9 +207,9 @@ rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *corre
     RT_TRY(rt_backend_upload(b, rt_model_input_tensor(m), t->images + (size_t)off * img,
                              (size_t)n * img * 4, err));
     RT_TRY(rt_backend_upload(b, rt_model_label_tensor(m), labels, (size_t)n * 4, err));
-    RT_TRY(rt_model_forward(m, n, 1, (uint32_t)t->st.step, err));
+    RT_TRY(rt_model_forward(m, n, 1, rtp_controls_key(t), err));
     RT_TRY(rt_model_loss(m, n, loss, t->probs, NULL, err));
-    RT_TRY(rt_model_backward(m, n, err));
+    RT_TRY(rt_model_backward_part(m, n, total, NULL, err));
     *correct = 0;
     for (int i = 0; i < n; i++) {
         const float *p = t->probs + (size_t)i * L;
@@ -230,7 +240,7 @@ void rtp_trainer_account(rt_trainer *t, const rtp_pending *p, double loss, int c
         .epoch = p->epoch,
         .epochs = c->epochs,
         .steps_per_epoch = t->steps_per_epoch,
-        .step_in_epoch = (p->position + c->batch_size - 1) / c->batch_size,
+        .step_in_epoch = (p->position + t->bcfg.batch_size - 1) / t->bcfg.batch_size,
         .loss = loss,
         .accuracy = (double)correct / p->count,
         .epoch_loss = t->st.epoch_loss_sum / (double)t->st.epoch_seen,
@@ -254,6 +264,29 @@ rt_step_event rtp_trainer_local_stop(const rt_trainer *t)
     return RT_STEP_CONTINUE;
 }
 
+/* The staged batch of count samples in parts of batch_size (one part without
+ * accumulation), their gradients added: *loss the batch's mean loss. */
+static rt_status host_parts(rt_trainer *t, int count, double *loss, int *correct, rt_error *err)
+{
+    const int B = t->cfg.batch_size;
+    if (count <= B) return rtp_host_grads(t, 0, count, count, loss, correct, err);
+    double sum = 0.0;
+    *correct = 0;
+    for (int k = 0, off = 0; off < count; k++, off += B) {
+        int n = count - off < B ? count - off : B, c = 0;
+        double l = 0.0;
+        t->micro = k;
+        rt_status s = rtp_host_grads(t, off, n, count, &l, &c, err);
+        if (s == RT_OK) s = rtp_controls_accumulate(t, k, off + n >= count, err);
+        t->micro = 0;
+        RT_TRY(s);
+        sum += l * n;
+        *correct += c;
+    }
+    *loss = sum / count;
+    return RT_OK;
+}
+
 /* Host path: one step with the batcher's copy and a loss read. */
 static rt_status host_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
 {
@@ -267,7 +300,8 @@ static rt_status host_step(rt_trainer *t, double lr, int *epoch_end, rt_error *e
                      .reset = t->st.batcher.position == 0 || epoch != t->st.batcher.epoch};
     double loss = 0.0;
     if (t->cfg.dist) RT_TRY(rtp_dist_grads(t, count, &loss, &correct, err));
-    else RT_TRY(rtp_host_grads(t, 0, count, &loss, &correct, err));
+    else RT_TRY(host_parts(t, count, &loss, &correct, err));
+    RT_TRY(rtp_controls_clip(t, err));
     RT_TRY(rt_optim_step(t->optim, lr, err));
     t->st.step++;
     t->st.batcher = rt_batcher_get_state(t->batcher);
@@ -302,7 +336,11 @@ rt_status rtp_trainer_step_own(rt_trainer *t, rt_step_event *ev, rt_error *err)
     }
     double lr = rt_schedule_lr(&c->schedule, c->lr, t->st.step) * t->st.watch.lr_scale;
     int epoch_end = 0;
-    RT_TRY(t->dev ? rtp_dev_step(t, lr, &epoch_end, err) : host_step(t, lr, &epoch_end, err));
+    /* the smoothed loss is the training loss only: evaluation between steps is plain */
+    rt_model_set_label_smoothing(t->m, (float)c->label_smoothing);
+    rt_status s = t->dev ? rtp_dev_step(t, lr, &epoch_end, err) : host_step(t, lr, &epoch_end, err);
+    rt_model_set_label_smoothing(t->m, 0.0f);
+    RT_TRY(s);
     *ev = epoch_end ? RT_STEP_EPOCH_END : RT_STEP_CONTINUE;
     return RT_OK;
 }

@@ -7,7 +7,8 @@
  *     while (ev == RT_STEP_CONTINUE || ev == RT_STEP_EPOCH_END);
  *     rt_trainer_end(t, &summary, err);
  * One step = one minibatch: batch -> upload -> forward -> loss -> backward -> optimiser
- * update with the schedule's lr. should_stop is polled before every step, the time
+ * update with the schedule's lr (with cfg.accumulate K, K micro-batches' forward and
+ * backward before the one update: steps count updates, as torch's and Lightning's do). should_stop is polled before every step, the time
  * limit too; progress is reported after every step (and at epoch ends).
  * Checkpoint hooks: between any two steps (ev tells when an epoch ended) the caller may
  * read rt_trainer_get_state + the model's tensors + rt_trainer_optim's named state, and
@@ -67,6 +68,19 @@ typedef struct rt_trainer_config {
     rt_optim_config optim;    /* rt_optim_config_default(RT_OPTIM_ADAM) etc. */
     rt_schedule schedule;     /* rt_schedule_default(...) or parsed; resolved at begin */
     int shuffle, augment;     /* batcher options (shuffle 1, augment 0 by default) */
+    int crop_pad;             /* with augment: random-crop padding (4; 0 none) */
+    float flip_p;             /* with augment: horizontal-flip probability (0.5; 0 none) */
+    int cutout;               /* with augment: side of the square cut out (0 none) */
+    int accumulate;           /* micro-batches per optimiser step (1): a step takes
+                                batch_size * accumulate samples, batch_size at a time, and
+                                adds their gradients (each part's loss gradient is that of
+                                the whole step's mean, rt_model_backward_part), so it is
+                                the step of the large batch to rounding; batch norm
+                                normalises each micro-batch by its own statistics */
+    double clip_norm;         /* > 0: the gradient scaled to this global L2 norm when above
+                                it (torch's clip_grad_norm_), after accumulation */
+    double clip_value;        /* > 0: every gradient clamped to [-v, v] (clip_grad_value_) */
+    double label_smoothing;   /* in [0, 1): the loss of CrossEntropyLoss(label_smoothing=) */
     double time_limit_s;      /* 0 = none; else a step is not started past it */
     rt_monitor monitor;       /* the metric of the epoch-level controls (val_loss) */
     rt_early_stop early_stop; /* patience 0: off (rt_early_stop.h) */
@@ -184,7 +198,16 @@ typedef struct rt_eval_result {
     int64_t confusion[RT_MAX_CLASSES][RT_MAX_CLASSES]; /* [true][predicted] */
     int npreds;                                        /* predictions of the first npreds samples */
     rt_prediction preds[RT_EVAL_MAX_PREDS];
+    /* rank[r]: samples whose label's probability is the r-th highest (0 = the prediction):
+     * above it are the classes of higher probability and those of equal probability with
+     * a lower index (the first maximum wins, as the prediction). Top-k accuracy is
+     * rt_eval_topk. */
+    int64_t rank[RT_MAX_CLASSES];
 } rt_eval_result;
+
+/* The fraction of samples whose label is among the k most probable classes (k >= 1;
+ * k = 1 is the accuracy; k >= the classes is 1). */
+double rt_eval_topk(const rt_eval_result *e, int k);
 
 /* Evaluates the model (eval mode: running BN stats, no dropout) on all of d in batches of
  * the model's max batch. max_preds (<= RT_EVAL_MAX_PREDS) predictions are kept. The

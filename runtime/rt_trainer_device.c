@@ -7,7 +7,9 @@
  * epoch order, a statistics ring and the optimiser state. A step:
  * upload the order if the epoch changed (n int32, once an epoch) -> gather_batch ->
  * forward -> loss -> xent_stats into ring row `pending` -> backward (loss-scaled when
- * loss scaling is on) -> amp_unscale -> the optimiser op (amp-gated). The host keeps
+ * loss scaling is on) -> amp_unscale -> clip_grad (when clipping) -> the optimiser op
+ * (amp-gated). With accumulation (rt_trainer_controls.c) gather to backward run once a
+ * part, each part's statistics in a row of its own (K rows a step). The host keeps
  * for each ring row what it knows without the device (step, epoch, position, lr) and
  * reads the ring when progress is due (read_stats): one download, one
  * synchronisation; the optimiser state comes back only on rtp_dev_flush (checkpoints,
@@ -121,10 +123,11 @@ rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
         return RT_ERR(err, RT_ENOMEM, "out of memory creating the trainer");
     rtp_trainer_dev *d = t->dev;
     d->ring = RING_ROWS;
+    const int K = t->cfg.accumulate; /* a step's parts each write a row of stats */
     d->order_epoch = -1;
     d->upload_optim = 1;
     d->rows = calloc(RING_ROWS, sizeof *d->rows);
-    d->hstats = calloc((size_t)RING_ROWS * RT_STEP_STATS, sizeof *d->hstats);
+    d->hstats = calloc((size_t)RING_ROWS * K * RT_STEP_STATS, sizeof *d->hstats);
     int32_t *lab = malloc((size_t)ds->n * sizeof *lab);
     if (!d->rows || !d->hstats || !lab) {
         free(lab);
@@ -148,7 +151,7 @@ rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
     if (s == RT_OK)
         s = dev_alloc(t, M_ORDER, &d->order, RT_I32, ds->n, 1, 1, 1, "the data order", err);
     if (s == RT_OK)
-        s = dev_alloc(t, M_STATS, &d->stats, RT_F32, RING_ROWS, RT_STEP_STATS, 1, 1,
+        s = dev_alloc(t, M_STATS, &d->stats, RT_F32, RING_ROWS * K, RT_STEP_STATS, 1, 1,
                       "the step statistics", err);
     if (s == RT_OK && t->cfg.loss_scaling)
         s = dev_alloc(t, M_AMP, &d->amp, RT_I32, RT_AMP_WORDS, 1, 1, 1, "the loss scale", err);
@@ -243,18 +246,33 @@ static rt_status read_stats(rt_trainer *t, rt_error *err)
 {
     rt_backend *b = rt_model_backend(t->m);
     rtp_trainer_dev *d = t->dev;
+    const int K = t->cfg.accumulate, B = t->cfg.batch_size;
     if (d->pending > 0) {
         RT_TRY(rt_backend_download(b, d->hstats, &d->stats,
-                                   (size_t)d->pending * RT_STEP_STATS * sizeof(float), err));
+                                   (size_t)d->pending * K * RT_STEP_STATS * sizeof(float), err));
         /* the skip count and scale the progress line shows */
         if (t->cfg.loss_scaling) RT_TRY(download_amp(t, NULL, err));
         int n = d->pending;
         d->pending = 0;
         for (int i = 0; i < n; i++) {
-            const float *r = d->hstats + (size_t)i * RT_STEP_STATS;
+            const float *r = d->hstats + (size_t)i * K * RT_STEP_STATS;
+            const int count = d->rows[i].count;
             double loss;
             memcpy(&loss, r, sizeof loss); /* the host path's double, bit for bit */
-            rtp_trainer_account(t, &d->rows[i], loss, (int)r[2]);
+            int correct = (int)r[2];
+            if (count > B) { /* parts of batch_size: host_parts' sum, in the same order */
+                double sum = 0.0;
+                correct = 0;
+                for (int k = 0; k * B < count; k++) {
+                    const float *rk = r + (size_t)k * RT_STEP_STATS;
+                    int nk = count - k * B < B ? count - k * B : B;
+                    memcpy(&loss, rk, sizeof loss);
+                    sum += loss * nk;
+                    correct += (int)rk[2];
+                }
+                loss = sum / count;
+            }
+            rtp_trainer_account(t, &d->rows[i], loss, correct);
         }
     }
     d->last_read = rtp_trainer_now();
@@ -328,18 +346,30 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
                         .augment = c->augment,
                         .pad = t->bcfg.crop_pad,
                         .flip_p = t->bcfg.flip_p,
+                        .cutout = t->bcfg.cutout,
                         .seed = t->bcfg.seed,
                         .epoch = (uint32_t)epoch};
     memcpy(g.pad_value, t->bcfg.pad_value, sizeof g.pad_value);
     rt_tensor *amp = c->loss_scaling ? &d->amp : NULL;
-    if (n > 0) {
-        RT_TRY(rt_backend_gather_batch(b, rt_model_input_tensor(m), rt_model_label_tensor(m),
-                                       &d->data, &d->labels, &d->order, &g, err));
-        RT_TRY(rt_model_forward(m, n, 1, (uint32_t)t->st.step, err));
-        RT_TRY(rt_model_loss(m, n, NULL, NULL, NULL, err));
-        /* ranks account every step from the exchange: their row is always row 0 */
-        RT_TRY(rt_model_step_stats(m, n, &d->stats, c->dist ? 0 : d->pending, err));
-        RT_TRY(rt_model_backward_scaled(m, n, amp, err));
+    /* without ranks, the batch in parts of batch_size (one without accumulation): part k
+     * writes ring row pending * K + k; ranks account every step from the exchange, their
+     * row is always row 0 */
+    const int B = c->batch_size, K = c->accumulate;
+    for (int k = 0, off = 0; n > 0 && off < n; k++, off += B) {
+        int nk = c->dist || n - off < B ? n - off : B;
+        g.start = start + lo + off;
+        g.count = nk;
+        t->micro = k;
+        rt_status s = rt_backend_gather_batch(b, rt_model_input_tensor(m), rt_model_label_tensor(m),
+                                              &d->data, &d->labels, &d->order, &g, err);
+        if (s == RT_OK) s = rt_model_forward(m, nk, 1, rtp_controls_key(t), err);
+        if (s == RT_OK) s = rt_model_loss(m, nk, NULL, NULL, NULL, err);
+        if (s == RT_OK)
+            s = rt_model_step_stats(m, nk, &d->stats, c->dist ? 0 : d->pending * K + k, err);
+        if (s == RT_OK) s = rt_model_backward_part(m, nk, n, amp, err);
+        if (s == RT_OK) s = rtp_controls_accumulate(t, k, off + nk >= n, err);
+        t->micro = 0;
+        RT_TRY(s);
     }
     rt_tensor *p = rt_model_params_flat(m), *gr = rt_model_grads_flat(m);
     double dloss = 0.0;
@@ -348,6 +378,7 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
     const rt_optim_config *oc = rt_optim_get_config(t->optim);
     int64_t next = rt_optim_step_count(t->optim) + 1; /* without loss scaling */
     if (amp) RT_TRY(rt_backend_amp_unscale(b, gr, amp, err));
+    RT_TRY(rtp_controls_clip(t, err));
     if (oc->kind == RT_OPTIM_SGD) {
         rt_sgd_desc sd = {.lr = lr,
                           .momentum = oc->momentum,

@@ -119,7 +119,7 @@ rt_status rtp_dist_grads(rt_trainer *t, int count, double *loss, int *correct, r
     rtp_dist_share(t, count, &lo, &n);
     *loss = 0.0;
     *correct = 0;
-    if (n > 0) RT_TRY(rtp_host_grads(t, lo, n, loss, correct, err));
+    if (n > 0) RT_TRY(rtp_host_grads(t, lo, n, n, loss, correct, err));
     return rtp_dist_average(t, rt_tensor_f32(rt_model_grads_flat(t->m)), n, count, loss, correct,
                             err);
 }

@@ -1,5 +1,6 @@
 /* rt_trainer_eval.c - evaluation of a model on a data set: mean loss, accuracy, the
- * confusion matrix ([true][predicted]) and the predictions of the first samples.
+ * confusion matrix ([true][predicted]), the rank of each label's probability (top-k
+ * accuracy) and the predictions of the first samples.
  *
  * Runs in eval mode (BN running statistics, dropout off) in batches of the model's max
  * batch, in data-set order; per-sample losses are summed in double in that order, so
@@ -64,6 +65,10 @@ rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds, r
                 if (p[j] > p[best]) best = j;
             loss_sum += losses[i];
             correct += best == labels[i];
+            const int y = labels[i];
+            int rank = 0;
+            for (int j = 0; j < L; j++) rank += p[j] > p[y] || (p[j] == p[y] && j < y);
+            out->rank[rank]++;
             out->confusion[labels[i]][best]++;
             if (out->npreds < max_preds)
                 out->preds[out->npreds++] = (rt_prediction){start + i, labels[i], best, p[best]};
@@ -78,4 +83,12 @@ rt_status rt_trainer_evaluate(rt_model *m, const rt_dataset *d, int max_preds, r
     out->loss = d->n ? loss_sum / d->n : 0.0;
     out->accuracy = d->n ? (double)correct / d->n : 0.0;
     return RT_OK;
+}
+
+double rt_eval_topk(const rt_eval_result *e, int k)
+{
+    if (e->n <= 0 || k < 1) return 0.0;
+    int64_t hit = 0;
+    for (int r = 0; r < k && r < e->num_classes && r < RT_MAX_CLASSES; r++) hit += e->rank[r];
+    return (double)hit / (double)e->n;
 }

@@ -54,16 +54,38 @@ struct rt_trainer {
     rtp_replicas *rep;       /* several devices: the other devices' trainers, else NULL */
     float *dist_host;        /* ranks on the device path: (P) host staging of the
                                     gradients (and of the parameters at begin) */
+    void *ctl_mem[2];        /* rt_trainer_controls.c: backend memory of acc and clip */
+    rt_tensor acc;           /* accumulate > 1: (P) the gradients of the step's parts */
+    rt_tensor clip;          /* clipping: RT_CLIP_WORDS, the clip_grad op's norm words */
+    int micro;               /* the micro-batch of the step being computed (0-based) */
 };
+
+/* rt_trainer_controls.c: accumulation, clipping, label smoothing */
+/* The config's accumulation, clipping, smoothing and augmentation values (errors name
+ * the option). */
+RT_MUST_USE rt_status rtp_controls_check(const rt_trainer_config *c, const rt_dataset *d,
+                                         rt_error *err);
+/* Backend memory for the accumulator and the clip words (as the config needs them). */
+RT_MUST_USE rt_status rtp_controls_create(rt_trainer *t, rt_error *err);
+void rtp_controls_destroy(rt_trainer *t);
+/* After micro-batch k's backward (last: the step's last part): the model's gradients
+ * added to the accumulator; the last leaves the step's sum in the model's gradients. */
+RT_MUST_USE rt_status rtp_controls_accumulate(rt_trainer *t, int k, int last, rt_error *err);
+/* The clipping of the step's complete gradient (nothing when off). */
+RT_MUST_USE rt_status rtp_controls_clip(rt_trainer *t, rt_error *err);
+/* The dropout key of micro-batch k of the current step: step * K + k (the step itself
+ * without accumulation). */
+uint32_t rtp_controls_key(const rt_trainer *t);
 
 double rtp_trainer_now(void);
 /* Accounts one finished step (statistics known) and calls progress. */
 void rtp_trainer_account(rt_trainer *t, const rtp_pending *p, double loss, int correct);
 
-/* Forward, loss and backward of samples [off, off + n) of the staged batch (host path);
- * *loss is their mean loss, *correct counts their right predictions. */
-RT_MUST_USE rt_status rtp_host_grads(rt_trainer *t, int off, int n, double *loss, int *correct,
-                                     rt_error *err);
+/* Forward, loss and backward of samples [off, off + n) of the staged batch (host path),
+ * part of total samples (rt_model_backward_part); *loss is their mean loss, *correct
+ * counts their right predictions. */
+RT_MUST_USE rt_status rtp_host_grads(rt_trainer *t, int off, int n, int total, double *loss,
+                                     int *correct, rt_error *err);
 
 /* Should this process stop before the next step (time limit, should_stop)? */
 rt_step_event rtp_trainer_local_stop(const rt_trainer *t);

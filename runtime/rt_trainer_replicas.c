@@ -90,6 +90,7 @@ rt_status rtp_rep_create(rt_trainer **out, rt_model *m, const rt_dataset *train,
                       "several devices in a launch of several ranks: give "
                       "each rank one device (its LOCAL_RANK's) ---> HINT: --device cuda");
     if (!cfg->replicas) return RT_ERR(err, RT_EINVAL, "nreplicas %d without replicas", n);
+    RT_TRY(rtp_controls_check(cfg, train, err)); /* --accumulate is refused here */
     rt_backend **bs = calloc((size_t)n + 1, sizeof *bs);
     rtp_replicas *rs = calloc(1, sizeof *rs);
     rtp_replica *r = calloc((size_t)n, sizeof *r);

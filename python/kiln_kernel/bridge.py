@@ -342,7 +342,7 @@ class KilnMagics(Magics):
 # would get IPython's bare "Line magic function not found" (tests/wheel checks the list
 # against the kernel's own).
 KILN_ONLY_MAGICS = ("checkpoint", "dataset", "device", "evaluate", "export", "model",
-                    "predict", "results", "resume", "train")
+                    "predict", "results", "resume", "sweep", "train")
 
 
 def _hint(name):

@@ -211,6 +211,7 @@ const rt_backend_ops rt_cpu_ops = {
     .xent_bwd = rtp_cpu_xent_bwd,
     .adam_update = rtp_cpu_adam_update,
     .sgd_update = rtp_cpu_sgd_update,
+    .clip_grad = rtp_cpu_clip_grad,
     .gather_batch = rtp_cpu_gather_batch,
     .bytes_to_f32 = rtp_cpu_bytes_to_f32,
     .xent_stats = rtp_cpu_xent_stats,

@@ -37,6 +37,11 @@ rt_status rtp_cpu_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *labe
         rt_batcher_augment_draw(d->seed, d->epoch, (uint32_t)ord[i], d->pad, d->flip_p, &top, &left,
                                 &flip);
         rt_batcher_crop_flip(o, s, d->C, d->H, d->W, d->pad, top, left, flip, d->pad_value);
+        if (d->cutout > 0) {
+            int cy, cx;
+            rt_batcher_cutout_draw(d->seed, d->epoch, (uint32_t)ord[i], d->H, d->W, &cy, &cx);
+            rt_batcher_cutout(o, d->C, d->H, d->W, d->cutout, cy, cx);
+        }
     }
     for (int i = 0; i < d->count; i++) out_lab[i] = lab[ord[i]];
     return RT_OK;

@@ -129,6 +129,8 @@ RT_MUST_USE rt_op_xent_bwd rtp_cpu_xent_bwd;
 /* cpu_optim.c */
 RT_MUST_USE rt_op_adam_update rtp_cpu_adam_update;
 RT_MUST_USE rt_op_sgd_update rtp_cpu_sgd_update;
+/* cpu_clip.c */
+RT_MUST_USE rt_op_clip_grad rtp_cpu_clip_grad;
 
 /* cpu_gather.c, cpu_xent.c, cpu_amp.c: the trainer's device path */
 RT_MUST_USE rt_op_bytes_to_f32 rtp_cpu_bytes_to_f32;

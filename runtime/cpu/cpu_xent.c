@@ -1,7 +1,8 @@
 /* cpu_xent.c - softmax cross-entropy on the CPU (log-softmax + NLL, per sample).
  *
  * The max is subtracted before exp (stable); the per-sample loss is
- * logsumexp(logits) - logits[label], computed in double. The caller reduces the (N)
+ * logsumexp(logits) - logits[label], computed in double; with label smoothing eps,
+ * logsumexp - (1 - eps) logits[label] - eps mean(logits), the same in closed form. The caller reduces the (N)
  * losses (mean) on the host in a fixed order.
  */
 #include <math.h>
@@ -29,7 +30,14 @@ rt_status rtp_cpu_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
         for (int j = 0; j < d->L; j++) s += exp((double)zn[j] - m);
         double lse = m + log(s);
         for (int j = 0; j < d->L; j++) pn[j] = (float)exp((double)zn[j] - lse);
-        l[n] = (float)(lse - zn[y[n]]);
+        if (d->smoothing == 0.0f) {
+            l[n] = (float)(lse - zn[y[n]]);
+            continue;
+        }
+        /* (1 - eps) * (lse - z_y) + eps * mean_j (lse - z_j) */
+        double e = d->smoothing, zs = 0.0;
+        for (int j = 0; j < d->L; j++) zs += zn[j];
+        l[n] = (float)(lse - (1.0 - e) * zn[y[n]] - e * zs / d->L);
     }
     return RT_OK;
 }
@@ -41,10 +49,12 @@ rt_status rtp_cpu_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *p
     const float *p = probs->data;
     const int32_t *y = labels->data;
     float *g = dlogits->data;
+    /* the smoothed target: hit for the label, off for the others (1 and 0 unsmoothed) */
+    const float off = d->smoothing / (float)d->L, hit = 1.0f - d->smoothing + off;
     for (int n = 0; n < d->N; n++)
         for (int j = 0; j < d->L; j++) {
             size_t i = (size_t)n * d->L + j;
-            g[i] = (p[i] - (j == y[n] ? 1.0f : 0.0f)) * scale;
+            g[i] = (p[i] - (j == y[n] ? hit : off)) * scale;
         }
     return RT_OK;
 }

@@ -196,6 +196,7 @@ const rt_backend_ops rt_cuda_ops = {
     .xent_bwd = rtp_cuda_xent_bwd,
     .adam_update = rtp_cuda_adam_update,
     .sgd_update = rtp_cuda_sgd_update,
+    .clip_grad = rtp_cuda_clip_grad,
     .gather_batch = rtp_cuda_gather_batch,
     .bytes_to_f32 = rtp_cuda_bytes_to_f32,
     .xent_stats = rtp_cuda_xent_stats,

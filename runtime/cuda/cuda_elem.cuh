@@ -280,7 +280,7 @@ RTP_HD void rtp_col2im_at(size_t i, float *dx, const float *col, rtp_conv_geom g
 /* ---- softmax cross-entropy, one sample (cpu_xent.c); bad label -> NaN loss ---- */
 
 RTP_HD void rtp_xent_fwd_at(int n, float *loss, float *probs, const float *logits,
-                            const int32_t *labels, int L)
+                            const int32_t *labels, int L, float eps)
 {
     const float *z = logits + (size_t)n * L;
     float *p = probs + (size_t)n * L;
@@ -291,14 +291,49 @@ RTP_HD void rtp_xent_fwd_at(int n, float *loss, float *probs, const float *logit
     double lse = m + log(s);
     for (int j = 0; j < L; j++) p[j] = (float)exp((double)z[j] - lse);
     int y = labels[n];
-    loss[n] = (y >= 0 && y < L) ? (float)(lse - z[y]) : (float)NAN;
+    if (!(y >= 0 && y < L)) {
+        loss[n] = (float)NAN;
+    } else if (eps == 0.0f) {
+        loss[n] = (float)(lse - z[y]);
+    } else { /* label smoothing: cpu_xent.c's closed form */
+        double e = eps, zs = 0.0;
+        for (int j = 0; j < L; j++) zs += z[j];
+        loss[n] = (float)(lse - (1.0 - e) * z[y] - e * zs / L);
+    }
 }
 
 RTP_HD void rtp_xent_bwd_at(size_t i, float *g, const float *p, const int32_t *labels, float scale,
-                            int L)
+                            int L, float eps)
 {
     int n = (int)rtp_udiv(i, (size_t)L), j = (int)(i - (size_t)n * L);
-    g[i] = (p[i] - (j == labels[n] ? 1.0f : 0.0f)) * scale;
+    const float off = eps / (float)L, hit = 1.0f - eps + off; /* cpu_xent.c's target */
+    g[i] = (p[i] - (j == labels[n] ? hit : off)) * scale;
+}
+
+/* ---- gradient clipping (cpu_clip.c) ---- */
+
+/* The clamp of clip_grad_value_. */
+RTP_HD void rtp_clip_value_at(size_t i, float *g, float v)
+{
+    g[i] = g[i] > v ? v : (g[i] < -v ? -v : g[i]);
+}
+
+/* The squares of thread t of T over g[lo, hi) (stride T), in double. */
+RTP_HD double rtp_clip_sq_part(int t, int T, const float *g, size_t lo, size_t hi)
+{
+    double s = 0.0;
+    for (size_t i = lo + (size_t)t; i < hi; i += (size_t)T) s += (double)g[i] * g[i];
+    return s;
+}
+
+/* The norm from the RT_CLIP_PARTS partials (in order) into w[0], the factor into w[1]. */
+RTP_HD void rtp_clip_finish(float *w, const double *part, double max_norm)
+{
+    double ss = 0.0;
+    for (int p = 0; p < RT_CLIP_PARTS; p++) ss += part[p];
+    const double total = sqrt(ss), coef = max_norm / (total + 1e-6);
+    w[0] = (float)total;
+    w[1] = coef < 1.0 ? (float)coef : 1.0f;
 }
 
 /* ---- optimisers (rtp_optim_*_range of rt_optim_kernels.c, line by line) ---- */
@@ -604,6 +639,7 @@ RTP_HD uint32_t rtp_words_below(rtp_words *w, uint32_t n)
 /* The crop/flip of one sample: rt_batcher_augment_draw(seed, epoch, idx, pad, flip_p). */
 typedef struct rtp_aug {
     int top, left, flip;
+    int cy, cx; /* the cutout square's centre (rt_batcher_cutout_draw) */
 } rtp_aug;
 
 RTP_HD rtp_aug rtp_augment_draw(rtp_philox_stream st, uint32_t idx, int pad, float flip_p)
@@ -617,6 +653,15 @@ RTP_HD rtp_aug rtp_augment_draw(rtp_philox_stream st, uint32_t idx, int pad, flo
     return a;
 }
 
+/* The cutout centre: rt_batcher_cutout_draw from st2 = rt_rng_stream(seed, RT_RNG_AUGMENT,
+ * epoch, 1). */
+RTP_HD void rtp_cutout_draw(rtp_philox_stream st2, uint32_t idx, int H, int W, rtp_aug *a)
+{
+    rtp_words w = {st2, (uint64_t)idx * 2, 0, {0, 0, 0, 0}, 0};
+    a->cy = (int)rtp_words_below(&w, (uint32_t)H);
+    a->cx = (int)rtp_words_below(&w, (uint32_t)W);
+}
+
 /* Element j of one (C,H,W) sample: a copy, or rt_batcher_crop_flip's
  * out(c,y,x) = src(c, y+top-pad, x'+left-pad), x' = flip ? W-1-x : x, else pad_value[c]. */
 RTP_HD void rtp_gather_at(size_t j, float *o, const float *src, const rtp_gather_geom *g, rtp_aug a)
@@ -627,6 +672,13 @@ RTP_HD void rtp_gather_at(size_t j, float *o, const float *src, const rtp_gather
     }
     int x = (int)(j % (size_t)g->W), y = (int)((j / (size_t)g->W) % (size_t)g->H);
     int c = (int)(j / ((size_t)g->W * g->H));
+    if (g->cutout > 0) { /* rt_batcher_cutout's square, after the crop/flip */
+        int y0 = a.cy - g->cutout / 2, x0 = a.cx - g->cutout / 2;
+        if (y >= y0 && y < y0 + g->cutout && x >= x0 && x < x0 + g->cutout) {
+            o[j] = 0.0f;
+            return;
+        }
+    }
     int sy = y + a.top - g->pad, sx = (a.flip ? g->W - 1 - x : x) + a.left - g->pad;
     o[j] = (sy >= 0 && sy < g->H && sx >= 0 && sx < g->W) ? src[((size_t)c * g->H + sy) * g->W + sx]
                                                           : g->pad_value[c];

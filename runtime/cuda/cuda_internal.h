@@ -221,6 +221,7 @@ RT_MUST_USE rt_op_sgd_update rtp_cuda_sgd_update;
 
 /* ---- cuda_ops_train.c: the trainer's device path (no host round trip) ---- */
 RT_MUST_USE rt_op_bytes_to_f32 rtp_cuda_bytes_to_f32;
+RT_MUST_USE rt_op_clip_grad rtp_cuda_clip_grad;
 RT_MUST_USE rt_op_gather_batch rtp_cuda_gather_batch;
 RT_MUST_USE rt_op_xent_stats rtp_cuda_xent_stats;
 RT_MUST_USE rt_op_amp_scale rtp_cuda_amp_scale;

@@ -131,15 +131,20 @@ cudaError_t rtp_k_bn_bwd_apply(cudaStream_t s, float *dx, const float *dy, const
 
 /* ---- cuda_xent.cu (as cpu_xent.c); a label outside [0, L) gives a NaN loss ---- */
 cudaError_t rtp_k_xent_fwd(cudaStream_t s, float *loss, float *probs, const float *logits,
-                           const int32_t *labels, int N, int L);
+                           const int32_t *labels, int N, int L, float eps);
 cudaError_t rtp_k_xent_bwd(cudaStream_t s, float *dlogits, const float *probs,
-                           const int32_t *labels, float scale, int N, int L);
+                           const int32_t *labels, float scale, int N, int L, float eps);
 
 /* ---- cuda_optim.cu (mirrors rt_optim_kernels.c line by line) ---- */
 cudaError_t rtp_k_adam(cudaStream_t s, float *p, float *m, float *v, const float *g, size_t n,
                        rt_adam_coef c);
 cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
                       rt_sgd_coef c);
+/* clip_grad (cpu_clip.c): the clamp (clip_value > 0), then (max_norm > 0) RT_CLIP_PARTS
+ * blocks' partial squares into w's scratch, one thread's norm and factor into w[0..1],
+ * and the scaling by w[1] (skipped by every thread when it is 1). */
+cudaError_t rtp_k_clip(cudaStream_t s, float *g, size_t n, float *w, double max_norm,
+                       double clip_value);
 
 /* ---- cuda_im2col.cu (convolution without cuDNN) ---- */
 /* The (C*R*S, P*Q) column matrices of `count` images x (count, C,H,W), zeros outside
@@ -162,6 +167,8 @@ typedef struct rtp_gather_geom {
     float flip_p;
     float pad_value[4];
     rtp_philox_stream st;
+    int cutout;            /* side of the cutout square, 0: none */
+    rtp_philox_stream st2; /* the cutout stream: rt_rng_stream(seed, RT_RNG_AUGMENT, epoch, 1) */
 } rtp_gather_geom;
 
 /* images (count,C,H,W), labels (count) from data (n,C,H,W), data_labels (n) by order

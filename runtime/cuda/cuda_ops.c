@@ -182,9 +182,9 @@ rt_status rtp_cuda_xent_fwd(rt_backend *b, rt_tensor *loss, rt_tensor *probs,
                             rt_error *err)
 {
     RTP_ENTER(b);
-    RT_CUDA_TRY(
-        b, err,
-        rtp_k_xent_fwd(STREAM, loss->data, probs->data, logits->data, labels->data, d->N, d->L));
+    RT_CUDA_TRY(b, err,
+                rtp_k_xent_fwd(STREAM, loss->data, probs->data, logits->data, labels->data, d->N,
+                               d->L, d->smoothing));
     return RT_OK;
 }
 
@@ -193,9 +193,9 @@ rt_status rtp_cuda_xent_bwd(rt_backend *b, rt_tensor *dlogits, const rt_tensor *
                             rt_error *err)
 {
     RTP_ENTER(b);
-    RT_CUDA_TRY(
-        b, err,
-        rtp_k_xent_bwd(STREAM, dlogits->data, probs->data, labels->data, scale, d->N, d->L));
+    RT_CUDA_TRY(b, err,
+                rtp_k_xent_bwd(STREAM, dlogits->data, probs->data, labels->data, scale, d->N, d->L,
+                               d->smoothing));
     return RT_OK;
 }
 

@@ -23,6 +23,7 @@ rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *lab
     RTP_ENTER(b);
     /* the stream and conversions rt_batcher_augment_draw uses (rt_rng.h) */
     rt_rng r = rt_rng_stream(d->seed, RT_RNG_AUGMENT, d->epoch, 0);
+    rt_rng r2 = rt_rng_stream(d->seed, RT_RNG_AUGMENT, d->epoch, 1); /* cutout */
     rtp_gather_geom g = {.n = d->n,
                          .C = d->C,
                          .H = d->H,
@@ -31,12 +32,24 @@ rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *lab
                          .augment = d->augment != 0,
                          .pad = d->pad,
                          .flip_p = d->flip_p,
-                         .st = {r.key[0], r.key[1], r.stream[0], r.stream[1]}};
+                         .st = {r.key[0], r.key[1], r.stream[0], r.stream[1]},
+                         .cutout = d->augment ? d->cutout : 0,
+                         .st2 = {r2.key[0], r2.key[1], r2.stream[0], r2.stream[1]}};
     for (int c = 0; c < 4; c++) g.pad_value[c] = d->pad_value[c];
     const int32_t *ord = (const int32_t *)order->data + d->start;
     RT_CUDA_TRY(
         b, err,
         rtp_k_gather(STREAM, images->data, labels->data, data->data, data_labels->data, ord, g));
+    return RT_OK;
+}
+
+rt_status rtp_cuda_clip_grad(rt_backend *b, rt_tensor *grad, rt_tensor *norm, const rt_clip_desc *d,
+                             rt_error *err)
+{
+    RTP_ENTER(b);
+    RT_CUDA_TRY(b, err,
+                rtp_k_clip(STREAM, grad->data, rt_tensor_numel(grad), norm->data, d->max_norm,
+                           d->clip_value));
     return RT_OK;
 }
 

@@ -29,6 +29,7 @@ __global__ void gather_k(float *images, int32_t *labels, const float *data,
         if (threadIdx.x == 0) {
             labels[i] = data_labels[idx];
             if (g.augment) a = rtp_augment_draw(g.st, (uint32_t)idx, g.pad, g.flip_p);
+            if (g.augment && g.cutout > 0) rtp_cutout_draw(g.st2, (uint32_t)idx, g.H, g.W, &a);
         }
         __syncthreads();
         const rtp_aug la = a;

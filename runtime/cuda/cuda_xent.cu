@@ -7,26 +7,27 @@
 #include "cuda_launch.cuh"
 
 __global__ void xent_fwd_k(float *loss, float *probs, const float *logits, const int32_t *labels,
-                           int N, int L)
+                           int N, int L, float eps)
 {
-    RTP_GRID_LOOP(n, N) rtp_xent_fwd_at((int)n, loss, probs, logits, labels, L);
+    RTP_GRID_LOOP(n, N) rtp_xent_fwd_at((int)n, loss, probs, logits, labels, L, eps);
 }
 
 __global__ void xent_bwd_k(float *g, const float *p, const int32_t *labels, float scale, size_t n,
-                           int L)
+                           int L, float eps)
 {
-    RTP_GRID_LOOP(i, n) rtp_xent_bwd_at(i, g, p, labels, scale, L);
+    RTP_GRID_LOOP(i, n) rtp_xent_bwd_at(i, g, p, labels, scale, L, eps);
 }
 
 extern "C" cudaError_t rtp_k_xent_fwd(cudaStream_t s, float *loss, float *probs,
-                                      const float *logits, const int32_t *labels, int N, int L)
+                                      const float *logits, const int32_t *labels, int N, int L,
+                                      float eps)
 {
-    RTP_LAUNCH((size_t)(N > 0 ? N : 0), s, xent_fwd_k, loss, probs, logits, labels, N, L);
+    RTP_LAUNCH((size_t)(N > 0 ? N : 0), s, xent_fwd_k, loss, probs, logits, labels, N, L, eps);
 }
 
 extern "C" cudaError_t rtp_k_xent_bwd(cudaStream_t s, float *dlogits, const float *probs,
-                                      const int32_t *labels, float scale, int N, int L)
+                                      const int32_t *labels, float scale, int N, int L, float eps)
 {
     size_t n = (size_t)N * L;
-    RTP_LAUNCH(n, s, xent_bwd_k, dlogits, probs, labels, scale, n, L);
+    RTP_LAUNCH(n, s, xent_bwd_k, dlogits, probs, labels, scale, n, L, eps);
 }

@@ -106,6 +106,7 @@ typedef struct rtp_known_set {
                                    labels; CIFAR: the archive only */
     int num_files;
     const char *class_names[10];
+    const char *augment; /* what plain --augment means for the set (rt_augment.h) */
 } rtp_known_set;
 
 const rtp_known_set *rtp_known_set_find(const char *name);

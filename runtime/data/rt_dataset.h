@@ -122,6 +122,10 @@ void rt_dataset_image_u8(const rt_dataset *d, int i, uint8_t *out);
  * For predicting on new images with a model trained on a folder. */
 RT_MUST_USE rt_status rt_image_file_read(const char *path, int c, int h, int w, uint8_t *out,
                                          rt_error *err);
+/* What plain --augment means for the named set NAME (or a split of it, "mnist/train"):
+ * the table's "crop:2" for the digit sets (never a flip), "crop:4,flip" for CIFAR-10;
+ * NULL for a set the table does not know (rt_augment_default decides). */
+const char *rt_dataset_default_augment(const char *name);
 /* The names a user may give: "mnist", "fashion-mnist", "cifar10" (NULL-terminated,
  * static), for help and completion. */
 const char *const *rt_dataset_known_names(void);

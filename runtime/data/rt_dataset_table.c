@@ -35,7 +35,8 @@ static const rtp_known_set known_sets[] = {
                {"t10k-labels-idx1-ubyte.gz",
                 "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", 4542}},
      .num_files = 4,
-     .class_names = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
+     .class_names = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"},
+     .augment = "crop:2"}, /* a mirrored digit is another glyph (or none): no flip */
     {.name = "fashion-mnist",
      .format = RTP_FMT_IDX,
      /* The bucket's website endpoint speaks only http; SHA-256 makes that safe. */
@@ -52,7 +53,8 @@ static const rtp_known_set known_sets[] = {
                 "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5", 5148}},
      .num_files = 4,
      .class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
-                     "Sneaker", "Bag", "Ankle boot"}},
+                     "Sneaker", "Bag", "Ankle boot"},
+     .augment = "crop:2,flip"}, /* clothes mirror into the same class; 28 x 28: pad 2 */
     {.name = "cifar10",
      .format = RTP_FMT_CIFAR,
      .base_url = "https://www.cs.toronto.edu/~kriz/",
@@ -61,7 +63,8 @@ static const rtp_known_set known_sets[] = {
                 "c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd", 170052171}},
      .num_files = 1,
      .class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
-                     "ship", "truck"}},
+                     "ship", "truck"},
+     .augment = "crop:4,flip"},
 };
 
 static const char *const known_names[] = {"mnist", "fashion-mnist", "cifar10", NULL};
@@ -123,4 +126,14 @@ rt_status rtp_manifest_lookup(const char *manifest, const char *name, char hex[6
     if (st == RT_ENOTFOUND)
         RT_ERR(err, RT_ENOTFOUND, "%s: no SHA-256 for %s in the manifest", manifest, name);
     return st;
+}
+
+const char *rt_dataset_default_augment(const char *name)
+{
+    char base[64];
+    size_t k = 0;
+    for (const char *p = name; *p && *p != '/' && k + 1 < sizeof base; p++) base[k++] = *p;
+    base[k] = '\0';
+    const rtp_known_set *ks = rtp_known_set_find(base);
+    return ks ? ks->augment : NULL;
 }

@@ -380,11 +380,11 @@ static rt_status xent_case(rt_backend *b, int side, void *vc, rt_error *err)
     return rt_backend_xent_bwd(b, T(k->dz), T(k->probs), lab, 1.0f / (float)k->d.N, &k->d, err);
 }
 
-static void check_xent(int N, int L)
+static void check_xent(int N, int L, float smoothing)
 {
     xent_ctx k;
-    k.d = (rt_xent_desc){N, L};
-    printf("xent N=%d L=%d\n", N, L);
+    k.d = (rt_xent_desc){N, L, smoothing};
+    printf("xent N=%d L=%d smoothing %g\n", N, L, (double)smoothing);
     float *vz = gpu_randn((size_t)N * L, 17, 3.0f);
     int32_t *lab = malloc((size_t)N * 4);
     for (int n = 0; n < N; n++) lab[n] = (n * 7 + 3) % L;
@@ -519,9 +519,11 @@ int main(int argc, char **argv)
     check_dense(128, 300, 128, 1);
     check_dense(16, 64, 10, 0);
     check_dense(130, 20, 40, 1); /* 3 row tiles, 2 column blocks of the staged bias sum */
-    check_xent(1, 2);
-    check_xent(5, 10);
-    check_xent(33, 7);
+    check_xent(1, 2, 0.0f);
+    check_xent(5, 10, 0.0f);
+    check_xent(33, 7, 0.0f);
+    check_xent(5, 10, 0.1f); /* label smoothing */
+    check_xent(33, 7, 0.5f);
     check_optim(1, 0, 0.0f, 0.0f, 0);
     check_optim(1000, 1, 0.01f, 0.9f, 0);
     check_optim(100003, 0, 1e-4f, 0.9f, 1);

@@ -64,8 +64,9 @@ static rt_status gather_case(rt_backend *b, int side, void *vc, rt_error *err)
 
 /* n images (C,H,W), order = the epoch's permutation; gathers [start, start+count) into a
  * batch of `batch` >= count samples pre-filled with a sentinel. */
-static void check_gather(int n, int C, int H, int W, int start, int count, int batch, int augment,
-                         int pad, float flip_p, uint64_t seed, uint32_t epoch)
+static void check_gather_cut(int n, int C, int H, int W, int start, int count, int batch,
+                             int augment, int pad, float flip_p, uint64_t seed, uint32_t epoch,
+                             int cutout)
 {
     gather_ctx k;
     memset(&k, 0, sizeof k);
@@ -80,11 +81,12 @@ static void check_gather(int n, int C, int H, int W, int start, int count, int b
                            .flip_p = flip_p,
                            .pad_value = {-1.5f, 0.25f, 2.0f, -0.125f},
                            .seed = seed,
-                           .epoch = epoch};
+                           .epoch = epoch,
+                           .cutout = cutout};
     printf("gather_batch n=%d C=%d H=%d W=%d [%d, %d) batch %d augment=%d pad=%d flip_p=%g "
-           "seed=%llu epoch=%u\n",
+           "seed=%llu epoch=%u cutout=%d\n",
            n, C, H, W, start, start + count, batch, augment, pad, (double)flip_p,
-           (unsigned long long)seed, epoch);
+           (unsigned long long)seed, epoch, cutout);
     size_t img = (size_t)C * H * W;
     float *vd = gpu_randn((size_t)n * img, 20, 1.0f),
           *vs = gpu_randn((size_t)batch * img, 21, 1.0f);
@@ -109,6 +111,64 @@ static void check_gather(int n, int C, int H, int W, int start, int count, int b
     gpu_pair *all[] = {&k.data, &k.dlab, &k.order, &k.img, &k.lab};
     for (int i = 0; i < 5; i++) FREE(*all[i]);
     free(vd), free(vs), free(lab), free(ord), free(ls), free(perm);
+}
+
+static void check_gather(int n, int C, int H, int W, int start, int count, int batch, int augment,
+                         int pad, float flip_p, uint64_t seed, uint32_t epoch)
+{
+    check_gather_cut(n, C, H, W, start, count, batch, augment, pad, flip_p, seed, epoch, 0);
+}
+
+/* ---- clip_grad ---- */
+
+typedef struct clip_ctx {
+    rt_clip_desc d;
+    gpu_pair g, w;
+} clip_ctx;
+
+static rt_status clip_case(rt_backend *b, int side, void *vc, rt_error *err)
+{
+    clip_ctx *k = vc;
+    return rt_backend_clip_grad(b, T(k->g), T(k->w), &k->d, err);
+}
+
+/* n gradients of scale sd; the norm, the factor and the clipped gradient of both sides. */
+static void check_clip(int n, float sd, double max_norm, double clip_value)
+{
+    clip_ctx k;
+    memset(&k, 0, sizeof k);
+    k.d = (rt_clip_desc){.max_norm = max_norm, .clip_value = clip_value};
+    printf("clip_grad n=%d scale %g max_norm %g clip_value %g\n", n, (double)sd, max_norm,
+           clip_value);
+    float *vg = gpu_randn((size_t)n, 31, sd);
+    MAKE(k.g, n, 1, 1, 1, vg);
+    MAKE(k.w, RT_CLIP_WORDS, 1, 1, 1, NULL);
+    if (both_async("clip_grad", clip_case, &k)) {
+        CMP("clip_grad gradient", k.g, 1e-7, 1e-6);
+        float wc[2], wg[2];
+        rt_error err = {0};
+        if (rt_backend_download(&ck_be[0], wc, &k.w.c, sizeof wc, &err) != RT_OK ||
+            rt_backend_download(&ck_be[1], wg, &k.w.g, sizeof wg, &err) != RT_OK)
+            exit(99);
+        expect(fabsf(wc[0] - wg[0]) <= 1e-6f * wc[0] && fabsf(wc[1] - wg[1]) <= 1e-6f,
+               "clip_grad: the norm and the factor agree");
+        if (max_norm > 0) {
+            double ss = 0; /* the reference norm of the input, and the factor taken */
+            for (int i = 0; i < n; i++) {
+                float v = vg[i];
+                if (clip_value > 0)
+                    v = v > clip_value    ? (float)clip_value
+                        : v < -clip_value ? (float)-clip_value
+                                          : v;
+                ss += (double)v * v;
+            }
+            double want = max_norm / (sqrt(ss) + 1e-6);
+            expect(fabs(wc[0] - sqrt(ss)) <= 1e-6 * sqrt(ss), "clip_grad: the norm is the L2 norm");
+            expect(fabs(wc[1] - (want < 1 ? want : 1.0)) <= 1e-6, "clip_grad: the factor");
+        }
+    }
+    FREE(k.g), FREE(k.w);
+    free(vg);
 }
 
 /* Bad order values: the CPU refuses them; the CUDA backend, which cannot see them
@@ -169,7 +229,7 @@ static void check_stats(int N, int L, int row, int rows)
 {
     stats_ctx k;
     memset(&k, 0, sizeof k);
-    k.d = (rt_xent_desc){N, L};
+    k.d = (rt_xent_desc){N, L, 0.0f};
     k.row = row;
     printf("xent_stats N=%d L=%d row %d of %d\n", N, L, row, rows);
     float *vl = gpu_randn((size_t)N, 23, 2.0f), *vp = gpu_randn((size_t)N * L, 24, 1.0f);
@@ -354,7 +414,7 @@ static void check_refusals(void)
         expect(rt_backend_gather_batch(b, T(small), T(small), T(small), T(small), T(small), &d,
                                        &err) == RT_EINVAL,
                "gather: images tensor too small");
-        rt_xent_desc x = {2, 2};
+        rt_xent_desc x = {2, 2, 0.0f};
         expect(rt_backend_xent_stats(b, T(ring), 2, T(small), T(small), T(small), &x, &err) ==
                    RT_EINVAL,
                "xent_stats: row outside the ring");
@@ -379,9 +439,16 @@ void check_train_ops(void)
     check_gather(23, 3, 5, 5, 0, 23, 23, 1, 0, 0.5f, 14, 0);
     check_gather(19, 4, 7, 5, 2, 11, 12, 1, 3, 0.0f, 15, 9);
     check_gather(1, 3, 1, 1, 0, 1, 1, 1, 2, 0.5f, 16, 0);
-    check_gather(37, 3, 5, 5, 0, 37, 37, 1, 57, 0.5f, 44377, 0);  /* top rejects at 2 */
-    check_gather(37, 2, 6, 5, 0, 37, 40, 1, 57, 0.5f, 607983, 0); /* left rejects at 6 */
-    check_gather(9, 3, 4, 4, 5, 0, 4, 1, 2, 0.5f, 17, 0);         /* count 0: no-op */
+    check_gather(37, 3, 5, 5, 0, 37, 37, 1, 57, 0.5f, 44377, 0);    /* top rejects at 2 */
+    check_gather(37, 2, 6, 5, 0, 37, 40, 1, 57, 0.5f, 607983, 0);   /* left rejects at 6 */
+    check_gather(9, 3, 4, 4, 5, 0, 4, 1, 2, 0.5f, 17, 0);           /* count 0: no-op */
+    check_gather_cut(37, 3, 8, 8, 8, 16, 16, 1, 4, 0.5f, 12, 2, 4); /* cutout after crop/flip */
+    check_gather_cut(23, 1, 7, 5, 0, 23, 23, 1, 0, 0.0f, 18, 1, 3); /* cutout alone, odd side */
+    check_clip(1, 1.0f, 0.5, 0.0);
+    check_clip(1000, 1.0f, 1.0, 0.0);     /* clipped: the norm is ~31 */
+    check_clip(300000, 1e-3f, 10.0, 0.0); /* not clipped: factor 1, gradient unchanged */
+    check_clip(4099, 1.0f, 0.0, 0.5);     /* the clamp alone */
+    check_clip(70001, 1.0f, 2.0, 0.25);   /* both: the clamp first */
     check_gather_bad_order();
     check_stats(1, 2, 0, 1);
     check_stats(5, 10, 2, 3);

@@ -96,13 +96,13 @@ static rt_status dropout_p_one(side *s, rt_error *err)
 
 static rt_status xent_no_classes(side *s, rt_error *err)
 {
-    rt_xent_desc d = {2, 0};
+    rt_xent_desc d = {2, 0, 0.0f};
     return rt_backend_xent_fwd(&s->b, &s->t[0], &s->t[1], &s->t[2], &s->t[3], &d, err);
 }
 
 static rt_status xent_short_labels(side *s, rt_error *err)
 {
-    rt_xent_desc d = {4, 2};
+    rt_xent_desc d = {4, 2, 0.0f};
     return rt_backend_xent_bwd(&s->b, &s->t[0], &s->t[1], &s->small, 0.25f, &d, err);
 }
 
@@ -143,7 +143,7 @@ static rt_status gather_past_end(side *s, rt_error *err)
 
 static rt_status stats_bad_row(side *s, rt_error *err)
 {
-    rt_xent_desc d = {2, 2};
+    rt_xent_desc d = {2, 2, 0.0f};
     return rt_backend_xent_stats(&s->b, &s->t[0], -1, &s->t[1], &s->t[2], &s->t[3], &d, err);
 }
 
@@ -157,6 +157,24 @@ static rt_status amp_adam_unbound_m(side *s, rt_error *err)
     rt_adam_desc d = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .step = 1};
     return rt_backend_amp_adam_update(&s->b, &s->t[0], &s->unbound, &s->t[1], &s->t[2], &s->t[3],
                                       &d, err);
+}
+
+static rt_status xent_smoothing_one(side *s, rt_error *err)
+{
+    rt_xent_desc d = {2, 2, 1.0f};
+    return rt_backend_xent_fwd(&s->b, &s->t[0], &s->t[1], &s->t[2], &s->t[3], &d, err);
+}
+
+static rt_status clip_short_norm(side *s, rt_error *err)
+{
+    rt_clip_desc d = {.max_norm = 1.0};
+    return rt_backend_clip_grad(&s->b, &s->t[0], &s->small, &d, err);
+}
+
+static rt_status clip_negative(side *s, rt_error *err)
+{
+    rt_clip_desc d = {.max_norm = 1.0, .clip_value = -2.0};
+    return rt_backend_clip_grad(&s->b, &s->t[0], &s->t[1], &d, err);
 }
 
 static const bad_call calls[] = {
@@ -178,6 +196,9 @@ static const bad_call calls[] = {
     {"dropout p=1", dropout_p_one, "dropout p=1 must be in [0, 1)"},
     {"xent no classes", xent_no_classes, "xent: 2 samples, 0 classes"},
     {"xent short labels", xent_short_labels, "xent labels: tensor has 3 elements, op needs 4"},
+    {"xent smoothing 1", xent_smoothing_one, "xent: label smoothing 1 outside [0, 1)"},
+    {"clip short norm", clip_short_norm, "clip_grad norm: tensor has 3 elements, op needs 516"},
+    {"clip negative value", clip_negative, "clip_grad: max norm 1 and clip value -2 must be >= 0"},
     {"adam step 0", adam_step_zero, "adam step must be >= 1"},
     {"sgd unbound momentum", sgd_unbound_momentum, "sgd momentum buffer: unbound tensor"},
     {"copy into short", copy_into_short, "copy: tensor has 3 elements, op needs 64"},

@@ -325,19 +325,19 @@ T_TEST(xent)
     float *lc = zeros(N), *lk = zeros(N), *pc = zeros((size_t)N * L), *pk = zeros((size_t)N * L);
     float *gc = zeros((size_t)N * L), *gk = zeros((size_t)N * L);
     rt_error err = {};
-    rt_xent_desc d = {N, L};
+    rt_xent_desc d = {N, L, 0.0f};
     rt_tensor tz = view(z, N, L, 1, 1), tl = view(lc, N, 1, 1, 1), tp = view(pc, N, L, 1, 1);
     rt_tensor tg = view(gc, N, L, 1, 1), tlab = view(lab, N, 1, 1, 1);
     tlab.dtype = RT_I32;
     ASSERT_EQ(rt_backend_xent_fwd(&cpu, &tl, &tp, &tz, &tlab, &d, &err), RT_OK);
     ASSERT_EQ(rt_backend_xent_bwd(&cpu, &tg, &tp, &tlab, 1.0f / N, &d, &err), RT_OK);
-    for (int n = 0; n < N; n++) rtp_xent_fwd_at(n, lk, pk, z, lab, L);
-    for (size_t i = 0; i < (size_t)N * L; i++) rtp_xent_bwd_at(i, gk, pk, lab, 1.0f / N, L);
+    for (int n = 0; n < N; n++) rtp_xent_fwd_at(n, lk, pk, z, lab, L, 0.0f);
+    for (size_t i = 0; i < (size_t)N * L; i++) rtp_xent_bwd_at(i, gk, pk, lab, 1.0f / N, L, 0.0f);
     ASSERT_EQ(cmp("xent loss", lc, lk, N, 1e-6, 1e-6), 0);
     ASSERT_EQ(cmp("xent probs", pc, pk, (size_t)N * L, 1e-7, 1e-6), 0);
     ASSERT_EQ(cmp("xent dlogits", gc, gk, (size_t)N * L, 1e-7, 1e-6), 0);
     lab[0] = L; /* a bad label: NaN loss on the device (the CPU op refuses it) */
-    rtp_xent_fwd_at(0, lk, pk, z, lab, L);
+    rtp_xent_fwd_at(0, lk, pk, z, lab, L, 0.0f);
     ASSERT(isnan(lk[0]));
     free(z), free(lc), free(lk), free(pc), free(pk), free(gc), free(gk);
 }
@@ -530,12 +530,12 @@ T_TEST(gather_crop_flip)
             for (int left = 0; left <= 2 * pad; left += pad > 8 ? 5 : 1)
                 for (int flip = 0; flip < 2; flip++) {
                     rt_batcher_crop_flip(oc, src, C, H, W, pad, top, left, flip, pv);
-                    rtp_aug a = {top, left, flip};
+                    rtp_aug a = {top, left, flip, 0, 0};
                     for (size_t j = 0; j < img; j++) rtp_gather_at(j, ok, src, &g, a);
                     bad += cmp("crop_flip", oc, ok, img, 0, 0);
                 }
         g.augment = 0;
-        for (size_t j = 0; j < img; j++) rtp_gather_at(j, ok, src, &g, rtp_aug{0, 0, 0});
+        for (size_t j = 0; j < img; j++) rtp_gather_at(j, ok, src, &g, rtp_aug{0, 0, 0, 0, 0});
         bad += cmp("plain copy", src, ok, img, 0, 0);
         free(src), free(oc), free(ok);
     }
@@ -554,7 +554,7 @@ T_TEST(xent_stats)
         for (int i = 0; i < N; i++) lab[i] = (i * 5 + 1) % L;
         float rc[8] = {0}, rk[8] = {0};
         rt_error err = {};
-        rt_xent_desc d = {N, L};
+        rt_xent_desc d = {N, L, 0.0f};
         rt_tensor tl = view(loss, N, 1, 1, 1), tp = view(p, N, L, 1, 1);
         rt_tensor tlab = view(lab, N, 1, 1, 1), tr = view(rc, 2, RT_STEP_STATS, 1, 1);
         tlab.dtype = RT_I32;

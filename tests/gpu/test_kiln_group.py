@@ -200,8 +200,11 @@ TORCHRUN = {"TORCHELASTIC_RUN_ID": "none", "TORCHELASTIC_RESTART_COUNT": "0",
 
 
 def test_gpu_ranks_under_torchrun_meet_beside_its_agent(work, two_run):
-    codes, outs = launch_without_mpi(work, "tcp", "cuda", TORCHRUN, agent=True)
+    # the launch's secret, as a launcher sets it: both ranks' frames are signed with it
+    secret = dict(TORCHRUN, KILN_DIST_TOKEN=os.urandom(16).hex())
+    codes, outs = launch_without_mpi(work, "tcp", "cuda", secret, agent=True)
     assert codes == [0, 0], "\n".join(o[-3000:] for o in outs)
+    assert "without KILN_DIST_TOKEN" not in outs[0], outs[0][-3000:]  # the secret was used
     assert "through host memory" not in "".join(outs)
     with sqlite3.connect(f"{work}/tcp.0-results.sqlite") as c:
         rows = c.execute("SELECT value FROM metrics WHERE key='loss' ORDER BY step").fetchall()

@@ -189,6 +189,23 @@ T_TEST(test_plateau_lowers_the_lr)
     free(shown);
 }
 
+/* The trainer's device path (what a GPU runs; here on the CPU): early stopping, the
+ * plateau's lowered lr and --restore-best act the same way there. */
+T_TEST(test_device_path)
+{
+    tm_settings.device_path = 1;
+    ASSERT_EQ(setup(), 0);
+    ASSERT_EQ(train("--epochs 5 --early-stop 1 --min-delta 100 --restore-best "
+                    "--schedule plateau:0.5:0,threshold=0.99"),
+              0);
+    ASSERT_EQ(count(tm_c.out, "\nepoch "), 2);
+    ASSERT_EQ(
+        capture_count(&tm_c, "text/plain", "Run tiny: stopped early at epoch 2 of 5", NULL, NULL),
+        1);
+    ASSERT_STR_CONTAINS(tm_c.out, "--restore-best: the model has the weights of epoch 1 ");
+    tm_settings.device_path = 0;
+}
+
 int main(void)
 {
     if (tm_start(g_dir, sizeof g_dir, g_store, sizeof g_store)) return 99;
@@ -198,6 +215,7 @@ int main(void)
     T_RUN(test_monitor_picks_the_best_checkpoint);
     T_RUN(test_bad_values_are_errors_before_training);
     T_RUN(test_plateau_lowers_the_lr);
+    T_RUN(test_device_path);
     tm_teardown(g_s, g_dir);
     return T_EXIT();
 }

@@ -195,7 +195,7 @@ T_TEST(test_train_without_validation_data)
                        "validated; the best checkpoint follows train_loss instead of val_loss\n";
     ASSERT_STR_CONTAINS(tm_c.out, said);
     ASSERT(strstr(strstr(tm_c.out, said) + 1, said) == NULL); /* once */
-    ASSERT_STR_CONTAINS(tm_c.out, ": 120 train images, no validation data, 2 epochs");
+    ASSERT_STR_CONTAINS(tm_c.out, ": 120 train images, no validation data,\n  2 epochs");
     ASSERT(strstr(tm_c.out, "test_loss") == NULL && strstr(tm_c.out, "test_acc") == NULL);
     char *svg = capture_shown(&tm_c, "image/svg+xml");
     ASSERT(svg && strstr(svg, "train loss") && !strstr(svg, "test loss") &&
@@ -335,6 +335,11 @@ T_TEST(test_resnet20_learns)
     ASSERT_STR_CONTAINS(sum, "  shortcut:");
     ASSERT_STR_CONTAINS(sum, "    add (identity)");
     ASSERT_STR_CONTAINS(sum, "Total params: 272,084"); /* 4 classes (10: 272,474) */
+    /* its 84 rows are folded in the notebook: a summary line that opens the table */
+    const char *mh = html_with("Model: \"net\"");
+    ASSERT(mh != NULL);
+    ASSERT_STR_CONTAINS(mh, "<details><summary>Model <b>net</b>: ");
+    ASSERT_STR_CONTAINS(mh, "</table></details>");
     tm_reset();
     rc = tm_magic(g_s, "train net --epochs 3 --batch 10 --lr 0.003 --seed 1", NULL, &g_err);
     if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
@@ -568,6 +573,18 @@ T_TEST(test_plot_has_every_step_after_a_stop)
             if (tp && strstr(tp, "<loss/accuracy plot: ")) plot = tp;
         }
         ASSERT(plot != NULL);
+        /* the progress never wraps (a checkpoint note scrolls instead) and the start
+         * line comes as short lines, so no number is broken across two */
+        const char *prog = html_with("step ");
+        ASSERT(prog != NULL);
+        ASSERT_STR_CONTAINS(prog, "white-space:nowrap");
+        const char *start = strstr(tm_c.out, "Training tiny");
+        ASSERT(start != NULL);
+        for (int l = 0; l < 2; l++) {
+            size_t len = strcspn(start, "\n");
+            ASSERT(len <= 100);
+            start += len + 1;
+        }
         char want[96];
         snprintf(want, sizeof want, "epochs, %ld steps>", step);
         ASSERT_STR_CONTAINS(plot, want);

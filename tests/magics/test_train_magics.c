@@ -119,7 +119,7 @@ T_TEST(test_options)
     mg_args_deinit(&a);
     ASSERT_STR_EQ(o.model, "net");
     ASSERT(o.epochs == 3 && o.batch == 32 && o.lr == 0.01 && o.momentum == 0.8);
-    ASSERT(o.nesterov && o.augment && o.seed == 7 && o.keep == 2 && o.val == 100);
+    ASSERT(o.nesterov && !o.augment_spec[0] && o.seed == 7 && o.keep == 2 && o.val == 100);
     ASSERT(o.time_limit_s == 3600 && o.checkpoint_every.unit == MG_EVERY_EPOCHS);
     json_t *j = mg_run_opts_to_json(&o);
     mg_run_opts_default(&back);
@@ -145,6 +145,77 @@ T_TEST(test_options)
     ASSERT_EQ(mg_run_opts_from_args(&o, &a, &g_err), -1);
     ASSERT_STR_CONTAINS(g_err.evalue, "--time-limit");
     mg_args_deinit(&a);
+}
+
+/* The step-level controls: parsed, stored and read back; --augment with and without a
+ * SPEC (a following model name is not taken for one); bad values name the option. */
+T_TEST(test_control_options)
+{
+    const mg_command *cmd = mg_registry_find("train");
+    mg_args a;
+    mg_run_opts o, back;
+    ASSERT_EQ(mg_args_parse(cmd,
+                            "--augment crop:2,flip,cutout:4 net --accumulate 3 --clip-grad 1.5 "
+                            "--clip-value 0.25 --label-smoothing 0.1 --normalize "
+                            "\"(0.1307,), (0.3081,)\"",
+                            NULL, &a, &g_err),
+              0);
+    mg_run_opts_default(&o);
+    ASSERT_STR_EQ(o.augment_spec, "none");
+    ASSERT_EQ(o.accumulate, 1);
+    ASSERT_EQ(mg_run_opts_from_args(&o, &a, &g_err), 0);
+    mg_args_deinit(&a);
+    ASSERT_STR_EQ(o.model, "net");
+    ASSERT_STR_EQ(o.augment_spec, "crop:2,flip,cutout:4");
+    ASSERT(o.accumulate == 3 && o.clip_grad == 1.5 && o.clip_value == 0.25);
+    ASSERT(o.label_smoothing == 0.1);
+    ASSERT_STR_EQ(o.normalize, "(0.1307,), (0.3081,)");
+    json_t *j = mg_run_opts_to_json(&o);
+    mg_run_opts_default(&back);
+    ASSERT_EQ(mg_run_opts_from_json(&back, j, &g_err), 0);
+    json_decref(j);
+    ASSERT_STR_EQ(back.augment_spec, "crop:2,flip,cutout:4");
+    ASSERT(back.accumulate == 3 && back.clip_grad == 1.5 && back.clip_value == 0.25);
+    ASSERT(back.label_smoothing == 0.1);
+    ASSERT_STR_EQ(back.normalize, o.normalize);
+    char diff[256] = "";
+    back.accumulate = 2;
+    ASSERT_EQ(mg_run_opts_differences(&o, &back, diff, sizeof diff), 1); /* run-defining */
+    ASSERT_STR_CONTAINS(diff, "--accumulate 3 (checkpoint 2)");
+    /* --augment alone, before the model name: the data set's default */
+    ASSERT_EQ(mg_args_parse(cmd, "--augment net", NULL, &a, &g_err), 0);
+    mg_run_opts_default(&o);
+    ASSERT_EQ(mg_run_opts_from_args(&o, &a, &g_err), 0);
+    mg_args_deinit(&a);
+    ASSERT_STR_EQ(o.model, "net");
+    ASSERT_STR_EQ(o.augment_spec, "");
+    /* an older checkpoint's "augment": true is the flag alone */
+    j = json_pack("{s:b}", "augment", 1);
+    mg_run_opts_default(&back);
+    ASSERT_EQ(mg_run_opts_from_json(&back, j, &g_err), 0);
+    json_decref(j);
+    ASSERT_STR_EQ(back.augment_spec, "");
+    const char *bad[][2] = {
+        {"--accumulate 0", "%train: --accumulate must be in 1..4096, got 0"},
+        {"--label-smoothing 1.5", "%train: --label-smoothing must be in [0, 1), got 1.5"},
+        {"--label-smoothing -0.1", "--label-smoothing must be in [0, 1)"},
+        {"--clip-grad -1", "%train: --clip-grad must be > 0, got -1"},
+        {"--clip-value -0.5", "%train: --clip-value must be > 0, got -0.5"},
+        {"--augment crop:-1,spin",
+         "%train: --augment crop:-1: the padding must be an integer in [0, 64]"},
+        {"--augment=spin", "%train: --augment: unknown item 'spin'"},
+        {"--augment flip,spin", "%train: --augment: unknown item 'spin'"},
+        {"--normalize 0.5", "%train: --normalize '0.5': 1 numbers"},
+        {"--normalize 0.5,-1", "%train: --normalize '0.5,-1': standard deviation -1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ASSERT_EQ(mg_args_parse(cmd, bad[i][0], NULL, &a, &g_err), 0);
+        mg_run_opts_default(&o);
+        int rc = mg_run_opts_from_args(&o, &a, &g_err);
+        mg_args_deinit(&a);
+        if (rc != -1) T_FAIL_("'%s' was accepted", bad[i][0]);
+        ASSERT_STR_CONTAINS(g_err.evalue, bad[i][1]);
+    }
 }
 
 T_TEST(test_errors_before_training)
@@ -403,6 +474,47 @@ T_TEST(test_device_path_run)
     tm_settings.device_path = 0;
 }
 
+/* %train with every step-level control: an update is --batch x --accumulate images (38
+ * updates in 2 epochs, as --batch 16), the host path and the device path record the
+ * same losses bit for bit, the loss falls, and a --normalize of the wrong channel count
+ * is refused before a step. */
+T_TEST(test_controls_run)
+{
+    char line[512];
+    snprintf(line, sizeof line,
+             "train tiny --epochs 2 --batch 8 --accumulate 2 --clip-grad 1 --clip-value 0.5 "
+             "--label-smoothing 0.1 --augment crop:1,flip,cutout:2 --normalize 0.5,0.25 "
+             "--lr 0.01 --seed 5 --results %s",
+             g_store);
+    size_t na = 0, nb = 0;
+    double *a = NULL, *b = NULL;
+    for (int dev = 0; dev < 2; dev++) {
+        ASSERT_EQ(fresh_session(), 0);
+        tm_reset();
+        ASSERT_EQ(setup_model(), 0);
+        tm_reset();
+        tm_settings.device_path = dev;
+        int rc = tm_magic(g_s, line, NULL, &g_err);
+        tm_settings.device_path = 0;
+        if (rc) fprintf(stderr, "%s: %s\n", g_err.ename, g_err.evalue);
+        ASSERT_EQ(rc, 0);
+        ASSERT_EQ(capture_count(&tm_c, "text/plain", "Run tiny: finished", NULL, NULL), 1);
+        if (dev) b = recorded("loss", &nb);
+        else a = recorded("loss", &na);
+    }
+    ASSERT(a && b);
+    ASSERT_EQ(na, 38);
+    ASSERT_EQ(nb, 38);
+    ASSERT_EQ(memcmp(a, b, na * sizeof *a), 0);
+    ASSERT(a[na - 1] < a[0]);
+    free(a);
+    free(b);
+    snprintf(line, sizeof line, "train tiny --normalize 0.5,0.5,0.5,0.2,0.2,0.2 --results %s",
+             g_store);
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--normalize '0.5,0.5,0.5,0.2,0.2,0.2' gives 3 channels");
+}
+
 T_TEST(test_interrupt_and_time_limit)
 {
     ASSERT_EQ(fresh_session(), 0);
@@ -542,10 +654,13 @@ T_TEST(test_evaluate_confusion_svg)
     p += 8;
     for (int c = 0; c < 3; c++) {
         int idx = -1, used = 0;
-        double prec;
-        ASSERT_EQ(
-            sscanf(p, "%d %31s %lf %lf %lld%n", &idx, names[c], &prec, &rec[c], &sup[c], &used), 5);
+        double prec, f1;
+        ASSERT_EQ(sscanf(p, "%d %31s %lf %lf %lf %lld%n", &idx, names[c], &prec, &rec[c], &f1,
+                         &sup[c], &used),
+                  6);
         ASSERT_EQ(idx, c);
+        /* F1: the harmonic mean of the two columns before it (4 printed decimals) */
+        ASSERT_NEAR(f1, prec + rec[c] > 0 ? 2 * prec * rec[c] / (prec + rec[c]) : 0, 2e-4);
         p = strchr(p + used, '\n') + 1;
     }
     p = strstr(text, "predicted):\n");
@@ -582,6 +697,30 @@ T_TEST(test_evaluate_confusion_svg)
         ASSERT(x > last_x && y > last_y); /* row t and column t are the t-th ones */
         last_x = x, last_y = y;
     }
+    /* --top K: top-1 is the accuracy, top-3 of 3 classes is 1, top-2 lies between */
+    double acc = -1, t1 = -1, t2 = -1, t3 = -1;
+    ASSERT_EQ(sscanf(text, "%*s on %*s accuracy %lf", &acc), 1);
+    const char *tops[] = {"evaluate tiny --top 1", "evaluate tiny --top 2",
+                          "evaluate tiny --top 3"};
+    double *got[] = {&t1, &t2, &t3};
+    for (int i = 0; i < 3; i++) {
+        tm_reset();
+        ASSERT_EQ(tm_magic(g_s, tops[i], NULL, &g_err), 0);
+        const char *tx = json_string_value(
+            json_object_get(json_object_get(json_array_get(tm_c.log, 0), "data"), "text/plain"));
+        char key[32];
+        snprintf(key, sizeof key, "top-%d accuracy ", i + 1);
+        const char *q = tx ? strstr(tx, key) : NULL;
+        ASSERT(q != NULL);
+        ASSERT_EQ(sscanf(q + strlen(key), "%lf", got[i]), 1);
+    }
+    ASSERT_NEAR(t1, acc, 1e-9);
+    ASSERT(t2 >= t1 && t2 <= 1.0);
+    ASSERT_NEAR(t3, 1.0, 1e-9);
+    ASSERT_EQ(tm_magic(g_s, "evaluate tiny --top 0", NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--top must be in 1..");
+    ASSERT_EQ(tm_magic(g_s, "evaluate tiny --top 4", NULL, &g_err), -1);
+    ASSERT_STR_CONTAINS(g_err.evalue, "--top 4:");
 }
 
 /* The sample grid's HTML wraps in a narrow pane (CSS grid auto-fill with a minimum cell
@@ -610,12 +749,14 @@ int main(void)
     if (tm_start(g_dir, sizeof g_dir, g_store, sizeof g_store)) return 99;
     T_RUN(test_png_and_base64);
     T_RUN(test_options);
+    T_RUN(test_control_options);
     T_RUN(test_errors_before_training);
     T_RUN(test_dataset_and_model);
     T_RUN(test_train_evaluate_predict);
     T_RUN(test_evaluate_confusion_svg);
     T_RUN(test_interrupt_and_time_limit);
     T_RUN(test_device_path_run);
+    T_RUN(test_controls_run);
     T_RUN(test_broken_store_refuses_the_run);
     T_RUN(test_failed_run_is_recorded);
     T_RUN(test_shapes_and_device_errors);

@@ -18,6 +18,18 @@ static const mg_command *train_cmd(void) { return mg_registry_find("train"); }
 /* A valid value of row r that is not its default, as typed. */
 static void some_value(const mg_train_option *r, char *buf, size_t n)
 {
+    /* the rows whose text has a syntax of its own (r->check) */
+    static const char *const texts[][2] = {{"--augment", "crop:4,flip,cutout:8"},
+                                           {"--normalize", "(0.1307,), (0.3081,)"}};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        if (!strcmp(r->opt.name, texts[i][0])) {
+            snprintf(buf, n, "'%s'", texts[i][1]);
+            return;
+        }
+    if (r->check) { /* a new row with a check: add its value above */
+        snprintf(buf, n, "?");
+        return;
+    }
     const char *c = r->opt.choices;
     if (c) { /* the last choice */
         snprintf(buf, n, "%s", strrchr(c, '|') ? strrchr(c, '|') + 1 : c);

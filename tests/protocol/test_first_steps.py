@@ -109,10 +109,13 @@ def test_train_longer_shows_the_whole_run(fresh_kernel):
                 f"--epochs 2 (it planned 1)\n") in out
         assert (f"Resuming 'net' from {rd}/ckpt-step00000004.safetensors after step 4 of 8 "
                 "(epoch 1 of 2), data set 'fashion-mnist' (checksum verified)\n") in out
-        start = [x for x in out.splitlines() if x.startswith("Training net")][0]
+        lines = out.splitlines()
+        at = [i for i, x in enumerate(lines) if x.startswith("Training net")][0]
+        start = lines[at] + "\n" + lines[at + 1]
         assert start.startswith("Training net (13,610 params) on fashion-mnist: 256 train "
-                                "images, validation on val (64), 2 epochs of batch 64, adam "
+                                "images, validation on val (64),\n  2 epochs of batch 64, adam "
                                 "lr 0.001 | device cpu"), start
+        assert max(len(lines[at]), len(lines[at + 1])) <= 90, start  # no wrap in a number
         shown = texts(msgs)
         plots = [t for t in shown if t.startswith("<loss/accuracy plot")]
         assert plots[-1] == "<loss/accuracy plot: 2 epochs, 8 steps>"  # steps 1-4 restored

@@ -123,3 +123,33 @@ def test_a_bad_parameter_is_the_cells_error(kernel, tmp_path):
     assert not os.path.exists("bad")
     c = run(kernel, "%sweep wait", ok=False)
     assert c.errors[0]["ename"] == "UsageError" and "no sweep" in c.errors[0]["evalue"]
+
+
+def test_train_background_is_a_sweep_of_one(kernel, tmp_path):
+    run(kernel, "%dataset fashion-mnist --subset 4096 --val 64 --samples 0")
+    run(kernel, "%%model net\nconv2d 4 3\nrelu\nflatten\ndense 10")
+    c = run(kernel, "%train net --epochs 2 --background", ok=False)
+    assert c.errors[0]["ename"] == "UsageError" and "--run-dir" in c.errors[0]["evalue"]
+    seen = []
+    t0 = time.time()
+    bid = kernel.kc.execute("%train net --batch 16 --epochs 3 --lr 0.002 --run-dir bg --background")
+    reply = drain_until_idle(kernel, bid, seen)
+    assert reply["status"] == "ok", reply
+    assert time.time() - t0 < 20
+    first = [m for m in seen if m["msg_type"] == "display_data"]
+    assert len(first) == 1 and "in the background: running" in first[0]["content"]["data"]["text/plain"]
+    did = first[0]["content"]["transient"]["display_id"]
+    nb = json.load(open("bg/background.ipynb"))
+    assert ["".join(c["source"]).split()[0] for c in nb["cells"]] == ["%dataset", "%%model", "%train"]
+    assert "--background" not in "".join(nb["cells"][2]["source"])
+    oid = kernel.kc.execute("y = 2 + 3\ny")
+    assert drain_until_idle(kernel, oid, seen)["status"] == "ok"
+    wid = kernel.kc.execute("%sweep wait")
+    assert drain_until_idle(kernel, wid, seen, timeout=240)["status"] == "ok"
+    updates = [m for m in seen if m["msg_type"] == "update_display_data"]
+    assert updates and all(m["content"]["transient"]["display_id"] == did for m in updates)
+    assert "finished" in updates[-1]["content"]["data"]["text/plain"]
+    assert "epoch 3 of 3" in updates[-1]["content"]["data"]["text/plain"]
+    assert has_ckpt("bg") and not kiln_children("bg/")
+    c = run(kernel, "%resume bg")  # the trained model comes into this kernel
+    assert "net" in c.text

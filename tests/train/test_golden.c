@@ -33,6 +33,8 @@ static void make_data(rt_dataset *d) { quadrants_make(d, IMGS, 99, 0.5f, "golden
  * scaling from this initial scale when > 0 */
 static int use_device;
 static double use_scale;
+/* every step-level control on (the same images an update: 8 x 2 = 16) */
+static int use_controls;
 
 typedef struct run {
     rt_backend b;
@@ -79,6 +81,11 @@ static rt_status start(run *r, const rt_dataset *d, rt_error *err)
     c.device_path = use_device;
     c.loss_scaling = use_scale > 0;
     c.loss_scale_init = use_scale;
+    if (use_controls) {
+        c.batch_size = 8, c.accumulate = 2;
+        c.clip_norm = 0.5, c.clip_value = 0.5, c.label_smoothing = 0.1;
+        c.augment = 1, c.crop_pad = 1, c.flip_p = 0.5f, c.cutout = 3;
+    }
     RT_TRY(rt_trainer_create(&r->t, r->m, d, &c, err));
     if (rt_trainer_on_device(r->t) != (use_device != 0))
         return RT_ERR(err, RT_EINVAL, "the trainer took the wrong path");
@@ -244,6 +251,17 @@ T_TEST(resume_is_bitwise)
     capture_free(&cap);
     free(d.images);
     free(d.labels);
+}
+
+/* Accumulation, clipping, label smoothing and crop/flip/cutout together resume bit for
+ * bit mid-epoch, on the host path and on the device path (a step is never cut between
+ * its micro-batches, so the position captured is an update's). */
+T_TEST(resume_with_controls_is_bitwise)
+{
+    use_controls = 1;
+    for (use_device = 0; use_device < 2 && !*t_failed_; use_device++) resume_is_bitwise(t_failed_);
+    use_device = 0;
+    use_controls = 0;
 }
 
 /* Trains to the end (stopping at stop_at > 0, capturing and continuing in a fresh
@@ -423,6 +441,7 @@ int main(int argc, char **argv)
     write_mode = argc > 2 && !strcmp(argv[2], "--write");
     T_RUN(golden_losses);
     T_RUN(resume_is_bitwise);
+    T_RUN(resume_with_controls_is_bitwise);
     T_RUN(device_path_equals_host_path);
     T_RUN(loss_scaling_is_exact_and_skips_overflow);
     T_RUN(evaluate_and_errors);

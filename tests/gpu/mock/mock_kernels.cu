@@ -261,18 +261,20 @@ extern "C" cudaError_t rtp_k_bn_bwd_apply(cudaStream_t s, float *dx, const float
 }
 
 extern "C" cudaError_t rtp_k_xent_fwd(cudaStream_t s, float *loss, float *probs,
-                                      const float *logits, const int32_t *labels, int N, int L)
+                                      const float *logits, const int32_t *labels, int N, int L,
+                                      float eps)
 {
     CHECK({loss, F4(N)}, {probs, F4((size_t)N * L)}, {logits, F4((size_t)N * L)}, {labels, F4(N)});
-    for (int n = 0; n < N; n++) rtp_xent_fwd_at(n, loss, probs, logits, labels, L);
+    for (int n = 0; n < N; n++) rtp_xent_fwd_at(n, loss, probs, logits, labels, L, eps);
     return cudaSuccess;
 }
 
 extern "C" cudaError_t rtp_k_xent_bwd(cudaStream_t s, float *dlogits, const float *probs,
-                                      const int32_t *labels, float scale, int N, int L)
+                                      const int32_t *labels, float scale, int N, int L, float eps)
 {
     CHECK({dlogits, F4((size_t)N * L)}, {probs, F4((size_t)N * L)}, {labels, F4(N)});
-    for (size_t i = 0; i < (size_t)N * L; i++) rtp_xent_bwd_at(i, dlogits, probs, labels, scale, L);
+    for (size_t i = 0; i < (size_t)N * L; i++)
+        rtp_xent_bwd_at(i, dlogits, probs, labels, scale, L, eps);
     return cudaSuccess;
 }
 
@@ -344,11 +346,33 @@ extern "C" cudaError_t rtp_k_gather(cudaStream_t s, float *images, int32_t *labe
             continue;
         }
         labels[i] = data_labels[idx];
-        rtp_aug a = {0, 0, 0};
+        rtp_aug a = {0, 0, 0, 0, 0};
         if (g.augment) a = rtp_augment_draw(g.st, (uint32_t)idx, g.pad, g.flip_p);
+        if (g.augment && g.cutout > 0) rtp_cutout_draw(g.st2, (uint32_t)idx, g.H, g.W, &a);
         for (size_t j = 0; j < img; j++)
             rtp_gather_at(j, images + (size_t)i * img, data + (size_t)idx * img, &g, a);
     }
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_clip(cudaStream_t s, float *g, size_t n, float *w, double max_norm,
+                                  double clip_value)
+{
+    CHECK({g, F4(n)}, {w, F4(RT_CLIP_WORDS)});
+    if (clip_value > 0)
+        for (size_t i = 0; i < n; i++) rtp_clip_value_at(i, g, (float)clip_value);
+    w[0] = 0.0f, w[1] = 1.0f;
+    if (!(max_norm > 0)) return cudaSuccess;
+    double *part = (double *)(void *)(w + 4), th[T];
+    for (int p = 0; p < RT_CLIP_PARTS; p++) { /* clip_part_k's block p and its tree */
+        size_t lo, hi;
+        rtp_red_range(n, RT_CLIP_PARTS, p, &lo, &hi);
+        for (int t = 0; t < T; t++) th[t] = rtp_clip_sq_part(t, T, g, lo, hi);
+        part[p] = rtp_tree_sum_host(th, T);
+    }
+    rtp_clip_finish(w, part, max_norm);
+    if (w[1] != 1.0f)
+        for (size_t i = 0; i < n; i++) g[i] *= w[1];
     return cudaSuccess;
 }
 
