@@ -23,6 +23,10 @@
 #include "rt_error.h" /* RT_MUST_USE */
 
 #define JKP_PROTOCOL_VERSION "5.4"
+/* The cell language's own version (kernel_info_reply's language_info.version), not the
+ * build's: it changes only when the language does, so the notebooks that carry it in
+ * their metadata stay unmodified when JupyterLab opens them with a newer kiln. */
+#define JKP_LANGUAGE_VERSION "0.1.0"
 #define JKP_DELIM "<IDS|MSG>"
 /* Limits on what a peer can make the kernel hold before its signature is checked
  * (docs/kernel.md, docs/security.md). ZMQ_MAXMSGSIZE is set to JKP_MAX_MSG_BYTES on
