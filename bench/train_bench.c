@@ -8,7 +8,7 @@
  * --epochs E trains E full epochs instead of --steps. Output: "key value" lines.
  * --dist: one rank of a launch (mpirun -np N train_bench --dist ...; bench/dist_bench.py;
  * GPU ranks also without MPI, torchrun-style variables: bench/multi_gpu.sh):
- * --batch is the global batch, the ranks average their gradients (runtime/rt_dist.h),
+ * --batch is the global batch, the ranks average their gradients (runtime/dist/rt_dist.h),
  * images/s is the whole launch's, and rank 0 alone prints. With --device cuda each
  * rank takes the GPU of its local rank.
  * --gpus K: K GPUs in this one process (cuda:0..K-1, as %train --device cuda:0,1,..):

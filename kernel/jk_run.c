@@ -17,7 +17,7 @@
  * text, jk_run_progress.c (in place on a terminal, plain lines otherwise: no control
  * codes in a captured stream); --log-output echoes the cells' streams there too (for
  * batch-job logs), as papermill's flag of that name does.
- *  - Under a launcher (mpirun, srun, torchrun-style variables; runtime/rt_dist.h) every
+ *  - Under a launcher (mpirun, srun, torchrun-style variables; runtime/dist/rt_dist.h) every
  *    rank runs the notebook and only rank 0 writes the result notebook. At the end a
  *    rank that failed leaves without finalising MPI, so the launcher stops the others
  *    at once instead of after their collective timeout. */

@@ -20,6 +20,7 @@
 #include "jk_sweep.h"
 #include "rt_results.h"
 #include "rt_store.h"
+#include "rt_file.h"
 
 static const char usage_text[] =
     "usage: kiln sweep NOTEBOOK.ipynb -o DIR -p NAME VALUES [-p NAME VALUES]...\n"
@@ -355,19 +356,6 @@ static int check_notebook(jk_sweep *sw)
     return rc;
 }
 
-static int mkdirs(const char *path)
-{
-    char p[JK_SWEEP_PATH];
-    snprintf(p, sizeof p, "%s", path);
-    for (char *s = p + 1;; s++) {
-        if (*s && *s != '/') continue;
-        char c = *s;
-        *s = 0;
-        if (mkdir(p, 0777) < 0 && errno != EEXIST) return -1;
-        if (!(*s = c)) return 0;
-    }
-}
-
 static void free_sweep(jk_sweep *sw)
 {
     for (int i = 0; i < sw->nv; i++)
@@ -447,7 +435,7 @@ int jk_sweep_main(int argc, char **argv)
         fprintf(stderr, "kiln sweep: cannot tell where the results store is\n");
         goto done;
     }
-    if (mkdirs(sw.dir) < 0) {
+    if (rt_file_make_dirs(sw.dir, 0777) < 0) {
         fprintf(stderr, "kiln sweep: cannot create %s: %s\n", sw.dir, strerror(errno));
         goto done;
     }

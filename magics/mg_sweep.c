@@ -30,6 +30,7 @@
 #include "mg_sweep.h"
 #include "rt_results.h"
 #include "rt_results_query.h"
+#include "rt_file.h"
 
 #define SLOT "sweep.job"
 #define MAX_WORDS 256
@@ -425,19 +426,6 @@ static int dry_run(char **argv, int n, mg_error *err)
     return mg_fail(err, "ValueError", "%%sweep: %s", why[0] ? why : "kiln sweep refused it");
 }
 
-static int mkdirs(const char *path)
-{
-    char p[2048];
-    snprintf(p, sizeof p, "%s", path);
-    for (char *s = p + 1;; s++) {
-        if (*s && *s != '/') continue;
-        char c = *s;
-        *s = 0;
-        if (mkdir(p, 0777) < 0 && errno != EEXIST) return -1;
-        if (!(*s = c)) return 0;
-    }
-}
-
 /* Refuses when this process is not kiln (only it has the sweep and run commands) or
  * a job of this kernel is still running. */
 static int refuse(mg_ctx *ctx, const char *who, mg_error *err)
@@ -555,7 +543,7 @@ static int start(mg_ctx *ctx, const char *line, mg_error *err)
         job_free(j);
         return -1;
     }
-    if (mkdirs(j->dir) < 0) {
+    if (rt_file_make_dirs(j->dir, 0777) < 0) {
         int e = errno;
         job_free(j);
         return mg_fail(err, "OSError", "%%sweep: -o: cannot create the folder: %s", strerror(e));

@@ -15,6 +15,7 @@
 #include "mg_sweep.h"
 #include "mg_workspace.h"
 #include "rt_store.h"
+#include "rt_file.h"
 
 /* s as one word of the cell language's magic lines: single quotes when it needs them. */
 static void word(FILE *f, const char *s)
@@ -35,19 +36,6 @@ static json_t *code_cell(const char *id, const char *src)
 {
     return json_pack("{s:s, s:s, s:{}, s:s, s:[], s:n}", "cell_type", "code", "id", id, "metadata",
                      "source", src, "outputs", "execution_count");
-}
-
-static int mkdirs(const char *path)
-{
-    char p[2048];
-    snprintf(p, sizeof p, "%s", path);
-    for (char *s = p + 1;; s++) {
-        if (*s && *s != '/') continue;
-        char c = *s;
-        *s = 0;
-        if (mkdir(p, 0777) < 0 && errno != EEXIST) return -1;
-        if (!(*s = c)) return 0;
-    }
 }
 
 int mg_train_background(mg_ctx *ctx, const mg_args *args, const mg_run_opts *o, mg_error *err)
@@ -116,10 +104,11 @@ int mg_train_background(mg_ctx *ctx, const mg_args *args, const mg_run_opts *o, 
     if (!nb) return mg_fail(err, "MemoryError", "%%train --background: out of memory");
     char path[2200];
     snprintf(path, sizeof path, "%s/background.ipynb", o->run_dir);
-    int rc = mkdirs(o->run_dir) < 0 || json_dump_file(nb, path, JSON_INDENT(1)) != 0
-                 ? mg_fail(err, "OSError", "%%train --background: cannot write %s: %s", path,
-                           strerror(errno))
-                 : mg_sweep_background(ctx, path, o->run_dir, o->results, err);
+    int rc =
+        rt_file_make_dirs(o->run_dir, 0777) < 0 || json_dump_file(nb, path, JSON_INDENT(1)) != 0
+            ? mg_fail(err, "OSError", "%%train --background: cannot write %s: %s", path,
+                      strerror(errno))
+            : mg_sweep_background(ctx, path, o->run_dir, o->results, err);
     json_decref(nb);
     return rc;
 }

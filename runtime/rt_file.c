@@ -99,16 +99,10 @@ void rt_file_abort(rt_file *w)
     memset(w, 0, sizeof *w);
 }
 
-int rt_file_make_parent(const char *path, int mode)
+/* mkdir -p of dir (a writable copy), in place. */
+static int make_dirs(char *dir, int mode)
 {
-    char dir[4096];
-    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    char *slash = strrchr(dir, '/');
-    if (!slash || slash == dir) return 0;
-    *slash = '\0';
+    if (!dir[0]) return 0;
     for (char *p = dir + 1;; p++) {
         if (*p && *p != '/') continue;
         char c = *p;
@@ -118,4 +112,29 @@ int rt_file_make_parent(const char *path, int mode)
         *p = '/';
     }
     return 0;
+}
+
+static int copy_path(char *dir, size_t n, const char *path)
+{
+    if (snprintf(dir, n, "%s", path) >= (int)n) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+int rt_file_make_parent(const char *path, int mode)
+{
+    char dir[4096];
+    if (copy_path(dir, sizeof dir, path) < 0) return -1;
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return 0;
+    *slash = '\0';
+    return make_dirs(dir, mode);
+}
+
+int rt_file_make_dirs(const char *path, int mode)
+{
+    char dir[4096];
+    return copy_path(dir, sizeof dir, path) < 0 ? -1 : make_dirs(dir, mode);
 }

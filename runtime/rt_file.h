@@ -34,5 +34,7 @@ mode_t rt_file_umask(void);
 /* mkdir -p of path's directory; directories it creates get mode (e.g. 0700). 0 or -1
  * with errno. */
 int rt_file_make_parent(const char *path, int mode);
+/* mkdir -p of path itself, the same way. */
+int rt_file_make_dirs(const char *path, int mode);
 
 #endif

@@ -1,5 +1,5 @@
-/* rt_nccl.h - NCCL for the runtime's worlds of ranks (runtime/rt_dist_group.c,
- * runtime/rt_dist_mpi.c, runtime/rt_dist_nccl.c): not part of the public header rt.h. Implemented in
+/* rt_nccl.h - NCCL for the runtime's worlds of ranks (runtime/dist/rt_dist_group.c,
+ * runtime/dist/rt_dist_mpi.c, runtime/dist/rt_dist_nccl.c): not part of the public header rt.h. Implemented in
  * runtime/cuda/cuda_nccl.c, or rt_cuda_stub.c without CUDA (RT_ENODEV everywhere).
  */
 #ifndef RT_NCCL_H

@@ -1,6 +1,6 @@
 /* cuda_nccl.c - the gradient all-reduce between CUDA devices (runtime/rt_nccl.h): the
- * devices of one process (runtime/rt_dist_group.c) or the GPU ranks of a launch
- * (runtime/rt_dist_mpi.c, runtime/rt_dist_nccl.c), and the few host collectives of a
+ * devices of one process (runtime/dist/rt_dist_group.c) or the GPU ranks of a launch
+ * (runtime/dist/rt_dist_mpi.c, runtime/dist/rt_dist_nccl.c), and the few host collectives of a
  * launch without MPI (rt_nccl_host).
  *
  * One communicator per device from ncclCommInitAll (the devices of one process), or one

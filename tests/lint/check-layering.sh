@@ -39,8 +39,8 @@ inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]'
 p='([^">]*/)?'
 check runtime "${inc}${p}zmq\.h" "" "runtime includes ZeroMQ"
 check runtime "${inc}${p}(mg|kl|fm|jk)(_[a-z0-9_]*)?\.h" "" "runtime includes a kernel/magics header"
-check runtime "${inc}openssl/" "^runtime/data/rt_sha256\.c$|^runtime/(dist/)?rt_dist_meet_frame\.c$" "runtime includes OpenSSL"
-check runtime "${inc}${p}jansson\.h" "^runtime/(rt_safetensors|rt_ckpt_[a-z_]*)\.c$|^runtime/results/|^runtime/store/rt_store_(ckpt|mirror)\.c$" "runtime includes jansson"
+check runtime "${inc}openssl/" "^runtime/data/rt_sha256\.c$|^runtime/dist/rt_dist_meet_frame\.c$" "runtime includes OpenSSL"
+check runtime "${inc}${p}jansson\.h" "^runtime/ckpt/|^runtime/results/|^runtime/store/rt_store_(ckpt|mirror)\.c$" "runtime includes jansson"
 check magics "${inc}(${p}zmq\.h|openssl/)" "" "magics includes ZeroMQ/OpenSSL"
 check magics "${inc}${p}(kl|fm|jk)(_[a-z0-9_]*)?\.h" "" "magics includes a kernel header"
 check kernel "${inc}${p}(cuda|cudnn|cublas)[a-z_]*\.h" "" "kernel includes CUDA"

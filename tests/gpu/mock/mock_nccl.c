@@ -1,5 +1,5 @@
 /* mock_nccl.c - a stand-in for NCCL over the mock device (mock_cuda.c), so the device
- * group's code (runtime/cuda/cuda_nccl.c, runtime/rt_dist_group.c) runs without GPUs:
+ * group's code (runtime/cuda/cuda_nccl.c, runtime/dist/rt_dist_group.c) runs without GPUs:
  * rtp_nccl_load hands cuda_nccl.c this table instead of a dlopen'ed libnccl.so.2.
  *
  * As in NCCL, a collective call only starts the collective: it is in flight until

@@ -2,7 +2,7 @@
  * RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the ranks find each other once over TCP
  * and rank 0 hands every rank a 128-byte blob (NCCL's unique id), nothing more. Kiln
  * carries no traffic of its own over it: the GPU ranks' collectives then go through
- * NCCL (runtime/rt_dist_nccl.c).
+ * NCCL (runtime/dist/rt_dist_nccl.c).
  *
  * Rank 0 listens on MASTER_PORT or the port the launch gives instead (rt_dist_nccl.c
  * says when: KILN_DIST_PORT, torchrun's agent), on MASTER_ADDR's own address (every

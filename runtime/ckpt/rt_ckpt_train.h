@@ -53,7 +53,7 @@ typedef struct rt_ckpt_train_snap {
 RT_MUST_USE rt_status rt_ckpt_train_snap_capture(rt_ckpt_train_snap *s, rt_trainer *t, rt_model *m,
                                                  rt_error *err);
 /* Reads the training state of checkpoint r for model m (whose trainable tensors name
- * the optimiser arrays). RT_ENOTFOUND (naming the file) for a weights-only checkpoint,
+ * the optimiser arrays). RT_EINVAL (naming the file) for a weights-only checkpoint,
  * RT_EFORMAT for malformed state. */
 RT_MUST_USE rt_status rt_ckpt_train_snap_read(rt_ckpt_train_snap *s, const rt_ckpt_reader *r,
                                               rt_model *m, rt_error *err);

@@ -10,11 +10,11 @@
  * variable, or a world of 1, is a single process: nothing below opens MPI then.
  *
  * The world (rt_dist_world) is the process's MPI_COMM_WORLD, opened on first use:
- * libmpi is dlopen'ed (runtime/rt_dist_mpi.c says why) and MPI_Init'ed once per process
+ * libmpi is dlopen'ed (runtime/dist/rt_dist_mpi.c says why) and MPI_Init'ed once per process
  * (MPI allows no second MPI_Init, so the world is a process-wide object, like the
  * dlopen'ed tables of rt_dl.h). torchrun-style variables alone (no MPI launcher) make a
  * world of GPU ranks over NCCL instead, met once over TCP at MASTER_ADDR:MASTER_PORT
- * (runtime/rt_dist_nccl.c). Every collective waits at most the world's timeout
+ * (runtime/dist/rt_dist_nccl.c). Every collective waits at most the world's timeout
  * (KILN_DIST_TIMEOUT seconds, default 600, as PyTorch's process groups): a rank that
  * died or hangs makes the others fail with RT_EDEVICE_LOST and a message naming the
  * collective, the step and the timeout, instead of waiting forever. After that the
