@@ -134,6 +134,9 @@ typedef struct mg_train_option {
     /* A TEXT value's own syntax check (--augment, --normalize), run with the bounds
      * check on typed and stored values; an error names who and the option. NULL: none */
     int (*check)(const mg_run_opts *o, const char *who, mg_error *err);
+    /* A flag that has since taken a value, read from a record that stored it as true:
+     * the value it meant then (--augment: crop:4,flip); NULL: alone */
+    const char *legacy_true;
 } mg_train_option;
 
 /* The rows, terminated by one whose opt.name is NULL. The command reads them as its

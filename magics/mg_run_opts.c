@@ -330,8 +330,10 @@ int mg_run_opts_from_json(mg_run_opts *o, const json_t *j, mg_error *err)
         case MG_TO_TEXT:
         case MG_TO_EVERY:
             if (json_is_string(v)) snprintf(AT(o, r, char), r->size, "%s", json_string_value(v));
-            /* a flag that has since taken a value (--augment), stored as true: alone */
-            else if (r->opt.kind == MG_OPT_FLAG && json_is_true(v)) AT(o, r, char)[0] = '\0';
+            /* a flag that has since taken a value (--augment), stored as true: the
+             * spec it meant then, so that an older run resumes bit for bit */
+            else if (r->opt.kind == MG_OPT_FLAG && json_is_true(v))
+                snprintf(AT(o, r, char), r->size, "%s", r->legacy_true ? r->legacy_true : "");
             break;
         }
         if (r->store == MG_TO_EVERY) {

@@ -161,7 +161,8 @@ const mg_train_option mg_train_table[] = {
      .key = "augment",
      .def_text = "none",
      .flags = MG_TO_DEFINING,
-     .check = augment_ok},
+     .check = augment_ok,
+     .legacy_true = "crop:4,flip"}, /* the one spec plain --augment had */
     {.opt = {"--normalize", MG_OPT_STRING, "MEAN,STD", "means, then stds: 0.1307,0.3081", NULL},
      TEXT(normalize),
      .key = "normalize",

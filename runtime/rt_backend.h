@@ -39,12 +39,18 @@ typedef struct rt_conv_desc {
     int P, Q;        /* output (N,K,P,Q) */
 } rt_conv_desc;
 
-/* Pooling (max or average) with a R x S window, no padding (PyTorch default),
- * P = (H - R)/stride + 1, Q = (W - S)/stride + 1 (floor mode). */
+/* Pooling (max or average) with a R x S window and zero padding `pad` on each side
+ * (0 = PyTorch's default; at most R/2 and S/2), P = (H + 2 pad - R)/stride + 1,
+ * Q = (W + 2 pad - S)/stride + 1 (floor mode). Max pooling ignores the padding; the
+ * average counts it (PyTorch's count_include_pad=True: the divisor is R*S).
+ * adaptive = 1: PyTorch's adaptive pooling to P x Q instead (R, S, stride, pad unused):
+ * output row p averages input rows [floor(p H / P), ceil((p + 1) H / P)), columns alike,
+ * the divisor being that window's size. */
 typedef struct rt_pool_desc {
     int N, C, H, W;
     int R, S, stride;
     int P, Q;
+    int pad, adaptive;
 } rt_pool_desc;
 
 /* Dense (PyTorch Linear): out(N,O) = in(N,F) * w(O,F)^T + bias(O). */

@@ -145,6 +145,13 @@ rt_status rt_backend_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *
 static rt_status pool_check(const rt_tensor *x, const rt_tensor *y, const rt_pool_desc *d,
                             rt_error *err)
 {
+    if (!d->adaptive && (d->pad < 0 || 2 * d->pad > d->R || 2 * d->pad > d->S || d->stride < 1 ||
+                         d->P != (d->H + 2 * d->pad - d->R) / d->stride + 1 ||
+                         d->Q != (d->W + 2 * d->pad - d->S) / d->stride + 1))
+        return RT_ERR(err, RT_EINVAL, "pool: window %dx%d stride %d pad %d on %dx%d gives no %dx%d",
+                      d->R, d->S, d->stride, d->pad, d->H, d->W, d->P, d->Q);
+    if (d->adaptive && (d->P < 1 || d->Q < 1))
+        return RT_ERR(err, RT_EINVAL, "adaptive pool: output %dx%d", d->P, d->Q);
     RT_TRY(check(x, (size_t)d->N * d->C * d->H * d->W, "pool input", err));
     return check(y, (size_t)d->N * d->C * d->P * d->Q, "pool output", err);
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rt_model_internal.h"
 
@@ -40,7 +41,8 @@ static const struct {
     {"linear", &rt_layer_dense},
     {"globalavgpool", &rt_layer_globalavgpool},
     {"gap", &rt_layer_globalavgpool},
-    {"adaptiveavgpool", &rt_layer_globalavgpool},
+    {"adaptiveavgpool", &rt_layer_globalavgpool}, /* with a size: rt_layer_adaptiveavgpool */
+    {"adaptiveavgpool2d", &rt_layer_globalavgpool},
 };
 
 const char *rt_model_layer_word(size_t i)
@@ -230,7 +232,8 @@ static rt_status parse_lines(rt_model *m, rt_error *err)
         if (!t) {
             s = RT_ERR(err, RT_EINVAL,
                        "line %d: unknown layer '%s' (expected one of conv2d, "
-                       "maxpool, avgpool, globalavgpool, relu, leakyrelu, batchnorm, dropout, "
+                       "maxpool, avgpool, globalavgpool, adaptiveavgpool, relu, leakyrelu, "
+                       "batchnorm, dropout, "
                        "flatten, dense, or a 'residual:' block)",
                        lineno + 1, tok[0]);
             break;
@@ -238,8 +241,10 @@ static rt_status parse_lines(rt_model *m, rt_error *err)
         rt_layer *l = NULL;
         if ((s = add_layer(m, &cap, t, lineno + 1, &l, err)) != RT_OK) break;
         why[0] = 0;
-        if (take_name(l, &n, tok, why) < 0)
-            s = RT_ERR(err, RT_EINVAL, "line %d: %s: %s", lineno + 1, t->name, why);
+        int named = take_name(l, &n, tok, why);
+        if (t == &rt_layer_globalavgpool && n > 1 && !strncasecmp(tok[0], "adaptive", 8))
+            l->type = t = &rt_layer_adaptiveavgpool; /* adaptiveavgpool H [W] */
+        if (named < 0) s = RT_ERR(err, RT_EINVAL, "line %d: %s: %s", lineno + 1, t->name, why);
         else if (t->parse(l, n - 1, tok + 1, why) != RT_OK)
             s = RT_ERR(err, RT_EINVAL, "line %d: %s: %s (expected '%s')", lineno + 1, t->name, why,
                        t->usage);

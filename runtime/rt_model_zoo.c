@@ -13,6 +13,10 @@
  * 272,474 parameters for 10 classes (0.27 M). Names: torchvision's ResNet layout built
  * of its BasicBlock (conv1, bn1, layer1.0.conv1, ..., layer2.0.downsample.0, fc).
  *
+ * resnet18/34 and vgg11_bn/vgg16_bn: torchvision's networks, layer for layer, with its
+ * state_dict names and parameter counts (weights=None); any input size whose feature
+ * maps do not vanish (32x32 and up for VGG's five poolings).
+ *
  * lenet5: LeCun et al. 1998 with ReLU and max pooling: conv 6@5x5, pool 2, conv 16@5x5,
  * pool 2, dense 120, 84, classes (conv1, conv2, fc1, fc2, fc3). A 28x28 input is padded
  * by 2 in the first convolution (MNIST's images on the paper's 32x32 field), so the
@@ -96,6 +100,72 @@ static void resnet44(out *o, const rt_model_input *in) { cifar_resnet(o, 44, in)
 static void resnet56(out *o, const rt_model_input *in) { cifar_resnet(o, 56, in); }
 static void resnet110(out *o, const rt_model_input *in) { cifar_resnet(o, 110, in); }
 
+/* torchvision's resnet18/34: a 7x7 stride-2 conv of 64 channels, batch norm, ReLU, 3x3
+ * stride-2 max pooling padded by 1, four stages of basic blocks at 64..512 channels,
+ * global average pooling (torchvision's AdaptiveAvgPool2d((1, 1))), fc. */
+static void imagenet_resnet(out *o, int depth, const int *blocks, const rt_model_input *in)
+{
+    static const int widths[4] = {64, 128, 256, 512};
+    put(o,
+        "# ResNet-%d (torchvision's resnet%d)\n"
+        "conv2d 64 7 stride=2 pad=3 bias=false name=conv1\nbatchnorm name=bn1\nrelu\n"
+        "maxpool 3 stride=2 pad=1\n",
+        depth, depth);
+    stages(o, 64, widths, blocks, 4);
+    put(o, "globalavgpool\nflatten\ndense %d name=fc\n", in->num_classes);
+}
+
+static void resnet18(out *o, const rt_model_input *in)
+{
+    static const int blocks[4] = {2, 2, 2, 2};
+    imagenet_resnet(o, 18, blocks, in);
+}
+
+static void resnet34(out *o, const rt_model_input *in)
+{
+    static const int blocks[4] = {3, 4, 6, 3};
+    imagenet_resnet(o, 34, blocks, in);
+}
+
+/* torchvision's vgg*_bn: `features` (3x3 convs with a bias, each followed by batch norm
+ * and ReLU; 0 in cfg is a 2x2 max pool), an adaptive 7x7 average pool, and `classifier`
+ * (dense 4096, ReLU, dropout 0.5, dense 4096, ReLU, dropout 0.5, dense classes). The
+ * indices are torchvision's Sequential positions: features.0 conv, features.1 norm, ... */
+static void vgg_bn(out *o, const char *title, const int *cfg, int n, const rt_model_input *in)
+{
+    put(o, "# %s (torchvision's)\n", title);
+    int idx = 0;
+    for (int i = 0; i < n; i++) {
+        if (!cfg[i]) {
+            put(o, "maxpool 2 stride=2\n");
+            idx++;
+            continue;
+        }
+        put(o, "conv2d %d 3 pad=1 name=features.%d\nbatchnorm name=features.%d\nrelu\n", cfg[i],
+            idx, idx + 1);
+        idx += 3;
+    }
+    put(o,
+        "adaptiveavgpool 7 7\nflatten\n"
+        "dense 4096 name=classifier.0\nrelu\ndropout 0.5\n"
+        "dense 4096 name=classifier.3\nrelu\ndropout 0.5\n"
+        "dense %d name=classifier.6\n",
+        in->num_classes);
+}
+
+static void vgg11_bn(out *o, const rt_model_input *in)
+{
+    static const int cfg[] = {64, 0, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0};
+    vgg_bn(o, "VGG-11 with batch norm", cfg, (int)(sizeof cfg / sizeof cfg[0]), in);
+}
+
+static void vgg16_bn(out *o, const rt_model_input *in)
+{
+    static const int cfg[] = {64, 64,  0,   128, 128, 0,   256, 256, 256,
+                              0,  512, 512, 512, 0,   512, 512, 512, 0};
+    vgg_bn(o, "VGG-16 with batch norm", cfg, (int)(sizeof cfg / sizeof cfg[0]), in);
+}
+
 static void lenet5(out *o, const rt_model_input *in)
 {
     int pad = in->h == 28 && in->w == 28 ? 2 : 0;
@@ -116,15 +186,20 @@ static const struct zoo_entry {
     {"resnet44", "ResNet-44, CIFAR (0.66 M)", resnet44},
     {"resnet56", "ResNet-56, CIFAR (0.86 M)", resnet56},
     {"resnet110", "ResNet-110, CIFAR (1.7 M)", resnet110},
+    {"resnet18", "torchvision's resnet18 (11.7 M for 1000 classes)", resnet18},
+    {"resnet34", "torchvision's resnet34 (21.8 M for 1000 classes)", resnet34},
+    {"vgg11_bn", "torchvision's vgg11_bn, adaptive 7x7 pool (132.9 M for 1000 classes)", vgg11_bn},
+    {"vgg16_bn", "torchvision's vgg16_bn, adaptive 7x7 pool (138.4 M for 1000 classes)", vgg16_bn},
     {"lenet5", "LeNet-5 with ReLU and max pooling, 28x28 or 32x32 (62 k)", lenet5},
 };
 #define NZOO (sizeof zoo / sizeof zoo[0])
 
 const char *const *rt_model_zoo_names(void)
 {
-    static const char *const names[NZOO + 1] = {"resnet20", "resnet32",  "resnet44",
-                                                "resnet56", "resnet110", "lenet5"};
-    _Static_assert(NZOO == 6, "the names follow the table");
+    static const char *const names[NZOO + 1] = {"resnet20",  "resnet32", "resnet44", "resnet56",
+                                                "resnet110", "resnet18", "resnet34", "vgg11_bn",
+                                                "vgg16_bn",  "lenet5"};
+    _Static_assert(NZOO == 10, "the names follow the table");
     return names;
 }
 

@@ -166,6 +166,49 @@ typedef struct graph_state {
 
 static const char *in_name(const graph_state *s, int i) { return i ? s->out[i - 1] : s->first; }
 
+/* The averaging matrix of adaptive pooling along one axis: m (out x in), row p holding
+ * 1 / size over that window (rt_backend.h rt_pool_desc). */
+static void adaptive_matrix(float *m, int out, int in)
+{
+    for (int p = 0; p < out; p++) {
+        int a = (int)((long)p * in / out), b = (int)(((long)(p + 1) * in + out - 1) / out);
+        for (int h = 0; h < in; h++) m[(size_t)p * in + h] = h >= a && h < b ? 1.0f / (b - a) : 0;
+    }
+}
+
+/* Adaptive average pooling whose windows differ (or overlap) as two MatMuls with
+ * constant matrices, since it is separable: x (N,C,H,W) . Cw^T (W,Q) -> (N,C,H,Q), then
+ * Rh (P,H) . that -> (N,C,P,Q), the node the caller writes with inputs rn (Rh) and co
+ * (the first product), named here. */
+static rt_status adaptive_matmuls(rt_pb *g, const rt_layer *l, const char *x, const char *out,
+                                  char rn[NAME_MAX_LEN + 16], char co[NAME_MAX_LEN + 16],
+                                  rt_error *err)
+{
+    int H = l->in_h, W = l->in_w, P = l->out_h, Q = l->out_w;
+    float *rows = malloc((size_t)P * H * sizeof *rows),
+          *cols = malloc((size_t)Q * W * sizeof *cols),
+          *colsT = malloc((size_t)W * Q * sizeof *colsT);
+    if (!rows || !cols || !colsT) {
+        free(rows), free(cols), free(colsT);
+        return RT_ERR(err, RT_ENOMEM, "out of memory for an adaptive pool's matrices");
+    }
+    adaptive_matrix(rows, P, H);
+    adaptive_matrix(cols, Q, W);
+    for (int q = 0; q < Q; q++)
+        for (int w = 0; w < W; w++) colsT[(size_t)w * Q + q] = cols[(size_t)q * W + w];
+    char cn[NAME_MAX_LEN + 16];
+    snprintf(rn, NAME_MAX_LEN + 16, "%s.rows", out);
+    snprintf(cn, sizeof cn, "%s.cols", out);
+    snprintf(co, NAME_MAX_LEN + 16, "%s.colpool", out);
+    const int64_t rd[2] = {P, H}, cd[2] = {W, Q};
+    initializer(g, rn, rd, 2, rows, (size_t)P * H);
+    initializer(g, cn, cd, 2, colsT, (size_t)W * Q);
+    free(rows), free(cols), free(colsT);
+    const char *in[] = {x, cn};
+    rt_pb_close(g, node_begin(g, "MatMul", in, 2, co));
+    return RT_OK;
+}
+
 static rt_status layer_nodes(graph_state *s, int i, const char *out, rt_error *err)
 {
     rt_pb *g = s->g;
@@ -184,6 +227,19 @@ static rt_status layer_nodes(graph_state *s, int i, const char *out, rt_error *e
         n = node_begin(g, l->type == &rt_layer_maxpool ? "MaxPool" : "AveragePool", &x, 1, out);
         attr_ints(g, "kernel_shape", l->r, l->r, 2);
         attr_ints(g, "strides", l->stride, l->stride, 2);
+        if (l->pad) attr_ints(g, "pads", l->pad, l->pad, 4);
+        if (l->pad && l->type == &rt_layer_avgpool) attr_int(g, "count_include_pad", 1);
+    } else if (l->type == &rt_layer_adaptiveavgpool) {
+        if (l->in_h % l->out_h == 0 && l->in_w % l->out_w == 0) { /* equal windows */
+            n = node_begin(g, "AveragePool", &x, 1, out);
+            attr_ints(g, "kernel_shape", l->in_h / l->out_h, l->in_w / l->out_w, 2);
+            attr_ints(g, "strides", l->in_h / l->out_h, l->in_w / l->out_w, 2);
+        } else {
+            char rn[NAME_MAX_LEN + 16], co[NAME_MAX_LEN + 16];
+            RT_TRY(adaptive_matmuls(g, l, x, out, rn, co, err));
+            const char *in[] = {rn, co};
+            n = node_begin(g, "MatMul", in, 2, out);
+        }
     } else if (l->type == &rt_layer_globalavgpool) {
         n = node_begin(g, "GlobalAveragePool", &x, 1, out);
     } else if (l->type == &rt_layer_relu) {

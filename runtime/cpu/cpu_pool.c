@@ -1,4 +1,5 @@
-/* cpu_pool.c - max and average pooling (no padding, floor mode), PyTorch semantics.
+/* cpu_pool.c - max and average pooling (zero padding, floor mode; or adaptive to a size),
+ * PyTorch semantics (rt_backend.h rt_pool_desc).
  *
  * Planes (n, c) are independent: OpenMP over N*C planes. Max-pool backward recomputes
  * the argmax from the saved input and output (first maximum in row-major window order,
@@ -7,6 +8,26 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+
+/* The input rows [*a, *b) of output row p (columns alike): the padded window clipped
+ * to the input, or the adaptive one. */
+static inline void window(int p, int in, int out, int r, int stride, int pad, int adaptive, int *a,
+                          int *b)
+{
+    if (adaptive) {
+        *a = (int)((long)p * in / out);
+        *b = (int)(((long)(p + 1) * in + out - 1) / out);
+        return;
+    }
+    *a = p * stride - pad, *b = *a + r;
+    if (*a < 0) *a = 0;
+    if (*b > in) *b = in;
+}
+
+#define ROWS(d, p, a, b) \
+    window(p, (d)->H, (d)->P, (d)->R, (d)->stride, (d)->pad, (d)->adaptive, a, b)
+#define COLS(d, q, a, b) \
+    window(q, (d)->W, (d)->Q, (d)->S, (d)->stride, (d)->pad, (d)->adaptive, a, b)
 
 /* ---- 2x2 stride-2 max pooling (the common case): branchless selects, much faster
  * than the generic loops (random data makes the comparisons unpredictable) ---- */
@@ -47,7 +68,10 @@ static void max2_bwd_plane(float *restrict dx, const float *restrict dy, const f
     }
 }
 
-static int is_2x2(const rt_pool_desc *d) { return d->R == 2 && d->S == 2 && d->stride == 2; }
+static int is_2x2(const rt_pool_desc *d)
+{
+    return d->R == 2 && d->S == 2 && d->stride == 2 && !d->pad && !d->adaptive;
+}
 
 rt_status rtp_cpu_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
                               const rt_pool_desc *d, rt_error *err)
@@ -65,11 +89,13 @@ rt_status rtp_cpu_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in
         }
         for (int p = 0; p < P; p++)
             for (int q = 0; q < Q; q++) {
-                const float *w0 = x + (size_t)(p * d->stride) * W + q * d->stride;
-                float m = w0[0];
-                for (int r = 0; r < d->R; r++)
-                    for (int s = 0; s < d->S; s++) {
-                        float v = w0[(size_t)r * W + s];
+                int h0, h1, w0, w1;
+                ROWS(d, p, &h0, &h1);
+                COLS(d, q, &w0, &w1);
+                float m = x[(size_t)h0 * W + w0];
+                for (int r = h0; r < h1; r++)
+                    for (int s = w0; s < w1; s++) {
+                        float v = x[(size_t)r * W + s];
                         if (v > m || v != v) m = v; /* NaN propagates, as PyTorch */
                     }
                 y[p * Q + q] = m;
@@ -97,14 +123,17 @@ rt_status rtp_cpu_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *do
         memset(dx, 0, (size_t)H * W * sizeof *dx);
         for (int p = 0; p < P; p++)
             for (int q = 0; q < Q; q++) {
-                size_t base = (size_t)(p * d->stride) * W + q * d->stride, at = base;
+                int h0, h1, w0, w1;
+                ROWS(d, p, &h0, &h1);
+                COLS(d, q, &w0, &w1);
+                size_t at = (size_t)h0 * W + w0;
                 float m = y[p * Q + q];
-                for (int r = 0; r < d->R; r++)
-                    for (int s = 0; s < d->S; s++) {
-                        size_t i = base + (size_t)r * W + s;
+                for (int r = h0; r < h1; r++)
+                    for (int s = w0; s < w1; s++) {
+                        size_t i = (size_t)r * W + s;
                         if (x[i] == m || (m != m && x[i] != x[i])) {
                             at = i;
-                            r = d->R;
+                            r = h1;
                             break;
                         }
                     }
@@ -119,7 +148,7 @@ rt_status rtp_cpu_maxpool_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *do
 static void avgpool(rt_backend *b, const rt_pool_desc *d, const float *from, float *to, int bwd)
 {
     const int H = d->H, W = d->W, P = d->P, Q = d->Q, planes = d->N * d->C;
-    const float inv = 1.0f / (float)(d->R * d->S);
+    const float inv = d->adaptive ? 0.0f : 1.0f / (float)(d->R * d->S);
     const size_t hw = (size_t)H * W, pq = (size_t)P * Q;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(b->threads)
     for (int pl = 0; pl < planes; pl++) {
@@ -128,16 +157,20 @@ static void avgpool(rt_backend *b, const rt_pool_desc *d, const float *from, flo
         if (bwd) memset(t, 0, hw * sizeof *t);
         for (int p = 0; p < P; p++)
             for (int q = 0; q < Q; q++) {
-                size_t w0 = (size_t)(p * d->stride) * W + q * d->stride;
+                int h0, h1, w0, w1;
+                ROWS(d, p, &h0, &h1);
+                COLS(d, q, &w0, &w1);
+                /* the padding counts (R*S), an adaptive window is its own size */
+                float k = d->adaptive ? 1.0f / (float)((h1 - h0) * (w1 - w0)) : inv;
                 if (bwd) {
-                    float g = f[p * Q + q] * inv;
-                    for (int r = 0; r < d->R; r++)
-                        for (int c = 0; c < d->S; c++) t[w0 + (size_t)r * W + c] += g;
+                    float g = f[p * Q + q] * k;
+                    for (int r = h0; r < h1; r++)
+                        for (int c = w0; c < w1; c++) t[(size_t)r * W + c] += g;
                 } else {
                     float s = 0.0f;
-                    for (int r = 0; r < d->R; r++)
-                        for (int c = 0; c < d->S; c++) s += f[w0 + (size_t)r * W + c];
-                    t[p * Q + q] = s * inv;
+                    for (int r = h0; r < h1; r++)
+                        for (int c = w0; c < w1; c++) s += f[(size_t)r * W + c];
+                    t[p * Q + q] = s * k;
                 }
             }
     }

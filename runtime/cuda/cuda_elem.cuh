@@ -159,36 +159,73 @@ static inline void rtp_col_sums_host(float *db, const float *dy, int N, int O, i
 
 /* ---- pooling (cpu_pool.c; backward gathers over the covering windows) ---- */
 
-/* First window index (row-major) holding the max m, as cpu_pool.c's generic loop. */
-RTP_HD size_t rtp_argmax_at(const float *x, size_t base, int W, int R, int S, float m)
+/* The input rows [*a, *b) of output row p (columns alike), as cpu_pool.c's window():
+ * the padded window clipped to the input, or the adaptive one. */
+RTP_HD void rtp_pool_window(int p, int in, int out, int r, int stride, int pad, int adaptive,
+                            int *a, int *b)
 {
-    for (int r = 0; r < R; r++)
-        for (int s = 0; s < S; s++) {
-            size_t i = base + (size_t)r * W + s;
+    if (adaptive) {
+        *a = (int)((long long)p * in / out);
+        *b = (int)(((long long)(p + 1) * in + out - 1) / out);
+        return;
+    }
+    *a = p * stride - pad, *b = *a + r;
+    if (*a < 0) *a = 0;
+    if (*b > in) *b = in;
+}
+
+RTP_HD void rtp_pool_rows(rtp_pool_geom g, int p, int *a, int *b)
+{
+    rtp_pool_window(p, g.H, g.P, g.R, g.stride, g.pad, g.adaptive, a, b);
+}
+
+RTP_HD void rtp_pool_cols(rtp_pool_geom g, int q, int *a, int *b)
+{
+    rtp_pool_window(q, g.W, g.Q, g.S, g.stride, g.pad, g.adaptive, a, b);
+}
+
+/* First index (row-major) of rows [h0,h1) x cols [w0,w1) holding the max m, as
+ * cpu_pool.c's generic loop. */
+RTP_HD size_t rtp_argmax_at(const float *x, int W, int h0, int h1, int w0, int w1, float m)
+{
+    for (int r = h0; r < h1; r++)
+        for (int s = w0; s < w1; s++) {
+            size_t i = (size_t)r * W + s;
             float v = x[i];
             if (v == m || (m != m && v != v)) return i;
         }
-    return base;
+    return (size_t)h0 * W + w0;
 }
 
-/* Output rows (or cols) whose window covers input row ih: [*lo, *hi] (maybe empty). */
-RTP_HD void rtp_covering(int ih, int R, int stride, int P, int *lo, int *hi)
+/* Output rows (or cols) whose window may cover input row ih: [*lo, *hi] (maybe empty),
+ * a superset for adaptive windows (the caller checks each window). */
+RTP_HD void rtp_covering(int ih, int in, int R, int stride, int pad, int adaptive, int P, int *lo,
+                         int *hi)
 {
-    int a = ih - R + 1;
+    if (adaptive) {
+        *lo = (int)((long long)ih * P / in) - 1;
+        *hi = (int)((long long)(ih + 1) * P / in) + 1;
+        if (*lo < 0) *lo = 0;
+        if (*hi > P - 1) *hi = P - 1;
+        return;
+    }
+    int a = ih + pad - R + 1;
     *lo = a <= 0 ? 0 : (a + stride - 1) / stride;
-    *hi = ih / stride;
+    *hi = (ih + pad) / stride;
     if (*hi > P - 1) *hi = P - 1;
 }
 
 RTP_HD void rtp_maxpool_fwd_at(size_t o, float *y, const float *x, rtp_pool_geom g)
 {
     size_t pl = rtp_udiv(o, (size_t)g.P * g.Q);
-    int pq = (int)(o - pl * g.P * g.Q), p = pq / g.Q, q = pq % g.Q;
-    const float *w0 = x + pl * g.H * g.W + (size_t)(p * g.stride) * g.W + q * g.stride;
-    float m = w0[0];
-    for (int r = 0; r < g.R; r++)
-        for (int s = 0; s < g.S; s++) {
-            float v = w0[(size_t)r * g.W + s];
+    int pq = (int)(o - pl * g.P * g.Q), p = pq / g.Q, q = pq % g.Q, h0, h1, w0, w1;
+    rtp_pool_rows(g, p, &h0, &h1);
+    rtp_pool_cols(g, q, &w0, &w1);
+    const float *xp = x + pl * g.H * g.W;
+    float m = xp[(size_t)h0 * g.W + w0];
+    for (int r = h0; r < h1; r++)
+        for (int s = w0; s < w1; s++) {
+            float v = xp[(size_t)r * g.W + s];
             if (v > m || v != v) m = v; /* NaN propagates, as PyTorch */
         }
     y[o] = m;
@@ -202,27 +239,33 @@ RTP_HD void rtp_maxpool_bwd_at(size_t i, float *dx, const float *dy, const float
     const float *xp = x + pl * g.H * g.W;
     const float *yp = y + pl * g.P * g.Q, *dyp = dy + pl * g.P * g.Q;
     int p0, p1, q0, q1;
-    rtp_covering(ih, g.R, g.stride, g.P, &p0, &p1);
-    rtp_covering(iw, g.S, g.stride, g.Q, &q0, &q1);
+    rtp_covering(ih, g.H, g.R, g.stride, g.pad, g.adaptive, g.P, &p0, &p1);
+    rtp_covering(iw, g.W, g.S, g.stride, g.pad, g.adaptive, g.Q, &q0, &q1);
     float acc = 0.0f;
     for (int p = p0; p <= p1; p++)
         for (int q = q0; q <= q1; q++) {
-            size_t base = (size_t)(p * g.stride) * g.W + q * g.stride;
-            if (rtp_argmax_at(xp, base, g.W, g.R, g.S, yp[p * g.Q + q]) == (size_t)hw)
+            int h0, h1, w0, w1;
+            rtp_pool_rows(g, p, &h0, &h1);
+            rtp_pool_cols(g, q, &w0, &w1);
+            if (ih < h0 || ih >= h1 || iw < w0 || iw >= w1) continue;
+            if (rtp_argmax_at(xp, g.W, h0, h1, w0, w1, yp[p * g.Q + q]) == (size_t)hw)
                 acc = acc + dyp[p * g.Q + q];
         }
     dx[i] = acc;
 }
 
+/* inv: 1 / (R*S) (the padding counts); an adaptive window divides by its own size */
 RTP_HD void rtp_avgpool_fwd_at(size_t o, float *y, const float *x, rtp_pool_geom g, float inv)
 {
     size_t pl = rtp_udiv(o, (size_t)g.P * g.Q);
-    int pq = (int)(o - pl * g.P * g.Q), p = pq / g.Q, q = pq % g.Q;
-    const float *w0 = x + pl * g.H * g.W + (size_t)(p * g.stride) * g.W + q * g.stride;
-    float s = 0.0f;
-    for (int r = 0; r < g.R; r++)
-        for (int c = 0; c < g.S; c++) s = s + w0[(size_t)r * g.W + c];
-    y[o] = s * inv;
+    int pq = (int)(o - pl * g.P * g.Q), p = pq / g.Q, q = pq % g.Q, h0, h1, w0, w1;
+    rtp_pool_rows(g, p, &h0, &h1);
+    rtp_pool_cols(g, q, &w0, &w1);
+    const float *xp = x + pl * g.H * g.W;
+    float s = 0.0f, k = g.adaptive ? 1.0f / (float)((h1 - h0) * (w1 - w0)) : inv;
+    for (int r = h0; r < h1; r++)
+        for (int c = w0; c < w1; c++) s = s + xp[(size_t)r * g.W + c];
+    y[o] = s * k;
 }
 
 RTP_HD void rtp_avgpool_bwd_at(size_t i, float *dx, const float *dy, rtp_pool_geom g, float inv)
@@ -231,11 +274,18 @@ RTP_HD void rtp_avgpool_bwd_at(size_t i, float *dx, const float *dy, rtp_pool_ge
     int hw = (int)(i - pl * g.H * g.W), ih = hw / g.W, iw = hw % g.W;
     const float *dyp = dy + pl * g.P * g.Q;
     int p0, p1, q0, q1;
-    rtp_covering(ih, g.R, g.stride, g.P, &p0, &p1);
-    rtp_covering(iw, g.S, g.stride, g.Q, &q0, &q1);
+    rtp_covering(ih, g.H, g.R, g.stride, g.pad, g.adaptive, g.P, &p0, &p1);
+    rtp_covering(iw, g.W, g.S, g.stride, g.pad, g.adaptive, g.Q, &q0, &q1);
     float acc = 0.0f;
     for (int p = p0; p <= p1; p++)
-        for (int q = q0; q <= q1; q++) acc = acc + dyp[p * g.Q + q] * inv;
+        for (int q = q0; q <= q1; q++) {
+            int h0, h1, w0, w1;
+            rtp_pool_rows(g, p, &h0, &h1);
+            rtp_pool_cols(g, q, &w0, &w1);
+            if (ih < h0 || ih >= h1 || iw < w0 || iw >= w1) continue;
+            float k = g.adaptive ? 1.0f / (float)((h1 - h0) * (w1 - w0)) : inv;
+            acc = acc + dyp[p * g.Q + q] * k;
+        }
     dx[i] = acc;
 }
 

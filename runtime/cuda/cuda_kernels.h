@@ -23,6 +23,7 @@ extern "C" {
 /* Pooling geometry: planes = N*C independent (H,W) -> (P,Q) planes, R x S window. */
 typedef struct rtp_pool_geom {
     int planes, H, W, R, S, stride, P, Q;
+    int pad, adaptive; /* rt_pool_desc's */
 } rtp_pool_geom;
 
 /* Convolution geometry of ONE image for im2col/col2im (no cuDNN). */

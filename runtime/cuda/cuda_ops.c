@@ -13,7 +13,8 @@
 
 static rtp_pool_geom pool_geom(const rt_pool_desc *d)
 {
-    return (rtp_pool_geom){d->N * d->C, d->H, d->W, d->R, d->S, d->stride, d->P, d->Q};
+    return (rtp_pool_geom){d->N * d->C, d->H, d->W, d->R,   d->S,
+                           d->stride,   d->P, d->Q, d->pad, d->adaptive};
 }
 
 rt_status rtp_cuda_maxpool_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,

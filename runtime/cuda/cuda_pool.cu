@@ -1,4 +1,5 @@
-/* cuda_pool.cu - max and average pooling (no padding, floor mode) as cpu_pool.c does it.
+/* cuda_pool.cu - max and average pooling (padded, floor mode; or adaptive) as cpu_pool.c
+ * does it.
  *
  * Own kernels rather than cuDNN's pooling: the CPU reference sends a max-pool gradient
  * to the FIRST maximum of a window in row-major order (PyTorch) and propagates NaN;
@@ -47,12 +48,12 @@ extern "C" cudaError_t rtp_k_maxpool_bwd(cudaStream_t s, float *dx, const float 
 extern "C" cudaError_t rtp_k_avgpool_fwd(cudaStream_t s, float *y, const float *x, rtp_pool_geom g)
 {
     size_t n = (size_t)g.planes * g.P * g.Q;
-    RTP_LAUNCH(n, s, avgpool_fwd_k, y, x, g, 1.0f / (float)(g.R * g.S), n);
+    RTP_LAUNCH(n, s, avgpool_fwd_k, y, x, g, g.adaptive ? 0.0f : 1.0f / (float)(g.R * g.S), n);
 }
 
 extern "C" cudaError_t rtp_k_avgpool_bwd(cudaStream_t s, float *dx, const float *dy,
                                          rtp_pool_geom g)
 {
     size_t n = (size_t)g.planes * g.H * g.W;
-    RTP_LAUNCH(n, s, avgpool_bwd_k, dx, dy, g, 1.0f / (float)(g.R * g.S), n);
+    RTP_LAUNCH(n, s, avgpool_bwd_k, dx, dy, g, g.adaptive ? 0.0f : 1.0f / (float)(g.R * g.S), n);
 }

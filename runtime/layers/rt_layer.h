@@ -113,7 +113,7 @@ struct rt_layer_type {
 
 extern const rt_layer_type rt_layer_conv2d, rt_layer_maxpool, rt_layer_avgpool, rt_layer_relu,
     rt_layer_leakyrelu, rt_layer_batchnorm, rt_layer_dropout, rt_layer_flatten, rt_layer_dense,
-    rt_layer_globalavgpool;
+    rt_layer_globalavgpool, rt_layer_adaptiveavgpool;
 /* residual blocks: `residual:` (begin), `shortcut:` (projection branch), add (implicit) */
 extern const rt_layer_type rt_layer_res_begin, rt_layer_res_shortcut, rt_layer_res_add;
 
@@ -139,10 +139,12 @@ void rtp_shape(rt_tensor *t, int n, int c, int h, int w);
  * init stream (seed, layer index, param index). */
 void rtp_init_uniform(float *dst, size_t n, int fan_in, uint64_t seed, int layer, int param);
 
-/* pooling layers: `maxpool R [stride=R]`, `avgpool R [stride=R]` */
+/* pooling layers: `maxpool R [stride=R] [pad=0]`, `avgpool R [stride=R] [pad=0]` */
 RT_MUST_USE rt_status rtp_pool_parse(rt_layer *l, int argc, char **argv, char *why);
 RT_MUST_USE rt_status rtp_pool_infer(rt_layer *l, char *why);
 void rtp_pool_desc(const rt_layer *l, int N, rt_pool_desc *d);
+/* "KIND R stride=S" and " pad=P" when padded */
+void rtp_pool_format(const rt_layer *l, const char *kind, char *buf, size_t n);
 /* a layer without arguments; a layer whose output shape is its input shape */
 RT_MUST_USE rt_status rtp_noargs(int argc, char **argv, char *why);
 RT_MUST_USE rt_status rtp_same_shape(rt_layer *l, char *why);

@@ -1,12 +1,12 @@
-/* rt_layer_avgpool.c - `avgpool R [stride=R]`: R x R average pooling, no padding, floor
- * mode (PyTorch AvgPool2d with its defaults). */
+/* rt_layer_avgpool.c - `avgpool R [stride=R] [pad=0]`: R x R average pooling, floor
+ * mode, the zero padding counted in the mean (PyTorch AvgPool2d with its defaults). */
 #include <stdio.h>
 
 #include "rt_layer.h"
 
 static void format(const rt_layer *l, char *buf, size_t n)
 {
-    snprintf(buf, n, "avgpool %d stride=%d", l->r, l->stride);
+    rtp_pool_format(l, "avgpool", buf, n);
 }
 
 static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
@@ -28,7 +28,7 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
 
 const rt_layer_type rt_layer_avgpool = {
     .name = "avgpool",
-    .usage = "avgpool R [stride=R]",
+    .usage = "avgpool R [stride=R] [pad=0]",
     .parse = rtp_pool_parse,
     .infer = rtp_pool_infer,
     .format = format,

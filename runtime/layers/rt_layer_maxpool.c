@@ -1,12 +1,13 @@
-/* rt_layer_maxpool.c - `maxpool R [stride=R]`: R x R max pooling, no padding, floor mode
- * (PyTorch MaxPool2d). Backward recomputes the argmax from the saved input and output. */
+/* rt_layer_maxpool.c - `maxpool R [stride=R] [pad=0]`: R x R max pooling, floor mode,
+ * the padding (at most R/2) never the maximum (PyTorch MaxPool2d). Backward recomputes
+ * the argmax from the saved input and output. */
 #include <stdio.h>
 
 #include "rt_layer.h"
 
 static void format(const rt_layer *l, char *buf, size_t n)
 {
-    snprintf(buf, n, "maxpool %d stride=%d", l->r, l->stride);
+    rtp_pool_format(l, "maxpool", buf, n);
 }
 
 static rt_status forward(rt_layer *l, rt_backend *b, rt_tensor *out, const rt_tensor *in,
@@ -28,7 +29,7 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
 
 const rt_layer_type rt_layer_maxpool = {
     .name = "maxpool",
-    .usage = "maxpool R [stride=R]",
+    .usage = "maxpool R [stride=R] [pad=0]",
     .parse = rtp_pool_parse,
     .infer = rtp_pool_infer,
     .format = format,

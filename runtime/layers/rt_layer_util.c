@@ -91,10 +91,16 @@ void rtp_init_uniform(float *dst, size_t n, int fan_in, uint64_t seed, int layer
 rt_status rtp_pool_parse(rt_layer *l, int argc, char **argv, char *why)
 {
     l->stride = 0;
+    l->pad = 0;
     int pos = 0;
     for (int i = 0; i < argc; i++) {
         const char *v;
-        if (rtp_opt(argv[i], "stride", &v)) {
+        if (rtp_opt(argv[i], "pad", &v) || rtp_opt(argv[i], "padding", &v)) {
+            if (!(v[0] == '0' && !v[1]) && rtp_parse_int(v, &l->pad)) {
+                snprintf(why, RT_LAYER_WHY, "'%s' needs a non-negative integer value", argv[i]);
+                return RT_EINVAL;
+            }
+        } else if (rtp_opt(argv[i], "stride", &v)) {
             int rc = rtp_parse_int(v, &l->stride);
             if (rc > 0) {
                 snprintf(why, RT_LAYER_WHY, "'%s' is too large (at most %d)", argv[i],
@@ -136,14 +142,19 @@ rt_status rtp_pool_infer(rt_layer *l, char *why)
         snprintf(why, RT_LAYER_WHY, "needs a (C,H,W) input but gets %d flat features", l->in_c);
         return RT_EINVAL;
     }
-    if (l->r > l->in_h || l->r > l->in_w) {
+    if (2 * l->pad > l->r) {
+        snprintf(why, RT_LAYER_WHY, "pad=%d is more than half the window %d (PyTorch's limit)",
+                 l->pad, l->r);
+        return RT_EINVAL;
+    }
+    if (l->r > l->in_h + 2 * l->pad || l->r > l->in_w + 2 * l->pad) {
         snprintf(why, RT_LAYER_WHY, "window %dx%d is larger than the input %dx%dx%d", l->r, l->r,
                  l->in_c, l->in_h, l->in_w);
         return RT_EINVAL;
     }
     l->out_c = l->in_c;
-    l->out_h = (l->in_h - l->r) / l->stride + 1;
-    l->out_w = (l->in_w - l->r) / l->stride + 1;
+    l->out_h = (l->in_h + 2 * l->pad - l->r) / l->stride + 1;
+    l->out_w = (l->in_w + 2 * l->pad - l->r) / l->stride + 1;
     l->out_flat = 0;
     return RT_OK;
 }
@@ -158,7 +169,14 @@ void rtp_pool_desc(const rt_layer *l, int N, rt_pool_desc *d)
                         .S = l->r,
                         .stride = l->stride,
                         .P = l->out_h,
-                        .Q = l->out_w};
+                        .Q = l->out_w,
+                        .pad = l->pad};
+}
+
+void rtp_pool_format(const rt_layer *l, const char *kind, char *buf, size_t n)
+{
+    if (l->pad) snprintf(buf, n, "%s %d stride=%d pad=%d", kind, l->r, l->stride, l->pad);
+    else snprintf(buf, n, "%s %d stride=%d", kind, l->r, l->stride);
 }
 
 rt_status rtp_noargs(int argc, char **argv, char *why)

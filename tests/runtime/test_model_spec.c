@@ -394,6 +394,30 @@ T_TEST(resnet20_and_residual_blocks)
     ASSERT_EQ(rt_model_create(&m, "flatten\ndense 4 name=2.dense\ndense 2\n", &tiny, &err),
               RT_EINVAL);
     ASSERT_STR_CONTAINS(err.msg, "'2.dense.weight' is also line 3's");
+    /* padded and adaptive pooling: shapes, canonical text, bad values */
+    const rt_model_input img = {3, 9, 9, 2};
+    ASSERT_EQ(rt_model_create(&m,
+                              "maxpool 3 stride=2 pad=1\navgpool 3 stride=1 padding=1\n"
+                              "adaptiveavgpool 7 3\nadaptiveavgpool\nflatten\ndense 2\n",
+                              &img, &err),
+              RT_OK);
+    const rt_summary_row *pr = rt_model_summary(m, &n, &total);
+    ASSERT_EQ(pr[0].out_h, 5);
+    ASSERT_EQ(pr[1].out_h, 5);
+    ASSERT_EQ(pr[2].out_h, 7);
+    ASSERT_EQ(pr[2].out_w, 3);
+    ASSERT_STR_EQ(pr[3].type, "globalavgpool");
+    ASSERT_STR_CONTAINS(rt_model_spec_canonical(m),
+                        "maxpool 3 stride=2 pad=1\navgpool 3 stride=1 pad=1\n"
+                        "adaptiveavgpool 7 3\n");
+    rt_model_destroy(m);
+    m = NULL;
+    ASSERT_EQ(rt_model_create(&m, "maxpool 2 pad=2\nflatten\ndense 2\n", &img, &err), RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "line 1: maxpool 2 stride=2 pad=2: pad=2 is more than half");
+    ASSERT_EQ(rt_model_create(&m, "avgpool 2 pad=x\nflatten\ndense 2\n", &img, &err), RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "'pad=x' needs a non-negative integer value");
+    ASSERT_EQ(rt_model_create(&m, "adaptiveavgpool 0\nflatten\ndense 2\n", &img, &err), RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "'0' is not an output size in 1..4096");
     const rt_model_input small = {3, 8, 8, 4};
     ASSERT_STR_CONTAINS(error_of("residual:\n    conv2d 4 3 stride=2 pad=same\nflatten\n"
                                  "dense 4\n",

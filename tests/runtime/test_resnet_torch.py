@@ -97,9 +97,12 @@ def build(spec, c, h, w):
             m = nn.Linear(shp[0], int(pos[0]), bias=opts.get("bias", "true").lower() == "true")
             shp[:] = [int(pos[0])]
         elif kind in ("maxpool", "avgpool"):
-            r, s = int(pos[0]), int(opts.get("stride", pos[0]))
-            m = (nn.MaxPool2d if kind == "maxpool" else nn.AvgPool2d)(r, s)
-            shp[:] = [shp[0], (shp[1] - r) // s + 1, (shp[2] - r) // s + 1]
+            r, s, p = int(pos[0]), int(opts.get("stride", pos[0])), int(opts.get("pad", 0))
+            m = (nn.MaxPool2d if kind == "maxpool" else nn.AvgPool2d)(r, s, p)
+            shp[:] = [shp[0], (shp[1] + 2 * p - r) // s + 1, (shp[2] + 2 * p - r) // s + 1]
+        elif kind == "adaptiveavgpool":
+            m = nn.AdaptiveAvgPool2d((int(pos[0]), int(pos[1])))
+            shp[:] = [shp[0], int(pos[0]), int(pos[1])]
         else:
             raise ValueError("no PyTorch equivalent for " + kind)
         return m
@@ -317,12 +320,23 @@ def test_small_residual_matches_pytorch(tmp_path):
     run_case(tmp_path, str(f), "3x12x12", 4, 5)
 
 
+def test_padded_and_adaptive_pooling_match_pytorch(tmp_path):
+    # ResNet's stem pooling (3x3 stride 2 pad 1), a padded average (the padding counted),
+    # adaptive pooling with overlapping windows, and VGG's 7x7 adaptive pool of a 1x1 map
+    spec = ("conv2d 4 3 pad=1\nrelu\nmaxpool 3 stride=2 pad=1\navgpool 3 stride=1 pad=1\n"
+            "adaptiveavgpool 3 2\nconv2d 5 3 stride=3 pad=1\nadaptiveavgpool 7\nflatten\n"
+            "dense 4\n")
+    f = tmp_path / "spec.txt"
+    f.write_text(spec)
+    run_case(tmp_path, str(f), "3x9x9", 4, 3)
+
+
 def main():
     if not TOOL:
         print("SKIP: MODEL_REF_TOOL not set (run through meson)")
         return 77
     tests = [test_resnet20_step_matches_pytorch, test_resnet20_loads_into_a_pytorch_resnet20,
-             test_small_residual_matches_pytorch]
+             test_small_residual_matches_pytorch, test_padded_and_adaptive_pooling_match_pytorch]
     if DEVICE != "cpu":   # the names and layout do not depend on the device
         tests.remove(test_resnet20_loads_into_a_pytorch_resnet20)
     failed = skipped = 0

@@ -19,6 +19,7 @@ import traceback
 
 try:
     import torch
+    import torchvision
     from torchvision.models.resnet import BasicBlock
 except ImportError as e:
     print("SKIP: %s for %s (apt install python3-torch python3-torchvision)" % (e, sys.executable))
@@ -119,12 +120,42 @@ def test_lenet5():
     check("lenet5", LeNet5(100, 3, 32), "3x32x32", 100)
 
 
+class no_init:
+    """Builds torchvision's networks without drawing their initial weights (the names,
+    shapes and counts do not depend on them; VGG's 138 M draws take seconds)."""
+    names = ("kaiming_normal_", "kaiming_uniform_", "normal_", "constant_", "uniform_",
+             "zeros_", "ones_")
+
+    def __enter__(self):
+        self.saved = {n: getattr(nn.init, n) for n in self.names}
+        for n in self.names:
+            setattr(nn.init, n, lambda t, *a, **k: t)
+
+    def __exit__(self, *exc):
+        for n, f in self.saved.items():
+            setattr(nn.init, n, f)
+
+
+def test_torchvision_networks():
+    tv = torchvision.models
+    with no_init():
+        nets = [("resnet18", tv.resnet18(weights=None, num_classes=10), "3x32x32", 10),
+                ("resnet18", tv.resnet18(weights=None), "3x64x64", 1000),   # 11,689,512
+                ("resnet34", tv.resnet34(weights=None, num_classes=10), "3x32x32", 10),
+                ("vgg11_bn", tv.vgg11_bn(weights=None, num_classes=10), "3x32x32", 10),
+                ("vgg16_bn", tv.vgg16_bn(weights=None), "3x32x32", 1000)]   # 138,365,992
+    for net, model, chw, classes in nets:
+        for p in model.parameters():
+            p.data.zero_()      # defined values for the forward pass
+        check(net, model, chw, classes)
+
+
 def main():
     if not TOOL:
         print("SKIP: ZOO_NAMES_TOOL not set (run through meson)")
         return 77
     failed = 0
-    for t in (test_cifar_resnets, test_lenet5):
+    for t in (test_cifar_resnets, test_lenet5, test_torchvision_networks):
         try:
             t()
             print("PASS", t.__name__)

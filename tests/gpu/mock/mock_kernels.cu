@@ -152,7 +152,8 @@ extern "C" cudaError_t rtp_k_avgpool_fwd(cudaStream_t s, float *y, const float *
 {
     size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
     CHECK({y, F4(ny)}, {x, F4(nx)});
-    for (size_t o = 0; o < ny; o++) rtp_avgpool_fwd_at(o, y, x, g, 1.0f / (float)(g.R * g.S));
+    for (size_t o = 0; o < ny; o++)
+        rtp_avgpool_fwd_at(o, y, x, g, g.adaptive ? 0.0f : 1.0f / (float)(g.R * g.S));
     return cudaSuccess;
 }
 
@@ -161,7 +162,8 @@ extern "C" cudaError_t rtp_k_avgpool_bwd(cudaStream_t s, float *dx, const float 
 {
     size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
     CHECK({dx, F4(nx)}, {dy, F4(ny)});
-    for (size_t i = 0; i < nx; i++) rtp_avgpool_bwd_at(i, dx, dy, g, 1.0f / (float)(g.R * g.S));
+    for (size_t i = 0; i < nx; i++)
+        rtp_avgpool_bwd_at(i, dx, dy, g, g.adaptive ? 0.0f : 1.0f / (float)(g.R * g.S));
     return cudaSuccess;
 }
 
