@@ -133,42 +133,28 @@ static void num(FILE *f, double v, const char *fmt)
     else fprintf(f, fmt, v);
 }
 
-static void csv_field(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static int write_csv(const jk_sweep *sw, row *rows, int n, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f) return -1;
     fputs("rank,variant,state", f);
-    for (int k = 0; k < sw->nparams; k++) fputc(',', f), csv_field(f, sw->pnames[k]);
+    for (int k = 0; k < sw->nparams; k++) fputc(',', f), rt_results_csv_field(f, sw->pnames[k]);
     fprintf(f, ",best_");
-    csv_field(f, sw->metric);
+    rt_results_csv_field(f, sw->metric);
     fputs(",epochs_done,val_accuracy,val_loss,images_per_s,run_id,dir\n", f);
     for (int i = 0; i < n; i++) {
         const jk_variant *v = rows[i].v;
         fprintf(f, "%d,", i + 1);
-        csv_field(f, v->name);
+        rt_results_csv_field(f, v->name);
         fprintf(f, ",%s", jk_sweep_state_name(v->state));
-        for (int k = 0; k < sw->nparams; k++) fputc(',', f), csv_field(f, v->values[k]);
+        for (int k = 0; k < sw->nparams; k++) fputc(',', f), rt_results_csv_field(f, v->values[k]);
         fputc(',', f), num(f, v->metric, "%.6g");
         fprintf(f, ",%d,", rows[i].epochs);
         num(f, rows[i].last_val_acc, "%.6g");
         fputc(',', f), num(f, rows[i].last_val_loss, "%.6g");
         fputc(',', f), num(f, rows[i].ips, "%.1f");
         fprintf(f, ",%lld,", (long long)v->run_id);
-        csv_field(f, v->dir);
+        rt_results_csv_field(f, v->dir);
         fputc('\n', f);
     }
     return fclose(f) == 0 ? 0 : -1;

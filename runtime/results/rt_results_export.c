@@ -33,10 +33,8 @@ static void iso_time(double t, char *buf, size_t n)
     if (gmtime_r(&s, &tm)) strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static void csv_field(FILE *f, const char *s, int first)
+void rt_results_csv_field(FILE *f, const char *s)
 {
-    if (!first) fputc(',', f);
-    if (!s) return;
     if (!strpbrk(s, ",\"\r\n")) {
         fputs(s, f);
         return;
@@ -47,6 +45,12 @@ static void csv_field(FILE *f, const char *s, int first)
         fputc(*s, f);
     }
     fputc('"', f);
+}
+
+static void csv_field(FILE *f, const char *s, int first)
+{
+    if (!first) fputc(',', f);
+    if (s) rt_results_csv_field(f, s);
 }
 
 /* Adds key to the set names[] (no duplicates, in first-seen order). */

@@ -7,6 +7,7 @@
 #define RT_RESULTS_QUERY_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "rt_results.h"
@@ -93,6 +94,9 @@ RT_MUST_USE rt_status rt_results_series(rt_results *rs, int64_t run_id, const ch
  * process is refused (RT_EINVAL) unless force. RT_ENOTFOUND for an unknown id. */
 RT_MUST_USE rt_status rt_results_delete(rt_results *rs, int64_t run_id, int force, rt_error *err);
 
+/* Writes s to f as one CSV field (RFC 4180: quoted, quotes doubled, when it holds a
+ * comma, a quote or a line end): the export's and kiln sweep's tables. */
+void rt_results_csv_field(FILE *f, const char *s);
 /* Writes the runs matching q to path. "csv": one row a run (fields, param:KEY and
  * metric:KEY columns with last values). "json": {"runs": [...]} with fields, params,
  * every metric series (steps, epochs, values) and checkpoints. Written to a temporary
