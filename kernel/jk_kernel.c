@@ -129,10 +129,11 @@ static void forms_fallback(jkp_kernel *k, jkp_chan *ch)
     free(x.result_text);
 }
 
-/* Serves shell until a shutdown_request; -1 if the shell socket itself fails. */
-static int shell_loop(jkp_kernel *k, void *control_ctl)
+/* Serves shell until a shutdown_request; -1 if the shell socket itself fails. The
+ * caller owns shell and keeps it until the engine is destroyed: a cell's detached outputs
+ * (a background sweep's live table) publish through it from another thread until then. */
+static int shell_loop(jkp_kernel *k, jkp_chan *shell, void *control_ctl)
 {
-    jkp_chan ch = {k, k->shell, &k->iopub, "shell", NULL};
     zmq_pollitem_t items[2] = {{k->shell, 0, ZMQ_POLLIN, 0}, {control_ctl, 0, ZMQ_POLLIN, 0}};
     while (!atomic_load(&k->shutdown)) {
         if (zmq_poll(items, 2, -1) < 0) {
@@ -154,15 +155,15 @@ static int shell_loop(jkp_kernel *k, void *control_ctl)
         }
         if (rc == -1) jkp_log("shell: dropped a message: %s", err.msg);
         if (rc == -3) {
-            jkp_refuse(&ch, &m, err.msg);
+            jkp_refuse(shell, &m, err.msg);
             jkp_msg_deinit(&m);
         }
         if (rc != 0) continue;
-        jkp_dispatch(&ch, jkp_shell_handlers, &m);
+        jkp_dispatch(shell, jkp_shell_handlers, &m);
         jkp_msg_deinit(&m);
-        while (k->naborting) jkp_abort_run(&ch);
+        while (k->naborting) jkp_abort_run(shell);
     }
-    forms_fallback(k, &ch);
+    forms_fallback(k, shell);
     return 0;
 }
 
@@ -176,6 +177,7 @@ int jk_kernel_main(const char *connection_file, const mg_settings *settings)
     }
     jkp_kernel k;
     memset(&k, 0, sizeof k);
+    jkp_chan shell = {&k, NULL, &k.iopub, "shell", NULL}; /* lives until stop() */
     atomic_init(&k.interrupt, 0);
     atomic_init(&k.shutdown, 0);
     atomic_init(&k.restart, 0);
@@ -194,6 +196,7 @@ int jk_kernel_main(const char *connection_file, const mg_settings *settings)
     char *carry = jkp_carry_path(connection_file);
     if (rc == 0) jkp_carry_in(&k, carry);
     if (rc == 0) {
+        shell.sock = k.shell;
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_sigint;
@@ -203,7 +206,7 @@ int jk_kernel_main(const char *connection_file, const mg_settings *settings)
         signal(SIGPIPE, SIG_IGN); /* a closed pipe is an error return, not death */
         jkp_log("kernel %s ready (protocol %s)", k.session.session, JKP_PROTOCOL_VERSION);
         jkp_publish_status(&k.iopub, NULL, "starting");
-        rc = shell_loop(&k, t.control.ctl);
+        rc = shell_loop(&k, &shell, t.control.ctl);
         sigint_flag = NULL;
         jkp_carry_out(&k, carry);
     } else {
