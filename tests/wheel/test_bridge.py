@@ -198,11 +198,15 @@ def test_stop_shows_the_checkpoint_line_and_kilns_short_message(tmp_path):
                     fired.append(1)
                     k.km.interrupt_kernel()
 
-            reply, text = k.run(f"%%kiln\n%train net --batch 16 --epochs 2 --run-dir {rd}",
+            # far more epochs than the stop leaves it: a slow kernel (ASan) must not
+            # finish before the interrupt reaches it
+            reply, text = k.run(f"%%kiln\n%train net --batch 16 --epochs 50 --run-dir {rd}",
                                 on_msg=on_msg)
             assert fired and reply["status"] == "error", text[-2000:]
             assert reply["ename"] == "KeyboardInterrupt", reply
-            stopped = int(re.search(r"after step (\d+)", reply["evalue"]).group(1))
+            where = re.search(r"after step (\d+)", reply["evalue"])
+            assert where, (reply["evalue"], text[-2000:])
+            stopped = int(where.group(1))
             assert re.search(r"checkpoint: \S+ckpt-step%08d\.safetensors" % stopped, text), \
                 (round, text[-2000:])
             tb = reply["traceback"]
