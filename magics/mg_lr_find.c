@@ -62,8 +62,8 @@ static int read_opts(const mg_args *args, lr_opts *lo, mg_error *err)
                        "%%lr_find: --end must be above --start (%g) and at most 1e4, got %g",
                        lo->start, lo->end);
     if (lo->steps < 2 || lo->steps > MAX_STEPS)
-        return mg_fail(err, "ValueError", "%%lr_find: --steps must be in 2..%d, got %ld",
-                       MAX_STEPS, lo->steps);
+        return mg_fail(err, "ValueError", "%%lr_find: --steps must be in 2..%d, got %ld", MAX_STEPS,
+                       lo->steps);
     return 0;
 }
 

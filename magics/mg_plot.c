@@ -125,8 +125,8 @@ static void draw_axes(FILE *f, const frame *fr, const mg_plot_opts *o, int width
     for (int i = 0; i < fr->x.nticks; i++) {
         double v = fr->x.t0 + i * fr->x.step;
         tick_label(lab, sizeof lab, v, fr->x.step, fr->log_x);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", px(fr, fr->log_x ? pow(10, v) : v),
-                fr->top + fr->h + 16, lab);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                px(fr, fr->log_x ? pow(10, v) : v), fr->top + fr->h + 16, lab);
     }
     fputs("</g>\n", f);
     if (o->title) {

@@ -57,9 +57,8 @@ void rt_watch_init(rt_watch_state *s)
 rt_status rt_watch_check(const rt_watch_state *s, rt_error *err)
 {
     if (s->best_epoch < 0 || s->wait < 0 || s->plateau_bad < 0 || s->reductions < 0 ||
-        s->cooldown_left < 0 ||
-        !(s->lr_scale > 0 && s->lr_scale <= 1) || (s->has_best && !isfinite(s->best)) ||
-        (s->has_plateau_best && !isfinite(s->plateau_best)))
+        s->cooldown_left < 0 || !(s->lr_scale > 0 && s->lr_scale <= 1) ||
+        (s->has_best && !isfinite(s->best)) || (s->has_plateau_best && !isfinite(s->plateau_best)))
         return RT_ERR(err, RT_EINVAL,
                       "trainer state: early-stopping / plateau state out of range (best "
                       "epoch %lld, wait %lld, lr scale %g)",

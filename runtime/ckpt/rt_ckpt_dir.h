@@ -28,7 +28,7 @@ typedef struct rt_ckpt_entry {
     char created[40];    /* metadata "created", "" when unknown */
     int has_metric;      /* metric holds this checkpoint's "metric" */
     rt_ckpt_metric metric;
-    int has_best;        /* best holds its "best_metric" (the run's best so far), with
+    int has_best; /* best holds its "best_metric" (the run's best so far), with
                             the step it was measured at */
     rt_ckpt_metric best;
 } rt_ckpt_entry;

@@ -49,9 +49,8 @@ static int setup_on(const char *dir)
 {
     if (tm_fresh_session(&g_s) < 0) return -1;
     tm_reset();
-    return tm_setup_model(g_s, dir, 0,
-                          "conv2d 4 3 pad=1\nbatchnorm\nrelu\nmaxpool 2\nflatten\ndense 3\n",
-                          &g_err);
+    return tm_setup_model(
+        g_s, dir, 0, "conv2d 4 3 pad=1\nbatchnorm\nrelu\nmaxpool 2\nflatten\ndense 3\n", &g_err);
 }
 
 static int setup(void) { return setup_on(g_dir); }
@@ -79,7 +78,8 @@ static int same_tensors(const char *a, const char *b)
     rt_ckpt_reader *ra = NULL, *rb = NULL;
     rt_error re;
     int same = -1;
-    if (rt_ckpt_reader_open(a, 0, &ra, &re) != RT_OK || rt_ckpt_reader_open(b, 0, &rb, &re) != RT_OK)
+    if (rt_ckpt_reader_open(a, 0, &ra, &re) != RT_OK ||
+        rt_ckpt_reader_open(b, 0, &rb, &re) != RT_OK)
         goto out;
     size_t n = rt_ckpt_reader_tensor_count(ra);
     if (n == 0 || n != rt_ckpt_reader_tensor_count(rb)) goto out;

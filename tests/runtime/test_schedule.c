@@ -190,7 +190,8 @@ T_TEST(test_parse_errors)
         {"plateau threshold=2", "threshold must be in [0, 1)"},
         {"plateau step_size=3", "schedule plateau: unknown option 'step_size'; expected one of "
                                 "factor, patience, threshold, cooldown, min_lr"},
-        {"plateau cooldown=-1", "schedule plateau: cooldown must be a non-negative integer, got '-1'"},
+        {"plateau cooldown=-1",
+         "schedule plateau: cooldown must be a non-negative integer, got '-1'"},
         {"plateau min_lr=-1e-5", "schedule plateau: min_lr must be >= 0, got -1e-05"},
         {"plateau min_lr=low", "schedule plateau: min_lr must be a number, got 'low'"},
     };
