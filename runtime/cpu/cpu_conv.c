@@ -67,13 +67,30 @@ static size_t acc_floats(const rt_conv_desc *d)
     return rtp_r16((size_t)d->K * d->C * d->R * d->S + d->K);
 }
 
-size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
+/* the fp32 path's scratch, in whole 64-byte lines (bf16's rounded copies follow it) */
+static size_t ws_fp32(rt_backend *b, const rt_conv_desc *d)
 {
     const rtp_convk *k;
     const direct_ops *path = direct_path(b, d, &k);
-    if (path) return path->workspace(b, k, d);
     size_t T = (size_t)(b->threads > 0 ? b->threads : 1);
-    return (T * col_floats(d) + (size_t)rtp_conv_groups(d->N) * acc_floats(d)) * sizeof(float);
+    size_t n = path ? path->workspace(b, k, d)
+                    : (T * col_floats(d) + (size_t)rtp_conv_groups(d->N) * acc_floats(d)) *
+                          sizeof(float);
+    return (n + 63) / 64 * 64;
+}
+
+size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
+{
+    return ws_fp32(b, d) + (rtp_cpu_bf16(b) ? rtp_cpu_bf16_conv_stage(d) : 0);
+}
+
+/* bf16 (cpu_bf16.c): where the rounded copies of the op's inputs go, or NULL for fp32
+ * (and on a too-small workspace, with err set) */
+static float *bf16_stage(rt_backend *b, const rt_conv_desc *d, rt_error *err)
+{
+    if (!rtp_cpu_bf16(b)) return NULL;
+    float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
+    return ws ? ws + ws_fp32(b, d) / sizeof(float) : NULL;
 }
 
 /* col (C*R*S, P*Q) <- image x (C,H,W), zero outside the padded border. */
@@ -174,6 +191,14 @@ static rt_status conv_fwd(rt_backend *b, rt_tensor *out, double *mom, const rt_t
                           const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d,
                           rt_error *err)
 {
+    float *at = bf16_stage(b, d, err);
+    if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+    rt_tensor xs, wsd;
+    if (at) {
+        xs = rtp_cpu_bf16_stage(b, &at, in);
+        wsd = rtp_cpu_bf16_stage(b, &at, w);
+        in = &xs, w = &wsd;
+    }
     const rtp_convk *kern;
     const direct_ops *path = direct_path(b, d, &kern);
     if (path) return path->fwd(b, kern, out, mom, in, w, bias, d, err);
@@ -224,6 +249,14 @@ rt_status rtp_cpu_conv2d_fwd_moments(rt_backend *b, rt_tensor *out, rt_tensor *m
 rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                   const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
+    float *at = bf16_stage(b, d, err);
+    if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+    rt_tensor dys, wsd;
+    if (at) {
+        dys = rtp_cpu_bf16_stage(b, &at, dout);
+        wsd = rtp_cpu_bf16_stage(b, &at, w);
+        dout = &dys, w = &wsd;
+    }
     const rtp_convk *kern;
     const direct_ops *path = direct_path(b, d, &kern);
     if (path) return path->bwd_data(b, kern, din, dout, w, d, err);
@@ -254,10 +287,35 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
     return RT_OK;
 }
 
+/* dbias[k] = the sum of dy's plane k over the images, in image order (bf16's: from the
+ * fp32 dy, before it is rounded) */
+static void bias_grad(rt_backend *b, rt_tensor *dbias, const rt_tensor *dout, const rt_conv_desc *d)
+{
+    if (!dbias) return;
+    const int K = d->K, PQ = d->P * d->Q;
+    const float *dy = dout->data;
+    float *db = dbias->data;
+#pragma omp parallel for schedule(static) num_threads(b->threads) if (K >= 8)
+    for (int k = 0; k < K; k++) {
+        float s = 0.0f;
+        for (int n = 0; n < d->N; n++) s += rtp_cpu_row_sum(dy + ((size_t)n * K + k) * PQ, PQ);
+        db[k] = s;
+    }
+}
+
 rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
                                     const rt_tensor *dout, const rt_tensor *in,
                                     const rt_conv_desc *d, rt_error *err)
 {
+    float *at = bf16_stage(b, d, err);
+    if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+    rt_tensor dys, xs;
+    if (at) { /* the bias gradient sums the fp32 dy, as CUDA's does */
+        bias_grad(b, dbias, dout, d);
+        dys = rtp_cpu_bf16_stage(b, &at, dout);
+        xs = rtp_cpu_bf16_stage(b, &at, in);
+        dout = &dys, in = &xs, dbias = NULL;
+    }
     const rtp_convk *kern;
     const direct_ops *path = direct_path(b, d, &kern);
     if (path) return path->bwd_filter(b, kern, dw, dbias, dout, in, d, err);
