@@ -73,9 +73,9 @@ static size_t ws_fp32(rt_backend *b, const rt_conv_desc *d)
     const rtp_convk *k;
     const direct_ops *path = direct_path(b, d, &k);
     size_t T = (size_t)(b->threads > 0 ? b->threads : 1);
-    size_t n = path ? path->workspace(b, k, d)
-                    : (T * col_floats(d) + (size_t)rtp_conv_groups(d->N) * acc_floats(d)) *
-                          sizeof(float);
+    size_t n =
+        path ? path->workspace(b, k, d)
+             : (T * col_floats(d) + (size_t)rtp_conv_groups(d->N) * acc_floats(d)) * sizeof(float);
     return (n + 63) / 64 * 64;
 }
 

@@ -623,7 +623,7 @@ T_TEST(test_shapes_and_device_errors)
     ASSERT_EQ(rc, -1);
     ASSERT_STR_EQ(g_err.ename, "RuntimeError");
     ASSERT_STR_CONTAINS(g_err.evalue, "%train: --precision bf16: bf16 on the CPU needs the AVX-512 "
-                                        "convolution loops, which KILN_CPU_CONV turned off");
+                                      "convolution loops, which KILN_CPU_CONV turned off");
     ASSERT_EQ(tm_magic(g_s, "train tiny --device cpu --precision fp16", NULL, &g_err), -1);
     ASSERT_STR_CONTAINS(g_err.evalue, "needs a CUDA device");
     ASSERT_EQ(tm_magic(g_s, "train tiny --schedule wobbly", NULL, &g_err), -1);

@@ -99,8 +99,10 @@ static int conv_run(rt_backend *b, const rt_conv_desc *d, const float *x, const 
     o->db = malloc((size_t)d->K * 4);
     memset(o->y, 0xff, ny * 4), memset(o->dx, 0xff, nx * 4), memset(o->dw, 0xff, nw * 4);
     memset(o->db, 0xff, (size_t)d->K * 4);
-    rt_tensor X = tens((float *)x, d->N, d->C, d->H, d->W), W = tens((float *)w, d->K, d->C, d->R, d->S);
-    rt_tensor B = tens((float *)bias, d->K, 1, 1, 1), DY = tens((float *)dy, d->N, d->K, d->P, d->Q);
+    rt_tensor X = tens((float *)x, d->N, d->C, d->H, d->W),
+              W = tens((float *)w, d->K, d->C, d->R, d->S);
+    rt_tensor B = tens((float *)bias, d->K, 1, 1, 1),
+              DY = tens((float *)dy, d->N, d->K, d->P, d->Q);
     rt_tensor Y = tens(o->y, d->N, d->K, d->P, d->Q), DX = tens(o->dx, d->N, d->C, d->H, d->W);
     rt_tensor DW = tens(o->dw, d->K, d->C, d->R, d->S), DB = tens(o->db, d->K, 1, 1, 1);
     rt_error err = {0};
@@ -116,8 +118,8 @@ static void drop(outs *o) { free(o->y), free(o->dx), free(o->dw), free(o->db); }
 
 static rt_conv_desc cdesc(int N, int C, int H, int W, int K, int R, int stride, int pad)
 {
-    rt_conv_desc d = {.N = N, .C = C, .H = H, .W = W, .K = K, .R = R, .S = R, .stride = stride,
-                      .pad = pad};
+    rt_conv_desc d = {
+        .N = N, .C = C, .H = H, .W = W, .K = K, .R = R, .S = R, .stride = stride, .pad = pad};
     d.P = (H + 2 * pad - R) / stride + 1;
     d.Q = (W + 2 * pad - R) / stride + 1;
     return d;
