@@ -14,10 +14,31 @@
  * results are deterministic for a fixed thread count.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 #include "../rt_device.h"
+#include "cpu_conv_amx.h"
 #include "cpu_internal.h"
+
+/* AMX-BF16 and AMX-TILE (CPUID leaf 7: EDX bits 22 and 24), the tile data granted by
+ * the kernel, and not turned off by KILN_CPU_AMX=off */
+static int amx_usable(void)
+{
+#if defined(KILN_CONVK_X86)
+    const char *e = getenv("KILN_CPU_AMX");
+    if (e && !strcmp(e, "off")) return 0;
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    if (!(d & (1u << 22)) || !(d & (1u << 24))) return 0;
+    return rtp_cpu_amx_enable();
+#else
+    return 0;
+#endif
+}
 
 int rtp_cpu_bf16_supported(const rtp_cpu *c, const char **missing)
 {
@@ -56,6 +77,7 @@ rt_status rt_cpu_set_precision(rt_backend *b, rt_precision p, rt_error *err)
                       "--device cuda",
                       missing);
     c->prec = p;
+    c->amx = p == RT_PREC_BF16 && amx_usable();
     return RT_OK;
 }
 

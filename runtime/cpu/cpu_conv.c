@@ -19,6 +19,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "cpu_conv_amx.h"
 #include "cpu_conv_layout.h"
 #include "cpu_internal.h"
 
@@ -79,9 +80,30 @@ static size_t ws_fp32(rt_backend *b, const rt_conv_desc *d)
     return (n + 63) / 64 * 64;
 }
 
+/* bf16 on AMX tiles (cpu_conv_amx.c): the 3x3 stride-1 convolutions the direct path
+ * takes; the others round their inputs into the workspace for the fp32 loops */
+static int amx_takes(rt_backend *b, const rt_conv_desc *d)
+{
+#ifdef KILN_CONVK_X86
+    const rtp_cpu *c = b->impl;
+    return c->amx && c->prec == RT_PREC_BF16 && rtp_cpu_conv_direct(b, d);
+#else
+    return 0;
+#endif
+}
+
 size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
 {
+#ifdef KILN_CONVK_X86
+    if (amx_takes(b, d)) return rtp_cpu_amx_workspace(b->threads, d);
+#endif
     return ws_fp32(b, d) + (rtp_cpu_bf16(b) ? rtp_cpu_bf16_conv_stage(d) : 0);
+}
+
+/* The AMX pass's scratch, or NULL (err set) */
+static float *amx_ws(rt_backend *b, const rt_conv_desc *d, rt_error *err)
+{
+    return rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
 }
 
 /* bf16 (cpu_bf16.c): where the rounded copies of the op's inputs go, or NULL for fp32
@@ -191,6 +213,14 @@ static rt_status conv_fwd(rt_backend *b, rt_tensor *out, double *mom, const rt_t
                           const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d,
                           rt_error *err)
 {
+#ifdef KILN_CONVK_X86
+    if (amx_takes(b, d)) {
+        float *ws = amx_ws(b, d, err);
+        if (!ws) return err ? err->code : RT_EINVAL;
+        rtp_cpu_amx_fwd(b, ws, out, mom, in, w, bias, d);
+        return RT_OK;
+    }
+#endif
     float *at = bf16_stage(b, d, err);
     if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
     rt_tensor xs, wsd;
@@ -249,6 +279,14 @@ rt_status rtp_cpu_conv2d_fwd_moments(rt_backend *b, rt_tensor *out, rt_tensor *m
 rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                   const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
+#ifdef KILN_CONVK_X86
+    if (amx_takes(b, d)) {
+        float *ws = amx_ws(b, d, err);
+        if (!ws) return err ? err->code : RT_EINVAL;
+        rtp_cpu_amx_bwd_data(b, ws, din, dout, w, d);
+        return RT_OK;
+    }
+#endif
     float *at = bf16_stage(b, d, err);
     if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
     rt_tensor dys, wsd;
@@ -307,6 +345,15 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                                     const rt_tensor *dout, const rt_tensor *in,
                                     const rt_conv_desc *d, rt_error *err)
 {
+#ifdef KILN_CONVK_X86
+    if (amx_takes(b, d)) {
+        float *ws = amx_ws(b, d, err);
+        if (!ws) return err ? err->code : RT_EINVAL;
+        bias_grad(b, dbias, dout, d);
+        rtp_cpu_amx_bwd_filter(b, ws, dw, dout, in, d);
+        return RT_OK;
+    }
+#endif
     float *at = bf16_stage(b, d, err);
     if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
     rt_tensor dys, xs;

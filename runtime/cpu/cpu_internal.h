@@ -16,6 +16,7 @@ typedef struct rtp_cpu {
     size_t ws_bytes;
     const rtp_convk *convk; /* direct-convolution loops for this CPU, or NULL (im2col) */
     rt_precision prec;      /* fp32, or bf16 (cpu_bf16.c) */
+    int amx;                /* bf16 3x3 stride-1 convolutions on AMX tiles (cpu_conv_amx.c) */
 } rtp_cpu;
 
 /* Scratch of at least `bytes`, or NULL with RT_EINVAL set in err (never allocates). */

@@ -274,6 +274,8 @@ int main(void)
         fprintf(stderr, "the backend does not report bf16\n");
         return 1;
     }
+    printf("3x3 stride-1 convolutions on AMX tiles: %s\n",
+           ((const rtp_cpu *)g_bf.impl)->amx ? "yes" : "no (rounded copies, fp32 loops)");
     T_RUN(conv_rounds_inputs_accumulates_fp32);
     T_RUN(dense_rounds_inputs_accumulates_fp32);
     rt_backend_close(&g_bf);
