@@ -81,12 +81,15 @@ static size_t ws_fp32(rt_backend *b, const rt_conv_desc *d)
 }
 
 /* bf16 on AMX tiles (cpu_conv_amx.c): the 3x3 stride-1 convolutions the direct path
- * takes; the others round their inputs into the workspace for the fp32 loops */
+ * takes, with 16 channels or more on both sides (a tile is 16 rows of them: a 1- or
+ * 3-channel first layer would waste most of each product); the others round their
+ * inputs into the workspace for the fp32 loops */
 static int amx_takes(rt_backend *b, const rt_conv_desc *d)
 {
 #ifdef KILN_CONVK_X86
     const rtp_cpu *c = b->impl;
-    return c->amx && c->prec == RT_PREC_BF16 && rtp_cpu_conv_direct(b, d);
+    return c->amx && c->prec == RT_PREC_BF16 && d->C >= 16 && d->K >= 16 &&
+           rtp_cpu_conv_direct(b, d);
 #else
     return 0;
 #endif

@@ -183,7 +183,7 @@ static void fwd_config(int KP)
     c.palette = 1;
     for (int i = 0; i < 4; i++) c.rows[i] = 16, c.colsb[i] = 64; /* C: 16 rows x 16 fp32 */
     for (int i = 4; i < 6; i++) c.rows[i] = 16, c.colsb[i] = (uint16_t)(KP * 4); /* A */
-    for (int i = 6; i < 8; i++) c.rows[i] = (uint8_t)KP, c.colsb[i] = 64;          /* B */
+    for (int i = 6; i < 8; i++) c.rows[i] = (uint8_t)KP, c.colsb[i] = 64;        /* B */
     _tile_loadconfig(&c);
 }
 
@@ -282,8 +282,8 @@ static const int flip_taps[9] = {8, 7, 6, 5, 4, 3, 2, 1, 0};
 void rtp_cpu_amx_fwd(rt_backend *b, float *ws, rt_tensor *out, double *mom, const rt_tensor *in,
                      const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d)
 {
-    fwd_pass(b, ws, w->data, fwd_taps, 0, in->data, d->C, d->H, d->W, d->pad, d->N, out->data,
-             mom, d->K, d->P, d->Q, bias ? bias->data : NULL);
+    fwd_pass(b, ws, w->data, fwd_taps, 0, in->data, d->C, d->H, d->W, d->pad, d->N, out->data, mom,
+             d->K, d->P, d->Q, bias ? bias->data : NULL);
 }
 
 void rtp_cpu_amx_bwd_data(rt_backend *b, float *ws, rt_tensor *din, const rt_tensor *dout,
@@ -319,8 +319,8 @@ static void bf16_planes(uint16_t *restrict xb, const float *restrict x, int C, i
 
 /* dv[i/2][k] <- (dy[k] at grid position i, at i + 1) for i < Lr (even): output (p, q) at
  * i = p*wp + q, 0 at the extra columns and past the grid (as zeroed) */
-static void dy_pairs(uint32_t *restrict dv, const float *restrict dy, int K, int Kr, int P,
-                     int Q, const amx_geom *g)
+static void dy_pairs(uint32_t *restrict dv, const float *restrict dy, int K, int Kr, int P, int Q,
+                     const amx_geom *g)
 {
     uint16_t *h = (uint16_t *)dv; /* [i][k] pairs: element (i, k) at (i/2)*2Kr + 2k + i%2 */
     for (int k = 0; k < K; k++) {
@@ -335,8 +335,8 @@ static void dy_pairs(uint32_t *restrict dv, const float *restrict dy, int K, int
 }
 
 /* acc[(c*9 + t)*Kr + k] += the image's products (c < Cr, k < Kr, tiles of 16 x 16) */
-static void wg_tiles(const uint16_t *xb, const uint32_t *dv, float *acc, const amx_geom *g,
-                     int Cr, int Kr)
+static void wg_tiles(const uint16_t *xb, const uint32_t *dv, float *acc, const amx_geom *g, int Cr,
+                     int Kr)
 {
     const size_t csb = g->cs, as = csb * 2, bs = (size_t)Kr * 4, cs9 = (size_t)9 * Kr * 4;
     for (int c0 = 0; c0 < Cr; c0 += 16)
