@@ -9,7 +9,7 @@
  * element (14): array flags (class), dimensions, name, then the real part; MATLAB
  * usually wraps each in a miCOMPRESSED element (15): a zlib stream holding the
  * miMATRIX. A sub-element of at most 4 bytes may use the small format (count in the
- * tag's upper 16 bits, the data in its last 4 bytes). y may be stored with a smaller
+ * tag's upper 16 bits, the data in its last 4 bytes), a name or a short y alike. y may be stored with a smaller
  * type than its class (doubles as uint8): every numeric storage type is read.
  *
  * Hardening: the version, the endian mark and every tag are checked; an element may
@@ -326,8 +326,19 @@ static rt_status read_matrix(src *s, uint64_t body, uint64_t cap, found *fd, con
         return RT_ERR(err, RT_EFORMAT, "%s: X has class %d, not uint8", s->path, cls);
     sub re;
     RT_TRY(read_sub(s, &re, name, err));
-    if (re.small) /* at most 4 values: still checked against the dimensions */
-        return RT_ERR(err, RT_EFORMAT, "%s: %s holds only %u bytes", s->path, name, re.n);
+    if (re.small) { /* at most 4 bytes, in the tag itself: read from there */
+        src *m = malloc(sizeof *m);
+        if (!m) return RT_ERR(err, RT_ENOMEM, "out of memory");
+        memset(m, 0, offsetof(src, in));
+        m->path = s->path, m->left = re.n;
+        m->f = fmemopen(re.data, re.n ? re.n : 1, "rb");
+        rt_status st = !m->f ? RT_ERR(err, RT_ENOMEM, "out of memory")
+                       : is_x ? read_x(m, &re, dims, nd, re.n, fd, stop, err)
+                              : read_y(m, &re, dims, nd, re.n, fd, err);
+        if (m->f) fclose(m->f);
+        free(m);
+        return st;
+    }
     if (re.n > body)
         return RT_ERR(err, RT_EFORMAT, "%s: %s claims %u bytes in a variable of %llu", s->path,
                       name, re.n, (unsigned long long)body);

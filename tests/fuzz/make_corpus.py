@@ -194,6 +194,12 @@ svy = mat_var("y", 6, [2, 1], 9, struct.pack("<2d", 10, 3))
 put("svhn", "valid-plain", b"\x01" + svx + svy)
 put("svhn", "valid-y-uint8", b"\x01" + svx + mat_var("y", 6, [2, 1], 2, b"\x01\x0a"))
 put("svhn", "valid-compressed-x", b"\x03" + svx)
+def mat_var_small(name, cls, dims, typ, data):  # the real part in the small format
+    body = (mat_sub(6, struct.pack("<II", cls, 0)) + mat_sub(5, struct.pack("<%di" % len(dims), *dims))
+            + struct.pack("<HH", 1, len(name)) + name.encode().ljust(4, b"\0")
+            + struct.pack("<HH", typ, len(data)) + data.ljust(4, b"\0"))
+    return struct.pack("<II", 14, len(body)) + body
+put("svhn", "valid-small-y", b"\x01" + svx + mat_var_small("y", 6, [2, 1], 2, b"\x01\x0a"))
 put("svhn", "invalid-label", b"\x01" + svx + mat_var("y", 6, [2, 1], 2, b"\x00\x0b"))
 put("svhn", "invalid-lying-size", b"\x01" + mat_var("X", 9, [2, 2, 3, 9], 2, bytes(24)) + svy)
 put("svhn", "invalid-count", b"\x01" + svx + mat_var("y", 6, [3, 1], 2, b"\x01\x02\x03"))
