@@ -243,8 +243,8 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (subset < 0 || subset > 100000000)
         return mg_fail(err, "ValueError", "%%dataset: --subset must be >= 0, got %ld", subset);
     mg_ws_data *d =
-        mg_ws_data_load_images(ws, ctx, name, (int)val, (int)subset,
-                               mg_args_get(args, "--dir"), mg_args_get(args, "--url"), &img, err);
+        mg_ws_data_load_images(ws, ctx, name, (int)val, (int)subset, mg_args_get(args, "--dir"),
+                               mg_args_get(args, "--url"), &img, err);
     if (!d) return -1;
     show_summary(ctx, d);
     if (samples > 0) return show_samples(ctx, &d->splits.train, (int)samples, err);

@@ -15,8 +15,7 @@ static const mg_option options[] = {
     {"--data", MG_OPT_STRING, "NAME", "data set (default: the one loaded last)", NULL},
     {"--seed", MG_OPT_INT, "N", "pick random images with this seed (default: the first N)", NULL},
     {"--top", MG_OPT_INT, "K", "files: the K most likely classes to show (3)", NULL},
-    {"--out", MG_OPT_STRING, "FILE", "pixel CSV: write ImageId,Label for every row (Kaggle)",
-     NULL},
+    {"--out", MG_OPT_STRING, "FILE", "pixel CSV: write ImageId,Label for every row (Kaggle)", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 

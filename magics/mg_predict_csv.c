@@ -66,8 +66,8 @@ int mg_predict_csv(mg_ctx *ctx, const mg_args *args, int first, int topk, mg_err
     char(*caps)[160] = NULL;
     if (c != in->c || h != in->h || w != in->w) {
         mg_fail(err, "ValueError",
-                "%%predict: %s holds %dx%dx%d images but model '%s' takes %dx%dx%d", path, c, h,
-                w, e->name, in->c, in->h, in->w);
+                "%%predict: %s holds %dx%dx%d images but model '%s' takes %dx%dx%d", path, c, h, w,
+                e->name, in->c, in->h, in->w);
         goto out;
     }
     x = malloc((size_t)n * img * sizeof *x);
@@ -112,8 +112,8 @@ int mg_predict_csv(mg_ctx *ctx, const mg_args *args, int first, int topk, mg_err
     }
     fprintf(t, "%s on %d row%s of %s (normalised as %s)", e->name, n, n == 1 ? "" : "s", path,
             d->name);
-    if (labels) fprintf(t, "; accuracy %.2f%% (%d of %d, the file's labels)", 100.0 * right / n,
-                        right, n);
+    if (labels)
+        fprintf(t, "; accuracy %.2f%% (%d of %d, the file's labels)", 100.0 * right / n, right, n);
     fprintf(t, "\n  rows per predicted class:");
     for (int k = 0, sep = 0; k < L; k++)
         if (count[k]) fprintf(t, "%s %s: %ld", sep++ ? "," : "", tr->class_names[k], count[k]);

@@ -85,8 +85,7 @@ static rt_status parse_names(const char *what, const char *text, size_t len, int
     int want = which ? NFINE : NCOARSE;
     RT_TRY(rtp_cifar_parse_meta(what, text, len, names, err));
     if (names->count != want)
-        return RT_ERR(err, RT_EFORMAT, "%s: %d class names, expected %d", what, names->count,
-                      want);
+        return RT_ERR(err, RT_EFORMAT, "%s: %d class names, expected %d", what, names->count, want);
     return RT_OK;
 }
 

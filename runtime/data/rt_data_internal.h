@@ -81,8 +81,8 @@ int rtp_pixcsv_sniff(const char *path);
 /* The image shape of rows of `pixels` values: given (three numbers as the user wrote
  * them, CxHxW or HxWxC; NULL or zeros = inferred: 784 -> 1x28x28, 3072 -> 3x32x32, S*S,
  * 3*S*S) -> out = {C, H, W, channels_last}. RT_EINVAL / RT_EFORMAT naming path. */
-RT_MUST_USE rt_status rtp_pixcsv_shape(const char *path, int pixels, const int given[3],
-                                       int out[4], rt_error *err);
+RT_MUST_USE rt_status rtp_pixcsv_shape(const char *path, int pixels, const int given[3], int out[4],
+                                       rt_error *err);
 /* Reads every row into s (images (C, H, W)); *labelled 0 when the file has no label
  * column (its labels are then zeros). Errors name the file and line. */
 RT_MUST_USE rt_status rtp_pixcsv_read(const char *path, const int shape[3], rtp_raw_split *s,
@@ -129,18 +129,18 @@ typedef struct rtp_known_file {
 } rtp_known_file;
 
 typedef struct rtp_known_set {
-    const char *name; /* "fashion-mnist" */
+    const char *name;     /* "fashion-mnist" */
     const char *files_of; /* the set whose files (and cache folder) it reads; NULL = name */
     rtp_format format;
-    int coarse; /* CIFAR-100: the 20 superclass labels instead of the 100 fine ones */
-    const char *base_url;       /* canonical mirror, ends with '/' */
+    int coarse;           /* CIFAR-100: the 20 superclass labels instead of the 100 fine ones */
+    const char *base_url; /* canonical mirror, ends with '/' */
     const char *system_dirs[3]; /* NULL-terminated */
     rtp_known_file files[4];    /* IDX: train images, train labels, test images, test
                                    labels; CIFAR: the archive only; SVHN: train, test */
     int num_files;
     int num_classes;
     const char *const *class_names; /* num_classes names */
-    const char *augment; /* what plain --augment means for the set (rt_augment.h) */
+    const char *augment;            /* what plain --augment means for the set (rt_augment.h) */
 } rtp_known_set;
 
 const rtp_known_set *rtp_known_set_find(const char *name);

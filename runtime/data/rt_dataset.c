@@ -30,8 +30,7 @@
 
 static const char *const idx_files[4] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                                          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
-static const char *const digit_names[10] = {"0", "1", "2", "3", "4",
-                                            "5", "6", "7", "8", "9"};
+static const char *const digit_names[10] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
 static const char *const cifar_names[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
                                             "dog",      "frog",       "horse", "ship", "truck"};
 
@@ -104,9 +103,8 @@ static rt_status read_cifar100(rt_dataset_splits *out, const char *path, int is_
     rtp_raw_split train = {0}, test = {0};
     rtp_class_names names;
     rtp_stop stop = {opts->should_stop, opts->user};
-    rt_status st = is_tar
-                       ? rtp_cifar100_read_tar(path, coarse, &train, &test, &names, &stop, err)
-                       : rtp_cifar100_read_dir(path, coarse, &train, &test, &names, &stop, err);
+    rt_status st = is_tar ? rtp_cifar100_read_tar(path, coarse, &train, &test, &names, &stop, err)
+                          : rtp_cifar100_read_dir(path, coarse, &train, &test, &names, &stop, err);
     if (st != RT_OK) return st;
     const char *list[RT_MAX_CLASSES];
     int n = coarse ? 20 : 100;
@@ -204,7 +202,8 @@ static rt_status load_named(rt_dataset_splits *out, const rtp_known_set *ks,
     const char *where = NULL;
     int is_tar = 0, use_url = opts->url && opts->url[0];
     rt_error cache_err = {0};
-    int have_cache = rtp_cache_dir(ks->files_of ? ks->files_of : ks->name, cache, &cache_err) == RT_OK;
+    int have_cache =
+        rtp_cache_dir(ks->files_of ? ks->files_of : ks->name, cache, &cache_err) == RT_OK;
     const char *cands[6];
     int nc = 0;
     if (opts->dir && opts->dir[0]) cands[nc++] = opts->dir;
@@ -247,8 +246,7 @@ static rt_status load_named(rt_dataset_splits *out, const rtp_known_set *ks,
         st = read_cifar(&tmp, cifar, is_tar, ks->class_names, ks->name, opts, err);
     else if (ks->format == RTP_FMT_CIFAR100)
         st = read_cifar100(&tmp, cifar, is_tar, ks->coarse, ks->class_names, ks->name, opts, err);
-    else
-        st = read_svhn(&tmp, idx, ks->name, opts, err);
+    else st = read_svhn(&tmp, idx, ks->name, opts, err);
     if (st != RT_OK) {
         rt_dataset_splits_deinit(&tmp);
         return st;
@@ -364,8 +362,7 @@ static rt_status load_path(rt_dataset_splits *out, const rt_dataset_opts *opts, 
         st = read_cifar100(&tmp, cifar, is_tar, 0, cifar100_names(), base, opts, err);
     else if (rtp_is_dir(path) && rtp_find_svhn(path, idx))
         st = read_svhn(&tmp, idx, base, opts, err);
-    else if (is_pixel_csv(path))
-        st = read_pixcsv(&tmp, path, base, opts, err);
+    else if (is_pixel_csv(path)) st = read_pixcsv(&tmp, path, base, opts, err);
     else if (rtp_is_file(path) && is_archive_name(path) && is_cifar100_name(base))
         st = read_cifar100(&tmp, path, 1, 0, cifar100_names(), base, opts, err);
     else if (rtp_is_file(path) && is_archive_name(path) && strcasestr(base, "cifar"))

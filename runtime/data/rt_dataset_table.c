@@ -25,11 +25,50 @@
 #include <string.h>
 
 static const char *const digits[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
-static const char *const fashion_names[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
-static const char *const cifar10_names[] = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
+static const char *const fashion_names[] = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
+                                            "Coat",        "Sandal",    "Shirt",    "Sneaker",
+                                            "Bag",         "Ankle boot"};
+static const char *const cifar10_names[] = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                            "dog",      "frog",       "horse", "ship", "truck"};
 /* CIFAR-100's fine_label_names.txt and coarse_label_names.txt, in label order */
-static const char *const cifar100_fine[] = {"apple", "aquarium_fish", "baby", "bear", "beaver", "bed", "bee", "beetle", "bicycle", "bottle", "bowl", "boy", "bridge", "bus", "butterfly", "camel", "can", "castle", "caterpillar", "cattle", "chair", "chimpanzee", "clock", "cloud", "cockroach", "couch", "crab", "crocodile", "cup", "dinosaur", "dolphin", "elephant", "flatfish", "forest", "fox", "girl", "hamster", "house", "kangaroo", "keyboard", "lamp", "lawn_mower", "leopard", "lion", "lizard", "lobster", "man", "maple_tree", "motorcycle", "mountain", "mouse", "mushroom", "oak_tree", "orange", "orchid", "otter", "palm_tree", "pear", "pickup_truck", "pine_tree", "plain", "plate", "poppy", "porcupine", "possum", "rabbit", "raccoon", "ray", "road", "rocket", "rose", "sea", "seal", "shark", "shrew", "skunk", "skyscraper", "snail", "snake", "spider", "squirrel", "streetcar", "sunflower", "sweet_pepper", "table", "tank", "telephone", "television", "tiger", "tractor", "train", "trout", "tulip", "turtle", "wardrobe", "whale", "willow_tree", "wolf", "woman", "worm"};
-static const char *const cifar100_coarse[] = {"aquatic_mammals", "fish", "flowers", "food_containers", "fruit_and_vegetables", "household_electrical_devices", "household_furniture", "insects", "large_carnivores", "large_man-made_outdoor_things", "large_natural_outdoor_scenes", "large_omnivores_and_herbivores", "medium_mammals", "non-insect_invertebrates", "people", "reptiles", "small_mammals", "trees", "vehicles_1", "vehicles_2"};
+static const char *const cifar100_fine[] = {
+    "apple",       "aquarium_fish", "baby",      "bear",       "beaver",       "bed",
+    "bee",         "beetle",        "bicycle",   "bottle",     "bowl",         "boy",
+    "bridge",      "bus",           "butterfly", "camel",      "can",          "castle",
+    "caterpillar", "cattle",        "chair",     "chimpanzee", "clock",        "cloud",
+    "cockroach",   "couch",         "crab",      "crocodile",  "cup",          "dinosaur",
+    "dolphin",     "elephant",      "flatfish",  "forest",     "fox",          "girl",
+    "hamster",     "house",         "kangaroo",  "keyboard",   "lamp",         "lawn_mower",
+    "leopard",     "lion",          "lizard",    "lobster",    "man",          "maple_tree",
+    "motorcycle",  "mountain",      "mouse",     "mushroom",   "oak_tree",     "orange",
+    "orchid",      "otter",         "palm_tree", "pear",       "pickup_truck", "pine_tree",
+    "plain",       "plate",         "poppy",     "porcupine",  "possum",       "rabbit",
+    "raccoon",     "ray",           "road",      "rocket",     "rose",         "sea",
+    "seal",        "shark",         "shrew",     "skunk",      "skyscraper",   "snail",
+    "snake",       "spider",        "squirrel",  "streetcar",  "sunflower",    "sweet_pepper",
+    "table",       "tank",          "telephone", "television", "tiger",        "tractor",
+    "train",       "trout",         "tulip",     "turtle",     "wardrobe",     "whale",
+    "willow_tree", "wolf",          "woman",     "worm"};
+static const char *const cifar100_coarse[] = {"aquatic_mammals",
+                                              "fish",
+                                              "flowers",
+                                              "food_containers",
+                                              "fruit_and_vegetables",
+                                              "household_electrical_devices",
+                                              "household_furniture",
+                                              "insects",
+                                              "large_carnivores",
+                                              "large_man-made_outdoor_things",
+                                              "large_natural_outdoor_scenes",
+                                              "large_omnivores_and_herbivores",
+                                              "medium_mammals",
+                                              "non-insect_invertebrates",
+                                              "people",
+                                              "reptiles",
+                                              "small_mammals",
+                                              "trees",
+                                              "vehicles_1",
+                                              "vehicles_2"};
 
 static const rtp_known_set known_sets[] = {
     {.name = "mnist",
@@ -105,19 +144,18 @@ static const rtp_known_set known_sets[] = {
       * default split. */
      .base_url = "http://ufldl.stanford.edu/housenumbers/",
      .system_dirs = {"/usr/share/datasets/svhn", "/usr/local/share/datasets/svhn", NULL},
-     .files = {{"train_32x32.mat", "435e94d69a87fde4fd4d7f3dd208dfc32cb6ae8af2240d066de1df7508d083b8",
-                182040794},
-               {"test_32x32.mat", "cdce80dfb2a2c4c6160906d0bd7c68ec5a99d7ca4831afa54f09182025b6a75b",
-                64275384}},
+     .files = {{"train_32x32.mat",
+                "435e94d69a87fde4fd4d7f3dd208dfc32cb6ae8af2240d066de1df7508d083b8", 182040794},
+               {"test_32x32.mat",
+                "cdce80dfb2a2c4c6160906d0bd7c68ec5a99d7ca4831afa54f09182025b6a75b", 64275384}},
      .num_files = 2,
      .num_classes = 10,
      .class_names = digits,
      .augment = "crop:4"}, /* house-number digits: a mirrored digit is not the digit */
 };
 
-static const char *const known_names[] = {"mnist",    "fashion-mnist",   "cifar10",
-                                          "cifar100", "cifar100-coarse", "svhn",
-                                          NULL};
+static const char *const known_names[] = {"mnist",           "fashion-mnist", "cifar10", "cifar100",
+                                          "cifar100-coarse", "svhn",          NULL};
 
 const char *const *rt_dataset_known_names(void) { return known_names; }
 

@@ -239,8 +239,9 @@ rt_status rtp_pixcsv_read(const char *path, const int shape[3], rtp_raw_split *s
             }
             if (st != RT_OK) break;
             if (is_label) s->labels[n] = (uint8_t)v;
-            else px[last ? (size_t)(p % C) * (size_t)plane + (size_t)(p / C) : (size_t)p] =
-                (uint8_t)v;
+            else
+                px[last ? (size_t)(p % C) * (size_t)plane + (size_t)(p / C) : (size_t)p] =
+                    (uint8_t)v;
         }
         n++;
     }

@@ -198,8 +198,8 @@ typedef struct found {
     int nlabels;
 } found;
 
-static rt_status read_x(src *s, const sub *re, const int64_t *dims, int nd, uint64_t cap,
-                        found *fd, const rtp_stop *stop, rt_error *err)
+static rt_status read_x(src *s, const sub *re, const int64_t *dims, int nd, uint64_t cap, found *fd,
+                        const rtp_stop *stop, rt_error *err)
 {
     if (re->type != MI_UINT8 || nd != 4)
         return RT_ERR(err, RT_EFORMAT,
@@ -245,8 +245,8 @@ static rt_status read_x(src *s, const sub *re, const int64_t *dims, int nd, uint
     return RT_OK;
 }
 
-static rt_status read_y(src *s, const sub *re, const int64_t *dims, int nd, uint64_t cap,
-                        found *fd, rt_error *err)
+static rt_status read_y(src *s, const sub *re, const int64_t *dims, int nd, uint64_t cap, found *fd,
+                        rt_error *err)
 {
     int es = elem_size(re->type);
     if (!es || nd != 2 || (dims[0] != 1 && dims[1] != 1))
@@ -332,7 +332,7 @@ static rt_status read_matrix(src *s, uint64_t body, uint64_t cap, found *fd, con
         memset(m, 0, offsetof(src, in));
         m->path = s->path, m->left = re.n;
         m->f = fmemopen(re.data, re.n ? re.n : 1, "rb");
-        rt_status st = !m->f ? RT_ERR(err, RT_ENOMEM, "out of memory")
+        rt_status st = !m->f  ? RT_ERR(err, RT_ENOMEM, "out of memory")
                        : is_x ? read_x(m, &re, dims, nd, re.n, fd, stop, err)
                               : read_y(m, &re, dims, nd, re.n, fd, err);
         if (m->f) fclose(m->f);
@@ -421,8 +421,8 @@ rt_status rtp_svhn_read_mat(const char *path, rtp_raw_split *out, const rtp_stop
                       strerror(errno));
     struct stat sb;
     found fd = {0};
-    rt_status st = fstat(fileno(f), &sb) == 0 ? RT_OK
-                                              : RT_ERR(err, RT_EIO, "%s: cannot stat", path);
+    rt_status st =
+        fstat(fileno(f), &sb) == 0 ? RT_OK : RT_ERR(err, RT_EIO, "%s: cannot stat", path);
     if (st == RT_OK) st = read_file(f, path, (uint64_t)sb.st_size, &fd, stop, err);
     fclose(f);
     if (st == RT_OK && (!fd.pixels || !fd.labels))

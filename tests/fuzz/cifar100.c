@@ -21,9 +21,9 @@
 #define RECORD 3074
 #define MAX_MEMBER (6 * RECORD)
 
-static const char *const names[8] = {"train.bin",  "test.bin",   "fine_label_names.txt",
-                                     "coarse_label_names.txt", "readme", "meta",
-                                     "file.txt",   "x.bin"};
+static const char *const names[8] = {
+    "train.bin", "test.bin", "fine_label_names.txt", "coarse_label_names.txt", "readme", "meta",
+    "file.txt",  "x.bin"};
 
 static void check_split(const rtp_raw_split *s, int classes)
 {
@@ -48,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         data += 3, size -= 3;
         if (len > size) len = size;
         size_t full = len;
-        if ((sel & 0x80) && (sel & 7) < 2) full = len ? (len + RECORD - 1) / RECORD * RECORD : RECORD;
+        if ((sel & 0x80) && (sel & 7) < 2)
+            full = len ? (len + RECORD - 1) / RECORD * RECORD : RECORD;
         if (full > MAX_MEMBER) full = MAX_MEMBER;
         if (len > full) len = full;
         m[nm].sel = sel;

@@ -77,8 +77,7 @@ T_TEST(pixel_csv_train_and_predict)
     ASSERT_STR_CONTAINS(sum, "images: 1 x 8 x 8 (C x H x W), 3 classes"); /* 64 = 8 x 8 */
     ASSERT_STR_CONTAINS(sum, "train 120, val 30, test 0");
     ASSERT_STR_CONTAINS(sum, "0=0 1=1 2=2");
-    ASSERT_EQ(tm_magic(g_s, "model tiny", "conv2d 4 3 pad=1\nrelu\nflatten\ndense 3\n", &g_err),
-              0);
+    ASSERT_EQ(tm_magic(g_s, "model tiny", "conv2d 4 3 pad=1\nrelu\nflatten\ndense 3\n", &g_err), 0);
     ASSERT_EQ(run("train tiny --epochs 4 --batch 10 --lr 0.05 --seed 1%s", ""), 0);
     /* the label-less test file: every row predicted, the submission written */
     snprintf(sub, sizeof sub, "%s/submission.csv", g_dir);
@@ -200,7 +199,8 @@ int main(void)
     write_rows("ragged.csv", 10, 1, "1,2,3", 3);
     char range[300];
     snprintf(range, sizeof range, "0,300");
-    for (int k = 1; k < 64; k++) snprintf(range + strlen(range), sizeof range - strlen(range), ",1");
+    for (int k = 1; k < 64; k++)
+        snprintf(range + strlen(range), sizeof range - strlen(range), ",1");
     write_rows("range.csv", 10, 1, range, 1);
     T_RUN(pixel_csv_train_and_predict);
     T_RUN(pixel_csv_errors);
