@@ -331,9 +331,8 @@ static rt_status dist_exchange(rt_trainer *t, rt_tensor *gr, int n, int count, d
 
 /* The ops of one step from the gather to the optimiser (ranks: with the exchange): run,
  * or recorded when a graph is being recorded. */
-static rt_status step_ops(rt_trainer *t, rt_gather_desc *g, int64_t start, int lo, int n,
-                          int count, double lr, int64_t next, double *dloss, int *dcorrect,
-                          rt_error *err)
+static rt_status step_ops(rt_trainer *t, rt_gather_desc *g, int64_t start, int lo, int n, int count,
+                          double lr, int64_t next, double *dloss, int *dcorrect, rt_error *err)
 {
     rt_model *m = t->m;
     rt_backend *b = rt_model_backend(m);

@@ -24,8 +24,9 @@ __global__ void relu_bwd_k(float *dx, const float *dy, const float *y, size_t n,
     RTP_GRID_LOOP(i, n) rtp_relu_bwd_at(i, dx, dy, y, slope);
 }
 
-__global__ void dropout_fwd_k(float *y, float *mask, const float *x, size_t n, rtp_philox_stream st0,
-                              uint32_t threshold, float value, const rtp_philox_stream *dv)
+__global__ void dropout_fwd_k(float *y, float *mask, const float *x, size_t n,
+                              rtp_philox_stream st0, uint32_t threshold, float value,
+                              const rtp_philox_stream *dv)
 {
     const rtp_philox_stream st = dv ? *dv : st0;
     RTP_GRID_LOOP(blk, (n + 3) / 4) rtp_dropout_block_at(blk, y, mask, x, n, st, threshold, value);

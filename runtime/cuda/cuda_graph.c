@@ -36,9 +36,9 @@ struct rt_graph {
     cudaGraphExec_t exec;
     rtp_slot slots[RTP_GRAPH_SLOTS];
     int nslots;
-    size_t bytes;   /* of the block in use */
-    void *dev;      /* the block, device */
-    unsigned gen;   /* rtp_cuda.gen when recorded */
+    size_t bytes;    /* of the block in use */
+    void *dev;       /* the block, device */
+    unsigned gen;    /* rtp_cuda.gen when recorded */
     rt_step_vars at; /* the recorded step's values */
     char bad[200];   /* why the recording cannot be used ("" if it can) */
     unsigned char host[RTP_GRAPH_BLOCK];
@@ -66,8 +66,7 @@ static rt_status slot_value(const rtp_slot *s, const rt_step_vars *v, void *out,
         return RT_OK;
     }
     case RTP_SLOT_DROPOUT: {
-        rt_rng r =
-            rt_rng_stream(s->seed, RT_RNG_DROPOUT, (uint32_t)(v->key + s->delta), s->layer);
+        rt_rng r = rt_rng_stream(s->seed, RT_RNG_DROPOUT, (uint32_t)(v->key + s->delta), s->layer);
         rtp_philox_stream st = {r.key[0], r.key[1], r.stream[0], r.stream[1]};
         memcpy(out, &st, sizeof st);
         return RT_OK;
@@ -192,8 +191,7 @@ rt_status rtp_cuda_graph_end(rt_backend *b, rt_graph **out, rt_error *err)
     c->cap = NULL;
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(c->stream, &graph);
-    if (e == cudaSuccess && !g->bad[0])
-        e = cudaGraphInstantiateWithFlags(&g->exec, graph, 0);
+    if (e == cudaSuccess && !g->bad[0]) e = cudaGraphInstantiateWithFlags(&g->exec, graph, 0);
     if (graph) (void)cudaGraphDestroy(graph);
     if (e != cudaSuccess || g->bad[0]) {
         char why[300];

@@ -144,8 +144,8 @@ cudaError_t rtp_k_xent_bwd(cudaStream_t s, float *dlogits, const float *probs,
 /* ---- cuda_optim.cu (mirrors rt_optim_kernels.c line by line) ---- */
 cudaError_t rtp_k_adam(cudaStream_t s, float *p, float *m, float *v, const float *g, size_t n,
                        rt_adam_coef c, const rt_adam_coef *dv);
-cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
-                      rt_sgd_coef c, const rt_sgd_coef *dv);
+cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n, rt_sgd_coef c,
+                      const rt_sgd_coef *dv);
 /* clip_grad (cpu_clip.c): the clamp (clip_value > 0), then (max_norm > 0) RT_CLIP_PARTS
  * blocks' partial squares into w's scratch, one thread's norm and factor into w[0..1],
  * and the scaling by w[1] (skipped by every thread when it is 1). */

@@ -164,7 +164,8 @@ rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask, c
     rt_rng r = rt_rng_stream(d->seed, RT_RNG_DROPOUT, d->step, d->layer);
     rtp_philox_stream st = {r.key[0], r.key[1], r.stream[0], r.stream[1]};
     const rtp_philox_stream *dv = rtp_graph_slot(
-        b, &(rtp_slot){.kind = RTP_SLOT_DROPOUT, .delta = d->step, .seed = d->seed, .layer = d->layer},
+        b,
+        &(rtp_slot){.kind = RTP_SLOT_DROPOUT, .delta = d->step, .seed = d->seed, .layer = d->layer},
         &st, sizeof st);
     RT_CUDA_TRY(b, err,
                 rtp_k_dropout_fwd(STREAM, out->data, mask->data, in->data, n, st, keep, dv));
@@ -233,7 +234,7 @@ rt_status rtp_cuda_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *moment
     const rt_sgd_coef *dv =
         rtp_graph_slot(b, &(rtp_slot){.kind = RTP_SLOT_SGD, .cfg = cfg}, &c, sizeof c);
     RT_CUDA_TRY(b, err,
-                rtp_k_sgd(STREAM, param->data, momentum_buf ? momentum_buf->data : NULL,
-                          grad->data, n, c, dv));
+                rtp_k_sgd(STREAM, param->data, momentum_buf ? momentum_buf->data : NULL, grad->data,
+                          n, c, dv));
     return RT_OK;
 }

@@ -48,8 +48,8 @@ rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *lab
                                                &v, sizeof v);
     if (dv) ord = order->data; /* the kernel adds the replay's start */
     RT_CUDA_TRY(b, err,
-                rtp_k_gather(STREAM, images->data, labels->data, data->data, data_labels->data,
-                             ord, g, dv));
+                rtp_k_gather(STREAM, images->data, labels->data, data->data, data_labels->data, ord,
+                             g, dv));
     return RT_OK;
 }
 
@@ -80,16 +80,15 @@ rt_status rtp_cuda_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt
     RTP_ENTER(b);
     float *r = (float *)stats->data + (size_t)row * RT_STEP_STATS;
     int32_t v = row;
-    const int32_t *dv = rtp_graph_slot(
-        b,
-        &(rtp_slot){.kind = RTP_SLOT_ROW,
-                    .delta = row,
-                    .limit = (int64_t)(rt_tensor_numel(stats) / RT_STEP_STATS) - 1},
-        &v, sizeof v);
+    const int32_t *dv =
+        rtp_graph_slot(b,
+                       &(rtp_slot){.kind = RTP_SLOT_ROW,
+                                   .delta = row,
+                                   .limit = (int64_t)(rt_tensor_numel(stats) / RT_STEP_STATS) - 1},
+                       &v, sizeof v);
     if (dv) r = stats->data; /* the kernel adds the replay's row */
     RT_CUDA_TRY(b, err,
-                rtp_k_xent_stats(STREAM, r, loss->data, probs->data, labels->data, d->N, d->L,
-                                 dv));
+                rtp_k_xent_stats(STREAM, r, loss->data, probs->data, labels->data, d->N, d->L, dv));
     return RT_OK;
 }
 

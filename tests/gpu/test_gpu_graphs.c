@@ -112,8 +112,8 @@ static float *params_of(rt_model *m, size_t *n)
     *n = rt_tensor_numel(rt_model_params_flat(m));
     float *h = malloc(*n * 4);
     rt_error err = {0};
-    if (!h ||
-        rt_backend_download(rt_model_backend(m), h, rt_model_params_flat(m), *n * 4, &err) != RT_OK) {
+    if (!h || rt_backend_download(rt_model_backend(m), h, rt_model_params_flat(m), *n * 4, &err) !=
+                  RT_OK) {
         fprintf(stderr, "harness: download failed: %s\n", err.msg);
         exit(99);
     }

@@ -44,7 +44,7 @@ static struct {
     size_t used;
     cudaError_t last;
     long d2h, syncs, gemm16, gemm_fast, gemm_calls, gemm_batched, event_waits, event_polls,
-        h2d_bytes; /* mock_stats.h */
+        h2d_bytes;                 /* mock_stats.h */
     long graph_launches, captures; /* mock_graph.h */
 } mock;
 
@@ -177,12 +177,12 @@ const char *cudaGetErrorString(cudaError_t e)
 
 const char *cudaGetErrorName(cudaError_t e)
 {
-    return e == cudaErrorMemoryAllocation     ? "cudaErrorMemoryAllocation"
-           : e == cudaErrorNoDevice           ? "cudaErrorNoDevice"
-           : e == cudaErrorInsufficientDriver        ? "cudaErrorInsufficientDriver"
-           : e == cudaErrorStreamCaptureInvalidated  ? "cudaErrorStreamCaptureInvalidated"
-           : e == cudaErrorStreamCaptureUnsupported  ? "cudaErrorStreamCaptureUnsupported"
-                                                     : "cudaErrorMock";
+    return e == cudaErrorMemoryAllocation           ? "cudaErrorMemoryAllocation"
+           : e == cudaErrorNoDevice                 ? "cudaErrorNoDevice"
+           : e == cudaErrorInsufficientDriver       ? "cudaErrorInsufficientDriver"
+           : e == cudaErrorStreamCaptureInvalidated ? "cudaErrorStreamCaptureInvalidated"
+           : e == cudaErrorStreamCaptureUnsupported ? "cudaErrorStreamCaptureUnsupported"
+                                                    : "cudaErrorMock";
 }
 
 /* ---- stream capture and graphs (mock_graph.h) ---- */
@@ -202,7 +202,7 @@ struct CUgraphExec_st {
 };
 
 static _Thread_local struct CUgraph_st *capture; /* this thread's capture, NULL: none */
-static _Thread_local int capture_bad;             /* something refused: invalidated */
+static _Thread_local int capture_bad;            /* something refused: invalidated */
 
 long mock_stat_graph_launches(void) { return mock.graph_launches; }
 long mock_stat_captures(void) { return mock.captures; }
@@ -261,9 +261,9 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mo
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *st)
 {
-    *st = capture ? (capture_bad ? cudaStreamCaptureStatusInvalidated
-                                 : cudaStreamCaptureStatusActive)
-                  : cudaStreamCaptureStatusNone;
+    *st = capture
+              ? (capture_bad ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive)
+              : cudaStreamCaptureStatusNone;
     return cudaSuccess;
 }
 
@@ -655,9 +655,20 @@ static cublasStatus_t mock_sgemm(cublasHandle_t h, cublasOperation_t ta, cublasO
                                  int m, int n, int k, const float *alpha, const float *A, int lda,
                                  const float *B, int ldb, const float *beta, float *C, int ldc)
 {
-    if (gemm_captured(&(gemm_args){.kind = 0, .ta = ta, .tb = tb, .m = m, .n = n, .k = k,
-                                   .lda = lda, .ldb = ldb, .ldc = ldc, .alpha = *alpha,
-                                   .beta = *beta, .A = A, .B = B, .C = C}))
+    if (gemm_captured(&(gemm_args){.kind = 0,
+                                   .ta = ta,
+                                   .tb = tb,
+                                   .m = m,
+                                   .n = n,
+                                   .k = k,
+                                   .lda = lda,
+                                   .ldb = ldb,
+                                   .ldc = ldc,
+                                   .alpha = *alpha,
+                                   .beta = *beta,
+                                   .A = A,
+                                   .B = B,
+                                   .C = C}))
         return CUBLAS_STATUS_SUCCESS;
     mock.gemm_calls++;
     return gemm(ta, tb, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc, NULL);
@@ -707,11 +718,25 @@ static cublasStatus_t mock_gemm_ex(cublasHandle_t h, cublasOperation_t ta, cubla
                                    int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc,
                                    cublasComputeType_t ct, cublasGemmAlgo_t algo)
 {
-    if (gemm_captured(&(gemm_args){.kind = 1, .ta = ta, .tb = tb, .m = m, .n = n, .k = k,
-                                   .lda = lda, .ldb = ldb, .ldc = ldc,
-                                   .alpha = *(const float *)alpha, .beta = *(const float *)beta,
-                                   .A = A, .B = B, .C = C, .at = Atype, .bt = Btype, .ct = Ctype,
-                                   .compute = ct, .algo = algo}))
+    if (gemm_captured(&(gemm_args){.kind = 1,
+                                   .ta = ta,
+                                   .tb = tb,
+                                   .m = m,
+                                   .n = n,
+                                   .k = k,
+                                   .lda = lda,
+                                   .ldb = ldb,
+                                   .ldc = ldc,
+                                   .alpha = *(const float *)alpha,
+                                   .beta = *(const float *)beta,
+                                   .A = A,
+                                   .B = B,
+                                   .C = C,
+                                   .at = Atype,
+                                   .bt = Btype,
+                                   .ct = Ctype,
+                                   .compute = ct,
+                                   .algo = algo}))
         return CUBLAS_STATUS_SUCCESS;
     mock.gemm_calls++;
     return gemm_ex(ta, tb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, ct);
@@ -725,10 +750,24 @@ static cublasStatus_t mock_sgemm_sb(cublasHandle_t h, cublasOperation_t ta, cubl
                                     int lda, long long sa, const float *B, int ldb, long long sb,
                                     const float *beta, float *C, int ldc, long long sc, int count)
 {
-    if (gemm_captured(&(gemm_args){.kind = 2, .ta = ta, .tb = tb, .m = m, .n = n, .k = k,
-                                   .lda = lda, .ldb = ldb, .ldc = ldc, .alpha = *alpha,
-                                   .beta = *beta, .A = A, .B = B, .C = C, .sa = sa, .sb = sb,
-                                   .sc = sc, .count = count}))
+    if (gemm_captured(&(gemm_args){.kind = 2,
+                                   .ta = ta,
+                                   .tb = tb,
+                                   .m = m,
+                                   .n = n,
+                                   .k = k,
+                                   .lda = lda,
+                                   .ldb = ldb,
+                                   .ldc = ldc,
+                                   .alpha = *alpha,
+                                   .beta = *beta,
+                                   .A = A,
+                                   .B = B,
+                                   .C = C,
+                                   .sa = sa,
+                                   .sb = sb,
+                                   .sc = sc,
+                                   .count = count}))
         return CUBLAS_STATUS_SUCCESS;
     mock.gemm_calls++, mock.gemm_batched++;
     if (count < 0 || sa < 0 || sb < 0 || sc < 0) return CUBLAS_STATUS_INVALID_VALUE;
@@ -747,11 +786,28 @@ static cublasStatus_t mock_gemm_sb_ex(cublasHandle_t h, cublasOperation_t ta, cu
                                       void *C, cudaDataType Ctype, int ldc, long long sc, int count,
                                       cublasComputeType_t ct, cublasGemmAlgo_t algo)
 {
-    if (gemm_captured(&(gemm_args){.kind = 3, .ta = ta, .tb = tb, .m = m, .n = n, .k = k,
-                                   .lda = lda, .ldb = ldb, .ldc = ldc,
-                                   .alpha = *(const float *)alpha, .beta = *(const float *)beta,
-                                   .A = A, .B = B, .C = C, .at = Atype, .bt = Btype, .ct = Ctype,
-                                   .sa = sa, .sb = sb, .sc = sc, .count = count, .compute = ct,
+    if (gemm_captured(&(gemm_args){.kind = 3,
+                                   .ta = ta,
+                                   .tb = tb,
+                                   .m = m,
+                                   .n = n,
+                                   .k = k,
+                                   .lda = lda,
+                                   .ldb = ldb,
+                                   .ldc = ldc,
+                                   .alpha = *(const float *)alpha,
+                                   .beta = *(const float *)beta,
+                                   .A = A,
+                                   .B = B,
+                                   .C = C,
+                                   .at = Atype,
+                                   .bt = Btype,
+                                   .ct = Ctype,
+                                   .sa = sa,
+                                   .sb = sb,
+                                   .sc = sc,
+                                   .count = count,
+                                   .compute = ct,
                                    .algo = algo}))
         return CUBLAS_STATUS_SUCCESS;
     mock.gemm_calls++, mock.gemm_batched++;
@@ -778,9 +834,9 @@ static cudaError_t gemm_replay(void *p)
         : a->kind == 2
             ? mock_sgemm_sb(NULL, a->ta, a->tb, a->m, a->n, a->k, &a->alpha, a->A, a->lda, a->sa,
                             a->B, a->ldb, a->sb, &a->beta, a->C, a->ldc, a->sc, a->count)
-            : mock_gemm_sb_ex(NULL, a->ta, a->tb, a->m, a->n, a->k, &a->alpha, a->A, a->at,
-                              a->lda, a->sa, a->B, a->bt, a->ldb, a->sb, &a->beta, a->C, a->ct,
-                              a->ldc, a->sc, a->count, a->compute, a->algo);
+            : mock_gemm_sb_ex(NULL, a->ta, a->tb, a->m, a->n, a->k, &a->alpha, a->A, a->at, a->lda,
+                              a->sa, a->B, a->bt, a->ldb, a->sb, &a->beta, a->C, a->ct, a->ldc,
+                              a->sc, a->count, a->compute, a->algo);
     return st == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorLaunchFailure;
 }
 

@@ -374,8 +374,9 @@ static void conv_capture(int pass, int algo, const void *alpha, const void *beta
                          const void *x, const void *w, const void *y, void *out, void *ws,
                          size_t wsz)
 {
-    conv_args c = {pass, algo, *(const float *)alpha, *(const float *)beta, *a, *o, *f, *cd,
-                   x, w, y, out, ws, wsz};
+    conv_args c = {
+        pass, algo, *(const float *)alpha, *(const float *)beta, *a, *o, *f, *cd, x, w, y, out,
+        ws,   wsz};
     mock_capture_copy(conv_replay, &c, sizeof c);
 }
 

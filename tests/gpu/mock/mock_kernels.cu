@@ -27,8 +27,8 @@ template <class F> static bool deferred(const F &f)
                       [](void *c) { delete (F *)c; });
     return true;
 }
-#define DEFER(call)                                 \
-    do {                                            \
+#define DEFER(call)                                               \
+    do {                                                          \
         if (deferred([=]() { return call; })) return cudaSuccess; \
     } while (0)
 
