@@ -175,9 +175,8 @@ void klp_budget_init(klp_budget *b, const char *setting)
     if (setting && *setting && klp_budget_parse(setting, &b->limit) < 0) {
         b->limit = KLP_BUDGET_DEFAULT;
         fprintf(stderr,
-                "kiln: KILN_VALUE_BUDGET='%.64s' is not a size of at least 1 MiB "
-                "(such as 512M or 2G); the cell language's values keep the default budget "
-                "of %zu MiB\n",
+                "kiln: KILN_VALUE_BUDGET='%.64s' is not a size of at least 1 MiB (such as 512M or "
+                "2G); the cell language's values keep the default budget of %zu MiB\n",
                 setting, (size_t)KLP_BUDGET_DEFAULT >> 20);
     }
 }
@@ -204,9 +203,9 @@ static int over(klp_ctx *c, const klp_node *n, const klp_budget *b, size_t want)
     human(used, sizeof used, b->base + b->since_walk);
     human(more, sizeof more, want);
     return klp_fail(c->err, n ? n->line : 0, n ? n->col : 0, "MemoryError",
-                    "the cell language's values would pass their budget of %s (%s in use, "
-                    "%s more asked); delete variables you no longer need, or start the "
-                    "kernel with KILN_VALUE_BUDGET set higher (e.g. KILN_VALUE_BUDGET=1G)",
+                    "the cell language's values would pass their budget of %s (%s in use, %s more "
+                    "asked); delete variables you no longer need, or start the kernel with "
+                    "KILN_VALUE_BUDGET set higher (e.g. KILN_VALUE_BUDGET=1G)",
                     lim, used, more);
 }
 
@@ -238,6 +237,6 @@ int klp_budget_charge(klp_ctx *c, const klp_node *n, size_t bytes)
 int klp_budget_charge_value(klp_ctx *c, const klp_node *n, json_t *v)
 {
     if (!v || is_singleton(v) || v->refcount != 1) return 0;
-    int display = n->kind == KLP_N_LIST || n->kind == KLP_N_TUPLE || n->kind == KLP_N_DICT;
+    int display = n->kind == KLP_N_LIST || n->kind == KLP_N_DICT;
     return klp_budget_charge(c, n, display ? own_size(v) : deep_size(v, NULL, 0));
 }

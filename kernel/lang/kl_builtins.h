@@ -19,11 +19,9 @@ typedef struct klpb_call {
 json_t *klpb_fail(klp_ctx *c, const klp_node *n, const char *ename, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int klpb_nargs(klpb_call *k, size_t lo, size_t hi);
-int klpb_kwargs(klpb_call *k, const char *allowed, json_t **vals);
 json_t *klpb_str_new(kl_buf *b); /* frees b */
 
 json_t *klpb_abs(klpb_call *k);
-json_t *klpb_dict(klpb_call *k);
 json_t *klpb_list(klpb_call *k);
 json_t *klpb_max(klpb_call *k);
 json_t *klpb_min(klpb_call *k);

@@ -1,5 +1,5 @@
 /* kl_builtins_seq.c - numeric and sequence builtins: abs, round (half to even, as
- * Python), min, max, sum, range, list, dict. */
+ * Python), min, max, sum, range, list. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,30 +29,17 @@ json_t *klpb_abs(klpb_call *k)
 
 json_t *klpb_round(klpb_call *k)
 {
-    json_t *kv[1] = {NULL};
-    if (klpb_nargs(k, 1, 2) < 0 || klpb_kwargs(k, "ndigits", kv) < 0) return NULL;
-    json_t *v = k->args[0], *nd = k->na > 1 ? k->args[1] : kv[0];
-    if (nd && json_is_null(nd)) nd = NULL;
+    if (klpb_nargs(k, 1, 2) < 0) return NULL;
+    json_t *v = k->args[0], *nd = k->na > 1 && !json_is_null(k->args[1]) ? k->args[1] : NULL;
     if (nd && !json_is_integer(nd))
-        return klpb_fail(k->c, k->n, "TypeError",
-                         "'%s' object cannot be interpreted as an "
-                         "integer",
+        return klpb_fail(k->c, k->n, "TypeError", "'%s' object cannot be interpreted as an integer",
                          klp_type_name(nd));
     long long digits = nd ? (long long)json_integer_value(nd) : 0;
-    if (json_is_integer(v) || json_is_boolean(v)) {
-        long long i = json_is_boolean(v) ? json_is_true(v) : (long long)json_integer_value(v);
-        if (digits >= 0) return json_integer(i);
-        if (digits < -18) return json_integer(0);
-        long long p = 1;
-        for (long long d = 0; d < -digits; d++) p *= 10;
-        long long q = i / p, r = i % p;
-        if (r < 0) r += p, q--;
-        if (2 * r > p || (2 * r == p && (q & 1))) q++;
-        long long out;
-        if (__builtin_mul_overflow(q, p, &out))
-            return klpb_fail(k->c, k->n, "OverflowError", "integer overflow");
-        return json_integer(out);
-    }
+    if (digits < 0)
+        return klpb_fail(k->c, k->n, "ValueError",
+                         "round() with negative ndigits is not supported (ndigits >= 0)");
+    if (json_is_integer(v) || json_is_boolean(v))
+        return json_integer(json_is_boolean(v) ? json_is_true(v) : json_integer_value(v));
     if (!json_is_real(v))
         return klpb_fail(k->c, k->n, "TypeError", "type %s doesn't define __round__ method",
                          klp_type_name(v));
@@ -61,56 +48,35 @@ json_t *klpb_round(klpb_call *k)
         double r = rint(d); /* default rounding mode: half to even */
         if (r >= 9.2233720368547758e18 || r < -9.2233720368547758e18)
             return klpb_fail(k->c, k->n, "OverflowError",
-                             "int too large (Kiln integers are "
-                             "64-bit)");
+                             "int too large (Kiln integers are 64-bit)");
         return json_integer((json_int_t)r);
     }
     if (digits > 320) return json_incref(v);
-    if (digits >= 0) {
-        char buf[700];
-        snprintf(buf, sizeof buf, "%.*f", (int)digits, d); /* correctly rounded */
-        return klp_real(k->c, k->n, strtod(buf, NULL));
-    }
-    if (digits < -308) return json_real(copysign(0.0, d));
-    double p = pow(10.0, (double)-digits);
-    return klp_real(k->c, k->n, rint(d / p) * p);
+    char buf[700];
+    snprintf(buf, sizeof buf, "%.*f", (int)digits, d); /* correctly rounded */
+    return klp_real(k->c, k->n, strtod(buf, NULL));
 }
 
+/* max(list) or max(a, b, ...) (op ">"), min likewise (op "<") */
 static json_t *minmax(klpb_call *k, const char *op)
 {
-    json_t *kv[2] = {NULL, NULL};
-    if (klpb_kwargs(k, "default,key", kv) < 0) return NULL;
-    if (kv[1]) return klpb_fail(k->c, k->n, "TypeError", "%s(key=...) is not supported", k->name);
     if (k->na == 0)
-        return klpb_fail(k->c, k->n, "TypeError",
-                         "%s expected at least 1 argument, "
-                         "got 0",
+        return klpb_fail(k->c, k->n, "TypeError", "%s expected at least 1 argument, got 0",
                          k->name);
-    json_t *items;
-    if (k->na == 1) {
-        if (!(items = items_of(k, k->args[0]))) return NULL;
-    } else {
-        items = json_array();
-        for (size_t i = 0; items && i < k->na; i++) json_array_append(items, k->args[i]);
-        if (!items) return NULL;
-    }
-    json_t *best = NULL;
+    json_t *items = k->na == 1 ? items_of(k, k->args[0]) : json_array(), *best = NULL, *x;
+    for (size_t i = 0; k->na > 1 && items && i < k->na; i++) json_array_append(items, k->args[i]);
+    if (!items) return NULL;
     size_t i;
-    json_t *x;
     json_array_foreach(items, i, x)
     {
-        if (!best) {
-            best = x;
-            continue;
-        }
-        int r = klp_compare(k->c, k->n, op, x, best);
+        int r = best ? klp_compare(k->c, k->n, op, x, best) : 1;
         if (r < 0) {
             json_decref(items);
             return NULL;
         }
         if (r) best = x;
     }
-    json_t *res = best ? json_incref(best) : kv[0] ? json_incref(kv[0]) : NULL;
+    json_t *res = best ? json_incref(best) : NULL;
     json_decref(items);
     if (!res) klpb_fail(k->c, k->n, "ValueError", "%s() arg is an empty sequence", k->name);
     return res;
@@ -121,18 +87,9 @@ json_t *klpb_min(klpb_call *k) { return minmax(k, "<"); }
 
 json_t *klpb_sum(klpb_call *k)
 {
-    json_t *kv[1] = {NULL};
-    if (klpb_nargs(k, 1, 2) < 0 || klpb_kwargs(k, "start", kv) < 0) return NULL;
-    json_t *start = k->na > 1 ? k->args[1] : kv[0];
-    if (start && json_is_string(start))
-        return klpb_fail(k->c, k->n, "TypeError",
-                         "sum() can't sum strings [use "
-                         "''.join(seq) instead]");
-    json_t *items = items_of(k, k->args[0]);
-    if (!items) return NULL;
-    json_t *acc = start ? json_incref(start) : json_integer(0);
+    if (klpb_nargs(k, 1, 1) < 0) return NULL;
+    json_t *items = items_of(k, k->args[0]), *acc = items ? json_integer(0) : NULL, *x;
     size_t i;
-    json_t *x;
     json_array_foreach(items, i, x)
     {
         json_t *next = klp_binop(k->c, k->n, "+", acc, x);
@@ -166,10 +123,10 @@ json_t *klpb_range(klpb_call *k)
     double cnt = step > 0 ? ceil(((double)stop - (double)start) / (double)step)
                           : ceil(((double)start - (double)stop) / (double)-step);
     if (cnt > KLP_MAX_ITEMS)
-        return klpb_fail(k->c, k->n, "MemoryError",
-                         "range() of %.0f items is too large "
-                         "(Kiln builds ranges as lists; the limit is %u)",
-                         cnt, KLP_MAX_ITEMS);
+        return klpb_fail(
+            k->c, k->n, "MemoryError",
+            "range() of %.0f items is too large (Kiln builds ranges as lists; the limit is %u)",
+            cnt, KLP_MAX_ITEMS);
     /* a slot and an int each */
     if (cnt > 0 && klp_budget_ask(k->c, k->n, (size_t)cnt * (KLP_SZ_SLOT + KLP_SZ_SCALAR)) < 0)
         return NULL;
@@ -188,24 +145,4 @@ json_t *klpb_list(klpb_call *k)
 {
     if (klpb_nargs(k, 0, 1) < 0) return NULL;
     return k->na ? items_of(k, k->args[0]) : json_array();
-}
-
-json_t *klpb_dict(klpb_call *k)
-{
-    if (klpb_nargs(k, 0, 1) < 0) return NULL;
-    json_t *r = json_object();
-    if (!r) return NULL;
-    if (k->na) {
-        json_t *v = k->args[0];
-        if (!json_is_object(v)) {
-            json_decref(r);
-            return klpb_fail(k->c, k->n, "TypeError",
-                             "dict() takes a dict or key=value "
-                             "arguments, not %s",
-                             klp_type_name(v));
-        }
-        json_object_update(r, v);
-    }
-    for (size_t i = 0; i < k->nk; i++) json_object_set(r, k->kwn[i], k->kw[i]);
-    return r;
 }

@@ -140,8 +140,9 @@ void klp_err_export(const klp_err *e, const char *src, kl_error *out)
             push_str(tb, &b);
         }
     } else {
-        kl_buf_puts(&b, RED "---------------------------------------------------------------"
-                            "------------" RESET);
+        kl_buf_puts(
+            &b, RED
+            "---------------------------------------------------------------------------" RESET);
         push_str(tb, &b);
         kl_buf_printf(&b, RED "%-42s" RESET "Traceback (most recent call last)", out->ename);
         push_str(tb, &b);

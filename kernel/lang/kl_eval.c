@@ -24,8 +24,7 @@ static json_t *eval_name(klp_ctx *c, const klp_node *n)
     }
     if (klp_is_builtin(n->str))
         klp_fail(c->err, n->line, n->col, "TypeError",
-                 "the builtin '%s' can only be called "
-                 "here (Kiln values are data, not functions)",
+                 "the builtin '%s' can only be called here (Kiln values are data, not functions)",
                  n->str);
     else klp_fail(c->err, n->line, n->col, "NameError", "name '%s' is not defined", n->str);
     return NULL;
@@ -65,9 +64,7 @@ static json_t *eval_dict(klp_ctx *c, const klp_node *n)
         if (!k) goto fail;
         if (!json_is_string(k)) {
             klp_fail(c->err, n->kids[i]->line, n->kids[i]->col, "TypeError",
-                     "dict keys must "
-                     "be str in Kiln (JSON objects), not %s",
-                     klp_type_name(k));
+                     "dict keys must be str in Kiln (JSON objects), not %s", klp_type_name(k));
             json_decref(k);
             goto fail;
         }
@@ -89,28 +86,6 @@ static json_t *eval_dict(klp_ctx *c, const klp_node *n)
 fail:
     json_decref(obj);
     return NULL;
-}
-
-static json_t *eval_compare(klp_ctx *c, const klp_node *n)
-{
-    json_t *l = klp_eval(c, n->kids[0]);
-    if (!l) return NULL;
-    for (size_t i = 1; i < n->n; i++) {
-        json_t *r = klp_eval(c, n->kids[i]);
-        if (!r) {
-            json_decref(l);
-            return NULL;
-        }
-        int ok = klp_compare(c, n, n->ops[i], l, r);
-        json_decref(l);
-        l = r;
-        if (ok <= 0) {
-            json_decref(l);
-            return ok < 0 ? NULL : json_false();
-        }
-    }
-    json_decref(l);
-    return json_true();
 }
 
 static json_t *eval_call(klp_ctx *c, const klp_node *n)
@@ -200,8 +175,7 @@ static json_t *eval_node(klp_ctx *c, const klp_node *n)
     case KLP_N_TRUE: return json_true();
     case KLP_N_FALSE: return json_false();
     case KLP_N_NAME: return eval_name(c, n);
-    case KLP_N_LIST:
-    case KLP_N_TUPLE: return eval_seq(c, n);
+    case KLP_N_LIST: return eval_seq(c, n);
     case KLP_N_DICT: return eval_dict(c, n);
     case KLP_N_BINOP:
         if (!(a = klp_eval(c, n->kids[0]))) return NULL;
@@ -229,7 +203,15 @@ static json_t *eval_node(klp_ctx *c, const klp_node *n)
         if (klp_truthy(a) == (n->kind == KLP_N_OR)) return a;
         json_decref(a);
         return klp_eval(c, n->kids[1]);
-    case KLP_N_COMPARE: return eval_compare(c, n);
+    case KLP_N_COMPARE: {
+        int ok = -1;
+        if ((a = klp_eval(c, n->kids[0])) && (b = klp_eval(c, n->kids[1]))) {
+            ok = klp_compare(c, n, n->op, a, b);
+            json_decref(b);
+        }
+        json_decref(a);
+        return ok < 0 ? NULL : json_boolean(ok);
+    }
     case KLP_N_IFEXP: {
         if (!(a = klp_eval(c, n->kids[1]))) return NULL;
         int t = klp_truthy(a);
@@ -248,20 +230,19 @@ static json_t *eval_node(klp_ctx *c, const klp_node *n)
         json_decref(b);
         return r;
     case KLP_N_SLICE: {
-        json_t *v[4] = {NULL, NULL, NULL, NULL};
+        json_t *v[3] = {NULL, NULL, NULL};
         r = NULL;
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 3; i++)
             if (n->kids[i] && !(v[i] = klp_eval(c, n->kids[i]))) goto slice_done;
-        r = klp_slice(c, n, v[0], v[1], v[2], v[3]);
+        r = klp_slice(c, n, v[0], v[1], v[2]);
     slice_done:
-        for (int i = 0; i < 4; i++) json_decref(v[i]);
+        for (int i = 0; i < 3; i++) json_decref(v[i]);
         return r;
     }
     case KLP_N_ATTR:
         if (!(a = klp_eval(c, n->kids[0]))) return NULL;
         klp_fail(c->err, n->line, n->col, "AttributeError",
-                 "'%s' object has no attribute "
-                 "'%s' (methods must be called, e.g. x.%s())",
+                 "'%s' object has no attribute '%s' (methods must be called, e.g. x.%s())",
                  klp_type_name(a), n->str, n->str);
         json_decref(a);
         return NULL;

@@ -49,23 +49,8 @@ klp_node *klpp_fstring(klpp *P, const klp_tok *t, const char *s, size_t len)
             if (!l || klpp_push(P, n, l, NULL) < 0) return NULL;
             blen = 0;
         }
-        /* the expression: up to !conv, :spec or } at depth 0, outside quotes */
         size_t st = ++i;
-        int depth = 0;
-        char q = 0;
-        for (; i < len; i++) {
-            char d = s[i];
-            if (q) {
-                if (d == q) q = 0;
-                continue;
-            }
-            if (d == '\'' || d == '"') q = d;
-            else if (d == '(' || d == '[' || d == '{') depth++;
-            else if ((d == ')' || d == ']' || d == '}') && depth > 0) depth--;
-            else if (depth == 0 &&
-                     (d == '}' || d == ':' || (d == '!' && i + 1 < len && s[i + 1] != '=')))
-                break;
-        }
+        i += klp_scan_expr(s + i, len - i, 1);
         if (i >= len) return fail(P, t, "expecting '}'");
         size_t en = i;
         int repr = 0;
@@ -77,8 +62,8 @@ klp_node *klpp_fstring(klpp *P, const klp_tok *t, const char *s, size_t len)
         }
         if (i < len && s[i] == ':')
             return fail(P, t,
-                        "format specs such as {x:.3f} are not supported (Kiln has no "
-                        "format mini-language; use {x}, {x!r} or {round(x, 3)})");
+                        "format specs such as {x:.3f} are not supported (Kiln has no format "
+                        "mini-language; use {x}, {x!r} or {round(x, 3)})");
         if (i >= len || s[i] != '}') return fail(P, t, "expecting '}'");
         i++;
         char *src = klp_arena_alloc(P->a, en - st + 1);

@@ -108,6 +108,12 @@ RT_MUST_USE int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *
 RT_MUST_USE int klp_lex_literal(klp_arena *a, const char *src, klp_tok *tok, size_t *used,
                                 klp_err *err);
 
+/* The end of the expression at s[0], just after a '{' in text that is not a cell (an
+ * f-string's template, a magic's or shell line's {expr}): the index of the '}' (in an
+ * f-string also of a ':' or a '!' that is not '!=') outside brackets and quotes, or n
+ * when there is none. The one scanner of braced expressions. */
+size_t klp_scan_expr(const char *s, size_t n, int fstring);
+
 /* ---- AST ---- */
 
 typedef enum {
@@ -119,7 +125,6 @@ typedef enum {
     KLP_N_FALSE,
     KLP_N_NAME,
     KLP_N_LIST,
-    KLP_N_TUPLE,
     KLP_N_DICT,
     KLP_N_BINOP,
     KLP_N_UNARY,
@@ -149,13 +154,13 @@ struct klp_node {
     klp_node_kind kind;
     int line, col, end_col;
     int depth;
-    const char *op;  /* BINOP/UNARY/AUGASSIGN operator; COMPARE ops in ops[] */
+    const char *op;  /* BINOP/UNARY/COMPARE/AUGASSIGN operator */
     const char *str; /* NAME/ATTR/STR/MAGIC/SHELL/HELP text; keyword names */
     size_t len;
     long long ival;
     double fval;
     klp_node **kids;  /* children (see each kind in kl_parse.c) */
-    const char **ops; /* COMPARE: n-1 operators; CALL: keyword names (NULL = positional) */
+    const char **ops; /* CALL: keyword names (NULL = positional); FSTR: "r"/"" per part */
     size_t n;
     int suppress; /* S_EXPR followed by ';' at the end of the cell */
 };
@@ -222,7 +227,7 @@ int klp_compare(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json_t
 int klp_truthy(json_t *v);
 int klp_equal(json_t *a, json_t *b);
 json_t *klp_index(klp_ctx *c, const klp_node *n, json_t *obj, json_t *idx);
-json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t *hi, json_t *step);
+json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t *hi);
 json_t *klp_real(klp_ctx *c, const klp_node *n, double v); /* rejects nan/inf */
 /* 1 when container v is or (transitively) contains target. */
 int klp_reaches(json_t *v, json_t *target);

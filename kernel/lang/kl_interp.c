@@ -22,27 +22,6 @@
 
 #include "kl_internal.h"
 
-/* End of the {...} starting at s[0] == '{' (index of the matching '}'), or 0. */
-static size_t brace_end(const char *s)
-{
-    int depth = 0;
-    char q = 0;
-    for (size_t i = 0; s[i]; i++) {
-        char c = s[i];
-        if (q) {
-            if (c == '\\' && s[i + 1]) i++;
-            else if (c == q) q = 0;
-            continue;
-        }
-        if (c == '\'' || c == '"') q = c;
-        else if (c == '{' || c == '[' || c == '(') depth++;
-        else if (c == '}' || c == ']' || c == ')') {
-            if (--depth == 0) return c == '}' ? i : 0;
-        }
-    }
-    return 0;
-}
-
 #define MAX_EXPANDED (16u << 20) /* argument strings stay far below this (ARG_MAX) */
 
 enum { Q_NONE, Q_SINGLE, Q_DOUBLE }; /* quote state of the text around a value */
@@ -131,8 +110,8 @@ static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name
             kl_buf_add(&b, &c, 1);
             i += 2;
         } else if (c == '{') {
-            size_t end = brace_end(text + i);
-            if (!end) {
+            size_t rest = strlen(text + i + 1), end = klp_scan_expr(text + i + 1, rest, 0) + 1;
+            if (end > rest) {
                 kl_buf_add(&b, &c, 1);
                 i++;
                 continue;

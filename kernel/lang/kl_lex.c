@@ -256,8 +256,7 @@ static int decode(lexer *L, const char *b, size_t n, int raw, int line, int col,
         case 'U': hex = 8; break;
         case 'N':
             return klp_syntax(L->err, line, col,
-                              "(unicode error) \\N{...} escapes are not "
-                              "supported");
+                              "(unicode error) \\N{...} escapes are not supported");
         default:
             if (c >= '0' && c <= '7') {
                 cp = 0;
@@ -281,9 +280,8 @@ static int decode(lexer *L, const char *b, size_t n, int raw, int line, int col,
             int m = klp_utf8_encode(cp, enc);
             if (!m)
                 return klp_syntax(L->err, line, col,
-                                  "(unicode error) illegal Unicode "
-                                  "character \\%c%.*s",
-                                  c, hex, b + i + 1);
+                                  "(unicode error) illegal Unicode character \\%c%.*s", c, hex,
+                                  b + i + 1);
             memcpy(w, enc, (size_t)m);
             w += m;
             i += (size_t)hex;
@@ -306,14 +304,11 @@ static int lex_string(lexer *L, size_t st, int raw, int fstr)
             if (triple) {
                 L->t->incomplete = 1;
                 return klp_syntax(L->err, line0, col0,
-                                  "unterminated triple-quoted string "
-                                  "literal (detected at line %d)",
+                                  "unterminated triple-quoted string literal (detected at line %d)",
                                   L->line);
             }
             return klp_syntax(L->err, line0, col0,
-                              "unterminated string literal (detected "
-                              "at line %d)",
-                              L->line);
+                              "unterminated string literal (detected at line %d)", L->line);
         }
         char c = s[p];
         if (c == '\\' && p + 1 < L->n) {
@@ -327,9 +322,7 @@ static int lex_string(lexer *L, size_t st, int raw, int fstr)
         if (c == '\n') {
             if (!triple)
                 return klp_syntax(L->err, line0, col0,
-                                  "unterminated string literal "
-                                  "(detected at line %d)",
-                                  line0);
+                                  "unterminated string literal (detected at line %d)", line0);
             L->line++;
             L->line_start = p + 1;
         }
@@ -387,9 +380,8 @@ static int lex_op(lexer *L)
     for (int i = 0; refused[i]; i++)
         if (strlen(refused[i]) == flen && !memcmp(refused[i], found, flen))
             return klp_syntax(L->err, L->line, col,
-                              "the operator '%s' is not supported: Kiln "
-                              "cells have + - * / // %% ** and comparisons (no bitwise or "
-                              "matrix operators)",
+                              "the operator '%s' is not supported: Kiln cells have + - * / // %% "
+                              "** and comparisons (no bitwise or matrix operators)",
                               refused[i]);
     char c = *s;
     if (flen == 1 && strchr("([{", c)) {
@@ -404,14 +396,13 @@ static int lex_op(lexer *L)
         if (L->depth == 0) return klp_syntax(L->err, L->line, col, "unmatched '%c'", c);
         if (L->br[L->depth - 1] != open) {
             if (L->br_line[L->depth - 1] != L->line)
-                return klp_syntax(L->err, L->line, col,
-                                  "closing parenthesis '%c' does not "
-                                  "match opening parenthesis '%c' on line %d",
-                                  c, L->br[L->depth - 1], L->br_line[L->depth - 1]);
+                return klp_syntax(
+                    L->err, L->line, col,
+                    "closing parenthesis '%c' does not match opening parenthesis '%c' on line %d",
+                    c, L->br[L->depth - 1], L->br_line[L->depth - 1]);
             return klp_syntax(L->err, L->line, col,
-                              "closing parenthesis '%c' does not match "
-                              "opening parenthesis '%c'",
-                              c, L->br[L->depth - 1]);
+                              "closing parenthesis '%c' does not match opening parenthesis '%c'", c,
+                              L->br[L->depth - 1]);
         }
         L->depth--;
     }
@@ -439,8 +430,7 @@ static int lex_name(lexer *L)
                 ;
             else if (c == 'b')
                 return klp_syntax(L->err, L->line, col_at(L, st),
-                                  "bytes literals are not "
-                                  "supported");
+                                  "bytes literals are not supported");
             else bad = 1;
         }
         if (!bad && raw <= 1 && fstr <= 1) {
@@ -453,6 +443,33 @@ static int lex_name(lexer *L)
     tk->len = n;
     L->pos = p;
     return 0;
+}
+
+/* ---- braced expressions in text that is not a cell ---- */
+
+size_t klp_scan_expr(const char *s, size_t n, int fstring)
+{
+    int depth = 0;
+    char q = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (q) {
+            if (c == '\\' && i + 1 < n) i++;
+            else if (c == q) q = 0;
+        } else if (c == '\'' || c == '"') {
+            q = c;
+        } else if (c == '(' || c == '[' || c == '{') {
+            depth++;
+        } else if (depth && (c == ')' || c == ']' || c == '}')) {
+            depth--;
+        } else if (c == '}' ||
+                   (fstring && (c == ':' || (c == '!' && (i + 1 == n || s[i + 1] != '='))))) {
+            return i;
+        } else if (c == ')' || c == ']') {
+            return n;
+        }
+    }
+    return n;
 }
 
 /* ---- driver ---- */
@@ -546,13 +563,11 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
             if (p >= L.n) {
                 toks->incomplete = 1;
                 return klp_syntax(err, L.line, col_at(&L, L.pos),
-                                  "unexpected EOF after "
-                                  "line continuation character");
+                                  "unexpected EOF after line continuation character");
             }
             if (src[p] != '\n')
                 return klp_syntax(err, L.line, col_at(&L, L.pos + 1),
-                                  "unexpected character "
-                                  "after line continuation character");
+                                  "unexpected character after line continuation character");
             L.pos = p + 1;
             L.line++;
             L.line_start = L.pos;
@@ -564,9 +579,9 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
         } else if (is_id_start((unsigned char)c)) {
             rc = lex_name(&L);
         } else if (c == '!' && !(L.pos + 1 < L.n && src[L.pos + 1] == '=')) {
-            rc = klp_syntax(err, L.line, col_at(&L, L.pos),
-                            "invalid syntax ('!' runs a shell "
-                            "command only at the start of a line)");
+            rc =
+                klp_syntax(err, L.line, col_at(&L, L.pos),
+                           "invalid syntax ('!' runs a shell command only at the start of a line)");
         } else if (c == '$' || c == '?' || c == '`') {
             rc = klp_syntax(err, L.line, col_at(&L, L.pos), "invalid syntax");
         } else {

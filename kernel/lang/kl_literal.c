@@ -26,7 +26,6 @@ static json_t *literal_value(const klp_node *n)
             return json_real(n->op[0] == '-' ? -n->kids[0]->fval : n->kids[0]->fval);
         return NULL;
     case KLP_N_LIST:
-    case KLP_N_TUPLE:
         r = json_array();
         for (size_t i = 0; r && i < n->n; i++)
             if (json_array_append_new(r, literal_value(n->kids[i])) < 0) {

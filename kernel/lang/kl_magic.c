@@ -34,22 +34,19 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
             return klp_fail(err, line, 0, "UsageError", "Cell magic `%%%%%s` not found.%s%s%s%s",
                             name, near ? " Did you mean `%%" : "", "", near ? near : "",
                             near ? "`?" : "");
-        return klp_fail(err, line, 0, "UsageError",
-                        "Line magic function `%%%s` not found.%s%s"
-                        "%s%s",
+        return klp_fail(err, line, 0, "UsageError", "Line magic function `%%%s` not found.%s%s%s%s",
                         name, near ? " Did you mean `" : "", near ? pct : "", near ? near : "",
                         near ? "`?" : "");
     }
     if (cell && !(cmd->flags & MG_CELL))
-        return klp_fail(err, line, 0, "UsageError",
-                        "`%%%s` is a line magic, not a cell magic "
-                        "(write it as %%%s on a line of its own)",
-                        name, name);
+        return klp_fail(
+            err, line, 0, "UsageError",
+            "`%%%s` is a line magic, not a cell magic (write it as %%%s on a line of its own)",
+            name, name);
     if (!cell && !(cmd->flags & MG_LINE))
         return klp_fail(err, line, 0, "UsageError",
-                        "`%%%%%s` is a cell magic: put %%%%%s on "
-                        "the first line of the cell",
-                        name, name);
+                        "`%%%%%s` is a cell magic: put %%%%%s on the first line of the cell", name,
+                        name);
     while (*p == ' ' || *p == '\t') p++;
     klp_err name_err = {0};
     char undef[64] = "";
@@ -61,9 +58,9 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
         return klp_fail(err, line, 0, "NameError", "%s (in %s%s's arguments)", name_err.evalue,
                         cell ? "%%" : "%", name);
     if (!args)
-        return klp_fail(err, line, 0, "MemoryError",
-                        "the arguments are too large "
-                        "after $name/{expr} expansion (or out of memory)");
+        return klp_fail(
+            err, line, 0, "MemoryError",
+            "the arguments are too large after $name/{expr} expansion (or out of memory)");
     size_t al = strlen(args);
     while (al && (args[al - 1] == '\r' || args[al - 1] == ' ')) args[--al] = 0;
     int rc = 0;

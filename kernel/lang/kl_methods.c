@@ -1,8 +1,8 @@
 /* kl_methods.c - the methods of str, list and dict that parameter and form cells
  * use, in one table that also feeds completion: str lower/upper/strip/split/join/
- * replace/startswith/endswith, list append/extend, dict get/keys/values/items.
- * Mutating methods change the value in place (shared, as in Python) and refuse to
- * make a value contain itself. */
+ * replace/startswith/endswith, list append, dict get/keys/values/items. append
+ * changes the list in place (shared, as in Python) and refuses to make a value
+ * contain itself. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,12 +48,10 @@ static json_t *m_upper(klpm_call *k) { return change_case(k, 1); }
 
 static json_t *m_strip(klpm_call *k)
 {
-    json_t *chars = k->na && !json_is_null(k->a[0]) ? k->a[0] : NULL;
-    if (chars && want_str(k, chars) < 0) return NULL;
-    const char *p = json_string_value(k->self), *set = chars ? json_string_value(chars) : SPACES;
+    const char *p = json_string_value(k->self);
     size_t a = 0, b = json_string_length(k->self);
-    while (a < b && p[a] && strchr(set, p[a])) a++;
-    while (b > a && p[b - 1] && strchr(set, p[b - 1])) b--;
+    while (a < b && p[a] && strchr(SPACES, p[a])) a++;
+    while (b > a && p[b - 1] && strchr(SPACES, p[b - 1])) b--;
     return json_stringn(p + a, b - a);
 }
 
@@ -94,9 +92,8 @@ static json_t *m_join(klpm_call *k)
             kl_buf_free(&b);
             json_decref(items);
             return klpb_fail(k->c, k->n, "TypeError",
-                             "sequence item %zu: expected str "
-                             "instance, %s found",
-                             i, klp_type_name(x));
+                             "sequence item %zu: expected str instance, %s found", i,
+                             klp_type_name(x));
         }
         if (i) kl_buf_add(&b, json_string_value(k->self), json_string_length(k->self));
         kl_buf_add(&b, json_string_value(x), json_string_length(x));
@@ -137,35 +134,17 @@ static json_t *m_endswith(klpm_call *k) { return affix(k, 1); }
 
 /* ---- list ---- */
 
-static json_t *add_items(klpm_call *k, json_t *items)
-{
-    if (klp_reaches(items, k->self))
-        return klpb_fail(k->c, k->n, "ValueError",
-                         "a list cannot contain itself in Kiln (its "
-                         "values are JSON)");
-    if (json_array_size(k->self) + json_array_size(items) > KLP_MAX_ITEMS)
-        return klpb_fail(k->c, k->n, "MemoryError", "list would be too large");
-    /* the items were charged when made; the list grows by their slots */
-    if (klp_budget_charge(k->c, k->n, KLP_SZ_SLOT * json_array_size(items)) < 0) return NULL;
-    if (json_array_extend(k->self, items) < 0) return NULL;
-    return klp_check_depth(k->c, k->n, k->self) < 0 ? NULL : json_null();
-}
-
 static json_t *m_append(klpm_call *k)
 {
-    json_t *one = json_array(), *r = NULL;
-    if (one && json_array_append(one, k->a[0]) == 0) r = add_items(k, one);
-    json_decref(one);
-    return r;
-}
-
-static json_t *m_extend(klpm_call *k)
-{
-    json_t *items;
-    if (klp_iter_items(k->c, k->n, k->a[0], &items) < 0) return NULL;
-    json_t *r = add_items(k, items);
-    json_decref(items);
-    return r;
+    if (klp_reaches(k->a[0], k->self))
+        return klpb_fail(k->c, k->n, "ValueError",
+                         "a list cannot contain itself in Kiln (its values are JSON)");
+    if (json_array_size(k->self) + 1 > KLP_MAX_ITEMS)
+        return klpb_fail(k->c, k->n, "MemoryError", "list would be too large");
+    /* the item was charged when made; the list grows by its slot */
+    if (klp_budget_charge(k->c, k->n, KLP_SZ_SLOT) < 0 || json_array_append(k->self, k->a[0]) < 0)
+        return NULL;
+    return klp_check_depth(k->c, k->n, k->self) < 0 ? NULL : json_null();
 }
 
 /* ---- dict ---- */
@@ -212,10 +191,10 @@ static const struct {
     {JSON_STRING, "endswith", 1, 1, m_endswith}, {JSON_STRING, "join", 1, 1, m_join},
     {JSON_STRING, "lower", 0, 0, m_lower},       {JSON_STRING, "replace", 2, 2, m_replace},
     {JSON_STRING, "split", 0, 1, m_split},       {JSON_STRING, "startswith", 1, 1, m_startswith},
-    {JSON_STRING, "strip", 0, 1, m_strip},       {JSON_STRING, "upper", 0, 0, m_upper},
-    {JSON_ARRAY, "append", 1, 1, m_append},      {JSON_ARRAY, "extend", 1, 1, m_extend},
-    {JSON_OBJECT, "get", 1, 2, m_get},           {JSON_OBJECT, "items", 0, 0, m_items},
-    {JSON_OBJECT, "keys", 0, 0, m_keys},         {JSON_OBJECT, "values", 0, 0, m_values},
+    {JSON_STRING, "strip", 0, 0, m_strip},       {JSON_STRING, "upper", 0, 0, m_upper},
+    {JSON_ARRAY, "append", 1, 1, m_append},      {JSON_OBJECT, "get", 1, 2, m_get},
+    {JSON_OBJECT, "items", 0, 0, m_items},       {JSON_OBJECT, "keys", 0, 0, m_keys},
+    {JSON_OBJECT, "values", 0, 0, m_values},
 };
 #define NMETHODS (sizeof methods / sizeof methods[0])
 
@@ -231,17 +210,16 @@ static json_t *no_such_method(klpm_call *k)
     const char *type = klp_type_name(k->self);
     if (json_is_string(k->self) && !strcmp(k->name, "format"))
         return klpb_fail(k->c, k->n, "AttributeError",
-                         "str.format() is not supported: Kiln "
-                         "has no format specs (use an f-string such as f'{x}', or round(x, 3))");
+                         "str.format() is not supported: Kiln has no format specs (use an f-string "
+                         "such as f'{x}', or round(x, 3))");
     kl_buf b = {0};
     size_t i = 0;
     for (const char *m; (m = klp_method_name(k->self, &i));)
         kl_buf_printf(&b, "%s%s", b.n ? ", " : "", m);
     if (b.n)
         klpb_fail(k->c, k->n, "AttributeError",
-                  "'%s' object has no attribute '%s' (Kiln's %s "
-                  "methods: %s)",
-                  type, k->name, type, b.s);
+                  "'%s' object has no attribute '%s' (Kiln's %s methods: %s)", type, k->name, type,
+                  b.s);
     else
         klpb_fail(k->c, k->n, "AttributeError", "'%s' object has no attribute '%s'", type, k->name);
     kl_buf_free(&b);
@@ -256,9 +234,7 @@ json_t *klp_call_method(klp_ctx *c, const klp_node *n, json_t *self, const char 
         if (methods[i].type != json_typeof(self) || strcmp(methods[i].name, name)) continue;
         if (nargs < methods[i].lo || nargs > methods[i].hi) {
             if (methods[i].lo == methods[i].hi)
-                return klpb_fail(c, n, "TypeError",
-                                 "%s() takes exactly %zu argument%s (%zu "
-                                 "given)",
+                return klpb_fail(c, n, "TypeError", "%s() takes exactly %zu argument%s (%zu given)",
                                  name, methods[i].lo, methods[i].lo == 1 ? "" : "s", nargs);
             return klpb_fail(c, n, "TypeError", "%s() takes %zu to %zu arguments (%zu given)", name,
                              methods[i].lo, methods[i].hi, nargs);

@@ -197,8 +197,8 @@ static json_t *float_op(klp_ctx *c, const klp_node *n, const char *op, double a,
             if (a == 0 && b < 0) return zerodiv(c, n, "0.0 cannot be raised to a negative power");
             if (a < 0 && b != floor(b)) {
                 klp_fail(c->err, n->line, n->col, "ValueError",
-                         "negative number cannot be "
-                         "raised to a fractional power (complex numbers are not supported)");
+                         "negative number cannot be raised to a fractional power (complex numbers "
+                         "are not supported)");
                 return NULL;
             }
             return klp_real(c, n, pow(a, b));

@@ -4,8 +4,8 @@
  *   line   := MAGIC | SHELL | HELP | simple (';' simple)* [';'] NEWLINE
  *   simple := 'pass' | 'del' targets | exprs ('=' exprs)* | target AUGOP exprs | exprs
  *   expr   := or ['if' or 'else' expr], then by precedence: or, and, not,
- *             comparisons, + -, * / // %, unary - +, **, primary (calls,
- *             [index], [a:b:c], .attr)
+ *             one comparison, + -, * / // %, unary - +, **, primary (calls,
+ *             [index], [a:b], .attr)
  *   atom   := NAME | number | str+ | (exprs) | [exprs] | {dict}
  * There are no comprehensions and no bitwise operators (the lexer refuses those).
  * Nesting is bounded (KLP_MAX_DEPTH) both in recursion and in AST depth, so hostile
@@ -62,11 +62,7 @@ klp_tok *klpp_next(klpp *P)
 
 klp_node *klpp_error(klpp *P, klp_tok *t, const char *msg)
 {
-    if (!P->err->set) {
-        if (t->kind == KLP_T_EOF || t->kind == KLP_T_NEWLINE)
-            klp_syntax(P->err, t->line, t->col, "%s", msg ? msg : "invalid syntax");
-        else klp_syntax(P->err, t->line, t->col, "%s", msg ? msg : "invalid syntax");
-    }
+    klp_syntax(P->err, t->line, t->col, "%s", msg ? msg : "invalid syntax");
     return NULL;
 }
 
@@ -218,23 +214,18 @@ static const char *comp_op(klpp *P)
     return NULL;
 }
 
+/* One comparison, a op b: a chain (a < b < c) is refused, write a < b and b < c. */
 static klp_node *p_comparison(klpp *P)
 {
-    klp_node *first = p_arith(P);
-    if (!first) return NULL;
+    klp_node *l = p_arith(P);
     klp_tok *t = cur(P);
-    const char *op = comp_op(P);
-    if (!op) return first;
-    klp_node *n = klpp_mk(P, KLP_N_COMPARE, t);
-    if (!n || klpp_push(P, n, first, NULL) < 0) return NULL;
-    n->line = first->line;
-    n->col = first->col;
-    while (op) {
-        klp_node *r = p_arith(P);
-        if (!r || klpp_push(P, n, r, op) < 0) return NULL;
-        op = comp_op(P);
-    }
-    return klpp_finish(P, n);
+    const char *op = l ? comp_op(P) : NULL;
+    if (!op) return l;
+    klp_node *r = p_arith(P);
+    klp_tok *more = cur(P);
+    if (r && comp_op(P))
+        return klpp_error(P, more, "chained comparisons are not supported (write a < b and b < c)");
+    return r ? binary(P, KLP_N_COMPARE, op, t, l, r) : NULL;
 }
 
 static klp_node *p_not(klpp *P)
@@ -303,13 +294,14 @@ static klp_node *p_factor(klpp *P)
     LEAVE(base);
 }
 
-/* exprs := expr (',' expr)* [','] -> the expression, or a TUPLE when commas appear. */
+/* exprs := expr (',' expr)* [','] -> the expression, or a LIST when commas appear
+ * (tuples are lists). */
 klp_node *klpp_exprs(klpp *P)
 {
     klp_tok *t = cur(P);
     klp_node *first = klpp_test(P);
     if (!first || !klpp_is_op(P, ",")) return first;
-    klp_node *tup = klpp_mk(P, KLP_N_TUPLE, t);
+    klp_node *tup = klpp_mk(P, KLP_N_LIST, t);
     if (!tup || klpp_push(P, tup, first, NULL) < 0) return NULL;
     while (klpp_is_op(P, ",")) {
         klpp_next(P);
@@ -330,8 +322,8 @@ int klpp_check_unsupported_kw(klpp *P)
     for (int i = 0; kw_unsupported[i]; i++)
         if (!strcmp(t->text, kw_unsupported[i])) {
             klp_syntax(P->err, t->line, t->col,
-                       "'%s' is not supported: Kiln cells hold "
-                       "assignments, expressions, %%magics and !commands",
+                       "'%s' is not supported: Kiln cells hold assignments, expressions, %%magics "
+                       "and !commands",
                        t->text);
             return -1;
         }
