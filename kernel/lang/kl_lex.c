@@ -210,81 +210,38 @@ static int lex_number(lexer *L)
 
 /* ---- strings ---- */
 
-static int hexval(const char *s, int n, uint32_t *out)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < n; i++) {
-        if (!isxdigit((unsigned char)s[i])) return -1;
-        v = v * 16 + (uint32_t)(isdigit((unsigned char)s[i])
-                                    ? s[i] - '0'
-                                    : tolower((unsigned char)s[i]) - 'a' + 10);
-    }
-    *out = v;
-    return 0;
-}
-
-/* Decodes the escapes of body[0..n) into the arena. */
+/* Decodes the escapes of body[0..n) into the arena: Python's, less octal and \N{...}. */
 static int decode(lexer *L, const char *b, size_t n, int raw, int line, int col, klp_tok *tk)
 {
-    char *o = klp_arena_alloc(L->a, n + 1), *w = o;
+    static const char simple[] = "\\\\''\"\"a\ab\bf\fn\nr\rt\tv\v"; /* escape, value */
+    char *o = klp_arena_alloc(L->a, n + 1), *w = o, hx[9] = {0}, enc[4];
     if (!o) return oom(L);
     for (size_t i = 0; i < n; i++) {
-        if (b[i] != '\\' || raw || i + 1 >= n) {
-            *w++ = b[i];
-            continue;
-        }
-        char c = b[++i];
-        uint32_t cp;
-        int hex = 0;
-        switch (c) {
-        case '\n': break;
-        case '\r':
-            if (i + 1 < n && b[i + 1] == '\n') i++;
-            break;
-        case '\\': *w++ = '\\'; break;
-        case '\'': *w++ = '\''; break;
-        case '"': *w++ = '"'; break;
-        case 'a': *w++ = '\a'; break;
-        case 'b': *w++ = '\b'; break;
-        case 'f': *w++ = '\f'; break;
-        case 'n': *w++ = '\n'; break;
-        case 'r': *w++ = '\r'; break;
-        case 't': *w++ = '\t'; break;
-        case 'v': *w++ = '\v'; break;
-        case 'x': hex = 2; break;
-        case 'u': hex = 4; break;
-        case 'U': hex = 8; break;
-        case 'N':
-            return klp_syntax(L->err, line, col,
-                              "(unicode error) \\N{...} escapes are not supported");
-        default:
-            if (c >= '0' && c <= '7') {
-                cp = 0;
-                int k = 0;
-                while (k < 3 && i < n && b[i] >= '0' && b[i] <= '7')
-                    cp = cp * 8 + (uint32_t)(b[i++] - '0'), k++;
-                i--;
-                char enc[4];
-                int m = klp_utf8_encode(cp, enc);
-                memcpy(w, enc, (size_t)m);
-                w += m;
-            } else {
-                *w++ = '\\';
-                *w++ = c;
-            }
-        }
-        if (hex) {
-            if (i + (size_t)hex >= n || hexval(b + i + 1, hex, &cp) < 0)
+        char c = !raw && b[i] == '\\' && i + 1 < n ? b[++i] : 0;
+        const char *e = c ? strchr(simple, c) : NULL;
+        int hex = c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0, m;
+        if (!c) *w++ = b[i];
+        else if (c == '\r') i += i + 1 < n && b[i + 1] == '\n';
+        else if (e && (e - simple) % 2 == 0) *w++ = e[1];
+        else if (hex) {
+            if (i + (size_t)hex >= n ||
+                strspn(memcpy(hx, b + i + 1, (size_t)hex), "0123456789abcdefABCDEF") < (size_t)hex)
                 return klp_syntax(L->err, line, col, "(unicode error) truncated \\%c escape", c);
-            char enc[4];
-            int m = klp_utf8_encode(cp, enc);
-            if (!m)
+            hx[hex] = 0;
+            if (!(m = klp_utf8_encode((uint32_t)strtoul(hx, NULL, 16), enc)))
                 return klp_syntax(L->err, line, col,
-                                  "(unicode error) illegal Unicode character \\%c%.*s", c, hex,
-                                  b + i + 1);
+                                  "(unicode error) illegal Unicode character \\%c%s", c, hx);
             memcpy(w, enc, (size_t)m);
             w += m;
             i += (size_t)hex;
+        } else if (c == 'N' || (c >= '0' && c <= '7')) {
+            return klp_syntax(L->err, line, col,
+                              "(unicode error) \\%c escapes are not supported (write \\x, \\u or "
+                              "\\U with hex digits)",
+                              c);
+        } else if (c != '\n') {
+            *w++ = '\\';
+            *w++ = c;
         }
     }
     tk->text = o;
@@ -394,16 +351,11 @@ static int lex_op(lexer *L)
     } else if (flen == 1 && strchr(")]}", c)) {
         char open = c == ')' ? '(' : c == ']' ? '[' : '{';
         if (L->depth == 0) return klp_syntax(L->err, L->line, col, "unmatched '%c'", c);
-        if (L->br[L->depth - 1] != open) {
-            if (L->br_line[L->depth - 1] != L->line)
-                return klp_syntax(
-                    L->err, L->line, col,
-                    "closing parenthesis '%c' does not match opening parenthesis '%c' on line %d",
-                    c, L->br[L->depth - 1], L->br_line[L->depth - 1]);
+        if (L->br[L->depth - 1] != open)
             return klp_syntax(L->err, L->line, col,
-                              "closing parenthesis '%c' does not match opening parenthesis '%c'", c,
-                              L->br[L->depth - 1]);
-        }
+                              "closing parenthesis '%c' does not match opening parenthesis '%c' "
+                              "on line %d",
+                              c, L->br[L->depth - 1], L->br_line[L->depth - 1]);
         L->depth--;
     }
     klp_tok *tk = push(L, KLP_T_OP, L->pos);
