@@ -87,52 +87,30 @@ static size_t eol_of(lexer *L, size_t p)
 
 /* ---- IPython line syntax at the start of a logical line ---- */
 
-/* `name?`, `name??`, `%magic?`, `?name`: returns 1 and the name span. */
-static int help_line(const char *p, const char *e, const char **name, size_t *len)
-{
-    while (e > p && isspace((unsigned char)e[-1])) e--;
-    const char *q = p;
-    int lead = 0;
-    while (q < e && *q == '?' && lead < 2) q++, lead++;
-    const char *ns = q;
-    while (q < e && *q == '%' && q - ns < 2) q++;
-    if (q >= e || !is_id_start((unsigned char)*q)) return 0;
-    while (q < e && (is_id((unsigned char)*q) || *q == '.')) q++;
-    const char *ne = q;
-    int trail = 0;
-    while (q < e && *q == '?' && trail < 2) q++, trail++;
-    if (q != e || (lead == 0) == (trail == 0)) return 0;
-    *name = ns;
-    *len = (size_t)(ne - ns);
-    return 1;
-}
-
+/* `name?`, `name??` or `?name` (help on a variable, builtin or magic: `%train?`),
+ * `%magic args` or `!command`: its token and the line's NEWLINE, *handled = 1; else
+ * *handled = 0. */
 static int special_line(lexer *L, int *handled)
 {
-    size_t start = L->pos, e = eol_of(L, start);
-    size_t te = e;
-    if (te > start && L->s[te - 1] == '\r') te--;
-    const char *name;
-    size_t nlen;
-    *handled = 1;
-    klp_tok *tk;
-    if (help_line(L->s + start, L->s + te, &name, &nlen)) {
-        if (!(tk = push(L, KLP_T_HELP, start))) return oom(L);
-        tk->text = dup(L, name, nlen);
-    } else if (L->s[start] == '%') {
-        if (start + 1 < L->n && L->s[start + 1] == '%')
-            return klp_syntax(L->err, L->line, col_at(L, start),
-                              "a cell magic (%%%%name) must be on the first line of the cell");
-        if (!(tk = push(L, KLP_T_MAGIC, start))) return oom(L);
-        tk->text = dup(L, L->s + start + 1, te - start - 1);
-    } else if (L->s[start] == '!') {
-        if (!(tk = push(L, KLP_T_SHELL, start))) return oom(L);
-        tk->text = dup(L, L->s + start + 1, te - start - 1);
-    } else {
-        *handled = 0;
-        return 0;
-    }
-    if (!tk->text) return oom(L);
+    const char *s = L->s;
+    size_t st = L->pos, e = eol_of(L, st), te = e, h, ns = st + (s[st] == '?'), ne;
+    if (te > st && s[te - 1] == '\r') te--;
+    for (h = te; h > st && isspace((unsigned char)s[h - 1]);) h--;
+    for (ne = ns + (s[ns] == '%'); ne < h && (is_id((unsigned char)s[ne]) || s[ne] == '.');) ne++;
+    size_t marks = ns > st ? 0 : strspn(s + ne, "?");
+    int help = ne > ns + (s[ns] == '%') && is_id_start((unsigned char)s[ns + (s[ns] == '%')]) &&
+               (ns > st ? ne == h : (marks == 1 || marks == 2) && ne + marks == h);
+    klp_tok_kind k = help           ? KLP_T_HELP
+                     : s[st] == '%' ? KLP_T_MAGIC
+                     : s[st] == '!' ? KLP_T_SHELL
+                                    : KLP_T_EOF;
+    if (!(*handled = k != KLP_T_EOF)) return 0;
+    if (k == KLP_T_MAGIC && st + 1 < L->n && s[st + 1] == '%')
+        return klp_syntax(L->err, L->line, col_at(L, st),
+                          "a cell magic (%%%%name) must be on the first line of the cell");
+    klp_tok *tk = push(L, k, st);
+    if (!tk || !(tk->text = help ? dup(L, s + ns, ne - ns) : dup(L, s + st + 1, te - st - 1)))
+        return oom(L);
     tk->len = strlen(tk->text);
     if (!push(L, KLP_T_NEWLINE, te)) return oom(L);
     L->pos = e;
@@ -486,13 +464,7 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
             if (p > L.pos)
                 return klp_fail(err, L.line, col_at(&L, p), "IndentationError",
                                 "unexpected indent");
-            bol = 0;
-            int handled;
-            if (special_line(&L, &handled) < 0) return -1;
-            if (handled) {
-                bol = 1;
-                continue;
-            }
+            if (special_line(&L, &bol) < 0) return -1; /* bol stays 1 after such a line */
             continue;
         }
         int rc = 0;
