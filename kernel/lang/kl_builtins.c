@@ -22,22 +22,16 @@ json_t *klpb_fail(klp_ctx *c, const klp_node *n, const char *ename, const char *
     return NULL;
 }
 
-int klpb_nargs(klpb_call *k, size_t lo, size_t hi)
+int klpb_count(klp_ctx *c, const klp_node *n, const char *name, size_t na, size_t lo, size_t hi)
 {
-    if (k->na >= lo && k->na <= hi) return 0;
-    if (lo == hi)
-        klp_fail(k->c->err, k->n->line, k->n->col, "TypeError",
-                 "%s() takes exactly %zu argument%s (%zu given)", k->name, lo, lo == 1 ? "" : "s",
-                 k->na);
-    else if (k->na < lo)
-        klp_fail(k->c->err, k->n->line, k->n->col, "TypeError",
-                 "%s() takes at least %zu argument%s (%zu given)", k->name, lo, lo == 1 ? "" : "s",
-                 k->na);
-    else
-        klp_fail(k->c->err, k->n->line, k->n->col, "TypeError",
-                 "%s() takes at most %zu argument%s (%zu given)", k->name, hi, hi == 1 ? "" : "s",
-                 k->na);
-    return -1;
+    if (na >= lo && na <= hi) return 0;
+    size_t want = na < lo ? lo : hi;
+    return klp_fail(c->err, n->line, n->col, "TypeError",
+                    "%s() takes %s %zu argument%s (%zu given)", name,
+                    lo == hi  ? "exactly"
+                    : na < lo ? "at least"
+                              : "at most",
+                    want, want == 1 ? "" : "s", na);
 }
 
 json_t *klpb_str_new(kl_buf *b)
@@ -57,7 +51,6 @@ const char klp_help_pointer[] = "Kiln's help: %lsmagic lists the magics; NAME? s
 
 static json_t *b_help(klpb_call *k)
 {
-    if (k->na > 1) return klpb_fail(k->c, k->n, "TypeError", "help() takes at most 1 argument");
     if (k->na == 1 && json_is_string(k->args[0])) {
         klp_help(k->c, json_string_value(k->args[0]));
         return json_null();
@@ -98,33 +91,25 @@ static json_t *b_print(klpb_call *k)
 
 static json_t *b_input(klpb_call *k)
 {
-    if (klpb_nargs(k, 0, 1) < 0) return NULL;
     kl_buf b = {0};
     if (k->na) klp_str(&b, k->args[0]);
     const mg_out *o = k->c->out;
-    if (!o || !o->input) {
-        kl_buf_free(&b);
-        return klpb_fail(k->c, k->n, "StdinNotImplementedError",
-                         "input() was called, but this frontend does not support input requests.");
-    }
-    char *line = o->input(o->user, b.s ? b.s : "", 0);
+    char *line = o && o->input ? o->input(o->user, b.s ? b.s : "", 0) : NULL;
     kl_buf_free(&b);
-    if (!line) {
-        if (klp_interrupted(k->c->eng))
-            return klpb_fail(k->c, k->n, "KeyboardInterrupt", "interrupted");
-        return klpb_fail(k->c, k->n, "StdinNotImplementedError",
-                         "input() was called, but this frontend does not support input requests.");
-    }
-    json_t *r = klp_utf8_valid(line, strlen(line)) ? json_string(line) : NULL;
+    json_t *r = line && klp_utf8_valid(line, strlen(line)) ? json_string(line) : NULL;
     free(line);
-    return r ? r : klpb_fail(k->c, k->n, "UnicodeDecodeError", "input is not valid UTF-8");
+    if (r || line)
+        return r ? r : klpb_fail(k->c, k->n, "UnicodeDecodeError", "input is not valid UTF-8");
+    if (klp_interrupted(k->c->eng))
+        return klpb_fail(k->c, k->n, "KeyboardInterrupt", "interrupted");
+    return klpb_fail(k->c, k->n, "StdinNotImplementedError",
+                     "input() was called, but this frontend does not support input requests.");
 }
 
 /* ---- conversions ---- */
 
 static json_t *b_len(klpb_call *k)
 {
-    if (klpb_nargs(k, 1, 1) < 0) return NULL;
     json_t *v = k->args[0];
     if (json_is_string(v))
         return json_integer((json_int_t)klp_utf8_len(json_string_value(v), json_string_length(v)));
@@ -135,18 +120,13 @@ static json_t *b_len(klpb_call *k)
 
 static json_t *b_str(klpb_call *k)
 {
-    if (klpb_nargs(k, 0, 1) < 0) return NULL;
     if (!k->na) return json_string("");
     kl_buf b = {0};
     klp_str(&b, k->args[0]);
     return klpb_str_new(&b);
 }
 
-static json_t *b_bool(klpb_call *k)
-{
-    if (klpb_nargs(k, 0, 1) < 0) return NULL;
-    return json_boolean(k->na && klp_truthy(k->args[0]));
-}
+static json_t *b_bool(klpb_call *k) { return json_boolean(k->na && klp_truthy(k->args[0])); }
 
 /* int() or float() of a str: one number as a cell reads it, by the lexer (digits with
  * underscores, a sign, blanks around it; int: decimal digits only). */
@@ -183,7 +163,6 @@ static json_t *str_number(klpb_call *k, json_t *v, int want_int)
 
 static json_t *b_int(klpb_call *k)
 {
-    if (klpb_nargs(k, 0, 1) < 0) return NULL;
     if (!k->na) return json_integer(0);
     json_t *v = k->args[0];
     if (json_is_integer(v)) return json_incref(v);
@@ -200,7 +179,6 @@ static json_t *b_int(klpb_call *k)
 
 static json_t *b_float(klpb_call *k)
 {
-    if (klpb_nargs(k, 0, 1) < 0) return NULL;
     if (!k->na) return json_real(0.0);
     json_t *v = k->args[0];
     if (json_is_real(v)) return json_incref(v);
@@ -217,23 +195,25 @@ static json_t *b_float(klpb_call *k)
 static const struct {
     const char *name;
     json_t *(*fn)(klpb_call *k); /* new ref, or NULL with k->c->err */
+    size_t lo, hi;               /* how many positional arguments */
     const char *doc;
 } table[] = {
-    {"abs", klpb_abs, "abs(x): the absolute value of a number."},
-    {"bool", b_bool, "bool(x): the truth value of x."},
-    {"float", b_float, "float(x): a float from a number or a string."},
-    {"input", b_input, "input(prompt=''): a line typed by the user (stdin request)."},
-    {"int", b_int, "int(x): an int from a number or a decimal string."},
-    {"len", b_len, "len(x): the number of items of a str, list or dict."},
-    {"list", klpb_list, "list(x): a new list of the items of a list, str or dict."},
-    {"max", klpb_max, "max(list) or max(a, b, ...): the largest item."},
-    {"min", klpb_min, "min(list) or min(a, b, ...): the smallest item."},
-    {"help", b_help, "help() says where the help is; help(\"train\"): a magic's help."},
-    {"print", b_print, "print(*values, sep=' ', end='\\n'): writes the values to stdout."},
-    {"range", klpb_range, "range(stop) / range(start, stop[, step]): a list of ints."},
-    {"round", klpb_round, "round(x, ndigits=None): x rounded half to even (ndigits >= 0)."},
-    {"str", b_str, "str(x): x as a string."},
-    {"sum", klpb_sum, "sum(list): the sum of the items."},
+    {"abs", klpb_abs, 1, 1, "abs(x): the absolute value of a number."},
+    {"bool", b_bool, 0, 1, "bool(x): the truth value of x."},
+    {"float", b_float, 0, 1, "float(x): a float from a number or a string."},
+    {"input", b_input, 0, 1, "input(prompt=''): a line typed by the user (stdin request)."},
+    {"int", b_int, 0, 1, "int(x): an int from a number or a decimal string."},
+    {"len", b_len, 1, 1, "len(x): the number of items of a str, list or dict."},
+    {"list", klpb_list, 0, 1, "list(x): a new list of the items of a list, str or dict."},
+    {"max", klpb_max, 1, 1u << 20, "max(list) or max(a, b, ...): the largest item."},
+    {"min", klpb_min, 1, 1u << 20, "min(list) or min(a, b, ...): the smallest item."},
+    {"help", b_help, 0, 1, "help() says where the help is; help(\"train\"): a magic's help."},
+    {"print", b_print, 0, 1u << 20,
+     "print(*values, sep=' ', end='\\n'): writes the values to stdout."},
+    {"range", klpb_range, 1, 3, "range(stop) / range(start, stop[, step]): a list of ints."},
+    {"round", klpb_round, 1, 2, "round(x, ndigits=None): x rounded half to even (ndigits >= 0)."},
+    {"str", b_str, 0, 1, "str(x): x as a string."},
+    {"sum", klpb_sum, 1, 1, "sum(list): the sum of the items."},
 };
 #define NTABLE (sizeof table / sizeof table[0])
 
@@ -278,6 +258,7 @@ json_t *klp_call_builtin(klp_ctx *c, const klp_node *n, const char *name, json_t
         klp_fail(c->err, n->line, n->col, "TypeError", "%s() takes no keyword arguments", name);
         return NULL;
     }
+    if (klpb_count(c, n, name, nargs, table[i].lo, table[i].hi) < 0) return NULL;
     json_t *r = table[i].fn(&k);
     if (!r && !c->err->set) klp_fail(c->err, n->line, n->col, "MemoryError", "out of memory");
     return r;

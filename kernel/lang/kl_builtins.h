@@ -18,7 +18,8 @@ typedef struct klpb_call {
 
 json_t *klpb_fail(klp_ctx *c, const klp_node *n, const char *ename, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-int klpb_nargs(klpb_call *k, size_t lo, size_t hi);
+/* TypeError (-1) unless lo <= na <= hi: "f() takes exactly 1 argument (2 given)". */
+int klpb_count(klp_ctx *c, const klp_node *n, const char *name, size_t na, size_t lo, size_t hi);
 json_t *klpb_str_new(kl_buf *b); /* frees b */
 
 json_t *klpb_abs(klpb_call *k);

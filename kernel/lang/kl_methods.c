@@ -232,13 +232,7 @@ json_t *klp_call_method(klp_ctx *c, const klp_node *n, json_t *self, const char 
     klpm_call k = {c, n, name, self, args, nargs};
     for (size_t i = 0; i < NMETHODS; i++) {
         if (methods[i].type != json_typeof(self) || strcmp(methods[i].name, name)) continue;
-        if (nargs < methods[i].lo || nargs > methods[i].hi) {
-            if (methods[i].lo == methods[i].hi)
-                return klpb_fail(c, n, "TypeError", "%s() takes exactly %zu argument%s (%zu given)",
-                                 name, methods[i].lo, methods[i].lo == 1 ? "" : "s", nargs);
-            return klpb_fail(c, n, "TypeError", "%s() takes %zu to %zu arguments (%zu given)", name,
-                             methods[i].lo, methods[i].hi, nargs);
-        }
+        if (klpb_count(c, n, name, nargs, methods[i].lo, methods[i].hi) < 0) return NULL;
         return methods[i].fn(&k);
     }
     return no_such_method(&k);
