@@ -20,6 +20,8 @@
  *
  * The budget is per engine (one kernel session): KILN_VALUE_BUDGET, read when the
  * engine is created; sizes are estimates of what jansson and malloc use. */
+#include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +118,7 @@ static size_t deep_size(json_t *v, seen_set *seen, int depth)
     return n;
 }
 
-size_t klp_value_footprint(json_t *v)
+static size_t klp_value_footprint(json_t *v)
 {
     seen_set seen = {0};
     size_t n = child_size(v, &seen, 0);
@@ -126,42 +128,22 @@ size_t klp_value_footprint(json_t *v)
 
 /* ---- the setting ---- */
 
-int klp_budget_parse(const char *s, size_t *out)
+/* "256M", "2GiB", "1048576": 0 with *out in bytes (at least KLP_BUDGET_MIN), or -1. */
+static int klp_budget_parse(const char *s, size_t *out)
 {
-    if (!s) return -1;
+    static const char units[] = "kmgt";
     while (*s == ' ') s++;
     if (*s < '0' || *s > '9') return -1;
     char *end;
     double v = strtod(s, &end);
     while (*end == ' ') end++;
-    double unit = 1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        unit = 1024.0;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        unit = 1024.0 * 1024;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        unit = 1024.0 * 1024 * 1024;
-        end++;
-        break;
-    case 't':
-    case 'T':
-        unit = 1024.0 * 1024 * 1024 * 1024;
-        end++;
-        break;
-    default: break;
+    const char *u = *end ? strchr(units, tolower((unsigned char)*end)) : NULL;
+    if (u) {
+        v *= pow(1024.0, (double)(u - units + 1));
+        end += 1 + (end[1] == 'i');
     }
-    if (unit > 1 && *end == 'i') end++;
-    if (*end == 'B' || *end == 'b') end++;
+    end += *end == 'B' || *end == 'b';
     while (*end == ' ') end++;
-    v *= unit;
     if (*end || !(v >= KLP_BUDGET_MIN) || v > 1e18) return -1;
     *out = (size_t)v;
     return 0;

@@ -78,7 +78,7 @@ static int equal_depth(json_t *a, json_t *b, int depth)
     }
 }
 
-int klp_equal(json_t *a, json_t *b) { return equal_depth(a, b, 0); }
+static int klp_equal(json_t *a, json_t *b) { return equal_depth(a, b, 0); }
 
 /* -2 = not orderable (only numbers with numbers and str with str are) */
 static int order(json_t *a, json_t *b)

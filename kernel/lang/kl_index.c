@@ -137,61 +137,37 @@ int klp_iter_items(klp_ctx *c, const klp_node *n, json_t *v, json_t **list_out)
     return 0;
 }
 
-static int depth_of(json_t *v, int limit)
+/* Walks the containers below v, at most limit levels: the depth reached (more than
+ * limit - 1 when it goes deeper), or -1 when target is met on the way. */
+static int walk(json_t *v, const json_t *target, int limit)
 {
+    if (v == target) return -1;
     if (!json_is_array(v) && !json_is_object(v)) return 0;
     if (limit <= 0) return 1;
     int d = 0;
-    if (json_is_array(v)) {
-        size_t i;
-        json_t *x;
-        json_array_foreach(v, i, x)
-        {
-            if (!json_is_array(x) && !json_is_object(x)) continue;
-            int k = depth_of(x, limit - 1);
-            if (k > d) d = k;
-            if (d >= limit) break;
-        }
-    } else {
-        const char *k;
-        json_t *x;
-        json_object_foreach(v, k, x)
-        {
-            int dd = depth_of(x, limit - 1);
-            if (dd > d) d = dd;
-            if (d >= limit) break;
-        }
+    void *it = json_is_object(v) ? json_object_iter(v) : NULL;
+    for (size_t i = 0; d < limit; i++) {
+        json_t *x = json_is_array(v) ? json_array_get(v, i) : json_object_iter_value(it);
+        if (!x) break;
+        it = it ? json_object_iter_next(v, it) : NULL;
+        int k = walk(x, target, limit - 1);
+        if (k < 0) return -1;
+        if (k > d) d = k;
     }
     return d + 1;
 }
 
 int klp_check_depth(klp_ctx *c, const klp_node *n, json_t *v)
 {
-    if (depth_of(v, KLP_MAX_DEPTH) > KLP_MAX_DEPTH - 1)
+    if (walk(v, NULL, KLP_MAX_DEPTH) > KLP_MAX_DEPTH - 1)
         return klp_fail(c->err, n->line, n->col, "RecursionError",
                         "value nested more than %d levels deep (or containing itself)",
                         KLP_MAX_DEPTH - 1);
     return 0;
 }
 
-static int reaches(json_t *v, json_t *target, int depth)
-{
-    if (v == target) return 1;
-    if (depth > KLP_MAX_DEPTH) return 1;
-    size_t i;
-    const char *k;
-    json_t *x;
-    if (json_is_array(v)) {
-        json_array_foreach(v, i, x) if ((json_is_array(x) || json_is_object(x)) &&
-                                        reaches(x, target, depth + 1)) return 1;
-    } else if (json_is_object(v)) {
-        json_object_foreach(v, k, x) if ((json_is_array(x) || json_is_object(x)) &&
-                                         reaches(x, target, depth + 1)) return 1;
-    }
-    return 0;
-}
-
 int klp_reaches(json_t *v, json_t *target)
 {
-    return (json_is_array(v) || json_is_object(v)) && reaches(v, target, 0);
+    int w = walk(v, target, KLP_MAX_DEPTH + 1);
+    return w < 0 || w > KLP_MAX_DEPTH;
 }

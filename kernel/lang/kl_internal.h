@@ -207,8 +207,6 @@ typedef struct klp_budget {
     int stale;         /* a statement started since the last walk */
 } klp_budget;
 klp_budget *klp_budget_of(kl_engine *e);
-/* "256M", "2GiB", "1048576": 0 with *out in bytes (at least KLP_BUDGET_MIN), or -1. */
-RT_MUST_USE int klp_budget_parse(const char *s, size_t *out);
 /* The default, or setting (KILN_VALUE_BUDGET) when valid; a bad one is warned about. */
 void klp_budget_init(klp_budget *b, const char *setting);
 void klp_budget_statement(klp_budget *b); /* a statement starts */
@@ -217,15 +215,12 @@ int klp_budget_ask(klp_ctx *c, const klp_node *n, size_t bytes);
 int klp_budget_charge(klp_ctx *c, const klp_node *n, size_t bytes);
 /* Charges v, the result of evaluating n, when the evaluation made it (refcount 1). */
 int klp_budget_charge_value(klp_ctx *c, const klp_node *n, json_t *v);
-/* What v takes, values reached twice counted once. */
-size_t klp_value_footprint(json_t *v);
 
 /* Operators (kl_ops.c). All return new refs or NULL with err filled (line/col from n). */
 json_t *klp_binop(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json_t *b);
 json_t *klp_unary(klp_ctx *c, const klp_node *n, const char *op, json_t *a);
 int klp_compare(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json_t *b);
 int klp_truthy(json_t *v);
-int klp_equal(json_t *a, json_t *b);
 json_t *klp_index(klp_ctx *c, const klp_node *n, json_t *obj, json_t *idx);
 json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t *hi);
 json_t *klp_real(klp_ctx *c, const klp_node *n, double v); /* rejects nan/inf */
@@ -251,7 +246,6 @@ const char *klp_method_name(json_t *self, size_t *i);
 const char *klp_type_name(json_t *v);
 void klp_repr(kl_buf *b, json_t *v);
 void klp_str(kl_buf *b, json_t *v);
-void klp_float_repr(kl_buf *b, double d);
 
 /* $name / {expr} interpolation in a shell line (kl_interp.c), each value quoted as one
  * sh word ($!name / {!expr}: raw): new string (free()), or NULL on OOM. */

@@ -25,7 +25,7 @@ const char *klp_type_name(json_t *v)
     return "object";
 }
 
-void klp_float_repr(kl_buf *b, double d)
+static void klp_float_repr(kl_buf *b, double d)
 {
     char buf[64];
     if (d == 0) {
@@ -90,21 +90,7 @@ static void str_repr(kl_buf *b, const char *s, size_t n)
         else if (c == '\r') kl_buf_puts(b, "\\r");
         else if (c == '\t') kl_buf_puts(b, "\\t");
         else if (c < 0x20 || c == 0x7f) kl_buf_printf(b, "\\x%02x", c);
-        else if (c == 0xc2 && i + 1 < n &&
-                 (u[i + 1] <= 0x9f || u[i + 1] == 0xa0 || u[i + 1] == 0xad)) {
-            kl_buf_printf(b, "\\x%02x", u[i + 1]); /* C1 controls, nbsp, soft hyphen */
-            i++;
-        } else if (c == 0xe2 && i + 2 < n && u[i + 1] == 0x80 &&
-                   ((u[i + 2] >= 0x8b && u[i + 2] <= 0x8f) || u[i + 2] == 0xa8 ||
-                    u[i + 2] == 0xa9)) {
-            kl_buf_printf(b, "\\u20%02x", u[i + 2] - 0x80);
-            i += 2;
-        } else if (c == 0xef && i + 2 < n && u[i + 1] == 0xbb && u[i + 2] == 0xbf) {
-            kl_buf_puts(b, "\\ufeff");
-            i += 2;
-        } else {
-            kl_buf_add(b, s + i, 1);
-        }
+        else kl_buf_add(b, s + i, 1);
     }
     kl_buf_add(b, &q, 1);
 }
