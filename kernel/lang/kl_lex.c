@@ -281,43 +281,33 @@ static int lex_string(lexer *L, size_t st, int raw, int fstr)
 
 /* ---- operators ---- */
 
-static const char *const ops3[] = {"**=", "//=", ">>=", "<<=", "...", NULL};
-static const char *const ops2[] = {"**", "//", "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=",
-                                   "%=", "&=", "|=", "^=", "->", ":=", "<<", ">>", "@=", NULL};
-static const char ops1[] = "+-*/%@&|^~<>()[]{},:.;=";
-/* Python operators Kiln leaves out: lexed whole so the error can name them. */
-static const char *const refused[] = {
-    "&", "|", "^", "~", "<<", ">>", "&=", "|=", "^=", "<<=", ">>=", "@", "@=", NULL};
+/* Python's operators; those after "" are left out (bitwise and matrix ones), lexed
+ * whole so that the error names them. The longest match wins. */
+static const char *const ops[] = {
+    "**=", "//=", "...", "**", "//", "==", "!=", "<=", ">=", "+=",  "-=",  "*=", "/=",
+    "%=",  "->",  ":=",  "+",  "-",  "*",  "/",  "%",  "<",  ">",   "(",   ")",  "[",
+    "]",   "{",   "}",   ",",  ":",  ".",  ";",  "=",  "",   "<<=", ">>=", "<<", ">>",
+    "&=",  "|=",  "^=",  "@=", "&",  "|",  "^",  "~",  "@",  NULL};
 
 static int lex_op(lexer *L)
 {
     const char *s = L->s + L->pos;
-    size_t avail = L->n - L->pos;
-    const char *const *tabs[2] = {ops3, ops2};
-    size_t lens[2] = {3, 2};
-    const char *found = NULL;
-    size_t flen = 1;
-    for (int t = 0; t < 2 && !found; t++)
-        for (int i = 0; tabs[t][i]; i++)
-            if (avail >= lens[t] && !memcmp(s, tabs[t][i], lens[t])) {
-                found = tabs[t][i];
-                flen = lens[t];
-                break;
-            }
-    if (!found && strchr(ops1, *s) && *s) found = s;
-    int col = col_at(L, L->pos);
-    if (!found) {
-        unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f)
-            return klp_syntax(L->err, L->line, col, "invalid non-printable character U+%04X", c);
-        return klp_syntax(L->err, L->line, col, "invalid syntax");
+    size_t flen = 0;
+    int refused = 0, past = 0, col = col_at(L, L->pos);
+    for (int i = 0; ops[i]; i++) {
+        size_t l = strlen(ops[i]);
+        if (!l) past = 1;
+        else if (l > flen && !strncmp(s, ops[i], l)) flen = l, refused = past;
     }
-    for (int i = 0; refused[i]; i++)
-        if (strlen(refused[i]) == flen && !memcmp(refused[i], found, flen))
-            return klp_syntax(L->err, L->line, col,
-                              "the operator '%s' is not supported: Kiln cells have + - * / // %% "
-                              "** and comparisons (no bitwise or matrix operators)",
-                              refused[i]);
+    unsigned char u = (unsigned char)*s;
+    if (!flen && (u < 0x20 || u == 0x7f))
+        return klp_syntax(L->err, L->line, col, "invalid non-printable character U+%04X", u);
+    if (!flen) return klp_syntax(L->err, L->line, col, "invalid syntax");
+    if (refused)
+        return klp_syntax(L->err, L->line, col,
+                          "the operator '%.*s' is not supported: Kiln cells have + - * / // %% "
+                          "** and comparisons (no bitwise or matrix operators)",
+                          (int)flen, s);
     char c = *s;
     if (flen == 1 && strchr("([{", c)) {
         if (L->depth >= KLP_MAX_DEPTH)

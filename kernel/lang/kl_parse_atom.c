@@ -84,41 +84,26 @@ static klp_node *p_paren(klpp *P, klp_tok *t)
     return expect(P, ")", e);
 }
 
-static klp_node *p_list(klpp *P, klp_tok *t)
+/* [a, b, ...] or {k: v, ...} */
+static klp_node *p_display(klpp *P, klp_tok *t, int dict)
 {
-    klp_node *n = klpp_mk(P, KLP_N_LIST, t);
-    if (!n) return NULL;
-    while (!klpp_is_op(P, "]")) {
-        klp_node *e = klpp_test(P);
-        if (!e || klpp_push(P, n, e, NULL) < 0) return NULL;
+    klp_node *n = klpp_mk(P, dict ? KLP_N_DICT : KLP_N_LIST, t), *k, *v = NULL;
+    const char *close = dict ? "}" : "]";
+    while (n && !klpp_is_op(P, close)) {
+        if (!(k = klpp_test(P))) return NULL;
+        if (klpp_is_kw(P, "for")) return no_comprehension(P);
+        if (dict && !klpp_is_op(P, ":"))
+            return klpp_error(P, cur(P),
+                              n->n == 0 && (klpp_is_op(P, ",") || klpp_is_op(P, "}"))
+                                  ? "sets are not supported (use a list)"
+                                  : "expected ':' in dict literal");
+        if (dict && (klpp_next(P), !(v = klpp_test(P)))) return NULL;
+        if (klpp_push(P, n, k, NULL) < 0 || (dict && klpp_push(P, n, v, NULL) < 0)) return NULL;
         if (klpp_is_kw(P, "for")) return no_comprehension(P);
         if (!klpp_is_op(P, ",")) break;
         klpp_next(P);
     }
-    return klpp_finish(P, expect(P, "]", n));
-}
-
-static klp_node *p_dict(klpp *P, klp_tok *t)
-{
-    klp_node *n = klpp_mk(P, KLP_N_DICT, t);
-    if (!n) return NULL;
-    while (!klpp_is_op(P, "}")) {
-        klp_node *k = klpp_test(P);
-        if (!k) return NULL;
-        if (klpp_is_kw(P, "for")) return no_comprehension(P);
-        if (!klpp_is_op(P, ":")) {
-            if (n->n == 0 && (klpp_is_op(P, ",") || klpp_is_op(P, "}")))
-                return klpp_error(P, cur(P), "sets are not supported (use a list)");
-            return klpp_error(P, cur(P), "expected ':' in dict literal");
-        }
-        klpp_next(P);
-        klp_node *v = klpp_test(P);
-        if (!v || klpp_push(P, n, k, NULL) < 0 || klpp_push(P, n, v, NULL) < 0) return NULL;
-        if (klpp_is_kw(P, "for")) return no_comprehension(P);
-        if (!klpp_is_op(P, ",")) break;
-        klpp_next(P);
-    }
-    return klpp_finish(P, expect(P, "}", n));
+    return klpp_finish(P, expect(P, close, n));
 }
 
 static klp_node *p_atom(klpp *P)
@@ -158,8 +143,8 @@ static klp_node *p_atom(klpp *P)
         return klpp_finish(P, n);
     case KLP_T_OP:
         if (!strcmp(t->text, "(")) return klpp_next(P), p_paren(P, t);
-        if (!strcmp(t->text, "[")) return klpp_next(P), p_list(P, t);
-        if (!strcmp(t->text, "{")) return klpp_next(P), p_dict(P, t);
+        if (!strcmp(t->text, "[")) return klpp_next(P), p_display(P, t, 0);
+        if (!strcmp(t->text, "{")) return klpp_next(P), p_display(P, t, 1);
         if (!strcmp(t->text, "...")) return klpp_error(P, t, "'...' (Ellipsis) is not supported");
         return klpp_error(P, t, NULL);
     case KLP_T_NEWLINE:
