@@ -180,6 +180,7 @@ static json_t *eval_node(klp_ctx *c, const klp_node *n)
 json_t *klp_eval(klp_ctx *c, const klp_node *n)
 {
     json_t *v = eval_node(c, n);
+    if (!v && !c->err->set) klp_fail(c->err, n->line, n->col, "MemoryError", "out of memory");
     if (v && klp_budget_charge_value(c, n, v) < 0) {
         json_decref(v);
         v = NULL;

@@ -230,6 +230,14 @@ int klp_check_depth(klp_ctx *c, const klp_node *n, json_t *v);
 /* The items of a list, the characters of a str or the keys of a dict, as a new list. */
 int klp_iter_items(klp_ctx *c, const klp_node *n, json_t *v, json_t **list_out);
 
+/* Helpers of the builtins and methods (kl_builtins.c): klp_fail at n (returns NULL); a
+ * TypeError unless lo <= na <= hi ("f() takes exactly 1 argument (2 given)"); the string
+ * built in b (freed), NULL when it ran out of memory. */
+json_t *klpb_fail(klp_ctx *c, const klp_node *n, const char *ename, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int klpb_count(klp_ctx *c, const klp_node *n, const char *name, size_t na, size_t lo, size_t hi);
+json_t *klpb_str_new(kl_buf *b);
+
 /* Builtins (kl_builtins.c) and methods (kl_methods.c). args/kw borrowed. */
 int klp_is_builtin(const char *name);
 const char *klp_builtin_doc(const char *name);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kl_builtins.h"
+#include "kl_internal.h"
 
 #define SPACES " \t\n\r\f\v"
 
