@@ -13,20 +13,13 @@ static int set_item(klp_ctx *c, const klp_node *n, json_t *obj, json_t *idx, jso
     if ((json_is_array(value) || json_is_object(value)) && klp_reaches(value, obj))
         return klp_fail(c->err, n->line, n->col, "ValueError",
                         "a list or dict cannot contain itself in Kiln (its values are JSON)");
-    if (json_is_array(obj)) {
-        long long i;
-        if (json_is_integer(idx)) i = (long long)json_integer_value(idx);
-        else if (json_is_boolean(idx)) i = json_is_true(idx);
-        else
-            return klp_fail(c->err, n->line, n->col, "TypeError",
-                            "list indices must be integers or slices, not %s", klp_type_name(idx));
-        long long len = (long long)json_array_size(obj);
-        if (i < 0) i += len;
-        if (i < 0 || i >= len)
-            return klp_fail(c->err, n->line, n->col, "IndexError",
-                            "list assignment index out of range");
-        json_array_set(obj, (size_t)i, value);
-        return 0;
+    json_t *old = json_is_array(obj) ? klp_index(c, n, obj, idx) : NULL; /* checks idx */
+    if (json_is_array(obj) && !old) return -1;
+    if (old) {
+        long long i = json_is_boolean(idx) ? json_is_true(idx) : json_integer_value(idx);
+        json_decref(old);
+        return json_array_set(obj, (size_t)(i < 0 ? i + (long long)json_array_size(obj) : i),
+                              value);
     }
     if (json_is_object(obj)) {
         if (!json_is_string(idx))

@@ -29,14 +29,11 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
     if (!cmd) {
         const char *near = mg_registry_suggest(name);
         const mg_command *nc = near ? mg_registry_find(near) : NULL;
-        const char *pct = nc && (nc->flags & MG_CELL) && !(nc->flags & MG_LINE) ? "%%" : "%";
-        if (cell)
-            return klp_fail(err, line, 0, "UsageError", "Cell magic `%%%%%s` not found.%s%s%s%s",
-                            name, near ? " Did you mean `%%" : "", "", near ? near : "",
-                            near ? "`?" : "");
-        return klp_fail(err, line, 0, "UsageError", "Line magic function `%%%s` not found.%s%s%s%s",
-                        name, near ? " Did you mean `" : "", near ? pct : "", near ? near : "",
-                        near ? "`?" : "");
+        int near_cell = cell || (nc && (nc->flags & MG_CELL) && !(nc->flags & MG_LINE));
+        return klp_fail(err, line, 0, "UsageError", "%s `%s%s` not found.%s%s%s%s",
+                        cell ? "Cell magic" : "Line magic function", cell ? "%%" : "%", name,
+                        near ? " Did you mean `" : "", near ? (near_cell ? "%%" : "%") : "",
+                        near ? near : "", near ? "`?" : "");
     }
     if (cell && !(cmd->flags & MG_CELL))
         return klp_fail(
@@ -161,12 +158,6 @@ char *klp_help_text(kl_engine *e, const char *name)
         kl_buf b = {0};
         kl_buf_printf(&b, "Name:  %s\nType:  %s\nValue: ", n, klp_type_name(v));
         klp_repr(&b, v);
-        if (json_is_string(v) || json_is_array(v) || json_is_object(v))
-            kl_buf_printf(&b, "\nLength: %zu",
-                          json_is_string(v)
-                              ? klp_utf8_len(json_string_value(v), json_string_length(v))
-                          : json_is_array(v) ? json_array_size(v)
-                                             : json_object_size(v));
         kl_buf_add(&b, "\n", 1);
         return b.oom ? (kl_buf_free(&b), NULL) : b.s;
     }
