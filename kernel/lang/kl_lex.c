@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -340,23 +341,14 @@ static int lex_name(lexer *L)
     size_t st = L->pos, p = st;
     while (p < L->n && is_id((unsigned char)L->s[p])) p++;
     size_t n = p - st;
-    if (p < L->n && (L->s[p] == '\'' || L->s[p] == '"') && n <= 2) {
-        int raw = 0, fstr = 0, bad = 0;
-        for (size_t i = st; i < p; i++) {
-            char c = (char)tolower((unsigned char)L->s[i]);
-            if (c == 'r') raw++;
-            else if (c == 'f') fstr++;
-            else if (c == 'u' && n == 1)
-                ;
-            else if (c == 'b')
-                return klp_syntax(L->err, L->line, col_at(L, st),
-                                  "bytes literals are not supported");
-            else bad = 1;
-        }
-        if (!bad && raw <= 1 && fstr <= 1) {
-            L->pos = p;
-            return lex_string(L, st, raw, fstr);
-        }
+    char pre[3] = {0}, key[6];
+    for (size_t i = 0; i < n && i < 2; i++) pre[i] = (char)tolower((unsigned char)L->s[st + i]);
+    snprintf(key, sizeof key, " %s ", pre);
+    if (n <= 2 && p < L->n && (L->s[p] == '\'' || L->s[p] == '"')) { /* a string's prefix */
+        if (strchr(pre, 'b'))
+            return klp_syntax(L->err, L->line, col_at(L, st), "bytes literals are not supported");
+        if (strstr(" r u f rf fr ", key))
+            return L->pos = p, lex_string(L, st, !!strchr(pre, 'r'), !!strchr(pre, 'f'));
     }
     klp_tok *tk = push(L, KLP_T_NAME, st);
     if (!tk || !(tk->text = dup(L, L->s + st, n))) return oom(L);

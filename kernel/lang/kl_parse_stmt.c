@@ -90,20 +90,6 @@ static klp_node *p_simple(klpp *P)
     return klpp_finish(P, n);
 }
 
-static int add_stmt(klpp *P, klp_prog *prog, klp_node *s, size_t *cap)
-{
-    if (prog->n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 16;
-        klp_node **v = klp_arena_alloc(P->a, nc * sizeof *v);
-        if (!v) return klp_fail(P->err, s->line, 0, "MemoryError", "out of memory");
-        if (prog->n) memcpy(v, prog->stmts, prog->n * sizeof *v);
-        prog->stmts = v;
-        *cap = nc;
-    }
-    prog->stmts[prog->n++] = s;
-    return 0;
-}
-
 static klp_node *p_line_special(klpp *P, klp_tok *t)
 {
     klp_node_kind k = t->kind == KLP_T_MAGIC   ? KLP_S_MAGIC
@@ -120,40 +106,30 @@ static klp_node *p_line_special(klpp *P, klp_tok *t)
 int klp_parse(klp_arena *a, const klp_toks *toks, klp_prog *prog, klp_err *err)
 {
     klpp P = {.a = a, .t = toks, .err = err};
-    size_t cap = 0;
-    memset(prog, 0, sizeof *prog);
-    while (cur(&P)->kind != KLP_T_EOF) {
+    klp_node *all = klpp_mk(&P, KLP_S_PASS, cur(&P)); /* holds the statements */
+    while (all && cur(&P)->kind != KLP_T_EOF) {
         klp_tok *t = cur(&P);
-        if (t->kind == KLP_T_NEWLINE) {
+        int special = t->kind == KLP_T_MAGIC || t->kind == KLP_T_SHELL || t->kind == KLP_T_HELP;
+        while (t->kind != KLP_T_NEWLINE) {
+            klp_node *s = special ? p_line_special(&P, t) : p_simple(&P);
+            if (!s || klpp_push(&P, all, s, NULL) < 0) return -1;
+            if (special || !klpp_is_op(&P, ";")) break;
             klpp_next(&P);
-            continue;
-        }
-        if (t->kind == KLP_T_MAGIC || t->kind == KLP_T_SHELL || t->kind == KLP_T_HELP) {
-            klp_node *s = p_line_special(&P, t);
-            if (!s || add_stmt(&P, prog, s, &cap) < 0) return -1;
-            continue;
-        }
-        for (;;) {
-            klp_node *s = p_simple(&P);
-            if (!s || add_stmt(&P, prog, s, &cap) < 0) return -1;
-            if (klpp_is_op(&P, ";")) {
-                klpp_next(&P);
-                if (cur(&P)->kind == KLP_T_NEWLINE) {
-                    s->suppress = 1;
-                    break;
-                }
-                continue;
-            }
-            break;
+            if (cur(&P)->kind == KLP_T_NEWLINE) s->suppress = 1; /* x; hides x */
+            t = cur(&P);
         }
         if (cur(&P)->kind != KLP_T_NEWLINE) {
-            klp_tok *bad = cur(&P);
-            if (klpp_is_op(&P, "=") || klpp_is_op(&P, ":="))
-                klpp_error(&P, bad, "invalid syntax (cannot assign here)");
-            else klpp_error(&P, bad, "invalid syntax");
+            klpp_error(&P, cur(&P),
+                       klpp_is_op(&P, "=") || klpp_is_op(&P, ":=")
+                           ? "invalid syntax (cannot assign here)"
+                           : "invalid syntax");
             return -1;
         }
+        klpp_next(&P);
     }
+    if (!all) return -1;
+    prog->stmts = all->kids;
+    prog->n = all->n;
     return 0;
 }
 
