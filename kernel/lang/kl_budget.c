@@ -195,9 +195,9 @@ static int over(klp_ctx *c, const klp_node *n, const klp_budget *b, size_t want)
  * not fit and the last walk is from an earlier statement */
 static int fits(klp_ctx *c, const klp_node *n, size_t want)
 {
-    klp_budget *b = klp_budget_of(c->eng);
+    klp_budget *b = &c->eng->budget;
     if (b->stale && b->base + b->since_walk + want > b->limit) {
-        b->base = klp_value_footprint(klp_vars(c->eng));
+        b->base = klp_value_footprint(c->eng->vars);
         b->since_walk = b->stmt; /* this statement's values may yet be assigned */
         b->stale = 0;
     }
@@ -209,7 +209,7 @@ int klp_budget_ask(klp_ctx *c, const klp_node *n, size_t bytes) { return fits(c,
 
 int klp_budget_charge(klp_ctx *c, const klp_node *n, size_t bytes)
 {
-    klp_budget *b = klp_budget_of(c->eng);
+    klp_budget *b = &c->eng->budget;
     if (fits(c, n, bytes) < 0) return -1;
     b->stmt += bytes;
     b->since_walk += bytes;

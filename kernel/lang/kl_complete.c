@@ -112,7 +112,7 @@ json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
     } else if ((magic_line || shell_line) && wl && word[0] == '$') {
         const char *k;
         json_t *v;
-        json_object_foreach(klp_vars(e), k, v) add(m, word, wl, "$", k);
+        json_object_foreach(e->vars, k, v) add(m, word, wl, "$", k);
     } else if (magic_line) {
         const mg_command *cmd = magic_of_line(code + lead, cur - lead);
         /* the previous word: an option taking a choice? */
@@ -150,14 +150,14 @@ json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
         if (ne > nb && ne - nb < sizeof name) {
             memcpy(name, code + nb, ne - nb);
             name[ne - nb] = 0;
-            v = json_object_get(klp_vars(e), name);
+            v = json_object_get(e->vars, name);
         }
         size_t i = 0;
         for (const char *meth; (meth = klp_method_name(v, &i));) add(m, word, wl, "", meth);
     } else if (!shell_line && wl && !isdigit((unsigned char)word[0])) {
         const char *k;
         json_t *v;
-        json_object_foreach(klp_vars(e), k, v) add(m, word, wl, "", k);
+        json_object_foreach(e->vars, k, v) add(m, word, wl, "", k);
         for (size_t i = 0; klp_builtin_name(i); i++) add(m, word, wl, "", klp_builtin_name(i));
         static const char *const kws[] = {"True", "False", "None", "and", "or",   "not", "in",
                                           "is",   "if",    "else", "del", "pass", NULL};

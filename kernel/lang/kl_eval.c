@@ -15,7 +15,7 @@ static json_t *oom(klp_ctx *c, const klp_node *n)
 
 static json_t *eval_name(klp_ctx *c, const klp_node *n)
 {
-    json_t *v = json_object_get(klp_vars(c->eng), n->str);
+    json_t *v = json_object_get(c->eng->vars, n->str);
     if (v) return json_incref(v);
     if (!strcmp(n->str, "help")) { /* as IPython answers a bare `help`: where help is */
         if (c->out && c->out->stream)
@@ -71,7 +71,7 @@ static json_t *eval_call(klp_ctx *c, const klp_node *n)
                  callee->str);
     else if (callee->kind == KLP_N_ATTR && (self = klp_eval(c, callee->kids[0])))
         res = klp_call_method(c, n, self, callee->str, v, na);
-    else if (callee->kind == KLP_N_NAME && !json_object_get(klp_vars(c->eng), callee->str))
+    else if (callee->kind == KLP_N_NAME && !json_object_get(c->eng->vars, callee->str))
         /* a builtin, or a NameError that lists the builtins */
         res = klp_call_builtin(c, n, callee->str, v, na, n->ops + 1 + na, v + na, nv - na);
     else if (callee->kind != KLP_N_ATTR && (self = klp_eval(c, callee)))

@@ -38,7 +38,7 @@ static int set_item(klp_ctx *c, const klp_node *n, json_t *obj, json_t *idx, jso
 static int assign(klp_ctx *c, const klp_node *t, json_t *value)
 {
     if (t->kind == KLP_N_NAME)
-        return json_object_set(klp_vars(c->eng), t->str, value) < 0
+        return json_object_set(c->eng->vars, t->str, value) < 0
                    ? klp_fail(c->err, t->line, t->col, "MemoryError", "out of memory")
                    : 0;
     json_t *obj = klp_eval(c, t->kids[0]), *idx = obj ? klp_eval(c, t->kids[1]) : NULL;
@@ -112,7 +112,7 @@ static int run_stmt(klp_ctx *c, const klp_node *s, int last)
     case KLP_S_AUGASSIGN: return aug_assign(c, s);
     case KLP_S_DEL:
         for (size_t i = 0; i < s->n; i++)
-            if (json_object_del(klp_vars(c->eng), s->kids[i]->str) < 0)
+            if (json_object_del(c->eng->vars, s->kids[i]->str) < 0)
                 return klp_fail(c->err, s->kids[i]->line, s->kids[i]->col, "NameError",
                                 "name '%s' is not defined", s->kids[i]->str);
         return 0;
@@ -140,7 +140,7 @@ int klp_exec(klp_ctx *c, const klp_prog *p)
     for (size_t i = 0; i < p->n; i++) {
         if (klp_interrupted(c->eng))
             return klp_fail(c->err, p->stmts[i]->line, 0, "KeyboardInterrupt", "interrupted");
-        klp_budget_statement(klp_budget_of(c->eng));
+        klp_budget_statement(&c->eng->budget);
         if (run_stmt(c, p->stmts[i], i + 1 == p->n) < 0) {
             if (c->err->line == 0) c->err->line = p->stmts[i]->line;
             return -1;

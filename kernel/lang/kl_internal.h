@@ -183,14 +183,7 @@ typedef struct klp_ctx {
     klp_err *err;
 } klp_ctx;
 
-/* The engine's namespace and state (kl_engine.c owns it). */
-json_t *klp_vars(kl_engine *e);
 int klp_interrupted(kl_engine *e);
-const mg_host *klp_host(kl_engine *e);
-mg_session *klp_session(kl_engine *e);
-json_t *klp_cell_metadata(kl_engine *e);
-const mg_settings *klp_settings(kl_engine *e);
-klp_err *klp_nested_err(kl_engine *e); /* last error of host->run_cell */
 
 json_t *klp_eval(klp_ctx *c, const klp_node *n);
 /* Parses and evaluates one expression; new ref or NULL with err. */
@@ -206,7 +199,22 @@ typedef struct klp_budget {
     size_t since_walk; /* charged since the last walk (and the statement it was in) */
     int stale;         /* a statement started since the last walk */
 } klp_budget;
-klp_budget *klp_budget_of(kl_engine *e);
+
+/* The engine: its namespace and state (kl_engine.c makes it). */
+struct kl_engine {
+    atomic_int *interrupt;
+    json_t *vars;
+    mg_session *session;
+    mg_host host;
+    json_t *cell_metadata; /* borrowed, for the running cell */
+    int run_depth;
+    struct fm_registry *forms;
+    klp_err nested;       /* the last error of a cell run through host->run_cell */
+    mg_settings settings; /* what magics see in mg_ctx.settings */
+    char *next_input;     /* the last cell's code with its form's values written in */
+    klp_budget budget;    /* the values' total memory (KILN_VALUE_BUDGET) */
+};
+
 /* The default, or setting (KILN_VALUE_BUDGET) when valid; a bad one is warned about. */
 void klp_budget_init(klp_budget *b, const char *setting);
 void klp_budget_statement(klp_budget *b); /* a statement starts */

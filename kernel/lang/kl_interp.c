@@ -97,7 +97,7 @@ static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name
             if (n < sizeof name) {
                 memcpy(name, text + i + 1 + raw, n);
                 name[n] = 0;
-                v = json_object_get(klp_vars(e), name);
+                v = json_object_get(e->vars, name);
             }
             if (v) add_value(&b, v, mode, state, raw);
             else kl_buf_add(&b, text + i, j - i);

@@ -85,11 +85,11 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
                       hint ? "` defined?)" : "");
     } else {
         mg_ctx ctx = {.out = out,
-                      .host = klp_host(e),
-                      .session = klp_session(e),
-                      .cell_metadata = klp_cell_metadata(e),
-                      .settings = klp_settings(e)};
-        klp_err *nested = klp_nested_err(e);
+                      .host = &e->host,
+                      .session = e->session,
+                      .cell_metadata = e->cell_metadata,
+                      .settings = &e->settings};
+        klp_err *nested = &e->nested;
         nested->set = 0;
         if (cmd->run(&ctx, &margs, &merr) < 0) {
             if (nested->set && !strcmp(nested->ename, merr.ename) && nested->line > 0) {
@@ -153,7 +153,7 @@ char *klp_help_text(kl_engine *e, const char *name)
     int magic = 0;
     while (*n == '%') n++, magic = 1;
     const mg_command *cmd = mg_registry_find(n);
-    json_t *v = magic ? NULL : json_object_get(klp_vars(e), n);
+    json_t *v = magic ? NULL : json_object_get(e->vars, n);
     if (v) {
         kl_buf b = {0};
         kl_buf_printf(&b, "Name:  %s\nType:  %s\nValue: ", n, klp_type_name(v));

@@ -149,7 +149,7 @@ int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status,
                : WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus)
                                       : -1;
     *status = code;
-    json_object_set_new(klp_vars(e), "_exit_code", json_integer(code));
+    json_object_set_new(e->vars, "_exit_code", json_integer(code));
     if (interrupted)
         return klp_fail(err, 0, 0, "KeyboardInterrupt", "the shell command was interrupted");
     if (code != 0 && out && out->stream) {
