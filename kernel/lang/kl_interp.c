@@ -26,41 +26,32 @@
 
 enum { Q_NONE, Q_SINGLE, Q_DOUBLE }; /* quote state of the text around a value */
 
-/* Appends str(v) to b as one word in the given quote state: for sh (shell != 0) or for
- * mg_args' splitter, whose double quotes know only \" and \\ as escapes. */
-static void add_quoted(kl_buf *b, json_t *v, int state, int shell)
+/* mode: how a value is written (QUOTE_*) */
+enum { QUOTE_SHELL, QUOTE_ARGS, QUOTE_NONE };
+
+/* Appends str(v) to b: as it is (raw, or QUOTE_NONE), else as one word in the given
+ * quote state, for sh or for mg_args' splitter (whose double quotes know only \" and
+ * \\ as escapes). */
+static void add_value(kl_buf *b, json_t *v, int mode, int state, int raw)
 {
     kl_buf t = {0};
     kl_buf_add(&t, "", 0);
     klp_str(&t, v);
-    if (t.oom) {
-        b->oom = 1;
-        kl_buf_free(&t);
-        return;
-    }
     /* a ' can never appear inside '...': close, add it another way, reopen */
-    const char *squote = shell ? "'\\''" : "'\"'\"'";
-    if (state == Q_NONE) kl_buf_add(b, "'", 1);
-    for (size_t i = 0; i < t.n; i++) {
+    const char *squote = mode == QUOTE_SHELL ? "'\\''" : "'\"'\"'";
+    int quote = !raw && mode != QUOTE_NONE, shell = mode == QUOTE_SHELL;
+    b->oom |= t.oom;
+    if (quote && state == Q_NONE) kl_buf_add(b, "'", 1);
+    for (size_t i = 0; !t.oom && i < t.n; i++) {
         char c = t.s[i];
-        if (state != Q_DOUBLE && c == '\'') kl_buf_add(b, squote, strlen(squote));
-        else if (state == Q_DOUBLE &&
-                 (c == '"' || c == '\\' || (shell && (c == '$' || c == '`')))) {
-            kl_buf_add(b, "\\", 1);
-            kl_buf_add(b, &c, 1);
-        } else kl_buf_add(b, &c, 1);
+        if (quote && state != Q_DOUBLE && c == '\'') kl_buf_add(b, squote, strlen(squote));
+        else if (quote && state == Q_DOUBLE &&
+                 (c == '"' || c == '\\' || (shell && (c == '$' || c == '`'))))
+            kl_buf_add(b, "\\", 1), kl_buf_add(b, &c, 1);
+        else kl_buf_add(b, &c, 1);
     }
-    if (state == Q_NONE) kl_buf_add(b, "'", 1);
+    if (quote && state == Q_NONE) kl_buf_add(b, "'", 1);
     kl_buf_free(&t);
-}
-
-/* mode: how a value is written (QUOTE_*) */
-enum { QUOTE_SHELL, QUOTE_ARGS, QUOTE_NONE };
-
-static void add_value(kl_buf *b, json_t *v, int mode, int state, int raw)
-{
-    if (raw || mode == QUOTE_NONE) klp_str(b, v);
-    else add_quoted(b, v, state, mode == QUOTE_SHELL);
 }
 
 static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name_err, char *undef,
