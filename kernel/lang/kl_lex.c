@@ -395,15 +395,17 @@ static int newline(lexer *L, size_t at)
 
 static void lexer_init(lexer *L, klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
 {
-    memset(L, 0, sizeof *L);
-    L->a = a;
-    L->s = src;
-    L->n = strlen(src);
-    L->line = 1;
-    L->t = toks;
-    L->err = err;
-    L->cache_col = 1;
+    *L = (lexer){
+        .a = a, .s = src, .n = strlen(src), .line = 1, .t = toks, .err = err, .cache_col = 1};
     memset(toks, 0, sizeof *toks);
+}
+
+/* Past the newline at p: the next line starts. */
+static void next_line(lexer *L, size_t p)
+{
+    L->pos = p + 1;
+    L->line++;
+    L->line_start = L->pos;
 }
 
 int klp_lex_literal(klp_arena *a, const char *src, klp_tok *tok, size_t *used, klp_err *err)
@@ -433,14 +435,10 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
             size_t p = L.pos;
             while (p < L.n && (src[p] == ' ' || src[p] == '\t' || src[p] == '\f')) p++;
             if (p >= L.n) break;
-            if (src[p] == '\n' || src[p] == '#' || src[p] == '\r') {
-                L.pos = p;
-                while (L.pos < L.n && src[L.pos] != '\n') L.pos++;
-                if (L.pos < L.n) {
-                    L.pos++;
-                    L.line++;
-                    L.line_start = L.pos;
-                }
+            if (src[p] == '\n' || src[p] == '#' || src[p] == '\r') { /* a blank line */
+                p += strcspn(src + p, "\n");
+                if (p < L.n) next_line(&L, p);
+                else L.pos = p;
                 continue;
             }
             if (p > L.pos)
@@ -458,9 +456,7 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
                 if (newline(&L, L.pos) < 0) return -1;
                 bol = 1;
             }
-            L.pos++;
-            L.line++;
-            L.line_start = L.pos;
+            next_line(&L, L.pos);
         } else if (c == '#') {
             while (L.pos < L.n && src[L.pos] != '\n') L.pos++;
         } else if (c == '\\') {
@@ -474,9 +470,7 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
             if (src[p] != '\n')
                 return klp_syntax(err, L.line, col_at(&L, L.pos + 1),
                                   "unexpected character after line continuation character");
-            L.pos = p + 1;
-            L.line++;
-            L.line_start = L.pos;
+            next_line(&L, p);
         } else if (isdigit((unsigned char)c) ||
                    (c == '.' && L.pos + 1 < L.n && isdigit((unsigned char)src[L.pos + 1]))) {
             rc = lex_number(&L);
