@@ -54,10 +54,8 @@ static int host_run_cell(void *u, const char *code, const mg_out *out, mg_error 
     e->nested = err; /* lets the magic's caller point at the failing body line */
     if (rc < 0) {
         snprintf(merr->ename, sizeof merr->ename, "%s", err.ename);
-        if (err.line > 0)
-            snprintf(merr->evalue, sizeof merr->evalue, "%.900s (line %d%s)", err.evalue, err.line,
-                     "");
-        else snprintf(merr->evalue, sizeof merr->evalue, "%s", err.evalue);
+        snprintf(merr->evalue, sizeof merr->evalue, err.line > 0 ? "%.900s (line %d)" : "%s",
+                 err.evalue, err.line);
     }
     return rc;
 }
