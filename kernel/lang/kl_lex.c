@@ -374,8 +374,8 @@ size_t klp_scan_expr(const char *s, size_t n, int fstring)
             depth++;
         } else if (depth && (c == ')' || c == ']' || c == '}')) {
             depth--;
-        } else if (c == '}' ||
-                   (fstring && (c == ':' || (c == '!' && (i + 1 == n || s[i + 1] != '='))))) {
+        } else if (c == '}' || (fstring && !depth &&
+                                (c == ':' || (c == '!' && (i + 1 == n || s[i + 1] != '='))))) {
             return i;
         } else if (c == ')' || c == ']') {
             return n;

@@ -246,12 +246,17 @@ T_TEST(strings_index_slice_fstring)
     EXPECT_REPR("x = 3.14159\nf'{x}|{\"s\"}|{\"s\"!r}|{{}}|{round(x, 2)}|{[1, \"a\"]}|{x > 3}'",
                 "\"3.14159|s|'s'|{}|3.14|[1, 'a']|True\"");
     EXPECT_REPR("n = 'cnn'\nf'run-{n}' f'-{2 * 3}'", "'run-cnn-6'");
+    /* a ':' or '!=' inside brackets or quotes is the expression's, not a format spec */
+    EXPECT_REPR("m = [1, 2, 3]\nd = {'a:b': 1}\nf'{m[-2:]}|{d[\"a:b\"]}|{m[0] != 1}'",
+                "'[2, 3]|1|False'");
     /* no format mini-language, and !r is the one conversion */
     EXPECT_ERR("x = 1\nf'{x:.2f}'", "SyntaxError",
                "f-string: format specs such as {x:.3f} "
                "are not supported");
     EXPECT_ERR("f'{1:>5}'", "SyntaxError", "format specs");
     EXPECT_ERR("f'{1!s}'", "SyntaxError", "f-string: only the !r conversion is supported");
+    EXPECT_ERR("'\\101'", "SyntaxError", "\\1 escapes are not supported");
+    EXPECT_ERR("'\\N{DASH}'", "SyntaxError", "\\N escapes are not supported");
     EXPECT_ERR("'%d' % 5", "TypeError", "use an f-string");
 }
 
