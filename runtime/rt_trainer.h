@@ -165,6 +165,10 @@ RT_MUST_USE rt_status rt_trainer_epoch_metrics(rt_trainer *t, const rt_epoch_met
  * *restored = 0 when this trainer saw no best epoch (a continued run whose best epoch
  * came before it continued): the model keeps its weights. */
 RT_MUST_USE rt_status rt_trainer_restore_best(rt_trainer *t, int *restored, rt_error *err);
+/* Replaces the base learning rate (cfg.lr) from the next step on, for every device of
+ * the run: what the schedule starts from. Not part of the state (checkpoints keep the
+ * configured rate); the range test of %lr_find sets one rate a step. lr > 0. */
+void rt_trainer_set_lr(rt_trainer *t, double lr);
 /* Flushes (device path), then fills out (may be NULL). */
 RT_MUST_USE rt_status rt_trainer_end(rt_trainer *t, rt_train_summary *out, rt_error *err);
 

@@ -126,6 +126,8 @@ void rtp_rep_destroy(rt_trainer *t);
 /* Rank 0's epoch-level state (rt_watch_state) to every replica: they stop and scale
  * the lr with it. */
 void rtp_rep_set_watch(rt_trainer *t);
+/* rt_trainer_set_lr's base rate to every replica. */
+void rtp_rep_set_lr(rt_trainer *t, double lr);
 /* begin (ev NULL) or step on every device at once, each in its own thread */
 RT_MUST_USE rt_status rtp_rep_run(rt_trainer *t, rt_step_event *ev, rt_error *err);
 
