@@ -47,7 +47,10 @@ static gemm gemm_of(size_t M, size_t N, size_t K)
 }
 
 /* floats: A (Mr x Kr bf16), B (Kr/2 x Nr pairs), C (Mr x Nr fp32) */
-static size_t gemm_floats(const gemm *g) { return g->Mr * g->Kr / 2 + g->Kr / 2 * g->Nr + g->Mr * g->Nr; }
+static size_t gemm_floats(const gemm *g)
+{
+    return g->Mr * g->Kr / 2 + g->Kr / 2 * g->Nr + g->Mr * g->Nr;
+}
 
 size_t rtp_cpu_amx_dense_workspace(const rt_dense_desc *d)
 {
@@ -92,10 +95,12 @@ static void pack_b(uint32_t *B, const float *src, size_t ld, int transposed, con
         const int two = k + 1 < g->K;
         if (transposed)
             for (size_t n = 0; n < g->N; n++)
-                o[n] = bf16_bits(src[n * ld + k]) | (two ? bf16_bits(src[n * ld + k + 1]) << 16 : 0);
+                o[n] =
+                    bf16_bits(src[n * ld + k]) | (two ? bf16_bits(src[n * ld + k + 1]) << 16 : 0);
         else
             for (size_t n = 0; n < g->N; n++)
-                o[n] = bf16_bits(src[k * ld + n]) | (two ? bf16_bits(src[(k + 1) * ld + n]) << 16 : 0);
+                o[n] =
+                    bf16_bits(src[k * ld + n]) | (two ? bf16_bits(src[(k + 1) * ld + n]) << 16 : 0);
         memset(o + g->N, 0, (g->Nr - g->N) * 4);
     }
 }
