@@ -31,6 +31,13 @@ typedef struct rtp_trainer_dev {
     float *hstats;          /* (ring, RT_STEP_STATS) host copy */
     int upload_optim;       /* 1: the host mirror of the optimiser is newer */
     double last_read;       /* when the ring was last read */
+    struct {                /* CUDA graphs, one per batch size seen (rt_trainer_device.c) */
+        int count;          /* the step's samples, 0: unused */
+        int seen;           /* ran once uncaptured (cuDNN's choices made, workspace grown) */
+        rt_graph *g;        /* recorded, NULL: not yet */
+    } graphs[4];
+    int graphs_on; /* 0: every step op by op (no graph ops, turned off, or a failed capture) */
+    int64_t graph_launches, graph_records; /* counts, for tests and the run's log */
 } rtp_trainer_dev;
 
 struct rt_trainer {
