@@ -67,8 +67,8 @@ typedef struct jk_sweep {
     const char *url;
     char local[JK_SWEEP_PATH];
     struct rt_store *s;
-    char *prefix; /* the URL's key prefix ("" for a bucket) */
-    int metric_lower;          /* 1 when lower is better (a loss) */
+    char *prefix;     /* the URL's key prefix ("" for a bucket) */
+    int metric_lower; /* 1 when lower is better (a loss) */
     jk_variant *v;
     int nv;
     jk_slot slots[JK_SWEEP_MAX_SLOTS];

@@ -63,8 +63,8 @@ void jk_sweep_store_put(const jk_sweep *sw, const char *rel)
     snprintf(path, sizeof path, "%s/%s", sw->dir, rel);
     if (key_of(sw, rel, key, sizeof key) < 0 || access(path, F_OK) != 0) return;
     if (rt_store_put_file(sw->s, key, path, &err) != RT_OK)
-        fprintf(stderr, "kiln sweep: cannot upload %s to %s/%s (kept locally): %s\n", path,
-                sw->url, rel, err.msg);
+        fprintf(stderr, "kiln sweep: cannot upload %s to %s/%s (kept locally): %s\n", path, sw->url,
+                rel, err.msg);
 }
 
 int jk_sweep_store_get(const jk_sweep *sw, const char *rel)

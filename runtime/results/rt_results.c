@@ -123,12 +123,14 @@ rt_status rt_results_open(const char *spec, rt_results **out, rt_error *err)
 static rt_status has_schema(sqlite3 *db, const char *path, rt_error *err)
 {
     sqlite3_stmt *st = NULL;
-    RT_TRY(rtp_prepare(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'",
-                       &st, err));
+    RT_TRY(rtp_prepare(
+        db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'", &st, err));
     int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
     sqlite3_finalize(st);
-    if (n < 0) return RT_ERR(err, RT_EIO, "cannot read results store %s: %s", path, sqlite3_errmsg(db));
-    if (n == 0) return RT_ERR(err, RT_ENOTFOUND, "no runs recorded yet in %s (it is being created)", path);
+    if (n < 0)
+        return RT_ERR(err, RT_EIO, "cannot read results store %s: %s", path, sqlite3_errmsg(db));
+    if (n == 0)
+        return RT_ERR(err, RT_ENOTFOUND, "no runs recorded yet in %s (it is being created)", path);
     return RT_OK;
 }
 
