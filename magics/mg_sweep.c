@@ -549,7 +549,7 @@ static int start(mg_ctx *ctx, const char *line, mg_error *err)
         memcpy(url, j->dir, sizeof url);
         if (rt_store_staging_dir(url, j->dir, sizeof j->dir, &e) != RT_OK) {
             job_free(j);
-            return mg_fail(err, "OSError", "%%sweep: -o %s: %s", url, e.msg);
+            return mg_fail_status(err, &e, "%%sweep: -o %s: %s", url, e.msg);
         }
     }
     snprintf(j->log, sizeof j->log, "%s/sweep.log", j->dir);
