@@ -148,3 +148,25 @@ def test_bad_credentials_stop_it_before_anything_runs(work, monkeypatch):
         assert "refused the credentials" in p.stderr and "HINT" in p.stderr, p.stderr
         assert "wrong-secret" not in p.stderr
     assert not os.path.exists(work / "staging") and not os.path.exists("results.sqlite")
+
+
+def test_sweep_magic_with_an_s3_folder(work, store):
+    """%sweep -o s3://...: the cell's table reads the sweep's staging copy; the states,
+    notebooks and summary are in the store."""
+    from kiln_client import Kernel, run
+
+    stage(work / "stage.ipynb")
+    url = f"s3://{BUCKET}/sweeps/magic"
+    k = Kernel(ipc=True)
+    try:
+        c = run(k, f"%sweep stage.ipynb -o {url} -p lr 0.001,0.003 --parallel 2")
+        assert "lr=0.003" in c.text, c.text
+        c = run(k, "%sweep wait")
+        assert "2 of 2 finished; done" in c.text, c.text
+    finally:
+        k.close()
+    for n in NAMES:
+        assert json.loads(get(store, f"sweeps/magic/{n}/status.json"))["state"] == "finished"
+        assert "sweeps/magic/" + n + "/out.ipynb" in keys(store, f"sweeps/magic/{n}/")
+    assert "sweeps/magic/summary.csv" in keys(store, "sweeps/magic/")
+    assert not os.path.exists("s3:")
