@@ -4,14 +4,16 @@
  * driver (C: the process's CPU time, all threads, per image).
  *
  *   resnet_bench [--steps N] [--batch B] [--threads T] [--fuse 0|1] [--spec FILE]
- *                [--net NAME] [--timing 1]
+ *                [--net NAME] [--timing 1|2]
  *
  * --fuse 0 runs every layer apart (rt_model_set_fusion: no relu, add or batch-norm
  * statistics fused into the layer before it), to measure what the fusions gain. --spec FILE trains that spec
  * (3x32x32 in, 10 classes) in place of the shipped resnet20, e.g. a variant of it, to
  * time the difference. --net NAME trains that shipped network (resnet56, mobilenetv2, ...)
  * instead. --timing 1 also prints each layer kind's share of the step (forward and
- * backward wall time summed per kind, rt_model_timing_enable), to say which op costs.
+ * backward wall time summed per kind, rt_model_timing_enable), to say which op costs;
+ * --timing 2 the process CPU time instead (all threads; what other processes on the
+ * same cores disturb least).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +38,7 @@ static double now(void) { return clock_s(CLOCK_MONOTONIC); }
 static void category(const rt_summary_row *r, char *out, size_t n)
 {
     int k = 0, size = 0;
-    if (strcmp(r->type, "conv2d") || sscanf(r->spec, "conv2d %d %d", &k, &size) != 2) {
+    if (strcmp(r->type, "conv2d") || sscanf(r->spec, " conv2d %d %d", &k, &size) != 2) {
         snprintf(out, n, "%s", r->type);
         return;
     }
@@ -130,7 +132,7 @@ int main(int argc, char **argv)
     for (int t = 0; t < steps + 3; t++) {
         if (t == 3) { /* 3 warm-up steps */
             t0 = now(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-            if (timing) rt_model_timing_enable(m, 1), rt_model_timing_reset(m);
+            if (timing) rt_model_timing_enable(m, timing), rt_model_timing_reset(m);
         }
         rt_adam_desc ad = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.0f, 0, t + 1};
         if (rt_model_forward(m, batch, 1, (uint32_t)t, &err) ||

@@ -18,8 +18,8 @@ images/s for both and the ratio, and the CPU time per image (all threads; with
 --venv DIR also runs the PyTorch side with DIR/bin/python (a PyPI torch).
 --unfused also runs Kiln with each relu apart from the batch norm or add before it
 (resnet_bench --fuse 0), to show what the fusion gains in the same run.
---timing prints, after the runs, Kiln's time per step by layer kind (one more run with
-resnet_bench --timing 1; the per-layer syncs make that run a little slower).
+--timing prints, after the runs, Kiln's CPU time per step by layer kind (one more run
+with resnet_bench --timing 2; the per-layer syncs make that run a little slower).
 """
 import argparse
 import os
@@ -125,9 +125,9 @@ def main():
     print("load avg %.2f" % os.getloadavg()[0])
     if a.timing:
         p = subprocess.run([tool, "--steps", str(a.steps), "--batch", str(a.batch), "--threads",
-                            str(a.threads), "--net", a.net, "--timing", "1"],
+                            str(a.threads), "--net", a.net, "--timing", "2"],
                            capture_output=True, text=True, env=env)
-        print("kiln time per step by layer kind:")
+        print("kiln CPU time per step by layer kind:")
         for l in p.stdout.splitlines():
             if l.startswith("timing:"):
                 print("  " + l[7:])

@@ -12,7 +12,9 @@
  * A 1x1, stride 1, unpadded convolution skips the unfold (the image is its own column).
  * A grouped convolution (groups G) does the same per group of C/G input and K/G output
  * channels: one unfold and one sgemm per group and image; a depthwise one (G = C = K)
- * goes to its direct loop (cpu_conv_dw.c) where the backend has the direct paths.
+ * goes to its direct loop (cpu_conv_dw.c) where the backend has the direct paths. A 1x1
+ * stride-1 convolution on planes of 64 and fewer is one sgemm for the batch
+ * (cpu_conv_1x1.c).
  * The weight gradient is accumulated per fixed group of RTP_CONV_GROUP images (whichever thread
  * runs it) and the groups are summed in order, so results are bitwise identical for any
  * thread count. Nothing here allocates: scratch comes from the workspace reserved by
@@ -66,10 +68,35 @@ static size_t dw_workspace(rt_backend *b, const rtp_convk *k, const rt_conv_desc
     return rtp_cpu_conv_dw_workspace(b, d);
 }
 
+static rt_status b1_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out, double *mom,
+                        const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
+                        const rt_conv_desc *d, rt_error *err)
+{
+    return rtp_cpu_conv_1x1_fwd(b, out, mom, in, w, bias, d, err);
+}
+static rt_status b1_bwd_data(rt_backend *b, const rtp_convk *k, rt_tensor *din,
+                             const rt_tensor *dout, const rt_tensor *w, const rt_conv_desc *d,
+                             rt_error *err)
+{
+    return rtp_cpu_conv_1x1_bwd_data(b, din, dout, w, d, err);
+}
+static rt_status b1_bwd_filter(rt_backend *b, const rtp_convk *k, rt_tensor *dw, rt_tensor *dbias,
+                               const rt_tensor *dout, const rt_tensor *in, const rt_conv_desc *d,
+                               rt_error *err)
+{
+    return rtp_cpu_conv_1x1_bwd_filter(b, dw, dbias, dout, in, d, err);
+}
+static size_t b1_workspace(rt_backend *b, const rtp_convk *k, const rt_conv_desc *d)
+{
+    return rtp_cpu_conv_1x1_workspace(b, d);
+}
+
 static const direct_ops *direct_path(rt_backend *b, const rt_conv_desc *d, const rtp_convk **k)
 {
     static const direct_ops depthwise = {dw_workspace, dw_fwd, dw_bwd_data, dw_bwd_filter};
+    static const direct_ops batched_1x1 = {b1_workspace, b1_fwd, b1_bwd_data, b1_bwd_filter};
     *k = NULL;
+    if (rtp_cpu_conv_1x1(d)) return &batched_1x1;
     if (rt_conv_groups(d) > 1) return rtp_cpu_conv_dw(b, d) ? &depthwise : NULL;
     static const direct_ops stride1 = {rtp_cpu_conv_direct_workspace, rtp_cpu_conv_direct_fwd,
                                        rtp_cpu_conv_direct_bwd_data,
