@@ -4,7 +4,7 @@
  * driver (C: the process's CPU time, all threads, per image).
  *
  *   resnet_bench [--steps N] [--batch B] [--threads T] [--fuse 0|1] [--spec FILE]
- *                [--net NAME] [--timing 1|2]
+ *                [--precision fp32|bf16] [--net NAME] [--timing 1|2]
  *
  * --fuse 0 runs every layer apart (rt_model_set_fusion: no relu, add or batch-norm
  * statistics fused into the layer before it), to measure what the fusions gain. --spec FILE trains that spec
@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rt_device.h"
 #include "rt_model.h"
 #include "rt_rng.h"
 #include "rt_omp_wait.h"
@@ -77,7 +78,7 @@ static void print_timing(const rt_model *m, int steps)
 int main(int argc, char **argv)
 {
     int steps = 20, batch = 128, threads = 2, fuse = 1;
-    const char *spec_file = NULL, *net = "resnet20";
+    const char *spec_file = NULL, *precision = "fp32", *net = "resnet20";
     int timing = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
@@ -85,9 +86,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--fuse")) fuse = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--spec")) spec_file = argv[i + 1];
+        else if (!strcmp(argv[i], "--precision")) precision = argv[i + 1];
         else if (!strcmp(argv[i], "--net")) net = argv[i + 1];
         else if (!strcmp(argv[i], "--timing")) timing = atoi(argv[i + 1]);
     }
+    rt_precision prec = RT_PREC_FP32;
     rt_error err = {0};
     static char spec[RT_MODEL_ZOO_SPEC_MAX];
     if (spec_file) {
@@ -117,6 +120,8 @@ int main(int argc, char **argv)
         rt_backend_open(&b, "cpu", threads, &err) || rt_model_create(&m, spec, &in, &err))
         goto fail;
     rt_model_set_fusion(m, fuse);
+    if (rt_precision_parse(precision, &prec, &err) || rt_backend_set_precision(&b, prec, &err))
+        goto fail;
     if (rt_model_attach(m, &b, batch, 1, &err)) goto fail;
     size_t P = (size_t)rt_model_num_params(m);
     /* Adam's moments match the flat parameter tensor, which pads every tensor to 64 floats */

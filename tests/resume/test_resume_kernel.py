@@ -160,10 +160,9 @@ def test_device_path_interrupt_and_resume_is_exact(tmp, reference):
         KERNEL_ARGS.remove("--device-path")
 
 
-def test_kill9_while_training_and_writing(tmp, reference):
+def kill9_then_resume(rd, reference, train=TRAIN):
     """SIGKILL while checkpointing every step (most of the time is spent writing), then
     %resume continues from the newest complete checkpoint, exactly."""
-    rd = os.path.join(tmp, "killed")
     k = new_kernel()
     seen = []
 
@@ -173,7 +172,7 @@ def test_kill9_while_training_and_writing(tmp, reference):
             seen.append(max(steps))
             os.kill(k.pid, signal.SIGKILL)
 
-    msg = start(k, f"{TRAIN} --run-dir {rd} --checkpoint-every 1steps --keep 3")
+    msg = start(k, f"{train} --run-dir {rd} --checkpoint-every 1steps --keep 3")
     with pytest.raises(Exception):
         collect(k, msg, timeout=5, on_text=on_text)  # the kernel died: no idle comes
     assert seen, "the kernel was not killed"
@@ -191,25 +190,79 @@ def test_kill9_while_training_and_writing(tmp, reference):
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()
     assert_same_run(reference, losses(run_id(c.text)), ckpt(rd, STEPS), first=resumed + 1)
+    return c
 
 
-CONTROLS = ("--epochs 4 --early-stop 2 --min-delta 100 --schedule plateau:0.5:0,threshold=0.99 "
-            "--restore-best")
-CONTROL_STEPS = 3 * 1024 // 16  # no epoch improves by 100: stopped early after epoch 3
+def test_kill9_while_training_and_writing(tmp, reference):
+    kill9_then_resume(os.path.join(tmp, "killed"), reference)
+
+
+def cpu_bf16():
+    """Whether this CPU has the instructions --precision bf16 needs on the CPU."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512f" in flags and "avx512_bf16" in flags
+
+
+TRAIN_BF16 = f"{TRAIN} --device cpu --precision bf16"
+
+
+@pytest.fixture(scope="module")
+def reference_bf16(tmp, reference):
+    """The uninterrupted bf16 run on the CPU (not the fp32 one: its losses differ)."""
+    if not cpu_bf16():
+        pytest.skip("this CPU has no AVX512_BF16 (--precision bf16 on the CPU needs it)")
+    k = new_kernel()
+    rd = os.path.join(tmp, "ref-bf16")
+    c = run(k, f"{TRAIN_BF16} --run-dir {rd} --checkpoint-every 32steps --keep 3")
+    k.close()
+    ls = losses(run_id(c.text))
+    assert sorted(ls) == list(range(1, STEPS + 1))
+    assert ls != reference["losses"], "bf16 trained exactly as fp32: nothing was rounded"
+    return {"losses": ls, "final": ckpt(rd, STEPS), "dir": rd}
+
+
+def test_kill9_in_bf16_on_the_cpu_resumes_exactly(tmp, reference_bf16):
+    """bf16 on the CPU is deterministic: SIGKILL, %resume (which takes --precision bf16
+    from the checkpoint) and the run equals the uninterrupted bf16 run bit for bit."""
+    kill9_then_resume(os.path.join(tmp, "killed-bf16"), reference_bf16, TRAIN_BF16)
+
+
+# every control at once: early stopping, plateau with a cooldown, the best epoch's
+# weights, both clippings, accumulation, label smoothing and the three augmentations
+CONTROLS = ("--epochs 4 --early-stop 2 --min-delta 100 "
+            "--schedule plateau:0.5:0,threshold=0.99,cooldown=1 --restore-best "
+            "--clip-grad 0.5 --clip-value 0.02 --accumulate 2 --label-smoothing 0.1 "
+            "--augment crop:2,flip,cutout:4")
+CONTROL_SPE = 1024 // (16 * 2)  # --accumulate 2: an update every 2 batches of 16
+CONTROL_STEPS = 3 * CONTROL_SPE  # no epoch improves by 100: stopped early after epoch 3
+
+
+def saved_model(k, path):
+    """The session's model (what %checkpoint save writes) as {name: array}."""
+    run(k, f"%checkpoint save {path}")
+    return weights(path)
 
 
 def test_kill9_with_epoch_controls_resumes_exactly(tmp):
-    """The epoch-level controls' state (best value, patience count, plateau reductions)
-    is in the checkpoint: a run with early stopping and plateau, SIGKILLed in its last
-    epoch (after epoch 2 halved the lr and counted one epoch without improvement) and
-    resumed in a new kernel, stops at the same epoch with the same per-step losses and
-    the same final tensors as the uninterrupted run."""
+    """Every training control's state is in the checkpoint: a run with early stopping,
+    plateau (cooldown), --restore-best, clipping, accumulation, label smoothing and
+    augmentation, SIGKILLed in its last epoch (after epoch 2 halved the lr and counted
+    one epoch without improvement) and resumed in a new kernel, stops at the same epoch
+    with the same per-step losses and the same final tensors as the uninterrupted run;
+    --restore-best then puts epoch 1's weights in the model from epoch 1's checkpoint
+    (kept by rotation as the run's best), as the uninterrupted run does from memory."""
     train = TRAIN.replace("--epochs 2", CONTROLS)
     k = new_kernel()
     ref_dir = os.path.join(tmp, "controls-ref")
     c = run(k, f"{train} --run-dir {ref_dir} --checkpoint-every 4steps")
-    k.close()
     assert "stopped early at epoch 3 of 4 (best epoch 1, val_loss" in c.text
+    assert "--restore-best: the model has the weights of epoch 1" in c.text
+    ref_best = saved_model(k, os.path.join(tmp, "controls-ref-best.safetensors"))
+    k.close()
     ref = losses(run_id(c.text))
     assert sorted(ref) == list(range(1, CONTROL_STEPS + 1))
     rd = os.path.join(tmp, "controls-killed")
@@ -218,7 +271,7 @@ def test_kill9_with_epoch_controls_resumes_exactly(tmp):
 
     def on_text(text):
         steps = [int(s) for s in re.findall(r"last checkpoint: step (\d+)", text)]
-        if not seen and steps and max(steps) >= 2 * 64 + 12:
+        if not seen and steps and max(steps) >= 2 * CONTROL_SPE + 6:
             seen.append(max(steps))
             os.kill(k.pid, signal.SIGKILL)
 
@@ -232,10 +285,13 @@ def test_kill9_with_epoch_controls_resumes_exactly(tmp):
     shutil.rmtree(k.ipc_dir, ignore_errors=True)
     k = new_kernel(setup=False)
     c = run(k, f"%resume {rd}")
-    k.close()
     resumed = int(re.search(r"from \S+ after step (\d+) of", c.text).group(1))
-    assert 2 * 64 < resumed < CONTROL_STEPS
+    assert 2 * CONTROL_SPE < resumed < CONTROL_STEPS
     assert "stopped early at epoch 3 of 4 (best epoch 1, val_loss" in c.text
+    assert ("--restore-best: the model has the weights of epoch 1" in c.text
+            and "from its checkpoint" in c.text), c.text
+    best = saved_model(k, os.path.join(tmp, "controls-killed-best.safetensors"))
+    k.close()
     ls = losses(run_id(c.text))
     bad = [(s, ls.get(s), ref[s]) for s in range(resumed + 1, CONTROL_STEPS + 1)
            if ls.get(s) != ref[s]]
@@ -245,6 +301,13 @@ def test_kill9_with_epoch_controls_resumes_exactly(tmp):
     for name in a:
         assert np.array_equal(a[name], b[name]), name
     assert not os.path.exists(ckpt(rd, CONTROL_STEPS + 4))  # no step past the stop
+    # the restored best: equal to the uninterrupted run's, epoch 1's, not the last step's
+    epoch1 = weights(ckpt(ref_dir, CONTROL_SPE))
+    assert sorted(best) == sorted(ref_best) == sorted(epoch1)
+    for name in best:
+        assert np.array_equal(best[name], ref_best[name]), name
+        assert np.array_equal(best[name], epoch1[name]), name
+    assert any(not np.array_equal(best[n], a[n]) for n in best)
 
 
 def flip(path, offset):
