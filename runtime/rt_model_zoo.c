@@ -210,8 +210,8 @@ static void inverted_residual(out *o, int idx, int inp, int oup, int stride, int
 static void mobilenetv2(out *o, const rt_model_input *in)
 {
     /* torchvision's inverted_residual_setting: expansion t, channels c, blocks n, stride s */
-    static const int cfg[7][4] = {{1, 16, 1, 1},  {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
-                                  {6, 96, 3, 1},  {6, 160, 3, 2}, {6, 320, 1, 1}};
+    static const int cfg[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                                  {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
     put(o, "# MobileNetV2 (torchvision's mobilenet_v2)\n"
            "conv2d 32 3 stride=2 pad=1 bias=false name=features.0.0\n"
            "batchnorm name=features.0.1\nrelu6\n");
@@ -248,8 +248,8 @@ static const struct zoo_entry {
 
 const char *const *rt_model_zoo_names(void)
 {
-    static const char *const names[NZOO + 1] = {"resnet20",  "resnet32", "resnet44", "resnet56",
-                                                "resnet110", "resnet18", "resnet34", "vgg11_bn",
+    static const char *const names[NZOO + 1] = {"resnet20",  "resnet32", "resnet44",   "resnet56",
+                                                "resnet110", "resnet18", "resnet34",   "vgg11_bn",
                                                 "vgg16_bn",  "lenet5",   "mobilenetv2"};
     _Static_assert(NZOO == 11, "the names follow the table");
     return names;

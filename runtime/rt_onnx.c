@@ -210,7 +210,8 @@ static rt_status adaptive_matmuls(rt_pb *g, const rt_layer *l, const char *x, co
 }
 
 /* A float scalar initializer named "<out>.<what>" into name. */
-static void scalar(rt_pb *g, const char *out, const char *what, float v, char name[NAME_MAX_LEN + 16])
+static void scalar(rt_pb *g, const char *out, const char *what, float v,
+                   char name[NAME_MAX_LEN + 16])
 {
     snprintf(name, NAME_MAX_LEN + 16, "%s.%s", out, what);
     initializer(g, name, NULL, 0, &v, 1);

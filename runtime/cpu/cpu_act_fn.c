@@ -64,9 +64,8 @@ rt_status rtp_cpu_act_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, rt
     return RT_OK;
 }
 
-rt_status rtp_cpu_act_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
-                          const rt_tensor *in, const rt_tensor *out, rt_act_kind kind,
-                          rt_error *err)
+rt_status rtp_cpu_act_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout, const rt_tensor *in,
+                          const rt_tensor *out, rt_act_kind kind, rt_error *err)
 {
     size_t n = rt_tensor_numel(out);
     const float *x = in->data, *y = out->data, *dy = dout->data;

@@ -463,7 +463,8 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
             for (int n = g * RTP_CONV_GROUP; n < n1; n++) {
                 const float *dy = DY + kpq * (size_t)n;
                 for (int cg = 0; cg < CG; cg++) {
-                    const float *x = X + chw * (size_t)n + ghw * cg, *dyg = dy + (size_t)cg * Kg * PQ;
+                    const float *x = X + chw * (size_t)n + ghw * cg,
+                                *dyg = dy + (size_t)cg * Kg * PQ;
                     float *accg = acc + (size_t)cg * Kg * CRS;
                     const float *src = x;
                     if (!no_unfold(d)) {

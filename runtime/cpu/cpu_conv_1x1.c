@@ -41,7 +41,7 @@ static int team(rt_backend *b, size_t n) { return n > 16384 && b->threads > 1 ? 
 static void gather(rt_backend *b, float *t, const float *x, int N, int ch, int pq)
 {
     const size_t cols = (size_t)N * pq;
-#pragma omp parallel for num_threads(team(b, cols * ch)) schedule(static)
+#pragma omp parallel for num_threads(team(b, cols *ch)) schedule(static)
     for (int c = 0; c < ch; c++)
         for (int n = 0; n < N; n++)
             memcpy(t + (size_t)c * cols + (size_t)n * pq, x + ((size_t)n * ch + c) * pq,
@@ -53,7 +53,7 @@ static void scatter(rt_backend *b, float *x, const float *t, const float *bias, 
                     int pq)
 {
     const size_t cols = (size_t)N * pq;
-#pragma omp parallel for num_threads(team(b, cols * ch)) schedule(static)
+#pragma omp parallel for num_threads(team(b, cols *ch)) schedule(static)
     for (int n = 0; n < N; n++)
         for (int c = 0; c < ch; c++) {
             float *dst = x + ((size_t)n * ch + c) * pq;
@@ -80,7 +80,7 @@ rt_status rtp_cpu_conv_1x1_fwd(rt_backend *b, rt_tensor *out, double *mom, const
     scatter(b, out->data, yt, bias ? bias->data : NULL, N, K, PQ);
     if (mom) {
         const float *Y = out->data;
-#pragma omp parallel for num_threads(team(b, (size_t)cols * K)) schedule(static)
+#pragma omp parallel for num_threads(team(b, (size_t)cols *K)) schedule(static)
         for (int n = 0; n < N; n++)
             rtp_cpu_plane_moments(mom + (size_t)n * K * (RT_MOMENT_FLOATS / 2),
                                   Y + (size_t)n * K * PQ, K, (size_t)PQ);

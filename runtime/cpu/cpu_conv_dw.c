@@ -76,9 +76,8 @@ static void load(float *buf, const float *x, const rt_conv_desc *d, const geom *
 }
 
 /* y (Q) = bias + sum over taps of w[r S + s] * src rows: src is row p*st of phase 0 */
-RTP_SPAN static void row_fwd(float *restrict y, const float *restrict src,
-                             const float *restrict w, float bias, int R, int S, int st, size_t ps,
-                             int Wph, int Q)
+RTP_SPAN static void row_fwd(float *restrict y, const float *restrict src, const float *restrict w,
+                             float bias, int R, int S, int st, size_t ps, int Wph, int Q)
 {
     for (int q = 0; q < Q; q++) y[q] = bias;
     for (int r = 0; r < R; r++)
@@ -90,9 +89,8 @@ RTP_SPAN static void row_fwd(float *restrict y, const float *restrict src,
 }
 
 /* the rows of dbuf that output row p read get w * dy (the taps in order) */
-RTP_SPAN static void row_bwd(float *restrict dst, const float *restrict dy,
-                             const float *restrict w, int R, int S, int st, size_t ps, int Wph,
-                             int Q)
+RTP_SPAN static void row_bwd(float *restrict dst, const float *restrict dy, const float *restrict w,
+                             int R, int S, int st, size_t ps, int Wph, int Q)
 {
     for (int r = 0; r < R; r++)
         for (int s = 0; s < S; s++) {
@@ -169,8 +167,8 @@ rt_status rtp_cpu_conv_dw_bwd_data(rt_backend *b, rt_tensor *din, const rt_tenso
             const float *dy = DY + pq * (size_t)i;
             memset(buf, 0, g.ps * st * sizeof *buf);
             for (int p = 0; p < P; p++)
-                row_bwd(buf + (size_t)p * st * g.Wph, dy + (size_t)p * Q, Wt + (size_t)c * RS,
-                        d->R, d->S, st, g.ps, g.Wph, Q);
+                row_bwd(buf + (size_t)p * st * g.Wph, dy + (size_t)p * Q, Wt + (size_t)c * RS, d->R,
+                        d->S, st, g.ps, g.Wph, Q);
             float *dx = DX + hw * (size_t)i;
             for (int h = 0; h < d->H; h++) {
                 const float *src = buf + (size_t)(h + pad) * g.Wph;
@@ -216,7 +214,8 @@ rt_status rtp_cpu_conv_dw_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *db
                               g.st, g.ps, g.Wph, Q);
                 if (DB) sb += rtp_cpu_row_sum(dy, (int)pq);
             }
-            for (int t = 0; t < RS; t++) DW[(size_t)c * RS + t] = rtp_cpu_row_sum(acc + (size_t)t * Q, Q);
+            for (int t = 0; t < RS; t++)
+                DW[(size_t)c * RS + t] = rtp_cpu_row_sum(acc + (size_t)t * Q, Q);
             if (DB) DB[c] = sb;
         }
     }

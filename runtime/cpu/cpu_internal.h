@@ -125,9 +125,9 @@ RT_MUST_USE rt_status rtp_cpu_conv_dw_fwd(rt_backend *b, rt_tensor *out, double 
                                           const rt_tensor *in, const rt_tensor *w,
                                           const rt_tensor *bias, const rt_conv_desc *d,
                                           rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_conv_dw_bwd_data(rt_backend *b, rt_tensor *din,
-                                               const rt_tensor *dout, const rt_tensor *w,
-                                               const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_dw_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                               const rt_tensor *w, const rt_conv_desc *d,
+                                               rt_error *err);
 RT_MUST_USE rt_status rtp_cpu_conv_dw_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
                                                  const rt_tensor *dout, const rt_tensor *in,
                                                  const rt_conv_desc *d, rt_error *err);
@@ -142,10 +142,9 @@ RT_MUST_USE rt_status rtp_cpu_conv_1x1_fwd(rt_backend *b, rt_tensor *out, double
 RT_MUST_USE rt_status rtp_cpu_conv_1x1_bwd_data(rt_backend *b, rt_tensor *din,
                                                 const rt_tensor *dout, const rt_tensor *w,
                                                 const rt_conv_desc *d, rt_error *err);
-RT_MUST_USE rt_status rtp_cpu_conv_1x1_bwd_filter(rt_backend *b, rt_tensor *dw,
-                                                  rt_tensor *dbias, const rt_tensor *dout,
-                                                  const rt_tensor *in, const rt_conv_desc *d,
-                                                  rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_1x1_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                                  const rt_tensor *dout, const rt_tensor *in,
+                                                  const rt_conv_desc *d, rt_error *err);
 /* cpu_pool.c */
 RT_MUST_USE rt_op_maxpool_fwd rtp_cpu_maxpool_fwd;
 RT_MUST_USE rt_op_maxpool_bwd rtp_cpu_maxpool_bwd;

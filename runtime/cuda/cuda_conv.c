@@ -184,7 +184,8 @@ static rt_status gemm_bwd_filter(rt_backend *b, float *dw, const float *dy, cons
         RT_CUDA_TRY(b, err, rtp_k_im2col(s, dyt, dy + kpq * (size_t)n0, gdy, cnt, PQ, wide));
         RT_TRY(rtp_cuda_gemm(b, &g, col, dyt, n0 == 0 ? beta0 : 1.0f, dw, stage, err));
     }
-    if (d->N == 0 && beta0 == 0.0f) RT_CUDA_TRY(b, err, rtp_k_fill(s, dw, (size_t)d->K * CRS, 0.0f));
+    if (d->N == 0 && beta0 == 0.0f)
+        RT_CUDA_TRY(b, err, rtp_k_fill(s, dw, (size_t)d->K * CRS, 0.0f));
     return RT_OK;
 }
 
@@ -245,7 +246,8 @@ rt_status rtp_cuda_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *db
     if (rtp_cuda_of(b)->dnn)
         RT_TRY(rtp_cudnn_bwd_filter(b, dw->data, dout->data, in->data, d, err));
     else if (rt_conv_groups(d) > 1)
-        RT_TRY(grouped(b, RTP_BWD_FILTER, (float *)dout->data, (float *)in->data, dw->data, d, err));
+        RT_TRY(
+            grouped(b, RTP_BWD_FILTER, (float *)dout->data, (float *)in->data, dw->data, d, err));
     else RT_TRY(gemm_bwd_filter(b, dw->data, dout->data, in->data, d, 0.0f, err));
     if (!dbias) return RT_OK;
     /* the sum over n and pq per channel, in two levels (cuda_reduce.cu) */

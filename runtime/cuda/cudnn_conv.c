@@ -187,8 +187,8 @@ static rt_status set_desc(rt_backend *b, const rt_conv_desc *d, rt_precision p, 
                                              : CUDNN_DATA_FLOAT;
     DNN_TRY(n->f->SetTensor4dDescriptor(n->x, CUDNN_TENSOR_NCHW, dt, d->N, d->C, d->H, d->W));
     DNN_TRY(n->f->SetTensor4dDescriptor(n->y, CUDNN_TENSOR_NCHW, dt, d->N, d->K, d->P, d->Q));
-    DNN_TRY(n->f->SetFilter4dDescriptor(n->w, dt, CUDNN_TENSOR_NCHW, d->K,
-                                        d->C / rt_conv_groups(d), d->R, d->S));
+    DNN_TRY(n->f->SetFilter4dDescriptor(n->w, dt, CUDNN_TENSOR_NCHW, d->K, d->C / rt_conv_groups(d),
+                                        d->R, d->S));
     DNN_TRY(n->f->SetConvolution2dDescriptor(n->conv, d->pad, d->pad, d->stride, d->stride, 1, 1,
                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     DNN_TRY(n->f->SetConvolutionGroupCount(n->conv, rt_conv_groups(d)));

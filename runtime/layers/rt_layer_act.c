@@ -27,21 +27,24 @@ static rt_status backward(rt_layer *l, rt_backend *b, rt_tensor *din, const rt_t
     return rt_backend_act_bwd(b, din, dout, in, out, (rt_act_kind)l->groups, err);
 }
 
-static void format(const rt_layer *l, char *buf, size_t n) { snprintf(buf, n, "%s", l->type->name); }
+static void format(const rt_layer *l, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", l->type->name);
+}
 
-#define ACT(NAME, KIND)                                                               \
-    static rt_status parse_##NAME(rt_layer *l, int argc, char **argv, char *why)      \
-    {                                                                                 \
-        return parse_as(l, KIND, argc, argv, why);                                    \
-    }                                                                                 \
-    const rt_layer_type rt_layer_##NAME = {                                           \
-        .name = #NAME,                                                                \
-        .usage = #NAME,                                                               \
-        .parse = parse_##NAME,                                                        \
-        .infer = rtp_same_shape,                                                      \
-        .format = format,                                                             \
-        .forward = forward,                                                           \
-        .backward = backward,                                                         \
+#define ACT(NAME, KIND)                                                          \
+    static rt_status parse_##NAME(rt_layer *l, int argc, char **argv, char *why) \
+    {                                                                            \
+        return parse_as(l, KIND, argc, argv, why);                               \
+    }                                                                            \
+    const rt_layer_type rt_layer_##NAME = {                                      \
+        .name = #NAME,                                                           \
+        .usage = #NAME,                                                          \
+        .parse = parse_##NAME,                                                   \
+        .infer = rtp_same_shape,                                                 \
+        .format = format,                                                        \
+        .forward = forward,                                                      \
+        .backward = backward,                                                    \
     };
 
 ACT(relu6, RT_ACT_RELU6)

@@ -86,7 +86,8 @@ static void check_conv_g(int N, int C, int H, int W, int K, int R, int stride, i
     printf("conv2d N=%d C=%d H=%d W=%d K=%d R=S=%d stride=%d pad=%d bias=%d groups=%d\n", N, C, H,
            W, K, R, stride, pad, with_bias, G);
     const int Cg = C / G;
-    size_t nx = (size_t)N * C * H * W, nw = (size_t)K * Cg * R * R, ny = (size_t)N * K * d->P * d->Q;
+    size_t nx = (size_t)N * C * H * W, nw = (size_t)K * Cg * R * R,
+           ny = (size_t)N * K * d->P * d->Q;
     float *vx = gpu_randn(nx, 1, 1.0f), *vw = gpu_randn(nw, 2, 1.0f / sqrtf((float)(Cg * R * R)));
     float *vb = gpu_randn((size_t)K, 3, 0.5f), *vdy = gpu_randn(ny, 4, 1.0f);
     MAKE(k.x, N, C, H, W, vx);

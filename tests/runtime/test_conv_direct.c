@@ -137,8 +137,7 @@ static int same_bits(const result *a, const result *b, const rt_conv_desc *d)
 {
     size_t nx = (size_t)d->N * d->C * d->H * d->W, ny = (size_t)d->N * d->K * d->P * d->Q;
     return !memcmp(a->y, b->y, ny * 4) && !memcmp(a->dx, b->dx, nx * 4) &&
-           !memcmp(a->dw, b->dw, rt_conv_weight_numel(d) * 4) &&
-           !memcmp(a->db, b->db, d->K * 4u);
+           !memcmp(a->dw, b->dw, rt_conv_weight_numel(d) * 4) && !memcmp(a->db, b->db, d->K * 4u);
 }
 
 static conv_case make(int N, int C, int H, int W, int K, int pad, int bias)
@@ -265,8 +264,16 @@ T_TEST(direct_deterministic)
 /* A depthwise convolution (groups = C = K) of R x R at stride st, padded by pad. */
 static conv_case dw(int N, int C, int H, int W, int R, int st, int pad, int bias)
 {
-    conv_case c = {{.N = N, .C = C, .H = H, .W = W, .K = C, .R = R, .S = R, .stride = st,
-                    .pad = pad, .groups = C},
+    conv_case c = {{.N = N,
+                    .C = C,
+                    .H = H,
+                    .W = W,
+                    .K = C,
+                    .R = R,
+                    .S = R,
+                    .stride = st,
+                    .pad = pad,
+                    .groups = C},
                    bias};
     c.d.P = (H + 2 * pad - R) / st + 1;
     c.d.Q = (W + 2 * pad - R) / st + 1;
@@ -311,8 +318,8 @@ T_TEST(depthwise_matches_grouped_im2col)
                   close_to("dw", r.dw, e.dw, rt_conv_weight_numel(d)) +
                   close_to("db", r.db, e.db, (size_t)d->K);
         if (bad)
-            fprintf(stderr, "  depthwise N%d C%d %dx%d %dx%d stride %d pad %d\n", d->N, d->C,
-                    d->H, d->W, d->R, d->S, d->stride, d->pad);
+            fprintf(stderr, "  depthwise N%d C%d %dx%d %dx%d stride %d pad %d\n", d->N, d->C, d->H,
+                    d->W, d->R, d->S, d->stride, d->pad);
         int same = same_bits(&r, &r1, d) && same_bits(&r, &r2, d);
         drop(&r), drop(&e), drop(&r1), drop(&r2);
         ASSERT_EQ(bad, 0);

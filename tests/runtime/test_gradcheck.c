@@ -131,13 +131,11 @@ CASE(grad_globalavgpool, "conv2d 3 3\nglobalavgpool\nflatten\ndense 3", 2, 7, 5)
  * and without a bias, a 5x5 one), the smooth activations, and MobileNetV2's linear
  * bottleneck: a residual block ending in a batch norm with no activation after the add */
 CASE(grad_conv_grouped, "conv2d 4 3 pad=1\nconv2d 6 3 pad=1 groups=2\nflatten\ndense 3", 2, 5, 5)
-CASE(grad_conv_grouped_1x1, "conv2d 4 1\nconv2d 6 1 groups=2 bias=false\nflatten\ndense 3", 2,
-     4, 4)
+CASE(grad_conv_grouped_1x1, "conv2d 4 1\nconv2d 6 1 groups=2 bias=false\nflatten\ndense 3", 2, 4, 4)
 CASE(grad_conv_depthwise, "conv2d 4 1\nconv2d 4 3 pad=1 groups=4\nflatten\ndense 3", 2, 6, 6)
 CASE(grad_conv_depthwise_s2,
      "conv2d 4 1\nconv2d 4 3 stride=2 pad=1 groups=4 bias=false\nflatten\ndense 3", 2, 7, 7)
-CASE(grad_conv_depthwise_5x5, "conv2d 3 1\nconv2d 3 5 pad=2 groups=3\nflatten\ndense 3", 1, 6,
-     5)
+CASE(grad_conv_depthwise_5x5, "conv2d 3 1\nconv2d 3 5 pad=2 groups=3\nflatten\ndense 3", 1, 6, 5)
 CASE(grad_relu6, "conv2d 3 3\nrelu6\nflatten\ndense 3", 1, 6, 6)
 CASE(grad_sigmoid, "conv2d 3 3\nsigmoid\nflatten\ndense 3", 1, 6, 6)
 CASE(grad_tanh, "conv2d 3 3\ntanh\nflatten\ndense 3", 1, 6, 6)

@@ -165,7 +165,10 @@ cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int 
     return CUDNN_STATUS_SUCCESS;
 }
 
-static int groups_of(const cudnnConvolutionDescriptor_t cd) { return cd->groups > 1 ? cd->groups : 1; }
+static int groups_of(const cudnnConvolutionDescriptor_t cd)
+{
+    return cd->groups > 1 ? cd->groups : 1;
+}
 
 cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnMathType_t m)
 {
@@ -293,9 +296,8 @@ static cudnnStatus_t check_run(int algo, int out, const cudnnConvolutionDescript
     if (cd->math != want) return CUDNN_STATUS_BAD_PARAM;
     size_t need = algo == 2 || algo == FP32_ALGO ? NEED_WS : 0;
     if (need && (wsz < need || !ws || !mock_in_device(ws, need))) return CUDNN_STATUS_BAD_PARAM;
-    if (x->dt != w->dt || x->dt != y->dt || x->c != w->c * groups_of(cd) ||
-        w->k % groups_of(cd) || y->c != w->k || y->n != x->n ||
-        y->h != (x->h + 2 * cd->pad_h - w->r) / cd->u + 1 ||
+    if (x->dt != w->dt || x->dt != y->dt || x->c != w->c * groups_of(cd) || w->k % groups_of(cd) ||
+        y->c != w->k || y->n != x->n || y->h != (x->h + 2 * cd->pad_h - w->r) / cd->u + 1 ||
         y->w != (x->w + 2 * cd->pad_w - w->s) / cd->v + 1)
         return CUDNN_STATUS_BAD_PARAM;
     size_t e = esize(x->dt);
