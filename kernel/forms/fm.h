@@ -55,6 +55,12 @@ char *fm_form_write_back(const fm_form *f, const char *code, const mg_host *host
 /* Replaces every live form's display by its text/HTML table of the current values
  * (update_display_data), so a notebook saved after the kernel exits shows values, not
  * "model not found". Returns how many were replaced. */
+/* Each live form whose controls changed values since its display was last sent gets its display
+ * again (update_display_data: the widget view with the text/HTML table of the current
+ * values), so a notebook saved at any time holds the values, even where the kernel
+ * goes without a word reaching the page (JupyterLab's Restart drops the old kernel's
+ * last messages). Called before each cell runs; returns how many were sent. */
+int fm_registry_refresh(fm_registry *r, const mg_host *host, const mg_out *out);
 int fm_registry_fallback_all(fm_registry *r, const mg_host *host, const mg_out *out);
 
 /* Forms across a restart (fm_carry.c): the document the kernel hands to the next

@@ -45,6 +45,7 @@ static void shown_free(fm_shown *s)
 {
     if (!s) return;
     free(s->cell_key);
+    free(s->shown_text);
     fm_form_destroy(s->form);
     json_decref(s->ids);
     free(s);
@@ -275,6 +276,9 @@ int fm_registry_show(fm_registry *r, fm_form *f, json_t *cell_metadata, const mg
         json_pack("{s:i,s:i,s:s}", "version_major", 2, "version_minor", 0, "model_id", root);
     if (view) json_object_set_new(bundle, "application/vnd.jupyter.widget-view+json", view);
     snprintf(s->display_id, sizeof s->display_id, "kiln-form-%s-%lu", r->prefix, s->serial);
+    snprintf(s->root, sizeof s->root, "%s", root);
+    const char *text = json_string_value(json_object_get(bundle, "text/plain"));
+    s->shown_text = text ? strdup(text) : NULL;
     if (out && out->display) out->display(out->user, bundle, NULL, s->display_id, 0);
     json_decref(b.opens);
     json_decref(bundle);
@@ -331,6 +335,32 @@ char *fm_registry_write_back(fm_registry *r, const char *cell_key, const char *c
         return fm_form_write_back(s->form, code, host);
     }
     return fm_registry_carried_write_back(r, cell_key, code);
+}
+
+int fm_registry_refresh(fm_registry *r, const mg_host *host, const mg_out *out)
+{
+    int n = 0;
+    for (size_t i = 0; r && out && out->display && i < r->n; i++) {
+        fm_shown *s = r->forms[i];
+        json_t *bundle = s->display_id[0] && s->moved ? fm_fallback_bundle(s->form, host) : NULL;
+        const char *text = json_string_value(json_object_get(bundle, "text/plain"));
+        s->moved = 0;
+        char *copy = text && (!s->shown_text || strcmp(s->shown_text, text)) ? strdup(text) : NULL;
+        json_t *view = copy ? json_pack("{s:i,s:i,s:s}", "version_major", 2, "version_minor", 0,
+                                        "model_id", s->root)
+                            : NULL;
+        if (view &&
+            !json_object_set_new(bundle, "application/vnd.jupyter.widget-view+json", view)) {
+            out->display(out->user, bundle, NULL, s->display_id, 1);
+            free(s->shown_text);
+            s->shown_text = copy;
+            copy = NULL;
+            n++;
+        }
+        free(copy);
+        json_decref(bundle);
+    }
+    return n;
 }
 
 int fm_registry_fallback_all(fm_registry *r, const mg_host *host, const mg_out *out)

@@ -13,6 +13,9 @@ typedef struct fm_shown {
     json_t *ids;         /* array of model ids, in the order they were opened */
     char display_id[64]; /* of the form's display_data: replaced by its table when the
                               kernel exits (fm_registry_fallback_all) */
+    char root[40];       /* the model its display shows */
+    char *shown_text;    /* the text/plain table the display holds (fm_registry_refresh) */
+    int moved;           /* a control changed a value since the display was sent */
 } fm_shown;
 
 struct fm_registry {

@@ -133,6 +133,7 @@ static void handle_update(fm_registry *r, const char *id, json_t *entry, json_t 
                                json_object_get(st, vkey), "buffer_paths"));
                 continue;
             }
+            s->moved = 1; /* its display's table is refreshed before the next cell */
         }
         json_object_set(st, k, v);
         json_object_set(echo, k, v);

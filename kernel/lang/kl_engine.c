@@ -164,6 +164,7 @@ int kl_engine_execute(kl_engine *e, const char *code, const mg_out *out, json_t 
     } else {
         free(wb);
     }
+    fm_registry_refresh(e->forms, &e->host, out); /* the saved tables stay current */
     int rc = run_code(e, code, out, &ie);
     if (rc == 0 && bad_form) {
         int line = 0;

@@ -291,6 +291,7 @@ def test_forms_become_tables_when_the_kernel_exits():
         assert len(disp) == 1
         did = disp[0]["content"]["transient"]["display_id"]
         slider = by_model(msgs, "IntSliderModel")["content"]["comm_id"]
+        root = by_model(msgs, "VBoxModel")["content"]["comm_id"]
         comm_msg(kc, slider, {"method": "update", "state": {"value": 44}, "buffer_paths": []})
         kc.shutdown()
         ups, deadline = [], time.time() + TIMEOUT
@@ -327,16 +328,19 @@ def _request_states(kc, comm_id):
 
 
 def test_forms_carried_over_a_restart():
-    """A page reloaded before a restart has no display ids left, so the old kernel cannot
-    turn its forms into tables: the new kernel answers request_states with the old
-    models (controls disabled, the values set in them), and running the form cell again
-    writes those values into its code, as a re-run before the restart would have."""
+    """A page reloaded before a restart has no display ids left (and JupyterLab drops the
+    old kernel's last messages when a person restarts it), so the old kernel cannot turn
+    its forms into tables: the new kernel answers request_states with each form's root
+    box holding one HTML widget, the table of the values set before the restart, and
+    running the form cell again writes those values into its code, as a re-run before
+    the restart would have."""
     km, kc = start_new_kernel(kernel_name=KERNEL, startup_timeout=60)
     carry = km.connection_file + ".kiln-forms"
     try:
         reply, msgs = execute(kc, FORM, cell_id="carried")
         assert reply["content"]["status"] == "ok"
         slider = by_model(msgs, "IntSliderModel")["content"]["comm_id"]
+        root = by_model(msgs, "VBoxModel")["content"]["comm_id"]
         drop = by_model(msgs, "DropdownModel", 1)["content"]["comm_id"]   # optimizer
         comm_msg(kc, slider, {"method": "update", "state": {"value": 37}, "buffer_paths": []})
         comm_msg(kc, drop, {"method": "update", "state": {"index": 1}, "buffer_paths": []})
@@ -344,8 +348,15 @@ def test_forms_carried_over_a_restart():
         kc.wait_for_ready(timeout=60)
         assert not os.path.exists(carry), "the new kernel took the file in and removed it"
         states = _request_states(kc, "ctl-carried")
-        assert states[slider]["state"]["value"] == 37 and states[slider]["state"]["disabled"]
-        assert states[drop]["state"]["index"] == 1
+        assert slider not in states and drop not in states, "the table is carried, not controls"
+        kids = states[root]["state"]["children"]
+        assert len(kids) == 1 and states[root]["state"]["_dom_classes"] == ["kiln-carried"]
+        table = states[kids[0][len("IPY_MODEL_"):]]
+        assert table["model_name"] == "HTMLModel"
+        html = table["state"]["value"]
+        assert "<table" in html and "<code>37</code>" in html and "sgd" in html, html
+        layout = table["state"]["layout"][len("IPY_MODEL_"):]
+        assert states[layout]["model_name"] == "LayoutModel"  # every model it names is there
         assert value_of(kc, "1 + 1") == "2"
         # another cell with the same code is not that form: the code's values
         reply, _ = execute(kc, FORM, cell_id="other")
@@ -360,9 +371,9 @@ def test_forms_carried_over_a_restart():
         assert 'optimizer = "sgd"   #@param ["adam", "sgd", "adamw"]' in lines, "\n".join(lines)
         assert value_of(kc, "epochs") == "37" and value_of(kc, "optimizer") == "'sgd'"
         closed = {m["content"]["comm_id"] for m in msgs if m["msg_type"] == "comm_close"}
-        assert slider in closed, "the carried models are closed when the cell runs"
+        assert root in closed, "the carried models are closed when the cell runs"
         states = _request_states(kc, "ctl-carried-2")
-        assert slider not in states
+        assert root not in states
         # a plain shutdown hands nothing on
         kc.shutdown()
         km.finish_shutdown(waittime=30)
