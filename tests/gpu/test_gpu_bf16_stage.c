@@ -14,13 +14,14 @@ long mock_stat_to16(void);
 void mock_stat_reset(void);
 
 static rt_backend g;
-static const rt_conv_desc D = {.N = 2, .C = 3, .H = 6, .W = 6, .K = 4, .R = 3, .S = 3,
-                               .stride = 1, .pad = 1, .P = 6, .Q = 6};
+static const rt_conv_desc D = {
+    .N = 2, .C = 3, .H = 6, .W = 6, .K = 4, .R = 3, .S = 3, .stride = 1, .pad = 1, .P = 6, .Q = 6};
 
 static void fill(rt_tensor *t, size_t n, float scale, rt_error *err)
 {
     float *h = malloc(n * 4);
-    for (size_t i = 0; i < n; i++) h[i] = scale * (float)((i * 2654435761u) % 1000) / 1000.0f - 0.3f;
+    for (size_t i = 0; i < n; i++)
+        h[i] = scale * (float)((i * 2654435761u) % 1000) / 1000.0f - 0.3f;
     if (rt_backend_upload(&g, t, h, n * 4, err) != RT_OK) exit(99);
     free(h);
 }
