@@ -8,6 +8,7 @@
 
 #include "mg_workspace.h"
 #include "rt_store_mirror.h"
+#include "rt_clock.h"
 
 #define WS_KEY "train.workspace"
 
@@ -132,18 +133,11 @@ typedef struct dl_state {
     int shown;
 } dl_state;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Download progress: one display, updated at most 4 times a second. */
 static int on_download(const char *file, uint64_t done, uint64_t total, void *user)
 {
     dl_state *s = user;
-    double t = now_s();
+    double t = rt_clock_s();
     if (s->shown && t - s->last < 0.25 && done != total)
         return s->ctx->host->interrupted(s->ctx->host->user);
     s->last = t;
