@@ -318,6 +318,32 @@ static rt_status dist_exchange(rt_trainer *t, rt_tensor *gr, int n, int count, d
     return rt_backend_upload(b, gr, t->dist_host, bytes, err);
 }
 
+/* The optimiser op on p with its state s0/s1 and gradient gr at learning rate lr, step
+ * `step` (without loss scaling). */
+static rt_status dev_update(rt_trainer *t, rt_tensor *p, rt_tensor *s0, rt_tensor *s1,
+                           const rt_tensor *gr, double lr, int64_t step, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(t->m);
+    const rt_optim_config *oc = rt_optim_get_config(t->optim);
+    if (oc->kind == RT_OPTIM_SGD) {
+        rt_sgd_desc sd = {.lr = lr,
+                          .momentum = oc->momentum,
+                          .dampening = oc->dampening,
+                          .weight_decay = oc->weight_decay,
+                          .nesterov = oc->nesterov,
+                          .step = step};
+        return rt_backend_sgd_update(b, p, oc->momentum != 0.0 ? s0 : NULL, gr, &sd, err);
+    }
+    rt_adam_desc ad = {.lr = lr,
+                       .beta1 = oc->beta1,
+                       .beta2 = oc->beta2,
+                       .eps = oc->eps,
+                       .weight_decay = oc->weight_decay,
+                       .decoupled = oc->kind == RT_OPTIM_ADAMW,
+                       .step = step};
+    return rt_backend_adam_update(b, p, s0, s1, gr, &ad, err);
+}
+
 rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
 {
     rt_model *m = t->m;
@@ -379,7 +405,19 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
     int64_t next = rt_optim_step_count(t->optim) + 1; /* without loss scaling */
     if (amp) RT_TRY(rt_backend_amp_unscale(b, gr, amp, err));
     RT_TRY(rtp_controls_clip(t, err));
-    if (oc->kind == RT_OPTIM_SGD) {
+    if (t->groups && !amp) { /* --freeze / --lr-mult: each run of parameters at its rate */
+        for (int i = 0; i < t->ngroups; i++) {
+            const rtp_group *run = &t->groups[i];
+            if (run->frozen) continue;
+            rt_tensor pv = rtp_flat_view(p, run->off, run->n);
+            rt_tensor gv = rtp_flat_view(gr, run->off, run->n);
+            rt_tensor s0 = d->s0.data ? rtp_flat_view(&d->s0, run->off, run->n) : d->s0;
+            rt_tensor s1 = d->s1.data ? rtp_flat_view(&d->s1, run->off, run->n) : d->s1;
+            RT_TRY(dev_update(t, &pv, &s0, &s1, &gv, lr * run->lr_mult, next, err));
+        }
+    } else if (!amp) {
+        RT_TRY(dev_update(t, p, &d->s0, &d->s1, gr, lr, next, err));
+    } else if (oc->kind == RT_OPTIM_SGD) { /* loss scaling: the op skips bad steps */
         rt_sgd_desc sd = {.lr = lr,
                           .momentum = oc->momentum,
                           .dampening = oc->dampening,
@@ -387,8 +425,7 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
                           .nesterov = oc->nesterov,
                           .step = next};
         rt_tensor *buf = oc->momentum != 0.0 ? &d->s0 : NULL;
-        RT_TRY(amp ? rt_backend_amp_sgd_update(b, p, buf, gr, amp, &sd, err)
-                   : rt_backend_sgd_update(b, p, buf, gr, &sd, err));
+        RT_TRY(rt_backend_amp_sgd_update(b, p, buf, gr, amp, &sd, err));
     } else {
         rt_adam_desc ad = {.lr = lr,
                            .beta1 = oc->beta1,
@@ -397,8 +434,7 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
                            .weight_decay = oc->weight_decay,
                            .decoupled = oc->kind == RT_OPTIM_ADAMW,
                            .step = next};
-        RT_TRY(amp ? rt_backend_amp_adam_update(b, p, &d->s0, &d->s1, gr, amp, &ad, err)
-                   : rt_backend_adam_update(b, p, &d->s0, &d->s1, gr, &ad, err));
+        RT_TRY(rt_backend_amp_adam_update(b, p, &d->s0, &d->s1, gr, amp, &ad, err));
     }
     if (!amp) RT_TRY(rt_optim_set_step_count(t->optim, next, err));
     /* bookkeeping the host knows without the device */
