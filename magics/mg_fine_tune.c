@@ -20,8 +20,7 @@ static const mg_option options[] = {
     {"--epochs", MG_OPT_INT, "N", "epochs of the whole model (1)", NULL},
     {"--freeze-epochs", MG_OPT_INT, "N", "epochs of the head alone first (1)", NULL},
     {"--lr", MG_OPT_FLOAT, "LR", "the head's rate; the whole model trains at LR/2 (0.002)", NULL},
-    {"--freeze", MG_OPT_STRING, "PREFIX", "frozen in the first run (body: all but the head)",
-     NULL},
+    {"--freeze", MG_OPT_STRING, "PREFIX", "frozen in the first run (body: all but the head)", NULL},
     {"--init-strict", MG_OPT_FLAG, NULL, "--init: every tensor must match", NULL},
     {"--data", MG_OPT_STRING, "NAME", "data set (the one %dataset loaded last)", NULL},
     {"--batch", MG_OPT_INT, "N", "minibatch size (64)", NULL},
@@ -59,8 +58,8 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     long fe = 1;
     if (mg_args_int(args, "--freeze-epochs", 1, &fe, err) < 0) return -1;
     if (fe < 1 || fe > 100000)
-        return mg_fail(err, "ValueError", "%%fine_tune: --freeze-epochs must be in 1..100000, got %ld",
-                       fe);
+        return mg_fail(err, "ValueError",
+                       "%%fine_tune: --freeze-epochs must be in 1..100000, got %ld", fe);
     if (!o.init[0])
         return mg_fail(err, "UsageError",
                        "%%fine_tune: --init SOURCE is required ---> HINT: a Kiln run directory, "
@@ -86,8 +85,9 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     snprintf(head.schedule, sizeof head.schedule, "onecycle");
     if (!head.freeze[0]) snprintf(head.freeze, sizeof head.freeze, "body");
     if (o.run_dir[0]) snprintf(head.run_dir, sizeof head.run_dir, "%s/frozen", o.run_dir);
-    mg_printf(ctx->out, "fine_tune '%s': %d epoch%s of the head (--freeze %s), then %d of the "
-                        "whole model at lr %g\n",
+    mg_printf(ctx->out,
+              "fine_tune '%s': %d epoch%s of the head (--freeze %s), then %d of the "
+              "whole model at lr %g\n",
               name, head.epochs, head.epochs == 1 ? "" : "s", head.freeze, o.epochs, o.lr / 2);
     if (stage(ctx, &head, err) < 0) return -1;
 
@@ -109,17 +109,16 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 const mg_command mg_cmd_fine_tune = {
     .name = "fine_tune",
     .summary = "Fine-tune a model from other weights: the head first, then the whole model",
-    .usage =
-        "Usage: %fine_tune [MODEL] --init SOURCE [--epochs N] [--freeze-epochs N] [--lr LR]\n"
-        "                  [--freeze PREFIX] [--run-dir DIR] [options]\n\n"
-        "What fastai's fine_tune does, as two %train runs. MODEL starts from SOURCE (a Kiln\n"
-        "run directory or checkpoint, or a .safetensors PyTorch state_dict), tensors matched\n"
-        "by name and shape: a head of another shape is new. First only the head trains\n"
-        "(every other parameter frozen: --freeze body) for --freeze-epochs at --lr with a\n"
-        "one-cycle schedule; then the whole model for --epochs at LR/2, one-cycle again.\n"
-        "With --run-dir DIR the runs go to DIR/frozen and DIR/unfrozen and continue when\n"
-        "the cell runs again.\n\n"
-        "Example:\n  %fine_tune net --init resnet18.safetensors --epochs 3 --run-dir runs/ft",
+    .usage = "Usage: %fine_tune [MODEL] --init SOURCE [--epochs N] [--freeze-epochs N] [--lr LR]\n"
+             "                  [--freeze PREFIX] [--run-dir DIR] [options]\n\n"
+             "What fastai's fine_tune does, as two %train runs. MODEL starts from SOURCE (a Kiln\n"
+             "run directory or checkpoint, or a .safetensors PyTorch state_dict), tensors matched\n"
+             "by name and shape: a head of another shape is new. First only the head trains\n"
+             "(every other parameter frozen: --freeze body) for --freeze-epochs at --lr with a\n"
+             "one-cycle schedule; then the whole model for --epochs at LR/2, one-cycle again.\n"
+             "With --run-dir DIR the runs go to DIR/frozen and DIR/unfrozen and continue when\n"
+             "the cell runs again.\n\n"
+             "Example:\n  %fine_tune net --init resnet18.safetensors --epochs 3 --run-dir runs/ft",
     .flags = MG_LINE | MG_LONG_RUNNING,
     .options = options,
     .run = run,

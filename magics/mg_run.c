@@ -289,8 +289,8 @@ int mg_run_create(mg_run **out, mg_ctx *ctx, const mg_run_opts *o, mg_error *err
     r->ctx = ctx;
     r->o = *o;
     r->last_ckpt_step = -1;
-    if (resolve_inputs(r, ws, err) < 0 || build_model(r, err) < 0 ||
-        mgp_run_finetune(r, err) < 0 || build_trainer(r, err) < 0) {
+    if (resolve_inputs(r, ws, err) < 0 || build_model(r, err) < 0 || mgp_run_finetune(r, err) < 0 ||
+        build_trainer(r, err) < 0) {
         mg_run_destroy(r);
         return -1;
     }

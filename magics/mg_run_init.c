@@ -191,9 +191,8 @@ static int resolve_mult(mg_run *r, mg_error *err)
             rc = mg_fail(err, "ValueError",
                          "%%train: --freeze %s: %s of model '%s' (its first parameter is %s, "
                          "its last %s)",
-                         item,
-                         hits < 0 ? "no such layer" : "matches no parameter",
-                         r->model_name, np ? t[0].name : "none", np ? t[np - 1].name : "none");
+                         item, hits < 0 ? "no such layer" : "matches no parameter", r->model_name,
+                         np ? t[0].name : "none", np ? t[np - 1].name : "none");
     }
     if (rc == 0 && o->freeze[0]) {
         int frozen = 0;

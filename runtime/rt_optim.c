@@ -155,8 +155,8 @@ static float *slot_ptr(const rt_optim *o, size_t slot, size_t i)
 }
 
 /* Thread share [lo, hi) of the flattened parameters: update the overlapping slices. */
-static void step_share(const rt_optim *o, size_t lo, size_t hi, double lr,
-                       const rt_sgd_coef sgd[2], const rt_adam_coef adam[2])
+static void step_share(const rt_optim *o, size_t lo, size_t hi, double lr, const rt_sgd_coef sgd[2],
+                       const rt_adam_coef adam[2])
 {
     for (size_t i = 0; i < o->nparams; i++) {
         const rt_optim_param *p = &o->params[i];

@@ -47,8 +47,8 @@ typedef struct rt_optim_param {
     float *param;
     const float *grad;
     size_t n;
-    int no_decay; /* 1: weight_decay does not apply (e.g. biases, batch-norm) */
-    int frozen;   /* 1: never updated: its state stays zero, no weight decay (--freeze) */
+    int no_decay;   /* 1: weight_decay does not apply (e.g. biases, batch-norm) */
+    int frozen;     /* 1: never updated: its state stays zero, no weight decay (--freeze) */
     double lr_mult; /* its lr is the step's lr times this (--lr-mult); 0 or 1: the lr */
 } rt_optim_param;
 

@@ -107,7 +107,7 @@ typedef struct rt_trainer_config {
                                 m is rank 0: progress, checkpoints and evaluation read it.
                                 The models must outlive the trainer */
     int nreplicas;
-    const double *param_lr_mult; /* NULL: every parameter at the lr. Else one value a
+    const double *param_lr_mult;    /* NULL: every parameter at the lr. Else one value a
                                     trainable tensor, in rt_model_tensor order (borrowed;
                                     must outlive the trainer): its lr is the lr times it
                                     (--lr-mult); 0 freezes it (--freeze): never updated, no

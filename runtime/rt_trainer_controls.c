@@ -110,8 +110,8 @@ rt_status rtp_controls_clip(rt_trainer *t, rt_error *err)
     const rt_trainer_config *c = &t->cfg;
     for (int i = 0; i < t->ngroups; i++) /* a frozen parameter has no gradient */
         if (t->groups[i].frozen) {
-            rt_tensor v = rtp_flat_view(rt_model_grads_flat(t->m), t->groups[i].off,
-                                        t->groups[i].n);
+            rt_tensor v =
+                rtp_flat_view(rt_model_grads_flat(t->m), t->groups[i].off, t->groups[i].n);
             RT_TRY(rt_backend_fill(rt_model_backend(t->m), &v, 0.0f, err));
         }
     if (!(c->clip_norm > 0 || c->clip_value > 0)) return RT_OK;

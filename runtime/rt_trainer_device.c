@@ -321,7 +321,7 @@ static rt_status dist_exchange(rt_trainer *t, rt_tensor *gr, int n, int count, d
 /* The optimiser op on p with its state s0/s1 and gradient gr at learning rate lr, step
  * `step` (without loss scaling). */
 static rt_status dev_update(rt_trainer *t, rt_tensor *p, rt_tensor *s0, rt_tensor *s1,
-                           const rt_tensor *gr, double lr, int64_t step, rt_error *err)
+                            const rt_tensor *gr, double lr, int64_t step, rt_error *err)
 {
     rt_backend *b = rt_model_backend(t->m);
     const rt_optim_config *oc = rt_optim_get_config(t->optim);

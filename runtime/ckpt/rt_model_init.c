@@ -167,8 +167,9 @@ static rt_status read_all(const char *path, unsigned char **out, uint64_t *len, 
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return RT_ERR(err, RT_ENOTFOUND, "cannot open '%s' ---> HINT: give a Kiln run directory, "
-                                         "a checkpoint or a .safetensors file",
+        return RT_ERR(err, RT_ENOTFOUND,
+                      "cannot open '%s' ---> HINT: give a Kiln run directory, "
+                      "a checkpoint or a .safetensors file",
                       path);
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -202,7 +203,8 @@ rt_status rt_model_init_file(rt_model *m, const char *path, int strict, rt_init_
     memset(rep, 0, sizeof *rep);
     RT_TRY(read_all(path, &file, &len, err));
     rt_status s = rt_st_prefix_check(file, len, path, &hn, err);
-    if (s == RT_OK) s = rt_st_index_parse((const char *)file + 8, (size_t)hn, len - 8 - hn, path, &ix, err);
+    if (s == RT_OK)
+        s = rt_st_index_parse((const char *)file + 8, (size_t)hn, len - 8 - hn, path, &ix, err);
     const char *fmt = s == RT_OK ? rt_st_index_meta(ix, RT_CKPT_KEY_FORMAT) : NULL;
     rep->kiln = fmt && !strcmp(fmt, RT_CKPT_FORMAT);
     if (s == RT_OK && rep->kiln) { /* its checksums too: a damaged checkpoint is refused */

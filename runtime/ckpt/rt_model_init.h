@@ -20,10 +20,10 @@
 #include "rt_model.h"
 
 typedef struct rt_init_report {
-    int loaded;           /* model tensors loaded from the source */
-    int fresh;            /* model tensors left as initialised (absent, other shape) */
-    int skipped;          /* source tensors not used */
-    int kiln;             /* 1: the source was a Kiln checkpoint */
+    int loaded;              /* model tensors loaded from the source */
+    int fresh;               /* model tensors left as initialised (absent, other shape) */
+    int skipped;             /* source tensors not used */
+    int kiln;                /* 1: the source was a Kiln checkpoint */
     char fresh_names[256];   /* the first few, "fc.weight (shape 10x512, source 1000x512)" */
     char skipped_names[256]; /* the first few, comma-separated */
 } rt_init_report;

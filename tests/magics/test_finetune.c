@@ -138,8 +138,8 @@ T_TEST(test_accuracy_carries_over)
 {
     char line[2048];
     snprintf(line, sizeof line,
-             "train tiny --data %s --epochs 1 --lr 1e-7 --batch 30 --init %s/a --results %s",
-             g_dir, g_dir, g_store);
+             "train tiny --data %s --epochs 1 --lr 1e-7 --batch 30 --init %s/a --results %s", g_dir,
+             g_dir, g_store);
     ASSERT_EQ(magic(line), 0);
     ASSERT_STR_CONTAINS(tm_c.out, "loaded 4 tensors, 0 new, 0 skipped");
     ASSERT(fabs(last_acc() - g_acc_a) < 0.05);
@@ -259,8 +259,9 @@ T_TEST(test_plain_safetensors)
     ASSERT_STR_CONTAINS(tm_c.out, "loaded 4 tensors, 0 new, 1 skipped (extra.weight)");
     ASSERT(fabs(last_acc() - g_acc_a) < 0.05);
     /* --init-strict: the unused tensor is an error (the counter is not) */
-    snprintf(line, sizeof line, "train tiny --data %s --epochs 1 --init %s --init-strict --results %s",
-             g_dir, path, g_store);
+    snprintf(line, sizeof line,
+             "train tiny --data %s --epochs 1 --init %s --init-strict --results %s", g_dir, path,
+             g_store);
     ASSERT_EQ(magic(line), -1);
     ASSERT_STR_EQ(g_err.ename, "ValueError");
     ASSERT_STR_CONTAINS(g_err.evalue, "--init (--init-strict)");
@@ -275,16 +276,19 @@ T_TEST(test_resume_exact)
     snprintf(r1, sizeof r1, "%s/res-1", g_dir);
     snprintf(r2, sizeof r2, "%s/res-2", g_dir);
     const char *opts = "--lr 0.01 --batch 30 --freeze body --lr-mult 4.dense=3";
-    snprintf(line, sizeof line, "train two --data %s --epochs 1 --init %s/a %s --run-dir %s --results %s",
-             g_two, g_dir, opts, r1, g_store);
+    snprintf(line, sizeof line,
+             "train two --data %s --epochs 1 --init %s/a %s --run-dir %s --results %s", g_two,
+             g_dir, opts, r1, g_store);
     ASSERT_EQ(magic(line), 0);
-    snprintf(line, sizeof line, "train two --data %s --epochs 2 --init %s/a %s --run-dir %s --results %s",
-             g_two, g_dir, opts, r1, g_store);
+    snprintf(line, sizeof line,
+             "train two --data %s --epochs 2 --init %s/a %s --run-dir %s --results %s", g_two,
+             g_dir, opts, r1, g_store);
     ASSERT_EQ(magic(line), 0);
     ASSERT_STR_CONTAINS(tm_c.out, "Resuming");
     ASSERT(!strstr(tm_c.out, "--init ")); /* the checkpoint holds the weights */
-    snprintf(line, sizeof line, "train two --data %s --epochs 2 --init %s/a %s --run-dir %s --results %s",
-             g_two, g_dir, opts, r2, g_store);
+    snprintf(line, sizeof line,
+             "train two --data %s --epochs 2 --init %s/a %s --run-dir %s --results %s", g_two,
+             g_dir, opts, r2, g_store);
     ASSERT_EQ(magic(line), 0);
     float a[128], b[128];
     ASSERT_EQ(ckpt_tensor(r1, "4.dense.weight", a, 128), 0);
@@ -378,8 +382,8 @@ T_TEST(test_fine_tune)
     ASSERT_STR_CONTAINS(tm_c.out, "unfrozen holds this run (same options): continuing it");
     ASSERT(!strstr(tm_c.out, "\nepoch 1")); /* both were complete: nothing trained */
     /* without a run directory: the second run starts from the first's model */
-    snprintf(line, sizeof line, "fine_tune two --data %s --init %s --batch 30 --results %s",
-             g_two, a, g_store);
+    snprintf(line, sizeof line, "fine_tune two --data %s --init %s --batch 30 --results %s", g_two,
+             a, g_store);
     ASSERT_EQ(magic(line), 0);
     ASSERT_STR_CONTAINS(tm_c.out, "--init two: loaded 4 tensors, 0 new, 0 skipped");
 }

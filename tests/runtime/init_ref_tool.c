@@ -24,7 +24,8 @@ static int rw(const char *path, void *buf, size_t n, int write)
 int main(int argc, char **argv)
 {
     if (argc != 8 && argc != 9) {
-        fprintf(stderr, "usage: init_ref_tool NETWORK CxHxW CLASSES WEIGHTS INPUT N OUT [strict]\n");
+        fprintf(stderr,
+                "usage: init_ref_tool NETWORK CxHxW CLASSES WEIGHTS INPUT N OUT [strict]\n");
         return 2;
     }
     rt_model_input in = {0};

@@ -259,7 +259,8 @@ T_TEST(test_frozen_and_lr_mult)
             for (int i = 0; i < 4; i++) p[j][i] = 0.1f * (float)(i + 1) - 0.2f * (float)j;
         memcpy(q, p[2], sizeof q);
         const float p0[4] = {p[0][0], p[0][1], p[0][2], p[0][3]};
-        rt_optim_param ps[3] = {{p[0], g, 4, 0, 1, 1}, {p[1], g, 4, 0, 0, 1}, {p[2], g, 4, 0, 0, 0.1}};
+        rt_optim_param ps[3] = {
+            {p[0], g, 4, 0, 1, 1}, {p[1], g, 4, 0, 0, 1}, {p[2], g, 4, 0, 0, 0.1}};
         rt_optim_param alone[1] = {{q, g, 4, 0, 0, 1}};
         rt_optim_config cfg = rt_optim_config_default((rt_optim_kind)kind);
         if (kind == RT_OPTIM_SGD) cfg.momentum = 0.9, cfg.weight_decay = 0.01;
@@ -271,9 +272,9 @@ T_TEST(test_frozen_and_lr_mult)
             ASSERT_EQ(rt_optim_step(o, 0.01, &err), RT_OK);
             ASSERT_EQ(rt_optim_step(a, 0.01 * 0.1, &err), RT_OK);
         }
-        ASSERT_EQ(memcmp(p[0], p0, sizeof p0), 0);  /* frozen: bit for bit */
-        ASSERT(p[1][0] != 0.1f);                     /* the others moved */
-        ASSERT_EQ(memcmp(p[2], q, sizeof q), 0);     /* lr 0.01 x 0.1 = the lr 0.001 run */
+        ASSERT_EQ(memcmp(p[0], p0, sizeof p0), 0); /* frozen: bit for bit */
+        ASSERT(p[1][0] != 0.1f);                   /* the others moved */
+        ASSERT_EQ(memcmp(p[2], q, sizeof q), 0);   /* lr 0.01 x 0.1 = the lr 0.001 run */
         char name[RT_OPTIM_NAME_MAX];
         size_t n;
         for (size_t k = 0; k < rt_optim_state_count(o); k++) {
