@@ -4,6 +4,7 @@
  * driver (C: the process's CPU time, all threads, per image).
  *
  *   resnet_bench [--steps N] [--batch B] [--threads T] [--fuse 0|1] [--spec FILE]
+ *                [--precision fp32|bf16]
  *
  * --fuse 0 runs every layer apart (rt_model_set_fusion: no relu, add or batch-norm
  * statistics fused into the layer before it), to measure what the fusions gain. --spec FILE trains that spec
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rt_device.h"
 #include "rt_model.h"
 #include "rt_rng.h"
 #include "rt_omp_wait.h"
@@ -32,14 +34,16 @@ static double now(void) { return clock_s(CLOCK_MONOTONIC); }
 int main(int argc, char **argv)
 {
     int steps = 20, batch = 128, threads = 2, fuse = 1;
-    const char *spec_file = NULL;
+    const char *spec_file = NULL, *precision = "fp32";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--fuse")) fuse = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--spec")) spec_file = argv[i + 1];
+        else if (!strcmp(argv[i], "--precision")) precision = argv[i + 1];
     }
+    rt_precision prec = RT_PREC_FP32;
     rt_error err = {0};
     char spec[8192] = "";
     if (spec_file) {
@@ -69,6 +73,8 @@ int main(int argc, char **argv)
         rt_backend_open(&b, "cpu", threads, &err) || rt_model_create(&m, spec, &in, &err))
         goto fail;
     rt_model_set_fusion(m, fuse);
+    if (rt_precision_parse(precision, &prec, &err) || rt_backend_set_precision(&b, prec, &err))
+        goto fail;
     if (rt_model_attach(m, &b, batch, 1, &err)) goto fail;
     size_t P = (size_t)rt_model_num_params(m);
     /* Adam's moments match the flat parameter tensor, which pads every tensor to 64 floats */

@@ -3,7 +3,7 @@
 
     ninja -C build bench/resnet_bench
     /usr/bin/python3 bench/resnet_bench.py [--threads 2] [--steps 10] [--batch 128]
-                                           [--repeat 3] [--venv DIR]
+                                           [--repeat 3] [--venv DIR] [--precision bf16]
 
 Both sides train the same network - Kiln's shipped resnet20 spec, built in PyTorch from
 its canonical text by tests/runtime/test_resnet_torch.py's translator (Conv2d without bias,
@@ -13,6 +13,9 @@ BatchNorm2d, 1x1 projection shortcuts, AdaptiveAvgPool2d, Linear) - on a synthet
 images/s for both and the ratio, and the CPU time per image (all threads; with
 --threads 1 a figure that a loaded machine disturbs much less than wall time).
 --venv DIR also runs the PyTorch side with DIR/bin/python (a PyPI torch).
+--precision bf16 trains Kiln with --precision bf16 on the CPU and PyTorch under
+torch.autocast("cpu", dtype=torch.bfloat16) (its mixed precision: bf16 convolutions and
+linear layers through oneDNN, fp32 weights), side by side as in fp32.
 --unfused also runs Kiln with each relu apart from the batch norm or add before it
 (resnet_bench --fuse 0), to show what the fusion gains in the same run.
 """
@@ -28,6 +31,7 @@ import sys, time, torch
 sys.path.insert(0, sys.argv[1])
 import test_resnet_torch as T
 threads, steps, batch, spec = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+bf16 = sys.argv[6] == "bf16"
 torch.set_num_threads(threads)
 model, _ = T.build(open(spec).read(), 3, 32, 32)
 model.train()
@@ -38,7 +42,8 @@ for t in range(steps + 3):
     if t == 3:
         t0, c0 = time.perf_counter(), time.process_time()
     opt.zero_grad()
-    loss = torch.nn.functional.cross_entropy(model(x), y)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
     loss.backward()
     opt.step()
 s, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -64,6 +69,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--venv")
     ap.add_argument("--unfused", action="store_true")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     a = ap.parse_args()
     tool = os.path.join(a.build, "bench", "resnet_bench")
     spec_path = os.path.join(a.build, "bench", "resnet20.spec")
@@ -80,27 +86,27 @@ def main():
     open(spec_path, "w").write(head["__metadata__"]["spec"])
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     pythons = [sys.executable] + ([os.path.join(a.venv, "bin", "python")] if a.venv else [])
-    print("threads %d, batch %d, %d timed steps, load avg %.2f"
-          % (a.threads, a.batch, a.steps, os.getloadavg()[0]))
+    print("threads %d, batch %d, %d timed steps, precision %s, load avg %.2f"
+          % (a.threads, a.batch, a.steps, a.precision, os.getloadavg()[0]))
     kiln, torch_ips = [], {p: [] for p in pythons}
     kiln_cpu, torch_cpu = [], {p: [] for p in pythons}
     apart, apart_cpu = [], []
     tests_dir = os.path.join(HERE, "..", "tests", "runtime")
     for r in range(a.repeat):
         k = run([tool, "--steps", str(a.steps), "--batch", str(a.batch), "--threads",
-                 str(a.threads)], env)
+                 str(a.threads), "--precision", a.precision], env)
         kiln.append(float(k["images_per_s"]))
         kiln_cpu.append(float(k["cpu_ms_per_image"]))
         line = "  run %d: kiln %.1f img/s (%.2f CPU-ms/img)" % (r + 1, kiln[-1], kiln_cpu[-1])
         if a.unfused:
             u = run([tool, "--steps", str(a.steps), "--batch", str(a.batch), "--threads",
-                     str(a.threads), "--fuse", "0"], env)
+                     str(a.threads), "--fuse", "0", "--precision", a.precision], env)
             apart.append(float(u["images_per_s"]))
             apart_cpu.append(float(u["cpu_ms_per_image"]))
             line += ", kiln unfused %.1f img/s (%.2f CPU-ms/img)" % (apart[-1], apart_cpu[-1])
         for py in pythons:
             t = run([py, "-c", TORCH_SIDE, tests_dir, str(a.threads), str(a.steps),
-                     str(a.batch), spec_path], env)
+                     str(a.batch), spec_path, a.precision], env)
             torch_ips[py].append(float(t["images_per_s"]))
             torch_cpu[py].append(float(t["cpu_ms_per_image"]))
             line += ", torch %s (%s) %.1f img/s (%.2f CPU-ms/img)" % (

@@ -4,7 +4,7 @@
  *
  * usage: train_bench [--steps N] [--batch B] [--threads T] [--epochs E] [--seed S]
  *                    [--timing | --cpu-timing] [--eval] [--synthetic] [--dist]
- *                    [--device cpu|cuda[:N]] [--gpus K]
+ *                    [--device cpu|cuda[:N]] [--gpus K] [--precision fp32|bf16|fp16]
  * --epochs E trains E full epochs instead of --steps. Output: "key value" lines.
  * --dist: one rank of a launch (mpirun -np N train_bench --dist ...; bench/dist_bench.py;
  * GPU ranks also without MPI, torchrun-style variables: bench/multi_gpu.sh):
@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 {
     int steps = 100, batch = 128, threads = 2, epochs = 0, timing = 0, eval = 0, syn = 0;
     int dist = 0, gpus = 1;
-    const char *device = "cpu";
+    const char *device = "cpu", *precision = "fp32";
     unsigned long long seed = 1;
     const char *spec = bench_mnist_net;
     for (int i = 1; i < argc; i++) {
@@ -52,6 +52,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--synthetic")) syn = 1;
         else if (!strcmp(a, "--dist")) dist = 1;
         else if (!strcmp(a, "--device")) device = v, i++;
+        else if (!strcmp(a, "--precision")) precision = v, i++;
         else if (!strcmp(a, "--gpus")) gpus = atoi(v), device = "cuda:0", i++;
         else {
             fprintf(stderr, "train_bench: unknown option %s\n", a);
@@ -77,6 +78,9 @@ int main(int argc, char **argv)
     if (rt_dist_env_read(&de, &err)) return fail(&err);
     snprintf(mine, sizeof mine, "cuda:%d", de.local_rank);
     if (rt_backend_open(&b, dist && !strcmp(device, "cuda") ? mine : device, threads, &err))
+        return fail(&err);
+    rt_precision prec;
+    if (rt_precision_parse(precision, &prec, &err) || rt_backend_set_precision(&b, prec, &err))
         return fail(&err);
     rt_model_input in = {train->c, train->h, train->w, train->num_classes};
     rt_backend rb[16];

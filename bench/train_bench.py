@@ -9,6 +9,7 @@ side). Prints images/s, the ratio, seconds per 60,000-image epoch and peak RSS.
 
 usage: /usr/bin/python3 bench/train_bench.py [--build build-core] [--steps 100]
            [--threads 2] [--batch 128] [--repeat 1] [--venv DIR] [--timing]
+           [--precision fp32|bf16]
   --repeat N  runs both sides N times, alternating, and keeps each side's best
               images/s and best CPU time (on a shared, busy machine the best run is the
               least disturbed one).
@@ -18,6 +19,8 @@ usage: /usr/bin/python3 bench/train_bench.py [--build build-core] [--steps 100]
   --venv DIR  also run the PyTorch side with DIR/bin/python (e.g. a venv with the
               current PyPI torch); skipped with a message when it has no torch.
   --timing    print Kiln's per-layer breakdown (wall time, synced per layer).
+  --precision bf16  Kiln with --precision bf16 on the CPU, PyTorch under
+              torch.autocast("cpu", dtype=torch.bfloat16), side by side.
 The environment is inherited by both sides (OMP_*, OPENBLAS_CORETYPE, ...).
 """
 import argparse
@@ -74,7 +77,7 @@ def torch_net():
     return Net()
 
 
-def torch_child(steps, threads, batch):
+def torch_child(steps, threads, batch, precision="fp32"):
     """Runs in a child process: trains with PyTorch, prints 'key value' lines."""
     import torch
     import torch.nn.functional as F
@@ -89,7 +92,8 @@ def torch_child(steps, threads, batch):
     def step(i):
         idx = perm[(i * batch) % (x.shape[0] - batch):][:batch]
         opt.zero_grad()
-        loss = F.cross_entropy(model(x[idx]), y[idx])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss = F.cross_entropy(model(x[idx]), y[idx])
         loss.backward()
         opt.step()
         return loss.item()
@@ -135,22 +139,25 @@ def main():
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--venv")
     ap.add_argument("--timing", action="store_true")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--torch-child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.torch_child:
-        torch_child(a.steps, a.threads, a.batch)
+        torch_child(a.steps, a.threads, a.batch, a.precision)
         return
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     driver = os.path.join(a.build, "bench", "train_bench")
     if not os.path.exists(driver):
         sys.exit("no %s: build it with `ninja -C %s bench/train_bench`" % (driver, a.build))
     kcmd = [driver, "--steps", str(a.steps), "--threads", str(a.threads), "--batch",
-            str(a.batch)] + (["--timing"] if a.timing else [])
+            str(a.batch), "--precision", a.precision] + (["--timing"] if a.timing else [])
     child = ["--torch-child", "--steps", str(a.steps), "--threads", str(a.threads),
-             "--batch", str(a.batch)]
-    print("train_bench: %d steps, batch %d, %d threads, OPENBLAS_CORETYPE=%s, load %.1f" %
-          (a.steps, a.batch, a.threads, os.environ.get("OPENBLAS_CORETYPE", "(auto)"),
-           os.getloadavg()[0]))
+             "--batch", str(a.batch), "--precision", a.precision]
+    print("train_bench: %d steps, batch %d, %d threads, precision %s (torch: %s), "
+          "OPENBLAS_CORETYPE=%s, load %.1f" %
+          (a.steps, a.batch, a.threads, a.precision,
+           "autocast bf16" if a.precision == "bf16" else "fp32",
+           os.environ.get("OPENBLAS_CORETYPE", "(auto)"), os.getloadavg()[0]))
     k = t = kout = None
     for _ in range(max(1, a.repeat)):
         out = run(kcmd, env)

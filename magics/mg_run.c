@@ -72,21 +72,16 @@ static int resolve_inputs(mg_run *r, mg_workspace *ws, mg_error *err)
     return 0;
 }
 
-/* --precision: bf16/fp16 on a CUDA backend (before attach: the model's workspace holds
- * the 16-bit copies). fp16 also turns on the trainer's dynamic loss scaling. */
+/* --precision: bf16 on the CPU or a CUDA backend, fp16 on CUDA (before attach: the
+ * model's workspace holds the 16-bit copies). fp16 also turns on the trainer's dynamic
+ * loss scaling. */
 int mgp_set_precision(mg_run *r, rt_backend *b, mg_error *err)
 {
     if (!strcmp(r->o.precision, "fp32")) return 0;
-    if (strcmp(b->ops->name, "cuda"))
-        return mg_fail(err, "ValueError",
-                       "%%train: --precision %s needs a CUDA device (the "
-                       "CPU backend trains in fp32) ---> HINT: --precision fp32, or --device "
-                       "cuda",
-                       r->o.precision);
     rt_precision p;
     rt_error re = {0};
     if (rt_precision_parse(r->o.precision, &p, &re) != RT_OK ||
-        rt_cuda_set_precision(b, p, &re) != RT_OK)
+        rt_backend_set_precision(b, p, &re) != RT_OK)
         return mg_fail_status(err, &re, "%%train: --precision %s: %s", r->o.precision, re.msg);
     return 0;
 }

@@ -6,6 +6,7 @@
  * pull the backend's object out of its static library.
  */
 #include "rt_backend.h"
+#include "rt_device.h"
 
 #include <stdlib.h>
 #include <stdio.h>
@@ -70,4 +71,16 @@ void rt_backend_close(rt_backend *b)
     if (!b) return;
     if (b->ops && b->ops->close) b->ops->close(b);
     memset(b, 0, sizeof *b);
+}
+
+rt_status rt_backend_set_precision(rt_backend *b, rt_precision p, rt_error *err)
+{
+    if (b && b->ops == &rt_cpu_ops) return rt_cpu_set_precision(b, p, err);
+    return rt_cuda_set_precision(b, p, err);
+}
+
+rt_precision rt_backend_get_precision(const rt_backend *b)
+{
+    if (b && b->ops == &rt_cpu_ops) return rt_cpu_get_precision(b);
+    return rt_cuda_get_precision(b);
 }

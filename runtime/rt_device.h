@@ -70,6 +70,17 @@ const char *rt_cuda_build_info(void);
 RT_MUST_USE rt_status rt_cuda_set_precision(rt_backend *b, rt_precision p, rt_error *err);
 rt_precision rt_cuda_get_precision(const rt_backend *b);
 
+/* The CPU backend's precision (runtime/cpu/cpu_bf16.c): fp32 (default) or bf16, with the
+ * meaning above (16-bit copies in the workspace: set it before attaching). bf16 needs the
+ * AVX512_BF16 instructions: RT_ENODEV naming what this CPU lacks; fp16 is RT_EINVAL.
+ * RT_EINVAL for a backend that is not the CPU's. */
+RT_MUST_USE rt_status rt_cpu_set_precision(rt_backend *b, rt_precision p, rt_error *err);
+rt_precision rt_cpu_get_precision(const rt_backend *b);
+
+/* Either backend's: rt_cpu_set_precision or rt_cuda_set_precision by b's ops. */
+RT_MUST_USE rt_status rt_backend_set_precision(rt_backend *b, rt_precision p, rt_error *err);
+rt_precision rt_backend_get_precision(const rt_backend *b);
+
 /* Free and total memory of the backend's device, bytes (sync first for a stable value). */
 RT_MUST_USE rt_status rt_cuda_mem_info(rt_backend *b, size_t *free_bytes, size_t *total_bytes,
                                        rt_error *err);

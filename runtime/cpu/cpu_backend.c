@@ -204,6 +204,7 @@ const rt_backend_ops rt_cpu_ops = {
     .bn_add_bwd = rtp_cpu_bn_add_bwd,
     .dropout_fwd = rtp_cpu_dropout_fwd,
     .dropout_bwd = rtp_cpu_dropout_bwd,
+    .dense_workspace = rtp_cpu_dense_workspace,
     .dense_fwd = rtp_cpu_dense_fwd,
     .dense_bwd_data = rtp_cpu_dense_bwd_data,
     .dense_bwd_filter = rtp_cpu_dense_bwd_filter,

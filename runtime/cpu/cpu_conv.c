@@ -19,6 +19,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "cpu_conv_amx.h"
 #include "cpu_conv_layout.h"
 #include "cpu_internal.h"
 
@@ -67,13 +68,54 @@ static size_t acc_floats(const rt_conv_desc *d)
     return rtp_r16((size_t)d->K * d->C * d->R * d->S + d->K);
 }
 
-size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
+/* the fp32 path's scratch, in whole 64-byte lines (bf16's rounded copies follow it) */
+static size_t ws_fp32(rt_backend *b, const rt_conv_desc *d)
 {
     const rtp_convk *k;
     const direct_ops *path = direct_path(b, d, &k);
-    if (path) return path->workspace(b, k, d);
     size_t T = (size_t)(b->threads > 0 ? b->threads : 1);
-    return (T * col_floats(d) + (size_t)rtp_conv_groups(d->N) * acc_floats(d)) * sizeof(float);
+    size_t n =
+        path ? path->workspace(b, k, d)
+             : (T * col_floats(d) + (size_t)rtp_conv_groups(d->N) * acc_floats(d)) * sizeof(float);
+    return (n + 63) / 64 * 64;
+}
+
+/* bf16 on AMX tiles (cpu_conv_amx.c): the 3x3 stride-1 convolutions the direct path
+ * takes, with 16 channels or more on both sides (a tile is 16 rows of them: a 1- or
+ * 3-channel first layer would waste most of each product); the others round their
+ * inputs into the workspace for the fp32 loops */
+static int amx_takes(rt_backend *b, const rt_conv_desc *d)
+{
+#ifdef KILN_CONVK_X86
+    const rtp_cpu *c = b->impl;
+    return c->amx && c->prec == RT_PREC_BF16 && d->C >= 16 && d->K >= 16 &&
+           rtp_cpu_conv_direct(b, d);
+#else
+    return 0;
+#endif
+}
+
+size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
+{
+#ifdef KILN_CONVK_X86
+    if (amx_takes(b, d)) return rtp_cpu_amx_workspace(b->threads, d);
+#endif
+    return ws_fp32(b, d) + (rtp_cpu_bf16(b) ? rtp_cpu_bf16_conv_stage(d) : 0);
+}
+
+/* The AMX pass's scratch, or NULL (err set) */
+static float *amx_ws(rt_backend *b, const rt_conv_desc *d, rt_error *err)
+{
+    return rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
+}
+
+/* bf16 (cpu_bf16.c): where the rounded copies of the op's inputs go, or NULL for fp32
+ * (and on a too-small workspace, with err set) */
+static float *bf16_stage(rt_backend *b, const rt_conv_desc *d, rt_error *err)
+{
+    if (!rtp_cpu_bf16(b)) return NULL;
+    float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
+    return ws ? ws + ws_fp32(b, d) / sizeof(float) : NULL;
 }
 
 /* col (C*R*S, P*Q) <- image x (C,H,W), zero outside the padded border. */
@@ -174,6 +216,22 @@ static rt_status conv_fwd(rt_backend *b, rt_tensor *out, double *mom, const rt_t
                           const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d,
                           rt_error *err)
 {
+#ifdef KILN_CONVK_X86
+    if (amx_takes(b, d)) {
+        float *ws = amx_ws(b, d, err);
+        if (!ws) return err ? err->code : RT_EINVAL;
+        rtp_cpu_amx_fwd(b, ws, out, mom, in, w, bias, d);
+        return RT_OK;
+    }
+#endif
+    float *at = bf16_stage(b, d, err);
+    if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+    rt_tensor xs, wsd;
+    if (at) {
+        xs = rtp_cpu_bf16_stage(b, &at, in);
+        wsd = rtp_cpu_bf16_stage(b, &at, w);
+        in = &xs, w = &wsd;
+    }
     const rtp_convk *kern;
     const direct_ops *path = direct_path(b, d, &kern);
     if (path) return path->fwd(b, kern, out, mom, in, w, bias, d, err);
@@ -224,6 +282,22 @@ rt_status rtp_cpu_conv2d_fwd_moments(rt_backend *b, rt_tensor *out, rt_tensor *m
 rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                   const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
+#ifdef KILN_CONVK_X86
+    if (amx_takes(b, d)) {
+        float *ws = amx_ws(b, d, err);
+        if (!ws) return err ? err->code : RT_EINVAL;
+        rtp_cpu_amx_bwd_data(b, ws, din, dout, w, d);
+        return RT_OK;
+    }
+#endif
+    float *at = bf16_stage(b, d, err);
+    if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+    rt_tensor dys, wsd;
+    if (at) {
+        dys = rtp_cpu_bf16_stage(b, &at, dout);
+        wsd = rtp_cpu_bf16_stage(b, &at, w);
+        dout = &dys, w = &wsd;
+    }
     const rtp_convk *kern;
     const direct_ops *path = direct_path(b, d, &kern);
     if (path) return path->bwd_data(b, kern, din, dout, w, d, err);
@@ -254,10 +328,44 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
     return RT_OK;
 }
 
+/* dbias[k] = the sum of dy's plane k over the images, in image order (bf16's: from the
+ * fp32 dy, before it is rounded) */
+static void bias_grad(rt_backend *b, rt_tensor *dbias, const rt_tensor *dout, const rt_conv_desc *d)
+{
+    if (!dbias) return;
+    const int K = d->K, PQ = d->P * d->Q;
+    const float *dy = dout->data;
+    float *db = dbias->data;
+#pragma omp parallel for schedule(static) num_threads(b->threads) if (K >= 8)
+    for (int k = 0; k < K; k++) {
+        float s = 0.0f;
+        for (int n = 0; n < d->N; n++) s += rtp_cpu_row_sum(dy + ((size_t)n * K + k) * PQ, PQ);
+        db[k] = s;
+    }
+}
+
 rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
                                     const rt_tensor *dout, const rt_tensor *in,
                                     const rt_conv_desc *d, rt_error *err)
 {
+#ifdef KILN_CONVK_X86
+    if (amx_takes(b, d)) {
+        float *ws = amx_ws(b, d, err);
+        if (!ws) return err ? err->code : RT_EINVAL;
+        bias_grad(b, dbias, dout, d);
+        rtp_cpu_amx_bwd_filter(b, ws, dw, dout, in, d);
+        return RT_OK;
+    }
+#endif
+    float *at = bf16_stage(b, d, err);
+    if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+    rt_tensor dys, xs;
+    if (at) { /* the bias gradient sums the fp32 dy, as CUDA's does */
+        bias_grad(b, dbias, dout, d);
+        dys = rtp_cpu_bf16_stage(b, &at, dout);
+        xs = rtp_cpu_bf16_stage(b, &at, in);
+        dout = &dys, in = &xs, dbias = NULL;
+    }
     const rtp_convk *kern;
     const direct_ops *path = direct_path(b, d, &kern);
     if (path) return path->bwd_filter(b, kern, dw, dbias, dout, in, d, err);

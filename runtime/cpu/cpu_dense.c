@@ -7,9 +7,25 @@
 
 #include "cpu_internal.h"
 
+/* bf16 (cpu_bf16.c): the rounded copies of the op's inputs go in the workspace that
+ * rtp_cpu_dense_workspace reserved; NULL for fp32 (or a too-small workspace: err set) */
+static float *bf16_stage(rt_backend *b, const rt_dense_desc *d, rt_error *err)
+{
+    if (!rtp_cpu_bf16(b)) return NULL;
+    return rtp_cpu_scratch(b, rtp_cpu_dense_workspace(b, d), err);
+}
+
 rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
                             const rt_tensor *bias, const rt_dense_desc *d, rt_error *err)
 {
+    float *at = bf16_stage(b, d, err);
+    if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+    rt_tensor xs, wsd;
+    if (at) {
+        xs = rtp_cpu_bf16_stage(b, &at, in);
+        wsd = rtp_cpu_bf16_stage(b, &at, w);
+        in = &xs, w = &wsd;
+    }
     float *y = out->data;
     if (bias) {
         const float *bs = bias->data;
@@ -24,6 +40,14 @@ rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, 
 rt_status rtp_cpu_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                  const rt_tensor *w, const rt_dense_desc *d, rt_error *err)
 {
+    float *at = bf16_stage(b, d, err);
+    if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+    rt_tensor dys, wsd;
+    if (at) {
+        dys = rtp_cpu_bf16_stage(b, &at, dout);
+        wsd = rtp_cpu_bf16_stage(b, &at, w);
+        dout = &dys, w = &wsd;
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->N, d->F, d->O, 1.0f, dout->data, d->O,
                 w->data, d->F, 0.0f, din->data, d->F);
     return RT_OK;
@@ -33,8 +57,18 @@ rt_status rtp_cpu_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbia
                                    const rt_tensor *dout, const rt_tensor *in,
                                    const rt_dense_desc *d, rt_error *err)
 {
+    float *at = bf16_stage(b, d, err);
+    if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+    const rt_tensor *dy32 = dout; /* the bias gradient sums the fp32 dy, as CUDA's does */
+    rt_tensor dys, xs;
+    if (at) {
+        dys = rtp_cpu_bf16_stage(b, &at, dout);
+        xs = rtp_cpu_bf16_stage(b, &at, in);
+        dout = &dys, in = &xs;
+    }
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->O, d->F, d->N, 1.0f, dout->data, d->O,
                 in->data, d->F, 0.0f, dw->data, d->F);
+    dout = dy32;
     if (dbias) {
         const float *dy = dout->data;
         float *db = dbias->data;

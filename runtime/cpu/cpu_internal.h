@@ -8,12 +8,15 @@
 #define CPU_INTERNAL_H
 
 #include "../rt_backend.h"
+#include "../rt_device.h"
 #include "cpu_conv_kern.h"
 
 typedef struct rtp_cpu {
     float *ws; /* scratch, 64-byte aligned */
     size_t ws_bytes;
     const rtp_convk *convk; /* direct-convolution loops for this CPU, or NULL (im2col) */
+    rt_precision prec;      /* fp32, or bf16 (cpu_bf16.c) */
+    int amx;                /* bf16 3x3 stride-1 convolutions on AMX tiles (cpu_conv_amx.c) */
 } rtp_cpu;
 
 /* Scratch of at least `bytes`, or NULL with RT_EINVAL set in err (never allocates). */
@@ -23,6 +26,19 @@ float *rtp_cpu_scratch(rt_backend *b, size_t bytes, rt_error *err);
  * first result). RT_ENODEV naming the file and the apt package when it cannot be
  * loaded. KILN_LIBOPENBLAS in the environment names another file (tests use it). */
 RT_MUST_USE rt_status rtp_cpu_blas_load(rt_error *err);
+
+/* cpu_bf16.c: --precision bf16. rtp_cpu_bf16_supported says whether this CPU (and the
+ * loops picked for it) can, else names what is missing in *missing; rtp_cpu_bf16 whether
+ * b computes in bf16. rtp_cpu_bf16_round writes n floats rounded to bf16 (nearest, ties
+ * to even; kept as fp32 values); rtp_cpu_bf16_stage rounds t into *at and returns the
+ * view of the copy, moving *at past it (64-byte steps). rtp_cpu_bf16_conv_stage: bytes
+ * of the rounded copies a convolution needs after its fp32 scratch. */
+int rtp_cpu_bf16_supported(const rtp_cpu *c, const char **missing);
+int rtp_cpu_bf16(const rt_backend *b);
+void rtp_cpu_bf16_round(rt_backend *b, float *dst, const float *src, size_t n);
+rt_tensor rtp_cpu_bf16_stage(rt_backend *b, float **at, const rt_tensor *t);
+size_t rtp_cpu_bf16_conv_stage(const rt_conv_desc *d);
+rt_op_dense_workspace rtp_cpu_dense_workspace;
 
 /* cpu_conv.c */
 rt_op_conv2d_workspace rtp_cpu_conv2d_workspace;

@@ -2,7 +2,8 @@
 dropdowns of 01-prepare-data, 02-train and 03-evaluate, on a small subset. 03-evaluate
 offered split "val" and failed ("has no val split") because it loaded the data without
 --val. Options this machine cannot run are skipped with the reason: data sets that
-need a download (tests have no network) and CUDA devices and precisions (no GPU)."""
+need a download (tests have no network), CUDA devices and fp16 (no GPU), and bf16 on a
+CPU without AVX512_BF16."""
 import json
 import os
 import re
@@ -19,7 +20,21 @@ SMALL = {"subset": 256, "val": 64, "epochs": 1, "batch_size": 64}
 NEEDS = {("dataset", "mnist"): "downloads MNIST (tests have no network)",
          ("dataset", "cifar10"): "downloads CIFAR-10 (tests have no network)",
          ("device", "cuda"): "needs a CUDA device",
-         ("precision", "bf16"): "needs a CUDA device", ("precision", "fp16"): "needs a CUDA device"}
+         ("precision", "fp16"): "needs a CUDA device"}
+
+
+def cpu_bf16():
+    """Whether this CPU has what --precision bf16 needs without a GPU (AVX512_BF16)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512f" in flags and "avx512_bf16" in flags
+
+
+if not cpu_bf16():
+    NEEDS[("precision", "bf16")] = "needs a CUDA device or a CPU with AVX512_BF16"
 
 
 def form_options(name):

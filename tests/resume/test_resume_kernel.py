@@ -160,10 +160,9 @@ def test_device_path_interrupt_and_resume_is_exact(tmp, reference):
         KERNEL_ARGS.remove("--device-path")
 
 
-def test_kill9_while_training_and_writing(tmp, reference):
+def kill9_then_resume(rd, reference, train=TRAIN):
     """SIGKILL while checkpointing every step (most of the time is spent writing), then
     %resume continues from the newest complete checkpoint, exactly."""
-    rd = os.path.join(tmp, "killed")
     k = new_kernel()
     seen = []
 
@@ -173,7 +172,7 @@ def test_kill9_while_training_and_writing(tmp, reference):
             seen.append(max(steps))
             os.kill(k.pid, signal.SIGKILL)
 
-    msg = start(k, f"{TRAIN} --run-dir {rd} --checkpoint-every 1steps --keep 3")
+    msg = start(k, f"{train} --run-dir {rd} --checkpoint-every 1steps --keep 3")
     with pytest.raises(Exception):
         collect(k, msg, timeout=5, on_text=on_text)  # the kernel died: no idle comes
     assert seen, "the kernel was not killed"
@@ -191,6 +190,45 @@ def test_kill9_while_training_and_writing(tmp, reference):
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()
     assert_same_run(reference, losses(run_id(c.text)), ckpt(rd, STEPS), first=resumed + 1)
+    return c
+
+
+def test_kill9_while_training_and_writing(tmp, reference):
+    kill9_then_resume(os.path.join(tmp, "killed"), reference)
+
+
+def cpu_bf16():
+    """Whether this CPU has the instructions --precision bf16 needs on the CPU."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512f" in flags and "avx512_bf16" in flags
+
+
+TRAIN_BF16 = f"{TRAIN} --device cpu --precision bf16"
+
+
+@pytest.fixture(scope="module")
+def reference_bf16(tmp, reference):
+    """The uninterrupted bf16 run on the CPU (not the fp32 one: its losses differ)."""
+    if not cpu_bf16():
+        pytest.skip("this CPU has no AVX512_BF16 (--precision bf16 on the CPU needs it)")
+    k = new_kernel()
+    rd = os.path.join(tmp, "ref-bf16")
+    c = run(k, f"{TRAIN_BF16} --run-dir {rd} --checkpoint-every 32steps --keep 3")
+    k.close()
+    ls = losses(run_id(c.text))
+    assert sorted(ls) == list(range(1, STEPS + 1))
+    assert ls != reference["losses"], "bf16 trained exactly as fp32: nothing was rounded"
+    return {"losses": ls, "final": ckpt(rd, STEPS), "dir": rd}
+
+
+def test_kill9_in_bf16_on_the_cpu_resumes_exactly(tmp, reference_bf16):
+    """bf16 on the CPU is deterministic: SIGKILL, %resume (which takes --precision bf16
+    from the checkpoint) and the run equals the uninterrupted bf16 run bit for bit."""
+    kill9_then_resume(os.path.join(tmp, "killed-bf16"), reference_bf16, TRAIN_BF16)
 
 
 CONTROLS = ("--epochs 4 --early-stop 2 --min-delta 100 --schedule plateau:0.5:0,threshold=0.99 "

@@ -1,0 +1,420 @@
+/* cpu_conv_amx.c - bf16 3x3 stride-1 convolutions on AMX tiles (--precision bf16 on a
+ * CPU with AMX-BF16; cpu_bf16.c decides, cpu_conv.c calls): forward, input gradient and
+ * weight gradient, each as tile products (TDPBF16PS: 16x32 bf16 times 32x16 bf16 into
+ * 16x16 fp32) with fp32 accumulation. Compiled alone with -mamx-tile -mamx-bf16
+ * (runtime/meson.build); nothing here runs unless the CPU has AMX and the kernel let
+ * the process use its tile data (rtp_cpu_amx_enable).
+ *
+ * Layouts (a padded-width grid, as cpu_conv_direct.c's): each image's planes are
+ * copied once, rounded to bf16, into a zero-bordered buffer of rows wp = W + 2 pad;
+ * output position i = p*wp + q reads input i + r*wp + s for tap (r,s), so a tile row is
+ * a contiguous run. Forward and input gradient: input channels go in pairs, each grid
+ * position a 32-bit (c, c+1) pair ([C/2][plane] uint32: the tiles' "VNNI" rows), and a
+ * B tile is KP channel pairs x 16 positions at one tap (rows one plane apart); the
+ * weights are packed as A tiles, 16 output rows x KP pairs, per tap and block of pairs.
+ * The result is computed over the grid (32 positions a step) and the extra columns are
+ * dropped when it is copied out. The input gradient is the forward on dy (bordered by
+ * 2 - pad) with the weights transposed and flipped. Weight gradient: an A tile is 16
+ * input channels x 32 grid positions of x (plain bf16 planes, any start: the tap's
+ * offset), a B tile 32 positions (16 pairs) x 16 output channels of dy (pairs of
+ * positions, zero at the extra columns), C tiles accumulate dW[c][t][k] over the image;
+ * per fixed group of RTP_CONV_GROUP images, the groups summed in order. Every sum has a
+ * fixed order for a given CPU, so results are the same bits for any thread count.
+ */
+#include <immintrin.h>
+#include <omp.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cpu_conv_amx.h"
+#include "cpu_conv_layout.h"
+#include "cpu_internal.h"
+
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+int rtp_cpu_amx_enable(void)
+{
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
+typedef struct tilecfg {
+    uint8_t palette, start;
+    uint8_t res[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tilecfg;
+
+static inline uint32_t bf16_bits(float f)
+{
+    uint32_t v;
+    memcpy(&v, &f, 4);
+    if ((v & 0x7FFFFFFFu) > 0x7F800000u) return (v >> 16) | 0x40u; /* NaN stays NaN */
+    return (v + 0x7FFFu + ((v >> 16) & 1u)) >> 16;
+}
+
+/* ---- geometry ---- */
+
+typedef struct amx_geom {
+    int wp, hp, rows, pad; /* padded row width and rows, output rows, border */
+    size_t L, Lr;          /* grid positions, rounded up to 32 */
+    size_t cs;             /* 32-bit cells per padded plane (room for the overreach) */
+} amx_geom;
+
+static amx_geom geom_of(int H, int W, int pad)
+{
+    amx_geom g;
+    g.pad = pad;
+    g.wp = W + 2 * pad;
+    g.hp = H + 2 * pad;
+    g.rows = g.hp - 2;
+    g.L = (size_t)g.rows * g.wp;
+    g.Lr = (g.L + 31) / 32 * 32;
+    g.cs = rtp_r16((size_t)g.hp * g.wp + 2 * (size_t)g.wp + 64);
+    return g;
+}
+
+/* channel pairs, pairs per block (a B tile's rows), blocks */
+typedef struct pairs {
+    int CP, KP, NB;
+} pairs;
+
+static pairs pairs_of(int C)
+{
+    pairs p;
+    p.CP = (C + 1) / 2;
+    p.KP = p.CP < 16 ? p.CP : 16;
+    p.NB = (p.CP + p.KP - 1) / p.KP;
+    return p;
+}
+
+static size_t r16(size_t n) { return rtp_r16(n); }
+
+/* forward-shaped pass (ins -> rows): floats per thread and for the packed weights */
+static size_t fwd_thread_floats(int ins, int rows, const amx_geom *g)
+{
+    pairs p = pairs_of(ins);
+    return r16((size_t)p.NB * p.KP * g->cs) + r16((size_t)rtp_round_up(rows, 16) * g->Lr);
+}
+static size_t fwd_weight_floats(int ins, int rows)
+{
+    pairs p = pairs_of(ins);
+    return r16((size_t)9 * p.NB * rtp_round_up(rows, 16) * p.KP);
+}
+/* weight gradient: bf16 x planes ([Cr][csb] 16-bit) and dy pairs ([Lr/2][Kr] 32-bit) */
+static size_t wg_thread_floats(const rt_conv_desc *d, const amx_geom *g)
+{
+    size_t Cr = (size_t)rtp_round_up(d->C, 16), Kr = (size_t)rtp_round_up(d->K, 16);
+    return r16(Cr * g->cs / 2 + 32) + r16(g->Lr / 2 * Kr); /* 16-bit planes, 32-bit pairs */
+}
+static size_t wg_acc_floats(const rt_conv_desc *d)
+{
+    return r16((size_t)rtp_round_up(d->C, 16) * 9 * rtp_round_up(d->K, 16));
+}
+
+size_t rtp_cpu_amx_workspace(int threads, const rt_conv_desc *d)
+{
+    const size_t T = (size_t)(threads > 0 ? threads : 1);
+    amx_geom f = geom_of(d->H, d->W, d->pad), bw = geom_of(d->P, d->Q, 2 - d->pad);
+    size_t a = fwd_thread_floats(d->C, d->K, &f), b = fwd_thread_floats(d->K, d->C, &bw);
+    size_t c = wg_thread_floats(d, &f);
+    size_t per = a > b ? a : b;
+    per = per > c ? per : c;
+    size_t wa = fwd_weight_floats(d->C, d->K), wb = fwd_weight_floats(d->K, d->C);
+    size_t w = wa > wb ? wa : wb;
+    return (T * per + w + (size_t)rtp_conv_groups(d->N) * wg_acc_floats(d)) * sizeof(float);
+}
+
+/* ---- forward-shaped pass ---- */
+
+/* xp[cp][...] <- the pairs of channels (2cp, 2cp+1) of x (ins x H x W) in bf16, at the
+ * grid's places (border g->pad); borders and pad channels stay as zeroed */
+static void pair_planes(uint32_t *restrict xp, const float *restrict x, int ins, int H, int W,
+                        const amx_geom *g)
+{
+    const size_t hw = (size_t)H * W, top = (size_t)g->pad * g->wp + g->pad;
+    for (int c = 0; c < ins; c += 2) {
+        const float *a = x + (size_t)c * hw, *b = c + 1 < ins ? a + hw : NULL;
+        uint32_t *o = xp + (size_t)(c / 2) * g->cs + top;
+        for (int h = 0; h < H; h++, o += g->wp, a += W) {
+            if (b) {
+                for (int w = 0; w < W; w++) o[w] = bf16_bits(a[w]) | bf16_bits(b[w]) << 16;
+                b += W;
+            } else {
+                for (int w = 0; w < W; w++) o[w] = bf16_bits(a[w]);
+            }
+        }
+    }
+}
+
+/* A tiles: wa[((t*NB + cb)*KB16 + kb)][16 rows][KP pairs] (bf16 pairs as uint32) <- the
+ * weights Wt [rows][ins][9] (or, transposed, [ins][rows][9]) at tap tap[t] */
+static void pack_weights(uint32_t *wa, const float *Wt, int rows, int ins, const int *tap,
+                         int transposed)
+{
+    const pairs p = pairs_of(ins);
+    const int KB16 = rtp_round_up(rows, 16) / 16;
+    for (int t = 0; t < 9; t++)
+        for (int cb = 0; cb < p.NB; cb++)
+            for (int kb = 0; kb < KB16; kb++) {
+                uint32_t *o = wa + (((size_t)t * p.NB + cb) * KB16 + kb) * 16 * p.KP;
+                for (int r = 0; r < 16; r++)
+                    for (int j = 0; j < p.KP; j++) {
+                        int k = kb * 16 + r, c0 = (cb * p.KP + j) * 2;
+                        uint32_t v = 0;
+                        for (int h = 0; h < 2; h++) {
+                            int c = c0 + h;
+                            if (k >= rows || c >= ins) continue;
+                            size_t at = transposed ? ((size_t)c * rows + k) * 9 + tap[t]
+                                                   : ((size_t)k * ins + c) * 9 + tap[t];
+                            v |= bf16_bits(Wt[at]) << (16 * h);
+                        }
+                        o[(size_t)r * p.KP + j] = v;
+                    }
+            }
+}
+
+static void fwd_config(int KP)
+{
+    tilecfg c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int i = 0; i < 4; i++) c.rows[i] = 16, c.colsb[i] = 64; /* C: 16 rows x 16 fp32 */
+    for (int i = 4; i < 6; i++) c.rows[i] = 16, c.colsb[i] = (uint16_t)(KP * 4); /* A */
+    for (int i = 6; i < 8; i++) c.rows[i] = (uint8_t)KP, c.colsb[i] = 64;        /* B */
+    _tile_loadconfig(&c);
+}
+
+/* grid[k*Lr + i] for k < KB16*16, i < Lr <- the tile products over the 9 taps */
+static void fwd_tiles(const uint32_t *xp, const uint32_t *wa, float *grid, const amx_geom *g,
+                      const pairs *p, int KB16)
+{
+    int off[9];
+    for (int t = 0; t < 9; t++) off[t] = (t / 3) * g->wp + t % 3;
+    const size_t xs = g->cs * 4, ys = g->Lr * 4, as = (size_t)p->KP * 4;
+    const size_t ablk = (size_t)16 * p->KP; /* uint32 per A tile */
+    int kb = 0;
+    for (; kb + 2 <= KB16; kb += 2)
+        for (size_t i = 0; i < g->Lr; i += 32) {
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+            for (int t = 0; t < 9; t++)
+                for (int cb = 0; cb < p->NB; cb++) {
+                    const uint32_t *a = wa + (((size_t)t * p->NB + cb) * KB16 + kb) * ablk;
+                    const uint32_t *x = xp + (size_t)cb * p->KP * g->cs + i + off[t];
+                    _tile_loadd(4, a, as);
+                    _tile_loadd(5, a + ablk, as);
+                    _tile_loadd(6, x, xs);
+                    _tile_loadd(7, x + 16, xs);
+                    _tile_dpbf16ps(0, 4, 6);
+                    _tile_dpbf16ps(1, 4, 7);
+                    _tile_dpbf16ps(2, 5, 6);
+                    _tile_dpbf16ps(3, 5, 7);
+                }
+            float *y = grid + (size_t)kb * 16 * g->Lr + i;
+            _tile_stored(0, y, ys);
+            _tile_stored(1, y + 16, ys);
+            _tile_stored(2, y + 16 * g->Lr, ys);
+            _tile_stored(3, y + 16 * g->Lr + 16, ys);
+        }
+    for (; kb < KB16; kb++)
+        for (size_t i = 0; i < g->Lr; i += 32) {
+            _tile_zero(0);
+            _tile_zero(1);
+            for (int t = 0; t < 9; t++)
+                for (int cb = 0; cb < p->NB; cb++) {
+                    const uint32_t *a = wa + (((size_t)t * p->NB + cb) * KB16 + kb) * ablk;
+                    const uint32_t *x = xp + (size_t)cb * p->KP * g->cs + i + off[t];
+                    _tile_loadd(4, a, as);
+                    _tile_loadd(6, x, xs);
+                    _tile_loadd(7, x + 16, xs);
+                    _tile_dpbf16ps(0, 4, 6);
+                    _tile_dpbf16ps(1, 4, 7);
+                }
+            float *y = grid + (size_t)kb * 16 * g->Lr + i;
+            _tile_stored(0, y, ys);
+            _tile_stored(1, y + 16, ys);
+        }
+}
+
+/* For each of N images: out (rows x oh x ow, + bias, moments into mom unless NULL) <-
+ * the weights Wt (taps tap[], transposed or not) applied to in (ins x ih x iw) with a
+ * border of pad */
+static void fwd_pass(rt_backend *b, float *ws, const float *Wt, const int *tap, int transposed,
+                     const float *in, int ins, int ih, int iw, int pad, int N, float *out,
+                     double *mom, int rows, int oh, int ow, const float *bias)
+{
+    const amx_geom g = geom_of(ih, iw, pad);
+    const pairs p = pairs_of(ins);
+    const int KB16 = rtp_round_up(rows, 16) / 16;
+    const size_t per = fwd_thread_floats(ins, rows, &g);
+    const int T = rtp_conv_threads(b, N);
+    uint32_t *wa = (uint32_t *)(ws + (size_t)(b->threads > 0 ? b->threads : 1) * per);
+    pack_weights(wa, Wt, rows, ins, tap, transposed);
+    const size_t in_img = (size_t)ins * ih * iw, out_img = (size_t)rows * oh * ow;
+    const size_t mom_img = (size_t)rows * (RT_MOMENT_FLOATS / 2);
+#pragma omp parallel num_threads(T)
+    {
+        float *mine = ws + per * (size_t)omp_get_thread_num();
+        uint32_t *xp = (uint32_t *)mine;
+        float *grid = mine + r16((size_t)p.NB * p.KP * g.cs);
+        memset(xp, 0, (size_t)p.NB * p.KP * g.cs * 4);
+        fwd_config(p.KP);
+#pragma omp for schedule(dynamic, 1)
+        for (int n = 0; n < N; n++) {
+            pair_planes(xp, in + in_img * (size_t)n, ins, ih, iw, &g);
+            fwd_tiles(xp, wa, grid, &g, &p, KB16);
+            float *y = out + out_img * (size_t)n;
+            rtp_conv_compact(y, grid, rows, oh, ow, g.wp, g.Lr, bias);
+            if (mom) rtp_cpu_plane_moments(mom + mom_img * (size_t)n, y, rows, (size_t)oh * ow);
+        }
+        _tile_release();
+    }
+}
+
+static const int fwd_taps[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+static const int flip_taps[9] = {8, 7, 6, 5, 4, 3, 2, 1, 0};
+
+void rtp_cpu_amx_fwd(rt_backend *b, float *ws, rt_tensor *out, double *mom, const rt_tensor *in,
+                     const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d)
+{
+    fwd_pass(b, ws, w->data, fwd_taps, 0, in->data, d->C, d->H, d->W, d->pad, d->N, out->data, mom,
+             d->K, d->P, d->Q, bias ? bias->data : NULL);
+}
+
+void rtp_cpu_amx_bwd_data(rt_backend *b, float *ws, rt_tensor *din, const rt_tensor *dout,
+                          const rt_tensor *w, const rt_conv_desc *d)
+{
+    fwd_pass(b, ws, w->data, flip_taps, 1, dout->data, d->K, d->P, d->Q, 2 - d->pad, d->N,
+             din->data, NULL, d->C, d->H, d->W, NULL);
+}
+
+/* ---- weight gradient ---- */
+
+static void wg_config(void)
+{
+    tilecfg c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int i = 0; i < 8; i++) c.rows[i] = 16, c.colsb[i] = 64;
+    _tile_loadconfig(&c);
+}
+
+/* xb[c][...] <- channel c of x (C x H x W) in bf16 at the grid's places (border g->pad) */
+static void bf16_planes(uint16_t *restrict xb, const float *restrict x, int C, int H, int W,
+                        const amx_geom *g)
+{
+    const size_t hw = (size_t)H * W, top = (size_t)g->pad * g->wp + g->pad, csb = g->cs;
+    for (int c = 0; c < C; c++) {
+        const float *a = x + (size_t)c * hw;
+        uint16_t *o = xb + (size_t)c * csb + top;
+        for (int h = 0; h < H; h++, o += g->wp, a += W)
+            for (int w = 0; w < W; w++) o[w] = (uint16_t)bf16_bits(a[w]);
+    }
+}
+
+/* dv[i/2][k] <- (dy[k] at grid position i, at i + 1) for i < Lr (even): output (p, q) at
+ * i = p*wp + q, 0 at the extra columns and past the grid (as zeroed) */
+static void dy_pairs(uint32_t *restrict dv, const float *restrict dy, int K, int Kr, int P, int Q,
+                     const amx_geom *g)
+{
+    uint16_t *h = (uint16_t *)dv; /* [i][k] pairs: element (i, k) at (i/2)*2Kr + 2k + i%2 */
+    for (int k = 0; k < K; k++) {
+        const float *row = dy + (size_t)k * P * Q;
+        for (int p = 0; p < P; p++)
+            for (int q = 0; q < Q; q++) {
+                size_t i = (size_t)p * g->wp + q;
+                h[(i / 2) * 2 * (size_t)Kr + 2 * (size_t)k + i % 2] =
+                    (uint16_t)bf16_bits(row[(size_t)p * Q + q]);
+            }
+    }
+}
+
+/* acc[(c*9 + t)*Kr + k] += the image's products (c < Cr, k < Kr, tiles of 16 x 16) */
+static void wg_tiles(const uint16_t *xb, const uint32_t *dv, float *acc, const amx_geom *g, int Cr,
+                     int Kr)
+{
+    const size_t csb = g->cs, as = csb * 2, bs = (size_t)Kr * 4, cs9 = (size_t)9 * Kr * 4;
+    for (int c0 = 0; c0 < Cr; c0 += 16)
+        for (int t = 0; t < 9; t++) {
+            const size_t off = (size_t)(t / 3) * g->wp + t % 3;
+            int kb = 0;
+            for (; kb + 32 <= Kr; kb += 32) {
+                float *o = acc + ((size_t)c0 * 9 + t) * Kr + kb;
+                _tile_loadd(0, o, cs9);
+                _tile_loadd(1, o + 16, cs9);
+                for (size_t i = 0; i < g->Lr; i += 32) {
+                    _tile_loadd(4, xb + (size_t)c0 * csb + i + off, as);
+                    _tile_loadd(6, dv + (i / 2) * Kr + kb, bs);
+                    _tile_loadd(7, dv + (i / 2) * Kr + kb + 16, bs);
+                    _tile_dpbf16ps(0, 4, 6);
+                    _tile_dpbf16ps(1, 4, 7);
+                }
+                _tile_stored(0, o, cs9);
+                _tile_stored(1, o + 16, cs9);
+            }
+            for (; kb < Kr; kb += 16) {
+                float *o = acc + ((size_t)c0 * 9 + t) * Kr + kb;
+                _tile_loadd(0, o, cs9);
+                for (size_t i = 0; i < g->Lr; i += 32) {
+                    _tile_loadd(4, xb + (size_t)c0 * csb + i + off, as);
+                    _tile_loadd(6, dv + (i / 2) * Kr + kb, bs);
+                    _tile_dpbf16ps(0, 4, 6);
+                }
+                _tile_stored(0, o, cs9);
+            }
+        }
+}
+
+void rtp_cpu_amx_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_tensor *dout,
+                            const rt_tensor *in, const rt_conv_desc *d)
+{
+    const amx_geom g = geom_of(d->H, d->W, d->pad);
+    const int Cr = rtp_round_up(d->C, 16), Kr = rtp_round_up(d->K, 16), G = rtp_conv_groups(d->N);
+    const size_t Tn = (size_t)(b->threads > 0 ? b->threads : 1);
+    /* the same places as rtp_cpu_amx_workspace: threads' scratch, weights, then groups */
+    amx_geom bw = geom_of(d->P, d->Q, 2 - d->pad);
+    size_t pa = fwd_thread_floats(d->C, d->K, &g), pb = fwd_thread_floats(d->K, d->C, &bw);
+    size_t pc = wg_thread_floats(d, &g), per = pa > pb ? pa : pb;
+    per = per > pc ? per : pc;
+    size_t wa = fwd_weight_floats(d->C, d->K), wb = fwd_weight_floats(d->K, d->C);
+    float *accs = ws + Tn * per + (wa > wb ? wa : wb);
+    const size_t accsz = wg_acc_floats(d), nw = (size_t)d->K * d->C * 9;
+    const size_t xbytes = (size_t)Cr * g.cs * 2, dvbytes = g.Lr / 2 * Kr * 4;
+    const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * d->P * d->Q;
+    const float *X = in->data, *DY = dout->data;
+    float *DW = dw->data;
+#pragma omp parallel num_threads(rtp_conv_threads(b, G))
+    {
+        float *mine = ws + per * (size_t)omp_get_thread_num();
+        uint16_t *xb = (uint16_t *)mine;
+        uint32_t *dv = (uint32_t *)(mine + r16((size_t)Cr * g.cs / 2 + 32));
+        memset(xb, 0, xbytes);
+        memset(dv, 0, dvbytes);
+        wg_config();
+#pragma omp for schedule(dynamic, 1)
+        for (int gi = 0; gi < G; gi++) {
+            float *acc = accs + accsz * (size_t)gi;
+            memset(acc, 0, accsz * sizeof *acc);
+            int n1 = (gi + 1) * RTP_CONV_GROUP < d->N ? (gi + 1) * RTP_CONV_GROUP : d->N;
+            for (int n = gi * RTP_CONV_GROUP; n < n1; n++) {
+                bf16_planes(xb, X + chw * (size_t)n, d->C, d->H, d->W, &g);
+                dy_pairs(dv, DY + kpq * (size_t)n, d->K, Kr, d->P, d->Q, &g);
+                wg_tiles(xb, dv, acc, &g, Cr, Kr);
+            }
+        }
+        _tile_release();
+        /* dw[k][c][t] = the groups' sums, in group order */
+#pragma omp for schedule(static)
+        for (size_t j = 0; j < nw; j++) {
+            size_t k = j / ((size_t)d->C * 9), ct = j % ((size_t)d->C * 9);
+            float s = 0.0f;
+            for (int gi = 0; gi < G; gi++) s += accs[accsz * (size_t)gi + ct * Kr + k];
+            DW[j] = s;
+        }
+    }
+}

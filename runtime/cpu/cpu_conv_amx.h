@@ -1,0 +1,25 @@
+/* cpu_conv_amx.h - bf16 3x3 stride-1 convolutions on AMX tiles (cpu_conv_amx.c, built
+ * with -mamx-tile -mamx-bf16 on x86-64 only: KILN_CONVK_X86). Call only after
+ * rtp_cpu_amx_enable() returned 1 on a CPU with AMX-BF16 (cpu_bf16.c checks).
+ * Inputs are fp32 tensors, rounded to bf16 as they are laid out; outputs fp32.
+ */
+#ifndef CPU_CONV_AMX_H
+#define CPU_CONV_AMX_H
+
+#include "../rt_backend.h"
+
+/* Asks the kernel for the AMX tile data state (arch_prctl ARCH_REQ_XCOMP_PERM): 1 when
+ * granted (process-wide), 0 otherwise. */
+int rtp_cpu_amx_enable(void);
+/* Scratch bytes the three passes need for d with this many threads. */
+size_t rtp_cpu_amx_workspace(int threads, const rt_conv_desc *d);
+/* out (and its planes' moments into mom unless NULL), din, dw; ws: the scratch above.
+ * No bias gradient here (the caller sums dy). */
+void rtp_cpu_amx_fwd(rt_backend *b, float *ws, rt_tensor *out, double *mom, const rt_tensor *in,
+                     const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d);
+void rtp_cpu_amx_bwd_data(rt_backend *b, float *ws, rt_tensor *din, const rt_tensor *dout,
+                          const rt_tensor *w, const rt_conv_desc *d);
+void rtp_cpu_amx_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_tensor *dout,
+                            const rt_tensor *in, const rt_conv_desc *d);
+
+#endif

@@ -1,0 +1,284 @@
+/* test_cpu_bf16.c - --precision bf16 on the CPU backend (runtime/cpu/cpu_bf16.c).
+ *
+ * bf16 means: the inputs of each product (x and w forward, dy and w for the input
+ * gradient, dy and x for the weight gradient, the same for dense layers) are rounded to
+ * bf16 (nearest, ties to even), the products accumulate in fp32, outputs are fp32; a
+ * bias gradient sums the fp32 dy. So each op is checked against the fp32 backend fed
+ * with inputs that the test rounds itself: the two differ only by the order of the fp32
+ * sums, |bf16 - ref| <= 1e-5 (|ref| + max|ref|) (as test_conv_direct's tolerance),
+ * while an op that forgot to round an input is off by ~2^-9 of its inputs (about 1e-3
+ * of max|ref|, 100 times the tolerance). Also against the unrounded fp32 result, within
+ * check_ops' bf16 bound 0.02 sqrt(terms) rms(a) rms(b), and the same bits run after
+ * run. Shapes: the seed CNN's and ResNet-20's convolutions (direct, Winograd, stride 2,
+ * 1x1), a 5x5 (im2col) one, odd sizes, and dense layers.
+ * On a CPU without AVX512_BF16 the op checks skip with that reason; the refusals
+ * (KILN_CPU_CONV=avx2 names the missing loops, fp16 is refused) run everywhere.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../t.h"
+#include "cpu/cpu_internal.h"
+#include "rt_backend.h"
+#include "rt_device.h"
+#include "rt_rng.h"
+
+static float *rnd(size_t n, uint32_t seed)
+{
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    rt_rng r = rt_rng_stream(11, RT_RNG_USER, seed, 0);
+    rt_rng_fill_uniform(&r, p, n, -1.0f, 1.0f);
+    return p;
+}
+
+static float bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static float *rounded(const float *x, size_t n)
+{
+    float *r = malloc((n ? n : 1) * sizeof *r);
+    for (size_t i = 0; i < n; i++) r[i] = bf16(x[i]);
+    return r;
+}
+
+static rt_tensor tens(float *p, int n, int c, int h, int w)
+{
+    rt_tensor t = {.data = p, .n = n, .c = c, .h = h, .w = w};
+    return t;
+}
+
+static double rms(const float *x, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    return n ? sqrt(s / (double)n) : 0.0;
+}
+
+/* mismatches of got against ref: tight (sum order only) or the bf16 bound */
+static int compare(const char *what, const float *got, const float *ref, size_t n, double atol,
+                   int tight)
+{
+    float m = 0.0f;
+    for (size_t i = 0; i < n; i++) m = fabsf(ref[i]) > m ? fabsf(ref[i]) : m;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double tol = tight ? 1e-5 * (fabs(ref[i]) + m) : atol;
+        if (!(fabs((double)got[i] - ref[i]) <= tol) && bad++ < 3)
+            fprintf(stderr, "  %s[%zu]: %.8g vs %.8g (%s, tol %.3g)\n", what, i, got[i], ref[i],
+                    tight ? "rounded inputs" : "fp32", tol);
+    }
+    return bad;
+}
+
+static int open_cpu(rt_backend *b, int threads, rt_precision p, rt_error *err)
+{
+    if (rt_backend_open(b, "cpu", threads, err) != RT_OK) return -1;
+    if (rt_backend_set_precision(b, p, err) != RT_OK) {
+        rt_backend_close(b);
+        return -2;
+    }
+    return 0;
+}
+
+typedef struct {
+    float *y, *dx, *dw, *db;
+} outs;
+
+static int conv_run(rt_backend *b, const rt_conv_desc *d, const float *x, const float *w,
+                    const float *bias, const float *dy, outs *o)
+{
+    size_t nx = (size_t)d->N * d->C * d->H * d->W, ny = (size_t)d->N * d->K * d->P * d->Q;
+    size_t nw = (size_t)d->K * d->C * d->R * d->S;
+    o->y = malloc(ny * 4), o->dx = malloc(nx * 4), o->dw = malloc(nw * 4);
+    o->db = malloc((size_t)d->K * 4);
+    memset(o->y, 0xff, ny * 4), memset(o->dx, 0xff, nx * 4), memset(o->dw, 0xff, nw * 4);
+    memset(o->db, 0xff, (size_t)d->K * 4);
+    rt_tensor X = tens((float *)x, d->N, d->C, d->H, d->W),
+              W = tens((float *)w, d->K, d->C, d->R, d->S);
+    rt_tensor B = tens((float *)bias, d->K, 1, 1, 1),
+              DY = tens((float *)dy, d->N, d->K, d->P, d->Q);
+    rt_tensor Y = tens(o->y, d->N, d->K, d->P, d->Q), DX = tens(o->dx, d->N, d->C, d->H, d->W);
+    rt_tensor DW = tens(o->dw, d->K, d->C, d->R, d->S), DB = tens(o->db, d->K, 1, 1, 1);
+    rt_error err = {0};
+    int bad = b->ops->reserve_workspace(b, b->ops->conv2d_workspace(b, d), &err) != RT_OK;
+    bad = bad || rt_backend_conv2d_fwd(b, &Y, &X, &W, &B, d, &err) != RT_OK;
+    bad = bad || rt_backend_conv2d_bwd_data(b, &DX, &DY, &W, d, &err) != RT_OK;
+    bad = bad || rt_backend_conv2d_bwd_filter(b, &DW, &DB, &DY, &X, d, &err) != RT_OK;
+    if (bad) fprintf(stderr, "  conv failed: %s\n", err.msg);
+    return bad;
+}
+
+static void drop(outs *o) { free(o->y), free(o->dx), free(o->dw), free(o->db); }
+
+static rt_conv_desc cdesc(int N, int C, int H, int W, int K, int R, int stride, int pad)
+{
+    rt_conv_desc d = {
+        .N = N, .C = C, .H = H, .W = W, .K = K, .R = R, .S = R, .stride = stride, .pad = pad};
+    d.P = (H + 2 * pad - R) / stride + 1;
+    d.Q = (W + 2 * pad - R) / stride + 1;
+    return d;
+}
+
+static rt_backend g_bf, g_ref;
+
+/* one convolution: bf16 vs fp32 on rounded inputs (tight), vs fp32 (bf16 bound) */
+static int check_conv(const rt_conv_desc *d)
+{
+    size_t nx = (size_t)d->N * d->C * d->H * d->W, ny = (size_t)d->N * d->K * d->P * d->Q;
+    size_t nw = (size_t)d->K * d->C * d->R * d->S;
+    float *x = rnd(nx, 1), *w = rnd(nw, 2), *bias = rnd((size_t)d->K, 3), *dy = rnd(ny, 4);
+    float *xr = rounded(x, nx), *wr = rounded(w, nw), *dyr = rounded(dy, ny);
+    outs a, e, f, a2;
+    int bad = conv_run(&g_bf, d, x, w, bias, dy, &a) + conv_run(&g_bf, d, x, w, bias, dy, &a2);
+    /* the reference: rounded inputs; its bias gradient from the fp32 dy (a separate run) */
+    bad += conv_run(&g_ref, d, xr, wr, bias, dyr, &e) + conv_run(&g_ref, d, x, w, bias, dy, &f);
+    if (bad) goto out;
+    const double crs = (double)d->C * d->R * d->S, kpq = (double)d->K * d->R * d->S;
+    bad += compare("y", a.y, e.y, ny, 0, 1);
+    bad += compare("dx", a.dx, e.dx, nx, 0, 1);
+    bad += compare("dw", a.dw, e.dw, nw, 0, 1);
+    bad += compare("db", a.db, f.db, (size_t)d->K, 0, 1);
+    bad += compare("y vs fp32", a.y, f.y, ny, 0.02 * sqrt(crs) * rms(x, nx) * rms(w, nw), 0);
+    bad += compare("dx vs fp32", a.dx, f.dx, nx, 0.02 * sqrt(kpq) * rms(dy, ny) * rms(w, nw), 0);
+    bad += compare("dw vs fp32", a.dw, f.dw, nw,
+                   0.02 * sqrt((double)d->N * d->P * d->Q) * rms(dy, ny) * rms(x, nx), 0);
+    if (memcmp(a.y, a2.y, ny * 4) || memcmp(a.dx, a2.dx, nx * 4) || memcmp(a.dw, a2.dw, nw * 4) ||
+        memcmp(a.db, a2.db, (size_t)d->K * 4)) {
+        fprintf(stderr, "  not the same bits run after run\n");
+        bad++;
+    }
+out:
+    if (bad)
+        fprintf(stderr, "  conv N%d C%d %dx%d K%d %dx%d stride %d pad %d: %d mismatches\n", d->N,
+                d->C, d->H, d->W, d->K, d->R, d->S, d->stride, d->pad, bad);
+    drop(&a), drop(&a2), drop(&e), drop(&f);
+    free(x), free(w), free(bias), free(dy), free(xr), free(wr), free(dyr);
+    return bad;
+}
+
+T_TEST(conv_rounds_inputs_accumulates_fp32)
+{
+    const rt_conv_desc cs[] = {
+        cdesc(4, 1, 28, 28, 32, 3, 1, 0),  /* the seed CNN's first conv */
+        cdesc(4, 32, 26, 26, 64, 3, 1, 0), /* and its second */
+        cdesc(3, 3, 32, 32, 16, 3, 1, 1),  /* ResNet-20's first layer */
+        cdesc(3, 16, 32, 32, 16, 3, 1, 1), /* stage 1: Winograd */
+        cdesc(3, 32, 16, 16, 32, 3, 1, 1), /* stage 2 */
+        cdesc(3, 64, 8, 8, 64, 3, 1, 1),   /* stage 3: direct, in place */
+        cdesc(3, 16, 32, 32, 32, 3, 2, 1), /* stride-2 downsampling */
+        cdesc(3, 16, 32, 32, 32, 1, 2, 0), /* 1x1 projection */
+        cdesc(9, 5, 9, 13, 7, 3, 1, 1),    /* odd sizes, 2 weight-gradient groups */
+        cdesc(2, 3, 12, 11, 6, 5, 1, 2),   /* 5x5: im2col + sgemm */
+        cdesc(2, 4, 6, 6, 8, 1, 1, 0),     /* 1x1 stride 1: no unfold */
+    };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) bad += check_conv(&cs[i]);
+    ASSERT_EQ(bad, 0);
+}
+
+static int dense_run(rt_backend *b, const rt_dense_desc *d, const float *x, const float *w,
+                     const float *bias, const float *dy, outs *o)
+{
+    size_t nx = (size_t)d->N * d->F, ny = (size_t)d->N * d->O, nw = (size_t)d->O * d->F;
+    o->y = malloc(ny * 4), o->dx = malloc(nx * 4), o->dw = malloc(nw * 4);
+    o->db = malloc((size_t)d->O * 4);
+    rt_tensor X = tens((float *)x, d->N, d->F, 1, 1), W = tens((float *)w, d->O, d->F, 1, 1);
+    rt_tensor B = tens((float *)bias, d->O, 1, 1, 1), DY = tens((float *)dy, d->N, d->O, 1, 1);
+    rt_tensor Y = tens(o->y, d->N, d->O, 1, 1), DX = tens(o->dx, d->N, d->F, 1, 1);
+    rt_tensor DW = tens(o->dw, d->O, d->F, 1, 1), DB = tens(o->db, d->O, 1, 1, 1);
+    rt_error err = {0};
+    size_t ws = b->ops->dense_workspace ? b->ops->dense_workspace(b, d) : 0;
+    int bad = b->ops->reserve_workspace(b, ws, &err) != RT_OK;
+    bad = bad || rt_backend_dense_fwd(b, &Y, &X, &W, &B, d, &err) != RT_OK;
+    bad = bad || rt_backend_dense_bwd_data(b, &DX, &DY, &W, d, &err) != RT_OK;
+    bad = bad || rt_backend_dense_bwd_filter(b, &DW, &DB, &DY, &X, d, &err) != RT_OK;
+    if (bad) fprintf(stderr, "  dense failed: %s\n", err.msg);
+    return bad;
+}
+
+T_TEST(dense_rounds_inputs_accumulates_fp32)
+{
+    const rt_dense_desc ds[] = {{.N = 128, .F = 9216, .O = 128}, /* the seed CNN's */
+                                {.N = 128, .F = 128, .O = 10},
+                                {.N = 128, .F = 64, .O = 10}, /* ResNet-20's */
+                                {.N = 3, .F = 7, .O = 5}};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) {
+        const rt_dense_desc *d = &ds[i];
+        size_t nx = (size_t)d->N * d->F, ny = (size_t)d->N * d->O, nw = (size_t)d->O * d->F;
+        float *x = rnd(nx, 5), *w = rnd(nw, 6), *bias = rnd((size_t)d->O, 7), *dy = rnd(ny, 8);
+        float *xr = rounded(x, nx), *wr = rounded(w, nw), *dyr = rounded(dy, ny);
+        outs a, e, f, a2;
+        int b = dense_run(&g_bf, d, x, w, bias, dy, &a) + dense_run(&g_bf, d, x, w, bias, dy, &a2);
+        b += dense_run(&g_ref, d, xr, wr, bias, dyr, &e) + dense_run(&g_ref, d, x, w, bias, dy, &f);
+        if (!b) {
+            b += compare("dense y", a.y, e.y, ny, 0, 1);
+            b += compare("dense dx", a.dx, e.dx, nx, 0, 1);
+            b += compare("dense dw", a.dw, e.dw, nw, 0, 1);
+            b += compare("dense db", a.db, f.db, (size_t)d->O, 0, 1);
+            b += compare("dense y vs fp32", a.y, f.y, ny,
+                         0.02 * sqrt((double)d->F) * rms(x, nx) * rms(w, nw), 0);
+            b += memcmp(a.y, a2.y, ny * 4) != 0 || memcmp(a.dw, a2.dw, nw * 4) != 0;
+        }
+        if (b) fprintf(stderr, "  dense N%d F%d O%d: %d mismatches\n", d->N, d->F, d->O, b);
+        bad += b;
+        drop(&a), drop(&a2), drop(&e), drop(&f);
+        free(x), free(w), free(bias), free(dy), free(xr), free(wr), free(dyr);
+    }
+    ASSERT_EQ(bad, 0);
+}
+
+/* Runs everywhere: what is refused, and with which words. */
+T_TEST(refusals_name_what_is_missing)
+{
+    rt_backend b;
+    rt_error err = {0};
+    ASSERT_EQ(rt_backend_open(&b, "cpu", 1, &err), RT_OK);
+    ASSERT_EQ(rt_backend_set_precision(&b, RT_PREC_FP16, &err), RT_EINVAL);
+    ASSERT_STR_CONTAINS(err.msg, "needs a CUDA device");
+    ASSERT_EQ(rt_backend_get_precision(&b), RT_PREC_FP32);
+    ASSERT_EQ(rt_backend_set_precision(&b, RT_PREC_FP32, &err), RT_OK);
+    rt_backend_close(&b);
+    /* the AVX2 loops (a CPU without AVX-512, or forced) cannot take bf16 */
+    setenv("KILN_CPU_CONV", "avx2", 1);
+    rt_status s = rt_backend_open(&b, "cpu", 1, &err);
+    unsetenv("KILN_CPU_CONV");
+    ASSERT_EQ(s, RT_OK);
+    ASSERT_EQ(rt_backend_set_precision(&b, RT_PREC_BF16, &err), RT_ENODEV);
+    ASSERT_STR_CONTAINS(err.msg, "bf16 on the CPU needs the AVX-512 convolution loops");
+    ASSERT_STR_CONTAINS(err.msg, "--precision fp32");
+    ASSERT_EQ(rt_backend_get_precision(&b), RT_PREC_FP32);
+    rt_backend_close(&b);
+}
+
+int main(void)
+{
+    T_RUN(refusals_name_what_is_missing);
+    rt_error err = {0};
+    int rc = open_cpu(&g_bf, 2, RT_PREC_BF16, &err);
+    if (rc == -2 && err.code == RT_ENODEV) {
+        printf("SKIP: %s\n", err.msg);
+        return t_failures_ ? 1 : 77;
+    }
+    if (rc || open_cpu(&g_ref, 2, RT_PREC_FP32, &err)) {
+        fprintf(stderr, "cannot open the CPU backend: %s\n", err.msg);
+        return 1;
+    }
+    if (rt_backend_get_precision(&g_bf) != RT_PREC_BF16) {
+        fprintf(stderr, "the backend does not report bf16\n");
+        return 1;
+    }
+    printf("3x3 stride-1 convolutions on AMX tiles: %s\n",
+           ((const rtp_cpu *)g_bf.impl)->amx ? "yes" : "no (rounded copies, fp32 loops)");
+    T_RUN(conv_rounds_inputs_accumulates_fp32);
+    T_RUN(dense_rounds_inputs_accumulates_fp32);
+    rt_backend_close(&g_bf);
+    rt_backend_close(&g_ref);
+    return T_EXIT();
+}
