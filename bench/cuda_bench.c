@@ -6,6 +6,7 @@
  *
  * usage: cuda_bench [--device cuda:0] [--precision fp32|bf16|fp16] [--steps N] [--warmup W]
  *                   [--batch B] [--seed S] [--synthetic] [--net mnist|resnet20]
+ *                   [--no-graphs]   (every step op by op: no CUDA graph replay)
  *        cuda_bench --net resnet20 --print-spec   (the canonical spec, for PyTorch's side)
  *        cuda_bench --list
  * Kiln's side is rt_trainer on its device path, as %train runs it: the data set is
@@ -68,7 +69,7 @@ static void on_progress(const rt_progress *p, void *user)
 
 int main(int argc, char **argv)
 {
-    int steps = 200, warmup = 20, batch = 128, syn = 0;
+    int steps = 200, warmup = 20, batch = 128, syn = 0, no_graphs = 0;
     unsigned long long seed = 1;
     const char *device = "cuda", *prec_name = "fp32", *net = "mnist";
     int print_spec = 0;
@@ -82,6 +83,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--device")) device = v, i++;
         else if (!strcmp(a, "--precision")) prec_name = v, i++;
         else if (!strcmp(a, "--synthetic")) syn = 1;
+        else if (!strcmp(a, "--no-graphs")) no_graphs = 1;
         else if (!strcmp(a, "--net")) net = v, i++;
         else if (!strcmp(a, "--print-spec")) print_spec = 1;
         else {
@@ -139,6 +141,7 @@ int main(int argc, char **argv)
     c.lr = 1e-3;
     c.epochs = (int)(((int64_t)(warmup + steps) * batch) / d->n + 1);
     c.loss_scaling = prec == RT_PREC_FP16;
+    c.no_graphs = no_graphs;
     c.progress = on_progress;
     c.user = &br;
     rt_trainer *t = NULL;
@@ -159,6 +162,8 @@ int main(int argc, char **argv)
            net, prec_name, d->name, batch, steps, dt);
     printf("images_per_s %.1f\nfirst_loss %.5f\nlast_loss %.5f\n", (double)steps * batch / dt,
            br.first_loss, sum.last_loss);
+    int64_t recorded = 0, replayed = rt_trainer_graph_launches(t, &recorded);
+    printf("graph_replays %lld\ngraphs_recorded %lld\n", (long long)replayed, (long long)recorded);
     if (c.loss_scaling)
         printf("skipped_steps %lld\nloss_scale %g\n", (long long)sum.skipped_steps, sum.loss_scale);
     rt_trainer_destroy(t);

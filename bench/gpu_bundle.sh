@@ -31,8 +31,8 @@ fm=/usr/share/datasets/fashion-mnist
   echo "gpu_bundle: $fm is missing (apt install dataset-fashion-mnist)" >&2; exit 1; }
 
 # the real-device binaries of the gpu suite (tests/gpu/meson.build) and the bench driver
-tests=(check_ops test_gpu_api test_gpu_train test_gpu_trainer test_gpu_memory test_gpu_lost
-       test_gpu_real)
+tests=(check_ops test_gpu_api test_gpu_train test_gpu_trainer test_gpu_graphs test_gpu_memory
+       test_gpu_lost test_gpu_real)
 targets=(kernel/kiln bench/cuda_bench)
 for t in "${tests[@]}"; do targets+=("tests/gpu/$t"); done
 grep -q "CUDA backend *: *True" "$build/meson-logs/meson-log.txt" 2>/dev/null ||

@@ -23,6 +23,10 @@
 #                 Kiln/PyTorch ratio below 1 is a WARNING line
 # bf16 runs where the GPU has it (compute capability 8.0 or newer, read from %device):
 # below that (T4, V100, P100) Kiln refuses it, and steps 2-4 leave it out, said so.
+#   4b graphs     the device step replayed as a CUDA graph against the same step run op
+#                 by op (cuda_bench --no-graphs), side by side in one process each,
+#                 interleaved: the seed CNN at 128 fp32, ResNet-20 at 128 fp32 and bf16;
+#                 images/s of both and the ratio (graphs on / off)
 #   5 checkpoints the CPU-made run in the bundle resumed on the GPU; a run trained on the
 #                 GPU saved into OUT/ckpt-gpu (resume it on the CPU back home with
 #                 `bench/gpu_check.sh --resume-back OUT`)
@@ -207,13 +211,14 @@ precs="fp32 bf16 fp16"; [ $bf16 = 1 ] || { precs="fp32 fp16"; skips+=("ops_bf16(
 for p in $precs; do gtest "ops_$p" "$tbin/check_ops$dnn" $p; done
 for p in ${precs% fp16}; do gtest "train_$p" "$tbin/test_gpu_train$dnn" $p; done
 gtest trainer "$tbin/test_gpu_trainer$dnn"
+gtest graphs "$tbin/test_gpu_graphs$dnn"
 if [ $dry = 1 ]; then gtest memory "$tbin/test_gpu_memory$sfx" 3 4; else gtest memory "$tbin/test_gpu_memory"; fi
 gtest lost "$tbin/test_gpu_lost$sfx"
 gtest api "$tbin/test_gpu_api$sfx"
 if [ $dry = 1 ]; then
   gtest real_small "$tbin/test_gpu_real$dnn" 8
   # the bundle's real-device binaries, here without a GPU: each must load and SKIP
-  for t in check_ops test_gpu_real test_gpu_trainer; do
+  for t in check_ops test_gpu_real test_gpu_trainer test_gpu_graphs; do
     "$B/bin/$t" > "$OUT/logs/2-bundle-$t.log" 2>&1
     rc=$?
     if [ $rc = 77 ]; then oks+=("bundle-$t(skips)"); else fails+=("bundle-$t(rc $rc)"); fi
@@ -365,6 +370,48 @@ grep -q '"error"' "$OUT/bench.json" 2>/dev/null && rc=1
 if [ $rc = 0 ]; then bst=ok; else bst=fail; fi
 [ $dry = 1 ] && bsum="mock device, synthetic, 2 steps, PyTorch on the CPU: $bsum"
 record bench $bst "$(since "$t0")" "$bsum"
+
+# ---- 4b: CUDA graphs on and off ----
+# The same driver and run twice, graphs on and off (--no-graphs), interleaved and
+# repeated; a graphs-on run that replayed nothing (graph_replays 0: every capture
+# failed and the trainer fell back, its reason in the log) fails the step.
+t0=$(date +%s.%N)
+if [ $dry = 1 ]; then
+  gargs=(--synthetic --steps 2 --warmup 1) gruns=("mnist 4 fp32")
+else
+  gargs=(--steps 200 --warmup 20) gruns=("mnist 128 fp32" "resnet20 128 fp32")
+  [ $bf16 = 1 ] && gruns+=("resnet20 128 bf16")
+fi
+gst=ok gsum="" reps=2; [ $dry = 1 ] && reps=1
+: > "$OUT/logs/4b-graphs.log"
+for r in "${gruns[@]}"; do
+  set -- $r
+  on=() off=() replays=""
+  for k in $(seq $reps); do
+    for mode in on off; do
+      extra=(); [ $mode = off ] && extra=(--no-graphs)
+      res="$(KILN_BENCH_DATA="$XDG_CACHE_HOME/kiln/datasets/fashion-mnist" \
+             "$bench_drv" --net "$1" --batch "$2" --precision "$3" "${gargs[@]}" "${extra[@]}" 2>&1)"
+      echo "== $r graphs $mode (run $k)" >> "$OUT/logs/4b-graphs.log"
+      echo "$res" >> "$OUT/logs/4b-graphs.log"
+      ips="$(echo "$res" | awk '$1 == "images_per_s" {print $2}')"
+      [ -n "$ips" ] || { gst=fail; continue; }
+      if [ $mode = on ]; then on+=("$ips") replays="$(echo "$res" | awk '$1 == "graph_replays" {print $2}')"
+      else off+=("$ips"); fi
+    done
+  done
+  [ "${replays:-0}" -gt 0 ] || gst=fail
+  gsum="$gsum$(python3 -c '
+import sys
+on = [float(x) for x in sys.argv[2].split()]; off = [float(x) for x in sys.argv[3].split()]
+if on and off:
+    print("%s: on %.0f img/s, off %.0f img/s, ratio %.2f (best of %d), %s replays; " % (sys.argv[1],
+          max(on), max(off), max(on) / max(off), len(on), sys.argv[4]))
+else:
+    print("%s: no figures; " % sys.argv[1])' "$r" "${on[*]}" "${off[*]}" "${replays:-0}")"
+done
+[ $dry = 1 ] && gsum="mock device, synthetic, 2 steps: $gsum"
+record graphs $gst "$(since "$t0")" "$gsum"
 
 # ---- 5: checkpoints across devices ----
 t0=$(date +%s.%N)

@@ -73,11 +73,12 @@ static void tick_label(char *buf, size_t n, double v, double step, int log_y)
 typedef struct frame {
     double left, top, w, h;
     axis x, y;
-    int log_y;
+    int log_y, log_x;
 } frame;
 
 static double px(const frame *fr, double x)
 {
+    if (fr->log_x) x = log10(x);
     return fr->left + (x - fr->x.lo) / (fr->x.hi - fr->x.lo) * fr->w;
 }
 static double py(const frame *fr, double y)
@@ -85,9 +86,15 @@ static double py(const frame *fr, double y)
     return fr->top + fr->h - (y - fr->y.lo) / (fr->y.hi - fr->y.lo) * fr->h;
 }
 
-static int usable(const frame *fr, double y) { return isfinite(y) && (!fr->log_y || y > 0); }
+static int usable_y(const frame *fr, double y) { return isfinite(y) && (!fr->log_y || y > 0); }
+static int usable_x(const frame *fr, double x) { return isfinite(x) && (!fr->log_x || x > 0); }
 static double ty(const frame *fr, double y) { return fr->log_y ? log10(y) : y; }
 static double sx(const mg_plot_series *s, size_t i) { return s->x ? s->x[i] : (double)i; }
+/* Point i of s can be drawn (both coordinates on their axes). */
+static int usable(const frame *fr, const mg_plot_series *s, size_t i)
+{
+    return usable_y(fr, s->y[i]) && usable_x(fr, sx(s, i));
+}
 
 static void draw_axes(FILE *f, const frame *fr, const mg_plot_opts *o, int width, int height)
 {
@@ -99,7 +106,7 @@ static void draw_axes(FILE *f, const frame *fr, const mg_plot_opts *o, int width
                 fr->left + fr->w, y);
     }
     for (int i = 0; i < fr->x.nticks; i++) {
-        double x = px(fr, fr->x.t0 + i * fr->x.step);
+        double v = fr->x.t0 + i * fr->x.step, x = px(fr, fr->log_x ? pow(10, v) : v);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x, fr->top, x,
                 fr->top + fr->h);
     }
@@ -117,9 +124,9 @@ static void draw_axes(FILE *f, const frame *fr, const mg_plot_opts *o, int width
     }
     for (int i = 0; i < fr->x.nticks; i++) {
         double v = fr->x.t0 + i * fr->x.step;
-        tick_label(lab, sizeof lab, v, fr->x.step, 0);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", px(fr, v),
-                fr->top + fr->h + 16, lab);
+        tick_label(lab, sizeof lab, v, fr->x.step, fr->log_x);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                px(fr, fr->log_x ? pow(10, v) : v), fr->top + fr->h + 16, lab);
     }
     fputs("</g>\n", f);
     if (o->title) {
@@ -157,11 +164,11 @@ static void draw_series(FILE *f, const frame *fr, const mg_plot_series *s, const
     while (i < s->n) {
         size_t j = i + 1;
         double a = sx(s, i), ya = s->y[i], b = a, yb = ya;
-        if (reduce && usable(fr, s->y[i])) {
+        if (reduce && usable(fr, s, i)) {
             /* gather the pixel column of point i: [i, j) */
             long col = (long)(px(fr, a) - fr->left);
             size_t imin = i, imax = i;
-            while (j < s->n && usable(fr, s->y[j]) && (long)(px(fr, sx(s, j)) - fr->left) == col) {
+            while (j < s->n && usable(fr, s, j) && (long)(px(fr, sx(s, j)) - fr->left) == col) {
                 if (s->y[j] < s->y[imin]) imin = j;
                 if (s->y[j] > s->y[imax]) imax = j;
                 j++;
@@ -171,7 +178,7 @@ static void draw_series(FILE *f, const frame *fr, const mg_plot_series *s, const
         }
         for (int k = 0; k < (a == b && ya == yb ? 1 : 2); k++) {
             double x = k ? b : a, y = k ? yb : ya;
-            if (!usable(fr, y)) {
+            if (!usable_y(fr, y) || !usable_x(fr, x)) {
                 if (open) fputs("\"/>\n", f);
                 if (open && run_len == 1)
                     fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", lastx,
@@ -245,8 +252,9 @@ static size_t data_range(const frame *fr, const mg_plot_series *s, int n, double
     for (int k = 0; k < n; k++)
         for (size_t i = 0; i < s[k].n; i++) {
             double x = sx(&s[k], i), y = s[k].y[i];
-            if (!usable(fr, y) || !isfinite(x)) continue;
+            if (!usable(fr, &s[k], i)) continue;
             y = ty(fr, y);
+            if (fr->log_x) x = log10(x);
             count++;
             if (x < *x0) *x0 = x;
             if (x > *x1) *x1 = x;
@@ -286,7 +294,7 @@ char *mg_plot_svg(const mg_plot_series *s, int n, const mg_plot_opts *o)
     int width = o->width > 0 ? o->width : 640, height = o->height > 0 ? o->height : 360;
     if (width < 160) width = 160;
     if (height < 120) height = 120;
-    frame fr = {.top = o->title ? 30 : 12, .log_y = o->log_y};
+    frame fr = {.top = o->title ? 30 : 12, .log_y = o->log_y, .log_x = o->log_x};
     double x0, x1, y0, y1;
     size_t count = data_range(&fr, s, n, &x0, &x1, &y0, &y1);
     if (!count) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
@@ -296,6 +304,12 @@ char *mg_plot_svg(const mg_plot_series *s, int n, const mg_plot_opts *o)
     }
     axis_fit(&fr.x, x0, x1, 8);
     axis_fit(&fr.y, y0, y1, 6);
+    if (o->log_x && fr.x.step < 1 && fr.x.hi - fr.x.lo >= 2) { /* whole decades */
+        fr.x.lo = floor(x0), fr.x.hi = ceil(x1), fr.x.t0 = fr.x.lo;
+        fr.x.step = fr.x.hi - fr.x.lo > 8 ? 2 : 1;
+        if (fr.x.hi == fr.x.lo) fr.x.hi += 1;
+        fr.x.nticks = (int)((fr.x.hi - fr.x.lo) / fr.x.step) + 1;
+    }
     if (o->log_y && fr.y.step < 1 && fr.y.hi - fr.y.lo >= 2) {
         fr.y.lo = floor(y0), fr.y.hi = ceil(y1), fr.y.step = 1, fr.y.t0 = fr.y.lo;
         if (fr.y.hi == fr.y.lo) fr.y.hi += 1;

@@ -26,6 +26,7 @@ typedef struct mg_plot_opts {
     const char *ylabel; /* may be NULL */
     int width, height;  /* pixels; 0 = 640 x 360 */
     int log_y;          /* log10 y axis; y <= 0 is left out */
+    int log_x;          /* log10 x axis; x <= 0 is left out */
     double ymin, ymax;  /* fixed y range when ymin < ymax, else from the data */
 } mg_plot_opts;
 

@@ -38,7 +38,7 @@ static void on_progress(const rt_progress *p, void *user)
                                   RT_RESULTS_STEP, &re) != RT_OK)
             mgp_rs_warn(r, "logging a step", re.msg);
     }
-    mgp_view_progress(r, p, p->epoch_end);
+    if (!r->probing) mgp_view_progress(r, p, p->epoch_end);
 }
 
 /* Finds the model entry and the data set the run uses (loading it if needed). */

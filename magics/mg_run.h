@@ -170,6 +170,10 @@ void mg_run_opts_default(mg_run_opts *o);
 /* Reads MODEL and every option of args into o (on top of what o holds); errors name
  * the option ("%train: --lr: 'abc' is not a number"). */
 RT_MUST_USE int mg_run_opts_from_args(mg_run_opts *o, const mg_args *args, mg_error *err);
+/* The same for another magic that takes some of %train's options (%lr_find): args may
+ * hold options of its own (not read here); errors name `who` ("%lr_find"). */
+RT_MUST_USE int mg_run_opts_from_args_as(mg_run_opts *o, const mg_args *args, const char *who,
+                                         mg_error *err);
 RT_MUST_USE int mg_run_parse_every(const char *text, mg_every *out, mg_error *err);
 /* "8h30m", "90s", "45m", "2h", "1.5h", "3600" (seconds) -> seconds. */
 RT_MUST_USE int mg_run_parse_duration(const char *text, double *seconds, mg_error *err);
@@ -234,5 +238,14 @@ char *mg_run_curves_json(const mg_run *run);
 void mg_run_curves_restore(mg_run *run, const char *text, int64_t step);
 /* The trainer's step when mg_run_loop began (> 0 for a continued run). */
 int64_t mg_run_start_step(const mg_run *run);
+
+/* ---- a run stepped by its caller instead of mg_run_loop (%lr_find) ----
+ * One step at base learning rate lr (replacing --lr; the schedule starts from it), with
+ * no display and no record: the first call begins the trainer, *loss is the step's
+ * minibatch loss (read at once, on a device too). *ev as rt_trainer_step: RT_STEP_STOPPED
+ * when an interrupt stopped the run before this step (no step taken). The model stays
+ * the run's own (mg_run_destroy frees it): nothing reaches the workspace. */
+RT_MUST_USE int mg_run_probe_step(mg_run *run, double lr, double *loss, rt_step_event *ev,
+                                  mg_error *err);
 
 #endif

@@ -52,6 +52,7 @@ struct mg_run {
     double monitored;       /* its monitored value */
     int has_monitored;      /* an epoch ended here (monitored, improved are set) */
     int64_t last_ckpt_step; /* step of the newest checkpoint saved, -1 none */
+    int probing;            /* stepped by mg_run_probe_step: no display, begun */
     mgp_series step_loss, ep_loss, ep_acc, ep_vloss, ep_vacc;
     double *lr_mult; /* --freeze / --lr-mult: one a trainable tensor (0 frozen), or NULL */
 };

@@ -15,6 +15,8 @@
 #include "mg_ckpt.h"
 #include "mg_run_internal.h"
 #include "mg_store.h"
+#include "rt_ckpt_dir.h"
+#include "rt_ckpt_train.h"
 
 /* The data set's own options, so the record says how to load it again: --val as typed
  * (a fraction stays a fraction), --subset, and for an image folder --size, --channels,
@@ -224,8 +226,30 @@ static void log_ending(mg_run *r, rt_step_event ev, int failed)
             mgp_rs_warn(r, "logging how the run ended", re.msg);
 }
 
+/* A continued run whose best epoch came before it continued: that epoch's weights from
+ * its checkpoint in the run directory (the one rotation keeps as best). 1 when loaded,
+ * 0 with *why when there is none to load (the model is unchanged). */
+static int load_best_checkpoint(mg_run *r, int64_t best_epoch, char *why, size_t n)
+{
+    rt_error re = {0};
+    int64_t spe = rt_trainer_steps_per_epoch(r->trainer);
+    char *path = NULL;
+    rt_ckpt_reader *rd = NULL;
+    int ok = 0;
+    if (!r->o.run_dir[0]) snprintf(why, n, "the run has no run directory");
+    else if (rt_ckpt_dir_path(r->o.run_dir, best_epoch * spe, &path, &re) != RT_OK ||
+             rt_ckpt_reader_open(path, 0, &rd, &re) != RT_OK ||
+             rt_ckpt_train_load_model(rd, r->model, &re) != RT_OK)
+        snprintf(why, n, "%s", re.msg);
+    else ok = 1;
+    rt_ckpt_reader_destroy(rd);
+    free(path);
+    return ok;
+}
+
 /* --restore-best: the best epoch's weights back into the model (after the last
- * checkpoint, which keeps the last step's weights for an exact resume). */
+ * checkpoint, which keeps the last step's weights for an exact resume): from memory, or
+ * for a continued run whose best epoch came earlier, from that epoch's checkpoint. */
 static int restore_best(mg_run *r, mg_error *err)
 {
     rt_error re = {0};
@@ -233,16 +257,20 @@ static int restore_best(mg_run *r, mg_error *err)
     rt_watch_state w = rt_trainer_get_state(r->trainer).watch;
     if (rt_trainer_restore_best(r->trainer, &done, &re) != RT_OK)
         return mg_fail_status(err, &re, "%%train: --restore-best: %s", re.msg);
+    char why[600] = "";
+    const char *from = "";
+    if (!done && w.has_best && load_best_checkpoint(r, w.best_epoch, why, sizeof why))
+        done = 1, from = " (from its checkpoint: it came before this run continued)";
     if (done)
         mg_printf(r->ctx->out,
-                  "--restore-best: the model has the weights of epoch %lld (%s %.4f)\n",
-                  (long long)w.best_epoch, rt_monitor_name(r->monitor), w.best);
+                  "--restore-best: the model has the weights of epoch %lld (%s %.4f)%s\n",
+                  (long long)w.best_epoch, rt_monitor_name(r->monitor), w.best, from);
     else if (w.has_best)
         mg_eprintf(r->ctx->out,
                    "warning: %%train --restore-best: the best epoch (%lld) came before this run "
-                   "continued, so its weights are not in memory; the model keeps the last "
-                   "epoch's (the best epoch's checkpoint is the one --keep keeps as best)\n",
-                   (long long)w.best_epoch);
+                   "continued and its checkpoint cannot be read (%s); the model keeps the last "
+                   "epoch's weights\n",
+                   (long long)w.best_epoch, why);
     return 0;
 }
 

@@ -215,7 +215,8 @@ int mg_run_parse_every(const char *text, mg_every *out, mg_error *err)
 }
 
 /* Row r's value typed as v into o (checked for its kind; bounds are checked later). */
-static int from_text(mg_run_opts *o, const mg_train_option *r, const char *v, mg_error *err)
+static int from_text(mg_run_opts *o, const mg_train_option *r, const char *v, const char *who,
+                     mg_error *err)
 {
     char *end;
     mg_error e2;
@@ -229,7 +230,7 @@ static int from_text(mg_run_opts *o, const mg_train_option *r, const char *v, mg
     case MG_TO_U64: {
         long long x = strtoll(v, &end, 10);
         if (x < 0)
-            return mg_fail(err, "ValueError", "%%train: %s must be >= 0, got %lld", r->opt.name, x);
+            return mg_fail(err, "ValueError", "%s: %s must be >= 0, got %lld", who, r->opt.name, x);
         *AT(o, r, uint64_t) = (uint64_t)x;
         return 0;
     }
@@ -239,31 +240,35 @@ static int from_text(mg_run_opts *o, const mg_train_option *r, const char *v, mg
     case MG_TO_TEXT: return str_opt(v, r->opt.name, AT(o, r, char), r->size, err);
     case MG_TO_DURATION:
         if (mg_run_parse_duration(v, AT(o, r, double), &e2) < 0)
-            return mg_fail(err, "ValueError", "%%train: %s: %s", r->opt.name, e2.evalue);
+            return mg_fail(err, "ValueError", "%s: %s: %s", who, r->opt.name, e2.evalue);
         return 0;
     case MG_TO_EVERY:
         if (str_opt(v, r->opt.name, AT(o, r, char), r->size, err) < 0) return -1;
         if (mg_run_parse_every(v, (mg_every *)(void *)((char *)o + r->parsed), &e2) < 0)
-            return mg_fail(err, "ValueError", "%%train: %s", e2.evalue);
+            return mg_fail(err, "ValueError", "%s: %s", who, e2.evalue);
         return 0;
     }
     return 0;
 }
 
-int mg_run_opts_from_args(mg_run_opts *o, const mg_args *a, mg_error *err)
+int mg_run_opts_from_args_as(mg_run_opts *o, const mg_args *a, const char *who, mg_error *err)
 {
     if (a->npos > 1)
-        return mg_fail(err, "UsageError",
-                       "%%train: expected at most one model name, got '%s' "
-                       "and '%s'",
-                       a->pos[0], a->pos[1]);
+        return mg_fail(err, "UsageError", "%s: expected at most one model name, got '%s' and '%s'",
+                       who, a->pos[0], a->pos[1]);
     if (a->npos == 1 && strlen(a->pos[0]) >= sizeof o->model)
-        return mg_fail(err, "UsageError", "%%train: model name too long");
+        return mg_fail(err, "UsageError", "%s: model name too long", who);
     if (a->npos == 1) snprintf(o->model, sizeof o->model, "%s", a->pos[0]);
     for (const mg_train_option *r = mg_train_table; r->opt.name; r++)
-        if (mg_args_has(a, r->opt.name) && from_text(o, r, mg_args_get(a, r->opt.name), err) < 0)
+        if (mg_args_has(a, r->opt.name) &&
+            from_text(o, r, mg_args_get(a, r->opt.name), who, err) < 0)
             return -1;
-    return check_bounds(o, "%train", err);
+    return check_bounds(o, who, err);
+}
+
+int mg_run_opts_from_args(mg_run_opts *o, const mg_args *a, mg_error *err)
+{
+    return mg_run_opts_from_args_as(o, a, "%train", err);
 }
 
 json_t *mg_run_opts_to_json(const mg_run_opts *o)

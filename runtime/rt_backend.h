@@ -410,6 +410,35 @@ typedef rt_status rt_op_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tenso
                                        const rt_tensor *grad, rt_tensor *amp, const rt_sgd_desc *d,
                                        rt_error *err);
 
+/* ---- CUDA graphs: a training step recorded once and replayed (optional ops) ----
+ * The values of rt_trainer's device step that change from step to step. Between
+ * graph_begin and graph_end the ops are recorded, not run; each graph_launch runs them
+ * with these values for the step it launches: gather_batch's start moves by
+ * start - (start at capture) and its augmentation streams are the epoch's, dropout's
+ * step moves with key, xent_stats's row with row, and the optimiser ops' coefficients
+ * are those of lr and step. Every other argument is the capture's. */
+typedef struct rt_step_vars {
+    int64_t start;  /* the step's first position in the epoch order */
+    uint32_t epoch; /* the augmentation streams' epoch */
+    uint32_t key;   /* dropout's stream word a (rt_dropout_desc.step) */
+    int32_t row;    /* the first statistics row xent_stats writes */
+    double lr;
+    int64_t step; /* the optimiser's 1-based step (plain adam/sgd_update) */
+} rt_step_vars;
+typedef struct rt_graph rt_graph;
+
+/* Starts recording the ops called on b (v: the step being recorded). Until graph_end
+ * nothing runs; an op refused or unrecordable makes graph_end fail. */
+typedef rt_status rt_op_graph_begin(rt_backend *b, const rt_step_vars *v, rt_error *err);
+/* Ends the recording (always, even after a failed op): *out the graph, or NULL and an
+ * error saying why the step could not be recorded. */
+typedef rt_status rt_op_graph_end(rt_backend *b, rt_graph **out, rt_error *err);
+/* Runs g with the step's values v (*ran = 1); or, when memory g uses was freed or moved
+ * since it was recorded, runs nothing (*ran = 0: free g and record the step again). */
+typedef rt_status rt_op_graph_launch(rt_backend *b, rt_graph *g, const rt_step_vars *v, int *ran,
+                                     rt_error *err);
+typedef void rt_op_graph_free(rt_backend *b, rt_graph *g);
+
 struct rt_backend_ops {
     const char *name; /* "cpu", "cuda" */
     rt_op_open *open;
@@ -460,6 +489,10 @@ struct rt_backend_ops {
     rt_op_amp_unscale *amp_unscale;
     rt_op_amp_adam_update *amp_adam_update;
     rt_op_amp_sgd_update *amp_sgd_update;
+    rt_op_graph_begin *graph_begin; /* NULL: no graphs (the CPU) */
+    rt_op_graph_end *graph_end;
+    rt_op_graph_launch *graph_launch;
+    rt_op_graph_free *graph_free;
 };
 
 /* ---- backend selection (rt_backend.c) ---- */
@@ -526,5 +559,9 @@ RT_MUST_USE rt_op_amp_scale rt_backend_amp_scale;
 RT_MUST_USE rt_op_amp_unscale rt_backend_amp_unscale;
 RT_MUST_USE rt_op_amp_adam_update rt_backend_amp_adam_update;
 RT_MUST_USE rt_op_amp_sgd_update rt_backend_amp_sgd_update;
+RT_MUST_USE rt_op_graph_begin rt_backend_graph_begin;
+RT_MUST_USE rt_op_graph_end rt_backend_graph_end;
+RT_MUST_USE rt_op_graph_launch rt_backend_graph_launch;
+rt_op_graph_free rt_backend_graph_free;
 
 #endif

@@ -594,3 +594,41 @@ rt_status rt_backend_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *
     RT_TRY(sgd_check(param, momentum_buf, grad, d, err));
     return b->ops->amp_sgd_update(b, param, momentum_buf, grad, amp, d, err);
 }
+
+/* ---- CUDA graphs ---- */
+
+static rt_status vars_check(const rt_step_vars *v, const char *op, rt_error *err)
+{
+    if (!v || v->start < 0 || v->row < 0 || !(v->lr >= 0.0) || v->step < 1)
+        return RT_ERR(err, RT_EINVAL, "%s: step values missing or out of range", op);
+    return RT_OK;
+}
+
+rt_status rt_backend_graph_begin(rt_backend *b, const rt_step_vars *v, rt_error *err)
+{
+    RT_TRY(present(b, b->ops->graph_begin != NULL, "graph_begin", err));
+    RT_TRY(vars_check(v, "graph_begin", err));
+    return b->ops->graph_begin(b, v, err);
+}
+
+rt_status rt_backend_graph_end(rt_backend *b, rt_graph **out, rt_error *err)
+{
+    RT_TRY(present(b, b->ops->graph_end != NULL, "graph_end", err));
+    *out = NULL;
+    return b->ops->graph_end(b, out, err);
+}
+
+rt_status rt_backend_graph_launch(rt_backend *b, rt_graph *g, const rt_step_vars *v, int *ran,
+                                  rt_error *err)
+{
+    *ran = 0;
+    RT_TRY(present(b, b->ops->graph_launch != NULL, "graph_launch", err));
+    if (!g) return RT_ERR(err, RT_EINVAL, "graph_launch: no graph");
+    RT_TRY(vars_check(v, "graph_launch", err));
+    return b->ops->graph_launch(b, g, v, ran, err);
+}
+
+void rt_backend_graph_free(rt_backend *b, rt_graph *g)
+{
+    if (g && b->ops->graph_free) b->ops->graph_free(b, g);
+}

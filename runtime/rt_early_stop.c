@@ -57,8 +57,8 @@ void rt_watch_init(rt_watch_state *s)
 rt_status rt_watch_check(const rt_watch_state *s, rt_error *err)
 {
     if (s->best_epoch < 0 || s->wait < 0 || s->plateau_bad < 0 || s->reductions < 0 ||
-        !(s->lr_scale > 0 && s->lr_scale <= 1) || (s->has_best && !isfinite(s->best)) ||
-        (s->has_plateau_best && !isfinite(s->plateau_best)))
+        s->cooldown_left < 0 || !(s->lr_scale > 0 && s->lr_scale <= 1) ||
+        (s->has_best && !isfinite(s->best)) || (s->has_plateau_best && !isfinite(s->plateau_best)))
         return RT_ERR(err, RT_EINVAL,
                       "trainer state: early-stopping / plateau state out of range (best "
                       "epoch %lld, wait %lld, lr scale %g)",
@@ -97,9 +97,20 @@ rt_status rt_watch_epoch(rt_watch_state *s, rt_monitor m, const rt_early_stop *e
         } else {
             s->plateau_bad++;
         }
+        if (s->cooldown_left > 0) { /* torch: bad epochs in the cooldown are ignored */
+            s->cooldown_left--;
+            s->plateau_bad = 0;
+        }
         if (s->plateau_bad > sched->patience) {
             double old_lr = base_lr * s->lr_scale, new_lr = old_lr * sched->factor;
-            if (old_lr - new_lr > 1e-8) s->lr_scale *= sched->factor, s->reductions++;
+            int floor = new_lr < sched->min_lr;
+            if (floor) new_lr = sched->min_lr;
+            if (old_lr - new_lr > 1e-8) {
+                if (floor) s->lr_scale = sched->min_lr / base_lr;
+                else s->lr_scale *= sched->factor;
+                s->reductions++;
+            }
+            s->cooldown_left = sched->cooldown;
             s->plateau_bad = 0;
         }
     }

@@ -10,10 +10,11 @@
  *   early stop patience P > 0: the run stops when P epochs in a row did not improve,
  *              so a run that never improves after its first epoch stops after 1 + P.
  *   plateau    --schedule plateau: torch.optim.lr_scheduler.ReduceLROnPlateau (mode
- *              from the metric, threshold_mode rel, cooldown 0, min_lr 0, eps 1e-8):
- *              more than `patience` epochs without a relative improvement of
- *              `threshold` multiply the lr by `factor`. During a warmup the epochs are
- *              not counted (the warmup's lr is not the one to judge).
+ *              from the metric, threshold_mode rel, eps 1e-8): more than `patience`
+ *              epochs without a relative improvement of `threshold` multiply the lr by
+ *              `factor`, not below `min_lr`; for `cooldown` epochs after a reduction
+ *              bad epochs are not counted. During a warmup the epochs are not counted
+ *              (the warmup's lr is not the one to judge).
  * Everything is in rt_watch_state, which goes into checkpoints (rt_trainer_state), so a
  * resumed run decides exactly as the uninterrupted one.
  */
@@ -61,8 +62,11 @@ typedef struct rt_watch_state {
     int has_plateau_best; /* plateau: torch's best and num_bad_epochs */
     double plateau_best;
     int64_t plateau_bad;
-    double lr_scale; /* plateau: the product of its reductions (1) */
+    double lr_scale; /* plateau: the product of its reductions (1), or min_lr / base lr
+                        once the floor is reached */
     int64_t reductions;
+    int64_t cooldown_left; /* plateau: epochs of cooldown still to come (torch's
+                              cooldown_counter) */
 } rt_watch_state;
 
 void rt_watch_init(rt_watch_state *s);

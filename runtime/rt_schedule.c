@@ -207,8 +207,11 @@ int rt_schedule_format(const rt_schedule *s, char *buf, size_t n)
                         num(s->gamma).s);
     }
     case RT_SCHED_PLATEAU:
-        return snprintf(buf, n, "plateau %s%s factor=%s patience=%lld threshold=%s", common, warm,
-                        num(s->factor).s, (long long)s->patience, num(s->threshold).s);
+        return snprintf(buf, n,
+                        "plateau %s%s factor=%s patience=%lld threshold=%s cooldown=%lld "
+                        "min_lr=%s",
+                        common, warm, num(s->factor).s, (long long)s->patience, num(s->threshold).s,
+                        (long long)s->cooldown, num(s->min_lr).s);
     case RT_SCHED_ONECYCLE:
         return snprintf(buf, n,
                         "onecycle %s max_lr=%s total_steps=%lld pct_start=%s "

@@ -10,8 +10,9 @@
  *   multistep milestones gamma  MultiStepLR: base * gamma^(number of milestones <= t);
  *                            milestones increasing, e.g. multistep:30,60:0.1 (unit=step
  *                            for iterations: multistep:32000,48000 unit=step)
- *   plateau factor patience  ReduceLROnPlateau (threshold 1e-4 rel, cooldown 0, min_lr
- *                            0): the formula gives base (and the warmup); the
+ *   plateau factor patience  ReduceLROnPlateau (threshold 1e-4 rel; cooldown=N epochs
+ *                            and min_lr=LR as torch's, 0 by default): the formula
+ *                            gives base (and the warmup); the
  *                            reductions are epoch-level state, rt_early_stop.h, which
  *                            the trainer multiplies in (rt_watch_state.lr_scale)
  *   onecycle                 OneCycleLR (max_lr, total_steps, pct_start 0.3, anneal cos,
@@ -29,7 +30,8 @@
  *   "cosine:50:1e-5 unit=step"  "onecycle max_lr=0.1 pct_start=0.25 anneal=linear"
  * Positional order: step (step_size, gamma), cosine (t_max, eta_min),
  * onecycle (max_lr, total_steps, pct_start), multistep (milestones, gamma: the
- * milestones comma-separated, or milestones=30;60), plateau (factor, patience).
+ * milestones comma-separated, or milestones=30;60), plateau (factor, patience; then
+ * cooldown=N min_lr=LR as keys: "plateau:0.1:10 cooldown=2 min_lr=1e-5").
  */
 #ifndef RT_SCHEDULE_H
 #define RT_SCHEDULE_H
@@ -63,6 +65,8 @@ typedef struct rt_schedule {
     double factor;                               /* plateau: 0.1, in (0, 1) */
     int64_t patience;                            /* plateau: 10 epochs */
     double threshold;                            /* plateau: 1e-4 (relative) */
+    int64_t cooldown;                            /* plateau: 0 epochs after a reduction */
+    double min_lr;                               /* plateau: 0, the lr's floor */
     int64_t t_max;                               /* cosine: 0 = the run's length (resolve) */
     double eta_min;                              /* cosine: 0 */
     double max_lr;                               /* onecycle: 0 = base_lr */

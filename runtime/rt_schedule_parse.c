@@ -37,6 +37,8 @@ static const opt_def OPTS[] = {
     {"factor", OPT_DOUBLE, F(factor), K(PLATEAU)},
     {"patience", OPT_INT, F(patience), K(PLATEAU)},
     {"threshold", OPT_DOUBLE, F(threshold), K(PLATEAU)},
+    {"cooldown", OPT_INT, F(cooldown), K(PLATEAU)},
+    {"min_lr", OPT_DOUBLE, F(min_lr), K(PLATEAU)},
     {"t_max", OPT_INT, F(t_max), K(COSINE)},
     {"eta_min", OPT_DOUBLE, F(eta_min), K(COSINE)},
     {"max_lr", OPT_DOUBLE, F(max_lr), K(ONECYCLE)},
@@ -175,6 +177,8 @@ static rt_status check(const rt_schedule *s, rt_error *err)
     if (s->kind == RT_SCHED_PLATEAU && !(s->threshold >= 0.0 && s->threshold < 1.0))
         return RT_ERR(err, RT_EINVAL, "schedule plateau: threshold must be in [0, 1), got %g",
                       s->threshold);
+    if (s->kind == RT_SCHED_PLATEAU && !(s->min_lr >= 0.0))
+        return RT_ERR(err, RT_EINVAL, "schedule plateau: min_lr must be >= 0, got %g", s->min_lr);
     if (s->kind == RT_SCHED_COSINE && !(s->eta_min >= 0.0))
         return RT_ERR(err, RT_EINVAL, "schedule cosine: eta_min must be >= 0, got %g", s->eta_min);
     if (!(s->warmup_start > 0.0 && s->warmup_start <= 1.0))

@@ -373,6 +373,12 @@ rt_status rtp_trainer_step_own(rt_trainer *t, rt_step_event *ev, rt_error *err)
     return RT_OK;
 }
 
+void rt_trainer_set_lr(rt_trainer *t, double lr)
+{
+    t->cfg.lr = lr;
+    if (t->rep) rtp_rep_set_lr(t, lr);
+}
+
 rt_status rt_trainer_flush(rt_trainer *t, rt_error *err)
 {
     return t->dev ? rtp_dev_flush(t, err) : RT_OK;

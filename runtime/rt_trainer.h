@@ -88,6 +88,10 @@ typedef struct rt_trainer_config {
                                  rt_trainer_restore_best */
     int device_path;          /* 1: the device path on the CPU backend too (tests); device
                                 backends always take it */
+    int no_graphs;            /* device path: 1 runs every step op by op; 0 (default) records
+                                the step as a CUDA graph once per batch size and replays
+                                it (backends with graph ops, one process, one device;
+                                KILN_CUDA_GRAPHS=0 in the environment also turns it off) */
     int loss_scaling;         /* 1: dynamic loss scaling (fp16); needs the device path */
     double loss_scale_init;   /* its first scale (0: 2^16) */
     double report_every_s;    /* device path: read the loss for progress at most this often
@@ -171,6 +175,10 @@ RT_MUST_USE rt_status rt_trainer_epoch_metrics(rt_trainer *t, const rt_epoch_met
  * *restored = 0 when this trainer saw no best epoch (a continued run whose best epoch
  * came before it continued): the model keeps its weights. */
 RT_MUST_USE rt_status rt_trainer_restore_best(rt_trainer *t, int *restored, rt_error *err);
+/* Replaces the base learning rate (cfg.lr) from the next step on, for every device of
+ * the run: what the schedule starts from. Not part of the state (checkpoints keep the
+ * configured rate); the range test of %lr_find sets one rate a step. lr > 0. */
+void rt_trainer_set_lr(rt_trainer *t, double lr);
 /* Flushes (device path), then fills out (may be NULL). */
 RT_MUST_USE rt_status rt_trainer_end(rt_trainer *t, rt_train_summary *out, rt_error *err);
 
@@ -179,6 +187,9 @@ RT_MUST_USE rt_status rt_trainer_end(rt_trainer *t, rt_train_summary *out, rt_er
 RT_MUST_USE rt_status rt_trainer_flush(rt_trainer *t, rt_error *err);
 /* 1 when the trainer takes the device path. */
 int rt_trainer_on_device(const rt_trainer *t);
+/* Device path: steps replayed as a CUDA graph so far, and graphs recorded (cfg.no_graphs);
+ * 0 on the host path. */
+int64_t rt_trainer_graph_launches(const rt_trainer *t, int64_t *recorded);
 
 /* step and data position are always current; the epoch statistics and loss-scaling
  * fields only after rt_trainer_flush on the device path. */

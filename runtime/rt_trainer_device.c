@@ -126,6 +126,10 @@ rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
     const int K = t->cfg.accumulate; /* a step's parts each write a row of stats */
     d->order_epoch = -1;
     d->upload_optim = 1;
+    const char *env = getenv("KILN_CUDA_GRAPHS");
+    /* --freeze / --lr-mult: a graph's optimiser nodes all take the step's one lr */
+    d->graphs_on = b->ops->graph_begin && !t->cfg.no_graphs && !t->cfg.dist &&
+                   t->cfg.nreplicas == 0 && !t->groups && !(env && !strcmp(env, "0"));
     d->rows = calloc(RING_ROWS, sizeof *d->rows);
     d->hstats = calloc((size_t)RING_ROWS * K * RT_STEP_STATS, sizeof *d->hstats);
     int32_t *lab = malloc((size_t)ds->n * sizeof *lab);
@@ -172,12 +176,20 @@ void rtp_dev_destroy(rt_trainer *t)
     rtp_trainer_dev *d = t->dev;
     if (!d) return;
     rt_backend *b = rt_model_backend(t->m);
+    for (int i = 0; i < (int)(sizeof d->graphs / sizeof d->graphs[0]); i++)
+        rt_backend_graph_free(b, d->graphs[i].g);
     for (int i = 0; i < (int)(sizeof d->mem / sizeof d->mem[0]); i++)
         if (d->mem[i]) b->ops->free(b, d->mem[i]);
     free(d->rows);
     free(d->hstats);
     free(d);
     t->dev = NULL;
+}
+
+int64_t rt_trainer_graph_launches(const rt_trainer *t, int64_t *recorded)
+{
+    if (recorded) *recorded = t->dev ? t->dev->graph_records : 0;
+    return t->dev ? t->dev->graph_launches : 0;
 }
 
 /* Host mirrors -> device: the optimiser state and the loss-scaling state. */
@@ -319,7 +331,7 @@ static rt_status dist_exchange(rt_trainer *t, rt_tensor *gr, int n, int count, d
 }
 
 /* The optimiser op on p with its state s0/s1 and gradient gr at learning rate lr, step
- * `step` (without loss scaling). */
+ * `step` (without loss scaling), for a run of parameters of one lr multiplier. */
 static rt_status dev_update(rt_trainer *t, rt_tensor *p, rt_tensor *s0, rt_tensor *s1,
                             const rt_tensor *gr, double lr, int64_t step, rt_error *err)
 {
@@ -342,6 +354,140 @@ static rt_status dev_update(rt_trainer *t, rt_tensor *p, rt_tensor *s0, rt_tenso
                        .decoupled = oc->kind == RT_OPTIM_ADAMW,
                        .step = step};
     return rt_backend_adam_update(b, p, s0, s1, gr, &ad, err);
+}
+
+/* --freeze / --lr-mult (never with loss scaling): each run of parameters at its rate,
+ * the frozen ones not at all. */
+static rt_status grouped_update(rt_trainer *t, double lr, int64_t next, rt_error *err)
+{
+    rtp_trainer_dev *d = t->dev;
+    rt_tensor *p = rt_model_params_flat(t->m), *gr = rt_model_grads_flat(t->m);
+    for (int i = 0; i < t->ngroups; i++) {
+        const rtp_group *run = &t->groups[i];
+        if (run->frozen) continue;
+        rt_tensor pv = rtp_flat_view(p, run->off, run->n);
+        rt_tensor gv = rtp_flat_view(gr, run->off, run->n);
+        rt_tensor s0 = d->s0.data ? rtp_flat_view(&d->s0, run->off, run->n) : d->s0;
+        rt_tensor s1 = d->s1.data ? rtp_flat_view(&d->s1, run->off, run->n) : d->s1;
+        RT_TRY(dev_update(t, &pv, &s0, &s1, &gv, lr * run->lr_mult, next, err));
+    }
+    return RT_OK;
+}
+
+/* The ops of one step from the gather to the optimiser (ranks: with the exchange): run,
+ * or recorded when a graph is being recorded. */
+static rt_status step_ops(rt_trainer *t, rt_gather_desc *g, int64_t start, int lo, int n, int count,
+                          double lr, int64_t next, double *dloss, int *dcorrect, rt_error *err)
+{
+    rt_model *m = t->m;
+    rt_backend *b = rt_model_backend(m);
+    rtp_trainer_dev *d = t->dev;
+    const rt_trainer_config *c = &t->cfg;
+    rt_tensor *amp = c->loss_scaling ? &d->amp : NULL;
+    /* without ranks, the batch in parts of batch_size (one without accumulation): part k
+     * writes ring row pending * K + k; ranks account every step from the exchange, their
+     * row is always row 0 */
+    const int B = c->batch_size, K = c->accumulate;
+    for (int k = 0, off = 0; n > 0 && off < n; k++, off += B) {
+        int nk = c->dist || n - off < B ? n - off : B;
+        g->start = start + lo + off;
+        g->count = nk;
+        t->micro = k;
+        rt_status s = rt_backend_gather_batch(b, rt_model_input_tensor(m), rt_model_label_tensor(m),
+                                              &d->data, &d->labels, &d->order, g, err);
+        if (s == RT_OK) s = rt_model_forward(m, nk, 1, rtp_controls_key(t), err);
+        if (s == RT_OK) s = rt_model_loss(m, nk, NULL, NULL, NULL, err);
+        if (s == RT_OK)
+            s = rt_model_step_stats(m, nk, &d->stats, c->dist ? 0 : d->pending * K + k, err);
+        if (s == RT_OK) s = rt_model_backward_part(m, nk, n, amp, err);
+        if (s == RT_OK) s = rtp_controls_accumulate(t, k, off + nk >= n, err);
+        t->micro = 0;
+        RT_TRY(s);
+    }
+    rt_tensor *p = rt_model_params_flat(m), *gr = rt_model_grads_flat(m);
+    if (c->dist) RT_TRY(dist_exchange(t, gr, n, count, dloss, dcorrect, err));
+    const rt_optim_config *oc = rt_optim_get_config(t->optim);
+    if (amp) RT_TRY(rt_backend_amp_unscale(b, gr, amp, err));
+    RT_TRY(rtp_controls_clip(t, err));
+    if (t->groups) return grouped_update(t, lr, next, err);
+    if (oc->kind == RT_OPTIM_SGD) {
+        rt_sgd_desc sd = {.lr = lr,
+                          .momentum = oc->momentum,
+                          .dampening = oc->dampening,
+                          .weight_decay = oc->weight_decay,
+                          .nesterov = oc->nesterov,
+                          .step = next};
+        rt_tensor *buf = oc->momentum != 0.0 ? &d->s0 : NULL;
+        return amp ? rt_backend_amp_sgd_update(b, p, buf, gr, amp, &sd, err)
+                   : rt_backend_sgd_update(b, p, buf, gr, &sd, err);
+    }
+    rt_adam_desc ad = {.lr = lr,
+                       .beta1 = oc->beta1,
+                       .beta2 = oc->beta2,
+                       .eps = oc->eps,
+                       .weight_decay = oc->weight_decay,
+                       .decoupled = oc->kind == RT_OPTIM_ADAMW,
+                       .step = next};
+    return amp ? rt_backend_amp_adam_update(b, p, &d->s0, &d->s1, gr, amp, &ad, err)
+               : rt_backend_adam_update(b, p, &d->s0, &d->s1, gr, &ad, err);
+}
+
+/* The step as a CUDA graph: replayed when this batch size has one; recorded (and run)
+ * when the size ran once before op by op (so cuDNN's algorithms are chosen and the
+ * workspace grown outside the capture). *done = 0: run it op by op. A step that cannot
+ * be recorded turns graphs off for the run, with one line on stderr. */
+static rt_status graph_step(rt_trainer *t, rt_gather_desc *gd, int64_t start, int count,
+                            uint32_t epoch, double lr, int64_t next, int *done, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(t->m);
+    rtp_trainer_dev *d = t->dev;
+    const int nslot = (int)(sizeof d->graphs / sizeof d->graphs[0]);
+    *done = 0;
+    int i = 0;
+    while (i < nslot && d->graphs[i].count != 0 && d->graphs[i].count != count) i++;
+    if (i == nslot) return RT_OK; /* more batch sizes than slots: op by op */
+    d->graphs[i].count = count;
+    rt_step_vars v = {.start = start,
+                      .epoch = epoch,
+                      .key = rtp_controls_key(t),
+                      .row = d->pending * t->cfg.accumulate,
+                      .lr = lr,
+                      .step = next};
+    if (d->graphs[i].g) {
+        RT_TRY(rt_backend_graph_launch(b, d->graphs[i].g, &v, done, err));
+        if (*done) {
+            d->graph_launches++;
+            return RT_OK;
+        }
+        rt_backend_graph_free(b, d->graphs[i].g); /* memory it named is gone: record again */
+        d->graphs[i].g = NULL;
+    }
+    if (!d->graphs[i].seen) {
+        d->graphs[i].seen = 1;
+        return RT_OK;
+    }
+    rt_error why = {0};
+    rt_graph *g = NULL;
+    rt_status s = rt_backend_graph_begin(b, &v, &why);
+    if (s == RT_OK) {
+        double dl;
+        int dc;
+        s = step_ops(t, gd, start, 0, count, count, lr, next, &dl, &dc, &why);
+        rt_error end_err = {0};
+        rt_status e = rt_backend_graph_end(b, &g, &end_err);
+        if (s == RT_OK && e != RT_OK) s = e, why = end_err;
+    }
+    if (s == RT_OK) {
+        d->graphs[i].g = g;
+        d->graph_records++;
+        RT_TRY(rt_backend_graph_launch(b, g, &v, done, err));
+        if (*done) d->graph_launches++;
+        return RT_OK;
+    }
+    if (b->lost) return RT_ERR(err, s, "%s", why.msg);
+    fprintf(stderr, "kiln: CUDA graphs off for this run (steps run op by op): %s\n", why.msg);
+    d->graphs_on = 0;
+    return RT_OK;
 }
 
 rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
@@ -376,67 +522,13 @@ rt_status rtp_dev_step(rt_trainer *t, double lr, int *epoch_end, rt_error *err)
                         .seed = t->bcfg.seed,
                         .epoch = (uint32_t)epoch};
     memcpy(g.pad_value, t->bcfg.pad_value, sizeof g.pad_value);
-    rt_tensor *amp = c->loss_scaling ? &d->amp : NULL;
-    /* without ranks, the batch in parts of batch_size (one without accumulation): part k
-     * writes ring row pending * K + k; ranks account every step from the exchange, their
-     * row is always row 0 */
-    const int B = c->batch_size, K = c->accumulate;
-    for (int k = 0, off = 0; n > 0 && off < n; k++, off += B) {
-        int nk = c->dist || n - off < B ? n - off : B;
-        g.start = start + lo + off;
-        g.count = nk;
-        t->micro = k;
-        rt_status s = rt_backend_gather_batch(b, rt_model_input_tensor(m), rt_model_label_tensor(m),
-                                              &d->data, &d->labels, &d->order, &g, err);
-        if (s == RT_OK) s = rt_model_forward(m, nk, 1, rtp_controls_key(t), err);
-        if (s == RT_OK) s = rt_model_loss(m, nk, NULL, NULL, NULL, err);
-        if (s == RT_OK)
-            s = rt_model_step_stats(m, nk, &d->stats, c->dist ? 0 : d->pending * K + k, err);
-        if (s == RT_OK) s = rt_model_backward_part(m, nk, n, amp, err);
-        if (s == RT_OK) s = rtp_controls_accumulate(t, k, off + nk >= n, err);
-        t->micro = 0;
-        RT_TRY(s);
-    }
-    rt_tensor *p = rt_model_params_flat(m), *gr = rt_model_grads_flat(m);
-    double dloss = 0.0;
-    int dcorrect = 0;
-    if (c->dist) RT_TRY(dist_exchange(t, gr, n, count, &dloss, &dcorrect, err));
-    const rt_optim_config *oc = rt_optim_get_config(t->optim);
     int64_t next = rt_optim_step_count(t->optim) + 1; /* without loss scaling */
-    if (amp) RT_TRY(rt_backend_amp_unscale(b, gr, amp, err));
-    RT_TRY(rtp_controls_clip(t, err));
-    if (t->groups && !amp) { /* --freeze / --lr-mult: each run of parameters at its rate */
-        for (int i = 0; i < t->ngroups; i++) {
-            const rtp_group *run = &t->groups[i];
-            if (run->frozen) continue;
-            rt_tensor pv = rtp_flat_view(p, run->off, run->n);
-            rt_tensor gv = rtp_flat_view(gr, run->off, run->n);
-            rt_tensor s0 = d->s0.data ? rtp_flat_view(&d->s0, run->off, run->n) : d->s0;
-            rt_tensor s1 = d->s1.data ? rtp_flat_view(&d->s1, run->off, run->n) : d->s1;
-            RT_TRY(dev_update(t, &pv, &s0, &s1, &gv, lr * run->lr_mult, next, err));
-        }
-    } else if (!amp) {
-        RT_TRY(dev_update(t, p, &d->s0, &d->s1, gr, lr, next, err));
-    } else if (oc->kind == RT_OPTIM_SGD) { /* loss scaling: the op skips bad steps */
-        rt_sgd_desc sd = {.lr = lr,
-                          .momentum = oc->momentum,
-                          .dampening = oc->dampening,
-                          .weight_decay = oc->weight_decay,
-                          .nesterov = oc->nesterov,
-                          .step = next};
-        rt_tensor *buf = oc->momentum != 0.0 ? &d->s0 : NULL;
-        RT_TRY(rt_backend_amp_sgd_update(b, p, buf, gr, amp, &sd, err));
-    } else {
-        rt_adam_desc ad = {.lr = lr,
-                           .beta1 = oc->beta1,
-                           .beta2 = oc->beta2,
-                           .eps = oc->eps,
-                           .weight_decay = oc->weight_decay,
-                           .decoupled = oc->kind == RT_OPTIM_ADAMW,
-                           .step = next};
-        RT_TRY(rt_backend_amp_adam_update(b, p, &d->s0, &d->s1, gr, amp, &ad, err));
-    }
-    if (!amp) RT_TRY(rt_optim_set_step_count(t->optim, next, err));
+    double dloss = 0.0;
+    int dcorrect = 0, done = 0;
+    if (d->graphs_on && !c->dist)
+        RT_TRY(graph_step(t, &g, start, count, (uint32_t)epoch, lr, next, &done, err));
+    if (!done) RT_TRY(step_ops(t, &g, start, lo, n, count, lr, next, &dloss, &dcorrect, err));
+    if (!c->loss_scaling) RT_TRY(rt_optim_set_step_count(t->optim, next, err));
     /* bookkeeping the host knows without the device */
     t->st.step++;
     t->st.batcher = rt_batcher_get_state(t->batcher);

@@ -31,6 +31,13 @@ typedef struct rtp_trainer_dev {
     float *hstats;          /* (ring, RT_STEP_STATS) host copy */
     int upload_optim;       /* 1: the host mirror of the optimiser is newer */
     double last_read;       /* when the ring was last read */
+    struct {                /* CUDA graphs, one per batch size seen (rt_trainer_device.c) */
+        int count;          /* the step's samples, 0: unused */
+        int seen;           /* ran once uncaptured (cuDNN's choices made, workspace grown) */
+        rt_graph *g;        /* recorded, NULL: not yet */
+    } graphs[4];
+    int graphs_on; /* 0: every step op by op (no graph ops, turned off, or a failed capture) */
+    int64_t graph_launches, graph_records; /* counts, for tests and the run's log */
 } rtp_trainer_dev;
 
 /* A run of parameters in the flat vectors with one lr multiplier (param_lr_mult). */
@@ -136,6 +143,8 @@ void rtp_rep_destroy(rt_trainer *t);
 /* Rank 0's epoch-level state (rt_watch_state) to every replica: they stop and scale
  * the lr with it. */
 void rtp_rep_set_watch(rt_trainer *t);
+/* rt_trainer_set_lr's base rate to every replica. */
+void rtp_rep_set_lr(rt_trainer *t, double lr);
 /* begin (ev NULL) or step on every device at once, each in its own thread */
 RT_MUST_USE rt_status rtp_rep_run(rt_trainer *t, rt_step_event *ev, rt_error *err);
 

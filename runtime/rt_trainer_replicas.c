@@ -182,6 +182,14 @@ void rtp_rep_set_watch(rt_trainer *t)
     pthread_mutex_unlock(&rs->mu);
 }
 
+void rtp_rep_set_lr(rt_trainer *t, double lr)
+{
+    rtp_replicas *rs = t->rep;
+    pthread_mutex_lock(&rs->mu); /* the replicas are between steps */
+    for (int i = 0; i < rs->n; i++) rs->r[i].t->cfg.lr = lr;
+    pthread_mutex_unlock(&rs->mu);
+}
+
 /* Rank 0's state, optimiser state and parameters to every replica (before begin, and
  * before a step when the caller changed them). */
 static rt_status copy_to_replicas(rt_trainer *t, rt_error *err)

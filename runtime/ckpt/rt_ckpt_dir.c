@@ -111,6 +111,10 @@ static rt_status examine(rt_ckpt_entry *e, unsigned flags, rt_error *err)
     snprintf(e->created, sizeof e->created, "%s", c ? c : "");
     s = rt_ckpt_reader_metric(r, RT_CKPT_KEY_METRIC, &e->metric, err);
     e->has_metric = s == RT_OK;
+    if (s != RT_ENOMEM) {
+        s = rt_ckpt_reader_metric(r, RT_CKPT_KEY_BEST_METRIC, &e->best, err);
+        e->has_best = s == RT_OK && e->best.step >= 0;
+    }
     rt_ckpt_reader_destroy(r);
     return s == RT_ENOMEM ? s : RT_OK;
 }
@@ -224,9 +228,17 @@ rt_status rt_ckpt_dir_latest(const char *dir, char **path, char **skipped, rt_er
     return s;
 }
 
-/* Index of the best valid Kiln-named entry by the newest's metric, or -1. */
+/* Index of the best valid Kiln-named entry, or -1: the checkpoint of the step the
+ * newest's best_metric names (the run's best epoch, as its early stopping and
+ * --restore-best judge it: --min-delta counts), else the best by the newest's metric. */
 static long best_entry(const rt_ckpt_list *l, long newest)
 {
+    if (l->items[newest].has_best)
+        for (size_t i = 0; i < l->count; i++) {
+            const rt_ckpt_entry *e = &l->items[i];
+            if (e->valid && kiln_named(e->name) && e->step == l->items[newest].best.step)
+                return (long)i;
+        }
     const rt_ckpt_metric *ref = &l->items[newest].metric;
     if (!l->items[newest].has_metric) return -1;
     long best = -1;

@@ -28,6 +28,9 @@ typedef struct rt_ckpt_entry {
     char created[40];    /* metadata "created", "" when unknown */
     int has_metric;      /* metric holds this checkpoint's "metric" */
     rt_ckpt_metric metric;
+    int has_best; /* best holds its "best_metric" (the run's best so far), with
+                            the step it was measured at */
+    rt_ckpt_metric best;
 } rt_ckpt_entry;
 
 typedef struct rt_ckpt_list {
@@ -58,8 +61,10 @@ RT_MUST_USE rt_status rt_ckpt_dir_latest(const char *dir, char **path, char **sk
                                          rt_error *err);
 
 /* Deletes valid Kiln-named checkpoints of dir except the newest keep_last (at least 1)
- * and, with keep_best, the best by each file's "metric" (same metric name as the
- * newest's; ties go to the newer). *removed (may be NULL) = files deleted. */
+ * and, with keep_best, the best: the checkpoint of the step the newest's "best_metric"
+ * names (the run's best epoch), else (no such file or key) the best by each file's
+ * "metric" (same metric name as the newest's; ties go to the newer). *removed (may be
+ * NULL) = files deleted. */
 RT_MUST_USE rt_status rt_ckpt_dir_rotate(const char *dir, int keep_last, int keep_best,
                                          size_t *removed, rt_error *err);
 

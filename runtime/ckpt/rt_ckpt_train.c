@@ -115,20 +115,20 @@ static rt_status add_state(save_ctx *c, rt_model *m, const rt_ckpt_train_snap *s
     /* loss_scale (0: none), scale_tracker, skipped_steps: fp16 loss scaling; "watch":
      * the epoch-level controls (best epoch, early stopping, plateau). Readers of
      * checkpoints without them (written before) take 0 / a fresh state */
-    RT_TRY(set_jsonf(c, RT_CKPT_KEY_DATA_ORDER, err,
-                     "{\"epoch\":%lld,\"position\":%lld,\"steps_per_epoch\":%lld,"
-                     "\"epoch_correct\":%lld,\"epoch_seen\":%lld,\"epoch_loss_sum\":\"%s\","
-                     "\"loss_scale\":\"%s\",\"scale_tracker\":%lld,\"skipped_steps\":%lld,"
-                     "\"watch\":{\"has_best\":%d,\"best\":\"%s\",\"best_epoch\":%lld,"
-                     "\"wait\":%lld,\"stopped\":%d,\"has_plateau_best\":%d,"
-                     "\"plateau_best\":\"%s\",\"plateau_bad\":%lld,\"lr_scale\":\"%s\","
-                     "\"reductions\":%lld}}",
-                     (long long)st->batcher.epoch, (long long)st->batcher.position,
-                     (long long)s->steps_per_epoch, (long long)st->epoch_correct,
-                     (long long)st->epoch_seen, buf, scale, (long long)st->scale_tracker,
-                     (long long)st->skipped_steps, w->has_best, best, (long long)w->best_epoch,
-                     (long long)w->wait, w->stopped, w->has_plateau_best, pbest,
-                     (long long)w->plateau_bad, lrs, (long long)w->reductions));
+    RT_TRY(set_jsonf(
+        c, RT_CKPT_KEY_DATA_ORDER, err,
+        "{\"epoch\":%lld,\"position\":%lld,\"steps_per_epoch\":%lld,"
+        "\"epoch_correct\":%lld,\"epoch_seen\":%lld,\"epoch_loss_sum\":\"%s\","
+        "\"loss_scale\":\"%s\",\"scale_tracker\":%lld,\"skipped_steps\":%lld,"
+        "\"watch\":{\"has_best\":%d,\"best\":\"%s\",\"best_epoch\":%lld,"
+        "\"wait\":%lld,\"stopped\":%d,\"has_plateau_best\":%d,"
+        "\"plateau_best\":\"%s\",\"plateau_bad\":%lld,\"lr_scale\":\"%s\","
+        "\"reductions\":%lld,\"cooldown_left\":%lld}}",
+        (long long)st->batcher.epoch, (long long)st->batcher.position,
+        (long long)s->steps_per_epoch, (long long)st->epoch_correct, (long long)st->epoch_seen, buf,
+        scale, (long long)st->scale_tracker, (long long)st->skipped_steps, w->has_best, best,
+        (long long)w->best_epoch, (long long)w->wait, w->stopped, w->has_plateau_best, pbest,
+        (long long)w->plateau_bad, lrs, (long long)w->reductions, (long long)w->cooldown_left));
     snprintf(seed, sizeof seed, "%" PRIu64, s->seed);
     RT_TRY(set_jsonf(c, RT_CKPT_KEY_RNG, err,
                      "{\"generator\":\"philox4x32-10\",\"seed\":\"%s\",\"streams\":{"

@@ -159,7 +159,10 @@ static rt_status read_position(rt_ckpt_train_snap *s, const rt_ckpt_reader *r, r
          get_i64(w, "stopped", &stopped) || get_i64(w, "has_plateau_best", &hpb) ||
          get_hexf(w, "plateau_best", &ws->plateau_best) ||
          get_i64(w, "plateau_bad", &ws->plateau_bad) || get_hexf(w, "lr_scale", &ws->lr_scale) ||
-         get_i64(w, "reductions", &ws->reductions) || rt_watch_check(ws, NULL) != RT_OK))
+         get_i64(w, "reductions", &ws->reductions) ||
+         /* plateau's cooldown (absent in older checkpoints: none) */
+         (json_object_get(w, "cooldown_left") && get_i64(w, "cooldown_left", &ws->cooldown_left)) ||
+         rt_watch_check(ws, NULL) != RT_OK))
         st = bad(r, RT_CKPT_KEY_DATA_ORDER, "has a bad \"watch\" (early stopping, plateau)", err);
     ws->has_best = hb != 0, ws->stopped = stopped != 0, ws->has_plateau_best = hpb != 0;
     json_decref(d);

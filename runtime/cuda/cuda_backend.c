@@ -204,4 +204,8 @@ const rt_backend_ops rt_cuda_ops = {
     .amp_unscale = rtp_cuda_amp_unscale,
     .amp_adam_update = rtp_cuda_amp_adam_update,
     .amp_sgd_update = rtp_cuda_amp_sgd_update,
+    .graph_begin = rtp_cuda_graph_begin,
+    .graph_end = rtp_cuda_graph_end,
+    .graph_launch = rtp_cuda_graph_launch,
+    .graph_free = rtp_cuda_graph_free,
 };

@@ -24,9 +24,11 @@ __global__ void relu_bwd_k(float *dx, const float *dy, const float *y, size_t n,
     RTP_GRID_LOOP(i, n) rtp_relu_bwd_at(i, dx, dy, y, slope);
 }
 
-__global__ void dropout_fwd_k(float *y, float *mask, const float *x, size_t n, rtp_philox_stream st,
-                              uint32_t threshold, float value)
+__global__ void dropout_fwd_k(float *y, float *mask, const float *x, size_t n,
+                              rtp_philox_stream st0, uint32_t threshold, float value,
+                              const rtp_philox_stream *dv)
 {
+    const rtp_philox_stream st = dv ? *dv : st0;
     RTP_GRID_LOOP(blk, (n + 3) / 4) rtp_dropout_block_at(blk, y, mask, x, n, st, threshold, value);
 }
 
@@ -85,11 +87,12 @@ extern "C" cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy
 }
 
 extern "C" cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, const float *x,
-                                         size_t n, rtp_philox_stream st, float keep)
+                                         size_t n, rtp_philox_stream st, float keep,
+                                         const rtp_philox_stream *dv)
 {
     /* the threshold and scale of cpu_act.c: rt_rng_fill_bernoulli(keep, 1/keep) */
     RTP_LAUNCH((n + 3) / 4, s, dropout_fwd_k, y, mask, x, n, st, rtp_keep_threshold(keep),
-               1.0f / keep);
+               1.0f / keep, dv);
 }
 
 extern "C" cudaError_t rtp_k_mul(cudaStream_t s, float *z, const float *a, const float *b, size_t n)

@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../rt_backend.h"
+#include "../rt_optim.h"
 #include "cuda_kernels.h"
 #include "rt_device.h"
 
@@ -86,6 +87,9 @@ typedef struct rtp_cuda {
     void *ws;           /* workspace (device), ws_bytes long */
     size_t ws_bytes;
     rt_precision prec;
+    rt_graph *cap; /* the graph being recorded (cuda_graph.c), NULL: none */
+    unsigned gen;  /* bumped when device memory is freed or the workspace moves: a graph
+                      recorded before may name memory that is gone */
 } rtp_cuda;
 
 static inline rtp_cuda *rtp_cuda_of(rt_backend *b) { return (rtp_cuda *)b->impl; }
@@ -116,6 +120,38 @@ RT_MUST_USE rt_status rtp_cuda_oom(rt_backend *b, size_t asked, const char *what
             return rtp_cublas_fail((b), rtp_s_, #call, __FILE__, __LINE__, (err)); \
     } while (0)
 #define RTP_ENTER(b) RT_TRY(rtp_cuda_enter((b), err))
+
+/* ---- cuda_graph.c: a training step recorded as a CUDA graph ---- */
+/* An op's step variable while a graph is recorded: which value (kind), where it goes in
+ * the graph's parameter block, and what turns an rt_step_vars into it. */
+typedef enum {
+    RTP_SLOT_GATHER,   /* rtp_gather_vars */
+    RTP_SLOT_DROPOUT,  /* rtp_philox_stream */
+    RTP_SLOT_ROW,      /* int32 row */
+    RTP_SLOT_ADAM,     /* rt_adam_coef */
+    RTP_SLOT_SGD,      /* rt_sgd_coef */
+    RTP_SLOT_AMP_ADAM, /* rtp_amp_adam */
+    RTP_SLOT_AMP_SGD   /* rt_sgd_coef of step 1 */
+} rtp_slot_kind;
+typedef struct rtp_slot {
+    rtp_slot_kind kind;
+    int64_t delta; /* the op's start / step / row: passed absolute, kept relative to the
+                      recorded step's rt_step_vars */
+    uint64_t seed; /* gather, dropout */
+    uint32_t layer;
+    int64_t limit;       /* gather: the last start that fits; row: the last row */
+    rt_optim_config cfg; /* the optimisers */
+    size_t off;          /* (set by rtp_graph_slot) */
+} rtp_slot;
+/* NULL when no graph is being recorded: the op passes `value` (bytes long) by value.
+ * While one is: the slot's device address for the kernel's dv argument. The recorded
+ * step's own value must come out of the slot's rule; when it does not (or the block is
+ * full) the recording is marked failed and graph_end says so. */
+const void *rtp_graph_slot(rt_backend *b, const rtp_slot *slot, const void *value, size_t bytes);
+RT_MUST_USE rt_op_graph_begin rtp_cuda_graph_begin;
+RT_MUST_USE rt_op_graph_end rtp_cuda_graph_end;
+RT_MUST_USE rt_op_graph_launch rtp_cuda_graph_launch;
+rt_op_graph_free rtp_cuda_graph_free;
 
 /* ---- cuda_device.c ---- */
 /* 1 when this build's kernels (KILN_CUDA_ARCHS) run on compute capability major.minor. */

@@ -4,6 +4,11 @@
  * the caller checks every launch with RT_CUDA_TRY.
  * Pointers are device memory; shapes use the N, C, H, W, K, P, Q letters of
  * rt_backend.h. Launchers never allocate and never synchronise.
+ * Step variables: the launchers whose arguments change from one training step to the
+ * next (the batch's place in the epoch order, the Philox streams, the stats row, the
+ * optimiser's coefficients) also take a device pointer to those values (`dv`, NULL: the
+ * argument passed by value is used). A step captured as a CUDA graph passes a slot of
+ * the graph's parameter block (cuda_graph.c), so its replays read that step's values.
  */
 #ifndef CUDA_KERNELS_H
 #define CUDA_KERNELS_H
@@ -45,7 +50,7 @@ cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy, const flo
 /* mask[i] = (word_i >> 8) < ceil(keep * 2^24) ? 1/keep : 0; y = x * mask (word i of the
  * stream; rt_rng_fill_bernoulli's contract). */
 cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, const float *x, size_t n,
-                              rtp_philox_stream st, float keep);
+                              rtp_philox_stream st, float keep, const rtp_philox_stream *dv);
 /* ---- cuda_add.cu ---- */
 /* z = a + b elementwise (z may alias a or b). */
 cudaError_t rtp_k_add(cudaStream_t s, float *z, const float *a, const float *b, size_t n);
@@ -138,9 +143,9 @@ cudaError_t rtp_k_xent_bwd(cudaStream_t s, float *dlogits, const float *probs,
 
 /* ---- cuda_optim.cu (mirrors rt_optim_kernels.c line by line) ---- */
 cudaError_t rtp_k_adam(cudaStream_t s, float *p, float *m, float *v, const float *g, size_t n,
-                       rt_adam_coef c);
-cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
-                      rt_sgd_coef c);
+                       rt_adam_coef c, const rt_adam_coef *dv);
+cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n, rt_sgd_coef c,
+                      const rt_sgd_coef *dv);
 /* clip_grad (cpu_clip.c): the clamp (clip_value > 0), then (max_norm > 0) RT_CLIP_PARTS
  * blocks' partial squares into w's scratch, one thread's norm and factor into w[0..1],
  * and the scaling by w[1] (skipped by every thread when it is 1). */
@@ -172,19 +177,36 @@ typedef struct rtp_gather_geom {
     rtp_philox_stream st2; /* the cutout stream: rt_rng_stream(seed, RT_RNG_AUGMENT, epoch, 1) */
 } rtp_gather_geom;
 
+/* A gather's step variables: the batch's first position in the order, the streams. */
+typedef struct rtp_gather_vars {
+    int64_t start;
+    rtp_philox_stream st, st2;
+} rtp_gather_vars;
+
 /* images (count,C,H,W), labels (count) from data (n,C,H,W), data_labels (n) by order
  * (count; the epoch's order from the batch's start). An order value outside [0, n) is
  * not read through: that sample's label becomes -1 (a NaN loss) and its image is left
  * as it was (the host validated the order when it uploaded it). */
 cudaError_t rtp_k_gather(cudaStream_t s, float *images, int32_t *labels, const float *data,
-                         const int32_t *data_labels, const int32_t *order, rtp_gather_geom g);
+                         const int32_t *data_labels, const int32_t *order, rtp_gather_geom g,
+                         const rtp_gather_vars *dv);
 /* row[0..3] = {mean loss hi, lo, correct, 0} of loss (N), probs (N,L), labels (N):
- * one block; the loss sum is sequential in sample order, in double (cpu_xent.c). */
+ * one block; the loss sum is sequential in sample order, in double (cpu_xent.c). With
+ * dv, row is the ring's first row and the row written is row + *dv * RT_STEP_STATS. */
 cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float *loss, const float *probs,
-                             const int32_t *labels, int N, int L);
+                             const int32_t *labels, int N, int L, const int32_t *dv);
 /* cuda_bytes.cu: out[i] = lut[c * 256 + bytes[i]] for i < n, c = (i / plane) % C. */
 cudaError_t rtp_k_bytes_f32(cudaStream_t s, float *out, const uint8_t *bytes, const float *lut,
                             int C, size_t plane, size_t n);
+/* A CUDA graph's parameter block written by a kernel whose argument carries the bytes:
+ * dst[0..n) = c.b[0..n), n <= RTP_PARAM_CHUNK. The bytes are copied at the launch, so
+ * the host may rewrite its copy at once (a copy from host memory would be read only
+ * when the stream gets there), and nothing waits. */
+#define RTP_PARAM_CHUNK 2048
+typedef struct rtp_param_chunk {
+    unsigned char b[RTP_PARAM_CHUNK];
+} rtp_param_chunk;
+cudaError_t rtp_k_set_bytes(cudaStream_t s, void *dst, rtp_param_chunk c, size_t n);
 /* x (n) *= (float)amp->scale. */
 cudaError_t rtp_k_amp_scale(cudaStream_t s, float *x, size_t n, const rt_amp_state *amp);
 /* g (n) *= (float)(1/amp->scale); amp->found_inf = 1 if some g was inf/NaN. */
@@ -202,9 +224,10 @@ typedef struct rtp_amp_adam {
  * step-dependent coefficients (two double pows) are computed once, by the rule's thread,
  * into coef (device memory, one rt_adam_coef), not in every block of the update. */
 cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v, const float *g, size_t n,
-                           rt_amp_state *amp, rtp_amp_adam a, rt_adam_coef *coef);
+                           rt_amp_state *amp, rtp_amp_adam a, rt_adam_coef *coef,
+                           const rtp_amp_adam *dv);
 cudaError_t rtp_k_amp_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
-                          rt_amp_state *amp, rt_sgd_coef c);
+                          rt_amp_state *amp, rt_sgd_coef c, const rt_sgd_coef *dv);
 
 #ifdef __cplusplus
 }

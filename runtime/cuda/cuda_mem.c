@@ -57,6 +57,7 @@ void rtp_cuda_free(rt_backend *b, void *ptr)
     if (!b->lost) (void)cudaStreamSynchronize(c->stream);
     (void)cudaFree(ptr);
     (void)cudaGetLastError();
+    c->gen++; /* a recorded graph may name it (cuda_graph.c) */
 }
 
 /* Grows the workspace. The old one stays until the new one exists: the new one is
@@ -76,6 +77,7 @@ rt_status rtp_cuda_grow_workspace(rt_backend *b, size_t bytes, int keep, rt_erro
         (void)cudaGetLastError();
         (void)cudaFree(c->ws); /* the old one may be most of what is free */
         c->ws = NULL;
+        c->gen++;
         e = cudaMalloc(&p, n);
         if (e != cudaSuccess) {
             rt_status s = e == cudaErrorMemoryAllocation
@@ -103,6 +105,7 @@ rt_status rtp_cuda_grow_workspace(rt_backend *b, size_t bytes, int keep, rt_erro
     (void)cudaFree(c->ws);
     c->ws = p;
     c->ws_bytes = n;
+    c->gen++;
     return RT_OK;
 }
 

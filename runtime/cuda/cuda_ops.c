@@ -163,7 +163,12 @@ rt_status rtp_cuda_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask, c
     float keep = 1.0f - d->p;
     rt_rng r = rt_rng_stream(d->seed, RT_RNG_DROPOUT, d->step, d->layer);
     rtp_philox_stream st = {r.key[0], r.key[1], r.stream[0], r.stream[1]};
-    RT_CUDA_TRY(b, err, rtp_k_dropout_fwd(STREAM, out->data, mask->data, in->data, n, st, keep));
+    const rtp_philox_stream *dv = rtp_graph_slot(
+        b,
+        &(rtp_slot){.kind = RTP_SLOT_DROPOUT, .delta = d->step, .seed = d->seed, .layer = d->layer},
+        &st, sizeof st);
+    RT_CUDA_TRY(b, err,
+                rtp_k_dropout_fwd(STREAM, out->data, mask->data, in->data, n, st, keep, dv));
     return RT_OK;
 }
 
@@ -211,7 +216,9 @@ rt_status rtp_cuda_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m, rt
     cfg.beta1 = d->beta1, cfg.beta2 = d->beta2, cfg.eps = d->eps;
     cfg.weight_decay = d->weight_decay;
     rt_adam_coef c = rt_optim_adam_coef(&cfg, d->lr, d->step, 0);
-    RT_CUDA_TRY(b, err, rtp_k_adam(STREAM, param->data, m->data, v->data, grad->data, n, c));
+    const rt_adam_coef *dv =
+        rtp_graph_slot(b, &(rtp_slot){.kind = RTP_SLOT_ADAM, .cfg = cfg}, &c, sizeof c);
+    RT_CUDA_TRY(b, err, rtp_k_adam(STREAM, param->data, m->data, v->data, grad->data, n, c, dv));
     return RT_OK;
 }
 
@@ -224,8 +231,10 @@ rt_status rtp_cuda_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *moment
     cfg.momentum = d->momentum, cfg.dampening = d->dampening, cfg.nesterov = d->nesterov;
     cfg.weight_decay = d->weight_decay;
     rt_sgd_coef c = rt_optim_sgd_coef(&cfg, d->lr, d->step, 0);
-    RT_CUDA_TRY(
-        b, err,
-        rtp_k_sgd(STREAM, param->data, momentum_buf ? momentum_buf->data : NULL, grad->data, n, c));
+    const rt_sgd_coef *dv =
+        rtp_graph_slot(b, &(rtp_slot){.kind = RTP_SLOT_SGD, .cfg = cfg}, &c, sizeof c);
+    RT_CUDA_TRY(b, err,
+                rtp_k_sgd(STREAM, param->data, momentum_buf ? momentum_buf->data : NULL, grad->data,
+                          n, c, dv));
     return RT_OK;
 }

@@ -11,6 +11,8 @@
  *    the device state is only ever written by these ops and by upload of a state the
  *    trainer built with rt_amp_state_init.
  */
+#include <string.h>
+
 #include "../rt_rng.h"
 #include "cuda_internal.h"
 
@@ -37,9 +39,17 @@ rt_status rtp_cuda_gather_batch(rt_backend *b, rt_tensor *images, rt_tensor *lab
                          .st2 = {r2.key[0], r2.key[1], r2.stream[0], r2.stream[1]}};
     for (int c = 0; c < 4; c++) g.pad_value[c] = d->pad_value[c];
     const int32_t *ord = (const int32_t *)order->data + d->start;
-    RT_CUDA_TRY(
-        b, err,
-        rtp_k_gather(STREAM, images->data, labels->data, data->data, data_labels->data, ord, g));
+    rtp_gather_vars v = {d->start, g.st, g.st2};
+    const rtp_gather_vars *dv = rtp_graph_slot(b,
+                                               &(rtp_slot){.kind = RTP_SLOT_GATHER,
+                                                           .delta = d->start,
+                                                           .seed = d->seed,
+                                                           .limit = (int64_t)d->n - d->count},
+                                               &v, sizeof v);
+    if (dv) ord = order->data; /* the kernel adds the replay's start */
+    RT_CUDA_TRY(b, err,
+                rtp_k_gather(STREAM, images->data, labels->data, data->data, data_labels->data, ord,
+                             g, dv));
     return RT_OK;
 }
 
@@ -69,8 +79,16 @@ rt_status rtp_cuda_xent_stats(rt_backend *b, rt_tensor *stats, int row, const rt
 {
     RTP_ENTER(b);
     float *r = (float *)stats->data + (size_t)row * RT_STEP_STATS;
+    int32_t v = row;
+    const int32_t *dv =
+        rtp_graph_slot(b,
+                       &(rtp_slot){.kind = RTP_SLOT_ROW,
+                                   .delta = row,
+                                   .limit = (int64_t)(rt_tensor_numel(stats) / RT_STEP_STATS) - 1},
+                       &v, sizeof v);
+    if (dv) r = stats->data; /* the kernel adds the replay's row */
     RT_CUDA_TRY(b, err,
-                rtp_k_xent_stats(STREAM, r, loss->data, probs->data, labels->data, d->N, d->L));
+                rtp_k_xent_stats(STREAM, r, loss->data, probs->data, labels->data, d->N, d->L, dv));
     return RT_OK;
 }
 
@@ -104,10 +122,15 @@ rt_status rtp_cuda_amp_adam_update(rt_backend *b, rt_tensor *param, rt_tensor *m
     rt_optim_config cfg = rt_optim_config_default(d->decoupled ? RT_OPTIM_ADAMW : RT_OPTIM_ADAM);
     cfg.beta1 = d->beta1, cfg.beta2 = d->beta2, cfg.eps = d->eps;
     cfg.weight_decay = d->weight_decay;
-    rtp_amp_adam a = {rt_optim_adam_coef(&cfg, d->lr, 1, 0), d->lr, cfg.beta1, cfg.beta2};
+    rtp_amp_adam a;
+    memset(&a, 0, sizeof a); /* padding too: a graph's slot compares the bytes */
+    a.c = rt_optim_adam_coef(&cfg, d->lr, 1, 0);
+    a.lr = d->lr, a.beta1 = cfg.beta1, a.beta2 = cfg.beta2;
+    const rtp_amp_adam *dv =
+        rtp_graph_slot(b, &(rtp_slot){.kind = RTP_SLOT_AMP_ADAM, .cfg = cfg}, &a, sizeof a);
     RT_CUDA_TRY(b, err,
                 rtp_k_amp_adam(STREAM, param->data, m->data, v->data, grad->data, n, amp->data, a,
-                               rtp_cuda_of(b)->coef));
+                               rtp_cuda_of(b)->coef, dv));
     return RT_OK;
 }
 
@@ -121,8 +144,10 @@ rt_status rtp_cuda_amp_sgd_update(rt_backend *b, rt_tensor *param, rt_tensor *mo
     cfg.momentum = d->momentum, cfg.dampening = d->dampening, cfg.nesterov = d->nesterov;
     cfg.weight_decay = d->weight_decay;
     rt_sgd_coef c = rt_optim_sgd_coef(&cfg, d->lr, 1, 0); /* first: from the device */
+    const rt_sgd_coef *dv =
+        rtp_graph_slot(b, &(rtp_slot){.kind = RTP_SLOT_AMP_SGD, .cfg = cfg}, &c, sizeof c);
     RT_CUDA_TRY(b, err,
                 rtp_k_amp_sgd(STREAM, param->data, momentum_buf ? momentum_buf->data : NULL,
-                              grad->data, n, amp->data, c));
+                              grad->data, n, amp->data, c, dv));
     return RT_OK;
 }

@@ -9,26 +9,30 @@
 #include "cuda_elem.cuh"
 #include "cuda_launch.cuh"
 
-__global__ void adam_k(float *p, float *m, float *v, const float *g, size_t n, rt_adam_coef c)
+__global__ void adam_k(float *p, float *m, float *v, const float *g, size_t n, rt_adam_coef c0,
+                       const rt_adam_coef *dv)
 {
+    const rt_adam_coef c = dv ? *dv : c0;
     RTP_GRID_LOOP(i, n) rtp_adam_at(i, p, m, v, g, &c);
 }
 
-__global__ void sgd_k(float *p, float *buf, const float *g, size_t n, rt_sgd_coef c)
+__global__ void sgd_k(float *p, float *buf, const float *g, size_t n, rt_sgd_coef c0,
+                      const rt_sgd_coef *dv)
 {
+    const rt_sgd_coef c = dv ? *dv : c0;
     RTP_GRID_LOOP(i, n) rtp_sgd_at(i, p, buf, g, &c);
 }
 
 extern "C" cudaError_t rtp_k_adam(cudaStream_t s, float *p, float *m, float *v, const float *g,
-                                  size_t n, rt_adam_coef c)
+                                  size_t n, rt_adam_coef c, const rt_adam_coef *dv)
 {
-    RTP_LAUNCH(n, s, adam_k, p, m, v, g, n, c);
+    RTP_LAUNCH(n, s, adam_k, p, m, v, g, n, c, dv);
 }
 
 extern "C" cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
-                                 rt_sgd_coef c)
+                                 rt_sgd_coef c, const rt_sgd_coef *dv)
 {
-    RTP_LAUNCH(n, s, sgd_k, p, buf, g, n, c);
+    RTP_LAUNCH(n, s, sgd_k, p, buf, g, n, c, dv);
 }
 
 __global__ void clip_value_k(float *g, size_t n, float v)

@@ -16,9 +16,11 @@
 /* One block per sample (grid-stride over samples): thread 0 draws the crop/flip, the
  * block copies the image. */
 __global__ void gather_k(float *images, int32_t *labels, const float *data,
-                         const int32_t *data_labels, const int32_t *order, rtp_gather_geom g)
+                         const int32_t *data_labels, const int32_t *order, rtp_gather_geom g,
+                         const rtp_gather_vars *dv)
 {
     __shared__ rtp_aug a;
+    if (dv) order += dv->start, g.st = dv->st, g.st2 = dv->st2; /* the same for every thread */
     const size_t img = (size_t)g.C * g.H * g.W;
     for (int i = (int)blockIdx.x; i < g.count; i += (int)gridDim.x) {
         int32_t idx = order[i];
@@ -44,8 +46,9 @@ __global__ void gather_k(float *images, int32_t *labels, const float *data,
  * in sample order, by thread 0 from tiles of RTP_THREADS losses that the whole block
  * loads into shared memory (coalesced), so its serial loop never waits on global memory. */
 __global__ void xent_stats_k(float *row, const float *loss, const float *probs,
-                             const int32_t *labels, int N, int L)
+                             const int32_t *labels, int N, int L, const int32_t *dv)
 {
+    if (dv) row += (size_t)*dv * RT_STEP_STATS;
     __shared__ int part[RTP_THREADS];
     __shared__ float tile[RTP_THREADS];
     double s = 0.0;
@@ -86,8 +89,10 @@ __global__ void amp_unscale_k(float *g, size_t n, rt_amp_state *amp)
 __global__ void amp_rule_k(rt_amp_state *amp) { (void)rt_amp_rule_step(amp); }
 
 /* the rule, then Adam's coefficients for the step it decided (two pows, once) */
-__global__ void amp_adam_rule_k(rt_amp_state *amp, rtp_amp_adam a, rt_adam_coef *coef)
+__global__ void amp_adam_rule_k(rt_amp_state *amp, rtp_amp_adam a0, rt_adam_coef *coef,
+                                const rtp_amp_adam *dv)
 {
+    const rtp_amp_adam a = dv ? *dv : a0;
     (void)rt_amp_rule_step(amp);
     *coef = rtp_amp_adam_coef(&a, amp);
 }
@@ -101,29 +106,43 @@ __global__ void amp_adam_k(float *p, float *m, float *v, const float *g, size_t 
 }
 
 __global__ void amp_sgd_k(float *p, float *buf, const float *g, size_t n, const rt_amp_state *amp,
-                          rt_sgd_coef c0)
+                          rt_sgd_coef c0, const rt_sgd_coef *dv)
 {
     if (amp->last_skipped) return;
-    const rt_sgd_coef c = rtp_amp_sgd_coef(c0, amp);
+    const rt_sgd_coef c = rtp_amp_sgd_coef(dv ? *dv : c0, amp);
     RTP_GRID_LOOP(i, n) rtp_sgd_at(i, p, buf, g, &c);
+}
+
+__global__ void set_bytes_k(unsigned char *dst, rtp_param_chunk c, size_t n)
+{
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = c.b[i];
 }
 
 /* ---- launchers ---- */
 
+extern "C" cudaError_t rtp_k_set_bytes(cudaStream_t s, void *dst, rtp_param_chunk c, size_t n)
+{
+    if (n == 0) return cudaSuccess;
+    set_bytes_k<<<1, RTP_THREADS, 0, s>>>((unsigned char *)dst, c, n);
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t rtp_k_gather(cudaStream_t s, float *images, int32_t *labels,
                                     const float *data, const int32_t *data_labels,
-                                    const int32_t *order, rtp_gather_geom g)
+                                    const int32_t *order, rtp_gather_geom g,
+                                    const rtp_gather_vars *dv)
 {
     if (g.count <= 0) return cudaSuccess;
     unsigned blocks = (unsigned)(g.count < 65535 ? g.count : 65535);
-    gather_k<<<blocks, RTP_THREADS, 0, s>>>(images, labels, data, data_labels, order, g);
+    gather_k<<<blocks, RTP_THREADS, 0, s>>>(images, labels, data, data_labels, order, g, dv);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float *loss,
-                                        const float *probs, const int32_t *labels, int N, int L)
+                                        const float *probs, const int32_t *labels, int N, int L,
+                                        const int32_t *dv)
 {
-    xent_stats_k<<<1, RTP_THREADS, 0, s>>>(row, loss, probs, labels, N, L);
+    xent_stats_k<<<1, RTP_THREADS, 0, s>>>(row, loss, probs, labels, N, L, dv);
     return cudaGetLastError();
 }
 
@@ -139,19 +158,19 @@ extern "C" cudaError_t rtp_k_amp_unscale(cudaStream_t s, float *g, size_t n, rt_
 
 extern "C" cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v, const float *g,
                                       size_t n, rt_amp_state *amp, rtp_amp_adam a,
-                                      rt_adam_coef *coef)
+                                      rt_adam_coef *coef, const rtp_amp_adam *dv)
 {
-    amp_adam_rule_k<<<1, 1, 0, s>>>(amp, a, coef); /* runs even for n = 0, as on the CPU */
+    amp_adam_rule_k<<<1, 1, 0, s>>>(amp, a, coef, dv); /* runs even for n = 0, as on the CPU */
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
     RTP_LAUNCH(n, s, amp_adam_k, p, m, v, g, n, amp, coef);
 }
 
 extern "C" cudaError_t rtp_k_amp_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
-                                     rt_amp_state *amp, rt_sgd_coef c)
+                                     rt_amp_state *amp, rt_sgd_coef c, const rt_sgd_coef *dv)
 {
     amp_rule_k<<<1, 1, 0, s>>>(amp);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    RTP_LAUNCH(n, s, amp_sgd_k, p, buf, g, n, amp, c);
+    RTP_LAUNCH(n, s, amp_sgd_k, p, buf, g, n, amp, c, dv);
 }

@@ -231,23 +231,38 @@ def test_kill9_in_bf16_on_the_cpu_resumes_exactly(tmp, reference_bf16):
     kill9_then_resume(os.path.join(tmp, "killed-bf16"), reference_bf16, TRAIN_BF16)
 
 
-CONTROLS = ("--epochs 4 --early-stop 2 --min-delta 100 --schedule plateau:0.5:0,threshold=0.99 "
-            "--restore-best")
-CONTROL_STEPS = 3 * 1024 // 16  # no epoch improves by 100: stopped early after epoch 3
+# every control at once: early stopping, plateau with a cooldown, the best epoch's
+# weights, both clippings, accumulation, label smoothing and the three augmentations
+CONTROLS = ("--epochs 4 --early-stop 2 --min-delta 100 "
+            "--schedule plateau:0.5:0,threshold=0.99,cooldown=1 --restore-best "
+            "--clip-grad 0.5 --clip-value 0.02 --accumulate 2 --label-smoothing 0.1 "
+            "--augment crop:2,flip,cutout:4")
+CONTROL_SPE = 1024 // (16 * 2)  # --accumulate 2: an update every 2 batches of 16
+CONTROL_STEPS = 3 * CONTROL_SPE  # no epoch improves by 100: stopped early after epoch 3
+
+
+def saved_model(k, path):
+    """The session's model (what %checkpoint save writes) as {name: array}."""
+    run(k, f"%checkpoint save {path}")
+    return weights(path)
 
 
 def test_kill9_with_epoch_controls_resumes_exactly(tmp):
-    """The epoch-level controls' state (best value, patience count, plateau reductions)
-    is in the checkpoint: a run with early stopping and plateau, SIGKILLed in its last
-    epoch (after epoch 2 halved the lr and counted one epoch without improvement) and
-    resumed in a new kernel, stops at the same epoch with the same per-step losses and
-    the same final tensors as the uninterrupted run."""
+    """Every training control's state is in the checkpoint: a run with early stopping,
+    plateau (cooldown), --restore-best, clipping, accumulation, label smoothing and
+    augmentation, SIGKILLed in its last epoch (after epoch 2 halved the lr and counted
+    one epoch without improvement) and resumed in a new kernel, stops at the same epoch
+    with the same per-step losses and the same final tensors as the uninterrupted run;
+    --restore-best then puts epoch 1's weights in the model from epoch 1's checkpoint
+    (kept by rotation as the run's best), as the uninterrupted run does from memory."""
     train = TRAIN.replace("--epochs 2", CONTROLS)
     k = new_kernel()
     ref_dir = os.path.join(tmp, "controls-ref")
     c = run(k, f"{train} --run-dir {ref_dir} --checkpoint-every 4steps")
-    k.close()
     assert "stopped early at epoch 3 of 4 (best epoch 1, val_loss" in c.text
+    assert "--restore-best: the model has the weights of epoch 1" in c.text
+    ref_best = saved_model(k, os.path.join(tmp, "controls-ref-best.safetensors"))
+    k.close()
     ref = losses(run_id(c.text))
     assert sorted(ref) == list(range(1, CONTROL_STEPS + 1))
     rd = os.path.join(tmp, "controls-killed")
@@ -256,7 +271,7 @@ def test_kill9_with_epoch_controls_resumes_exactly(tmp):
 
     def on_text(text):
         steps = [int(s) for s in re.findall(r"last checkpoint: step (\d+)", text)]
-        if not seen and steps and max(steps) >= 2 * 64 + 12:
+        if not seen and steps and max(steps) >= 2 * CONTROL_SPE + 6:
             seen.append(max(steps))
             os.kill(k.pid, signal.SIGKILL)
 
@@ -270,10 +285,13 @@ def test_kill9_with_epoch_controls_resumes_exactly(tmp):
     shutil.rmtree(k.ipc_dir, ignore_errors=True)
     k = new_kernel(setup=False)
     c = run(k, f"%resume {rd}")
-    k.close()
     resumed = int(re.search(r"from \S+ after step (\d+) of", c.text).group(1))
-    assert 2 * 64 < resumed < CONTROL_STEPS
+    assert 2 * CONTROL_SPE < resumed < CONTROL_STEPS
     assert "stopped early at epoch 3 of 4 (best epoch 1, val_loss" in c.text
+    assert ("--restore-best: the model has the weights of epoch 1" in c.text
+            and "from its checkpoint" in c.text), c.text
+    best = saved_model(k, os.path.join(tmp, "controls-killed-best.safetensors"))
+    k.close()
     ls = losses(run_id(c.text))
     bad = [(s, ls.get(s), ref[s]) for s in range(resumed + 1, CONTROL_STEPS + 1)
            if ls.get(s) != ref[s]]
@@ -283,6 +301,13 @@ def test_kill9_with_epoch_controls_resumes_exactly(tmp):
     for name in a:
         assert np.array_equal(a[name], b[name]), name
     assert not os.path.exists(ckpt(rd, CONTROL_STEPS + 4))  # no step past the stop
+    # the restored best: equal to the uninterrupted run's, epoch 1's, not the last step's
+    epoch1 = weights(ckpt(ref_dir, CONTROL_SPE))
+    assert sorted(best) == sorted(ref_best) == sorted(epoch1)
+    for name in best:
+        assert np.array_equal(best[name], ref_best[name]), name
+        assert np.array_equal(best[name], epoch1[name]), name
+    assert any(not np.array_equal(best[n], a[n]) for n in best)
 
 
 def flip(path, offset):

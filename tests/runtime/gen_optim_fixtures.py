@@ -150,7 +150,7 @@ def sched_case(out, spec, base_lr, spe, epochs, build, unit):
 
 
 # --schedule plateau: spec, monitor (its mode), base lr, the metric of every epoch, and
-# torch's ReduceLROnPlateau (threshold_mode rel, cooldown 0, min_lr 0, eps 1e-8)
+# torch's ReduceLROnPlateau (threshold_mode rel, eps 1e-8; cooldown and min_lr as given)
 def plateau_cases():
     flat = [1.0, 0.9, 0.9, 0.9, 0.9, 0.89995, 0.9, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.4]
     rising = [0.5, 0.55, 0.552, 0.556, 0.6, 0.6, 0.61, 0.7, 0.7, 0.7]
@@ -160,6 +160,15 @@ def plateau_cases():
         ("plateau:0.1:1 threshold=0.01", "val_acc", 0.01, rising,
          dict(mode="max", factor=0.1, patience=1, threshold=0.01)),
         ("plateau:0.1:0", "val_loss", 1e-6, [1.0] * 6, dict(factor=0.1, patience=0)),
+        # cooldown: bad epochs right after a reduction are not counted
+        ("plateau:0.5:1 cooldown=2", "val_loss", 0.1, flat + [0.4] * 10,
+         dict(factor=0.5, patience=1, cooldown=2)),
+        # min_lr: the rate stops at the floor (0.1 * 0.3^2 = 0.009 > 0.005 > 0.0027)
+        ("plateau:0.3:0 min_lr=0.005", "val_loss", 0.1, [1.0] * 8,
+         dict(factor=0.3, patience=0, min_lr=0.005)),
+        # both, an accuracy, and a floor below eps of the last step
+        ("plateau:0.5:0 cooldown=1 min_lr=0.02 threshold=0", "val_acc", 0.1, rising + [0.7] * 6,
+         dict(mode="max", factor=0.5, patience=0, cooldown=1, min_lr=0.02, threshold=0)),
     ]
 
 

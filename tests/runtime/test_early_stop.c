@@ -152,7 +152,7 @@ T_TEST(test_plateau_against_pytorch)
     }
     free(line);
     if (f) fclose(f);
-    ASSERT_EQ(cases, 4);
+    ASSERT_EQ(cases, 7);
 }
 
 /* plateau with warmup: the warmup's epochs are not judged; the rate is the warmup's

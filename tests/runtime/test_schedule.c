@@ -78,8 +78,9 @@ T_TEST(test_format_roundtrip)
                            "cosine warmup=4 warmup_start=0.3333333333333333",
                            "multistep:3,7,11:0.5 warmup=1",
                            "plateau:0.5:3 threshold=0.001",
-                           "multistep:32000,48000 unit=step"};
-    for (int i = 0; i < 8; i++) {
+                           "multistep:32000,48000 unit=step",
+                           "plateau:0.5:3 cooldown=2 min_lr=1e-5"};
+    for (int i = 0; i < 9; i++) {
         rt_schedule a, b;
         rt_error err;
         ASSERT_EQ(rt_schedule_parse(&a, specs[i], &err), RT_OK);
@@ -188,7 +189,11 @@ T_TEST(test_parse_errors)
         {"plateau:0.5:-2", "patience must be a non-negative integer, got '-2'"},
         {"plateau threshold=2", "threshold must be in [0, 1)"},
         {"plateau step_size=3", "schedule plateau: unknown option 'step_size'; expected one of "
-                                "factor, patience, threshold"},
+                                "factor, patience, threshold, cooldown, min_lr"},
+        {"plateau cooldown=-1",
+         "schedule plateau: cooldown must be a non-negative integer, got '-1'"},
+        {"plateau min_lr=-1e-5", "schedule plateau: min_lr must be >= 0, got -1e-05"},
+        {"plateau min_lr=low", "schedule plateau: min_lr must be a number, got 'low'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         rt_schedule s = rt_schedule_default(RT_SCHED_COSINE);

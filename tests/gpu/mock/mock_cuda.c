@@ -9,7 +9,8 @@
  * synchronous. cuBLAS GEMMs are a column-major reference that checks cuBLAS's argument
  * rules; 16-bit inputs (CUDA_R_16BF/16F with fp32 output, the backend's staged copies)
  * are widened and multiplied with fp32 accumulation; the FAST_16BF/16F compute types on
- * fp32 matrices round the inputs to bf16/fp16 first. What this cannot check: real launches, cuDNN, asynchrony, device
+ * fp32 matrices round the inputs to bf16/fp16 first. Stream capture records the stream
+ * operations and a graph launch replays them (mock_graph.h). What this cannot check: real launches, cuDNN, asynchrony, device
  * faults - that is tests/gpu on a GPU.
  * KILN_MOCK_DEVICE (read at every call, comma-separated) models the machines a user
  * may have: "none" (cudaGetDeviceCount: cudaErrorNoDevice), "old-driver" (it says
@@ -25,6 +26,7 @@
 #include <stdint.h>
 
 #include "../../../runtime/cuda/cuda_internal.h"
+#include "mock_graph.h"
 #include "mock_knob.h"
 #include "mock_nccl.h"
 #include "mock_stats.h"
@@ -42,7 +44,8 @@ static struct {
     size_t used;
     cudaError_t last;
     long d2h, syncs, gemm16, gemm_fast, gemm_calls, gemm_batched, event_waits, event_polls,
-        h2d_bytes; /* mock_stats.h */
+        h2d_bytes;                 /* mock_stats.h */
+    long graph_launches, captures; /* mock_graph.h */
 } mock;
 
 long mock_stat_d2h(void) { return mock.d2h; }
@@ -59,6 +62,7 @@ void mock_stat_reset(void)
     mock.d2h = mock.syncs = mock.gemm16 = mock.gemm_fast = 0;
     mock.gemm_calls = mock.gemm_batched = mock.event_waits = mock.event_polls = 0;
     mock.h2d_bytes = 0;
+    mock.graph_launches = mock.captures = 0;
 }
 
 /* the block table changes under this lock (a device group allocates from several
@@ -164,15 +168,157 @@ const char *cudaGetErrorString(cudaError_t e)
            : e == cudaErrorNoDevice           ? "no CUDA-capable device is detected (mock)"
            : e == cudaErrorInsufficientDriver ? "CUDA driver version is insufficient for CUDA "
                                                 "runtime version (mock)"
-                                              : "mock CUDA error";
+           : e == cudaErrorStreamCaptureInvalidated
+               ? "operation failed due to a previous error during capture (mock)"
+           : e == cudaErrorStreamCaptureUnsupported ? "operation not permitted when stream is "
+                                                      "capturing (mock)"
+                                                    : "mock CUDA error";
 }
 
 const char *cudaGetErrorName(cudaError_t e)
 {
-    return e == cudaErrorMemoryAllocation     ? "cudaErrorMemoryAllocation"
-           : e == cudaErrorNoDevice           ? "cudaErrorNoDevice"
-           : e == cudaErrorInsufficientDriver ? "cudaErrorInsufficientDriver"
-                                              : "cudaErrorMock";
+    return e == cudaErrorMemoryAllocation           ? "cudaErrorMemoryAllocation"
+           : e == cudaErrorNoDevice                 ? "cudaErrorNoDevice"
+           : e == cudaErrorInsufficientDriver       ? "cudaErrorInsufficientDriver"
+           : e == cudaErrorStreamCaptureInvalidated ? "cudaErrorStreamCaptureInvalidated"
+           : e == cudaErrorStreamCaptureUnsupported ? "cudaErrorStreamCaptureUnsupported"
+                                                    : "cudaErrorMock";
+}
+
+/* ---- stream capture and graphs (mock_graph.h) ---- */
+
+typedef struct mock_call {
+    cudaError_t (*fn)(void *);
+    void *ctx;
+    void (*free_ctx)(void *);
+} mock_call;
+
+struct CUgraph_st {
+    mock_call *calls;
+    int n, cap, refs; /* refs: the graph and each instance made from it */
+};
+struct CUgraphExec_st {
+    struct CUgraph_st *g;
+};
+
+static _Thread_local struct CUgraph_st *capture; /* this thread's capture, NULL: none */
+static _Thread_local int capture_bad;            /* something refused: invalidated */
+
+long mock_stat_graph_launches(void) { return mock.graph_launches; }
+long mock_stat_captures(void) { return mock.captures; }
+int mock_capturing(void) { return capture != NULL; }
+
+void mock_capture_call(cudaError_t (*fn)(void *), void *ctx, void (*free_ctx)(void *))
+{
+    struct CUgraph_st *g = capture;
+    if (g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 64;
+        mock_call *c = realloc(g->calls, (size_t)cap * sizeof *c);
+        if (!c) { /* out of host memory: the capture fails */
+            capture_bad = 1;
+            free_ctx(ctx);
+            return;
+        }
+        g->calls = c, g->cap = cap;
+    }
+    g->calls[g->n++] = (mock_call){fn, ctx, free_ctx};
+}
+
+void mock_capture_copy(cudaError_t (*fn)(void *), const void *args, size_t n)
+{
+    void *c = malloc(n);
+    if (!c) {
+        capture_bad = 1;
+        return;
+    }
+    memcpy(c, args, n);
+    mock_capture_call(fn, c, free);
+}
+
+/* An operation a capture does not allow: the capture is invalidated, as CUDA's. */
+static cudaError_t refuse_in_capture(void)
+{
+    capture_bad = 1;
+    return fail(cudaErrorStreamCaptureUnsupported);
+}
+
+static void graph_unref(struct CUgraph_st *g)
+{
+    if (!g || --g->refs > 0) return;
+    for (int i = 0; i < g->n; i++) g->calls[i].free_ctx(g->calls[i].ctx);
+    free(g->calls);
+    free(g);
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+    if (capture) return fail(cudaErrorIllegalState);
+    if (!(capture = calloc(1, sizeof *capture))) return fail(cudaErrorMemoryAllocation);
+    capture->refs = 1;
+    capture_bad = (int)knob("capture-fails", 0);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *st)
+{
+    *st = capture
+              ? (capture_bad ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive)
+              : cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph)
+{
+    *graph = NULL;
+    struct CUgraph_st *g = capture;
+    if (!g) return fail(cudaErrorIllegalState);
+    capture = NULL;
+    if (capture_bad) {
+        graph_unref(g);
+        capture_bad = 0;
+        return fail(cudaErrorStreamCaptureInvalidated);
+    }
+    mock.captures++;
+    *graph = g;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                          unsigned long long flags)
+{
+    *exec = NULL;
+    if (!graph) return fail(cudaErrorInvalidValue);
+    if (!(*exec = malloc(sizeof **exec))) return fail(cudaErrorMemoryAllocation);
+    (*exec)->g = graph;
+    graph->refs++;
+    return cudaSuccess;
+}
+
+/* The recorded operations, in order; the first failure is the launch's. */
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s)
+{
+    if (!exec) return fail(cudaErrorInvalidValue);
+    if (capture) return refuse_in_capture();
+    mock.graph_launches++;
+    cudaError_t first = cudaSuccess;
+    for (int i = 0; i < exec->g->n; i++) {
+        cudaError_t e = exec->g->calls[i].fn(exec->g->calls[i].ctx);
+        if (e != cudaSuccess && first == cudaSuccess) first = e;
+    }
+    return first;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
+{
+    if (exec) graph_unref(exec->g);
+    free(exec);
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+    graph_unref(graph);
+    return cudaSuccess;
 }
 
 /* ---- memory ---- */
@@ -180,6 +326,7 @@ const char *cudaGetErrorName(cudaError_t e)
 cudaError_t cudaMalloc(void **p, size_t size)
 {
     *p = NULL;
+    if (capture) return refuse_in_capture();
     pthread_mutex_lock(&blocks_mu);
     int i = 0;
     while (i < MOCK_MAX_BLOCKS && mock.ptr[i]) i++;
@@ -197,6 +344,7 @@ cudaError_t cudaMalloc(void **p, size_t size)
 
 cudaError_t cudaFree(void *p)
 {
+    if (capture) return refuse_in_capture();
     if (!p) return cudaSuccess;
     pthread_mutex_lock(&blocks_mu);
     int i = find(p), ok = i >= 0 && mock.ptr[i] == p;
@@ -224,14 +372,43 @@ int mock_in_device(const void *p, size_t n)
     return i >= 0 && (const char *)p + n <= (const char *)mock.ptr[i] + mock.size[i];
 }
 
+typedef struct memset_args {
+    void *p;
+    int v;
+    size_t n;
+} memset_args;
+static cudaError_t memset_replay(void *a)
+{
+    const memset_args *m = a;
+    return cudaMemsetAsync(m->p, m->v, m->n, 0);
+}
+
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s)
 {
+    if (capture) {
+        mock_capture_copy(memset_replay, &(memset_args){p, v, n}, sizeof(memset_args));
+        return cudaSuccess;
+    }
     if (!mock_in_device(p, n)) return fail(cudaErrorInvalidValue);
     memset(p, v, n);
     return cudaSuccess;
 }
 
-/* cudaMemcpyDefault: the direction from where the pointers are (unified addressing). */
+typedef struct memcpy_args {
+    void *dst;
+    const void *src;
+    size_t n;
+    enum cudaMemcpyKind kind;
+} memcpy_args;
+static cudaError_t memcpy_replay(void *a)
+{
+    const memcpy_args *m = a;
+    return cudaMemcpyAsync(m->dst, m->src, m->n, m->kind, 0);
+}
+
+/* cudaMemcpyDefault: the direction from where the pointers are (unified addressing).
+ * Captured: a copy between device buffers, or from host memory (read at each launch);
+ * a copy to the host would need the host to wait, which the backend's step never does. */
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
                             cudaStream_t s)
 {
@@ -239,6 +416,12 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
         int dd = find(dst) >= 0, sd = find(src) >= 0;
         kind = dd ? (sd ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
                   : (sd ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+    }
+    if (capture) {
+        if (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost)
+            return refuse_in_capture();
+        mock_capture_copy(memcpy_replay, &(memcpy_args){dst, src, n, kind}, sizeof(memcpy_args));
+        return cudaSuccess;
     }
     if (kind == cudaMemcpyDeviceToHost) mock.d2h++; /* counted even when it fails */
     if (n == 0) return cudaSuccess;
@@ -269,6 +452,7 @@ cudaError_t cudaFreeHost(void *p)
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
+    if (capture) return refuse_in_capture(); /* synchronous */
     return cudaMemcpyAsync(dst, src, n, kind, 0);
 }
 
@@ -292,6 +476,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) { return cudaSuccess; }
  * flight (mock_nccl.h): a synchronisation waits for it, a query says so. */
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
+    if (capture) return refuse_in_capture();
     mock.syncs++;
     mock_nccl_drain();
     return mock.last;
@@ -299,6 +484,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
+    if (capture) return refuse_in_capture();
     mock.syncs++;
     mock_nccl_drain();
     return mock.last;
@@ -306,6 +492,7 @@ cudaError_t cudaDeviceSynchronize(void)
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
+    if (capture) return refuse_in_capture();
     mock.syncs++;
     mock_nccl_drain();
     return mock.last;
@@ -440,10 +627,49 @@ static cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, in
     return CUBLAS_STATUS_SUCCESS;
 }
 
+/* ---- the GEMMs under capture: recorded with their scalars' values (host pointer mode
+ * reads alpha and beta when the call is made), run at each graph launch ---- */
+
+typedef struct gemm_args {
+    int kind; /* 0 sgemm, 1 gemm_ex, 2 sgemm_sb, 3 gemm_sb_ex */
+    cublasOperation_t ta, tb;
+    int m, n, k, lda, ldb, ldc, count;
+    float alpha, beta;
+    const void *A, *B;
+    void *C;
+    cudaDataType at, bt, ct;
+    long long sa, sb, sc;
+    cublasComputeType_t compute;
+    cublasGemmAlgo_t algo;
+} gemm_args;
+static cudaError_t gemm_replay(void *p);
+
+static int gemm_captured(const gemm_args *a)
+{
+    if (!capture) return 0;
+    mock_capture_copy(gemm_replay, a, sizeof *a);
+    return 1;
+}
+
 static cublasStatus_t mock_sgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                                  int m, int n, int k, const float *alpha, const float *A, int lda,
                                  const float *B, int ldb, const float *beta, float *C, int ldc)
 {
+    if (gemm_captured(&(gemm_args){.kind = 0,
+                                   .ta = ta,
+                                   .tb = tb,
+                                   .m = m,
+                                   .n = n,
+                                   .k = k,
+                                   .lda = lda,
+                                   .ldb = ldb,
+                                   .ldc = ldc,
+                                   .alpha = *alpha,
+                                   .beta = *beta,
+                                   .A = A,
+                                   .B = B,
+                                   .C = C}))
+        return CUBLAS_STATUS_SUCCESS;
     mock.gemm_calls++;
     return gemm(ta, tb, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc, NULL);
 }
@@ -492,6 +718,26 @@ static cublasStatus_t mock_gemm_ex(cublasHandle_t h, cublasOperation_t ta, cubla
                                    int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc,
                                    cublasComputeType_t ct, cublasGemmAlgo_t algo)
 {
+    if (gemm_captured(&(gemm_args){.kind = 1,
+                                   .ta = ta,
+                                   .tb = tb,
+                                   .m = m,
+                                   .n = n,
+                                   .k = k,
+                                   .lda = lda,
+                                   .ldb = ldb,
+                                   .ldc = ldc,
+                                   .alpha = *(const float *)alpha,
+                                   .beta = *(const float *)beta,
+                                   .A = A,
+                                   .B = B,
+                                   .C = C,
+                                   .at = Atype,
+                                   .bt = Btype,
+                                   .ct = Ctype,
+                                   .compute = ct,
+                                   .algo = algo}))
+        return CUBLAS_STATUS_SUCCESS;
     mock.gemm_calls++;
     return gemm_ex(ta, tb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, ct);
 }
@@ -504,6 +750,25 @@ static cublasStatus_t mock_sgemm_sb(cublasHandle_t h, cublasOperation_t ta, cubl
                                     int lda, long long sa, const float *B, int ldb, long long sb,
                                     const float *beta, float *C, int ldc, long long sc, int count)
 {
+    if (gemm_captured(&(gemm_args){.kind = 2,
+                                   .ta = ta,
+                                   .tb = tb,
+                                   .m = m,
+                                   .n = n,
+                                   .k = k,
+                                   .lda = lda,
+                                   .ldb = ldb,
+                                   .ldc = ldc,
+                                   .alpha = *alpha,
+                                   .beta = *beta,
+                                   .A = A,
+                                   .B = B,
+                                   .C = C,
+                                   .sa = sa,
+                                   .sb = sb,
+                                   .sc = sc,
+                                   .count = count}))
+        return CUBLAS_STATUS_SUCCESS;
     mock.gemm_calls++, mock.gemm_batched++;
     if (count < 0 || sa < 0 || sb < 0 || sc < 0) return CUBLAS_STATUS_INVALID_VALUE;
     for (int i = 0; i < count; i++) {
@@ -521,6 +786,30 @@ static cublasStatus_t mock_gemm_sb_ex(cublasHandle_t h, cublasOperation_t ta, cu
                                       void *C, cudaDataType Ctype, int ldc, long long sc, int count,
                                       cublasComputeType_t ct, cublasGemmAlgo_t algo)
 {
+    if (gemm_captured(&(gemm_args){.kind = 3,
+                                   .ta = ta,
+                                   .tb = tb,
+                                   .m = m,
+                                   .n = n,
+                                   .k = k,
+                                   .lda = lda,
+                                   .ldb = ldb,
+                                   .ldc = ldc,
+                                   .alpha = *(const float *)alpha,
+                                   .beta = *(const float *)beta,
+                                   .A = A,
+                                   .B = B,
+                                   .C = C,
+                                   .at = Atype,
+                                   .bt = Btype,
+                                   .ct = Ctype,
+                                   .sa = sa,
+                                   .sb = sb,
+                                   .sc = sc,
+                                   .count = count,
+                                   .compute = ct,
+                                   .algo = algo}))
+        return CUBLAS_STATUS_SUCCESS;
     mock.gemm_calls++, mock.gemm_batched++;
     if (count < 0 || sa < 0 || sb < 0 || sc < 0) return CUBLAS_STATUS_INVALID_VALUE;
     for (int i = 0; i < count; i++) {
@@ -531,6 +820,24 @@ static cublasStatus_t mock_gemm_sb_ex(cublasHandle_t h, cublasOperation_t ta, cu
         if (st != CUBLAS_STATUS_SUCCESS) return st;
     }
     return CUBLAS_STATUS_SUCCESS;
+}
+
+static cudaError_t gemm_replay(void *p)
+{
+    const gemm_args *a = p;
+    cublasStatus_t st =
+        a->kind == 0 ? mock_sgemm(NULL, a->ta, a->tb, a->m, a->n, a->k, &a->alpha, a->A, a->lda,
+                                  a->B, a->ldb, &a->beta, a->C, a->ldc)
+        : a->kind == 1
+            ? mock_gemm_ex(NULL, a->ta, a->tb, a->m, a->n, a->k, &a->alpha, a->A, a->at, a->lda,
+                           a->B, a->bt, a->ldb, &a->beta, a->C, a->ct, a->ldc, a->compute, a->algo)
+        : a->kind == 2
+            ? mock_sgemm_sb(NULL, a->ta, a->tb, a->m, a->n, a->k, &a->alpha, a->A, a->lda, a->sa,
+                            a->B, a->ldb, a->sb, &a->beta, a->C, a->ldc, a->sc, a->count)
+            : mock_gemm_sb_ex(NULL, a->ta, a->tb, a->m, a->n, a->k, &a->alpha, a->A, a->at, a->lda,
+                              a->sa, a->B, a->bt, a->ldb, a->sb, &a->beta, a->C, a->ct, a->ldc,
+                              a->sc, a->count, a->compute, a->algo);
+    return st == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorLaunchFailure;
 }
 
 rt_status rtp_blas_load(rtp_blas_fns *out, rt_error *err)

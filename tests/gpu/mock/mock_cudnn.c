@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "mock_cudnn.h"
+#include "mock_graph.h"
 #include "mock_knob.h"
 
 int mock_in_device(const void *p, size_t n);
@@ -335,6 +336,50 @@ static void direct(int pass, double alpha, double beta, const cudnnConvolutionDe
     free(acc);
 }
 
+/* A convolution under stream capture (mock_graph.h): checked now, as cuDNN checks its
+ * arguments when called, and recorded with copies of its descriptors and scalars (a
+ * captured kernel keeps its parameters; the descriptors may change or go after). */
+typedef struct conv_args {
+    int pass, algo;
+    float alpha, beta;
+    struct cudnnTensorStruct a, o; /* x (dx) and y (dy) */
+    struct cudnnFilterStruct f;
+    struct cudnnConvolutionStruct cd;
+    const void *x, *w, *y; /* the pass's three buffers in cudnnConvolution*'s order */
+    void *out;
+    void *ws;
+    size_t wsz;
+} conv_args;
+
+static cudaError_t conv_replay(void *p)
+{
+    conv_args *a = p;
+    cudnnStatus_t s =
+        a->pass == 0 ? cudnnConvolutionForward(NULL, &a->alpha, &a->a, a->x, &a->f, a->w, &a->cd,
+                                               (cudnnConvolutionFwdAlgo_t)a->algo, a->ws, a->wsz,
+                                               &a->beta, &a->o, a->out)
+        : a->pass == 1
+            ? cudnnConvolutionBackwardData(NULL, &a->alpha, &a->f, a->w, &a->o, a->y, &a->cd,
+                                           (cudnnConvolutionBwdDataAlgo_t)a->algo, a->ws, a->wsz,
+                                           &a->beta, &a->a, a->out)
+            : cudnnConvolutionBackwardFilter(NULL, &a->alpha, &a->a, a->x, &a->o, a->y, &a->cd,
+                                             (cudnnConvolutionBwdFilterAlgo_t)a->algo, a->ws,
+                                             a->wsz, &a->beta, &a->f, a->out);
+    return s == CUDNN_STATUS_SUCCESS ? cudaSuccess : cudaErrorLaunchFailure;
+}
+
+static void conv_capture(int pass, int algo, const void *alpha, const void *beta,
+                         const struct cudnnTensorStruct *a, const struct cudnnTensorStruct *o,
+                         const struct cudnnFilterStruct *f, const struct cudnnConvolutionStruct *cd,
+                         const void *x, const void *w, const void *y, void *out, void *ws,
+                         size_t wsz)
+{
+    conv_args c = {
+        pass, algo, *(const float *)alpha, *(const float *)beta, *a, *o, *f, *cd, x, w, y, out,
+        ws,   wsz};
+    mock_capture_copy(conv_replay, &c, sizeof c);
+}
+
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
                                       const cudnnTensorDescriptor_t xd, const void *x,
                                       const cudnnFilterDescriptor_t wd, const void *w,
@@ -344,6 +389,10 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
 {
     cudnnStatus_t s = check_run((int)algo, 0, cd, ws, wsz, xd, x, wd, w, yd, y);
     if (s) return s;
+    if (mock_capturing()) {
+        conv_capture(0, (int)algo, alpha, beta, xd, yd, wd, cd, x, w, NULL, y, ws, wsz);
+        return CUDNN_STATUS_SUCCESS;
+    }
     runs++;
     direct(0, *(const float *)alpha, *(const float *)beta, cd, xd, (void *)x, wd, (void *)w, yd, y);
     return CUDNN_STATUS_SUCCESS;
@@ -359,6 +408,10 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
 {
     cudnnStatus_t s = check_run((int)algo, 1, cd, ws, wsz, dxd, dx, wd, w, dyd, dy);
     if (s) return s;
+    if (mock_capturing()) {
+        conv_capture(1, (int)algo, alpha, beta, dxd, dyd, wd, cd, NULL, w, dy, dx, ws, wsz);
+        return CUDNN_STATUS_SUCCESS;
+    }
     runs++;
     direct(1, *(const float *)alpha, *(const float *)beta, cd, dxd, dx, wd, (void *)w, dyd,
            (void *)dy);
@@ -375,6 +428,10 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
 {
     cudnnStatus_t s = check_run((int)algo, 2, cd, ws, wsz, xd, x, dwd, dw, dyd, dy);
     if (s) return s;
+    if (mock_capturing()) {
+        conv_capture(2, (int)algo, alpha, beta, xd, dyd, dwd, cd, x, NULL, dy, dw, ws, wsz);
+        return CUDNN_STATUS_SUCCESS;
+    }
     runs++;
     direct(2, *(const float *)alpha, *(const float *)beta, cd, xd, (void *)x, dwd, dw, dyd,
            (void *)dy);

@@ -1,5 +1,6 @@
 /* mock_kernels.cu - the launchers of runtime/cuda/cuda_kernels.h replayed on the host
- * for the mock device (mock_cuda.c): each runs the kernel's per-element body
+ * for the mock device (mock_cuda.c), or recorded into a graph while a stream captures
+ * (DEFER, mock_graph.h): each runs the kernel's per-element body
  * (cuda_elem.cuh) for every index, and the block reductions with the kernels' split
  * and tree. Every buffer a kernel touches is first checked to lie inside one mock
  * allocation; a kernel that would go out of bounds "faults" (a sticky
@@ -11,8 +12,25 @@
 #include "cuda_bytes.cuh"
 #include "cuda_elem.cuh"
 
+#include "mock_graph.h"
+
 extern "C" int mock_in_device(const void *p, size_t n);
 extern "C" void mock_fault(void);
+
+/* While this thread captures a stream (mock_graph.h), a launcher records itself with its
+ * arguments and returns: the graph's launches call it again, outside any capture, so it
+ * runs then, on the memory as it is then (as a captured kernel node would). */
+template <class F> static bool deferred(const F &f)
+{
+    if (!mock_capturing()) return false;
+    mock_capture_call([](void *c) { return (*(F *)c)(); }, new F(f),
+                      [](void *c) { delete (F *)c; });
+    return true;
+}
+#define DEFER(call)                                               \
+    do {                                                          \
+        if (deferred([=]() { return call; })) return cudaSuccess; \
+    } while (0)
 
 static const int T = 256; /* RTP_THREADS */
 
@@ -35,6 +53,7 @@ static bool ok(std::initializer_list<std::pair<const void *, size_t>> bufs)
 
 extern "C" cudaError_t rtp_k_fill(cudaStream_t s, float *p, size_t n, float v)
 {
+    DEFER(rtp_k_fill(s, p, n, v));
     CHECK({p, F4(n)});
     for (size_t i = 0; i < n; i++) p[i] = v;
     return cudaSuccess;
@@ -43,6 +62,7 @@ extern "C" cudaError_t rtp_k_fill(cudaStream_t s, float *p, size_t n, float v)
 extern "C" cudaError_t rtp_k_relu_fwd(cudaStream_t s, float *y, const float *x, size_t n,
                                       float slope)
 {
+    DEFER(rtp_k_relu_fwd(s, y, x, n, slope));
     CHECK({y, F4(n)}, {x, F4(n)});
     for (size_t i = 0; i < n; i++) rtp_relu_fwd_at(i, y, x, slope);
     return cudaSuccess;
@@ -51,15 +71,19 @@ extern "C" cudaError_t rtp_k_relu_fwd(cudaStream_t s, float *y, const float *x, 
 extern "C" cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy, const float *y,
                                       size_t n, float slope)
 {
+    DEFER(rtp_k_relu_bwd(s, dx, dy, y, n, slope));
     CHECK({dx, F4(n)}, {dy, F4(n)}, {y, F4(n)});
     for (size_t i = 0; i < n; i++) rtp_relu_bwd_at(i, dx, dy, y, slope);
     return cudaSuccess;
 }
 
 extern "C" cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, const float *x,
-                                         size_t n, rtp_philox_stream st, float keep)
+                                         size_t n, rtp_philox_stream st, float keep,
+                                         const rtp_philox_stream *dv)
 {
-    CHECK({y, F4(n)}, {mask, F4(n)}, {x, F4(n)});
+    DEFER(rtp_k_dropout_fwd(s, y, mask, x, n, st, keep, dv));
+    CHECK({y, F4(n)}, {mask, F4(n)}, {x, F4(n)}, {dv, dv ? sizeof *dv : 0});
+    if (dv) st = *dv;
     for (size_t blk = 0; blk < (n + 3) / 4; blk++)
         rtp_dropout_block_at(blk, y, mask, x, n, st, rtp_keep_threshold(keep), 1.0f / keep);
     return cudaSuccess;
@@ -67,6 +91,7 @@ extern "C" cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, 
 
 extern "C" cudaError_t rtp_k_add(cudaStream_t s, float *z, const float *a, const float *b, size_t n)
 {
+    DEFER(rtp_k_add(s, z, a, b, n));
     CHECK({z, F4(n)}, {a, F4(n)}, {b, F4(n)});
     for (size_t i = 0; i < n; i++) z[i] = a[i] + b[i];
     return cudaSuccess;
@@ -75,6 +100,7 @@ extern "C" cudaError_t rtp_k_add(cudaStream_t s, float *z, const float *a, const
 extern "C" cudaError_t rtp_k_add_relu(cudaStream_t s, float *z, const float *a, const float *b,
                                       size_t n)
 {
+    DEFER(rtp_k_add_relu(s, z, a, b, n));
     CHECK({z, F4(n)}, {a, F4(n)}, {b, F4(n)});
     for (size_t i = 0; i < n; i++) z[i] = rtp_add_relu_of(a[i], b[i]);
     return cudaSuccess;
@@ -82,6 +108,7 @@ extern "C" cudaError_t rtp_k_add_relu(cudaStream_t s, float *z, const float *a, 
 
 extern "C" cudaError_t rtp_k_mul(cudaStream_t s, float *z, const float *a, const float *b, size_t n)
 {
+    DEFER(rtp_k_mul(s, z, a, b, n));
     CHECK({z, F4(n)}, {a, F4(n)}, {b, F4(n)});
     for (size_t i = 0; i < n; i++) z[i] = a[i] * b[i];
     return cudaSuccess;
@@ -90,6 +117,7 @@ extern "C" cudaError_t rtp_k_mul(cudaStream_t s, float *z, const float *a, const
 extern "C" cudaError_t rtp_k_bias_add(cudaStream_t s, float *y, const float *bias, int N, int K,
                                       int PQ)
 {
+    DEFER(rtp_k_bias_add(s, y, bias, N, K, PQ));
     size_t n = (size_t)N * K * PQ;
     CHECK({y, F4(n)}, {bias, F4(K)});
     for (size_t i = 0; i < n; i++) rtp_bias_add_at(i, y, bias, K, PQ);
@@ -98,6 +126,7 @@ extern "C" cudaError_t rtp_k_bias_add(cudaStream_t s, float *y, const float *bia
 
 extern "C" cudaError_t rtp_k_col_sums(cudaStream_t s, float *db, const float *dy, int N, int O)
 {
+    DEFER(rtp_k_col_sums(s, db, dy, N, O));
     CHECK({db, F4(O)}, {dy, F4((size_t)N * O)});
     rtp_col_sums_host(db, dy, N, O, T);
     return cudaSuccess;
@@ -106,6 +135,7 @@ extern "C" cudaError_t rtp_k_col_sums(cudaStream_t s, float *db, const float *dy
 extern "C" cudaError_t rtp_k_row_broadcast(cudaStream_t s, float *y, const float *bias, int N,
                                            int O)
 {
+    DEFER(rtp_k_row_broadcast(s, y, bias, N, O));
     CHECK({y, F4((size_t)N * O)}, {bias, F4(O)});
     for (size_t i = 0; i < (size_t)N * O; i++) y[i] = bias[i % (size_t)O];
     return cudaSuccess;
@@ -113,6 +143,7 @@ extern "C" cudaError_t rtp_k_row_broadcast(cudaStream_t s, float *y, const float
 
 extern "C" cudaError_t rtp_k_to_16(cudaStream_t s, void *dst, const float *src, size_t n, int bf16)
 {
+    DEFER(rtp_k_to_16(s, dst, src, n, bf16));
     CHECK({dst, n * 2}, {src, F4(n)});
     for (size_t i = 0; i < n; i++) {
         if (bf16) ((__nv_bfloat16 *)dst)[i] = __float2bfloat16_rn(src[i]);
@@ -124,6 +155,7 @@ extern "C" cudaError_t rtp_k_to_16(cudaStream_t s, void *dst, const float *src, 
 extern "C" cudaError_t rtp_k_from_16(cudaStream_t s, float *dst, const void *src, size_t n,
                                      int bf16)
 {
+    DEFER(rtp_k_from_16(s, dst, src, n, bf16));
     CHECK({dst, F4(n)}, {src, n * 2});
     for (size_t i = 0; i < n; i++)
         dst[i] = bf16 ? __bfloat162float(((const __nv_bfloat16 *)src)[i])
@@ -133,6 +165,7 @@ extern "C" cudaError_t rtp_k_from_16(cudaStream_t s, float *dst, const void *src
 
 extern "C" cudaError_t rtp_k_maxpool_fwd(cudaStream_t s, float *y, const float *x, rtp_pool_geom g)
 {
+    DEFER(rtp_k_maxpool_fwd(s, y, x, g));
     size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
     CHECK({y, F4(ny)}, {x, F4(nx)});
     for (size_t o = 0; o < ny; o++) rtp_maxpool_fwd_at(o, y, x, g);
@@ -142,6 +175,7 @@ extern "C" cudaError_t rtp_k_maxpool_fwd(cudaStream_t s, float *y, const float *
 extern "C" cudaError_t rtp_k_maxpool_bwd(cudaStream_t s, float *dx, const float *dy, const float *x,
                                          const float *y, rtp_pool_geom g)
 {
+    DEFER(rtp_k_maxpool_bwd(s, dx, dy, x, y, g));
     size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
     CHECK({dx, F4(nx)}, {dy, F4(ny)}, {x, F4(nx)}, {y, F4(ny)});
     for (size_t i = 0; i < nx; i++) rtp_maxpool_bwd_at(i, dx, dy, x, y, g);
@@ -150,6 +184,7 @@ extern "C" cudaError_t rtp_k_maxpool_bwd(cudaStream_t s, float *dx, const float 
 
 extern "C" cudaError_t rtp_k_avgpool_fwd(cudaStream_t s, float *y, const float *x, rtp_pool_geom g)
 {
+    DEFER(rtp_k_avgpool_fwd(s, y, x, g));
     size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
     CHECK({y, F4(ny)}, {x, F4(nx)});
     for (size_t o = 0; o < ny; o++)
@@ -160,6 +195,7 @@ extern "C" cudaError_t rtp_k_avgpool_fwd(cudaStream_t s, float *y, const float *
 extern "C" cudaError_t rtp_k_avgpool_bwd(cudaStream_t s, float *dx, const float *dy,
                                          rtp_pool_geom g)
 {
+    DEFER(rtp_k_avgpool_bwd(s, dx, dy, g));
     size_t ny = (size_t)g.planes * g.P * g.Q, nx = (size_t)g.planes * g.H * g.W;
     CHECK({dx, F4(nx)}, {dy, F4(ny)});
     for (size_t i = 0; i < nx; i++)
@@ -190,12 +226,14 @@ static cudaError_t red_part(int kind, double *part, const float *x, const float 
 extern "C" cudaError_t rtp_k_chan_sum_part(cudaStream_t s, double *part, const float *x, int N,
                                            int C, int HW, int c0, int cw, int P)
 {
+    DEFER(rtp_k_chan_sum_part(s, part, x, N, C, HW, c0, cw, P));
     return red_part(0, part, x, NULL, NULL, NULL, NULL, NULL, N, C, HW, c0, cw, P);
 }
 
 extern "C" cudaError_t rtp_k_bn_stats_part(cudaStream_t s, double *part, const float *x, int N,
                                            int C, int HW, int c0, int cw, int P)
 {
+    DEFER(rtp_k_bn_stats_part(s, part, x, N, C, HW, c0, cw, P));
     return red_part(1, part, x, NULL, NULL, NULL, NULL, NULL, N, C, HW, c0, cw, P);
 }
 
@@ -204,12 +242,14 @@ extern "C" cudaError_t rtp_k_bn_bwd_part(cudaStream_t s, double *part, const flo
                                          const float *sm, const float *si, int N, int C, int HW,
                                          int c0, int cw, int P)
 {
+    DEFER(rtp_k_bn_bwd_part(s, part, dy, x, g, be, sm, si, N, C, HW, c0, cw, P));
     return red_part(2, part, x, dy, sm, si, g, be, N, C, HW, c0, cw, P);
 }
 
 extern "C" cudaError_t rtp_k_red_finish(cudaStream_t s, const double *part, float *out0,
                                         float *out1, int c0, int cw, int P)
 {
+    DEFER(rtp_k_red_finish(s, part, out0, out1, c0, cw, P));
     CHECK({part, F8(2 * (size_t)cw * P)}, {out0 + c0, F4(cw)},
           {out1 ? out1 + c0 : NULL, out1 ? F4(cw) : 0});
     for (int w = 0; w < cw; w++) rtp_red_finish_at(w, part, P, out0, out1, c0);
@@ -220,6 +260,7 @@ extern "C" cudaError_t rtp_k_bn_stats_finish(cudaStream_t s, const double *part,
                                              float *si, float *rm, float *rv, int N, int HW, int c0,
                                              int cw, int P, float eps, float momentum)
 {
+    DEFER(rtp_k_bn_stats_finish(s, part, sm, si, rm, rv, N, HW, c0, cw, P, eps, momentum));
     CHECK({part, F8(2 * (size_t)cw * P)}, {sm + c0, F4(cw)}, {si + c0, F4(cw)}, {rm + c0, F4(cw)},
           {rv + c0, F4(cw)});
     for (int w = 0; w < cw; w++)
@@ -231,6 +272,7 @@ extern "C" cudaError_t rtp_k_bn_apply(cudaStream_t s, float *y, const float *x, 
                                       const float *beta, const float *sm, const float *si, int N,
                                       int C, int HW, int relu)
 {
+    DEFER(rtp_k_bn_apply(s, y, x, gamma, beta, sm, si, N, C, HW, relu));
     size_t n = (size_t)N * C * HW;
     CHECK({y, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {beta, F4(C)}, {sm, F4(C)}, {si, F4(C)});
     for (size_t i = 0; i < n; i++)
@@ -242,6 +284,7 @@ extern "C" cudaError_t rtp_k_bn_fwd_eval(cudaStream_t s, float *y, const float *
                                          const float *gamma, const float *beta, const float *rm,
                                          const float *rv, int N, int C, int HW, float eps, int relu)
 {
+    DEFER(rtp_k_bn_fwd_eval(s, y, x, gamma, beta, rm, rv, N, C, HW, eps, relu));
     size_t n = (size_t)N * C * HW;
     CHECK({y, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {beta, F4(C)}, {rm, F4(C)}, {rv, F4(C)});
     for (size_t i = 0; i < n; i++)
@@ -254,6 +297,7 @@ extern "C" cudaError_t rtp_k_bn_bwd_apply(cudaStream_t s, float *dx, const float
                                           const float *sm, const float *si, const float *dg,
                                           const float *db, int N, int C, int HW)
 {
+    DEFER(rtp_k_bn_bwd_apply(s, dx, dy, x, gamma, beta, sm, si, dg, db, N, C, HW));
     size_t n = (size_t)N * C * HW;
     CHECK({dx, F4(n)}, {dy, F4(n)}, {x, F4(n)}, {gamma, F4(C)}, {beta, beta ? F4(C) : 0},
           {sm, F4(C)}, {si, F4(C)}, {dg, F4(C)}, {db, F4(C)});
@@ -266,6 +310,7 @@ extern "C" cudaError_t rtp_k_xent_fwd(cudaStream_t s, float *loss, float *probs,
                                       const float *logits, const int32_t *labels, int N, int L,
                                       float eps)
 {
+    DEFER(rtp_k_xent_fwd(s, loss, probs, logits, labels, N, L, eps));
     CHECK({loss, F4(N)}, {probs, F4((size_t)N * L)}, {logits, F4((size_t)N * L)}, {labels, F4(N)});
     for (int n = 0; n < N; n++) rtp_xent_fwd_at(n, loss, probs, logits, labels, L, eps);
     return cudaSuccess;
@@ -274,6 +319,7 @@ extern "C" cudaError_t rtp_k_xent_fwd(cudaStream_t s, float *loss, float *probs,
 extern "C" cudaError_t rtp_k_xent_bwd(cudaStream_t s, float *dlogits, const float *probs,
                                       const int32_t *labels, float scale, int N, int L, float eps)
 {
+    DEFER(rtp_k_xent_bwd(s, dlogits, probs, labels, scale, N, L, eps));
     CHECK({dlogits, F4((size_t)N * L)}, {probs, F4((size_t)N * L)}, {labels, F4(N)});
     for (size_t i = 0; i < (size_t)N * L; i++)
         rtp_xent_bwd_at(i, dlogits, probs, labels, scale, L, eps);
@@ -281,16 +327,21 @@ extern "C" cudaError_t rtp_k_xent_bwd(cudaStream_t s, float *dlogits, const floa
 }
 
 extern "C" cudaError_t rtp_k_adam(cudaStream_t s, float *p, float *m, float *v, const float *g,
-                                  size_t n, rt_adam_coef c)
+                                  size_t n, rt_adam_coef c, const rt_adam_coef *dv)
 {
-    CHECK({p, F4(n)}, {m, F4(n)}, {v, F4(n)}, {g, F4(n)});
+    DEFER(rtp_k_adam(s, p, m, v, g, n, c, dv));
+    CHECK({p, F4(n)}, {m, F4(n)}, {v, F4(n)}, {g, F4(n)}, {dv, dv ? sizeof *dv : 0});
+    if (dv) c = *dv;
     for (size_t i = 0; i < n; i++) rtp_adam_at(i, p, m, v, g, &c);
     return cudaSuccess;
 }
 
 extern "C" cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
-                                 rt_sgd_coef c)
+                                 rt_sgd_coef c, const rt_sgd_coef *dv)
 {
+    DEFER(rtp_k_sgd(s, p, buf, g, n, c, dv));
+    CHECK({dv, dv ? sizeof *dv : 0});
+    if (dv) c = *dv;
     CHECK({p, F4(n)}, {g, F4(n)}, {buf, c.momentum != 0.0f ? F4(n) : 0});
     for (size_t i = 0; i < n; i++) rtp_sgd_at(i, p, buf, g, &c);
     return cudaSuccess;
@@ -299,6 +350,7 @@ extern "C" cudaError_t rtp_k_sgd(cudaStream_t s, float *p, float *buf, const flo
 extern "C" cudaError_t rtp_k_im2col(cudaStream_t s, float *col, const float *x, rtp_conv_geom g,
                                     int count, size_t nstride, size_t ld)
 {
+    DEFER(rtp_k_im2col(s, col, x, g, count, nstride, ld));
     const size_t per = (size_t)g.C * g.R * g.S * g.P * g.Q, chw = (size_t)g.C * g.H * g.W;
     const size_t PQ = (size_t)g.P * g.Q, rows = per / (PQ ? PQ : 1);
     if (count <= 0) return cudaSuccess;
@@ -313,6 +365,7 @@ extern "C" cudaError_t rtp_k_im2col(cudaStream_t s, float *col, const float *x, 
 extern "C" cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col, rtp_conv_geom g,
                                     int count)
 {
+    DEFER(rtp_k_col2im(s, dx, col, g, count));
     const size_t per = (size_t)g.C * g.R * g.S * g.P * g.Q, chw = (size_t)g.C * g.H * g.W;
     if (count <= 0) return cudaSuccess;
     CHECK({dx, F4(chw * (size_t)count)}, {col, F4(per * (size_t)count)});
@@ -326,6 +379,7 @@ extern "C" cudaError_t rtp_k_col2im(cudaStream_t s, float *dx, const float *col,
 extern "C" cudaError_t rtp_k_bytes_f32(cudaStream_t s, float *out, const uint8_t *bytes,
                                        const float *lut, int C, size_t plane, size_t n)
 {
+    DEFER(rtp_k_bytes_f32(s, out, bytes, lut, C, plane, n));
     CHECK({out, F4(n)}, {bytes, n}, {lut, F4((size_t)C * 256)});
     for (size_t i = 0; i < n; i++) rtp_bytes_f32_at(i, out, bytes, lut, C, plane);
     return cudaSuccess;
@@ -335,9 +389,13 @@ extern "C" cudaError_t rtp_k_bytes_f32(cudaStream_t s, float *out, const uint8_t
 
 extern "C" cudaError_t rtp_k_gather(cudaStream_t s, float *images, int32_t *labels,
                                     const float *data, const int32_t *data_labels,
-                                    const int32_t *order, rtp_gather_geom g)
+                                    const int32_t *order, rtp_gather_geom g,
+                                    const rtp_gather_vars *dv)
 {
+    DEFER(rtp_k_gather(s, images, labels, data, data_labels, order, g, dv));
     if (g.count <= 0) return cudaSuccess;
+    CHECK({dv, dv ? sizeof *dv : 0});
+    if (dv) order += dv->start, g.st = dv->st, g.st2 = dv->st2;
     const size_t img = (size_t)g.C * g.H * g.W, cnt = (size_t)g.count;
     CHECK({images, F4(cnt * img)}, {labels, F4(cnt)}, {order, F4(cnt)},
           {data, F4((size_t)g.n * img)}, {data_labels, F4(g.n)});
@@ -360,6 +418,7 @@ extern "C" cudaError_t rtp_k_gather(cudaStream_t s, float *images, int32_t *labe
 extern "C" cudaError_t rtp_k_clip(cudaStream_t s, float *g, size_t n, float *w, double max_norm,
                                   double clip_value)
 {
+    DEFER(rtp_k_clip(s, g, n, w, max_norm, clip_value));
     CHECK({g, F4(n)}, {w, F4(RT_CLIP_WORDS)});
     if (clip_value > 0)
         for (size_t i = 0; i < n; i++) rtp_clip_value_at(i, g, (float)clip_value);
@@ -379,8 +438,12 @@ extern "C" cudaError_t rtp_k_clip(cudaStream_t s, float *g, size_t n, float *w, 
 }
 
 extern "C" cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float *loss,
-                                        const float *probs, const int32_t *labels, int N, int L)
+                                        const float *probs, const int32_t *labels, int N, int L,
+                                        const int32_t *dv)
 {
+    DEFER(rtp_k_xent_stats(s, row, loss, probs, labels, N, L, dv));
+    CHECK({dv, dv ? sizeof *dv : 0});
+    if (dv) row += (size_t)*dv * RT_STEP_STATS;
     CHECK({row, F4(4)}, {loss, F4(N)}, {probs, F4((size_t)N * L)}, {labels, F4(N)});
     int c = 0; /* the integer reduction: any order gives the same count */
     for (int n = 0; n < N; n++) c += rtp_xent_correct_at(n, probs, labels, L);
@@ -388,10 +451,20 @@ extern "C" cudaError_t rtp_k_xent_stats(cudaStream_t s, float *row, const float 
     return cudaSuccess;
 }
 
+extern "C" cudaError_t rtp_k_set_bytes(cudaStream_t s, void *dst, rtp_param_chunk c, size_t n)
+{
+    DEFER(rtp_k_set_bytes(s, dst, c, n));
+    if (n == 0) return cudaSuccess;
+    CHECK({dst, n});
+    memcpy(dst, c.b, n);
+    return cudaSuccess;
+}
+
 #define AMP_BYTES sizeof(rt_amp_state)
 
 extern "C" cudaError_t rtp_k_amp_scale(cudaStream_t s, float *x, size_t n, const rt_amp_state *amp)
 {
+    DEFER(rtp_k_amp_scale(s, x, n, amp));
     if (n == 0) return cudaSuccess;
     CHECK({x, F4(n)}, {amp, AMP_BYTES});
     const float f = (float)amp->scale;
@@ -401,6 +474,7 @@ extern "C" cudaError_t rtp_k_amp_scale(cudaStream_t s, float *x, size_t n, const
 
 extern "C" cudaError_t rtp_k_amp_unscale(cudaStream_t s, float *g, size_t n, rt_amp_state *amp)
 {
+    DEFER(rtp_k_amp_unscale(s, g, n, amp));
     if (n == 0) return cudaSuccess;
     CHECK({g, F4(n)}, {amp, AMP_BYTES});
     const float inv = (float)(1.0 / amp->scale);
@@ -411,8 +485,11 @@ extern "C" cudaError_t rtp_k_amp_unscale(cudaStream_t s, float *g, size_t n, rt_
 
 extern "C" cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float *v, const float *g,
                                       size_t n, rt_amp_state *amp, rtp_amp_adam a,
-                                      rt_adam_coef *coef)
+                                      rt_adam_coef *coef, const rtp_amp_adam *dv)
 {
+    DEFER(rtp_k_amp_adam(s, p, m, v, g, n, amp, a, coef, dv));
+    CHECK({dv, dv ? sizeof *dv : 0});
+    if (dv) a = *dv;
     /* stricter than a GPU, which reads no element of a skipped update */
     CHECK({amp, AMP_BYTES}, {coef, sizeof *coef}, {p, F4(n)}, {m, F4(n)}, {v, F4(n)}, {g, F4(n)});
     (void)rt_amp_rule_step(amp); /* amp_adam_rule_k */
@@ -424,8 +501,11 @@ extern "C" cudaError_t rtp_k_amp_adam(cudaStream_t s, float *p, float *m, float 
 }
 
 extern "C" cudaError_t rtp_k_amp_sgd(cudaStream_t s, float *p, float *buf, const float *g, size_t n,
-                                     rt_amp_state *amp, rt_sgd_coef c0)
+                                     rt_amp_state *amp, rt_sgd_coef c0, const rt_sgd_coef *dv)
 {
+    DEFER(rtp_k_amp_sgd(s, p, buf, g, n, amp, c0, dv));
+    CHECK({dv, dv ? sizeof *dv : 0});
+    if (dv) c0 = *dv;
     CHECK({amp, AMP_BYTES}, {p, F4(n)}, {g, F4(n)}, {buf, c0.momentum != 0.0f ? F4(n) : 0});
     (void)rt_amp_rule_step(amp);
     if (n == 0 || amp->last_skipped) return cudaSuccess;
