@@ -20,6 +20,8 @@
  *
  * The budget is per engine (one kernel session): KILN_VALUE_BUDGET, read when the
  * engine is created; sizes are estimates of what jansson and malloc use. */
+#include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +118,7 @@ static size_t deep_size(json_t *v, seen_set *seen, int depth)
     return n;
 }
 
-size_t klp_value_footprint(json_t *v)
+static size_t klp_value_footprint(json_t *v)
 {
     seen_set seen = {0};
     size_t n = child_size(v, &seen, 0);
@@ -126,42 +128,22 @@ size_t klp_value_footprint(json_t *v)
 
 /* ---- the setting ---- */
 
-int klp_budget_parse(const char *s, size_t *out)
+/* "256M", "2GiB", "1048576": 0 with *out in bytes (at least KLP_BUDGET_MIN), or -1. */
+static int klp_budget_parse(const char *s, size_t *out)
 {
-    if (!s) return -1;
+    static const char units[] = "kmgt";
     while (*s == ' ') s++;
     if (*s < '0' || *s > '9') return -1;
     char *end;
     double v = strtod(s, &end);
     while (*end == ' ') end++;
-    double unit = 1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        unit = 1024.0;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        unit = 1024.0 * 1024;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        unit = 1024.0 * 1024 * 1024;
-        end++;
-        break;
-    case 't':
-    case 'T':
-        unit = 1024.0 * 1024 * 1024 * 1024;
-        end++;
-        break;
-    default: break;
+    const char *u = *end ? strchr(units, tolower((unsigned char)*end)) : NULL;
+    if (u) {
+        v *= pow(1024.0, (double)(u - units + 1));
+        end += 1 + (end[1] == 'i');
     }
-    if (unit > 1 && *end == 'i') end++;
-    if (*end == 'B' || *end == 'b') end++;
+    end += *end == 'B' || *end == 'b';
     while (*end == ' ') end++;
-    v *= unit;
     if (*end || !(v >= KLP_BUDGET_MIN) || v > 1e18) return -1;
     *out = (size_t)v;
     return 0;
@@ -175,9 +157,8 @@ void klp_budget_init(klp_budget *b, const char *setting)
     if (setting && *setting && klp_budget_parse(setting, &b->limit) < 0) {
         b->limit = KLP_BUDGET_DEFAULT;
         fprintf(stderr,
-                "kiln: KILN_VALUE_BUDGET='%.64s' is not a size of at least 1 MiB "
-                "(such as 512M or 2G); the cell language's values keep the default budget "
-                "of %zu MiB\n",
+                "kiln: KILN_VALUE_BUDGET='%.64s' is not a size of at least 1 MiB (such as 512M or "
+                "2G); the cell language's values keep the default budget of %zu MiB\n",
                 setting, (size_t)KLP_BUDGET_DEFAULT >> 20);
     }
 }
@@ -204,9 +185,9 @@ static int over(klp_ctx *c, const klp_node *n, const klp_budget *b, size_t want)
     human(used, sizeof used, b->base + b->since_walk);
     human(more, sizeof more, want);
     return klp_fail(c->err, n ? n->line : 0, n ? n->col : 0, "MemoryError",
-                    "the cell language's values would pass their budget of %s (%s in use, "
-                    "%s more asked); delete variables you no longer need, or start the "
-                    "kernel with KILN_VALUE_BUDGET set higher (e.g. KILN_VALUE_BUDGET=1G)",
+                    "the cell language's values would pass their budget of %s (%s in use, %s more "
+                    "asked); delete variables you no longer need, or start the kernel with "
+                    "KILN_VALUE_BUDGET set higher (e.g. KILN_VALUE_BUDGET=1G)",
                     lim, used, more);
 }
 
@@ -214,9 +195,9 @@ static int over(klp_ctx *c, const klp_node *n, const klp_budget *b, size_t want)
  * not fit and the last walk is from an earlier statement */
 static int fits(klp_ctx *c, const klp_node *n, size_t want)
 {
-    klp_budget *b = klp_budget_of(c->eng);
+    klp_budget *b = &c->eng->budget;
     if (b->stale && b->base + b->since_walk + want > b->limit) {
-        b->base = klp_value_footprint(klp_vars(c->eng));
+        b->base = klp_value_footprint(c->eng->vars);
         b->since_walk = b->stmt; /* this statement's values may yet be assigned */
         b->stale = 0;
     }
@@ -228,7 +209,7 @@ int klp_budget_ask(klp_ctx *c, const klp_node *n, size_t bytes) { return fits(c,
 
 int klp_budget_charge(klp_ctx *c, const klp_node *n, size_t bytes)
 {
-    klp_budget *b = klp_budget_of(c->eng);
+    klp_budget *b = &c->eng->budget;
     if (fits(c, n, bytes) < 0) return -1;
     b->stmt += bytes;
     b->since_walk += bytes;
@@ -238,6 +219,6 @@ int klp_budget_charge(klp_ctx *c, const klp_node *n, size_t bytes)
 int klp_budget_charge_value(klp_ctx *c, const klp_node *n, json_t *v)
 {
     if (!v || is_singleton(v) || v->refcount != 1) return 0;
-    int display = n->kind == KLP_N_LIST || n->kind == KLP_N_TUPLE || n->kind == KLP_N_DICT;
+    int display = n->kind == KLP_N_LIST || n->kind == KLP_N_DICT;
     return klp_budget_charge(c, n, display ? own_size(v) : deep_size(v, NULL, 0));
 }

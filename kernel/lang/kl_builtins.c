@@ -1,16 +1,26 @@
-/* kl_builtins.c - the builtin functions: print, input, len, int, float, str, bool,
- * repr, abs, round, min, max, sum, range, list, dict. One small function each, found
- * through a static table that also feeds completion and inspect. range() builds a
- * list (there are no lazy objects), limited to KLP_MAX_ITEMS items. */
-#include <errno.h>
-#include <limits.h>
+/* kl_builtins.c - the builtin functions: print, input, help, len, int, float, str,
+ * bool, abs, round (half to even, as Python), min, max, sum, range, list. One small
+ * function each, found through a static table that also feeds completion and
+ * inspect. Only print takes keyword arguments (sep=, end=). */
+#include <ctype.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kl_builtins.h"
+#include "kl_internal.h"
+
+typedef struct klpb_call {
+    klp_ctx *c;
+    const klp_node *n;
+    const char *name;
+    json_t **args; /* borrowed */
+    size_t na;
+    const char **kwn;
+    json_t **kw; /* borrowed */
+    size_t nk;
+} klpb_call;
 
 json_t *klpb_fail(klp_ctx *c, const klp_node *n, const char *ename, const char *fmt, ...)
 {
@@ -23,51 +33,16 @@ json_t *klpb_fail(klp_ctx *c, const klp_node *n, const char *ename, const char *
     return NULL;
 }
 
-int klpb_nargs(klpb_call *k, size_t lo, size_t hi)
+int klpb_count(klp_ctx *c, const klp_node *n, const char *name, size_t na, size_t lo, size_t hi)
 {
-    if (k->na >= lo && k->na <= hi) return 0;
-    if (lo == hi)
-        klp_fail(k->c->err, k->n->line, k->n->col, "TypeError",
-                 "%s() takes exactly %zu "
-                 "argument%s (%zu given)",
-                 k->name, lo, lo == 1 ? "" : "s", k->na);
-    else if (k->na < lo)
-        klp_fail(k->c->err, k->n->line, k->n->col, "TypeError",
-                 "%s() takes at least %zu "
-                 "argument%s (%zu given)",
-                 k->name, lo, lo == 1 ? "" : "s", k->na);
-    else
-        klp_fail(k->c->err, k->n->line, k->n->col, "TypeError",
-                 "%s() takes at most %zu "
-                 "argument%s (%zu given)",
-                 k->name, hi, hi == 1 ? "" : "s", k->na);
-    return -1;
-}
-
-/* Refuses keywords not listed in allowed ("sep,end"); *vals[i] gets each one or NULL. */
-int klpb_kwargs(klpb_call *k, const char *allowed, json_t **vals)
-{
-    for (size_t i = 0; i < k->nk; i++) {
-        const char *p = allowed;
-        int idx = 0, found = -1;
-        size_t ln = strlen(k->kwn[i]);
-        while (p && *p) {
-            const char *e = strchr(p, ',');
-            size_t len = e ? (size_t)(e - p) : strlen(p);
-            if (len == ln && !strncmp(p, k->kwn[i], len)) found = idx;
-            idx++;
-            p = e ? e + 1 : NULL;
-        }
-        if (found < 0) {
-            klp_fail(k->c->err, k->n->line, k->n->col, "TypeError",
-                     "%s() got an unexpected "
-                     "keyword argument '%s'",
-                     k->name, k->kwn[i]);
-            return -1;
-        }
-        vals[found] = k->kw[i];
-    }
-    return 0;
+    if (na >= lo && na <= hi) return 0;
+    size_t want = na < lo ? lo : hi;
+    return klp_fail(c->err, n->line, n->col, "TypeError",
+                    "%s() takes %s %zu argument%s (%zu given)", name,
+                    lo == hi  ? "exactly"
+                    : na < lo ? "at least"
+                              : "at most",
+                    want, want == 1 ? "" : "s", na);
 }
 
 json_t *klpb_str_new(kl_buf *b)
@@ -81,14 +56,12 @@ json_t *klpb_str_new(kl_buf *b)
 
 /* `help` and help(): where Kiln's help is, as IPython's `help` says where Python's is;
  * help("train") / help("%train") shows that magic's (or builtin's) help. */
-const char klp_help_pointer[] =
-    "Kiln's help: %lsmagic lists the magics; NAME? shows the help of a magic or a "
-    "variable (%train?, lr?);\n%train --help lists a magic's options; help(\"train\") "
-    "does the same from code.\n";
+const char klp_help_pointer[] = "Kiln's help: %lsmagic lists the magics; NAME? shows the help of a "
+                                "magic or a variable (%train?, lr?);\n%train --help lists a "
+                                "magic's options; help(\"train\") does the same from code.\n";
 
 static json_t *b_help(klpb_call *k)
 {
-    if (k->na > 1) return klpb_fail(k->c, k->n, "TypeError", "help() takes at most 1 argument");
     if (k->na == 1 && json_is_string(k->args[0])) {
         klp_help(k->c, json_string_value(k->args[0]));
         return json_null();
@@ -100,25 +73,26 @@ static json_t *b_help(klpb_call *k)
 
 static json_t *b_print(klpb_call *k)
 {
-    json_t *kv[4] = {NULL, NULL, NULL, NULL};
-    if (klpb_kwargs(k, "sep,end,flush,file", kv) < 0) return NULL;
-    for (int i = 0; i < 2; i++)
-        if (kv[i] && !json_is_null(kv[i]) && !json_is_string(kv[i]))
+    json_t *kv[2] = {NULL, NULL}; /* sep, end */
+    for (size_t i = 0; i < k->nk; i++) {
+        int end = !strcmp(k->kwn[i], "end");
+        if (!end && strcmp(k->kwn[i], "sep"))
+            return klpb_fail(k->c, k->n, "TypeError",
+                             "print() got an unexpected keyword argument '%s' (it takes sep= "
+                             "and end=)",
+                             k->kwn[i]);
+        if (!json_is_null(k->kw[i]) && !json_is_string(k->kw[i]))
             return klpb_fail(k->c, k->n, "TypeError", "%s must be None or a string, not %s",
-                             i ? "end" : "sep", klp_type_name(kv[i]));
-    if (kv[3] && !json_is_null(kv[3]))
-        return klpb_fail(k->c, k->n, "TypeError", "print(file=...) is not supported");
+                             k->kwn[i], klp_type_name(k->kw[i]));
+        kv[end] = json_is_string(k->kw[i]) ? k->kw[i] : NULL;
+    }
     kl_buf b = {0};
     for (size_t i = 0; i < k->na; i++) {
-        if (i) {
-            if (kv[0] && json_is_string(kv[0]))
-                kl_buf_add(&b, json_string_value(kv[0]), json_string_length(kv[0]));
-            else kl_buf_add(&b, " ", 1);
-        }
+        if (i && kv[0]) kl_buf_add(&b, json_string_value(kv[0]), json_string_length(kv[0]));
+        else if (i) kl_buf_add(&b, " ", 1);
         klp_str(&b, k->args[i]);
     }
-    if (kv[1] && json_is_string(kv[1]))
-        kl_buf_add(&b, json_string_value(kv[1]), json_string_length(kv[1]));
+    if (kv[1]) kl_buf_add(&b, json_string_value(kv[1]), json_string_length(kv[1]));
     else kl_buf_add(&b, "\n", 1);
     if (!b.oom && b.n && k->c->out && k->c->out->stream)
         k->c->out->stream(k->c->out->user, "stdout", b.s, b.n);
@@ -128,35 +102,25 @@ static json_t *b_print(klpb_call *k)
 
 static json_t *b_input(klpb_call *k)
 {
-    if (klpb_nargs(k, 0, 1) < 0) return NULL;
     kl_buf b = {0};
     if (k->na) klp_str(&b, k->args[0]);
     const mg_out *o = k->c->out;
-    if (!o || !o->input) {
-        kl_buf_free(&b);
-        return klpb_fail(k->c, k->n, "StdinNotImplementedError",
-                         "input() was called, but "
-                         "this frontend does not support input requests.");
-    }
-    char *line = o->input(o->user, b.s ? b.s : "", 0);
+    char *line = o && o->input ? o->input(o->user, b.s ? b.s : "", 0) : NULL;
     kl_buf_free(&b);
-    if (!line) {
-        if (klp_interrupted(k->c->eng))
-            return klpb_fail(k->c, k->n, "KeyboardInterrupt", "interrupted");
-        return klpb_fail(k->c, k->n, "StdinNotImplementedError",
-                         "input() was called, but "
-                         "this frontend does not support input requests.");
-    }
-    json_t *r = klp_utf8_valid(line, strlen(line)) ? json_string(line) : NULL;
+    json_t *r = line && klp_utf8_valid(line, strlen(line)) ? json_string(line) : NULL;
     free(line);
-    return r ? r : klpb_fail(k->c, k->n, "UnicodeDecodeError", "input is not valid UTF-8");
+    if (r || line)
+        return r ? r : klpb_fail(k->c, k->n, "UnicodeDecodeError", "input is not valid UTF-8");
+    if (klp_interrupted(k->c->eng))
+        return klpb_fail(k->c, k->n, "KeyboardInterrupt", "interrupted");
+    return klpb_fail(k->c, k->n, "StdinNotImplementedError",
+                     "input() was called, but this frontend does not support input requests.");
 }
 
 /* ---- conversions ---- */
 
 static json_t *b_len(klpb_call *k)
 {
-    if (klpb_nargs(k, 1, 1) < 0) return NULL;
     json_t *v = k->args[0];
     if (json_is_string(v))
         return json_integer((json_int_t)klp_utf8_len(json_string_value(v), json_string_length(v)));
@@ -167,150 +131,231 @@ static json_t *b_len(klpb_call *k)
 
 static json_t *b_str(klpb_call *k)
 {
-    if (klpb_nargs(k, 0, 1) < 0) return NULL;
     if (!k->na) return json_string("");
     kl_buf b = {0};
     klp_str(&b, k->args[0]);
     return klpb_str_new(&b);
 }
 
-static json_t *b_repr(klpb_call *k)
-{
-    if (klpb_nargs(k, 1, 1) < 0) return NULL;
-    kl_buf b = {0};
-    klp_repr(&b, k->args[0]);
-    return klpb_str_new(&b);
-}
+static json_t *b_bool(klpb_call *k) { return json_boolean(k->na && klp_truthy(k->args[0])); }
 
-static json_t *b_bool(klpb_call *k)
+/* int() or float() of a str: one number as a cell reads it, by the lexer (digits with
+ * underscores, a sign, blanks around it; int: decimal digits only). */
+static json_t *str_number(klpb_call *k, json_t *v, int want_int)
 {
-    if (klpb_nargs(k, 0, 1) < 0) return NULL;
-    return json_boolean(k->na && klp_truthy(k->args[0]));
-}
-
-/* Parses int() text: whitespace, sign, decimal digits with single underscores between. */
-static int parse_int_text(const char *s, long long *out, int *overflow)
-{
-    while (*s && strchr(" \t\n\r\f\v", *s)) s++;
-    int neg = 0;
-    if (*s == '+' || *s == '-') neg = *s++ == '-';
-    unsigned long long v = 0;
-    int nd = 0, last_us = 0;
-    for (; *s && !strchr(" \t\n\r\f\v", *s); s++) {
-        if (*s == '_' && nd && !last_us) {
-            last_us = 1;
-            continue;
-        }
-        if (*s < '0' || *s > '9') return -1;
-        last_us = 0;
-        if (v > (ULLONG_MAX - (unsigned)(*s - '0')) / 10) *overflow = 1;
-        else v = v * 10 + (unsigned)(*s - '0');
-        nd++;
-    }
-    while (*s && strchr(" \t\n\r\f\v", *s)) s++;
-    if (*s || !nd || last_us) return -1;
-    if (v > (unsigned long long)INT64_MAX + (unsigned)neg) *overflow = 1;
-    *out = neg ? (long long)(0ULL - v) : (long long)v;
-    return 0;
+    static const char blanks[] = " \t\n\r\f\v";
+    const char *s = json_string_value(v), *p = s + strspn(s, blanks);
+    int neg = *p == '-';
+    p += *p == '-' || *p == '+';
+    klp_arena *a = klp_arena_create();
+    klp_tok t = {0};
+    size_t used = 0;
+    klp_err err = {0};
+    json_t *r = NULL;
+    int ok = a && (isdigit((unsigned char)*p) || *p == '.') &&
+             klp_lex_literal(a, p, &t, &used, &err) == 0 && !p[used + strspn(p + used, blanks)] &&
+             strcspn(p, "xXoObB") >= used && (t.kind == KLP_T_INT || !want_int);
+    double d = t.kind == KLP_T_INT ? (double)t.ival : t.fval;
+    char *end;
+    if (ok)
+        r = want_int ? json_integer(neg ? -t.ival : t.ival) : klp_real(k->c, k->n, neg ? -d : d);
+    else if (!strcmp(err.ename, "OverflowError"))
+        klpb_fail(k->c, k->n, "OverflowError", "%s", err.evalue);
+    else if (!want_int && !isfinite(d = strtod(s, &end)) && !end[strspn(end, blanks)])
+        klp_real(k->c, k->n, d); /* 'nan', 'inf': an OverflowError that names them */
+    else
+        klp_fail_repr(k->c->err, k->n->line, k->n->col, "ValueError",
+                      want_int ? "invalid literal for int() with base 10: "
+                               : "could not convert string to float: ",
+                      v);
+    klp_arena_destroy(a);
+    return r;
 }
 
 static json_t *b_int(klpb_call *k)
 {
-    if (klpb_nargs(k, 0, 1) < 0) return NULL;
     if (!k->na) return json_integer(0);
     json_t *v = k->args[0];
     if (json_is_integer(v)) return json_incref(v);
     if (json_is_boolean(v)) return json_integer(json_is_true(v));
-    if (json_is_real(v)) {
-        double d = trunc(json_real_value(v));
-        if (d >= 9.2233720368547758e18 || d < -9.2233720368547758e18)
-            return klpb_fail(k->c, k->n, "OverflowError",
-                             "int too large (Kiln integers are "
-                             "64-bit)");
-        return json_integer((json_int_t)d);
-    }
-    if (json_is_string(v)) {
-        long long r;
-        int of = 0;
-        if (parse_int_text(json_string_value(v), &r, &of) < 0) {
-            klp_fail_repr(k->c->err, k->n->line, k->n->col, "ValueError",
-                          "invalid literal for "
-                          "int() with base 10: ",
-                          v);
-            return NULL;
-        }
-        if (of)
-            return klpb_fail(k->c, k->n, "OverflowError",
-                             "int too large (Kiln integers "
-                             "are 64-bit)");
-        return json_integer(r);
-    }
-    return klpb_fail(k->c, k->n, "TypeError",
-                     "int() argument must be a string or a number, "
-                     "not '%s'",
-                     klp_type_name(v));
+    if (json_is_string(v)) return str_number(k, v, 1);
+    if (!json_is_real(v))
+        return klpb_fail(k->c, k->n, "TypeError",
+                         "int() argument must be a string or a number, not '%s'", klp_type_name(v));
+    double d = trunc(json_real_value(v));
+    if (d >= 9.2233720368547758e18 || d < -9.2233720368547758e18)
+        return klpb_fail(k->c, k->n, "OverflowError", "int too large (Kiln integers are 64-bit)");
+    return json_integer((json_int_t)d);
 }
 
 static json_t *b_float(klpb_call *k)
 {
-    if (klpb_nargs(k, 0, 1) < 0) return NULL;
     if (!k->na) return json_real(0.0);
     json_t *v = k->args[0];
     if (json_is_real(v)) return json_incref(v);
     if (json_is_integer(v)) return json_real((double)json_integer_value(v));
     if (json_is_boolean(v)) return json_real(json_is_true(v));
-    if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        char clean[256];
-        size_t j = 0;
-        while (*s == ' ' || *s == '\t' || *s == '\n') s++;
-        for (; *s && j < sizeof clean - 1; s++)
-            if (*s != '_') clean[j++] = *s;
-        while (j && (clean[j - 1] == ' ' || clean[j - 1] == '\t' || clean[j - 1] == '\n')) j--;
-        clean[j] = 0;
-        char *end;
-        errno = 0;
-        double d = j ? strtod(clean, &end) : 0;
-        if (!j || *end || strchr(clean, 'x') || strchr(clean, 'X') || *s) {
-            klp_fail_repr(k->c->err, k->n->line, k->n->col, "ValueError",
-                          "could not convert "
-                          "string to float: ",
-                          v);
-            return NULL;
-        }
-        return klp_real(k->c, k->n, d);
-    }
+    if (json_is_string(v)) return str_number(k, v, 0);
     return klpb_fail(k->c, k->n, "TypeError",
-                     "float() argument must be a string or a real "
-                     "number, not '%s'",
+                     "float() argument must be a string or a real number, not '%s'",
                      klp_type_name(v));
 }
+
+/* ---- numbers and sequences ---- */
+
+static json_t *items_of(klpb_call *k, json_t *v)
+{
+    json_t *r;
+    return klp_iter_items(k->c, k->n, v, &r) < 0 ? NULL : r;
+}
+
+static json_t *klpb_abs(klpb_call *k)
+{
+    json_t *v = k->args[0];
+    if (json_is_real(v)) return json_real(fabs(json_real_value(v)));
+    if (json_is_boolean(v)) return json_integer(json_is_true(v));
+    if (json_is_integer(v)) {
+        long long i = (long long)json_integer_value(v);
+        if (i == INT64_MIN) return klpb_fail(k->c, k->n, "OverflowError", "integer overflow");
+        return json_integer(i < 0 ? -i : i);
+    }
+    return klpb_fail(k->c, k->n, "TypeError", "bad operand type for abs(): '%s'", klp_type_name(v));
+}
+
+static json_t *klpb_round(klpb_call *k)
+{
+    json_t *v = k->args[0], *nd = k->na > 1 && !json_is_null(k->args[1]) ? k->args[1] : NULL;
+    if (nd && !json_is_integer(nd))
+        return klpb_fail(k->c, k->n, "TypeError", "'%s' object cannot be interpreted as an integer",
+                         klp_type_name(nd));
+    long long digits = nd ? (long long)json_integer_value(nd) : 0;
+    if (digits < 0)
+        return klpb_fail(k->c, k->n, "ValueError",
+                         "round() with negative ndigits is not supported (ndigits >= 0)");
+    if (json_is_integer(v) || json_is_boolean(v))
+        return json_integer(json_is_boolean(v) ? json_is_true(v) : json_integer_value(v));
+    if (!json_is_real(v))
+        return klpb_fail(k->c, k->n, "TypeError", "type %s doesn't define __round__ method",
+                         klp_type_name(v));
+    double d = json_real_value(v);
+    if (!nd) {
+        double r = rint(d); /* default rounding mode: half to even */
+        if (r >= 9.2233720368547758e18 || r < -9.2233720368547758e18)
+            return klpb_fail(k->c, k->n, "OverflowError",
+                             "int too large (Kiln integers are 64-bit)");
+        return json_integer((json_int_t)r);
+    }
+    if (digits > 320) return json_incref(v);
+    char buf[700];
+    snprintf(buf, sizeof buf, "%.*f", (int)digits, d); /* correctly rounded */
+    return klp_real(k->c, k->n, strtod(buf, NULL));
+}
+
+/* max(list) or max(a, b, ...) (op ">"), min likewise (op "<") */
+static json_t *minmax(klpb_call *k, const char *op)
+{
+    json_t *items = k->na == 1 ? items_of(k, k->args[0]) : json_array(), *best = NULL, *x;
+    for (size_t i = 0; k->na > 1 && items && i < k->na; i++) json_array_append(items, k->args[i]);
+    if (!items) return NULL;
+    size_t i;
+    json_array_foreach(items, i, x)
+    {
+        int r = best ? klp_compare(k->c, k->n, op, x, best) : 1;
+        if (r < 0) {
+            json_decref(items);
+            return NULL;
+        }
+        if (r) best = x;
+    }
+    json_t *res = best ? json_incref(best) : NULL;
+    json_decref(items);
+    if (!res) klpb_fail(k->c, k->n, "ValueError", "%s() arg is an empty sequence", k->name);
+    return res;
+}
+
+static json_t *klpb_max(klpb_call *k) { return minmax(k, ">"); }
+static json_t *klpb_min(klpb_call *k) { return minmax(k, "<"); }
+
+static json_t *klpb_sum(klpb_call *k)
+{
+    json_t *items = items_of(k, k->args[0]), *acc = items ? json_integer(0) : NULL, *x;
+    size_t i;
+    json_array_foreach(items, i, x)
+    {
+        json_t *next = klp_binop(k->c, k->n, "+", acc, x);
+        json_decref(acc);
+        if (!(acc = next)) break;
+    }
+    json_decref(items);
+    return acc;
+}
+
+static int as_ll(klpb_call *k, json_t *v, long long *out)
+{
+    if (json_is_integer(v)) *out = (long long)json_integer_value(v);
+    else if (json_is_boolean(v)) *out = json_is_true(v);
+    else {
+        klpb_fail(k->c, k->n, "TypeError", "'%s' object cannot be interpreted as an integer",
+                  klp_type_name(v));
+        return -1;
+    }
+    return 0;
+}
+
+static json_t *klpb_range(klpb_call *k)
+{
+    long long a[3] = {0, 0, 1};
+    for (size_t i = 0; i < k->na; i++)
+        if (as_ll(k, k->args[i], &a[k->na == 1 ? 1 : i]) < 0) return NULL;
+    long long start = a[0], stop = a[1], step = a[2];
+    if (step == 0) return klpb_fail(k->c, k->n, "ValueError", "range() arg 3 must not be zero");
+    double cnt = step > 0 ? ceil(((double)stop - (double)start) / (double)step)
+                          : ceil(((double)start - (double)stop) / (double)-step);
+    if (cnt > KLP_MAX_ITEMS)
+        return klpb_fail(
+            k->c, k->n, "MemoryError",
+            "range() of %.0f items is too large (Kiln builds ranges as lists; the limit is %u)",
+            cnt, KLP_MAX_ITEMS);
+    /* a slot and an int each */
+    if (cnt > 0 && klp_budget_ask(k->c, k->n, (size_t)cnt * (KLP_SZ_SLOT + KLP_SZ_SCALAR)) < 0)
+        return NULL;
+    json_t *r = json_array();
+    for (long long i = start; r && (step > 0 ? i < stop : i > stop); i += step) {
+        if (json_array_append_new(r, json_integer(i)) < 0) {
+            json_decref(r);
+            return NULL;
+        }
+        if (__builtin_add_overflow(i, step, &(long long){0})) break;
+    }
+    return r;
+}
+
+static json_t *klpb_list(klpb_call *k) { return k->na ? items_of(k, k->args[0]) : json_array(); }
 
 /* ---- the table ---- */
 
 static const struct {
     const char *name;
     json_t *(*fn)(klpb_call *k); /* new ref, or NULL with k->c->err */
-    int kw;                      /* takes keyword arguments (klpb_kwargs names them) */
+    size_t lo, hi;               /* how many positional arguments */
     const char *doc;
 } table[] = {
-    {"abs", klpb_abs, 0, "abs(x): the absolute value of a number."},
-    {"bool", b_bool, 0, "bool(x): the truth value of x."},
-    {"dict", klpb_dict, 1, "dict(mapping) or dict(key=value, ...): a new dict."},
-    {"float", b_float, 0, "float(x): a float from a number or a string."},
-    {"input", b_input, 0, "input(prompt=''): a line typed by the user (stdin request)."},
-    {"int", b_int, 0, "int(x): an int from a number or a decimal string."},
-    {"len", b_len, 0, "len(x): the number of items of a str, list or dict."},
-    {"list", klpb_list, 0, "list(iterable): a new list."},
-    {"max", klpb_max, 1, "max(iterable) or max(a, b, ...): the largest item."},
-    {"min", klpb_min, 1, "min(iterable) or min(a, b, ...): the smallest item."},
-    {"help", b_help, 0, "help() says where the help is; help(\"train\"): a magic's help."},
-    {"print", b_print, 1, "print(*values, sep=' ', end='\\n'): writes the values to stdout."},
-    {"range", klpb_range, 0, "range(stop) / range(start, stop[, step]): a list of ints."},
-    {"repr", b_repr, 0, "repr(x): the printable representation of x."},
-    {"round", klpb_round, 1, "round(x, ndigits=None): x rounded half to even."},
-    {"str", b_str, 0, "str(x): x as a string."},
-    {"sum", klpb_sum, 1, "sum(iterable, start=0): the sum of the items."},
+    {"abs", klpb_abs, 1, 1, "abs(x): the absolute value of a number."},
+    {"bool", b_bool, 0, 1, "bool(x): the truth value of x."},
+    {"float", b_float, 0, 1, "float(x): a float from a number or a string."},
+    {"input", b_input, 0, 1, "input(prompt=''): a line typed by the user (stdin request)."},
+    {"int", b_int, 0, 1, "int(x): an int from a number or a decimal string."},
+    {"len", b_len, 1, 1, "len(x): the number of items of a str, list or dict."},
+    {"list", klpb_list, 0, 1, "list(x): a new list of the items of a list, str or dict."},
+    {"max", klpb_max, 1, 1u << 20, "max(list) or max(a, b, ...): the largest item."},
+    {"min", klpb_min, 1, 1u << 20, "min(list) or min(a, b, ...): the smallest item."},
+    {"help", b_help, 0, 1, "help() says where the help is; help(\"train\"): a magic's help."},
+    {"print", b_print, 0, 1u << 20,
+     "print(*values, sep=' ', end='\\n'): writes the values to stdout."},
+    {"range", klpb_range, 1, 3, "range(stop) / range(start, stop[, step]): a list of ints."},
+    {"round", klpb_round, 1, 2, "round(x, ndigits=None): x rounded half to even (ndigits >= 0)."},
+    {"str", b_str, 0, 1, "str(x): x as a string."},
+    {"sum", klpb_sum, 1, 1, "sum(list): the sum of the items."},
 };
 #define NTABLE (sizeof table / sizeof table[0])
 
@@ -337,25 +382,25 @@ json_t *klp_call_builtin(klp_ctx *c, const klp_node *n, const char *name, json_t
     size_t i = find(name);
     if (!strcmp(name, "format")) {
         klp_fail(c->err, n->line, n->col, "NameError",
-                 "format() is not supported: Kiln has no "
-                 "format specs (use round(x, 3), str(x) or an f-string such as f'{x}')");
+                 "format() is not supported: Kiln has no format specs (use round(x, 3), str(x) or "
+                 "an f-string such as f'{x}')");
         return NULL;
     }
     if (i == NTABLE) {
         kl_buf b = {0};
         for (size_t j = 0; j < NTABLE; j++) kl_buf_printf(&b, "%s%s", j ? ", " : "", table[j].name);
         klp_fail(c->err, n->line, n->col, "NameError",
-                 "name '%s' is not defined (Kiln cells "
-                 "hold parameters; their functions are %s)",
+                 "name '%s' is not defined (Kiln cells hold parameters; their functions are %s)",
                  name, b.s ? b.s : "");
         kl_buf_free(&b);
         return NULL;
     }
     klpb_call k = {c, n, name, args, nargs, kwnames, kwvals, nkw};
-    if (nkw && !table[i].kw) {
+    if (nkw && table[i].fn != b_print) {
         klp_fail(c->err, n->line, n->col, "TypeError", "%s() takes no keyword arguments", name);
         return NULL;
     }
+    if (klpb_count(c, n, name, nargs, table[i].lo, table[i].hi) < 0) return NULL;
     json_t *r = table[i].fn(&k);
     if (!r && !c->err->set) klp_fail(c->err, n->line, n->col, "MemoryError", "out of memory");
     return r;

@@ -1,6 +1,6 @@
 /* kl_compare.c - truth values, equality (1 == 1.0 == True, deep for lists and
- * dicts), ordering (numbers, str by code point, lists lexicographically), `in`,
- * `is`. Ordering between unrelated types is a TypeError, as in Python 3. */
+ * dicts), ordering (numbers, str by code point), `in`, `is`. Ordering between
+ * unrelated types is a TypeError, as in Python 3. */
 #include <string.h>
 
 #include "kl_internal.h"
@@ -78,23 +78,13 @@ static int equal_depth(json_t *a, json_t *b, int depth)
     }
 }
 
-int klp_equal(json_t *a, json_t *b) { return equal_depth(a, b, 0); }
+static int klp_equal(json_t *a, json_t *b) { return equal_depth(a, b, 0); }
 
-/* -2 = not orderable */
-static int order(json_t *a, json_t *b, int depth)
+/* -2 = not orderable (only numbers with numbers and str with str are) */
+static int order(json_t *a, json_t *b)
 {
-    if (depth > KLP_MAX_DEPTH) return -2;
     if (is_num(a) && is_num(b)) return num_cmp(a, b);
     if (json_is_string(a) && json_is_string(b)) return str_cmp(a, b);
-    if (json_is_array(a) && json_is_array(b)) {
-        size_t na = json_array_size(a), nb = json_array_size(b);
-        for (size_t i = 0; i < na && i < nb; i++) {
-            json_t *x = json_array_get(a, i), *y = json_array_get(b, i);
-            if (equal_depth(x, y, depth + 1)) continue;
-            return order(x, y, depth + 1);
-        }
-        return (na > nb) - (na < nb);
-    }
     return -2;
 }
 
@@ -103,8 +93,7 @@ static int contains(klp_ctx *c, const klp_node *n, json_t *item, json_t *seq)
     if (json_is_string(seq)) {
         if (!json_is_string(item))
             return klp_fail(c->err, n->line, n->col, "TypeError",
-                            "'in <string>' requires "
-                            "string as left operand, not %s",
+                            "'in <string>' requires string as left operand, not %s",
                             klp_type_name(item));
         return memmem(json_string_value(seq), json_string_length(seq), json_string_value(item),
                       json_string_length(item)) != NULL ||
@@ -120,9 +109,7 @@ static int contains(klp_ctx *c, const klp_node *n, json_t *item, json_t *seq)
         if (!json_is_string(item)) return 0;
         return json_object_getn(seq, json_string_value(item), json_string_length(item)) != NULL;
     }
-    return klp_fail(c->err, n->line, n->col, "TypeError",
-                    "argument of type '%s' is not "
-                    "iterable",
+    return klp_fail(c->err, n->line, n->col, "TypeError", "argument of type '%s' is not iterable",
                     klp_type_name(seq));
 }
 
@@ -141,12 +128,11 @@ int klp_compare(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json_t
                    (json_is_true(a) && json_is_true(b)) || (json_is_false(a) && json_is_false(b));
         return op[2] ? !same : same;
     }
-    int r = order(a, b, 0);
+    int r = order(a, b);
     if (r == -2)
         return klp_fail(c->err, n->line, n->col, "TypeError",
-                        "'%s' not supported between "
-                        "instances of '%s' and '%s'",
-                        op, klp_type_name(a), klp_type_name(b));
+                        "'%s' not supported between instances of '%s' and '%s'", op,
+                        klp_type_name(a), klp_type_name(b));
     if (!strcmp(op, "<")) return r < 0;
     if (!strcmp(op, "<=")) return r <= 0;
     if (!strcmp(op, ">")) return r > 0;

@@ -4,14 +4,11 @@
  * code cannot parse; complete otherwise.
  * complete: magic names after % / %%, option names (and choice values) of a magic,
  * $variables in magic/shell lines, variable names, builtins and keywords elsewhere,
- * methods after `value.`, file names in magic and shell arguments. Cursor positions
- * count code points, as the protocol says. */
+ * methods after `value.`. Cursor positions count code points, as the protocol says. */
 #include <ctype.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "kl_internal.h"
 
@@ -65,55 +62,7 @@ static void add_choices(json_t *m, const char *word, size_t wl, const char *choi
     }
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* File names completing the path typed in tok[0..tl) (~/ means home), sorted;
- * directories get a trailing '/'; dot files only when the name starts with '.'. */
-static void complete_path(json_t *m, const char *tok, size_t tl)
-{
-    char typed[1024], dir[1200];
-    if (tl >= sizeof typed) return;
-    memcpy(typed, tok, tl);
-    typed[tl] = 0;
-    char *slash = strrchr(typed, '/');
-    size_t dl = slash ? (size_t)(slash - typed) + 1 : 0;
-    const char *base = typed + dl, *home = getenv("HOME");
-    if (dl == 0) snprintf(dir, sizeof dir, ".");
-    else if (typed[0] == '~' && typed[1] == '/' && home)
-        snprintf(dir, sizeof dir, "%s%.*s", home, (int)dl - 1, typed + 1);
-    else snprintf(dir, sizeof dir, "%.*s", (int)dl, typed);
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char *found[200];
-    size_t nf = 0, bl = strlen(base);
-    struct dirent *de;
-    while (nf < 200 && (de = readdir(d))) {
-        const char *name = de->d_name;
-        if (!strcmp(name, ".") || !strcmp(name, "..") || strncmp(name, base, bl)) continue;
-        if (name[0] == '.' && base[0] != '.') continue;
-        if (!klp_utf8_valid(name, strlen(name))) continue;
-        char probe[2600];
-        struct stat st;
-        snprintf(probe, sizeof probe, "%s/%s", dir, name);
-        int is_dir = stat(probe, &st) == 0 && S_ISDIR(st.st_mode);
-        size_t need = dl + strlen(name) + 2;
-        char *full = malloc(need);
-        if (!full) break;
-        snprintf(full, need, "%.*s%s%s", (int)dl, typed, name, is_dir ? "/" : "");
-        found[nf++] = full;
-    }
-    closedir(d);
-    qsort(found, nf, sizeof *found, cmp_str);
-    for (size_t i = 0; i < nf; i++) {
-        json_array_append_new(m, json_string(found[i]));
-        free(found[i]);
-    }
-}
-
-/* Start of the path-like token ending at cur (after a space, '=' or a quote). */
+/* Start of the word ending at cur (after a space, '=' or a quote). */
 static size_t token_start(const char *code, size_t ls, size_t cur)
 {
     size_t t = cur;
@@ -163,7 +112,7 @@ json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
     } else if ((magic_line || shell_line) && wl && word[0] == '$') {
         const char *k;
         json_t *v;
-        json_object_foreach(klp_vars(e), k, v) add(m, word, wl, "$", k);
+        json_object_foreach(e->vars, k, v) add(m, word, wl, "$", k);
     } else if (magic_line) {
         const mg_command *cmd = magic_of_line(code + lead, cur - lead);
         /* the previous word: an option taking a choice? */
@@ -188,19 +137,9 @@ json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
             for (const mg_option *o = cmd->options; o && o->name; o = mg_option_next(cmd, o))
                 add(m, word, wl, "", o->name);
             add(m, word, wl, "", "--help");
-            if (wl == 0 && ts == cur) complete_path(m, "", 0);
-        } else {
+        } else if (at_first) {
             ws = ts;
-            if (at_first) add_choices(m, code + ws, cur - ws, cmd->positional);
-            complete_path(m, code + ws, cur - ws);
-        }
-    } else if (shell_line && token_start(code, ls, cur) > lead + 1) {
-        /* !command ARGS: file names (not for the command word itself) */
-        size_t t = token_start(code, ls, cur), p = lead + 1;
-        while (p < t && code[p] != ' ' && code[p] != '\t') p++;
-        if (p < t) {
-            ws = t;
-            complete_path(m, code + ws, cur - ws);
+            add_choices(m, code + ws, cur - ws, cmd->positional);
         }
     } else if (ws > ls && code[ws - 1] == '.' && !shell_line) {
         /* value.method: find the name before the dot */
@@ -211,14 +150,14 @@ json_t *kl_engine_complete(kl_engine *e, const char *code, int cursor_pos)
         if (ne > nb && ne - nb < sizeof name) {
             memcpy(name, code + nb, ne - nb);
             name[ne - nb] = 0;
-            v = json_object_get(klp_vars(e), name);
+            v = json_object_get(e->vars, name);
         }
         size_t i = 0;
         for (const char *meth; (meth = klp_method_name(v, &i));) add(m, word, wl, "", meth);
     } else if (!shell_line && wl && !isdigit((unsigned char)word[0])) {
         const char *k;
         json_t *v;
-        json_object_foreach(klp_vars(e), k, v) add(m, word, wl, "", k);
+        json_object_foreach(e->vars, k, v) add(m, word, wl, "", k);
         for (size_t i = 0; klp_builtin_name(i); i++) add(m, word, wl, "", klp_builtin_name(i));
         static const char *const kws[] = {"True", "False", "None", "and", "or",   "not", "in",
                                           "is",   "if",    "else", "del", "pass", NULL};

@@ -9,30 +9,8 @@
 #include "fm.h"
 #include "kl_internal.h"
 
-struct kl_engine {
-    atomic_int *interrupt;
-    json_t *vars;
-    mg_session *session;
-    mg_host host;
-    json_t *cell_metadata; /* borrowed, for the running cell */
-    int run_depth;
-    fm_registry *forms;
-    klp_err nested;       /* the last error of a cell run through host->run_cell */
-    mg_settings settings; /* what magics see in mg_ctx.settings */
-    char *next_input;     /* the last cell's code with its form's values written in */
-    klp_budget budget;    /* the values' total memory (KILN_VALUE_BUDGET) */
-};
-
 mg_settings *kl_engine_settings(kl_engine *e) { return &e->settings; }
-const mg_settings *klp_settings(kl_engine *e) { return &e->settings; }
 
-klp_err *klp_nested_err(kl_engine *e) { return &e->nested; }
-klp_budget *klp_budget_of(kl_engine *e) { return &e->budget; }
-
-json_t *klp_vars(kl_engine *e) { return e->vars; }
-mg_session *klp_session(kl_engine *e) { return e->session; }
-const mg_host *klp_host(kl_engine *e) { return &e->host; }
-json_t *klp_cell_metadata(kl_engine *e) { return e->cell_metadata; }
 int klp_interrupted(kl_engine *e) { return e->interrupt && atomic_load(e->interrupt) != 0; }
 
 /* ---- host callbacks ---- */
@@ -76,10 +54,8 @@ static int host_run_cell(void *u, const char *code, const mg_out *out, mg_error 
     e->nested = err; /* lets the magic's caller point at the failing body line */
     if (rc < 0) {
         snprintf(merr->ename, sizeof merr->ename, "%s", err.ename);
-        if (err.line > 0)
-            snprintf(merr->evalue, sizeof merr->evalue, "%.900s (line %d%s)", err.evalue, err.line,
-                     "");
-        else snprintf(merr->evalue, sizeof merr->evalue, "%s", err.evalue);
+        snprintf(merr->evalue, sizeof merr->evalue, err.line > 0 ? "%.900s (line %d)" : "%s",
+                 err.evalue, err.line);
     }
     return rc;
 }

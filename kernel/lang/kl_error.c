@@ -140,23 +140,15 @@ void klp_err_export(const klp_err *e, const char *src, kl_error *out)
             push_str(tb, &b);
         }
     } else {
-        kl_buf_puts(&b, RED "---------------------------------------------------------------"
-                            "------------" RESET);
+        kl_buf_puts(
+            &b, RED
+            "---------------------------------------------------------------------------" RESET);
         push_str(tb, &b);
         kl_buf_printf(&b, RED "%-42s" RESET "Traceback (most recent call last)", out->ename);
         push_str(tb, &b);
         if (line) {
             if (e->col > 0) kl_buf_printf(&b, "Cell line %d, column %d\n", e->line, e->col);
             else kl_buf_printf(&b, "Cell line %d\n", e->line);
-            for (int l = e->line - 2 > 1 ? e->line - 2 : 1; l < e->line; l++) {
-                size_t pl;
-                const char *p = src_line(src, l, &pl);
-                if (p && klp_utf8_valid(p, pl)) {
-                    kl_buf_printf(&b, GREEN "%7d" RESET " ", l);
-                    kl_buf_add(&b, p, pl);
-                    kl_buf_puts(&b, "\n");
-                }
-            }
             kl_buf_printf(&b, GREEN "---> %-3d" RESET, e->line);
             kl_buf_add(&b, line, len);
             if (e->col > 0) {

@@ -15,7 +15,7 @@ static json_t *oom(klp_ctx *c, const klp_node *n)
 
 static json_t *eval_name(klp_ctx *c, const klp_node *n)
 {
-    json_t *v = json_object_get(klp_vars(c->eng), n->str);
+    json_t *v = json_object_get(c->eng->vars, n->str);
     if (v) return json_incref(v);
     if (!strcmp(n->str, "help")) { /* as IPython answers a bare `help`: where help is */
         if (c->out && c->out->stream)
@@ -24,142 +24,90 @@ static json_t *eval_name(klp_ctx *c, const klp_node *n)
     }
     if (klp_is_builtin(n->str))
         klp_fail(c->err, n->line, n->col, "TypeError",
-                 "the builtin '%s' can only be called "
-                 "here (Kiln values are data, not functions)",
+                 "the builtin '%s' can only be called here (Kiln values are data, not functions)",
                  n->str);
     else klp_fail(c->err, n->line, n->col, "NameError", "name '%s' is not defined", n->str);
     return NULL;
 }
 
-static json_t *eval_seq(klp_ctx *c, const klp_node *n)
+/* A list or dict display: items (dict: key, value) evaluated left to right. */
+static json_t *eval_display(klp_ctx *c, const klp_node *n)
 {
-    json_t *arr = json_array();
-    if (!arr) return oom(c, n);
-    int nested = 0;
-    for (size_t i = 0; i < n->n; i++) {
-        json_t *v = klp_eval(c, n->kids[i]);
-        if (!v) {
-            json_decref(arr);
-            return NULL;
-        }
-        nested |= json_is_array(v) || json_is_object(v);
-        if (json_array_append_new(arr, v) < 0) {
-            json_decref(arr);
-            return oom(c, n);
-        }
-    }
-    if (nested && klp_check_depth(c, n, arr) < 0) {
-        json_decref(arr);
-        return NULL;
-    }
-    return arr;
-}
-
-static json_t *eval_dict(klp_ctx *c, const klp_node *n)
-{
-    json_t *obj = json_object();
-    if (!obj) return oom(c, n);
-    int nested = 0;
-    for (size_t i = 0; i + 1 < n->n; i += 2) {
-        json_t *k = klp_eval(c, n->kids[i]);
-        if (!k) goto fail;
-        if (!json_is_string(k)) {
-            klp_fail(c->err, n->kids[i]->line, n->kids[i]->col, "TypeError",
-                     "dict keys must "
-                     "be str in Kiln (JSON objects), not %s",
-                     klp_type_name(k));
-            json_decref(k);
-            goto fail;
-        }
-        json_t *v = klp_eval(c, n->kids[i + 1]);
-        if (!v) {
-            json_decref(k);
-            goto fail;
-        }
-        nested |= json_is_array(v) || json_is_object(v);
-        int rc = json_object_setn_new(obj, json_string_value(k), json_string_length(k), v);
+    int dict = n->kind == KLP_N_DICT, nested = 0, rc = 0;
+    json_t *r = dict ? json_object() : json_array();
+    for (size_t i = 0; r && rc == 0 && i < n->n; i += 1 + (size_t)dict) {
+        json_t *k = dict ? klp_eval(c, n->kids[i]) : NULL, *v = NULL;
+        if (dict && k && !json_is_string(k))
+            rc = klp_fail(c->err, n->kids[i]->line, n->kids[i]->col, "TypeError",
+                          "dict keys must be str in Kiln (JSON objects), not %s", klp_type_name(k));
+        else if ((!dict || k) && (v = klp_eval(c, n->kids[i + (size_t)dict]))) {
+            nested |= json_is_array(v) || json_is_object(v);
+            rc = dict ? json_object_setn_new(r, json_string_value(k), json_string_length(k), v)
+                      : json_array_append_new(r, v);
+            if (rc < 0) oom(c, n);
+        } else rc = -1;
         json_decref(k);
-        if (rc < 0) {
-            oom(c, n);
-            goto fail;
-        }
     }
-    if (nested && klp_check_depth(c, n, obj) < 0) goto fail;
-    return obj;
-fail:
-    json_decref(obj);
+    if (!r) return oom(c, n);
+    if (rc == 0 && (!nested || klp_check_depth(c, n, r) == 0)) return r;
+    json_decref(r);
     return NULL;
 }
 
-static json_t *eval_compare(klp_ctx *c, const klp_node *n)
-{
-    json_t *l = klp_eval(c, n->kids[0]);
-    if (!l) return NULL;
-    for (size_t i = 1; i < n->n; i++) {
-        json_t *r = klp_eval(c, n->kids[i]);
-        if (!r) {
-            json_decref(l);
-            return NULL;
-        }
-        int ok = klp_compare(c, n, n->ops[i], l, r);
-        json_decref(l);
-        l = r;
-        if (ok <= 0) {
-            json_decref(l);
-            return ok < 0 ? NULL : json_false();
-        }
-    }
-    json_decref(l);
-    return json_true();
-}
-
+/* A builtin's or a method's call: positional arguments come first (the parser sees
+ * to it), then the keyword ones, named in n->ops. */
 static json_t *eval_call(klp_ctx *c, const klp_node *n)
 {
     const klp_node *callee = n->kids[0];
-    size_t na = 0, nk = 0, total = n->n - 1;
-    json_t **args = calloc(total + 1, sizeof *args), **kw = calloc(total + 1, sizeof *kw);
-    const char **kwn = calloc(total + 1, sizeof *kwn);
-    json_t *self = NULL, *res = NULL;
-    if (!args || !kw || !kwn) {
-        oom(c, n);
-        goto done;
+    json_t **v = calloc(n->n, sizeof *v), *self = NULL, *res = NULL;
+    size_t nv = 0, na = 0;
+    if (!v) return oom(c, n);
+    for (size_t i = 1; i < n->n; i++, nv++) {
+        if (!(v[nv] = klp_eval(c, n->kids[i]))) goto done;
+        na += !n->ops[i];
     }
-    for (size_t i = 1; i < n->n; i++) {
-        json_t *v = klp_eval(c, n->kids[i]);
-        if (!v) goto done;
-        if (n->ops[i]) {
-            kwn[nk] = n->ops[i];
-            kw[nk++] = v;
-        } else {
-            args[na++] = v;
-        }
-    }
-    if (callee->kind == KLP_N_ATTR) {
-        if (nk) {
-            klp_fail(c->err, n->line, n->col, "TypeError", "%s() takes no keyword arguments",
-                     callee->str);
-            goto done;
-        }
-        if (!(self = klp_eval(c, callee->kids[0]))) goto done;
-        res = klp_call_method(c, n, self, callee->str, args, na);
-    } else if (callee->kind == KLP_N_NAME && !json_object_get(klp_vars(c->eng), callee->str)) {
+    if (callee->kind == KLP_N_ATTR && na < nv)
+        klp_fail(c->err, n->line, n->col, "TypeError", "%s() takes no keyword arguments",
+                 callee->str);
+    else if (callee->kind == KLP_N_ATTR && (self = klp_eval(c, callee->kids[0])))
+        res = klp_call_method(c, n, self, callee->str, v, na);
+    else if (callee->kind == KLP_N_NAME && !json_object_get(c->eng->vars, callee->str))
         /* a builtin, or a NameError that lists the builtins */
-        res = klp_call_builtin(c, n, callee->str, args, na, kwn, kw, nk);
-    } else {
-        json_t *v = klp_eval(c, callee);
-        if (v)
-            klp_fail(c->err, n->line, n->col, "TypeError", "'%s' object is not callable",
-                     klp_type_name(v));
-        json_decref(v);
+        res = klp_call_builtin(c, n, callee->str, v, na, n->ops + 1 + na, v + na, nv - na);
+    else if (callee->kind != KLP_N_ATTR && (self = klp_eval(c, callee)))
+        klp_fail(c->err, n->line, n->col, "TypeError", "'%s' object is not callable",
+                 klp_type_name(self));
+done:
+    for (size_t i = 0; i < nv; i++) json_decref(v[i]);
+    json_decref(self);
+    free(v);
+    return res;
+}
+
+/* An operator: operands first, left to right (a slice's missing bounds stay NULL). */
+static json_t *eval_op(klp_ctx *c, const klp_node *n)
+{
+    json_t *v[3] = {NULL, NULL, NULL}, *r = NULL;
+    int ok;
+    for (size_t i = 0; i < n->n; i++)
+        if (n->kids[i] && !(v[i] = klp_eval(c, n->kids[i]))) goto done;
+    switch (n->kind) {
+    case KLP_N_BINOP: r = klp_binop(c, n, n->op, v[0], v[1]); break;
+    case KLP_N_UNARY: r = klp_unary(c, n, n->op, v[0]); break;
+    case KLP_N_NOT: r = json_boolean(!klp_truthy(v[0])); break;
+    case KLP_N_COMPARE:
+        r = (ok = klp_compare(c, n, n->op, v[0], v[1])) < 0 ? NULL : json_boolean(ok);
+        break;
+    case KLP_N_INDEX: r = klp_index(c, n, v[0], v[1]); break;
+    case KLP_N_SLICE: r = klp_slice(c, n, v[0], v[1], v[2]); break;
+    default: /* KLP_N_ATTR */
+        klp_fail(c->err, n->line, n->col, "AttributeError",
+                 "'%s' object has no attribute '%s' (methods must be called, e.g. x.%s())",
+                 klp_type_name(v[0]), n->str, n->str);
     }
 done:
-    for (size_t i = 0; args && i < na; i++) json_decref(args[i]);
-    for (size_t i = 0; kw && i < nk; i++) json_decref(kw[i]);
-    json_decref(self);
-    free(args);
-    free(kw);
-    free(kwn);
-    return res;
+    for (int i = 0; i < 3; i++) json_decref(v[i]);
+    return r;
 }
 
 static json_t *eval_fstr(klp_ctx *c, const klp_node *n)
@@ -191,7 +139,7 @@ fail:
 
 static json_t *eval_node(klp_ctx *c, const klp_node *n)
 {
-    json_t *a, *b, *r;
+    json_t *a, *r;
     switch (n->kind) {
     case KLP_N_CONST_INT: return (r = json_integer(n->ival)) ? r : oom(c, n);
     case KLP_N_CONST_FLOAT: return klp_real(c, n, n->fval);
@@ -201,35 +149,20 @@ static json_t *eval_node(klp_ctx *c, const klp_node *n)
     case KLP_N_FALSE: return json_false();
     case KLP_N_NAME: return eval_name(c, n);
     case KLP_N_LIST:
-    case KLP_N_TUPLE: return eval_seq(c, n);
-    case KLP_N_DICT: return eval_dict(c, n);
+    case KLP_N_DICT: return eval_display(c, n);
     case KLP_N_BINOP:
-        if (!(a = klp_eval(c, n->kids[0]))) return NULL;
-        if (!(b = klp_eval(c, n->kids[1]))) {
-            json_decref(a);
-            return NULL;
-        }
-        r = klp_binop(c, n, n->op, a, b);
-        json_decref(a);
-        json_decref(b);
-        return r;
     case KLP_N_UNARY:
-        if (!(a = klp_eval(c, n->kids[0]))) return NULL;
-        r = klp_unary(c, n, n->op, a);
-        json_decref(a);
-        return r;
     case KLP_N_NOT:
-        if (!(a = klp_eval(c, n->kids[0]))) return NULL;
-        r = json_boolean(!klp_truthy(a));
-        json_decref(a);
-        return r;
+    case KLP_N_COMPARE:
+    case KLP_N_INDEX:
+    case KLP_N_SLICE:
+    case KLP_N_ATTR: return eval_op(c, n);
     case KLP_N_AND:
     case KLP_N_OR:
         if (!(a = klp_eval(c, n->kids[0]))) return NULL;
         if (klp_truthy(a) == (n->kind == KLP_N_OR)) return a;
         json_decref(a);
         return klp_eval(c, n->kids[1]);
-    case KLP_N_COMPARE: return eval_compare(c, n);
     case KLP_N_IFEXP: {
         if (!(a = klp_eval(c, n->kids[1]))) return NULL;
         int t = klp_truthy(a);
@@ -237,34 +170,6 @@ static json_t *eval_node(klp_ctx *c, const klp_node *n)
         return klp_eval(c, n->kids[t ? 0 : 2]);
     }
     case KLP_N_CALL: return eval_call(c, n);
-    case KLP_N_INDEX:
-        if (!(a = klp_eval(c, n->kids[0]))) return NULL;
-        if (!(b = klp_eval(c, n->kids[1]))) {
-            json_decref(a);
-            return NULL;
-        }
-        r = klp_index(c, n, a, b);
-        json_decref(a);
-        json_decref(b);
-        return r;
-    case KLP_N_SLICE: {
-        json_t *v[4] = {NULL, NULL, NULL, NULL};
-        r = NULL;
-        for (int i = 0; i < 4; i++)
-            if (n->kids[i] && !(v[i] = klp_eval(c, n->kids[i]))) goto slice_done;
-        r = klp_slice(c, n, v[0], v[1], v[2], v[3]);
-    slice_done:
-        for (int i = 0; i < 4; i++) json_decref(v[i]);
-        return r;
-    }
-    case KLP_N_ATTR:
-        if (!(a = klp_eval(c, n->kids[0]))) return NULL;
-        klp_fail(c->err, n->line, n->col, "AttributeError",
-                 "'%s' object has no attribute "
-                 "'%s' (methods must be called, e.g. x.%s())",
-                 klp_type_name(a), n->str, n->str);
-        json_decref(a);
-        return NULL;
     case KLP_N_FSTR: return eval_fstr(c, n);
     default:
         klp_syntax(c->err, n->line, n->col, "invalid syntax (a statement is not an expression)");
@@ -275,6 +180,7 @@ static json_t *eval_node(klp_ctx *c, const klp_node *n)
 json_t *klp_eval(klp_ctx *c, const klp_node *n)
 {
     json_t *v = eval_node(c, n);
+    if (!v && !c->err->set) klp_fail(c->err, n->line, n->col, "MemoryError", "out of memory");
     if (v && klp_budget_charge_value(c, n, v) < 0) {
         json_decref(v);
         v = NULL;

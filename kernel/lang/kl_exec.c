@@ -1,7 +1,7 @@
-/* kl_exec.c - runs a parsed cell statement by statement: assignments (chained,
- * unpacking, subscripts), augmented assignments (in place for lists, as Python),
- * del, %magics, !commands and NAME? help. The last statement, when it is a bare
- * expression not ended by ';' and not None, becomes the execute_result (repr).
+/* kl_exec.c - runs a parsed cell statement by statement: assignments (chained, to
+ * names and subscripts), augmented assignments, del, %magics, !commands and NAME?
+ * help. The last statement, when it is a bare expression not ended by ';' and not
+ * None, becomes the execute_result (repr).
  * The interrupt flag is checked between statements. */
 #include <stdlib.h>
 #include <string.h>
@@ -12,155 +12,68 @@ static int set_item(klp_ctx *c, const klp_node *n, json_t *obj, json_t *idx, jso
 {
     if ((json_is_array(value) || json_is_object(value)) && klp_reaches(value, obj))
         return klp_fail(c->err, n->line, n->col, "ValueError",
-                        "a list or dict cannot contain "
-                        "itself in Kiln (its values are JSON)");
-    if (json_is_array(obj)) {
-        long long i;
-        if (json_is_integer(idx)) i = (long long)json_integer_value(idx);
-        else if (json_is_boolean(idx)) i = json_is_true(idx);
-        else
-            return klp_fail(c->err, n->line, n->col, "TypeError",
-                            "list indices must be "
-                            "integers or slices, not %s",
-                            klp_type_name(idx));
-        long long len = (long long)json_array_size(obj);
-        if (i < 0) i += len;
-        if (i < 0 || i >= len)
-            return klp_fail(c->err, n->line, n->col, "IndexError",
-                            "list assignment index out "
-                            "of range");
-        json_array_set(obj, (size_t)i, value);
-        return 0;
+                        "a list or dict cannot contain itself in Kiln (its values are JSON)");
+    json_t *old = json_is_array(obj) ? klp_index(c, n, obj, idx) : NULL; /* checks idx */
+    if (json_is_array(obj) && !old) return -1;
+    if (old) {
+        long long i = json_is_boolean(idx) ? json_is_true(idx) : json_integer_value(idx);
+        json_decref(old);
+        return json_array_set(obj, (size_t)(i < 0 ? i + (long long)json_array_size(obj) : i),
+                              value);
     }
     if (json_is_object(obj)) {
         if (!json_is_string(idx))
             return klp_fail(c->err, n->line, n->col, "TypeError",
-                            "dict keys must be str in "
-                            "Kiln (JSON objects), not %s",
+                            "dict keys must be str in Kiln (JSON objects), not %s",
                             klp_type_name(idx));
         if (json_object_setn(obj, json_string_value(idx), json_string_length(idx), value) < 0)
             return klp_fail(c->err, n->line, n->col, "MemoryError", "out of memory");
         return 0;
     }
     return klp_fail(c->err, n->line, n->col, "TypeError",
-                    "'%s' object does not support item "
-                    "assignment",
-                    klp_type_name(obj));
+                    "'%s' object does not support item assignment", klp_type_name(obj));
 }
 
+/* t is a name or a subscript (the parser allows nothing else). */
 static int assign(klp_ctx *c, const klp_node *t, json_t *value)
 {
-    if (t->kind == KLP_N_NAME) {
-        if (json_object_set(klp_vars(c->eng), t->str, value) < 0)
-            return klp_fail(c->err, t->line, t->col, "MemoryError", "out of memory");
-        return 0;
-    }
-    if (t->kind == KLP_N_INDEX) {
-        json_t *obj = klp_eval(c, t->kids[0]), *idx = obj ? klp_eval(c, t->kids[1]) : NULL;
-        int rc = idx ? set_item(c, t, obj, idx, value) : -1;
-        json_decref(obj);
-        json_decref(idx);
-        return rc;
-    }
-    /* tuple / list unpacking */
-    json_t *items;
-    if (klp_iter_items(c, t, value, &items) < 0) return -1;
-    size_t have = json_array_size(items);
-    int rc = 0;
-    if (have != t->n)
-        rc = have > t->n ? klp_fail(c->err, t->line, t->col, "ValueError",
-                                    "too many values to "
-                                    "unpack (expected %zu)",
-                                    t->n)
-                         : klp_fail(c->err, t->line, t->col, "ValueError",
-                                    "not enough values "
-                                    "to unpack (expected %zu, got %zu)",
-                                    t->n, have);
-    for (size_t i = 0; rc == 0 && i < t->n; i++)
-        rc = assign(c, t->kids[i], json_array_get(items, i));
-    json_decref(items);
+    if (t->kind == KLP_N_NAME)
+        return json_object_set(c->eng->vars, t->str, value) < 0
+                   ? klp_fail(c->err, t->line, t->col, "MemoryError", "out of memory")
+                   : 0;
+    json_t *obj = klp_eval(c, t->kids[0]), *idx = obj ? klp_eval(c, t->kids[1]) : NULL;
+    int rc = idx ? set_item(c, t, obj, idx, value) : -1;
+    json_decref(obj);
+    json_decref(idx);
     return rc;
 }
 
+/* x op= y is x = x op y (a list gets a new list, as a str or a number does); a
+ * subscript's object and index are evaluated once. */
 static int aug_assign(klp_ctx *c, const klp_node *s)
 {
     const klp_node *t = s->kids[0];
     char op[4] = {0};
     memcpy(op, s->op, strlen(s->op) - 1);
-    json_t *obj = NULL, *idx = NULL, *cur = NULL, *rhs = NULL, *res = NULL;
-    int rc = -1;
+    json_t *obj = NULL, *idx = NULL, *cur, *rhs = NULL, *res = NULL;
     if (t->kind == KLP_N_INDEX) {
-        if (!(obj = klp_eval(c, t->kids[0])) || !(idx = klp_eval(c, t->kids[1]))) goto done;
-        if (!(cur = klp_index(c, t, obj, idx))) goto done;
-    } else if (!(cur = klp_eval(c, t))) {
-        goto done;
+        obj = klp_eval(c, t->kids[0]);
+        idx = obj ? klp_eval(c, t->kids[1]) : NULL;
+        cur = idx ? klp_index(c, t, obj, idx) : NULL;
+    } else {
+        cur = klp_eval(c, t);
     }
-    if (!(rhs = klp_eval(c, s->kids[1]))) goto done;
-    if (!strcmp(op, "+") && json_is_array(cur)) {
-        json_t *items;
-        if (klp_iter_items(c, s, rhs, &items) < 0) goto done;
-        if (klp_reaches(items, cur)) {
-            json_decref(items);
-            klp_fail(c->err, s->line, s->col, "ValueError",
-                     "a list cannot contain itself in "
-                     "Kiln (its values are JSON)");
-            goto done;
-        }
-        int bad = json_array_size(cur) + json_array_size(items) > KLP_MAX_ITEMS;
-        if (!bad && klp_budget_charge(c, s, KLP_SZ_SLOT * json_array_size(items)) < 0) {
-            json_decref(items);
-            goto done;
-        }
-        bad = bad || json_array_extend(cur, items) < 0;
-        json_decref(items);
-        if (bad) {
-            klp_fail(c->err, s->line, s->col, "MemoryError", "result would be too large");
-            goto done;
-        }
-        if (klp_check_depth(c, s, cur) < 0) goto done;
-        res = json_incref(cur);
-    } else if (!(res = klp_binop(c, s, op, cur, rhs))) {
-        goto done;
+    if (cur && (rhs = klp_eval(c, s->kids[1])) && (res = klp_binop(c, s, op, cur, rhs)) &&
+        klp_budget_charge_value(c, s, res) < 0) {
+        json_decref(res);
+        res = NULL;
     }
-    rc = t->kind == KLP_N_INDEX ? set_item(c, t, obj, idx, res) : assign(c, t, res);
-done:
+    int rc = !res ? -1 : obj ? set_item(c, t, obj, idx, res) : assign(c, t, res);
     json_decref(obj);
     json_decref(idx);
     json_decref(cur);
     json_decref(rhs);
     json_decref(res);
-    return rc;
-}
-
-static int del_target(klp_ctx *c, const klp_node *t)
-{
-    if (t->kind == KLP_N_NAME) {
-        if (json_object_del(klp_vars(c->eng), t->str) < 0)
-            return klp_fail(c->err, t->line, t->col, "NameError", "name '%s' is not defined",
-                            t->str);
-        return 0;
-    }
-    json_t *obj = klp_eval(c, t->kids[0]), *idx = obj ? klp_eval(c, t->kids[1]) : NULL;
-    json_t *v = idx ? klp_index(c, t, obj, idx) : NULL;
-    int rc = -1;
-    if (v) {
-        if (json_is_array(obj)) {
-            long long i =
-                json_is_boolean(idx) ? json_is_true(idx) : (long long)json_integer_value(idx);
-            if (i < 0) i += (long long)json_array_size(obj);
-            rc = json_array_remove(obj, (size_t)i);
-        } else if (json_is_object(obj)) {
-            rc = json_object_deln(obj, json_string_value(idx), json_string_length(idx));
-        } else {
-            rc = klp_fail(c->err, t->line, t->col, "TypeError",
-                          "'%s' object doesn't support "
-                          "item deletion",
-                          klp_type_name(obj));
-        }
-    }
-    json_decref(v);
-    json_decref(obj);
-    json_decref(idx);
     return rc;
 }
 
@@ -199,16 +112,18 @@ static int run_stmt(klp_ctx *c, const klp_node *s, int last)
     case KLP_S_AUGASSIGN: return aug_assign(c, s);
     case KLP_S_DEL:
         for (size_t i = 0; i < s->n; i++)
-            if (del_target(c, s->kids[i]) < 0) return -1;
+            if (json_object_del(c->eng->vars, s->kids[i]->str) < 0)
+                return klp_fail(c->err, s->kids[i]->line, s->kids[i]->col, "NameError",
+                                "name '%s' is not defined", s->kids[i]->str);
         return 0;
     case KLP_S_PASS: return 0;
     case KLP_S_MAGIC: return klp_magic_line(c, s);
     case KLP_S_SHELL: {
         char *cmd = klp_interpolate(c->eng, s->str);
         if (!cmd)
-            return klp_fail(c->err, s->line, 0, "MemoryError",
-                            "the command is too large "
-                            "after $name/{expr} expansion (or out of memory)");
+            return klp_fail(
+                c->err, s->line, 0, "MemoryError",
+                "the command is too large after $name/{expr} expansion (or out of memory)");
         int status = 0;
         int rc = klp_shell_run(c->eng, cmd, c->out, &status, c->err);
         free(cmd);
@@ -225,7 +140,7 @@ int klp_exec(klp_ctx *c, const klp_prog *p)
     for (size_t i = 0; i < p->n; i++) {
         if (klp_interrupted(c->eng))
             return klp_fail(c->err, p->stmts[i]->line, 0, "KeyboardInterrupt", "interrupted");
-        klp_budget_statement(klp_budget_of(c->eng));
+        klp_budget_statement(&c->eng->budget);
         if (run_stmt(c, p->stmts[i], i + 1 == p->n) < 0) {
             if (c->err->line == 0) c->err->line = p->stmts[i]->line;
             return -1;

@@ -30,72 +30,43 @@ klp_node *klpp_fstring(klpp *P, const klp_tok *t, const char *s, size_t len)
     if (!n) return NULL;
     char *buf = klp_arena_alloc(P->a, len + 1);
     if (!buf) return NULL;
-    size_t blen = 0, i = 0;
-    while (i < len) {
-        char c = s[i];
+    size_t blen = 0;
+    klp_node *l, *e;
+    for (size_t i = 0; i <= len;) {
+        char c = i < len ? s[i] : 0;
         if ((c == '{' || c == '}') && i + 1 < len && s[i + 1] == c) {
             buf[blen++] = c;
             i += 2;
             continue;
         }
         if (c == '}') return fail(P, t, "single '}' is not allowed");
-        if (c != '{') {
-            buf[blen++] = c;
-            i++;
+        if (i < len && c != '{') {
+            buf[blen++] = c, i++;
             continue;
         }
-        if (blen) {
-            klp_node *l = lit(P, t, buf, blen);
-            if (!l || klpp_push(P, n, l, NULL) < 0) return NULL;
-            blen = 0;
-        }
-        /* the expression: up to !conv, :spec or } at depth 0, outside quotes */
-        size_t st = ++i;
-        int depth = 0;
-        char q = 0;
-        for (; i < len; i++) {
-            char d = s[i];
-            if (q) {
-                if (d == q) q = 0;
-                continue;
-            }
-            if (d == '\'' || d == '"') q = d;
-            else if (d == '(' || d == '[' || d == '{') depth++;
-            else if ((d == ')' || d == ']' || d == '}') && depth > 0) depth--;
-            else if (depth == 0 &&
-                     (d == '}' || d == ':' || (d == '!' && i + 1 < len && s[i + 1] != '=')))
-                break;
-        }
-        if (i >= len) return fail(P, t, "expecting '}'");
+        if (blen && (!(l = lit(P, t, buf, blen)) || klpp_push(P, n, l, NULL) < 0)) return NULL;
+        blen = 0;
+        if (i++ == len) break;
+        size_t st = i;
+        i += klp_scan_expr(s + i, len - i, 1);
         size_t en = i;
-        int repr = 0;
-        if (s[i] == '!') {
-            if (i + 1 >= len || s[i + 1] != 'r')
-                return fail(P, t, "only the !r conversion is supported ({x!r})");
-            repr = 1;
-            i += 2;
-        }
+        int repr = i + 1 < len && s[i] == '!' && s[i + 1] == 'r';
+        if (i < len && s[i] == '!' && !repr)
+            return fail(P, t, "only the !r conversion is supported ({x!r})");
+        i += repr ? 2 : 0;
         if (i < len && s[i] == ':')
             return fail(P, t,
-                        "format specs such as {x:.3f} are not supported (Kiln has no "
-                        "format mini-language; use {x}, {x!r} or {round(x, 3)})");
+                        "format specs such as {x:.3f} are not supported (Kiln has no format "
+                        "mini-language; use {x}, {x!r} or {round(x, 3)})");
         if (i >= len || s[i] != '}') return fail(P, t, "expecting '}'");
         i++;
         char *src = klp_arena_alloc(P->a, en - st + 1);
+        klp_err sub = {0};
         if (!src) return NULL;
         memcpy(src, s + st, en - st);
-        klp_node *e;
-        klp_err sub = {0};
         if (strspn(src, " \t\n") == en - st) return fail(P, t, "empty expression not allowed");
-        if (klp_parse_expr(P->a, src, &e, &sub) < 0) {
-            klp_syntax(P->err, t->line, t->col, "f-string: %s", sub.evalue);
-            return NULL;
-        }
+        if (klp_parse_expr(P->a, src, &e, &sub) < 0) return fail(P, t, sub.evalue);
         if (klpp_push(P, n, e, repr ? "r" : "") < 0) return NULL;
-    }
-    if (blen) {
-        klp_node *l = lit(P, t, buf, blen);
-        if (!l || klpp_push(P, n, l, NULL) < 0) return NULL;
     }
     return klpp_finish(P, n);
 }

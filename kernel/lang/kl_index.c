@@ -1,6 +1,6 @@
-/* kl_index.c - subscripts and slices of lists, str (by code point, as Python) and
- * dicts; iteration (for unpacking, builtins and methods); and the value-nesting check
- * that keeps lists of lists (and self-containing values) bounded. */
+/* kl_index.c - subscripts of lists, str (by code point, as Python) and dicts, slices
+ * [lo:hi] of lists and str; iteration (for builtins and methods); and the value-nesting
+ * check that keeps lists of lists (and self-containing values) bounded. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,9 +12,7 @@ static int as_index(klp_ctx *c, const klp_node *n, json_t *idx, const char *what
     else if (json_is_boolean(idx)) *out = json_is_true(idx);
     else
         return klp_fail(c->err, n->line, n->col, "TypeError",
-                        "%s indices must be integers "
-                        "or slices, not %s",
-                        what, klp_type_name(idx));
+                        "%s indices must be integers or slices, not %s", what, klp_type_name(idx));
     return 0;
 }
 
@@ -74,75 +72,41 @@ json_t *klp_index(klp_ctx *c, const klp_node *n, json_t *obj, json_t *idx)
     return NULL;
 }
 
-/* Python's PySlice_AdjustIndices. */
-static long long adjust(long long len, long long *start, long long *stop, long long step)
+/* A slice bound: None or left out is def, a negative one counts from the end; the
+ * result is clamped to [0, len]. */
+static int bound(klp_ctx *c, const klp_node *n, json_t *v, long long len, long long def,
+                 long long *out)
 {
-    if (*start < 0) {
-        *start += len;
-        if (*start < 0) *start = step < 0 ? -1 : 0;
-    } else if (*start >= len) {
-        *start = step < 0 ? len - 1 : len;
-    }
-    if (*stop < 0) {
-        *stop += len;
-        if (*stop < 0) *stop = step < 0 ? -1 : 0;
-    } else if (*stop >= len) {
-        *stop = step < 0 ? len - 1 : len;
-    }
-    if (step < 0) return *stop < *start ? (*start - *stop - 1) / (-step) + 1 : 0;
-    return *start < *stop ? (*stop - *start - 1) / step + 1 : 0;
+    if (v && !json_is_null(v) && as_index(c, n, v, "slice", out) < 0) return -1;
+    if (!v || json_is_null(v)) *out = def;
+    else if (*out < 0) *out = *out + len < 0 ? 0 : *out + len;
+    else if (*out > len) *out = len;
+    return 0;
 }
 
-static int slice_part(klp_ctx *c, const klp_node *n, json_t *v, long long def, long long *out)
+json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t *hi)
 {
-    if (!v || json_is_null(v)) {
-        *out = def;
-        return 0;
-    }
-    if (json_is_integer(v) || json_is_boolean(v)) return as_index(c, n, v, "slice", out);
-    return klp_fail(c->err, n->line, n->col, "TypeError",
-                    "slice indices must be integers or "
-                    "None, not %s",
-                    klp_type_name(v));
-}
-
-json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t *hi, json_t *stepv)
-{
-    long long step, start, stop;
-    if (slice_part(c, n, stepv, 1, &step) < 0) return NULL;
-    if (step == 0) {
-        klp_fail(c->err, n->line, n->col, "ValueError", "slice step cannot be zero");
+    int str = json_is_string(obj);
+    if (!str && !json_is_array(obj)) {
+        klp_fail(c->err, n->line, n->col, "TypeError", "'%s' object is not subscriptable%s",
+                 klp_type_name(obj), json_is_object(obj) ? " with a slice" : "");
         return NULL;
     }
-    if (step == INT64_MIN) step = -INT64_MAX;
-    long long big = step < 0 ? INT64_MIN : INT64_MAX;
-    if (slice_part(c, n, lo, step < 0 ? INT64_MAX : 0, &start) < 0 ||
-        slice_part(c, n, hi, big, &stop) < 0)
-        return NULL;
-    if (json_is_array(obj)) {
-        long long cnt = adjust((long long)json_array_size(obj), &start, &stop, step);
-        json_t *r = json_array();
-        for (long long k = 0, i = start; r && k < cnt; k++, i += step)
-            json_array_append(r, json_array_get(obj, (size_t)i));
-        return r;
+    const char *s = str ? json_string_value(obj) : NULL;
+    size_t ncp = 0, *o = str ? cp_offsets(s, json_string_length(obj), &ncp) : NULL;
+    long long len = str ? (long long)ncp : (long long)json_array_size(obj), a = 0, b = 0;
+    json_t *r = NULL;
+    if (str && !o) return NULL;
+    if (bound(c, n, lo, len, 0, &a) == 0 && bound(c, n, hi, len, len, &b) == 0) {
+        if (str) r = json_stringn(s + o[a], a < b ? o[b] - o[a] : 0);
+        else {
+            r = json_array();
+            for (long long i = a; r && i < b; i++)
+                json_array_append(r, json_array_get(obj, (size_t)i));
+        }
     }
-    if (json_is_string(obj)) {
-        const char *s = json_string_value(obj);
-        size_t ncp;
-        size_t *o = cp_offsets(s, json_string_length(obj), &ncp);
-        if (!o) return NULL;
-        long long cnt = adjust((long long)ncp, &start, &stop, step);
-        kl_buf b = {0};
-        for (long long k = 0, i = start; k < cnt; k++, i += step)
-            kl_buf_add(&b, s + o[i], o[i + 1] - o[i]);
-        free(o);
-        json_t *r = b.oom ? NULL : json_stringn(b.s ? b.s : "", b.n);
-        kl_buf_free(&b);
-        return r;
-    }
-    klp_fail(c->err, n->line, n->col, "TypeError", "'%s' object is not subscriptable%s",
-             klp_type_name(obj), json_is_object(obj) ? " with a slice" : "");
-    return NULL;
+    free(o);
+    return r;
 }
 
 /* A new list of the items of v: list items, str characters, dict keys. */
@@ -173,62 +137,37 @@ int klp_iter_items(klp_ctx *c, const klp_node *n, json_t *v, json_t **list_out)
     return 0;
 }
 
-static int depth_of(json_t *v, int limit)
+/* Walks the containers below v, at most limit levels: the depth reached (more than
+ * limit - 1 when it goes deeper), or -1 when target is met on the way. */
+static int walk(json_t *v, const json_t *target, int limit)
 {
+    if (v == target) return -1;
     if (!json_is_array(v) && !json_is_object(v)) return 0;
     if (limit <= 0) return 1;
     int d = 0;
-    if (json_is_array(v)) {
-        size_t i;
-        json_t *x;
-        json_array_foreach(v, i, x)
-        {
-            if (!json_is_array(x) && !json_is_object(x)) continue;
-            int k = depth_of(x, limit - 1);
-            if (k > d) d = k;
-            if (d >= limit) break;
-        }
-    } else {
-        const char *k;
-        json_t *x;
-        json_object_foreach(v, k, x)
-        {
-            int dd = depth_of(x, limit - 1);
-            if (dd > d) d = dd;
-            if (d >= limit) break;
-        }
+    void *it = json_is_object(v) ? json_object_iter(v) : NULL;
+    for (size_t i = 0; d < limit; i++) {
+        json_t *x = json_is_array(v) ? json_array_get(v, i) : json_object_iter_value(it);
+        if (!x) break;
+        it = it ? json_object_iter_next(v, it) : NULL;
+        int k = walk(x, target, limit - 1);
+        if (k < 0) return -1;
+        if (k > d) d = k;
     }
     return d + 1;
 }
 
 int klp_check_depth(klp_ctx *c, const klp_node *n, json_t *v)
 {
-    if (depth_of(v, KLP_MAX_DEPTH) > KLP_MAX_DEPTH - 1)
+    if (walk(v, NULL, KLP_MAX_DEPTH) > KLP_MAX_DEPTH - 1)
         return klp_fail(c->err, n->line, n->col, "RecursionError",
-                        "value nested more than "
-                        "%d levels deep (or containing itself)",
+                        "value nested more than %d levels deep (or containing itself)",
                         KLP_MAX_DEPTH - 1);
-    return 0;
-}
-
-static int reaches(json_t *v, json_t *target, int depth)
-{
-    if (v == target) return 1;
-    if (depth > KLP_MAX_DEPTH) return 1;
-    size_t i;
-    const char *k;
-    json_t *x;
-    if (json_is_array(v)) {
-        json_array_foreach(v, i, x) if ((json_is_array(x) || json_is_object(x)) &&
-                                        reaches(x, target, depth + 1)) return 1;
-    } else if (json_is_object(v)) {
-        json_object_foreach(v, k, x) if ((json_is_array(x) || json_is_object(x)) &&
-                                         reaches(x, target, depth + 1)) return 1;
-    }
     return 0;
 }
 
 int klp_reaches(json_t *v, json_t *target)
 {
-    return (json_is_array(v) || json_is_object(v)) && reaches(v, target, 0);
+    int w = walk(v, target, KLP_MAX_DEPTH + 1);
+    return w < 0 || w > KLP_MAX_DEPTH;
 }

@@ -108,6 +108,12 @@ RT_MUST_USE int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *
 RT_MUST_USE int klp_lex_literal(klp_arena *a, const char *src, klp_tok *tok, size_t *used,
                                 klp_err *err);
 
+/* The end of the expression at s[0], just after a '{' in text that is not a cell (an
+ * f-string's template, a magic's or shell line's {expr}): the index of the '}' (in an
+ * f-string also of a ':' or a '!' that is not '!=') outside brackets and quotes, or n
+ * when there is none. The one scanner of braced expressions. */
+size_t klp_scan_expr(const char *s, size_t n, int fstring);
+
 /* ---- AST ---- */
 
 typedef enum {
@@ -119,7 +125,6 @@ typedef enum {
     KLP_N_FALSE,
     KLP_N_NAME,
     KLP_N_LIST,
-    KLP_N_TUPLE,
     KLP_N_DICT,
     KLP_N_BINOP,
     KLP_N_UNARY,
@@ -149,13 +154,13 @@ struct klp_node {
     klp_node_kind kind;
     int line, col, end_col;
     int depth;
-    const char *op;  /* BINOP/UNARY/AUGASSIGN operator; COMPARE ops in ops[] */
+    const char *op;  /* BINOP/UNARY/COMPARE/AUGASSIGN operator */
     const char *str; /* NAME/ATTR/STR/MAGIC/SHELL/HELP text; keyword names */
     size_t len;
     long long ival;
     double fval;
     klp_node **kids;  /* children (see each kind in kl_parse.c) */
-    const char **ops; /* COMPARE: n-1 operators; CALL: keyword names (NULL = positional) */
+    const char **ops; /* CALL: keyword names (NULL = positional); FSTR: "r"/"" per part */
     size_t n;
     int suppress; /* S_EXPR followed by ';' at the end of the cell */
 };
@@ -178,14 +183,7 @@ typedef struct klp_ctx {
     klp_err *err;
 } klp_ctx;
 
-/* The engine's namespace and state (kl_engine.c owns it). */
-json_t *klp_vars(kl_engine *e);
 int klp_interrupted(kl_engine *e);
-const mg_host *klp_host(kl_engine *e);
-mg_session *klp_session(kl_engine *e);
-json_t *klp_cell_metadata(kl_engine *e);
-const mg_settings *klp_settings(kl_engine *e);
-klp_err *klp_nested_err(kl_engine *e); /* last error of host->run_cell */
 
 json_t *klp_eval(klp_ctx *c, const klp_node *n);
 /* Parses and evaluates one expression; new ref or NULL with err. */
@@ -201,9 +199,22 @@ typedef struct klp_budget {
     size_t since_walk; /* charged since the last walk (and the statement it was in) */
     int stale;         /* a statement started since the last walk */
 } klp_budget;
-klp_budget *klp_budget_of(kl_engine *e);
-/* "256M", "2GiB", "1048576": 0 with *out in bytes (at least KLP_BUDGET_MIN), or -1. */
-RT_MUST_USE int klp_budget_parse(const char *s, size_t *out);
+
+/* The engine: its namespace and state (kl_engine.c makes it). */
+struct kl_engine {
+    atomic_int *interrupt;
+    json_t *vars;
+    mg_session *session;
+    mg_host host;
+    json_t *cell_metadata; /* borrowed, for the running cell */
+    int run_depth;
+    struct fm_registry *forms;
+    klp_err nested;       /* the last error of a cell run through host->run_cell */
+    mg_settings settings; /* what magics see in mg_ctx.settings */
+    char *next_input;     /* the last cell's code with its form's values written in */
+    klp_budget budget;    /* the values' total memory (KILN_VALUE_BUDGET) */
+};
+
 /* The default, or setting (KILN_VALUE_BUDGET) when valid; a bad one is warned about. */
 void klp_budget_init(klp_budget *b, const char *setting);
 void klp_budget_statement(klp_budget *b); /* a statement starts */
@@ -212,23 +223,28 @@ int klp_budget_ask(klp_ctx *c, const klp_node *n, size_t bytes);
 int klp_budget_charge(klp_ctx *c, const klp_node *n, size_t bytes);
 /* Charges v, the result of evaluating n, when the evaluation made it (refcount 1). */
 int klp_budget_charge_value(klp_ctx *c, const klp_node *n, json_t *v);
-/* What v takes, values reached twice counted once. */
-size_t klp_value_footprint(json_t *v);
 
 /* Operators (kl_ops.c). All return new refs or NULL with err filled (line/col from n). */
 json_t *klp_binop(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json_t *b);
 json_t *klp_unary(klp_ctx *c, const klp_node *n, const char *op, json_t *a);
 int klp_compare(klp_ctx *c, const klp_node *n, const char *op, json_t *a, json_t *b);
 int klp_truthy(json_t *v);
-int klp_equal(json_t *a, json_t *b);
 json_t *klp_index(klp_ctx *c, const klp_node *n, json_t *obj, json_t *idx);
-json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t *hi, json_t *step);
+json_t *klp_slice(klp_ctx *c, const klp_node *n, json_t *obj, json_t *lo, json_t *hi);
 json_t *klp_real(klp_ctx *c, const klp_node *n, double v); /* rejects nan/inf */
 /* 1 when container v is or (transitively) contains target. */
 int klp_reaches(json_t *v, json_t *target);
 int klp_check_depth(klp_ctx *c, const klp_node *n, json_t *v);
 /* The items of a list, the characters of a str or the keys of a dict, as a new list. */
 int klp_iter_items(klp_ctx *c, const klp_node *n, json_t *v, json_t **list_out);
+
+/* Helpers of the builtins and methods (kl_builtins.c): klp_fail at n (returns NULL); a
+ * TypeError unless lo <= na <= hi ("f() takes exactly 1 argument (2 given)"); the string
+ * built in b (freed), NULL when it ran out of memory. */
+json_t *klpb_fail(klp_ctx *c, const klp_node *n, const char *ename, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int klpb_count(klp_ctx *c, const klp_node *n, const char *name, size_t na, size_t lo, size_t hi);
+json_t *klpb_str_new(kl_buf *b);
 
 /* Builtins (kl_builtins.c) and methods (kl_methods.c). args/kw borrowed. */
 int klp_is_builtin(const char *name);
@@ -246,7 +262,6 @@ const char *klp_method_name(json_t *self, size_t *i);
 const char *klp_type_name(json_t *v);
 void klp_repr(kl_buf *b, json_t *v);
 void klp_str(kl_buf *b, json_t *v);
-void klp_float_repr(kl_buf *b, double d);
 
 /* $name / {expr} interpolation in a shell line (kl_interp.c), each value quoted as one
  * sh word ($!name / {!expr}: raw): new string (free()), or NULL on OOM. */

@@ -22,66 +22,36 @@
 
 #include "kl_internal.h"
 
-/* End of the {...} starting at s[0] == '{' (index of the matching '}'), or 0. */
-static size_t brace_end(const char *s)
-{
-    int depth = 0;
-    char q = 0;
-    for (size_t i = 0; s[i]; i++) {
-        char c = s[i];
-        if (q) {
-            if (c == '\\' && s[i + 1]) i++;
-            else if (c == q) q = 0;
-            continue;
-        }
-        if (c == '\'' || c == '"') q = c;
-        else if (c == '{' || c == '[' || c == '(') depth++;
-        else if (c == '}' || c == ']' || c == ')') {
-            if (--depth == 0) return c == '}' ? i : 0;
-        }
-    }
-    return 0;
-}
-
 #define MAX_EXPANDED (16u << 20) /* argument strings stay far below this (ARG_MAX) */
 
 enum { Q_NONE, Q_SINGLE, Q_DOUBLE }; /* quote state of the text around a value */
 
-/* Appends str(v) to b as one word in the given quote state: for sh (shell != 0) or for
- * mg_args' splitter, whose double quotes know only \" and \\ as escapes. */
-static void add_quoted(kl_buf *b, json_t *v, int state, int shell)
+/* mode: how a value is written (QUOTE_*) */
+enum { QUOTE_SHELL, QUOTE_ARGS, QUOTE_NONE };
+
+/* Appends str(v) to b: as it is (raw, or QUOTE_NONE), else as one word in the given
+ * quote state, for sh or for mg_args' splitter (whose double quotes know only \" and
+ * \\ as escapes). */
+static void add_value(kl_buf *b, json_t *v, int mode, int state, int raw)
 {
     kl_buf t = {0};
     kl_buf_add(&t, "", 0);
     klp_str(&t, v);
-    if (t.oom) {
-        b->oom = 1;
-        kl_buf_free(&t);
-        return;
-    }
     /* a ' can never appear inside '...': close, add it another way, reopen */
-    const char *squote = shell ? "'\\''" : "'\"'\"'";
-    if (state == Q_NONE) kl_buf_add(b, "'", 1);
-    for (size_t i = 0; i < t.n; i++) {
+    const char *squote = mode == QUOTE_SHELL ? "'\\''" : "'\"'\"'";
+    int quote = !raw && mode != QUOTE_NONE, shell = mode == QUOTE_SHELL;
+    b->oom |= t.oom;
+    if (quote && state == Q_NONE) kl_buf_add(b, "'", 1);
+    for (size_t i = 0; !t.oom && i < t.n; i++) {
         char c = t.s[i];
-        if (state != Q_DOUBLE && c == '\'') kl_buf_add(b, squote, strlen(squote));
-        else if (state == Q_DOUBLE &&
-                 (c == '"' || c == '\\' || (shell && (c == '$' || c == '`')))) {
-            kl_buf_add(b, "\\", 1);
-            kl_buf_add(b, &c, 1);
-        } else kl_buf_add(b, &c, 1);
+        if (quote && state != Q_DOUBLE && c == '\'') kl_buf_add(b, squote, strlen(squote));
+        else if (quote && state == Q_DOUBLE &&
+                 (c == '"' || c == '\\' || (shell && (c == '$' || c == '`'))))
+            kl_buf_add(b, "\\", 1), kl_buf_add(b, &c, 1);
+        else kl_buf_add(b, &c, 1);
     }
-    if (state == Q_NONE) kl_buf_add(b, "'", 1);
+    if (quote && state == Q_NONE) kl_buf_add(b, "'", 1);
     kl_buf_free(&t);
-}
-
-/* mode: how a value is written (QUOTE_*) */
-enum { QUOTE_SHELL, QUOTE_ARGS, QUOTE_NONE };
-
-static void add_value(kl_buf *b, json_t *v, int mode, int state, int raw)
-{
-    if (raw || mode == QUOTE_NONE) klp_str(b, v);
-    else add_quoted(b, v, state, mode == QUOTE_SHELL);
 }
 
 static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name_err, char *undef,
@@ -118,7 +88,7 @@ static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name
             if (n < sizeof name) {
                 memcpy(name, text + i + 1 + raw, n);
                 name[n] = 0;
-                v = json_object_get(klp_vars(e), name);
+                v = json_object_get(e->vars, name);
             }
             if (v) add_value(&b, v, mode, state, raw);
             else kl_buf_add(&b, text + i, j - i);
@@ -131,8 +101,8 @@ static char *interpolate(kl_engine *e, const char *text, int mode, klp_err *name
             kl_buf_add(&b, &c, 1);
             i += 2;
         } else if (c == '{') {
-            size_t end = brace_end(text + i);
-            if (!end) {
+            size_t rest = strlen(text + i + 1), end = klp_scan_expr(text + i + 1, rest, 0) + 1;
+            if (end > rest) {
                 kl_buf_add(&b, &c, 1);
                 i++;
                 continue;

@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,52 +88,30 @@ static size_t eol_of(lexer *L, size_t p)
 
 /* ---- IPython line syntax at the start of a logical line ---- */
 
-/* `name?`, `name??`, `%magic?`, `?name`: returns 1 and the name span. */
-static int help_line(const char *p, const char *e, const char **name, size_t *len)
-{
-    while (e > p && isspace((unsigned char)e[-1])) e--;
-    const char *q = p;
-    int lead = 0;
-    while (q < e && *q == '?' && lead < 2) q++, lead++;
-    const char *ns = q;
-    while (q < e && *q == '%' && q - ns < 2) q++;
-    if (q >= e || !is_id_start((unsigned char)*q)) return 0;
-    while (q < e && (is_id((unsigned char)*q) || *q == '.')) q++;
-    const char *ne = q;
-    int trail = 0;
-    while (q < e && *q == '?' && trail < 2) q++, trail++;
-    if (q != e || (lead == 0) == (trail == 0)) return 0;
-    *name = ns;
-    *len = (size_t)(ne - ns);
-    return 1;
-}
-
+/* `name?`, `name??` or `?name` (help on a variable, builtin or magic: `%train?`),
+ * `%magic args` or `!command`: its token and the line's NEWLINE, *handled = 1; else
+ * *handled = 0. */
 static int special_line(lexer *L, int *handled)
 {
-    size_t start = L->pos, e = eol_of(L, start);
-    size_t te = e;
-    if (te > start && L->s[te - 1] == '\r') te--;
-    const char *name;
-    size_t nlen;
-    *handled = 1;
-    klp_tok *tk;
-    if (help_line(L->s + start, L->s + te, &name, &nlen)) {
-        if (!(tk = push(L, KLP_T_HELP, start))) return oom(L);
-        tk->text = dup(L, name, nlen);
-    } else if (L->s[start] == '%') {
-        if (start + 1 < L->n && L->s[start + 1] == '%')
-            return klp_syntax(L->err, L->line, col_at(L, start),
-                              "a cell magic (%%%%name) must be on the first line of the cell");
-        if (!(tk = push(L, KLP_T_MAGIC, start))) return oom(L);
-        tk->text = dup(L, L->s + start + 1, te - start - 1);
-    } else if (L->s[start] == '!') {
-        if (!(tk = push(L, KLP_T_SHELL, start))) return oom(L);
-        tk->text = dup(L, L->s + start + 1, te - start - 1);
-    } else {
-        *handled = 0;
-        return 0;
-    }
-    if (!tk->text) return oom(L);
+    const char *s = L->s;
+    size_t st = L->pos, e = eol_of(L, st), te = e, h, ns = st + (s[st] == '?'), ne;
+    if (te > st && s[te - 1] == '\r') te--;
+    for (h = te; h > st && isspace((unsigned char)s[h - 1]);) h--;
+    for (ne = ns + (s[ns] == '%'); ne < h && (is_id((unsigned char)s[ne]) || s[ne] == '.');) ne++;
+    size_t marks = ns > st ? 0 : strspn(s + ne, "?");
+    int help = ne > ns + (s[ns] == '%') && is_id_start((unsigned char)s[ns + (s[ns] == '%')]) &&
+               (ns > st ? ne == h : (marks == 1 || marks == 2) && ne + marks == h);
+    klp_tok_kind k = help           ? KLP_T_HELP
+                     : s[st] == '%' ? KLP_T_MAGIC
+                     : s[st] == '!' ? KLP_T_SHELL
+                                    : KLP_T_EOF;
+    if (!(*handled = k != KLP_T_EOF)) return 0;
+    if (k == KLP_T_MAGIC && st + 1 < L->n && s[st + 1] == '%')
+        return klp_syntax(L->err, L->line, col_at(L, st),
+                          "a cell magic (%%%%name) must be on the first line of the cell");
+    klp_tok *tk = push(L, k, st);
+    if (!tk || !(tk->text = help ? dup(L, s + ns, ne - ns) : dup(L, s + st + 1, te - st - 1)))
+        return oom(L);
     tk->len = strlen(tk->text);
     if (!push(L, KLP_T_NEWLINE, te)) return oom(L);
     L->pos = e;
@@ -210,83 +189,38 @@ static int lex_number(lexer *L)
 
 /* ---- strings ---- */
 
-static int hexval(const char *s, int n, uint32_t *out)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < n; i++) {
-        if (!isxdigit((unsigned char)s[i])) return -1;
-        v = v * 16 + (uint32_t)(isdigit((unsigned char)s[i])
-                                    ? s[i] - '0'
-                                    : tolower((unsigned char)s[i]) - 'a' + 10);
-    }
-    *out = v;
-    return 0;
-}
-
-/* Decodes the escapes of body[0..n) into the arena. */
+/* Decodes the escapes of body[0..n) into the arena: Python's, less octal and \N{...}. */
 static int decode(lexer *L, const char *b, size_t n, int raw, int line, int col, klp_tok *tk)
 {
-    char *o = klp_arena_alloc(L->a, n + 1), *w = o;
+    static const char simple[] = "\\\\''\"\"a\ab\bf\fn\nr\rt\tv\v"; /* escape, value */
+    char *o = klp_arena_alloc(L->a, n + 1), *w = o, hx[9] = {0}, enc[4];
     if (!o) return oom(L);
     for (size_t i = 0; i < n; i++) {
-        if (b[i] != '\\' || raw || i + 1 >= n) {
-            *w++ = b[i];
-            continue;
-        }
-        char c = b[++i];
-        uint32_t cp;
-        int hex = 0;
-        switch (c) {
-        case '\n': break;
-        case '\r':
-            if (i + 1 < n && b[i + 1] == '\n') i++;
-            break;
-        case '\\': *w++ = '\\'; break;
-        case '\'': *w++ = '\''; break;
-        case '"': *w++ = '"'; break;
-        case 'a': *w++ = '\a'; break;
-        case 'b': *w++ = '\b'; break;
-        case 'f': *w++ = '\f'; break;
-        case 'n': *w++ = '\n'; break;
-        case 'r': *w++ = '\r'; break;
-        case 't': *w++ = '\t'; break;
-        case 'v': *w++ = '\v'; break;
-        case 'x': hex = 2; break;
-        case 'u': hex = 4; break;
-        case 'U': hex = 8; break;
-        case 'N':
-            return klp_syntax(L->err, line, col,
-                              "(unicode error) \\N{...} escapes are not "
-                              "supported");
-        default:
-            if (c >= '0' && c <= '7') {
-                cp = 0;
-                int k = 0;
-                while (k < 3 && i < n && b[i] >= '0' && b[i] <= '7')
-                    cp = cp * 8 + (uint32_t)(b[i++] - '0'), k++;
-                i--;
-                char enc[4];
-                int m = klp_utf8_encode(cp, enc);
-                memcpy(w, enc, (size_t)m);
-                w += m;
-            } else {
-                *w++ = '\\';
-                *w++ = c;
-            }
-        }
-        if (hex) {
-            if (i + (size_t)hex >= n || hexval(b + i + 1, hex, &cp) < 0)
+        char c = !raw && b[i] == '\\' && i + 1 < n ? b[++i] : 0;
+        const char *e = c ? strchr(simple, c) : NULL;
+        int hex = c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0, m;
+        if (!c) *w++ = b[i];
+        else if (c == '\r') i += i + 1 < n && b[i + 1] == '\n';
+        else if (e && (e - simple) % 2 == 0) *w++ = e[1];
+        else if (hex) {
+            if (i + (size_t)hex >= n ||
+                strspn(memcpy(hx, b + i + 1, (size_t)hex), "0123456789abcdefABCDEF") < (size_t)hex)
                 return klp_syntax(L->err, line, col, "(unicode error) truncated \\%c escape", c);
-            char enc[4];
-            int m = klp_utf8_encode(cp, enc);
-            if (!m)
+            hx[hex] = 0;
+            if (!(m = klp_utf8_encode((uint32_t)strtoul(hx, NULL, 16), enc)))
                 return klp_syntax(L->err, line, col,
-                                  "(unicode error) illegal Unicode "
-                                  "character \\%c%.*s",
-                                  c, hex, b + i + 1);
+                                  "(unicode error) illegal Unicode character \\%c%s", c, hx);
             memcpy(w, enc, (size_t)m);
             w += m;
             i += (size_t)hex;
+        } else if (c == 'N' || (c >= '0' && c <= '7')) {
+            return klp_syntax(L->err, line, col,
+                              "(unicode error) \\%c escapes are not supported (write \\x, \\u or "
+                              "\\U with hex digits)",
+                              c);
+        } else if (c != '\n') {
+            *w++ = '\\';
+            *w++ = c;
         }
     }
     tk->text = o;
@@ -306,14 +240,11 @@ static int lex_string(lexer *L, size_t st, int raw, int fstr)
             if (triple) {
                 L->t->incomplete = 1;
                 return klp_syntax(L->err, line0, col0,
-                                  "unterminated triple-quoted string "
-                                  "literal (detected at line %d)",
+                                  "unterminated triple-quoted string literal (detected at line %d)",
                                   L->line);
             }
             return klp_syntax(L->err, line0, col0,
-                              "unterminated string literal (detected "
-                              "at line %d)",
-                              L->line);
+                              "unterminated string literal (detected at line %d)", L->line);
         }
         char c = s[p];
         if (c == '\\' && p + 1 < L->n) {
@@ -327,9 +258,7 @@ static int lex_string(lexer *L, size_t st, int raw, int fstr)
         if (c == '\n') {
             if (!triple)
                 return klp_syntax(L->err, line0, col0,
-                                  "unterminated string literal "
-                                  "(detected at line %d)",
-                                  line0);
+                                  "unterminated string literal (detected at line %d)", line0);
             L->line++;
             L->line_start = p + 1;
         }
@@ -353,44 +282,33 @@ static int lex_string(lexer *L, size_t st, int raw, int fstr)
 
 /* ---- operators ---- */
 
-static const char *const ops3[] = {"**=", "//=", ">>=", "<<=", "...", NULL};
-static const char *const ops2[] = {"**", "//", "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=",
-                                   "%=", "&=", "|=", "^=", "->", ":=", "<<", ">>", "@=", NULL};
-static const char ops1[] = "+-*/%@&|^~<>()[]{},:.;=";
-/* Python operators Kiln leaves out: lexed whole so the error can name them. */
-static const char *const refused[] = {
-    "&", "|", "^", "~", "<<", ">>", "&=", "|=", "^=", "<<=", ">>=", "@", "@=", NULL};
+/* Python's operators; those after "" are left out (bitwise and matrix ones), lexed
+ * whole so that the error names them. The longest match wins. */
+static const char *const ops[] = {
+    "**=", "//=", "...", "**", "//", "==", "!=", "<=", ">=", "+=",  "-=",  "*=", "/=",
+    "%=",  "->",  ":=",  "+",  "-",  "*",  "/",  "%",  "<",  ">",   "(",   ")",  "[",
+    "]",   "{",   "}",   ",",  ":",  ".",  ";",  "=",  "",   "<<=", ">>=", "<<", ">>",
+    "&=",  "|=",  "^=",  "@=", "&",  "|",  "^",  "~",  "@",  NULL};
 
 static int lex_op(lexer *L)
 {
     const char *s = L->s + L->pos;
-    size_t avail = L->n - L->pos;
-    const char *const *tabs[2] = {ops3, ops2};
-    size_t lens[2] = {3, 2};
-    const char *found = NULL;
-    size_t flen = 1;
-    for (int t = 0; t < 2 && !found; t++)
-        for (int i = 0; tabs[t][i]; i++)
-            if (avail >= lens[t] && !memcmp(s, tabs[t][i], lens[t])) {
-                found = tabs[t][i];
-                flen = lens[t];
-                break;
-            }
-    if (!found && strchr(ops1, *s) && *s) found = s;
-    int col = col_at(L, L->pos);
-    if (!found) {
-        unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f)
-            return klp_syntax(L->err, L->line, col, "invalid non-printable character U+%04X", c);
-        return klp_syntax(L->err, L->line, col, "invalid syntax");
+    size_t flen = 0;
+    int refused = 0, past = 0, col = col_at(L, L->pos);
+    for (int i = 0; ops[i]; i++) {
+        size_t l = strlen(ops[i]);
+        if (!l) past = 1;
+        else if (l > flen && !strncmp(s, ops[i], l)) flen = l, refused = past;
     }
-    for (int i = 0; refused[i]; i++)
-        if (strlen(refused[i]) == flen && !memcmp(refused[i], found, flen))
-            return klp_syntax(L->err, L->line, col,
-                              "the operator '%s' is not supported: Kiln "
-                              "cells have + - * / // %% ** and comparisons (no bitwise or "
-                              "matrix operators)",
-                              refused[i]);
+    unsigned char u = (unsigned char)*s;
+    if (!flen && (u < 0x20 || u == 0x7f))
+        return klp_syntax(L->err, L->line, col, "invalid non-printable character U+%04X", u);
+    if (!flen) return klp_syntax(L->err, L->line, col, "invalid syntax");
+    if (refused)
+        return klp_syntax(L->err, L->line, col,
+                          "the operator '%.*s' is not supported: Kiln cells have + - * / // %% "
+                          "** and comparisons (no bitwise or matrix operators)",
+                          (int)flen, s);
     char c = *s;
     if (flen == 1 && strchr("([{", c)) {
         if (L->depth >= KLP_MAX_DEPTH)
@@ -402,17 +320,11 @@ static int lex_op(lexer *L)
     } else if (flen == 1 && strchr(")]}", c)) {
         char open = c == ')' ? '(' : c == ']' ? '[' : '{';
         if (L->depth == 0) return klp_syntax(L->err, L->line, col, "unmatched '%c'", c);
-        if (L->br[L->depth - 1] != open) {
-            if (L->br_line[L->depth - 1] != L->line)
-                return klp_syntax(L->err, L->line, col,
-                                  "closing parenthesis '%c' does not "
-                                  "match opening parenthesis '%c' on line %d",
-                                  c, L->br[L->depth - 1], L->br_line[L->depth - 1]);
+        if (L->br[L->depth - 1] != open)
             return klp_syntax(L->err, L->line, col,
-                              "closing parenthesis '%c' does not match "
-                              "opening parenthesis '%c'",
-                              c, L->br[L->depth - 1]);
-        }
+                              "closing parenthesis '%c' does not match opening parenthesis '%c' "
+                              "on line %d",
+                              c, L->br[L->depth - 1], L->br_line[L->depth - 1]);
         L->depth--;
     }
     klp_tok *tk = push(L, KLP_T_OP, L->pos);
@@ -429,30 +341,47 @@ static int lex_name(lexer *L)
     size_t st = L->pos, p = st;
     while (p < L->n && is_id((unsigned char)L->s[p])) p++;
     size_t n = p - st;
-    if (p < L->n && (L->s[p] == '\'' || L->s[p] == '"') && n <= 2) {
-        int raw = 0, fstr = 0, bad = 0;
-        for (size_t i = st; i < p; i++) {
-            char c = (char)tolower((unsigned char)L->s[i]);
-            if (c == 'r') raw++;
-            else if (c == 'f') fstr++;
-            else if (c == 'u' && n == 1)
-                ;
-            else if (c == 'b')
-                return klp_syntax(L->err, L->line, col_at(L, st),
-                                  "bytes literals are not "
-                                  "supported");
-            else bad = 1;
-        }
-        if (!bad && raw <= 1 && fstr <= 1) {
-            L->pos = p;
-            return lex_string(L, st, raw, fstr);
-        }
+    char pre[3] = {0}, key[6];
+    for (size_t i = 0; i < n && i < 2; i++) pre[i] = (char)tolower((unsigned char)L->s[st + i]);
+    snprintf(key, sizeof key, " %s ", pre);
+    if (n <= 2 && p < L->n && (L->s[p] == '\'' || L->s[p] == '"')) { /* a string's prefix */
+        if (strchr(pre, 'b'))
+            return klp_syntax(L->err, L->line, col_at(L, st), "bytes literals are not supported");
+        if (strstr(" r u f rf fr ", key))
+            return L->pos = p, lex_string(L, st, !!strchr(pre, 'r'), !!strchr(pre, 'f'));
     }
     klp_tok *tk = push(L, KLP_T_NAME, st);
     if (!tk || !(tk->text = dup(L, L->s + st, n))) return oom(L);
     tk->len = n;
     L->pos = p;
     return 0;
+}
+
+/* ---- braced expressions in text that is not a cell ---- */
+
+size_t klp_scan_expr(const char *s, size_t n, int fstring)
+{
+    int depth = 0;
+    char q = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (q) {
+            if (c == '\\' && i + 1 < n) i++;
+            else if (c == q) q = 0;
+        } else if (c == '\'' || c == '"') {
+            q = c;
+        } else if (c == '(' || c == '[' || c == '{') {
+            depth++;
+        } else if (depth && (c == ')' || c == ']' || c == '}')) {
+            depth--;
+        } else if (c == '}' || (fstring && !depth &&
+                                (c == ':' || (c == '!' && (i + 1 == n || s[i + 1] != '='))))) {
+            return i;
+        } else if (c == ')' || c == ']') {
+            return n;
+        }
+    }
+    return n;
 }
 
 /* ---- driver ---- */
@@ -466,15 +395,17 @@ static int newline(lexer *L, size_t at)
 
 static void lexer_init(lexer *L, klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
 {
-    memset(L, 0, sizeof *L);
-    L->a = a;
-    L->s = src;
-    L->n = strlen(src);
-    L->line = 1;
-    L->t = toks;
-    L->err = err;
-    L->cache_col = 1;
+    *L = (lexer){
+        .a = a, .s = src, .n = strlen(src), .line = 1, .t = toks, .err = err, .cache_col = 1};
     memset(toks, 0, sizeof *toks);
+}
+
+/* Past the newline at p: the next line starts. */
+static void next_line(lexer *L, size_t p)
+{
+    L->pos = p + 1;
+    L->line++;
+    L->line_start = L->pos;
 }
 
 int klp_lex_literal(klp_arena *a, const char *src, klp_tok *tok, size_t *used, klp_err *err)
@@ -504,26 +435,16 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
             size_t p = L.pos;
             while (p < L.n && (src[p] == ' ' || src[p] == '\t' || src[p] == '\f')) p++;
             if (p >= L.n) break;
-            if (src[p] == '\n' || src[p] == '#' || src[p] == '\r') {
-                L.pos = p;
-                while (L.pos < L.n && src[L.pos] != '\n') L.pos++;
-                if (L.pos < L.n) {
-                    L.pos++;
-                    L.line++;
-                    L.line_start = L.pos;
-                }
+            if (src[p] == '\n' || src[p] == '#' || src[p] == '\r') { /* a blank line */
+                p += strcspn(src + p, "\n");
+                if (p < L.n) next_line(&L, p);
+                else L.pos = p;
                 continue;
             }
             if (p > L.pos)
                 return klp_fail(err, L.line, col_at(&L, p), "IndentationError",
                                 "unexpected indent");
-            bol = 0;
-            int handled;
-            if (special_line(&L, &handled) < 0) return -1;
-            if (handled) {
-                bol = 1;
-                continue;
-            }
+            if (special_line(&L, &bol) < 0) return -1; /* bol stays 1 after such a line */
             continue;
         }
         int rc = 0;
@@ -535,9 +456,7 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
                 if (newline(&L, L.pos) < 0) return -1;
                 bol = 1;
             }
-            L.pos++;
-            L.line++;
-            L.line_start = L.pos;
+            next_line(&L, L.pos);
         } else if (c == '#') {
             while (L.pos < L.n && src[L.pos] != '\n') L.pos++;
         } else if (c == '\\') {
@@ -546,16 +465,12 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
             if (p >= L.n) {
                 toks->incomplete = 1;
                 return klp_syntax(err, L.line, col_at(&L, L.pos),
-                                  "unexpected EOF after "
-                                  "line continuation character");
+                                  "unexpected EOF after line continuation character");
             }
             if (src[p] != '\n')
                 return klp_syntax(err, L.line, col_at(&L, L.pos + 1),
-                                  "unexpected character "
-                                  "after line continuation character");
-            L.pos = p + 1;
-            L.line++;
-            L.line_start = L.pos;
+                                  "unexpected character after line continuation character");
+            next_line(&L, p);
         } else if (isdigit((unsigned char)c) ||
                    (c == '.' && L.pos + 1 < L.n && isdigit((unsigned char)src[L.pos + 1]))) {
             rc = lex_number(&L);
@@ -564,9 +479,9 @@ int klp_lex(klp_arena *a, const char *src, klp_toks *toks, klp_err *err)
         } else if (is_id_start((unsigned char)c)) {
             rc = lex_name(&L);
         } else if (c == '!' && !(L.pos + 1 < L.n && src[L.pos + 1] == '=')) {
-            rc = klp_syntax(err, L.line, col_at(&L, L.pos),
-                            "invalid syntax ('!' runs a shell "
-                            "command only at the start of a line)");
+            rc =
+                klp_syntax(err, L.line, col_at(&L, L.pos),
+                           "invalid syntax ('!' runs a shell command only at the start of a line)");
         } else if (c == '$' || c == '?' || c == '`') {
             rc = klp_syntax(err, L.line, col_at(&L, L.pos), "invalid syntax");
         } else {

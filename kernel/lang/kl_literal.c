@@ -11,7 +11,7 @@
 /* The node's value when it is a literal; NULL otherwise (names, calls, operators). */
 static json_t *literal_value(const klp_node *n)
 {
-    json_t *r = NULL, *k;
+    json_t *r;
     switch (n->kind) {
     case KLP_N_CONST_INT: return json_integer(n->ival);
     case KLP_N_CONST_FLOAT: return json_real(n->fval);
@@ -19,34 +19,29 @@ static json_t *literal_value(const klp_node *n)
     case KLP_N_NONE: return json_null();
     case KLP_N_TRUE: return json_true();
     case KLP_N_FALSE: return json_false();
-    case KLP_N_UNARY:
-        if (n->kids[0]->kind == KLP_N_CONST_INT)
-            return json_integer(n->op[0] == '-' ? -n->kids[0]->ival : n->kids[0]->ival);
-        if (n->kids[0]->kind == KLP_N_CONST_FLOAT)
-            return json_real(n->op[0] == '-' ? -n->kids[0]->fval : n->kids[0]->fval);
-        return NULL;
+    case KLP_N_UNARY: {
+        const klp_node *k = n->kids[0];
+        double sign = n->op[0] == '-' ? -1 : 1;
+        return k->kind == KLP_N_CONST_INT     ? json_integer((long long)sign * k->ival)
+               : k->kind == KLP_N_CONST_FLOAT ? json_real(sign * k->fval)
+                                              : NULL;
+    }
     case KLP_N_LIST:
-    case KLP_N_TUPLE:
-        r = json_array();
-        for (size_t i = 0; r && i < n->n; i++)
-            if (json_array_append_new(r, literal_value(n->kids[i])) < 0) {
-                json_decref(r);
-                r = NULL;
-            }
-        return r;
-    case KLP_N_DICT:
-        r = json_object();
-        for (size_t i = 0; r && i + 1 < n->n; i += 2) {
-            k = literal_value(n->kids[i]);
-            if (!json_is_string(k) ||
-                json_object_setn_new(r, json_string_value(k), json_string_length(k),
-                                     literal_value(n->kids[i + 1])) < 0) {
-                json_decref(r);
-                r = NULL;
-            }
+    case KLP_N_DICT: {
+        int dict = n->kind == KLP_N_DICT;
+        r = dict ? json_object() : json_array();
+        for (size_t i = 0; r && i < n->n; i += 1 + (size_t)dict) {
+            json_t *k = dict ? literal_value(n->kids[i]) : NULL,
+                   *v = literal_value(n->kids[i + (size_t)dict]);
+            if (dict && !json_is_string(k)) json_decref(v), v = NULL;
+            if (dict ? !v || json_object_setn_new(r, json_string_value(k), json_string_length(k),
+                                                  v) < 0
+                     : json_array_append_new(r, v) < 0)
+                json_decref(r), r = NULL;
             json_decref(k);
         }
         return r;
+    }
     default: return NULL;
     }
 }

@@ -29,27 +29,21 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
     if (!cmd) {
         const char *near = mg_registry_suggest(name);
         const mg_command *nc = near ? mg_registry_find(near) : NULL;
-        const char *pct = nc && (nc->flags & MG_CELL) && !(nc->flags & MG_LINE) ? "%%" : "%";
-        if (cell)
-            return klp_fail(err, line, 0, "UsageError", "Cell magic `%%%%%s` not found.%s%s%s%s",
-                            name, near ? " Did you mean `%%" : "", "", near ? near : "",
-                            near ? "`?" : "");
-        return klp_fail(err, line, 0, "UsageError",
-                        "Line magic function `%%%s` not found.%s%s"
-                        "%s%s",
-                        name, near ? " Did you mean `" : "", near ? pct : "", near ? near : "",
-                        near ? "`?" : "");
+        int near_cell = cell || (nc && (nc->flags & MG_CELL) && !(nc->flags & MG_LINE));
+        return klp_fail(err, line, 0, "UsageError", "%s `%s%s` not found.%s%s%s%s",
+                        cell ? "Cell magic" : "Line magic function", cell ? "%%" : "%", name,
+                        near ? " Did you mean `" : "", near ? (near_cell ? "%%" : "%") : "",
+                        near ? near : "", near ? "`?" : "");
     }
     if (cell && !(cmd->flags & MG_CELL))
-        return klp_fail(err, line, 0, "UsageError",
-                        "`%%%s` is a line magic, not a cell magic "
-                        "(write it as %%%s on a line of its own)",
-                        name, name);
+        return klp_fail(
+            err, line, 0, "UsageError",
+            "`%%%s` is a line magic, not a cell magic (write it as %%%s on a line of its own)",
+            name, name);
     if (!cell && !(cmd->flags & MG_LINE))
         return klp_fail(err, line, 0, "UsageError",
-                        "`%%%%%s` is a cell magic: put %%%%%s on "
-                        "the first line of the cell",
-                        name, name);
+                        "`%%%%%s` is a cell magic: put %%%%%s on the first line of the cell", name,
+                        name);
     while (*p == ' ' || *p == '\t') p++;
     klp_err name_err = {0};
     char undef[64] = "";
@@ -61,9 +55,9 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
         return klp_fail(err, line, 0, "NameError", "%s (in %s%s's arguments)", name_err.evalue,
                         cell ? "%%" : "%", name);
     if (!args)
-        return klp_fail(err, line, 0, "MemoryError",
-                        "the arguments are too large "
-                        "after $name/{expr} expansion (or out of memory)");
+        return klp_fail(
+            err, line, 0, "MemoryError",
+            "the arguments are too large after $name/{expr} expansion (or out of memory)");
     size_t al = strlen(args);
     while (al && (args[al - 1] == '\r' || args[al - 1] == ' ')) args[--al] = 0;
     int rc = 0;
@@ -91,11 +85,11 @@ static int dispatch(kl_engine *e, const char *text, const char *body, const mg_o
                       hint ? "` defined?)" : "");
     } else {
         mg_ctx ctx = {.out = out,
-                      .host = klp_host(e),
-                      .session = klp_session(e),
-                      .cell_metadata = klp_cell_metadata(e),
-                      .settings = klp_settings(e)};
-        klp_err *nested = klp_nested_err(e);
+                      .host = &e->host,
+                      .session = e->session,
+                      .cell_metadata = e->cell_metadata,
+                      .settings = &e->settings};
+        klp_err *nested = &e->nested;
         nested->set = 0;
         if (cmd->run(&ctx, &margs, &merr) < 0) {
             if (nested->set && !strcmp(nested->ename, merr.ename) && nested->line > 0) {
@@ -159,17 +153,11 @@ char *klp_help_text(kl_engine *e, const char *name)
     int magic = 0;
     while (*n == '%') n++, magic = 1;
     const mg_command *cmd = mg_registry_find(n);
-    json_t *v = magic ? NULL : json_object_get(klp_vars(e), n);
+    json_t *v = magic ? NULL : json_object_get(e->vars, n);
     if (v) {
         kl_buf b = {0};
         kl_buf_printf(&b, "Name:  %s\nType:  %s\nValue: ", n, klp_type_name(v));
         klp_repr(&b, v);
-        if (json_is_string(v) || json_is_array(v) || json_is_object(v))
-            kl_buf_printf(&b, "\nLength: %zu",
-                          json_is_string(v)
-                              ? klp_utf8_len(json_string_value(v), json_string_length(v))
-                          : json_is_array(v) ? json_array_size(v)
-                                             : json_object_size(v));
         kl_buf_add(&b, "\n", 1);
         return b.oom ? (kl_buf_free(&b), NULL) : b.s;
     }

@@ -1,12 +1,12 @@
 /* kl_methods.c - the methods of str, list and dict that parameter and form cells
  * use, in one table that also feeds completion: str lower/upper/strip/split/join/
- * replace/startswith/endswith, list append/extend, dict get/keys/values/items.
- * Mutating methods change the value in place (shared, as in Python) and refuse to
- * make a value contain itself. */
+ * replace/startswith/endswith, list append, dict get/keys/values/items. append
+ * changes the list in place (shared, as in Python) and refuses to make a value
+ * contain itself. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "kl_builtins.h"
+#include "kl_internal.h"
 
 #define SPACES " \t\n\r\f\v"
 
@@ -18,14 +18,6 @@ typedef struct klpm_call {
     json_t **a; /* borrowed; the count is checked against the table */
     size_t na;
 } klpm_call;
-
-static int want_str(klpm_call *k, json_t *v)
-{
-    if (json_is_string(v)) return 0;
-    klpb_fail(k->c, k->n, "TypeError", "%s() argument must be str, not %s", k->name,
-              klp_type_name(v));
-    return -1;
-}
 
 /* ---- str ---- */
 
@@ -43,25 +35,19 @@ static json_t *change_case(klpm_call *k, int upper)
     return r;
 }
 
-static json_t *m_lower(klpm_call *k) { return change_case(k, 0); }
-static json_t *m_upper(klpm_call *k) { return change_case(k, 1); }
-
-static json_t *m_strip(klpm_call *k)
+static json_t *m_strip(klpm_call *k, int of)
 {
-    json_t *chars = k->na && !json_is_null(k->a[0]) ? k->a[0] : NULL;
-    if (chars && want_str(k, chars) < 0) return NULL;
-    const char *p = json_string_value(k->self), *set = chars ? json_string_value(chars) : SPACES;
+    const char *p = json_string_value(k->self);
     size_t a = 0, b = json_string_length(k->self);
-    while (a < b && p[a] && strchr(set, p[a])) a++;
-    while (b > a && p[b - 1] && strchr(set, p[b - 1])) b--;
+    while (a < b && p[a] && strchr(SPACES, p[a])) a++;
+    while (b > a && p[b - 1] && strchr(SPACES, p[b - 1])) b--;
     return json_stringn(p + a, b - a);
 }
 
-static json_t *m_split(klpm_call *k)
+static json_t *m_split(klpm_call *k, int of)
 {
     const char *p = json_string_value(k->self), *end = p + json_string_length(k->self);
-    json_t *sepv = k->na && !json_is_null(k->a[0]) ? k->a[0] : NULL;
-    if (sepv && want_str(k, sepv) < 0) return NULL;
+    json_t *sepv = k->na ? k->a[0] : NULL;
     if (sepv && !json_string_length(sepv))
         return klpb_fail(k->c, k->n, "ValueError", "empty separator");
     json_t *r = json_array();
@@ -82,7 +68,7 @@ static json_t *m_split(klpm_call *k)
     return r;
 }
 
-static json_t *m_join(klpm_call *k)
+static json_t *m_join(klpm_call *k, int of)
 {
     json_t *items, *x;
     if (klp_iter_items(k->c, k->n, k->a[0], &items) < 0) return NULL;
@@ -94,9 +80,8 @@ static json_t *m_join(klpm_call *k)
             kl_buf_free(&b);
             json_decref(items);
             return klpb_fail(k->c, k->n, "TypeError",
-                             "sequence item %zu: expected str "
-                             "instance, %s found",
-                             i, klp_type_name(x));
+                             "sequence item %zu: expected str instance, %s found", i,
+                             klp_type_name(x));
         }
         if (i) kl_buf_add(&b, json_string_value(k->self), json_string_length(k->self));
         kl_buf_add(&b, json_string_value(x), json_string_length(x));
@@ -106,9 +91,8 @@ static json_t *m_join(klpm_call *k)
     return klpb_str_new(&b);
 }
 
-static json_t *m_replace(klpm_call *k)
+static json_t *m_replace(klpm_call *k, int of)
 {
-    if (want_str(k, k->a[0]) < 0 || want_str(k, k->a[1]) < 0) return NULL;
     const char *p = json_string_value(k->self), *end = p + json_string_length(k->self);
     size_t ol = json_string_length(k->a[0]);
     kl_buf b = {0};
@@ -125,52 +109,30 @@ static json_t *m_replace(klpm_call *k)
 
 static json_t *affix(klpm_call *k, int at_end)
 {
-    if (want_str(k, k->a[0]) < 0) return NULL;
     size_t len = json_string_length(k->self), pl = json_string_length(k->a[0]);
     const char *s = json_string_value(k->self);
     return json_boolean(pl <= len &&
                         !memcmp(at_end ? s + len - pl : s, json_string_value(k->a[0]), pl));
 }
 
-static json_t *m_startswith(klpm_call *k) { return affix(k, 0); }
-static json_t *m_endswith(klpm_call *k) { return affix(k, 1); }
-
 /* ---- list ---- */
 
-static json_t *add_items(klpm_call *k, json_t *items)
+static json_t *m_append(klpm_call *k, int of)
 {
-    if (klp_reaches(items, k->self))
+    if (klp_reaches(k->a[0], k->self))
         return klpb_fail(k->c, k->n, "ValueError",
-                         "a list cannot contain itself in Kiln (its "
-                         "values are JSON)");
-    if (json_array_size(k->self) + json_array_size(items) > KLP_MAX_ITEMS)
+                         "a list cannot contain itself in Kiln (its values are JSON)");
+    if (json_array_size(k->self) + 1 > KLP_MAX_ITEMS)
         return klpb_fail(k->c, k->n, "MemoryError", "list would be too large");
-    /* the items were charged when made; the list grows by their slots */
-    if (klp_budget_charge(k->c, k->n, KLP_SZ_SLOT * json_array_size(items)) < 0) return NULL;
-    if (json_array_extend(k->self, items) < 0) return NULL;
+    /* the item was charged when made; the list grows by its slot */
+    if (klp_budget_charge(k->c, k->n, KLP_SZ_SLOT) < 0 || json_array_append(k->self, k->a[0]) < 0)
+        return NULL;
     return klp_check_depth(k->c, k->n, k->self) < 0 ? NULL : json_null();
-}
-
-static json_t *m_append(klpm_call *k)
-{
-    json_t *one = json_array(), *r = NULL;
-    if (one && json_array_append(one, k->a[0]) == 0) r = add_items(k, one);
-    json_decref(one);
-    return r;
-}
-
-static json_t *m_extend(klpm_call *k)
-{
-    json_t *items;
-    if (klp_iter_items(k->c, k->n, k->a[0], &items) < 0) return NULL;
-    json_t *r = add_items(k, items);
-    json_decref(items);
-    return r;
 }
 
 /* ---- dict ---- */
 
-static json_t *m_get(klpm_call *k)
+static json_t *m_get(klpm_call *k, int of)
 {
     json_t *key = k->a[0],
            *v = json_is_string(key)
@@ -180,7 +142,7 @@ static json_t *m_get(klpm_call *k)
 }
 
 /* keys(), values(), items(): lists (Kiln has no views). */
-static json_t *dict_list(klpm_call *k, char what)
+static json_t *dict_list(klpm_call *k, int what)
 {
     json_t *r = json_array(), *x;
     const char *key;
@@ -197,25 +159,29 @@ static json_t *dict_list(klpm_call *k, char what)
     return r;
 }
 
-static json_t *m_keys(klpm_call *k) { return dict_list(k, 'k'); }
-static json_t *m_values(klpm_call *k) { return dict_list(k, 'v'); }
-static json_t *m_items(klpm_call *k) { return dict_list(k, 'i'); }
-
 /* ---- the table ---- */
 
 static const struct {
     json_type type;
     const char *name;
-    size_t lo, hi;               /* number of arguments */
-    json_t *(*fn)(klpm_call *k); /* new ref, or NULL with k->c->err (or out of memory) */
+    size_t lo, hi;                       /* number of arguments */
+    unsigned strs;                       /* bit i: argument i must be a str */
+    json_t *(*fn)(klpm_call *k, int of); /* new ref, or NULL with k->c->err (or out of memory) */
+    int of;                              /* what fn is asked for (upper or lower, ...) */
 } methods[] = {
-    {JSON_STRING, "endswith", 1, 1, m_endswith}, {JSON_STRING, "join", 1, 1, m_join},
-    {JSON_STRING, "lower", 0, 0, m_lower},       {JSON_STRING, "replace", 2, 2, m_replace},
-    {JSON_STRING, "split", 0, 1, m_split},       {JSON_STRING, "startswith", 1, 1, m_startswith},
-    {JSON_STRING, "strip", 0, 1, m_strip},       {JSON_STRING, "upper", 0, 0, m_upper},
-    {JSON_ARRAY, "append", 1, 1, m_append},      {JSON_ARRAY, "extend", 1, 1, m_extend},
-    {JSON_OBJECT, "get", 1, 2, m_get},           {JSON_OBJECT, "items", 0, 0, m_items},
-    {JSON_OBJECT, "keys", 0, 0, m_keys},         {JSON_OBJECT, "values", 0, 0, m_values},
+    {JSON_STRING, "endswith", 1, 1, 1, affix, 1},
+    {JSON_STRING, "join", 1, 1, 0, m_join, 0},
+    {JSON_STRING, "lower", 0, 0, 0, change_case, 0},
+    {JSON_STRING, "replace", 2, 2, 3, m_replace, 0},
+    {JSON_STRING, "split", 0, 1, 1, m_split, 0},
+    {JSON_STRING, "startswith", 1, 1, 1, affix, 0},
+    {JSON_STRING, "strip", 0, 0, 0, m_strip, 0},
+    {JSON_STRING, "upper", 0, 0, 0, change_case, 1},
+    {JSON_ARRAY, "append", 1, 1, 0, m_append, 0},
+    {JSON_OBJECT, "get", 1, 2, 0, m_get, 0},
+    {JSON_OBJECT, "items", 0, 0, 0, dict_list, 'i'},
+    {JSON_OBJECT, "keys", 0, 0, 0, dict_list, 'k'},
+    {JSON_OBJECT, "values", 0, 0, 0, dict_list, 'v'},
 };
 #define NMETHODS (sizeof methods / sizeof methods[0])
 
@@ -231,17 +197,16 @@ static json_t *no_such_method(klpm_call *k)
     const char *type = klp_type_name(k->self);
     if (json_is_string(k->self) && !strcmp(k->name, "format"))
         return klpb_fail(k->c, k->n, "AttributeError",
-                         "str.format() is not supported: Kiln "
-                         "has no format specs (use an f-string such as f'{x}', or round(x, 3))");
+                         "str.format() is not supported: Kiln has no format specs (use an f-string "
+                         "such as f'{x}', or round(x, 3))");
     kl_buf b = {0};
     size_t i = 0;
     for (const char *m; (m = klp_method_name(k->self, &i));)
         kl_buf_printf(&b, "%s%s", b.n ? ", " : "", m);
     if (b.n)
         klpb_fail(k->c, k->n, "AttributeError",
-                  "'%s' object has no attribute '%s' (Kiln's %s "
-                  "methods: %s)",
-                  type, k->name, type, b.s);
+                  "'%s' object has no attribute '%s' (Kiln's %s methods: %s)", type, k->name, type,
+                  b.s);
     else
         klpb_fail(k->c, k->n, "AttributeError", "'%s' object has no attribute '%s'", type, k->name);
     kl_buf_free(&b);
@@ -254,16 +219,12 @@ json_t *klp_call_method(klp_ctx *c, const klp_node *n, json_t *self, const char 
     klpm_call k = {c, n, name, self, args, nargs};
     for (size_t i = 0; i < NMETHODS; i++) {
         if (methods[i].type != json_typeof(self) || strcmp(methods[i].name, name)) continue;
-        if (nargs < methods[i].lo || nargs > methods[i].hi) {
-            if (methods[i].lo == methods[i].hi)
-                return klpb_fail(c, n, "TypeError",
-                                 "%s() takes exactly %zu argument%s (%zu "
-                                 "given)",
-                                 name, methods[i].lo, methods[i].lo == 1 ? "" : "s", nargs);
-            return klpb_fail(c, n, "TypeError", "%s() takes %zu to %zu arguments (%zu given)", name,
-                             methods[i].lo, methods[i].hi, nargs);
-        }
-        return methods[i].fn(&k);
+        if (klpb_count(c, n, name, nargs, methods[i].lo, methods[i].hi) < 0) return NULL;
+        for (size_t j = 0; j < nargs; j++)
+            if ((methods[i].strs >> j & 1) && !json_is_string(args[j]))
+                return klpb_fail(c, n, "TypeError", "%s() argument must be str, not %s", name,
+                                 klp_type_name(args[j]));
+        return methods[i].fn(&k, methods[i].of);
     }
     return no_such_method(&k);
 }

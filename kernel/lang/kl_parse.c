@@ -4,8 +4,8 @@
  *   line   := MAGIC | SHELL | HELP | simple (';' simple)* [';'] NEWLINE
  *   simple := 'pass' | 'del' targets | exprs ('=' exprs)* | target AUGOP exprs | exprs
  *   expr   := or ['if' or 'else' expr], then by precedence: or, and, not,
- *             comparisons, + -, * / // %, unary - +, **, primary (calls,
- *             [index], [a:b:c], .attr)
+ *             one comparison, + -, * / // %, unary - +, **, primary (calls,
+ *             [index], [a:b], .attr)
  *   atom   := NAME | number | str+ | (exprs) | [exprs] | {dict}
  * There are no comprehensions and no bitwise operators (the lexer refuses those).
  * Nesting is bounded (KLP_MAX_DEPTH) both in recursion and in AST depth, so hostile
@@ -17,19 +17,6 @@
 
 #include "kl_internal.h"
 #include "kl_parse.h"
-
-#define ENTER()                                                                               \
-    do {                                                                                      \
-        if (++P->rdepth > KLP_MAX_DEPTH) {                                                    \
-            klp_syntax(P->err, cur(P)->line, cur(P)->col, "expression is too deeply nested"); \
-            return NULL;                                                                      \
-        }                                                                                     \
-    } while (0)
-#define LEAVE(x)     \
-    do {             \
-        P->rdepth--; \
-        return (x);  \
-    } while (0)
 
 klp_tok *klpp_cur(klpp *P) { return &P->t->v[P->i]; }
 #define cur klpp_cur
@@ -62,11 +49,7 @@ klp_tok *klpp_next(klpp *P)
 
 klp_node *klpp_error(klpp *P, klp_tok *t, const char *msg)
 {
-    if (!P->err->set) {
-        if (t->kind == KLP_T_EOF || t->kind == KLP_T_NEWLINE)
-            klp_syntax(P->err, t->line, t->col, "%s", msg ? msg : "invalid syntax");
-        else klp_syntax(P->err, t->line, t->col, "%s", msg ? msg : "invalid syntax");
-    }
+    klp_syntax(P->err, t->line, t->col, "%s", msg ? msg : "invalid syntax");
     return NULL;
 }
 
@@ -99,25 +82,23 @@ klp_node *klpp_finish(klpp *P, klp_node *n)
     return n;
 }
 
+/* Appends a child (and its operator or keyword name); the arrays double as they fill. */
 int klpp_push(klpp *P, klp_node *n, klp_node *kid, const char *op)
 {
-    if (n->n % 8 == 0) {
-        klp_node **k = klp_arena_alloc(P->a, (n->n + 8) * sizeof *k);
-        const char **o = klp_arena_alloc(P->a, (n->n + 8) * sizeof *o);
+    if (n->n == 0 || (n->n >= 8 && !(n->n & (n->n - 1)))) {
+        size_t cap = n->n ? 2 * n->n : 8;
+        klp_node **k = klp_arena_alloc(P->a, cap * sizeof *k);
+        const char **o = klp_arena_alloc(P->a, cap * sizeof *o);
         if (!k || !o) {
             klp_fail(P->err, n->line, n->col, "MemoryError", "out of memory");
             return -1;
         }
-        if (n->n) {
-            memcpy(k, n->kids, n->n * sizeof *k);
-            memcpy(o, n->ops, n->n * sizeof *o);
-        }
+        if (n->n) memcpy(k, n->kids, n->n * sizeof *k), memcpy(o, n->ops, n->n * sizeof *o);
         n->kids = k;
         n->ops = o;
     }
     n->kids[n->n] = kid;
-    n->ops[n->n] = op;
-    n->n++;
+    n->ops[n->n++] = op;
     return 0;
 }
 
@@ -134,182 +115,135 @@ static klp_node *binary(klpp *P, klp_node_kind k, const char *op, klp_tok *t, kl
 
 /* ---- expressions, lowest precedence first ---- */
 
-static klp_node *p_or(klpp *P);
-
-klp_node *klpp_or(klpp *P) { return p_or(P); }
-
-klp_node *klpp_test(klpp *P)
+/* Recursion guard: 0, or -1 with a SyntaxError when nested too deeply (leave() undoes). */
+static int enter(klpp *P)
 {
-    ENTER();
-    klp_node *body = p_or(P);
-    if (!body) LEAVE(NULL);
-    if (klpp_is_kw(P, "if")) {
-        klp_tok *t = klpp_next(P);
-        klp_node *cond = p_or(P);
-        if (!cond) LEAVE(NULL);
-        if (!klpp_is_kw(P, "else"))
-            LEAVE(klpp_error(P, cur(P), "expected 'else' after 'if' expression"));
-        klpp_next(P);
-        klp_node *other = klpp_test(P);
-        if (!other) LEAVE(NULL);
-        klp_node *n = klpp_mk(P, KLP_N_IFEXP, t);
-        if (!n || klpp_push(P, n, body, NULL) || klpp_push(P, n, cond, NULL) ||
-            klpp_push(P, n, other, NULL))
-            LEAVE(NULL);
-        n->line = body->line;
-        n->col = body->col;
-        LEAVE(klpp_finish(P, n));
-    }
-    LEAVE(body);
+    if (++P->rdepth <= KLP_MAX_DEPTH) return 0;
+    klp_syntax(P->err, cur(P)->line, cur(P)->col, "expression is too deeply nested");
+    return -1;
 }
 
-static klp_node *p_not(klpp *P);
-
-static klp_node *p_and(klpp *P)
+static klp_node *leave(klpp *P, klp_node *n)
 {
-    klp_node *l = p_not(P);
-    while (l && klpp_is_kw(P, "and")) {
+    P->rdepth--;
+    return n;
+}
+
+/* A node of kind k at token t over one operand (not, unary - +). */
+static klp_node *prefix(klpp *P, klp_node_kind k, klp_tok *t, klp_node *a)
+{
+    klp_node *n = a ? klpp_mk(P, k, t) : NULL;
+    if (!n || klpp_push(P, n, a, NULL) < 0) return NULL;
+    n->op = t->text;
+    return klpp_finish(P, n);
+}
+
+/* Operands from sub joined left to right by any of ops (keywords unless k is BINOP). */
+static klp_node *left_assoc(klpp *P, klp_node *(*sub)(klpp *), klp_node_kind k,
+                            const char *const *ops)
+{
+    klp_node *l = sub(P);
+    for (int i = 0; l && ops[i]; i++) {
+        if (k == KLP_N_BINOP ? !klpp_is_op(P, ops[i]) : !klpp_is_kw(P, ops[i])) continue;
         klp_tok *t = klpp_next(P);
-        klp_node *r = p_not(P);
-        l = r ? binary(P, KLP_N_AND, "and", t, l, r) : NULL;
+        klp_node *r = sub(P);
+        l = r ? binary(P, k, ops[i], t, l, r) : NULL;
+        i = -1;
     }
     return l;
 }
 
-static klp_node *p_or(klpp *P)
+static klp_node *p_factor(klpp *P)
 {
-    klp_node *l = p_and(P);
-    while (l && klpp_is_kw(P, "or")) {
+    if (enter(P) < 0) return NULL;
+    if (klpp_is_op(P, "-") || klpp_is_op(P, "+")) {
         klp_tok *t = klpp_next(P);
-        klp_node *r = p_and(P);
-        l = r ? binary(P, KLP_N_OR, "or", t, l, r) : NULL;
+        return leave(P, prefix(P, KLP_N_UNARY, t, p_factor(P)));
     }
-    return l;
+    klp_node *base = klpp_primary(P);
+    if (!base || !klpp_is_op(P, "**")) return leave(P, base);
+    klp_tok *t = klpp_next(P);
+    klp_node *e = p_factor(P);
+    return leave(P, e ? binary(P, KLP_N_BINOP, "**", t, base, e) : NULL);
 }
 
-static klp_node *p_arith(klpp *P);
+static const char *const mul_ops[] = {"*", "/", "//", "%", NULL},
+                         *const add_ops[] = {"+", "-", NULL}, *const and_ops[] = {"and", NULL},
+                         *const or_ops[] = {"or", NULL};
+
+static klp_node *p_term(klpp *P) { return left_assoc(P, p_factor, KLP_N_BINOP, mul_ops); }
+static klp_node *p_arith(klpp *P) { return left_assoc(P, p_term, KLP_N_BINOP, add_ops); }
+
+static int next_is(klpp *P, const char *kw)
+{
+    return cur(P)->kind == KLP_T_NAME && P->t->v[P->i + 1].kind == KLP_T_NAME &&
+           !strcmp(P->t->v[P->i + 1].text, kw);
+}
 
 static const char *comp_op(klpp *P)
 {
     static const char *const ops[] = {"<", ">", "==", ">=", "<=", "!=", NULL};
     for (int i = 0; ops[i]; i++)
-        if (klpp_is_op(P, ops[i])) {
-            klpp_next(P);
-            return ops[i];
-        }
-    if (klpp_is_kw(P, "in")) {
-        klpp_next(P);
-        return "in";
-    }
-    if (klpp_is_kw(P, "not") && P->t->v[P->i + 1].kind == KLP_T_NAME &&
-        !strcmp(P->t->v[P->i + 1].text, "in")) {
-        klpp_next(P);
-        klpp_next(P);
-        return "not in";
-    }
-    if (klpp_is_kw(P, "is")) {
-        klpp_next(P);
-        if (klpp_is_kw(P, "not")) {
-            klpp_next(P);
-            return "is not";
-        }
-        return "is";
-    }
+        if (klpp_is_op(P, ops[i])) return klpp_next(P), ops[i];
+    if (klpp_is_kw(P, "in")) return klpp_next(P), "in";
+    if (klpp_is_kw(P, "not") && next_is(P, "in")) return klpp_next(P), klpp_next(P), "not in";
+    if (klpp_is_kw(P, "is") && next_is(P, "not")) return klpp_next(P), klpp_next(P), "is not";
+    if (klpp_is_kw(P, "is")) return klpp_next(P), "is";
     return NULL;
 }
 
+/* One comparison, a op b: a chain (a < b < c) is refused, write a < b and b < c. */
 static klp_node *p_comparison(klpp *P)
 {
-    klp_node *first = p_arith(P);
-    if (!first) return NULL;
+    klp_node *l = p_arith(P);
     klp_tok *t = cur(P);
-    const char *op = comp_op(P);
-    if (!op) return first;
-    klp_node *n = klpp_mk(P, KLP_N_COMPARE, t);
-    if (!n || klpp_push(P, n, first, NULL) < 0) return NULL;
-    n->line = first->line;
-    n->col = first->col;
-    while (op) {
-        klp_node *r = p_arith(P);
-        if (!r || klpp_push(P, n, r, op) < 0) return NULL;
-        op = comp_op(P);
-    }
-    return klpp_finish(P, n);
+    const char *op = l ? comp_op(P) : NULL;
+    if (!op) return l;
+    klp_node *r = p_arith(P);
+    klp_tok *more = cur(P);
+    if (r && comp_op(P))
+        return klpp_error(P, more, "chained comparisons are not supported (write a < b and b < c)");
+    return r ? binary(P, KLP_N_COMPARE, op, t, l, r) : NULL;
 }
 
 static klp_node *p_not(klpp *P)
 {
-    ENTER();
-    if (klpp_is_kw(P, "not")) {
-        klp_tok *t = klpp_next(P);
-        klp_node *a = p_not(P);
-        if (!a) LEAVE(NULL);
-        klp_node *n = klpp_mk(P, KLP_N_NOT, t);
-        if (!n || klpp_push(P, n, a, NULL) < 0) LEAVE(NULL);
-        LEAVE(klpp_finish(P, n));
-    }
-    LEAVE(p_comparison(P));
+    if (enter(P) < 0) return NULL;
+    if (!klpp_is_kw(P, "not")) return leave(P, p_comparison(P));
+    klp_tok *t = klpp_next(P);
+    return leave(P, prefix(P, KLP_N_NOT, t, p_not(P)));
 }
 
-typedef klp_node *(*level_fn)(klpp *P);
+static klp_node *p_and(klpp *P) { return left_assoc(P, p_not, KLP_N_AND, and_ops); }
+static klp_node *p_or(klpp *P) { return left_assoc(P, p_and, KLP_N_OR, or_ops); }
 
-static klp_node *left_assoc(klpp *P, level_fn sub, const char *const *ops)
+/* test := or ['if' or 'else' test] */
+klp_node *klpp_test(klpp *P)
 {
-    klp_node *l = sub(P);
-    while (l) {
-        const char *op = NULL;
-        for (int i = 0; ops[i]; i++)
-            if (klpp_is_op(P, ops[i])) op = ops[i];
-        if (!op) break;
-        klp_tok *t = klpp_next(P);
-        klp_node *r = sub(P);
-        l = r ? binary(P, KLP_N_BINOP, op, t, l, r) : NULL;
-    }
-    return l;
+    if (enter(P) < 0) return NULL;
+    klp_node *body = p_or(P), *cond, *other, *n;
+    if (!body || !klpp_is_kw(P, "if")) return leave(P, body);
+    klp_tok *t = klpp_next(P);
+    if (!(cond = p_or(P))) return NULL;
+    if (!klpp_is_kw(P, "else"))
+        return klpp_error(P, cur(P), "expected 'else' after 'if' expression");
+    klpp_next(P);
+    if (!(other = klpp_test(P)) || !(n = klpp_mk(P, KLP_N_IFEXP, t)) ||
+        klpp_push(P, n, body, NULL) || klpp_push(P, n, cond, NULL) || klpp_push(P, n, other, NULL))
+        return NULL;
+    n->line = body->line;
+    n->col = body->col;
+    return leave(P, klpp_finish(P, n));
 }
 
-static klp_node *p_factor(klpp *P);
-
-static klp_node *p_term(klpp *P)
-{
-    static const char *const ops[] = {"*", "/", "//", "%", NULL};
-    return left_assoc(P, p_factor, ops);
-}
-
-static klp_node *p_arith(klpp *P)
-{
-    static const char *const ops[] = {"+", "-", NULL};
-    return left_assoc(P, p_term, ops);
-}
-
-static klp_node *p_factor(klpp *P)
-{
-    ENTER();
-    if (klpp_is_op(P, "-") || klpp_is_op(P, "+")) {
-        klp_tok *t = klpp_next(P);
-        klp_node *a = p_factor(P);
-        if (!a) LEAVE(NULL);
-        klp_node *n = klpp_mk(P, KLP_N_UNARY, t);
-        if (!n || klpp_push(P, n, a, NULL) < 0) LEAVE(NULL);
-        n->op = t->text;
-        LEAVE(klpp_finish(P, n));
-    }
-    klp_node *base = klpp_primary(P);
-    if (base && klpp_is_op(P, "**")) {
-        klp_tok *t = klpp_next(P);
-        klp_node *e = p_factor(P);
-        LEAVE(e ? binary(P, KLP_N_BINOP, "**", t, base, e) : NULL);
-    }
-    LEAVE(base);
-}
-
-/* exprs := expr (',' expr)* [','] -> the expression, or a TUPLE when commas appear. */
+/* exprs := expr (',' expr)* [','] -> the expression, or a LIST when commas appear
+ * (tuples are lists). */
 klp_node *klpp_exprs(klpp *P)
 {
     klp_tok *t = cur(P);
     klp_node *first = klpp_test(P);
     if (!first || !klpp_is_op(P, ",")) return first;
-    klp_node *tup = klpp_mk(P, KLP_N_TUPLE, t);
+    klp_node *tup = klpp_mk(P, KLP_N_LIST, t);
     if (!tup || klpp_push(P, tup, first, NULL) < 0) return NULL;
     while (klpp_is_op(P, ",")) {
         klpp_next(P);
@@ -330,8 +264,8 @@ int klpp_check_unsupported_kw(klpp *P)
     for (int i = 0; kw_unsupported[i]; i++)
         if (!strcmp(t->text, kw_unsupported[i])) {
             klp_syntax(P->err, t->line, t->col,
-                       "'%s' is not supported: Kiln cells hold "
-                       "assignments, expressions, %%magics and !commands",
+                       "'%s' is not supported: Kiln cells hold assignments, expressions, %%magics "
+                       "and !commands",
                        t->text);
             return -1;
         }

@@ -25,7 +25,6 @@ int klpp_push(klpp *P, klp_node *n, klp_node *kid, const char *op);
 int klpp_check_unsupported_kw(klpp *P);
 
 klp_node *klpp_test(klpp *P);    /* one expression */
-klp_node *klpp_or(klpp *P);      /* one expression without a trailing if/else */
 klp_node *klpp_exprs(klpp *P);   /* expressions separated by commas (a tuple) */
 klp_node *klpp_primary(klpp *P); /* atom with trailers */
 /* Splits an f-string template into literal and expression parts. */

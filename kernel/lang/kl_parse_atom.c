@@ -1,6 +1,6 @@
 /* kl_parse_atom.c - atoms and trailers: names, literals (adjacent strings joined,
  * f-strings split into parts), (tuples), [lists], {dicts}, calls with keyword
- * arguments, subscripts and slices, attributes. A comprehension is a SyntaxError
+ * arguments, subscripts and slices without a step, attributes. A comprehension is a SyntaxError
  * that says so. */
 #include <stdlib.h>
 #include <string.h>
@@ -69,62 +69,41 @@ static klp_node *p_strings(klpp *P)
 static klp_node *no_comprehension(klpp *P)
 {
     return klpp_error(P, cur(P),
-                      "comprehensions are not supported: Kiln cells hold "
-                      "parameters (write the list out, or use range())");
+                      "comprehensions are not supported: Kiln cells hold parameters (write the "
+                      "list out, or use range())");
 }
 
 static klp_node *p_paren(klpp *P, klp_tok *t)
 {
     if (klpp_is_op(P, ")")) {
         klpp_next(P);
-        klp_node *n = klpp_mk(P, KLP_N_TUPLE, t);
-        return klpp_finish(P, n);
+        return klpp_finish(P, klpp_mk(P, KLP_N_LIST, t));
     }
     klp_node *e = klpp_exprs(P);
     if (e && klpp_is_kw(P, "for")) return no_comprehension(P);
-    if (e && e->kind == KLP_N_TUPLE) {
-        e->line = t->line;
-        e->col = t->col;
-    }
-    e = expect(P, ")", e);
-    return e && e->kind == KLP_N_TUPLE ? klpp_finish(P, e) : e;
+    return expect(P, ")", e);
 }
 
-static klp_node *p_list(klpp *P, klp_tok *t)
+/* [a, b, ...] or {k: v, ...} */
+static klp_node *p_display(klpp *P, klp_tok *t, int dict)
 {
-    klp_node *n = klpp_mk(P, KLP_N_LIST, t);
-    if (!n) return NULL;
-    while (!klpp_is_op(P, "]")) {
-        klp_node *e = klpp_test(P);
-        if (!e || klpp_push(P, n, e, NULL) < 0) return NULL;
+    klp_node *n = klpp_mk(P, dict ? KLP_N_DICT : KLP_N_LIST, t), *k, *v = NULL;
+    const char *close = dict ? "}" : "]";
+    while (n && !klpp_is_op(P, close)) {
+        if (!(k = klpp_test(P))) return NULL;
+        if (klpp_is_kw(P, "for")) return no_comprehension(P);
+        if (dict && !klpp_is_op(P, ":"))
+            return klpp_error(P, cur(P),
+                              n->n == 0 && (klpp_is_op(P, ",") || klpp_is_op(P, "}"))
+                                  ? "sets are not supported (use a list)"
+                                  : "expected ':' in dict literal");
+        if (dict && (klpp_next(P), !(v = klpp_test(P)))) return NULL;
+        if (klpp_push(P, n, k, NULL) < 0 || (dict && klpp_push(P, n, v, NULL) < 0)) return NULL;
         if (klpp_is_kw(P, "for")) return no_comprehension(P);
         if (!klpp_is_op(P, ",")) break;
         klpp_next(P);
     }
-    return klpp_finish(P, expect(P, "]", n));
-}
-
-static klp_node *p_dict(klpp *P, klp_tok *t)
-{
-    klp_node *n = klpp_mk(P, KLP_N_DICT, t);
-    if (!n) return NULL;
-    while (!klpp_is_op(P, "}")) {
-        klp_node *k = klpp_test(P);
-        if (!k) return NULL;
-        if (klpp_is_kw(P, "for")) return no_comprehension(P);
-        if (!klpp_is_op(P, ":")) {
-            if (n->n == 0 && (klpp_is_op(P, ",") || klpp_is_op(P, "}")))
-                return klpp_error(P, cur(P), "sets are not supported (use a list)");
-            return klpp_error(P, cur(P), "expected ':' in dict literal");
-        }
-        klpp_next(P);
-        klp_node *v = klpp_test(P);
-        if (!v || klpp_push(P, n, k, NULL) < 0 || klpp_push(P, n, v, NULL) < 0) return NULL;
-        if (klpp_is_kw(P, "for")) return no_comprehension(P);
-        if (!klpp_is_op(P, ",")) break;
-        klpp_next(P);
-    }
-    return klpp_finish(P, expect(P, "}", n));
+    return klpp_finish(P, expect(P, close, n));
 }
 
 static klp_node *p_atom(klpp *P)
@@ -164,8 +143,8 @@ static klp_node *p_atom(klpp *P)
         return klpp_finish(P, n);
     case KLP_T_OP:
         if (!strcmp(t->text, "(")) return klpp_next(P), p_paren(P, t);
-        if (!strcmp(t->text, "[")) return klpp_next(P), p_list(P, t);
-        if (!strcmp(t->text, "{")) return klpp_next(P), p_dict(P, t);
+        if (!strcmp(t->text, "[")) return klpp_next(P), p_display(P, t, 0);
+        if (!strcmp(t->text, "{")) return klpp_next(P), p_display(P, t, 1);
         if (!strcmp(t->text, "...")) return klpp_error(P, t, "'...' (Ellipsis) is not supported");
         return klpp_error(P, t, NULL);
     case KLP_T_NEWLINE:
@@ -206,13 +185,15 @@ static klp_node *p_call(klpp *P, klp_tok *t, klp_node *callee)
     return klpp_finish(P, expect(P, ")", n));
 }
 
+/* obj[i] or obj[lo:hi] (either bound may be left out); a step is refused. */
 static klp_node *p_subscript(klpp *P, klp_tok *t, klp_node *obj)
 {
-    klp_node *part[3] = {NULL, NULL, NULL};
+    klp_node *part[2] = {NULL, NULL};
     int colons = 0;
     for (;;) {
         if (klpp_is_op(P, ":")) {
-            if (++colons > 2) return klpp_error(P, cur(P), NULL);
+            if (++colons > 1)
+                return klpp_error(P, cur(P), "slice steps are not supported (write s[a:b])");
             klpp_next(P);
             continue;
         }
@@ -226,7 +207,7 @@ static klp_node *p_subscript(klpp *P, klp_tok *t, klp_node *obj)
     n->line = obj->line;
     n->col = obj->col;
     if (!colons && !part[0]) return klpp_error(P, t, "invalid syntax (empty subscript)");
-    for (int i = 0; i < (colons ? 3 : 1); i++)
+    for (int i = 0; i <= colons; i++)
         if (klpp_push(P, n, part[i], NULL) < 0) return NULL;
     return klpp_finish(P, n);
 }

@@ -1,5 +1,5 @@
-/* kl_parse_stmt.c - statements: lines of magics / shell / help, `pass`, `del`,
- * assignments (chained, tuple unpacking, subscripts), augmented assignments and
+/* kl_parse_stmt.c - statements: lines of magics / shell / help, `pass`, `del name`,
+ * assignments (chained, to names and subscripts), augmented assignments and
  * expression statements separated by ';'. Also the one-expression entry point used
  * by interpolation, f-strings and user_expressions. */
 #include <string.h>
@@ -8,21 +8,16 @@
 
 #define cur klpp_cur
 
-static int valid_target(klpp *P, klp_node *t, int aug)
+/* A name or a subscript (d["k"], lst[0]) can be assigned to; anything else cannot. */
+static int valid_target(klpp *P, klp_node *t)
 {
-    const char *what = NULL;
+    const char *what;
     switch (t->kind) {
     case KLP_N_NAME:
     case KLP_N_INDEX: return 0;
-    case KLP_N_TUPLE:
     case KLP_N_LIST:
-        if (aug) {
-            what = "tuple";
-            break;
-        }
-        for (size_t i = 0; i < t->n; i++)
-            if (valid_target(P, t->kids[i], 0) < 0) return -1;
-        return 0;
+        what = "a list (unpacking a, b = ... is not supported: one name a line)";
+        break;
     case KLP_N_CALL: what = "function call"; break;
     case KLP_N_SLICE: what = "slice (slice assignment is not supported)"; break;
     case KLP_N_ATTR: what = "attribute (Kiln values have no attributes)"; break;
@@ -49,24 +44,18 @@ static klp_node *p_simple(klpp *P)
         klpp_next(P);
         return klpp_finish(P, klpp_mk(P, KLP_S_PASS, t));
     }
-    if (klpp_is_kw(P, "del")) {
+    if (klpp_is_kw(P, "del")) { /* del name, ...: what it held counts no more */
         klpp_next(P);
-        klp_node *n = klpp_mk(P, KLP_S_DEL, t);
-        klp_node *e = n ? klpp_exprs(P) : NULL;
+        klp_node *n = klpp_mk(P, KLP_S_DEL, t), *e = n ? klpp_exprs(P) : NULL;
         if (!e) return NULL;
-        if (e->kind == KLP_N_TUPLE) {
-            for (size_t i = 0; i < e->n; i++)
-                if (klpp_push(P, n, e->kids[i], NULL) < 0) return NULL;
-        } else if (klpp_push(P, n, e, NULL) < 0) {
-            return NULL;
-        }
-        for (size_t i = 0; i < n->n; i++)
-            if (n->kids[i]->kind != KLP_N_NAME && n->kids[i]->kind != KLP_N_INDEX) {
-                klp_syntax(P->err, n->kids[i]->line, n->kids[i]->col,
-                           "cannot delete this "
-                           "expression");
+        klp_node **v = e->kind == KLP_N_LIST ? e->kids : &e;
+        for (size_t i = 0, k = e->kind == KLP_N_LIST ? e->n : 1; i < k; i++) {
+            if (v[i]->kind != KLP_N_NAME) {
+                klp_syntax(P->err, v[i]->line, v[i]->col, "only names can be deleted (del name)");
                 return NULL;
             }
+            if (klpp_push(P, n, v[i], NULL) < 0) return NULL;
+        }
         return klpp_finish(P, n);
     }
     if (klpp_check_unsupported_kw(P) < 0) return NULL;
@@ -75,7 +64,7 @@ static klp_node *p_simple(klpp *P)
     for (int i = 0; augops[i]; i++)
         if (klpp_is_op(P, augops[i])) {
             klpp_next(P);
-            if (valid_target(P, e, 1) < 0) return NULL;
+            if (valid_target(P, e) < 0) return NULL;
             klp_node *n = klpp_mk(P, KLP_S_AUGASSIGN, t);
             klp_node *v = n ? klpp_exprs(P) : NULL;
             if (!v || klpp_push(P, n, e, NULL) < 0 || klpp_push(P, n, v, NULL) < 0) return NULL;
@@ -91,7 +80,7 @@ static klp_node *p_simple(klpp *P)
             if (!v || klpp_push(P, n, v, NULL) < 0) return NULL;
         }
         for (size_t i = 0; i + 1 < n->n; i++)
-            if (valid_target(P, n->kids[i], 0) < 0) return NULL;
+            if (valid_target(P, n->kids[i]) < 0) return NULL;
         return klpp_finish(P, n);
     }
     if (klpp_is_op(P, ":"))
@@ -99,20 +88,6 @@ static klp_node *p_simple(klpp *P)
     klp_node *n = klpp_mk(P, KLP_S_EXPR, t);
     if (!n || klpp_push(P, n, e, NULL) < 0) return NULL;
     return klpp_finish(P, n);
-}
-
-static int add_stmt(klpp *P, klp_prog *prog, klp_node *s, size_t *cap)
-{
-    if (prog->n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 16;
-        klp_node **v = klp_arena_alloc(P->a, nc * sizeof *v);
-        if (!v) return klp_fail(P->err, s->line, 0, "MemoryError", "out of memory");
-        if (prog->n) memcpy(v, prog->stmts, prog->n * sizeof *v);
-        prog->stmts = v;
-        *cap = nc;
-    }
-    prog->stmts[prog->n++] = s;
-    return 0;
 }
 
 static klp_node *p_line_special(klpp *P, klp_tok *t)
@@ -131,40 +106,30 @@ static klp_node *p_line_special(klpp *P, klp_tok *t)
 int klp_parse(klp_arena *a, const klp_toks *toks, klp_prog *prog, klp_err *err)
 {
     klpp P = {.a = a, .t = toks, .err = err};
-    size_t cap = 0;
-    memset(prog, 0, sizeof *prog);
-    while (cur(&P)->kind != KLP_T_EOF) {
+    klp_node *all = klpp_mk(&P, KLP_S_PASS, cur(&P)); /* holds the statements */
+    while (all && cur(&P)->kind != KLP_T_EOF) {
         klp_tok *t = cur(&P);
-        if (t->kind == KLP_T_NEWLINE) {
+        int special = t->kind == KLP_T_MAGIC || t->kind == KLP_T_SHELL || t->kind == KLP_T_HELP;
+        while (t->kind != KLP_T_NEWLINE) {
+            klp_node *s = special ? p_line_special(&P, t) : p_simple(&P);
+            if (!s || klpp_push(&P, all, s, NULL) < 0) return -1;
+            if (special || !klpp_is_op(&P, ";")) break;
             klpp_next(&P);
-            continue;
-        }
-        if (t->kind == KLP_T_MAGIC || t->kind == KLP_T_SHELL || t->kind == KLP_T_HELP) {
-            klp_node *s = p_line_special(&P, t);
-            if (!s || add_stmt(&P, prog, s, &cap) < 0) return -1;
-            continue;
-        }
-        for (;;) {
-            klp_node *s = p_simple(&P);
-            if (!s || add_stmt(&P, prog, s, &cap) < 0) return -1;
-            if (klpp_is_op(&P, ";")) {
-                klpp_next(&P);
-                if (cur(&P)->kind == KLP_T_NEWLINE) {
-                    s->suppress = 1;
-                    break;
-                }
-                continue;
-            }
-            break;
+            if (cur(&P)->kind == KLP_T_NEWLINE) s->suppress = 1; /* x; hides x */
+            t = cur(&P);
         }
         if (cur(&P)->kind != KLP_T_NEWLINE) {
-            klp_tok *bad = cur(&P);
-            if (klpp_is_op(&P, "=") || klpp_is_op(&P, ":="))
-                klpp_error(&P, bad, "invalid syntax (cannot assign here)");
-            else klpp_error(&P, bad, "invalid syntax");
+            klpp_error(&P, cur(&P),
+                       klpp_is_op(&P, "=") || klpp_is_op(&P, ":=")
+                           ? "invalid syntax (cannot assign here)"
+                           : "invalid syntax");
             return -1;
         }
+        klpp_next(&P);
     }
+    if (!all) return -1;
+    prog->stmts = all->kids;
+    prog->n = all->n;
     return 0;
 }
 

@@ -25,54 +25,28 @@ const char *klp_type_name(json_t *v)
     return "object";
 }
 
-void klp_float_repr(kl_buf *b, double d)
+/* Python's repr: the fewest digits that read back the same, positional for exponents
+ * -4 to 15 ("1000000000000000.0", "0.0001"), else scientific ("1e+16", "1e-05"). */
+static void klp_float_repr(kl_buf *b, double d)
 {
-    char buf[64];
-    if (d == 0) {
-        kl_buf_puts(b, signbit(d) ? "-0.0" : "0.0");
+    char buf[400];
+    int prec = 1;
+    if (d == 0 || !isfinite(d)) {
+        kl_buf_puts(b, d == 0     ? (signbit(d) ? "-0.0" : "0.0")
+                       : isnan(d) ? "nan"
+                       : d > 0    ? "inf"
+                                  : "-inf");
         return;
     }
-    if (d != d) {
-        kl_buf_puts(b, "nan");
-        return;
-    }
-    if (d > 1.7976931348623157e308 || d < -1.7976931348623157e308) {
-        kl_buf_puts(b, d > 0 ? "inf" : "-inf");
-        return;
-    }
-    for (int prec = 1; prec <= 17; prec++) {
+    for (; prec < 17; prec++) {
         snprintf(buf, sizeof buf, "%.*e", prec - 1, d);
         if (strtod(buf, NULL) == d) break;
     }
-    /* buf = [-]d[.ddd]e[+-]XX */
-    char digits[32];
-    int nd = 0, neg = buf[0] == '-';
-    char *p = buf + neg;
-    for (; *p && *p != 'e'; p++)
-        if (*p != '.') digits[nd++] = *p;
-    int exp = atoi(p + 1);
-    while (nd > 1 && digits[nd - 1] == '0') nd--;
-    digits[nd] = 0;
-    if (neg) kl_buf_add(b, "-", 1);
-    if (exp >= -5 + 1 && exp < 16) {
-        if (exp >= 0) {
-            for (int i = 0; i <= exp; i++) kl_buf_add(b, i < nd ? &digits[i] : "0", 1);
-            kl_buf_add(b, ".", 1);
-            if (nd > exp + 1) kl_buf_add(b, digits + exp + 1, (size_t)(nd - exp - 1));
-            else kl_buf_add(b, "0", 1);
-        } else {
-            kl_buf_add(b, "0.", 2);
-            for (int i = 0; i < -exp - 1; i++) kl_buf_add(b, "0", 1);
-            kl_buf_add(b, digits, (size_t)nd);
-        }
-    } else {
-        kl_buf_add(b, digits, 1);
-        if (nd > 1) {
-            kl_buf_add(b, ".", 1);
-            kl_buf_add(b, digits + 1, (size_t)(nd - 1));
-        }
-        kl_buf_printf(b, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-    }
+    snprintf(buf, sizeof buf, "%.*e", prec - 1, d);
+    int exp = atoi(strchr(buf, 'e') + 1);
+    if (exp >= -4 && exp < 16)
+        snprintf(buf, sizeof buf, "%.*f", prec - 1 - exp > 0 ? prec - 1 - exp : 1, d);
+    kl_buf_puts(b, buf);
 }
 
 static void str_repr(kl_buf *b, const char *s, size_t n)
@@ -90,21 +64,7 @@ static void str_repr(kl_buf *b, const char *s, size_t n)
         else if (c == '\r') kl_buf_puts(b, "\\r");
         else if (c == '\t') kl_buf_puts(b, "\\t");
         else if (c < 0x20 || c == 0x7f) kl_buf_printf(b, "\\x%02x", c);
-        else if (c == 0xc2 && i + 1 < n &&
-                 (u[i + 1] <= 0x9f || u[i + 1] == 0xa0 || u[i + 1] == 0xad)) {
-            kl_buf_printf(b, "\\x%02x", u[i + 1]); /* C1 controls, nbsp, soft hyphen */
-            i++;
-        } else if (c == 0xe2 && i + 2 < n && u[i + 1] == 0x80 &&
-                   ((u[i + 2] >= 0x8b && u[i + 2] <= 0x8f) || u[i + 2] == 0xa8 ||
-                    u[i + 2] == 0xa9)) {
-            kl_buf_printf(b, "\\u20%02x", u[i + 2] - 0x80);
-            i += 2;
-        } else if (c == 0xef && i + 2 < n && u[i + 1] == 0xbb && u[i + 2] == 0xbf) {
-            kl_buf_puts(b, "\\ufeff");
-            i += 2;
-        } else {
-            kl_buf_add(b, s + i, 1);
-        }
+        else kl_buf_add(b, s + i, 1);
     }
     kl_buf_add(b, &q, 1);
 }

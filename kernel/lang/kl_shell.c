@@ -149,17 +149,14 @@ int klp_shell_run(kl_engine *e, const char *cmd, const mg_out *out, int *status,
                : WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus)
                                       : -1;
     *status = code;
-    json_object_set_new(klp_vars(e), "_exit_code", json_integer(code));
+    json_object_set_new(e->vars, "_exit_code", json_integer(code));
     if (interrupted)
-        return klp_fail(err, 0, 0, "KeyboardInterrupt",
-                        "the shell command was "
-                        "interrupted");
+        return klp_fail(err, 0, 0, "KeyboardInterrupt", "the shell command was interrupted");
     if (code != 0 && out && out->stream) {
         char msg[160];
-        int n = WIFSIGNALED(wstatus)
-                    ? snprintf(msg, sizeof msg, "[shell command killed by signal %d (%s)]\n",
-                               WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)))
-                    : snprintf(msg, sizeof msg, "[shell command exited with status %d]\n", code);
+        int n = snprintf(msg, sizeof msg, "[shell command %s %d]\n",
+                         WIFSIGNALED(wstatus) ? "killed by signal" : "exited with status",
+                         WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : code);
         out->stream(out->user, "stderr", msg, (size_t)n);
     }
     return 0;

@@ -2,6 +2,8 @@
  * code-point counting (the protocol's cursor positions count code points), encoding
  * of \u escapes, a streaming sanitiser for shell output whose chunks may split a
  * character, and the JSON strings the kernel puts on the wire (kl_json_text). */
+#include <string.h>
+
 #include "kl_internal.h"
 
 /* Length of the valid sequence starting at s (n bytes available), 0 if invalid,
@@ -92,47 +94,38 @@ int klp_utf8_encode(uint32_t cp, char out[4])
     return 4;
 }
 
-size_t klp_utf8_sanitize(kl_buf *b, const char *s, size_t n, int final)
+/* Appends s[0..n) to b with each invalid byte (and NUL, when nul) as U+FFFD; a cut-off
+ * sequence at the end is held back unless final: returns its length. */
+static size_t sanitize(kl_buf *b, const char *s, size_t n, int final, int nul)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, start = 0;
     while (i < n) {
-        int k = seq_len(p + i, n - i);
+        int k = nul && !p[i] ? 0 : seq_len(p + i, n - i);
         if (k > 0) {
             i += (size_t)k;
             continue;
         }
-        if (k < 0 && !final) {
-            kl_buf_add(b, s + start, i - start);
-            return n - i;
-        }
         kl_buf_add(b, s + start, i - start);
+        if (k < 0 && !final) return n - i;
         kl_buf_add(b, "\xef\xbf\xbd", 3);
-        i++;
-        start = i;
+        start = ++i;
     }
     kl_buf_add(b, s + start, i - start);
     return 0;
 }
 
+size_t klp_utf8_sanitize(kl_buf *b, const char *s, size_t n, int final)
+{
+    return sanitize(b, s, n, final, 0);
+}
+
 json_t *kl_json_text(const char *s, size_t n)
 {
-    const unsigned char *p = (const unsigned char *)s;
+    if (!memchr(s, 0, n) && klp_utf8_valid(s, n)) return json_stringn(s, n); /* as it is */
     kl_buf b = {0};
-    size_t i = 0, start = 0;
-    while (i < n) {
-        int k = p[i] ? seq_len(p + i, n - i) : 0;
-        if (k > 0) {
-            i += (size_t)k;
-            continue;
-        }
-        kl_buf_add(&b, s + start, i - start); /* NUL, an invalid or a cut-off byte */
-        kl_buf_add(&b, "\xef\xbf\xbd", 3);
-        start = ++i;
-    }
-    if (start == 0) return json_stringn(s, n); /* valid as it is */
-    kl_buf_add(&b, s + start, n - start);
-    json_t *v = b.oom ? NULL : json_stringn(b.s, b.n);
+    sanitize(&b, s, n, 1, 1);
+    json_t *v = b.oom ? NULL : json_stringn(b.s ? b.s : "", b.n);
     kl_buf_free(&b);
     return v;
 }

@@ -136,6 +136,9 @@ size_t rtp_cpu_bf16_conv_stage(const rt_conv_desc *d)
 size_t rtp_cpu_dense_workspace(rt_backend *b, const rt_dense_desc *d)
 {
     if (!rtp_cpu_bf16(b)) return 0;
+#ifdef KILN_CONVK_X86
+    if (((const rtp_cpu *)b->impl)->amx) return rtp_cpu_amx_dense_workspace(d);
+#endif
     return (staged((size_t)d->N * d->F) + staged((size_t)d->N * d->O) +
             staged((size_t)d->O * d->F)) *
            sizeof(float);

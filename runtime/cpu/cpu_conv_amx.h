@@ -22,4 +22,14 @@ void rtp_cpu_amx_bwd_data(rt_backend *b, float *ws, rt_tensor *din, const rt_ten
 void rtp_cpu_amx_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_tensor *dout,
                             const rt_tensor *in, const rt_conv_desc *d);
 
+/* cpu_dense_amx.c: dense layers (rt_dense_desc) on AMX tiles, the same rounding; the
+ * scratch bytes they need, and the three products (bias: added / summed from fp32 dy). */
+size_t rtp_cpu_amx_dense_workspace(const rt_dense_desc *d);
+void rtp_cpu_amx_dense_fwd(rt_backend *b, float *ws, rt_tensor *out, const rt_tensor *in,
+                           const rt_tensor *w, const rt_tensor *bias, const rt_dense_desc *d);
+void rtp_cpu_amx_dense_bwd_data(rt_backend *b, float *ws, rt_tensor *din, const rt_tensor *dout,
+                                const rt_tensor *w, const rt_dense_desc *d);
+void rtp_cpu_amx_dense_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_tensor *dout,
+                                  const rt_tensor *in, const rt_dense_desc *d);
+
 #endif

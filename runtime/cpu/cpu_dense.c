@@ -5,7 +5,18 @@
  */
 #include <cblas.h>
 
+#include "cpu_conv_amx.h"
 #include "cpu_internal.h"
+
+/* bf16 on AMX tiles (cpu_dense_amx.c) when the backend has them */
+static int amx(const rt_backend *b)
+{
+#ifdef KILN_CONVK_X86
+    return ((const rtp_cpu *)b->impl)->amx;
+#else
+    return 0;
+#endif
+}
 
 /* bf16 (cpu_bf16.c): the rounded copies of the op's inputs go in the workspace that
  * rtp_cpu_dense_workspace reserved; NULL for fp32 (or a too-small workspace: err set) */
@@ -20,6 +31,12 @@ rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, 
 {
     float *at = bf16_stage(b, d, err);
     if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+#ifdef KILN_CONVK_X86
+    if (amx(b)) {
+        rtp_cpu_amx_dense_fwd(b, at, out, in, w, bias, d);
+        return RT_OK;
+    }
+#endif
     rt_tensor xs, wsd;
     if (at) {
         xs = rtp_cpu_bf16_stage(b, &at, in);
@@ -42,6 +59,12 @@ rt_status rtp_cpu_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor 
 {
     float *at = bf16_stage(b, d, err);
     if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+#ifdef KILN_CONVK_X86
+    if (amx(b)) {
+        rtp_cpu_amx_dense_bwd_data(b, at, din, dout, w, d);
+        return RT_OK;
+    }
+#endif
     rt_tensor dys, wsd;
     if (at) {
         dys = rtp_cpu_bf16_stage(b, &at, dout);
@@ -61,13 +84,20 @@ rt_status rtp_cpu_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbia
     if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
     const rt_tensor *dy32 = dout; /* the bias gradient sums the fp32 dy, as CUDA's does */
     rt_tensor dys, xs;
+#ifdef KILN_CONVK_X86
+    if (amx(b)) {
+        rtp_cpu_amx_dense_bwd_filter(b, at, dw, dout, in, d);
+        at = NULL;
+    }
+#endif
     if (at) {
         dys = rtp_cpu_bf16_stage(b, &at, dout);
         xs = rtp_cpu_bf16_stage(b, &at, in);
         dout = &dys, in = &xs;
     }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->O, d->F, d->N, 1.0f, dout->data, d->O,
-                in->data, d->F, 0.0f, dw->data, d->F);
+    if (!amx(b))
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->O, d->F, d->N, 1.0f, dout->data,
+                    d->O, in->data, d->F, 0.0f, dw->data, d->F);
     dout = dy32;
     if (dbias) {
         const float *dy = dout->data;

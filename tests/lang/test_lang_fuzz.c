@@ -8,7 +8,7 @@
 static const char *const seeds[] = {
     "a = [1, 2, {'k': (3, 4)}]\nb = a[2]['k'][-1] ** 2\nprint(f'{b!r}', sep='')",
     "x = 'it\\'s' + \"\\u00e9\" * 3\n%env X=$x\n!echo {x}",
-    "d = {}\nd['a'] = list(range(10))[::2]\nd['a'].append(-1)\nd",
+    "d = {}\nd['a'] = list(range(10))[2:8]\nd['a'].append(-1)\nd",
     "%%time\ny = sum(range(10))\n",
     "lr = 0.001 #@param {type:\"number\"}\nepochs = 5 #@param {type:\"slider\", min:1, max:9}",
 };

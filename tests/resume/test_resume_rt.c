@@ -293,6 +293,43 @@ T_TEST(mismatches_are_clear_errors_and_change_nothing)
     rt_ckpt_reader_destroy(rd);
 }
 
+/* The epoch-level controls' state (best epoch, early-stopping wait, plateau best, bad
+ * epochs, reductions, lr scale and the cooldown left) comes back from the file exactly. */
+T_TEST(watch_state_round_trips)
+{
+    rt_error err = {0};
+    char path[400];
+    snprintf(path, sizeof path, "%s/watch.safetensors", g_dir);
+    run r;
+    ASSERT_EQ(start(&r, SPEC, &CASES[0], 42, BATCH, &err), RT_OK);
+    ASSERT_EQ(train_to(&r, 3, &err), RT_OK);
+    rt_trainer_state st = rt_trainer_get_state(r.t);
+    st.watch = (rt_watch_state){.has_best = 1,
+                                .best = 0.3141592653589793,
+                                .best_epoch = 2,
+                                .wait = 1,
+                                .has_plateau_best = 1,
+                                .plateau_best = 0.2718281828459045,
+                                .plateau_bad = 1,
+                                .lr_scale = 0.05 / 0.1,
+                                .reductions = 1,
+                                .cooldown_left = 2};
+    ASSERT_EQ(rt_trainer_set_state(r.t, &st, &err), RT_OK);
+    ASSERT_EQ(save_ckpt(&r, path, &err), RT_OK);
+    rt_ckpt_reader *rd = NULL;
+    rt_ckpt_train_snap s = {0};
+    ASSERT_EQ(rt_ckpt_reader_open(path, 0, &rd, &err), RT_OK);
+    ASSERT_EQ(rt_ckpt_train_snap_read(&s, rd, r.m, &err), RT_OK);
+    const rt_watch_state *w = &s.state.watch;
+    ASSERT(w->has_best && w->best == st.watch.best && w->best_epoch == 2 && w->wait == 1);
+    ASSERT(w->has_plateau_best && w->plateau_best == st.watch.plateau_best);
+    ASSERT(w->plateau_bad == 1 && w->lr_scale == st.watch.lr_scale && w->reductions == 1);
+    ASSERT_EQ(w->cooldown_left, 2);
+    rt_ckpt_train_snap_deinit(&s);
+    rt_ckpt_reader_destroy(rd);
+    stop(&r);
+}
+
 T_TEST(metadata_describes_the_run)
 {
     rt_error err = {0};
@@ -361,6 +398,7 @@ int main(int argc, char **argv)
     if (!mkdtemp(g_dir)) return 99;
     T_RUN(resume_in_another_process_is_bitwise);
     T_RUN(mismatches_are_clear_errors_and_change_nothing);
+    T_RUN(watch_state_round_trips);
     T_RUN(metadata_describes_the_run);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
