@@ -133,8 +133,7 @@ static int parse_args(int argc, char **argv, jk_sweep *sw)
                                      : "no -p NAME VALUES given",
                        usage_text),
                -1;
-    if (rt_store_is_url(sw->dir))
-        return fprintf(stderr, "kiln sweep: -o %s: a sweep's folder must be local\n", sw->dir), -1;
+    if (rt_store_is_url(sw->dir)) sw->url = sw->dir; /* jk_sweep_store.c */
     if (!sw->metric) sw->metric = "val_accuracy";
     sw->metric_lower = strstr(sw->metric, "loss") != NULL;
     return 0;
@@ -266,6 +265,7 @@ static int add_variant(jk_sweep *sw, char **values)
     v->metric = NAN;
     v->slot = -1;
     if (snprintf(v->dir, sizeof v->dir, "%s/%s", sw->dir, v->name) >= (int)sizeof v->dir) return -1;
+    memcpy(v->where, v->dir, sizeof v->where);
     sw->nv++;
     return 0;
 }
@@ -397,6 +397,7 @@ static void write_manifest(const jk_sweep *sw, const char *state, int status)
         unlink(tmp);
     }
     json_decref(j);
+    jk_sweep_store_put(sw, "sweep.json");
 }
 
 int jk_sweep_main(int argc, char **argv)
@@ -418,7 +419,9 @@ int jk_sweep_main(int argc, char **argv)
     int nps = 0, status = 2;
     for (; nps < sw.nparams; nps++)
         if (pspec_parse(sw.pnames[nps], sw.pspecs[nps], &ps[nps]) < 0) goto done;
-    if (make_variants(&sw, ps) < 0 || check_notebook(&sw) < 0 || jk_sweep_plan(&sw) < 0) goto done;
+    if (make_variants(&sw, ps) < 0 || check_notebook(&sw) < 0 || jk_sweep_plan(&sw) < 0 ||
+        jk_sweep_store_open(&sw, sw.dry_run) < 0)
+        goto done;
     if (sw.dry_run) {
         print_plan(&sw);
         status = 0;
@@ -448,6 +451,7 @@ int jk_sweep_main(int argc, char **argv)
     status = sig ? 128 + sig : failed || collected < 0 || reported < 0 ? 1 : 0;
     write_manifest(&sw, sig ? "interrupted" : failed ? "failed" : "done", status);
 done:
+    jk_sweep_store_close(&sw);
     while (nps-- > 0) pspec_free(&ps[nps]);
     free_sweep(&sw);
     return status;

@@ -3,6 +3,7 @@
  *   jk_sweep_plan.c    placement: devices, parallel slots, threads and cores per slot
  *   jk_sweep_exec.c    child `kiln run` processes, their states, signals, halving rungs
  *   jk_sweep_report.c  the results store read back: summary table, summary.csv, .svg
+ *   jk_sweep_store.c   DIR at an s3:// URL: the local staging copy and its uploads
  * docs/sweeps.md describes what a user sees. */
 #ifndef JK_SWEEP_H
 #define JK_SWEEP_H
@@ -32,7 +33,8 @@ int jk_sweep_state_parse(const char *name);
 typedef struct jk_variant {
     char name[256];                    /* lr=0.003,model=resnet20 (file-safe) */
     char *values[JK_SWEEP_MAX_PARAMS]; /* as given to kiln run -p, in -p order */
-    char dir[JK_SWEEP_PATH];           /* DIR/<name> */
+    char dir[JK_SWEEP_PATH];           /* DIR/<name>: on this machine */
+    char where[JK_SWEEP_PATH];         /* DIR/<name> as given: the URL's for s3:// */
     jk_variant_state state;
     int rung;       /* PAUSED/PRUNED: the epoch it stopped after */
     int exit_code;  /* of the last process (-signal when killed) */
@@ -61,7 +63,12 @@ typedef struct jk_sweep {
     /* derived */
     char exe[JK_SWEEP_PATH];   /* this kiln binary */
     char store[JK_SWEEP_PATH]; /* the results store every variant writes */
-    int metric_lower;          /* 1 when lower is better (a loss) */
+    /* -o s3://...: url is it, dir the local staging copy (local), s the store */
+    const char *url;
+    char local[JK_SWEEP_PATH];
+    struct rt_store *s;
+    char *prefix;     /* the URL's key prefix ("" for a bucket) */
+    int metric_lower; /* 1 when lower is better (a loss) */
     jk_variant *v;
     int nv;
     jk_slot slots[JK_SWEEP_MAX_SLOTS];
@@ -80,9 +87,23 @@ int jk_sweep_exec(jk_sweep *sw);
 void jk_sweep_save_state(const jk_sweep *sw, const jk_variant *v);
 
 /* jk_sweep_report.c: finds each variant's results-store row and its metric (run_id,
- * metric); 0, or -1 when the store cannot be read (said on stderr). */
+ * metric); 0, or -1 when the store cannot be read (said on stderr). upto > 0: the
+ * metric's best over epochs 1..upto only (a halving rung's ranking: a variant that ran
+ * past the rung before is not ranked by its later epochs). */
 int jk_sweep_collect(jk_sweep *sw);
+int jk_sweep_collect_upto(jk_sweep *sw, int upto);
 /* The summary: printed, DIR/summary.csv and DIR/summary.svg. 0 or -1. */
 int jk_sweep_report(jk_sweep *sw);
+
+/* jk_sweep_store.c, for -o s3://BUCKET/PREFIX (each a no-op for a local DIR):
+ * open checks the store (a wrong key, a missing bucket, a bad endpoint: -1, said on
+ * stderr) and, unless check_only, makes the staging directory the sweep's local DIR
+ * and points every variant's run directory and notebook at the URL. put uploads
+ * DIR/rel to PREFIX/rel (a failure is said, not fatal: the next put tries again); get
+ * downloads PREFIX/rel to DIR/rel: 0, 1 when the store has no such object, -1. */
+int jk_sweep_store_open(jk_sweep *sw, int check_only);
+void jk_sweep_store_put(const jk_sweep *sw, const char *rel);
+int jk_sweep_store_get(const jk_sweep *sw, const char *rel);
+void jk_sweep_store_close(jk_sweep *sw);
 
 #endif

@@ -36,6 +36,16 @@ static void on_stop(int sig)
     if (!stop_signal) stop_signal = sig;
 }
 
+static int mkdir_p1(const char *p) { return mkdir(p, 0777) == 0 || errno == EEXIST ? 0 : -1; }
+
+/* DIR/<v>/file to the store, for an s3:// DIR */
+static void put(const jk_sweep *sw, const jk_variant *v, const char *file)
+{
+    char rel[400];
+    snprintf(rel, sizeof rel, "%s/%s", v->name, file);
+    jk_sweep_store_put(sw, rel);
+}
+
 void jk_sweep_save_state(const jk_sweep *sw, const jk_variant *v)
 {
     char path[JK_SWEEP_PATH + 32], tmp[JK_SWEEP_PATH + 48];
@@ -59,14 +69,18 @@ void jk_sweep_save_state(const jk_sweep *sw, const jk_variant *v)
     }
     json_decref(params);
     json_decref(j);
+    put(sw, v, "status.json");
 }
 
 /* What an earlier run of the sweep left: finished, pruned and paused variants stay so;
  * anything else (running when the sweep was killed, failed, interrupted) runs again. */
 static void load_state(jk_sweep *sw, jk_variant *v)
 {
-    char path[JK_SWEEP_PATH + 32];
+    char path[JK_SWEEP_PATH + 32], rel[400];
     snprintf(path, sizeof path, "%s/status.json", v->dir);
+    snprintf(rel, sizeof rel, "%s/status.json", v->name);
+    /* s3://: the store's word, as another machine may have run the sweep since */
+    if (sw->s && mkdir_p1(v->dir) == 0 && jk_sweep_store_get(sw, rel) == 1) unlink(path);
     json_t *j = json_load_file(path, 0, NULL);
     int s = jk_sweep_state_parse(json_string_value(json_object_get(j, "state")));
     v->state = s == JK_V_FINISHED || s == JK_V_PRUNED || (s == JK_V_PAUSED && sw->halving)
@@ -75,8 +89,6 @@ static void load_state(jk_sweep *sw, jk_variant *v)
     v->rung = v->state == JK_V_PENDING ? 0 : (int)json_integer_value(json_object_get(j, "rung"));
     json_decref(j);
 }
-
-static int mkdir_p1(const char *p) { return mkdir(p, 0777) == 0 || errno == EEXIST ? 0 : -1; }
 
 /* The child: dies with the sweep, pinned to its slot's cores, output to the log. */
 static void child(const jk_sweep *sw, const jk_slot *sl, int log_fd, char **argv, pid_t parent)
@@ -106,8 +118,8 @@ static int start(jk_sweep *sw, jk_variant *v, int slot, int stop_epoch)
     jk_slot *sl = &sw->slots[slot];
     char out[JK_SWEEP_PATH + 16], run_dir[JK_SWEEP_PATH + 16], logp[JK_SWEEP_PATH + 16];
     char threads[16], stop[16], tag_s[600], tag_v[300];
-    snprintf(out, sizeof out, "%s/out.ipynb", v->dir);
-    snprintf(run_dir, sizeof run_dir, "%s/run", v->dir);
+    snprintf(out, sizeof out, "%s/out.ipynb", v->where);
+    snprintf(run_dir, sizeof run_dir, "%s/run", v->where);
     snprintf(logp, sizeof logp, "%s/log", v->dir);
     snprintf(threads, sizeof threads, "%d", sl->threads);
     snprintf(stop, sizeof stop, "%d", stop_epoch);
@@ -134,6 +146,9 @@ static int start(jk_sweep *sw, jk_variant *v, int slot, int stop_epoch)
         fprintf(stderr, "kiln sweep: cannot create %s: %s\n", v->dir, strerror(errno));
         return -1;
     }
+    char rel[400];
+    snprintf(rel, sizeof rel, "%s/log", v->name);
+    if (sw->s && access(logp, F_OK) != 0) jk_sweep_store_get(sw, rel); /* appended to */
     int fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
     if (fd < 0) {
         fprintf(stderr, "kiln sweep: cannot write %s: %s\n", logp, strerror(errno));
@@ -177,6 +192,7 @@ static void ended(jk_sweep *sw, jk_variant *v, int how, int stop_epoch, int sign
     fprintf(stderr, "\n");
     v->slot = -1;
     v->pid = 0;
+    put(sw, v, "log");
 }
 
 /* Runs the variants todo[0..n) (stop_epoch > 0: up to that rung); returns when all of
@@ -248,7 +264,9 @@ static void halving(jk_sweep *sw)
                         nt == 1 ? "" : "s", rung);
             run_round(sw, todo, nt, last ? 0 : rung);
         }
-        if (stop_signal || last || jk_sweep_collect(sw) < 0) break;
+        /* ranked by the rung's epochs only: one that ran further before (interrupted
+         * past the rung, then resumed) has no head start */
+        if (stop_signal || last || jk_sweep_collect_upto(sw, rung) < 0) break;
         /* rank the ones that reached the rung; the failed drop out */
         int nr = 0, paused = 0;
         for (int i = 0; i < na; i++)

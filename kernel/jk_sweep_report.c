@@ -24,7 +24,9 @@ static int open_store(const jk_sweep *sw, rt_results **rs)
     if (access(path, F_OK) != 0) return 1; /* nothing recorded yet */
     rt_results_config cfg = {.path = path, .readonly = 1};
     if (rt_results_open_config(&cfg, rs, &err) != RT_OK)
-        return fprintf(stderr, "kiln sweep: results store %s: %s\n", path, err.msg), -1;
+        return err.code == RT_ENOTFOUND /* being created by a variant */
+                   ? 1
+                   : (fprintf(stderr, "kiln sweep: results store %s: %s\n", path, err.msg), -1);
     return 0;
 }
 
@@ -44,7 +46,26 @@ static const rt_results_summary *metric(const rt_results_run *r, const char *key
     return m;
 }
 
-int jk_sweep_collect(jk_sweep *sw)
+/* The best of run's epoch values of the metric over epochs 1..upto; NaN when none. */
+static double best_upto(const jk_sweep *sw, rt_results *rs, int64_t run, int upto)
+{
+    double *x = NULL, *y = NULL, best = NAN;
+    size_t n = 0;
+    rt_error err = {0};
+    if (rt_results_series(rs, run, sw->metric, RT_RESULTS_EPOCH, &x, &y, &n, &err) != RT_OK)
+        return NAN;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] <= upto && !isnan(y[i]) &&
+            (isnan(best) || (sw->metric_lower ? y[i] < best : y[i] > best)))
+            best = y[i];
+    free(x);
+    free(y);
+    return best;
+}
+
+int jk_sweep_collect(jk_sweep *sw) { return jk_sweep_collect_upto(sw, 0); }
+
+int jk_sweep_collect_upto(jk_sweep *sw, int upto)
 {
     rt_results *rs = NULL;
     int o = open_store(sw, &rs);
@@ -68,14 +89,15 @@ int jk_sweep_collect(jk_sweep *sw)
              * has other run directories) */
             const char *name = param(&l.runs[k], "variant");
             const char *rd = param(&l.runs[k], "run_dir");
-            size_t dl = strlen(v->dir);
-            if (name && !strcmp(name, v->name) && (!rd || !strncmp(rd, v->dir, dl)) &&
+            size_t dl = strlen(v->where);
+            if (name && !strcmp(name, v->name) && (!rd || !strncmp(rd, v->where, dl)) &&
                 (!mine || l.runs[k].id > mine->id))
                 mine = &l.runs[k];
         }
         v->run_id = mine ? mine->id : 0;
         const rt_results_summary *m = mine ? metric(mine, sw->metric) : NULL;
         v->metric = m ? (sw->metric_lower ? m->min : m->max) : NAN;
+        if (mine && upto > 0) v->metric = best_upto(sw, rs, mine->id, upto);
         /* a variant that reached the end of its --epochs before the rung is done */
         if (mine && v->state == JK_V_PAUSED && mine->status == RT_RESULTS_FINISHED) {
             v->state = JK_V_FINISHED;
@@ -154,7 +176,7 @@ static int write_csv(const jk_sweep *sw, row *rows, int n, const char *path)
         fputc(',', f), num(f, rows[i].last_val_loss, "%.6g");
         fputc(',', f), num(f, rows[i].ips, "%.1f");
         fprintf(f, ",%lld,", (long long)v->run_id);
-        rt_results_csv_field(f, v->dir);
+        rt_results_csv_field(f, v->where);
         fputc('\n', f);
     }
     return fclose(f) == 0 ? 0 : -1;
@@ -298,6 +320,11 @@ int jk_sweep_report(jk_sweep *sw)
         fprintf(stderr, "kiln sweep: cannot write the summary in %s: %s\n", sw->dir,
                 strerror(errno));
         rc = -1;
+    } else if (sw->url) {
+        jk_sweep_store_put(sw, "summary.csv");
+        jk_sweep_store_put(sw, "summary.svg");
+        printf("wrote %s/summary.csv and %s/summary.svg (staged in %s)\n", sw->url, sw->url,
+               sw->dir);
     } else {
         printf("wrote %s and %s\n", csv, svg);
     }

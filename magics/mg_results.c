@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mg_results_internal.h"
 
@@ -437,7 +438,8 @@ static int results_run(mg_ctx *ctx, const mg_args *a, mg_error *err)
     rt_error e = {0};
     if (open_store(ctx, a, &rs, path, sizeof path, &e) < 0) {
         if (e.code == RT_ENOTFOUND && sc->run == cmd_list) {
-            mg_printf(ctx->out, "No runs recorded yet (%s does not exist).\n", path);
+            mg_printf(ctx->out, "No runs recorded yet (%s %s).\n", path,
+                      access(path, F_OK) == 0 ? "is being created" : "does not exist");
             return 0;
         }
         return mgp_fail_rt(err, &e);

@@ -31,6 +31,7 @@
 #include "rt_results.h"
 #include "rt_results_query.h"
 #include "rt_file.h"
+#include "rt_store_stage.h"
 
 #define SLOT "sweep.job"
 #define MAX_WORDS 256
@@ -538,11 +539,20 @@ static int start(mg_ctx *ctx, const char *line, mg_error *err)
                        "%%sweep: -o DIR is missing (usage: %%sweep NOTEBOOK -o DIR -p NAME "
                        "V1,V2 ...)");
     }
-    snprintf(j->log, sizeof j->log, "%s/sweep.log", j->dir);
     if (dry_run(j->argv, n, err) < 0) {
         job_free(j);
         return -1;
     }
+    if (rt_store_is_url(j->dir)) { /* the table reads the sweep's staging copy */
+        rt_error e = {0};
+        char url[sizeof j->dir];
+        memcpy(url, j->dir, sizeof url);
+        if (rt_store_staging_dir(url, j->dir, sizeof j->dir, &e) != RT_OK) {
+            job_free(j);
+            return mg_fail_status(err, &e, "%%sweep: -o %s: %s", url, e.msg);
+        }
+    }
+    snprintf(j->log, sizeof j->log, "%s/sweep.log", j->dir);
     if (rt_file_make_dirs(j->dir, 0777) < 0) {
         int e = errno;
         job_free(j);

@@ -20,7 +20,14 @@ and models persist between cells as in a Kiln notebook. Each cell:
   to its idle status, then raises KeyboardInterrupt shown as Kiln's short message;
 - keeps the child's own log (stderr) out of the cells: it goes to a file
   ($KILN_BRIDGE_LOG, else kiln.log in the bridge's private directory);
-- when the child has died, reports it; the next cell starts a new one.
+- when the child has died, reports it; the next cell starts a new one;
+- keeps a background job's table live: `%sweep` and `%train --background` return at
+  once with a table (display id kiln-sweep-...) that Kiln updates about every second
+  after the cell ended. A helper thread relays those updates into the Python cell that
+  shows the table, between cells (it reads only while no cell runs), and a running
+  cell relays them too. `%sweep status / wait / stop` are ordinary cells; the stop
+  button during `wait` stops the sweep (every variant checkpoints), and the bridge's
+  shutdown (the Python kernel's end) shuts Kiln down, which stops the sweep too.
 """
 import atexit
 import os
@@ -39,6 +46,8 @@ from .expand import ExpandError, prepare
 
 START_TIMEOUT = 60.0  # seconds for the child to answer kernel_info
 POLL = 0.2  # seconds between checks that the child is alive while a cell runs
+WATCH = 0.1  # seconds between the helper thread's looks for a background table's updates
+BACKGROUND_ID = "kiln-sweep-"  # display ids of %sweep's and %train --background's tables
 
 
 class KilnError(Exception):
@@ -96,6 +105,30 @@ class _Stops:
         return False
 
 
+def _dies_with_us():
+    """Popen arguments that make the child Kiln kernel get SIGTERM when this process
+    ends in any way (Linux: PR_SET_PDEATHSIG), as a kill -9 of the Python kernel would
+    otherwise leave it, and a sweep it started, running with no one to stop them. The
+    sweep asked for the same when its parent goes: its variants checkpoint and end."""
+    if not sys.platform.startswith("linux"):
+        return {}
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return {}
+    parent = os.getpid()
+
+    def preexec():
+        prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent went before prctl took effect
+            os._exit(1)
+
+    return {"preexec_fn": preexec}
+
+
 class Bridge:
     """One child Kiln kernel and the relay of its outputs into the current cell."""
 
@@ -105,6 +138,11 @@ class Bridge:
         self.kc = None
         self.ipc_dir = None
         self.log_path = None
+        # the IOPub channel has one reader at a time: a cell (run) or the watcher
+        self._iopub = threading.Lock()
+        self._background = {}  # display id -> (out, parent header) of a live table
+        self._watcher = None
+        self._watch_stop = threading.Event()
 
     # ---- the child kernel ----
     def start(self):
@@ -120,7 +158,7 @@ class Bridge:
         # file, not to this process's stderr, which ipykernel shows in the cell.
         log_path = os.environ.get("KILN_BRIDGE_LOG") or os.path.join(self.ipc_dir, "kiln.log")
         with open(log_path, "ab") as log:
-            km.start_kernel(stdout=log, stderr=log)
+            km.start_kernel(stdout=log, stderr=log, **_dies_with_us())
         self.log_path = log_path
         kc = km.blocking_client()
         kc.start_channels()
@@ -143,6 +181,7 @@ class Bridge:
 
     def forget(self):
         """Drop a dead child (channels closed, its files cleaned up)."""
+        self.stop_watching()
         if self.kc is not None:
             self.kc.stop_channels()
         if self.km is not None:
@@ -159,6 +198,7 @@ class Bridge:
             self.ipc_dir = None
 
     def shutdown(self):
+        self.stop_watching()
         if self.kc is not None:
             self.kc.stop_channels()
         if self.km is not None and self.km.has_kernel:
@@ -200,13 +240,16 @@ class Bridge:
         """Runs code in the child (after the assignments, when any), relaying its
         outputs to out; raises KilnError on a Kiln error, KeyboardInterrupt (KilnInterrupt)
         when interrupted."""
-        self.ensure(out)
-        if assignments:
-            self.assign(assignments)
-        msg_id = self.kc.execute(code, store_history=True, allow_stdin=False)
-        with _Stops() as stops:
-            error, interrupted = self._relay(msg_id, out, stops)
-        reply = self.reply(msg_id)
+        with self._iopub:  # from before the request: the watcher takes none of its messages
+            self.ensure(out)
+            if assignments:
+                self.assign(assignments)
+            msg_id = self.kc.execute(code, store_history=True, allow_stdin=False)
+            with _Stops() as stops:
+                error, interrupted = self._relay(msg_id, out, stops)
+            reply = self.reply(msg_id)
+        if self._background:
+            self.watch()
         if reply is not None and reply.get("status") == "error" and error is None:
             error = reply
         if hasattr(out, "flush"):
@@ -247,15 +290,79 @@ class Bridge:
             except KeyboardInterrupt:  # no handler could be set (not the main thread)
                 stops.count += 1
                 continue
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
             kind, content = msg["msg_type"], msg["content"]
+            if msg["parent_header"].get("msg_id") != msg_id:
+                self._relay_background(kind, content, out)
+                continue
             if kind == "status" and content.get("execution_state") == "idle":
                 return error, interrupted
             if kind == "error":
                 error = content
             else:
+                self._note_background(kind, content, out)
                 out.relay(kind, content)
+
+    # ---- a background job's live table ----
+    def _note_background(self, kind, content, out):
+        """A %sweep / %train --background table shown by this cell: its later updates
+        go to this cell (with its parent header, where ipykernel lets a thread say so)."""
+        did = (content.get("transient") or {}).get("display_id") or ""
+        if kind == "display_data" and did.startswith(BACKGROUND_ID):
+            self._background[did] = (out, getattr(out, "parent", lambda: None)())
+
+    def _relay_background(self, kind, content, out=None):
+        """An update of a background table (a message of an earlier cell): relayed to
+        out (the running cell) or, between cells, to the cell that showed it."""
+        did = (content.get("transient") or {}).get("display_id")
+        if kind != "update_display_data" or did not in self._background:
+            return
+        shown_by, parent = self._background[did]
+        if out is not None:
+            out.relay(kind, content)
+            return
+        token = shown_by.set_thread_parent(parent) if hasattr(shown_by, "set_thread_parent") \
+            else None
+        try:
+            shown_by.relay(kind, content)
+        finally:
+            if token is not None:
+                shown_by.reset_thread_parent(token)
+
+    def watch(self):
+        """Starts the helper thread that relays background tables' updates between cells
+        (once; it ends with the child)."""
+        if self._watcher is not None and self._watcher.is_alive():
+            return
+        self._watch_stop.clear()
+        self._watcher = threading.Thread(target=self._watch, args=(self.kc,),
+                                         name="kiln-bridge-watch", daemon=True)
+        self._watcher.start()
+
+    def _watch(self, kc):
+        while not self._watch_stop.is_set() and self.kc is kc and kc is not None:
+            if not self._iopub.acquire(timeout=WATCH):  # never while a cell runs
+                continue
+            msg = None
+            try:
+                if self._watch_stop.is_set() or self.kc is not kc:
+                    return
+                msg = kc.iopub_channel.get_msg(timeout=0)
+                self._relay_background(msg["msg_type"], msg["content"])
+            except queue.Empty:
+                msg = None
+            except Exception:  # the channel closed under us (the child is gone), or a
+                return         # display that cannot be updated: the table stays as it is
+            finally:
+                self._iopub.release()
+            if msg is None:
+                self._watch_stop.wait(WATCH)
+
+    def stop_watching(self):
+        self._watch_stop.set()
+        w, self._watcher = self._watcher, None
+        if w is not None and w is not threading.current_thread():
+            w.join(timeout=5)
+        self._background.clear()
 
     def _drain(self, msg_id, out):
         """Relays the messages of msg_id that have already arrived."""
@@ -285,6 +392,20 @@ class IPythonOut:
 
     def __init__(self, shell):
         self.shell = shell
+
+    def parent(self):
+        """The running cell's parent header (where its displays go)."""
+        return dict(getattr(self.shell.display_pub, "parent_header", None) or {})
+
+    # ipykernel >= 6.?: a thread's displays carry the header it sets (else the newest cell's)
+    def set_thread_parent(self, parent):
+        setter = getattr(self.shell.display_pub, "set_thread_parent", None)
+        return setter(parent) if setter and parent else None
+
+    def reset_thread_parent(self, token):
+        resetter = getattr(self.shell.display_pub, "reset_thread_parent", None)
+        if resetter and token is not None:
+            resetter(token)
 
     def stderr(self, text):
         sys.stderr.write(text)

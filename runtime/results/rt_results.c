@@ -117,6 +117,23 @@ rt_status rt_results_open(const char *spec, rt_results **out, rt_error *err)
     return rt_results_open_config(&cfg, out, err);
 }
 
+/* A reader of a file with no tables yet: a store that a writer is creating (its file
+ * exists before its schema commits) reads as no store at all (RT_ENOTFOUND, which
+ * %results shows as "no runs yet"), not as "no such table" on the first query. */
+static rt_status has_schema(sqlite3 *db, const char *path, rt_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    RT_TRY(rtp_prepare(
+        db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'", &st, err));
+    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    sqlite3_finalize(st);
+    if (n < 0)
+        return RT_ERR(err, RT_EIO, "cannot read results store %s: %s", path, sqlite3_errmsg(db));
+    if (n == 0)
+        return RT_ERR(err, RT_ENOTFOUND, "no runs recorded yet in %s (it is being created)", path);
+    return RT_OK;
+}
+
 rt_status rt_results_open_config(const rt_results_config *cfg, rt_results **out, rt_error *err)
 {
     *out = NULL;
@@ -131,6 +148,7 @@ rt_status rt_results_open_config(const rt_results_config *cfg, rt_results **out,
         return RT_ERR(err, RT_EINVAL, "results store path too long");
     }
     rt_status s = rtp_schema_open(rs->path, rs->readonly, &rs->db, err);
+    if (s == RT_OK && rs->readonly) s = has_schema(rs->db, rs->path, err);
     if (s == RT_OK && !sqlite3_db_readonly(rs->db, "main")) s = rtp_schema_repair(rs->db, err);
     if (s == RT_OK && !rs->readonly && cfg->mlflow_url) {
         const char *exp = cfg->experiment ? cfg->experiment : getenv("KILN_MLFLOW_EXPERIMENT");

@@ -2,6 +2,7 @@
  * mg_out (tests/support/capture.h): what a user sees for list/show/compare/export/delete, and the errors.
  */
 #include <jansson.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,35 @@ T_TEST(t_export_delete)
     ASSERT_STR_CONTAINS(g_err.evalue, "no run '3'");
 }
 
+/* A store a writer is creating (a kiln sweep's first variant, while %results reads):
+ * its file exists before its tables do. It reads as "no runs yet", never as an error
+ * ("no such table: runs"). */
+T_TEST(t_store_being_created)
+{
+    char empty[700], wal[700];
+    snprintf(empty, sizeof empty, "%s/creating.sqlite", g_dir);
+    ASSERT_EQ(tu_write_file(empty, ""), 0); /* created O_EXCL, nothing written yet */
+    ASSERT_EQ(magic("list --results %s", empty), 0);
+    ASSERT_STR_CONTAINS(g_cap.text, "No runs recorded yet");
+    ASSERT_STR_CONTAINS(g_cap.text, "is being created");
+    ASSERT_EQ(magic("list --where sweep=lr --results %s", empty), 0);
+    ASSERT_STR_CONTAINS(g_cap.text, "No runs recorded yet");
+    /* the next moment: WAL mode set, the schema not committed yet */
+    snprintf(wal, sizeof wal, "%s/creating-wal.sqlite", g_dir);
+    sqlite3 *db = NULL;
+    ASSERT_EQ(sqlite3_open(wal, &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL), SQLITE_OK);
+    ASSERT_EQ(magic("list --sort val_acc --results %s", wal), 0);
+    ASSERT_STR_CONTAINS(g_cap.text, "No runs recorded yet");
+    sqlite3_close(db);
+    /* once the writer has made it, it is a store like any other */
+    rt_results *rs = NULL;
+    ASSERT_EQ(rt_results_open(empty, &rs, NULL), RT_OK);
+    rt_results_close(rs);
+    ASSERT_EQ(magic("list --results %s", empty), 0);
+    ASSERT(strstr(g_cap.text, "No runs recorded yet") == NULL);
+}
+
 T_TEST(t_errors)
 {
     ASSERT_EQ(magic("show 99 --results %s", g_store), -1);
@@ -325,6 +355,7 @@ int main(void)
         return 99;
     }
     T_RUN(t_empty_store);
+    T_RUN(t_store_being_created);
     T_RUN(t_list);
     T_RUN(t_list_columns);
     T_RUN(t_show);

@@ -296,11 +296,47 @@ def test_halving_continues_the_best_exactly_as_unpaused_training(work):
     _, last = final_weights(f"halv/{pruned[0]}/run")
     assert last == "ckpt-step%08d.safetensors" % (512 // 16)
     # the survivor, paused at epoch 1 and continued, equals the same variant never paused
-    lr = best[0].split("=")[1]
-    ref = sweep(str(nb), "-o", "whole", "-p", "lr", lr)
+    # with the same thread count (bit for bit needs it): the same two at once, whole
+    ref = sweep(str(nb), "-o", "whole", "-p", "lr", "0.0003,0.003", "--parallel", "2")
     assert ref.returncode == 0, ref.stderr
     assert_same_weights(f"halv/{best[0]}/run", f"whole/{best[0]}/run")
     # a re-run: pruned and finished are kept, nothing trains
     p = sweep(str(nb), "-o", "halv", "-p", "lr", "0.0003,0.003", "--parallel", "2",
               "--prune", "halving", "--eta", "2")
     assert p.returncode == 0 and "started" not in p.stderr, p.stderr
+
+
+def epoch_values(db, variant, key):
+    """{epoch: value} of the variant's newest run's epoch metric key."""
+    c = sqlite3.connect(db)
+    got = c.execute("SELECT m.epoch, m.value FROM metrics m WHERE m.kind = 1 AND m.key = ? AND "
+                    "m.run_id = (SELECT max(p.run_id) FROM params p WHERE p.key = 'variant' "
+                    "AND p.value = ?)", (key, variant)).fetchall()
+    c.close()
+    return dict(got)
+
+
+def test_halving_ranks_by_the_rung_not_by_epochs_run_past_it(work):
+    """A variant that had trained past the rung (interrupted while continuing, then the
+    sweep run again) is ranked by its epochs up to the rung: its later, better epochs
+    give it no head start over one that stopped at the rung."""
+    slow, fast = "lr=0.0003", "lr=0.003"
+    # the slow one trained 3 epochs before, and its state says it was interrupted
+    nb3 = stage(work / "three.ipynb", subset=256, params="lr = 0.001\nepochs = 3")
+    p = sweep(str(nb3), "-o", "rung", "-p", "lr", "0.0003")
+    assert p.returncode == 0, p.stderr
+    st = json.load(open(f"rung/{slow}/status.json"))
+    st["state"] = "interrupted"
+    json.dump(st, open(f"rung/{slow}/status.json", "w"))
+    nb = stage(work / "stage.ipynb", subset=256, params="lr = 0.001\nepochs = 5")
+    p = sweep(str(nb), "-o", "rung", "-p", "lr", "0.0003,0.003", "--prune", "halving",
+              "--eta", "2", "--metric", "train_loss")
+    assert p.returncode == 0, p.stderr
+    db = work / "results.sqlite"
+    a, b = epoch_values(db, slow, "train_loss"), epoch_values(db, fast, "train_loss")
+    # what makes the case: at the rung (epoch 1) the fast one is better, but the slow
+    # one's later epochs beat it
+    assert len(a) >= 3 and a[1] > b[1] and min(a.values()) < b[1], (a, b)
+    states = {n: json.load(open(f"rung/{n}/status.json"))["state"] for n in (slow, fast)}
+    assert states == {slow: "pruned", fast: "finished"}, (states, p.stderr)
+    assert f"{slow}: pruned at epoch 1" in p.stderr

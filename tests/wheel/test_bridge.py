@@ -2,10 +2,12 @@
 `%load_ext kiln_kernel`, a Python form cell and %%kiln cells that load a Fashion-MNIST
 subset, define a model and train with a run directory; then an interrupt mid-training
 through jupyter_client and %resume in a fresh bridge; then a killed child."""
+import json
 import os
 import re
 import signal
 import tempfile
+import threading
 import time
 
 import nbformat
@@ -213,5 +215,128 @@ def test_stop_shows_the_checkpoint_line_and_kilns_short_message(tmp_path):
             assert "bridge.py" not in "\n".join(tb) and len(tb) <= 4, tb
             assert "kiln: interrupt requested" not in text and "kiln: kernel" not in text, \
                 text[-2000:]
+    finally:
+        k.close()
+
+
+def sweep_stage(path, subset, epochs):
+    """A Kiln stage notebook for %sweep: a parameters cell, data, model, %train."""
+    nb = notebook([("lr = 0.001\nepochs = %d" % epochs, ["parameters"]),
+                   f"%dataset fashion-mnist --subset {subset} --val 64 --samples 0",
+                   "%%model net\nconv2d 4 3\nrelu\nflatten\ndense 10",
+                   "%train net --batch 16 --epochs $epochs --lr $lr --run-dir elsewhere"])
+    nbformat.write(nb, str(path))
+
+
+def sweep_processes(marker):
+    """Live kiln processes (the sweep and its variants) whose command line names marker."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and (b"sweep" in argv or b"run" in argv) and \
+                any(marker.encode() in a for a in argv):
+            out.append(int(pid))
+    return out
+
+
+def wait_for(pred, timeout=60):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def training(d):
+    return all(os.path.exists(f"{d}/{n}/log") and "Training net" in open(f"{d}/{n}/log").read()
+               for n in ("lr=0.001", "lr=0.003"))
+
+
+def checkpointed(d, n):
+    return os.path.isdir(f"{d}/{n}/run") and any(f.endswith(".safetensors")
+                                                 for f in os.listdir(f"{d}/{n}/run"))
+
+
+def test_sweep_table_updates_in_place_between_cells(tmp_path, monkeypatch):
+    """%sweep in a %%kiln cell returns at once; its table keeps updating in place in that
+    Python cell while no cell runs (update_display_data of its display id, the %sweep
+    cell's parent); status and wait work; no process is left."""
+    monkeypatch.chdir(tmp_path)
+    sweep_stage(tmp_path / "stage.ipynb", 2048, 3)
+    k = PyKernel()
+    try:
+        seen = []
+        t0 = time.time()
+        reply, text = k.run("%%kiln\n%sweep stage.ipynb -o bsw -p lr 0.001,0.003 --parallel 2",
+                            on_msg=lambda m, t: seen.append(m))
+        assert reply["status"] == "ok", text
+        assert time.time() - t0 < 30, "%sweep did not return at once"
+        shown = [m for m in seen if m["msg_type"] == "display_data"]
+        assert len(shown) == 1 and "lr=0.003" in shown[0]["content"]["data"]["text/plain"]
+        did = shown[0]["content"]["transient"]["display_id"]
+        cell = shown[0]["parent_header"]["msg_id"]
+        # no cell runs now: the updates still come, to the same display
+        updates = []
+        while not updates or "finished; done" not in \
+                updates[-1]["content"]["data"]["text/plain"]:
+            m = k.kc.get_iopub_msg(timeout=240)
+            if m["msg_type"] == "update_display_data":
+                updates.append(m)
+        assert len(updates) >= 2 and all(
+            u["content"]["transient"]["display_id"] == did for u in updates), updates
+        assert all(u["parent_header"].get("msg_id") == cell for u in updates), \
+            [u["parent_header"] for u in updates]
+        assert "2 of 2 finished; done" in updates[-1]["content"]["data"]["text/plain"]
+        reply, text = k.run("%kiln %sweep status")
+        assert reply["status"] == "ok" and "lr=0.001" in text, text
+        reply, text = k.run("%kiln %sweep wait")
+        assert reply["status"] == "ok" and "2 of 2 finished" in text, text
+        assert not sweep_processes("bsw")
+    finally:
+        k.close()
+
+
+def test_sweep_interrupt_checkpoints_every_variant_and_kill_leaves_no_orphan(tmp_path,
+                                                                            monkeypatch):
+    """The stop button during `%sweep wait` stops the sweep: every variant checkpoints,
+    the cell raises KeyboardInterrupt, no process is left. The same %sweep again resumes;
+    the Python kernel killed outright (kill -9) then takes Kiln, the sweep and its
+    variants with it, each variant checkpointed."""
+    monkeypatch.chdir(tmp_path)
+    sweep_stage(tmp_path / "stage.ipynb", 1024, 40)
+    start = "%%kiln\n%sweep stage.ipynb -o bint -p lr 0.001,0.003 --parallel 2"
+    k = PyKernel()
+    try:
+        reply, text = k.run(start)
+        assert reply["status"] == "ok", text
+        assert wait_for(lambda: training("bint"), 120)
+        timer = threading.Timer(1.0, k.km.interrupt_kernel)  # the stop button
+        timer.start()
+        reply, text = k.run("%kiln %sweep wait")
+        timer.join()
+        assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", text[-2000:]
+        assert "every running variant checkpointed" in reply["evalue"], reply["evalue"]
+        assert not sweep_processes("bint")
+        for n in ("lr=0.001", "lr=0.003"):
+            assert json.load(open(f"bint/{n}/status.json"))["state"] == "interrupted"
+            assert checkpointed("bint", n)
+        reply, text = k.run(start)  # again: the variants continue
+        assert reply["status"] == "ok", text
+        assert wait_for(lambda: all("Resuming 'net'" in open(f"bint/{n}/log").read()
+                                    for n in ("lr=0.001", "lr=0.003")), 120)
+        assert sweep_processes("bint")
+        os.kill(k.km.provisioner.process.pid, signal.SIGKILL)
+        assert wait_for(lambda: not sweep_processes("bint"), 120), sweep_processes("bint")
+        for n in ("lr=0.001", "lr=0.003"):
+            assert json.load(open(f"bint/{n}/status.json"))["state"] == "interrupted"
     finally:
         k.close()
