@@ -2,8 +2,8 @@
 random batch-norm statistics, its state_dict saved as safetensors (written here: the
 format is a JSON header and raw bytes), loaded into the same shipped Kiln network by
 init_ref_tool (rt_model_init_file), whose eval-mode logits must equal torch's to 1e-4.
-Also: the same weights stored as F16 (torch's own rounding of them gives the reference),
-a head for 1000 classes loaded into a 10-class network (every body tensor loaded, the head
+Checked for resnet18 and mobilenetv2 (torchvision's mobilenet_v2). Also: the same
+weights stored as F16 (torch's own rounding of them gives the reference), a head for 1000 classes loaded into a 10-class network (every body tensor loaded, the head
 new; --init-strict refuses it), and PyTorch's num_batches_tracked counters ignored.
 Runs under Debian's /usr/bin/python3 (python3-torch, python3-torchvision), which has no
 pytest: a plain script, exit 0 / 1, and 77 (meson's skip) without torch or the tool.
@@ -23,9 +23,14 @@ except ImportError as e:
     sys.exit(77)
 TOOL = os.environ.get("INIT_REF_TOOL")
 DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.int64: "I64"}
-# the networks checked, as torchvision builds them; mobilenet_v2 joins once the zoo has it
+# the networks checked, as torchvision builds them: Kiln's name, the builder, the head's
+# tensor prefix and its input features
 NETS = [("resnet18", lambda classes: torchvision.models.resnet18(weights=None,
-                                                                  num_classes=classes))]
+                                                                  num_classes=classes),
+         "fc", 512),
+        ("mobilenetv2", lambda classes: torchvision.models.mobilenet_v2(weights=None,
+                                                                         num_classes=classes),
+         "classifier.1", 1280)]
 
 
 def save_safetensors(state, path, half=False):
@@ -71,7 +76,7 @@ def kiln(tmp, net, chw, classes, weights, x, strict=False):
     return y.reshape(x.shape[0], classes), p.stdout.strip()
 
 
-def check(net, make, tmp):
+def check(net, make, head, feat, tmp):
     torch.manual_seed(0)
     model = randomize(make(10))
     x = torch.randn(2, 3, 32, 32)
@@ -104,8 +109,9 @@ def check(net, make, tmp):
     save_safetensors(big.state_dict(), w)
     got, report = kiln(tmp, net, "3x32x32", 10, w, x)
     assert got is not None, report
-    assert report.startswith("loaded %d tensors, 2 new (fc.weight (10x512, source 1000x512), "
-                             "fc.bias (10, source 1000)), 0 skipped" % (n - 2)), report
+    want = ("loaded %d tensors, 2 new (%s.weight (10x%d, source 1000x%d), %s.bias (10, source "
+            "1000)), 0 skipped" % (n - 2, head, feat, feat, head))
+    assert report == want, report
     got, report = kiln(tmp, net, "3x32x32", 10, w, x, strict=True)
     assert got is None and "does not match the model exactly" in report, report
     print("%s: a 1000-class head into 10 classes: %s" % (net, report))
@@ -117,9 +123,9 @@ def main():
         return 77
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for net, make in NETS:
+        for net, make, head, feat in NETS:
             try:
-                check(net, make, tmp)
+                check(net, make, head, feat, tmp)
             except AssertionError:
                 import traceback
                 traceback.print_exc()
