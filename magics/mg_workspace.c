@@ -292,6 +292,7 @@ mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *na
                          .val_fraction = img.val_fraction,
                          .seed = img.seed,
                          .skip_bad = img.skip_bad};
+    memcpy(o.shape, img.shape, sizeof o.shape);
     rt_error re = {0};
     rt_status s = rt_dataset_load(&d->splits, &o, &re);
     if (s != RT_OK) {
