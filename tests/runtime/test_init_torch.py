@@ -2,8 +2,8 @@
 random batch-norm statistics, its state_dict saved as safetensors (written here: the
 format is a JSON header and raw bytes), loaded into the same shipped Kiln network by
 init_ref_tool (rt_model_init_file), whose eval-mode logits must equal torch's to 1e-4.
-Also: the same weights stored as F16 (torch's own rounding of them gives the reference),
-a head for 1000 classes loaded into a 10-class network (every body tensor loaded, the head
+Checked for resnet18 and mobilenetv2 (torchvision's mobilenet_v2). Also: the same
+weights stored as F16 (torch's own rounding of them gives the reference), a head for 1000 classes loaded into a 10-class network (every body tensor loaded, the head
 new; --init-strict refuses it), and PyTorch's num_batches_tracked counters ignored.
 Runs under Debian's /usr/bin/python3 (python3-torch, python3-torchvision), which has no
 pytest: a plain script, exit 0 / 1, and 77 (meson's skip) without torch or the tool.
@@ -23,9 +23,14 @@ except ImportError as e:
     sys.exit(77)
 TOOL = os.environ.get("INIT_REF_TOOL")
 DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.int64: "I64"}
-# the networks checked, as torchvision builds them; mobilenet_v2 joins once the zoo has it
+# the networks checked, as torchvision builds them: Kiln's name, the builder, the head's
+# tensor prefix and its input features
 NETS = [("resnet18", lambda classes: torchvision.models.resnet18(weights=None,
-                                                                  num_classes=classes))]
+                                                                  num_classes=classes),
+         "fc", 512),
+        ("mobilenetv2", lambda classes: torchvision.models.mobilenet_v2(weights=None,
+                                                                         num_classes=classes),
+         "classifier.1", 1280)]
 
 
 def save_safetensors(state, path, half=False):
@@ -55,6 +60,9 @@ def randomize(model):
                 m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=g) * 0.1)
                 m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) + 0.5)
                 m.num_batches_tracked.fill_(123)
+            if isinstance(m, torch.nn.Linear):   # logits of a useful size (not ~0)
+                m.weight.copy_((torch.rand(m.weight.shape, generator=g) - 0.5) * 0.2)
+                m.bias.copy_(torch.randn(m.bias.shape, generator=g) * 0.1)
     model.eval()
     return model
 
@@ -71,7 +79,7 @@ def kiln(tmp, net, chw, classes, weights, x, strict=False):
     return y.reshape(x.shape[0], classes), p.stdout.strip()
 
 
-def check(net, make, tmp):
+def check(net, make, head, feat, tmp):
     torch.manual_seed(0)
     model = randomize(make(10))
     x = torch.randn(2, 3, 32, 32)
@@ -84,6 +92,7 @@ def check(net, make, tmp):
     n = len([k for k in model.state_dict() if not k.endswith("num_batches_tracked")])
     assert report == "loaded %d tensors, 0 new, 0 skipped" % n, report
     err = (got - want).abs().max().item()
+    assert want.abs().max().item() > 0.1, "%s: logits too small to compare" % net
     assert err < 1e-4, "%s: logits differ by %g" % (net, err)
     print("%s: %d tensors loaded, logits within %.2g of torch's" % (net, n, err))
 
@@ -104,8 +113,9 @@ def check(net, make, tmp):
     save_safetensors(big.state_dict(), w)
     got, report = kiln(tmp, net, "3x32x32", 10, w, x)
     assert got is not None, report
-    assert report.startswith("loaded %d tensors, 2 new (fc.weight (10x512, source 1000x512), "
-                             "fc.bias (10, source 1000)), 0 skipped" % (n - 2)), report
+    want = ("loaded %d tensors, 2 new (%s.weight (10x%d, source 1000x%d), %s.bias (10, source "
+            "1000)), 0 skipped" % (n - 2, head, feat, feat, head))
+    assert report == want, report
     got, report = kiln(tmp, net, "3x32x32", 10, w, x, strict=True)
     assert got is None and "does not match the model exactly" in report, report
     print("%s: a 1000-class head into 10 classes: %s" % (net, report))
@@ -117,9 +127,9 @@ def main():
         return 77
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for net, make in NETS:
+        for net, make, head, feat in NETS:
             try:
-                check(net, make, tmp)
+                check(net, make, head, feat, tmp)
             except AssertionError:
                 import traceback
                 traceback.print_exc()
