@@ -131,20 +131,6 @@ static int parse_args(int argc, char **argv, run_opts *o)
 
 /* ---- notebook helpers ---- */
 
-static char *cell_source(json_t *cell)
-{
-    json_t *src = json_object_get(cell, "source");
-    if (json_is_string(src)) return strdup(json_string_value(src));
-    size_t total = 1, i;
-    json_t *x;
-    json_array_foreach(src, i, x) total += json_string_length(x);
-    char *s = malloc(total);
-    if (!s) return NULL;
-    s[0] = 0;
-    json_array_foreach(src, i, x) if (json_is_string(x)) strcat(s, json_string_value(x));
-    return s;
-}
-
 static void new_cell_id(json_t *cells, char *buf, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
@@ -308,7 +294,7 @@ static int execute_all(json_t *nb, kl_engine *eng, jk_nbout *w, const char *out_
     {
         if (strcmp(json_string_value(json_object_get(c, "cell_type")), "code")) continue;
         done++;
-        char *src = cell_source(c);
+        char *src = jk_cell_source(c);
         if (!src) return -1;
         if (!src[strspn(src, " \t\r\n")]) {
             free(src);

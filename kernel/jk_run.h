@@ -17,6 +17,10 @@ json_t *jk_run_parse(const char *text, size_t len, const char *what);
  * Returns 0, or -1 after printing why (a value that does not fit its #@param). */
 RT_MUST_USE int jk_run_inject(json_t *nb, int n, const char **names, const char **values);
 
+/* A notebook cell's source, joined when it is a list of lines: new string (free()), or
+ * NULL when out of memory. */
+char *jk_cell_source(json_t *cell);
+
 /* For `kiln sweep`: 0 when nb has a parameters cell (as jk_run_inject finds it) that
  * assigns every one of names; else -1 with why (one line, size whylen). */
 int jk_run_params_check(json_t *nb, int n, const char **names, char *why, size_t whylen);

@@ -15,15 +15,19 @@
 #include "jk_run.h"
 #include "kl.h"
 
-static char *join_source(json_t *cell)
+char *jk_cell_source(json_t *cell)
 {
-    json_t *src = json_object_get(cell, "source");
+    json_t *src = json_object_get(cell, "source"), *x;
     if (json_is_string(src)) return strdup(json_string_value(src));
-    size_t total = 1, i;
-    json_t *x;
+    size_t total = 1, at = 0, i;
     json_array_foreach(src, i, x) total += json_string_length(x);
-    char *s = calloc(1, total);
-    if (s) json_array_foreach(src, i, x) if (json_is_string(x)) strcat(s, json_string_value(x));
+    char *s = malloc(total);
+    json_array_foreach(src, i, x) if (s && json_is_string(x))
+    {
+        memcpy(s + at, json_string_value(x), json_string_length(x));
+        at += json_string_length(x);
+    }
+    if (s) s[at] = 0;
     return s;
 }
 
@@ -69,14 +73,14 @@ static long params_cell(json_t *nb, char **src_out)
     *src_out = NULL;
     json_array_foreach(cells, i, c) if (tagged(c, "parameters"))
     {
-        *src_out = join_source(c);
+        *src_out = jk_cell_source(c);
         return *src_out ? (long)i : -1;
     }
     json_array_foreach(cells, i, c)
     {
         const char *type = json_string_value(json_object_get(c, "cell_type"));
         if (!type || strcmp(type, "code")) continue;
-        char *src = join_source(c);
+        char *src = jk_cell_source(c);
         fm_form *form = NULL;
         mg_error merr = {{0}, {0}};
         int ok = src && fm_form_parse(src, &form, &merr) == 0 && form;
@@ -122,7 +126,7 @@ int jk_run_inject(json_t *nb, int n, const char **names, const char **values)
     }
     json_array_foreach(cells, i, c) if (params_at == (size_t)-1 && tagged(c, "parameters"))
         params_at = i;
-    char *psrc = params_at != (size_t)-1 ? join_source(json_array_get(cells, params_at)) : NULL;
+    char *psrc = params_at != (size_t)-1 ? jk_cell_source(json_array_get(cells, params_at)) : NULL;
     fm_form *form = NULL;
     mg_error merr = {{0}, {0}};
     if (psrc && fm_form_parse(psrc, &form, &merr) < 0) form = NULL;
@@ -133,7 +137,7 @@ int jk_run_inject(json_t *nb, int n, const char **names, const char **values)
         json_t *cell = json_array_get(cells, i);
         const char *type = json_string_value(json_object_get(cell, "cell_type"));
         if (!type || strcmp(type, "code")) continue;
-        char *src = join_source(cell);
+        char *src = jk_cell_source(cell);
         if (src && fm_form_parse(src, &form, &merr) == 0 && form) {
             params_at = i;
             psrc = src;

@@ -1,15 +1,8 @@
 /* jk_run_progress.c - see jk_run_progress.h. */
-#include "jk_run_progress.h"
-
 #include <string.h>
-#include <time.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "jk_run_progress.h"
+#include "rt_clock.h"
 
 void jk_run_progress_init(jk_run_progress *p, FILE *to, int tty)
 {
@@ -29,7 +22,7 @@ static void emit(jk_run_progress *p)
     }
     fflush(p->to);
     p->pending[0] = '\0';
-    p->last = now_s();
+    p->last = rt_clock_s();
 }
 
 /* One line of text: newlines and tabs become spaces, other control bytes are dropped
@@ -53,7 +46,7 @@ void jk_run_progress_show(jk_run_progress *p, json_t *data)
     const char *text = json_string_value(json_object_get(data, "text/plain"));
     if (!text || !*text || text[0] == '<') return;
     one_line(p->pending, sizeof p->pending, text);
-    if (!p->last || now_s() - p->last >= p->every) emit(p);
+    if (!p->last || rt_clock_s() - p->last >= p->every) emit(p);
 }
 
 void jk_run_progress_end(jk_run_progress *p)

@@ -1,5 +1,5 @@
 /* mg_dataset.c - %dataset NAME [--dir D] [--url U] [--val N|F] [--samples N] [--size N|HxW]
- * [--channels C] [--seed S] [--skip-bad]: makes a data set ready (rt_dataset_load finds
+ * [--channels C] [--seed S] [--skip-bad] [--labels fine|coarse] [--shape CxHxW|HxWxC]: makes a data set ready (rt_dataset_load finds
  * it in --dir, the system locations or the cache, or downloads it with progress; a
  * path may also be an image folder) and shows its splits, shape, classes, for image
  * folders what was decoded or skipped, and a grid of sample images, one per class first. The data set is kept in the workspace; %train
@@ -25,6 +25,10 @@ static const mg_option options[] = {
     {"--seed", MG_OPT_INT, "S", "image folders: which images --val picks (0)", NULL},
     {"--skip-bad", MG_OPT_FLAG, NULL, "image folders: skip and count files that do not decode",
      NULL},
+    {"--labels", MG_OPT_CHOICE, NULL,
+     "cifar100: the 100 fine classes or the 20 superclasses (fine)", "fine|coarse"},
+    {"--shape", MG_OPT_STRING, "CxHxW|HxWxC",
+     "pixel CSV: the image shape (from the pixel count: 784 is 1x28x28, 3072 3x32x32)", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -176,7 +180,45 @@ static int parse_image_opts(const mg_args *args, long *val, mg_ws_images *img, m
     img->channels = (int)ch;
     img->seed = (uint64_t)seed;
     img->skip_bad = mg_args_has(args, "--skip-bad");
+    const char *shape = mg_args_get(args, "--shape");
+    if (shape) {
+        int *d = img->shape, k = 0;
+        if (sscanf(shape, "%dx%dx%d%n", &d[0], &d[1], &d[2], &k) != 3 || shape[k] != '\0' ||
+            d[0] < 1 || d[1] < 1 || d[2] < 1 || d[0] > 4096 || d[1] > 4096 || d[2] > 4096 ||
+            ((d[0] > 4) && (d[2] > 4)))
+            return mg_fail(err, "ValueError",
+                           "%%dataset: --shape takes CxHxW or HxWxC (C 1 to 4, sides 1 to 4096), "
+                           "got '%s'",
+                           shape);
+    }
     return 0;
+}
+
+/* --labels coarse names the set of CIFAR-100's superclasses: cifar100-coarse (so a
+ * checkpoint, %resume and --data name the labels the model learnt). */
+static int pick_labels(const mg_args *args, const char **name, mg_error *err)
+{
+    const char *labels = mg_args_get(args, "--labels");
+    if (!labels) return 0;
+    char norm[32];
+    size_t k = 0;
+    for (const char *p = *name; *p && k + 1 < sizeof norm; p++)
+        if (*p != '-' && *p != '_') norm[k++] = (char)(*p | 0x20);
+    norm[k] = '\0';
+    int fine = !strcmp(labels, "fine");
+    if (!strcmp(norm, "cifar100") || !strcmp(norm, "cifar100coarse")) {
+        if (fine && strcmp(norm, "cifar100"))
+            return mg_fail(err, "ValueError",
+                           "%%dataset: --labels fine contradicts %s (the superclass labels): "
+                           "use %%dataset cifar100",
+                           *name);
+        *name = fine ? "cifar100" : "cifar100-coarse";
+        return 0;
+    }
+    return mg_fail(err, "ValueError",
+                   "%%dataset: --labels applies to cifar100 only, not '%s' ---> HINT: CIFAR-100 "
+                   "files of your own: %%dataset cifar100 --labels %s --dir DIR",
+                   *name, labels);
 }
 
 static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
@@ -185,12 +227,13 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         return mg_fail(err, "UsageError",
                        "%%dataset: expected one data set name (%s), got %d "
                        "words",
-                       "mnist, fashion-mnist, cifar10 or a path", args->npos);
+                       "mnist, fashion-mnist, cifar10, cifar100, svhn or a path", args->npos);
     long val = 0, samples, subset;
     mg_ws_images img = {0};
+    const char *name = args->pos[0];
     if (mg_args_int(args, "--subset", 0, &subset, err) < 0 ||
         mg_args_int(args, "--samples", 20, &samples, err) < 0 ||
-        parse_image_opts(args, &val, &img, err) < 0)
+        parse_image_opts(args, &val, &img, err) < 0 || pick_labels(args, &name, err) < 0)
         return -1;
     if (samples < 0 || samples > 256)
         return mg_fail(err, "ValueError", "%%dataset: --samples must be in 0..256, got %ld",
@@ -200,8 +243,8 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (subset < 0 || subset > 100000000)
         return mg_fail(err, "ValueError", "%%dataset: --subset must be >= 0, got %ld", subset);
     mg_ws_data *d =
-        mg_ws_data_load_images(ws, ctx, args->pos[0], (int)val, (int)subset,
-                               mg_args_get(args, "--dir"), mg_args_get(args, "--url"), &img, err);
+        mg_ws_data_load_images(ws, ctx, name, (int)val, (int)subset, mg_args_get(args, "--dir"),
+                               mg_args_get(args, "--url"), &img, err);
     if (!d) return -1;
     show_summary(ctx, d);
     if (samples > 0) return show_samples(ctx, &d->splits.train, (int)samples, err);
@@ -210,25 +253,28 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
 
 const mg_command mg_cmd_dataset = {
     .name = "dataset",
-    .positional = "mnist|fashion-mnist|cifar10",
-    .summary = "Load a data set (mnist, fashion-mnist, cifar10, IDX/CIFAR files, image "
-               "folders) and show samples",
+    .positional = "mnist|fashion-mnist|cifar10|cifar100|svhn",
+    .summary = "Load a data set (mnist, fashion-mnist, cifar10, cifar100, svhn, IDX/CIFAR "
+               "files, pixel CSV, image folders) and show samples",
     .usage = "Usage: %dataset NAME [--dir DIR] [--url URL] [--val N|F] [--samples N] "
              "[--subset N]\n                [--size N|HxW] [--channels 1|3] [--seed S] "
-             "[--skip-bad]\n\n"
-             "Makes a data set ready for %train: mnist, fashion-mnist, cifar10, or a path/URL\n"
-             "of IDX or CIFAR-10 files. Looks in --dir, then the system locations (Debian's\n"
-             "dataset-fashion-mnist: /usr/share/datasets/fashion-mnist), then the cache, and\n"
-             "otherwise downloads from the canonical mirrors (SHA-256 checked). Shows the\n"
-             "splits, the classes and a grid of sample images.\n\n"
+             "[--skip-bad]\n                [--labels fine|coarse] [--shape CxHxW|HxWxC]\n\n"
+             "Makes a data set ready for %train: mnist, fashion-mnist, cifar10, cifar100\n"
+             "(--labels coarse: its 20 superclasses, the set cifar100-coarse), svhn, or a\n"
+             "path/URL of IDX, CIFAR-10/100 or SVHN files. Looks in --dir, then the system\n"
+             "locations (Debian's dataset-fashion-mnist: /usr/share/datasets/fashion-mnist),\n"
+             "then the cache, and otherwise downloads from the canonical mirrors (SHA-256\n"
+             "checked). Shows the splits, the classes and a grid of sample images.\n\n"
              "Your own images: a folder of class folders (PATH/cat/*.jpg, PATH/dog/*.png),\n"
              "split folders (PATH/train/<class>/..., val/, test/), a CSV of path,label, or a\n"
              ".zip/.tar.gz of a folder. PNG and JPEG are decoded on every core, resized and\n"
              "centre-cropped to --size, and cached decoded: the next load decodes nothing.\n"
              "A file that does not decode is an error naming it, or with --skip-bad is\n"
-             "skipped and counted.\n\n"
+             "skipped and counted. A CSV of label,pixel0,... rows (Kaggle's format) is read\n"
+             "as images of --shape, or of the shape the pixel count gives.\n\n"
              "Examples:\n  %dataset fashion-mnist\n  %dataset mnist --val 5000 --dir data/\n"
-             "  %dataset photos/ --size 32 --val 0.2 --skip-bad",
+             "  %dataset photos/ --size 32 --val 0.2 --skip-bad\n"
+             "  %dataset cifar100 --labels coarse\n  %dataset train.csv --val 2000",
     .flags = MG_LINE | MG_LONG_RUNNING,
     .options = options,
     .run = run,

@@ -68,12 +68,11 @@ static int read_opts(const mg_args *args, lr_opts *lo, mg_error *err)
 }
 
 /* The index of the steepest descent of y[0..n) (numpy.gradient's central differences,
- * one-sided at the ends), skipping SKIP_BEGIN and SKIP_END points when there are enough;
- * -1 when fewer than 2 points are left. */
+ * one-sided at the ends) leaving out the first SKIP_BEGIN and the last SKIP_END points,
+ * as Lightning; -1 when fewer than 2 points are left. */
 static long steepest(const double *y, long n)
 {
-    long a = 0, b = n;
-    if (n - SKIP_BEGIN - SKIP_END >= 2) a = SKIP_BEGIN, b = n - SKIP_END;
+    long a = SKIP_BEGIN, b = n - SKIP_END;
     if (b - a < 2) return -1;
     long best = -1;
     double gmin = INFINITY;

@@ -15,6 +15,7 @@ static const mg_option options[] = {
     {"--data", MG_OPT_STRING, "NAME", "data set (default: the one loaded last)", NULL},
     {"--seed", MG_OPT_INT, "N", "pick random images with this seed (default: the first N)", NULL},
     {"--top", MG_OPT_INT, "K", "files: the K most likely classes to show (3)", NULL},
+    {"--out", MG_OPT_STRING, "FILE", "pixel CSV: write ImageId,Label for every row (Kaggle)", NULL},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -23,6 +24,10 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     for (int i = 0; i < args->npos; i++) /* files: the model on the user's images */
         if (mg_predict_is_file_arg(args->pos[i])) return mg_predict_files(ctx, args, err);
     long n, seed;
+    if (mg_args_get(args, "--out"))
+        return mg_fail(err, "UsageError",
+                       "%%predict: --out writes the predictions for a pixel CSV's rows; give "
+                       "one (%%predict MODEL test.csv --out submission.csv)");
     if (mg_args_int(args, "--samples", 16, &n, err) < 0 ||
         mg_args_int(args, "--seed", -1, &seed, err) < 0)
         return -1;
@@ -99,13 +104,17 @@ const mg_command mg_cmd_predict = {
     .name = "predict",
     .summary = "A grid of images with predicted and true labels (or on your own files)",
     .usage = "Usage: %predict [MODEL] [--samples N] [--split test|val|train] [--seed N] "
-             "[--data NAME]\n       %predict [MODEL] FILE|GLOB... [--top K] [--data NAME]\n\n"
+             "[--data NAME]\n       %predict [MODEL] FILE|GLOB... [--top K] [--data NAME]\n"
+             "       %predict [MODEL] FILE.csv [--top K] [--out FILE] [--data NAME]\n\n"
              "Shows N images of a split with the trained model's prediction and confidence;\n"
              "wrong ones are framed red and show the true label. Given image files (PNG,\n"
              "JPEG; globs expanded), shows each as a thumbnail with the K most likely\n"
-             "classes, after the preprocessing training used (resize, crop, normalise).\n\n"
+             "classes, after the preprocessing training used (resize, crop, normalise).\n"
+             "Given a pixel CSV (Kaggle's test.csv: pixel0,... rows), predicts every row,\n"
+             "shows the first 64 and with --out writes ImageId,Label for all of them.\n\n"
              "Examples:\n  %predict mnist_net --samples 24 --seed 1\n"
-             "  %predict pets photos/new/*.jpg --top 3",
+             "  %predict pets photos/new/*.jpg --top 3\n"
+             "  %predict digits test.csv --out submission.csv",
     .flags = MG_LINE | MG_LONG_RUNNING,
     .options = options,
     .run = run,

@@ -19,13 +19,21 @@
 
 #define TOPK_MAX 5
 
-/* 1 when the word names files rather than a model: a path, a glob or an image name. */
+/* 1 when the word names files rather than a model: a path, a glob, an image name or a
+ * pixel CSV. */
 int mg_predict_is_file_arg(const char *w)
 {
     size_t n = strlen(w);
     if (strpbrk(w, "/*?[")) return 1;
-    return (n > 4 && (!strcasecmp(w + n - 4, ".png") || !strcasecmp(w + n - 4, ".jpg"))) ||
+    return (n > 4 && (!strcasecmp(w + n - 4, ".png") || !strcasecmp(w + n - 4, ".jpg") ||
+                      !strcasecmp(w + n - 4, ".csv"))) ||
            (n > 5 && !strcasecmp(w + n - 5, ".jpeg"));
+}
+
+int mg_predict_is_csv(const char *w)
+{
+    size_t n = strlen(w);
+    return n > 4 && !strcasecmp(w + n - 4, ".csv");
 }
 
 /* Expands the file words of args into paths (new array of new strings). */
@@ -66,8 +74,7 @@ static int expand(const mg_args *args, int first, char ***out, int *n, mg_error 
     return 0;
 }
 
-/* probs (n, L) of the model on images (n, C, H, W), eval mode, batch by batch. */
-static rt_status infer(rt_model *m, const float *images, int n, float *probs, rt_error *err)
+rt_status mg_predict_infer(rt_model *m, const float *images, int n, float *probs, rt_error *err)
 {
     const rt_model_input *in = rt_model_input_shape(m);
     rt_backend *b = rt_model_backend(m);
@@ -89,16 +96,11 @@ static rt_status infer(rt_model *m, const float *images, int n, float *probs, rt
     return st;
 }
 
-int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
+int mg_predict_model_data(mg_ctx *ctx, const mg_args *args, int first, mg_ws_model **model,
+                          mg_ws_data **data, mg_error *err)
 {
-    long topk;
-    if (mg_args_int(args, "--top", 3, &topk, err) < 0) return -1;
-    if (topk < 1 || topk > TOPK_MAX)
-        return mg_fail(err, "ValueError", "%%predict: --top must be in 1..%d, got %ld", TOPK_MAX,
-                       topk);
     mg_workspace *ws = mg_ws_get(ctx, err);
     if (!ws) return -1;
-    int first = mg_predict_is_file_arg(args->pos[0]) ? 0 : 1;
     mg_ws_model *e = mg_ws_model_find(ws, first ? args->pos[0] : NULL);
     if (!e)
         return first ? mg_fail(err, "NameError", "%%predict: no model named '%s'", args->pos[0])
@@ -130,6 +132,48 @@ int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
                        "%%predict: model '%s' takes %d channels and %d "
                        "classes; data set '%s' has %d and %d",
                        e->name, in->c, in->num_classes, d->name, tr->c, tr->num_classes);
+    *model = e, *data = d;
+    return 0;
+}
+
+void mg_predict_topk(const float *p, int L, int k, int *best)
+{
+    for (int j = 0; j < k && j < L; j++) { /* by selection: L <= 100 */
+        best[j] = -1;
+        for (int c = 0; c < L; c++) {
+            int taken = 0;
+            for (int i = 0; i < j; i++) taken |= best[i] == c;
+            if (!taken && (best[j] < 0 || p[c] > p[best[j]])) best[j] = c;
+        }
+    }
+}
+
+int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
+{
+    long topk;
+    if (mg_args_int(args, "--top", 3, &topk, err) < 0) return -1;
+    if (topk < 1 || topk > TOPK_MAX)
+        return mg_fail(err, "ValueError", "%%predict: --top must be in 1..%d, got %ld", TOPK_MAX,
+                       topk);
+    int first = mg_predict_is_file_arg(args->pos[0]) ? 0 : 1;
+    for (int i = first; i < args->npos; i++)
+        if (mg_predict_is_csv(args->pos[i])) {
+            if (args->npos - first != 1)
+                return mg_fail(err, "UsageError",
+                               "%%predict: a pixel CSV (%s) is predicted on alone, not with "
+                               "other files",
+                               args->pos[i]);
+            return mg_predict_csv(ctx, args, first, (int)topk, err);
+        }
+    if (mg_args_get(args, "--out"))
+        return mg_fail(err, "UsageError",
+                       "%%predict: --out writes the predictions for a pixel CSV's rows; give "
+                       "one (%%predict MODEL test.csv --out submission.csv)");
+    mg_ws_model *e;
+    mg_ws_data *d;
+    if (mg_predict_model_data(ctx, args, first, &e, &d, err) < 0) return -1;
+    const rt_model_input *in = rt_model_input_shape(e->trained);
+    const rt_dataset *tr = &d->splits.train;
     if (in->c != 1 && in->c != 3)
         return mg_fail(err, "ValueError", "%%predict: files need a 1- or 3-channel model");
     char **files = NULL;
@@ -166,7 +210,7 @@ int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
                 dst[(size_t)c * plane + k] =
                     ((float)px[(size_t)c * plane + k] / 255.0f - tr->mean[c]) / tr->std[c];
     }
-    if (infer(e->trained, view.images, n, probs, &re) != RT_OK) {
+    if (mg_predict_infer(e->trained, view.images, n, probs, &re) != RT_OK) {
         mg_fail_status(err, &re, "%%predict: %s", re.msg);
         goto out;
     }
@@ -175,14 +219,7 @@ int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
     for (int i = 0; i < n; i++) {
         const float *p = probs + (size_t)i * L;
         int best[TOPK_MAX];
-        for (int k = 0; k < topk && k < L; k++) { /* top-k by selection: L <= 100 */
-            best[k] = -1;
-            for (int c = 0; c < L; c++) {
-                int taken = 0;
-                for (int j = 0; j < k; j++) taken |= best[j] == c;
-                if (!taken && (best[k] < 0 || p[c] > p[best[k]])) best[k] = c;
-            }
-        }
+        mg_predict_topk(p, L, (int)topk, best);
         int used = 0, kk = topk < L ? (int)topk : L;
         const char *slash = strrchr(files[i], '/');
         fprintf(t, "  %s:", files[i]);

@@ -53,6 +53,32 @@ void mgp_display(mg_ctx *ctx, const char *text, const char *html)
     json_decref(data);
 }
 
+int mgp_load_run(rt_results *rs, const char *which, rt_results_run *r, mg_error *err)
+{
+    rt_error e = {0};
+    int64_t id = 0;
+    if (rt_results_find(rs, which, &id, &e) != RT_OK || rt_results_get_run(rs, id, r, &e) != RT_OK)
+        return mgp_fail_rt(err, &e);
+    return 0;
+}
+
+void mgp_report_open(mgp_report *r)
+{
+    *r = (mgp_report){0};
+    r->t = open_memstream(&r->text, &r->tl);
+    r->h = open_memstream(&r->html, &r->hl);
+}
+
+void mgp_report_show(mg_ctx *ctx, mgp_report *r)
+{
+    if (r->t) fclose(r->t);
+    if (r->h) fclose(r->h);
+    mgp_display(ctx, r->text, r->html);
+    free(r->text);
+    free(r->html);
+    *r = (mgp_report){0};
+}
+
 void mgp_display_svg(mg_ctx *ctx, char *svg, const char *alt)
 {
     if (!svg) return;
@@ -314,9 +340,9 @@ static int cmd_list(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err
                 mgp_table_set(&t, (size_t)row, 6 + c, "%s", buf);
             }
         }
-        char *text = NULL, *html = NULL;
-        size_t tl = 0, hl = 0;
-        FILE *ft = open_memstream(&text, &tl), *fh = open_memstream(&html, &hl);
+        mgp_report rep;
+        mgp_report_open(&rep);
+        FILE *ft = rep.t, *fh = rep.h;
         if (ft && fh) {
             fprintf(ft, "%zu run%s in %s\n", l.n, l.n == 1 ? "" : "s", rt_results_path(rs));
             fprintf(fh, "<div><b>%zu run%s</b> in <code>", l.n, l.n == 1 ? "" : "s");
@@ -331,11 +357,7 @@ static int cmd_list(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err
             mgp_table_text(&t, ft);
             mgp_table_html(&t, fh, 1);
         }
-        if (ft) fclose(ft);
-        if (fh) fclose(fh);
-        mgp_display(ctx, text, html);
-        free(text);
-        free(html);
+        mgp_report_show(ctx, &rep);
         mgp_table_deinit(&t);
     }
     free(pk);
@@ -379,11 +401,9 @@ static int cmd_export(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *e
 static int cmd_delete(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err)
 {
     rt_error e = {0};
-    int64_t id = 0;
     rt_results_run r;
-    if (rt_results_find(rs, a->pos[1], &id, &e) != RT_OK ||
-        rt_results_get_run(rs, id, &r, &e) != RT_OK)
-        return mgp_fail_rt(err, &e);
+    if (mgp_load_run(rs, a->pos[1], &r, err) < 0) return -1;
+    int64_t id = r.id;
     char name[256];
     snprintf(name, sizeof name, "%s", r.name ? r.name : "");
     rt_results_run_free(&r);

@@ -37,10 +37,23 @@ void mgp_html(FILE *f, const char *s);
 
 /* Sends a display_data with text/plain and text/html (either may be NULL). */
 void mgp_display(mg_ctx *ctx, const char *text, const char *html);
+/* A text/plain and a text/html report written side by side (memory streams t and h,
+ * either NULL when it could not be opened); mgp_report_show closes both, sends them as
+ * one display (mgp_display) and frees them. The struct must stay put in between. */
+typedef struct mgp_report {
+    FILE *t, *h;
+    char *text, *html;
+    size_t tl, hl;
+} mgp_report;
+void mgp_report_open(mgp_report *r);
+void mgp_report_show(mg_ctx *ctx, mgp_report *r);
 /* Sends an SVG chart as image/svg+xml with a text/plain fallback. Takes svg. */
 void mgp_display_svg(mg_ctx *ctx, char *svg, const char *alt);
 /* Turns an rt_error into the magic's error; returns -1. */
 int mgp_fail_rt(mg_error *err, const rt_error *e);
+/* The run which names or numbers (rt_results_find), read in full into r (free with
+ * rt_results_run_free): 0, or -1 with the magic's error. */
+int mgp_load_run(rt_results *rs, const char *which, rt_results_run *r, mg_error *err);
 /* Values of a repeatable, comma-separated option, e.g. --where a=1,b=2 --where c=3.
  * Returns a NULL-terminated array of new strings (free with mgp_strv_free). */
 char **mgp_option_list(const mg_args *a, const char *name, size_t *n);

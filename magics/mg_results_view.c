@@ -44,9 +44,10 @@ static void emit_table(mgp_table *t, FILE *ft, FILE *fh, const char *title)
 
 static void show_tables(mg_ctx *ctx, const rt_results_run *r, const char *store)
 {
-    char *text = NULL, *html = NULL, a[64], b[64], c[64];
-    size_t tl = 0, hl = 0;
-    FILE *ft = open_memstream(&text, &tl), *fh = open_memstream(&html, &hl);
+    char a[64], b[64], c[64];
+    mgp_report rep;
+    mgp_report_open(&rep);
+    FILE *ft = rep.t, *fh = rep.h;
     if (!ft || !fh) goto out;
     fprintf(ft, "Run %lld  %s  (%s)\n", (long long)r->id, r->name ? r->name : "",
             rt_results_status_name(r->status));
@@ -137,11 +138,7 @@ static void show_tables(mg_ctx *ctx, const rt_results_run *r, const char *store)
         fputs("</pre>\n", fh);
     }
 out:
-    if (ft) fclose(ft);
-    if (fh) fclose(fh);
-    mgp_display(ctx, text, html);
-    free(text);
-    free(html);
+    mgp_report_show(ctx, &rep);
 }
 
 /* One chart of the given (run, key, kind) series; returns 0 or -1 on a store error. */
@@ -178,11 +175,8 @@ static int chart(mg_ctx *ctx, rt_results *rs, const int64_t *runs, const char *c
 int mgp_results_show(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error *err)
 {
     rt_error e = {0};
-    int64_t id = 0;
     rt_results_run r;
-    if (rt_results_find(rs, a->pos[1], &id, &e) != RT_OK ||
-        rt_results_get_run(rs, id, &r, &e) != RT_OK)
-        return mgp_fail_rt(err, &e);
+    if (mgp_load_run(rs, a->pos[1], &r, err) < 0) return -1;
     show_tables(ctx, &r, rt_results_path(rs));
     size_t nm = 0;
     char **metrics = mgp_option_list(a, "--metric", &nm);
@@ -268,9 +262,9 @@ static void compare_table(mg_ctx *ctx, const rt_results_run *runs, size_t nr)
             else if (strcmp(first, buf) != 0 && strcmp(keys[i], "duration") != 0) t.mark[row] = 1;
         }
     }
-    char *text = NULL, *html = NULL;
-    size_t tl = 0, hl = 0;
-    FILE *ft = open_memstream(&text, &tl), *fh = open_memstream(&html, &hl);
+    mgp_report rep;
+    mgp_report_open(&rep);
+    FILE *ft = rep.t, *fh = rep.h;
     if (ft && fh) {
         fputs("Runs side by side (* = values differ; metrics: last value)\n", ft);
         fputs("<div><b>Runs side by side</b> (highlighted rows differ; metrics: last "
@@ -279,11 +273,7 @@ static void compare_table(mg_ctx *ctx, const rt_results_run *runs, size_t nr)
         mgp_table_text(&t, ft);
         mgp_table_html(&t, fh, 0);
     }
-    if (ft) fclose(ft);
-    if (fh) fclose(fh);
-    mgp_display(ctx, text, html);
-    free(text);
-    free(html);
+    mgp_report_show(ctx, &rep);
 done:
     free(keys);
     free(is_metric);
@@ -348,13 +338,8 @@ int mgp_results_compare(mg_ctx *ctx, rt_results *rs, const mg_args *a, mg_error 
     rt_error e = {0};
     int rc = 0;
     size_t loaded = 0;
-    for (size_t j = 0; j < nr && rc == 0; j++) {
-        int64_t id = 0;
-        if (rt_results_find(rs, a->pos[j + 1], &id, &e) != RT_OK ||
-            rt_results_get_run(rs, id, &runs[j], &e) != RT_OK)
-            rc = mgp_fail_rt(err, &e);
-        else loaded++;
-    }
+    for (size_t j = 0; j < nr && rc == 0; j++)
+        if ((rc = mgp_load_run(rs, a->pos[j + 1], &runs[j], err)) == 0) loaded++;
     size_t nm = 0;
     char **metrics = mgp_option_list(a, "--metric", &nm);
     if (rc == 0 && compare_charts(ctx, rs, runs, nr, metrics, nm, &e) < 0)

@@ -9,13 +9,7 @@
 #include <time.h>
 
 #include "mg.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "rt_clock.h"
 
 static void cpu_s(double *user, double *sys)
 {
@@ -62,11 +56,11 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
         return mg_fail(err, "UsageError",
                        "%%time needs a statement to time, as in "
                        "%%time x = sum(range(1000))");
-    double u0, s0, u1, s1, w0 = now_s();
+    double u0, s0, u1, s1, w0 = rt_clock_s();
     cpu_s(&u0, &s0);
     if (ctx->host->run_cell(ctx->host->user, code, ctx->out, err) < 0) return -1;
     cpu_s(&u1, &s1);
-    double wall = now_s() - w0;
+    double wall = rt_clock_s() - w0;
     char a[32], b[32], c[32], d[32];
     fmt_time(a, sizeof a, u1 - u0);
     fmt_time(b, sizeof b, s1 - s0);

@@ -8,6 +8,7 @@
 
 #include "mg_workspace.h"
 #include "rt_store_mirror.h"
+#include "rt_clock.h"
 
 #define WS_KEY "train.workspace"
 
@@ -132,18 +133,11 @@ typedef struct dl_state {
     int shown;
 } dl_state;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Download progress: one display, updated at most 4 times a second. */
 static int on_download(const char *file, uint64_t done, uint64_t total, void *user)
 {
     dl_state *s = user;
-    double t = now_s();
+    double t = rt_clock_s();
     if (s->shown && t - s->last < 0.25 && done != total)
         return s->ctx->host->interrupted(s->ctx->host->user);
     s->last = t;
@@ -298,6 +292,7 @@ mg_ws_data *mg_ws_data_load_images(mg_workspace *ws, mg_ctx *ctx, const char *na
                          .val_fraction = img.val_fraction,
                          .seed = img.seed,
                          .skip_bad = img.skip_bad};
+    memcpy(o.shape, img.shape, sizeof o.shape);
     rt_error re = {0};
     rt_status s = rt_dataset_load(&d->splits, &o, &re);
     if (s != RT_OK) {

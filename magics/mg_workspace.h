@@ -22,6 +22,7 @@ typedef struct mg_ws_images {
     int image_h, image_w, channels, skip_bad;
     double val_fraction;
     uint64_t seed;
+    int shape[3]; /* a pixel CSV's --shape as written (zeros: inferred) */
 } mg_ws_images;
 
 /* The data set a checkpoint says its model was trained on: name, --val, --subset, the

@@ -30,14 +30,36 @@
 
 /* ---- descriptors: pure shapes and hyperparameters, passed by const pointer ---- */
 
-/* Convolution, PyTorch semantics (cross-correlation, zero padding, no dilation/groups).
- * P = (H + 2*pad - R)/stride + 1, Q = (W + 2*pad - S)/stride + 1. */
+/* Convolution, PyTorch semantics (cross-correlation, zero padding, no dilation).
+ * P = (H + 2*pad - R)/stride + 1, Q = (W + 2*pad - S)/stride + 1.
+ * groups G (0 or 1: none): PyTorch's Conv2d(groups=G); C and K are multiples of G, the
+ * weight is (K, C/G, R, S), and output channels [g K/G, (g+1) K/G) read only input
+ * channels [g C/G, (g+1) C/G). G = C = K is a depthwise convolution. */
 typedef struct rt_conv_desc {
     int N, C, H, W;  /* input */
-    int K, R, S;     /* filters (K,C,R,S) */
+    int K, R, S;     /* filters (K,C/G,R,S) */
     int stride, pad; /* same in both dimensions */
     int P, Q;        /* output (N,K,P,Q) */
+    int groups;      /* G; 0 means 1 */
 } rt_conv_desc;
+
+/* The group count of d (1 when unset). */
+static inline int rt_conv_groups(const rt_conv_desc *d) { return d->groups > 1 ? d->groups : 1; }
+/* Elements of d's weight: K * C/G * R * S. */
+static inline size_t rt_conv_weight_numel(const rt_conv_desc *d)
+{
+    return (size_t)d->K * (size_t)(d->C / rt_conv_groups(d)) * d->R * d->S;
+}
+
+/* Elementwise activations of act_fwd / act_bwd (PyTorch's modules of the same names). */
+typedef enum rt_act_kind {
+    RT_ACT_RELU6 = 0, /* min(max(x, 0), 6) */
+    RT_ACT_SIGMOID,   /* 1 / (1 + exp(-x)) */
+    RT_ACT_TANH,      /* tanh(x) */
+    RT_ACT_GELU,      /* x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) (GELU's exact form) */
+    RT_ACT_SILU,      /* x * sigmoid(x) */
+    RT_ACT_COUNT
+} rt_act_kind;
 
 /* Pooling (max or average) with a R x S window and zero padding `pad` on each side
  * (0 = PyTorch's default; at most R/2 and S/2), P = (H + 2 pad - R)/stride + 1,
@@ -270,6 +292,15 @@ typedef rt_status rt_op_relu_fwd(rt_backend *b, rt_tensor *out, const rt_tensor 
 typedef rt_status rt_op_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                  const rt_tensor *out, float slope, rt_error *err);
 
+/* activations (rt_act_kind), any shape: out = f(in); out == in allowed. bwd: din =
+ * dout * f'(x), from the input and the output (relu6, sigmoid and tanh use the output,
+ * gelu and silu the input); din == dout allowed. */
+typedef rt_status rt_op_act_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in,
+                                rt_act_kind kind, rt_error *err);
+typedef rt_status rt_op_act_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                const rt_tensor *in, const rt_tensor *out, rt_act_kind kind,
+                                rt_error *err);
+
 /* batchnorm2d. Training: out, save_mean (C), save_invstd (C) = 1/sqrt(var+eps),
  * running_mean/var (C) updated in place. Eval: uses running stats only. */
 typedef rt_status rt_op_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
@@ -465,6 +496,8 @@ struct rt_backend_ops {
     rt_op_avgpool_bwd *avgpool_bwd;
     rt_op_relu_fwd *relu_fwd;
     rt_op_relu_bwd *relu_bwd;
+    rt_op_act_fwd *act_fwd;
+    rt_op_act_bwd *act_bwd;
     rt_op_bn_fwd_train *bn_fwd_train;
     rt_op_bn_fwd_train_moments *bn_fwd_train_moments;
     rt_op_bn_fwd_eval *bn_fwd_eval;
@@ -535,6 +568,8 @@ RT_MUST_USE rt_op_avgpool_fwd rt_backend_avgpool_fwd;
 RT_MUST_USE rt_op_avgpool_bwd rt_backend_avgpool_bwd;
 RT_MUST_USE rt_op_relu_fwd rt_backend_relu_fwd;
 RT_MUST_USE rt_op_relu_bwd rt_backend_relu_bwd;
+RT_MUST_USE rt_op_act_fwd rt_backend_act_fwd;
+RT_MUST_USE rt_op_act_bwd rt_backend_act_bwd;
 RT_MUST_USE rt_op_bn_fwd_train rt_backend_bn_fwd_train;
 RT_MUST_USE rt_op_bn_fwd_train_moments rt_backend_bn_fwd_train_moments;
 RT_MUST_USE rt_op_bn_fwd_eval rt_backend_bn_fwd_eval;

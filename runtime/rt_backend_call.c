@@ -97,7 +97,10 @@ static rt_status conv_check(const rt_conv_desc *d, const rt_tensor *x, const rt_
 {
     RT_TRY(check(x, (size_t)d->N * d->C * d->H * d->W, "conv2d input", err));
     RT_TRY(check(y, (size_t)d->N * d->K * d->P * d->Q, "conv2d output", err));
-    RT_TRY(check(w, (size_t)d->K * d->C * d->R * d->S, "conv2d weight", err));
+    if (d->groups < 0 || d->C % rt_conv_groups(d) || d->K % rt_conv_groups(d))
+        return RT_ERR(err, RT_EINVAL, "conv2d: %d groups do not divide C=%d and K=%d", d->groups,
+                      d->C, d->K);
+    RT_TRY(check(w, rt_conv_weight_numel(d), "conv2d weight", err));
     if (d->stride < 1 || d->pad < 0 || d->P != (d->H + 2 * d->pad - d->R) / d->stride + 1 ||
         d->Q != (d->W + 2 * d->pad - d->S) / d->stride + 1)
         return RT_ERR(err, RT_EINVAL, "conv2d: inconsistent descriptor (P=%d, Q=%d)", d->P, d->Q);
@@ -205,6 +208,38 @@ rt_status rt_backend_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *do
     RT_TRY(check(dout, n, "relu output gradient", err));
     RT_TRY(check(din, n, "relu input gradient", err));
     return b->ops->relu_bwd(b, din, dout, out, slope, err);
+}
+
+static rt_status act_kind_check(rt_act_kind kind, rt_error *err)
+{
+    if ((int)kind < 0 || kind >= RT_ACT_COUNT)
+        return RT_ERR(err, RT_EINVAL, "activation: unknown kind %d", (int)kind);
+    return RT_OK;
+}
+
+rt_status rt_backend_act_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, rt_act_kind kind,
+                             rt_error *err)
+{
+    size_t n = numel_of(in);
+    RT_TRY(act_kind_check(kind, err));
+    RT_TRY(present(b, b->ops->act_fwd != NULL, "act_fwd", err));
+    RT_TRY(check(in, n, "activation input", err));
+    RT_TRY(check(out, n, "activation output", err));
+    return b->ops->act_fwd(b, out, in, kind, err);
+}
+
+rt_status rt_backend_act_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                             const rt_tensor *in, const rt_tensor *out, rt_act_kind kind,
+                             rt_error *err)
+{
+    size_t n = numel_of(out);
+    RT_TRY(act_kind_check(kind, err));
+    RT_TRY(present(b, b->ops->act_bwd != NULL, "act_bwd", err));
+    RT_TRY(check(in, n, "activation input", err));
+    RT_TRY(check(out, n, "activation output", err));
+    RT_TRY(check(dout, n, "activation output gradient", err));
+    RT_TRY(check(din, n, "activation input gradient", err));
+    return b->ops->act_bwd(b, din, dout, in, out, kind, err);
 }
 
 rt_status rt_backend_dropout_fwd(rt_backend *b, rt_tensor *out, rt_tensor *mask,

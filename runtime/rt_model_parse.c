@@ -32,6 +32,12 @@ static const struct {
     {"relu", &rt_layer_relu},
     {"leakyrelu", &rt_layer_leakyrelu},
     {"leaky_relu", &rt_layer_leakyrelu},
+    {"relu6", &rt_layer_relu6},
+    {"sigmoid", &rt_layer_sigmoid},
+    {"tanh", &rt_layer_tanh},
+    {"gelu", &rt_layer_gelu},
+    {"silu", &rt_layer_silu},
+    {"swish", &rt_layer_silu},
     {"batchnorm", &rt_layer_batchnorm},
     {"batchnorm2d", &rt_layer_batchnorm},
     {"bn", &rt_layer_batchnorm},
@@ -233,7 +239,7 @@ static rt_status parse_lines(rt_model *m, rt_error *err)
             s = RT_ERR(err, RT_EINVAL,
                        "line %d: unknown layer '%s' (expected one of conv2d, "
                        "maxpool, avgpool, globalavgpool, adaptiveavgpool, relu, leakyrelu, "
-                       "batchnorm, dropout, "
+                       "relu6, sigmoid, tanh, gelu, silu, batchnorm, dropout, "
                        "flatten, dense, or a 'residual:' block)",
                        lineno + 1, tok[0]);
             break;

@@ -21,6 +21,15 @@
  * pool 2, dense 120, 84, classes (conv1, conv2, fc1, fc2, fc3). A 28x28 input is padded
  * by 2 in the first convolution (MNIST's images on the paper's 32x32 field), so the
  * features are 16x5x5 for both sizes.
+ *
+ * mobilenetv2: torchvision's mobilenet_v2 (width 1.0; Sandler et al. 2018): a 3x3
+ * stride-2 conv of 32 channels with batch norm and ReLU6, 17 inverted residual blocks
+ * (a 1x1 expansion by t with batch norm and ReLU6 unless t = 1, a 3x3 depthwise conv
+ * with batch norm and ReLU6, a 1x1 linear projection with batch norm; the input added
+ * when the stride is 1 and the width stays: a linear bottleneck, no activation after
+ * the add), a 1x1 conv to 1280 channels with batch norm and ReLU6, global average
+ * pooling, dropout 0.2 and `classifier.1`. Names: features.0.0, features.1.conv.0.0,
+ * ..., features.18.1, classifier.1. Its strides divide by 32: a 32x32 image ends as 1x1.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -177,6 +186,47 @@ static void lenet5(out *o, const rt_model_input *in)
         pad, in->num_classes);
 }
 
+/* torchvision's InvertedResidual `features.I` from inp to oup channels */
+static void inverted_residual(out *o, int idx, int inp, int oup, int stride, int t)
+{
+    int hid = inp * t, res = stride == 1 && inp == oup, j = 0;
+    const char *ind = res ? "    " : "";
+    if (res) put(o, "residual:\n");
+    if (t != 1) {
+        put(o,
+            "%sconv2d %d 1 bias=false name=features.%d.conv.0.0\n"
+            "%sbatchnorm name=features.%d.conv.0.1\n%srelu6\n",
+            ind, hid, idx, ind, idx, ind);
+        j = 1;
+    }
+    put(o,
+        "%sconv2d %d 3 stride=%d pad=1 groups=%d bias=false name=features.%d.conv.%d.0\n"
+        "%sbatchnorm name=features.%d.conv.%d.1\n%srelu6\n"
+        "%sconv2d %d 1 bias=false name=features.%d.conv.%d\n"
+        "%sbatchnorm name=features.%d.conv.%d\n",
+        ind, hid, stride, hid, idx, j, ind, idx, j, ind, ind, oup, idx, j + 1, ind, idx, j + 2);
+}
+
+static void mobilenetv2(out *o, const rt_model_input *in)
+{
+    /* torchvision's inverted_residual_setting: expansion t, channels c, blocks n, stride s */
+    static const int cfg[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                                  {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+    put(o, "# MobileNetV2 (torchvision's mobilenet_v2)\n"
+           "conv2d 32 3 stride=2 pad=1 bias=false name=features.0.0\n"
+           "batchnorm name=features.0.1\nrelu6\n");
+    int inp = 32, idx = 1;
+    for (int k = 0; k < 7; k++)
+        for (int i = 0; i < cfg[k][2]; i++, idx++) {
+            inverted_residual(o, idx, inp, cfg[k][1], i == 0 ? cfg[k][3] : 1, cfg[k][0]);
+            inp = cfg[k][1];
+        }
+    put(o,
+        "conv2d 1280 1 bias=false name=features.%d.0\nbatchnorm name=features.%d.1\nrelu6\n"
+        "globalavgpool\nflatten\ndropout 0.2\ndense %d name=classifier.1\n",
+        idx, idx, in->num_classes);
+}
+
 static const struct zoo_entry {
     const char *name, *about;
     void (*write)(out *o, const rt_model_input *in);
@@ -191,15 +241,17 @@ static const struct zoo_entry {
     {"vgg11_bn", "torchvision's vgg11_bn, adaptive 7x7 pool (132.9 M for 1000 classes)", vgg11_bn},
     {"vgg16_bn", "torchvision's vgg16_bn, adaptive 7x7 pool (138.4 M for 1000 classes)", vgg16_bn},
     {"lenet5", "LeNet-5 with ReLU and max pooling, 28x28 or 32x32 (62 k)", lenet5},
+    {"mobilenetv2", "torchvision's mobilenet_v2 (3.5 M for 1000 classes, 2.2 M for 10)",
+     mobilenetv2},
 };
 #define NZOO (sizeof zoo / sizeof zoo[0])
 
 const char *const *rt_model_zoo_names(void)
 {
-    static const char *const names[NZOO + 1] = {"resnet20",  "resnet32", "resnet44", "resnet56",
-                                                "resnet110", "resnet18", "resnet34", "vgg11_bn",
-                                                "vgg16_bn",  "lenet5"};
-    _Static_assert(NZOO == 10, "the names follow the table");
+    static const char *const names[NZOO + 1] = {"resnet20",  "resnet32", "resnet44",   "resnet56",
+                                                "resnet110", "resnet18", "resnet34",   "vgg11_bn",
+                                                "vgg16_bn",  "lenet5",   "mobilenetv2"};
+    _Static_assert(NZOO == 11, "the names follow the table");
     return names;
 }
 

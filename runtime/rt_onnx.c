@@ -209,6 +209,55 @@ static rt_status adaptive_matmuls(rt_pb *g, const rt_layer *l, const char *x, co
     return RT_OK;
 }
 
+/* A float scalar initializer named "<out>.<what>" into name. */
+static void scalar(rt_pb *g, const char *out, const char *what, float v,
+                   char name[NAME_MAX_LEN + 16])
+{
+    snprintf(name, NAME_MAX_LEN + 16, "%s.%s", out, what);
+    initializer(g, name, NULL, 0, &v, 1);
+}
+
+/* The activations of rt_layer_act.c at opset RT_ONNX_OPSET: relu6 is Clip(0, 6), sigmoid
+ * and tanh their own ops, silu x * Sigmoid(x), gelu 0.5 x (1 + Erf(x / sqrt 2)) (Gelu
+ * is an op from opset 20 only). Writes every node but the last, which it opens and
+ * returns for the caller to close. */
+static size_t act_nodes(rt_pb *g, const rt_layer *l, const char *x, const char *out)
+{
+    char a[NAME_MAX_LEN + 16], b[NAME_MAX_LEN + 16], t1[NAME_MAX_LEN + 16], t2[NAME_MAX_LEN + 16];
+    if (l->type == &rt_layer_relu6) {
+        scalar(g, out, "min", 0.0f, a);
+        scalar(g, out, "max", 6.0f, b);
+        const char *in[] = {x, a, b};
+        return node_begin(g, "Clip", in, 3, out);
+    }
+    if (l->type == &rt_layer_sigmoid) return node_begin(g, "Sigmoid", &x, 1, out);
+    if (l->type == &rt_layer_tanh) return node_begin(g, "Tanh", &x, 1, out);
+    if (l->type == &rt_layer_silu) {
+        snprintf(t1, sizeof t1, "%s.sigmoid", out);
+        rt_pb_close(g, node_begin(g, "Sigmoid", &x, 1, t1));
+        const char *in[] = {x, t1};
+        return node_begin(g, "Mul", in, 2, out);
+    }
+    /* gelu */
+    scalar(g, out, "sqrt2", 1.41421356237309505f, a);
+    snprintf(t1, sizeof t1, "%s.scaled", out);
+    const char *div[] = {x, a};
+    rt_pb_close(g, node_begin(g, "Div", div, 2, t1));
+    snprintf(t2, sizeof t2, "%s.erf", out);
+    const char *erf[] = {t1};
+    rt_pb_close(g, node_begin(g, "Erf", erf, 1, t2));
+    scalar(g, out, "one", 1.0f, b);
+    snprintf(t1, sizeof t1, "%s.erf1", out);
+    const char *add[] = {t2, b};
+    rt_pb_close(g, node_begin(g, "Add", add, 2, t1));
+    snprintf(t2, sizeof t2, "%s.xerf1", out);
+    const char *mul[] = {x, t1};
+    rt_pb_close(g, node_begin(g, "Mul", mul, 2, t2));
+    scalar(g, out, "half", 0.5f, a);
+    const char *half[] = {t2, a};
+    return node_begin(g, "Mul", half, 2, out);
+}
+
 static rt_status layer_nodes(graph_state *s, int i, const char *out, rt_error *err)
 {
     rt_pb *g = s->g;
@@ -223,6 +272,11 @@ static rt_status layer_nodes(graph_state *s, int i, const char *out, rt_error *e
         attr_ints(g, "kernel_shape", l->r, l->r, 2);
         attr_ints(g, "strides", l->stride, l->stride, 2);
         attr_ints(g, "pads", l->pad, l->pad, 4);
+        if (l->groups > 1) attr_int(g, "group", l->groups);
+    } else if (l->type == &rt_layer_relu6 || l->type == &rt_layer_sigmoid ||
+               l->type == &rt_layer_tanh || l->type == &rt_layer_gelu ||
+               l->type == &rt_layer_silu) {
+        n = act_nodes(g, l, x, out);
     } else if (l->type == &rt_layer_maxpool || l->type == &rt_layer_avgpool) {
         n = node_begin(g, l->type == &rt_layer_maxpool ? "MaxPool" : "AveragePool", &x, 1, out);
         attr_ints(g, "kernel_shape", l->r, l->r, 2);

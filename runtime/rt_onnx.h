@@ -5,7 +5,8 @@
  *   Sub, Div       (mean, std) per channel, when the normalisation is known, so the user
  *                  feeds plain pixels; without it the input is the normalised image
  *   one node per layer: Conv (strides, pads incl. same), MaxPool, AveragePool,
- *                  GlobalAveragePool, Relu, LeakyRelu, BatchNormalization (running
+ *                  GlobalAveragePool, Relu, LeakyRelu, Clip (relu6), Sigmoid, Tanh,
+ *                  Erf/Div/Add/Mul (gelu), Sigmoid/Mul (silu), BatchNormalization (running
  *                  statistics, epsilon 1e-5), Flatten, Gemm (transB), Add for residual
  *                  blocks; dropout is left out (identity at inference)
  *   logits         float32 [batch, classes]

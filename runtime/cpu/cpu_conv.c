@@ -10,6 +10,11 @@
  * calls single-threaded OpenBLAS sgemm on it. This keeps the unfolded data
  * cache-resident instead of materialising a whole-batch column matrix.
  * A 1x1, stride 1, unpadded convolution skips the unfold (the image is its own column).
+ * A grouped convolution (groups G) does the same per group of C/G input and K/G output
+ * channels: one unfold and one sgemm per group and image; a depthwise one (G = C = K)
+ * goes to its direct loop (cpu_conv_dw.c) where the backend has the direct paths. A 1x1
+ * stride-1 convolution on planes of 64 and fewer is one sgemm for the batch
+ * (cpu_conv_1x1.c).
  * The weight gradient is accumulated per fixed group of RTP_CONV_GROUP images (whichever thread
  * runs it) and the groups are summed in order, so results are bitwise identical for any
  * thread count. Nothing here allocates: scratch comes from the workspace reserved by
@@ -41,8 +46,59 @@ typedef struct {
                             const rt_tensor *, const rt_tensor *, const rt_conv_desc *, rt_error *);
 } direct_ops;
 
+static rt_status dw_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out, double *mom,
+                        const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
+                        const rt_conv_desc *d, rt_error *err)
+{
+    return rtp_cpu_conv_dw_fwd(b, out, mom, in, w, bias, d, err);
+}
+static rt_status dw_bwd_data(rt_backend *b, const rtp_convk *k, rt_tensor *din,
+                             const rt_tensor *dout, const rt_tensor *w, const rt_conv_desc *d,
+                             rt_error *err)
+{
+    return rtp_cpu_conv_dw_bwd_data(b, din, dout, w, d, err);
+}
+static rt_status dw_bwd_filter(rt_backend *b, const rtp_convk *k, rt_tensor *dw, rt_tensor *dbias,
+                               const rt_tensor *dout, const rt_tensor *in, const rt_conv_desc *d,
+                               rt_error *err)
+{
+    return rtp_cpu_conv_dw_bwd_filter(b, dw, dbias, dout, in, d, err);
+}
+static size_t dw_workspace(rt_backend *b, const rtp_convk *k, const rt_conv_desc *d)
+{
+    return rtp_cpu_conv_dw_workspace(b, d);
+}
+
+static rt_status b1_fwd(rt_backend *b, const rtp_convk *k, rt_tensor *out, double *mom,
+                        const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
+                        const rt_conv_desc *d, rt_error *err)
+{
+    return rtp_cpu_conv_1x1_fwd(b, out, mom, in, w, bias, d, err);
+}
+static rt_status b1_bwd_data(rt_backend *b, const rtp_convk *k, rt_tensor *din,
+                             const rt_tensor *dout, const rt_tensor *w, const rt_conv_desc *d,
+                             rt_error *err)
+{
+    return rtp_cpu_conv_1x1_bwd_data(b, din, dout, w, d, err);
+}
+static rt_status b1_bwd_filter(rt_backend *b, const rtp_convk *k, rt_tensor *dw, rt_tensor *dbias,
+                               const rt_tensor *dout, const rt_tensor *in, const rt_conv_desc *d,
+                               rt_error *err)
+{
+    return rtp_cpu_conv_1x1_bwd_filter(b, dw, dbias, dout, in, d, err);
+}
+static size_t b1_workspace(rt_backend *b, const rtp_convk *k, const rt_conv_desc *d)
+{
+    return rtp_cpu_conv_1x1_workspace(b, d);
+}
+
 static const direct_ops *direct_path(rt_backend *b, const rt_conv_desc *d, const rtp_convk **k)
 {
+    static const direct_ops depthwise = {dw_workspace, dw_fwd, dw_bwd_data, dw_bwd_filter};
+    static const direct_ops batched_1x1 = {b1_workspace, b1_fwd, b1_bwd_data, b1_bwd_filter};
+    *k = NULL;
+    if (rtp_cpu_conv_1x1(d)) return &batched_1x1;
+    if (rt_conv_groups(d) > 1) return rtp_cpu_conv_dw(b, d) ? &depthwise : NULL;
     static const direct_ops stride1 = {rtp_cpu_conv_direct_workspace, rtp_cpu_conv_direct_fwd,
                                        rtp_cpu_conv_direct_bwd_data,
                                        rtp_cpu_conv_direct_bwd_filter};
@@ -58,15 +114,16 @@ static const direct_ops *direct_path(rt_backend *b, const rt_conv_desc *d, const
  * what it saved). */
 #define SMALL_CRS 32
 
-/* Scratch layout (floats): T column buffers, then rtp_conv_groups(N) dW/dbias accumulators. */
+/* Input channels of one group (all of them without groups). */
+static int group_c(const rt_conv_desc *d) { return d->C / rt_conv_groups(d); }
+
+/* Scratch layout (floats): T column buffers (one group's), then rtp_conv_groups(N) dW/dbias
+ * accumulators. */
 static size_t col_floats(const rt_conv_desc *d)
 {
-    return rtp_r16((size_t)d->C * d->R * d->S * (size_t)d->P * d->Q);
+    return rtp_r16((size_t)group_c(d) * d->R * d->S * (size_t)d->P * d->Q);
 }
-static size_t acc_floats(const rt_conv_desc *d)
-{
-    return rtp_r16((size_t)d->K * d->C * d->R * d->S + d->K);
-}
+static size_t acc_floats(const rt_conv_desc *d) { return rtp_r16(rt_conv_weight_numel(d) + d->K); }
 
 /* the fp32 path's scratch, in whole 64-byte lines (bf16's rounded copies follow it) */
 static size_t ws_fp32(rt_backend *b, const rt_conv_desc *d)
@@ -237,8 +294,12 @@ static rt_status conv_fwd(rt_backend *b, rt_tensor *out, double *mom, const rt_t
     if (path) return path->fwd(b, kern, out, mom, in, w, bias, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
-    const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = rtp_conv_threads(b, d->N);
+    const int K = d->K, PQ = d->P * d->Q, T = rtp_conv_threads(b, d->N);
+    const int G = rt_conv_groups(d), Kg = K / G, CRS = group_c(d) * d->R * d->S;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ, per = col_floats(d);
+    const size_t ghw = (size_t)group_c(d) * d->H * d->W;
+    rt_conv_desc gd = *d;
+    gd.C = group_c(d);
     const float *X = in->data, *Wt = w->data, *B = bias ? bias->data : NULL;
     float *Y = out->data;
 #pragma omp parallel num_threads(T)
@@ -246,18 +307,21 @@ static rt_status conv_fwd(rt_backend *b, rt_tensor *out, double *mom, const rt_t
         float *col = ws + per * (size_t)omp_get_thread_num();
 #pragma omp for schedule(dynamic, 1)
         for (int n = 0; n < d->N; n++) {
-            const float *x = X + chw * (size_t)n;
             float *y = Y + kpq * (size_t)n;
-            const float *src = x;
-            if (!no_unfold(d)) {
-                im2col(col, x, d);
-                src = col;
-            }
             if (B)
                 for (int k = 0; k < K; k++)
                     for (int i = 0; i < PQ; i++) y[(size_t)k * PQ + i] = B[k];
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, PQ, CRS, 1.0f, Wt, CRS, src,
-                        PQ, B ? 1.0f : 0.0f, y, PQ);
+            for (int g = 0; g < G; g++) {
+                const float *x = X + chw * (size_t)n + ghw * g;
+                const float *src = x;
+                if (!no_unfold(d)) {
+                    im2col(col, x, &gd);
+                    src = col;
+                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Kg, PQ, CRS, 1.0f,
+                            Wt + (size_t)g * Kg * CRS, CRS, src, PQ, B ? 1.0f : 0.0f,
+                            y + (size_t)g * Kg * PQ, PQ);
+            }
             if (mom)
                 rtp_cpu_plane_moments(mom + (size_t)n * K * (RT_MOMENT_FLOATS / 2), y, K,
                                       (size_t)PQ);
@@ -303,27 +367,33 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
     if (path) return path->bwd_data(b, kern, din, dout, w, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
-    const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = rtp_conv_threads(b, d->N);
+    const int K = d->K, PQ = d->P * d->Q, T = rtp_conv_threads(b, d->N);
+    const int G = rt_conv_groups(d), Kg = K / G, CRS = group_c(d) * d->R * d->S;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ, per = col_floats(d);
+    const size_t ghw = (size_t)group_c(d) * d->H * d->W;
+    rt_conv_desc gd = *d;
+    gd.C = group_c(d);
     const float *DY = dout->data, *Wt = w->data;
     float *DX = din->data;
 #pragma omp parallel num_threads(T)
     {
         float *col = ws + per * (size_t)omp_get_thread_num();
 #pragma omp for schedule(dynamic, 1)
-        for (int n = 0; n < d->N; n++) {
-            float *dx = DX + chw * (size_t)n;
-            const float *dy = DY + kpq * (size_t)n;
-            if (no_unfold(d)) {
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CRS, PQ, K, 1.0f, Wt, CRS, dy,
-                            PQ, 0.0f, dx, PQ);
-                continue;
+        for (int n = 0; n < d->N; n++)
+            for (int g = 0; g < G; g++) {
+                float *dx = DX + chw * (size_t)n + ghw * g;
+                const float *dy = DY + kpq * (size_t)n + (size_t)g * Kg * PQ;
+                const float *wg = Wt + (size_t)g * Kg * CRS;
+                if (no_unfold(d)) {
+                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CRS, PQ, Kg, 1.0f, wg, CRS,
+                                dy, PQ, 0.0f, dx, PQ);
+                    continue;
+                }
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CRS, PQ, Kg, 1.0f, wg, CRS, dy,
+                            PQ, 0.0f, col, PQ);
+                memset(dx, 0, ghw * sizeof *dx);
+                col2im(dx, col, &gd);
             }
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CRS, PQ, K, 1.0f, Wt, CRS, dy, PQ,
-                        0.0f, col, PQ);
-            memset(dx, 0, chw * sizeof *dx);
-            col2im(dx, col, d);
-        }
     }
     return RT_OK;
 }
@@ -371,9 +441,13 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
     if (path) return path->bwd_filter(b, kern, dw, dbias, dout, in, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
-    const int K = d->K, PQ = d->P * d->Q, CRS = d->C * d->R * d->S, T = rtp_conv_threads(b, d->N);
-    const int G = rtp_conv_groups(d->N);
+    const int K = d->K, PQ = d->P * d->Q, T = rtp_conv_threads(b, d->N);
+    const int G = rtp_conv_groups(d->N), CG = rt_conv_groups(d), Kg = K / CG;
+    const int CRS = group_c(d) * d->R * d->S;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ;
+    const size_t ghw = (size_t)group_c(d) * d->H * d->W;
+    rt_conv_desc gd = *d;
+    gd.C = group_c(d);
     const size_t colsz = col_floats(d), accsz = acc_floats(d), nw = (size_t)K * CRS;
     float *accs = ws + (size_t)(b->threads > 0 ? b->threads : 1) * colsz;
     const float *X = in->data, *DY = dout->data;
@@ -387,22 +461,27 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
             float *acc = accs + accsz * (size_t)g, *accb = acc + nw;
             int n1 = (g + 1) * RTP_CONV_GROUP < d->N ? (g + 1) * RTP_CONV_GROUP : d->N;
             for (int n = g * RTP_CONV_GROUP; n < n1; n++) {
-                const float *x = X + chw * (size_t)n, *dy = DY + kpq * (size_t)n;
-                const float *src = x;
-                if (!no_unfold(d)) {
-                    im2col(col, x, d);
-                    src = col;
-                }
-                if (CRS <= SMALL_CRS) { /* e.g. a first layer: dots beat a 32x9 GEMM call */
-                    for (int k = 0; k < K; k++)
-                        for (int c = 0; c < CRS; c++) {
-                            float v = dot(dy + (size_t)k * PQ, src + (size_t)c * PQ, PQ);
-                            acc[(size_t)k * CRS + c] =
-                                n == g * RTP_CONV_GROUP ? v : acc[(size_t)k * CRS + c] + v;
-                        }
-                } else {
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, CRS, PQ, 1.0f, dy, PQ,
-                                src, PQ, n == g * RTP_CONV_GROUP ? 0.0f : 1.0f, acc, CRS);
+                const float *dy = DY + kpq * (size_t)n;
+                for (int cg = 0; cg < CG; cg++) {
+                    const float *x = X + chw * (size_t)n + ghw * cg,
+                                *dyg = dy + (size_t)cg * Kg * PQ;
+                    float *accg = acc + (size_t)cg * Kg * CRS;
+                    const float *src = x;
+                    if (!no_unfold(d)) {
+                        im2col(col, x, &gd);
+                        src = col;
+                    }
+                    if (CRS <= SMALL_CRS) { /* e.g. a first layer: dots beat a 32x9 GEMM call */
+                        for (int k = 0; k < Kg; k++)
+                            for (int c = 0; c < CRS; c++) {
+                                float v = dot(dyg + (size_t)k * PQ, src + (size_t)c * PQ, PQ);
+                                accg[(size_t)k * CRS + c] =
+                                    n == g * RTP_CONV_GROUP ? v : accg[(size_t)k * CRS + c] + v;
+                            }
+                    } else {
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Kg, CRS, PQ, 1.0f, dyg,
+                                    PQ, src, PQ, n == g * RTP_CONV_GROUP ? 0.0f : 1.0f, accg, CRS);
+                    }
                 }
                 for (int k = 0; k < K && DB; k++) { /* no bias: no pass over dy for it */
                     float sum = rtp_cpu_row_sum(dy + (size_t)k * PQ, PQ);

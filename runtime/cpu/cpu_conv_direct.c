@@ -115,6 +115,7 @@ const rtp_convk *rtp_cpu_conv_direct(rt_backend *b, const rt_conv_desc *d)
     const rtp_cpu *c = b->impl;
     /* 3x3, stride 1, a border of at most 2 (the input gradient's is 2 - pad), up to
      * RTP_CONV_MAX_CH channels; larger layers keep sgemm */
+    if (rt_conv_groups(d) > 1) return NULL; /* grouped: cpu_conv.c, cpu_conv_dw.c */
     if (!c || !c->convk || d->R != 3 || d->S != 3 || d->stride != 1 || d->pad < 0 || d->pad > 2 ||
         d->C > RTP_CONV_MAX_CH || d->K > RTP_CONV_MAX_CH || d->P < 1 || d->Q < 1)
         return NULL;

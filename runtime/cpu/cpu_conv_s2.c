@@ -34,6 +34,7 @@ const rtp_convk *rtp_cpu_conv_s2(rt_backend *b, const rt_conv_desc *d)
     const rtp_cpu *c = b->impl;
     /* stride 2, 3x3 with a border of at most 2 or 1x1 without one, up to
      * RTP_CONV_MAX_CH channels; everything else keeps im2col + sgemm */
+    if (rt_conv_groups(d) > 1) return NULL; /* grouped: cpu_conv.c, cpu_conv_dw.c */
     if (!c || !c->convk || d->stride != 2 || d->C > RTP_CONV_MAX_CH || d->K > RTP_CONV_MAX_CH ||
         d->P < 1 || d->Q < 1)
         return NULL;

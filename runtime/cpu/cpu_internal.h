@@ -117,6 +117,34 @@ RT_MUST_USE rt_status rtp_cpu_conv_s2_bwd_filter(rt_backend *b, const rtp_convk 
                                                  rt_tensor *dbias, const rt_tensor *dout,
                                                  const rt_tensor *in, const rt_conv_desc *d,
                                                  rt_error *err);
+/* cpu_conv_dw.c: the direct depthwise convolution; rtp_cpu_conv_dw says whether d
+ * takes it on b (0: cpu_conv.c's grouped im2col + sgemm). */
+int rtp_cpu_conv_dw(rt_backend *b, const rt_conv_desc *d);
+size_t rtp_cpu_conv_dw_workspace(rt_backend *b, const rt_conv_desc *d);
+RT_MUST_USE rt_status rtp_cpu_conv_dw_fwd(rt_backend *b, rt_tensor *out, double *mom,
+                                          const rt_tensor *in, const rt_tensor *w,
+                                          const rt_tensor *bias, const rt_conv_desc *d,
+                                          rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_dw_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                                               const rt_tensor *w, const rt_conv_desc *d,
+                                               rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_dw_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                                 const rt_tensor *dout, const rt_tensor *in,
+                                                 const rt_conv_desc *d, rt_error *err);
+/* cpu_conv_1x1.c: 1x1 stride-1 convolutions on small planes, one sgemm per batch;
+ * rtp_cpu_conv_1x1 says whether d takes it. */
+int rtp_cpu_conv_1x1(const rt_conv_desc *d);
+size_t rtp_cpu_conv_1x1_workspace(rt_backend *b, const rt_conv_desc *d);
+RT_MUST_USE rt_status rtp_cpu_conv_1x1_fwd(rt_backend *b, rt_tensor *out, double *mom,
+                                           const rt_tensor *in, const rt_tensor *w,
+                                           const rt_tensor *bias, const rt_conv_desc *d,
+                                           rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_1x1_bwd_data(rt_backend *b, rt_tensor *din,
+                                                const rt_tensor *dout, const rt_tensor *w,
+                                                const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_1x1_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
+                                                  const rt_tensor *dout, const rt_tensor *in,
+                                                  const rt_conv_desc *d, rt_error *err);
 /* cpu_pool.c */
 RT_MUST_USE rt_op_maxpool_fwd rtp_cpu_maxpool_fwd;
 RT_MUST_USE rt_op_maxpool_bwd rtp_cpu_maxpool_bwd;
@@ -127,6 +155,9 @@ RT_MUST_USE rt_op_relu_fwd rtp_cpu_relu_fwd;
 RT_MUST_USE rt_op_relu_bwd rtp_cpu_relu_bwd;
 RT_MUST_USE rt_op_dropout_fwd rtp_cpu_dropout_fwd;
 RT_MUST_USE rt_op_dropout_bwd rtp_cpu_dropout_bwd;
+/* cpu_act_fn.c */
+RT_MUST_USE rt_op_act_fwd rtp_cpu_act_fwd;
+RT_MUST_USE rt_op_act_bwd rtp_cpu_act_bwd;
 /* cpu_bn.c */
 RT_MUST_USE rt_op_bn_fwd_train rtp_cpu_bn_fwd_train;
 RT_MUST_USE rt_op_bn_fwd_train_moments rtp_cpu_bn_fwd_train_moments;

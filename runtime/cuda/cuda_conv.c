@@ -10,6 +10,9 @@
  * IM2COL_BYTES runs in chunks of images (chunk()), which depends only on the shape.
  * Scratch: the column matrices, dy rearranged, then (bf16/fp16) the 16-bit copies of
  * one call's inputs (rtp_cuda_gemm).
+ * A grouped convolution (rt_conv_desc.groups; cuDNN takes the group count on its
+ * descriptor) runs here as one convolution per image and group, of C/G input and K/G
+ * output channels (group_desc): slow for a depthwise one, but only where cuDNN is absent.
  */
 #include "cuda_internal.h"
 
@@ -65,6 +68,14 @@ static rtp_gemm batch_gemm(int pass, const rt_conv_desc *d, int count)
     return g;
 }
 
+/* One image's group of a grouped convolution: C/G input and K/G output channels. */
+static rt_conv_desc group_desc(const rt_conv_desc *d)
+{
+    rt_conv_desc g = *d;
+    g.N = 1, g.C = d->C / rt_conv_groups(d), g.K = d->K / rt_conv_groups(d), g.groups = 0;
+    return g;
+}
+
 size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
 {
     if (b->lost || !b->impl) return 0;
@@ -73,6 +84,8 @@ size_t rtp_cuda_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
         return 0; /* the op will report the device error */
     }
     if (rtp_cuda_of(b)->dnn) return rtp_cudnn_workspace(b, d);
+    rt_conv_desc gd = group_desc(d);
+    if (rt_conv_groups(d) > 1) d = &gd;
     size_t most = 0;
     for (int pass = RTP_FWD; pass <= RTP_BWD_FILTER; pass++) {
         rtp_gemm g = batch_gemm(pass, d, chunk(d));
@@ -149,8 +162,10 @@ static rt_status gemm_bwd_data(rt_backend *b, float *dx, const float *dy, const 
     return RT_OK;
 }
 
+/* beta0 = 1: the first images' products are added to dw (a grouped convolution's later
+ * images), 0: they overwrite it */
 static rt_status gemm_bwd_filter(rt_backend *b, float *dw, const float *dy, const float *x,
-                                 const rt_conv_desc *d, rt_error *err)
+                                 const rt_conv_desc *d, float beta0, rt_error *err)
 {
     const int PQ = d->P * d->Q, CRS = d->C * d->R * d->S;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * PQ;
@@ -167,9 +182,31 @@ static rt_status gemm_bwd_filter(rt_backend *b, float *dw, const float *dy, cons
         const size_t wide = (size_t)cnt * PQ;
         RT_CUDA_TRY(b, err, rtp_k_im2col(s, col, x + chw * (size_t)n0, geom(d), cnt, PQ, wide));
         RT_CUDA_TRY(b, err, rtp_k_im2col(s, dyt, dy + kpq * (size_t)n0, gdy, cnt, PQ, wide));
-        RT_TRY(rtp_cuda_gemm(b, &g, col, dyt, n0 == 0 ? 0.0f : 1.0f, dw, stage, err));
+        RT_TRY(rtp_cuda_gemm(b, &g, col, dyt, n0 == 0 ? beta0 : 1.0f, dw, stage, err));
     }
-    if (d->N == 0) RT_CUDA_TRY(b, err, rtp_k_fill(s, dw, (size_t)d->K * CRS, 0.0f));
+    if (d->N == 0 && beta0 == 0.0f)
+        RT_CUDA_TRY(b, err, rtp_k_fill(s, dw, (size_t)d->K * CRS, 0.0f));
+    return RT_OK;
+}
+
+/* A grouped convolution's pass, one image and group at a time (group_desc). */
+static rt_status grouped(rt_backend *b, int pass, float *y, float *x, float *w,
+                         const rt_conv_desc *d, rt_error *err)
+{
+    const int G = rt_conv_groups(d);
+    const rt_conv_desc gd = group_desc(d);
+    const size_t gx = (size_t)gd.C * d->H * d->W, gy = (size_t)gd.K * d->P * d->Q;
+    const size_t gw = rt_conv_weight_numel(d) / (size_t)G;
+    if (pass == RTP_BWD_FILTER && d->N == 0)
+        RT_CUDA_TRY(b, err, rtp_k_fill(rtp_cuda_of(b)->stream, w, rt_conv_weight_numel(d), 0.0f));
+    for (int n = 0; n < d->N; n++)
+        for (int g = 0; g < G; g++) {
+            size_t i = (size_t)n * G + g;
+            float *yg = y + gy * i, *xg = x + gx * i, *wg = w + gw * g;
+            if (pass == RTP_FWD) RT_TRY(gemm_fwd(b, yg, xg, wg, &gd, err));
+            else if (pass == RTP_BWD_DATA) RT_TRY(gemm_bwd_data(b, xg, yg, wg, &gd, err));
+            else RT_TRY(gemm_bwd_filter(b, wg, yg, xg, &gd, n ? 1.0f : 0.0f, err));
+        }
     return RT_OK;
 }
 
@@ -181,6 +218,8 @@ rt_status rtp_cuda_conv2d_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in
 {
     RTP_ENTER(b);
     if (rtp_cuda_of(b)->dnn) RT_TRY(rtp_cudnn_fwd(b, out->data, in->data, w->data, d, err));
+    else if (rt_conv_groups(d) > 1)
+        RT_TRY(grouped(b, RTP_FWD, out->data, (float *)in->data, (float *)w->data, d, err));
     else RT_TRY(gemm_fwd(b, out->data, in->data, w->data, d, err));
     if (bias)
         RT_CUDA_TRY(
@@ -194,6 +233,8 @@ rt_status rtp_cuda_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tenso
 {
     RTP_ENTER(b);
     if (rtp_cuda_of(b)->dnn) return rtp_cudnn_bwd_data(b, din->data, dout->data, w->data, d, err);
+    if (rt_conv_groups(d) > 1)
+        return grouped(b, RTP_BWD_DATA, (float *)dout->data, din->data, (float *)w->data, d, err);
     return gemm_bwd_data(b, din->data, dout->data, w->data, d, err);
 }
 
@@ -204,7 +245,10 @@ rt_status rtp_cuda_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *db
     RTP_ENTER(b);
     if (rtp_cuda_of(b)->dnn)
         RT_TRY(rtp_cudnn_bwd_filter(b, dw->data, dout->data, in->data, d, err));
-    else RT_TRY(gemm_bwd_filter(b, dw->data, dout->data, in->data, d, err));
+    else if (rt_conv_groups(d) > 1)
+        RT_TRY(
+            grouped(b, RTP_BWD_FILTER, (float *)dout->data, (float *)in->data, dw->data, d, err));
+    else RT_TRY(gemm_bwd_filter(b, dw->data, dout->data, in->data, d, 0.0f, err));
     if (!dbias) return RT_OK;
     /* the sum over n and pq per channel, in two levels (cuda_reduce.cu) */
     rtp_cuda *c = rtp_cuda_of(b);

@@ -24,6 +24,17 @@ __global__ void relu_bwd_k(float *dx, const float *dy, const float *y, size_t n,
     RTP_GRID_LOOP(i, n) rtp_relu_bwd_at(i, dx, dy, y, slope);
 }
 
+__global__ void act_fwd_k(float *y, const float *x, size_t n, int kind)
+{
+    RTP_GRID_LOOP(i, n) rtp_act_fwd_at(i, y, x, kind);
+}
+
+__global__ void act_bwd_k(float *dx, const float *dy, const float *x, const float *y, size_t n,
+                          int kind)
+{
+    RTP_GRID_LOOP(i, n) rtp_act_bwd_at(i, dx, dy, x, y, kind);
+}
+
 __global__ void dropout_fwd_k(float *y, float *mask, const float *x, size_t n,
                               rtp_philox_stream st0, uint32_t threshold, float value,
                               const rtp_philox_stream *dv)
@@ -84,6 +95,17 @@ extern "C" cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy
                                       size_t n, float slope)
 {
     RTP_LAUNCH(n, s, relu_bwd_k, dx, dy, y, n, slope);
+}
+
+extern "C" cudaError_t rtp_k_act_fwd(cudaStream_t s, float *y, const float *x, size_t n, int kind)
+{
+    RTP_LAUNCH(n, s, act_fwd_k, y, x, n, kind);
+}
+
+extern "C" cudaError_t rtp_k_act_bwd(cudaStream_t s, float *dx, const float *dy, const float *x,
+                                     const float *y, size_t n, int kind)
+{
+    RTP_LAUNCH(n, s, act_bwd_k, dx, dy, x, y, n, kind);
 }
 
 extern "C" cudaError_t rtp_k_dropout_fwd(cudaStream_t s, float *y, float *mask, const float *x,

@@ -19,6 +19,8 @@
 
 #define RT_AMP_FN __host__ __device__ static inline /* rt_amp_rule.h on the device */
 #include "../rt_amp_rule.h"
+#define RT_ACT_HD __host__ __device__ /* rt_act_math.h on the device */
+#include "../rt_act_math.h"
 #include "cuda_kernels.h"
 
 #define RTP_HD __host__ __device__ static inline
@@ -77,6 +79,18 @@ RTP_HD void rtp_relu_bwd_at(size_t i, float *dx, const float *dy, const float *y
 {
     float k = y[i] > 0.0f ? 1.0f : slope;
     dx[i] = dy[i] * k;
+}
+
+/* the activations of act_fwd / act_bwd (kind: rt_act_kind), rt_act_math.h's formulas */
+RTP_HD void rtp_act_fwd_at(size_t i, float *y, const float *x, int kind)
+{
+    y[i] = rt_act_fwd1(kind, x[i]);
+}
+
+RTP_HD void rtp_act_bwd_at(size_t i, float *dx, const float *dy, const float *x, const float *y,
+                           int kind)
+{
+    dx[i] = rt_act_bwd1(kind, dy[i], x[i], y[i]);
 }
 
 /* relu(a + b) as cpu_backend.c's add_relu: v * (v > 0 ? 1 : 0) */

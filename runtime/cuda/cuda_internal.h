@@ -242,6 +242,8 @@ RT_MUST_USE rt_op_avgpool_fwd rtp_cuda_avgpool_fwd;
 RT_MUST_USE rt_op_avgpool_bwd rtp_cuda_avgpool_bwd;
 RT_MUST_USE rt_op_relu_fwd rtp_cuda_relu_fwd;
 RT_MUST_USE rt_op_relu_bwd rtp_cuda_relu_bwd;
+RT_MUST_USE rt_op_act_fwd rtp_cuda_act_fwd;
+RT_MUST_USE rt_op_act_bwd rtp_cuda_act_bwd;
 RT_MUST_USE rt_op_bn_fwd_train rtp_cuda_bn_fwd_train;
 RT_MUST_USE rt_op_bn_fwd_eval rtp_cuda_bn_fwd_eval;
 RT_MUST_USE rt_op_bn_bwd rtp_cuda_bn_bwd;

@@ -45,6 +45,10 @@ typedef struct rtp_philox_stream {
 cudaError_t rtp_k_fill(cudaStream_t s, float *p, size_t n, float v);
 /* y = x * (x > 0 ? 1 : slope); dx = dy * (y > 0 ? 1 : slope). In place allowed. */
 cudaError_t rtp_k_relu_fwd(cudaStream_t s, float *y, const float *x, size_t n, float slope);
+/* activations (rt_act_kind), as cpu_act_fn.c: y = f(x); dx = dy * f'(x) from x and y */
+cudaError_t rtp_k_act_fwd(cudaStream_t s, float *y, const float *x, size_t n, int kind);
+cudaError_t rtp_k_act_bwd(cudaStream_t s, float *dx, const float *dy, const float *x,
+                          const float *y, size_t n, int kind);
 cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy, const float *y, size_t n,
                            float slope);
 /* mask[i] = (word_i >> 8) < ceil(keep * 2^24) ? 1/keep : 0; y = x * mask (word i of the

@@ -52,6 +52,7 @@
 #include "../rt_nccl.h"
 #include "cuda_internal.h"
 #include "nccl_dl.h"
+#include "rt_clock.h"
 
 typedef struct nccl_rank {
     rtp_nccl_comm_t comm;
@@ -80,13 +81,6 @@ struct rt_nccl {
     int cancelled; /* rt_nccl_cancel: atomic */
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A nonblocking communicator may answer a call with ncclInProgress: NCCL finishes it in
  * the background. Polls NCCL's state until it is no longer in progress, spinning
  * briefly and then sleeping in growing steps up to 1 ms, at most timeout_s: the
@@ -94,7 +88,7 @@ static double now_s(void)
 static rtp_nccl_result settle(const rtp_nccl_fns *f, rtp_nccl_comm_t comm, rtp_nccl_result rc,
                               double timeout_s)
 {
-    const double t0 = now_s();
+    const double t0 = rt_clock_s();
     long sleep_ns = 1000;
     for (int spins = 0; rc == RTP_NCCL_IN_PROGRESS; spins++) {
         rtp_nccl_result state = RTP_NCCL_IN_PROGRESS;
@@ -102,7 +96,7 @@ static rtp_nccl_result settle(const rtp_nccl_fns *f, rtp_nccl_comm_t comm, rtp_n
         if (rc != RTP_NCCL_SUCCESS) return rc;
         rc = state;
         if (rc != RTP_NCCL_IN_PROGRESS || spins < 100) continue;
-        if (now_s() - t0 > timeout_s) break;
+        if (rt_clock_s() - t0 > timeout_s) break;
         struct timespec ts = {0, sleep_ns};
         nanosleep(&ts, NULL);
         if (sleep_ns < 1000000) sleep_ns *= 2;
@@ -304,14 +298,14 @@ static rt_status abort_with(rt_nccl *c, int r, rt_error *err, const char *why)
 static rt_status wait_summed(rt_nccl *c, int r, double timeout_s, rt_error *err)
 {
     nccl_rank *k = &c->r[r];
-    const double t0 = now_s();
+    const double t0 = rt_clock_s();
     long sleep_ns = 1000;
     char why[160];
     for (int spins = 0;; spins++) {
         cudaError_t e = cudaEventQuery(k->summed);
         if (e == cudaSuccess) return RT_OK;
         if (e != cudaErrorNotReady) {
-            snprintf(why, sizeof why, "%s after %.3g s", cudaGetErrorString(e), now_s() - t0);
+            snprintf(why, sizeof why, "%s after %.3g s", cudaGetErrorString(e), rt_clock_s() - t0);
             return abort_with(c, r, err, why);
         }
         rtp_nccl_result async = RTP_NCCL_SUCCESS;
@@ -320,13 +314,13 @@ static rt_status wait_summed(rt_nccl *c, int r, double timeout_s, rt_error *err)
             rc = async;
         if (rc != RTP_NCCL_SUCCESS) {
             snprintf(why, sizeof why, "NCCL reports %s (%d) after %.3g s",
-                     c->f->GetErrorString ? c->f->GetErrorString(rc) : "?", rc, now_s() - t0);
+                     c->f->GetErrorString ? c->f->GetErrorString(rc) : "?", rc, rt_clock_s() - t0);
             return abort_with(c, r, err, why);
         }
         if (__atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE))
             return abort_with(c, r, err, "another device of the group failed");
         if (spins < 100) continue;
-        const double waited = now_s() - t0;
+        const double waited = rt_clock_s() - t0;
         if (waited > timeout_s) {
             snprintf(why, sizeof why,
                      "the other ranks did not join within %g s (KILN_DIST_TIMEOUT): a rank "

@@ -74,6 +74,28 @@ rt_status rtp_cuda_relu_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout
     return RT_OK;
 }
 
+/* ---- activations (rt_act_kind) ---- */
+
+rt_status rtp_cuda_act_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, rt_act_kind kind,
+                           rt_error *err)
+{
+    RTP_ENTER(b);
+    size_t n = rt_tensor_numel(in);
+    RT_CUDA_TRY(b, err, rtp_k_act_fwd(STREAM, out->data, in->data, n, (int)kind));
+    return RT_OK;
+}
+
+rt_status rtp_cuda_act_bwd(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
+                           const rt_tensor *in, const rt_tensor *out, rt_act_kind kind,
+                           rt_error *err)
+{
+    RTP_ENTER(b);
+    size_t n = rt_tensor_numel(out);
+    RT_CUDA_TRY(b, err,
+                rtp_k_act_bwd(STREAM, din->data, dout->data, in->data, out->data, n, (int)kind));
+    return RT_OK;
+}
+
 /* ---- batchnorm ---- */
 
 rt_status rtp_cuda_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,

@@ -173,7 +173,7 @@ static size_t r256(size_t n) { return (n + 255) / 256 * 256; }
 static size_t stage_bytes(const rt_conv_desc *d, rt_precision p, size_t off[3])
 {
     size_t nx = r256((size_t)d->N * d->C * d->H * d->W * 2);
-    size_t nw = r256((size_t)d->K * d->C * d->R * d->S * 2);
+    size_t nw = r256(rt_conv_weight_numel(d) * 2);
     size_t ny = r256((size_t)d->N * d->K * d->P * d->Q * 2);
     if (off) off[0] = 0, off[1] = nx, off[2] = nx + nw;
     return p == RT_PREC_FP32 ? 0 : nx + nw + ny;
@@ -187,9 +187,11 @@ static rt_status set_desc(rt_backend *b, const rt_conv_desc *d, rt_precision p, 
                                              : CUDNN_DATA_FLOAT;
     DNN_TRY(n->f->SetTensor4dDescriptor(n->x, CUDNN_TENSOR_NCHW, dt, d->N, d->C, d->H, d->W));
     DNN_TRY(n->f->SetTensor4dDescriptor(n->y, CUDNN_TENSOR_NCHW, dt, d->N, d->K, d->P, d->Q));
-    DNN_TRY(n->f->SetFilter4dDescriptor(n->w, dt, CUDNN_TENSOR_NCHW, d->K, d->C, d->R, d->S));
+    DNN_TRY(n->f->SetFilter4dDescriptor(n->w, dt, CUDNN_TENSOR_NCHW, d->K, d->C / rt_conv_groups(d),
+                                        d->R, d->S));
     DNN_TRY(n->f->SetConvolution2dDescriptor(n->conv, d->pad, d->pad, d->stride, d->stride, 1, 1,
                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    DNN_TRY(n->f->SetConvolutionGroupCount(n->conv, rt_conv_groups(d)));
     DNN_TRY(n->f->SetConvolutionMathType(n->conv, p == RT_PREC_FP32 ? CUDNN_FMA_MATH
                                                                     : CUDNN_TENSOR_OP_MATH));
     int on, oc, oh, ow;
@@ -464,7 +466,7 @@ static rt_status staged(rt_backend *b, const rt_conv_desc *d, int pass, float *o
     run r = {0};
     RT_TRY(prepare(b, d, &r, err));
     if (!r.stage) return execute(b, d, &r, pass, out, in1, in2, err);
-    const size_t n[3] = {(size_t)d->N * d->C * d->H * d->W, (size_t)d->K * d->C * d->R * d->S,
+    const size_t n[3] = {(size_t)d->N * d->C * d->H * d->W, rt_conv_weight_numel(d),
                          (size_t)d->N * d->K * d->P * d->Q};
     const int *sl = slot[pass];
     void *a16 = r.stage + r.off[sl[1]], *b16 = r.stage + r.off[sl[2]];

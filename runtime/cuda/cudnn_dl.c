@@ -62,6 +62,7 @@ static void load_once(void)
         SYM(SetFilter4dDescriptor),
         SYM(SetConvolution2dDescriptor),
         SYM(SetConvolutionMathType),
+        SYM(SetConvolutionGroupCount),
         SYM(GetConvolution2dForwardOutputDim),
         SYM(GetConvolutionForwardAlgorithm_v7),
         SYM(GetConvolutionBackwardDataAlgorithm_v7),

@@ -30,6 +30,7 @@ typedef struct rtp_dnn_fns {
     RTP_DNN_FN(SetFilter4dDescriptor);
     RTP_DNN_FN(SetConvolution2dDescriptor);
     RTP_DNN_FN(SetConvolutionMathType);
+    RTP_DNN_FN(SetConvolutionGroupCount);
     RTP_DNN_FN(GetConvolution2dForwardOutputDim);
     RTP_DNN_FN(GetConvolutionForwardAlgorithm_v7);
     RTP_DNN_FN(GetConvolutionBackwardDataAlgorithm_v7);

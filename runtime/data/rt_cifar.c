@@ -198,7 +198,7 @@ rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_spl
     ar->read_support_format_tar(a);
     ar->read_support_format_gnutar(a);
     if (ar->read_open_filename(a, path, 1 << 16) != ARCHIVE_OK)
-        st = RT_ERR(err, errno == ENOENT ? RT_ENOTFOUND : RT_EFORMAT,
+        st = RT_ERR(err, rtp_is_file(path) ? RT_EFORMAT : RT_ENOTFOUND, /* errno may be stale */
                     "%s: cannot open as a "
                     "tar archive: %s",
                     path, ar->error_string(a));

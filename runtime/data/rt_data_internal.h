@@ -57,6 +57,37 @@ RT_MUST_USE rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train,
 RT_MUST_USE rt_status rtp_cifar_parse_meta(const char *what, const char *text, size_t len,
                                            rtp_class_names *names, rt_error *err);
 
+/* ---- CIFAR-100 binary (rt_cifar100.c) ---- */
+/* Reads train.bin and test.bin (and coarse_label_names.txt or fine_label_names.txt,
+ * whichever labels are used, if present) from a directory, or from a
+ * cifar-100-binary.tar.gz stream. coarse: the 20 superclass labels, else the 100 fine
+ * ones. Both label bytes of every record are checked. */
+RT_MUST_USE rt_status rtp_cifar100_read_dir(const char *dir, int coarse, rtp_raw_split *train,
+                                            rtp_raw_split *test, rtp_class_names *names,
+                                            const rtp_stop *stop, rt_error *err);
+RT_MUST_USE rt_status rtp_cifar100_read_tar(const char *path, int coarse, rtp_raw_split *train,
+                                            rtp_raw_split *test, rtp_class_names *names,
+                                            const rtp_stop *stop, rt_error *err);
+
+/* ---- SVHN's level-5 MAT files (rt_svhn_mat.c) ---- */
+/* Reads X (uint8 H x W x C x N, column-major) and y (N labels 1..10, 10 = digit 0)
+ * into s: (C, H, W) images, labels 0..9. */
+RT_MUST_USE rt_status rtp_svhn_read_mat(const char *path, rtp_raw_split *s, const rtp_stop *stop,
+                                        rt_error *err);
+
+/* ---- pixel CSV, Kaggle's format (rt_pixcsv.c) ---- */
+/* 1 when the file's first line is `label,pixel...` or `pixel...`. */
+int rtp_pixcsv_sniff(const char *path);
+/* The image shape of rows of `pixels` values: given (three numbers as the user wrote
+ * them, CxHxW or HxWxC; NULL or zeros = inferred: 784 -> 1x28x28, 3072 -> 3x32x32, S*S,
+ * 3*S*S) -> out = {C, H, W, channels_last}. RT_EINVAL / RT_EFORMAT naming path. */
+RT_MUST_USE rt_status rtp_pixcsv_shape(const char *path, int pixels, const int given[3], int out[4],
+                                       rt_error *err);
+/* Reads every row into s (images (C, H, W)); *labelled 0 when the file has no label
+ * column (its labels are then zeros). Errors name the file and line. */
+RT_MUST_USE rt_status rtp_pixcsv_read(const char *path, const int shape[3], rtp_raw_split *s,
+                                      int *labelled, const rtp_stop *stop, rt_error *err);
+
 /* ---- preparation (rt_dataset_prep.c) ---- */
 typedef struct rtp_prep {
     const char *base;               /* "fashion-mnist": split names become base/train ... */
@@ -89,7 +120,7 @@ uint64_t rtp_fnv1a64(uint64_t h, const uint8_t *p, size_t n);
 #define RTP_FNV1A64_INIT 0xcbf29ce484222325ULL
 
 /* ---- known sets (rt_dataset_table.c) ---- */
-typedef enum { RTP_FMT_IDX, RTP_FMT_CIFAR } rtp_format;
+typedef enum { RTP_FMT_IDX, RTP_FMT_CIFAR, RTP_FMT_CIFAR100, RTP_FMT_SVHN } rtp_format;
 
 typedef struct rtp_known_file {
     const char *name;   /* file name on the mirror and on disk */
@@ -98,15 +129,18 @@ typedef struct rtp_known_file {
 } rtp_known_file;
 
 typedef struct rtp_known_set {
-    const char *name; /* "fashion-mnist" */
+    const char *name;     /* "fashion-mnist" */
+    const char *files_of; /* the set whose files (and cache folder) it reads; NULL = name */
     rtp_format format;
-    const char *base_url;       /* canonical mirror, ends with '/' */
+    int coarse;           /* CIFAR-100: the 20 superclass labels instead of the 100 fine ones */
+    const char *base_url; /* canonical mirror, ends with '/' */
     const char *system_dirs[3]; /* NULL-terminated */
     rtp_known_file files[4];    /* IDX: train images, train labels, test images, test
-                                   labels; CIFAR: the archive only */
+                                   labels; CIFAR: the archive only; SVHN: train, test */
     int num_files;
-    const char *class_names[10];
-    const char *augment; /* what plain --augment means for the set (rt_augment.h) */
+    int num_classes;
+    const char *const *class_names; /* num_classes names */
+    const char *augment;            /* what plain --augment means for the set (rt_augment.h) */
 } rtp_known_set;
 
 const rtp_known_set *rtp_known_set_find(const char *name);
@@ -125,6 +159,11 @@ int rtp_find_idx(const char *dir, char paths[4][PATH_MAX]);
 /* A CIFAR-10 source in dir: the batches (dir or dir/cifar-10-batches-bin) -> *is_tar 0,
  * or dir/cifar-10-binary.tar.gz -> *is_tar 1. */
 int rtp_find_cifar(const char *dir, char path[PATH_MAX], int *is_tar);
+/* The same for CIFAR-100: train.bin + test.bin in dir or dir/cifar-100-binary, or
+ * dir/cifar-100-binary.tar.gz. */
+int rtp_find_cifar100(const char *dir, char path[PATH_MAX], int *is_tar);
+/* SVHN: dir/train_32x32.mat and dir/test_32x32.mat -> paths. */
+int rtp_find_svhn(const char *dir, char paths[2][PATH_MAX]);
 /* $XDG_CACHE_HOME/kiln/datasets/NAME, else ~/.cache/kiln/datasets/NAME. */
 RT_MUST_USE rt_status rtp_cache_dir(const char *name, char out[PATH_MAX], rt_error *err);
 RT_MUST_USE rt_status rtp_mkdir_p(const char *path, rt_error *err);

@@ -69,7 +69,8 @@ typedef struct rt_dataset_splits {
 typedef int (*rt_download_progress_fn)(const char *file, uint64_t done, uint64_t total, void *user);
 
 typedef struct rt_dataset_opts {
-    const char *name; /* "mnist", "fashion-mnist", "cifar10", or a path to IDX/CIFAR files
+    const char *name; /* "mnist", "fashion-mnist", "cifar10", "cifar100", "cifar100-coarse",
+                         "svhn", or a path to IDX/CIFAR/SVHN files or a pixel CSV
                                 (DATA: or an http(s)/file URL of them; see docs/datasets.md) */
     const char *dir;  /* --dir: looked in first (and where downloads go); may be NULL */
     const char *url;  /* --url: base URL overriding the canonical mirrors; may be NULL */
@@ -90,6 +91,9 @@ typedef struct rt_dataset_opts {
     uint64_t seed;        /* which images go to val */
     int skip_bad;         /* --skip-bad: count and skip undecodable files (else the
                                 first one is the error) */
+    /* A pixel CSV (label,pixel0,...): the image shape as written, CxHxW (channel planes)
+     * or HxWxC (interleaved); zeros = inferred from the pixel count. */
+    int shape[3];
 } rt_dataset_opts;
 
 /* What an image folder, CSV or archive at path holds, as one number: FNV-1a 64 of
@@ -122,11 +126,21 @@ void rt_dataset_image_u8(const rt_dataset *d, int i, uint8_t *out);
  * For predicting on new images with a model trained on a folder. */
 RT_MUST_USE rt_status rt_image_file_read(const char *path, int c, int h, int w, uint8_t *out,
                                          rt_error *err);
+/* Reads the rows of a pixel CSV (label,pixel0,... or pixel0,...; docs/datasets.md) as
+ * images: shape as %dataset's --shape (CxHxW or HxWxC as written; NULL or zeros: from
+ * the pixel count) -> *n images of *c x *h x *w, *pixels their (C, H, W) bytes and
+ * *labels theirs, or NULL when the file has no label column (both malloc'd). Errors
+ * (RT_EFORMAT, RT_EINVAL, RT_ENOTFOUND, RT_ENOMEM) name the file and line. For
+ * predicting on Kaggle's test.csv. */
+RT_MUST_USE rt_status rt_pixel_csv_read(const char *path, const int shape[3], int *n, int *c,
+                                        int *h, int *w, uint8_t **pixels, uint8_t **labels,
+                                        rt_error *err);
 /* What plain --augment means for the named set NAME (or a split of it, "mnist/train"):
- * the table's "crop:2" for the digit sets (never a flip), "crop:4,flip" for CIFAR-10;
+ * the table's "crop:2" / "crop:4" for the digit sets (never a flip), "crop:4,flip" for
+ * CIFAR;
  * NULL for a set the table does not know (rt_augment_default decides). */
 const char *rt_dataset_default_augment(const char *name);
-/* The names a user may give: "mnist", "fashion-mnist", "cifar10" (NULL-terminated,
+/* The names a user may give: "mnist", "fashion-mnist", "cifar10", ... (NULL-terminated,
  * static), for help and completion. */
 const char *const *rt_dataset_known_names(void);
 

@@ -1,5 +1,5 @@
 /* rt_dataset_fs.c - where data set files are on disk: finding IDX and CIFAR-10
- * files in a directory, the cache directory, mkdir -p, names for splits.
+ * (CIFAR-100, SVHN) files in a directory, the cache directory, mkdir -p, names for splits.
  * Nothing here reads file contents; the readers do that.
  */
 #include "rt_data_internal.h"
@@ -67,6 +67,32 @@ int rtp_find_cifar(const char *dir, char path[PATH_MAX], int *is_tar)
     *is_tar = 1;
     return snprintf(path, PATH_MAX, "%s/cifar-10-binary.tar.gz", dir) < PATH_MAX &&
            rtp_is_file(path);
+}
+
+int rtp_find_cifar100(const char *dir, char path[PATH_MAX], int *is_tar)
+{
+    const char *sub[2] = {"/cifar-100-binary", ""};
+    for (int i = 0; i < 2; i++) {
+        char probe[PATH_MAX], probe2[PATH_MAX];
+        if (snprintf(probe, sizeof probe, "%s%s/test.bin", dir, sub[i]) >= PATH_MAX ||
+            snprintf(probe2, sizeof probe2, "%s%s/train.bin", dir, sub[i]) >= PATH_MAX)
+            return 0;
+        if (rtp_is_file(probe) && rtp_is_file(probe2)) {
+            snprintf(path, PATH_MAX, "%s%s", dir, sub[i]);
+            *is_tar = 0;
+            return 1;
+        }
+    }
+    *is_tar = 1;
+    return snprintf(path, PATH_MAX, "%s/cifar-100-binary.tar.gz", dir) < PATH_MAX &&
+           rtp_is_file(path);
+}
+
+int rtp_find_svhn(const char *dir, char paths[2][PATH_MAX])
+{
+    return snprintf(paths[0], PATH_MAX, "%s/train_32x32.mat", dir) < PATH_MAX &&
+           snprintf(paths[1], PATH_MAX, "%s/test_32x32.mat", dir) < PATH_MAX &&
+           rtp_is_file(paths[0]) && rtp_is_file(paths[1]);
 }
 
 rt_status rtp_cache_dir(const char *name, char out[PATH_MAX], rt_error *err)

@@ -13,6 +13,9 @@
  *  - CIFAR-10: SHA-256 of cifar-10-binary.tar.gz as pinned by several projects,
  *    whose md5 c32a1d4ab5d03f1284b67883e8d87530 and size 170052171 are the ones
  *    Krizhevsky's page publishes.
+ *  - CIFAR-100 and SVHN: TensorFlow Datasets' recorded checksums (url_checksums/
+ *    cifar100.txt, svhn_cropped.txt: URL, size, SHA-256), the same tables that give
+ *    CIFAR-10's hash above; the sizes are those of the files as served.
  */
 #include "rt_data_internal.h"
 
@@ -20,6 +23,52 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+
+static const char *const digits[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+static const char *const fashion_names[] = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
+                                            "Coat",        "Sandal",    "Shirt",    "Sneaker",
+                                            "Bag",         "Ankle boot"};
+static const char *const cifar10_names[] = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                            "dog",      "frog",       "horse", "ship", "truck"};
+/* CIFAR-100's fine_label_names.txt and coarse_label_names.txt, in label order */
+static const char *const cifar100_fine[] = {
+    "apple",       "aquarium_fish", "baby",      "bear",       "beaver",       "bed",
+    "bee",         "beetle",        "bicycle",   "bottle",     "bowl",         "boy",
+    "bridge",      "bus",           "butterfly", "camel",      "can",          "castle",
+    "caterpillar", "cattle",        "chair",     "chimpanzee", "clock",        "cloud",
+    "cockroach",   "couch",         "crab",      "crocodile",  "cup",          "dinosaur",
+    "dolphin",     "elephant",      "flatfish",  "forest",     "fox",          "girl",
+    "hamster",     "house",         "kangaroo",  "keyboard",   "lamp",         "lawn_mower",
+    "leopard",     "lion",          "lizard",    "lobster",    "man",          "maple_tree",
+    "motorcycle",  "mountain",      "mouse",     "mushroom",   "oak_tree",     "orange",
+    "orchid",      "otter",         "palm_tree", "pear",       "pickup_truck", "pine_tree",
+    "plain",       "plate",         "poppy",     "porcupine",  "possum",       "rabbit",
+    "raccoon",     "ray",           "road",      "rocket",     "rose",         "sea",
+    "seal",        "shark",         "shrew",     "skunk",      "skyscraper",   "snail",
+    "snake",       "spider",        "squirrel",  "streetcar",  "sunflower",    "sweet_pepper",
+    "table",       "tank",          "telephone", "television", "tiger",        "tractor",
+    "train",       "trout",         "tulip",     "turtle",     "wardrobe",     "whale",
+    "willow_tree", "wolf",          "woman",     "worm"};
+static const char *const cifar100_coarse[] = {"aquatic_mammals",
+                                              "fish",
+                                              "flowers",
+                                              "food_containers",
+                                              "fruit_and_vegetables",
+                                              "household_electrical_devices",
+                                              "household_furniture",
+                                              "insects",
+                                              "large_carnivores",
+                                              "large_man-made_outdoor_things",
+                                              "large_natural_outdoor_scenes",
+                                              "large_omnivores_and_herbivores",
+                                              "medium_mammals",
+                                              "non-insect_invertebrates",
+                                              "people",
+                                              "reptiles",
+                                              "small_mammals",
+                                              "trees",
+                                              "vehicles_1",
+                                              "vehicles_2"};
 
 static const rtp_known_set known_sets[] = {
     {.name = "mnist",
@@ -35,7 +84,8 @@ static const rtp_known_set known_sets[] = {
                {"t10k-labels-idx1-ubyte.gz",
                 "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6", 4542}},
      .num_files = 4,
-     .class_names = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"},
+     .num_classes = 10,
+     .class_names = digits,
      .augment = "crop:2"}, /* a mirrored digit is another glyph (or none): no flip */
     {.name = "fashion-mnist",
      .format = RTP_FMT_IDX,
@@ -52,8 +102,8 @@ static const rtp_known_set known_sets[] = {
                {"t10k-labels-idx1-ubyte.gz",
                 "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5", 5148}},
      .num_files = 4,
-     .class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
-                     "Sneaker", "Bag", "Ankle boot"},
+     .num_classes = 10,
+     .class_names = fashion_names,
      .augment = "crop:2,flip"}, /* clothes mirror into the same class; 28 x 28: pad 2 */
     {.name = "cifar10",
      .format = RTP_FMT_CIFAR,
@@ -62,12 +112,50 @@ static const rtp_known_set known_sets[] = {
      .files = {{"cifar-10-binary.tar.gz",
                 "c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd", 170052171}},
      .num_files = 1,
-     .class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
-                     "ship", "truck"},
+     .num_classes = 10,
+     .class_names = cifar10_names,
      .augment = "crop:4,flip"},
+    {.name = "cifar100",
+     .format = RTP_FMT_CIFAR100,
+     .base_url = "https://www.cs.toronto.edu/~kriz/",
+     .system_dirs = {"/usr/share/datasets/cifar100", "/usr/local/share/datasets/cifar100", NULL},
+     .files = {{"cifar-100-binary.tar.gz",
+                "58a81ae192c23a4be8b1804d68e518ed807d710a4eb253b1f2a199162a40d8ec", 168513733}},
+     .num_files = 1,
+     .num_classes = 100,
+     .class_names = cifar100_fine,
+     .augment = "crop:4,flip"},
+    {.name = "cifar100-coarse", /* the same files, the 20 superclass labels */
+     .files_of = "cifar100",
+     .format = RTP_FMT_CIFAR100,
+     .coarse = 1,
+     .base_url = "https://www.cs.toronto.edu/~kriz/",
+     .system_dirs = {"/usr/share/datasets/cifar100", "/usr/local/share/datasets/cifar100", NULL},
+     .files = {{"cifar-100-binary.tar.gz",
+                "58a81ae192c23a4be8b1804d68e518ed807d710a4eb253b1f2a199162a40d8ec", 168513733}},
+     .num_files = 1,
+     .num_classes = 20,
+     .class_names = cifar100_coarse,
+     .augment = "crop:4,flip"},
+    {.name = "svhn",
+     .format = RTP_FMT_SVHN,
+     /* The site serves http only; SHA-256 makes that safe. extra_32x32.mat (1.3 GB,
+      * 531131 easier digits) is not part of the set: train + test, as torchvision's
+      * default split. */
+     .base_url = "http://ufldl.stanford.edu/housenumbers/",
+     .system_dirs = {"/usr/share/datasets/svhn", "/usr/local/share/datasets/svhn", NULL},
+     .files = {{"train_32x32.mat",
+                "435e94d69a87fde4fd4d7f3dd208dfc32cb6ae8af2240d066de1df7508d083b8", 182040794},
+               {"test_32x32.mat",
+                "cdce80dfb2a2c4c6160906d0bd7c68ec5a99d7ca4831afa54f09182025b6a75b", 64275384}},
+     .num_files = 2,
+     .num_classes = 10,
+     .class_names = digits,
+     .augment = "crop:4"}, /* house-number digits: a mirrored digit is not the digit */
 };
 
-static const char *const known_names[] = {"mnist", "fashion-mnist", "cifar10", NULL};
+static const char *const known_names[] = {"mnist",           "fashion-mnist", "cifar10", "cifar100",
+                                          "cifar100-coarse", "svhn",          NULL};
 
 const char *const *rt_dataset_known_names(void) { return known_names; }
 

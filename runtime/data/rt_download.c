@@ -15,6 +15,7 @@
  */
 #include "rt_download.h"
 #include "rt_curl_dl.h"
+#include "rt_clock.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -41,13 +42,6 @@ typedef struct xfer {
     int stopped, write_errno, bad_range;
     double last_report;
 } xfer;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint64_t file_size(const char *path)
 {
@@ -114,7 +108,7 @@ static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_of
         x->stopped = 1;
         return 1;
     }
-    double t = now_s();
+    double t = rt_clock_s();
     if (o->progress && t - x->last_report >= 0.1) {
         x->last_report = t;
         uint64_t base = x->fp ? x->base : x->asked_from;

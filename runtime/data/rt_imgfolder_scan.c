@@ -89,16 +89,18 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The visible entries of dir, sorted; *n of them (caller frees each and the array).
- * NULL with *n = -1 when dir cannot be opened. */
-static char **list_dir(const char *dir, int *n)
+/* The visible entries of dir as paths "dir/name", sorted: *n of them in *out (caller
+ * frees with free_names). RT_EIO when dir cannot be read, RT_EINVAL when a path does not
+ * fit PATH_MAX. */
+static rt_status list_dir(const char *dir, char ***out, int *n, rt_error *err)
 {
     DIR *d = opendir(dir);
-    *n = -1;
-    if (!d) return NULL;
-    char **v = NULL;
-    int k = 0, cap = 0;
-    for (struct dirent *e; (e = readdir(d));) {
+    *out = NULL;
+    *n = 0;
+    if (!d) return RT_ERR(err, RT_EIO, "%s: cannot read the folder", dir);
+    char **v = NULL, *path;
+    int k = 0, cap = 0, too_long = 0;
+    for (struct dirent *e; !too_long && (e = readdir(d));) {
         if (e->d_name[0] == '.') continue;
         if (k == cap) {
             cap = cap ? 2 * cap : 64;
@@ -106,13 +108,16 @@ static char **list_dir(const char *dir, int *n)
             if (!nv) break;
             v = nv;
         }
-        if (!(v[k] = strdup(e->d_name))) break;
-        k++;
+        if (asprintf(&path, "%s/%s", dir, e->d_name) < 0) break;
+        too_long = strlen(path) >= PATH_MAX;
+        v[k++] = path;
     }
     closedir(d);
     if (k) qsort(v, (size_t)k, sizeof *v, cmp_str);
+    *out = v;
     *n = k;
-    return v;
+    if (too_long) return RT_ERR(err, RT_EINVAL, "%s: a path in it is too long", dir);
+    return RT_OK;
 }
 
 static void free_names(char **v, int n)
@@ -126,27 +131,22 @@ static void free_names(char **v, int n)
 static rt_status walk(rtp_img_list *l, const char *root, const char *dir, int label, int split,
                       int depth, int *added, rt_error *err)
 {
+    char **paths;
     int n;
-    char **names = list_dir(dir, &n);
-    if (n < 0) return RT_ERR(err, RT_EIO, "%s: cannot read the folder", dir);
-    rt_status st = RT_OK;
-    char path[PATH_MAX];
+    rt_status st = list_dir(dir, &paths, &n, err);
     for (int i = 0; i < n && st == RT_OK; i++) {
-        if (snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= (int)sizeof path) {
-            st = RT_ERR(err, RT_EINVAL, "%s/%s: path too long", dir, names[i]);
-            break;
-        }
+        const char *path = paths[i], *name = path + strlen(dir) + 1;
         struct stat sb;
         if (lstat(path, &sb) != 0) continue;
         if (S_ISLNK(sb.st_mode)) {
             if (stat(path, &sb) != 0) continue; /* a dangling link: not an image */
-            if ((S_ISDIR(sb.st_mode) || (S_ISREG(sb.st_mode) && has_image_ext(names[i]))) &&
+            if ((S_ISDIR(sb.st_mode) || (S_ISREG(sb.st_mode) && has_image_ext(name))) &&
                 (st = rtp_img_inside(root, path, path, err)) != RT_OK)
                 break;
         }
         if (S_ISDIR(sb.st_mode)) {
             if (depth < 16) st = walk(l, root, path, label, split, depth + 1, added, err);
-        } else if (S_ISREG(sb.st_mode) && has_image_ext(names[i])) {
+        } else if (S_ISREG(sb.st_mode) && has_image_ext(name)) {
             st = rtp_img_list_add(l, path, NULL, 0, label, split, err);
             if (st == RT_OK) {
                 uint64_t meta[3] = {(uint64_t)sb.st_size, (uint64_t)sb.st_mtim.tv_sec,
@@ -157,7 +157,7 @@ static rt_status walk(rtp_img_list *l, const char *root, const char *dir, int la
             }
         }
     }
-    free_names(names, n < 0 ? 0 : n);
+    free_names(paths, n);
     return st;
 }
 
@@ -175,30 +175,25 @@ static int find_class(const rtp_img_list *l, const char *name)
 static rt_status scan_classes(rtp_img_list *l, const char *root, const char *dir, int split,
                               int define, rt_error *err)
 {
+    char **paths;
     int n;
-    char **names = list_dir(dir, &n);
-    if (n < 0) return RT_ERR(err, RT_EIO, "%s: cannot read the folder", dir);
-    rt_status st = RT_OK;
-    char path[PATH_MAX];
+    rt_status st = list_dir(dir, &paths, &n, err);
     for (int i = 0; i < n && st == RT_OK; i++) {
-        if (snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= (int)sizeof path ||
-            !rtp_is_dir(path))
-            continue;
-        int label = find_class(l, names[i]);
+        const char *path = paths[i], *name = path + strlen(dir) + 1;
+        if (!rtp_is_dir(path)) continue;
+        int label = find_class(l, name);
         if (define) {
             if (l->num_classes == RT_MAX_CLASSES)
                 st = RT_ERR(err, RT_EFORMAT, "%s: more than %d class folders", dir, RT_MAX_CLASSES);
-            else if (strlen(names[i]) >= sizeof l->names[0])
+            else if (strlen(name) >= sizeof l->names[0])
                 st = RT_ERR(err, RT_EFORMAT, "%s: class name longer than %zu bytes", path,
                             sizeof l->names[0] - 1);
-            else
-                label = l->num_classes++,
-                rtp_copy_str(l->names[label], sizeof l->names[0], names[i]);
+            else label = l->num_classes++, rtp_copy_str(l->names[label], sizeof l->names[0], name);
         } else if (label < 0) {
             st = RT_ERR(err, RT_EFORMAT,
                         "%s: class '%s' is not among the training classes "
                         "(folders of %s/train)",
-                        path, names[i], dir);
+                        path, name, dir);
         }
         int added = 0;
         struct stat sb;
@@ -211,7 +206,7 @@ static rt_status scan_classes(rtp_img_list *l, const char *root, const char *dir
                         "files) ---> HINT: remove it or add images",
                         path);
     }
-    free_names(names, n < 0 ? 0 : n);
+    free_names(paths, n);
     return st;
 }
 

@@ -41,6 +41,7 @@ typedef struct rt_layer {
     int k, r, stride, pad; /* conv: K, R(=S), stride, pad; pool: R, stride; dense: O */
     float f;               /* leakyrelu slope, dropout p */
     int no_bias;           /* conv, dense: `bias=false`, the weight is the only parameter */
+    int groups;            /* conv: `groups=G` (0 or 1: none); activations: rt_act_kind */
     /* ---- shapes, set by infer: input and output per sample (C,H,W); flat = 1-D ---- */
     int in_c, in_h, in_w, in_flat;
     int out_c, out_h, out_w, out_flat;
@@ -113,7 +114,8 @@ struct rt_layer_type {
 
 extern const rt_layer_type rt_layer_conv2d, rt_layer_maxpool, rt_layer_avgpool, rt_layer_relu,
     rt_layer_leakyrelu, rt_layer_batchnorm, rt_layer_dropout, rt_layer_flatten, rt_layer_dense,
-    rt_layer_globalavgpool, rt_layer_adaptiveavgpool;
+    rt_layer_globalavgpool, rt_layer_adaptiveavgpool, rt_layer_relu6, rt_layer_sigmoid,
+    rt_layer_tanh, rt_layer_gelu, rt_layer_silu;
 /* residual blocks: `residual:` (begin), `shortcut:` (projection branch), add (implicit) */
 extern const rt_layer_type rt_layer_res_begin, rt_layer_res_shortcut, rt_layer_res_add;
 

@@ -1,8 +1,11 @@
-/* rt_layer_conv.c - conv2d: `conv2d K R [stride=1] [pad=0|same] [bias=true|false]`
- * (square R x R kernel). pad=same is (R - 1) / 2 (odd R): the output is the input's size
+/* rt_layer_conv.c - conv2d: `conv2d K R [stride=1] [pad=0|same] [bias=true|false]
+ * [groups=1]` (square R x R kernel). pad=same is (R - 1) / 2 (odd R): the output is the input's size
  * at stride 1, and ceil(size / stride) at stride 2, as PyTorch's padding=1 for 3x3 in a
  * ResNet. bias=false drops the bias, as PyTorch's Conv2d(..., bias=False) before a batch
- * norm (which subtracts any per-channel constant again).
+ * norm (which subtracts any per-channel constant again). groups=G is PyTorch's
+ * Conv2d(groups=G): the input and output channels split into G groups, each output
+ * channel reading its group's C/G input channels (weight (K, C/G, R, R)); groups=C with
+ * K = C is a depthwise convolution (MobileNet's).
  *
  * Weight (K,C,R,R) and bias (K) unless bias=false; PyTorch Conv2d semantics and default
  * init. Needs a (C,H,W) input (not after flatten/dense). The computation is the backend's
@@ -18,6 +21,7 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
 {
     l->stride = 1;
     l->pad = 0;
+    l->groups = 1;
     int pos = 0, rc = 0;
     for (int i = 0; i < argc; i++) {
         const char *v;
@@ -26,6 +30,8 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
         if (bias) continue;
         if (rtp_opt(argv[i], "stride", &v)) {
             if ((rc = rtp_parse_int(v, &l->stride))) goto bad_opt;
+        } else if (rtp_opt(argv[i], "groups", &v)) {
+            if ((rc = rtp_parse_int(v, &l->groups))) goto bad_opt;
         } else if (rtp_opt(argv[i], "pad", &v) || rtp_opt(argv[i], "padding", &v)) {
             if (v[0] == '0' && v[1] == 0) l->pad = 0;
             else if (!strcmp(v, "same")) l->pad = -1; /* (R - 1) / 2, once R is known */
@@ -82,7 +88,8 @@ static void desc(const rt_layer *l, int N, rt_conv_desc *d)
                         .stride = l->stride,
                         .pad = l->pad,
                         .P = l->out_h,
-                        .Q = l->out_w};
+                        .Q = l->out_w,
+                        .groups = l->groups};
 }
 
 static rt_status infer(rt_layer *l, char *why)
@@ -92,6 +99,13 @@ static rt_status infer(rt_layer *l, char *why)
                  "needs a (C,H,W) input but gets %d flat features "
                  "(a conv2d cannot follow flatten or dense)",
                  l->in_c);
+        return RT_EINVAL;
+    }
+    int G = l->groups > 1 ? l->groups : 1;
+    if (l->in_c % G || l->k % G) {
+        snprintf(why, RT_LAYER_WHY,
+                 "groups=%d must divide the %d input channels and the %d output channels", G,
+                 l->in_c, l->k);
         return RT_EINVAL;
     }
     int hp = l->in_h + 2 * l->pad, wp = l->in_w + 2 * l->pad;
@@ -112,20 +126,22 @@ static rt_status infer(rt_layer *l, char *why)
                  l->r, l->r, l->in_c, l->in_h, l->in_w);
         return RT_EINVAL;
     }
-    rtp_shape(&l->param[0], l->k, l->in_c, l->r, l->r);
+    rtp_shape(&l->param[0], l->k, l->in_c / G, l->r, l->r);
     rtp_weight_bias(l, 4);
     return RT_OK;
 }
 
 static void format(const rt_layer *l, char *buf, size_t n)
 {
-    snprintf(buf, n, "conv2d %d %d stride=%d pad=%d%s", l->k, l->r, l->stride, l->pad,
-             l->no_bias ? " bias=false" : "");
+    char g[24] = "";
+    if (l->groups > 1) snprintf(g, sizeof g, " groups=%d", l->groups);
+    snprintf(buf, n, "conv2d %d %d stride=%d pad=%d%s%s", l->k, l->r, l->stride, l->pad,
+             l->no_bias ? " bias=false" : "", g);
 }
 
 static void init(const rt_layer *l, float **host, uint64_t seed)
 {
-    int fan_in = l->in_c * l->r * l->r;
+    int fan_in = l->in_c / (l->groups > 1 ? l->groups : 1) * l->r * l->r;
     rtp_init_uniform(host[0], rt_tensor_numel(&l->param[0]), fan_in, seed, l->index, 0);
     if (!l->no_bias) rtp_init_uniform(host[1], (size_t)l->k, fan_in, seed, l->index, 1);
 }
@@ -160,7 +176,7 @@ static size_t workspace(const rt_layer *l, rt_backend *b, int N)
 
 const rt_layer_type rt_layer_conv2d = {
     .name = "conv2d",
-    .usage = "conv2d K R [stride=1] [pad=0|same] [bias=true|false]",
+    .usage = "conv2d K R [stride=1] [pad=0|same] [bias=true|false] [groups=1]",
     .parse = parse,
     .infer = infer,
     .format = format,

@@ -48,15 +48,14 @@ void rt_results_list_free(rt_results_list *l)
     l->n = 0;
 }
 
-/* Grows *arr (elements of size sz) to hold n + 1. */
-static int grow(void *arr, size_t *cap, size_t n, size_t sz)
+/* Grows *arr (elements of size sz, n of them, filled from empty by this function only) to
+ * hold n + 1: its capacity doubles from 8 whenever n reaches a power of two. */
+static int grow(void *arr, size_t n, size_t sz)
 {
-    if (n < *cap) return 0;
-    size_t c = *cap ? *cap * 2 : 8;
-    void *p = realloc(*(void **)arr, c * sz);
+    if (n && (n < 8 || (n & (n - 1)))) return 0;
+    void *p = realloc(*(void **)arr, (n ? 2 * n : 8) * sz);
     if (!p) return -1;
     *(void **)arr = p;
-    *cap = c;
     return 0;
 }
 
@@ -76,12 +75,11 @@ void rtp_fill_run(sqlite3_stmt *st, rt_results_run *r)
 rt_status rtp_load_details(rt_results *rs, rt_results_run *r, int with_ckpts, rt_error *err)
 {
     sqlite3_stmt *st = NULL, *last = NULL;
-    size_t cap = 0;
     RT_TRY(rtp_prepare(rs->db, "SELECT key, value FROM params WHERE run_id = ? ORDER BY key", &st,
                        err));
     sqlite3_bind_int64(st, 1, r->id);
     while (sqlite3_step(st) == SQLITE_ROW) {
-        if (grow(&r->params, &cap, r->nparams, sizeof *r->params)) goto oom;
+        if (grow(&r->params, r->nparams, sizeof *r->params)) goto oom;
         r->params[r->nparams].key = rtp_col_dup(st, 0);
         r->params[r->nparams++].value = rtp_col_dup(st, 1);
     }
@@ -99,9 +97,8 @@ rt_status rtp_load_details(rt_results *rs, rt_results_run *r, int with_ckpts, rt
         return RT_EIO;
     }
     sqlite3_bind_int64(st, 1, r->id);
-    cap = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        if (grow(&r->metrics, &cap, r->nmetrics, sizeof *r->metrics)) goto oom;
+        if (grow(&r->metrics, r->nmetrics, sizeof *r->metrics)) goto oom;
         rt_results_summary *m = &r->metrics[r->nmetrics++];
         m->key = rtp_col_dup(st, 0);
         m->kind = (rt_results_kind)sqlite3_column_int(st, 1);
@@ -128,9 +125,8 @@ rt_status rtp_load_details(rt_results *rs, rt_results_run *r, int with_ckpts, rt
                        "checkpoints WHERE run_id = ? ORDER BY rowid",
                        &st, err));
     sqlite3_bind_int64(st, 1, r->id);
-    cap = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        if (grow(&r->ckpts, &cap, r->nckpts, sizeof *r->ckpts)) goto oom;
+        if (grow(&r->ckpts, r->nckpts, sizeof *r->ckpts)) goto oom;
         rt_results_ckpt *c = &r->ckpts[r->nckpts++];
         c->path = rtp_col_dup(st, 0);
         c->step = sqlite3_column_int64(st, 1);
@@ -147,6 +143,14 @@ oom:
     return RT_ERR(err, RT_ENOMEM, "results: out of memory");
 }
 
+/* RT_ENOTFOUND for a run id the store does not hold. */
+static rt_status no_run(const rt_results *rs, int64_t run_id, rt_error *err)
+{
+    return RT_ERR(err, RT_ENOTFOUND,
+                  "no run %lld in the results store %s ---> HINT: %%results list shows the runs",
+                  (long long)run_id, rs->path);
+}
+
 rt_status rt_results_get_run(rt_results *rs, int64_t run_id, rt_results_run *out, rt_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -156,11 +160,7 @@ rt_status rt_results_get_run(rt_results *rs, int64_t run_id, rt_results_run *out
     int found = sqlite3_step(st) == SQLITE_ROW;
     if (found) rtp_fill_run(st, out);
     sqlite3_finalize(st);
-    if (!found)
-        return RT_ERR(err, RT_ENOTFOUND,
-                      "no run %lld in the results store %s ---> HINT: "
-                      "%%results list shows the runs",
-                      (long long)run_id, rs->path);
+    if (!found) return no_run(rs, run_id, err);
     rt_status s = rtp_load_details(rs, out, 1, err);
     if (s != RT_OK) rt_results_run_free(out);
     return s;
@@ -205,9 +205,8 @@ rt_status rt_results_series(rt_results *rs, int64_t run_id, const char *key, rt_
                        &st, err));
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    size_t cap = 0, capy = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        if (grow(x, &cap, *n, sizeof **x) || grow(y, &capy, *n, sizeof **y)) {
+        if (grow(x, *n, sizeof **x) || grow(y, *n, sizeof **y)) {
             sqlite3_finalize(st);
             free(*x);
             free(*y);
@@ -235,11 +234,7 @@ rt_status rt_results_delete(rt_results *rs, int64_t run_id, int force, rt_error 
         alive = rtp_proc_alive((const char *)sqlite3_column_text(st, 1), pid,
                                (const char *)sqlite3_column_text(st, 3));
     sqlite3_finalize(st);
-    if (!found)
-        return RT_ERR(err, RT_ENOTFOUND,
-                      "no run %lld in the results store %s ---> HINT: "
-                      "%%results list shows the runs",
-                      (long long)run_id, rs->path);
+    if (!found) return no_run(rs, run_id, err);
     if (alive != 0 && !force)
         return RT_ERR(err, RT_EINVAL,
                       "run %lld is still running (pid %ld); stop it first or "

@@ -2,7 +2,7 @@
  * tests (test_image_folders.py).
  *
  *   imgset_tool PATH [--size N|HxW] [--channels C] [--val N|F] [--seed S] [--skip-bad]
- *                    [--dump FILE] [--rss]
+ *                    [--dump FILE] [--rss] [--shape AxBxC]
  *
  * Prints "key value" lines: status, msg, layout, decoded, skipped, first_bad, splits
  * and shape, class names, mean/std. --dump writes each split (train, val, test) as its
@@ -78,7 +78,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr, "usage: imgset_tool PATH [--size N|HxW] [--channels C] [--val N|F] "
-                        "[--seed S] [--skip-bad] [--dump FILE] [--rss]\n");
+                        "[--seed S] [--skip-bad] [--dump FILE] [--rss] [--shape AxBxC]\n");
         return 2;
     }
     rt_dataset_opts o = {.name = argv[1]};
@@ -88,6 +88,8 @@ int main(int argc, char **argv)
     if (val && strchr(val, '.')) o.val_fraction = atof(val);
     else if (val) o.val = atoi(val);
     if (opt(argc, argv, "--seed")) o.seed = strtoull(opt(argc, argv, "--seed"), NULL, 10);
+    const char *shape = opt(argc, argv, "--shape"); /* a pixel CSV's, as %dataset takes it */
+    if (shape && sscanf(shape, "%dx%dx%d", &o.shape[0], &o.shape[1], &o.shape[2]) != 3) return 2;
     for (int i = 2; i < argc; i++)
         if (!strcmp(argv[i], "--skip-bad")) o.skip_bad = 1;
     int rss = 0;

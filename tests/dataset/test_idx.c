@@ -278,7 +278,10 @@ T_TEST(missing_and_unknown)
     ASSERT_STR_EQ(names[0], "mnist");
     ASSERT_STR_EQ(names[1], "fashion-mnist");
     ASSERT_STR_EQ(names[2], "cifar10");
-    ASSERT(names[3] == NULL);
+    ASSERT_STR_EQ(names[3], "cifar100");
+    ASSERT_STR_EQ(names[4], "cifar100-coarse");
+    ASSERT_STR_EQ(names[5], "svhn");
+    ASSERT(names[6] == NULL);
 }
 
 int main(void)

@@ -9,6 +9,10 @@ as %predict's evaluation on every test image and logits within 1e-4 (onnx_ref_to
 computes Kiln's side from the same checkpoint). For the tutorial CNN, the shipped
 ResNet-20, a model with the remaining layer kinds and one with a pooled head. Then
 every bad input: a clear error and no file left behind.
+Every shipped network (%%model NAME NETWORK) is exported untrained too (zoo_onnx_tool:
+its initial weights, batch-norm statistics of its own, a few random inputs), and
+onnxruntime must give Kiln's top-1 and logits; as must a model with grouped and
+depthwise convolutions and every activation.
 """
 import json
 import os
@@ -22,6 +26,7 @@ import pytest
 from PIL import Image
 
 TOOL = os.environ.get("ONNX_REF_TOOL")
+ZOO_TOOL = os.environ.get("ZOO_ONNX_TOOL")
 KILN = os.environ.get("KILN")
 pytestmark = pytest.mark.skipif(not TOOL or not KILN, reason="run through meson")
 
@@ -66,6 +71,27 @@ avgpool 3 stride=1 pad=1
 adaptiveavgpool 3
 conv2d 6 1
 adaptiveavgpool 3 1
+flatten
+dense 3"""
+
+
+# grouped and depthwise convolutions and the activations beyond relu (Clip, Sigmoid,
+# Tanh, Erf for gelu, Sigmoid and Mul for silu), with a linear bottleneck
+ACTIVATIONS = """conv2d 8 3 pad=1
+relu6
+conv2d 8 3 pad=1 groups=8 bias=false
+batchnorm
+sigmoid
+conv2d 12 1 groups=4
+tanh
+residual:
+    conv2d 12 3 stride=1 pad=1 groups=12
+    gelu
+    conv2d 12 1 bias=false
+    batchnorm
+conv2d 12 3 stride=2 pad=1 groups=3
+silu
+globalavgpool
 flatten
 dense 3"""
 
@@ -224,6 +250,7 @@ def check_user_story(work, path, pixels, pred):
     ("others", OTHER_LAYERS, 16, 0.05),
     ("gap_head", GAP_HEAD, 16, 0.05),
     ("pools", POOLS, 16, 0.05),
+    ("activations", ACTIVATIONS, 16, 0.05),
 ])
 def test_export_matches_kiln(work, name, spec, size, lr):
     run_dir, files = train_and_export(work, name, spec, size, lr)
@@ -243,6 +270,11 @@ def test_export_matches_kiln(work, name, spec, size, lr):
             assert inputs == [("Conv", 2), ("Conv", 3), ("Gemm", 2), ("Gemm", 3)], inputs
         if name == "tutorial":
             assert all(k == 3 for _, k in inputs), inputs
+        if name == "activations":
+            assert {"Clip", "Sigmoid", "Tanh", "Erf", "Mul", "Add"} <= ops
+            groups = sorted(a.i for n in onnx.load(str(f)).graph.node if n.op_type == "Conv"
+                            for a in n.attribute if a.name == "group")
+            assert groups == [3, 4, 8, 12], groups
         if name == "pools":
             nodes = onnx.load(str(f)).graph.node
             assert [n.op_type for n in nodes].count("MatMul") == 2
@@ -356,3 +388,44 @@ def test_cli_errors(work):
                            timeout=60)
         assert p.returncode == code and text in p.stderr, (args, p.returncode, p.stderr)
     assert not out.exists()
+
+
+# every shipped network: (name, input, classes); small inputs, four images
+ZOO = [("resnet20", "3x32x32", 10), ("resnet32", "3x32x32", 10), ("resnet44", "3x32x32", 10),
+       ("resnet56", "3x32x32", 10), ("resnet110", "3x32x32", 10), ("resnet18", "3x32x32", 10),
+       ("resnet34", "3x32x32", 10), ("vgg11_bn", "3x32x32", 10), ("vgg16_bn", "3x32x32", 10),
+       ("lenet5", "1x28x28", 10), ("mobilenetv2", "3x32x32", 10)]
+
+
+@pytest.mark.skipif(not ZOO_TOOL, reason="run through meson")
+def test_zoo_covers_every_shipped_network():
+    p = subprocess.run([ZOO_TOOL, "--list"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stdout.split()) == sorted(name for name, _, _ in ZOO)
+
+
+@pytest.mark.skipif(not ZOO_TOOL, reason="run through meson")
+@pytest.mark.parametrize("net,chw,classes", ZOO)
+def test_zoo_export_matches_kiln(tmp_path, net, chw, classes):
+    prefix = tmp_path / net
+    p = subprocess.run([ZOO_TOOL, net, chw, str(classes), "4", str(prefix)],
+                       capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stderr
+    n, c, h, w, k = map(int, p.stdout.split())
+    pixels = np.fromfile(str(prefix) + ".pixels", "<f4").reshape(n, c, h, w)
+    logits = np.fromfile(str(prefix) + ".logits", "<f4").reshape(n, k)
+    path = str(prefix) + ".onnx"
+    onnx.checker.check_model(path)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    got = sess.run(["logits"], {"input": pixels})[0]
+    scale = np.abs(logits).max()
+    worst = np.abs(got - logits).max() / scale
+    print("%s: %d images, max |logit difference| %.3g of %.3g" % (net, n, worst, scale))
+    assert np.array_equal(got.argmax(1), logits.argmax(1)), (got.argmax(1), logits.argmax(1))
+    assert worst <= 1e-4
+    ops = {nd.op_type for nd in onnx.load(path, load_external_data=False).graph.node}
+    if net == "mobilenetv2":
+        assert {"Conv", "Clip", "Add", "BatchNormalization", "Gemm"} <= ops
+        groups = [a.i for nd in onnx.load(path).graph.node if nd.op_type == "Conv"
+                  for a in nd.attribute if a.name == "group"]
+        assert len(groups) == 17 and all(g > 1 for g in groups), groups

@@ -168,6 +168,53 @@ put("cifar", "invalid-missing", b"".join(member(0x80 | k, b"\x00") for k in rang
 put("cifar", "invalid-size", b"".join(member(k, b"\x00" * 10) for k in range(6)))
 put("cifar", "invalid-meta", allsix + member(6, b"a\nb\n"))
 
+# ---- cifar100: coarse flag, then members = selector, LE16 length, data ----
+def rec100(coarse, fine):
+    return bytes([coarse, fine]) + b"\x07" * 8
+fine_list = "".join("f%d\n" % i for i in range(100)).encode()
+coarse_list = "".join("c%d\n" % i for i in range(20)).encode()
+both = member(0x80, rec100(3, 97)) + member(0xC1, rec100(19, 5))
+put("cifar100", "valid-fine", b"\x00" + both + member(0x42, fine_list))
+put("cifar100", "valid-coarse", b"\x01" + both + member(3, coarse_list) + member(0x45, b"x"))
+put("cifar100", "invalid-coarse-label", b"\x00" + member(0x80, rec100(20, 1)) + member(0x81, rec100(1, 1)))
+put("cifar100", "invalid-fine-label", b"\x01" + member(0x80, rec100(1, 100)) + member(0x81, rec100(1, 1)))
+put("cifar100", "invalid-names", b"\x01" + both + member(3, b"a\nb\n"))
+put("cifar100", "invalid-size", b"\x00" + member(0, b"\x00" * 10) + member(1, b"\x00" * 3074))
+put("cifar100", "invalid-missing", b"\x00" + member(0x80, rec100(1, 1)))
+
+# ---- svhn: flags (1 header, 2 compress), then MAT elements ----
+def mat_sub(typ, data):
+    return struct.pack("<II", typ, len(data)) + data + b"\0" * (-len(data) % 8)
+def mat_var(name, cls, dims, typ, data):
+    body = (mat_sub(6, struct.pack("<II", cls, 0)) + mat_sub(5, struct.pack("<%di" % len(dims), *dims))
+            + struct.pack("<HH", 1, len(name)) + name.encode().ljust(4, b"\0") + mat_sub(typ, data))
+    return struct.pack("<II", 14, len(body)) + body
+svx = mat_var("X", 9, [2, 2, 3, 2], 2, bytes(range(24)))
+svy = mat_var("y", 6, [2, 1], 9, struct.pack("<2d", 10, 3))
+put("svhn", "valid-plain", b"\x01" + svx + svy)
+put("svhn", "valid-y-uint8", b"\x01" + svx + mat_var("y", 6, [2, 1], 2, b"\x01\x0a"))
+put("svhn", "valid-compressed-x", b"\x03" + svx)
+def mat_var_small(name, cls, dims, typ, data):  # the real part in the small format
+    body = (mat_sub(6, struct.pack("<II", cls, 0)) + mat_sub(5, struct.pack("<%di" % len(dims), *dims))
+            + struct.pack("<HH", 1, len(name)) + name.encode().ljust(4, b"\0")
+            + struct.pack("<HH", typ, len(data)) + data.ljust(4, b"\0"))
+    return struct.pack("<II", 14, len(body)) + body
+put("svhn", "valid-small-y", b"\x01" + svx + mat_var_small("y", 6, [2, 1], 2, b"\x01\x0a"))
+put("svhn", "invalid-label", b"\x01" + svx + mat_var("y", 6, [2, 1], 2, b"\x00\x0b"))
+put("svhn", "invalid-lying-size", b"\x01" + mat_var("X", 9, [2, 2, 3, 9], 2, bytes(24)) + svy)
+put("svhn", "invalid-count", b"\x01" + svx + mat_var("y", 6, [3, 1], 2, b"\x01\x02\x03"))
+put("svhn", "invalid-no-header", b"\x00" + svx + svy)
+put("svhn", "invalid-truncated", b"\x01" + (svx + svy)[:-20])
+
+# ---- pixcsv: shape bytes (0,0,0 = inferred), then the CSV ----
+put("pixcsv", "valid-inferred", b"\0\0\0label,pixel0,pixel1,pixel2,pixel3\n1,0,255,3,4\n0,9,9,9,9\n")
+put("pixcsv", "valid-shape", b"\x02\x01\x03label,p0,p1,p2,p3,p4,p5\r\n2,1,2,3,4,5,6\r\n\r\n1,0,0,0,0,0,0")
+put("pixcsv", "valid-unlabelled", b"\0\0\0pixel0,pixel1,pixel2,pixel3\n1,2,3,4\n")
+put("pixcsv", "invalid-ragged", b"\0\0\0label,pixel0,pixel1,pixel2,pixel3\n1,0,255,3\n")
+put("pixcsv", "invalid-range", b"\0\0\0label,pixel0,pixel1,pixel2,pixel3\n1,0,256,3,4\n")
+put("pixcsv", "invalid-cell", b"\0\0\0label,pixel0,pixel1,pixel2,pixel3\n1,0,x,3,4\n")
+put("pixcsv", "invalid-shape", b"\x01\x03\x03label,pixel0,pixel1,pixel2,pixel3\n1,0,1,3,4\n")
+
 # ---- ckpt: flags byte then a safetensors file ----
 def st(tensors, meta):
     hdr, data = {}, b""

@@ -23,8 +23,8 @@ if ! [[ "$secs" =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ]; then
   exit 2
 fi
 shift
-all=(wire connection notebook cell forms model idx image cifar ckpt http schedule history args resume
-     results manifest s3xml s3list archive mlflow)
+all=(wire connection notebook cell forms model idx image cifar cifar100 svhn pixcsv ckpt http schedule
+     history args resume results manifest s3xml s3list archive mlflow)
 targets=("${@:-${all[@]}}")
 build="${FUZZ_BUILD:-$root/build-fuzz}"
 out="${FUZZ_OUT:-$build/fuzz-out}"
@@ -38,7 +38,8 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 
 max_len() {
   case "$1" in
-    cifar) echo 40000 ;;   # members are padded to 3073-byte records
+    cifar|cifar100) echo 40000 ;;   # members are padded to 3073/3074-byte records
+    svhn|pixcsv) echo 16384 ;;
     archive|s3list) echo 16384 ;;
     ckpt|notebook|http) echo 16384 ;;
     *) echo 4096 ;;

@@ -74,30 +74,34 @@ static rt_status conv_case(rt_backend *b, int side, void *vc, rt_error *err)
                                         T(k->x), &k->d, err);
 }
 
-static void check_conv(int N, int C, int H, int W, int K, int R, int stride, int pad, int with_bias)
+/* groups G: a grouped convolution (G = C = K: depthwise, the CPU's direct loop) */
+static void check_conv_g(int N, int C, int H, int W, int K, int R, int stride, int pad,
+                         int with_bias, int G)
 {
     conv_ctx k = {.with_bias = with_bias};
     rt_conv_desc *d = &k.d;
-    *d = (rt_conv_desc){N, C, H, W, K, R, R, stride, pad, 0, 0};
+    *d = (rt_conv_desc){N, C, H, W, K, R, R, stride, pad, 0, 0, G};
     d->P = (H + 2 * pad - R) / stride + 1;
     d->Q = (W + 2 * pad - R) / stride + 1;
-    printf("conv2d N=%d C=%d H=%d W=%d K=%d R=S=%d stride=%d pad=%d bias=%d\n", N, C, H, W, K, R,
-           stride, pad, with_bias);
-    size_t nx = (size_t)N * C * H * W, nw = (size_t)K * C * R * R, ny = (size_t)N * K * d->P * d->Q;
-    float *vx = gpu_randn(nx, 1, 1.0f), *vw = gpu_randn(nw, 2, 1.0f / sqrtf((float)(C * R * R)));
+    printf("conv2d N=%d C=%d H=%d W=%d K=%d R=S=%d stride=%d pad=%d bias=%d groups=%d\n", N, C, H,
+           W, K, R, stride, pad, with_bias, G);
+    const int Cg = C / G;
+    size_t nx = (size_t)N * C * H * W, nw = (size_t)K * Cg * R * R,
+           ny = (size_t)N * K * d->P * d->Q;
+    float *vx = gpu_randn(nx, 1, 1.0f), *vw = gpu_randn(nw, 2, 1.0f / sqrtf((float)(Cg * R * R)));
     float *vb = gpu_randn((size_t)K, 3, 0.5f), *vdy = gpu_randn(ny, 4, 1.0f);
     MAKE(k.x, N, C, H, W, vx);
-    MAKE(k.w, K, C, R, R, vw);
+    MAKE(k.w, K, Cg, R, R, vw);
     MAKE(k.bias, K, 1, 1, 1, vb);
     MAKE(k.dy, N, K, d->P, d->Q, vdy);
     MAKE(k.y, N, K, d->P, d->Q, NULL);
     MAKE(k.dx, N, C, H, W, NULL);
-    MAKE(k.dw, K, C, R, R, NULL);
+    MAKE(k.dw, K, Cg, R, R, NULL);
     MAKE(k.db, K, 1, 1, 1, NULL);
     if (ck_both("conv2d", conv_case, &k)) {
-        const double crs = (double)C * R * R, ws = 1.0 / sqrt(crs);
+        const double crs = (double)Cg * R * R, ws = 1.0 / sqrt(crs);
         CMP("conv2d_fwd out", k.y, gemm_atol(crs, 1.0, ws), gemm_rtol());
-        CMP("conv2d_bwd_data din", k.dx, gemm_atol((double)K * R * R, 1.0, ws), gemm_rtol());
+        CMP("conv2d_bwd_data din", k.dx, gemm_atol((double)K / G * R * R, 1.0, ws), gemm_rtol());
         CMP("conv2d_bwd_filter dw", k.dw, gemm_atol((double)N * d->P * d->Q, 1.0, 1.0),
             gemm_rtol());
         /* the bias gradient is a plain fp32 sum in every precision */
@@ -106,6 +110,11 @@ static void check_conv(int N, int C, int H, int W, int K, int R, int stride, int
     gpu_pair *all[] = {&k.x, &k.w, &k.bias, &k.dy, &k.y, &k.dx, &k.dw, &k.db};
     for (int i = 0; i < 8; i++) FREE(*all[i]);
     free(vx), free(vw), free(vb), free(vdy);
+}
+
+static void check_conv(int N, int C, int H, int W, int K, int R, int stride, int pad, int with_bias)
+{
+    check_conv_g(N, C, H, W, K, R, stride, pad, with_bias, 1);
 }
 
 /* ---- pooling ---- */
@@ -220,6 +229,51 @@ static void check_elem(int n, float slope, float p, uint32_t step)
     }
     FREE(k.x), FREE(k.dy);
     for (int i = 0; i < 12; i++) FREE(*outs[i]);
+    free(vx), free(vdy);
+}
+
+/* ---- activations (rt_act_kind): relu6, sigmoid, tanh, gelu, silu ---- */
+
+typedef struct act_ctx {
+    rt_act_kind kind;
+    gpu_pair x, dy, y, dx, yi, dxi;
+} act_ctx;
+
+static rt_status act_case(rt_backend *b, int side, void *vc, rt_error *err)
+{
+    act_ctx *k = vc;
+    RT_TRY(rt_backend_act_fwd(b, T(k->y), T(k->x), k->kind, err));
+    RT_TRY(rt_backend_act_bwd(b, T(k->dx), T(k->dy), T(k->x), T(k->y), k->kind, err));
+    RT_TRY(rt_backend_copy(b, T(k->yi), T(k->x), err));
+    RT_TRY(rt_backend_act_fwd(b, T(k->yi), T(k->yi), k->kind, err)); /* in place */
+    RT_TRY(rt_backend_copy(b, T(k->dxi), T(k->dy), err));
+    return rt_backend_act_bwd(b, T(k->dxi), T(k->dxi), T(k->x), T(k->y), k->kind, err);
+}
+
+/* Inputs of spread 4, so relu6 clips at both ends. The CPU and the mock device compute
+ * the same float expressions (rt_act_math.h): equal; a GPU's expf, erff and tanhf may
+ * differ by an ulp or two, hence 1e-6 + 1e-5|x| for the smooth ones. */
+static void check_act(int n)
+{
+    static const char *const names[RT_ACT_COUNT] = {"relu6", "sigmoid", "tanh", "gelu", "silu"};
+    float *vx = gpu_randn((size_t)n, 11, 4.0f), *vdy = gpu_randn((size_t)n, 12, 1.0f);
+    for (int kind = 0; kind < RT_ACT_COUNT; kind++) {
+        act_ctx k = {.kind = (rt_act_kind)kind};
+        printf("activation %s n=%d\n", names[kind], n);
+        MAKE(k.x, 1, n, 1, 1, vx);
+        MAKE(k.dy, 1, n, 1, 1, vdy);
+        gpu_pair *outs[] = {&k.y, &k.dx, &k.yi, &k.dxi};
+        for (int i = 0; i < 4; i++) MAKE(*outs[i], 1, n, 1, 1, NULL);
+        double tol = kind == RT_ACT_RELU6 ? 0.0 : 1e-6, rtol = kind == RT_ACT_RELU6 ? 0.0 : 1e-5;
+        if (ck_both(names[kind], act_case, &k)) {
+            CMP("act_fwd out", k.y, tol, rtol);
+            CMP("act_bwd din", k.dx, tol, rtol);
+            CMP("act_fwd in place", k.yi, tol, rtol);
+            CMP("act_bwd in place", k.dxi, tol, rtol);
+        }
+        FREE(k.x), FREE(k.dy);
+        for (int i = 0; i < 4; i++) FREE(*outs[i]);
+    }
     free(vx), free(vdy);
 }
 
@@ -502,6 +556,14 @@ int main(int argc, char **argv)
     check_conv(2, 16, 16, 16, 32, 1, 2, 0, 0); /* and its projection */
     check_conv(1, 2, 4, 4, 3, 4, 3, 0, 0);
     check_conv(5, 2, 30, 30, 3, 3, 1, 1, 1); /* the bias gradient in 2 blocks per channel */
+    /* grouped: 2 groups, 1x1 in groups (MobileNet-style shapes); depthwise at stride 1
+     * and 2, with and without a bias, 5x5 */
+    check_conv_g(2, 4, 7, 6, 6, 3, 1, 1, 1, 2);
+    check_conv_g(3, 6, 5, 5, 9, 1, 1, 0, 0, 3);
+    check_conv_g(2, 8, 9, 9, 8, 3, 1, 1, 0, 8);
+    check_conv_g(3, 5, 11, 8, 5, 3, 2, 1, 1, 5);
+    check_conv_g(2, 4, 8, 8, 4, 3, 2, 1, 0, 4);
+    check_conv_g(1, 3, 9, 7, 3, 5, 1, 2, 1, 3);
     if (prec == RT_PREC_BF16) /* im2col: over 64 MiB of columns, 2 chunks, 16-bit copies */
         check_conv(27, 5, 128, 128, 1, 3, 1, 1, 0);
     /* pooling: even, odd (floor mode), overlapping windows, ties after relu; padded
@@ -520,6 +582,8 @@ int main(int argc, char **argv)
     check_elem(7, 0.01f, 0.25f, 1);
     check_elem(1001, 0.0f, 0.5f, 17);
     check_elem(4099, 0.2f, 0.0f, 123456);
+    check_act(1);
+    check_act(1001);
     check_bn(1, 3, 1, 2, 0, 0);
     check_bn(2, 4, 5, 7, 0, 0);
     check_bn(8, 16, 3, 3, 0, 0);

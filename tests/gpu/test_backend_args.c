@@ -28,19 +28,19 @@ static rt_tensor vec(void *data, int n) { return (rt_tensor){data, RT_F32, n, 1,
 
 static rt_status conv_short_weight(side *s, rt_error *err)
 {
-    rt_conv_desc d = {1, 1, 4, 4, 1, 3, 3, 1, 0, 2, 2};
+    rt_conv_desc d = {1, 1, 4, 4, 1, 3, 3, 1, 0, 2, 2, 0};
     return rt_backend_conv2d_fwd(&s->b, &s->t[0], &s->t[1], &s->small, NULL, &d, err);
 }
 
 static rt_status conv_bad_desc(side *s, rt_error *err)
 {
-    rt_conv_desc d = {1, 1, 4, 4, 1, 3, 3, 1, 0, 3, 2};
+    rt_conv_desc d = {1, 1, 4, 4, 1, 3, 3, 1, 0, 3, 2, 0};
     return rt_backend_conv2d_fwd(&s->b, &s->t[0], &s->t[1], &s->t[2], NULL, &d, err);
 }
 
 static rt_status conv_short_dbias(side *s, rt_error *err)
 {
-    rt_conv_desc d = {1, 1, 4, 4, 4, 3, 3, 1, 0, 2, 2};
+    rt_conv_desc d = {1, 1, 4, 4, 4, 3, 3, 1, 0, 2, 2, 0};
     return rt_backend_conv2d_bwd_filter(&s->b, &s->t[0], &s->small, &s->t[1], &s->t[2], &d, err);
 }
 
@@ -66,6 +66,28 @@ static rt_status pool_bad_pad(side *s, rt_error *err)
 {
     rt_pool_desc d = {1, 1, 4, 4, 2, 2, 2, 3, 3, 2, 0}; /* pad 2 > a 2x2 window's half */
     return rt_backend_maxpool_fwd(&s->b, &s->small, &s->t[0], &d, err);
+}
+
+static rt_status conv_groups_indivisible(side *s, rt_error *err)
+{
+    rt_conv_desc d = {1, 4, 2, 2, 6, 3, 3, 1, 1, 2, 2, 4}; /* 4 groups of 6 outputs */
+    return rt_backend_conv2d_fwd(&s->b, &s->t[0], &s->t[1], &s->t[2], NULL, &d, err);
+}
+
+static rt_status conv_grouped_short_weight(side *s, rt_error *err)
+{
+    rt_conv_desc d = {1, 4, 2, 2, 4, 2, 2, 1, 0, 1, 1, 2}; /* weight (4, 2, 2, 2) */
+    return rt_backend_conv2d_bwd_filter(&s->b, &s->small, NULL, &s->t[0], &s->t[1], &d, err);
+}
+
+static rt_status act_unknown_kind(side *s, rt_error *err)
+{
+    return rt_backend_act_fwd(&s->b, &s->t[0], &s->t[1], RT_ACT_COUNT, err);
+}
+
+static rt_status act_short_input(side *s, rt_error *err)
+{
+    return rt_backend_act_bwd(&s->b, &s->t[0], &s->t[1], &s->small, &s->t[2], RT_ACT_GELU, err);
 }
 
 static rt_status relu_unbound_din(side *s, rt_error *err)
@@ -194,6 +216,12 @@ static const bad_call calls[] = {
     {"pool short output", pool_short_output, "pool output: tensor has 3 elements, op needs 4"},
     {"pool padding", pool_bad_pad, "pool: window 2x2 stride 2 pad 2 on 4x4 gives no 3x3"},
     {"relu unbound din", relu_unbound_din, "relu input gradient: unbound tensor"},
+    {"conv2d groups", conv_groups_indivisible, "conv2d: 4 groups do not divide C=4 and K=6"},
+    {"conv2d grouped short weight", conv_grouped_short_weight,
+     "conv2d weight: tensor has 3 elements, op needs 32"},
+    {"activation kind", act_unknown_kind, "activation: unknown kind 5"},
+    {"activation short input", act_short_input,
+     "activation input: tensor has 3 elements, op needs 64"},
     {"batchnorm short gamma", bn_short_gamma,
      "batchnorm weight: tensor has 3 elements, op needs 4"},
     {"batchnorm + relu short beta", bn_relu_short_beta,

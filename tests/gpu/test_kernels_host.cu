@@ -222,7 +222,8 @@ static void conv_case(int *t_failed_, int N, int C, int H, int W, int K, int R, 
                       stride,
                       pad,
                       (H + 2 * pad - R) / stride + 1,
-                      (W + 2 * pad - R) / stride + 1};
+                      (W + 2 * pad - R) / stride + 1,
+                      0};
     rtp_conv_geom g = {C, H, W, R, R, stride, pad, d.P, d.Q};
     const int PQ = d.P * d.Q, CRS = C * R * R;
     size_t nx = (size_t)N * C * H * W, nw = (size_t)K * CRS, ny = (size_t)N * K * PQ;

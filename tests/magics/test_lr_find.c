@@ -224,6 +224,18 @@ T_TEST(test_bad_options)
     ASSERT(tm_last_run(g_store, &r) != 0); /* no run was recorded by any of them */
 }
 
+/* A test that diverges within its first 12 steps has too few points for a suggestion
+ * (the first 10 and the last are left out): a warning, no suggested_lr. */
+T_TEST(test_too_few_points)
+{
+    ASSERT_EQ(setup_on(g_noisy), 0);
+    g_var_sets = 0;
+    ASSERT_EQ(lr_find("--start 5 --end 1000 --steps 12 --optimizer sgd"), 0);
+    ASSERT(strstr(tm_c.out, "suggested learning rate") == NULL);
+    ASSERT_STR_CONTAINS(tm_c.err, "too few steps before the loss diverged to suggest a rate");
+    ASSERT_EQ(g_var_sets, 0);
+}
+
 /* An interrupt stops the test with KeyboardInterrupt. */
 T_TEST(test_interrupt)
 {
@@ -247,6 +259,7 @@ int main(int argc, char **argv)
     T_RUN(test_model_untouched);
     T_RUN(test_diverges_and_suggests);
     T_RUN(test_device_path_suggests_the_same);
+    T_RUN(test_too_few_points);
     T_RUN(test_interrupt);
     tm_teardown(g_s, g_dir);
     char rm[200];

@@ -13,7 +13,8 @@
  * results are bitwise the same run after run and for 1 or 2 threads, AVX2 and AVX-512
  * forward/input gradients agree bitwise, and convolutions no direct path takes (5x5,
  * 1x1 stride 1, >128 channels) stay on im2col. Each path is a backend opened with
- * KILN_CPU_CONV set.
+ * KILN_CPU_CONV set. The depthwise loop (cpu_conv_dw.c) is compared with the grouped
+ * im2col path the same way.
  *
  * Tolerance: |direct - im2col| <= 1e-5 * (|im2col| + max|im2col|), as test_fixtures:
  * both are float32 sums of <= 9*64 terms in different orders (Winograd's transforms
@@ -91,7 +92,7 @@ static int run(rt_backend *b, const conv_case *cc, result *r)
 {
     const rt_conv_desc *d = &cc->d;
     size_t nx = (size_t)d->N * d->C * d->H * d->W, ny = (size_t)d->N * d->K * d->P * d->Q;
-    size_t nw = (size_t)d->K * d->C * d->R * d->S;
+    size_t nw = rt_conv_weight_numel(d);
     float *x = rnd(nx, 1), *w = rnd(nw, 2), *bias = rnd((size_t)d->K, 3), *dy = rnd(ny, 4);
     r->y = calloc(ny, sizeof(float));
     r->dx = calloc(nx, sizeof(float));
@@ -101,10 +102,11 @@ static int run(rt_backend *b, const conv_case *cc, result *r)
     memset(r->y, 0xff, ny * sizeof(float)), memset(r->dx, 0xff, nx * sizeof(float));
     memset(r->dw, 0xff, nw * sizeof(float));
     if (cc->bias) memset(r->db, 0xff, (size_t)d->K * sizeof(float));
-    rt_tensor X = tens(x, d->N, d->C, d->H, d->W), Wt = tens(w, d->K, d->C, d->R, d->S);
+    const int Cg = d->C / rt_conv_groups(d);
+    rt_tensor X = tens(x, d->N, d->C, d->H, d->W), Wt = tens(w, d->K, Cg, d->R, d->S);
     rt_tensor B = tens(bias, d->K, 1, 1, 1), DY = tens(dy, d->N, d->K, d->P, d->Q);
     rt_tensor Y = tens(r->y, d->N, d->K, d->P, d->Q), DX = tens(r->dx, d->N, d->C, d->H, d->W);
-    rt_tensor DW = tens(r->dw, d->K, d->C, d->R, d->S), DB = tens(r->db, d->K, 1, 1, 1);
+    rt_tensor DW = tens(r->dw, d->K, Cg, d->R, d->S), DB = tens(r->db, d->K, 1, 1, 1);
     rt_error err = {0};
     int bad = b->ops->reserve_workspace(b, b->ops->conv2d_workspace(b, d), &err) != RT_OK;
     bad = bad || rt_backend_conv2d_fwd(b, &Y, &X, &Wt, cc->bias ? &B : NULL, d, &err) != RT_OK;
@@ -135,8 +137,7 @@ static int same_bits(const result *a, const result *b, const rt_conv_desc *d)
 {
     size_t nx = (size_t)d->N * d->C * d->H * d->W, ny = (size_t)d->N * d->K * d->P * d->Q;
     return !memcmp(a->y, b->y, ny * 4) && !memcmp(a->dx, b->dx, nx * 4) &&
-           !memcmp(a->dw, b->dw, (size_t)d->K * d->C * d->R * d->S * 4) &&
-           !memcmp(a->db, b->db, d->K * 4u);
+           !memcmp(a->dw, b->dw, rt_conv_weight_numel(d) * 4) && !memcmp(a->db, b->db, d->K * 4u);
 }
 
 static conv_case make(int N, int C, int H, int W, int K, int pad, int bias)
@@ -260,6 +261,75 @@ T_TEST(direct_deterministic)
     ASSERT(same);
 }
 
+/* A depthwise convolution (groups = C = K) of R x R at stride st, padded by pad. */
+static conv_case dw(int N, int C, int H, int W, int R, int st, int pad, int bias)
+{
+    conv_case c = {{.N = N,
+                    .C = C,
+                    .H = H,
+                    .W = W,
+                    .K = C,
+                    .R = R,
+                    .S = R,
+                    .stride = st,
+                    .pad = pad,
+                    .groups = C},
+                   bias};
+    c.d.P = (H + 2 * pad - R) / st + 1;
+    c.d.Q = (W + 2 * pad - R) / st + 1;
+    return c;
+}
+
+/* The depthwise loop (runtime/cpu/cpu_conv_dw.c) against the grouped im2col + sgemm path
+ * (KILN_CPU_CONV=im2col): MobileNetV2's shapes and odd ones; then the same bits for 1
+ * and 2 threads and run after run. */
+T_TEST(depthwise_matches_grouped_im2col)
+{
+    const conv_case cs[] = {
+        dw(3, 32, 16, 16, 3, 1, 1, 0), /* MobileNetV2's first block at 32x32 input */
+        dw(3, 96, 16, 16, 3, 2, 1, 0), /* a stride-2 block */
+        dw(4, 16, 1, 1, 3, 1, 1, 0),   /* the last stages: 1x1 planes */
+        dw(4, 16, 2, 2, 3, 2, 1, 1),   /* 2x2 at stride 2 */
+        dw(5, 7, 9, 13, 3, 2, 1, 1),   /* odd sizes */
+        dw(2, 5, 11, 10, 5, 1, 2, 1),  /* 5x5 */
+        dw(2, 6, 8, 7, 3, 1, 0, 0),    /* pad 0 */
+        dw(2, 4, 10, 11, 3, 3, 1, 1),  /* stride 3 */
+    };
+    rt_backend ref, b1, b2;
+    ASSERT_EQ(open_path(&ref, "im2col", 2), 0);
+    ASSERT_EQ(open_path(&b1, "auto", 1), 0);
+    ASSERT_EQ(open_path(&b2, "auto", 2), 0);
+    if (!rtp_cpu_conv_dw(&b2, &cs[0].d)) {
+        printf("  no direct path on this CPU: nothing compared\n");
+        rt_backend_close(&ref), rt_backend_close(&b1), rt_backend_close(&b2);
+        return;
+    }
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        const rt_conv_desc *d = &cs[c].d;
+        ASSERT(rtp_cpu_conv_dw(&b2, d) && !rtp_cpu_conv_dw(&ref, d));
+        result r, e, r1, r2;
+        ASSERT_EQ(run(&b2, &cs[c], &r), 0);
+        ASSERT_EQ(run(&ref, &cs[c], &e), 0);
+        ASSERT_EQ(run(&b1, &cs[c], &r1), 0);
+        ASSERT_EQ(run(&b2, &cs[c], &r2), 0);
+        size_t nx = (size_t)d->N * d->C * d->H * d->W;
+        size_t ny = (size_t)d->N * d->K * d->P * d->Q;
+        int bad = close_to("y", r.y, e.y, ny) + close_to("dx", r.dx, e.dx, nx) +
+                  close_to("dw", r.dw, e.dw, rt_conv_weight_numel(d)) +
+                  close_to("db", r.db, e.db, (size_t)d->K);
+        if (bad)
+            fprintf(stderr, "  depthwise N%d C%d %dx%d %dx%d stride %d pad %d\n", d->N, d->C, d->H,
+                    d->W, d->R, d->S, d->stride, d->pad);
+        int same = same_bits(&r, &r1, d) && same_bits(&r, &r2, d);
+        drop(&r), drop(&e), drop(&r1), drop(&r2);
+        ASSERT_EQ(bad, 0);
+        ASSERT(same);
+    }
+    printf("  %zu depthwise shapes match grouped im2col, bitwise for 1 and 2 threads\n",
+           sizeof cs / sizeof cs[0]);
+    rt_backend_close(&ref), rt_backend_close(&b1), rt_backend_close(&b2);
+}
+
 T_TEST(other_shapes_stay_on_im2col)
 {
     rt_backend b;
@@ -296,6 +366,7 @@ int main(void)
 {
     T_RUN(direct_matches_im2col);
     T_RUN(direct_deterministic);
+    T_RUN(depthwise_matches_grouped_im2col);
     T_RUN(other_shapes_stay_on_im2col);
     T_RUN(bad_setting_is_an_error);
     return T_EXIT();

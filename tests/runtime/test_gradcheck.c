@@ -127,6 +127,28 @@ CASE(grad_residual_first,
      "    conv2d 2 3 pad=same\nflatten\ndense 3",
      2, 5, 5)
 CASE(grad_globalavgpool, "conv2d 3 3\nglobalavgpool\nflatten\ndense 3", 2, 7, 5)
+/* grouped and depthwise convolutions (the depthwise direct loop at stride 1 and 2, with
+ * and without a bias, a 5x5 one), the smooth activations, and MobileNetV2's linear
+ * bottleneck: a residual block ending in a batch norm with no activation after the add */
+CASE(grad_conv_grouped, "conv2d 4 3 pad=1\nconv2d 6 3 pad=1 groups=2\nflatten\ndense 3", 2, 5, 5)
+CASE(grad_conv_grouped_1x1, "conv2d 4 1\nconv2d 6 1 groups=2 bias=false\nflatten\ndense 3", 2, 4, 4)
+CASE(grad_conv_depthwise, "conv2d 4 1\nconv2d 4 3 pad=1 groups=4\nflatten\ndense 3", 2, 6, 6)
+CASE(grad_conv_depthwise_s2,
+     "conv2d 4 1\nconv2d 4 3 stride=2 pad=1 groups=4 bias=false\nflatten\ndense 3", 2, 7, 7)
+CASE(grad_conv_depthwise_5x5, "conv2d 3 1\nconv2d 3 5 pad=2 groups=3\nflatten\ndense 3", 1, 6, 5)
+CASE(grad_relu6, "conv2d 3 3\nrelu6\nflatten\ndense 3", 1, 6, 6)
+CASE(grad_sigmoid, "conv2d 3 3\nsigmoid\nflatten\ndense 3", 1, 6, 6)
+CASE(grad_tanh, "conv2d 3 3\ntanh\nflatten\ndense 3", 1, 6, 6)
+CASE(grad_gelu, "conv2d 3 3\ngelu\nflatten\ndense 3", 1, 6, 6)
+CASE(grad_silu, "conv2d 3 3\nsilu\nflatten\ndense 3", 1, 6, 6)
+/* (smooth activations inside: after three batch norms, a perturbed weight moves every
+ * value of the batch, and relu6's bends at 0 and 6 are then crossed within h; relu6 is
+ * checked alone above and in MobileNetV2 against PyTorch) */
+CASE(grad_linear_bottleneck,
+     "conv2d 4 3 pad=1\nresidual:\n    conv2d 8 1 bias=false\n    batchnorm\n    silu\n"
+     "    conv2d 8 3 pad=1 groups=8 bias=false\n    batchnorm\n    gelu\n"
+     "    conv2d 4 1 bias=false\n    batchnorm\nglobalavgpool\nflatten\ndense 3",
+     2, 6, 6)
 
 int main(void)
 {
@@ -148,5 +170,16 @@ int main(void)
     T_RUN(grad_residual_projection);
     T_RUN(grad_residual_first);
     T_RUN(grad_globalavgpool);
+    T_RUN(grad_conv_grouped);
+    T_RUN(grad_conv_grouped_1x1);
+    T_RUN(grad_conv_depthwise);
+    T_RUN(grad_conv_depthwise_s2);
+    T_RUN(grad_conv_depthwise_5x5);
+    T_RUN(grad_relu6);
+    T_RUN(grad_sigmoid);
+    T_RUN(grad_tanh);
+    T_RUN(grad_gelu);
+    T_RUN(grad_silu);
+    T_RUN(grad_linear_bottleneck);
     return T_EXIT();
 }

@@ -150,12 +150,25 @@ def test_torchvision_networks():
         check(net, model, chw, classes)
 
 
+def test_mobilenetv2():
+    """torchvision's mobilenet_v2: depthwise convolutions (groups), ReLU6, linear
+    bottlenecks; 2,236,682 parameters for 10 classes, 3,504,872 for 1000."""
+    tv = torchvision.models
+    with no_init():
+        nets = [("mobilenetv2", tv.mobilenet_v2(weights=None, num_classes=10), "3x32x32", 10),
+                ("mobilenetv2", tv.mobilenet_v2(weights=None), "3x64x64", 1000)]
+    for net, model, chw, classes in nets:
+        for p in model.parameters():
+            p.data.zero_()
+        check(net, model, chw, classes)
+
+
 def main():
     if not TOOL:
         print("SKIP: ZOO_NAMES_TOOL not set (run through meson)")
         return 77
     failed = 0
-    for t in (test_cifar_resnets, test_lenet5, test_torchvision_networks):
+    for t in (test_cifar_resnets, test_lenet5, test_torchvision_networks, test_mobilenetv2):
         try:
             t()
             print("PASS", t.__name__)

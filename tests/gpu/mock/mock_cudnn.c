@@ -61,6 +61,7 @@ struct cudnnConvolutionStruct {
     cudnnConvolutionMode_t mode;
     cudnnDataType_t compute;
     cudnnMathType_t math;
+    int groups; /* cudnnSetConvolutionGroupCount (0: never set, 1) */
 };
 
 #define NEED_WS 4096
@@ -152,8 +153,21 @@ cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, in
         compute != CUDNN_DATA_FLOAT)
         return CUDNN_STATUS_BAD_PARAM; /* Kiln: no dilation; fp32 accumulation always */
     cudnnMathType_t m = d->math;
-    *d = (struct cudnnConvolutionStruct){pad_h, pad_w, u, v, dh, dw, mode, compute, m};
+    int g = d->groups;
+    *d = (struct cudnnConvolutionStruct){pad_h, pad_w, u, v, dh, dw, mode, compute, m, g};
     return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int groups)
+{
+    if (groups < 1) return CUDNN_STATUS_BAD_PARAM;
+    d->groups = groups;
+    return CUDNN_STATUS_SUCCESS;
+}
+
+static int groups_of(const cudnnConvolutionDescriptor_t cd)
+{
+    return cd->groups > 1 ? cd->groups : 1;
 }
 
 cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnMathType_t m)
@@ -167,7 +181,7 @@ cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescri
                                                     const cudnnFilterDescriptor_t w, int *n, int *c,
                                                     int *h, int *wd)
 {
-    if (x->c != w->c) return CUDNN_STATUS_BAD_PARAM;
+    if (x->c != w->c * groups_of(cd) || w->k % groups_of(cd)) return CUDNN_STATUS_BAD_PARAM;
     *n = x->n, *c = w->k;
     *h = (x->h + 2 * cd->pad_h - w->r) / cd->u + 1;
     *wd = (x->w + 2 * cd->pad_w - w->s) / cd->v + 1;
@@ -282,8 +296,8 @@ static cudnnStatus_t check_run(int algo, int out, const cudnnConvolutionDescript
     if (cd->math != want) return CUDNN_STATUS_BAD_PARAM;
     size_t need = algo == 2 || algo == FP32_ALGO ? NEED_WS : 0;
     if (need && (wsz < need || !ws || !mock_in_device(ws, need))) return CUDNN_STATUS_BAD_PARAM;
-    if (x->dt != w->dt || x->dt != y->dt || x->c != w->c || y->c != w->k || y->n != x->n ||
-        y->h != (x->h + 2 * cd->pad_h - w->r) / cd->u + 1 ||
+    if (x->dt != w->dt || x->dt != y->dt || x->c != w->c * groups_of(cd) || w->k % groups_of(cd) ||
+        y->c != w->k || y->n != x->n || y->h != (x->h + 2 * cd->pad_h - w->r) / cd->u + 1 ||
         y->w != (x->w + 2 * cd->pad_w - w->s) / cd->v + 1)
         return CUDNN_STATUS_BAD_PARAM;
     size_t e = esize(x->dt);
@@ -307,10 +321,10 @@ static void direct(int pass, double alpha, double beta, const cudnnConvolutionDe
                    const cudnnTensorDescriptor_t xd, void *x, const cudnnFilterDescriptor_t wd,
                    void *w, const cudnnTensorDescriptor_t yd, void *y)
 {
-    const int N = xd->n, C = xd->c, H = xd->h, W = xd->w, K = wd->k, R = wd->r, S = wd->s;
-    const int P = yd->h, Q = yd->w;
+    const int N = xd->n, C = wd->c, H = xd->h, W = xd->w, K = wd->k, R = wd->r, S = wd->s;
+    const int P = yd->h, Q = yd->w, G = groups_of(cd), XC = xd->c, Kg = K / G;
     size_t nout = pass == 0   ? (size_t)N * K * P * Q
-                  : pass == 1 ? (size_t)N * C * H * W
+                  : pass == 1 ? (size_t)N * XC * H * W
                               : (size_t)K * C * R * S;
     double *acc = calloc(nout, sizeof *acc);
     void *out = pass == 0 ? y : pass == 1 ? x : w;
@@ -319,12 +333,13 @@ static void direct(int pass, double alpha, double beta, const cudnnConvolutionDe
         for (int k = 0; k < K; k++)
             for (int p = 0; p < P; p++)
                 for (int q = 0; q < Q; q++)
-                    for (int c = 0; c < C; c++)
+                    for (int c = 0; c < C; c++) /* C: the channels of k's group */
                         for (int r = 0; r < R; r++)
                             for (int s = 0; s < S; s++) {
                                 int ih = p * cd->u - cd->pad_h + r, iw = q * cd->v - cd->pad_w + s;
                                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                                size_t xi = (((size_t)n * C + c) * H + ih) * W + iw;
+                                int xc = k / Kg * C + c;
+                                size_t xi = (((size_t)n * XC + xc) * H + ih) * W + iw;
                                 size_t wi = (((size_t)k * C + c) * R + r) * S + s;
                                 size_t yi = (((size_t)n * K + k) * P + p) * Q + q;
                                 if (pass == 0) acc[yi] += get(x, xi, dt) * get(w, wi, dt);

@@ -21,6 +21,7 @@ static const rtp_dnn_fns mock_fns = {
     .SetFilter4dDescriptor = cudnnSetFilter4dDescriptor,
     .SetConvolution2dDescriptor = cudnnSetConvolution2dDescriptor,
     .SetConvolutionMathType = cudnnSetConvolutionMathType,
+    .SetConvolutionGroupCount = cudnnSetConvolutionGroupCount,
     .GetConvolution2dForwardOutputDim = cudnnGetConvolution2dForwardOutputDim,
     .GetConvolutionForwardAlgorithm_v7 = cudnnGetConvolutionForwardAlgorithm_v7,
     .GetConvolutionBackwardDataAlgorithm_v7 = cudnnGetConvolutionBackwardDataAlgorithm_v7,

@@ -68,6 +68,21 @@ extern "C" cudaError_t rtp_k_relu_fwd(cudaStream_t s, float *y, const float *x, 
     return cudaSuccess;
 }
 
+extern "C" cudaError_t rtp_k_act_fwd(cudaStream_t s, float *y, const float *x, size_t n, int kind)
+{
+    CHECK({y, F4(n)}, {x, F4(n)});
+    for (size_t i = 0; i < n; i++) rtp_act_fwd_at(i, y, x, kind);
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t rtp_k_act_bwd(cudaStream_t s, float *dx, const float *dy, const float *x,
+                                     const float *y, size_t n, int kind)
+{
+    CHECK({dx, F4(n)}, {dy, F4(n)}, {x, F4(n)}, {y, F4(n)});
+    for (size_t i = 0; i < n; i++) rtp_act_bwd_at(i, dx, dy, x, y, kind);
+    return cudaSuccess;
+}
+
 extern "C" cudaError_t rtp_k_relu_bwd(cudaStream_t s, float *dx, const float *dy, const float *y,
                                       size_t n, float slope)
 {
