@@ -97,7 +97,8 @@ static void optim_bench(const char *name, rt_optim_kind kind, double momentum, f
     cfg.momentum = momentum;
     rt_optim_param params[8];
     for (int i = 0; i < 8; i++)
-        params[i] = (rt_optim_param){p + i * (NPARAM / 8), g + i * (NPARAM / 8), NPARAM / 8, 0};
+        params[i] =
+            (rt_optim_param){p + i * (NPARAM / 8), g + i * (NPARAM / 8), NPARAM / 8, 0, 0, 1};
     rt_optim *o;
     if (rt_optim_create(&o, &cfg, params, 8, NULL) != RT_OK) abort();
     run(name, bench_step, o);

@@ -14,6 +14,7 @@ extern const mg_command mg_cmd_device;
 extern const mg_command mg_cmd_env;
 extern const mg_command mg_cmd_evaluate;
 extern const mg_command mg_cmd_export;
+extern const mg_command mg_cmd_fine_tune;
 extern const mg_command mg_cmd_html;
 extern const mg_command mg_cmd_lr_find;
 extern const mg_command mg_cmd_lsmagic;
@@ -28,10 +29,11 @@ extern const mg_command mg_cmd_train;
 extern const mg_command mg_cmd_who;
 
 static const mg_command *const table[] = {
-    &mg_cmd_cd,      &mg_cmd_checkpoint, &mg_cmd_clear,   &mg_cmd_dataset, &mg_cmd_device,
-    &mg_cmd_env,     &mg_cmd_evaluate,   &mg_cmd_export,  &mg_cmd_html,    &mg_cmd_lr_find,
-    &mg_cmd_lsmagic, &mg_cmd_model,      &mg_cmd_predict, &mg_cmd_pwd,     &mg_cmd_results,
-    &mg_cmd_resume,  &mg_cmd_sweep,      &mg_cmd_time,    &mg_cmd_train,   &mg_cmd_who,
+    &mg_cmd_cd,      &mg_cmd_checkpoint, &mg_cmd_clear,  &mg_cmd_dataset,   &mg_cmd_device,
+    &mg_cmd_env,     &mg_cmd_evaluate,   &mg_cmd_export, &mg_cmd_fine_tune, &mg_cmd_html,
+    &mg_cmd_lr_find, &mg_cmd_lsmagic,    &mg_cmd_model,  &mg_cmd_predict,   &mg_cmd_pwd,
+    &mg_cmd_results, &mg_cmd_resume,     &mg_cmd_sweep,  &mg_cmd_time,      &mg_cmd_train,
+    &mg_cmd_who,
 };
 
 const mg_command *mg_registry_find(const char *name)

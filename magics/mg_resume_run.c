@@ -158,6 +158,7 @@ static void run_options(mgp_ck_desc *d, const char *path, const mg_resume_opts *
     o->results[0] = 0;
     if (!strncmp(base, RT_CKPT_DIR_PREFIX, strlen(RT_CKPT_DIR_PREFIX))) /* its run dir */
         snprintf(o->run_dir, sizeof o->run_dir, "%s", dirname(tmp));
+    o->init_done = 1; /* the checkpoint holds the weights: --init is not read again */
     if (ro->epochs > 0) o->epochs = ro->epochs;
     if (ro->device[0]) snprintf(o->device, sizeof o->device, "%s", ro->device);
     if (ro->results[0]) snprintf(o->results, sizeof o->results, "%s", ro->results);

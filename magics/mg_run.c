@@ -238,6 +238,7 @@ static int build_trainer(mg_run *r, mg_error *err)
         return mg_fail_status(err, &re, "%%train: ranks of this launch: %s", re.msg);
     c.replicas = r->nrep > 0 ? r->rep_m : NULL;
     c.nreplicas = r->nrep;
+    c.param_lr_mult = r->lr_mult;
     c.progress = on_progress;
     c.should_stop = should_stop;
     c.user = r;
@@ -283,7 +284,8 @@ int mg_run_create(mg_run **out, mg_ctx *ctx, const mg_run_opts *o, mg_error *err
     r->ctx = ctx;
     r->o = *o;
     r->last_ckpt_step = -1;
-    if (resolve_inputs(r, ws, err) < 0 || build_model(r, err) < 0 || build_trainer(r, err) < 0) {
+    if (resolve_inputs(r, ws, err) < 0 || build_model(r, err) < 0 || mgp_run_finetune(r, err) < 0 ||
+        build_trainer(r, err) < 0) {
         mg_run_destroy(r);
         return -1;
     }
@@ -306,6 +308,7 @@ void mg_run_destroy(mg_run *r)
     rt_results_close(r->rs);
     free(r->eval);
     free(r->spec);
+    free(r->lr_mult);
     mgp_series *s[] = {&r->step_loss, &r->ep_loss, &r->ep_acc, &r->ep_vloss, &r->ep_vacc};
     for (size_t i = 0; i < sizeof s / sizeof *s; i++) mgp_series_free(s[i]);
     free(r);

@@ -38,7 +38,8 @@ typedef struct mg_every {
 } mg_every;
 
 /* Every %train option (each field is one row of mg_train_table, mg_train_table.c,
- * except model, schedule_resolved, checkpoint_every and resume_run_id). Strings are ""
+ * except model, schedule_resolved, checkpoint_every, init_done, init_model and
+ * resume_run_id). Strings are ""
  * when not given. */
 typedef struct mg_run_opts {
     char model[64];              /* MODEL (positional); "" = the model defined last */
@@ -78,6 +79,15 @@ typedef struct mg_run_opts {
     int val;                /* --val N: validation images carved from train; -1 = as the
                                 data set was loaded by %dataset */
     char name[64];          /* --name: run name in the results store ("" = model name) */
+    char init[1024];        /* --init SOURCE: a run directory, a checkpoint or a
+                               .safetensors state_dict to start from ("" = the seed) */
+    int init_strict;        /* --init-strict (flag): a tensor not matched is an error */
+    char freeze[512];       /* --freeze PREFIX,...|until:LAYER|body ("" = none) */
+    char lr_mult[512];      /* --lr-mult PREFIX=F,... ("" = none) */
+    int init_done;          /* a continued run: its checkpoint holds the weights, --init
+                               is not read again (not an option) */
+    char init_model[64];    /* %fine_tune: start from this workspace model's trained
+                               weights instead of --init's file (not an option) */
     int64_t resume_run_id;  /* %resume: results-store run to continue (0 = a new run) */
     int resume;             /* --resume: an mg_resume_mode; -1 = the session's default */
 } mg_run_opts;
@@ -171,6 +181,14 @@ RT_MUST_USE int mg_run_parse_duration(const char *text, double *seconds, mg_erro
  * results store; mg_run_opts_from_json reads it back (unknown keys are ignored). */
 json_t *mg_run_opts_to_json(const mg_run_opts *o);
 RT_MUST_USE int mg_run_opts_from_json(mg_run_opts *o, const json_t *j, mg_error *err);
+
+/* --lr-mult "PREFIX=F,PREFIX=F": the pairs into prefix/factor (at most max; *n set).
+ * Errors name who and the option. */
+#define MG_LR_MULT_MAX 32
+RT_MUST_USE int mg_run_parse_lr_mult(const char *text, const char *who, char (*prefix)[128],
+                                     double *factor, int max, int *n, mg_error *err);
+/* --freeze's syntax: "body", "until:LAYER" or PREFIX[,PREFIX...]. */
+RT_MUST_USE int mg_run_check_freeze(const char *text, const char *who, mg_error *err);
 
 /* ---- the run ---- */
 typedef struct mg_run mg_run;

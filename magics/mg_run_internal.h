@@ -54,6 +54,7 @@ struct mg_run {
     int64_t last_ckpt_step; /* step of the newest checkpoint saved, -1 none */
     int probing;            /* stepped by mg_run_probe_step: no display, begun */
     mgp_series step_loss, ep_loss, ep_acc, ep_vloss, ep_vacc;
+    double *lr_mult; /* --freeze / --lr-mult: one a trainable tensor (0 frozen), or NULL */
 };
 
 /* mg_run_loop.c: a results-store problem, shown once as a warning */
@@ -63,6 +64,9 @@ struct mg_run {
 RT_MUST_USE int mgp_devices_parse(const char *dev, int *idx, int *n, mg_error *err);
 RT_MUST_USE int mgp_devices_open_replicas(mg_run *r, const int *idx, int n, mg_error *err);
 void mgp_devices_free(mg_run *r);
+/* mg_run_init.c: --init into the built model (not for a continued run), then the
+ * multipliers of --freeze and --lr-mult into r->lr_mult; errors name the option */
+RT_MUST_USE int mgp_run_finetune(mg_run *r, mg_error *err);
 /* --precision on backend b (mg_run.c) */
 RT_MUST_USE int mgp_set_precision(mg_run *r, rt_backend *b, mg_error *err);
 void mgp_rs_warn(mg_run *r, const char *what, const char *msg);

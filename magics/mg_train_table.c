@@ -41,6 +41,20 @@ static int normalize_ok(const mg_run_opts *o, const char *who, mg_error *err)
     return mg_fail_status(err, &re, "%s: %s", who, re.msg);
 }
 
+static int lr_mult_ok(const mg_run_opts *o, const char *who, mg_error *err)
+{
+    char prefix[MG_LR_MULT_MAX][128];
+    double f[MG_LR_MULT_MAX];
+    int n;
+    return o->lr_mult[0] ? mg_run_parse_lr_mult(o->lr_mult, who, prefix, f, MG_LR_MULT_MAX, &n, err)
+                         : 0;
+}
+
+static int freeze_ok(const mg_run_opts *o, const char *who, mg_error *err)
+{
+    return o->freeze[0] ? mg_run_check_freeze(o->freeze, who, err) : 0;
+}
+
 const mg_train_option mg_train_table[] = {
     {.opt = {"--data", MG_OPT_STRING, "NAME", "data set", NULL},
      TEXT(data),
@@ -232,6 +246,30 @@ const mg_train_option mg_train_table[] = {
      FIELD(restore_best),
      .key = "restore_best",
      .flags = MG_TO_DEFINING},
+    {.opt = {"--init", MG_OPT_STRING, "SOURCE", "start from a run dir, checkpoint or .safetensors",
+             NULL},
+     TEXT(init),
+     .key = "init",
+     .shown = "none",
+     .flags = MG_TO_DEFINING},
+    {.opt = {"--init-strict", MG_OPT_FLAG, NULL, "--init: every tensor must match", NULL},
+     .store = MG_TO_FLAG,
+     FIELD(init_strict),
+     .key = "init_strict",
+     .flags = MG_TO_DEFINING},
+    {.opt = {"--freeze", MG_OPT_STRING, "PREFIX", "keep fixed: PREFIX,..., until:LAYER or body",
+             NULL},
+     TEXT(freeze),
+     .key = "freeze",
+     .shown = "none",
+     .flags = MG_TO_DEFINING,
+     .check = freeze_ok},
+    {.opt = {"--lr-mult", MG_OPT_STRING, "PREFIX=F", "lr times F for PREFIX,...", NULL},
+     TEXT(lr_mult),
+     .key = "lr_mult",
+     .shown = "none",
+     .flags = MG_TO_DEFINING,
+     .check = lr_mult_ok},
     {.opt = {"--val", MG_OPT_INT, "N", "hold out N training images (a fraction: %dataset --val F)",
              NULL},
      .store = MG_TO_INT,

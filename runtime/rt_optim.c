@@ -110,6 +110,9 @@ rt_status rt_optim_create(rt_optim **out, const rt_optim_config *cfg, const rt_o
     for (size_t i = 0; i < nparams; i++) {
         if (params[i].n > 0 && (!params[i].param || !params[i].grad))
             return RT_ERR(err, RT_EINVAL, "optimizer parameter %zu has no data or gradient", i);
+        if (!(params[i].lr_mult >= 0.0) || !isfinite(params[i].lr_mult))
+            return RT_ERR(err, RT_EINVAL, "optimizer parameter %zu has lr multiplier %g", i,
+                          params[i].lr_mult);
         if (params[i].n > SIZE_MAX / 8 - total - RT_OPTIM_ALIGN)
             return RT_ERR(err, RT_EINVAL, "optimizer parameters are too large");
         total += rt_optim_align(params[i].n);
@@ -152,7 +155,7 @@ static float *slot_ptr(const rt_optim *o, size_t slot, size_t i)
 }
 
 /* Thread share [lo, hi) of the flattened parameters: update the overlapping slices. */
-static void step_share(const rt_optim *o, size_t lo, size_t hi, const rt_sgd_coef sgd[2],
+static void step_share(const rt_optim *o, size_t lo, size_t hi, double lr, const rt_sgd_coef sgd[2],
                        const rt_adam_coef adam[2])
 {
     for (size_t i = 0; i < o->nparams; i++) {
@@ -161,12 +164,19 @@ static void step_share(const rt_optim *o, size_t lo, size_t hi, const rt_sgd_coe
         if (b <= lo || a >= hi) continue;
         size_t s = (lo > a ? lo : a) - a, e = (hi < b ? hi : b) - a; /* within param */
         int nd = p->no_decay != 0;
+        if (p->frozen) continue;
+        rt_sgd_coef sc = sgd[nd];
+        rt_adam_coef ac = adam[nd];
+        if (p->lr_mult != 0.0 && p->lr_mult != 1.0) { /* its own rate (a few parameters) */
+            sc = rt_optim_sgd_coef(&o->cfg, lr * p->lr_mult, o->step, nd);
+            ac = rt_optim_adam_coef(&o->cfg, lr * p->lr_mult, o->step, nd);
+        }
         if (o->cfg.kind == RT_OPTIM_SGD) {
             float *buf = o->nslots ? slot_ptr(o, 0, i) + s : NULL;
-            rtp_optim_sgd_range(p->param + s, buf, p->grad + s, e - s, &sgd[nd]);
+            rtp_optim_sgd_range(p->param + s, buf, p->grad + s, e - s, &sc);
         } else {
             rtp_optim_adam_range(p->param + s, slot_ptr(o, 0, i) + s, slot_ptr(o, 1, i) + s,
-                                 p->grad + s, e - s, &adam[nd]);
+                                 p->grad + s, e - s, &ac);
         }
     }
 }
@@ -186,7 +196,7 @@ rt_status rt_optim_step(rt_optim *o, double lr, rt_error *err)
     {
         size_t lo, hi;
         rtp_optim_thread_share(o->total, &lo, &hi);
-        step_share(o, lo, hi, sgd, adam);
+        step_share(o, lo, hi, lr, sgd, adam);
     }
     return RT_OK;
 }

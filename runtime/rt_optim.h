@@ -18,7 +18,8 @@
  *
  * Checkpoint state: named float arrays "momentum_buffer.<i>" (SGD with momentum),
  * "exp_avg.<i>" and "exp_avg_sq.<i>" (Adam/AdamW), i = parameter index, plus the step
- * count. Not done: amsgrad, maximize, per-group hyperparameters other than no_decay,
+ * count. Per parameter: no_decay, frozen (not updated) and an lr multiplier (lr_mult).
+ * Not done: amsgrad, maximize, other per-group hyperparameters,
  * cycle_momentum of OneCycle (betas/momentum stay fixed).
  */
 #ifndef RT_OPTIM_H
@@ -46,7 +47,9 @@ typedef struct rt_optim_param {
     float *param;
     const float *grad;
     size_t n;
-    int no_decay; /* 1: weight_decay does not apply (e.g. biases, batch-norm) */
+    int no_decay;   /* 1: weight_decay does not apply (e.g. biases, batch-norm) */
+    int frozen;     /* 1: never updated: its state stays zero, no weight decay (--freeze) */
+    double lr_mult; /* its lr is the step's lr times this (--lr-mult); 0 or 1: the lr */
 } rt_optim_param;
 
 typedef struct rt_optim rt_optim;

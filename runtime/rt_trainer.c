@@ -16,6 +16,16 @@
 #include <string.h>
 #include <time.h>
 
+rt_tensor rtp_flat_view(const rt_tensor *flat, size_t off, size_t n)
+{
+    return (rt_tensor){.data = (char *)flat->data + off * sizeof(float),
+                       .dtype = RT_F32,
+                       .n = (int)n,
+                       .c = 1,
+                       .h = 1,
+                       .w = 1};
+}
+
 double rtp_trainer_now(void)
 {
     struct timespec ts;
@@ -88,6 +98,9 @@ static rt_status make_optim(rt_trainer *t, rt_error *err)
     const float *gbase = g->data;
     size_t off = 0;
     rt_status s = RT_OK;
+    const double *mult = t->cfg.param_lr_mult;
+    if (mult && !(t->groups = calloc((size_t)nt + 1, sizeof *t->groups)))
+        s = RT_ERR(err, RT_ENOMEM, "out of memory creating the optimiser");
     for (int i = 0; i < nt && s == RT_OK; i++) {
         rt_named_tensor nt_;
         s = rt_model_tensor(t->m, i, &nt_, err);
@@ -98,6 +111,20 @@ static rt_status make_optim(rt_trainer *t, rt_error *err)
         ps[np].grad = gbase + off;
         ps[np].n = nt_.numel;
         ps[np].no_decay = 0; /* torch applies weight decay to every parameter */
+        ps[np].lr_mult = mult ? mult[np] : 1.0;
+        ps[np].frozen = mult && mult[np] == 0.0;
+        if (mult && !(mult[np] >= 0.0 && isfinite(mult[np])))
+            s = RT_ERR(err, RT_EINVAL, "the lr multiplier of '%s' is %g", nt_.name, mult[np]);
+        if (mult) { /* runs of one multiplier: the device path updates each run */
+            rtp_group *run = t->ngroups ? &t->groups[t->ngroups - 1] : NULL;
+            if (run && run->lr_mult == mult[np])
+                run->n = off + rt_optim_align(nt_.numel) - run->off;
+            else
+                t->groups[t->ngroups++] = (rtp_group){.off = off,
+                                                      .n = rt_optim_align(nt_.numel),
+                                                      .lr_mult = mult[np],
+                                                      .frozen = mult[np] == 0.0};
+        }
         off += rt_optim_align(nt_.numel);
         np++;
     }
@@ -172,6 +199,7 @@ void rt_trainer_destroy(rt_trainer *t)
     free(t->labels);
     free(t->dist_host);
     free(t->best_weights);
+    free(t->groups);
     free(t);
 }
 

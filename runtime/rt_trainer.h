@@ -111,6 +111,12 @@ typedef struct rt_trainer_config {
                                 m is rank 0: progress, checkpoints and evaluation read it.
                                 The models must outlive the trainer */
     int nreplicas;
+    const double *param_lr_mult;    /* NULL: every parameter at the lr. Else one value a
+                                    trainable tensor, in rt_model_tensor order (borrowed;
+                                    must outlive the trainer): its lr is the lr times it
+                                    (--lr-mult); 0 freezes it (--freeze): never updated, no
+                                    optimiser state, no weight decay, its gradient zeroed
+                                    before clipping. Not with loss scaling */
     rt_progress_fn progress;        /* may be NULL */
     int (*should_stop)(void *user); /* may be NULL; non-zero stops before the next step */
     void *user;

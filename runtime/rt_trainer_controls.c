@@ -42,6 +42,11 @@ rt_status rtp_controls_check(const rt_trainer_config *c, const rt_dataset *d, rt
     if (!(c->label_smoothing >= 0.0 && c->label_smoothing < 1.0))
         return RT_ERR(err, RT_EINVAL, "--label-smoothing must be in [0, 1) (got %g)",
                       c->label_smoothing);
+    if (c->param_lr_mult && c->loss_scaling)
+        return RT_ERR(err, RT_EINVAL,
+                      "--freeze and --lr-mult do not work with --precision fp16 (loss "
+                      "scaling updates every parameter at one rate) ---> HINT: --precision "
+                      "bf16 or fp32");
     if (!c->augment) return RT_OK;
     int side = d->h > d->w ? d->h : d->w;
     if (c->crop_pad < 0 || c->crop_pad > d->h || c->crop_pad > d->w || c->crop_pad > 64)
@@ -103,6 +108,12 @@ rt_status rtp_controls_accumulate(rt_trainer *t, int k, int last, rt_error *err)
 rt_status rtp_controls_clip(rt_trainer *t, rt_error *err)
 {
     const rt_trainer_config *c = &t->cfg;
+    for (int i = 0; i < t->ngroups; i++) /* a frozen parameter has no gradient */
+        if (t->groups[i].frozen) {
+            rt_tensor v =
+                rtp_flat_view(rt_model_grads_flat(t->m), t->groups[i].off, t->groups[i].n);
+            RT_TRY(rt_backend_fill(rt_model_backend(t->m), &v, 0.0f, err));
+        }
     if (!(c->clip_norm > 0 || c->clip_value > 0)) return RT_OK;
     rt_clip_desc d = {.max_norm = c->clip_norm, .clip_value = c->clip_value};
     return rt_backend_clip_grad(rt_model_backend(t->m), rt_model_grads_flat(t->m), &t->clip, &d,

@@ -127,8 +127,9 @@ rt_status rtp_dev_create(rt_trainer *t, rt_error *err)
     d->order_epoch = -1;
     d->upload_optim = 1;
     const char *env = getenv("KILN_CUDA_GRAPHS");
+    /* --freeze / --lr-mult: a graph's optimiser nodes all take the step's one lr */
     d->graphs_on = b->ops->graph_begin && !t->cfg.no_graphs && !t->cfg.dist &&
-                   t->cfg.nreplicas == 0 && !(env && !strcmp(env, "0"));
+                   t->cfg.nreplicas == 0 && !t->groups && !(env && !strcmp(env, "0"));
     d->rows = calloc(RING_ROWS, sizeof *d->rows);
     d->hstats = calloc((size_t)RING_ROWS * K * RT_STEP_STATS, sizeof *d->hstats);
     int32_t *lab = malloc((size_t)ds->n * sizeof *lab);
@@ -329,6 +330,50 @@ static rt_status dist_exchange(rt_trainer *t, rt_tensor *gr, int n, int count, d
     return rt_backend_upload(b, gr, t->dist_host, bytes, err);
 }
 
+/* The optimiser op on p with its state s0/s1 and gradient gr at learning rate lr, step
+ * `step` (without loss scaling), for a run of parameters of one lr multiplier. */
+static rt_status dev_update(rt_trainer *t, rt_tensor *p, rt_tensor *s0, rt_tensor *s1,
+                            const rt_tensor *gr, double lr, int64_t step, rt_error *err)
+{
+    rt_backend *b = rt_model_backend(t->m);
+    const rt_optim_config *oc = rt_optim_get_config(t->optim);
+    if (oc->kind == RT_OPTIM_SGD) {
+        rt_sgd_desc sd = {.lr = lr,
+                          .momentum = oc->momentum,
+                          .dampening = oc->dampening,
+                          .weight_decay = oc->weight_decay,
+                          .nesterov = oc->nesterov,
+                          .step = step};
+        return rt_backend_sgd_update(b, p, oc->momentum != 0.0 ? s0 : NULL, gr, &sd, err);
+    }
+    rt_adam_desc ad = {.lr = lr,
+                       .beta1 = oc->beta1,
+                       .beta2 = oc->beta2,
+                       .eps = oc->eps,
+                       .weight_decay = oc->weight_decay,
+                       .decoupled = oc->kind == RT_OPTIM_ADAMW,
+                       .step = step};
+    return rt_backend_adam_update(b, p, s0, s1, gr, &ad, err);
+}
+
+/* --freeze / --lr-mult (never with loss scaling): each run of parameters at its rate,
+ * the frozen ones not at all. */
+static rt_status grouped_update(rt_trainer *t, double lr, int64_t next, rt_error *err)
+{
+    rtp_trainer_dev *d = t->dev;
+    rt_tensor *p = rt_model_params_flat(t->m), *gr = rt_model_grads_flat(t->m);
+    for (int i = 0; i < t->ngroups; i++) {
+        const rtp_group *run = &t->groups[i];
+        if (run->frozen) continue;
+        rt_tensor pv = rtp_flat_view(p, run->off, run->n);
+        rt_tensor gv = rtp_flat_view(gr, run->off, run->n);
+        rt_tensor s0 = d->s0.data ? rtp_flat_view(&d->s0, run->off, run->n) : d->s0;
+        rt_tensor s1 = d->s1.data ? rtp_flat_view(&d->s1, run->off, run->n) : d->s1;
+        RT_TRY(dev_update(t, &pv, &s0, &s1, &gv, lr * run->lr_mult, next, err));
+    }
+    return RT_OK;
+}
+
 /* The ops of one step from the gather to the optimiser (ranks: with the exchange): run,
  * or recorded when a graph is being recorded. */
 static rt_status step_ops(rt_trainer *t, rt_gather_desc *g, int64_t start, int lo, int n, int count,
@@ -364,6 +409,7 @@ static rt_status step_ops(rt_trainer *t, rt_gather_desc *g, int64_t start, int l
     const rt_optim_config *oc = rt_optim_get_config(t->optim);
     if (amp) RT_TRY(rt_backend_amp_unscale(b, gr, amp, err));
     RT_TRY(rtp_controls_clip(t, err));
+    if (t->groups) return grouped_update(t, lr, next, err);
     if (oc->kind == RT_OPTIM_SGD) {
         rt_sgd_desc sd = {.lr = lr,
                           .momentum = oc->momentum,

@@ -40,6 +40,13 @@ typedef struct rtp_trainer_dev {
     int64_t graph_launches, graph_records; /* counts, for tests and the run's log */
 } rtp_trainer_dev;
 
+/* A run of parameters in the flat vectors with one lr multiplier (param_lr_mult). */
+typedef struct rtp_group {
+    size_t off, n; /* floats of the flat layout, gaps included */
+    double lr_mult;
+    int frozen;
+} rtp_group;
+
 struct rt_trainer {
     rt_model *m;            /* borrowed */
     const rt_dataset *data; /* borrowed */
@@ -65,6 +72,8 @@ struct rt_trainer {
     rt_tensor acc;           /* accumulate > 1: (P) the gradients of the step's parts */
     rt_tensor clip;          /* clipping: RT_CLIP_WORDS, the clip_grad op's norm words */
     int micro;               /* the micro-batch of the step being computed (0-based) */
+    rtp_group *groups;       /* cfg.param_lr_mult: runs of equal multipliers, else NULL */
+    int ngroups;
 };
 
 /* rt_trainer_controls.c: accumulation, clipping, label smoothing */
@@ -78,7 +87,8 @@ void rtp_controls_destroy(rt_trainer *t);
 /* After micro-batch k's backward (last: the step's last part): the model's gradients
  * added to the accumulator; the last leaves the step's sum in the model's gradients. */
 RT_MUST_USE rt_status rtp_controls_accumulate(rt_trainer *t, int k, int last, rt_error *err);
-/* The clipping of the step's complete gradient (nothing when off). */
+/* The frozen parameters' gradients zeroed, then the clipping of the step's complete
+ * gradient (nothing when off). */
 RT_MUST_USE rt_status rtp_controls_clip(rt_trainer *t, rt_error *err);
 /* The dropout key of micro-batch k of the current step: step * K + k (the step itself
  * without accumulation). */
@@ -137,6 +147,9 @@ void rtp_rep_set_watch(rt_trainer *t);
 void rtp_rep_set_lr(rt_trainer *t, double lr);
 /* begin (ev NULL) or step on every device at once, each in its own thread */
 RT_MUST_USE rt_status rtp_rep_run(rt_trainer *t, rt_step_event *ev, rt_error *err);
+
+/* A view of floats [off, off + n) of a flat (P,1,1,1) tensor. */
+rt_tensor rtp_flat_view(const rt_tensor *flat, size_t off, size_t n);
 
 /* rt_trainer_device.c */
 RT_MUST_USE rt_status rtp_dev_create(rt_trainer *t, rt_error *err);

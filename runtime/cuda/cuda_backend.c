@@ -71,6 +71,7 @@ rt_status rtp_cuda_enter(rt_backend *b, rt_error *err)
                       "---> HINT: restart the kernel");
     rtp_cuda *c = rtp_cuda_of(b);
     if (!c) return RT_ERR(err, RT_EINVAL, "the CUDA backend is not open");
+    c->seq++;
     RT_CUDA_TRY(b, err, cudaSetDevice(c->device));
     return RT_OK;
 }

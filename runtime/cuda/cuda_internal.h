@@ -87,9 +87,10 @@ typedef struct rtp_cuda {
     void *ws;           /* workspace (device), ws_bytes long */
     size_t ws_bytes;
     rt_precision prec;
-    rt_graph *cap; /* the graph being recorded (cuda_graph.c), NULL: none */
-    unsigned gen;  /* bumped when device memory is freed or the workspace moves: a graph
+    rt_graph *cap;          /* the graph being recorded (cuda_graph.c), NULL: none */
+    unsigned gen;           /* bumped when device memory is freed or the workspace moves: a graph
                       recorded before may name memory that is gone */
+    unsigned long long seq; /* ops entered (rtp_cuda_enter): "nothing ran in between" */
 } rtp_cuda;
 
 static inline rtp_cuda *rtp_cuda_of(rt_backend *b) { return (rtp_cuda *)b->impl; }

@@ -69,6 +69,13 @@ struct rtp_cudnn {
     cudnnConvolutionDescriptor_t conv;
     algos cache[CACHE];
     int next; /* round-robin replacement */
+    struct {  /* the 16-bit dy in staging slot 2, left by the last backward pass */
+        const float *dy;
+        rt_conv_desc d;
+        const char *stage;
+        unsigned long long seq; /* rtp_cuda.seq of that pass */
+        int valid;
+    } dy16;
 };
 
 static rt_status cudnn_fail(rt_backend *b, cudnnStatus_t s, const char *call, const char *file,
@@ -455,7 +462,11 @@ static rt_status execute(rt_backend *b, const rt_conv_desc *d, run *r, int pass,
 
 /* Runs one pass: out from in1 and in2 (execute's operands). In bf16/fp16 the inputs are
  * rounded into their staging slots first and the output widened from its own: slot 0
- * holds x or dx, 1 w or dw, 2 y or dy (r.off). */
+ * holds x or dx, 1 w or dw, 2 y or dy (r.off). A layer's backward runs the filter pass
+ * then the data pass on the same dy: when the pass before this op was the other
+ * backward pass of the same convolution on the same dy (no op in between, so neither dy
+ * nor slot 2, which neither backward pass writes, changed), its 16-bit dy is used as it
+ * is: the same bits, one rounding fewer. */
 static rt_status staged(rt_backend *b, const rt_conv_desc *d, int pass, float *out,
                         const float *in1, const float *in2, rt_error *err)
 {
@@ -469,12 +480,23 @@ static rt_status staged(rt_backend *b, const rt_conv_desc *d, int pass, float *o
     const size_t n[3] = {(size_t)d->N * d->C * d->H * d->W, rt_conv_weight_numel(d),
                          (size_t)d->N * d->K * d->P * d->Q};
     const int *sl = slot[pass];
+    rtp_cuda *c = rtp_cuda_of(b);
+    rtp_cudnn *dn = c->dnn;
+    const float *dy = pass == P_DATA ? in1 : pass == P_FILTER ? in2 : NULL;
+    int have_dy = dy && dn->dy16.valid && dn->dy16.dy == dy && dn->dy16.stage == r.stage &&
+                  dn->dy16.seq + 1 == c->seq && !memcmp(&dn->dy16.d, d, sizeof *d);
+    dn->dy16.valid = 0;
     void *a16 = r.stage + r.off[sl[1]], *b16 = r.stage + r.off[sl[2]];
-    RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, a16, in1, n[sl[1]], BF16));
-    RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, b16, in2, n[sl[2]], BF16));
+    if (!(have_dy && sl[1] == 2))
+        RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, a16, in1, n[sl[1]], BF16));
+    if (!(have_dy && sl[2] == 2))
+        RT_CUDA_TRY(b, err, rtp_k_to_16(STREAM, b16, in2, n[sl[2]], BF16));
     RT_TRY(execute(b, d, &r, pass, r.stage + r.off[sl[0]], a16, b16, err));
     /* r.stage again: the workspace may have grown (grow) */
     RT_CUDA_TRY(b, err, rtp_k_from_16(STREAM, out, r.stage + r.off[sl[0]], n[sl[0]], BF16));
+    if (dy && !have_dy) /* the other backward pass may use it (have_dy: once, not twice) */
+        dn->dy16.dy = dy, dn->dy16.d = *d, dn->dy16.stage = r.stage, dn->dy16.seq = c->seq,
+        dn->dy16.valid = 1;
     return RT_OK;
 }
 

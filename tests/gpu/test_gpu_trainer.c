@@ -18,7 +18,9 @@
  *    MiB, what was free), and the backend trains once memory is back (mock only);
  *  - fp16 with loss scaling: a first scale of 2^24 overflows fp16 (65504) in the first
  *    backward passes, so those steps skip (reported in progress and the summary, scale
- *    halved each time, Adam's t counting applied steps only), then it trains.
+ *    halved each time, Adam's t counting applied steps only), then it trains;
+ *  - frozen parameters and lr multipliers (--freeze, --lr-mult): frozen bytes unchanged
+ *    on both paths, the rest tracks the CPU.
  * Exit 77 without a CUDA device (the real-device build); the mock build always runs.
  */
 #include <math.h>
@@ -62,6 +64,9 @@ static void on_progress(const rt_progress *p, void *user)
     if (p->step >= 1 && p->step <= STEPS) r->loss[p->step - 1] = p->loss;
 }
 
+static const double *g_mult; /* the next start's param_lr_mult (NULL: none) */
+static double g_clip;        /* ... and its clip_norm */
+
 static rt_status start(run *r, rt_backend *b, const rt_dataset *d, double scale, double report_s,
                        rt_error *err)
 {
@@ -80,6 +85,8 @@ static rt_status start(run *r, rt_backend *b, const rt_dataset *d, double scale,
     c.loss_scaling = scale > 0;
     c.loss_scale_init = scale;
     c.report_every_s = report_s;
+    c.param_lr_mult = g_mult;
+    c.clip_norm = g_clip;
     RT_TRY(rt_trainer_create(&r->t, r->m, d, &c, err));
     return rt_trainer_begin(r->t, err);
 }
@@ -294,6 +301,62 @@ T_TEST(fp16_loss_scaling_skips_overflow)
     rt_backend_close(&h);
 }
 
+/* --freeze / --lr-mult on the device path: the frozen conv (weight and bias) keeps its
+ * initial bytes on CUDA as on the CPU, its optimiser state stays zero, and the rest (the
+ * batchnorm at half the rate, the dense layer at twice it) tracks the CPU's host path;
+ * the global-norm clipping leaves the frozen gradients out on both. fp16 loss scaling
+ * refuses the multipliers. */
+T_TEST(frozen_and_lr_mult_track_cpu)
+{
+    static const double mult[6] = {0, 0, 0.5, 0.5, 2, 2}; /* conv w b, bn w b, dense w b */
+    rt_error err = {0};
+    run c, g;
+    g_mult = mult;
+    g_clip = 0.5;
+    rt_status sc = start(&c, &g_cpu, &g_data, 0, 0.25, &err);
+    float *before = sc == RT_OK ? params_of(c.m) : NULL;
+    if (sc == RT_OK) sc = step_to_end(&c, &err);
+    rt_status sg = sc == RT_OK ? start(&g, &g_gpu, &g_data, 0, 0.25, &err) : sc;
+    if (sg == RT_OK) sg = step_to_end(&g, &err);
+    g_mult = NULL;
+    g_clip = 0;
+    if (sg != RT_OK) fprintf(stderr, "  %s\n", err.msg);
+    ASSERT_EQ(sc, RT_OK);
+    ASSERT_EQ(sg, RT_OK);
+    ASSERT(rt_trainer_on_device(g.t));
+    rt_named_tensor w, bias;
+    ASSERT_EQ(rt_model_tensor(c.m, 0, &w, &err), RT_OK);
+    ASSERT_EQ(rt_model_tensor(c.m, 1, &bias, &err), RT_OK);
+    size_t frozen = rt_optim_align(w.numel) + rt_optim_align(bias.numel);
+    float *pc = params_of(c.m), *pg = params_of(g.m);
+    ASSERT_EQ(memcmp(before, pc, frozen * 4), 0); /* frozen: bit for bit, both paths */
+    ASSERT_EQ(memcmp(before, pg, frozen * 4), 0);
+    long P = (long)rt_tensor_numel(rt_model_params_flat(c.m)), moved = 0, bad = 0;
+    for (long i = (long)frozen; i < P; i++) {
+        moved += pc[i] != before[i];
+        bad += !(fabsf(pc[i] - pg[i]) <= 5e-3f + 5e-3f * fabsf(pc[i]));
+    }
+    ASSERT(moved > 20); /* the others trained */
+    ASSERT_EQ(bad, 0);
+    ASSERT_EQ(rt_trainer_flush(g.t, &err), RT_OK);
+    char name[RT_OPTIM_NAME_MAX];
+    size_t n;
+    const float *m0 = rt_optim_state_get(rt_trainer_optim(g.t), 0, name, &n); /* exp_avg.0 */
+    ASSERT_STR_EQ(name, "exp_avg.0");
+    for (size_t i = 0; i < n; i++) ASSERT_EQ(m0[i], 0.0f);
+    free(before);
+    free(pc);
+    free(pg);
+    finish(&c);
+    finish(&g);
+    /* fp16 loss scaling updates every parameter at one rate: refused, naming the options */
+    g_mult = mult;
+    ASSERT_EQ(start(&g, &g_gpu, &g_data, 65536, 0.25, &err), RT_EINVAL);
+    g_mult = NULL;
+    ASSERT_STR_CONTAINS(err.msg, "--freeze and --lr-mult");
+    finish(&g);
+}
+
 int main(void)
 {
     rt_error err = {0};
@@ -308,6 +371,7 @@ int main(void)
     T_RUN(no_round_trip_inside_a_step);
     T_RUN(out_of_memory_for_the_data_set);
     T_RUN(fp16_loss_scaling_skips_overflow);
+    T_RUN(frozen_and_lr_mult_track_cpu);
     rt_backend_close(&g_cpu);
     rt_backend_close(&g_gpu);
     free(g_data.images);

@@ -20,7 +20,9 @@ static void some_value(const mg_train_option *r, char *buf, size_t n)
 {
     /* the rows whose text has a syntax of its own (r->check) */
     static const char *const texts[][2] = {{"--augment", "crop:4,flip,cutout:8"},
-                                           {"--normalize", "(0.1307,), (0.3081,)"}};
+                                           {"--normalize", "(0.1307,), (0.3081,)"},
+                                           {"--freeze", "layer1,until:fc"},
+                                           {"--lr-mult", "layer1=0.1,fc=2"}};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         if (!strcmp(r->opt.name, texts[i][0])) {
             snprintf(buf, n, "'%s'", texts[i][1]);

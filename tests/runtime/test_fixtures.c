@@ -353,7 +353,7 @@ T_TEST(optimizer_ops_equal_rt_optim)
         memcpy(pa, p0, sizeof pa);
         memcpy(pb, p0, sizeof pb);
         rt_optim *o = NULL;
-        rt_optim_param prm = {pa, g, P, 0};
+        rt_optim_param prm = {pa, g, P, 0, 0, 1};
         ASSERT_EQ(rt_optim_create(&o, &cfg, &prm, 1, &err), RT_OK);
         rt_tensor tp = tens(pb, P, 1, 1, 1), tg = tens(g, P, 1, 1, 1);
         rt_tensor m = tens(NULL, P, 1, 1, 1), v = tens(NULL, P, 1, 1, 1);

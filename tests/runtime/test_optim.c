@@ -110,7 +110,7 @@ static rt_status run_create(run *r, const fixture *c, int from_step)
     rt_optim_param params[MAXP];
     for (int i = 0; i < c->nparams; i++) {
         memcpy(r->p[i], from_step ? c->param[from_step][i] : c->init[i], sizeof r->p[i]);
-        params[i] = (rt_optim_param){r->p[i], r->g[i], c->n[i], c->no_decay[i]};
+        params[i] = (rt_optim_param){r->p[i], r->g[i], c->n[i], c->no_decay[i], 0, 1};
     }
     return rt_optim_create(&r->opt, &c->cfg, params, (size_t)c->nparams, NULL);
 }
@@ -206,7 +206,7 @@ T_TEST(test_resume_bitwise)
 T_TEST(test_state_names_and_errors)
 {
     float p[4] = {0}, g[4] = {0}, data[4] = {1, 2, 3, 4};
-    rt_optim_param params[2] = {{p, g, 3, 0}, {p + 3, g + 3, 1, 1}};
+    rt_optim_param params[2] = {{p, g, 3, 0, 0, 1}, {p + 3, g + 3, 1, 1, 0, 1}};
     rt_optim_config cfg = rt_optim_config_default(RT_OPTIM_ADAM);
     rt_optim *o;
     rt_error err;
@@ -249,10 +249,51 @@ T_TEST(test_state_names_and_errors)
     rt_optim_destroy(o);
 }
 
+/* A frozen parameter never changes and keeps zero state; one with lr_mult F follows the
+ * run of the same parameter alone at lr * F exactly (AdamW: decay too; SGD momentum). */
+T_TEST(test_frozen_and_lr_mult)
+{
+    for (int kind = 0; kind < 3; kind++) {
+        float p[3][4], g[4] = {0.5f, -0.25f, 0.125f, 1.0f}, q[4];
+        for (int j = 0; j < 3; j++)
+            for (int i = 0; i < 4; i++) p[j][i] = 0.1f * (float)(i + 1) - 0.2f * (float)j;
+        memcpy(q, p[2], sizeof q);
+        const float p0[4] = {p[0][0], p[0][1], p[0][2], p[0][3]};
+        rt_optim_param ps[3] = {
+            {p[0], g, 4, 0, 1, 1}, {p[1], g, 4, 0, 0, 1}, {p[2], g, 4, 0, 0, 0.1}};
+        rt_optim_param alone[1] = {{q, g, 4, 0, 0, 1}};
+        rt_optim_config cfg = rt_optim_config_default((rt_optim_kind)kind);
+        if (kind == RT_OPTIM_SGD) cfg.momentum = 0.9, cfg.weight_decay = 0.01;
+        rt_optim *o, *a;
+        rt_error err;
+        ASSERT_EQ(rt_optim_create(&o, &cfg, ps, 3, &err), RT_OK);
+        ASSERT_EQ(rt_optim_create(&a, &cfg, alone, 1, &err), RT_OK);
+        for (int step = 0; step < 5; step++) {
+            ASSERT_EQ(rt_optim_step(o, 0.01, &err), RT_OK);
+            ASSERT_EQ(rt_optim_step(a, 0.01 * 0.1, &err), RT_OK);
+        }
+        ASSERT_EQ(memcmp(p[0], p0, sizeof p0), 0); /* frozen: bit for bit */
+        ASSERT(p[1][0] != 0.1f);                   /* the others moved */
+        ASSERT_EQ(memcmp(p[2], q, sizeof q), 0);   /* lr 0.01 x 0.1 = the lr 0.001 run */
+        char name[RT_OPTIM_NAME_MAX];
+        size_t n;
+        for (size_t k = 0; k < rt_optim_state_count(o); k++) {
+            const float *st = rt_optim_state_get(o, k, name, &n);
+            if (!strcmp(name + strlen(name) - 2, ".0"))
+                for (size_t i = 0; i < n; i++) ASSERT_EQ(st[i], 0.0f); /* no state */
+        }
+        rt_optim_destroy(o);
+        rt_optim_destroy(a);
+        ps[2].lr_mult = -1;
+        ASSERT_EQ(rt_optim_create(&o, &cfg, ps, 3, &err), RT_EINVAL);
+        ASSERT_STR_CONTAINS(err.msg, "lr multiplier");
+    }
+}
+
 T_TEST(test_config_validation)
 {
     float p[1] = {0}, g[1] = {0};
-    rt_optim_param params[1] = {{p, g, 1, 0}};
+    rt_optim_param params[1] = {{p, g, 1, 0, 0, 1}};
     rt_optim *o = (rt_optim *)&o; /* must be set to NULL on failure */
     rt_error err;
     rt_optim_config c = rt_optim_config_default(RT_OPTIM_SGD);
@@ -278,7 +319,7 @@ T_TEST(test_config_validation)
     ASSERT_EQ(rt_optim_create(&o, &c, params, 1, &err), RT_EINVAL);
     ASSERT_STR_CONTAINS(err.msg, "weight_decay");
     c = rt_optim_config_default(RT_OPTIM_ADAM);
-    rt_optim_param missing[1] = {{NULL, g, 1, 0}};
+    rt_optim_param missing[1] = {{NULL, g, 1, 0, 0, 1}};
     ASSERT_EQ(rt_optim_create(&o, &c, missing, 1, &err), RT_EINVAL);
     rt_optim_kind k;
     ASSERT_EQ(rt_optim_kind_parse("AdamW", &k, &err), RT_OK);
@@ -299,7 +340,7 @@ T_TEST(test_parallel_equals_serial)
     }
     rt_optim_config c = rt_optim_config_default(RT_OPTIM_ADAMW);
     rt_optim *o;
-    rt_optim_param params[1] = {{p, g, N, 0}};
+    rt_optim_param params[1] = {{p, g, N, 0, 0, 1}};
     ASSERT_EQ(rt_optim_create(&o, &c, params, 1, NULL), RT_OK);
     float *m = calloc(N, sizeof *m), *v = calloc(N, sizeof *v);
     ASSERT(m && v);
@@ -335,6 +376,7 @@ int main(int argc, char **argv)
     T_RUN(test_resume_bitwise);
     T_RUN(test_state_names_and_errors);
     T_RUN(test_config_validation);
+    T_RUN(test_frozen_and_lr_mult);
     T_RUN(test_parallel_equals_serial);
     return T_EXIT();
 }

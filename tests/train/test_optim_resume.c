@@ -58,7 +58,8 @@ static rt_status trainer_create(trainer *t, rt_optim_kind kind, const char *sche
     rt_rng_fill_uniform(&r, t->w, L * F, -0.07f, 0.07f); /* kaiming-uniform bound 1/sqrt(F) */
     rt_optim_config oc = rt_optim_config_default(kind);
     if (kind == RT_OPTIM_SGD) oc.momentum = 0.9, oc.nesterov = 1, oc.weight_decay = 1e-3;
-    rt_optim_param ps[2] = {{t->w, t->grad, L * F, 0}, {t->w + L * F, t->grad + L * F, L, 1}};
+    rt_optim_param ps[2] = {{t->w, t->grad, L * F, 0, 0, 1},
+                            {t->w + L * F, t->grad + L * F, L, 1, 0, 1}};
     RT_TRY(rt_optim_create(&t->opt, &oc, ps, 2, NULL));
     rt_batcher_data d = {g_images, g_labels, N, C, H, W, NULL};
     rt_batcher_config bc = rt_batcher_config_default(B, SEED);

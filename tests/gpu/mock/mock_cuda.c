@@ -46,6 +46,7 @@ static struct {
     long d2h, syncs, gemm16, gemm_fast, gemm_calls, gemm_batched, event_waits, event_polls,
         h2d_bytes;                 /* mock_stats.h */
     long graph_launches, captures; /* mock_graph.h */
+    long to16;                     /* elements rounded to 16 bits (mock_stats.h) */
 } mock;
 
 long mock_stat_d2h(void) { return mock.d2h; }
@@ -63,7 +64,10 @@ void mock_stat_reset(void)
     mock.gemm_calls = mock.gemm_batched = mock.event_waits = mock.event_polls = 0;
     mock.h2d_bytes = 0;
     mock.graph_launches = mock.captures = 0;
+    mock.to16 = 0;
 }
+long mock_stat_to16(void) { return mock.to16; }
+void mock_count_to16(size_t n) { mock.to16 += (long)n; }
 
 /* the block table changes under this lock (a device group allocates from several
  * threads); lookups during kernels read it while nothing allocates */

@@ -16,6 +16,7 @@
 
 extern "C" int mock_in_device(const void *p, size_t n);
 extern "C" void mock_fault(void);
+extern "C" void mock_count_to16(size_t n); /* mock_stats.h */
 
 /* While this thread captures a stream (mock_graph.h), a launcher records itself with its
  * arguments and returns: the graph's launches call it again, outside any capture, so it
@@ -160,6 +161,7 @@ extern "C" cudaError_t rtp_k_to_16(cudaStream_t s, void *dst, const float *src, 
 {
     DEFER(rtp_k_to_16(s, dst, src, n, bf16));
     CHECK({dst, n * 2}, {src, F4(n)});
+    mock_count_to16(n);
     for (size_t i = 0; i < n; i++) {
         if (bf16) ((__nv_bfloat16 *)dst)[i] = __float2bfloat16_rn(src[i]);
         else ((__half *)dst)[i] = __float2half_rn(src[i]);

@@ -5,6 +5,8 @@
 #ifndef MOCK_STATS_H
 #define MOCK_STATS_H
 
+#include <stddef.h>
+
 /* Device-to-host copies: cudaMemcpy/cudaMemcpyAsync with cudaMemcpyDeviceToHost, or
  * cudaMemcpyDefault from device memory to host memory. */
 long mock_stat_d2h(void);
@@ -25,6 +27,9 @@ long mock_stat_gemm_batched(void);
 long mock_stat_event_waits(void);
 /* Bytes copied host to device (cudaMemcpy/cudaMemcpyAsync). */
 long mock_stat_h2d_bytes(void);
+/* Floats rounded to bf16/fp16 by rtp_k_to_16 (the 16-bit staging of conv and dense). */
+long mock_stat_to16(void);
+void mock_count_to16(size_t n); /* (mock_kernels.cu's) */
 /* Every counter back to 0. */
 void mock_stat_reset(void);
 
