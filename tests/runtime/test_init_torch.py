@@ -60,6 +60,9 @@ def randomize(model):
                 m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=g) * 0.1)
                 m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) + 0.5)
                 m.num_batches_tracked.fill_(123)
+            if isinstance(m, torch.nn.Linear):   # logits of a useful size (not ~0)
+                m.weight.copy_((torch.rand(m.weight.shape, generator=g) - 0.5) * 0.2)
+                m.bias.copy_(torch.randn(m.bias.shape, generator=g) * 0.1)
     model.eval()
     return model
 
@@ -89,6 +92,7 @@ def check(net, make, head, feat, tmp):
     n = len([k for k in model.state_dict() if not k.endswith("num_batches_tracked")])
     assert report == "loaded %d tensors, 0 new, 0 skipped" % n, report
     err = (got - want).abs().max().item()
+    assert want.abs().max().item() > 0.1, "%s: logits too small to compare" % net
     assert err < 1e-4, "%s: logits differ by %g" % (net, err)
     print("%s: %d tensors loaded, logits within %.2g of torch's" % (net, n, err))
 
