@@ -10,6 +10,7 @@
 #   (runtime/cpu, runtime/cuda): what they need is in rt.h (rt_device.h: devices and
 #   precision); CUDA #ifdefs stay in runtime/cuda.
 # - private headers (NAME_internal.h, magics' mg_*.h) stay in their own folder.
+# - the training run's files are in magics/run/.
 # - only kernel/jk_main.c calls exit() (children after fork use _exit).
 # - a runtime failure is reported with mg_fail_status (its status names the exception),
 #   never with mg_fail and the rt_error's message.
@@ -57,16 +58,25 @@ check runtime "^[[:space:]]*#[[:space:]]*if(def|ndef)?[[:space:]].*(KILN_CUDA|HA
 # magics/ headers other than mg.h (mg_run.h, mg_ckpt.h, ...) are private to magics/.
 check kernel "${inc}${p}mg_[a-z0-9_]+\.h" "" "kernel includes a private magics header"
 check runtime "${inc}${p}mg_[a-z0-9_]+\.h" "" "runtime includes a private magics header"
-# A private header (NAME_internal.h) is included only by files in its own folder.
+# A private header (NAME_internal.h) is included only by files in its own folder; the
+# training run (magics/run/) is part of magics/ and may include magics/' own (magics/
+# may not include the run's, and a backend under runtime/ not the runtime's).
 while IFS= read -r hdr; do
   hname="$(basename "$hdr")"; hdir="$(dirname "$hdr")"
   while IFS= read -r hit; do
     file="${hit%%:*}"
     [ "$(dirname "$file")" = "$hdir" ] && continue
+    [ "$hdir" = magics ] && [ "$(dirname "$file")" = magics/run ] && continue
     bad "private header outside its folder: $hit"
   done < <(grep -rnE --include='*.c' --include='*.h' --include='*.cu' --include='*.cuh' \
              "${inc}${p}${hname//./\\.}\"" kernel magics runtime 2>/dev/null)
 done < <(find kernel magics runtime -name '*_internal.h' 2>/dev/null)
+# The training run lives in magics/run/: a run or %train source elsewhere in magics/
+# (mg_run*.c, mg_train*.c, the run's checkpoint hook and saver) is out of place.
+while IFS= read -r f; do
+  bad "a training-run file outside magics/run/: $f"
+done < <(find magics -maxdepth 1 \( -name 'mg_run*.[ch]' -o -name 'mg_train*.[ch]' \
+           -o -name 'mg_ckpt_hook.c' -o -name 'mg_ckpt_save.c' \) 2>/dev/null | sort)
 for d in kernel magics runtime; do
   check "$d" "(^|[^_a-zA-Z0-9])exit[[:space:]]*\(" "^kernel/jk_main\.c$" "exit() outside kernel/jk_main.c"
 done

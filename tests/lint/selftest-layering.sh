@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Self-test of check-layering.sh: on a copy of kernel/, magics/ and runtime/ it must
 # pass as the tree is, and fail, naming the rule, on each planted fault: bad includes
-# written with and without a path, and an op called through b->ops.
+# written with and without a path, an op called through b->ops, a training-run file
+# outside magics/run/.
 #   selftest-layering.sh CHECK-LAYERING.SH SOURCE-ROOT
 set -u
 lint="$1"
@@ -38,6 +39,9 @@ plant magics '#include "../runtime/cpu/cpu_internal.h"' "magics includes a backe
 plant runtime '    RT_TRY(b->ops->add_relu(b, dst, a, x, err));' "op called past its argument checks (use rt_backend_OP)"
 plant magics '    s = m->b->ops->conv2d_fwd_moments (b, o, mo, i, w, bi, d, err);' \
   "op called past its argument checks (use rt_backend_OP)"
+plant magics '#include "run/mg_run_internal.h"' "private header outside its folder"
+: >"$tmp/magics/mg_train_planted.c"
+want+=("a training-run file outside magics/run/: magics/mg_train_planted.c")
 plant magics '    return mg_fail(err, "RuntimeError", "%%x: %s",' "mg_fail with an rt_error's message (use mg_fail_status)"
 printf '%s\n' '                   re.msg);' >>"$(first_c magics)"
 

@@ -1,7 +1,9 @@
 /* mg_run.c - a training run (see mg_run.h): building it from the options and the
- * workspace, the step loop (results store, per-epoch validation, the checkpoint hook,
- * interrupt and time limit) and handing the trained model back to the workspace.
- * What the user sees while it runs is drawn by mg_run_view.c. */
+ * workspace (inputs, model, precision, normalisation, augmentation, trainer, run
+ * folder), destroying it, and the accessors mg_run.h declares. The step loop (results
+ * store, per-epoch validation, the checkpoint hook, interrupt and time limit, handing
+ * the trained model back) is mg_run_loop.c; what the user sees while it runs is drawn
+ * by mg_run_view.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
