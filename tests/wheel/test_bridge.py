@@ -340,3 +340,34 @@ def test_sweep_interrupt_checkpoints_every_variant_and_kill_leaves_no_orphan(tmp
             assert json.load(open(f"bint/{n}/status.json"))["state"] == "interrupted"
     finally:
         k.close()
+
+
+def test_train_background_table_updates_between_cells(tmp_path, monkeypatch):
+    """%train --background through the bridge: the cell returns at once and its table
+    keeps updating in place between cells; %sweep wait ends with the run trained."""
+    monkeypatch.chdir(tmp_path)
+    k = PyKernel()
+    try:
+        k.run("subset = 2048")
+        for cell in SETUP:
+            reply, text = k.run(cell)
+            assert reply["status"] == "ok", text
+        seen = []
+        reply, text = k.run(f"%%kiln\n%train net --batch 16 --epochs 3 --run-dir {tmp_path}/bg "
+                            f"--background", on_msg=lambda m, t: seen.append(m))
+        assert reply["status"] == "ok", text
+        shown = [m for m in seen if m["msg_type"] == "display_data"
+                 and m["content"].get("transient", {}).get("display_id")]
+        did = shown[-1]["content"]["transient"]["display_id"]
+        updates = []
+        while not updates or "finished" not in updates[-1]["content"]["data"]["text/plain"]:
+            m = k.kc.get_iopub_msg(timeout=240)
+            if m["msg_type"] == "update_display_data":
+                updates.append(m)
+        assert len(updates) >= 2 and all(
+            u["content"]["transient"]["display_id"] == did for u in updates), updates
+        reply, text = k.run("%kiln %sweep wait")
+        assert reply["status"] == "ok", text
+        assert any(f.endswith(".safetensors") for f in os.listdir(tmp_path / "bg"))
+    finally:
+        k.close()
