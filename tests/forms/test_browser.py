@@ -510,7 +510,7 @@ LAYOUT_CELLS = [
     "%%model r resnet20",
     "%%model net\nconv2d 4 3\nrelu\nmaxpool 2\nflatten\ndense 10",
     "%train net --batch 32 --epochs 2 --lr 0.001 --run-dir runs/ck --checkpoint-every 4steps",
-    "%train r --batch 16 --epochs 3 --lr 0.001 --run-dir runs/stopped",
+    "%train r --batch 16 --epochs 5 --lr 0.001 --run-dir runs/stopped",
 ]
 STEPS_PER_EPOCH = 512 // 16  # the stopped run's (--val comes on top of --subset)
 
@@ -520,7 +520,7 @@ def test_layout_and_stop_at_1400px(lab):
     that checkpoints (", last checkpoint: step N" appended) stays on one line, and so
     does each of the two start lines (it broke inside a number, "lr 0.0 / 01"); the
     84-row ResNet-20 summary comes folded and opens on a click; a run stopped with the
-    toolbar's interrupt mid-epoch 2 has the plot reach the step it stopped at (it ended
+    toolbar's interrupt in epoch 2 has the plot reach the step it stopped at (it ended
     at epoch 1's last step)."""
     if not os.path.isdir("/usr/share/datasets/fashion-mnist"):
         pytest.skip("dataset-fashion-mnist not installed")
@@ -581,7 +581,8 @@ def test_layout_and_stop_at_1400px(lab):
         assert len(start) == 2, start
         _shot(page, "15-layout-1400px.png")
 
-        # Stop mid-epoch 2: the plot reaches the step the run stopped at
+        # Stop in epoch 2 (the plot was last drawn at epoch 1's end): the plot reaches
+        # the step the run stopped at
         stopped = _run_cell(page, 4)
         page.wait_for_function(
             """([el, n]) => { const m = /step (\\d+)\\/\\d+/.exec(el.textContent);
@@ -594,8 +595,9 @@ def test_layout_and_stop_at_1400px(lab):
         m = re.search(r"KeyboardInterrupt.*after step (\d+)", text)
         assert m, text
         step = int(m.group(1))
-        assert STEPS_PER_EPOCH < step < 3 * STEPS_PER_EPOCH, text
-        assert f"(step {step}, epoch 2, " in text, text  # its checkpoint line
+        # after epoch 1 ended (the plot was drawn then), before the run's end
+        assert STEPS_PER_EPOCH < step < 5 * STEPS_PER_EPOCH, text
+        assert f"(step {step}, epoch {(step - 1) // STEPS_PER_EPOCH + 1}, " in text, text
         img = stopped.locator(".jp-OutputArea-output img[src^='data:image/svg+xml']").first
         svg = img.evaluate("(el) => fetch(el.src).then((r) => r.text())")
         plotted = _svg_last_step(svg)
