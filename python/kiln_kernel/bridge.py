@@ -462,8 +462,8 @@ class KilnMagics(Magics):
 # Kiln's magics that IPython does not have: typed in a Python cell without %%kiln they
 # would get IPython's bare "Line magic function not found" (tests/wheel checks the list
 # against the kernel's own).
-KILN_ONLY_MAGICS = ("checkpoint", "dataset", "device", "evaluate", "export", "model",
-                    "predict", "results", "resume", "sweep", "train")
+KILN_ONLY_MAGICS = ("checkpoint", "dataset", "device", "evaluate", "export", "fine_tune",
+                    "lr_find", "model", "predict", "results", "resume", "sweep", "train")
 
 
 def _hint(name):

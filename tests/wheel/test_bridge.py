@@ -312,7 +312,9 @@ def test_sweep_interrupt_checkpoints_every_variant_and_kill_leaves_no_orphan(tmp
     the Python kernel killed outright (kill -9) then takes Kiln, the sweep and its
     variants with it, each variant checkpointed."""
     monkeypatch.chdir(tmp_path)
-    sweep_stage(tmp_path / "stage.ipynb", 1024, 40)
+    # enough epochs that no variant can finish before the stop button, however fast the
+    # machine (40 epochs of this net ended within the second on an idle one)
+    sweep_stage(tmp_path / "stage.ipynb", 1024, 4000)
     start = "%%kiln\n%sweep stage.ipynb -o bint -p lr 0.001,0.003 --parallel 2"
     k = PyKernel()
     try:
