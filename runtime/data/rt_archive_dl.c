@@ -57,3 +57,15 @@ rt_status rtp_archive_lib(const rtp_archive_fns **out, rt_error *err)
                   ".tar.gz (tar xzf) and use its directory",
                   ARCHIVE_SONAME, why);
 }
+
+size_t rtp_archive_member_read(void *ctx, void *buf, size_t n)
+{
+    const rtp_archive_member *m = ctx;
+    size_t got = 0;
+    while (got < n) {
+        la_ssize_t r = m->ar->read_data(m->a, (char *)buf + got, n - got);
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    return got;
+}

@@ -1,7 +1,7 @@
 /* rt_archive_dl.h - libarchive's read entry points, loaded on first use
  * (rt_archive_dl.c), not linked: the kernel does not pay for libarchive and its
- * compression libraries at start-up. rt_cifar.c and rt_imgfolder_archive.c read
- * archives.
+ * compression libraries at start-up. rt_cifar.c, rt_cifar100.c and
+ * rt_imgfolder_archive.c read archives.
  */
 #ifndef RT_ARCHIVE_DL_H
 #define RT_ARCHIVE_DL_H
@@ -33,5 +33,15 @@ typedef struct rtp_archive_fns {
  * naming the library and its package, and *out = NULL when libarchive cannot be
  * loaded. KILN_LIBARCHIVE in the environment names another file to load (tests). */
 RT_MUST_USE rt_status rtp_archive_lib(const rtp_archive_fns **out, rt_error *err);
+
+/* The archive's current member as a byte source (the readers' read callback). */
+typedef struct rtp_archive_member {
+    const rtp_archive_fns *ar;
+    struct archive *a;
+} rtp_archive_member;
+
+/* Reads up to n bytes of the current member into buf (ctx: an rtp_archive_member);
+ * returns how many, fewer only at its end or on an error. */
+size_t rtp_archive_member_read(void *ctx, void *buf, size_t n);
 
 #endif

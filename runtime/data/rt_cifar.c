@@ -165,24 +165,6 @@ rt_status rtp_cifar_read_dir(const char *dir, rtp_raw_split *train, rtp_raw_spli
     return st;
 }
 
-/* read_batch's source for an archive member */
-typedef struct tar_src {
-    const rtp_archive_fns *ar;
-    struct archive *a;
-} tar_src;
-
-static size_t tar_read(void *ctx, void *buf, size_t n)
-{
-    const tar_src *t = ctx;
-    size_t got = 0;
-    while (got < n) {
-        la_ssize_t r = t->ar->read_data(t->a, (char *)buf + got, n - got);
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    return got;
-}
-
 rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_split *test,
                              rtp_class_names *names, const rtp_stop *stop, rt_error *err)
 {
@@ -193,7 +175,7 @@ rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_spl
     RT_TRY(rtp_archive_lib(&ar, err));
     struct archive *a = ar->read_new();
     if (!a) return RT_ERR(err, RT_ENOMEM, "%s: cannot start libarchive", path);
-    tar_src src = {ar, a};
+    rtp_archive_member src = {ar, a};
     ar->read_support_filter_all(a);
     ar->read_support_format_tar(a);
     ar->read_support_format_gnutar(a);
@@ -218,11 +200,11 @@ rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train, rtp_raw_spl
         snprintf(what, sizeof what, "%s:%s", path, full ? full : "?");
         for (int k = 0; base && k < NBATCH; k++)
             if (!strcmp(base, batch_names[k]) && !b[k].pixels)
-                st =
-                    read_batch(&b[k], tar_read, &src, (uint64_t)ar->entry_size(e), what, stop, err);
+                st = read_batch(&b[k], rtp_archive_member_read, &src, (uint64_t)ar->entry_size(e),
+                                what, stop, err);
         if (st == RT_OK && base && !strcmp(base, "batches.meta.txt")) {
             char *text = malloc(META_MAX);
-            size_t len = text ? tar_read(&src, text, META_MAX) : 0;
+            size_t len = text ? rtp_archive_member_read(&src, text, META_MAX) : 0;
             st = text ? rtp_cifar_parse_meta(what, text, len, names, err)
                       : RT_ERR(err, RT_ENOMEM, "out of memory");
             free(text);
