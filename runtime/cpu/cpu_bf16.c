@@ -22,6 +22,7 @@
 
 #include "../rt_device.h"
 #include "cpu_conv_amx.h"
+#include "cpu_dp.h"
 #include "cpu_internal.h"
 
 /* AMX-BF16 and AMX-TILE (CPUID leaf 7: EDX bits 22 and 24), the tile data granted by
@@ -35,6 +36,18 @@ static int amx_usable(void)
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
     if (!(d & (1u << 22)) || !(d & (1u << 24))) return 0;
     return rtp_cpu_amx_enable();
+#else
+    return 0;
+#endif
+}
+
+/* VDPBF16PS with the AVX-512 byte/word shuffles its packing uses (avx512bw: every CPU
+ * with AVX512_BF16 has it) */
+static int dp_usable(void)
+{
+#if defined(KILN_CONVK_X86)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
 #else
     return 0;
 #endif
@@ -78,6 +91,7 @@ rt_status rt_cpu_set_precision(rt_backend *b, rt_precision p, rt_error *err)
                       missing);
     c->prec = p;
     c->amx = p == RT_PREC_BF16 && amx_usable();
+    c->dp = p == RT_PREC_BF16 && dp_usable();
     return RT_OK;
 }
 
@@ -138,6 +152,7 @@ size_t rtp_cpu_dense_workspace(rt_backend *b, const rt_dense_desc *d)
     if (!rtp_cpu_bf16(b)) return 0;
 #ifdef KILN_CONVK_X86
     if (((const rtp_cpu *)b->impl)->amx) return rtp_cpu_amx_dense_workspace(d);
+    if (((const rtp_cpu *)b->impl)->dp) return rtp_cpu_dp_dense_workspace(d);
 #endif
     return (staged((size_t)d->N * d->F) + staged((size_t)d->N * d->O) +
             staged((size_t)d->O * d->F)) *

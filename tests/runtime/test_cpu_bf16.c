@@ -10,7 +10,9 @@
  * of max|ref|, 100 times the tolerance). Also against the unrounded fp32 result, within
  * check_ops' bf16 bound 0.02 sqrt(terms) rms(a) rms(b), and the same bits run after
  * run. Shapes: the seed CNN's and ResNet-20's convolutions (direct, Winograd, stride 2,
- * 1x1), a 5x5 (im2col) one, odd sizes, and dense layers.
+ * 1x1), a 5x5 (im2col) one, odd sizes, and dense layers; with AMX on (where the CPU has
+ * it) and off (KILN_CPU_AMX=off: the VDPBF16PS path, cpu_dp.h, takes every product but
+ * the 1- and 3-channel first layers).
  * On a CPU without AVX512_BF16 the op checks skip with that reason; the refusals
  * (KILN_CPU_CONV=avx2 names the missing loops, fp16 is refused) run everywhere.
  */
@@ -176,6 +178,10 @@ T_TEST(conv_rounds_inputs_accumulates_fp32)
         cdesc(9, 5, 9, 13, 7, 3, 1, 1),    /* odd sizes, 2 weight-gradient groups */
         cdesc(2, 3, 12, 11, 6, 5, 1, 2),   /* 5x5: im2col + sgemm */
         cdesc(2, 4, 6, 6, 8, 1, 1, 0),     /* 1x1 stride 1: no unfold */
+        cdesc(3, 6, 11, 7, 20, 5, 1, 2),   /* 5x5, K not a whole vector: turned filter */
+        cdesc(5, 7, 13, 9, 33, 3, 2, 1),   /* stride 2, odd sizes and channel counts */
+        cdesc(2, 130, 5, 5, 70, 1, 1, 0),  /* wide 1x1 */
+        cdesc(2, 8, 9, 9, 16, 3, 1, 3),    /* pad past the filter: cols and fold */
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) bad += check_conv(&cs[i]);
@@ -274,8 +280,13 @@ int main(void)
         fprintf(stderr, "the backend does not report bf16\n");
         return 1;
     }
-    printf("3x3 stride-1 convolutions on AMX tiles: %s\n",
-           ((const rtp_cpu *)g_bf.impl)->amx ? "yes" : "no (rounded copies, fp32 loops)");
+    const rtp_cpu *c = g_bf.impl;
+    printf("3x3 stride-1 convolutions on AMX tiles: %s; the other products on VDPBF16PS: %s\n",
+           c->amx ? "yes" : "no", c->dp ? "yes" : "no (rounded copies, fp32 loops)");
+    if (getenv("KILN_CPU_AMX") && c->amx) {
+        fprintf(stderr, "KILN_CPU_AMX=off left AMX on\n");
+        return 1;
+    }
     T_RUN(conv_rounds_inputs_accumulates_fp32);
     T_RUN(dense_rounds_inputs_accumulates_fp32);
     rt_backend_close(&g_bf);
