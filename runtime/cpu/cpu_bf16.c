@@ -41,15 +41,26 @@ static int amx_usable(void)
 #endif
 }
 
-/* VDPBF16PS with the AVX-512 byte/word shuffles its packing uses (avx512bw: every CPU
- * with AVX512_BF16 has it) */
-static int dp_usable(void)
+/* Which products go to VDPBF16PS (cpu_dp.h; RTP_DP_*): none without AVX512_BF16 and the
+ * AVX-512 word shuffles its packing uses (avx512bw: every CPU with AVX512_BF16 has
+ * it). Dense layers wherever it is there (measured 2-3x the rounded fp32 sgemm).
+ * Convolutions only on AMD cores: on an Intel core (the Sapphire Rapids Xeon measured,
+ * AMX off) VDPBF16PS issues at about 2/3 the FMA rate, so it multiplies no faster than
+ * the fp32 loops and the convolutions ran 1.5x slower on it; Zen 4 runs it on both
+ * 256-bit halves as an FMA. KILN_CPU_DP=off, dense or all chooses instead. */
+static int dp_level(void)
 {
 #if defined(KILN_CONVK_X86)
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
+    if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw"))
+        return RTP_DP_NONE;
+    const char *e = getenv("KILN_CPU_DP");
+    if (e && !strcmp(e, "off")) return RTP_DP_NONE;
+    if (e && !strcmp(e, "dense")) return RTP_DP_DENSE;
+    if (e && !strcmp(e, "all")) return RTP_DP_ALL;
+    return __builtin_cpu_is("amd") ? RTP_DP_ALL : RTP_DP_DENSE;
 #else
-    return 0;
+    return RTP_DP_NONE;
 #endif
 }
 
@@ -91,7 +102,7 @@ rt_status rt_cpu_set_precision(rt_backend *b, rt_precision p, rt_error *err)
                       missing);
     c->prec = p;
     c->amx = p == RT_PREC_BF16 && amx_usable();
-    c->dp = p == RT_PREC_BF16 && dp_usable();
+    c->dp = p == RT_PREC_BF16 ? dp_level() : RTP_DP_NONE;
     return RT_OK;
 }
 

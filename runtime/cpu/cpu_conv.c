@@ -153,16 +153,16 @@ static int amx_takes(rt_backend *b, const rt_conv_desc *d)
 #endif
 }
 
-/* bf16 on VDPBF16PS (cpu_conv_dp.c): the rest of the convolutions without groups, of
- * stride 1 or 2, when the CPU has AVX512_BF16 (every one where it has no AMX), except
- * first layers of fewer than DP_MIN_C channels, which keep the rounded copies and the
- * fp32 loops (measured faster: too few pairs to sum) */
+/* bf16 on VDPBF16PS (cpu_conv_dp.c), where cpu_bf16.c chose it for convolutions: those
+ * without groups, of stride 1 or 2, that AMX does not take, except first layers of fewer
+ * than DP_MIN_C channels, which keep the rounded copies and the fp32 loops (a pair or
+ * two of channels to sum a tap) */
 #define DP_MIN_C 4
 static int dp_takes(rt_backend *b, const rt_conv_desc *d)
 {
 #ifdef KILN_CONVK_X86
     const rtp_cpu *c = b->impl;
-    return c->dp && c->prec == RT_PREC_BF16 && !amx_takes(b, d) && rt_conv_groups(d) == 1 &&
+    return c->dp == RTP_DP_ALL && c->prec == RT_PREC_BF16 && !amx_takes(b, d) && rt_conv_groups(d) == 1 &&
            d->C >= DP_MIN_C && (d->stride == 1 || d->stride == 2);
 #else
     return 0;

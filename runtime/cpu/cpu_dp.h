@@ -26,6 +26,12 @@ void rtp_dp_gemm(float *C, size_t ldc, const uint32_t *A, size_t lda, const uint
 void rtp_dp_gemm_mt(int threads, float *C, size_t ldc, const uint32_t *A, size_t lda,
                     const uint32_t *B, size_t ldb, int M, int N, int K2, int acc);
 
+/* C[M][N] = the sum over taps t of A_t B_t: A_t is A's columns t*K2 .. t*K2 + K2 - 1
+ * (rows lda apart), B_t is B + off[t] (K2 rows ldb apart, read to column N + off[t]
+ * rounded up to 16): a convolution as shifted products over a padded plane. */
+void rtp_dp_gemm_taps(float *C, size_t ldc, const uint32_t *A, size_t lda, const uint32_t *B,
+                      size_t ldb, const int *off, int taps, int M, int N, int K2);
+
 /* An image's unfold as pairs: B[k2][p*Q + q] = the pair of unfolded rows 2k2, 2k2+1
  * (row c*R*S + r*S + s: x[c][p*st - pad + r][q*st - pad + s], 0 outside the image and
  * past the last row); stride 1 or 2. */
@@ -33,6 +39,9 @@ typedef struct rtp_dp_geom {
     int C, H, W, R, S, st, pad, P, Q;
 } rtp_dp_geom;
 void rtp_dp_pack_cols(uint32_t *B, size_t ldb, const float *x, const rtp_dp_geom *g);
+/* B[c2][ih*Wp + iw] = the pair of planes 2c2, 2c2+1 of x (C x H x W) zero-padded by pad
+ * on each side (Wp = W + 2pad, Hp rows of it), then 0 to ldb */
+void rtp_dp_pack_plane(uint32_t *B, size_t ldb, const float *x, int C, int H, int W, int pad);
 /* A[m][k2] = (S[m][2k2], S[m][2k2+1]) for m < M, 2k2 < L (0 past L) */
 void rtp_dp_pack_rows(uint32_t *A, size_t lda, const float *S, size_t lds, int M, int L);
 /* D[c2][r] = (S[r][2c2], S[r][2c2+1]) for r < R, 2c2 < L: rows' pairs, transposed */

@@ -16,28 +16,33 @@
 #define KC 128 /* pairs per block */
 
 typedef void tile_fn(float *C, size_t ldc, const uint32_t *A, size_t lda, const uint32_t *B,
-                     size_t ldb, int k2, int acc, __mmask16 last);
+                     size_t ldb, const int *off, int taps, int k2, int acc, __mmask16 last);
 
+/* C (mr x 16nr) (+)= sum over taps t of A[:, t*k2 .. t*k2 + k2) . (B + off[t]) */
 static inline __attribute__((always_inline)) void tile(const int mr, const int nr, float *C,
                                                        size_t ldc, const uint32_t *A, size_t lda,
-                                                       const uint32_t *B, size_t ldb, int k2,
-                                                       int acc, __mmask16 last)
+                                                       const uint32_t *B, size_t ldb,
+                                                       const int *off, int taps, int k2, int acc,
+                                                       __mmask16 last)
 {
     __m512 c[4][4];
 #pragma GCC unroll 4
     for (int i = 0; i < mr; i++)
 #pragma GCC unroll 4
         for (int j = 0; j < nr; j++) c[i][j] = _mm512_setzero_ps();
-    for (int k = 0; k < k2; k++) {
-        __m512bh bv[4];
-        const uint32_t *bk = B + (size_t)k * ldb;
+    for (int t = 0; t < taps; t++) {
+        const uint32_t *bt = B + off[t], *at = A + (size_t)t * k2;
+        for (int k = 0; k < k2; k++) {
+            __m512bh bv[4];
+            const uint32_t *bk = bt + (size_t)k * ldb;
 #pragma GCC unroll 4
-        for (int j = 0; j < nr; j++) bv[j] = (__m512bh)_mm512_loadu_si512(bk + 16 * j);
+            for (int j = 0; j < nr; j++) bv[j] = (__m512bh)_mm512_loadu_si512(bk + 16 * j);
 #pragma GCC unroll 4
-        for (int i = 0; i < mr; i++) {
-            __m512bh a = (__m512bh)_mm512_set1_epi32((int)A[(size_t)i * lda + k]);
+            for (int i = 0; i < mr; i++) {
+                __m512bh a = (__m512bh)_mm512_set1_epi32((int)at[(size_t)i * lda + k]);
 #pragma GCC unroll 4
-            for (int j = 0; j < nr; j++) c[i][j] = _mm512_dpbf16_ps(c[i][j], a, bv[j]);
+                for (int j = 0; j < nr; j++) c[i][j] = _mm512_dpbf16_ps(c[i][j], a, bv[j]);
+            }
         }
     }
 #pragma GCC unroll 4
@@ -54,9 +59,10 @@ static inline __attribute__((always_inline)) void tile(const int mr, const int n
 
 #define TILE(m, n)                                                                              \
     static void tile_##m##_##n(float *C, size_t ldc, const uint32_t *A, size_t lda,             \
-                               const uint32_t *B, size_t ldb, int k2, int acc, __mmask16 last) \
+                               const uint32_t *B, size_t ldb, const int *off, int taps, int k2, \
+                               int acc, __mmask16 last)                                         \
     {                                                                                           \
-        tile(m, n, C, ldc, A, lda, B, ldb, k2, acc, last);                                      \
+        tile(m, n, C, ldc, A, lda, B, ldb, off, taps, k2, acc, last);                           \
     }
 #define TILES(m) TILE(m, 1) TILE(m, 2) TILE(m, 3) TILE(m, 4)
 TILES(1)
@@ -66,22 +72,38 @@ TILES(4)
 #define ROW(m) {tile_##m##_1, tile_##m##_2, tile_##m##_3, tile_##m##_4}
 static tile_fn *const tiles[4][4] = {ROW(1), ROW(2), ROW(3), ROW(4)};
 
+/* the tiles of C over columns, then rows (the B block stays in L1 across rows) */
+static void run_tiles(float *C, size_t ldc, const uint32_t *A, size_t lda, const uint32_t *B,
+                      size_t ldb, const int *off, int taps, int M, int j0, int nc, int k2, int acc)
+{
+    int nr = (nc + 15) / 16;
+    __mmask16 last = (__mmask16)((1u << (nc - 16 * (nr - 1))) - 1u);
+    for (int i0 = 0; i0 < M; i0 += 4) {
+        int mr = M - i0 < 4 ? M - i0 : 4;
+        tiles[mr - 1][nr - 1](C + (size_t)i0 * ldc + j0, ldc, A + (size_t)i0 * lda, lda, B + j0,
+                              ldb, off, taps, k2, acc, last);
+    }
+}
+
 void rtp_dp_gemm(float *C, size_t ldc, const uint32_t *A, size_t lda, const uint32_t *B, size_t ldb,
                  int M, int N, int K2, int acc)
 {
+    static const int none[1] = {0};
     for (int j0 = 0; j0 < N; j0 += 64) {
-        int nc = N - j0 < 64 ? N - j0 : 64, nr = (nc + 15) / 16;
-        __mmask16 last = (__mmask16)((1u << (nc - 16 * (nr - 1))) - 1u);
+        int nc = N - j0 < 64 ? N - j0 : 64;
         for (int k0 = 0; k0 < K2 || k0 == 0; k0 += KC) {
             int kc = K2 - k0 < KC ? K2 - k0 : KC;
-            for (int i0 = 0; i0 < M; i0 += 4) {
-                int mr = M - i0 < 4 ? M - i0 : 4;
-                tiles[mr - 1][nr - 1](C + (size_t)i0 * ldc + j0, ldc, A + (size_t)i0 * lda + k0,
-                                      lda, B + (size_t)k0 * ldb + j0, ldb, kc, acc || k0 > 0,
-                                      last);
-            }
+            run_tiles(C, ldc, A + k0, lda, B + (size_t)k0 * ldb, ldb, none, 1, M, j0, nc, kc,
+                      acc || k0 > 0);
         }
     }
+}
+
+void rtp_dp_gemm_taps(float *C, size_t ldc, const uint32_t *A, size_t lda, const uint32_t *B,
+                      size_t ldb, const int *off, int taps, int M, int N, int K2)
+{
+    for (int j0 = 0; j0 < N; j0 += 64)
+        run_tiles(C, ldc, A, lda, B, ldb, off, taps, M, j0, N - j0 < 64 ? N - j0 : 64, K2, 0);
 }
 
 #define MT_ROWS 16 /* rows of C a thread takes at a time */
@@ -164,6 +186,25 @@ void rtp_dp_pack_cols(uint32_t *B, size_t ldb, const float *x, const rtp_dp_geom
                                          pairs16(v[0], v[1]));
             }
         }
+    }
+}
+
+void rtp_dp_pack_plane(uint32_t *B, size_t ldb, const float *x, int C, int H, int W, int pad)
+{
+    const int Hp = H + 2 * pad, Wp = W + 2 * pad;
+    for (int c2 = 0; c2 < (C + 1) / 2; c2++) {
+        const float *pa = x + (size_t)(2 * c2) * H * W;
+        const float *pb = 2 * c2 + 1 < C ? pa + (size_t)H * W : NULL;
+        uint32_t *dst = B + (size_t)c2 * ldb;
+        for (int ih = 0; ih < Hp; ih++) {
+            int h = ih - pad, in = h >= 0 && h < H;
+            for (int iw = 0; iw < Wp; iw += 16) {
+                __m512 a = in ? row16(pa + (size_t)h * W, W, iw - pad) : _mm512_setzero_ps();
+                __m512 b = in && pb ? row16(pb + (size_t)h * W, W, iw - pad) : _mm512_setzero_ps();
+                _mm512_mask_storeu_epi32(dst + (size_t)ih * Wp + iw, first(Wp - iw), pairs16(a, b));
+            }
+        }
+        memset(dst + (size_t)Hp * Wp, 0, (ldb - (size_t)Hp * Wp) * sizeof *dst);
     }
 }
 

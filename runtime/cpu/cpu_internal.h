@@ -17,8 +17,11 @@ typedef struct rtp_cpu {
     const rtp_convk *convk; /* direct-convolution loops for this CPU, or NULL (im2col) */
     rt_precision prec;      /* fp32, or bf16 (cpu_bf16.c) */
     int amx;                /* bf16 3x3 stride-1 convolutions on AMX tiles (cpu_conv_amx.c) */
-    int dp; /* bf16 products on VDPBF16PS where AMX does not take them (cpu_dp.h) */
+    int dp; /* bf16 products on VDPBF16PS where AMX does not take them: RTP_DP_* */
 } rtp_cpu;
+
+/* rtp_cpu.dp: which bf16 products VDPBF16PS takes (cpu_dp.h; cpu_bf16.c chooses) */
+enum { RTP_DP_NONE, RTP_DP_DENSE, RTP_DP_ALL };
 
 /* Scratch of at least `bytes`, or NULL with RT_EINVAL set in err (never allocates). */
 float *rtp_cpu_scratch(rt_backend *b, size_t bytes, rt_error *err);

@@ -11,8 +11,9 @@
  * check_ops' bf16 bound 0.02 sqrt(terms) rms(a) rms(b), and the same bits run after
  * run. Shapes: the seed CNN's and ResNet-20's convolutions (direct, Winograd, stride 2,
  * 1x1), a 5x5 (im2col) one, odd sizes, and dense layers; with AMX on (where the CPU has
- * it) and off (KILN_CPU_AMX=off: the VDPBF16PS path, cpu_dp.h, takes every product but
- * the 1- and 3-channel first layers).
+ * it) and off (KILN_CPU_AMX=off: dense layers on VDPBF16PS, cpu_dp.h), and with
+ * KILN_CPU_DP=all (VDPBF16PS takes every product AMX does not but the 1- and 3-channel
+ * first layers).
  * On a CPU without AVX512_BF16 the op checks skip with that reason; the refusals
  * (KILN_CPU_CONV=avx2 names the missing loops, fp16 is refused) run everywhere.
  */
@@ -281,10 +282,17 @@ int main(void)
         return 1;
     }
     const rtp_cpu *c = g_bf.impl;
-    printf("3x3 stride-1 convolutions on AMX tiles: %s; the other products on VDPBF16PS: %s\n",
-           c->amx ? "yes" : "no", c->dp ? "yes" : "no (rounded copies, fp32 loops)");
+    static const char *dp[] = {"none", "dense layers", "dense layers and convolutions"};
+    printf("3x3 stride-1 convolutions on AMX tiles: %s; on VDPBF16PS: %s (the rest: rounded "
+           "copies, fp32 loops)\n",
+           c->amx ? "yes" : "no", dp[c->dp]);
     if (getenv("KILN_CPU_AMX") && c->amx) {
         fprintf(stderr, "KILN_CPU_AMX=off left AMX on\n");
+        return 1;
+    }
+    const char *want = getenv("KILN_CPU_DP");
+    if (want && !strcmp(want, "all") && c->dp != RTP_DP_ALL) {
+        fprintf(stderr, "KILN_CPU_DP=all left convolutions off VDPBF16PS\n");
         return 1;
     }
     T_RUN(conv_rounds_inputs_accumulates_fp32);
