@@ -42,12 +42,13 @@ static int amx_usable(void)
 }
 
 /* Which products go to VDPBF16PS (cpu_dp.h; RTP_DP_*): none without AVX512_BF16 and the
- * AVX-512 word shuffles its packing uses (avx512bw: every CPU with AVX512_BF16 has
- * it). Dense layers wherever it is there (measured 2-3x the rounded fp32 sgemm).
- * Convolutions only on AMD cores: on an Intel core (the Sapphire Rapids Xeon measured,
- * AMX off) VDPBF16PS issues at about 2/3 the FMA rate, so it multiplies no faster than
- * the fp32 loops and the convolutions ran 1.5x slower on it; Zen 4 runs it on both
- * 256-bit halves as an FMA. KILN_CPU_DP=off, dense or all chooses instead. */
+ * AVX-512 word shuffles its packing uses (avx512bw: every CPU with AVX512_BF16 has it).
+ * Then all of them (that AMX does not take) on AMD cores, none on Intel's: on the
+ * Sapphire Rapids Xeon measured (AMX off) VDPBF16PS issues at about 2/3 of the FMA
+ * rate, so it multiplies no faster than the fp32 loops, which ran the seed CNN's second
+ * convolution in 2/3 of its time and its dense layer about as fast; Zen 4 runs it on
+ * both 256-bit FMA pipes, twice the products of an FMA. KILN_CPU_DP=off, dense or all
+ * chooses instead (docs/runtime-core.md). */
 static int dp_level(void)
 {
 #if defined(KILN_CONVK_X86)
@@ -58,7 +59,7 @@ static int dp_level(void)
     if (e && !strcmp(e, "off")) return RTP_DP_NONE;
     if (e && !strcmp(e, "dense")) return RTP_DP_DENSE;
     if (e && !strcmp(e, "all")) return RTP_DP_ALL;
-    return __builtin_cpu_is("amd") ? RTP_DP_ALL : RTP_DP_DENSE;
+    return __builtin_cpu_is("amd") ? RTP_DP_ALL : RTP_DP_NONE;
 #else
     return RTP_DP_NONE;
 #endif

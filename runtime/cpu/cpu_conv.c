@@ -162,8 +162,8 @@ static int dp_takes(rt_backend *b, const rt_conv_desc *d)
 {
 #ifdef KILN_CONVK_X86
     const rtp_cpu *c = b->impl;
-    return c->dp == RTP_DP_ALL && c->prec == RT_PREC_BF16 && !amx_takes(b, d) && rt_conv_groups(d) == 1 &&
-           d->C >= DP_MIN_C && (d->stride == 1 || d->stride == 2);
+    return c->dp == RTP_DP_ALL && c->prec == RT_PREC_BF16 && !amx_takes(b, d) &&
+           rt_conv_groups(d) == 1 && d->C >= DP_MIN_C && (d->stride == 1 || d->stride == 2);
 #else
     return 0;
 #endif
@@ -292,16 +292,11 @@ static rt_status conv_fwd(rt_backend *b, rt_tensor *out, double *mom, const rt_t
                           rt_error *err)
 {
 #ifdef KILN_CONVK_X86
-    if (amx_takes(b, d)) {
+    if (amx_takes(b, d) || dp_takes(b, d)) {
         float *ws = amx_ws(b, d, err);
         if (!ws) return err ? err->code : RT_EINVAL;
-        rtp_cpu_amx_fwd(b, ws, out, mom, in, w, bias, d);
-        return RT_OK;
-    }
-    if (dp_takes(b, d)) {
-        float *ws = amx_ws(b, d, err);
-        if (!ws) return err ? err->code : RT_EINVAL;
-        rtp_cpu_dp_conv_fwd(b, ws, out, mom, in, w, bias, d);
+        if (amx_takes(b, d)) rtp_cpu_amx_fwd(b, ws, out, mom, in, w, bias, d);
+        else rtp_cpu_dp_conv_fwd(b, ws, out, mom, in, w, bias, d);
         return RT_OK;
     }
 #endif
@@ -371,16 +366,11 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
                                   const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
 #ifdef KILN_CONVK_X86
-    if (amx_takes(b, d)) {
+    if (amx_takes(b, d) || dp_takes(b, d)) {
         float *ws = amx_ws(b, d, err);
         if (!ws) return err ? err->code : RT_EINVAL;
-        rtp_cpu_amx_bwd_data(b, ws, din, dout, w, d);
-        return RT_OK;
-    }
-    if (dp_takes(b, d)) {
-        float *ws = amx_ws(b, d, err);
-        if (!ws) return err ? err->code : RT_EINVAL;
-        rtp_cpu_dp_conv_bwd_data(b, ws, din, dout, w, d);
+        if (amx_takes(b, d)) rtp_cpu_amx_bwd_data(b, ws, din, dout, w, d);
+        else rtp_cpu_dp_conv_bwd_data(b, ws, din, dout, w, d);
         return RT_OK;
     }
 #endif
@@ -449,18 +439,12 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                                     const rt_conv_desc *d, rt_error *err)
 {
 #ifdef KILN_CONVK_X86
-    if (amx_takes(b, d)) {
+    if (amx_takes(b, d) || dp_takes(b, d)) {
         float *ws = amx_ws(b, d, err);
         if (!ws) return err ? err->code : RT_EINVAL;
         bias_grad(b, dbias, dout, d);
-        rtp_cpu_amx_bwd_filter(b, ws, dw, dout, in, d);
-        return RT_OK;
-    }
-    if (dp_takes(b, d)) {
-        float *ws = amx_ws(b, d, err);
-        if (!ws) return err ? err->code : RT_EINVAL;
-        bias_grad(b, dbias, dout, d);
-        rtp_cpu_dp_conv_bwd_filter(b, ws, dw, dout, in, d);
+        if (amx_takes(b, d)) rtp_cpu_amx_bwd_filter(b, ws, dw, dout, in, d);
+        else rtp_cpu_dp_conv_bwd_filter(b, ws, dw, dout, in, d);
         return RT_OK;
     }
 #endif

@@ -162,35 +162,57 @@ static uint32_t *mine(float *ws, const layout *l)
     return (uint32_t *)ws + l->a + l->acc + l->per * (size_t)omp_get_thread_num();
 }
 
+/* A stride-1 pass on the padded plane: the forward (turn 0: in = x, out = y, with the
+ * bias and the output planes' moments into mom unless NULL) or the input gradient
+ * (turn 1: in = dy, out = dx) */
+static void plane_pass(rt_backend *b, float *ws, const rt_conv_desc *d, int turn, const float *w,
+                       const float *in, float *out, const float *bias, double *mom)
+{
+    const layout l = lay(d);
+    const plane_geom g = turn ? bwd_plane(d) : fwd_plane(d);
+    const size_t in_img = (size_t)g.cin * g.h * g.w, out_img = (size_t)g.cout * g.oh * g.ow;
+    const uint32_t *A = (uint32_t *)ws;
+    pack_taps((uint32_t *)ws, w, d, turn);
+#pragma omp parallel num_threads(rtp_conv_threads(b, d->N))
+    {
+        uint32_t *buf = mine(ws, &l);
+#pragma omp for schedule(dynamic, 1)
+        for (int n = 0; n < d->N; n++) {
+            float *y = out + out_img * (size_t)n;
+            plane_conv(&g, buf, y, in + in_img * (size_t)n, A, bias);
+            if (mom)
+                rtp_cpu_plane_moments(mom + (size_t)n * g.cout * (RT_MOMENT_FLOATS / 2), y, g.cout,
+                                      (size_t)g.oh * g.ow);
+        }
+    }
+}
+
 void rtp_cpu_dp_conv_fwd(rt_backend *b, float *ws, rt_tensor *out, double *mom, const rt_tensor *in,
                          const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d)
 {
     const layout l = lay(d);
-    const int K = d->K, CRS = d->C * d->R * d->S, PQ = d->P * d->Q, flat = on_plane(d);
+    const int K = d->K, CRS = d->C * d->R * d->S, PQ = d->P * d->Q;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ, ldb = rtp_r16(PQ);
     uint32_t *A = (uint32_t *)ws;
-    const plane_geom pg = fwd_plane(d);
-    const rtp_dp_geom g = {d->C, d->H, d->W, d->R, d->S, d->stride, d->pad, d->P, d->Q};
-    if (flat) pack_taps(A, w->data, d, 0);
-    else rtp_dp_pack_rows(A, half(CRS), w->data, CRS, K, CRS);
     const float *X = in->data, *Bs = bias ? bias->data : NULL;
     float *Y = out->data;
+    if (on_plane(d)) {
+        plane_pass(b, ws, d, 0, w->data, X, Y, Bs, mom);
+        return;
+    }
+    const rtp_dp_geom g = {d->C, d->H, d->W, d->R, d->S, d->stride, d->pad, d->P, d->Q};
+    rtp_dp_pack_rows(A, half(CRS), w->data, CRS, K, CRS);
 #pragma omp parallel num_threads(rtp_conv_threads(b, d->N))
     {
         uint32_t *B = mine(ws, &l);
 #pragma omp for schedule(dynamic, 1)
         for (int n = 0; n < d->N; n++) {
             float *y = Y + kpq * (size_t)n;
-            const float *x = X + chw * (size_t)n;
-            if (flat) {
-                plane_conv(&pg, B, y, x, A, Bs);
-            } else {
-                rtp_dp_pack_cols(B, ldb, x, &g);
-                if (Bs)
-                    for (int k = 0; k < K; k++)
-                        for (int i = 0; i < PQ; i++) y[(size_t)k * PQ + i] = Bs[k];
-                rtp_dp_gemm(y, PQ, A, half(CRS), B, ldb, K, PQ, (int)half(CRS), Bs != NULL);
-            }
+            rtp_dp_pack_cols(B, ldb, X + chw * (size_t)n, &g);
+            if (Bs)
+                for (int k = 0; k < K; k++)
+                    for (int i = 0; i < PQ; i++) y[(size_t)k * PQ + i] = Bs[k];
+            rtp_dp_gemm(y, PQ, A, half(CRS), B, ldb, K, PQ, (int)half(CRS), Bs != NULL);
             if (mom)
                 rtp_cpu_plane_moments(mom + (size_t)n * K * (RT_MOMENT_FLOATS / 2), y, K,
                                       (size_t)PQ);
@@ -202,16 +224,18 @@ void rtp_cpu_dp_conv_bwd_data(rt_backend *b, float *ws, rt_tensor *din, const rt
                               const rt_tensor *w, const rt_conv_desc *d)
 {
     const layout l = lay(d);
-    const int K = d->K, CRS = d->C * d->R * d->S, PQ = d->P * d->Q, flat = on_plane(d);
+    const int K = d->K, CRS = d->C * d->R * d->S, PQ = d->P * d->Q;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)K * PQ, ldb = rtp_r16(PQ);
     const int k2 = (int)half((size_t)K);
     uint32_t *A = (uint32_t *)ws;
-    const plane_geom pg = bwd_plane(d);
-    const rtp_dp_geom g = {K, d->P, d->Q, 1, 1, 1, 0, d->P, d->Q}; /* dy's channels in pairs */
-    if (flat) pack_taps(A, w->data, d, 1);
-    else rtp_dp_pack_cols_t(A, (size_t)k2, w->data, CRS, K, CRS);
     const float *DY = dout->data;
     float *DX = din->data;
+    if (on_plane(d)) {
+        plane_pass(b, ws, d, 1, w->data, DY, DX, NULL, NULL);
+        return;
+    }
+    const rtp_dp_geom g = {K, d->P, d->Q, 1, 1, 1, 0, d->P, d->Q}; /* dy's channels in pairs */
+    rtp_dp_pack_cols_t(A, (size_t)k2, w->data, CRS, K, CRS);
 #pragma omp parallel num_threads(rtp_conv_threads(b, d->N))
     {
         uint32_t *B = mine(ws, &l);
@@ -219,12 +243,7 @@ void rtp_cpu_dp_conv_bwd_data(rt_backend *b, float *ws, rt_tensor *din, const rt
 #pragma omp for schedule(dynamic, 1)
         for (int n = 0; n < d->N; n++) {
             float *dx = DX + chw * (size_t)n;
-            const float *dy = DY + kpq * (size_t)n;
-            if (flat) {
-                plane_conv(&pg, B, dx, dy, A, NULL);
-                continue;
-            }
-            rtp_dp_pack_cols(B, ldb, dy, &g);
+            rtp_dp_pack_cols(B, ldb, DY + kpq * (size_t)n, &g);
             rtp_dp_gemm(cols, PQ, A, (size_t)k2, B, ldb, CRS, PQ, k2, 0);
             memset(dx, 0, chw * sizeof *dx);
             rtp_cpu_col2im(dx, cols, d);
@@ -254,8 +273,8 @@ static void wgrad_plane(const rt_conv_desc *d, float *buf, float *acc, const flo
     rtp_dp_pack_rows_t(B, ldb, dyg, g.grid, K, (int)g.grid);
     for (int t = 0; t < RS; t++) {
         int off = t / d->S * g.wp + t % d->S;
-        rtp_dp_gemm(acc + (size_t)t * C * K, (size_t)K, (off & 1 ? O : E) + off / 2, lde, B, ldb,
-                    C, K, (int)k2, !first);
+        rtp_dp_gemm(acc + (size_t)t * C * K, (size_t)K, (off & 1 ? O : E) + off / 2, lde, B, ldb, C,
+                    K, (int)k2, !first);
     }
 }
 
@@ -279,7 +298,8 @@ void rtp_cpu_dp_conv_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const r
 #pragma omp for schedule(dynamic, 1)
         for (int g = 0; g < G; g++) {
             float *acc = accs + l.accsz * (size_t)g;
-            int n0 = g * RTP_CONV_GROUP, n1 = n0 + RTP_CONV_GROUP < d->N ? n0 + RTP_CONV_GROUP : d->N;
+            int n0 = g * RTP_CONV_GROUP,
+                n1 = n0 + RTP_CONV_GROUP < d->N ? n0 + RTP_CONV_GROUP : d->N;
             for (int n = n0; n < n1; n++) {
                 const float *x = X + chw * (size_t)n, *dy = DY + kpq * (size_t)n;
                 if (flat) {
@@ -297,8 +317,8 @@ void rtp_cpu_dp_conv_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const r
 #pragma omp for schedule(static)
         for (int k = 0; k < K; k++)
             for (int i = 0; i < CRS; i++) {
-                size_t at = flat ? ((size_t)(i % RS) * C + (size_t)(i / RS)) * K + k
-                                 : (size_t)i * K + k;
+                size_t at =
+                    flat ? ((size_t)(i % RS) * C + (size_t)(i / RS)) * K + k : (size_t)i * K + k;
                 float s = 0.0f;
                 for (int g = 0; g < G; g++) s += accs[l.accsz * (size_t)g + at];
                 DW[(size_t)k * CRS + i] = s;

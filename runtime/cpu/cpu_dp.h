@@ -56,20 +56,22 @@ uint32_t rtp_dp_pair(float a, float b);
  * scratch bytes for d with this many threads, and the three passes (bias: added; the
  * bias gradient is the caller's). */
 size_t rtp_cpu_dp_conv_workspace(int threads, const rt_conv_desc *d);
-void rtp_cpu_dp_conv_fwd(rt_backend *b, float *ws, rt_tensor *out, double *mom, const rt_tensor *in,
-                         const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d);
-void rtp_cpu_dp_conv_bwd_data(rt_backend *b, float *ws, rt_tensor *din, const rt_tensor *dout,
-                              const rt_tensor *w, const rt_conv_desc *d);
-void rtp_cpu_dp_conv_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_tensor *dout,
-                                const rt_tensor *in, const rt_conv_desc *d);
+typedef void rtp_dp_conv_fwd(rt_backend *b, float *ws, rt_tensor *out, double *mom,
+                             const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
+                             const rt_conv_desc *d);
+typedef void rtp_dp_conv_bwd(rt_backend *b, float *ws, rt_tensor *grad, const rt_tensor *dout,
+                             const rt_tensor *other, const rt_conv_desc *d);
+rtp_dp_conv_fwd rtp_cpu_dp_conv_fwd;
+rtp_dp_conv_bwd rtp_cpu_dp_conv_bwd_data;   /* other: w */
+rtp_dp_conv_bwd rtp_cpu_dp_conv_bwd_filter; /* other: in */
 
 /* cpu_dense_dp.c: dense layers, the same way (bias: added / the caller's). */
 size_t rtp_cpu_dp_dense_workspace(const rt_dense_desc *d);
+typedef void rtp_dp_dense_bwd(rt_backend *b, float *ws, rt_tensor *grad, const rt_tensor *dout,
+                              const rt_tensor *other, const rt_dense_desc *d);
 void rtp_cpu_dp_dense_fwd(rt_backend *b, float *ws, rt_tensor *out, const rt_tensor *in,
                           const rt_tensor *w, const rt_tensor *bias, const rt_dense_desc *d);
-void rtp_cpu_dp_dense_bwd_data(rt_backend *b, float *ws, rt_tensor *din, const rt_tensor *dout,
-                               const rt_tensor *w, const rt_dense_desc *d);
-void rtp_cpu_dp_dense_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_tensor *dout,
-                                 const rt_tensor *in, const rt_dense_desc *d);
+rtp_dp_dense_bwd rtp_cpu_dp_dense_bwd_data;   /* other: w */
+rtp_dp_dense_bwd rtp_cpu_dp_dense_bwd_filter; /* other: in */
 
 #endif

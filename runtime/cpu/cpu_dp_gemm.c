@@ -19,11 +19,9 @@ typedef void tile_fn(float *C, size_t ldc, const uint32_t *A, size_t lda, const 
                      size_t ldb, const int *off, int taps, int k2, int acc, __mmask16 last);
 
 /* C (mr x 16nr) (+)= sum over taps t of A[:, t*k2 .. t*k2 + k2) . (B + off[t]) */
-static inline __attribute__((always_inline)) void tile(const int mr, const int nr, float *C,
-                                                       size_t ldc, const uint32_t *A, size_t lda,
-                                                       const uint32_t *B, size_t ldb,
-                                                       const int *off, int taps, int k2, int acc,
-                                                       __mmask16 last)
+static inline __attribute__((always_inline)) void
+tile(const int mr, const int nr, float *C, size_t ldc, const uint32_t *A, size_t lda,
+     const uint32_t *B, size_t ldb, const int *off, int taps, int k2, int acc, __mmask16 last)
 {
     __m512 c[4][4];
 #pragma GCC unroll 4
@@ -69,7 +67,10 @@ TILES(1)
 TILES(2)
 TILES(3)
 TILES(4)
-#define ROW(m) {tile_##m##_1, tile_##m##_2, tile_##m##_3, tile_##m##_4}
+#define ROW(m)                                                 \
+    {                                                          \
+        tile_##m##_1, tile_##m##_2, tile_##m##_3, tile_##m##_4 \
+    }
 static tile_fn *const tiles[4][4] = {ROW(1), ROW(2), ROW(3), ROW(4)};
 
 /* the tiles of C over columns, then rows (the B block stays in L1 across rows) */

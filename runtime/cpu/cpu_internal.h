@@ -17,7 +17,7 @@ typedef struct rtp_cpu {
     const rtp_convk *convk; /* direct-convolution loops for this CPU, or NULL (im2col) */
     rt_precision prec;      /* fp32, or bf16 (cpu_bf16.c) */
     int amx;                /* bf16 3x3 stride-1 convolutions on AMX tiles (cpu_conv_amx.c) */
-    int dp; /* bf16 products on VDPBF16PS where AMX does not take them: RTP_DP_* */
+    int dp;                 /* bf16 products on VDPBF16PS where AMX does not take them: RTP_DP_* */
 } rtp_cpu;
 
 /* rtp_cpu.dp: which bf16 products VDPBF16PS takes (cpu_dp.h; cpu_bf16.c chooses) */

@@ -11,9 +11,8 @@
  * check_ops' bf16 bound 0.02 sqrt(terms) rms(a) rms(b), and the same bits run after
  * run. Shapes: the seed CNN's and ResNet-20's convolutions (direct, Winograd, stride 2,
  * 1x1), a 5x5 (im2col) one, odd sizes, and dense layers; with AMX on (where the CPU has
- * it) and off (KILN_CPU_AMX=off: dense layers on VDPBF16PS, cpu_dp.h), and with
- * KILN_CPU_DP=all (VDPBF16PS takes every product AMX does not but the 1- and 3-channel
- * first layers).
+ * it) and off (KILN_CPU_AMX=off), and with KILN_CPU_DP=all (VDPBF16PS, cpu_dp.h, takes
+ * every product AMX does not but the 1- and 3-channel first layers, as on AMD cores).
  * On a CPU without AVX512_BF16 the op checks skip with that reason; the refusals
  * (KILN_CPU_CONV=avx2 names the missing loops, fp16 is refused) run everywhere.
  */
