@@ -131,6 +131,21 @@ RT_MUST_USE rt_status rtp_cpu_conv_dw_bwd_data(rt_backend *b, rt_tensor *din, co
 RT_MUST_USE rt_status rtp_cpu_conv_dw_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
                                                  const rt_tensor *dout, const rt_tensor *in,
                                                  const rt_conv_desc *d, rt_error *err);
+/* cpu_conv_dw_lanes.c: the depthwise convolution on small planes, channels in the
+ * vector lanes; rtp_cpu_conv_dw_lanes says whether d (depthwise) takes it. */
+int rtp_cpu_conv_dw_lanes(const rt_conv_desc *d);
+size_t rtp_cpu_conv_dw_lanes_workspace(rt_backend *b, const rt_conv_desc *d);
+RT_MUST_USE rt_status rtp_cpu_conv_dw_lanes_fwd(rt_backend *b, rt_tensor *out, double *mom,
+                                                const rt_tensor *in, const rt_tensor *w,
+                                                const rt_tensor *bias, const rt_conv_desc *d,
+                                                rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_dw_lanes_bwd_data(rt_backend *b, rt_tensor *din,
+                                                     const rt_tensor *dout, const rt_tensor *w,
+                                                     const rt_conv_desc *d, rt_error *err);
+RT_MUST_USE rt_status rtp_cpu_conv_dw_lanes_bwd_filter(rt_backend *b, rt_tensor *dw,
+                                                       rt_tensor *dbias, const rt_tensor *dout,
+                                                       const rt_tensor *in, const rt_conv_desc *d,
+                                                       rt_error *err);
 /* cpu_conv_1x1.c: 1x1 stride-1 convolutions on small planes, one sgemm per batch;
  * rtp_cpu_conv_1x1 says whether d takes it. */
 int rtp_cpu_conv_1x1(const rt_conv_desc *d);
