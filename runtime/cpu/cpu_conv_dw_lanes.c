@@ -17,7 +17,7 @@
  * on the instruction set (the loops are built for AVX-512 and AVX2 beside the baseline,
  * the same operations in the same order).
  * rtp_cpu_conv_dw_lanes says whether a depthwise convolution takes this path (planes of
- * at most RTP_DW_LANES_HW positions); cpu_conv_dw.c hands those over.
+ * at most RTP_DW_LANES_HW positions, filters up to 7x7); cpu_conv_dw.c hands those over.
  */
 #include <omp.h>
 #include <string.h>
@@ -26,8 +26,12 @@
 #include "cpu_internal.h"
 
 #define RTP_DW_LANES_HW 256
+#define RTP_DW_LANES_TAPS 49 /* filters up to 7x7 */
 
-int rtp_cpu_conv_dw_lanes(const rt_conv_desc *d) { return d->H * d->W <= RTP_DW_LANES_HW; }
+int rtp_cpu_conv_dw_lanes(const rt_conv_desc *d)
+{
+    return d->H * d->W <= RTP_DW_LANES_HW && d->R * d->S <= RTP_DW_LANES_TAPS;
+}
 
 /* Scratch (floats): the weights as (R*S, C), then per thread an image's input and
  * output planes as (positions, C), then one (R*S + 1, C) partial sum per image group. */
@@ -63,75 +67,87 @@ RTP_SPAN static void transpose(float *restrict t, const float *restrict a, int m
         for (int i = 0; i < m; i++) t[(size_t)j * m + i] = a[(size_t)i * n + j];
 }
 
-/* yt (P*Q, C) = bias + the taps over xt (H*W, C); wt is (R*S, C) */
-RTP_SPAN static void fwd_image(float *restrict yt, const float *restrict xt,
-                               const float *restrict wt, const float *restrict bias,
-                               const rt_conv_desc *d)
+/* The taps that output position (p, q) reads inside the plane, in (r, s) order: tap[i]
+ * (r*S + s) reads input position pos[i]; returns how many (a padded zero adds nothing) */
+static inline int taps_of(const rt_conv_desc *d, int p, int q, int *tap, int *pos)
 {
-    const int C = d->C, st = d->stride, pad = d->pad;
-    for (int p = 0; p < d->P; p++)
-        for (int q = 0; q < d->Q; q++) {
-            float *restrict y = yt + (size_t)(p * d->Q + q) * C;
-            for (int c = 0; c < C; c++) y[c] = bias ? bias[c] : 0.0f;
-            for (int r = 0; r < d->R; r++) {
-                const int ih = p * st - pad + r;
-                if (ih < 0 || ih >= d->H) continue;
-                for (int s = 0; s < d->S; s++) {
-                    const int iw = q * st - pad + s;
-                    if (iw < 0 || iw >= d->W) continue;
-                    const float *restrict x = xt + (size_t)(ih * d->W + iw) * C;
-                    const float *restrict k = wt + (size_t)(r * d->S + s) * C;
-                    for (int c = 0; c < C; c++) y[c] += k[c] * x[c];
-                }
+    int n = 0;
+    for (int r = 0; r < d->R; r++) {
+        const int ih = p * d->stride - d->pad + r;
+        for (int s = 0; s < d->S && ih >= 0 && ih < d->H; s++) {
+            const int iw = q * d->stride - d->pad + s;
+            if (iw < 0 || iw >= d->W) continue;
+            tap[n] = r * d->S + s, pos[n++] = ih * d->W + iw;
+        }
+    }
+    return n;
+}
+
+/* The taps that reach input position (h, w), in (r, s) order: tap[i] from output
+ * position pos[i]; returns how many */
+static inline int taps_to(const rt_conv_desc *d, int h, int w, int *tap, int *pos)
+{
+    int n = 0;
+    const int st = d->stride;
+    for (int r = 0; r < d->R; r++) {
+        const int ph = h + d->pad - r;
+        for (int s = 0; s < d->S && ph >= 0 && ph % st == 0 && ph / st < d->P; s++) {
+            const int qw = w + d->pad - s;
+            if (qw < 0 || qw % st || qw / st >= d->Q) continue;
+            tap[n] = r * d->S + s, pos[n++] = ph / st * d->Q + qw / st;
+        }
+    }
+    return n;
+}
+
+/* o[c] += a[c] * b[c], c < n: the one vector loop of every pass (its own function, so
+ * that restrict holds and no run-time alias check sends it to a scalar copy) */
+RTP_SPAN static void madd(float *restrict o, const float *restrict a, const float *restrict b,
+                          int n)
+{
+    for (int c = 0; c < n; c++) o[c] += a[c] * b[c];
+}
+
+RTP_SPAN static void add(float *restrict o, const float *restrict a, int n)
+{
+    for (int c = 0; c < n; c++) o[c] += a[c];
+}
+
+/* The forward (back = 0): out = yt (P*Q, C), each position start (bias, or 0 when NULL)
+ * plus its taps' weights (rows of wt, (R*S, C)) times src = xt (H*W, C); the input
+ * gradient (back = 1): out = dxt (H*W, C), each position the sum of the taps that reach
+ * it times src = dyt (P*Q, C). One vector multiply-add along C per tap. */
+static void tap_sums(float *out, const float *start, const float *wt, const float *src,
+                     const rt_conv_desc *d, int back)
+{
+    const int C = d->C, rows = back ? d->H : d->P, cols = back ? d->W : d->Q;
+    int tap[RTP_DW_LANES_TAPS], pos[RTP_DW_LANES_TAPS];
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+            float *o = out + (size_t)(i * cols + j) * C;
+            const int n = back ? taps_to(d, i, j, tap, pos) : taps_of(d, i, j, tap, pos);
+            if (start) memcpy(o, start, (size_t)C * sizeof *o);
+            else memset(o, 0, (size_t)C * sizeof *o);
+            for (int t = 0; t < n; t++) {
+                madd(o, wt + (size_t)tap[t] * C, src + (size_t)pos[t] * C, C);
             }
         }
 }
 
-/* dxt (H*W, C) = the taps that reach each position, times dyt (P*Q, C) */
-RTP_SPAN static void bwd_image(float *restrict dxt, const float *restrict dyt,
-                               const float *restrict wt, const rt_conv_desc *d)
+/* acc (R*S, C) += dyt (P*Q, C) times each tap's input rows of xt (H*W, C); accb (C) +=
+ * dyt's positions unless NULL */
+static void wgrad_image(float *acc, float *accb, const float *dyt, const float *xt,
+                        const rt_conv_desc *d)
 {
-    const int C = d->C, st = d->stride, pad = d->pad;
-    for (int h = 0; h < d->H; h++)
-        for (int w = 0; w < d->W; w++) {
-            float *restrict dx = dxt + (size_t)(h * d->W + w) * C;
-            for (int c = 0; c < C; c++) dx[c] = 0.0f;
-            for (int r = 0; r < d->R; r++) {
-                const int ph = h + pad - r;
-                if (ph < 0 || ph % st || ph / st >= d->P) continue;
-                for (int s = 0; s < d->S; s++) {
-                    const int qw = w + pad - s;
-                    if (qw < 0 || qw % st || qw / st >= d->Q) continue;
-                    const float *restrict dy = dyt + (size_t)(ph / st * d->Q + qw / st) * C;
-                    const float *restrict k = wt + (size_t)(r * d->S + s) * C;
-                    for (int c = 0; c < C; c++) dx[c] += k[c] * dy[c];
-                }
-            }
-        }
-}
-
-/* acc (R*S, C) += dyt (P*Q, C) times each tap's input xt (H*W, C); accb (C) += dyt's
- * positions unless NULL */
-RTP_SPAN static void wgrad_image(float *restrict acc, float *restrict accb,
-                                 const float *restrict dyt, const float *restrict xt,
-                                 const rt_conv_desc *d)
-{
-    const int C = d->C, st = d->stride, pad = d->pad;
+    const int C = d->C;
+    int tap[RTP_DW_LANES_TAPS], pos[RTP_DW_LANES_TAPS];
     for (int p = 0; p < d->P; p++)
         for (int q = 0; q < d->Q; q++) {
-            const float *restrict dy = dyt + (size_t)(p * d->Q + q) * C;
-            if (accb)
-                for (int c = 0; c < C; c++) accb[c] += dy[c];
-            for (int r = 0; r < d->R; r++) {
-                const int ih = p * st - pad + r;
-                if (ih < 0 || ih >= d->H) continue;
-                for (int s = 0; s < d->S; s++) {
-                    const int iw = q * st - pad + s;
-                    if (iw < 0 || iw >= d->W) continue;
-                    const float *restrict x = xt + (size_t)(ih * d->W + iw) * C;
-                    float *restrict a = acc + (size_t)(r * d->S + s) * C;
-                    for (int c = 0; c < C; c++) a[c] += dy[c] * x[c];
-                }
+            const float *dy = dyt + (size_t)(p * d->Q + q) * C;
+            const int n = taps_of(d, p, q, tap, pos);
+            if (accb) add(accb, dy, C);
+            for (int t = 0; t < n; t++) {
+                madd(acc + (size_t)tap[t] * C, dy, xt + (size_t)pos[t] * C, C);
             }
         }
 }
@@ -144,55 +160,47 @@ static float *weights_by_tap(rt_backend *b, const rt_conv_desc *d, const rt_tens
     return ws;
 }
 
-rt_status rtp_cpu_conv_dw_lanes_fwd(rt_backend *b, rt_tensor *out, double *mom,
-                                    const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
-                                    const rt_conv_desc *d, rt_error *err)
+/* The forward (back = 0: src x, dst y, each plane's moments into mom unless NULL) or
+ * the input gradient (back = 1: src dy, dst dx), an image at a time: src's image to
+ * (positions, C), the tap sums, the result back to (C, positions) */
+static rt_status image_pass(rt_backend *b, float *dst, double *mom, const float *src,
+                            const rt_tensor *w, const float *bias, const rt_conv_desc *d, int back,
+                            rt_error *err)
 {
     float *ws = weights_by_tap(b, d, w, err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const geom g = geom_of(d);
     const int C = d->C, hw = d->H * d->W, pq = d->P * d->Q;
-    const float *X = in->data, *B = bias ? bias->data : NULL;
-    float *Y = out->data;
+    const int in = back ? pq : hw, out = back ? hw : pq;
 #pragma omp parallel num_threads(team(b, d->N))
     {
-        float *xt = ws + g.wt + g.per * (size_t)omp_get_thread_num();
-        float *yt = xt + rtp_r16((size_t)hw * C);
+        float *st = ws + g.wt + g.per * (size_t)omp_get_thread_num();
+        float *dt = st + rtp_r16((size_t)in * C);
 #pragma omp for schedule(static)
         for (int n = 0; n < d->N; n++) {
-            float *y = Y + (size_t)n * C * pq;
-            transpose(xt, X + (size_t)n * C * hw, C, hw);
-            fwd_image(yt, xt, ws, B, d);
-            transpose(y, yt, pq, C);
+            float *o = dst + (size_t)n * C * out;
+            transpose(st, src + (size_t)n * C * in, C, in);
+            tap_sums(dt, bias, ws, st, d, back);
+            transpose(o, dt, out, C);
             if (mom)
-                rtp_cpu_plane_moments(mom + (size_t)n * C * (RT_MOMENT_FLOATS / 2), y, C,
-                                      (size_t)pq);
+                rtp_cpu_plane_moments(mom + (size_t)n * C * (RT_MOMENT_FLOATS / 2), o, C,
+                                      (size_t)out);
         }
     }
     return RT_OK;
 }
 
+rt_status rtp_cpu_conv_dw_lanes_fwd(rt_backend *b, rt_tensor *out, double *mom, const rt_tensor *in,
+                                    const rt_tensor *w, const rt_tensor *bias,
+                                    const rt_conv_desc *d, rt_error *err)
+{
+    return image_pass(b, out->data, mom, in->data, w, bias ? bias->data : NULL, d, 0, err);
+}
+
 rt_status rtp_cpu_conv_dw_lanes_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                          const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
-    float *ws = weights_by_tap(b, d, w, err);
-    if (!ws) return err ? err->code : RT_EINVAL;
-    const geom g = geom_of(d);
-    const int C = d->C, hw = d->H * d->W, pq = d->P * d->Q;
-    const float *DY = dout->data;
-    float *DX = din->data;
-#pragma omp parallel num_threads(team(b, d->N))
-    {
-        float *dxt = ws + g.wt + g.per * (size_t)omp_get_thread_num();
-        float *dyt = dxt + rtp_r16((size_t)hw * C);
-#pragma omp for schedule(static)
-        for (int n = 0; n < d->N; n++) {
-            transpose(dyt, DY + (size_t)n * C * pq, C, pq);
-            bwd_image(dxt, dyt, ws, d);
-            transpose(DX + (size_t)n * C * hw, dxt, hw, C);
-        }
-    }
-    return RT_OK;
+    return image_pass(b, din->data, NULL, dout->data, w, NULL, d, 1, err);
 }
 
 rt_status rtp_cpu_conv_dw_lanes_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
@@ -228,7 +236,8 @@ rt_status rtp_cpu_conv_dw_lanes_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tens
             for (int t = 0; t <= RS; t++) {
                 if (t == RS && !DB) break;
                 float s = 0.0f;
-                for (int grp = 0; grp < G; grp++) s += accs[g.acc * (size_t)grp + (size_t)t * C + c];
+                for (int grp = 0; grp < G; grp++)
+                    s += accs[g.acc * (size_t)grp + (size_t)t * C + c];
                 if (t < RS) DW[(size_t)c * RS + t] = s;
                 else DB[c] = s;
             }
