@@ -36,6 +36,8 @@ TORCH_SIDE = r'''
 import sys, time, torch
 sys.path.insert(0, sys.argv[1])
 import test_resnet_torch as T
+
+from blas_env import with_blas_kernels
 threads, steps, batch, spec = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 bf16 = sys.argv[6] == "bf16"
 torch.set_num_threads(threads)
@@ -92,7 +94,7 @@ def main():
     raw = open(st, "rb").read()
     head = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
     open(spec_path, "w").write(head["__metadata__"]["spec"])
-    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    env = with_blas_kernels(dict(os.environ, OMP_NUM_THREADS=str(a.threads)))
     pythons = [sys.executable] + ([os.path.join(a.venv, "bin", "python")] if a.venv else [])
     print("%s: threads %d, batch %d, %d timed steps, precision %s, load avg %.2f"
           % (a.net, a.threads, a.batch, a.steps, a.precision, os.getloadavg()[0]))
