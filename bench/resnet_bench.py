@@ -30,14 +30,14 @@ import os
 import subprocess
 import sys
 
+from blas_env import with_blas_kernels
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 TORCH_SIDE = r'''
 import sys, time, torch
 sys.path.insert(0, sys.argv[1])
 import test_resnet_torch as T
-
-from blas_env import with_blas_kernels
 threads, steps, batch, spec = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 bf16 = sys.argv[6] == "bf16"
 torch.set_num_threads(threads)
