@@ -358,7 +358,7 @@ void rtp_cpu_amx_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_te
         for (int gi = 0; gi < G; gi++) {
             float *acc = accs + accsz * (size_t)gi;
             memset(acc, 0, accsz * sizeof *acc);
-            int n1 = (gi + 1) * RTP_CONV_GROUP < d->N ? (gi + 1) * RTP_CONV_GROUP : d->N;
+            const int n1 = rtp_conv_group_end(gi, d->N);
             for (int n = gi * RTP_CONV_GROUP; n < n1; n++) {
                 bf16_planes(xb, X + chw * (size_t)n, d->C, d->H, d->W, &g);
                 dy_pairs(dv, DY + kpq * (size_t)n, d->K, Kr, d->P, d->Q, &g);
