@@ -285,17 +285,7 @@ void rtp_cpu_amx_gemm_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const 
             }
         }
         _tile_release();
-        /* dw[k][crs] = the groups' sums, in group order, a row of the partials at a time
-         * (reading them down a column cost more than the products on small planes) */
-        float *sum = (float *)h + rtp_r16(l.Sw / 2);
-#pragma omp for schedule(static)
-        for (size_t crs = 0; crs < l.CRS; crs++) {
-            memcpy(sum, accs + crs * l.Nw, (size_t)d->K * sizeof *sum);
-            for (int gi = 1; gi < G; gi++) {
-                const float *a = accs + accsz * (size_t)gi + crs * l.Nw;
-                for (int k = 0; k < d->K; k++) sum[k] += a[k];
-            }
-            for (int k = 0; k < d->K; k++) DW[(size_t)k * l.CRS + crs] = sum[k];
-        }
+        /* dw[k][crs] = the groups' sums, in group order */
+        rtp_amx_group_sums(DW, accs, accsz, G, l.CRS, l.Nw, d->K, (float *)h + rtp_r16(l.Sw / 2));
     }
 }
