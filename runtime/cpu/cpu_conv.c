@@ -137,16 +137,19 @@ static size_t ws_fp32(rt_backend *b, const rt_conv_desc *d)
     return (n + 63) / 64 * 64;
 }
 
-/* bf16 on AMX tiles (cpu_conv_amx.c): the 3x3 stride-1 convolutions the direct path
- * takes, with 16 channels or more on both sides (a tile is 16 rows of them: a 1- or
- * 3-channel first layer would waste most of each product); the others round their
+/* bf16 on AMX tiles: 1 for the 3x3 stride-1 convolutions the direct path takes
+ * (cpu_conv_amx.c), 2 for 1x1, 3x3 stride-2 and wider 3x3 ones (cpu_conv_amx_gemm.c),
+ * each with 16 channels or more on both sides (a tile is 16 rows of them: a 1- or
+ * 3-channel first layer would waste most of each product); 0: the others round their
  * inputs into the workspace for the fp32 loops */
 static int amx_takes(rt_backend *b, const rt_conv_desc *d)
 {
 #ifdef KILN_CONVK_X86
     const rtp_cpu *c = b->impl;
-    return c->amx && c->prec == RT_PREC_BF16 && d->C >= 16 && d->K >= 16 &&
-           rtp_cpu_conv_direct(b, d);
+    if (!c->amx || c->prec != RT_PREC_BF16) return 0;
+    if (d->C >= 16 && d->K >= 16 && rtp_cpu_conv_direct(b, d)) return 1;
+    /* 3x3 stride 2: only those the fp32 stride-2 loops do not take (they were faster) */
+    return rtp_cpu_amx_gemm_takes(d) && (d->R == 1 || !rtp_cpu_conv_s2(b, d)) ? 2 : 0;
 #else
     return 0;
 #endif
@@ -155,7 +158,8 @@ static int amx_takes(rt_backend *b, const rt_conv_desc *d)
 size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
 {
 #ifdef KILN_CONVK_X86
-    if (amx_takes(b, d)) return rtp_cpu_amx_workspace(b->threads, d);
+    const int amx = amx_takes(b, d);
+    if (amx) return (amx == 1 ? rtp_cpu_amx_workspace : rtp_cpu_amx_gemm_workspace)(b->threads, d);
 #endif
     return ws_fp32(b, d) + (rtp_cpu_bf16(b) ? rtp_cpu_bf16_conv_stage(d) : 0);
 }
@@ -274,10 +278,11 @@ static rt_status conv_fwd(rt_backend *b, rt_tensor *out, double *mom, const rt_t
                           rt_error *err)
 {
 #ifdef KILN_CONVK_X86
-    if (amx_takes(b, d)) {
+    const int amx = amx_takes(b, d);
+    if (amx) {
         float *ws = amx_ws(b, d, err);
         if (!ws) return err ? err->code : RT_EINVAL;
-        rtp_cpu_amx_fwd(b, ws, out, mom, in, w, bias, d);
+        (amx == 1 ? rtp_cpu_amx_fwd : rtp_cpu_amx_gemm_fwd)(b, ws, out, mom, in, w, bias, d);
         return RT_OK;
     }
 #endif
@@ -347,10 +352,11 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
                                   const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
 #ifdef KILN_CONVK_X86
-    if (amx_takes(b, d)) {
+    const int amx = amx_takes(b, d);
+    if (amx) {
         float *ws = amx_ws(b, d, err);
         if (!ws) return err ? err->code : RT_EINVAL;
-        rtp_cpu_amx_bwd_data(b, ws, din, dout, w, d);
+        (amx == 1 ? rtp_cpu_amx_bwd_data : rtp_cpu_amx_gemm_bwd_data)(b, ws, din, dout, w, d);
         return RT_OK;
     }
 #endif
@@ -419,11 +425,12 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                                     const rt_conv_desc *d, rt_error *err)
 {
 #ifdef KILN_CONVK_X86
-    if (amx_takes(b, d)) {
+    const int amx = amx_takes(b, d);
+    if (amx) {
         float *ws = amx_ws(b, d, err);
         if (!ws) return err ? err->code : RT_EINVAL;
         bias_grad(b, dbias, dout, d);
-        rtp_cpu_amx_bwd_filter(b, ws, dw, dout, in, d);
+        (amx == 1 ? rtp_cpu_amx_bwd_filter : rtp_cpu_amx_gemm_bwd_filter)(b, ws, dw, dout, in, d);
         return RT_OK;
     }
 #endif
