@@ -94,8 +94,7 @@ void rtp_cpu_bn_small_bwd(rt_backend *b, const rtp_bn_bwd_args *A)
         float v[RTP_BN_BLOCK], d[SPREAD], e[SPREAD];
         dx_consts k;
         /* bwd_sums' and bwd_dx's constants (the relu's mask when Bt is given) */
-        for (int c = 0; c < nc; c++)
-            v[c] = A->Bt ? A->G[c0 + c] * A->SI[c0 + c] : 0.0f;
+        for (int c = 0; c < nc; c++) v[c] = A->Bt ? A->G[c0 + c] * A->SI[c0 + c] : 0.0f;
         spread(k.g, v, nc, hw);
         for (int c = 0; c < nc; c++)
             v[c] = A->Bt ? A->Bt[c0 + c] - A->SM[c0 + c] * k.g[c * hw] : 0.0f;
