@@ -172,6 +172,25 @@ RT_MUST_USE rt_op_dropout_bwd rtp_cpu_dropout_bwd;
 RT_MUST_USE rt_op_act_fwd rtp_cpu_act_fwd;
 RT_MUST_USE rt_op_act_bwd rtp_cpu_act_bwd;
 /* cpu_bn.c */
+/* cpu_bn.c's backward operands: with the fused relu's mask when Bt (beta) is given; with
+ * a residual add fused after the norm (KEEP given), through that add (and its relu when
+ * lo = 0, the mask read from Y, the output): KEEP = the gradient of the sum, DY (+ DY2)
+ * masked, and the norm's gradients from KEEP. */
+typedef struct rtp_bn_bwd_args {
+    const float *X, *DY, *DY2, *Y, *G, *Bt, *SM, *SI;
+    float *KEEP, *DX, *DG, *DB;
+    int N, C;
+    size_t hw, M;
+    float lo;
+} rtp_bn_bwd_args;
+/* cpu_bn_small.c: planes of hw values where rtp_cpu_bn_small(hw) (fewer than 16) by
+ * blocks of channels, the bits of cpu_bn.c's plane loops: the training forward's output
+ * pass (no fused add), and the backward without a fused add (A->KEEP NULL). */
+int rtp_cpu_bn_small(size_t hw);
+void rtp_cpu_bn_small_out(rt_backend *b, float *Y, const float *X, int N, int C, int hw,
+                          const float *G, const float *Bt, const float *SM, const float *SI,
+                          float lo);
+void rtp_cpu_bn_small_bwd(rt_backend *b, const rtp_bn_bwd_args *A);
 RT_MUST_USE rt_op_bn_fwd_train rtp_cpu_bn_fwd_train;
 RT_MUST_USE rt_op_bn_fwd_train_moments rtp_cpu_bn_fwd_train_moments;
 RT_MUST_USE rt_op_bn_fwd_eval rtp_cpu_bn_fwd_eval;
