@@ -17,7 +17,11 @@ typedef struct rtp_cpu {
     const rtp_convk *convk; /* direct-convolution loops for this CPU, or NULL (im2col) */
     rt_precision prec;      /* fp32, or bf16 (cpu_bf16.c) */
     int amx;                /* bf16 3x3 stride-1 convolutions on AMX tiles (cpu_conv_amx.c) */
+    int dp;                 /* bf16 products on VDPBF16PS where AMX does not take them: RTP_DP_* */
 } rtp_cpu;
+
+/* rtp_cpu.dp: which bf16 products VDPBF16PS takes (cpu_dp.h; cpu_bf16.c chooses) */
+enum { RTP_DP_NONE, RTP_DP_DENSE, RTP_DP_ALL };
 
 /* Scratch of at least `bytes`, or NULL with RT_EINVAL set in err (never allocates). */
 float *rtp_cpu_scratch(rt_backend *b, size_t bytes, rt_error *err);
@@ -40,7 +44,10 @@ rt_tensor rtp_cpu_bf16_stage(rt_backend *b, float **at, const rt_tensor *t);
 size_t rtp_cpu_bf16_conv_stage(const rt_conv_desc *d);
 rt_op_dense_workspace rtp_cpu_dense_workspace;
 
-/* cpu_conv.c */
+/* cpu_conv.c; im2col: col (C*R*S, P*Q) <- image x (C,H,W), zero outside the padded
+ * border; col2im: image dx (C,H,W) += the fold of col (dx zeroed by the caller) */
+void rtp_cpu_im2col(float *col, const float *x, const rt_conv_desc *d);
+void rtp_cpu_col2im(float *dx, const float *col, const rt_conv_desc *d);
 rt_op_conv2d_workspace rtp_cpu_conv2d_workspace;
 RT_MUST_USE rt_op_conv2d_fwd rtp_cpu_conv2d_fwd;
 RT_MUST_USE rt_op_conv2d_fwd_moments rtp_cpu_conv2d_fwd_moments;
