@@ -6,6 +6,7 @@
 #include <cblas.h>
 
 #include "cpu_conv_amx.h"
+#include "cpu_dp.h"
 #include "cpu_internal.h"
 
 /* bf16 on AMX tiles (cpu_dense_amx.c) when the backend has them */
@@ -13,6 +14,16 @@ static int amx(const rt_backend *b)
 {
 #ifdef KILN_CONVK_X86
     return ((const rtp_cpu *)b->impl)->amx;
+#else
+    return 0;
+#endif
+}
+
+/* bf16 on VDPBF16PS (cpu_dense_dp.c) where AVX512_BF16 is and AMX is not */
+static int dp(const rt_backend *b)
+{
+#ifdef KILN_CONVK_X86
+    return !amx(b) && ((const rtp_cpu *)b->impl)->dp;
 #else
     return 0;
 #endif
@@ -34,6 +45,10 @@ rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, 
 #ifdef KILN_CONVK_X86
     if (amx(b)) {
         rtp_cpu_amx_dense_fwd(b, at, out, in, w, bias, d);
+        return RT_OK;
+    }
+    if (dp(b)) {
+        rtp_cpu_dp_dense_fwd(b, at, out, in, w, bias, d);
         return RT_OK;
     }
 #endif
@@ -64,6 +79,10 @@ rt_status rtp_cpu_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor 
         rtp_cpu_amx_dense_bwd_data(b, at, din, dout, w, d);
         return RT_OK;
     }
+    if (dp(b)) {
+        rtp_cpu_dp_dense_bwd_data(b, at, din, dout, w, d);
+        return RT_OK;
+    }
 #endif
     rt_tensor dys, wsd;
     if (at) {
@@ -89,13 +108,17 @@ rt_status rtp_cpu_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbia
         rtp_cpu_amx_dense_bwd_filter(b, at, dw, dout, in, d);
         at = NULL;
     }
+    if (dp(b)) {
+        rtp_cpu_dp_dense_bwd_filter(b, at, dw, dout, in, d);
+        at = NULL;
+    }
 #endif
     if (at) {
         dys = rtp_cpu_bf16_stage(b, &at, dout);
         xs = rtp_cpu_bf16_stage(b, &at, in);
         dout = &dys, in = &xs;
     }
-    if (!amx(b))
+    if (!amx(b) && !dp(b))
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->O, d->F, d->N, 1.0f, dout->data,
                     d->O, in->data, d->F, 0.0f, dw->data, d->F);
     dout = dy32;

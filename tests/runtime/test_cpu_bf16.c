@@ -11,7 +11,9 @@
  * check_ops' bf16 bound 0.02 sqrt(terms) rms(a) rms(b), and the same bits run after
  * run. Shapes: the seed CNN's and ResNet-20's convolutions (direct, Winograd, stride 2,
  * 1x1), a 5x5 (im2col) one, odd sizes, wide ones, and dense layers; with AMX, which
- * shapes take which tile kernel.
+ * shapes take which tile kernel; with AMX off (KILN_CPU_AMX=off), and with
+ * KILN_CPU_DP=all (VDPBF16PS, cpu_dp.h, takes every product AMX does not but the 1- and
+ * 3-channel first layers, as on AMD cores).
  * On a CPU without AVX512_BF16 the op checks skip with that reason; the refusals
  * (KILN_CPU_CONV=avx2 names the missing loops, fp16 is refused) run everywhere.
  */
@@ -185,6 +187,10 @@ T_TEST(conv_rounds_inputs_accumulates_fp32)
         cdesc(9, 48, 7, 9, 20, 1, 1, 0),   /* 1x1 stride 1, odd plane, 2 groups */
         cdesc(2, 144, 6, 6, 16, 3, 1, 1),  /* 3x3 wider than the direct path's 128 */
         cdesc(2, 136, 7, 7, 24, 3, 2, 1),  /* and at stride 2 */
+        cdesc(3, 6, 11, 7, 20, 5, 1, 2),   /* 5x5, K not a whole vector: turned filter */
+        cdesc(5, 7, 13, 9, 33, 3, 2, 1),   /* stride 2, odd sizes and channel counts */
+        cdesc(2, 130, 5, 5, 70, 1, 1, 0),  /* wide 1x1 */
+        cdesc(2, 8, 9, 9, 16, 3, 1, 3),    /* pad past the filter: cols and fold */
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) bad += check_conv(&cs[i]);
@@ -308,12 +314,23 @@ int main(void)
         fprintf(stderr, "the backend does not report bf16\n");
         return 1;
     }
-    const int amx = ((const rtp_cpu *)g_bf.impl)->amx;
-    printf("convolutions and dense layers on AMX tiles: %s\n",
-           amx ? "yes" : "no (rounded copies, fp32 loops)");
+    const rtp_cpu *c = g_bf.impl;
+    static const char *dp[] = {"none", "dense layers", "dense layers and convolutions"};
+    printf("convolutions and dense layers on AMX tiles: %s; on VDPBF16PS: %s (the rest: "
+           "rounded copies, fp32 loops)\n",
+           c->amx ? "yes" : "no", dp[c->dp]);
+    if (getenv("KILN_CPU_AMX") && c->amx) {
+        fprintf(stderr, "KILN_CPU_AMX=off left AMX on\n");
+        return 1;
+    }
+    const char *want = getenv("KILN_CPU_DP");
+    if (want && !strcmp(want, "all") && c->dp != RTP_DP_ALL) {
+        fprintf(stderr, "KILN_CPU_DP=all left convolutions off VDPBF16PS\n");
+        return 1;
+    }
     T_RUN(conv_rounds_inputs_accumulates_fp32);
 #if defined(__x86_64__)
-    if (amx) T_RUN(amx_takes_stride2_1x1_and_wide);
+    if (c->amx) T_RUN(amx_takes_stride2_1x1_and_wide);
 #endif
     T_RUN(dense_rounds_inputs_accumulates_fp32);
     rt_backend_close(&g_bf);
