@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mg_ckpt.h"
+#include "mg_resume.h"
 #include "mg_store.h"
 #include "rt_store.h"
 

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mg_run.h"
+#include "mg_run_opts.h"
+#include "rt_results.h"
 
 #define AT(o, row, type) ((type *)(void *)((char *)(o) + (row)->offset))
 #define CAT(o, row, type) ((const type *)(const void *)((const char *)(o) + (row)->offset))

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "mg_run.h"
+#include "mg_run_opts.h"
 
 #define FIELD(f) .offset = offsetof(mg_run_opts, f)
 #define TEXT(f) .store = MG_TO_TEXT, FIELD(f), .size = sizeof(((mg_run_opts *)0)->f)

@@ -1,0 +1,137 @@
+#!/usr/bin/env perl
+# include-cycles.pl ROOT DIR... - the include cycles among the C sources under ROOT/DIR...
+# (part of check-layering.sh). One line a cycle, "A -> B -> A: file:line ...", and exit
+# status 1 when there is one.
+#
+# A module is a header together with the .c/.cu files that define what it declares (a
+# header's functions and extern data; a file defining names of two headers joins them),
+# so that a circle through implementations is seen: run.c includes ckpt.h, ckpt.c
+# (which implements ckpt.h) includes run.h. A file that implements no header is a
+# module of its own. A module depends on every module whose header one of its files
+# includes (headers are matched by their file name after any path); a cycle is a
+# strongly connected set of more than one module.
+use strict;
+use warnings;
+use File::Find;
+use File::Basename;
+
+my ($root, @dirs) = @ARGV;
+chdir $root or die "include-cycles: $root: $!\n";
+my @files;
+find({wanted => sub { push @files, $File::Find::name if /\.(c|h|cu|cuh)$/ && -f },
+      no_chdir => 1}, grep { -d } @dirs);
+@files = sort @files;
+my %path_of = map { basename($_) => $_ } @files;
+
+my (%includes, %declares, %defines);
+for my $f (@files) {
+    open my $fh, '<', $f or next;
+    local $/;
+    my $s = <$fh>;
+    close $fh;
+    my $n = 0;
+    for my $line (split /\n/, $s, -1) {
+        $n++;
+        push @{$includes{$f}}, [basename($1), $n] if $line =~ /^\s*#\s*include\s*"([^"]+)"/;
+    }
+    # the code alone: no comments, strings, characters or preprocessor lines
+    $s =~ s{/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'}{ }gs;
+    $s =~ s/^\s*#(?:[^\n]*\\\n)*[^\n]*//mg;
+    # statements and bodies at file scope (bodies and parentheses folded to markers)
+    1 while $s =~ s/\([^()]*\)/\x01/g;
+    1 while $s =~ s/\{[^{}]*\}/\x02/g;
+    my $header = $f =~ /\.(h|cuh)$/;
+    for my $st (split /;|(?<=\x02)/, $s) {
+        $st =~ s/^\s+|\s+$//g;
+        next if $st eq '' || $st =~ /^(typedef|static)\b/ || $st =~ /\bstatic\b/;
+        if ($header) {
+            next if $st =~ /\x02/;    # a struct, union or enum: no name is defined
+            # a function (its name before the parameters), a function declared through
+            # its type (RT_MUST_USE rt_op_OP rt_backend_OP) or data (extern T name[])
+            next unless $st =~ /\s/;
+            if ($st =~ /^[^\x01]*?(\w+)\s*\x01/ || $st =~ /(\w+)\s*(?:\[[^\]]*\])?$/) {
+                push @{$declares{$f}}, $1;
+            }
+        } elsif ($st =~ /(\w+)\s*\x01\s*\x02$/ || $st =~ /(\w+)\s*(?:\[[^\]]*\])?\s*=/) {
+            $defines{$1} = $f;       # a function's body, or data with its value
+        }
+    }
+}
+
+# modules: union-find over headers and the files that define what they declare
+my %up;
+sub top { my $x = shift; $up{$x} //= $x; $up{$x} = top($up{$x}) if $up{$x} ne $x; $up{$x} }
+sub join2 { my ($a, $b) = map { top($_) } @_; $up{$a} = $b if $a ne $b }
+top($_) for @files;
+for my $h (keys %declares) {
+    for my $name (@{$declares{$h}}) {
+        join2($h, $defines{$name}) if defined $defines{$name} && $defines{$name} ne $h;
+    }
+}
+my %members;
+push @{$members{top($_)}}, $_ for @files;
+my %label;
+for my $m (keys %members) {
+    my @h = grep { /\.(h|cuh)$/ } @{$members{$m}};
+    $label{$m} = join('+', map { basename($_) } (@h ? @h : @{$members{$m}}));
+}
+
+# the module graph, each edge with the include lines that make it
+my (%edge, %why);
+for my $f (@files) {
+    for my $inc (@{$includes{$f} // []}) {
+        my ($name, $line) = @$inc;
+        my $to = $path_of{$name} or next;
+        my ($a, $b) = (top($f), top($to));
+        next if $a eq $b;
+        $edge{$a}{$b} = 1;
+        push @{$why{$a}{$b}}, "$f:$line";
+    }
+}
+
+# strongly connected components (Tarjan)
+my ($index, @stack, %idx, %low, %on, @sccs) = (0);
+sub visit {
+    my $v = shift;
+    $idx{$v} = $low{$v} = $index++;
+    push @stack, $v;
+    $on{$v} = 1;
+    for my $w (sort keys %{$edge{$v} // {}}) {
+        if (!defined $idx{$w}) { visit($w); $low{$v} = $low{$w} if $low{$w} < $low{$v} }
+        elsif ($on{$w}) { $low{$v} = $idx{$w} if $idx{$w} < $low{$v} }
+    }
+    if ($low{$v} == $idx{$v}) {
+        my @c;
+        while (1) { my $w = pop @stack; $on{$w} = 0; push @c, $w; last if $w eq $v }
+        push @sccs, [@c] if @c > 1;
+    }
+}
+visit($_) for grep { !defined $idx{$_} } sort keys %members;
+
+# one cycle of each component, as the shortest way back to its first module
+my $found = 0;
+for my $c (@sccs) {
+    my %in = map { $_ => 1 } @$c;
+    my ($start) = sort { $label{$a} cmp $label{$b} } @$c;
+    my %prev = ();
+    my @queue = ($start);
+    my $back;
+    while (defined(my $v = shift @queue)) {
+        for my $w (sort keys %{$edge{$v}}) {
+            next unless $in{$w};
+            if ($w eq $start) { $back = $v; last }
+            next if exists $prev{$w};
+            $prev{$w} = $v;
+            push @queue, $w;
+        }
+        last if defined $back;
+    }
+    my @path = ($start);
+    for (my $v = $back; $v ne $start; $v = $prev{$v}) { splice @path, 1, 0, $v }
+    push @path, $start;
+    my @lines = map { $why{$path[$_]}{$path[$_ + 1]}[0] } 0 .. $#path - 1;
+    print "include cycle: ", join(' -> ', map { $label{$_} } @path), " (", join(', ', @lines),
+        ")\n";
+    $found = 1;
+}
+exit $found;
