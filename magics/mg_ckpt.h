@@ -22,20 +22,20 @@
 /* A run as its checkpoints see it: what a checkpoint of it holds and where it goes,
  * filled by the run for each call (borrowed for the call). */
 typedef struct mg_ckpt_run {
-    mg_ctx *ctx;                /* the session: its object store, "ckpt.last" */
-    const mg_run_opts *o;       /* the hyperparameters; run_dir, keep, checkpoint_every,
+    mg_ctx *ctx;              /* the session: its object store, "ckpt.last" */
+    const mg_run_opts *o;     /* the hyperparameters; run_dir, keep, checkpoint_every,
                                    time_limit_s say when and where */
-    const char *model_name;     /* the workspace's model */
-    const char *dataset_name;   /* the workspace's data set ("fashion-mnist") */
+    const char *model_name;   /* the workspace's model */
+    const char *dataset_name; /* the workspace's data set ("fashion-mnist") */
     const rt_dataset_splits *data;
     rt_model *model;
     rt_trainer *trainer;
-    rt_results *results;        /* NULL: no store */
-    int64_t run_id;             /* in results (0: none) */
-    int64_t start_step;         /* the trainer's step when this run (or continuation) began */
-    double elapsed;             /* seconds since it began */
-    int has_metric;             /* at an epoch end: the monitored metric of that epoch, */
-    rt_ckpt_metric metric;      /* and whether it was the best yet */
+    rt_results *results;   /* NULL: no store */
+    int64_t run_id;        /* in results (0: none) */
+    int64_t start_step;    /* the trainer's step when this run (or continuation) began */
+    double elapsed;        /* seconds since it began */
+    int has_metric;        /* at an epoch end: the monitored metric of that epoch, */
+    rt_ckpt_metric metric; /* and whether it was the best yet */
     int improved;
     /* the run's curves as JSON (a new string, NULL: none), asked for when saving */
     char *(*curves_json)(const void *run);

@@ -17,18 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mg_ckpt_internal.h"
 #include "mg_store.h"
 #include "rt_ckpt_dir.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "rt_clock.h"
 
 void mg_ckpt_policy_init(mg_ckpt_policy *p)
 {
@@ -76,8 +69,7 @@ static void remember(const mg_ckpt_run *run, const mg_ckpt_policy *p, const mg_o
     rt_error re = {0};
     mg_ckpt_last *rec = mg_ckpt_last_reset(run->ctx, &e);
     if (!rec || mgp_ckpt_describe(run, rec, &e) < 0 ||
-        (rt_ckpt_train_snap_capture(&rec->snap, run->trainer, run->model, &re) !=
-             RT_OK &&
+        (rt_ckpt_train_snap_capture(&rec->snap, run->trainer, run->model, &re) != RT_OK &&
          mg_fail_status(&e, &re, "%s", re.msg))) {
         mg_eprintf(out, "warning: %%checkpoint save will not know this run: %s\n", e.evalue);
         return;
@@ -149,23 +141,23 @@ int mg_ckpt_hook(mg_ckpt_policy *p, const mg_ckpt_run *run, rt_step_event ev, co
     int rc = 0;
     if (save) {
         rt_error re = {0};
-        double called = now_s(); /* run->elapsed is of this moment */
+        double called = rt_clock_s(); /* run->elapsed is of this moment */
         if (rt_ckpt_dir_ensure(o->run_dir, &re) != RT_OK ||
             rt_ckpt_dir_path(o->run_dir, step, &path, &re) != RT_OK)
             rc = mg_fail_status(err, &re, "--run-dir %s: %s", o->run_dir, re.msg);
-        double t0 = now_s();
+        double t0 = rt_clock_s();
         if (rc == 0)
             rc = mgp_ckpt_save(run, path, p->metric_step == step ? &p->metric : NULL,
                                p->has_best ? &p->best : NULL, err);
         /* a failed timed save waits a period too */
-        p->last_save_s = run->elapsed + (now_s() - called);
-        p->last_save_dur = now_s() - t0;
+        p->last_save_s = run->elapsed + (rt_clock_s() - called);
+        p->last_save_dur = rt_clock_s() - t0;
         if (save == 2) p->limit_saved = 1;
         if (rc == 0) {
             p->last_saved_step = step;
             *saved = step;
             snprintf(p->last_path, sizeof p->last_path, "%s", path);
-            after_save(run, p, path, step, spe, 1e3 * (now_s() - t0), save, ev, out);
+            after_save(run, p, path, step, spe, 1e3 * (rt_clock_s() - t0), save, ev, out);
         } else if (!stopping) { /* periodic: warn and train on; the old files are intact */
             mg_eprintf(out, "warning: %s: %s (training goes on)\n", err->ename, err->evalue);
             rc = 0;

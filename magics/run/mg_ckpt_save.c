@@ -102,8 +102,7 @@ static char *schedule_text(const mg_ckpt_run *run)
     char buf[512];
     if (rt_schedule_parse(&s, o->schedule_resolved[0] ? o->schedule_resolved : o->schedule, NULL) !=
             RT_OK ||
-        rt_schedule_resolve(&s, rt_trainer_steps_per_epoch(run->trainer), o->epochs, NULL) !=
-            RT_OK)
+        rt_schedule_resolve(&s, rt_trainer_steps_per_epoch(run->trainer), o->epochs, NULL) != RT_OK)
         return NULL;
     int n = rt_schedule_format(&s, buf, sizeof buf);
     return n > 0 && (size_t)n < sizeof buf ? strdup(buf) : NULL;
@@ -172,7 +171,8 @@ int mgp_ckpt_save(const mg_ckpt_run *run, const char *path, const rt_ckpt_metric
     rt_ckpt_train_info in = mgp_ckpt_info(&rec);
     in.metric = metric;
     in.best_metric = best;
-    char *curves = run->curves_json ? run->curves_json(run->run) : NULL; /* the plot of a resumed run starts at step 1 */
+    char *curves = run->curves_json ? run->curves_json(run->run)
+                                    : NULL; /* the plot of a resumed run starts at step 1 */
     const char *extra[] = {"results_store",
                            rec.results_store ? rec.results_store : "",
                            "device",
