@@ -25,8 +25,7 @@ typedef size_t (*read_fn)(void *ctx, void *buf, size_t n);
 
 /* Reads `size` bytes of records into a fresh split. */
 static rt_status read_records(const rtp_cifar_layout *l, rtp_raw_split *s, read_fn rd, void *ctx,
-                              uint64_t size, const char *what, const rtp_stop *stop,
-                              rt_error *err)
+                              uint64_t size, const char *what, const rtp_stop *stop, rt_error *err)
 {
     const size_t record = (size_t)l->label_bytes + PIXELS;
     if (size == 0 || size % record != 0 || size > MAX_BYTES)
