@@ -156,6 +156,9 @@ RT_MUST_USE int mg_run_opts_from_args(mg_run_opts *o, const mg_args *args, mg_er
  * hold options of its own (not read here); errors name `who` ("%lr_find"). */
 RT_MUST_USE int mg_run_opts_from_args_as(mg_run_opts *o, const mg_args *args, const char *who,
                                          mg_error *err);
+/* Every value of o inside its row's bounds and syntax (the default always is); else
+ * a ValueError "<who>: --lr must be in (0, 100], got 500". */
+RT_MUST_USE int mg_run_opts_check(const mg_run_opts *o, const char *who, mg_error *err);
 RT_MUST_USE int mg_run_parse_every(const char *text, mg_every *out, mg_error *err);
 /* "8h30m", "90s", "45m", "2h", "1.5h", "3600" (seconds) -> seconds. */
 RT_MUST_USE int mg_run_parse_duration(const char *text, double *seconds, mg_error *err);
