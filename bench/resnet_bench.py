@@ -30,6 +30,8 @@ import os
 import subprocess
 import sys
 
+from blas_env import with_blas_kernels
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 TORCH_SIDE = r'''
@@ -92,7 +94,7 @@ def main():
     raw = open(st, "rb").read()
     head = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
     open(spec_path, "w").write(head["__metadata__"]["spec"])
-    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    env = with_blas_kernels(dict(os.environ, OMP_NUM_THREADS=str(a.threads)))
     pythons = [sys.executable] + ([os.path.join(a.venv, "bin", "python")] if a.venv else [])
     print("%s: threads %d, batch %d, %d timed steps, precision %s, load avg %.2f"
           % (a.net, a.threads, a.batch, a.steps, a.precision, os.getloadavg()[0]))

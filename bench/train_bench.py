@@ -21,7 +21,8 @@ usage: /usr/bin/python3 bench/train_bench.py [--build build-core] [--steps 100]
   --timing    print Kiln's per-layer breakdown (wall time, synced per layer).
   --precision bf16  Kiln with --precision bf16 on the CPU, PyTorch under
               torch.autocast("cpu", dtype=torch.bfloat16), side by side.
-The environment is inherited by both sides (OMP_*, OPENBLAS_CORETYPE, ...).
+The environment is inherited by both sides (OMP_*, OPENBLAS_CORETYPE, ...); an unset
+OPENBLAS_CORETYPE is set to Kiln's own choice for both (bench/blas_env.py).
 """
 import argparse
 import os
@@ -29,6 +30,8 @@ import resource
 import subprocess
 import sys
 import time
+
+from blas_env import with_blas_kernels
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = "/usr/share/datasets/fashion-mnist"
@@ -145,7 +148,7 @@ def main():
     if a.torch_child:
         torch_child(a.steps, a.threads, a.batch, a.precision)
         return
-    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    env = with_blas_kernels(dict(os.environ, OMP_NUM_THREADS=str(a.threads)))
     driver = os.path.join(a.build, "bench", "train_bench")
     if not os.path.exists(driver):
         sys.exit("no %s: build it with `ninja -C %s bench/train_bench`" % (driver, a.build))
@@ -157,7 +160,7 @@ def main():
           "OPENBLAS_CORETYPE=%s, load %.1f" %
           (a.steps, a.batch, a.threads, a.precision,
            "autocast bf16" if a.precision == "bf16" else "fp32",
-           os.environ.get("OPENBLAS_CORETYPE", "(auto)"), os.getloadavg()[0]))
+           env.get("OPENBLAS_CORETYPE", "(auto)"), os.getloadavg()[0]))
     k = t = kout = None
     for _ in range(max(1, a.repeat)):
         out = run(kcmd, env)

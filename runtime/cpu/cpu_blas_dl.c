@@ -24,6 +24,13 @@
  * the backend first opens (so `%env` before the first CPU use takes effect), and
  * cpu_open sets its thread count as before. The forwarders are hidden
  * (-fvisibility=hidden), so the loaded library never binds to them. Never dlclose'd.
+ *
+ * OpenBLAS picks its kernels by CPU family and model, and a CPU newer than the library
+ * is taken for a generic one: Debian 12's OpenBLAS 0.3.21 runs its SSE3 (Prescott)
+ * kernels on an Emerald Rapids Xeon (model 207), 3-4x slower than its AVX-512 ones.
+ * So when OPENBLAS_CORETYPE is unset, Kiln names the kernels from the instructions the
+ * CPU has (pick_kernels) before the library's constructor reads it; a user's own
+ * OPENBLAS_CORETYPE is left as it is.
  */
 #include <cblas.h>
 #include <limits.h>
@@ -50,6 +57,7 @@ static struct {
     __typeof__(cblas_sgemm) *sgemm;
     __typeof__(openblas_set_num_threads) *set_num_threads;
     __typeof__(openblas_get_num_threads) *get_num_threads;
+    __typeof__(openblas_get_corename) *get_corename;
 } fn;
 static int loaded;        /* every entry of fn is set */
 static char why[720];     /* set when not loaded */
@@ -64,6 +72,7 @@ static int load_system(rt_dl_result *r)
         {"cblas_sgemm", (void **)&fn.sgemm},
         {"openblas_set_num_threads", (void **)&fn.set_num_threads},
         {"openblas_get_num_threads", (void **)&fn.get_num_threads},
+        {"openblas_get_corename", (void **)&fn.get_corename},
     };
     return rt_dl_load("KILN_LIBOPENBLAS", names, 3, syms, sizeof syms / sizeof syms[0], r);
 }
@@ -77,13 +86,34 @@ static int load_wheel(rt_dl_result *r)
         {"scipy_cblas_sgemm", (void **)&fn.sgemm},
         {"scipy_openblas_set_num_threads", (void **)&fn.set_num_threads},
         {"scipy_openblas_get_num_threads", (void **)&fn.get_num_threads},
+        {"scipy_openblas_get_corename", (void **)&fn.get_corename},
     };
     return rt_dl_load("KILN_LIBOPENBLAS", names, path[0] ? 1 : 0, syms,
                       sizeof syms / sizeof syms[0], r);
 }
 
+/* The OpenBLAS kernel set for this CPU's instructions, or NULL to leave the choice to
+ * OpenBLAS (not x86-64, or nothing newer than SSE). SkylakeX's sgemm is also what its
+ * Cooperlake and Sapphire Rapids sets use (Kiln calls sgemm only); Zen 1-3 get the
+ * Haswell kernels under OpenBLAS's own pick too. */
+static const char *pick_kernels(void)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    if (avx512) return "SKYLAKEX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "HASWELL";
+#endif
+    return NULL;
+}
+
 static void load_once(void)
 {
+    const char *user = getenv("OPENBLAS_CORETYPE");
+    const char *kernels = user && *user ? NULL : pick_kernels();
+    /* before any OpenBLAS constructor runs; pthread_once keeps it to one thread */
+    if (kernels) setenv("OPENBLAS_CORETYPE", kernels, 1);
     rt_dl_result sys, whl;
     memset(&sys, 0, sizeof sys);
     memset(&whl, 0, sizeof whl);
@@ -95,8 +125,10 @@ static void load_once(void)
     loaded = load_system(&sys) || (from_wheel = load_wheel(&whl));
 #endif
     if (loaded) {
-        snprintf(library, sizeof library, "%s (%s)", from_wheel ? whl.file : sys.file,
-                 from_wheel ? "scipy-openblas32" : "system");
+        const char *core = fn.get_corename();
+        snprintf(library, sizeof library, "%s (%s), kernels %.40s%s",
+                 from_wheel ? whl.file : sys.file, from_wheel ? "scipy-openblas32" : "system",
+                 core ? core : "?", kernels ? " (chosen by Kiln for this CPU)" : "");
         return;
     }
     int foreign = strstr(sys.why, " lacks ") != NULL;

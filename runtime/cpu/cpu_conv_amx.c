@@ -25,35 +25,11 @@
 #include <omp.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
+#include "cpu_amx_tiles.h"
 #include "cpu_conv_amx.h"
 #include "cpu_conv_layout.h"
 #include "cpu_internal.h"
-
-#define ARCH_REQ_XCOMP_PERM 0x1023
-#define XFEATURE_XTILEDATA 18
-
-int rtp_cpu_amx_enable(void)
-{
-    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
-}
-
-typedef struct tilecfg {
-    uint8_t palette, start;
-    uint8_t res[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tilecfg;
-
-static inline uint32_t bf16_bits(float f)
-{
-    uint32_t v;
-    memcpy(&v, &f, 4);
-    if ((v & 0x7FFFFFFFu) > 0x7F800000u) return (v >> 16) | 0x40u; /* NaN stays NaN */
-    return (v + 0x7FFFu + ((v >> 16) & 1u)) >> 16;
-}
 
 /* ---- geometry ---- */
 
@@ -138,14 +114,8 @@ static void pair_planes(uint32_t *restrict xp, const float *restrict x, int ins,
     for (int c = 0; c < ins; c += 2) {
         const float *a = x + (size_t)c * hw, *b = c + 1 < ins ? a + hw : NULL;
         uint32_t *o = xp + (size_t)(c / 2) * g->cs + top;
-        for (int h = 0; h < H; h++, o += g->wp, a += W) {
-            if (b) {
-                for (int w = 0; w < W; w++) o[w] = bf16_bits(a[w]) | bf16_bits(b[w]) << 16;
-                b += W;
-            } else {
-                for (int w = 0; w < W; w++) o[w] = bf16_bits(a[w]);
-            }
-        }
+        for (int h = 0; h < H; h++, o += g->wp, a += W, b = b ? b + W : NULL)
+            rtp_amx_bf16_pairs(o, a, b, (size_t)W);
     }
 }
 
@@ -169,22 +139,20 @@ static void pack_weights(uint32_t *wa, const float *Wt, int rows, int ins, const
                             if (k >= rows || c >= ins) continue;
                             size_t at = transposed ? ((size_t)c * rows + k) * 9 + tap[t]
                                                    : ((size_t)k * ins + c) * 9 + tap[t];
-                            v |= bf16_bits(Wt[at]) << (16 * h);
+                            v |= rtp_bf16_bits(Wt[at]) << (16 * h);
                         }
                         o[(size_t)r * p.KP + j] = v;
                     }
             }
 }
 
+/* C: 16 rows x 16 fp32; A: 16 rows x KP pairs; B: KP rows of 16 pairs */
 static void fwd_config(int KP)
 {
-    tilecfg c;
-    memset(&c, 0, sizeof c);
-    c.palette = 1;
-    for (int i = 0; i < 4; i++) c.rows[i] = 16, c.colsb[i] = 64; /* C: 16 rows x 16 fp32 */
-    for (int i = 4; i < 6; i++) c.rows[i] = 16, c.colsb[i] = (uint16_t)(KP * 4); /* A */
-    for (int i = 6; i < 8; i++) c.rows[i] = (uint8_t)KP, c.colsb[i] = 64;        /* B */
-    _tile_loadconfig(&c);
+    const uint8_t kp = (uint8_t)KP;
+    const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, kp, kp};
+    const uint16_t ab = (uint16_t)(KP * 4), colsb[8] = {64, 64, 64, 64, ab, ab, 64, 64};
+    rtp_amx_config(rows, colsb);
 }
 
 /* grid[k*Lr + i] for k < KB16*16, i < Lr <- the tile products over the 9 taps */
@@ -295,15 +263,6 @@ void rtp_cpu_amx_bwd_data(rt_backend *b, float *ws, rt_tensor *din, const rt_ten
 
 /* ---- weight gradient ---- */
 
-static void wg_config(void)
-{
-    tilecfg c;
-    memset(&c, 0, sizeof c);
-    c.palette = 1;
-    for (int i = 0; i < 8; i++) c.rows[i] = 16, c.colsb[i] = 64;
-    _tile_loadconfig(&c);
-}
-
 /* xb[c][...] <- channel c of x (C x H x W) in bf16 at the grid's places (border g->pad) */
 static void bf16_planes(uint16_t *restrict xb, const float *restrict x, int C, int H, int W,
                         const amx_geom *g)
@@ -312,8 +271,7 @@ static void bf16_planes(uint16_t *restrict xb, const float *restrict x, int C, i
     for (int c = 0; c < C; c++) {
         const float *a = x + (size_t)c * hw;
         uint16_t *o = xb + (size_t)c * csb + top;
-        for (int h = 0; h < H; h++, o += g->wp, a += W)
-            for (int w = 0; w < W; w++) o[w] = (uint16_t)bf16_bits(a[w]);
+        for (int h = 0; h < H; h++, o += g->wp, a += W) rtp_amx_bf16_row(o, a, (size_t)W);
     }
 }
 
@@ -329,7 +287,7 @@ static void dy_pairs(uint32_t *restrict dv, const float *restrict dy, int K, int
             for (int q = 0; q < Q; q++) {
                 size_t i = (size_t)p * g->wp + q;
                 h[(i / 2) * 2 * (size_t)Kr + 2 * (size_t)k + i % 2] =
-                    (uint16_t)bf16_bits(row[(size_t)p * Q + q]);
+                    (uint16_t)rtp_bf16_bits(row[(size_t)p * Q + q]);
             }
     }
 }
@@ -395,7 +353,7 @@ void rtp_cpu_amx_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_te
         uint32_t *dv = (uint32_t *)(mine + r16((size_t)Cr * g.cs / 2 + 32));
         memset(xb, 0, xbytes);
         memset(dv, 0, dvbytes);
-        wg_config();
+        rtp_amx_config_full();
 #pragma omp for schedule(dynamic, 1)
         for (int gi = 0; gi < G; gi++) {
             float *acc = accs + accsz * (size_t)gi;

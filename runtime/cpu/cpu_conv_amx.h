@@ -9,7 +9,7 @@
 #include "../rt_backend.h"
 
 /* Asks the kernel for the AMX tile data state (arch_prctl ARCH_REQ_XCOMP_PERM): 1 when
- * granted (process-wide), 0 otherwise. */
+ * granted (process-wide), 0 otherwise (cpu_amx_tiles.c). */
 int rtp_cpu_amx_enable(void);
 /* Scratch bytes the three passes need for d with this many threads. */
 size_t rtp_cpu_amx_workspace(int threads, const rt_conv_desc *d);

@@ -11,6 +11,8 @@
  * independent, so neither do they depend on the thread count. The weight gradient runs
  * a channel per thread over the images in order: per tap, a row of partial sums over
  * the images and output rows, summed in order at the end.
+ * Planes of 256 positions (16x16) and fewer go to cpu_conv_dw_lanes.c (the channels in the
+ * vector lanes, no bordered copy).
  * rtp_cpu_conv_dw says whether a convolution takes this path: a depthwise one (channel
  * multiplier 1) on a backend with the direct loops (KILN_CPU_CONV=im2col leaves it to
  * cpu_conv.c's grouped im2col + sgemm, for comparisons).
@@ -52,6 +54,7 @@ int rtp_cpu_conv_dw(rt_backend *b, const rt_conv_desc *d)
 
 size_t rtp_cpu_conv_dw_workspace(rt_backend *b, const rt_conv_desc *d)
 {
+    if (rtp_cpu_conv_dw_lanes(d)) return rtp_cpu_conv_dw_lanes_workspace(b, d);
     size_t T = (size_t)(b->threads > 0 ? b->threads : 1);
     return T * geom_of(d).per * sizeof(float);
 }
@@ -122,6 +125,8 @@ rt_status rtp_cpu_conv_dw_fwd(rt_backend *b, rt_tensor *out, double *mom, const 
                               const rt_tensor *w, const rt_tensor *bias, const rt_conv_desc *d,
                               rt_error *err)
 {
+    if (rtp_cpu_conv_dw_lanes(d))
+        return rtp_cpu_conv_dw_lanes_fwd(b, out, mom, in, w, bias, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv_dw_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const geom g = geom_of(d);
@@ -150,6 +155,7 @@ rt_status rtp_cpu_conv_dw_fwd(rt_backend *b, rt_tensor *out, double *mom, const 
 rt_status rtp_cpu_conv_dw_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                    const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
+    if (rtp_cpu_conv_dw_lanes(d)) return rtp_cpu_conv_dw_lanes_bwd_data(b, din, dout, w, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv_dw_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const geom g = geom_of(d);
@@ -191,6 +197,8 @@ rt_status rtp_cpu_conv_dw_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *db
                                      const rt_tensor *dout, const rt_tensor *in,
                                      const rt_conv_desc *d, rt_error *err)
 {
+    if (rtp_cpu_conv_dw_lanes(d))
+        return rtp_cpu_conv_dw_lanes_bwd_filter(b, dw, dbias, dout, in, d, err);
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv_dw_workspace(b, d), err);
     if (!ws) return err ? err->code : RT_EINVAL;
     const geom g = geom_of(d);

@@ -14,23 +14,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu_amx_tiles.h"
 #include "cpu_conv_amx.h"
 #include "cpu_internal.h"
-
-typedef struct tilecfg {
-    uint8_t palette, start;
-    uint8_t res[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tilecfg;
-
-static inline uint32_t bf16_bits(float f)
-{
-    uint32_t v;
-    memcpy(&v, &f, 4);
-    if ((v & 0x7FFFFFFFu) > 0x7F800000u) return (v >> 16) | 0x40u;
-    return (v + 0x7FFFu + ((v >> 16) & 1u)) >> 16;
-}
 
 static size_t r32(size_t n) { return (n + 31) / 32 * 32; }
 
@@ -73,9 +59,8 @@ static void pack_a(uint16_t *A, const float *src, size_t ld, int transposed, con
             continue;
         }
         if (transposed)
-            for (size_t c = 0; c < g->K; c++) o[c] = (uint16_t)bf16_bits(src[c * ld + r]);
-        else
-            for (size_t c = 0; c < g->K; c++) o[c] = (uint16_t)bf16_bits(src[r * ld + c]);
+            for (size_t c = 0; c < g->K; c++) o[c] = (uint16_t)rtp_bf16_bits(src[c * ld + r]);
+        else rtp_amx_bf16_row(o, src + r * ld, g->K);
         memset(o + g->K, 0, (g->Kr - g->K) * 2);
     }
 }
@@ -95,56 +80,25 @@ static void pack_b(uint32_t *B, const float *src, size_t ld, int transposed, con
         const int two = k + 1 < g->K;
         if (transposed)
             for (size_t n = 0; n < g->N; n++)
-                o[n] =
-                    bf16_bits(src[n * ld + k]) | (two ? bf16_bits(src[n * ld + k + 1]) << 16 : 0);
-        else
-            for (size_t n = 0; n < g->N; n++)
-                o[n] =
-                    bf16_bits(src[k * ld + n]) | (two ? bf16_bits(src[(k + 1) * ld + n]) << 16 : 0);
+                o[n] = rtp_bf16_bits(src[n * ld + k]) |
+                       (two ? rtp_bf16_bits(src[n * ld + k + 1]) << 16 : 0);
+        else rtp_amx_bf16_pairs(o, src + k * ld, two ? src + (k + 1) * ld : NULL, g->N);
         memset(o + g->N, 0, (g->Nr - g->N) * 4);
     }
-}
-
-static void config(void)
-{
-    tilecfg c;
-    memset(&c, 0, sizeof c);
-    c.palette = 1;
-    for (int i = 0; i < 8; i++) c.rows[i] = 16, c.colsb[i] = 64;
-    _tile_loadconfig(&c);
 }
 
 /* C[Mr][Nr] = A B, blocks of 32 x 32 over the threads */
 static void gemm_run(const uint16_t *A, const uint32_t *B, float *C, const gemm *g, int T)
 {
-    const size_t mb = g->Mr / 32, nb = g->Nr / 32, as = g->Kr * 2, bs = g->Nr * 4, cs = g->Nr * 4;
+    const size_t mb = g->Mr / 32, nb = g->Nr / 32;
 #pragma omp parallel num_threads(T)
     {
-        config();
+        rtp_amx_config_full();
 #pragma omp for schedule(static)
         for (size_t blk = 0; blk < mb * nb; blk++) {
             const size_t m = blk / nb * 32, n = blk % nb * 32;
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
-            for (size_t k = 0; k < g->Kr; k += 32) {
-                const uint16_t *a = A + m * g->Kr + k;
-                const uint32_t *bp = B + k / 2 * g->Nr + n;
-                _tile_loadd(4, a, as);
-                _tile_loadd(5, a + 16 * g->Kr, as);
-                _tile_loadd(6, bp, bs);
-                _tile_loadd(7, bp + 16, bs);
-                _tile_dpbf16ps(0, 4, 6);
-                _tile_dpbf16ps(1, 4, 7);
-                _tile_dpbf16ps(2, 5, 6);
-                _tile_dpbf16ps(3, 5, 7);
-            }
-            float *c = C + m * g->Nr + n;
-            _tile_stored(0, c, cs);
-            _tile_stored(1, c + 16, cs);
-            _tile_stored(2, c + 16 * g->Nr, cs);
-            _tile_stored(3, c + 16 * g->Nr + 16, cs);
+            rtp_amx_gemm(A + m * g->Kr, g->Kr, B + n, g->Nr, C + m * g->Nr + n, g->Nr, 32, 32,
+                         g->Kr, 0);
         }
         _tile_release();
     }

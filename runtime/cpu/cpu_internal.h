@@ -117,28 +117,34 @@ RT_MUST_USE rt_status rtp_cpu_conv_s2_bwd_filter(rt_backend *b, const rtp_convk 
                                                  rt_tensor *dbias, const rt_tensor *dout,
                                                  const rt_tensor *in, const rt_conv_desc *d,
                                                  rt_error *err);
+/* A convolution's forward that also writes each output plane's moments to mom (N x K
+ * planes, RT_MOMENT_FLOATS / 2 doubles each) unless NULL: the depthwise and 1x1 paths */
+typedef rt_status rtp_cpu_conv_fwd_mom(rt_backend *b, rt_tensor *out, double *mom,
+                                       const rt_tensor *in, const rt_tensor *w,
+                                       const rt_tensor *bias, const rt_conv_desc *d, rt_error *err);
 /* cpu_conv_dw.c: the direct depthwise convolution; rtp_cpu_conv_dw says whether d
  * takes it on b (0: cpu_conv.c's grouped im2col + sgemm). */
 int rtp_cpu_conv_dw(rt_backend *b, const rt_conv_desc *d);
 size_t rtp_cpu_conv_dw_workspace(rt_backend *b, const rt_conv_desc *d);
-RT_MUST_USE rt_status rtp_cpu_conv_dw_fwd(rt_backend *b, rt_tensor *out, double *mom,
-                                          const rt_tensor *in, const rt_tensor *w,
-                                          const rt_tensor *bias, const rt_conv_desc *d,
-                                          rt_error *err);
+RT_MUST_USE rtp_cpu_conv_fwd_mom rtp_cpu_conv_dw_fwd;
 RT_MUST_USE rt_status rtp_cpu_conv_dw_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                                const rt_tensor *w, const rt_conv_desc *d,
                                                rt_error *err);
 RT_MUST_USE rt_status rtp_cpu_conv_dw_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
                                                  const rt_tensor *dout, const rt_tensor *in,
                                                  const rt_conv_desc *d, rt_error *err);
+/* cpu_conv_dw_lanes.c: the depthwise convolution on small planes, channels in the
+ * vector lanes; rtp_cpu_conv_dw_lanes says whether d (depthwise) takes it. */
+int rtp_cpu_conv_dw_lanes(const rt_conv_desc *d);
+size_t rtp_cpu_conv_dw_lanes_workspace(rt_backend *b, const rt_conv_desc *d);
+RT_MUST_USE rtp_cpu_conv_fwd_mom rtp_cpu_conv_dw_lanes_fwd;
+RT_MUST_USE rt_op_conv2d_bwd_data rtp_cpu_conv_dw_lanes_bwd_data;
+RT_MUST_USE rt_op_conv2d_bwd_filter rtp_cpu_conv_dw_lanes_bwd_filter;
 /* cpu_conv_1x1.c: 1x1 stride-1 convolutions on small planes, one sgemm per batch;
  * rtp_cpu_conv_1x1 says whether d takes it. */
 int rtp_cpu_conv_1x1(const rt_conv_desc *d);
 size_t rtp_cpu_conv_1x1_workspace(rt_backend *b, const rt_conv_desc *d);
-RT_MUST_USE rt_status rtp_cpu_conv_1x1_fwd(rt_backend *b, rt_tensor *out, double *mom,
-                                           const rt_tensor *in, const rt_tensor *w,
-                                           const rt_tensor *bias, const rt_conv_desc *d,
-                                           rt_error *err);
+RT_MUST_USE rtp_cpu_conv_fwd_mom rtp_cpu_conv_1x1_fwd;
 RT_MUST_USE rt_status rtp_cpu_conv_1x1_bwd_data(rt_backend *b, rt_tensor *din,
                                                 const rt_tensor *dout, const rt_tensor *w,
                                                 const rt_conv_desc *d, rt_error *err);

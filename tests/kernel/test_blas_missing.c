@@ -9,7 +9,9 @@
  * (KILN_LIBOPENBLAS unset), or with --loads FROM (KILN_LIBOPENBLAS names the
  * scipy-openblas32 wheel's library, whose symbols are prefixed scipy_), the open must
  * succeed, OpenBLAS must report the backend's thread count, and rt_cpu_blas_library()
- * (what %device prints) must name where it came from: "system" or "scipy-openblas32".
+ * (what %device prints) must name where it came from: "system" or "scipy-openblas32",
+ * and the kernels OpenBLAS runs: on a CPU with AVX2 never its SSE ones (OpenBLAS 0.3.21
+ * took an Emerald Rapids Xeon for a Prescott), and a user's OPENBLAS_CORETYPE stands.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,12 +51,27 @@ T_TEST(cpu_open_sets_openblas_threads)
         ASSERT_EQ(openblas_get_num_threads(), threads);
         rt_backend_close(&b);
     }
-    ASSERT_STR_CONTAINS(rt_cpu_blas_library(), expected ? expected : "(system)");
+    const char *lib = rt_cpu_blas_library();
+    ASSERT_STR_CONTAINS(lib, expected ? expected : "(system)");
+    ASSERT_STR_CONTAINS(lib, ", kernels ");
+    const char *user = getenv("KILN_TEST_USER_CORETYPE"); /* what meson set OPENBLAS_CORETYPE to */
+    if (user && *user) {
+        ASSERT_STR_CONTAINS(lib, user);
+        ASSERT(strstr(lib, "chosen by Kiln") == NULL);
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        ASSERT(strstr(lib, "kernels Prescott") == NULL && strstr(lib, "kernels Core2") == NULL &&
+               strstr(lib, "kernels Nehalem") == NULL && strstr(lib, "kernels Sandybridge") == NULL);
+    }
+    printf("%s\n", lib);
 }
 
 int main(int argc, char **argv)
 {
     const char *env = getenv("KILN_LIBOPENBLAS");
+    /* meson cannot unset a variable; an empty OPENBLAS_CORETYPE means unset here (OpenBLAS
+     * itself treats the empty name differently from no name) */
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    if (ct && !*ct) unsetenv("OPENBLAS_CORETYPE");
     int loads = argc > 2 && !strcmp(argv[1], "--loads");
     expected = argc > 1 ? argv[loads ? 2 : 1] : NULL;
     if (loads && !(env && *env)) {

@@ -7,6 +7,7 @@ CPU without AVX512_BF16."""
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import nbformat
@@ -38,19 +39,44 @@ if not cpu_bf16():
 
 
 def form_options(name):
-    """(param, option literal) for every dropdown option of the notebook's form cell."""
+    """(param, option literal) for every dropdown option of the notebook's form cell, and
+    the form's own values {param: literal}."""
     nb = nbformat.read(os.path.join(NOTEBOOKS, name), as_version=4)
     form = next(c for c in nb.cells if c.cell_type == "code" and "#@param" in c.source)
-    out = []
+    out, defaults = [], {}
     for line in form.source.splitlines():
-        m = re.match(r"\s*(\w+)\s*=.*#@param\s*(\[[^\]]*\])", line)
+        m = re.match(r"\s*(\w+)\s*=\s*(.*?)\s*#@param\s*(\[[^\]]*\])?", line)
         if m:
-            out += [(m.group(1), o) for o in json.loads(m.group(2))]
-    return out
+            defaults[m.group(1)] = json.loads(m.group(2))
+            if m.group(3):
+                out += [(m.group(1), o) for o in json.loads(m.group(3))]
+    return out, defaults
 
 
-CASES = [(nb, p, o) for nb in ("01-prepare-data.ipynb", "02-train.ipynb", "03-evaluate.ipynb")
-         for p, o in form_options(nb)]
+def base_params(name):
+    """What the test passes besides the option: a small run of each stage."""
+    if name == "01-prepare-data.ipynb":
+        return {"val": SMALL["val"], "samples": 10}
+    if name == "03-evaluate.ipynb":
+        return {"val": SMALL["val"], "samples": 8}
+    return dict(SMALL)
+
+
+def cases():
+    """One case per distinct run: an option that is the form's own value (or the test's
+    small one) runs the same notebook as its siblings at their defaults, so those options
+    share one case, named by all of them."""
+    out = {}
+    for nb in ("01-prepare-data.ipynb", "02-train.ipynb", "03-evaluate.ipynb"):
+        options, defaults = form_options(nb)
+        base = dict(defaults, **base_params(nb))
+        for p, o in options:
+            run = json.dumps(dict(base, **{p: o}), sort_keys=True)
+            out.setdefault((nb, run), []).append((p, o))
+    return [(nb, opts) for (nb, _), opts in out.items()]
+
+
+CASES = cases()
 
 
 @pytest.fixture(scope="module")
@@ -70,24 +96,40 @@ def kiln_run(name, cwd, params):
 
 
 def test_every_form_has_options():
-    assert {nb for nb, _, _ in CASES} == {"01-prepare-data.ipynb", "02-train.ipynb",
-                                          "03-evaluate.ipynb"}
-    assert ("03-evaluate.ipynb", "split", "val") in CASES
+    assert {nb for nb, _ in CASES} == {"01-prepare-data.ipynb", "02-train.ipynb",
+                                       "03-evaluate.ipynb"}
+    assert ("03-evaluate.ipynb", [("split", "val")]) in CASES
+    # every option of every form is in exactly one case
+    listed = [(nb, p, str(o)) for nb, opts in CASES for p, o in opts]
+    assert len(listed) == len(set(listed))
+    for nb in ("01-prepare-data.ipynb", "02-train.ipynb", "03-evaluate.ipynb"):
+        assert {(p, str(o)) for p, o in form_options(nb)[0]} == \
+            {(p, o) for n, p, o in listed if n == nb}
 
 
-@pytest.mark.parametrize("name,param,option", CASES)
-def test_option_runs(workdir, name, param, option):
-    if (param, str(option)) in NEEDS:
-        pytest.skip(NEEDS[(param, str(option))])
-    cwd = os.path.join(workdir, re.sub(r"\W", "_", f"{name}-{param}-{option}"))
+@pytest.fixture(scope="module")
+def trained(workdir):
+    """A run of 02-train as stage 2 leaves it, for every 03-evaluate case to copy."""
+    cwd = os.path.join(workdir, "trained")
     os.makedirs(cwd)
-    params = {k: v for k, v in SMALL.items()}
-    if name == "01-prepare-data.ipynb":
-        params = {"val": SMALL["val"], "samples": 10}
-    if name == "03-evaluate.ipynb":  # a run to evaluate, trained as stage 2 would
-        p, nb = kiln_run("02-train.ipynb", cwd, SMALL)
-        assert p.returncode == 0 and errors(nb) == [], p.stderr
-        params = {"val": SMALL["val"], "samples": 8}
+    p, nb = kiln_run("02-train.ipynb", cwd, SMALL)
+    assert p.returncode == 0 and errors(nb) == [], p.stderr
+    return os.path.join(cwd, "runs")
+
+
+@pytest.mark.parametrize("name,options", CASES,
+                         ids=[nb.split("-")[0] + "-" + "+".join(f"{p}={o}" for p, o in opts)
+                              for nb, opts in CASES])
+def test_option_runs(workdir, request, name, options):
+    runnable = [(p, o) for p, o in options if (p, str(o)) not in NEEDS]
+    if not runnable:
+        pytest.skip("; ".join(NEEDS[(p, str(o))] for p, o in options))
+    cwd = os.path.join(workdir, re.sub(r"\W", "_", request.node.callspec.id))
+    os.makedirs(cwd)
+    params = base_params(name)
+    if name == "03-evaluate.ipynb":
+        shutil.copytree(request.getfixturevalue("trained"), os.path.join(cwd, "runs"))
+    param, option = runnable[0]  # the others in the case are the same run
     params[param] = option
     p, nb = kiln_run(name, cwd, params)
     assert p.returncode == 0, p.stderr[-2000:]

@@ -13,8 +13,9 @@
  * results are bitwise the same run after run and for 1 or 2 threads, AVX2 and AVX-512
  * forward/input gradients agree bitwise, and convolutions no direct path takes (5x5,
  * 1x1 stride 1, >128 channels) stay on im2col. Each path is a backend opened with
- * KILN_CPU_CONV set. The depthwise loop (cpu_conv_dw.c) is compared with the grouped
- * im2col path the same way.
+ * KILN_CPU_CONV set. The depthwise loops (cpu_conv_dw.c, and cpu_conv_dw_lanes.c's
+ * channels in the lanes for planes up to 16x16) are compared with the grouped im2col
+ * path the same way.
  *
  * Tolerance: |direct - im2col| <= 1e-5 * (|im2col| + max|im2col|), as test_fixtures:
  * both are float32 sums of <= 9*64 terms in different orders (Winograd's transforms
@@ -294,6 +295,20 @@ T_TEST(depthwise_matches_grouped_im2col)
         dw(2, 5, 11, 10, 5, 1, 2, 1),  /* 5x5 */
         dw(2, 6, 8, 7, 3, 1, 0, 0),    /* pad 0 */
         dw(2, 4, 10, 11, 3, 3, 1, 1),  /* stride 3 */
+        /* channels in the lanes (cpu_conv_dw_lanes.c, planes up to 16x16): MobileNetV2's
+         * small planes, channel counts that fill no vector, one image, groups of 8 */
+        dw(9, 144, 8, 8, 3, 1, 1, 1),  /* 9 images: two weight-gradient groups */
+        dw(3, 144, 8, 8, 3, 2, 1, 0),  /* 8x8 -> 4x4 */
+        dw(1, 192, 4, 4, 3, 1, 1, 1),  /* one image */
+        dw(2, 576, 2, 2, 3, 2, 1, 0),  /* 2x2 -> 1x1 */
+        dw(17, 21, 1, 1, 3, 1, 1, 1),  /* 1x1, 21 channels, 3 groups */
+        dw(3, 37, 7, 7, 3, 1, 1, 1),   /* 7x7 */
+        dw(3, 19, 7, 7, 3, 2, 1, 1),   /* 7x7 -> 4x4 */
+        dw(2, 3, 2, 2, 3, 1, 1, 0),    /* 2x2, 3 channels */
+        dw(2, 33, 16, 15, 3, 2, 1, 1), /* 240 positions, stride 2 */
+        /* the plane loops (cpu_conv_dw.c) above 256 positions */
+        dw(3, 5, 17, 17, 3, 1, 1, 1),
+        dw(2, 6, 20, 18, 3, 2, 1, 0),
     };
     rt_backend ref, b1, b2;
     ASSERT_EQ(open_path(&ref, "im2col", 2), 0);
