@@ -430,11 +430,11 @@ rt_status rt_model_backward_part(rt_model *m, int N, int total, const rt_tensor 
     RT_TRY(rt_backend_xent_bwd(m->b, &dout, &m->probs, &m->labels, 1.0f / (float)total, &d, err));
     if (amp) RT_TRY(rt_backend_amp_scale(m->b, &dout, amp, err)); /* x 2^k: exact */
     if (m->timing) m->tbwd[m->nlayers] += now() - t0;
-    for (int i = m->nlayers - 1; i >= 0; i--) {
+    for (int i = m->nlayers - 1; i >= m->bwd_floor; i--) {
         rt_layer *l = &m->layers[i];
         t0 = m->timing ? now() : 0.0;
         rt_tensor din = m->act[i];
-        int need_din = i > 0 || l->type == &rt_layer_batchnorm;
+        int need_din = i > m->bwd_floor || l->type == &rt_layer_batchnorm;
         if (l->type == &rt_layer_flatten || (l->type == &rt_layer_relu && l->fused_relu) ||
             ((l->type == &rt_layer_res_begin || l->type == &rt_layer_res_add) && l->fused_add)) {
             /* pass-through, no copy; a fused add's norm takes dout and keeps the add's
@@ -467,6 +467,13 @@ rt_status rt_model_backward_part(rt_model *m, int N, int total, const rt_tensor 
     }
     return RT_OK;
 }
+
+void rt_model_set_backward_floor(rt_model *m, int floor)
+{
+    m->bwd_floor = floor < 0 ? 0 : floor > m->nlayers ? m->nlayers : floor;
+}
+
+int rt_model_backward_floor(const rt_model *m) { return m->bwd_floor; }
 
 /* ---- timing ---- */
 

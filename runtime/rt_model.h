@@ -50,6 +50,7 @@ typedef struct rt_named_tensor {
     int shape[4]; /* PyTorch's shape, e.g. conv (K,C,R,S), dense (O,F), bias (K) */
     size_t numel;
     int trainable; /* 1 = parameter (has a gradient), 0 = buffer */
+    int layer;     /* the index of its layer in the model (0 = the first) */
     float *host;   /* host data on a host backend (CPU), else NULL: use read/write */
 } rt_named_tensor;
 
@@ -115,6 +116,13 @@ RT_MUST_USE rt_status rt_model_backward_scaled(rt_model *m, int N, const rt_tens
  * to the batch's (gradient accumulation). total = N is rt_model_backward_scaled. */
 RT_MUST_USE rt_status rt_model_backward_part(rt_model *m, int N, int total, const rt_tensor *amp,
                                              rt_error *err);
+/* The backward stops at layer `floor` (0 = every layer, the default): the layers below
+ * it get no gradient at all (their parameter gradients are left as they were) and layer
+ * floor computes none for its input. The trainer sets it to the lowest layer with a
+ * parameter that trains, so a fine-tuning run with the body frozen (--freeze) spends no
+ * time on the body's backward; the trained parameters' gradients are the same bits. */
+void rt_model_set_backward_floor(rt_model *m, int floor);
+int rt_model_backward_floor(const rt_model *m);
 /* Label smoothing of the loss (rt_xent_desc.smoothing, in [0, 1); 0 by default) for every
  * later rt_model_loss and backward. */
 void rt_model_set_label_smoothing(rt_model *m, float eps);

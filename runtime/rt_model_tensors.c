@@ -59,6 +59,7 @@ rt_status rt_model_tensor(rt_model *m, int i, rt_named_tensor *out, rt_error *er
     for (int d = 0; d < ndim; d++) out->shape[d] = dims[d];
     out->numel = rt_tensor_numel(t);
     out->trainable = trainable;
+    out->layer = (int)(l - m->layers);
     out->host = m->b && !strcmp(m->b->ops->name, "cpu") ? (float *)t->data : NULL;
     return RT_OK;
 }

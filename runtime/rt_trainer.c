@@ -99,6 +99,7 @@ static rt_status make_optim(rt_trainer *t, rt_error *err)
     size_t off = 0;
     rt_status s = RT_OK;
     const double *mult = t->cfg.param_lr_mult;
+    int floor = rt_model_num_layers(t->m); /* the lowest layer that trains */
     if (mult && !(t->groups = calloc((size_t)nt + 1, sizeof *t->groups)))
         s = RT_ERR(err, RT_ENOMEM, "out of memory creating the optimiser");
     for (int i = 0; i < nt && s == RT_OK; i++) {
@@ -113,6 +114,7 @@ static rt_status make_optim(rt_trainer *t, rt_error *err)
         ps[np].no_decay = 0; /* torch applies weight decay to every parameter */
         ps[np].lr_mult = mult ? mult[np] : 1.0;
         ps[np].frozen = mult && mult[np] == 0.0;
+        if (!ps[np].frozen && nt_.layer < floor) floor = nt_.layer;
         if (mult && !(mult[np] >= 0.0 && isfinite(mult[np])))
             s = RT_ERR(err, RT_EINVAL, "the lr multiplier of '%s' is %g", nt_.name, mult[np]);
         if (mult) { /* runs of one multiplier: the device path updates each run */
@@ -129,6 +131,9 @@ static rt_status make_optim(rt_trainer *t, rt_error *err)
         np++;
     }
     if (s == RT_OK) s = rt_optim_create(&t->optim, &t->cfg.optim, ps, (size_t)np, err);
+    /* below the lowest trained layer the backward has nothing to give (set every time:
+     * the model outlives this trainer, and the next may train every layer) */
+    if (s == RT_OK) rt_model_set_backward_floor(t->m, np ? floor : 0);
     free(ps);
     return s;
 }

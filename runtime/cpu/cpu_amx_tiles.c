@@ -1,8 +1,10 @@
 /* cpu_amx_tiles.c - the AMX kernels' shared pieces (cpu_amx_tiles.h): the permission
  * request, tile configuration, AVX-512 fp32 -> bf16 conversion and a one-thread tiled
- * GEMM (blocks of 2 x 2 tiles: 32 x 32 outputs, TDPBF16PS over K in steps of 32).
+ * GEMM (blocks of 2 x 2 tiles: 32 x 32 outputs, TDPBF16PS over K in steps of 32), and
+ * the weight gradients' sum of their group partials.
  */
 #include <immintrin.h>
+#include <omp.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -113,6 +115,22 @@ static inline __attribute__((always_inline)) void block(const uint16_t *A, size_
     if (two_n) _tile_stored(1, C + 16, cs);
     if (two_m) _tile_stored(2, C + 16 * ldc, cs);
     if (two_m && two_n) _tile_stored(3, C + 16 * ldc + 16, cs);
+}
+
+/* a row of the partials at a time: reading them down a column cost more than the
+ * products on small planes */
+void rtp_amx_group_sums(float *dw, const float *accs, size_t accsz, int G, size_t rows, size_t ld,
+                        int K, float *sum)
+{
+#pragma omp for schedule(static)
+    for (size_t r = 0; r < rows; r++) {
+        memcpy(sum, accs + r * ld, (size_t)K * sizeof *sum);
+        for (int gi = 1; gi < G; gi++) {
+            const float *a = accs + accsz * (size_t)gi + r * ld;
+            for (int k = 0; k < K; k++) sum[k] += a[k];
+        }
+        for (int k = 0; k < K; k++) dw[(size_t)k * rows + r] = sum[k];
+    }
 }
 
 void rtp_amx_gemm(const uint16_t *A, size_t lda, const uint32_t *B, size_t ldb, float *C,

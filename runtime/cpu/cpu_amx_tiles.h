@@ -38,4 +38,10 @@ void rtp_amx_bf16_pairs(uint32_t *o, const float *a, const float *b, size_t n);
 void rtp_amx_gemm(const uint16_t *A, size_t lda, const uint32_t *B, size_t ldb, float *C,
                   size_t ldc, size_t M, size_t N, size_t K, int acc);
 
+/* Inside a parallel region (an omp for over rows): dw[k*rows + r] = the sum over the G
+ * group partials acc_g[r*ld + k] (acc_g = accs + g*accsz), in group order, for k < K,
+ * r < rows; sum: K floats of the calling thread's scratch. */
+void rtp_amx_group_sums(float *dw, const float *accs, size_t accsz, int G, size_t rows, size_t ld,
+                        int K, float *sum);
+
 #endif

@@ -22,6 +22,7 @@
 
 #include "../rt_device.h"
 #include "cpu_conv_amx.h"
+#include "cpu_dp.h"
 #include "cpu_internal.h"
 
 /* AMX-BF16 and AMX-TILE (CPUID leaf 7: EDX bits 22 and 24), the tile data granted by
@@ -37,6 +38,30 @@ static int amx_usable(void)
     return rtp_cpu_amx_enable();
 #else
     return 0;
+#endif
+}
+
+/* Which products go to VDPBF16PS (cpu_dp.h; RTP_DP_*): none without AVX512_BF16 and the
+ * AVX-512 word shuffles its packing uses (avx512bw: every CPU with AVX512_BF16 has it).
+ * Then all of them (that AMX does not take) on AMD cores, none on Intel's: on the
+ * Sapphire Rapids Xeon measured (AMX off) VDPBF16PS issues at about 2/3 of the FMA
+ * rate, so it multiplies no faster than the fp32 loops, which ran the seed CNN's second
+ * convolution in 2/3 of its time and its dense layer about as fast; Zen 4 runs it on
+ * both 256-bit FMA pipes, twice the products of an FMA. KILN_CPU_DP=off, dense or all
+ * chooses instead (docs/runtime-core.md). */
+static int dp_level(void)
+{
+#if defined(KILN_CONVK_X86)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512bf16") || !__builtin_cpu_supports("avx512bw"))
+        return RTP_DP_NONE;
+    const char *e = getenv("KILN_CPU_DP");
+    if (e && !strcmp(e, "off")) return RTP_DP_NONE;
+    if (e && !strcmp(e, "dense")) return RTP_DP_DENSE;
+    if (e && !strcmp(e, "all")) return RTP_DP_ALL;
+    return __builtin_cpu_is("amd") ? RTP_DP_ALL : RTP_DP_NONE;
+#else
+    return RTP_DP_NONE;
 #endif
 }
 
@@ -78,6 +103,7 @@ rt_status rt_cpu_set_precision(rt_backend *b, rt_precision p, rt_error *err)
                       missing);
     c->prec = p;
     c->amx = p == RT_PREC_BF16 && amx_usable();
+    c->dp = p == RT_PREC_BF16 ? dp_level() : RTP_DP_NONE;
     return RT_OK;
 }
 
@@ -138,6 +164,7 @@ size_t rtp_cpu_dense_workspace(rt_backend *b, const rt_dense_desc *d)
     if (!rtp_cpu_bf16(b)) return 0;
 #ifdef KILN_CONVK_X86
     if (((const rtp_cpu *)b->impl)->amx) return rtp_cpu_amx_dense_workspace(d);
+    if (((const rtp_cpu *)b->impl)->dp) return rtp_cpu_dp_dense_workspace(d);
 #endif
     return (staged((size_t)d->N * d->F) + staged((size_t)d->N * d->O) +
             staged((size_t)d->O * d->F)) *

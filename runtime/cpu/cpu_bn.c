@@ -9,6 +9,8 @@
  * channel, every plane is a jump of C planes: on ResNet-20's 16x16 and 8x8 planes the
  * passes ran 13-37% slower: bench/README.md), and the backward's per-plane sums are added
  * per channel in image order, so the bits do not depend on the order or the thread count.
+ * Planes of fewer than 16 values (MobileNetV2's last stages) go by blocks of channels
+ * instead (cpu_bn_small.c, the same bits), but for a fused residual add.
  * A relu fused after the norm (rt_bn_desc.relu, bn_relu_bwd) costs no pass of its own: it
  * is applied as the output is written, and its mask is recomputed in both backward passes.
  * A residual add fused after the norm (bn_add_fwd_train, bn_add_bwd; and the relu after
@@ -155,6 +157,8 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
     const float lo = d->relu ? 0.0f : 1.0f;
     /* planes of 16 floats or more are written in memory order (bwd_rows' reason) */
     const int by_rows = hw >= 16;
+    /* smaller ones by channel block (cpu_bn_small.c), unless an add is fused */
+    const int blocked = rtp_cpu_bn_small(hw) && !S;
     const size_t planes = (size_t)d->N * C;
 #pragma omp parallel num_threads(b->threads)
     {
@@ -170,7 +174,7 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
             double mean = acc.mean, var = acc.m2 / (double)M;
             SM[c] = (float)mean;
             SI[c] = (float)(1.0 / sqrt(var + d->eps));
-            if (!by_rows)
+            if (!by_rows && !blocked)
                 for (int n = 0; n < d->N; n++)
                     fwd_out(Y, X, S, (size_t)n * C + c, c, hw, G, Bt, SM, SI, lo);
             double unbiased = M > 1 ? acc.m2 / (double)(M - 1) : var;
@@ -183,6 +187,7 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
                 fwd_out(Y, X, S, r, (int)(r % (size_t)C), hw, G, Bt, SM, SI, lo);
         }
     }
+    if (blocked) rtp_cpu_bn_small_out(b, Y, X, d->N, C, (int)hw, G, Bt, SM, SI, lo);
 }
 
 rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
@@ -238,21 +243,9 @@ rt_status rtp_cpu_bn_fwd_eval(rt_backend *b, rt_tensor *out, const rt_tensor *in
     return RT_OK;
 }
 
-/* The backward's operands: with the fused relu's mask when Bt (beta) is given; with a
- * residual add fused after the norm (KEEP given), through that add (and its relu when
- * lo = 0, the mask read from Y, the output): KEEP = the gradient of the sum, DY (+ DY2)
- * masked, and the norm's gradients from KEEP. */
-typedef struct bn_bwd_args {
-    const float *X, *DY, *DY2, *Y, *G, *Bt, *SM, *SI;
-    float *KEEP, *DX, *DG, *DB;
-    int N, C;
-    size_t hw, M;
-    float lo;
-} bn_bwd_args;
-
 /* plane r = (n, c)'s sum of dy and of dy * (x - mean), added to *sdy, *sdyx (and its
  * part of KEEP) */
-static void bwd_sums(const bn_bwd_args *A, size_t r, int c, double *sdy, double *sdyx)
+static void bwd_sums(const rtp_bn_bwd_args *A, size_t r, int c, double *sdy, double *sdyx)
 {
     const float mean = A->SM[c], inv = A->SI[c];
     /* the forward's output transform (bn_fwd_train), for the relu's mask */
@@ -268,14 +261,14 @@ static void bwd_sums(const bn_bwd_args *A, size_t r, int c, double *sdy, double 
 }
 
 /* channel c's dbeta = sum dy, dgamma = sum dy * xhat */
-static void bwd_finish(const bn_bwd_args *A, int c, double sdy, double sdyx)
+static void bwd_finish(const rtp_bn_bwd_args *A, int c, double sdy, double sdyx)
 {
     A->DB[c] = (float)sdy;
     A->DG[c] = (float)(sdyx * A->SI[c]);
 }
 
 /* plane r = (n, c)'s dx = gamma*inv/M * (M*dy - sum dy - xhat * sum dy*xhat) */
-static void bwd_dx(const bn_bwd_args *A, size_t r, int c)
+static void bwd_dx(const rtp_bn_bwd_args *A, size_t r, int c)
 {
     const float mean = A->SM[c], inv = A->SI[c];
     const float g = A->Bt ? A->G[c] * inv : 0.0f, sh = A->Bt ? A->Bt[c] - mean * g : 0.0f;
@@ -289,7 +282,7 @@ static void bwd_dx(const bn_bwd_args *A, size_t r, int c)
 /* Whether the planes can be taken in memory order (bwd_rows): DX holds each plane's
  * two sums (4 floats) until the second pass writes it, so it must be its own buffer,
  * aligned for doubles, with planes of 16 floats or more (smaller ones: few, by channel). */
-static int rows_fit(const bn_bwd_args *A)
+static int rows_fit(const rtp_bn_bwd_args *A)
 {
     const float *dx = A->DX;
     return A->hw >= 16 && !((uintptr_t)dx % sizeof(double)) && dx != A->X && dx != A->DY &&
@@ -297,7 +290,7 @@ static int rows_fit(const bn_bwd_args *A)
 }
 
 /* The backward by channel: each thread takes whole channels, plane by plane (n order). */
-static void bwd_channels(rt_backend *b, const bn_bwd_args *A)
+static void bwd_channels(rt_backend *b, const rtp_bn_bwd_args *A)
 {
 #pragma omp parallel for schedule(static) num_threads(b->threads)
     for (int c = 0; c < A->C; c++) {
@@ -313,7 +306,7 @@ static void bwd_channels(rt_backend *b, const bn_bwd_args *A)
  * of C planes, which on 8x8 planes left a pass at a third of the bandwidth). The first
  * pass parks each plane's two sums in DX; the channel's are then added in n order, as
  * bwd_channels adds them, and the second pass writes DX over them. */
-static void bwd_rows(rt_backend *b, const bn_bwd_args *A)
+static void bwd_rows(rt_backend *b, const rtp_bn_bwd_args *A)
 {
     const size_t planes = (size_t)A->N * A->C;
     double *part = (double *)(void *)A->DX;
@@ -345,24 +338,25 @@ static void bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *
                    const rt_tensor *save_mean, const rt_tensor *save_invstd, const rt_bn_desc *d)
 {
     const size_t hw = (size_t)d->H * d->W;
-    const bn_bwd_args A = {.X = in->data,
-                           .DY = dout->data,
-                           .DY2 = DY2,
-                           .Y = Y,
-                           .G = gamma->data,
-                           .Bt = Bt,
-                           .SM = save_mean->data,
-                           .SI = save_invstd->data,
-                           .KEEP = KEEP,
-                           .DX = din->data,
-                           .DG = dgamma->data,
-                           .DB = dbeta->data,
-                           .N = d->N,
-                           .C = d->C,
-                           .hw = hw,
-                           .M = (size_t)d->N * hw,
-                           .lo = Bt || (KEEP && d->relu) ? 0.0f : 1.0f};
-    if (rows_fit(&A)) bwd_rows(b, &A);
+    const rtp_bn_bwd_args A = {.X = in->data,
+                               .DY = dout->data,
+                               .DY2 = DY2,
+                               .Y = Y,
+                               .G = gamma->data,
+                               .Bt = Bt,
+                               .SM = save_mean->data,
+                               .SI = save_invstd->data,
+                               .KEEP = KEEP,
+                               .DX = din->data,
+                               .DG = dgamma->data,
+                               .DB = dbeta->data,
+                               .N = d->N,
+                               .C = d->C,
+                               .hw = hw,
+                               .M = (size_t)d->N * hw,
+                               .lo = Bt || (KEEP && d->relu) ? 0.0f : 1.0f};
+    if (!KEEP && rtp_cpu_bn_small(hw)) rtp_cpu_bn_small_bwd(b, &A);
+    else if (rows_fit(&A)) bwd_rows(b, &A);
     else bwd_channels(b, &A);
 }
 

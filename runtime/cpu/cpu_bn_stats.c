@@ -50,11 +50,25 @@ RTP_SPAN static void shifted_sums(const float *restrict x, size_t n, float s, do
     *sum = ta, *sumsq = tq;
 }
 
+/* shifted_sums for n < LANES, the same bits: no vector pass, so its partials are all
+ * +0 and the sums are the scalar tail alone (MobileNetV2's planes from 4x4 down to 1x1
+ * are millions a step: the call and the 128 zeroed partials were most of their cost) */
+static inline void short_sums(const float *x, size_t n, float s, double *sum, double *sumsq)
+{
+    double ta = 0.0, tq = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i] - s;
+        ta += v, tq += (double)v * v;
+    }
+    *sum = ta, *sumsq = tq;
+}
+
 void rtp_cpu_plane_moments(double *restrict mom, const float *x, int planes, size_t n)
 {
     for (int p = 0; p < planes; p++, x += n, mom += RT_MOMENT_FLOATS / 2) {
         double s, q;
-        shifted_sums(x, n, x[0], &s, &q);
+        if (n < LANES) short_sums(x, n, x[0], &s, &q);
+        else shifted_sums(x, n, x[0], &s, &q);
         double d = s / (double)n, m2 = q - s * d;
         mom[0] = (double)x[0] + d;
         mom[1] = m2 > 0.0 ? m2 : 0.0;

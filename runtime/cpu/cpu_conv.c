@@ -26,6 +26,7 @@
 
 #include "cpu_conv_amx.h"
 #include "cpu_conv_layout.h"
+#include "cpu_dp.h"
 #include "cpu_internal.h"
 
 /* A 1x1, stride 1, unpadded convolution: the image is its own column matrix. */
@@ -137,16 +138,35 @@ static size_t ws_fp32(rt_backend *b, const rt_conv_desc *d)
     return (n + 63) / 64 * 64;
 }
 
-/* bf16 on AMX tiles (cpu_conv_amx.c): the 3x3 stride-1 convolutions the direct path
- * takes, with 16 channels or more on both sides (a tile is 16 rows of them: a 1- or
- * 3-channel first layer would waste most of each product); the others round their
+/* bf16 on AMX tiles: 1 for the 3x3 stride-1 convolutions the direct path takes
+ * (cpu_conv_amx.c), 2 for 1x1, 3x3 stride-2 and wider 3x3 ones (cpu_conv_amx_gemm.c),
+ * each with 16 channels or more on both sides (a tile is 16 rows of them: a 1- or
+ * 3-channel first layer would waste most of each product); 0: the others round their
  * inputs into the workspace for the fp32 loops */
 static int amx_takes(rt_backend *b, const rt_conv_desc *d)
 {
 #ifdef KILN_CONVK_X86
     const rtp_cpu *c = b->impl;
-    return c->amx && c->prec == RT_PREC_BF16 && d->C >= 16 && d->K >= 16 &&
-           rtp_cpu_conv_direct(b, d);
+    if (!c->amx || c->prec != RT_PREC_BF16) return 0;
+    if (d->C >= 16 && d->K >= 16 && rtp_cpu_conv_direct(b, d)) return 1;
+    /* 3x3 stride 2: only those the fp32 stride-2 loops do not take (they were faster) */
+    return rtp_cpu_amx_gemm_takes(d) && (d->R == 1 || !rtp_cpu_conv_s2(b, d)) ? 2 : 0;
+#else
+    return 0;
+#endif
+}
+
+/* bf16 on VDPBF16PS (cpu_conv_dp.c), where cpu_bf16.c chose it for convolutions: those
+ * without groups, of stride 1 or 2, that AMX does not take, except first layers of fewer
+ * than DP_MIN_C channels, which keep the rounded copies and the fp32 loops (a pair or
+ * two of channels to sum a tap) */
+#define DP_MIN_C 4
+static int dp_takes(rt_backend *b, const rt_conv_desc *d)
+{
+#ifdef KILN_CONVK_X86
+    const rtp_cpu *c = b->impl;
+    return c->dp == RTP_DP_ALL && c->prec == RT_PREC_BF16 && !amx_takes(b, d) &&
+           rt_conv_groups(d) == 1 && d->C >= DP_MIN_C && (d->stride == 1 || d->stride == 2);
 #else
     return 0;
 #endif
@@ -155,12 +175,14 @@ static int amx_takes(rt_backend *b, const rt_conv_desc *d)
 size_t rtp_cpu_conv2d_workspace(rt_backend *b, const rt_conv_desc *d)
 {
 #ifdef KILN_CONVK_X86
-    if (amx_takes(b, d)) return rtp_cpu_amx_workspace(b->threads, d);
+    const int amx = amx_takes(b, d);
+    if (amx) return (amx == 1 ? rtp_cpu_amx_workspace : rtp_cpu_amx_gemm_workspace)(b->threads, d);
+    if (dp_takes(b, d)) return rtp_cpu_dp_conv_workspace(b->threads, d);
 #endif
     return ws_fp32(b, d) + (rtp_cpu_bf16(b) ? rtp_cpu_bf16_conv_stage(d) : 0);
 }
 
-/* The AMX pass's scratch, or NULL (err set) */
+/* The AMX or VDPBF16PS pass's scratch, or NULL (err set) */
 static float *amx_ws(rt_backend *b, const rt_conv_desc *d, rt_error *err)
 {
     return rtp_cpu_scratch(b, rtp_cpu_conv2d_workspace(b, d), err);
@@ -176,7 +198,7 @@ static float *bf16_stage(rt_backend *b, const rt_conv_desc *d, rt_error *err)
 }
 
 /* col (C*R*S, P*Q) <- image x (C,H,W), zero outside the padded border. */
-static void im2col(float *col, const float *x, const rt_conv_desc *d)
+void rtp_cpu_im2col(float *col, const float *x, const rt_conv_desc *d)
 {
     const int H = d->H, W = d->W, P = d->P, Q = d->Q, st = d->stride, pad = d->pad;
     for (int c = 0; c < d->C; c++)
@@ -242,7 +264,7 @@ __attribute__((noinline)) static float dot(const float *restrict a, const float 
 }
 
 /* image dx (C,H,W) += fold of col (C*R*S, P*Q); dx must be zeroed by the caller. */
-static void col2im(float *dx, const float *col, const rt_conv_desc *d)
+void rtp_cpu_col2im(float *dx, const float *col, const rt_conv_desc *d)
 {
     const int H = d->H, W = d->W, P = d->P, Q = d->Q, st = d->stride, pad = d->pad;
     for (int c = 0; c < d->C; c++)
@@ -274,10 +296,13 @@ static rt_status conv_fwd(rt_backend *b, rt_tensor *out, double *mom, const rt_t
                           rt_error *err)
 {
 #ifdef KILN_CONVK_X86
-    if (amx_takes(b, d)) {
+    const int amx = amx_takes(b, d);
+    if (amx || dp_takes(b, d)) {
         float *ws = amx_ws(b, d, err);
         if (!ws) return err ? err->code : RT_EINVAL;
-        rtp_cpu_amx_fwd(b, ws, out, mom, in, w, bias, d);
+        if (amx)
+            (amx == 1 ? rtp_cpu_amx_fwd : rtp_cpu_amx_gemm_fwd)(b, ws, out, mom, in, w, bias, d);
+        else rtp_cpu_dp_conv_fwd(b, ws, out, mom, in, w, bias, d);
         return RT_OK;
     }
 #endif
@@ -315,7 +340,7 @@ static rt_status conv_fwd(rt_backend *b, rt_tensor *out, double *mom, const rt_t
                 const float *x = X + chw * (size_t)n + ghw * g;
                 const float *src = x;
                 if (!no_unfold(d)) {
-                    im2col(col, x, &gd);
+                    rtp_cpu_im2col(col, x, &gd);
                     src = col;
                 }
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Kg, PQ, CRS, 1.0f,
@@ -347,10 +372,13 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
                                   const rt_tensor *w, const rt_conv_desc *d, rt_error *err)
 {
 #ifdef KILN_CONVK_X86
-    if (amx_takes(b, d)) {
+    const int amx = amx_takes(b, d);
+    if (amx || dp_takes(b, d)) {
         float *ws = amx_ws(b, d, err);
         if (!ws) return err ? err->code : RT_EINVAL;
-        rtp_cpu_amx_bwd_data(b, ws, din, dout, w, d);
+        if (amx)
+            (amx == 1 ? rtp_cpu_amx_bwd_data : rtp_cpu_amx_gemm_bwd_data)(b, ws, din, dout, w, d);
+        else rtp_cpu_dp_conv_bwd_data(b, ws, din, dout, w, d);
         return RT_OK;
     }
 #endif
@@ -392,7 +420,7 @@ rt_status rtp_cpu_conv2d_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CRS, PQ, Kg, 1.0f, wg, CRS, dy,
                             PQ, 0.0f, col, PQ);
                 memset(dx, 0, ghw * sizeof *dx);
-                col2im(dx, col, &gd);
+                rtp_cpu_col2im(dx, col, &gd);
             }
     }
     return RT_OK;
@@ -419,11 +447,15 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                                     const rt_conv_desc *d, rt_error *err)
 {
 #ifdef KILN_CONVK_X86
-    if (amx_takes(b, d)) {
+    const int amx = amx_takes(b, d);
+    if (amx || dp_takes(b, d)) {
         float *ws = amx_ws(b, d, err);
         if (!ws) return err ? err->code : RT_EINVAL;
         bias_grad(b, dbias, dout, d);
-        rtp_cpu_amx_bwd_filter(b, ws, dw, dout, in, d);
+        if (amx)
+            (amx == 1 ? rtp_cpu_amx_bwd_filter : rtp_cpu_amx_gemm_bwd_filter)(b, ws, dw, dout, in,
+                                                                              d);
+        else rtp_cpu_dp_conv_bwd_filter(b, ws, dw, dout, in, d);
         return RT_OK;
     }
 #endif
@@ -468,7 +500,7 @@ rt_status rtp_cpu_conv2d_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbi
                     float *accg = acc + (size_t)cg * Kg * CRS;
                     const float *src = x;
                     if (!no_unfold(d)) {
-                        im2col(col, x, &gd);
+                        rtp_cpu_im2col(col, x, &gd);
                         src = col;
                     }
                     if (CRS <= SMALL_CRS) { /* e.g. a first layer: dots beat a 32x9 GEMM call */

@@ -83,7 +83,8 @@ static size_t fwd_weight_floats(int ins, int rows)
 static size_t wg_thread_floats(const rt_conv_desc *d, const amx_geom *g)
 {
     size_t Cr = (size_t)rtp_round_up(d->C, 16), Kr = (size_t)rtp_round_up(d->K, 16);
-    return r16(Cr * g->cs / 2 + 32) + r16(g->Lr / 2 * Kr); /* 16-bit planes, 32-bit pairs */
+    /* 16-bit planes, 32-bit pairs, one 16-bit grid row of dy, a row of sums */
+    return r16(Cr * g->cs / 2 + 32) + r16(g->Lr / 2 * Kr) + r16(g->Lr / 2) + Kr;
 }
 static size_t wg_acc_floats(const rt_conv_desc *d)
 {
@@ -277,18 +278,16 @@ static void bf16_planes(uint16_t *restrict xb, const float *restrict x, int C, i
 
 /* dv[i/2][k] <- (dy[k] at grid position i, at i + 1) for i < Lr (even): output (p, q) at
  * i = p*wp + q, 0 at the extra columns and past the grid (as zeroed) */
-static void dy_pairs(uint32_t *restrict dv, const float *restrict dy, int K, int Kr, int P, int Q,
-                     const amx_geom *g)
+static void dy_pairs(uint32_t *restrict dv, uint16_t *restrict row, const float *restrict dy, int K,
+                     int Kr, int P, int Q, const amx_geom *g)
 {
-    uint16_t *h = (uint16_t *)dv; /* [i][k] pairs: element (i, k) at (i/2)*2Kr + 2k + i%2 */
+    /* row: channel k on the grid in bf16 (0 at the extra columns, as zeroed), read as
+     * 32-bit pairs down column k */
+    const uint32_t *r32 = (const uint32_t *)row;
     for (int k = 0; k < K; k++) {
-        const float *row = dy + (size_t)k * P * Q;
         for (int p = 0; p < P; p++)
-            for (int q = 0; q < Q; q++) {
-                size_t i = (size_t)p * g->wp + q;
-                h[(i / 2) * 2 * (size_t)Kr + 2 * (size_t)k + i % 2] =
-                    (uint16_t)rtp_bf16_bits(row[(size_t)p * Q + q]);
-            }
+            rtp_amx_bf16_row(row + (size_t)p * g->wp, dy + ((size_t)k * P + p) * Q, (size_t)Q);
+        for (size_t j = 0; j < g->Lr / 2; j++) dv[j * Kr + k] = r32[j];
     }
 }
 
@@ -341,7 +340,7 @@ void rtp_cpu_amx_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_te
     per = per > pc ? per : pc;
     size_t wa = fwd_weight_floats(d->C, d->K), wb = fwd_weight_floats(d->K, d->C);
     float *accs = ws + Tn * per + (wa > wb ? wa : wb);
-    const size_t accsz = wg_acc_floats(d), nw = (size_t)d->K * d->C * 9;
+    const size_t accsz = wg_acc_floats(d);
     const size_t xbytes = (size_t)Cr * g.cs * 2, dvbytes = g.Lr / 2 * Kr * 4;
     const size_t chw = (size_t)d->C * d->H * d->W, kpq = (size_t)d->K * d->P * d->Q;
     const float *X = in->data, *DY = dout->data;
@@ -353,26 +352,23 @@ void rtp_cpu_amx_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_te
         uint32_t *dv = (uint32_t *)(mine + r16((size_t)Cr * g.cs / 2 + 32));
         memset(xb, 0, xbytes);
         memset(dv, 0, dvbytes);
+        uint16_t *row = (uint16_t *)((float *)dv + r16(g.Lr / 2 * Kr));
+        memset(row, 0, g.Lr * 2);
         rtp_amx_config_full();
 #pragma omp for schedule(dynamic, 1)
         for (int gi = 0; gi < G; gi++) {
             float *acc = accs + accsz * (size_t)gi;
             memset(acc, 0, accsz * sizeof *acc);
-            int n1 = (gi + 1) * RTP_CONV_GROUP < d->N ? (gi + 1) * RTP_CONV_GROUP : d->N;
+            const int n1 = rtp_conv_group_end(gi, d->N);
             for (int n = gi * RTP_CONV_GROUP; n < n1; n++) {
                 bf16_planes(xb, X + chw * (size_t)n, d->C, d->H, d->W, &g);
-                dy_pairs(dv, DY + kpq * (size_t)n, d->K, Kr, d->P, d->Q, &g);
+                dy_pairs(dv, row, DY + kpq * (size_t)n, d->K, Kr, d->P, d->Q, &g);
                 wg_tiles(xb, dv, acc, &g, Cr, Kr);
             }
         }
         _tile_release();
         /* dw[k][c][t] = the groups' sums, in group order */
-#pragma omp for schedule(static)
-        for (size_t j = 0; j < nw; j++) {
-            size_t k = j / ((size_t)d->C * 9), ct = j % ((size_t)d->C * 9);
-            float s = 0.0f;
-            for (int gi = 0; gi < G; gi++) s += accs[accsz * (size_t)gi + ct * Kr + k];
-            DW[j] = s;
-        }
+        rtp_amx_group_sums(DW, accs, accsz, G, (size_t)d->C * 9, (size_t)Kr, d->K,
+                           (float *)row + r16(g.Lr / 2));
     }
 }

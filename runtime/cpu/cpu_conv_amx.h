@@ -22,6 +22,20 @@ void rtp_cpu_amx_bwd_data(rt_backend *b, float *ws, rt_tensor *din, const rt_ten
 void rtp_cpu_amx_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_tensor *dout,
                             const rt_tensor *in, const rt_conv_desc *d);
 
+/* cpu_conv_amx_gemm.c: 1x1 convolutions (unpadded, stride 1 or 2) and 3x3 ones of stride
+ * 1 or 2 (the wider ones cpu_conv_amx.c does not take) as a GEMM per image, the same
+ * rounding, the same signatures as above; takes: 1 for the shapes it runs (16 channels
+ * or more on both sides, no groups). */
+int rtp_cpu_amx_gemm_takes(const rt_conv_desc *d);
+size_t rtp_cpu_amx_gemm_workspace(int threads, const rt_conv_desc *d);
+void rtp_cpu_amx_gemm_fwd(rt_backend *b, float *ws, rt_tensor *out, double *mom,
+                          const rt_tensor *in, const rt_tensor *w, const rt_tensor *bias,
+                          const rt_conv_desc *d);
+void rtp_cpu_amx_gemm_bwd_data(rt_backend *b, float *ws, rt_tensor *din, const rt_tensor *dout,
+                               const rt_tensor *w, const rt_conv_desc *d);
+void rtp_cpu_amx_gemm_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_tensor *dout,
+                                 const rt_tensor *in, const rt_conv_desc *d);
+
 /* cpu_dense_amx.c: dense layers (rt_dense_desc) on AMX tiles, the same rounding; the
  * scratch bytes they need, and the three products (bias: added / summed from fp32 dy). */
 size_t rtp_cpu_amx_dense_workspace(const rt_dense_desc *d);

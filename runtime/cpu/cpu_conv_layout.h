@@ -18,6 +18,11 @@
 static inline size_t rtp_r16(size_t n) { return (n + 15) / 16 * 16; }
 static inline int rtp_round_up(int n, int m) { return (n + m - 1) / m * m; }
 static inline int rtp_conv_groups(int n) { return (n + RTP_CONV_GROUP - 1) / RTP_CONV_GROUP; }
+/* One past the last image of weight-gradient group gi of n images. */
+static inline int rtp_conv_group_end(int gi, int n)
+{
+    return (gi + 1) * RTP_CONV_GROUP < n ? (gi + 1) * RTP_CONV_GROUP : n;
+}
 /* Threads for a convolution over n images: all of b's, or 1 when there are fewer images. */
 static inline int rtp_conv_threads(const rt_backend *b, int n)
 {

@@ -17,7 +17,11 @@ typedef struct rtp_cpu {
     const rtp_convk *convk; /* direct-convolution loops for this CPU, or NULL (im2col) */
     rt_precision prec;      /* fp32, or bf16 (cpu_bf16.c) */
     int amx;                /* bf16 3x3 stride-1 convolutions on AMX tiles (cpu_conv_amx.c) */
+    int dp;                 /* bf16 products on VDPBF16PS where AMX does not take them: RTP_DP_* */
 } rtp_cpu;
+
+/* rtp_cpu.dp: which bf16 products VDPBF16PS takes (cpu_dp.h; cpu_bf16.c chooses) */
+enum { RTP_DP_NONE, RTP_DP_DENSE, RTP_DP_ALL };
 
 /* Scratch of at least `bytes`, or NULL with RT_EINVAL set in err (never allocates). */
 float *rtp_cpu_scratch(rt_backend *b, size_t bytes, rt_error *err);
@@ -40,7 +44,10 @@ rt_tensor rtp_cpu_bf16_stage(rt_backend *b, float **at, const rt_tensor *t);
 size_t rtp_cpu_bf16_conv_stage(const rt_conv_desc *d);
 rt_op_dense_workspace rtp_cpu_dense_workspace;
 
-/* cpu_conv.c */
+/* cpu_conv.c; im2col: col (C*R*S, P*Q) <- image x (C,H,W), zero outside the padded
+ * border; col2im: image dx (C,H,W) += the fold of col (dx zeroed by the caller) */
+void rtp_cpu_im2col(float *col, const float *x, const rt_conv_desc *d);
+void rtp_cpu_col2im(float *dx, const float *col, const rt_conv_desc *d);
 rt_op_conv2d_workspace rtp_cpu_conv2d_workspace;
 RT_MUST_USE rt_op_conv2d_fwd rtp_cpu_conv2d_fwd;
 RT_MUST_USE rt_op_conv2d_fwd_moments rtp_cpu_conv2d_fwd_moments;
@@ -165,6 +172,25 @@ RT_MUST_USE rt_op_dropout_bwd rtp_cpu_dropout_bwd;
 RT_MUST_USE rt_op_act_fwd rtp_cpu_act_fwd;
 RT_MUST_USE rt_op_act_bwd rtp_cpu_act_bwd;
 /* cpu_bn.c */
+/* cpu_bn.c's backward operands: with the fused relu's mask when Bt (beta) is given; with
+ * a residual add fused after the norm (KEEP given), through that add (and its relu when
+ * lo = 0, the mask read from Y, the output): KEEP = the gradient of the sum, DY (+ DY2)
+ * masked, and the norm's gradients from KEEP. */
+typedef struct rtp_bn_bwd_args {
+    const float *X, *DY, *DY2, *Y, *G, *Bt, *SM, *SI;
+    float *KEEP, *DX, *DG, *DB;
+    int N, C;
+    size_t hw, M;
+    float lo;
+} rtp_bn_bwd_args;
+/* cpu_bn_small.c: planes of hw values where rtp_cpu_bn_small(hw) (fewer than 16) by
+ * blocks of channels, the bits of cpu_bn.c's plane loops: the training forward's output
+ * pass (no fused add), and the backward without a fused add (A->KEEP NULL). */
+int rtp_cpu_bn_small(size_t hw);
+void rtp_cpu_bn_small_out(rt_backend *b, float *Y, const float *X, int N, int C, int hw,
+                          const float *G, const float *Bt, const float *SM, const float *SI,
+                          float lo);
+void rtp_cpu_bn_small_bwd(rt_backend *b, const rtp_bn_bwd_args *A);
 RT_MUST_USE rt_op_bn_fwd_train rtp_cpu_bn_fwd_train;
 RT_MUST_USE rt_op_bn_fwd_train_moments rtp_cpu_bn_fwd_train_moments;
 RT_MUST_USE rt_op_bn_fwd_eval rtp_cpu_bn_fwd_eval;

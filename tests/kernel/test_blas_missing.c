@@ -60,7 +60,8 @@ T_TEST(cpu_open_sets_openblas_threads)
         ASSERT(strstr(lib, "chosen by Kiln") == NULL);
     } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         ASSERT(strstr(lib, "kernels Prescott") == NULL && strstr(lib, "kernels Core2") == NULL &&
-               strstr(lib, "kernels Nehalem") == NULL && strstr(lib, "kernels Sandybridge") == NULL);
+               strstr(lib, "kernels Nehalem") == NULL &&
+               strstr(lib, "kernels Sandybridge") == NULL);
     }
     printf("%s\n", lib);
 }

@@ -160,10 +160,13 @@ def test_device_path_interrupt_and_resume_is_exact(tmp, reference):
         KERNEL_ARGS.remove("--device-path")
 
 
-def kill9_then_resume(rd, reference, train=TRAIN):
+def kill9_then_resume(rd, reference, train=TRAIN, cells=()):
     """SIGKILL while checkpointing every step (most of the time is spent writing), then
-    %resume continues from the newest complete checkpoint, exactly."""
+    %resume continues from the newest complete checkpoint, exactly. cells: run before
+    training (e.g. another model)."""
     k = new_kernel()
+    for code in cells:
+        run(k, code)
     seen = []
 
     def on_text(text):  # periodic saves show in the progress display, not as lines
@@ -229,6 +232,28 @@ def test_kill9_in_bf16_on_the_cpu_resumes_exactly(tmp, reference_bf16):
     """bf16 on the CPU is deterministic: SIGKILL, %resume (which takes --precision bf16
     from the checkpoint) and the run equals the uninterrupted bf16 run bit for bit."""
     kill9_then_resume(os.path.join(tmp, "killed-bf16"), reference_bf16, TRAIN_BF16)
+
+
+# a second convolution of 8 channels, stride 1 and 2, to reach VDPBF16PS's convolutions
+# (the first layer's single channel keeps the rounded fp32 loops)
+MODEL_DP = ("%%model net\nconv2d 8 3\nrelu\nconv2d 8 3 pad=1\nrelu\n"
+            "conv2d 8 3 stride=2\nrelu\nflatten\ndense 10")
+
+
+def test_kill9_in_bf16_without_amx_resumes_exactly(tmp, reference_bf16, monkeypatch):
+    """The same on a CPU with AVX512_BF16 but no AMX (AMD Zen 4): AMX switched off and
+    every product on VDPBF16PS (KILN_CPU_DP=all), in the uninterrupted run, the killed
+    one and the resumed one."""
+    monkeypatch.setenv("KILN_CPU_AMX", "off")
+    monkeypatch.setenv("KILN_CPU_DP", "all")
+    k = new_kernel()
+    run(k, MODEL_DP)
+    rd = os.path.join(tmp, "ref-bf16-dp")
+    c = run(k, f"{TRAIN_BF16} --run-dir {rd} --checkpoint-every 32steps --keep 3")
+    k.close()
+    ref = {"losses": losses(run_id(c.text)), "final": ckpt(rd, STEPS), "dir": rd}
+    assert sorted(ref["losses"]) == list(range(1, STEPS + 1))
+    kill9_then_resume(os.path.join(tmp, "killed-bf16-dp"), ref, TRAIN_BF16, cells=[MODEL_DP])
 
 
 # every control at once: early stopping, plateau with a cooldown, the best epoch's

@@ -10,7 +10,10 @@
  * of max|ref|, 100 times the tolerance). Also against the unrounded fp32 result, within
  * check_ops' bf16 bound 0.02 sqrt(terms) rms(a) rms(b), and the same bits run after
  * run. Shapes: the seed CNN's and ResNet-20's convolutions (direct, Winograd, stride 2,
- * 1x1), a 5x5 (im2col) one, odd sizes, and dense layers.
+ * 1x1), a 5x5 (im2col) one, odd sizes, wide ones, and dense layers; with AMX, which
+ * shapes take which tile kernel; with AMX off (KILN_CPU_AMX=off), and with
+ * KILN_CPU_DP=all (VDPBF16PS, cpu_dp.h, takes every product AMX does not but the 1- and
+ * 3-channel first layers, as on AMD cores).
  * On a CPU without AVX512_BF16 the op checks skip with that reason; the refusals
  * (KILN_CPU_CONV=avx2 names the missing loops, fp16 is refused) run everywhere.
  */
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 
 #include "../t.h"
+#include "cpu/cpu_conv_amx.h"
 #include "cpu/cpu_internal.h"
 #include "rt_backend.h"
 #include "rt_device.h"
@@ -176,11 +180,47 @@ T_TEST(conv_rounds_inputs_accumulates_fp32)
         cdesc(9, 5, 9, 13, 7, 3, 1, 1),    /* odd sizes, 2 weight-gradient groups */
         cdesc(2, 3, 12, 11, 6, 5, 1, 2),   /* 5x5: im2col + sgemm */
         cdesc(2, 4, 6, 6, 8, 1, 1, 0),     /* 1x1 stride 1: no unfold */
+        cdesc(3, 32, 16, 16, 64, 3, 2, 1), /* ResNet-20's stage-3 downsampling */
+        cdesc(3, 32, 16, 16, 64, 1, 2, 0), /* and its projection */
+        cdesc(3, 24, 15, 15, 40, 3, 2, 1), /* odd plane and channel counts */
+        cdesc(3, 20, 15, 15, 36, 1, 2, 0), /* 1x1 stride 2, odd plane */
+        cdesc(9, 48, 7, 9, 20, 1, 1, 0),   /* 1x1 stride 1, odd plane, 2 groups */
+        cdesc(2, 144, 6, 6, 16, 3, 1, 1),  /* 3x3 wider than the direct path's 128 */
+        cdesc(2, 136, 7, 7, 24, 3, 2, 1),  /* and at stride 2 */
+        cdesc(3, 6, 11, 7, 20, 5, 1, 2),   /* 5x5, K not a whole vector: turned filter */
+        cdesc(5, 7, 13, 9, 33, 3, 2, 1),   /* stride 2, odd sizes and channel counts */
+        cdesc(2, 130, 5, 5, 70, 1, 1, 0),  /* wide 1x1 */
+        cdesc(2, 8, 9, 9, 16, 3, 1, 3),    /* pad past the filter: cols and fold */
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) bad += check_conv(&cs[i]);
     ASSERT_EQ(bad, 0);
 }
+
+/* With AMX, the 1x1 and wide 3x3 convolutions take the per-image GEMMs on tiles (their
+ * workspace is that path's), the 3x3 stride-1 ones of 16-128 channels the grid kernel;
+ * ResNet-20's 3x3 stride-2 ones and a 3-channel first layer neither (rounded copies
+ * through the fp32 loops: faster for the former, bench/README.md). (The tile kernels are built on x86-64.) */
+#if defined(__x86_64__)
+T_TEST(amx_takes_stride2_1x1_and_wide)
+{
+    const rt_conv_desc gemm[] = {
+        cdesc(128, 16, 32, 32, 32, 1, 2, 0), cdesc(128, 32, 16, 16, 64, 1, 2, 0),
+        cdesc(32, 96, 28, 28, 24, 1, 1, 0), cdesc(8, 160, 8, 8, 160, 3, 1, 1),
+        cdesc(8, 160, 8, 8, 160, 3, 2, 1)};
+    for (size_t i = 0; i < sizeof gemm / sizeof gemm[0]; i++) {
+        ASSERT_EQ(rtp_cpu_amx_gemm_takes(&gemm[i]), 1);
+        ASSERT_EQ(rtp_cpu_conv2d_workspace(&g_bf, &gemm[i]),
+                  rtp_cpu_amx_gemm_workspace(g_bf.threads, &gemm[i]));
+    }
+    const rt_conv_desc grid = cdesc(128, 16, 32, 32, 16, 3, 1, 1);
+    ASSERT_EQ(rtp_cpu_conv2d_workspace(&g_bf, &grid), rtp_cpu_amx_workspace(g_bf.threads, &grid));
+    const rt_conv_desc first = cdesc(128, 3, 32, 32, 16, 3, 1, 1);
+    ASSERT_EQ(rtp_cpu_amx_gemm_takes(&first), 0);
+    const rt_conv_desc s2 = cdesc(128, 16, 32, 32, 32, 3, 2, 1);
+    ASSERT_NE(rtp_cpu_conv2d_workspace(&g_bf, &s2), rtp_cpu_amx_gemm_workspace(g_bf.threads, &s2));
+}
+#endif
 
 static int dense_run(rt_backend *b, const rt_dense_desc *d, const float *x, const float *w,
                      const float *bias, const float *dy, outs *o)
@@ -274,9 +314,24 @@ int main(void)
         fprintf(stderr, "the backend does not report bf16\n");
         return 1;
     }
-    printf("3x3 stride-1 convolutions on AMX tiles: %s\n",
-           ((const rtp_cpu *)g_bf.impl)->amx ? "yes" : "no (rounded copies, fp32 loops)");
+    const rtp_cpu *c = g_bf.impl;
+    static const char *dp[] = {"none", "dense layers", "dense layers and convolutions"};
+    printf("convolutions and dense layers on AMX tiles: %s; on VDPBF16PS: %s (the rest: "
+           "rounded copies, fp32 loops)\n",
+           c->amx ? "yes" : "no", dp[c->dp]);
+    if (getenv("KILN_CPU_AMX") && c->amx) {
+        fprintf(stderr, "KILN_CPU_AMX=off left AMX on\n");
+        return 1;
+    }
+    const char *want = getenv("KILN_CPU_DP");
+    if (want && !strcmp(want, "all") && c->dp != RTP_DP_ALL) {
+        fprintf(stderr, "KILN_CPU_DP=all left convolutions off VDPBF16PS\n");
+        return 1;
+    }
     T_RUN(conv_rounds_inputs_accumulates_fp32);
+#if defined(__x86_64__)
+    if (c->amx) T_RUN(amx_takes_stride2_1x1_and_wide);
+#endif
     T_RUN(dense_rounds_inputs_accumulates_fp32);
     rt_backend_close(&g_bf);
     rt_backend_close(&g_ref);

@@ -103,6 +103,80 @@ T_TEST(bn_relu)
     bn_case(t_failed_, 3, 5, 9, 9, 1);  /* rows with a tail */
 }
 
+/* Batch norm on planes of fewer than 16 values (runtime/cpu/cpu_bn_small.c: blocks of
+ * 64 channels): the training forward, the statistics and the backward against a double
+ * reference, and the same bits on 1 and 2 threads. */
+static void small_case(int *t_failed_, int N, int C, int H, int W)
+{
+    const size_t hw = (size_t)H * W, n = (size_t)N * C * hw, M = (size_t)N * hw;
+    float *x = randn(n, 11, 2.0f, 0.3f), *dy = randn(n, 12, 1.0f, 0.0f);
+    float *g = randn((size_t)C, 13, 1.0f, 0.0f), *be = randn((size_t)C, 14, 0.5f, 0.0f);
+    float *out[2];
+    for (int t = 0; t < 2; t++) {
+        rt_backend b;
+        rt_error err = {0};
+        ASSERT_EQ(rt_backend_open(&b, "cpu", t + 1, &err), RT_OK);
+        float *f = out[t] = calloc(2 * n + 6 * (size_t)C, sizeof *f);
+        rt_tensor tx = tens(x, N, C, H, W), tdy = tens(dy, N, C, H, W), tg = tens(g, C, 1, 1, 1);
+        rt_tensor tbe = tens(be, C, 1, 1, 1), ty = tens(f, N, C, H, W);
+        rt_tensor tdx = tens(f + n, N, C, H, W), s[6];
+        for (int i = 0; i < 6; i++) s[i] = tens(f + 2 * n + (size_t)i * C, C, 1, 1, 1);
+        rt_bn_desc d = {.N = N, .C = C, .H = H, .W = W, .eps = 1e-5f, .momentum = 0.1f};
+        ASSERT_EQ(
+            rt_backend_bn_fwd_train(&b, &ty, &s[0], &s[1], &s[2], &s[3], &tx, &tg, &tbe, &d, &err),
+            RT_OK);
+        ASSERT_EQ(rt_backend_bn_bwd(&b, &tdx, &s[4], &s[5], &tdy, &tx, &tg, &s[0], &s[1], &d, &err),
+                  RT_OK);
+        rt_backend_close(&b);
+    }
+    ASSERT(same_bits("1 and 2 threads", out[0], out[1], 2 * n + 6 * (size_t)C));
+    const float *y = out[0], *dx = out[0] + n, *dg = out[0] + 2 * n + 4 * (size_t)C, *db = dg + C;
+    int bad = 0;
+    for (int c = 0; c < C; c++) {
+        double mean = 0, var = 0, sdy = 0, sdyx = 0;
+        for (size_t k = 0; k < (size_t)N; k++)
+            for (size_t i = 0; i < hw; i++) mean += x[(k * C + c) * hw + i];
+        mean /= (double)M;
+        for (size_t k = 0; k < (size_t)N; k++)
+            for (size_t i = 0; i < hw; i++) {
+                double v = x[(k * C + c) * hw + i] - mean;
+                var += v * v;
+            }
+        var /= (double)M;
+        const double inv = 1.0 / sqrt(var + 1e-5);
+        for (size_t k = 0; k < (size_t)N; k++)
+            for (size_t i = 0; i < hw; i++) {
+                const size_t at = (k * C + c) * hw + i;
+                sdy += dy[at], sdyx += dy[at] * (x[at] - mean) * inv;
+            }
+        bad += fabs(db[c] - sdy) > 1e-4 * (1 + fabs(sdy));
+        bad += fabs(dg[c] - sdyx) > 1e-4 * (1 + fabs(sdyx));
+        for (size_t k = 0; k < (size_t)N; k++)
+            for (size_t i = 0; i < hw; i++) {
+                const size_t at = (k * C + c) * hw + i;
+                const double xh = (x[at] - mean) * inv;
+                const double ry = g[c] * xh + be[c];
+                const double rdx = g[c] * inv / (double)M * ((double)M * dy[at] - sdy - xh * sdyx);
+                bad += fabs(y[at] - ry) > 1e-4 * (1 + fabs(ry));
+                bad += fabs(dx[at] - rdx) > 1e-4 * (1 + fabs(rdx));
+            }
+    }
+    if (bad)
+        fprintf(stderr, "  N%d C%d %dx%d: %d values off the double reference\n", N, C, H, W, bad);
+    ASSERT_EQ(bad, 0);
+    free(x), free(dy), free(g), free(be), free(out[0]), free(out[1]);
+}
+
+T_TEST(bn_small_planes)
+{
+    small_case(t_failed_, 5, 70, 1, 1);  /* 1x1, two blocks, the second of 6 channels */
+    small_case(t_failed_, 3, 130, 2, 2); /* 2x2, three blocks */
+    small_case(t_failed_, 4, 33, 3, 3);  /* 3x3: 9 values, a channel count off 16 */
+    small_case(t_failed_, 1, 17, 3, 5);  /* one image, 15 values: the largest plane */
+    bn_case(t_failed_, 3, 70, 2, 2, 2);  /* the relu fused, against relu apart */
+    bn_case(t_failed_, 4, 9, 1, 1, 1);
+}
+
 T_TEST(add_relu)
 {
     rt_backend b;
@@ -482,6 +556,7 @@ T_TEST(model_fused_equals_apart)
 int main(void)
 {
     T_RUN(bn_relu);
+    T_RUN(bn_small_planes);
     T_RUN(add_relu);
     T_RUN(bn_add);
     T_RUN(conv_bn_moments);
