@@ -9,7 +9,8 @@
 # header's functions and extern data; a file defining names of two headers joins them),
 # so that a circle through implementations is seen: run.c includes ckpt.h, ckpt.c
 # (which implements ckpt.h) includes run.h. A private header NAME_internal.h belongs to
-# NAME.h's module. A file that implements no header is a module of its own. A module
+# NAME.h's module, and each backend folder (runtime/cpu, runtime/cuda) is one module. A
+# file that implements no header is a module of its own. A module
 # depends on every module whose header one of its files includes (headers are matched
 # by their file name after any path); a cycle is a strongly connected set of more than
 # one module.
@@ -76,9 +77,14 @@ for my $h (keys %declares) {
         join2($h, $defines{$name}) if defined $defines{$name} && $defines{$name} ne $h;
     }
 }
-# a private header, NAME_internal.h, is the inside of NAME.h's module
+# a private header, NAME_internal.h, is the inside of NAME.h's module; a backend
+# (runtime/cpu, runtime/cuda: one table of ops and the kernels behind it) is one module
+my %backend;
 for my $f (@files) {
     join2($f, $path_of{"$1.h"}) if basename($f) =~ /^(\w+)_internal\.h$/ && $path_of{"$1.h"};
+    if ($f =~ m{^(?:\./)?runtime/(cpu|cuda)/}) {
+        if (defined $backend{$1}) { join2($f, $backend{$1}) } else { $backend{$1} = $f }
+    }
 }
 my %members;
 push @{$members{top($_)}}, $_ for @files;
