@@ -6,7 +6,8 @@
  * 64, each per-image call is a thin product dominated by call and packing overhead, and
  * W is read again for every image. Here the batch is rearranged once to (C, N*PQ) (the
  * images side by side, row c holding channel c of every image), the pass is one sgemm
- * on all of b's threads (OpenBLAS), and the result is put back in (N, K, PQ) order:
+ * on all of b's threads (OpenBLAS), and the result is put back in (N, K, PQ) order
+ * (both layout changes: cpu_transpose.c):
  *   forward      Y' (K, N*PQ) = W X'           (+ bias, + the planes' moments)
  *   input grad   dX' (C, N*PQ) = W^T dY'
  *   weight grad  dW (K, C) = dY' X'^T; the bias gradient the row sums of dY'
@@ -38,31 +39,22 @@ size_t rtp_cpu_conv_1x1_workspace(rt_backend *b, const rt_conv_desc *d)
 static int team(rt_backend *b, size_t n) { return n > 16384 && b->threads > 1 ? b->threads : 1; }
 
 /* t (ch, N*pq) <- x (N, ch, pq) */
-static void gather(rt_backend *b, float *t, const float *x, int N, int ch, int pq)
+static void gather(float *t, const float *x, int N, int ch, int pq)
 {
-    const size_t cols = (size_t)N * pq;
-#pragma omp parallel for num_threads(team(b, cols *ch)) schedule(static)
-    for (int c = 0; c < ch; c++)
-        for (int n = 0; n < N; n++)
-            memcpy(t + (size_t)c * cols + (size_t)n * pq, x + ((size_t)n * ch + c) * pq,
-                   (size_t)pq * sizeof *t);
+    rtp_cpu_transpose(t, x, N, ch, pq);
 }
 
 /* x (N, ch, pq) <- t (ch, N*pq) (+ bias[c] when bias) */
 static void scatter(rt_backend *b, float *x, const float *t, const float *bias, int N, int ch,
                     int pq)
 {
-    const size_t cols = (size_t)N * pq;
-#pragma omp parallel for num_threads(team(b, cols *ch)) schedule(static)
+    rtp_cpu_transpose(x, t, ch, N, pq);
+    if (!bias) return;
+#pragma omp parallel for num_threads(team(b, (size_t)N *pq *ch)) schedule(static)
     for (int n = 0; n < N; n++)
         for (int c = 0; c < ch; c++) {
             float *dst = x + ((size_t)n * ch + c) * pq;
-            const float *src = t + (size_t)c * cols + (size_t)n * pq;
-            if (!bias) {
-                memcpy(dst, src, (size_t)pq * sizeof *dst);
-                continue;
-            }
-            for (int i = 0; i < pq; i++) dst[i] = src[i] + bias[c];
+            for (int i = 0; i < pq; i++) dst[i] += bias[c];
         }
 }
 
@@ -74,7 +66,7 @@ rt_status rtp_cpu_conv_1x1_fwd(rt_backend *b, rt_tensor *out, double *mom, const
     if (!ws) return err ? err->code : RT_EINVAL;
     const int N = d->N, C = d->C, K = d->K, PQ = d->P * d->Q, cols = N * PQ;
     float *xt = ws, *yt = ws + rtp_r16((size_t)C * cols);
-    gather(b, xt, in->data, N, C, PQ);
+    gather(xt, in->data, N, C, PQ);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, K, cols, C, 1.0f, w->data, C, xt, cols,
                 0.0f, yt, cols);
     scatter(b, out->data, yt, bias ? bias->data : NULL, N, K, PQ);
@@ -95,7 +87,7 @@ rt_status rtp_cpu_conv_1x1_bwd_data(rt_backend *b, rt_tensor *din, const rt_tens
     if (!ws) return err ? err->code : RT_EINVAL;
     const int N = d->N, C = d->C, K = d->K, PQ = d->P * d->Q, cols = N * PQ;
     float *xt = ws, *yt = ws + rtp_r16((size_t)C * cols);
-    gather(b, yt, dout->data, N, K, PQ);
+    gather(yt, dout->data, N, K, PQ);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, cols, K, 1.0f, w->data, C, yt, cols,
                 0.0f, xt, cols);
     scatter(b, din->data, xt, NULL, N, C, PQ);
@@ -110,8 +102,8 @@ rt_status rtp_cpu_conv_1x1_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *d
     if (!ws) return err ? err->code : RT_EINVAL;
     const int N = d->N, C = d->C, K = d->K, PQ = d->P * d->Q, cols = N * PQ;
     float *xt = ws, *yt = ws + rtp_r16((size_t)C * cols);
-    gather(b, xt, in->data, N, C, PQ);
-    gather(b, yt, dout->data, N, K, PQ);
+    gather(xt, in->data, N, C, PQ);
+    gather(yt, dout->data, N, K, PQ);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, K, C, cols, 1.0f, yt, cols, xt, cols, 0.0f,
                 dw->data, C);
     if (dbias) {

@@ -56,15 +56,13 @@ size_t rtp_cpu_conv_dw_lanes_workspace(rt_backend *b, const rt_conv_desc *d)
     return (g.wt + T * g.per + (size_t)rtp_conv_groups(d->N) * g.acc) * sizeof(float);
 }
 
-/* t (n, m) <- a (m, n) */
-RTP_SPAN static void transpose(float *restrict t, const float *restrict a, int m, int n)
+/* An image's plane set (ch, pos) as (pos, ch) in tmp, or in place where one position
+ * makes the two layouts one */
+static const float *to_lanes(float *tmp, const float *a, int ch, int pos)
 {
-    if (n == 1 || m == 1) {
-        memcpy(t, a, (size_t)m * n * sizeof *t);
-        return;
-    }
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i < m; i++) t[(size_t)j * m + i] = a[(size_t)i * n + j];
+    if (pos == 1) return a;
+    rtp_cpu_transpose(tmp, a, ch, pos, 1);
+    return tmp;
 }
 
 /* The taps that output position (p, q) reads inside the plane, in (r, s) order: tap[i]
@@ -156,7 +154,7 @@ static float *weights_by_tap(rt_backend *b, const rt_conv_desc *d, const rt_tens
                              rt_error *err)
 {
     float *ws = rtp_cpu_scratch(b, rtp_cpu_conv_dw_lanes_workspace(b, d), err);
-    if (ws) transpose(ws, w->data, d->C, d->R * d->S);
+    if (ws) rtp_cpu_transpose(ws, w->data, d->C, d->R * d->S, 1);
     return ws;
 }
 
@@ -179,9 +177,9 @@ static rt_status image_pass(rt_backend *b, float *dst, double *mom, const float 
 #pragma omp for schedule(static)
         for (int n = 0; n < d->N; n++) {
             float *o = dst + (size_t)n * C * out;
-            transpose(st, src + (size_t)n * C * in, C, in);
-            tap_sums(dt, bias, ws, st, d, back);
-            transpose(o, dt, out, C);
+            tap_sums(out == 1 ? o : dt, bias, ws, to_lanes(st, src + (size_t)n * C * in, C, in), d,
+                     back);
+            if (out > 1) rtp_cpu_transpose(o, dt, out, C, 1);
             if (mom)
                 rtp_cpu_plane_moments(mom + (size_t)n * C * (RT_MOMENT_FLOATS / 2), o, C,
                                       (size_t)out);
@@ -225,9 +223,9 @@ rt_status rtp_cpu_conv_dw_lanes_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tens
             memset(acc, 0, (size_t)(RS + 1) * C * sizeof *acc);
             const int n1 = (grp + 1) * RTP_CONV_GROUP < d->N ? (grp + 1) * RTP_CONV_GROUP : d->N;
             for (int n = grp * RTP_CONV_GROUP; n < n1; n++) {
-                transpose(xt, X + (size_t)n * C * hw, C, hw);
-                transpose(dyt, DY + (size_t)n * C * pq, C, pq);
-                wgrad_image(acc, DB ? acc + (size_t)RS * C : NULL, dyt, xt, d);
+                wgrad_image(acc, DB ? acc + (size_t)RS * C : NULL,
+                            to_lanes(dyt, DY + (size_t)n * C * pq, C, pq),
+                            to_lanes(xt, X + (size_t)n * C * hw, C, hw), d);
             }
         }
         /* the groups in order, into (C, R*S) */

@@ -140,6 +140,8 @@ RT_MUST_USE rt_status rtp_cpu_conv_dw_bwd_data(rt_backend *b, rt_tensor *din, co
 RT_MUST_USE rt_status rtp_cpu_conv_dw_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbias,
                                                  const rt_tensor *dout, const rt_tensor *in,
                                                  const rt_conv_desc *d, rt_error *err);
+/* cpu_transpose.c: t (n, m) <- a (m, n), each element a block of blk floats */
+void rtp_cpu_transpose(float *restrict t, const float *restrict a, int m, int n, int blk);
 /* cpu_conv_dw_lanes.c: the depthwise convolution on small planes, channels in the
  * vector lanes; rtp_cpu_conv_dw_lanes says whether d (depthwise) takes it. */
 int rtp_cpu_conv_dw_lanes(const rt_conv_desc *d);

@@ -345,6 +345,73 @@ T_TEST(depthwise_matches_grouped_im2col)
     rt_backend_close(&ref), rt_backend_close(&b1), rt_backend_close(&b2);
 }
 
+/* The batched 1x1 path (runtime/cpu/cpu_conv_1x1.c: planes of 64 and fewer, the batch
+ * as one sgemm between layout changes) against a plain double-precision loop; every
+ * backend takes that path for these shapes, so the reference is written here. */
+T_TEST(batched_1x1_matches_loops)
+{
+    const conv_case cs[] = {
+        {{.N = 5, .C = 19, .H = 1, .W = 1, .K = 37, .R = 1, .S = 1, .stride = 1, .P = 1, .Q = 1},
+         1},
+        {{.N = 3, .C = 24, .H = 2, .W = 2, .K = 9, .R = 1, .S = 1, .stride = 1, .P = 2, .Q = 2}, 0},
+        {{.N = 9, .C = 8, .H = 3, .W = 5, .K = 17, .R = 1, .S = 1, .stride = 1, .P = 3, .Q = 5}, 1},
+        {{.N = 2, .C = 33, .H = 8, .W = 8, .K = 16, .R = 1, .S = 1, .stride = 1, .P = 8, .Q = 8},
+         0},
+    };
+    rt_backend b;
+    ASSERT_EQ(open_path(&b, "auto", 2), 0);
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        const rt_conv_desc *d = &cs[i].d;
+        ASSERT(rtp_cpu_conv_1x1(d));
+        result r;
+        ASSERT_EQ(run(&b, &cs[i], &r), 0);
+        const int N = d->N, C = d->C, K = d->K, pq = d->P * d->Q;
+        float *x = rnd((size_t)N * C * pq, 1), *w = rnd((size_t)K * C, 2), *bias = rnd(K, 3);
+        float *dy = rnd((size_t)N * K * pq, 4);
+        float *e = calloc((size_t)N * (K + C) * pq + (size_t)K * C + K, sizeof *e);
+        float *ey = e, *edx = ey + (size_t)N * K * pq, *edw = edx + (size_t)N * C * pq;
+        float *edb = edw + (size_t)K * C;
+        for (int n = 0; n < N; n++)
+            for (int p = 0; p < pq; p++) {
+                for (int k = 0; k < K; k++) {
+                    double s = cs[i].bias ? bias[k] : 0.0;
+                    for (int c = 0; c < C; c++)
+                        s += (double)w[k * C + c] * x[((size_t)n * C + c) * pq + p];
+                    ey[((size_t)n * K + k) * pq + p] = (float)s;
+                }
+                for (int c = 0; c < C; c++) {
+                    double s = 0.0;
+                    for (int k = 0; k < K; k++)
+                        s += (double)w[k * C + c] * dy[((size_t)n * K + k) * pq + p];
+                    edx[((size_t)n * C + c) * pq + p] = (float)s;
+                }
+            }
+        for (int k = 0; k < K; k++) {
+            double sb = 0.0;
+            for (int c = 0; c < C; c++) {
+                double s = 0.0;
+                for (int n = 0; n < N; n++)
+                    for (int p = 0; p < pq; p++)
+                        s += (double)dy[((size_t)n * K + k) * pq + p] *
+                             x[((size_t)n * C + c) * pq + p];
+                edw[k * C + c] = (float)s;
+            }
+            for (int n = 0; n < N; n++)
+                for (int p = 0; p < pq; p++) sb += dy[((size_t)n * K + k) * pq + p];
+            edb[k] = (float)sb;
+        }
+        int bad = close_to("y", r.y, ey, (size_t)N * K * pq) +
+                  close_to("dx", r.dx, edx, (size_t)N * C * pq) +
+                  close_to("dw", r.dw, edw, (size_t)K * C) +
+                  (cs[i].bias ? close_to("db", r.db, edb, (size_t)K) : 0);
+        if (bad) fprintf(stderr, "  1x1 N%d C%d %dx%d K%d\n", N, C, d->H, d->W, K);
+        free(x), free(w), free(bias), free(dy), free(e);
+        drop(&r);
+        ASSERT_EQ(bad, 0);
+    }
+    rt_backend_close(&b);
+}
+
 T_TEST(other_shapes_stay_on_im2col)
 {
     rt_backend b;
@@ -382,6 +449,7 @@ int main(void)
     T_RUN(direct_matches_im2col);
     T_RUN(direct_deterministic);
     T_RUN(depthwise_matches_grouped_im2col);
+    T_RUN(batched_1x1_matches_loops);
     T_RUN(other_shapes_stay_on_im2col);
     T_RUN(bad_setting_is_an_error);
     return T_EXIT();
