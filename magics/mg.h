@@ -255,7 +255,7 @@ char *mg_html_escape_n(const char *s, size_t n);
 void mg_html_put(FILE *f, const char *s);
 
 /* One line naming the CUDA toolkit and GPU architectures this build has, or that it
- * has none (`kiln --version`; magics/mg_device.c). Static storage. */
+ * has none (`kiln --version`; magics/mg_registry.c). Static storage. */
 const char *mg_device_build_info(void);
 
 #endif

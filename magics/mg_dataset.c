@@ -128,13 +128,10 @@ static int show_samples(mg_ctx *ctx, const rt_dataset *d, int n, mg_error *err)
     for (int i = 0; i < k; i++) cells[i].caption = d->class_names[d->labels[cells[i].index]];
     char title[128];
     snprintf(title, sizeof title, "%d samples of %s", k, d->name);
-    json_t *b = mg_images_grid(d, cells, k, 10, title, err);
+    int rc = mg_images_show(ctx->out, d, cells, k, 10, title, err);
     free(cells);
     free(used);
-    if (!b) return -1;
-    ctx->out->display(ctx->out->user, b, NULL, NULL, 0);
-    json_decref(b);
-    return 0;
+    return rc;
 }
 
 /* --val N|F, --size N|HxW, --channels, --seed, --skip-bad -> *val and img. */

@@ -124,5 +124,3 @@ const mg_command mg_cmd_device = {
     .options = NULL,
     .run = run,
 };
-
-const char *mg_device_build_info(void) { return rt_cuda_build_info(); }

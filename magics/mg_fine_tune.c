@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mg_ckpt.h"
+#include "mg_resume.h"
 #include "mg_run.h"
 #include "mg_workspace.h"
 

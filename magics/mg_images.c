@@ -64,8 +64,9 @@ static char *grid_png(const rt_dataset *d, const mg_grid_cell *cells, int n, int
     return b64;
 }
 
-json_t *mg_images_grid(const rt_dataset *d, const mg_grid_cell *cells, int n, int cols,
-                       const char *title, mg_error *err)
+/* A bundle (new ref) for n cells in rows of cols; title may be NULL. NULL with err. */
+static json_t *grid(const rt_dataset *d, const mg_grid_cell *cells, int n, int cols,
+                    const char *title, mg_error *err)
 {
     if (n <= 0 || n > MAX_CELLS || cols <= 0)
         return mg_fail(err, "ValueError", "image grid: %d images (1..%d)", n, MAX_CELLS), NULL;
@@ -133,4 +134,14 @@ json_t *mg_images_grid(const rt_dataset *d, const mg_grid_cell *cells, int n, in
     free(html);
     free(text);
     return bundle;
+}
+
+int mg_images_show(const mg_out *out, const rt_dataset *d, const mg_grid_cell *cells, int n,
+                   int cols, const char *title, mg_error *err)
+{
+    json_t *b = grid(d, cells, n, cols, title, err);
+    if (!b) return -1;
+    out->display(out->user, b, NULL, NULL, 0);
+    json_decref(b);
+    return 0;
 }

@@ -17,9 +17,10 @@ typedef struct mg_grid_cell {
     int mark;            /* 0 none, 1 correct (green frame), 2 wrong (red frame) */
 } mg_grid_cell;
 
-/* A bundle (new ref) for n cells in rows of cols; title may be NULL. NULL with err. */
-json_t *mg_images_grid(const rt_dataset *d, const mg_grid_cell *cells, int n, int cols,
-                       const char *title, mg_error *err);
+/* n cells in rows of cols, titled title (may be NULL), shown on out as one
+ * display_data; 0, or -1 with err. */
+RT_MUST_USE int mg_images_show(const mg_out *out, const rt_dataset *d, const mg_grid_cell *cells,
+                               int n, int cols, const char *title, mg_error *err);
 
 /* v with thousands separators, "1,234,567", into buf; returns buf (mg_model.c). */
 const char *mg_commas(long v, char buf[32]);

@@ -84,12 +84,7 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
              "%s on %d %s images: %d right, %d wrong (prediction, "
              "confidence / true label when wrong)",
              tg.model->name, e->npreds, src->name, e->npreds - wrong, wrong);
-    json_t *b = mg_images_grid(src, cells, e->npreds, 8, title, err);
-    if (b) {
-        ctx->out->display(ctx->out->user, b, NULL, NULL, 0);
-        json_decref(b);
-        rc = 0;
-    }
+    if (mg_images_show(ctx->out, src, cells, e->npreds, 8, title, err) == 0) rc = 0;
 out:
     free(pick);
     free(view.images);

@@ -130,12 +130,7 @@ int mg_predict_csv(mg_ctx *ctx, const mg_args *args, int first, int topk, mg_err
     char title[300];
     snprintf(title, sizeof title, "%s on %s: the first %d row%s, top %d", e->name, path, shown,
              shown == 1 ? "" : "s", kk);
-    json_t *b = mg_images_grid(&view, cells, shown, 8, title, err);
-    if (b) {
-        ctx->out->display(ctx->out->user, b, NULL, NULL, 0);
-        json_decref(b);
-        rc = 0;
-    }
+    if (mg_images_show(ctx->out, &view, cells, shown, 8, title, err) == 0) rc = 0;
 out:
     if (t) fclose(t);
     free(text);

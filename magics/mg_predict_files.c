@@ -240,12 +240,7 @@ int mg_predict_files(mg_ctx *ctx, const mg_args *args, mg_error *err)
     char title[200];
     snprintf(title, sizeof title, "%s on %d file%s: top %ld classes", e->name, n, n == 1 ? "" : "s",
              topk);
-    json_t *b = mg_images_grid(&view, cells, n, 6, title, err);
-    if (b) {
-        ctx->out->display(ctx->out->user, b, NULL, NULL, 0);
-        json_decref(b);
-        rc = 0;
-    }
+    if (mg_images_show(ctx->out, &view, cells, n, 6, title, err) == 0) rc = 0;
 out:
     if (t) fclose(t);
     free(text);

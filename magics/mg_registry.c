@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "mg.h"
+#include "rt_device.h"
 
 extern const mg_command mg_cmd_cd;
 extern const mg_command mg_cmd_checkpoint;
@@ -61,3 +62,6 @@ const mg_command *const *mg_registry_all(size_t *n)
     *n = sizeof table / sizeof table[0];
     return table;
 }
+
+/* Beside the magics this build has, its CUDA toolkit (mg.h). */
+const char *mg_device_build_info(void) { return rt_cuda_build_info(); }

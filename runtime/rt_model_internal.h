@@ -28,7 +28,7 @@ struct rt_model {
     float *host_loss; /* (max_batch) host scratch for the loss download */
     /* ---- timing ---- */
     int timing;
-    int bwd_floor; /* the lowest layer the backward reaches (rt_model_set_backward_floor) */
+    int bwd_floor;       /* the lowest layer the backward reaches (rt_model_set_backward_floor) */
     double *tfwd, *tbwd; /* (nlayers + 1) owned */
 };
 

@@ -331,9 +331,11 @@ static rt_status dist_exchange(rt_trainer *t, rt_tensor *gr, int n, int count, d
 }
 
 /* The optimiser op on p with its state s0/s1 and gradient gr at learning rate lr, step
- * `step` (without loss scaling), for a run of parameters of one lr multiplier. */
+ * `step`; amp: the loss scale to undo (NULL: none). For all parameters, or a run of
+ * parameters of one lr multiplier. */
 static rt_status dev_update(rt_trainer *t, rt_tensor *p, rt_tensor *s0, rt_tensor *s1,
-                            const rt_tensor *gr, double lr, int64_t step, rt_error *err)
+                            const rt_tensor *gr, rt_tensor *amp, double lr, int64_t step,
+                            rt_error *err)
 {
     rt_backend *b = rt_model_backend(t->m);
     const rt_optim_config *oc = rt_optim_get_config(t->optim);
@@ -344,7 +346,9 @@ static rt_status dev_update(rt_trainer *t, rt_tensor *p, rt_tensor *s0, rt_tenso
                           .weight_decay = oc->weight_decay,
                           .nesterov = oc->nesterov,
                           .step = step};
-        return rt_backend_sgd_update(b, p, oc->momentum != 0.0 ? s0 : NULL, gr, &sd, err);
+        rt_tensor *buf = oc->momentum != 0.0 ? s0 : NULL;
+        return amp ? rt_backend_amp_sgd_update(b, p, buf, gr, amp, &sd, err)
+                   : rt_backend_sgd_update(b, p, buf, gr, &sd, err);
     }
     rt_adam_desc ad = {.lr = lr,
                        .beta1 = oc->beta1,
@@ -353,7 +357,8 @@ static rt_status dev_update(rt_trainer *t, rt_tensor *p, rt_tensor *s0, rt_tenso
                        .weight_decay = oc->weight_decay,
                        .decoupled = oc->kind == RT_OPTIM_ADAMW,
                        .step = step};
-    return rt_backend_adam_update(b, p, s0, s1, gr, &ad, err);
+    return amp ? rt_backend_amp_adam_update(b, p, s0, s1, gr, amp, &ad, err)
+               : rt_backend_adam_update(b, p, s0, s1, gr, &ad, err);
 }
 
 /* --freeze / --lr-mult (never with loss scaling): each run of parameters at its rate,
@@ -369,7 +374,7 @@ static rt_status grouped_update(rt_trainer *t, double lr, int64_t next, rt_error
         rt_tensor gv = rtp_flat_view(gr, run->off, run->n);
         rt_tensor s0 = d->s0.data ? rtp_flat_view(&d->s0, run->off, run->n) : d->s0;
         rt_tensor s1 = d->s1.data ? rtp_flat_view(&d->s1, run->off, run->n) : d->s1;
-        RT_TRY(dev_update(t, &pv, &s0, &s1, &gv, lr * run->lr_mult, next, err));
+        RT_TRY(dev_update(t, &pv, &s0, &s1, &gv, NULL, lr * run->lr_mult, next, err));
     }
     return RT_OK;
 }
@@ -406,30 +411,10 @@ static rt_status step_ops(rt_trainer *t, rt_gather_desc *g, int64_t start, int l
     }
     rt_tensor *p = rt_model_params_flat(m), *gr = rt_model_grads_flat(m);
     if (c->dist) RT_TRY(dist_exchange(t, gr, n, count, dloss, dcorrect, err));
-    const rt_optim_config *oc = rt_optim_get_config(t->optim);
     if (amp) RT_TRY(rt_backend_amp_unscale(b, gr, amp, err));
     RT_TRY(rtp_controls_clip(t, err));
     if (t->groups) return grouped_update(t, lr, next, err);
-    if (oc->kind == RT_OPTIM_SGD) {
-        rt_sgd_desc sd = {.lr = lr,
-                          .momentum = oc->momentum,
-                          .dampening = oc->dampening,
-                          .weight_decay = oc->weight_decay,
-                          .nesterov = oc->nesterov,
-                          .step = next};
-        rt_tensor *buf = oc->momentum != 0.0 ? &d->s0 : NULL;
-        return amp ? rt_backend_amp_sgd_update(b, p, buf, gr, amp, &sd, err)
-                   : rt_backend_sgd_update(b, p, buf, gr, &sd, err);
-    }
-    rt_adam_desc ad = {.lr = lr,
-                       .beta1 = oc->beta1,
-                       .beta2 = oc->beta2,
-                       .eps = oc->eps,
-                       .weight_decay = oc->weight_decay,
-                       .decoupled = oc->kind == RT_OPTIM_ADAMW,
-                       .step = next};
-    return amp ? rt_backend_amp_adam_update(b, p, &d->s0, &d->s1, gr, amp, &ad, err)
-               : rt_backend_adam_update(b, p, &d->s0, &d->s1, gr, &ad, err);
+    return dev_update(t, p, &d->s0, &d->s1, gr, amp, lr, next, err);
 }
 
 /* The step as a CUDA graph: replayed when this batch size has one; recorded (and run)

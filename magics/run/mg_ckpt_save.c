@@ -54,12 +54,12 @@ mg_ckpt_last *mg_ckpt_last_reset(mg_ctx *ctx, mg_error *err)
  * different one ("images": an image folder's %dataset options, so a new kernel decodes
  * it the same way); the normalisation and class names let `kiln export` write a model
  * that takes plain pixels and names its classes. */
-static char *dataset_json(mg_run *run)
+static char *dataset_json(const mg_ckpt_run *run)
 {
-    const rt_dataset_splits *s = mg_run_data(run);
-    const char *name = mg_run_dataset_name(run);
+    const rt_dataset_splits *s = run->data;
+    const char *name = run->dataset_name;
     mg_error ignored;
-    mg_workspace *ws = mg_ws_get(mg_run_ctx(run), &ignored);
+    mg_workspace *ws = mg_ws_get(run->ctx, &ignored);
     mg_ws_data *d = ws ? mg_ws_data_find(ws, name) : NULL;
     char tr[24], te[24];
     snprintf(tr, sizeof tr, "%016" PRIx64, s->train.checksum);
@@ -95,21 +95,20 @@ static char *dataset_json(mg_run *run)
 
 /* The --schedule text resolved to this run (t_max etc. fixed), so a resume with more
  * --epochs keeps the learning rates of the original plan. */
-static char *schedule_text(mg_run *run)
+static char *schedule_text(const mg_ckpt_run *run)
 {
-    const mg_run_opts *o = mg_run_options(run);
+    const mg_run_opts *o = run->o;
     rt_schedule s;
     char buf[512];
     if (rt_schedule_parse(&s, o->schedule_resolved[0] ? o->schedule_resolved : o->schedule, NULL) !=
             RT_OK ||
-        rt_schedule_resolve(&s, rt_trainer_steps_per_epoch(mg_run_trainer(run)), o->epochs, NULL) !=
-            RT_OK)
+        rt_schedule_resolve(&s, rt_trainer_steps_per_epoch(run->trainer), o->epochs, NULL) != RT_OK)
         return NULL;
     int n = rt_schedule_format(&s, buf, sizeof buf);
     return n > 0 && (size_t)n < sizeof buf ? strdup(buf) : NULL;
 }
 
-int mgp_ckpt_describe(mg_run *run, mg_ckpt_last *rec, mg_error *err)
+int mgp_ckpt_describe(const mg_ckpt_run *run, mg_ckpt_last *rec, mg_error *err)
 {
     rt_ckpt_train_snap keep = rec->snap;
     int has = rec->has_snap;
@@ -117,15 +116,15 @@ int mgp_ckpt_describe(mg_run *run, mg_ckpt_last *rec, mg_error *err)
     mgp_ckpt_last_clear(rec);
     rec->snap = keep;
     rec->has_snap = has;
-    const mg_run_opts *o = mg_run_options(run);
-    snprintf(rec->model_name, sizeof rec->model_name, "%s", mg_run_model_name(run));
+    const mg_run_opts *o = run->o;
+    snprintf(rec->model_name, sizeof rec->model_name, "%s", run->model_name);
     char url[1100]; /* an s3:// run: its URL, so %checkpoint and %resume default to it */
     snprintf(rec->run_dir, sizeof rec->run_dir, "%s",
-             mg_store_display(mg_run_ctx(run), o->run_dir, url, sizeof url));
+             mg_store_display(run->ctx, o->run_dir, url, sizeof url));
     json_t *hp = mg_run_opts_to_json(o);
     if (hp) { /* the run's own values, not what the next %train may default to */
-        json_object_set_new(hp, "model", json_string(mg_run_model_name(run)));
-        json_object_set_new(hp, "data", json_string(mg_run_dataset_name(run)));
+        json_object_set_new(hp, "model", json_string(run->model_name));
+        json_object_set_new(hp, "data", json_string(run->dataset_name));
     }
     rec->hyperparameters = hp ? json_dumps(hp, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(hp);
@@ -133,12 +132,12 @@ int mgp_ckpt_describe(mg_run *run, mg_ckpt_last *rec, mg_error *err)
     rec->schedule = schedule_text(run);
     rec->base_lr = o->lr;
     char id[32];
-    snprintf(id, sizeof id, "%" PRId64, mg_run_id(run));
-    rec->run_id = mg_run_id(run) > 0 ? strdup(id) : NULL;
-    rt_results *rs = mg_run_results(run);
+    snprintf(id, sizeof id, "%" PRId64, run->run_id);
+    rec->run_id = run->run_id > 0 ? strdup(id) : NULL;
+    rt_results *rs = run->results;
     rec->results_store = rs ? strdup(rt_results_path(rs)) : NULL;
     if (!rec->hyperparameters || !rec->dataset || !rec->schedule ||
-        (mg_run_id(run) > 0 && !rec->run_id) || (rs && !rec->results_store))
+        (run->run_id > 0 && !rec->run_id) || (rs && !rec->results_store))
         return mg_fail(err, "MemoryError", "out of memory describing the run for a checkpoint");
     return 0;
 }
@@ -154,9 +153,8 @@ rt_ckpt_train_info mgp_ckpt_info(const mg_ckpt_last *rec)
     return in;
 }
 
-/* Saves with the given metrics (may be NULL). */
-static int save(mg_run *run, const char *path, const rt_ckpt_metric *metric,
-                const rt_ckpt_metric *best, mg_error *err)
+int mgp_ckpt_save(const mg_ckpt_run *run, const char *path, const rt_ckpt_metric *metric,
+                  const rt_ckpt_metric *best, mg_error *err)
 {
     mg_ckpt_last rec;
     memset(&rec, 0, sizeof rec);
@@ -166,38 +164,28 @@ static int save(mg_run *run, const char *path, const rt_ckpt_metric *metric,
         mgp_ckpt_last_clear(&rec);
         return -1;
     }
-    if (rt_ckpt_train_snap_capture(&snap, mg_run_trainer(run), mg_run_model(run), &re) != RT_OK) {
+    if (rt_ckpt_train_snap_capture(&snap, run->trainer, run->model, &re) != RT_OK) {
         mgp_ckpt_last_clear(&rec);
         return mg_fail_status(err, &re, "checkpoint '%s': %s", path, re.msg);
     }
     rt_ckpt_train_info in = mgp_ckpt_info(&rec);
     in.metric = metric;
     in.best_metric = best;
-    char *curves = mg_run_curves_json(run); /* the plot of a resumed run starts at step 1 */
+    char *curves = run->curves_json ? run->curves_json(run->run)
+                                    : NULL; /* the plot of a resumed run starts at step 1 */
     const char *extra[] = {"results_store",
                            rec.results_store ? rec.results_store : "",
                            "device",
-                           rt_model_backend(mg_run_model(run))->ops->name,
+                           rt_model_backend(run->model)->ops->name,
                            curves ? "curves" : NULL,
                            curves,
                            NULL};
     in.extra = extra;
-    rt_status st = rt_ckpt_train_save(path, mg_run_model(run), &snap, &in, &re);
+    rt_status st = rt_ckpt_train_save(path, run->model, &snap, &in, &re);
     free(curves);
     rt_ckpt_train_snap_deinit(&snap);
     mgp_ckpt_last_clear(&rec);
     if (st != RT_OK) /* the file layer's message names the file and says what to do */
         return mg_fail_status(err, &re, "%s", re.msg);
     return 0;
-}
-
-int mg_ckpt_save_run(mg_run *run, const char *path, mg_error *err)
-{
-    return save(run, path, NULL, NULL, err);
-}
-
-int mgp_ckpt_save_with(mg_run *run, const char *path, const rt_ckpt_metric *metric,
-                       const rt_ckpt_metric *best, mg_error *err)
-{
-    return save(run, path, metric, best, err);
 }

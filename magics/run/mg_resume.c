@@ -3,11 +3,13 @@
  * with a warning naming each) or from one checkpoint file, in this kernel or a fresh
  * one on another machine (mg_resume_run.c does the work). Without an argument: the run
  * directory of the last run of this session. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mg_ckpt.h"
+#include "mg_resume.h"
 #include "mg_store.h"
 #include "rt_store.h"
 
@@ -44,12 +46,17 @@ static int run(mg_ctx *ctx, const mg_args *args, mg_error *err)
     if (mg_args_int(args, "--epochs", 0, &epochs, err) < 0 ||
         mg_args_int(args, "--keep", 0, &keep, err) < 0)
         return -1;
-    if (mg_args_has(args, "--epochs") && (epochs < 1 || epochs > 1000000))
-        return mg_fail(err, "ValueError", "%%resume: --epochs must be >= 1 (got %ld)", epochs);
-    if (mg_args_has(args, "--keep") && keep < 1)
-        return mg_fail(err, "ValueError", "%%resume: --keep must be >= 1 (got %ld)", keep);
-    ro.epochs = (int)epochs;
-    ro.keep = (int)keep;
+    /* the bounds of %train's rows: a run continued with a value %train refuses would
+     * write checkpoints no later %resume could read */
+    mg_run_opts typed;
+    mg_run_opts_default(&typed);
+    if (mg_args_has(args, "--epochs"))
+        typed.epochs = epochs < INT_MIN ? INT_MIN : epochs > INT_MAX ? INT_MAX : (int)epochs;
+    if (mg_args_has(args, "--keep"))
+        typed.keep = keep < INT_MIN ? INT_MIN : keep > INT_MAX ? INT_MAX : (int)keep;
+    if (mg_run_opts_check(&typed, "%resume", err) < 0) return -1;
+    ro.epochs = mg_args_has(args, "--epochs") ? typed.epochs : 0;
+    ro.keep = mg_args_has(args, "--keep") ? typed.keep : 0;
     const char *tl = mg_args_get(args, "--time-limit");
     if (tl && (!strcmp(tl, "none") || !strcmp(tl, "0"))) ro.time_limit_s = 0; /* no limit */
     else if (tl && mg_run_parse_duration(tl, &ro.time_limit_s, err) < 0) return -1;

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mg_ckpt.h"
 #include "mg_run_internal.h"
 #include "rt_ckpt_dir.h"
 
@@ -286,6 +285,7 @@ int mg_run_create(mg_run **out, mg_ctx *ctx, const mg_run_opts *o, mg_error *err
     r->ctx = ctx;
     r->o = *o;
     r->last_ckpt_step = -1;
+    mg_ckpt_policy_init(&r->ckpt);
     if (resolve_inputs(r, ws, err) < 0 || build_model(r, err) < 0 || mgp_run_finetune(r, err) < 0 ||
         build_trainer(r, err) < 0) {
         mg_run_destroy(r);
@@ -317,33 +317,11 @@ void mg_run_destroy(mg_run *r)
 }
 
 /* ---- accessors ---- */
-rt_model *mg_run_model(mg_run *r) { return r->model; }
 rt_trainer *mg_run_trainer(mg_run *r) { return r->trainer; }
-const rt_dataset_splits *mg_run_data(const mg_run *r) { return &r->data->splits; }
 const char *mg_run_dataset_name(const mg_run *r) { return r->data->name; }
-const mg_run_opts *mg_run_options(const mg_run *r) { return &r->o; }
 const char *mg_run_model_name(const mg_run *r) { return r->model_name; }
-const char *mg_run_model_spec(const mg_run *r) { return r->spec; }
-const char *mg_run_dir(const mg_run *r) { return r->o.run_dir; }
-mg_ctx *mg_run_ctx(mg_run *r) { return r->ctx; }
-rt_results *mg_run_results(mg_run *r) { return r->rs; }
-int64_t mg_run_id(const mg_run *r) { return r->run_id; }
-int64_t mg_run_start_step(const mg_run *r) { return r->start_step; }
-void mg_run_note_checkpoint(mg_run *r, int64_t step) { r->last_ckpt_step = step; }
-double mg_run_elapsed(const mg_run *r) { return r->t_start > 0 ? mgp_now() - r->t_start : 0; }
-int mg_run_last_monitor(const mg_run *r, rt_ckpt_metric *m, int *improved)
-{
-    if (!r->has_monitored) return -1;
-    memset(m, 0, sizeof *m);
-    m->has_value = isfinite(r->monitored);
-    m->value = r->monitored;
-    m->higher_is_better = rt_monitor_higher_is_better(r->monitor);
-    snprintf(m->name, sizeof m->name, "%s", mg_run_metric_key(r->monitor));
-    *improved = r->improved;
-    return 0;
-}
 
-const char *mg_run_metric_key(rt_monitor m)
+const char *mgp_metric_key(rt_monitor m)
 {
     switch (m) {
     case RT_MONITOR_VAL_ACC: return "val_accuracy";
@@ -351,12 +329,4 @@ const char *mg_run_metric_key(rt_monitor m)
     case RT_MONITOR_TRAIN_ACC: return "train_accuracy";
     default: return "val_loss";
     }
-}
-
-int mg_run_last_val(const mg_run *r, double *loss, double *accuracy)
-{
-    if (!r->has_val) return -1;
-    if (loss) *loss = r->val_loss;
-    if (accuracy) *accuracy = r->val_acc;
-    return 0;
 }

@@ -19,8 +19,9 @@ static json_t *series_json(const mgp_series *s, size_t max)
     return json_pack("{s:o, s:o}", "x", x, "y", y);
 }
 
-char *mg_run_curves_json(const mg_run *r)
+char *mgp_curves_json(const void *run)
 {
+    const mg_run *r = run;
     json_t *j = json_pack(
         "{s:o, s:o, s:o, s:o, s:o}", "step_loss", series_json(&r->step_loss, MAX_STEP_POINTS),
         "train_loss", series_json(&r->ep_loss, 0), "train_accuracy", series_json(&r->ep_acc, 0),
@@ -45,7 +46,7 @@ static void series_load(mg_run *r, mgp_series *s, const json_t *j, const char *k
     }
 }
 
-void mg_run_curves_restore(mg_run *r, const char *text, int64_t step)
+void mgp_curves_restore(mg_run *r, const char *text, int64_t step)
 {
     json_t *j = text ? json_loads(text, 0, NULL) : NULL;
     if (!json_is_object(j)) {

@@ -1,11 +1,12 @@
 /* mg_run_internal.h - the run's fields, shared by mg_run.c (create, loop) and
- * mg_run_view.c (progress display, epoch lines, plot, summary). Not for other files:
- * they use the accessors of mg_run.h. */
+ * mg_run_view.c (progress display, epoch lines, plot, summary) and the other
+ * mg_run_*.c files. Not for other files: they use mg_run.h. */
 #ifndef MG_RUN_INTERNAL_H
 #define MG_RUN_INTERNAL_H
 
 #include <stdio.h>
 
+#include "mg_ckpt.h"
 #include "mg_run.h"
 #include "mg_workspace.h"
 
@@ -52,12 +53,22 @@ struct mg_run {
     double monitored;       /* its monitored value */
     int has_monitored;      /* an epoch ended here (monitored, improved are set) */
     int64_t last_ckpt_step; /* step of the newest checkpoint saved, -1 none */
+    mg_ckpt_policy ckpt;    /* when this run writes checkpoints (mg_ckpt.h) */
     int probing;            /* stepped by mg_run_probe_step: no display, begun */
     mgp_series step_loss, ep_loss, ep_acc, ep_vloss, ep_vacc;
     double *lr_mult; /* --freeze / --lr-mult: one a trainable tensor (0 frozen), or NULL */
 };
 
 /* mg_run_loop.c: a results-store problem, shown once as a warning */
+void mgp_rs_warn(mg_run *r, const char *what, const char *msg);
+/* mg_run.c: the results-store name of a monitored metric (val_acc -> "val_accuracy") */
+const char *mgp_metric_key(rt_monitor m);
+/* mg_run_curves.c: the run's loss/accuracy curves as JSON (new string, free(); NULL on
+ * no memory), for its checkpoints (run: the mg_run); mgp_curves_restore puts the points
+ * up to step of a checkpoint's curves (text may be NULL) back before a continued run
+ * starts. */
+char *mgp_curves_json(const void *run);
+void mgp_curves_restore(mg_run *r, const char *text, int64_t step);
 /* mg_run_devices.c: --device cuda:0,1 / cuda:all. parse: idx[0..*n) the devices
  * (*n = 0: one device, the backend's own syntax); open_replicas: backends and models
  * for idx[1..n); free: releases them. */
@@ -69,7 +80,6 @@ void mgp_devices_free(mg_run *r);
 RT_MUST_USE int mgp_run_finetune(mg_run *r, mg_error *err);
 /* --precision on backend b (mg_run.c) */
 RT_MUST_USE int mgp_set_precision(mg_run *r, rt_backend *b, mg_error *err);
-void mgp_rs_warn(mg_run *r, const char *what, const char *msg);
 /* mg_run_view.c */
 void mgp_view_start(mg_run *r);
 void mgp_view_progress(mg_run *r, const rt_progress *p, int force);

@@ -1,6 +1,7 @@
 /* mg_run_loop.c - mg_run_loop: records the run in the results store, steps the trainer
  * until it is done / interrupted / out of time, validates at every epoch end, calls
- * the checkpoint hook (mg_ckpt.h) after every step and at the stop, and hands the
+ * the checkpoint hook (mg_ckpt.h, handed an mg_ckpt_run describing the run) after
+ * every step and at the stop, and hands the
  * trained model to the workspace. A run that cannot be recorded at its start (the
  * store cannot be opened or the run row written: disk full, unwritable, not a store)
  * is refused before step 1, as docs/results.md promises: training results no one can
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mg_ckpt.h"
 #include "mg_run_internal.h"
 #include "mg_store.h"
 #include "rt_ckpt_dir.h"
@@ -219,7 +219,7 @@ static void log_ending(mg_run *r, rt_step_event ev, int failed)
     char be[32], bv[64], key[64];
     snprintf(be, sizeof be, "%lld", (long long)w.best_epoch);
     snprintf(bv, sizeof bv, "%.17g", w.best);
-    snprintf(key, sizeof key, "best_%s", mg_run_metric_key(r->monitor));
+    snprintf(key, sizeof key, "best_%s", mgp_metric_key(r->monitor));
     const char *kv[] = {"stop_reason", why, "best_epoch", be, key, bv};
     for (size_t i = 0; i < (w.has_best ? 6u : 2u); i += 2)
         if (rt_results_log_param(r->rs, r->run_id, kv[i], kv[i + 1], &re) != RT_OK)
@@ -274,6 +274,34 @@ static int restore_best(mg_run *r, mg_error *err)
     return 0;
 }
 
+/* The checkpoint hook (mg_ckpt.h), handed what a checkpoint of this run holds; the
+ * progress display names the step it saved. */
+static int checkpoint(mg_run *r, rt_step_event ev, mg_error *err)
+{
+    mg_ckpt_run c = {.ctx = r->ctx,
+                     .o = &r->o,
+                     .model_name = r->model_name,
+                     .dataset_name = r->data->name,
+                     .data = &r->data->splits,
+                     .model = r->model,
+                     .trainer = r->trainer,
+                     .results = r->rs,
+                     .run_id = r->run_id,
+                     .start_step = r->start_step,
+                     .elapsed = r->t_start > 0 ? mgp_now() - r->t_start : 0,
+                     .has_metric = ev == RT_STEP_EPOCH_END && r->has_monitored,
+                     .improved = r->improved,
+                     .curves_json = mgp_curves_json,
+                     .run = r};
+    if (c.has_metric) {
+        c.metric.has_value = isfinite(r->monitored);
+        c.metric.value = r->monitored;
+        c.metric.higher_is_better = rt_monitor_higher_is_better(r->monitor);
+        snprintf(c.metric.name, sizeof c.metric.name, "%s", mgp_metric_key(r->monitor));
+    }
+    return mg_ckpt_hook(&r->ckpt, &c, ev, r->ctx->out, &r->last_ckpt_step, err);
+}
+
 /* Gives the model (and its backend) to the workspace entry of its name. */
 static void hand_over(mg_run *r)
 {
@@ -314,13 +342,13 @@ int mg_run_loop(mg_run *r, mg_error *err)
             rc = -1;
             break;
         }
-        if (writer && mg_run_checkpoint_hook(r, ev, r->ctx->out, err) < 0) {
+        if (writer && checkpoint(r, ev, err) < 0) {
             rc = -1;
             break;
         }
         if (rung_reached(r, ev)) {
             ev = RT_STEP_TIME_LIMIT;
-            if (writer && mg_run_checkpoint_hook(r, ev, r->ctx->out, err) < 0) rc = -1;
+            if (writer && checkpoint(r, ev, err) < 0) rc = -1;
             break;
         }
         if (ev != RT_STEP_CONTINUE && ev != RT_STEP_EPOCH_END) break;

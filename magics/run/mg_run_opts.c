@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mg_run.h"
+#include "mg_run_opts.h"
+#include "rt_results.h"
 
 #define AT(o, row, type) ((type *)(void *)((char *)(o) + (row)->offset))
 #define CAT(o, row, type) ((const type *)(const void *)((const char *)(o) + (row)->offset))
@@ -126,8 +127,7 @@ static int out_of_bounds(const mg_train_option *r, double v)
     return !(lo_ok && hi_ok);
 }
 
-/* Every number of o inside its row's bounds; else an error "<who>: --opt must ...". */
-static int check_bounds(const mg_run_opts *o, const char *who, mg_error *err)
+int mg_run_opts_check(const mg_run_opts *o, const char *who, mg_error *err)
 {
     for (const mg_train_option *r = mg_train_table; r->opt.name; r++) {
         if (r->check && r->check(o, who, err) < 0) return -1;
@@ -263,7 +263,7 @@ int mg_run_opts_from_args_as(mg_run_opts *o, const mg_args *a, const char *who, 
         if (mg_args_has(a, r->opt.name) &&
             from_text(o, r, mg_args_get(a, r->opt.name), who, err) < 0)
             return -1;
-    return check_bounds(o, who, err);
+    return mg_run_opts_check(o, who, err);
 }
 
 int mg_run_opts_from_args(mg_run_opts *o, const mg_args *a, mg_error *err)
@@ -347,7 +347,7 @@ int mg_run_opts_from_json(mg_run_opts *o, const json_t *j, mg_error *err)
             if (CAT(o, r, char)[0] && mg_run_parse_every(CAT(o, r, char), e, err) < 0) return -1;
         }
     }
-    return check_bounds(o, "hyperparameters", err);
+    return mg_run_opts_check(o, "hyperparameters", err);
 }
 
 int mg_run_opts_differences(const mg_run_opts *t, const mg_run_opts *c, char *buf, size_t n)

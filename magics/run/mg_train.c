@@ -5,7 +5,7 @@
  * again on a new machine picks up where the last one stopped. The trained model
  * replaces the previous one of that name in the workspace, for %evaluate, %predict
  * and %checkpoint. */
-#include "mg_ckpt.h"
+#include "mg_resume.h"
 #include "mg_run.h"
 #include "mg_store.h"
 #include "mg_sweep.h"

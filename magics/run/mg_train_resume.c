@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "mg_ckpt_internal.h"
+#include "mg_resume.h"
 #include "mg_store.h"
 #include "mg_workspace.h"
 #include "rt_ckpt_dir.h"

@@ -1,4 +1,4 @@
-/* mg_train_table.c - the %train options, one row each (mg_train_option, mg_run.h):
+/* mg_train_table.c - the %train options, one row each (mg_train_option, mg_run_opts.h):
  * what the option is called and takes, where its value lives in mg_run_opts, its
  * default, its bounds, its key in checkpoints and the results store, and whether it
  * defines the run (a run directory's run continues only under the same value).
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "mg_run.h"
+#include "mg_run_opts.h"
 
 #define FIELD(f) .offset = offsetof(mg_run_opts, f)
 #define TEXT(f) .store = MG_TO_TEXT, FIELD(f), .size = sizeof(((mg_run_opts *)0)->f)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "rt_ckpt.h"
+#include "rt_json_internal.h" /* rtp_json_load */
 #include "rt_safetensors.h"
 
 /* ---- atomic file writing (rt_ckpt_io.c) ---- */
@@ -61,13 +62,6 @@ void rtp_ckpt_xxh3_hex(uint64_t h, char out[17]);
 /* Reads bytes [off, off+len) of an open file; RT_EFORMAT if it ends first. */
 RT_MUST_USE rt_status rtp_ckpt_pread(int fd, void *buf, size_t len, uint64_t off, const char *what,
                                      rt_error *err);
-
-/* ---- JSON parsing shared with rt_safetensors.c (which defines it) ---- */
-struct json_t;
-/* Parses n bytes of JSON (jansson flags) into *out (new ref). 0 ok, -1 invalid JSON
- * (why = "byte N: message"), -2 out of memory. */
-int rtp_json_load(const char *s, size_t n, size_t flags, struct json_t **out, char *why,
-                  size_t cap);
 
 /* ---- metadata contract (rt_ckpt_meta.c) ---- */
 /* Keys the writer fills itself; callers may not set them. */

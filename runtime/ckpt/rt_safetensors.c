@@ -8,7 +8,7 @@
  */
 #include "rt_safetensors.h"
 
-#include "rt_ckpt_internal.h"
+#include "rt_json_internal.h"
 
 #include <jansson.h>
 #include <stdio.h>

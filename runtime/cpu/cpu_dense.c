@@ -29,35 +29,41 @@ static int dp(const rt_backend *b)
 #endif
 }
 
-/* bf16 (cpu_bf16.c): the rounded copies of the op's inputs go in the workspace that
- * rtp_cpu_dense_workspace reserved; NULL for fp32 (or a too-small workspace: err set) */
-static float *bf16_stage(rt_backend *b, const rt_dense_desc *d, rt_error *err)
+/* bf16 (cpu_bf16.c): *ws is the workspace that rtp_cpu_dense_workspace reserved (NULL
+ * for fp32); without AMX or VDPBF16PS the op's two inputs *x and *y are rounded into it,
+ * and then point at those copies (xs, ys). AMX tiles and VDPBF16PS take them as they
+ * are. */
+static rt_status bf16_inputs(rt_backend *b, const rt_dense_desc *d, float **ws, const rt_tensor **x,
+                             rt_tensor *xs, const rt_tensor **y, rt_tensor *ys, rt_error *err)
 {
-    if (!rtp_cpu_bf16(b)) return NULL;
-    return rtp_cpu_scratch(b, rtp_cpu_dense_workspace(b, d), err);
+    *ws = NULL;
+    if (!rtp_cpu_bf16(b)) return RT_OK;
+    if (!(*ws = rtp_cpu_scratch(b, rtp_cpu_dense_workspace(b, d), err)))
+        return err ? err->code : RT_EINVAL;
+    if (amx(b) || dp(b)) return RT_OK;
+    float *at = *ws;
+    *xs = rtp_cpu_bf16_stage(b, &at, *x);
+    *ys = rtp_cpu_bf16_stage(b, &at, *y);
+    *x = xs, *y = ys;
+    return RT_OK;
 }
 
 rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, const rt_tensor *w,
                             const rt_tensor *bias, const rt_dense_desc *d, rt_error *err)
 {
-    float *at = bf16_stage(b, d, err);
-    if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+    float *ws;
+    rt_tensor xs, wsd;
+    RT_TRY(bf16_inputs(b, d, &ws, &in, &xs, &w, &wsd, err));
 #ifdef KILN_CONVK_X86
     if (amx(b)) {
-        rtp_cpu_amx_dense_fwd(b, at, out, in, w, bias, d);
+        rtp_cpu_amx_dense_fwd(b, ws, out, in, w, bias, d);
         return RT_OK;
     }
     if (dp(b)) {
-        rtp_cpu_dp_dense_fwd(b, at, out, in, w, bias, d);
+        rtp_cpu_dp_dense_fwd(b, ws, out, in, w, bias, d);
         return RT_OK;
     }
 #endif
-    rt_tensor xs, wsd;
-    if (at) {
-        xs = rtp_cpu_bf16_stage(b, &at, in);
-        wsd = rtp_cpu_bf16_stage(b, &at, w);
-        in = &xs, w = &wsd;
-    }
     float *y = out->data;
     if (bias) {
         const float *bs = bias->data;
@@ -72,24 +78,19 @@ rt_status rtp_cpu_dense_fwd(rt_backend *b, rt_tensor *out, const rt_tensor *in, 
 rt_status rtp_cpu_dense_bwd_data(rt_backend *b, rt_tensor *din, const rt_tensor *dout,
                                  const rt_tensor *w, const rt_dense_desc *d, rt_error *err)
 {
-    float *at = bf16_stage(b, d, err);
-    if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
+    float *ws;
+    rt_tensor dys, wsd;
+    RT_TRY(bf16_inputs(b, d, &ws, &dout, &dys, &w, &wsd, err));
 #ifdef KILN_CONVK_X86
     if (amx(b)) {
-        rtp_cpu_amx_dense_bwd_data(b, at, din, dout, w, d);
+        rtp_cpu_amx_dense_bwd_data(b, ws, din, dout, w, d);
         return RT_OK;
     }
     if (dp(b)) {
-        rtp_cpu_dp_dense_bwd_data(b, at, din, dout, w, d);
+        rtp_cpu_dp_dense_bwd_data(b, ws, din, dout, w, d);
         return RT_OK;
     }
 #endif
-    rt_tensor dys, wsd;
-    if (at) {
-        dys = rtp_cpu_bf16_stage(b, &at, dout);
-        wsd = rtp_cpu_bf16_stage(b, &at, w);
-        dout = &dys, w = &wsd;
-    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d->N, d->F, d->O, 1.0f, dout->data, d->O,
                 w->data, d->F, 0.0f, din->data, d->F);
     return RT_OK;
@@ -99,31 +100,19 @@ rt_status rtp_cpu_dense_bwd_filter(rt_backend *b, rt_tensor *dw, rt_tensor *dbia
                                    const rt_tensor *dout, const rt_tensor *in,
                                    const rt_dense_desc *d, rt_error *err)
 {
-    float *at = bf16_stage(b, d, err);
-    if (rtp_cpu_bf16(b) && !at) return err ? err->code : RT_EINVAL;
     const rt_tensor *dy32 = dout; /* the bias gradient sums the fp32 dy, as CUDA's does */
+    float *ws;
     rt_tensor dys, xs;
+    RT_TRY(bf16_inputs(b, d, &ws, &dout, &dys, &in, &xs, err));
 #ifdef KILN_CONVK_X86
-    if (amx(b)) {
-        rtp_cpu_amx_dense_bwd_filter(b, at, dw, dout, in, d);
-        at = NULL;
-    }
-    if (dp(b)) {
-        rtp_cpu_dp_dense_bwd_filter(b, at, dw, dout, in, d);
-        at = NULL;
-    }
+    if (amx(b)) rtp_cpu_amx_dense_bwd_filter(b, ws, dw, dout, in, d);
+    if (dp(b)) rtp_cpu_dp_dense_bwd_filter(b, ws, dw, dout, in, d);
 #endif
-    if (at) {
-        dys = rtp_cpu_bf16_stage(b, &at, dout);
-        xs = rtp_cpu_bf16_stage(b, &at, in);
-        dout = &dys, in = &xs;
-    }
     if (!amx(b) && !dp(b))
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->O, d->F, d->N, 1.0f, dout->data,
                     d->O, in->data, d->F, 0.0f, dw->data, d->F);
-    dout = dy32;
     if (dbias) {
-        const float *dy = dout->data;
+        const float *dy = dy32->data;
         float *db = dbias->data;
         for (int o = 0; o < d->O; o++) db[o] = 0.0f;
         for (int n = 0; n < d->N; n++)

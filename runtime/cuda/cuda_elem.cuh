@@ -245,13 +245,17 @@ RTP_HD void rtp_maxpool_fwd_at(size_t o, float *y, const float *x, rtp_pool_geom
     y[o] = m;
 }
 
-RTP_HD void rtp_maxpool_bwd_at(size_t i, float *dx, const float *dy, const float *x, const float *y,
-                               rtp_pool_geom g)
+/* The gradient of input i of a pool: the dy of every window that covers it, for max
+ * pooling (x and y given) where it was that window's maximum, for average pooling (x,
+ * y NULL) times the window's share (inv: 1 / (R*S), the padding counts; an adaptive
+ * window divides by its own size). */
+RTP_HD void rtp_pool_bwd_at(size_t i, float *dx, const float *dy, const float *x, const float *y,
+                            rtp_pool_geom g, float inv)
 {
     size_t pl = rtp_udiv(i, (size_t)g.H * g.W);
     int hw = (int)(i - pl * g.H * g.W), ih = hw / g.W, iw = hw % g.W;
-    const float *xp = x + pl * g.H * g.W;
-    const float *yp = y + pl * g.P * g.Q, *dyp = dy + pl * g.P * g.Q;
+    const float *xp = x ? x + pl * g.H * g.W : NULL, *yp = y ? y + pl * g.P * g.Q : NULL;
+    const float *dyp = dy + pl * g.P * g.Q;
     int p0, p1, q0, q1;
     rtp_covering(ih, g.H, g.R, g.stride, g.pad, g.adaptive, g.P, &p0, &p1);
     rtp_covering(iw, g.W, g.S, g.stride, g.pad, g.adaptive, g.Q, &q0, &q1);
@@ -262,10 +266,21 @@ RTP_HD void rtp_maxpool_bwd_at(size_t i, float *dx, const float *dy, const float
             rtp_pool_rows(g, p, &h0, &h1);
             rtp_pool_cols(g, q, &w0, &w1);
             if (ih < h0 || ih >= h1 || iw < w0 || iw >= w1) continue;
-            if (rtp_argmax_at(xp, g.W, h0, h1, w0, w1, yp[p * g.Q + q]) == (size_t)hw)
-                acc = acc + dyp[p * g.Q + q];
+            if (xp) {
+                if (rtp_argmax_at(xp, g.W, h0, h1, w0, w1, yp[p * g.Q + q]) == (size_t)hw)
+                    acc = acc + dyp[p * g.Q + q];
+            } else {
+                float k = g.adaptive ? 1.0f / (float)((h1 - h0) * (w1 - w0)) : inv;
+                acc = acc + dyp[p * g.Q + q] * k;
+            }
         }
     dx[i] = acc;
+}
+
+RTP_HD void rtp_maxpool_bwd_at(size_t i, float *dx, const float *dy, const float *x, const float *y,
+                               rtp_pool_geom g)
+{
+    rtp_pool_bwd_at(i, dx, dy, x, y, g, 0.0f);
 }
 
 /* inv: 1 / (R*S) (the padding counts); an adaptive window divides by its own size */
@@ -284,23 +299,7 @@ RTP_HD void rtp_avgpool_fwd_at(size_t o, float *y, const float *x, rtp_pool_geom
 
 RTP_HD void rtp_avgpool_bwd_at(size_t i, float *dx, const float *dy, rtp_pool_geom g, float inv)
 {
-    size_t pl = rtp_udiv(i, (size_t)g.H * g.W);
-    int hw = (int)(i - pl * g.H * g.W), ih = hw / g.W, iw = hw % g.W;
-    const float *dyp = dy + pl * g.P * g.Q;
-    int p0, p1, q0, q1;
-    rtp_covering(ih, g.H, g.R, g.stride, g.pad, g.adaptive, g.P, &p0, &p1);
-    rtp_covering(iw, g.W, g.S, g.stride, g.pad, g.adaptive, g.Q, &q0, &q1);
-    float acc = 0.0f;
-    for (int p = p0; p <= p1; p++)
-        for (int q = q0; q <= q1; q++) {
-            int h0, h1, w0, w1;
-            rtp_pool_rows(g, p, &h0, &h1);
-            rtp_pool_cols(g, q, &w0, &w1);
-            if (ih < h0 || ih >= h1 || iw < w0 || iw >= w1) continue;
-            float k = g.adaptive ? 1.0f / (float)((h1 - h0) * (w1 - w0)) : inv;
-            acc = acc + dyp[p * g.Q + q] * k;
-        }
-    dx[i] = acc;
+    rtp_pool_bwd_at(i, dx, dy, NULL, NULL, g, inv);
 }
 
 /* ---- im2col / col2im of one image (cpu_conv.c); the kernels run a batch of them ---- */

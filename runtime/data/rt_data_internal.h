@@ -44,6 +44,34 @@ RT_MUST_USE rt_status rtp_idx_read_images(const char *path, rtp_raw_split *s, co
 RT_MUST_USE rt_status rtp_idx_read_labels(const char *path, rtp_raw_split *s, int num_classes,
                                           const char *images_path, rt_error *err);
 
+/* ---- the CIFAR binary family (rt_cifar_read.c) ---- */
+/* One member of the family: files of records of label_bytes label bytes + 3x32x32
+ * pixels, and an optional class-name list. */
+typedef struct rtp_cifar_layout {
+    const char *const *members; /* the record files, matched by base name in an archive */
+    int nmembers;
+    int label_bytes; /* label bytes a record */
+    int label;       /* the one that is the image's label */
+    /* every record's label bytes (record i of what); NULL: checked by the caller */
+    rt_status (*check)(const uint8_t *labels, size_t i, const char *what, rt_error *err);
+    const char *names_file; /* the class-name list, one a line (read when present) */
+    int names_count;        /* the names it must have; 0: any */
+    const char *kind;       /* "CIFAR-10", in messages */
+    const char *label_desc; /* "1 label byte", in messages */
+    const char *archive;    /* "cifar-10-binary.tar.gz", in messages */
+} rtp_cifar_layout;
+/* Reads l's members into out[0..l->nmembers) (and its names file, when there, into
+ * names) from the folder dir, or from the tar(.gz) at path. On error nothing is held. */
+RT_MUST_USE rt_status rtp_cifar_layout_read_dir(const rtp_cifar_layout *l, const char *dir,
+                                                rtp_raw_split *out, rtp_class_names *names,
+                                                const rtp_stop *stop, rt_error *err);
+RT_MUST_USE rt_status rtp_cifar_layout_read_tar(const rtp_cifar_layout *l, const char *path,
+                                                rtp_raw_split *out, rtp_class_names *names,
+                                                const rtp_stop *stop, rt_error *err);
+/* Parses a class-name list (one name a line, blank lines ignored). */
+RT_MUST_USE rt_status rtp_cifar_parse_meta(const char *what, const char *text, size_t len,
+                                           rtp_class_names *names, rt_error *err);
+
 /* ---- CIFAR-10 binary (rt_cifar.c) ---- */
 /* Reads data_batch_1..5.bin, test_batch.bin (and batches.meta.txt if present) from
  * a directory, or from a cifar-10-binary.tar.gz stream (libarchive, no extraction). */
@@ -53,10 +81,6 @@ RT_MUST_USE rt_status rtp_cifar_read_dir(const char *dir, rtp_raw_split *train, 
 RT_MUST_USE rt_status rtp_cifar_read_tar(const char *path, rtp_raw_split *train,
                                          rtp_raw_split *test, rtp_class_names *names,
                                          const rtp_stop *stop, rt_error *err);
-/* Parses batches.meta.txt bytes (one name a line, blank lines ignored). */
-RT_MUST_USE rt_status rtp_cifar_parse_meta(const char *what, const char *text, size_t len,
-                                           rtp_class_names *names, rt_error *err);
-
 /* ---- CIFAR-100 binary (rt_cifar100.c) ---- */
 /* Reads train.bin and test.bin (and coarse_label_names.txt or fine_label_names.txt,
  * whichever labels are used, if present) from a directory, or from a

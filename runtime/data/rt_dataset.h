@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "rt_download.h" /* rt_download_progress_fn */
 #include "rt_error.h"
 
 #define RT_MAX_CLASSES 100
@@ -64,9 +65,6 @@ typedef struct rt_dataset_splits {
     size_t map_len;
     uint8_t *heap[2]; /* or the malloc'd bytes they point into (IDX, CIFAR), owned */
 } rt_dataset_splits;
-
-/* Progress of a download: bytes so far, total (0 if unknown). Return non-zero to stop. */
-typedef int (*rt_download_progress_fn)(const char *file, uint64_t done, uint64_t total, void *user);
 
 typedef struct rt_dataset_opts {
     const char *name; /* "mnist", "fashion-mnist", "cifar10", "cifar100", "cifar100-coarse",

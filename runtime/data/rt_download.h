@@ -16,8 +16,10 @@
 
 #include <stdint.h>
 
-#include "rt_dataset.h"
 #include "rt_error.h"
+
+/* Progress of a download: bytes so far, total (0 if unknown). Return non-zero to stop. */
+typedef int (*rt_download_progress_fn)(const char *file, uint64_t done, uint64_t total, void *user);
 
 typedef struct rt_download_opts {
     const char *url;                  /* full URL of the file (http, https, file) */

@@ -8,6 +8,7 @@
  * MASTER_ADDR, MASTER_PORT, as torchrun or a cluster's own scripts set them): the GPU
  * ranks meet over TCP once and exchange everything through NCCL (rt_dist_nccl.c).
  */
+#include "rt_clock.h"
 #include "rt_dist_internal.h"
 
 #include <pthread.h>
@@ -23,13 +24,6 @@ double rtp_dist_timeout_env(void)
     char *end;
     double v = s && *s ? strtod(s, &end) : 0;
     return s && *s && *end == '\0' && v > 0 ? v : DEFAULT_TIMEOUT_S;
-}
-
-double rtp_dist_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static struct {

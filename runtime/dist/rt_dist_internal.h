@@ -45,6 +45,5 @@ RT_MUST_USE rt_status rtp_dist_nccl_open(const rt_dist_env *env, rt_dist **out, 
 
 /* KILN_DIST_TIMEOUT, or 600 s (PyTorch's process-group default). */
 double rtp_dist_timeout_env(void);
-double rtp_dist_now(void);
 
 #endif

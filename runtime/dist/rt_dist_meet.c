@@ -29,14 +29,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rt_dist_internal.h"
+#include "rt_clock.h"
 #include "rt_dist_meet_frame.h"
+
+_Static_assert(RTP_MEET_BLOB == RT_DIST_MEET_BLOB, "a frame carries the meeting's blob");
 
 #define NAMED_MAX 16 /* missing ranks named in a message, then a count */
 
 static int ms_left(double deadline)
 {
-    double left = deadline - rtp_dist_now();
+    double left = deadline - rt_clock_s();
     return left <= 0 ? 0 : left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1;
 }
 
@@ -211,7 +213,7 @@ static void host_hello(host *h, peer *p)
     h->fd[0] = p->fd;
     memcpy(h->n0[0], p->nonce0, RTP_MEET_NONCE);
     memcpy(h->nr[0], hi.nonce, RTP_MEET_NONCE);
-    answer(h, 0, 0, NULL, rtp_dist_now() + 1.0);
+    answer(h, 0, 0, NULL, rt_clock_s() + 1.0);
     h->fd[0] = -1;
     close(p->fd);
 }
@@ -249,7 +251,7 @@ static void host_accept(host *h)
         h->pending[old] = h->pending[--h->npending];
     }
     peer *p = &h->pending[h->npending];
-    *p = (peer){.fd = fd, .by = rtp_dist_now() + PEER_S};
+    *p = (peer){.fd = fd, .by = rt_clock_s() + PEER_S};
     peer_name(fd, p->from, sizeof p->from);
     unsigned uid = 0;
     if (!(h->m->token && *h->m->token) && rtp_meet_peer_uid(fd, &uid) == 1 &&
@@ -290,7 +292,7 @@ static void host_poll(host *h, double deadline)
     int ms = ms_left(wake);
     int rc = poll(pf, (nfds_t)n + 1, ms < 200 ? ms : 200);
     if (rc < 0 && errno != EINTR) host_fail(h, RT_EIO, "poll: %s", strerror(errno));
-    const double t = rtp_dist_now();
+    const double t = rt_clock_s();
     for (int i = n - 1; i >= 0; i--) {
         peer *p = &h->pending[i];
         if (rc > 0 && pf[i + 1].revents) {
@@ -391,7 +393,7 @@ fail:
 static rt_status host_run(const rt_dist_meet *m, const struct addrinfo *ai, rt_dist_meet_make make,
                           unsigned char blob[RT_DIST_MEET_BLOB], rt_error *err)
 {
-    const double deadline = rtp_dist_now() + m->timeout_s;
+    const double deadline = rt_clock_s() + m->timeout_s;
     host h = {.m = m, .lfd = -1, .cap = m->world + PENDING_MIN};
     h.pending = calloc((size_t)h.cap, sizeof *h.pending);
     h.fd = malloc((size_t)m->world * sizeof *h.fd);
@@ -450,7 +452,7 @@ static rt_status host_run(const rt_dist_meet *m, const struct addrinfo *ai, rt_d
     rt_error me = {0};
     if (h.fail == RT_OK && make(blob, &me) != RT_OK)
         host_fail(&h, me.code, "rank 0 could not make NCCL's id: %s", me.msg);
-    const double send_by = rtp_dist_now() + (m->timeout_s < 10 ? m->timeout_s : 10);
+    const double send_by = rt_clock_s() + (m->timeout_s < 10 ? m->timeout_s : 10);
     const int ok = h.fail == RT_OK;
     for (int r = 1; r < m->world; r++) {
         if (h.fd[r] < 0) continue;
@@ -539,7 +541,7 @@ static int guest_try(const rt_dist_meet *m, int fd, double by, rtp_meet_answer *
 static rt_status guest_run(const rt_dist_meet *m, const struct addrinfo *ai,
                            unsigned char blob[RT_DIST_MEET_BLOB], rt_error *err)
 {
-    const double deadline = rtp_dist_now() + m->timeout_s;
+    const double deadline = rt_clock_s() + m->timeout_s;
     /* connected: rank 0 answers within its own timeout, which started before now */
     const double answer_by = deadline + 1.0;
     rtp_meet_answer a = {0};

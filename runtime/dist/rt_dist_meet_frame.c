@@ -113,14 +113,14 @@ int rtp_meet_hello_get(const unsigned char in[RTP_MEET_HELLO_BYTES], rtp_meet_he
 }
 
 /* blob ^= HMAC(token, "KILNMEET blob" || n0 || nr || i), i = 0, 1, ... */
-static void blob_xor(unsigned char blob[RT_DIST_MEET_BLOB], const char *token,
-                     const unsigned char *n0, const unsigned char *nr)
+static void blob_xor(unsigned char blob[RTP_MEET_BLOB], const char *token, const unsigned char *n0,
+                     const unsigned char *nr)
 {
-    for (unsigned i = 0; i * RTP_MEET_MAC < RT_DIST_MEET_BLOB; i++) {
+    for (unsigned i = 0; i * RTP_MEET_MAC < RTP_MEET_BLOB; i++) {
         unsigned char ctr[4], ks[RTP_MEET_MAC];
         put32(ctr, i);
         mac(token, "KILNMEET blob", n0, nr, ctr, sizeof ctr, ks);
-        for (unsigned j = 0; j < RTP_MEET_MAC && i * RTP_MEET_MAC + j < RT_DIST_MEET_BLOB; j++)
+        for (unsigned j = 0; j < RTP_MEET_MAC && i * RTP_MEET_MAC + j < RTP_MEET_BLOB; j++)
             blob[i * RTP_MEET_MAC + j] ^= ks[j];
         OPENSSL_cleanse(ks, sizeof ks);
     }
@@ -135,10 +135,10 @@ void rtp_meet_answer_put(unsigned char out[RTP_MEET_ANSWER_BYTES], const rtp_mee
     unsigned char *p = out + RTP_MEET_HEAD;
     put32(p, a->ok != 0);
     if (a->ok) {
-        memcpy(p + 4, a->blob, RT_DIST_MEET_BLOB);
+        memcpy(p + 4, a->blob, RTP_MEET_BLOB);
         blob_xor(p + 4, token, nonce0, nonce_r);
     }
-    snprintf((char *)p + 4 + RT_DIST_MEET_BLOB, RTP_MEET_MSG, "%s", a->msg);
+    snprintf((char *)p + 4 + RTP_MEET_BLOB, RTP_MEET_MSG, "%s", a->msg);
     mac(token, "KILNMEET answer", nonce0, nonce_r, out, RTP_MEET_ANSWER_BYTES - RTP_MEET_MAC,
         out + RTP_MEET_ANSWER_BYTES - RTP_MEET_MAC);
 }
@@ -152,9 +152,9 @@ int rtp_meet_answer_get(const unsigned char in[RTP_MEET_ANSWER_BYTES], rtp_meet_
         return -1;
     const unsigned char *p = in + RTP_MEET_HEAD;
     a->ok = get32(p) != 0;
-    memcpy(a->blob, p + 4, RT_DIST_MEET_BLOB);
+    memcpy(a->blob, p + 4, RTP_MEET_BLOB);
     if (a->ok) blob_xor(a->blob, token, nonce0, nonce_r);
-    memcpy(a->msg, p + 4 + RT_DIST_MEET_BLOB, RTP_MEET_MSG);
+    memcpy(a->msg, p + 4 + RTP_MEET_BLOB, RTP_MEET_MSG);
     a->msg[RTP_MEET_MSG - 1] = '\0';
     return 0;
 }

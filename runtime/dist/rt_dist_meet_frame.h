@@ -18,9 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rt_dist_meet.h"
-
 #define RTP_MEET_VERSION 2u
+#define RTP_MEET_BLOB 128 /* the answer's blob: RT_DIST_MEET_BLOB (checked in rt_dist_meet.c) */
 #define RTP_MEET_NONCE 16
 #define RTP_MEET_MAC 32
 #define RTP_MEET_WHY 64
@@ -28,7 +27,7 @@
 #define RTP_MEET_HEAD 12 /* magic and version: enough to drop a stranger */
 #define RTP_MEET_CHALLENGE_BYTES (RTP_MEET_HEAD + RTP_MEET_NONCE)
 #define RTP_MEET_HELLO_BYTES (RTP_MEET_HEAD + 3 * 4 + RTP_MEET_WHY + RTP_MEET_NONCE + RTP_MEET_MAC)
-#define RTP_MEET_ANSWER_BYTES (RTP_MEET_HEAD + 4 + RT_DIST_MEET_BLOB + RTP_MEET_MSG + RTP_MEET_MAC)
+#define RTP_MEET_ANSWER_BYTES (RTP_MEET_HEAD + 4 + RTP_MEET_BLOB + RTP_MEET_MSG + RTP_MEET_MAC)
 
 typedef struct rtp_meet_hello {
     uint32_t rank, world, can;
@@ -38,7 +37,7 @@ typedef struct rtp_meet_hello {
 
 typedef struct rtp_meet_answer {
     int ok;
-    unsigned char blob[RT_DIST_MEET_BLOB];
+    unsigned char blob[RTP_MEET_BLOB];
     char msg[RTP_MEET_MSG];
 } rtp_meet_answer;
 

@@ -22,6 +22,7 @@
  * of one host share its cores: a spinning rank would take the time its peer computes
  * with), until the world's timeout. A timeout marks the world broken (rt_dist.h).
  */
+#include "rt_clock.h"
 #include "rt_dist_internal.h"
 #include "rt_nccl.h"
 
@@ -158,7 +159,7 @@ rt_status rtp_dist_mpi_open(const rt_dist_env *env, rt_dist **out, rt_error *err
 static rt_status wait_req(rt_dist *d, mpi_handle *req, const char *what, long long step,
                           rt_error *err)
 {
-    const double t0 = rtp_dist_now();
+    const double t0 = rt_clock_s();
     long sleep_ns = 1000;
     char buf[256];
     for (int spins = 0;; spins++) {
@@ -173,7 +174,7 @@ static rt_status wait_req(rt_dist *d, mpi_handle *req, const char *what, long lo
         }
         if (done) return RT_OK;
         if (spins < 200) continue;
-        if (rtp_dist_now() - t0 > d->timeout_s) {
+        if (rt_clock_s() - t0 > d->timeout_s) {
             d->broken = 1;
             return RT_ERR(err, RT_EDEVICE_LOST,
                           "rank %d of %d: the other ranks did not join "

@@ -147,6 +147,9 @@ RT_MUST_USE rt_status rtp_pool_infer(rt_layer *l, char *why);
 void rtp_pool_desc(const rt_layer *l, int N, rt_pool_desc *d);
 /* "KIND R stride=S" and " pad=P" when padded */
 void rtp_pool_format(const rt_layer *l, const char *kind, char *buf, size_t n);
+/* A layer that takes images: RT_EINVAL with why ("needs a (C,H,W) input but gets N flat
+ * features", then hint, which may be "") when l's input is flat. */
+RT_MUST_USE rt_status rtp_need_chw(const rt_layer *l, const char *hint, char *why);
 /* a layer without arguments; a layer whose output shape is its input shape */
 RT_MUST_USE rt_status rtp_noargs(int argc, char **argv, char *why);
 RT_MUST_USE rt_status rtp_same_shape(rt_layer *l, char *why);

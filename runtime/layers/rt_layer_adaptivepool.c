@@ -27,10 +27,7 @@ static rt_status parse(rt_layer *l, int argc, char **argv, char *why)
 
 static rt_status infer(rt_layer *l, char *why)
 {
-    if (l->in_flat) {
-        snprintf(why, RT_LAYER_WHY, "needs a (C,H,W) input but gets %d flat features", l->in_c);
-        return RT_EINVAL;
-    }
+    RT_TRY(rtp_need_chw(l, "", why));
     l->out_c = l->in_c, l->out_h = l->r, l->out_w = l->k, l->out_flat = 0;
     return RT_OK;
 }

@@ -94,13 +94,7 @@ static void desc(const rt_layer *l, int N, rt_conv_desc *d)
 
 static rt_status infer(rt_layer *l, char *why)
 {
-    if (l->in_flat) {
-        snprintf(why, RT_LAYER_WHY,
-                 "needs a (C,H,W) input but gets %d flat features "
-                 "(a conv2d cannot follow flatten or dense)",
-                 l->in_c);
-        return RT_EINVAL;
-    }
+    RT_TRY(rtp_need_chw(l, " (a conv2d cannot follow flatten or dense)", why));
     int G = l->groups > 1 ? l->groups : 1;
     if (l->in_c % G || l->k % G) {
         snprintf(why, RT_LAYER_WHY,

@@ -45,13 +45,7 @@ static rt_status begin_parse(rt_layer *l, int argc, char **argv, char *why)
 
 static rt_status begin_infer(rt_layer *l, char *why)
 {
-    if (l->in_flat) {
-        snprintf(why, RT_LAYER_WHY,
-                 "a residual block needs a (C,H,W) input, not %d flat "
-                 "features",
-                 l->in_c);
-        return RT_EINVAL;
-    }
+    RT_TRY(rtp_need_chw(l, " (a residual block works on images)", why));
     return rtp_same_shape(l, why);
 }
 
@@ -200,10 +194,7 @@ const rt_layer_type rt_layer_res_add = {
 
 static rt_status gap_infer(rt_layer *l, char *why)
 {
-    if (l->in_flat) {
-        snprintf(why, RT_LAYER_WHY, "needs a (C,H,W) input but gets %d flat features", l->in_c);
-        return RT_EINVAL;
-    }
+    RT_TRY(rtp_need_chw(l, "", why));
     l->out_c = l->in_c, l->out_h = 1, l->out_w = 1, l->out_flat = 0;
     return RT_OK;
 }

@@ -136,12 +136,16 @@ rt_status rtp_pool_parse(rt_layer *l, int argc, char **argv, char *why)
     return RT_OK;
 }
 
+rt_status rtp_need_chw(const rt_layer *l, const char *hint, char *why)
+{
+    if (!l->in_flat) return RT_OK;
+    snprintf(why, RT_LAYER_WHY, "needs a (C,H,W) input but gets %d flat features%s", l->in_c, hint);
+    return RT_EINVAL;
+}
+
 rt_status rtp_pool_infer(rt_layer *l, char *why)
 {
-    if (l->in_flat) {
-        snprintf(why, RT_LAYER_WHY, "needs a (C,H,W) input but gets %d flat features", l->in_c);
-        return RT_EINVAL;
-    }
+    RT_TRY(rtp_need_chw(l, "", why));
     if (2 * l->pad > l->r) {
         snprintf(why, RT_LAYER_WHY, "pad=%d is more than half the window %d (PyTorch's limit)",
                  l->pad, l->r);

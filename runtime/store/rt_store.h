@@ -24,6 +24,8 @@
 #include "rt_error.h"
 
 #define RT_STORE_SCHEME "s3://"
+/* The most objects one listing takes in (more is an error), and so a mirror copies. */
+#define RT_STORE_MAX_OBJECTS 1000000
 
 typedef struct rt_store rt_store;
 

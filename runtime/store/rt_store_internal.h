@@ -7,7 +7,6 @@
 
 #include "rt_store.h"
 #include "rt_store_ckpt.h"
-#include "rt_store_mirror.h" /* RT_STORE_MIRROR_MAX_OBJECTS */
 
 /* ---- configuration (rt_store_config.c) ---- */
 typedef struct rtp_store_config {
@@ -106,8 +105,8 @@ RT_MUST_USE rt_status rtp_store_list_page(const char *xml, const char *prefix, c
                                           const char *what, rt_error *err);
 
 /* Following a listing page after page (untrusted: the server chooses the pages). */
-#define RTP_STORE_LIST_MAX (RT_STORE_MIRROR_MAX_OBJECTS + 1) /* entries, in all */
-#define RTP_STORE_TOKEN_MAX 1024                             /* a continuation token's length */
+#define RTP_STORE_LIST_MAX (RT_STORE_MAX_OBJECTS + 1) /* entries, in all */
+#define RTP_STORE_TOKEN_MAX 1024                      /* a continuation token's length */
 typedef struct rtp_store_listing {
     uint64_t *seen; /* the tokens given so far (hashes; an open-addressing set) */
     size_t nseen, cap;

@@ -21,7 +21,7 @@
 
 #include "rt_store.h"
 
-#define RT_STORE_MIRROR_MAX_OBJECTS 1000000
+#define RT_STORE_MIRROR_MAX_OBJECTS RT_STORE_MAX_OBJECTS
 
 typedef struct rt_store_mirror_stats {
     size_t objects; /* mirrored in all */

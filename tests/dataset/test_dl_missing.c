@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "rt_dataset.h"
 #include "rt_download.h"
 #include "t.h"
 

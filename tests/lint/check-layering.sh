@@ -11,12 +11,16 @@
 #   precision); CUDA #ifdefs stay in runtime/cuda.
 # - private headers (NAME_internal.h, magics' mg_*.h) stay in their own folder.
 # - the training run's files are in magics/run/.
+# - no include cycle among magics/ and runtime/ (include-cycles.pl): a module (a header
+#   with the files that implement it) never needs, through its includes, a module that
+#   needs it. The training run uses its checkpoints, not the other way round.
 # - only kernel/jk_main.c calls exit() (children after fork use _exit).
 # - a runtime failure is reported with mg_fail_status (its status names the exception),
 #   never with mg_fail and the rt_error's message.
 # - compute ops are called through rt_backend_OP (runtime/rt_backend_call.c, which
 #   checks their arguments), never through b->ops directly.
 set -u
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
 cd "$root" || exit 99
 fail=0
@@ -77,6 +81,20 @@ while IFS= read -r f; do
   bad "a training-run file outside magics/run/: $f"
 done < <(find magics -maxdepth 1 \( -name 'mg_run*.[ch]' -o -name 'mg_train*.[ch]' \
            -o -name 'mg_ckpt_hook.c' -o -name 'mg_ckpt_save.c' \) 2>/dev/null | sort)
+# Include cycles. Known and not broken yet: the runtime's tensors and backends (a tensor
+# is allocated through its backend, whose ops take tensors, and rt_amp_rule.h is shared
+# by both); a cycle that takes in any other module, or a new one, fails.
+cycles="$(perl "$here/include-cycles.pl" --known rt_tensor.h,rt_backend.h,rt_amp_rule.h \
+  . magics runtime)"
+st=$?
+[ "$st" -le 1 ] || bad "include-cycles.pl failed (status $st)"
+while IFS= read -r line; do
+  case "$line" in
+    "") ;;
+    "include cycle: "*) bad "$line" ;;
+    *) echo "layering: note: $line" ;;
+  esac
+done <<<"$cycles"
 for d in kernel magics runtime; do
   check "$d" "(^|[^_a-zA-Z0-9])exit[[:space:]]*\(" "^kernel/jk_main\.c$" "exit() outside kernel/jk_main.c"
 done

@@ -2,7 +2,8 @@
 # Self-test of check-layering.sh: on a copy of kernel/, magics/ and runtime/ it must
 # pass as the tree is, and fail, naming the rule, on each planted fault: bad includes
 # written with and without a path, an op called through b->ops, a training-run file
-# outside magics/run/.
+# outside magics/run/, include cycles (the checkpoint code including the run, a runtime
+# module including one that needs it).
 #   selftest-layering.sh CHECK-LAYERING.SH SOURCE-ROOT
 set -u
 lint="$1"
@@ -40,6 +41,7 @@ plant runtime '    RT_TRY(b->ops->add_relu(b, dst, a, x, err));' "op called past
 plant magics '    s = m->b->ops->conv2d_fwd_moments (b, o, mo, i, w, bi, d, err);' \
   "op called past its argument checks (use rt_backend_OP)"
 plant magics '#include "run/mg_run_internal.h"' "private header outside its folder"
+plant magics '#include "lang/kl_internal.h"' "magics includes a kernel header"
 : >"$tmp/magics/mg_train_planted.c"
 want+=("a training-run file outside magics/run/: magics/mg_train_planted.c")
 plant magics '    return mg_fail(err, "RuntimeError", "%%x: %s",' "mg_fail with an rt_error's message (use mg_fail_status)"
@@ -56,6 +58,28 @@ for w in "${want[@]}"; do
   fi
 done
 [ "$fail" = 0 ] || { echo "the lint said:"; echo "$out"; }
+
+# Include cycles, one at a time on a clean copy (planted together they would merge into
+# one circle): the checkpoint code including the run that uses it, and the runtime's
+# error module (which everything includes) including the trainer. Each must be reported
+# as a cycle that goes through the planted line.
+clean="$tmp/clean"
+mkdir "$clean" && cp -r "$src/kernel" "$src/magics" "$src/runtime" "$clean/" || exit 99
+for plant in 'magics/run/mg_ckpt_hook.c|#include "mg_run.h"' 'runtime/rt_error.c|#include "rt_trainer.h"'; do
+  file="${plant%%|*}"
+  cp "$clean/$file" "$clean/$file.orig"
+  printf '%s /* planted cycle */\n' "${plant#*|}" >>"$clean/$file"
+  at="$file:$(wc -l <"$clean/$file")"
+  if out="$(bash "$lint" "$clean")"; then
+    echo "selftest: the lint passed an include cycle through $at"
+    fail=1
+  elif ! grep -E '^layering: include cycle: ' <<<"$out" | grep -qF -- "$at"; then
+    echo "selftest: include cycle through $at not reported; the lint said:"
+    echo "$out"
+    fail=1
+  fi
+  mv "$clean/$file.orig" "$clean/$file"
+done
 
 if [ "$fail" = 0 ]; then echo "selftest: the lint fails on every planted fault"; fi
 exit "$fail"

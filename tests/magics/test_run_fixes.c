@@ -3,7 +3,8 @@
  * 1; the results store records the data set and val count in effect; checkpoint
  * options without --run-dir warn; checkpoint lines count epochs from 1 and periodic
  * mid-epoch saves show only in the progress display; a finished run directory trained
- * again says it is complete and how to train further.
+ * again says it is complete and how to train further; %resume bounds its options as
+ * %train does.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,34 @@ T_TEST(test_already_complete)
     }
 }
 
+/* %resume's --epochs and --keep are bounded as %train's rows are (--epochs up to 1e6
+ * was taken: the run's checkpoints then held a value no later %resume could read), and
+ * the message names the option and the bounds, before any file is looked at. */
+T_TEST(test_resume_bounds)
+{
+    ASSERT_EQ(fresh_session(), 0);
+    static const struct {
+        const char *opts, *want;
+    } bad[] = {
+        {"--epochs 200000", "%resume: --epochs must be in 1..100000, got 200000"},
+        {"--epochs 0", "%resume: --epochs must be in 1..100000, got 0"},
+        {"--keep 0", "%resume: --keep must be in 1..100000, got 0"},
+    };
+    char line[700];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(line, sizeof line, "resume %s/no-such-run %s", g_dir, bad[i].opts);
+        tm_reset();
+        ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+        ASSERT_STR_EQ(g_err.ename, "ValueError");
+        ASSERT_STR_EQ(g_err.evalue, bad[i].want);
+    }
+    /* in bounds, the same line gets as far as the missing run */
+    snprintf(line, sizeof line, "resume %s/no-such-run --epochs 100000 --keep 2", g_dir);
+    tm_reset();
+    ASSERT_EQ(tm_magic(g_s, line, NULL, &g_err), -1);
+    ASSERT_STR_EQ(g_err.ename, "FileNotFoundError");
+}
+
 int main(void)
 {
     if (tm_start(g_dir, sizeof g_dir, g_store, sizeof g_store)) return 99;
@@ -217,6 +246,7 @@ int main(void)
     T_RUN(test_recorded_data_and_val);
     T_RUN(test_checkpoint_lines);
     T_RUN(test_already_complete);
+    T_RUN(test_resume_bounds);
     tm_teardown(g_s, g_dir);
     return T_EXIT();
 }

@@ -13,7 +13,6 @@
 #define IMGS 48
 #define BATCH 16
 
-
 static const char *SPEC = "conv2d 4 3 pad=same\nbatchnorm\nrelu\n"
                           "residual:\n    conv2d 4 3 pad=same\n    batchnorm\n    relu\n"
                           "    conv2d 4 3 pad=same\n    batchnorm\nrelu\n"
@@ -51,7 +50,8 @@ static rt_status train(run *r, const double *mult, int force0, rt_error *err)
     rt_model_timing_enable(r->m, 2);
     RT_TRY(rt_trainer_begin(r->t, err));
     rt_step_event ev = RT_STEP_CONTINUE;
-    while (ev == RT_STEP_CONTINUE || ev == RT_STEP_EPOCH_END) RT_TRY(rt_trainer_step(r->t, &ev, err));
+    while (ev == RT_STEP_CONTINUE || ev == RT_STEP_EPOCH_END)
+        RT_TRY(rt_trainer_step(r->t, &ev, err));
     for (int i = 0; i < r->floor; i++) {
         double f, b;
         rt_model_timing(r->m, i, &f, &b);
@@ -101,23 +101,17 @@ static void floor_case(int *t_failed_, const char *part)
     ASSERT_EQ(train(&a, mult, 0, &err), RT_OK);
     ASSERT_EQ(train(&b, mult, 1, &err), RT_OK);
     ASSERT_EQ(a.floor, expect);
-    ASSERT_EQ(a.bwd_below, 0.0);  /* the frozen layers below: no backward at all */
-    ASSERT(b.bwd_below > 0.0);    /* ... which the whole backward spends */
+    ASSERT_EQ(a.bwd_below, 0.0); /* the frozen layers below: no backward at all */
+    ASSERT(b.bwd_below > 0.0);   /* ... which the whole backward spends */
     size_t bytes = rt_tensor_bytes(rt_model_params_flat(a.m));
     ASSERT_EQ(memcmp(a.params, b.params, bytes), 0); /* every parameter, bit for bit */
     done(&a);
     done(&b);
 }
 
-T_TEST(head_only_backward_is_the_head)
-{
-    floor_case(t_failed_, "dense.weight");
-}
+T_TEST(head_only_backward_is_the_head) { floor_case(t_failed_, "dense.weight"); }
 
-T_TEST(stem_frozen_backward_stops_at_the_first_block)
-{
-    floor_case(t_failed_, "3.");
-}
+T_TEST(stem_frozen_backward_stops_at_the_first_block) { floor_case(t_failed_, "3."); }
 
 T_TEST(floor_inside_a_projection_block)
 {
