@@ -46,9 +46,9 @@ static int amx_usable(void)
  * Then all of them (that AMX does not take) on AMD cores, none on Intel's: on the
  * Sapphire Rapids Xeon measured (AMX off) VDPBF16PS issues at about 2/3 of the FMA
  * rate, so it multiplies no faster than the fp32 loops, which ran the seed CNN's second
- * convolution in 2/3 of its time and its dense layer about as fast; Zen 4 runs it on
- * both 256-bit FMA pipes, twice the products of an FMA. KILN_CPU_DP=off, dense or all
- * chooses instead (docs/runtime-core.md). */
+ * convolution in 2/3 of its time and its dense layer about as fast; on Zen 4 it is
+ * expected at the 512-bit FMA rate, twice the products (not measured: no Zen 4 here).
+ * KILN_CPU_DP=off, dense or all chooses instead (docs/runtime-core.md). */
 static int dp_level(void)
 {
 #if defined(KILN_CONVK_X86)
