@@ -8,13 +8,13 @@
  * copied by a loop, not a libc call each: copying 4 bytes through memcpy cost more than
  * the product. Only data moves: the bits are the same on every path.
  */
-#include <immintrin.h>
 #include <string.h>
 
 #include "cpu_internal.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define HAVE_TILE 1
+#include <immintrin.h>
+#define HAVE_TILE() __builtin_cpu_supports("avx2")
 /* t[k * ts + i] <- a[i * as + k], i, k < 8 */
 __attribute__((target("avx2"))) static void tile8(float *t, size_t ts, const float *a, size_t as)
 {
@@ -36,14 +36,14 @@ __attribute__((target("avx2"))) static void tile8(float *t, size_t ts, const flo
     }
 }
 #else
-#define HAVE_TILE 0
+#define HAVE_TILE() 0
 static void tile8(float *t, size_t ts, const float *a, size_t as) {}
 #endif
 
 /* t (n, m) <- a (m, n), floats */
 static void floats(float *restrict t, const float *restrict a, int m, int n)
 {
-    const int tiles = HAVE_TILE && __builtin_cpu_supports("avx2");
+    const int tiles = HAVE_TILE();
     for (int i0 = 0; i0 < m; i0 += 8)
         for (int j0 = 0; j0 < n; j0 += 8) {
             if (tiles && i0 + 8 <= m && j0 + 8 <= n) {
