@@ -54,6 +54,8 @@ typedef struct mg_ckpt_policy {
     int64_t first_step;      /* step and run time at the first hook call: the */
     double first_elapsed;    /* step time, to save before --time-limit ends */
     double last_save_dur;    /* seconds the last save took */
+    double last_call;        /* run time at the last hook call */
+    double longest_gap;      /* longest time between two hook calls (validation, stalls) */
     int limit_saved;         /* the save ahead of the time limit was made */
     rt_ckpt_metric metric, best;
     int has_best;

@@ -7,8 +7,9 @@
  * steps of an epoch, i.e. at epoch ends; a time saves when that much run time passed
  * since the last save. Without the option a run directory gets one a epoch. Stopping
  * (done, interrupt, time limit) always saves unless the newest file is of this step.
- * With --time-limit, one more save when the limit is two steps and two saves away, so
- * a checkpoint exists before the limit even if the final one would end after it.
+ * With --time-limit, one more save when the limit is two steps, two saves, the longest
+ * pause between steps seen so far (validation, a stalled machine) and 2 % of the limit
+ * away, so a checkpoint exists before the limit even if the final one would end after it.
  * The metric is --monitor's (val_loss by default) of an epoch end, attached only to a
  * checkpoint of that very step (a mid-epoch file never claims a stale metric); the
  * best is the trainer's best epoch by it (rt_early_stop.h), which rotation keeps.
@@ -51,9 +52,11 @@ static int due(const mg_run_opts *o, const mg_ckpt_policy *p, rt_step_event ev, 
         /* the time limit stops the run before the next step that would start past it
          * and then saves: with a slow disk that save ends after the limit, where the
          * platform may already kill the machine. So also save when the limit is two
-         * steps and two saves away. */
+         * steps, two saves, the longest pause between steps (one such pause can jump
+         * past a narrower margin) and 2 % of the limit away. */
         double step_s = (elapsed - p->first_elapsed) / (double)(step - p->first_step);
-        if (elapsed + 2 * step_s + 2 * p->last_save_dur >= o->time_limit_s) return 2;
+        double margin = 2 * step_s + 2 * p->last_save_dur + p->longest_gap;
+        if (elapsed + margin + 0.02 * o->time_limit_s >= o->time_limit_s) return 2;
     }
     if (e.unit == MG_EVERY_SECONDS) return elapsed - p->last_save_s >= e.n;
     double steps = e.unit == MG_EVERY_EPOCHS ? e.n * (double)spe : e.n;
@@ -121,8 +124,10 @@ int mg_ckpt_hook(mg_ckpt_policy *p, const mg_ckpt_run *run, rt_step_event ev, co
     if (!p->started) {
         p->started = 1;
         p->first_step = step;
-        p->first_elapsed = run->elapsed;
+        p->first_elapsed = p->last_call = run->elapsed;
     }
+    if (run->elapsed - p->last_call > p->longest_gap) p->longest_gap = run->elapsed - p->last_call;
+    p->last_call = run->elapsed;
     p->last_step_seen = step;
     if (ev == RT_STEP_EPOCH_END && run->has_metric) {
         p->metric = run->metric;
