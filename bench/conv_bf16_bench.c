@@ -43,8 +43,8 @@ int main(int argc, char **argv)
         rt_conv_desc d = bench_conv_desc(s, batch);
         size_t nx = (size_t)d.N * d.C * d.H * d.W, ny = (size_t)d.N * d.K * d.P * d.Q;
         size_t nw = (size_t)d.K * d.C * d.R * d.S;
-        float *x = bench_rnd(nx, 1), *w = bench_rnd(nw, 2), *dy = bench_rnd(ny, 3), *y = malloc(ny * 4),
-              *dx = malloc(nx * 4), *dw = malloc(nw * 4);
+        float *x = bench_rnd(nx, 1), *w = bench_rnd(nw, 2), *dy = bench_rnd(ny, 3),
+              *y = malloc(ny * 4), *dx = malloc(nx * 4), *dw = malloc(nw * 4);
         rt_tensor X = bench_tens(x, d.N, d.C, d.H, d.W), W = bench_tens(w, d.K, d.C, d.R, d.S);
         rt_tensor DY = bench_tens(dy, d.N, d.K, d.P, d.Q), Y = bench_tens(y, d.N, d.K, d.P, d.Q);
         rt_tensor DX = bench_tens(dx, d.N, d.C, d.H, d.W), DW = bench_tens(dw, d.K, d.C, d.R, d.S);

@@ -46,9 +46,8 @@ typedef struct {
     int F, O;
 } dense_shape;
 
-static const dense_shape seedcnn_dense[] = {{"dense 9216->128", 9216, 128},
-                                            {"dense 128->10", 128, 10},
-                                            {NULL, 0, 0}};
+static const dense_shape seedcnn_dense[] = {
+    {"dense 9216->128", 9216, 128}, {"dense 128->10", 128, 10}, {NULL, 0, 0}};
 static const dense_shape resnet20_dense[] = {{"dense 64->10", 64, 10}, {NULL, 0, 0}};
 static const dense_shape no_dense[] = {{NULL, 0, 0}};
 
@@ -199,8 +198,8 @@ static void dn_layer(dn_ctx *c, dn_op op[NDIR], const rt_conv_desc *d, int is_co
     const dnnl_alg_kind_t alg = dnnl_convolution_direct;
 #if DNNL_VERSION_MAJOR >= 3
     if (is_conv) {
-        dn_check(dnnl_convolution_forward_primitive_desc_create(
-                     &pd[0], c->eng, pk, alg, ax, aw, NULL, ay, str, dil, pl, pr, NULL),
+        dn_check(dnnl_convolution_forward_primitive_desc_create(&pd[0], c->eng, pk, alg, ax, aw,
+                                                                NULL, ay, str, dil, pl, pr, NULL),
                  "conv fwd");
         dn_check(dnnl_convolution_backward_data_primitive_desc_create(
                      &pd[1], c->eng, alg, adx, aw, ady, str, dil, pl, pr, pd[0], NULL),
@@ -209,14 +208,14 @@ static void dn_layer(dn_ctx *c, dn_op op[NDIR], const rt_conv_desc *d, int is_co
                      &pd[2], c->eng, alg, ax, adw, NULL, ady, str, dil, pl, pr, pd[0], NULL),
                  "conv bwd weights");
     } else {
-        dn_check(dnnl_inner_product_forward_primitive_desc_create(&pd[0], c->eng, pk, ax, aw,
-                                                                  NULL, ay, NULL),
+        dn_check(dnnl_inner_product_forward_primitive_desc_create(&pd[0], c->eng, pk, ax, aw, NULL,
+                                                                  ay, NULL),
                  "ip fwd");
         dn_check(dnnl_inner_product_backward_data_primitive_desc_create(&pd[1], c->eng, adx, aw,
-                                                                       ady, pd[0], NULL),
+                                                                        ady, pd[0], NULL),
                  "ip bwd data");
-        dn_check(dnnl_inner_product_backward_weights_primitive_desc_create(
-                     &pd[2], c->eng, ax, adw, NULL, ady, pd[0], NULL),
+        dn_check(dnnl_inner_product_backward_weights_primitive_desc_create(&pd[2], c->eng, ax, adw,
+                                                                           NULL, ady, pd[0], NULL),
                  "ip bwd weights");
     }
 #else
@@ -328,9 +327,15 @@ static void bench_layer(const run_cfg *cfg, const char *name, const rt_conv_desc
     size_t nx = (size_t)d->N * d->C * d->H * d->W, ny = (size_t)d->N * d->K * d->P * d->Q;
     size_t nw = (size_t)d->K * d->C * d->R * d->S;
     for (int v = 0; v < NVAR; v++) {
-        b[v] = (bufs){.x = bench_rnd(nx, 1), .w = bench_rnd(nw, 2), .dy = bench_rnd(ny, 3),
-                      .y = calloc(ny, 4), .dx = calloc(nx, 4), .dw = calloc(nw, 4),
-                      .nx = nx, .nw = nw, .ny = ny};
+        b[v] = (bufs){.x = bench_rnd(nx, 1),
+                      .w = bench_rnd(nw, 2),
+                      .dy = bench_rnd(ny, 3),
+                      .y = calloc(ny, 4),
+                      .dx = calloc(nx, 4),
+                      .dw = calloc(nw, 4),
+                      .nx = nx,
+                      .nw = nw,
+                      .ny = ny};
     }
     rt_error err = {0};
     for (int p = 0; p < 2; p++) {
@@ -406,7 +411,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--batch")) batch = atoi(v);
         else if (!strcmp(a, "--reps")) cfg.reps = atoi(v);
         else if (!strcmp(a, "--clock")) clock_wall = !strcmp(v, "wall");
-        else if (!strcmp(a, "--only")) cfg.only_kiln = !strcmp(v, "kiln"), cfg.only_dnnl = !cfg.only_kiln;
+        else if (!strcmp(a, "--only"))
+            cfg.only_kiln = !strcmp(v, "kiln"), cfg.only_dnnl = !cfg.only_kiln;
         else if (!strcmp(a, "--net")) {
             net = !strcmp(v, "mobilenetv2") ? bench_mobilenet
                   : !strcmp(v, "seedcnn")   ? bench_seedcnn
@@ -453,8 +459,16 @@ int main(int argc, char **argv)
         bench_layer(&cfg, s->name, &d, 1, tot);
     }
     for (const dense_shape *s = dense; s->name; s++) {
-        rt_conv_desc d = {.N = batch, .C = s->F, .H = 1, .W = 1, .K = s->O, .R = 1, .S = 1,
-                          .stride = 1, .P = 1, .Q = 1};
+        rt_conv_desc d = {.N = batch,
+                          .C = s->F,
+                          .H = 1,
+                          .W = 1,
+                          .K = s->O,
+                          .R = 1,
+                          .S = 1,
+                          .stride = 1,
+                          .P = 1,
+                          .Q = 1};
         bench_layer(&cfg, s->name, &d, 0, tot);
     }
     for (int k = 0; k < NDIR; k++) {
