@@ -77,15 +77,9 @@ static inline rt_tensor bench_tens(float *p, int n, int c, int h, int w)
 /* The backend's descriptor of shape s at batch n. */
 static inline rt_conv_desc bench_conv_desc(const bench_conv_shape *s, int n)
 {
-    rt_conv_desc d = {.N = n,
-                      .C = s->C,
-                      .H = s->H,
-                      .W = s->H,
-                      .K = s->K,
-                      .R = s->R,
-                      .S = s->R,
-                      .stride = s->stride,
-                      .pad = s->pad};
+    rt_conv_desc d = {0};
+    d.N = n, d.C = s->C, d.H = d.W = s->H, d.K = s->K, d.R = d.S = s->R;
+    d.stride = s->stride, d.pad = s->pad;
     d.P = d.Q = (s->H + 2 * s->pad - s->R) / s->stride + 1;
     return d;
 }
