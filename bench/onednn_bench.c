@@ -9,8 +9,12 @@
  *               or the fp32 loops, KILN_CPU_DP=all for VDPBF16PS)
  *   dnnl f32    all f32, formats 'any' ("+reo" as above)
  *   kiln f32    the backend's fp32 op
- * and the largest difference of oneDNN's results from Kiln's (relative to the largest
- * magnitude), so that both are seen computing the same thing. --clock cpu (default)
+ * and the largest difference of oneDNN's results from Kiln's fp32 op (relative to the
+ * largest magnitude), so that both are seen computing the same thing. Each layer's "step"
+ * row sums its three directions as a training step would call them: a reorder that
+ * repeats an earlier one of the step (the input into the same format for the forward and
+ * the weight gradient, the output gradient for both backward directions, the weights
+ * for both data directions) is counted once. --clock cpu (default)
  * times the process's CPU time, all threads; --clock wall the elapsed time.
  * Builds against oneDNN 2.x (Debian's libdnnl-dev) or 3.x (bench/README.md).
  *
@@ -145,23 +149,34 @@ static void reo_run(dn_ctx *c, dn_arg *a)
     dn_check(dnnl_primitive_execute(a->reo, c->st, 2, args), "reorder");
 }
 
-/* Runs op; *t_prim gets the primitive's seconds, *t_reo its reorders'. */
-static void op_run(dn_ctx *c, dn_op *op, double *t_prim, double *t_reo)
+/* Runs op; *t_prim gets the primitive's seconds, t_reo[i] the reorder's of argument i. */
+static void op_run(dn_ctx *c, dn_op *op, double *t_prim, double t_reo[3])
 {
-    double t0 = now_s();
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++) {
+        double t0 = now_s();
+        if (i == 2) {
+            dnnl_exec_arg_t args[3];
+            for (int j = 0; j < 3; j++) args[j].arg = op->a[j].arg, args[j].memory = op->a[j].prim;
+            dn_check(dnnl_primitive_execute(op->prim, c->st, 3, args), "execute");
+            dn_check(dnnl_stream_wait(c->st), "wait");
+            *t_prim = now_s() - t0;
+            t0 = now_s();
+        }
         if (op->a[i].reo) reo_run(c, &op->a[i]);
-    dn_check(dnnl_stream_wait(c->st), "wait");
-    double t1 = now_s();
-    dnnl_exec_arg_t args[3];
-    for (int i = 0; i < 3; i++) args[i].arg = op->a[i].arg, args[i].memory = op->a[i].prim;
-    dn_check(dnnl_primitive_execute(op->prim, c->st, 3, args), "execute");
-    dn_check(dnnl_stream_wait(c->st), "wait");
-    double t2 = now_s();
-    if (op->a[2].reo) reo_run(c, &op->a[2]);
-    dn_check(dnnl_stream_wait(c->st), "wait");
-    double t3 = now_s();
-    *t_prim = t2 - t1, *t_reo = (t1 - t0) + (t3 - t2);
+        dn_check(dnnl_stream_wait(c->st), "wait");
+        t_reo[i] = now_s() - t0;
+    }
+}
+
+/* Whether argument a's reorder repeats b's (the same tensor into the same format): a
+ * training step would do it once. */
+static int reo_shared(const dn_arg *a, const dn_arg *b)
+{
+    if (!a->reo || !b->reo) return 0;
+    dn_md ma, mb;
+    dn_check(dnnl_memory_get_memory_desc(a->prim, &ma), "memory desc");
+    dn_check(dnnl_memory_get_memory_desc(b->prim, &mb), "memory desc");
+    return dnnl_memory_desc_equal(ma, mb);
 }
 
 /* The fp32 tensors one layer's three directions read and write (Kiln's layouts). */
@@ -313,6 +328,17 @@ static double rel_diff(const float *a, const float *r, size_t n)
     return m > 0.0 ? e / m : e;
 }
 
+/* One row: the six figures (dnnl bf16, +reorders, kiln bf16, dnnl f32, +reorders, kiln
+ * f32), Kiln's over oneDNN's with the reorders, and the differences (< 0: not measured). */
+static void print_row(const char *name, const char *dir, const double m[6], double e16, double e32)
+{
+    printf("%-22s %-8s %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f %6.2f %6.2f", name, dir, m[0], m[1],
+           m[2], m[3], m[4], m[5], m[2] > 0 && m[1] > 0 ? m[2] / m[1] : 0.0,
+           m[5] > 0 && m[4] > 0 ? m[5] / m[4] : 0.0);
+    if (e16 >= 0.0) printf(" %8.1e %8.1e", e16, e32);
+    printf("\n");
+}
+
 typedef struct {
     int reps, only_kiln, only_dnnl;
     rt_backend *kb[2]; /* Kiln's bf16 and fp32 backends */
@@ -321,7 +347,7 @@ typedef struct {
 
 /* Times one layer (a convolution or, with !is_conv, a dense layer) and prints its rows. */
 static void bench_layer(const run_cfg *cfg, const char *name, const rt_conv_desc *d, int is_conv,
-                        double tot[NDIR][NVAR + 2])
+                        double tot[NDIR + 1][6])
 {
     bufs b[NVAR];
     size_t nx = (size_t)d->N * d->C * d->H * d->W, ny = (size_t)d->N * d->K * d->P * d->Q;
@@ -357,24 +383,40 @@ static void bench_layer(const run_cfg *cfg, const char *name, const rt_conv_desc
         dn_layer(cfg->c, op[0], d, is_conv, dnnl_bf16, &b[V_DNNL_BF16]);
         dn_layer(cfg->c, op[1], d, is_conv, dnnl_f32, &b[V_DNNL_F32]);
     }
-    /* per direction: dnnl bf16 prim, its reorders, kiln bf16, dnnl f32, reorders, kiln f32 */
-    static double t[NDIR][6][100];
+    /* the reorders a training step would do once (the second of each pair is left out of
+     * the step's figure): the weights into the same format for both data directions, the
+     * input for the forward and the weight gradient, the output gradient for both
+     * backward directions */
+    int once[2][NDIR][3] = {{{0}}};
+    for (int p = 0; p < 2 && !cfg->only_kiln; p++) {
+        once[p][BWD_DATA][1] = reo_shared(&op[p][BWD_DATA].a[1], &op[p][FWD].a[1]);
+        once[p][BWD_WEIGHTS][0] = reo_shared(&op[p][BWD_WEIGHTS].a[0], &op[p][FWD].a[0]);
+        once[p][BWD_WEIGHTS][1] = reo_shared(&op[p][BWD_WEIGHTS].a[1], &op[p][BWD_DATA].a[0]);
+    }
+    /* per direction: dnnl bf16 primitive, its reorders, kiln bf16, dnnl f32, its reorders,
+     * kiln f32, then the reorders of dnnl bf16 and f32 less those done once */
+    static double t[NDIR][8][100];
     for (int r = 0; r <= cfg->reps; r++) {
         for (int k = 0; k < NDIR; k++) {
-            double tp = 0.0, tr = 0.0;
-            if (!cfg->only_kiln) op_run(cfg->c, &op[0][k], &tp, &tr);
-            if (r) t[k][0][r - 1] = tp, t[k][1][r - 1] = tr;
-            double tk = cfg->only_dnnl ? 0.0 : kiln_run(cfg->kb[0], k, d, is_conv, &b[V_KILN_BF16]);
-            if (r) t[k][2][r - 1] = tk;
-            if (!cfg->only_kiln) op_run(cfg->c, &op[1][k], &tp, &tr);
-            if (r) t[k][3][r - 1] = tp, t[k][4][r - 1] = tr;
-            tk = cfg->only_dnnl ? 0.0 : kiln_run(cfg->kb[1], k, d, is_conv, &b[V_KILN_F32]);
-            if (r) t[k][5][r - 1] = tk;
+            for (int p = 0; p < 2; p++) {
+                double tp = 0.0, tr[3] = {0.0, 0.0, 0.0};
+                if (!cfg->only_kiln) op_run(cfg->c, &op[p][k], &tp, tr);
+                double tk = cfg->only_dnnl ? 0.0
+                                           : kiln_run(cfg->kb[p], k, d, is_conv,
+                                                      &b[p ? V_KILN_F32 : V_KILN_BF16]);
+                if (!r) continue; /* warm-up */
+                t[k][3 * p][r - 1] = tp, t[k][3 * p + 2][r - 1] = tk;
+                t[k][3 * p + 1][r - 1] = tr[0] + tr[1] + tr[2];
+                t[k][6 + p][r - 1] = 0.0;
+                for (int i = 0; i < 3; i++)
+                    if (!once[p][k][i]) t[k][6 + p][r - 1] += tr[i];
+            }
         }
     }
+    double step[6] = {0.0};
     for (int k = 0; k < NDIR; k++) {
-        double m[6];
-        for (int j = 0; j < 6; j++) m[j] = 1e6 * bench_median(t[k][j], cfg->reps);
+        double m[8];
+        for (int j = 0; j < 8; j++) m[j] = 1e6 * bench_median(t[k][j], cfg->reps);
         double e16 = -1.0, e32 = -1.0;
         if (!cfg->only_kiln && !cfg->only_dnnl) {
             size_t n;
@@ -382,14 +424,13 @@ static void bench_layer(const run_cfg *cfg, const char *name, const rt_conv_desc
             e16 = rel_diff(out_of(&b[V_DNNL_BF16], k, &n), ref, n);
             e32 = rel_diff(out_of(&b[V_DNNL_F32], k, &n), ref, n);
         }
-        double bf_reo = m[0] + m[1], f_reo = m[3] + m[4];
-        printf("%-22s %-8s %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f %6.2f %6.2f %8.1e %8.1e\n", name,
-               dir_name[k], m[0], bf_reo, m[2], m[3], f_reo, m[5],
-               m[2] > 0 && bf_reo > 0 ? m[2] / bf_reo : 0.0,
-               m[5] > 0 && f_reo > 0 ? m[5] / f_reo : 0.0, e16, e32);
-        const double add[NVAR + 2] = {m[0], bf_reo, m[2], m[3], f_reo, m[5]};
-        for (int j = 0; j < NVAR + 2; j++) tot[k][j] += add[j];
+        const double row[6] = {m[0], m[0] + m[1], m[2], m[3], m[3] + m[4], m[5]};
+        print_row(name, dir_name[k], row, e16, e32);
+        const double srow[6] = {m[0], m[0] + m[6], m[2], m[3], m[3] + m[7], m[5]};
+        for (int j = 0; j < 6; j++)
+            tot[k][j] += row[j], tot[NDIR][j] += srow[j], step[j] += srow[j];
     }
+    print_row(name, "step", step, -1.0, -1.0);
     if (!cfg->only_kiln)
         for (int k = 0; k < NDIR; k++)
             fprintf(stderr, "# %-22s %-8s dnnl bf16: %s, f32: %s\n", name, dir_name[k],
@@ -453,7 +494,7 @@ int main(int argc, char **argv)
     printf("%-22s %-8s %9s %9s %9s %9s %9s %9s %6s %6s %8s %8s\n", "layer", "dir", "dnnl16",
            "dnnl16+r", "kiln16", "dnnl32", "dnnl32+r", "kiln32", "k/d16", "k/d32", "err16",
            "err32");
-    double tot[NDIR][NVAR + 2] = {{0}};
+    double tot[NDIR + 1][6] = {{0}};
     for (const bench_conv_shape *s = net; s->name; s++) {
         rt_conv_desc d = bench_conv_desc(s, batch);
         bench_layer(&cfg, s->name, &d, 1, tot);
@@ -471,12 +512,8 @@ int main(int argc, char **argv)
                           .Q = 1};
         bench_layer(&cfg, s->name, &d, 0, tot);
     }
-    for (int k = 0; k < NDIR; k++) {
-        const double *m = tot[k];
-        printf("%-22s %-8s %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f %6.2f %6.2f\n", "total", dir_name[k],
-               m[0], m[1], m[2], m[3], m[4], m[5], m[1] > 0 ? m[2] / m[1] : 0.0,
-               m[4] > 0 ? m[5] / m[4] : 0.0);
-    }
+    for (int k = 0; k <= NDIR; k++)
+        print_row("total", k < NDIR ? dir_name[k] : "step", tot[k], -1.0, -1.0);
     for (int p = 0; p < 2; p++) rt_backend_close(&kb[p]);
     return 0;
 }
