@@ -32,7 +32,12 @@
 
 #include "bench_conv_shapes.h"
 #include "rt_device.h"
+#include "rt_omp_wait.h"
 #include "rt_backend.h"
+
+/* Kiln's OpenMP spin default, as training runs it (oneDNN 2.x's OpenMP threads are the
+ * same libgomp's) */
+RT_OMP_WAIT_PREINIT(rt_omp_wait_preinit);
 
 #if DNNL_VERSION_MAJOR >= 3
 typedef const_dnnl_memory_desc_t dn_md;
