@@ -83,8 +83,8 @@ static size_t fwd_weight_floats(int ins, int rows)
 static size_t wg_thread_floats(const rt_conv_desc *d, const amx_geom *g)
 {
     size_t Cr = (size_t)rtp_round_up(d->C, 16), Kr = (size_t)rtp_round_up(d->K, 16);
-    /* 16-bit planes, 32-bit pairs, one 16-bit grid row of dy, a row of sums */
-    return r16(Cr * g->cs / 2 + 32) + r16(g->Lr / 2 * Kr) + r16(g->Lr / 2) + Kr;
+    /* 16-bit planes, 32-bit pairs, dy's channels on the 16-bit grid, a row of sums */
+    return r16(Cr * g->cs / 2 + 32) + r16(g->Lr / 2 * Kr) + r16(g->Lr / 2 * Kr) + Kr;
 }
 static size_t wg_acc_floats(const rt_conv_desc *d)
 {
@@ -278,17 +278,16 @@ static void bf16_planes(uint16_t *restrict xb, const float *restrict x, int C, i
 
 /* dv[i/2][k] <- (dy[k] at grid position i, at i + 1) for i < Lr (even): output (p, q) at
  * i = p*wp + q, 0 at the extra columns and past the grid (as zeroed) */
-static void dy_pairs(uint32_t *restrict dv, uint16_t *restrict row, const float *restrict dy, int K,
-                     int Kr, int P, int Q, const amx_geom *g)
+static void dy_pairs(uint32_t *restrict dv, uint16_t *restrict rows, const float *restrict dy,
+                     int K, int Kr, int P, int Q, const amx_geom *g)
 {
-    /* row: channel k on the grid in bf16 (0 at the extra columns, as zeroed), read as
-     * 32-bit pairs down column k */
-    const uint32_t *r32 = (const uint32_t *)row;
-    for (int k = 0; k < K; k++) {
+    /* rows: each channel on the grid in bf16 (0 at the extra columns, as zeroed), read as
+     * rows of 32-bit pairs and transposed */
+    for (int k = 0; k < K; k++)
         for (int p = 0; p < P; p++)
-            rtp_amx_bf16_row(row + (size_t)p * g->wp, dy + ((size_t)k * P + p) * Q, (size_t)Q);
-        for (size_t j = 0; j < g->Lr / 2; j++) dv[j * Kr + k] = r32[j];
-    }
+            rtp_amx_bf16_row(rows + (size_t)k * g->Lr + (size_t)p * g->wp,
+                             dy + ((size_t)k * P + p) * Q, (size_t)Q);
+    rtp_amx_transpose32(dv, (size_t)Kr, (const uint32_t *)rows, g->Lr / 2, K, g->Lr / 2);
 }
 
 /* acc[(c*9 + t)*Kr + k] += the image's products (c < Cr, k < Kr, tiles of 16 x 16) */
@@ -353,7 +352,7 @@ void rtp_cpu_amx_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_te
         memset(xb, 0, xbytes);
         memset(dv, 0, dvbytes);
         uint16_t *row = (uint16_t *)((float *)dv + r16(g.Lr / 2 * Kr));
-        memset(row, 0, g.Lr * 2);
+        memset(row, 0, g.Lr * 2 * (size_t)d->K);
         rtp_amx_config_full();
 #pragma omp for schedule(dynamic, 1)
         for (int gi = 0; gi < G; gi++) {
@@ -369,6 +368,6 @@ void rtp_cpu_amx_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const rt_te
         _tile_release();
         /* dw[k][c][t] = the groups' sums, in group order */
         rtp_amx_group_sums(DW, accs, accsz, G, (size_t)d->C * 9, (size_t)Kr, d->K,
-                           (float *)row + r16(g.Lr / 2));
+                           (float *)row + r16(g.Lr / 2 * Kr));
     }
 }

@@ -191,6 +191,9 @@ T_TEST(conv_rounds_inputs_accumulates_fp32)
         cdesc(5, 7, 13, 9, 33, 3, 2, 1),   /* stride 2, odd sizes and channel counts */
         cdesc(2, 130, 5, 5, 70, 1, 1, 0),  /* wide 1x1 */
         cdesc(2, 8, 9, 9, 16, 3, 1, 3),    /* pad past the filter: cols and fold */
+        cdesc(1, 20, 9, 7, 36, 3, 1, 1),   /* 3x3 grid kernel, batch 1, channels past 16s */
+        cdesc(9, 36, 5, 11, 20, 3, 1, 1),  /* and the other way, 2 groups, odd plane */
+        cdesc(2, 17, 6, 6, 128, 3, 1, 1),  /* 8 blocks of 16 output channels */
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) bad += check_conv(&cs[i]);
