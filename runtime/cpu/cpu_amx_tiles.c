@@ -81,6 +81,40 @@ void rtp_amx_bf16_pairs(uint32_t *o, const float *a, const float *b, size_t n)
     }
 }
 
+/* the bit patterns of x[0], x[2], ..., x[2(m - 1)] (m <= 16; 0 past them): two loads that
+ * read no further than x[2m - 2], and one permutation */
+static inline __m512i evens(const float *x, size_t m)
+{
+    const size_t n = 2 * m - 1; /* the values to read */
+    const __mmask16 lo = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+    const __mmask16 hi = n >= 32  ? (__mmask16)0xFFFF
+                         : n > 16 ? (__mmask16)((1u << (n - 16)) - 1u)
+                                  : (__mmask16)0;
+    const __m512i idx = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    return _mm512_permutex2var_epi32(_mm512_maskz_loadu_epi32(lo, x), idx,
+                                     _mm512_maskz_loadu_epi32(hi, x + 16));
+}
+
+void rtp_amx_bf16_row_s2(uint16_t *o, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i += 16) {
+        const size_t m = n - i < 16 ? n - i : 16;
+        const __mmask16 k = m == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m) - 1u);
+        _mm512_mask_cvtepi32_storeu_epi16(o + i, k, round16(evens(x + 2 * i, m)));
+    }
+}
+
+void rtp_amx_bf16_pairs_s2(uint32_t *o, const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i += 16) {
+        const size_t m = n - i < 16 ? n - i : 16;
+        const __mmask16 k = m == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m) - 1u);
+        __m512i v = round16(evens(a + 2 * i, m));
+        if (b) v = _mm512_or_si512(v, _mm512_slli_epi32(round16(evens(b + 2 * i, m)), 16));
+        _mm512_mask_storeu_epi32(o + i, k, v);
+    }
+}
+
 /* r[c] <- column c of the 16 x 16 words in r[0..15] (rows): pairs of rows interleaved,
  * then pairs of pairs, then the 128-bit lanes gathered */
 static inline void transpose16(__m512i r[16])
