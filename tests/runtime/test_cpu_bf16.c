@@ -219,17 +219,17 @@ T_TEST(amx_takes_stride2_1x1_and_wide)
         ASSERT_EQ(rtp_cpu_conv2d_workspace(&g_bf, &gemm[i]),
                   rtp_cpu_amx_gemm_workspace(g_bf.threads, &gemm[i]));
     }
-    const rt_conv_desc grid = cdesc(128, 16, 32, 32, 16, 3, 1, 1);
-    ASSERT_EQ(rtp_cpu_conv2d_workspace(&g_bf, &grid), rtp_cpu_amx_workspace(g_bf.threads, &grid));
+    /* the grid kernel: stride 1, and stride 2 on the phases */
+    const rt_conv_desc grid[] = {cdesc(128, 16, 32, 32, 16, 3, 1, 1),
+                                 cdesc(128, 16, 32, 32, 32, 3, 2, 1),
+                                 cdesc(128, 32, 16, 16, 64, 3, 2, 1)};
+    for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
+        ASSERT_EQ(rtp_cpu_amx_s2_takes(&grid[i]), grid[i].stride == 2);
+        ASSERT_EQ(rtp_cpu_conv2d_workspace(&g_bf, &grid[i]),
+                  rtp_cpu_amx_workspace(g_bf.threads, &grid[i]));
+    }
     const rt_conv_desc first = cdesc(128, 3, 32, 32, 16, 3, 1, 1);
     ASSERT_EQ(rtp_cpu_amx_gemm_takes(&first), 0);
-    const rt_conv_desc s2[] = {cdesc(128, 16, 32, 32, 32, 3, 2, 1),
-                               cdesc(128, 32, 16, 16, 64, 3, 2, 1)};
-    for (size_t i = 0; i < sizeof s2 / sizeof s2[0]; i++) {
-        ASSERT_EQ(rtp_cpu_amx_s2_takes(&s2[i]), 1);
-        ASSERT_EQ(rtp_cpu_conv2d_workspace(&g_bf, &s2[i]),
-                  rtp_cpu_amx_workspace(g_bf.threads, &s2[i]));
-    }
     const rt_conv_desc odd = cdesc(8, 24, 15, 15, 40, 3, 2, 1);
     ASSERT_EQ(rtp_cpu_amx_s2_takes(&odd), 0);
 }
