@@ -14,7 +14,8 @@
  * row sums its three directions as a training step would call them: a reorder that
  * repeats an earlier one of the step (the input into the same format for the forward and
  * the weight gradient, the output gradient for both backward directions, the weights
- * for both data directions) is counted once. --clock cpu (default)
+ * for both data directions) is counted once. stderr names oneDNN's implementation of
+ * each primitive and whether its last call repeated the first one's bits. --clock cpu (default)
  * times the process's CPU time, all threads; --clock wall the elapsed time.
  * Builds against oneDNN 2.x (Debian's libdnnl-dev) or 3.x (bench/README.md).
  *
@@ -32,7 +33,12 @@
 
 #include "bench_conv_shapes.h"
 #include "rt_device.h"
+#include "rt_omp_wait.h"
 #include "rt_backend.h"
+
+/* Kiln's OpenMP spin default, as training runs it (oneDNN 2.x's OpenMP threads are the
+ * same libgomp's) */
+RT_OMP_WAIT_PREINIT(rt_omp_wait_preinit);
 
 #if DNNL_VERSION_MAJOR >= 3
 typedef const_dnnl_memory_desc_t dn_md;
@@ -317,6 +323,32 @@ static float *out_of(bufs *b, int k, size_t *n)
     return k == FWD ? b->y : k == BWD_DATA ? b->dx : b->dw;
 }
 
+/* A copy of direction k's output. */
+static float *copy_out(bufs *b, int k)
+{
+    size_t n;
+    const float *o = out_of(b, k, &n);
+    float *c = malloc(n * sizeof *c);
+    if (c) memcpy(c, o, n * sizeof *c);
+    return c;
+}
+
+/* Whether direction k's output now has the bits of `first` (the first call's), and a
+ * hash of them (FNV-1a) to compare between runs, at other thread counts. */
+static const char *same_bits(const float *first, bufs *b, int k, char *msg, size_t cap)
+{
+    size_t n;
+    const unsigned char *o = (const unsigned char *)out_of(b, k, &n);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ o[i]) * 1099511628211ull;
+    snprintf(msg, cap, "%s, bits %016llx",
+             !first                                ? "?"
+             : memcmp(first, o, n * sizeof(float)) ? "other bits"
+                                                   : "bit for bit",
+             (unsigned long long)h);
+    return msg;
+}
+
 /* max |a - r| / max |r| */
 static double rel_diff(const float *a, const float *r, size_t n)
 {
@@ -396,6 +428,7 @@ static void bench_layer(const run_cfg *cfg, const char *name, const rt_conv_desc
     /* per direction: dnnl bf16 primitive, its reorders, kiln bf16, dnnl f32, its reorders,
      * kiln f32, then the reorders of dnnl bf16 and f32 less those done once */
     static double t[NDIR][8][100];
+    float *first[2][NDIR] = {{NULL}};
     for (int r = 0; r <= cfg->reps; r++) {
         for (int k = 0; k < NDIR; k++) {
             for (int p = 0; p < 2; p++) {
@@ -404,7 +437,11 @@ static void bench_layer(const run_cfg *cfg, const char *name, const rt_conv_desc
                 double tk = cfg->only_dnnl ? 0.0
                                            : kiln_run(cfg->kb[p], k, d, is_conv,
                                                       &b[p ? V_KILN_F32 : V_KILN_BF16]);
-                if (!r) continue; /* warm-up */
+                if (!r) { /* warm-up; its results kept to compare with the last call's */
+                    if (!cfg->only_kiln)
+                        first[p][k] = copy_out(&b[p ? V_DNNL_F32 : V_DNNL_BF16], k);
+                    continue;
+                }
                 t[k][3 * p][r - 1] = tp, t[k][3 * p + 2][r - 1] = tk;
                 t[k][3 * p + 1][r - 1] = tr[0] + tr[1] + tr[2];
                 t[k][6 + p][r - 1] = 0.0;
@@ -432,9 +469,15 @@ static void bench_layer(const run_cfg *cfg, const char *name, const rt_conv_desc
     }
     print_row(name, "step", step, -1.0, -1.0);
     if (!cfg->only_kiln)
-        for (int k = 0; k < NDIR; k++)
-            fprintf(stderr, "# %-22s %-8s dnnl bf16: %s, f32: %s\n", name, dir_name[k],
-                    op[0][k].impl, op[1][k].impl);
+        for (int k = 0; k < NDIR; k++) {
+            char m0[64], m1[64];
+            fprintf(stderr, "# %-22s %-8s dnnl bf16: %s (repeats %s), f32: %s (repeats %s)\n", name,
+                    dir_name[k], op[0][k].impl,
+                    same_bits(first[0][k], &b[V_DNNL_BF16], k, m0, sizeof m0), op[1][k].impl,
+                    same_bits(first[1][k], &b[V_DNNL_F32], k, m1, sizeof m1));
+        }
+    for (int p = 0; p < 2; p++)
+        for (int k = 0; k < NDIR; k++) free(first[p][k]);
     for (int v = 0; v < NVAR; v++)
         free(b[v].x), free(b[v].w), free(b[v].dy), free(b[v].y), free(b[v].dx), free(b[v].dw);
     /* oneDNN's objects of this layer are left to the process's end (a bench) */
