@@ -131,13 +131,16 @@ RTP_SPAN static void row_dx(float *restrict dx, const float *restrict dy, const 
     }
 }
 
-/* plane r = (n, c) of the training forward's output: y = v * k, v = x * g + sh (+ S) */
+/* plane r = (n, c) of the training forward's output: y = v * k, v = x * g + sh (+ S);
+ * with streaming stores when stream (cpu_bn_stream.c) */
 static void fwd_out(float *Y, const float *X, const float *S, size_t r, int c, size_t hw,
-                    const float *G, const float *Bt, const float *SM, const float *SI, float lo)
+                    const float *G, const float *Bt, const float *SM, const float *SI, float lo,
+                    int stream)
 {
     const float mf = SM[c], g = G[c] * SI[c], sh = Bt[c] - mf * g;
     const size_t at = r * hw;
-    if (S) row_affine_add(Y + at, X + at, S + at, hw, g, sh, lo);
+    if (stream) rtp_cpu_bn_affine_stream(Y + at, X + at, S ? S + at : NULL, hw, g, sh, lo);
+    else if (S) row_affine_add(Y + at, X + at, S + at, hw, g, sh, lo);
     else row_affine(Y + at, X + at, hw, g, sh, lo);
 }
 
@@ -160,6 +163,8 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
     /* smaller ones by channel block (cpu_bn_small.c), unless an add is fused */
     const int blocked = rtp_cpu_bn_small(hw) && !S;
     const size_t planes = (size_t)d->N * C;
+    /* a relu or add fused: the output goes to another layer (cpu_bn_stream.c) */
+    const int stream = by_rows && (d->relu || S) && rtp_cpu_bn_stream(Y, hw, planes * hw);
 #pragma omp parallel num_threads(b->threads)
     {
 #pragma omp for schedule(static)
@@ -176,15 +181,16 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
             SI[c] = (float)(1.0 / sqrt(var + d->eps));
             if (!by_rows && !blocked)
                 for (int n = 0; n < d->N; n++)
-                    fwd_out(Y, X, S, (size_t)n * C + c, c, hw, G, Bt, SM, SI, lo);
+                    fwd_out(Y, X, S, (size_t)n * C + c, c, hw, G, Bt, SM, SI, lo, 0);
             double unbiased = M > 1 ? acc.m2 / (double)(M - 1) : var;
             RM[c] = (float)((1.0 - d->momentum) * RM[c] + d->momentum * mean);
             RV[c] = (float)((1.0 - d->momentum) * RV[c] + d->momentum * unbiased);
         }
         if (by_rows) {
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
             for (size_t r = 0; r < planes; r++)
-                fwd_out(Y, X, S, r, (int)(r % (size_t)C), hw, G, Bt, SM, SI, lo);
+                fwd_out(Y, X, S, r, (int)(r % (size_t)C), hw, G, Bt, SM, SI, lo, stream);
+            if (stream) rtp_cpu_bn_stream_fence();
         }
     }
     if (blocked) rtp_cpu_bn_small_out(b, Y, X, d->N, C, (int)hw, G, Bt, SM, SI, lo);
