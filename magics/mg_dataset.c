@@ -181,8 +181,7 @@ static int parse_image_opts(const mg_args *args, long *val, mg_ws_images *img, m
     if (shape) {
         int *d = img->shape, k = 0;
         if (sscanf(shape, "%dx%dx%d%n", &d[0], &d[1], &d[2], &k) != 3 || shape[k] != '\0' ||
-            d[0] < 1 || d[1] < 1 || d[2] < 1 || d[0] > 4096 || d[1] > 4096 || d[2] > 4096 ||
-            ((d[0] > 4) && (d[2] > 4)))
+            !mg_ws_shape_valid(d))
             return mg_fail(err, "ValueError",
                            "%%dataset: --shape takes CxHxW or HxWxC (C 1 to 4, sides 1 to 4096), "
                            "got '%s'",

@@ -229,6 +229,13 @@ static const char *near_name(const char *name, rt_status s, char hint[96])
     return hint;
 }
 
+int mg_ws_shape_valid(const int d[3])
+{
+    for (int i = 0; i < 3; i++)
+        if (d[i] < 1 || d[i] > 4096) return 0;
+    return d[0] <= 4 || d[2] <= 4;
+}
+
 /* An image folder whose files (names, sizes, times) are no longer those it was loaded
  * from, or that is gone: the session's copy is stale and the folder is read again. */
 static int folder_changed(const mg_ws_data *d)

@@ -25,6 +25,10 @@ typedef struct mg_ws_images {
     int shape[3]; /* a pixel CSV's --shape as written (zeros: inferred) */
 } mg_ws_images;
 
+/* A --shape %dataset takes: CxHxW or HxWxC, sides 1 to 4096, one end a channel count
+ * (1 to 4). */
+int mg_ws_shape_valid(const int shape[3]);
+
 /* The data set a checkpoint says its model was trained on: name, --val, --subset, the
  * image-folder options and the training split's checksum (hex; "" when not recorded).
  * %resume reloads it; %checkpoint load keeps it with the model for %evaluate,
@@ -32,7 +36,7 @@ typedef struct mg_ws_images {
 typedef struct mg_ws_origin {
     char data[256];
     int val, subset;
-    int has_images; /* an image folder: reload it with these options */
+    int has_images; /* an image folder or a --shape pixel CSV: reload with these options */
     mg_ws_images images;
     char fnv[24];
     char ckpt[1024]; /* the checkpoint it came from, for messages */

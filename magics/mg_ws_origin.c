@@ -22,6 +22,8 @@ static void dataset_opts(const mg_ws_origin *o, char *buf, size_t cap)
     if (o->has_images && im->channels) ADD(" --channels %d", im->channels);
     if (o->has_images && im->seed) ADD(" --seed %llu", (unsigned long long)im->seed);
     if (o->has_images && im->skip_bad) ADD(" --skip-bad");
+    if (o->has_images && im->shape[0])
+        ADD(" --shape %dx%dx%d", im->shape[0], im->shape[1], im->shape[2]);
 #undef ADD
 }
 

@@ -58,7 +58,24 @@ static void images_of(json_t *im, mg_ws_origin *d)
     if (o->image_h < 0 || o->image_h > 4096 || o->image_w < 0 || o->image_w > 4096 ||
         (o->channels != 0 && o->channels != 1 && o->channels != 3) ||
         !(o->val_fraction >= 0 && o->val_fraction < 1))
-        d->has_images = 0;
+        d->has_images = 0, d->images = (mg_ws_images){0};
+}
+
+/* A pixel CSV's --shape (an array of three sides in the dataset record); one %dataset
+ * would refuse is ignored, as in images_of. */
+static void shape_of(json_t *shape, mg_ws_origin *d)
+{
+    int v[3];
+    if (json_array_size(shape) != 3) return;
+    for (int i = 0; i < 3; i++) {
+        json_t *x = json_array_get(shape, (size_t)i);
+        if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 4096)
+            return;
+        v[i] = (int)json_integer_value(x);
+    }
+    if (!mg_ws_shape_valid(v)) return;
+    memcpy(d->images.shape, v, sizeof v);
+    d->has_images = 1; /* reload with these options (the others: %dataset's defaults) */
 }
 
 int mgp_ckpt_read_origin(const rt_ckpt_reader *rd, const char *path, mg_ws_origin *o)
@@ -75,6 +92,7 @@ int mgp_ckpt_read_origin(const rt_ckpt_reader *rd, const char *path, mg_ws_origi
         const char *f = json_string_value(json_object_get(dj, "fnv1a64"));
         snprintf(o->fnv, sizeof o->fnv, "%s", f ? f : "");
         images_of(json_object_get(dj, "images"), o);
+        shape_of(json_object_get(dj, "shape"), o);
     }
     json_decref(dj);
     return o->data[0] ? 0 : -1;

@@ -81,6 +81,10 @@ static char *dataset_json(const mg_ckpt_run *run)
                                       "channels", im->channels, "val_fraction", im->val_fraction,
                                       "seed", (json_int_t)im->seed, "skip_bad", im->skip_bad));
     }
+    if (j && d && d->images.shape[0]) /* a pixel CSV read as --shape */
+        json_object_set_new(
+            j, "shape",
+            json_pack("[iii]", d->images.shape[0], d->images.shape[1], d->images.shape[2]));
     if (j) {
         json_object_set_new(j, "mean", mean ? mean : json_null());
         json_object_set_new(j, "std", std ? std : json_null());

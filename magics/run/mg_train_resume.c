@@ -2,7 +2,7 @@
  * --resume rule (mg_ckpt_train_autoresume):
  *   auto   continue the directory's run when the model, the data set (and its
  *          %dataset options: source, --val count or fraction, --subset, --size,
- *          --channels, --seed; then its training images' checksum) and the options
+ *          --channels, --seed, --shape; then its training images' checksum) and the options
  *          the %train table marks run-defining (mg_train_table.c: batch, lr,
  *          optimiser and its settings, schedule, seed, augmentation, precision...)
  *          equal the ones typed, and the typed --epochs
@@ -76,9 +76,16 @@ static void val_text(int n, double fraction, char *buf, size_t cap)
     else snprintf(buf, cap, "%d", n);
 }
 
+/* A pixel CSV's --shape as typed, "none" when inferred. */
+static void shape_text(const int *d, char *buf, size_t cap)
+{
+    if (d[0] > 0) snprintf(buf, cap, "%dx%dx%d", d[0], d[1], d[2]);
+    else snprintf(buf, cap, "none");
+}
+
 /* The data set's defining options against the checkpoint's record dj of the one it was
  * trained on: source, --val (a count or a fraction), --subset, and for an image folder
- * --size, --channels, --seed; then, when the options agree, the training images
+ * --size, --channels, --seed, for a pixel CSV --shape; then, when the options agree, the training images
  * themselves (their checksum: a folder whose files changed). Appends " %dataset --opt
  * typed (checkpoint stored)" to buf (at k, capacity n); returns the new length. */
 static size_t data_differences(const typed *t, json_t *dj, char *buf, size_t k, size_t n)
@@ -116,6 +123,13 @@ static size_t data_differences(const typed *t, json_t *dj, char *buf, size_t k, 
         DIFF((tfrac > 0 || cfrac > 0) && ti->seed != cseed,
              " %%dataset --seed %" PRIu64 " (checkpoint %" PRIu64 ")", ti->seed, cseed);
     }
+    json_t *cs = json_object_get(dj, "shape");
+    int cshape[3], tshape[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++) cshape[i] = (int)json_integer_value(json_array_get(cs, (size_t)i));
+    if (ti) memcpy(tshape, ti->shape, sizeof tshape);
+    shape_text(tshape, a, sizeof a);
+    shape_text(cshape, b, sizeof b);
+    DIFF(t->d && strcmp(a, b), " %%dataset --shape %s (checkpoint %s)", a, b);
     const char *cfnv = json_string_value(json_object_get(dj, "fnv1a64"));
     char fnv[24];
     if (t->d) snprintf(fnv, sizeof fnv, "%016" PRIx64, t->d->splits.train.checksum);

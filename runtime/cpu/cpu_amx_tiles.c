@@ -81,6 +81,88 @@ void rtp_amx_bf16_pairs(uint32_t *o, const float *a, const float *b, size_t n)
     }
 }
 
+/* the bit patterns of x[0], x[2], ..., x[2(m - 1)] (m <= 16; 0 past them): two loads that
+ * read no further than x[2m - 2], and one permutation */
+static inline __m512i evens(const float *x, size_t m)
+{
+    const size_t n = 2 * m - 1; /* the values to read */
+    const __mmask16 lo = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+    const __mmask16 hi = n >= 32  ? (__mmask16)0xFFFF
+                         : n > 16 ? (__mmask16)((1u << (n - 16)) - 1u)
+                                  : (__mmask16)0;
+    const __m512i idx = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    return _mm512_permutex2var_epi32(_mm512_maskz_loadu_epi32(lo, x), idx,
+                                     _mm512_maskz_loadu_epi32(hi, x + 16));
+}
+
+void rtp_amx_bf16_row_s2(uint16_t *o, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i += 16) {
+        const size_t m = n - i < 16 ? n - i : 16;
+        const __mmask16 k = m == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m) - 1u);
+        _mm512_mask_cvtepi32_storeu_epi16(o + i, k, round16(evens(x + 2 * i, m)));
+    }
+}
+
+void rtp_amx_bf16_pairs_s2(uint32_t *o, const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i += 16) {
+        const size_t m = n - i < 16 ? n - i : 16;
+        const __mmask16 k = m == 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << m) - 1u);
+        __m512i v = round16(evens(a + 2 * i, m));
+        if (b) v = _mm512_or_si512(v, _mm512_slli_epi32(round16(evens(b + 2 * i, m)), 16));
+        _mm512_mask_storeu_epi32(o + i, k, v);
+    }
+}
+
+/* r[c] <- column c of the 16 x 16 words in r[0..15] (rows): pairs of rows interleaved,
+ * then pairs of pairs, then the 128-bit lanes gathered */
+static inline void transpose16(__m512i r[16])
+{
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    /* r[4i + c], lane L: rows 4i..4i+3 of column 4L + c */
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512i lo01 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0x44),
+                      lo23 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0x44),
+                      hi01 = _mm512_shuffle_i32x4(r[c], r[4 + c], 0xEE),
+                      hi23 = _mm512_shuffle_i32x4(r[8 + c], r[12 + c], 0xEE);
+        t[c] = _mm512_shuffle_i32x4(lo01, lo23, 0x88);
+        t[4 + c] = _mm512_shuffle_i32x4(lo01, lo23, 0xDD);
+        t[8 + c] = _mm512_shuffle_i32x4(hi01, hi23, 0x88);
+        t[12 + c] = _mm512_shuffle_i32x4(hi01, hi23, 0xDD);
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
+void rtp_amx_transpose32(uint32_t *o, size_t ldo, const uint32_t *x, size_t ldx, int K, size_t J)
+{
+    __m512i r[16];
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        const int kn = K - k0 < 16 ? K - k0 : 16;
+        const __mmask16 km = (__mmask16)((1u << kn) - 1u);
+        for (size_t j0 = 0; j0 < J; j0 += 16) {
+            const size_t jn = J - j0 < 16 ? J - j0 : 16;
+            const __mmask16 jm = (__mmask16)((1u << jn) - 1u);
+            for (int k = 0; k < 16; k++)
+                r[k] = k < kn ? _mm512_maskz_loadu_epi32(jm, x + (size_t)(k0 + k) * ldx + j0)
+                              : _mm512_setzero_si512();
+            transpose16(r);
+            for (size_t j = 0; j < jn; j++)
+                _mm512_mask_storeu_epi32(o + (j0 + j) * ldo + k0, km, r[j]);
+        }
+    }
+}
+
 /* one block of (two_m + 1) x (two_n + 1) tiles at A, B, C */
 static inline __attribute__((always_inline)) void block(const uint16_t *A, size_t lda,
                                                         const uint32_t *B, size_t ldb, float *C,

@@ -32,6 +32,15 @@ void rtp_amx_bf16_row(uint16_t *o, const float *x, size_t n);
 /* o[i] <- bf16(a[i]) | bf16(b[i]) << 16 for i < n (b NULL: the high halves 0) */
 void rtp_amx_bf16_pairs(uint32_t *o, const float *a, const float *b, size_t n);
 
+/* the same at stride 2 (a phase of a row): o[i] <- bf16(x[2i]), o[i] <- bf16(a[2i]) |
+ * bf16(b[2i]) << 16 for i < n, reading no further than x[2n - 2] */
+void rtp_amx_bf16_row_s2(uint16_t *o, const float *x, size_t n);
+void rtp_amx_bf16_pairs_s2(uint32_t *o, const float *a, const float *b, size_t n);
+
+/* o[j*ldo + k] <- x[k*ldx + j] for k < K, j < J (32-bit words, e.g. bf16 pairs): a
+ * transposition in blocks of 16 x 16 in registers; o's other words are left as they are. */
+void rtp_amx_transpose32(uint32_t *o, size_t ldo, const uint32_t *x, size_t ldx, int K, size_t J);
+
 /* C (ldc floats a row) = or += (acc) A B: A [M][K] bf16 (lda elements a row), B [K/2][N]
  * pairs of bf16 along K (ldb a row), M and N multiples of 16, K of 32; one thread, tiles
  * 0..7 configured full. Each output's sum runs over K in order (the same bits each run). */

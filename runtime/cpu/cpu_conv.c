@@ -138,8 +138,8 @@ static size_t ws_fp32(rt_backend *b, const rt_conv_desc *d)
     return (n + 63) / 64 * 64;
 }
 
-/* bf16 on AMX tiles: 1 for the 3x3 stride-1 convolutions the direct path takes
- * (cpu_conv_amx.c), 2 for 1x1, 3x3 stride-2 and wider 3x3 ones (cpu_conv_amx_gemm.c),
+/* bf16 on AMX tiles: 1 for the 3x3 stride-1 convolutions the direct path takes and the
+ * 3x3 stride-2 ones on even planes (cpu_conv_amx.c), 2 for 1x1, 3x3 stride-2 and wider 3x3 ones (cpu_conv_amx_gemm.c),
  * each with 16 channels or more on both sides (a tile is 16 rows of them: a 1- or
  * 3-channel first layer would waste most of each product); 0: the others round their
  * inputs into the workspace for the fp32 loops */
@@ -148,8 +148,9 @@ static int amx_takes(rt_backend *b, const rt_conv_desc *d)
 #ifdef KILN_CONVK_X86
     const rtp_cpu *c = b->impl;
     if (!c->amx || c->prec != RT_PREC_BF16) return 0;
-    if (d->C >= 16 && d->K >= 16 && rtp_cpu_conv_direct(b, d)) return 1;
-    /* 3x3 stride 2: only those the fp32 stride-2 loops do not take (they were faster) */
+    if ((d->C >= 16 && d->K >= 16 && rtp_cpu_conv_direct(b, d)) || rtp_cpu_amx_s2_takes(d))
+        return 1;
+    /* other 3x3 stride 2: only those the fp32 stride-2 loops do not take (they were faster) */
     return rtp_cpu_amx_gemm_takes(d) && (d->R == 1 || !rtp_cpu_conv_s2(b, d)) ? 2 : 0;
 #else
     return 0;

@@ -1,4 +1,4 @@
-/* cpu_conv_amx.h - bf16 3x3 stride-1 convolutions on AMX tiles (cpu_conv_amx.c, built
+/* cpu_conv_amx.h - bf16 3x3 stride-1 and -2 convolutions on AMX tiles (cpu_conv_amx.c, built
  * with -mamx-tile -mamx-bf16 on x86-64 only: KILN_CONVK_X86). Call only after
  * rtp_cpu_amx_enable() returned 1 on a CPU with AMX-BF16 (cpu_bf16.c checks).
  * Inputs are fp32 tensors, rounded to bf16 as they are laid out; outputs fp32.
@@ -11,6 +11,10 @@
 /* Asks the kernel for the AMX tile data state (arch_prctl ARCH_REQ_XCOMP_PERM): 1 when
  * granted (process-wide), 0 otherwise (cpu_amx_tiles.c). */
 int rtp_cpu_amx_enable(void);
+/* 1 for the 3x3 stride-2 convolutions these kernels also take (pad 1, even planes, 16
+ * to 128 channels): x split into its four stride-2 phases, each tap a stride-1 product
+ * on one of them. */
+int rtp_cpu_amx_s2_takes(const rt_conv_desc *d);
 /* Scratch bytes the three passes need for d with this many threads. */
 size_t rtp_cpu_amx_workspace(int threads, const rt_conv_desc *d);
 /* out (and its planes' moments into mom unless NULL), din, dw; ws: the scratch above.

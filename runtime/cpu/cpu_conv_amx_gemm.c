@@ -57,7 +57,7 @@ static lay lay_of(const rt_conv_desc *d)
 }
 
 /* floats per thread: forward (B pairs, C, two lowered rows), input gradient (B, C),
- * weight gradient (A in bf16, B pairs, one lowered row, one bf16 row, one row of sums) */
+ * weight gradient (A in bf16, B pairs, one lowered row, dy's K bf16 rows, one row of sums) */
 static size_t fwd_floats(const lay *l)
 {
     return rtp_r16(l->Sf / 2 * l->N) + rtp_r16(l->Mf * l->N) + 2 * rtp_r16(l->PQ);
@@ -66,7 +66,7 @@ static size_t bwd_floats(const lay *l) { return rtp_r16(l->Sd / 2 * l->N) + rtp_
 static size_t wg_floats(const lay *l)
 {
     return rtp_r16(l->Md * l->Sw / 2) + rtp_r16(l->Sw / 2 * l->Nw) + rtp_r16(l->PQ) +
-           rtp_r16(l->Sw / 2) + l->Nw;
+           rtp_r16(l->Sw / 2 * l->Nw) + l->Nw;
 }
 static size_t per_thread(const lay *l)
 {
@@ -254,10 +254,9 @@ void rtp_cpu_amx_gemm_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const 
         uint32_t *Bp = (uint32_t *)(mine + rtp_r16(l.Md * l.Sw / 2));
         float *t0 = (float *)Bp + rtp_r16(l.Sw / 2 * l.Nw);
         uint16_t *h = (uint16_t *)(t0 + rtp_r16(l.PQ));
-        const uint32_t *h32 = (const uint32_t *)h;
         memset(A, 0, l.Md * l.Sw * 2);
         memset(Bp, 0, l.Sw / 2 * l.Nw * 4);
-        memset(h, 0, l.Sw * 2);
+        memset(h, 0, l.Sw * 2 * (size_t)d->K);
         rtp_amx_config_full();
 #pragma omp for schedule(dynamic, 1)
         for (int gi = 0; gi < G; gi++) {
@@ -269,23 +268,26 @@ void rtp_cpu_amx_gemm_bwd_filter(rt_backend *b, float *ws, rt_tensor *dw, const 
                 if (cnt < l.ipg) { /* a short last product: no columns left from the last */
                     memset(A, 0, l.Md * l.Sw * 2);
                     memset(Bp, 0, l.Sw / 2 * l.Nw * 4);
-                    memset(h, 0, l.Sw * 2);
+                    memset(h, 0, l.Sw * 2 * (size_t)d->K);
                 }
                 for (int i = 0; i < cnt; i++) {
                     const float *x = X + chw * (size_t)(n + i);
                     for (size_t crs = 0; crs < l.CRS; crs++)
                         rtp_amx_bf16_row(A + crs * l.Sw + i * l.PQ, lowered(t0, x, d, crs), l.PQ);
                 }
-                for (int k = 0; k < d->K; k++) { /* dy^T: pairs of positions down column k */
+                /* dy^T: dy's rows in bf16 (images side by side), then pairs of positions
+                 * down the columns */
+                for (int k = 0; k < d->K; k++)
                     for (int i = 0; i < cnt; i++)
-                        rtp_amx_bf16_row(h + i * l.PQ, DY + kpq * (size_t)(n + i) + k * l.PQ, l.PQ);
-                    for (size_t j = 0; j < (len + 1) / 2; j++) Bp[j * l.Nw + k] = h32[j];
-                }
+                        rtp_amx_bf16_row(h + k * l.Sw + i * l.PQ,
+                                         DY + kpq * (size_t)(n + i) + k * l.PQ, l.PQ);
+                rtp_amx_transpose32(Bp, l.Nw, (const uint32_t *)h, l.Sw / 2, d->K, (len + 1) / 2);
                 rtp_amx_gemm(A, l.Sw, Bp, l.Nw, acc, l.Nw, l.Md, l.Nw, l.Sw, 1);
             }
         }
         _tile_release();
         /* dw[k][crs] = the groups' sums, in group order */
-        rtp_amx_group_sums(DW, accs, accsz, G, l.CRS, l.Nw, d->K, (float *)h + rtp_r16(l.Sw / 2));
+        rtp_amx_group_sums(DW, accs, accsz, G, l.CRS, l.Nw, d->K,
+                           (float *)h + rtp_r16(l.Sw / 2 * l.Nw));
     }
 }

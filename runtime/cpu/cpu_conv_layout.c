@@ -81,13 +81,12 @@ void rtp_conv_compact(float *restrict out, const float *restrict grid, int K, in
         const float *src = grid + (size_t)k * ys;
         float *dst = out + (size_t)k * H * W;
         float bk = bias ? bias[k] : 0.0f;
-        for (int h = 0; h < H; h++, src += wp, dst += W) {
-            if (!bias) {
-                memcpy(dst, src, (size_t)W * sizeof *dst);
-                continue;
-            }
-            for (int w = 0; w < W; w++) dst[w] = src[w] + bk;
+        if (!bias) { /* the vector row copy: a memcpy call per short row cost more */
+            rows1(dst, (size_t)W, src, (size_t)wp, H, W);
+            continue;
         }
+        for (int h = 0; h < H; h++, src += wp, dst += W)
+            for (int w = 0; w < W; w++) dst[w] = src[w] + bk;
     }
 }
 

@@ -671,3 +671,36 @@ def test_checkpoint_save_then_resume_longer(tmp, reference):
     run(k, f"%checkpoint save {two}")
     k.close()
     assert_same_run(reference, losses(rid), two)
+
+
+def test_pixel_csv_with_shape_resumes_in_a_new_kernel(tmp):
+    """A pixel CSV read with --shape: the checkpoint records the shape, so %resume in a
+    new kernel reads the file the same way (without it the rows cannot be read back as
+    the 3 x 6 x 4 images the model was built for), and another --shape on the same run
+    directory is named as the difference."""
+    rng = np.random.default_rng(5)
+    n, h, w, ch = 96, 6, 4, 3
+    imgs = rng.integers(0, 256, (n, h, w, ch), dtype=np.uint8)  # N x H x W x C
+    labels = np.arange(n) % 3
+    path = os.path.join(tmp, "pix.csv")
+    cols = ["label"] + [f"pixel{i}" for i in range(h * w * ch)]
+    np.savetxt(path, np.column_stack([labels, imgs.reshape(n, -1)]), fmt="%d", delimiter=",",
+               header=",".join(cols), comments="")
+    rd = os.path.join(tmp, "pixcsv")
+    model = "%%model pix\nconv2d 4 3 pad=1\nrelu\nflatten\ndense 3"
+    k = IpcKernel()
+    run(k, f"%dataset {path} --shape {h}x{w}x{ch} --val 16 --samples 0")
+    run(k, model)
+    run(k, f"%train pix --batch 16 --epochs 1 --seed 3 --run-dir {rd}")
+    k.close()
+    k = IpcKernel()  # nothing defined: the data set is read again from the checkpoint
+    c = run(k, f"%resume {rd} --epochs 2")
+    assert "after step 5 of 10" in c.text and "(checksum verified)" in c.text, c.text
+    assert os.path.exists(ckpt(rd, 10)), sorted(os.listdir(rd))
+    # the same numbers read as C x H x W: other images, so another run
+    run(k, f"%dataset {path} --shape {ch}x{h * w // 4}x4 --val 16 --samples 0")
+    run(k, model)
+    c = run(k, f"%train pix --batch 16 --epochs 2 --seed 3 --run-dir {rd}")
+    k.close()
+    assert f"--shape {ch}x{h * w // 4}x4 (checkpoint {h}x{w}x{ch})" in c.text, c.text
+    assert f"{rd}-v2" in c.text

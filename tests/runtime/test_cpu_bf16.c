@@ -191,6 +191,11 @@ T_TEST(conv_rounds_inputs_accumulates_fp32)
         cdesc(5, 7, 13, 9, 33, 3, 2, 1),   /* stride 2, odd sizes and channel counts */
         cdesc(2, 130, 5, 5, 70, 1, 1, 0),  /* wide 1x1 */
         cdesc(2, 8, 9, 9, 16, 3, 1, 3),    /* pad past the filter: cols and fold */
+        cdesc(1, 20, 9, 7, 36, 3, 1, 1),   /* 3x3 grid kernel, batch 1, channels past 16s */
+        cdesc(9, 36, 5, 11, 20, 3, 1, 1),  /* and the other way, 2 groups, odd plane */
+        cdesc(2, 17, 6, 6, 128, 3, 1, 1),  /* 8 blocks of 16 output channels */
+        cdesc(1, 20, 10, 14, 36, 3, 2, 1), /* stride 2 on x's phases: batch 1, odd counts */
+        cdesc(9, 128, 4, 6, 17, 3, 2, 1),  /* and 128 inputs, 2 groups, a 2 x 3 output */
     };
     int bad = 0;
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) bad += check_conv(&cs[i]);
@@ -198,9 +203,10 @@ T_TEST(conv_rounds_inputs_accumulates_fp32)
 }
 
 /* With AMX, the 1x1 and wide 3x3 convolutions take the per-image GEMMs on tiles (their
- * workspace is that path's), the 3x3 stride-1 ones of 16-128 channels the grid kernel;
- * ResNet-20's 3x3 stride-2 ones and a 3-channel first layer neither (rounded copies
- * through the fp32 loops: faster for the former, bench/README.md). (The tile kernels are built on x86-64.) */
+ * workspace is that path's), the 3x3 ones of 16-128 channels the grid kernel (stride 2,
+ * as ResNet-20's, on x's four phases when the planes are even); a 3-channel first layer
+ * and odd stride-2 planes neither (rounded copies through the fp32 loops). (The tile
+ * kernels are built on x86-64.) */
 #if defined(__x86_64__)
 T_TEST(amx_takes_stride2_1x1_and_wide)
 {
@@ -213,12 +219,19 @@ T_TEST(amx_takes_stride2_1x1_and_wide)
         ASSERT_EQ(rtp_cpu_conv2d_workspace(&g_bf, &gemm[i]),
                   rtp_cpu_amx_gemm_workspace(g_bf.threads, &gemm[i]));
     }
-    const rt_conv_desc grid = cdesc(128, 16, 32, 32, 16, 3, 1, 1);
-    ASSERT_EQ(rtp_cpu_conv2d_workspace(&g_bf, &grid), rtp_cpu_amx_workspace(g_bf.threads, &grid));
+    /* the grid kernel: stride 1, and stride 2 on the phases */
+    const rt_conv_desc grid[] = {cdesc(128, 16, 32, 32, 16, 3, 1, 1),
+                                 cdesc(128, 16, 32, 32, 32, 3, 2, 1),
+                                 cdesc(128, 32, 16, 16, 64, 3, 2, 1)};
+    for (size_t i = 0; i < sizeof grid / sizeof grid[0]; i++) {
+        ASSERT_EQ(rtp_cpu_amx_s2_takes(&grid[i]), grid[i].stride == 2);
+        ASSERT_EQ(rtp_cpu_conv2d_workspace(&g_bf, &grid[i]),
+                  rtp_cpu_amx_workspace(g_bf.threads, &grid[i]));
+    }
     const rt_conv_desc first = cdesc(128, 3, 32, 32, 16, 3, 1, 1);
     ASSERT_EQ(rtp_cpu_amx_gemm_takes(&first), 0);
-    const rt_conv_desc s2 = cdesc(128, 16, 32, 32, 32, 3, 2, 1);
-    ASSERT_NE(rtp_cpu_conv2d_workspace(&g_bf, &s2), rtp_cpu_amx_gemm_workspace(g_bf.threads, &s2));
+    const rt_conv_desc odd = cdesc(8, 24, 15, 15, 40, 3, 2, 1);
+    ASSERT_EQ(rtp_cpu_amx_s2_takes(&odd), 0);
 }
 #endif
 
