@@ -52,13 +52,12 @@ typedef struct {
 
 static const shape resnet20[] = {
     {"16x32x32", 16, 32}, {"32x16x16", 32, 16}, {"64x8x8", 64, 8}, {NULL, 0, 0}};
-static const shape mobilenet[] = {{"96x32x32", 96, 32}, {"144x16x16", 144, 16},
-                                  {"192x8x8", 192, 8},  {"576x4x4", 576, 4},
-                                  {"960x2x2", 960, 2},  {NULL, 0, 0}};
+static const shape mobilenet[] = {{"96x32x32", 96, 32}, {"144x16x16", 144, 16}, {"192x8x8", 192, 8},
+                                  {"576x4x4", 576, 4},  {"960x2x2", 960, 2},    {NULL, 0, 0}};
 
 enum { FWD, FWD_ADD, BWD_RELU, BWD_ADD, COPY, TRIAD, COPY_NT, KINDS };
 static const char *kind_name[KINDS] = {"fwd+relu", "fwd+add+relu", "bwd relu", "bwd add(2)",
-                                       "copy", "triad", "copy nt"};
+                                       "copy",     "triad",        "copy nt"};
 /* floats each kind must move per element: its reads and writes, once each */
 static const int kind_streams[KINDS] = {2, 3, 5, 8, 2, 3, 2};
 
@@ -114,30 +113,30 @@ int main(int argc, char **argv)
                 rt_status st = RT_OK;
                 double t0 = now_s();
                 for (int it = 0; it < iters; it++) {
-                if (k == FWD)
-                    st = rt_backend_bn_fwd_train_moments(&b, &Y, &SM, &SI, &RM, &RV, &X, NULL, &G,
-                                                         &B, &MOM, &d, &err);
-                else if (k == FWD_ADD)
-                    st = rt_backend_bn_fwd_train_moments(&b, &Y, &SM, &SI, &RM, &RV, &X, &S, &G,
-                                                         &B, &MOM, &d, &err);
-                else if (k == BWD_RELU)
-                    st = rt_backend_bn_relu_bwd(&b, &DX, &DG, &DB, &DY, &X, &G, &B, &SM, &SI, &d,
-                                                &err);
-                else if (k == BWD_ADD)
-                    st = rt_backend_bn_add_bwd(&b, &DX, &DG, &DB, &K, &DY, &DY2, &Y, &X, &G, &SM,
-                                               &SI, &d, &err);
-                else if (k == COPY) {
+                    if (k == FWD)
+                        st = rt_backend_bn_fwd_train_moments(&b, &Y, &SM, &SI, &RM, &RV, &X, NULL,
+                                                             &G, &B, &MOM, &d, &err);
+                    else if (k == FWD_ADD)
+                        st = rt_backend_bn_fwd_train_moments(&b, &Y, &SM, &SI, &RM, &RV, &X, &S, &G,
+                                                             &B, &MOM, &d, &err);
+                    else if (k == BWD_RELU)
+                        st = rt_backend_bn_relu_bwd(&b, &DX, &DG, &DB, &DY, &X, &G, &B, &SM, &SI,
+                                                    &d, &err);
+                    else if (k == BWD_ADD)
+                        st = rt_backend_bn_add_bwd(&b, &DX, &DG, &DB, &K, &DY, &DY2, &Y, &X, &G,
+                                                   &SM, &SI, &d, &err);
+                    else if (k == COPY) {
 #pragma omp parallel for schedule(static) num_threads(threads)
-                    for (size_t i = 0; i < n; i++) dx[i] = x[i];
-                } else if (k == TRIAD) {
+                        for (size_t i = 0; i < n; i++) dx[i] = x[i];
+                    } else if (k == TRIAD) {
 #pragma omp parallel for schedule(static) num_threads(threads)
-                    for (size_t i = 0; i < n; i++) dx[i] = dy[i] + 0.5f * x[i];
-                } else {
+                        for (size_t i = 0; i < n; i++) dx[i] = dy[i] + 0.5f * x[i];
+                    } else {
 #pragma omp parallel for schedule(static) num_threads(threads)
-                    for (size_t i = 0; i < n; i += 16)
-                        _mm512_stream_ps(dx + i, _mm512_loadu_ps(x + i));
-                    _mm_sfence();
-                }
+                        for (size_t i = 0; i < n; i += 16)
+                            _mm512_stream_ps(dx + i, _mm512_loadu_ps(x + i));
+                        _mm_sfence();
+                    }
                 }
                 double t1 = now_s();
                 if (st != RT_OK) {

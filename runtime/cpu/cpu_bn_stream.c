@@ -39,8 +39,8 @@ int rtp_cpu_bn_stream(const float *y, size_t hw, size_t total)
 __attribute__((target("avx512f"))) void rtp_cpu_bn_stream_fence(void) { _mm_sfence(); }
 
 __attribute__((target("avx512f"))) void rtp_cpu_bn_affine_stream(float *y, const float *x,
-                                                                 const float *s, size_t n,
-                                                                 float g, float sh, float lo)
+                                                                 const float *s, size_t n, float g,
+                                                                 float sh, float lo)
 {
     const __m512 G = _mm512_set1_ps(g), SH = _mm512_set1_ps(sh), LO = _mm512_set1_ps(lo);
     const __m512 ONE = _mm512_set1_ps(1.0f), Z = _mm512_setzero_ps();
@@ -55,8 +55,8 @@ __attribute__((target("avx512f"))) void rtp_cpu_bn_affine_stream(float *y, const
 #else
 void rtp_cpu_bn_stream_fence(void) {}
 
-void rtp_cpu_bn_affine_stream(float *y, const float *x, const float *s, size_t n, float g,
-                              float sh, float lo)
+void rtp_cpu_bn_affine_stream(float *y, const float *x, const float *s, size_t n, float g, float sh,
+                              float lo)
 {
     (void)y, (void)x, (void)s, (void)n, (void)g, (void)sh, (void)lo;
 }
