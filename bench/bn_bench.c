@@ -1,48 +1,61 @@
-/* bn_bench.c - the CPU batch norm's training ops at a network's shapes, against what the
- * machine streams: CPU milliseconds per call (all threads: on a shared machine the figure load disturbs least) (the median of --reps samples of about 64M floats each, after one warm-up)
- * and the GB/s of the bytes each op must move (its reads and writes, once each), beside
- * a plain copy and triad (a = b + s*c) over the same number of floats on the same
- * threads. The ops are memory-bound: the ratio to the triad is how far each is from the
- * floor of its passes (bench/README.md, "Batch norm on the CPU").
+/* bn_bench.c - the CPU batch norm's training ops at a network's shapes against what the
+ * machine streams: CPU milliseconds per call (all threads; the median of --reps samples
+ * of about 64M floats each, after one warm-up) and the GB per CPU-second of the bytes
+ * each op must move (its reads and writes, once each), beside a plain copy, a triad
+ * (a = b + s*c) and a copy with streaming stores over as many floats on as many threads.
+ * The ops are memory-bound: the copy is the floor of a pass (bench/README.md, "Batch norm
+ * on the CPU"). On a shared machine, --threads 1 gives the steadiest figures (with two,
+ * a thread waiting for the other's core counts as CPU time).
  *
  *   bn_bench [--threads 2] [--batch 128] [--reps 9] [--net resnet20|mobilenetv2]
  */
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "rt_backend.h"
+#include "bench_conv_shapes.h"
 #include "rt_device.h"
-#include "rt_rng.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
+/* n floats uniform in [-1, 1) at a 64-byte boundary, as the backend's tensors */
 static float *rnd(size_t n, uint32_t seed)
 {
-    float *p = aligned_alloc(64, (n * sizeof *p + 63) / 64 * 64);
-    rt_rng r = rt_rng_stream(3, RT_RNG_USER, seed, 0);
-    rt_rng_fill_uniform(&r, p, n, -1.0f, 1.0f);
+    float *u = bench_rnd(n, seed), *p = aligned_alloc(64, (n * sizeof *p + 63) / 64 * 64);
+    memcpy(p, u, n * sizeof *p);
+    free(u);
     return p;
 }
 
-static rt_tensor tens(float *p, int n, int c, int h, int w)
+/* y = x over n floats (a multiple of 16, y 64-byte aligned) with streaming stores;
+ * nothing where the CPU has no AVX-512 */
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static void copy_stream_avx512(float *y, const float *x,
+                                                                  size_t n, int threads)
 {
-    rt_tensor t = {.data = p, .n = n, .c = c, .h = h, .w = w};
-    return t;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (size_t i = 0; i < n; i += 16) _mm512_stream_ps(y + i, _mm512_loadu_ps(x + i));
+    _mm_sfence();
+}
+#endif
+
+static void copy_stream(float *y, const float *x, size_t n, int threads)
+{
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f")) copy_stream_avx512(y, x, n, threads);
+#else
+    (void)y, (void)x, (void)n, (void)threads;
+#endif
+}
+
+/* the value after --name, or dflt */
+static const char *arg(int argc, char **argv, const char *name, const char *dflt)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strncmp(argv[i], "--", 2) && !strcmp(argv[i] + 2, name)) return argv[i + 1];
+    return dflt;
 }
 
 typedef struct {
@@ -63,15 +76,11 @@ static const int kind_streams[KINDS] = {2, 3, 5, 8, 2, 3, 2};
 
 int main(int argc, char **argv)
 {
-    int threads = 2, batch = 128, reps = 9;
-    const shape *net = resnet20;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--batch")) batch = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--net"))
-            net = !strcmp(argv[i + 1], "mobilenetv2") ? mobilenet : resnet20;
-    }
+    int threads = atoi(arg(argc, argv, "threads", "2")),
+        batch = atoi(arg(argc, argv, "batch", "128"));
+    int reps = atoi(arg(argc, argv, "reps", "9"));
+    const shape *net =
+        strcmp(arg(argc, argv, "net", "resnet20"), "mobilenetv2") ? resnet20 : mobilenet;
     if (reps < 1 || reps > 99) reps = 9;
     rt_backend b;
     rt_error err = {0};
@@ -100,18 +109,23 @@ int main(int argc, char **argv)
             double m[2] = {0.0, (double)H * H / 3.0};
             memcpy(mom + p * RT_MOMENT_FLOATS, m, sizeof m);
         }
-        rt_tensor X = tens(x, N, C, H, H), S = tens(sk, N, C, H, H), DY = tens(dy, N, C, H, H);
-        rt_tensor DY2 = tens(dy2, N, C, H, H), Y = tens(y, N, C, H, H), DX = tens(dx, N, C, H, H);
-        rt_tensor K = tens(keep, N, C, H, H), MOM = tens(mom, N, C, 1, RT_MOMENT_FLOATS);
-        rt_tensor G = tens(g, 1, C, 1, 1), B = tens(bt, 1, C, 1, 1), SM = tens(sm, 1, C, 1, 1);
-        rt_tensor SI = tens(si, 1, C, 1, 1), RM = tens(rm, 1, C, 1, 1), RV = tens(rv, 1, C, 1, 1);
-        rt_tensor DG = tens(dg, 1, C, 1, 1), DB = tens(db, 1, C, 1, 1);
+        rt_tensor X = bench_tens(x, N, C, H, H), S = bench_tens(sk, N, C, H, H),
+                  DY = bench_tens(dy, N, C, H, H);
+        rt_tensor DY2 = bench_tens(dy2, N, C, H, H), Y = bench_tens(y, N, C, H, H),
+                  DX = bench_tens(dx, N, C, H, H);
+        rt_tensor K = bench_tens(keep, N, C, H, H),
+                  MOM = bench_tens(mom, N, C, 1, RT_MOMENT_FLOATS);
+        rt_tensor G = bench_tens(g, 1, C, 1, 1), B = bench_tens(bt, 1, C, 1, 1),
+                  SM = bench_tens(sm, 1, C, 1, 1);
+        rt_tensor SI = bench_tens(si, 1, C, 1, 1), RM = bench_tens(rm, 1, C, 1, 1),
+                  RV = bench_tens(rv, 1, C, 1, 1);
+        rt_tensor DG = bench_tens(dg, 1, C, 1, 1), DB = bench_tens(db, 1, C, 1, 1);
         rt_bn_desc d = {.N = N, .C = C, .H = H, .W = H, .eps = 1e-5f, .momentum = 0.1f, .relu = 1};
         double ms[KINDS][100];
         for (int r = 0; r <= reps; r++)
             for (int k = 0; k < KINDS; k++) {
                 rt_status st = RT_OK;
-                double t0 = now_s();
+                double t0 = bench_cpu_s();
                 for (int it = 0; it < iters; it++) {
                     if (k == FWD)
                         st = rt_backend_bn_fwd_train_moments(&b, &Y, &SM, &SI, &RM, &RV, &X, NULL,
@@ -131,14 +145,9 @@ int main(int argc, char **argv)
                     } else if (k == TRIAD) {
 #pragma omp parallel for schedule(static) num_threads(threads)
                         for (size_t i = 0; i < n; i++) dx[i] = dy[i] + 0.5f * x[i];
-                    } else {
-#pragma omp parallel for schedule(static) num_threads(threads)
-                        for (size_t i = 0; i < n; i += 16)
-                            _mm512_stream_ps(dx + i, _mm512_loadu_ps(x + i));
-                        _mm_sfence();
-                    }
+                    } else copy_stream(dx, x, n, threads);
                 }
-                double t1 = now_s();
+                double t1 = bench_cpu_s();
                 if (st != RT_OK) {
                     fprintf(stderr, "bn_bench: %s: %s\n", s->name, err.msg);
                     return 1;
@@ -147,8 +156,8 @@ int main(int argc, char **argv)
             }
         printf("%-10s", s->name);
         for (int k = 0; k < KINDS; k++) {
-            qsort(ms[k], (size_t)reps, sizeof(double), cmp);
-            double med = ms[k][reps / 2], gbs = 4.0 * kind_streams[k] * (double)n / med * 1e-6;
+            double med = bench_median(ms[k], reps),
+                   gbs = 4.0 * kind_streams[k] * (double)n / med * 1e-6;
             tot[k] += med;
             printf(" %6.2f %5.1fGB/s", med, gbs);
         }
