@@ -10,7 +10,8 @@
  * passes ran 13-37% slower: bench/README.md), and the backward's per-plane sums are added
  * per channel in image order, so the bits do not depend on the order or the thread count.
  * Planes of fewer than 16 values (MobileNetV2's last stages) go by blocks of channels
- * instead (cpu_bn_small.c, the same bits), but for a fused residual add.
+ * instead (cpu_bn_small.c, the same bits), but for a fused residual add. A large output
+ * with a relu or add fused is written with streaming stores (cpu_bn_stream.c).
  * A relu fused after the norm (rt_bn_desc.relu, bn_relu_bwd) costs no pass of its own: it
  * is applied as the output is written, and its mask is recomputed in both backward passes.
  * A residual add fused after the norm (bn_add_fwd_train, bn_add_bwd; and the relu after
