@@ -15,7 +15,8 @@
  * repeats an earlier one of the step (the input into the same format for the forward and
  * the weight gradient, the output gradient for both backward directions, the weights
  * for both data directions) is counted once. stderr names oneDNN's implementation of
- * each primitive and whether its last call repeated the first one's bits. --clock cpu (default)
+ * each primitive, the time it took to make them, and whether its last call repeated
+ * the first one's bits. --clock cpu (default)
  * times the process's CPU time, all threads; --clock wall the elapsed time.
  * Builds against oneDNN 2.x (Debian's libdnnl-dev) or 3.x (bench/README.md).
  *
@@ -412,8 +413,13 @@ static void bench_layer(const run_cfg *cfg, const char *name, const rt_conv_desc
     dn_op op[2][NDIR];
     memset(op, 0, sizeof op);
     if (!cfg->only_kiln) {
+        double t0 = now_s();
         dn_layer(cfg->c, op[0], d, is_conv, dnnl_bf16, &b[V_DNNL_BF16]);
+        double t1 = now_s();
         dn_layer(cfg->c, op[1], d, is_conv, dnnl_f32, &b[V_DNNL_F32]);
+        fprintf(stderr,
+                "# %-22s made its primitives and reorders in %.2f ms (bf16), %.2f ms (f32)\n", name,
+                1e3 * (t1 - t0), 1e3 * (now_s() - t1));
     }
     /* the reorders a training step would do once (the second of each pair is left out of
      * the step's figure): the weights into the same format for both data directions, the
