@@ -10,7 +10,8 @@
  * passes ran 13-37% slower: bench/README.md), and the backward's per-plane sums are added
  * per channel in image order, so the bits do not depend on the order or the thread count.
  * Planes of fewer than 16 values (MobileNetV2's last stages) go by blocks of channels
- * instead (cpu_bn_small.c, the same bits), but for a fused residual add.
+ * instead (cpu_bn_small.c, the same bits), but for a fused residual add. A large output
+ * with a relu or add fused is written with streaming stores (cpu_bn_stream.c).
  * A relu fused after the norm (rt_bn_desc.relu, bn_relu_bwd) costs no pass of its own: it
  * is applied as the output is written, and its mask is recomputed in both backward passes.
  * A residual add fused after the norm (bn_add_fwd_train, bn_add_bwd; and the relu after
@@ -131,13 +132,16 @@ RTP_SPAN static void row_dx(float *restrict dx, const float *restrict dy, const 
     }
 }
 
-/* plane r = (n, c) of the training forward's output: y = v * k, v = x * g + sh (+ S) */
+/* plane r = (n, c) of the training forward's output: y = v * k, v = x * g + sh (+ S);
+ * with streaming stores when stream (cpu_bn_stream.c) */
 static void fwd_out(float *Y, const float *X, const float *S, size_t r, int c, size_t hw,
-                    const float *G, const float *Bt, const float *SM, const float *SI, float lo)
+                    const float *G, const float *Bt, const float *SM, const float *SI, float lo,
+                    int stream)
 {
     const float mf = SM[c], g = G[c] * SI[c], sh = Bt[c] - mf * g;
     const size_t at = r * hw;
-    if (S) row_affine_add(Y + at, X + at, S + at, hw, g, sh, lo);
+    if (stream) rtp_cpu_bn_affine_stream(Y + at, X + at, S ? S + at : NULL, hw, g, sh, lo);
+    else if (S) row_affine_add(Y + at, X + at, S + at, hw, g, sh, lo);
     else row_affine(Y + at, X + at, hw, g, sh, lo);
 }
 
@@ -160,6 +164,8 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
     /* smaller ones by channel block (cpu_bn_small.c), unless an add is fused */
     const int blocked = rtp_cpu_bn_small(hw) && !S;
     const size_t planes = (size_t)d->N * C;
+    /* a relu or add fused: the output goes to another layer (cpu_bn_stream.c) */
+    const int stream = by_rows && (d->relu || S) && rtp_cpu_bn_stream(Y, hw, planes * hw);
 #pragma omp parallel num_threads(b->threads)
     {
 #pragma omp for schedule(static)
@@ -176,15 +182,16 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
             SI[c] = (float)(1.0 / sqrt(var + d->eps));
             if (!by_rows && !blocked)
                 for (int n = 0; n < d->N; n++)
-                    fwd_out(Y, X, S, (size_t)n * C + c, c, hw, G, Bt, SM, SI, lo);
+                    fwd_out(Y, X, S, (size_t)n * C + c, c, hw, G, Bt, SM, SI, lo, 0);
             double unbiased = M > 1 ? acc.m2 / (double)(M - 1) : var;
             RM[c] = (float)((1.0 - d->momentum) * RM[c] + d->momentum * mean);
             RV[c] = (float)((1.0 - d->momentum) * RV[c] + d->momentum * unbiased);
         }
         if (by_rows) {
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
             for (size_t r = 0; r < planes; r++)
-                fwd_out(Y, X, S, r, (int)(r % (size_t)C), hw, G, Bt, SM, SI, lo);
+                fwd_out(Y, X, S, r, (int)(r % (size_t)C), hw, G, Bt, SM, SI, lo, stream);
+            if (stream) rtp_cpu_bn_stream_fence();
         }
     }
     if (blocked) rtp_cpu_bn_small_out(b, Y, X, d->N, C, (int)hw, G, Bt, SM, SI, lo);

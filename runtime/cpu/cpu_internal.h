@@ -193,6 +193,14 @@ void rtp_cpu_bn_small_out(rt_backend *b, float *Y, const float *X, int N, int C,
                           const float *G, const float *Bt, const float *SM, const float *SI,
                           float lo);
 void rtp_cpu_bn_small_bwd(rt_backend *b, const rtp_bn_bwd_args *A);
+/* cpu_bn_stream.c: whether the training forward writes its output y (planes of hw
+ * values, total in all) with streaming stores; if so each plane goes through
+ * rtp_cpu_bn_affine_stream (cpu_bn.c's row_affine, with the fused add's s unless NULL;
+ * n a multiple of 16, y 64-byte aligned) and each thread ends with the fence. */
+int rtp_cpu_bn_stream(const float *y, size_t hw, size_t total);
+void rtp_cpu_bn_affine_stream(float *y, const float *x, const float *s, size_t n, float g, float sh,
+                              float lo);
+void rtp_cpu_bn_stream_fence(void);
 RT_MUST_USE rt_op_bn_fwd_train rtp_cpu_bn_fwd_train;
 RT_MUST_USE rt_op_bn_fwd_train_moments rtp_cpu_bn_fwd_train_moments;
 RT_MUST_USE rt_op_bn_fwd_eval rtp_cpu_bn_fwd_eval;
