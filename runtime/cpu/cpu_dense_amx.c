@@ -42,7 +42,7 @@ size_t rtp_cpu_amx_dense_workspace(const rt_dense_desc *d)
 {
     size_t N = (size_t)d->N, F = (size_t)d->F, O = (size_t)d->O;
     gemm a = gemm_of(N, O, F), b = gemm_of(N, F, O), c = gemm_of(O, F, N);
-    size_t m = gemm_floats(&a);
+    size_t m = gemm_floats(&a) + a.Kr / 2 * a.Nr; /* + the rows of pack_b_rows */
     m = gemm_floats(&b) > m ? gemm_floats(&b) : m;
     m = gemm_floats(&c) > m ? gemm_floats(&c) : m;
     return (m + 64) * sizeof(float);
@@ -65,9 +65,8 @@ static void pack_a(uint16_t *A, const float *src, size_t ld, int transposed, con
     }
 }
 
-/* B[k/2][n] <- (src[k][n], src[k+1][n]) with src [K][ld] (or, transposed, src[n][k] with
- * src [N][ld]), 0 outside K x N */
-static void pack_b(uint32_t *B, const float *src, size_t ld, int transposed, const gemm *g, int T)
+/* B[k/2][n] <- (src[k][n], src[k+1][n]) with src [K][ld], 0 outside K x N */
+static void pack_b(uint32_t *B, const float *src, size_t ld, const gemm *g, int T)
 {
 #pragma omp parallel for schedule(static) num_threads(T)
     for (size_t kp = 0; kp < g->Kr / 2; kp++) {
@@ -77,42 +76,80 @@ static void pack_b(uint32_t *B, const float *src, size_t ld, int transposed, con
             memset(o, 0, g->Nr * 4);
             continue;
         }
-        const int two = k + 1 < g->K;
-        if (transposed)
-            for (size_t n = 0; n < g->N; n++)
-                o[n] = rtp_bf16_bits(src[n * ld + k]) |
-                       (two ? rtp_bf16_bits(src[n * ld + k + 1]) << 16 : 0);
-        else rtp_amx_bf16_pairs(o, src + k * ld, two ? src + (k + 1) * ld : NULL, g->N);
+        rtp_amx_bf16_pairs(o, src + k * ld, k + 1 < g->K ? src + (k + 1) * ld : NULL, g->N);
         memset(o + g->N, 0, (g->Nr - g->N) * 4);
     }
 }
 
-/* C[Mr][Nr] = A B, blocks of 32 x 32 over the threads */
-static void gemm_run(const uint16_t *A, const uint32_t *B, float *C, const gemm *g, int T)
+/* the same from src [N][ld] (src[n][k]): each row n rounded into R[n] (Kr bf16, its
+ * words already the pairs along k), then R's words transposed into B in 16 x 16 blocks */
+static void pack_b_rows(uint32_t *B, uint16_t *R, const float *src, size_t ld, const gemm *g,
+                        int T)
+{
+    const size_t kw = g->Kr / 2;
+#pragma omp parallel num_threads(T)
+    {
+#pragma omp for schedule(static)
+        for (size_t n = 0; n < g->Nr; n++) {
+            uint16_t *o = R + n * g->Kr;
+            if (n >= g->N) {
+                memset(o, 0, g->Kr * 2);
+                continue;
+            }
+            rtp_amx_bf16_row(o, src + n * ld, g->K);
+            memset(o + g->K, 0, (g->Kr - g->K) * 2);
+        }
+#pragma omp for schedule(static)
+        for (size_t j = 0; j < kw; j += 16)
+            rtp_amx_transpose32(B + j * g->Nr, g->Nr, (const uint32_t *)R + j, kw, (int)g->Nr,
+                                kw - j < 16 ? kw - j : 16);
+    }
+}
+
+/* summed values a pass: the A and B panels of all blocks for one pass stay in L2 */
+#define KSTEP 1024
+
+/* out[M][N] = A B: blocks of 32 x 32 over the threads (each thread the same blocks in
+ * every pass), K in passes of KSTEP that carry each sum on through memory in fp32 (the
+ * order of the sum, and so its bits, as in one pass). A block wholly inside M x N is
+ * written to out, one that crosses its edge to C (Mr x Nr). */
+static void gemm_run(const uint16_t *A, const uint32_t *B, float *C, float *out, const gemm *g,
+                     int T)
 {
     const size_t mb = g->Mr / 32, nb = g->Nr / 32;
 #pragma omp parallel num_threads(T)
     {
         rtp_amx_config_full();
-#pragma omp for schedule(static)
-        for (size_t blk = 0; blk < mb * nb; blk++) {
-            const size_t m = blk / nb * 32, n = blk % nb * 32;
-            rtp_amx_gemm(A + m * g->Kr, g->Kr, B + n, g->Nr, C + m * g->Nr + n, g->Nr, 32, 32,
-                         g->Kr, 0);
+        for (size_t k = 0; k < g->Kr; k += KSTEP) {
+            const size_t kn = g->Kr - k < KSTEP ? g->Kr - k : KSTEP;
+#pragma omp for schedule(static) nowait
+            for (size_t blk = 0; blk < mb * nb; blk++) {
+                const size_t m = blk / nb * 32, n = blk % nb * 32;
+                const int inside = m + 32 <= g->M && n + 32 <= g->N;
+                float *c = inside ? out + m * g->N + n : C + m * g->Nr + n;
+                rtp_amx_gemm(A + m * g->Kr + k, g->Kr, B + k / 2 * g->Nr + n, g->Nr, c,
+                             inside ? g->N : g->Nr, 32, 32, kn, k > 0);
+            }
         }
         _tile_release();
     }
 }
 
-/* out[M][N] (ld N) <- C's real part (+ bias[n] when not NULL) */
+/* out[M][N]: the blocks that crossed the edge from C, then + bias[n] when not NULL */
 static void unpack(float *out, const float *C, const float *bias, const gemm *g, int T)
 {
+    const size_t M32 = g->M / 32 * 32, N32 = g->N / 32 * 32;
 #pragma omp parallel for schedule(static) num_threads(T)
-    for (size_t m = 0; m < g->M; m++)
-        for (size_t n = 0; n < g->N; n++)
-            out[m * g->N + n] = C[m * g->Nr + n] + (bias ? bias[n] : 0.0f);
+    for (size_t m = 0; m < g->M; m++) {
+        const size_t from = m < M32 ? N32 : 0;
+        float *o = out + m * g->N;
+        if (bias)
+            for (size_t n = 0; n < from; n++) o[n] += bias[n];
+        for (size_t n = from; n < g->N; n++) o[n] = C[m * g->Nr + n] + (bias ? bias[n] : 0.0f);
+    }
 }
 
+/* out = a b (+ bias): a [M][K] (lda; at: stored [K][M]), b [K][N] (ldb; bt: stored [N][K]) */
 static void product(rt_backend *b, float *ws, float *out, const float *a, size_t lda, int at,
                     const float *bsrc, size_t ldb, int bt, const float *bias, gemm g)
 {
@@ -121,8 +158,9 @@ static void product(rt_backend *b, float *ws, float *out, const float *a, size_t
     uint32_t *B = (uint32_t *)(ws + g.Mr * g.Kr / 2);
     float *C = ws + g.Mr * g.Kr / 2 + g.Kr / 2 * g.Nr;
     pack_a(A, a, lda, at, &g, T);
-    pack_b(B, bsrc, ldb, bt, &g, T);
-    gemm_run(A, B, C, &g, T);
+    if (bt) pack_b_rows(B, (uint16_t *)(C + g.Mr * g.Nr), bsrc, ldb, &g, T);
+    else pack_b(B, bsrc, ldb, &g, T);
+    gemm_run(A, B, C, out, &g, T);
     unpack(out, C, bias, &g, T);
 }
 
