@@ -65,71 +65,101 @@ static void pack_a(uint16_t *A, const float *src, size_t ld, int transposed, con
     }
 }
 
-/* B[k/2][n] <- (src[k][n], src[k+1][n]) with src [K][ld], 0 outside K x N */
-static void pack_b(uint32_t *B, const float *src, size_t ld, const gemm *g, int T)
+/* o[c] <- bf16(x[c]) for c < n (n may be 0 or less), 0 for n <= c < w */
+static void row_span(uint16_t *o, const float *x, ptrdiff_t n, size_t w)
 {
-#pragma omp parallel for schedule(static) num_threads(T)
+    const size_t m = n <= 0 ? 0 : (size_t)n < w ? (size_t)n : w;
+    rtp_amx_bf16_row(o, x, m);
+    memset(o + m, 0, (w - m) * 2);
+}
+
+/* output columns a strip: rows of 1 KB of src, long enough for the prefetchers (a
+ * block's 128 bytes a row, 32 columns, left them missing on every row) */
+#define NSTRIP 256
+
+/* the strip of columns n0 .. n0 + ns: B[k/2][n] <- (src[k][n], src[k+1][n]) with src
+ * [K][ld], 0 outside K x N */
+static void pack_b_strip(uint32_t *B, const float *src, size_t ld, const gemm *g, size_t n0,
+                         size_t ns)
+{
+    const size_t cnt = g->N - n0 < ns ? g->N - n0 : ns;
     for (size_t kp = 0; kp < g->Kr / 2; kp++) {
-        uint32_t *o = B + kp * g->Nr;
+        uint32_t *o = B + kp * g->Nr + n0;
         const size_t k = 2 * kp;
         if (k >= g->K) {
-            memset(o, 0, g->Nr * 4);
+            memset(o, 0, ns * 4);
             continue;
         }
-        rtp_amx_bf16_pairs(o, src + k * ld, k + 1 < g->K ? src + (k + 1) * ld : NULL, g->N);
-        memset(o + g->N, 0, (g->Nr - g->N) * 4);
+        rtp_amx_bf16_pairs(o, src + k * ld + n0, k + 1 < g->K ? src + (k + 1) * ld + n0 : NULL,
+                           cnt);
+        memset(o + cnt, 0, (ns - cnt) * 4);
     }
 }
 
-/* the same from src [N][ld] (src[n][k]): each row n rounded into R[n] (Kr bf16, its
- * words already the pairs along k), then R's words transposed into B in 16 x 16 blocks */
-static void pack_b_rows(uint32_t *B, uint16_t *R, const float *src, size_t ld, const gemm *g,
-                        int T)
+/* the block at m, n over the summed values k .. k + kn: wholly inside M x N it goes to
+ * out, else to C (Mr x Nr); acc: k > 0, the sum carried on through memory in fp32 (the
+ * order of the sum, and so its bits, as in one pass) */
+static void block(const uint16_t *A, const uint32_t *B, float *C, float *out, const gemm *g,
+                  size_t m, size_t n, size_t k, size_t kn)
 {
-    const size_t kw = g->Kr / 2;
-#pragma omp parallel num_threads(T)
-    {
-#pragma omp for schedule(static)
-        for (size_t n = 0; n < g->Nr; n++) {
-            uint16_t *o = R + n * g->Kr;
-            if (n >= g->N) {
-                memset(o, 0, g->Kr * 2);
-                continue;
-            }
-            rtp_amx_bf16_row(o, src + n * ld, g->K);
-            memset(o + g->K, 0, (g->Kr - g->K) * 2);
-        }
-#pragma omp for schedule(static)
-        for (size_t j = 0; j < kw; j += 16)
-            rtp_amx_transpose32(B + j * g->Nr, g->Nr, (const uint32_t *)R + j, kw, (int)g->Nr,
-                                kw - j < 16 ? kw - j : 16);
-    }
+    const int inside = m + 32 <= g->M && n + 32 <= g->N;
+    float *c = inside ? out + m * g->N + n : C + m * g->Nr + n;
+    rtp_amx_gemm(A + m * g->Kr + k, g->Kr, B + k / 2 * g->Nr + n, g->Nr, c, inside ? g->N : g->Nr,
+                 32, 32, kn, k > 0);
 }
 
-/* summed values a pass: the A and B panels of all blocks for one pass stay in L2 */
+/* summed values a pass of the forward: the pass's A and B panels (2 x 256 KB at the seed
+ * CNN's 128 x 128 outputs) stay in L2 from their packing to their use */
 #define KSTEP 1024
 
-/* out[M][N] = A B: blocks of 32 x 32 over the threads (each thread the same blocks in
- * every pass), K in passes of KSTEP that carry each sum on through memory in fp32 (the
- * order of the sum, and so its bits, as in one pass). A block wholly inside M x N is
- * written to out, one that crosses its edge to C (Mr x Nr). */
-static void gemm_run(const uint16_t *A, const uint32_t *B, float *C, float *out, const gemm *g,
-                     int T)
+/* B from src [N][ld] (src[n][k], the weights by rows): A and B packed a pass of KSTEP
+ * summed values at a time, then that pass's blocks (each thread the same blocks in every
+ * pass). B's rows: 16 rows n of src rounded into R[n] (Kr bf16, whose words are already
+ * the pairs along k) and those words transposed into B in registers. */
+static void gemm_by_rows(uint16_t *A, uint32_t *B, uint16_t *R, float *C, float *out,
+                         const float *a, size_t lda, const float *b, size_t ldb, const gemm *g,
+                         int T)
 {
-    const size_t mb = g->Mr / 32, nb = g->Nr / 32;
+    const size_t mb = g->Mr / 32, nb = g->Nr / 32, kw = g->Kr / 2;
 #pragma omp parallel num_threads(T)
     {
         rtp_amx_config_full();
         for (size_t k = 0; k < g->Kr; k += KSTEP) {
             const size_t kn = g->Kr - k < KSTEP ? g->Kr - k : KSTEP;
+            const ptrdiff_t left = (ptrdiff_t)g->K - (ptrdiff_t)k;
 #pragma omp for schedule(static) nowait
-            for (size_t blk = 0; blk < mb * nb; blk++) {
-                const size_t m = blk / nb * 32, n = blk % nb * 32;
-                const int inside = m + 32 <= g->M && n + 32 <= g->N;
-                float *c = inside ? out + m * g->N + n : C + m * g->Nr + n;
-                rtp_amx_gemm(A + m * g->Kr + k, g->Kr, B + k / 2 * g->Nr + n, g->Nr, c,
-                             inside ? g->N : g->Nr, 32, 32, kn, k > 0);
+            for (size_t r = 0; r < g->Mr; r++)
+                row_span(A + r * g->Kr + k, a + r * lda + k, r < g->M ? left : 0, kn);
+#pragma omp for schedule(static)
+            for (size_t n0 = 0; n0 < g->Nr; n0 += 16) {
+                for (size_t n = n0; n < n0 + 16; n++)
+                    row_span(R + n * g->Kr + k, b + n * ldb + k, n < g->N ? left : 0, kn);
+                rtp_amx_transpose32(B + k / 2 * g->Nr + n0, g->Nr,
+                                    (const uint32_t *)R + n0 * kw + k / 2, kw, 16, kn / 2);
             }
+#pragma omp for schedule(static) nowait
+            for (size_t blk = 0; blk < mb * nb; blk++)
+                block(A, B, C, out, g, blk / nb * 32, blk % nb * 32, k, kn);
+        }
+        _tile_release();
+    }
+}
+
+/* B from src [K][ld] (src[k][n]): A packed first, then each thread a strip of NSTRIP
+ * columns at a time, packed and multiplied while it is in cache */
+static void gemm_by_cols(uint16_t *A, uint32_t *B, float *C, float *out, const float *a,
+                         size_t lda, int at, const float *b, size_t ldb, const gemm *g, int T)
+{
+    pack_a(A, a, lda, at, g, T);
+#pragma omp parallel num_threads(T)
+    {
+        rtp_amx_config_full();
+#pragma omp for schedule(static)
+        for (size_t n0 = 0; n0 < g->Nr; n0 += NSTRIP) {
+            const size_t ns = g->Nr - n0 < NSTRIP ? g->Nr - n0 : NSTRIP;
+            pack_b_strip(B, b, ldb, g, n0, ns);
+            for (size_t m = 0; m < g->Mr; m += 32)
+                for (size_t n = n0; n < n0 + ns; n += 32) block(A, B, C, out, g, m, n, 0, g->Kr);
         }
         _tile_release();
     }
@@ -149,7 +179,8 @@ static void unpack(float *out, const float *C, const float *bias, const gemm *g,
     }
 }
 
-/* out = a b (+ bias): a [M][K] (lda; at: stored [K][M]), b [K][N] (ldb; bt: stored [N][K]) */
+/* out = a b (+ bias): a [M][K] (lda; at: stored [K][M]), b [K][N] (ldb; bt: stored [N][K],
+ * a not transposed) */
 static void product(rt_backend *b, float *ws, float *out, const float *a, size_t lda, int at,
                     const float *bsrc, size_t ldb, int bt, const float *bias, gemm g)
 {
@@ -157,10 +188,8 @@ static void product(rt_backend *b, float *ws, float *out, const float *a, size_t
     uint16_t *A = (uint16_t *)ws;
     uint32_t *B = (uint32_t *)(ws + g.Mr * g.Kr / 2);
     float *C = ws + g.Mr * g.Kr / 2 + g.Kr / 2 * g.Nr;
-    pack_a(A, a, lda, at, &g, T);
-    if (bt) pack_b_rows(B, (uint16_t *)(C + g.Mr * g.Nr), bsrc, ldb, &g, T);
-    else pack_b(B, bsrc, ldb, &g, T);
-    gemm_run(A, B, C, out, &g, T);
+    if (bt) gemm_by_rows(A, B, (uint16_t *)(C + g.Mr * g.Nr), C, out, a, lda, bsrc, ldb, &g, T);
+    else gemm_by_cols(A, B, C, out, a, lda, at, bsrc, ldb, &g, T);
     unpack(out, C, bias, &g, T);
 }
 
