@@ -332,6 +332,44 @@ T_TEST(dense_rounds_inputs_accumulates_fp32)
     ASSERT_EQ(bad, 0);
 }
 
+/* Dense shapes that cross the AMX kernel's passes over the summed values (1024), its
+ * strips of 256 output columns and its 32 x 32 blocks at every edge: the products as
+ * the fp32 op's on rounded inputs, and the same bits on 1 thread as on 2. */
+T_TEST(dense_edges_same_bits_on_1_and_2_threads)
+{
+    const rt_dense_desc ds[] = {{.N = 100, .F = 2501, .O = 70},
+                                {.N = 33, .F = 1025, .O = 31},
+                                {.N = 64, .F = 3000, .O = 96},
+                                {.N = 40, .F = 300, .O = 257}};
+    rt_backend one;
+    rt_error err = {0};
+    ASSERT_EQ(open_cpu(&one, 1, RT_PREC_BF16, &err), 0);
+    int bad = 0;
+    for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) {
+        const rt_dense_desc *d = &ds[i];
+        size_t nx = (size_t)d->N * d->F, ny = (size_t)d->N * d->O, nw = (size_t)d->O * d->F;
+        float *x = rnd(nx, 15), *w = rnd(nw, 16), *bias = rnd((size_t)d->O, 17), *dy = rnd(ny, 18);
+        float *xr = rounded(x, nx), *wr = rounded(w, nw), *dyr = rounded(dy, ny);
+        outs a, a1, e;
+        int b = dense_run(&g_bf, d, x, w, bias, dy, &a) + dense_run(&one, d, x, w, bias, dy, &a1);
+        b += dense_run(&g_ref, d, xr, wr, bias, dyr, &e);
+        if (!b) {
+            b += compare("dense y", a.y, e.y, ny, 0, 1);
+            b += compare("dense dx", a.dx, e.dx, nx, 0, 1);
+            b += compare("dense dw", a.dw, e.dw, nw, 0, 1);
+            b += memcmp(a.y, a1.y, ny * 4) != 0;
+            b += memcmp(a.dx, a1.dx, nx * 4) != 0;
+            b += memcmp(a.dw, a1.dw, nw * 4) != 0;
+        }
+        if (b) fprintf(stderr, "  dense N%d F%d O%d: %d mismatches\n", d->N, d->F, d->O, b);
+        bad += b;
+        drop(&a), drop(&a1), drop(&e);
+        free(x), free(w), free(bias), free(dy), free(xr), free(wr), free(dyr);
+    }
+    rt_backend_close(&one);
+    ASSERT_EQ(bad, 0);
+}
+
 /* Runs everywhere: what is refused, and with which words. */
 T_TEST(refusals_name_what_is_missing)
 {
@@ -392,6 +430,7 @@ int main(void)
     if (c->amx) T_RUN(amx_rounding_is_the_scalar_rule);
 #endif
     T_RUN(dense_rounds_inputs_accumulates_fp32);
+    T_RUN(dense_edges_same_bits_on_1_and_2_threads);
     rt_backend_close(&g_bf);
     rt_backend_close(&g_ref);
     return T_EXIT();
