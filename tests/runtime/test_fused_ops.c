@@ -434,6 +434,12 @@ T_TEST(bn_add)
     bn_add_case(t_failed_, 8, 16, 8, 8, 2, 0, 1); /* no relu after the add */
     bn_add_case(t_failed_, 3, 5, 9, 9, 1, 0, 0);  /* rows with a tail */
     bn_add_case(t_failed_, 3, 5, 9, 9, 2, 1, 1);
+    /* planes under 16 values by channel blocks (cpu_bn_small.c): two blocks of 64 and a
+     * part, batch 1, 1x1 planes */
+    bn_add_case(t_failed_, 4, 70, 2, 2, 2, 1, 1);
+    bn_add_case(t_failed_, 1, 17, 3, 3, 1, 0, 1);
+    bn_add_case(t_failed_, 5, 130, 1, 1, 2, 1, 0);
+    bn_add_case(t_failed_, 3, 9, 3, 5, 1, 1, 1);
     bn_add_case(t_failed_, 2, 33, 128, 128, 2, 1, 1); /* streamed (cpu_bn_stream.c) */
     bn_add_case(t_failed_, 1, 17, 256, 256, 1, 0, 0); /* no relu: streamed too */
 }
