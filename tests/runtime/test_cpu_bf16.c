@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "../t.h"
+#include "cpu/cpu_amx_tiles.h"
 #include "cpu/cpu_conv_amx.h"
 #include "cpu/cpu_internal.h"
 #include "rt_backend.h"
@@ -235,6 +236,50 @@ T_TEST(amx_takes_stride2_1x1_and_wide)
 }
 #endif
 
+#if defined(__x86_64__)
+/* The AMX packing's conversions give the scalar rule's bits: ties to even, NaN quiet,
+ * infinities, subnormals kept (one among normal values, or all), every length and
+ * tail, and at stride 2 (the phases' gathers). */
+T_TEST(amx_rounding_is_the_scalar_rule)
+{
+    enum { n = 200 };
+    static const uint32_t special[] = {
+        0x00000001u, 0x807FFFFFu, 0x00008000u, 0x00018000u, 0x3F808000u, 0x3F818000u, 0x7F800000u,
+        0xFF800000u, 0x7F800001u, 0xFFC00000u, 0x7F7FFFFFu, 0x80000000u, 0x3F807FFFu, 0x00400000u};
+    uint32_t bits[n], pair[n];
+    uint16_t one[n];
+    float x[n], y[n];
+    rt_rng r = rt_rng_stream(9, RT_RNG_USER, 1, 0);
+    for (int round = 0; round < 3; round++) {
+        rt_rng_fill_uniform(&r, x, n, -3.0f, 3.0f);
+        rt_rng_fill_uniform(&r, y, n, -3.0f, 3.0f);
+        memcpy(bits, x, sizeof bits);
+        for (int i = 0; i < n; i++) {
+            if (round == 1 && i % 37 == 5) bits[i] = special[(i / 37) % 14];     /* a few */
+            if (round == 2) bits[i] = special[i % 14] ^ (uint32_t)(i & 2) << 30; /* all */
+        }
+        memcpy(x, bits, sizeof bits);
+        for (int len = 1; len <= n; len += len < 40 ? 1 : 23) {
+            memset(one, 0xAB, sizeof one), memset(pair, 0xAB, sizeof pair);
+            rtp_amx_bf16_row(one, x, (size_t)len);
+            rtp_amx_bf16_pairs(pair, x, y, (size_t)len);
+            for (int i = 0; i < n; i++) {
+                const uint32_t want = rtp_bf16_bits(x[i]), wy = rtp_bf16_bits(y[i]);
+                ASSERT_EQ(one[i], i < len ? want : 0xABABu);
+                ASSERT_EQ(pair[i], i < len ? (want | wy << 16) : 0xABABABABu);
+            }
+            const int half = (len + 1) / 2;
+            rtp_amx_bf16_row_s2(one, x, (size_t)half);
+            rtp_amx_bf16_pairs_s2(pair, x, y, (size_t)half);
+            for (int i = 0; i < half; i++) {
+                ASSERT_EQ(one[i], rtp_bf16_bits(x[2 * i]));
+                ASSERT_EQ(pair[i], rtp_bf16_bits(x[2 * i]) | rtp_bf16_bits(y[2 * i]) << 16);
+            }
+        }
+    }
+}
+#endif
+
 static int dense_run(rt_backend *b, const rt_dense_desc *d, const float *x, const float *w,
                      const float *bias, const float *dy, outs *o)
 {
@@ -344,6 +389,7 @@ int main(void)
     T_RUN(conv_rounds_inputs_accumulates_fp32);
 #if defined(__x86_64__)
     if (c->amx) T_RUN(amx_takes_stride2_1x1_and_wide);
+    if (c->amx) T_RUN(amx_rounding_is_the_scalar_rule);
 #endif
     T_RUN(dense_rounds_inputs_accumulates_fp32);
     rt_backend_close(&g_bf);
