@@ -9,7 +9,7 @@
  * channel, every plane is a jump of C planes: on ResNet-20's 16x16 and 8x8 planes the
  * passes ran 13-37% slower: bench/README.md), and the backward's per-plane sums are added
  * per channel in image order, so the bits do not depend on the order or the thread count.
- * Planes of fewer than 16 values (MobileNetV2's last stages) go by blocks of channels
+ * Planes of 16 values or fewer (MobileNetV2's last stages) go by blocks of channels
  * instead (cpu_bn_small.c, the same bits), a fused residual add included. A large output
  * with a relu or add fused is written with streaming stores (cpu_bn_stream.c).
  * A relu fused after the norm (rt_bn_desc.relu, bn_relu_bwd) costs no pass of its own: it
@@ -159,10 +159,9 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
     float *Y = out->data, *SM = save_mean->data, *SI = save_invstd->data;
     float *RM = running_mean->data, *RV = running_var->data;
     const float lo = d->relu ? 0.0f : 1.0f;
-    /* planes of 16 floats or more are written in memory order (bwd_rows' reason) */
-    const int by_rows = hw >= 16;
-    /* smaller ones by channel block (cpu_bn_small.c) */
-    const int blocked = rtp_cpu_bn_small(hw);
+    /* planes of 16 floats or fewer by channel block (cpu_bn_small.c), larger ones in
+     * memory order (bwd_rows' reason) */
+    const int blocked = rtp_cpu_bn_small(hw), by_rows = !blocked;
     const size_t planes = (size_t)d->N * C;
     /* a relu or add fused: the output goes to another layer (cpu_bn_stream.c) */
     const int stream = by_rows && (d->relu || S) && rtp_cpu_bn_stream(Y, hw, planes * hw);

@@ -1,5 +1,5 @@
-/* cpu_bn_small.c - batch norm's elementwise passes on planes of fewer than 16 values
- * (MobileNetV2's from 3x3 down to 1x1): whole channel blocks at a time, not a call per
+/* cpu_bn_small.c - batch norm's elementwise passes on planes of 16 values or fewer
+ * (MobileNetV2's from 4x4 down to 1x1): whole channel blocks at a time, not a call per
  * plane.
  *
  * cpu_bn.c takes such planes channel by channel and calls its row loops once per (n, c)
@@ -18,7 +18,7 @@
 #include "cpu_internal.h"
 
 #define RTP_BN_BLOCK 64
-#define SMALL_HW 15 /* the largest plane taken here */
+#define SMALL_HW 16 /* the largest plane taken here */
 #define SPREAD (RTP_BN_BLOCK * SMALL_HW)
 
 /* y = v * k, v = x * g + sh, k = v > 0 ? 1 : lo: cpu_bn.c's row_affine with g, sh per value */
@@ -144,7 +144,10 @@ void rtp_cpu_bn_small_bwd(rt_backend *b, const rtp_bn_bwd_args *A)
             else grads_v(d, e, A->DY + at, A->X + at, k.g, k.sh, k.mean, nc * hw, A->lo);
             for (int c = 0; c < nc; c++) { /* row_grads' sums of one plane, then the channel's */
                 double ta = 0.0, tq = 0.0;
-                for (int i = c * hw; i < (c + 1) * hw; i++) ta += dd[i], tq += (double)dd[i] * e[i];
+                /* a plane of 16 is one step of row_grads' vector loop, which rounds each
+                 * product to float; the shorter ones are its scalar tail alone */
+                for (int i = c * hw; i < (c + 1) * hw; i++)
+                    ta += dd[i], tq += hw == 16 ? (double)(dd[i] * e[i]) : (double)dd[i] * e[i];
                 sdy[c] += ta, sdyx[c] += tq;
             }
         }

@@ -185,7 +185,7 @@ typedef struct rtp_bn_bwd_args {
     size_t hw, M;
     float lo;
 } rtp_bn_bwd_args;
-/* cpu_bn_small.c: planes of hw values where rtp_cpu_bn_small(hw) (fewer than 16) by
+/* cpu_bn_small.c: planes of hw values where rtp_cpu_bn_small(hw) (16 or fewer) by
  * blocks of channels, the bits of cpu_bn.c's plane loops: the training forward's output
  * pass (with the fused add's other term S unless NULL), and the backward (with a fused
  * add when A->KEEP). */
