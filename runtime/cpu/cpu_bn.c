@@ -9,8 +9,8 @@
  * channel, every plane is a jump of C planes: on ResNet-20's 16x16 and 8x8 planes the
  * passes ran 13-37% slower: bench/README.md), and the backward's per-plane sums are added
  * per channel in image order, so the bits do not depend on the order or the thread count.
- * Planes of fewer than 16 values (MobileNetV2's last stages) go by blocks of channels
- * instead (cpu_bn_small.c, the same bits), but for a fused residual add. A large output
+ * Planes of 16 values or fewer (MobileNetV2's last stages) go by blocks of channels
+ * instead (cpu_bn_small.c, the same bits), a fused residual add included. A large output
  * with a relu or add fused is written with streaming stores (cpu_bn_stream.c).
  * A relu fused after the norm (rt_bn_desc.relu, bn_relu_bwd) costs no pass of its own: it
  * is applied as the output is written, and its mask is recomputed in both backward passes.
@@ -159,10 +159,9 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
     float *Y = out->data, *SM = save_mean->data, *SI = save_invstd->data;
     float *RM = running_mean->data, *RV = running_var->data;
     const float lo = d->relu ? 0.0f : 1.0f;
-    /* planes of 16 floats or more are written in memory order (bwd_rows' reason) */
-    const int by_rows = hw >= 16;
-    /* smaller ones by channel block (cpu_bn_small.c), unless an add is fused */
-    const int blocked = rtp_cpu_bn_small(hw) && !S;
+    /* planes of 16 floats or fewer by channel block (cpu_bn_small.c), larger ones in
+     * memory order (bwd_rows' reason) */
+    const int blocked = rtp_cpu_bn_small(hw), by_rows = !blocked;
     const size_t planes = (size_t)d->N * C;
     /* a relu or add fused: the output goes to another layer (cpu_bn_stream.c) */
     const int stream = by_rows && (d->relu || S) && rtp_cpu_bn_stream(Y, hw, planes * hw);
@@ -194,7 +193,7 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
             if (stream) rtp_cpu_bn_stream_fence();
         }
     }
-    if (blocked) rtp_cpu_bn_small_out(b, Y, X, d->N, C, (int)hw, G, Bt, SM, SI, lo);
+    if (blocked) rtp_cpu_bn_small_out(b, Y, X, S, d->N, C, (int)hw, G, Bt, SM, SI, lo);
 }
 
 rt_status rtp_cpu_bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
@@ -362,7 +361,7 @@ static void bn_bwd(rt_backend *b, rt_tensor *din, rt_tensor *dgamma, rt_tensor *
                                .hw = hw,
                                .M = (size_t)d->N * hw,
                                .lo = Bt || (KEEP && d->relu) ? 0.0f : 1.0f};
-    if (!KEEP && rtp_cpu_bn_small(hw)) rtp_cpu_bn_small_bwd(b, &A);
+    if (rtp_cpu_bn_small(hw)) rtp_cpu_bn_small_bwd(b, &A);
     else if (rows_fit(&A)) bwd_rows(b, &A);
     else bwd_channels(b, &A);
 }

@@ -1,5 +1,5 @@
-/* cpu_bn_small.c - batch norm's elementwise passes on planes of fewer than 16 values
- * (MobileNetV2's from 3x3 down to 1x1): whole channel blocks at a time, not a call per
+/* cpu_bn_small.c - batch norm's elementwise passes on planes of 16 values or fewer
+ * (MobileNetV2's from 4x4 down to 1x1): whole channel blocks at a time, not a call per
  * plane.
  *
  * cpu_bn.c takes such planes channel by channel and calls its row loops once per (n, c)
@@ -9,14 +9,16 @@
  * values, is one vector loop. Every value goes through the same operations, in the same
  * order, as in cpu_bn.c's row loops, and each channel's sums are taken plane by plane
  * and added in image order as bwd_channels adds them: the bits are cpu_bn.c's, for any
- * thread count (blocks are independent).
+ * thread count (blocks are independent). A residual add fused after the norm likewise:
+ * the forward adds the other term per value, the backward keeps the masked gradient
+ * (cpu_bn.c's grads_keep) and takes the sums and dx from it.
  */
 #include <string.h>
 
 #include "cpu_internal.h"
 
 #define RTP_BN_BLOCK 64
-#define SMALL_HW 15 /* the largest plane taken here */
+#define SMALL_HW 16 /* the largest plane taken here */
 #define SPREAD (RTP_BN_BLOCK * SMALL_HW)
 
 /* y = v * k, v = x * g + sh, k = v > 0 ? 1 : lo: cpu_bn.c's row_affine with g, sh per value */
@@ -27,6 +29,36 @@ RTP_SPAN static void affine_v(float *restrict y, const float *restrict x, const 
         float v = x[i] * g[i] + sh[i];
         y[i] = v * (v > 0.0f ? 1.0f : lo);
     }
+}
+
+/* y = v * k, v = (x * g + sh) + s: cpu_bn.c's row_affine_add with g, sh per value */
+RTP_SPAN static void affine_add_v(float *restrict y, const float *restrict x,
+                                  const float *restrict s, const float *restrict g,
+                                  const float *restrict sh, int n, float lo)
+{
+    for (int i = 0; i < n; i++) {
+        float v = (x[i] * g[i] + sh[i]) + s[i];
+        y[i] = v * (v > 0.0f ? 1.0f : lo);
+    }
+}
+
+/* keep = d = (dy (+ dy2)) * k, k from the output y (y > 0 ? 1 : lo), and e = x - mean:
+ * cpu_bn.c's grads_keep per value (dy2 NULL: none) */
+RTP_SPAN static void grads_keep_v(float *restrict keep, float *restrict e, const float *restrict dy,
+                                  const float *restrict dy2, const float *restrict y,
+                                  const float *restrict x, const float *restrict mean, int n,
+                                  float lo)
+{
+    if (dy2)
+        for (int i = 0; i < n; i++) {
+            keep[i] = (dy[i] + dy2[i]) * (y[i] > 0.0f ? 1.0f : lo);
+            e[i] = x[i] - mean[i];
+        }
+    else
+        for (int i = 0; i < n; i++) {
+            keep[i] = dy[i] * (y[i] > 0.0f ? 1.0f : lo);
+            e[i] = x[i] - mean[i];
+        }
 }
 
 /* d = dy * k (k from v = x * g + sh) and e = x - mean: row_grads' two terms per value */
@@ -67,8 +99,8 @@ int rtp_cpu_bn_small(size_t hw) { return hw <= SMALL_HW; }
 
 static int blocks(int C) { return (C + RTP_BN_BLOCK - 1) / RTP_BN_BLOCK; }
 
-void rtp_cpu_bn_small_out(rt_backend *b, float *Y, const float *X, int N, int C, int hw,
-                          const float *G, const float *Bt, const float *SM, const float *SI,
+void rtp_cpu_bn_small_out(rt_backend *b, float *Y, const float *X, const float *S, int N, int C,
+                          int hw, const float *G, const float *Bt, const float *SM, const float *SI,
                           float lo)
 {
 #pragma omp parallel for schedule(static) num_threads(b->threads)
@@ -80,7 +112,8 @@ void rtp_cpu_bn_small_out(rt_backend *b, float *Y, const float *X, int N, int C,
         spread(gv, g, nc, hw), spread(shv, sh, nc, hw);
         for (int n = 0; n < N; n++) {
             const size_t at = ((size_t)n * C + c0) * hw;
-            affine_v(Y + at, X + at, gv, shv, nc * hw, lo);
+            if (S) affine_add_v(Y + at, X + at, S + at, gv, shv, nc * hw, lo);
+            else affine_v(Y + at, X + at, gv, shv, nc * hw, lo);
         }
     }
 }
@@ -103,10 +136,18 @@ void rtp_cpu_bn_small_bwd(rt_backend *b, const rtp_bn_bwd_args *A)
         double sdy[RTP_BN_BLOCK] = {0}, sdyx[RTP_BN_BLOCK] = {0};
         for (int n = 0; n < A->N; n++) {
             const size_t at = ((size_t)n * C + c0) * hw;
-            grads_v(d, e, A->DY + at, A->X + at, k.g, k.sh, k.mean, nc * hw, A->lo);
+            /* with a fused add, d is the kept gradient itself */
+            float *dd = A->KEEP ? A->KEEP + at : d;
+            if (A->KEEP)
+                grads_keep_v(dd, e, A->DY + at, A->DY2 ? A->DY2 + at : NULL, A->Y + at, A->X + at,
+                             k.mean, nc * hw, A->lo);
+            else grads_v(d, e, A->DY + at, A->X + at, k.g, k.sh, k.mean, nc * hw, A->lo);
             for (int c = 0; c < nc; c++) { /* row_grads' sums of one plane, then the channel's */
                 double ta = 0.0, tq = 0.0;
-                for (int i = c * hw; i < (c + 1) * hw; i++) ta += d[i], tq += (double)d[i] * e[i];
+                /* a plane of 16 is one step of row_grads' vector loop, which rounds each
+                 * product to float; the shorter ones are its scalar tail alone */
+                for (int i = c * hw; i < (c + 1) * hw; i++)
+                    ta += dd[i], tq += hw == 16 ? (double)(dd[i] * e[i]) : (double)dd[i] * e[i];
                 sdy[c] += ta, sdyx[c] += tq;
             }
         }
@@ -118,7 +159,9 @@ void rtp_cpu_bn_small_bwd(rt_backend *b, const rtp_bn_bwd_args *A)
         spread(k.kk, v, nc, hw), spread(k.a, A->DB + c0, nc, hw), spread(k.bq, A->DG + c0, nc, hw);
         for (int n = 0; n < A->N; n++) {
             const size_t at = ((size_t)n * C + c0) * hw;
-            dx_v(A->DX + at, A->DY + at, A->X + at, &k, nc * hw, (float)A->M, A->lo);
+            if (A->KEEP) /* masked already (bwd_dx) */
+                dx_v(A->DX + at, A->KEEP + at, A->X + at, &k, nc * hw, (float)A->M, 1.0f);
+            else dx_v(A->DX + at, A->DY + at, A->X + at, &k, nc * hw, (float)A->M, A->lo);
         }
     }
 }

@@ -185,12 +185,13 @@ typedef struct rtp_bn_bwd_args {
     size_t hw, M;
     float lo;
 } rtp_bn_bwd_args;
-/* cpu_bn_small.c: planes of hw values where rtp_cpu_bn_small(hw) (fewer than 16) by
+/* cpu_bn_small.c: planes of hw values where rtp_cpu_bn_small(hw) (16 or fewer) by
  * blocks of channels, the bits of cpu_bn.c's plane loops: the training forward's output
- * pass (no fused add), and the backward without a fused add (A->KEEP NULL). */
+ * pass (with the fused add's other term S unless NULL), and the backward (with a fused
+ * add when A->KEEP). */
 int rtp_cpu_bn_small(size_t hw);
-void rtp_cpu_bn_small_out(rt_backend *b, float *Y, const float *X, int N, int C, int hw,
-                          const float *G, const float *Bt, const float *SM, const float *SI,
+void rtp_cpu_bn_small_out(rt_backend *b, float *Y, const float *X, const float *S, int N, int C,
+                          int hw, const float *G, const float *Bt, const float *SM, const float *SI,
                           float lo);
 void rtp_cpu_bn_small_bwd(rt_backend *b, const rtp_bn_bwd_args *A);
 /* cpu_bn_stream.c: whether the training forward writes its output y (planes of hw

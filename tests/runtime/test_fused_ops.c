@@ -118,7 +118,7 @@ T_TEST(bn_relu)
     bn_case(t_failed_, 1, 21, 225, 225, 2);
 }
 
-/* Batch norm on planes of fewer than 16 values (runtime/cpu/cpu_bn_small.c: blocks of
+/* Batch norm on planes of 16 values or fewer (runtime/cpu/cpu_bn_small.c: blocks of
  * 64 channels): the training forward, the statistics and the backward against a double
  * reference, and the same bits on 1 and 2 threads. */
 static void small_case(int *t_failed_, int N, int C, int H, int W)
@@ -187,8 +187,11 @@ T_TEST(bn_small_planes)
     small_case(t_failed_, 5, 70, 1, 1);  /* 1x1, two blocks, the second of 6 channels */
     small_case(t_failed_, 3, 130, 2, 2); /* 2x2, three blocks */
     small_case(t_failed_, 4, 33, 3, 3);  /* 3x3: 9 values, a channel count off 16 */
-    small_case(t_failed_, 1, 17, 3, 5);  /* one image, 15 values: the largest plane */
-    bn_case(t_failed_, 3, 70, 2, 2, 2);  /* the relu fused, against relu apart */
+    small_case(t_failed_, 1, 17, 3, 5);  /* one image, 15 values */
+    small_case(t_failed_, 3, 70, 4, 4);  /* 4x4: the largest plane, one vector a plane */
+    small_case(t_failed_, 1, 17, 2, 8);
+    bn_case(t_failed_, 3, 70, 2, 2, 2); /* the relu fused, against relu apart */
+    bn_case(t_failed_, 2, 70, 4, 4, 2);
     bn_case(t_failed_, 4, 9, 1, 1, 1);
 }
 
@@ -434,6 +437,13 @@ T_TEST(bn_add)
     bn_add_case(t_failed_, 8, 16, 8, 8, 2, 0, 1); /* no relu after the add */
     bn_add_case(t_failed_, 3, 5, 9, 9, 1, 0, 0);  /* rows with a tail */
     bn_add_case(t_failed_, 3, 5, 9, 9, 2, 1, 1);
+    /* planes of 16 values or fewer by channel blocks (cpu_bn_small.c): two blocks of 64
+     * and a part, batch 1, 1x1 and 4x4 planes */
+    bn_add_case(t_failed_, 3, 70, 4, 4, 2, 1, 1);
+    bn_add_case(t_failed_, 4, 70, 2, 2, 2, 1, 1);
+    bn_add_case(t_failed_, 1, 17, 3, 3, 1, 0, 1);
+    bn_add_case(t_failed_, 5, 130, 1, 1, 2, 1, 0);
+    bn_add_case(t_failed_, 3, 9, 3, 5, 1, 1, 1);
     bn_add_case(t_failed_, 2, 33, 128, 128, 2, 1, 1); /* streamed (cpu_bn_stream.c) */
     bn_add_case(t_failed_, 1, 17, 256, 256, 1, 0, 0); /* no relu: streamed too */
 }
