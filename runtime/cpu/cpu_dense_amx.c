@@ -147,8 +147,8 @@ static void gemm_by_rows(uint16_t *A, uint32_t *B, uint16_t *R, float *C, float 
 
 /* B from src [K][ld] (src[k][n]): A packed first, then each thread a strip of NSTRIP
  * columns at a time, packed and multiplied while it is in cache */
-static void gemm_by_cols(uint16_t *A, uint32_t *B, float *C, float *out, const float *a,
-                         size_t lda, int at, const float *b, size_t ldb, const gemm *g, int T)
+static void gemm_by_cols(uint16_t *A, uint32_t *B, float *C, float *out, const float *a, size_t lda,
+                         int at, const float *b, size_t ldb, const gemm *g, int T)
 {
     pack_a(A, a, lda, at, g, T);
 #pragma omp parallel num_threads(T)
