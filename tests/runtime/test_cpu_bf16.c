@@ -332,6 +332,26 @@ T_TEST(dense_rounds_inputs_accumulates_fp32)
     ASSERT_EQ(bad, 0);
 }
 
+/* a dense layer's random inputs and their bf16-rounded copies */
+typedef struct {
+    size_t nx, ny, nw;
+    float *x, *w, *bias, *dy, *xr, *wr, *dyr;
+} dense_in;
+
+static dense_in dense_inputs(const rt_dense_desc *d, uint32_t seed)
+{
+    dense_in v = {.nx = (size_t)d->N * d->F, .ny = (size_t)d->N * d->O, .nw = (size_t)d->O * d->F};
+    v.x = rnd(v.nx, seed), v.w = rnd(v.nw, seed + 1), v.dy = rnd(v.ny, seed + 2);
+    v.bias = rnd((size_t)d->O, seed + 3);
+    v.xr = rounded(v.x, v.nx), v.wr = rounded(v.w, v.nw), v.dyr = rounded(v.dy, v.ny);
+    return v;
+}
+
+static void dense_in_free(dense_in *v)
+{
+    free(v->x), free(v->w), free(v->bias), free(v->dy), free(v->xr), free(v->wr), free(v->dyr);
+}
+
 /* Dense shapes that cross the AMX kernel's passes over the summed values (1024), its
  * strips of 256 output columns and its 32 x 32 blocks at every edge: the products as
  * the fp32 op's on rounded inputs, and the same bits on 1 thread as on 2. */
@@ -347,24 +367,20 @@ T_TEST(dense_edges_same_bits_on_1_and_2_threads)
     int bad = 0;
     for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) {
         const rt_dense_desc *d = &ds[i];
-        size_t nx = (size_t)d->N * d->F, ny = (size_t)d->N * d->O, nw = (size_t)d->O * d->F;
-        float *x = rnd(nx, 15), *w = rnd(nw, 16), *bias = rnd((size_t)d->O, 17), *dy = rnd(ny, 18);
-        float *xr = rounded(x, nx), *wr = rounded(w, nw), *dyr = rounded(dy, ny);
-        outs a, a1, e;
-        int b = dense_run(&g_bf, d, x, w, bias, dy, &a) + dense_run(&one, d, x, w, bias, dy, &a1);
-        b += dense_run(&g_ref, d, xr, wr, bias, dyr, &e);
-        if (!b) {
-            b += compare("dense y", a.y, e.y, ny, 0, 1);
-            b += compare("dense dx", a.dx, e.dx, nx, 0, 1);
-            b += compare("dense dw", a.dw, e.dw, nw, 0, 1);
-            b += memcmp(a.y, a1.y, ny * 4) != 0;
-            b += memcmp(a.dx, a1.dx, nx * 4) != 0;
-            b += memcmp(a.dw, a1.dw, nw * 4) != 0;
-        }
+        dense_in v = dense_inputs(d, 15);
+        outs two, on1, ref;
+        int b = dense_run(&g_bf, d, v.x, v.w, v.bias, v.dy, &two);
+        b += dense_run(&one, d, v.x, v.w, v.bias, v.dy, &on1);
+        b += dense_run(&g_ref, d, v.xr, v.wr, v.bias, v.dyr, &ref);
+        if (!b)
+            b += compare("dense y", two.y, ref.y, v.ny, 0, 1) +
+                 compare("dense dx", two.dx, ref.dx, v.nx, 0, 1) +
+                 compare("dense dw", two.dw, ref.dw, v.nw, 0, 1) +
+                 (memcmp(two.y, on1.y, v.ny * 4) != 0) + (memcmp(two.dx, on1.dx, v.nx * 4) != 0) +
+                 (memcmp(two.dw, on1.dw, v.nw * 4) != 0);
         if (b) fprintf(stderr, "  dense N%d F%d O%d: %d mismatches\n", d->N, d->F, d->O, b);
         bad += b;
-        drop(&a), drop(&a1), drop(&e);
-        free(x), free(w), free(bias), free(dy), free(xr), free(wr), free(dyr);
+        drop(&two), drop(&on1), drop(&ref), dense_in_free(&v);
     }
     rt_backend_close(&one);
     ASSERT_EQ(bad, 0);
