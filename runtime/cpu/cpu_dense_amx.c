@@ -65,10 +65,13 @@ static void pack_a(uint16_t *A, const float *src, size_t ld, int transposed, con
     }
 }
 
-/* o[c] <- bf16(x[c]) for c < n (n may be 0 or less), 0 for n <= c < w */
-static void row_span(uint16_t *o, const float *x, ptrdiff_t n, size_t w)
+/* o[c] <- bf16(x[c]) for c < n (n may be 0 or less), 0 for n <= c < w; next: the span
+ * to be read after this one (NULL: none), asked into L2 meanwhile */
+static void row_span(uint16_t *o, const float *x, ptrdiff_t n, size_t w, const float *next)
 {
     const size_t m = n <= 0 ? 0 : (size_t)n < w ? (size_t)n : w;
+    if (next)
+        for (size_t c = 0; c < m; c += 16) _mm_prefetch((const char *)(next + c), _MM_HINT_T1);
     rtp_amx_bf16_row(o, x, m);
     memset(o + m, 0, (w - m) * 2);
 }
@@ -129,11 +132,13 @@ static void gemm_by_rows(uint16_t *A, uint32_t *B, uint16_t *R, float *C, float 
             const ptrdiff_t left = (ptrdiff_t)g->K - (ptrdiff_t)k;
 #pragma omp for schedule(static) nowait
             for (size_t r = 0; r < g->Mr; r++)
-                row_span(A + r * g->Kr + k, a + r * lda + k, r < g->M ? left : 0, kn);
+                row_span(A + r * g->Kr + k, a + r * lda + k, r < g->M ? left : 0, kn,
+                         r + 1 < g->M ? a + (r + 1) * lda + k : NULL);
 #pragma omp for schedule(static)
             for (size_t n0 = 0; n0 < g->Nr; n0 += 16) {
                 for (size_t n = n0; n < n0 + 16; n++)
-                    row_span(R + n * g->Kr + k, b + n * ldb + k, n < g->N ? left : 0, kn);
+                    row_span(R + n * g->Kr + k, b + n * ldb + k, n < g->N ? left : 0, kn,
+                             n + 1 < g->N ? b + (n + 1) * ldb + k : NULL);
                 rtp_amx_transpose32(B + k / 2 * g->Nr + n0, g->Nr,
                                     (const uint32_t *)R + n0 * kw + k / 2, kw, 16, kn / 2);
             }
