@@ -93,6 +93,10 @@ static void pack_b_strip(uint32_t *B, const float *src, size_t ld, const gemm *g
             memset(o, 0, ns * 4);
             continue;
         }
+        for (size_t c = 0; k + 3 < g->K && c < cnt; c += 16) {
+            _mm_prefetch((const char *)(src + (k + 2) * ld + n0 + c), _MM_HINT_T1);
+            _mm_prefetch((const char *)(src + (k + 3) * ld + n0 + c), _MM_HINT_T1);
+        }
         rtp_amx_bf16_pairs(o, src + k * ld + n0, k + 1 < g->K ? src + (k + 1) * ld + n0 : NULL,
                            cnt);
         memset(o + cnt, 0, (ns - cnt) * 4);
