@@ -4,7 +4,11 @@
  * "VNNI" rows), the operands rounded to bf16 as they are packed into the workspace
  * (zero-padded to whole tiles: 32 rows/columns, 32 summed values), blocks of 32 x 32
  * outputs spread over the threads, each block's sum in a fixed order (the same bits for
- * any thread count).
+ * any thread count). The operands are packed piece by piece just before their products
+ * so that they are multiplied from cache: the forward (B = the weights by rows, rounded
+ * and then transposed in registers) in passes of KSTEP summed values, the gradients in
+ * strips of NSTRIP output columns; the blocks wholly inside the output are written to it
+ * directly, the others through C.
  *   forward:       out[N][O] = in[N][F] w[O][F]^T     (A = in, B = w by rows)
  *   input grad:    din[N][F] = dout[N][O] w[O][F]     (A = dout, B = w by columns)
  *   weight grad:   dw[O][F] = dout[N][O]^T in[N][F]   (A = dout transposed, B = in)
