@@ -161,10 +161,10 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
     const float lo = d->relu ? 0.0f : 1.0f;
     /* planes of 16 floats or fewer by channel block (cpu_bn_small.c), larger ones in
      * memory order (bwd_rows' reason) */
-    const int blocked = rtp_cpu_bn_small(hw), by_rows = !blocked;
+    const int blocked = rtp_cpu_bn_small(hw);
     const size_t planes = (size_t)d->N * C;
     /* a relu or add fused: the output goes to another layer (cpu_bn_stream.c) */
-    const int stream = by_rows && (d->relu || S) && rtp_cpu_bn_stream(Y, hw, planes * hw);
+    const int stream = !blocked && (d->relu || S) && rtp_cpu_bn_stream(Y, hw, planes * hw);
 #pragma omp parallel num_threads(b->threads)
     {
 #pragma omp for schedule(static)
@@ -179,14 +179,11 @@ static void bn_fwd_train(rt_backend *b, rt_tensor *out, rt_tensor *save_mean,
             double mean = acc.mean, var = acc.m2 / (double)M;
             SM[c] = (float)mean;
             SI[c] = (float)(1.0 / sqrt(var + d->eps));
-            if (!by_rows && !blocked)
-                for (int n = 0; n < d->N; n++)
-                    fwd_out(Y, X, S, (size_t)n * C + c, c, hw, G, Bt, SM, SI, lo, 0);
             double unbiased = M > 1 ? acc.m2 / (double)(M - 1) : var;
             RM[c] = (float)((1.0 - d->momentum) * RM[c] + d->momentum * mean);
             RV[c] = (float)((1.0 - d->momentum) * RV[c] + d->momentum * unbiased);
         }
-        if (by_rows) {
+        if (!blocked) {
 #pragma omp for schedule(static) nowait
             for (size_t r = 0; r < planes; r++)
                 fwd_out(Y, X, S, r, (int)(r % (size_t)C), hw, G, Bt, SM, SI, lo, stream);
