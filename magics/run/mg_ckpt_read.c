@@ -67,11 +67,9 @@ static void shape_of(json_t *shape, mg_ws_origin *d)
 {
     int v[3];
     if (json_array_size(shape) != 3) return;
-    for (int i = 0; i < 3; i++) {
-        json_t *x = json_array_get(shape, (size_t)i);
-        if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 4096)
-            return;
-        v[i] = (int)json_integer_value(x);
+    for (int i = 0; i < 3; i++) { /* out of int's range: 0, which the check refuses */
+        json_int_t x = json_integer_value(json_array_get(shape, (size_t)i));
+        v[i] = x > 0 && x <= 4096 ? (int)x : 0;
     }
     if (!mg_ws_shape_valid(v)) return;
     memcpy(d->images.shape, v, sizeof v);

@@ -2,8 +2,8 @@
  * --resume rule (mg_ckpt_train_autoresume):
  *   auto   continue the directory's run when the model, the data set (and its
  *          %dataset options: source, --val count or fraction, --subset, --size,
- *          --channels, --seed, --shape; then its training images' checksum) and the options
- *          the %train table marks run-defining (mg_train_table.c: batch, lr,
+ *          --channels, --seed, --shape; then its training images' checksum) and the
+ *          options the %train table marks run-defining (mg_train_table.c: batch, lr,
  *          optimiser and its settings, schedule, seed, augmentation, precision...)
  *          equal the ones typed, and the typed --epochs
  *          is not smaller (larger = train longer, said so). Otherwise the run goes to
@@ -84,9 +84,9 @@ static void shape_text(const int *d, char *buf, size_t cap)
 }
 
 /* The data set's defining options against the checkpoint's record dj of the one it was
- * trained on: source, --val (a count or a fraction), --subset, and for an image folder
- * --size, --channels, --seed, for a pixel CSV --shape; then, when the options agree, the training images
- * themselves (their checksum: a folder whose files changed). Appends " %dataset --opt
+ * trained on: source, --val (a count or a fraction), --subset, for an image folder
+ * --size, --channels, --seed, for a pixel CSV --shape; then, when the options agree, the
+ * training images themselves (their checksum: a folder whose files changed). Appends " %dataset --opt
  * typed (checkpoint stored)" to buf (at k, capacity n); returns the new length. */
 static size_t data_differences(const typed *t, json_t *dj, char *buf, size_t k, size_t n)
 {

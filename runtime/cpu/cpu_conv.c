@@ -139,8 +139,8 @@ static size_t ws_fp32(rt_backend *b, const rt_conv_desc *d)
 }
 
 /* bf16 on AMX tiles: 1 for the 3x3 stride-1 convolutions the direct path takes and the
- * 3x3 stride-2 ones on even planes (cpu_conv_amx.c), 2 for 1x1, 3x3 stride-2 and wider 3x3 ones (cpu_conv_amx_gemm.c),
- * each with 16 channels or more on both sides (a tile is 16 rows of them: a 1- or
+ * 3x3 stride-2 ones on even planes (cpu_conv_amx.c), 2 for 1x1, other 3x3 stride-2 and
+ * wider 3x3 ones (cpu_conv_amx_gemm.c), each with 16 channels or more on both sides (a tile is 16 rows of them: a 1- or
  * 3-channel first layer would waste most of each product); 0: the others round their
  * inputs into the workspace for the fp32 loops */
 static int amx_takes(rt_backend *b, const rt_conv_desc *d)

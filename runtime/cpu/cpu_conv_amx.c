@@ -1,10 +1,10 @@
 /* cpu_conv_amx.c - bf16 3x3 convolutions on AMX tiles, stride 1 and (on x's four phases)
  * stride 2 (--precision bf16 on a CPU with AMX-BF16; cpu_bf16.c decides, cpu_conv.c
- * calls): forward, input gradient and
- * weight gradient, each as tile products (TDPBF16PS: 16x32 bf16 times 32x16 bf16 into
- * 16x16 fp32) with fp32 accumulation. Compiled alone with -mamx-tile -mamx-bf16
- * (runtime/meson.build); nothing here runs unless the CPU has AMX and the kernel let
- * the process use its tile data (rtp_cpu_amx_enable).
+ * calls): forward, input gradient and weight gradient, each as tile products
+ * (TDPBF16PS: 16x32 bf16 times 32x16 bf16 into 16x16 fp32) with fp32 accumulation.
+ * Compiled alone with -mamx-tile -mamx-bf16 (runtime/meson.build); nothing here runs
+ * unless the CPU has AMX and the kernel let the process use its tile data
+ * (rtp_cpu_amx_enable).
  *
  * Layouts (a padded-width grid, as cpu_conv_direct.c's): each image's planes are
  * copied once, rounded to bf16, into a zero-bordered buffer of rows wp = W + 2 pad;
